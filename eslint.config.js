@@ -1,0 +1,22 @@
+// Lint rules: typescript-eslint's recommended set, plus the few that guard
+// this codebase's ground rules (no floats for money is enforced by review and
+// by the ban on parseFloat below).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'var/**', 'bench/out/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    rules: {
+      'no-restricted-globals': ['error', { name: 'parseFloat', message: 'Money is decimal text; see src/domain/money.ts' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'Number', property: 'parseFloat', message: 'Money is decimal text; see src/domain/money.ts' },
+      ],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+);

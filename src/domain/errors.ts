@@ -1,0 +1,23 @@
+/**
+ * The base error of payoutd. Every error the daemon raises on purpose has a
+ * stable `code` an operator can search for, and a message built to be safe
+ * to log: no secrets, no raw HTTP bodies or headers.
+ */
+export class PayoutdError extends Error {
+  override readonly name: string = 'PayoutdError';
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+
+  /** The shape logged for an error: safe by construction. */
+  toLog(): { name: string; code: string; message: string } {
+    return { name: this.name, code: this.code, message: this.message };
+  }
+}
+
+export class ConfigError extends PayoutdError {
+  override readonly name = 'ConfigError';
+}

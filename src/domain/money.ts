@@ -1,0 +1,61 @@
+/**
+ * Money as decimal text. An amount goes from the CSV cell to the wire, the
+ * database and the result file as a string; arithmetic (totals, the
+ * sandbox's debits) uses decimal.js with enough precision to be exact.
+ * Nothing here ever calls parseFloat or Number() on an amount.
+ */
+import { Decimal as DecimalJs } from 'decimal.js';
+
+/** A Decimal constructor with room for any amount we will ever add up. */
+export const Decimal = DecimalJs.clone({ precision: 80, rounding: DecimalJs.ROUND_HALF_EVEN, toExpNeg: -100, toExpPos: 100 });
+export type Decimal = InstanceType<typeof Decimal>;
+
+/** A plain decimal as finance writes it: digits, optional fraction, no sign, no exponent. */
+const PLAIN_DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+export function isPlainDecimal(text: string): boolean {
+  return PLAIN_DECIMAL.test(text);
+}
+
+/** Number of digits after the point, as written. */
+export function fractionDigits(text: string): number {
+  const dot = text.indexOf('.');
+  return dot < 0 ? 0 : text.length - dot - 1;
+}
+
+/**
+ * The contract's normal form of an amount on the wire: no leading `+` or
+ * zeros, no trailing fractional zeros or point (`1500.50` -> `1500.5`,
+ * `0100.00` -> `100`). Accepts an optional minus sign; throws on anything
+ * that is not a plain decimal.
+ */
+export function normalizeAmount(text: string): string {
+  const m = /^(-)?(\d+)(?:\.(\d*))?$/.exec(text);
+  if (!m) throw new TypeError(`not a plain decimal amount: ${JSON.stringify(text)}`);
+  const [, sign, intRaw = '', fracRaw = ''] = m;
+  const intPart = intRaw.replace(/^0+(?=\d)/, '');
+  const frac = fracRaw.replace(/0+$/, '');
+  const body = frac ? `${intPart}.${frac}` : intPart;
+  return sign && /[1-9]/.test(body) ? `-${body}` : body;
+}
+
+/** Decimal text of a Decimal, never in exponent form, normal form. */
+export function decimalText(d: Decimal): string {
+  return normalizeAmount(d.toFixed());
+}
+
+export function compareAmounts(a: string, b: string): number {
+  return new Decimal(a).comparedTo(new Decimal(b));
+}
+
+/** Sum of decimal texts, as normal-form text. */
+export function sumAmounts(amounts: Iterable<string>): string {
+  let total = new Decimal(0);
+  for (const a of amounts) total = total.plus(a);
+  return decimalText(total);
+}
+
+/** Formats an amount with exactly `digits` fraction digits (for reports). */
+export function formatFixed(text: string, digits: number): string {
+  return new Decimal(text).toFixed(digits);
+}

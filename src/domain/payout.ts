@@ -1,0 +1,70 @@
+/**
+ * The payout as the domain sees it: what a CSV row asks for, the statuses a
+ * payout moves through, and which moves are allowed. No HTTP, no SQL.
+ */
+
+/** The create request of spec 2.4, amounts as decimal text. */
+export interface PayoutRequest {
+  merchantReferenceId: string;
+  deductionCurrency: string;
+  payoutCurrency: string;
+  payoutAmount: string;
+  sender: {
+    firstName: string;
+    lastName: string;
+    country: string;
+    idType: string;
+    idValue: string;
+  };
+  beneficiary: {
+    accountName: string;
+    accountNumber: string;
+    bankCode: string;
+  };
+}
+
+/** Statuses of the service (spec 3). */
+export type PayoutStatus = 'PENDING' | 'PAID' | 'CANCELLED';
+
+export const TERMINAL_STATUSES: readonly PayoutStatus[] = ['PAID', 'CANCELLED'];
+
+export function isTerminal(status: string): status is 'PAID' | 'CANCELLED' {
+  return status === 'PAID' || status === 'CANCELLED';
+}
+
+export function isPayoutStatus(status: string): status is PayoutStatus {
+  return status === 'PENDING' || status === 'PAID' || status === 'CANCELLED';
+}
+
+/** What the service answered to a create (spec 2.5), amounts as decimal text. */
+export interface CreatedPayout {
+  payoutId: string;
+  merchantReferenceId: string;
+  rate: string;
+  deductionAmount: string;
+  totalFee: string;
+  feeCurrency: string;
+}
+
+/** A payout record as returned by query (contract: Payout query). */
+export interface PayoutRecord {
+  payoutId: string;
+  merchantReferenceId: string;
+  status: PayoutStatus;
+  payoutCurrency: string;
+  payoutAmount: string;
+  deductionCurrency: string;
+  deductionAmount: string;
+  rate: string;
+  totalFee: string;
+  feeCurrency: string;
+  createTime: string;
+  completeTime: string | null;
+  failureReason: string | null;
+}
+
+/** Masks an account number for logs: only the last four characters show. */
+export function maskAccountNumber(accountNumber: string): string {
+  if (accountNumber.length <= 4) return '*'.repeat(accountNumber.length);
+  return `${'*'.repeat(Math.min(accountNumber.length - 4, 8))}${accountNumber.slice(-4)}`;
+}

@@ -1,0 +1,161 @@
+/**
+ * Canonical ("minified") JSON, the text that both signature schemes hash
+ * (spec 5.3): keys sorted by code point at every level, no whitespace, nulls
+ * written, numbers in plain decimal form taken from their lexeme — never
+ * through a JavaScript float.
+ *
+ * Numbers are rendered the way Java's `BigDecimal.toPlainString()` renders the
+ * lexeme, because that is what a strict server in this signing family does:
+ * `1e21` -> `1000000000000000000000`, `1e-7` -> `0.0000001`, `100.50` stays
+ * `100.50` (scale kept), `-0` -> `0`. Amounts the daemon sends are already in
+ * normal form (see domain/money), so for them every rendering agrees.
+ */
+import { LosslessNumber, isLosslessNumber, parse } from 'lossless-json';
+
+/** How object keys are ordered; `canonicalJson.sortKeys` in the config. */
+export interface CanonicalOptions {
+  sortKeys: boolean;
+}
+
+export const DEFAULT_CANONICAL: CanonicalOptions = { sortKeys: true };
+
+/** A JSON number kept as its decimal text. */
+export { LosslessNumber as JsonNumber };
+
+const NUMBER_LEXEME = /^(-)?(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/** Plain (non-exponent) decimal text of a JSON number lexeme, exactly. */
+export function plainNumberText(lexeme: string): string {
+  const m = NUMBER_LEXEME.exec(lexeme);
+  if (!m) throw new TypeError(`not a JSON number: ${JSON.stringify(lexeme)}`);
+  const [, sign, intPart = '', fracPart = '', expPart] = m;
+  const exponent = expPart === undefined ? 0 : Number.parseInt(expPart, 10);
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 10_000) {
+    throw new RangeError(`exponent out of range in ${lexeme}`);
+  }
+  const digits = intPart + fracPart;
+  const scale = fracPart.length - exponent;
+  let text: string;
+  if (scale <= 0) {
+    text = digits + '0'.repeat(-scale);
+  } else {
+    const padded = digits.padStart(scale + 1, '0');
+    text = `${padded.slice(0, padded.length - scale)}.${padded.slice(padded.length - scale)}`;
+  }
+  text = text.replace(/^0+(?=\d)/, '');
+  const isZero = !/[1-9]/.test(text);
+  return sign && !isZero ? `-${text}` : text;
+}
+
+function compareCodePoints(a: string, b: string): number {
+  // Default string comparison orders UTF-16 code units, which differs from
+  // code point order once astral characters meet U+E000..U+FFFF.
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done) return y.done ? 0 : -1;
+    if (y.done) return 1;
+    const cx = x.value.codePointAt(0) ?? 0;
+    const cy = y.value.codePointAt(0) ?? 0;
+    if (cx !== cy) return cx - cy;
+  }
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+function sortedKeys(keys: string[]): string[] {
+  // Plain sort equals code point order when every key is ASCII (the usual case).
+  return keys.every(isAscii) ? keys.sort() : keys.sort(compareCodePoints);
+}
+
+function write(value: unknown, options: CanonicalOptions, out: string[]): void {
+  if (value === null) {
+    out.push('null');
+  } else if (typeof value === 'string') {
+    out.push(JSON.stringify(value));
+  } else if (typeof value === 'boolean') {
+    out.push(value ? 'true' : 'false');
+  } else if (isLosslessNumber(value)) {
+    out.push(plainNumberText((value as LosslessNumber).value));
+  } else if (typeof value === 'number') {
+    // Only integers may travel as JS numbers; a fraction must come as text.
+    if (!Number.isSafeInteger(value)) {
+      throw new TypeError(`refusing to serialize non-integer JS number ${value}; use a JsonNumber`);
+    }
+    out.push(String(value));
+  } else if (typeof value === 'bigint') {
+    out.push(value.toString());
+  } else if (Array.isArray(value)) {
+    out.push('[');
+    value.forEach((item, i) => {
+      if (i > 0) out.push(',');
+      write(item === undefined ? null : item, options, out);
+    });
+    out.push(']');
+  } else if (typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).filter((k) => record[k] !== undefined);
+    out.push('{');
+    (options.sortKeys ? sortedKeys(keys) : keys).forEach((key, i) => {
+      if (i > 0) out.push(',');
+      out.push(JSON.stringify(key), ':');
+      write(record[key], options, out);
+    });
+    out.push('}');
+  } else {
+    throw new TypeError(`cannot serialize a ${typeof value} as JSON`);
+  }
+}
+
+/** Canonical text of a value built in code (request bodies). */
+export function canonicalStringify(value: unknown, options: CanonicalOptions = DEFAULT_CANONICAL): string {
+  const out: string[] = [];
+  write(value, options, out);
+  return out.join('');
+}
+
+/** Parses JSON keeping every number as its lexeme (a JsonNumber). */
+export function parseLossless(text: string): unknown {
+  return parse(text);
+}
+
+function stripWhitespace(text: string): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (inString) {
+      out += c;
+      if (c === '\\') out += text[++i] ?? '';
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+      out += c;
+    } else if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/**
+ * The minified form of a received body, as the verifying side computes it
+ * (spec 5.3): empty -> empty string, unparsable -> its trimmed text.
+ * With `sortKeys: false` only the whitespace between tokens is removed.
+ */
+export function minifyBodyText(text: string, options: CanonicalOptions = DEFAULT_CANONICAL): string {
+  if (text === '') return '';
+  let parsed: unknown;
+  try {
+    parsed = parse(text);
+  } catch {
+    // Spec 5.3: a body that is not JSON is signed as its trimmed text.
+    return text.trim();
+  }
+  return options.sortKeys ? canonicalStringify(parsed, options) : stripWhitespace(text.trim());
+}

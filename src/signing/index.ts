@@ -1,0 +1,3 @@
+/** Signing: strings to sign, RSA/HMAC signatures, constant-time checks, merchant keys. */
+export * from './signatures.js';
+export * from './keys.js';

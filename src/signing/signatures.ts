@@ -1,0 +1,96 @@
+/**
+ * The strings to sign and the signatures of spec 5.3 (RSA, token calls),
+ * 5.4 (HMAC, business calls) and the webhook scheme of the contract.
+ * Pure functions over keys and text: no clock, no randomness, no IO, so the
+ * known-answer tests can pin every byte.
+ */
+import { createHash, createHmac, createSign, createVerify, timingSafeEqual, type KeyObject } from 'node:crypto';
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** Fields of the RSA string to sign (spec 5.3). */
+export interface TokenCallParts {
+  method: string;
+  path: string;
+  minifiedBody: string;
+  apiKey: string;
+  merchantCode: string;
+  timestamp: string;
+  nonce: string;
+}
+
+/** METHOD:path:sha256(body):apiKey:merchantCode:timestamp:nonce */
+export function tokenStringToSign(p: TokenCallParts): string {
+  return [p.method.toUpperCase(), p.path, sha256Hex(p.minifiedBody), p.apiKey, p.merchantCode, p.timestamp, p.nonce].join(':');
+}
+
+/** Fields of the HMAC string to sign (spec 5.4). */
+export interface BusinessCallParts {
+  method: string;
+  path: string;
+  accessToken: string;
+  minifiedBody: string;
+  timestamp: string;
+  nonce: string;
+}
+
+/** METHOD:path:accessToken:sha256(body):timestamp:nonce */
+export function businessStringToSign(p: BusinessCallParts): string {
+  return [p.method.toUpperCase(), p.path, p.accessToken, sha256Hex(p.minifiedBody), p.timestamp, p.nonce].join(':');
+}
+
+/** Fields of the webhook string to sign (contract: Webhook). */
+export interface WebhookParts {
+  path: string;
+  minifiedBody: string;
+  timestamp: string;
+  nonce: string;
+}
+
+/** POST:path:sha256(body):timestamp:nonce */
+export function webhookStringToSign(p: WebhookParts): string {
+  return ['POST', p.path, sha256Hex(p.minifiedBody), p.timestamp, p.nonce].join(':');
+}
+
+/** SHA256withRSA, Base64. */
+export function signRsa(privateKey: KeyObject, stringToSign: string): string {
+  return createSign('RSA-SHA256').update(stringToSign, 'utf8').sign(privateKey, 'base64');
+}
+
+export function verifyRsa(publicKey: KeyObject, stringToSign: string, signatureB64: string): boolean {
+  try {
+    return createVerify('RSA-SHA256').update(stringToSign, 'utf8').verify(publicKey, signatureB64, 'base64');
+  } catch {
+    // A malformed signature is simply not a valid one.
+    return false;
+  }
+}
+
+/** How the secretKey text becomes HMAC key bytes (contract: Signing key bytes). */
+export type HmacKeyEncoding = 'utf8' | 'base64' | 'hex';
+
+export function hmacKeyBytes(secret: string, encoding: HmacKeyEncoding): Buffer {
+  return Buffer.from(secret, encoding);
+}
+
+/** HmacSHA512, Base64. */
+export function signHmac(key: Buffer, stringToSign: string): string {
+  return createHmac('sha512', key).update(stringToSign, 'utf8').digest('base64');
+}
+
+/**
+ * Constant-time comparison of two signature texts. Both sides are hashed
+ * first, so inputs of different lengths neither throw (as a bare
+ * timingSafeEqual would) nor leak their length through timing.
+ */
+export function signaturesEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a, 'utf8').digest();
+  const hb = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export function verifyHmac(key: Buffer, stringToSign: string, signatureB64: string): boolean {
+  return signaturesEqual(signHmac(key, stringToSign), signatureB64);
+}
