@@ -73,6 +73,11 @@ function sortedKeys(keys: string[]): string[] {
   return keys.every(isAscii) ? keys.sort() : keys.sort(compareCodePoints);
 }
 
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
 function write(value: unknown, options: CanonicalOptions, out: string[]): void {
   if (value === null) {
     out.push('null');
@@ -97,7 +102,7 @@ function write(value: unknown, options: CanonicalOptions, out: string[]): void {
       write(item === undefined ? null : item, options, out);
     });
     out.push(']');
-  } else if (typeof value === 'object') {
+  } else if (typeof value === 'object' && isPlainObject(value)) {
     const record = value as Record<string, unknown>;
     const keys = Object.keys(record).filter((k) => record[k] !== undefined);
     out.push('{');

@@ -4,6 +4,7 @@
  * Pure functions over keys and text: no clock, no randomness, no IO, so the
  * known-answer tests can pin every byte.
  */
+import { PayoutdError } from '../domain/errors.js';
 import { createHash, createHmac, createSign, createVerify, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 export function sha256Hex(text: string): string {
@@ -71,8 +72,25 @@ export function verifyRsa(publicKey: KeyObject, stringToSign: string, signatureB
 /** How the secretKey text becomes HMAC key bytes (contract: Signing key bytes). */
 export type HmacKeyEncoding = 'utf8' | 'base64' | 'hex';
 
+export class HmacKeyError extends PayoutdError {
+  override readonly name = 'HmacKeyError';
+}
+
+const HEX_KEY = /^(?:[0-9a-fA-F]{2})+$/;
+const BASE64_KEY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Key bytes of a secret. Buffer.from decodes hex and base64 loosely (a bad
+ * character yields an empty or short key that anyone could reproduce), so
+ * the text must be valid in its encoding and give a non-empty key.
+ */
 export function hmacKeyBytes(secret: string, encoding: HmacKeyEncoding): Buffer {
-  return Buffer.from(secret, encoding);
+  if ((encoding === 'hex' && !HEX_KEY.test(secret)) || (encoding === 'base64' && !BASE64_KEY.test(secret))) {
+    throw new HmacKeyError('HMAC_KEY_INVALID', `the HMAC secret is not valid ${encoding} text`);
+  }
+  const key = Buffer.from(secret, encoding);
+  if (key.length === 0) throw new HmacKeyError('HMAC_KEY_INVALID', 'the HMAC secret is empty');
+  return key;
 }
 
 /** HmacSHA512, Base64. */

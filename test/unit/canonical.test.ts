@@ -1,0 +1,190 @@
+/**
+ * Canonical JSON (src/json/canonical.ts): the text both signature schemes
+ * hash. Pins key order by code point, plain numbers with the
+ * BigDecimal.toPlainString() rendering the module header promises, the
+ * spec 5.3 fallbacks for empty and unparsable bodies, and `sortKeys: false`.
+ */
+import { describe, expect, it } from 'vitest';
+import { canonicalStringify, DEFAULT_CANONICAL, JsonNumber, minifyBodyText, parseLossless, plainNumberText } from '../../src/json/index.js';
+
+const KEEP_ORDER = { sortKeys: false };
+const n = (text: string) => new JsonNumber(text);
+
+describe('canonicalStringify', () => {
+  it('sorts keys at every level of nested objects and arrays, without whitespace', () => {
+    const value = {
+      b: [n('3'), { z: null, a: [true, false, 'x y'] }, []],
+      a: { d: 'x', c: n('1.50'), e: {} },
+    };
+    expect(canonicalStringify(value)).toBe('{"a":{"c":1.50,"d":"x","e":{}},"b":[3,{"a":[true,false,"x y"],"z":null},[]]}');
+    expect(DEFAULT_CANONICAL.sortKeys).toBe(true);
+  });
+
+  it('orders keys by code point, not by UTF-16 code unit', () => {
+    const astral = '\u{1F600}'; // U+1F600, UTF-16 D83D DE00
+    const fullwidth = '\uFF01'; // U+FF01
+    // The trap: the default sort puts the astral key first (0xD83D < 0xFF01).
+    expect([fullwidth, astral].sort()).toEqual([astral, fullwidth]);
+    const value = { [astral]: 1, [fullwidth]: 2, é: 3, aa: 4, a: 5, B: 6, '': 7, '\uE000': 8 };
+    expect(canonicalStringify(value)).toBe(`{"":7,"B":6,"a":5,"aa":4,"é":3,"\uE000":8,"${fullwidth}":2,"${astral}":1}`);
+    expect(canonicalStringify({ outer: { [astral]: 1, [fullwidth]: 2 } })).toBe(`{"outer":{"${fullwidth}":2,"${astral}":1}}`);
+  });
+
+  it('writes unicode values as UTF-8 text and escapes what JSON requires', () => {
+    expect(canonicalStringify({ name: 'José Müller 😀 中文' })).toBe('{"name":"José Müller 😀 中文"}');
+    expect(canonicalStringify({ s: 'a"b\\c\n\t\u0001/' })).toBe('{"s":"a\\"b\\\\c\\n\\t\\u0001/"}');
+  });
+
+  it('writes nulls and skips undefined properties; undefined in an array is null', () => {
+    expect(canonicalStringify({ a: null, b: undefined, c: 1 })).toBe('{"a":null,"c":1}');
+    expect(canonicalStringify([undefined, null])).toBe('[null,null]');
+    expect(canonicalStringify(null)).toBe('null');
+  });
+
+  it('renders JsonNumbers in plain form from their text', () => {
+    const value = {
+      a: n('0.1'),
+      b: n('1e21'),
+      c: n('1e-7'),
+      d: n('1.5E+3'),
+      e: n('12345678901234567890.123456789'),
+      f: n('-0'),
+      g: n('100.50'),
+      h: n('9007199254740993'),
+    };
+    expect(canonicalStringify(value)).toBe(
+      '{"a":0.1,"b":1000000000000000000000,"c":0.0000001,"d":1500,"e":12345678901234567890.123456789,"f":0,"g":100.50,"h":9007199254740993}',
+    );
+  });
+
+  it('accepts safe integers and bigints as JS values', () => {
+    expect(canonicalStringify({ i: 42, m: -7, z: -0, big: 2n ** 64n })).toBe('{"big":18446744073709551616,"i":42,"m":-7,"z":0}');
+  });
+
+  it('refuses a JS float, an unsafe integer and non-finite numbers', () => {
+    expect(() => canonicalStringify({ amount: 0.1 })).toThrow(TypeError);
+    expect(() => canonicalStringify({ amount: 0.1 })).toThrow(/JsonNumber/);
+    expect(() => canonicalStringify([1500.5])).toThrow(TypeError);
+    expect(() => canonicalStringify({ big: 2 ** 53 })).toThrow(TypeError);
+    expect(() => canonicalStringify({ x: Number.NaN })).toThrow(TypeError);
+    expect(() => canonicalStringify({ x: Number.POSITIVE_INFINITY })).toThrow(TypeError);
+  });
+
+  it('refuses values JSON cannot carry', () => {
+    expect(() => canonicalStringify({ f: () => 1 })).toThrow(TypeError);
+    expect(() => canonicalStringify({ s: Symbol('x') })).toThrow(TypeError);
+  });
+
+  it('keeps insertion order with sortKeys: false', () => {
+    expect(canonicalStringify({ b: 1, a: { d: 2, c: 3 } }, KEEP_ORDER)).toBe('{"b":1,"a":{"d":2,"c":3}}');
+  });
+});
+
+describe('plainNumberText (BigDecimal.toPlainString of the lexeme)', () => {
+  it.each([
+    ['0', '0'],
+    ['0.1', '0.1'],
+    ['1e21', '1000000000000000000000'],
+    ['1e-7', '0.0000001'],
+    ['1.5E+3', '1500'],
+    ['1E+0', '1'],
+    ['-12e2', '-1200'],
+    ['-1.5e-3', '-0.0015'],
+    ['0.05e1', '0.5'],
+    ['100e-2', '1.00'],
+    ['0e5', '0'],
+    ['12345678901234567890.123456789', '12345678901234567890.123456789'],
+    ['-0', '0'],
+    ['-0.0', '0.0'],
+    ['100.50', '100.50'],
+    ['1500.00', '1500.00'],
+    ['9007199254740993', '9007199254740993'],
+  ])('%s -> %s', (lexeme, plain) => {
+    expect(plainNumberText(lexeme)).toBe(plain);
+  });
+
+  it.each(['', '01', '1.', '.5', '+1', '1e', '0x10', 'NaN', 'Infinity', '1,5', ' 1'])('refuses %j', (lexeme) => {
+    expect(() => plainNumberText(lexeme)).toThrow(TypeError);
+  });
+
+  it('refuses an absurd exponent instead of building a huge string', () => {
+    expect(() => plainNumberText('1e100000')).toThrow(RangeError);
+  });
+});
+
+describe('minifyBodyText (received bodies, spec 5.3)', () => {
+  it('re-minifies with sorted keys, keeping every number lexeme exact', () => {
+    const text = `{
+      "g": 0.1, "f": 100.50, "e": -0, "d": 12345678901234567890.123456789,
+      "c": 1.5E+3, "b": 1e-7, "a": 1e21, "h": 9007199254740993, "n": null
+    }`;
+    expect(minifyBodyText(text)).toBe(
+      '{"a":1000000000000000000000,"b":0.0000001,"c":1500,"d":12345678901234567890.123456789,"e":0,"f":100.50,"g":0.1,"h":9007199254740993,"n":null}',
+    );
+  });
+
+  it('keeps the scale of 100.50 (toPlainString, not the wire normal form)', () => {
+    expect(minifyBodyText('{"payoutAmount": 100.50}')).toBe('{"payoutAmount":100.50}');
+  });
+
+  it('equals canonicalStringify of the lossless parse', () => {
+    const text = '{ "b": [1, {"y": 2.50, "x": "\u00e9"}], "a": true }';
+    expect(minifyBodyText(text)).toBe(canonicalStringify(parseLossless(text)));
+    expect(minifyBodyText(text)).toBe('{"a":true,"b":[1,{"x":"é","y":2.50}]}');
+  });
+
+  it('sorts non-ASCII keys of received text by code point', () => {
+    expect(minifyBodyText('{"\\ud83d\\ude00": 1, "\\uff01": 2, "z": 3}')).toBe('{"z":3,"！":2,"😀":1}');
+  });
+
+  it('gives the empty string for an empty or blank body', () => {
+    expect(minifyBodyText('')).toBe('');
+    expect(minifyBodyText(' \r\n\t ')).toBe('');
+  });
+
+  it('gives the trimmed text of a body that is not JSON', () => {
+    expect(minifyBodyText('  not json \n')).toBe('not json');
+    expect(minifyBodyText(' {"a": 1,} ')).toBe('{"a": 1,}');
+    expect(minifyBodyText('{"a": 1} trailing')).toBe('{"a": 1} trailing');
+    expect(minifyBodyText('\t{"a":\n1')).toBe('{"a":\n1');
+  });
+
+  it('removes whitespace around strings but never inside them', () => {
+    const text = ' \n {  "k e y" :  "  a  b\\t \\"q\\"  " , "w" : [ " " , "\\\\" ] }  \n';
+    expect(minifyBodyText(text)).toBe('{"k e y":"  a  b\\t \\"q\\"  ","w":[" ","\\\\"]}');
+  });
+
+  it('normalizes string escapes when re-serializing', () => {
+    expect(minifyBodyText('{"s": "\\u00e9\\/"}')).toBe('{"s":"é/"}');
+  });
+
+  it('keeps the written order with sortKeys: false and removes only whitespace', () => {
+    const text = ' {\n  "b" : "x \\" y" ,\n  "a" : "\\\\" ,\n  "c" : [ 1.5E+3 , 100.50 , null ] ,\n  "s" : " in  side "\n}\n';
+    expect(minifyBodyText(text, KEEP_ORDER)).toBe('{"b":"x \\" y","a":"\\\\","c":[1.5E+3,100.50,null],"s":" in  side "}');
+  });
+
+  it('applies the same empty and unparsable rules with sortKeys: false', () => {
+    expect(minifyBodyText('', KEEP_ORDER)).toBe('');
+    expect(minifyBodyText('  not json  ', KEEP_ORDER)).toBe('not json');
+  });
+
+  it('sortKeys: false reproduces the exact text a sender wrote with sortKeys: false', () => {
+    const sent = canonicalStringify({ z: 'last?', a: [n('1500.5'), null], m: { y: true, x: 'é' } }, KEEP_ORDER);
+    expect(sent).toBe('{"z":"last?","a":[1500.5,null],"m":{"y":true,"x":"é"}}');
+    expect(minifyBodyText(sent, KEEP_ORDER)).toBe(sent);
+  });
+
+  it('round-trips text a sender wrote with sorted keys', () => {
+    const sent = canonicalStringify({ b: n('0.0000001'), a: { d: null, c: 'ü' } });
+    expect(minifyBodyText(sent)).toBe(sent);
+  });
+});
+
+describe('parseLossless', () => {
+  it('keeps every number as its text', () => {
+    const parsed = parseLossless('{"a": 12345678901234567890.123456789, "b": 1e21}') as Record<string, unknown>;
+    expect(parsed['a']).toBeInstanceOf(JsonNumber);
+    expect(String(parsed['a'])).toBe('12345678901234567890.123456789');
+    expect(String(parsed['b'])).toBe('1e21');
+  });
+});
