@@ -1,0 +1,113 @@
+/**
+ * Atomic file commit for the outbox. Content goes to a hidden temp file in
+ * the same directory (`.<name>.<random>.tmp`, which outbox watchers ignore),
+ * is fsynced, then renamed over the final name and the directory fsynced.
+ * A reader therefore sees either no file or the whole file, also after a
+ * crash or power loss; a failed write leaves neither temp nor final file.
+ */
+import { randomBytes } from 'node:crypto';
+import { link, open, rename, rm, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { ReportError } from './errors.js';
+import type { AtomicWriteOptions } from './types.js';
+
+export type FileChunk = string | Uint8Array;
+
+/** Small chunks are gathered to this size before a write, to keep syscalls few. */
+const FLUSH_BYTES = 64 * 1024;
+const DEFAULT_MODE = 0o640;
+/** Keeps `.name.random.tmp` under NAME_MAX (255) for long file names. */
+const MAX_TEMP_BASE = 200;
+
+export function tempPathFor(path: string): string {
+  const base = basename(path).slice(0, MAX_TEMP_BASE);
+  return join(dirname(path), `.${base}.${randomBytes(6).toString('hex')}.tmp`);
+}
+
+export function isTempName(name: string): boolean {
+  return name.startsWith('.') && name.endsWith('.tmp');
+}
+
+export async function writeFileAtomic(
+  path: string,
+  chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>,
+  opts: AtomicWriteOptions = {},
+): Promise<void> {
+  const tmp = tempPathFor(path);
+  const fh = await open(tmp, 'wx', opts.mode ?? DEFAULT_MODE);
+  let closed = false;
+  try {
+    await writeChunks(fh, chunks, opts.signal);
+    await fh.sync();
+    closed = true;
+    await fh.close();
+    await commit(tmp, path, opts.overwrite ?? true);
+  } catch (err) {
+    if (!closed) {
+      await fh.close().catch(() => {
+        // The write error is the one worth reporting; a failed close adds nothing.
+      });
+    }
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await syncDirectory(dirname(path));
+}
+
+async function writeChunks(fh: FileHandle, chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>, signal?: AbortSignal): Promise<void> {
+  let pending: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of chunks) {
+    signal?.throwIfAborted();
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+    pending.push(bytes);
+    size += bytes.length;
+    if (size >= FLUSH_BYTES) {
+      await writeFully(fh, Buffer.concat(pending, size));
+      pending = [];
+      size = 0;
+    }
+  }
+  signal?.throwIfAborted();
+  if (size > 0) await writeFully(fh, Buffer.concat(pending, size));
+}
+
+/** `write` may write less than asked; loop until all is out. */
+async function writeFully(fh: FileHandle, buf: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < buf.length) {
+    const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);
+    offset += bytesWritten;
+  }
+}
+
+/**
+ * rename() replaces atomically. Without overwrite, link() is the atomic
+ * "create if absent" (it fails with EEXIST), after which the temp is dropped.
+ */
+async function commit(tmp: string, path: string, overwrite: boolean): Promise<void> {
+  if (overwrite) {
+    await rename(tmp, path);
+    return;
+  }
+  try {
+    await link(tmp, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new ReportError('REPORT_EXISTS', `outbox file already exists: ${basename(path)}`, { cause: err });
+    }
+    throw err;
+  }
+  await unlink(tmp);
+}
+
+/** Makes the rename itself durable: the new directory entry reaches the disk. */
+async function syncDirectory(dir: string): Promise<void> {
+  const dh = await open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Spreadsheet safety of one cell (CSV/formula injection). Finance opens the
+ * outbox files in Excel or LibreOffice, which run a cell starting with `=`,
+ * `+`, `-` or `@` (and, in some versions, tab or CR) as a formula. Such a
+ * cell gets a leading `'`, which both show as text. Plain numbers are left
+ * alone so amounts stay numbers.
+ */
+
+const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
+const FORMULA_TRIGGERS = new Set(['=', '+', '-', '@', '\t', '\r']);
+const QUOTE = "'";
+
+/**
+ * The cell as written to the file. A cell that already starts with `'` is
+ * prefixed too, so that reading back is one unambiguous rule: drop one
+ * leading `'` (see `unescapeSpreadsheetCell`).
+ */
+export function spreadsheetSafeCell(text: string): string {
+  if (PLAIN_NUMBER.test(text)) return text;
+  const first = text.charAt(0);
+  return FORMULA_TRIGGERS.has(first) || first === QUOTE ? QUOTE + text : text;
+}
+
+/** The original text of a cell written by `spreadsheetSafeCell`. */
+export function unescapeSpreadsheetCell(cell: string): string {
+  return cell.startsWith(QUOTE) ? cell.slice(1) : cell;
+}

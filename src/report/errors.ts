@@ -1,0 +1,18 @@
+/** Errors the outbox writers raise; messages name lines, never row contents. */
+import { PayoutdError } from '../domain/errors.js';
+
+export type ReportErrorCode =
+  | 'REPORT_BAD_FILE_NAME' // a file name that is not a plain base name
+  | 'REPORT_ROW_ORDER' // rows not in strictly increasing line order
+  | 'REPORT_NOT_TERMINAL' // a PENDING row reached a final result file
+  | 'REPORT_BAD_ROW' // a status or verdict outside the known set
+  | 'REPORT_EXISTS'; // target exists and overwrite is off
+
+export class ReportError extends PayoutdError {
+  override readonly name = 'ReportError';
+  declare readonly code: ReportErrorCode;
+
+  constructor(code: ReportErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}

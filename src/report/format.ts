@@ -1,0 +1,102 @@
+/**
+ * Pure formatting of the outbox files: file names, column headers, and one
+ * record (array of text cells) per ack row, result row or summary line.
+ * Cells here are raw text; spreadsheet escaping and CSV quoting happen in
+ * csv.ts, in one place, so no writer can forget them.
+ */
+import { ReportError } from './errors.js';
+import { isRowOutcomeStatus } from './types.js';
+import type { AckRow, BatchIdentity, RowOutcome, SummaryRow } from './types.js';
+
+export const ACK_COLUMNS = ['batch_id', 'file', 'line', 'merchant_reference_id', 'verdict', 'reason'] as const;
+
+export const RESULT_COLUMNS = [
+  'line',
+  'merchant_reference_id',
+  'status',
+  'payout_id',
+  'payout_currency',
+  'payout_amount',
+  'deduction_currency',
+  'deduction_amount',
+  'rate',
+  'total_fee',
+  'fee_currency',
+  'beneficiary_account_name',
+  'beneficiary_account_number',
+  'complete_time',
+  'reason',
+] as const;
+
+export const SUMMARY_COLUMNS = ['status', 'measure', 'currency', 'row_count', 'amount', 'rows_not_summed'] as const;
+
+/**
+ * Outbox names are derived from the dropped file's base name; anything that
+ * could step out of the outbox (separators, `..`) or hide from a listing
+ * (a leading `.`, like our temp files) is refused.
+ */
+export function assertPlainFileName(fileName: string): void {
+  const bad = fileName === '' || fileName.startsWith('.') || /[/\\\0]/.test(fileName);
+  if (bad) throw new ReportError('REPORT_BAD_FILE_NAME', `not a plain file name for the outbox: ${JSON.stringify(fileName)}`);
+}
+
+export function ackFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.ack.csv`;
+}
+
+export function resultFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.result.csv`;
+}
+
+export function summaryFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.summary.csv`;
+}
+
+const text = (value: string | null): string => value ?? '';
+
+export function ackRecord(identity: BatchIdentity, row: AckRow): string[] {
+  if (row.verdict !== 'ACCEPTED' && row.verdict !== 'REJECTED') {
+    throw new ReportError('REPORT_BAD_ROW', `line ${row.line}: verdict must be ACCEPTED or REJECTED`);
+  }
+  return [identity.batchId, identity.fileName, String(row.line), row.merchantReferenceId, row.verdict, text(row.reason)];
+}
+
+/** The row that says the whole file was rejected: no line, no reference. */
+export function fileRejectionRecord(identity: BatchIdentity, reason: string): string[] {
+  return [identity.batchId, identity.fileName, '', '', 'REJECTED', reason];
+}
+
+export function resultRecord(o: RowOutcome): string[] {
+  if (!isRowOutcomeStatus(o.status)) throw new ReportError('REPORT_BAD_ROW', `line ${o.line}: unknown status`);
+  return [
+    String(o.line),
+    o.merchantReferenceId,
+    o.status,
+    text(o.payoutId),
+    o.payoutCurrency,
+    o.payoutAmount,
+    o.deductionCurrency,
+    text(o.deductionAmount),
+    text(o.rate),
+    text(o.totalFee),
+    text(o.feeCurrency),
+    o.beneficiaryAccountName,
+    o.beneficiaryAccountNumber,
+    text(o.completeTime),
+    text(o.reason),
+  ];
+}
+
+export function summaryRecord(row: SummaryRow): string[] {
+  return [
+    row.status,
+    row.measure,
+    row.currency,
+    String(row.rowCount),
+    text(row.amount),
+    row.rowsNotSummed === null ? '' : String(row.rowsNotSummed),
+  ];
+}

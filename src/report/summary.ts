@@ -1,0 +1,110 @@
+/**
+ * The batch summary: per status, row counts and exact sums of payout amount
+ * (by payout currency), deduction amount (by deduction currency) and total
+ * fee (by fee currency), a total line per status and a grand total. Built
+ * incrementally so a million-row batch is summed in the same single pass
+ * that writes the result file.
+ */
+import { Decimal, decimalText } from '../domain/money.js';
+import { ReportError } from './errors.js';
+import { ROW_OUTCOME_STATUSES, isRowOutcomeStatus } from './types.js';
+import type { BatchSummary, RowOutcome, RowOutcomeStatus, SummaryMeasure, SummaryRow } from './types.js';
+
+type AmountMeasure = Exclude<SummaryMeasure, 'rows'>;
+const AMOUNT_MEASURES: readonly AmountMeasure[] = ['payout_amount', 'deduction_amount', 'total_fee'];
+
+/** What may be added: a signed plain decimal. Decimal itself would also take `1e5` or `0x10`. */
+const SUMMABLE = /^-?\d+(\.\d+)?$/;
+/**
+ * Longer texts are not summed: Decimal has 80 significant digits, and a
+ * rejected row's amount cell can hold anything. Real amounts are far shorter.
+ */
+const MAX_SUMMABLE_LENGTH = 60;
+
+export function isSummableAmount(text: string): boolean {
+  return text.length <= MAX_SUMMABLE_LENGTH && SUMMABLE.test(text);
+}
+
+interface Group {
+  rowCount: number;
+  sum: Decimal;
+  rowsNotSummed: number;
+}
+
+const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export class SummaryAccumulator {
+  private readonly groups = new Map<RowOutcomeStatus, Map<AmountMeasure, Map<string, Group>>>();
+  private readonly statusCounts = new Map<RowOutcomeStatus, number>();
+  private rowCount = 0;
+
+  add(o: RowOutcome): void {
+    if (!isRowOutcomeStatus(o.status)) throw new ReportError('REPORT_BAD_ROW', `line ${o.line}: unknown status`);
+    this.rowCount += 1;
+    this.statusCounts.set(o.status, (this.statusCounts.get(o.status) ?? 0) + 1);
+    this.addAmount(o.status, 'payout_amount', o.payoutCurrency, o.payoutAmount);
+    // Only rows the service debited carry a deduction and a fee.
+    if (o.deductionAmount !== null) this.addAmount(o.status, 'deduction_amount', o.deductionCurrency, o.deductionAmount);
+    // Grouped by fee currency, not deduction currency, so a sum never mixes currencies.
+    if (o.totalFee !== null) this.addAmount(o.status, 'total_fee', o.feeCurrency ?? '', o.totalFee);
+  }
+
+  /** The summary lines in file order: statuses in fixed order, measures, currencies by code point. */
+  rows(): SummaryRow[] {
+    const out: SummaryRow[] = [];
+    for (const status of ROW_OUTCOME_STATUSES) {
+      const count = this.statusCounts.get(status);
+      if (count === undefined) continue;
+      out.push(...this.amountRows(status));
+      out.push(totalRow(status, count));
+    }
+    out.push(totalRow('ALL', this.rowCount));
+    return out;
+  }
+
+  summary(): BatchSummary {
+    return { rowCount: this.rowCount, statusCounts: Object.fromEntries(this.statusCounts), rows: this.rows() };
+  }
+
+  private amountRows(status: RowOutcomeStatus): SummaryRow[] {
+    const measures = this.groups.get(status);
+    const out: SummaryRow[] = [];
+    for (const measure of AMOUNT_MEASURES) {
+      const currencies = measures?.get(measure);
+      if (!currencies) continue;
+      for (const currency of [...currencies.keys()].sort(byCodePoint)) {
+        const g = currencies.get(currency);
+        if (g) out.push({ status, measure, currency, rowCount: g.rowCount, amount: decimalText(g.sum), rowsNotSummed: g.rowsNotSummed });
+      }
+    }
+    return out;
+  }
+
+  private addAmount(status: RowOutcomeStatus, measure: AmountMeasure, currency: string, amount: string): void {
+    const g = this.group(status, measure, currency);
+    g.rowCount += 1;
+    if (isSummableAmount(amount)) g.sum = g.sum.plus(amount);
+    else g.rowsNotSummed += 1;
+  }
+
+  private group(status: RowOutcomeStatus, measure: AmountMeasure, currency: string): Group {
+    let measures = this.groups.get(status);
+    if (!measures) this.groups.set(status, (measures = new Map()));
+    let currencies = measures.get(measure);
+    if (!currencies) measures.set(measure, (currencies = new Map()));
+    let g = currencies.get(currency);
+    if (!g) currencies.set(currency, (g = { rowCount: 0, sum: new Decimal(0), rowsNotSummed: 0 }));
+    return g;
+  }
+}
+
+function totalRow(status: RowOutcomeStatus | 'ALL', rowCount: number): SummaryRow {
+  return { status, measure: 'rows', currency: '', rowCount, amount: null, rowsNotSummed: null };
+}
+
+/** The summary of some outcomes (pure). */
+export function summarize(outcomes: Iterable<RowOutcome>): BatchSummary {
+  const acc = new SummaryAccumulator();
+  for (const o of outcomes) acc.add(o);
+  return acc.summary();
+}

@@ -1,0 +1,104 @@
+/**
+ * The shapes the outbox writers read: one CSV row's outcome as the store
+ * reports it, one acknowledgement verdict, the identity of a batch, and the
+ * summary computed from the outcomes. Amounts are decimal text throughout.
+ */
+
+/** Final or current state of one CSV row, as the store reports it. */
+export type RowOutcomeStatus =
+  | 'PAID'
+  | 'CANCELLED'
+  | 'PENDING' // the payout service's statuses (PENDING only in interim reports)
+  | 'REJECTED' // invalid row or a final business rejection: not paid
+  | 'NOT_SUBMITTED' // valid row not paid because the file was rejected (policy reject-file) or held
+  | 'DUPLICATE'; // reference already used by an earlier batch: not paid here
+
+/** Every status, in the order the summary lists them (paid money first). */
+export const ROW_OUTCOME_STATUSES: readonly RowOutcomeStatus[] = ['PAID', 'CANCELLED', 'PENDING', 'REJECTED', 'NOT_SUBMITTED', 'DUPLICATE'];
+
+export function isRowOutcomeStatus(value: string): value is RowOutcomeStatus {
+  return (ROW_OUTCOME_STATUSES as readonly string[]).includes(value);
+}
+
+export interface RowOutcome {
+  line: number;
+  merchantReferenceId: string;
+  payoutCurrency: string;
+  payoutAmount: string;
+  deductionCurrency: string;
+  beneficiaryAccountName: string;
+  beneficiaryAccountNumber: string;
+  status: RowOutcomeStatus;
+  payoutId: string | null;
+  rate: string | null;
+  deductionAmount: string | null;
+  totalFee: string | null;
+  feeCurrency: string | null;
+  /** ISO 8601 UTC. */
+  completeTime: string | null;
+  /** Error code + message, business code + msg, failureReason, or "duplicate of batch X line N". */
+  reason: string | null;
+}
+
+export interface AckRow {
+  line: number;
+  merchantReferenceId: string;
+  verdict: 'ACCEPTED' | 'REJECTED';
+  reason: string | null;
+}
+
+export interface BatchIdentity {
+  batchId: string;
+  /** Base name of the dropped file; the outbox files are named after it. */
+  fileName: string;
+  sha256: string;
+  receivedAt: string;
+}
+
+/** What a summary line adds up. `rows` is the per-status (and grand) total line. */
+export type SummaryMeasure = 'payout_amount' | 'deduction_amount' | 'total_fee' | 'rows';
+
+/** One line of the summary file. */
+export interface SummaryRow {
+  /** A row status, or `ALL` on the grand total line. */
+  status: RowOutcomeStatus | 'ALL';
+  measure: SummaryMeasure;
+  /** Currency of the amounts summed; empty on `rows` lines. */
+  currency: string;
+  rowCount: number;
+  /** Exact sum in normal form; null on `rows` lines. */
+  amount: string | null;
+  /** Rows of this group whose amount was not a plain decimal (left out of `amount`); null on `rows` lines. */
+  rowsNotSummed: number | null;
+}
+
+/** The summary as data, for the daemon to log. */
+export interface BatchSummary {
+  rowCount: number;
+  statusCounts: Partial<Record<RowOutcomeStatus, number>>;
+  rows: SummaryRow[];
+}
+
+/** Where and how a file is committed (see atomic.ts). */
+export interface AtomicWriteOptions {
+  /** Replace an existing file of the same name (default true). When false an existing file fails with REPORT_EXISTS. */
+  overwrite?: boolean;
+  /** Permission bits of the new file (default 0o640: finance files carry account numbers). */
+  mode?: number;
+  /** Aborts the write between chunks; nothing is left under the final name. */
+  signal?: AbortSignal;
+}
+
+/** Options of every outbox writer. */
+export interface OutboxOptions extends AtomicWriteOptions {
+  /** Start the file with a UTF-8 BOM so Excel reads it as UTF-8 (config `outbox.bom`, default true). */
+  bom?: boolean;
+}
+
+export interface AckWriteOptions extends OutboxOptions {
+  /** The whole file was rejected for this reason: a first row with empty line, verdict REJECTED. */
+  fileRejection?: string;
+}
+
+/** Config default of `outbox.bom`. */
+export const DEFAULT_OUTBOX_BOM = true;

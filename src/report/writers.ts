@@ -1,0 +1,127 @@
+/**
+ * The outbox writers the pipeline calls: acknowledgement, result + summary,
+ * and interim report. Each streams its rows once, checks them on the way
+ * (line order, statuses), and commits each file atomically.
+ */
+import { join } from 'node:path';
+import { writeFileAtomic } from './atomic.js';
+import { csvChunks } from './csv.js';
+import { ReportError } from './errors.js';
+import {
+  ACK_COLUMNS,
+  RESULT_COLUMNS,
+  SUMMARY_COLUMNS,
+  ackFileName,
+  ackRecord,
+  fileRejectionRecord,
+  resultFileName,
+  resultRecord,
+  summaryFileName,
+  summaryRecord,
+} from './format.js';
+import { SummaryAccumulator } from './summary.js';
+import { DEFAULT_OUTBOX_BOM } from './types.js';
+import type { AckRow, AckWriteOptions, BatchIdentity, BatchSummary, OutboxOptions, RowOutcome } from './types.js';
+
+type Rows<T> = AsyncIterable<T> | Iterable<T>;
+
+export interface ResultFiles {
+  resultPath: string;
+  summaryPath: string;
+  summary: BatchSummary;
+}
+
+export interface InterimReport {
+  path: string;
+  summary: BatchSummary;
+}
+
+/**
+ * Rows must arrive ordered by line (the store reads them ORDER BY line):
+ * a stream cannot be sorted without holding it, so disorder is an error.
+ */
+export class LineOrder {
+  private last = 0;
+
+  check(line: number): void {
+    if (!Number.isSafeInteger(line) || line <= this.last) {
+      throw new ReportError('REPORT_ROW_ORDER', `rows must come in increasing line order: line ${line} after line ${this.last}`);
+    }
+    this.last = line;
+  }
+}
+
+async function* ackRecords(identity: BatchIdentity, rows: Rows<AckRow>, fileRejection: string | undefined): AsyncGenerator<string[]> {
+  if (fileRejection !== undefined) yield fileRejectionRecord(identity, fileRejection);
+  const order = new LineOrder();
+  for await (const row of rows) {
+    order.check(row.line);
+    yield ackRecord(identity, row);
+  }
+}
+
+interface ResultPass {
+  requireTerminal: boolean;
+  summary: SummaryAccumulator;
+}
+
+async function* resultRecords(outcomes: Rows<RowOutcome>, pass: ResultPass): AsyncGenerator<string[]> {
+  const order = new LineOrder();
+  for await (const o of outcomes) {
+    order.check(o.line);
+    if (pass.requireTerminal && o.status === 'PENDING') {
+      throw new ReportError('REPORT_NOT_TERMINAL', `line ${o.line} is still PENDING; a result file needs every row terminal`);
+    }
+    const record = resultRecord(o);
+    pass.summary.add(o);
+    yield record;
+  }
+}
+
+/** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
+export async function writeAckFile(dir: string, identity: BatchIdentity, rows: Rows<AckRow>, opts: AckWriteOptions = {}): Promise<string> {
+  const path = join(dir, ackFileName(identity.fileName));
+  const records = ackRecords(identity, rows, opts.fileRejection);
+  await writeFileAtomic(path, csvChunks(ACK_COLUMNS, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  return path;
+}
+
+/** A file-level rejection (bad header, control totals, duplicate file): an ack with no rows, only the reason. */
+export async function writeRejectionAckFile(
+  dir: string,
+  identity: BatchIdentity,
+  reason: string,
+  opts: OutboxOptions = {},
+): Promise<string> {
+  return writeAckFile(dir, identity, [], { ...opts, fileRejection: reason });
+}
+
+/**
+ * `<fileName>.result.csv` then `<fileName>.summary.csv`, in one pass over
+ * the outcomes. Every row must be terminal; a PENDING row aborts before the
+ * result file exists.
+ */
+export async function writeResultFiles(
+  dir: string,
+  identity: BatchIdentity,
+  outcomes: Rows<RowOutcome>,
+  opts: OutboxOptions = {},
+): Promise<ResultFiles> {
+  const resultPath = join(dir, resultFileName(identity.fileName));
+  const summaryPath = join(dir, summaryFileName(identity.fileName));
+  const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
+  const acc = new SummaryAccumulator();
+  const records = resultRecords(outcomes, { requireTerminal: true, summary: acc });
+  await writeFileAtomic(resultPath, csvChunks(RESULT_COLUMNS, records, { bom }), opts);
+  const summary = acc.summary();
+  await writeFileAtomic(summaryPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
+  return { resultPath, summaryPath, summary };
+}
+
+/** The result format for a batch still in progress (PENDING rows allowed), at a path the caller chooses. */
+export async function writeInterimReport(path: string, outcomes: Rows<RowOutcome>, opts: OutboxOptions = {}): Promise<InterimReport> {
+  const acc = new SummaryAccumulator();
+  const records = resultRecords(outcomes, { requireTerminal: false, summary: acc });
+  await writeFileAtomic(path, csvChunks(RESULT_COLUMNS, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  return { path, summary: acc.summary() };
+}
