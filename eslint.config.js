@@ -16,7 +16,7 @@ export default tseslint.config(
         'error',
         { object: 'Number', property: 'parseFloat', message: 'Money is decimal text; see src/domain/money.ts' },
       ],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
     },
   },
 );

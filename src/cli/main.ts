@@ -3,14 +3,100 @@
  * to its module. This is the only layer that reads process.env, argv or
  * decides exit codes.
  */
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
+import { loadConfig, type ResolvedConfig } from '../config/index.js';
+import { createLogger, type Logger } from '../log/index.js';
+import { describeError } from './output.js';
+import { keygen } from './commands/keys.js';
+import { initSandboxDir, runSandbox } from './commands/sandbox.js';
+import { showBalance, showRates } from './commands/account.js';
+
+interface GlobalArgs {
+  config?: string;
+  'log-level'?: string;
+}
+
+function configFrom(argv: GlobalArgs): ResolvedConfig {
+  const overrides: Record<string, unknown> = {};
+  if (argv['log-level']) overrides.log = { level: argv['log-level'] };
+  return loadConfig({ file: argv.config ?? process.env.PAYOUTD_CONFIG, env: process.env, cwd: process.cwd() }, overrides);
+}
+
+/** Logs for commands that print results go to stderr, so stdout stays clean. */
+function stderrLogger(config: ResolvedConfig, quietDefault = 'warn'): Logger {
+  const level = config.log.level === 'info' ? quietDefault : config.log.level;
+  return createLogger(level as never, process.stderr);
+}
+
+function withConfig<T>(y: Argv<T>): Argv<T & GlobalArgs> {
+  return y
+    .option('config', {
+      alias: 'c',
+      type: 'string',
+      describe: 'YAML config file (default: $PAYOUTD_CONFIG, else built-in defaults with the embedded sandbox)',
+    })
+    .option('log-level', { type: 'string', describe: 'override log.level' }) as Argv<T & GlobalArgs>;
+}
 
 export async function runCli(argv: string[]): Promise<void> {
-  await yargs(argv)
-    .scriptName('payoutd')
-    .usage('$0 <command> [options]')
-    .demandCommand(1, 'name a command; `payoutd --help` lists them')
-    .strict()
-    .help()
-    .parseAsync();
+  try {
+    await yargs(argv)
+      .scriptName('payoutd')
+      .usage('$0 <command> [options]')
+      .command(
+        'keygen',
+        'make a merchant RSA 2048 key pair (PKCS#8 private key, mode 0600)',
+        (y) =>
+          y
+            .option('out', { type: 'string', demandOption: true, describe: 'directory to write into' })
+            .option('force', { type: 'boolean', default: false }),
+        (a) => keygen(a.out, a.force),
+      )
+      .command(
+        'sandbox',
+        'run the payout sandbox server (or --init DIR to make its config and a matching daemon config)',
+        (y) =>
+          y
+            .option('port', { type: 'number', describe: 'port to listen on (default: the config file, else 8787 for --init)' })
+            .option('config', { alias: 'c', type: 'string', describe: 'sandbox JSON config file' })
+            .option('init', { type: 'string', describe: 'write a fresh key pair, sandbox.json and payoutd.yaml into this directory' }),
+        async (a) => {
+          if (a.init) initSandboxDir(a.init, a.port ?? 8787);
+          else await runSandbox(a.config, a.port);
+        },
+      )
+      .command(
+        'rates',
+        'indicative exchange rates for fiat currencies',
+        (y) =>
+          withConfig(y)
+            .option('currency', { type: 'string', array: true, demandOption: true, describe: 'fiat currency code (repeatable)' })
+            .option('json', { type: 'boolean', default: false }),
+        async (a) => {
+          const config = configFrom(a);
+          await showRates(config, stderrLogger(config), a.currency, a.json);
+        },
+      )
+      .command(
+        'balance',
+        'stablecoin balances of the configured merchant',
+        (y) => withConfig(y).option('json', { type: 'boolean', default: false }),
+        async (a) => {
+          const config = configFrom(a);
+          await showBalance(config, stderrLogger(config), a.json);
+        },
+      )
+      .demandCommand(1, 'name a command; `payoutd --help` lists them')
+      .strict()
+      .help()
+      .fail((msg, err) => {
+        if (err) throw err;
+        process.stderr.write(`payoutd: ${msg}\n(run payoutd --help for usage)\n`);
+        process.exit(2);
+      })
+      .parseAsync();
+  } catch (err) {
+    process.stderr.write(`payoutd: ${describeError(err)}\n`);
+    process.exitCode = 1;
+  }
 }

@@ -3,3 +3,5 @@ export * from './errors.js';
 export * from './money.js';
 export * from './payout.js';
 export * from './clock.js';
+export * from './backoff.js';
+export * from './lifecycle.js';

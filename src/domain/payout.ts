@@ -68,3 +68,16 @@ export function maskAccountNumber(accountNumber: string): string {
   if (accountNumber.length <= 4) return '*'.repeat(accountNumber.length);
   return `${'*'.repeat(Math.min(accountNumber.length - 4, 8))}${accountNumber.slice(-4)}`;
 }
+
+/**
+ * The payout service as the submitter and poller need it. PayoutApiClient
+ * (src/api) implements it over HTTP; errors it throws carry a `kind` (see
+ * src/api/errors.ts) that says whether the outcome is known.
+ */
+export interface PayoutService {
+  createPayout(req: PayoutRequest, signal?: AbortSignal): Promise<CreatedPayout>;
+  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
+  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
+  balances(signal?: AbortSignal): Promise<{ currency: string; available: string }[]>;
+  exchangeRates(currencies: string[], signal?: AbortSignal): Promise<{ sourceCurrency: string; targetCurrency: string; rate: string }[]>;
+}

@@ -162,5 +162,11 @@ export function minifyBodyText(text: string, options: CanonicalOptions = DEFAULT
     // Spec 5.3: a body that is not JSON is signed as its trimmed text.
     return text.trim();
   }
-  return options.sortKeys ? canonicalStringify(parsed, options) : stripWhitespace(text.trim());
+  if (!options.sortKeys) return stripWhitespace(text.trim());
+  try {
+    return canonicalStringify(parsed, options);
+  } catch {
+    // A number we will not expand (exponent beyond range): sign the text as is.
+    return text.trim();
+  }
 }

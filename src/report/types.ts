@@ -49,8 +49,14 @@ export interface AckRow {
 
 export interface BatchIdentity {
   batchId: string;
-  /** Base name of the dropped file; the outbox files are named after it. */
+  /** Base name of the dropped file, as the sender named it. */
   fileName: string;
+  /**
+   * Base name the outbox files are named after (default: fileName). The
+   * daemon prefixes the batch id, so a re-dropped name never overwrites the
+   * files of an earlier batch.
+   */
+  outboxName?: string;
   sha256: string;
   receivedAt: string;
 }

@@ -80,7 +80,7 @@ async function* resultRecords(outcomes: Rows<RowOutcome>, pass: ResultPass): Asy
 
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
 export async function writeAckFile(dir: string, identity: BatchIdentity, rows: Rows<AckRow>, opts: AckWriteOptions = {}): Promise<string> {
-  const path = join(dir, ackFileName(identity.fileName));
+  const path = join(dir, ackFileName(identity.outboxName ?? identity.fileName));
   const records = ackRecords(identity, rows, opts.fileRejection);
   await writeFileAtomic(path, csvChunks(ACK_COLUMNS, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
   return path;
@@ -107,8 +107,8 @@ export async function writeResultFiles(
   outcomes: Rows<RowOutcome>,
   opts: OutboxOptions = {},
 ): Promise<ResultFiles> {
-  const resultPath = join(dir, resultFileName(identity.fileName));
-  const summaryPath = join(dir, summaryFileName(identity.fileName));
+  const resultPath = join(dir, resultFileName(identity.outboxName ?? identity.fileName));
+  const summaryPath = join(dir, summaryFileName(identity.outboxName ?? identity.fileName));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
   const records = resultRecords(outcomes, { requireTerminal: true, summary: acc });

@@ -1,0 +1,431 @@
+/**
+ * PayoutApiClient: the payout service as typed methods. Builds each request
+ * body once as canonical JSON, signs exactly that text (RSA for token calls,
+ * HMAC for business calls), sends it, and turns every answer into either
+ * typed data or an ApiError whose `kind` tells the caller what may be done.
+ *
+ * Retries happen here only where repeating cannot pay twice: reads, token
+ * calls, and creates that the service provably did not process (connection
+ * never made, HTTP 429 / 1429, auth refusals before processing). Everything
+ * else about a create is the submitter's decision.
+ */
+import { randomUUID, type KeyObject } from 'node:crypto';
+import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
+import { systemClock, type Clock } from '../domain/clock.js';
+import { normalizeAmount } from '../domain/money.js';
+import { isPayoutStatus, type CreatedPayout, type PayoutRecord, type PayoutRequest } from '../domain/payout.js';
+import { JsonNumber, canonicalStringify, parseLossless, plainNumberText } from '../json/index.js';
+import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSign, type HmacKeyEncoding } from '../signing/index.js';
+import {
+  ACCESS_TOKEN_EXPIRED,
+  ApiError,
+  DEFAULT_CODE_TREATMENTS,
+  INVALID_ACCESS,
+  parseRetryAfter,
+  treatmentOf,
+  type CodeTreatment,
+} from './errors.js';
+import { TransportError, sendHttp, type HttpResponse } from './http.js';
+import { TokenManager, type Credentials } from './tokens.js';
+
+export const ENDPOINTS = {
+  accessToken: '/apis/v1/access-token',
+  refreshToken: '/apis/v1/refresh-token',
+  exchangeRates: '/apis/v1/exchange-rate/query',
+  createPayout: '/apis/v1/fiat-payout/create',
+  queryPayouts: '/apis/v1/fiat-payout/query',
+  balances: '/apis/v1/balance/query',
+} as const;
+
+export type AuthMode = 'standard' | 'client-id';
+
+export interface PayoutApiClientOptions {
+  baseUrl: string;
+  merchantCode: string;
+  apiKey: string;
+  privateKey: KeyObject;
+  auth: {
+    mode: AuthMode;
+    /** client-id mode: the X-Client-Id / clientId value (defaults to merchantCode). */
+    clientId?: string;
+    /** access-token businessId (optional, spec 4.1). */
+    businessId?: string;
+    grantType: string;
+    /** Renew this many seconds before accessToken expiry. */
+    refreshBeforeExpirySeconds: number;
+  };
+  sortKeys: boolean;
+  hmacKeyEncoding: HmacKeyEncoding;
+  timeoutMs: number;
+  retry: BackoffPolicy & { maxAttempts: number };
+  queryMaxIds: number;
+  codeTreatments?: Record<string, CodeTreatment>;
+  clock?: Clock;
+  random?: () => number;
+  /** Called after every HTTP exchange (metrics, debug logs). Never sees secrets. */
+  onCall?: (call: ApiCallRecord) => void;
+  onTokenRenewed?: (how: 'acquire' | 'refresh') => void;
+}
+
+export interface ApiCallRecord {
+  endpoint: string;
+  durationMs: number;
+  /** 'ok' or the error code. */
+  outcome: string;
+}
+
+export interface ExchangeRate {
+  id: string;
+  rateTime: string;
+  sourceCurrency: string;
+  targetCurrency: string;
+  rate: string;
+}
+
+export interface Balance {
+  currency: string;
+  available: string;
+}
+
+interface CallOptions {
+  /** Repeat on retryable and ambiguous outcomes (only for calls without effects). */
+  idempotent: boolean;
+  signal?: AbortSignal;
+}
+
+type Json = Record<string, unknown>;
+
+/** Text of a JSON number or string field from a lossless parse. */
+function decimalField(value: unknown, field: string, endpoint: string): string {
+  if (value instanceof JsonNumber) return normalizeAmount(plainNumberText(value.value));
+  if (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value)) return normalizeAmount(value);
+  throw badResponse(endpoint, `field ${field} is not a decimal number`);
+}
+
+function stringField(value: unknown, field: string, endpoint: string): string {
+  if (typeof value === 'string') return value;
+  if (value instanceof JsonNumber) return value.value;
+  throw badResponse(endpoint, `field ${field} is missing or not a string`);
+}
+
+function optionalString(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function secondsField(value: unknown, field: string, endpoint: string): number {
+  const text = stringField(value, field, endpoint);
+  if (!/^\d+$/.test(text)) throw badResponse(endpoint, `field ${field} is not a whole number of seconds`);
+  return Number.parseInt(text, 10);
+}
+
+function badResponse(endpoint: string, msg: string): ApiError {
+  return new ApiError({ endpoint, code: 'BAD_RESPONSE', msg, status: null, kind: 'ambiguous' });
+}
+
+export class PayoutApiClient {
+  private readonly tokens: TokenManager;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly treatments: Record<string, CodeTreatment>;
+  private readonly basePath: string;
+  private readonly origin: string;
+
+  constructor(private readonly o: PayoutApiClientOptions) {
+    this.clock = o.clock ?? systemClock;
+    this.random = o.random ?? Math.random;
+    this.treatments = { ...DEFAULT_CODE_TREATMENTS, ...o.codeTreatments };
+    const base = new URL(o.baseUrl);
+    this.origin = base.origin;
+    this.basePath = base.pathname.replace(/\/+$/, '');
+    this.tokens = new TokenManager(
+      { acquire: () => this.requestAccessToken(), refresh: (rt) => this.requestRefreshToken(rt) },
+      { clock: this.clock, refreshBeforeMs: o.auth.refreshBeforeExpirySeconds * 1000, onRenewed: o.onTokenRenewed },
+    );
+  }
+
+  // ---- business methods -------------------------------------------------
+
+  async exchangeRates(currencies: string[], signal?: AbortSignal): Promise<ExchangeRate[]> {
+    const data = await this.business(ENDPOINTS.exchangeRates, { targetCurrencys: currencies }, { idempotent: true, signal });
+    const list = Array.isArray(data.exchangeRates) ? (data.exchangeRates as Json[]) : [];
+    return list.map((r) => ({
+      id: stringField(r.id, 'id', ENDPOINTS.exchangeRates),
+      rateTime: stringField(r.rateTime, 'rateTime', ENDPOINTS.exchangeRates),
+      sourceCurrency: stringField(r.sourceCurrency, 'sourceCurrency', ENDPOINTS.exchangeRates),
+      targetCurrency: stringField(r.targetCurrency, 'targetCurrency', ENDPOINTS.exchangeRates),
+      rate: decimalField(r.rate, 'rate', ENDPOINTS.exchangeRates),
+    }));
+  }
+
+  /**
+   * Creates a payout. Throws ApiError: `ambiguous` means the payout may
+   * exist — query it by merchantReferenceId before anything else.
+   */
+  async createPayout(req: PayoutRequest, signal?: AbortSignal): Promise<CreatedPayout> {
+    const body = {
+      merchantReferenceId: req.merchantReferenceId,
+      deductionCurrency: req.deductionCurrency,
+      payoutCurrency: req.payoutCurrency,
+      payoutAmount: new JsonNumber(normalizeAmount(req.payoutAmount)),
+      sender: { ...req.sender },
+      beneficiary: { ...req.beneficiary },
+    };
+    const ep = ENDPOINTS.createPayout;
+    const data = await this.business(ep, body, { idempotent: false, signal });
+    return {
+      payoutId: stringField(data.payoutId, 'payoutId', ep),
+      merchantReferenceId: typeof data.merchantReferenceId === 'string' ? data.merchantReferenceId : req.merchantReferenceId,
+      rate: decimalField(data.rate, 'rate', ep),
+      deductionAmount: decimalField(data.deductionAmount, 'deductionAmount', ep),
+      totalFee: decimalField(data.totalFee, 'totalFee', ep),
+      feeCurrency: stringField(data.feeCurrency, 'feeCurrency', ep),
+    };
+  }
+
+  /** Payouts with these references (several per reference if the service allowed duplicates). */
+  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
+    return this.query('merchantReferenceIds', merchantReferenceIds, signal);
+  }
+
+  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
+    return this.query('payoutIds', payoutIds, signal);
+  }
+
+  async balances(signal?: AbortSignal): Promise<Balance[]> {
+    const ep = ENDPOINTS.balances;
+    const data = await this.business(ep, {}, { idempotent: true, signal });
+    const list = Array.isArray(data.balances) ? (data.balances as Json[]) : [];
+    return list.map((b) => ({ currency: stringField(b.currency, 'currency', ep), available: decimalField(b.available, 'available', ep) }));
+  }
+
+  private async query(field: 'merchantReferenceIds' | 'payoutIds', ids: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
+    const out: PayoutRecord[] = [];
+    for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
+      const chunk = ids.slice(i, i + this.o.queryMaxIds);
+      const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
+      const list = Array.isArray(data.payouts) ? (data.payouts as Json[]) : [];
+      for (const r of list) out.push(this.toRecord(r));
+    }
+    return out;
+  }
+
+  private toRecord(r: Json): PayoutRecord {
+    const ep = ENDPOINTS.queryPayouts;
+    const status = stringField(r.status, 'status', ep);
+    if (!isPayoutStatus(status)) throw badResponse(ep, `unknown payout status ${JSON.stringify(status)}`);
+    return {
+      payoutId: stringField(r.payoutId, 'payoutId', ep),
+      merchantReferenceId: stringField(r.merchantReferenceId, 'merchantReferenceId', ep),
+      status,
+      payoutCurrency: stringField(r.payoutCurrency, 'payoutCurrency', ep),
+      payoutAmount: decimalField(r.payoutAmount, 'payoutAmount', ep),
+      deductionCurrency: stringField(r.deductionCurrency, 'deductionCurrency', ep),
+      deductionAmount: decimalField(r.deductionAmount, 'deductionAmount', ep),
+      rate: decimalField(r.rate, 'rate', ep),
+      totalFee: decimalField(r.totalFee, 'totalFee', ep),
+      feeCurrency: stringField(r.feeCurrency, 'feeCurrency', ep),
+      createTime: stringField(r.createTime, 'createTime', ep),
+      completeTime: optionalString(r.completeTime),
+      failureReason: optionalString(r.failureReason),
+    };
+  }
+
+  // ---- calls, signing, classification -----------------------------------
+
+  private async business(endpoint: string, body: Json, opts: CallOptions): Promise<Json> {
+    let authRetried = false;
+    for (let attempt = 1; ; attempt++) {
+      const creds = await this.tokens.current();
+      try {
+        return await this.sendBusiness(endpoint, body, creds, opts.signal);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        // A 401 is refused before processing, so one retry with fresh credentials is safe.
+        if (err.kind === 'auth' && !authRetried && (err.code === ACCESS_TOKEN_EXPIRED || err.code === INVALID_ACCESS)) {
+          authRetried = true;
+          await (err.code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds) : this.tokens.invalid(creds));
+          continue;
+        }
+        if (attempt >= this.o.retry.maxAttempts || !this.mayRepeat(err, opts.idempotent)) throw err;
+        await sleep(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), opts.signal);
+      }
+    }
+  }
+
+  /** Whether a failed call can be sent again without risk of a second effect. */
+  private mayRepeat(err: ApiError, idempotent: boolean): boolean {
+    if (err.waitForBalance) return false;
+    if (idempotent) return err.kind === 'retryable' || err.kind === 'ambiguous';
+    return err.kind === 'retryable';
+  }
+
+  private async sendBusiness(endpoint: string, body: Json, creds: Credentials, signal?: AbortSignal): Promise<Json> {
+    const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
+    const { timestamp, nonce } = this.stamp();
+    const path = this.basePath + endpoint;
+    const signature = signHmac(
+      hmacKeyBytes(creds.secretKey, this.o.hmacKeyEncoding),
+      businessStringToSign({ method: 'POST', path, accessToken: creds.accessToken, minifiedBody: minified, timestamp, nonce }),
+    );
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      SvcApiKey: this.o.apiKey,
+      'X-TIMESTAMP': timestamp,
+      'X-NONCE': nonce,
+      'X-SIGNATURE': signature,
+    };
+    if (this.o.auth.mode === 'client-id') {
+      headers['X-Client-Id'] = this.clientId();
+      headers.Authorization = `Bearer ${creds.accessToken}`;
+    } else {
+      headers.SvcAuthorization = `Bearer ${creds.accessToken}`;
+    }
+    return this.exchange(endpoint, path, headers, minified, signal, endpoint === ENDPOINTS.createPayout);
+  }
+
+  private async tokenCall(endpoint: string, body: Json): Promise<Json> {
+    const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
+    const path = this.basePath + endpoint;
+    const signer = this.o.auth.mode === 'client-id' ? this.clientId() : this.o.merchantCode;
+    for (let attempt = 1; ; attempt++) {
+      const { timestamp, nonce } = this.stamp();
+      const signature = signRsa(
+        this.o.privateKey,
+        tokenStringToSign({ method: 'POST', path, minifiedBody: minified, apiKey: this.o.apiKey, merchantCode: signer, timestamp, nonce }),
+      );
+      const headers: Record<string, string> = {
+        'Content-Type': 'application/json',
+        SvcApiKey: this.o.apiKey,
+        'X-TIMESTAMP': timestamp,
+        'X-NONCE': nonce,
+        'X-SIGNATURE': signature,
+      };
+      if (this.o.auth.mode === 'client-id') headers['X-Client-Id'] = this.clientId();
+      try {
+        return await this.exchange(endpoint, path, headers, minified, undefined, false);
+      } catch (err) {
+        // Token calls have no lasting effect besides new credentials: safe to repeat.
+        if (!(err instanceof ApiError) || err.kind === 'auth' || err.kind === 'rejected' || attempt >= this.o.retry.maxAttempts) throw err;
+        await sleep(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random));
+      }
+    }
+  }
+
+  private async requestAccessToken(): Promise<Credentials> {
+    const body: Json =
+      this.o.auth.mode === 'client-id'
+        ? { clientId: this.clientId(), grantType: this.o.auth.grantType }
+        : { merchantCode: this.o.merchantCode, grantType: this.o.auth.grantType };
+    if (this.o.auth.businessId) body.businessId = this.o.auth.businessId;
+    return this.toCredentials(ENDPOINTS.accessToken, await this.tokenCall(ENDPOINTS.accessToken, body));
+  }
+
+  private async requestRefreshToken(refreshToken: string): Promise<Credentials> {
+    const body: Json =
+      this.o.auth.mode === 'client-id' ? { clientId: this.clientId(), refreshToken } : { merchantCode: this.o.merchantCode, refreshToken };
+    return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body));
+  }
+
+  private toCredentials(endpoint: string, data: Json): Credentials {
+    const now = this.clock.now();
+    const standard = this.o.auth.mode === 'standard';
+    const accessIn = secondsField(standard ? data.accessTokenExpiresIn : data.expiresIn, 'accessTokenExpiresIn', endpoint);
+    const refreshIn =
+      data.refreshTokenExpiresIn === undefined ? null : secondsField(data.refreshTokenExpiresIn, 'refreshTokenExpiresIn', endpoint);
+    return {
+      accessToken: stringField(data.accessToken, 'accessToken', endpoint),
+      refreshToken: stringField(data.refreshToken, 'refreshToken', endpoint),
+      secretKey: stringField(data.secretKey, 'secretKey', endpoint),
+      accessExpiresAt: now + accessIn * 1000,
+      refreshExpiresAt: refreshIn === null ? null : now + refreshIn * 1000,
+    };
+  }
+
+  private clientId(): string {
+    return this.o.auth.clientId ?? this.o.merchantCode;
+  }
+
+  private stamp(): { timestamp: string; nonce: string } {
+    const now = this.clock.now();
+    const timestamp = this.o.auth.mode === 'client-id' ? String(now) : String(Math.floor(now / 1000));
+    return { timestamp, nonce: randomUUID().replaceAll('-', '') };
+  }
+
+  /** Sends the exact signed text and maps the answer; `isCreate` makes unknown outcomes ambiguous. */
+  private async exchange(
+    endpoint: string,
+    path: string,
+    headers: Record<string, string>,
+    body: string,
+    signal: AbortSignal | undefined,
+    isCreate: boolean,
+  ): Promise<Json> {
+    const started = performance.now();
+    let outcome = 'ok';
+    try {
+      let res: HttpResponse;
+      try {
+        res = await sendHttp({ method: 'POST', url: this.origin + path, headers, body, timeoutMs: this.o.timeoutMs, signal });
+      } catch (err) {
+        if (!(err instanceof TransportError)) throw err;
+        const safe = err.phase === 'connect';
+        throw new ApiError({
+          endpoint,
+          code: err.code,
+          msg: err.message,
+          status: null,
+          kind: safe ? 'retryable' : isCreate ? 'ambiguous' : 'retryable',
+        });
+      }
+      return this.interpret(endpoint, res, isCreate);
+    } catch (err) {
+      outcome = err instanceof ApiError ? err.code : 'error';
+      throw err;
+    } finally {
+      this.o.onCall?.({ endpoint, durationMs: performance.now() - started, outcome });
+    }
+  }
+
+  private interpret(endpoint: string, res: HttpResponse, isCreate: boolean): Json {
+    let envelope: Json | null = null;
+    try {
+      const parsed = parseLossless(res.text);
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) envelope = parsed as Json;
+    } catch {
+      // Not JSON (a proxy's HTML error page, say): judged by status below.
+    }
+    const code = envelope && typeof envelope.code === 'string' ? envelope.code : null;
+    const msg = envelope && typeof envelope.msg === 'string' ? envelope.msg.slice(0, 300) : '';
+    if (res.status === 429) {
+      const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
+      throw new ApiError({ endpoint, code: code ?? 'HTTP_429', msg: msg || 'rate limited', status: 429, kind: 'retryable', retryAfterMs });
+    }
+    if (res.status >= 500) {
+      throw new ApiError({
+        endpoint,
+        code: 'HTTP_5XX',
+        msg: msg || 'server error',
+        status: res.status,
+        kind: isCreate ? 'ambiguous' : 'retryable',
+      });
+    }
+    if (code === '0000' && res.status >= 200 && res.status < 300) {
+      const data = envelope?.data;
+      return data && typeof data === 'object' && !Array.isArray(data) ? (data as Json) : {};
+    }
+    if (code === null) {
+      throw new ApiError({
+        endpoint,
+        code: res.status === 401 ? INVALID_ACCESS : 'BAD_RESPONSE',
+        msg: `HTTP ${res.status} without a response envelope`,
+        status: res.status,
+        kind: res.status === 401 ? 'auth' : isCreate ? 'ambiguous' : 'retryable',
+      });
+    }
+    const t = treatmentOf(code, this.treatments);
+    // An unknown code on a read is not dangerous to repeat; on a create it must be resolved by query.
+    const kind = t.kind === 'ambiguous' && !isCreate ? 'retryable' : t.kind;
+    const retryAfterMs = code === '1429' ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;
+    throw new ApiError({ endpoint, code, msg, status: res.status, kind, waitForBalance: t.waitForBalance, retryAfterMs });
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * ApiError: every failure of a call to the payout service, with what the
+ * daemon must do about it. The classification is the contract's table of
+ * business codes (configurable) plus the transport rules: a create whose
+ * outcome cannot be known (timeout, 5xx, connection dropped after sending)
+ * is `ambiguous` and must be resolved by a query, never by a blind re-create.
+ */
+import { PayoutdError } from '../domain/errors.js';
+
+/**
+ * - retryable: nothing happened; the same call may be made again after a delay.
+ * - rejected: the service refused for good (bad parameter, unsupported currency…).
+ * - ambiguous: the effect may or may not have happened; query before deciding.
+ * - auth: credentials or signing are wrong; retrying will not help.
+ */
+export type ApiErrorKind = 'retryable' | 'rejected' | 'ambiguous' | 'auth';
+
+/** How a business code is treated (contract: Business codes beyond the spec). */
+export interface CodeTreatment {
+  kind: ApiErrorKind;
+  /** The batch should wait for the balance to be topped up (2001). */
+  waitForBalance?: boolean;
+}
+
+export const DEFAULT_CODE_TREATMENTS: Readonly<Record<string, CodeTreatment>> = {
+  '1004': { kind: 'auth' },
+  '1009': { kind: 'auth' },
+  '1010': { kind: 'auth' },
+  '2001': { kind: 'retryable', waitForBalance: true },
+  '2002': { kind: 'rejected' },
+  '2003': { kind: 'rejected' },
+  '2004': { kind: 'ambiguous' },
+  '2005': { kind: 'rejected' },
+  '1429': { kind: 'retryable' },
+};
+
+export const ACCESS_TOKEN_EXPIRED = '1009';
+export const REFRESH_TOKEN_EXPIRED = '1010';
+export const INVALID_ACCESS = '1004';
+export const DUPLICATE_REFERENCE = '2004';
+
+export interface ApiErrorDetails {
+  endpoint: string;
+  /** Envelope code, or a transport code: TIMEOUT, NETWORK, CONNECT, HTTP_5XX, HTTP_STATUS, BAD_RESPONSE. */
+  code: string;
+  /** The service's msg (or our description of a transport failure). */
+  msg: string;
+  /** HTTP status, when a response arrived. */
+  status: number | null;
+  kind: ApiErrorKind;
+  waitForBalance?: boolean;
+  /** From Retry-After on 429, ms. */
+  retryAfterMs?: number | null;
+}
+
+export class ApiError extends PayoutdError {
+  override readonly name = 'ApiError';
+  readonly endpoint: string;
+  readonly status: number | null;
+  readonly kind: ApiErrorKind;
+  readonly msg: string;
+  readonly waitForBalance: boolean;
+  readonly retryAfterMs: number | null;
+
+  constructor(d: ApiErrorDetails) {
+    super(d.code, `${d.endpoint}: ${d.code}${d.status ? ` (HTTP ${d.status})` : ''} ${d.msg}`.trim());
+    this.endpoint = d.endpoint;
+    this.status = d.status;
+    this.kind = d.kind;
+    this.msg = d.msg;
+    this.waitForBalance = d.waitForBalance ?? false;
+    this.retryAfterMs = d.retryAfterMs ?? null;
+  }
+
+  override toLog(): { name: string; code: string; message: string; status: number | null; kind: ApiErrorKind } {
+    return { name: this.name, code: this.code, message: this.message, status: this.status, kind: this.kind };
+  }
+}
+
+/** Is the thrown value an ApiError of one of these kinds? */
+export function isApiError(err: unknown, ...kinds: ApiErrorKind[]): err is ApiError {
+  return err instanceof ApiError && (kinds.length === 0 || kinds.includes(err.kind));
+}
+
+/** Treatment of a business code; codes not in the table are ambiguous (query before deciding). */
+export function treatmentOf(code: string, table: Readonly<Record<string, CodeTreatment>>): CodeTreatment {
+  return table[code] ?? { kind: 'ambiguous' };
+}
+
+/** Retry-After as ms: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, nowMs: number): number | null {
+  if (!value) return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number.parseInt(trimmed, 10) * 1000;
+  const at = Date.parse(trimmed);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}

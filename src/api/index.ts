@@ -1,0 +1,12 @@
+/** The payout service client: signed, token-managed, with classified errors. */
+export {
+  PayoutApiClient,
+  ENDPOINTS,
+  type PayoutApiClientOptions,
+  type ApiCallRecord,
+  type ExchangeRate,
+  type Balance,
+  type AuthMode,
+} from './client.js';
+export { ApiError, isApiError, DEFAULT_CODE_TREATMENTS, DUPLICATE_REFERENCE, type ApiErrorKind, type CodeTreatment } from './errors.js';
+export type { Credentials } from './tokens.js';

@@ -1,0 +1,143 @@
+/**
+ * The daemon's configuration: every option with its default and what it is
+ * for, validated once, here, into a resolved type. Options marked (contract)
+ * are the answers of shared/design/contract.md where the API spec is silent:
+ * change them to match a real deployment without touching code.
+ */
+import { z } from 'zod';
+
+const ms = (def: number) => z.number().int().nonnegative().default(def);
+const positive = (def: number) => z.number().int().positive().default(def);
+
+const codeTreatment = z.object({
+  kind: z.enum(['retryable', 'rejected', 'ambiguous', 'auth']),
+  waitForBalance: z.boolean().optional(),
+});
+
+export const apiSchema = z
+  .object({
+    /** Base URL of the payout service, or "embedded" for the built-in sandbox. */
+    baseUrl: z.string().default('embedded'),
+    merchantCode: z.string().optional(),
+    /** The SvcApiKey. Prefer apiKeyFile, PAYOUTD_API_KEY or the systemd credential "api-key". */
+    apiKey: z.string().optional(),
+    apiKeyFile: z.string().optional(),
+    /** PKCS#8 PEM, mode 0600. Or the systemd credential "merchant-key". */
+    privateKeyFile: z.string().optional(),
+    auth: z
+      .object({
+        /** (contract) "standard" (spec 5.2-5.5) or "client-id" (spec 5.6). */
+        mode: z.enum(['standard', 'client-id']).default('standard'),
+        clientId: z.string().optional(),
+        businessId: z.string().optional(),
+        grantType: z.string().default('client_credentials'),
+        /** Renew credentials this long before the accessToken expires. */
+        refreshBeforeExpirySeconds: positive(120),
+      })
+      .prefault({}),
+    /** (contract) sort keys when minifying bodies for signatures. */
+    canonicalJson: z.object({ sortKeys: z.boolean().default(true) }).prefault({}),
+    /** (contract) how secretKey text becomes HMAC key bytes. */
+    hmacKeyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
+    /** Every call gives up after this long; a create that times out is resolved by query. */
+    timeoutMs: positive(15_000),
+    /** Retries of calls that are safe to repeat (reads, token calls, provably unprocessed creates). */
+    retry: z.object({ maxAttempts: positive(4), baseMs: positive(250), maxMs: positive(10_000) }).prefault({}),
+    /** (contract) ids per payout query call. */
+    queryMaxIds: positive(100),
+    /** (contract) how business codes are treated; merged over the built-in table. */
+    businessCodes: z.record(z.string(), codeTreatment).default({}),
+  })
+  .prefault({});
+
+export const configSchema = z
+  .object({
+    api: apiSchema,
+    paths: z
+      .object({
+        inbox: z.string().default('./var/inbox'),
+        outbox: z.string().default('./var/outbox'),
+        /** Database, claimed and rejected files. */
+        stateDir: z.string().default('./var/state'),
+      })
+      .prefault({}),
+    database: z
+      .object({
+        client: z.enum(['sqlite', 'pg']).default('sqlite'),
+        /** SQLite file; default <stateDir>/payoutd.sqlite. */
+        filename: z.string().optional(),
+        /** PostgreSQL URL (client pg). */
+        url: z.string().optional(),
+        poolMax: positive(10),
+        busyTimeoutMs: positive(5000),
+        synchronous: z.enum(['FULL', 'NORMAL']).default('FULL'),
+      })
+      .prefault({}),
+    inbox: z
+      .object({
+        /** Size and mtime must stay unchanged this long before a file is taken. */
+        stableForMs: ms(5000),
+        /** Full rescan of the inbox; watcher events are only hints. */
+        rescanIntervalMs: positive(30_000),
+        /** Take x.csv only once the sender wrote x.csv.done. */
+        requireDoneMarker: z.boolean().default(false),
+        /** Poll the folder (network shares such as NFS, where inotify sees nothing). */
+        usePolling: z.boolean().default(false),
+        /** Extra name patterns (globs on the base name) never taken. */
+        ignore: z.array(z.string()).default([]),
+      })
+      .prefault({}),
+    batch: z
+      .object({
+        /** reject-file: nothing of a file with an invalid row is paid. skip-rows: valid rows go ahead. */
+        onInvalidRows: z.enum(['reject-file', 'skip-rows']).default('reject-file'),
+        /** CSV format options (docs/csv-format.md). */
+        format: z.record(z.string(), z.unknown()).default({}),
+        /** Validation rules (docs/csv-format.md). */
+        rules: z.record(z.string(), z.unknown()).default({}),
+        balanceCheck: z
+          .object({
+            /** Hold a batch whose estimated cost exceeds the stablecoin balance. */
+            enabled: z.boolean().default(true),
+            /** Added to the estimate for fees and rate moves, percent. */
+            bufferPercent: z.number().nonnegative().default(2),
+            /** How often a held batch is re-checked. */
+            recheckMs: positive(60_000),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    submit: z
+      .object({
+        concurrency: positive(8),
+        retry: z.object({ baseMs: positive(1000), maxMs: positive(300_000) }).prefault({}),
+        insufficientBalanceHoldMs: positive(60_000),
+        notFoundGraceMs: ms(5000),
+        reconcileBatchSize: positive(100),
+      })
+      .prefault({}),
+    poll: z
+      .object({
+        /** How often the poller wakes to look for due payouts. */
+        tickMs: positive(1000),
+        firstPollDelayMs: ms(2000),
+        minIntervalMs: positive(2000),
+        maxIntervalMs: positive(300_000),
+        staleAfterMs: positive(24 * 3600 * 1000),
+        maxCallsPerPass: positive(1000),
+      })
+      .prefault({}),
+    outbox: z.object({ bom: z.boolean().default(true) }).prefault({}),
+    log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
+    /** The embedded sandbox (api.baseUrl: embedded): demo and first-run settings. */
+    sandbox: z
+      .object({
+        port: z.number().int().nonnegative().default(0),
+        settlementMinDelayMs: ms(1000),
+        settlementMaxDelayMs: ms(4000),
+      })
+      .prefault({}),
+  })
+  .prefault({});
+
+export type PayoutdConfig = z.infer<typeof configSchema>;

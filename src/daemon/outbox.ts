@@ -1,0 +1,127 @@
+/**
+ * BatchOutbox: what finance receives for a batch, built from the database —
+ * the acknowledgement right after a file is read, the result and summary
+ * files once every row is final, and an interim report at any time.
+ */
+import type { PayoutRequest } from '../domain/payout.js';
+import type { RowState } from '../domain/lifecycle.js';
+import type { Database } from '../store/db.js';
+import type { BatchRecord } from '../store/batches.js';
+import { rowsOfBatch, type PayoutRow } from '../store/payouts.js';
+import {
+  writeAckFile,
+  writeInterimReport,
+  writeRejectionAckFile,
+  writeResultFiles,
+  type AckRow,
+  type BatchIdentity,
+  type ResultFiles,
+  type RowOutcome,
+  type RowOutcomeStatus,
+} from '../report/index.js';
+
+const OUTCOME: Record<RowState, RowOutcomeStatus> = {
+  VALIDATED: 'PENDING',
+  READY: 'PENDING',
+  CREATING: 'PENDING',
+  UNKNOWN: 'PENDING',
+  PENDING: 'PENDING',
+  PAID: 'PAID',
+  CANCELLED: 'CANCELLED',
+  REJECTED: 'REJECTED',
+  INVALID: 'REJECTED',
+  NOT_SUBMITTED: 'NOT_SUBMITTED',
+  DUPLICATE: 'DUPLICATE',
+};
+
+const INTERIM_REASON: Partial<Record<RowState, string>> = {
+  VALIDATED: 'being read',
+  READY: 'waiting to be sent',
+  CREATING: 'create in progress',
+  UNKNOWN: 'create outcome being confirmed with the service',
+};
+
+/** Outbox files of a batch are named `<batchId>_<original name>`. */
+export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string {
+  const safe = batch.fileName.replace(/[/\\\0]/g, '_').replace(/^[.-]+/, '');
+  return `${batch.id}_${safe || 'batch'}`;
+}
+
+export function identityOf(batch: BatchRecord): BatchIdentity {
+  return {
+    batchId: batch.id,
+    fileName: batch.fileName,
+    outboxName: outboxName(batch),
+    sha256: batch.sha256,
+    receivedAt: new Date(batch.receivedAt).toISOString(),
+  };
+}
+
+function requestOf(row: PayoutRow): PayoutRequest | null {
+  return row.requestJson ? (JSON.parse(row.requestJson) as PayoutRequest) : null;
+}
+
+export function rowOutcome(row: PayoutRow): RowOutcome {
+  const req = requestOf(row);
+  const reason = row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : (row.reason ?? INTERIM_REASON[row.state] ?? null);
+  return {
+    line: row.line,
+    merchantReferenceId: row.merchantReferenceId,
+    payoutCurrency: row.payoutCurrency ?? req?.payoutCurrency ?? '',
+    payoutAmount: row.payoutAmount ?? req?.payoutAmount ?? '',
+    deductionCurrency: row.deductionCurrency ?? req?.deductionCurrency ?? '',
+    beneficiaryAccountName: req?.beneficiary.accountName ?? '',
+    beneficiaryAccountNumber: req?.beneficiary.accountNumber ?? '',
+    status: OUTCOME[row.state],
+    payoutId: row.payoutId,
+    rate: row.rate,
+    deductionAmount: row.deductionAmount,
+    totalFee: row.totalFee,
+    feeCurrency: row.feeCurrency,
+    completeTime: row.completeTime,
+    reason,
+  };
+}
+
+const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
+
+function ackRow(row: PayoutRow): AckRow {
+  const accepted = ACCEPTED_STATES.includes(row.state);
+  return {
+    line: row.line,
+    merchantReferenceId: row.merchantReferenceId,
+    verdict: accepted ? 'ACCEPTED' : 'REJECTED',
+    reason: accepted ? null : row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : row.reason,
+  };
+}
+
+async function* mapRows<T>(db: Database, batchId: string, f: (r: PayoutRow) => T): AsyncGenerator<T> {
+  for await (const row of rowsOfBatch(db, batchId)) yield f(row);
+}
+
+export class BatchOutbox {
+  constructor(
+    private readonly db: Database,
+    private readonly dir: string,
+    private readonly bom: boolean,
+  ) {}
+
+  /** Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. */
+  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+    return writeAckFile(this.dir, identityOf(batch), mapRows(this.db, batch.id, ackRow), { bom: this.bom, fileRejection });
+  }
+
+  /** A file refused before any row was read (bad file, duplicate file). */
+  writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
+    return writeRejectionAckFile(this.dir, identityOf(batch), reason, { bom: this.bom });
+  }
+
+  writeResult(batch: BatchRecord): Promise<ResultFiles> {
+    return writeResultFiles(this.dir, identityOf(batch), mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
+  }
+
+  async writeInterim(batch: BatchRecord, path: string): Promise<string> {
+    const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
+    return r.path;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The lifecycles of a batch file and of each of its rows (a PayoutIntent),
+ * and the only moves between their states. The store refuses any other move,
+ * so a bug cannot, say, send a create for a row that already has a payout.
+ *
+ * Row states:
+ *   VALIDATED      read and valid, not yet accepted (checks across rows and batches pending)
+ *   INVALID        failed validation (final, not paid)
+ *   DUPLICATE      reference already taken by an accepted row of an earlier batch (final, not paid)
+ *   NOT_SUBMITTED  valid, but its file was rejected (final, not paid)
+ *   READY          accepted; a create may be sent when the submitter gets to it
+ *   CREATING       intent recorded; a create is (or may be) on the wire
+ *   UNKNOWN        the create's outcome is unknown; only a query may move it on
+ *   PENDING        the service holds a payout for it
+ *   PAID, CANCELLED  the service's terminal statuses (final)
+ *   REJECTED       the service refused the create for good (final, not paid)
+ */
+export type RowState =
+  | 'VALIDATED'
+  | 'INVALID'
+  | 'DUPLICATE'
+  | 'NOT_SUBMITTED'
+  | 'READY'
+  | 'CREATING'
+  | 'UNKNOWN'
+  | 'PENDING'
+  | 'PAID'
+  | 'CANCELLED'
+  | 'REJECTED';
+
+export const FINAL_ROW_STATES: readonly RowState[] = ['INVALID', 'DUPLICATE', 'NOT_SUBMITTED', 'PAID', 'CANCELLED', 'REJECTED'];
+
+/** States in which a row owns its merchantReferenceId (it was, or will be, sent). */
+export const REFERENCE_HOLDING_STATES: readonly RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
+
+const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
+  VALIDATED: ['READY', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'],
+  INVALID: [],
+  DUPLICATE: [],
+  NOT_SUBMITTED: [],
+  READY: ['CREATING', 'NOT_SUBMITTED'],
+  // A create's answer, or a crash that leaves it unknown.
+  CREATING: ['PENDING', 'PAID', 'CANCELLED', 'REJECTED', 'UNKNOWN', 'READY'],
+  // Only a query decides: found (adopt its status) or provably absent (READY again).
+  UNKNOWN: ['PENDING', 'PAID', 'CANCELLED', 'READY', 'REJECTED'],
+  PENDING: ['PAID', 'CANCELLED'],
+  PAID: [],
+  CANCELLED: [],
+  REJECTED: [],
+};
+
+export function isFinalRowState(state: RowState): boolean {
+  return FINAL_ROW_STATES.includes(state);
+}
+
+export function canMoveRow(from: RowState, to: RowState): boolean {
+  return from === to || ROW_MOVES[from].includes(to);
+}
+
+/**
+ * Batch states:
+ *   RECEIVED    claimed from the inbox and stored; not yet read
+ *   VALIDATING  being read into rows (restarted from scratch after a crash)
+ *   REJECTED    nothing of it will be paid (bad file, invalid rows under reject-file, a changed upload)
+ *   DUPLICATE   the same bytes as an earlier batch; nothing of it will be paid
+ *   ACTIVE      rows are being created and followed
+ *   COMPLETE    every row final and the result file written
+ */
+export type BatchState = 'RECEIVED' | 'VALIDATING' | 'REJECTED' | 'DUPLICATE' | 'ACTIVE' | 'COMPLETE';
+
+const BATCH_MOVES: Readonly<Record<BatchState, readonly BatchState[]>> = {
+  RECEIVED: ['VALIDATING', 'REJECTED', 'DUPLICATE'],
+  VALIDATING: ['VALIDATING', 'REJECTED', 'ACTIVE'],
+  ACTIVE: ['COMPLETE', 'REJECTED'],
+  REJECTED: [],
+  DUPLICATE: [],
+  COMPLETE: [],
+};
+
+export function canMoveBatch(from: BatchState, to: BatchState): boolean {
+  return BATCH_MOVES[from].includes(to);
+}

@@ -1,0 +1,44 @@
+/**
+ * pino JSON logs. The output stream is passed in (tests capture every line),
+ * and redaction removes secrets by key name anywhere a caller might put them
+ * by mistake. Code never logs raw HTTP errors or requests: errors are logged
+ * as the safe {name, code, message} objects of PayoutdError.toLog().
+ */
+import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
+
+const SECRET_KEYS = [
+  'apiKey',
+  'secretKey',
+  'accessToken',
+  'refreshToken',
+  'privateKey',
+  'privateKeyPem',
+  'token',
+  'authorization',
+  'Authorization',
+  'SvcApiKey',
+  'SvcAuthorization',
+  'password',
+  'webhookSecret',
+  'secret',
+  'accountNumber',
+  'idValue',
+];
+
+/** Redaction paths for the keys above at the top level and two levels down. */
+export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]);
+
+export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'payoutd' },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination ?? pino.destination({ dest: 1, sync: false }),
+  );
+}
+
+export type { Logger };

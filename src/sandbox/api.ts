@@ -1,0 +1,245 @@
+/**
+ * The payout API's handlers, after authentication: token issue and refresh
+ * (spec 4.1, 4.2), exchange rates (4.3), create (4.4), query (4.5) and
+ * balance (contract: Balance). Each returns the envelope's `data` or
+ * throws an ApiFailure; amounts leave as JsonNumber so canonicalStringify
+ * writes their exact text. All arithmetic is Decimal.
+ */
+import type { Clock } from '../domain/clock.js';
+import { compareAmounts } from '../domain/money.js';
+import { maskAccountNumber } from '../domain/payout.js';
+import { JsonNumber } from '../json/canonical.js';
+import type { MerchantState } from './auth.js';
+import type { CredentialStore, Credentials } from './credentials.js';
+import {
+  amountOutOfRange,
+  duplicateReference,
+  insufficientBalance,
+  invalidAccess,
+  refreshTokenExpired,
+  unsupportedCurrency,
+} from './errors.js';
+import type { Ledger, StoredPayout } from './ledger.js';
+import type { PayoutLifecycle } from './lifecycle.js';
+import type { SandboxLogger } from './logger.js';
+import type { SandboxConfig } from './options.js';
+import { quotePayout } from './quote.js';
+import type { Random } from './random.js';
+import type { SandboxStats } from './stats.js';
+import {
+  parseAccessTokenRequest,
+  parseCreateRequest,
+  parseQueryRequest,
+  parseRateQuery,
+  parseRefreshTokenRequest,
+  requireObject,
+} from './validate.js';
+
+export const STABLECOINS = ['USDT', 'USDC'] as const;
+
+/** What the handlers work with. */
+export interface ApiState {
+  config: SandboxConfig;
+  clock: Clock;
+  random: Random;
+  ledger: Ledger;
+  credentials: CredentialStore;
+  lifecycle: PayoutLifecycle;
+  stats: SandboxStats;
+  logger: SandboxLogger;
+}
+
+export interface HandlerResult {
+  data: unknown;
+  /** True when the answer reports a payout that exists (create): the commit-then-* faults apply. */
+  committed?: boolean;
+}
+
+/** A value for error messages: a caller's text, bounded and quoted. */
+function shown(text: string): string {
+  return JSON.stringify(text.length > 32 ? `${text.slice(0, 32)}…` : text);
+}
+
+function credentialsData(state: ApiState, creds: Credentials): unknown {
+  const { config } = state;
+  if (config.authMode === 'client-id') {
+    return {
+      accessToken: creds.accessToken,
+      refreshToken: creds.refreshToken,
+      expiresIn: config.accessTokenTtlSeconds,
+      secretKey: creds.secretKey,
+    };
+  }
+  return {
+    merchantCode: creds.merchantCode,
+    businessUserId: creds.businessUserId,
+    accessToken: creds.accessToken,
+    refreshToken: creds.refreshToken,
+    secretKey: creds.secretKey,
+    accessTokenExpiresIn: config.accessTokenTtlSeconds,
+    refreshTokenExpiresIn: config.refreshTokenTtlSeconds,
+    timestamp: Math.floor(creds.issuedAtMs / 1000),
+  };
+}
+
+export function issueAccessToken(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
+  const { businessId } = parseAccessTokenRequest(body);
+  const creds = state.credentials.issue(merchant.merchantCode, businessId ?? merchant.businessUserId, state.clock.now());
+  state.stats.accessTokensIssued++;
+  state.logger.info({ merchantCode: merchant.merchantCode }, 'access token issued');
+  return { data: credentialsData(state, creds) };
+}
+
+export function refreshAccessToken(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
+  const { refreshToken } = parseRefreshTokenRequest(body);
+  const previous = state.credentials.byRefresh(refreshToken);
+  if (!previous || previous.merchantCode !== merchant.merchantCode) throw invalidAccess('refresh token is not valid');
+  if (state.clock.now() >= previous.refreshExpiresAtMs) throw refreshTokenExpired();
+  const creds = state.credentials.issue(merchant.merchantCode, previous.businessUserId, state.clock.now(), previous);
+  state.stats.refreshesIssued++;
+  state.logger.info({ merchantCode: merchant.merchantCode }, 'credentials refreshed');
+  return { data: credentialsData(state, creds) };
+}
+
+function rateOf(config: SandboxConfig, currency: string): string | undefined {
+  return Object.hasOwn(config.rates, currency) ? config.rates[currency] : undefined;
+}
+
+export function queryRates(state: ApiState, body: unknown): HandlerResult {
+  const targets = parseRateQuery(body);
+  const rateTime = new Date(state.clock.now()).toISOString();
+  const exchangeRates = targets.flatMap((targetCurrency, i) => {
+    const rate = rateOf(state.config, targetCurrency);
+    if (rate === undefined) throw unsupportedCurrency(`targetCurrencys[${i}] ${shown(targetCurrency)} is not supported`);
+    return STABLECOINS.map((sourceCurrency) => ({
+      id: `XR${state.random.hex(16)}`,
+      rateTime,
+      sourceCurrency,
+      targetCurrency,
+      rate: new JsonNumber(rate),
+    }));
+  });
+  return { data: { exchangeRates } };
+}
+
+function createdData(stored: StoredPayout): unknown {
+  const c = stored.created;
+  return {
+    payoutId: c.payoutId,
+    merchantReferenceId: c.merchantReferenceId,
+    rate: new JsonNumber(c.rate),
+    deductionAmount: new JsonNumber(c.deductionAmount),
+    totalFee: new JsonNumber(c.totalFee),
+    feeCurrency: c.feeCurrency,
+  };
+}
+
+function newPayoutId(state: ApiState): string {
+  for (;;) {
+    const id = `PO${state.random.hex(22)}`;
+    if (!state.ledger.hasPayoutId(id)) return id;
+  }
+}
+
+export function createPayout(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
+  const { config, ledger, stats } = state;
+  const req = parseCreateRequest(body);
+  if (!(STABLECOINS as readonly string[]).includes(req.deductionCurrency)) {
+    throw unsupportedCurrency(`deductionCurrency ${shown(req.deductionCurrency)} is not supported (USDT, USDC)`);
+  }
+  const rate = rateOf(config, req.payoutCurrency);
+  if (rate === undefined) throw unsupportedCurrency(`payoutCurrency ${shown(req.payoutCurrency)} is not supported`);
+  const { min, max } = config.amountLimits;
+  if (compareAmounts(req.payoutAmount, min) < 0 || compareAmounts(req.payoutAmount, max) > 0) {
+    throw amountOutOfRange(`payoutAmount must be between ${min} and ${max} ${req.payoutCurrency}`);
+  }
+
+  const existing = ledger.findByReference(merchant.merchantCode, req.merchantReferenceId);
+  const original = existing[0];
+  if (original && config.duplicatePolicy === 'return-original') {
+    stats.duplicateCreates++;
+    return { data: createdData(original), committed: true };
+  }
+  if (original && config.duplicatePolicy === 'reject') {
+    throw duplicateReference(`merchantReferenceId ${shown(req.merchantReferenceId)} was already used`);
+  }
+
+  const quote = quotePayout(req.payoutAmount, rate, config.fee.fixed);
+  const available = ledger.available(merchant.merchantCode, req.deductionCurrency);
+  if (available.lessThan(quote.deductionAmount)) {
+    throw insufficientBalance(`${req.deductionCurrency} balance is lower than the deduction amount ${quote.deductionAmount}`);
+  }
+  const stored = ledger.record({
+    payoutId: newPayoutId(state),
+    merchantReferenceId: req.merchantReferenceId,
+    merchantCode: merchant.merchantCode,
+    accountNumber: req.beneficiary.accountNumber,
+    payoutCurrency: req.payoutCurrency,
+    payoutAmount: req.payoutAmount,
+    deductionCurrency: req.deductionCurrency,
+    deductionAmount: quote.deductionAmount,
+    rate: quote.rate,
+    totalFee: quote.totalFee,
+    feeCurrency: req.deductionCurrency,
+    createTime: new Date(state.clock.now()).toISOString(),
+  });
+  stats.creates++;
+  state.logger.info(
+    {
+      payoutId: stored.entry.payoutId,
+      merchantCode: merchant.merchantCode,
+      merchantReferenceId: req.merchantReferenceId,
+      payoutAmount: req.payoutAmount,
+      payoutCurrency: req.payoutCurrency,
+      account: maskAccountNumber(req.beneficiary.accountNumber),
+    },
+    'payout created',
+  );
+  state.lifecycle.created(stored);
+  return { data: createdData(stored), committed: true };
+}
+
+/** The contract's payout record, amounts as JSON numbers. */
+export function recordData(stored: StoredPayout): unknown {
+  const e = stored.entry;
+  return {
+    payoutId: e.payoutId,
+    merchantReferenceId: e.merchantReferenceId,
+    status: e.status,
+    payoutCurrency: e.payoutCurrency,
+    payoutAmount: new JsonNumber(e.payoutAmount),
+    deductionCurrency: e.deductionCurrency,
+    deductionAmount: new JsonNumber(e.deductionAmount),
+    rate: new JsonNumber(e.rate),
+    totalFee: new JsonNumber(e.totalFee),
+    feeCurrency: e.feeCurrency,
+    createTime: e.createTime,
+    completeTime: e.completeTime,
+    failureReason: e.failureReason,
+  };
+}
+
+export function queryPayouts(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
+  const query = parseQueryRequest(body, state.config.queryMaxIds);
+  // A Set keeps first-seen order and drops an id asked for twice.
+  const found = new Set<StoredPayout>();
+  for (const id of query.ids) {
+    if (query.by === 'merchantReferenceIds') {
+      for (const p of state.ledger.findByReference(merchant.merchantCode, id)) found.add(p);
+    } else {
+      const p = state.ledger.findById(id);
+      if (p && p.entry.merchantCode === merchant.merchantCode) found.add(p);
+    }
+  }
+  return { data: { payouts: [...found].map(recordData) } };
+}
+
+export function queryBalance(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
+  // GET carries no body; POST carries `{}` (or nothing).
+  if (body !== undefined) requireObject(body, 'request body');
+  const balances = Object.entries(state.ledger.balanceSnapshot(merchant.merchantCode)).map(([currency, available]) => ({
+    currency,
+    available: new JsonNumber(available),
+  }));
+  return { data: { balances } };
+}

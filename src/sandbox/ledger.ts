@@ -1,0 +1,144 @@
+/**
+ * The sandbox's books: merchant balances and every payout ever created,
+ * with O(1) lookups by payoutId and by (merchant, merchantReferenceId).
+ * It debits on record and refunds on cancellation; it decides nothing
+ * about policy (that is the create handler's job) and does no IO.
+ */
+import { Decimal, decimalText, isPlainDecimal } from '../domain/money.js';
+import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
+import { SandboxError } from './errors.js';
+
+/** A payout as the sandbox recorded it: the contract's record plus who and where to. */
+export interface LedgerEntry extends PayoutRecord {
+  merchantCode: string;
+  accountNumber: string;
+}
+
+/** A payout held by the ledger; `entry` changes only through `complete`. */
+export interface StoredPayout {
+  readonly entry: LedgerEntry;
+  /** The create response data (spec 2.5), kept to answer a duplicate with the original. */
+  readonly created: CreatedPayout;
+}
+
+export type NewPayout = Omit<LedgerEntry, 'status' | 'completeTime' | 'failureReason'>;
+
+function refKey(merchantCode: string, merchantReferenceId: string): string {
+  return `${merchantCode}\u0000${merchantReferenceId}`;
+}
+
+export class Ledger {
+  private readonly all: StoredPayout[] = [];
+  private readonly byPayoutId = new Map<string, StoredPayout>();
+  private readonly byReference = new Map<string, StoredPayout[]>();
+  private readonly balances = new Map<string, Map<string, Decimal>>();
+  private pending = 0;
+
+  constructor(merchants: Iterable<{ merchantCode: string; balances: Record<string, string> }>) {
+    for (const m of merchants) {
+      const book = new Map<string, Decimal>();
+      for (const [currency, amount] of Object.entries(m.balances)) book.set(currency, new Decimal(amount));
+      this.balances.set(m.merchantCode, book);
+    }
+  }
+
+  private book(merchantCode: string): Map<string, Decimal> {
+    const book = this.balances.get(merchantCode);
+    if (!book) throw new SandboxError('SANDBOX_UNKNOWN_MERCHANT', `no merchant ${merchantCode} in this sandbox`);
+    return book;
+  }
+
+  available(merchantCode: string, currency: string): Decimal {
+    return this.book(merchantCode).get(currency) ?? new Decimal(0);
+  }
+
+  setBalance(merchantCode: string, currency: string, amount: string): void {
+    if (!isPlainDecimal(amount))
+      throw new SandboxError('SANDBOX_BAD_AMOUNT', `balance of ${currency} must be a plain non-negative decimal`);
+    this.book(merchantCode).set(currency, new Decimal(amount));
+  }
+
+  /** Balances as normal-form decimal text, in configuration order. */
+  balanceSnapshot(merchantCode: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [currency, amount] of this.book(merchantCode)) out[currency] = decimalText(amount);
+    return out;
+  }
+
+  hasMerchant(merchantCode: string): boolean {
+    return this.balances.has(merchantCode);
+  }
+
+  findById(payoutId: string): StoredPayout | undefined {
+    return this.byPayoutId.get(payoutId);
+  }
+
+  findByReference(merchantCode: string, merchantReferenceId: string): readonly StoredPayout[] {
+    return this.byReference.get(refKey(merchantCode, merchantReferenceId)) ?? [];
+  }
+
+  /** Every payout with this reference, whichever merchant (admin settle). */
+  findByReferenceAnyMerchant(merchantReferenceId: string): StoredPayout[] {
+    const out: StoredPayout[] = [];
+    for (const merchantCode of this.balances.keys()) out.push(...this.findByReference(merchantCode, merchantReferenceId));
+    return out;
+  }
+
+  hasPayoutId(payoutId: string): boolean {
+    return this.byPayoutId.has(payoutId);
+  }
+
+  /** Debits deductionAmount and records the payout as PENDING. The caller checked the balance. */
+  record(payout: NewPayout): StoredPayout {
+    const book = this.book(payout.merchantCode);
+    const available = book.get(payout.deductionCurrency) ?? new Decimal(0);
+    book.set(payout.deductionCurrency, available.minus(payout.deductionAmount));
+    const stored: StoredPayout = {
+      entry: { ...payout, status: 'PENDING', completeTime: null, failureReason: null },
+      created: {
+        payoutId: payout.payoutId,
+        merchantReferenceId: payout.merchantReferenceId,
+        rate: payout.rate,
+        deductionAmount: payout.deductionAmount,
+        totalFee: payout.totalFee,
+        feeCurrency: payout.feeCurrency,
+      },
+    };
+    this.all.push(stored);
+    this.byPayoutId.set(payout.payoutId, stored);
+    const key = refKey(payout.merchantCode, payout.merchantReferenceId);
+    const same = this.byReference.get(key);
+    if (same) same.push(stored);
+    else this.byReference.set(key, [stored]);
+    this.pending++;
+    return stored;
+  }
+
+  /**
+   * PENDING -> PAID or CANCELLED (refunding deductionAmount). Terminal
+   * states never change: returns false when the payout was not PENDING.
+   */
+  complete(stored: StoredPayout, status: 'PAID' | 'CANCELLED', completeTime: string, failureReason: string | null): boolean {
+    const entry = stored.entry;
+    if (entry.status !== 'PENDING') return false;
+    entry.status = status;
+    entry.completeTime = completeTime;
+    entry.failureReason = status === 'CANCELLED' ? failureReason : null;
+    if (status === 'CANCELLED') {
+      const book = this.book(entry.merchantCode);
+      const available = book.get(entry.deductionCurrency) ?? new Decimal(0);
+      book.set(entry.deductionCurrency, available.plus(entry.deductionAmount));
+    }
+    this.pending--;
+    return true;
+  }
+
+  get pendingCount(): number {
+    return this.pending;
+  }
+
+  /** Copies of every payout, in creation order. */
+  entries(): LedgerEntry[] {
+    return this.all.map((p) => ({ ...p.entry }));
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Accepting a batch once all its rows are read: the checks that need every
+ * row (a reference twice in the file, a reference an earlier batch already
+ * holds) and the file policy. Runs in one transaction, so a batch is either
+ * wholly accepted — its READY rows holding their references — or not at all.
+ */
+import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
+import type { Database } from './db.js';
+import { insertBatchErrors, type BatchErrorRecord } from './batches.js';
+
+export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
+
+export interface AcceptanceResult {
+  accepted: boolean;
+  readyCount: number;
+  invalidCount: number;
+  duplicateCount: number;
+  /** Why nothing is paid, when not accepted. */
+  rejectReason: string | null;
+}
+
+const HOLDING = REFERENCE_HOLDING_STATES as string[];
+
+async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
+  const groups = (await trx('payouts')
+    .where({ batch_id: batchId })
+    .whereNot({ merchant_reference_id: '' })
+    .select('merchant_reference_id')
+    .count({ n: '*' })
+    .groupBy('merchant_reference_id')
+    .havingRaw('count(*) > 1')) as { merchant_reference_id: string }[];
+  const errors: BatchErrorRecord[] = [];
+  for (const g of groups) {
+    const rows = (await trx('payouts')
+      .where({ batch_id: batchId, merchant_reference_id: g.merchant_reference_id })
+      .orderBy('line')
+      .select('id', 'line', 'state')) as { id: number; line: number; state: string }[];
+    const lines = rows.map((r) => r.line);
+    for (const r of rows) {
+      const others = lines.filter((l) => l !== r.line).join(', ');
+      const message = `merchantReferenceId ${g.merchant_reference_id} appears more than once in this file (also on line ${others})`;
+      errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
+      if (r.state === 'VALIDATED') {
+        await trx('payouts')
+          .where({ id: r.id, state: 'VALIDATED' })
+          .update({ state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: message, updated_at: now });
+      }
+    }
+  }
+  return errors;
+}
+
+async function markEarlierReferences(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
+  const clashes = (await trx('payouts as p')
+    .join('payouts as h', function () {
+      this.on('h.merchant_reference_id', '=', 'p.merchant_reference_id').andOn('h.batch_id', '<>', 'p.batch_id');
+    })
+    .where('p.batch_id', batchId)
+    .andWhere('p.state', 'VALIDATED')
+    .whereIn('h.state', HOLDING)
+    .select(
+      'p.id',
+      'p.line',
+      'p.merchant_reference_id',
+      'p.request_json',
+      'h.batch_id as other_batch',
+      'h.line as other_line',
+      'h.request_json as other_request',
+    )) as {
+    id: number;
+    line: number;
+    merchant_reference_id: string;
+    request_json: string;
+    other_batch: string;
+    other_line: number;
+    other_request: string;
+  }[];
+  const errors: BatchErrorRecord[] = [];
+  for (const c of clashes) {
+    const same = c.request_json === c.other_request;
+    const code = same ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
+    const message = same
+      ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
+      : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
+    errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
+    await trx('payouts')
+      .where({ id: c.id, state: 'VALIDATED' })
+      .update({ state: 'DUPLICATE', reason_code: code, reason: message, updated_at: now });
+  }
+  return errors;
+}
+
+export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {
+  return db.transaction(async (trx) => {
+    const errors = [...(await markInFileDuplicates(trx, batchId, now)), ...(await markEarlierReferences(trx, batchId, now))];
+    await insertBatchErrors(trx, batchId, errors);
+    const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
+      state: string;
+      n: number | string;
+    }[];
+    const count = (s: string): number => Number(counts.find((c) => c.state === s)?.n ?? 0);
+    const invalidCount = count('INVALID');
+    const duplicateCount = count('DUPLICATE');
+    const validated = count('VALIDATED');
+    const problems = invalidCount + duplicateCount;
+    if (problems > 0 && policy === 'reject-file') {
+      await trx('payouts')
+        .where({ batch_id: batchId, state: 'VALIDATED' })
+        .update({
+          state: 'NOT_SUBMITTED',
+          reason_code: 'FILE_REJECTED',
+          reason: `not paid: the file has ${problems} invalid row(s) and the policy is reject-file`,
+          updated_at: now,
+        });
+      return {
+        accepted: false,
+        readyCount: 0,
+        invalidCount,
+        duplicateCount,
+        rejectReason: `${problems} invalid row(s) (${invalidCount} invalid, ${duplicateCount} duplicate reference); onInvalidRows is reject-file, so no row of this file is paid`,
+      };
+    }
+    if (validated === 0) {
+      return { accepted: false, readyCount: 0, invalidCount, duplicateCount, rejectReason: 'no valid row to pay' };
+    }
+    await trx('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).update({ state: 'READY', next_attempt_at: now, updated_at: now });
+    return { accepted: true, readyCount: validated, invalidCount, duplicateCount, rejectReason: null };
+  });
+}

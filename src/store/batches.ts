@@ -1,0 +1,165 @@
+/**
+ * Batch files in the database: one record per file claimed from the inbox,
+ * its state, holds, counts, and its validation errors.
+ */
+import { canMoveBatch, type BatchState } from '../domain/lifecycle.js';
+import { PayoutdError } from '../domain/errors.js';
+import type { Database } from './db.js';
+
+export interface BatchRecord {
+  id: string;
+  fileName: string;
+  storedPath: string;
+  controlPath: string | null;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  state: BatchState;
+  duplicateOf: string | null;
+  rejectCode: string | null;
+  rejectReason: string | null;
+  holdCode: string | null;
+  holdReason: string | null;
+  holdUntil: number | null;
+  rowCount: number;
+  validCount: number;
+  invalidCount: number;
+  receivedAt: number;
+  acceptedAt: number | null;
+  ackWrittenAt: number | null;
+  resultWrittenAt: number | null;
+  completedAt: number | null;
+  updatedAt: number;
+}
+
+export interface BatchErrorRecord {
+  line: number | null;
+  column: string | null;
+  field: string | null;
+  code: string;
+  message: string;
+}
+
+const COLUMNS: Record<keyof BatchRecord, string> = {
+  id: 'id',
+  fileName: 'file_name',
+  storedPath: 'stored_path',
+  controlPath: 'control_path',
+  sha256: 'sha256',
+  size: 'size',
+  mtimeMs: 'mtime_ms',
+  state: 'state',
+  duplicateOf: 'duplicate_of',
+  rejectCode: 'reject_code',
+  rejectReason: 'reject_reason',
+  holdCode: 'hold_code',
+  holdReason: 'hold_reason',
+  holdUntil: 'hold_until',
+  rowCount: 'row_count',
+  validCount: 'valid_count',
+  invalidCount: 'invalid_count',
+  receivedAt: 'received_at',
+  acceptedAt: 'accepted_at',
+  ackWrittenAt: 'ack_written_at',
+  resultWrittenAt: 'result_written_at',
+  completedAt: 'completed_at',
+  updatedAt: 'updated_at',
+};
+
+function toRow(patch: Partial<BatchRecord>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(patch)) out[COLUMNS[k as keyof BatchRecord]] = v;
+  return out;
+}
+
+function fromRow(r: Record<string, unknown>): BatchRecord {
+  const out: Record<string, unknown> = {};
+  for (const [k, col] of Object.entries(COLUMNS)) out[k] = r[col] ?? null;
+  return out as unknown as BatchRecord;
+}
+
+export class BatchStateError extends PayoutdError {
+  override readonly name = 'BatchStateError';
+}
+
+export async function insertBatch(db: Database, batch: BatchRecord): Promise<void> {
+  await db('batches').insert(toRow(batch));
+}
+
+export async function getBatch(db: Database, id: string): Promise<BatchRecord | undefined> {
+  const r = (await db('batches').where({ id }).first()) as Record<string, unknown> | undefined;
+  return r ? fromRow(r) : undefined;
+}
+
+/** The first earlier batch with the same bytes (what a re-drop repeats). */
+export async function findFirstBySha(db: Database, sha256: string, excludeId: string): Promise<BatchRecord | undefined> {
+  const r = (await db('batches')
+    .where({ sha256 })
+    .whereNot({ id: excludeId })
+    .whereNot({ state: 'DUPLICATE' })
+    .orderBy('received_at', 'asc')
+    .first()) as Record<string, unknown> | undefined;
+  return r ? fromRow(r) : undefined;
+}
+
+/** Applies a patch; a state change must be a legal move from the state now stored. */
+export async function updateBatch(db: Database, id: string, patch: Partial<BatchRecord>, now: number): Promise<void> {
+  if (patch.state) {
+    const current = await getBatch(db, id);
+    if (!current) throw new BatchStateError('BATCH_NOT_FOUND', `batch ${id} does not exist`);
+    if (current.state !== patch.state && !canMoveBatch(current.state, patch.state)) {
+      throw new BatchStateError('BATCH_STATE', `batch ${id} cannot move from ${current.state} to ${patch.state}`);
+    }
+  }
+  await db('batches')
+    .where({ id })
+    .update(toRow({ ...patch, updatedAt: now }));
+}
+
+export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {
+  const rows = (await db('batches').whereIn('state', states).orderBy('received_at', 'asc')) as Record<string, unknown>[];
+  return rows.map(fromRow);
+}
+
+export async function listRecentBatches(db: Database, limit: number): Promise<BatchRecord[]> {
+  const rows = (await db('batches').orderBy('received_at', 'desc').limit(limit)) as Record<string, unknown>[];
+  return rows.map(fromRow);
+}
+
+export async function insertBatchErrors(db: Database, batchId: string, errors: BatchErrorRecord[]): Promise<void> {
+  if (errors.length === 0) return;
+  const rows = errors.map((e) => ({
+    batch_id: batchId,
+    line: e.line,
+    column_name: e.column,
+    field: e.field,
+    code: e.code,
+    message: e.message,
+  }));
+  // 6 columns per row: stay far below SQLite's variable limit.
+  for (let i = 0; i < rows.length; i += 500) await db('batch_errors').insert(rows.slice(i, i + 500));
+}
+
+export async function listBatchErrors(db: Database, batchId: string): Promise<BatchErrorRecord[]> {
+  const rows = (await db('batch_errors')
+    .where({ batch_id: batchId })
+    .orderBy([{ column: 'line' }, { column: 'id' }])) as Record<string, unknown>[];
+  return rows.map((r) => ({
+    line: (r.line as number | null) ?? null,
+    column: (r.column_name as string | null) ?? null,
+    field: (r.field as string | null) ?? null,
+    code: r.code as string,
+    message: r.message as string,
+  }));
+}
+
+/** Forgets what a reading of the batch wrote, so it can be read again from the start. */
+export async function clearBatchContents(db: Database, batchId: string): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('payout_history')
+      .whereIn('payout_row_id', trx('payouts').select('id').where({ batch_id: batchId }))
+      .delete();
+    await trx('payouts').where({ batch_id: batchId }).delete();
+    await trx('batch_errors').where({ batch_id: batchId }).delete();
+  });
+}

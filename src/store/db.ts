@@ -1,0 +1,76 @@
+/**
+ * Opening the state database: one knex instance per process (SQLite allows
+ * no other: a second instance on the same file ends in SQLITE_BUSY), with
+ * WAL, a busy timeout and foreign keys set on the connection as it opens,
+ * and the migrations run before anything else touches it.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { migrationSource } from './migrations.js';
+
+export type Database = Knex;
+
+export interface DatabaseOptions {
+  client: 'sqlite' | 'pg';
+  /** SQLite file. */
+  filename: string;
+  /** PostgreSQL connection URL. */
+  url?: string;
+  poolMax: number;
+  busyTimeoutMs: number;
+  /** SQLite `synchronous`: FULL survives power loss, NORMAL only process crashes. */
+  synchronous: 'FULL' | 'NORMAL';
+}
+
+interface SqliteConnection {
+  pragma(source: string): unknown;
+}
+
+// PostgreSQL returns int8 as text; our int8 columns are ms timestamps and
+// counters that fit a double exactly, never money.
+pg.types.setTypeParser(20, (v: string) => Number.parseInt(v, 10));
+
+export function openDatabase(o: DatabaseOptions): Database {
+  if (o.client === 'pg') {
+    if (!o.url) throw new Error('database.url is required for client pg');
+    return knexFactory({
+      client: 'pg',
+      connection: o.url,
+      pool: { min: 0, max: o.poolMax },
+      migrations: { migrationSource, tableName: 'payoutd_migrations' },
+    });
+  }
+  mkdirSync(dirname(o.filename), { recursive: true });
+  return knexFactory({
+    client: 'better-sqlite3',
+    connection: { filename: o.filename },
+    useNullAsDefault: true,
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
+        try {
+          conn.pragma('journal_mode = WAL');
+          conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
+          conn.pragma('foreign_keys = ON');
+          conn.pragma(`synchronous = ${o.synchronous}`);
+          done(null, conn);
+        } catch (err) {
+          done(err as Error, conn);
+        }
+      },
+    },
+    migrations: { migrationSource, tableName: 'payoutd_migrations' },
+  });
+}
+
+export async function migrateToLatest(db: Database): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest()) as [number, string[]];
+  return applied;
+}
+
+export function isPostgres(db: Database): boolean {
+  return db.client.config.client === 'pg';
+}

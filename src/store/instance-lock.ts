@@ -1,0 +1,52 @@
+/**
+ * One daemon per state directory (SQLite). The lock is an exclusive SQLite
+ * lock on a small lock file, held for the life of the process: the kernel
+ * releases it when the process dies, even by SIGKILL, so there is no stale
+ * pid file to clean up. The holder's pid is written beside it for the message.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { PayoutdError } from '../domain/errors.js';
+
+export class InstanceLockError extends PayoutdError {
+  override readonly name = 'InstanceLockError';
+}
+
+export interface InstanceLock {
+  release(): void;
+}
+
+export function acquireInstanceLock(stateDir: string): InstanceLock {
+  mkdirSync(stateDir, { recursive: true });
+  const lockPath = join(stateDir, 'payoutd.lock');
+  const infoPath = join(stateDir, 'payoutd.lock.owner');
+  const db = new BetterSqlite3(lockPath, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch {
+    db.close();
+    let owner = 'another process';
+    try {
+      owner = readFileSync(infoPath, 'utf8').trim();
+    } catch {
+      // The owner note is informative only.
+    }
+    throw new InstanceLockError(
+      'STATE_DIR_LOCKED',
+      `another payoutd is already running on state directory ${stateDir} (${owner}); with SQLite only one instance may use it — use database.client pg for several instances`,
+    );
+  }
+  writeFileSync(infoPath, `pid ${process.pid} on ${hostname()} since ${new Date().toISOString()}\n`);
+  return {
+    release() {
+      try {
+        db.exec('ROLLBACK');
+      } finally {
+        db.close();
+      }
+    },
+  };
+}

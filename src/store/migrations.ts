@@ -1,0 +1,146 @@
+/**
+ * The schema, as knex migrations kept in code (so they ship inside dist/ and
+ * run the same on SQLite and PostgreSQL). Never edit a released migration;
+ * add a new one.
+ *
+ * Times are integer milliseconds since the epoch (compared in SQL); money is
+ * decimal text, exactly as written on the wire.
+ */
+import type { Knex } from 'knex';
+
+interface Migration {
+  name: string;
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const initial: Migration = {
+  name: '0001_initial',
+  async up(knex) {
+    await knex.schema.createTable('batches', (t) => {
+      t.string('id', 40).primary();
+      t.string('file_name', 512).notNullable(); // as the sender named it
+      t.string('stored_path', 1024).notNullable();
+      t.string('control_path', 1024).nullable();
+      t.string('sha256', 64).notNullable();
+      t.bigInteger('size').notNullable();
+      t.bigInteger('mtime_ms').notNullable();
+      t.string('state', 16).notNullable();
+      t.string('duplicate_of', 40).nullable();
+      t.string('reject_code', 64).nullable();
+      t.text('reject_reason').nullable();
+      t.string('hold_code', 64).nullable();
+      t.text('hold_reason').nullable();
+      t.bigInteger('hold_until').nullable();
+      t.integer('row_count').notNullable().defaultTo(0);
+      t.integer('valid_count').notNullable().defaultTo(0);
+      t.integer('invalid_count').notNullable().defaultTo(0);
+      t.string('delimiter', 1).nullable();
+      t.bigInteger('received_at').notNullable();
+      t.bigInteger('accepted_at').nullable();
+      t.bigInteger('ack_written_at').nullable();
+      t.bigInteger('result_written_at').nullable();
+      t.bigInteger('completed_at').nullable();
+      t.bigInteger('updated_at').notNullable();
+      t.index(['sha256']);
+      t.index(['state']);
+      t.index(['received_at']);
+    });
+
+    // File-level and row-level validation errors, all of them (up to a cap).
+    await knex.schema.createTable('batch_errors', (t) => {
+      t.increments('id').primary();
+      t.string('batch_id', 40).notNullable().references('batches.id').onDelete('CASCADE');
+      t.integer('line').nullable();
+      t.string('column_name', 256).nullable();
+      t.string('field', 64).nullable();
+      t.string('code', 64).notNullable();
+      t.text('message').notNullable();
+      t.index(['batch_id', 'line']);
+    });
+
+    // One row per CSV row: the PayoutIntent and what became of it.
+    await knex.schema.createTable('payouts', (t) => {
+      t.bigIncrements('id').primary();
+      t.string('batch_id', 40).notNullable().references('batches.id').onDelete('CASCADE');
+      t.integer('line').notNullable();
+      t.string('merchant_reference_id', 128).notNullable();
+      t.string('state', 16).notNullable();
+      // Canonical JSON of the create request; null for rows that failed validation.
+      t.text('request_json').nullable();
+      t.string('payout_currency', 8).nullable();
+      t.string('payout_amount', 64).nullable();
+      t.string('deduction_currency', 8).nullable();
+      t.string('payout_id', 128).nullable();
+      t.string('service_status', 16).nullable();
+      t.string('rate', 64).nullable();
+      t.string('deduction_amount', 64).nullable();
+      t.string('total_fee', 64).nullable();
+      t.string('fee_currency', 8).nullable();
+      t.string('create_time', 40).nullable();
+      t.string('complete_time', 40).nullable();
+      t.string('reason_code', 64).nullable();
+      t.text('reason').nullable();
+      t.integer('create_attempts').notNullable().defaultTo(0);
+      t.bigInteger('next_attempt_at').nullable();
+      t.bigInteger('created_at_ms').nullable();
+      t.bigInteger('next_poll_at').nullable();
+      t.integer('poll_count').notNullable().defaultTo(0);
+      t.bigInteger('last_polled_at').nullable();
+      t.bigInteger('stale_flagged_at').nullable();
+      t.string('lease_owner', 64).nullable();
+      t.bigInteger('lease_expires_at').nullable();
+      t.bigInteger('updated_at').notNullable();
+      t.unique(['batch_id', 'line']);
+      t.index(['batch_id', 'state']);
+      t.index(['state', 'next_attempt_at']);
+      t.index(['state', 'next_poll_at']);
+      t.index(['merchant_reference_id']);
+      t.index(['payout_id']);
+    });
+    // The guarantee behind "paid at most once": a reference belongs to at most
+    // one row that is, or will be, sent to the service.
+    await knex.raw(
+      `CREATE UNIQUE INDEX payouts_reference_holder ON payouts (merchant_reference_id)
+       WHERE state IN ('READY','CREATING','UNKNOWN','PENDING','PAID','CANCELLED','REJECTED')`,
+    );
+
+    // Everything that happened to a row: intents, attempts and their outcomes, queries, state moves.
+    await knex.schema.createTable('payout_history', (t) => {
+      t.bigIncrements('id').primary();
+      t.bigInteger('payout_row_id').notNullable().references('payouts.id').onDelete('CASCADE');
+      t.bigInteger('at').notNullable();
+      t.string('event', 32).notNullable();
+      t.string('from_state', 16).nullable();
+      t.string('to_state', 16).nullable();
+      t.string('outcome', 64).nullable();
+      t.text('detail').nullable();
+      t.index(['payout_row_id', 'id']);
+    });
+
+    // Webhook deliveries already seen (deduplicated by eventId).
+    await knex.schema.createTable('webhook_events', (t) => {
+      t.string('event_id', 128).primary();
+      t.bigInteger('received_at').notNullable();
+      t.string('payout_id', 128).nullable();
+      t.string('merchant_reference_id', 128).nullable();
+      t.string('status', 16).nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('webhook_events');
+    await knex.schema.dropTableIfExists('payout_history');
+    await knex.schema.dropTableIfExists('payouts');
+    await knex.schema.dropTableIfExists('batch_errors');
+    await knex.schema.dropTableIfExists('batches');
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [initial];
+
+/** knex migration source over the list above. */
+export const migrationSource: Knex.MigrationSource<Migration> = {
+  getMigrations: () => Promise.resolve([...MIGRATIONS]),
+  getMigrationName: (m) => m.name,
+  getMigration: (m) => Promise.resolve({ up: m.up, down: m.down }),
+};

@@ -1,0 +1,289 @@
+/**
+ * Payout rows in the database: the PayoutIntent of every CSV row, its state
+ * and every attempt made for it. Each state move is guarded by the state it
+ * moves from (UPDATE … WHERE state = from), checked against the domain's
+ * lifecycle, and written with a history record in the same transaction.
+ */
+import type { Knex } from 'knex';
+import { canMoveRow, type RowState } from '../domain/lifecycle.js';
+import { PayoutdError } from '../domain/errors.js';
+import type { Database } from './db.js';
+
+export interface PayoutRow {
+  id: number;
+  batchId: string;
+  line: number;
+  merchantReferenceId: string;
+  state: RowState;
+  requestJson: string | null;
+  payoutCurrency: string | null;
+  payoutAmount: string | null;
+  deductionCurrency: string | null;
+  payoutId: string | null;
+  serviceStatus: string | null;
+  rate: string | null;
+  deductionAmount: string | null;
+  totalFee: string | null;
+  feeCurrency: string | null;
+  createTime: string | null;
+  completeTime: string | null;
+  reasonCode: string | null;
+  reason: string | null;
+  createAttempts: number;
+  nextAttemptAt: number | null;
+  createdAtMs: number | null;
+  nextPollAt: number | null;
+  pollCount: number;
+  lastPolledAt: number | null;
+  staleFlaggedAt: number | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  updatedAt: number;
+}
+
+const COLUMNS: Record<keyof PayoutRow, string> = {
+  id: 'id',
+  batchId: 'batch_id',
+  line: 'line',
+  merchantReferenceId: 'merchant_reference_id',
+  state: 'state',
+  requestJson: 'request_json',
+  payoutCurrency: 'payout_currency',
+  payoutAmount: 'payout_amount',
+  deductionCurrency: 'deduction_currency',
+  payoutId: 'payout_id',
+  serviceStatus: 'service_status',
+  rate: 'rate',
+  deductionAmount: 'deduction_amount',
+  totalFee: 'total_fee',
+  feeCurrency: 'fee_currency',
+  createTime: 'create_time',
+  completeTime: 'complete_time',
+  reasonCode: 'reason_code',
+  reason: 'reason',
+  createAttempts: 'create_attempts',
+  nextAttemptAt: 'next_attempt_at',
+  createdAtMs: 'created_at_ms',
+  nextPollAt: 'next_poll_at',
+  pollCount: 'poll_count',
+  lastPolledAt: 'last_polled_at',
+  staleFlaggedAt: 'stale_flagged_at',
+  leaseOwner: 'lease_owner',
+  leaseExpiresAt: 'lease_expires_at',
+  updatedAt: 'updated_at',
+};
+
+export type PayoutRowPatch = Partial<Omit<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId'>>;
+
+export function toColumns(patch: Partial<PayoutRow>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(patch)) if (v !== undefined) out[COLUMNS[k as keyof PayoutRow]] = v;
+  return out;
+}
+
+export function fromColumns(r: Record<string, unknown>): PayoutRow {
+  const out: Record<string, unknown> = {};
+  for (const [k, col] of Object.entries(COLUMNS)) out[k] = r[col] ?? null;
+  return out as unknown as PayoutRow;
+}
+
+export class RowStateError extends PayoutdError {
+  override readonly name = 'RowStateError';
+}
+
+/** A new row as the reader produced it. */
+export interface NewPayoutRow {
+  batchId: string;
+  line: number;
+  merchantReferenceId: string;
+  state: 'VALIDATED' | 'INVALID';
+  requestJson: string | null;
+  payoutCurrency: string | null;
+  payoutAmount: string | null;
+  deductionCurrency: string | null;
+  reasonCode: string | null;
+  reason: string | null;
+}
+
+const INSERT_COLUMNS = [
+  'batch_id',
+  'line',
+  'merchant_reference_id',
+  'state',
+  'request_json',
+  'payout_currency',
+  'payout_amount',
+  'deduction_currency',
+  'reason_code',
+  'reason',
+  'updated_at',
+] as const;
+
+/**
+ * Inserts rows with multi-row INSERT statements built once per chunk (knex's
+ * per-row query building dominates a million-row ingest otherwise).
+ */
+export async function insertRows(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
+  const perStatement = Math.floor(30_000 / INSERT_COLUMNS.length);
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const chunk = rows.slice(i, i + perStatement);
+    const placeholders = `(${INSERT_COLUMNS.map(() => '?').join(',')})`;
+    const values: Knex.Value[] = [];
+    for (const r of chunk) {
+      values.push(
+        r.batchId,
+        r.line,
+        r.merchantReferenceId,
+        r.state,
+        r.requestJson,
+        r.payoutCurrency,
+        r.payoutAmount,
+        r.deductionCurrency,
+        r.reasonCode,
+        r.reason,
+        now,
+      );
+    }
+    await db.raw(`INSERT INTO payouts (${INSERT_COLUMNS.join(',')}) VALUES ${chunk.map(() => placeholders).join(',')}`, values);
+  }
+}
+
+export interface HistoryEntry {
+  event: string;
+  outcome?: string | null;
+  detail?: string | null;
+}
+
+/**
+ * Moves rows from one state to another, with the same patch and history
+ * entry for each. Rows no longer in `from` are skipped (another actor moved
+ * them); returns the ids actually moved.
+ */
+export async function moveRows(
+  trx: Knex.Transaction,
+  ids: number[],
+  from: RowState,
+  to: RowState,
+  patch: PayoutRowPatch,
+  history: HistoryEntry,
+  now: number,
+): Promise<number[]> {
+  if (!canMoveRow(from, to)) throw new RowStateError('ROW_STATE', `a row cannot move from ${from} to ${to}`);
+  const moved: number[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500);
+    const still = (await trx('payouts').whereIn('id', chunk).andWhere({ state: from }).pluck('id')) as number[];
+    if (still.length === 0) continue;
+    await trx('payouts')
+      .whereIn('id', still)
+      .andWhere({ state: from })
+      .update(toColumns({ ...patch, state: to, updatedAt: now }));
+    await trx('payout_history').insert(
+      still.map((id) => ({
+        payout_row_id: id,
+        at: now,
+        event: history.event,
+        from_state: from,
+        to_state: to,
+        outcome: history.outcome ?? null,
+        detail: history.detail ?? null,
+      })),
+    );
+    moved.push(...still);
+  }
+  return moved;
+}
+
+/** One row's move with its own patch (results differ per row). */
+export async function moveRow(
+  trx: Knex.Transaction,
+  id: number,
+  from: RowState,
+  to: RowState,
+  patch: PayoutRowPatch,
+  history: HistoryEntry,
+  now: number,
+): Promise<boolean> {
+  if (!canMoveRow(from, to)) throw new RowStateError('ROW_STATE', `a row cannot move from ${from} to ${to}`);
+  const n = await trx('payouts')
+    .where({ id, state: from })
+    .update(toColumns({ ...patch, state: to, updatedAt: now }));
+  if (n === 0) return false;
+  await trx('payout_history').insert({
+    payout_row_id: id,
+    at: now,
+    event: history.event,
+    from_state: from,
+    to_state: to,
+    outcome: history.outcome ?? null,
+    detail: history.detail ?? null,
+  });
+  return true;
+}
+
+export async function addHistory(trx: Database | Knex.Transaction, id: number, entry: HistoryEntry, now: number): Promise<void> {
+  await trx('payout_history').insert({
+    payout_row_id: id,
+    at: now,
+    event: entry.event,
+    outcome: entry.outcome ?? null,
+    detail: entry.detail ?? null,
+  });
+}
+
+export async function getRow(db: Database | Knex.Transaction, id: number): Promise<PayoutRow | undefined> {
+  const r = (await db('payouts').where({ id }).first()) as Record<string, unknown> | undefined;
+  return r ? fromColumns(r) : undefined;
+}
+
+export async function rowsByReference(db: Database, merchantReferenceId: string): Promise<PayoutRow[]> {
+  const rows = (await db('payouts').where({ merchant_reference_id: merchantReferenceId }).orderBy('id')) as Record<string, unknown>[];
+  return rows.map(fromColumns);
+}
+
+export interface HistoryRecord {
+  at: number;
+  event: string;
+  fromState: string | null;
+  toState: string | null;
+  outcome: string | null;
+  detail: string | null;
+}
+
+export async function historyOf(db: Database, rowId: number): Promise<HistoryRecord[]> {
+  const rows = (await db('payout_history').where({ payout_row_id: rowId }).orderBy('id')) as Record<string, unknown>[];
+  return rows.map((r) => ({
+    at: r.at as number,
+    event: r.event as string,
+    fromState: (r.from_state as string | null) ?? null,
+    toState: (r.to_state as string | null) ?? null,
+    outcome: (r.outcome as string | null) ?? null,
+    detail: (r.detail as string | null) ?? null,
+  }));
+}
+
+/** All rows of a batch in line order, read in pages (result files of any size). */
+export async function* rowsOfBatch(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<PayoutRow> {
+  let afterLine = -1;
+  for (;;) {
+    const page = (await db('payouts')
+      .where({ batch_id: batchId })
+      .andWhere('line', '>', afterLine)
+      .orderBy('line')
+      .limit(pageSize)) as Record<string, unknown>[];
+    for (const r of page) yield fromColumns(r);
+    if (page.length < pageSize) return;
+    afterLine = page[page.length - 1]?.line as number;
+  }
+}
+
+/** Row counts per state of a batch. */
+export async function stateCounts(db: Database, batchId: string): Promise<Partial<Record<RowState, number>>> {
+  const rows = (await db('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
+    state: RowState;
+    n: number | string;
+  }[];
+  const out: Partial<Record<RowState, number>> = {};
+  for (const r of rows) out[r.state] = Number(r.n);
+  return out;
+}

@@ -1,0 +1,117 @@
+/**
+ * What a create's answer (or failure) means for its row: a pure decision
+ * from the ApiError kind to the next state, so the rules read in one place.
+ */
+import { ApiError } from '../api/errors.js';
+import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
+import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
+import type { RowState } from '../domain/lifecycle.js';
+import type { PayoutRowPatch } from '../store/payouts.js';
+
+export interface CreateDecision {
+  to: RowState;
+  patch: PayoutRowPatch;
+  event: string;
+  outcome: string;
+  detail: string;
+  /** Hold the whole batch (insufficient balance) until this time. */
+  holdBatchUntil?: number;
+}
+
+export function decideCreated(created: CreatedPayout, now: number, firstPollDelayMs: number): CreateDecision {
+  return {
+    to: 'PENDING',
+    patch: {
+      payoutId: created.payoutId,
+      serviceStatus: 'PENDING',
+      rate: created.rate,
+      deductionAmount: created.deductionAmount,
+      totalFee: created.totalFee,
+      feeCurrency: created.feeCurrency,
+      createdAtMs: now,
+      nextPollAt: now + firstPollDelayMs,
+      reasonCode: null,
+      reason: null,
+    },
+    event: 'created',
+    outcome: 'OK',
+    detail: `payoutId ${created.payoutId}`,
+  };
+}
+
+export interface FailureContext {
+  attempt: number;
+  now: number;
+  retry: BackoffPolicy;
+  insufficientBalanceHoldMs: number;
+  random: () => number;
+}
+
+export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDecision {
+  if (!(err instanceof ApiError)) {
+    // Anything unexpected while a create may have been sent: only a query may decide.
+    return {
+      to: 'UNKNOWN',
+      patch: { nextAttemptAt: ctx.now },
+      event: 'create-failed',
+      outcome: 'ERROR',
+      detail: 'unexpected failure; outcome unknown',
+    };
+  }
+  const detail = err.message;
+  switch (err.kind) {
+    case 'rejected':
+      return {
+        to: 'REJECTED',
+        patch: { reasonCode: err.code, reason: err.msg || err.code },
+        event: 'create-rejected',
+        outcome: err.code,
+        detail,
+      };
+    case 'ambiguous':
+      return { to: 'UNKNOWN', patch: { nextAttemptAt: ctx.now }, event: 'create-unknown', outcome: err.code, detail };
+    case 'retryable':
+      if (err.waitForBalance) {
+        const until = ctx.now + ctx.insufficientBalanceHoldMs;
+        return { to: 'READY', patch: { nextAttemptAt: until }, event: 'create-deferred', outcome: err.code, detail, holdBatchUntil: until };
+      }
+      return {
+        to: 'READY',
+        patch: { nextAttemptAt: ctx.now + (err.retryAfterMs ?? backoffDelay(ctx.attempt, ctx.retry, ctx.random)) },
+        event: 'create-deferred',
+        outcome: err.code,
+        detail,
+      };
+    case 'auth':
+      // Refused before processing: nothing was created. Try again later; the operator is told.
+      return {
+        to: 'READY',
+        patch: { nextAttemptAt: ctx.now + backoffDelay(ctx.attempt, ctx.retry, ctx.random) },
+        event: 'create-deferred',
+        outcome: err.code,
+        detail,
+      };
+  }
+}
+
+/** The patch that adopts what the service says of a payout. */
+export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs: number): { to: RowState; patch: PayoutRowPatch } {
+  const to: RowState = record.status;
+  return {
+    to,
+    patch: {
+      payoutId: record.payoutId,
+      serviceStatus: record.status,
+      rate: record.rate,
+      deductionAmount: record.deductionAmount,
+      totalFee: record.totalFee,
+      feeCurrency: record.feeCurrency,
+      createTime: record.createTime,
+      completeTime: record.completeTime,
+      createdAtMs: now,
+      nextPollAt: record.status === 'PENDING' ? now + firstPollDelayMs : null,
+      reasonCode: record.status === 'CANCELLED' ? 'CANCELLED' : null,
+      reason: record.status === 'CANCELLED' ? (record.failureReason ?? 'cancelled by the payout service') : null,
+    },
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * PayoutSubmitter: turns READY rows into payouts. For each row it records
+ * the intent (READY -> CREATING) before the create is sent, sends creates
+ * under a concurrency limit, and records each answer. A create whose outcome
+ * is unknown (timeout, 5xx, dropped connection, crash) makes the row UNKNOWN,
+ * and an UNKNOWN row is only ever moved on by a query of its reference:
+ * adopted when the service has it, READY again only when the service
+ * provably does not — never re-created blindly.
+ */
+import pLimit from 'p-limit';
+import type { Logger } from 'pino';
+import { isApiError } from '../api/errors.js';
+import type { BackoffPolicy } from '../domain/backoff.js';
+import { backoffDelay } from '../domain/backoff.js';
+import type { Clock } from '../domain/clock.js';
+import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
+import { maskAccountNumber } from '../domain/payout.js';
+import type { Database } from '../store/db.js';
+import type { PayoutRow } from '../store/payouts.js';
+import { applyRowMoves, claimReadyRows, holdBatch, lastIntentAt, listUnknownDue, type RowMove } from '../store/submission.js';
+import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
+
+export interface SubmitterOptions {
+  /** Creates in flight at once. */
+  concurrency: number;
+  /** Backoff of a row whose create was refused in a retryable way. */
+  retry: BackoffPolicy;
+  /** How long a batch waits after INSUFFICIENT_BALANCE before trying again. */
+  insufficientBalanceHoldMs: number;
+  /**
+   * A reference the service does not know is declared "never created" only
+   * when its last create was sent at least this long ago (lets a service with
+   * slightly stale reads catch up before a second create could double-pay).
+   */
+  notFoundGraceMs: number;
+  /** First poll of a new payout after this delay. */
+  firstPollDelayMs: number;
+  /** Rows whose outcome is unknown, resolved per pass. */
+  reconcileBatchSize: number;
+}
+
+export interface SubmitterDeps {
+  db: Database;
+  service: PayoutService;
+  clock: Clock;
+  logger: Logger;
+  random?: () => number;
+  /** Called with each create outcome code ('OK', 'UNKNOWN', an error code). */
+  onCreateOutcome?: (outcome: string) => void;
+}
+
+export class PayoutSubmitter {
+  private readonly random: () => number;
+  private readonly limit: ReturnType<typeof pLimit>;
+
+  constructor(
+    private readonly deps: SubmitterDeps,
+    private readonly o: SubmitterOptions,
+  ) {
+    this.random = deps.random ?? Math.random;
+    this.limit = pLimit(o.concurrency);
+  }
+
+  /**
+   * One pass: resolve unknown outcomes, then create every READY row that is
+   * due, streaming claims so that `concurrency` creates stay in flight.
+   * Returns how many rows it moved.
+   */
+  async runOnce(signal: AbortSignal): Promise<number> {
+    let moved = await this.reconcileUnknown(signal);
+    const inFlight = new Set<Promise<void>>();
+    while (!signal.aborted) {
+      const room = this.o.concurrency * 2 - inFlight.size;
+      if (room <= 0) {
+        await Promise.race(inFlight);
+        continue;
+      }
+      const rows = await claimReadyRows(this.deps.db, Math.min(room, 500), this.deps.clock.now());
+      if (rows.length === 0) break;
+      moved += rows.length;
+      for (const row of rows) {
+        const p: Promise<void> = this.limit(() => this.createOne(row, signal)).finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }
+    }
+    await Promise.all(inFlight);
+    return moved;
+  }
+
+  private async createOne(row: PayoutRow, signal: AbortSignal): Promise<void> {
+    const { clock, logger } = this.deps;
+    const request = JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
+    const log = logger.child({ batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId });
+    let move: RowMove;
+    let holdUntil: number | undefined;
+    try {
+      if (signal.aborted) throw signal.reason;
+      const created = await this.deps.service.createPayout(request, signal);
+      const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
+      move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
+      this.deps.onCreateOutcome?.('OK');
+      log.debug({ payoutId: created.payoutId, account: maskAccountNumber(request.beneficiary.accountNumber) }, 'payout created');
+    } catch (err) {
+      const d = decideCreateFailure(err, {
+        attempt: row.createAttempts,
+        now: clock.now(),
+        retry: this.o.retry,
+        insufficientBalanceHoldMs: this.o.insufficientBalanceHoldMs,
+        random: this.random,
+      });
+      move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
+      holdUntil = d.holdBatchUntil;
+      this.deps.onCreateOutcome?.(d.to === 'UNKNOWN' ? 'UNKNOWN' : d.outcome);
+      const safe = isApiError(err) ? err.toLog() : { name: 'Error', code: 'UNEXPECTED', message: 'unexpected failure during create' };
+      if (d.to === 'REJECTED') log.warn({ err: safe }, 'payout rejected by the service');
+      else if (d.to === 'UNKNOWN') log.warn({ err: safe }, 'create outcome unknown; will query the reference before anything else');
+      else if (isApiError(err, 'auth')) log.error({ err: safe }, 'the service refused our credentials; will retry');
+      else log.info({ err: safe }, 'create deferred');
+    }
+    await applyRowMoves(this.deps.db, [move], clock.now());
+    if (holdUntil !== undefined) {
+      await holdBatch(
+        this.deps.db,
+        row.batchId,
+        'INSUFFICIENT_BALANCE',
+        `the ${request.deductionCurrency} balance does not cover the next payout; waiting for a top-up (retry at ${new Date(holdUntil).toISOString()})`,
+        holdUntil,
+        clock.now(),
+      );
+      logger.error(
+        { batchId: row.batchId, currency: request.deductionCurrency },
+        'INSUFFICIENT_BALANCE: batch held until the balance is topped up',
+      );
+    }
+  }
+
+  /** Queries the references of UNKNOWN rows and moves each one on. */
+  async reconcileUnknown(signal: AbortSignal): Promise<number> {
+    const { db, clock, logger } = this.deps;
+    let moved = 0;
+    for (;;) {
+      if (signal.aborted) return moved;
+      const rows = await listUnknownDue(db, clock.now(), this.o.reconcileBatchSize);
+      if (rows.length === 0) return moved;
+      let records: PayoutRecord[];
+      try {
+        records = await this.deps.service.queryByReferences(
+          rows.map((r) => r.merchantReferenceId),
+          signal,
+        );
+      } catch (err) {
+        const now = clock.now();
+        const retryAt = now + backoffDelay(Math.min(10, (rows[0]?.createAttempts ?? 1) + 1), this.o.retry, this.random);
+        await applyRowMoves(
+          db,
+          rows.map((row) => ({
+            row,
+            from: 'UNKNOWN' as const,
+            to: 'UNKNOWN' as const,
+            patch: { nextAttemptAt: retryAt },
+            history: { event: 'query-failed', outcome: isApiError(err) ? err.code : 'ERROR', detail: 'reference query failed; will retry' },
+          })),
+          now,
+        );
+        logger.warn(
+          { err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' }, rows: rows.length },
+          'could not resolve unknown creates yet',
+        );
+        return moved;
+      }
+      const byRef = new Map<string, PayoutRecord[]>();
+      for (const r of records) byRef.set(r.merchantReferenceId, [...(byRef.get(r.merchantReferenceId) ?? []), r]);
+      const moves: RowMove[] = [];
+      const now = clock.now();
+      for (const row of rows) {
+        const found = byRef.get(row.merchantReferenceId) ?? [];
+        if (found.length > 0) {
+          found.sort((a, b) => a.createTime.localeCompare(b.createTime));
+          const first = found[0] as PayoutRecord;
+          const a = adoptRecord(first, now, this.o.firstPollDelayMs);
+          const note = found.length > 1 ? `; WARNING: the service holds ${found.length} payouts for this reference` : '';
+          if (found.length > 1)
+            logger.error(
+              { merchantReferenceId: row.merchantReferenceId, count: found.length },
+              'the service holds several payouts for one reference',
+            );
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: a.to,
+            patch: a.patch,
+            history: { event: 'reconciled-found', outcome: first.status, detail: `payoutId ${first.payoutId}${note}` },
+          });
+          continue;
+        }
+        const sentAt = (await lastIntentAt(db, row.id)) ?? 0;
+        if (now - sentAt >= this.o.notFoundGraceMs) {
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: 'READY',
+            patch: { nextAttemptAt: now },
+            history: {
+              event: 'reconciled-absent',
+              outcome: 'NOT_FOUND',
+              detail: 'the service has no payout for this reference; safe to create',
+            },
+          });
+        } else {
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: 'UNKNOWN',
+            patch: { nextAttemptAt: sentAt + this.o.notFoundGraceMs },
+            history: { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
+          });
+        }
+      }
+      await applyRowMoves(db, moves, now);
+      moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
+      if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
+    }
+  }
+}
