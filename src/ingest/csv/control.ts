@@ -1,0 +1,204 @@
+/**
+ * Control totals, as bank and PayPal batch files carry them: the number of
+ * data rows and the amount total per payout currency, declared either in
+ * trailer records at the end of the CSV or in a sidecar `<file>.ctl`, with
+ * the same lines in both:
+ *
+ *   #CONTROL,rows,1200
+ *   #CONTROL,total,PHP,150000.50
+ *
+ * (`;` works as the separator too; trailing empty fields are ignored.)
+ * Declared and found values are compared with Decimal; any difference is a
+ * file error naming both.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { Decimal, decimalText, isPlainDecimal, normalizeAmount } from '../../domain/money.js';
+import { quoteValue, type RowError } from '../rules/row-error.js';
+import { trimSpaces } from '../rules/text.js';
+
+export const CONTROL_MARKER = '#CONTROL';
+/** Sidecar files larger than this are refused: a control file is a few lines. */
+export const MAX_SIDECAR_BYTES = 1024 * 1024;
+const MAX_CONTROL_LINES = 10_000;
+
+export interface ControlTotals {
+  source: 'trailer' | 'sidecar';
+  /** File the block was read from (the batch's display name, or `<name>.ctl`). */
+  file: string;
+  /** Declared number of data rows. */
+  rows: number | null;
+  /** Declared total per payout currency, normal-form decimal text. */
+  totals: Record<string, string>;
+}
+
+/** What the data rows add up to. */
+export interface FoundTotals {
+  rows: number;
+  totals: ReadonlyMap<string, Decimal>;
+  /** Data rows whose currency or amount could not be read, so are not in `totals`. */
+  unsummedRows: number;
+}
+
+export function isControlRecord(fields: readonly string[]): boolean {
+  return fields.length > 0 && trimSpaces(fields[0] ?? '').toUpperCase() === CONTROL_MARKER;
+}
+
+/** Collects control lines into one block, reporting malformed ones. */
+export class ControlBlock {
+  private rows: number | null = null;
+  private readonly totals = new Map<string, string>();
+  private lines = 0;
+
+  constructor(
+    private readonly source: ControlTotals['source'],
+    private readonly file: string,
+  ) {}
+
+  get seen(): boolean {
+    return this.lines > 0;
+  }
+
+  /** Adds one control record (marker included); returns the error for a malformed one. */
+  add(rawFields: readonly string[], line: number): RowError | null {
+    this.lines++;
+    const fields = rawFields.map(trimSpaces);
+    while (fields.length > 0 && fields[fields.length - 1] === '') fields.pop();
+    const invalid = (message: string): RowError => ({ file: this.file, line, column: null, field: null, code: 'CONTROL_INVALID', message });
+    if (this.lines > MAX_CONTROL_LINES)
+      return this.lines === MAX_CONTROL_LINES + 1 ? invalid(`more than ${MAX_CONTROL_LINES} control lines`) : null;
+    const kind = (fields[1] ?? '').toLowerCase();
+    if (kind === 'rows' && fields.length === 3) {
+      const count = fields[2] ?? '';
+      if (!/^\d{1,15}$/.test(count)) return invalid(`control row count ${quoteValue(count)} is not a whole number`);
+      if (this.rows !== null) return invalid('control row count given twice');
+      this.rows = Number.parseInt(count, 10);
+      return null;
+    }
+    if (kind === 'total' && fields.length === 4) {
+      const currency = (fields[2] ?? '').toUpperCase();
+      const amount = fields[3] ?? '';
+      if (!/^[A-Z]{3}$/.test(currency)) return invalid(`control total currency ${quoteValue(currency)} is not a 3-letter code`);
+      if (!isPlainDecimal(amount)) return invalid(`control total ${quoteValue(amount)} for ${currency} is not a plain decimal`);
+      if (this.totals.has(currency)) return invalid(`control total for ${currency} given twice`);
+      this.totals.set(currency, normalizeAmount(amount));
+      return null;
+    }
+    return invalid(`control line must be ${CONTROL_MARKER},rows,<count> or ${CONTROL_MARKER},total,<currency>,<amount>`);
+  }
+
+  /** The block, or null when no control line was seen; a block without a row count is an error. */
+  finish(endLine: number | null): { controls: ControlTotals | null; error: RowError | null } {
+    if (!this.seen) return { controls: null, error: null };
+    const controls: ControlTotals = { source: this.source, file: this.file, rows: this.rows, totals: Object.fromEntries(this.totals) };
+    const error: RowError | null =
+      this.rows === null
+        ? {
+            file: this.file,
+            line: endLine,
+            column: null,
+            field: null,
+            code: 'CONTROL_INVALID',
+            message: `control totals have no ${CONTROL_MARKER},rows,<count> line`,
+          }
+        : null;
+    return { controls, error };
+  }
+}
+
+/** Parses the text of a sidecar file. Blank lines are ignored; every other line must be a control line. */
+export function parseSidecarText(text: string, file: string): { controls: ControlTotals | null; errors: RowError[] } {
+  const block = new ControlBlock('sidecar', file);
+  const errors: RowError[] = [];
+  const lines = text.replace(/^\ufeff/, '').split(/\r\n|\n|\r/);
+  lines.forEach((raw, index) => {
+    if (trimSpaces(raw) === '') return;
+    const fields = raw.split(/[,;]/);
+    const line = index + 1;
+    if (!isControlRecord(fields)) {
+      errors.push({
+        file,
+        line,
+        column: null,
+        field: null,
+        code: 'CONTROL_INVALID',
+        message: `line does not start with ${CONTROL_MARKER}`,
+      });
+      return;
+    }
+    const error = block.add(fields, line);
+    if (error) errors.push(error);
+  });
+  const { controls, error } = block.finish(null);
+  if (error) errors.push(error);
+  if (!block.seen) {
+    errors.push({ file, line: null, column: null, field: null, code: 'CONTROL_INVALID', message: 'control file holds no control lines' });
+  }
+  return { controls, errors };
+}
+
+/** Reads `<path>` as a sidecar if it exists; absent -> null. */
+export async function readSidecar(path: string, file: string): Promise<{ controls: ControlTotals | null; errors: RowError[] } | null> {
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  if (size > MAX_SIDECAR_BYTES) {
+    return {
+      controls: null,
+      errors: [
+        {
+          file,
+          line: null,
+          column: null,
+          field: null,
+          code: 'CONTROL_INVALID',
+          message: `control file is ${size} bytes; at most ${MAX_SIDECAR_BYTES}`,
+        },
+      ],
+    };
+  }
+  const bytes = await readFile(path);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    // A control file is ASCII in practice; anything else is not ours to guess.
+    return {
+      controls: null,
+      errors: [{ file, line: null, column: null, field: null, code: 'CONTROL_INVALID', message: 'control file is not valid UTF-8' }],
+    };
+  }
+  return parseSidecarText(text, file);
+}
+
+/** Compares a declared block with what the data rows hold. */
+export function compareControls(controls: ControlTotals, found: FoundTotals): RowError[] {
+  const errors: RowError[] = [];
+  const where = controls.source === 'sidecar' ? 'control file' : 'control trailer';
+  const mismatch = (code: 'CONTROL_ROWS_MISMATCH' | 'CONTROL_TOTAL_MISMATCH', message: string): void => {
+    errors.push({ file: controls.file, line: null, column: null, field: null, code, message });
+  };
+  if (controls.rows !== null && controls.rows !== found.rows) {
+    mismatch('CONTROL_ROWS_MISMATCH', `${where} expects ${controls.rows} data rows, found ${found.rows}`);
+  }
+  const declared = Object.keys(controls.totals);
+  if (declared.length === 0) return errors;
+  const currencies = [...new Set([...declared, ...found.totals.keys()])].sort();
+  const unsummed =
+    found.unsummedRows > 0
+      ? ` (${found.unsummedRows} row${found.unsummedRows === 1 ? '' : 's'} with an unreadable currency or amount not counted)`
+      : '';
+  for (const currency of currencies) {
+    const expected = controls.totals[currency];
+    const actual = found.totals.get(currency) ?? new Decimal(0);
+    if (expected === undefined) {
+      mismatch('CONTROL_TOTAL_MISMATCH', `${where} has no total for ${currency}, found ${decimalText(actual)} ${currency}${unsummed}`);
+    } else if (!actual.equals(expected)) {
+      mismatch('CONTROL_TOTAL_MISMATCH', `${where} expects ${currency} total ${expected}, found ${decimalText(actual)}${unsummed}`);
+    }
+  }
+  return errors;
+}

@@ -1,0 +1,18 @@
+/** Streaming CSV batch parsing: format options, header mapping, control totals, the file parser. */
+export { parseBatchFile, BatchReadError, type BatchParseResult, type ParseBatchOptions, type ParsedBatchRow } from './parse-batch.js';
+export { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptions, type BatchFormatOptionsInput } from './options.js';
+export {
+  CONTROL_MARKER,
+  MAX_SIDECAR_BYTES,
+  ControlBlock,
+  compareControls,
+  isControlRecord,
+  parseSidecarText,
+  readSidecar,
+  type ControlTotals,
+  type FoundTotals,
+} from './control.js';
+export { headerLine, sniffDelimiter, sniffFileDelimiter, type Delimiter } from './delimiter.js';
+export { headerLookup, resolveHeader, type HeaderContext, type ResolvedHeader } from './header.js';
+export { LineTracker } from './lines.js';
+export { InvalidUtf8Error, Utf8Guard, firstInvalidUtf8, incompleteTailLength } from './utf8.js';

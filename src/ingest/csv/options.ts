@@ -1,0 +1,52 @@
+/**
+ * The batch file format as configuration: the zod schema the daemon config
+ * embeds (every setting has a default, so `{}` is a complete config) and the
+ * defaults.
+ */
+import { z } from 'zod';
+import { FIELD_PATHS } from '../rules/fields.js';
+import { trimSpaces } from '../rules/text.js';
+
+export const batchFormatSchema = z
+  .strictObject({
+    /** Field delimiter; 'auto' decides between ',' and ';' from the header line. */
+    delimiter: z.enum(['auto', ',', ';']).default('auto'),
+    /** Header name as finance writes it -> field path; matched trimmed and case-insensitively. */
+    columnAliases: z.record(z.string(), z.enum(FIELD_PATHS)).default(() => ({})),
+    /** Largest record accepted (bytes of field content); larger is a file error. */
+    maxRecordBytes: z
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(64 * 1024),
+    /** Most data rows in one file; more is a file error. */
+    maxRows: z.int().min(1).max(100_000_000).default(1_000_000),
+    /** Reject files that carry no control totals (trailer or sidecar). */
+    requireControlTotals: z.boolean().default(false),
+    /** Row errors kept in the parse result; all are still counted (and each row carries its own). */
+    maxStoredErrors: z.int().min(0).max(1_000_000).default(1000),
+  })
+  .superRefine((format, ctx) => {
+    const seen = new Map<string, string>();
+    for (const alias of Object.keys(format.columnAliases)) {
+      const key = trimSpaces(alias).toLowerCase();
+      if (key === '') {
+        ctx.addIssue({ code: 'custom', path: ['columnAliases'], message: 'an alias must not be empty' });
+        continue;
+      }
+      const other = seen.get(key);
+      if (other !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['columnAliases', alias],
+          message: `alias ${JSON.stringify(alias)} is the same header as ${JSON.stringify(other)} (case and spaces are ignored)`,
+        });
+      }
+      seen.set(key, alias);
+    }
+  });
+
+export type BatchFormatOptions = z.output<typeof batchFormatSchema>;
+export type BatchFormatOptionsInput = z.input<typeof batchFormatSchema>;
+
+export const DEFAULT_BATCH_FORMAT: BatchFormatOptions = batchFormatSchema.parse({});

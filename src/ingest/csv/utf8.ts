@@ -1,0 +1,118 @@
+/**
+ * UTF-8 gatekeeper in front of csv-parse: every byte is checked with a
+ * fatal streaming TextDecoder (never silently replaced with U+FFFD) and
+ * passed on unchanged. When the decoder refuses a chunk, a small scanner
+ * finds the exact byte offset of the bad sequence for the error message.
+ * It also feeds the LineTracker, which must see the bytes before the parser.
+ */
+import { Transform, type TransformCallback } from 'node:stream';
+import type { LineTracker } from './lines.js';
+
+export class InvalidUtf8Error extends Error {
+  override readonly name = 'InvalidUtf8Error';
+  constructor(
+    readonly offset: number,
+    readonly line: number,
+    readonly truncated: boolean,
+  ) {
+    super(truncated ? `file ends inside a UTF-8 sequence at byte offset ${offset}` : `invalid UTF-8 at byte offset ${offset}`);
+  }
+}
+
+function inRange(b: number | undefined, lo: number, hi: number): boolean {
+  return b !== undefined && b >= lo && b <= hi;
+}
+
+/**
+ * Index of the first byte that starts an invalid UTF-8 sequence, -1 if none.
+ * A sequence cut off by the end of the buffer is not invalid here (more bytes
+ * may follow). Rules as in the WHATWG decoder: no overlongs, no surrogates,
+ * nothing above U+10FFFF.
+ */
+export function firstInvalidUtf8(bytes: Uint8Array): number {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n) {
+    const b = bytes[i] as number;
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf) need = 1;
+    else if (b >= 0xe0 && b <= 0xef) {
+      need = 2;
+      if (b === 0xe0) lo = 0xa0;
+      if (b === 0xed) hi = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      need = 3;
+      if (b === 0xf0) lo = 0x90;
+      if (b === 0xf4) hi = 0x8f;
+    } else return i;
+    for (let k = 1; k <= need; k++) {
+      if (i + k >= n) return -1;
+      const c = bytes[i + k];
+      if (k === 1 ? !inRange(c, lo, hi) : !inRange(c, 0x80, 0xbf)) return i;
+    }
+    i += need + 1;
+  }
+  return -1;
+}
+
+/** Length of an unfinished multi-byte sequence at the end of `bytes` (0..3). */
+export function incompleteTailLength(bytes: Uint8Array): number {
+  const n = bytes.length;
+  for (let back = 1; back <= Math.min(3, n); back++) {
+    const b = bytes[n - back] as number;
+    if ((b & 0xc0) === 0x80) continue;
+    const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+export class Utf8Guard extends Transform {
+  private readonly decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  private offset = 0;
+  /** Bytes of a sequence that started in an earlier chunk and is not finished yet. */
+  private carry: Uint8Array = new Uint8Array(0);
+
+  constructor(private readonly tracker: LineTracker) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    const joined = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+    try {
+      this.decoder.decode(chunk, { stream: true });
+    } catch {
+      // The decoder says no but not where; find the offset ourselves.
+      const at = firstInvalidUtf8(joined);
+      const offset = this.offset - this.carry.length + Math.max(at, 0);
+      this.tracker.feed(chunk.subarray(0, Math.max(0, offset - this.offset)));
+      callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), false));
+      return;
+    }
+    const source = chunk.length >= 4 ? chunk : joined;
+    const tail = incompleteTailLength(source);
+    this.carry = Uint8Array.from(source.subarray(source.length - tail));
+    this.tracker.feed(chunk);
+    this.offset += chunk.length;
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.tracker.finish();
+    try {
+      this.decoder.decode();
+    } catch {
+      // Only an unfinished sequence can fail here.
+      const offset = this.offset - this.carry.length;
+      callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), true));
+      return;
+    }
+    callback();
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * Claiming a candidate: an atomic rename into `<storageDir>/claimed/`, a
+ * re-check on the moved inode that it is still what was judged stable, the
+ * control sidecar moved along, and a streaming SHA-256. Also the later
+ * check that a claimed file did not change (an SFTP server still holding the
+ * inode open can write on after the move).
+ */
+import { createHash } from 'node:crypto';
+import { constants, type Stats } from 'node:fs';
+import { type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import type { Clock } from '../../domain/clock.js';
+import { InboxError, errnoCode } from './errors.js';
+import { CONTROL_SUFFIX, DONE_SUFFIX, newClaimId, storedName } from './names.js';
+import type { ClaimedFile, InboxCandidate } from './types.js';
+
+export interface ClaimOptions {
+  /** `<storageDir>/claimed`; must be on the inbox's filesystem. */
+  claimedDir: string;
+  clock: Clock;
+  /** Refuse the claim when `<name>.done` is missing; consume it when present. */
+  requireDoneMarker: boolean;
+}
+
+/**
+ * Moves a candidate into storage and describes it. Resolves to null when
+ * nothing was claimed: the file vanished, no longer matches what was judged
+ * stable (it will be offered again once stable), or its done marker is gone.
+ */
+export async function claimFile(candidate: InboxCandidate, options: ClaimOptions): Promise<ClaimedFile | null> {
+  try {
+    const before = await lstatOrNull(candidate.path);
+    if (before === null || !matches(before, candidate)) return null;
+    if (options.requireDoneMarker) {
+      const marker = candidate.path + DONE_SUFFIX;
+      if ((await lstatOrNull(marker)) === null) return null;
+      // Consumed before the rename: a marker that outlived its file would wave the next upload of that name through.
+      await unlinkIfPresent(marker);
+    }
+    await mkdir(options.claimedDir, { recursive: true });
+  } catch (error) {
+    throw new InboxError('INBOX_CLAIM_FAILED', `cannot claim ${candidate.name}: ${errnoCode(error) ?? 'error'}`, { cause: error });
+  }
+
+  const claimId = newClaimId(options.clock.now());
+  const storedPath = join(options.claimedDir, storedName(claimId, candidate.name));
+  try {
+    await rename(candidate.path, storedPath);
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return null;
+    throw moveError(candidate.name, options.claimedDir, error);
+  }
+  return settleClaim(candidate, claimId, storedPath);
+}
+
+/**
+ * The part of a claim after the rename: verify the moved inode, move the
+ * sidecar, hash. Separate so tests can change the file between the rename
+ * and the check.
+ */
+export async function settleClaim(candidate: InboxCandidate, claimId: string, storedPath: string): Promise<ClaimedFile | null> {
+  let handle: FileHandle;
+  try {
+    // O_NOFOLLOW and O_NONBLOCK: whatever raced into the name, never follow a link nor block on a FIFO.
+    handle = await open(storedPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    return putBackOrThrow(candidate, storedPath, errnoCode(error) ?? 'open failed');
+  }
+  try {
+    const st = await handle.stat();
+    if (!matches(st, candidate)) return await putBackOrThrow(candidate, storedPath, `now ${st.size} bytes`);
+    const controlPath = await moveControl(candidate, storedPath);
+    const sha256 = await sha256Of(handle, candidate.size);
+    const claimed: ClaimedFile = {
+      claimId,
+      originalName: candidate.name,
+      storedPath,
+      size: candidate.size,
+      mtimeMs: candidate.mtimeMs,
+      sha256,
+    };
+    if (controlPath !== undefined) claimed.controlPath = controlPath;
+    return claimed;
+  } catch (error) {
+    if (error instanceof InboxError) throw error;
+    throw new InboxError(
+      'INBOX_CLAIM_FAILED',
+      `claimed ${candidate.name} as ${storedPath} but could not read it: ${errnoCode(error) ?? 'error'}`,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Re-stats a claimed file against its record. A change means an upload that
+ * paused longer than the window went on writing into the moved inode: hold
+ * the batch.
+ */
+export async function verifyUnchanged(claimed: ClaimedFile): Promise<{ changed: boolean; reason?: string }> {
+  const st = await lstatOrNull(claimed.storedPath);
+  if (st === null) return { changed: true, reason: 'the claimed file is gone' };
+  if (!st.isFile()) return { changed: true, reason: 'the claimed path is no longer a regular file' };
+  if (st.size !== claimed.size) {
+    return { changed: true, reason: `size changed from ${claimed.size} to ${st.size} bytes after the claim: the upload went on` };
+  }
+  if (st.mtimeMs !== claimed.mtimeMs) return { changed: true, reason: 'modified after the claim (mtime changed): the upload went on' };
+  return { changed: false };
+}
+
+function matches(st: Stats, candidate: InboxCandidate): boolean {
+  return st.isFile() && st.ino === candidate.ino && st.size === candidate.size && st.mtimeMs === candidate.mtimeMs;
+}
+
+/**
+ * The file changed between the stability check and the rename: its upload
+ * is going on. Hard-link it back under its name (a link never replaces a new
+ * upload that took the name meanwhile) and let the watcher restart its window.
+ */
+async function putBackOrThrow(candidate: InboxCandidate, storedPath: string, what: string): Promise<null> {
+  try {
+    await link(storedPath, candidate.path);
+    await unlink(storedPath);
+    return null;
+  } catch (error) {
+    throw new InboxError(
+      'INBOX_CLAIM_RACE',
+      `${candidate.name} changed while being claimed (${what}) and could not be put back (${errnoCode(error) ?? 'error'}); it is at ${storedPath}`,
+      { cause: error },
+    );
+  }
+}
+
+/** Moves `<name>.ctl` to `<storedPath>.ctl` when it is a regular file. */
+async function moveControl(candidate: InboxCandidate, storedPath: string): Promise<string | undefined> {
+  const source = candidate.path + CONTROL_SUFFIX;
+  const st = await lstatOrNull(source);
+  if (st === null || !st.isFile()) return undefined;
+  const target = storedPath + CONTROL_SUFFIX;
+  try {
+    await rename(source, target);
+    return target;
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw new InboxError(
+      'INBOX_CLAIM_FAILED',
+      `claimed ${candidate.name} as ${storedPath} but could not move its control file ${basename(source)}: ${errnoCode(error) ?? 'error'}`,
+      { cause: error },
+    );
+  }
+}
+
+/** SHA-256 of the first `size` bytes, streamed (files can be large). */
+async function sha256Of(handle: FileHandle, size: number): Promise<string> {
+  const hash = createHash('sha256');
+  if (size > 0) {
+    for await (const chunk of handle.createReadStream({ start: 0, end: size - 1, autoClose: false })) hash.update(chunk as Uint8Array);
+  }
+  return hash.digest('hex');
+}
+
+function moveError(name: string, claimedDir: string, error: unknown): InboxError {
+  const code = errnoCode(error);
+  if (code === 'EXDEV') {
+    return new InboxError(
+      'INBOX_CROSS_DEVICE',
+      `cannot claim ${name}: ${claimedDir} is on another filesystem than the inbox; a rename cannot be atomic`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return new InboxError('INBOX_CLAIM_FAILED', `cannot move ${name} into ${claimedDir}: ${code ?? 'error'}`, { cause: error });
+}
+
+export async function lstatOrNull(path: string): Promise<Stats | null> {
+  try {
+    return await lstat(path);
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+async function unlinkIfPresent(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if (errnoCode(error) !== 'ENOENT') throw error;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Names in the drop folder: which are never candidates (temp names of upload
+ * clients, markers, sidecars, configured patterns), and the safe name a file
+ * gets in storage. Pure functions apart from the random part of a claim id.
+ */
+import { Buffer } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+
+/** Temp names of upload clients (WinSCP, browsers, ad-hoc scripts); matched case-insensitively: ignoring a temp file is never harmful. */
+const TEMP_SUFFIXES = ['.part', '.filepart', '.tmp', '.partial', '.crdownload'] as const;
+
+/**
+ * Marker and sidecar suffixes, matched exactly (lower case), so that what is
+ * ignored is exactly what a claim consumes or moves along: an ignored but
+ * never-consumed `X.CTL` would sit in the inbox and ride along with a later upload.
+ */
+export const DONE_SUFFIX = '.done';
+export const CONTROL_SUFFIX = '.ctl';
+
+/** A configured ignore pattern: a glob on the base name (`*`, `?`) or a RegExp tested on the base name. */
+export type IgnorePattern = string | RegExp;
+export type NameFilter = (name: string) => boolean;
+
+/** Builds the filter for configured patterns, once. */
+export function compileIgnore(patterns: readonly IgnorePattern[]): NameFilter {
+  const regexps = patterns.map((p) => (typeof p === 'string' ? globToRegExp(p) : withoutState(p)));
+  return (name) => regexps.some((re) => re.test(name));
+}
+
+function globToRegExp(glob: string): RegExp {
+  const body = Array.from(glob, (ch) => (ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[\\^$.|+()[\]{}]/g, '\\$&'))).join('');
+  return new RegExp(`^${body}$`, 'su');
+}
+
+// A /g or /y RegExp keeps lastIndex between test() calls and would skip every other match.
+function withoutState(re: RegExp): RegExp {
+  return new RegExp(re.source, re.flags.replace(/[gy]/g, ''));
+}
+
+/** True for names that are never claimed. */
+export function isIgnoredName(name: string, extra?: NameFilter): boolean {
+  // Dotfiles also cover lftp's `.in.*` temp names and editors' swap files.
+  if (name.startsWith('.')) return true;
+  const lower = name.toLowerCase();
+  if (TEMP_SUFFIXES.some((suffix) => lower.endsWith(suffix))) return true;
+  if (name.endsWith(DONE_SUFFIX) || name.endsWith(CONTROL_SUFFIX)) return true;
+  return extra !== undefined && extra(name);
+}
+
+/** The longest safe name, in UTF-8 bytes: leaves room under the usual 255-byte limit for the claim id and `.ctl` / `.reason.txt` suffixes. */
+export const MAX_SAFE_NAME_BYTES = 120;
+
+/**
+ * A base name that is safe to store and to hand to any tool: letters, marks
+ * and digits of any script plus `._+=@,-`; every other run (separators,
+ * spaces, control and format characters, shell metacharacters) becomes `_`;
+ * no leading dot, dash or underscore; at most `maxBytes` UTF-8 bytes, keeping
+ * a short extension. The original name is kept separately, in the claim record.
+ */
+export function safeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
+  const replaced = original.normalize('NFC').replace(/[^\p{L}\p{M}\p{N}._+=@,-]+/gu, '_');
+  const trimmed = replaced.replace(/^[._-]+/, '');
+  const capped = capBytes(trimmed, maxBytes);
+  return capped === '' ? 'file' : capped;
+}
+
+function capBytes(name: string, maxBytes: number): string {
+  if (Buffer.byteLength(name) <= maxBytes) return name;
+  const dot = name.lastIndexOf('.');
+  const ext = dot > 0 && name.length - dot <= 12 ? name.slice(dot) : '';
+  let budget = maxBytes - Buffer.byteLength(ext);
+  let stem = '';
+  for (const ch of name.slice(0, name.length - ext.length)) {
+    budget -= Buffer.byteLength(ch);
+    if (budget < 0) break;
+    stem += ch;
+  }
+  return stem + ext;
+}
+
+/**
+ * A new claim id: the UTC second of the claim (so storage sorts by time) and
+ * 48 random bits (so two claims in the same second never share a name; a
+ * rename would silently replace the other file).
+ */
+export function newClaimId(nowMs: number, random: Uint8Array = randomBytes(6)): string {
+  const stamp = new Date(nowMs).toISOString().slice(0, 19).replace(/[-:]/g, '');
+  return `${stamp}Z-${Buffer.from(random).toString('hex')}`;
+}
+
+/** A base name that already starts with a claim id, as files in claimed/ do. */
+export const STORED_NAME = /^\d{8}T\d{6}Z-[0-9a-f]{12}__/;
+
+/** The name of a file in storage: `<claimId>__<safeName>`. */
+export function storedName(claimId: string, originalName: string): string {
+  return `${claimId}__${safeName(originalName)}`;
+}
+
+/** A display form of a name that is not valid UTF-8: read as Latin-1, the likeliest encoding of such names. */
+export function displayRawName(raw: Uint8Array): string {
+  return Buffer.from(raw).toString('latin1');
+}
+
+/** True when the bytes are valid UTF-8 that round-trips through a JS string. */
+export function isUtf8Name(raw: Uint8Array): boolean {
+  const bytes = Buffer.from(raw);
+  return Buffer.from(bytes.toString('utf8'), 'utf8').equals(bytes);
+}

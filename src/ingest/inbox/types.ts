@@ -1,0 +1,46 @@
+/**
+ * The records the inbox hands to its caller: a candidate judged stable, a
+ * claimed file in storage, an entry rejected without being opened.
+ */
+import type { EntryKind } from './kinds.js';
+
+/** A regular file in the inbox judged complete; offered through onCandidateReady. */
+export interface InboxCandidate {
+  /** The base name in the inbox, as uploaded. */
+  name: string;
+  /** Absolute path in the (real path of the) inbox. */
+  path: string;
+  /** Size and mtime judged stable; the claim refuses a file that no longer matches. */
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  /** `<name>.ctl` next to the file when it was judged, if any. */
+  controlPath?: string;
+  /** `<name>.done` when markers are required. */
+  doneMarkerPath?: string;
+}
+
+/** A file moved into storage by a claim. */
+export interface ClaimedFile {
+  claimId: string;
+  /** The base name as uploaded; the stored name is a safe form of it. */
+  originalName: string;
+  /** `<storageDir>/claimed/<claimId>__<safeName>`. */
+  storedPath: string;
+  size: number;
+  mtimeMs: number;
+  /** SHA-256 of the first `size` bytes, lower-case hex. */
+  sha256: string;
+  /** The control sidecar moved along, `<storedPath>.ctl`. */
+  controlPath?: string;
+}
+
+/** An inbox entry that is not a regular file (or cannot be named), reported once. */
+export interface RejectedEntry {
+  name: string;
+  /** Where it was in the inbox; for an invalid-name entry, a display form only. */
+  path: string;
+  kind: EntryKind;
+  /** Where it was moved, when it could be moved aside; directories and invalid names stay in place. */
+  movedTo?: string;
+}

@@ -1,0 +1,458 @@
+/**
+ * The inbox watcher: keeps the set of names in the drop folder (from
+ * chokidar hints and periodic full listings), judges each regular file's
+ * stability itself with lstat against an injected Clock, offers stable files
+ * one at a time, and reports entries that are not regular files once.
+ *
+ * chokidar events only say "look at this name"; every decision comes from
+ * lstat at tick time, because events can be missed, duplicated or arrive in
+ * either order (there is no rename event), and awaitWriteFinish fires early.
+ */
+import { type FSWatcher, watch } from 'chokidar';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Stats } from 'node:fs';
+import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { type Clock, systemClock } from '../../domain/clock.js';
+import { ConfigError } from '../../domain/errors.js';
+import { claimFile, lstatOrNull } from './claim.js';
+import { InboxError, describeError, errnoCode } from './errors.js';
+import { entryKind, rejectionReason } from './kinds.js';
+import { moveAside } from './move-aside.js';
+import {
+  CONTROL_SUFFIX,
+  DONE_SUFFIX,
+  type IgnorePattern,
+  type NameFilter,
+  compileIgnore,
+  displayRawName,
+  isIgnoredName,
+  isUtf8Name,
+} from './names.js';
+import { type Observation, fingerprintKey, isStable, observe } from './stability.js';
+import type { ClaimedFile, InboxCandidate, RejectedEntry } from './types.js';
+
+/** Defaults of the inbox settings. */
+export const INBOX_DEFAULTS = {
+  stableForMs: 5000,
+  rescanIntervalMs: 30_000,
+  checkIntervalMs: 1000,
+  requireDoneMarker: false,
+  usePolling: false,
+  pollIntervalMs: 1000,
+  watchEvents: true,
+  autoTick: true,
+} as const;
+
+export interface InboxWatcherOptions {
+  /** The drop folder. Only its direct entries are considered; never recursed into. */
+  inboxDir: string;
+  /** Daemon storage on the inbox's filesystem; claims go to `<storageDir>/claimed`. */
+  storageDir: string;
+  /** Where non-regular entries are moved; default `<storageDir>/rejected`. */
+  rejectedDir?: string;
+  /** Size and mtime must stay unchanged across observations at least this far apart (ms). Default 5000. */
+  stableForMs?: number;
+  /** A full listing of the folder at least this often (ms), so a missed event delays a file but never loses it. Default 30000. */
+  rescanIntervalMs?: number;
+  /** How often the production timer runs a pass (ms); a file is claimed within stableForMs + checkIntervalMs of its last write. Default 1000. */
+  checkIntervalMs?: number;
+  /** Require `<name>.done` before a file is offered; the marker is consumed by the claim. Default false. */
+  requireDoneMarker?: boolean;
+  /** chokidar polling, for network shares where inotify sees nothing. CPU-heavy on large folders. Default false. */
+  usePolling?: boolean;
+  /** chokidar poll interval when polling (ms). Default 1000. */
+  pollIntervalMs?: number;
+  /** Extra names never claimed: globs on the base name (`*`, `?`) or RegExps. */
+  ignore?: readonly IgnorePattern[];
+  /** Use chokidar hints. Off: only listings find files (every rescanIntervalMs). Default true. */
+  watchEvents?: boolean;
+  /** Run passes on a timer every checkIntervalMs. Off: the caller drives tick() (tests). Default true. */
+  autoTick?: boolean;
+  clock?: Clock;
+  /** A file is stable: decide (database) and call claim(). Awaited; one at a time. */
+  onCandidateReady: (candidate: InboxCandidate) => Promise<void>;
+  /** An entry that is not a regular file, reported once (moved aside when it can be renamed). */
+  onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
+  /** Errors of the watcher and of the callbacks; the watcher never throws out of its loop. */
+  onError: (error: InboxError) => void;
+}
+
+interface Resolved {
+  stableForMs: number;
+  rescanIntervalMs: number;
+  checkIntervalMs: number;
+  requireDoneMarker: boolean;
+  usePolling: boolean;
+  pollIntervalMs: number;
+  watchEvents: boolean;
+  autoTick: boolean;
+  clock: Clock;
+  ignore: NameFilter;
+}
+
+/** What the watcher knows of one name. */
+interface Tracked {
+  observation?: Observation;
+  /** The fingerprint last offered and when: an unchanged file the caller left in place is offered again only after rescanIntervalMs. */
+  offeredKey?: string;
+  offeredAt?: number;
+}
+
+/** A name waiting in the inbox, for status displays. */
+export interface PendingEntry {
+  name: string;
+  /** When its current size and mtime were first seen (clock ms); absent before the first observation. */
+  unchangedSince?: number;
+}
+
+export class InboxWatcher {
+  readonly claimedDir: string;
+  readonly rejectedDir: string;
+  private readonly inboxDir: string;
+  private readonly options: Resolved;
+  private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError'>;
+  private root = '';
+  /** First path segments of our own folders when they sit inside the inbox. */
+  private ownNames = new Set<string>();
+  private readonly tracked = new Map<string, Tracked>();
+  /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
+  private readonly reported = new Map<string, string>();
+  private chokidar: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private pass: Promise<void> = Promise.resolve();
+  private passRunning = false;
+  /** Set inside onCandidateReady, so stop() called from the callback itself does not wait for its own pass. */
+  private readonly inCallback = new AsyncLocalStorage<true>();
+  private running = false;
+  private lastRescanAt = 0;
+
+  constructor(options: InboxWatcherOptions) {
+    this.inboxDir = resolve(options.inboxDir);
+    this.claimedDir = join(resolve(options.storageDir), 'claimed');
+    this.rejectedDir = resolve(options.rejectedDir ?? join(options.storageDir, 'rejected'));
+    this.options = {
+      stableForMs: positiveMs('stableForMs', options.stableForMs ?? INBOX_DEFAULTS.stableForMs),
+      rescanIntervalMs: positiveMs('rescanIntervalMs', options.rescanIntervalMs ?? INBOX_DEFAULTS.rescanIntervalMs),
+      checkIntervalMs: positiveMs('checkIntervalMs', options.checkIntervalMs ?? INBOX_DEFAULTS.checkIntervalMs),
+      pollIntervalMs: positiveMs('pollIntervalMs', options.pollIntervalMs ?? INBOX_DEFAULTS.pollIntervalMs),
+      requireDoneMarker: options.requireDoneMarker ?? INBOX_DEFAULTS.requireDoneMarker,
+      usePolling: options.usePolling ?? INBOX_DEFAULTS.usePolling,
+      watchEvents: options.watchEvents ?? INBOX_DEFAULTS.watchEvents,
+      autoTick: options.autoTick ?? INBOX_DEFAULTS.autoTick,
+      clock: options.clock ?? systemClock,
+      ignore: compileIgnore(options.ignore ?? []),
+    };
+    this.callbacks = { onCandidateReady: options.onCandidateReady, onRejected: options.onRejected, onError: options.onError };
+  }
+
+  /** Creates the storage folders, lists the inbox (files already there are candidates), starts chokidar and the timer. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    try {
+      this.root = await realpath(this.inboxDir);
+    } catch (error) {
+      throw new InboxError('INBOX_UNREADABLE', `cannot open the inbox ${this.inboxDir}: ${errnoCode(error) ?? 'error'}`, { cause: error });
+    }
+    await mkdir(this.claimedDir, { recursive: true });
+    await mkdir(this.rejectedDir, { recursive: true });
+    await this.checkSameFilesystem();
+    this.ownNames = ownEntryNames(this.root, [await realpath(this.claimedDir), await realpath(this.rejectedDir)]);
+    this.running = true;
+    await this.rescan();
+    if (this.options.watchEvents) await this.startChokidar();
+    if (this.options.autoTick) {
+      this.timer = setInterval(() => {
+        // A slow pass (a long callback) is not queued behind: the next tick after it catches up.
+        if (!this.passRunning) void this.tick();
+      }, this.options.checkIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Closes chokidar, clears the timer and waits for the pass in flight (and its callback) to finish. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    const closing = this.chokidar?.close();
+    this.chokidar = undefined;
+    await closing;
+    // Called from inside onCandidateReady, the pass in flight is our caller: waiting for it would deadlock.
+    if (this.inCallback.getStore() !== true) await this.pass;
+    this.tracked.clear();
+  }
+
+  /**
+   * One pass: a listing when rescanIntervalMs has passed, then an lstat of
+   * every known name, offering the stable ones. Passes never overlap: a call
+   * during a pass runs after it. Never rejects; errors go to onError.
+   */
+  tick(): Promise<void> {
+    const next = this.pass.then(() => this.runPass());
+    this.pass = next;
+    return next;
+  }
+
+  /**
+   * Claims a candidate this watcher offered: rename into claimed/, re-check,
+   * hash. Resolves to null when nothing was claimed (gone, changed again, or
+   * its marker is gone); a changed file is offered again once stable.
+   */
+  async claim(candidate: InboxCandidate): Promise<ClaimedFile | null> {
+    if (!isPlainName(candidate.name) || candidate.path !== join(this.root, candidate.name)) {
+      throw new InboxError(
+        'INBOX_CLAIM_FAILED',
+        `refusing to claim ${JSON.stringify(candidate.path)}: not an entry of the inbox ${this.root}`,
+      );
+    }
+    const claimed = await claimFile(candidate, {
+      claimedDir: this.claimedDir,
+      clock: this.options.clock,
+      requireDoneMarker: this.options.requireDoneMarker,
+    });
+    if (claimed !== null) this.tracked.delete(candidate.name);
+    return claimed;
+  }
+
+  /** Names waiting in the inbox, with how long each has been unchanged. */
+  pending(): PendingEntry[] {
+    return [...this.tracked].map(([name, t]) => (t.observation === undefined ? { name } : { name, unchangedSince: t.observation.since }));
+  }
+
+  private async runPass(): Promise<void> {
+    if (!this.running) return;
+    this.passRunning = true;
+    try {
+      const now = this.options.clock.now();
+      if (now - this.lastRescanAt >= this.options.rescanIntervalMs || now < this.lastRescanAt) await this.rescan();
+      for (const name of [...this.tracked.keys()]) {
+        if (!this.running) break;
+        await this.examine(name);
+      }
+    } catch (error) {
+      // examine and rescan report their own errors; this is the last guard so the loop never dies silently.
+      this.fail(new InboxError('INBOX_WATCH_ERROR', `inbox pass failed: ${describeError(error)}`, { cause: error }));
+    } finally {
+      this.passRunning = false;
+    }
+  }
+
+  /** Lists the folder: every name becomes known; names that are not valid UTF-8 are reported (they cannot be addressed as strings). */
+  private async rescan(): Promise<void> {
+    this.lastRescanAt = this.options.clock.now();
+    let raw: Buffer[];
+    try {
+      raw = await readdir(this.root, { encoding: 'buffer' });
+    } catch (error) {
+      this.fail(new InboxError('INBOX_UNREADABLE', `cannot list the inbox ${this.root}: ${errnoCode(error) ?? 'error'}`, { cause: error }));
+      return;
+    }
+    const seen = new Set<string>();
+    for (const bytes of raw) {
+      if (!isUtf8Name(bytes)) {
+        const key = `\0${bytes.toString('hex')}`;
+        seen.add(key);
+        await this.reportInPlace(key, 'invalid-name', {
+          name: displayRawName(bytes),
+          path: join(this.root, displayRawName(bytes)),
+          kind: 'invalid-name',
+        });
+        continue;
+      }
+      const name = bytes.toString('utf8');
+      seen.add(name);
+      this.track(name);
+    }
+    for (const name of this.reported.keys()) if (!seen.has(name)) this.reported.delete(name);
+  }
+
+  private track(name: string): void {
+    if (this.tracked.has(name) || isIgnoredName(name, this.options.ignore) || this.ownNames.has(name)) return;
+    this.tracked.set(name, {});
+  }
+
+  /** lstat one name and act: forget, report, restart its window, or offer it. */
+  private async examine(name: string): Promise<void> {
+    const entry = this.tracked.get(name);
+    if (entry === undefined) return;
+    const path = join(this.root, name);
+    let st: Stats | null;
+    let sidecar: Stats | null = null;
+    let hasMarker = true;
+    try {
+      st = await lstatOrNull(path);
+      if (st !== null && st.isFile()) {
+        const control = await lstatOrNull(path + CONTROL_SUFFIX);
+        sidecar = control !== null && control.isFile() ? control : null;
+        if (this.options.requireDoneMarker) hasMarker = (await lstatOrNull(path + DONE_SUFFIX)) !== null;
+      }
+    } catch (error) {
+      this.tracked.delete(name);
+      this.fail(
+        new InboxError('INBOX_STAT_FAILED', `cannot examine ${name} in the inbox: ${errnoCode(error) ?? 'error'}`, { cause: error }),
+      );
+      return;
+    }
+    if (st === null) {
+      this.tracked.delete(name);
+      return;
+    }
+    if (!st.isFile()) {
+      this.tracked.delete(name);
+      await this.reject(name, path, st);
+      return;
+    }
+
+    const now = this.options.clock.now();
+    entry.observation = observe(entry.observation, fingerprintKey(st, sidecar), now);
+    if (!hasMarker || !isStable(entry.observation, now, this.options.stableForMs)) return;
+    const key = entry.observation.key;
+    if (
+      entry.offeredKey === key &&
+      entry.offeredAt !== undefined &&
+      now >= entry.offeredAt &&
+      now - entry.offeredAt < this.options.rescanIntervalMs
+    ) {
+      return;
+    }
+    entry.offeredKey = key;
+    entry.offeredAt = now;
+    await this.offer(candidateOf(name, path, st, sidecar !== null, this.options.requireDoneMarker));
+  }
+
+  private async offer(candidate: InboxCandidate): Promise<void> {
+    try {
+      await this.inCallback.run(true, () => this.callbacks.onCandidateReady(candidate));
+    } catch (error) {
+      this.fail(
+        new InboxError('INBOX_CALLBACK_FAILED', `onCandidateReady failed for ${candidate.name}: ${describeError(error)}`, { cause: error }),
+      );
+    }
+  }
+
+  /** A non-regular entry: moved aside when it is not a directory (a rename never opens it), reported once either way. */
+  private async reject(name: string, path: string, st: Stats): Promise<void> {
+    const kind = entryKind(st);
+    const identity = `${kind}:${st.dev}:${st.ino}`;
+    if (this.reported.get(name) === identity) return;
+    if (kind === 'directory') {
+      await this.reportInPlace(name, identity, { name, path, kind });
+      return;
+    }
+    const reason = rejectionReason(kind);
+    try {
+      const { storedPath } = await moveAside(path, this.rejectedDir, reason, { clock: this.options.clock });
+      await this.notifyRejected({ name, path, kind, movedTo: storedPath }, reason);
+    } catch (error) {
+      if (error instanceof InboxError && error.code === 'INBOX_GONE') return;
+      this.fail(
+        error instanceof InboxError
+          ? error
+          : new InboxError('INBOX_MOVE_ASIDE_FAILED', `cannot move ${name} aside: ${describeError(error)}`),
+      );
+      await this.reportInPlace(name, identity, { name, path, kind });
+    }
+  }
+
+  private async reportInPlace(key: string, identity: string, entry: RejectedEntry): Promise<void> {
+    if (this.reported.get(key) === identity) return;
+    this.reported.set(key, identity);
+    await this.notifyRejected(entry, rejectionReason(entry.kind));
+  }
+
+  private async notifyRejected(entry: RejectedEntry, reason: string): Promise<void> {
+    try {
+      await this.callbacks.onRejected(entry, reason);
+    } catch (error) {
+      this.fail(new InboxError('INBOX_CALLBACK_FAILED', `onRejected failed for ${entry.name}: ${describeError(error)}`, { cause: error }));
+    }
+  }
+
+  private async startChokidar(): Promise<void> {
+    const root = this.root;
+    const watcher = watch(root, {
+      ignoreInitial: false,
+      depth: 0,
+      followSymlinks: false,
+      usePolling: this.options.usePolling,
+      interval: this.options.pollIntervalMs,
+      binaryInterval: this.options.pollIntervalMs,
+      // Fewer watches on temp files and markers; our own listing and lstat decide anyway.
+      ignored: (path: string) => path !== root && dirname(path) === root && isIgnoredName(basename(path), this.options.ignore),
+    });
+    const hint = (path: string): void => {
+      if (dirname(path) === root) this.track(basename(path));
+    };
+    watcher.on('add', hint).on('change', hint).on('unlink', hint).on('addDir', hint);
+    watcher.on('error', (error: unknown) => this.fail(watchError(error)));
+    this.chokidar = watcher;
+    await new Promise<void>((resolveReady) => watcher.once('ready', resolveReady));
+  }
+
+  /** Claims and moves aside are renames: a folder on another filesystem would fail every one of them, so fail at start instead. */
+  private async checkSameFilesystem(): Promise<void> {
+    const inbox = await stat(this.root);
+    for (const dir of [this.claimedDir, this.rejectedDir]) {
+      if ((await stat(dir)).dev !== inbox.dev) {
+        throw new InboxError(
+          'INBOX_CROSS_DEVICE',
+          `${dir} is on another filesystem than the inbox ${this.root}: claims and moves aside must be renames`,
+        );
+      }
+    }
+  }
+
+  private fail(error: InboxError): void {
+    try {
+      this.callbacks.onError(error);
+    } catch {
+      // The error sink itself failed; throwing here would kill the watch loop, which is worse than losing one report.
+    }
+  }
+}
+
+function candidateOf(name: string, path: string, st: Stats, hasControl: boolean, requireDoneMarker: boolean): InboxCandidate {
+  const candidate: InboxCandidate = { name, path, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+  if (hasControl) candidate.controlPath = path + CONTROL_SUFFIX;
+  if (requireDoneMarker) candidate.doneMarkerPath = path + DONE_SUFFIX;
+  return candidate;
+}
+
+function watchError(error: unknown): InboxError {
+  if (errnoCode(error) === 'ENOSPC') {
+    return new InboxError(
+      'INBOX_WATCH_LIMIT',
+      'the inotify watch limit is reached (ENOSPC from the file watcher): raise fs.inotify.max_user_watches or set usePolling; until then only the periodic rescan finds new files',
+      { cause: error },
+    );
+  }
+  return new InboxError('INBOX_WATCH_ERROR', `file watcher error: ${describeError(error)}`, { cause: error });
+}
+
+/** A single path segment: what a directory listing can return. */
+function isPlainName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes(sep) && !name.includes('\0');
+}
+
+/** First segments of our folders that live inside the inbox: never candidates nor rejected entries. */
+function ownEntryNames(root: string, dirs: string[]): Set<string> {
+  const names = new Set<string>();
+  for (const dir of dirs) {
+    const rel = relative(root, dir);
+    const first = rel.split(sep)[0];
+    if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && first !== undefined) names.add(first);
+  }
+  return names;
+}
+
+function positiveMs(option: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new ConfigError(
+      'INBOX_BAD_OPTION',
+      `Expected \`${option}\` to be a whole number of milliseconds from 1 and up, got ${String(value)} (${typeof value})`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,346 @@
+/**
+ * BatchIntake: where a dropped CSV file becomes payout rows. A claimed file
+ * gets a batch record, is recognized when its bytes repeat an earlier batch,
+ * is read and validated row by row into the database, and is then accepted
+ * (its rows become READY and hold their references) or rejected as a whole.
+ * Finance gets an acknowledgement file either way. Reading is restartable:
+ * a batch interrupted mid-read is read again from the start.
+ */
+import { open, readdir, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { basename, extname, join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import { canonicalStringify } from '../json/canonical.js';
+import type { Database } from '../store/db.js';
+import {
+  clearBatchContents,
+  findFirstBySha,
+  getBatch,
+  insertBatch,
+  insertBatchErrors,
+  updateBatch,
+  type BatchErrorRecord,
+  type BatchRecord,
+} from '../store/batches.js';
+import { acceptBatchRows, type InvalidRowsPolicy } from '../store/acceptance.js';
+import { insertRows, type NewPayoutRow } from '../store/payouts.js';
+import { holdBatch } from '../store/submission.js';
+import { BatchReadError, parseBatchFile, type BatchFormatOptions, type ParsedBatchRow } from './csv/index.js';
+import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
+import { moveAside, verifyUnchanged, type ClaimedFile } from './inbox/index.js';
+
+export interface IntakeOptions {
+  format: BatchFormatOptions;
+  rules: ValidationRules;
+  onInvalidRows: InvalidRowsPolicy;
+  /** Where refused files are parked with a reason file. */
+  rejectedDir: string;
+}
+
+/** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
+export interface IntakeEffects {
+  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
+  writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
+  writeResult(batch: BatchRecord): Promise<unknown>;
+  checkBalance?(batchId: string): Promise<{ ok: boolean; reason: string | null }>;
+  balanceRecheckMs: number;
+}
+
+export interface IntakeDeps {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  effects: IntakeEffects;
+}
+
+const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
+
+/** A batch id finance can read and sort: B<date>-<time>-<random>. */
+export function newBatchId(now: number): string {
+  const iso = new Date(now).toISOString();
+  return `B${iso.slice(0, 10).replaceAll('-', '')}-${iso.slice(11, 19).replaceAll(':', '')}-${randomBytes(3).toString('hex')}`;
+}
+
+function toErrorRecord(e: RowError): BatchErrorRecord {
+  return { line: e.line ?? null, column: e.column ?? null, field: e.field ?? null, code: e.code, message: e.message };
+}
+
+function describeErrors(errors: RowError[]): string {
+  return errors.map((e) => (e.line ? `line ${e.line}: ${e.message}` : e.message)).join('; ');
+}
+
+/** A first look at the bytes: binary content is not a CSV. */
+async function looksBinary(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(8192);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead).includes(0);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+export class BatchIntake {
+  private readonly rules: CompiledRules;
+
+  constructor(
+    private readonly deps: IntakeDeps,
+    private readonly o: IntakeOptions,
+  ) {
+    this.rules = compileRules(o.rules);
+  }
+
+  /** Records a claimed file as a batch and reads it. */
+  async receive(claimed: ClaimedFile): Promise<BatchRecord> {
+    const now = this.deps.clock.now();
+    const batch: BatchRecord = {
+      id: newBatchId(now),
+      fileName: claimed.originalName,
+      storedPath: claimed.storedPath,
+      controlPath: claimed.controlPath ?? null,
+      sha256: claimed.sha256,
+      size: claimed.size,
+      mtimeMs: claimed.mtimeMs,
+      state: 'RECEIVED',
+      duplicateOf: null,
+      rejectCode: null,
+      rejectReason: null,
+      holdCode: null,
+      holdReason: null,
+      holdUntil: null,
+      rowCount: 0,
+      validCount: 0,
+      invalidCount: 0,
+      delimiter: null,
+      totalsJson: null,
+      receivedAt: now,
+      acceptedAt: null,
+      ackWrittenAt: null,
+      resultWrittenAt: null,
+      completedAt: null,
+      updatedAt: now,
+    };
+    await insertBatch(this.deps.db, batch);
+    this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
+    return this.process(batch.id);
+  }
+
+  /**
+   * Files in claimed/ with no batch record: the daemon stopped between the
+   * claim (a rename) and recording it. They are received now.
+   */
+  async recoverOrphanClaims(claimedDir: string): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(claimedDir);
+    } catch {
+      return 0; // no claimed/ yet: nothing was ever claimed
+    }
+    let n = 0;
+    for (const name of names) {
+      if (name.endsWith('.ctl') || name.startsWith('.')) continue;
+      const storedPath = join(claimedDir, name);
+      const known = await this.deps.db('batches').where({ stored_path: storedPath }).first();
+      if (known) continue;
+      const st = await stat(storedPath);
+      if (!st.isFile()) continue;
+      const sep = name.indexOf('__');
+      const controlPath = `${storedPath}.ctl`;
+      const hasControl = await stat(controlPath).then(
+        () => true,
+        () => false,
+      );
+      this.deps.logger.warn({ storedPath }, 'found a claimed file with no batch record (stopped mid-claim); receiving it now');
+      await this.receive({
+        claimId: sep > 0 ? name.slice(0, sep) : name,
+        originalName: sep > 0 ? name.slice(sep + 2) : name,
+        storedPath,
+        size: st.size,
+        mtimeMs: st.mtimeMs,
+        sha256: await sha256File(storedPath),
+        controlPath: hasControl ? controlPath : undefined,
+      });
+      n++;
+    }
+    return n;
+  }
+
+  /** Reads (or re-reads, after a restart) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
+  async process(batchId: string): Promise<BatchRecord> {
+    const { db, clock, logger } = this.deps;
+    let batch = (await getBatch(db, batchId)) as BatchRecord;
+
+    if (batch.state === 'RECEIVED') {
+      const earlier = await findFirstBySha(db, batch.sha256, batch.id);
+      if (earlier) {
+        const reason = `duplicate file: the same content (sha256 ${batch.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
+        await updateBatch(
+          db,
+          batch.id,
+          { state: 'DUPLICATE', duplicateOf: earlier.id, rejectCode: 'DUPLICATE_FILE', rejectReason: reason },
+          clock.now(),
+        );
+        batch = (await getBatch(db, batch.id)) as BatchRecord;
+        await this.deps.effects.writeFileRejection(batch, reason);
+        await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+        logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
+        return (await getBatch(db, batch.id)) as BatchRecord;
+      }
+      const refusal = await this.refusal(batch);
+      if (refusal) return this.rejectFile(batch, refusal.code, refusal.reason, [], true);
+    }
+
+    await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
+    await clearBatchContents(db, batch.id);
+    const result = await this.read(batch);
+    if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
+    const parse = result.parse;
+    if (parse.fileErrors.length > 0) {
+      await clearBatchContents(db, batch.id);
+      return this.rejectFile(batch, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
+    }
+    if (parse.rowCount === 0) {
+      return this.rejectFile(batch, 'NO_ROWS', 'the file has a header but no payout rows', [], true);
+    }
+    await insertBatchErrors(db, batch.id, parse.storedErrors.map(toErrorRecord));
+    await updateBatch(
+      db,
+      batch.id,
+      { rowCount: parse.rowCount, delimiter: parse.delimiter, totalsJson: JSON.stringify(parse.totals) },
+      clock.now(),
+    );
+
+    const verdict = await acceptBatchRows(db, batch.id, this.o.onInvalidRows, clock.now());
+    const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
+    if (!verdict.accepted) {
+      await updateBatch(
+        db,
+        batch.id,
+        { ...counts, state: 'REJECTED', rejectCode: 'INVALID_ROWS', rejectReason: verdict.rejectReason },
+        clock.now(),
+      );
+      batch = (await getBatch(db, batch.id)) as BatchRecord;
+      await this.deps.effects.writeAck(batch, verdict.rejectReason ?? undefined);
+      await this.deps.effects.writeResult(batch);
+      await updateBatch(db, batch.id, { ackWrittenAt: clock.now(), resultWrittenAt: clock.now() }, clock.now());
+      logger.warn({ batchId: batch.id, file: batch.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
+      return (await getBatch(db, batch.id)) as BatchRecord;
+    }
+    await updateBatch(db, batch.id, { ...counts, state: 'ACTIVE', acceptedAt: clock.now() }, clock.now());
+    await this.holdIfNeeded(batch);
+    batch = (await getBatch(db, batch.id)) as BatchRecord;
+    await this.deps.effects.writeAck(batch);
+    await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+    logger.info({ batchId: batch.id, file: batch.fileName, rows: parse.rowCount, ...counts, hold: batch.holdCode }, 'batch accepted');
+    return (await getBatch(db, batch.id)) as BatchRecord;
+  }
+
+  /** A file that is not a CSV batch at all, decided without parsing. */
+  private async refusal(batch: BatchRecord): Promise<{ code: string; reason: string } | null> {
+    const ext = extname(batch.fileName).toLowerCase();
+    if (!CSV_EXTENSIONS.has(ext)) return { code: 'NOT_CSV', reason: `not a CSV file (extension ${ext}); payout batches are .csv files` };
+    if (batch.size === 0) return { code: 'EMPTY', reason: 'the file is empty' };
+    try {
+      if (await looksBinary(batch.storedPath)) return { code: 'NOT_CSV', reason: 'the file holds binary data (NUL bytes), not CSV text' };
+    } catch (err) {
+      return { code: 'UNREADABLE', reason: `the file cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+    return null;
+  }
+
+  private async read(batch: BatchRecord): Promise<{ parse: Awaited<ReturnType<typeof parseBatchFile>> } | { readError: string }> {
+    const { db, clock } = this.deps;
+    try {
+      const parse = await parseBatchFile(batch.storedPath, batch.fileName, {
+        format: this.o.format,
+        rules: this.rules,
+        chunkSize: 2000,
+        sidecarPath: batch.controlPath,
+        onRows: async (rows: ParsedBatchRow[]) => {
+          const now = clock.now();
+          const records: NewPayoutRow[] = rows.map((r) => ({
+            batchId: batch.id,
+            line: r.line,
+            merchantReferenceId: r.merchantReferenceId,
+            state: r.request ? 'VALIDATED' : 'INVALID',
+            requestJson: r.request ? canonicalStringify(r.request) : null,
+            payoutCurrency: r.request?.payoutCurrency ?? null,
+            payoutAmount: r.request?.payoutAmount ?? null,
+            deductionCurrency: r.request?.deductionCurrency ?? null,
+            reasonCode: r.errors[0]?.code ?? null,
+            reason: r.errors.length > 0 ? describeErrors(r.errors) : null,
+          }));
+          await db.transaction((trx) => insertRows(trx, records, now));
+        },
+      });
+      return { parse };
+    } catch (err) {
+      if (err instanceof BatchReadError) return { readError: err.message };
+      throw err;
+    }
+  }
+
+  private async rejectFile(
+    batch: BatchRecord,
+    code: string,
+    reason: string,
+    errors: BatchErrorRecord[],
+    moveFile: boolean,
+  ): Promise<BatchRecord> {
+    const { db, clock, logger } = this.deps;
+    await insertBatchErrors(db, batch.id, errors.length > 0 ? errors : [{ line: null, column: null, field: null, code, message: reason }]);
+    let storedPath = batch.storedPath;
+    if (moveFile) {
+      try {
+        storedPath = (await moveAside(batch.storedPath, this.o.rejectedDir, reason, { originalName: batch.fileName, clock })).storedPath;
+      } catch (err) {
+        logger.warn(
+          { batchId: batch.id, code: (err as NodeJS.ErrnoException).code },
+          'could not move the refused file aside; it stays in claimed/',
+        );
+      }
+    }
+    await updateBatch(db, batch.id, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath }, clock.now());
+    const updated = (await getBatch(db, batch.id)) as BatchRecord;
+    await this.deps.effects.writeFileRejection(updated, reason);
+    await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+    logger.warn({ batchId: batch.id, file: basename(batch.fileName), code }, `batch file refused: ${reason}`);
+    return (await getBatch(db, batch.id)) as BatchRecord;
+  }
+
+  /** Holds a just-accepted batch when its upload changed after the claim, or the balance will not cover it. */
+  private async holdIfNeeded(batch: BatchRecord): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const changed = await verifyUnchanged({
+      claimId: '',
+      originalName: batch.fileName,
+      storedPath: batch.storedPath,
+      size: batch.size,
+      mtimeMs: batch.mtimeMs,
+      sha256: batch.sha256,
+    });
+    if (changed.changed) {
+      const reason = `${changed.reason ?? 'the file changed after it was taken'}; only the rows read before the change are in this batch and NONE will be paid until an operator decides (payoutd release / payoutd cancel)`;
+      await holdBatch(db, batch.id, 'FILE_CHANGED', reason, null, clock.now());
+      logger.error({ batchId: batch.id, file: batch.fileName }, `batch held: ${reason}`);
+      return;
+    }
+    const check = this.deps.effects.checkBalance;
+    if (!check) return;
+    const verdict = await check(batch.id);
+    if (!verdict.ok) {
+      const until = clock.now() + this.deps.effects.balanceRecheckMs;
+      await holdBatch(db, batch.id, 'INSUFFICIENT_BALANCE', verdict.reason ?? 'insufficient balance', until, clock.now());
+      logger.error({ batchId: batch.id }, `batch held: ${verdict.reason}`);
+    }
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The payoutAmount rule: a strict plain decimal, positive, with no more
+ * significant decimals than the currency's minor units, within limits.
+ * Everything is decided on the text and with Decimal; the amount never
+ * passes through a JavaScript float. Malformed amounts get a message that
+ * says what is wrong with them (decimal comma, thousands separators,
+ * exponent, sign), because that is what finance needs to fix the sheet.
+ */
+import { Decimal, decimalText, fractionDigits, isPlainDecimal, normalizeAmount } from '../../domain/money.js';
+import { quoteValue } from './row-error.js';
+
+export type AmountFormatCode = 'AMOUNT_LOCALE_FORMAT' | 'AMOUNT_EXPONENT' | 'AMOUNT_NEGATIVE' | 'AMOUNT_ZERO' | 'AMOUNT_INVALID';
+export type AmountRangeCode = 'AMOUNT_TOO_MANY_DECIMALS' | 'AMOUNT_BELOW_MIN' | 'AMOUNT_ABOVE_MAX';
+
+export interface AmountProblem {
+  code: AmountFormatCode | AmountRangeCode;
+  message: string;
+}
+
+export interface AmountLimits {
+  /** Inclusive bounds; null = no bound. Built once from config text, never from a float. */
+  min: Decimal | null;
+  max: Decimal | null;
+}
+
+const DECIMAL_COMMA = /^\d{1,3}(?:\.\d{3})+,\d+$|^\d+,\d+$/;
+const COMMA_THOUSANDS = /^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/;
+const OTHER_THOUSANDS = /^\d{1,3}(?:[ '\u00a0\u202f]\d{3})+(?:[.,]\d+)?$/;
+const EXPONENT = /^[+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+$/;
+
+/** Why a trimmed, non-empty amount text is not a plain decimal; null when it is one. */
+export function amountFormatProblem(text: string): AmountProblem | null {
+  if (isPlainDecimal(text)) {
+    // A plain decimal is zero exactly when it has no non-zero digit.
+    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `payoutAmount ${quoteValue(text)} is zero; it must be positive` };
+    return null;
+  }
+  const v = quoteValue(text);
+  if (EXPONENT.test(text)) {
+    return { code: 'AMOUNT_EXPONENT', message: `payoutAmount ${v} is in exponent notation; write it out in full, e.g. 1000 for 1e3` };
+  }
+  if (text.startsWith('-') && isPlainDecimal(text.slice(1))) {
+    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `payoutAmount ${v} is zero; it must be positive` };
+    return { code: 'AMOUNT_NEGATIVE', message: `payoutAmount ${v} is negative; it must be positive` };
+  }
+  if (text.startsWith('+') && isPlainDecimal(text.slice(1))) {
+    return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} has a plus sign; write the digits only` };
+  }
+  const both = text.includes(',') && text.includes('.');
+  if (DECIMAL_COMMA.test(text) && !COMMA_THOUSANDS.test(text)) {
+    return {
+      code: 'AMOUNT_LOCALE_FORMAT',
+      message: `payoutAmount ${v} uses a decimal comma${both ? ' and dots as thousands separators' : ''}; write a plain decimal with a point and no separators, e.g. 1234.56`,
+    };
+  }
+  if (COMMA_THOUSANDS.test(text)) {
+    return {
+      code: 'AMOUNT_LOCALE_FORMAT',
+      message: `payoutAmount ${v} has a comma, read as a thousands separator (or an ambiguous decimal comma); write a plain decimal with no separators, e.g. 1234.56`,
+    };
+  }
+  if (OTHER_THOUSANDS.test(text)) {
+    return {
+      code: 'AMOUNT_LOCALE_FORMAT',
+      message: `payoutAmount ${v} has thousands separators; write a plain decimal with no separators, e.g. 1234.56`,
+    };
+  }
+  if (/^\.\d+$/.test(text) || /^\d+\.$/.test(text)) {
+    return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} needs digits on both sides of the decimal point, e.g. 0.5 or 5` };
+  }
+  return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} is not a plain decimal number (digits with an optional '.' fraction)` };
+}
+
+/**
+ * Checks a plain, positive amount against the currency. Trailing fractional
+ * zeros do not count as decimals (`100.50` is fine for a 2-digit currency,
+ * `100.00` for JPY): the value, not the typing, must fit the minor unit.
+ */
+export function amountRangeProblem(text: string, currency: string, minorUnits: number, limits: AmountLimits): AmountProblem | null {
+  const normal = normalizeAmount(text);
+  const digits = fractionDigits(normal);
+  if (digits > minorUnits) {
+    return {
+      code: 'AMOUNT_TOO_MANY_DECIMALS',
+      message: `payoutAmount ${quoteValue(text)} has ${digits} decimals; ${currency} allows at most ${minorUnits}`,
+    };
+  }
+  if (limits.min === null && limits.max === null) return null;
+  const value = new Decimal(normal);
+  if (limits.min !== null && value.lessThan(limits.min)) {
+    return {
+      code: 'AMOUNT_BELOW_MIN',
+      message: `payoutAmount ${quoteValue(text)} is below the minimum ${decimalText(limits.min)} ${currency}`,
+    };
+  }
+  if (limits.max !== null && value.greaterThan(limits.max)) {
+    return {
+      code: 'AMOUNT_ABOVE_MAX',
+      message: `payoutAmount ${quoteValue(text)} is above the maximum ${decimalText(limits.max)} ${currency}`,
+    };
+  }
+  return null;
+}

@@ -1,0 +1,211 @@
+/**
+ * The validation rules as configuration: the zod schema the daemon config
+ * embeds (every setting has a default, so `{}` is a complete config), the
+ * built-in defaults, and the compiled form the row validator runs on
+ * (regexes built once, lists as sets).
+ *
+ * Merging: `accountRules`, `minorUnits` and `amount.perCurrency` entries are
+ * laid over the built-ins per currency (an entry `{}` in accountRules turns
+ * the built-in checks for that currency off); list settings replace the
+ * built-in list.
+ */
+import { z } from 'zod';
+import { ConfigError } from '../../domain/errors.js';
+import { Decimal } from '../../domain/money.js';
+import { FIELD_PATHS, type FieldPath } from './fields.js';
+import { ISO_4217_MINOR_UNITS } from './iso4217.js';
+import type { AmountLimits } from './amount.js';
+
+export interface AccountRule {
+  accountNumber?: { pattern?: string; format?: 'iban' };
+  bankCode?: { pattern?: string; format?: 'bic' | 'aba' };
+}
+
+/**
+ * Built-in account and bank-code rules per payout currency. Patterns are
+ * matched against the whole trimmed value. They are examples of common
+ * national formats, not a bank directory: override per deployment.
+ */
+export const BUILTIN_ACCOUNT_RULES: Readonly<Record<string, AccountRule>> = {
+  // SEPA: IBAN (spaces allowed in the file, removed) and the bank's BIC.
+  EUR: { accountNumber: { format: 'iban' }, bankCode: { format: 'bic' } },
+  // US: account 4-17 digits, ABA routing number with its checksum.
+  USD: { accountNumber: { pattern: '\\d{4,17}' }, bankCode: { format: 'aba' } },
+  // Philippines: 10-16 digit account; BIC or a local institution code.
+  PHP: { accountNumber: { pattern: '\\d{10,16}' }, bankCode: { pattern: '[A-Z0-9]{4,11}' } },
+  // Indonesia: 6-20 digit account; 3-digit Bank Indonesia code (014 = BCA).
+  IDR: { accountNumber: { pattern: '\\d{6,20}' }, bankCode: { pattern: '\\d{3}' } },
+  // India: 9-18 digit account; IFSC (4 letters, 0, 6 alphanumerics).
+  INR: { accountNumber: { pattern: '\\d{9,18}' }, bankCode: { pattern: '[A-Z]{4}0[A-Z0-9]{6}' } },
+  // Brazil: 5-20 digit account (agency and check digit included); COMPE (3) or ISPB (8) code.
+  BRL: { accountNumber: { pattern: '\\d{5,20}' }, bankCode: { pattern: '\\d{3}|\\d{8}' } },
+  // Mexico: 18-digit CLABE; 3-digit bank code (the CLABE's first three digits).
+  MXN: { accountNumber: { pattern: '\\d{18}' }, bankCode: { pattern: '\\d{3}' } },
+  // UK: 8-digit account; 6-digit sort code written without dashes.
+  GBP: { accountNumber: { pattern: '\\d{8}' }, bankCode: { pattern: '\\d{6}' } },
+};
+
+export const DEFAULT_REFERENCE_PATTERN = '[A-Za-z0-9._:-]+';
+
+function isValidPattern(source: string): boolean {
+  try {
+    new RegExp(`^(?:${source})$`, 'u');
+    return true;
+  } catch {
+    // A syntax error is exactly what we are asking about.
+    return false;
+  }
+}
+
+const patternString = z.string().min(1).refine(isValidPattern, { message: 'not a valid regular expression (JavaScript syntax, u flag)' });
+const plainDecimal = z.string().regex(/^\d+(?:\.\d+)?$/, { message: 'expected a plain decimal such as 1000 or 0.01' });
+const currencyCode = z.string().regex(/^[A-Z]{3}$/, { message: 'expected an upper-case 3-letter ISO 4217 code' });
+const limitSchema = z.strictObject({ min: plainDecimal.optional(), max: plainDecimal.optional() });
+
+const accountRuleSchema = z.strictObject({
+  accountNumber: z.strictObject({ pattern: patternString.optional(), format: z.literal('iban').optional() }).optional(),
+  bankCode: z.strictObject({ pattern: patternString.optional(), format: z.enum(['bic', 'aba']).optional() }).optional(),
+});
+
+export const validationRulesSchema = z
+  .strictObject({
+    /** Fields that must be non-empty; a column for a field not listed may be absent. Default: all twelve. */
+    requiredFields: z.array(z.enum(FIELD_PATHS)).default(() => [...FIELD_PATHS]),
+    /** Whole-value pattern and maximum length (code points) of merchantReferenceId. */
+    merchantReferenceId: z
+      .strictObject({
+        pattern: patternString.default(DEFAULT_REFERENCE_PATTERN),
+        maxLength: z.int().min(1).max(1024).default(64),
+      })
+      .prefault({}),
+    /** Stablecoins a row may be funded from. */
+    deductionCurrencies: z
+      .array(z.string().regex(/^[A-Z0-9]{2,12}$/))
+      .min(1)
+      .default(() => ['USDT', 'USDC']),
+    /** Fiat currencies accepted; each must be in ISO 4217 or have a `minorUnits` entry. */
+    payoutCurrencies: z
+      .array(currencyCode)
+      .min(1)
+      .default(() => ['PHP', 'IDR', 'EUR', 'BRL', 'USD', 'MXN', 'INR', 'GBP']),
+    /** Minor-unit digits overriding the ISO 4217 table, e.g. `{ IDR: 0 }`. */
+    minorUnits: z.record(currencyCode, z.int().min(0).max(8)).default(() => ({})),
+    /** Inclusive amount bounds in payout currency; `perCurrency` overrides the global ones. */
+    amount: z
+      .strictObject({
+        min: plainDecimal.optional(),
+        max: plainDecimal.optional().default('1000000000'),
+        perCurrency: z.record(currencyCode, limitSchema).default(() => ({})),
+      })
+      .prefault({}),
+    /** sender.idType values accepted (compared upper-cased). */
+    idTypes: z
+      .array(z.string().regex(/^[A-Z0-9_]+$/))
+      .min(1)
+      .default(() => ['PASSPORT', 'NATIONAL_ID', 'DRIVING_LICENSE', 'TAX_ID', 'RESIDENCE_PERMIT']),
+    /** Account number and bank code rules per payout currency, laid over BUILTIN_ACCOUNT_RULES. */
+    accountRules: z
+      .record(currencyCode, accountRuleSchema)
+      .default(() => ({}))
+      .transform((user) => ({ ...BUILTIN_ACCOUNT_RULES, ...user })),
+    /** Maximum length (code points) of sender/beneficiary names. */
+    nameMaxLength: z.int().min(1).max(10_000).default(140),
+    /** Maximum length of sender.idValue. */
+    idValueMaxLength: z.int().min(1).max(10_000).default(64),
+    /** Maximum length of accountNumber and bankCode where no account rule applies. */
+    accountMaxLength: z.int().min(1).max(10_000).default(64),
+  })
+  .superRefine((rules, ctx) => {
+    for (const currency of rules.payoutCurrencies) {
+      if (rules.minorUnits[currency] === undefined && !ISO_4217_MINOR_UNITS.has(currency)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['payoutCurrencies'],
+          message: `payout currency ${currency} is not in ISO 4217; add its minor units under minorUnits`,
+        });
+      }
+    }
+  });
+
+export type ValidationRules = z.output<typeof validationRulesSchema>;
+export type ValidationRulesInput = z.input<typeof validationRulesSchema>;
+
+export const DEFAULT_VALIDATION_RULES: ValidationRules = validationRulesSchema.parse({});
+
+/** A whole-value pattern and its text as configured (for messages). */
+export interface WholePattern {
+  regex: RegExp;
+  text: string;
+}
+
+export interface CompiledAccountRule {
+  currency: string;
+  accountPattern: WholePattern | null;
+  iban: boolean;
+  bankPattern: WholePattern | null;
+  bankFormat: 'bic' | 'aba' | null;
+}
+
+/** Rules ready to run: regexes compiled once, lists as sets, lookups resolved. */
+export interface CompiledRules {
+  required: ReadonlySet<FieldPath>;
+  referencePattern: WholePattern;
+  referenceMaxLength: number;
+  deductionCurrencies: ReadonlySet<string>;
+  payoutCurrencies: ReadonlySet<string>;
+  idTypes: ReadonlySet<string>;
+  nameMaxLength: number;
+  idValueMaxLength: number;
+  accountMaxLength: number;
+  /** Minor units of a currency (override, else ISO 4217); undefined when unknown. */
+  minorUnits(currency: string): number | undefined;
+  amountLimits(currency: string): AmountLimits;
+  accountRule(currency: string): CompiledAccountRule | undefined;
+}
+
+function wholeValue(source: string, where: string): WholePattern {
+  if (!isValidPattern(source)) throw new ConfigError('CONFIG_INVALID', `${where}: not a valid regular expression`);
+  return { regex: new RegExp(`^(?:${source})$`, 'u'), text: source };
+}
+
+function limit(text: string | undefined): Decimal | null {
+  return text === undefined ? null : new Decimal(text);
+}
+
+/** Compiles validated rules (the output of validationRulesSchema). */
+export function compileRules(rules: ValidationRules = DEFAULT_VALIDATION_RULES): CompiledRules {
+  const accountRules = new Map<string, CompiledAccountRule>();
+  for (const [currency, rule] of Object.entries(rules.accountRules)) {
+    accountRules.set(currency, {
+      currency,
+      accountPattern: rule.accountNumber?.pattern ? wholeValue(rule.accountNumber.pattern, `accountRules.${currency}.accountNumber`) : null,
+      iban: rule.accountNumber?.format === 'iban',
+      bankPattern: rule.bankCode?.pattern ? wholeValue(rule.bankCode.pattern, `accountRules.${currency}.bankCode`) : null,
+      bankFormat: rule.bankCode?.format ?? null,
+    });
+  }
+  const globalLimits: AmountLimits = { min: limit(rules.amount.min), max: limit(rules.amount.max) };
+  const limits = new Map<string, AmountLimits>();
+  for (const [currency, l] of Object.entries(rules.amount.perCurrency)) {
+    limits.set(currency, {
+      min: l.min === undefined ? globalLimits.min : limit(l.min),
+      max: l.max === undefined ? globalLimits.max : limit(l.max),
+    });
+  }
+  const minorUnits = new Map(ISO_4217_MINOR_UNITS);
+  for (const [currency, digits] of Object.entries(rules.minorUnits)) minorUnits.set(currency, digits);
+  return {
+    required: new Set(rules.requiredFields),
+    referencePattern: wholeValue(rules.merchantReferenceId.pattern, 'merchantReferenceId.pattern'),
+    referenceMaxLength: rules.merchantReferenceId.maxLength,
+    deductionCurrencies: new Set(rules.deductionCurrencies),
+    payoutCurrencies: new Set(rules.payoutCurrencies),
+    idTypes: new Set(rules.idTypes),
+    nameMaxLength: rules.nameMaxLength,
+    idValueMaxLength: rules.idValueMaxLength,
+    accountMaxLength: rules.accountMaxLength,
+    minorUnits: (currency) => minorUnits.get(currency),
+    amountLimits: (currency) => limits.get(currency) ?? globalLimits,
+    accountRule: (currency) => accountRules.get(currency),
+  };
+}

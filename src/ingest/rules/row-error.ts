@@ -1,0 +1,78 @@
+/**
+ * The one shape every ingest problem is reported in, file-level or per row,
+ * and the stable codes an operator or finance can search for. Messages are
+ * built to be safe to log: account numbers masked, id values and names never
+ * echoed.
+ */
+
+/** Problems that reject the whole file. */
+export const FILE_ERROR_CODES = [
+  'FILE_EMPTY',
+  'HEADER_DUPLICATE',
+  'HEADER_UNKNOWN',
+  'HEADER_MISSING',
+  'INVALID_UTF8',
+  'UNBALANCED_QUOTES',
+  'MALFORMED_QUOTES',
+  'RECORD_TOO_LARGE',
+  'TOO_MANY_ROWS',
+  'CSV_SYNTAX',
+  'CONTROL_INVALID',
+  'CONTROL_MISSING',
+  'CONTROL_NOT_AT_END',
+  'CONTROL_ROWS_MISMATCH',
+  'CONTROL_TOTAL_MISMATCH',
+] as const;
+
+/** Problems that reject one row. */
+export const ROW_ERROR_CODES = [
+  'COLUMN_COUNT_MISMATCH',
+  'REQUIRED',
+  'CONTROL_CHARACTER',
+  'TOO_LONG',
+  'REFERENCE_INVALID',
+  'DEDUCTION_CURRENCY_UNSUPPORTED',
+  'CURRENCY_UNKNOWN',
+  'CURRENCY_UNSUPPORTED',
+  'AMOUNT_LOCALE_FORMAT',
+  'AMOUNT_EXPONENT',
+  'AMOUNT_NEGATIVE',
+  'AMOUNT_ZERO',
+  'AMOUNT_INVALID',
+  'AMOUNT_TOO_MANY_DECIMALS',
+  'AMOUNT_BELOW_MIN',
+  'AMOUNT_ABOVE_MAX',
+  'COUNTRY_INVALID',
+  'ID_TYPE_UNSUPPORTED',
+  'ACCOUNT_NUMBER_INVALID',
+  'IBAN_INVALID',
+  'IBAN_CHECKSUM',
+  'BANK_CODE_INVALID',
+  'BIC_INVALID',
+  'ABA_INVALID',
+  'ABA_CHECKSUM',
+] as const;
+
+export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];
+export type RowErrorCode = (typeof ROW_ERROR_CODES)[number];
+
+export interface RowError {
+  /** The batch file's display name (or `<name>.ctl` for a sidecar problem). */
+  file: string;
+  /** Physical 1-based line where the record starts; null when no line applies. */
+  line: number | null;
+  /** Header name as written in the file (trimmed); null for file-level errors. */
+  column: string | null;
+  /** Canonical field path; null when the error is not about one field. */
+  field: string | null;
+  code: FileErrorCode | RowErrorCode;
+  message: string;
+}
+
+/** A value quoted for a message, cut short so one silly cell cannot flood a log. */
+export function quoteValue(value: string, max = 40): string {
+  if (value.length <= max) return JSON.stringify(value);
+  // Cut by code points so a surrogate pair is never split.
+  const cut = [...value];
+  return JSON.stringify(cut.length > max ? `${cut.slice(0, max).join('')}…` : value);
+}

@@ -1,0 +1,52 @@
+/**
+ * Text hygiene for cell values: which spaces are trimmed, what counts as a
+ * control character, and lengths counted the way people count characters.
+ */
+
+/**
+ * Removes leading and trailing ASCII spaces only. Tabs, CR and LF are left
+ * in place on purpose so the control-character rule still sees them.
+ */
+export function trimSpaces(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && value.charCodeAt(start) === 0x20) start++;
+  while (end > start && value.charCodeAt(end - 1) === 0x20) end--;
+  return value.slice(start, end);
+}
+
+/** C0 controls, DEL and C1 controls. */
+function isControl(code: number): boolean {
+  return code <= 0x1f || (code >= 0x7f && code <= 0x9f);
+}
+
+const CONTROL_NAMES: Record<number, string> = { 0x00: 'NUL', 0x09: 'tab', 0x0a: 'line feed', 0x0d: 'carriage return', 0x7f: 'DEL' };
+
+/** The first control character: its 1-based position in code points and a printable description. */
+export function firstControlCharacter(value: string): { position: number; description: string } | null {
+  // Controls are all in the BMP and never surrogates, so a UTF-16 scan finds them.
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (isControl(code)) {
+      const hex = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      const name = CONTROL_NAMES[code];
+      return { position: codePointLength(value.slice(0, i)) + 1, description: name ? `${hex} ${name}` : hex };
+    }
+  }
+  return null;
+}
+
+/** Length in code points, so an emoji or an accented letter counts once. */
+export function codePointLength(value: string): number {
+  let n = 0;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < value.length) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}

@@ -1,0 +1,232 @@
+/**
+ * Validates one row of cell values into a normalized PayoutRequest or the
+ * list of everything wrong with it (at most one error per field, the first
+ * problem found). Pure: no IO, no state across rows. Uniqueness of
+ * merchantReferenceId is the caller's job (it needs the database).
+ */
+import { normalizeAmount } from '../../domain/money.js';
+import { maskAccountNumber, type PayoutRequest } from '../../domain/payout.js';
+import { amountFormatProblem, amountRangeProblem } from './amount.js';
+import { abaProblem, bicProblem } from './bank-codes.js';
+import { FIELD_PATHS, toPayoutRequest, type FieldPath, type RowValues } from './fields.js';
+import { compactIban, ibanProblem } from './iban.js';
+import { ISO_3166_ALPHA2 } from './iso3166.js';
+import type { CompiledAccountRule, CompiledRules } from './options.js';
+import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
+import { codePointLength, firstControlCharacter, trimSpaces } from './text.js';
+
+export interface RowInput {
+  /** Display name of the batch file. */
+  file: string;
+  /** Physical line where the record starts. */
+  line: number;
+  /** Cell values by field (as read, untrimmed). */
+  values: RowValues;
+  /** Header name as written for each field present in the file. */
+  columns: Partial<Record<FieldPath, string>>;
+}
+
+export type RowValidation = { request: PayoutRequest } | { errors: RowError[] };
+
+type Problem = { code: RowErrorCode; message: string };
+type Check = { ok: string } | Problem;
+
+const NAME_FIELDS: ReadonlySet<FieldPath> = new Set(['sender.firstName', 'sender.lastName', 'beneficiary.accountName']);
+const UPPER_CASED: ReadonlySet<FieldPath> = new Set([
+  'deductionCurrency',
+  'payoutCurrency',
+  'sender.country',
+  'sender.idType',
+  'beneficiary.bankCode',
+]);
+
+/** How a field's value may appear in a message: account numbers masked, personal data not at all. */
+function shown(field: FieldPath, value: string): string {
+  if (field === 'beneficiary.accountNumber') return ` ${JSON.stringify(maskAccountNumber(value))}`;
+  if (field === 'sender.idValue' || NAME_FIELDS.has(field)) return '';
+  return ` ${quoteValue(value)}`;
+}
+
+function tooLong(field: FieldPath, value: string, max: number): Problem | null {
+  const length = codePointLength(value);
+  return length > max ? { code: 'TOO_LONG', message: `${field} is ${length} characters long; the maximum is ${max}` } : null;
+}
+
+function checkAccountNumber(value: string, currency: string | null, rules: CompiledRules): Check {
+  const rule = currency === null ? undefined : rules.accountRule(currency);
+  if (!rule || (!rule.iban && !rule.accountPattern)) {
+    return tooLong('beneficiary.accountNumber', value, rules.accountMaxLength) ?? { ok: value };
+  }
+  if (rule.accountPattern && !rule.accountPattern.regex.test(value)) {
+    return {
+      code: 'ACCOUNT_NUMBER_INVALID',
+      message: `beneficiary.accountNumber ${maskAccountNumber(value)} does not match the ${currency} account format ${rule.accountPattern.text}`,
+    };
+  }
+  if (!rule.iban) return { ok: value };
+  const iban = compactIban(value);
+  const problem = ibanProblem(iban);
+  if (problem === null) return { ok: iban };
+  const ibanMasked = maskAccountNumber(iban);
+  switch (problem.kind) {
+    case 'format':
+      return {
+        code: 'IBAN_INVALID',
+        message: `beneficiary.accountNumber ${ibanMasked} is not an IBAN (2 letters, 2 check digits, then letters and digits)`,
+      };
+    case 'country':
+      return { code: 'IBAN_INVALID', message: `beneficiary.accountNumber ${ibanMasked}: ${problem.country} is not an IBAN country` };
+    case 'length':
+      return {
+        code: 'IBAN_INVALID',
+        message: `beneficiary.accountNumber ${ibanMasked}: a ${problem.country} IBAN has ${problem.expected} characters, this one has ${problem.found}`,
+      };
+    case 'checksum':
+      return { code: 'IBAN_CHECKSUM', message: `beneficiary.accountNumber ${ibanMasked}: the IBAN check digits do not match (typo?)` };
+  }
+}
+
+function checkBankCode(value: string, currency: string | null, rules: CompiledRules): Check {
+  const rule = currency === null ? undefined : rules.accountRule(currency);
+  if (!rule || (!rule.bankFormat && !rule.bankPattern)) {
+    return tooLong('beneficiary.bankCode', value, rules.accountMaxLength) ?? { ok: value };
+  }
+  const problem = bankCodeProblem(value, rule);
+  return problem ?? { ok: value };
+}
+
+function bankCodeProblem(value: string, rule: CompiledAccountRule): Problem | null {
+  const v = quoteValue(value);
+  if (rule.bankPattern && !rule.bankPattern.regex.test(value)) {
+    return {
+      code: 'BANK_CODE_INVALID',
+      message: `beneficiary.bankCode ${v} does not match the ${rule.currency} bank code format ${rule.bankPattern.text}`,
+    };
+  }
+  if (rule.bankFormat === 'bic') {
+    const problem = bicProblem(value);
+    if (problem?.kind === 'format') {
+      return {
+        code: 'BIC_INVALID',
+        message: `beneficiary.bankCode ${v} is not a BIC (8 or 11 characters: bank, country, location, branch)`,
+      };
+    }
+    if (problem?.kind === 'country') {
+      return { code: 'BIC_INVALID', message: `beneficiary.bankCode ${v}: ${problem.country} in the BIC is not a country code` };
+    }
+  } else if (rule.bankFormat === 'aba') {
+    const problem = abaProblem(value);
+    if (problem?.kind === 'format') {
+      return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v} is not an ABA routing number (9 digits)` };
+    }
+    if (problem?.kind === 'prefix') {
+      return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v}: ${problem.prefix} is not a valid routing number prefix` };
+    }
+    if (problem?.kind === 'checksum') {
+      return { code: 'ABA_CHECKSUM', message: `beneficiary.bankCode ${v}: the ABA routing number checksum does not match (typo?)` };
+    }
+  }
+  return null;
+}
+
+/** The payout currency when it is usable for currency-dependent rules, else null. */
+function usableCurrency(value: string, rules: CompiledRules): string | null {
+  return rules.payoutCurrencies.has(value) && rules.minorUnits(value) !== undefined ? value : null;
+}
+
+/** Field-specific check of a trimmed, non-empty, control-free value; `currency` is the row's usable payout currency. */
+function checkField(field: FieldPath, value: string, currency: string | null, rules: CompiledRules): Check {
+  switch (field) {
+    case 'merchantReferenceId': {
+      const long = tooLong(field, value, rules.referenceMaxLength);
+      if (long) return long;
+      if (!rules.referencePattern.regex.test(value)) {
+        return {
+          code: 'REFERENCE_INVALID',
+          message: `merchantReferenceId ${quoteValue(value)} has characters outside the allowed pattern ${rules.referencePattern.text}`,
+        };
+      }
+      return { ok: value };
+    }
+    case 'deductionCurrency':
+      return rules.deductionCurrencies.has(value)
+        ? { ok: value }
+        : {
+            code: 'DEDUCTION_CURRENCY_UNSUPPORTED',
+            message: `deductionCurrency ${quoteValue(value)} is not supported; use one of ${[...rules.deductionCurrencies].join(', ')}`,
+          };
+    case 'payoutCurrency':
+      if (rules.minorUnits(value) === undefined) {
+        return { code: 'CURRENCY_UNKNOWN', message: `payoutCurrency ${quoteValue(value)} is not an ISO 4217 currency code` };
+      }
+      return rules.payoutCurrencies.has(value)
+        ? { ok: value }
+        : {
+            code: 'CURRENCY_UNSUPPORTED',
+            message: `payoutCurrency ${quoteValue(value)} is not enabled; enabled: ${[...rules.payoutCurrencies].join(', ')}`,
+          };
+    case 'payoutAmount': {
+      const format = amountFormatProblem(value);
+      if (format) return format;
+      if (currency !== null) {
+        const range = amountRangeProblem(value, currency, rules.minorUnits(currency) ?? 0, rules.amountLimits(currency));
+        if (range) return range;
+      }
+      return { ok: normalizeAmount(value) };
+    }
+    case 'sender.country':
+      return ISO_3166_ALPHA2.has(value)
+        ? { ok: value }
+        : { code: 'COUNTRY_INVALID', message: `sender.country ${quoteValue(value)} is not an ISO 3166-1 alpha-2 country code` };
+    case 'sender.idType':
+      return rules.idTypes.has(value)
+        ? { ok: value }
+        : { code: 'ID_TYPE_UNSUPPORTED', message: `sender.idType ${quoteValue(value)} is not one of ${[...rules.idTypes].join(', ')}` };
+    case 'sender.idValue':
+      return tooLong(field, value, rules.idValueMaxLength) ?? { ok: value };
+    case 'sender.firstName':
+    case 'sender.lastName':
+    case 'beneficiary.accountName':
+      return tooLong(field, value, rules.nameMaxLength) ?? { ok: value };
+    case 'beneficiary.accountNumber':
+      return checkAccountNumber(value, currency, rules);
+    case 'beneficiary.bankCode':
+      return checkBankCode(value, currency, rules);
+  }
+}
+
+/** Validates and normalizes one row. */
+export function validateRow(input: RowInput, rules: CompiledRules): RowValidation {
+  const errors: RowError[] = [];
+  const normalized = { ...input.values };
+  const currency = usableCurrency(trimSpaces(input.values.payoutCurrency).toUpperCase(), rules);
+  for (const field of FIELD_PATHS) {
+    const trimmed = trimSpaces(input.values[field]);
+    const value = UPPER_CASED.has(field) ? trimmed.toUpperCase() : trimmed;
+    let result: Check;
+    if (value === '') {
+      result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : { ok: '' };
+    } else {
+      const control = firstControlCharacter(value);
+      result = control
+        ? {
+            code: 'CONTROL_CHARACTER',
+            message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
+          }
+        : checkField(field, value, currency, rules);
+    }
+    if ('ok' in result) {
+      normalized[field] = result.ok;
+    } else {
+      errors.push({
+        file: input.file,
+        line: input.line,
+        column: input.columns[field] ?? null,
+        field,
+        code: result.code,
+        message: result.message,
+      });
+    }
+  }
+  return errors.length > 0 ? { errors } : { request: toPayoutRequest(normalized) };
+}

@@ -1,0 +1,398 @@
+import { execFileSync } from 'node:child_process';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { Buffer } from 'node:buffer';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/domain/errors.js';
+import { InboxWatcher, verifyUnchanged } from '../../src/ingest/inbox/index.js';
+import { type Folders, type Harness, harness, makeFolders, names, sha256, waitFor } from './helpers.js';
+
+let folders: Folders;
+const started: InboxWatcher[] = [];
+
+beforeEach(async () => {
+  folders = await makeFolders();
+});
+
+afterEach(async () => {
+  for (const w of started.splice(0)) await w.stop();
+  await folders.cleanup();
+});
+
+async function startHarness(options: Parameters<typeof harness>[1] = {}): Promise<Harness> {
+  const h = harness(folders, options);
+  await h.watcher.start();
+  started.push(h.watcher);
+  return h;
+}
+
+const inboxPath = (name: string): string => join(folders.inbox, name);
+
+describe('InboxWatcher', () => {
+  it('claims files already present at start, only after the stability window', async () => {
+    writeFileSync(inboxPath('a.csv'), 'id,amount\n1,10.50\n');
+    writeFileSync(inboxPath('b.csv'), 'id,amount\n2,3\n');
+    const h = await startHarness();
+
+    await h.step(0);
+    await h.step(4999);
+    expect(h.offered).toEqual([]);
+    await h.step(1);
+
+    expect(h.claimed.map((c) => c.originalName).sort()).toEqual(['a.csv', 'b.csv']);
+    for (const c of h.claimed) {
+      expect(dirname(c.storedPath)).toBe(h.watcher.claimedDir);
+      expect(c.sha256).toBe(sha256(readFileSync(c.storedPath)));
+      expect(c.size).toBe((await stat(c.storedPath)).size);
+    }
+    expect(await names(folders.inbox)).toEqual([]);
+    expect(h.errors).toEqual([]);
+  });
+
+  it('claims a file written in pieces only once it stops changing', async () => {
+    const path = inboxPath('pieces.csv');
+    writeFileSync(path, 'id,amount\n');
+    const h = await startHarness();
+    await h.step(0);
+
+    await h.step(3000);
+    appendFileSync(path, '1,10\n');
+    await h.step(0);
+    await h.step(3000); // 6000 since start, only 3000 since the last write
+    expect(h.offered).toEqual([]);
+    appendFileSync(path, '2,20\n');
+    await h.step(0);
+    await h.step(4999);
+    expect(h.offered).toEqual([]);
+    await h.step(1);
+
+    expect(h.claimed).toHaveLength(1);
+    expect(readFileSync(h.claimed[0]!.storedPath, 'utf8')).toBe('id,amount\n1,10\n2,20\n');
+    expect(h.claimed[0]!.size).toBe(Buffer.byteLength('id,amount\n1,10\n2,20\n'));
+  });
+
+  it('ignores temp names, then claims the file once renamed to its final name (seen through chokidar)', async () => {
+    for (const name of ['x.csv.filepart', '.in.y.csv', 'z.csv.part', 'w.tmp', 'v.csv.partial', 'u.crdownload', '.hidden.csv', 'skip.bak']) {
+      writeFileSync(inboxPath(name), 'id\n');
+    }
+    const h = await startHarness({ ignore: ['*.bak'] });
+    await h.step(0);
+    await h.step(60_000);
+    expect(h.offered).toEqual([]);
+    expect(h.watcher.pending()).toEqual([]);
+
+    renameSync(inboxPath('x.csv.filepart'), inboxPath('x.csv'));
+    await waitFor(() => h.watcher.pending().some((p) => p.name === 'x.csv'), 'chokidar to report x.csv');
+    await h.step(0);
+    await h.step(5000);
+
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['x.csv']);
+    expect(await names(folders.inbox)).toEqual([
+      '.hidden.csv',
+      '.in.y.csv',
+      'skip.bak',
+      'u.crdownload',
+      'v.csv.partial',
+      'w.tmp',
+      'z.csv.part',
+    ]);
+  });
+
+  it('with requireDoneMarker waits for <name>.done and consumes it at claim', async () => {
+    writeFileSync(inboxPath('batch.csv'), 'id\n1\n');
+    const h = await startHarness({ requireDoneMarker: true, watchEvents: false });
+    await h.step(0);
+    await h.step(10_000);
+    expect(h.offered).toEqual([]);
+
+    writeFileSync(inboxPath('batch.csv.done'), '');
+    await h.step(0);
+
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['batch.csv']);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('moves the .ctl sidecar along, and a sidecar that appears restarts the window', async () => {
+    writeFileSync(inboxPath('pay.csv'), 'id\n1\n');
+    const h = await startHarness({ watchEvents: false });
+    await h.step(0);
+    await h.step(4000);
+    writeFileSync(inboxPath('pay.csv.ctl'), 'rows=1\n');
+    await h.step(0);
+    await h.step(4000);
+    expect(h.offered).toEqual([]);
+    await h.step(1000);
+
+    const [claimed] = h.claimed;
+    expect(claimed?.controlPath).toBe(`${claimed?.storedPath}.ctl`);
+    expect(readFileSync(claimed!.controlPath!, 'utf8')).toBe('rows=1\n');
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('reports a directory, a symlink and a FIFO once, without opening them or blocking other files', async () => {
+    mkdirSync(inboxPath('sub'));
+    writeFileSync(join(inboxPath('sub'), 'inner.csv'), 'id\n');
+    writeFileSync(join(folders.base, 'target.csv'), 'id\n');
+    symlinkSync(join(folders.base, 'target.csv'), inboxPath('link.csv'));
+    execFileSync('mkfifo', [inboxPath('pipe.csv')]);
+    writeFileSync(inboxPath('ok.csv'), 'id\n1\n');
+    const h = await startHarness();
+
+    await h.step(0);
+    const byName = Object.fromEntries(h.rejected.map((r) => [r.entry.name, r]));
+    expect(Object.keys(byName).sort()).toEqual(['link.csv', 'pipe.csv', 'sub']);
+    expect(byName['sub']!.entry.kind).toBe('directory');
+    expect(byName['sub']!.entry.movedTo).toBeUndefined();
+    expect(byName['link.csv']!.entry.kind).toBe('symlink');
+    expect(byName['pipe.csv']!.entry.kind).toBe('fifo');
+    for (const name of ['link.csv', 'pipe.csv']) {
+      const movedTo = byName[name]!.entry.movedTo!;
+      expect(dirname(movedTo)).toBe(h.watcher.rejectedDir);
+      expect(readFileSync(`${movedTo}.reason.txt`, 'utf8')).toContain(JSON.stringify(name));
+    }
+    expect(readFileSync(join(folders.base, 'target.csv'), 'utf8')).toBe('id\n'); // the link target is untouched
+
+    await h.step(5000);
+    await h.step(30_000); // a rescan sees the directory again: not reported twice
+    await h.step(30_000);
+    expect(h.rejected).toHaveLength(3);
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['ok.csv']);
+    expect(await names(folders.inbox)).toEqual(['sub']);
+    expect(await names(inboxPath('sub'))).toEqual(['inner.csv']);
+    expect(h.errors).toEqual([]);
+  });
+
+  it('claims names with spaces, unicode, leading dashes and path-like content safely, keeping the original name', async () => {
+    const originals = [
+      'batch with spaces.csv',
+      'paie-été-€-日本.csv',
+      '-rf --help.csv',
+      'a..\\..\\..\\etc\\passwd.csv',
+      'x..%2F..%2Fescape.csv',
+      'tab\there\nnl.csv',
+    ];
+    for (const name of originals) writeFileSync(inboxPath(name), `${name}\n`);
+    const h = await startHarness();
+    await h.step(0);
+    await h.step(5000);
+
+    expect(h.claimed.map((c) => c.originalName).sort()).toEqual([...originals].sort());
+    for (const c of h.claimed) {
+      expect(dirname(c.storedPath)).toBe(h.watcher.claimedDir);
+      const stored = basename(c.storedPath);
+      expect(stored).toMatch(/^\d{8}T\d{6}Z-[0-9a-f]{12}__[\p{L}\p{M}\p{N}+=@,][\p{L}\p{M}\p{N}._+=@,-]*$/u);
+      expect(readFileSync(c.storedPath, 'utf8')).toBe(`${c.originalName}\n`);
+    }
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('forgets a file deleted between detection and claim', async () => {
+    writeFileSync(inboxPath('gone.csv'), 'id\n');
+    const results: unknown[] = [];
+    const h = await startHarness({
+      onCandidateReady: async (candidate, hh) => {
+        unlinkSync(candidate.path);
+        results.push(await hh.watcher.claim(candidate));
+      },
+    });
+    await h.step(0);
+    await h.step(5000);
+    expect(results).toEqual([null]);
+    await h.step(0);
+    expect(h.watcher.pending()).toEqual([]);
+    expect(await names(h.watcher.claimedDir)).toEqual([]);
+    expect(h.errors).toEqual([]);
+  });
+
+  it('detects, through verifyUnchanged, an upload that goes on writing into the claimed inode', async () => {
+    const path = inboxPath('slow.csv');
+    // The SFTP server's open handle: it survives the rename into claimed/.
+    const fd = openSync(path, 'a');
+    writeSync(fd, 'id,amount\n1,10\n');
+    try {
+      const h = await startHarness();
+      await h.step(0);
+      await h.step(5000);
+      const claimed = h.claimed[0]!;
+      expect(await verifyUnchanged(claimed)).toEqual({ changed: false });
+
+      writeSync(fd, '2,20\n');
+      const verdict = await verifyUnchanged(claimed);
+      expect(verdict.changed).toBe(true);
+      expect(verdict.reason).toMatch(/size changed from 15 to 20 bytes/);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('finds a file through the rescan when no event arrives', async () => {
+    const h = await startHarness({ watchEvents: false, rescanIntervalMs: 30_000 });
+    writeFileSync(inboxPath('late.csv'), 'id\n');
+    await h.step(0);
+    await h.step(29_999);
+    expect(h.watcher.pending()).toEqual([]);
+    await h.step(1);
+    expect(h.watcher.pending().map((p) => p.name)).toEqual(['late.csv']);
+    await h.step(5000);
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['late.csv']);
+  });
+
+  it('finds a file created while stopped when started again', async () => {
+    const h = await startHarness();
+    await h.watcher.stop();
+    writeFileSync(inboxPath('while-stopped.csv'), 'id\n');
+    await h.watcher.start();
+    expect(h.watcher.pending().map((p) => p.name)).toEqual(['while-stopped.csv']);
+  });
+
+  it('offers a file the caller left in place again only after the rescan interval', async () => {
+    writeFileSync(inboxPath('held.csv'), 'id\n');
+    const h = await startHarness({ onCandidateReady: async () => undefined, rescanIntervalMs: 30_000 });
+    await h.step(0);
+    await h.step(5000);
+    await h.step(1000);
+    await h.step(20_000);
+    expect(h.offered).toHaveLength(1);
+    await h.step(10_000);
+    expect(h.offered).toHaveLength(2);
+  });
+
+  it('reports a failing callback through onError and keeps going', async () => {
+    writeFileSync(inboxPath('a.csv'), 'id\n');
+    writeFileSync(inboxPath('b.csv'), 'id\n');
+    const h = await startHarness({
+      onCandidateReady: async (candidate, hh) => {
+        if (candidate.name === 'a.csv') throw new Error('database is down: password=hunter2');
+        const claimed = await hh.watcher.claim(candidate);
+        if (claimed !== null) hh.claimed.push(claimed);
+      },
+    });
+    await h.step(0);
+    await h.step(5000);
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['b.csv']);
+    expect(h.errors.map((e) => e.code)).toEqual(['INBOX_CALLBACK_FAILED']);
+    expect(h.errors[0]!.message).not.toContain('hunter2');
+  });
+
+  it('stop() waits for the callback in flight and no other offer follows', async () => {
+    writeFileSync(inboxPath('a.csv'), 'id\n');
+    writeFileSync(inboxPath('b.csv'), 'id\n');
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const h = await startHarness({
+      onCandidateReady: async () => {
+        entered();
+        await gate;
+      },
+    });
+    await h.step(0);
+    h.clock.advance(5000);
+    const pass = h.watcher.tick();
+    await inside;
+    let stopped = false;
+    const stopping = h.watcher.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    await pass;
+    expect(h.offered).toHaveLength(1);
+  });
+
+  it('stop() called from inside the callback does not wait for itself', async () => {
+    writeFileSync(inboxPath('a.csv'), 'id\n');
+    writeFileSync(inboxPath('b.csv'), 'id\n');
+    const h = await startHarness({ onCandidateReady: async (_candidate, hh) => hh.watcher.stop() });
+    await h.step(0);
+    await h.step(5000);
+    expect(h.offered).toHaveLength(1);
+  });
+
+  it('reports a name that is not valid UTF-8 once and leaves it in place', async () => {
+    const raw = Buffer.concat([Buffer.from(`${folders.inbox}/`), Buffer.from([0x66, 0xe9, 0x2e, 0x63, 0x73, 0x76])]);
+    writeFileSync(raw, 'id\n');
+    const h = await startHarness({ watchEvents: false });
+    await h.step(0);
+    await h.step(30_000);
+    await h.step(30_000);
+    expect(h.rejected.map((r) => [r.entry.kind, r.entry.name])).toEqual([['invalid-name', 'fé.csv']]);
+    expect(existsSync(raw)).toBe(true);
+  });
+
+  it('does not report its own storage folder when it lives inside the inbox', async () => {
+    const h = harness(folders, { storageDir: join(folders.inbox, 'payoutd') });
+    await h.watcher.start();
+    started.push(h.watcher);
+    writeFileSync(inboxPath('a.csv'), 'id\n');
+    await h.step(30_000);
+    await h.step(5000);
+    expect(h.rejected).toEqual([]);
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['a.csv']);
+  });
+
+  it('refuses storage on another filesystem than the inbox', async (ctx) => {
+    const shm = '/dev/shm';
+    if (!existsSync(shm) || (await stat(shm)).dev === (await stat(folders.base)).dev) ctx.skip();
+    const storage = join(shm, `payoutd-test-${process.pid}-${Date.now()}`);
+    try {
+      await expect(harness(folders, { storageDir: storage }).watcher.start()).rejects.toMatchObject({ code: 'INBOX_CROSS_DEVICE' });
+      await expect(harness(folders, { rejectedDir: storage }).watcher.start()).rejects.toMatchObject({ code: 'INBOX_CROSS_DEVICE' });
+    } finally {
+      execFileSync('rm', ['-rf', '--', storage]);
+    }
+  });
+
+  it('reports an entry that cannot be moved aside once, with one error, and does not retry it', async () => {
+    execFileSync('mkfifo', [inboxPath('pipe.csv')]);
+    const h = await startHarness({ watchEvents: false });
+    // The rejected folder becomes a plain file: every move aside fails.
+    rmSync(h.watcher.rejectedDir, { recursive: true });
+    writeFileSync(h.watcher.rejectedDir, '');
+    await h.step(0);
+    await h.step(30_000);
+    await h.step(30_000);
+    expect(h.rejected.map((r) => [r.entry.name, r.entry.kind, r.entry.movedTo])).toEqual([['pipe.csv', 'fifo', undefined]]);
+    expect(h.errors.map((e) => e.code)).toEqual(['INBOX_MOVE_ASIDE_FAILED']);
+    expect(await names(folders.inbox)).toEqual(['pipe.csv']);
+  });
+
+  it('names the option, the value and its type when an option is wrong', () => {
+    const make = () =>
+      new InboxWatcher({
+        inboxDir: folders.inbox,
+        storageDir: folders.storage,
+        stableForMs: 0,
+        onCandidateReady: async () => undefined,
+        onRejected: () => undefined,
+        onError: () => undefined,
+      });
+    expect(make).toThrow(ConfigError);
+    expect(make).toThrow('Expected `stableForMs` to be a whole number of milliseconds from 1 and up, got 0 (number)');
+  });
+
+  it('refuses to claim a path outside the inbox', async () => {
+    writeFileSync(join(folders.base, 'outside.csv'), 'id\n');
+    const h = await startHarness();
+    const st = await stat(join(folders.base, 'outside.csv'));
+    await expect(
+      h.watcher.claim({ name: '../outside.csv', path: join(folders.base, 'outside.csv'), size: st.size, mtimeMs: st.mtimeMs, ino: st.ino }),
+    ).rejects.toMatchObject({ code: 'INBOX_CLAIM_FAILED' });
+    expect(existsSync(join(folders.base, 'outside.csv'))).toBe(true);
+  });
+});

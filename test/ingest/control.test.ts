@@ -1,0 +1,100 @@
+import { copyFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseSidecarText } from '../../src/ingest/csv/index.js';
+import { codes, parseCollect, tempDir } from './helpers.js';
+
+const fixture = (name: string): string => `test/fixtures/csv/${name}`;
+
+describe('control totals in trailer records', () => {
+  it('accepts matching trailer totals (amounts compared as decimals, padding fields ignored)', async () => {
+    const { result, rows } = await parseCollect(fixture('control-trailer.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rowCount).toBe(3);
+    expect(rows).toHaveLength(3);
+    expect(result.controlTotals).toEqual([{ source: 'trailer', file: 'batch.csv', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
+    expect(result.totals).toEqual({ PHP: '300.75', USD: '10' });
+  });
+
+  it('reports row count and amount mismatches naming expected and found', async () => {
+    const { result } = await parseCollect(fixture('control-trailer-mismatch.csv'));
+    expect(result.fileErrors.map((e) => [e.code, e.message])).toEqual([
+      ['CONTROL_ROWS_MISMATCH', 'control trailer expects 4 data rows, found 3'],
+      ['CONTROL_TOTAL_MISMATCH', 'control trailer expects PHP total 300.7, found 300.75'],
+    ]);
+  });
+
+  it('rejects data rows after the trailer', async () => {
+    const { result } = await parseCollect(fixture('control-not-at-end.csv'));
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'CONTROL_NOT_AT_END', line: 4 })]);
+  });
+
+  it('rejects malformed control lines, naming their lines', async () => {
+    const { result } = await parseCollect(fixture('control-malformed.csv'));
+    expect(result.fileErrors.map((e) => [e.code, e.line])).toEqual([
+      ['CONTROL_INVALID', 3],
+      ['CONTROL_INVALID', 4],
+      ['CONTROL_INVALID', 5],
+      ['CONTROL_INVALID', 5],
+    ]);
+    expect(result.fileErrors[3]?.message).toContain('no #CONTROL,rows');
+  });
+
+  it('flags a currency present in the data but missing from declared totals', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'batch.csv');
+    await copyFile(fixture('control-sidecar.csv'), path);
+    await writeFile(`${path}.ctl`, '#CONTROL,rows,3\n#CONTROL,total,PHP,300.75\n');
+    const { result } = await parseCollect(path);
+    expect(result.fileErrors.map((e) => e.message)).toEqual(['control file has no total for USD, found 10 USD']);
+  });
+});
+
+describe('control totals in a sidecar file', () => {
+  it('accepts a matching <file>.ctl next to the CSV', async () => {
+    const { result } = await parseCollect(fixture('control-sidecar.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.controlTotals).toEqual([{ source: 'sidecar', file: 'batch.csv.ctl', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
+  });
+
+  it('reports a sidecar mismatch, naming the control file', async () => {
+    const { result } = await parseCollect(fixture('control-sidecar-mismatch.csv'));
+    expect(result.fileErrors.map((e) => [e.file, e.code, e.message])).toEqual([
+      ['batch.csv.ctl', 'CONTROL_ROWS_MISMATCH', 'control file expects 2 data rows, found 3'],
+      ['batch.csv.ctl', 'CONTROL_TOTAL_MISMATCH', 'control file has no total for USD, found 10 USD'],
+    ]);
+  });
+
+  it('reads the sidecar from an explicit path, or not at all', async () => {
+    const explicit = await parseCollect(fixture('control-trailer.csv'), { sidecarPath: fixture('control-sidecar-mismatch.csv.ctl') });
+    expect(codes(explicit.result.fileErrors)).toContain('CONTROL_ROWS_MISMATCH');
+    const none = await parseCollect(fixture('control-sidecar-mismatch.csv'), { sidecarPath: null });
+    expect(none.result.fileErrors).toEqual([]);
+    expect(none.result.controlTotals).toEqual([]);
+  });
+
+  it('parses sidecar text with either separator and reports stray lines', () => {
+    const ok = parseSidecarText('\ufeff#CONTROL;rows;2\r\n\r\n#control,TOTAL,php,10.50\n', 'x.ctl');
+    expect(ok).toEqual({ controls: { source: 'sidecar', file: 'x.ctl', rows: 2, totals: { PHP: '10.5' } }, errors: [] });
+    const bad = parseSidecarText('rows=2\n#CONTROL,rows,2\n#CONTROL,rows,3\n', 'x.ctl');
+    expect(bad.errors.map((e) => [e.line, e.message])).toEqual([
+      [1, 'line does not start with #CONTROL'],
+      [3, 'control row count given twice'],
+    ]);
+    expect(parseSidecarText('\n', 'x.ctl').errors.map((e) => e.message)).toEqual(['control file holds no control lines']);
+  });
+});
+
+describe('requireControlTotals', () => {
+  it('rejects a file without controls when they are required, and accepts one with them', async () => {
+    const without = await parseCollect(fixture('bom.csv'), { format: { requireControlTotals: true } });
+    expect(codes(without.result.fileErrors)).toEqual(['CONTROL_MISSING']);
+    const withTrailer = await parseCollect(fixture('control-trailer.csv'), { format: { requireControlTotals: true } });
+    expect(withTrailer.result.fileErrors).toEqual([]);
+  });
+
+  it('does not require controls by default', async () => {
+    const { result } = await parseCollect(fixture('bom.csv'));
+    expect(result.fileErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,104 @@
+/** Test helpers for ingest: temp files and a parser run that collects every chunk. */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import {
+  DEFAULT_BATCH_FORMAT,
+  batchFormatSchema,
+  parseBatchFile,
+  type BatchFormatOptionsInput,
+  type BatchParseResult,
+  type ParsedBatchRow,
+} from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRulesInput } from '../../src/ingest/rules/index.js';
+
+export const HEADER_FIELDS = [
+  'merchantReferenceId',
+  'deductionCurrency',
+  'payoutCurrency',
+  'payoutAmount',
+  'sender.firstName',
+  'sender.lastName',
+  'sender.country',
+  'sender.idType',
+  'sender.idValue',
+  'beneficiary.accountName',
+  'beneficiary.accountNumber',
+  'beneficiary.bankCode',
+];
+export const HEADER = HEADER_FIELDS.join(',');
+
+/** A valid PHP row; pass overrides by field path. */
+export function row(ref: string, overrides: Record<string, string> = {}): string {
+  const base: Record<string, string> = {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: '100.50',
+    'sender.firstName': 'Maria',
+    'sender.lastName': 'Santos',
+    'sender.country': 'PH',
+    'sender.idType': 'PASSPORT',
+    'sender.idValue': 'P1234567A',
+    'beneficiary.accountName': 'Juan Dela Cruz',
+    'beneficiary.accountNumber': '1234567890',
+    'beneficiary.bankCode': 'BOPIPHMM',
+    ...overrides,
+  };
+  return HEADER_FIELDS.map((f) => base[f] ?? '').join(',');
+}
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+export async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-ingest-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Writes `content` to a fresh temp file and returns its path. */
+export async function tempCsv(content: string | Uint8Array, name = 'batch.csv'): Promise<string> {
+  const path = join(await tempDir(), name);
+  await writeFile(path, content);
+  return path;
+}
+
+export interface Collected {
+  result: BatchParseResult;
+  rows: ParsedBatchRow[];
+  chunks: number[];
+}
+
+export async function parseCollect(
+  path: string,
+  options: {
+    format?: BatchFormatOptionsInput;
+    rules?: ValidationRulesInput;
+    chunkSize?: number;
+    sidecarPath?: string | null;
+    readChunkBytes?: number;
+  } = {},
+): Promise<Collected> {
+  const rows: ParsedBatchRow[] = [];
+  const chunks: number[] = [];
+  const result = await parseBatchFile(path, 'batch.csv', {
+    format: options.format ? batchFormatSchema.parse(options.format) : DEFAULT_BATCH_FORMAT,
+    rules: options.rules ? validationRulesSchema.parse(options.rules) : DEFAULT_VALIDATION_RULES,
+    ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),
+    ...(options.sidecarPath !== undefined ? { sidecarPath: options.sidecarPath } : {}),
+    ...(options.readChunkBytes !== undefined ? { readChunkBytes: options.readChunkBytes } : {}),
+    onRows: async (chunk) => {
+      chunks.push(chunk.length);
+      rows.push(...chunk);
+    },
+  });
+  return { result, rows, chunks };
+}
+
+export function codes(errors: readonly { code: string }[]): string[] {
+  return errors.map((e) => e.code);
+}

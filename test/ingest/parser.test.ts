@@ -1,0 +1,337 @@
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { BatchReadError, DEFAULT_BATCH_FORMAT, parseBatchFile } from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
+import { HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
+
+const FIXTURES = 'test/fixtures/csv';
+const fixture = (name: string): string => `${FIXTURES}/${name}`;
+
+const ALIASES = {
+  Reference: 'merchantReferenceId',
+  amount: 'payoutAmount',
+  currency: 'payoutCurrency',
+  FUNDING: 'deductionCurrency',
+  'first name': 'sender.firstName',
+  'Last Name': 'sender.lastName',
+  Country: 'sender.country',
+  'ID Type': 'sender.idType',
+  'ID Number': 'sender.idValue',
+  Beneficiary: 'beneficiary.accountName',
+  Account: 'beneficiary.accountNumber',
+  Bank: 'beneficiary.bankCode',
+} as const;
+
+describe('CSV encodings and layouts', () => {
+  it('strips a UTF-8 BOM so the first header is recognized', async () => {
+    const { result, rows } = await parseCollect(fixture('bom.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.merchantReferenceId, r.request !== null])).toEqual([
+      [2, 'FX-BOM-1', true],
+      [3, 'FX-BOM-2', true],
+    ]);
+  });
+
+  it('reads CRLF line ends, with or without a final line break', async () => {
+    const { result, rows } = await parseCollect(fixture('crlf.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.validCount).toBe(3);
+    // No stray CR left on the last field.
+    expect(rows.map((r) => r.request?.beneficiary.bankCode)).toEqual(['BOPIPHMM', 'BOPIPHMM', 'BOPIPHMM']);
+    expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
+  });
+
+  it('detects a semicolon delimiter from the header line', async () => {
+    const { result, rows } = await parseCollect(fixture('semicolon.csv'));
+    expect(result.delimiter).toBe(';');
+    expect(result.fileErrors).toEqual([]);
+    expect(rows[0]?.request?.beneficiary.accountName).toBe('Cruz, Juan');
+    expect(rows[1]?.request?.payoutAmount).toBe('7');
+  });
+
+  it('honours a fixed delimiter instead of detecting one', async () => {
+    const { result } = await parseCollect(fixture('semicolon.csv'), { format: { delimiter: ',' } });
+    expect(result.delimiter).toBe(',');
+    expect(codes(result.fileErrors)).toEqual(['HEADER_UNKNOWN', ...Array(12).fill('HEADER_MISSING')]);
+  });
+
+  it('gives the physical start line of records after quoted newlines and blank lines', async () => {
+    const { result, rows } = await parseCollect(fixture('quoted-newlines.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.merchantReferenceId, r.line])).toEqual([
+      ['FX-QN-1', 2],
+      ['FX-QN-2', 3],
+      ['FX-QN-3', 6],
+      ['FX-QN-4', 9],
+    ]);
+    expect(rows[0]?.request?.beneficiary.accountName).toBe('Juan, "JD" Dela Cruz');
+    // Newlines inside names are control characters: reported on the record's first line.
+    expect(rows[1]?.errors.map((e) => [e.code, e.line, e.field])).toEqual([['CONTROL_CHARACTER', 3, 'sender.lastName']]);
+    expect(rows[2]?.errors.map((e) => [e.code, e.line, e.field])).toEqual([['CONTROL_CHARACTER', 6, 'beneficiary.accountName']]);
+  });
+
+  it('keeps line numbers right whatever the read chunk boundaries are', async () => {
+    const expected = (await parseCollect(fixture('quoted-newlines.csv'))).rows.map((r) => r.line);
+    for (const readChunkBytes of [1, 2, 3, 7]) {
+      const { rows } = await parseCollect(fixture('quoted-newlines.csv'), { readChunkBytes });
+      expect(rows.map((r) => r.line)).toEqual(expected);
+    }
+    const bom = await parseCollect(fixture('bom.csv'), { readChunkBytes: 1 });
+    expect(bom.result.fileErrors).toEqual([]);
+    expect(bom.rows.map((r) => r.line)).toEqual([2, 3]);
+  });
+
+  it('counts a lone CR as a line break', async () => {
+    const path = await tempCsv(`${HEADER}\r${row('FX-CR-1')}\r\r${row('FX-CR-2')}\r`);
+    const { result, rows } = await parseCollect(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => r.line)).toEqual([2, 4]);
+  });
+
+  it('skips blank and delimiter-only lines, including leading ones before the header', async () => {
+    const path = await tempCsv(`\n\n${HEADER}\n\n${row('FX-BL-1')}\n   \n,,,,,,,,,,,\n${row('FX-BL-2')}\n\n`);
+    const { result, rows } = await parseCollect(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rowCount).toBe(2);
+    expect(rows.map((r) => r.line)).toEqual([5, 8]);
+  });
+});
+
+describe('header', () => {
+  it('maps configured aliases case-insensitively, trimmed, in any column order', async () => {
+    const { result, rows } = await parseCollect(fixture('aliases.csv'), { format: { columnAliases: ALIASES } });
+    expect(result.fileErrors).toEqual([]);
+    expect(rows[0]?.request).toEqual({
+      merchantReferenceId: 'FX-AL-1',
+      deductionCurrency: 'USDC',
+      payoutCurrency: 'PHP',
+      payoutAmount: '250',
+      sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
+      beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '1234567890', bankCode: 'BOPIPHMM' },
+    });
+  });
+
+  it('reports errors with the column as written in the file', async () => {
+    const path = await tempCsv(
+      ' Reference ,Amount,CURRENCY,Funding,First Name,Last Name,Country,ID Type,ID Number,Beneficiary,Account,Bank\n' +
+        'FX-AL-2,1e3,PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,1234567890,BOPIPHMM\n',
+    );
+    const { rows } = await parseCollect(path, { format: { columnAliases: ALIASES } });
+    expect(rows[0]?.errors).toEqual([
+      expect.objectContaining({ file: 'batch.csv', line: 2, column: 'Amount', field: 'payoutAmount', code: 'AMOUNT_EXPONENT' }),
+    ]);
+  });
+
+  it('rejects a duplicate header after alias resolution', async () => {
+    const { result, rows } = await parseCollect(fixture('header-duplicate.csv'), { format: { columnAliases: { Amount: 'payoutAmount' } } });
+    expect(rows).toEqual([]);
+    expect(result.fileErrors).toEqual([
+      expect.objectContaining({ line: 1, column: 'Amount', field: 'payoutAmount', code: 'HEADER_DUPLICATE' }),
+    ]);
+    expect(result.fileErrors[0]?.message).toContain('column 4');
+  });
+
+  it('rejects unknown headers, naming each', async () => {
+    const { result } = await parseCollect(fixture('header-unknown.csv'));
+    expect(result.fileErrors.map((e) => [e.code, e.column, e.field])).toEqual([
+      ['HEADER_UNKNOWN', 'sender.idKind', null],
+      ['HEADER_UNKNOWN', 'notes', null],
+      ['HEADER_MISSING', null, 'sender.idType'],
+    ]);
+  });
+
+  it('rejects missing required headers but allows a missing optional column', async () => {
+    const { result } = await parseCollect(fixture('header-missing.csv'));
+    expect(result.fileErrors.map((e) => [e.code, e.field])).toEqual([
+      ['HEADER_MISSING', 'sender.country'],
+      ['HEADER_MISSING', 'beneficiary.bankCode'],
+    ]);
+    const header = HEADER.replace(',sender.idValue', '');
+    const values = row('FX-OPT-1').split(',');
+    values.splice(8, 1);
+    const path = await tempCsv(`${header}\n${values.join(',')}\n`);
+    const required = DEFAULT_VALIDATION_RULES.requiredFields.filter((f) => f !== 'sender.idValue');
+    const optional = await parseCollect(path, { rules: { requiredFields: required } });
+    expect(optional.result.fileErrors).toEqual([]);
+    expect(optional.rows[0]?.request?.sender.idValue).toBe('');
+  });
+
+  it('treats an empty file and a blank-only file as having no header', async () => {
+    for (const name of ['empty.csv', 'blank-lines-only.csv']) {
+      const { result } = await parseCollect(fixture(name));
+      expect(codes(result.fileErrors)).toEqual(['FILE_EMPTY']);
+      expect(result.rowCount).toBe(0);
+    }
+  });
+
+  it('accepts a header-only file as an empty batch', async () => {
+    const { result, chunks } = await parseCollect(fixture('header-only.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rowCount).toBe(0);
+    expect(chunks).toEqual([]);
+  });
+});
+
+describe('record structure', () => {
+  it('reports a wrong field count as a row error naming the counts, and keeps going', async () => {
+    const { result, rows } = await parseCollect(fixture('column-counts.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.merchantReferenceId, r.line, codes(r.errors)])).toEqual([
+      ['FX-CC-1', 2, []],
+      ['FX-CC-2', 3, ['COLUMN_COUNT_MISMATCH']],
+      ['FX-CC-3', 4, ['COLUMN_COUNT_MISMATCH']],
+      ['FX-CC-4', 5, []],
+    ]);
+    expect(rows[1]?.errors[0]?.message).toContain('13 fields but the header has 12');
+    expect(rows[2]?.errors[0]?.message).toContain('4 fields but the header has 12');
+    expect(result.unsummedRows).toBe(2);
+  });
+
+  it('reports unbalanced quotes as a file error naming the line where the record starts', async () => {
+    const { result } = await parseCollect(fixture('unbalanced-quotes.csv'));
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'UNBALANCED_QUOTES', line: 4, column: null })]);
+    expect(result.fileErrors[0]?.message).toContain('line 4');
+  });
+
+  it('reports text after a closing quote as a file error', async () => {
+    const { result } = await parseCollect(fixture('malformed-quotes.csv'));
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'MALFORMED_QUOTES', line: 2 })]);
+  });
+
+  it('reports a bare quote inside an unquoted value as a file error', async () => {
+    const path = await tempCsv(`${HEADER}\n${row('FX-BQ-1')}\n${row('FX-BQ-2', { 'sender.lastName': 'O"Brien' })}\n`);
+    const { result } = await parseCollect(path);
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'MALFORMED_QUOTES', line: 3 })]);
+  });
+
+  it('reports invalid UTF-8 with its byte offset and line, never replacing it', async () => {
+    const bytes = await readFile(fixture('invalid-utf8.csv'));
+    const offset = bytes.indexOf(0xe9);
+    const { result } = await parseCollect(fixture('invalid-utf8.csv'));
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'INVALID_UTF8', line: 3 })]);
+    expect(result.fileErrors[0]?.message).toContain(`byte offset ${offset}`);
+    // Same answer when the bad byte sits on a chunk boundary.
+    const split = await parseCollect(fixture('invalid-utf8.csv'), { readChunkBytes: offset });
+    expect(split.result.fileErrors[0]?.message).toContain(`byte offset ${offset}`);
+  });
+
+  it('reports a file cut inside a multi-byte character', async () => {
+    const text = Buffer.from(`${HEADER}\n${row('FX-TRUNC-1', { 'sender.lastName': 'Müller' })}`);
+    const cut = text.subarray(0, text.indexOf(Buffer.from('ü')) + 1);
+    const { result } = await parseCollect(await tempCsv(cut));
+    expect(codes(result.fileErrors)).toEqual(['INVALID_UTF8']);
+    expect(result.fileErrors[0]?.message).toContain(`byte offset ${cut.length - 1}`);
+  });
+
+  it('rejects a record larger than maxRecordBytes', async () => {
+    const huge = 'x'.repeat(3000);
+    const path = await tempCsv(`${HEADER}\n${row('FX-BIG-1')}\n${row('FX-BIG-2', { 'beneficiary.accountName': huge })}\n`);
+    const { result } = await parseCollect(path, { format: { maxRecordBytes: 2048 } });
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'RECORD_TOO_LARGE', line: 3 })]);
+    const roomy = await parseCollect(path, { format: { maxRecordBytes: 8192 } });
+    expect(roomy.result.fileErrors).toEqual([]);
+  });
+
+  it('stops at the row cap with a file error', async () => {
+    const lines = [HEADER, ...Array.from({ length: 6 }, (_, i) => row(`FX-CAP-${i + 1}`))];
+    const path = await tempCsv(`${lines.join('\n')}\n`);
+    const { result } = await parseCollect(path, { format: { maxRows: 5 } });
+    expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'TOO_MANY_ROWS', line: 7 })]);
+    expect(result.rowCount).toBe(5);
+    const exact = await parseCollect(path, { format: { maxRows: 6 } });
+    expect(exact.result.fileErrors).toEqual([]);
+  });
+});
+
+describe('errors and results', () => {
+  it('reports every error of the file with file, line, column and field', async () => {
+    const { result, rows } = await parseCollect(fixture('many-errors.csv'));
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rowCount).toBe(30);
+    expect(result.invalidCount).toBe(30);
+    expect(result.errorCount).toBe(40);
+    expect(result.storedErrors).toHaveLength(40);
+    expect(result.storedErrors[0]).toEqual({
+      file: 'batch.csv',
+      line: 2,
+      column: 'payoutAmount',
+      field: 'payoutAmount',
+      code: 'AMOUNT_LOCALE_FORMAT',
+      message: expect.stringContaining('"1,5"'),
+    });
+    const third = rows[2]?.errors.map((e) => [e.line, e.column, e.code]);
+    expect(third).toEqual([
+      [4, 'payoutAmount', 'AMOUNT_LOCALE_FORMAT'],
+      [4, 'sender.country', 'COUNTRY_INVALID'],
+    ]);
+  });
+
+  it('caps stored errors but still counts them all, and rows keep their own errors', async () => {
+    const { result, rows } = await parseCollect(fixture('many-errors.csv'), { format: { maxStoredErrors: 7 } });
+    expect(result.storedErrors).toHaveLength(7);
+    expect(result.errorCount).toBe(40);
+    expect(rows.flatMap((r) => r.errors)).toHaveLength(40);
+  });
+
+  it('hands rows over in chunks of chunkSize', async () => {
+    const lines = [HEADER, ...Array.from({ length: 25 }, (_, i) => row(`FX-CH-${i + 1}`))];
+    const { chunks, rows } = await parseCollect(await tempCsv(`${lines.join('\n')}\n`), { chunkSize: 10 });
+    expect(chunks).toEqual([10, 10, 5]);
+    expect(rows.map((r) => r.rowNumber)).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+  });
+
+  it('sums totals per currency over every data row with Decimal', async () => {
+    const lines = [
+      HEADER,
+      row('FX-TOT-1', { payoutAmount: '0.10' }),
+      row('FX-TOT-2', { payoutAmount: '0.20' }),
+      row('FX-TOT-3', { payoutAmount: '9007199254740993' }),
+      row('FX-TOT-4', { payoutAmount: '5.123' }), // invalid (3 decimals) but still summed
+      row('FX-TOT-5', { payoutAmount: '1,5' }), // unreadable: not summed
+      row('FX-TOT-6', { payoutCurrency: 'eur', payoutAmount: '1' }),
+    ];
+    const { result } = await parseCollect(await tempCsv(`${lines.join('\n')}\n`));
+    expect(result.totals).toEqual({ EUR: '1', PHP: '9007199254740998.423' });
+    expect(result.unsummedRows).toBe(1);
+  });
+
+  it('fails with BatchReadError when the file cannot be read', async () => {
+    const missing = parseBatchFile(`${FIXTURES}/does-not-exist.csv`, 'gone.csv', {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      onRows: async () => {},
+    });
+    await expect(missing).rejects.toBeInstanceOf(BatchReadError);
+    await expect(missing).rejects.toMatchObject({ code: 'BATCH_READ_FAILED', message: expect.stringContaining('gone.csv') });
+  });
+
+  it('propagates an onRows failure instead of reporting it as a file problem', async () => {
+    const failing = parseBatchFile(fixture('bom.csv'), 'bom.csv', {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      onRows: async () => {
+        throw new Error('database is down');
+      },
+    });
+    await expect(failing).rejects.toThrow('database is down');
+  });
+
+  it('stops when aborted', async () => {
+    const controller = new AbortController();
+    const lines = [HEADER, ...Array.from({ length: 50 }, (_, i) => row(`FX-AB-${i + 1}`))];
+    const path = await tempCsv(`${lines.join('\n')}\n`);
+    let calls = 0;
+    const run = parseBatchFile(path, 'batch.csv', {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      chunkSize: 5,
+      signal: controller.signal,
+      onRows: async () => {
+        calls++;
+        controller.abort();
+      },
+    });
+    await expect(run).rejects.toMatchObject({ name: 'AbortError' });
+    expect(calls).toBe(1);
+  });
+});

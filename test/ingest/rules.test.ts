@@ -1,0 +1,399 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_VALIDATION_RULES,
+  FIELD_PATHS,
+  ISO_3166_ALPHA2,
+  ISO_4217_MINOR_UNITS,
+  abaProblem,
+  amountFormatProblem,
+  bicProblem,
+  compileRules,
+  ibanProblem,
+  compactIban,
+  validateRow,
+  validationRulesSchema,
+  type CompiledRules,
+  type FieldPath,
+  type RowError,
+  type RowValidation,
+  type ValidationRulesInput,
+} from '../../src/ingest/rules/index.js';
+
+const VALID: Record<FieldPath, string> = {
+  merchantReferenceId: 'REF-1',
+  deductionCurrency: 'USDT',
+  payoutCurrency: 'PHP',
+  payoutAmount: '100.50',
+  'sender.firstName': 'Maria',
+  'sender.lastName': 'Santos',
+  'sender.country': 'PH',
+  'sender.idType': 'PASSPORT',
+  'sender.idValue': 'P1234567A',
+  'beneficiary.accountName': 'Juan Dela Cruz',
+  'beneficiary.accountNumber': '1234567890',
+  'beneficiary.bankCode': 'BOPIPHMM',
+};
+
+const DEFAULT = compileRules(DEFAULT_VALIDATION_RULES);
+
+function rules(input: ValidationRulesInput): CompiledRules {
+  return compileRules(validationRulesSchema.parse(input));
+}
+
+function validate(overrides: Partial<Record<FieldPath, string>>, compiled: CompiledRules = DEFAULT): RowValidation {
+  const columns = Object.fromEntries(FIELD_PATHS.map((f) => [f, `col:${f}`]));
+  return validateRow({ file: 'f.csv', line: 7, values: { ...VALID, ...overrides }, columns }, compiled);
+}
+
+function errorsOf(result: RowValidation): RowError[] {
+  return 'errors' in result ? result.errors : [];
+}
+
+/** [code, field] of each error. */
+function problems(overrides: Partial<Record<FieldPath, string>>, compiled?: CompiledRules): [string, string | null][] {
+  return errorsOf(validate(overrides, compiled)).map((e) => [e.code, e.field]);
+}
+
+function firstMessage(overrides: Partial<Record<FieldPath, string>>, compiled?: CompiledRules): string {
+  return errorsOf(validate(overrides, compiled))[0]?.message ?? '';
+}
+
+describe('a valid row', () => {
+  it('validates into a normalized request', () => {
+    const result = validate({
+      deductionCurrency: ' usdc ',
+      payoutCurrency: 'eur',
+      payoutAmount: ' 0100.50 ',
+      'sender.firstName': '  Ana  Maria ',
+      'sender.country': 'de',
+      'sender.idType': 'national_id',
+      'beneficiary.accountNumber': 'de89 3704 0044 0532 0130 00',
+      'beneficiary.bankCode': 'cobadeffxxx',
+    });
+    expect(result).toEqual({
+      request: {
+        merchantReferenceId: 'REF-1',
+        deductionCurrency: 'USDC',
+        payoutCurrency: 'EUR',
+        payoutAmount: '100.5',
+        sender: { firstName: 'Ana  Maria', lastName: 'Santos', country: 'DE', idType: 'NATIONAL_ID', idValue: 'P1234567A' },
+        beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: 'DE89370400440532013000', bankCode: 'COBADEFFXXX' },
+      },
+    });
+  });
+
+  it('reports errors with file, line, header column and field', () => {
+    expect(errorsOf(validate({ 'sender.country': 'XX' }))).toEqual([
+      {
+        file: 'f.csv',
+        line: 7,
+        column: 'col:sender.country',
+        field: 'sender.country',
+        code: 'COUNTRY_INVALID',
+        message: 'sender.country "XX" is not an ISO 3166-1 alpha-2 country code',
+      },
+    ]);
+  });
+
+  it('reports every bad field of a row, one error each', () => {
+    expect(problems({ deductionCurrency: 'BTC', payoutAmount: '-1', 'sender.idType': 'SSN', 'sender.lastName': '' })).toEqual([
+      ['DEDUCTION_CURRENCY_UNSUPPORTED', 'deductionCurrency'],
+      ['AMOUNT_NEGATIVE', 'payoutAmount'],
+      ['REQUIRED', 'sender.lastName'],
+      ['ID_TYPE_UNSUPPORTED', 'sender.idType'],
+    ]);
+  });
+});
+
+describe('required fields and text', () => {
+  it('requires every field after trimming spaces', () => {
+    expect(problems({ 'sender.firstName': '   ', 'beneficiary.bankCode': '' })).toEqual([
+      ['REQUIRED', 'sender.firstName'],
+      ['REQUIRED', 'beneficiary.bankCode'],
+    ]);
+  });
+
+  it('rejects control characters in names, including tab, CR, LF and C1, without echoing the name', () => {
+    for (const bad of ['Ana\tMaria', 'Ana\r\nMaria', 'Ana\nMaria', 'Ana\u0085Maria', 'Ana\u0000', 'Ana\u007f']) {
+      expect(problems({ 'beneficiary.accountName': bad })).toEqual([['CONTROL_CHARACTER', 'beneficiary.accountName']]);
+    }
+    const message = firstMessage({ 'sender.firstName': 'Secretname\tX' });
+    expect(message).toBe('sender.firstName contains a control character (U+0009 tab) at position 11');
+    expect(message).not.toContain('Secretname');
+  });
+
+  it('rejects control characters in idValue without echoing it', () => {
+    const message = firstMessage({ 'sender.idValue': 'ID-778899\n' });
+    expect(message).toContain('U+000A line feed');
+    expect(message).not.toContain('778899');
+  });
+
+  it('limits name length in characters, configurably', () => {
+    expect(problems({ 'sender.lastName': 'é'.repeat(140) })).toEqual([]);
+    expect(problems({ 'sender.lastName': 'é'.repeat(141) })).toEqual([['TOO_LONG', 'sender.lastName']]);
+    const short = { 'sender.firstName': 'Ana', 'beneficiary.accountName': 'Juan' };
+    expect(problems({ ...short, 'sender.lastName': 'Santos' }, rules({ nameMaxLength: 5 }))).toEqual([['TOO_LONG', 'sender.lastName']]);
+    // One emoji is one character.
+    expect(problems({ ...short, 'sender.lastName': '😀'.repeat(5) }, rules({ nameMaxLength: 5 }))).toEqual([]);
+  });
+
+  it('allows an empty value in a field that is not required', () => {
+    const compiled = rules({ requiredFields: FIELD_PATHS.filter((f) => f !== 'sender.idValue') });
+    expect(validate({ 'sender.idValue': '' }, compiled)).toEqual({ request: expect.objectContaining({ merchantReferenceId: 'REF-1' }) });
+  });
+});
+
+describe('merchantReferenceId', () => {
+  it('accepts the default charset up to 64 characters', () => {
+    expect(problems({ merchantReferenceId: 'a.B_c:9-Z' })).toEqual([]);
+    expect(problems({ merchantReferenceId: 'R'.repeat(64) })).toEqual([]);
+    expect(problems({ merchantReferenceId: 'R'.repeat(65) })).toEqual([['TOO_LONG', 'merchantReferenceId']]);
+  });
+
+  it('rejects characters outside the charset', () => {
+    for (const bad of ['REF 1', 'REF#1', 'RÉF', 'REF/1']) {
+      expect(problems({ merchantReferenceId: bad })).toEqual([['REFERENCE_INVALID', 'merchantReferenceId']]);
+    }
+  });
+
+  it('uses a configured pattern and length', () => {
+    const compiled = rules({ merchantReferenceId: { pattern: 'INV-\\d{6}', maxLength: 10 } });
+    expect(problems({ merchantReferenceId: 'INV-123456' }, compiled)).toEqual([]);
+    expect(problems({ merchantReferenceId: 'INV-12345' }, compiled)).toEqual([['REFERENCE_INVALID', 'merchantReferenceId']]);
+    expect(firstMessage({ merchantReferenceId: 'X' }, compiled)).toContain('INV-\\d{6}');
+  });
+});
+
+describe('currencies', () => {
+  it('accepts USDT and USDC as deduction currency only', () => {
+    expect(problems({ deductionCurrency: 'usdc' })).toEqual([]);
+    expect(problems({ deductionCurrency: 'DAI' })).toEqual([['DEDUCTION_CURRENCY_UNSUPPORTED', 'deductionCurrency']]);
+  });
+
+  it('tells an unknown code from a known but disabled one', () => {
+    expect(problems({ payoutCurrency: 'ABC' })).toEqual([['CURRENCY_UNKNOWN', 'payoutCurrency']]);
+    expect(problems({ payoutCurrency: 'JPY', payoutAmount: '100' })).toEqual([['CURRENCY_UNSUPPORTED', 'payoutCurrency']]);
+  });
+
+  it('ships ISO 4217 minor units (IDR 2, JPY 0, KWD 3) and ISO 3166 countries', () => {
+    expect(ISO_4217_MINOR_UNITS.get('IDR')).toBe(2);
+    expect(ISO_4217_MINOR_UNITS.get('JPY')).toBe(0);
+    expect(ISO_4217_MINOR_UNITS.get('KWD')).toBe(3);
+    expect(ISO_4217_MINOR_UNITS.get('CLF')).toBe(4);
+    expect(ISO_4217_MINOR_UNITS.has('XAU')).toBe(false);
+    expect(ISO_3166_ALPHA2.size).toBe(249);
+    expect(ISO_3166_ALPHA2.has('PH')).toBe(true);
+    expect(ISO_3166_ALPHA2.has('UK')).toBe(false);
+  });
+});
+
+describe('payoutAmount', () => {
+  it.each([
+    ['1.234,56', 'AMOUNT_LOCALE_FORMAT', 'decimal comma'],
+    ['12,5', 'AMOUNT_LOCALE_FORMAT', 'decimal comma'],
+    ['1,234.56', 'AMOUNT_LOCALE_FORMAT', 'thousands separator'],
+    ['1 234.56', 'AMOUNT_LOCALE_FORMAT', 'thousands separators'],
+    ['1e3', 'AMOUNT_EXPONENT', 'exponent'],
+    ['1.5E+2', 'AMOUNT_EXPONENT', 'exponent'],
+    ['-5', 'AMOUNT_NEGATIVE', 'negative'],
+    ['0', 'AMOUNT_ZERO', 'zero'],
+    ['0.00', 'AMOUNT_ZERO', 'zero'],
+    ['-0', 'AMOUNT_ZERO', 'zero'],
+    ['+5', 'AMOUNT_INVALID', 'plus sign'],
+    ['.5', 'AMOUNT_INVALID', 'both sides'],
+    ['5.', 'AMOUNT_INVALID', 'both sides'],
+    ['$100', 'AMOUNT_INVALID', 'not a plain decimal'],
+    ['0x10', 'AMOUNT_INVALID', 'not a plain decimal'],
+    ['Infinity', 'AMOUNT_INVALID', 'not a plain decimal'],
+  ])('%s -> %s', (amount, code, words) => {
+    const errors = errorsOf(validate({ payoutAmount: amount }));
+    expect(errors.map((e) => e.code)).toEqual([code]);
+    expect(errors[0]?.message).toContain(words);
+    expect(errors[0]?.message).toContain(JSON.stringify(amount));
+    expect(amountFormatProblem(amount)?.code).toBe(code);
+  });
+
+  it('allows no more decimals than the currency has, ignoring trailing zeros', () => {
+    expect(problems({ payoutAmount: '10.12' })).toEqual([]);
+    expect(problems({ payoutAmount: '10.120' })).toEqual([]);
+    expect(firstMessage({ payoutAmount: '10.123' })).toBe('payoutAmount "10.123" has 3 decimals; PHP allows at most 2');
+    expect(problems({ payoutAmount: '10.5' }, rules({ payoutCurrencies: ['JPY'] }))).toHaveLength(1);
+    expect(errorsOf(validate({ payoutCurrency: 'JPY', payoutAmount: '10.5' }, rules({ payoutCurrencies: ['JPY'] })))[0]?.code).toBe(
+      'AMOUNT_TOO_MANY_DECIMALS',
+    );
+    expect(problems({ payoutCurrency: 'KWD', payoutAmount: '1.125' }, rules({ payoutCurrencies: ['KWD'] }))).toEqual([]);
+  });
+
+  it('takes a per-currency minor units override', () => {
+    const compiled = rules({ minorUnits: { IDR: 0 } });
+    expect(problems({ payoutCurrency: 'IDR', payoutAmount: '15000.5', 'beneficiary.bankCode': '014' })).toEqual([]);
+    expect(problems({ payoutCurrency: 'IDR', payoutAmount: '15000.5', 'beneficiary.bankCode': '014' }, compiled)).toEqual([
+      ['AMOUNT_TOO_MANY_DECIMALS', 'payoutAmount'],
+    ]);
+  });
+
+  it('checks min and max with Decimal, per currency overridable', () => {
+    expect(problems({ payoutAmount: '1000000000' })).toEqual([]);
+    expect(problems({ payoutAmount: '1000000000.01' })).toEqual([['AMOUNT_ABOVE_MAX', 'payoutAmount']]);
+    const compiled = rules({ amount: { min: '1', max: '5000', perCurrency: { PHP: { min: '50', max: '9007199254740993.5' } } } });
+    expect(problems({ payoutAmount: '49.99' }, compiled)).toEqual([['AMOUNT_BELOW_MIN', 'payoutAmount']]);
+    // Beyond float precision: 9007199254740993.51 > 9007199254740993.5 only in exact decimal.
+    expect(problems({ payoutAmount: '9007199254740993.5' }, compiled)).toEqual([]);
+    expect(problems({ payoutAmount: '9007199254740993.51' }, compiled)).toEqual([['AMOUNT_ABOVE_MAX', 'payoutAmount']]);
+    const usd = { payoutCurrency: 'USD', 'beneficiary.accountNumber': '000123456789', 'beneficiary.bankCode': '021000021' };
+    expect(problems({ ...usd, payoutAmount: '0.5' }, compiled)).toEqual([['AMOUNT_BELOW_MIN', 'payoutAmount']]);
+    expect(firstMessage({ ...usd, payoutAmount: '5000.01' }, compiled)).toBe('payoutAmount "5000.01" is above the maximum 5000 USD');
+  });
+});
+
+describe('country and id type', () => {
+  it('accepts ISO 3166-1 alpha-2 codes only', () => {
+    expect(problems({ 'sender.country': 'ph' })).toEqual([]);
+    for (const bad of ['PHL', 'UK', 'XX', 'P'])
+      expect(problems({ 'sender.country': bad })).toEqual([['COUNTRY_INVALID', 'sender.country']]);
+  });
+
+  it('accepts the configured id types', () => {
+    expect(problems({ 'sender.idType': 'TAX_ID' })).toEqual([]);
+    expect(problems({ 'sender.idType': 'SSN' })).toEqual([['ID_TYPE_UNSUPPORTED', 'sender.idType']]);
+    expect(problems({ 'sender.idType': 'SSN' }, rules({ idTypes: ['SSN'] }))).toEqual([]);
+  });
+});
+
+describe('IBAN (EUR)', () => {
+  const eur = (accountNumber: string): Partial<Record<FieldPath, string>> => ({
+    payoutCurrency: 'EUR',
+    'beneficiary.accountNumber': accountNumber,
+    'beneficiary.bankCode': 'COBADEFF',
+  });
+
+  it('accepts IBANs with good check digits, spaces removed', () => {
+    for (const iban of [
+      'DE89 3704 0044 0532 0130 00',
+      'FR1420041010050500013M02606',
+      'NL91ABNA0417164300',
+      'BE68539007547034',
+      'gb82west12345698765432',
+    ]) {
+      expect(problems(eur(iban))).toEqual([]);
+      expect(ibanProblem(compactIban(iban))).toBeNull();
+    }
+  });
+
+  it('rejects bad check digits', () => {
+    expect(problems(eur('DE88370400440532013000'))).toEqual([['IBAN_CHECKSUM', 'beneficiary.accountNumber']]);
+    // A transposition of two digits is caught too.
+    expect(problems(eur('DE89370400440532031000'))).toEqual([['IBAN_CHECKSUM', 'beneficiary.accountNumber']]);
+  });
+
+  it('rejects the wrong length, an unknown country and a non-IBAN', () => {
+    expect(firstMessage(eur('DE8937040044053201300'))).toContain('a DE IBAN has 22 characters, this one has 21');
+    expect(firstMessage(eur('ZZ89370400440532013000'))).toContain('ZZ is not an IBAN country');
+    expect(problems(eur('1234567890'))).toEqual([['IBAN_INVALID', 'beneficiary.accountNumber']]);
+  });
+
+  it('masks the account number in messages', () => {
+    const message = firstMessage(eur('DE88370400440532013000'));
+    expect(message).toContain('********3000');
+    expect(message).not.toContain('0532013000');
+  });
+
+  it('checks the BIC', () => {
+    expect(problems({ ...eur('DE89370400440532013000'), 'beneficiary.bankCode': 'COBADEFFXXX' })).toEqual([]);
+    for (const bad of ['COBADE', 'COBADEFFXX', 'COBAZZFF', '1OBADEFF']) {
+      expect(problems({ ...eur('DE89370400440532013000'), 'beneficiary.bankCode': bad })).toEqual([
+        ['BIC_INVALID', 'beneficiary.bankCode'],
+      ]);
+    }
+    expect(bicProblem('COBAZZFF')).toEqual({ kind: 'country', country: 'ZZ' });
+  });
+});
+
+describe('ABA routing number (USD)', () => {
+  const usd = (bankCode: string, accountNumber = '000123456789'): Partial<Record<FieldPath, string>> => ({
+    payoutCurrency: 'USD',
+    'beneficiary.accountNumber': accountNumber,
+    'beneficiary.bankCode': bankCode,
+  });
+
+  it('accepts routing numbers with a good checksum', () => {
+    for (const aba of ['021000021', '011000015', '026009593', '121000358', '322271627']) expect(problems(usd(aba))).toEqual([]);
+  });
+
+  it('rejects a bad checksum, a bad prefix and a wrong length', () => {
+    expect(problems(usd('021000022'))).toEqual([['ABA_CHECKSUM', 'beneficiary.bankCode']]);
+    expect(abaProblem('021000022')).toEqual({ kind: 'checksum' });
+    expect(abaProblem('500000005')).toEqual({ kind: 'prefix', prefix: '50' });
+    expect(problems(usd('02100002'))).toEqual([['ABA_INVALID', 'beneficiary.bankCode']]);
+  });
+
+  it('requires 4 to 17 digits for the account', () => {
+    expect(problems(usd('021000021', '1234'))).toEqual([]);
+    expect(problems(usd('021000021', '123'))).toEqual([['ACCOUNT_NUMBER_INVALID', 'beneficiary.accountNumber']]);
+    expect(problems(usd('021000021', '1'.repeat(18)))).toEqual([['ACCOUNT_NUMBER_INVALID', 'beneficiary.accountNumber']]);
+  });
+});
+
+describe('account rules of other currencies', () => {
+  it('applies the built-in national patterns', () => {
+    const cases: [string, string, string, boolean][] = [
+      ['IDR', '1234567890', '014', true],
+      ['IDR', '1234567890', '14', false],
+      ['INR', '123456789012', 'HDFC0001234', true],
+      ['INR', '123456789012', 'HDFC1001234', false],
+      ['BRL', '123456789', '341', true],
+      ['BRL', '123456789', '00000000', true],
+      ['MXN', '012180001234567897', '012', true],
+      ['MXN', '01218000123456789', '012', false],
+      ['GBP', '12345678', '401276', true],
+      ['GBP', '12345678', '40-12-76', false],
+    ];
+    for (const [payoutCurrency, accountNumber, bankCode, ok] of cases) {
+      const found = problems({
+        payoutCurrency,
+        payoutAmount: '100',
+        'beneficiary.accountNumber': accountNumber,
+        'beneficiary.bankCode': bankCode,
+      });
+      expect([payoutCurrency, accountNumber, bankCode, found.length === 0]).toEqual([payoutCurrency, accountNumber, bankCode, ok]);
+    }
+  });
+
+  it('lays configured rules over the built-ins per currency; {} turns checks off', () => {
+    const compiled = rules({ accountRules: { PHP: { accountNumber: { pattern: 'PH\\d{4}' } }, USD: {} } });
+    expect(problems({ 'beneficiary.accountNumber': 'PH1234', 'beneficiary.bankCode': 'anything' }, compiled)).toEqual([]);
+    expect(problems({ 'beneficiary.accountNumber': '1234567890' }, compiled)).toEqual([
+      ['ACCOUNT_NUMBER_INVALID', 'beneficiary.accountNumber'],
+    ]);
+    expect(problems({ payoutCurrency: 'USD', 'beneficiary.bankCode': 'any' }, compiled)).toEqual([]);
+    // EUR keeps its built-in IBAN and BIC rules.
+    expect(problems({ payoutCurrency: 'EUR', 'beneficiary.bankCode': 'BOPI' }, compiled)).toEqual([
+      ['IBAN_INVALID', 'beneficiary.accountNumber'],
+      ['BIC_INVALID', 'beneficiary.bankCode'],
+    ]);
+  });
+
+  it('skips currency-dependent account checks when the currency itself is wrong', () => {
+    expect(problems({ payoutCurrency: 'XYZ', 'beneficiary.accountNumber': 'whatever', 'beneficiary.bankCode': '?' })).toEqual([
+      ['CURRENCY_UNKNOWN', 'payoutCurrency'],
+    ]);
+  });
+});
+
+describe('rules configuration', () => {
+  it('has every setting defaulted', () => {
+    expect(validationRulesSchema.parse({})).toEqual(DEFAULT_VALIDATION_RULES);
+    expect(DEFAULT_VALIDATION_RULES.payoutCurrencies).toEqual(['PHP', 'IDR', 'EUR', 'BRL', 'USD', 'MXN', 'INR', 'GBP']);
+    expect(DEFAULT_VALIDATION_RULES.nameMaxLength).toBe(140);
+  });
+
+  it('rejects invalid patterns, unknown settings and currencies without minor units', () => {
+    expect(validationRulesSchema.safeParse({ merchantReferenceId: { pattern: '[' } }).success).toBe(false);
+    expect(validationRulesSchema.safeParse({ colour: 'blue' }).success).toBe(false);
+    const unknown = validationRulesSchema.safeParse({ payoutCurrencies: ['ABC'] });
+    expect(unknown.success).toBe(false);
+    expect(JSON.stringify(unknown.error?.issues)).toContain('ABC is not in ISO 4217');
+    expect(validationRulesSchema.safeParse({ payoutCurrencies: ['ABC'], minorUnits: { ABC: 2 } }).success).toBe(true);
+    expect(validationRulesSchema.safeParse({ amount: { max: '1e9' } }).success).toBe(false);
+  });
+});
