@@ -5,6 +5,8 @@
  * change them to match a real deployment without touching code.
  */
 import { z } from 'zod';
+import { batchFormatSchema } from '../ingest/csv/options.js';
+import { validationRulesSchema } from '../ingest/rules/options.js';
 
 const ms = (def: number) => z.number().int().nonnegative().default(def);
 const positive = (def: number) => z.number().int().positive().default(def);
@@ -92,9 +94,9 @@ export const configSchema = z
         /** reject-file: nothing of a file with an invalid row is paid. skip-rows: valid rows go ahead. */
         onInvalidRows: z.enum(['reject-file', 'skip-rows']).default('reject-file'),
         /** CSV format options (docs/csv-format.md). */
-        format: z.record(z.string(), z.unknown()).default({}),
+        format: batchFormatSchema.prefault({}),
         /** Validation rules (docs/csv-format.md). */
-        rules: z.record(z.string(), z.unknown()).default({}),
+        rules: validationRulesSchema.prefault({}),
         balanceCheck: z
           .object({
             /** Hold a batch whose estimated cost exceeds the stablecoin balance. */

@@ -24,6 +24,9 @@ export interface BatchRecord {
   rowCount: number;
   validCount: number;
   invalidCount: number;
+  delimiter: string | null;
+  /** JSON {currency: decimal text} of the payout amounts of all data rows. */
+  totalsJson: string | null;
   receivedAt: number;
   acceptedAt: number | null;
   ackWrittenAt: number | null;
@@ -58,6 +61,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   rowCount: 'row_count',
   validCount: 'valid_count',
   invalidCount: 'invalid_count',
+  delimiter: 'delimiter',
+  totalsJson: 'totals_json',
   receivedAt: 'received_at',
   acceptedAt: 'accepted_at',
   ackWrittenAt: 'ack_written_at',

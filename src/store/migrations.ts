@@ -36,6 +36,8 @@ const initial: Migration = {
       t.integer('valid_count').notNullable().defaultTo(0);
       t.integer('invalid_count').notNullable().defaultTo(0);
       t.string('delimiter', 1).nullable();
+      // JSON {currency: decimal text}: payout amounts of all data rows, summed exactly at read time.
+      t.text('totals_json').nullable();
       t.bigInteger('received_at').notNullable();
       t.bigInteger('accepted_at').nullable();
       t.bigInteger('ack_written_at').nullable();

@@ -66,7 +66,7 @@ export class PayoutSubmitter {
    * due, streaming claims so that `concurrency` creates stay in flight.
    * Returns how many rows it moved.
    */
-  async runOnce(signal: AbortSignal): Promise<number> {
+  async runOnce(signal: AbortSignal, callSignal: AbortSignal = signal): Promise<number> {
     let moved = await this.reconcileUnknown(signal);
     const inFlight = new Set<Promise<void>>();
     while (!signal.aborted) {
@@ -79,7 +79,7 @@ export class PayoutSubmitter {
       if (rows.length === 0) break;
       moved += rows.length;
       for (const row of rows) {
-        const p: Promise<void> = this.limit(() => this.createOne(row, signal)).finally(() => inFlight.delete(p));
+        const p: Promise<void> = this.limit(() => this.createOne(row, callSignal)).finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
     }
@@ -93,8 +93,19 @@ export class PayoutSubmitter {
     const log = logger.child({ batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId });
     let move: RowMove;
     let holdUntil: number | undefined;
+    if (signal.aborted) {
+      // Claimed but never sent (shutting down): nothing to resolve, the row is simply READY again.
+      const notSent: RowMove = {
+        row,
+        from: 'CREATING',
+        to: 'READY',
+        patch: { nextAttemptAt: clock.now() },
+        history: { event: 'not-sent', detail: 'shutdown before the create was sent' },
+      };
+      await applyRowMoves(this.deps.db, [notSent], clock.now());
+      return;
+    }
     try {
-      if (signal.aborted) throw signal.reason;
       const created = await this.deps.service.createPayout(request, signal);
       const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
       move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };

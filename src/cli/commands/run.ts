@@ -1,0 +1,41 @@
+/**
+ * `payoutd run`: the daemon in the foreground, as systemd runs it. SIGTERM
+ * or SIGINT stop it gracefully (exit 0); a second signal forces the exit.
+ * SIGHUP re-reads log.level from the config file.
+ */
+import { systemClock } from '../../domain/clock.js';
+import type { ResolvedConfig } from '../../config/index.js';
+import { startDaemon } from '../../daemon/runtime.js';
+import type { Logger } from '../../log/index.js';
+
+export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: () => ResolvedConfig): Promise<void> {
+  const running = await startDaemon(config, systemClock, logger);
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const onStop = (sig: NodeJS.Signals): void => {
+      if (stopping) {
+        logger.warn({ signal: sig }, 'second signal: exiting now (work in flight is resolved at the next start)');
+        process.exit(130);
+      }
+      stopping = true;
+      logger.info({ signal: sig }, 'stop requested');
+      running.stop().then(resolve, (err: unknown) => {
+        logger.error({ err: { message: (err as Error).message } }, 'error while stopping');
+        process.exitCode = 1;
+        resolve();
+      });
+    };
+    const onHup = (): void => {
+      try {
+        const next = reload();
+        logger.level = next.log.level;
+        logger.info({ level: next.log.level }, 'SIGHUP: log level reloaded (other options need a restart)');
+      } catch (err) {
+        logger.error({ err: { message: (err as Error).message } }, 'SIGHUP: config not reloaded');
+      }
+    };
+    process.on('SIGTERM', onStop);
+    process.on('SIGINT', onStop);
+    process.on('SIGHUP', onHup);
+  });
+}

@@ -1,0 +1,280 @@
+/**
+ * PayoutDaemon: `payoutd run`. Wires the inbox watcher to the intake, and
+ * runs the submitter, the settlement poller and the batch finisher as work
+ * loops. On start it first recovers what a previous process left mid-way
+ * (creates in flight become UNKNOWN, half-read batches are read again,
+ * claimed files without a record are received). On stop it takes no new
+ * work, lets calls in flight finish within a grace period, then abandons the
+ * rest safely (their rows are resolved by query at the next start).
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { PayoutService } from '../domain/payout.js';
+import type { ResolvedConfig } from '../config/index.js';
+import type { Database } from '../store/db.js';
+import { getBatch, listBatchesInStates, updateBatch, type BatchRecord } from '../store/batches.js';
+import { markInterruptedCreatesUnknown, releaseBatchHold, holdBatch } from '../store/submission.js';
+import { listFinishedActiveBatches } from '../store/settlement.js';
+import { stateCounts } from '../store/payouts.js';
+import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { PayoutSubmitter } from '../submit/index.js';
+import { BalanceGate } from '../submit/balance-gate.js';
+import { SettlementPoller } from '../poll/index.js';
+import { BatchOutbox } from './outbox.js';
+import { WorkLoop } from './work-loop.js';
+
+export interface DaemonDeps {
+  config: ResolvedConfig;
+  db: Database;
+  service: PayoutService;
+  clock: Clock;
+  logger: Logger;
+  /** Metrics hooks (optional). */
+  onCreateOutcome?: (outcome: string) => void;
+  onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
+}
+
+export interface DaemonOptions {
+  /** On stop, how long calls in flight may take before they are abandoned. */
+  shutdownGraceMs: number;
+  /** Run the watcher's timers (false in tests that drive it by hand). */
+  watch: boolean;
+}
+
+export class PayoutDaemon {
+  readonly outbox: BatchOutbox;
+  readonly intake: BatchIntake;
+  private readonly watcher: InboxWatcher;
+  private readonly submitter: PayoutSubmitter;
+  private readonly poller: SettlementPoller;
+  private readonly gate: BalanceGate;
+  private readonly stopWork = new AbortController();
+  private readonly abortCalls = new AbortController();
+  private readonly loops: WorkLoop[] = [];
+  private submitLoop: WorkLoop | null = null;
+  private lastProgressLog = 0;
+
+  constructor(
+    private readonly deps: DaemonDeps,
+    private readonly o: DaemonOptions,
+  ) {
+    const { config, db, clock, logger, service } = deps;
+    this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom);
+    this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
+    const storageDir = config.paths.stateDir;
+    this.intake = new BatchIntake(
+      {
+        db,
+        clock,
+        logger,
+        effects: {
+          writeAck: (b, r) => this.outbox.writeAck(b, r),
+          writeFileRejection: (b, r) => this.outbox.writeFileRejection(b, r),
+          writeResult: (b) => this.outbox.writeResult(b),
+          checkBalance: config.batch.balanceCheck.enabled ? (id) => this.gate.check(id, this.abortCalls.signal) : undefined,
+          balanceRecheckMs: config.batch.balanceCheck.recheckMs,
+        },
+      },
+      {
+        format: config.batch.format,
+        rules: config.batch.rules,
+        onInvalidRows: config.batch.onInvalidRows,
+        rejectedDir: join(storageDir, 'rejected'),
+      },
+    );
+    this.watcher = new InboxWatcher({
+      inboxDir: config.paths.inbox,
+      storageDir,
+      stableForMs: config.inbox.stableForMs,
+      rescanIntervalMs: config.inbox.rescanIntervalMs,
+      requireDoneMarker: config.inbox.requireDoneMarker,
+      usePolling: config.inbox.usePolling,
+      ignore: config.inbox.ignore,
+      clock,
+      autoTick: o.watch,
+      watchEvents: o.watch,
+      onCandidateReady: (c) => this.onCandidate(c),
+      onRejected: (entry, reason) => this.onRejectedEntry(entry, reason),
+      onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
+    });
+    this.submitter = new PayoutSubmitter(
+      { db, service, clock, logger, onCreateOutcome: deps.onCreateOutcome },
+      {
+        concurrency: config.submit.concurrency,
+        retry: config.submit.retry,
+        insufficientBalanceHoldMs: config.submit.insufficientBalanceHoldMs,
+        notFoundGraceMs: config.submit.notFoundGraceMs,
+        firstPollDelayMs: config.poll.firstPollDelayMs,
+        reconcileBatchSize: config.submit.reconcileBatchSize,
+      },
+    );
+    this.poller = new SettlementPoller(
+      { db, service, clock, logger },
+      {
+        queryMaxIds: config.api.queryMaxIds,
+        maxCallsPerPass: config.poll.maxCallsPerPass,
+        minIntervalMs: config.poll.minIntervalMs,
+        maxIntervalMs: config.poll.maxIntervalMs,
+        staleAfterMs: config.poll.staleAfterMs,
+      },
+    );
+  }
+
+  get claimedDir(): string {
+    return this.watcher.claimedDir;
+  }
+
+  async start(): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const unknown = await markInterruptedCreatesUnknown(db, clock.now());
+    if (unknown > 0)
+      logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
+    await this.intake.recoverOrphanClaims(this.watcher.claimedDir);
+    for (const b of await listBatchesInStates(db, ['RECEIVED', 'VALIDATING'])) {
+      logger.info({ batchId: b.id }, 'resuming the reading of a batch interrupted by the last stop');
+      await this.intake.process(b.id);
+    }
+    for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
+      if (b.ackWrittenAt === null) {
+        await this.outbox.writeAck(b);
+        await updateBatch(db, b.id, { ackWrittenAt: clock.now() }, clock.now());
+      }
+    }
+    const signal = this.stopWork.signal;
+    this.submitLoop = new WorkLoop({
+      name: 'submit',
+      logger,
+      idleMs: 1000,
+      pass: async (s) => (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal)),
+    });
+    const pollLoop = new WorkLoop({ name: 'poll', logger, idleMs: this.deps.config.poll.tickMs, pass: (s) => this.poller.runOnce(s) });
+    const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
+    this.loops.push(this.submitLoop, pollLoop, finishLoop);
+    for (const loop of this.loops) loop.start(signal);
+    await this.watcher.start();
+    logger.info(
+      { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },
+      'payoutd running',
+    );
+  }
+
+  /** Drives the inbox once (tests and `--once` modes). */
+  tickInbox(): Promise<void> {
+    return this.watcher.tick();
+  }
+
+  async stop(): Promise<void> {
+    const { logger } = this.deps;
+    logger.info('stopping: no new files or creates; letting calls in flight finish');
+    this.stopWork.abort(new Error('stopping'));
+    const grace = setTimeout(() => {
+      logger.warn('grace period over: abandoning calls in flight (their rows are resolved by query at the next start)');
+      this.abortCalls.abort(new Error('grace period over'));
+    }, this.o.shutdownGraceMs);
+    grace.unref();
+    try {
+      await this.watcher.stop();
+      await Promise.all(this.loops.map((l) => l.stopped()));
+    } finally {
+      clearTimeout(grace);
+    }
+    logger.info('stopped cleanly');
+  }
+
+  private async onCandidate(c: InboxCandidate): Promise<void> {
+    if (this.stopWork.signal.aborted) return;
+    const claimed = await this.watcher.claim(c);
+    if (!claimed) return;
+    this.deps.onBatchEvent?.('seen');
+    const batch = await this.intake.receive(claimed);
+    this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
+    if (batch.state === 'ACTIVE') this.submitLoop?.wake();
+  }
+
+  private onRejectedEntry(entry: RejectedEntry, reason: string): void {
+    this.deps.logger.warn({ name: entry.name, kind: entry.kind, movedTo: entry.movedTo }, `inbox entry refused: ${reason}`);
+  }
+
+  /** Releases holds whose time has come (re-checking the balance when enabled). */
+  private async reviewHolds(): Promise<number> {
+    const { db, clock, logger, config } = this.deps;
+    const now = clock.now();
+    const held = (await db('batches')
+      .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
+      .andWhere('hold_until', '<=', now)
+      .pluck('id')) as string[];
+    for (const id of held) {
+      const verdict = config.batch.balanceCheck.enabled ? await this.gate.check(id, this.abortCalls.signal) : { ok: true, reason: null };
+      if (verdict.ok) {
+        await releaseBatchHold(db, id, clock.now());
+        logger.info({ batchId: id }, 'balance hold released: resuming the batch');
+      } else {
+        await holdBatch(
+          db,
+          id,
+          'INSUFFICIENT_BALANCE',
+          verdict.reason ?? 'insufficient balance',
+          now + config.batch.balanceCheck.recheckMs,
+          now,
+        );
+        logger.error({ batchId: id }, `batch still held: ${verdict.reason}`);
+      }
+    }
+    return 0;
+  }
+
+  /** Writes result files of batches whose rows are all final, and logs progress of the others. */
+  private async finishBatches(): Promise<number> {
+    const { db, clock, logger } = this.deps;
+    let n = 0;
+    for (const id of await listFinishedActiveBatches(db)) {
+      const batch = (await getBatch(db, id)) as BatchRecord;
+      const files = await this.outbox.writeResult(batch);
+      await updateBatch(db, id, { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now() }, clock.now());
+      this.deps.onBatchEvent?.('completed');
+      logger.info(
+        { batchId: id, file: batch.fileName, resultFile: files.resultPath, statusCounts: files.summary.statusCounts },
+        'batch complete: result file written',
+      );
+      n++;
+    }
+    await this.logProgress();
+    return n;
+  }
+
+  private async logProgress(): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const now = clock.now();
+    if (now - this.lastProgressLog < 10_000) return;
+    this.lastProgressLog = now;
+    for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
+      const counts = await stateCounts(db, b.id);
+      const total = Object.values(counts).reduce((a, x) => a + (x ?? 0), 0);
+      const final =
+        (counts.PAID ?? 0) +
+        (counts.CANCELLED ?? 0) +
+        (counts.REJECTED ?? 0) +
+        (counts.INVALID ?? 0) +
+        (counts.DUPLICATE ?? 0) +
+        (counts.NOT_SUBMITTED ?? 0);
+      const created = final + (counts.PENDING ?? 0);
+      const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
+      const rate = created / elapsedS;
+      const left = total - created;
+      logger.info(
+        {
+          batchId: b.id,
+          total,
+          created,
+          final,
+          counts,
+          createsPerSecond: Math.round(rate * 10) / 10,
+          etaSeconds: rate > 0 ? Math.round(left / rate) : null,
+          hold: b.holdCode,
+        },
+        'batch progress',
+      );
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * Starting and stopping a whole payoutd process: the instance lock, the
+ * database and its migrations, the API connection (maybe the embedded
+ * sandbox), the daemon — and closing all of it in reverse order.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { ResolvedConfig } from '../config/index.js';
+import { migrateToLatest, openDatabase, type Database } from '../store/db.js';
+import { acquireInstanceLock, type InstanceLock } from '../store/instance-lock.js';
+import { connectApi, type ApiConnection } from './services.js';
+import { PayoutDaemon } from './daemon.js';
+
+export function openStore(config: ResolvedConfig): Database {
+  return openDatabase({
+    client: config.database.client,
+    filename: config.databaseFile,
+    url: config.database.url,
+    poolMax: config.database.poolMax,
+    busyTimeoutMs: config.database.busyTimeoutMs,
+    synchronous: config.database.synchronous,
+  });
+}
+
+export interface RunningDaemon {
+  daemon: PayoutDaemon;
+  api: ApiConnection;
+  db: Database;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger, shutdownGraceMs = 10_000): Promise<RunningDaemon> {
+  for (const dir of [config.paths.inbox, config.paths.outbox, config.paths.stateDir]) mkdirSync(dir, { recursive: true });
+  const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
+  const db = openStore(config);
+  let api: ApiConnection | null = null;
+  try {
+    const applied = await migrateToLatest(db);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    api = await connectApi(config, clock, logger);
+    const daemon = new PayoutDaemon({ config, db, service: api.client, clock, logger }, { shutdownGraceMs, watch: true });
+    await daemon.start();
+    const connection = api;
+    return {
+      daemon,
+      api: connection,
+      db,
+      async stop() {
+        try {
+          await daemon.stop();
+        } finally {
+          await connection.close();
+          await db.destroy();
+          lock?.release();
+        }
+      },
+    };
+  } catch (err) {
+    await api?.close();
+    await db.destroy();
+    lock?.release();
+    throw err;
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * BalanceGate: before a batch starts (and before a held batch resumes),
+ * estimates what its unpaid rows will cost in each stablecoin — amount /
+ * indicative rate, plus a buffer for fees and rate moves — and compares it
+ * with the available balance. The estimate only decides whether to wait;
+ * the service's answer to each create remains the truth.
+ */
+import type { Logger } from 'pino';
+import { isApiError } from '../api/errors.js';
+import { Decimal, decimalText } from '../domain/money.js';
+import type { PayoutRequest, PayoutService } from '../domain/payout.js';
+import type { Database } from '../store/db.js';
+
+export interface BalanceVerdict {
+  ok: boolean;
+  /** Why the batch must wait, naming currency, need and availability. */
+  reason: string | null;
+}
+
+export interface BalanceGateOptions {
+  bufferPercent: number;
+}
+
+export class BalanceGate {
+  constructor(
+    private readonly db: Database,
+    private readonly service: PayoutService,
+    private readonly logger: Logger,
+    private readonly o: BalanceGateOptions,
+  ) {}
+
+  /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency). */
+  private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
+    const sums = new Map<string, Map<string, Decimal>>();
+    const rows = (await this.db('payouts').where({ batch_id: batchId, state: 'READY' }).select('request_json')) as {
+      request_json: string;
+    }[];
+    for (const r of rows) {
+      const req = JSON.parse(r.request_json) as PayoutRequest;
+      const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
+      byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
+      sums.set(req.deductionCurrency, byPayout);
+    }
+    return sums;
+  }
+
+  async check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict> {
+    const sums = await this.outstanding(batchId);
+    if (sums.size === 0) return { ok: true, reason: null };
+    const currencies = [...new Set([...sums.values()].flatMap((m) => [...m.keys()]))];
+    try {
+      const [rates, balances] = await Promise.all([this.service.exchangeRates(currencies, signal), this.service.balances(signal)]);
+      const shortfalls: string[] = [];
+      for (const [coin, byPayout] of sums) {
+        let need = new Decimal(0);
+        for (const [fiat, amount] of byPayout) {
+          const rate = rates.find((r) => r.sourceCurrency === coin && r.targetCurrency === fiat);
+          if (!rate || new Decimal(rate.rate).lte(0)) return { ok: true, reason: null }; // cannot estimate: let the creates decide
+          need = need.plus(amount.div(rate.rate));
+        }
+        need = need.times(new Decimal(100).plus(this.o.bufferPercent)).div(100);
+        const available = new Decimal(balances.find((b) => b.currency === coin)?.available ?? '0');
+        if (need.gt(available)) {
+          shortfalls.push(
+            `needs about ${decimalText(need.toDecimalPlaces(2, Decimal.ROUND_UP))} ${coin}, ${decimalText(available)} available`,
+          );
+        }
+      }
+      if (shortfalls.length === 0) return { ok: true, reason: null };
+      return { ok: false, reason: `insufficient balance: ${shortfalls.join('; ')} (estimate with ${this.o.bufferPercent}% buffer)` };
+    } catch (err) {
+      // The check is a courtesy; the creates themselves will meet INSUFFICIENT_BALANCE if it matters.
+      this.logger.warn({ batchId, err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' } }, 'balance check failed; proceeding');
+      return { ok: true, reason: null };
+    }
+  }
+}
