@@ -10,6 +10,9 @@ import { describeError } from './output.js';
 import { keygen } from './commands/keys.js';
 import { initSandboxDir, runSandbox } from './commands/sandbox.js';
 import { showBalance, showRates } from './commands/account.js';
+import { migrate, reportBatch, status, validateFile } from './commands/inspect.js';
+import { runDaemon } from './commands/run.js';
+import { demo } from './commands/demo.js';
 
 interface GlobalArgs {
   config?: string;
@@ -85,6 +88,54 @@ export async function runCli(argv: string[]): Promise<void> {
           const config = configFrom(a);
           await showBalance(config, stderrLogger(config), a.json);
         },
+      )
+      .command(
+        'run',
+        'run the daemon: watch the inbox, pay, follow, write results (no config: embedded sandbox and ./var)',
+        (y) => withConfig(y),
+        async (a) => {
+          const config = configFrom(a);
+          await runDaemon(config, createLogger(config.log.level), () => configFrom(a));
+        },
+      )
+      .command(
+        'demo',
+        'pay the sample files against the embedded sandbox in temporary folders, print the outcome, exit',
+        (y) => y.option('timeout', { type: 'number', default: 120, describe: 'seconds to wait for the results' }),
+        async (a) => demo(a.timeout * 1000),
+      )
+      .command(
+        'validate <file>',
+        'check a batch file without paying anything; exit code 1 on any error',
+        (y) => withConfig(y).positional('file', { type: 'string', demandOption: true }),
+        async (a) => {
+          process.exitCode = await validateFile(configFrom(a), a.file);
+        },
+      )
+      .command(
+        'status',
+        'batches with their row counts by state, amounts and age',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', describe: 'one batch, with its errors and holds' })
+            .option('limit', { type: 'number', default: 20 })
+            .option('json', { type: 'boolean', default: false }),
+        async (a) => status(configFrom(a), a.batch, a.limit, a.json),
+      )
+      .command(
+        'report',
+        'write the current state of a batch as a CSV (any time, finished or not)',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', demandOption: true })
+            .option('out', { type: 'string', describe: 'file to write (default: in the current directory)' }),
+        async (a) => reportBatch(configFrom(a), a.batch, a.out),
+      )
+      .command(
+        'migrate',
+        'create or upgrade the state database schema',
+        (y) => withConfig(y),
+        async (a) => migrate(configFrom(a)),
       )
       .demandCommand(1, 'name a command; `payoutd --help` lists them')
       .strict()

@@ -277,7 +277,8 @@ export class BatchIntake {
             payoutAmount: r.request?.payoutAmount ?? null,
             deductionCurrency: r.request?.deductionCurrency ?? null,
             reasonCode: r.errors[0]?.code ?? null,
-            reason: r.errors.length > 0 ? describeErrors(r.errors) : null,
+            // The line is in its own column of every output: the reason holds the messages only.
+            reason: r.errors.length > 0 ? r.errors.map((e) => e.message).join('; ') : null,
           }));
           await db.transaction((trx) => insertRows(trx, records, now));
         },

@@ -4,6 +4,7 @@
  * by mistake. Code never logs raw HTTP errors or requests: errors are logged
  * as the safe {name, code, message} objects of PayoutdError.toLog().
  */
+import { PayoutdError } from '../domain/errors.js';
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 
 const SECRET_KEYS = [
@@ -28,6 +29,12 @@ const SECRET_KEYS = [
 /** Redaction paths for the keys above at the top level and two levels down. */
 export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]);
 
+export function safeError(err: unknown): unknown {
+  if (err instanceof PayoutdError) return err.toLog();
+  if (err instanceof Error) return { name: err.name, message: err.message.slice(0, 300) };
+  return err;
+}
+
 export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
   return pino(
     {
@@ -36,6 +43,9 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // Errors are logged as the safe objects of PayoutdError.toLog(); a raw
+      // Error that slips through is cut down to its name and message.
+      serializers: { err: safeError },
     },
     destination ?? pino.destination({ dest: 1, sync: false }),
   );

@@ -6,7 +6,7 @@
  * writes their exact text. All arithmetic is Decimal.
  */
 import type { Clock } from '../domain/clock.js';
-import { compareAmounts } from '../domain/money.js';
+import { Decimal } from '../domain/money.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import { JsonNumber } from '../json/canonical.js';
 import type { MerchantState } from './auth.js';
@@ -149,9 +149,13 @@ export function createPayout(state: ApiState, merchant: MerchantState, body: unk
   }
   const rate = rateOf(config, req.payoutCurrency);
   if (rate === undefined) throw unsupportedCurrency(`payoutCurrency ${shown(req.payoutCurrency)} is not supported`);
+  // Limits are in stablecoin terms, so one table fits currencies as far apart as IDR and EUR.
   const { min, max } = config.amountLimits;
-  if (compareAmounts(req.payoutAmount, min) < 0 || compareAmounts(req.payoutAmount, max) > 0) {
-    throw amountOutOfRange(`payoutAmount must be between ${min} and ${max} ${req.payoutCurrency}`);
+  const worth = new Decimal(req.payoutAmount).div(rate);
+  if (worth.lessThan(min) || worth.greaterThan(max)) {
+    throw amountOutOfRange(
+      `payoutAmount ${req.payoutAmount} ${req.payoutCurrency} is worth ${worth.toSignificantDigits(6).toFixed()} ${req.deductionCurrency}; allowed ${min} to ${max}`,
+    );
   }
 
   const existing = ledger.findByReference(merchant.merchantCode, req.merchantReferenceId);

@@ -120,7 +120,7 @@ export interface SandboxConfig {
   rates: Record<string, string>;
   /** Fixed fee in the deduction currency, decimal text. Default { fixed: '0.5' }. */
   fee: { fixed: string };
-  /** Allowed payoutAmount, in payout currency, decimal text; outside -> 2005. Default { min: '0.01', max: '1000000' }. */
+  /** Allowed payoutAmount in stablecoin terms (payoutAmount / rate), decimal text; outside -> 2005. Default { min: '0.01', max: '1000000' }. */
   amountLimits: { min: string; max: string };
   settlement: SettlementOptions;
   webhook: WebhookOptions;
