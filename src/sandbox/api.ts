@@ -154,7 +154,7 @@ export function createPayout(state: ApiState, merchant: MerchantState, body: unk
   const worth = new Decimal(req.payoutAmount).div(rate);
   if (worth.lessThan(min) || worth.greaterThan(max)) {
     throw amountOutOfRange(
-      `payoutAmount ${req.payoutAmount} ${req.payoutCurrency} is worth ${worth.toSignificantDigits(6).toFixed()} ${req.deductionCurrency}; allowed ${min} to ${max}`,
+      `payoutAmount ${req.payoutAmount} ${req.payoutCurrency} is worth ${worth.toDecimalPlaces(6).toFixed()} ${req.deductionCurrency}; allowed ${min} to ${max}`,
     );
   }
 
