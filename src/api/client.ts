@@ -37,6 +37,9 @@ export const ENDPOINTS = {
   balances: '/apis/v1/balance/query',
 } as const;
 
+/** A Retry-After longer than this is not waited out inside one call; the caller's own schedule takes over. */
+const MAX_RETRY_AFTER_MS = 120_000;
+
 export type AuthMode = 'standard' | 'client-id';
 
 export interface PayoutApiClientOptions {
@@ -247,7 +250,7 @@ export class PayoutApiClient {
           continue;
         }
         if (attempt >= this.o.retry.maxAttempts || !this.mayRepeat(err, opts.idempotent)) throw err;
-        await sleep(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), opts.signal);
+        await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS), opts.signal);
       }
     }
   }
@@ -306,7 +309,7 @@ export class PayoutApiClient {
       } catch (err) {
         // Token calls have no lasting effect besides new credentials: safe to repeat.
         if (!(err instanceof ApiError) || err.kind === 'auth' || err.kind === 'rejected' || attempt >= this.o.retry.maxAttempts) throw err;
-        await sleep(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random));
+        await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS));
       }
     }
   }
@@ -422,7 +425,8 @@ export class PayoutApiClient {
         kind: res.status === 401 ? 'auth' : isCreate ? 'ambiguous' : 'retryable',
       });
     }
-    const t = treatmentOf(code, this.treatments);
+    // Spec 7: a 401 is refused before processing, whatever its code says.
+    const t = res.status === 401 ? { kind: 'auth' as const } : treatmentOf(code, this.treatments);
     // An unknown code on a read is not dangerous to repeat; on a create it must be resolved by query.
     const kind = t.kind === 'ambiguous' && !isCreate ? 'retryable' : t.kind;
     const retryAfterMs = code === '1429' ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;

@@ -41,7 +41,7 @@ export const DUPLICATE_REFERENCE = '2004';
 
 export interface ApiErrorDetails {
   endpoint: string;
-  /** Envelope code, or a transport code: TIMEOUT, NETWORK, CONNECT, HTTP_5XX, HTTP_STATUS, BAD_RESPONSE. */
+  /** Envelope code, or one of ours: TRANSPORT_CONNECT / _TIMEOUT / _DROPPED / _ABORTED, HTTP_5XX, HTTP_429, BAD_RESPONSE. */
   code: string;
   /** The service's msg (or our description of a transport failure). */
   msg: string;
