@@ -25,6 +25,8 @@ export interface ResolvedConfig extends PayoutdConfig {
   source: string | null;
   /** Absolute SQLite path. */
   databaseFile: string;
+  /** systemd's $CREDENTIALS_DIRECTORY, when running under LoadCredential=. */
+  credentialsDir: string | null;
 }
 
 function formatIssues(error: z.ZodError, where: string): string {
@@ -117,7 +119,7 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   if (c.database.client === 'pg' && !c.database.url)
     throw new ConfigError('CONFIG_INVALID', 'database.url is required when database.client is pg');
   const databaseFile = c.database.filename ? abs(c.database.filename) : join(c.paths.stateDir, 'payoutd.sqlite');
-  return { ...c, source: input.file ? resolve(input.cwd, input.file) : null, databaseFile };
+  return { ...c, source: input.file ? resolve(input.cwd, input.file) : null, databaseFile, credentialsDir: credentials ?? null };
 }
 
 /** The API key, from the file or the option (never logged). */

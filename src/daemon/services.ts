@@ -79,7 +79,7 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
     baseUrl,
     merchantCode,
     apiKey,
-    privateKey: loadPrivateKeyFile(privateKeyFile),
+    privateKey: loadPrivateKeyFile(privateKeyFile, { credentialsDir: config.credentialsDir ?? undefined }),
     auth: config.api.auth,
     sortKeys: config.api.canonicalJson.sortKeys,
     hmacKeyEncoding: config.api.hmacKeyEncoding,

@@ -5,6 +5,7 @@
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { resolve, sep } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
 
 export class KeyFileError extends PayoutdError {
@@ -45,15 +46,20 @@ export function parsePkcs8RsaPrivateKey(pem: string, source: string): KeyObject 
   return key;
 }
 
-/** Reads the merchant private key, refusing a file readable by group or others. */
-export function loadPrivateKeyFile(path: string): KeyObject {
+/**
+ * Reads the merchant private key, refusing a file readable by group or
+ * others — except inside `credentialsDir` (systemd's $CREDENTIALS_DIRECTORY),
+ * a directory only the service can enter, whatever the file's own mode.
+ */
+export function loadPrivateKeyFile(path: string, options: { credentialsDir?: string } = {}): KeyObject {
+  const guarded = options.credentialsDir !== undefined && resolve(path).startsWith(`${resolve(options.credentialsDir)}${sep}`);
   let mode: number;
   try {
     mode = statSync(path).mode;
   } catch (err) {
     throw new KeyFileError('KEY_MISSING', `private key file ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  if ((mode & 0o077) !== 0) {
+  if (!guarded && (mode & 0o077) !== 0) {
     throw new KeyFileError(
       'KEY_PERMISSIONS',
       `private key file ${path} has mode ${(mode & 0o777).toString(8).padStart(4, '0')}; it must not be readable by group or others (chmod 600 ${path})`,
