@@ -129,7 +129,45 @@ export const configSchema = z
         maxCallsPerPass: positive(1000),
       })
       .prefault({}),
-    outbox: z.object({ bom: z.boolean().default(true) }).prefault({}),
+    outbox: z
+      .object({
+        /** UTF-8 BOM on CSV files, so Excel reads accents right. */
+        bom: z.boolean().default(true),
+        /** Also write an .xlsx beside each result and report (typed cells). */
+        xlsx: z.boolean().default(false),
+        /** For batches with CANCELLED rows, write a ready-to-drop retry CSV. */
+        retryFiles: z.boolean().default(true),
+      })
+      .prefault({}),
+    metrics: z
+      .object({
+        /** Serve /metrics (Prometheus), /healthz and /readyz. */
+        enabled: z.boolean().default(false),
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().nonnegative().default(9464),
+      })
+      .prefault({}),
+    webhook: z
+      .object({
+        /** Listen for payout.updated webhooks (spec 6); polling stays the safety net. */
+        enabled: z.boolean().default(false),
+        host: z.string().default('127.0.0.1'),
+        port: z.number().int().nonnegative().default(8443),
+        path: z.string().default('/payoutd/webhook'),
+        /** The merchant's webhook secret; prefer secretFile or the systemd credential "webhook-secret". */
+        secret: z.string().optional(),
+        secretFile: z.string().optional(),
+        /** (contract) how the secret text becomes HMAC key bytes. */
+        keyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
+        /** Serve HTTPS directly; without it, run behind a TLS-terminating reverse proxy. */
+        tls: z.object({ certFile: z.string(), keyFile: z.string() }).optional(),
+        maxBodyBytes: positive(65_536),
+        timestampSkewSeconds: positive(300),
+        nonceWindowSeconds: positive(600),
+      })
+      .prefault({}),
+    /** On SIGTERM, how long calls in flight may finish before they are abandoned (and resolved by query at the next start). */
+    shutdownGraceMs: positive(10_000),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
     /** The embedded sandbox (api.baseUrl: embedded): demo and first-run settings. */
     sandbox: z

@@ -33,6 +33,7 @@ export interface DaemonDeps {
   /** Metrics hooks (optional). */
   onCreateOutcome?: (outcome: string) => void;
   onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
+  onPolled?: (payouts: number, lagMs: number) => void;
 }
 
 export interface DaemonOptions {
@@ -53,7 +54,9 @@ export class PayoutDaemon {
   private readonly abortCalls = new AbortController();
   private readonly loops: WorkLoop[] = [];
   private submitLoop: WorkLoop | null = null;
+  private pollLoop: WorkLoop | null = null;
   private lastProgressLog = 0;
+  private started = false;
 
   constructor(
     private readonly deps: DaemonDeps,
@@ -110,7 +113,7 @@ export class PayoutDaemon {
       },
     );
     this.poller = new SettlementPoller(
-      { db, service, clock, logger },
+      { db, service, clock, logger, onPolled: deps.onPolled },
       {
         queryMaxIds: config.api.queryMaxIds,
         maxCallsPerPass: config.poll.maxCallsPerPass,
@@ -149,14 +152,26 @@ export class PayoutDaemon {
       pass: async (s) => (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal)),
     });
     const pollLoop = new WorkLoop({ name: 'poll', logger, idleMs: this.deps.config.poll.tickMs, pass: (s) => this.poller.runOnce(s) });
+    this.pollLoop = pollLoop;
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
     this.loops.push(this.submitLoop, pollLoop, finishLoop);
     for (const loop of this.loops) loop.start(signal);
     await this.watcher.start();
+    this.started = true;
     logger.info(
       { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },
       'payoutd running',
     );
+  }
+
+  /** Start-up recovery is done and the loops run (/readyz). */
+  isReady(): boolean {
+    return this.started && !this.stopWork.signal.aborted;
+  }
+
+  /** A webhook said these payouts changed: query them now. */
+  wakePoller(): void {
+    this.pollLoop?.wake();
   }
 
   /** Drives the inbox once (tests and `--once` modes). */

@@ -11,6 +11,7 @@ import { migrateToLatest, openDatabase, type Database } from '../store/db.js';
 import { acquireInstanceLock, type InstanceLock } from '../store/instance-lock.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
+import { PayoutdMetrics } from '../metrics/index.js';
 
 export function openStore(config: ResolvedConfig): Database {
   return openDatabase({
@@ -30,26 +31,48 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger, shutdownGraceMs = 10_000): Promise<RunningDaemon> {
+export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger): Promise<RunningDaemon> {
   for (const dir of [config.paths.inbox, config.paths.outbox, config.paths.stateDir]) mkdirSync(dir, { recursive: true });
   const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
   const db = openStore(config);
   let api: ApiConnection | null = null;
+  let metrics: PayoutdMetrics | null = null;
   try {
     const applied = await migrateToLatest(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
-    api = await connectApi(config, clock, logger);
-    const daemon = new PayoutDaemon({ config, db, service: api.client, clock, logger }, { shutdownGraceMs, watch: true });
+    let daemon: PayoutDaemon | null = null;
+    const m = config.metrics.enabled ? new PayoutdMetrics({ db, now: () => clock.now(), ready: () => daemon?.isReady() ?? false }) : null;
+    metrics = m;
+    api = await connectApi(config, clock, logger, {
+      onCall: m ? (c) => m.apiLatency.observe({ endpoint: c.endpoint, outcome: c.outcome }, c.durationMs / 1000) : undefined,
+      onTokenRenewed: m ? (how) => m.tokenRenewals.inc({ how }) : undefined,
+    });
+    daemon = new PayoutDaemon(
+      {
+        config,
+        db,
+        service: api.client,
+        clock,
+        logger,
+        onCreateOutcome: m ? (outcome) => m.creates.inc({ outcome }) : undefined,
+        onBatchEvent: m ? (outcome) => m.files.inc({ outcome }) : undefined,
+        onPolled: m ? (_n, lagMs) => m.pollLag.set(lagMs / 1000) : undefined,
+      },
+      { shutdownGraceMs: config.shutdownGraceMs, watch: true },
+    );
+    if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
     await daemon.start();
     const connection = api;
+    const started = daemon;
     return {
-      daemon,
+      daemon: started,
       api: connection,
       db,
       async stop() {
         try {
-          await daemon.stop();
+          await started.stop();
         } finally {
+          await metrics?.close();
           await connection.close();
           await db.destroy();
           lock?.release();
@@ -57,6 +80,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
       },
     };
   } catch (err) {
+    await metrics?.close();
     await api?.close();
     await db.destroy();
     lock?.release();

@@ -1,0 +1,132 @@
+/**
+ * PayoutdMetrics: what an operator graphs and alerts on, in Prometheus
+ * format (prom-client), served with /healthz and /readyz on a small HTTP
+ * listener. Counters are fed by hooks from the daemon and the API client;
+ * row counts and the oldest pending payout are read from the database at
+ * scrape time, so they are right even after a restart.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from '../store/db.js';
+
+export interface MetricsSources {
+  db: Database;
+  now(): number;
+  /** True once the daemon finished its start-up recovery. */
+  ready(): boolean;
+}
+
+export class PayoutdMetrics {
+  readonly registry = new Registry();
+  readonly files: Counter<'outcome'>;
+  readonly creates: Counter<'outcome'>;
+  readonly apiLatency: Histogram<'endpoint' | 'outcome'>;
+  readonly tokenRenewals: Counter<'how'>;
+  readonly webhookEvents: Counter<'verdict'>;
+  readonly pollLag: Gauge;
+  private server: Server | null = null;
+
+  constructor(private readonly sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'payoutd_process_' });
+    this.files = new Counter({
+      name: 'payoutd_files_total',
+      help: 'Batch files by outcome (seen, accepted, rejected, duplicate, completed)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.creates = new Counter({
+      name: 'payoutd_creates_total',
+      help: 'Payout creates by outcome (OK, UNKNOWN, or the error code)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.apiLatency = new Histogram({
+      name: 'payoutd_api_request_duration_seconds',
+      help: 'Payout API call latency by endpoint and outcome',
+      labelNames: ['endpoint', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.tokenRenewals = new Counter({
+      name: 'payoutd_token_renewals_total',
+      help: 'Credential renewals (acquire, refresh)',
+      labelNames: ['how'],
+      registers,
+    });
+    this.webhookEvents = new Counter({
+      name: 'payoutd_webhook_events_total',
+      help: 'Webhook deliveries by verdict',
+      labelNames: ['verdict'],
+      registers,
+    });
+    this.pollLag = new Gauge({
+      name: 'payoutd_poll_lag_seconds',
+      help: 'How late the last poll pass was against the payouts it queried',
+      registers,
+    });
+    const db = sources.db;
+    new Gauge({
+      name: 'payoutd_rows',
+      help: 'Payout rows by state',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const rows = (await db('payouts').select('state').count({ n: '*' }).groupBy('state')) as { state: string; n: number | string }[];
+        this.reset();
+        for (const r of rows) this.set({ state: r.state }, Number(r.n));
+      },
+    });
+    new Gauge({
+      name: 'payoutd_oldest_pending_payout_age_seconds',
+      help: 'Age of the oldest payout still PENDING at the service (0 when none)',
+      registers,
+      async collect() {
+        const r = (await db('payouts').where({ state: 'PENDING' }).min({ at: 'created_at_ms' }).first()) as
+          { at: number | null } | undefined;
+        this.set(r?.at ? Math.max(0, (sources.now() - r.at) / 1000) : 0);
+      },
+    });
+  }
+
+  /** Serves /metrics, /healthz and /readyz. */
+  async listen(host: string, port: number): Promise<string> {
+    this.server = createServer((req, res) => {
+      void this.handle(req.url ?? '/', req.method ?? 'GET').then(({ status, type, body }) => {
+        res.writeHead(status, { 'content-type': type });
+        res.end(body);
+      });
+    });
+    await new Promise<void>((resolve) => this.server?.listen(port, host, resolve));
+    const addr = this.server.address() as AddressInfo;
+    return `http://${host}:${addr.port}`;
+  }
+
+  private async handle(url: string, method: string): Promise<{ status: number; type: string; body: string }> {
+    if (method !== 'GET') return { status: 405, type: 'text/plain', body: 'GET only\n' };
+    const path = url.split('?')[0];
+    try {
+      if (path === '/metrics') return { status: 200, type: this.registry.contentType, body: await this.registry.metrics() };
+      if (path === '/healthz') return { status: 200, type: 'text/plain', body: 'ok\n' };
+      if (path === '/readyz') {
+        await this.sources.db.raw('select 1');
+        return this.sources.ready()
+          ? { status: 200, type: 'text/plain', body: 'ready\n' }
+          : { status: 503, type: 'text/plain', body: 'starting\n' };
+      }
+      return { status: 404, type: 'text/plain', body: 'not found\n' };
+    } catch {
+      // The database is unreachable: not ready, and say no more than that.
+      return { status: 503, type: 'text/plain', body: 'database unavailable\n' };
+    }
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.server = null;
+  }
+}
