@@ -68,6 +68,7 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
       settlement: { minDelayMs: config.sandbox.settlementMinDelayMs, maxDelayMs: config.sandbox.settlementMaxDelayMs },
       canonicalJson: config.api.canonicalJson,
       queryMaxIds: config.api.queryMaxIds,
+      stateFile: join(config.paths.stateDir, 'embedded-sandbox', 'ledger.json'),
     });
     baseUrl = sandbox.url;
     logger.info({ url: sandbox.url }, 'embedded sandbox started (api.baseUrl is "embedded"): no real money moves');

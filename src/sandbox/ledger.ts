@@ -23,6 +23,12 @@ export interface StoredPayout {
 
 export type NewPayout = Omit<LedgerEntry, 'status' | 'completeTime' | 'failureReason'>;
 
+/** Everything the ledger holds, as JSON-safe data (amounts as decimal text). */
+export interface LedgerSnapshot {
+  balances: Record<string, Record<string, string>>;
+  payouts: { entry: LedgerEntry; created: CreatedPayout }[];
+}
+
 function refKey(merchantCode: string, merchantReferenceId: string): string {
   return `${merchantCode}\u0000${merchantReferenceId}`;
 }
@@ -33,6 +39,8 @@ export class Ledger {
   private readonly byReference = new Map<string, StoredPayout[]>();
   private readonly balances = new Map<string, Map<string, Decimal>>();
   private pending = 0;
+  /** Called after every change (persistence of the embedded sandbox). */
+  onChange: (() => void) | null = null;
 
   constructor(merchants: Iterable<{ merchantCode: string; balances: Record<string, string> }>) {
     for (const m of merchants) {
@@ -56,6 +64,7 @@ export class Ledger {
     if (!isPlainDecimal(amount))
       throw new SandboxError('SANDBOX_BAD_AMOUNT', `balance of ${currency} must be a plain non-negative decimal`);
     this.book(merchantCode).set(currency, new Decimal(amount));
+    this.onChange?.();
   }
 
   /** Balances as normal-form decimal text, in configuration order. */
@@ -111,6 +120,7 @@ export class Ledger {
     if (same) same.push(stored);
     else this.byReference.set(key, [stored]);
     this.pending++;
+    this.onChange?.();
     return stored;
   }
 
@@ -130,11 +140,38 @@ export class Ledger {
       book.set(entry.deductionCurrency, available.plus(entry.deductionAmount));
     }
     this.pending--;
+    this.onChange?.();
     return true;
   }
 
   get pendingCount(): number {
     return this.pending;
+  }
+
+  snapshot(): LedgerSnapshot {
+    const balances: Record<string, Record<string, string>> = {};
+    for (const code of this.balances.keys()) balances[code] = this.balanceSnapshot(code);
+    return { balances, payouts: this.all.map((p) => ({ entry: { ...p.entry }, created: { ...p.created } })) };
+  }
+
+  /** Loads a snapshot taken by `snapshot()` into a fresh ledger; returns the payouts restored. */
+  restore(snap: LedgerSnapshot): StoredPayout[] {
+    for (const [code, book] of Object.entries(snap.balances)) {
+      if (!this.balances.has(code)) continue;
+      for (const [currency, amount] of Object.entries(book)) this.book(code).set(currency, new Decimal(amount));
+    }
+    const restored: StoredPayout[] = [];
+    for (const p of snap.payouts) {
+      if (!this.balances.has(p.entry.merchantCode)) continue;
+      const stored: StoredPayout = { entry: { ...p.entry }, created: { ...p.created } };
+      this.all.push(stored);
+      this.byPayoutId.set(stored.entry.payoutId, stored);
+      const key = refKey(stored.entry.merchantCode, stored.entry.merchantReferenceId);
+      this.byReference.set(key, [...(this.byReference.get(key) ?? []), stored]);
+      if (stored.entry.status === 'PENDING') this.pending++;
+      restored.push(stored);
+    }
+    return restored;
   }
 
   /** Copies of every payout, in creation order. */

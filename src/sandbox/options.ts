@@ -126,6 +126,12 @@ export interface SandboxConfig {
   webhook: WebhookOptions;
   /** Seed of the PRNG behind every random choice. Default: a random seed (reported by /__sandbox/health). */
   seed?: number;
+  /**
+   * Keep the ledger and balances in this JSON file across restarts (the
+   * embedded sandbox of `payoutd run` uses it, so a restart of the daemon
+   * finds the payouts it created). Default: none, all in memory.
+   */
+  stateFile?: string;
   faults: SandboxFaults;
 }
 
@@ -275,6 +281,7 @@ export const sandboxOptionsSchema = z
       })
       .prefault({}),
     seed: z.number().int().optional(),
+    stateFile: z.string().optional(),
     faults: sandboxFaultsPatchSchema.prefault({}).transform((patch) => mergeFaults(DEFAULT_FAULTS, patch)),
   })
   .superRefine((c, ctx) => {

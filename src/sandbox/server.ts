@@ -28,6 +28,7 @@ import { API_CODES, ApiFailure, SandboxError } from './errors.js';
 import { faultsTarget, latencyFor, TokenBucket } from './faults.js';
 import { MAX_BODY_BYTES, parseBody, readBody, writeJson, type Envelope } from './http.js';
 import { Ledger, type LedgerEntry } from './ledger.js';
+import { LedgerFile } from './ledger-file.js';
 import { PayoutLifecycle } from './lifecycle.js';
 import { silentLogger } from './logger.js';
 import { NonceStore } from './nonces.js';
@@ -154,6 +155,8 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
     faults: () => faults,
   });
   const lifecycle = new PayoutLifecycle({ ledger, settlement: config.settlement, random, clock, stats, logger, webhooks, webhookTargets });
+  const persistence = config.stateFile ? new LedgerFile(config.stateFile, ledger, logger) : null;
+  if (persistence) for (const stored of persistence.load()) if (stored.entry.status === 'PENDING') lifecycle.created(stored);
   const api: ApiState = { config, clock, random, ledger, credentials, lifecycle, stats, logger };
   const authDeps: AuthDeps = {
     authMode: config.authMode,
@@ -305,6 +308,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
     seed,
     close() {
       closing ??= new Promise<void>((resolve) => {
+        persistence?.close();
         lifecycle.close();
         webhooks.close();
         timers.close();
