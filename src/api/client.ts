@@ -270,6 +270,14 @@ export class PayoutApiClient {
       hmacKeyBytes(creds.secretKey, this.o.hmacKeyEncoding),
       businessStringToSign({ method: 'POST', path, accessToken: creds.accessToken, minifiedBody: minified, timestamp, nonce }),
     );
+    const headers = this.signedHeaders(timestamp, nonce, signature);
+    if (this.o.auth.mode === 'client-id') headers.Authorization = `Bearer ${creds.accessToken}`;
+    else headers.SvcAuthorization = `Bearer ${creds.accessToken}`;
+    return this.exchange(endpoint, path, headers, minified, signal, endpoint === ENDPOINTS.createPayout);
+  }
+
+  /** Headers of spec 5.2 common to every call (plus X-Client-Id in client-id mode). */
+  private signedHeaders(timestamp: string, nonce: string, signature: string): Record<string, string> {
     const headers: Record<string, string> = {
       'Content-Type': 'application/json',
       SvcApiKey: this.o.apiKey,
@@ -277,13 +285,8 @@ export class PayoutApiClient {
       'X-NONCE': nonce,
       'X-SIGNATURE': signature,
     };
-    if (this.o.auth.mode === 'client-id') {
-      headers['X-Client-Id'] = this.clientId();
-      headers.Authorization = `Bearer ${creds.accessToken}`;
-    } else {
-      headers.SvcAuthorization = `Bearer ${creds.accessToken}`;
-    }
-    return this.exchange(endpoint, path, headers, minified, signal, endpoint === ENDPOINTS.createPayout);
+    if (this.o.auth.mode === 'client-id') headers['X-Client-Id'] = this.clientId();
+    return headers;
   }
 
   private async tokenCall(endpoint: string, body: Json): Promise<Json> {
@@ -296,14 +299,7 @@ export class PayoutApiClient {
         this.o.privateKey,
         tokenStringToSign({ method: 'POST', path, minifiedBody: minified, apiKey: this.o.apiKey, merchantCode: signer, timestamp, nonce }),
       );
-      const headers: Record<string, string> = {
-        'Content-Type': 'application/json',
-        SvcApiKey: this.o.apiKey,
-        'X-TIMESTAMP': timestamp,
-        'X-NONCE': nonce,
-        'X-SIGNATURE': signature,
-      };
-      if (this.o.auth.mode === 'client-id') headers['X-Client-Id'] = this.clientId();
+      const headers = this.signedHeaders(timestamp, nonce, signature);
       try {
         return await this.exchange(endpoint, path, headers, minified, undefined, false);
       } catch (err) {

@@ -155,8 +155,9 @@ export class PayoutDaemon {
     this.pollLoop = pollLoop;
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
     this.loops.push(this.submitLoop, pollLoop, finishLoop);
-    for (const loop of this.loops) loop.start(signal);
+    // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
     await this.watcher.start();
+    for (const loop of this.loops) loop.start(signal);
     this.started = true;
     logger.info(
       { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },

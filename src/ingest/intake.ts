@@ -235,8 +235,10 @@ export class BatchIntake {
       logger.warn({ batchId: batch.id, file: batch.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
       return (await getBatch(db, batch.id)) as BatchRecord;
     }
-    await updateBatch(db, batch.id, { ...counts, state: 'ACTIVE', acceptedAt: clock.now() }, clock.now());
+    // Holds are decided while the batch is still VALIDATING (not claimable), so no create can slip out
+    // before them; a crash before ACTIVE means the batch is read again from the start.
     await this.holdIfNeeded(batch);
+    await updateBatch(db, batch.id, { ...counts, state: 'ACTIVE', acceptedAt: clock.now() }, clock.now());
     batch = (await getBatch(db, batch.id)) as BatchRecord;
     await this.deps.effects.writeAck(batch);
     await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());

@@ -96,12 +96,16 @@ export async function getBatch(db: Database, id: string): Promise<BatchRecord | 
   return r ? fromRow(r) : undefined;
 }
 
-/** The first earlier batch with the same bytes (what a re-drop repeats). */
+/**
+ * The first earlier batch with the same bytes that was (or is being) paid:
+ * what a re-drop repeats. A rejected batch paid nothing, so the same bytes
+ * may come again (renamed from .tsv, or after a config fix) and are read anew.
+ */
 export async function findFirstBySha(db: Database, sha256: string, excludeId: string): Promise<BatchRecord | undefined> {
   const r = (await db('batches')
     .where({ sha256 })
     .whereNot({ id: excludeId })
-    .whereNot({ state: 'DUPLICATE' })
+    .whereIn('state', ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE'])
     .orderBy('received_at', 'asc')
     .first()) as Record<string, unknown> | undefined;
   return r ? fromRow(r) : undefined;

@@ -84,6 +84,8 @@ const initial: Migration = {
       t.string('reason_code', 64).nullable();
       t.text('reason').nullable();
       t.integer('create_attempts').notNullable().defaultTo(0);
+      // When the last create's outcome became unknown: absence is only believed notFoundGraceMs after it.
+      t.bigInteger('unknown_since').nullable();
       t.bigInteger('next_attempt_at').nullable();
       t.bigInteger('created_at_ms').nullable();
       t.bigInteger('next_poll_at').nullable();

@@ -30,6 +30,7 @@ export interface PayoutRow {
   reasonCode: string | null;
   reason: string | null;
   createAttempts: number;
+  unknownSince: number | null;
   nextAttemptAt: number | null;
   createdAtMs: number | null;
   nextPollAt: number | null;
@@ -62,6 +63,7 @@ const COLUMNS: Record<keyof PayoutRow, string> = {
   reasonCode: 'reason_code',
   reason: 'reason',
   createAttempts: 'create_attempts',
+  unknownSince: 'unknown_since',
   nextAttemptAt: 'next_attempt_at',
   createdAtMs: 'created_at_ms',
   nextPollAt: 'next_poll_at',
@@ -154,6 +156,18 @@ export interface HistoryEntry {
   detail?: string | null;
 }
 
+function historyRecord(id: number, entry: HistoryEntry, now: number, from: RowState | null, to: RowState | null): Record<string, unknown> {
+  return {
+    payout_row_id: id,
+    at: now,
+    event: entry.event,
+    from_state: from,
+    to_state: to,
+    outcome: entry.outcome ?? null,
+    detail: entry.detail ?? null,
+  };
+}
+
 /**
  * Moves rows from one state to another, with the same patch and history
  * entry for each. Rows no longer in `from` are skipped (another actor moved
@@ -178,17 +192,7 @@ export async function moveRows(
       .whereIn('id', still)
       .andWhere({ state: from })
       .update(toColumns({ ...patch, state: to, updatedAt: now }));
-    await trx('payout_history').insert(
-      still.map((id) => ({
-        payout_row_id: id,
-        at: now,
-        event: history.event,
-        from_state: from,
-        to_state: to,
-        outcome: history.outcome ?? null,
-        detail: history.detail ?? null,
-      })),
-    );
+    await trx('payout_history').insert(still.map((id) => historyRecord(id, history, now, from, to)));
     moved.push(...still);
   }
   return moved;
@@ -209,26 +213,12 @@ export async function moveRow(
     .where({ id, state: from })
     .update(toColumns({ ...patch, state: to, updatedAt: now }));
   if (n === 0) return false;
-  await trx('payout_history').insert({
-    payout_row_id: id,
-    at: now,
-    event: history.event,
-    from_state: from,
-    to_state: to,
-    outcome: history.outcome ?? null,
-    detail: history.detail ?? null,
-  });
+  await trx('payout_history').insert(historyRecord(id, history, now, from, to));
   return true;
 }
 
 export async function addHistory(trx: Database | Knex.Transaction, id: number, entry: HistoryEntry, now: number): Promise<void> {
-  await trx('payout_history').insert({
-    payout_row_id: id,
-    at: now,
-    event: entry.event,
-    outcome: entry.outcome ?? null,
-    detail: entry.detail ?? null,
-  });
+  await trx('payout_history').insert(historyRecord(id, entry, now, null, null));
 }
 
 export async function getRow(db: Database | Knex.Transaction, id: number): Promise<PayoutRow | undefined> {

@@ -16,7 +16,7 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number): 
       ids,
       'CREATING',
       'UNKNOWN',
-      { nextAttemptAt: now },
+      { nextAttemptAt: now, unknownSince: now },
       { event: 'interrupted', detail: 'the daemon stopped while this create may have been on the wire' },
       now,
     );
@@ -35,8 +35,10 @@ export async function claimReadyRows(db: Database, limit: number, now: number): 
       .join('batches as b', 'b.id', 'p.batch_id')
       .where('p.state', 'READY')
       .andWhere('b.state', 'ACTIVE')
-      .andWhere((q) => q.whereNull('b.hold_until').orWhere('b.hold_until', '<=', now))
-      .andWhere((q) => q.whereNull('b.hold_code').orWhereNot('b.hold_code', 'FILE_CHANGED'))
+      // Only a balance hold ends by itself; any other hold waits for an operator.
+      .andWhere((q) =>
+        q.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', 'INSUFFICIENT_BALANCE').andWhere('b.hold_until', '<=', now)),
+      )
       .andWhere((q) => q.whereNull('p.next_attempt_at').orWhere('p.next_attempt_at', '<=', now))
       .orderBy([{ column: 'b.received_at' }, { column: 'p.line' }])
       .limit(limit)
@@ -84,6 +86,10 @@ export async function lastIntentAt(db: Database, rowId: number): Promise<number 
   return r?.at ?? null;
 }
 
+/**
+ * Holds a batch. A balance hold (timed) never replaces a hold that waits
+ * for an operator (FILE_CHANGED): only an operator lifts that one.
+ */
 export async function holdBatch(
   db: Database,
   batchId: string,
@@ -92,7 +98,9 @@ export async function holdBatch(
   until: number | null,
   now: number,
 ): Promise<void> {
-  await db('batches').where({ id: batchId }).update({ hold_code: code, hold_reason: reason, hold_until: until, updated_at: now });
+  const q = db('batches').where({ id: batchId });
+  if (code === 'INSUFFICIENT_BALANCE') q.andWhere((w) => w.whereNull('hold_code').orWhere('hold_code', 'INSUFFICIENT_BALANCE'));
+  await q.update({ hold_code: code, hold_reason: reason, hold_until: until, updated_at: now });
 }
 
 export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {

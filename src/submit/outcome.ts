@@ -52,7 +52,7 @@ export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDe
     // Anything unexpected while a create may have been sent: only a query may decide.
     return {
       to: 'UNKNOWN',
-      patch: { nextAttemptAt: ctx.now },
+      patch: { nextAttemptAt: ctx.now, unknownSince: ctx.now },
       event: 'create-failed',
       outcome: 'ERROR',
       detail: 'unexpected failure; outcome unknown',
@@ -69,7 +69,13 @@ export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDe
         detail,
       };
     case 'ambiguous':
-      return { to: 'UNKNOWN', patch: { nextAttemptAt: ctx.now }, event: 'create-unknown', outcome: err.code, detail };
+      return {
+        to: 'UNKNOWN',
+        patch: { nextAttemptAt: ctx.now, unknownSince: ctx.now },
+        event: 'create-unknown',
+        outcome: err.code,
+        detail,
+      };
     case 'retryable':
       if (err.waitForBalance) {
         const until = ctx.now + ctx.insufficientBalanceHoldMs;
@@ -77,7 +83,12 @@ export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDe
       }
       return {
         to: 'READY',
-        patch: { nextAttemptAt: ctx.now + (err.retryAfterMs ?? backoffDelay(ctx.attempt, ctx.retry, ctx.random)) },
+        patch: {
+          nextAttemptAt:
+            // Retry-After is respected but never read as "at once": the base delay is a floor against re-send storms.
+            ctx.now +
+            (err.retryAfterMs !== null ? Math.max(err.retryAfterMs, ctx.retry.baseMs) : backoffDelay(ctx.attempt, ctx.retry, ctx.random)),
+        },
         event: 'create-deferred',
         outcome: err.code,
         detail,
@@ -108,7 +119,8 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
       feeCurrency: record.feeCurrency,
       createTime: record.createTime,
       completeTime: record.completeTime,
-      createdAtMs: now,
+      // Staleness counts from the service's own createTime when it can be read.
+      createdAtMs: Number.isNaN(Date.parse(record.createTime)) ? now : Date.parse(record.createTime),
       nextPollAt: record.status === 'PENDING' ? now + firstPollDelayMs : null,
       reasonCode: record.status === 'CANCELLED' ? 'CANCELLED' : null,
       reason: record.status === 'CANCELLED' ? (record.failureReason ?? 'cancelled by the payout service') : null,

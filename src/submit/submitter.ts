@@ -204,8 +204,9 @@ export class PayoutSubmitter {
           });
           continue;
         }
-        const sentAt = (await lastIntentAt(db, row.id)) ?? 0;
-        if (now - sentAt >= this.o.notFoundGraceMs) {
+        // The grace runs from when the outcome became unknown (after a timeout, say), not from the send.
+        const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
+        if (now - unknownSince >= this.o.notFoundGraceMs) {
           moves.push({
             row,
             from: 'UNKNOWN',
@@ -222,7 +223,7 @@ export class PayoutSubmitter {
             row,
             from: 'UNKNOWN',
             to: 'UNKNOWN',
-            patch: { nextAttemptAt: sentAt + this.o.notFoundGraceMs },
+            patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
             history: { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
           });
         }

@@ -1,0 +1,120 @@
+/**
+ * Read-only queries behind the finance reports: payouts created in a period
+ * (for the reconciliation report), the CANCELLED rows of a batch and the
+ * states that hold a merchantReferenceId (for retry files). Every query that
+ * may return many rows pages through the table with a keyset, so a report
+ * over millions of payouts never holds them all.
+ */
+import type { Database } from './db.js';
+import { fromColumns, type PayoutRow } from './payouts.js';
+
+/** A payout row with the name of the file it came from. */
+export interface ReportedPayoutRow extends PayoutRow {
+  fileName: string;
+}
+
+export const DEFAULT_REPORT_PAGE_SIZE = 5000;
+
+/**
+ * Rows that have a payoutId and were created in [sinceMs, untilMs) by
+ * payoutd's clock (`created_at_ms`), ordered by (created_at_ms, id).
+ *
+ * Each page is a separate query that starts after the last key read, so
+ * rows written while the report runs cannot be skipped or repeated within
+ * the ordering. An index on payouts(created_at_ms, id) makes each page a
+ * range read; without one every page scans the table.
+ */
+export async function* payoutsCreatedBetween(
+  db: Database,
+  sinceMs: number,
+  untilMs: number,
+  pageSize = DEFAULT_REPORT_PAGE_SIZE,
+): AsyncGenerator<ReportedPayoutRow> {
+  let after: { at: number; id: number } | null = null;
+  for (;;) {
+    const q = db('payouts as p')
+      .join('batches as b', 'b.id', 'p.batch_id')
+      .select('p.*', 'b.file_name as report_file_name')
+      .whereNotNull('p.payout_id')
+      .andWhere('p.created_at_ms', '>=', sinceMs)
+      .andWhere('p.created_at_ms', '<', untilMs);
+    if (after) {
+      const { at, id } = after;
+      q.andWhere((w) => w.where('p.created_at_ms', '>', at).orWhere((x) => x.where('p.created_at_ms', '=', at).andWhere('p.id', '>', id)));
+    }
+    const page = (await q.orderBy([{ column: 'p.created_at_ms' }, { column: 'p.id' }]).limit(pageSize)) as Record<string, unknown>[];
+    for (const r of page) yield { ...fromColumns(r), fileName: r.report_file_name as string };
+    const last = page[page.length - 1];
+    if (page.length < pageSize || !last) return;
+    after = { at: Number(last.created_at_ms), id: Number(last.id) };
+  }
+}
+
+/** The CANCELLED rows of a batch in line order, read in pages. */
+export async function* cancelledRowsOfBatch(db: Database, batchId: string, pageSize = DEFAULT_REPORT_PAGE_SIZE): AsyncGenerator<PayoutRow> {
+  let afterLine = -1;
+  for (;;) {
+    const page = (await db('payouts')
+      .where({ batch_id: batchId, state: 'CANCELLED' })
+      .andWhere('line', '>', afterLine)
+      .orderBy('line')
+      .limit(pageSize)) as Record<string, unknown>[];
+    for (const r of page) yield fromColumns(r);
+    const last = page[page.length - 1];
+    if (page.length < pageSize || !last) return;
+    afterLine = last.line as number;
+  }
+}
+
+/** Number of CANCELLED rows of a batch. */
+export async function countCancelledRows(db: Database, batchId: string): Promise<number> {
+  const r = (await db('payouts').where({ batch_id: batchId, state: 'CANCELLED' }).count({ n: '*' }).first()) as
+    { n: number | string } | undefined;
+  return Number(r?.n ?? 0);
+}
+
+/** Ids of the batches that have at least one CANCELLED row, oldest first. */
+export async function batchesWithCancelledRows(db: Database): Promise<string[]> {
+  return (await db('batches as b')
+    .whereExists(db('payouts as p').select(db.raw('1')).whereRaw('p.batch_id = b.id').andWhere('p.state', 'CANCELLED'))
+    .orderBy('b.received_at')
+    .pluck('b.id')) as string[];
+}
+
+/** Lookups per statement: far below SQLite's variable limit. */
+const LOOKUP_CHUNK = 500;
+
+/**
+ * For each of `references` that any row uses, the states of those rows
+ * (a reference may be on several rows: one sent, others DUPLICATE or INVALID).
+ * References no row uses are absent from the map.
+ */
+export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  const unique = [...new Set(references)];
+  for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
+    const rows = (await db('payouts')
+      .whereIn('merchant_reference_id', unique.slice(i, i + LOOKUP_CHUNK))
+      .select('merchant_reference_id', 'state')) as { merchant_reference_id: string; state: string }[];
+    for (const r of rows) {
+      const states = out.get(r.merchant_reference_id);
+      if (states) states.push(r.state);
+      else out.set(r.merchant_reference_id, [r.state]);
+    }
+  }
+  return out;
+}
+
+/** What a retry file of one batch reads (the `RetrySource` of src/report/retry.ts). */
+export function batchRetrySource(
+  db: Database,
+  batchId: string,
+): {
+  cancelledRows: () => AsyncGenerator<PayoutRow>;
+  referenceStates: (references: readonly string[]) => Promise<Map<string, string[]>>;
+} {
+  return {
+    cancelledRows: () => cancelledRowsOfBatch(db, batchId),
+    referenceStates: (references) => referenceStates(db, references),
+  };
+}

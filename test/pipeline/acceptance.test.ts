@@ -1,0 +1,202 @@
+/**
+ * Accepting batches: references twice in a file, references an earlier
+ * batch holds (same or different content), references of a rejected batch
+ * that may be reused, the reject-file / skip-rows policies, the database's
+ * partial unique index as the last line of defence, and duplicate files.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { listBatchErrors } from '../../src/store/batches.js';
+import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
+
+afterEach(closePipelines);
+
+describe('pipeline: acceptance of references', () => {
+  it('a reference twice in one file: both rows INVALID with DUPLICATE_IN_FILE naming the other line (skip-rows)', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const batch = await p.receive(
+      'twice.csv',
+      csvFile([csvRow('AF-1'), csvRow('AF-2'), csvRow('AF-1', { payoutAmount: '7' }), csvRow('AF-3')]),
+    );
+    expect(batch.state).toBe('ACTIVE');
+    const rows = await p.rows(batch.id);
+    expect(rows.map((r) => [r.line, r.merchantReferenceId, r.state, r.reasonCode])).toEqual([
+      [2, 'AF-1', 'INVALID', 'DUPLICATE_IN_FILE'],
+      [3, 'AF-2', 'READY', null],
+      [4, 'AF-1', 'INVALID', 'DUPLICATE_IN_FILE'],
+      [5, 'AF-3', 'READY', null],
+    ]);
+    expect(rows[0]?.reason).toContain('line 4');
+    expect(rows[2]?.reason).toContain('line 2');
+    const errors = (await listBatchErrors(p.db, batch.id)).filter((e) => e.code === 'DUPLICATE_IN_FILE');
+    expect(errors.map((e) => [e.line, e.field])).toEqual([
+      [2, 'merchantReferenceId'],
+      [4, 'merchantReferenceId'],
+    ]);
+    expect(batch.validCount).toBe(2);
+    expect(batch.invalidCount).toBe(2);
+
+    await p.submit();
+    expect(p.ledgerCount('AF-1')).toBe(0);
+    expect(p.sandbox.stats().creates).toBe(2);
+  });
+
+  it('reject-file: one duplicate in the file and nothing of it is paid', async () => {
+    const p = await startPipeline({ onInvalidRows: 'reject-file' });
+    const batch = await p.receive('twice.csv', csvFile([csvRow('RF-1'), csvRow('RF-2'), csvRow('RF-1')]));
+    expect(batch.state).toBe('REJECTED');
+    expect(batch.rejectCode).toBe('INVALID_ROWS');
+    expect(batch.rejectReason).toContain('reject-file');
+    expect(await p.states(batch.id)).toEqual(['INVALID', 'NOT_SUBMITTED', 'INVALID']);
+    expect((await p.row('RF-2')).reasonCode).toBe('FILE_REJECTED');
+    expect(p.effects.filter((e) => e.batchId === batch.id).map((e) => e.kind)).toEqual(['ack', 'result']);
+    await p.submit();
+    expect(p.createRequests()).toBe(0);
+  });
+
+  it('a reference held by an earlier accepted batch: DUPLICATE_REFERENCE (same content) or REFERENCE_CONFLICT (different), never READY', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const first = await p.receive('first.csv', csvFile([csvRow('EB-1'), csvRow('EB-2'), csvRow('EB-3')]));
+    expect(first.state).toBe('ACTIVE');
+    await p.submit(); // EB-1..3 PENDING: the references are in use at the service
+
+    const second = await p.receive(
+      'second.csv',
+      csvFile([
+        csvRow('EB-1'), // the same payout again
+        csvRow('EB-2', { payoutAmount: '999' }), // a different payout under a used reference
+        csvRow('EB-4'),
+      ]),
+    );
+    expect(second.state).toBe('ACTIVE');
+    const rows = await p.rows(second.id);
+    expect(rows.map((r) => [r.merchantReferenceId, r.state, r.reasonCode])).toEqual([
+      ['EB-1', 'DUPLICATE', 'DUPLICATE_REFERENCE'],
+      ['EB-2', 'DUPLICATE', 'REFERENCE_CONFLICT'],
+      ['EB-4', 'READY', null],
+    ]);
+    expect(rows[0]?.reason).toContain(`batch ${first.id} line 2`);
+    expect(rows[1]?.reason).toContain(`batch ${first.id} line 3`);
+
+    await p.submit();
+    expect(p.ledgerCount('EB-1')).toBe(1);
+    expect(p.ledgerCount('EB-2')).toBe(1);
+    expect(p.sandbox.ledger().find((e) => e.merchantReferenceId === 'EB-2')?.payoutAmount).toBe('100.5');
+    expect(p.ledgerCount('EB-4')).toBe(1);
+    // The first batch's rows are untouched.
+    expect(await p.states(first.id)).toEqual(['PENDING', 'PENDING', 'PENDING']);
+  });
+
+  it('reject-file: a file reusing a held reference is rejected whole', async () => {
+    const p = await startPipeline({ onInvalidRows: 'reject-file' });
+    await p.receive('first.csv', csvFile([csvRow('EH-1')]));
+    const second = await p.receive('second.csv', csvFile([csvRow('EH-1'), csvRow('EH-2')]));
+    expect(second.state).toBe('REJECTED');
+    expect(await p.states(second.id)).toEqual(['DUPLICATE', 'NOT_SUBMITTED']);
+    await p.submit();
+    expect(p.ledgerCount('EH-1')).toBe(1);
+    expect(p.ledgerCount('EH-2')).toBe(0);
+  });
+
+  it('a reference of an earlier REJECTED batch (never sent) may be used again, and is paid once', async () => {
+    const p = await startPipeline({ onInvalidRows: 'reject-file' });
+    const rejected = await p.receive('bad.csv', csvFile([csvRow('RU-1'), csvRow('RU-2', { payoutAmount: '1,000.00' })]));
+    expect(rejected.state).toBe('REJECTED');
+    expect(await p.states(rejected.id)).toEqual(['NOT_SUBMITTED', 'INVALID']);
+
+    const fixed = await p.receive('fixed.csv', csvFile([csvRow('RU-1'), csvRow('RU-2', { payoutAmount: '1000.00' })]));
+    expect(fixed.state).toBe('ACTIVE');
+    expect(await p.states(fixed.id)).toEqual(['READY', 'READY']);
+    await p.submit();
+    expect(await p.states(fixed.id)).toEqual(['PENDING', 'PENDING']);
+    expect(p.ledgerCount('RU-1')).toBe(1);
+    expect(p.ledgerCount('RU-2')).toBe(1);
+  });
+
+  it('a reference the service refused for good (REJECTED row) stays taken', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const first = await p.receive(
+      'first.csv',
+      csvFile([csvRow('SR-1', { payoutAmount: '0.10', payoutCurrency: 'IDR', 'beneficiary.bankCode': '014' })]),
+    );
+    await p.submit();
+    expect(await p.states(first.id)).toEqual(['REJECTED']); // 2005: below the service's minimum
+    const again = await p.receive('again.csv', csvFile([csvRow('SR-1')]));
+    expect(again.state).toBe('REJECTED');
+    expect(await p.states(again.id)).toEqual(['DUPLICATE']);
+  });
+});
+
+describe('pipeline: the partial unique index on references', () => {
+  it('refuses, at the database, a second row holding a reference already held', async () => {
+    const p = await startPipeline();
+    const first = await p.receive('held.csv', csvFile([csvRow('UX-1')]));
+    expect(await p.states(first.id)).toEqual(['READY']);
+
+    const insert = (state: string, line: number) =>
+      p.db.raw(`INSERT INTO payouts (batch_id, line, merchant_reference_id, state, updated_at) VALUES (?, ?, ?, ?, ?)`, [
+        first.id,
+        line,
+        'UX-1',
+        state,
+        p.clock.now(),
+      ]);
+    for (const [i, state] of ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'].entries()) {
+      await expect(insert(state, 100 + i)).rejects.toThrow(/UNIQUE constraint failed: payouts\.merchant_reference_id/);
+    }
+    // Rows that never hold a reference may share it.
+    for (const [i, state] of ['VALIDATED', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'].entries()) {
+      await insert(state, 200 + i);
+    }
+    // Nor can a non-holding row be promoted to a holder behind the store's back.
+    await expect(p.db.raw(`UPDATE payouts SET state = 'READY' WHERE line = 200 AND merchant_reference_id = 'UX-1'`)).rejects.toThrow(
+      /UNIQUE constraint failed/,
+    );
+    const holders = (await p
+      .db('payouts')
+      .where({ merchant_reference_id: 'UX-1' })
+      .whereNotIn('state', ['VALIDATED', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'])) as unknown[];
+    expect(holders).toHaveLength(1);
+  });
+});
+
+describe('pipeline: duplicate files', () => {
+  it('the same bytes again make a DUPLICATE batch naming the first; nothing of it is read or paid', async () => {
+    const p = await startPipeline();
+    const content = csvFile([csvRow('DF-1'), csvRow('DF-2')]);
+    const first = await p.receive('payouts.csv', content);
+    expect(first.state).toBe('ACTIVE');
+    p.clock.advance(60_000);
+    const again = await p.receive('payouts-copy.csv', content);
+    expect(again.state).toBe('DUPLICATE');
+    expect(again.duplicateOf).toBe(first.id);
+    expect(again.rejectCode).toBe('DUPLICATE_FILE');
+    expect(again.rejectReason).toContain(first.id);
+    expect(again.rejectReason).toContain('payouts.csv');
+    expect(again.ackWrittenAt).not.toBeNull();
+    expect(p.effects.filter((e) => e.batchId === again.id)).toEqual([
+      { kind: 'file-rejection', batchId: again.id, reason: again.rejectReason },
+    ]);
+    expect(await p.rows(again.id)).toEqual([]);
+
+    // A third copy still names the first, not the duplicate.
+    const third = await p.receive('payouts.csv', content);
+    expect(third.duplicateOf).toBe(first.id);
+
+    await p.submit();
+    expect(p.ledgerCount('DF-1')).toBe(1);
+    expect(p.ledgerCount('DF-2')).toBe(1);
+    expect(p.sandbox.stats().creates).toBe(2);
+  });
+
+  // A file refused unread (NOT_CSV by extension, EMPTY, UNREADABLE) paid nothing: the same bytes
+  // dropped again under a .csv name are read anew, not refused as a duplicate.
+  it('a file refused unread (wrong extension) can be dropped again under a .csv name', async () => {
+    const p = await startPipeline();
+    const content = csvFile([csvRow('NX-1')]);
+    const refused = await p.receive('payouts.tsv', content);
+    expect(refused.state).toBe('REJECTED');
+    expect(refused.rejectCode).toBe('NOT_CSV');
+    const renamed = await p.receive('payouts.csv', content);
+    expect(renamed.state).toBe('ACTIVE');
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * The daemon as `payoutd run` wires it, on the system clock and real work
+ * loops: a restart after a crash with creates on the wire, and a file
+ * dropped in the inbox, each followed until the batch is COMPLETE and its
+ * result file is written.
+ */
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { systemClock } from '../../src/domain/clock.js';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+import { listBatchesInStates } from '../../src/store/batches.js';
+import { claimReadyRows } from '../../src/store/submission.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+
+const daemons: PayoutDaemon[] = [];
+afterEach(async () => {
+  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await closePipelines();
+});
+
+async function fastPipeline(): Promise<Pipeline> {
+  return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
+}
+
+async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
+  const inbox = join(p.dir, 'inbox');
+  const outbox = join(p.dir, 'outbox');
+  // What startDaemon (src/daemon/runtime.ts) does before it builds the daemon.
+  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
+  const config = loadConfig(
+    { env: {}, cwd: p.dir },
+    {
+      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
+      inbox: { stableForMs: 20 },
+      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
+      submit: { notFoundGraceMs: 0 },
+      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    },
+  );
+  const daemon = new PayoutDaemon(
+    { config, db: p.db, service: p.client, clock: systemClock, logger: p.logger },
+    { shutdownGraceMs: 2000, watch: false },
+  );
+  daemons.push(daemon);
+  return { daemon, inbox, outbox };
+}
+
+describe('pipeline: the daemon', () => {
+  it('after a crash with creates on the wire, the restarted daemon adopts or creates each once and completes the batch', async () => {
+    const p = await fastPipeline();
+    const refs = ['DM-1', 'DM-2', 'DM-3', 'DM-4'];
+    const batch = await p.receive('crash.csv', csvFile(refs.map((r) => csvRow(r))));
+    const claimed = await claimReadyRows(p.db, 10, p.clock.now());
+    for (const row of claimed.slice(0, 2)) await p.client.createPayout(JSON.parse(row.requestJson ?? 'null') as PayoutRequest);
+    expect(await p.states(batch.id)).toEqual(['CREATING', 'CREATING', 'CREATING', 'CREATING']);
+
+    const { daemon, outbox } = await daemonFor(p);
+    await daemon.start();
+    await waitFor(async () => (await p.batch(batch.id)).state === 'COMPLETE', 'the batch to complete', 15_000);
+    await daemon.stop();
+
+    expect(await p.states(batch.id)).toEqual(['PAID', 'PAID', 'PAID', 'PAID']);
+    for (const ref of refs) expect(p.ledgerCount(ref)).toBe(1);
+    expect(p.sandbox.stats().creates).toBe(4);
+    // Adopted (already PAID at the service, or PENDING and then settled), or created after a query proved it absent.
+    for (const ref of ['DM-1', 'DM-2']) {
+      const events = (await p.events(ref)).filter((e) => e !== 'polled');
+      expect(events.slice(0, 3)).toEqual(['intent', 'interrupted', 'reconciled-found']);
+      expect([[], ['settled']]).toContainEqual(events.slice(3));
+    }
+    for (const ref of ['DM-3', 'DM-4']) {
+      const events = (await p.events(ref)).filter((e) => e !== 'polled');
+      expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created', 'settled']);
+    }
+    const files = await readdir(outbox);
+    const result = files.find((f) => f.startsWith(batch.id) && f.endsWith('.result.csv'));
+    expect(result).toBeDefined();
+    const text = await readFile(join(outbox, result as string), 'utf8');
+    for (const ref of refs) expect(text).toMatch(new RegExp(`${ref},PAID`));
+  });
+
+  it('pays a file dropped in the inbox end to end and writes its ack and result files', async () => {
+    const p = await fastPipeline();
+    const { daemon, inbox, outbox } = await daemonFor(p);
+    await writeFile(join(inbox, 'drop.csv'), csvFile([csvRow('DD-1'), csvRow('DD-2', { 'beneficiary.accountNumber': '2222220000' })]));
+    await daemon.start();
+    await waitFor(async () => {
+      await daemon.tickInbox();
+      return (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE'])).length === 1;
+    }, 'the dropped file to be accepted');
+    const [batch] = await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']);
+    await waitFor(async () => (await p.batch(batch?.id ?? '')).state === 'COMPLETE', 'the batch to complete', 15_000);
+    await daemon.stop();
+    expect(await p.states(batch?.id ?? '')).toEqual(['PAID', 'CANCELLED']);
+    expect(p.ledgerCount('DD-1')).toBe(1);
+    expect(p.ledgerCount('DD-2')).toBe(1);
+    const files = (await readdir(outbox)).filter((f) => f.startsWith(batch?.id ?? '-'));
+    expect(files.some((f) => f.endsWith('.ack.csv'))).toBe(true);
+    expect(files.some((f) => f.endsWith('.result.csv'))).toBe(true);
+    // Logs never carry a full account number or the API key.
+    expect(p.logLines.filter((l) => l.includes('2222220000') || l.includes('1234567890'))).toEqual([]);
+  });
+});

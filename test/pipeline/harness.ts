@@ -1,0 +1,408 @@
+/**
+ * The payment core under test, assembled for real: a SQLite file in a temp
+ * dir (migrated), the sandbox on 127.0.0.1, a PayoutApiClient with fast
+ * retries, and the intake, submitter and poller built directly so each test
+ * drives every pass itself (runOnce) on a ManualClock. Also CSV builders,
+ * store shortcuts and log capture (every line kept, to prove none leaks an
+ * account number or a secret).
+ *
+ * The client and the sandbox run on the system clock (signatures, tokens);
+ * the daemon's decisions (backoff, grace, holds, polls) run on the
+ * ManualClock, so moving time never breaks authentication. Settlement in the
+ * sandbox runs on real timers: tests either hold payouts (account ending in
+ * '9999') and settle them by hand, or make settlement immediate and wait for
+ * the sandbox to report nothing pending.
+ */
+import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PayoutApiClient, type ApiCallRecord, type PayoutApiClientOptions } from '../../src/api/index.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+import type { RowState } from '../../src/domain/lifecycle.js';
+import { BatchIntake, type IntakeEffects } from '../../src/ingest/index.js';
+import { DEFAULT_BATCH_FORMAT } from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
+import type { ClaimedFile } from '../../src/ingest/inbox/index.js';
+import { canonicalStringify } from '../../src/json/index.js';
+import { createLogger, type Logger } from '../../src/log/index.js';
+import { SettlementPoller, type PollerOptions } from '../../src/poll/index.js';
+import { startSandbox, type SandboxOptions, type SandboxServer } from '../../src/sandbox/index.js';
+import { generateMerchantKeyPair } from '../../src/signing/index.js';
+import { acceptBatchRows, type InvalidRowsPolicy } from '../../src/store/acceptance.js';
+import { getBatch, insertBatch, type BatchRecord } from '../../src/store/batches.js';
+import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { fromColumns, historyOf, insertRows, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
+import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
+
+export const MERCHANT = 'M001';
+/** Distinctive, so a leak into a log line is found by a plain substring search. */
+export const API_KEY = 'ak-pipeline-Zq81Lk5Vw3';
+export const CREATE_PATH = '/apis/v1/fiat-payout/create';
+export const QUERY_PATH = '/apis/v1/fiat-payout/query';
+export const START_MS = Date.UTC(2026, 0, 5, 9);
+
+export const HEADER_FIELDS = [
+  'merchantReferenceId',
+  'deductionCurrency',
+  'payoutCurrency',
+  'payoutAmount',
+  'sender.firstName',
+  'sender.lastName',
+  'sender.country',
+  'sender.idType',
+  'sender.idValue',
+  'beneficiary.accountName',
+  'beneficiary.accountNumber',
+  'beneficiary.bankCode',
+] as const;
+export const HEADER = HEADER_FIELDS.join(',');
+
+/** A valid PHP row (100.50 PHP, account 1234567890); overrides by field path. */
+export function csvRow(ref: string, overrides: Partial<Record<(typeof HEADER_FIELDS)[number], string>> = {}): string {
+  const base: Record<string, string> = {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: '100.50',
+    'sender.firstName': 'Maria',
+    'sender.lastName': 'Santos',
+    'sender.country': 'PH',
+    'sender.idType': 'PASSPORT',
+    'sender.idValue': 'P1234567A',
+    'beneficiary.accountName': 'Juan Dela Cruz',
+    'beneficiary.accountNumber': '1234567890',
+    'beneficiary.bankCode': 'BOPIPHMM',
+    ...overrides,
+  };
+  return HEADER_FIELDS.map((f) => base[f] ?? '').join(',');
+}
+
+export function csvFile(rows: string[]): string {
+  return `${[HEADER, ...rows].join('\n')}\n`;
+}
+
+/** A create request as the intake would store it (for rows put straight into the store). */
+export function payoutRequest(ref: string, over: Partial<PayoutRequest> = {}): PayoutRequest {
+  return {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: '100.5',
+    sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
+    beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '1234567890', bankCode: 'BOPIPHMM' },
+    ...over,
+  };
+}
+
+let keyCache: { privateKeyPem: string; publicKeyBase64: string } | undefined;
+
+/** One merchant key pair per test file (RSA generation is the slow part of setup). */
+function merchantKeys(): { privateKeyPem: string; publicKeyBase64: string } {
+  keyCache ??= generateMerchantKeyPair(2048);
+  return keyCache;
+}
+
+export interface EffectCall {
+  kind: 'ack' | 'file-rejection' | 'result';
+  batchId: string;
+  reason?: string;
+}
+
+export interface PipelineOptions {
+  /** Start of the ManualClock (default START_MS); Date.now() when a test mixes in the system clock. */
+  startMs?: number;
+  sandbox?: Partial<SandboxOptions>;
+  /** USDT balance of the merchant (decimal text). */
+  balance?: string;
+  client?: Partial<Omit<PayoutApiClientOptions, 'retry'>> & { retry?: Partial<PayoutApiClientOptions['retry']> };
+  submitter?: Partial<SubmitterOptions>;
+  poller?: Partial<PollerOptions>;
+  onInvalidRows?: InvalidRowsPolicy;
+  /** Called after each HTTP exchange of the client (besides recording it in `calls`). */
+  onApiCall?: (call: ApiCallRecord) => void;
+  /** Replaces the intake's balance check (called once the batch is accepted). */
+  checkBalance?: IntakeEffects['checkBalance'];
+}
+
+export interface Pipeline {
+  dir: string;
+  db: Database;
+  sandbox: SandboxServer;
+  client: PayoutApiClient;
+  clock: ManualClock;
+  logger: Logger;
+  /** Every log line written, as text. */
+  logLines: string[];
+  /** Every HTTP exchange of the client. */
+  calls: ApiCallRecord[];
+  /** What the intake asked the outbox to write. */
+  effects: EffectCall[];
+  intake: BatchIntake;
+  submitter: PayoutSubmitter;
+  poller: SettlementPoller;
+  submitterOptions: SubmitterOptions;
+  pollerOptions: PollerOptions;
+  signal: AbortSignal;
+  /** Writes a file under claimed/ and returns its ClaimedFile record. */
+  claim(name: string, content: string): Promise<ClaimedFile>;
+  /** claim + intake.receive. */
+  receive(name: string, content: string): Promise<BatchRecord>;
+  /** An ACTIVE batch with these requests as READY rows, put straight into the store (bypassing CSV validation). */
+  insertReadyBatch(requests: PayoutRequest[]): Promise<string>;
+  submit(): Promise<number>;
+  poll(): Promise<number>;
+  rows(batchId: string): Promise<PayoutRow[]>;
+  row(ref: string): Promise<PayoutRow>;
+  states(batchId: string): Promise<RowState[]>;
+  batch(id: string): Promise<BatchRecord>;
+  events(ref: string): Promise<string[]>;
+  /** Sandbox payouts holding this reference. */
+  ledgerCount(ref: string): number;
+  createRequests(): number;
+  queryRequests(): number;
+  close(): Promise<void>;
+}
+
+const open: Pipeline[] = [];
+
+/** Closes every pipeline the current test started (call from afterEach). */
+export async function closePipelines(): Promise<void> {
+  await Promise.all(open.splice(0).map((p) => p.close()));
+}
+
+export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> {
+  const keys = merchantKeys();
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-pipeline-'));
+  const clock = new ManualClock(o.startMs ?? START_MS);
+  const logLines: string[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
+
+  const db = openDatabase({
+    client: 'sqlite',
+    filename: join(dir, 'state.sqlite'),
+    poolMax: 1,
+    busyTimeoutMs: 5000,
+    synchronous: 'NORMAL',
+  });
+  await migrateToLatest(db);
+
+  const sandbox = await startSandbox({
+    seed: 7,
+    merchants: [{ merchantCode: MERCHANT, apiKey: API_KEY, publicKey: keys.publicKeyBase64, balances: { USDT: o.balance ?? '1000000' } }],
+    // Far away by default: payouts stay PENDING unless a test settles them.
+    settlement: { minDelayMs: 600_000, maxDelayMs: 600_000 },
+    ...o.sandbox,
+  });
+
+  const calls: ApiCallRecord[] = [];
+  const { retry, ...clientRest } = o.client ?? {};
+  const client = new PayoutApiClient({
+    baseUrl: sandbox.url,
+    merchantCode: MERCHANT,
+    apiKey: API_KEY,
+    privateKey: createPrivateKey(keys.privateKeyPem),
+    auth: { mode: 'standard', grantType: 'client_credentials', refreshBeforeExpirySeconds: 60 },
+    sortKeys: true,
+    hmacKeyEncoding: 'utf8',
+    timeoutMs: 3000,
+    queryMaxIds: 100,
+    random: () => 0.5,
+    onCall: (c) => {
+      calls.push(c);
+      o.onApiCall?.(c);
+    },
+    ...clientRest,
+    retry: { maxAttempts: 3, baseMs: 2, maxMs: 10, ...retry },
+  });
+
+  const submitterOptions: SubmitterOptions = {
+    concurrency: 4,
+    retry: { baseMs: 1000, maxMs: 60_000 },
+    insufficientBalanceHoldMs: 60_000,
+    notFoundGraceMs: 0,
+    firstPollDelayMs: 2000,
+    reconcileBatchSize: 100,
+    ...o.submitter,
+  };
+  const pollerOptions: PollerOptions = {
+    queryMaxIds: 100,
+    maxCallsPerPass: 50,
+    minIntervalMs: 2000,
+    maxIntervalMs: 60_000,
+    staleAfterMs: 3_600_000,
+    ...o.poller,
+  };
+  const submitter = new PayoutSubmitter({ db, service: client, clock, logger, random: () => 0.5 }, submitterOptions);
+  const poller = new SettlementPoller({ db, service: client, clock, logger }, pollerOptions);
+
+  const effects: EffectCall[] = [];
+  const intake = new BatchIntake(
+    {
+      db,
+      clock,
+      logger,
+      effects: {
+        writeAck: (b, reason) => {
+          effects.push({ kind: 'ack', batchId: b.id, reason });
+          return Promise.resolve('');
+        },
+        writeFileRejection: (b, reason) => {
+          effects.push({ kind: 'file-rejection', batchId: b.id, reason });
+          return Promise.resolve('');
+        },
+        writeResult: (b) => {
+          effects.push({ kind: 'result', batchId: b.id });
+          return Promise.resolve(undefined);
+        },
+        checkBalance: o.checkBalance,
+        balanceRecheckMs: 60_000,
+      },
+    },
+    {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      onInvalidRows: o.onInvalidRows ?? 'reject-file',
+      rejectedDir: join(dir, 'rejected'),
+    },
+  );
+
+  const stop = new AbortController();
+  const claimedDir = join(dir, 'claimed');
+
+  const claim = async (name: string, content: string): Promise<ClaimedFile> => {
+    await mkdir(claimedDir, { recursive: true });
+    const claimId = randomBytes(6).toString('hex');
+    const storedPath = join(claimedDir, `${claimId}__${name}`);
+    await writeFile(storedPath, content);
+    const st = await stat(storedPath);
+    return {
+      claimId,
+      originalName: name,
+      storedPath,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      sha256: createHash('sha256').update(content).digest('hex'),
+    };
+  };
+
+  const rowOf = async (ref: string): Promise<PayoutRow> => {
+    const rows = await rowsByReference(db, ref);
+    if (rows.length !== 1) throw new Error(`expected one row for ${ref}, found ${rows.length}`);
+    return rows[0] as PayoutRow;
+  };
+
+  const pipeline: Pipeline = {
+    dir,
+    db,
+    sandbox,
+    client,
+    clock,
+    logger,
+    logLines,
+    calls,
+    effects,
+    intake,
+    submitter,
+    poller,
+    submitterOptions,
+    pollerOptions,
+    signal: stop.signal,
+    claim,
+    receive: async (name, content) => intake.receive(await claim(name, content)),
+    async insertReadyBatch(requests) {
+      const now = clock.now();
+      const id = `BTEST-${randomBytes(4).toString('hex')}`;
+      await insertBatch(db, {
+        id,
+        fileName: `${id}.csv`,
+        storedPath: join(claimedDir, `${id}.csv`),
+        controlPath: null,
+        sha256: randomBytes(32).toString('hex'),
+        size: 1,
+        mtimeMs: now,
+        state: 'ACTIVE',
+        duplicateOf: null,
+        rejectCode: null,
+        rejectReason: null,
+        holdCode: null,
+        holdReason: null,
+        holdUntil: null,
+        rowCount: requests.length,
+        validCount: requests.length,
+        invalidCount: 0,
+        delimiter: ',',
+        totalsJson: null,
+        receivedAt: now,
+        acceptedAt: now,
+        ackWrittenAt: null,
+        resultWrittenAt: null,
+        completedAt: null,
+        updatedAt: now,
+      });
+      await insertRows(
+        db,
+        requests.map((r, i) => ({
+          batchId: id,
+          line: i + 2,
+          merchantReferenceId: r.merchantReferenceId,
+          state: 'VALIDATED' as const,
+          requestJson: canonicalStringify(r),
+          payoutCurrency: r.payoutCurrency,
+          payoutAmount: r.payoutAmount,
+          deductionCurrency: r.deductionCurrency,
+          reasonCode: null,
+          reason: null,
+        })),
+        now,
+      );
+      const verdict = await acceptBatchRows(db, id, 'skip-rows', now);
+      if (!verdict.accepted) throw new Error(`test batch not accepted: ${verdict.rejectReason}`);
+      return id;
+    },
+    submit: () => submitter.runOnce(stop.signal),
+    poll: () => poller.runOnce(stop.signal),
+    async rows(batchId) {
+      const rows = (await db('payouts').where({ batch_id: batchId }).orderBy('line')) as Record<string, unknown>[];
+      return rows.map(fromColumns);
+    },
+    row: rowOf,
+    async states(batchId) {
+      return (await pipeline.rows(batchId)).map((r) => r.state);
+    },
+    async batch(id) {
+      const b = await getBatch(db, id);
+      if (!b) throw new Error(`no batch ${id}`);
+      return b;
+    },
+    async events(ref) {
+      return (await historyOf(db, (await rowOf(ref)).id)).map((h) => h.event);
+    },
+    ledgerCount: (ref) => sandbox.ledger().filter((e) => e.merchantReferenceId === ref).length,
+    createRequests: () => sandbox.stats().requests[CREATE_PATH] ?? 0,
+    queryRequests: () => sandbox.stats().requests[QUERY_PATH] ?? 0,
+    async close() {
+      stop.abort(new Error('test over'));
+      await sandbox.close();
+      await db.destroy();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+  open.push(pipeline);
+  return pipeline;
+}
+
+/** Polls a condition every few ms (for the sandbox's real-timer settlement); fails after the deadline. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The log lines that contain `text` (for leak checks). */
+export function linesContaining(lines: readonly string[], text: string): string[] {
+  return lines.filter((l) => l.includes(text));
+}
