@@ -1,3 +1,3 @@
 /** Configuration: schema with defaults, loading, secrets. */
 export { configSchema, type PayoutdConfig } from './schema.js';
-export { loadConfig, readApiKey, mergeDeep, type ResolvedConfig, type LoadConfigInput } from './load.js';
+export { loadConfig, readApiKey, readWebhookSecret, mergeDeep, type ResolvedConfig, type LoadConfigInput } from './load.js';

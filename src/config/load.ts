@@ -95,11 +95,16 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   c.paths = { inbox: abs(c.paths.inbox), outbox: abs(c.paths.outbox), stateDir: abs(c.paths.stateDir) };
   if (c.api.apiKeyFile) c.api.apiKeyFile = abs(c.api.apiKeyFile);
   if (c.api.privateKeyFile) c.api.privateKeyFile = abs(c.api.privateKeyFile);
+  if (c.webhook.secretFile) c.webhook.secretFile = abs(c.webhook.secretFile);
+  if (c.webhook.tls) c.webhook.tls = { certFile: abs(c.webhook.tls.certFile), keyFile: abs(c.webhook.tls.keyFile) };
   const credentials = input.env.CREDENTIALS_DIRECTORY;
   // systemd LoadCredential=: secrets arrive as files readable only by the service.
   if (credentials) {
     if (!c.api.privateKeyFile && existsSync(join(credentials, 'merchant-key'))) c.api.privateKeyFile = join(credentials, 'merchant-key');
     if (!c.api.apiKey && !c.api.apiKeyFile && existsSync(join(credentials, 'api-key'))) c.api.apiKeyFile = join(credentials, 'api-key');
+    if (!c.webhook.secret && !c.webhook.secretFile && existsSync(join(credentials, 'webhook-secret'))) {
+      c.webhook.secretFile = join(credentials, 'webhook-secret');
+    }
   }
   if (c.api.baseUrl !== 'embedded') {
     const missing = (['merchantCode', 'privateKeyFile'] as const).filter((k) => !c.api[k]);
@@ -116,24 +121,50 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
       throw new ConfigError('CONFIG_INVALID', `api.baseUrl must be a URL or "embedded", got ${JSON.stringify(c.api.baseUrl)}`);
     }
   }
+  if (c.webhook.enabled && !c.webhook.secret && !c.webhook.secretFile) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      'webhook.enabled is true, so webhook.secret, webhook.secretFile or the credential webhook-secret must be set',
+    );
+  }
   if (c.database.client === 'pg' && !c.database.url)
     throw new ConfigError('CONFIG_INVALID', 'database.url is required when database.client is pg');
   const databaseFile = c.database.filename ? abs(c.database.filename) : join(c.paths.stateDir, 'payoutd.sqlite');
   return { ...c, source: input.file ? resolve(input.cwd, input.file) : null, databaseFile, credentialsDir: credentials ?? null };
 }
 
-/** The API key, from the file or the option (never logged). */
-export function readApiKey(c: ResolvedConfig): string {
-  if (c.api.apiKey) return c.api.apiKey;
-  if (c.api.apiKeyFile) {
+/** A secret given inline or as a file (never logged; errors name the option only). */
+function readSecret(value: string | undefined, file: string | undefined, option: string, missing: string): string {
+  if (value) return value;
+  if (file) {
     try {
-      return readFileSync(c.api.apiKeyFile, 'utf8').trim();
+      return readFileSync(file, 'utf8').trim();
     } catch (err) {
       throw new ConfigError(
         'SECRET_UNREADABLE',
-        `api.apiKeyFile ${c.api.apiKeyFile} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        `${option}File ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
   }
-  throw new ConfigError('CONFIG_INVALID', 'no API key configured (api.apiKey, api.apiKeyFile, PAYOUTD_API_KEY or credential api-key)');
+  throw new ConfigError('CONFIG_INVALID', missing);
+}
+
+/** The API key (header SvcApiKey). */
+export function readApiKey(c: ResolvedConfig): string {
+  return readSecret(
+    c.api.apiKey,
+    c.api.apiKeyFile,
+    'api.apiKey',
+    'no API key configured (api.apiKey, api.apiKeyFile, PAYOUTD_API_KEY or credential api-key)',
+  );
+}
+
+/** The merchant's webhook secret. */
+export function readWebhookSecret(c: ResolvedConfig): string {
+  return readSecret(
+    c.webhook.secret,
+    c.webhook.secretFile,
+    'webhook.secret',
+    'no webhook secret configured (webhook.secret, webhook.secretFile or credential webhook-secret)',
+  );
 }

@@ -61,9 +61,15 @@ function requestOf(row: PayoutRow): PayoutRequest | null {
   return row.requestJson ? (JSON.parse(row.requestJson) as PayoutRequest) : null;
 }
 
+/** The reason finance reads: the code, then the words (unless the words already start with the code). */
+export function reasonText(code: string | null, reason: string | null): string | null {
+  if (!reason) return code;
+  return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
+}
+
 export function rowOutcome(row: PayoutRow): RowOutcome {
   const req = requestOf(row);
-  const reason = row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : (row.reason ?? INTERIM_REASON[row.state] ?? null);
+  const reason = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
@@ -91,7 +97,7 @@ function ackRow(row: PayoutRow): AckRow {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
     verdict: accepted ? 'ACCEPTED' : 'REJECTED',
-    reason: accepted ? null : row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : row.reason,
+    reason: accepted ? null : reasonText(row.reasonCode, row.reason),
   };
 }
 

@@ -12,9 +12,12 @@ import { acquireInstanceLock, type InstanceLock } from '../store/instance-lock.j
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
 import { PayoutdMetrics } from '../metrics/index.js';
+import { WebhookReceiver } from '../webhook/index.js';
+import { readWebhookSecret } from '../config/index.js';
 
-export function openStore(config: ResolvedConfig): Database {
+export function openStore(config: ResolvedConfig, readOnly = false): Database {
   return openDatabase({
+    readOnly,
     client: config.database.client,
     filename: config.databaseFile,
     url: config.database.url,
@@ -37,6 +40,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
   const db = openStore(config);
   let api: ApiConnection | null = null;
   let metrics: PayoutdMetrics | null = null;
+  let webhook: WebhookReceiver | null = null;
   try {
     const applied = await migrateToLatest(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
@@ -62,6 +66,29 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
     );
     if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
     await daemon.start();
+    const running = daemon;
+    if (config.webhook.enabled) {
+      const w = config.webhook;
+      webhook = new WebhookReceiver({
+        host: w.host,
+        port: w.port,
+        path: w.path,
+        tls: w.tls,
+        secret: readWebhookSecret(config),
+        keyEncoding: w.keyEncoding,
+        maxBodyBytes: w.maxBodyBytes,
+        timestampSkewSeconds: w.timestampSkewSeconds,
+        nonceWindowSeconds: w.nonceWindowSeconds,
+        canonicalJson: config.api.canonicalJson,
+        clock,
+        logger,
+        db,
+        wake: () => running.wakePoller(),
+        onVerdict: m ? (verdict) => m.webhookEvents.inc({ verdict }) : undefined,
+      });
+      const { url } = await webhook.start();
+      logger.info({ url }, 'webhook receiver listening (polling remains the safety net)');
+    }
     const connection = api;
     const started = daemon;
     return {
@@ -70,6 +97,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
       db,
       async stop() {
         try {
+          await webhook?.stop();
           await started.stop();
         } finally {
           await metrics?.close();
@@ -80,6 +108,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
       },
     };
   } catch (err) {
+    await webhook?.stop();
     await metrics?.close();
     await api?.close();
     await db.destroy();

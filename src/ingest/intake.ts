@@ -275,12 +275,14 @@ export class BatchIntake {
             merchantReferenceId: r.merchantReferenceId,
             state: r.request ? 'VALIDATED' : 'INVALID',
             requestJson: r.request ? canonicalStringify(r.request) : null,
-            payoutCurrency: r.request?.payoutCurrency ?? null,
-            payoutAmount: r.request?.payoutAmount ?? null,
-            deductionCurrency: r.request?.deductionCurrency ?? null,
+            // As the sender wrote them (the request holds the normalized form that is sent).
+            payoutCurrency: r.written.payoutCurrency || null,
+            payoutAmount: r.written.payoutAmount || null,
+            deductionCurrency: r.written.deductionCurrency || null,
             reasonCode: r.errors[0]?.code ?? null,
-            // The line is in its own column of every output: the reason holds the messages only.
-            reason: r.errors.length > 0 ? r.errors.map((e) => e.message).join('; ') : null,
+            // Every error of the row with its code and column; the line has its own column in every output.
+            reason:
+              r.errors.length > 0 ? r.errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null,
           }));
           await db.transaction((trx) => insertRows(trx, records, now));
         },

@@ -9,6 +9,7 @@ import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { migrationSource } from './migrations.js';
+import { PayoutdError } from '../domain/errors.js';
 
 export type Database = Knex;
 
@@ -22,6 +23,11 @@ export interface DatabaseOptions {
   busyTimeoutMs: number;
   /** SQLite `synchronous`: FULL survives power loss, NORMAL only process crashes. */
   synchronous: 'FULL' | 'NORMAL';
+  /**
+   * Read-only (status and report commands): never writes, not even the
+   * migration lock, so it cannot get in the way of a running daemon.
+   */
+  readOnly?: boolean;
 }
 
 interface SqliteConnection {
@@ -42,20 +48,22 @@ export function openDatabase(o: DatabaseOptions): Database {
       migrations: { migrationSource, tableName: 'payoutd_migrations' },
     });
   }
-  mkdirSync(dirname(o.filename), { recursive: true });
+  if (!o.readOnly) mkdirSync(dirname(o.filename), { recursive: true });
   return knexFactory({
     client: 'better-sqlite3',
-    connection: { filename: o.filename },
+    connection: { filename: o.filename, options: { readonly: o.readOnly ?? false } },
     useNullAsDefault: true,
     pool: {
       min: 1,
       max: 1,
       afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
         try {
-          conn.pragma('journal_mode = WAL');
           conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
-          conn.pragma('foreign_keys = ON');
-          conn.pragma(`synchronous = ${o.synchronous}`);
+          if (!o.readOnly) {
+            conn.pragma('journal_mode = WAL');
+            conn.pragma('foreign_keys = ON');
+            conn.pragma(`synchronous = ${o.synchronous}`);
+          }
           done(null, conn);
         } catch (err) {
           done(err as Error, conn);
@@ -69,6 +77,29 @@ export function openDatabase(o: DatabaseOptions): Database {
 export async function migrateToLatest(db: Database): Promise<string[]> {
   const [, applied] = (await db.migrate.latest()) as [number, string[]];
   return applied;
+}
+
+/** Throws unless every migration this build knows has been applied (read-only check). */
+export async function assertSchemaCurrent(db: Database): Promise<void> {
+  let applied: string[] = [];
+  try {
+    applied = (await db('payoutd_migrations').pluck('name')) as string[];
+  } catch {
+    // No migrations table: the database was never set up.
+  }
+  const missing = (await migrationSource.getMigrations([]))
+    .map((m) => migrationSource.getMigrationName(m))
+    .filter((n) => !applied.includes(n));
+  if (missing.length > 0) {
+    throw new SchemaError(
+      'SCHEMA_NOT_CURRENT',
+      `the state database lacks migration(s) ${missing.join(', ')}: start the daemon or run \`payoutd migrate\` first`,
+    );
+  }
+}
+
+export class SchemaError extends PayoutdError {
+  override readonly name = 'SchemaError';
 }
 
 export function isPostgres(db: Database): boolean {

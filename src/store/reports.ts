@@ -38,10 +38,8 @@ export async function* payoutsCreatedBetween(
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
       .andWhere('p.created_at_ms', '<', untilMs);
-    if (after) {
-      const { at, id } = after;
-      q.andWhere((w) => w.where('p.created_at_ms', '>', at).orWhere((x) => x.where('p.created_at_ms', '=', at).andWhere('p.id', '>', id)));
-    }
+    // A row-value comparison (SQLite 3.15+, PostgreSQL) can use an index on (created_at_ms, id); an OR cannot.
+    if (after) q.andWhereRaw('(p.created_at_ms, p.id) > (?, ?)', [after.at, after.id]);
     const page = (await q.orderBy([{ column: 'p.created_at_ms' }, { column: 'p.id' }]).limit(pageSize)) as Record<string, unknown>[];
     for (const r of page) yield { ...fromColumns(r), fileName: r.report_file_name as string };
     const last = page[page.length - 1];

@@ -3,22 +3,27 @@
  * `payoutd migrate`, `payoutd status`, `payoutd report --batch`, and
  * `payoutd validate FILE` (a dry run that pays nothing).
  */
+import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { openStore } from '../../daemon/runtime.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
-import { migrateToLatest, type Database } from '../../store/db.js';
+import { assertSchemaCurrent, migrateToLatest, type Database } from '../../store/db.js';
 import { getBatch, listBatchErrors, listRecentBatches, type BatchRecord } from '../../store/batches.js';
 import { stateCounts } from '../../store/payouts.js';
 import { parseBatchFile, type ParsedBatchRow } from '../../ingest/csv/index.js';
 import type { RowError } from '../../ingest/rules/index.js';
 import { print, table } from '../output.js';
 
+/** Read-only access for status and reports: a running daemon is never disturbed. */
 async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
-  const db = openStore(config);
+  if (config.database.client === 'sqlite' && !existsSync(config.databaseFile)) {
+    throw new ConfigError('NO_DATABASE', `no state database at ${config.databaseFile} yet (the daemon creates it; or run payoutd migrate)`);
+  }
+  const db = openStore(config, true);
   try {
-    await migrateToLatest(db);
+    await assertSchemaCurrent(db);
     return await f(db);
   } finally {
     await db.destroy();
@@ -26,10 +31,13 @@ async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise
 }
 
 export async function migrate(config: ResolvedConfig): Promise<void> {
-  await withStore(config, async (db) => {
+  const db = openStore(config);
+  try {
     const applied = await migrateToLatest(db);
     print(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database schema is up to date');
-  });
+  } finally {
+    await db.destroy();
+  }
 }
 
 function age(ms: number): string {
@@ -48,16 +56,35 @@ function totals(b: BatchRecord): string {
     .join(', ');
 }
 
-const COUNT_ORDER = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'] as const;
+const COUNT_ORDER = [
+  'READY',
+  'CREATING',
+  'UNKNOWN',
+  'PENDING',
+  'PAID',
+  'CANCELLED',
+  'REJECTED',
+  'INVALID',
+  'DUPLICATE',
+  'NOT_SUBMITTED',
+] as const;
 
 export async function status(config: ResolvedConfig, batchId: string | undefined, limit: number, json: boolean): Promise<void> {
   await withStore(config, async (db) => {
     const now = Date.now();
-    const batches = batchId ? [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b)) : await listRecentBatches(db, limit);
+    const batches = batchId
+      ? [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b))
+      : await listRecentBatches(db, limit);
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await stateCounts(db, b.id) })));
     if (json) {
-      print(JSON.stringify(rows.map(({ b, counts }) => ({ ...b, counts, totals: b.totalsJson ? JSON.parse(b.totalsJson) : null })), null, 2));
+      print(
+        JSON.stringify(
+          rows.map(({ b, counts }) => ({ ...b, counts, totals: b.totalsJson ? JSON.parse(b.totalsJson) : null })),
+          null,
+          2,
+        ),
+      );
       return;
     }
     if (rows.length === 0) {
@@ -88,7 +115,8 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       const errors = await listBatchErrors(db, b.id);
       if (errors.length > 0) {
         print(`\nerrors (${errors.length}):`);
-        for (const e of errors.slice(0, 50)) print(`  ${e.line ? `line ${e.line}` : 'file'}${e.column ? `, ${e.column}` : ''}: ${e.code}: ${e.message}`);
+        for (const e of errors.slice(0, 50))
+          print(`  ${e.line ? `line ${e.line}` : 'file'}${e.column ? `, ${e.column}` : ''}: ${e.code}: ${e.message}`);
         if (errors.length > 50) print(`  … ${errors.length - 50} more (payoutd status --batch ${b.id} --json)`);
       }
       print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary}.csv`);
@@ -131,7 +159,8 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   for (const e of result.fileErrors) print(formatError(e));
   if (result.fileErrors.length === 0) {
     for (const e of rowErrors) print(formatError(e));
-    for (const [ref, lines] of dupes) print(`${name}:${lines.join(',')} [merchantReferenceId] DUPLICATE_IN_FILE: ${ref} appears on lines ${lines.join(', ')}`);
+    for (const [ref, lines] of dupes)
+      print(`${name}:${lines.join(',')} [merchantReferenceId] DUPLICATE_IN_FILE: ${ref} appears on lines ${lines.join(', ')}`);
   }
   const problems = result.fileErrors.length + rowErrors.length + dupes.length;
   const sums = Object.entries(result.totals)
@@ -140,6 +169,10 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   print(
     `\n${name}: ${result.rowCount} rows, ${result.validCount} valid, ${result.invalidCount} invalid, ${dupes.length} repeated reference(s)${sums ? `; totals ${sums}` : ''}`,
   );
-  print(problems === 0 ? 'OK: no errors (references used by earlier batches are checked when the file is dropped)' : `${problems} problem(s): this file would not be paid as is`);
+  print(
+    problems === 0
+      ? 'OK: no errors (references used by earlier batches are checked when the file is dropped)'
+      : `${problems} problem(s): this file would not be paid as is`,
+  );
   return problems === 0 ? 0 : 1;
 }

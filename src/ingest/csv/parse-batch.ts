@@ -45,7 +45,17 @@ export interface ParsedBatchRow {
   request: PayoutRequest | null;
   /** Every problem of this row (never capped). */
   errors: RowError[];
+  /** Money cells as written (trimmed), valid or not, for result files that match the sender's file. */
+  written: WrittenMoney;
 }
+
+export interface WrittenMoney {
+  payoutCurrency: string;
+  payoutAmount: string;
+  deductionCurrency: string;
+}
+
+const NOTHING_WRITTEN: WrittenMoney = { payoutCurrency: '', payoutAmount: '', deductionCurrency: '' };
 
 export interface BatchParseResult {
   /** Display name the errors carry. */
@@ -212,15 +222,20 @@ class BatchState {
         code: 'COLUMN_COUNT_MISMATCH',
         message: `row has ${rec.fields.length} fields but the header has ${header.width} (an unquoted delimiter inside a value, or a missing one?)`,
       };
-      return { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: [error] };
+      return { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: [error], written: NOTHING_WRITTEN };
     }
     const values: RowValues = emptyRowValues();
     for (const [field, index] of this.plan) values[field] = rec.fields[index] ?? '';
     this.addToTotals(values);
     const result = validateRow({ file: this.file, line: rec.line, values, columns: header.columns }, this.rules);
+    const written: WrittenMoney = {
+      payoutCurrency: trimSpaces(values.payoutCurrency),
+      payoutAmount: trimSpaces(values.payoutAmount),
+      deductionCurrency: trimSpaces(values.deductionCurrency),
+    };
     return 'request' in result
-      ? { line: rec.line, rowNumber, merchantReferenceId: result.request.merchantReferenceId, request: result.request, errors: [] }
-      : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: result.errors };
+      ? { line: rec.line, rowNumber, merchantReferenceId: result.request.merchantReferenceId, request: result.request, errors: [], written }
+      : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: result.errors, written };
   }
 
   private addToTotals(values: RowValues): void {

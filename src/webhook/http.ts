@@ -1,0 +1,78 @@
+/**
+ * HTTP plumbing of the receiver: the request path, a body read as raw bytes
+ * up to a limit, and short JSON answers. Answers never echo anything from
+ * the request.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/** What readBody resolves to when the body exceeds the limit. */
+export const TOO_LARGE: unique symbol = Symbol('body too large');
+
+/**
+ * The path of the request target, raw (no decoding, no dot-segment
+ * resolution), without the query. Absolute-form targets are accepted; a
+ * target that is neither yields null.
+ */
+export function requestPath(url: string | undefined): string | null {
+  if (url === undefined || url === '') return null;
+  if (url.startsWith('/')) {
+    const end = url.search(/[?#]/);
+    return end === -1 ? url : url.slice(0, end);
+  }
+  try {
+    return new URL(url).pathname;
+  } catch {
+    // Neither origin-form nor absolute-form: no path to match.
+    return null;
+  }
+}
+
+/**
+ * The whole body as bytes, or TOO_LARGE as soon as it passes `limit` bytes
+ * (by its declared Content-Length or as it streams in; the rest is read and
+ * dropped, never buffered). Rejects when the client goes away mid-body.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (fn: () => void): void => {
+      if (!settled) {
+        settled = true;
+        fn();
+      }
+    };
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && /^\d+$/.test(declared) && (declared.length > 15 || Number(declared) > limit)) {
+      settle(() => resolve(TOO_LARGE));
+    }
+    req.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      size += chunk.length;
+      if (size > limit) {
+        chunks.length = 0;
+        settle(() => resolve(TOO_LARGE));
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    req.on('end', () => settle(() => resolve(Buffer.concat(chunks, size))));
+    req.on('error', (err) => settle(() => reject(err)));
+    req.on('close', () => settle(() => reject(new Error('request closed before its body was read'))));
+  });
+}
+
+/** Resolves once the response is over: sent, or its connection gone (already or later). */
+export function responseClosed(res: ServerResponse): Promise<void> {
+  if (res.destroyed || res.socket?.destroyed === true) return Promise.resolve();
+  return new Promise((resolve) => res.once('close', () => resolve()));
+}
+
+/** Writes a small JSON answer unless one was written or the socket is gone. */
+export function answer(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}

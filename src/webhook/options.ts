@@ -1,0 +1,174 @@
+/**
+ * Options of the webhook receiver: their defaults (each one the contract's
+ * answer or a documented choice, see docs/webhooks.md) and their one-time
+ * validation into a resolved shape. Errors name the option and the value's
+ * type; the secret's text never appears in one.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { CanonicalOptions } from '../json/canonical.js';
+import type { HmacKeyEncoding } from '../signing/signatures.js';
+import type { Database } from '../store/db.js';
+import { WebhookConfigError } from './errors.js';
+
+/** What became of one delivery (metrics). `error`: the event could not be recorded (500, the sender retries). */
+export type WebhookVerdict =
+  'accepted' | 'duplicate' | 'bad_signature' | 'stale' | 'replayed' | 'malformed' | 'too_large' | 'unknown_event' | 'error';
+
+export interface WebhookTlsOptions {
+  /** PEM certificate (chain) file. */
+  certFile: string;
+  /** PEM private key file. */
+  keyFile: string;
+}
+
+export interface WebhookReceiverOptions {
+  /** Listen address. Default 127.0.0.1 (behind a reverse proxy). */
+  host?: string;
+  /** Listen port; 0 = a free port (tests). */
+  port: number;
+  /** The URL path deliveries are POSTed to. Default '/payoutd/webhook'. */
+  path?: string;
+  /**
+   * The path the service posts to and signs, when a reverse proxy rewrites
+   * it on the way in (public '/hooks/payout' -> local '/payoutd/webhook').
+   * Default: the path of the request as received.
+   */
+  signedPath?: string;
+  /** Serve HTTPS with these files; without it, plain HTTP behind a TLS-terminating reverse proxy. */
+  tls?: WebhookTlsOptions;
+  /** The merchant's webhook secret (HMAC key text). */
+  secret: string;
+  /** How the secret text becomes key bytes (contract default utf8). */
+  keyEncoding?: HmacKeyEncoding;
+  /** Bodies over this many bytes answer 413. Default 64 KiB. */
+  maxBodyBytes?: number;
+  /** Accepted distance of X-TIMESTAMP from the clock. Default 300. */
+  timestampSkewSeconds?: number;
+  /** A verified nonce seen this recently is a replay. Default 600; at least twice the skew. */
+  nonceWindowSeconds?: number;
+  /** Most nonces kept (oldest evicted beyond). Default 100 000. */
+  nonceCapacity?: number;
+  /** Whole-request deadline (slow clients). Default 10 000 ms. */
+  requestTimeoutMs?: number;
+  /** On stop, how long requests and callbacks in flight may take before sockets are cut. Default 5 000 ms. */
+  stopGraceMs?: number;
+  /** Key order used to minify the received text (contract: canonicalJson.sortKeys). Default sorted. */
+  canonicalJson?: CanonicalOptions;
+  clock: Clock;
+  logger: Logger;
+  db: Database;
+  /**
+   * Called after the answer went out for each new `payout.updated` event.
+   * Default: pollSoon(db, payoutIds, now), then wake().
+   */
+  onPayoutUpdated?: (payoutIds: string[]) => Promise<void> | void;
+  /** Wakes the settlement poller (used by the default onPayoutUpdated). */
+  wake?: () => void;
+  /** Metrics hook: one call per delivery that reached verification or later. */
+  onVerdict?: (verdict: WebhookVerdict) => void;
+}
+
+export const WEBHOOK_DEFAULTS = {
+  host: '127.0.0.1',
+  path: '/payoutd/webhook',
+  keyEncoding: 'utf8' as HmacKeyEncoding,
+  maxBodyBytes: 64 * 1024,
+  timestampSkewSeconds: 300,
+  nonceWindowSeconds: 600,
+  nonceCapacity: 100_000,
+  requestTimeoutMs: 10_000,
+  stopGraceMs: 5_000,
+  canonicalJson: { sortKeys: true } as CanonicalOptions,
+} as const;
+
+export interface ResolvedReceiverOptions {
+  host: string;
+  port: number;
+  path: string;
+  signedPath: string | null;
+  tls: WebhookTlsOptions | null;
+  secret: string;
+  keyEncoding: HmacKeyEncoding;
+  maxBodyBytes: number;
+  timestampSkewSeconds: number;
+  nonceWindowSeconds: number;
+  nonceCapacity: number;
+  requestTimeoutMs: number;
+  stopGraceMs: number;
+  canonicalJson: CanonicalOptions;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return `${JSON.stringify(value.slice(0, 60))} (string)`;
+  return `${String(value)} (${value === null ? 'null' : typeof value})`;
+}
+
+function integer(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `from ${min} and up` : `from ${min} to ${max}`;
+    throw new WebhookConfigError(
+      'WEBHOOK_CONFIG_INVALID',
+      `Expected \`webhook.${name}\` to be an integer ${range}, got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function urlPath(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^\/[\x21-\x7e]*$/.test(value) || /[?#]/.test(value)) {
+    throw new WebhookConfigError(
+      'WEBHOOK_CONFIG_INVALID',
+      `Expected \`webhook.${name}\` to be a URL path starting with "/" (no query), got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+export function resolveReceiverOptions(o: WebhookReceiverOptions): ResolvedReceiverOptions {
+  const d = WEBHOOK_DEFAULTS;
+  if (typeof o.secret !== 'string' || o.secret === '') {
+    // The secret's text is never echoed, only its absence.
+    throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', 'Expected `webhook.secret` to be a non-empty string');
+  }
+  const keyEncoding = o.keyEncoding ?? d.keyEncoding;
+  if (keyEncoding !== 'utf8' && keyEncoding !== 'base64' && keyEncoding !== 'hex') {
+    throw new WebhookConfigError(
+      'WEBHOOK_CONFIG_INVALID',
+      `Expected \`webhook.keyEncoding\` to be utf8, base64 or hex, got ${describe(keyEncoding)}`,
+    );
+  }
+  const host = o.host ?? d.host;
+  if (typeof host !== 'string' || host === '') {
+    throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `Expected \`webhook.host\` to be a non-empty string, got ${describe(host)}`);
+  }
+  const timestampSkewSeconds = integer('timestampSkewSeconds', o.timestampSkewSeconds ?? d.timestampSkewSeconds, 1);
+  const nonceWindowSeconds = integer('nonceWindowSeconds', o.nonceWindowSeconds ?? d.nonceWindowSeconds, 1);
+  // A delivery stays acceptable from ts - skew to ts + skew, so its nonce must be remembered that long.
+  if (nonceWindowSeconds < 2 * timestampSkewSeconds) {
+    throw new WebhookConfigError(
+      'WEBHOOK_CONFIG_INVALID',
+      `Expected \`webhook.nonceWindowSeconds\` to be at least twice timestampSkewSeconds (${2 * timestampSkewSeconds}), got ${nonceWindowSeconds} (number): a replay could slip through`,
+    );
+  }
+  const tls = o.tls ?? null;
+  if (tls !== null && (typeof tls.certFile !== 'string' || tls.certFile === '' || typeof tls.keyFile !== 'string' || tls.keyFile === '')) {
+    throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', 'Expected `webhook.tls` to name both certFile and keyFile');
+  }
+  return {
+    host,
+    port: integer('port', o.port, 0, 65535),
+    path: urlPath('path', o.path ?? d.path),
+    signedPath: o.signedPath === undefined ? null : urlPath('signedPath', o.signedPath),
+    tls,
+    secret: o.secret,
+    keyEncoding,
+    maxBodyBytes: integer('maxBodyBytes', o.maxBodyBytes ?? d.maxBodyBytes, 1),
+    timestampSkewSeconds,
+    nonceWindowSeconds,
+    nonceCapacity: integer('nonceCapacity', o.nonceCapacity ?? d.nonceCapacity, 1),
+    requestTimeoutMs: integer('requestTimeoutMs', o.requestTimeoutMs ?? d.requestTimeoutMs, 1),
+    stopGraceMs: integer('stopGraceMs', o.stopGraceMs ?? d.stopGraceMs, 0),
+    canonicalJson: { sortKeys: (o.canonicalJson ?? d.canonicalJson).sortKeys !== false },
+  };
+}

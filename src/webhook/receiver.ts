@@ -1,0 +1,267 @@
+/**
+ * WebhookReceiver: the merchant end of spec 6. It listens on node:http (or
+ * node:https when given a certificate), verifies each `payout.updated`
+ * delivery over the bytes received, remembers its eventId in the database
+ * (duplicates are acknowledged and dropped), answers 2xx at once, and only
+ * then marks the payout due for a query and wakes the poller. It never
+ * changes a payout's state: the query decides (spec 6 rule 3).
+ */
+import { readFile } from 'node:fs/promises';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../domain/clock.js';
+import { safeError } from '../log/logger.js';
+import { hmacKeyBytes } from '../signing/signatures.js';
+import type { Database } from '../store/db.js';
+import { pollSoon } from '../store/settlement.js';
+import { WebhookConfigError, WebhookStartError } from './errors.js';
+import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
+import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
+import { NonceWindow } from './nonces.js';
+import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
+import { recordWebhookEvent } from './record.js';
+import { verifyDelivery } from './verify.js';
+
+/** The default follow-up of a new event: make the payouts due for a query now, then wake the poller. */
+export function pollSoonAndWake(db: Database, clock: Clock, wake?: () => void): (payoutIds: string[]) => Promise<void> {
+  return async (payoutIds) => {
+    await pollSoon(db, payoutIds, clock.now());
+    wake?.();
+  };
+}
+
+const ACK = { received: true } as const;
+
+export class WebhookReceiver {
+  private readonly o: ResolvedReceiverOptions;
+  private readonly key: Buffer;
+  private readonly nonces: NonceWindow;
+  private readonly followUp: (payoutIds: string[]) => Promise<void> | void;
+  private readonly inFlight = new Set<Promise<void>>();
+  private server: Server | null = null;
+  private stopping = false;
+  private boundPort: number | null = null;
+
+  constructor(private readonly deps: WebhookReceiverOptions) {
+    this.o = resolveReceiverOptions(deps);
+    try {
+      this.key = hmacKeyBytes(this.o.secret, this.o.keyEncoding);
+    } catch {
+      // hmacKeyBytes names no secret either; restated under the option's name.
+      throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `\`webhook.secret\` is not valid ${this.o.keyEncoding} text`);
+    }
+    this.nonces = new NonceWindow(this.o.nonceWindowSeconds * 1000, this.o.nonceCapacity);
+    this.followUp = deps.onPayoutUpdated ?? pollSoonAndWake(deps.db, deps.clock, deps.wake);
+  }
+
+  /** The bound port (after start). */
+  get port(): number | null {
+    return this.boundPort;
+  }
+
+  async start(): Promise<{ url: string }> {
+    if (this.server) throw new WebhookStartError('WEBHOOK_ALREADY_STARTED', 'the webhook receiver is already running');
+    const { host, port, path, tls, requestTimeoutMs } = this.o;
+    const serverOptions: ServerOptions = {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, requestTimeoutMs),
+      keepAliveTimeout: 5_000,
+    };
+    const handler = (req: IncomingMessage, res: ServerResponse): void => this.onRequest(req, res);
+    let server: Server;
+    if (tls) {
+      const cert = await readTlsFile('certFile', tls.certFile);
+      const key = await readTlsFile('keyFile', tls.keyFile);
+      try {
+        server = createHttpsServer({ ...serverOptions, cert, key }, handler);
+      } catch (err) {
+        // OpenSSL's reason ("unsupported", "key values mismatch") carries no key material.
+        throw new WebhookStartError('WEBHOOK_TLS_INVALID', `webhook.tls: certificate or key unusable (${(err as Error).message})`);
+      }
+    } else {
+      server = createHttpServer(serverOptions, handler);
+    }
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void => {
+        reject(new WebhookStartError('WEBHOOK_LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.code ?? err.message}`));
+      };
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    server.on('error', (err) => this.deps.logger.error({ err: safeError(err) }, 'webhook server error'));
+    this.server = server;
+    this.stopping = false;
+    this.boundPort = (server.address() as AddressInfo).port;
+    const url = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${this.boundPort}${path}`;
+    this.deps.logger.info({ url, tls: tls !== null }, 'webhook receiver listening');
+    return { url };
+  }
+
+  /**
+   * Stops listening; requests and follow-ups in flight get `stopGraceMs`
+   * to finish, then every socket (keep-alive ones too) is closed.
+   */
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    this.stopping = true;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await within(Promise.allSettled([...this.inFlight]), this.o.stopGraceMs);
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    // While stopping, each answer also ends its connection.
+    if (this.stopping) res.setHeader('Connection', 'close');
+    const task = this.handle(req, res).catch((err: unknown) => {
+      this.verdict('error');
+      this.deps.logger.error({ err: safeError(err) }, 'webhook request failed');
+      answer(res, 500, { error: 'internal error' });
+    });
+    this.inFlight.add(task);
+    void task.finally(() => this.inFlight.delete(task));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { logger, clock } = this.deps;
+    const path = requestPath(req.url);
+    if (path !== this.o.path) {
+      answer(res, 404, { error: 'not found' });
+      return;
+    }
+    if (req.method !== 'POST') {
+      answer(res, 405, { error: 'method not allowed' }, { Allow: 'POST' });
+      return;
+    }
+    let raw: Buffer | typeof TOO_LARGE;
+    try {
+      raw = await readBody(req, this.o.maxBodyBytes);
+    } catch {
+      // The sender went away mid-body: there is no one to answer; it will retry.
+      logger.debug({ remote: req.socket.remoteAddress }, 'webhook request aborted by the client');
+      return;
+    }
+    if (raw === TOO_LARGE) {
+      this.refuse(req, 'too_large', `body over ${this.o.maxBodyBytes} bytes`);
+      answer(res, 413, { error: 'payload too large' }, { Connection: 'close' });
+      return;
+    }
+    const bodyText = raw.toString('utf8');
+    const now = clock.now();
+    const check = verifyDelivery(
+      { path: this.o.signedPath ?? path, bodyText, headers: req.headers },
+      this.key,
+      { canonical: this.o.canonicalJson, timestampSkewSeconds: this.o.timestampSkewSeconds },
+      now,
+    );
+    if (!check.ok) {
+      this.refuse(req, check.verdict, check.reason);
+      answer(res, 401, { error: 'unauthorized' });
+      return;
+    }
+    // Checked and recorded in the same tick, so two concurrent copies cannot both pass.
+    if (this.nonces.has(check.nonce, now)) {
+      this.refuse(req, 'replayed', 'X-NONCE already used within the window');
+      answer(res, 401, { error: 'unauthorized' });
+      return;
+    }
+    this.nonces.record(check.nonce, now);
+
+    const event = parseWebhookEvent(bodyText);
+    if (event.kind === 'malformed') {
+      this.refuse(req, 'malformed', event.reason);
+      answer(res, 400, { error: 'malformed event' });
+      return;
+    }
+    if (event.kind === 'other') {
+      this.verdict('unknown_event');
+      logger.info({ event: event.event, eventId: event.eventId }, 'webhook event kind not handled; acknowledged');
+      answer(res, 200, ACK);
+      return;
+    }
+    let first: boolean;
+    try {
+      first = await recordWebhookEvent(this.deps.db, event, now);
+    } catch (err) {
+      // Not acknowledged, so the sender delivers it again later.
+      this.verdict('error');
+      logger.error({ err: safeError(err), eventId: event.eventId }, 'webhook event could not be recorded; answered 500');
+      answer(res, 500, { error: 'internal error' });
+      return;
+    }
+    if (!first) {
+      this.verdict('duplicate');
+      logger.info({ eventId: event.eventId, payoutId: event.payoutId }, 'webhook duplicate: already recorded; acknowledged');
+      answer(res, 200, ACK);
+      return;
+    }
+    this.verdict('accepted');
+    logger.info(
+      { eventId: event.eventId, payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status },
+      'webhook accepted: payout due for a query',
+    );
+    // Answer first (spec 6 rule 2), then the follow-up that leads to the query (rule 3).
+    const answered = responseClosed(res);
+    answer(res, 200, ACK);
+    await answered;
+    await this.followUpOn(event);
+  }
+
+  private async followUpOn(event: PayoutUpdatedEvent): Promise<void> {
+    try {
+      await this.followUp([event.payoutId]);
+    } catch (err) {
+      // The event is recorded and acknowledged; the poller's own schedule still reaches the payout.
+      this.deps.logger.error(
+        { err: safeError(err), eventId: event.eventId, payoutId: event.payoutId },
+        'webhook follow-up failed; the payout is still polled on its schedule',
+      );
+    }
+  }
+
+  /** One log line per refused delivery: what failed, never a header value or the secret. */
+  private refuse(req: IncomingMessage, verdict: WebhookVerdict, reason: string): void {
+    this.verdict(verdict);
+    this.deps.logger.warn({ verdict, reason, remote: req.socket.remoteAddress }, 'webhook delivery refused');
+  }
+
+  private verdict(v: WebhookVerdict): void {
+    try {
+      this.deps.onVerdict?.(v);
+    } catch {
+      // A metrics hook must never turn a delivery into an error.
+    }
+  }
+}
+
+async function readTlsFile(option: 'certFile' | 'keyFile', path: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new WebhookStartError(
+      'WEBHOOK_TLS_UNREADABLE',
+      `cannot read webhook.tls.${option} ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
+  }
+}
+
+/** Resolves when `p` settles or after `ms`, whichever is first. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * The one database operation of the receiver: remember an event by its
+ * eventId. Deduplication lives in the database (the webhook_events primary
+ * key), not in memory, so it holds across restarts and across daemon
+ * instances sharing a PostgreSQL database. INSERT … ON CONFLICT DO NOTHING
+ * RETURNING works the same on SQLite (3.35+) and PostgreSQL: a row back
+ * means first delivery, no row means the eventId was already recorded.
+ */
+import type { Database } from '../store/db.js';
+import type { PayoutUpdatedEvent } from './event.js';
+
+/** True when this is the first delivery of the event (now recorded), false for a duplicate. */
+export async function recordWebhookEvent(db: Database, e: PayoutUpdatedEvent, receivedAt: number): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const rows = (await trx('webhook_events')
+      .insert({
+        event_id: e.eventId,
+        received_at: receivedAt,
+        payout_id: e.payoutId,
+        merchant_reference_id: e.merchantReferenceId,
+        status: e.status,
+      })
+      .onConflict('event_id')
+      .ignore()
+      .returning('event_id')) as unknown[];
+    return rows.length > 0;
+  });
+}

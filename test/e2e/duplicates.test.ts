@@ -1,0 +1,71 @@
+/**
+ * E2E 3: a batch file dropped again — the same bytes under another name, the
+ * same bytes under the same name after the first was processed, the same
+ * rows with other bytes — pays nothing more: each later batch is refused,
+ * its ack names the first batch, and the ledger keeps one payout per row.
+ */
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { makeRows, toCsv } from './batch-files.js';
+import { ledgerByReference, startE2e, type BatchStatus, type E2e } from './harness.js';
+
+async function expectDuplicateOf(e2e: E2e, batch: BatchStatus, first: BatchStatus): Promise<void> {
+  expect(batch.state).toBe('DUPLICATE');
+  expect(batch.duplicateOf).toBe(first.id);
+  expect(batch.rowCount).toBe(0);
+  const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
+  expect(ack.rows).toHaveLength(1);
+  expect(ack.rows[0]).toMatchObject({ batch_id: batch.id, file: batch.fileName, line: '', merchant_reference_id: '', verdict: 'REJECTED' });
+  expect(ack.rows[0]?.['reason']).toContain(first.id);
+}
+
+describe('e2e: a file dropped again', () => {
+  it('pays nothing more, and each repeat names the first batch', async () => {
+    const e2e = await startE2e();
+    const rows = makeRows('E2E-DUP', 6, { cancelEvery: 6 });
+    const csv = toCsv(rows);
+    await e2e.startDaemon();
+
+    await e2e.drop('payouts.csv', csv);
+    const first = await e2e.waitForBatch('payouts.csv', ['COMPLETE', 'REJECTED', 'DUPLICATE'], 30_000);
+    expect(first.state).toBe('COMPLETE');
+    const firstResultPath = e2e.outboxPath(first, 'result');
+    const firstResult = await readFile(firstResultPath);
+    expect(e2e.ledger()).toHaveLength(6);
+
+    // All at once, after the first was processed (its file has left the inbox):
+    // the same bytes under another name, the same bytes under the same name,
+    // and the same rows with other bytes (CRLF line ends: not a duplicate file, but every reference is taken).
+    await e2e.drop('payouts-copy.csv', csv);
+    await e2e.drop('payouts.csv', csv);
+    await e2e.drop('payouts-crlf.csv', csv.replaceAll('\n', '\r\n'));
+
+    const copy = await e2e.waitForBatch('payouts-copy.csv', ['DUPLICATE', 'REJECTED', 'ACTIVE', 'COMPLETE']);
+    await expectDuplicateOf(e2e, copy, first);
+    const again = await e2e.waitForBatch('payouts.csv', ['DUPLICATE', 'REJECTED', 'ACTIVE', 'COMPLETE'], 15_000, [first.id]);
+    await expectDuplicateOf(e2e, again, first);
+
+    const crlf = await e2e.waitForBatch('payouts-crlf.csv', ['DUPLICATE', 'REJECTED', 'ACTIVE', 'COMPLETE']);
+    expect(crlf.state).toBe('REJECTED');
+    const crlfAck = await e2e.waitForOutbox(crlf, 'ack', 10_000);
+    const verdicts = crlfAck.rows.filter((r) => r['line'] !== '');
+    expect(verdicts.map((r) => r['merchant_reference_id'])).toEqual(rows.map((r) => r.merchantReferenceId));
+    for (const v of verdicts) {
+      expect(v['verdict']).toBe('REJECTED');
+      expect(v['reason']).toContain('DUPLICATE_REFERENCE');
+      expect(v['reason']).toContain(`batch ${first.id} line ${v['line']}`);
+    }
+
+    // Still exactly one payout per reference; the repeats never even reached the service.
+    const ledger = e2e.ledger();
+    expect(ledger).toHaveLength(6);
+    const perRef = ledgerByReference(ledger);
+    for (const r of rows) expect(perRef.get(r.merchantReferenceId)?.length, r.merchantReferenceId).toBe(1);
+    expect(e2e.sandbox.stats().creates).toBe(6);
+    expect(e2e.sandbox.stats().duplicateCreates).toBe(0);
+    // The first batch's files are untouched by the repeats.
+    expect(await readFile(firstResultPath)).toEqual(firstResult);
+    const all = await e2e.batches();
+    expect(all.map((b) => b.state).sort()).toEqual(['COMPLETE', 'DUPLICATE', 'DUPLICATE', 'REJECTED']);
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * E2E 5: the daemon stopped in the middle of a batch — killed outright
+ * (SIGKILL, creates possibly on the wire) or asked to stop (SIGTERM) — and
+ * started again on the same config finishes the batch with exactly one
+ * payout per row, a final status for every row, and the merchant balance
+ * debited exactly once for what was paid.
+ */
+import { describe, expect, it } from 'vitest';
+import { Decimal } from '../../src/domain/money.js';
+import { isCancelRow, makeRows, toCsv } from './batch-files.js';
+import { ledgerByReference, startE2e, waitFor, type DaemonProcess, type E2e } from './harness.js';
+
+const ROWS = 300;
+
+/** Opening balance minus what PAID and PENDING payouts deducted (CANCELLED ones were refunded). */
+function expectedBalances(e2e: E2e): Record<string, string> {
+  const out: Record<string, Decimal> = {};
+  for (const [currency, amount] of Object.entries(e2e.openingBalances)) out[currency] = new Decimal(amount);
+  for (const p of e2e.ledger()) {
+    if (p.status === 'CANCELLED') continue;
+    out[p.deductionCurrency] = (out[p.deductionCurrency] ?? new Decimal(0)).minus(new Decimal(p.deductionAmount));
+  }
+  return Object.fromEntries(Object.entries(out).map(([c, d]) => [c, d.toFixed()]));
+}
+
+function normalized(balances: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(balances).map(([c, a]) => [c, new Decimal(a).toFixed()]));
+}
+
+async function restartMidBatch(interrupt: (daemon: DaemonProcess) => Promise<void>): Promise<void> {
+  const e2e = await startE2e({
+    config: { submit: { concurrency: 4 } },
+    sandbox: { settlement: { minDelayMs: 100, maxDelayMs: 600 }, faults: { latencyMs: 50 } },
+  });
+  const rows = makeRows('E2E-RESTART', ROWS, { cancelEvery: 10 });
+  const first = await e2e.startDaemon();
+  await e2e.drop('big-batch.csv', toCsv(rows));
+
+  // Interrupt once about a third of the rows have been created.
+  await waitFor(() => e2e.ledger().length >= ROWS / 3, `${ROWS / 3} payouts in the ledger`, 20_000, 5);
+  await interrupt(first);
+  const createdBeforeRestart = e2e.ledger().length;
+  expect(createdBeforeRestart).toBeLessThan(ROWS);
+
+  const second = await e2e.startDaemon();
+  const batch = await e2e.waitForBatch('big-batch.csv', ['COMPLETE'], 40_000);
+  const result = await e2e.waitForOutbox(batch, 'result', 5_000);
+
+  // Exactly one payout per row.
+  const ledger = e2e.ledger();
+  const perRef = ledgerByReference(ledger);
+  const counts = rows.map((r) => perRef.get(r.merchantReferenceId)?.length ?? 0);
+  expect(
+    counts.filter((n) => n !== 1),
+    'references without exactly one payout',
+  ).toEqual([]);
+  expect(ledger).toHaveLength(ROWS);
+
+  // Every row final in the result file, matching the service.
+  expect(result.rows).toHaveLength(ROWS);
+  for (const out of result.rows) {
+    const ref = out['merchant_reference_id'] as string;
+    const payout = perRef.get(ref)?.[0];
+    expect(['PAID', 'CANCELLED'], ref).toContain(out['status']);
+    expect([out['status'], out['payout_id'], out['deduction_amount']], ref).toEqual([
+      payout?.status,
+      payout?.payoutId,
+      payout?.deductionAmount,
+    ]);
+  }
+  expect(result.rows.filter((r) => r['status'] === 'CANCELLED')).toHaveLength(rows.filter(isCancelRow).length);
+
+  // The balance moved exactly once per paid payout.
+  expect(normalized(e2e.balances())).toEqual(expectedBalances(e2e));
+  expect(second.exited).toBeNull();
+}
+
+describe('e2e: a restart in the middle of a batch', () => {
+  it('after SIGKILL, the next start finishes the batch: one payout per row, balance debited once', async () => {
+    await restartMidBatch(async (daemon) => {
+      await daemon.kill();
+      expect(daemon.exited?.signal).toBe('SIGKILL');
+    });
+  });
+
+  it('after SIGTERM, the daemon exits 0 within seconds, and the next start finishes the batch', async () => {
+    await restartMidBatch(async (daemon) => {
+      const code = await daemon.stop(8_000);
+      expect(code).toBe(0);
+      expect(daemon.logs.some((l) => l.msg === 'stopped cleanly')).toBe(true);
+    });
+  });
+});
