@@ -51,7 +51,8 @@ export async function demo(timeoutMs: number): Promise<void> {
       const batches = await listRecentBatches(running.db, 100);
       const done = batches.filter((b) => b.state === 'COMPLETE' || b.state === 'REJECTED' || b.state === 'DUPLICATE');
       if (batches.length >= SAMPLES.length && done.length === batches.length) break;
-      if (Date.now() > deadline) throw new PayoutdError('DEMO_TIMEOUT', `the demo did not finish within ${timeoutMs / 1000}s; see ${logFile}`);
+      if (Date.now() > deadline)
+        throw new PayoutdError('DEMO_TIMEOUT', `the demo did not finish within ${timeoutMs / 1000}s; see ${logFile}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     const batches = (await listRecentBatches(running.db, 100)).reverse();
