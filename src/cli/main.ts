@@ -95,7 +95,7 @@ export async function runCli(argv: string[]): Promise<void> {
         (y) => withConfig(y),
         async (a) => {
           const config = configFrom(a);
-          await runDaemon(config, createLogger(config.log.level), () => configFrom(a));
+          await runDaemon(config, createLogger(config.log.level), () => configFrom(a), process.env.PAYOUTD_FAULT_KILL_AT);
         },
       )
       .command(

@@ -23,6 +23,7 @@ import { BalanceGate } from '../submit/balance-gate.js';
 import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox } from './outbox.js';
 import { WorkLoop } from './work-loop.js';
+import type { FaultPoint } from './fault-points.js';
 
 export interface DaemonDeps {
   config: ResolvedConfig;
@@ -34,6 +35,8 @@ export interface DaemonDeps {
   onCreateOutcome?: (outcome: string) => void;
   onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
   onPolled?: (payouts: number, lagMs: number) => void;
+  /** Chaos testing only (PAYOUTD_FAULT_KILL_AT). */
+  faultPoint?: FaultPoint;
 }
 
 export interface DaemonOptions {
@@ -63,7 +66,8 @@ export class PayoutDaemon {
     private readonly o: DaemonOptions,
   ) {
     const { config, db, clock, logger, service } = deps;
-    this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom);
+    const fault = deps.faultPoint;
+    this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined);
     this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
     const storageDir = config.paths.stateDir;
     this.intake = new BatchIntake(
@@ -102,7 +106,7 @@ export class PayoutDaemon {
       onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
     });
     this.submitter = new PayoutSubmitter(
-      { db, service, clock, logger, onCreateOutcome: deps.onCreateOutcome },
+      { db, service, clock, logger, onCreateOutcome: deps.onCreateOutcome, faultPoint: deps.faultPoint },
       {
         concurrency: config.submit.concurrency,
         retry: config.submit.retry,

@@ -105,11 +105,21 @@ async function* mapRows<T>(db: Database, batchId: string, f: (r: PayoutRow) => T
   for await (const row of rowsOfBatch(db, batchId)) yield f(row);
 }
 
+async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
+  let n = 0;
+  for await (const row of rows) {
+    if (++n === at) hook();
+    yield row;
+  }
+}
+
 export class BatchOutbox {
   constructor(
     private readonly db: Database,
     private readonly dir: string,
     private readonly bom: boolean,
+    /** Chaos testing: called halfway through writing a result file. */
+    private readonly midResultFile?: () => void,
   ) {}
 
   /** Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. */
@@ -123,7 +133,10 @@ export class BatchOutbox {
   }
 
   writeResult(batch: BatchRecord): Promise<ResultFiles> {
-    return writeResultFiles(this.dir, identityOf(batch), mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
+    let rows = mapRows(this.db, batch.id, rowOutcome);
+    const hook = this.midResultFile;
+    if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
+    return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
   }
 
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {

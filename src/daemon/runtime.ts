@@ -11,6 +11,7 @@ import { migrateToLatest, openDatabase, type Database } from '../store/db.js';
 import { acquireInstanceLock, type InstanceLock } from '../store/instance-lock.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
+import type { FaultPoint } from './fault-points.js';
 import { PayoutdMetrics } from '../metrics/index.js';
 import { WebhookReceiver } from '../webhook/index.js';
 import { readWebhookSecret } from '../config/index.js';
@@ -34,7 +35,7 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger): Promise<RunningDaemon> {
+export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger, faultPoint?: FaultPoint): Promise<RunningDaemon> {
   for (const dir of [config.paths.inbox, config.paths.outbox, config.paths.stateDir]) mkdirSync(dir, { recursive: true });
   const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
   const db = openStore(config);
@@ -61,6 +62,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
         onCreateOutcome: m ? (outcome) => m.creates.inc({ outcome }) : undefined,
         onBatchEvent: m ? (outcome) => m.files.inc({ outcome }) : undefined,
         onPolled: m ? (_n, lagMs) => m.pollLag.set(lagMs / 1000) : undefined,
+        faultPoint,
       },
       { shutdownGraceMs: config.shutdownGraceMs, watch: true },
     );

@@ -47,6 +47,8 @@ export interface SubmitterDeps {
   random?: () => number;
   /** Called with each create outcome code ('OK', 'UNKNOWN', an error code). */
   onCreateOutcome?: (outcome: string) => void;
+  /** Chaos testing: named points where a test may kill the process (src/daemon/fault-points.ts). */
+  faultPoint?: (name: 'after-intent' | 'after-create-response' | 'after-record') => void;
 }
 
 export class PayoutSubmitter {
@@ -106,7 +108,9 @@ export class PayoutSubmitter {
       return;
     }
     try {
+      this.deps.faultPoint?.('after-intent');
       const created = await this.deps.service.createPayout(request, signal);
+      this.deps.faultPoint?.('after-create-response');
       const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
       move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
       this.deps.onCreateOutcome?.('OK');
@@ -129,6 +133,7 @@ export class PayoutSubmitter {
       else log.info({ err: safe }, 'create deferred');
     }
     await applyRowMoves(this.deps.db, [move], clock.now());
+    this.deps.faultPoint?.('after-record');
     if (holdUntil !== undefined) {
       await holdBatch(
         this.deps.db,

@@ -6,10 +6,14 @@
 import { systemClock } from '../../domain/clock.js';
 import type { ResolvedConfig } from '../../config/index.js';
 import { startDaemon } from '../../daemon/runtime.js';
+import { faultPointFromSpec } from '../../daemon/fault-points.js';
 import type { Logger } from '../../log/index.js';
 
-export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: () => ResolvedConfig): Promise<void> {
-  const running = await startDaemon(config, systemClock, logger);
+export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: () => ResolvedConfig, faultSpec?: string): Promise<void> {
+  const faultPoint = faultPointFromSpec(faultSpec) ?? undefined;
+  if (faultPoint)
+    logger.warn({ spec: faultSpec }, 'PAYOUTD_FAULT_KILL_AT is set: this process will kill itself at that point (chaos testing)');
+  const running = await startDaemon(config, systemClock, logger, faultPoint);
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onStop = (sig: NodeJS.Signals): void => {

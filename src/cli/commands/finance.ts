@@ -1,0 +1,112 @@
+/**
+ * Finance commands over the state database: `payoutd report --since`
+ * (the reconciliation report of every payout created in a period, with its
+ * totals and optionally an .xlsx) and `payoutd retry-file --batch` (the
+ * retry CSV of a batch's CANCELLED rows, on demand).
+ */
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { ResolvedConfig } from '../../config/index.js';
+import { systemClock, type Clock } from '../../domain/clock.js';
+import { ConfigError } from '../../domain/errors.js';
+import { openStore } from '../../daemon/runtime.js';
+import { outboxName } from '../../daemon/outbox.js';
+import { migrateToLatest, type Database } from '../../store/db.js';
+import { getBatch } from '../../store/batches.js';
+import { batchRetrySource, payoutsCreatedBetween } from '../../store/reports.js';
+import {
+  reconciliationFileName,
+  reportPeriod,
+  retryFileName,
+  writeReconciliationReport,
+  writeReconciliationXlsx,
+  writeRetryFileAt,
+  xlsxPathFor,
+  type BatchSummary,
+  type RetryFile,
+} from '../../report/index.js';
+import { print } from '../output.js';
+
+async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
+  const db = openStore(config);
+  try {
+    await migrateToLatest(db);
+    return await f(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+export interface ReconciliationArgs {
+  /** YYYY-MM-DD (UTC) or ISO timestamp with a zone; inclusive. */
+  since: string;
+  /** Exclusive; default now. */
+  until?: string;
+  /** CSV path; default `reconciliation-<since>-<until>.csv` in the current directory. */
+  out?: string;
+  /** Also write the .xlsx; default `outbox.xlsx`. */
+  xlsx?: boolean;
+}
+
+export interface ReconciliationOutput {
+  path: string;
+  totalsPath: string;
+  xlsxPath: string | null;
+  summary: BatchSummary;
+}
+
+function counts(summary: BatchSummary): string {
+  const parts = Object.entries(summary.statusCounts).map(([status, n]) => `${status}=${n}`);
+  return parts.length > 0 ? parts.join(' ') : 'none';
+}
+
+/** Writes the reconciliation report (and totals, and .xlsx when asked) and says where. */
+export async function reconciliationReport(
+  config: ResolvedConfig,
+  args: ReconciliationArgs,
+  clock: Clock = systemClock,
+): Promise<ReconciliationOutput> {
+  const period = reportPeriod(args.since, args.until, clock.now());
+  const path = resolve(args.out ?? reconciliationFileName(period));
+  return withStore(config, async (db) => {
+    const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
+      bom: config.outbox.bom,
+    });
+    let xlsxPath: string | null = null;
+    if (args.xlsx ?? config.outbox.xlsx) {
+      // A second read: rows that settle in between show their newer state here; the CSV is the record.
+      xlsxPath = xlsxPathFor(path);
+      await writeReconciliationXlsx(xlsxPath, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
+        minorUnits: config.batch.rules.minorUnits,
+      });
+    }
+    const range = `${new Date(period.sinceMs).toISOString()} to ${new Date(period.untilMs).toISOString()} (end excluded)`;
+    print(`payouts created ${range}: ${files.summary.rowCount} (${counts(files.summary)})`);
+    print(`report: ${files.path}`);
+    print(`totals: ${files.totalsPath}`);
+    if (xlsxPath) print(`xlsx:   ${xlsxPath}`);
+    return { ...files, xlsxPath };
+  });
+}
+
+/** Writes the retry file of one batch (default: `<outboxName>.retry.csv` in the outbox) and lists rows left out. */
+export async function retryFile(config: ResolvedConfig, batchId: string, out: string | undefined): Promise<RetryFile> {
+  return withStore(config, async (db) => {
+    const batch = await getBatch(db, batchId);
+    if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    const path = resolve(out ?? join(config.paths.outbox, retryFileName(outboxName(batch))));
+    // The daemon makes the outbox when it starts; this command may run before it ever did.
+    if (out === undefined) await mkdir(dirname(path), { recursive: true });
+    const result = await writeRetryFileAt(path, batchRetrySource(db, batchId), {
+      bom: config.outbox.bom,
+      referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
+    });
+    if (result.path) print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
+    else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    for (const s of result.skipped) {
+      print(`  line ${s.line} ${s.merchantReferenceId}: left out, already retried as ${s.retriedAs} (${s.state})`);
+    }
+    if (result.skippedCount > result.skipped.length) print(`  … ${result.skippedCount - result.skipped.length} more left out`);
+    return result;
+  });
+}

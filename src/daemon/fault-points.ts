@@ -1,0 +1,27 @@
+/**
+ * Named points where the chaos test may kill the daemon outright, to prove
+ * that a crash exactly there loses and repeats nothing. Off unless the
+ * operator of a test sets PAYOUTD_FAULT_KILL_AT=<point>:<n> (the n-th time
+ * the point is reached, the process SIGKILLs itself). The CLI reads the
+ * variable; code receives a plain callback.
+ */
+export type FaultPointName = 'after-intent' | 'after-create-response' | 'after-record' | 'mid-result-file';
+
+export const FAULT_POINTS: readonly FaultPointName[] = ['after-intent', 'after-create-response', 'after-record', 'mid-result-file'];
+
+export type FaultPoint = (name: FaultPointName) => void;
+
+/** A fault point from `<point>:<n>`; null for an empty or malformed spec (so a typo never kills). */
+export function faultPointFromSpec(
+  spec: string | undefined,
+  kill: () => void = () => process.kill(process.pid, 'SIGKILL'),
+): FaultPoint | null {
+  const m = /^([a-z-]+):(\d+)$/.exec(spec?.trim() ?? '');
+  if (!m || !FAULT_POINTS.includes(m[1] as FaultPointName)) return null;
+  const target = m[1] as FaultPointName;
+  const nth = Number.parseInt(m[2] as string, 10);
+  let seen = 0;
+  return (name) => {
+    if (name === target && ++seen === nth) kill();
+  };
+}
