@@ -166,6 +166,18 @@ export const configSchema = z
         nonceWindowSeconds: positive(600),
       })
       .prefault({}),
+    /** Several instances on one PostgreSQL database (database.client pg). */
+    instance: z
+      .object({
+        /** Names this process in leases and logs; default host:pid:random. */
+        id: z.string().optional(),
+        /**
+         * Work an instance claimed (a create in flight, a batch being read, payouts being queried) is taken over
+         * by the others when not finished within this time. Must exceed the longest create (api.timeoutMs × retries).
+         */
+        leaseMs: positive(120_000),
+      })
+      .prefault({}),
     /** On SIGTERM, how long calls in flight may finish before they are abandoned (and resolved by query at the next start). */
     shutdownGraceMs: positive(10_000),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),

@@ -13,7 +13,16 @@ import type { Clock } from '../domain/clock.js';
 import type { PayoutService } from '../domain/payout.js';
 import type { ResolvedConfig } from '../config/index.js';
 import type { Database } from '../store/db.js';
-import { getBatch, listBatchesInStates, updateBatch, type BatchRecord } from '../store/batches.js';
+import {
+  claimBatchLease,
+  claimFileInDatabase,
+  getBatch,
+  listBatchesInStates,
+  releaseFileClaim,
+  updateBatch,
+  type BatchRecord,
+} from '../store/batches.js';
+import { isPostgres } from '../store/db.js';
 import { markInterruptedCreatesUnknown, releaseBatchHold, holdBatch } from '../store/submission.js';
 import { listFinishedActiveBatches } from '../store/settlement.js';
 import { stateCounts } from '../store/payouts.js';
@@ -42,6 +51,8 @@ export interface DaemonDeps {
 export interface DaemonOptions {
   /** On stop, how long calls in flight may take before they are abandoned. */
   shutdownGraceMs: number;
+  /** This process among the instances sharing the database. */
+  instanceId: string;
   /** Run the watcher's timers (false in tests that drive it by hand). */
   watch: boolean;
 }
@@ -61,11 +72,15 @@ export class PayoutDaemon {
   private lastProgressLog = 0;
   private started = false;
 
+  /** Several instances share the database (PostgreSQL): work is claimed with leases. */
+  private readonly shared: boolean;
+
   constructor(
     private readonly deps: DaemonDeps,
     private readonly o: DaemonOptions,
   ) {
     const { config, db, clock, logger, service } = deps;
+    this.shared = isPostgres(db);
     const fault = deps.faultPoint;
     this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined);
     this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
@@ -88,6 +103,8 @@ export class PayoutDaemon {
         rules: config.batch.rules,
         onInvalidRows: config.batch.onInvalidRows,
         rejectedDir: join(storageDir, 'rejected'),
+        instanceId: o.instanceId,
+        leaseMs: config.instance.leaseMs,
       },
     );
     this.watcher = new InboxWatcher({
@@ -114,6 +131,9 @@ export class PayoutDaemon {
         notFoundGraceMs: config.submit.notFoundGraceMs,
         firstPollDelayMs: config.poll.firstPollDelayMs,
         reconcileBatchSize: config.submit.reconcileBatchSize,
+        // Alone on SQLite nobody else could take a row, and a lease would only delay work after a restart.
+        claimant: { instanceId: o.instanceId, leaseMs: this.shared ? config.instance.leaseMs : 0 },
+        takeOverExpired: this.shared,
       },
     );
     this.poller = new SettlementPoller(
@@ -124,6 +144,7 @@ export class PayoutDaemon {
         minIntervalMs: config.poll.minIntervalMs,
         maxIntervalMs: config.poll.maxIntervalMs,
         staleAfterMs: config.poll.staleAfterMs,
+        leaseMs: this.shared ? config.instance.leaseMs : 0,
       },
     );
   }
@@ -134,14 +155,12 @@ export class PayoutDaemon {
 
   async start(): Promise<void> {
     const { db, clock, logger } = this.deps;
-    const unknown = await markInterruptedCreatesUnknown(db, clock.now());
+    // One instance (SQLite, locked): every create in flight was ours. Shared: only those whose lease ran out.
+    const unknown = await markInterruptedCreatesUnknown(db, clock.now(), !this.shared);
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
-    await this.intake.recoverOrphanClaims(this.watcher.claimedDir);
-    for (const b of await listBatchesInStates(db, ['RECEIVED', 'VALIDATING'])) {
-      logger.info({ batchId: b.id }, 'resuming the reading of a batch interrupted by the last stop');
-      await this.intake.process(b.id);
-    }
+    await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? this.deps.config.instance.leaseMs : 0);
+    await this.resumeReading();
     for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
       if (b.ackWrittenAt === null) {
         await this.outbox.writeAck(b);
@@ -202,10 +221,27 @@ export class PayoutDaemon {
     logger.info('stopped cleanly');
   }
 
+  /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */
+  private async resumeReading(): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    for (const b of await listBatchesInStates(db, ['RECEIVED', 'VALIDATING'])) {
+      if (this.shared && !(await claimBatchLease(db, b.id, this.o.instanceId, this.deps.config.instance.leaseMs, clock.now()))) continue;
+      logger.info({ batchId: b.id }, 'resuming the reading of a batch interrupted by a stop');
+      await this.intake.process(b.id);
+    }
+  }
+
   private async onCandidate(c: InboxCandidate): Promise<void> {
     if (this.stopWork.signal.aborted) return;
+    // The database decides which instance takes a file; the rename only carries it out.
+    const fileKey = `${c.name}|${c.size}|${Math.trunc(c.mtimeMs)}|${c.ino}`;
+    if (!(await claimFileInDatabase(this.deps.db, fileKey, this.o.instanceId, this.deps.clock.now()))) return;
     const claimed = await this.watcher.claim(c);
-    if (!claimed) return;
+    if (!claimed) {
+      // Not taken after all (changed or gone): let the next stable sighting be claimed again.
+      await releaseFileClaim(this.deps.db, fileKey);
+      return;
+    }
     this.deps.onBatchEvent?.('seen');
     const batch = await this.intake.receive(claimed);
     this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
@@ -248,10 +284,19 @@ export class PayoutDaemon {
   private async finishBatches(): Promise<number> {
     const { db, clock, logger } = this.deps;
     let n = 0;
+    if (this.shared) await this.resumeReading();
     for (const id of await listFinishedActiveBatches(db)) {
+      // One writer per result file, even with several instances.
+      if (!(await claimBatchLease(db, id, this.o.instanceId, this.deps.config.instance.leaseMs, clock.now()))) continue;
       const batch = (await getBatch(db, id)) as BatchRecord;
+      if (batch.state !== 'ACTIVE') continue;
       const files = await this.outbox.writeResult(batch);
-      await updateBatch(db, id, { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now() }, clock.now());
+      await updateBatch(
+        db,
+        id,
+        { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+        clock.now(),
+      );
       this.deps.onBatchEvent?.('completed');
       logger.info(
         { batchId: id, file: batch.fileName, resultFile: files.resultPath, statusCounts: files.summary.statusCounts },

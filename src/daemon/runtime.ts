@@ -3,7 +3,9 @@
  * database and its migrations, the API connection (maybe the embedded
  * sandbox), the daemon — and closing all of it in reverse order.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { ResolvedConfig } from '../config/index.js';
@@ -64,7 +66,11 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
         onPolled: m ? (_n, lagMs) => m.pollLag.set(lagMs / 1000) : undefined,
         faultPoint,
       },
-      { shutdownGraceMs: config.shutdownGraceMs, watch: true },
+      {
+        shutdownGraceMs: config.shutdownGraceMs,
+        watch: true,
+        instanceId: config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+      },
     );
     if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
     await daemon.start();

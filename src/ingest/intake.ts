@@ -15,6 +15,7 @@ import type { Clock } from '../domain/clock.js';
 import { canonicalStringify } from '../json/canonical.js';
 import type { Database } from '../store/db.js';
 import {
+  claimBatchLease,
   clearBatchContents,
   findFirstBySha,
   getBatch,
@@ -37,6 +38,9 @@ export interface IntakeOptions {
   onInvalidRows: InvalidRowsPolicy;
   /** Where refused files are parked with a reason file. */
   rejectedDir: string;
+  /** This instance, and how long its hold on a batch being read lasts without renewal. */
+  instanceId: string;
+  leaseMs: number;
 }
 
 /** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
@@ -129,7 +133,7 @@ export class BatchIntake {
       completedAt: null,
       updatedAt: now,
     };
-    await insertBatch(this.deps.db, batch);
+    await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
     this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
     return this.process(batch.id);
   }
@@ -138,7 +142,7 @@ export class BatchIntake {
    * Files in claimed/ with no batch record: the daemon stopped between the
    * claim (a rename) and recording it. They are received now.
    */
-  async recoverOrphanClaims(claimedDir: string): Promise<number> {
+  async recoverOrphanClaims(claimedDir: string, minAgeMs = 0): Promise<number> {
     let names: string[];
     try {
       names = await readdir(claimedDir);
@@ -153,6 +157,8 @@ export class BatchIntake {
       if (known) continue;
       const st = await stat(storedPath);
       if (!st.isFile()) continue;
+      // With several instances, a claim younger than a lease may be another instance between rename and record (ctime = the rename).
+      if (this.deps.clock.now() - st.ctimeMs < minAgeMs) continue;
       const sep = name.indexOf('__');
       const controlPath = `${storedPath}.ctl`;
       const hasControl = await stat(controlPath).then(
@@ -238,7 +244,12 @@ export class BatchIntake {
     // Holds are decided while the batch is still VALIDATING (not claimable), so no create can slip out
     // before them; a crash before ACTIVE means the batch is read again from the start.
     await this.holdIfNeeded(batch);
-    await updateBatch(db, batch.id, { ...counts, state: 'ACTIVE', acceptedAt: clock.now() }, clock.now());
+    await updateBatch(
+      db,
+      batch.id,
+      { ...counts, state: 'ACTIVE', acceptedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+      clock.now(),
+    );
     batch = (await getBatch(db, batch.id)) as BatchRecord;
     await this.deps.effects.writeAck(batch);
     await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
@@ -269,6 +280,8 @@ export class BatchIntake {
         sidecarPath: batch.controlPath,
         onRows: async (rows: ParsedBatchRow[]) => {
           const now = clock.now();
+          // Still reading: keep the batch ours (another instance takes over a batch whose reader died).
+          await claimBatchLease(db, batch.id, this.o.instanceId, this.o.leaseMs, now);
           const records: NewPayoutRow[] = rows.map((r) => ({
             batchId: batch.id,
             line: r.line,

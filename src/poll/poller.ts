@@ -11,8 +11,8 @@ import type { Clock } from '../domain/clock.js';
 import type { PayoutRecord, PayoutService } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
 import type { PayoutRow } from '../store/payouts.js';
-import { flagStale, listDueForPoll, listStalePending } from '../store/settlement.js';
-import { applyRowMoves, type RowMove } from '../store/submission.js';
+import { flagStale, listStalePending, nextPollDue } from '../store/settlement.js';
+import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
 
 export interface PollerOptions {
@@ -25,6 +25,8 @@ export interface PollerOptions {
   maxIntervalMs: number;
   /** A payout PENDING longer than this is flagged. */
   staleAfterMs: number;
+  /** Payouts taken for a query are not due for anyone else for this long (several instances). */
+  leaseMs: number;
 }
 
 export interface PollerDeps {
@@ -52,7 +54,10 @@ export class SettlementPoller {
     let settled = 0;
     for (let call = 0; call < this.o.maxCallsPerPass && !signal.aborted; call++) {
       const now = clock.now();
-      const due = await listDueForPoll(db, now, this.o.queryMaxIds);
+      const oldestDue = await nextPollDue(db);
+      if (oldestDue === null || oldestDue > now) break;
+      // Taken in one statement, so instances sharing the database never ask about the same payout in a cycle.
+      const due = await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
       if (due.length === 0) break;
       let records: PayoutRecord[];
       try {
@@ -65,7 +70,7 @@ export class SettlementPoller {
         await this.reschedule(due, clock.now() + this.o.minIntervalMs);
         break;
       }
-      this.deps.onPolled?.(due.length, Math.max(0, now - Math.min(...due.map((r) => r.nextPollAt ?? now))));
+      this.deps.onPolled?.(due.length, Math.max(0, now - oldestDue));
       settled += await this.apply(due, records);
       if (due.length < this.o.queryMaxIds) break;
     }

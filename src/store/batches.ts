@@ -33,6 +33,9 @@ export interface BatchRecord {
   resultWrittenAt: number | null;
   completedAt: number | null;
   updatedAt: number;
+  /** The instance reading the batch or writing its results, while it does. */
+  leaseOwner?: string | null;
+  leaseExpiresAt?: number | null;
 }
 
 export interface BatchErrorRecord {
@@ -69,6 +72,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   resultWrittenAt: 'result_written_at',
   completedAt: 'completed_at',
   updatedAt: 'updated_at',
+  leaseOwner: 'lease_owner',
+  leaseExpiresAt: 'lease_expires_at',
 };
 
 function toRow(patch: Partial<BatchRecord>): Record<string, unknown> {
@@ -171,4 +176,42 @@ export async function clearBatchContents(db: Database, batchId: string): Promise
     await trx('payouts').where({ batch_id: batchId }).delete();
     await trx('batch_errors').where({ batch_id: batchId }).delete();
   });
+}
+
+/**
+ * Takes (or renews) the lease on a batch for one instance: reading it,
+ * or writing its result files. Succeeds when the batch is free, the lease
+ * ran out, or this instance holds it already; false means another live
+ * instance is on it.
+ */
+export async function claimBatchLease(db: Database, id: string, instanceId: string, leaseMs: number, now: number): Promise<boolean> {
+  const n = await db('batches')
+    .where({ id })
+    .andWhere((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId))
+    .update({ lease_owner: instanceId, lease_expires_at: now + leaseMs });
+  return n === 1;
+}
+
+export async function releaseBatchLease(db: Database, id: string, instanceId: string): Promise<void> {
+  await db('batches').where({ id, lease_owner: instanceId }).update({ lease_owner: null, lease_expires_at: null });
+}
+
+/**
+ * Records that this instance takes the inbox file `fileKey` (name, size,
+ * mtime, inode). Only the first instance to record it gets true; the
+ * others leave the file alone.
+ */
+export async function claimFileInDatabase(db: Database, fileKey: string, instanceId: string, now: number): Promise<boolean> {
+  const inserted = (await db('file_claims')
+    .insert({ file_key: fileKey.slice(0, 700), instance_id: instanceId, claimed_at: now })
+    .onConflict('file_key')
+    .ignore()
+    .returning('file_key')) as unknown[];
+  return inserted.length === 1;
+}
+
+export async function releaseFileClaim(db: Database, fileKey: string): Promise<void> {
+  await db('file_claims')
+    .where({ file_key: fileKey.slice(0, 700) })
+    .delete();
 }

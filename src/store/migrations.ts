@@ -140,7 +140,33 @@ const initial: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [initial];
+// Several instances on one PostgreSQL database: who works on a batch, and
+// which instance took a file from the shared inbox (decided here, not by the
+// file system alone).
+const instances: Migration = {
+  name: '0002_instances',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.string('lease_owner', 128).nullable();
+      t.bigInteger('lease_expires_at').nullable();
+    });
+    await knex.schema.createTable('file_claims', (t) => {
+      // name|size|mtime|inode of the file as judged stable in the inbox.
+      t.string('file_key', 700).primary();
+      t.string('instance_id', 128).notNullable();
+      t.bigInteger('claimed_at').notNullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('file_claims');
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('lease_owner');
+      t.dropColumn('lease_expires_at');
+    });
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [initial, instances];
 
 /** knex migration source over the list above. */
 export const migrationSource: Knex.MigrationSource<Migration> = {

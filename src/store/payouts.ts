@@ -186,12 +186,15 @@ export async function moveRows(
   const moved: number[] = [];
   for (let i = 0; i < ids.length; i += 500) {
     const chunk = ids.slice(i, i + 500);
-    const still = (await trx('payouts').whereIn('id', chunk).andWhere({ state: from }).pluck('id')) as number[];
+    // UPDATE … RETURNING: the rows this transaction really moved, even when another instance races for them.
+    const still = (
+      (await trx('payouts')
+        .whereIn('id', chunk)
+        .andWhere({ state: from })
+        .update(toColumns({ ...patch, state: to, updatedAt: now }))
+        .returning('id')) as { id: number }[]
+    ).map((r) => Number(r.id));
     if (still.length === 0) continue;
-    await trx('payouts')
-      .whereIn('id', still)
-      .andWhere({ state: from })
-      .update(toColumns({ ...patch, state: to, updatedAt: now }));
     await trx('payout_history').insert(still.map((id) => historyRecord(id, history, now, from, to)));
     moved.push(...still);
   }

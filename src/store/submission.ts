@@ -4,20 +4,36 @@
  * finding the rows whose outcome is unknown.
  */
 import type { RowState } from '../domain/lifecycle.js';
-import type { Database } from './db.js';
+import { isPostgres, type Database } from './db.js';
 import { fromColumns, moveRow, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
-/** After a crash, a create that was on the wire has an unknown outcome. */
-export async function markInterruptedCreatesUnknown(db: Database, now: number): Promise<number> {
+/** Who claims work, and for how long (several instances on PostgreSQL). */
+export interface Claimant {
+  /** This process, unique among the instances sharing the database. */
+  instanceId: string;
+  /** A claim not renewed for this long is taken over. */
+  leaseMs: number;
+}
+
+/**
+ * A create that was on the wire when its process died has an unknown
+ * outcome. With `all` (one instance: SQLite, at start-up) every CREATING
+ * row is such a create; otherwise only rows whose lease has run out, so a
+ * live instance's creates in flight are left alone.
+ */
+export async function markInterruptedCreatesUnknown(db: Database, now: number, all = true): Promise<number> {
   return db.transaction(async (trx) => {
-    const ids = (await trx('payouts').where({ state: 'CREATING' }).pluck('id')) as number[];
+    const q = trx('payouts').where({ state: 'CREATING' });
+    if (!all) q.andWhere('lease_expires_at', '<', now);
+    const ids = (await q.pluck('id')) as number[];
+    if (ids.length === 0) return 0;
     const moved = await moveRows(
       trx,
       ids,
       'CREATING',
       'UNKNOWN',
-      { nextAttemptAt: now, unknownSince: now },
-      { event: 'interrupted', detail: 'the daemon stopped while this create may have been on the wire' },
+      { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null },
+      { event: 'interrupted', detail: 'the process sending this create stopped while it may have been on the wire' },
       now,
     );
     return moved.length;
@@ -26,28 +42,88 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number): 
 
 /**
  * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch
- * first, and records the intent (READY -> CREATING, attempt counted) before
- * any create is sent.
+ * first, and records the intent (READY -> CREATING, attempt counted, lease
+ * taken) before any create is sent. On PostgreSQL the rows are locked with
+ * SKIP LOCKED, so instances claiming at once share the work instead of
+ * queueing; the guarded UPDATE … RETURNING decides who got each row.
  */
-export async function claimReadyRows(db: Database, limit: number, now: number): Promise<PayoutRow[]> {
+export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<PayoutRow[]> {
   return db.transaction(async (trx) => {
-    const rows = (await trx('payouts as p')
+    const q = trx('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
       .where('p.state', 'READY')
       .andWhere('b.state', 'ACTIVE')
       // Only a balance hold ends by itself; any other hold waits for an operator.
-      .andWhere((q) =>
-        q.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', 'INSUFFICIENT_BALANCE').andWhere('b.hold_until', '<=', now)),
+      .andWhere((w) =>
+        w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', 'INSUFFICIENT_BALANCE').andWhere('b.hold_until', '<=', now)),
       )
-      .andWhere((q) => q.whereNull('p.next_attempt_at').orWhere('p.next_attempt_at', '<=', now))
+      .andWhere((w) => w.whereNull('p.next_attempt_at').orWhere('p.next_attempt_at', '<=', now))
       .orderBy([{ column: 'b.received_at' }, { column: 'p.line' }])
       .limit(limit)
-      .select('p.*')) as Record<string, unknown>[];
+      .select('p.*');
+    if (isPostgres(db)) q.forUpdate('p').skipLocked();
+    const rows = (await q) as Record<string, unknown>[];
     if (rows.length === 0) return [];
-    const ids = rows.map((r) => r.id as number);
-    await moveRows(trx, ids, 'READY', 'CREATING', {}, { event: 'intent', detail: 'create about to be sent' }, now);
-    await trx('payouts').whereIn('id', ids).increment('create_attempts', 1);
-    return rows.map((r) => ({ ...fromColumns(r), state: 'CREATING' as const, createAttempts: (r.create_attempts as number) + 1 }));
+    const moved = new Set(
+      await moveRows(
+        trx,
+        rows.map((r) => Number(r.id)),
+        'READY',
+        'CREATING',
+        { leaseOwner: claimant.instanceId, leaseExpiresAt: now + claimant.leaseMs },
+        { event: 'intent', detail: `create about to be sent by ${claimant.instanceId}` },
+        now,
+      ),
+    );
+    if (moved.size === 0) return [];
+    await trx('payouts')
+      .whereIn('id', [...moved])
+      .increment('create_attempts', 1);
+    return rows
+      .filter((r) => moved.has(Number(r.id)))
+      .map((r) => ({
+        ...fromColumns(r),
+        state: 'CREATING' as const,
+        createAttempts: Number(r.create_attempts) + 1,
+        leaseOwner: claimant.instanceId,
+        leaseExpiresAt: now + claimant.leaseMs,
+      }));
+  });
+}
+
+/** The claimant of a single-instance daemon. */
+export const LOCAL: Claimant = { instanceId: 'local', leaseMs: 10 * 60_000 };
+
+/**
+ * Takes a batch of due rows for this instance by pushing their due time
+ * `leaseMs` ahead in the same statement (UPDATE … WHERE id IN (SELECT … FOR
+ * UPDATE SKIP LOCKED) RETURNING): another instance skips them, and if this
+ * one dies they are simply due again after the lease.
+ */
+export async function claimDueRows(
+  db: Database,
+  state: 'UNKNOWN' | 'PENDING',
+  dueColumn: 'next_attempt_at' | 'next_poll_at',
+  now: number,
+  limit: number,
+  leaseMs: number,
+): Promise<PayoutRow[]> {
+  return db.transaction(async (trx) => {
+    const due = trx('payouts')
+      .select('id')
+      .where({ state })
+      .andWhere((w) =>
+        dueColumn === 'next_attempt_at' ? w.whereNull(dueColumn).orWhere(dueColumn, '<=', now) : w.where(dueColumn, '<=', now),
+      )
+      .orderBy(dueColumn)
+      .limit(limit);
+    if (isPostgres(db)) due.forUpdate().skipLocked();
+    const rows = (await trx('payouts')
+      .whereIn('id', due)
+      .andWhere({ state })
+      .update({ [dueColumn]: now + leaseMs })
+      .returning('*')) as Record<string, unknown>[];
+    return rows.map(fromColumns).sort((a, b) => a.id - b.id);
   });
 }
 

@@ -17,7 +17,16 @@ import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payou
 import { maskAccountNumber } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
 import type { PayoutRow } from '../store/payouts.js';
-import { applyRowMoves, claimReadyRows, holdBatch, lastIntentAt, listUnknownDue, type RowMove } from '../store/submission.js';
+import {
+  applyRowMoves,
+  claimDueRows,
+  claimReadyRows,
+  holdBatch,
+  lastIntentAt,
+  markInterruptedCreatesUnknown,
+  type Claimant,
+  type RowMove,
+} from '../store/submission.js';
 import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
 
 export interface SubmitterOptions {
@@ -37,6 +46,10 @@ export interface SubmitterOptions {
   firstPollDelayMs: number;
   /** Rows whose outcome is unknown, resolved per pass. */
   reconcileBatchSize: number;
+  /** This instance and its lease on claimed rows (several instances share one PostgreSQL database). */
+  claimant: Claimant;
+  /** Take over creates whose lease ran out (another instance died) on every pass. */
+  takeOverExpired: boolean;
 }
 
 export interface SubmitterDeps {
@@ -69,6 +82,11 @@ export class PayoutSubmitter {
    * Returns how many rows it moved.
    */
   async runOnce(signal: AbortSignal, callSignal: AbortSignal = signal): Promise<number> {
+    if (this.o.takeOverExpired) {
+      const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
+      if (taken > 0)
+        this.deps.logger.warn({ rows: taken }, 'took over creates of an instance whose lease ran out; resolving them by query');
+    }
     let moved = await this.reconcileUnknown(signal);
     const inFlight = new Set<Promise<void>>();
     while (!signal.aborted) {
@@ -77,7 +95,7 @@ export class PayoutSubmitter {
         await Promise.race(inFlight);
         continue;
       }
-      const rows = await claimReadyRows(this.deps.db, Math.min(room, 500), this.deps.clock.now());
+      const rows = await claimReadyRows(this.deps.db, Math.min(room, 500), this.deps.clock.now(), this.o.claimant);
       if (rows.length === 0) break;
       moved += rows.length;
       for (const row of rows) {
@@ -156,7 +174,7 @@ export class PayoutSubmitter {
     let moved = 0;
     for (;;) {
       if (signal.aborted) return moved;
-      const rows = await listUnknownDue(db, clock.now(), this.o.reconcileBatchSize);
+      const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, this.o.claimant.leaseMs);
       if (rows.length === 0) return moved;
       let records: PayoutRecord[];
       try {

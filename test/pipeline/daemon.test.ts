@@ -42,7 +42,7 @@ async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: st
   );
   const daemon = new PayoutDaemon(
     { config, db: p.db, service: p.client, clock: systemClock, logger: p.logger },
-    { shutdownGraceMs: 2000, watch: false },
+    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
   );
   daemons.push(daemon);
   return { daemon, inbox, outbox };

@@ -224,6 +224,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     notFoundGraceMs: 0,
     firstPollDelayMs: 2000,
     reconcileBatchSize: 100,
+    claimant: { instanceId: 'test', leaseMs: 120_000 },
+    takeOverExpired: false,
     ...o.submitter,
   };
   const pollerOptions: PollerOptions = {
@@ -232,6 +234,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     minIntervalMs: 2000,
     maxIntervalMs: 60_000,
     staleAfterMs: 3_600_000,
+    leaseMs: 120_000,
     ...o.poller,
   };
   const submitter = new PayoutSubmitter({ db, service: client, clock, logger, random: () => 0.5 }, submitterOptions);
@@ -265,6 +268,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       rules: DEFAULT_VALIDATION_RULES,
       onInvalidRows: o.onInvalidRows ?? 'reject-file',
       rejectedDir: join(dir, 'rejected'),
+      instanceId: 'test',
+      leaseMs: 120_000,
     },
   );
 
