@@ -12,6 +12,7 @@ import { initSandboxDir, runSandbox } from './commands/sandbox.js';
 import { showBalance, showRates } from './commands/account.js';
 import { migrate, reportBatch, status, validateFile } from './commands/inspect.js';
 import { runDaemon } from './commands/run.js';
+import { reconciliationReport, retryFile } from './commands/finance.js';
 import { demo } from './commands/demo.js';
 
 interface GlobalArgs {
@@ -124,12 +125,39 @@ export async function runCli(argv: string[]): Promise<void> {
       )
       .command(
         'report',
-        'write the current state of a batch as a CSV (any time, finished or not)',
+        'a batch as a CSV (--batch, any time), or the reconciliation of every payout created in a period (--since)',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', describe: 'the current state of one batch' })
+            .option('since', {
+              type: 'string',
+              describe: 'reconciliation from this day (YYYY-MM-DD, UTC) or ISO timestamp with zone, inclusive',
+            })
+            .option('until', { type: 'string', describe: 'reconciliation up to this day or timestamp, exclusive (default: now)' })
+            .option('xlsx', { type: 'boolean', describe: 'with --since: also write an .xlsx beside the CSV (default: outbox.xlsx)' })
+            .option('out', { type: 'string', describe: 'file to write (default: in the current directory)' })
+            .conflicts('batch', 'since')
+            .check((a) => {
+              if (!a.batch && !a.since) throw new Error('name --batch ID or --since DATE');
+              if (a.until && !a.since) throw new Error('--until needs --since');
+              return true;
+            }),
+        async (a) => {
+          const config = configFrom(a);
+          if (a.since) await reconciliationReport(config, { since: a.since, until: a.until, out: a.out, xlsx: a.xlsx });
+          else await reportBatch(config, a.batch as string, a.out);
+        },
+      )
+      .command(
+        'retry-file',
+        "write a batch's CANCELLED rows as a CSV to drop again, with fresh references",
         (y) =>
           withConfig(y)
             .option('batch', { type: 'string', demandOption: true })
-            .option('out', { type: 'string', describe: 'file to write (default: in the current directory)' }),
-        async (a) => reportBatch(configFrom(a), a.batch, a.out),
+            .option('out', { type: 'string', describe: 'file to write (default: <outbox>/<batch file>.retry.csv)' }),
+        async (a) => {
+          await retryFile(configFrom(a), a.batch, a.out);
+        },
       )
       .command(
         'migrate',

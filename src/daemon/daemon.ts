@@ -31,6 +31,7 @@ import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate } from '../submit/balance-gate.js';
 import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox } from './outbox.js';
+import { PayoutdError } from '../domain/errors.js';
 import { WorkLoop } from './work-loop.js';
 import type { FaultPoint } from './fault-points.js';
 
@@ -82,7 +83,12 @@ export class PayoutDaemon {
     const { config, db, clock, logger, service } = deps;
     this.shared = isPostgres(db);
     const fault = deps.faultPoint;
-    this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined);
+    this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined, {
+      xlsx: config.outbox.xlsx,
+      retryFiles: config.outbox.retryFiles,
+      minorUnits: config.batch.rules.minorUnits,
+      referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
+    });
     this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
     const storageDir = config.paths.stateDir;
     this.intake = new BatchIntake(
@@ -280,6 +286,26 @@ export class PayoutDaemon {
     return 0;
   }
 
+  /** The optional .xlsx and retry files; they never hold a batch open (`payoutd retry-file` / `report --batch` redo them). */
+  private async writeExtras(batch: BatchRecord): Promise<void> {
+    const { logger } = this.deps;
+    try {
+      const extra = await this.outbox.writeExtras(batch);
+      if (extra.retry?.path) {
+        logger.warn(
+          { batchId: batch.id, retryFile: extra.retry.path, rows: extra.retry.rowCount, leftOut: extra.retry.skippedCount },
+          'batch has CANCELLED rows: retry file written',
+        );
+      }
+    } catch (err) {
+      const safe =
+        err instanceof PayoutdError
+          ? err.toLog()
+          : { name: (err as Error)?.name ?? 'Error', message: String((err as Error)?.message ?? err).slice(0, 300) };
+      logger.error({ batchId: batch.id, err: safe }, 'optional outbox file not written');
+    }
+  }
+
   /** Writes result files of batches whose rows are all final, and logs progress of the others. */
   private async finishBatches(): Promise<number> {
     const { db, clock, logger } = this.deps;
@@ -291,6 +317,7 @@ export class PayoutDaemon {
       const batch = (await getBatch(db, id)) as BatchRecord;
       if (batch.state !== 'ACTIVE') continue;
       const files = await this.outbox.writeResult(batch);
+      await this.writeExtras(batch);
       await updateBatch(
         db,
         id,

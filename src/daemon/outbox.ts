@@ -8,14 +8,20 @@ import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from '../store/db.js';
 import type { BatchRecord } from '../store/batches.js';
 import { rowsOfBatch, type PayoutRow } from '../store/payouts.js';
+import { batchRetrySource, countCancelledRows } from '../store/reports.js';
 import {
   writeAckFile,
   writeInterimReport,
+  writeInterimReportXlsx,
   writeRejectionAckFile,
   writeResultFiles,
+  writeResultXlsx,
+  writeRetryFile,
+  xlsxPathFor,
   type AckRow,
   type BatchIdentity,
   type ResultFiles,
+  type RetryFile,
   type RowOutcome,
   type RowOutcomeStatus,
 } from '../report/index.js';
@@ -113,6 +119,21 @@ async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => 
   }
 }
 
+/** The optional outbox files (config `outbox.xlsx`, `outbox.retryFiles`). */
+export interface OutboxExtras {
+  xlsx: boolean;
+  retryFiles: boolean;
+  /** `batch.rules.minorUnits`: decimals shown in the .xlsx. */
+  minorUnits?: Readonly<Record<string, number>>;
+  /** `batch.rules.merchantReferenceId.maxLength`: longest fresh reference in a retry file. */
+  referenceMaxLength?: number;
+}
+
+export interface ExtraFiles {
+  xlsxPath: string | null;
+  retry: RetryFile | null;
+}
+
 export class BatchOutbox {
   constructor(
     private readonly db: Database,
@@ -120,6 +141,7 @@ export class BatchOutbox {
     private readonly bom: boolean,
     /** Chaos testing: called halfway through writing a result file. */
     private readonly midResultFile?: () => void,
+    private readonly extras: OutboxExtras = { xlsx: false, retryFiles: false },
   ) {}
 
   /** Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. */
@@ -139,8 +161,30 @@ export class BatchOutbox {
     return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
   }
 
+  /**
+   * `<name>.result.xlsx` and `<name>.retry.csv` (when enabled and the batch has CANCELLED rows), after
+   * the result files: each is its own atomic file, and each reads the rows again from the database.
+   */
+  async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
+    const identity = identityOf(batch);
+    const xlsx = this.extras.xlsx
+      ? await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits })
+      : null;
+    const retry =
+      this.extras.retryFiles && (await countCancelledRows(this.db, batch.id)) > 0
+        ? await writeRetryFile(this.dir, identity, batchRetrySource(this.db, batch.id), {
+            bom: this.bom,
+            referenceMaxLength: this.extras.referenceMaxLength,
+          })
+        : null;
+    return { xlsxPath: xlsx?.path ?? null, retry };
+  }
+
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {
     const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
+    if (this.extras.xlsx) {
+      await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits });
+    }
     return r.path;
   }
 }

@@ -1,4 +1,4 @@
-/** The outbox files finance reads: acknowledgement, result, summary, interim report. */
+/** The outbox files finance reads: acknowledgement, result, summary, interim report, .xlsx twins, reconciliation, retry files. */
 export * from './types.js';
 export { ReportError } from './errors.js';
 export type { ReportErrorCode } from './errors.js';
@@ -22,3 +22,46 @@ export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
 export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
 export type { ResultFiles, InterimReport } from './writers.js';
+export {
+  STABLECOIN_DECIMALS,
+  TEXT_FORMAT,
+  currencyDecimals,
+  decimalsFormat,
+  displayNumber,
+  xlsxCellValue,
+  xlsxColumns,
+  xlsxPathFor,
+  resultXlsxFileName,
+  summarySheet,
+  writeXlsxFile,
+  writeResultXlsx,
+  writeInterimReportXlsx,
+} from './xlsx.js';
+export type { XlsxCellType, XlsxCellValue, XlsxColumn, XlsxOptions, XlsxReport, XlsxSheet } from './xlsx.js';
+export {
+  FinanceReportError,
+  RECONCILIATION_COLUMNS,
+  parseReportInstant,
+  reportPeriod,
+  reconciliationFileName,
+  reconciliationTotalsPath,
+  reconciliationStatus,
+  reconciliationRecord,
+  writeReconciliationReport,
+  writeReconciliationXlsx,
+} from './reconciliation.js';
+export type { FinanceReportErrorCode, ReportPeriod, ReconciliationRow, ReconciliationFiles } from './reconciliation.js';
+export {
+  RETRY_COLUMNS,
+  RETRY_BLOCKING_STATES,
+  DEFAULT_REFERENCE_MAX_LENGTH,
+  MAX_REPORTED_SKIPS,
+  retryFileName,
+  retryBase,
+  retryReference,
+  retryValues,
+  retryRecord,
+  writeRetryFile,
+  writeRetryFileAt,
+} from './retry.js';
+export type { RetrySource, RetrySourceRow, RetryOptions, RetrySkip, RetryFile } from './retry.js';

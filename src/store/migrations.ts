@@ -150,6 +150,10 @@ const instances: Migration = {
       t.string('lease_owner', 128).nullable();
       t.bigInteger('lease_expires_at').nullable();
     });
+    // The finance reconciliation pages through payouts by (created_at_ms, id).
+    await knex.schema.alterTable('payouts', (t) => {
+      t.index(['created_at_ms', 'id'], 'payouts_created_at');
+    });
     await knex.schema.createTable('file_claims', (t) => {
       // name|size|mtime|inode of the file as judged stable in the inbox.
       t.string('file_key', 700).primary();
@@ -159,6 +163,9 @@ const instances: Migration = {
   },
   async down(knex) {
     await knex.schema.dropTableIfExists('file_claims');
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropIndex(['created_at_ms', 'id'], 'payouts_created_at');
+    });
     await knex.schema.alterTable('batches', (t) => {
       t.dropColumn('lease_owner');
       t.dropColumn('lease_expires_at');

@@ -35,6 +35,7 @@ export async function demo(timeoutMs: number): Promise<void> {
       sandbox: { settlementMinDelayMs: 300, settlementMaxDelayMs: 1500 },
       inbox: { stableForMs: 300, rescanIntervalMs: 1000 },
       poll: { tickMs: 200, firstPollDelayMs: 500, minIntervalMs: 500, maxIntervalMs: 2000 },
+      outbox: { xlsx: true },
     },
   );
   const logFile = join(root, 'payoutd.log');

@@ -128,7 +128,11 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
   await withStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
-    const outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom);
+    const outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, undefined, {
+      xlsx: config.outbox.xlsx,
+      retryFiles: false,
+      minorUnits: config.batch.rules.minorUnits,
+    });
     const path = resolve(out ?? `${outboxName(batch)}.report-${new Date().toISOString().replace(/[:.]/g, '')}.csv`);
     await outbox.writeInterim(batch, path);
     print(`report of batch ${batchId} (${batch.state}) written to ${path}`);

@@ -1,0 +1,281 @@
+/**
+ * The reconciliation report finance matches against the statement: every
+ * payout created in a period (one row per payoutId, in creation order) with
+ * its state as last confirmed by query, and a totals file per status and
+ * currency (exact sums, the summary format). Also the period itself: parsing
+ * `--since` / `--until` into [sinceMs, untilMs).
+ */
+import { basename, dirname, join } from 'node:path';
+import { PayoutdError } from '../domain/errors.js';
+import { writeFileAtomic } from './atomic.js';
+import { csvChunks } from './csv.js';
+import { SUMMARY_COLUMNS, summaryRecord } from './format.js';
+import { SummaryAccumulator } from './summary.js';
+import { DEFAULT_OUTBOX_BOM } from './types.js';
+import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
+import { summarySheet, writeXlsxFile, xlsxColumns, type XlsxOptions } from './xlsx.js';
+
+type Rows<T> = AsyncIterable<T> | Iterable<T>;
+
+export type FinanceReportErrorCode =
+  | 'REPORT_BAD_DATE' // --since / --until not a date or an ISO timestamp with a zone
+  | 'REPORT_BAD_PERIOD' // since not before until
+  | 'RETRY_BAD_REQUEST' // a CANCELLED row whose stored request cannot be read back
+  | 'RETRY_REFERENCE'; // no fresh reference can be made within the length limit
+
+/** Errors of the finance reports; messages name lines and references, never personal data. */
+export class FinanceReportError extends PayoutdError {
+  override readonly name = 'FinanceReportError';
+  declare readonly code: FinanceReportErrorCode;
+
+  constructor(code: FinanceReportErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The period
+
+export interface ReportPeriod {
+  /** Inclusive, ms since the epoch. */
+  sinceMs: number;
+  /** Exclusive, ms since the epoch. */
+  untilMs: number;
+}
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** A zone is required: a timestamp without one would depend on the machine's time zone. */
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+function isRealDay(y: number, m: number, d: number): boolean {
+  const t = new Date(Date.UTC(y, m - 1, d));
+  return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
+}
+
+/**
+ * `YYYY-MM-DD` (midnight UTC starting that day) or an ISO 8601 timestamp
+ * with `Z` or an offset, to ms since the epoch. `option` names the flag in
+ * the error message.
+ */
+export function parseReportInstant(text: string, option: string): number {
+  const bad = (): FinanceReportError =>
+    new FinanceReportError(
+      'REPORT_BAD_DATE',
+      `${option}: expected YYYY-MM-DD (UTC) or an ISO timestamp with a zone such as 2026-01-02T09:00:00Z, got ${JSON.stringify(text)}`,
+    );
+  const trimmed = text.trim();
+  const parts = DATE_ONLY.exec(trimmed) ?? TIMESTAMP.exec(trimmed);
+  if (!parts) throw bad();
+  const [y, m, d] = [parts[1], parts[2], parts[3]].map((p) => Number.parseInt(p ?? '', 10)) as [number, number, number];
+  if (!isRealDay(y, m, d)) throw bad();
+  const [hh, mm, ss] = [parts[4], parts[5], parts[6]].map((p) => Number.parseInt(p ?? '0', 10)) as [number, number, number];
+  if (hh > 23 || mm > 59 || ss > 59) throw bad();
+  const ms = parts[4] === undefined ? Date.UTC(y, m - 1, d) : Date.parse(trimmed);
+  if (!Number.isFinite(ms)) throw bad();
+  return ms;
+}
+
+/** [since, until); `until` defaults to now. A date as `until` means midnight starting that day, excluded. */
+export function reportPeriod(since: string, until: string | undefined, nowMs: number): ReportPeriod {
+  const sinceMs = parseReportInstant(since, '--since');
+  const untilMs = until === undefined ? nowMs : parseReportInstant(until, '--until');
+  if (sinceMs >= untilMs) {
+    throw new FinanceReportError(
+      'REPORT_BAD_PERIOD',
+      `the period is empty: --since ${new Date(sinceMs).toISOString()} is not before --until ${new Date(untilMs).toISOString()}`,
+    );
+  }
+  return { sinceMs, untilMs };
+}
+
+const compactIso = (ms: number): string => new Date(ms).toISOString().replace(/[-:]|\.\d+/g, '');
+
+/** Default report name: `reconciliation-20260101T000000Z-20260201T000000Z.csv`. */
+export function reconciliationFileName(period: ReportPeriod): string {
+  return `reconciliation-${compactIso(period.sinceMs)}-${compactIso(period.untilMs)}.csv`;
+}
+
+/** `rec.csv` -> `rec.totals.csv` (a name without `.csv` gets `.totals.csv` appended). */
+export function reconciliationTotalsPath(path: string): string {
+  const name = basename(path);
+  const stem = name.toLowerCase().endsWith('.csv') ? name.slice(0, -4) : name;
+  return join(dirname(path), `${stem}.totals.csv`);
+}
+
+// ---------------------------------------------------------------------------
+// Rows
+
+/**
+ * One created payout as the store reads it (store/reports.ts
+ * `ReportedPayoutRow` has this shape). `state` is payoutd's row state, set
+ * from the service's answers (create, then query).
+ */
+export interface ReconciliationRow {
+  batchId: string;
+  fileName: string;
+  line: number;
+  merchantReferenceId: string;
+  state: string;
+  serviceStatus: string | null;
+  payoutId: string | null;
+  payoutCurrency: string | null;
+  payoutAmount: string | null;
+  deductionCurrency: string | null;
+  deductionAmount: string | null;
+  rate: string | null;
+  totalFee: string | null;
+  feeCurrency: string | null;
+  /** When payoutd recorded the create (its clock): the period is selected on this. */
+  createdAtMs: number | null;
+  /** The service's times (ISO 8601 UTC) as the last query returned them. */
+  createTime: string | null;
+  completeTime: string | null;
+  reasonCode: string | null;
+  reason: string | null;
+}
+
+export const RECONCILIATION_COLUMNS = [
+  'batch_id',
+  'file',
+  'line',
+  'merchant_reference_id',
+  'payout_id',
+  'status',
+  'service_status',
+  'payout_currency',
+  'payout_amount',
+  'deduction_currency',
+  'deduction_amount',
+  'rate',
+  'total_fee',
+  'fee_currency',
+  'created_at',
+  'create_time',
+  'complete_time',
+  'reason',
+] as const;
+
+/** Row state to the status vocabulary of the result files (anything not final is PENDING). */
+const STATUS_OF_STATE: Readonly<Record<string, RowOutcomeStatus>> = {
+  PAID: 'PAID',
+  CANCELLED: 'CANCELLED',
+  REJECTED: 'REJECTED',
+  INVALID: 'REJECTED',
+  NOT_SUBMITTED: 'NOT_SUBMITTED',
+  DUPLICATE: 'DUPLICATE',
+};
+
+export function reconciliationStatus(state: string): RowOutcomeStatus {
+  return STATUS_OF_STATE[state] ?? 'PENDING';
+}
+
+const text = (value: string | null): string => value ?? '';
+
+/** As in the result files: `code: message` when both are known. */
+function reasonOf(row: ReconciliationRow): string {
+  return row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : (row.reason ?? '');
+}
+
+/** The CSV record of one row (raw text; escaping happens in csv.ts). */
+export function reconciliationRecord(row: ReconciliationRow): string[] {
+  return [
+    row.batchId,
+    row.fileName,
+    String(row.line),
+    row.merchantReferenceId,
+    text(row.payoutId),
+    reconciliationStatus(row.state),
+    text(row.serviceStatus),
+    text(row.payoutCurrency),
+    text(row.payoutAmount),
+    text(row.deductionCurrency),
+    text(row.deductionAmount),
+    text(row.rate),
+    text(row.totalFee),
+    text(row.feeCurrency),
+    row.createdAtMs === null ? '' : new Date(row.createdAtMs).toISOString(),
+    text(row.createTime),
+    text(row.completeTime),
+    reasonOf(row),
+  ];
+}
+
+/** The shape SummaryAccumulator sums (line is not checked there). */
+function asOutcome(row: ReconciliationRow): RowOutcome {
+  return {
+    line: row.line,
+    merchantReferenceId: row.merchantReferenceId,
+    payoutCurrency: text(row.payoutCurrency),
+    payoutAmount: text(row.payoutAmount),
+    deductionCurrency: text(row.deductionCurrency),
+    beneficiaryAccountName: '',
+    beneficiaryAccountNumber: '',
+    status: reconciliationStatus(row.state),
+    payoutId: row.payoutId,
+    rate: row.rate,
+    deductionAmount: row.deductionAmount,
+    totalFee: row.totalFee,
+    feeCurrency: row.feeCurrency,
+    completeTime: row.completeTime,
+    reason: null,
+  };
+}
+
+async function* reconciliationRecords(rows: Rows<ReconciliationRow>, acc: SummaryAccumulator): AsyncGenerator<string[]> {
+  for await (const row of rows) {
+    const record = reconciliationRecord(row);
+    acc.add(asOutcome(row));
+    yield record;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Writers
+
+export interface ReconciliationFiles {
+  path: string;
+  totalsPath: string;
+  summary: BatchSummary;
+}
+
+/**
+ * The report at `path`, then its totals at `reconciliationTotalsPath(path)`,
+ * in one pass over the rows (pulled as the file is written, so a database
+ * cursor is read only as fast as the disk takes it). The totals file is
+ * committed second: when it exists, both are complete.
+ */
+export async function writeReconciliationReport(
+  path: string,
+  rows: Rows<ReconciliationRow>,
+  opts: OutboxOptions = {},
+): Promise<ReconciliationFiles> {
+  const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
+  const acc = new SummaryAccumulator();
+  await writeFileAtomic(path, csvChunks(RECONCILIATION_COLUMNS, reconciliationRecords(rows, acc), { bom }), opts);
+  const summary = acc.summary();
+  const totalsPath = reconciliationTotalsPath(path);
+  await writeFileAtomic(totalsPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
+  return { path, totalsPath, summary };
+}
+
+/**
+ * The report as .xlsx (sheet "Reconciliation", then "Summary" with the
+ * totals) at `path` (default: `xlsxPathFor(csvPath)` of the CSV). A second
+ * pass over the rows: call it with a fresh cursor.
+ */
+export async function writeReconciliationXlsx(
+  path: string,
+  rows: Rows<ReconciliationRow>,
+  opts: XlsxOptions = {},
+): Promise<{ path: string; summary: BatchSummary }> {
+  const acc = new SummaryAccumulator();
+  await writeXlsxFile(
+    path,
+    [
+      { name: 'Reconciliation', columns: xlsxColumns(RECONCILIATION_COLUMNS), records: reconciliationRecords(rows, acc) },
+      summarySheet(() => acc.summary()),
+    ],
+    opts,
+  );
+  return { path, summary: acc.summary() };
+}

@@ -1,0 +1,281 @@
+/**
+ * Retry files: for a batch with CANCELLED rows, `<name>.retry.csv` in the
+ * input CSV format (header = the default field paths of docs/csv-format.md)
+ * holding only those rows, each with a fresh merchantReferenceId, so finance
+ * can fix an account and drop the file back into the inbox in one step.
+ *
+ * Fresh references are derived, never random: `<base>-R<n>` with the first
+ * round n above the row's own that no row in the database uses (`INV-7` ->
+ * `INV-7-R1`, a cancelled `INV-7-R1` -> `INV-7-R2`), or, when that is longer
+ * than the reference limit, `<truncated base>-H<10 hex of sha256(base)>-R<n>`.
+ * Because the derivation depends only on the database, two retry files made
+ * for the same cancellation carry the same reference, and the daemon's
+ * duplicate check pays at most one of them. A row is left out when a retry
+ * of it is already under way or PAID (a later round of its base is in a
+ * state that was, or will be, sent and is not cancelled or rejected).
+ *
+ * Cells are written exactly as stored, without the spreadsheet `'` prefix of
+ * the other outbox files: the daemon reads this file back as input and does
+ * not strip a prefix, so a prefixed name or reference would be paid or
+ * rejected as written. Every value came from the batch finance dropped.
+ */
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { stringify } from 'csv-stringify/sync';
+import { JsonNumber, parseLossless } from '../json/index.js';
+import { FIELD_PATHS, emptyRowValues, type FieldPath, type RowValues } from '../ingest/rules/index.js';
+import { writeFileAtomic } from './atomic.js';
+import { RECORD_DELIMITER, UTF8_BOM } from './csv.js';
+import { assertPlainFileName } from './format.js';
+import { FinanceReportError } from './reconciliation.js';
+import { DEFAULT_OUTBOX_BOM } from './types.js';
+import type { BatchIdentity, OutboxOptions } from './types.js';
+
+type Rows<T> = AsyncIterable<T> | Iterable<T>;
+
+/** The header of a retry file: the input format's default column names. */
+export const RETRY_COLUMNS: readonly FieldPath[] = FIELD_PATHS;
+
+/** The default `merchantReferenceId.maxLength` of the validation rules. */
+export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
+
+/**
+ * States of a row whose reference was, or will be, sent and not cancelled:
+ * a retry in such a state means the cancelled row is already being retried
+ * (or was paid), so it is not offered again.
+ */
+export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);
+
+/** Rounds tried beyond the row's own before giving up (each one a used reference). */
+const MAX_EXTRA_ROUNDS = 50;
+/** Candidates looked up per row per database round trip. */
+const LOOKAHEAD = 4;
+/** Cancelled rows resolved per round of lookups. */
+const PAGE_ROWS = 500;
+const HASH_HEX = 10;
+
+export function retryFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.retry.csv`;
+}
+
+const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
+
+/** The reference a retry derives from and the round this one already is (0 for an original). */
+export function retryBase(reference: string): { base: string; round: number } {
+  const m = ROUND_SUFFIX.exec(reference);
+  return m?.[1] && m[2] ? { base: m[1], round: Number.parseInt(m[2], 10) } : { base: reference, round: 0 };
+}
+
+/** Round `round` of `base`, in at most `maxLength` code points (the validation rules count code points). */
+export function retryReference(base: string, round: number, maxLength = DEFAULT_REFERENCE_MAX_LENGTH): string {
+  const plain = `${base}-R${round}`;
+  const chars = Array.from(base);
+  if (chars.length + plain.length - base.length <= maxLength) return plain;
+  const suffix = `-H${createHash('sha256').update(base, 'utf8').digest('hex').slice(0, HASH_HEX)}-R${round}`;
+  const keep = maxLength - suffix.length;
+  if (keep < 1) {
+    throw new FinanceReportError('RETRY_REFERENCE', `no retry reference fits in ${maxLength} characters (round ${round})`);
+  }
+  return chars.slice(0, keep).join('') + suffix;
+}
+
+/** The create request stored for a row (canonical JSON), as cell texts by field path. */
+export function retryValues(requestJson: string | null, line: number): RowValues {
+  const bad = (what: string): FinanceReportError => new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: the stored request ${what}`);
+  if (requestJson === null) throw bad('is missing');
+  let parsed: unknown;
+  try {
+    parsed = parseLossless(requestJson);
+  } catch (err) {
+    throw new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: the stored request is not JSON`, { cause: err });
+  }
+  const values = emptyRowValues();
+  for (const field of FIELD_PATHS) {
+    let v: unknown = parsed;
+    for (const key of field.split('.')) v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined;
+    // Amounts are strings in stored requests; a JSON number keeps its lexeme (never a float).
+    if (v instanceof JsonNumber) v = v.value;
+    if (typeof v !== 'string') throw bad(`has no text for ${field}`);
+    values[field] = v;
+  }
+  return values;
+}
+
+/** One retry row: the stored request with its fresh reference, in RETRY_COLUMNS order. */
+export function retryRecord(values: RowValues, reference: string): string[] {
+  return RETRY_COLUMNS.map((field) => (field === 'merchantReferenceId' ? reference : values[field]));
+}
+
+/** What the retry file needs from the store (store/reports.ts provides both). */
+export interface RetrySource {
+  /** The batch's CANCELLED rows in line order. */
+  cancelledRows(): Rows<RetrySourceRow>;
+  /** States of the rows using each of these references; unused references are absent. */
+  referenceStates(references: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;
+}
+
+export interface RetrySourceRow {
+  line: number;
+  merchantReferenceId: string;
+  /** Canonical JSON of the PayoutRequest (PayoutRow.requestJson). */
+  requestJson: string | null;
+}
+
+export interface RetryOptions extends OutboxOptions {
+  /** Longest reference the validation rules accept (`merchantReferenceId.maxLength`, default 64). */
+  referenceMaxLength?: number;
+}
+
+/** A cancelled row left out because it is already being retried, or was paid under a retry reference. */
+export interface RetrySkip {
+  line: number;
+  merchantReferenceId: string;
+  retriedAs: string;
+  state: string;
+}
+
+export interface RetryFile {
+  /** Null when no row needed a retry (no file is written then). */
+  path: string | null;
+  rowCount: number;
+  skippedCount: number;
+  /** The first skipped rows (at most MAX_REPORTED_SKIPS). */
+  skipped: RetrySkip[];
+}
+
+export const MAX_REPORTED_SKIPS = 1000;
+
+interface Planned {
+  row: RetrySourceRow;
+  reference: string;
+}
+
+type Resolution = { reference: string } | { skip: RetrySkip };
+
+interface Cursor {
+  row: RetrySourceRow;
+  base: string;
+  /** The row's own round (0 for an original): fresh references start above it. */
+  own: number;
+  next: number;
+}
+
+/**
+ * Picks the fresh reference of each row of a page, looking candidates up
+ * a few rounds at a time. `taken` holds the references given out earlier in
+ * this file, so two rows never share one.
+ */
+async function resolvePage(
+  page: RetrySourceRow[],
+  source: RetrySource,
+  maxLength: number,
+  taken: Set<string>,
+): Promise<Map<RetrySourceRow, Resolution>> {
+  const out = new Map<RetrySourceRow, Resolution>();
+  let open: Cursor[] = page.map((row) => {
+    const { base, round } = retryBase(row.merchantReferenceId);
+    // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
+    return { row, base, own: round, next: round + 1 };
+  });
+  while (open.length > 0) {
+    const wanted = open.flatMap((c) => Array.from({ length: LOOKAHEAD }, (_, i) => retryReference(c.base, c.next + i, maxLength)));
+    const states = await source.referenceStates(wanted);
+    const still: Cursor[] = [];
+    for (const c of open) {
+      const decided = decide(c, states, maxLength, taken);
+      if (decided) out.set(c.row, decided);
+      else if (c.next > c.own + MAX_EXTRA_ROUNDS) {
+        throw new FinanceReportError('RETRY_REFERENCE', `line ${c.row.line}: no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds`);
+      } else still.push(c);
+    }
+    open = still;
+  }
+  return out;
+}
+
+function decide(c: Cursor, states: ReadonlyMap<string, readonly string[]>, maxLength: number, taken: Set<string>): Resolution | null {
+  for (let i = 0; i < LOOKAHEAD; i++, c.next++) {
+    const candidate = retryReference(c.base, c.next, maxLength);
+    if (candidate === c.row.merchantReferenceId) continue;
+    const used = states.get(candidate);
+    const blocking = used?.find((s) => RETRY_BLOCKING_STATES.has(s));
+    if (blocking)
+      return { skip: { line: c.row.line, merchantReferenceId: c.row.merchantReferenceId, retriedAs: candidate, state: blocking } };
+    if (used || taken.has(candidate)) continue;
+    taken.add(candidate);
+    return { reference: candidate };
+  }
+  return null;
+}
+
+class SkipLog {
+  count = 0;
+  readonly first: RetrySkip[] = [];
+
+  add(skip: RetrySkip): void {
+    this.count += 1;
+    if (this.first.length < MAX_REPORTED_SKIPS) this.first.push(skip);
+  }
+}
+
+async function* plannedRows(source: RetrySource, maxLength: number, skips: SkipLog): AsyncGenerator<Planned> {
+  const taken = new Set<string>();
+  let page: RetrySourceRow[] = [];
+  const flush = async function* (): AsyncGenerator<Planned> {
+    const resolved = await resolvePage(page, source, maxLength, taken);
+    for (const row of page) {
+      const r = resolved.get(row);
+      if (r && 'reference' in r) yield { row, reference: r.reference };
+      else if (r) skips.add(r.skip);
+    }
+    page = [];
+  };
+  for await (const row of source.cancelledRows()) {
+    page.push(row);
+    if (page.length >= PAGE_ROWS) yield* flush();
+  }
+  if (page.length > 0) yield* flush();
+}
+
+/** Same CSV dialect as the other outbox files (CRLF, lone CR/LF quoted), minus the spreadsheet prefix. */
+function csvLines(records: readonly (readonly string[])[]): string {
+  return stringify(records as string[][], { record_delimiter: RECORD_DELIMITER, quoted_match: /[\r\n]/ });
+}
+
+const RECORDS_PER_CHUNK = 1000;
+
+async function* retryChunks(first: string[], rest: AsyncIterator<Planned>, bom: boolean, count: { rows: number }): AsyncGenerator<string> {
+  yield (bom ? UTF8_BOM : '') + csvLines([RETRY_COLUMNS, first]);
+  count.rows = 1;
+  let batch: string[][] = [];
+  for (let r = await rest.next(); !r.done; r = await rest.next()) {
+    batch.push(retryRecord(retryValues(r.value.row.requestJson, r.value.row.line), r.value.reference));
+    count.rows += 1;
+    if (batch.length >= RECORDS_PER_CHUNK) {
+      yield csvLines(batch);
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield csvLines(batch);
+}
+
+/**
+ * The retry file at `path`. Rows stream from the source; nothing is
+ * written when no cancelled row needs a retry (path null in the answer).
+ */
+export async function writeRetryFileAt(path: string, source: RetrySource, opts: RetryOptions = {}): Promise<RetryFile> {
+  const skips = new SkipLog();
+  const rows = plannedRows(source, opts.referenceMaxLength ?? DEFAULT_REFERENCE_MAX_LENGTH, skips);
+  const head = await rows.next();
+  if (head.done) return { path: null, rowCount: 0, skippedCount: skips.count, skipped: skips.first };
+  const first = retryRecord(retryValues(head.value.row.requestJson, head.value.row.line), head.value.reference);
+  const count = { rows: 0 };
+  await writeFileAtomic(path, retryChunks(first, rows, opts.bom ?? DEFAULT_OUTBOX_BOM, count), opts);
+  return { path, rowCount: count.rows, skippedCount: skips.count, skipped: skips.first };
+}
+
+/** `<outboxName>.retry.csv` in the outbox, for a batch whose rows are final. */
+export function writeRetryFile(dir: string, identity: BatchIdentity, source: RetrySource, opts: RetryOptions = {}): Promise<RetryFile> {
+  return writeRetryFileAt(join(dir, retryFileName(identity.outboxName ?? identity.fileName)), source, opts);
+}

@@ -1,0 +1,66 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import ExcelJS from 'exceljs';
+import { describe, expect, it } from 'vitest';
+import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
+
+const store = useStore();
+
+function configFor(dir: string, xlsx = false): ResolvedConfig {
+  return loadConfig(
+    { env: {}, cwd: dir },
+    {
+      paths: { stateDir: dir, outbox: join(dir, 'outbox'), inbox: join(dir, 'inbox') },
+      database: { filename: join(dir, 'state.sqlite'), synchronous: 'NORMAL' },
+      outbox: { xlsx },
+    },
+  );
+}
+
+/** A batch with one PAID and one CANCELLED payout created on 2026-01-10; the test's own handle is closed after (one knex per SQLite file). */
+async function seeded(): Promise<string> {
+  const { db, dir } = await store();
+  await addBatch(db, 'B1', 'jan.csv');
+  await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2'))]);
+  await setRow(db, 'B1', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-1', createdAtMs: T0, deductionAmount: '26.78' });
+  await setRow(db, 'B1', 3, { state: 'CANCELLED', serviceStatus: 'CANCELLED', payoutId: 'P-2', createdAtMs: T0 + 1 });
+  await db.destroy();
+  return dir;
+}
+
+describe('payoutd report --since', () => {
+  it('writes the report, its totals and (with outbox.xlsx) the .xlsx; until defaults to the clock', async () => {
+    const dir = await seeded();
+    const out = join(dir, 'jan.csv');
+    const r = await reconciliationReport(configFor(dir, true), { since: '2026-01-10', out }, new ManualClock(T0 + DAY));
+    expect(r).toMatchObject({ path: out, totalsPath: join(dir, 'jan.totals.csv'), xlsxPath: join(dir, 'jan.xlsx') });
+    expect(r.summary.statusCounts).toEqual({ PAID: 1, CANCELLED: 1 });
+    expect((await readFile(out, 'utf8')).split('\r\n').filter(Boolean)).toHaveLength(3);
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(join(dir, 'jan.xlsx'));
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Reconciliation', 'Summary']);
+  });
+
+  it('selects nothing before the payouts were created, and refuses a bad date', async () => {
+    const dir = await seeded();
+    const r = await reconciliationReport(configFor(dir), { since: '2026-01-01', until: '2026-01-10', out: join(dir, 'early.csv') });
+    expect(r.summary.rowCount).toBe(0);
+    expect(r.xlsxPath).toBeNull();
+    await expect(reconciliationReport(configFor(dir), { since: '10/01/2026' })).rejects.toMatchObject({ code: 'REPORT_BAD_DATE' });
+  });
+});
+
+describe('payoutd retry-file --batch', () => {
+  it('writes the retry file of a batch into the outbox by default', async () => {
+    const dir = await seeded();
+    const config = configFor(dir);
+    const r = await retryFile(config, 'B1', undefined);
+    expect(r.path).toBe(join(dir, 'outbox', 'B1_jan.csv.retry.csv'));
+    expect(r.rowCount).toBe(1);
+    expect(await listDir(join(dir, 'outbox'))).toEqual(['B1_jan.csv.retry.csv']);
+    await expect(retryFile(config, 'NOPE', undefined)).rejects.toMatchObject({ code: 'BATCH_NOT_FOUND' });
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * A real SQLite state database in a temp directory for the finance report
+ * tests, filled through the store functions (insertBatch, insertRows) and
+ * raw updates for what the submitter and poller would have written.
+ * Temp directories are kept when a test fails, for the evidence.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach } from 'vitest';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+import { canonicalStringify } from '../../src/json/index.js';
+import { insertBatch } from '../../src/store/batches.js';
+import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { insertRows, toColumns, type NewPayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
+
+export const T0 = Date.UTC(2026, 0, 10, 12, 0, 0);
+export const DAY = 24 * 3600 * 1000;
+
+export interface TestStore {
+  dir: string;
+  db: Database;
+}
+
+/** A fresh temp dir and migrated database per test; both closed and removed after it (kept on failure). */
+export function useStore(): () => Promise<TestStore> {
+  const open: TestStore[] = [];
+  afterEach(async (ctx) => {
+    const keep = ctx.task.result?.state === 'fail';
+    for (const s of open.splice(0)) {
+      await s.db.destroy();
+      if (keep) console.error(`kept temp dir of failed test: ${s.dir}`);
+      else await rm(s.dir, { recursive: true, force: true });
+    }
+  });
+  return async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-finance-'));
+    const db = openDatabase({
+      client: 'sqlite',
+      filename: join(dir, 'state.sqlite'),
+      poolMax: 1,
+      busyTimeoutMs: 5000,
+      synchronous: 'NORMAL',
+    });
+    await migrateToLatest(db);
+    const s = { dir, db };
+    open.push(s);
+    return s;
+  };
+}
+
+export async function addBatch(db: Database, id: string, fileName: string, receivedAt = T0): Promise<void> {
+  await insertBatch(db, {
+    id,
+    fileName,
+    storedPath: `/claimed/${id}`,
+    controlPath: null,
+    sha256: id.padEnd(64, '0').slice(0, 64),
+    size: 1,
+    mtimeMs: receivedAt,
+    state: 'ACTIVE',
+    duplicateOf: null,
+    rejectCode: null,
+    rejectReason: null,
+    holdCode: null,
+    holdReason: null,
+    holdUntil: null,
+    rowCount: 0,
+    validCount: 0,
+    invalidCount: 0,
+    delimiter: ',',
+    totalsJson: null,
+    receivedAt,
+    acceptedAt: receivedAt,
+    ackWrittenAt: null,
+    resultWrittenAt: null,
+    completedAt: null,
+    updatedAt: receivedAt,
+  });
+}
+
+/** A valid PHP request (passes the default rules). */
+export function request(
+  ref: string,
+  over: Partial<PayoutRequest> = {},
+  beneficiary: Partial<PayoutRequest['beneficiary']> = {},
+): PayoutRequest {
+  return {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: '1500.5',
+    sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
+    beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '0001234567', bankCode: 'BOPIPHMM', ...beneficiary },
+    ...over,
+  };
+}
+
+/** Rows as the reader stores them (VALIDATED, with the canonical request). */
+export function validRow(batchId: string, line: number, req: PayoutRequest): NewPayoutRow {
+  return {
+    batchId,
+    line,
+    merchantReferenceId: req.merchantReferenceId,
+    state: 'VALIDATED',
+    requestJson: canonicalStringify(req),
+    payoutCurrency: req.payoutCurrency,
+    payoutAmount: req.payoutAmount,
+    deductionCurrency: req.deductionCurrency,
+    reasonCode: null,
+    reason: null,
+  };
+}
+
+export async function addRows(db: Database, rows: NewPayoutRow[]): Promise<void> {
+  await db.transaction((trx) => insertRows(trx, rows, T0));
+}
+
+/** Sets what the submitter and poller would have written (state, payout id, amounts), bypassing the lifecycle. */
+export async function setRow(db: Database, batchId: string, line: number, patch: PayoutRowPatch): Promise<void> {
+  const n = await db('payouts').where({ batch_id: batchId, line }).update(toColumns(patch));
+  if (n !== 1) throw new Error(`no row ${batchId}:${line}`);
+}
+
+export async function listDir(dir: string): Promise<string[]> {
+  return (await readdir(dir)).sort();
+}

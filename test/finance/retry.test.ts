@@ -1,0 +1,196 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ParsedBatchRow } from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+import { retryBase, retryFileName, retryReference, writeRetryFile, writeRetryFileAt, type BatchIdentity } from '../../src/report/index.js';
+import { batchRetrySource, countCancelledRows, batchesWithCancelledRows } from '../../src/store/reports.js';
+import type { Database } from '../../src/store/db.js';
+import { addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
+
+const store = useStore();
+const identity = (batchId: string): BatchIdentity => ({
+  batchId,
+  fileName: 'payouts.csv',
+  outboxName: `${batchId}_payouts.csv`,
+  sha256: '00'.repeat(32),
+  receivedAt: '2026-01-10T12:00:00Z',
+});
+
+async function parseWithDefaults(path: string): Promise<{ rows: ParsedBatchRow[]; fileErrors: unknown[] }> {
+  const rows: ParsedBatchRow[] = [];
+  const result = await parseBatchFile(path, 'retry.csv', {
+    format: DEFAULT_BATCH_FORMAT,
+    rules: DEFAULT_VALIDATION_RULES,
+    sidecarPath: null,
+    onRows: async (chunk) => {
+      rows.push(...chunk);
+    },
+  });
+  return { rows, fileErrors: result.fileErrors };
+}
+
+async function cancel(db: Database, batchId: string, line: number, payoutId: string): Promise<void> {
+  await setRow(db, batchId, line, {
+    state: 'CANCELLED',
+    serviceStatus: 'CANCELLED',
+    payoutId,
+    reasonCode: 'CANCELLED',
+    reason: 'beneficiary account closed',
+  });
+}
+
+const LONG = `L${'x'.repeat(62)}9`; // 64 characters: the limit
+
+describe('fresh references (pure)', () => {
+  it('derives rounds from the base and falls back to a short hash form within the limit', () => {
+    expect(retryBase('INV-7')).toEqual({ base: 'INV-7', round: 0 });
+    expect(retryBase('INV-7-R1')).toEqual({ base: 'INV-7', round: 1 });
+    expect(retryBase('INV-7-R12')).toEqual({ base: 'INV-7', round: 12 });
+    expect(retryBase('INV-R0')).toEqual({ base: 'INV-R0', round: 0 });
+    expect(retryReference('INV-7', 1)).toBe('INV-7-R1');
+    expect(retryReference('INV-7', 1, 8)).toBe('INV-7-R1');
+    const hashed = retryReference(LONG, 1);
+    expect(hashed).toHaveLength(64);
+    expect(hashed).toMatch(/^Lx+-H[0-9a-f]{10}-R1$/);
+    expect(retryReference(LONG, 1)).toBe(hashed);
+    expect(retryReference(LONG, 2)).not.toBe(hashed);
+    expect(() => retryReference('INV-7', 1, 7)).toThrowError(expect.objectContaining({ code: 'RETRY_REFERENCE' }));
+    expect(retryFileName('B1_payouts.csv')).toBe('B1_payouts.csv.retry.csv');
+  });
+});
+
+describe('retry file', () => {
+  it('holds only the cancelled rows, in the input format, with fresh references that pass the default rules', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B0', 'earlier.csv');
+    await addBatch(db, 'B1', 'payouts.csv');
+    const eur: Partial<PayoutRequest> = { payoutCurrency: 'EUR', payoutAmount: '89.99' };
+    await addRows(db, [
+      // INV-2-R1 was used by an earlier batch (rejected there): INV-2 must get R2.
+      validRow('B0', 2, request('INV-2-R1')),
+    ]);
+    await addRows(db, [
+      validRow('B1', 2, request('INV-1')),
+      validRow('B1', 3, request('INV-2', {}, { accountNumber: '0001234560', accountName: '@Reyes, "Ana"' })),
+      validRow('B1', 4, request(LONG)),
+      validRow('B1', 5, request('INV-4', eur, { accountNumber: 'FR1420041010050500013M02606', bankCode: 'BNPAFRPP' })),
+      validRow('B1', 6, request('INV-5')),
+    ]);
+    await setRow(db, 'B0', 2, { state: 'REJECTED', reasonCode: '2002', reason: 'INVALID_PARAMETER' });
+    await setRow(db, 'B1', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-1' });
+    await cancel(db, 'B1', 3, 'P-2');
+    await cancel(db, 'B1', 4, 'P-3');
+    await cancel(db, 'B1', 5, 'P-4');
+    await setRow(db, 'B1', 6, { state: 'PENDING', serviceStatus: 'PENDING', payoutId: 'P-5' });
+
+    expect(await countCancelledRows(db, 'B1')).toBe(3);
+    expect(await batchesWithCancelledRows(db)).toEqual(['B1']);
+
+    const r = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'), { bom: true });
+    expect(r.path).toBe(join(dir, 'B1_payouts.csv.retry.csv'));
+    expect(r.rowCount).toBe(3);
+    expect(r.skippedCount).toBe(0);
+
+    const raw = await readFile(r.path as string, 'utf8');
+    expect(raw.startsWith(`\uFEFF${FIELD_PATHS.join(',')}\r\n`)).toBe(true);
+    // Written exactly: no spreadsheet prefix on a name the daemon will read back.
+    expect(raw).toContain(`"@Reyes, ""Ana"""`);
+
+    const parsed = await parseWithDefaults(r.path as string);
+    expect(parsed.fileErrors).toEqual([]);
+    expect(parsed.rows.map((x) => x.errors)).toEqual([[], [], []]);
+    const refs = parsed.rows.map((x) => x.merchantReferenceId);
+    expect(refs[0]).toBe('INV-2-R2');
+    expect(refs[1]).toMatch(/^Lx+-H[0-9a-f]{10}-R1$/);
+    expect(refs[1]).toHaveLength(64);
+    expect(refs[2]).toBe('INV-4-R1');
+    // Fresh: no row in the database uses them.
+    expect(await db('payouts').whereIn('merchant_reference_id', refs).count({ n: '*' })).toEqual([{ n: 0 }]);
+    // The rest of each request is the stored one.
+    expect(parsed.rows[0]?.request).toEqual(request('INV-2-R2', {}, { accountNumber: '0001234560', accountName: '@Reyes, "Ana"' }));
+    expect(parsed.rows[2]?.request?.beneficiary.accountNumber).toBe('FR1420041010050500013M02606');
+    expect(parsed.rows[2]?.request?.payoutAmount).toBe('89.99');
+  });
+
+  it('gives the same references when made again, and leaves out rows already being retried', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2')), validRow('B1', 4, request('INV-3-R1'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    await cancel(db, 'B1', 4, 'P-3');
+
+    const first = await writeRetryFileAt(join(dir, 'a.csv'), batchRetrySource(db, 'B1'));
+    const again = await writeRetryFileAt(join(dir, 'b.csv'), batchRetrySource(db, 'B1'));
+    expect(await readFile(join(dir, 'b.csv'), 'utf8')).toBe(await readFile(join(dir, 'a.csv'), 'utf8'));
+    expect([first.rowCount, again.rowCount]).toEqual([3, 3]);
+
+    // Finance drops the retry file: INV-1-R1 is now paying, INV-2-R1 was cancelled again, INV-3-R2 paid.
+    await addBatch(db, 'B2', 'a.csv');
+    await addRows(db, [
+      validRow('B2', 2, request('INV-1-R1')),
+      validRow('B2', 3, request('INV-2-R1')),
+      validRow('B2', 4, request('INV-3-R2')),
+    ]);
+    await setRow(db, 'B2', 2, { state: 'PENDING', payoutId: 'P-11' });
+    await cancel(db, 'B2', 3, 'P-12');
+    await setRow(db, 'B2', 4, { state: 'PAID', payoutId: 'P-13' });
+
+    // Made again for B1: INV-1 and INV-3-R1 are left out; INV-2 gets the same R2 that B2's own retry file offers.
+    const later = await writeRetryFileAt(join(dir, 'c.csv'), batchRetrySource(db, 'B1'));
+    expect(later.skipped).toEqual([
+      { line: 2, merchantReferenceId: 'INV-1', retriedAs: 'INV-1-R1', state: 'PENDING' },
+      { line: 4, merchantReferenceId: 'INV-3-R1', retriedAs: 'INV-3-R2', state: 'PAID' },
+    ]);
+    const fromB1 = (await parseWithDefaults(join(dir, 'c.csv'))).rows.map((x) => x.merchantReferenceId);
+    const b2 = await writeRetryFileAt(join(dir, 'd.csv'), batchRetrySource(db, 'B2'));
+    const fromB2 = (await parseWithDefaults(join(dir, 'd.csv'))).rows.map((x) => x.merchantReferenceId);
+    expect(fromB1).toEqual(['INV-2-R2']);
+    expect(fromB2).toEqual(['INV-2-R2']);
+    expect(b2.rowCount).toBe(1);
+  });
+
+  it('writes no file when no cancelled row needs a retry', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('INV-1'))]);
+    await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'P-1' });
+    const r = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'));
+    expect(r).toEqual({ path: null, rowCount: 0, skippedCount: 0, skipped: [] });
+    expect((await listDir(dir)).filter((n) => !n.startsWith('state.sqlite'))).toEqual([]);
+  });
+
+  it('gives two cancelled rows of one file that map to the same base different references', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('INV-9')), validRow('B1', 3, request('INV-9-R1'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
+    const refs = (await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId);
+    expect(refs).toEqual(['INV-9-R2', 'INV-9-R3']);
+  });
+
+  it('pages through many cancelled rows in line order', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    const n = 1234;
+    await addRows(
+      db,
+      Array.from({ length: n }, (_, i) => validRow('B1', i + 2, request(`BULK-${String(i).padStart(6, '0')}`))),
+    );
+    await db('payouts').update({ state: 'CANCELLED', payout_id: db.raw(`'P-' || line`) });
+    // A reference used by a row that was never sent (INVALID) is still not fresh.
+    await addRows(db, [validRow('B1', n + 10, request('BULK-000007-R1'))]);
+    await setRow(db, 'B1', n + 10, { state: 'INVALID' });
+    const r = await writeRetryFileAt(join(dir, 'bulk.csv'), batchRetrySource(db, 'B1'));
+    expect(r.rowCount).toBe(n);
+    const parsed = await parseWithDefaults(join(dir, 'bulk.csv'));
+    expect(parsed.rows.filter((x) => x.errors.length > 0)).toEqual([]);
+    expect(parsed.rows[0]?.merchantReferenceId).toBe('BULK-000000-R1');
+    expect(parsed.rows[7]?.merchantReferenceId).toBe('BULK-000007-R2');
+    expect(parsed.rows[n - 1]?.merchantReferenceId).toBe(`BULK-${String(n - 1).padStart(6, '0')}-R1`);
+  });
+});

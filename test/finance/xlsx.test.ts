@@ -1,0 +1,270 @@
+import { join } from 'node:path';
+import ExcelJS from 'exceljs';
+import { describe, expect, it } from 'vitest';
+import {
+  RECONCILIATION_COLUMNS,
+  RESULT_COLUMNS,
+  SUMMARY_COLUMNS,
+  currencyDecimals,
+  decimalsFormat,
+  displayNumber,
+  writeInterimReportXlsx,
+  writeReconciliationXlsx,
+  writeResultXlsx,
+  writeXlsxFile,
+  xlsxCellValue,
+  xlsxColumns,
+  xlsxPathFor,
+  type BatchIdentity,
+  type RowOutcome,
+} from '../../src/report/index.js';
+import { payoutsCreatedBetween } from '../../src/store/reports.js';
+import { T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
+
+const store = useStore();
+const identity: BatchIdentity = {
+  batchId: 'B-7',
+  fileName: 'payouts.csv',
+  outboxName: 'B-7_payouts.csv',
+  sha256: 'ab'.repeat(32),
+  receivedAt: '2026-01-02T08:00:00Z',
+};
+
+function outcome(line: number, over: Partial<RowOutcome> = {}): RowOutcome {
+  return {
+    line,
+    merchantReferenceId: `000${line}`,
+    payoutCurrency: 'PHP',
+    payoutAmount: '1500.50',
+    deductionCurrency: 'USDT',
+    beneficiaryAccountName: 'Juan dela Cruz',
+    beneficiaryAccountNumber: '000123',
+    status: 'PAID',
+    payoutId: `0${line}`,
+    rate: '56.1234',
+    deductionAmount: '26.736842',
+    totalFee: '0.5',
+    feeCurrency: 'USDT',
+    completeTime: '2026-01-02T09:00:00Z',
+    reason: null,
+    ...over,
+  };
+}
+
+async function readBook(path: string): Promise<ExcelJS.Workbook> {
+  const wb = new ExcelJS.Workbook();
+  await wb.xlsx.readFile(path);
+  return wb;
+}
+
+function sheet(wb: ExcelJS.Workbook, name: string): ExcelJS.Worksheet {
+  const ws = wb.getWorksheet(name);
+  if (!ws) throw new Error(`no sheet ${name}`);
+  return ws;
+}
+
+/** The cell under a header on a data row (1 = header row). */
+function cellAt(ws: ExcelJS.Worksheet, row: number, header: string): ExcelJS.Cell {
+  const headers = (ws.getRow(1).values as unknown[]).slice(1);
+  const i = headers.indexOf(header);
+  if (i < 0) throw new Error(`no column ${header}`);
+  return ws.getRow(row).getCell(i + 1);
+}
+
+describe('typed cells (pure)', () => {
+  it('knows minor units: ISO 4217, stablecoins 6, overrides', () => {
+    expect(currencyDecimals('PHP')).toBe(2);
+    expect(currencyDecimals('JPY')).toBe(0);
+    expect(currencyDecimals('KWD')).toBe(3);
+    expect(currencyDecimals('USDT')).toBe(6);
+    expect(currencyDecimals('USDC')).toBe(6);
+    expect(currencyDecimals('IDR', { IDR: 0 })).toBe(0);
+    expect(currencyDecimals('XYZ')).toBeUndefined();
+    expect(decimalsFormat(0)).toBe('#,##0');
+    expect(decimalsFormat(2)).toBe('#,##0.00');
+  });
+
+  it('turns an amount into a number only when the double reads back as the same decimal', () => {
+    expect(displayNumber('1500.50')).toBe(1500.5);
+    expect(displayNumber('0.000001')).toBe(0.000001);
+    expect(displayNumber('-5')).toBe(-5);
+    expect(displayNumber('12345678901234567890.5')).toBeNull();
+    expect(displayNumber('1e3')).toBeNull();
+    expect(displayNumber('abc')).toBeNull();
+  });
+
+  it('keeps text exact, and never shows fewer decimals than written', () => {
+    expect(xlsxCellValue('000123', 'text')).toEqual({ value: '000123', numFmt: '@' });
+    expect(xlsxCellValue('', 'amount', 'PHP')).toEqual({ value: null, numFmt: null });
+    expect(xlsxCellValue('7', 'integer')).toEqual({ value: 7, numFmt: null });
+    expect(xlsxCellValue('1500.5', 'amount', 'PHP')).toEqual({ value: 1500.5, numFmt: '#,##0.00' });
+    expect(xlsxCellValue('10.123', 'amount', 'PHP')).toEqual({ value: 10.123, numFmt: '#,##0.000' });
+    expect(xlsxCellValue('1e3', 'amount', 'PHP')).toEqual({ value: '1e3', numFmt: '@' });
+    expect(xlsxCellValue('56.1234', 'decimal')).toEqual({ value: 56.1234, numFmt: '#,##0.0000' });
+    expect(xlsxPathFor('/r/report.csv')).toBe('/r/report.xlsx');
+    expect(xlsxPathFor('/r/report')).toBe('/r/report.xlsx');
+  });
+});
+
+describe('result .xlsx', () => {
+  it('has typed cells, per-currency formats, a frozen filtered header, widths and a Summary sheet', async () => {
+    const { dir } = await store();
+    const rows = [
+      outcome(2),
+      outcome(3, { payoutCurrency: 'JPY', payoutAmount: '1000', beneficiaryAccountName: '=HYPERLINK("x")' }),
+      outcome(4, { payoutCurrency: 'KWD', payoutAmount: '12.345', status: 'CANCELLED', reason: 'CANCELLED: account closed' }),
+      outcome(5, {
+        status: 'REJECTED',
+        payoutAmount: 'abc',
+        payoutId: null,
+        rate: null,
+        deductionAmount: null,
+        totalFee: null,
+        feeCurrency: null,
+        completeTime: null,
+      }),
+    ];
+    const r = await writeResultXlsx(dir, identity, rows, { minorUnits: { JPY: 0 } });
+    expect(r.path).toBe(join(dir, 'B-7_payouts.csv.result.xlsx'));
+    expect(await listDir(dir)).toEqual(['B-7_payouts.csv.result.xlsx', 'state.sqlite', 'state.sqlite-shm', 'state.sqlite-wal']);
+
+    const wb = await readBook(r.path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Result', 'Summary']);
+    const ws = sheet(wb, 'Result');
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RESULT_COLUMNS]);
+    expect(ws.getRow(1).getCell(1).font?.bold).toBe(true);
+    expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+    expect(ws.autoFilter).toBeTruthy();
+    expect(ws.getColumn(RESULT_COLUMNS.indexOf('reason') + 1).width).toBe(48);
+    expect(ws.rowCount).toBe(5);
+
+    const account = cellAt(ws, 2, 'beneficiary_account_number');
+    expect(account.type).toBe(ExcelJS.ValueType.String);
+    expect(account.value).toBe('000123');
+    expect(account.numFmt).toBe('@');
+    expect(cellAt(ws, 2, 'merchant_reference_id').value).toBe('0002');
+    expect(cellAt(ws, 2, 'merchant_reference_id').type).toBe(ExcelJS.ValueType.String);
+    expect(cellAt(ws, 2, 'payout_id').value).toBe('02');
+    expect(cellAt(ws, 2, 'line').value).toBe(2);
+    // A text cell is data in .xlsx, never a formula: the value is kept exactly.
+    expect(cellAt(ws, 3, 'beneficiary_account_name').value).toBe('=HYPERLINK("x")');
+    expect(cellAt(ws, 3, 'beneficiary_account_name').type).toBe(ExcelJS.ValueType.String);
+
+    const amount = (row: number, header: string) => {
+      const c = cellAt(ws, row, header);
+      return { type: c.type, value: c.value, numFmt: c.numFmt };
+    };
+    expect(amount(2, 'payout_amount')).toEqual({ type: ExcelJS.ValueType.Number, value: 1500.5, numFmt: '#,##0.00' });
+    expect(amount(3, 'payout_amount')).toEqual({ type: ExcelJS.ValueType.Number, value: 1000, numFmt: '#,##0' });
+    expect(amount(4, 'payout_amount')).toEqual({ type: ExcelJS.ValueType.Number, value: 12.345, numFmt: '#,##0.000' });
+    expect(amount(2, 'deduction_amount')).toEqual({ type: ExcelJS.ValueType.Number, value: 26.736842, numFmt: '#,##0.000000' });
+    expect(amount(2, 'total_fee')).toEqual({ type: ExcelJS.ValueType.Number, value: 0.5, numFmt: '#,##0.000000' });
+    expect(amount(2, 'rate')).toEqual({ type: ExcelJS.ValueType.Number, value: 56.1234, numFmt: '#,##0.0000' });
+    // Not a plain decimal: kept as the text the CSV has.
+    expect(amount(5, 'payout_amount')).toEqual({ type: ExcelJS.ValueType.String, value: 'abc', numFmt: '@' });
+    expect(cellAt(ws, 5, 'payout_id').type).toBe(ExcelJS.ValueType.Null);
+
+    const summary = sheet(wb, 'Summary');
+    expect((summary.getRow(1).values as unknown[]).slice(1)).toEqual([...SUMMARY_COLUMNS]);
+    expect(summary.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+    const lines = r.summary.rows;
+    expect(summary.rowCount).toBe(lines.length + 1);
+    const paidPhp = lines.findIndex((l) => l.status === 'PAID' && l.measure === 'payout_amount' && l.currency === 'PHP');
+    expect(cellAt(summary, paidPhp + 2, 'amount').value).toBe(1500.5);
+    expect(cellAt(summary, paidPhp + 2, 'amount').numFmt).toBe('#,##0.00');
+    expect(cellAt(summary, paidPhp + 2, 'row_count').value).toBe(1);
+    const paidFee = lines.findIndex((l) => l.status === 'PAID' && l.measure === 'total_fee');
+    expect(cellAt(summary, paidFee + 2, 'amount').numFmt).toBe('#,##0.000000');
+    const all = summary.getRow(lines.length + 1);
+    expect([all.getCell(1).value, all.getCell(2).value, all.getCell(4).value]).toEqual(['ALL', 'rows', 4]);
+  });
+
+  it('refuses a PENDING row in a result file and leaves nothing behind; an interim report allows it', async () => {
+    const { dir } = await store();
+    await expect(writeResultXlsx(dir, identity, [outcome(2), outcome(3, { status: 'PENDING' })])).rejects.toMatchObject({
+      code: 'REPORT_NOT_TERMINAL',
+    });
+    expect((await listDir(dir)).filter((n) => n.includes('xlsx') || n.endsWith('.tmp'))).toEqual([]);
+    const interim = await writeInterimReportXlsx(join(dir, 'now.xlsx'), [outcome(2), outcome(3, { status: 'PENDING' })]);
+    expect(interim.summary.statusCounts).toEqual({ PAID: 1, PENDING: 1 });
+    expect(sheet(await readBook(interim.path), 'Report').rowCount).toBe(3);
+  });
+
+  it('a source failing mid-stream leaves neither a temp file nor the final file', async () => {
+    const { dir } = await store();
+    async function* failing(): AsyncGenerator<string[]> {
+      for (let i = 0; i < 5000; i++) yield [String(i + 2), `R-${i}`];
+      throw new Error('database went away');
+    }
+    const path = join(dir, 'broken.xlsx');
+    await expect(
+      writeXlsxFile(path, [{ name: 'Rows', columns: xlsxColumns(['line', 'merchant_reference_id']), records: failing() }]),
+    ).rejects.toThrow('database went away');
+    expect((await listDir(dir)).filter((n) => !n.startsWith('state.sqlite'))).toEqual([]);
+  });
+});
+
+describe('xlsx write failures', () => {
+  const many = function* (n: number): Generator<string[]> {
+    for (let i = 0; i < n; i++) yield [String(i + 2), `R-${i}`, 'PHP', '1500.50'];
+  };
+  const columns = xlsxColumns(['line', 'merchant_reference_id', 'payout_currency', 'payout_amount']);
+
+  it('fails, without hanging, when the file cannot be created', async () => {
+    const { dir } = await store();
+    await expect(writeXlsxFile(join(dir, 'missing', 'x.xlsx'), [{ name: 'Rows', columns, records: many(20_000) }])).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
+  });
+
+  it('stops producing when the write is aborted mid-way and leaves nothing behind', async () => {
+    const { dir } = await store();
+    const abort = new AbortController();
+    function* abortingAt(n: number): Generator<string[]> {
+      let i = 0;
+      for (const r of many(50_000)) {
+        if (++i === n) abort.abort(new Error('shutting down'));
+        yield r;
+      }
+    }
+    await expect(
+      writeXlsxFile(join(dir, 'aborted.xlsx'), [{ name: 'Rows', columns, records: abortingAt(10_000) }], { signal: abort.signal }),
+    ).rejects.toThrow('shutting down');
+    expect((await listDir(dir)).filter((n) => !n.startsWith('state.sqlite'))).toEqual([]);
+  });
+});
+
+describe('reconciliation .xlsx', () => {
+  it('reads the rows from the database with typed cells and a Summary sheet', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    await addRows(db, [
+      validRow('B1', 2, request('000777', { payoutAmount: '1500.5' }, { accountNumber: '0001234567' })),
+      validRow('B1', 3, request('INV-2', { payoutAmount: '250', payoutCurrency: 'IDR' })),
+    ]);
+    const paid = {
+      state: 'PAID' as const,
+      serviceStatus: 'PAID',
+      rate: '56.12',
+      deductionAmount: '26.78',
+      totalFee: '0.5',
+      feeCurrency: 'USDT',
+    };
+    await setRow(db, 'B1', 2, { ...paid, payoutId: '000999', createdAtMs: T0 });
+    await setRow(db, 'B1', 3, { ...paid, payoutId: 'P-2', createdAtMs: T0 + 1 });
+    const path = join(dir, 'rec.xlsx');
+    const r = await writeReconciliationXlsx(path, payoutsCreatedBetween(db, T0, T0 + 2), { minorUnits: { IDR: 0 } });
+    expect(r.summary.rowCount).toBe(2);
+    const wb = await readBook(path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Reconciliation', 'Summary']);
+    const ws = sheet(wb, 'Reconciliation');
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RECONCILIATION_COLUMNS]);
+    expect(cellAt(ws, 2, 'merchant_reference_id').value).toBe('000777');
+    expect(cellAt(ws, 2, 'payout_id').value).toBe('000999');
+    expect(cellAt(ws, 2, 'payout_amount').numFmt).toBe('#,##0.00');
+    expect(cellAt(ws, 3, 'payout_amount').value).toBe(250);
+    expect(cellAt(ws, 3, 'payout_amount').numFmt).toBe('#,##0');
+    expect(cellAt(ws, 2, 'created_at').value).toBe(new Date(T0).toISOString());
+    expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
+  });
+});
