@@ -29,7 +29,7 @@ export class PayoutdMetrics {
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry, prefix: 'payoutd_process_' });
+    collectDefaultMetrics({ register: this.registry, prefix: 'payoutd_' });
     this.files = new Counter({
       name: 'payoutd_files_total',
       help: 'Batch files by outcome (seen, accepted, rejected, duplicate, completed)',

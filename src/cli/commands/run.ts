@@ -33,7 +33,8 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
       try {
         const next = reload();
         logger.level = next.log.level;
-        logger.info({ level: next.log.level }, 'SIGHUP: log level reloaded (other options need a restart)');
+        // At warn, so the notice shows whatever the new level is.
+        logger.warn({ level: next.log.level }, 'SIGHUP: log level reloaded (other options need a restart)');
       } catch (err) {
         logger.error({ err: { message: (err as Error).message } }, 'SIGHUP: config not reloaded');
       }
