@@ -9,14 +9,37 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
+    languageOptions: {
+      globals: Object.fromEntries(
+        [
+          'process',
+          'console',
+          'URL',
+          'Buffer',
+          'setTimeout',
+          'clearTimeout',
+          'setInterval',
+          'clearInterval',
+          'setImmediate',
+          'performance',
+          'fetch',
+          'AbortController',
+          'AbortSignal',
+          'TextDecoder',
+          'TextEncoder',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
     rules: {
       'no-restricted-globals': ['error', { name: 'parseFloat', message: 'Money is decimal text; see src/domain/money.ts' }],
       'no-restricted-properties': [
         'error',
         { object: 'Number', property: 'parseFloat', message: 'Money is decimal text; see src/domain/money.ts' },
       ],
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
     },
   },
 );
