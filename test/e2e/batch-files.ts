@@ -4,21 +4,9 @@
  * only the rows chosen to be cancelled end in the sandbox's cancel trigger
  * `0000` (none ends in the hold trigger `9999`), so each row's fate is known.
  */
+import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 
-export const CSV_HEADER = [
-  'merchantReferenceId',
-  'deductionCurrency',
-  'payoutCurrency',
-  'payoutAmount',
-  'sender.firstName',
-  'sender.lastName',
-  'sender.country',
-  'sender.idType',
-  'sender.idValue',
-  'beneficiary.accountName',
-  'beneficiary.accountNumber',
-  'beneficiary.bankCode',
-] as const;
+export const CSV_HEADER = FIELD_PATHS;
 
 export interface BatchRow {
   merchantReferenceId: string;

@@ -12,21 +12,9 @@ import {
   type ParsedBatchRow,
 } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRulesInput } from '../../src/ingest/rules/index.js';
+import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 
-export const HEADER_FIELDS = [
-  'merchantReferenceId',
-  'deductionCurrency',
-  'payoutCurrency',
-  'payoutAmount',
-  'sender.firstName',
-  'sender.lastName',
-  'sender.country',
-  'sender.idType',
-  'sender.idValue',
-  'beneficiary.accountName',
-  'beneficiary.accountNumber',
-  'beneficiary.bankCode',
-];
+export const HEADER_FIELDS: string[] = [...FIELD_PATHS];
 export const HEADER = HEADER_FIELDS.join(',');
 
 /** A valid PHP row; pass overrides by field path. */

@@ -35,6 +35,7 @@ import { getBatch, insertBatch, type BatchRecord } from '../../src/store/batches
 import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { fromColumns, historyOf, insertRows, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
 import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
+import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 
 export const MERCHANT = 'M001';
 /** Distinctive, so a leak into a log line is found by a plain substring search. */
@@ -43,20 +44,7 @@ export const CREATE_PATH = '/apis/v1/fiat-payout/create';
 export const QUERY_PATH = '/apis/v1/fiat-payout/query';
 export const START_MS = Date.UTC(2026, 0, 5, 9);
 
-export const HEADER_FIELDS = [
-  'merchantReferenceId',
-  'deductionCurrency',
-  'payoutCurrency',
-  'payoutAmount',
-  'sender.firstName',
-  'sender.lastName',
-  'sender.country',
-  'sender.idType',
-  'sender.idValue',
-  'beneficiary.accountName',
-  'beneficiary.accountNumber',
-  'beneficiary.bankCode',
-] as const;
+export const HEADER_FIELDS = FIELD_PATHS;
 export const HEADER = HEADER_FIELDS.join(',');
 
 /** A valid PHP row (100.50 PHP, account 1234567890); overrides by field path. */
