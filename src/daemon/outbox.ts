@@ -15,6 +15,7 @@ import {
   writeInterimReportXlsx,
   writeRejectionAckFile,
   writeResultFiles,
+  outcomeStatusOf,
   writeResultXlsx,
   writeRetryFile,
   xlsxPathFor,
@@ -23,22 +24,7 @@ import {
   type ResultFiles,
   type RetryFile,
   type RowOutcome,
-  type RowOutcomeStatus,
 } from '../report/index.js';
-
-const OUTCOME: Record<RowState, RowOutcomeStatus> = {
-  VALIDATED: 'PENDING',
-  READY: 'PENDING',
-  CREATING: 'PENDING',
-  UNKNOWN: 'PENDING',
-  PENDING: 'PENDING',
-  PAID: 'PAID',
-  CANCELLED: 'CANCELLED',
-  REJECTED: 'REJECTED',
-  INVALID: 'REJECTED',
-  NOT_SUBMITTED: 'NOT_SUBMITTED',
-  DUPLICATE: 'DUPLICATE',
-};
 
 const INTERIM_REASON: Partial<Record<RowState, string>> = {
   VALIDATED: 'being read',
@@ -84,7 +70,7 @@ export function rowOutcome(row: PayoutRow): RowOutcome {
     deductionCurrency: row.deductionCurrency ?? req?.deductionCurrency ?? '',
     beneficiaryAccountName: req?.beneficiary.accountName ?? '',
     beneficiaryAccountNumber: req?.beneficiary.accountNumber ?? '',
-    status: OUTCOME[row.state],
+    status: outcomeStatusOf(row.state),
     payoutId: row.payoutId,
     rate: row.rate,
     deductionAmount: row.deductionAmount,

@@ -14,6 +14,7 @@ import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
 import { summarySheet, writeXlsxFile, xlsxColumns, type XlsxOptions } from './xlsx.js';
+import { outcomeStatusOf } from './types.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -155,18 +156,8 @@ export const RECONCILIATION_COLUMNS = [
   'reason',
 ] as const;
 
-/** Row state to the status vocabulary of the result files (anything not final is PENDING). */
-const STATUS_OF_STATE: Readonly<Record<string, RowOutcomeStatus>> = {
-  PAID: 'PAID',
-  CANCELLED: 'CANCELLED',
-  REJECTED: 'REJECTED',
-  INVALID: 'REJECTED',
-  NOT_SUBMITTED: 'NOT_SUBMITTED',
-  DUPLICATE: 'DUPLICATE',
-};
-
 export function reconciliationStatus(state: string): RowOutcomeStatus {
-  return STATUS_OF_STATE[state] ?? 'PENDING';
+  return outcomeStatusOf(state);
 }
 
 const text = (value: string | null): string => value ?? '';

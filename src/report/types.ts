@@ -108,3 +108,17 @@ export interface AckWriteOptions extends OutboxOptions {
 
 /** Config default of `outbox.bom`. */
 export const DEFAULT_OUTBOX_BOM = true;
+
+/** Row state (src/domain/lifecycle) to the status vocabulary of the outbox files: anything not final is PENDING. */
+const STATUS_OF_STATE: Readonly<Record<string, RowOutcomeStatus>> = {
+  PAID: 'PAID',
+  CANCELLED: 'CANCELLED',
+  REJECTED: 'REJECTED',
+  INVALID: 'REJECTED',
+  NOT_SUBMITTED: 'NOT_SUBMITTED',
+  DUPLICATE: 'DUPLICATE',
+};
+
+export function outcomeStatusOf(state: string): RowOutcomeStatus {
+  return STATUS_OF_STATE[state] ?? 'PENDING';
+}

@@ -13,28 +13,14 @@ import {
 } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRulesInput } from '../../src/ingest/rules/index.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { validCsvRow } from '../support/rows.js';
 
 export const HEADER_FIELDS: string[] = [...FIELD_PATHS];
 export const HEADER = HEADER_FIELDS.join(',');
 
 /** A valid PHP row; pass overrides by field path. */
 export function row(ref: string, overrides: Record<string, string> = {}): string {
-  const base: Record<string, string> = {
-    merchantReferenceId: ref,
-    deductionCurrency: 'USDT',
-    payoutCurrency: 'PHP',
-    payoutAmount: '100.50',
-    'sender.firstName': 'Maria',
-    'sender.lastName': 'Santos',
-    'sender.country': 'PH',
-    'sender.idType': 'PASSPORT',
-    'sender.idValue': 'P1234567A',
-    'beneficiary.accountName': 'Juan Dela Cruz',
-    'beneficiary.accountNumber': '1234567890',
-    'beneficiary.bankCode': 'BOPIPHMM',
-    ...overrides,
-  };
-  return HEADER_FIELDS.map((f) => base[f] ?? '').join(',');
+  return validCsvRow(ref, overrides);
 }
 
 const dirs: string[] = [];

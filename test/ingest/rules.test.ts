@@ -18,21 +18,9 @@ import {
   type RowValidation,
   type ValidationRulesInput,
 } from '../../src/ingest/rules/index.js';
+import { VALID_ROW } from '../support/rows.js';
 
-const VALID: Record<FieldPath, string> = {
-  merchantReferenceId: 'REF-1',
-  deductionCurrency: 'USDT',
-  payoutCurrency: 'PHP',
-  payoutAmount: '100.50',
-  'sender.firstName': 'Maria',
-  'sender.lastName': 'Santos',
-  'sender.country': 'PH',
-  'sender.idType': 'PASSPORT',
-  'sender.idValue': 'P1234567A',
-  'beneficiary.accountName': 'Juan Dela Cruz',
-  'beneficiary.accountNumber': '1234567890',
-  'beneficiary.bankCode': 'BOPIPHMM',
-};
+const VALID: Record<FieldPath, string> = { ...VALID_ROW };
 
 const DEFAULT = compileRules(DEFAULT_VALIDATION_RULES);
 

@@ -36,6 +36,7 @@ import { migrateToLatest, openDatabase, type Database } from '../../src/store/db
 import { fromColumns, historyOf, insertRows, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
 import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { validCsvRow } from '../support/rows.js';
 
 export const MERCHANT = 'M001';
 /** Distinctive, so a leak into a log line is found by a plain substring search. */
@@ -48,24 +49,7 @@ export const HEADER_FIELDS = FIELD_PATHS;
 export const HEADER = HEADER_FIELDS.join(',');
 
 /** A valid PHP row (100.50 PHP, account 1234567890); overrides by field path. */
-export function csvRow(ref: string, overrides: Partial<Record<(typeof HEADER_FIELDS)[number], string>> = {}): string {
-  const base: Record<string, string> = {
-    merchantReferenceId: ref,
-    deductionCurrency: 'USDT',
-    payoutCurrency: 'PHP',
-    payoutAmount: '100.50',
-    'sender.firstName': 'Maria',
-    'sender.lastName': 'Santos',
-    'sender.country': 'PH',
-    'sender.idType': 'PASSPORT',
-    'sender.idValue': 'P1234567A',
-    'beneficiary.accountName': 'Juan Dela Cruz',
-    'beneficiary.accountNumber': '1234567890',
-    'beneficiary.bankCode': 'BOPIPHMM',
-    ...overrides,
-  };
-  return HEADER_FIELDS.map((f) => base[f] ?? '').join(',');
-}
+export const csvRow = validCsvRow;
 
 export function csvFile(rows: string[]): string {
   return `${[HEADER, ...rows].join('\n')}\n`;
