@@ -14,6 +14,7 @@ import { migrate, reportBatch, status, validateFile } from './commands/inspect.j
 import { runDaemon } from './commands/run.js';
 import { reconciliationReport, retryFile } from './commands/finance.js';
 import { demo } from './commands/demo.js';
+import { cancelBatch, releaseBatch } from './commands/operator.js';
 
 interface GlobalArgs {
   config?: string;
@@ -158,6 +159,21 @@ export async function runCli(argv: string[]): Promise<void> {
         async (a) => {
           await retryFile(configFrom(a), a.batch, a.out);
         },
+      )
+      .command(
+        'release',
+        'lift the hold on a batch (for example one whose upload changed after it was taken): its unsent rows will be paid',
+        (y) => withConfig(y).option('batch', { type: 'string', demandOption: true }),
+        async (a) => releaseBatch(configFrom(a), a.batch),
+      )
+      .command(
+        'cancel',
+        'do not pay the rows of a batch that were not sent yet (they become NOT_SUBMITTED); sent rows are followed to their end',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', demandOption: true })
+            .option('reason', { type: 'string', default: 'no reason given' }),
+        async (a) => cancelBatch(configFrom(a), a.batch, a.reason),
       )
       .command(
         'migrate',

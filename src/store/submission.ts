@@ -188,3 +188,21 @@ export async function countRowsInState(db: Database, state: RowState): Promise<n
   const r = (await db('payouts').where({ state }).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return Number(r?.n ?? 0);
 }
+
+/** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED. */
+export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
+  return db.transaction(async (trx) => {
+    const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
+    const moved = await moveRows(
+      trx,
+      ids,
+      'READY',
+      'NOT_SUBMITTED',
+      { reasonCode: 'CANCELLED_BY_OPERATOR', reason },
+      { event: 'cancelled', detail: reason },
+      now,
+    );
+    await trx('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
+    return moved.length;
+  });
+}

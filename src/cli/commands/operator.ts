@@ -1,0 +1,50 @@
+/**
+ * Operator decisions on a batch: `payoutd release` lifts a hold (a batch
+ * whose upload changed after it was taken waits for this), `payoutd cancel`
+ * makes every row not yet sent final as NOT_SUBMITTED. Rows already sent
+ * are followed to their end either way; the result file says which is which.
+ */
+import type { ResolvedConfig } from '../../config/index.js';
+import { ConfigError } from '../../domain/errors.js';
+import { openStore } from '../../daemon/runtime.js';
+import { assertSchemaCurrent } from '../../store/db.js';
+import { getBatch } from '../../store/batches.js';
+import { cancelReadyRows, releaseBatchHold } from '../../store/submission.js';
+import { print } from '../output.js';
+
+async function withActiveBatch(
+  config: ResolvedConfig,
+  batchId: string,
+  f: (db: ReturnType<typeof openStore>) => Promise<void>,
+): Promise<void> {
+  const db = openStore(config);
+  try {
+    await assertSchemaCurrent(db);
+    const batch = await getBatch(db, batchId);
+    if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    if (batch.state !== 'ACTIVE')
+      throw new ConfigError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
+    await f(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+export async function releaseBatch(config: ResolvedConfig, batchId: string): Promise<void> {
+  await withActiveBatch(config, batchId, async (db) => {
+    const batch = await getBatch(db, batchId);
+    if (!batch?.holdCode) {
+      print(`batch ${batchId} is not held`);
+      return;
+    }
+    await releaseBatchHold(db, batchId, Date.now());
+    print(`batch ${batchId}: hold ${batch.holdCode} lifted; its READY rows will be sent`);
+  });
+}
+
+export async function cancelBatch(config: ResolvedConfig, batchId: string, reason: string): Promise<void> {
+  await withActiveBatch(config, batchId, async (db) => {
+    const n = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now());
+    print(`batch ${batchId}: ${n} row(s) not yet sent are now NOT_SUBMITTED; rows already sent are followed to their end`);
+  });
+}
