@@ -335,6 +335,7 @@ export class PayoutApiClient {
       accessToken: stringField(data.accessToken, 'accessToken', endpoint),
       refreshToken: stringField(data.refreshToken, 'refreshToken', endpoint),
       secretKey: stringField(data.secretKey, 'secretKey', endpoint),
+      issuedAt: now,
       accessExpiresAt: now + accessIn * 1000,
       refreshExpiresAt: refreshIn === null ? null : now + refreshIn * 1000,
     };

@@ -11,6 +11,8 @@ export interface Credentials {
   accessToken: string;
   refreshToken: string;
   secretKey: string;
+  /** ms since epoch when the credentials were received. */
+  issuedAt: number;
   /** ms since epoch when accessToken expires. */
   accessExpiresAt: number;
   /** ms since epoch when refreshToken expires; null when the service does not say. */
@@ -46,7 +48,9 @@ export class TokenManager {
     if (this.inflight) return this.inflight;
     const creds = this.creds;
     if (!creds) return this.renew(null);
-    if (this.options.clock.now() >= creds.accessExpiresAt - this.options.refreshBeforeMs) return this.renew(creds);
+    // Never renew earlier than halfway through a token's life: short-lived tokens would be renewed before every call.
+    const margin = Math.min(this.options.refreshBeforeMs, (creds.accessExpiresAt - creds.issuedAt) / 2);
+    if (this.options.clock.now() >= creds.accessExpiresAt - margin) return this.renew(creds);
     return creds;
   }
 

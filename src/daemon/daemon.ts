@@ -18,7 +18,9 @@ import {
   claimFileInDatabase,
   getBatch,
   listBatchesInStates,
+  releaseAllFileClaims,
   releaseFileClaim,
+  releaseStaleFileClaims,
   updateBatch,
   type BatchRecord,
 } from '../store/batches.js';
@@ -28,6 +30,9 @@ import { listFinishedActiveBatches } from '../store/settlement.js';
 import { stateCounts } from '../store/payouts.js';
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
+import { verifyUnchanged } from '../ingest/inbox/index.js';
+import { safeError } from '../log/index.js';
+import { removeStaleTempFiles } from './outbox.js';
 import { BalanceGate } from '../submit/balance-gate.js';
 import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox } from './outbox.js';
@@ -111,6 +116,7 @@ export class PayoutDaemon {
         rejectedDir: join(storageDir, 'rejected'),
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
+        signal: this.stopWork.signal,
       },
     );
     this.watcher = new InboxWatcher({
@@ -159,20 +165,30 @@ export class PayoutDaemon {
     return this.watcher.claimedDir;
   }
 
-  async start(): Promise<void> {
+  async start(startAbort?: AbortSignal): Promise<void> {
     const { db, clock, logger } = this.deps;
+    // A stop during start-up (a long re-read, say) aborts the reading; the batch is read again next time.
+    if (startAbort) {
+      if (startAbort.aborted) this.stopWork.abort(startAbort.reason);
+      else startAbort.addEventListener('abort', () => this.stopWork.abort(startAbort.reason), { once: true });
+    }
     // One instance (SQLite, locked): every create in flight was ours. Shared: only those whose lease ran out.
     const unknown = await markInterruptedCreatesUnknown(db, clock.now(), !this.shared);
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
     await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? this.deps.config.instance.leaseMs : 0);
-    await this.resumeReading();
-    for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
-      if (b.ackWrittenAt === null) {
-        await this.outbox.writeAck(b);
-        await updateBatch(db, b.id, { ackWrittenAt: clock.now() }, clock.now());
-      }
+    await this.resumeReading(true);
+    if (this.stopWork.signal.aborted) {
+      logger.info('stop requested during start-up: not starting the work loops');
+      return;
     }
+    if (!this.shared) {
+      // Alone: claims of files never renamed (stopped in between) would hide them for ever.
+      await releaseAllFileClaims(db);
+      await removeStaleTempFiles(this.deps.config.paths.outbox, logger);
+    }
+    // At start, alone, nothing else is writing: repair at once.
+    await this.repairOutbox(this.shared ? 10_000 : 0);
     const signal = this.stopWork.signal;
     this.submitLoop = new WorkLoop({
       name: 'submit',
@@ -228,12 +244,22 @@ export class PayoutDaemon {
   }
 
   /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */
-  private async resumeReading(): Promise<void> {
+  private async resumeReading(atStart: boolean): Promise<void> {
     const { db, clock, logger } = this.deps;
     for (const b of await listBatchesInStates(db, ['RECEIVED', 'VALIDATING'])) {
-      if (this.shared && !(await claimBatchLease(db, b.id, this.o.instanceId, this.deps.config.instance.leaseMs, clock.now()))) continue;
+      if (this.stopWork.signal.aborted) return;
+      // A batch under our own lease is one this process is reading right now (unless we just started).
+      if (!atStart && b.leaseOwner === this.o.instanceId) continue;
+      const leaseMs = this.deps.config.instance.leaseMs;
+      if (this.shared && !(await claimBatchLease(db, b.id, this.o.instanceId, leaseMs, clock.now(), ['RECEIVED', 'VALIDATING']))) continue;
       logger.info({ batchId: b.id }, 'resuming the reading of a batch interrupted by a stop');
-      await this.intake.process(b.id);
+      try {
+        await this.intake.process(b.id);
+      } catch (err) {
+        // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
+        if (this.stopWork.signal.aborted) return;
+        throw err;
+      }
     }
   }
 
@@ -310,10 +336,15 @@ export class PayoutDaemon {
   private async finishBatches(): Promise<number> {
     const { db, clock, logger } = this.deps;
     let n = 0;
-    if (this.shared) await this.resumeReading();
+    if (this.shared) {
+      await this.resumeReading(false);
+      await releaseStaleFileClaims(db, clock.now() - this.deps.config.instance.leaseMs);
+    }
+    await this.holdChangedUploads();
+    await this.repairOutbox(5_000);
     for (const id of await listFinishedActiveBatches(db)) {
       // One writer per result file, even with several instances.
-      if (!(await claimBatchLease(db, id, this.o.instanceId, this.deps.config.instance.leaseMs, clock.now()))) continue;
+      if (this.shared && !(await claimBatchLease(db, id, this.o.instanceId, this.deps.config.instance.leaseMs, clock.now()))) continue;
       const batch = (await getBatch(db, id)) as BatchRecord;
       if (batch.state !== 'ACTIVE') continue;
       const files = await this.outbox.writeResult(batch);
@@ -333,6 +364,67 @@ export class PayoutDaemon {
     }
     await this.logProgress();
     return n;
+  }
+
+  /**
+   * An upload can resume after its batch was accepted (the sender's SFTP
+   * session still holds the file we moved). Checked on every pass: such a
+   * batch is held, loudly, before another row of it is sent.
+   */
+  private async holdChangedUploads(): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
+      if (b.holdCode === 'FILE_CHANGED') continue;
+      const changed = await verifyUnchanged({
+        claimId: '',
+        originalName: b.fileName,
+        storedPath: b.storedPath,
+        size: b.size,
+        mtimeMs: b.mtimeMs,
+        sha256: b.sha256,
+      });
+      if (!changed.changed) continue;
+      const reason = `${changed.reason ?? 'the file changed after it was taken'}; rows already sent are followed to their end, the others wait for an operator (payoutd release / payoutd cancel)`;
+      await holdBatch(db, b.id, 'FILE_CHANGED', reason, null, clock.now());
+      logger.error({ batchId: b.id, file: b.fileName }, `batch held: ${reason}`);
+    }
+  }
+
+  /**
+   * Writes every acknowledgement or result file that should exist and does
+   * not (the outbox was unwritable, or the process stopped while writing).
+   * A failure is logged and tried again on the next pass.
+   */
+  private async repairOutbox(minAgeMs: number): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    // Batches the intake is busy with are left to it for a while (it writes their files itself).
+    const settled = clock.now() - minAgeMs;
+    const missing = (await db('batches')
+      .where('updated_at', '<=', settled)
+      .andWhere((q) =>
+        q
+          .where((w) => w.whereNull('ack_written_at').whereIn('state', ['ACTIVE', 'REJECTED', 'DUPLICATE', 'COMPLETE']))
+          .orWhere((w) => w.where('state', 'REJECTED').whereNull('result_written_at').where('row_count', '>', 0)),
+      )
+      .pluck('id')) as string[];
+    for (const id of missing) {
+      const b = (await getBatch(db, id)) as BatchRecord;
+      try {
+        if (b.ackWrittenAt === null) {
+          if (b.state === 'DUPLICATE' || (b.state === 'REJECTED' && b.rowCount === 0))
+            await this.outbox.writeFileRejection(b, b.rejectReason ?? 'refused');
+          else await this.outbox.writeAck(b, b.state === 'REJECTED' ? (b.rejectReason ?? undefined) : undefined);
+          await updateBatch(db, id, { ackWrittenAt: clock.now() }, clock.now());
+        }
+        if (b.state === 'REJECTED' && b.rowCount > 0 && b.resultWrittenAt === null) {
+          await this.outbox.writeResult(b);
+          await updateBatch(db, id, { resultWrittenAt: clock.now() }, clock.now());
+        }
+        logger.info({ batchId: id }, 'outbox file written late (the earlier attempt failed or was interrupted)');
+      } catch (err) {
+        logger.error({ batchId: id, err: safeError(err) }, 'cannot write an outbox file yet; will try again');
+      }
+    }
   }
 
   private async logProgress(): Promise<void> {

@@ -3,6 +3,8 @@
  * the acknowledgement right after a file is read, the result and summary
  * files once every row is final, and an interim report at any time.
  */
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { PayoutRequest } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from '../store/db.js';
@@ -16,6 +18,7 @@ import {
   writeRejectionAckFile,
   writeResultFiles,
   outcomeStatusOf,
+  isTempName,
   writeResultXlsx,
   writeRetryFile,
   xlsxPathFor,
@@ -172,5 +175,19 @@ export class BatchOutbox {
       await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits });
     }
     return r.path;
+  }
+}
+
+/** Removes temp files a writer left when its process died (names `.<name>.<random>.tmp`). */
+export async function removeStaleTempFiles(dir: string, logger: { warn(o: object, msg: string): void }): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return; // no outbox yet
+  }
+  for (const name of names.filter(isTempName)) {
+    await rm(join(dir, name), { force: true });
+    logger.warn({ file: name }, 'removed a partial outbox file left by an interrupted write');
   }
 }

@@ -37,7 +37,14 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: Logger, faultPoint?: FaultPoint): Promise<RunningDaemon> {
+export async function startDaemon(
+  config: ResolvedConfig,
+  clock: Clock,
+  logger: Logger,
+  faultPoint?: FaultPoint,
+  /** A stop requested while starting: recovery ends early, the daemon starts no loops, and stop() follows. */
+  startAbort?: AbortSignal,
+): Promise<RunningDaemon> {
   for (const dir of [config.paths.inbox, config.paths.outbox, config.paths.stateDir]) mkdirSync(dir, { recursive: true });
   const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
   const db = openStore(config);
@@ -73,7 +80,7 @@ export async function startDaemon(config: ResolvedConfig, clock: Clock, logger: 
       },
     );
     if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
-    await daemon.start();
+    await daemon.start(startAbort);
     const running = daemon;
     if (config.webhook.enabled) {
       const w = config.webhook;

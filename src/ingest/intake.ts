@@ -41,6 +41,8 @@ export interface IntakeOptions {
   /** This instance, and how long its hold on a batch being read lasts without renewal. */
   instanceId: string;
   leaseMs: number;
+  /** Stops a read in progress (shutdown); the batch stays VALIDATING and is read again next time. */
+  signal?: AbortSignal;
 }
 
 /** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
@@ -113,7 +115,8 @@ export class BatchIntake {
       controlPath: claimed.controlPath ?? null,
       sha256: claimed.sha256,
       size: claimed.size,
-      mtimeMs: claimed.mtimeMs,
+      // Whole milliseconds: PostgreSQL refuses a fraction in a bigint (the file system gives nanoseconds).
+      mtimeMs: Math.trunc(claimed.mtimeMs),
       state: 'RECEIVED',
       duplicateOf: null,
       rejectCode: null,
@@ -182,6 +185,26 @@ export class BatchIntake {
 
   /** Reads (or re-reads, after a restart) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
   async process(batchId: string): Promise<BatchRecord> {
+    // The lease says "still reading" to other instances for as long as this takes, however long one chunk is.
+    const renew = setInterval(
+      () => {
+        claimBatchLease(this.deps.db, batchId, this.o.instanceId, this.o.leaseMs, this.deps.clock.now(), ['RECEIVED', 'VALIDATING']).catch(
+          () => {
+            // A failed renewal is retried on the next tick; the per-chunk renewal also keeps it.
+          },
+        );
+      },
+      Math.max(1000, Math.floor(this.o.leaseMs / 3)),
+    );
+    renew.unref();
+    try {
+      return await this.read(batchId);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  private async read(batchId: string): Promise<BatchRecord> {
     const { db, clock, logger } = this.deps;
     let batch = (await getBatch(db, batchId)) as BatchRecord;
 
@@ -196,8 +219,7 @@ export class BatchIntake {
           clock.now(),
         );
         batch = (await getBatch(db, batch.id)) as BatchRecord;
-        await this.deps.effects.writeFileRejection(batch, reason);
-        await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+        await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(batch, reason), { ackWrittenAt: clock.now() });
         logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
         return (await getBatch(db, batch.id)) as BatchRecord;
       }
@@ -207,7 +229,7 @@ export class BatchIntake {
 
     await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
     await clearBatchContents(db, batch.id);
-    const result = await this.read(batch);
+    const result = await this.parseRows(batch);
     if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
     const parse = result.parse;
     if (parse.fileErrors.length > 0) {
@@ -235,9 +257,11 @@ export class BatchIntake {
         clock.now(),
       );
       batch = (await getBatch(db, batch.id)) as BatchRecord;
-      await this.deps.effects.writeAck(batch, verdict.rejectReason ?? undefined);
-      await this.deps.effects.writeResult(batch);
-      await updateBatch(db, batch.id, { ackWrittenAt: clock.now(), resultWrittenAt: clock.now() }, clock.now());
+      const rejected = batch;
+      await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(rejected, verdict.rejectReason ?? undefined), {
+        ackWrittenAt: clock.now(),
+      });
+      await this.writeOutbox(batch.id, () => this.deps.effects.writeResult(rejected), { resultWrittenAt: clock.now() });
       logger.warn({ batchId: batch.id, file: batch.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
       return (await getBatch(db, batch.id)) as BatchRecord;
     }
@@ -251,10 +275,28 @@ export class BatchIntake {
       clock.now(),
     );
     batch = (await getBatch(db, batch.id)) as BatchRecord;
-    await this.deps.effects.writeAck(batch);
-    await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+    const accepted = batch;
+    await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(accepted), { ackWrittenAt: clock.now() });
     logger.info({ batchId: batch.id, file: batch.fileName, rows: parse.rowCount, ...counts, hold: batch.holdCode }, 'batch accepted');
     return (await getBatch(db, batch.id)) as BatchRecord;
+  }
+
+  /**
+   * Writes an outbox file and records it. An outbox that cannot be written
+   * (full disk, wrong permissions) does not stop the intake: the file stays
+   * unrecorded and the daemon's finish loop writes it later.
+   */
+  private async writeOutbox(batchId: string, write: () => Promise<unknown>, written: Partial<BatchRecord>): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    try {
+      await write();
+      await updateBatch(db, batchId, written, clock.now());
+    } catch (err) {
+      logger.error(
+        { batchId, err: { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message?.slice(0, 200) } },
+        'cannot write to the outbox now; the file will be written when it can',
+      );
+    }
   }
 
   /** A file that is not a CSV batch at all, decided without parsing. */
@@ -270,7 +312,7 @@ export class BatchIntake {
     return null;
   }
 
-  private async read(batch: BatchRecord): Promise<{ parse: Awaited<ReturnType<typeof parseBatchFile>> } | { readError: string }> {
+  private async parseRows(batch: BatchRecord): Promise<{ parse: Awaited<ReturnType<typeof parseBatchFile>> } | { readError: string }> {
     const { db, clock } = this.deps;
     try {
       const parse = await parseBatchFile(batch.storedPath, batch.fileName, {
@@ -278,6 +320,7 @@ export class BatchIntake {
         rules: this.rules,
         chunkSize: 2000,
         sidecarPath: batch.controlPath,
+        signal: this.o.signal,
         onRows: async (rows: ParsedBatchRow[]) => {
           const now = clock.now();
           // Still reading: keep the batch ours (another instance takes over a batch whose reader died).
@@ -329,8 +372,7 @@ export class BatchIntake {
     }
     await updateBatch(db, batch.id, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath }, clock.now());
     const updated = (await getBatch(db, batch.id)) as BatchRecord;
-    await this.deps.effects.writeFileRejection(updated, reason);
-    await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+    await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(updated, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: batch.id, file: basename(batch.fileName), code }, `batch file refused: ${reason}`);
     return (await getBatch(db, batch.id)) as BatchRecord;
   }

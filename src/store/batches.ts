@@ -184,9 +184,18 @@ export async function clearBatchContents(db: Database, batchId: string): Promise
  * ran out, or this instance holds it already; false means another live
  * instance is on it.
  */
-export async function claimBatchLease(db: Database, id: string, instanceId: string, leaseMs: number, now: number): Promise<boolean> {
-  const n = await db('batches')
-    .where({ id })
+export async function claimBatchLease(
+  db: Database,
+  id: string,
+  instanceId: string,
+  leaseMs: number,
+  now: number,
+  /** Only while the batch is in one of these states (checked in the same UPDATE). */
+  states?: BatchState[],
+): Promise<boolean> {
+  const q = db('batches').where({ id });
+  if (states) q.whereIn('state', states);
+  const n = await q
     .andWhere((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId))
     .update({ lease_owner: instanceId, lease_expires_at: now + leaseMs });
   return n === 1;
@@ -214,4 +223,14 @@ export async function releaseFileClaim(db: Database, fileKey: string): Promise<v
   await db('file_claims')
     .where({ file_key: fileKey.slice(0, 700) })
     .delete();
+}
+
+/** Forgets every file claim (one instance at start: any claim left was its own, interrupted). */
+export async function releaseAllFileClaims(db: Database): Promise<void> {
+  await db('file_claims').delete();
+}
+
+/** Forgets claims older than a lease: the file was renamed long ago, or its claimer died before renaming it. */
+export async function releaseStaleFileClaims(db: Database, claimedBefore: number): Promise<void> {
+  await db('file_claims').where('claimed_at', '<', claimedBefore).delete();
 }

@@ -75,8 +75,17 @@ export function openDatabase(o: DatabaseOptions): Database {
 }
 
 export async function migrateToLatest(db: Database): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest()) as [number, string[]];
-  return applied;
+  if (!isPostgres(db)) {
+    const [, applied] = (await db.migrate.latest()) as [number, string[]];
+    return applied;
+  }
+  // Instances started together on an empty database would race to create knex's own tables: an
+  // advisory lock, held by one connection while another migrates, makes them take turns.
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(hashtext(current_schema() || ?))', ['.payoutd_migrations']);
+    const [, applied] = (await db.migrate.latest()) as [number, string[]];
+    return applied;
+  });
 }
 
 /** Throws unless every migration this build knows has been applied (read-only check). */

@@ -40,7 +40,7 @@ describe('crash windows', () => {
   // comes two minutes late (rows all final, batch ACTIVE meanwhile). The submitter and poller already use no
   // lease when not shared; expected the same here (claim only when shared), or leases of other instance ids
   // cleared at start when the instance lock is held.
-  it.fails('killed while writing the result file of a finished batch: the next start writes it within seconds', async () => {
+  it('killed while writing the result file of a finished batch: the next start writes it within seconds', async () => {
     const e2e = await startE2e({ config: { poll: { tickMs: 100, firstPollDelayMs: 100, minIntervalMs: 150 } } });
     const rows = makeRows('CW-RESULT', 6, { cancelEvery: 3 });
     const dying = killedMidResult(e2e);
@@ -56,7 +56,7 @@ describe('crash windows', () => {
   // cut-off write leaves its `.…result.csv.<random>.tmp` in the outbox for ever. Expected: missing ack and
   // result files of REJECTED/DUPLICATE batches (ack_written_at / result_written_at NULL) written at start
   // and by the finish loop; stale `.*.tmp` files of the outbox removed at start.
-  it.fails('killed while writing the result file of a refused batch: the next start writes it', async () => {
+  it('killed while writing the result file of a refused batch: the next start writes it', async () => {
     const e2e = await startE2e();
     const rows = makeRows('CW-REFUSED', 4).map((r, i) => (i === 2 ? { ...r, payoutAmount: '-1' } : r));
     const dying = killedMidResult(e2e);
@@ -102,7 +102,7 @@ describe('crash windows', () => {
   // state below is exactly that crash's. Expected: a file claim without a batch, older than a lease (or any,
   // when alone on SQLite), is released at start, or the claim row is written in the transaction that
   // records the batch.
-  it.fails('a daemon killed between claiming a file in the database and moving it: the file is still taken at the next start', async () => {
+  it('a daemon killed between claiming a file in the database and moving it: the file is still taken at the next start', async () => {
     const e2e = await startE2e();
     const first = await e2e.startDaemon();
     expect(await first.stop()).toBe(0);
@@ -134,7 +134,7 @@ describe('crash windows', () => {
   // "stopped cleanly". Safe for the money (the crash-recovery path covers it) but not the promised graceful
   // stop. Expected: handlers installed before startDaemon; a stop requested during start-up is honoured as
   // soon as start-up can be abandoned (or right after it), exiting 0.
-  it.fails('SIGTERM while the daemon re-reads a batch interrupted by a crash: exits 0', async () => {
+  it('SIGTERM while the daemon re-reads a batch interrupted by a crash: exits 0', async () => {
     const e2e = await startE2e({ balances: { USDT: '1000000000000', USDC: '1000000000000' } });
     const first = await e2e.startDaemon();
     await e2e.drop('big.csv', toCsv(makeRows('CW-START', 40_000)));

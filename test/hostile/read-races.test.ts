@@ -112,7 +112,7 @@ describe('a file that changes after it was taken', () => {
   // batch already being paid: the appended rows are never paid and nothing says so. Expected: the change
   // is detected while the batch is ACTIVE (e.g. verifyUnchanged before each submit pass and before the
   // result is written) and the batch is held FILE_CHANGED.
-  it.fails('an upload that goes on after its batch was accepted: the batch is held FILE_CHANGED, not completed silently', async () => {
+  it('an upload that goes on after its batch was accepted: the batch is held FILE_CHANGED, not completed silently', async () => {
     const e2e = await startE2e({ sandbox: { faults: { latencyMs: 100 } }, config: { submit: { concurrency: 1 } } });
     const daemon = await e2e.startDaemon();
     const rows = makeRows('RR-LATE', 40);

@@ -107,7 +107,10 @@ export async function verifyUnchanged(claimed: ClaimedFile): Promise<{ changed: 
   if (st.size !== claimed.size) {
     return { changed: true, reason: `size changed from ${claimed.size} to ${st.size} bytes after the claim: the upload went on` };
   }
-  if (st.mtimeMs !== claimed.mtimeMs) return { changed: true, reason: 'modified after the claim (mtime changed): the upload went on' };
+  // Whole milliseconds: the database keeps mtime as an integer.
+  if (Math.trunc(st.mtimeMs) !== Math.trunc(claimed.mtimeMs)) {
+    return { changed: true, reason: 'modified after the claim (mtime changed): the upload went on' };
+  }
   return { changed: false };
 }
 
