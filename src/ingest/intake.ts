@@ -21,6 +21,7 @@ import {
   getBatch,
   insertBatch,
   insertBatchErrors,
+  receivedBatch,
   updateBatch,
   type BatchErrorRecord,
   type BatchRecord,
@@ -108,34 +109,18 @@ export class BatchIntake {
   /** Records a claimed file as a batch and reads it. */
   async receive(claimed: ClaimedFile): Promise<BatchRecord> {
     const now = this.deps.clock.now();
-    const batch: BatchRecord = {
-      id: newBatchId(now),
-      fileName: claimed.originalName,
-      storedPath: claimed.storedPath,
-      controlPath: claimed.controlPath ?? null,
-      sha256: claimed.sha256,
-      size: claimed.size,
-      // Whole milliseconds: PostgreSQL refuses a fraction in a bigint (the file system gives nanoseconds).
-      mtimeMs: Math.trunc(claimed.mtimeMs),
-      state: 'RECEIVED',
-      duplicateOf: null,
-      rejectCode: null,
-      rejectReason: null,
-      holdCode: null,
-      holdReason: null,
-      holdUntil: null,
-      rowCount: 0,
-      validCount: 0,
-      invalidCount: 0,
-      delimiter: null,
-      totalsJson: null,
-      receivedAt: now,
-      acceptedAt: null,
-      ackWrittenAt: null,
-      resultWrittenAt: null,
-      completedAt: null,
-      updatedAt: now,
-    };
+    const batch = receivedBatch(
+      {
+        id: newBatchId(now),
+        fileName: claimed.originalName,
+        storedPath: claimed.storedPath,
+        controlPath: claimed.controlPath ?? null,
+        sha256: claimed.sha256,
+        size: claimed.size,
+        mtimeMs: claimed.mtimeMs,
+      },
+      now,
+    );
     await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
     this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
     return this.process(batch.id);

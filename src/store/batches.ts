@@ -92,6 +92,44 @@ export class BatchStateError extends PayoutdError {
   override readonly name = 'BatchStateError';
 }
 
+/** The facts of a file when it becomes a batch. */
+export interface ReceivedFile {
+  id: string;
+  fileName: string;
+  storedPath: string;
+  controlPath: string | null;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** A new batch record in state RECEIVED: nothing read, decided or written yet. */
+export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
+  return {
+    ...file,
+    // Whole milliseconds: PostgreSQL refuses a fraction in a bigint (the file system gives nanoseconds).
+    mtimeMs: Math.trunc(file.mtimeMs),
+    state: 'RECEIVED',
+    duplicateOf: null,
+    rejectCode: null,
+    rejectReason: null,
+    holdCode: null,
+    holdReason: null,
+    holdUntil: null,
+    rowCount: 0,
+    validCount: 0,
+    invalidCount: 0,
+    delimiter: null,
+    totalsJson: null,
+    receivedAt: now,
+    acceptedAt: null,
+    ackWrittenAt: null,
+    resultWrittenAt: null,
+    completedAt: null,
+    updatedAt: now,
+  };
+}
+
 export async function insertBatch(db: Database, batch: BatchRecord): Promise<void> {
   await db('batches').insert(toRow(batch));
 }

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { canonicalStringify } from '../../src/json/index.js';
-import { insertBatch } from '../../src/store/batches.js';
+import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { insertRows, toColumns, type NewPayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
 
@@ -50,7 +50,7 @@ export function useStore(): () => Promise<TestStore> {
 }
 
 export async function addBatch(db: Database, id: string, fileName: string, receivedAt = T0): Promise<void> {
-  await insertBatch(db, {
+  const file = {
     id,
     fileName,
     storedPath: `/claimed/${id}`,
@@ -58,25 +58,8 @@ export async function addBatch(db: Database, id: string, fileName: string, recei
     sha256: id.padEnd(64, '0').slice(0, 64),
     size: 1,
     mtimeMs: receivedAt,
-    state: 'ACTIVE',
-    duplicateOf: null,
-    rejectCode: null,
-    rejectReason: null,
-    holdCode: null,
-    holdReason: null,
-    holdUntil: null,
-    rowCount: 0,
-    validCount: 0,
-    invalidCount: 0,
-    delimiter: ',',
-    totalsJson: null,
-    receivedAt,
-    acceptedAt: receivedAt,
-    ackWrittenAt: null,
-    resultWrittenAt: null,
-    completedAt: null,
-    updatedAt: receivedAt,
-  });
+  };
+  await insertBatch(db, { ...receivedBatch(file, receivedAt), state: 'ACTIVE', delimiter: ',', acceptedAt: receivedAt });
 }
 
 /** A valid PHP request (passes the default rules). */
