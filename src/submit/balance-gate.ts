@@ -32,16 +32,23 @@ export class BalanceGate {
   /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency). */
   private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
     const sums = new Map<string, Map<string, Decimal>>();
-    const rows = (await this.db('payouts').where({ batch_id: batchId, state: 'READY' }).select('request_json')) as {
-      request_json: string;
-    }[];
-    for (const r of rows) {
-      const req = JSON.parse(r.request_json) as PayoutRequest;
-      const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
-      byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
-      sums.set(req.deductionCurrency, byPayout);
+    // In pages: a million-row batch must not sit in memory to be added up.
+    for (let afterId = 0; ;) {
+      const rows = (await this.db('payouts')
+        .where({ batch_id: batchId, state: 'READY' })
+        .andWhere('id', '>', afterId)
+        .orderBy('id')
+        .limit(10_000)
+        .select('id', 'request_json')) as { id: number; request_json: string }[];
+      for (const r of rows) {
+        const req = JSON.parse(r.request_json) as PayoutRequest;
+        const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
+        byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
+        sums.set(req.deductionCurrency, byPayout);
+      }
+      if (rows.length < 10_000) return sums;
+      afterId = Number(rows[rows.length - 1]?.id);
     }
-    return sums;
   }
 
   async check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict> {

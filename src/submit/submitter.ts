@@ -28,6 +28,7 @@ import {
   type RowMove,
 } from '../store/submission.js';
 import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
+import { GroupCommit } from '../store/group-commit.js';
 
 export interface SubmitterOptions {
   /** Creates in flight at once. */
@@ -67,6 +68,8 @@ export interface SubmitterDeps {
 export class PayoutSubmitter {
   private readonly random: () => number;
   private readonly limit: ReturnType<typeof pLimit>;
+  /** Answers of creates are recorded in shared transactions. */
+  private readonly records: GroupCommit;
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -74,6 +77,7 @@ export class PayoutSubmitter {
   ) {
     this.random = deps.random ?? Math.random;
     this.limit = pLimit(o.concurrency);
+    this.records = new GroupCommit(deps.db, () => deps.clock.now());
   }
 
   /**
@@ -91,7 +95,8 @@ export class PayoutSubmitter {
     const inFlight = new Set<Promise<void>>();
     while (!signal.aborted) {
       const room = this.o.concurrency * 2 - inFlight.size;
-      if (room <= 0) {
+      // Claim in batches (each claim is a transaction): wait until at least half the window is free.
+      if (room <= 0 || (room < this.o.concurrency && inFlight.size > 0)) {
         await Promise.race(inFlight);
         continue;
       }
@@ -150,7 +155,7 @@ export class PayoutSubmitter {
       else if (isApiError(err, 'auth')) log.error({ err: safe }, 'the service refused our credentials; will retry');
       else log.info({ err: safe }, 'create deferred');
     }
-    await applyRowMoves(this.deps.db, [move], clock.now());
+    await this.records.add(move);
     this.deps.faultPoint?.('after-record');
     if (holdUntil !== undefined) {
       await holdBatch(
