@@ -5,6 +5,7 @@
 import { canMoveBatch, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { Database } from './db.js';
+import { fromColumnValues, toColumnValues } from './columns.js';
 
 export interface BatchRecord {
   id: string;
@@ -77,15 +78,11 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
 };
 
 function toRow(patch: Partial<BatchRecord>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(patch)) out[COLUMNS[k as keyof BatchRecord]] = v;
-  return out;
+  return toColumnValues(COLUMNS, patch);
 }
 
 function fromRow(r: Record<string, unknown>): BatchRecord {
-  const out: Record<string, unknown> = {};
-  for (const [k, col] of Object.entries(COLUMNS)) out[k] = r[col] ?? null;
-  return out as unknown as BatchRecord;
+  return fromColumnValues<BatchRecord>(COLUMNS, r);
 }
 
 export class BatchStateError extends PayoutdError {

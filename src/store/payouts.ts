@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { Database } from './db.js';
+import { fromColumnValues, toColumnValues } from './columns.js';
 
 export interface PayoutRow {
   id: number;
@@ -78,15 +79,11 @@ const COLUMNS: Record<keyof PayoutRow, string> = {
 export type PayoutRowPatch = Partial<Omit<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId'>>;
 
 export function toColumns(patch: Partial<PayoutRow>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(patch)) if (v !== undefined) out[COLUMNS[k as keyof PayoutRow]] = v;
-  return out;
+  return toColumnValues(COLUMNS, patch);
 }
 
 export function fromColumns(r: Record<string, unknown>): PayoutRow {
-  const out: Record<string, unknown> = {};
-  for (const [k, col] of Object.entries(COLUMNS)) out[k] = r[col] ?? null;
-  return out as unknown as PayoutRow;
+  return fromColumnValues<PayoutRow>(COLUMNS, r);
 }
 
 export class RowStateError extends PayoutdError {
