@@ -2,6 +2,7 @@
 // migrations, then batches, payout rows and their history by raw SQL
 // (better-sqlite3 prepared statements in large transactions), so a
 // million-row database takes seconds instead of a million-row payout run.
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { dist } from './common.mjs';
@@ -42,14 +43,24 @@ export function finishBulk(raw) {
   raw.close();
 }
 
-export function insertBatch(raw, b) {
+/**
+ * A batch record, with a stand-in for its claimed file under `claimedDir`
+ * (the daemon holds a batch whose claimed file is gone or changed, so the
+ * file must exist with the recorded size and mtime).
+ */
+export function insertBatch(raw, b, claimedDir) {
+  const fileName = b.fileName ?? `${b.id}.csv`;
+  mkdirSync(claimedDir, { recursive: true });
+  const storedPath = join(claimedDir, `${b.id}__${fileName}`);
+  writeFileSync(storedPath, `bench stand-in for the claimed file of ${b.id}\n`);
+  const st = statSync(storedPath);
   const row = {
     id: b.id,
-    file_name: b.fileName ?? `${b.id}.csv`,
-    stored_path: b.storedPath ?? `/nonexistent/${b.id}.csv`,
+    file_name: fileName,
+    stored_path: storedPath,
     sha256: b.sha256 ?? b.id.padEnd(64, '0').slice(0, 64),
-    size: b.size ?? 1,
-    mtime_ms: b.at,
+    size: st.size,
+    mtime_ms: Math.trunc(st.mtimeMs),
     state: b.state,
     row_count: b.rows,
     valid_count: b.rows,

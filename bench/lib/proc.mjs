@@ -3,7 +3,7 @@
 // payoutd CLI (daemon, sandbox, status), optional --cpu-prof, and the peak
 // RSS of a process read from /proc before it exits.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, existsSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { BENCH_DIR, binPath, now, peakRssMb, waitFor } from './common.mjs';
@@ -62,7 +62,7 @@ function killGroup(pid) {
  * (the last `keep` of them) and offered to `onLine`.
  */
 export class PayoutdProcess {
-  constructor(root, args, { cwd, nodeFlags = [], keep = 2000, onLine, env } = {}) {
+  constructor(root, args, { cwd, nodeFlags = [], keep = 2000, onLine, env, logFile } = {}) {
     this.startedAt = now();
     this.lines = [];
     this.stderr = [];
@@ -78,7 +78,10 @@ export class PayoutdProcess {
         resolve(this.exitInfo);
       }),
     );
+    // Every line also goes to logFile when given (kept with the work dir by --keep).
+    const log = logFile ? createWriteStream(logFile, { flags: 'a' }) : null;
     createInterface({ input: this.child.stdout }).on('line', (line) => {
+      log?.write(`${line}\n`);
       const at = now();
       this.lines.push({ at, line });
       if (this.lines.length > keep) this.lines.shift();

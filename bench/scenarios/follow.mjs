@@ -37,11 +37,11 @@ const items = Array.from({ length: rows }, (_, i) => ({ request: payoutRequest('
 const ledgerFile = writeLedgerFile(dir, items, at);
 
 // The daemon's side: the same payouts, created a moment ago, due for their first poll.
-const { databaseFile } = daemonPaths(dir);
+const { databaseFile, stateDir } = daemonPaths(dir);
 await createSchema(root, databaseFile);
 const raw = openBulk(root, databaseFile);
 const batchId = 'BFOLLOW-0001';
-insertBatch(raw, { id: batchId, fileName: 'follow.csv', state: 'ACTIVE', rows, at });
+insertBatch(raw, { id: batchId, fileName: 'follow.csv', state: 'ACTIVE', rows, at }, join(stateDir, 'claimed'));
 insertPayouts(
   raw,
   batchId,
@@ -77,6 +77,7 @@ const config = writeDaemonConfig(dir, merchant, sandbox.url, { poll: POLL, api: 
 let resultLine = null;
 const proc = new PayoutdProcess(root, ['run', '--config', config.file], {
   cwd: dir,
+  logFile: join(dir, 'daemon.log'),
   nodeFlags: cpuProfFlags(params.cpuProfDir, 'follow-daemon'),
   onLine: (line) => {
     if (line.includes('"batch complete: result file written"')) resultLine = JSON.parse(line);

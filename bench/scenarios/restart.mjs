@@ -47,7 +47,7 @@ const unfinishedState = (j) => {
 };
 
 const built = now();
-const { databaseFile } = daemonPaths(dir);
+const { databaseFile, stateDir } = daemonPaths(dir);
 await createSchema(root, databaseFile);
 const raw = openBulk(root, databaseFile);
 const t0 = Date.now() - 3_600_000;
@@ -60,7 +60,11 @@ for (let b = 0; b < batches; b++) {
   const firstUnfinished = last ? n - Math.min(unfinished, n) : n;
   const at = t0 + b * 60_000;
   const id = `BRESTART-${String(b).padStart(4, '0')}`;
-  insertBatch(raw, { id, fileName: `batch-${b}.csv`, state: last && unfinished > 0 ? 'ACTIVE' : 'COMPLETE', rows: n, at });
+  insertBatch(
+    raw,
+    { id, fileName: `batch-${b}.csv`, state: last && unfinished > 0 ? 'ACTIVE' : 'COMPLETE', rows: n, at },
+    join(stateDir, 'claimed'),
+  );
   const base = global;
   // Final rows in bulk inside SQLite; the unfinished ones one by one (their states differ).
   insertPaidRowsSql(raw, id, firstUnfinished, { base, at, prefix: 'RST' });
@@ -115,6 +119,7 @@ async function measureRestart() {
   const calls = (s) => (s.requests[QUERY_PATH] ?? 0) + (s.requests[CREATE_PATH] ?? 0);
   const proc = new PayoutdProcess(root, ['run', '--config', config.file], {
     cwd: dir,
+    logFile: join(dir, 'daemon.log'),
     nodeFlags: cpuProfFlags(params.cpuProfDir, 'restart-daemon'),
   });
   const spawned = proc.startedAt;

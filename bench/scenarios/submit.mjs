@@ -43,7 +43,7 @@ async function daemon() {
   const raw = openBulk(root, config.databaseFile);
   const at = Date.now();
   const batchId = 'BSUBMIT-0001';
-  insertBatch(raw, { id: batchId, state: 'ACTIVE', rows, at });
+  insertBatch(raw, { id: batchId, state: 'ACTIVE', rows, at }, join(config.stateDir, 'claimed'));
   insertPayouts(raw, batchId, rows, (i) => {
     const request = payoutRequest(`SUB${latencyMs}`, i);
     return {
@@ -61,6 +61,7 @@ async function daemon() {
 
   const proc = new PayoutdProcess(root, ['run', '--config', config.file], {
     cwd: dir,
+    logFile: join(dir, 'daemon.log'),
     nodeFlags: cpuProfFlags(params.cpuProfDir, `submit-daemon-L${latencyMs}`),
   });
   const started = now();
