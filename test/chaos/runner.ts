@@ -195,6 +195,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
   const warnings: string[] = [];
   const stops: StopRecord[] = [];
   let killPointsHonoured = false;
+  let killPointsUsed = false;
 
   const dropNext = async (): Promise<string | null> => {
     const f = pending.shift();
@@ -208,6 +209,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
     e2e.sandbox.setFaults(faultsFor(rng));
     const phase = pickPhase(rng, useKillPoints);
     const isPoint = (KILL_POINTS as readonly string[]).includes(phase);
+    if (isPoint) killPointsUsed = true;
     const env: Record<string, string> = isPoint
       ? { PAYOUTD_FAULT_KILL_AT: `${phase}:${phase === 'mid-result-file' ? 1 : rng.int(1, 12)}` }
       : {};
@@ -325,7 +327,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
   const summary =
     `seed ${o.seed}: ${pass ? 'PASS' : 'FAIL'} — ${stops.length} stops by ${stopWith} (${[...by].map(([k, n]) => `${k} ${n}`).join(', ')}), ` +
     `${e2e.ledger().length} payouts for ${expects.reduce((a, f) => a + f.paid.length, 0)} rows, creates ${st.creates}, ` +
-    `faults ${JSON.stringify(st.faults)}${killPointsHonoured ? '' : useKillPoints ? ', kill points NOT honoured by this build' : ''}` +
+    `faults ${JSON.stringify(st.faults)}${killPointsHonoured || !killPointsUsed ? '' : ', kill points NOT honoured by this build'}` +
     (pass ? '' : `\n  ${failures.slice(0, 25).join('\n  ')}${failures.length > 25 ? `\n  … ${failures.length - 25} more` : ''}`) +
     (warnings.length > 0 ? `\n  warnings: ${warnings.join('; ')}` : '');
   log(summary);
