@@ -165,7 +165,7 @@ function collectLines(stream: NodeJS.ReadableStream | null, onLine: (line: strin
 }
 
 /** The environment of a child: ours minus anything that would override the config file. */
-function childEnv(): NodeJS.ProcessEnv {
+export function childEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith('PAYOUTD_') || k === 'CREDENTIALS_DIRECTORY') continue;

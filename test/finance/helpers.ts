@@ -11,8 +11,9 @@ import { afterEach } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { canonicalStringify } from '../../src/json/index.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import type { Database } from '../../src/store/db.js';
 import { insertRows, toColumns, type NewPayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { openTestDatabase } from '../support/database.js';
 
 export const T0 = Date.UTC(2026, 0, 10, 12, 0, 0);
 export const DAY = 24 * 3600 * 1000;
@@ -35,14 +36,7 @@ export function useStore(): () => Promise<TestStore> {
   });
   return async () => {
     const dir = await mkdtemp(join(tmpdir(), 'payoutd-finance-'));
-    const db = openDatabase({
-      client: 'sqlite',
-      filename: join(dir, 'state.sqlite'),
-      poolMax: 1,
-      busyTimeoutMs: 5000,
-      synchronous: 'NORMAL',
-    });
-    await migrateToLatest(db);
+    const db = await openTestDatabase(dir);
     const s = { dir, db };
     open.push(s);
     return s;

@@ -32,11 +32,12 @@ import { startSandbox, type SandboxOptions, type SandboxServer } from '../../src
 import { generateMerchantKeyPair } from '../../src/signing/index.js';
 import { acceptBatchRows, type InvalidRowsPolicy } from '../../src/store/acceptance.js';
 import { getBatch, insertBatch, type BatchRecord } from '../../src/store/batches.js';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import type { Database } from '../../src/store/db.js';
 import { fromColumns, historyOf, insertRows, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
 import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { validCsvRow } from '../support/rows.js';
+import { openTestDatabase } from '../support/database.js';
 
 export const MERCHANT = 'M001';
 /** Distinctive, so a leak into a log line is found by a plain substring search. */
@@ -151,14 +152,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   const logLines: string[] = [];
   const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
 
-  const db = openDatabase({
-    client: 'sqlite',
-    filename: join(dir, 'state.sqlite'),
-    poolMax: 1,
-    busyTimeoutMs: 5000,
-    synchronous: 'NORMAL',
-  });
-  await migrateToLatest(db);
+  const db = await openTestDatabase(dir);
 
   const sandbox = await startSandbox({
     seed: 7,

@@ -14,20 +14,10 @@ import { promisify } from 'node:util';
 import { onTestFinished } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { mergeDeep } from '../../src/config/load.js';
-import { BIN, DaemonProcess, type E2e, type LogLine } from '../e2e/harness.js';
+import { BIN, DaemonProcess, childEnv, type E2e, type LogLine } from '../e2e/harness.js';
 import type { PgSchema } from './pg.js';
 
 const run = promisify(execFile);
-
-/** The environment of a child: ours minus anything that would override its config file (as the e2e harness does). */
-function childEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith('PAYOUTD_') || k === 'CREDENTIALS_DIRECTORY') continue;
-    env[k] = v;
-  }
-  return env;
-}
 
 export class Instances {
   private readonly configs = new Map<string, string>();

@@ -16,8 +16,9 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { canonicalStringify, minifyBodyText } from '../../src/json/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { signHmac, webhookStringToSign } from '../../src/signing/index.js';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import type { Database } from '../../src/store/db.js';
 import { WebhookReceiver, type WebhookReceiverOptions, type WebhookVerdict } from '../../src/webhook/index.js';
+import { openTestDatabase } from '../support/database.js';
 
 export const SECRET = 'whsec-Zq8LmX3vR7tKp2Nw';
 export const PATH = '/payoutd/webhook';
@@ -40,14 +41,7 @@ export async function closeAll(): Promise<void> {
 
 export async function tempDb(): Promise<Database> {
   const dir = mkdtempSync(join(tmpdir(), 'payoutd-webhook-'));
-  const db = openDatabase({
-    client: 'sqlite',
-    filename: join(dir, 'state.sqlite'),
-    poolMax: 1,
-    busyTimeoutMs: 5000,
-    synchronous: 'NORMAL',
-  });
-  await migrateToLatest(db);
+  const db = await openTestDatabase(dir);
   onClose(async () => {
     await db.destroy();
     rmSync(dir, { recursive: true, force: true });
