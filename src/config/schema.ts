@@ -164,6 +164,8 @@ export const configSchema = z
         maxBodyBytes: positive(65_536),
         timestampSkewSeconds: positive(300),
         nonceWindowSeconds: positive(600),
+        /** Delivered eventIds are remembered this long for deduplication (the sender retries for minutes). */
+        eventRetentionDays: positive(30),
       })
       .prefault({}),
     /** Several instances on one PostgreSQL database (database.client pg). */

@@ -94,6 +94,7 @@ export async function startDaemon(
         maxBodyBytes: w.maxBodyBytes,
         timestampSkewSeconds: w.timestampSkewSeconds,
         nonceWindowSeconds: w.nonceWindowSeconds,
+        eventRetentionDays: w.eventRetentionDays,
         canonicalJson: config.api.canonicalJson,
         clock,
         logger,

@@ -51,6 +51,11 @@ export interface WebhookReceiverOptions {
   nonceCapacity?: number;
   /** Whole-request deadline (slow clients). Default 10 000 ms. */
   requestTimeoutMs?: number;
+  /**
+   * Recorded eventIds are kept this long for deduplication, then forgotten.
+   * Default 30 days (the contract's retries end within ~13 minutes).
+   */
+  eventRetentionDays?: number;
   /** On stop, how long requests and callbacks in flight may take before sockets are cut. Default 5 000 ms. */
   stopGraceMs?: number;
   /** Key order used to minify the received text (contract: canonicalJson.sortKeys). Default sorted. */
@@ -78,6 +83,7 @@ export const WEBHOOK_DEFAULTS = {
   nonceWindowSeconds: 600,
   nonceCapacity: 100_000,
   requestTimeoutMs: 10_000,
+  eventRetentionDays: 30,
   stopGraceMs: 5_000,
   canonicalJson: { sortKeys: true } as CanonicalOptions,
 } as const;
@@ -95,6 +101,7 @@ export interface ResolvedReceiverOptions {
   nonceWindowSeconds: number;
   nonceCapacity: number;
   requestTimeoutMs: number;
+  eventRetentionDays: number;
   stopGraceMs: number;
   canonicalJson: CanonicalOptions;
 }
@@ -168,6 +175,7 @@ export function resolveReceiverOptions(o: WebhookReceiverOptions): ResolvedRecei
     nonceWindowSeconds,
     nonceCapacity: integer('nonceCapacity', o.nonceCapacity ?? d.nonceCapacity, 1),
     requestTimeoutMs: integer('requestTimeoutMs', o.requestTimeoutMs ?? d.requestTimeoutMs, 1),
+    eventRetentionDays: integer('eventRetentionDays', o.eventRetentionDays ?? d.eventRetentionDays, 1),
     stopGraceMs: integer('stopGraceMs', o.stopGraceMs ?? d.stopGraceMs, 0),
     canonicalJson: { sortKeys: (o.canonicalJson ?? d.canonicalJson).sortKeys !== false },
   };

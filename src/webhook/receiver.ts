@@ -20,7 +20,7 @@ import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
 import { NonceWindow } from './nonces.js';
 import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
-import { recordWebhookEvent } from './record.js';
+import { forgetWebhookEventsBefore, recordWebhookEvent } from './record.js';
 import { verifyDelivery } from './verify.js';
 
 /** The default follow-up of a new event: make the payouts due for a query now, then wake the poller. */
@@ -32,6 +32,8 @@ export function pollSoonAndWake(db: Database, clock: Clock, wake?: () => void): 
 }
 
 const ACK = { received: true } as const;
+const DAY_MS = 86_400_000;
+const FORGET_EVERY_MS = 3_600_000;
 
 export class WebhookReceiver {
   private readonly o: ResolvedReceiverOptions;
@@ -42,6 +44,7 @@ export class WebhookReceiver {
   private server: Server | null = null;
   private stopping = false;
   private boundPort: number | null = null;
+  private lastForgetAt: number | null = null;
 
   constructor(private readonly deps: WebhookReceiverOptions) {
     this.o = resolveReceiverOptions(deps);
@@ -213,6 +216,19 @@ export class WebhookReceiver {
     answer(res, 200, ACK);
     await answered;
     await this.followUpOn(event);
+    await this.forgetOldEvents(now);
+  }
+
+  /** At most hourly, and only when events arrive: the retention is days, so the timing is loose. */
+  private async forgetOldEvents(now: number): Promise<void> {
+    if (this.lastForgetAt !== null && now - this.lastForgetAt < FORGET_EVERY_MS) return;
+    this.lastForgetAt = now;
+    try {
+      const n = await forgetWebhookEventsBefore(this.deps.db, now - this.o.eventRetentionDays * DAY_MS);
+      if (n > 0) this.deps.logger.info({ forgotten: n, retentionDays: this.o.eventRetentionDays }, 'old webhook event ids forgotten');
+    } catch (err) {
+      this.deps.logger.warn({ err: safeError(err) }, 'could not forget old webhook event ids; will try again later');
+    }
   }
 
   private async followUpOn(event: PayoutUpdatedEvent): Promise<void> {

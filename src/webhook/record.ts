@@ -5,6 +5,8 @@
  * instances sharing a PostgreSQL database. INSERT … ON CONFLICT DO NOTHING
  * RETURNING works the same on SQLite (3.35+) and PostgreSQL: a row back
  * means first delivery, no row means the eventId was already recorded.
+ * Remembered events are forgotten after a retention far beyond the sender's
+ * retry schedule, so the table does not grow for the life of the daemon.
  */
 import type { Database } from '../store/db.js';
 import type { PayoutUpdatedEvent } from './event.js';
@@ -25,4 +27,13 @@ export async function recordWebhookEvent(db: Database, e: PayoutUpdatedEvent, re
       .returning('event_id')) as unknown[];
     return rows.length > 0;
   });
+}
+
+/**
+ * Forgets events received before `before`. A copy arriving after that is
+ * taken as new, which costs only an early query: an event never moves a
+ * payout by itself.
+ */
+export async function forgetWebhookEventsBefore(db: Database, before: number): Promise<number> {
+  return (await db('webhook_events').where('received_at', '<', before).delete()) as number;
 }
