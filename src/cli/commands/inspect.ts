@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore } from '../../daemon/runtime.js';
+import { openStore } from '../../store/open.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { assertSchemaCurrent, migrateToLatest, type Database } from '../../store/db.js';
 import { getBatch, listBatchErrors, listRecentBatches, type BatchRecord } from '../../store/batches.js';
