@@ -146,7 +146,7 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('json', { type: 'boolean', default: false }),
         async (a) => {
           const config = await configFrom(a);
-          const { status } = await import('./commands/inspect.js');
+          const { status } = await import('./commands/status.js');
           await status(config, a.batch, a.limit, a.json);
         },
       )
@@ -222,7 +222,7 @@ export async function runCli(argv: string[]): Promise<void> {
         (y) => withConfig(y),
         async (a) => {
           const config = await configFrom(a);
-          const { migrate } = await import('./commands/inspect.js');
+          const { migrate } = await import('./commands/status.js');
           await migrate(config);
         },
       )
