@@ -2,33 +2,42 @@
  * The `payoutd` command line: parses argv with yargs and hands each command
  * to its module. This is the only layer that reads process.env, argv or
  * decides exit codes.
+ *
+ * Each command's module (and the config loader, the logger) is imported in
+ * its handler, not here: `payoutd status` then loads the store and not the
+ * daemon, the API client, the sandbox, metrics or exceljs, and `--version` /
+ * `--help` load nothing but yargs. The options of every command stay
+ * declared here, so `--help` lists them all without loading any command.
  */
 import yargs, { type Argv } from 'yargs';
-import { loadConfig, type ResolvedConfig } from '../config/index.js';
-import { createLogger, type Logger } from '../log/index.js';
+import type { ResolvedConfig } from '../config/index.js';
+import type { Logger } from '../log/index.js';
 import { describeError } from './output.js';
-import { keygen } from './commands/keys.js';
-import { initSandboxDir, runSandbox } from './commands/sandbox.js';
-import { showBalance, showRates } from './commands/account.js';
-import { migrate, reportBatch, status, validateFile } from './commands/inspect.js';
-import { runDaemon } from './commands/run.js';
-import { reconciliationReport, retryFile } from './commands/finance.js';
-import { demo } from './commands/demo.js';
-import { cancelBatch, releaseBatch } from './commands/operator.js';
 
 interface GlobalArgs {
   config?: string;
   'log-level'?: string;
 }
 
-function configFrom(argv: GlobalArgs): ResolvedConfig {
-  const overrides: Record<string, unknown> = {};
-  if (argv['log-level']) overrides.log = { level: argv['log-level'] };
-  return loadConfig({ file: argv.config ?? process.env.PAYOUTD_CONFIG, env: process.env, cwd: process.cwd() }, overrides);
+/** Reads the configuration the global options name; the loader is imported once, on first use. */
+type ConfigReader = (argv: GlobalArgs) => ResolvedConfig;
+
+async function configReader(): Promise<ConfigReader> {
+  const { loadConfig } = await import('../config/index.js');
+  return (argv) => {
+    const overrides: Record<string, unknown> = {};
+    if (argv['log-level']) overrides.log = { level: argv['log-level'] };
+    return loadConfig({ file: argv.config ?? process.env.PAYOUTD_CONFIG, env: process.env, cwd: process.cwd() }, overrides);
+  };
+}
+
+async function configFrom(argv: GlobalArgs): Promise<ResolvedConfig> {
+  return (await configReader())(argv);
 }
 
 /** Logs for commands that print results go to stderr, so stdout stays clean. */
-function stderrLogger(config: ResolvedConfig, quietDefault = 'warn'): Logger {
+async function stderrLogger(config: ResolvedConfig, quietDefault = 'warn'): Promise<Logger> {
+  const { createLogger } = await import('../log/index.js');
   const level = config.log.level === 'info' ? quietDefault : config.log.level;
   return createLogger(level as never, process.stderr);
 }
@@ -55,7 +64,10 @@ export async function runCli(argv: string[]): Promise<void> {
           y
             .option('out', { type: 'string', demandOption: true, describe: 'directory to write into' })
             .option('force', { type: 'boolean', default: false }),
-        (a) => keygen(a.out, a.force),
+        async (a) => {
+          const { keygen } = await import('./commands/keys.js');
+          keygen(a.out, a.force);
+        },
       )
       .command(
         'sandbox',
@@ -66,6 +78,7 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('config', { alias: 'c', type: 'string', describe: 'sandbox JSON config file' })
             .option('init', { type: 'string', describe: 'write a fresh key pair, sandbox.json and payoutd.yaml into this directory' }),
         async (a) => {
+          const { initSandboxDir, runSandbox } = await import('./commands/sandbox.js');
           if (a.init) initSandboxDir(a.init, a.port ?? 8787);
           else await runSandbox(a.config, a.port);
         },
@@ -78,8 +91,9 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('currency', { type: 'string', array: true, demandOption: true, describe: 'fiat currency code (repeatable)' })
             .option('json', { type: 'boolean', default: false }),
         async (a) => {
-          const config = configFrom(a);
-          await showRates(config, stderrLogger(config), a.currency, a.json);
+          const config = await configFrom(a);
+          const { showRates } = await import('./commands/account.js');
+          await showRates(config, await stderrLogger(config), a.currency, a.json);
         },
       )
       .command(
@@ -87,8 +101,9 @@ export async function runCli(argv: string[]): Promise<void> {
         'stablecoin balances of the configured merchant',
         (y) => withConfig(y).option('json', { type: 'boolean', default: false }),
         async (a) => {
-          const config = configFrom(a);
-          await showBalance(config, stderrLogger(config), a.json);
+          const config = await configFrom(a);
+          const { showBalance } = await import('./commands/account.js');
+          await showBalance(config, await stderrLogger(config), a.json);
         },
       )
       .command(
@@ -96,22 +111,29 @@ export async function runCli(argv: string[]): Promise<void> {
         'run the daemon: watch the inbox, pay, follow, write results (no config: embedded sandbox and ./var)',
         (y) => withConfig(y),
         async (a) => {
-          const config = configFrom(a);
-          await runDaemon(config, createLogger(config.log.level), () => configFrom(a), process.env.PAYOUTD_FAULT_KILL_AT);
+          const readConfig = await configReader();
+          const config = readConfig(a);
+          const [{ createLogger }, { runDaemon }] = await Promise.all([import('../log/index.js'), import('./commands/run.js')]);
+          await runDaemon(config, createLogger(config.log.level), () => readConfig(a), process.env.PAYOUTD_FAULT_KILL_AT);
         },
       )
       .command(
         'demo',
         'pay the sample files against the embedded sandbox in temporary folders, print the outcome, exit',
         (y) => y.option('timeout', { type: 'number', default: 120, describe: 'seconds to wait for the results' }),
-        async (a) => demo(a.timeout * 1000),
+        async (a) => {
+          const { demo } = await import('./commands/demo.js');
+          await demo(a.timeout * 1000);
+        },
       )
       .command(
         'validate <file>',
         'check a batch file without paying anything; exit code 1 on any error',
         (y) => withConfig(y).positional('file', { type: 'string', demandOption: true }),
         async (a) => {
-          process.exitCode = await validateFile(configFrom(a), a.file);
+          const config = await configFrom(a);
+          const { validateFile } = await import('./commands/inspect.js');
+          process.exitCode = await validateFile(config, a.file);
         },
       )
       .command(
@@ -122,7 +144,11 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('batch', { type: 'string', describe: 'one batch, with its errors and holds' })
             .option('limit', { type: 'number', default: 20 })
             .option('json', { type: 'boolean', default: false }),
-        async (a) => status(configFrom(a), a.batch, a.limit, a.json),
+        async (a) => {
+          const config = await configFrom(a);
+          const { status } = await import('./commands/status.js');
+          await status(config, a.batch, a.limit, a.json);
+        },
       )
       .command(
         'report',
@@ -144,9 +170,14 @@ export async function runCli(argv: string[]): Promise<void> {
               return true;
             }),
         async (a) => {
-          const config = configFrom(a);
-          if (a.since) await reconciliationReport(config, { since: a.since, until: a.until, out: a.out, xlsx: a.xlsx });
-          else await reportBatch(config, a.batch as string, a.out);
+          const config = await configFrom(a);
+          if (a.since) {
+            const { reconciliationReport } = await import('./commands/finance.js');
+            await reconciliationReport(config, { since: a.since, until: a.until, out: a.out, xlsx: a.xlsx });
+          } else {
+            const { reportBatch } = await import('./commands/inspect.js');
+            await reportBatch(config, a.batch as string, a.out);
+          }
         },
       )
       .command(
@@ -157,14 +188,20 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('batch', { type: 'string', demandOption: true })
             .option('out', { type: 'string', describe: 'file to write (default: <outbox>/<batch file>.retry.csv)' }),
         async (a) => {
-          await retryFile(configFrom(a), a.batch, a.out);
+          const config = await configFrom(a);
+          const { retryFile } = await import('./commands/finance.js');
+          await retryFile(config, a.batch, a.out);
         },
       )
       .command(
         'release',
         'lift the hold on a batch (for example one whose upload changed after it was taken): its unsent rows will be paid',
         (y) => withConfig(y).option('batch', { type: 'string', demandOption: true }),
-        async (a) => releaseBatch(configFrom(a), a.batch),
+        async (a) => {
+          const config = await configFrom(a);
+          const { releaseBatch } = await import('./commands/operator.js');
+          await releaseBatch(config, a.batch);
+        },
       )
       .command(
         'cancel',
@@ -173,13 +210,21 @@ export async function runCli(argv: string[]): Promise<void> {
           withConfig(y)
             .option('batch', { type: 'string', demandOption: true })
             .option('reason', { type: 'string', default: 'no reason given' }),
-        async (a) => cancelBatch(configFrom(a), a.batch, a.reason),
+        async (a) => {
+          const config = await configFrom(a);
+          const { cancelBatch } = await import('./commands/operator.js');
+          await cancelBatch(config, a.batch, a.reason);
+        },
       )
       .command(
         'migrate',
         'create or upgrade the state database schema',
         (y) => withConfig(y),
-        async (a) => migrate(configFrom(a)),
+        async (a) => {
+          const config = await configFrom(a);
+          const { migrate } = await import('./commands/status.js');
+          await migrate(config);
+        },
       )
       .demandCommand(1, 'name a command; `payoutd --help` lists them')
       .strict()

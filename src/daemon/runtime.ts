@@ -9,26 +9,19 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { migrateToLatest, openDatabase, type Database } from '../store/db.js';
+import { migrateToLatest, type Database } from '../store/db.js';
+import { openStore } from '../store/open.js';
 import { acquireInstanceLock, type InstanceLock } from '../store/instance-lock.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
 import type { FaultPoint } from './fault-points.js';
-import { PayoutdMetrics } from '../metrics/index.js';
-import { WebhookReceiver } from '../webhook/index.js';
+// Metrics (prom-client) and the webhook receiver are imported only when the config enables them.
+import type { PayoutdMetrics } from '../metrics/index.js';
+import type { WebhookReceiver } from '../webhook/index.js';
 import { readWebhookSecret } from '../config/index.js';
 
-export function openStore(config: ResolvedConfig, readOnly = false): Database {
-  return openDatabase({
-    readOnly,
-    client: config.database.client,
-    filename: config.databaseFile,
-    url: config.database.url,
-    poolMax: config.database.poolMax,
-    busyTimeoutMs: config.database.busyTimeoutMs,
-    synchronous: config.database.synchronous,
-  });
-}
+/** Kept here too for callers of the daemon's runtime (bench scripts of older builds import it from here). */
+export { openStore };
 
 export interface RunningDaemon {
   daemon: PayoutDaemon;
@@ -55,7 +48,8 @@ export async function startDaemon(
     const applied = await migrateToLatest(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
     let daemon: PayoutDaemon | null = null;
-    const m = config.metrics.enabled ? new PayoutdMetrics({ db, now: () => clock.now(), ready: () => daemon?.isReady() ?? false }) : null;
+    const Metrics = config.metrics.enabled ? (await import('../metrics/index.js')).PayoutdMetrics : null;
+    const m = Metrics ? new Metrics({ db, now: () => clock.now(), ready: () => daemon?.isReady() ?? false }) : null;
     metrics = m;
     api = await connectApi(config, clock, logger, {
       onCall: m ? (c) => m.apiLatency.observe({ endpoint: c.endpoint, outcome: c.outcome }, c.durationMs / 1000) : undefined,
@@ -84,6 +78,7 @@ export async function startDaemon(
     const running = daemon;
     if (config.webhook.enabled) {
       const w = config.webhook;
+      const { WebhookReceiver } = await import('../webhook/index.js');
       webhook = new WebhookReceiver({
         host: w.host,
         port: w.port,

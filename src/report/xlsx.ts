@@ -15,12 +15,15 @@
  *
  * Written with exceljs's streaming WorkbookWriter, through writeFileAtomic
  * (hidden temp name, fsync, rename), so a million-row file neither sits in
- * memory nor appears half-written.
+ * memory nor appears half-written. exceljs itself (a third of a second of
+ * CPU to load) is imported by writeXlsxFile, on the first .xlsx written, so
+ * the daemon without `outbox.xlsx` and the commands that write none never
+ * load it.
  */
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
-import ExcelJS from 'exceljs';
+import type ExcelJS from 'exceljs';
 import { Decimal, normalizeAmount } from '../domain/money.js';
 import { ISO_4217_MINOR_UNITS } from '../ingest/rules/index.js';
 import { writeFileAtomic } from './atomic.js';
@@ -294,6 +297,8 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  * side stops the other, and nothing is left under the final name or as temp.
  */
 export async function writeXlsxFile(path: string, sheets: readonly XlsxSheet[], opts: XlsxOptions = {}): Promise<void> {
+  // Before anything is opened: a failed import leaves no temp file behind.
+  const { default: excel } = await import('exceljs');
   const zipBytes = new PassThrough();
   // Errors reach the caller through writeFileAtomic's read of this stream; once that read has ended, a late
   // write from the zip (after a failure) must not become an unhandled 'error' event.
@@ -304,7 +309,7 @@ export async function writeXlsxFile(path: string, sheets: readonly XlsxSheet[], 
     throw err;
   });
   const producer = (async () => {
-    const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: zipBytes, useStyles: true, useSharedStrings: false });
+    const wb = new excel.stream.xlsx.WorkbookWriter({ stream: zipBytes, useStyles: true, useSharedStrings: false });
     const styles = new StyleCache();
     for (const sheet of sheets) await writeSheet(wb, sheet, styles, opts, stop.signal);
     await abortable(wb.commit(), stop.signal);

@@ -6,7 +6,7 @@
  */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore } from '../../daemon/runtime.js';
+import { openStore } from '../../store/open.js';
 import { assertSchemaCurrent } from '../../store/db.js';
 import { getBatch } from '../../store/batches.js';
 import { cancelReadyRows, releaseBatchHold } from '../../store/submission.js';
