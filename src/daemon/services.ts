@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { PayoutApiClient, type ApiCallRecord } from '../api/index.js';
 import type { Clock } from '../domain/clock.js';
 import { readApiKey, type ResolvedConfig } from '../config/index.js';
-import { startSandbox, type SandboxServer } from '../sandbox/index.js';
+import type { SandboxServer } from '../sandbox/index.js';
 import { generateMerchantKeyPair, loadPrivateKeyFile, publicKeyBase64 } from '../signing/index.js';
 
 export interface ApiConnection {
@@ -55,6 +55,8 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
     merchantCode = EMBEDDED_MERCHANT;
     apiKey = id.apiKey;
     privateKeyFile = id.privateKeyFile;
+    // Loaded only here: a daemon talking to the real service never needs the sandbox's code.
+    const { startSandbox } = await import('../sandbox/index.js');
     sandbox = await startSandbox({
       port: config.sandbox.port,
       merchants: [

@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import pg from 'pg';
+import { createRequire } from 'node:module';
 import { migrationSource } from './migrations.js';
 import { PayoutdError } from '../domain/errors.js';
 
@@ -34,13 +34,24 @@ interface SqliteConnection {
   pragma(source: string): unknown;
 }
 
-// PostgreSQL returns int8 as text; our int8 columns are ms timestamps and
-// counters that fit a double exactly, never money.
-pg.types.setTypeParser(20, (v: string) => Number.parseInt(v, 10));
+let pgTypesSet = false;
+
+/**
+ * PostgreSQL returns int8 as text; our int8 columns are ms timestamps and
+ * counters that fit a double exactly, never money. pg is loaded only when a
+ * PostgreSQL database is opened: SQLite runs (and every short command) skip it.
+ */
+function setPgTypes(): void {
+  if (pgTypesSet) return;
+  const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
+  pg.types.setTypeParser(20, (v: string) => Number.parseInt(v, 10));
+  pgTypesSet = true;
+}
 
 export function openDatabase(o: DatabaseOptions): Database {
   if (o.client === 'pg') {
     if (!o.url) throw new Error('database.url is required for client pg');
+    setPgTypes();
     return knexFactory({
       client: 'pg',
       connection: o.url,

@@ -34,6 +34,8 @@ register('data:text/javascript,' + encodeURIComponent(hooks));
 const HEAVY: Record<string, RegExp> = {
   exceljs: /\/node_modules\/exceljs\//,
   'prom-client': /\/node_modules\/prom-client\//,
+  // The test's config is SQLite: the PostgreSQL driver has no business loading.
+  pg: /\/node_modules\/pg\//,
   daemon: /\/dist\/daemon\//,
   'API client': /\/dist\/api\//,
   sandbox: /\/dist\/sandbox\//,
