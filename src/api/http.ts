@@ -171,14 +171,21 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     signal?.addEventListener('abort', onAbort, { once: true });
 
     const send = origin.protocol === 'https:' ? httpsRequest : httpRequest;
-    request = send({
-      agent: agents[origin.protocol],
-      hostname: origin.hostname,
-      port: origin.port,
-      method: req.method,
-      path: req.path,
-      headers: { ...FIXED_HEADERS, ...req.headers },
-    });
+    try {
+      request = send({
+        agent: agents[origin.protocol],
+        hostname: origin.hostname,
+        port: origin.port,
+        method: req.method,
+        path: req.path,
+        headers: { ...FIXED_HEADERS, ...req.headers },
+      });
+    } catch (err) {
+      // A header node:http refuses (a control character in a value, say). Nothing left, but fetch
+      // counted this as dropped too, and repeating the same headers cannot succeed.
+      dropped(err);
+      return;
+    }
     request.on('socket', (socket: Socket) => {
       // A reused keep-alive socket is connected already: anything on it may reach the server.
       if (!socket.connecting) connected = true;

@@ -189,6 +189,14 @@ describe('the answer', () => {
     expect(seen[0]?.headers).toMatchObject({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
   });
 
+  it('a header value node:http refuses: a TransportError (dropped, as fetch had it), with neither the name nor the value in the message', async () => {
+    let received = 0;
+    const url = await listen(createHttpServer((req, res) => void req.resume().on('end', () => res.end(String(++received)))));
+    const err = await transportErrorOf(post(url, { headers: { 'X-SIGNATURE': 'abc\r\nX-Injected: 1' } }));
+    expect(err).toMatchObject({ phase: 'dropped', message: 'connection failed during the call (ERR_INVALID_CHAR)' });
+    expect(received).toBe(0);
+  });
+
   it('a base URL that is not http: or https: is refused up front', () => {
     expect(() => httpOrigin(new URL('ftp://127.0.0.1/'))).toThrow(/http: or https:/);
   });
