@@ -84,7 +84,8 @@ async function unconnectablePort(): Promise<number> {
     const connected = await new Promise<boolean>((done) => {
       socket.once('connect', () => done(true));
       socket.once('error', () => done(false));
-      setTimeout(() => done(false), 500);
+      // Loopback connects complete at once in the kernel; a full second covers a busy event loop.
+      setTimeout(() => done(false), 1_000);
     });
     if (!connected) return port;
   }
