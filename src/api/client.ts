@@ -25,7 +25,7 @@ import {
   treatmentOf,
   type CodeTreatment,
 } from './errors.js';
-import { TransportError, sendHttp, type HttpResponse } from './http.js';
+import { TransportError, httpOrigin, sendHttp, type HttpOrigin, type HttpResponse } from './http.js';
 import { TokenManager, type Credentials } from './tokens.js';
 
 export const ENDPOINTS = {
@@ -131,14 +131,14 @@ export class PayoutApiClient {
   private readonly random: () => number;
   private readonly treatments: Record<string, CodeTreatment>;
   private readonly basePath: string;
-  private readonly origin: string;
+  private readonly origin: HttpOrigin;
 
   constructor(private readonly o: PayoutApiClientOptions) {
     this.clock = o.clock ?? systemClock;
     this.random = o.random ?? Math.random;
     this.treatments = { ...DEFAULT_CODE_TREATMENTS, ...o.codeTreatments };
     const base = new URL(o.baseUrl);
-    this.origin = base.origin;
+    this.origin = httpOrigin(base);
     this.basePath = base.pathname.replace(/\/+$/, '');
     this.tokens = new TokenManager(
       { acquire: () => this.requestAccessToken(), refresh: (rt) => this.requestRefreshToken(rt) },
@@ -365,7 +365,7 @@ export class PayoutApiClient {
     try {
       let res: HttpResponse;
       try {
-        res = await sendHttp({ method: 'POST', url: this.origin + path, headers, body, timeoutMs: this.o.timeoutMs, signal });
+        res = await sendHttp({ method: 'POST', origin: this.origin, path, headers, body, timeoutMs: this.o.timeoutMs, signal });
       } catch (err) {
         if (!(err instanceof TransportError)) throw err;
         const safe = err.phase === 'connect';

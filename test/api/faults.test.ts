@@ -36,6 +36,41 @@ describe('classification of create outcomes the client cannot know', () => {
     expect(sandbox.stats().faults.commitThenDrop).toBe(1);
   });
 
+  it('a reused kept-alive connection reset after the sandbox committed: ambiguous, not repeated, one payout', async () => {
+    const { client, sandbox, proxy } = await startEnv();
+    await client.balances(); // leaves a kept-alive connection to the proxy for the create
+    proxy.resetReused = 'after';
+    const req = payoutRequest();
+    const err = await apiErrorOf(client.createPayout(req));
+    expect(err).toMatchObject({ kind: 'ambiguous', status: null, endpoint: ENDPOINTS.createPayout });
+    expect(err.code).toBe('TRANSPORT_DROPPED');
+    expect(sandbox.ledger().map((p) => p.merchantReferenceId)).toEqual([req.merchantReferenceId]);
+    expect(sandbox.stats().requests[ENDPOINTS.createPayout]).toBe(1);
+    expect(proxy.connections).toBe(1);
+  });
+
+  it('a reused kept-alive connection reset as the create arrives: still ambiguous (it may have been read), never re-sent', async () => {
+    const { client, sandbox, proxy } = await startEnv();
+    await client.balances();
+    proxy.resetReused = 'before';
+    const err = await apiErrorOf(client.createPayout(payoutRequest()));
+    expect(err).toMatchObject({ kind: 'ambiguous', status: null, code: 'TRANSPORT_DROPPED' });
+    expect(proxy.forwarded.filter((f) => f.url === ENDPOINTS.createPayout)).toHaveLength(0);
+    expect(sandbox.ledger()).toEqual([]);
+    expect(proxy.connections).toBe(1);
+  });
+
+  it('kept-alive connections the server closed between calls are not reused: the next create opens a new one, one payout', async () => {
+    const { client, sandbox, proxy } = await startEnv();
+    await client.balances();
+    await proxy.closeIdle();
+    const req = payoutRequest();
+    const created = await client.createPayout(req);
+    expect(sandbox.ledger().map((p) => [p.merchantReferenceId, p.payoutId])).toEqual([[req.merchantReferenceId, created.payoutId]]);
+    expect(sandbox.stats().requests[ENDPOINTS.createPayout]).toBe(1);
+    expect(proxy.connections).toBe(2);
+  });
+
   it('commit then HTTP 500: ambiguous, not repeated, and the ledger has the payout', async () => {
     const { client, sandbox } = await startEnv();
     sandbox.setFaults({ commitThenErrorRate: 1 });

@@ -6,9 +6,11 @@
  * demand breaks business requests the way an attacker would: a tampered body,
  * a swapped bearer token. When the sandbox drops a connection, the proxy
  * drops the client's too, so the client sees the same transport fault.
+ * It can also close the client's kept-alive connections: idle ones between
+ * calls, or one that is being reused, with a reset, as a request arrives.
  */
 import { Agent, createServer, request, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseLossless } from '../../src/json/index.js';
 import { BUSINESS_PATHS } from '../../src/sandbox/index.js';
@@ -44,6 +46,16 @@ export interface Mitm {
   swapBearer: string | null;
   /** Answer with `Connection: close`, so the client keeps no pooled socket to the proxy. */
   connectionClose: boolean;
+  /**
+   * A business request arriving on a client connection that already carried
+   * one gets that connection reset: 'before' forwarding it (the sandbox never
+   * sees it), or 'after' the sandbox answered (the answer is lost).
+   */
+  resetReused: 'before' | 'after' | null;
+  /** Client connections accepted so far. */
+  readonly connections: number;
+  /** Closes the client connections that are idle between requests; resolves once they are closed. */
+  closeIdle(): Promise<void>;
   /** Sends the last forwarded request to the sandbox again, exactly as it was. */
   replayLast(): Promise<{ status: number; text: string }>;
   /** Stops listening and destroys every socket on both sides. */
@@ -118,8 +130,21 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     });
   }
 
+  // Requests seen per client connection, to tell a reused kept-alive connection from a new one.
+  const requestsOn = new WeakMap<Socket, number>();
+  const sockets = new Set<Socket>();
+  let connections = 0;
+
   const server: Server = createServer((req, res) => {
     const arrivedAt = performance.now();
+    const socket = req.socket;
+    const reused = (requestsOn.get(socket) ?? 0) > 0;
+    requestsOn.set(socket, (requestsOn.get(socket) ?? 0) + 1);
+    const resetHere = (when: 'before' | 'after'): boolean => reused && mitm.resetReused === when && isBusinessPath(req.url ?? '/');
+    if (resetHere('before')) {
+      socket.resetAndDestroy();
+      return;
+    }
     readAll(req)
       .then(async (received) => {
         const url = req.url ?? '/';
@@ -134,6 +159,10 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
         const f: Forwarded = { method: req.method ?? 'GET', url, headers, body, arrivedAt };
         mitm.forwarded.push(f);
         const answer = await send(f);
+        if (resetHere('after')) {
+          socket.resetAndDestroy();
+          return;
+        }
         if (!business && answer.status === 200) {
           const creds = learnCredentials(answer.body.toString('utf8'));
           if (creds) mitm.issued.push(creds);
@@ -152,6 +181,11 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
         req.socket.destroy();
       });
   });
+  server.on('connection', (socket: Socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
 
@@ -163,6 +197,18 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     tamper: false,
     swapBearer: null,
     connectionClose: false,
+    resetReused: null,
+    get connections() {
+      return connections;
+    },
+    async closeIdle() {
+      server.closeIdleConnections();
+      // closeIdleConnections destroys the idle ones at once; their 'close' follows.
+      const closing = [...sockets].filter((s) => s.destroyed);
+      await Promise.all(closing.map((s) => new Promise((resolve) => s.once('close', resolve))));
+      // The client's end of each connection sees the close on its next turn of the event loop.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    },
     async replayLast() {
       const last = mitm.forwarded.at(-1);
       if (!last) throw new Error('replayLast: nothing forwarded yet');

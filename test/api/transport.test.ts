@@ -1,0 +1,273 @@
+/**
+ * sendHttp over real sockets: every way an exchange can fail, sorted into the
+ * phase that decides whether a create may be repeated. `connect` (nothing
+ * left this machine) only while the request's socket never connected; a
+ * kept-alive socket reset after the request went out is `dropped`, as is a
+ * truncated answer; no answer on a connected socket is `timeout`. Plus the
+ * answer's shape (headers, decoding) and HTTPS with an operator-added CA.
+ */
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { getEventListeners } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TransportError, httpOrigin, sendHttp, type HttpRequest } from '../../src/api/http.js';
+import { closedPort } from './helpers.js';
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  cleanups.push(
+    () =>
+      new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeAllConnections();
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function post(baseUrl: string, over: Partial<HttpRequest> = {}): Promise<Awaited<ReturnType<typeof sendHttp>>> {
+  return sendHttp({
+    method: 'POST',
+    origin: httpOrigin(new URL(baseUrl)),
+    path: '/apis/v1/fiat-payout/create',
+    headers: { 'Content-Type': 'application/json' },
+    body: '{"merchantReferenceId":"REF-1"}',
+    timeoutMs: 2_000,
+    ...over,
+  });
+}
+
+async function transportErrorOf(call: Promise<unknown>): Promise<TransportError> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof TransportError) return err;
+    throw err;
+  }
+  throw new Error('expected a TransportError, the call succeeded');
+}
+
+/**
+ * A port whose accept queue is full (the listener's process never accepts):
+ * the kernel drops further SYNs, so a new connection hangs in connect.
+ * The queue is filled by connections of our own first.
+ */
+async function unconnectablePort(): Promise<number> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const s = require('node:net').createServer();
+       s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => {
+         process.stdout.write(s.address().port + '\\n', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0));
+       });`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  cleanups.push(() => void child.kill('SIGKILL'));
+  const port = await new Promise<number>((done) => child.stdout?.once('data', (d: Buffer) => done(Number(d.toString().trim()))));
+  for (let i = 0; i < 16; i++) {
+    const socket: Socket = connect(port, '127.0.0.1');
+    cleanups.push(() => void socket.destroy());
+    const connected = await new Promise<boolean>((done) => {
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(false));
+      // Loopback connects complete at once in the kernel; a full second covers a busy event loop.
+      setTimeout(() => done(false), 1_000);
+    });
+    if (!connected) return port;
+  }
+  throw new Error('unconnectablePort: the accept queue never filled');
+}
+
+describe('failures before anything was sent: connect (safe to repeat)', () => {
+  it('connection refused', async () => {
+    const err = await transportErrorOf(post(`http://127.0.0.1:${await closedPort()}`));
+    expect(err).toMatchObject({ phase: 'connect', code: 'TRANSPORT_CONNECT' });
+    expect(err.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('no connection within the timeout (the server never completes the handshake): connect, not timeout', async () => {
+    const port = await unconnectablePort();
+    const err = await transportErrorOf(post(`http://127.0.0.1:${port}`, { timeoutMs: 300 }));
+    expect(err).toMatchObject({ phase: 'connect' });
+    expect(err.message).toBe('cannot connect within 300 ms');
+  });
+});
+
+describe('failures once the request may have reached the server', () => {
+  it('connected, no answer within the timeout: timeout', async () => {
+    let received = 0;
+    const url = await listen(createHttpServer((req) => void req.resume().on('end', () => received++)));
+    const err = await transportErrorOf(post(url, { timeoutMs: 300 }));
+    expect(err).toMatchObject({ phase: 'timeout', message: 'no response within 300 ms' });
+    expect(received).toBe(1);
+  });
+
+  it('a kept-alive socket the server resets after the request was written: dropped, never connect', async () => {
+    const perSocket = new Map<Socket, number>();
+    const server = createHttpServer((req, res) => {
+      const n = (perSocket.get(req.socket) ?? 0) + 1;
+      perSocket.set(req.socket, n);
+      // The second request on the same socket: the server is closing it (RST), the request was already written.
+      if (n > 1) req.socket.resetAndDestroy();
+      else req.resume().on('end', () => res.end('{"code":"0000"}'));
+    });
+    const url = await listen(server);
+    expect((await post(url)).status).toBe(200);
+    const err = await transportErrorOf(post(url));
+    expect(err).toMatchObject({ phase: 'dropped' });
+    expect(err.message).toMatch(/ECONNRESET/);
+    expect([...perSocket.values()]).toEqual([2]);
+  });
+
+  it('an answer cut off before the end of its body: dropped', async () => {
+    const url = await listen(
+      createHttpServer((req, res) => {
+        req.resume();
+        res.writeHead(200, { 'Content-Length': '100' });
+        res.write('{"code":"0000",');
+        setTimeout(() => res.destroy(), 20);
+      }),
+    );
+    expect(await transportErrorOf(post(url))).toMatchObject({ phase: 'dropped' });
+  });
+
+  it("the caller's signal: aborted, and no listener is left on the signal by any call", async () => {
+    const url = await listen(createHttpServer((req, res) => void req.resume().on('end', () => setTimeout(() => res.end('{}'), 5_000))));
+    const controller = new AbortController();
+    const call = post(url, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    expect(await transportErrorOf(call)).toMatchObject({ phase: 'aborted' });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+
+    const quick = await listen(createHttpServer((req, res) => void req.resume().on('end', () => res.end('{}'))));
+    const live = new AbortController();
+    await post(quick, { signal: live.signal });
+    expect(getEventListeners(live.signal, 'abort')).toHaveLength(0);
+    expect(await transportErrorOf(post(quick, { signal: AbortSignal.abort() }))).toMatchObject({ phase: 'aborted' });
+  });
+});
+
+describe('the answer', () => {
+  it('status, headers by any case, the body decoded once (BOM dropped, gzip undone); what was sent arrives byte for byte', async () => {
+    const seen: { headers: Record<string, unknown>; body: string }[] = [];
+    const url = await listen(
+      createHttpServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          seen.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+          const text = '\ufeff{"code":"0000","msg":"Señor ₱"}';
+          const gzip = req.url === '/gzip';
+          res.writeHead(429, { 'Retry-After': '7', ...(gzip ? { 'Content-Encoding': 'gzip' } : {}) });
+          res.end(gzip ? gzipSync(text) : text);
+        });
+      }),
+    );
+    const body = '{"beneficiary":{"accountName":"Ña ₱"}}';
+    for (const path of ['/plain', '/gzip']) {
+      const res = await post(url, { path, body });
+      expect(res.status).toBe(429);
+      expect(res.headers.get('Retry-After')).toBe('7');
+      expect(res.headers.get('retry-after')).toBe('7');
+      expect(res.headers.get('x-missing')).toBeNull();
+      expect(res.text).toBe('{"code":"0000","msg":"Señor ₱"}');
+    }
+    expect(seen.map((s) => s.body)).toEqual([body, body]);
+    expect(seen[0]?.headers).toMatchObject({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
+  });
+
+  it('a header value node:http refuses: a TransportError (dropped, as fetch had it), with neither the name nor the value in the message', async () => {
+    let received = 0;
+    const url = await listen(createHttpServer((req, res) => void req.resume().on('end', () => res.end(String(++received)))));
+    const err = await transportErrorOf(post(url, { headers: { 'X-SIGNATURE': 'abc\r\nX-Injected: 1' } }));
+    expect(err).toMatchObject({ phase: 'dropped', message: 'connection failed during the call (ERR_INVALID_CHAR)' });
+    expect(received).toBe(0);
+  });
+
+  it('a base URL that is not http: or https: is refused up front', () => {
+    expect(() => httpOrigin(new URL('ftp://127.0.0.1/'))).toThrow(/http: or https:/);
+  });
+});
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const DIST_HTTP = join(ROOT, 'dist', 'api', 'http.js');
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('HTTPS', () => {
+  // A child process, because NODE_EXTRA_CA_CERTS (how an operator trusts a private CA, for fetch as for node:https) is read at start.
+  it.skipIf(!hasOpenssl())('talks to an https base URL whose CA the operator added with NODE_EXTRA_CA_CERTS', async () => {
+    if (!existsSync(DIST_HTTP)) throw new Error(`${DIST_HTTP} is missing: run \`npm run build\` first (\`npm test\` does).`);
+    const dir = mkdtempSync(join(tmpdir(), 'payoutd-client-tls-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const certFile = join(dir, 'cert.pem');
+    const keyFile = join(dir, 'key.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+      ].concat(['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile]),
+      { stdio: 'ignore' },
+    );
+    const server = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
+      req.resume().on('end', () => res.end(`{"code":"0000","path":"${req.url ?? ''}"}`));
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    cleanups.push(
+      () =>
+        new Promise<void>((done) => {
+          server.close(() => done());
+          server.closeAllConnections();
+        }),
+    );
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const script = `
+      import { httpOrigin, sendHttp } from ${JSON.stringify(DIST_HTTP)};
+      const call = () => sendHttp({ method: 'POST', origin: httpOrigin(new URL(process.argv[1])), path: '/x', headers: {}, body: '{}', timeoutMs: 5000 })
+        .then((r) => r.status + ' ' + r.text, (e) => e.code);
+      console.log(JSON.stringify([await call(), await call()]));`;
+    // Asynchronous: the server answers from this process's event loop.
+    const run = async (env: NodeJS.ProcessEnv): Promise<unknown> =>
+      JSON.parse(
+        (await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, url], { env, encoding: 'utf8' })).stdout,
+      );
+    const { NODE_EXTRA_CA_CERTS: _ignored, ...base } = process.env;
+    expect(await run({ ...base, NODE_EXTRA_CA_CERTS: certFile })).toEqual([
+      '200 {"code":"0000","path":"/x"}',
+      '200 {"code":"0000","path":"/x"}',
+    ]);
+    // Without the CA the certificate is refused, after the connection was made: dropped, as with fetch.
+    expect(await run(base)).toEqual(['TRANSPORT_DROPPED', 'TRANSPORT_DROPPED']);
+  });
+});
