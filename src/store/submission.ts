@@ -5,7 +5,7 @@
  */
 import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
-import { fromColumns, moveRow, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
+import { fromColumns, moveEach, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -135,13 +135,20 @@ export interface RowMove {
   history: HistoryEntry;
 }
 
-/** Applies many independent row moves in one transaction (group commit). */
+/**
+ * Applies many independent row moves in one transaction (group commit), with
+ * few statements (see moveEach); a row no longer in its move's `from` is
+ * skipped. Returns how many moves happened.
+ */
 export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
   if (moves.length === 0) return 0;
   return db.transaction(async (trx) => {
-    let n = 0;
-    for (const m of moves) if (await moveRow(trx, m.row.id, m.from, m.to, m.patch, m.history, now)) n++;
-    return n;
+    const done = await moveEach(
+      trx,
+      moves.map((m) => ({ id: m.row.id, from: m.from, to: m.to, patch: m.patch, history: m.history })),
+      now,
+    );
+    return done.filter(Boolean).length;
   });
 }
 
