@@ -334,16 +334,48 @@ export async function historyOf(db: Database, rowId: number): Promise<HistoryRec
   }));
 }
 
-/** All rows of a batch in line order, read in pages (result files of any size). */
-export async function* rowsOfBatch(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<PayoutRow> {
+/** The fields result, interim and acknowledgement files show of a row (src/daemon/outbox.ts). */
+const RESULT_FIELDS = [
+  'id',
+  'batchId',
+  'line',
+  'merchantReferenceId',
+  'state',
+  'requestJson',
+  'payoutCurrency',
+  'payoutAmount',
+  'deductionCurrency',
+  'payoutId',
+  'rate',
+  'deductionAmount',
+  'totalFee',
+  'feeCurrency',
+  'completeTime',
+  'reasonCode',
+  'reason',
+] as const satisfies readonly (keyof PayoutRow)[];
+
+/** A row as `rowsOfBatch` reads it: only what the files show. */
+export type BatchResultRow = Pick<PayoutRow, (typeof RESULT_FIELDS)[number]>;
+
+const RESULT_COLUMNS = Object.fromEntries(RESULT_FIELDS.map((f) => [f, COLUMNS[f]])) as Record<keyof BatchResultRow, string>;
+
+/**
+ * All rows of a batch in line order, read in pages (result files of any
+ * size). Only the columns the files show: building 30-property objects for
+ * every row cost four times as much as reading them.
+ */
+export async function* rowsOfBatch(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow> {
+  const columns = Object.values(RESULT_COLUMNS);
   let afterLine = -1;
   for (;;) {
     const page = (await db('payouts')
       .where({ batch_id: batchId })
       .andWhere('line', '>', afterLine)
       .orderBy('line')
-      .limit(pageSize)) as Record<string, unknown>[];
-    for (const r of page) yield fromColumns(r);
+      .limit(pageSize)
+      .select(columns)) as Record<string, unknown>[];
+    for (const r of page) yield fromColumnValues<BatchResultRow>(RESULT_COLUMNS, r);
     if (page.length < pageSize) return;
     afterLine = page[page.length - 1]?.line as number;
   }
