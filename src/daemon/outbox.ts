@@ -9,7 +9,7 @@ import type { PayoutRequest } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from '../store/db.js';
 import type { BatchRecord } from '../store/batches.js';
-import { rowsOfBatch, type PayoutRow } from '../store/payouts.js';
+import { rowsOfBatch, type BatchResultRow } from '../store/payouts.js';
 import { batchRetrySource, countCancelledRows } from '../store/reports.js';
 import {
   writeAckFile,
@@ -52,7 +52,7 @@ export function identityOf(batch: BatchRecord): BatchIdentity {
   };
 }
 
-function requestOf(row: PayoutRow): PayoutRequest | null {
+function requestOf(row: BatchResultRow): PayoutRequest | null {
   return row.requestJson ? (JSON.parse(row.requestJson) as PayoutRequest) : null;
 }
 
@@ -62,7 +62,7 @@ export function reasonText(code: string | null, reason: string | null): string |
   return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
 }
 
-export function rowOutcome(row: PayoutRow): RowOutcome {
+export function rowOutcome(row: BatchResultRow): RowOutcome {
   const req = requestOf(row);
   const reason = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
   return {
@@ -86,7 +86,7 @@ export function rowOutcome(row: PayoutRow): RowOutcome {
 
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
-function ackRow(row: PayoutRow): AckRow {
+function ackRow(row: BatchResultRow): AckRow {
   const accepted = ACCEPTED_STATES.includes(row.state);
   return {
     line: row.line,
@@ -96,7 +96,7 @@ function ackRow(row: PayoutRow): AckRow {
   };
 }
 
-async function* mapRows<T>(db: Database, batchId: string, f: (r: PayoutRow) => T): AsyncGenerator<T> {
+async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow) => T): AsyncGenerator<T> {
   for await (const row of rowsOfBatch(db, batchId)) yield f(row);
 }
 

@@ -3,9 +3,10 @@
  * recording the intent before a create is sent, the answer after, and
  * finding the rows whose outcome is unknown.
  */
+import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
-import { fromColumns, moveRow, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
+import { fromColumns, moveEach, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -42,27 +43,49 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
 
 /**
  * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch
- * first, and records the intent (READY -> CREATING, attempt counted, lease
- * taken) before any create is sent. On PostgreSQL the rows are locked with
- * SKIP LOCKED, so instances claiming at once share the work instead of
- * queueing; the guarded UPDATE … RETURNING decides who got each row.
+ * first and in line order within a batch, and records the intent (READY ->
+ * CREATING, attempt counted, lease taken) before any create is sent. The
+ * batches come first (a handful), then each batch's due rows by the index
+ * (batch_id, state, line), so a claim reads only the rows it takes. On
+ * PostgreSQL the rows are locked with SKIP LOCKED, so instances claiming at
+ * once share the work instead of queueing; the guarded UPDATE … RETURNING
+ * decides who got each row.
  */
 export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<PayoutRow[]> {
   return db.transaction(async (trx) => {
-    const q = trx('payouts as p')
-      .join('batches as b', 'b.id', 'p.batch_id')
-      .where('p.state', 'READY')
-      .andWhere('b.state', 'ACTIVE')
+    // A row is due once its next attempt time has come (null: at once).
+    const due =
+      (col: string) =>
+      (w: Knex.QueryBuilder): Knex.QueryBuilder =>
+        w.whereNull(col).orWhere(col, '<=', now);
+    const batchIds = (await trx('batches as b')
+      .where('b.state', 'ACTIVE')
       // Only a balance hold ends by itself; any other hold waits for an operator.
       .andWhere((w) =>
         w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', 'INSUFFICIENT_BALANCE').andWhere('b.hold_until', '<=', now)),
       )
-      .andWhere((w) => w.whereNull('p.next_attempt_at').orWhere('p.next_attempt_at', '<=', now))
-      .orderBy([{ column: 'b.received_at' }, { column: 'p.line' }])
-      .limit(limit)
-      .select('p.*');
-    if (isPostgres(db)) q.forUpdate('p').skipLocked();
-    const rows = (await q) as Record<string, unknown>[];
+      .whereExists((e) =>
+        e
+          .select(trx.raw('1'))
+          .from('payouts as p')
+          .whereRaw('p.batch_id = b.id')
+          .andWhere('p.state', 'READY')
+          .andWhere(due('p.next_attempt_at')),
+      )
+      .orderBy([{ column: 'b.received_at' }, { column: 'b.id' }])
+      .pluck('b.id')) as string[];
+    const rows: Record<string, unknown>[] = [];
+    for (const batchId of batchIds) {
+      if (rows.length >= limit) break;
+      const q = trx('payouts')
+        .where({ batch_id: batchId, state: 'READY' })
+        .andWhere(due('next_attempt_at'))
+        .orderBy('line')
+        .limit(limit - rows.length)
+        .select('*');
+      if (isPostgres(db)) q.forUpdate().skipLocked();
+      rows.push(...((await q) as Record<string, unknown>[]));
+    }
     if (rows.length === 0) return [];
     const moved = new Set(
       await moveRows(
@@ -135,13 +158,20 @@ export interface RowMove {
   history: HistoryEntry;
 }
 
-/** Applies many independent row moves in one transaction (group commit). */
+/**
+ * Applies many independent row moves in one transaction (group commit), with
+ * few statements (see moveEach); a row no longer in its move's `from` is
+ * skipped. Returns how many moves happened.
+ */
 export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
   if (moves.length === 0) return 0;
   return db.transaction(async (trx) => {
-    let n = 0;
-    for (const m of moves) if (await moveRow(trx, m.row.id, m.from, m.to, m.patch, m.history, now)) n++;
-    return n;
+    const done = await moveEach(
+      trx,
+      moves.map((m) => ({ id: m.row.id, from: m.from, to: m.to, patch: m.patch, history: m.history })),
+      now,
+    );
+    return done.filter(Boolean).length;
   });
 }
 

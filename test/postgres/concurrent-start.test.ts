@@ -23,6 +23,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../../src/store/db.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PG_URL, pgQuery, pgReachable, withSearchPath } from './pg.js';
 
 const ROUNDS = 8;
@@ -51,7 +52,7 @@ describe.skipIf(!pgReachable)('postgres: instances starting together on a fresh 
         for (const o of outcomes)
           if (o.status === 'rejected') failures.push(`round ${round}: ${String((o.reason as Error).message).slice(0, 160)}`);
         const [applied] = await pgQuery<{ n: number }>(withSearchPath(PG_URL, schema), 'select count(*)::int as n from payoutd_migrations');
-        expect(applied?.n, `round ${round}: migrations recorded once each`).toBe(2);
+        expect(applied?.n, `round ${round}: migrations recorded once each`).toBe(MIGRATIONS.length);
       } finally {
         await Promise.all(dbs.map((db) => db.destroy()));
         await pgQuery(PG_URL, `drop schema if exists ${schema} cascade`);

@@ -1,0 +1,92 @@
+/**
+ * Row moves and claims on a real SQLite file (the same checks run on
+ * PostgreSQL in test/postgres/moves.test.ts), the narrow read of a batch's
+ * rows, and the claim index the migrations make.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Database } from '../../src/store/db.js';
+import { RowStateError, historyOf, rowsOfBatch } from '../../src/store/payouts.js';
+import { applyRowMoves } from '../../src/store/submission.js';
+import { openTestDatabase } from '../support/database.js';
+import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
+
+describe('store: row moves and claims (SQLite)', () => {
+  let dir: string;
+  let db: Database;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'payoutd-store-'));
+    db = await openTestDatabase(dir);
+  });
+  afterEach(async () => {
+    await db.destroy();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('groups moves sharing a patch, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
+    await checkGroupedMoves(db);
+  });
+
+  it('applies two moves of one row in the order given', async () => {
+    await checkMovesOfOneRowInOrder(db);
+  });
+
+  it('a move the lifecycle forbids changes nothing, not even the moves before it', async () => {
+    const [a, b] = await seedBatch(db, 'BAD', 2, 'PENDING');
+    if (!a || !b) throw new Error('seed');
+    const moves = [
+      { row: a, from: 'PENDING' as const, to: 'PAID' as const, patch: {}, history: { event: 'settled' } },
+      { row: b, from: 'PENDING' as const, to: 'READY' as const, patch: {}, history: { event: 'wrong' } },
+    ];
+    await expect(applyRowMoves(db, moves, 10)).rejects.toThrow(RowStateError);
+    expect((await db('payouts').orderBy('id').pluck('state')) as string[]).toEqual(['PENDING', 'PENDING']);
+    expect(await historyOf(db, a.id)).toEqual([]);
+  });
+
+  it('claims the older batch first, in line order, by the hold rules', async () => {
+    await checkClaimOrder(db);
+  });
+
+  it('a claim reads its rows by the (batch_id, state, line) index, without sorting', async () => {
+    const names = (await db('sqlite_master').where({ type: 'index', tbl_name: 'payouts' }).pluck('name')) as string[];
+    expect(names).toContain('payouts_batch_state_line');
+    expect(names).not.toContain('payouts_batch_id_state_index');
+    const plan = (await db.raw(
+      `EXPLAIN QUERY PLAN SELECT * FROM payouts WHERE batch_id = ? AND state = 'READY'
+         AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY line LIMIT 64`,
+      ['B', 1],
+    )) as { detail: string }[];
+    expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('USING INDEX payouts_batch_state_line')]);
+  });
+
+  it('reads a batch back with only the fields the files show', async () => {
+    await seedBatch(db, 'RD', 3, 'READY');
+    const rows = [];
+    for await (const r of rowsOfBatch(db, 'RD', 2)) rows.push(r);
+    expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
+    expect(Object.keys(rows[0] ?? {}).sort()).toEqual(
+      [
+        'id',
+        'batchId',
+        'line',
+        'merchantReferenceId',
+        'state',
+        'requestJson',
+        'payoutCurrency',
+        'payoutAmount',
+        'deductionCurrency',
+        'payoutId',
+        'rate',
+        'deductionAmount',
+        'totalFee',
+        'feeCurrency',
+        'completeTime',
+        'reasonCode',
+        'reason',
+      ].sort(),
+    );
+    expect(rows[0]).toMatchObject({ batchId: 'RD', merchantReferenceId: 'RD-1', state: 'READY', payoutAmount: '100.50', payoutId: null });
+  });
+});

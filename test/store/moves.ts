@@ -1,0 +1,199 @@
+/**
+ * Row moves and claims checked on a real database of either engine (SQLite
+ * in test/store, PostgreSQL in test/postgres): grouped moves with mixed
+ * patches and a skipped row, one history row per row moved, moves of one
+ * row applied in order, and claims oldest batch first in line order with
+ * the hold rules.
+ */
+import { expect } from 'vitest';
+import type { Database } from '../../src/store/db.js';
+import { historyOf, insertRows, getRow, rowsOfBatch, type PayoutRow } from '../../src/store/payouts.js';
+import { applyRowMoves, claimReadyRows, holdBatch, type RowMove } from '../../src/store/submission.js';
+import type { RowState } from '../../src/domain/lifecycle.js';
+
+/** An ACTIVE batch received at `receivedAt` with `n` rows (lines 2..n+1) in `state`. */
+export async function seedBatch(db: Database, id: string, n: number, state: RowState, receivedAt = 1): Promise<PayoutRow[]> {
+  await db('batches').insert({
+    id,
+    file_name: `${id}.csv`,
+    stored_path: `/claimed/${id}.csv`,
+    sha256: id.padEnd(64, '0'),
+    size: 1,
+    mtime_ms: 1,
+    state: 'ACTIVE',
+    received_at: receivedAt,
+    updated_at: receivedAt,
+  });
+  const rows = Array.from({ length: n }, (_, i) => ({
+    batchId: id,
+    line: i + 2,
+    merchantReferenceId: `${id}-${i + 1}`,
+    state: 'VALIDATED' as const,
+    requestJson: `{"merchantReferenceId":"${id}-${i + 1}"}`,
+    payoutCurrency: 'PHP',
+    payoutAmount: '100.50',
+    deductionCurrency: 'USDT',
+    reasonCode: null,
+    reason: null,
+  }));
+  await db.transaction((trx) => insertRows(trx, rows, receivedAt));
+  await db('payouts')
+    .where({ batch_id: id })
+    .update({ state, payout_id: state === 'PENDING' ? db.raw(`'P-' || merchant_reference_id`) : null });
+  const out: PayoutRow[] = [];
+  for await (const r of rowsOfBatch(db, id)) out.push((await getRow(db, r.id)) as PayoutRow);
+  return out;
+}
+
+/** Counts the statements knex sends (the per-row UPDATEs on SQLite bypass knex: prepared once). */
+export function countStatements(db: Database): { stop(): string[] } {
+  const seen: string[] = [];
+  const on = (q: { sql: string }): void => {
+    seen.push(q.sql);
+  };
+  db.on('query', on);
+  return {
+    stop() {
+      db.off('query', on);
+      return seen;
+    },
+  };
+}
+
+/**
+ * Six PENDING rows: three polled with one shared patch, two settled with
+ * their own patches, one settled by someone else before the moves apply
+ * (skipped: no change, no history row).
+ */
+export async function checkGroupedMoves(db: Database): Promise<void> {
+  const rows = await seedBatch(db, 'GM', 6, 'PENDING');
+  const [a, b, c, d, e, f] = rows as [PayoutRow, PayoutRow, PayoutRow, PayoutRow, PayoutRow, PayoutRow];
+  await db('payouts').where({ id: f.id }).update({ state: 'PAID', complete_time: 'earlier' });
+  const now = 5000;
+  const polled = (row: PayoutRow): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: 'PENDING',
+    patch: { pollCount: 1, lastPolledAt: now, nextPollAt: now + 2000 },
+    history: { event: 'polled', outcome: 'PENDING' },
+  });
+  const settled = (row: PayoutRow, completeTime: string): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: 'PAID',
+    patch: { serviceStatus: 'PAID', completeTime, pollCount: 1, lastPolledAt: now },
+    history: { event: 'settled', outcome: 'PAID', detail: completeTime },
+  });
+  const moves = [
+    polled(a),
+    settled(d, '2026-01-01T00:00:01Z'),
+    polled(b),
+    settled(f, 'late'),
+    settled(e, '2026-01-01T00:00:02Z'),
+    polled(c),
+  ];
+
+  const statements = countStatements(db);
+  expect(await applyRowMoves(db, moves, now)).toBe(5);
+  const sent = statements.stop();
+
+  for (const r of [a, b, c]) {
+    expect(await getRow(db, r.id)).toMatchObject({
+      state: 'PENDING',
+      pollCount: 1,
+      lastPolledAt: now,
+      nextPollAt: now + 2000,
+      updatedAt: now,
+    });
+  }
+  expect(await getRow(db, d.id)).toMatchObject({ state: 'PAID', completeTime: '2026-01-01T00:00:01Z', serviceStatus: 'PAID' });
+  expect(await getRow(db, e.id)).toMatchObject({ state: 'PAID', completeTime: '2026-01-01T00:00:02Z', serviceStatus: 'PAID' });
+  // The skipped row is exactly as the other actor left it.
+  expect(await getRow(db, f.id)).toMatchObject({ state: 'PAID', completeTime: 'earlier', pollCount: 0 });
+
+  // One history row per row moved, none for the skipped one.
+  const history = (await db('payout_history').orderBy('id').select('payout_row_id', 'event', 'from_state', 'to_state', 'detail')) as {
+    payout_row_id: number;
+    event: string;
+    from_state: string;
+    to_state: string;
+    detail: string | null;
+  }[];
+  expect(history.map((h) => [Number(h.payout_row_id), h.event, h.from_state, h.to_state, h.detail])).toEqual([
+    [a.id, 'polled', 'PENDING', 'PENDING', null],
+    [d.id, 'settled', 'PENDING', 'PAID', '2026-01-01T00:00:01Z'],
+    [b.id, 'polled', 'PENDING', 'PENDING', null],
+    [e.id, 'settled', 'PENDING', 'PAID', '2026-01-01T00:00:02Z'],
+    [c.id, 'polled', 'PENDING', 'PENDING', null],
+  ]);
+  expect(await historyOf(db, f.id)).toEqual([]);
+
+  // The three shared-patch moves were one UPDATE; all history rows one INSERT.
+  const inserts = sent.filter((s) => /^insert into [`"]?payout_history/i.test(s));
+  const groupUpdates = sent.filter((s) => /^update .*payouts.* in \(/i.test(s));
+  expect(inserts).toHaveLength(1);
+  expect(groupUpdates).toHaveLength(1);
+}
+
+/** Two moves of one row in one list see each other, in order. */
+export async function checkMovesOfOneRowInOrder(db: Database): Promise<void> {
+  const [row] = (await seedBatch(db, 'TW', 1, 'UNKNOWN')) as [PayoutRow];
+  const n = await applyRowMoves(
+    db,
+    [
+      { row, from: 'UNKNOWN', to: 'UNKNOWN', patch: { nextAttemptAt: 10 }, history: { event: 'reconcile-wait' } },
+      { row, from: 'UNKNOWN', to: 'READY', patch: { nextAttemptAt: 20 }, history: { event: 'reconciled-absent' } },
+      // No longer UNKNOWN after the move before: skipped.
+      { row, from: 'UNKNOWN', to: 'PENDING', patch: { nextPollAt: 30 }, history: { event: 'reconciled-found' } },
+    ],
+    100,
+  );
+  expect(n).toBe(2);
+  expect(await getRow(db, row.id)).toMatchObject({ state: 'READY', nextAttemptAt: 20, nextPollAt: null });
+  expect((await historyOf(db, row.id)).map((h) => [h.event, h.fromState, h.toState])).toEqual([
+    ['reconcile-wait', 'UNKNOWN', 'UNKNOWN'],
+    ['reconciled-absent', 'UNKNOWN', 'READY'],
+  ]);
+}
+
+/**
+ * Claims: the older batch first, line order within a batch, rows not yet
+ * due left alone, a batch held for an operator skipped, a balance hold only
+ * once it has run out; every claimed row CREATING with one intent.
+ */
+export async function checkClaimOrder(db: Database): Promise<void> {
+  const older = await seedBatch(db, 'CO-OLD', 3, 'READY', 10);
+  const newer = await seedBatch(db, 'CO-NEW', 3, 'READY', 20);
+  await seedBatch(db, 'CO-HELD', 2, 'READY', 5);
+  await seedBatch(db, 'CO-BAL', 2, 'READY', 30);
+  const now = 1000;
+  await holdBatch(db, 'CO-HELD', 'FILE_CHANGED', 'changed after the claim', null, now);
+  await holdBatch(db, 'CO-BAL', 'INSUFFICIENT_BALANCE', 'no funds', now + 1, now);
+  // The older batch's second row waits for a retry.
+  await db('payouts')
+    .where({ id: older[1]?.id })
+    .update({ next_attempt_at: now + 500 });
+
+  const first = await claimReadyRows(db, 4, now);
+  expect(first.map((r) => [r.batchId, r.line])).toEqual([
+    ['CO-OLD', 2],
+    ['CO-OLD', 4],
+    ['CO-NEW', 2],
+    ['CO-NEW', 3],
+  ]);
+  expect(first.every((r) => r.state === 'CREATING' && r.createAttempts === 1 && r.leaseOwner === 'local')).toBe(true);
+  for (const r of first) {
+    expect(await getRow(db, r.id)).toMatchObject({ state: 'CREATING', createAttempts: 1 });
+    expect((await historyOf(db, r.id)).map((h) => h.event)).toEqual(['intent']);
+  }
+  // Still held by its balance: only the newer batch's last row.
+  expect((await claimReadyRows(db, 10, now)).map((r) => [r.batchId, r.line])).toEqual([['CO-NEW', 4]]);
+  // The balance hold has run out, the retry is due; the operator's hold stays.
+  expect((await claimReadyRows(db, 10, now + 500)).map((r) => [r.batchId, r.line])).toEqual([
+    ['CO-OLD', 3],
+    ['CO-BAL', 2],
+    ['CO-BAL', 3],
+  ]);
+  expect(await claimReadyRows(db, 10, now + 500)).toEqual([]);
+  expect(newer).toHaveLength(3);
+}
