@@ -6,7 +6,7 @@
  * truncated answer; no answer on a connected socket is `timeout`. Plus the
  * answer's shape (headers, decoding) and HTTPS with an operator-added CA.
  */
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TransportError, httpOrigin, sendHttp, type HttpRequest } from '../../src/api/http.js';
 import { closedPort } from './helpers.js';
+import { hasOpenssl, selfSignedCert } from '../support/tls.js';
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
@@ -206,52 +207,17 @@ describe('the answer', () => {
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const DIST_HTTP = join(ROOT, 'dist', 'api', 'http.js');
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('HTTPS', () => {
   // A child process, because NODE_EXTRA_CA_CERTS (how an operator trusts a private CA, for fetch as for node:https) is read at start.
   it.skipIf(!hasOpenssl())('talks to an https base URL whose CA the operator added with NODE_EXTRA_CA_CERTS', async () => {
     if (!existsSync(DIST_HTTP)) throw new Error(`${DIST_HTTP} is missing: run \`npm run build\` first (\`npm test\` does).`);
     const dir = mkdtempSync(join(tmpdir(), 'payoutd-client-tls-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const certFile = join(dir, 'cert.pem');
-    const keyFile = join(dir, 'key.pem');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=127.0.0.1',
-      ].concat(['-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile]),
-      { stdio: 'ignore' },
-    );
+    const { certFile, keyFile } = selfSignedCert(dir);
     const server = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
       req.resume().on('end', () => res.end(`{"code":"0000","path":"${req.url ?? ''}"}`));
     });
-    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-    cleanups.push(
-      () =>
-        new Promise<void>((done) => {
-          server.close(() => done());
-          server.closeAllConnections();
-        }),
-    );
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const url = (await listen(server)).replace(/^http:/, 'https:');
     const script = `
       import { httpOrigin, sendHttp } from ${JSON.stringify(DIST_HTTP)};
       const call = () => sendHttp({ method: 'POST', origin: httpOrigin(new URL(process.argv[1])), path: '/x', headers: {}, body: '{}', timeoutMs: 5000 })

@@ -3,43 +3,20 @@
  * (a throwaway self-signed certificate for 127.0.0.1 made with the openssl
  * CLI; skipped where openssl is missing), and plain HTTP is not spoken.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
+import { hasOpenssl, selfSignedCert as makeCert } from '../support/tls.js';
 import { closeAll, eventBody, eventRows, onClose, send, signedHeaders, startReceiver } from './helpers.js';
 
 afterEach(closeAll);
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function selfSignedCert(): { certFile: string; keyFile: string } {
   const dir = mkdtempSync(join(tmpdir(), 'payoutd-webhook-tls-'));
   onClose(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
-  const certFile = join(dir, 'cert.pem');
-  const keyFile = join(dir, 'key.pem');
-  execFileSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1'].concat([
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-    ]),
-    { stdio: 'ignore' },
-  );
-  return { certFile, keyFile };
+  return makeCert(dir);
 }
 
 it.skipIf(!hasOpenssl())('serves HTTPS when given a certificate and key', async () => {
