@@ -39,24 +39,44 @@ export function emptyRowValues(): RowValues {
   return values;
 }
 
-/** The nested request of already-normalized values. */
+/**
+ * The nested request of already-normalized values. Built with its keys in
+ * sorted order at every level, so its canonical JSON (the stored
+ * request_json) is plain JSON.stringify (src/json's fast path).
+ */
 export function toPayoutRequest(v: RowValues): PayoutRequest {
   return {
-    merchantReferenceId: v.merchantReferenceId,
-    deductionCurrency: v.deductionCurrency,
-    payoutCurrency: v.payoutCurrency,
-    payoutAmount: v.payoutAmount,
-    sender: {
-      firstName: v['sender.firstName'],
-      lastName: v['sender.lastName'],
-      country: v['sender.country'],
-      idType: v['sender.idType'],
-      idValue: v['sender.idValue'],
-    },
     beneficiary: {
       accountName: v['beneficiary.accountName'],
       accountNumber: v['beneficiary.accountNumber'],
       bankCode: v['beneficiary.bankCode'],
     },
+    deductionCurrency: v.deductionCurrency,
+    merchantReferenceId: v.merchantReferenceId,
+    payoutAmount: v.payoutAmount,
+    payoutCurrency: v.payoutCurrency,
+    sender: {
+      country: v['sender.country'],
+      firstName: v['sender.firstName'],
+      idType: v['sender.idType'],
+      idValue: v['sender.idValue'],
+      lastName: v['sender.lastName'],
+    },
+  };
+}
+
+/**
+ * toPayoutRequest of values listed in FIELD_PATHS order (the validator's
+ * working form: an array per row instead of a 12-key object).
+ */
+export function requestOfList(v: readonly string[]): PayoutRequest {
+  const at = (i: number): string => v[i] ?? '';
+  return {
+    beneficiary: { accountName: at(9), accountNumber: at(10), bankCode: at(11) },
+    deductionCurrency: at(1),
+    merchantReferenceId: at(0),
+    payoutAmount: at(3),
+    payoutCurrency: at(2),
+    sender: { country: at(6), firstName: at(4), idType: at(7), idValue: at(8), lastName: at(5) },
   };
 }
