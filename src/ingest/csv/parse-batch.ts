@@ -56,6 +56,8 @@ export interface WrittenMoney {
 }
 
 const NOTHING_WRITTEN: WrittenMoney = { payoutCurrency: '', payoutAmount: '', deductionCurrency: '' };
+/** The errors of every valid row: one shared empty list instead of one per row (frozen: nobody adds to it). */
+const NO_ERRORS = Object.freeze([]) as unknown as RowError[];
 
 export interface BatchParseResult {
   /** Display name the errors carry. */
@@ -234,7 +236,14 @@ class BatchState {
       deductionCurrency: trimSpaces(values.deductionCurrency),
     };
     return 'request' in result
-      ? { line: rec.line, rowNumber, merchantReferenceId: result.request.merchantReferenceId, request: result.request, errors: [], written }
+      ? {
+          line: rec.line,
+          rowNumber,
+          merchantReferenceId: result.request.merchantReferenceId,
+          request: result.request,
+          errors: NO_ERRORS,
+          written,
+        }
       : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: result.errors, written };
   }
 
