@@ -34,9 +34,21 @@ export function isFieldPath(name: string): name is FieldPath {
 
 /** A row with every field empty, to fill in. */
 export function emptyRowValues(): RowValues {
-  const values = {} as RowValues;
-  for (const field of FIELD_PATHS) values[field] = '';
-  return values;
+  // A literal (one per row at ingest): one object shape, no keyed stores in a loop.
+  return {
+    merchantReferenceId: '',
+    deductionCurrency: '',
+    payoutCurrency: '',
+    payoutAmount: '',
+    'sender.firstName': '',
+    'sender.lastName': '',
+    'sender.country': '',
+    'sender.idType': '',
+    'sender.idValue': '',
+    'beneficiary.accountName': '',
+    'beneficiary.accountNumber': '',
+    'beneficiary.bankCode': '',
+  };
 }
 
 /**
@@ -65,18 +77,31 @@ export function toPayoutRequest(v: RowValues): PayoutRequest {
   };
 }
 
+/** Position of each field in FIELD_PATHS. */
+const INDEX_OF = Object.fromEntries(FIELD_PATHS.map((field, i) => [field, i])) as Record<FieldPath, number>;
+
 /**
  * toPayoutRequest of values listed in FIELD_PATHS order (the validator's
  * working form: an array per row instead of a 12-key object).
  */
 export function requestOfList(v: readonly string[]): PayoutRequest {
-  const at = (i: number): string => v[i] ?? '';
+  const at = (field: FieldPath): string => v[INDEX_OF[field]] ?? '';
   return {
-    beneficiary: { accountName: at(9), accountNumber: at(10), bankCode: at(11) },
-    deductionCurrency: at(1),
-    merchantReferenceId: at(0),
-    payoutAmount: at(3),
-    payoutCurrency: at(2),
-    sender: { country: at(6), firstName: at(4), idType: at(7), idValue: at(8), lastName: at(5) },
+    beneficiary: {
+      accountName: at('beneficiary.accountName'),
+      accountNumber: at('beneficiary.accountNumber'),
+      bankCode: at('beneficiary.bankCode'),
+    },
+    deductionCurrency: at('deductionCurrency'),
+    merchantReferenceId: at('merchantReferenceId'),
+    payoutAmount: at('payoutAmount'),
+    payoutCurrency: at('payoutCurrency'),
+    sender: {
+      country: at('sender.country'),
+      firstName: at('sender.firstName'),
+      idType: at('sender.idType'),
+      idValue: at('sender.idValue'),
+      lastName: at('sender.lastName'),
+    },
   };
 }
