@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { insertRows, rowsOfBatch, type NewPayoutRow } from '../../src/store/payouts.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import type { Database } from '../../src/store/db.js';
 import { openTestDatabase } from '../support/database.js';
 
@@ -57,24 +57,24 @@ function rowsFor(batchId: string, count: number): NewPayoutRow[] {
   });
 }
 
+/** The stored rows of a batch, read back with plain SQL (not through another store reader). */
 async function stored(batchId: string): Promise<NewPayoutRow[]> {
-  const out: NewPayoutRow[] = [];
-  for await (const r of rowsOfBatch(db, batchId)) {
-    expect(r.updatedAt).toBe(42);
-    out.push({
-      batchId: r.batchId,
-      line: r.line,
-      merchantReferenceId: r.merchantReferenceId,
+  const rows = (await db('payouts').where({ batch_id: batchId }).orderBy('line')) as Record<string, unknown>[];
+  return rows.map((r) => {
+    expect(r.updated_at).toBe(42);
+    return {
+      batchId: r.batch_id as string,
+      line: r.line as number,
+      merchantReferenceId: r.merchant_reference_id as string,
       state: r.state as NewPayoutRow['state'],
-      requestJson: r.requestJson,
-      payoutCurrency: r.payoutCurrency,
-      payoutAmount: r.payoutAmount,
-      deductionCurrency: r.deductionCurrency,
-      reasonCode: r.reasonCode,
-      reason: r.reason,
-    });
-  }
-  return out;
+      requestJson: r.request_json as string | null,
+      payoutCurrency: r.payout_currency as string | null,
+      payoutAmount: r.payout_amount as string | null,
+      deductionCurrency: r.deduction_currency as string | null,
+      reasonCode: r.reason_code as string | null,
+      reason: r.reason as string | null,
+    };
+  });
 }
 
 describe('insertRows', () => {
