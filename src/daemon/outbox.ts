@@ -9,6 +9,7 @@ import type { PayoutRequest } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from '../store/db.js';
 import type { BatchRecord } from '../store/batches.js';
+import { ackRowPages, type AckSourceRow } from '../store/acks.js';
 import { rowsOfBatch, type BatchResultRow } from '../store/payouts.js';
 import { batchRetrySource, countCancelledRows } from '../store/reports.js';
 import {
@@ -86,7 +87,7 @@ export function rowOutcome(row: BatchResultRow): RowOutcome {
 
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
-function ackRow(row: BatchResultRow): AckRow {
+function ackRow(row: AckSourceRow): AckRow {
   const accepted = ACCEPTED_STATES.includes(row.state);
   return {
     line: row.line,
@@ -98,6 +99,11 @@ function ackRow(row: BatchResultRow): AckRow {
 
 async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow) => T): AsyncGenerator<T> {
   for await (const row of rowsOfBatch(db, batchId)) yield f(row);
+}
+
+/** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack). */
+async function* ackRows(db: Database, batchId: string): AsyncGenerator<AckRow> {
+  for await (const page of ackRowPages(db, batchId)) for (const row of page) yield ackRow(row);
 }
 
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
@@ -135,7 +141,7 @@ export class BatchOutbox {
 
   /** Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
-    return writeAckFile(this.dir, identityOf(batch), mapRows(this.db, batch.id, ackRow), { bom: this.bom, fileRejection });
+    return writeAckFile(this.dir, identityOf(batch), ackRows(this.db, batch.id), { bom: this.bom, fileRejection });
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

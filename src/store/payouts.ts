@@ -10,6 +10,7 @@ import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
 import { runPrepared } from './prepared.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
+import { sqliteBulkInserter } from './bulk-insert.js';
 
 export interface PayoutRow {
   id: number;
@@ -121,30 +122,39 @@ const INSERT_COLUMNS = [
 
 /**
  * Inserts rows with multi-row INSERT statements built once per chunk (knex's
- * per-row query building dominates a million-row ingest otherwise).
+ * per-row query building dominates a million-row ingest otherwise); inside a
+ * transaction on SQLite as prepared statements reused across chunks.
  */
 export async function insertRows(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
   const perStatement = Math.floor(30_000 / INSERT_COLUMNS.length);
+  const prepared = await sqliteBulkInserter(db);
   for (let i = 0; i < rows.length; i += perStatement) {
-    const chunk = rows.slice(i, i + perStatement);
-    const placeholders = `(${INSERT_COLUMNS.map(() => '?').join(',')})`;
-    const values: Knex.Value[] = [];
-    for (const r of chunk) {
-      values.push(
-        r.batchId,
-        r.line,
-        r.merchantReferenceId,
-        r.state,
-        r.requestJson,
-        r.payoutCurrency,
-        r.payoutAmount,
-        r.deductionCurrency,
-        r.reasonCode,
-        r.reason,
-        now,
+    const end = Math.min(rows.length, i + perStatement);
+    const values: Knex.Value[] = new Array<Knex.Value>((end - i) * INSERT_COLUMNS.length);
+    let k = 0;
+    for (let j = i; j < end; j++) {
+      const r = rows[j] as NewPayoutRow;
+      values[k++] = r.batchId;
+      values[k++] = r.line;
+      values[k++] = r.merchantReferenceId;
+      values[k++] = r.state;
+      values[k++] = r.requestJson;
+      values[k++] = r.payoutCurrency;
+      values[k++] = r.payoutAmount;
+      values[k++] = r.deductionCurrency;
+      values[k++] = r.reasonCode;
+      values[k++] = r.reason;
+      values[k++] = now;
+    }
+    if (prepared) {
+      prepared('payouts', INSERT_COLUMNS, end - i, values);
+    } else {
+      const placeholders = `(${INSERT_COLUMNS.map(() => '?').join(',')})`;
+      await db.raw(
+        `INSERT INTO payouts (${INSERT_COLUMNS.join(',')}) VALUES ${new Array<string>(end - i).fill(placeholders).join(',')}`,
+        values,
       );
     }
-    await db.raw(`INSERT INTO payouts (${INSERT_COLUMNS.join(',')}) VALUES ${chunk.map(() => placeholders).join(',')}`, values);
   }
 }
 

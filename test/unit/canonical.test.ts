@@ -5,7 +5,15 @@
  * spec 5.3 fallbacks for empty and unparsable bodies, and `sortKeys: false`.
  */
 import { describe, expect, it } from 'vitest';
-import { canonicalStringify, DEFAULT_CANONICAL, JsonNumber, minifyBodyText, parseLossless, plainNumberText } from '../../src/json/index.js';
+import {
+  canonicalStringify,
+  DEFAULT_CANONICAL,
+  genericCanonicalStringify,
+  JsonNumber,
+  minifyBodyText,
+  parseLossless,
+  plainNumberText,
+} from '../../src/json/index.js';
 
 const KEEP_ORDER = { sortKeys: false };
 const n = (text: string) => new JsonNumber(text);
@@ -186,5 +194,89 @@ describe('parseLossless', () => {
     expect(parsed['a']).toBeInstanceOf(JsonNumber);
     expect(String(parsed['a'])).toBe('12345678901234567890.123456789');
     expect(String(parsed['b'])).toBe('1e21');
+  });
+});
+
+/**
+ * canonicalStringify takes a JSON.stringify fast path for plain objects whose
+ * keys are already sorted. Stored request_json is compared byte for byte
+ * across batches (markEarlierReferences), so the fast path must never change
+ * a byte: every value here is written by both and the texts must be equal.
+ */
+describe("canonicalStringify fast path gives the generic writer's bytes", () => {
+  const request = (over: Partial<Record<string, unknown>> = {}): Record<string, unknown> => ({
+    beneficiary: { accountName: 'Maria Dela Cruz', accountNumber: '1234567890', bankCode: 'BOPIPHMM' },
+    deductionCurrency: 'USDT',
+    merchantReferenceId: 'REF-0001',
+    payoutAmount: '1500.5',
+    payoutCurrency: 'PHP',
+    sender: { country: 'PH', firstName: 'Juan', idType: 'PASSPORT', idValue: 'P1234567', lastName: 'Santos' },
+    ...over,
+  });
+  const astral = '\u{1F600}';
+  const cases: [string, unknown][] = [
+    ['a request in sorted key order', request()],
+    [
+      'a request in the order a row is read',
+      {
+        merchantReferenceId: 'R1',
+        deductionCurrency: 'USDC',
+        payoutCurrency: 'EUR',
+        payoutAmount: '10',
+        sender: { firstName: 'A', lastName: 'B', country: 'DE', idType: 'TAX_ID', idValue: 'X' },
+        beneficiary: { accountName: 'C', accountNumber: 'DE89370400440532013000', bankCode: 'COBADEFFXXX' },
+      },
+    ],
+    [
+      'unicode names',
+      request({ sender: { country: 'DE', firstName: 'José Müller', idType: 'PASSPORT', idValue: '中文', lastName: `Ñandú ${astral}` } }),
+    ],
+    ['escapes and controls', request({ merchantReferenceId: 'a"b\\c\n\t\u0001\u001f\u007f\u2028\u2029/' })],
+    ['a lone surrogate', request({ merchantReferenceId: '\ud800x\udfff' })],
+    ['numbers as strings', request({ payoutAmount: '0.000001', payoutCurrency: '1e3' })],
+    ['empty strings and empty objects', { '': '', a: {}, b: { c: {} } }],
+    ['nulls and booleans', { a: null, b: true, c: false, d: { e: null } }],
+    ['safe integers', { a: 0, b: -0, c: 9007199254740991, d: -42 }],
+    ['undefined properties', { a: undefined, b: 'x', c: { d: undefined } }],
+    ['unsorted keys', { b: 'x', a: 'y', c: { z: '1', y: '2' } }],
+    ['keys by code point beyond ASCII', { [astral]: 'a', '\uFF01': 'b', é: 'c', a: 'd' }],
+    ['integer-like keys', { b: 'x', '10': 'y', '2': 'z', a: { '1': 'p', '0': 'q' } }],
+    ['JsonNumbers', { a: n('1.50'), b: n('1e3'), c: 'x' }],
+    ['arrays', { a: ['x', 1, null, { c: 'd', b: 'e' }], b: [] }],
+    ['a null-prototype object', Object.assign(Object.create(null) as object, { a: 'x', b: { c: 'y' } })],
+    ['bigints', { a: 12345678901234567890n, b: 'x' }],
+  ];
+  for (const [name, value] of cases) {
+    it(name, () => {
+      const generic = genericCanonicalStringify(value);
+      expect(canonicalStringify(value)).toBe(generic);
+      expect(canonicalStringify(value, KEEP_ORDER)).toBe(genericCanonicalStringify(value, KEEP_ORDER));
+    });
+  }
+
+  it('still refuses what the generic writer refuses', () => {
+    expect(() => canonicalStringify({ a: 1.5 })).toThrow(TypeError);
+    expect(() => canonicalStringify({ a: new Date(0) })).toThrow(TypeError);
+    expect(() => canonicalStringify({ a: () => 1 })).toThrow(TypeError);
+    expect(() => canonicalStringify({ a: { toJSON: () => 'x' } })).toThrow(TypeError);
+  });
+
+  it('matches over many generated requests', () => {
+    const alphabet = ['a', 'Z', '0', ' ', '"', '\\', '\n', 'é', '中', astral, '\u0000', '\ud83d', '-', '.'];
+    let seed = 7;
+    const next = (k: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % k;
+    };
+    const text = (): string => Array.from({ length: next(12) }, () => alphabet[next(alphabet.length)] ?? '').join('');
+    for (let i = 0; i < 500; i++) {
+      const value = request({
+        merchantReferenceId: text(),
+        payoutAmount: `${next(100000)}.${next(100)}`,
+        sender: { country: text(), firstName: text(), idType: text(), idValue: text(), lastName: text() },
+        beneficiary: { accountName: text(), accountNumber: text(), bankCode: text() },
+      });
+      expect(canonicalStringify(value)).toBe(genericCanonicalStringify(value));
+    }
   });
 });

@@ -40,7 +40,13 @@ export interface FoundTotals {
 }
 
 export function isControlRecord(fields: readonly string[]): boolean {
-  return fields.length > 0 && trimSpaces(fields[0] ?? '').toUpperCase() === CONTROL_MARKER;
+  const first = fields[0];
+  if (first === undefined) return false;
+  // Cheap test first (called for every row): the marker starts with '#' after any leading spaces.
+  let i = 0;
+  while (i < first.length && first.charCodeAt(i) === 0x20) i++;
+  if (first.charCodeAt(i) !== 0x23) return false;
+  return trimSpaces(first).toUpperCase() === CONTROL_MARKER;
 }
 
 /** Collects control lines into one block, reporting malformed ones. */

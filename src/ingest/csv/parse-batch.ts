@@ -15,7 +15,7 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CsvError, parse, type Options as CsvOptions } from 'csv-parse';
 import { PayoutdError } from '../../domain/errors.js';
-import { Decimal, decimalText, isPlainDecimal } from '../../domain/money.js';
+import { decimalText, isPlainDecimal, type Decimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
 import { emptyRowValues, FIELD_PATHS, type FieldPath, type RowValues } from '../rules/fields.js';
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
@@ -26,6 +26,7 @@ import { compareControls, ControlBlock, isControlRecord, readSidecar, type Contr
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
 import { LineTracker } from './lines.js';
+import { ExactTotal } from './totals.js';
 import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Guard } from './utf8.js';
 
@@ -56,6 +57,8 @@ export interface WrittenMoney {
 }
 
 const NOTHING_WRITTEN: WrittenMoney = { payoutCurrency: '', payoutAmount: '', deductionCurrency: '' };
+/** The errors of every valid row: one shared empty list instead of one per row (frozen: nobody adds to it). */
+const NO_ERRORS = Object.freeze([]) as unknown as RowError[];
 
 export interface BatchParseResult {
   /** Display name the errors carry. */
@@ -121,7 +124,8 @@ class BatchState {
   invalidCount = 0;
   errorCount = 0;
   unsummedRows = 0;
-  readonly totals = new Map<string, Decimal>();
+  /** Running sums per payout currency (see totalsByCurrency). */
+  readonly totals = new Map<string, ExactTotal>();
   readonly trailer: ControlBlock;
   lastLine: number | null = null;
   private notAtEndReported = false;
@@ -234,8 +238,20 @@ class BatchState {
       deductionCurrency: trimSpaces(values.deductionCurrency),
     };
     return 'request' in result
-      ? { line: rec.line, rowNumber, merchantReferenceId: result.request.merchantReferenceId, request: result.request, errors: [], written }
+      ? {
+          line: rec.line,
+          rowNumber,
+          merchantReferenceId: result.request.merchantReferenceId,
+          request: result.request,
+          errors: NO_ERRORS,
+          written,
+        }
       : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: result.errors, written };
+  }
+
+  /** The sums of payoutAmount per payoutCurrency so far. */
+  totalsByCurrency(): Map<string, Decimal> {
+    return new Map([...this.totals].map(([currency, total]) => [currency, total.toDecimal()]));
   }
 
   private addToTotals(values: RowValues): void {
@@ -246,7 +262,12 @@ class BatchState {
       this.unsummedRows++;
       return;
     }
-    this.totals.set(currency, (this.totals.get(currency) ?? new Decimal(0)).plus(amount));
+    let total = this.totals.get(currency);
+    if (!total) {
+      total = new ExactTotal();
+      this.totals.set(currency, total);
+    }
+    total.add(amount);
   }
 }
 
@@ -361,7 +382,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     errorCount: state.errorCount,
     storedErrors: state.storedErrors,
     controlTotals,
-    totals: Object.fromEntries([...state.totals.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, d]) => [c, decimalText(d)])),
+    totals: Object.fromEntries(
+      [...state.totalsByCurrency().entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, d]) => [c, decimalText(d)]),
+    ),
     unsummedRows: state.unsummedRows,
   };
 }
@@ -394,7 +417,7 @@ async function checkControls(
   if (blocks.length === 0 && required) {
     state.fileErrorAt(null, 'CONTROL_MISSING', `control totals are required: add #CONTROL trailer lines or a ${displayName}.ctl file`);
   }
-  const found = { rows: state.rowCount, totals: state.totals, unsummedRows: state.unsummedRows };
+  const found = { rows: state.rowCount, totals: state.totalsByCurrency(), unsummedRows: state.unsummedRows };
   for (const block of blocks) {
     for (const error of compareControls(block, found)) state.fileError(error);
   }

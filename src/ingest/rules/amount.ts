@@ -6,7 +6,7 @@
  * says what is wrong with them (decimal comma, thousands separators,
  * exponent, sign), because that is what finance needs to fix the sheet.
  */
-import { Decimal, decimalText, fractionDigits, isPlainDecimal, normalizeAmount } from '../../domain/money.js';
+import { decimalText, fractionDigits, isPlainDecimal, normalizeAmount, type Decimal } from '../../domain/money.js';
 import { quoteValue } from './row-error.js';
 
 export type AmountFormatCode = 'AMOUNT_LOCALE_FORMAT' | 'AMOUNT_EXPONENT' | 'AMOUNT_NEGATIVE' | 'AMOUNT_ZERO' | 'AMOUNT_INVALID';
@@ -71,6 +71,38 @@ export function amountFormatProblem(text: string): AmountProblem | null {
   return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} is not a plain decimal number (digits with an optional '.' fraction)` };
 }
 
+/** Normal-form text of each limit, computed once per limit (limits live as long as the compiled rules). */
+const LIMIT_TEXT = new WeakMap<Decimal, string>();
+
+function limitText(limit: Decimal): string {
+  let text = LIMIT_TEXT.get(limit);
+  if (text === undefined) {
+    text = decimalText(limit);
+    LIMIT_TEXT.set(limit, text);
+  }
+  return text;
+}
+
+/**
+ * Compares two non-negative amounts in normal form (normalizeAmount: no
+ * leading zeros, no trailing fractional zeros) on their text, without a
+ * Decimal per row: a longer integer part is larger; equal integer parts are
+ * decided by the fractions compared as digit strings (a missing digit reads
+ * as 0, and normal form has no trailing zeros, so plain string order is
+ * numeric order).
+ */
+export function compareNormal(a: string, b: string): number {
+  const dotA = a.indexOf('.');
+  const dotB = b.indexOf('.');
+  const intA = dotA < 0 ? a : a.slice(0, dotA);
+  const intB = dotB < 0 ? b : b.slice(0, dotB);
+  if (intA.length !== intB.length) return intA.length < intB.length ? -1 : 1;
+  if (intA !== intB) return intA < intB ? -1 : 1;
+  const fracA = dotA < 0 ? '' : a.slice(dotA + 1);
+  const fracB = dotB < 0 ? '' : b.slice(dotB + 1);
+  return fracA === fracB ? 0 : fracA < fracB ? -1 : 1;
+}
+
 /**
  * Checks a plain, positive amount against the currency. Trailing fractional
  * zeros do not count as decimals (`100.50` is fine for a 2-digit currency,
@@ -86,14 +118,13 @@ export function amountRangeProblem(text: string, currency: string, minorUnits: n
     };
   }
   if (limits.min === null && limits.max === null) return null;
-  const value = new Decimal(normal);
-  if (limits.min !== null && value.lessThan(limits.min)) {
+  if (limits.min !== null && compareNormal(normal, limitText(limits.min)) < 0) {
     return {
       code: 'AMOUNT_BELOW_MIN',
       message: `payoutAmount ${quoteValue(text)} is below the minimum ${decimalText(limits.min)} ${currency}`,
     };
   }
-  if (limits.max !== null && value.greaterThan(limits.max)) {
+  if (limits.max !== null && compareNormal(normal, limitText(limits.max)) > 0) {
     return {
       code: 'AMOUNT_ABOVE_MAX',
       message: `payoutAmount ${quoteValue(text)} is above the maximum ${decimalText(limits.max)} ${currency}`,

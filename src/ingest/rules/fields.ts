@@ -34,29 +34,74 @@ export function isFieldPath(name: string): name is FieldPath {
 
 /** A row with every field empty, to fill in. */
 export function emptyRowValues(): RowValues {
-  const values = {} as RowValues;
-  for (const field of FIELD_PATHS) values[field] = '';
-  return values;
+  // A literal (one per row at ingest): one object shape, no keyed stores in a loop.
+  return {
+    merchantReferenceId: '',
+    deductionCurrency: '',
+    payoutCurrency: '',
+    payoutAmount: '',
+    'sender.firstName': '',
+    'sender.lastName': '',
+    'sender.country': '',
+    'sender.idType': '',
+    'sender.idValue': '',
+    'beneficiary.accountName': '',
+    'beneficiary.accountNumber': '',
+    'beneficiary.bankCode': '',
+  };
 }
 
-/** The nested request of already-normalized values. */
+/**
+ * The nested request of already-normalized values. Built with its keys in
+ * sorted order at every level, so its canonical JSON (the stored
+ * request_json) is plain JSON.stringify (src/json's fast path).
+ */
 export function toPayoutRequest(v: RowValues): PayoutRequest {
   return {
-    merchantReferenceId: v.merchantReferenceId,
-    deductionCurrency: v.deductionCurrency,
-    payoutCurrency: v.payoutCurrency,
-    payoutAmount: v.payoutAmount,
-    sender: {
-      firstName: v['sender.firstName'],
-      lastName: v['sender.lastName'],
-      country: v['sender.country'],
-      idType: v['sender.idType'],
-      idValue: v['sender.idValue'],
-    },
     beneficiary: {
       accountName: v['beneficiary.accountName'],
       accountNumber: v['beneficiary.accountNumber'],
       bankCode: v['beneficiary.bankCode'],
+    },
+    deductionCurrency: v.deductionCurrency,
+    merchantReferenceId: v.merchantReferenceId,
+    payoutAmount: v.payoutAmount,
+    payoutCurrency: v.payoutCurrency,
+    sender: {
+      country: v['sender.country'],
+      firstName: v['sender.firstName'],
+      idType: v['sender.idType'],
+      idValue: v['sender.idValue'],
+      lastName: v['sender.lastName'],
+    },
+  };
+}
+
+/** Position of each field in FIELD_PATHS. */
+const INDEX_OF = Object.fromEntries(FIELD_PATHS.map((field, i) => [field, i])) as Record<FieldPath, number>;
+
+/**
+ * toPayoutRequest of values listed in FIELD_PATHS order (the validator's
+ * working form: an array per row instead of a 12-key object).
+ */
+export function requestOfList(v: readonly string[]): PayoutRequest {
+  const at = (field: FieldPath): string => v[INDEX_OF[field]] ?? '';
+  return {
+    beneficiary: {
+      accountName: at('beneficiary.accountName'),
+      accountNumber: at('beneficiary.accountNumber'),
+      bankCode: at('beneficiary.bankCode'),
+    },
+    deductionCurrency: at('deductionCurrency'),
+    merchantReferenceId: at('merchantReferenceId'),
+    payoutAmount: at('payoutAmount'),
+    payoutCurrency: at('payoutCurrency'),
+    sender: {
+      country: at('sender.country'),
+      firstName: at('sender.firstName'),
+      idType: at('sender.idType'),
+      idValue: at('sender.idValue'),
+      lastName: at('sender.lastName'),
     },
   };
 }

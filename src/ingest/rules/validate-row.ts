@@ -7,8 +7,8 @@
 import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber, type PayoutRequest } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
-import { abaProblem, bicProblem } from './bank-codes.js';
-import { FIELD_PATHS, toPayoutRequest, type FieldPath, type RowValues } from './fields.js';
+import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
+import { FIELD_PATHS, requestOfList, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './options.js';
@@ -29,7 +29,8 @@ export interface RowInput {
 export type RowValidation = { request: PayoutRequest } | { errors: RowError[] };
 
 type Problem = { code: RowErrorCode; message: string };
-type Check = { ok: string } | Problem;
+/** The normalized value when the check passes, else the problem (a string, not `{ ok }`: no object per valid cell). */
+type Check = string | Problem;
 
 const NAME_FIELDS: ReadonlySet<FieldPath> = new Set(['sender.firstName', 'sender.lastName', 'beneficiary.accountName']);
 const UPPER_CASED: ReadonlySet<FieldPath> = new Set([
@@ -39,6 +40,8 @@ const UPPER_CASED: ReadonlySet<FieldPath> = new Set([
   'sender.idType',
   'beneficiary.bankCode',
 ]);
+/** UPPER_CASED by position in FIELD_PATHS (looked up once per cell). */
+const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASED.has(field));
 
 /** How a field's value may appear in a message: account numbers masked, personal data not at all. */
 function shown(field: FieldPath, value: string): string {
@@ -55,7 +58,7 @@ function tooLong(field: FieldPath, value: string, max: number): Problem | null {
 function checkAccountNumber(value: string, currency: string | null, rules: CompiledRules): Check {
   const rule = currency === null ? undefined : rules.accountRule(currency);
   if (!rule || (!rule.iban && !rule.accountPattern)) {
-    return tooLong('beneficiary.accountNumber', value, rules.accountMaxLength) ?? { ok: value };
+    return tooLong('beneficiary.accountNumber', value, rules.accountMaxLength) ?? value;
   }
   if (rule.accountPattern && !rule.accountPattern.regex.test(value)) {
     return {
@@ -63,10 +66,10 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
       message: `beneficiary.accountNumber ${maskAccountNumber(value)} does not match the ${currency} account format ${rule.accountPattern.text}`,
     };
   }
-  if (!rule.iban) return { ok: value };
+  if (!rule.iban) return value;
   const iban = compactIban(value);
   const problem = ibanProblem(iban);
-  if (problem === null) return { ok: iban };
+  if (problem === null) return iban;
   const ibanMasked = maskAccountNumber(iban);
   switch (problem.kind) {
     case 'format':
@@ -89,40 +92,43 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
 function checkBankCode(value: string, currency: string | null, rules: CompiledRules): Check {
   const rule = currency === null ? undefined : rules.accountRule(currency);
   if (!rule || (!rule.bankFormat && !rule.bankPattern)) {
-    return tooLong('beneficiary.bankCode', value, rules.accountMaxLength) ?? { ok: value };
+    return tooLong('beneficiary.bankCode', value, rules.accountMaxLength) ?? value;
   }
   const problem = bankCodeProblem(value, rule);
-  return problem ?? { ok: value };
+  return problem ?? value;
 }
 
 function bankCodeProblem(value: string, rule: CompiledAccountRule): Problem | null {
-  const v = quoteValue(value);
   if (rule.bankPattern && !rule.bankPattern.regex.test(value)) {
     return {
       code: 'BANK_CODE_INVALID',
-      message: `beneficiary.bankCode ${v} does not match the ${rule.currency} bank code format ${rule.bankPattern.text}`,
+      message: `beneficiary.bankCode ${quoteValue(value)} does not match the ${rule.currency} bank code format ${rule.bankPattern.text}`,
     };
   }
+  const problem = rule.bankFormat === 'bic' ? bicProblem(value) : rule.bankFormat === 'aba' ? abaProblem(value) : null;
+  // Quoted only when there is something to say (most codes are valid).
+  return problem === null ? null : bankFormatProblem(quoteValue(value), rule, problem);
+}
+
+function bankFormatProblem(v: string, rule: CompiledAccountRule, problem: BicProblem | AbaProblem): Problem | null {
   if (rule.bankFormat === 'bic') {
-    const problem = bicProblem(value);
-    if (problem?.kind === 'format') {
+    if (problem.kind === 'format') {
       return {
         code: 'BIC_INVALID',
         message: `beneficiary.bankCode ${v} is not a BIC (8 or 11 characters: bank, country, location, branch)`,
       };
     }
-    if (problem?.kind === 'country') {
+    if (problem.kind === 'country') {
       return { code: 'BIC_INVALID', message: `beneficiary.bankCode ${v}: ${problem.country} in the BIC is not a country code` };
     }
   } else if (rule.bankFormat === 'aba') {
-    const problem = abaProblem(value);
-    if (problem?.kind === 'format') {
+    if (problem.kind === 'format') {
       return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v} is not an ABA routing number (9 digits)` };
     }
-    if (problem?.kind === 'prefix') {
+    if (problem.kind === 'prefix') {
       return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v}: ${problem.prefix} is not a valid routing number prefix` };
     }
-    if (problem?.kind === 'checksum') {
+    if (problem.kind === 'checksum') {
       return { code: 'ABA_CHECKSUM', message: `beneficiary.bankCode ${v}: the ABA routing number checksum does not match (typo?)` };
     }
   }
@@ -146,11 +152,11 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
           message: `merchantReferenceId ${quoteValue(value)} has characters outside the allowed pattern ${rules.referencePattern.text}`,
         };
       }
-      return { ok: value };
+      return value;
     }
     case 'deductionCurrency':
       return rules.deductionCurrencies.has(value)
-        ? { ok: value }
+        ? value
         : {
             code: 'DEDUCTION_CURRENCY_UNSUPPORTED',
             message: `deductionCurrency ${quoteValue(value)} is not supported; use one of ${[...rules.deductionCurrencies].join(', ')}`,
@@ -160,7 +166,7 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
         return { code: 'CURRENCY_UNKNOWN', message: `payoutCurrency ${quoteValue(value)} is not an ISO 4217 currency code` };
       }
       return rules.payoutCurrencies.has(value)
-        ? { ok: value }
+        ? value
         : {
             code: 'CURRENCY_UNSUPPORTED',
             message: `payoutCurrency ${quoteValue(value)} is not enabled; enabled: ${[...rules.payoutCurrencies].join(', ')}`,
@@ -172,22 +178,22 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
         const range = amountRangeProblem(value, currency, rules.minorUnits(currency) ?? 0, rules.amountLimits(currency));
         if (range) return range;
       }
-      return { ok: normalizeAmount(value) };
+      return normalizeAmount(value);
     }
     case 'sender.country':
       return ISO_3166_ALPHA2.has(value)
-        ? { ok: value }
+        ? value
         : { code: 'COUNTRY_INVALID', message: `sender.country ${quoteValue(value)} is not an ISO 3166-1 alpha-2 country code` };
     case 'sender.idType':
       return rules.idTypes.has(value)
-        ? { ok: value }
+        ? value
         : { code: 'ID_TYPE_UNSUPPORTED', message: `sender.idType ${quoteValue(value)} is not one of ${[...rules.idTypes].join(', ')}` };
     case 'sender.idValue':
-      return tooLong(field, value, rules.idValueMaxLength) ?? { ok: value };
+      return tooLong(field, value, rules.idValueMaxLength) ?? value;
     case 'sender.firstName':
     case 'sender.lastName':
     case 'beneficiary.accountName':
-      return tooLong(field, value, rules.nameMaxLength) ?? { ok: value };
+      return tooLong(field, value, rules.nameMaxLength) ?? value;
     case 'beneficiary.accountNumber':
       return checkAccountNumber(value, currency, rules);
     case 'beneficiary.bankCode':
@@ -197,15 +203,17 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
 
 /** Validates and normalizes one row. */
 export function validateRow(input: RowInput, rules: CompiledRules): RowValidation {
-  const errors: RowError[] = [];
-  const normalized = { ...input.values };
+  // Allocated only for a row with a problem: most rows are valid.
+  let errors: RowError[] | null = null;
+  const normalized: string[] = new Array<string>(FIELD_PATHS.length);
   const currency = usableCurrency(trimSpaces(input.values.payoutCurrency).toUpperCase(), rules);
-  for (const field of FIELD_PATHS) {
+  for (let i = 0; i < FIELD_PATHS.length; i++) {
+    const field = FIELD_PATHS[i] as FieldPath;
     const trimmed = trimSpaces(input.values[field]);
-    const value = UPPER_CASED.has(field) ? trimmed.toUpperCase() : trimmed;
+    const value = UPPER_CASED_AT[i] ? trimmed.toUpperCase() : trimmed;
     let result: Check;
     if (value === '') {
-      result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : { ok: '' };
+      result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : '';
     } else {
       const control = firstControlCharacter(value);
       result = control
@@ -215,10 +223,10 @@ export function validateRow(input: RowInput, rules: CompiledRules): RowValidatio
           }
         : checkField(field, value, currency, rules);
     }
-    if ('ok' in result) {
-      normalized[field] = result.ok;
+    if (typeof result === 'string') {
+      normalized[i] = result;
     } else {
-      errors.push({
+      (errors ??= []).push({
         file: input.file,
         line: input.line,
         column: input.columns[field] ?? null,
@@ -228,5 +236,5 @@ export function validateRow(input: RowInput, rules: CompiledRules): RowValidatio
       });
     }
   }
-  return errors.length > 0 ? { errors } : { request: toPayoutRequest(normalized) };
+  return errors !== null ? { errors } : { request: requestOfList(normalized) };
 }

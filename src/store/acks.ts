@@ -1,0 +1,40 @@
+/**
+ * The rows of a batch as its acknowledgement file needs them: line,
+ * reference, state and reason only. Reading the full 30-column rows back
+ * (rowsOfBatch) costs most of the ack of a large batch in building objects
+ * no one reads; this reader selects the five columns the ack uses.
+ */
+import type { RowState } from '../domain/lifecycle.js';
+import type { Database } from './db.js';
+
+/** What the acknowledgement says about one row. */
+export interface AckSourceRow {
+  line: number;
+  merchantReferenceId: string;
+  state: RowState;
+  reasonCode: string | null;
+  reason: string | null;
+}
+
+/**
+ * Every row of a batch in line order, a page at a time (pages rather than
+ * rows: one await per page instead of one per row). Paged by line, which the
+ * (batch_id, line) unique index serves.
+ */
+export async function* ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
+  let afterLine = -1;
+  for (;;) {
+    // Aliased in SQL, so the driver's row objects are the rows handed out (no second object per row).
+    const page = (await db('payouts')
+      .select('line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason')
+      .where({ batch_id: batchId })
+      .andWhere('line', '>', afterLine)
+      .orderBy('line')
+      .limit(pageSize)) as AckSourceRow[];
+    const last = page[page.length - 1];
+    if (last === undefined) return;
+    yield page;
+    if (page.length < pageSize) return;
+    afterLine = last.line;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * ExactTotal (src/ingest/csv/totals.ts), the file's running sum per currency
+ * that control totals are checked against: it must agree exactly with
+ * decimal.js over amounts of mixed scales, leading zeros and huge values.
+ */
+import { describe, expect, it } from 'vitest';
+import { Decimal, decimalText } from '../../src/domain/money.js';
+import { ExactTotal } from '../../src/ingest/csv/totals.js';
+
+function both(amounts: string[]): [string, string] {
+  const exact = new ExactTotal();
+  let reference = new Decimal(0);
+  for (const a of amounts) {
+    exact.add(a);
+    reference = reference.plus(a);
+  }
+  return [decimalText(exact.toDecimal()), decimalText(reference)];
+}
+
+describe('ExactTotal', () => {
+  it('is zero with nothing added', () => {
+    expect(decimalText(new ExactTotal().toDecimal())).toBe('0');
+  });
+
+  const cases: [string, string[], string][] = [
+    ['integers', ['1', '2', '3'], '6'],
+    ['a scale that rises', ['1', '0.5', '0.25', '0.125'], '1.875'],
+    ['a scale that falls', ['0.125', '0.25', '0.5', '1'], '1.875'],
+    ['trailing and leading zeros', ['007.50', '0.50', '00', '1500.00'], '1508'],
+    ['fractions only', ['0.001', '0.009'], '0.01'],
+    ['beyond a double', ['999999999999999999999999.99', '0.01'], '1000000000000000000000000'],
+    ['many decimals', ['0.123456789012345678901', '1.1'], '1.223456789012345678901'],
+  ];
+  for (const [name, amounts, sum] of cases) {
+    it(name, () => {
+      expect(both(amounts)).toEqual([sum, sum]);
+    });
+  }
+
+  it('agrees with decimal.js over many generated amounts', () => {
+    let seed = 11;
+    const next = (k: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % k;
+    };
+    const amounts = Array.from({ length: 5000 }, () => {
+      const int = String(next(10 ** next(9)));
+      const scale = next(5);
+      return scale === 0 ? int : `${int}.${String(next(10 ** scale)).padStart(scale, '0')}`;
+    });
+    const [exact, reference] = both(amounts);
+    expect(exact).toBe(reference);
+  });
+});

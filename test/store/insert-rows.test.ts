@@ -1,0 +1,117 @@
+/**
+ * insertRows (src/store/payouts.ts): inside a transaction on SQLite it runs
+ * prepared multi-row statements on the transaction's own connection
+ * (src/store/bulk-insert.ts), elsewhere knex. Both must store every column
+ * exactly, split rows across statements at any count, and stay inside the
+ * caller's transaction (a rollback leaves nothing, a bad row fails the call).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+import type { Database } from '../../src/store/db.js';
+import { openTestDatabase } from '../support/database.js';
+
+let dir: string;
+let db: Database;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'payoutd-insert-'));
+  db = await openTestDatabase(dir);
+  for (const id of ['B1', 'B2', 'B3']) {
+    await db('batches').insert({
+      id,
+      file_name: 'f.csv',
+      stored_path: 'f.csv',
+      sha256: id,
+      size: 1,
+      mtime_ms: 1,
+      state: 'VALIDATING',
+      received_at: 1,
+      updated_at: 1,
+    });
+  }
+});
+
+afterEach(async () => {
+  await db.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function rowsFor(batchId: string, count: number): NewPayoutRow[] {
+  return Array.from({ length: count }, (_, i): NewPayoutRow => {
+    const valid = i % 7 !== 3;
+    return {
+      batchId,
+      line: i + 2,
+      merchantReferenceId: `${batchId}-${i}`,
+      state: valid ? 'VALIDATED' : 'INVALID',
+      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}`, note: 'José 😀 "q"' }) : null,
+      payoutCurrency: i % 5 === 0 ? null : 'PHP',
+      payoutAmount: i % 5 === 0 ? null : `${i}.50`,
+      deductionCurrency: 'USDT',
+      reasonCode: valid ? null : 'AMOUNT_INVALID',
+      reason: valid ? null : `AMOUNT_INVALID [payoutAmount]: line ${i + 2}`,
+    };
+  });
+}
+
+/** The stored rows of a batch, read back with plain SQL (not through another store reader). */
+async function stored(batchId: string): Promise<NewPayoutRow[]> {
+  const rows = (await db('payouts').where({ batch_id: batchId }).orderBy('line')) as Record<string, unknown>[];
+  return rows.map((r) => {
+    expect(r.updated_at).toBe(42);
+    return {
+      batchId: r.batch_id as string,
+      line: r.line as number,
+      merchantReferenceId: r.merchant_reference_id as string,
+      state: r.state as NewPayoutRow['state'],
+      requestJson: r.request_json as string | null,
+      payoutCurrency: r.payout_currency as string | null,
+      payoutAmount: r.payout_amount as string | null,
+      deductionCurrency: r.deduction_currency as string | null,
+      reasonCode: r.reason_code as string | null,
+      reason: r.reason as string | null,
+    };
+  });
+}
+
+describe('insertRows', () => {
+  // 2727 rows fit one statement (30,000 bindings / 11 columns): below, at and across that boundary.
+  for (const count of [1, 2726, 2727, 2728, 6001]) {
+    it(`stores ${count} rows exactly, in a transaction and without one`, async () => {
+      const inTrx = rowsFor('B1', count);
+      await db.transaction((trx) => insertRows(trx, inTrx, 42));
+      expect(await stored('B1')).toEqual(inTrx);
+      const plain = rowsFor('B2', count);
+      await insertRows(db, plain, 42);
+      expect(await stored('B2')).toEqual(plain);
+    });
+  }
+
+  it('reuses its statements across transactions and row counts', async () => {
+    const rows = rowsFor('B1', 3000);
+    await db.transaction((trx) => insertRows(trx, rows.slice(0, 1000), 42));
+    await db.transaction((trx) => insertRows(trx, rows.slice(1000, 1010), 42));
+    await db.transaction((trx) => insertRows(trx, rows.slice(1010), 42));
+    expect(await stored('B1')).toEqual(rows);
+  });
+
+  it('stays inside the caller transaction: a rollback leaves no row', async () => {
+    await expect(
+      db.transaction(async (trx) => {
+        await insertRows(trx, rowsFor('B3', 3000), 42);
+        throw new Error('abort the read');
+      }),
+    ).rejects.toThrow('abort the read');
+    expect(await stored('B3')).toEqual([]);
+  });
+
+  it('a row that breaks a constraint fails the call and its transaction', async () => {
+    const rows = rowsFor('B3', 3000);
+    const clash = { ...(rows[10] as NewPayoutRow) };
+    await expect(db.transaction((trx) => insertRows(trx, [...rows, clash], 42))).rejects.toThrow(/UNIQUE/);
+    expect(await stored('B3')).toEqual([]);
+  });
+});
