@@ -152,11 +152,13 @@ export class PayoutDaemon {
       { db, service, clock, logger, onPolled: deps.onPolled },
       {
         queryMaxIds: config.api.queryMaxIds,
+        concurrency: config.poll.concurrency,
         maxCallsPerPass: config.poll.maxCallsPerPass,
         minIntervalMs: config.poll.minIntervalMs,
         maxIntervalMs: config.poll.maxIntervalMs,
         staleAfterMs: config.poll.staleAfterMs,
-        leaseMs: this.shared ? config.instance.leaseMs : 0,
+        // Alone, the lease only keeps this process's next call off payouts still on the wire: one call's timeout.
+        leaseMs: this.shared ? config.instance.leaseMs : config.api.timeoutMs,
       },
     );
   }
@@ -196,9 +198,20 @@ export class PayoutDaemon {
       idleMs: 1000,
       pass: async (s) => (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal)),
     });
-    const pollLoop = new WorkLoop({ name: 'poll', logger, idleMs: this.deps.config.poll.tickMs, pass: (s) => this.poller.runOnce(s) });
-    this.pollLoop = pollLoop;
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
+    const pollLoop = new WorkLoop({
+      name: 'poll',
+      logger,
+      idleMs: this.deps.config.poll.tickMs,
+      pass: async (s) => {
+        const pass = await this.poller.runPass(s);
+        // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait.
+        if (pass.settled > 0) finishLoop.wake();
+        // A pass that made calls may have stopped at maxCallsPerPass with more due: look again at once.
+        return pass.calls;
+      },
+    });
+    this.pollLoop = pollLoop;
     this.loops.push(this.submitLoop, pollLoop, finishLoop);
     // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
     await this.watcher.start();
