@@ -140,7 +140,8 @@ const intervalSource =
 const pollsBefore = lastPolls.reduce((m, p) => Math.max(m, p.k), 0);
 // When the daemon's own schedule had it ask again about each payout after the settlement: the
 // earliest it could know. The latest of these, against when it actually saw the last one.
-const dueAfterSettlement = lastSettledAt ? lastPolls.reduce((m, p) => Math.max(m, p.at + scheduledDelay(p)), lastSettledAt) : null;
+const dueLast = lastPolls.reduce((m, p) => (m === null || p.at + scheduledDelay(p) > m.at + scheduledDelay(m) ? p : m), null);
+const dueAfterSettlement = lastSettledAt ? Math.max(lastSettledAt, dueLast ? dueLast.at + scheduledDelay(dueLast) : 0) : null;
 const lastSeenAt = db.prepare("SELECT max(at) AS t FROM payout_history WHERE event = 'settled'").get().t;
 const states = db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all();
 db.close();
@@ -170,6 +171,9 @@ writeFileSync(
     pollsBeforeSettlement: pollsBefore,
     intervalMs: interval,
     intervalSource,
+    // For reading the ratio: the interval of the payout that was due last after the settlement, and the range.
+    intervalOfDueLastMs: dueLast ? scheduledDelay(dueLast) : null,
+    intervalMinMs: lastPolls.length > 0 ? lastPolls.reduce((m, p) => Math.min(m, scheduledDelay(p)), Infinity) : null,
     resultFileMs: resultAt && lastSettledAt ? resultAt - lastSettledAt : null,
     // Where that time went: waiting for the schedule, polling late, finishing the batch.
     breakdown:

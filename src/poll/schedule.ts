@@ -48,7 +48,7 @@ export function scheduledPollDelay(
 }
 
 /** Fewer answers than this say too little about the rate (the first ones carry connection and token set-up). */
-export const MIN_RATE_SAMPLE = 8;
+export const MIN_RATE_SAMPLE = 20;
 
 /**
  * Query calls per second over recent passes: answers over the time between
