@@ -38,6 +38,7 @@ import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox } from './outbox.js';
 import { PayoutdError } from '../domain/errors.js';
 import { WorkLoop } from './work-loop.js';
+import { sleep } from '../domain/backoff.js';
 import type { FaultPoint } from './fault-points.js';
 
 export interface DaemonDeps {
@@ -76,6 +77,8 @@ export class PayoutDaemon {
   private submitLoop: WorkLoop | null = null;
   private pollLoop: WorkLoop | null = null;
   private lastProgressLog = 0;
+  /** The poll loop last slept until a payout fell due (see untilNextPoll). */
+  private waitedForDue = false;
   private started = false;
 
   /** Several instances share the database (PostgreSQL): work is claimed with leases. */
@@ -208,7 +211,11 @@ export class PayoutDaemon {
         // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait.
         if (pass.settled > 0) finishLoop.wake();
         // A pass that made calls may have stopped at maxCallsPerPass with more due: look again at once.
-        return pass.calls;
+        if (pass.calls > 0) {
+          this.waitedForDue = false;
+          return pass.calls;
+        }
+        return (await this.untilNextPoll(s)) ? 1 : 0;
       },
     });
     this.pollLoop = pollLoop;
@@ -226,6 +233,24 @@ export class PayoutDaemon {
   /** Start-up recovery is done and the loops run (/readyz). */
   isReady(): boolean {
     return this.started && !this.stopWork.signal.aborted;
+  }
+
+  /**
+   * Nothing is due now: when the next payout falls due before the poll loop's next tick, wait for exactly that
+   * moment (true) so it is asked when its interval ends, not up to a tick later. False: let the loop idle.
+   */
+  private async untilNextPoll(signal: AbortSignal): Promise<boolean> {
+    // Once per idle spell: if that wait found nothing to ask (taken meanwhile, or a clock that does not move), idle.
+    if (this.waitedForDue) {
+      this.waitedForDue = false;
+      return false;
+    }
+    const due = await this.poller.nextDueAt();
+    const wait = due === null ? Infinity : due - this.deps.clock.now();
+    if (!(wait > 0 && wait < this.deps.config.poll.tickMs)) return false;
+    await sleep(wait, signal).catch(() => undefined);
+    this.waitedForDue = true;
+    return !signal.aborted;
   }
 
   /** A webhook said these payouts changed: query them now. */

@@ -139,6 +139,11 @@ export class SettlementPoller {
     return { calls: pass.calls, settled: pass.settled };
   }
 
+  /** When the next PENDING payout falls due (null: none), so a caller can be there on time rather than at its next tick. */
+  nextDueAt(): Promise<number | null> {
+    return nextPollDue(this.deps.db);
+  }
+
   /** The next due payouts, taken in one statement so instances sharing the database never ask about the same payout in a round. */
   private async claim(): Promise<Flight | null> {
     const { db, clock } = this.deps;
