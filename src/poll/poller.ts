@@ -80,6 +80,7 @@ export class SettlementPoller {
   private readonly rate = new CallRate();
   /** Rows of the calls on the wire: a claim never sends one of them twice (a call that outlasted its lease). */
   private readonly asking = new Set<number>();
+  private staleCheckedAt = -Infinity;
 
   constructor(
     private readonly deps: PollerDeps,
@@ -272,6 +273,10 @@ export class SettlementPoller {
   private async flagStale(): Promise<void> {
     const { db, clock, logger } = this.deps;
     const now = clock.now();
+    // Passes come as often as payouts fall due; finding stale ones reads every PENDING row, and an age of hours
+    // needs no look more often than once per minimum interval.
+    if (now - this.staleCheckedAt < this.o.minIntervalMs) return;
+    this.staleCheckedAt = now;
     const stale = await listStalePending(db, now - this.o.staleAfterMs, 1000);
     for (const row of stale) {
       logger.error(
