@@ -208,8 +208,9 @@ export class PayoutDaemon {
       idleMs: this.deps.config.poll.tickMs,
       pass: async (s) => {
         const pass = await this.poller.runPass(s);
-        // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait.
-        if (pass.settled > 0) finishLoop.wake();
+        // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait
+        // (asked first, cheaply: a finisher's pass per poll call would cost more than the polling).
+        if (pass.settled > 0 && (await listFinishedActiveBatches(this.deps.db)).length > 0) finishLoop.wake();
         // A pass that made calls may have stopped at maxCallsPerPass with more due: look again at once.
         if (pass.calls > 0) {
           this.waitedForDue = false;

@@ -81,6 +81,7 @@ export class SettlementPoller {
   /** Rows of the calls on the wire: a claim never sends one of them twice (a call that outlasted its lease). */
   private readonly asking = new Set<number>();
   private staleCheckedAt = -Infinity;
+  private pending = { n: 0, countedAt: -Infinity };
 
   constructor(
     private readonly deps: PollerDeps,
@@ -106,8 +107,8 @@ export class SettlementPoller {
             claiming = false;
             break;
           }
-          // Pending counted once per pass that has work, for the schedule (a settled row leaves it).
-          if (pass.pending < 0) pass.pending = await this.countPending();
+          // Pending payouts, for the schedule (a settled row leaves them).
+          if (pass.pending < 0) pass.pending = await this.pendingNow();
           if (flight.due.length < this.o.queryMaxIds) claiming = false;
           pass.calls++;
           const call: Promise<void> = this.ask(flight, signal).then(() => {
@@ -205,7 +206,9 @@ export class SettlementPoller {
       for (const c of perCall) await applyRowMoves(trx, c.moves, c.at);
     };
     await (perCall.length === 1 ? write(db) : db.transaction(write));
-    pass.settled += perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
+    const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
+    pass.settled += settled;
+    this.pending.n = Math.max(0, this.pending.n - settled);
   }
 
   private movesOf(due: PayoutRow[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
@@ -253,7 +256,16 @@ export class SettlementPoller {
     return moves;
   }
 
-  /** PENDING payouts, from the (state, next_poll_at) index. */
+  /**
+   * PENDING payouts, counted from the (state, next_poll_at) index at most once per minimum interval (passes come
+   * as often as payouts fall due, and the count reads the whole index); in between, less the ones settled since.
+   */
+  private async pendingNow(): Promise<number> {
+    const now = this.deps.clock.now();
+    if (now - this.pending.countedAt >= this.o.minIntervalMs) this.pending = { n: await this.countPending(), countedAt: now };
+    return this.pending.n;
+  }
+
   private async countPending(): Promise<number> {
     const r = (await this.deps.db('payouts').where({ state: 'PENDING' }).count({ n: '*' }).first()) as { n: number | string } | undefined;
     return Number(r?.n ?? 0);
