@@ -112,32 +112,42 @@ const POLL_EVENTS = "event IN ('polled', 'settled')";
 const firsts = db
   .prepare(`SELECT count(*) AS n, max(t) AS t FROM (SELECT min(at) AS t FROM payout_history WHERE ${POLL_EVENTS} GROUP BY payout_row_id)`)
   .get();
-// One query call records all its payouts with one timestamp.
-const cycleCalls = db.prepare(`SELECT count(DISTINCT at) AS n FROM payout_history WHERE ${POLL_EVENTS} AND at <= ?`).get(firsts.t ?? 0).n;
+// One query call records all its payouts with one timestamp (the time its answer came); two calls answered
+// in the same millisecond share one, so a timestamp counts as ceil(payouts / ids per call) calls.
+const cycleCalls = db
+  .prepare(
+    `SELECT coalesce(sum((n + ${QUERY_MAX_IDS} - 1) / ${QUERY_MAX_IDS}), 0) AS n
+       FROM (SELECT count(*) AS n FROM payout_history WHERE ${POLL_EVENTS} AND at <= ? GROUP BY at)`,
+  )
+  .get(firsts.t ?? 0).n;
 const firstPollAt = db.prepare(`SELECT min(at) AS t FROM payout_history WHERE ${POLL_EVENTS}`).get().t;
-// Polls answered PENDING before the settlement: the interval the daemon had scheduled when they settled.
-const pollsBefore = lastSettledAt
-  ? (db
+// Each payout's last poll answered PENDING before the settlement, and the interval the daemon scheduled
+// there: the "next poll in N ms" of its history (builds that stretch the schedule to what they sustain
+// write it), else the configured backoff after k polls (builds that keep the configured schedule).
+const lastPolls = lastSettledAt
+  ? db
       .prepare(
-        "SELECT max(n) AS k FROM (SELECT count(*) AS n FROM payout_history WHERE event = 'polled' AND at <= ? GROUP BY payout_row_id)",
+        `SELECT l.k AS k, h.at AS at, h.detail AS detail FROM (SELECT payout_row_id, max(id) AS id, count(*) AS k
+           FROM payout_history WHERE event = 'polled' AND at <= ? GROUP BY payout_row_id) l JOIN payout_history h ON h.id = l.id`,
       )
-      .get(lastSettledAt).k ?? 0)
-  : 0;
+      .all(lastSettledAt)
+  : [];
 const delayAfter = (k) => Math.min(POLL.maxIntervalMs, POLL.minIntervalMs * 2 ** (k - 1));
+const recordedDelay = (p) => /^next poll in (\d+) ms$/.exec(p.detail ?? '')?.[1];
+const scheduledDelay = (p) => (recordedDelay(p) !== undefined ? Number(recordedDelay(p)) : delayAfter(p.k));
+const intervalSource =
+  lastPolls.length === 0 ? 'tick' : lastPolls.every((p) => recordedDelay(p) !== undefined) ? 'history' : 'configured backoff';
+const pollsBefore = lastPolls.reduce((m, p) => Math.max(m, p.k), 0);
 // When the daemon's own schedule had it ask again about each payout after the settlement: the
 // earliest it could know. The latest of these, against when it actually saw the last one.
-let dueAfterSettlement = null;
-if (lastSettledAt) {
-  const polled = db
-    .prepare("SELECT count(*) AS k, max(at) AS last FROM payout_history WHERE event = 'polled' AND at <= ? GROUP BY payout_row_id")
-    .all(lastSettledAt);
-  dueAfterSettlement = polled.reduce((m, p) => Math.max(m, p.last + delayAfter(p.k)), lastSettledAt);
-}
+const dueLast = lastPolls.reduce((m, p) => (m === null || p.at + scheduledDelay(p) > m.at + scheduledDelay(m) ? p : m), null);
+const dueAfterSettlement = lastSettledAt ? Math.max(lastSettledAt, dueLast ? dueLast.at + scheduledDelay(dueLast) : 0) : null;
 const lastSeenAt = db.prepare("SELECT max(at) AS t FROM payout_history WHERE event = 'settled'").get().t;
 const states = db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all();
 db.close();
 
-const interval = pollsBefore > 0 ? delayAfter(pollsBefore) : POLL.tickMs;
+// The limit: the longest interval the daemon had scheduled for any payout when they settled.
+const interval = lastPolls.length > 0 ? lastPolls.reduce((m, p) => Math.max(m, scheduledDelay(p)), 0) : POLL.tickMs;
 const resultAt = resultLine ? Date.parse(resultLine.time) : null;
 const minimumCalls = Math.ceil(rows / QUERY_MAX_IDS);
 writeFileSync(
@@ -160,6 +170,10 @@ writeFileSync(
     },
     pollsBeforeSettlement: pollsBefore,
     intervalMs: interval,
+    intervalSource,
+    // For reading the ratio: the interval of the payout that was due last after the settlement, and the range.
+    intervalOfDueLastMs: dueLast ? scheduledDelay(dueLast) : null,
+    intervalMinMs: lastPolls.length > 0 ? lastPolls.reduce((m, p) => Math.min(m, scheduledDelay(p)), Infinity) : null,
     resultFileMs: resultAt && lastSettledAt ? resultAt - lastSettledAt : null,
     // Where that time went: waiting for the schedule, polling late, finishing the batch.
     breakdown:

@@ -127,6 +127,8 @@ export const configSchema = z
         maxIntervalMs: positive(300_000),
         staleAfterMs: positive(24 * 3600 * 1000),
         maxCallsPerPass: positive(1000),
+        /** Query calls on the wire at once (the next due payouts are claimed while earlier calls are out). */
+        concurrency: positive(4),
       })
       .prefault({}),
     outbox: z

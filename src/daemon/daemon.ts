@@ -38,6 +38,7 @@ import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox } from './outbox.js';
 import { PayoutdError } from '../domain/errors.js';
 import { WorkLoop } from './work-loop.js';
+import { sleep } from '../domain/backoff.js';
 import type { FaultPoint } from './fault-points.js';
 
 export interface DaemonDeps {
@@ -76,6 +77,8 @@ export class PayoutDaemon {
   private submitLoop: WorkLoop | null = null;
   private pollLoop: WorkLoop | null = null;
   private lastProgressLog = 0;
+  /** The poll loop last slept until a payout fell due (see untilNextPoll). */
+  private waitedForDue = false;
   private started = false;
 
   /** Several instances share the database (PostgreSQL): work is claimed with leases. */
@@ -152,11 +155,13 @@ export class PayoutDaemon {
       { db, service, clock, logger, onPolled: deps.onPolled },
       {
         queryMaxIds: config.api.queryMaxIds,
+        concurrency: config.poll.concurrency,
         maxCallsPerPass: config.poll.maxCallsPerPass,
         minIntervalMs: config.poll.minIntervalMs,
         maxIntervalMs: config.poll.maxIntervalMs,
         staleAfterMs: config.poll.staleAfterMs,
-        leaseMs: this.shared ? config.instance.leaseMs : 0,
+        // Alone, the lease only keeps this process's next call off payouts still on the wire: one call's timeout.
+        leaseMs: this.shared ? config.instance.leaseMs : config.api.timeoutMs,
       },
     );
   }
@@ -196,9 +201,25 @@ export class PayoutDaemon {
       idleMs: 1000,
       pass: async (s) => (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal)),
     });
-    const pollLoop = new WorkLoop({ name: 'poll', logger, idleMs: this.deps.config.poll.tickMs, pass: (s) => this.poller.runOnce(s) });
-    this.pollLoop = pollLoop;
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
+    const pollLoop = new WorkLoop({
+      name: 'poll',
+      logger,
+      idleMs: this.deps.config.poll.tickMs,
+      pass: async (s) => {
+        const pass = await this.poller.runPass(s);
+        // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait
+        // (asked first, cheaply: a finisher's pass per poll call would cost more than the polling).
+        if (pass.settled > 0 && (await listFinishedActiveBatches(this.deps.db)).length > 0) finishLoop.wake();
+        // A pass that made calls may have stopped at maxCallsPerPass with more due: look again at once.
+        if (pass.calls > 0) {
+          this.waitedForDue = false;
+          return pass.calls;
+        }
+        return (await this.untilNextPoll(s)) ? 1 : 0;
+      },
+    });
+    this.pollLoop = pollLoop;
     this.loops.push(this.submitLoop, pollLoop, finishLoop);
     // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
     await this.watcher.start();
@@ -213,6 +234,24 @@ export class PayoutDaemon {
   /** Start-up recovery is done and the loops run (/readyz). */
   isReady(): boolean {
     return this.started && !this.stopWork.signal.aborted;
+  }
+
+  /**
+   * Nothing is due now: when the next payout falls due before the poll loop's next tick, wait for exactly that
+   * moment (true) so it is asked when its interval ends, not up to a tick later. False: let the loop idle.
+   */
+  private async untilNextPoll(signal: AbortSignal): Promise<boolean> {
+    // Once per idle spell: if that wait found nothing to ask (taken meanwhile, or a clock that does not move), idle.
+    if (this.waitedForDue) {
+      this.waitedForDue = false;
+      return false;
+    }
+    const due = await this.poller.nextDueAt();
+    const wait = due === null ? Infinity : due - this.deps.clock.now();
+    if (!(wait > 0 && wait < this.deps.config.poll.tickMs)) return false;
+    await sleep(wait, signal).catch(() => undefined);
+    this.waitedForDue = true;
+    return !signal.aborted;
   }
 
   /** A webhook said these payouts changed: query them now. */

@@ -1,2 +1,3 @@
 /** Following payouts to their final status. */
-export { SettlementPoller, nextPollDelay, type PollerOptions, type PollerDeps } from './poller.js';
+export { SettlementPoller, type PollerOptions, type PollerDeps, type PollPass } from './poller.js';
+export { CallRate, MIN_RATE_SAMPLE, ROUND_HEADROOM, nextPollDelay, roundMs, scheduledPollDelay, type PollLoad } from './schedule.js';

@@ -1,9 +1,12 @@
 /**
  * SettlementPoller: follows PENDING payouts to PAID or CANCELLED by querying
- * them in chunks of the service's max ids per call, each payout on its own
- * backoff schedule. The query is the source of truth (spec 1.6); webhooks only
- * make a payout due sooner. A payout pending too long is flagged loudly,
- * never dropped.
+ * them in chunks of the service's max ids, each payout on its own backoff
+ * schedule, with up to `concurrency` query calls on the wire: the next due
+ * payouts are claimed while earlier calls are out, and the answers that
+ * have arrived are recorded together in one transaction. The schedule is
+ * stretched to what this process sustains (./schedule.ts). The query is the
+ * source of truth (spec 1.6); webhooks only make a payout due sooner. A
+ * payout pending too long is flagged loudly, never dropped.
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
@@ -14,18 +17,24 @@ import type { PayoutRow } from '../store/payouts.js';
 import { flagStale, listStalePending, nextPollDue } from '../store/settlement.js';
 import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
+import { CallRate, scheduledPollDelay, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
   /** Ids per query call (the contract's max). */
   queryMaxIds: number;
+  /** Query calls on the wire at once. */
+  concurrency: number;
   /** Queries per pass at most (bounds one pass; the rest wait for the next). */
   maxCallsPerPass: number;
-  /** Poll interval after the first poll; doubles per poll up to maxIntervalMs. */
+  /** Poll interval after the first poll; doubles per poll up to maxIntervalMs (stretched when a round takes longer). */
   minIntervalMs: number;
   maxIntervalMs: number;
   /** A payout PENDING longer than this is flagged. */
   staleAfterMs: number;
-  /** Payouts taken for a query are not due for anyone else for this long (several instances). */
+  /**
+   * Payouts taken for a query are not due again for this long, unless answered sooner: neither for another
+   * instance nor for this one's next call while the first is still out. Must exceed a query call.
+   */
   leaseMs: number;
 }
 
@@ -37,12 +46,43 @@ export interface PollerDeps {
   onPolled?: (payouts: number, lagMs: number) => void;
 }
 
-/** Delay before the next poll of a payout that has been polled `count` times. */
-export function nextPollDelay(count: number, o: Pick<PollerOptions, 'minIntervalMs' | 'maxIntervalMs'>): number {
-  return Math.min(o.maxIntervalMs, o.minIntervalMs * 2 ** Math.min(20, Math.max(0, count - 1)));
+/** What one pass did. */
+export interface PollPass {
+  /** Query calls made. */
+  calls: number;
+  /** Payouts that reached a final status. */
+  settled: number;
+}
+
+/** What a pass counts as it goes: calls, answers (and when the first and last came), settlements, pending payouts. */
+interface PassTally {
+  calls: number;
+  answered: number;
+  settled: number;
+  /** PENDING payouts when the pass found work; -1 before. */
+  pending: number;
+  firstAnswerAt: number | null;
+  lastAnswerAt: number | null;
+}
+
+/** One query call: the payouts it asks about, and its answer or failure once back. */
+interface Flight {
+  due: PayoutRow[];
+  claimedAt: number;
+  oldestDue: number;
+  records?: PayoutRecord[];
+  /** When the answer came: the time its payouts were seen (one timestamp per call in their history). */
+  answeredAt?: number;
+  failed?: unknown;
 }
 
 export class SettlementPoller {
+  private readonly rate = new CallRate();
+  /** Rows of the calls on the wire: a claim never sends one of them twice (a call that outlasted its lease). */
+  private readonly asking = new Set<number>();
+  private staleCheckedAt = -Infinity;
+  private pending = { n: 0, countedAt: -Infinity };
+
   constructor(
     private readonly deps: PollerDeps,
     private readonly o: PollerOptions,
@@ -50,38 +90,130 @@ export class SettlementPoller {
 
   /** One pass over due payouts; returns how many reached a final status. */
   async runOnce(signal: AbortSignal): Promise<number> {
-    const { db, clock, logger } = this.deps;
-    let settled = 0;
-    for (let call = 0; call < this.o.maxCallsPerPass && !signal.aborted; call++) {
-      const now = clock.now();
-      const oldestDue = await nextPollDue(db);
-      if (oldestDue === null || oldestDue > now) break;
-      // Taken in one statement, so instances sharing the database never ask about the same payout in a cycle.
-      const due = await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
-      if (due.length === 0) break;
-      let records: PayoutRecord[];
-      try {
-        records = await this.deps.service.queryByPayoutIds(
-          due.map((r) => r.payoutId as string),
-          signal,
-        );
-      } catch (err) {
-        logger.warn({ err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' } }, 'payout query failed; will retry');
-        await this.reschedule(due, clock.now() + this.o.minIntervalMs);
-        break;
-      }
-      this.deps.onPolled?.(due.length, Math.max(0, now - oldestDue));
-      settled += await this.apply(due, records);
-      if (due.length < this.o.queryMaxIds) break;
-    }
-    await this.flagStale();
-    return settled;
+    return (await this.runPass(signal)).settled;
   }
 
-  private async apply(due: PayoutRow[], records: PayoutRecord[]): Promise<number> {
-    const { db, clock, logger } = this.deps;
-    const byId = new Map(records.map((r) => [r.payoutId, r]));
+  /** One pass over due payouts, up to `concurrency` calls at a time and `maxCallsPerPass` in all. */
+  async runPass(signal: AbortSignal): Promise<PollPass> {
+    const pass: PassTally = { calls: 0, answered: 0, settled: 0, pending: -1, firstAnswerAt: null, lastAnswerAt: null };
+    const onWire = new Set<Promise<void>>();
+    const back: Flight[] = [];
+    let claiming = true;
+    try {
+      for (;;) {
+        while (claiming && !signal.aborted && onWire.size < this.o.concurrency && pass.calls < this.o.maxCallsPerPass) {
+          const flight = await this.claim();
+          if (!flight) {
+            claiming = false;
+            break;
+          }
+          // Pending payouts, for the schedule (a settled row leaves them).
+          if (pass.pending < 0) pass.pending = await this.pendingNow();
+          if (flight.due.length < this.o.queryMaxIds) claiming = false;
+          pass.calls++;
+          const call: Promise<void> = this.ask(flight, signal).then(() => {
+            onWire.delete(call);
+            back.push(flight);
+            // A failing call stops the pass from starting new ones (the service is in trouble); those out finish.
+            if (flight.failed !== undefined) claiming = false;
+          });
+          onWire.add(call);
+        }
+        if (back.length > 0) {
+          const arrived = back.splice(0);
+          try {
+            await this.record(arrived, pass);
+          } finally {
+            this.landed(arrived);
+          }
+          continue;
+        }
+        if (onWire.size === 0) break;
+        await Promise.race(onWire);
+      }
+    } finally {
+      // Never leave calls behind a pass that failed (their rows stay leased and are asked about again).
+      await Promise.all(onWire);
+      this.landed(back.splice(0));
+    }
+    if (pass.firstAnswerAt !== null && pass.lastAnswerAt !== null) this.rate.add(pass.answered - 1, pass.lastAnswerAt - pass.firstAnswerAt);
+    await this.flagStale();
+    return { calls: pass.calls, settled: pass.settled };
+  }
+
+  /** When the next PENDING payout falls due (null: none), so a caller can be there on time rather than at its next tick. */
+  nextDueAt(): Promise<number | null> {
+    return nextPollDue(this.deps.db);
+  }
+
+  /** The next due payouts, taken in one statement so instances sharing the database never ask about the same payout in a round. */
+  private async claim(): Promise<Flight | null> {
+    const { db, clock } = this.deps;
     const now = clock.now();
+    const oldestDue = await nextPollDue(db);
+    if (oldestDue === null || oldestDue > now) return null;
+    const claimed = await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
+    // Only rows already on the wire left: nothing new is due until their answers come back.
+    const due = claimed.filter((r) => !this.asking.has(r.id));
+    if (due.length === 0) return null;
+    for (const r of due) this.asking.add(r.id);
+    return { due, claimedAt: now, oldestDue };
+  }
+
+  /** Sends one query call; never rejects (the outcome is kept on the flight). */
+  private async ask(flight: Flight, signal: AbortSignal): Promise<void> {
+    try {
+      flight.records = await this.deps.service.queryByPayoutIds(
+        flight.due.map((r) => r.payoutId as string),
+        signal,
+      );
+      flight.answeredAt = this.deps.clock.now();
+    } catch (err) {
+      flight.failed = err;
+    }
+  }
+
+  /** The rows of these calls are recorded (or given up for this pass): a later claim may take them again. */
+  private landed(flights: Flight[]): void {
+    for (const f of flights) for (const r of f.due) this.asking.delete(r.id);
+  }
+
+  /** Records the calls that came back: answers in one transaction, failed calls rescheduled (only their own payouts). */
+  private async record(flights: Flight[], pass: PassTally): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    const answered: { flight: Flight; records: PayoutRecord[]; at: number }[] = [];
+    for (const f of flights) {
+      if (f.records === undefined || f.answeredAt === undefined) {
+        const err = f.failed;
+        logger.warn({ err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' } }, 'payout query failed; will retry');
+        await this.reschedule(f.due, clock.now() + this.o.minIntervalMs);
+        continue;
+      }
+      pass.answered++;
+      pass.firstAnswerAt = Math.min(pass.firstAnswerAt ?? f.answeredAt, f.answeredAt);
+      pass.lastAnswerAt = Math.max(pass.lastAnswerAt ?? f.answeredAt, f.answeredAt);
+      answered.push({ flight: f, records: f.records, at: f.answeredAt });
+      this.deps.onPolled?.(f.due.length, Math.max(0, f.claimedAt - f.oldestDue));
+    }
+    if (answered.length === 0) return;
+    const load: PollLoad = {
+      pending: Math.max(0, pass.pending - pass.settled),
+      callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
+    };
+    const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.records, a.at, load) }));
+    // One commit for all of them; each call's moves keep the time its answer came.
+    const write = async (trx: Database): Promise<void> => {
+      for (const c of perCall) await applyRowMoves(trx, c.moves, c.at);
+    };
+    await (perCall.length === 1 ? write(db) : db.transaction(write));
+    const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
+    pass.settled += settled;
+    this.pending.n = Math.max(0, this.pending.n - settled);
+  }
+
+  private movesOf(due: PayoutRow[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
+    const { logger } = this.deps;
+    const byId = new Map(records.map((r) => [r.payoutId, r]));
     const moves: RowMove[] = [];
     for (const row of due) {
       const rec = byId.get(row.payoutId as string);
@@ -99,12 +231,14 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
         });
       } else if (rec.status === 'PENDING') {
+        const delay = scheduledPollDelay(row.pollCount + 1, this.o, load);
         moves.push({
           row,
           from: 'PENDING',
           to: 'PENDING',
-          patch: { ...polled, nextPollAt: now + nextPollDelay(row.pollCount + 1, this.o) },
-          history: { event: 'polled', outcome: 'PENDING' },
+          patch: { ...polled, nextPollAt: now + delay },
+          // The interval in effect, which the round stretches: the history says when the next look is due.
+          history: { event: 'polled', outcome: 'PENDING', detail: `next poll in ${delay} ms` },
         });
       } else {
         const a = adoptRecord(rec, now, 0);
@@ -119,8 +253,22 @@ export class SettlementPoller {
         });
       }
     }
-    await applyRowMoves(db, moves, now);
-    return moves.filter((m) => m.to !== 'PENDING').length;
+    return moves;
+  }
+
+  /**
+   * PENDING payouts, counted from the (state, next_poll_at) index at most once per minimum interval (passes come
+   * as often as payouts fall due, and the count reads the whole index); in between, less the ones settled since.
+   */
+  private async pendingNow(): Promise<number> {
+    const now = this.deps.clock.now();
+    if (now - this.pending.countedAt >= this.o.minIntervalMs) this.pending = { n: await this.countPending(), countedAt: now };
+    return this.pending.n;
+  }
+
+  private async countPending(): Promise<number> {
+    const r = (await this.deps.db('payouts').where({ state: 'PENDING' }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    return Number(r?.n ?? 0);
   }
 
   private async reschedule(rows: PayoutRow[], at: number): Promise<void> {
@@ -137,6 +285,10 @@ export class SettlementPoller {
   private async flagStale(): Promise<void> {
     const { db, clock, logger } = this.deps;
     const now = clock.now();
+    // Passes come as often as payouts fall due; finding stale ones reads every PENDING row, and an age of hours
+    // needs no look more often than once per minimum interval.
+    if (now - this.staleCheckedAt < this.o.minIntervalMs) return;
+    this.staleCheckedAt = now;
     const stale = await listStalePending(db, now - this.o.staleAfterMs, 1000);
     for (const row of stale) {
       logger.error(

@@ -196,6 +196,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   };
   const pollerOptions: PollerOptions = {
     queryMaxIds: 100,
+    concurrency: 4,
     maxCallsPerPass: 50,
     minIntervalMs: 2000,
     maxIntervalMs: 60_000,

@@ -5,9 +5,11 @@
  * dropped.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { nextPollDelay } from '../../src/poll/index.js';
+import type { PayoutService } from '../../src/domain/payout.js';
+import { MIN_RATE_SAMPLE, ROUND_HEADROOM, SettlementPoller, nextPollDelay, roundMs } from '../../src/poll/index.js';
+import { historyOf, type PayoutRow } from '../../src/store/payouts.js';
 import { listDueForPoll } from '../../src/store/settlement.js';
-import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
 afterEach(closePipelines);
 
@@ -128,5 +130,187 @@ describe('pipeline: settlement poller', () => {
     const cancelled = await p.row('QE-1');
     expect(cancelled.state).toBe('CANCELLED');
     expect(cancelled.reason).toBe('CANCELLED_BY_SANDBOX');
+  });
+});
+
+describe('pipeline: settlement poller with several calls on the wire', () => {
+  const QUERY = '/apis/v1/fiat-payout/query';
+
+  /** The pipeline's real client, counting the query calls it has on the wire; `failCall` aborts that call (1-based). */
+  function countingService(p: Pipeline, failCall?: number) {
+    const seen = { onWire: 0, most: 0, calls: 0, asked: [] as string[][], failedIds: [] as string[] };
+    let failing: AbortController | undefined;
+    const service: PayoutService = {
+      createPayout: (req, s) => p.client.createPayout(req, s),
+      queryByReferences: (refs, s) => p.client.queryByReferences(refs, s),
+      balances: (s) => p.client.balances(s),
+      exchangeRates: (c, s) => p.client.exchangeRates(c, s),
+      async queryByPayoutIds(ids, s) {
+        const n = ++seen.calls;
+        seen.asked.push(ids);
+        seen.onWire++;
+        seen.most = Math.max(seen.most, seen.onWire);
+        // A real call, really aborted once it is on the wire (when the fourth call starts): the client's own failure path.
+        const abort = new AbortController();
+        if (n === failCall) {
+          seen.failedIds = ids;
+          failing = abort;
+        }
+        if (n === 4) failing?.abort(new Error('test: this call fails'));
+        try {
+          return await p.client.queryByPayoutIds(ids, s ? AbortSignal.any([s, abort.signal]) : abort.signal);
+        } finally {
+          seen.onWire--;
+        }
+      },
+    };
+    return { seen, service };
+  }
+
+  async function pendingBatch(p: Pipeline, n: number, prefix: string): Promise<string> {
+    const batch = await p.receive(`${prefix}.csv`, csvFile(refs(n, prefix).map((r) => csvRow(r))));
+    await p.submit();
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    return batch.id;
+  }
+
+  it('keeps `concurrency` calls on the wire and asks about every payout exactly once per round', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 16 } });
+    const batchId = await pendingBatch(p, 250, 'CC');
+    p.sandbox.setFaults({ latencyMs: 40, endpoints: [QUERY] });
+    const { seen, service } = countingService(p);
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4 };
+    const poller = new SettlementPoller({ db: p.db, service, clock: p.clock, logger: p.logger }, o);
+
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 25, settled: 0 });
+    expect(seen.most).toBe(4);
+    expect(p.queryRequests()).toBe(25);
+    // Each payout in exactly one call, and recorded once.
+    const asked = seen.asked.flat();
+    expect(new Set(asked).size).toBe(250);
+    expect(asked).toHaveLength(250);
+    const rows = await p.rows(batchId);
+    expect(rows.every((r) => r.pollCount === 1 && r.nextPollAt === p.clock.now() + o.minIntervalMs)).toBe(true);
+    for (const r of rows.slice(0, 5)) expect((await p.events(r.merchantReferenceId)).filter((e) => e === 'polled')).toHaveLength(1);
+
+    // Settled at the service: the next round (one interval later) sees every one of them, still 25 calls.
+    for (const ref of refs(250, 'CC')) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    p.clock.advance(o.minIntervalMs);
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 25, settled: 250 });
+    expect(await p.states(batchId)).toEqual(Array(250).fill('PAID'));
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+  });
+
+  it('one concurrency: one call at a time, as before', async () => {
+    const p = await startPipeline();
+    await pendingBatch(p, 50, 'C1');
+    p.sandbox.setFaults({ latencyMs: 20, endpoints: [QUERY] });
+    const { seen, service } = countingService(p);
+    const poller = new SettlementPoller(
+      { db: p.db, service, clock: p.clock, logger: p.logger },
+      { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1 },
+    );
+    expect((await poller.runPass(p.signal)).calls).toBe(5);
+    expect(seen.most).toBe(1);
+  });
+
+  it('a failing call reschedules only its own payouts; the calls beside it are recorded', async () => {
+    const p = await startPipeline({ client: { retry: { maxAttempts: 1 } } });
+    const batchId = await pendingBatch(p, 60, 'FC');
+    p.sandbox.setFaults({ latencyMs: 60, endpoints: [QUERY] });
+    const { seen, service } = countingService(p, 2);
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4, minIntervalMs: 3000 };
+    const poller = new SettlementPoller({ db: p.db, service, clock: p.clock, logger: p.logger }, o);
+    const pass = await poller.runPass(p.signal);
+    expect(seen.failedIds).toHaveLength(10);
+    // A failure stops new calls; those already out (the first four) finish and are recorded.
+    expect(pass.calls).toBe(4);
+    expect(p.logLines.filter((l) => l.includes('payout query failed'))).toHaveLength(1);
+    const rows = await p.rows(batchId);
+    const failed = rows.filter((r) => seen.failedIds.includes(r.payoutId as string));
+    const answered = rows.filter((r) => seen.asked.flat().includes(r.payoutId as string) && !failed.includes(r));
+    expect(failed).toHaveLength(10);
+    expect(answered).toHaveLength(30);
+    expect(failed.every((r) => r.state === 'PENDING' && r.pollCount === 0 && r.nextPollAt === p.clock.now() + o.minIntervalMs)).toBe(true);
+    expect(answered.every((r) => r.pollCount === 1)).toBe(true);
+    for (const r of failed) expect(await p.events(r.merchantReferenceId)).toEqual(['intent', 'created']);
+    // The 20 never asked are still due now; the next pass takes them and not the rescheduled ones.
+    expect(rows.filter((r) => r.pollCount === 0 && !failed.includes(r)).every((r) => (r.nextPollAt as number) <= p.clock.now())).toBe(true);
+    p.sandbox.setFaults({ latencyMs: 0 });
+    expect((await poller.runPass(p.signal)).calls).toBe(2);
+    expect((await p.rows(batchId)).filter((r) => r.pollCount === 1)).toHaveLength(50);
+  });
+
+  it('two pollers on one database never ask about the same payout in a round (the claim lease)', async () => {
+    const p = await startPipeline();
+    const batchId = await pendingBatch(p, 200, 'TW');
+    p.sandbox.setFaults({ latencyMs: 20, endpoints: [QUERY] });
+    const a = countingService(p);
+    const b = countingService(p);
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 3 };
+    const pa = new SettlementPoller({ db: p.db, service: a.service, clock: p.clock, logger: p.logger }, o);
+    const pb = new SettlementPoller({ db: p.db, service: b.service, clock: p.clock, logger: p.logger }, o);
+    const [ra, rb] = await Promise.all([pa.runPass(p.signal), pb.runPass(p.signal)]);
+    expect(ra.calls + rb.calls).toBe(20);
+    expect(ra.calls).toBeGreaterThan(0);
+    expect(rb.calls).toBeGreaterThan(0);
+    const asked = [...a.seen.asked.flat(), ...b.seen.asked.flat()];
+    expect(new Set(asked).size).toBe(200);
+    expect(asked).toHaveLength(200);
+    expect((await p.rows(batchId)).every((r) => r.pollCount === 1)).toBe(true);
+  });
+
+  it('a stop aborts the calls on the wire and reschedules their payouts; answers already in are kept', async () => {
+    const p = await startPipeline({ client: { retry: { maxAttempts: 1 } } });
+    const batchId = await pendingBatch(p, 40, 'AB');
+    p.sandbox.setFaults({ latencyMs: 200, endpoints: [QUERY] });
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4 };
+    const poller = new SettlementPoller({ db: p.db, service: p.client, clock: p.clock, logger: p.logger }, o);
+    const stop = new AbortController();
+    const running = poller.runPass(stop.signal);
+    await waitFor(() => p.queryRequests() === 4, 'four calls on the wire');
+    stop.abort(new Error('stopping'));
+    expect(await running).toEqual({ calls: 4, settled: 0 });
+    const rows = await p.rows(batchId);
+    expect(rows.every((r) => r.state === 'PENDING' && r.pollCount === 0 && r.nextPollAt === p.clock.now() + o.minIntervalMs)).toBe(true);
+  });
+});
+
+describe('settlement poller: the schedule stretches to what the poller sustains', () => {
+  it('a round that takes longer than the interval stretches it (real clock deltas via the ManualClock)', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 16 } });
+    const batchId = await (async () => {
+      const batch = await p.receive('ST.csv', csvFile(refs(300, 'ST').map((r) => csvRow(r))));
+      await p.submit();
+      p.clock.advance(p.submitterOptions.firstPollDelayMs);
+      return batch.id;
+    })();
+    // Each answer moves the clock 250 ms: 10 ids per call, 30 calls, 4 calls a second sustained.
+    const service: PayoutService = {
+      createPayout: (req, s) => p.client.createPayout(req, s),
+      queryByReferences: (r, s) => p.client.queryByReferences(r, s),
+      balances: (s) => p.client.balances(s),
+      exchangeRates: (c, s) => p.client.exchangeRates(c, s),
+      async queryByPayoutIds(ids, s) {
+        const records = await p.client.queryByPayoutIds(ids, s);
+        p.clock.advance(250);
+        return records;
+      },
+    };
+    // One round per pass: with the clock moving, payouts on the 2 s backoff would be due again within it.
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1, maxCallsPerPass: 30, minIntervalMs: 2000, maxIntervalMs: 60_000 };
+    const poller = new SettlementPoller({ db: p.db, service, clock: p.clock, logger: p.logger }, o);
+    expect((await poller.runPass(p.signal)).calls).toBe(30);
+    const rows = await p.rows(batchId);
+    const delays = rows.map((r) => (r.nextPollAt as number) - (r.lastPolledAt as number));
+    // Until 8 answers after the first came, the backoff (2 s); then one round of 300 payouts at 4 calls/s, with headroom.
+    const round = roundMs({ pending: 300, callsPerSecond: 4 }, 10);
+    expect(round).toBe(Math.ceil(7.5 * 1000 * ROUND_HEADROOM));
+    expect(delays.slice(0, 10 * MIN_RATE_SAMPLE)).toEqual(Array(10 * MIN_RATE_SAMPLE).fill(2000));
+    expect(delays.slice(10 * MIN_RATE_SAMPLE).every((d) => d === round)).toBe(true);
+    // The history says which interval the daemon scheduled.
+    const last = rows.at(-1) as PayoutRow;
+    const history = await historyOf(p.db, last.id);
+    expect(history.at(-1)?.detail).toBe(`next poll in ${round} ms`);
   });
 });

@@ -102,7 +102,15 @@ describe('deliveries from the sandbox', () => {
     // The poller's query (not the webhook) moves the row.
     const poller = new SettlementPoller(
       { db: h.db, service: client, clock: h.clock, logger: createLogger('silent') },
-      { queryMaxIds: 100, maxCallsPerPass: 5, minIntervalMs: 1000, maxIntervalMs: 60_000, staleAfterMs: 24 * HOUR, leaseMs: 120_000 },
+      {
+        queryMaxIds: 100,
+        concurrency: 4,
+        maxCallsPerPass: 5,
+        minIntervalMs: 1000,
+        maxIntervalMs: 60_000,
+        staleAfterMs: 24 * HOUR,
+        leaseMs: 120_000,
+      },
     );
     expect(await poller.runOnce(new AbortController().signal)).toBe(1);
     expect(await payoutRow(h.db, created.payoutId)).toMatchObject({ state: 'PAID', service_status: 'PAID' });
