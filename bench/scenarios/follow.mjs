@@ -121,9 +121,9 @@ const cycleCalls = db
   )
   .get(firsts.t ?? 0).n;
 const firstPollAt = db.prepare(`SELECT min(at) AS t FROM payout_history WHERE ${POLL_EVENTS}`).get().t;
-// Each payout's last poll answered PENDING before the settlement, and the interval the daemon scheduled
-// there: the "next poll in N ms" of its history (builds that stretch the schedule to what they sustain
-// write it), else the configured backoff after k polls (builds that keep the configured schedule).
+// Each payout's last poll answered PENDING before the settlement, and what the daemon wrote there:
+// "next poll in D ms" (when it is due again) and, when a round at the rate it sustains takes longer,
+// "at most B ms" (the interval it states it keeps). Builds that write neither keep the configured backoff.
 const lastPolls = lastSettledAt
   ? db
       .prepare(
@@ -133,20 +133,24 @@ const lastPolls = lastSettledAt
       .all(lastSettledAt)
   : [];
 const delayAfter = (k) => Math.min(POLL.maxIntervalMs, POLL.minIntervalMs * 2 ** (k - 1));
-const recordedDelay = (p) => /^next poll in (\d+) ms$/.exec(p.detail ?? '')?.[1];
-const scheduledDelay = (p) => (recordedDelay(p) !== undefined ? Number(recordedDelay(p)) : delayAfter(p.k));
+const recorded = (p) => /^next poll in (\d+) ms(?:, at most (\d+) ms)?$/.exec(p.detail ?? '');
+const recordedDelay = (p) => recorded(p)?.[1];
+/** When the payout was due again. */
+const dueDelay = (p) => (recordedDelay(p) !== undefined ? Number(recordedDelay(p)) : delayAfter(p.k));
+/** The interval the daemon stated for it: the bound when it wrote one, else when it was due. */
+const scheduledDelay = (p) => (recorded(p)?.[2] !== undefined ? Number(recorded(p)[2]) : dueDelay(p));
 const intervalSource =
   lastPolls.length === 0 ? 'tick' : lastPolls.every((p) => recordedDelay(p) !== undefined) ? 'history' : 'configured backoff';
 const pollsBefore = lastPolls.reduce((m, p) => Math.max(m, p.k), 0);
 // When the daemon's own schedule had it ask again about each payout after the settlement: the
 // earliest it could know. The latest of these, against when it actually saw the last one.
-const dueLast = lastPolls.reduce((m, p) => (m === null || p.at + scheduledDelay(p) > m.at + scheduledDelay(m) ? p : m), null);
-const dueAfterSettlement = lastSettledAt ? Math.max(lastSettledAt, dueLast ? dueLast.at + scheduledDelay(dueLast) : 0) : null;
+const dueLast = lastPolls.reduce((m, p) => (m === null || p.at + dueDelay(p) > m.at + dueDelay(m) ? p : m), null);
+const dueAfterSettlement = lastSettledAt ? Math.max(lastSettledAt, dueLast ? dueLast.at + dueDelay(dueLast) : 0) : null;
 const lastSeenAt = db.prepare("SELECT max(at) AS t FROM payout_history WHERE event = 'settled'").get().t;
 const states = db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all();
 db.close();
 
-// The limit: the longest interval the daemon had scheduled for any payout when they settled.
+// The limit: the longest interval the daemon stated for any payout when they settled.
 const interval = lastPolls.length > 0 ? lastPolls.reduce((m, p) => Math.max(m, scheduledDelay(p)), 0) : POLL.tickMs;
 const resultAt = resultLine ? Date.parse(resultLine.time) : null;
 const minimumCalls = Math.ceil(rows / QUERY_MAX_IDS);
@@ -172,7 +176,7 @@ writeFileSync(
     intervalMs: interval,
     intervalSource,
     // For reading the ratio: the interval of the payout that was due last after the settlement, and the range.
-    intervalOfDueLastMs: dueLast ? scheduledDelay(dueLast) : null,
+    intervalOfDueLastMs: dueLast ? dueDelay(dueLast) : null,
     intervalMinMs: lastPolls.length > 0 ? lastPolls.reduce((m, p) => Math.min(m, scheduledDelay(p)), Infinity) : null,
     resultFileMs: resultAt && lastSettledAt ? resultAt - lastSettledAt : null,
     // Where that time went: waiting for the schedule, polling late, finishing the batch.

@@ -3,8 +3,9 @@
  * them in chunks of the service's max ids, each payout on its own backoff
  * schedule, with up to `concurrency` query calls on the wire: the next due
  * payouts are claimed while earlier calls are out, and the answers that
- * have arrived are recorded together in one transaction. The schedule is
- * stretched to what this process sustains (./schedule.ts). The query is the
+ * have arrived are recorded together in one transaction. Each poll records
+ * the longest the payout will wait for the next one at the rate this
+ * process sustains (./schedule.ts). The query is the
  * source of truth (spec 1.6); webhooks only make a payout due sooner. A
  * payout pending too long is flagged loudly, never dropped.
  */
@@ -17,7 +18,7 @@ import type { PayoutRow } from '../store/payouts.js';
 import { flagStale, listStalePending, nextPollDue } from '../store/settlement.js';
 import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
-import { CallRate, scheduledPollDelay, type PollLoad } from './schedule.js';
+import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
   /** Ids per query call (the contract's max). */
@@ -231,14 +232,20 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
         });
       } else if (rec.status === 'PENDING') {
-        const delay = scheduledPollDelay(row.pollCount + 1, this.o, load);
+        const due = nextPollDelay(row.pollCount + 1, this.o);
+        const bound = pollIntervalBound(row.pollCount + 1, this.o, load);
         moves.push({
           row,
           from: 'PENDING',
           to: 'PENDING',
-          patch: { ...polled, nextPollAt: now + delay },
-          // The interval in effect, which the round stretches: the history says when the next look is due.
-          history: { event: 'polled', outcome: 'PENDING', detail: `next poll in ${delay} ms` },
+          // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
+          patch: { ...polled, nextPollAt: now + due },
+          // The interval in effect: what finance can expect between a settlement and its result.
+          history: {
+            event: 'polled',
+            outcome: 'PENDING',
+            detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
+          },
         });
       } else {
         const a = adoptRecord(rec, now, 0);

@@ -1,11 +1,13 @@
 /**
  * The poll schedule, as pure arithmetic: when a payout is asked about again.
- * Each payout backs off from minIntervalMs, doubling up to maxIntervalMs.
- * When this process cannot ask about every pending payout within that
- * interval (100,000 payouts on a 2 s interval would need ~500 calls/s), the
- * interval is stretched to the time it needs for one round at the rate it
- * has sustained, so the schedule stays one it keeps instead of a fiction
- * every payout is polled late against.
+ * Each payout is due again after its backoff (minIntervalMs, doubling up to
+ * maxIntervalMs). When this process cannot ask about every pending payout
+ * within that interval (100,000 payouts on a 2 s interval would need ~500
+ * calls/s), due payouts are asked in due order as fast as it can, so each
+ * waits about one round; the bound it can promise is then the time one round
+ * takes at the rate it has sustained, and that is what it states, instead of
+ * a backoff every payout is polled late against. Polling itself never waits
+ * for the bound: a payout is asked as soon as it is due and a call is free.
  */
 
 /** Delay before the next poll of a payout that has been polled `count` times. */
@@ -34,11 +36,11 @@ export function roundMs(load: PollLoad, queryMaxIds: number): number {
 }
 
 /**
- * Delay before the next poll of a payout polled `count` times: its backoff,
- * stretched to one round when a round takes longer, never below the backoff
- * (minIntervalMs at least, the contract's) and never above maxIntervalMs.
+ * The longest a payout polled `count` times waits for its next poll: its
+ * backoff, or one round when a round takes longer (never above
+ * maxIntervalMs, where payouts wait anyway).
  */
-export function scheduledPollDelay(
+export function pollIntervalBound(
   count: number,
   o: { minIntervalMs: number; maxIntervalMs: number; queryMaxIds: number },
   load: PollLoad,

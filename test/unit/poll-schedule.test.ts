@@ -4,7 +4,7 @@
  * rate it measures (no timers: times are plain milliseconds).
  */
 import { describe, expect, it } from 'vitest';
-import { CallRate, MIN_RATE_SAMPLE, ROUND_HEADROOM, nextPollDelay, roundMs, scheduledPollDelay } from '../../src/poll/index.js';
+import { CallRate, MIN_RATE_SAMPLE, ROUND_HEADROOM, nextPollDelay, roundMs, pollIntervalBound } from '../../src/poll/index.js';
 
 const o = { minIntervalMs: 2000, maxIntervalMs: 300_000, queryMaxIds: 100 };
 
@@ -16,29 +16,29 @@ describe('poll schedule', () => {
   });
 
   it('keeps the backoff while the rate is unmeasured or a round fits in it', () => {
-    expect(scheduledPollDelay(1, o, { pending: 100_000, callsPerSecond: null })).toBe(2000);
-    expect(scheduledPollDelay(1, o, { pending: 0, callsPerSecond: 100 })).toBe(2000);
+    expect(pollIntervalBound(1, o, { pending: 100_000, callsPerSecond: null })).toBe(2000);
+    expect(pollIntervalBound(1, o, { pending: 0, callsPerSecond: 100 })).toBe(2000);
     // 250 payouts: 3 calls at 100/s, well inside 2 s.
-    expect(scheduledPollDelay(1, o, { pending: 250, callsPerSecond: 100 })).toBe(2000);
-    expect(scheduledPollDelay(3, o, { pending: 250, callsPerSecond: 100 })).toBe(8000);
+    expect(pollIntervalBound(1, o, { pending: 250, callsPerSecond: 100 })).toBe(2000);
+    expect(pollIntervalBound(3, o, { pending: 250, callsPerSecond: 100 })).toBe(8000);
   });
 
   it('stretches to one round at the sustained rate (with headroom) when the backlog cannot be served within the interval', () => {
     // 100,000 payouts = 1,000 calls; at 125 calls/s a round is 8 s, planned with headroom.
     const round = roundMs({ pending: 100_000, callsPerSecond: 125 }, 100);
     expect(round).toBe(8000 * ROUND_HEADROOM);
-    expect(scheduledPollDelay(1, o, { pending: 100_000, callsPerSecond: 125 })).toBe(round);
-    expect(scheduledPollDelay(2, o, { pending: 100_000, callsPerSecond: 125 })).toBe(round);
+    expect(pollIntervalBound(1, o, { pending: 100_000, callsPerSecond: 125 })).toBe(round);
+    expect(pollIntervalBound(2, o, { pending: 100_000, callsPerSecond: 125 })).toBe(round);
     // A payout whose backoff is already longer keeps it: never below the backoff.
-    expect(scheduledPollDelay(5, o, { pending: 100_000, callsPerSecond: 125 })).toBe(32_000);
+    expect(pollIntervalBound(5, o, { pending: 100_000, callsPerSecond: 125 })).toBe(32_000);
     // Partial calls count as calls.
     expect(roundMs({ pending: 100_001, callsPerSecond: 125 }, 100)).toBe(Math.ceil((1001 / 125) * 1000 * ROUND_HEADROOM));
   });
 
   it('never stretches beyond maxIntervalMs, nor below minIntervalMs', () => {
-    expect(scheduledPollDelay(1, o, { pending: 10_000_000, callsPerSecond: 1 })).toBe(300_000);
-    expect(scheduledPollDelay(1, { ...o, maxIntervalMs: 5000 }, { pending: 100_000, callsPerSecond: 10 })).toBe(5000);
-    expect(scheduledPollDelay(1, o, { pending: 1, callsPerSecond: 1e9 })).toBe(2000);
+    expect(pollIntervalBound(1, o, { pending: 10_000_000, callsPerSecond: 1 })).toBe(300_000);
+    expect(pollIntervalBound(1, { ...o, maxIntervalMs: 5000 }, { pending: 100_000, callsPerSecond: 10 })).toBe(5000);
+    expect(pollIntervalBound(1, o, { pending: 1, callsPerSecond: 1e9 })).toBe(2000);
   });
 });
 
