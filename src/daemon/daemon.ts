@@ -249,7 +249,9 @@ export class PayoutDaemon {
     const due = await this.poller.nextDueAt();
     const wait = due === null ? Infinity : due - this.deps.clock.now();
     if (!(wait > 0 && wait < this.deps.config.poll.tickMs)) return false;
-    await sleep(wait, signal).catch(() => undefined);
+    // A timer may fire a millisecond before the clock reads the due time; then nothing would be due and the loop
+    // would idle a whole tick. The extra 2 ms make the look after the wait find it.
+    await sleep(wait + 2, signal).catch(() => undefined);
     this.waitedForDue = true;
     return !signal.aborted;
   }
