@@ -65,6 +65,14 @@ export interface SubmitterDeps {
   faultPoint?: (name: 'after-intent' | 'after-create-response' | 'after-record') => void;
 }
 
+/** What became of one create, waiting to be recorded. */
+interface CreateOutcome {
+  move: RowMove;
+  request: PayoutRequest;
+  /** INSUFFICIENT_BALANCE: hold the batch until then. */
+  holdUntil?: number;
+}
+
 export class PayoutSubmitter {
   private readonly random: () => number;
   private readonly limit: ReturnType<typeof pLimit>;
@@ -104,7 +112,11 @@ export class PayoutSubmitter {
       if (rows.length === 0) break;
       moved += rows.length;
       for (const row of rows) {
-        const p: Promise<void> = this.limit(() => this.createOne(row, callSignal)).finally(() => inFlight.delete(p));
+        // The concurrency slot is the call only: recording its answer (a shared commit) must not keep the
+        // next create off the wire. The row stays in the window until its answer is recorded.
+        const p: Promise<void> = this.limit(() => this.sendCreate(row, callSignal))
+          .then((outcome) => this.recordOutcome(outcome))
+          .finally(() => inFlight.delete(p));
         inFlight.add(p);
       }
     }
@@ -112,7 +124,8 @@ export class PayoutSubmitter {
     return moved;
   }
 
-  private async createOne(row: PayoutRow, signal: AbortSignal): Promise<void> {
+  /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
+  private async sendCreate(row: PayoutRow, signal: AbortSignal): Promise<CreateOutcome> {
     const { clock, logger } = this.deps;
     const request = JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
     // A child logger per create costs more than the create's own bookkeeping; made only when a line is written.
@@ -128,8 +141,7 @@ export class PayoutSubmitter {
         patch: { nextAttemptAt: clock.now() },
         history: { event: 'not-sent', detail: 'shutdown before the create was sent' },
       };
-      await applyRowMoves(this.deps.db, [notSent], clock.now());
-      return;
+      return { move: notSent, request };
     }
     try {
       this.deps.faultPoint?.('after-intent');
@@ -157,7 +169,15 @@ export class PayoutSubmitter {
       else if (isApiError(err, 'auth')) log().error({ err: safe }, 'the service refused our credentials; will retry');
       else log().info({ err: safe }, 'create deferred');
     }
+    return { move, request, holdUntil };
+  }
+
+  /** Records a create's answer (in a shared commit), then holds the batch when the balance ran out. */
+  private async recordOutcome({ move, request, holdUntil }: CreateOutcome): Promise<void> {
+    const { clock, logger } = this.deps;
+    const row = move.row;
     await this.records.add(move);
+    if (move.history.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
     if (holdUntil !== undefined) {
       await holdBatch(
