@@ -162,6 +162,7 @@ export class PayoutDaemon {
         staleAfterMs: config.poll.staleAfterMs,
         // Alone, the lease only keeps this process's next call off payouts still on the wire: one call's timeout.
         leaseMs: this.shared ? config.instance.leaseMs : config.api.timeoutMs,
+        exclusive: !this.shared,
       },
     );
   }

@@ -15,7 +15,7 @@ import type { Clock } from '../domain/clock.js';
 import type { PayoutRecord, PayoutService } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
 import type { PayoutRow } from '../store/payouts.js';
-import { flagStale, listStalePending, nextPollDue } from '../store/settlement.js';
+import { flagStale, listDueForPoll, listStalePending, nextPollDue } from '../store/settlement.js';
 import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
@@ -37,6 +37,12 @@ export interface PollerOptions {
    * instance nor for this one's next call while the first is still out. Must exceed a query call.
    */
   leaseMs: number;
+  /**
+   * This process alone uses the database (SQLite, held by the instance lock): a claim is a read, and the rows
+   * on the wire are kept off the next call in memory. Nothing is written (no commit) until the answer comes;
+   * after a crash the same payouts are simply due again.
+   */
+  exclusive?: boolean;
 }
 
 export interface PollerDeps {
@@ -153,9 +159,11 @@ export class SettlementPoller {
     const now = clock.now();
     const oldestDue = await nextPollDue(db);
     if (oldestDue === null || oldestDue > now) return null;
-    const claimed = await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
+    const claimed = this.o.exclusive
+      ? await listDueForPoll(db, now, this.o.queryMaxIds, this.asking)
+      : await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
     // Only rows already on the wire left: nothing new is due until their answers come back.
-    const due = claimed.filter((r) => !this.asking.has(r.id));
+    const due = claimed.filter((r) => !this.asking.has(r.id)).slice(0, this.o.queryMaxIds);
     if (due.length === 0) return null;
     for (const r of due) this.asking.add(r.id);
     return { due, claimedAt: now, oldestDue };

@@ -217,6 +217,16 @@ export async function moveRows(
 }
 
 /**
+ * `state = ?` for rows picked by id. SQLite otherwise answers
+ * `id IN (…) AND state = ?` by walking the state index (every PENDING row:
+ * 5 ms per 100-row poll answer at 100,000 pending, instead of 0.3 ms); the
+ * unary + (a no-op on any value) leaves it the primary key.
+ */
+export function stateGuard(db: Database | Knex.Transaction, state: RowState): Knex.Raw {
+  return db.raw(isPostgres(db) ? 'state = ?' : '+state = ?', [state]);
+}
+
+/**
  * UPDATE … WHERE id IN (…) AND state = from RETURNING id, in chunks: the
  * rows this transaction really moved, even when another instance races for
  * them.
@@ -226,7 +236,7 @@ async function updateGuarded(trx: Knex.Transaction, ids: number[], from: RowStat
   for (let i = 0; i < ids.length; i += 500) {
     const still = (await trx('payouts')
       .whereIn('id', ids.slice(i, i + 500))
-      .andWhere({ state: from })
+      .andWhere(stateGuard(trx, from))
       .update(columns)
       .returning('id')) as { id: number }[];
     for (const r of still) moved.push(Number(r.id));

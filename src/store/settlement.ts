@@ -5,13 +5,12 @@
 import type { Database } from './db.js';
 import { fromColumns, type PayoutRow } from './payouts.js';
 
-/** PENDING rows whose next poll is due, most overdue first. */
-export async function listDueForPoll(db: Database, now: number, limit: number): Promise<PayoutRow[]> {
-  const rows = (await db('payouts')
-    .where({ state: 'PENDING' })
-    .andWhere('next_poll_at', '<=', now)
-    .orderBy('next_poll_at')
-    .limit(limit)) as Record<string, unknown>[];
+/** PENDING rows whose next poll is due, most overdue first, leaving out `except` (rows already being asked about). */
+export async function listDueForPoll(db: Database, now: number, limit: number, except: Iterable<number> = []): Promise<PayoutRow[]> {
+  const q = db('payouts').where({ state: 'PENDING' }).andWhere('next_poll_at', '<=', now);
+  const skip = [...except];
+  if (skip.length > 0) q.whereNotIn('id', skip);
+  const rows = (await q.orderBy('next_poll_at').limit(limit)) as Record<string, unknown>[];
   return rows.map(fromColumns);
 }
 

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
-import { fromColumns, moveEach, moveRows, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
+import { fromColumns, moveEach, moveRows, stateGuard, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -143,7 +143,7 @@ export async function claimDueRows(
     if (isPostgres(db)) due.forUpdate().skipLocked();
     const rows = (await trx('payouts')
       .whereIn('id', due)
-      .andWhere({ state })
+      .andWhere(stateGuard(trx, state))
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];
     return rows.map(fromColumns).sort((a, b) => a.id - b.id);

@@ -174,12 +174,16 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
     return batch.id;
   }
 
-  it('keeps `concurrency` calls on the wire and asks about every payout exactly once per round', async () => {
+  // exclusive: this process alone uses the database (SQLite), so a claim is a read and the calls out are kept apart in memory.
+  it.each([
+    { mode: 'claimed with a lease', exclusive: false },
+    { mode: 'claimed by a read (exclusive)', exclusive: true },
+  ])('keeps `concurrency` calls on the wire and asks about every payout exactly once per round ($mode)', async ({ exclusive }) => {
     const p = await startPipeline({ submitter: { concurrency: 16 } });
     const batchId = await pendingBatch(p, 250, 'CC');
     p.sandbox.setFaults({ latencyMs: 40, endpoints: [QUERY] });
     const { seen, service } = countingService(p);
-    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4 };
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4, exclusive };
     const poller = new SettlementPoller({ db: p.db, service, clock: p.clock, logger: p.logger }, o);
 
     expect(await poller.runPass(p.signal)).toEqual({ calls: 25, settled: 0 });
@@ -199,6 +203,22 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
     expect(await poller.runPass(p.signal)).toEqual({ calls: 25, settled: 250 });
     expect(await p.states(batchId)).toEqual(Array(250).fill('PAID'));
     expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+  });
+
+  it('exclusive: nothing is written while the calls are out; the rows are as they were until the answers are recorded', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 16 } });
+    const batchId = await pendingBatch(p, 40, 'EX');
+    const before = await p.rows(batchId);
+    p.sandbox.setFaults({ latencyMs: 300, endpoints: [QUERY] });
+    const poller = new SettlementPoller(
+      { db: p.db, service: p.client, clock: p.clock, logger: p.logger },
+      { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4, exclusive: true },
+    );
+    const running = poller.runPass(p.signal);
+    await waitFor(() => p.queryRequests() === 4, 'four calls on the wire');
+    expect(await p.rows(batchId)).toEqual(before);
+    expect(await running).toEqual({ calls: 4, settled: 0 });
+    expect((await p.rows(batchId)).every((r) => r.pollCount === 1)).toBe(true);
   });
 
   it('one concurrency: one call at a time, as before', async () => {

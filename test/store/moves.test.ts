@@ -7,8 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
-import { RowStateError, historyOf, rowsOfBatch } from '../../src/store/payouts.js';
+import { RowStateError, historyOf, rowsOfBatch, stateGuard } from '../../src/store/payouts.js';
 import { applyRowMoves } from '../../src/store/submission.js';
 import { openTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
@@ -43,6 +44,17 @@ describe('store: row moves and claims (SQLite)', () => {
     await expect(applyRowMoves(db, moves, 10)).rejects.toThrow(RowStateError);
     expect((await db('payouts').orderBy('id').pluck('state')) as string[]).toEqual(['PENDING', 'PENDING']);
     expect(await historyOf(db, a.id)).toEqual([]);
+  });
+
+  it('a guarded UPDATE of rows picked by id finds them by primary key, not by walking the state index', async () => {
+    await seedBatch(db, 'G', 3, 'PENDING');
+    const q = db('payouts').whereIn('id', [1, 2, 3]).andWhere(stateGuard(db, 'PENDING')).update({ poll_count: 1 }).toSQL().toNative();
+    const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as Knex.RawBinding[])) as { detail: string }[];
+    expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('INTEGER PRIMARY KEY')]);
+    // What the guard replaced: SQLite's choice for a plain `state = ?` (the reason the guard exists).
+    const plain = db('payouts').whereIn('id', [1, 2, 3]).andWhere({ state: 'PENDING' }).update({ poll_count: 1 }).toSQL().toNative();
+    const before = (await db.raw(`EXPLAIN QUERY PLAN ${plain.sql}`, plain.bindings as Knex.RawBinding[])) as { detail: string }[];
+    expect(before.map((p) => p.detail).join(' ')).toContain('INDEX');
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {
