@@ -27,7 +27,7 @@ export interface PollerOptions {
   concurrency: number;
   /** Queries per pass at most (bounds one pass; the rest wait for the next). */
   maxCallsPerPass: number;
-  /** Poll interval after the first poll; doubles per poll up to maxIntervalMs (stretched when a round takes longer). */
+  /** Poll interval after the first poll; doubles per poll up to maxIntervalMs. */
   minIntervalMs: number;
   maxIntervalMs: number;
   /** A payout PENDING longer than this is flagged. */
