@@ -17,6 +17,17 @@ function refs(n: number, prefix: string): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}-${String(i + 1).padStart(4, '0')}`);
 }
 
+/** The pipeline's real client, with its payout query replaced (counted, delayed, failed on purpose). */
+function withQuery(p: Pipeline, queryByPayoutIds: PayoutService['queryByPayoutIds']): PayoutService {
+  return {
+    createPayout: (req, s) => p.client.createPayout(req, s),
+    queryByReferences: (refs, s) => p.client.queryByReferences(refs, s),
+    balances: (s) => p.client.balances(s),
+    exchangeRates: (c, s) => p.client.exchangeRates(c, s),
+    queryByPayoutIds,
+  };
+}
+
 describe('pipeline: settlement poller', () => {
   it('queries 250 pending payouts in 3 calls of at most 100 ids per pass', async () => {
     const p = await startPipeline({ submitter: { concurrency: 8 } });
@@ -140,30 +151,24 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
   function countingService(p: Pipeline, failCall?: number) {
     const seen = { onWire: 0, most: 0, calls: 0, asked: [] as string[][], failedIds: [] as string[] };
     let failing: AbortController | undefined;
-    const service: PayoutService = {
-      createPayout: (req, s) => p.client.createPayout(req, s),
-      queryByReferences: (refs, s) => p.client.queryByReferences(refs, s),
-      balances: (s) => p.client.balances(s),
-      exchangeRates: (c, s) => p.client.exchangeRates(c, s),
-      async queryByPayoutIds(ids, s) {
-        const n = ++seen.calls;
-        seen.asked.push(ids);
-        seen.onWire++;
-        seen.most = Math.max(seen.most, seen.onWire);
-        // A real call, really aborted once it is on the wire (when the fourth call starts): the client's own failure path.
-        const abort = new AbortController();
-        if (n === failCall) {
-          seen.failedIds = ids;
-          failing = abort;
-        }
-        if (n === 4) failing?.abort(new Error('test: this call fails'));
-        try {
-          return await p.client.queryByPayoutIds(ids, s ? AbortSignal.any([s, abort.signal]) : abort.signal);
-        } finally {
-          seen.onWire--;
-        }
-      },
-    };
+    const service = withQuery(p, async (ids, s) => {
+      const n = ++seen.calls;
+      seen.asked.push(ids);
+      seen.onWire++;
+      seen.most = Math.max(seen.most, seen.onWire);
+      // A real call, really aborted once it is on the wire (when the fourth call starts): the client's own failure path.
+      const abort = new AbortController();
+      if (n === failCall) {
+        seen.failedIds = ids;
+        failing = abort;
+      }
+      if (n === 4) failing?.abort(new Error('test: this call fails'));
+      try {
+        return await p.client.queryByPayoutIds(ids, s ? AbortSignal.any([s, abort.signal]) : abort.signal);
+      } finally {
+        seen.onWire--;
+      }
+    });
     return { seen, service };
   }
 
@@ -306,17 +311,11 @@ describe('settlement poller: the interval it states is one it keeps', () => {
       return batch.id;
     })();
     // Each answer moves the clock 250 ms: 10 ids per call, 30 calls, 4 calls a second sustained.
-    const service: PayoutService = {
-      createPayout: (req, s) => p.client.createPayout(req, s),
-      queryByReferences: (r, s) => p.client.queryByReferences(r, s),
-      balances: (s) => p.client.balances(s),
-      exchangeRates: (c, s) => p.client.exchangeRates(c, s),
-      async queryByPayoutIds(ids, s) {
-        const records = await p.client.queryByPayoutIds(ids, s);
-        p.clock.advance(250);
-        return records;
-      },
-    };
+    const service = withQuery(p, async (ids, s) => {
+      const records = await p.client.queryByPayoutIds(ids, s);
+      p.clock.advance(250);
+      return records;
+    });
     // One round per pass: with the clock moving, payouts on the 2 s backoff would be due again within it.
     const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1, maxCallsPerPass: 30, minIntervalMs: 2000, maxIntervalMs: 60_000 };
     const poller = new SettlementPoller({ db: p.db, service, clock: p.clock, logger: p.logger }, o);
