@@ -5,7 +5,8 @@
  * incrementally so a million-row batch is summed in the same single pass
  * that writes the result file.
  */
-import { Decimal, decimalText } from '../domain/money.js';
+import { ExactTotal } from '../domain/exact-total.js';
+import { decimalText } from '../domain/money.js';
 import { ReportError } from './errors.js';
 import { ROW_OUTCOME_STATUSES, isRowOutcomeStatus } from './types.js';
 import type { BatchSummary, RowOutcome, RowOutcomeStatus, SummaryMeasure, SummaryRow } from './types.js';
@@ -27,7 +28,7 @@ export function isSummableAmount(text: string): boolean {
 
 interface Group {
   rowCount: number;
-  sum: Decimal;
+  sum: ExactTotal;
   rowsNotSummed: number;
 }
 
@@ -74,7 +75,15 @@ export class SummaryAccumulator {
       if (!currencies) continue;
       for (const currency of [...currencies.keys()].sort(byCodePoint)) {
         const g = currencies.get(currency);
-        if (g) out.push({ status, measure, currency, rowCount: g.rowCount, amount: decimalText(g.sum), rowsNotSummed: g.rowsNotSummed });
+        if (g)
+          out.push({
+            status,
+            measure,
+            currency,
+            rowCount: g.rowCount,
+            amount: decimalText(g.sum.toDecimal()),
+            rowsNotSummed: g.rowsNotSummed,
+          });
       }
     }
     return out;
@@ -83,7 +92,7 @@ export class SummaryAccumulator {
   private addAmount(status: RowOutcomeStatus, measure: AmountMeasure, currency: string, amount: string): void {
     const g = this.group(status, measure, currency);
     g.rowCount += 1;
-    if (isSummableAmount(amount)) g.sum = g.sum.plus(amount);
+    if (isSummableAmount(amount)) g.sum.add(amount);
     else g.rowsNotSummed += 1;
   }
 
@@ -93,7 +102,7 @@ export class SummaryAccumulator {
     let currencies = measures.get(measure);
     if (!currencies) measures.set(measure, (currencies = new Map()));
     let g = currencies.get(currency);
-    if (!g) currencies.set(currency, (g = { rowCount: 0, sum: new Decimal(0), rowsNotSummed: 0 }));
+    if (!g) currencies.set(currency, (g = { rowCount: 0, sum: new ExactTotal(), rowsNotSummed: 0 }));
     return g;
   }
 }

@@ -26,7 +26,7 @@ import { compareControls, ControlBlock, isControlRecord, readSidecar, type Contr
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
 import { LineTracker } from './lines.js';
-import { ExactTotal } from './totals.js';
+import { ExactTotal } from '../../domain/exact-total.js';
 import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Guard } from './utf8.js';
 

@@ -1,10 +1,10 @@
 /**
- * Exact running sum of plain decimal amounts (the file's totals per
- * currency, compared with its control totals). Integer arithmetic on BigInt
+ * Exact running sum of plain decimal amounts (a file's totals per currency,
+ * compared with its control totals; a result file's summary per status). Integer arithmetic on BigInt
  * in units of the largest scale seen so far: exact like decimal.js, without
  * a Decimal per row (a million-row file adds a million amounts).
  */
-import { Decimal } from '../../domain/money.js';
+import { Decimal } from './money.js';
 
 const TEN = 10n;
 

@@ -1,11 +1,11 @@
 /**
- * ExactTotal (src/ingest/csv/totals.ts), the file's running sum per currency
- * that control totals are checked against: it must agree exactly with
+ * ExactTotal (src/domain/exact-total.ts), the running sum per currency of a
+ * file (checked against control totals) and of a result summary: it must agree exactly with
  * decimal.js over amounts of mixed scales, leading zeros and huge values.
  */
 import { describe, expect, it } from 'vitest';
 import { Decimal, decimalText } from '../../src/domain/money.js';
-import { ExactTotal } from '../../src/ingest/csv/totals.js';
+import { ExactTotal } from '../../src/domain/exact-total.js';
 
 function both(amounts: string[]): [string, string] {
   const exact = new ExactTotal();
@@ -30,6 +30,9 @@ describe('ExactTotal', () => {
     ['fractions only', ['0.001', '0.009'], '0.01'],
     ['beyond a double', ['999999999999999999999999.99', '0.01'], '1000000000000000000000000'],
     ['many decimals', ['0.123456789012345678901', '1.1'], '1.223456789012345678901'],
+    // Result summaries add whatever signed plain decimals the rows hold.
+    ['signed amounts', ['-1.5', '0.25', '-0.05', '2'], '0.7'],
+    ['a sum that turns negative', ['1', '-3.125'], '-2.125'],
   ];
   for (const [name, amounts, sum] of cases) {
     it(name, () => {
