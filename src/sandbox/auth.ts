@@ -13,7 +13,7 @@ import type { Clock } from '../domain/clock.js';
 import { businessStringToSign, tokenStringToSign, verifyHmac, verifyRsa } from '../signing/signatures.js';
 import type { CredentialStore, Credentials } from './credentials.js';
 import { accessTokenExpired, invalidAccess } from './errors.js';
-import type { NonceStore } from './nonces.js';
+import type { NonceWindow } from '../signing/nonces.js';
 import type { AuthMode, SandboxMerchant } from './options.js';
 
 /** A merchant as the server holds it: its options plus what is derived once. */
@@ -41,7 +41,7 @@ export interface AuthDeps {
   clockSkewSeconds: number;
   merchantsByApiKey: ReadonlyMap<string, MerchantState>;
   credentials: CredentialStore;
-  nonces: NonceStore;
+  nonces: NonceWindow;
   clock: Clock;
 }
 

@@ -31,7 +31,7 @@ import { Ledger, type LedgerEntry } from './ledger.js';
 import { LedgerFile } from './ledger-file.js';
 import { PayoutLifecycle } from './lifecycle.js';
 import { silentLogger } from './logger.js';
-import { NonceStore } from './nonces.js';
+import { NonceWindow } from '../signing/nonces.js';
 import {
   mergeFaults,
   parseFaultsPatch,
@@ -56,6 +56,9 @@ import { seededRandom } from './random.js';
 import { bump, copyStats, emptyStats, type SandboxStats } from './stats.js';
 import { TimerSet } from './timers.js';
 import { WebhookDispatcher, webhookTarget, type WebhookTarget } from './webhooks.js';
+
+/** Nonces kept at most (a load test's calls within one window fit; memory stays bounded under a flood). */
+const SANDBOX_NONCE_CAPACITY = 2_000_000;
 
 export interface SandboxServer {
   /** http://127.0.0.1:PORT */
@@ -133,7 +136,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
   const merchantsByCode = new Map(merchants.map((m) => [m.merchantCode, m]));
   const ledger = new Ledger(config.merchants);
   const credentials = new CredentialStore(config);
-  const nonces = new NonceStore(config.nonceWindowSeconds * 1000);
+  const nonces = new NonceWindow(config.nonceWindowSeconds * 1000, SANDBOX_NONCE_CAPACITY);
 
   let faults = config.faults;
   let bucket = faults.rateLimit ? new TokenBucket(faults.rateLimit) : null;

@@ -19,4 +19,4 @@ export {
   type MalformedEvent,
 } from './event.js';
 export { recordWebhookEvent } from './record.js';
-export { NonceWindow } from './nonces.js';
+export { NonceWindow } from '../signing/nonces.js';

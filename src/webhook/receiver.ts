@@ -18,7 +18,7 @@ import { pollSoon } from '../store/settlement.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
-import { NonceWindow } from './nonces.js';
+import { NonceWindow } from '../signing/nonces.js';
 import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
 import { forgetWebhookEventsBefore, recordWebhookEvent } from './record.js';
 import { verifyDelivery } from './verify.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SettlementQueue, type DueSettlement } from '../../src/sandbox/settlement.js';
-import { NonceStore } from '../../src/sandbox/nonces.js';
+import { NonceWindow } from '../../src/signing/nonces.js';
 import { seededRandom } from '../../src/sandbox/random.js';
 
 describe('settlement queue', () => {
@@ -63,7 +63,7 @@ describe('settlement queue', () => {
 
 describe('nonce store', () => {
   it('remembers a nonce for the window and prunes older ones', () => {
-    const store = new NonceStore(1000, 3);
+    const store = new NonceWindow(1000, 3);
     store.record('a', 0);
     expect(store.has('a', 1000)).toBe(true);
     expect(store.has('a', 1001)).toBe(false);

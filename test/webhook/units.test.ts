@@ -109,6 +109,12 @@ describe('NonceWindow', () => {
     expect(w.has('b', 600_002)).toBe(false);
     expect(w.has('e', 600_002)).toBe(true);
   });
+
+  it('still knows a nonce when the clock steps back past the window', () => {
+    const w = new NonceWindow(1000, 10);
+    w.record('a', 50_000);
+    expect(w.has('a', 10_000)).toBe(true);
+  });
 });
 
 describe('options', () => {

@@ -1,10 +1,11 @@
 /**
- * Replay protection for webhook deliveries: the nonces of verified
- * deliveries seen within the window, in memory. A Map iterates in insertion
- * order, which is (nearly) time order, so expired nonces are pruned from the
- * front at O(1) amortised per insertion; a hard capacity evicts the oldest if
- * the sender outruns the window. Only verified nonces are recorded, so an
- * attacker without the secret cannot fill it.
+ * Replay protection of signed messages (the sandbox's API calls, the
+ * receiver's webhook deliveries): the nonces seen within the window, in
+ * memory. A Map iterates in insertion order, which is (nearly) time order,
+ * so expired nonces are pruned from the front at O(1) amortised per
+ * insertion; a hard capacity evicts the oldest if a flood outruns the
+ * window. Callers record only verified nonces, so an attacker without the
+ * key cannot fill it.
  */
 
 export class NonceWindow {
@@ -15,10 +16,10 @@ export class NonceWindow {
     private readonly capacity: number,
   ) {}
 
-  /** True when `nonce` was recorded within the window before `nowMs`. */
+  /** True when `nonce` was recorded within the window before `nowMs` (or at a later reading of a clock that stepped back). */
   has(nonce: string, nowMs: number): boolean {
     const at = this.seenAt.get(nonce);
-    return at !== undefined && Math.abs(nowMs - at) <= this.windowMs;
+    return at !== undefined && nowMs - at <= this.windowMs;
   }
 
   record(nonce: string, nowMs: number): void {
