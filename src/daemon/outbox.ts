@@ -19,6 +19,7 @@ import {
   writeRejectionAckFile,
   writeResultFiles,
   outcomeStatusOf,
+  reasonText,
   isTempName,
   writeResultXlsx,
   writeRetryFile,
@@ -55,12 +56,6 @@ export function identityOf(batch: BatchRecord): BatchIdentity {
 
 function requestOf(row: BatchResultRow): PayoutRequest | null {
   return row.requestJson ? (JSON.parse(row.requestJson) as PayoutRequest) : null;
-}
-
-/** The reason finance reads: the code, then the words (unless the words already start with the code). */
-export function reasonText(code: string | null, reason: string | null): string | null {
-  if (!reason) return code;
-  return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
 }
 
 export function rowOutcome(row: BatchResultRow): RowOutcome {

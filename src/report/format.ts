@@ -57,6 +57,12 @@ export function summaryFileName(fileName: string): string {
 
 const text = (value: string | null): string => value ?? '';
 
+/** The reason finance reads, in every file: the code, then the words (unless the words already start with the code). */
+export function reasonText(code: string | null, reason: string | null): string | null {
+  if (!reason) return code;
+  return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
+}
+
 export function ackRecord(identity: BatchIdentity, row: AckRow): string[] {
   if (row.verdict !== 'ACCEPTED' && row.verdict !== 'REJECTED') {
     throw new ReportError('REPORT_BAD_ROW', `line ${row.line}: verdict must be ACCEPTED or REJECTED`);

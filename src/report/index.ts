@@ -14,6 +14,7 @@ export {
   fileRejectionRecord,
   resultRecord,
   summaryRecord,
+  reasonText,
 } from './format.js';
 export { csvText, csvChunks, RECORD_DELIMITER, UTF8_BOM } from './csv.js';
 export type { CsvChunkOptions } from './csv.js';

@@ -9,7 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks } from './csv.js';
-import { SUMMARY_COLUMNS, summaryRecord } from './format.js';
+import { SUMMARY_COLUMNS, reasonText, summaryRecord } from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
@@ -162,11 +162,6 @@ export function reconciliationStatus(state: string): RowOutcomeStatus {
 
 const text = (value: string | null): string => value ?? '';
 
-/** As in the result files: `code: message` when both are known. */
-function reasonOf(row: ReconciliationRow): string {
-  return row.reasonCode && row.reason ? `${row.reasonCode}: ${row.reason}` : (row.reason ?? '');
-}
-
 /** The CSV record of one row (raw text; escaping happens in csv.ts). */
 export function reconciliationRecord(row: ReconciliationRow): string[] {
   return [
@@ -187,7 +182,7 @@ export function reconciliationRecord(row: ReconciliationRow): string[] {
     row.createdAtMs === null ? '' : new Date(row.createdAtMs).toISOString(),
     text(row.createTime),
     text(row.completeTime),
-    reasonOf(row),
+    text(reasonText(row.reasonCode, row.reason)),
   ];
 }
 

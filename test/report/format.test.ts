@@ -6,6 +6,7 @@ import {
   csvChunks,
   csvText,
   fileRejectionRecord,
+  reasonText,
   resultFileName,
   resultRecord,
   unescapeSpreadsheetCell,
@@ -94,5 +95,15 @@ describe('records', () => {
     for (const bad of ['../x.csv', 'a/b.csv', 'a\\b.csv', '.hidden.csv', '']) {
       expect(() => ackFileName(bad)).toThrow(expect.objectContaining({ code: 'REPORT_BAD_FILE_NAME' }));
     }
+  });
+});
+
+describe('reasonText (every file that shows a reason)', () => {
+  it('puts the code before the words, once', () => {
+    expect(reasonText('CANCELLED', 'beneficiary account closed')).toBe('CANCELLED: beneficiary account closed');
+    expect(reasonText('INVALID_AMOUNT', 'INVALID_AMOUNT [amount]: not a number')).toBe('INVALID_AMOUNT [amount]: not a number');
+    expect(reasonText('2002', null)).toBe('2002');
+    expect(reasonText(null, 'words only')).toBe('words only');
+    expect(reasonText(null, null)).toBeNull();
   });
 });
