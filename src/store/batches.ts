@@ -90,15 +90,7 @@ export class BatchStateError extends PayoutdError {
 }
 
 /** The facts of a file when it becomes a batch. */
-export interface ReceivedFile {
-  id: string;
-  fileName: string;
-  storedPath: string;
-  controlPath: string | null;
-  sha256: string;
-  size: number;
-  mtimeMs: number;
-}
+export type ReceivedFile = Pick<BatchRecord, 'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs'>;
 
 /** A new batch record in state RECEIVED: nothing read, decided or written yet. */
 export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
