@@ -8,9 +8,8 @@ import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
-import { runPrepared } from './prepared.js';
+import { multiRowInsertSql, runPrepared, sqliteWriter } from './prepared.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
-import { sqliteBulkInserter } from './bulk-insert.js';
 
 export interface PayoutRow {
   id: number;
@@ -127,7 +126,7 @@ const INSERT_COLUMNS = [
  */
 export async function insertRows(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
   const perStatement = Math.floor(30_000 / INSERT_COLUMNS.length);
-  const prepared = await sqliteBulkInserter(db);
+  const prepared = await sqliteWriter(db);
   for (let i = 0; i < rows.length; i += perStatement) {
     const end = Math.min(rows.length, i + perStatement);
     const values: Knex.Value[] = new Array<Knex.Value>((end - i) * INSERT_COLUMNS.length);
@@ -146,15 +145,9 @@ export async function insertRows(db: Database | Knex.Transaction, rows: NewPayou
       values[k++] = r.reason;
       values[k++] = now;
     }
-    if (prepared) {
-      prepared('payouts', INSERT_COLUMNS, end - i, values);
-    } else {
-      const placeholders = `(${INSERT_COLUMNS.map(() => '?').join(',')})`;
-      await db.raw(
-        `INSERT INTO payouts (${INSERT_COLUMNS.join(',')}) VALUES ${new Array<string>(end - i).fill(placeholders).join(',')}`,
-        values,
-      );
-    }
+    const sql = multiRowInsertSql('payouts', INSERT_COLUMNS, end - i);
+    if (prepared) prepared(sql, values);
+    else await db.raw(sql, values);
   }
 }
 
@@ -184,8 +177,7 @@ async function insertHistory(trx: Knex.Transaction, records: Record<string, unkn
     const chunk = records.slice(i, i + 500);
     const values: Knex.Value[] = [];
     for (const r of chunk) for (const c of HISTORY_COLUMNS) values.push(r[c] as Knex.Value);
-    const row = `(${HISTORY_COLUMNS.map(() => '?').join(',')})`;
-    await trx.raw(`INSERT INTO payout_history (${HISTORY_COLUMNS.join(',')}) VALUES ${chunk.map(() => row).join(',')}`, values);
+    await trx.raw(multiRowInsertSql('payout_history', HISTORY_COLUMNS, chunk.length), values);
   }
 }
 

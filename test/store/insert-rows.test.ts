@@ -1,7 +1,7 @@
 /**
  * insertRows (src/store/payouts.ts): inside a transaction on SQLite it runs
  * prepared multi-row statements on the transaction's own connection
- * (src/store/bulk-insert.ts), elsewhere knex. Both must store every column
+ * (src/store/prepared.ts), elsewhere knex. Both must store every column
  * exactly, split rows across statements at any count, and stay inside the
  * caller's transaction (a rollback leaves nothing, a bad row fails the call).
  */
