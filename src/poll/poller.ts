@@ -15,7 +15,7 @@ import type { Clock } from '../domain/clock.js';
 import type { PayoutRecord, PayoutService } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
 import type { PayoutRow } from '../store/payouts.js';
-import { flagStale, listDueForPoll, listStalePending, nextPollDue } from '../store/settlement.js';
+import { flagStale, listDueForPoll, listStalePending, nextPollDue, reschedulePolls } from '../store/settlement.js';
 import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
@@ -195,7 +195,11 @@ export class SettlementPoller {
       if (f.records === undefined || f.answeredAt === undefined) {
         const err = f.failed;
         logger.warn({ err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' } }, 'payout query failed; will retry');
-        await this.reschedule(f.due, clock.now() + this.o.minIntervalMs);
+        await reschedulePolls(
+          db,
+          f.due.map((r) => r.id),
+          clock.now() + this.o.minIntervalMs,
+        );
         continue;
       }
       pass.answered++;
@@ -284,17 +288,6 @@ export class SettlementPoller {
   private async countPending(): Promise<number> {
     const r = (await this.deps.db('payouts').where({ state: 'PENDING' }).count({ n: '*' }).first()) as { n: number | string } | undefined;
     return Number(r?.n ?? 0);
-  }
-
-  private async reschedule(rows: PayoutRow[], at: number): Promise<void> {
-    await this.deps
-      .db('payouts')
-      .whereIn(
-        'id',
-        rows.map((r) => r.id),
-      )
-      .andWhere({ state: 'PENDING' })
-      .update({ next_poll_at: at });
   }
 
   private async flagStale(): Promise<void> {

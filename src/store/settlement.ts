@@ -3,7 +3,7 @@
  * PENDING payouts are due for a query, and which batches are finished.
  */
 import type { Database } from './db.js';
-import { fromColumns, type PayoutRow } from './payouts.js';
+import { fromColumns, stateGuard, type PayoutRow } from './payouts.js';
 
 /** PENDING rows whose next poll is due, most overdue first, leaving out `except` (rows already being asked about). */
 export async function listDueForPoll(db: Database, now: number, limit: number, except: Iterable<number> = []): Promise<PayoutRow[]> {
@@ -24,6 +24,11 @@ export async function nextPollDue(db: Database): Promise<number | null> {
 export async function pollSoon(db: Database, payoutIds: string[], now: number): Promise<number> {
   if (payoutIds.length === 0) return 0;
   return db('payouts').whereIn('payout_id', payoutIds).andWhere({ state: 'PENDING' }).update({ next_poll_at: now });
+}
+
+/** Ask about these PENDING payouts again at `at` (their query failed). */
+export async function reschedulePolls(db: Database, ids: number[], at: number): Promise<void> {
+  if (ids.length > 0) await db('payouts').whereIn('id', ids).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: at });
 }
 
 /** PENDING rows created before `createdBefore` and not flagged yet. */
