@@ -23,7 +23,7 @@ export async function nextPollDue(db: Database): Promise<number | null> {
 /** Ask about these payouts at the next poll (a webhook said something changed). */
 export async function pollSoon(db: Database, payoutIds: string[], now: number): Promise<number> {
   if (payoutIds.length === 0) return 0;
-  return db('payouts').whereIn('payout_id', payoutIds).andWhere({ state: 'PENDING' }).update({ next_poll_at: now });
+  return db('payouts').whereIn('payout_id', payoutIds).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
 }
 
 /** Ask about these PENDING payouts again at `at` (their query failed). */
