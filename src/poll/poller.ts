@@ -16,7 +16,7 @@ import type { PayoutRecord, PayoutService } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
 import type { PayoutRow } from '../store/payouts.js';
 import { flagStale, listDueForPoll, listStalePending, nextPollDue, reschedulePolls } from '../store/settlement.js';
-import { applyRowMoves, claimDueRows, type RowMove } from '../store/submission.js';
+import { applyRowMoves, claimDueRows, countRowsInState, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
 
@@ -281,13 +281,9 @@ export class SettlementPoller {
    */
   private async pendingNow(): Promise<number> {
     const now = this.deps.clock.now();
-    if (now - this.pending.countedAt >= this.o.minIntervalMs) this.pending = { n: await this.countPending(), countedAt: now };
+    if (now - this.pending.countedAt >= this.o.minIntervalMs)
+      this.pending = { n: await countRowsInState(this.deps.db, 'PENDING'), countedAt: now };
     return this.pending.n;
-  }
-
-  private async countPending(): Promise<number> {
-    const r = (await this.deps.db('payouts').where({ state: 'PENDING' }).count({ n: '*' }).first()) as { n: number | string } | undefined;
-    return Number(r?.n ?? 0);
   }
 
   private async flagStale(): Promise<void> {

@@ -213,7 +213,7 @@ export async function releaseBatchHold(db: Database, batchId: string, now: numbe
   await db('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
 }
 
-/** Whether any READY row is waiting to be claimed now or later. */
+/** Rows in a state (READY waiting to be claimed, PENDING being followed). */
 export async function countRowsInState(db: Database, state: RowState): Promise<number> {
   const r = (await db('payouts').where({ state }).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return Number(r?.n ?? 0);
