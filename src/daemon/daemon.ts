@@ -160,8 +160,8 @@ export class PayoutDaemon {
         minIntervalMs: config.poll.minIntervalMs,
         maxIntervalMs: config.poll.maxIntervalMs,
         staleAfterMs: config.poll.staleAfterMs,
-        // Alone, the lease only keeps this process's next call off payouts still on the wire: one call's timeout.
-        leaseMs: this.shared ? config.instance.leaseMs : config.api.timeoutMs,
+        // Alone on its database (SQLite) the poller claims by a read and needs no lease; shared, the instances' lease.
+        leaseMs: config.instance.leaseMs,
         exclusive: !this.shared,
       },
     );

@@ -34,7 +34,8 @@ export interface PollerOptions {
   staleAfterMs: number;
   /**
    * Payouts taken for a query are not due again for this long, unless answered sooner: neither for another
-   * instance nor for this one's next call while the first is still out. Must exceed a query call.
+   * instance nor for this one's next call while the first is still out. Must exceed a query call. Unused when
+   * `exclusive`.
    */
   leaseMs: number;
   /**
