@@ -78,43 +78,67 @@ function isPlainObject(value: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
-function write(value: unknown, options: CanonicalOptions, out: string[]): void {
-  if (value === null) {
-    out.push('null');
-  } else if (typeof value === 'string') {
-    out.push(JSON.stringify(value));
-  } else if (typeof value === 'boolean') {
-    out.push(value ? 'true' : 'false');
-  } else if (isLosslessNumber(value)) {
-    out.push(plainNumberText((value as LosslessNumber).value));
-  } else if (typeof value === 'number') {
-    // Only integers may travel as JS numbers; a fraction must come as text.
-    if (!Number.isSafeInteger(value)) {
-      throw new TypeError(`refusing to serialize non-integer JS number ${value}; use a JsonNumber`);
-    }
-    out.push(String(value));
-  } else if (typeof value === 'bigint') {
-    out.push(value.toString());
-  } else if (Array.isArray(value)) {
-    out.push('[');
-    value.forEach((item, i) => {
-      if (i > 0) out.push(',');
-      write(item === undefined ? null : item, options, out);
-    });
-    out.push(']');
-  } else if (typeof value === 'object' && isPlainObject(value)) {
-    const record = value as Record<string, unknown>;
-    const keys = Object.keys(record).filter((k) => record[k] !== undefined);
-    out.push('{');
-    (options.sortKeys ? sortedKeys(keys) : keys).forEach((key, i) => {
-      if (i > 0) out.push(',');
-      out.push(JSON.stringify(key), ':');
-      write(record[key], options, out);
-    });
-    out.push('}');
-  } else {
-    throw new TypeError(`cannot serialize a ${typeof value} as JSON`);
+/** Already in code point order (ASCII keys in ascending order): the keys of a stored request usually are. */
+function inAsciiOrder(keys: string[]): boolean {
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    if (!isAscii(k) || (i > 0 && k <= (keys[i - 1] as string))) return false;
   }
+  return true;
+}
+
+/** A positive decimal lexeme already in plain form is its own plain text (the amounts the daemon sends). */
+const PLAIN_POSITIVE = /^(?:0|[1-9]\d*)(?:\.\d+)?$/;
+
+// One string built by concatenation, without per-level arrays or closures: a create signs one of these per call.
+function write(value: unknown, options: CanonicalOptions): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      // Only integers may travel as JS numbers; a fraction must come as text.
+      if (!Number.isSafeInteger(value)) {
+        throw new TypeError(`refusing to serialize non-integer JS number ${value}; use a JsonNumber`);
+      }
+      return String(value);
+    case 'bigint':
+      return value.toString();
+    case 'object':
+      break;
+    default:
+      throw new TypeError(`cannot serialize a ${typeof value} as JSON`);
+  }
+  if (isLosslessNumber(value)) {
+    const lexeme = (value as LosslessNumber).value;
+    return PLAIN_POSITIVE.test(lexeme) ? lexeme : plainNumberText(lexeme);
+  }
+  if (Array.isArray(value)) {
+    let text = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) text += ',';
+      const item: unknown = value[i];
+      text += write(item === undefined ? null : item, options);
+    }
+    return `${text}]`;
+  }
+  if (isPlainObject(value)) {
+    const record = value as Record<string, unknown>;
+    let keys = Object.keys(record);
+    if (options.sortKeys && !inAsciiOrder(keys)) keys = sortedKeys(keys);
+    let text = '{';
+    let first = true;
+    for (const key of keys) {
+      const v = record[key];
+      if (v === undefined) continue;
+      text += `${first ? '' : ','}${JSON.stringify(key)}:${write(v, options)}`;
+      first = false;
+    }
+    return `${text}}`;
+  }
+  throw new TypeError(`cannot serialize a ${typeof value} as JSON`);
 }
 
 /**
@@ -173,9 +197,7 @@ export function canonicalStringify(value: unknown, options: CanonicalOptions = D
 
 /** The generic writer alone, without the fast path (tests compare the two byte for byte). */
 export function genericCanonicalStringify(value: unknown, options: CanonicalOptions = DEFAULT_CANONICAL): string {
-  const out: string[] = [];
-  write(value, options, out);
-  return out.join('');
+  return write(value, options);
 }
 
 /** Parses JSON keeping every number as its lexeme (a JsonNumber). */
