@@ -69,7 +69,8 @@ const params = {
   latencyMs: intFlag('latency', 50, 50),
   concurrency: intFlag('concurrency', 64, 64),
   submitMaxSeconds: intFlag('submit-max-seconds', 40, 20),
-  loopRows: intFlag('loop-rows', 10_000, 3_000),
+  // As many creates as the daemon's run (capped by it): a loop of half the size moved by up to 30% between runs.
+  loopRows: intFlag('loop-rows', 20_000, 3_000),
   followRows: intFlag('follow-rows', 100_000, 10_000),
   settleAfterMs: intFlag('settle-after-ms', 15_000, 8_000),
   followMaxSeconds: intFlag('follow-max-seconds', 150, 60),

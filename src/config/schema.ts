@@ -129,6 +129,17 @@ export const configSchema = z
         maxCallsPerPass: positive(1000),
         /** Query calls on the wire at once (the next due payouts are claimed while earlier calls are out). */
         concurrency: positive(4),
+        /**
+         * While creates are being sent, polls wait (creates come first: both share the service's rate limit and
+         * this machine, and a poll only observes) — but never longer than this past their due time.
+         */
+        deferWhileSendingMs: ms(30_000),
+        /**
+         * When most payouts of one query answer have settled, ask about the other pending payouts of their batch at
+         * once (a batch often settles together) instead of each at its own backoff; at most once per minIntervalMs
+         * per batch, so never more calls than polling every payout at the minimum interval.
+         */
+        settlementSweep: z.boolean().default(true),
       })
       .prefault({}),
     outbox: z

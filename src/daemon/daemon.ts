@@ -152,7 +152,7 @@ export class PayoutDaemon {
       },
     );
     this.poller = new SettlementPoller(
-      { db, service, clock, logger, onPolled: deps.onPolled },
+      { db, service, clock, logger, onPolled: deps.onPolled, sending: () => this.submitter.sending },
       {
         queryMaxIds: config.api.queryMaxIds,
         concurrency: config.poll.concurrency,
@@ -160,6 +160,8 @@ export class PayoutDaemon {
         minIntervalMs: config.poll.minIntervalMs,
         maxIntervalMs: config.poll.maxIntervalMs,
         staleAfterMs: config.poll.staleAfterMs,
+        deferWhileSendingMs: config.poll.deferWhileSendingMs,
+        settlementSweep: config.poll.settlementSweep,
         // Alone on its database (SQLite) the poller claims by a read and needs no lease; shared, the instances' lease.
         leaseMs: config.instance.leaseMs,
         exclusive: !this.shared,
@@ -200,7 +202,12 @@ export class PayoutDaemon {
       name: 'submit',
       logger,
       idleMs: 1000,
-      pass: async (s) => (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal)),
+      pass: async (s) => {
+        const sent = (await this.reviewHolds()) + (await this.submitter.runOnce(s, this.abortCalls.signal));
+        // Polls held back while creates were out are owed now, not at the poll loop's next tick.
+        if (sent > 0) this.pollLoop?.wake();
+        return sent;
+      },
     });
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
     const pollLoop = new WorkLoop({

@@ -5,12 +5,11 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PayoutRequest } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from '../store/db.js';
 import type { BatchRecord } from '../store/batches.js';
 import { ackRowPages, type AckSourceRow } from '../store/acks.js';
-import { rowsOfBatch, type BatchResultRow } from '../store/payouts.js';
+import { resultRowPages, type BatchResultRow } from '../store/payouts.js';
 import { batchRetrySource, countCancelledRows } from '../store/reports.js';
 import {
   writeAckFile,
@@ -54,21 +53,16 @@ export function identityOf(batch: BatchRecord): BatchIdentity {
   };
 }
 
-function requestOf(row: BatchResultRow): PayoutRequest | null {
-  return row.requestJson ? (JSON.parse(row.requestJson) as PayoutRequest) : null;
-}
-
 export function rowOutcome(row: BatchResultRow): RowOutcome {
-  const req = requestOf(row);
   const reason = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
-    payoutCurrency: row.payoutCurrency ?? req?.payoutCurrency ?? '',
-    payoutAmount: row.payoutAmount ?? req?.payoutAmount ?? '',
-    deductionCurrency: row.deductionCurrency ?? req?.deductionCurrency ?? '',
-    beneficiaryAccountName: req?.beneficiary.accountName ?? '',
-    beneficiaryAccountNumber: req?.beneficiary.accountNumber ?? '',
+    payoutCurrency: row.payoutCurrency ?? '',
+    payoutAmount: row.payoutAmount ?? '',
+    deductionCurrency: row.deductionCurrency ?? '',
+    beneficiaryAccountName: row.beneficiaryAccountName ?? '',
+    beneficiaryAccountNumber: row.beneficiaryAccountNumber ?? '',
     status: outcomeStatusOf(row.state),
     payoutId: row.payoutId,
     rate: row.rate,
@@ -93,7 +87,7 @@ function ackRow(row: AckSourceRow): AckRow {
 }
 
 async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow) => T): AsyncGenerator<T> {
-  for await (const row of rowsOfBatch(db, batchId)) yield f(row);
+  for await (const page of resultRowPages(db, batchId)) for (const row of page) yield f(row);
 }
 
 /** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack). */

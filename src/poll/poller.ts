@@ -5,18 +5,28 @@
  * payouts are claimed while earlier calls are out, and the answers that
  * have arrived are recorded together in one transaction. Each poll records
  * the longest the payout will wait for the next one at the rate this
- * process sustains (./schedule.ts). The query is the
- * source of truth (spec 1.6); webhooks only make a payout due sooner. A
- * payout pending too long is flagged loudly, never dropped.
+ * process sustains (./schedule.ts). Two things bend the schedule: while
+ * creates are being sent, due polls wait (within a bound), and an answer
+ * that is mostly settled makes the rest of its batch due at once. The query
+ * is the source of truth (spec 1.6); webhooks only make a payout due sooner.
+ * A payout pending too long is flagged loudly, never dropped.
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutRecord, PayoutService } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
-import type { PayoutRow } from '../store/payouts.js';
-import { flagStale, listDueForPoll, listStalePending, nextPollDue, reschedulePolls } from '../store/settlement.js';
-import { applyRowMoves, claimDueRows, countRowsInState, type RowMove } from '../store/submission.js';
+import {
+  flagStale,
+  listDueForPoll,
+  listStalePending,
+  nextPollDue,
+  pollBatchNow,
+  reschedulePolls,
+  type PollCursor,
+  type PollTarget,
+} from '../store/settlement.js';
+import { claimDueRows, countRowsInState, recordAnswers, type RowMove } from '../store/submission.js';
 import { adoptRecord } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
 
@@ -32,6 +42,10 @@ export interface PollerOptions {
   maxIntervalMs: number;
   /** A payout PENDING longer than this is flagged. */
   staleAfterMs: number;
+  /** While `sending()` says creates are out, a due payout waits up to this long past its due time. */
+  deferWhileSendingMs: number;
+  /** Most of an answer settled: ask about the rest of its batch now (at most once per minIntervalMs per batch). */
+  settlementSweep?: boolean;
   /**
    * Payouts taken for a query are not due again for this long, unless answered sooner: neither for another
    * instance nor for this one's next call while the first is still out. Must exceed a query call. Unused when
@@ -52,6 +66,8 @@ export interface PollerDeps {
   clock: Clock;
   logger: Logger;
   onPolled?: (payouts: number, lagMs: number) => void;
+  /** Creates are being sent by this process (they come first; see deferWhileSendingMs). */
+  sending?: () => boolean;
 }
 
 /** What one pass did. */
@@ -75,7 +91,7 @@ interface PassTally {
 
 /** One query call: the payouts it asks about, and its answer or failure once back. */
 interface Flight {
-  due: PayoutRow[];
+  due: PollTarget[];
   claimedAt: number;
   oldestDue: number;
   records?: PayoutRecord[];
@@ -88,7 +104,11 @@ export class SettlementPoller {
   private readonly rate = new CallRate();
   /** Rows of the calls on the wire: a claim never sends one of them twice (a call that outlasted its lease). */
   private readonly asking = new Set<number>();
+  /** Exclusive claims: the last row taken in this pass (the next claim continues after it). */
+  private cursor: PollCursor | null = null;
   private staleCheckedAt = -Infinity;
+  /** When each batch was last swept (see settlementSweep). */
+  private readonly sweptAt = new Map<string, number>();
   private pending = { n: 0, countedAt: -Infinity };
 
   constructor(
@@ -107,6 +127,7 @@ export class SettlementPoller {
     const onWire = new Set<Promise<void>>();
     const back: Flight[] = [];
     let claiming = true;
+    this.cursor = null;
     try {
       for (;;) {
         while (claiming && !signal.aborted && onWire.size < this.o.concurrency && pass.calls < this.o.maxCallsPerPass) {
@@ -160,13 +181,17 @@ export class SettlementPoller {
     const now = clock.now();
     const oldestDue = await nextPollDue(db);
     if (oldestDue === null || oldestDue > now) return null;
+    // Creates first: a payout not yet owed its result waits while a batch is being sent, within a bound.
+    if (this.deps.sending?.() === true && oldestDue > now - this.o.deferWhileSendingMs) return null;
     const claimed = this.o.exclusive
-      ? await listDueForPoll(db, now, this.o.queryMaxIds, this.asking)
+      ? await listDueForPoll(db, now, this.o.queryMaxIds, this.cursor)
       : await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
     // Only rows already on the wire left: nothing new is due until their answers come back.
     const due = claimed.filter((r) => !this.asking.has(r.id)).slice(0, this.o.queryMaxIds);
     if (due.length === 0) return null;
     for (const r of due) this.asking.add(r.id);
+    const last = claimed[claimed.length - 1];
+    if (last) this.cursor = { at: last.nextPollAt ?? now, id: last.id };
     return { due, claimedAt: now, oldestDue };
   }
 
@@ -215,20 +240,79 @@ export class SettlementPoller {
       callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
     };
     const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.records, a.at, load) }));
-    // One commit for all of them; each call's moves keep the time its answer came.
-    const write = async (trx: Database): Promise<void> => {
-      for (const c of perCall) await applyRowMoves(trx, c.moves, c.at);
-    };
-    await (perCall.length === 1 ? write(db) : db.transaction(write));
+    // One commit for all of them (the service would answer them again after a crash); each call's moves keep
+    // the time its answer came.
+    await recordAnswers(db, perCall);
     const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
     pass.settled += settled;
     this.pending.n = Math.max(0, this.pending.n - settled);
+    if (this.o.settlementSweep === true) await this.sweepSettlingBatches(perCall.map((c) => c.moves));
   }
 
-  private movesOf(due: PayoutRow[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
+  /**
+   * A batch whose payouts mostly came back settled in one answer is likely settling as a whole (a bank run, a
+   * cut-off): its other PENDING payouts are asked about now rather than each after its own backoff, so the
+   * result file follows the settlement within a round instead of an interval. Throttled per batch to the
+   * minimum interval; a batch settling payout by payout (a few per answer) is never swept. On a shared database a
+   * payout another instance has on the wire (its lease is a later due time) may be asked about twice, as after a
+   * webhook: a query is a read, and the state guard records a settlement once.
+   */
+  private async sweepSettlingBatches(answers: RowMove[][]): Promise<void> {
+    const now = this.deps.clock.now();
+    const settling = new Set<string>();
+    for (const moves of answers) {
+      const tally = new Map<string, { asked: number; settled: number }>();
+      for (const m of moves) {
+        const t = tally.get(m.row.batchId) ?? { asked: 0, settled: 0 };
+        t.asked++;
+        if (m.to !== 'PENDING') t.settled++;
+        tally.set(m.row.batchId, t);
+      }
+      for (const [batchId, t] of tally) if (t.settled * 2 > t.asked) settling.add(batchId);
+    }
+    for (const batchId of settling) {
+      if (now - (this.sweptAt.get(batchId) ?? -Infinity) < this.o.minIntervalMs) continue;
+      this.sweptAt.set(batchId, now);
+      const pulled = await pollBatchNow(this.deps.db, batchId, now);
+      if (pulled > 0)
+        this.deps.logger.info(
+          { batchId, payouts: pulled },
+          'most payouts of a query answer settled: asking about the rest of the batch now',
+        );
+    }
+    // Forget batches swept long ago (a daemon runs for months).
+    if (this.sweptAt.size > 1000)
+      for (const [batchId, at] of this.sweptAt) if (now - at >= this.o.minIntervalMs) this.sweptAt.delete(batchId);
+  }
+
+  private movesOf(due: PollTarget[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
     const { logger } = this.deps;
     const byId = new Map(records.map((r) => [r.payoutId, r]));
     const moves: RowMove[] = [];
+    // The payouts of a call mostly share their poll count: one patch and history entry per count, shared by
+    // their moves (moveEach then groups them by the patch object without looking into it).
+    const pending = new Map<number, Omit<RowMove, 'row'>>();
+    const stillPending = (pollCount: number): Omit<RowMove, 'row'> => {
+      let move = pending.get(pollCount);
+      if (!move) {
+        const due = nextPollDelay(pollCount, this.o);
+        const bound = pollIntervalBound(pollCount, this.o, load);
+        move = {
+          from: 'PENDING',
+          to: 'PENDING',
+          // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
+          patch: { pollCount, lastPolledAt: now, nextPollAt: now + due },
+          // The interval in effect: what finance can expect between a settlement and its result.
+          history: {
+            event: 'polled',
+            outcome: 'PENDING',
+            detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
+          },
+        };
+        pending.set(pollCount, move);
+      }
+      return move;
+    };
     for (const row of due) {
       const rec = byId.get(row.payoutId as string);
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
@@ -245,25 +329,12 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
         });
       } else if (rec.status === 'PENDING') {
-        const due = nextPollDelay(row.pollCount + 1, this.o);
-        const bound = pollIntervalBound(row.pollCount + 1, this.o, load);
-        moves.push({
-          row,
-          from: 'PENDING',
-          to: 'PENDING',
-          // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
-          patch: { ...polled, nextPollAt: now + due },
-          // The interval in effect: what finance can expect between a settlement and its result.
-          history: {
-            event: 'polled',
-            outcome: 'PENDING',
-            detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
-          },
-        });
+        moves.push({ row, ...stillPending(row.pollCount + 1) });
       } else {
         const a = adoptRecord(rec, now, 0);
-        // Keep the local time of creation: adoptRecord's createdAtMs is for adoption after an unknown create.
-        const { createdAtMs: _ignored, ...patch } = a.patch;
+        // Keep the local time of creation: adoptRecord's createdAtMs is for adoption after an unknown create. The
+        // payoutId is the one asked about: setting it again would only rewrite its index.
+        const { createdAtMs: _ignored, payoutId: _same, ...patch } = a.patch;
         moves.push({
           row,
           from: 'PENDING',

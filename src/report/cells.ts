@@ -16,9 +16,10 @@ const QUOTE = "'";
  * leading `'` (see `unescapeSpreadsheetCell`).
  */
 export function spreadsheetSafeCell(text: string): string {
-  if (PLAIN_NUMBER.test(text)) return text;
   const first = text.charAt(0);
-  return FORMULA_TRIGGERS.has(first) || first === QUOTE ? QUOTE + text : text;
+  // Most cells start with no trigger: left alone without the number test (it runs once per cell of a file).
+  if (!FORMULA_TRIGGERS.has(first) && first !== QUOTE) return text;
+  return PLAIN_NUMBER.test(text) ? text : QUOTE + text;
 }
 
 /** The original text of a cell written by `spreadsheetSafeCell`. */

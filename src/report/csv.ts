@@ -2,6 +2,7 @@
  * Records to CSV text, in chunks, without holding the whole file. Every cell
  * goes through `spreadsheetSafeCell`; csv-stringify quotes cells holding a
  * comma, quote, CR or LF. Lines end in CRLF (RFC 4180, what Excel writes).
+ * `csvLines` writes the same dialect without the spreadsheet prefix.
  */
 import { stringify } from 'csv-stringify/sync';
 import { spreadsheetSafeCell } from './cells.js';
@@ -15,12 +16,46 @@ const RECORDS_PER_CHUNK = 1000;
 /** csv-stringify only quotes the configured record delimiter; a lone CR or LF must be quoted too. */
 const STRINGIFY_OPTIONS = { record_delimiter: RECORD_DELIMITER, quoted_match: /[\r\n]/ };
 
+/** What makes csv-stringify (with the options above) quote a cell: the delimiter, the quote, a CR or an LF. */
+const NEEDS_QUOTING = /[",\r\n]/;
+
+/**
+ * CSV text of some records, each cell `cell(text)`. A record with a cell
+ * to quote goes through csv-stringify; a record without one is written as
+ * its cells joined by commas, which is what csv-stringify writes for it
+ * (test/report/csv.test.ts holds the two to the same bytes) at a fraction of
+ * its per-cell cost, and most records of a result file are such records.
+ */
+function csvRecords(records: readonly (readonly string[])[], cell: (text: string) => string): string {
+  let out = '';
+  // Consecutive records that need quoting are stringified together, in file order.
+  let quoted: string[][] = [];
+  for (const record of records) {
+    const cells = record.map(cell);
+    if (cells.some((c) => NEEDS_QUOTING.test(c))) {
+      quoted.push(cells);
+      continue;
+    }
+    if (quoted.length > 0) {
+      out += stringify(quoted, STRINGIFY_OPTIONS);
+      quoted = [];
+    }
+    out += cells.join(',') + RECORD_DELIMITER;
+  }
+  if (quoted.length > 0) out += stringify(quoted, STRINGIFY_OPTIONS);
+  return out;
+}
+
+const asIs = (text: string): string => text;
+
+/** CSV text of some records, cells as given (no spreadsheet prefix: files read back as input, like retry files). */
+export function csvLines(records: readonly (readonly string[])[]): string {
+  return csvRecords(records, asIs);
+}
+
 /** CSV text of some records (no BOM). */
 export function csvText(records: readonly (readonly string[])[]): string {
-  return stringify(
-    records.map((r) => r.map(spreadsheetSafeCell)),
-    STRINGIFY_OPTIONS,
-  );
+  return csvRecords(records, spreadsheetSafeCell);
 }
 
 export interface CsvChunkOptions {
@@ -28,23 +63,37 @@ export interface CsvChunkOptions {
 }
 
 /**
- * The file as text chunks: optional BOM, the header, then the records. The
- * source is pulled only as fast as the consumer takes chunks, so backpressure
- * reaches the producer (a database cursor, say).
+ * The file as text chunks: optional BOM, the header, then a record per item,
+ * `record(item)` made as the item is taken (a writer checks and sums its rows
+ * there: a generator per step would cost an await per row). The source is
+ * pulled only as fast as the consumer takes chunks, so backpressure reaches
+ * the producer (a database cursor, say).
  */
-export async function* csvChunks(
+export async function* csvChunksOf<T>(
   header: readonly string[],
-  records: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+  items: AsyncIterable<T> | Iterable<T>,
+  record: (item: T) => readonly string[],
   opts: CsvChunkOptions,
 ): AsyncGenerator<string, void, undefined> {
   yield (opts.bom ? UTF8_BOM : '') + csvText([header]);
   let batch: (readonly string[])[] = [];
-  for await (const record of records) {
-    batch.push(record);
+  for await (const item of items) {
+    batch.push(record(item));
     if (batch.length >= RECORDS_PER_CHUNK) {
       yield csvText(batch);
       batch = [];
     }
   }
   if (batch.length > 0) yield csvText(batch);
+}
+
+const itself = (record: readonly string[]): readonly string[] => record;
+
+/** The file as text chunks: optional BOM, the header, then the records. */
+export function csvChunks(
+  header: readonly string[],
+  records: AsyncIterable<readonly string[]> | Iterable<readonly string[]>,
+  opts: CsvChunkOptions,
+): AsyncGenerator<string, void, undefined> {
+  return csvChunksOf(header, records, itself, opts);
 }

@@ -21,11 +21,10 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { stringify } from 'csv-stringify/sync';
 import { JsonNumber, parseLossless } from '../json/index.js';
 import { FIELD_PATHS, emptyRowValues, type FieldPath, type RowValues } from '../ingest/rules/index.js';
 import { writeFileAtomic } from './atomic.js';
-import { RECORD_DELIMITER, UTF8_BOM } from './csv.js';
+import { csvLines, UTF8_BOM } from './csv.js';
 import { assertPlainFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
@@ -236,11 +235,6 @@ async function* plannedRows(source: RetrySource, maxLength: number, skips: SkipL
     if (page.length >= PAGE_ROWS) yield* flush();
   }
   if (page.length > 0) yield* flush();
-}
-
-/** Same CSV dialect as the other outbox files (CRLF, lone CR/LF quoted), minus the spreadsheet prefix. */
-function csvLines(records: readonly (readonly string[])[]): string {
-  return stringify(records as string[][], { record_delimiter: RECORD_DELIMITER, quoted_match: /[\r\n]/ });
 }
 
 const RECORDS_PER_CHUNK = 1000;

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks } from './csv.js';
+import { csvChunks, csvChunksOf } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   ACK_COLUMNS,
@@ -65,17 +65,18 @@ interface ResultPass {
   summary: SummaryAccumulator;
 }
 
-async function* resultRecords(outcomes: Rows<RowOutcome>, pass: ResultPass): AsyncGenerator<string[]> {
+/** The record of each outcome in turn, checked (line order, terminal if required) and summed on the way. */
+function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
   const order = new LineOrder();
-  for await (const o of outcomes) {
+  return (o) => {
     order.check(o.line);
     if (pass.requireTerminal && o.status === 'PENDING') {
       throw new ReportError('REPORT_NOT_TERMINAL', `line ${o.line} is still PENDING; a result file needs every row terminal`);
     }
     const record = resultRecord(o);
     pass.summary.add(o);
-    yield record;
-  }
+    return record;
+  };
 }
 
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
@@ -111,8 +112,8 @@ export async function writeResultFiles(
   const summaryPath = join(dir, summaryFileName(identity.outboxName ?? identity.fileName));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
-  const records = resultRecords(outcomes, { requireTerminal: true, summary: acc });
-  await writeFileAtomic(resultPath, csvChunks(RESULT_COLUMNS, records, { bom }), opts);
+  const records = resultRecords({ requireTerminal: true, summary: acc });
+  await writeFileAtomic(resultPath, csvChunksOf(RESULT_COLUMNS, outcomes, records, { bom }), opts);
   const summary = acc.summary();
   await writeFileAtomic(summaryPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
   return { resultPath, summaryPath, summary };
@@ -121,7 +122,7 @@ export async function writeResultFiles(
 /** The result format for a batch still in progress (PENDING rows allowed), at a path the caller chooses. */
 export async function writeInterimReport(path: string, outcomes: Rows<RowOutcome>, opts: OutboxOptions = {}): Promise<InterimReport> {
   const acc = new SummaryAccumulator();
-  const records = resultRecords(outcomes, { requireTerminal: false, summary: acc });
-  await writeFileAtomic(path, csvChunks(RESULT_COLUMNS, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  const records = resultRecords({ requireTerminal: false, summary: acc });
+  await writeFileAtomic(path, csvChunksOf(RESULT_COLUMNS, outcomes, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
   return { path, summary: acc.summary() };
 }

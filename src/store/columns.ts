@@ -10,9 +10,14 @@ export function toColumnValues<T>(columns: Readonly<Record<keyof T, string>>, pa
   return out;
 }
 
+/** Each map's [field, column] pairs, listed once: a claim or poll reads hundreds of rows a second. */
+const pairsOf = new WeakMap<object, readonly (readonly [string, string])[]>();
+
 /** The record of a table row (absent columns read as null). */
 export function fromColumnValues<T>(columns: Readonly<Record<keyof T, string>>, row: Record<string, unknown>): T {
+  let pairs = pairsOf.get(columns);
+  if (!pairs) pairsOf.set(columns, (pairs = Object.entries(columns) as [string, string][]));
   const out: Record<string, unknown> = {};
-  for (const [k, col] of Object.entries(columns)) out[k] = row[col as string] ?? null;
+  for (const [k, col] of pairs) out[k] = row[col] ?? null;
   return out as T;
 }

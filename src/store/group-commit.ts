@@ -1,13 +1,16 @@
 /**
  * GroupCommit: many small writes, one transaction. Each caller hands over a
- * row move and waits until it is committed; moves arriving within a few
- * milliseconds share one transaction (one fsync), so recording the answers
- * of 64 creates in flight does not cost 64 disk syncs. A crash before the
- * commit loses only records whose rows are still CREATING: at the next
- * start they become UNKNOWN and are resolved by query, as any crash is.
+ * row move and waits until it is committed; moves arriving within 20 ms
+ * share one transaction, so recording the answers of 64 creates in flight
+ * does not cost 64 commits (the submitter frees a create's slot at its
+ * answer, so the wait never holds a create back). The commit itself does
+ * not wait for the disk (recordAnswers): a crash before the commit, or a
+ * power loss soon after it, loses only records whose rows are still
+ * CREATING: at the next start they become UNKNOWN and are resolved by
+ * query, as any crash is.
  */
 import type { Database } from './db.js';
-import { applyRowMoves, type RowMove } from './submission.js';
+import { recordAnswers, type RowMove } from './submission.js';
 
 interface Waiting {
   move: RowMove;
@@ -23,7 +26,7 @@ export class GroupCommit {
     private readonly db: Database,
     private readonly now: () => number,
     /** Longest a move waits for company before it is committed. */
-    private readonly maxDelayMs = 5,
+    private readonly maxDelayMs = 20,
     /** Commit at once when this many moves wait. */
     private readonly maxBatch = 256,
   ) {}
@@ -44,11 +47,7 @@ export class GroupCommit {
     this.waiting = [];
     if (batch.length === 0) return;
     try {
-      await applyRowMoves(
-        this.db,
-        batch.map((w) => w.move),
-        this.now(),
-      );
+      await recordAnswers(this.db, [{ moves: batch.map((w) => w.move), at: this.now() }]);
       for (const w of batch) w.resolve();
     } catch (err) {
       for (const w of batch) w.reject(err);

@@ -6,27 +6,32 @@
  * statement anew, which costs more than running it; these are prepared once
  * per connection and SQL text and run on the transaction's own connection,
  * only while the transaction is open. PostgreSQL keeps knex's path.
+ * Also here: large reads as arrays of values (`selectArrays`), on either engine.
  */
 import type { Knex } from 'knex';
-import { PayoutdError } from '../domain/errors.js';
 import type { Database } from './db.js';
 
 interface SqliteStatement {
   run(params: unknown[]): { changes: number | bigint };
+  raw(on: boolean): SqliteStatement;
+  all(params: unknown[]): unknown[][];
 }
 
 interface SqliteConnection {
   prepare(sql: string): SqliteStatement;
 }
 
-/** SQL texts kept per connection; the hot paths use a handful (one per patch shape, two insert sizes). */
-const MAX_PER_CONNECTION = 32;
+/** knex's client as the store uses it: which driver, and its pool. */
+export interface PooledClient {
+  driverName?: string;
+  acquireConnection(): Promise<unknown>;
+  releaseConnection(conn: unknown): Promise<unknown>;
+}
+
+/** SQL texts kept per connection; the hot paths use a few dozen (one per patch shape, the insert sizes, the result reader). */
+const MAX_PER_CONNECTION = 64;
 
 const statements = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
-
-export class PreparedStatementError extends PayoutdError {
-  override readonly name = 'PreparedStatementError';
-}
 
 /** Runs one write, given its SQL text and values; returns how many rows it changed. */
 export type PreparedWrite = (sql: string, values: readonly unknown[]) => number;
@@ -38,28 +43,46 @@ export type PreparedWrite = (sql: string, values: readonly unknown[]) => number;
  * the pool), where the caller goes through knex.
  */
 export async function sqliteWriter(db: Database | Knex.Transaction): Promise<PreparedWrite | null> {
-  const client = db.client as { driverName?: string; acquireConnection(): Promise<unknown> };
+  const client = db.client as PooledClient;
   if (!db.isTransaction || (db as Knex.Transaction).isCompleted() || client.driverName !== 'better-sqlite3') return null;
   const conn = (await client.acquireConnection()) as SqliteConnection;
-  let cache = statements.get(conn);
-  if (!cache) statements.set(conn, (cache = new Map()));
-  const known = cache;
-  return (sql, values) => {
-    let st = known.get(sql);
-    if (!st) {
-      if (known.size >= MAX_PER_CONNECTION) known.clear();
-      st = conn.prepare(sql);
-      known.set(sql, st);
-    }
-    return Number(st.run([...values]).changes);
-  };
+  return (sql, values) => Number(statementOf(conn, sql).run([...values]).changes);
 }
 
-/** Runs a write on the SQLite connection of `trx`; returns how many rows it changed. */
-export async function runPrepared(trx: Knex.Transaction, sql: string, values: readonly (string | number | null)[]): Promise<number> {
-  const write = await sqliteWriter(trx);
-  if (!write) throw new PreparedStatementError('NOT_IN_TRANSACTION', 'a prepared statement runs only inside an open SQLite transaction');
-  return write(sql, values);
+/** The statement of `sql` on `conn`, prepared on first use. */
+function statementOf(conn: SqliteConnection, sql: string): SqliteStatement {
+  let known = statements.get(conn);
+  if (!known) statements.set(conn, (known = new Map()));
+  let st = known.get(sql);
+  if (!st) {
+    if (known.size >= MAX_PER_CONNECTION) known.clear();
+    st = conn.prepare(sql);
+    known.set(sql, st);
+  }
+  return st;
+}
+
+/**
+ * The rows of a SELECT as arrays of values, in the order selected. Row
+ * objects cost better-sqlite3 about as much as the read itself (100k rows
+ * of 17 columns: ~0.5 s as objects, ~0.25 s as arrays), so a reader of many
+ * rows takes arrays: on SQLite from a statement prepared once per connection
+ * in raw mode, on PostgreSQL from pg's array row mode. The query's bindings
+ * must be plain strings and numbers (knex's conversions are bypassed on SQLite).
+ */
+export async function selectArrays(db: Database | Knex.Transaction, query: Knex.QueryBuilder): Promise<unknown[][]> {
+  const client = db.client as PooledClient;
+  if (client.driverName !== 'better-sqlite3') return (await query.options({ rowMode: 'array' })) as unknown[][];
+  const { sql, bindings } = query.toSQL().toNative();
+  // From the pool (or the transaction's own connection) for this one statement, as knex would.
+  const conn = (await client.acquireConnection()) as SqliteConnection;
+  try {
+    return statementOf(conn, sql)
+      .raw(true)
+      .all([...bindings]);
+  } finally {
+    await client.releaseConnection(conn);
+  }
 }
 
 const insertTexts = new Map<string, string>();

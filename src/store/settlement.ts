@@ -2,16 +2,52 @@
  * Database operations of following payouts to their final status: which
  * PENDING payouts are due for a query, and which batches are finished.
  */
-import type { Database } from './db.js';
+import { isPostgres, type Database } from './db.js';
 import { fromColumns, stateGuard, type PayoutRow } from './payouts.js';
 
-/** PENDING rows whose next poll is due, most overdue first, leaving out `except` (rows already being asked about). */
-export async function listDueForPoll(db: Database, now: number, limit: number, except: Iterable<number> = []): Promise<PayoutRow[]> {
-  const q = db('payouts').where({ state: 'PENDING' }).andWhere('next_poll_at', '<=', now);
-  const skip = [...except];
-  if (skip.length > 0) q.whereNotIn('id', skip);
-  const rows = (await q.orderBy('next_poll_at').limit(limit)) as Record<string, unknown>[];
-  return rows.map(fromColumns);
+/** What polling a payout needs of its row (a claim reads a hundred of them per call). */
+export type PollTarget = Pick<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'pollCount' | 'nextPollAt'>;
+
+const POLL_TARGET_COLUMNS = [
+  'id',
+  'batch_id as batchId',
+  'line',
+  'merchant_reference_id as merchantReferenceId',
+  'payout_id as payoutId',
+  'poll_count as pollCount',
+  'next_poll_at as nextPollAt',
+];
+
+/** Where a round of claims stands: the due time and id of the last row taken (rows are taken in that order). */
+export interface PollCursor {
+  at: number;
+  id: number;
+}
+
+/**
+ * PENDING rows whose next poll is due, most overdue first (ties by id), and
+ * after `cursor` when given: a poller taking rows round by round passes the
+ * last row it took instead of the ids it has on the wire (an `id NOT IN`
+ * list made every claim a new statement and a temporary table). Payouts
+ * often share a due time (a batch created together, a sweep), so the rows at
+ * the cursor's own time are read first by (next_poll_at, id), which the
+ * (state, next_poll_at) index answers by a seek; an OR of both conditions
+ * made SQLite walk every row due at that time on each claim.
+ */
+export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
+  const targets = () => db('payouts').select(POLL_TARGET_COLUMNS).where({ state: 'PENDING' });
+  const rows: PollTarget[] = [];
+  if (cursor !== null && cursor.at <= now) {
+    const same = await targets().andWhere('next_poll_at', cursor.at).andWhere('id', '>', cursor.id).orderBy('id').limit(limit);
+    rows.push(...(same as PollTarget[]));
+  }
+  if (rows.length < limit) {
+    const q = targets().andWhere('next_poll_at', '<=', now);
+    if (cursor !== null) q.andWhere('next_poll_at', '>', cursor.at);
+    const later = await q.orderBy([{ column: 'next_poll_at' }, { column: 'id' }]).limit(limit - rows.length);
+    rows.push(...(later as PollTarget[]));
+  }
+  return rows;
 }
 
 /** Earliest time a PENDING row is due (null when none is pending). */
@@ -24,6 +60,21 @@ export async function nextPollDue(db: Database): Promise<number | null> {
 export async function pollSoon(db: Database, payoutIds: string[], now: number): Promise<number> {
   if (payoutIds.length === 0) return 0;
   return db('payouts').whereIn('payout_id', payoutIds).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
+}
+
+/**
+ * Ask about every PENDING payout of a batch at the next poll (most payouts of
+ * a query answer just settled: the rest of their batch likely has too).
+ * Rows already due stay as they are. The batch's rows are found by the
+ * (batch_id, state, line) index: on SQLite the unary + keeps the planner off
+ * the (state, next_poll_at) index, which would walk every other batch's
+ * pending rows too.
+ */
+export async function pollBatchNow(db: Database, batchId: string, now: number): Promise<number> {
+  const pending = db('payouts')
+    .where({ batch_id: batchId, state: 'PENDING' })
+    .andWhere(db.raw(isPostgres(db) ? 'next_poll_at > ?' : '+next_poll_at > ?', [now]));
+  return pending.update({ next_poll_at: now });
 }
 
 /** Ask about these PENDING payouts again at `at` (their query failed). */

@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
+import { reproducibleTransaction } from './reproducible.js';
 import { fromColumns, moveEach, moveRows, stateGuard, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
@@ -151,7 +152,8 @@ export async function claimDueRows(
 }
 
 export interface RowMove {
-  row: PayoutRow;
+  /** The row moved (its id; its batch, for whoever acts on the batches moved). */
+  row: Pick<PayoutRow, 'id' | 'batchId'>;
   from: RowState;
   to: RowState;
   patch: PayoutRowPatch;
@@ -165,14 +167,36 @@ export interface RowMove {
  */
 export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
   if (moves.length === 0) return 0;
-  return db.transaction(async (trx) => {
-    const done = await moveEach(
-      trx,
-      moves.map((m) => ({ id: m.row.id, from: m.from, to: m.to, patch: m.patch, history: m.history })),
-      now,
-    );
-    return done.filter(Boolean).length;
+  return db.transaction((trx) => movesIn(trx, moves, now));
+}
+
+/** Moves that share the time they were decided at (one group commit, one poll call's answer). */
+export interface AnswerMoves {
+  moves: RowMove[];
+  at: number;
+}
+
+/**
+ * Records answers of the payout service (creates, polls) in one transaction
+ * whose commit need not reach the disk at once: each is asked again after a
+ * crash that lost it (./reproducible.ts). Returns how many rows moved.
+ */
+export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<number> {
+  if (answers.every((a) => a.moves.length === 0)) return 0;
+  return reproducibleTransaction(db, async (trx) => {
+    let moved = 0;
+    for (const a of answers) if (a.moves.length > 0) moved += await movesIn(trx, a.moves, a.at);
+    return moved;
   });
+}
+
+async function movesIn(trx: Knex.Transaction, moves: RowMove[], now: number): Promise<number> {
+  const done = await moveEach(
+    trx,
+    moves.map((m) => ({ id: m.row.id, from: m.from, to: m.to, patch: m.patch, history: m.history })),
+    now,
+  );
+  return done.filter(Boolean).length;
 }
 
 /** UNKNOWN rows due for a query. */

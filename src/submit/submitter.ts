@@ -78,6 +78,8 @@ export class PayoutSubmitter {
   private readonly limit: ReturnType<typeof pLimit>;
   /** Answers of creates are recorded in shared transactions. */
   private readonly records: GroupCommit;
+  /** Claimed rows whose answer is not recorded yet: on the wire, queued for a slot, or waiting for a shared commit. */
+  private readonly unrecorded = new Set<Promise<void>>();
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -86,6 +88,11 @@ export class PayoutSubmitter {
     this.random = deps.random ?? Math.random;
     this.limit = pLimit(o.concurrency);
     this.records = new GroupCommit(deps.db, () => deps.clock.now());
+  }
+
+  /** Creates are out or waiting for their answer to be recorded (the poller lets them go first). */
+  get sending(): boolean {
+    return this.unrecorded.size > 0;
   }
 
   /**
@@ -100,27 +107,48 @@ export class PayoutSubmitter {
         this.deps.logger.warn({ rows: taken }, 'took over creates of an instance whose lease ran out; resolving them by query');
     }
     let moved = await this.reconcileUnknown(signal);
-    const inFlight = new Set<Promise<void>>();
-    while (!signal.aborted) {
-      const room = this.o.concurrency * 2 - inFlight.size;
-      // Claim in batches (each claim is a transaction): wait until at least half the window is free.
-      if (room <= 0 || (room < this.o.concurrency && inFlight.size > 0)) {
-        await Promise.race(inFlight);
+    const { concurrency } = this.o;
+    const unrecorded = this.unrecorded;
+    let failure: { err: unknown } | null = null;
+    let wake: (() => void) | null = null;
+    const nudge = (): void => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    while (!signal.aborted && failure === null) {
+      // Keep a claimed row queued behind every slot, so a slot freed by an answer is refilled at once; rows
+      // waiting for their answer's commit do not count (counting them starved the slots). A claim is a
+      // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
+      if (this.limit.pendingCount > concurrency / 2 || unrecorded.size > concurrency * 6) {
+        await new Promise<void>((resolve) => (wake = resolve));
         continue;
       }
-      const rows = await claimReadyRows(this.deps.db, Math.min(room, 500), this.deps.clock.now(), this.o.claimant);
+      const room = Math.min(500, concurrency * 8 - unrecorded.size);
+      const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
       if (rows.length === 0) break;
       moved += rows.length;
       for (const row of rows) {
         // The concurrency slot is the call only: recording its answer (a shared commit) must not keep the
-        // next create off the wire. The row stays in the window until its answer is recorded.
+        // next create off the wire.
         const p: Promise<void> = this.limit(() => this.sendCreate(row, callSignal))
-          .then((outcome) => this.recordOutcome(outcome))
-          .finally(() => inFlight.delete(p));
-        inFlight.add(p);
+          .then((outcome) => {
+            nudge();
+            return this.recordOutcome(outcome);
+          })
+          .catch((err: unknown) => {
+            // A failed record stops new claims; the rows out finish, and the pass reports the failure.
+            failure ??= { err };
+          })
+          .finally(() => {
+            unrecorded.delete(p);
+            nudge();
+          });
+        unrecorded.add(p);
       }
     }
-    await Promise.all(inFlight);
+    await Promise.all(unrecorded);
+    if (failure !== null) throw (failure as { err: unknown }).err;
     return moved;
   }
 

@@ -201,6 +201,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     minIntervalMs: 2000,
     maxIntervalMs: 60_000,
     staleAfterMs: 3_600_000,
+    deferWhileSendingMs: 30_000,
     leaseMs: 120_000,
     ...o.poller,
   };

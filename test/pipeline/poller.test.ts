@@ -9,7 +9,7 @@ import type { PayoutService } from '../../src/domain/payout.js';
 import { MIN_RATE_SAMPLE, ROUND_HEADROOM, SettlementPoller, nextPollDelay, roundMs } from '../../src/poll/index.js';
 import { historyOf } from '../../src/store/payouts.js';
 import { listDueForPoll } from '../../src/store/settlement.js';
-import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+import { CREATE_PATH, closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
 afterEach(closePipelines);
 
@@ -224,6 +224,103 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
     expect(await p.rows(batchId)).toEqual(before);
     expect(await running).toEqual({ calls: 4, settled: 0 });
     expect((await p.rows(batchId)).every((r) => r.pollCount === 1)).toBe(true);
+  });
+
+  it('creates come first: while the submitter has creates out, due payouts wait, never longer than deferWhileSendingMs past due', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 4 } });
+    const batchId = await pendingBatch(p, 20, 'DS');
+    const o = { ...p.pollerOptions, queryMaxIds: 10, deferWhileSendingMs: 5000 };
+    const poller = new SettlementPoller(
+      { db: p.db, service: p.client, clock: p.clock, logger: p.logger, sending: () => p.submitter.sending },
+      o,
+    );
+    // A second file is being sent (creates held on the wire by latency): the first file's due polls wait.
+    await p.receive('DS2.csv', csvFile(refs(8, 'DT').map((r) => csvRow(r))));
+    p.sandbox.setFaults({ latencyMs: 400, endpoints: [CREATE_PATH] });
+    const sending = p.submit();
+    await waitFor(() => p.submitter.sending, 'creates out');
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+    expect(p.queryRequests()).toBe(0);
+    // Owed for longer than the bound: asked now, sending or not.
+    p.clock.advance(o.deferWhileSendingMs);
+    expect(p.submitter.sending).toBe(true);
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 2, settled: 0 });
+    expect((await p.rows(batchId)).every((r) => r.pollCount === 1)).toBe(true);
+    await sending;
+    expect(p.submitter.sending).toBe(false);
+    // Nothing out: a due payout is asked at once.
+    p.sandbox.setFaults({});
+    p.clock.advance(o.maxIntervalMs);
+    expect((await poller.runPass(p.signal)).calls).toBeGreaterThan(0);
+  });
+
+  it('settlement sweep: an answer mostly settled makes the rest of its batch due now, once per minimum interval; a trickle never does', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 8 } });
+    const batchId = await pendingBatch(p, 30, 'SW');
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1, settlementSweep: true };
+    const poller = new SettlementPoller({ db: p.db, service: p.client, clock: p.clock, logger: p.logger }, o);
+    const later = p.clock.now() + 60_000;
+    const ids = (await p.rows(batchId)).map((r) => r.id);
+    // Lines 11-30 are not due for a minute; 1-10 are due now.
+    await p.db('payouts').whereIn('id', ids.slice(10)).update({ next_poll_at: later });
+
+    // A trickle: 1 of the 10 asked has settled. No sweep.
+    p.sandbox.settle({ merchantReferenceId: 'SW-0001' }, 'PAID');
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 1, settled: 1 });
+    expect((await p.rows(batchId)).slice(10).every((r) => r.nextPollAt === later)).toBe(true);
+
+    // The whole batch settles at the service; the next answer (lines 2-10, due after their backoff) is all settled.
+    for (const ref of refs(30, 'SW')) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    p.clock.advance(o.minIntervalMs);
+    const swept = p.clock.now();
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 1, settled: 9 });
+    const rest = (await p.rows(batchId)).slice(10);
+    expect(rest.every((r) => r.state === 'PENDING' && r.nextPollAt === swept)).toBe(true);
+    expect(p.logLines.filter((l) => l.includes('asking about the rest of the batch now'))).toHaveLength(1);
+    // Asked at once, not a minute later.
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 2, settled: 20 });
+    expect(await p.states(batchId)).toEqual(Array(30).fill('PAID'));
+  });
+
+  it('settlement sweep: throttled to once per minimum interval per batch, and off when not configured', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 8 } });
+    const batchId = await pendingBatch(p, 40, 'ST');
+    const ids = (await p.rows(batchId)).map((r) => r.id);
+    const later = p.clock.now() + 60_000;
+    await p.db('payouts').whereIn('id', ids.slice(20)).update({ next_poll_at: later });
+    for (const ref of refs(20, 'ST')) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    const off = new SettlementPoller(
+      { db: p.db, service: p.client, clock: p.clock, logger: p.logger },
+      { ...p.pollerOptions, queryMaxIds: 10 },
+    );
+    expect(await off.runPass(p.signal)).toEqual({ calls: 2, settled: 20 });
+    expect((await p.rows(batchId)).slice(20).every((r) => r.nextPollAt === later)).toBe(true);
+
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1, settlementSweep: true };
+    const on = new SettlementPoller({ db: p.db, service: p.client, clock: p.clock, logger: p.logger }, o);
+    const sweeps = (): number => p.logLines.filter((l) => l.includes('asking about the rest of the batch now')).length;
+    const dueNow = (from: number, to: number) => p.db('payouts').whereIn('id', ids.slice(from, to)).update({ next_poll_at: p.clock.now() });
+    // Lines 21-30 settle and fall due: their answer is all settled, so 31-40 are pulled in.
+    for (const ref of refs(30, 'ST').slice(20)) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    await dueNow(20, 30);
+    expect(await on.runPass(p.signal)).toEqual({ calls: 1, settled: 10 });
+    expect(sweeps()).toBe(1);
+    // Still pending at the service: asked once, then on their backoff again.
+    expect(await on.runPass(p.signal)).toEqual({ calls: 1, settled: 0 });
+    // Within the minimum interval another all-settled answer (31-35) pulls nothing: 36-40 keep their backoff.
+    for (const ref of refs(35, 'ST').slice(30)) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    await dueNow(30, 35);
+    expect(await on.runPass(p.signal)).toEqual({ calls: 1, settled: 5 });
+    expect(sweeps()).toBe(1);
+    expect((await p.rows(batchId)).slice(35).every((r) => r.state === 'PENDING' && (r.nextPollAt ?? 0) > p.clock.now())).toBe(true);
+    // An interval later the same happens again (36-37 settled, due): the batch is swept again.
+    await p.db('payouts').whereIn('id', ids.slice(37)).update({ next_poll_at: later });
+    p.clock.advance(o.minIntervalMs);
+    for (const ref of refs(37, 'ST').slice(35)) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    await dueNow(35, 37);
+    expect(await on.runPass(p.signal)).toEqual({ calls: 1, settled: 2 });
+    expect(sweeps()).toBe(2);
+    expect((await p.rows(batchId)).slice(37).every((r) => r.nextPollAt === p.clock.now())).toBe(true);
   });
 
   it('one concurrency: one call at a time, as before', async () => {

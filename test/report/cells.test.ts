@@ -19,4 +19,15 @@ describe('spreadsheetSafeCell', () => {
       expect(unescapeSpreadsheetCell(spreadsheetSafeCell(original))).toBe(original);
     }
   });
+
+  it('a plain number is left alone whatever it starts with; any other cell is prefixed when it starts with a trigger or a quote', () => {
+    const starts = ['=', '+', '-', '@', '\t', '\r', "'", '0', '9', 'a', ' ', '.', '"', ',', '\n', '\uFF1D', ''];
+    const rests = ['', '5', '5.25', '.5', '5.', '1e5', 'x', '-5', '=1', ' 5'];
+    for (const start of starts)
+      for (const rest of rests) {
+        const cell = start + rest;
+        const prefixed = !/^-?\d+(\.\d+)?$/.test(cell) && ['=', '+', '-', '@', '\t', '\r', "'"].includes(cell.charAt(0));
+        expect(spreadsheetSafeCell(cell), JSON.stringify(cell)).toBe(prefixed ? `'${cell}` : cell);
+      }
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * Row moves and claims on a real SQLite file (the same checks run on
  * PostgreSQL in test/postgres/moves.test.ts), the narrow read of a batch's
- * rows, and the claim index the migrations make.
+ * rows (its beneficiary read from the stored request also on PostgreSQL),
+ * and the claim index the migrations make.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,10 +10,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
-import { RowStateError, historyOf, rowsOfBatch, stateGuard } from '../../src/store/payouts.js';
+import { RowStateError, historyOf, rowsOfBatch, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { listDueForPoll, pollBatchNow, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
 import { openTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
+import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
   let dir: string;
@@ -46,6 +49,24 @@ describe('store: row moves and claims (SQLite)', () => {
     expect(await historyOf(db, a.id)).toEqual([]);
   });
 
+  it('moves whose patches differ only by type (null and the text "null") are never grouped into one UPDATE', async () => {
+    const [a, b, c, d] = await seedBatch(db, 'TY', 4, 'PENDING');
+    if (!a || !b || !c || !d) throw new Error('seed');
+    const move = (row: typeof a, patch: PayoutRowPatch) => ({
+      row,
+      from: 'PENDING' as const,
+      to: 'PENDING' as const,
+      patch,
+      history: { event: 'polled' },
+    });
+    await applyRowMoves(
+      db,
+      [move(a, { reason: null }), move(b, { reason: 'null' }), move(c, { reason: '5' }), move(d, { reason: 'x' })],
+      10,
+    );
+    expect((await db('payouts').orderBy('id').pluck('reason')) as unknown[]).toEqual([null, 'null', '5', 'x']);
+  });
+
   it('a guarded UPDATE of rows picked by id finds them by primary key, not by walking the state index', async () => {
     await seedBatch(db, 'G', 3, 'PENDING');
     const q = db('payouts').whereIn('id', [1, 2, 3]).andWhere(stateGuard(db, 'PENDING')).update({ poll_count: 1 }).toSQL().toNative();
@@ -73,16 +94,55 @@ describe('store: row moves and claims (SQLite)', () => {
     expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('USING INDEX payouts_batch_state_line')]);
   });
 
+  it('a settlement sweep finds its batch by the (batch_id, state, line) index, not every pending row by due time', async () => {
+    const sql: string[] = [];
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void sql.push(q.sql);
+    db.on('query', record);
+    await pollBatchNow(db, 'B', 1);
+    db.off('query', record);
+    const update = sql.find((s) => s.startsWith('update'));
+    const plan = (await db.raw(`EXPLAIN QUERY PLAN ${update ?? ''}`, [1, 'B', 'PENDING', 1])) as { detail: string }[];
+    expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('USING INDEX payouts_batch_state_line')]);
+  });
+
+  it('due payouts are listed after a cursor by (due time, id): the rest at the cursor time first, none twice, none past now', async () => {
+    const rows = await seedBatch(db, 'CU', 7, 'PENDING');
+    const ids = rows.map((r) => r.id);
+    const at = [5, 5, 5, 7, 7, 9, 20];
+    for (const [i, id] of ids.entries()) await db('payouts').where({ id }).update({ next_poll_at: at[i] });
+    const listed = async (cursor: PollCursor | null, limit: number): Promise<number[]> =>
+      (await listDueForPoll(db, 10, limit, cursor)).map((r) => r.id);
+    expect(await listed(null, 10)).toEqual(ids.slice(0, 6));
+    expect(await listed({ at: 5, id: ids[1] as number }, 10)).toEqual(ids.slice(2, 6));
+    expect(await listed({ at: 5, id: ids[1] as number }, 2)).toEqual(ids.slice(2, 4));
+    expect(await listed({ at: 7, id: ids[4] as number }, 10)).toEqual([ids[5]]);
+    const [first] = await listDueForPoll(db, 10, 1);
+    expect(first).toEqual({
+      id: ids[0],
+      batchId: 'CU',
+      line: rows[0]?.line,
+      merchantReferenceId: rows[0]?.merchantReferenceId,
+      payoutId: rows[0]?.payoutId,
+      pollCount: 0,
+      nextPollAt: 5,
+    });
+  });
+
   it('reads a batch back with only the fields the files show', async () => {
     await seedBatch(db, 'RD', 3, 'READY');
     const rows = [];
     for await (const r of rowsOfBatch(db, 'RD', 2)) rows.push(r);
     expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
-    // 17 fields (src/store/payouts.ts RESULT_FIELDS); bookkeeping columns the files never show are not read.
+    // 17 fields (src/store/payouts.ts BatchResultRow); bookkeeping columns the files never show are not read,
+    // nor the stored request: the beneficiary is read out of it in SQL.
     expect(Object.keys(rows[0] ?? {})).toHaveLength(17);
-    for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus'])
+    for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus', 'requestJson'])
       expect(rows[0]).not.toHaveProperty(unread);
-    expect(rows[0]).toMatchObject({ reasonCode: null, reason: null, completeTime: null, requestJson: expect.any(String) });
-    expect(rows[0]).toMatchObject({ batchId: 'RD', merchantReferenceId: 'RD-1', state: 'READY', payoutAmount: '100.50', payoutId: null });
+    expect(rows[0]).toMatchObject({ reasonCode: null, reason: null, completeTime: null, beneficiaryAccountName: null });
+    expect(rows[0]).toMatchObject({ merchantReferenceId: 'RD-1', state: 'READY', payoutAmount: '100.50', payoutId: null });
+  });
+
+  it('reads the beneficiary and empty columns out of the stored request as JSON.parse does', async () => {
+    await checkBeneficiaryFromRequest(db);
   });
 });

@@ -109,6 +109,7 @@ describe('deliveries from the sandbox', () => {
         minIntervalMs: 1000,
         maxIntervalMs: 60_000,
         staleAfterMs: 24 * HOUR,
+        deferWhileSendingMs: 30_000,
         leaseMs: 120_000,
       },
     );
