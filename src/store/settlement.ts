@@ -2,6 +2,7 @@
  * Database operations of following payouts to their final status: which
  * PENDING payouts are due for a query, and which batches are finished.
  */
+import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
 import { fromColumns, stateGuard, type PayoutRow } from './payouts.js';
 
@@ -56,10 +57,24 @@ export async function nextPollDue(db: Database): Promise<number | null> {
   return r?.at ?? null;
 }
 
+/**
+ * Rows of `pending` (a query for PENDING payouts) to make due now. On
+ * PostgreSQL the rows are locked with SKIP LOCKED: another instance may be
+ * recording an answer for some of them in a transaction that holds their
+ * locks and waits for others; an UPDATE waiting for its rows in turn could
+ * close the circle (a deadlock, which aborts that answer). A row skipped is
+ * being answered right then, so asking about it sooner gains nothing.
+ */
+async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number): Promise<number> {
+  if (!isPostgres(db)) return pending.update({ next_poll_at: now });
+  const free = pending.clone().select('id').forUpdate().skipLocked();
+  return db('payouts').whereIn('id', free).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
+}
+
 /** Ask about these payouts at the next poll (a webhook said something changed). */
 export async function pollSoon(db: Database, payoutIds: string[], now: number): Promise<number> {
   if (payoutIds.length === 0) return 0;
-  return db('payouts').whereIn('payout_id', payoutIds).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
+  return makeDueNow(db, db('payouts').whereIn('payout_id', payoutIds).andWhere(stateGuard(db, 'PENDING')), now);
 }
 
 /**
@@ -74,7 +89,7 @@ export async function pollBatchNow(db: Database, batchId: string, now: number): 
   const pending = db('payouts')
     .where({ batch_id: batchId, state: 'PENDING' })
     .andWhere(db.raw(isPostgres(db) ? 'next_poll_at > ?' : '+next_poll_at > ?', [now]));
-  return pending.update({ next_poll_at: now });
+  return makeDueNow(db, pending, now);
 }
 
 /** Ask about these PENDING payouts again at `at` (their query failed). */

@@ -184,10 +184,34 @@ export interface AnswerMoves {
 export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<number> {
   if (answers.every((a) => a.moves.length === 0)) return 0;
   return reproducibleTransaction(db, async (trx) => {
+    await lockInIdOrder(
+      trx,
+      answers.flatMap((a) => a.moves.map((m) => m.row.id)),
+    );
     let moved = 0;
     for (const a of answers) if (a.moves.length > 0) moved += await movesIn(trx, a.moves, a.at);
     return moved;
   });
+}
+
+/**
+ * On PostgreSQL, locks the rows about to move in id order first. The moves
+ * run as one UPDATE per patch, each locking its rows as it reaches them, and
+ * two instances can hold answers for the same rows (a webhook or a
+ * settlement sweep made a row due while another instance was asking about
+ * it): taken in different orders, their locks could deadlock, which aborts
+ * one of the answers. Taken in one order, the later answer waits, then finds
+ * the rows already moved and skips them.
+ */
+async function lockInIdOrder(trx: Knex.Transaction, ids: number[]): Promise<void> {
+  if (!isPostgres(trx) || ids.length < 2) return;
+  const sorted = [...new Set(ids)].sort((a, b) => a - b);
+  for (let i = 0; i < sorted.length; i += 5000)
+    await trx('payouts')
+      .select('id')
+      .whereIn('id', sorted.slice(i, i + 5000))
+      .orderBy('id')
+      .forUpdate();
 }
 
 async function movesIn(trx: Knex.Transaction, moves: RowMove[], now: number): Promise<number> {

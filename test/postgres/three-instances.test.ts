@@ -48,7 +48,11 @@ async function failFast(url: string, instances: Instances): Promise<void> {
   const bad = broken.filter((b) => b.state !== 'COMPLETE' || b.moving > 0);
   if (bad.length > 0) throw new Error(`batches gone wrong: ${JSON.stringify(bad)}`);
   const failed = instances.logs('work loop pass failed')[0];
-  if (failed) throw new Error(`${failed.instance}: work loop pass failed: ${JSON.stringify(failed.line.err).slice(0, 300)}`);
+  if (failed) {
+    // A database error's message starts with the whole statement: its code and the end say what went wrong.
+    const err = (failed.line.err ?? {}) as { code?: string; message?: string };
+    throw new Error(`${failed.instance}: work loop pass failed: ${err.code ?? ''} …${String(err.message ?? '').slice(-300)}`);
+  }
 }
 
 describe.skipIf(!pgReachable)('postgres: three instances, one killed mid-run', () => {
