@@ -2,22 +2,55 @@
  * PostgreSQL: the row moves and claims of test/store on this engine
  * (grouped UPDATE … RETURNING, multi-row history INSERT, claims with
  * FOR UPDATE SKIP LOCKED per batch), the beneficiary of a batch's rows
- * read from the stored request with this engine's JSON operators, and
- * answers committed without waiting for the WAL flush.
+ * read from the stored request with this engine's JSON operators,
+ * answers committed without waiting for the WAL flush, and instances
+ * touching the same PENDING rows at once never deadlocking: a settlement
+ * sweep or a webhook's poll-soon makes rows due that another instance may
+ * be answering for right then, so two answers can hold the same rows
+ * (another transaction here stands in for the instance holding a row's
+ * lock; each case deadlocked before its fix).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
-import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder } from '../store/moves.js';
+import { getRow, type PayoutRow } from '../../src/store/payouts.js';
+import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
+import { recordAnswers, type RowMove } from '../../src/store/submission.js';
+import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { pgReachable, useTestSchema } from './pg.js';
+
+/** Settles `row` as PAID with its own patch (one UPDATE per row, in the order given). */
+function paid(row: PayoutRow, at: number): RowMove {
+  return {
+    row,
+    from: 'PENDING',
+    to: 'PAID',
+    patch: { serviceStatus: 'PAID', completeTime: `t-${row.id}`, lastPolledAt: at },
+    history: { event: 'polled', outcome: 'PAID' },
+  };
+}
+
+/** Fails instead of hanging when `work` waits for a lock it should have skipped. */
+async function withoutWaiting<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} waited for a row another transaction holds`)), 10_000);
+  });
+  try {
+    return await Promise.race([work, waited]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
   const schema = useTestSchema();
   let db: Database;
   beforeAll(async () => {
-    db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
+    // Four connections: the overlapping answers need another transaction, the answer and a look at the waits.
+    db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 4, busyTimeoutMs: 5000, synchronous: 'FULL' });
     await migrateToLatest(db);
   });
   // Each check starts from empty tables, as on its own SQLite file.
@@ -42,6 +75,60 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('reads the beneficiary and empty columns out of the stored request as JSON.parse does', async () => {
     await checkBeneficiaryFromRequest(db);
+  });
+
+  /** Sessions of this schema's test waiting for a lock right now. */
+  async function waitingForLocks(): Promise<number> {
+    const r = (await db.raw(
+      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+    )) as { rows: { n: number }[] };
+    return r.rows[0]?.n ?? 0;
+  }
+
+  it('a batch sweep and a poll-soon skip a row being answered, and make the rest due', async () => {
+    const rows = await seedBatch(db, 'SW', 4, 'PENDING');
+    await db('payouts').where({ batch_id: 'SW' }).update({ next_poll_at: 90_000 });
+    const [held, ...rest] = rows as [PayoutRow, ...PayoutRow[]];
+    const answering = await db.transaction();
+    try {
+      await answering('payouts').where({ id: held.id }).update({ last_polled_at: 1 });
+      expect(await withoutWaiting(pollBatchNow(db, 'SW', 1000), 'the sweep')).toBe(rest.length);
+      await db('payouts').where({ batch_id: 'SW' }).whereNot({ id: held.id }).update({ next_poll_at: 90_000 });
+      const ids = rows.map((r) => r.payoutId as string);
+      expect(await withoutWaiting(pollSoon(db, ids, 2000), 'poll-soon')).toBe(rest.length);
+    } finally {
+      await answering.commit();
+    }
+    expect((await getRow(db, held.id))?.nextPollAt).toBe(90_000);
+    for (const r of rest) expect((await getRow(db, r.id))?.nextPollAt).toBe(2000);
+  });
+
+  it('two answers holding the same rows in opposite orders: one waits, neither is aborted', async () => {
+    const [x, y] = (await seedBatch(db, 'OV', 2, 'PENDING')) as [PayoutRow, PayoutRow];
+    // Another instance's answer, written in the order x then y, has x and now waits.
+    const other = await db.transaction();
+    await other('payouts').where({ id: x.id }).update({ last_polled_at: 1 });
+    // This answer moves y first, then x. It must not hold y while it waits for x.
+    const mine = recordAnswers(db, [{ moves: [paid(y, 5000), paid(x, 5000)], at: 5000 }]);
+    const outcome = mine.then(
+      (n) => ({ n }),
+      (err: unknown) => ({ err }),
+    );
+    for (let i = 0; i < 500 && (await waitingForLocks()) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await waitingForLocks(), 'this answer waits for x').toBe(1);
+    // The other answer now takes y: it would close the circle if this one held y.
+    let otherError: unknown = null;
+    try {
+      await other('payouts').where({ id: y.id }).update({ last_polled_at: 1 });
+      await other.commit();
+    } catch (err) {
+      otherError = err;
+      await other.rollback().catch(() => undefined);
+    }
+    expect(String((otherError as Error | null)?.message ?? 'none')).toBe('none');
+    expect(await outcome).toEqual({ n: 2 });
+    expect((await getRow(db, x.id))?.state).toBe('PAID');
+    expect((await getRow(db, y.id))?.state).toBe('PAID');
   });
 });
 
