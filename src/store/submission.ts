@@ -27,6 +27,9 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
   return db.transaction(async (trx) => {
     const q = trx('payouts').where({ state: 'CREATING' });
     if (!all) q.andWhere('lease_expires_at', '<', now);
+    // A row another transaction holds is having its answer recorded right then (its lease ran out while the
+    // create was out): it is about to leave CREATING, and waiting for it could close a circle of locks.
+    if (isPostgres(db)) q.forUpdate().skipLocked();
     const ids = (await q.pluck('id')) as number[];
     if (ids.length === 0) return 0;
     const moved = await moveRows(

@@ -16,7 +16,7 @@ import { migrateToLatest, openDatabase, type Database } from '../../src/store/db
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
 import { getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
-import { recordAnswers, type RowMove } from '../../src/store/submission.js';
+import { markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { pgReachable, useTestSchema } from './pg.js';
@@ -129,6 +129,21 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     expect(await outcome).toEqual({ n: 2 });
     expect((await getRow(db, x.id))?.state).toBe('PAID');
     expect((await getRow(db, y.id))?.state).toBe('PAID');
+  });
+
+  it('a takeover skips a create whose answer is being recorded, and takes the rest', async () => {
+    const rows = await seedBatch(db, 'TK', 3, 'CREATING');
+    await db('payouts').where({ batch_id: 'TK' }).update({ lease_owner: 'dead', lease_expires_at: 1000 });
+    const [answered, ...rest] = rows as [PayoutRow, ...PayoutRow[]];
+    const answering = await db.transaction();
+    try {
+      await answering('payouts').where({ id: answered.id }).update({ state: 'PENDING', payout_id: 'P-late' });
+      expect(await withoutWaiting(markInterruptedCreatesUnknown(db, 2000, false), 'the takeover')).toBe(rest.length);
+    } finally {
+      await answering.commit();
+    }
+    expect((await getRow(db, answered.id))?.state).toBe('PENDING');
+    for (const r of rest) expect((await getRow(db, r.id))?.state).toBe('UNKNOWN');
   });
 });
 
