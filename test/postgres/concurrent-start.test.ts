@@ -1,25 +1,12 @@
 /**
- * PostgreSQL, known bug: instances started together on a fresh database
- * race to create knex's migration tables, and all but one may fail —
- * `payoutd run` / `payoutd migrate` exit 1 with `create table
- * "payoutd_migrations" … - relation "payoutd_migrations" already exists`
- * (seen with 4 `payoutd migrate` at once; knex may also answer "Migration
- * table is already locked"). Under systemd the failed one is restarted and
- * then finds the schema current, but a first start of several instances
- * should not depend on that. Here several migrateToLatest calls run at once
- * (each its own knex instance, as each process has one), on a fresh schema
- * per round; the race hits most rounds, so eight rounds make the failure
- * all but certain.
- *
- * Fix (src, for the lead): src/store/db.ts migrateToLatest(): on
- * PostgreSQL, run `db.migrate.latest()` while holding a transaction-level
- * advisory lock, taken in a transaction of its own on another pooled
- * connection:
- *   return db.transaction(async (trx) => {
- *     await trx.raw('select pg_advisory_xact_lock(hashtext(current_schema() || ?))', ['.payoutd_migrations']);
- *     return latest();
- *   });
- * (needs database.poolMax >= 2; the default is 10).
+ * PostgreSQL: instances started together on a fresh database all migrate
+ * it. They used to race to create knex's migration tables, and all but one
+ * failed ("relation "payoutd_migrations" already exists", or "Migration
+ * table is already locked"); migrateToLatest (src/store/db.ts) now runs the
+ * migrations under a transaction-level advisory lock. Several
+ * migrateToLatest calls run at once (each its own knex instance, as each
+ * process has one) on a fresh schema per round; without the lock the race
+ * hit most rounds, so eight rounds make a regression all but certain to show.
  */
 import { describe, expect, it } from 'vitest';
 import { migrateToLatest, openDatabase } from '../../src/store/db.js';
@@ -30,7 +17,6 @@ const ROUNDS = 8;
 const INSTANCES = 4;
 
 describe.skipIf(!pgReachable)('postgres: instances starting together on a fresh database', () => {
-  // Fails until the fix above is made: remove `.fails` then.
   it('all migrate it, one after the other', async () => {
     const failures: string[] = [];
     for (let round = 0; round < ROUNDS; round++) {

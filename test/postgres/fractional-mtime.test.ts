@@ -1,31 +1,24 @@
 /**
- * PostgreSQL, known bug: a dropped file whose mtime has a fraction of a
- * millisecond (what most filesystems give: stat's mtimeMs is
- * 1732286931998.123) is claimed, then its batch record cannot be written —
- * batches.mtime_ms is a bigint and PostgreSQL refuses "…998.123" (22P02;
- * SQLite stores the REAL and never notices). The file stays in the
- * instance's claimed/ folder and its file_claims row keeps the others away.
- * The other tests in this folder drop files with whole-second mtimes.
- *
- * Fix (src, for the lead): store whole milliseconds and compare them so —
- * src/ingest/intake.ts receive(): `mtimeMs: Math.trunc(claimed.mtimeMs)`;
- * src/ingest/inbox/claim.ts verifyUnchanged(): compare
- * `Math.trunc(st.mtimeMs) !== Math.trunc(claimed.mtimeMs)` (else every
- * accepted batch would be held as FILE_CHANGED).
+ * PostgreSQL: a dropped file whose mtime has a fraction of a millisecond
+ * (what most filesystems give: stat's mtimeMs is 1732286931998.123) is
+ * received and paid like any other. batches.mtime_ms is a bigint, and
+ * PostgreSQL refused "…998.123" (22P02; SQLite stores the REAL and never
+ * noticed): the file stayed in the instance's claimed/ folder. Whole
+ * milliseconds are now stored and compared (src/store/batches.ts,
+ * src/ingest/inbox/claim.ts). The other tests in this folder drop files
+ * with whole-second mtimes.
  */
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
 import { startE2e, waitFor } from '../e2e/harness.js';
-import { discardWhenFailingAsExpected, dropFile, startInstances } from './instances.js';
+import { dropFile, startInstances } from './instances.js';
 import { pgReachable, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: a file with a fractional mtime', () => {
   const schema = useTestSchema();
 
-  // Fails until the fix above is made: remove `.fails` then.
   it('is received and paid like any other', async () => {
-    const discard = discardWhenFailingAsExpected();
-    const e2e = discard(await startE2e());
+    const e2e = await startE2e();
     const instances = await startInstances(e2e, schema, { inbox: { stableForMs: 200, rescanIntervalMs: 300 } });
     await instances.configure('solo');
     const solo = await instances.start('solo');

@@ -8,7 +8,7 @@
  * the test ends; their logs are written into the kept folder on failure.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, utimes, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 import { onTestFinished } from 'vitest';
@@ -114,23 +114,6 @@ export class Instances {
     }
     console.error(`postgres: instance logs written to ${dirs.join(' and ')}`);
   }
-}
-
-/**
- * For an `it.fails` test (a known bug): call before startE2e, pass the world
- * to the function returned. Once the test has failed as expected, the
- * world's folder (kept by the e2e teardown as evidence) is removed.
- */
-export function discardWhenFailingAsExpected(): (e2e: E2e) => E2e {
-  let dir: string | null = null;
-  // Registered before startE2e's teardown, so it runs after it (hooks run in reverse order).
-  onTestFinished(async (ctx) => {
-    if (dir && ctx.task.fails && ctx.task.result?.state === 'fail') await rm(dir, { recursive: true, force: true });
-  });
-  return (e2e) => {
-    dir = e2e.dir;
-    return e2e;
-  };
 }
 
 let drops = 0;

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { Decimal } from '../../src/domain/money.js';
 import { isCancelRow, makeRows, toCsv, type BatchRow } from '../e2e/batch-files.js';
 import { ledgerByReference, startE2e, waitFor, type E2e } from '../e2e/harness.js';
-import { discardWhenFailingAsExpected, dropFile, startInstances, type Instances } from './instances.js';
+import { dropFile, startInstances, type Instances } from './instances.js';
 import { pgQuery, pgReachable, useTestSchema } from './pg.js';
 
 const FILES = 5;
@@ -58,17 +58,13 @@ async function failFast(url: string, instances: Instances): Promise<void> {
 describe.skipIf(!pgReachable)('postgres: three instances, one killed mid-run', () => {
   const schema = useTestSchema();
 
-  // Fails until the double reading of reading-once.test.ts is fixed (there: the fix); remove `.fails` then.
-  // Until then it fails within seconds of the first broken batch (failFast), not at the timeout.
+  // A broken run fails within seconds of the first broken batch (failFast), not at the timeout.
   // About 90 s on an idle 2-core machine; the generous waits only matter on a loaded one.
   it('pays 10,000 rows exactly once and writes each result once', { timeout: 400_000 }, async () => {
-    const discard = discardWhenFailingAsExpected();
-    const e2e = discard(
-      await startE2e({
-        balances: { USDT: '100000000', USDC: '100000000' },
-        sandbox: { settlement: { minDelayMs: 50, maxDelayMs: 300 }, faults: { latencyMs: 20 }, duplicatePolicy: 'allow' },
-      }),
-    );
+    const e2e = await startE2e({
+      balances: { USDT: '100000000', USDC: '100000000' },
+      sandbox: { settlement: { minDelayMs: 50, maxDelayMs: 300 }, faults: { latencyMs: 20 }, duplicatePolicy: 'allow' },
+    });
     const instances = await startInstances(e2e, schema, {
       inbox: { usePolling: true, stableForMs: 300, rescanIntervalMs: 500 },
       submit: { concurrency: 8, notFoundGraceMs: 1000 },

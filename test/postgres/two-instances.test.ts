@@ -4,15 +4,16 @@
  * is still taken by exactly one of them (one file_claims row, one batch),
  * read by one reader, every row is paid once, and each batch's result is
  * written once. The balance endpoint answers slowly (1.5 s), as a real one
- * may: reading a batch then always outlasts a finish pass, which makes the
- * double reading of reading-once.test.ts show every time instead of now and
- * then (seen here with 5-row files on a loaded machine: a batch REJECTED
- * while its rows were being paid, "REPORT_NOT_TERMINAL").
+ * may: reading a batch then always outlasts a finish pass, which made the
+ * double reading that reading-once.test.ts guards against show every time
+ * instead of now and then (seen here with 5-row files on a loaded machine,
+ * before its fix: a batch REJECTED while its rows were being paid,
+ * "REPORT_NOT_TERMINAL").
  */
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
 import { ledgerByReference, startE2e, waitFor } from '../e2e/harness.js';
-import { discardWhenFailingAsExpected, dropFile, startInstances } from './instances.js';
+import { dropFile, startInstances } from './instances.js';
 import { pgReachable, useTestSchema } from './pg.js';
 
 const FILES = ['two-a.csv', 'two-b.csv', 'two-c.csv'];
@@ -21,10 +22,8 @@ const ROWS_PER_FILE = 5;
 describe.skipIf(!pgReachable)('postgres: two instances, one inbox', () => {
   const schema = useTestSchema();
 
-  // Fails until the double reading of reading-once.test.ts is fixed (there: the fix); remove `.fails` then.
   it('each file is claimed by one instance, each row paid once, each result written once', async () => {
-    const discard = discardWhenFailingAsExpected();
-    const e2e = discard(await startE2e({ sandbox: { faults: { latencyMs: 1500, endpoints: ['/apis/v1/balance/query'] } } }));
+    const e2e = await startE2e({ sandbox: { faults: { latencyMs: 1500, endpoints: ['/apis/v1/balance/query'] } } });
     const instances = await startInstances(e2e, schema, {
       inbox: { usePolling: true, stableForMs: 200, rescanIntervalMs: 300 },
       instance: { leaseMs: 5000 },
