@@ -77,11 +77,14 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     await checkBeneficiaryFromRequest(db);
   });
 
-  /** Sessions of this schema's test waiting for a lock right now. */
-  async function waitingForLocks(): Promise<number> {
-    const r = (await db.raw(
-      `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
-    )) as { rows: { n: number }[] };
+  /**
+   * Sessions waiting for a lock that the session `pid` holds. Only those: other test files run at once in the same
+   * database, and their sessions may be waiting for locks of their own.
+   */
+  async function blockedBy(pid: number): Promise<number> {
+    const r = (await db.raw(`select count(*)::int as n from pg_stat_activity where ? = any(pg_blocking_pids(pid))`, [pid])) as {
+      rows: { n: number }[];
+    };
     return r.rows[0]?.n ?? 0;
   }
 
@@ -108,14 +111,15 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     // Another instance's answer, written in the order x then y, has x and now waits.
     const other = await db.transaction();
     await other('payouts').where({ id: x.id }).update({ last_polled_at: 1 });
+    const otherPid = ((await other.raw('select pg_backend_pid() as pid')) as { rows: { pid: number }[] }).rows[0]?.pid ?? -1;
     // This answer moves y first, then x. It must not hold y while it waits for x.
     const mine = recordAnswers(db, [{ moves: [paid(y, 5000), paid(x, 5000)], at: 5000 }]);
     const outcome = mine.then(
       (n) => ({ n }),
       (err: unknown) => ({ err }),
     );
-    for (let i = 0; i < 500 && (await waitingForLocks()) === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(await waitingForLocks(), 'this answer waits for x').toBe(1);
+    for (let i = 0; i < 500 && (await blockedBy(otherPid)) === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(await blockedBy(otherPid), 'this answer waits for x').toBe(1);
     // The other answer now takes y: it would close the circle if this one held y.
     let otherError: unknown = null;
     try {
