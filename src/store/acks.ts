@@ -1,8 +1,9 @@
 /**
  * The rows of a batch as its acknowledgement file needs them: line,
- * reference, state and reason only. Reading the full 30-column rows back
- * (rowsOfBatch) costs most of the ack of a large batch in building objects
- * no one reads; this reader selects the five columns the ack uses.
+ * reference, state and reason only. Reading the rows the result files show
+ * (resultRowPages: 17 fields, the beneficiary out of the stored request)
+ * would cost most of the ack of a large batch in values no one reads; this
+ * reader selects the five columns the ack uses.
  */
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';

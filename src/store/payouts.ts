@@ -505,11 +505,6 @@ export async function* resultRowPages(db: Database, batchId: string, pageSize = 
   }
 }
 
-/** The rows of `resultRowPages` one by one. */
-export async function* rowsOfBatch(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow> {
-  for await (const page of resultRowPages(db, batchId, pageSize)) yield* page;
-}
-
 /** Row counts per state of a batch. */
 export async function stateCounts(db: Database, batchId: string): Promise<Partial<Record<RowState, number>>> {
   const rows = (await db('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {

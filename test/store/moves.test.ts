@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
-import { RowStateError, historyOf, rowsOfBatch, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { RowStateError, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { listDueForPoll, pollBatchNow, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
 import { openTestDatabase } from '../support/database.js';
@@ -131,7 +131,7 @@ describe('store: row moves and claims (SQLite)', () => {
   it('reads a batch back with only the fields the files show', async () => {
     await seedBatch(db, 'RD', 3, 'READY');
     const rows = [];
-    for await (const r of rowsOfBatch(db, 'RD', 2)) rows.push(r);
+    for await (const page of resultRowPages(db, 'RD', 2)) rows.push(...page);
     expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
     // 17 fields (src/store/payouts.ts BatchResultRow); bookkeeping columns the files never show are not read,
     // nor the stored request: the beneficiary is read out of it in SQL.

@@ -7,7 +7,7 @@
  */
 import { expect } from 'vitest';
 import { isPostgres, type Database } from '../../src/store/db.js';
-import { historyOf, insertRows, getRow, rowsOfBatch, type PayoutRow } from '../../src/store/payouts.js';
+import { historyOf, insertRows, getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { applyRowMoves, claimReadyRows, holdBatch, type RowMove } from '../../src/store/submission.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 
@@ -41,7 +41,8 @@ export async function seedBatch(db: Database, id: string, n: number, state: RowS
     .where({ batch_id: id })
     .update({ state, payout_id: state === 'PENDING' ? db.raw(`'P-' || merchant_reference_id`) : null });
   const out: PayoutRow[] = [];
-  for await (const r of rowsOfBatch(db, id)) out.push((await getRow(db, r.id)) as PayoutRow);
+  for (const rowId of (await db('payouts').where({ batch_id: id }).orderBy('line').pluck('id')) as number[])
+    out.push((await getRow(db, rowId)) as PayoutRow);
   return out;
 }
 

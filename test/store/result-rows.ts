@@ -1,5 +1,5 @@
 /**
- * The beneficiary and the fallback currencies and amount that `rowsOfBatch`
+ * The beneficiary and the fallback currencies and amount that `resultRowPages`
  * reads from the stored request in SQL, checked on a real database of
  * either engine (SQLite in test/store, PostgreSQL in test/postgres) against
  * what JSON.parse of the same stored text gives: names with quotes, commas,
@@ -10,7 +10,7 @@
 import { expect } from 'vitest';
 import { canonicalStringify } from '../../src/json/index.js';
 import type { Database } from '../../src/store/db.js';
-import { insertRows, rowsOfBatch, type NewPayoutRow } from '../../src/store/payouts.js';
+import { insertRows, resultRowPages, type NewPayoutRow } from '../../src/store/payouts.js';
 import { request } from '../finance/helpers.js';
 
 /** Stored request texts: canonical (as the intake writes them) and one with JSON escapes, which must read the same. */
@@ -66,7 +66,7 @@ export async function checkBeneficiaryFromRequest(db: Database): Promise<void> {
 
   const read = [];
   // Pages of 2: the keyset paging carries on across pages.
-  for await (const r of rowsOfBatch(db, 'BEN', 2)) read.push(r);
+  for await (const page of resultRowPages(db, 'BEN', 2)) read.push(...page);
   expect(read.map((r) => r.line)).toEqual(rows.map((r) => r.line));
   read.forEach((r, i) => {
     const stored = REQUESTS[i] ?? null;
