@@ -220,11 +220,27 @@ export async function moveRows(
 ): Promise<number[]> {
   assertMove(from, to);
   const moved = await updateGuarded(trx, ids, from, rowColumns(patch, from, to, now));
+  await recordMoved(trx, moved, from, to, history, now);
+  return moved;
+}
+
+/**
+ * The history rows of rows a statement of the caller's own has just moved (the claim of a create moves its
+ * rows and reads them back in one statement): the move is checked against the lifecycle here.
+ */
+export async function recordMoved(
+  trx: Knex.Transaction,
+  ids: readonly number[],
+  from: RowState,
+  to: RowState,
+  history: HistoryEntry,
+  now: number,
+): Promise<void> {
+  assertMove(from, to);
   await insertHistory(
     trx,
-    moved.map((id) => historyRecord(id, history, now, from, to)),
+    ids.map((id) => historyRecord(id, history, now, from, to)),
   );
-  return moved;
 }
 
 /**

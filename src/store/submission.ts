@@ -7,7 +7,17 @@ import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
 import { reproducibleTransaction } from './reproducible.js';
-import { fromColumns, moveEach, moveRows, stateGuard, type HistoryEntry, type PayoutRow, type PayoutRowPatch } from './payouts.js';
+import { selectArrays } from './prepared.js';
+import {
+  fromColumns,
+  moveEach,
+  moveRows,
+  recordMoved,
+  stateGuard,
+  type HistoryEntry,
+  type PayoutRow,
+  type PayoutRowPatch,
+} from './payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -45,17 +55,24 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
   });
 }
 
+/** A row claimed for a create: what sending it needs, and its intent's lease. */
+export type ClaimedRow = Pick<
+  PayoutRow,
+  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestJson' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
+>;
+
 /**
  * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch
  * first and in line order within a batch, and records the intent (READY ->
  * CREATING, attempt counted, lease taken) before any create is sent. The
- * batches come first (a handful), then each batch's due rows by the index
- * (batch_id, state, line), so a claim reads only the rows it takes. On
- * PostgreSQL the rows are locked with SKIP LOCKED, so instances claiming at
- * once share the work instead of queueing; the guarded UPDATE … RETURNING
- * decides who got each row.
+ * batches come first (a handful), then each batch's due rows are moved by
+ * one UPDATE … WHERE id IN (its first due rows by the index (batch_id,
+ * state, line)) RETURNING what a create needs: a claim reads only the rows
+ * it takes, once. On PostgreSQL the rows are locked with SKIP LOCKED, so
+ * instances claiming at once share the work instead of queueing; the guard
+ * on the state decides who got each row.
  */
-export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<PayoutRow[]> {
+export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<ClaimedRow[]> {
   return db.transaction(async (trx) => {
     // A row is due once its next attempt time has come (null: at once).
     const due =
@@ -78,43 +95,56 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       )
       .orderBy([{ column: 'b.received_at' }, { column: 'b.id' }])
       .pluck('b.id')) as string[];
-    const rows: Record<string, unknown>[] = [];
+    const leaseExpiresAt = now + claimant.leaseMs;
+    const claimed: ClaimedRow[] = [];
     for (const batchId of batchIds) {
-      if (rows.length >= limit) break;
-      const q = trx('payouts')
+      if (claimed.length >= limit) break;
+      const first = trx('payouts')
+        .select('id')
         .where({ batch_id: batchId, state: 'READY' })
         .andWhere(due('next_attempt_at'))
         .orderBy('line')
-        .limit(limit - rows.length)
-        .select('*');
-      if (isPostgres(db)) q.forUpdate().skipLocked();
-      rows.push(...((await q) as Record<string, unknown>[]));
-    }
-    if (rows.length === 0) return [];
-    const moved = new Set(
-      await moveRows(
-        trx,
-        rows.map((r) => Number(r.id)),
-        'READY',
-        'CREATING',
-        { leaseOwner: claimant.instanceId, leaseExpiresAt: now + claimant.leaseMs },
-        { event: 'intent', detail: `create about to be sent by ${claimant.instanceId}` },
-        now,
-      ),
-    );
-    if (moved.size === 0) return [];
-    await trx('payouts')
-      .whereIn('id', [...moved])
-      .increment('create_attempts', 1);
-    return rows
-      .filter((r) => moved.has(Number(r.id)))
-      .map((r) => ({
-        ...fromColumns(r),
-        state: 'CREATING' as const,
-        createAttempts: Number(r.create_attempts) + 1,
+        .limit(limit - claimed.length);
+      // PostgreSQL may run a LIMIT … FOR UPDATE SKIP LOCKED subquery again for each row the UPDATE checks, and
+      // a run after the first row moved skips it and takes one more: its ids are fixed by a statement of their own.
+      const ids = isPostgres(db) ? ((await first.forUpdate().skipLocked().pluck('id')) as number[]) : first;
+      if (Array.isArray(ids) && ids.length === 0) continue;
+      const intent = trx('payouts')
+        .whereIn('id', ids)
+        .andWhere(stateGuard(trx, 'READY'))
+        .update({
+          state: 'CREATING',
+          create_attempts: trx.raw('create_attempts + 1'),
+          lease_owner: claimant.instanceId,
+          lease_expires_at: leaseExpiresAt,
+          updated_at: now,
+        })
+        .returning(['id', 'line', 'merchant_reference_id', 'request_json', 'create_attempts']);
+      const rows = (await selectArrays(trx, intent)) as [number | string, number, string, string | null, number | string][];
+      const taken: ClaimedRow[] = rows.map(([id, line, merchantReferenceId, requestJson, attempts]) => ({
+        id: Number(id),
+        batchId,
+        line: Number(line),
+        merchantReferenceId,
+        requestJson,
+        state: 'CREATING',
+        createAttempts: Number(attempts),
         leaseOwner: claimant.instanceId,
-        leaseExpiresAt: now + claimant.leaseMs,
+        leaseExpiresAt,
       }));
+      // RETURNING comes in no promised order; creates go out in line order.
+      taken.sort((a, b) => a.line - b.line);
+      for (const r of taken) claimed.push(r);
+    }
+    await recordMoved(
+      trx,
+      claimed.map((r) => r.id),
+      'READY',
+      'CREATING',
+      { event: 'intent', detail: `create about to be sent by ${claimant.instanceId}` },
+      now,
+    );
+    return claimed;
   });
 }
 

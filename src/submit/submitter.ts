@@ -16,7 +16,6 @@ import type { Clock } from '../domain/clock.js';
 import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import type { Database } from '../store/db.js';
-import type { PayoutRow } from '../store/payouts.js';
 import {
   applyRowMoves,
   claimDueRows,
@@ -25,6 +24,7 @@ import {
   lastIntentAt,
   markInterruptedCreatesUnknown,
   type Claimant,
+  type ClaimedRow,
   type RowMove,
 } from '../store/submission.js';
 import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
@@ -153,7 +153,7 @@ export class PayoutSubmitter {
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
-  private async sendCreate(row: PayoutRow, signal: AbortSignal): Promise<CreateOutcome> {
+  private async sendCreate(row: ClaimedRow, signal: AbortSignal): Promise<CreateOutcome> {
     const { clock, logger } = this.deps;
     const request = JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
     // A child logger per create costs more than the create's own bookkeeping; made only when a line is written.
