@@ -6,7 +6,10 @@
 /** Columns of the fields set in `patch` (undefined fields are left out). */
 export function toColumnValues<T>(columns: Readonly<Record<keyof T, string>>, patch: Partial<T>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(patch)) if (v !== undefined) out[columns[k as keyof T]] = v;
+  for (const k in patch) {
+    const v = patch[k];
+    if (v !== undefined) out[columns[k]] = v;
+  }
   return out;
 }
 

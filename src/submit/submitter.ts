@@ -129,27 +129,32 @@ export class PayoutSubmitter {
       if (rows.length === 0) break;
       moved += rows.length;
       for (const row of rows) {
-        // The concurrency slot is the call only: recording its answer (a shared commit) must not keep the
-        // next create off the wire.
-        const p: Promise<void> = this.limit(() => this.sendCreate(row, callSignal))
-          .then((outcome) => {
-            nudge();
-            return this.recordOutcome(outcome);
-          })
-          .catch((err: unknown) => {
-            // A failed record stops new claims; the rows out finish, and the pass reports the failure.
-            failure ??= { err };
-          })
-          .finally(() => {
-            unrecorded.delete(p);
-            nudge();
-          });
+        const settled = (): void => {
+          unrecorded.delete(p);
+          nudge();
+        };
+        const p: Promise<void> = this.createAndRecord(row, callSignal, nudge).then(settled, (err: unknown) => {
+          // A failed record stops new claims; the rows out finish, and the pass reports the failure.
+          failure ??= { err };
+          settled();
+        });
         unrecorded.add(p);
       }
     }
     await Promise.all(unrecorded);
     if (failure !== null) throw (failure as { err: unknown }).err;
     return moved;
+  }
+
+  /**
+   * One claimed row: its create under the concurrency limit, then its answer recorded. The slot is the call
+   * only: recording the answer (a shared commit) must not keep the next create off the wire, so `answered`
+   * is called in between.
+   */
+  private async createAndRecord(row: ClaimedRow, signal: AbortSignal, answered: () => void): Promise<void> {
+    const outcome = await this.limit(() => this.sendCreate(row, signal));
+    answered();
+    await this.recordOutcome(outcome);
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
