@@ -81,10 +81,13 @@ export function evaluate(results, params) {
   }
   if (submit?.daemonZero && submit.loop) {
     const d = submit.daemonZero;
+    const pairs = submit.zeroPairs ?? [];
+    const ofPairs =
+      pairs.length > 1 ? `; median of ${pairs.length} back-to-back pairs, ratios ${pairs.map((p) => round(p.ratio, 3)).join(', ')}` : '';
     add({
       key: 'submitZero',
       scenario: 'submit',
-      measure: `creates/s, L=0, C=${params.concurrency} (${d.created} of ${d.n} in ${round(d.ms / 1000, 1)} s)`,
+      measure: `creates/s, L=0, C=${params.concurrency} (${d.created} of ${d.n} in ${round(d.ms / 1000, 1)} s${ofPairs})`,
       value: round(d.perSecond, 1),
       limit: round(submit.loop.perSecond, 1),
       limitWhat: 'minimal signed-create loop, no DB, creates/s',
