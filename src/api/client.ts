@@ -13,7 +13,7 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { normalizeAmount } from '../domain/money.js';
-import { isPayoutStatus, type CreatedPayout, type PayoutRecord, type PayoutRequest } from '../domain/payout.js';
+import { isPayoutStatus, type CreateRequest, type CreatedPayout, type PayoutRecord } from '../domain/payout.js';
 import { JsonNumber, canonicalStringify, parseLossless, plainNumberText } from '../json/index.js';
 import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSign, type HmacKeyEncoding } from '../signing/index.js';
 import {
@@ -25,6 +25,7 @@ import {
   treatmentOf,
   type CodeTreatment,
 } from './errors.js';
+import { createBodyText } from './create-body.js';
 import { TransportError, httpOrigin, sendHttp, type HttpOrigin, type HttpResponse } from './http.js';
 import { TokenManager, type Credentials } from './tokens.js';
 
@@ -164,17 +165,9 @@ export class PayoutApiClient {
    * Creates a payout. Throws ApiError: `ambiguous` means the payout may
    * exist — query it by merchantReferenceId before anything else.
    */
-  async createPayout(req: PayoutRequest, signal?: AbortSignal): Promise<CreatedPayout> {
-    const body = {
-      merchantReferenceId: req.merchantReferenceId,
-      deductionCurrency: req.deductionCurrency,
-      payoutCurrency: req.payoutCurrency,
-      payoutAmount: new JsonNumber(normalizeAmount(req.payoutAmount)),
-      sender: { ...req.sender },
-      beneficiary: { ...req.beneficiary },
-    };
+  async createPayout(req: CreateRequest, signal?: AbortSignal): Promise<CreatedPayout> {
     const ep = ENDPOINTS.createPayout;
-    const data = await this.business(ep, body, { idempotent: false, signal });
+    const data = await this.business(ep, createBodyText(req, { sortKeys: this.o.sortKeys }), { idempotent: false, signal });
     return {
       payoutId: stringField(data.payoutId, 'payoutId', ep),
       merchantReferenceId: typeof data.merchantReferenceId === 'string' ? data.merchantReferenceId : req.merchantReferenceId,
@@ -235,7 +228,8 @@ export class PayoutApiClient {
 
   // ---- calls, signing, classification -----------------------------------
 
-  private async business(endpoint: string, body: Json, opts: CallOptions): Promise<Json> {
+  /** A business call; `body` is the object to send, or the exact text already written (a create's). */
+  private async business(endpoint: string, body: Json | string, opts: CallOptions): Promise<Json> {
     let authRetried = false;
     for (let attempt = 1; ; attempt++) {
       const creds = await this.tokens.current();
@@ -262,8 +256,8 @@ export class PayoutApiClient {
     return err.kind === 'retryable';
   }
 
-  private async sendBusiness(endpoint: string, body: Json, creds: Credentials, signal?: AbortSignal): Promise<Json> {
-    const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
+  private async sendBusiness(endpoint: string, body: Json | string, creds: Credentials, signal?: AbortSignal): Promise<Json> {
+    const minified = typeof body === 'string' ? body : canonicalStringify(body, { sortKeys: this.o.sortKeys });
     const { timestamp, nonce } = this.stamp();
     const path = this.basePath + endpoint;
     const signature = signHmac(

@@ -74,8 +74,20 @@ export function maskAccountNumber(accountNumber: string): string {
  * (src/api) implements it over HTTP; errors it throws carry a `kind` (see
  * src/api/errors.ts) that says whether the outcome is known.
  */
+/**
+ * A create's request as intake stored it (PayoutRow.requestJson): the
+ * canonical JSON of a PayoutRequest, sent without being parsed and written
+ * again when its shape allows (src/api/create-body.ts).
+ */
+export interface StoredPayoutRequest {
+  merchantReferenceId: string;
+  requestJson: string;
+}
+
+export type CreateRequest = PayoutRequest | StoredPayoutRequest;
+
 export interface PayoutService {
-  createPayout(req: PayoutRequest, signal?: AbortSignal): Promise<CreatedPayout>;
+  createPayout(req: CreateRequest, signal?: AbortSignal): Promise<CreatedPayout>;
   queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   balances(signal?: AbortSignal): Promise<{ currency: string; available: string }[]>;

@@ -68,9 +68,14 @@ export interface SubmitterDeps {
 /** What became of one create, waiting to be recorded. */
 interface CreateOutcome {
   move: RowMove;
-  request: PayoutRequest;
+  row: ClaimedRow;
   /** INSUFFICIENT_BALANCE: hold the batch until then. */
   holdUntil?: number;
+}
+
+/** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
+function requestOf(row: ClaimedRow): PayoutRequest {
+  return JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
 }
 
 export class PayoutSubmitter {
@@ -160,7 +165,6 @@ export class PayoutSubmitter {
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
   private async sendCreate(row: ClaimedRow, signal: AbortSignal): Promise<CreateOutcome> {
     const { clock, logger } = this.deps;
-    const request = JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
     // A child logger per create costs more than the create's own bookkeeping; made only when a line is written.
     const log = (): Logger => logger.child({ batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId });
     let move: RowMove;
@@ -174,17 +178,21 @@ export class PayoutSubmitter {
         patch: { nextAttemptAt: clock.now() },
         history: { event: 'not-sent', detail: 'shutdown before the create was sent' },
       };
-      return { move: notSent, request };
+      return { move: notSent, row };
     }
     try {
       this.deps.faultPoint?.('after-intent');
-      const created = await this.deps.service.createPayout(request, signal);
+      if (row.requestJson === null) throw new Error(`row ${row.id} has no stored request`);
+      const created = await this.deps.service.createPayout(
+        { merchantReferenceId: row.merchantReferenceId, requestJson: row.requestJson },
+        signal,
+      );
       this.deps.faultPoint?.('after-create-response');
       const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
       move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
       this.deps.onCreateOutcome?.('OK');
       if (logger.isLevelEnabled('debug'))
-        log().debug({ payoutId: created.payoutId, account: maskAccountNumber(request.beneficiary.accountNumber) }, 'payout created');
+        log().debug({ payoutId: created.payoutId, account: maskAccountNumber(requestOf(row).beneficiary.accountNumber) }, 'payout created');
     } catch (err) {
       const d = decideCreateFailure(err, {
         attempt: row.createAttempts,
@@ -202,17 +210,17 @@ export class PayoutSubmitter {
       else if (isApiError(err, 'auth')) log().error({ err: safe }, 'the service refused our credentials; will retry');
       else log().info({ err: safe }, 'create deferred');
     }
-    return { move, request, holdUntil };
+    return { move, row, holdUntil };
   }
 
   /** Records a create's answer (in a shared commit), then holds the batch when the balance ran out. */
-  private async recordOutcome({ move, request, holdUntil }: CreateOutcome): Promise<void> {
+  private async recordOutcome({ move, row, holdUntil }: CreateOutcome): Promise<void> {
     const { clock, logger } = this.deps;
-    const row = move.row;
     await this.records.add(move);
     if (move.history.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
     if (holdUntil !== undefined) {
+      const request = requestOf(row);
       await holdBatch(
         this.deps.db,
         row.batchId,

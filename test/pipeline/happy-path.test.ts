@@ -4,7 +4,7 @@
  * and the row history that tells the story in order.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { CreatedPayout, PayoutRequest, PayoutService } from '../../src/domain/payout.js';
+import type { CreatedPayout, CreateRequest, PayoutService } from '../../src/domain/payout.js';
 import { historyOf } from '../../src/store/payouts.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
 import { claimReadyRows } from '../../src/store/submission.js';
@@ -104,7 +104,7 @@ describe('pipeline: happy path', () => {
     const seen: string[] = [];
     // The real client, observed: at the moment of each create, read what the database holds.
     const observed: PayoutService = {
-      createPayout: async (req: PayoutRequest, signal?: AbortSignal): Promise<CreatedPayout> => {
+      createPayout: async (req: CreateRequest, signal?: AbortSignal): Promise<CreatedPayout> => {
         const row = await p.row(req.merchantReferenceId);
         const events = await p.events(req.merchantReferenceId);
         seen.push(`${req.merchantReferenceId}:${row.state}:${events.join('>')}:ledger=${p.ledgerCount(req.merchantReferenceId)}`);

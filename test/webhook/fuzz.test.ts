@@ -7,21 +7,10 @@
 import { connect } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { JsonNumber, canonicalStringify } from '../../src/json/index.js';
+import { prng } from '../support/prng.js';
 import { closeAll, eventBody, eventRows, send, signedHeaders, startReceiver, type Harness } from './helpers.js';
 
 afterEach(closeAll);
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function fuzzer(seed: number) {
   const r = prng(seed);
