@@ -11,7 +11,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
 import { RowStateError, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
-import { listDueForPoll, pollBatchNow, type PollCursor } from '../../src/store/settlement.js';
+import { payoutsCreatedBetween } from '../../src/store/reports.js';
+import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
 import { openTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
@@ -103,6 +104,26 @@ describe('store: row moves and claims (SQLite)', () => {
     const update = sql.find((s) => s.startsWith('update'));
     const plan = (await db.raw(`EXPLAIN QUERY PLAN ${update ?? ''}`, [1, 'B', 'PENDING', 1])) as { detail: string }[];
     expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('USING INDEX payouts_batch_state_line')]);
+  });
+
+  it('payoutId and creation time are indexed only once set, and the reads by them still use their indexes', async () => {
+    const indexSql = (await db('sqlite_master')
+      .whereIn('name', ['payouts_payout_id_index', 'payouts_created_at'])
+      .pluck('sql')) as string[];
+    expect(indexSql).toEqual([
+      expect.stringContaining('WHERE payout_id IS NOT NULL'),
+      expect.stringContaining('WHERE created_at_ms IS NOT NULL'),
+    ]);
+    const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+    db.on('query', record);
+    await pollSoon(db, ['P-1', 'P-2'], 1);
+    for await (const _ of payoutsCreatedBetween(db, 0, 10)) break;
+    db.off('query', record);
+    const planOf = async (q: { sql: string; bindings: Knex.RawBinding[] } | undefined): Promise<string> =>
+      ((await db.raw(`EXPLAIN QUERY PLAN ${q?.sql ?? ''}`, q?.bindings ?? [])) as { detail: string }[]).map((p) => p.detail).join(' | ');
+    expect(await planOf(seen.find((q) => q.sql.includes('`payout_id` in')))).toContain('USING INDEX payouts_payout_id_index');
+    expect(await planOf(seen.find((q) => q.sql.includes('`created_at_ms` >=')))).toContain('USING INDEX payouts_created_at');
   });
 
   it('due payouts are listed after a cursor by (due time, id): the rest at the cursor time first, none twice, none past now', async () => {
