@@ -153,9 +153,12 @@ export const LOCAL: Claimant = { instanceId: 'local', leaseMs: 10 * 60_000 };
 
 /**
  * Takes a batch of due rows for this instance by pushing their due time
- * `leaseMs` ahead in the same statement (UPDATE … WHERE id IN (SELECT … FOR
- * UPDATE SKIP LOCKED) RETURNING): another instance skips them, and if this
- * one dies they are simply due again after the lease.
+ * `leaseMs` ahead (UPDATE … WHERE id IN (the first due rows) RETURNING):
+ * another instance skips them, and if this one dies they are simply due
+ * again after the lease. On PostgreSQL the ids are picked first, by their
+ * own SELECT … FOR UPDATE SKIP LOCKED: run inside the UPDATE, that subquery
+ * may be run again for each row checked, and each run after a row moved
+ * skips it and takes another, past the limit (every due row, in the test).
  */
 export async function claimDueRows(
   db: Database,
@@ -174,9 +177,10 @@ export async function claimDueRows(
       )
       .orderBy(dueColumn)
       .limit(limit);
-    if (isPostgres(db)) due.forUpdate().skipLocked();
+    const ids = isPostgres(db) ? ((await due.forUpdate().skipLocked().pluck('id')) as number[]) : due;
+    if (Array.isArray(ids) && ids.length === 0) return [];
     const rows = (await trx('payouts')
-      .whereIn('id', due)
+      .whereIn('id', ids)
       .andWhere(stateGuard(trx, state))
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];

@@ -1,7 +1,7 @@
 /**
  * PostgreSQL: the row moves and claims of test/store on this engine
  * (grouped UPDATE … RETURNING, multi-row history INSERT, claims with
- * FOR UPDATE SKIP LOCKED per batch), the beneficiary of a batch's rows
+ * FOR UPDATE SKIP LOCKED per batch, a query claim held to its limit), the beneficiary of a batch's rows
  * read from the stored request with this engine's JSON operators,
  * answers committed without waiting for the WAL flush, and instances
  * touching the same PENDING rows at once never deadlocking: a settlement
@@ -16,7 +16,7 @@ import { migrateToLatest, openDatabase, type Database } from '../../src/store/db
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
 import { getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
-import { markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
+import { claimDueRows, markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { pgReachable, useTestSchema } from './pg.js';
@@ -71,6 +71,17 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('claims the older batch first, in line order, by the hold rules', async () => {
     await checkClaimOrder(db);
+  });
+
+  // PostgreSQL ran the LIMIT … SKIP LOCKED subquery of the UPDATE again per row and leased every due row.
+  it('a query claim takes at most its limit of due rows', async () => {
+    const rows = await seedBatch(db, 'QL', 12, 'PENDING');
+    await db('payouts').update({ next_poll_at: 5 });
+    const claimed = await claimDueRows(db, 'PENDING', 'next_poll_at', 10, 4, 60_000);
+    expect(claimed.map((r) => r.id)).toEqual(rows.slice(0, 4).map((r) => r.id));
+    // Only those were leased: the rest stay due for the other instances.
+    const leased = (await db('payouts').where('next_poll_at', '>', 10).count({ n: '*' }).first()) as { n: number | string };
+    expect(Number(leased.n)).toBe(4);
   });
 
   it('reads the beneficiary and empty columns out of the stored request as JSON.parse does', async () => {
