@@ -17,6 +17,7 @@
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
+import { prng } from './prng.mjs';
 
 const HEADER = [
   'merchantReferenceId',
@@ -56,17 +57,6 @@ function intOption(value, name, min) {
   return Number.parseInt(value, 10);
 }
 
-/** mulberry32: small, fast, deterministic. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function csvField(value) {
   return /[",;\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;

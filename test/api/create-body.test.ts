@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createBodyText, storedCreateBody } from '../../src/api/create-body.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { canonicalStringify } from '../../src/json/index.js';
-import { prng } from '../support/prng.js';
+import { prng } from '../../samples/prng.mjs';
 
 const SORTED = { sortKeys: true };
 const AS_GIVEN = { sortKeys: false };

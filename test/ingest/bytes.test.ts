@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { prng } from '../../samples/prng.mjs';
 import { LineTracker, firstInvalidUtf8, headerLine, incompleteTailLength, sniffDelimiter } from '../../src/ingest/csv/index.js';
-
-/** Deterministic PRNG so the property checks see the same bytes on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function decodes(bytes: Uint8Array): boolean {
   try {

@@ -7,7 +7,7 @@
 import { connect } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { JsonNumber, canonicalStringify } from '../../src/json/index.js';
-import { prng } from '../support/prng.js';
+import { prng } from '../../samples/prng.mjs';
 import { closeAll, eventBody, eventRows, send, signedHeaders, startReceiver, type Harness } from './helpers.js';
 
 afterEach(closeAll);
