@@ -162,6 +162,23 @@ describe('failures once the request may have reached the server', () => {
   });
 });
 
+describe('calls sharing one signal (the daemon passes its own to every call)', () => {
+  it('one listener while any call waits, every call abandoned by the abort, none left after', async () => {
+    const url = await listen(createHttpServer((req, res) => void req.resume().on('end', () => setTimeout(() => res.end('{}'), 5_000))));
+    const quick = await listen(createHttpServer((req, res) => void req.resume().on('end', () => res.end('{}'))));
+    const controller = new AbortController();
+    const { signal } = controller;
+    await Promise.all([post(quick, { signal }), post(quick, { signal })]);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    const calls = [post(url, { signal }), post(url, { signal }), post(url, { signal })];
+    await new Promise((done) => setTimeout(done, 50));
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    for (const call of calls) expect(await transportErrorOf(call)).toMatchObject({ phase: 'aborted' });
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+});
+
 describe('the answer', () => {
   it('status, headers by any case, the body decoded once (BOM dropped, gzip undone); what was sent arrives byte for byte', async () => {
     const seen: { headers: Record<string, unknown>; body: string }[] = [];
