@@ -3,9 +3,9 @@
  * Built from a PayoutRequest, or taken from the request's canonical JSON as
  * intake stored it: that text differs from the body only in the amount,
  * stored as a JSON string and sent as a JSON number, so a stored request in
- * exactly that shape is sent without being parsed and written again (a
- * fifth of the daemon's own work per create at L = 0). Anything else takes
- * the object path, whose output the fast path must equal byte for byte
+ * exactly that shape is sent without being parsed and written again (about
+ * 0.02 ms of CPU per create at L = 0). Anything else takes the object path,
+ * whose output the fast path must equal byte for byte
  * (test/api/create-body.test.ts).
  */
 import { normalizeAmount } from '../domain/money.js';

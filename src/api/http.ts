@@ -159,8 +159,8 @@ const waitingOn = new WeakMap<AbortSignal, Abandonable>();
  * Calls `abandon` when `signal` aborts, until the returned function is
  * called. One 'abort' listener per signal while any call waits on it,
  * instead of one per call: the daemon's calls share one signal, and adding
- * and removing an EventTarget listener cost about 4 us a call (profile at L = 0). None is left
- * once the last call is done.
+ * and removing an EventTarget listener cost about 4 us a call (profile at
+ * L = 0). None is left once the last call is done.
  */
 function untilAborted(signal: AbortSignal, abandon: () => void): () => void {
   let waiting = waitingOn.get(signal);
