@@ -55,6 +55,22 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
   });
 }
 
+/**
+ * What an UPDATE … WHERE id IN (…) takes, given `first`: a SELECT id of the
+ * first due rows, with a LIMIT. On PostgreSQL their ids are picked and locked
+ * by a statement of their own (FOR UPDATE SKIP LOCKED, so instances share
+ * the rows): as a subquery of the UPDATE, PostgreSQL may run it again for
+ * each row it checks, and each run after a row moved skips that row and
+ * takes another, past the limit (a query claim of 4 took all 12 due rows).
+ * SQLite runs the subquery once. null: nothing to take. (The subquery comes
+ * wrapped: a query builder is thenable, and a promise resolved with one runs it.)
+ */
+async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<{ ids: Knex.QueryBuilder | number[] } | null> {
+  if (!isPostgres(trx)) return { ids: first };
+  const ids = (await first.forUpdate().skipLocked().pluck('id')) as number[];
+  return ids.length > 0 ? { ids } : null;
+}
+
 /** A row claimed for a create: what sending it needs, and its intent's lease. */
 export type ClaimedRow = Pick<
   PayoutRow,
@@ -67,10 +83,9 @@ export type ClaimedRow = Pick<
  * CREATING, attempt counted, lease taken) before any create is sent. The
  * batches come first (a handful), then each batch's due rows are moved by
  * one UPDATE … WHERE id IN (its first due rows by the index (batch_id,
- * state, line)) RETURNING what a create needs: a claim reads only the rows
- * it takes, once. On PostgreSQL the rows are locked with SKIP LOCKED, so
- * instances claiming at once share the work instead of queueing; the guard
- * on the state decides who got each row.
+ * state, line), `rowsToTake`) RETURNING what a create needs: a claim reads
+ * only the rows it takes, once. The guard on the state decides who got each
+ * row.
  */
 export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<ClaimedRow[]> {
   return db.transaction(async (trx) => {
@@ -105,12 +120,10 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
         .andWhere(due('next_attempt_at'))
         .orderBy('line')
         .limit(limit - claimed.length);
-      // PostgreSQL may run a LIMIT … FOR UPDATE SKIP LOCKED subquery again for each row the UPDATE checks, and
-      // a run after the first row moved skips it and takes one more: its ids are fixed by a statement of their own.
-      const ids = isPostgres(db) ? ((await first.forUpdate().skipLocked().pluck('id')) as number[]) : first;
-      if (Array.isArray(ids) && ids.length === 0) continue;
+      const take = await rowsToTake(trx, first);
+      if (take === null) continue;
       const intent = trx('payouts')
-        .whereIn('id', ids)
+        .whereIn('id', take.ids)
         .andWhere(stateGuard(trx, 'READY'))
         .update({
           state: 'CREATING',
@@ -153,12 +166,9 @@ export const LOCAL: Claimant = { instanceId: 'local', leaseMs: 10 * 60_000 };
 
 /**
  * Takes a batch of due rows for this instance by pushing their due time
- * `leaseMs` ahead (UPDATE … WHERE id IN (the first due rows) RETURNING):
- * another instance skips them, and if this one dies they are simply due
- * again after the lease. On PostgreSQL the ids are picked first, by their
- * own SELECT … FOR UPDATE SKIP LOCKED: run inside the UPDATE, that subquery
- * may be run again for each row checked, and each run after a row moved
- * skips it and takes another, past the limit (every due row, in the test).
+ * `leaseMs` ahead (UPDATE … WHERE id IN (the first due rows, `rowsToTake`)
+ * RETURNING): another instance skips them, and if this one dies they are
+ * simply due again after the lease.
  */
 export async function claimDueRows(
   db: Database,
@@ -177,10 +187,10 @@ export async function claimDueRows(
       )
       .orderBy(dueColumn)
       .limit(limit);
-    const ids = isPostgres(db) ? ((await due.forUpdate().skipLocked().pluck('id')) as number[]) : due;
-    if (Array.isArray(ids) && ids.length === 0) return [];
+    const take = await rowsToTake(trx, due);
+    if (take === null) return [];
     const rows = (await trx('payouts')
-      .whereIn('id', ids)
+      .whereIn('id', take.ids)
       .andWhere(stateGuard(trx, state))
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];
