@@ -76,7 +76,7 @@ function storedForm(batchId: string, r: ParsedBatchRow): NewPayoutRow {
     batchId,
     line: r.line,
     merchantReferenceId: r.merchantReferenceId,
-    state: r.request ? 'VALIDATED' : 'INVALID',
+    state: r.request ? 'READY' : 'INVALID',
     requestJson: r.request ? canonicalStringify(r.request) : null,
     // As the sender wrote them (the request holds the normalized form that is sent).
     payoutCurrency: r.written.payoutCurrency || null,
@@ -239,7 +239,11 @@ export class BatchIntake {
     await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
     await clearBatchContents(db, batch.id);
     const result = await this.parseRows(batch);
-    if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
+    if ('readError' in result) {
+      // Rows read before the failure hold their references: let them go with the file.
+      await clearBatchContents(db, batch.id);
+      return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
+    }
     const parse = result.parse;
     if (parse.fileErrors.length > 0) {
       await clearBatchContents(db, batch.id);

@@ -1,8 +1,14 @@
 /**
  * Accepting a batch once all its rows are read: the checks that need every
- * row (a reference twice in the file, a reference an earlier batch already
- * holds) and the file policy. Runs in one transaction, so a batch is either
- * wholly accepted — its READY rows holding their references — or not at all.
+ * row (a reference twice in the file, a reference another batch holds) and
+ * the file policy. Runs in one transaction, so a batch is either wholly
+ * accepted or not at all.
+ *
+ * Valid rows went in READY, each holding its reference from its insert (see
+ * insertRows); those whose reference was already held went in VALIDATED. So
+ * the clashes are among the few VALIDATED rows, and an accepted batch's READY
+ * rows stay as they are: no second pass over a million rows. Its rows are
+ * sent only once the batch is ACTIVE.
  */
 import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
@@ -20,6 +26,8 @@ export interface AcceptanceResult {
 }
 
 const HOLDING = REFERENCE_HOLDING_STATES as string[];
+/** Valid rows of a batch being accepted: holding their reference (READY) or waiting for the decision (VALIDATED). */
+const VALID = ['READY', 'VALIDATED'];
 
 async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
   const groups = (await trx('payouts')
@@ -40,9 +48,10 @@ async function markInFileDuplicates(trx: Database, batchId: string, now: number)
       const others = lines.filter((l) => l !== r.line).join(', ');
       const message = `merchantReferenceId ${g.merchant_reference_id} appears more than once in this file (also on line ${others})`;
       errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
-      if (r.state === 'VALIDATED') {
+      if (VALID.includes(r.state)) {
         await trx('payouts')
-          .where({ id: r.id, state: 'VALIDATED' })
+          .where({ id: r.id })
+          .whereIn('state', VALID)
           .update({ state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: message, updated_at: now });
       }
     }
@@ -55,6 +64,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     .join('payouts as h', function () {
       this.on('h.merchant_reference_id', '=', 'p.merchant_reference_id').andOn('h.batch_id', '<>', 'p.batch_id');
     })
+    .join('batches as hb', 'hb.id', 'h.batch_id')
     .where('p.batch_id', batchId)
     .andWhere('p.state', 'VALIDATED')
     .whereIn('h.state', HOLDING)
@@ -66,6 +76,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
       'h.batch_id as other_batch',
       'h.line as other_line',
       'h.request_json as other_request',
+      'hb.state as other_batch_state',
     )) as {
     id: number;
     line: number;
@@ -74,14 +85,19 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     other_batch: string;
     other_line: number;
     other_request: string;
+    other_batch_state: string;
   }[];
   const errors: BatchErrorRecord[] = [];
   for (const c of clashes) {
     const same = c.request_json === c.other_request;
     const code = same ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
-    const message = same
-      ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
-      : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
+    // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
+    const undecided = c.other_batch_state === 'RECEIVED' || c.other_batch_state === 'VALIDATING';
+    const message = undecided
+      ? `merchantReferenceId ${c.merchant_reference_id} is held by batch ${c.other_batch} line ${c.other_line}, a file being read at the same time; not paid by this file (if batch ${c.other_batch} is rejected, neither file pays it: send it again)`
+      : same
+        ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
+        : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
     errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
     await trx('payouts')
       .where({ id: c.id, state: 'VALIDATED' })
@@ -101,11 +117,13 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
     const count = (s: string): number => Number(counts.find((c) => c.state === s)?.n ?? 0);
     const invalidCount = count('INVALID');
     const duplicateCount = count('DUPLICATE');
-    const validated = count('VALIDATED');
+    const validated = count('READY') + count('VALIDATED');
     const problems = invalidCount + duplicateCount;
     if (problems > 0 && policy === 'reject-file') {
+      // Their references are let go: the file is sent again once corrected.
       await trx('payouts')
-        .where({ batch_id: batchId, state: 'VALIDATED' })
+        .where({ batch_id: batchId })
+        .whereIn('state', VALID)
         .update({
           state: 'NOT_SUBMITTED',
           reason_code: 'FILE_REJECTED',
@@ -123,6 +141,7 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
     if (validated === 0) {
       return { accepted: false, readyCount: 0, invalidCount, duplicateCount, rejectReason: 'no valid row to pay' };
     }
+    // Rows set aside at their insert whose reference was let go since (the holder's file was rejected).
     await trx('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).update({ state: 'READY', next_attempt_at: now, updated_at: now });
     return { accepted: true, readyCount: validated, invalidCount, duplicateCount, rejectReason: null };
   });

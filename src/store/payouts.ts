@@ -5,7 +5,7 @@
  * lifecycle, and written with a history record in the same transaction.
  */
 import type { Knex } from 'knex';
-import { canMoveRow, type RowState } from '../domain/lifecycle.js';
+import { canMoveRow, REFERENCE_HOLDING_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
 import { multiRowInsertSql, selectArrays, sqliteWriter, type PreparedWrite } from './prepared.js';
@@ -91,12 +91,19 @@ export class RowStateError extends PayoutdError {
   override readonly name = 'RowStateError';
 }
 
-/** A new row as the reader produced it. */
+/**
+ * A new row as the reader produced it. A valid row goes in READY: it holds
+ * its reference from its insert, and the unique index on held references
+ * finds a reference used twice as the row goes in, instead of a second pass
+ * over every row. READY rows of a batch still being read are not sent:
+ * creates are only claimed from ACTIVE batches. VALIDATED is a valid row
+ * waiting for the acceptance to decide (see insertRows).
+ */
 export interface NewPayoutRow {
   batchId: string;
   line: number;
   merchantReferenceId: string;
-  state: 'VALIDATED' | 'INVALID';
+  state: 'READY' | 'VALIDATED' | 'INVALID';
   requestJson: string | null;
   payoutCurrency: string | null;
   payoutAmount: string | null;
@@ -116,38 +123,83 @@ const INSERT_COLUMNS = [
   'deduction_currency',
   'reason_code',
   'reason',
+  'next_attempt_at',
   'updated_at',
 ] as const;
+
+/** The predicate of the partial unique index `payouts_reference_holder` (migration 0001), from the same list of states. */
+export const REFERENCE_HOLDER_PREDICATE = `state IN (${REFERENCE_HOLDING_STATES.map((s) => `'${s}'`).join(',')})`;
+
+/** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
+const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;
+
+function insertValues(rows: readonly NewPayoutRow[], from: number, to: number, now: number): Knex.Value[] {
+  const values: Knex.Value[] = new Array<Knex.Value>((to - from) * INSERT_COLUMNS.length);
+  let k = 0;
+  for (let j = from; j < to; j++) {
+    const r = rows[j] as NewPayoutRow;
+    values[k++] = r.batchId;
+    values[k++] = r.line;
+    values[k++] = r.merchantReferenceId;
+    values[k++] = r.state;
+    values[k++] = r.requestJson;
+    values[k++] = r.payoutCurrency;
+    values[k++] = r.payoutAmount;
+    values[k++] = r.deductionCurrency;
+    values[k++] = r.reasonCode;
+    values[k++] = r.reason;
+    // A READY row is due from its insert; its batch's acceptance is what lets it be claimed.
+    values[k++] = r.state === 'READY' ? now : null;
+    values[k++] = now;
+  }
+  return values;
+}
 
 /**
  * Inserts rows with multi-row INSERT statements built once per chunk (knex's
  * per-row query building dominates a million-row ingest otherwise); inside a
  * transaction on SQLite as prepared statements reused across chunks.
+ *
+ * A READY row whose reference is already held (by an earlier row of the same
+ * file, or by a row of another batch) is skipped by its statement and then
+ * stored VALIDATED, for the acceptance to name the clash: every row given is
+ * stored, and only a clash on the held reference is set aside (any other
+ * constraint, such as a line stored twice, fails the call).
  */
 export async function insertRows(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
   const perStatement = Math.floor(30_000 / INSERT_COLUMNS.length);
   const prepared = await sqliteWriter(db);
   for (let i = 0; i < rows.length; i += perStatement) {
     const end = Math.min(rows.length, i + perStatement);
-    const values: Knex.Value[] = new Array<Knex.Value>((end - i) * INSERT_COLUMNS.length);
-    let k = 0;
-    for (let j = i; j < end; j++) {
-      const r = rows[j] as NewPayoutRow;
-      values[k++] = r.batchId;
-      values[k++] = r.line;
-      values[k++] = r.merchantReferenceId;
-      values[k++] = r.state;
-      values[k++] = r.requestJson;
-      values[k++] = r.payoutCurrency;
-      values[k++] = r.payoutAmount;
-      values[k++] = r.deductionCurrency;
-      values[k++] = r.reasonCode;
-      values[k++] = r.reason;
-      values[k++] = now;
-    }
-    const sql = multiRowInsertSql('payouts', INSERT_COLUMNS, end - i);
-    if (prepared) prepared(sql, values);
-    else await db.raw(sql, values);
+    const sql = multiRowInsertSql('payouts', INSERT_COLUMNS, end - i, SKIP_HELD_REFERENCES);
+    const values = insertValues(rows, i, end, now);
+    const inserted = prepared ? prepared(sql, values) : ((await db.raw(sql, values)) as { rowCount?: number; changes?: number });
+    const count = typeof inserted === 'number' ? inserted : Number(inserted.rowCount ?? inserted.changes);
+    if (count < end - i) await insertSetAside(db, rows.slice(i, end), now);
+  }
+}
+
+/** The rows of one statement it skipped (their reference is held), stored VALIDATED. */
+async function insertSetAside(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
+  const skipped: NewPayoutRow[] = [];
+  for (const batchId of new Set(rows.map((r) => r.batchId))) {
+    const ofBatch = rows.filter((r) => r.batchId === batchId);
+    const lines = ofBatch.map((r) => r.line);
+    const stored = new Set(
+      (await db('payouts')
+        .where('batch_id', batchId)
+        .whereBetween('line', [Math.min(...lines), Math.max(...lines)])
+        .pluck('line')) as number[],
+    );
+    for (const r of ofBatch) if (!stored.has(r.line)) skipped.push(r);
+  }
+  const unexpected = skipped.find((r) => r.state !== 'READY');
+  if (unexpected)
+    throw new RowStateError('INSERT_INCOMPLETE', `row at line ${unexpected.line} of batch ${unexpected.batchId} was not stored`);
+  const waiting = skipped.map((r): NewPayoutRow => ({ ...r, state: 'VALIDATED' }));
+  for (let i = 0; i < waiting.length; i += 1000) {
+    const part = waiting.slice(i, i + 1000);
+    await db.raw(multiRowInsertSql('payouts', INSERT_COLUMNS, part.length), insertValues(part, 0, part.length, now));
   }
 }
 

@@ -88,16 +88,17 @@ export async function selectArrays(db: Database | Knex.Transaction, query: Knex.
 const insertTexts = new Map<string, string>();
 
 /**
- * `INSERT INTO table (columns) VALUES (?,…),(?,…)…` for `rowCount` rows. The
- * texts are kept (an ingest uses two sizes), so a chunk neither rebuilds tens
- * of kilobytes of placeholders nor makes the statement cache hash a new copy.
+ * `INSERT INTO table (columns) VALUES (?,…),(?,…)…` for `rowCount` rows,
+ * followed by `tail` (an ON CONFLICT clause) when given. The texts are kept
+ * (an ingest uses two sizes), so a chunk neither rebuilds tens of kilobytes
+ * of placeholders nor makes the statement cache hash a new copy.
  */
-export function multiRowInsertSql(table: string, columns: readonly string[], rowCount: number): string {
-  const key = `${table}(${columns.join(',')})x${rowCount}`;
+export function multiRowInsertSql(table: string, columns: readonly string[], rowCount: number, tail = ''): string {
+  const key = `${table}(${columns.join(',')})x${rowCount}${tail}`;
   let sql = insertTexts.get(key);
   if (sql === undefined) {
     const one = `(${columns.map(() => '?').join(',')})`;
-    sql = `INSERT INTO ${table} (${columns.join(',')}) VALUES ${new Array<string>(rowCount).fill(one).join(',')}`;
+    sql = `INSERT INTO ${table} (${columns.join(',')}) VALUES ${new Array<string>(rowCount).fill(one).join(',')}${tail ? ` ${tail}` : ''}`;
     if (insertTexts.size >= MAX_PER_CONNECTION) insertTexts.clear();
     insertTexts.set(key, sql);
   }

@@ -1,12 +1,16 @@
 /**
  * Accepting batches: references twice in a file, references an earlier
  * batch holds (same or different content), references of a rejected batch
- * that may be reused, the reject-file / skip-rows policies, the database's
- * partial unique index as the last line of defence, and duplicate files.
+ * that may be reused, the reject-file / skip-rows policies, references
+ * held from the read (before the acceptance), the database's partial unique
+ * index as the last line of defence, and duplicate files.
  */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { listBatchErrors } from '../../src/store/batches.js';
-import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
+import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline } from './harness.js';
 
 afterEach(closePipelines);
 
@@ -123,6 +127,67 @@ describe('pipeline: acceptance of references', () => {
     const again = await p.receive('again.csv', csvFile([csvRow('SR-1')]));
     expect(again.state).toBe('REJECTED');
     expect(await p.states(again.id)).toEqual(['DUPLICATE']);
+  });
+});
+
+describe('pipeline: references held from the read', () => {
+  it('rows of a batch still being read hold their references, are never sent before it is accepted, and a file read meanwhile says so', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const reading = await p.insertReadingBatch([payoutRequest('HR-1'), payoutRequest('HR-2')]);
+    expect(await p.states(reading)).toEqual(['READY', 'READY']);
+    await p.submit();
+    expect(p.createRequests()).toBe(0);
+
+    const later = await p.receive('later.csv', csvFile([csvRow('HR-1'), csvRow('HR-3')]));
+    expect(later.state).toBe('ACTIVE');
+    expect(await p.states(later.id)).toEqual(['DUPLICATE', 'READY']);
+    const [clash] = await p.rows(later.id);
+    expect(clash?.reasonCode).toBe('DUPLICATE_REFERENCE');
+    expect(clash?.reason).toContain(`held by batch ${reading} line 2, a file being read at the same time`);
+    expect(clash?.reason).toContain('neither file pays it');
+
+    const verdict = await acceptBatchRows(p.db, reading, 'skip-rows', p.clock.now());
+    expect(verdict).toMatchObject({ accepted: true, readyCount: 2 });
+    await p.db('batches').where({ id: reading }).update({ state: 'ACTIVE' });
+    await p.submit();
+    expect(p.createRequests()).toBe(3);
+    for (const ref of ['HR-1', 'HR-2', 'HR-3']) expect(p.ledgerCount(ref)).toBe(1);
+  });
+
+  it('a row set aside because another file being read held its reference is READY once that file is rejected', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const first = await p.insertReadingBatch([payoutRequest('SA-1'), payoutRequest('SA-9'), payoutRequest('SA-9')]);
+    const second = await p.insertReadingBatch([payoutRequest('SA-1'), payoutRequest('SA-2')]);
+    expect(await p.states(first)).toEqual(['READY', 'READY', 'VALIDATED']);
+    expect(await p.states(second)).toEqual(['VALIDATED', 'READY']);
+
+    // reject-file: the reference twice in the first file (a READY row and a set-aside one) rejects it whole.
+    const rejected = await acceptBatchRows(p.db, first, 'reject-file', p.clock.now());
+    expect(rejected.accepted).toBe(false);
+    expect(await p.states(first)).toEqual(['NOT_SUBMITTED', 'INVALID', 'INVALID']);
+
+    const accepted = await acceptBatchRows(p.db, second, 'skip-rows', p.clock.now());
+    expect(accepted).toMatchObject({ accepted: true, readyCount: 2, duplicateCount: 0 });
+    expect(await p.states(second)).toEqual(['READY', 'READY']);
+    const due = (await p.db('payouts').where({ batch_id: second }).pluck('next_attempt_at')) as unknown[];
+    expect(due.every((d) => d !== null)).toBe(true);
+  });
+  it('a file that cannot be read to its end lets go of the references its rows took', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    // More rows than one transaction of the reader (10,000), so some are stored before the failure.
+    const rows = Array.from({ length: 10_001 }, (_, i) => csvRow(`RE-${i}`));
+    const claimed = await p.claim('ctl.csv', csvFile(rows));
+    // The control file is read after every row; a directory in its place cannot be read.
+    const controlPath = join(p.dir, 'unreadable.ctl');
+    await mkdir(controlPath);
+    const failed = await p.intake.receive({ ...claimed, controlPath });
+    expect(failed.state).toBe('REJECTED');
+    expect(failed.rejectCode).toBe('UNREADABLE');
+    expect(await p.rows(failed.id)).toEqual([]);
+
+    const again = await p.receive('again.csv', csvFile(rows.slice(0, 3)));
+    expect(again.state).toBe('ACTIVE');
+    expect(await p.states(again.id)).toEqual(['READY', 'READY', 'READY']);
   });
 });
 

@@ -124,6 +124,11 @@ export interface Pipeline {
   receive(name: string, content: string): Promise<BatchRecord>;
   /** An ACTIVE batch with these requests as READY rows, put straight into the store (bypassing CSV validation). */
   insertReadyBatch(requests: PayoutRequest[]): Promise<string>;
+  /**
+   * A batch still being read (VALIDATING), its rows stored as the reader stores them (READY, holding their
+   * references, or VALIDATED when a reference is held already), not accepted.
+   */
+  insertReadingBatch(requests: PayoutRequest[]): Promise<string>;
   submit(): Promise<number>;
   poll(): Promise<number>;
   rows(batchId: string): Promise<PayoutRow[]>;
@@ -266,6 +271,56 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     return rows[0] as PayoutRow;
   };
 
+  /** A batch being read, its rows stored in `rowState`, straight into the store (bypassing CSV validation). */
+  async function storeBatch(requests: PayoutRequest[], rowState: 'READY' | 'VALIDATED'): Promise<string> {
+    const now = clock.now();
+    const id = `BTEST-${randomBytes(4).toString('hex')}`;
+    await insertBatch(db, {
+      id,
+      fileName: `${id}.csv`,
+      storedPath: join(claimedDir, `${id}.csv`),
+      controlPath: null,
+      sha256: randomBytes(32).toString('hex'),
+      size: 1,
+      mtimeMs: now,
+      state: 'VALIDATING',
+      duplicateOf: null,
+      rejectCode: null,
+      rejectReason: null,
+      holdCode: null,
+      holdReason: null,
+      holdUntil: null,
+      rowCount: requests.length,
+      validCount: requests.length,
+      invalidCount: 0,
+      delimiter: ',',
+      totalsJson: null,
+      receivedAt: now,
+      acceptedAt: null,
+      ackWrittenAt: null,
+      resultWrittenAt: null,
+      completedAt: null,
+      updatedAt: now,
+    });
+    await insertRows(
+      db,
+      requests.map((r, i) => ({
+        batchId: id,
+        line: i + 2,
+        merchantReferenceId: r.merchantReferenceId,
+        state: rowState,
+        requestJson: canonicalStringify(r),
+        payoutCurrency: r.payoutCurrency,
+        payoutAmount: r.payoutAmount,
+        deductionCurrency: r.deductionCurrency,
+        reasonCode: null,
+        reason: null,
+      })),
+      now,
+    );
+    return id;
+  }
+
   const pipeline: Pipeline = {
     dir,
     db,
@@ -285,55 +340,13 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     claim,
     receive: async (name, content) => intake.receive(await claim(name, content)),
     async insertReadyBatch(requests) {
-      const now = clock.now();
-      const id = `BTEST-${randomBytes(4).toString('hex')}`;
-      await insertBatch(db, {
-        id,
-        fileName: `${id}.csv`,
-        storedPath: join(claimedDir, `${id}.csv`),
-        controlPath: null,
-        sha256: randomBytes(32).toString('hex'),
-        size: 1,
-        mtimeMs: now,
-        state: 'ACTIVE',
-        duplicateOf: null,
-        rejectCode: null,
-        rejectReason: null,
-        holdCode: null,
-        holdReason: null,
-        holdUntil: null,
-        rowCount: requests.length,
-        validCount: requests.length,
-        invalidCount: 0,
-        delimiter: ',',
-        totalsJson: null,
-        receivedAt: now,
-        acceptedAt: now,
-        ackWrittenAt: null,
-        resultWrittenAt: null,
-        completedAt: null,
-        updatedAt: now,
-      });
-      await insertRows(
-        db,
-        requests.map((r, i) => ({
-          batchId: id,
-          line: i + 2,
-          merchantReferenceId: r.merchantReferenceId,
-          state: 'VALIDATED' as const,
-          requestJson: canonicalStringify(r),
-          payoutCurrency: r.payoutCurrency,
-          payoutAmount: r.payoutAmount,
-          deductionCurrency: r.deductionCurrency,
-          reasonCode: null,
-          reason: null,
-        })),
-        now,
-      );
-      const verdict = await acceptBatchRows(db, id, 'skip-rows', now);
+      const id = await storeBatch(requests, 'VALIDATED');
+      const verdict = await acceptBatchRows(db, id, 'skip-rows', clock.now());
       if (!verdict.accepted) throw new Error(`test batch not accepted: ${verdict.rejectReason}`);
+      await db('batches').where({ id }).update({ state: 'ACTIVE', accepted_at: clock.now() });
       return id;
     },
+    insertReadingBatch: (requests) => storeBatch(requests, 'READY'),
     submit: () => submitter.runOnce(stop.signal),
     poll: () => poller.runOnce(stop.signal),
     async rows(batchId) {

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL: the row moves and claims of test/store on this engine
- * (grouped UPDATE … RETURNING, multi-row history INSERT, claims with
+ * (intake's inserts setting aside a held reference, grouped UPDATE … RETURNING, multi-row history INSERT, claims with
  * FOR UPDATE SKIP LOCKED per batch, a query claim held to its limit), the beneficiary of a batch's rows
  * read from the stored request with this engine's JSON operators,
  * answers committed without waiting for the WAL flush, and instances
@@ -19,6 +19,7 @@ import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
 import { claimDueRows, markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
+import { checkHeldReferencesSetAside } from '../store/held-references.js';
 import { pgReachable, useTestSchema } from './pg.js';
 
 /** Settles `row` as PAID with its own patch (one UPDATE per row, in the order given). */
@@ -67,6 +68,10 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('applies two moves of one row in the order given', async () => {
     await checkMovesOfOneRowInOrder(db);
+  });
+
+  it('stores a READY row whose reference is held as VALIDATED (ON CONFLICT on the partial unique index)', async () => {
+    await checkHeldReferencesSetAside(db);
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {

@@ -4,6 +4,7 @@
  * (src/store/prepared.ts), elsewhere knex. Both must store every column
  * exactly, split rows across statements at any count, and stay inside the
  * caller's transaction (a rollback leaves nothing, a bad row fails the call).
+ * A READY row whose reference is already held is stored VALIDATED, never lost.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import type { Database } from '../../src/store/db.js';
 import { openTestDatabase } from '../support/database.js';
+import { checkHeldReferencesSetAside } from './held-references.js';
 
 let dir: string;
 let db: Database;
@@ -78,8 +80,8 @@ async function stored(batchId: string): Promise<NewPayoutRow[]> {
 }
 
 describe('insertRows', () => {
-  // 2727 rows fit one statement (30,000 bindings / 11 columns): below, at and across that boundary.
-  for (const count of [1, 2726, 2727, 2728, 6001]) {
+  // 2500 rows fit one statement (30,000 bindings / 12 columns): below, at and across that boundary.
+  for (const count of [1, 2499, 2500, 2501, 6001]) {
     it(`stores ${count} rows exactly, in a transaction and without one`, async () => {
       const inTrx = rowsFor('B1', count);
       await db.transaction((trx) => insertRows(trx, inTrx, 42));
@@ -113,5 +115,9 @@ describe('insertRows', () => {
     const clash = { ...(rows[10] as NewPayoutRow) };
     await expect(db.transaction((trx) => insertRows(trx, [...rows, clash], 42))).rejects.toThrow(/UNIQUE/);
     expect(await stored('B3')).toEqual([]);
+  });
+
+  it('stores a READY row whose reference is held as VALIDATED, on every path', async () => {
+    await checkHeldReferencesSetAside(db);
   });
 });

@@ -1,0 +1,82 @@
+/**
+ * A valid row goes in READY and holds its reference from its insert
+ * (src/store/payouts.ts insertRows); a row whose reference is already held
+ * goes in VALIDATED for the acceptance to decide, never lost. Run on SQLite
+ * (test/store/insert-rows.test.ts) and on PostgreSQL (test/postgres), since
+ * the skip is each engine's ON CONFLICT on the partial unique index.
+ */
+import { expect } from 'vitest';
+import type { Knex } from 'knex';
+import type { Database } from '../../src/store/db.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+
+function rowsOf(batchId: string, count: number): NewPayoutRow[] {
+  return Array.from({ length: count }, (_, i): NewPayoutRow => {
+    const valid = i % 7 !== 3;
+    return {
+      batchId,
+      line: i + 2,
+      merchantReferenceId: `${batchId}-${i}`,
+      state: valid ? 'READY' : 'INVALID',
+      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}` }) : null,
+      payoutCurrency: 'PHP',
+      payoutAmount: `${i}.50`,
+      deductionCurrency: 'USDT',
+      reasonCode: valid ? null : 'AMOUNT_INVALID',
+      reason: valid ? null : 'AMOUNT_INVALID [payoutAmount]',
+    };
+  });
+}
+
+async function addBatch(db: Database, id: string): Promise<void> {
+  await db('batches').insert({
+    id,
+    file_name: 'f.csv',
+    stored_path: 'f.csv',
+    sha256: id,
+    size: 1,
+    mtime_ms: 1,
+    state: 'VALIDATING',
+    received_at: 1,
+    updated_at: 1,
+  });
+}
+
+/** Both paths (a transaction, and none: prepared statements and knex on SQLite), across statements and batches. */
+export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
+  await addBatch(db, 'HELD');
+  await insertRows(db, rowsOf('HELD', 10), 42);
+  for (const [batchId, write] of [
+    ['HT', (rows: NewPayoutRow[]) => db.transaction((trx: Knex.Transaction) => insertRows(trx, rows, 42))],
+    ['HN', (rows: NewPayoutRow[]) => insertRows(db, rows, 42)],
+  ] as const) {
+    await addBatch(db, batchId);
+    const rows = rowsOf(batchId, 6001);
+    const withReference = (i: number, ref: string): void => {
+      rows[i] = { ...(rows[i] as NewPayoutRow), merchantReferenceId: ref };
+    };
+    withReference(5, 'HELD-0'); // held by another batch
+    withReference(4001, `${batchId}-0`); // held by this call's first row, a statement earlier (2500 rows a statement)
+    withReference(2729, `${batchId}-2728`); // held by the row just before, in the same statement
+    withReference(11, `${batchId}-3`); // that row is INVALID and holds nothing: this one is READY
+    const setAside = [5, 4001, 2729];
+    await write(rows);
+    const stored = (await db('payouts')
+      .where({ batch_id: batchId })
+      .orderBy('line')
+      .select('line', 'merchant_reference_id', 'state', 'request_json', 'next_attempt_at')) as Record<string, unknown>[];
+    expect(stored).toEqual(
+      rows.map((r, i) => {
+        const state = setAside.includes(i) ? 'VALIDATED' : r.state;
+        return {
+          line: r.line,
+          merchant_reference_id: r.merchantReferenceId,
+          state,
+          request_json: r.requestJson,
+          // Due from its insert when READY; a set-aside row is given its due time when the acceptance makes it READY.
+          next_attempt_at: state === 'READY' ? 42 : null,
+        };
+      }),
+    );
+  }
+}
