@@ -13,7 +13,7 @@
 import { createReadStream } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { CsvError, parse, type Options as CsvOptions } from 'csv-parse';
+import { CsvError, Parser, type Options as CsvOptions } from 'csv-parse';
 import { PayoutdError } from '../../domain/errors.js';
 import { decimalText, isPlainDecimal, type Decimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
@@ -103,6 +103,26 @@ class StopParsing extends Error {}
 interface LinedRecord {
   fields: string[];
   line: number;
+}
+
+/**
+ * csv-parse's Parser, each record handed on with the physical line it starts on. csv-parse pushes a
+ * record the moment it completes, while `info.bytes` is that record's end, so the line is taken there,
+ * in byte order. (Its `on_record` hook gives the same position, but builds a context object of every
+ * statistic per record: 12% of reading a batch.)
+ */
+class LinedParser extends Parser {
+  constructor(
+    options: CsvOptions,
+    private readonly lineOf: (recordEnd: number) => number,
+  ) {
+    super(options);
+  }
+
+  override push(record: unknown): boolean {
+    if (record === null) return super.push(null);
+    return super.push({ fields: record as string[], line: this.lineOf(this.info.bytes) } satisfies LinedRecord);
+  }
 }
 
 function isCompiled(rules: ValidationRules | CompiledRules): rules is CompiledRules {
@@ -310,22 +330,21 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   const state = new BatchState(displayName, format, rules, chunkSize, opts.onRows);
   const tracker = new LineTracker();
   let lastRecordEnd = 0;
-  const csvOptions: CsvOptions<LinedRecord, string[]> = {
-    bom: true,
-    delimiter,
-    record_delimiter: ['\r\n', '\n', '\r'],
-    relax_column_count: true,
-    skip_empty_lines: true,
-    max_record_size: format.maxRecordBytes,
-    // Runs in the parser as each record completes, so line numbers follow byte order.
-    on_record: (record: string[], context): LinedRecord => {
-      const line = tracker.contentLineAfter(lastRecordEnd);
-      lastRecordEnd = context.bytes;
-      return { fields: record, line };
+  const parser = new LinedParser(
+    {
+      bom: true,
+      delimiter,
+      record_delimiter: ['\r\n', '\n', '\r'],
+      relax_column_count: true,
+      skip_empty_lines: true,
+      max_record_size: format.maxRecordBytes,
     },
-  };
-  // csv-parse's typings offer a record-transforming on_record only together with `columns`.
-  const parser = parse(csvOptions as unknown as CsvOptions);
+    (recordEnd) => {
+      const line = tracker.contentLineAfter(lastRecordEnd);
+      lastRecordEnd = recordEnd;
+      return line;
+    },
+  );
   const sink = new Writable({
     objectMode: true,
     highWaterMark: 256,
