@@ -111,6 +111,7 @@ export class PayoutDaemon {
           checkBalance: config.batch.balanceCheck.enabled ? (id) => this.gate.check(id, this.abortCalls.signal) : undefined,
           balanceRecheckMs: config.batch.balanceCheck.recheckMs,
         },
+        afterChunkStored: fault ? () => fault('mid-read') : undefined,
       },
       {
         format: config.batch.format,

@@ -5,9 +5,16 @@
  * the point is reached, the process SIGKILLs itself). The CLI reads the
  * variable; code receives a plain callback.
  */
-export type FaultPointName = 'after-intent' | 'after-create-response' | 'after-record' | 'mid-result-file';
+export type FaultPointName = 'after-intent' | 'after-create-response' | 'after-record' | 'mid-result-file' | 'mid-read';
 
-export const FAULT_POINTS: readonly FaultPointName[] = ['after-intent', 'after-create-response', 'after-record', 'mid-result-file'];
+/** mid-read: a chunk of a batch's rows is committed and the batch is still being read (VALIDATING). */
+export const FAULT_POINTS: readonly FaultPointName[] = [
+  'after-intent',
+  'after-create-response',
+  'after-record',
+  'mid-result-file',
+  'mid-read',
+];
 
 export type FaultPoint = (name: FaultPointName) => void;
 

@@ -60,6 +60,8 @@ export interface IntakeDeps {
   clock: Clock;
   logger: Logger;
   effects: IntakeEffects;
+  /** Called once a chunk of rows is committed while the batch is still being read (the chaos tests' kill point). */
+  afterChunkStored?: () => void;
 }
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
@@ -340,6 +342,7 @@ export class BatchIntake {
         await claimBatchLease(trx, batch.id, this.o.instanceId, this.o.leaseMs, now);
         await insertRows(trx, records, now);
       });
+      this.deps.afterChunkStored?.();
     };
     try {
       const parse = await parseBatchFile(batch.storedPath, batch.fileName, {

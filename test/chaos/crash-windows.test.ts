@@ -127,6 +127,41 @@ describe('crash windows', () => {
     expect(ledgerByReference(e2e.ledger()).size).toBe(3);
   });
 
+  it('killed with a batch half read (its first rows READY, holding their references): read again at the next start, each row paid once', async () => {
+    const e2e = await startE2e({ balances: { USDT: '1000000000000', USDC: '1000000000000' } });
+    // One row more than a transaction of the reader (10,000): the kill comes after the first chunk's commit.
+    const rows = makeRows('CW-READ', 10_001);
+    const dying = spawnPayoutd(e2e, 'killed-mid-read', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
+    await dying.running();
+    await e2e.drop('half-read.csv', toCsv(rows));
+    expect((await dying.exit).signal, 'the daemon killed itself at the kill point').toBe('SIGKILL');
+
+    // What the kill left: the batch still being read, its first chunk stored READY, nothing sent.
+    const db = new Database(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true });
+    try {
+      expect(db.prepare('SELECT state FROM batches').all()).toEqual([{ state: 'VALIDATING' }]);
+      expect(db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all()).toEqual([{ state: 'READY', n: 10_000 }]);
+    } finally {
+      db.close();
+    }
+    expect(e2e.ledger()).toEqual([]);
+
+    await e2e.startDaemon();
+    // Read again from the start: its own earlier rows are gone, so none of them is taken for a duplicate.
+    const batch = await e2e.waitForBatch('half-read.csv', ['ACTIVE', 'COMPLETE'], 30_000);
+    expect([batch.validCount, batch.invalidCount]).toEqual([10_001, 0]);
+    const byReference = await waitFor(
+      () => {
+        const seen = ledgerByReference(e2e.ledger());
+        return seen.size === rows.length ? seen : undefined;
+      },
+      'a payout for every row',
+      60_000,
+      500,
+    );
+    expect([...byReference.values()].filter((entries) => entries.length !== 1)).toEqual([]);
+  });
+
   // BUG (reported): `payoutd run` installs its SIGTERM/SIGINT/SIGHUP handlers only after startDaemon() has
   // resolved (src/cli/commands/run.ts, runDaemon). Start-up includes migrations and recovery — re-reading a
   // half-read batch, which for a large file takes seconds to minutes — and a SIGTERM (systemctl stop) or a
