@@ -83,8 +83,15 @@ export class PayoutSubmitter {
   private readonly limit: ReturnType<typeof pLimit>;
   /** Answers of creates are recorded in shared transactions. */
   private readonly records: GroupCommit;
-  /** Claimed rows whose answer is not recorded yet: on the wire, queued for a slot, or waiting for a shared commit. */
+  /** Claimed rows handed to a slot whose answer is not recorded yet: on the wire, or waiting for a shared commit. */
   private readonly unrecorded = new Set<Promise<void>>();
+  /**
+   * Claimed rows not handed to a slot yet (from `waitingFrom` on), kept as plain rows: a row in p-limit's queue
+   * is a chain of promises and closures, and a claim's worth of those outlived young-generation collections
+   * (in the L = 0 profile, scavenges cost 15-20% less with the rows kept here).
+   */
+  private readonly waiting: ClaimedRow[] = [];
+  private waitingFrom = 0;
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -97,7 +104,21 @@ export class PayoutSubmitter {
 
   /** Creates are out or waiting for their answer to be recorded (the poller lets them go first). */
   get sending(): boolean {
-    return this.unrecorded.size > 0;
+    return this.unrecorded.size > 0 || this.waitingCount() > 0;
+  }
+
+  private waitingCount(): number {
+    return this.waiting.length - this.waitingFrom;
+  }
+
+  /** The next waiting row; the list is emptied once all of it was taken. */
+  private takeWaiting(): ClaimedRow {
+    const row = this.waiting[this.waitingFrom++] as ClaimedRow;
+    if (this.waitingFrom === this.waiting.length) {
+      this.waiting.length = 0;
+      this.waitingFrom = 0;
+    }
+    return row;
   }
 
   /**
@@ -121,32 +142,46 @@ export class PayoutSubmitter {
       wake = null;
       w?.();
     };
-    while (!signal.aborted && failure === null) {
-      // Keep a claimed row queued behind every slot, so a slot freed by an answer is refilled at once; rows
-      // waiting for their answer's commit do not count (counting them starved the slots). A claim is a
-      // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
-      if (this.limit.pendingCount > concurrency / 2 || unrecorded.size > concurrency * 6) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
-      }
-      const room = Math.min(500, concurrency * 8 - unrecorded.size);
-      const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
-      if (rows.length === 0) break;
-      moved += rows.length;
-      for (const row of rows) {
+    // Waiting rows go to the concurrency limit only while it has a free slot; a slot freed by an answer takes the next.
+    const send = (): void => {
+      while (this.limit.activeCount + this.limit.pendingCount < concurrency && this.waitingCount() > 0) {
+        const row = this.takeWaiting();
         const settled = (): void => {
           unrecorded.delete(p);
           nudge();
         };
-        const p: Promise<void> = this.createAndRecord(row, callSignal, nudge).then(settled, (err: unknown) => {
-          // A failed record stops new claims; the rows out finish, and the pass reports the failure.
+        const answered = (): void => {
+          send();
+          nudge();
+        };
+        const p: Promise<void> = this.createAndRecord(row, callSignal, answered).then(settled, (err: unknown) => {
+          // A failed record stops new claims; the rows claimed still go out, and the pass reports the failure.
           failure ??= { err };
           settled();
         });
         unrecorded.add(p);
       }
+    };
+    while (!signal.aborted && failure === null) {
+      // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once; rows
+      // waiting for their answer's commit do not count (counting them starved the slots). A claim is a
+      // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
+      send();
+      const waiting = this.waitingCount();
+      if (waiting > concurrency / 2 || unrecorded.size + waiting > concurrency * 6) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        continue;
+      }
+      const room = Math.min(500, concurrency * 8 - unrecorded.size - waiting);
+      const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
+      if (rows.length === 0) break;
+      moved += rows.length;
+      for (const row of rows) this.waiting.push(row);
+      send();
     }
-    await Promise.all(unrecorded);
+    // Rows still waiting are sent as slots free up (after a stop, each is put back READY unsent).
+    send();
+    while (unrecorded.size > 0) await Promise.all([...unrecorded]);
     if (failure !== null) throw (failure as { err: unknown }).err;
     return moved;
   }
@@ -157,8 +192,13 @@ export class PayoutSubmitter {
    * is called in between.
    */
   private async createAndRecord(row: ClaimedRow, signal: AbortSignal, answered: () => void): Promise<void> {
-    const outcome = await this.limit(() => this.sendCreate(row, signal));
-    answered();
+    let outcome: CreateOutcome;
+    try {
+      outcome = await this.limit(() => this.sendCreate(row, signal));
+    } finally {
+      // Even if the send failed unexpectedly: the freed slot takes the next waiting row.
+      answered();
+    }
     await this.recordOutcome(outcome);
   }
 
