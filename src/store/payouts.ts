@@ -166,7 +166,11 @@ function insertValues(rows: readonly NewPayoutRow[], from: number, to: number, n
  * stored, and only a clash on the held reference is set aside (any other
  * constraint, such as a line stored twice, fails the call).
  */
-export async function insertRows(db: Database | Knex.Transaction, rows: NewPayoutRow[], now: number): Promise<void> {
+export async function insertRows(db: Database | Knex.Transaction, given: NewPayoutRow[], now: number): Promise<void> {
+  // PostgreSQL: an insert meeting a reference another open transaction just stored waits for that transaction.
+  // Two instances storing files that share references in different orders would wait for each other (a deadlock
+  // aborts one); in one order of references, the later one only waits. (SQLite has one writer at a time.)
+  const rows = isPostgres(db) ? [...given].sort(byReference) : given;
   const perStatement = Math.floor(30_000 / INSERT_COLUMNS.length);
   const prepared = await sqliteWriter(db);
   for (let i = 0; i < rows.length; i += perStatement) {
@@ -177,6 +181,10 @@ export async function insertRows(db: Database | Knex.Transaction, rows: NewPayou
     const count = typeof inserted === 'number' ? inserted : Number(inserted.rowCount ?? inserted.changes);
     if (count < end - i) await insertSetAside(db, rows.slice(i, end), now);
   }
+}
+
+function byReference(a: NewPayoutRow, b: NewPayoutRow): number {
+  return a.merchantReferenceId < b.merchantReferenceId ? -1 : a.merchantReferenceId > b.merchantReferenceId ? 1 : a.line - b.line;
 }
 
 /** The rows of one statement it skipped (their reference is held), stored VALIDATED. */

@@ -19,7 +19,7 @@ import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
 import { claimDueRows, markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
-import { checkHeldReferencesSetAside } from '../store/held-references.js';
+import { checkConcurrentHolders, checkHeldReferencesSetAside } from '../store/held-references.js';
 import { pgReachable, useTestSchema } from './pg.js';
 
 /** Settles `row` as PAID with its own patch (one UPDATE per row, in the order given). */
@@ -72,6 +72,10 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('stores a READY row whose reference is held as VALIDATED (ON CONFLICT on the partial unique index)', async () => {
     await checkHeldReferencesSetAside(db);
+  });
+
+  it('two transactions storing the same references in opposite orders both succeed (no deadlock)', async () => {
+    await checkConcurrentHolders(db);
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {

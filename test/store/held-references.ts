@@ -80,3 +80,30 @@ export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
     );
   }
 }
+
+/**
+ * Two transactions storing the same references at once, in opposite orders (two instances reading two files
+ * that share them): each waits at the first reference the other holds. Neither may fail (on PostgreSQL a
+ * deadlock aborts one), and each reference ends with exactly one holder.
+ */
+export async function checkConcurrentHolders(db: Database, count = 12_000): Promise<void> {
+  await addBatch(db, 'UP');
+  await addBatch(db, 'DOWN');
+  const ascending = rowsOf('UP', count).map((r, i): NewPayoutRow => ({ ...r, state: 'READY', merchantReferenceId: `SHARED-${i}` }));
+  const descending = rowsOf('DOWN', count).map((r, i): NewPayoutRow => ({
+    ...r,
+    state: 'READY',
+    merchantReferenceId: `SHARED-${count - 1 - i}`,
+  }));
+  await Promise.all([
+    db.transaction((trx: Knex.Transaction) => insertRows(trx, ascending, 42)),
+    db.transaction((trx: Knex.Transaction) => insertRows(trx, descending, 42)),
+  ]);
+  const holders = (await db('payouts').whereIn('batch_id', ['UP', 'DOWN']).where('state', 'READY').count({ n: '*' }).first()) as {
+    n: number | string;
+  };
+  const setAside = (await db('payouts').whereIn('batch_id', ['UP', 'DOWN']).where('state', 'VALIDATED').count({ n: '*' }).first()) as {
+    n: number | string;
+  };
+  expect([Number(holders.n), Number(setAside.n)]).toEqual([count, count]);
+}
