@@ -4,11 +4,12 @@
  * FOR UPDATE SKIP LOCKED per batch, a query claim held to its limit), the beneficiary of a batch's rows
  * read from the stored request with this engine's JSON operators,
  * answers committed without waiting for the WAL flush, and instances
- * touching the same PENDING rows at once never deadlocking: a settlement
- * sweep or a webhook's poll-soon makes rows due that another instance may
- * be answering for right then, so two answers can hold the same rows
- * (another transaction here stands in for the instance holding a row's
- * lock; each case deadlocked before its fix).
+ * touching the same rows at once never deadlocking: a settlement sweep or
+ * a webhook's poll-soon makes rows due that another instance may be
+ * answering for right then, so two answers can hold the same rows, and two
+ * files read at once may store the same references (another transaction
+ * here stands in for the other instance; each case deadlocked before its
+ * fix).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
