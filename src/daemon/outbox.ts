@@ -90,9 +90,9 @@ async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow)
   for await (const page of resultRowPages(db, batchId)) for (const row of page) yield f(row);
 }
 
-/** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack). */
-async function* ackRows(db: Database, batchId: string): AsyncGenerator<AckRow> {
-  for await (const page of ackRowPages(db, batchId)) for (const row of page) yield ackRow(row);
+/** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack), a page at a time. */
+async function* ackPages(db: Database, batchId: string): AsyncGenerator<AckRow[]> {
+  for await (const page of ackRowPages(db, batchId)) yield page.map(ackRow);
 }
 
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
@@ -130,7 +130,7 @@ export class BatchOutbox {
 
   /** Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
-    return writeAckFile(this.dir, identityOf(batch), ackRows(this.db, batch.id), { bom: this.bom, fileRejection });
+    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection });
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

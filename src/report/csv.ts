@@ -60,31 +60,59 @@ export function csvText(records: readonly (readonly string[])[]): string {
 
 export interface CsvChunkOptions {
   bom: boolean;
+  /** Records right after the header (an ack's file-level rejection). */
+  lead?: readonly (readonly string[])[];
+}
+
+/** Items in pages of RECORDS_PER_CHUNK, for a source that hands them out one by one. */
+async function* pagesOf<T>(items: AsyncIterable<T> | Iterable<T>): AsyncGenerator<readonly T[]> {
+  let page: T[] = [];
+  for await (const item of items) {
+    page.push(item);
+    if (page.length >= RECORDS_PER_CHUNK) {
+      yield page;
+      page = [];
+    }
+  }
+  if (page.length > 0) yield page;
 }
 
 /**
- * The file as text chunks: optional BOM, the header, then a record per item,
- * `record(item)` made as the item is taken (a writer checks and sums its rows
- * there: a generator per step would cost an await per row). The source is
- * pulled only as fast as the consumer takes chunks, so backpressure reaches
- * the producer (a database cursor, say).
+ * The file as text chunks from pages of items: optional BOM, the header,
+ * the `lead` records, then a record per item, `record(item)` made as the
+ * item is taken (a writer checks and sums its rows there). A page is taken
+ * only as fast as the consumer takes chunks, so backpressure reaches the
+ * producer (a database reader, say); a producer that reads pages hands them
+ * over as they are, without an await per row.
  */
-export async function* csvChunksOf<T>(
+export async function* csvChunksOfPages<T>(
+  header: readonly string[],
+  pages: AsyncIterable<readonly T[]>,
+  record: (item: T) => readonly string[],
+  opts: CsvChunkOptions,
+): AsyncGenerator<string, void, undefined> {
+  yield (opts.bom ? UTF8_BOM : '') + csvText([header, ...(opts.lead ?? [])]);
+  let batch: (readonly string[])[] = [];
+  for await (const page of pages) {
+    for (const item of page) {
+      batch.push(record(item));
+      if (batch.length >= RECORDS_PER_CHUNK) {
+        yield csvText(batch);
+        batch = [];
+      }
+    }
+  }
+  if (batch.length > 0) yield csvText(batch);
+}
+
+/** The same from items handed out one by one. */
+export function csvChunksOf<T>(
   header: readonly string[],
   items: AsyncIterable<T> | Iterable<T>,
   record: (item: T) => readonly string[],
   opts: CsvChunkOptions,
 ): AsyncGenerator<string, void, undefined> {
-  yield (opts.bom ? UTF8_BOM : '') + csvText([header]);
-  let batch: (readonly string[])[] = [];
-  for await (const item of items) {
-    batch.push(record(item));
-    if (batch.length >= RECORDS_PER_CHUNK) {
-      yield csvText(batch);
-      batch = [];
-    }
-  }
-  if (batch.length > 0) yield csvText(batch);
+  return csvChunksOfPages(header, pagesOf(items), record, opts);
 }
 
 const itself = (record: readonly string[]): readonly string[] => record;

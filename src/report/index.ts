@@ -22,7 +22,7 @@ export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
 export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
-export type { ResultFiles, InterimReport } from './writers.js';
+export type { ResultFiles, InterimReport, RowPages } from './writers.js';
 export {
   STABLECOIN_DECIMALS,
   TEXT_FORMAT,

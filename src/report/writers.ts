@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks, csvChunksOf } from './csv.js';
+import { csvChunks, csvChunksOf, csvChunksOfPages } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   ACK_COLUMNS,
@@ -24,6 +24,11 @@ import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { AckRow, AckWriteOptions, BatchIdentity, BatchSummary, OutboxOptions, RowOutcome } from './types.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
+
+/** Rows as a reader pages them (the store reads thousands at a time): handed over without an await per row. */
+export interface RowPages<T> {
+  pages: AsyncIterable<readonly T[]>;
+}
 
 export interface ResultFiles {
   resultPath: string;
@@ -51,15 +56,6 @@ export class LineOrder {
   }
 }
 
-async function* ackRecords(identity: BatchIdentity, rows: Rows<AckRow>, fileRejection: string | undefined): AsyncGenerator<string[]> {
-  if (fileRejection !== undefined) yield fileRejectionRecord(identity, fileRejection);
-  const order = new LineOrder();
-  for await (const row of rows) {
-    order.check(row.line);
-    yield ackRecord(identity, row);
-  }
-}
-
 interface ResultPass {
   requireTerminal: boolean;
   summary: SummaryAccumulator;
@@ -80,10 +76,24 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
 }
 
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
-export async function writeAckFile(dir: string, identity: BatchIdentity, rows: Rows<AckRow>, opts: AckWriteOptions = {}): Promise<string> {
+export async function writeAckFile(
+  dir: string,
+  identity: BatchIdentity,
+  rows: Rows<AckRow> | RowPages<AckRow>,
+  opts: AckWriteOptions = {},
+): Promise<string> {
   const path = join(dir, ackFileName(identity.outboxName ?? identity.fileName));
-  const records = ackRecords(identity, rows, opts.fileRejection);
-  await writeFileAtomic(path, csvChunks(ACK_COLUMNS, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  const order = new LineOrder();
+  const record = (row: AckRow): string[] => {
+    order.check(row.line);
+    return ackRecord(identity, row);
+  };
+  const csv = {
+    bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
+    lead: opts.fileRejection === undefined ? [] : [fileRejectionRecord(identity, opts.fileRejection)],
+  };
+  const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
+  await writeFileAtomic(path, chunks, opts);
   return path;
 }
 

@@ -83,8 +83,35 @@ describe('ack file', () => {
     ];
     await expect(writeAckFile(dir, identity, rows)).rejects.toMatchObject({ code: 'REPORT_ROW_ORDER' });
     expect(await listDir(dir)).toEqual([]);
+    // Handed over in pages (as the daemon reads them), the order is checked across pages too.
+    await expect(writeAckFile(dir, identity, { pages: pagesOf(rows, 1) })).rejects.toMatchObject({ code: 'REPORT_ROW_ORDER' });
+    expect(await listDir(dir)).toEqual([]);
+  });
+
+  it('writes the same bytes from pages as from rows, a file-level rejection first, across chunk boundaries', async () => {
+    // 2,500 rows: more than a chunk of 1,000 records, in pages that do not line up with the chunks.
+    const rows = Array.from({ length: 2500 }, (_, i) => ({
+      line: i + 2,
+      merchantReferenceId: i % 7 === 0 ? `=R,${i}` : `R-${i}`,
+      verdict: i % 3 === 0 ? ('REJECTED' as const) : ('ACCEPTED' as const),
+      reason: i % 3 === 0 ? `INVALID_AMOUNT: "1,${i}"\nsecond line` : null,
+    }));
+    const fileRejection = 'INVALID_ROWS: 834 invalid row(s); onInvalidRows is reject-file';
+    const fromRows = await readFile(await writeAckFile(await tempDir(), identity, rows, { fileRejection }));
+    for (const pageSize of [1, 333, 5000]) {
+      const fromPages = await readFile(
+        await writeAckFile(await tempDir(), identity, { pages: pagesOf(rows, pageSize) }, { fileRejection }),
+      );
+      expect(fromPages.equals(fromRows), `pages of ${pageSize}`).toBe(true);
+    }
+    const text = fromRows.toString('utf8');
+    expect(text.split('\r\n')[1]).toBe(`B-7,payouts-2026-01-02.csv,,,REJECTED,${fileRejection}`);
   });
 });
+
+async function* pagesOf<T>(rows: readonly T[], size: number): AsyncGenerator<T[]> {
+  for (let i = 0; i < rows.length; i += size) yield rows.slice(i, i + size);
+}
 
 describe('result and summary files', () => {
   it('writes every column, escapes formulas, keeps numbers and leading zeros, quotes delimiters and newlines', async () => {
