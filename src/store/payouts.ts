@@ -128,7 +128,7 @@ const INSERT_COLUMNS = [
 ] as const;
 
 /** The predicate of the partial unique index `payouts_reference_holder` (migration 0001), from the same list of states. */
-export const REFERENCE_HOLDER_PREDICATE = `state IN (${REFERENCE_HOLDING_STATES.map((s) => `'${s}'`).join(',')})`;
+const REFERENCE_HOLDER_PREDICATE = `state IN (${REFERENCE_HOLDING_STATES.map((s) => `'${s}'`).join(',')})`;
 
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
 const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;
