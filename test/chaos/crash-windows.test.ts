@@ -145,6 +145,9 @@ describe('crash windows', () => {
       db.close();
     }
     expect(e2e.ledger()).toEqual([]);
+    // The operator sees the stored rows as READY, and that none of them is sent while the batch is read.
+    const status = await e2e.cli(['status']);
+    expect(status.stdout).toMatch(/half-read\.csv\s.*VALIDATING\s.*READY=10000.*being read: nothing sent yet/);
 
     await e2e.startDaemon();
     // Read again from the start: its own earlier rows are gone, so none of them is taken for a duplicate.

@@ -53,6 +53,18 @@ function totals(b: BatchRecord): string {
     .join(', ');
 }
 
+/**
+ * What an operator should know about a batch at a glance. A batch being read already counts its valid rows
+ * READY (each holds its reference from the moment it is read), but none is sent before the batch is accepted.
+ */
+function noteOf(b: BatchRecord): string {
+  if (b.holdCode) return `HELD ${b.holdCode}`;
+  if (b.rejectCode) return b.rejectCode;
+  if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
+  if (b.state === 'RECEIVED' || b.state === 'VALIDATING') return 'being read: nothing sent yet';
+  return '';
+}
+
 const COUNT_ORDER = [
   'READY',
   'CREATING',
@@ -101,7 +113,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
             .join(' '),
           totals(b),
           age(now - b.receivedAt),
-          b.holdCode ? `HELD ${b.holdCode}` : b.rejectCode ? `${b.rejectCode}` : b.duplicateOf ? `duplicate of ${b.duplicateOf}` : '',
+          noteOf(b),
         ]),
       ),
     );
