@@ -31,7 +31,7 @@ import { SettlementPoller, type PollerOptions } from '../../src/poll/index.js';
 import { startSandbox, type SandboxOptions, type SandboxServer } from '../../src/sandbox/index.js';
 import { generateMerchantKeyPair } from '../../src/signing/index.js';
 import { acceptBatchRows, type InvalidRowsPolicy } from '../../src/store/acceptance.js';
-import { getBatch, insertBatch, type BatchRecord } from '../../src/store/batches.js';
+import { getBatch, insertBatch, receivedBatch, type BatchRecord } from '../../src/store/batches.js';
 import type { Database } from '../../src/store/db.js';
 import { fromColumns, historyOf, insertRows, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
 import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
@@ -275,33 +275,19 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   async function storeBatch(requests: PayoutRequest[], rowState: 'READY' | 'VALIDATED'): Promise<string> {
     const now = clock.now();
     const id = `BTEST-${randomBytes(4).toString('hex')}`;
-    await insertBatch(db, {
-      id,
-      fileName: `${id}.csv`,
-      storedPath: join(claimedDir, `${id}.csv`),
-      controlPath: null,
-      sha256: randomBytes(32).toString('hex'),
-      size: 1,
-      mtimeMs: now,
-      state: 'VALIDATING',
-      duplicateOf: null,
-      rejectCode: null,
-      rejectReason: null,
-      holdCode: null,
-      holdReason: null,
-      holdUntil: null,
-      rowCount: requests.length,
-      validCount: requests.length,
-      invalidCount: 0,
-      delimiter: ',',
-      totalsJson: null,
-      receivedAt: now,
-      acceptedAt: null,
-      ackWrittenAt: null,
-      resultWrittenAt: null,
-      completedAt: null,
-      updatedAt: now,
-    });
+    const received = receivedBatch(
+      {
+        id,
+        fileName: `${id}.csv`,
+        storedPath: join(claimedDir, `${id}.csv`),
+        controlPath: null,
+        sha256: randomBytes(32).toString('hex'),
+        size: 1,
+        mtimeMs: now,
+      },
+      now,
+    );
+    await insertBatch(db, { ...received, state: 'VALIDATING', rowCount: requests.length, validCount: requests.length, delimiter: ',' });
     await insertRows(
       db,
       requests.map((r, i) => ({

@@ -28,7 +28,8 @@ function rowsOf(batchId: string, count: number): NewPayoutRow[] {
   });
 }
 
-async function addBatch(db: Database, id: string): Promise<void> {
+/** A batch being read (VALIDATING), for rows to be stored into. */
+export async function addBatch(db: Database, id: string): Promise<void> {
   await db('batches').insert({
     id,
     file_name: 'f.csv',

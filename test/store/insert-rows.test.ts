@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import type { Database } from '../../src/store/db.js';
 import { openTestDatabase } from '../support/database.js';
-import { checkHeldReferencesSetAside } from './held-references.js';
+import { addBatch, checkHeldReferencesSetAside } from './held-references.js';
 
 let dir: string;
 let db: Database;
@@ -21,19 +21,7 @@ let db: Database;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'payoutd-insert-'));
   db = await openTestDatabase(dir);
-  for (const id of ['B1', 'B2', 'B3']) {
-    await db('batches').insert({
-      id,
-      file_name: 'f.csv',
-      stored_path: 'f.csv',
-      sha256: id,
-      size: 1,
-      mtime_ms: 1,
-      state: 'VALIDATING',
-      received_at: 1,
-      updated_at: 1,
-    });
-  }
+  for (const id of ['B1', 'B2', 'B3']) await addBatch(db, id);
 });
 
 afterEach(async () => {
