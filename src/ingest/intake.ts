@@ -241,14 +241,9 @@ export class BatchIntake {
     await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
     await clearBatchContents(db, batch.id);
     const result = await this.parseRows(batch);
-    if ('readError' in result) {
-      // Rows read before the failure hold their references: let them go with the file.
-      await clearBatchContents(db, batch.id);
-      return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
-    }
+    if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
     const parse = result.parse;
     if (parse.fileErrors.length > 0) {
-      await clearBatchContents(db, batch.id);
       return this.rejectFile(batch, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
     }
     if (parse.rowCount === 0) {
@@ -375,6 +370,8 @@ export class BatchIntake {
     moveFile: boolean,
   ): Promise<BatchRecord> {
     const { db, clock, logger } = this.deps;
+    // A file refused whole keeps no rows: rows read before the refusal hold their references, and let them go here.
+    await clearBatchContents(db, batch.id);
     await insertBatchErrors(db, batch.id, errors.length > 0 ? errors : [{ line: null, column: null, field: null, code, message: reason }]);
     let storedPath = batch.storedPath;
     if (moveFile) {
