@@ -10,6 +10,7 @@ import knexFactory, { type Knex } from 'knex';
 import { createRequire } from 'node:module';
 import { migrationSource } from './migrations.js';
 import { PayoutdError } from '../domain/errors.js';
+import { keepKnexStatements } from './prepared.js';
 
 export type Database = Knex;
 
@@ -75,6 +76,7 @@ export function openDatabase(o: DatabaseOptions): Database {
             conn.pragma('foreign_keys = ON');
             conn.pragma(`synchronous = ${o.synchronous}`);
           }
+          keepKnexStatements(conn);
           done(null, conn);
         } catch (err) {
           done(err as Error, conn);
