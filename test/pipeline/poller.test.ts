@@ -363,6 +363,39 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
     expect((await p.rows(batchId)).filter((r) => r.pollCount === 1)).toHaveLength(50);
   });
 
+  it('answers that come in while one is waiting to be recorded share its commit', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 8 } });
+    const batchId = await pendingBatch(p, 40, 'GC');
+    // All four calls go out; the first answer is handed over as it comes, the other three one turn of the event
+    // loop after it (as answers read from their sockets while the first was being recorded would be).
+    let out = 0;
+    let firstBack: (() => void) | null = null;
+    const firstRecorded = new Promise<void>((resolve) => (firstBack = resolve));
+    const service = withQuery(p, async (ids, s) => {
+      const n = out++;
+      const records = await p.client.queryByPayoutIds(ids, s);
+      if (n === 0) {
+        setImmediate(() => firstBack?.());
+        return records;
+      }
+      await firstRecorded;
+      return records;
+    });
+    const commits: string[] = [];
+    p.db.on('query', (q: { sql: string }) => {
+      if (q.sql.startsWith('COMMIT')) commits.push(q.sql);
+    });
+    const poller = new SettlementPoller(
+      { db: p.db, service, clock: p.clock, logger: p.logger },
+      // Exclusive: claims are reads, so every commit of the pass is a recording of answers.
+      { ...p.pollerOptions, queryMaxIds: 10, concurrency: 4, exclusive: true },
+    );
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 4, settled: 0 });
+    expect((await p.rows(batchId)).every((r) => r.pollCount === 1)).toBe(true);
+    // One commit for the four answers (each taking its own was 4).
+    expect(commits).toHaveLength(1);
+  });
+
   it('two pollers on one database never ask about the same payout in a round (the claim lease)', async () => {
     const p = await startPipeline();
     const batchId = await pendingBatch(p, 200, 'TW');
