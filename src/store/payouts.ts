@@ -387,9 +387,10 @@ export async function moveEach(trx: Knex.Transaction, moves: readonly RowMoveSpe
       continue;
     }
     const columns = rowColumns(m.patch, m.from, m.to, now);
-    if (m.patch.payoutId !== undefined) {
-      // A create's answer: a payout id is one row's, so no other move can share these columns (ids are unique
-      // here, and a key of '#' cannot be a state's). Not comparing it saves a JSON text per create.
+    if (m.patch.payoutId !== undefined || (m.patch.completeTime ?? null) !== null) {
+      // A create's answer or a settlement: a payout id, or the moment the service completed a payout, is one row's,
+      // so these columns are not shared (and a group needs GROUPED_UPDATE_MIN moves alike). A key of '#' cannot
+      // be a state's. Not comparing them saves a JSON text per create and per settlement.
       groups.set(`#${m.id}`, { from: m.from, columns, ids: [m.id] });
       continue;
     }

@@ -34,6 +34,26 @@ describe('store: row moves and claims (SQLite)', () => {
     await checkGroupedMoves(db);
   });
 
+  it('settlements (a completion time each) are applied row by row, also when twenty share one patch', async () => {
+    const rows = await seedBatch(db, 'ST', 21, 'PENDING');
+    const paid: PayoutRowPatch = { serviceStatus: 'PAID', completeTime: '2026-11-23T00:00:00Z', pollCount: 3 };
+    const moves = rows.map((row, i) => ({
+      row,
+      from: 'PENDING' as const,
+      to: i === 20 ? ('CANCELLED' as const) : ('PAID' as const),
+      patch: i === 20 ? { serviceStatus: 'CANCELLED', completeTime: '2026-11-23T00:00:01Z', reasonCode: 'CANCELLED' } : paid,
+      history: { event: 'settled', outcome: i === 20 ? 'CANCELLED' : 'PAID' },
+    }));
+    // One row already moved by someone else: skipped, without a history row.
+    await db('payouts').where({ id: rows[5]?.id }).update({ state: 'PAID' });
+    expect(await applyRowMoves(db, moves, 10)).toBe(20);
+    const after = (await db('payouts').orderBy('id').select('state', 'complete_time', 'poll_count')) as Record<string, unknown>[];
+    expect(after.slice(0, 20).every((r, i) => r.state === 'PAID' && (i === 5 || r.complete_time === paid.completeTime))).toBe(true);
+    expect(after[20]).toMatchObject({ state: 'CANCELLED', complete_time: '2026-11-23T00:00:01Z' });
+    expect(after[0]?.poll_count).toBe(3);
+    for (const [i, row] of rows.entries()) expect((await historyOf(db, row.id)).length).toBe(i === 5 ? 0 : 1);
+  });
+
   it('applies two moves of one row in the order given', async () => {
     await checkMovesOfOneRowInOrder(db);
   });
