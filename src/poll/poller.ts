@@ -28,7 +28,7 @@ import {
   type PollTarget,
 } from '../store/settlement.js';
 import { claimDueRows, countRowsInState, recordAnswers, type RowMove } from '../store/submission.js';
-import { adoptRecord } from '../submit/outcome.js';
+import { settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -335,15 +335,11 @@ export class SettlementPoller {
       } else if (rec.status === 'PENDING') {
         moves.push({ row, ...stillPending(row.pollCount + 1) });
       } else {
-        const a = adoptRecord(rec, now, 0);
-        // Keep the local time of creation: adoptRecord's createdAtMs is for adoption after an unknown create. The
-        // payoutId is the one asked about: setting it again would only rewrite its index.
-        const { createdAtMs: _ignored, payoutId: _same, ...patch } = a.patch;
         moves.push({
           row,
           from: 'PENDING',
-          to: a.to,
-          patch: { ...patch, ...polled },
+          to: rec.status,
+          patch: settledPatch(rec, polled),
           history: { event: 'settled', outcome: rec.status, detail: rec.completeTime ?? undefined },
         });
       }

@@ -257,7 +257,11 @@ async function insertHistory(trx: Knex.Transaction, records: Record<string, unkn
  * answer that leaves 100 payouts PENDING cost twice as much with it).
  */
 function rowColumns(patch: PayoutRowPatch, from: RowState, to: RowState, now: number): Record<string, unknown> {
-  return toColumns(from === to ? { ...patch, updatedAt: now } : { ...patch, state: to, updatedAt: now });
+  // Set on the columns rather than spread into a copy of the patch first (one object per move, not two).
+  const columns = toColumns(patch);
+  if (from !== to) columns[COLUMNS.state] = to;
+  columns[COLUMNS.updatedAt] = now;
+  return columns;
 }
 
 function assertMove(from: RowState, to: RowState): void {

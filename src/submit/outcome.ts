@@ -105,25 +105,41 @@ export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDe
   }
 }
 
+/** The columns of a row that say what the service says of its payout. */
+function serviceFields(record: PayoutRecord): PayoutRowPatch {
+  const cancelled = record.status === 'CANCELLED';
+  return {
+    serviceStatus: record.status,
+    rate: record.rate,
+    deductionAmount: record.deductionAmount,
+    totalFee: record.totalFee,
+    feeCurrency: record.feeCurrency,
+    createTime: record.createTime,
+    completeTime: record.completeTime,
+    reasonCode: cancelled ? 'CANCELLED' : null,
+    reason: cancelled ? (record.failureReason ?? 'cancelled by the payout service') : null,
+  };
+}
+
 /** The patch that adopts what the service says of a payout. */
 export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs: number): { to: RowState; patch: PayoutRowPatch } {
-  const to: RowState = record.status;
-  return {
-    to,
-    patch: {
-      payoutId: record.payoutId,
-      serviceStatus: record.status,
-      rate: record.rate,
-      deductionAmount: record.deductionAmount,
-      totalFee: record.totalFee,
-      feeCurrency: record.feeCurrency,
-      createTime: record.createTime,
-      completeTime: record.completeTime,
-      // Staleness counts from the service's own createTime when it can be read.
-      createdAtMs: Number.isNaN(Date.parse(record.createTime)) ? now : Date.parse(record.createTime),
-      nextPollAt: record.status === 'PENDING' ? now + firstPollDelayMs : null,
-      reasonCode: record.status === 'CANCELLED' ? 'CANCELLED' : null,
-      reason: record.status === 'CANCELLED' ? (record.failureReason ?? 'cancelled by the payout service') : null,
-    },
-  };
+  const patch = serviceFields(record);
+  patch.payoutId = record.payoutId;
+  // Staleness counts from the service's own createTime when it can be read.
+  const created = Date.parse(record.createTime);
+  patch.createdAtMs = Number.isNaN(created) ? now : created;
+  patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
+  return { to: record.status, patch };
+}
+
+/**
+ * The patch of a followed payout that a query found settled (its `status` is not PENDING). Its row keeps its
+ * payout id (setting it again would only rewrite its index) and its local time of creation.
+ */
+export function settledPatch(record: PayoutRecord, polled: { pollCount: number; lastPolledAt: number }): PayoutRowPatch {
+  const patch = serviceFields(record);
+  patch.nextPollAt = null;
+  patch.pollCount = polled.pollCount;
+  patch.lastPolledAt = polled.lastPolledAt;
+  return patch;
 }

@@ -1,0 +1,73 @@
+/**
+ * The row patches made of what the payout service says (src/submit/outcome.ts):
+ * adoption (a create whose outcome was unknown, found by its reference) sets
+ * everything the service knows, including the payout id and the creation
+ * time; a settlement found by a poll sets the service's fields and the poll's
+ * own, and leaves the payout id and the local creation time alone (setting
+ * the id again would only rewrite its index; the creation time is what
+ * staleness counts from).
+ */
+import { describe, expect, it } from 'vitest';
+import type { PayoutRecord } from '../../src/domain/payout.js';
+import { adoptRecord, settledPatch } from '../../src/submit/outcome.js';
+
+const record = (over: Partial<PayoutRecord> = {}): PayoutRecord => ({
+  payoutId: 'P-1',
+  merchantReferenceId: 'INV-1',
+  status: 'PAID',
+  payoutCurrency: 'PHP',
+  payoutAmount: '1500.5',
+  deductionCurrency: 'USDT',
+  deductionAmount: '26.01',
+  rate: '57.69',
+  totalFee: '0.25',
+  feeCurrency: 'USDT',
+  createTime: '2026-11-23T01:00:00Z',
+  completeTime: '2026-11-23T01:05:00Z',
+  failureReason: null,
+  ...over,
+});
+
+const SERVICE_FIELDS = {
+  serviceStatus: 'PAID',
+  rate: '57.69',
+  deductionAmount: '26.01',
+  totalFee: '0.25',
+  feeCurrency: 'USDT',
+  createTime: '2026-11-23T01:00:00Z',
+  completeTime: '2026-11-23T01:05:00Z',
+  reasonCode: null,
+  reason: null,
+};
+
+describe('patches from what the service says', () => {
+  it('adoption takes the payout id, the creation time and the first poll of a pending payout', () => {
+    expect(adoptRecord(record({ status: 'PENDING', completeTime: null }), 1_000, 2_000)).toEqual({
+      to: 'PENDING',
+      patch: {
+        ...SERVICE_FIELDS,
+        serviceStatus: 'PENDING',
+        completeTime: null,
+        payoutId: 'P-1',
+        createdAtMs: Date.parse('2026-11-23T01:00:00Z'),
+        nextPollAt: 3_000,
+      },
+    });
+    // An unreadable creation time: staleness counts from now.
+    expect(adoptRecord(record({ createTime: 'soon' }), 1_000, 2_000).patch).toMatchObject({ createdAtMs: 1_000, nextPollAt: null });
+  });
+
+  it('a settlement found by a poll sets the service fields and the poll, never the payout id or creation time', () => {
+    const patch = settledPatch(record(), { pollCount: 4, lastPolledAt: 9_000 });
+    expect(patch).toEqual({ ...SERVICE_FIELDS, nextPollAt: null, pollCount: 4, lastPolledAt: 9_000 });
+    expect(patch).not.toHaveProperty('payoutId');
+    expect(patch).not.toHaveProperty('createdAtMs');
+  });
+
+  it('a cancellation carries its reason, or a default one', () => {
+    const cancelled = settledPatch(record({ status: 'CANCELLED', failureReason: 'account closed' }), { pollCount: 1, lastPolledAt: 1 });
+    expect(cancelled).toMatchObject({ serviceStatus: 'CANCELLED', reasonCode: 'CANCELLED', reason: 'account closed' });
+    expect(settledPatch(record({ status: 'CANCELLED' }), { pollCount: 1, lastPolledAt: 1 }).reason).toBe('cancelled by the payout service');
+    expect(adoptRecord(record({ status: 'CANCELLED' }), 1, 1).patch).toMatchObject({ reasonCode: 'CANCELLED' });
+  });
+});
