@@ -10,20 +10,25 @@ import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 
-function rowsOf(batchId: string, count: number): NewPayoutRow[] {
+/**
+ * Rows as the reader hands them over: every seventh INVALID, the rest in `validState` (READY as read, VALIDATED
+ * for a test of storing alone); text with quotes and characters outside ASCII, and no currency or amount on
+ * every fifth, so that every column is seen to round-trip.
+ */
+export function payoutRowsOf(batchId: string, count: number, validState: 'READY' | 'VALIDATED' = 'READY'): NewPayoutRow[] {
   return Array.from({ length: count }, (_, i): NewPayoutRow => {
     const valid = i % 7 !== 3;
     return {
       batchId,
       line: i + 2,
       merchantReferenceId: `${batchId}-${i}`,
-      state: valid ? 'READY' : 'INVALID',
-      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}` }) : null,
-      payoutCurrency: 'PHP',
-      payoutAmount: `${i}.50`,
+      state: valid ? validState : 'INVALID',
+      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}`, note: 'José 😀 "q"' }) : null,
+      payoutCurrency: i % 5 === 0 ? null : 'PHP',
+      payoutAmount: i % 5 === 0 ? null : `${i}.50`,
       deductionCurrency: 'USDT',
       reasonCode: valid ? null : 'AMOUNT_INVALID',
-      reason: valid ? null : 'AMOUNT_INVALID [payoutAmount]',
+      reason: valid ? null : `AMOUNT_INVALID [payoutAmount]: line ${i + 2}`,
     };
   });
 }
@@ -46,13 +51,13 @@ export async function addBatch(db: Database, id: string): Promise<void> {
 /** Both paths (a transaction, and none: prepared statements and knex on SQLite), across statements and batches. */
 export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
   await addBatch(db, 'HELD');
-  await insertRows(db, rowsOf('HELD', 10), 42);
+  await insertRows(db, payoutRowsOf('HELD', 10), 42);
   for (const [batchId, write] of [
     ['HT', (rows: NewPayoutRow[]) => db.transaction((trx: Knex.Transaction) => insertRows(trx, rows, 42))],
     ['HN', (rows: NewPayoutRow[]) => insertRows(db, rows, 42)],
   ] as const) {
     await addBatch(db, batchId);
-    const rows = rowsOf(batchId, 6001);
+    const rows = payoutRowsOf(batchId, 6001);
     const withReference = (i: number, ref: string): void => {
       rows[i] = { ...(rows[i] as NewPayoutRow), merchantReferenceId: ref };
     };
@@ -90,8 +95,8 @@ export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
 export async function checkConcurrentHolders(db: Database, count = 12_000): Promise<void> {
   await addBatch(db, 'UP');
   await addBatch(db, 'DOWN');
-  const ascending = rowsOf('UP', count).map((r, i): NewPayoutRow => ({ ...r, state: 'READY', merchantReferenceId: `SHARED-${i}` }));
-  const descending = rowsOf('DOWN', count).map((r, i): NewPayoutRow => ({
+  const ascending = payoutRowsOf('UP', count).map((r, i): NewPayoutRow => ({ ...r, state: 'READY', merchantReferenceId: `SHARED-${i}` }));
+  const descending = payoutRowsOf('DOWN', count).map((r, i): NewPayoutRow => ({
     ...r,
     state: 'READY',
     merchantReferenceId: `SHARED-${count - 1 - i}`,

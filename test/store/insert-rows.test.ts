@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import type { Database } from '../../src/store/db.js';
 import { openTestDatabase } from '../support/database.js';
-import { addBatch, checkHeldReferencesSetAside } from './held-references.js';
+import { addBatch, checkHeldReferencesSetAside, payoutRowsOf } from './held-references.js';
 
 let dir: string;
 let db: Database;
@@ -29,23 +29,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function rowsFor(batchId: string, count: number): NewPayoutRow[] {
-  return Array.from({ length: count }, (_, i): NewPayoutRow => {
-    const valid = i % 7 !== 3;
-    return {
-      batchId,
-      line: i + 2,
-      merchantReferenceId: `${batchId}-${i}`,
-      state: valid ? 'VALIDATED' : 'INVALID',
-      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}`, note: 'José 😀 "q"' }) : null,
-      payoutCurrency: i % 5 === 0 ? null : 'PHP',
-      payoutAmount: i % 5 === 0 ? null : `${i}.50`,
-      deductionCurrency: 'USDT',
-      reasonCode: valid ? null : 'AMOUNT_INVALID',
-      reason: valid ? null : `AMOUNT_INVALID [payoutAmount]: line ${i + 2}`,
-    };
-  });
-}
+/** Rows for storing alone: VALIDATED, as the acceptance has not decided yet. */
+const rowsFor = (batchId: string, count: number): NewPayoutRow[] => payoutRowsOf(batchId, count, 'VALIDATED');
 
 /** The stored rows of a batch, read back with plain SQL (not through another store reader). */
 async function stored(batchId: string): Promise<NewPayoutRow[]> {
