@@ -71,10 +71,35 @@ async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number)
   return db('payouts').whereIn('id', free).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
 }
 
-/** Ask about these payouts at the next poll (a webhook said something changed). */
-export async function pollSoon(db: Database, payoutIds: string[], now: number): Promise<number> {
-  if (payoutIds.length === 0) return 0;
-  return makeDueNow(db, db('payouts').whereIn('payout_id', payoutIds).andWhere(stateGuard(db, 'PENDING')), now);
+/** A payout a webhook named: its payoutId and the merchant reference the event echoed (null when it gave none). */
+export interface PayoutNamed {
+  payoutId: string;
+  merchantReferenceId: string | null;
+}
+
+/**
+ * Ask about these payouts at the next poll (a webhook said something
+ * changed). A row is found by its reference, which is indexed from intake,
+ * and must carry the event's payoutId too. payout_id has no index of its own
+ * (migration 0005): payoutIds are random, so that index cost every create's
+ * answer a write to a random page, for this one read. A payout named without
+ * a reference is left to its regular poll: finding it by payoutId alone
+ * would scan every PENDING row per event, and an event only hastens a query.
+ */
+export async function pollSoon(db: Database, named: readonly PayoutNamed[], now: number): Promise<number> {
+  const found = named.filter((n): n is PayoutNamed & { merchantReferenceId: string } => n.merchantReferenceId !== null);
+  if (found.length === 0) return 0;
+  const pending = db('payouts')
+    .whereIn(
+      'merchant_reference_id',
+      found.map((n) => n.merchantReferenceId),
+    )
+    .whereIn(
+      'payout_id',
+      found.map((n) => n.payoutId),
+    )
+    .andWhere(stateGuard(db, 'PENDING'));
+  return makeDueNow(db, pending, now);
 }
 
 /**

@@ -9,6 +9,7 @@ import type { Clock } from '../domain/clock.js';
 import type { CanonicalOptions } from '../json/canonical.js';
 import type { HmacKeyEncoding } from '../signing/signatures.js';
 import type { Database } from '../store/db.js';
+import type { PayoutNamed } from '../store/settlement.js';
 import { WebhookConfigError } from './errors.js';
 
 /** What became of one delivery (metrics). `error`: the event could not be recorded (500, the sender retries). */
@@ -65,9 +66,9 @@ export interface WebhookReceiverOptions {
   db: Database;
   /**
    * Called after the answer went out for each new `payout.updated` event.
-   * Default: pollSoon(db, payoutIds, now), then wake().
+   * Default: pollSoon(db, named, now), then wake().
    */
-  onPayoutUpdated?: (payoutIds: string[]) => Promise<void> | void;
+  onPayoutUpdated?: (named: PayoutNamed[]) => Promise<void> | void;
   /** Wakes the settlement poller (used by the default onPayoutUpdated). */
   wake?: () => void;
   /** Metrics hook: one call per delivery that reached verification or later. */

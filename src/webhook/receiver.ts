@@ -14,7 +14,7 @@ import type { Clock } from '../domain/clock.js';
 import { safeError } from '../log/logger.js';
 import { hmacKeyBytes } from '../signing/signatures.js';
 import type { Database } from '../store/db.js';
-import { pollSoon } from '../store/settlement.js';
+import { pollSoon, type PayoutNamed } from '../store/settlement.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
@@ -24,9 +24,9 @@ import { forgetWebhookEventsBefore, recordWebhookEvent } from './record.js';
 import { verifyDelivery } from './verify.js';
 
 /** The default follow-up of a new event: make the payouts due for a query now, then wake the poller. */
-export function pollSoonAndWake(db: Database, clock: Clock, wake?: () => void): (payoutIds: string[]) => Promise<void> {
-  return async (payoutIds) => {
-    await pollSoon(db, payoutIds, clock.now());
+export function pollSoonAndWake(db: Database, clock: Clock, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
+  return async (named) => {
+    await pollSoon(db, named, clock.now());
     wake?.();
   };
 }
@@ -39,7 +39,7 @@ export class WebhookReceiver {
   private readonly o: ResolvedReceiverOptions;
   private readonly key: Buffer;
   private readonly nonces: NonceWindow;
-  private readonly followUp: (payoutIds: string[]) => Promise<void> | void;
+  private readonly followUp: (named: PayoutNamed[]) => Promise<void> | void;
   private readonly inFlight = new Set<Promise<void>>();
   private server: Server | null = null;
   private stopping = false;
@@ -209,7 +209,10 @@ export class WebhookReceiver {
     this.verdict('accepted');
     logger.info(
       { eventId: event.eventId, payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status },
-      'webhook accepted: payout due for a query',
+      // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query.
+      event.merchantReferenceId === null
+        ? 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll'
+        : 'webhook accepted: payout due for a query',
     );
     // Answer first (spec 6 rule 2), then the follow-up that leads to the query (rule 3).
     const answered = responseClosed(res);
@@ -233,7 +236,7 @@ export class WebhookReceiver {
 
   private async followUpOn(event: PayoutUpdatedEvent): Promise<void> {
     try {
-      await this.followUp([event.payoutId]);
+      await this.followUp([{ payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId }]);
     } catch (err) {
       // The event is recorded and acknowledged; the poller's own schedule still reaches the payout.
       this.deps.logger.error(

@@ -118,8 +118,8 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
       await answering('payouts').where({ id: held.id }).update({ last_polled_at: 1 });
       expect(await withoutWaiting(pollBatchNow(db, 'SW', 1000), 'the sweep')).toBe(rest.length);
       await db('payouts').where({ batch_id: 'SW' }).whereNot({ id: held.id }).update({ next_poll_at: 90_000 });
-      const ids = rows.map((r) => r.payoutId as string);
-      expect(await withoutWaiting(pollSoon(db, ids, 2000), 'poll-soon')).toBe(rest.length);
+      const named = rows.map((r) => ({ payoutId: r.payoutId as string, merchantReferenceId: r.merchantReferenceId }));
+      expect(await withoutWaiting(pollSoon(db, named, 2000), 'poll-soon')).toBe(rest.length);
     } finally {
       await answering.commit();
     }

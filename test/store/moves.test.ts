@@ -126,24 +126,36 @@ describe('store: row moves and claims (SQLite)', () => {
     expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('USING INDEX payouts_batch_state_line')]);
   });
 
-  it('payoutId and creation time are indexed only once set, and the reads by them still use their indexes', async () => {
-    const indexSql = (await db('sqlite_master')
-      .whereIn('name', ['payouts_payout_id_index', 'payouts_created_at'])
-      .pluck('sql')) as string[];
-    expect(indexSql).toEqual([
-      expect.stringContaining('WHERE payout_id IS NOT NULL'),
-      expect.stringContaining('WHERE created_at_ms IS NOT NULL'),
-    ]);
+  it('creation time is indexed only once set and payoutId not at all; poll-soon and the report still read by an index', async () => {
+    const indexSql = (await db('sqlite_master').where({ type: 'index', tbl_name: 'payouts' }).pluck('sql')) as (string | null)[];
+    expect(indexSql.filter((sql) => sql?.includes('payout_id'))).toEqual([]);
+    expect(indexSql).toContainEqual(expect.stringContaining('(created_at_ms, id) WHERE created_at_ms IS NOT NULL'));
     const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
     const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
     db.on('query', record);
-    await pollSoon(db, ['P-1', 'P-2'], 1);
+    await pollSoon(db, [{ payoutId: 'P-1', merchantReferenceId: 'R-1' }], 1);
     for await (const _ of payoutsCreatedBetween(db, 0, 10)) break;
     db.off('query', record);
     const planOf = async (q: { sql: string; bindings: Knex.RawBinding[] } | undefined): Promise<string> =>
       ((await db.raw(`EXPLAIN QUERY PLAN ${q?.sql ?? ''}`, q?.bindings ?? [])) as { detail: string }[]).map((p) => p.detail).join(' | ');
-    expect(await planOf(seen.find((q) => q.sql.includes('`payout_id` in')))).toContain('USING INDEX payouts_payout_id_index');
+    expect(await planOf(seen.find((q) => q.sql.includes('`payout_id` in')))).toMatch(/USING INDEX \S*merchant_reference_id/);
     expect(await planOf(seen.find((q) => q.sql.includes('`created_at_ms` >=')))).toContain('USING INDEX payouts_created_at');
+  });
+
+  it('poll-soon makes due a PENDING row named by its reference and payoutId together, nothing named by one of them only', async () => {
+    const rows = await seedBatch(db, 'PS', 4, 'PENDING');
+    await db('payouts').where({ batch_id: 'PS' }).update({ next_poll_at: 90_000 });
+    await db('payouts').where({ id: rows[3]?.id }).update({ state: 'PAID' });
+    const named = [
+      { payoutId: 'P-PS-1', merchantReferenceId: 'PS-1' }, // both match: due now
+      { payoutId: 'P-PS-9', merchantReferenceId: 'PS-2' }, // another payoutId under this reference
+      { payoutId: 'P-PS-3', merchantReferenceId: null }, // no reference: left to its regular poll
+      { payoutId: 'P-PS-4', merchantReferenceId: 'PS-4' }, // no longer PENDING
+    ];
+    expect(await pollSoon(db, named, 1000)).toBe(1);
+    const due = (await db('payouts').where({ batch_id: 'PS' }).orderBy('line').pluck('next_poll_at')) as number[];
+    expect(due).toEqual([1000, 90_000, 90_000, 90_000]);
+    expect(await pollSoon(db, [{ payoutId: 'P-PS-3', merchantReferenceId: null }], 2000)).toBe(0);
   });
 
   it('due payouts are listed after a cursor by (due time, id): the rest at the cursor time first, none twice, none past now', async () => {

@@ -53,6 +53,13 @@ describe('verification', () => {
     expect((await eventRows(h.db)).map((r) => r.event_id)).toEqual(['EV-1', 'EV-2']);
     expect(h.verdicts).toEqual(['accepted', 'accepted']);
     expect(h.followUps).toEqual([['PO-1'], ['PO-2']]);
+    // The second names no merchantReferenceId, which is how the default follow-up finds a row: the log says so.
+    expect(parsedLines(h.logs).map((l) => [l['payoutId'], l['msg']])).toEqual(
+      expect.arrayContaining([
+        ['PO-1', 'webhook accepted: payout due for a query'],
+        ['PO-2', 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll'],
+      ]),
+    );
   });
 
   it.each([

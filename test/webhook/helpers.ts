@@ -17,6 +17,7 @@ import { canonicalStringify, minifyBodyText } from '../../src/json/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { signHmac, webhookStringToSign } from '../../src/signing/index.js';
 import type { Database } from '../../src/store/db.js';
+import type { PayoutNamed } from '../../src/store/settlement.js';
 import { WebhookReceiver, type WebhookReceiverOptions, type WebhookVerdict } from '../../src/webhook/index.js';
 import { openTestDatabase } from '../support/database.js';
 
@@ -97,7 +98,7 @@ export async function startReceiver(o: HarnessOptions = {}): Promise<Harness> {
     db,
     logger: createLogger('debug', logs.stream),
     onVerdict: (v) => verdicts.push(v),
-    ...(defaultFollowUp ? {} : { onPayoutUpdated: (ids: string[]) => void followUps.push(ids) }),
+    ...(defaultFollowUp ? {} : { onPayoutUpdated: (named: PayoutNamed[]) => void followUps.push(named.map((n) => n.payoutId)) }),
     ...rest,
   });
   const { url } = await receiver.start();
