@@ -37,6 +37,9 @@ export const FINAL_ROW_STATES: readonly RowState[] = ['INVALID', 'DUPLICATE', 'N
 /** States in which a row owns its merchantReferenceId (it was, or will be, sent). */
 export const REFERENCE_HOLDING_STATES: readonly RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
+/** Every other state: the row was never sent and never will be, so its reference stays free for another row. */
+export const REFERENCE_FREE_STATES: readonly RowState[] = ['VALIDATED', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'];
+
 const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
   VALIDATED: ['READY', 'INVALID', 'DUPLICATE', 'NOT_SUBMITTED'],
   INVALID: [],
@@ -52,6 +55,9 @@ const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
   CANCELLED: [],
   REJECTED: [],
 };
+
+/** Every row state, in the order of the lifecycle above. */
+export const ROW_STATES = Object.keys(ROW_MOVES) as readonly RowState[];
 
 export function isFinalRowState(state: RowState): boolean {
   return FINAL_ROW_STATES.includes(state);

@@ -235,7 +235,29 @@ const noPayoutIdIndex: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [initial, instances, claimOrder, setOnceIndexes, noPayoutIdIndex];
+// The same rows hold a reference, stated as the four states that do not. With `state IN (7 states)`, SQLite
+// built a small table for the list each time an UPDATE of a row's state ran, as it re-checked the predicate:
+// 3 of the 8 us of a create's claim and 3 of the 11 us of its answer (measured on 100,000 rows). The text
+// must stay equal to REFERENCE_HOLDER_PREDICATE (src/store/payouts.ts), which inserts name in ON CONFLICT.
+const HOLDER_PREDICATE_0006 = "state <> 'VALIDATED' AND state <> 'INVALID' AND state <> 'DUPLICATE' AND state <> 'NOT_SUBMITTED'";
+
+const holderPredicateWithoutIn: Migration = {
+  name: '0006_holder_predicate_without_in',
+  async up(knex) {
+    // In the migration's transaction: no moment without the guarantee, on either engine.
+    await knex.raw('DROP INDEX payouts_reference_holder');
+    await knex.raw(`CREATE UNIQUE INDEX payouts_reference_holder ON payouts (merchant_reference_id) WHERE ${HOLDER_PREDICATE_0006}`);
+  },
+  async down(knex) {
+    await knex.raw('DROP INDEX payouts_reference_holder');
+    await knex.raw(
+      `CREATE UNIQUE INDEX payouts_reference_holder ON payouts (merchant_reference_id)
+       WHERE state IN ('READY','CREATING','UNKNOWN','PENDING','PAID','CANCELLED','REJECTED')`,
+    );
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [initial, instances, claimOrder, setOnceIndexes, noPayoutIdIndex, holderPredicateWithoutIn];
 
 /** knex migration source over the list above. */
 export const migrationSource: Knex.MigrationSource<Migration> = {

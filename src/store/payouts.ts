@@ -5,7 +5,7 @@
  * lifecycle, and written with a history record in the same transaction.
  */
 import type { Knex } from 'knex';
-import { canMoveRow, REFERENCE_HOLDING_STATES, type RowState } from '../domain/lifecycle.js';
+import { canMoveRow, REFERENCE_FREE_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
 import { multiRowInsertSql, selectArrays, sqliteWriter, type PreparedWrite } from './prepared.js';
@@ -127,8 +127,13 @@ const INSERT_COLUMNS = [
   'updated_at',
 ] as const;
 
-/** The predicate of the partial unique index `payouts_reference_holder` (migration 0001), from the same list of states. */
-const REFERENCE_HOLDER_PREDICATE = `state IN (${REFERENCE_HOLDING_STATES.map((s) => `'${s}'`).join(',')})`;
+/**
+ * The predicate of the partial unique index `payouts_reference_holder` (migration 0006): not one of the
+ * states that leave a reference free, so a state added later holds its reference until said otherwise.
+ * A chain of `<>`, not `IN (…)`: SQLite builds a small table for an IN list each time a statement runs,
+ * and every claim and answer UPDATE evaluates this predicate for its row.
+ */
+const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '${s}'`).join(' AND ');
 
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
 const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;

@@ -98,7 +98,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout).toContain(
-      'applied: 0001_initial, 0002_instances, 0003_claim_order, 0004_set_once_indexes, 0005_no_payout_id_index',
+      'applied: 0001_initial, 0002_instances, 0003_claim_order, 0004_set_once_indexes, 0005_no_payout_id_index, 0006_holder_predicate_without_in',
     );
     const again = await instances.cli('pg', ['migrate']);
     expect([again.code, again.stdout.trim()]).toEqual([0, 'database schema is up to date']);
