@@ -29,7 +29,7 @@ import {
 } from '../store/settlement.js';
 import { claimDueRows, countRowsInState, recordAnswers, type RowMove } from '../store/submission.js';
 import { settledPatch } from '../submit/outcome.js';
-import { CallRate, nextPollDelay, pollIntervalBound, type PollLoad } from './schedule.js';
+import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
   /** Ids per query call (the contract's max). */
@@ -306,12 +306,15 @@ export class SettlementPoller {
           to: 'PENDING',
           // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
           patch: { pollCount, lastPolledAt: now, nextPollAt: now + due },
-          // The interval in effect: what finance can expect between a settlement and its result.
-          history: {
-            event: 'polled',
-            outcome: 'PENDING',
-            detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
-          },
+          // The interval in effect: what finance can expect between a settlement and its result. Written while
+          // it changes (pollIsRecorded); the row's poll count and times carry every poll.
+          history: pollIsRecorded(pollCount, this.o, load)
+            ? {
+                event: 'polled',
+                outcome: 'PENDING',
+                detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
+              }
+            : null,
         };
         pending.set(pollCount, move);
       }

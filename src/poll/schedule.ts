@@ -49,6 +49,24 @@ export function pollIntervalBound(
   return Math.max(backoff, Math.min(o.maxIntervalMs, roundMs(load, o.queryMaxIds)));
 }
 
+/**
+ * Whether the poll answered PENDING with this count is written to the payout's history. Each such row
+ * states the interval to the next poll; once the backoff stops growing (at maxIntervalMs, where the bound
+ * is the backoff too) every further poll would state the same one, and a payout pending for days at a
+ * 5-minute cap wrote nearly 300 rows a day that said nothing new. The row's own poll_count,
+ * last_polled_at and next_poll_at keep the latest poll. So a payout's history holds about
+ * log2(maxIntervalMs / minIntervalMs) + 2 poll rows however long it stays pending.
+ */
+export function pollIsRecorded(
+  count: number,
+  o: { minIntervalMs: number; maxIntervalMs: number; queryMaxIds: number },
+  load: PollLoad,
+): boolean {
+  if (count <= 1) return true;
+  const due = nextPollDelay(count, o);
+  return due !== nextPollDelay(count - 1, o) || pollIntervalBound(count, o, load) > due;
+}
+
 /** Fewer answers than this say too little about the rate (the first ones carry connection and token set-up). */
 export const MIN_RATE_SAMPLE = 20;
 

@@ -367,7 +367,8 @@ export interface RowMoveSpec {
   from: RowState;
   to: RowState;
   patch: PayoutRowPatch;
-  history: HistoryEntry;
+  /** null: no history row, allowed only where the state stays (a poll the row's own columns record). */
+  history: HistoryEntry | null;
 }
 
 /**
@@ -379,7 +380,12 @@ export interface RowMoveSpec {
  * does. Returns whether each move happened, in the order given.
  */
 export async function moveEach(trx: Knex.Transaction, moves: readonly RowMoveSpec[], now: number): Promise<boolean[]> {
-  for (const m of moves) assertMove(m.from, m.to);
+  for (const m of moves) {
+    assertMove(m.from, m.to);
+    // Every change of state is in the history; only a move that keeps the state may go without a row.
+    if (m.history === null && m.from !== m.to)
+      throw new RowStateError('ROW_HISTORY', `a move from ${m.from} to ${m.to} needs a history entry`);
+  }
   if (new Set(moves.map((m) => m.id)).size !== moves.length) {
     // A row moved twice: each move must see the one before it, so one at a time, in order.
     const done: boolean[] = [];
@@ -423,10 +429,9 @@ export async function moveEach(trx: Knex.Transaction, moves: readonly RowMoveSpe
     }
   }
   const done = moves.map((m) => moved.has(m.id));
-  await insertHistory(
-    trx,
-    moves.filter((_, i) => done[i]).map((m) => historyRecord(m.id, m.history, now, m.from, m.to)),
-  );
+  const recorded: Record<string, unknown>[] = [];
+  for (const [i, m] of moves.entries()) if (done[i] && m.history !== null) recorded.push(historyRecord(m.id, m.history, now, m.from, m.to));
+  await insertHistory(trx, recorded);
   return done;
 }
 

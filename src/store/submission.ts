@@ -204,7 +204,8 @@ export interface RowMove {
   from: RowState;
   to: RowState;
   patch: PayoutRowPatch;
-  history: HistoryEntry;
+  /** null only where the state stays: see RowMoveSpec. */
+  history: HistoryEntry | null;
 }
 
 /**

@@ -257,7 +257,7 @@ export class PayoutSubmitter {
   private async recordOutcome({ move, row, holdUntil }: CreateOutcome): Promise<void> {
     const { clock, logger } = this.deps;
     await this.records.add(move);
-    if (move.history.event === 'not-sent') return;
+    if (move.history?.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
     if (holdUntil !== undefined) {
       const request = requestOf(row);

@@ -94,6 +94,8 @@ describe('pipeline: settlement poller', () => {
     }
     // 2 s, 4 s, 8 s, 16 s, then capped at maxIntervalMs.
     expect(polledAt.slice(1).map((t, i) => t - (polledAt[i] as number))).toEqual([2000, 4000, 8000, 16_000, 16_000]);
+    // The history states each new interval (2, 4, 8, 16 s): polls 5 and 6 only repeat the cap, and the row counts them.
+    expect((await p.events('PH-1')).filter((e) => e === 'polled')).toHaveLength(4);
 
     // Stale once older than staleAfterMs, flagged once, and still followed.
     const flagged = await p.row('PH-1');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
-import { RowStateError, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { RowStateError, getRow, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
@@ -68,6 +68,22 @@ describe('store: row moves and claims (SQLite)', () => {
     await expect(applyRowMoves(db, moves, 10)).rejects.toThrow(RowStateError);
     expect((await db('payouts').orderBy('id').pluck('state')) as string[]).toEqual(['PENDING', 'PENDING']);
     expect(await historyOf(db, a.id)).toEqual([]);
+  });
+
+  it('a move that keeps the state may go without a history row; a change of state may not', async () => {
+    const rows = await seedBatch(db, 'NH', 20, 'PENDING');
+    const quiet = { pollCount: 9, lastPolledAt: 10, nextPollAt: 300_010 };
+    // Twenty rows sharing one patch (one grouped UPDATE), none of them written to the history.
+    const moves = rows.map((row) => ({ row, from: 'PENDING' as const, to: 'PENDING' as const, patch: quiet, history: null }));
+    expect(await applyRowMoves(db, moves, 10)).toBe(20);
+    expect((await db('payouts').where({ batch_id: 'NH' }).distinct('poll_count', 'next_poll_at')) as unknown[]).toEqual([
+      { poll_count: 9, next_poll_at: 300_010 },
+    ]);
+    expect(await db('payout_history').count({ n: '*' }).first()).toEqual({ n: 0 });
+    const [a] = rows;
+    const unrecorded = [{ row: a!, from: 'PENDING' as const, to: 'PAID' as const, patch: {}, history: null }];
+    await expect(applyRowMoves(db, unrecorded, 11)).rejects.toThrow(/from PENDING to PAID needs a history entry/);
+    expect((await getRow(db, a!.id))?.state).toBe('PENDING');
   });
 
   it('moves whose patches differ only by type (null and the text "null") are never grouped into one UPDATE', async () => {

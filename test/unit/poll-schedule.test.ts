@@ -4,7 +4,15 @@
  * rate it measures (no timers: times are plain milliseconds).
  */
 import { describe, expect, it } from 'vitest';
-import { CallRate, MIN_RATE_SAMPLE, ROUND_HEADROOM, nextPollDelay, roundMs, pollIntervalBound } from '../../src/poll/index.js';
+import {
+  CallRate,
+  MIN_RATE_SAMPLE,
+  ROUND_HEADROOM,
+  nextPollDelay,
+  roundMs,
+  pollIntervalBound,
+  pollIsRecorded,
+} from '../../src/poll/index.js';
 
 const o = { minIntervalMs: 2000, maxIntervalMs: 300_000, queryMaxIds: 100 };
 
@@ -39,6 +47,29 @@ describe('poll schedule', () => {
     expect(pollIntervalBound(1, o, { pending: 10_000_000, callsPerSecond: 1 })).toBe(300_000);
     expect(pollIntervalBound(1, { ...o, maxIntervalMs: 5000 }, { pending: 100_000, callsPerSecond: 10 })).toBe(5000);
     expect(pollIntervalBound(1, o, { pending: 1, callsPerSecond: 1e9 })).toBe(2000);
+  });
+});
+
+describe('poll history', () => {
+  const idle = { pending: 10, callsPerSecond: 100 };
+
+  it('records a poll while the interval it states still changes, and none after the backoff reached its cap', () => {
+    const recorded = Array.from({ length: 400 }, (_, i) => i + 1).filter((k) => pollIsRecorded(k, o, idle));
+    // 2 s doubling to the 300 s cap: 2, 4, … 256 s, then 300 s, then the same 300 s for ever.
+    expect(recorded).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(nextPollDelay(8, o)).toBe(256_000);
+    expect(nextPollDelay(9, o)).toBe(300_000);
+  });
+
+  it('records every poll whose round outlasts its backoff (it states the bound), and still none at the cap', () => {
+    // 100,000 pending at 125 calls/s: a round of 10 s, longer than the backoff of the first three polls.
+    const busy = { pending: 100_000, callsPerSecond: 125 };
+    expect(pollIntervalBound(3, o, busy)).toBeGreaterThan(nextPollDelay(3, o));
+    expect([1, 2, 3, 4, 9, 10, 500].map((k) => pollIsRecorded(k, o, busy))).toEqual([true, true, true, true, true, false, false]);
+    // A cap of 16 s: the backoff reaches it at the 4th poll, and a 30 s round is cut to the cap as well.
+    const low = { ...o, maxIntervalMs: 16_000 };
+    const slow = { pending: 100_000, callsPerSecond: 40 };
+    expect([4, 5, 6].map((k) => pollIsRecorded(k, low, slow))).toEqual([true, false, false]);
   });
 });
 
