@@ -238,7 +238,8 @@ const noPayoutIdIndex: Migration = {
 // The same rows hold a reference, stated as the four states that do not. With `state IN (7 states)`, SQLite
 // built a small table for the list each time an UPDATE of a row's state ran, as it re-checked the predicate:
 // 3 of the 8 us of a create's claim and 3 of the 11 us of its answer (measured on 100,000 rows). The text
-// must stay equal to REFERENCE_HOLDER_PREDICATE (src/store/payouts.ts), which inserts name in ON CONFLICT.
+// must stay equal to REFERENCE_HOLDER_PREDICATE (src/store/payouts.ts), which the intake's INSERT names in its
+// ON CONFLICT clause (an unequal text fails every insert, on both engines, so a test of any insert catches it).
 const HOLDER_PREDICATE_0006 = "state <> 'VALIDATED' AND state <> 'INVALID' AND state <> 'DUPLICATE' AND state <> 'NOT_SUBMITTED'";
 
 const holderPredicateWithoutIn: Migration = {
