@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Database } from '../store/db.js';
+import { oldestPendingCreatedAt } from '../store/settlement.js';
 
 export interface MetricsSources {
   db: Database;
@@ -83,9 +84,8 @@ export class PayoutdMetrics {
       help: 'Age of the oldest payout still PENDING at the service (0 when none)',
       registers,
       async collect() {
-        const r = (await db('payouts').where({ state: 'PENDING' }).min({ at: 'created_at_ms' }).first()) as
-          { at: number | null } | undefined;
-        this.set(r?.at ? Math.max(0, (sources.now() - r.at) / 1000) : 0);
+        const at = await oldestPendingCreatedAt(db);
+        this.set(at ? Math.max(0, (sources.now() - at) / 1000) : 0);
       },
     });
   }

@@ -351,7 +351,7 @@ export class SettlementPoller {
   }
 
   /**
-   * PENDING payouts, counted from the (state, next_poll_at) index at most once per minimum interval (passes come
+   * PENDING payouts, counted from their partial index (payouts_pending_due) at most once per minimum interval (passes come
    * as often as payouts fall due, and the count reads the whole index); in between, less the ones settled since.
    */
   private async pendingNow(): Promise<number> {

@@ -258,7 +258,43 @@ const holderPredicateWithoutIn: Migration = {
   },
 };
 
-export const MIGRATIONS: readonly Migration[] = [initial, instances, claimOrder, setOnceIndexes, noPayoutIdIndex, holderPredicateWithoutIn];
+// The rows read by their state alone are those of three states, each read by its own due column: PENDING
+// (the poller, by next poll), UNKNOWN (resolution, by next attempt) and CREATING (creates in flight, by
+// lease). One partial index each, instead of (state, next_attempt_at) and (state, next_poll_at) over every
+// row: a create's claim (READY -> CREATING) then writes one entry instead of moving two, its answer
+// (CREATING -> PENDING) moves one instead of two, and a settlement deletes one instead of moving two
+// (about 2 us a row each, measured on 100,000 rows). Rows of other states are found by batch, by
+// (batch_id, state, line). Each query naming one of these states writes it into its text
+// (inIndexedState): a planner uses a partial index only when the query's own text implies its predicate.
+const PER_STATE_INDEXES = [
+  { name: 'payouts_pending_due', state: 'PENDING', columns: 'next_poll_at, id' },
+  { name: 'payouts_unknown_due', state: 'UNKNOWN', columns: 'next_attempt_at, id' },
+  { name: 'payouts_creating_lease', state: 'CREATING', columns: 'lease_expires_at' },
+] as const;
+
+const perStateIndexes: Migration = {
+  name: '0007_per_state_indexes',
+  async up(knex) {
+    for (const i of PER_STATE_INDEXES) await knex.raw(`CREATE INDEX ${i.name} ON payouts (${i.columns}) WHERE state = '${i.state}'`);
+    await knex.raw('DROP INDEX payouts_state_next_attempt_at_index');
+    await knex.raw('DROP INDEX payouts_state_next_poll_at_index');
+  },
+  async down(knex) {
+    await knex.raw('CREATE INDEX payouts_state_next_attempt_at_index ON payouts (state, next_attempt_at)');
+    await knex.raw('CREATE INDEX payouts_state_next_poll_at_index ON payouts (state, next_poll_at)');
+    for (const i of PER_STATE_INDEXES) await knex.raw(`DROP INDEX ${i.name}`);
+  },
+};
+
+export const MIGRATIONS: readonly Migration[] = [
+  initial,
+  instances,
+  claimOrder,
+  setOnceIndexes,
+  noPayoutIdIndex,
+  holderPredicateWithoutIn,
+  perStateIndexes,
+];
 
 /** knex migration source over the list above. */
 export const migrationSource: Knex.MigrationSource<Migration> = {

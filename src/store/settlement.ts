@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
-import { fromColumns, stateGuard, type PayoutRow } from './payouts.js';
+import { fromColumns, rowsInState, stateGuard, type PayoutRow } from './payouts.js';
 
 /** What polling a payout needs of its row (a claim reads a hundred of them per call). */
 export type PollTarget = Pick<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'pollCount' | 'nextPollAt'>;
@@ -32,11 +32,11 @@ export interface PollCursor {
  * list made every claim a new statement and a temporary table). Payouts
  * often share a due time (a batch created together, a sweep), so the rows at
  * the cursor's own time are read first by (next_poll_at, id), which the
- * (state, next_poll_at) index answers by a seek; an OR of both conditions
+ * partial index payouts_pending_due answers by a seek; an OR of both conditions
  * made SQLite walk every row due at that time on each claim.
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
-  const targets = () => db('payouts').select(POLL_TARGET_COLUMNS).where({ state: 'PENDING' });
+  const targets = () => rowsInState(db, 'PENDING').select(POLL_TARGET_COLUMNS);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {
     const same = await targets().andWhere('next_poll_at', cursor.at).andWhere('id', '>', cursor.id).orderBy('id').limit(limit);
@@ -53,7 +53,7 @@ export async function listDueForPoll(db: Database, now: number, limit: number, c
 
 /** Earliest time a PENDING row is due (null when none is pending). */
 export async function nextPollDue(db: Database): Promise<number | null> {
-  const r = (await db('payouts').where({ state: 'PENDING' }).min({ at: 'next_poll_at' }).first()) as { at: number | null } | undefined;
+  const r = (await rowsInState(db, 'PENDING').min({ at: 'next_poll_at' }).first()) as { at: number | null } | undefined;
   return r?.at ?? null;
 }
 
@@ -107,8 +107,8 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
  * a query answer just settled: the rest of their batch likely has too).
  * Rows already due stay as they are. The batch's rows are found by the
  * (batch_id, state, line) index: on SQLite the unary + keeps the planner off
- * the (state, next_poll_at) index, which would walk every other batch's
- * pending rows too.
+ * any index on next_poll_at, which would walk every other batch's pending
+ * rows too.
  */
 export async function pollBatchNow(db: Database, batchId: string, now: number): Promise<number> {
   const pending = db('payouts')
@@ -124,8 +124,7 @@ export async function reschedulePolls(db: Database, ids: number[], at: number): 
 
 /** PENDING rows created before `createdBefore` and not flagged yet. */
 export async function listStalePending(db: Database, createdBefore: number, limit: number): Promise<PayoutRow[]> {
-  const rows = (await db('payouts')
-    .where({ state: 'PENDING' })
+  const rows = (await rowsInState(db, 'PENDING')
     .andWhere('created_at_ms', '<', createdBefore)
     .whereNull('stale_flagged_at')
     .limit(limit)) as Record<string, unknown>[];
@@ -151,6 +150,6 @@ export async function listFinishedActiveBatches(db: Database): Promise<string[]>
 
 /** Age of the oldest PENDING payout (ms), for health and metrics. */
 export async function oldestPendingCreatedAt(db: Database): Promise<number | null> {
-  const r = (await db('payouts').where({ state: 'PENDING' }).min({ at: 'created_at_ms' }).first()) as { at: number | null } | undefined;
+  const r = (await rowsInState(db, 'PENDING').min({ at: 'created_at_ms' }).first()) as { at: number | null } | undefined;
   return r?.at ?? null;
 }

@@ -10,11 +10,13 @@ import { reproducibleTransaction } from './reproducible.js';
 import { selectArrays } from './prepared.js';
 import {
   fromColumns,
+  rowsInState,
   moveEach,
   moveRows,
   recordMoved,
   stateGuard,
   type HistoryEntry,
+  type IndexedState,
   type PayoutRow,
   type PayoutRowPatch,
 } from './payouts.js';
@@ -35,7 +37,7 @@ export interface Claimant {
  */
 export async function markInterruptedCreatesUnknown(db: Database, now: number, all = true): Promise<number> {
   return db.transaction(async (trx) => {
-    const q = trx('payouts').where({ state: 'CREATING' });
+    const q = rowsInState(trx, 'CREATING');
     if (!all) q.andWhere('lease_expires_at', '<', now);
     // A row another transaction holds is having its answer recorded right then (its lease ran out while the
     // create was out): it is about to leave CREATING, and waiting for it could close a circle of locks.
@@ -179,13 +181,13 @@ export async function claimDueRows(
   leaseMs: number,
 ): Promise<PayoutRow[]> {
   return db.transaction(async (trx) => {
-    const due = trx('payouts')
+    const due = rowsInState(trx, state)
       .select('id')
-      .where({ state })
       .andWhere((w) =>
         dueColumn === 'next_attempt_at' ? w.whereNull(dueColumn).orWhere(dueColumn, '<=', now) : w.where(dueColumn, '<=', now),
       )
-      .orderBy(dueColumn)
+      // Ties by id: the order of the state's partial index (migration 0007), and the same rows first on every engine.
+      .orderBy([{ column: dueColumn }, { column: 'id' }])
       .limit(limit);
     const take = await rowsToTake(trx, due);
     if (take === null) return [];
@@ -310,8 +312,8 @@ export async function releaseBatchHold(db: Database, batchId: string, now: numbe
 }
 
 /** Rows in a state (READY waiting to be claimed, PENDING being followed). */
-export async function countRowsInState(db: Database, state: RowState): Promise<number> {
-  const r = (await db('payouts').where({ state }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+export async function countRowsInState(db: Database, state: IndexedState): Promise<number> {
+  const r = (await rowsInState(db, state).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return Number(r?.n ?? 0);
 }
 
