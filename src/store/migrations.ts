@@ -265,7 +265,7 @@ const holderPredicateWithoutIn: Migration = {
 // (CREATING -> PENDING) moves one instead of two, and a settlement deletes one instead of moving two
 // (about 2 us a row each, measured on 100,000 rows). Rows of other states are found by batch, by
 // (batch_id, state, line). Each query naming one of these states writes it into its text
-// (inIndexedState): a planner uses a partial index only when the query's own text implies its predicate.
+// (rowsInState): a planner uses a partial index only when the query's own text implies its predicate.
 const PER_STATE_INDEXES = [
   { name: 'payouts_pending_due', state: 'PENDING', columns: 'next_poll_at, id' },
   { name: 'payouts_unknown_due', state: 'UNKNOWN', columns: 'next_attempt_at, id' },
