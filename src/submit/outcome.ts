@@ -134,7 +134,7 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
 
 /**
  * The patch of a followed payout that a query found settled (its `status` is not PENDING). Its row keeps its
- * payout id (setting it again would only rewrite its index) and its local time of creation.
+ * payout id (the one it was asked about) and its local time of creation.
  */
 export function settledPatch(record: PayoutRecord, polled: { pollCount: number; lastPolledAt: number }): PayoutRowPatch {
   const patch = serviceFields(record);
