@@ -3,28 +3,16 @@
  * count is grouped per batch, in the order of the (batch_id, state, line) index), and the age of the
  * oldest PENDING payout.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PayoutdMetrics } from '../../src/metrics/index.js';
-import type { Database } from '../../src/store/db.js';
-import { openTestDatabase } from '../support/database.js';
+import { useTestDatabase } from '../support/database.js';
 import { seedBatch } from '../store/moves.js';
 
 describe('metrics: rows by state', () => {
-  let dir: string;
-  let db: Database;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'payoutd-metrics-'));
-    db = await openTestDatabase(dir);
-  });
-  afterEach(async () => {
-    await db.destroy();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const store = useTestDatabase('payoutd-metrics-');
 
   it('sums each state over every batch, and ages the oldest PENDING payout', async () => {
+    const { db } = store;
     await seedBatch(db, 'MA', 3, 'PENDING');
     await seedBatch(db, 'MB', 4, 'PENDING');
     await seedBatch(db, 'MC', 2, 'PAID');

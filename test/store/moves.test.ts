@@ -4,37 +4,26 @@
  * rows (its beneficiary read from the stored request also on PostgreSQL),
  * and the claim index the migrations make.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import type { Database } from '../../src/store/db.js';
 import { RowStateError, getRow, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
-import { openTestDatabase } from '../support/database.js';
+import { useTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
-  let dir: string;
-  let db: Database;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'payoutd-store-'));
-    db = await openTestDatabase(dir);
-  });
-  afterEach(async () => {
-    await db.destroy();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const store = useTestDatabase('payoutd-store-');
 
   it('groups moves sharing a patch, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
+    const { db } = store;
     await checkGroupedMoves(db);
   });
 
   it('settlements (a completion time each) are applied row by row, also when twenty share one patch', async () => {
+    const { db } = store;
     const rows = await seedBatch(db, 'ST', 21, 'PENDING');
     const paid: PayoutRowPatch = { serviceStatus: 'PAID', completeTime: '2026-11-23T00:00:00Z', pollCount: 3 };
     const moves = rows.map((row, i) => ({
@@ -55,10 +44,12 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('applies two moves of one row in the order given', async () => {
+    const { db } = store;
     await checkMovesOfOneRowInOrder(db);
   });
 
   it('a move the lifecycle forbids changes nothing, not even the moves before it', async () => {
+    const { db } = store;
     const [a, b] = await seedBatch(db, 'BAD', 2, 'PENDING');
     if (!a || !b) throw new Error('seed');
     const moves = [
@@ -71,6 +62,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('a move that keeps the state may go without a history row; a change of state may not', async () => {
+    const { db } = store;
     const rows = await seedBatch(db, 'NH', 20, 'PENDING');
     const quiet = { pollCount: 9, lastPolledAt: 10, nextPollAt: 300_010 };
     // Twenty rows sharing one patch (one grouped UPDATE), none of them written to the history.
@@ -87,6 +79,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('moves whose patches differ only by type (null and the text "null") are never grouped into one UPDATE', async () => {
+    const { db } = store;
     const [a, b, c, d] = await seedBatch(db, 'TY', 4, 'PENDING');
     if (!a || !b || !c || !d) throw new Error('seed');
     const move = (row: typeof a, patch: PayoutRowPatch) => ({
@@ -105,6 +98,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('a guarded UPDATE of rows picked by id finds them by primary key, not by walking the state index', async () => {
+    const { db } = store;
     await seedBatch(db, 'G', 3, 'PENDING');
     const q = db('payouts').whereIn('id', [1, 2, 3]).andWhere(stateGuard(db, 'PENDING')).update({ poll_count: 1 }).toSQL().toNative();
     const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as Knex.RawBinding[])) as { detail: string }[];
@@ -112,10 +106,12 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {
+    const { db } = store;
     await checkClaimOrder(db);
   });
 
   it('a claim reads its rows by the (batch_id, state, line) index, without sorting', async () => {
+    const { db } = store;
     const names = (await db('sqlite_master').where({ type: 'index', tbl_name: 'payouts' }).pluck('name')) as string[];
     expect(names).toContain('payouts_batch_state_line');
     expect(names).not.toContain('payouts_batch_id_state_index');
@@ -128,6 +124,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('a settlement sweep finds its batch by the (batch_id, state, line) index, not every pending row by due time', async () => {
+    const { db } = store;
     const sql: string[] = [];
     const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void sql.push(q.sql);
     db.on('query', record);
@@ -139,6 +136,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('creation time is indexed only once set and payoutId not at all; poll-soon and the report still read by an index', async () => {
+    const { db } = store;
     const indexSql = (await db('sqlite_master').where({ type: 'index', tbl_name: 'payouts' }).pluck('sql')) as (string | null)[];
     expect(indexSql.filter((sql) => sql?.includes('payout_id'))).toEqual([]);
     expect(indexSql).toContainEqual(expect.stringContaining('(created_at_ms, id) WHERE created_at_ms IS NOT NULL'));
@@ -155,6 +153,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('poll-soon makes due a PENDING row named by its reference and payoutId together, nothing named by one of them only', async () => {
+    const { db } = store;
     const rows = await seedBatch(db, 'PS', 4, 'PENDING');
     await db('payouts').where({ batch_id: 'PS' }).update({ next_poll_at: 90_000 });
     await db('payouts').where({ id: rows[3]?.id }).update({ state: 'PAID' });
@@ -171,6 +170,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('due payouts are listed after a cursor by (due time, id): the rest at the cursor time first, none twice, none past now', async () => {
+    const { db } = store;
     const rows = await seedBatch(db, 'CU', 7, 'PENDING');
     const ids = rows.map((r) => r.id);
     const at = [5, 5, 5, 7, 7, 9, 20];
@@ -194,6 +194,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('reads a batch back with only the fields the files show', async () => {
+    const { db } = store;
     await seedBatch(db, 'RD', 3, 'READY');
     const rows = [];
     for await (const page of resultRowPages(db, 'RD', 2)) rows.push(...page);
@@ -208,6 +209,7 @@ describe('store: row moves and claims (SQLite)', () => {
   });
 
   it('reads the beneficiary and empty columns out of the stored request as JSON.parse does', async () => {
+    const { db } = store;
     await checkBeneficiaryFromRequest(db);
   });
 });

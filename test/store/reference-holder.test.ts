@@ -4,26 +4,13 @@
  * and the index states its predicate without an IN list (migration 0006: SQLite built a table for the
  * list each time a row's state changed).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { REFERENCE_FREE_STATES, REFERENCE_HOLDING_STATES, ROW_STATES } from '../../src/domain/lifecycle.js';
-import type { Database } from '../../src/store/db.js';
-import { openTestDatabase } from '../support/database.js';
+import { useTestDatabase } from '../support/database.js';
 import { seedBatch } from './moves.js';
 
 describe('store: the reference holder index (SQLite)', () => {
-  let dir: string;
-  let db: Database;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'payoutd-holder-'));
-    db = await openTestDatabase(dir);
-  });
-  afterEach(async () => {
-    await db.destroy();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const store = useTestDatabase('payoutd-holder-');
 
   it('holding and free states split the row states between them', () => {
     expect([...REFERENCE_HOLDING_STATES, ...REFERENCE_FREE_STATES].sort()).toEqual([...ROW_STATES].sort());
@@ -31,12 +18,14 @@ describe('store: the reference holder index (SQLite)', () => {
   });
 
   it('is stated as the free states, without an IN list', async () => {
+    const { db } = store;
     const [sql] = (await db('sqlite_master').where({ type: 'index', name: 'payouts_reference_holder' }).pluck('sql')) as string[];
     expect(sql).not.toMatch(/\bIN\s*\(/i);
     for (const s of REFERENCE_FREE_STATES) expect(sql).toContain(`state <> '${s}'`);
   });
 
   it('refuses a second holder in every holding state, and lets any number of rows in free states share it', async () => {
+    const { db } = store;
     const [a, b, c] = await seedBatch(db, 'HR', 3, 'VALIDATED');
     await db('payouts').whereIn('id', [b!.id, c!.id]).update({ merchant_reference_id: a!.merchantReferenceId });
     for (const free of REFERENCE_FREE_STATES) {

@@ -4,31 +4,19 @@
  * and the two indexes led by the state over every row are gone (a claim, an answer and a settlement each
  * moved an entry in both).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import type { Database } from '../../src/store/db.js';
 import { STATE_INDEXES, rowsInState } from '../../src/store/payouts.js';
 import { listDueForPoll, listStalePending, nextPollDue, oldestPendingCreatedAt } from '../../src/store/settlement.js';
 import { claimDueRows, countRowsInState, markInterruptedCreatesUnknown } from '../../src/store/submission.js';
-import { openTestDatabase } from '../support/database.js';
+import { useTestDatabase } from '../support/database.js';
 import { seedBatch } from './moves.js';
 
 describe('store: one partial index per state read alone (SQLite)', () => {
-  let dir: string;
-  let db: Database;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'payoutd-state-idx-'));
-    db = await openTestDatabase(dir);
-  });
-  afterEach(async () => {
-    await db.destroy();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const store = useTestDatabase('payoutd-state-idx-');
 
   it('each covers its one state, written as a literal; no index over every row leads with the state', async () => {
+    const { db } = store;
     const indexes = (await db('sqlite_master').where({ type: 'index', tbl_name: 'payouts' }).select('name', 'sql')) as {
       name: string;
       sql: string | null;
@@ -39,6 +27,7 @@ describe('store: one partial index per state read alone (SQLite)', () => {
   });
 
   it('every read of PENDING, UNKNOWN or CREATING rows is planned through that state index', async () => {
+    const { db } = store;
     await seedBatch(db, 'SI', 6, 'PENDING');
     const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
     const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
@@ -68,6 +57,7 @@ describe('store: one partial index per state read alone (SQLite)', () => {
   });
 
   it('names only the states that have an index', () => {
+    const { db } = store;
     expect(() => rowsInState(db, 'PAID' as never)).toThrow(/no partial index covers state "PAID"/);
   });
 });

@@ -3,7 +3,10 @@
  * the way every layer's tests use it (one connection, NORMAL sync: speed
  * over power-loss durability, which no test measures).
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
 export async function openTestDatabase(dir: string): Promise<Database> {
@@ -16,4 +19,28 @@ export async function openTestDatabase(dir: string): Promise<Database> {
   });
   await migrateToLatest(db);
   return db;
+}
+
+/**
+ * A fresh test database for each test of the calling `describe` (call it there), in a temp folder of
+ * its own, destroyed and removed after the test. Read `.db` inside the tests.
+ */
+export function useTestDatabase(prefix: string): { readonly db: Database } {
+  let dir = '';
+  let db: Database | null = null;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), prefix));
+    db = await openTestDatabase(dir);
+  });
+  afterEach(async () => {
+    await db?.destroy();
+    db = null;
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    get db(): Database {
+      if (db === null) throw new Error('useTestDatabase: the database is open only inside a test');
+      return db;
+    },
+  };
 }
