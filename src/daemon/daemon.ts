@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutService } from '../domain/payout.js';
 import type { ResolvedConfig } from '../config/index.js';
-import type { Database } from '../store/db.js';
 import {
+  type Database,
   claimBatchLease,
   claimFileInDatabase,
   getBatch,
@@ -23,11 +23,15 @@ import {
   releaseStaleFileClaims,
   updateBatch,
   type BatchRecord,
-} from '../store/batches.js';
-import { isPostgres } from '../store/db.js';
-import { markInterruptedCreatesUnknown, releaseBatchHold, holdBatch } from '../store/submission.js';
-import { listFinishedActiveBatches } from '../store/settlement.js';
-import { stateCounts } from '../store/payouts.js';
+  isPostgres,
+  listBalanceHoldsDue,
+  listBatchesMissingFiles,
+  markInterruptedCreatesUnknown,
+  releaseBatchHold,
+  holdBatch,
+  listFinishedActiveBatches,
+  stateCounts,
+} from '../store/index.js';
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { verifyUnchanged } from '../ingest/inbox/index.js';
@@ -338,10 +342,7 @@ export class PayoutDaemon {
   private async reviewHolds(): Promise<number> {
     const { db, clock, logger, config } = this.deps;
     const now = clock.now();
-    const held = (await db('batches')
-      .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
-      .andWhere('hold_until', '<=', now)
-      .pluck('id')) as string[];
+    const held = await listBalanceHoldsDue(db, now);
     for (const id of held) {
       const verdict = config.batch.balanceCheck.enabled ? await this.gate.check(id, this.abortCalls.signal) : { ok: true, reason: null };
       if (verdict.ok) {
@@ -449,14 +450,7 @@ export class PayoutDaemon {
     const { db, clock, logger } = this.deps;
     // Batches the intake is busy with are left to it for a while (it writes their files itself).
     const settled = clock.now() - minAgeMs;
-    const missing = (await db('batches')
-      .where('updated_at', '<=', settled)
-      .andWhere((q) =>
-        q
-          .where((w) => w.whereNull('ack_written_at').whereIn('state', ['ACTIVE', 'REJECTED', 'DUPLICATE', 'COMPLETE']))
-          .orWhere((w) => w.where('state', 'REJECTED').whereNull('result_written_at').where('row_count', '>', 0)),
-      )
-      .pluck('id')) as string[];
+    const missing = await listBatchesMissingFiles(db, settled);
     for (const id of missing) {
       const b = (await getBatch(db, id)) as BatchRecord;
       try {

@@ -6,11 +6,16 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RowState } from '../domain/lifecycle.js';
-import type { Database } from '../store/db.js';
-import type { BatchRecord } from '../store/batches.js';
-import { ackRowPages, type AckSourceRow } from '../store/acks.js';
-import { resultRowPages, type BatchResultRow } from '../store/payouts.js';
-import { batchRetrySource, countCancelledRows } from '../store/reports.js';
+import {
+  type Database,
+  type BatchRecord,
+  ackRowPages,
+  type AckSourceRow,
+  resultRowPages,
+  type BatchResultRow,
+  batchRetrySource,
+  countCancelledRows,
+} from '../store/index.js';
 import {
   writeAckFile,
   writeInterimReport,

@@ -13,10 +13,11 @@ import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { canonicalStringify } from '../json/canonical.js';
-import type { Database } from '../store/db.js';
 import {
+  type Database,
   claimBatchLease,
   clearBatchContents,
+  findBatchByStoredPath,
   findFirstBySha,
   getBatch,
   insertBatch,
@@ -25,10 +26,12 @@ import {
   updateBatch,
   type BatchErrorRecord,
   type BatchRecord,
-} from '../store/batches.js';
-import { acceptBatchRows, type InvalidRowsPolicy } from '../store/acceptance.js';
-import { insertRows, type NewPayoutRow } from '../store/payouts.js';
-import { holdBatch } from '../store/submission.js';
+  acceptBatchRows,
+  type InvalidRowsPolicy,
+  insertRowsWhileReading,
+  type NewPayoutRow,
+  holdBatch,
+} from '../store/index.js';
 import { BatchReadError, parseBatchFile, type BatchFormatOptions, type ParsedBatchRow } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, verifyUnchanged, type ClaimedFile } from './inbox/index.js';
@@ -167,7 +170,7 @@ export class BatchIntake {
     for (const name of names) {
       if (name.endsWith('.ctl') || name.startsWith('.')) continue;
       const storedPath = join(claimedDir, name);
-      const known = await this.deps.db('batches').where({ stored_path: storedPath }).first();
+      const known = await findBatchByStoredPath(this.deps.db, storedPath);
       if (known) continue;
       const st = await stat(storedPath);
       if (!st.isFile()) continue;
@@ -331,12 +334,8 @@ export class BatchIntake {
       const records = pending;
       pending = [];
       const now = clock.now();
-      await db.transaction(async (trx) => {
-        // Still reading: keep the batch ours (another instance takes over a batch whose reader died).
-        // In the rows' transaction: one commit (one disk sync) per chunk instead of two.
-        await claimBatchLease(trx, batch.id, this.o.instanceId, this.o.leaseMs, now);
-        await insertRows(trx, records, now);
-      });
+      // Still reading: the batch stays ours while its rows go in.
+      await insertRowsWhileReading(db, { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs }, records, now);
       this.deps.afterChunkStored?.();
     };
     try {

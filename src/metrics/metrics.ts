@@ -8,8 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Database } from '../store/db.js';
-import { oldestPendingCreatedAt } from '../store/settlement.js';
+import { oldestPendingCreatedAt, pingDatabase, stateCountsOfAllBatches, type Database } from '../store/index.js';
 
 export interface MetricsSources {
   db: Database;
@@ -74,16 +73,9 @@ export class PayoutdMetrics {
       labelNames: ['state'],
       registers,
       async collect() {
-        // Grouped in the order of the (batch_id, state, line) index and summed here: no index leads with the state
-        // (migration 0007), and grouping by state alone sorted every row (180 against 80 ms at a million rows).
-        const rows = (await db('payouts').select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as {
-          state: string;
-          n: number | string;
-        }[];
-        const byState = new Map<string, number>();
-        for (const r of rows) byState.set(r.state, (byState.get(r.state) ?? 0) + Number(r.n));
+        const counts = await stateCountsOfAllBatches(db);
         this.reset();
-        for (const [state, n] of byState) this.set({ state }, n);
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
       },
     });
     new Gauge({
@@ -117,7 +109,7 @@ export class PayoutdMetrics {
       if (path === '/metrics') return { status: 200, type: this.registry.contentType, body: await this.registry.metrics() };
       if (path === '/healthz') return { status: 200, type: 'text/plain', body: 'ok\n' };
       if (path === '/readyz') {
-        await this.sources.db.raw('select 1');
+        await pingDatabase(this.sources.db);
         return this.sources.ready()
           ? { status: 200, type: 'text/plain', body: 'ready\n' }
           : { status: 503, type: 'text/plain', body: 'starting\n' };

@@ -16,8 +16,8 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutRecord, PayoutService } from '../domain/payout.js';
-import type { Database } from '../store/db.js';
 import {
+  type Database,
   flagStale,
   listDueForPoll,
   listStalePending,
@@ -26,8 +26,11 @@ import {
   reschedulePolls,
   type PollCursor,
   type PollTarget,
-} from '../store/settlement.js';
-import { claimDueRows, countRowsInState, recordAnswers, type RowMove } from '../store/submission.js';
+  claimDueRows,
+  countRowsInState,
+  recordAnswers,
+  type RowMove,
+} from '../store/index.js';
 import { settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 

@@ -143,6 +143,36 @@ export async function findFirstBySha(db: Database, sha256: string, excludeId: st
   return r ? fromRow(r) : undefined;
 }
 
+/** The batch whose file was claimed to `storedPath`, if any (a claimed file without one was stopped mid-claim). */
+export async function findBatchByStoredPath(db: Database, storedPath: string): Promise<BatchRecord | undefined> {
+  const r = (await db('batches').where({ stored_path: storedPath }).first()) as Record<string, unknown> | undefined;
+  return r ? fromRow(r) : undefined;
+}
+
+/** Active batches held for their balance whose hold has run out by `now`. */
+export async function listBalanceHoldsDue(db: Database, now: number): Promise<string[]> {
+  return (await db('batches')
+    .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
+    .andWhere('hold_until', '<=', now)
+    .pluck('id')) as string[];
+}
+
+/**
+ * Batches last changed by `settledBy` that lack a file they should have: an
+ * acknowledgement (or refusal) not yet written, or the result file of a batch
+ * rejected after some of its rows were read.
+ */
+export async function listBatchesMissingFiles(db: Database, settledBy: number): Promise<string[]> {
+  return (await db('batches')
+    .where('updated_at', '<=', settledBy)
+    .andWhere((q) =>
+      q
+        .where((w) => w.whereNull('ack_written_at').whereIn('state', ['ACTIVE', 'REJECTED', 'DUPLICATE', 'COMPLETE']))
+        .orWhere((w) => w.where('state', 'REJECTED').whereNull('result_written_at').where('row_count', '>', 0)),
+    )
+    .pluck('id')) as string[];
+}
+
 /** Applies a patch; a state change must be a legal move from the state now stored. */
 export async function updateBatch(db: Database, id: string, patch: Partial<BatchRecord>, now: number): Promise<void> {
   if (patch.state) {

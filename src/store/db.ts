@@ -124,6 +124,11 @@ export class SchemaError extends PayoutdError {
   override readonly name = 'SchemaError';
 }
 
+/** Rejects when the database cannot answer (the readiness probe). */
+export async function pingDatabase(db: Database): Promise<void> {
+  await db.raw('select 1');
+}
+
 export function isPostgres(db: Database): boolean {
   return db.client.config.client === 'pg';
 }

@@ -10,6 +10,7 @@ import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
 import { multiRowInsertSql, selectArrays, sqliteWriter, type PreparedWrite } from './prepared.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
+import { claimBatchLease } from './batches.js';
 
 export interface PayoutRow {
   id: number;
@@ -186,6 +187,25 @@ export async function insertRows(db: Database | Knex.Transaction, given: NewPayo
     const count = typeof inserted === 'number' ? inserted : Number(inserted.rowCount ?? inserted.changes);
     if (count < end - i) await insertSetAside(db, rows.slice(i, end), now);
   }
+}
+
+/** The reader of a batch: the lease it renews with each chunk it stores. */
+export interface ReaderLease {
+  batchId: string;
+  instanceId: string;
+  leaseMs: number;
+}
+
+/**
+ * A chunk of a batch still being read, stored in one transaction with the
+ * renewal of the reader's lease (another instance takes over a batch whose
+ * reader died): one commit, and one disk sync, per chunk instead of two.
+ */
+export async function insertRowsWhileReading(db: Database, lease: ReaderLease, rows: NewPayoutRow[], now: number): Promise<void> {
+  await db.transaction(async (trx) => {
+    await claimBatchLease(trx, lease.batchId, lease.instanceId, lease.leaseMs, now);
+    await insertRows(trx, rows, now);
+  });
 }
 
 function byReference(a: NewPayoutRow, b: NewPayoutRow): number {
@@ -636,4 +656,34 @@ export async function stateCounts(db: Database, batchId: string): Promise<Partia
   const out: Partial<Record<RowState, number>> = {};
   for (const r of rows) out[r.state] = Number(r.n);
   return out;
+}
+
+/**
+ * Row counts per state over every batch (the metrics gauge). Grouped in the order of the (batch_id, state, line)
+ * index and summed here: no index leads with the state (migration 0007), and grouping by state alone sorted
+ * every row (180 against 80 ms at a million rows).
+ */
+export async function stateCountsOfAllBatches(db: Database): Promise<Partial<Record<RowState, number>>> {
+  const rows = (await db('payouts').select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as {
+    state: RowState;
+    n: number | string;
+  }[];
+  const out: Partial<Record<RowState, number>> = {};
+  for (const r of rows) out[r.state] = (out[r.state] ?? 0) + Number(r.n);
+  return out;
+}
+
+/** The stored requests of a batch's READY rows, a page at a time (a million-row batch never sits in memory). */
+export async function* readyRequestPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<string[]> {
+  for (let afterId = 0; ;) {
+    const rows = (await db('payouts')
+      .where({ batch_id: batchId, state: 'READY' })
+      .andWhere('id', '>', afterId)
+      .orderBy('id')
+      .limit(pageSize)
+      .select('id', 'request_json')) as { id: number; request_json: string }[];
+    if (rows.length > 0) yield rows.map((r) => r.request_json);
+    if (rows.length < pageSize) return;
+    afterId = Number(rows[rows.length - 1]?.id);
+  }
 }

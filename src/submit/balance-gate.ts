@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import type { PayoutRequest, PayoutService } from '../domain/payout.js';
-import type { Database } from '../store/db.js';
+import { readyRequestPages, type Database } from '../store/index.js';
 
 export interface BalanceVerdict {
   ok: boolean;
@@ -32,23 +32,15 @@ export class BalanceGate {
   /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency). */
   private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
     const sums = new Map<string, Map<string, Decimal>>();
-    // In pages: a million-row batch must not sit in memory to be added up.
-    for (let afterId = 0; ;) {
-      const rows = (await this.db('payouts')
-        .where({ batch_id: batchId, state: 'READY' })
-        .andWhere('id', '>', afterId)
-        .orderBy('id')
-        .limit(10_000)
-        .select('id', 'request_json')) as { id: number; request_json: string }[];
-      for (const r of rows) {
-        const req = JSON.parse(r.request_json) as PayoutRequest;
+    for await (const page of readyRequestPages(this.db, batchId)) {
+      for (const text of page) {
+        const req = JSON.parse(text) as PayoutRequest;
         const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
         byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
         sums.set(req.deductionCurrency, byPayout);
       }
-      if (rows.length < 10_000) return sums;
-      afterId = Number(rows[rows.length - 1]?.id);
     }
+    return sums;
   }
 
   async check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict> {

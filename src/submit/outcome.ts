@@ -6,7 +6,7 @@ import { ApiError } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
-import type { PayoutRowPatch } from '../store/payouts.js';
+import type { PayoutRowPatch } from '../store/index.js';
 
 export interface CreateDecision {
   to: RowState;

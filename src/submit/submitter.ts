@@ -15,8 +15,8 @@ import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
 import { maskAccountNumber } from '../domain/payout.js';
-import type { Database } from '../store/db.js';
 import {
+  type Database,
   applyRowMoves,
   claimDueRows,
   claimReadyRows,
@@ -26,9 +26,9 @@ import {
   type Claimant,
   type ClaimedRow,
   type RowMove,
-} from '../store/submission.js';
+  GroupCommit,
+} from '../store/index.js';
 import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
-import { GroupCommit } from '../store/group-commit.js';
 
 export interface SubmitterOptions {
   /** Creates in flight at once. */

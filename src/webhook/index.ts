@@ -18,5 +18,4 @@ export {
   type OtherEvent,
   type MalformedEvent,
 } from './event.js';
-export { recordWebhookEvent } from './record.js';
 export { NonceWindow } from '../signing/nonces.js';

@@ -8,8 +8,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { CanonicalOptions } from '../json/canonical.js';
 import type { HmacKeyEncoding } from '../signing/signatures.js';
-import type { Database } from '../store/db.js';
-import type { PayoutNamed } from '../store/settlement.js';
+import type { Database, PayoutNamed } from '../store/index.js';
 import { WebhookConfigError } from './errors.js';
 
 /** What became of one delivery (metrics). `error`: the event could not be recorded (500, the sender retries). */

@@ -13,14 +13,12 @@ import type { AddressInfo } from 'node:net';
 import type { Clock } from '../domain/clock.js';
 import { safeError } from '../log/logger.js';
 import { hmacKeyBytes } from '../signing/signatures.js';
-import type { Database } from '../store/db.js';
-import { pollSoon, type PayoutNamed } from '../store/settlement.js';
+import { type Database, forgetWebhookEventsBefore, pollSoon, recordWebhookEvent, type PayoutNamed } from '../store/index.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
 import { NonceWindow } from '../signing/nonces.js';
 import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
-import { forgetWebhookEventsBefore, recordWebhookEvent } from './record.js';
 import { verifyDelivery } from './verify.js';
 
 /** The default follow-up of a new event: make the payouts due for a query now, then wake the poller. */

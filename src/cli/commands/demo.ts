@@ -14,8 +14,7 @@ import { systemClock } from '../../domain/clock.js';
 import { PayoutdError } from '../../domain/errors.js';
 import { startDaemon } from '../../daemon/runtime.js';
 import { outboxName } from '../../daemon/outbox.js';
-import { listRecentBatches } from '../../store/batches.js';
-import { stateCounts } from '../../store/payouts.js';
+import { listRecentBatches, stateCounts } from '../../store/index.js';
 import { createLogger } from '../../log/index.js';
 import { print, table } from '../output.js';
 

@@ -9,11 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore } from '../../store/open.js';
+import { openStore, migrateToLatest, type Database, getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
 import { outboxName } from '../../daemon/outbox.js';
-import { migrateToLatest, type Database } from '../../store/db.js';
-import { getBatch } from '../../store/batches.js';
-import { batchRetrySource, payoutsCreatedBetween } from '../../store/reports.js';
 import {
   reconciliationFileName,
   reportPeriod,

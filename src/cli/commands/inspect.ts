@@ -7,7 +7,7 @@ import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
-import { getBatch } from '../../store/batches.js';
+import { getBatch } from '../../store/index.js';
 import { parseBatchFile, type ParsedBatchRow } from '../../ingest/csv/index.js';
 import type { RowError } from '../../ingest/rules/index.js';
 import { print } from '../output.js';

@@ -6,10 +6,7 @@
  */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore } from '../../store/open.js';
-import { assertSchemaCurrent } from '../../store/db.js';
-import { getBatch } from '../../store/batches.js';
-import { cancelReadyRows, releaseBatchHold } from '../../store/submission.js';
+import { openStore, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';
 import { print } from '../output.js';
 
 async function withActiveBatch(

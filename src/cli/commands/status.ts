@@ -7,10 +7,17 @@
 import { existsSync } from 'node:fs';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore } from '../../store/open.js';
-import { assertSchemaCurrent, migrateToLatest, type Database } from '../../store/db.js';
-import { getBatch, listBatchErrors, listRecentBatches, type BatchRecord } from '../../store/batches.js';
-import { stateCounts } from '../../store/payouts.js';
+import {
+  openStore,
+  assertSchemaCurrent,
+  migrateToLatest,
+  type Database,
+  getBatch,
+  listBatchErrors,
+  listRecentBatches,
+  type BatchRecord,
+  stateCounts,
+} from '../../store/index.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */

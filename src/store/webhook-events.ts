@@ -1,6 +1,6 @@
 /**
- * The one database operation of the receiver: remember an event by its
- * eventId. Deduplication lives in the database (the webhook_events primary
+ * Webhook deliveries already seen: the webhook receiver remembers each event
+ * by its eventId. Deduplication lives in the database (the webhook_events primary
  * key), not in memory, so it holds across restarts and across daemon
  * instances sharing a PostgreSQL database. INSERT … ON CONFLICT DO NOTHING
  * RETURNING works the same on SQLite (3.35+) and PostgreSQL: a row back
@@ -8,11 +8,18 @@
  * Remembered events are forgotten after a retention far beyond the sender's
  * retry schedule, so the table does not grow for the life of the daemon.
  */
-import type { Database } from '../store/db.js';
-import type { PayoutUpdatedEvent } from './event.js';
+import type { Database } from './db.js';
+
+/** What is kept of a `payout.updated` delivery. */
+export interface WebhookEventRecord {
+  eventId: string;
+  payoutId: string;
+  merchantReferenceId: string | null;
+  status: string | null;
+}
 
 /** True when this is the first delivery of the event (now recorded), false for a duplicate. */
-export async function recordWebhookEvent(db: Database, e: PayoutUpdatedEvent, receivedAt: number): Promise<boolean> {
+export async function recordWebhookEvent(db: Database, e: WebhookEventRecord, receivedAt: number): Promise<boolean> {
   return db.transaction(async (trx) => {
     const rows = (await trx('webhook_events')
       .insert({
