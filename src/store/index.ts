@@ -15,7 +15,7 @@
  * finance reports.
  */
 export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
-export { openStore } from './open.js';
+export { openStore, type StoreSettings } from './open.js';
 export { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 
 export {

@@ -5,11 +5,19 @@
  * migrate) load the store and nothing of the daemon, the API client, the
  * sandbox, metrics or the webhook receiver.
  */
-import type { ResolvedConfig } from '../config/index.js';
-import { openDatabase, type Database } from './db.js';
+import { openDatabase, type Database, type DatabaseOptions } from './db.js';
+
+/**
+ * What the store reads of the configuration (a ResolvedConfig has it): the store depends on the domain alone,
+ * not on the configuration module, which itself knows the ingest rules.
+ */
+export interface StoreSettings {
+  databaseFile: string;
+  database: Pick<DatabaseOptions, 'client' | 'url' | 'poolMax' | 'busyTimeoutMs' | 'synchronous'>;
+}
 
 /** The configured database; `readOnly` for commands that must never write (status, reports). */
-export function openStore(config: ResolvedConfig, readOnly = false): Database {
+export function openStore(config: StoreSettings, readOnly = false): Database {
   return openDatabase({
     readOnly,
     client: config.database.client,

@@ -1,12 +1,14 @@
 /**
- * The folder layout is the architecture: these checks keep the two rules a
- * reader relies on. The domain imports nothing of the project's IO folders,
- * and only the store speaks SQL: the rest of the code reaches the database
- * through `src/store/index.ts`, never through a store module or a driver.
- * Read from the source text, so a new file is checked the day it is added.
+ * The folder layout is the architecture: these checks keep the rules a
+ * reader relies on. Dependencies between folders point one way (no cycle);
+ * the domain imports nothing of the project's IO folders and the store only
+ * the domain; and only the store speaks SQL: the rest of the code reaches the
+ * database through `src/store/index.ts`, never through a store module or a
+ * driver. Read from the source text (type imports included), so a new file is
+ * checked the day it is added.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const SRC = join(import.meta.dirname, '..', '..', 'src');
@@ -27,6 +29,51 @@ const files = sourceFiles(SRC).map((path) => {
   return { name: relative(SRC, path), text, imports: importsOf(text) };
 });
 
+/** The folder of src/ a relative import lands in (null for a library or node: module). */
+function folderOf(fromFile: string, specifier: string): string | null {
+  if (!specifier.startsWith('.')) return null;
+  return relative(SRC, join(SRC, dirname(fromFile), specifier)).split(sep)[0] ?? null;
+}
+
+/** Which folders each folder imports from (itself excluded). */
+function folderGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const f of files) {
+    const from = f.name.split(sep)[0] as string;
+    const edges = graph.get(from) ?? new Set<string>();
+    for (const i of f.imports) {
+      const to = folderOf(f.name, i);
+      if (to !== null && to !== from) edges.add(to);
+    }
+    graph.set(from, edges);
+  }
+  return graph;
+}
+
+/** One cycle of the graph as a path (first folder repeated at the end), or null. */
+function cycleIn(graph: Map<string, Set<string>>): string[] | null {
+  const done = new Set<string>();
+  const onPath: string[] = [];
+  const visit = (n: string): string[] | null => {
+    const at = onPath.indexOf(n);
+    if (at >= 0) return [...onPath.slice(at), n];
+    if (done.has(n)) return null;
+    onPath.push(n);
+    for (const m of graph.get(n) ?? []) {
+      const found = visit(m);
+      if (found) return found;
+    }
+    onPath.pop();
+    done.add(n);
+    return null;
+  };
+  for (const n of graph.keys()) {
+    const found = visit(n);
+    if (found) return found;
+  }
+  return null;
+}
+
 /** A knex query, raw statement or transaction started on a database handle. */
 const SQL_CALL = /\b(?:db|trx|knex)\s*\(\s*'|\.(?:raw|transaction)\s*\(/;
 
@@ -34,6 +81,25 @@ describe('layering', () => {
   it('finds the sources and their imports (the checks below would pass on nothing otherwise)', () => {
     expect(files.length).toBeGreaterThan(100);
     expect(files.find((f) => f.name === join('daemon', 'daemon.ts'))?.imports).toContain('../store/index.js');
+  });
+
+  it('dependencies between folders point one way: no folder reaches itself through others', () => {
+    expect(
+      cycleIn(
+        new Map([
+          ['a', new Set(['b'])],
+          ['b', new Set(['c'])],
+          ['c', new Set(['a'])],
+        ]),
+      ),
+    ).toEqual(['a', 'b', 'c', 'a']);
+    const graph = folderGraph();
+    expect(graph.get('daemon')).toContain('store');
+    expect(cycleIn(graph)).toBeNull();
+  });
+
+  it('the store imports only itself, the domain and libraries', () => {
+    expect([...(folderGraph().get('store') ?? [])]).toEqual(['domain']);
   });
 
   it('the domain imports only itself and libraries, never an IO folder of the project', () => {
