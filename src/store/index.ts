@@ -8,11 +8,11 @@
  *
  * What lives where: db.ts and open.ts open a database; batches.ts holds batch
  * records and file claims; payouts.ts the payout rows (intake inserts, guarded
- * moves, result rows); acceptance.ts accepts a batch once read; submission.ts
+ * moves); acceptance.ts accepts a batch once read; submission.ts
  * and group-commit.ts the intent before a create and the answer after;
  * settlement.ts what the poller asks about; webhook-events.ts the webhook
- * deliveries seen; acks.ts and reports.ts the reads behind the ack and the
- * finance reports.
+ * deliveries seen; acks.ts, results.ts and reports.ts the reads behind the
+ * ack, the result files and the finance reports.
  */
 export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
@@ -48,10 +48,8 @@ export {
   insertRows,
   insertRowsWhileReading,
   readyRequestPages,
-  resultRowPages,
   stateCounts,
   stateCountsOfAllBatches,
-  type BatchResultRow,
   type NewPayoutRow,
   type PayoutRowPatch,
   type ReaderLease,
@@ -93,4 +91,5 @@ export {
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
+export { resultRowPages, type BatchResultRow } from './results.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';

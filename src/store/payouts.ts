@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { canMoveRow, REFERENCE_FREE_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
-import { multiRowInsertSql, selectArrays, sqliteWriter, type PreparedWrite } from './prepared.js';
+import { multiRowInsertSql, sqliteWriter, type PreparedWrite } from './prepared.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { claimBatchLease } from './batches.js';
 
@@ -45,7 +45,8 @@ export interface PayoutRow {
   updatedAt: number;
 }
 
-const COLUMNS: Record<keyof PayoutRow, string> = {
+/** Each field of a PayoutRow and its column. */
+export const COLUMNS: Record<keyof PayoutRow, string> = {
   id: 'id',
   batchId: 'batch_id',
   line: 'line',
@@ -527,124 +528,6 @@ export async function historyOf(db: Database, rowId: number): Promise<HistoryRec
     outcome: (r.outcome as string | null) ?? null,
     detail: (r.detail as string | null) ?? null,
   }));
-}
-
-/**
- * A row as the result and interim files show it (src/daemon/outbox.ts).
- * The beneficiary and, where a column is empty, the payout's currencies and
- * amount come from the stored request, read in SQL: parsing every request in
- * JavaScript cost more than reading the rows.
- */
-export type BatchResultRow = Pick<
-  PayoutRow,
-  | 'id'
-  | 'line'
-  | 'merchantReferenceId'
-  | 'state'
-  | 'payoutCurrency'
-  | 'payoutAmount'
-  | 'deductionCurrency'
-  | 'payoutId'
-  | 'rate'
-  | 'deductionAmount'
-  | 'totalFee'
-  | 'feeCurrency'
-  | 'completeTime'
-  | 'reasonCode'
-  | 'reason'
-> & {
-  /** Null when the row has no request (an invalid row). */
-  beneficiaryAccountName: string | null;
-  beneficiaryAccountNumber: string | null;
-};
-
-/** The text at `path` in the JSON of `column` (SQL NULL when absent), in the database's own dialect. */
-function jsonTextAt(db: Database, column: string, path: readonly string[]): Knex.Raw {
-  // The path segments are this module's constants (plain names), never input, so they are written into the SQL.
-  return isPostgres(db)
-    ? db.raw(`(??::json) #>> '{${path.join(',')}}'`, [column])
-    : db.raw(`json_extract(??, '$.${path.join('.')}')`, [column]);
-}
-
-/** The column, or where it is NULL the request's field of the same meaning. */
-function columnOrRequest(db: Database, column: string, field: string): Knex.Raw {
-  return db.raw('coalesce(??, ?)', [column, jsonTextAt(db, COLUMNS.requestJson, [field])]);
-}
-
-/** What `resultRowPages` selects, in the order `resultRowOf` reads the values. */
-function resultSelection(db: Database): (string | Knex.Raw)[] {
-  return [
-    'id',
-    'line',
-    COLUMNS.merchantReferenceId,
-    'state',
-    columnOrRequest(db, COLUMNS.payoutCurrency, 'payoutCurrency'),
-    columnOrRequest(db, COLUMNS.payoutAmount, 'payoutAmount'),
-    columnOrRequest(db, COLUMNS.deductionCurrency, 'deductionCurrency'),
-    COLUMNS.payoutId,
-    'rate',
-    COLUMNS.deductionAmount,
-    COLUMNS.totalFee,
-    COLUMNS.feeCurrency,
-    COLUMNS.completeTime,
-    COLUMNS.reasonCode,
-    'reason',
-    jsonTextAt(db, COLUMNS.requestJson, ['beneficiary', 'accountName']),
-    jsonTextAt(db, COLUMNS.requestJson, ['beneficiary', 'accountNumber']),
-  ];
-}
-
-type Text = string | null;
-/** One row's values as `resultSelection` lists them. */
-type ResultValues = [number, number, string, RowState, Text, Text, Text, Text, Text, Text, Text, Text, Text, Text, Text, Text, Text];
-
-/** A row from its values in `resultSelection` order. */
-function resultRowOf(values: unknown[]): BatchResultRow {
-  const v = values as ResultValues;
-  return {
-    id: v[0],
-    line: v[1],
-    merchantReferenceId: v[2],
-    state: v[3],
-    payoutCurrency: v[4],
-    payoutAmount: v[5],
-    deductionCurrency: v[6],
-    payoutId: v[7],
-    rate: v[8],
-    deductionAmount: v[9],
-    totalFee: v[10],
-    feeCurrency: v[11],
-    completeTime: v[12],
-    reasonCode: v[13],
-    reason: v[14],
-    beneficiaryAccountName: v[15],
-    beneficiaryAccountNumber: v[16],
-  };
-}
-
-/**
- * All rows of a batch in line order, a page at a time (result files of any
- * size; pages rather than rows: one await per page instead of one per row).
- * Only what the files show, read as arrays of values (`selectArrays`) made
- * into one plain object each: building 30-property objects for every row
- * cost four times as much as reading them, and the driver's own row objects
- * cost as much as the read.
- */
-export async function* resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
-  const columns = resultSelection(db);
-  let afterLine = -1;
-  for (;;) {
-    const page = await selectArrays(
-      db,
-      db('payouts').where({ batch_id: batchId }).andWhere('line', '>', afterLine).orderBy('line').limit(pageSize).select(columns),
-    );
-    const rows = page.map(resultRowOf);
-    const last = rows[rows.length - 1];
-    if (last === undefined) return;
-    yield rows;
-    if (rows.length < pageSize) return;
-    afterLine = last.line;
-  }
 }
 
 /** Row counts per state of a batch. */

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { RowStateError, getRow, historyOf, resultRowPages, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { RowStateError, getRow, historyOf, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { resultRowPages } from '../../src/store/results.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/submission.js';
@@ -199,7 +200,7 @@ describe('store: row moves and claims (SQLite)', () => {
     const rows = [];
     for await (const page of resultRowPages(db, 'RD', 2)) rows.push(...page);
     expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
-    // 17 fields (src/store/payouts.ts BatchResultRow); bookkeeping columns the files never show are not read,
+    // 17 fields (src/store/results.ts BatchResultRow); bookkeeping columns the files never show are not read,
     // nor the stored request: the beneficiary is read out of it in SQL.
     expect(Object.keys(rows[0] ?? {})).toHaveLength(17);
     for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus', 'requestJson'])

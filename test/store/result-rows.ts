@@ -10,7 +10,8 @@
 import { expect } from 'vitest';
 import { canonicalStringify } from '../../src/json/index.js';
 import type { Database } from '../../src/store/db.js';
-import { insertRows, resultRowPages, type NewPayoutRow } from '../../src/store/payouts.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+import { resultRowPages } from '../../src/store/results.js';
 import { request } from '../finance/helpers.js';
 
 /** Stored request texts: canonical (as the intake writes them) and one with JSON escapes, which must read the same. */
