@@ -20,7 +20,6 @@ import { dist } from '../lib/common.mjs';
 const root = join(import.meta.dirname, '..', '..');
 const { loadConfig } = await dist(root, 'config/index.js');
 const { parseBatchFile } = await dist(root, 'ingest/csv/index.js');
-const { canonicalStringify } = await dist(root, 'json/index.js');
 
 const CHUNK_ROWS = 1_000;
 const CHUNKS_AHEAD = 12;
@@ -33,7 +32,7 @@ function columnValues(r) {
     r.line,
     r.merchantReferenceId,
     r.request ? 'READY' : 'INVALID',
-    r.request ? canonicalStringify(r.request) : null,
+    r.requestValues ? JSON.stringify(r.requestValues) : null,
     r.written.payoutCurrency || null,
     r.written.payoutAmount || null,
     r.written.deductionCurrency || null,
@@ -48,7 +47,7 @@ function newPayoutRow(batchId, v) {
     line: v[0],
     merchantReferenceId: v[1],
     state: v[2],
-    requestJson: v[3],
+    requestValues: v[3],
     payoutCurrency: v[4],
     payoutAmount: v[5],
     deductionCurrency: v[6],

@@ -79,12 +79,21 @@ export function insertBatch(raw, b, claimedDir) {
   raw.prepare(`INSERT INTO batches (${cols.join(',')}) VALUES (${cols.map((c) => `@${c}`).join(',')})`).run(row);
 }
 
+/** The column a row keeps its request in: request_values from migration 0008, request_json before it. */
+export function requestColumn(raw) {
+  const names = raw
+    .prepare('PRAGMA table_info(payouts)')
+    .all()
+    .map((c) => c.name);
+  return names.includes('request_values') ? 'request_values' : 'request_json';
+}
+
 const PAYOUT_COLUMNS = [
   'batch_id',
   'line',
   'merchant_reference_id',
   'state',
-  'request_json',
+  'request',
   'payout_currency',
   'payout_amount',
   'deduction_currency',
@@ -114,8 +123,10 @@ const PAYOUT_COLUMNS = [
  * ({at, event, from_state, to_state, outcome, detail}).
  */
 export function insertPayouts(raw, batchId, n, rowOf, historyOf = () => []) {
+  // `request` in rowOf's columns names the build's own request column (storedRequestForm gives its text).
+  const request = requestColumn(raw);
   const insertRow = raw.prepare(
-    `INSERT INTO payouts (${PAYOUT_COLUMNS.join(',')}) VALUES (${PAYOUT_COLUMNS.map((c) => `@${c}`).join(',')})`,
+    `INSERT INTO payouts (${PAYOUT_COLUMNS.map((c) => (c === 'request' ? request : c)).join(',')}) VALUES (${PAYOUT_COLUMNS.map((c) => `@${c}`).join(',')})`,
   );
   const insertHistory = raw.prepare(
     'INSERT INTO payout_history (payout_row_id, at, event, from_state, to_state, outcome, detail) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -152,23 +163,29 @@ export function createdColumns(answer, at) {
  * Inserts `n` PAID rows (lines 2..n+1 of the batch) entirely inside SQLite,
  * with their history (intent, created, settled): no per-row JavaScript, so
  * a million final rows cost seconds. References are `${prefix}-<9 digits>`
- * numbered from `base`; request_json has the stored (canonical) shape.
+ * numbered from `base`; the request has the build's stored shape (see requestColumn).
  */
 export function insertPaidRowsSql(raw, batchId, n, { base, at, prefix }) {
   if (n <= 0) return;
   const created = new Date(at).toISOString();
   const completed = new Date(at + 5000).toISOString();
+  const column = requestColumn(raw);
+  const request =
+    column === 'request_values'
+      ? `printf('["%s-%09d","USDT","PHP","%d.50","Maria","Santos","PH","PASSPORT","P%08d","Ana Cruz","%08d1234","BOPIPHMM"]',
+             @prefix, @base + i, 100 + (@base + i) % 4900, 1000000 + (@base + i) % 8000000, 1000000 + (@base + i) % 8000000)`
+      : `printf('{"beneficiary":{"accountName":"Ana Cruz","accountNumber":"%08d1234","bankCode":"BOPIPHMM"},"deductionCurrency":"USDT","merchantReferenceId":"%s-%09d","payoutAmount":"%d.50","payoutCurrency":"PHP","sender":{"country":"PH","firstName":"Maria","idType":"PASSPORT","idValue":"P%08d","lastName":"Santos"}}',
+             1000000 + (@base + i) % 8000000, @prefix, @base + i, 100 + (@base + i) % 4900, 1000000 + (@base + i) % 8000000)`;
   const tx = raw.transaction(() => {
     const first = raw.prepare('SELECT coalesce(max(id), 0) AS id FROM payouts').get().id + 1;
     raw
       .prepare(
         `WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < @n - 1)
-         INSERT INTO payouts (batch_id, line, merchant_reference_id, state, request_json, payout_currency, payout_amount,
+         INSERT INTO payouts (batch_id, line, merchant_reference_id, state, ${column}, payout_currency, payout_amount,
            deduction_currency, payout_id, service_status, rate, deduction_amount, total_fee, fee_currency, create_time,
            complete_time, create_attempts, created_at_ms, poll_count, last_polled_at, updated_at)
          SELECT @batchId, i + 2, printf('%s-%09d', @prefix, @base + i), 'PAID',
-           printf('{"beneficiary":{"accountName":"Ana Cruz","accountNumber":"%08d1234","bankCode":"BOPIPHMM"},"deductionCurrency":"USDT","merchantReferenceId":"%s-%09d","payoutAmount":"%d.50","payoutCurrency":"PHP","sender":{"country":"PH","firstName":"Maria","idType":"PASSPORT","idValue":"P%08d","lastName":"Santos"}}',
-             1000000 + (@base + i) % 8000000, @prefix, @base + i, 100 + (@base + i) % 4900, 1000000 + (@base + i) % 8000000),
+           ${request},
            'PHP', printf('%d.50', 100 + (@base + i) % 4900), 'USDT', printf('PBENCH%010d', @base + i), 'PAID', '56.25',
            printf('%d.5', 2 + (@base + i) % 80), '0.5', 'USDT', @created, @completed, 1, @at, 2, @at + 6000, @at
          FROM seq`,

@@ -126,11 +126,31 @@ export function writeLedgerFile(dir, items, createdAt) {
 }
 
 /**
- * The stored form of a payoutRequest() (canonical JSON: keys sorted, no
- * whitespace), written directly: the fields are plain ASCII strings, so
- * JSON.stringify of a key-sorted copy is byte-identical to the build's
- * canonicalStringify (checked once per run by checkRequestJson).
+ * The stored forms of a payoutRequest(), written directly. From migration
+ * 0008 a row keeps the request's values as a JSON array (`request_values`);
+ * older builds kept its canonical JSON (`request_json`: keys sorted, no
+ * whitespace). The fields are plain ASCII strings, so JSON.stringify gives
+ * the build's own bytes (checked once per run by storedRequestForm).
  */
+export function requestValues(r) {
+  const b = r.beneficiary;
+  const s = r.sender;
+  return JSON.stringify([
+    r.merchantReferenceId,
+    r.deductionCurrency,
+    r.payoutCurrency,
+    r.payoutAmount,
+    s.firstName,
+    s.lastName,
+    s.country,
+    s.idType,
+    s.idValue,
+    b.accountName,
+    b.accountNumber,
+    b.bankCode,
+  ]);
+}
+
 export function requestJson(r) {
   const b = r.beneficiary;
   const s = r.sender;
@@ -144,9 +164,18 @@ export function requestJson(r) {
   });
 }
 
-/** Throws unless requestJson() matches the build's canonical JSON. */
-export async function checkRequestJson(root) {
-  const { canonicalStringify } = await dist(root, 'json/index.js');
+/**
+ * How the build at `root` keeps a request: its column and the text of a
+ * payoutRequest() in it. Throws unless that text is the build's own.
+ */
+export async function storedRequestForm(root) {
+  const values = await dist(root, 'domain/request-values.js').catch(() => null);
   const r = payoutRequest('CHECK', 12345);
+  if (values) {
+    if (requestValues(r) !== values.encodeRequest(r)) throw new Error('bench requestValues() no longer matches encodeRequest');
+    return { column: 'request_values', text: requestValues };
+  }
+  const { canonicalStringify } = await dist(root, 'json/index.js');
   if (requestJson(r) !== canonicalStringify(r)) throw new Error('bench requestJson() no longer matches canonicalStringify');
+  return { column: 'request_json', text: requestJson };
 }

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_ROOT, checkRoot, dist, now, round } from '../lib/common.mjs';
-import { createSchema, finishBulk, insertBatch, insertPaidRowsSql, openBulk } from '../lib/dbbuild.mjs';
+import { createSchema, finishBulk, insertBatch, insertPaidRowsSql, openBulk, requestColumn } from '../lib/dbbuild.mjs';
 
 const { values: args } = parseArgs({
   options: {
@@ -46,9 +46,11 @@ async function buildDatabase(dir, n) {
     .run(BATCH_ID);
   // Names that need CSV quoting, non-ASCII text and a formula trigger on some rows, so the files
   // compared across builds (--keep) cover more than plain cells.
+  const column = requestColumn(raw);
+  const accountName = column === 'request_values' ? '$[9]' : '$.beneficiary.accountName';
   raw
     .prepare(
-      `UPDATE payouts SET request_json = json_set(request_json, '$.beneficiary.accountName',
+      `UPDATE payouts SET ${column} = json_set(${column}, '${accountName}',
          CASE WHEN line % 7 = 0 THEN 'Cruz, "Ana" José 😀' ELSE '=Ana+Cruz' END)
        WHERE batch_id = ? AND (line % 7 = 0 OR line % 13 = 0)`,
     )

@@ -11,11 +11,10 @@ import { join } from 'node:path';
 import { cpuMsOf, forEachConcurrent, now, sleep } from '../lib/common.mjs';
 import { createSchema, createdColumns, finishBulk, insertBatch, insertPayouts, openBulk, openRaw } from '../lib/dbbuild.mjs';
 import {
-  checkRequestJson,
   createdAnswer,
   daemonPaths,
   payoutRequest,
-  requestJson,
+  storedRequestForm,
   writeDaemonConfig,
   writeLedgerFile,
   writeMerchantFiles,
@@ -31,7 +30,7 @@ const POLL = { tickMs: 1000, firstPollDelayMs: 2000, minIntervalMs: 2000, maxInt
 const dir = join(workDir, 'follow');
 rmSync(dir, { recursive: true, force: true }); // a re-run (--profile) starts afresh
 const merchant = await writeMerchantFiles(root, dir);
-await checkRequestJson(root);
+const requestForm = await storedRequestForm(root);
 const at = Date.now();
 const items = Array.from({ length: rows }, (_, i) => ({ request: payoutRequest('FOL', i), answer: createdAnswer(i) }));
 const ledgerFile = writeLedgerFile(dir, items, at);
@@ -51,7 +50,7 @@ insertPayouts(
     return {
       merchant_reference_id: request.merchantReferenceId,
       state: 'PENDING',
-      request_json: requestJson(request),
+      request: requestForm.text(request),
       payout_currency: request.payoutCurrency,
       payout_amount: request.payoutAmount,
       deduction_currency: request.deductionCurrency,

@@ -1,7 +1,8 @@
 // Ingest reference: the build's own reading and validation of the batch
 // file (parseBatchFile with the daemon's default format and rules, and the
-// canonical JSON of each valid request, as the intake stores it), with no
-// database: what the intake costs before anything is persisted.
+// text of each valid request as the intake stores it: its values from
+// migration 0008, its canonical JSON before), with no database: what the
+// intake costs before anything is persisted.
 import { writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { dist, now, peakRssMb } from '../lib/common.mjs';
@@ -10,7 +11,11 @@ const params = JSON.parse(process.argv[2]);
 const { root, file, workDir } = params;
 const { loadConfig } = await dist(root, 'config/index.js');
 const { parseBatchFile } = await dist(root, 'ingest/csv/index.js');
+const values = await dist(root, 'domain/request-values.js').catch(() => null);
 const { canonicalStringify } = await dist(root, 'json/index.js');
+const storedText = values
+  ? (r) => r.requestValues && values.encodeRequestValues(r.requestValues)
+  : (r) => r.request && canonicalStringify(r.request);
 
 const config = loadConfig({ env: {}, cwd: workDir });
 let valid = 0;
@@ -22,7 +27,7 @@ const result = await parseBatchFile(file, basename(file), {
   chunkSize: 2000,
   sidecarPath: null,
   onRows: async (rows) => {
-    for (const r of rows) if (r.request && canonicalStringify(r.request)) valid++;
+    for (const r of rows) if (storedText(r)) valid++;
   },
 });
 const ms = now() - started;

@@ -9,11 +9,10 @@ import { join } from 'node:path';
 import { childrenCpuMs, cpuMsOf, now, sleep } from '../lib/common.mjs';
 import { createSchema, createdColumns, finishBulk, insertBatch, insertPaidRowsSql, insertPayouts, openBulk } from '../lib/dbbuild.mjs';
 import {
-  checkRequestJson,
   createdAnswer,
   daemonPaths,
   payoutRequest,
-  requestJson,
+  storedRequestForm,
   writeDaemonConfig,
   writeLedgerFile,
   writeMerchantFiles,
@@ -27,7 +26,7 @@ const BATCH_ROWS = 100_000;
 const dir = join(workDir, 'restart');
 rmSync(dir, { recursive: true, force: true }); // a re-run (--profile) starts afresh
 const merchant = await writeMerchantFiles(root, dir);
-await checkRequestJson(root);
+const requestForm = await storedRequestForm(root);
 
 // Unfinished rows, as a crash leaves them (all in the last batch): mostly
 // waiting to be created or settled, some with a create in flight or unknown.
@@ -80,7 +79,7 @@ for (let b = 0; b < batches; b++) {
       const common = {
         line: i + 2,
         merchant_reference_id: request.merchantReferenceId,
-        request_json: requestJson(request),
+        request: requestForm.text(request),
         payout_currency: request.payoutCurrency,
         payout_amount: request.payoutAmount,
         deduction_currency: request.deductionCurrency,

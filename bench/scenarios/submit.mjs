@@ -14,7 +14,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpuMsOf, now, sleep } from '../lib/common.mjs';
 import { createSchema, finishBulk, insertBatch, insertPayouts, openBulk, openRaw } from '../lib/dbbuild.mjs';
-import { checkRequestJson, payoutRequest, requestJson, writeDaemonConfig, writeMerchantFiles } from '../lib/fixtures.mjs';
+import { payoutRequest, storedRequestForm, writeDaemonConfig, writeMerchantFiles } from '../lib/fixtures.mjs';
 import { cpuProfFlags, PayoutdProcess } from '../lib/proc.mjs';
 import { SandboxProcess, createLoop } from '../lib/sandbox.mjs';
 
@@ -44,7 +44,7 @@ async function loop() {
 }
 
 async function daemon() {
-  await checkRequestJson(root);
+  const requestForm = await storedRequestForm(root);
   const config = writeDaemonConfig(dir, merchant, sandbox.url, { submit: { concurrency } });
   await createSchema(root, config.databaseFile);
   const raw = openBulk(root, config.databaseFile);
@@ -63,7 +63,7 @@ async function daemon() {
       return {
         merchant_reference_id: request.merchantReferenceId,
         state: 'READY',
-        request_json: requestJson(request),
+        request: requestForm.text(request),
         payout_currency: request.payoutCurrency,
         payout_amount: request.payoutAmount,
         deduction_currency: request.deductionCurrency,

@@ -5,3 +5,4 @@ export * from './payout.js';
 export * from './clock.js';
 export * from './backoff.js';
 export * from './lifecycle.js';
+export * from './request-values.js';

@@ -75,13 +75,13 @@ export function maskAccountNumber(accountNumber: string): string {
  * src/api/errors.ts) that says whether the outcome is known.
  */
 /**
- * A create's request as intake stored it (PayoutRow.requestJson): the
- * canonical JSON of a PayoutRequest, sent without being parsed and written
- * again when its shape allows (src/api/create-body.ts).
+ * A create's request as a payout row keeps it (PayoutRow.requestValues): the
+ * request's values as a JSON array (./request-values.ts), written into the
+ * body without building the request object (src/api/create-body.ts).
  */
 export interface StoredPayoutRequest {
   merchantReferenceId: string;
-  requestJson: string;
+  requestValues: string;
 }
 
 export type CreateRequest = PayoutRequest | StoredPayoutRequest;

@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import { canonicalStringify } from '../json/canonical.js';
+import { encodeRequestValues } from '../domain/request-values.js';
 import {
   type Database,
   claimBatchLease,
@@ -81,8 +81,8 @@ function storedForm(batchId: string, r: ParsedBatchRow): NewPayoutRow {
     batchId,
     line: r.line,
     merchantReferenceId: r.merchantReferenceId,
-    state: r.request ? 'READY' : 'INVALID',
-    requestJson: r.request ? canonicalStringify(r.request) : null,
+    state: r.requestValues ? 'READY' : 'INVALID',
+    requestValues: r.requestValues ? encodeRequestValues(r.requestValues) : null,
     // As the sender wrote them (the request holds the normalized form that is sent).
     payoutCurrency: r.written.payoutCurrency || null,
     payoutAmount: r.written.payoutAmount || null,

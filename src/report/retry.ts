@@ -21,8 +21,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { JsonNumber, parseLossless } from '../json/index.js';
-import { FIELD_PATHS, emptyRowValues, type FieldPath, type RowValues } from '../ingest/rules/index.js';
+import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
 import { assertPlainFileName } from './format.js';
@@ -32,8 +31,8 @@ import type { BatchIdentity, OutboxOptions } from './types.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
-/** The header of a retry file: the input format's default column names. */
-export const RETRY_COLUMNS: readonly FieldPath[] = FIELD_PATHS;
+/** The header of a retry file: the input format's default column names (the request's fields, in its order). */
+export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELDS;
 
 /** The default `merchantReferenceId.maxLength` of the validation rules. */
 export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
@@ -79,31 +78,19 @@ export function retryReference(base: string, round: number, maxLength = DEFAULT_
   return chars.slice(0, keep).join('') + suffix;
 }
 
-/** The create request stored for a row (canonical JSON), as cell texts by field path. */
-export function retryValues(requestJson: string | null, line: number): RowValues {
-  const bad = (what: string): FinanceReportError => new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: the stored request ${what}`);
-  if (requestJson === null) throw bad('is missing');
-  let parsed: unknown;
+/** The values of the create request stored for a row, in RETRY_COLUMNS order (the request's own). */
+export function retryValues(requestValues: string | null, line: number): readonly string[] {
+  if (requestValues === null) throw new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: the stored request is missing`);
   try {
-    parsed = parseLossless(requestJson);
+    return decodeRequestValues(requestValues);
   } catch (err) {
-    throw new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: the stored request is not JSON`, { cause: err });
+    throw new FinanceReportError('RETRY_BAD_REQUEST', `line ${line}: ${(err as Error).message}`, { cause: err });
   }
-  const values = emptyRowValues();
-  for (const field of FIELD_PATHS) {
-    let v: unknown = parsed;
-    for (const key of field.split('.')) v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined;
-    // Amounts are strings in stored requests; a JSON number keeps its lexeme (never a float).
-    if (v instanceof JsonNumber) v = v.value;
-    if (typeof v !== 'string') throw bad(`has no text for ${field}`);
-    values[field] = v;
-  }
-  return values;
 }
 
 /** One retry row: the stored request with its fresh reference, in RETRY_COLUMNS order. */
-export function retryRecord(values: RowValues, reference: string): string[] {
-  return RETRY_COLUMNS.map((field) => (field === 'merchantReferenceId' ? reference : values[field]));
+export function retryRecord(values: readonly string[], reference: string): string[] {
+  return RETRY_COLUMNS.map((field, i) => (field === 'merchantReferenceId' ? reference : (values[i] as string)));
 }
 
 /** What the retry file needs from the store (store/reports.ts provides both). */
@@ -117,8 +104,8 @@ export interface RetrySource {
 export interface RetrySourceRow {
   line: number;
   merchantReferenceId: string;
-  /** Canonical JSON of the PayoutRequest (PayoutRow.requestJson). */
-  requestJson: string | null;
+  /** The request's values as the row keeps them (PayoutRow.requestValues). */
+  requestValues: string | null;
 }
 
 export interface RetryOptions extends OutboxOptions {
@@ -244,7 +231,7 @@ async function* retryChunks(first: string[], rest: AsyncIterator<Planned>, bom: 
   count.rows = 1;
   let batch: string[][] = [];
   for (let r = await rest.next(); !r.done; r = await rest.next()) {
-    batch.push(retryRecord(retryValues(r.value.row.requestJson, r.value.row.line), r.value.reference));
+    batch.push(retryRecord(retryValues(r.value.row.requestValues, r.value.row.line), r.value.reference));
     count.rows += 1;
     if (batch.length >= RECORDS_PER_CHUNK) {
       yield csvLines(batch);
@@ -263,7 +250,7 @@ export async function writeRetryFileAt(path: string, source: RetrySource, opts: 
   const rows = plannedRows(source, opts.referenceMaxLength ?? DEFAULT_REFERENCE_MAX_LENGTH, skips);
   const head = await rows.next();
   if (head.done) return { path: null, rowCount: 0, skippedCount: skips.count, skipped: skips.first };
-  const first = retryRecord(retryValues(head.value.row.requestJson, head.value.row.line), head.value.reference);
+  const first = retryRecord(retryValues(head.value.row.requestValues, head.value.row.line), head.value.reference);
   const count = { rows: 0 };
   await writeFileAtomic(path, retryChunks(first, rows, opts.bom ?? DEFAULT_OUTBOX_BOM, count), opts);
   return { path, rowCount: count.rows, skippedCount: skips.count, skipped: skips.first };

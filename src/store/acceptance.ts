@@ -11,6 +11,7 @@
  * sent only once the batch is ACTIVE.
  */
 import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
+import { decodeRequestValues } from '../domain/request-values.js';
 import type { Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batches.js';
 
@@ -59,6 +60,14 @@ async function markInFileDuplicates(trx: Database, batchId: string, now: number)
   return errors;
 }
 
+/** Whether two stored requests ask for the same payout (compared by value: rows kept before 0008 were re-encoded in SQL). */
+function sameRequest(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = decodeRequestValues(a);
+  const y = decodeRequestValues(b);
+  return x.every((v, i) => v === y[i]);
+}
+
 async function markEarlierReferences(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
   const clashes = (await trx('payouts as p')
     .join('payouts as h', function () {
@@ -72,16 +81,16 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
       'p.id',
       'p.line',
       'p.merchant_reference_id',
-      'p.request_json',
+      'p.request_values',
       'h.batch_id as other_batch',
       'h.line as other_line',
-      'h.request_json as other_request',
+      'h.request_values as other_request',
       'hb.state as other_batch_state',
     )) as {
     id: number;
     line: number;
     merchant_reference_id: string;
-    request_json: string;
+    request_values: string;
     other_batch: string;
     other_line: number;
     other_request: string;
@@ -89,7 +98,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
   }[];
   const errors: BatchErrorRecord[] = [];
   for (const c of clashes) {
-    const same = c.request_json === c.other_request;
+    const same = sameRequest(c.request_values, c.other_request);
     const code = same ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
     const undecided = c.other_batch_state === 'RECEIVED' || c.other_batch_state === 'VALIDATING';

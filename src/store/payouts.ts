@@ -18,7 +18,8 @@ export interface PayoutRow {
   line: number;
   merchantReferenceId: string;
   state: RowState;
-  requestJson: string | null;
+  /** The create request's values as a JSON array (src/domain/request-values.ts); null for a row that failed validation. */
+  requestValues: string | null;
   payoutCurrency: string | null;
   payoutAmount: string | null;
   deductionCurrency: string | null;
@@ -52,7 +53,7 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   line: 'line',
   merchantReferenceId: 'merchant_reference_id',
   state: 'state',
-  requestJson: 'request_json',
+  requestValues: 'request_values',
   payoutCurrency: 'payout_currency',
   payoutAmount: 'payout_amount',
   deductionCurrency: 'deduction_currency',
@@ -106,7 +107,7 @@ export interface NewPayoutRow {
   line: number;
   merchantReferenceId: string;
   state: 'READY' | 'VALIDATED' | 'INVALID';
-  requestJson: string | null;
+  requestValues: string | null;
   payoutCurrency: string | null;
   payoutAmount: string | null;
   deductionCurrency: string | null;
@@ -119,7 +120,7 @@ const INSERT_COLUMNS = [
   'line',
   'merchant_reference_id',
   'state',
-  'request_json',
+  'request_values',
   'payout_currency',
   'payout_amount',
   'deduction_currency',
@@ -149,7 +150,7 @@ function insertValues(rows: readonly NewPayoutRow[], from: number, to: number, n
     values[k++] = r.line;
     values[k++] = r.merchantReferenceId;
     values[k++] = r.state;
-    values[k++] = r.requestJson;
+    values[k++] = r.requestValues;
     values[k++] = r.payoutCurrency;
     values[k++] = r.payoutAmount;
     values[k++] = r.deductionCurrency;
@@ -560,8 +561,8 @@ export async function* readyRequestPages(db: Database, batchId: string, pageSize
       .andWhere('id', '>', afterId)
       .orderBy('id')
       .limit(pageSize)
-      .select('id', 'request_json')) as { id: number; request_json: string }[];
-    if (rows.length > 0) yield rows.map((r) => r.request_json);
+      .select('id', 'request_values')) as { id: number; request_values: string }[];
+    if (rows.length > 0) yield rows.map((r) => r.request_values);
     if (rows.length < pageSize) return;
     afterId = Number(rows[rows.length - 1]?.id);
   }

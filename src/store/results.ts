@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
+import { REQUEST_VALUE_INDEX, type PayoutRequestField } from '../domain/request-values.js';
 import { isPostgres, type Database } from './db.js';
 import { selectArrays } from './prepared.js';
 import { COLUMNS, type PayoutRow } from './payouts.js';
@@ -39,17 +40,18 @@ export type BatchResultRow = Pick<
   beneficiaryAccountNumber: string | null;
 };
 
-/** The text at `path` in the JSON of `column` (SQL NULL when absent), in the database's own dialect. */
-function jsonTextAt(db: Database, column: string, path: readonly string[]): Knex.Raw {
-  // The path segments are this module's constants (plain names), never input, so they are written into the SQL.
+/** The text of one field of the row's stored request (SQL NULL for a row without one), in the database's own dialect. */
+function requestFieldAt(db: Database, field: PayoutRequestField): Knex.Raw {
+  // The index is this module's constant (a field's position), never input, so it is written into the SQL.
+  const at = REQUEST_VALUE_INDEX[field];
   return isPostgres(db)
-    ? db.raw(`(??::json) #>> '{${path.join(',')}}'`, [column])
-    : db.raw(`json_extract(??, '$.${path.join('.')}')`, [column]);
+    ? db.raw(`(??::json) ->> ${at}`, [COLUMNS.requestValues])
+    : db.raw(`json_extract(??, '$[${at}]')`, [COLUMNS.requestValues]);
 }
 
 /** The column, or where it is NULL the request's field of the same meaning. */
-function columnOrRequest(db: Database, column: string, field: string): Knex.Raw {
-  return db.raw('coalesce(??, ?)', [column, jsonTextAt(db, COLUMNS.requestJson, [field])]);
+function columnOrRequest(db: Database, column: string, field: PayoutRequestField): Knex.Raw {
+  return db.raw('coalesce(??, ?)', [column, requestFieldAt(db, field)]);
 }
 
 /** What `resultRowPages` selects, in the order `resultRowOf` reads the values. */
@@ -70,8 +72,8 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
     COLUMNS.completeTime,
     COLUMNS.reasonCode,
     'reason',
-    jsonTextAt(db, COLUMNS.requestJson, ['beneficiary', 'accountName']),
-    jsonTextAt(db, COLUMNS.requestJson, ['beneficiary', 'accountNumber']),
+    requestFieldAt(db, 'beneficiary.accountName'),
+    requestFieldAt(db, 'beneficiary.accountNumber'),
   ];
 }
 

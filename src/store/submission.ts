@@ -76,7 +76,7 @@ async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Prom
 /** A row claimed for a create: what sending it needs, and its intent's lease. */
 export type ClaimedRow = Pick<
   PayoutRow,
-  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestJson' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
+  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
 >;
 
 /**
@@ -134,14 +134,14 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
           lease_expires_at: leaseExpiresAt,
           updated_at: now,
         })
-        .returning(['id', 'line', 'merchant_reference_id', 'request_json', 'create_attempts']);
+        .returning(['id', 'line', 'merchant_reference_id', 'request_values', 'create_attempts']);
       const rows = (await selectArrays(trx, intent)) as [number | string, number, string, string | null, number | string][];
-      const taken: ClaimedRow[] = rows.map(([id, line, merchantReferenceId, requestJson, attempts]) => ({
+      const taken: ClaimedRow[] = rows.map(([id, line, merchantReferenceId, requestValues, attempts]) => ({
         id: Number(id),
         batchId,
         line: Number(line),
         merchantReferenceId,
-        requestJson,
+        requestValues,
         state: 'CREATING',
         createAttempts: Number(attempts),
         leaseOwner: claimant.instanceId,

@@ -8,7 +8,8 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import { Decimal, decimalText } from '../domain/money.js';
-import type { PayoutRequest, PayoutService } from '../domain/payout.js';
+import type { PayoutService } from '../domain/payout.js';
+import { requestOfText } from '../domain/request-values.js';
 import { readyRequestPages, type Database } from '../store/index.js';
 
 export interface BalanceVerdict {
@@ -34,7 +35,7 @@ export class BalanceGate {
     const sums = new Map<string, Map<string, Decimal>>();
     for await (const page of readyRequestPages(this.db, batchId)) {
       for (const text of page) {
-        const req = JSON.parse(text) as PayoutRequest;
+        const req = requestOfText(text);
         const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
         byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
         sums.set(req.deductionCurrency, byPayout);

@@ -15,6 +15,7 @@ import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
 import { maskAccountNumber } from '../domain/payout.js';
+import { requestOfText } from '../domain/request-values.js';
 import {
   type Database,
   applyRowMoves,
@@ -75,7 +76,7 @@ interface CreateOutcome {
 
 /** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
 function requestOf(row: ClaimedRow): PayoutRequest {
-  return JSON.parse(row.requestJson ?? 'null') as PayoutRequest;
+  return requestOfText(row.requestValues ?? '');
 }
 
 export class PayoutSubmitter {
@@ -222,9 +223,9 @@ export class PayoutSubmitter {
     }
     try {
       this.deps.faultPoint?.('after-intent');
-      if (row.requestJson === null) throw new Error(`row ${row.id} has no stored request`);
+      if (row.requestValues === null) throw new Error(`row ${row.id} has no stored request`);
       const created = await this.deps.service.createPayout(
-        { merchantReferenceId: row.merchantReferenceId, requestJson: row.requestJson },
+        { merchantReferenceId: row.merchantReferenceId, requestValues: row.requestValues },
         signal,
       );
       this.deps.faultPoint?.('after-create-response');

@@ -1,14 +1,15 @@
 /**
- * A create's body taken from the request text intake stored must be the
- * very text the object path writes: the signature covers it, and the fast
- * path must never send anything else. Seeded random requests with every
+ * A create's body written from the values intake stored must be the very
+ * text the object path writes: the signature covers it, and the shortcut
+ * must never send anything else. Seeded random requests with every
  * character JSON escapes, quotes, braces and look-alikes of the body's own
- * keys inside values; stored texts in any other shape fall back to parsing.
+ * keys inside values; a kept text in any other shape is refused.
  */
 import { describe, expect, it } from 'vitest';
-import { createBodyText, storedCreateBody } from '../../src/api/create-body.js';
+import { createBodyText, sortedBodyOfValues } from '../../src/api/create-body.js';
+import { RequestValuesError, encodeRequest, valuesOfRequest } from '../../src/domain/request-values.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
-import { canonicalStringify } from '../../src/json/index.js';
+import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { prng } from '../../samples/prng.mjs';
 
 const SORTED = { sortKeys: true };
@@ -56,46 +57,38 @@ describe('a create body from the stored request', () => {
     const r = prng(20261122);
     for (let i = 0; i < 2000; i++) {
       const req = randomRequest(r);
-      // What intake stores (src/ingest/intake.ts).
-      const requestJson = canonicalStringify(req);
-      const fast = storedCreateBody(requestJson, SORTED);
-      expect(fast, requestJson).not.toBeNull();
-      expect(fast).toBe(createBodyText(req, SORTED));
-      expect(createBodyText({ merchantReferenceId: req.merchantReferenceId, requestJson }, SORTED)).toBe(fast);
-      // Keys sent in the order given (canonicalJson.sortKeys: false): parsed and written, as before.
-      expect(storedCreateBody(requestJson, AS_GIVEN)).toBeNull();
+      // What intake stores (src/ingest/intake.ts): the request's values.
+      const requestValues = encodeRequest(req);
+      const body = createBodyText({ merchantReferenceId: req.merchantReferenceId, requestValues }, SORTED);
+      expect(body, requestValues).toBe(createBodyText(req, SORTED));
+      expect(body).toBe(canonicalStringify(parseLossless(body)));
+      // Keys sent in the order given (canonicalJson.sortKeys: false): written from the object, as the request's.
+      expect(createBodyText({ merchantReferenceId: req.merchantReferenceId, requestValues }, AS_GIVEN)).toBe(createBodyText(req, AS_GIVEN));
     }
   });
 
   it('sends the amount as a number in normal form', () => {
     const req = randomRequest(prng(7));
-    const body = storedCreateBody(canonicalStringify({ ...req, payoutAmount: '00120.500' }), SORTED);
+    const body = sortedBodyOfValues(valuesOfRequest({ ...req, payoutAmount: '00120.500' }));
     expect(body).toContain('"payoutAmount":120.5,');
   });
 
-  it('any other shape is parsed and written from the object (extra keys dropped, as before)', () => {
+  it("refuses a kept text that is not the list of the request's values, and an amount that is not a plain decimal", () => {
     const req = randomRequest(prng(11));
-    const stored = (value: unknown): { merchantReferenceId: string; requestJson: string } => ({
+    const stored = (requestValues: string): { merchantReferenceId: string; requestValues: string } => ({
       merchantReferenceId: req.merchantReferenceId,
-      requestJson: typeof value === 'string' ? value : canonicalStringify(value),
+      requestValues,
     });
-    // Keys not sorted, or a key the body does not send: the same body as the request's.
-    for (const other of [JSON.stringify(req), { ...req, purpose: 'x' }]) {
-      const { requestJson } = stored(other);
-      expect(storedCreateBody(requestJson, SORTED), requestJson).toBeNull();
-      expect(createBodyText(stored(other), SORTED)).toBe(createBodyText(req, SORTED));
-    }
-    // Something nested in the sender is sent as the object path sends it.
-    const nested = { ...req, sender: { ...req.sender, nested: { a: '1' } } };
-    expect(storedCreateBody(canonicalStringify(nested), SORTED)).toBeNull();
-    expect(createBodyText(stored(nested), SORTED)).toBe(createBodyText(nested, SORTED));
-    // Amounts and values the fast path does not take.
+    const values = valuesOfRequest(req);
     for (const odd of [
-      canonicalStringify(req).replace(/"payoutAmount":"[^"]*"/, '"payoutAmount":12.5'),
-      canonicalStringify({ ...req, payoutAmount: '-3' }),
-      canonicalStringify({ ...req, payoutAmount: '1e3' }),
-      canonicalStringify(req).replace(/"bankCode":"(?:[^"\\]|\\.)*"/, '"bankCode":7'),
+      canonicalStringify(req),
+      JSON.stringify(values.slice(1)),
+      JSON.stringify([...values, 'x']),
+      JSON.stringify(values.map((v, i) => (i === 3 ? 12.5 : v))),
+      'not json',
     ])
-      expect(storedCreateBody(odd, SORTED), odd).toBeNull();
+      expect(() => createBodyText(stored(odd), SORTED), odd).toThrow(RequestValuesError);
+    for (const amount of ['1e3', '12,5', ''])
+      expect(() => createBodyText(stored(encodeRequest({ ...req, payoutAmount: amount })), SORTED), amount).toThrow(TypeError);
   });
 });

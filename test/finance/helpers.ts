@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
-import { canonicalStringify } from '../../src/json/index.js';
+import { encodeRequest } from '../../src/domain/request-values.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import type { Database } from '../../src/store/db.js';
 import { insertRows, toColumns, type NewPayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
@@ -73,14 +73,14 @@ export function request(
   };
 }
 
-/** Rows as the reader stores them (VALIDATED, with the canonical request). */
+/** Rows as the reader stores them (VALIDATED, with the request's values). */
 export function validRow(batchId: string, line: number, req: PayoutRequest): NewPayoutRow {
   return {
     batchId,
     line,
     merchantReferenceId: req.merchantReferenceId,
     state: 'VALIDATED',
-    requestJson: canonicalStringify(req),
+    requestValues: encodeRequest(req),
     payoutCurrency: req.payoutCurrency,
     payoutAmount: req.payoutAmount,
     deductionCurrency: req.deductionCurrency,

@@ -67,6 +67,21 @@ describe('a valid row', () => {
         sender: { firstName: 'Ana  Maria', lastName: 'Santos', country: 'DE', idType: 'NATIONAL_ID', idValue: 'P1234567A' },
         beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: 'DE89370400440532013000', bankCode: 'COBADEFFXXX' },
       },
+      // The same values in FIELD_PATHS order: what the store keeps.
+      values: [
+        'REF-1',
+        'USDC',
+        'EUR',
+        '100.5',
+        'Ana  Maria',
+        'Santos',
+        'DE',
+        'NATIONAL_ID',
+        'P1234567A',
+        'Juan Dela Cruz',
+        'DE89370400440532013000',
+        'COBADEFFXXX',
+      ],
     });
   });
 
@@ -127,7 +142,10 @@ describe('required fields and text', () => {
 
   it('allows an empty value in a field that is not required', () => {
     const compiled = rules({ requiredFields: FIELD_PATHS.filter((f) => f !== 'sender.idValue') });
-    expect(validate({ 'sender.idValue': '' }, compiled)).toEqual({ request: expect.objectContaining({ merchantReferenceId: 'REF-1' }) });
+    expect(validate({ 'sender.idValue': '' }, compiled)).toMatchObject({
+      request: { merchantReferenceId: 'REF-1', sender: { idValue: '' } },
+      values: expect.arrayContaining(['REF-1', '']),
+    });
   });
 });
 

@@ -10,10 +10,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { systemClock } from '../../src/domain/clock.js';
-import type { PayoutRequest } from '../../src/domain/payout.js';
 import { listBatchesInStates } from '../../src/store/batches.js';
 import { claimReadyRows } from '../../src/store/submission.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+import { requestOfText } from '../../src/domain/request-values.js';
 
 const daemons: PayoutDaemon[] = [];
 afterEach(async () => {
@@ -54,7 +54,7 @@ describe('pipeline: the daemon', () => {
     const refs = ['DM-1', 'DM-2', 'DM-3', 'DM-4'];
     const batch = await p.receive('crash.csv', csvFile(refs.map((r) => csvRow(r))));
     const claimed = await claimReadyRows(p.db, 10, p.clock.now());
-    for (const row of claimed.slice(0, 2)) await p.client.createPayout(JSON.parse(row.requestJson ?? 'null') as PayoutRequest);
+    for (const row of claimed.slice(0, 2)) await p.client.createPayout(requestOfText(row.requestValues ?? ''));
     expect(await p.states(batch.id)).toEqual(['CREATING', 'CREATING', 'CREATING', 'CREATING']);
 
     const { daemon, outbox } = await daemonFor(p);

@@ -20,12 +20,12 @@ import { join } from 'node:path';
 import { PayoutApiClient, type ApiCallRecord, type PayoutApiClientOptions } from '../../src/api/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
+import { encodeRequest } from '../../src/domain/request-values.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 import { BatchIntake, type IntakeEffects } from '../../src/ingest/index.js';
 import { DEFAULT_BATCH_FORMAT } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
 import type { ClaimedFile } from '../../src/ingest/inbox/index.js';
-import { canonicalStringify } from '../../src/json/index.js';
 import { createLogger, type Logger } from '../../src/log/index.js';
 import { SettlementPoller, type PollerOptions } from '../../src/poll/index.js';
 import { startSandbox, type SandboxOptions, type SandboxServer } from '../../src/sandbox/index.js';
@@ -295,7 +295,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
         line: i + 2,
         merchantReferenceId: r.merchantReferenceId,
         state: rowState,
-        requestJson: canonicalStringify(r),
+        requestValues: encodeRequest(r),
         payoutCurrency: r.payoutCurrency,
         payoutAmount: r.payoutAmount,
         deductionCurrency: r.deductionCurrency,

@@ -7,9 +7,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DuplicatePolicy } from '../../src/sandbox/index.js';
-import type { PayoutRequest } from '../../src/domain/payout.js';
 import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/submission.js';
 import { CREATE_PATH, QUERY_PATH, closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
+import { requestOfText } from '../../src/domain/request-values.js';
 
 afterEach(closePipelines);
 
@@ -27,7 +27,7 @@ describe.each<DuplicatePolicy>(['return-original', 'reject', 'allow'])(
       expect(claimed).toHaveLength(REFS.length);
       const committed = new Map<string, string>();
       for (const row of claimed.slice(0, 3)) {
-        const created = await p.client.createPayout(JSON.parse(row.requestJson ?? 'null') as PayoutRequest);
+        const created = await p.client.createPayout(requestOfText(row.requestValues ?? ''));
         committed.set(row.merchantReferenceId, created.payoutId);
       }
       expect(await p.states(batch.id)).toEqual(REFS.map(() => 'CREATING'));

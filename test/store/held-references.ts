@@ -8,6 +8,7 @@
 import { expect } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
+import { encodeRequestValues } from '../../src/domain/request-values.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 
 /**
@@ -23,7 +24,22 @@ export function payoutRowsOf(batchId: string, count: number, validState: 'READY'
       line: i + 2,
       merchantReferenceId: `${batchId}-${i}`,
       state: valid ? validState : 'INVALID',
-      requestJson: valid ? JSON.stringify({ merchantReferenceId: `${batchId}-${i}`, note: 'José 😀 "q"' }) : null,
+      requestValues: valid
+        ? encodeRequestValues([
+            `${batchId}-${i}`,
+            'USDT',
+            'PHP',
+            `${i}.50`,
+            'José',
+            '😀 "q"',
+            'PH',
+            'PASSPORT',
+            'P1',
+            'José',
+            '0001234567',
+            'X',
+          ])
+        : null,
       payoutCurrency: i % 5 === 0 ? null : 'PHP',
       payoutAmount: i % 5 === 0 ? null : `${i}.50`,
       deductionCurrency: 'USDT',
@@ -70,7 +86,7 @@ export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
     const stored = (await db('payouts')
       .where({ batch_id: batchId })
       .orderBy('line')
-      .select('line', 'merchant_reference_id', 'state', 'request_json', 'next_attempt_at')) as Record<string, unknown>[];
+      .select('line', 'merchant_reference_id', 'state', 'request_values', 'next_attempt_at')) as Record<string, unknown>[];
     expect(stored).toEqual(
       rows.map((r, i) => {
         const state = setAside.includes(i) ? 'VALIDATED' : r.state;
@@ -78,7 +94,7 @@ export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
           line: r.line,
           merchant_reference_id: r.merchantReferenceId,
           state,
-          request_json: r.requestJson,
+          request_values: r.requestValues,
           // Due from its insert when READY; a set-aside row is given its due time when the acceptance makes it READY.
           next_attempt_at: state === 'READY' ? 42 : null,
         };

@@ -42,7 +42,7 @@ async function stored(batchId: string): Promise<NewPayoutRow[]> {
       line: r.line as number,
       merchantReferenceId: r.merchant_reference_id as string,
       state: r.state as NewPayoutRow['state'],
-      requestJson: r.request_json as string | null,
+      requestValues: r.request_values as string | null,
       payoutCurrency: r.payout_currency as string | null,
       payoutAmount: r.payout_amount as string | null,
       deductionCurrency: r.deduction_currency as string | null,

@@ -203,9 +203,9 @@ describe('store: row moves and claims (SQLite)', () => {
     // 17 fields (src/store/results.ts BatchResultRow); bookkeeping columns the files never show are not read,
     // nor the stored request: the beneficiary is read out of it in SQL.
     expect(Object.keys(rows[0] ?? {})).toHaveLength(17);
-    for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus', 'requestJson'])
+    for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus', 'requestValues'])
       expect(rows[0]).not.toHaveProperty(unread);
-    expect(rows[0]).toMatchObject({ reasonCode: null, reason: null, completeTime: null, beneficiaryAccountName: null });
+    expect(rows[0]).toMatchObject({ reasonCode: null, reason: null, completeTime: null, beneficiaryAccountName: 'C' });
     expect(rows[0]).toMatchObject({ merchantReferenceId: 'RD-1', state: 'READY', payoutAmount: '100.50', payoutId: null });
   });
 

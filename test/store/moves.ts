@@ -10,6 +10,7 @@ import { isPostgres, type Database } from '../../src/store/db.js';
 import { historyOf, insertRows, getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { applyRowMoves, claimReadyRows, holdBatch, type RowMove } from '../../src/store/submission.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
+import { encodeRequestValues } from '../../src/domain/request-values.js';
 
 /** An ACTIVE batch received at `receivedAt` with `n` rows (lines 2..n+1) in `state`. */
 export async function seedBatch(db: Database, id: string, n: number, state: RowState, receivedAt = 1): Promise<PayoutRow[]> {
@@ -29,7 +30,20 @@ export async function seedBatch(db: Database, id: string, n: number, state: RowS
     line: i + 2,
     merchantReferenceId: `${id}-${i + 1}`,
     state: 'VALIDATED' as const,
-    requestJson: `{"merchantReferenceId":"${id}-${i + 1}"}`,
+    requestValues: encodeRequestValues([
+      `${id}-${i + 1}`,
+      'USDT',
+      'PHP',
+      '100.50',
+      'A',
+      'B',
+      'PH',
+      'PASSPORT',
+      'P1',
+      'C',
+      '0001234567',
+      'X',
+    ]),
     payoutCurrency: 'PHP',
     payoutAmount: '100.50',
     deductionCurrency: 'USDT',

@@ -4,36 +4,37 @@
  * either engine (SQLite in test/store, PostgreSQL in test/postgres) against
  * what JSON.parse of the same stored text gives: names with quotes, commas,
  * backslashes, non-ASCII and escaped astral characters, a row with no
- * request, a request without a beneficiary number, and a row whose columns
- * are empty so the request's values are shown.
+ * request, a request with an empty beneficiary number, and a row whose
+ * columns are empty so the request's values are shown.
  */
 import { expect } from 'vitest';
-import { canonicalStringify } from '../../src/json/index.js';
+import { REQUEST_VALUE_INDEX, encodeRequest } from '../../src/domain/request-values.js';
 import type { Database } from '../../src/store/db.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { request } from '../finance/helpers.js';
 
-/** Stored request texts: canonical (as the intake writes them) and one with JSON escapes, which must read the same. */
+/** Stored request texts: as the intake writes them, and one with JSON escapes (as SQL may write them), which must read the same. */
 const REQUESTS: (string | null)[] = [
-  canonicalStringify(request('R-1', {}, { accountName: 'Cruz, "Ana" José' })),
-  canonicalStringify(request('R-2', {}, { accountName: 'Łukasz Żółć 😀 日本', accountNumber: '000 123-4' })),
-  canonicalStringify(request('R-3', {}, { accountName: "=SUM(A1) back\\slash 'quoted'", accountNumber: '+639171234567' })),
+  encodeRequest(request('R-1', {}, { accountName: 'Cruz, "Ana" José' })),
+  encodeRequest(request('R-2', {}, { accountName: 'Łukasz Żółć 😀 日本', accountNumber: '000 123-4' })),
+  encodeRequest(request('R-3', {}, { accountName: "=SUM(A1) back\\slash 'quoted'", accountNumber: '+639171234567' })),
   null,
-  canonicalStringify({ ...request('R-5'), beneficiary: { accountName: 'No Number', bankCode: 'BOPIPHMM' } }),
-  '{"beneficiary":{"accountName":"Jos\\u00e9 \\ud83d\\ude00 \\"q\\" a\\/b","accountNumber":"\\u0030123"},"payoutCurrency":"PHP"}',
-  canonicalStringify(request('R-7', {}, { accountName: 'Columns Empty' })),
+  encodeRequest(request('R-5', {}, { accountName: 'No Number', accountNumber: '' })),
+  '["R-6", "USDT", "PHP", "1500.5", "A", "B", "PH", "PASSPORT", "P1", "Jos\\u00e9 \\ud83d\\ude00 \\"q\\" a\\/b", "\\u0030123", "X"]',
+  encodeRequest(request('R-7', {}, { accountName: 'Columns Empty' })),
 ];
 
-/** What the JavaScript reader took from a stored request (the outbox parsed it until the SQL read replaced it). */
+/** What the JavaScript reader takes from a stored request. */
 function parsedFields(text: string | null): Record<string, string | null> {
-  const req = text ? (JSON.parse(text) as Record<string, unknown> & { beneficiary?: Record<string, string> }) : null;
+  const values = text ? (JSON.parse(text) as string[]) : null;
+  const at = (field: keyof typeof REQUEST_VALUE_INDEX): string | null => values?.[REQUEST_VALUE_INDEX[field]] ?? null;
   return {
-    beneficiaryAccountName: req?.beneficiary?.accountName ?? null,
-    beneficiaryAccountNumber: req?.beneficiary?.accountNumber ?? null,
-    payoutCurrency: (req?.payoutCurrency as string | undefined) ?? null,
-    payoutAmount: (req?.payoutAmount as string | undefined) ?? null,
-    deductionCurrency: (req?.deductionCurrency as string | undefined) ?? null,
+    beneficiaryAccountName: at('beneficiary.accountName'),
+    beneficiaryAccountNumber: at('beneficiary.accountNumber'),
+    payoutCurrency: at('payoutCurrency'),
+    payoutAmount: at('payoutAmount'),
+    deductionCurrency: at('deductionCurrency'),
   };
 }
 
@@ -50,17 +51,17 @@ export async function checkBeneficiaryFromRequest(db: Database): Promise<void> {
     updated_at: 1,
   });
   const lastLine = REQUESTS.length + 1;
-  const rows: NewPayoutRow[] = REQUESTS.map((requestJson, i) => ({
+  const rows: NewPayoutRow[] = REQUESTS.map((requestValues, i) => ({
     batchId: 'BEN',
     line: i + 2,
     merchantReferenceId: `BEN-${i + 1}`,
-    state: requestJson === null ? 'INVALID' : 'VALIDATED',
-    requestJson,
+    state: requestValues === null ? 'INVALID' : 'VALIDATED',
+    requestValues,
     // The last row's columns are empty: the files show the request's values.
-    payoutCurrency: requestJson === null || i + 2 === lastLine ? null : 'PHP',
-    payoutAmount: requestJson === null || i + 2 === lastLine ? null : '1500.5',
-    deductionCurrency: requestJson === null || i + 2 === lastLine ? null : 'USDT',
-    reasonCode: requestJson === null ? 'INVALID_FIELD' : null,
+    payoutCurrency: requestValues === null || i + 2 === lastLine ? null : 'PHP',
+    payoutAmount: requestValues === null || i + 2 === lastLine ? null : '1500.5',
+    deductionCurrency: requestValues === null || i + 2 === lastLine ? null : 'USDT',
+    reasonCode: requestValues === null ? 'INVALID_FIELD' : null,
     reason: null,
   }));
   await db.transaction((trx) => insertRows(trx, rows, 1));

@@ -199,9 +199,9 @@ describe('parseLossless', () => {
 
 /**
  * canonicalStringify takes a JSON.stringify fast path for plain objects whose
- * keys are already sorted. Stored request_json is compared byte for byte
- * across batches (markEarlierReferences), so the fast path must never change
- * a byte: every value here is written by both and the texts must be equal.
+ * keys are already sorted. What it writes is signed and sent (request bodies),
+ * so the fast path must never change a byte: every value here is written by
+ * both and the texts must be equal.
  */
 describe("canonicalStringify fast path gives the generic writer's bytes", () => {
   const request = (over: Partial<Record<string, unknown>> = {}): Record<string, unknown> => ({

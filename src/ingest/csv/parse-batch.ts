@@ -44,6 +44,8 @@ export interface ParsedBatchRow {
   merchantReferenceId: string;
   /** The normalized request when the row is valid. */
   request: PayoutRequest | null;
+  /** The same request's values in FIELD_PATHS order (what the store keeps), when the row is valid. */
+  requestValues: readonly string[] | null;
   /** Every problem of this row (never capped). */
   errors: RowError[];
   /** Money cells as written (trimmed), valid or not, for result files that match the sender's file. */
@@ -246,7 +248,15 @@ class BatchState {
         code: 'COLUMN_COUNT_MISMATCH',
         message: `row has ${rec.fields.length} fields but the header has ${header.width} (an unquoted delimiter inside a value, or a missing one?)`,
       };
-      return { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: [error], written: NOTHING_WRITTEN };
+      return {
+        line: rec.line,
+        rowNumber,
+        merchantReferenceId: reference,
+        request: null,
+        requestValues: null,
+        errors: [error],
+        written: NOTHING_WRITTEN,
+      };
     }
     const values: RowValues = emptyRowValues();
     for (const [field, index] of this.plan) values[field] = rec.fields[index] ?? '';
@@ -263,10 +273,11 @@ class BatchState {
           rowNumber,
           merchantReferenceId: result.request.merchantReferenceId,
           request: result.request,
+          requestValues: result.values,
           errors: NO_ERRORS,
           written,
         }
-      : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, errors: result.errors, written };
+      : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, requestValues: null, errors: result.errors, written };
   }
 
   /** The sums of payoutAmount per payoutCurrency so far. */

@@ -8,7 +8,8 @@ import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber, type PayoutRequest } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
-import { FIELD_PATHS, requestOfList, type FieldPath, type RowValues } from './fields.js';
+import { requestOfValues } from '../../domain/request-values.js';
+import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './options.js';
@@ -26,7 +27,8 @@ export interface RowInput {
   columns: Partial<Record<FieldPath, string>>;
 }
 
-export type RowValidation = { request: PayoutRequest } | { errors: RowError[] };
+/** A valid row's request, and its values in FIELD_PATHS order (what the store keeps); or every problem of the row. */
+export type RowValidation = { request: PayoutRequest; values: readonly string[] } | { errors: RowError[] };
 
 type Problem = { code: RowErrorCode; message: string };
 /** The normalized value when the check passes, else the problem (a string, not `{ ok }`: no object per valid cell). */
@@ -236,5 +238,5 @@ export function validateRow(input: RowInput, rules: CompiledRules): RowValidatio
       });
     }
   }
-  return errors !== null ? { errors } : { request: requestOfList(normalized) };
+  return errors !== null ? { errors } : { request: requestOfValues(normalized), values: normalized };
 }
