@@ -44,6 +44,35 @@ describe('pipeline: acceptance of references', () => {
     expect(p.sandbox.stats().creates).toBe(2);
   });
 
+  it('a reference twice in one file where a row is invalid: the valid one is not paid, both lines are named (skip-rows)', async () => {
+    // The reference's only READY row would hold it: the group is found through its INVALID rows.
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const batch = await p.receive(
+      'twice-invalid.csv',
+      csvFile([
+        csvRow('AI-1', { payoutAmount: '-5' }),
+        csvRow('AI-2'),
+        csvRow('AI-1'),
+        csvRow('AI-3', { payoutAmount: 'x' }),
+        csvRow('AI-3', { payoutAmount: 'y' }),
+      ]),
+    );
+    expect(batch.state).toBe('ACTIVE');
+    const rows = await p.rows(batch.id);
+    expect(rows.map((r) => [r.line, r.state, r.reasonCode])).toEqual([
+      [2, 'INVALID', 'AMOUNT_NEGATIVE'],
+      [3, 'READY', null],
+      [4, 'INVALID', 'DUPLICATE_IN_FILE'],
+      [5, 'INVALID', 'AMOUNT_INVALID'],
+      [6, 'INVALID', 'AMOUNT_INVALID'],
+    ]);
+    const errors = (await listBatchErrors(p.db, batch.id)).filter((e) => e.code === 'DUPLICATE_IN_FILE');
+    expect(errors.map((e) => e.line)).toEqual([2, 4, 5, 6]);
+    await p.submit();
+    expect(p.ledgerCount('AI-1')).toBe(0);
+    expect(p.sandbox.stats().creates).toBe(1);
+  });
+
   it('reject-file: one duplicate in the file and nothing of it is paid', async () => {
     const p = await startPipeline({ onInvalidRows: 'reject-file' });
     const batch = await p.receive('twice.csv', csvFile([csvRow('RF-1'), csvRow('RF-2'), csvRow('RF-1')]));
