@@ -6,3 +6,4 @@ export * from './clock.js';
 export * from './backoff.js';
 export * from './lifecycle.js';
 export * from './request-values.js';
+export * from './iso4217.js';

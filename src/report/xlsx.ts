@@ -25,7 +25,7 @@ import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
 import { Decimal, normalizeAmount } from '../domain/money.js';
-import { ISO_4217_MINOR_UNITS } from '../ingest/rules/index.js';
+import { ISO_4217_MINOR_UNITS } from '../domain/iso4217.js';
 import { writeFileAtomic } from './atomic.js';
 import { RESULT_COLUMNS, SUMMARY_COLUMNS, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
 import { ReportError } from './errors.js';

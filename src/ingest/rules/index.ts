@@ -18,6 +18,6 @@ export { validateRow, type RowInput, type RowValidation } from './validate-row.j
 export { amountFormatProblem, amountRangeProblem, type AmountLimits, type AmountProblem } from './amount.js';
 export { IBAN_LENGTHS, compactIban, ibanMod97, ibanProblem, type IbanProblem } from './iban.js';
 export { abaChecksumValid, abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
-export { ISO_4217_MINOR_UNITS } from './iso4217.js';
+export { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 export { ISO_3166_ALPHA2 } from './iso3166.js';
 export { codePointLength, firstControlCharacter, trimSpaces } from './text.js';

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { ConfigError } from '../../domain/errors.js';
 import { Decimal } from '../../domain/money.js';
 import { FIELD_PATHS, type FieldPath } from './fields.js';
-import { ISO_4217_MINOR_UNITS } from './iso4217.js';
+import { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 import type { AmountLimits } from './amount.js';
 
 export interface AccountRule {
