@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createBodyText, sortedBodyOfValues } from '../../src/api/create-body.js';
-import { RequestValuesError, encodeRequest, valuesOfRequest } from '../../src/domain/request-values.js';
+import { RequestValuesError, encodeRequest, encodeRequestValues, valuesOfRequest } from '../../src/domain/request-values.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { prng } from '../../samples/prng.mjs';
@@ -59,12 +59,24 @@ describe('a create body from the stored request', () => {
       const req = randomRequest(r);
       // What intake stores (src/ingest/intake.ts): the request's values.
       const requestValues = encodeRequest(req);
+      // Written by hand for speed, it must be JSON.stringify's text to the byte (plain values and escaped ones).
+      expect(requestValues).toBe(JSON.stringify(valuesOfRequest(req)));
       const body = createBodyText({ merchantReferenceId: req.merchantReferenceId, requestValues }, SORTED);
       expect(body, requestValues).toBe(createBodyText(req, SORTED));
       expect(body).toBe(canonicalStringify(parseLossless(body)));
       // Keys sent in the order given (canonicalJson.sortKeys: false): written from the object, as the request's.
       expect(createBodyText({ merchantReferenceId: req.merchantReferenceId, requestValues }, AS_GIVEN)).toBe(createBodyText(req, AS_GIVEN));
     }
+  });
+
+  it('keeps plain values as JSON.stringify writes them, and each character JSON escapes as it escapes it', () => {
+    const plain = ['GEN-000000001', 'USDT', 'MXN', '4906.96', 'Maria', 'Müller', 'MX', 'TAX_ID', 'ID1', 'Maria Müller', '0126', ''];
+    expect(encodeRequestValues(plain)).toBe(JSON.stringify(plain));
+    for (const tricky of TRICKY) {
+      const values = plain.map((v, i) => (i === 5 ? `a${tricky}b` : v));
+      expect(encodeRequestValues(values), JSON.stringify(tricky)).toBe(JSON.stringify(values));
+    }
+    expect(() => encodeRequestValues(plain.slice(1))).toThrow(RequestValuesError);
   });
 
   it('sends the amount as a number in normal form', () => {
