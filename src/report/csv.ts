@@ -64,6 +64,11 @@ export interface CsvChunkOptions {
   lead?: readonly (readonly string[])[];
 }
 
+/** What a file starts with: optional BOM, the header, the `lead` records. */
+export function csvHead(header: readonly string[], opts: CsvChunkOptions): string {
+  return (opts.bom ? UTF8_BOM : '') + csvText([header, ...(opts.lead ?? [])]);
+}
+
 /** Items in pages of RECORDS_PER_CHUNK, for a source that hands them out one by one. */
 async function* pagesOf<T>(items: AsyncIterable<T> | Iterable<T>): AsyncGenerator<readonly T[]> {
   let page: T[] = [];
@@ -91,7 +96,7 @@ export async function* csvChunksOfPages<T>(
   record: (item: T) => readonly string[],
   opts: CsvChunkOptions,
 ): AsyncGenerator<string, void, undefined> {
-  yield (opts.bom ? UTF8_BOM : '') + csvText([header, ...(opts.lead ?? [])]);
+  yield csvHead(header, opts);
   let batch: (readonly string[])[] = [];
   for await (const page of pages) {
     for (const item of page) {

@@ -63,7 +63,7 @@ export function reasonText(code: string | null, reason: string | null): string |
   return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
 }
 
-export function ackRecord(identity: BatchIdentity, row: AckRow): string[] {
+export function ackRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, row: AckRow): string[] {
   if (row.verdict !== 'ACCEPTED' && row.verdict !== 'REJECTED') {
     throw new ReportError('REPORT_BAD_ROW', `line ${row.line}: verdict must be ACCEPTED or REJECTED`);
   }
@@ -71,7 +71,7 @@ export function ackRecord(identity: BatchIdentity, row: AckRow): string[] {
 }
 
 /** The row that says the whole file was rejected: no line, no reference. */
-export function fileRejectionRecord(identity: BatchIdentity, reason: string): string[] {
+export function fileRejectionRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, reason: string): string[] {
   return [identity.batchId, identity.fileName, '', '', 'REJECTED', reason];
 }
 

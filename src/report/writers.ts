@@ -3,9 +3,10 @@
  * and interim report. Each streams its rows once, checks them on the way
  * (line order, statuses), and commits each file atomically.
  */
+import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from './atomic.js';
-import { csvChunks, csvChunksOf, csvChunksOfPages } from './csv.js';
+import { writeFileAtomic, type FileChunk } from './atomic.js';
+import { csvChunks, csvChunksOf, csvChunksOfPages, csvHead, csvText, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   ACK_COLUMNS,
@@ -75,11 +76,34 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
   };
 }
 
+/**
+ * Files holding an acknowledgement's rows as ackDraftText wrote them, in
+ * line order: written while the batch file was read, when its acceptance
+ * changed no row's verdict.
+ */
+export interface AckDrafts {
+  drafts: readonly string[];
+}
+
+/**
+ * The lines of an acknowledgement for some rows (no BOM, no header), exactly
+ * as writeAckFile writes them from the rows, for a reader that drafts the
+ * acknowledgement as it reads.
+ */
+export function ackDraftText(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: readonly AckRow[]): string {
+  return csvText(rows.map((row) => ackRecord(identity, row)));
+}
+
+async function* draftChunks(head: string, drafts: readonly string[]): AsyncGenerator<FileChunk> {
+  yield head;
+  for (const draft of drafts) for await (const chunk of createReadStream(draft)) yield chunk as Buffer;
+}
+
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
 export async function writeAckFile(
   dir: string,
   identity: BatchIdentity,
-  rows: Rows<AckRow> | RowPages<AckRow>,
+  rows: Rows<AckRow> | RowPages<AckRow> | AckDrafts,
   opts: AckWriteOptions = {},
 ): Promise<string> {
   const path = join(dir, ackFileName(identity.outboxName ?? identity.fileName));
@@ -88,11 +112,16 @@ export async function writeAckFile(
     order.check(row.line);
     return ackRecord(identity, row);
   };
-  const csv = {
+  const csv: CsvChunkOptions = {
     bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
     lead: opts.fileRejection === undefined ? [] : [fileRejectionRecord(identity, opts.fileRejection)],
   };
-  const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
+  const chunks =
+    'drafts' in rows
+      ? draftChunks(csvHead(ACK_COLUMNS, csv), rows.drafts)
+      : 'pages' in rows
+        ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv)
+        : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);
   return path;
 }

@@ -22,6 +22,9 @@ export class LineTracker {
   private crPending = false;
   private bomEnd = 0;
 
+  /** `bom`: the bytes are a file's from its start, so they may open with a BOM (a part of a file after its start may not). */
+  constructor(private readonly bom = true) {}
+
   /** Bytes seen so far. */
   get bytes(): number {
     return this.offset;
@@ -31,7 +34,7 @@ export class LineTracker {
     const base = this.offset;
     const len = chunk.length;
     if (len === 0) return;
-    this.detectBom(chunk, base);
+    if (this.bom) this.detectBom(chunk, base);
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let i = 0;
     if (this.crPending) {

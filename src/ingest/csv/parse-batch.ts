@@ -4,6 +4,13 @@
  * awaited before more is read (pipeline backpressure), so a file of a
  * million rows never sits in memory.
  *
+ * A file is read as parts (byte ranges cut after a line break, each read on
+ * its own by `readBatchPart`, the one after the first given the file's
+ * header and the number of line breaks before it) whose summaries
+ * `finishBatchParse` adds up and checks against the control totals.
+ * `parseBatchFile` reads the whole file as one part; src/ingest/read reads
+ * large files as two, on worker threads.
+ *
  * Contract with the caller: rows handed to `onRows` are provisional. Some
  * file errors (control totals, a row cap, bad bytes late in the file) are
  * only known after earlier chunks went out; when the result has any
@@ -15,14 +22,14 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CsvError, Parser, type Options as CsvOptions } from 'csv-parse';
 import { PayoutdError } from '../../domain/errors.js';
-import { decimalText, isPlainDecimal, type Decimal } from '../../domain/money.js';
+import { Decimal, decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
 import { emptyRowValues, FIELD_PATHS, type FieldPath, type RowValues } from '../rules/fields.js';
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
 import type { RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 import { validateRow } from '../rules/validate-row.js';
-import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals } from './control.js';
+import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
 import { LineTracker } from './lines.js';
@@ -99,8 +106,66 @@ export interface ParseBatchOptions {
   onRows: (rows: ParsedBatchRow[]) => Promise<void>;
 }
 
+/** A byte range of a batch file, read on its own by readBatchPart. */
+export interface BatchFilePart {
+  /** First byte; a part at 0 holds the file's BOM and header and reads them itself. */
+  start: number;
+  /** The byte after the part's last; null: the end of the file. A part ends right after a line break. */
+  end: number | null;
+  /** Line breaks before `start`: the part's lines are numbered on from there. */
+  lineOffset: number;
+  /** The file's header as read from its start, for a part that does not hold it (start > 0). */
+  header: { header: ResolvedHeader; line: number } | null;
+}
+
+export const WHOLE_FILE: BatchFilePart = { start: 0, end: null, lineOffset: 0, header: null };
+
+/** How to read a part (a file's delimiter is decided once, before its parts are read). */
+export interface PartReadOptions {
+  format: BatchFormatOptions;
+  rules: CompiledRules;
+  delimiter: Delimiter;
+  chunkSize: number;
+  readChunkBytes?: number;
+  signal?: AbortSignal;
+  /** Stop once the header is read (to hand it to the parts after the first). */
+  headerOnly?: boolean;
+  onRows: (rows: ParsedBatchRow[]) => Promise<void>;
+}
+
+/**
+ * What reading one part found: whatever of a BatchParseResult adds up over
+ * parts. Plain data, so a part read on a worker thread sends it back whole.
+ */
+export interface PartSummary {
+  /** Read here (the part at 0), or as given. */
+  header: ResolvedHeader | null;
+  headerLine: number | null;
+  /** Problems that reject the whole file (see BatchParseResult). */
+  fileErrors: RowError[];
+  rowCount: number;
+  validCount: number;
+  invalidCount: number;
+  errorCount: number;
+  storedErrors: RowError[];
+  /** Exact sums of payoutAmount per payoutCurrency, as decimal text. */
+  totals: Record<string, string>;
+  unsummedRows: number;
+  /** Control lines were seen in this part. */
+  controlLines: boolean;
+  /** The control trailer as of the part's end (the file's when this is its last part). */
+  trailer: { controls: ControlTotals | null; error: RowError | null };
+  /** Line of the last record read (null: none). */
+  lastLine: number | null;
+  /** Reading stopped at a file error before the part's end. */
+  stopped: boolean;
+}
+
 /** Thrown inside the pipeline to stop reading after a file error was recorded. */
 class StopParsing extends Error {}
+
+/** Thrown inside the pipeline once the header is read, when only the header is wanted. */
+class HeaderRead extends Error {}
 
 interface LinedRecord {
   fields: string[];
@@ -135,7 +200,7 @@ function isBlankRecord(fields: readonly string[]): boolean {
   return fields.every((f) => trimSpaces(f) === '');
 }
 
-/** Accumulates everything learned from the records of one file. */
+/** Accumulates everything learned from the records of one part. */
 class BatchState {
   header: ResolvedHeader | null = null;
   headerLine: number | null = null;
@@ -161,8 +226,11 @@ class BatchState {
     private readonly rules: CompiledRules,
     private readonly chunkSize: number,
     private readonly onRows: (rows: ParsedBatchRow[]) => Promise<void>,
+    given: BatchFilePart['header'],
+    private readonly headerOnly = false,
   ) {
     this.trailer = new ControlBlock('trailer', file);
+    if (given) this.useHeader(given.header, given.line);
   }
 
   fileError(error: RowError): void {
@@ -214,9 +282,28 @@ class BatchState {
     return rows.length > 0 ? this.onRows(rows) : Promise.resolve();
   }
 
+  /** What this part found, its trailer finished at its last line. */
+  summary(stopped: boolean): PartSummary {
+    return {
+      header: this.header,
+      headerLine: this.headerLine,
+      fileErrors: this.fileErrors,
+      rowCount: this.rowCount,
+      validCount: this.validCount,
+      invalidCount: this.invalidCount,
+      errorCount: this.errorCount,
+      storedErrors: this.storedErrors,
+      totals: Object.fromEntries([...this.totals].map(([currency, total]) => [currency, decimalText(total.toDecimal())])),
+      unsummedRows: this.unsummedRows,
+      controlLines: this.trailer.seen,
+      trailer: this.trailer.finish(this.lastLine),
+      lastLine: this.lastLine,
+      stopped,
+    };
+  }
+
   private acceptHeader(rec: LinedRecord): void {
     if (isBlankRecord(rec.fields)) return;
-    this.headerLine = rec.line;
     const resolved = resolveHeader(rec.fields, {
       file: this.file,
       line: rec.line,
@@ -224,12 +311,19 @@ class BatchState {
       required: this.rules.required,
     });
     if ('errors' in resolved) {
+      this.headerLine = rec.line;
       for (const error of resolved.errors) this.fileError(error);
       throw new StopParsing();
     }
-    this.header = resolved.header;
+    this.useHeader(resolved.header, rec.line);
+    if (this.headerOnly) throw new HeaderRead();
+  }
+
+  private useHeader(header: ResolvedHeader, line: number): void {
+    this.header = header;
+    this.headerLine = line;
     this.plan = FIELD_PATHS.flatMap((field): [FieldPath, number][] => {
-      const index = resolved.header.indexOf[field];
+      const index = header.indexOf[field];
       return index === undefined ? [] : [[field, index]];
     });
   }
@@ -280,11 +374,6 @@ class BatchState {
       : { line: rec.line, rowNumber, merchantReferenceId: reference, request: null, requestValues: null, errors: result.errors, written };
   }
 
-  /** The sums of payoutAmount per payoutCurrency so far. */
-  totalsByCurrency(): Map<string, Decimal> {
-    return new Map([...this.totals].map(([currency, total]) => [currency, total.toDecimal()]));
-  }
-
   private addToTotals(values: RowValues): void {
     const currency = trimSpaces(values.payoutCurrency).toUpperCase();
     const amount = trimSpaces(values.payoutAmount);
@@ -331,20 +420,45 @@ function isFsError(err: unknown): err is NodeJS.ErrnoException {
 export async function parseBatchFile(path: string, displayName: string, opts: ParseBatchOptions): Promise<BatchParseResult> {
   const { format } = opts;
   const rules = isCompiled(opts.rules) ? opts.rules : compileRules(opts.rules);
-  const chunkSize = Math.max(1, opts.chunkSize ?? 500);
-  let delimiter: Delimiter;
+  const delimiter = await batchDelimiter(path, displayName, format);
+  const summary = await readBatchPart(path, displayName, WHOLE_FILE, {
+    format,
+    rules,
+    delimiter,
+    chunkSize: Math.max(1, opts.chunkSize ?? 500),
+    readChunkBytes: opts.readChunkBytes,
+    signal: opts.signal,
+    onRows: opts.onRows,
+  });
+  return finishBatchParse(path, displayName, delimiter, [summary], { format, sidecarPath: opts.sidecarPath });
+}
+
+/** The file's field delimiter: configured, or decided from its header line. */
+export async function batchDelimiter(path: string, displayName: string, format: BatchFormatOptions): Promise<Delimiter> {
   try {
-    delimiter = format.delimiter === 'auto' ? await sniffFileDelimiter(path, format.maxRecordBytes) : format.delimiter;
+    return format.delimiter === 'auto' ? await sniffFileDelimiter(path, format.maxRecordBytes) : format.delimiter;
   } catch (err) {
     throw readError(err, displayName);
   }
-  const state = new BatchState(displayName, format, rules, chunkSize, opts.onRows);
-  const tracker = new LineTracker();
+}
+
+/**
+ * Reads one part of a batch file: its records through the UTF-8 check and
+ * csv-parse, each row validated and handed to `onRows` in chunks. Rejects
+ * only when the file cannot be read or onRows fails; a problem of the file
+ * is in the summary's fileErrors.
+ */
+export async function readBatchPart(path: string, displayName: string, part: BatchFilePart, opts: PartReadOptions): Promise<PartSummary> {
+  const { format } = opts;
+  const state = new BatchState(displayName, format, opts.rules, opts.chunkSize, opts.onRows, part.header, opts.headerOnly);
+  // Only the file's start may hold a BOM: a part after it starts with whatever its first line holds.
+  const atStart = part.start === 0;
+  const tracker = new LineTracker(atStart);
   let lastRecordEnd = 0;
   const parser = new LinedParser(
     {
-      bom: true,
-      delimiter,
+      bom: atStart,
+      delimiter: opts.delimiter,
       record_delimiter: ['\r\n', '\n', '\r'],
       relax_column_count: true,
       skip_empty_lines: true,
@@ -353,7 +467,7 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     (recordEnd) => {
       const line = tracker.contentLineAfter(lastRecordEnd);
       lastRecordEnd = recordEnd;
-      return line;
+      return part.lineOffset + line;
     },
   );
   const sink = new Writable({
@@ -375,20 +489,29 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   let stopped = false;
   try {
     await pipeline(
-      createReadStream(path, { highWaterMark: opts.readChunkBytes ?? 64 * 1024 }),
+      createReadStream(path, {
+        start: part.start,
+        end: part.end === null ? undefined : part.end - 1,
+        highWaterMark: opts.readChunkBytes ?? 64 * 1024,
+      }),
       new Utf8Guard(tracker),
       parser,
       sink,
       opts.signal ? { signal: opts.signal } : {},
     );
   } catch (err) {
+    if (err instanceof HeaderRead) return state.summary(false);
     stopped = true;
     if (err instanceof StopParsing) {
       // The file error is already recorded.
     } else if (err instanceof InvalidUtf8Error) {
-      state.fileErrorAt(err.line, 'INVALID_UTF8', `${err.message} (line ${err.line}); the file must be UTF-8`);
+      state.fileErrorAt(
+        part.lineOffset + err.line,
+        'INVALID_UTF8',
+        `${err.message} (line ${part.lineOffset + err.line}); the file must be UTF-8`,
+      );
     } else if (err instanceof CsvError) {
-      const line = tracker.contentLineAfter(lastRecordEnd);
+      const line = part.lineOffset + tracker.contentLineAfter(lastRecordEnd);
       const mapped = csvErrorToFileError(err, line);
       state.fileErrorAt(line, mapped.code, mapped.message);
     } else if (isFsError(err)) {
@@ -397,39 +520,81 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
       throw err;
     }
   }
-  if (!stopped) {
-    await state.flush();
-    if (state.header === null) state.fileErrorAt(null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)');
+  if (!stopped) await state.flush();
+  return state.summary(stopped);
+}
+
+/** Options of finishBatchParse. */
+export interface FinishOptions {
+  format: BatchFormatOptions;
+  /** Sidecar control file; default `<path>.ctl`; null = do not look for one. */
+  sidecarPath?: string | null;
+}
+
+/**
+ * The result of a file read as `parts` (in file order): their sums, the
+ * header of the first, the trailer of the last, and the control totals
+ * (trailer and sidecar) checked against what the rows add up to.
+ */
+export async function finishBatchParse(
+  path: string,
+  displayName: string,
+  delimiter: Delimiter,
+  parts: readonly PartSummary[],
+  opts: FinishOptions,
+): Promise<BatchParseResult> {
+  const { format } = opts;
+  const first = parts[0];
+  const last = parts[parts.length - 1];
+  if (first === undefined || last === undefined) throw new RangeError('finishBatchParse needs at least one part');
+  const keep = Math.max(1, format.maxStoredErrors);
+  const fileErrors = parts.flatMap((p) => p.fileErrors).slice(0, keep);
+  const stopped = parts.some((p) => p.stopped);
+  const totals = new Map<string, Decimal>();
+  for (const p of parts) {
+    for (const [currency, text] of Object.entries(p.totals)) totals.set(currency, (totals.get(currency) ?? new Decimal(0)).plus(text));
   }
-  const controlTotals = stopped ? [] : await checkControls(state, path, displayName, opts.sidecarPath, format.requireControlTotals);
+  const sum = (n: (p: PartSummary) => number): number => parts.reduce((acc, p) => acc + n(p), 0);
+  const found = { rows: sum((p) => p.rowCount), totals, unsummedRows: sum((p) => p.unsummedRows) };
+  const fileError = (error: RowError): void => {
+    if (fileErrors.length < keep) fileErrors.push(error);
+  };
+  let controlTotals: ControlTotals[] = [];
+  if (!stopped) {
+    if (first.header === null) fileError(fileErrorOf(displayName, null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)'));
+    else
+      controlTotals = await checkControls(last.trailer, found, path, displayName, opts.sidecarPath, format.requireControlTotals, fileError);
+  }
   return {
     file: displayName,
     delimiter,
-    fileErrors: state.fileErrors,
-    rowCount: state.rowCount,
-    validCount: state.validCount,
-    invalidCount: state.invalidCount,
-    errorCount: state.errorCount,
-    storedErrors: state.storedErrors,
+    fileErrors,
+    rowCount: found.rows,
+    validCount: sum((p) => p.validCount),
+    invalidCount: sum((p) => p.invalidCount),
+    errorCount: sum((p) => p.errorCount),
+    storedErrors: parts.flatMap((p) => p.storedErrors).slice(0, format.maxStoredErrors),
     controlTotals,
-    totals: Object.fromEntries(
-      [...state.totalsByCurrency().entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, d]) => [c, decimalText(d)]),
-    ),
-    unsummedRows: state.unsummedRows,
+    totals: Object.fromEntries([...totals.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, d]) => [c, decimalText(d)])),
+    unsummedRows: found.unsummedRows,
   };
 }
 
+function fileErrorOf(file: string, line: number | null, code: RowError['code'], message: string): RowError {
+  return { file, line, column: null, field: null, code, message };
+}
+
 async function checkControls(
-  state: BatchState,
+  trailer: PartSummary['trailer'],
+  found: FoundTotals,
   path: string,
   displayName: string,
   sidecarPath: string | null | undefined,
   required: boolean,
+  fileError: (error: RowError) => void,
 ): Promise<ControlTotals[]> {
-  if (state.header === null) return [];
   const blocks: ControlTotals[] = [];
-  const trailer = state.trailer.finish(state.lastLine);
-  if (trailer.error) state.fileError(trailer.error);
+  if (trailer.error) fileError(trailer.error);
   if (trailer.controls) blocks.push(trailer.controls);
   const sidecarFile = sidecarPath === null ? null : (sidecarPath ?? `${path}.ctl`);
   if (sidecarFile !== null) {
@@ -440,16 +605,22 @@ async function checkControls(
       throw readError(err, `${displayName}.ctl`);
     }
     if (sidecar) {
-      for (const error of sidecar.errors) state.fileError(error);
+      for (const error of sidecar.errors) fileError(error);
       if (sidecar.controls) blocks.push(sidecar.controls);
     }
   }
   if (blocks.length === 0 && required) {
-    state.fileErrorAt(null, 'CONTROL_MISSING', `control totals are required: add #CONTROL trailer lines or a ${displayName}.ctl file`);
+    fileError(
+      fileErrorOf(
+        displayName,
+        null,
+        'CONTROL_MISSING',
+        `control totals are required: add #CONTROL trailer lines or a ${displayName}.ctl file`,
+      ),
+    );
   }
-  const found = { rows: state.rowCount, totals: state.totalsByCurrency(), unsummedRows: state.unsummedRows };
   for (const block of blocks) {
-    for (const error of compareControls(block, found)) state.fileError(error);
+    for (const error of compareControls(block, found)) fileError(error);
   }
   return blocks;
 }
