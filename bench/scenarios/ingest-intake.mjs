@@ -51,10 +51,11 @@ const intake = new BatchIntake(
     clock: systemClock,
     logger,
     effects: {
-      writeAck: async (b, r) => {
+      writeAck: async (b, r, drafts) => {
         const t = now();
         marks.ackStart = t;
-        const path = await outbox.writeAck(b, r);
+        marks.ackFromDrafts = drafts !== undefined;
+        const path = await outbox.writeAck(b, r, drafts);
         ackMs += now() - t;
         return path;
       },
@@ -68,7 +69,9 @@ const intake = new BatchIntake(
     rules: config.batch.rules,
     onInvalidRows: config.batch.onInvalidRows,
     rejectedDir: join(config.paths.stateDir, 'rejected'),
-    // As the daemon passes them (builds with several-instance support read these; older ones ignore them).
+    // As the daemon passes them (builds that do not know an option ignore it).
+    readingDir: join(config.paths.stateDir, 'reading'),
+    read: config.batch.read,
     instanceId: 'bench-ingest',
     leaseMs: config.instance?.leaseMs ?? 60_000,
   },
@@ -116,7 +119,10 @@ writeFileSync(
       lastInsertAtMs: since(marks.lastInsert),
       acceptMs: marks.acceptStart && marks.ackStart ? marks.ackStart - marks.acceptStart : null,
       ackMs,
+      ackFromDrafts: marks.ackFromDrafts ?? null,
     },
+    // Parts the file was read in (1: in the intake's thread; absent: a build that does not say).
+    readInParts: logLines.map((l) => JSON.parse(l)).find((l) => l.msg === 'batch accepted')?.readInParts ?? null,
     peakRssMb: peak,
     databaseMb: Math.round((await stat(config.databaseFile)).size / 1048576),
   }),

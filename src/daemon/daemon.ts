@@ -32,7 +32,7 @@ import {
   listFinishedActiveBatches,
   stateCounts,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { BatchIntake, InboxWatcher, removeAllAckDrafts, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { verifyUnchanged } from '../ingest/inbox/index.js';
 import { safeError } from '../log/index.js';
@@ -109,7 +109,7 @@ export class PayoutDaemon {
         clock,
         logger,
         effects: {
-          writeAck: (b, r) => this.outbox.writeAck(b, r),
+          writeAck: (b, r, drafts) => this.outbox.writeAck(b, r, drafts),
           writeFileRejection: (b, r) => this.outbox.writeFileRejection(b, r),
           writeResult: (b) => this.outbox.writeResult(b),
           checkBalance: config.batch.balanceCheck.enabled ? (id) => this.gate.check(id, this.abortCalls.signal) : undefined,
@@ -122,6 +122,8 @@ export class PayoutDaemon {
         rules: config.batch.rules,
         onInvalidRows: config.batch.onInvalidRows,
         rejectedDir: join(storageDir, 'rejected'),
+        readingDir: join(storageDir, 'reading'),
+        read: config.batch.read,
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
         signal: this.stopWork.signal,
@@ -190,6 +192,9 @@ export class PayoutDaemon {
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
     await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? this.deps.config.instance.leaseMs : 0);
+    // Acknowledgements drafted by reads a stop cut short (this instance's own folder; a batch read again drafts anew).
+    const drafts = await removeAllAckDrafts(join(this.deps.config.paths.stateDir, 'reading'));
+    if (drafts > 0) logger.info({ drafts }, 'removed acknowledgement drafts of reads cut short by the last stop');
     await this.resumeReading(true);
     if (this.stopWork.signal.aborted) {
       logger.info('stop requested during start-up: not starting the work loops');

@@ -12,7 +12,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import { encodeRequestValues } from '../domain/request-values.js';
 import {
   type Database,
   claimBatchLease,
@@ -32,9 +31,19 @@ import {
   type NewPayoutRow,
   holdBatch,
 } from '../store/index.js';
-import { BatchReadError, parseBatchFile, type BatchFormatOptions, type ParsedBatchRow } from './csv/index.js';
+import { BatchReadError, type BatchFormatOptions } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, verifyUnchanged, type ClaimedFile } from './inbox/index.js';
+import {
+  readBatchInParts,
+  readBatchInThread,
+  removeAckDrafts,
+  removeBatchAckDrafts,
+  type BatchRead,
+  type BatchReadOptions,
+  type PartsSettings,
+  type ReadRows,
+} from './read/index.js';
 
 export interface IntakeOptions {
   format: BatchFormatOptions;
@@ -42,6 +51,10 @@ export interface IntakeOptions {
   onInvalidRows: InvalidRowsPolicy;
   /** Where refused files are parked with a reason file. */
   rejectedDir: string;
+  /** Where a batch being read drafts its acknowledgement (this instance's own state directory). */
+  readingDir: string;
+  /** Reading large files in parts on reader threads (config `batch.read`); absent: every file in this thread. */
+  read?: PartsSettings;
   /** This instance, and how long its hold on a batch being read lasts without renewal. */
   instanceId: string;
   leaseMs: number;
@@ -51,7 +64,8 @@ export interface IntakeOptions {
 
 /** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
 export interface IntakeEffects {
-  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
+  /** The acknowledgement: from the stored rows, or from the drafts written while the file was read (when exact). */
+  writeAck(batch: BatchRecord, fileRejection?: string, drafts?: readonly string[]): Promise<string>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
   checkBalance?(batchId: string): Promise<{ ok: boolean; reason: string | null }>;
@@ -71,26 +85,26 @@ const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
 
 /** One transaction (one disk sync) per this many rows: a million-row file costs ~100 syncs. */
 const ROWS_PER_TRANSACTION = 10_000;
-/** Rows per hand-over from the parser (see parseRows). */
+/** Rows per hand-over from the parser (see readRows). */
 const PARSE_CHUNK_ROWS = 1_000;
 
-/** A parsed row as the payouts table stores it. */
-function storedForm(batchId: string, r: ParsedBatchRow): NewPayoutRow {
-  const errors = r.errors;
-  return {
-    batchId,
-    line: r.line,
-    merchantReferenceId: r.merchantReferenceId,
-    state: r.requestValues ? 'READY' : 'INVALID',
-    requestValues: r.requestValues ? encodeRequestValues(r.requestValues) : null,
-    // As the sender wrote them (the request holds the normalized form that is sent).
-    payoutCurrency: r.written.payoutCurrency || null,
-    payoutAmount: r.written.payoutAmount || null,
-    deductionCurrency: r.written.deductionCurrency || null,
-    reasonCode: errors[0]?.code ?? null,
-    // Every error of the row with its code and column; the line has its own column in every output.
-    reason: errors.length > 0 ? errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null,
-  };
+/** Rows as read, as the payouts table stores them. */
+function storedForm(batchId: string, rows: ReadRows): NewPayoutRow[] {
+  return rows.lines.map((line, i) => {
+    const request = rows.requests[i] ?? null;
+    return {
+      batchId,
+      line,
+      merchantReferenceId: rows.references[i] as string,
+      state: request !== null ? 'READY' : 'INVALID',
+      requestValues: request,
+      payoutCurrency: rows.payoutCurrencies[i] ?? null,
+      payoutAmount: rows.payoutAmounts[i] ?? null,
+      deductionCurrency: rows.deductionCurrencies[i] ?? null,
+      reasonCode: rows.reasonCodes[i] ?? null,
+      reason: rows.reasons[i] ?? null,
+    };
+  });
 }
 
 /** A batch id finance can read and sort: B<date>-<time>-<random>. */
@@ -243,9 +257,19 @@ export class BatchIntake {
 
     await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
     await clearBatchContents(db, batch.id);
-    const result = await this.parseRows(batch);
+    const result = await this.readRows(batch);
     if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
-    const parse = result.parse;
+    try {
+      return await this.admit(batch, result.read);
+    } finally {
+      await removeAckDrafts(result.read.ackDrafts);
+    }
+  }
+
+  /** A batch whose file was read: rejected as a whole, rejected for its rows, or accepted (and maybe held). */
+  private async admit(read: BatchRecord, { parse, ackDrafts }: BatchRead): Promise<BatchRecord> {
+    const { db, clock, logger } = this.deps;
+    let batch = read;
     if (parse.fileErrors.length > 0) {
       return this.rejectFile(batch, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
     }
@@ -289,8 +313,13 @@ export class BatchIntake {
     );
     batch = (await getBatch(db, batch.id)) as BatchRecord;
     const accepted = batch;
-    await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(accepted), { ackWrittenAt: clock.now() });
-    logger.info({ batchId: batch.id, file: batch.fileName, rows: parse.rowCount, ...counts, hold: batch.holdCode }, 'batch accepted');
+    // The draft says what the rows said as read: exact unless the acceptance changed a row (a reference used twice).
+    const drafts = verdict.rowsChanged === 0 ? ackDrafts : undefined;
+    await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(accepted, undefined, drafts), { ackWrittenAt: clock.now() });
+    logger.info(
+      { batchId: batch.id, file: batch.fileName, rows: parse.rowCount, ...counts, hold: batch.holdCode, readInParts: ackDrafts.length },
+      'batch accepted',
+    );
     return (await getBatch(db, batch.id)) as BatchRecord;
   }
 
@@ -325,8 +354,14 @@ export class BatchIntake {
     return null;
   }
 
-  private async parseRows(batch: BatchRecord): Promise<{ parse: Awaited<ReturnType<typeof parseBatchFile>> } | { readError: string }> {
-    const { db, clock } = this.deps;
+  /**
+   * Reads the batch's file into its rows, stored a transaction's worth at a
+   * time: in parts on reader threads when the file is large (src/ingest/read),
+   * else in this thread, and in this thread again when a read in parts says so
+   * (its rows are cleared first).
+   */
+  private async readRows(batch: BatchRecord): Promise<{ read: BatchRead } | { readError: string }> {
+    const { db, clock, logger } = this.deps;
     // Rows wait here, already in their stored form, until a transaction's worth is read.
     let pending: NewPayoutRow[] = [];
     const store = async (): Promise<void> => {
@@ -338,24 +373,38 @@ export class BatchIntake {
       await insertRowsWhileReading(db, { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs }, records, now);
       this.deps.afterChunkStored?.();
     };
+    const opts: BatchReadOptions = {
+      format: this.o.format,
+      rules: this.o.rules,
+      compiledRules: this.rules,
+      identity: { batchId: batch.id, fileName: batch.fileName },
+      draftDir: this.o.readingDir,
+      sidecarPath: batch.controlPath,
+      // Small chunks from the parser: its row objects die young instead of surviving (and being
+      // promoted) while a whole transaction's worth is read; only the stored form waits.
+      chunkSize: PARSE_CHUNK_ROWS,
+      signal: this.o.signal,
+      onRows: async (rows) => {
+        for (const row of storedForm(batch.id, rows)) pending.push(row);
+        if (pending.length >= ROWS_PER_TRANSACTION) await store();
+      },
+    };
+    // Drafts of an earlier read of this batch (in one part or in more) would be read as this one's.
+    await removeBatchAckDrafts(this.o.readingDir, batch.id);
     try {
-      const parse = await parseBatchFile(batch.storedPath, batch.fileName, {
-        format: this.o.format,
-        rules: this.rules,
-        // Small chunks from the parser: its row objects die young instead of surviving (and being
-        // promoted) while a whole transaction's worth is read; only the stored form waits.
-        chunkSize: PARSE_CHUNK_ROWS,
-        sidecarPath: batch.controlPath,
-        signal: this.o.signal,
-        onRows: async (rows: ParsedBatchRow[]) => {
-          for (const r of rows) pending.push(storedForm(batch.id, r));
-          if (pending.length >= ROWS_PER_TRANSACTION) await store();
-        },
-      });
+      let read = this.o.read ? await readBatchInParts(batch.storedPath, batch.size, this.o.read, opts) : null;
+      if (read !== null && 'again' in read) {
+        logger.info({ batchId: batch.id, file: batch.fileName, why: read.again }, 'reading the file again, in one part');
+        pending = [];
+        await clearBatchContents(db, batch.id);
+        read = null;
+      }
+      read ??= await readBatchInThread(batch.storedPath, opts);
       // A rejected file's rows are cleared anyway; only an accepted read needs its last rows stored.
-      if (parse.fileErrors.length === 0) await store();
-      return { parse };
+      if (read.parse.fileErrors.length === 0) await store();
+      return { read };
     } catch (err) {
+      await removeBatchAckDrafts(this.o.readingDir, batch.id);
       if (err instanceof BatchReadError) return { readError: err.message };
       throw err;
     }

@@ -20,6 +20,8 @@ export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
 export interface AcceptanceResult {
   accepted: boolean;
+  /** Rows whose state the checks changed (a reference used twice in the file, or held by another batch). */
+  rowsChanged: number;
   readyCount: number;
   invalidCount: number;
   duplicateCount: number;
@@ -57,9 +59,16 @@ async function referencesOnSeveralRows(trx: Database, batchId: string): Promise<
     .havingRaw('count(*) > 1')) as { merchant_reference_id: string }[];
 }
 
-async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
+/** What a check found: an error per row concerned, and how many rows it moved. */
+interface Marked {
+  errors: BatchErrorRecord[];
+  moved: number;
+}
+
+async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<Marked> {
   const groups = await referencesOnSeveralRows(trx, batchId);
   const errors: BatchErrorRecord[] = [];
+  let moved = 0;
   for (const g of groups) {
     const rows = (await trx('payouts')
       .where({ batch_id: batchId, merchant_reference_id: g.merchant_reference_id })
@@ -71,14 +80,14 @@ async function markInFileDuplicates(trx: Database, batchId: string, now: number)
       const message = `merchantReferenceId ${g.merchant_reference_id} appears more than once in this file (also on line ${others})`;
       errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
       if (VALID.includes(r.state)) {
-        await trx('payouts')
+        moved += await trx('payouts')
           .where({ id: r.id })
           .whereIn('state', VALID)
           .update({ state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: message, updated_at: now });
       }
     }
   }
-  return errors;
+  return { errors, moved };
 }
 
 /** Whether two stored requests ask for the same payout (compared by value: rows kept before 0008 were re-encoded in SQL). */
@@ -89,7 +98,7 @@ function sameRequest(a: string, b: string): boolean {
   return x.every((v, i) => v === y[i]);
 }
 
-async function markEarlierReferences(trx: Database, batchId: string, now: number): Promise<BatchErrorRecord[]> {
+async function markEarlierReferences(trx: Database, batchId: string, now: number): Promise<Marked> {
   const clashes = (await trx('payouts as p')
     .join('payouts as h', function () {
       this.on('h.merchant_reference_id', '=', 'p.merchant_reference_id').andOn('h.batch_id', '<>', 'p.batch_id');
@@ -118,6 +127,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     other_batch_state: string;
   }[];
   const errors: BatchErrorRecord[] = [];
+  let moved = 0;
   for (const c of clashes) {
     const same = sameRequest(c.request_values, c.other_request);
     const code = same ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
@@ -129,17 +139,19 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
         ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
         : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
     errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
-    await trx('payouts')
+    moved += await trx('payouts')
       .where({ id: c.id, state: 'VALIDATED' })
       .update({ state: 'DUPLICATE', reason_code: code, reason: message, updated_at: now });
   }
-  return errors;
+  return { errors, moved };
 }
 
 export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {
   return db.transaction(async (trx) => {
-    const errors = [...(await markInFileDuplicates(trx, batchId, now)), ...(await markEarlierReferences(trx, batchId, now))];
-    await insertBatchErrors(trx, batchId, errors);
+    const inFile = await markInFileDuplicates(trx, batchId, now);
+    const earlier = await markEarlierReferences(trx, batchId, now);
+    const rowsChanged = inFile.moved + earlier.moved;
+    await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors]);
     const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
       state: string;
       n: number | string;
@@ -162,6 +174,7 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
         });
       return {
         accepted: false,
+        rowsChanged,
         readyCount: 0,
         invalidCount,
         duplicateCount,
@@ -169,10 +182,10 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
       };
     }
     if (validated === 0) {
-      return { accepted: false, readyCount: 0, invalidCount, duplicateCount, rejectReason: 'no valid row to pay' };
+      return { accepted: false, rowsChanged, readyCount: 0, invalidCount, duplicateCount, rejectReason: 'no valid row to pay' };
     }
     // Rows set aside at their insert whose reference was let go since (the holder's file was rejected).
     await trx('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).update({ state: 'READY', next_attempt_at: now, updated_at: now });
-    return { accepted: true, readyCount: validated, invalidCount, duplicateCount, rejectReason: null };
+    return { accepted: true, rowsChanged, readyCount: validated, invalidCount, duplicateCount, rejectReason: null };
   });
 }

@@ -1,0 +1,242 @@
+/**
+ * Reading a claimed batch file into the rows the intake stores, with the
+ * acknowledgement drafted on the way: in the intake's own thread, or, for a
+ * large file, in parts on worker threads (./worker.ts) while the intake's
+ * thread stores what they read. Two cores then share what one did: reading
+ * and validating on one side, SQLite on the other.
+ *
+ * Reading in parts gives the same rows, sums and errors as reading the file
+ * whole, or nothing: whenever a part finds anything that concerns the file
+ * as a whole (a file error, control lines before the last part, more rows
+ * than allowed in all) or a reader thread fails, the caller is told to read
+ * the file again in one part, which reports it exactly as ever. The rows the
+ * parts handed over are then the caller's to discard.
+ */
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import {
+  batchDelimiter,
+  finishBatchParse,
+  readBatchPart,
+  WHOLE_FILE,
+  type BatchFilePart,
+  type BatchParseResult,
+  type PartSummary,
+} from '../csv/parse-batch.js';
+import type { BatchFormatOptions } from '../csv/options.js';
+import type { CompiledRules, ValidationRules } from '../rules/options.js';
+import { AckDraftFile } from './ack-draft.js';
+import { cutsOf } from './cuts.js';
+import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
+import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
+
+export interface BatchReadOptions {
+  format: BatchFormatOptions;
+  /** As configured (a reader thread compiles its own) and compiled (for this thread). */
+  rules: ValidationRules;
+  compiledRules: CompiledRules;
+  /** The batch, for the acknowledgement's lines. */
+  identity: { batchId: string; fileName: string };
+  /** Where the acknowledgement is drafted while the file is read (the state directory's). */
+  draftDir: string;
+  /** Sidecar control file; null = none. */
+  sidecarPath: string | null;
+  /** Rows per chunk handed over. */
+  chunkSize: number;
+  /** Stops a read (shutdown): the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Takes each chunk; awaited before more is handed over. */
+  onRows: (rows: ReadRows) => Promise<void>;
+}
+
+export interface BatchRead {
+  parse: BatchParseResult;
+  /** The acknowledgement as drafted while reading (files in line order): exact when the acceptance changes no row. */
+  ackDrafts: string[];
+}
+
+/** The drafts of one batch's acknowledgement: one per part. */
+export function ackDraftPaths(draftDir: string, batchId: string, parts: number): string[] {
+  return Array.from({ length: parts }, (_, k) => join(draftDir, `${batchId}.ack-${k}.csv`));
+}
+
+/** Reads the whole file in this thread. */
+export async function readBatchInThread(path: string, opts: BatchReadOptions): Promise<BatchRead> {
+  const { format, identity } = opts;
+  const delimiter = await batchDelimiter(path, identity.fileName, format);
+  const ackDrafts = ackDraftPaths(opts.draftDir, identity.batchId, 1);
+  const draft = await AckDraftFile.create(ackDrafts[0] as string);
+  let summary: PartSummary;
+  try {
+    summary = await readBatchPart(path, identity.fileName, WHOLE_FILE, {
+      format,
+      rules: opts.compiledRules,
+      delimiter,
+      chunkSize: opts.chunkSize,
+      signal: opts.signal,
+      onRows: async (rows) => {
+        await draft.append(ackDraftOf(identity, rows));
+        await opts.onRows(readRowsOf(rows));
+      },
+    });
+  } finally {
+    await draft.close();
+  }
+  const parse = await finishBatchParse(path, identity.fileName, delimiter, [summary], { format, sidecarPath: opts.sidecarPath });
+  return { parse, ackDrafts };
+}
+
+/** How many reader threads, and from what size a file is read in parts (config `batch.read`). */
+export interface PartsSettings {
+  /** Reader threads, one per part; 'auto': two on a machine with two cores or more, else none. */
+  workers: number | 'auto';
+  minBytes: number;
+}
+
+/** Reader threads for a setting (fewer than two: read in one thread). */
+export function readerThreads(workers: PartsSettings['workers']): number {
+  return workers === 'auto' ? (availableParallelism() >= 2 ? 2 : 0) : workers;
+}
+
+/**
+ * Chunks a reader thread may send ahead of what the intake has taken: enough to keep it busy while a
+ * transaction commits, few enough that the rows between the threads stay a small share of the heap.
+ */
+const CREDIT = 12;
+
+/**
+ * A reader's young generation: its rows die within a chunk, and V8's default (up to 48 MB a thread, on
+ * a large machine) would add a hundred megabytes of resident memory for two readers, for no speed.
+ */
+const READER_LIMITS = { maxYoungGenerationSizeMb: 4 };
+
+/**
+ * The reader thread's module: beside this one in the build. When this module runs from the TypeScript
+ * sources (the tests), the build's copy, since a worker thread loads only JavaScript (`npm test` builds
+ * first).
+ */
+const READ_WORKER = import.meta.url.endsWith('.ts')
+  ? new URL(import.meta.url.replace(/\/src\/ingest\/read\/read-batch\.ts$/, '/dist/ingest/read/worker.js'))
+  : new URL('./worker.js', import.meta.url);
+
+/**
+ * Reads the file of `size` bytes in parts on reader threads. Null when it is
+ * not read in parts (smaller than `minBytes`, fewer than two threads, a
+ * header with problems, no place to cut): read it in this thread. `again`:
+ * the parts were read, but the file must be read again in one part, for the
+ * reason given.
+ */
+export async function readBatchInParts(
+  path: string,
+  size: number,
+  settings: PartsSettings,
+  opts: BatchReadOptions,
+): Promise<BatchRead | { again: string } | null> {
+  const threads = readerThreads(settings.workers);
+  if (threads < 2 || size < settings.minBytes) return null;
+  const { format, identity } = opts;
+  const delimiter = await batchDelimiter(path, identity.fileName, format);
+  // The header, read as the first part will read it, for the parts after it.
+  const head = await readBatchPart(path, identity.fileName, WHOLE_FILE, {
+    format,
+    rules: opts.compiledRules,
+    delimiter,
+    chunkSize: 1,
+    headerOnly: true,
+    signal: opts.signal,
+    onRows: () => Promise.resolve(),
+  });
+  if (head.header === null || head.headerLine === null || head.fileErrors.length > 0) return null;
+  const header = { header: head.header, line: head.headerLine };
+  const cuts = await cutsOf(path, size, threads);
+  if (cuts.length === 0) return null;
+  const parts: BatchFilePart[] = [{ ...WHOLE_FILE, end: cuts[0]?.at ?? null }];
+  cuts.forEach((cut, k) => parts.push({ start: cut.at, end: cuts[k + 1]?.at ?? null, lineOffset: cut.lineOffset, header }));
+  const ackDrafts = ackDraftPaths(opts.draftDir, identity.batchId, parts.length);
+
+  const summaries = await readParts(
+    parts.map((part, k): ReadWorkerData => ({
+      path,
+      displayName: identity.fileName,
+      part,
+      delimiter,
+      format,
+      rules: opts.rules,
+      chunkSize: opts.chunkSize,
+      credit: CREDIT,
+      identity,
+      draftPath: ackDrafts[k] as string,
+    })),
+    opts,
+  );
+  if (!Array.isArray(summaries)) return summaries;
+  const again = readAgainBecause(summaries, format);
+  if (again !== null) return { again };
+  const parse = await finishBatchParse(path, identity.fileName, delimiter, summaries, { format, sidecarPath: opts.sidecarPath });
+  return { parse, ackDrafts };
+}
+
+/** Why parts read without a failure must still be read as one, or null. */
+function readAgainBecause(summaries: readonly PartSummary[], format: BatchFormatOptions): string | null {
+  if (summaries.some((s) => s.stopped || s.fileErrors.length > 0)) return 'a part has a problem of the whole file';
+  if (summaries.slice(0, -1).some((s) => s.controlLines)) return 'control lines before the last part';
+  const rows = summaries.reduce((n, s) => n + s.rowCount, 0);
+  if (rows > format.maxRows) return `more than ${format.maxRows} rows`;
+  return null;
+}
+
+/**
+ * Runs one reader thread per part and hands their chunks to `onRows` one at
+ * a time, in the order they come (each part's in its own order); a chunk's
+ * credit goes back once `onRows` has taken it. Resolves with the summaries
+ * in part order, or `again` when a thread failed. A failure of `onRows` (the
+ * database) or the signal stops every thread and rejects.
+ */
+async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promise<PartSummary[] | { again: string }> {
+  const workers = work.map((workerData) => new Worker(READ_WORKER, { workerData, resourceLimits: READER_LIMITS }));
+  const stopAll = (): void => {
+    for (const w of workers) void w.terminate();
+  };
+  let taking: Promise<void> = Promise.resolve();
+  let takeFailed: { error: unknown } | null = null;
+  const take = (worker: Worker, rows: ReadRows): void => {
+    taking = taking
+      .then(async () => {
+        if (takeFailed !== null) return;
+        await opts.onRows(rows);
+        worker.postMessage({ credit: 1 } satisfies ReadWorkerCredit);
+      })
+      .catch((error: unknown) => {
+        takeFailed ??= { error };
+        stopAll();
+      });
+  };
+  const finished = (worker: Worker, k: number): Promise<PartSummary> =>
+    new Promise((resolve, reject) => {
+      worker.on('message', (m: ReadWorkerMessage) => {
+        if ('rows' in m) take(worker, m.rows);
+        else resolve(m.done);
+      });
+      worker.on('error', reject);
+      // After the summary this changes nothing; before it, the thread stopped short.
+      worker.on('exit', (code) => reject(new Error(`reader thread ${k + 1} stopped before its part was read (exit code ${code})`)));
+    });
+  const onAbort = (): void => stopAll();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const summaries = await Promise.all(workers.map(finished));
+    await taking;
+    if (takeFailed !== null) throw (takeFailed as { error: unknown }).error;
+    return summaries;
+  } catch (err) {
+    stopAll();
+    await taking;
+    if (takeFailed !== null) throw (takeFailed as { error: unknown }).error;
+    opts.signal?.throwIfAborted();
+    return { again: `a reader thread failed: ${(err as Error).message ?? String(err)}` };
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
+    stopAll();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Rows of a batch file in the form the intake stores them, a chunk at a
+ * time, one array per column: what a reader hands over, from a worker
+ * thread as a structured clone (columns cost a fraction of row objects,
+ * whose keys would be sent again with every row). And the same rows' lines
+ * of the acknowledgement, drafted as if the batch is accepted as read.
+ */
+import { encodeRequestValues } from '../../domain/request-values.js';
+import { ackDraftText, reasonText, type AckRow, type BatchIdentity } from '../../report/index.js';
+import type { ParsedBatchRow } from '../csv/index.js';
+import type { RowError } from '../rules/index.js';
+
+export interface ReadRows {
+  /** Physical line where each row starts. */
+  lines: number[];
+  /** The reference as written (trimmed), '' if absent. */
+  references: string[];
+  /** The request's values as the store keeps them; null for a row that failed validation. */
+  requests: (string | null)[];
+  /** Money cells as written (trimmed), null when empty: the result files show what the sender wrote. */
+  payoutCurrencies: (string | null)[];
+  payoutAmounts: (string | null)[];
+  deductionCurrencies: (string | null)[];
+  /** An invalid row's first error code, and all its errors in one text. */
+  reasonCodes: (string | null)[];
+  reasons: (string | null)[];
+}
+
+/** Every error of a row with its code and column (the line has its own column in every output). */
+export function reasonOf(errors: readonly RowError[]): string | null {
+  return errors.length > 0 ? errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null;
+}
+
+export function readRowsOf(rows: readonly ParsedBatchRow[]): ReadRows {
+  const out: ReadRows = {
+    lines: [],
+    references: [],
+    requests: [],
+    payoutCurrencies: [],
+    payoutAmounts: [],
+    deductionCurrencies: [],
+    reasonCodes: [],
+    reasons: [],
+  };
+  for (const r of rows) {
+    out.lines.push(r.line);
+    out.references.push(r.merchantReferenceId);
+    out.requests.push(r.requestValues ? encodeRequestValues(r.requestValues) : null);
+    out.payoutCurrencies.push(r.written.payoutCurrency || null);
+    out.payoutAmounts.push(r.written.payoutAmount || null);
+    out.deductionCurrencies.push(r.written.deductionCurrency || null);
+    out.reasonCodes.push(r.errors[0]?.code ?? null);
+    out.reasons.push(reasonOf(r.errors));
+  }
+  return out;
+}
+
+/**
+ * The acknowledgement's lines for these rows if the batch is accepted as
+ * read: a valid row ACCEPTED, an invalid one REJECTED with its reason, as
+ * the acknowledgement written from the stored rows says when the acceptance
+ * changed none of them.
+ */
+export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: readonly ParsedBatchRow[]): string {
+  return ackDraftText(
+    identity,
+    rows.map((r): AckRow =>
+      r.requestValues
+        ? { line: r.line, merchantReferenceId: r.merchantReferenceId, verdict: 'ACCEPTED', reason: null }
+        : {
+            line: r.line,
+            merchantReferenceId: r.merchantReferenceId,
+            verdict: 'REJECTED',
+            reason: reasonText(r.errors[0]?.code ?? null, reasonOf(r.errors)),
+          },
+    ),
+  );
+}

@@ -1,0 +1,71 @@
+/**
+ * A reader thread (started by ./read-batch.ts): reads one part of a batch file
+ * with src/ingest/csv's readBatchPart, drafts the part's acknowledgement
+ * lines into a file of its own, and hands its rows to the intake a chunk at
+ * a time, never more chunks ahead than the intake has given it credit for
+ * (so a million-row file does not pile up between the threads). Its last
+ * message is what it found (the part's summary). It writes nothing else:
+ * storing, logging and every decision stay with the intake's thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { readBatchPart, type BatchFilePart, type PartSummary } from '../csv/parse-batch.js';
+import type { Delimiter } from '../csv/delimiter.js';
+import type { BatchFormatOptions } from '../csv/options.js';
+import { compileRules, type ValidationRules } from '../rules/options.js';
+import { AckDraftFile } from './ack-draft.js';
+import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
+
+export interface ReadWorkerData {
+  path: string;
+  displayName: string;
+  part: BatchFilePart;
+  delimiter: Delimiter;
+  format: BatchFormatOptions;
+  rules: ValidationRules;
+  chunkSize: number;
+  /** Chunks it may send before the intake gives more credit. */
+  credit: number;
+  /** The batch, for the acknowledgement's lines. */
+  identity: { batchId: string; fileName: string };
+  draftPath: string;
+}
+
+/** From the reader: a chunk of rows, or (last) the part's summary. */
+export type ReadWorkerMessage = { rows: ReadRows } | { done: PartSummary };
+
+/** To the reader: chunks it may send on. */
+export interface ReadWorkerCredit {
+  credit: number;
+}
+
+const port = parentPort;
+if (port === null) throw new Error('src/ingest/read/worker runs only as a worker thread');
+const data = workerData as ReadWorkerData;
+
+let credit = data.credit;
+let wake: (() => void) | null = null;
+port.on('message', (m: ReadWorkerCredit) => {
+  credit += m.credit;
+  wake?.();
+  wake = null;
+});
+
+const draft = await AckDraftFile.create(data.draftPath);
+let summary: PartSummary;
+try {
+  summary = await readBatchPart(data.path, data.displayName, data.part, {
+    format: data.format,
+    rules: compileRules(data.rules),
+    delimiter: data.delimiter,
+    chunkSize: data.chunkSize,
+    onRows: async (rows) => {
+      await draft.append(ackDraftOf(data.identity, rows));
+      while (credit <= 0) await new Promise<void>((resolve) => (wake = resolve));
+      credit--;
+      port.postMessage({ rows: readRowsOf(rows) } satisfies ReadWorkerMessage);
+    },
+  });
+} finally {
+  await draft.close();
+}
+port.postMessage({ done: summary } satisfies ReadWorkerMessage);

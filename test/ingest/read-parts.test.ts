@@ -1,0 +1,277 @@
+/**
+ * Reading a batch file in parts on reader threads (src/ingest/read) must
+ * give what reading it whole in one thread gives: the same rows with the
+ * same line numbers, the same errors, sums and control totals, and the same
+ * acknowledgement draft, byte for byte. Whatever a part cannot decide alone
+ * (a cut inside a quoted value, control lines before the last part, more
+ * rows than allowed in all) must come back as "read it again in one part",
+ * never as a different answer. And the cuts themselves are checked against
+ * a plain count of line breaks, across the reader's buffer edges.
+ *
+ * The reader threads run the build's worker module (`npm test` builds first).
+ */
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptionsInput } from '../../src/ingest/csv/index.js';
+import { compileRules, DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
+import {
+  cutsOf,
+  readBatchInParts,
+  readBatchInThread,
+  type BatchRead,
+  type BatchReadOptions,
+  type ReadRows,
+} from '../../src/ingest/read/index.js';
+import { HEADER, row, tempCsv, tempDir } from './helpers.js';
+import { prng } from '../../samples/prng.mjs';
+
+const run = promisify(execFile);
+
+type RowTuple = [number, string, string | null, string | null, string | null, string | null, string | null, string | null];
+
+/** Every row handed over, as one tuple each, in line order (parts hand theirs over interleaved). */
+function tuples(chunks: readonly ReadRows[]): RowTuple[] {
+  const out: RowTuple[] = [];
+  for (const c of chunks) {
+    c.lines.forEach((line, i) =>
+      out.push([
+        line,
+        c.references[i] as string,
+        c.requests[i] ?? null,
+        c.payoutCurrencies[i] ?? null,
+        c.payoutAmounts[i] ?? null,
+        c.deductionCurrencies[i] ?? null,
+        c.reasonCodes[i] ?? null,
+        c.reasons[i] ?? null,
+      ]),
+    );
+  }
+  return out.sort((a, b) => a[0] - b[0]);
+}
+
+async function draftText(read: BatchRead): Promise<string> {
+  let text = '';
+  for (const path of read.ackDrafts) text += await readFile(path, 'utf8');
+  return text;
+}
+
+interface Reads {
+  whole: BatchRead;
+  wholeRows: RowTuple[];
+  parts: BatchRead | { again: string } | null;
+  partRows: RowTuple[];
+}
+
+/** The file read whole in this thread, and in `threads` parts (from any size). */
+async function readBoth(content: string | Buffer, format: BatchFormatOptionsInput = {}, threads = 3): Promise<Reads> {
+  const path = await tempCsv(content);
+  const size = (await stat(path)).size;
+  const options = async (collect: ReadRows[]): Promise<BatchReadOptions> => ({
+    format: batchFormatSchema.parse(format),
+    rules: DEFAULT_VALIDATION_RULES,
+    compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
+    identity: { batchId: 'B20261125-000000-abcdef', fileName: 'batch.csv' },
+    draftDir: await tempDir(),
+    sidecarPath: null,
+    chunkSize: 37,
+    onRows: (rows) => {
+      collect.push(rows);
+      return Promise.resolve();
+    },
+  });
+  const wholeChunks: ReadRows[] = [];
+  const whole = await readBatchInThread(path, await options(wholeChunks));
+  const partChunks: ReadRows[] = [];
+  const parts = await readBatchInParts(path, size, { workers: threads, minBytes: 0 }, await options(partChunks));
+  return { whole, wholeRows: tuples(wholeChunks), parts, partRows: tuples(partChunks) };
+}
+
+/** Expects the read in parts to be the read of the whole file, drafts included. */
+async function expectSameAsWhole(r: Reads, parts: number): Promise<void> {
+  expect(r.parts).not.toBeNull();
+  expect(r.parts && 'again' in r.parts ? r.parts.again : null).toBeNull();
+  const inParts = r.parts as BatchRead;
+  expect(inParts.ackDrafts).toHaveLength(parts);
+  expect(inParts.parse).toEqual(r.whole.parse);
+  expect(r.partRows).toEqual(r.wholeRows);
+  expect(await draftText(inParts)).toBe(await draftText(r.whole));
+}
+
+function lines(rows: readonly string[], eol = '\n'): string {
+  return [HEADER, ...rows].join(eol) + eol;
+}
+
+describe('reading a batch file in parts', () => {
+  it('gives the rows, sums and acknowledgement draft of reading it whole', async () => {
+    const rows = Array.from({ length: 600 }, (_, i) => row(`REF-${i}`, { payoutAmount: `${i + 1}.${i % 100}` }));
+    const r = await readBoth(lines(rows));
+    await expectSameAsWhole(r, 3);
+    expect(r.whole.parse.rowCount).toBe(600);
+    expect(r.wholeRows[0]?.[0]).toBe(2);
+    expect(r.wholeRows.at(-1)?.[0]).toBe(601);
+  });
+
+  it('numbers lines as a read of the whole file does, with CRLF, a BOM, blank lines and invalid rows in every part', async () => {
+    const random = prng(20261125);
+    const rows: string[] = [];
+    for (let i = 0; i < 900; i++) {
+      const pick = random();
+      if (pick < 0.05) rows.push('');
+      else if (pick < 0.15) rows.push(row(`BAD-${i}`, { payoutAmount: 'twelve' }));
+      else if (pick < 0.2) rows.push(row(`BAD-${i}`, { 'beneficiary.accountNumber': '', payoutCurrency: 'XXX' }));
+      else if (pick < 0.25) rows.push(row(`Q-${i}`, { 'beneficiary.accountName': '"Smith, John ""JJ"""' }));
+      else rows.push(row(`OK-${i}`));
+    }
+    const r = await readBoth(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(lines(rows, '\r\n'))]), { maxStoredErrors: 7 });
+    await expectSameAsWhole(r, 3);
+    expect(r.whole.parse.invalidCount).toBeGreaterThan(50);
+    // Errors kept are the file's first, whichever part found them.
+    expect(r.whole.parse.storedErrors).toHaveLength(7);
+    expect(r.whole.parse.errorCount).toBeGreaterThan(7);
+  });
+
+  it('reads a control trailer in the last part as the whole file does', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'gen.csv');
+    await run(process.execPath, ['samples/generate-batch.mjs', '--rows', '3000', '--out', path, '--seed', '5', '--control', 'trailer']);
+    const r = await readBoth(await readFile(path), {}, 2);
+    await expectSameAsWhole(r, 2);
+    expect(r.whole.parse.controlTotals).toHaveLength(1);
+    expect(r.whole.parse.fileErrors).toEqual([]);
+  });
+
+  it('is read again in one part when a cut falls inside a quoted value that holds line breaks', async () => {
+    const longName = Array.from({ length: 400 }, (_, i) => `line ${i}`).join('\n');
+    const rows = [...Array.from({ length: 10 }, (_, i) => row(`A-${i}`)), row('LONG', { 'beneficiary.accountName': `"${longName}"` })];
+    rows.push(...Array.from({ length: 10 }, (_, i) => row(`B-${i}`)));
+    const r = await readBoth(lines(rows), {}, 2);
+    expect(r.parts).toMatchObject({ again: 'a part has a problem of the whole file' });
+    // Read whole, the value is one row's (invalid: it holds line breaks), and every line is numbered past it.
+    expect(r.whole.parse.fileErrors).toEqual([]);
+    expect(r.whole.parse.rowCount).toBe(21);
+    expect(r.wholeRows.at(-1)?.[0]).toBe(1 + 10 + 400 + 10);
+  });
+
+  it('is read again in one part when control lines come before the last part, or the parts hold more rows than allowed', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) => row(`REF-${i}`));
+    const trailerFirst = [...rows.slice(0, 10), '#CONTROL,rows,10', ...rows.slice(10)];
+    const early = await readBoth(lines(trailerFirst), {}, 2);
+    // Found by the part that holds the rows after it, or by the check of every part's summary: read again either way.
+    expect(early.parts).toHaveProperty('again');
+    expect(early.whole.parse.fileErrors.length).toBeGreaterThan(0);
+
+    // A control line long enough that the cut falls right after it: the part before ends well, on it.
+    const atCut = await readBoth(lines([...rows.slice(0, 5), `#CONTROL,rows,5${','.repeat(3000)}`, ...rows.slice(5, 10)]), {}, 2);
+    expect(atCut.parts).toMatchObject({ again: 'control lines before the last part' });
+    expect(atCut.whole.parse.fileErrors.length).toBeGreaterThan(0);
+
+    const tooMany = await readBoth(lines(rows), { maxRows: 250 }, 2);
+    expect(tooMany.parts).toMatchObject({ again: 'more than 250 rows' });
+    expect(tooMany.whole.parse.fileErrors.map((e) => e.code)).toContain('TOO_MANY_ROWS');
+  });
+
+  it('is not read in parts when the file has no line feed to cut at, or is smaller than the setting', async () => {
+    const rows = Array.from({ length: 200 }, (_, i) => row(`REF-${i}`));
+    const crOnly = await readBoth(lines(rows, '\r'));
+    expect(crOnly.parts).toBeNull();
+    const path = await tempCsv(lines(rows));
+    const size = (await stat(path)).size;
+    const opts: BatchReadOptions = {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
+      identity: { batchId: 'B1', fileName: 'batch.csv' },
+      draftDir: await tempDir(),
+      sidecarPath: null,
+      chunkSize: 100,
+      onRows: () => Promise.resolve(),
+    };
+    expect(await readBatchInParts(path, size, { workers: 2, minBytes: size + 1 }, opts)).toBeNull();
+    expect(await readBatchInParts(path, size, { workers: 1, minBytes: 0 }, opts)).toBeNull();
+  });
+
+  it('stops its reader threads and rejects when the intake cannot take a chunk (the database failed)', async () => {
+    const rows = Array.from({ length: 2000 }, (_, i) => row(`REF-${i}`));
+    const path = await tempCsv(lines(rows));
+    const size = (await stat(path)).size;
+    let taken = 0;
+    const opts: BatchReadOptions = {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
+      identity: { batchId: 'B1', fileName: 'batch.csv' },
+      draftDir: await tempDir(),
+      sidecarPath: null,
+      chunkSize: 50,
+      onRows: () => (++taken === 3 ? Promise.reject(new Error('disk full')) : Promise.resolve()),
+    };
+    await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('disk full');
+    expect(taken).toBe(3);
+  });
+});
+
+/** Line breaks before `at`, counted as src/ingest/csv/lines.ts counts them: CRLF, LF and a lone CR are one each. */
+function breaksBefore(bytes: Buffer, at: number): number {
+  let n = 0;
+  for (let i = 0; i < at; i++) {
+    if (bytes[i] === 0x0a) n++;
+    else if (bytes[i] === 0x0d && bytes[i + 1] !== 0x0a) n++;
+  }
+  return n;
+}
+
+describe('where a file is cut', () => {
+  it('cuts right after the first line feed at or past each share, with the line breaks before it', async () => {
+    const random = prng(7);
+    const endings = ['\n', '\r\n', '\r'];
+    // Over 2 MiB, so the scan crosses its 1 MiB buffer's edges; a CRLF and a lone CR are put across them.
+    const parts: string[] = [];
+    let size = 0;
+    while (size < 2.5 * 1024 * 1024) {
+      const text = 'x'.repeat(Math.floor(random() * 300)) + (endings[Math.floor(random() * 3)] as string);
+      parts.push(text);
+      size += text.length;
+    }
+    let bytes = Buffer.from(parts.join(''));
+    const MIB = 1024 * 1024;
+    bytes[MIB - 1] = 0x0d;
+    bytes[MIB] = 0x0a;
+    bytes[2 * MIB - 1] = 0x0d;
+    bytes[2 * MIB] = 0x78;
+    const path = await tempCsv(bytes);
+    bytes = await readFile(path);
+    for (const n of [2, 3, 4, 7]) {
+      const cuts = await cutsOf(path, bytes.length, n);
+      expect(cuts).toHaveLength(n - 1);
+      cuts.forEach((cut, k) => {
+        const share = Math.floor((bytes.length * (k + 1)) / n);
+        const lf = bytes.indexOf(0x0a, share);
+        expect(cut.at, `cut ${k + 1} of ${n}`).toBe(lf + 1);
+        expect(cut.lineOffset, `cut ${k + 1} of ${n}`).toBe(breaksBefore(bytes, cut.at));
+      });
+    }
+  });
+
+  it("counts a CRLF split across the scan's buffer edge as one break, and a lone CR at the edge as one", async () => {
+    const MIB = 1024 * 1024;
+    const crlf = `${'x'.repeat(MIB - 1)}\r\n${'y'.repeat(100)}\n`;
+    expect(await cutsOf(await tempCsv(crlf), crlf.length, 2)).toEqual([{ at: MIB + 1, lineOffset: 1 }]);
+    const loneCr = `${'x'.repeat(MIB - 1)}\r${'y'.repeat(10)}\n${'z'.repeat(MIB)}\n`;
+    expect(await cutsOf(await tempCsv(loneCr), loneCr.length, 2)).toEqual([{ at: MIB + 11, lineOffset: 2 }]);
+  });
+
+  it('makes fewer cuts when lines are longer than a share, and none without a line feed', async () => {
+    const long = `${'a'.repeat(5000)}\n${'b'.repeat(10)}\n${'c'.repeat(10)}\n`;
+    const path = await tempCsv(long);
+    const cuts = await cutsOf(path, long.length, 4);
+    expect(cuts).toEqual([{ at: 5001, lineOffset: 1 }]);
+    const crOnly = await tempCsv('a\rb\rc\r'.repeat(100));
+    expect(await cutsOf(crOnly, 600, 3)).toEqual([]);
+    const dir = await tempDir();
+    await writeFile(join(dir, 'one.csv'), 'no line feed at all');
+    expect(await cutsOf(join(dir, 'one.csv'), 19, 2)).toEqual([]);
+  });
+});
