@@ -211,6 +211,31 @@ describe('reading a batch file in parts', () => {
     await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('disk full');
     expect(taken).toBe(3);
   });
+
+  it('stops its reader threads and rejects with the reason when the read is aborted (shutdown)', async () => {
+    const rows = Array.from({ length: 2000 }, (_, i) => row(`REF-${i}`));
+    const path = await tempCsv(lines(rows));
+    const size = (await stat(path)).size;
+    const stop = new AbortController();
+    let taken = 0;
+    const opts: BatchReadOptions = {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
+      identity: { batchId: 'B1', fileName: 'batch.csv' },
+      draftDir: await tempDir(),
+      sidecarPath: null,
+      chunkSize: 50,
+      signal: stop.signal,
+      onRows: () => {
+        if (++taken === 2) stop.abort(new Error('shutting down'));
+        return Promise.resolve();
+      },
+    };
+    await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('shutting down');
+    // Chunks already sent by the readers are not taken once the read is stopped.
+    expect(taken).toBe(2);
+  });
 });
 
 /** Line breaks before `at`, counted as src/ingest/csv/lines.ts counts them: CRLF, LF and a lone CR are one each. */

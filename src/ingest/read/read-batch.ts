@@ -208,7 +208,8 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
   const take = (worker: Worker, rows: ReadRows): void => {
     taking = taking
       .then(async () => {
-        if (takeFailed !== null) return;
+        // Nothing more is stored once the read failed or was stopped.
+        if (takeFailed !== null || opts.signal?.aborted) return;
         await opts.onRows(rows);
         worker.postMessage({ credit: 1 } satisfies ReadWorkerCredit);
       })
