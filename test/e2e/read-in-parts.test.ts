@@ -6,11 +6,12 @@
  * rows (a reference used twice, one use in each part, and invalid rows
  * under skip-rows: the ack written from the stored rows).
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from './batch-files.js';
 import { outboxFileName, startE2e } from './harness.js';
+import { spawnPayoutd } from '../chaos/world.js';
 
 const CLEAN = toCsv(makeRows('CLEAN', 400));
 const MIXED = (() => {
@@ -64,5 +65,29 @@ describe('e2e: a file read in parts', () => {
     expect(inParts.mixed).toMatch(/,11,MIX-0010,REJECTED,.*DUPLICATE_IN_FILE/);
     expect(inParts.mixed).toMatch(/,391,MIX-0010,REJECTED,.*DUPLICATE_IN_FILE/);
     expect(inParts.mixed.match(/,ACCEPTED,/g)).toHaveLength(396);
+  });
+
+  it('killed while storing a part, reads the file again from the start at the next start: every row once, no draft left', async () => {
+    const rows = 25_000;
+    const e2e = await startE2e({ config: { batch: { read: { workers: 2, minBytes: 0 }, balanceCheck: { enabled: false } } } });
+    // Killed right after the first 10,000-row chunk is committed, both readers still going.
+    const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
+    await first.running();
+    await e2e.drop('big.csv', toCsv(makeRows('BIG', rows)));
+    const exit = await first.exit;
+    expect(exit.signal).toBe('SIGKILL');
+    expect((await e2e.batches())[0]?.state).toBe('VALIDATING');
+
+    const second = await e2e.startDaemon();
+    const batch = await e2e.waitForBatch('big.csv', ['ACTIVE', 'COMPLETE', 'REJECTED'], 60_000);
+    expect(batch.state).not.toBe('REJECTED');
+    await e2e.waitForOutbox(batch, 'ack');
+    const ack = await readFile(join(e2e.outbox, outboxFileName(batch, 'ack')), 'utf8');
+    const lines = ack.split('\r\n').filter((l) => l.includes(',ACCEPTED,'));
+    expect(lines).toHaveLength(rows);
+    // Line order, each line once: line k + 1 holds BIG-k.
+    lines.forEach((l, k) => expect(l.split(',').slice(2, 4)).toEqual([String(k + 2), `BIG-${String(k + 1).padStart(4, '0')}`]));
+    expect(second.logs.find((l) => l.msg === 'batch accepted')?.readInParts).toBe(2);
+    expect(await readdir(join(e2e.stateDir, 'reading'))).toEqual([]);
   });
 });
