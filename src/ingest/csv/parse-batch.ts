@@ -135,22 +135,17 @@ export interface PartReadOptions {
 
 /**
  * What reading one part found: whatever of a BatchParseResult adds up over
- * parts. Plain data, so a part read on a worker thread sends it back whole.
+ * parts (those fields mean the same, for the part's rows alone), and what
+ * finishing the file needs of it. Plain data, so a part read on a worker
+ * thread sends it back whole.
  */
-export interface PartSummary {
+export interface PartSummary extends Pick<
+  BatchParseResult,
+  'fileErrors' | 'rowCount' | 'validCount' | 'invalidCount' | 'errorCount' | 'storedErrors' | 'totals' | 'unsummedRows'
+> {
   /** Read here (the part at 0), or as given. */
   header: ResolvedHeader | null;
   headerLine: number | null;
-  /** Problems that reject the whole file (see BatchParseResult). */
-  fileErrors: RowError[];
-  rowCount: number;
-  validCount: number;
-  invalidCount: number;
-  errorCount: number;
-  storedErrors: RowError[];
-  /** Exact sums of payoutAmount per payoutCurrency, as decimal text. */
-  totals: Record<string, string>;
-  unsummedRows: number;
   /** Control lines were seen in this part. */
   controlLines: boolean;
   /** The control trailer as of the part's end (the file's when this is its last part). */
@@ -234,12 +229,11 @@ class BatchState {
   }
 
   fileError(error: RowError): void {
-    // Always keep at least one: a rejected file needs its reason.
-    if (this.fileErrors.length < Math.max(1, this.format.maxStoredErrors)) this.fileErrors.push(error);
+    if (this.fileErrors.length < fileErrorsKept(this.format)) this.fileErrors.push(error);
   }
 
   fileErrorAt(line: number | null, code: RowError['code'], message: string): void {
-    this.fileError({ file: this.file, line, column: null, field: null, code, message });
+    this.fileError(fileErrorOf(this.file, line, code, message));
   }
 
   /** Takes one record; returns a promise only when a chunk is handed to the caller. */
@@ -547,7 +541,7 @@ export async function finishBatchParse(
   const first = parts[0];
   const last = parts[parts.length - 1];
   if (first === undefined || last === undefined) throw new RangeError('finishBatchParse needs at least one part');
-  const keep = Math.max(1, format.maxStoredErrors);
+  const keep = fileErrorsKept(format);
   const fileErrors = parts.flatMap((p) => p.fileErrors).slice(0, keep);
   const stopped = parts.some((p) => p.stopped);
   const totals = new Map<string, Decimal>();
@@ -582,6 +576,11 @@ export async function finishBatchParse(
 
 function fileErrorOf(file: string, line: number | null, code: RowError['code'], message: string): RowError {
   return { file, line, column: null, field: null, code, message };
+}
+
+/** File errors kept: as many as row errors, and always at least one (a rejected file needs its reason). */
+function fileErrorsKept(format: BatchFormatOptions): number {
+  return Math.max(1, format.maxStoredErrors);
 }
 
 async function checkControls(
