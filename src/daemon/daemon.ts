@@ -32,7 +32,7 @@ import {
   listFinishedActiveBatches,
   stateCounts,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, removeAllAckDrafts, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { verifyUnchanged } from '../ingest/inbox/index.js';
 import { safeError } from '../log/index.js';
@@ -192,8 +192,7 @@ export class PayoutDaemon {
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
     await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? this.deps.config.instance.leaseMs : 0);
-    // Acknowledgements drafted by reads a stop cut short (this instance's own folder; a batch read again drafts anew).
-    const drafts = await removeAllAckDrafts(join(this.deps.config.paths.stateDir, 'reading'));
+    const drafts = await this.intake.removeDraftsLeftByStop();
     if (drafts > 0) logger.info({ drafts }, 'removed acknowledgement drafts of reads cut short by the last stop');
     await this.resumeReading(true);
     if (this.stopWork.signal.aborted) {

@@ -38,6 +38,7 @@ import {
   readBatchInParts,
   readBatchInThread,
   removeAckDrafts,
+  removeAllAckDrafts,
   removeBatchAckDrafts,
   type BatchRead,
   type BatchReadOptions,
@@ -167,6 +168,15 @@ export class BatchIntake {
     await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
     this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
     return this.process(batch.id);
+  }
+
+  /**
+   * Acknowledgement drafts left by reads a stop cut short (this instance's own
+   * folder): called at start, before anything is read. A batch read again
+   * drafts anew. Returns how many were removed.
+   */
+  removeDraftsLeftByStop(): Promise<number> {
+    return removeAllAckDrafts(this.o.readingDir);
   }
 
   /**

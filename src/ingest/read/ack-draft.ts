@@ -47,31 +47,41 @@ export class AckDraftFile {
   }
 }
 
+/** The drafts of one batch's acknowledgement in `dir`: one per part, in line order. */
+export function ackDraftPaths(dir: string, batchId: string, parts: number): string[] {
+  return Array.from({ length: parts }, (_, k) => join(dir, `${batchId}.ack-${k}.csv`));
+}
+
+/** A draft's name, as ackDraftPaths makes it: `<batch id>.ack-<part>.csv`. */
+const DRAFT_NAME = /^(.+)\.ack-\d+\.csv$/;
+
 /** Removes drafts (after use, or of a read given up); a draft already gone is fine. */
 export async function removeAckDrafts(paths: readonly string[]): Promise<void> {
   for (const path of paths) await rm(path, { force: true });
 }
 
-/** Removes every draft of a batch in `dir` (a read given up, or left by a stop mid-read). */
-export async function removeBatchAckDrafts(dir: string, batchId: string): Promise<void> {
+/** Removes the drafts in `dir` of one batch, or of every batch (`batchId` null); returns how many. */
+async function removeDraftsIn(dir: string, batchId: string | null): Promise<number> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch {
-    return; // no drafts folder yet: nothing was ever drafted
+    return 0; // no drafts folder yet: nothing was ever drafted
   }
-  await removeAckDrafts(names.filter((n) => n.startsWith(`${batchId}.ack-`)).map((n) => join(dir, n)));
+  const drafts = names.filter((n) => {
+    const m = DRAFT_NAME.exec(n);
+    return m !== null && (batchId === null || m[1] === batchId);
+  });
+  await removeAckDrafts(drafts.map((n) => join(dir, n)));
+  return drafts.length;
+}
+
+/** Removes every draft of a batch in `dir` (a read given up, or left by a stop mid-read). */
+export async function removeBatchAckDrafts(dir: string, batchId: string): Promise<void> {
+  await removeDraftsIn(dir, batchId);
 }
 
 /** Removes every draft in `dir`: at start, before anything is read, what is there was left by a stop mid-read. */
-export async function removeAllAckDrafts(dir: string): Promise<number> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return 0; // no drafts folder yet
-  }
-  const drafts = names.filter((n) => /\.ack-\d+\.csv$/.test(n)).map((n) => join(dir, n));
-  await removeAckDrafts(drafts);
-  return drafts.length;
+export function removeAllAckDrafts(dir: string): Promise<number> {
+  return removeDraftsIn(dir, null);
 }

@@ -1,6 +1,5 @@
 /** Reading a claimed batch file into the rows the intake stores, in parts on reader threads when it is large. */
 export {
-  ackDraftPaths,
   readBatchInParts,
   readBatchInThread,
   readerThreads,
@@ -8,6 +7,6 @@ export {
   type BatchReadOptions,
   type PartsSettings,
 } from './read-batch.js';
-export { AckDraftFile, removeAckDrafts, removeAllAckDrafts, removeBatchAckDrafts } from './ack-draft.js';
+export { AckDraftFile, ackDraftPaths, removeAckDrafts, removeAllAckDrafts, removeBatchAckDrafts } from './ack-draft.js';
 export { cutsOf, type Cut } from './cuts.js';
 export { ackDraftOf, readRowsOf, reasonOf, type ReadRows } from './rows.js';

@@ -13,7 +13,6 @@
  * parts handed over are then the caller's to discard.
  */
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import {
   batchDelimiter,
@@ -26,7 +25,7 @@ import {
 } from '../csv/parse-batch.js';
 import type { BatchFormatOptions } from '../csv/options.js';
 import type { CompiledRules, ValidationRules } from '../rules/options.js';
-import { AckDraftFile } from './ack-draft.js';
+import { AckDraftFile, ackDraftPaths } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
 import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
 import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
@@ -54,11 +53,6 @@ export interface BatchRead {
   parse: BatchParseResult;
   /** The acknowledgement as drafted while reading (files in line order): exact when the acceptance changes no row. */
   ackDrafts: string[];
-}
-
-/** The drafts of one batch's acknowledgement: one per part. */
-export function ackDraftPaths(draftDir: string, batchId: string, parts: number): string[] {
-  return Array.from({ length: parts }, (_, k) => join(draftDir, `${batchId}.ack-${k}.csv`));
 }
 
 /** Reads the whole file in this thread. */
