@@ -65,23 +65,39 @@ interface Reads {
   partRows: RowTuple[];
 }
 
-/** The file read whole in this thread, and in `threads` parts (from any size). */
-async function readBoth(content: string | Buffer, format: BatchFormatOptionsInput = {}, threads = 3): Promise<Reads> {
-  const path = await tempCsv(content);
-  const size = (await stat(path)).size;
-  const options = async (collect: ReadRows[]): Promise<BatchReadOptions> => ({
-    format: batchFormatSchema.parse(format),
+/** A read of batch.csv with the default format and rules, drafting into a fresh folder; the rest as given. */
+async function readOptions(given: Partial<BatchReadOptions>): Promise<BatchReadOptions> {
+  return {
+    format: DEFAULT_BATCH_FORMAT,
     rules: DEFAULT_VALIDATION_RULES,
     compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
     identity: { batchId: 'B20261125-000000-abcdef', fileName: 'batch.csv' },
     draftDir: await tempDir(),
     sidecarPath: null,
-    chunkSize: 37,
-    onRows: (rows) => {
-      collect.push(rows);
-      return Promise.resolve();
-    },
-  });
+    chunkSize: 50,
+    onRows: () => Promise.resolve(),
+    ...given,
+  };
+}
+
+/** `content` in a fresh file, and its size. */
+async function fileOf(content: string | Buffer): Promise<{ path: string; size: number }> {
+  const path = await tempCsv(content);
+  return { path, size: (await stat(path)).size };
+}
+
+/** The file read whole in this thread, and in `threads` parts (from any size). */
+async function readBoth(content: string | Buffer, format: BatchFormatOptionsInput = {}, threads = 3): Promise<Reads> {
+  const { path, size } = await fileOf(content);
+  const options = (collect: ReadRows[]): Promise<BatchReadOptions> =>
+    readOptions({
+      format: batchFormatSchema.parse(format),
+      chunkSize: 37,
+      onRows: (rows) => {
+        collect.push(rows);
+        return Promise.resolve();
+      },
+    });
   const wholeChunks: ReadRows[] = [];
   const whole = await readBatchInThread(path, await options(wholeChunks));
   const partChunks: ReadRows[] = [];
@@ -177,61 +193,33 @@ describe('reading a batch file in parts', () => {
     const rows = Array.from({ length: 200 }, (_, i) => row(`REF-${i}`));
     const crOnly = await readBoth(lines(rows, '\r'));
     expect(crOnly.parts).toBeNull();
-    const path = await tempCsv(lines(rows));
-    const size = (await stat(path)).size;
-    const opts: BatchReadOptions = {
-      format: DEFAULT_BATCH_FORMAT,
-      rules: DEFAULT_VALIDATION_RULES,
-      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
-      identity: { batchId: 'B1', fileName: 'batch.csv' },
-      draftDir: await tempDir(),
-      sidecarPath: null,
-      chunkSize: 100,
-      onRows: () => Promise.resolve(),
-    };
+    const { path, size } = await fileOf(lines(rows));
+    const opts = await readOptions({ chunkSize: 100 });
     expect(await readBatchInParts(path, size, { workers: 2, minBytes: size + 1 }, opts)).toBeNull();
     expect(await readBatchInParts(path, size, { workers: 1, minBytes: 0 }, opts)).toBeNull();
   });
 
   it('stops its reader threads and rejects when the intake cannot take a chunk (the database failed)', async () => {
     const rows = Array.from({ length: 2000 }, (_, i) => row(`REF-${i}`));
-    const path = await tempCsv(lines(rows));
-    const size = (await stat(path)).size;
+    const { path, size } = await fileOf(lines(rows));
     let taken = 0;
-    const opts: BatchReadOptions = {
-      format: DEFAULT_BATCH_FORMAT,
-      rules: DEFAULT_VALIDATION_RULES,
-      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
-      identity: { batchId: 'B1', fileName: 'batch.csv' },
-      draftDir: await tempDir(),
-      sidecarPath: null,
-      chunkSize: 50,
-      onRows: () => (++taken === 3 ? Promise.reject(new Error('disk full')) : Promise.resolve()),
-    };
+    const opts = await readOptions({ onRows: () => (++taken === 3 ? Promise.reject(new Error('disk full')) : Promise.resolve()) });
     await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('disk full');
     expect(taken).toBe(3);
   });
 
   it('stops its reader threads and rejects with the reason when the read is aborted (shutdown)', async () => {
     const rows = Array.from({ length: 2000 }, (_, i) => row(`REF-${i}`));
-    const path = await tempCsv(lines(rows));
-    const size = (await stat(path)).size;
+    const { path, size } = await fileOf(lines(rows));
     const stop = new AbortController();
     let taken = 0;
-    const opts: BatchReadOptions = {
-      format: DEFAULT_BATCH_FORMAT,
-      rules: DEFAULT_VALIDATION_RULES,
-      compiledRules: compileRules(DEFAULT_VALIDATION_RULES),
-      identity: { batchId: 'B1', fileName: 'batch.csv' },
-      draftDir: await tempDir(),
-      sidecarPath: null,
-      chunkSize: 50,
+    const opts = await readOptions({
       signal: stop.signal,
       onRows: () => {
         if (++taken === 2) stop.abort(new Error('shutting down'));
         return Promise.resolve();
       },
-    };
+    });
     await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('shutting down');
     // Chunks already sent by the readers are not taken once the read is stopped.
     expect(taken).toBe(2);
