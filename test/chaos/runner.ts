@@ -181,6 +181,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
 
   const e2e = await startE2e({
     sandbox: { duplicatePolicy: 'allow', seed: o.seed, settlement: { minDelayMs: 50, maxDelayMs: 400 } },
+    // Amounts grow with the row number: a long run's 50,000-row file deducts far more than the harness's
+    // usual 1,000,000, and would be held for INSUFFICIENT_BALANCE until the run timed out, with nothing paid.
+    balances: { USDT: '1000000000000', USDC: '1000000000000' },
     config: {
       api: { timeoutMs: 1000, retry: { maxAttempts: 3, baseMs: 50, maxMs: 500 } },
       inbox: { stableForMs: 200, rescanIntervalMs: 300 },
