@@ -13,7 +13,7 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { Decimal, decimalText, isPlainDecimal, normalizeAmount } from '../../domain/money.js';
-import { quoteValue, type RowError } from '../rules/row-error.js';
+import { fileErrorOf, quoteValue, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 
 export const CONTROL_MARKER = '#CONTROL';
@@ -69,7 +69,7 @@ export class ControlBlock {
     this.lines++;
     const fields = rawFields.map(trimSpaces);
     while (fields.length > 0 && fields[fields.length - 1] === '') fields.pop();
-    const invalid = (message: string): RowError => ({ file: this.file, line, column: null, field: null, code: 'CONTROL_INVALID', message });
+    const invalid = (message: string): RowError => fileErrorOf(this.file, line, 'CONTROL_INVALID', message);
     if (this.lines > MAX_CONTROL_LINES)
       return this.lines === MAX_CONTROL_LINES + 1 ? invalid(`more than ${MAX_CONTROL_LINES} control lines`) : null;
     const kind = (fields[1] ?? '').toLowerCase();
@@ -98,14 +98,7 @@ export class ControlBlock {
     const controls: ControlTotals = { source: this.source, file: this.file, rows: this.rows, totals: Object.fromEntries(this.totals) };
     const error: RowError | null =
       this.rows === null
-        ? {
-            file: this.file,
-            line: endLine,
-            column: null,
-            field: null,
-            code: 'CONTROL_INVALID',
-            message: `control totals have no ${CONTROL_MARKER},rows,<count> line`,
-          }
+        ? fileErrorOf(this.file, endLine, 'CONTROL_INVALID', `control totals have no ${CONTROL_MARKER},rows,<count> line`)
         : null;
     return { controls, error };
   }
@@ -121,14 +114,7 @@ export function parseSidecarText(text: string, file: string): { controls: Contro
     const fields = raw.split(/[,;]/);
     const line = index + 1;
     if (!isControlRecord(fields)) {
-      errors.push({
-        file,
-        line,
-        column: null,
-        field: null,
-        code: 'CONTROL_INVALID',
-        message: `line does not start with ${CONTROL_MARKER}`,
-      });
+      errors.push(fileErrorOf(file, line, 'CONTROL_INVALID', `line does not start with ${CONTROL_MARKER}`));
       return;
     }
     const error = block.add(fields, line);
@@ -137,7 +123,7 @@ export function parseSidecarText(text: string, file: string): { controls: Contro
   const { controls, error } = block.finish(null);
   if (error) errors.push(error);
   if (!block.seen) {
-    errors.push({ file, line: null, column: null, field: null, code: 'CONTROL_INVALID', message: 'control file holds no control lines' });
+    errors.push(fileErrorOf(file, null, 'CONTROL_INVALID', 'control file holds no control lines'));
   }
   return { controls, errors };
 }
@@ -154,16 +140,7 @@ export async function readSidecar(path: string, file: string): Promise<{ control
   if (size > MAX_SIDECAR_BYTES) {
     return {
       controls: null,
-      errors: [
-        {
-          file,
-          line: null,
-          column: null,
-          field: null,
-          code: 'CONTROL_INVALID',
-          message: `control file is ${size} bytes; at most ${MAX_SIDECAR_BYTES}`,
-        },
-      ],
+      errors: [fileErrorOf(file, null, 'CONTROL_INVALID', `control file is ${size} bytes; at most ${MAX_SIDECAR_BYTES}`)],
     };
   }
   const bytes = await readFile(path);
@@ -174,7 +151,7 @@ export async function readSidecar(path: string, file: string): Promise<{ control
     // A control file is ASCII in practice; anything else is not ours to guess.
     return {
       controls: null,
-      errors: [{ file, line: null, column: null, field: null, code: 'CONTROL_INVALID', message: 'control file is not valid UTF-8' }],
+      errors: [fileErrorOf(file, null, 'CONTROL_INVALID', 'control file is not valid UTF-8')],
     };
   }
   return parseSidecarText(text, file);
@@ -185,7 +162,7 @@ export function compareControls(controls: ControlTotals, found: FoundTotals): Ro
   const errors: RowError[] = [];
   const where = controls.source === 'sidecar' ? 'control file' : 'control trailer';
   const mismatch = (code: 'CONTROL_ROWS_MISMATCH' | 'CONTROL_TOTAL_MISMATCH', message: string): void => {
-    errors.push({ file: controls.file, line: null, column: null, field: null, code, message });
+    errors.push(fileErrorOf(controls.file, null, code, message));
   };
   if (controls.rows !== null && controls.rows !== found.rows) {
     mismatch('CONTROL_ROWS_MISMATCH', `${where} expects ${controls.rows} data rows, found ${found.rows}`);

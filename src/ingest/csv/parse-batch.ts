@@ -26,7 +26,7 @@ import { Decimal, decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
 import { emptyRowValues, FIELD_PATHS, type FieldPath, type RowValues } from '../rules/fields.js';
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
-import type { RowError } from '../rules/row-error.js';
+import { fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 import { validateRow } from '../rules/validate-row.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
@@ -572,10 +572,6 @@ export async function finishBatchParse(
     totals: Object.fromEntries([...totals.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, d]) => [c, decimalText(d)])),
     unsummedRows: found.unsummedRows,
   };
-}
-
-function fileErrorOf(file: string, line: number | null, code: RowError['code'], message: string): RowError {
-  return { file, line, column: null, field: null, code, message };
 }
 
 /** File errors kept: as many as row errors, and always at least one (a rejected file needs its reason). */

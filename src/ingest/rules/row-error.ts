@@ -69,6 +69,11 @@ export interface RowError {
   message: string;
 }
 
+/** An error about the file as a whole, or about a line of it that is not a data row: no column, no field. */
+export function fileErrorOf(file: string, line: number | null, code: RowError['code'], message: string): RowError {
+  return { file, line, column: null, field: null, code, message };
+}
+
 /** A value quoted for a message, cut short so one silly cell cannot flood a log. */
 export function quoteValue(value: string, max = 40): string {
   if (value.length <= max) return JSON.stringify(value);
