@@ -10,7 +10,7 @@
  *
  * The reader threads run the build's worker module (`npm test` builds first).
  */
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -63,6 +63,8 @@ interface Reads {
   wholeRows: RowTuple[];
   parts: BatchRead | { again: string } | null;
   partRows: RowTuple[];
+  /** The folder the read in parts drafted into. */
+  partsDraftDir: string;
 }
 
 /** A read of batch.csv with the default format and rules, drafting into a fresh folder; the rest as given. */
@@ -101,8 +103,9 @@ async function readBoth(content: string | Buffer, format: BatchFormatOptionsInpu
   const wholeChunks: ReadRows[] = [];
   const whole = await readBatchInThread(path, await options(wholeChunks));
   const partChunks: ReadRows[] = [];
-  const parts = await readBatchInParts(path, size, { workers: threads, minBytes: 0 }, await options(partChunks));
-  return { whole, wholeRows: tuples(wholeChunks), parts, partRows: tuples(partChunks) };
+  const partsOptions = await options(partChunks);
+  const parts = await readBatchInParts(path, size, { workers: threads, minBytes: 0 }, partsOptions);
+  return { whole, wholeRows: tuples(wholeChunks), parts, partRows: tuples(partChunks), partsDraftDir: partsOptions.draftDir };
 }
 
 /** Expects the read in parts to be the read of the whole file, drafts included. */
@@ -165,6 +168,8 @@ describe('reading a batch file in parts', () => {
     rows.push(...Array.from({ length: 10 }, (_, i) => row(`B-${i}`)));
     const r = await readBoth(lines(rows), {}, 2);
     expect(r.parts).toMatchObject({ again: 'a part has a problem of the whole file' });
+    // The parts' drafts are given up with them: the read in one part drafts its own.
+    expect(await readdir(r.partsDraftDir)).toEqual([]);
     // Read whole, the value is one row's (invalid: it holds line breaks), and every line is numbered past it.
     expect(r.whole.parse.fileErrors).toEqual([]);
     expect(r.whole.parse.rowCount).toBe(21);
@@ -186,6 +191,7 @@ describe('reading a batch file in parts', () => {
 
     const tooMany = await readBoth(lines(rows), { maxRows: 250 }, 2);
     expect(tooMany.parts).toMatchObject({ again: 'more than 250 rows' });
+    for (const r of [early, atCut, tooMany]) expect(await readdir(r.partsDraftDir)).toEqual([]);
     expect(tooMany.whole.parse.fileErrors.map((e) => e.code)).toContain('TOO_MANY_ROWS');
   });
 

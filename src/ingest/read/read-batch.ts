@@ -25,7 +25,7 @@ import {
 } from '../csv/parse-batch.js';
 import type { BatchFormatOptions } from '../csv/options.js';
 import type { CompiledRules, ValidationRules } from '../rules/options.js';
-import { AckDraftFile, ackDraftPaths } from './ack-draft.js';
+import { AckDraftFile, ackDraftPaths, removeAckDrafts } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
 import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
 import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
@@ -171,10 +171,14 @@ export async function readBatchInParts(
     })),
     opts,
   );
-  if (!Array.isArray(summaries)) return summaries;
-  const again = readAgainBecause(summaries, format);
-  if (again !== null) return { again };
-  const parse = await finishBatchParse(path, identity.fileName, delimiter, summaries, { format, sidecarPath: opts.sidecarPath });
+  // The summaries, or why the file must be read again in one part.
+  const read = Array.isArray(summaries) ? (readAgainBecause(summaries, format) ?? summaries) : summaries.again;
+  if (typeof read === 'string') {
+    // The parts' drafts are given up with them (the read in one part drafts its own, under part 0's name only).
+    await removeAckDrafts(ackDrafts);
+    return { again: read };
+  }
+  const parse = await finishBatchParse(path, identity.fileName, delimiter, read, { format, sidecarPath: opts.sidecarPath });
   return { parse, ackDrafts };
 }
 
