@@ -139,13 +139,16 @@ const runners = {
     log(`  csv-parse alone: ${Math.round(baseline.rowsPerSecond)} rows/s`);
     const parseOnly = await runScenarioScript('ingest-parse.mjs', common, { timeoutMs });
     log(`  parse + validate, no database: ${Math.round(parseOnly.rowsPerSecond)} rows/s`);
+    // --expose-gc: the scenario holds every row in memory and collects it before its clock starts.
+    const storeOnly = await runScenarioScript('ingest-store.mjs', common, { timeoutMs, nodeFlags: ['--expose-gc'] });
+    log(`  storing alone, no reading: ${Math.round(storeOnly.rowsPerSecond)} rows/s`);
     const intake = await runScenarioScript('ingest-intake.mjs', common, {
       timeoutMs,
       nodeFlags: cpuProfFlags(cpuProfDir, 'ingest-intake'),
     });
     log(`  intake: ${Math.round(intake.rowsPerSecond)} rows/s, peak RSS ${intake.peakRssMb} MB`);
     rmSync(file, { force: true });
-    return { generateMs, baseline, parseOnly, intake };
+    return { generateMs, baseline, parseOnly, storeOnly, intake };
   },
   async submit(cpuProfDir, parts = ['latency', 'loop', 'zero']) {
     const common = {
@@ -241,7 +244,7 @@ for (const name of order) {
 }
 
 load.current = null;
-const table = evaluate(results, params);
+const table = evaluate(results, params, machine);
 log('');
 log(formatTable(table));
 log(

@@ -84,13 +84,13 @@ export interface IntakeDeps {
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
 
-/** One transaction (one disk sync) per this many rows: a million-row file costs ~100 syncs. */
-const ROWS_PER_TRANSACTION = 10_000;
+/** One transaction (one disk sync) per this many rows: a million-row file costs ~100 syncs. (Exported for bench/.) */
+export const ROWS_PER_TRANSACTION = 10_000;
 /** Rows per hand-over from the parser (see readRows). */
 const PARSE_CHUNK_ROWS = 1_000;
 
-/** Rows as read, as the payouts table stores them. */
-function storedForm(batchId: string, rows: ReadRows): NewPayoutRow[] {
+/** Rows as read, as the payouts table stores them. (Exported for bench/: it stores the same rows with no reading.) */
+export function storedForm(batchId: string, rows: ReadRows): NewPayoutRow[] {
   return rows.lines.map((line, i) => {
     const request = rows.requests[i] ?? null;
     return {
