@@ -27,7 +27,7 @@ import type { BatchFormatOptions } from '../csv/options.js';
 import type { CompiledRules, ValidationRules } from '../rules/options.js';
 import { AckDraftFile, ackDraftPaths, removeAckDrafts } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
-import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
+import { draftedRows, type ReadRows } from './rows.js';
 import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
 
 export interface BatchReadOptions {
@@ -69,10 +69,7 @@ export async function readBatchInThread(path: string, opts: BatchReadOptions): P
       delimiter,
       chunkSize: opts.chunkSize,
       signal: opts.signal,
-      onRows: async (rows) => {
-        await draft.append(ackDraftOf(identity, rows));
-        await opts.onRows(readRowsOf(rows));
-      },
+      onRows: async (rows) => opts.onRows(await draftedRows(draft, identity, rows)),
     });
   } finally {
     await draft.close();

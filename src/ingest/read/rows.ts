@@ -9,6 +9,7 @@ import { encodeRequestValues } from '../../domain/request-values.js';
 import { ackDraftText, reasonText, type AckRow, type BatchIdentity } from '../../report/index.js';
 import type { ParsedBatchRow } from '../csv/index.js';
 import type { RowError } from '../rules/index.js';
+import type { AckDraftFile } from './ack-draft.js';
 
 export interface ReadRows {
   /** Physical line where each row starts. */
@@ -75,4 +76,18 @@ export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>
           },
     ),
   );
+}
+
+/**
+ * What a reader does with each chunk it reads, in one thread or on its own:
+ * the chunk's acknowledgement lines go to the part's draft, and the rows come
+ * back in the form the intake stores them.
+ */
+export async function draftedRows(
+  draft: AckDraftFile,
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  rows: readonly ParsedBatchRow[],
+): Promise<ReadRows> {
+  await draft.append(ackDraftOf(identity, rows));
+  return readRowsOf(rows);
 }

@@ -13,7 +13,7 @@ import type { Delimiter } from '../csv/delimiter.js';
 import type { BatchFormatOptions } from '../csv/options.js';
 import { compileRules, type ValidationRules } from '../rules/options.js';
 import { AckDraftFile } from './ack-draft.js';
-import { ackDraftOf, readRowsOf, type ReadRows } from './rows.js';
+import { draftedRows, type ReadRows } from './rows.js';
 
 export interface ReadWorkerData {
   path: string;
@@ -59,10 +59,10 @@ try {
     delimiter: data.delimiter,
     chunkSize: data.chunkSize,
     onRows: async (rows) => {
-      await draft.append(ackDraftOf(data.identity, rows));
+      const read = await draftedRows(draft, data.identity, rows);
       while (credit <= 0) await new Promise<void>((resolve) => (wake = resolve));
       credit--;
-      port.postMessage({ rows: readRowsOf(rows) } satisfies ReadWorkerMessage);
+      port.postMessage({ rows: read } satisfies ReadWorkerMessage);
     },
   });
 } finally {
