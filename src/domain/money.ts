@@ -23,6 +23,9 @@ export function fractionDigits(text: string): number {
   return dot < 0 ? 0 : text.length - dot - 1;
 }
 
+/** An amount already in normal form (most, as finance writes them): returned as it is, with no match to take apart. */
+const NORMAL_FORM = /^(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/;
+
 /**
  * The contract's normal form of an amount on the wire: no leading `+` or
  * zeros, no trailing fractional zeros or point (`1500.50` -> `1500.5`,
@@ -30,6 +33,7 @@ export function fractionDigits(text: string): number {
  * that is not a plain decimal.
  */
 export function normalizeAmount(text: string): string {
+  if (NORMAL_FORM.test(text)) return text;
   const m = /^(-)?(\d+)(?:\.(\d*))?$/.exec(text);
   if (!m) throw new TypeError(`not a plain decimal amount: ${JSON.stringify(text)}`);
   const [, sign, intRaw = '', fracRaw = ''] = m;

@@ -13,6 +13,22 @@ describe('money as decimal text', () => {
     expect(() => normalizeAmount('1,5')).toThrow(TypeError);
   });
 
+  it('returns an amount already in normal form as it is, and normalizes every near miss', () => {
+    for (const normal of ['0', '0.5', '7', '10', '4906.96', '100.01', '0.000001']) expect(normalizeAmount(normal)).toBe(normal);
+    const nearMisses: [string, string][] = [
+      ['00', '0'],
+      ['01', '1'],
+      ['1.', '1'],
+      ['1.0', '1'],
+      ['10.50', '10.5'],
+      ['0.10', '0.1'],
+      ['-5', '-5'],
+      ['-0.50', '-0.5'],
+    ];
+    for (const [text, normal] of nearMisses) expect(normalizeAmount(text), text).toBe(normal);
+    for (const bad of ['.5', '1..2', ' 1', '1 ', '+1', '']) expect(() => normalizeAmount(bad), bad).toThrow(TypeError);
+  });
+
   it('adds exactly where floats would not', () => {
     expect(sumAmounts(['0.1', '0.2'])).toBe('0.3');
     expect(sumAmounts(['9007199254740993', '0.01'])).toBe('9007199254740993.01');
