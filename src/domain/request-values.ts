@@ -84,6 +84,8 @@ export function encodeRequestValues(values: readonly string[]): string {
   if (values.length !== PAYOUT_REQUEST_FIELDS.length) {
     throw new RequestValuesError('REQUEST_VALUES', `a request has ${PAYOUT_REQUEST_FIELDS.length} values, got ${values.length}`);
   }
+  // JSON.stringify, not a text built by hand: counted with the flattening that the hand-over and SQLite
+  // then do, it is as fast, and it allocates one string, not a chain of small ones (item 39 of docs/performance.md).
   return JSON.stringify(values);
 }
 
