@@ -18,6 +18,8 @@ const { migrateToLatest, insertBatch, receivedBatch, insertRowsWhileReading } = 
 const { parseBatchFile, newBatchId } = await dist(root, 'ingest/index.js');
 const { storedForm, ROWS_PER_TRANSACTION } = await dist(root, 'ingest/intake.js');
 const { readRowsOf } = await dist(root, 'ingest/read/rows.js');
+if (typeof storedForm !== 'function' || typeof ROWS_PER_TRANSACTION !== 'number')
+  throw new Error('this build does not export storedForm and ROWS_PER_TRANSACTION (it is older than this scenario)');
 
 const dir = join(workDir, 'ingest-store');
 rmSync(dir, { recursive: true, force: true });
