@@ -1,0 +1,120 @@
+/**
+ * The acknowledgement drafted while a file is read (src/ingest/read) stands
+ * in for the one written from the stored rows whenever the acceptance changed
+ * no row. So the two must be the same bytes, invalid rows and their reasons
+ * included: the intake writes the ack from its drafts, and the same batch's
+ * ack is written again from the database by the outbox, and compared. In one
+ * thread and in parts, on a real SQLite file with the real outbox.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { BatchIntake } from '../../src/ingest/index.js';
+import { DEFAULT_BATCH_FORMAT } from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { createLogger } from '../../src/log/index.js';
+import type { BatchRecord } from '../../src/store/batches.js';
+import type { Database } from '../../src/store/db.js';
+import { validCsvRow } from '../support/rows.js';
+import { openTestDatabase } from '../support/database.js';
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.destroy();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * 600 rows, 132 invalid: an unquoted decimal comma (a field too many), three errors at once, and (12 rows) a
+ * country with a comma and quotes, which the reason quotes.
+ */
+function mixedFile(): string {
+  const rows = Array.from({ length: 600 }, (_, i) => {
+    const ref = `ACK-${i}`;
+    switch (i % 10) {
+      case 3:
+        return validCsvRow(ref, { payoutAmount: '12,5' });
+      case 7:
+        return validCsvRow(ref, { payoutAmount: '-5', payoutCurrency: 'XXX', 'beneficiary.accountNumber': '' });
+      default:
+        return i % 50 === 49 ? validCsvRow(ref, { 'sender.country': '"P, ""H"""' }) : validCsvRow(ref);
+    }
+  });
+  return `${[FIELD_PATHS.join(','), ...rows].join('\r\n')}\r\n`;
+}
+
+/** The file received by an intake reading in `workers` parts; its ack as drafted, and as written from the stored rows. */
+async function acks(workers: number): Promise<{ batch: BatchRecord; drafted: string; fromRows: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-drafts-'));
+  dirs.push(dir);
+  const db = await openTestDatabase(dir);
+  dbs.push(db);
+  const outbox = new BatchOutbox(db, join(dir, 'outbox'), true);
+  const again = new BatchOutbox(db, join(dir, 'outbox-again'), true);
+  const draftsUsed: boolean[] = [];
+  const intake = new BatchIntake(
+    {
+      db,
+      clock: new ManualClock(Date.UTC(2026, 10, 26, 9)),
+      logger: createLogger('silent'),
+      effects: {
+        writeAck: (b, reason, drafts) => {
+          draftsUsed.push(drafts !== undefined);
+          return outbox.writeAck(b, reason, drafts);
+        },
+        writeFileRejection: (b, reason) => outbox.writeFileRejection(b, reason),
+        writeResult: (b) => outbox.writeResult(b),
+        balanceRecheckMs: 60_000,
+      },
+    },
+    {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      onInvalidRows: 'skip-rows',
+      rejectedDir: join(dir, 'rejected'),
+      readingDir: join(dir, 'reading'),
+      read: { workers, minBytes: 0 },
+      instanceId: 'test',
+      leaseMs: 120_000,
+    },
+  );
+  for (const d of ['outbox', 'outbox-again', 'claimed']) await mkdir(join(dir, d), { recursive: true });
+  const content = mixedFile();
+  const storedPath = join(dir, 'claimed', 'c1__mixed.csv');
+  await writeFile(storedPath, content);
+  const st = await stat(storedPath);
+  const batch = await intake.receive({
+    claimId: 'c1',
+    originalName: 'mixed.csv',
+    storedPath,
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    sha256: createHash('sha256').update(content).digest('hex'),
+  });
+  expect(draftsUsed).toEqual([true]);
+  const drafted = await readFile(join(dir, 'outbox', `${batch.id}_mixed.csv.ack.csv`), 'utf8');
+  const fromRows = await readFile(await again.writeAck(batch), 'utf8');
+  return { batch, drafted, fromRows };
+}
+
+describe('the acknowledgement drafted while reading', () => {
+  it.each([
+    ['in one thread', 0],
+    ['in two parts', 2],
+  ])('is the acknowledgement written from the stored rows, invalid rows and reasons included (%s)', async (_, workers) => {
+    const { batch, drafted, fromRows } = await acks(workers);
+    expect(batch.state).toBe('ACTIVE');
+    expect(batch.validCount).toBe(468);
+    expect(batch.invalidCount).toBe(132);
+    expect(drafted).toBe(fromRows);
+    expect(drafted.match(/,REJECTED,/g)).toHaveLength(132);
+    expect(drafted).toMatch(/,ACK-49,REJECTED,"[^\r\n]*""/);
+    expect(drafted).toMatch(/,ACK-7,REJECTED,"CURRENCY_UNKNOWN .*; AMOUNT_NEGATIVE .*; REQUIRED /);
+    expect(drafted).toMatch(/,ACK-3,REJECTED,"COLUMN_COUNT_MISMATCH/);
+  });
+});
