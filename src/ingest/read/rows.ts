@@ -60,21 +60,18 @@ export function readRowsOf(rows: readonly ParsedBatchRow[]): ReadRows {
  * The acknowledgement's lines for these rows if the batch is accepted as
  * read: a valid row ACCEPTED, an invalid one REJECTED with its reason, as
  * the acknowledgement written from the stored rows says when the acceptance
- * changed none of them.
+ * changed none of them. Drafted from the columns that are stored, as that
+ * acknowledgement is (src/daemon/outbox.ts): the same code and reason text.
  */
-export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: readonly ParsedBatchRow[]): string {
+export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: ReadRows): string {
   return ackDraftText(
     identity,
-    rows.map((r): AckRow =>
-      r.requestValues
-        ? { line: r.line, merchantReferenceId: r.merchantReferenceId, verdict: 'ACCEPTED', reason: null }
-        : {
-            line: r.line,
-            merchantReferenceId: r.merchantReferenceId,
-            verdict: 'REJECTED',
-            reason: reasonText(r.errors[0]?.code ?? null, reasonOf(r.errors)),
-          },
-    ),
+    rows.lines.map((line, i): AckRow => {
+      const merchantReferenceId = rows.references[i] as string;
+      return (rows.requests[i] ?? null) !== null
+        ? { line, merchantReferenceId, verdict: 'ACCEPTED', reason: null }
+        : { line, merchantReferenceId, verdict: 'REJECTED', reason: reasonText(rows.reasonCodes[i] ?? null, rows.reasons[i] ?? null) };
+    }),
   );
 }
 
@@ -88,6 +85,7 @@ export async function draftedRows(
   identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
   rows: readonly ParsedBatchRow[],
 ): Promise<ReadRows> {
-  await draft.append(ackDraftOf(identity, rows));
-  return readRowsOf(rows);
+  const read = readRowsOf(rows);
+  await draft.append(ackDraftOf(identity, read));
+  return read;
 }
