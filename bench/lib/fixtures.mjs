@@ -2,7 +2,7 @@
 // key on disk, the sandbox config (its own process), the daemon config
 // (YAML; JSON is valid YAML), and deterministic valid payout requests.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dist } from './common.mjs';
 
@@ -45,6 +45,23 @@ export function daemonPaths(dir) {
   const paths = { inbox: join(dir, 'var', 'inbox'), outbox: join(dir, 'var', 'outbox'), stateDir: join(dir, 'var', 'state') };
   for (const p of Object.values(paths)) mkdirSync(p, { recursive: true });
   return { ...paths, databaseFile: join(paths.stateDir, 'payoutd.sqlite') };
+}
+
+/**
+ * The ingest scenarios' store: `dir` made afresh (a re-run, as with --profile, starts clean) with the
+ * daemon's folders, the build's configuration for them (`batch` merged into its batch section) and its
+ * SQLite database, migrated and opened in this process as the daemon opens it (default settings).
+ */
+export async function openIngestStore(root, dir, batch = {}) {
+  rmSync(dir, { recursive: true, force: true });
+  const { loadConfig } = await dist(root, 'config/index.js');
+  const { openStore } = await dist(root, 'daemon/runtime.js');
+  const { migrateToLatest } = await dist(root, 'store/db.js');
+  const { inbox, outbox, stateDir } = daemonPaths(dir);
+  const config = loadConfig({ env: {}, cwd: dir }, { paths: { inbox, outbox, stateDir }, batch });
+  const db = openStore(config);
+  await migrateToLatest(db);
+  return { config, db };
 }
 
 /** payoutd.yaml against `baseUrl`; `over` is merged per section. Returns the config path and the folders. */

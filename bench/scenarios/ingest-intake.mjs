@@ -3,33 +3,20 @@
 // synchronous FULL), with the real outbox writing the acknowledgement.
 // Measures the claim (rename + SHA-256) and receive() (read, validate,
 // insert, accept, ack) with its phases, and the process's peak RSS.
-import { link, lstat, mkdir, stat } from 'node:fs/promises';
-import { rmSync, writeFileSync } from 'node:fs';
+import { link, lstat, stat } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { dist, now, peakRssMb } from '../lib/common.mjs';
+import { openIngestStore } from '../lib/fixtures.mjs';
 
 const params = JSON.parse(process.argv[2]);
 const { root, file, workDir } = params;
-const { loadConfig } = await dist(root, 'config/index.js');
-const { openStore } = await dist(root, 'daemon/runtime.js');
 const { BatchOutbox } = await dist(root, 'daemon/outbox.js');
-const { migrateToLatest } = await dist(root, 'store/db.js');
 const { BatchIntake, claimFile } = await dist(root, 'ingest/index.js');
 const { systemClock } = await dist(root, 'domain/clock.js');
 const { createLogger } = await dist(root, 'log/index.js');
 
-const dir = join(workDir, 'ingest');
-rmSync(dir, { recursive: true, force: true }); // a re-run (--profile) starts afresh
-const config = loadConfig(
-  { env: {}, cwd: dir },
-  {
-    paths: { inbox: join(dir, 'inbox'), outbox: join(dir, 'outbox'), stateDir: join(dir, 'state') },
-    batch: { balanceCheck: { enabled: false } },
-  },
-);
-for (const p of Object.values(config.paths)) await mkdir(p, { recursive: true });
-const db = openStore(config);
-await migrateToLatest(db);
+const { config, db } = await openIngestStore(root, join(workDir, 'ingest'), { balanceCheck: { enabled: false } });
 
 // Phase marks from the statements the intake sends.
 const marks = {};

@@ -5,31 +5,21 @@
 // with no reading at the same time. SQLite has one writer, so the intake
 // cannot store a file faster than this, whatever its readers do: the ceiling
 // of the ingest on this machine and schema.
-import { mkdir } from 'node:fs/promises';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { dist, now } from '../lib/common.mjs';
+import { openIngestStore } from '../lib/fixtures.mjs';
 
 const params = JSON.parse(process.argv[2]);
 const { root, file, workDir } = params;
-const { loadConfig } = await dist(root, 'config/index.js');
-const { openStore } = await dist(root, 'daemon/runtime.js');
-const { migrateToLatest, insertBatch, receivedBatch, insertRowsWhileReading } = await dist(root, 'store/index.js');
+const { insertBatch, receivedBatch, insertRowsWhileReading } = await dist(root, 'store/index.js');
 const { parseBatchFile, newBatchId } = await dist(root, 'ingest/index.js');
 const { storedForm, ROWS_PER_TRANSACTION } = await dist(root, 'ingest/intake.js');
 const { readRowsOf } = await dist(root, 'ingest/read/rows.js');
 if (typeof storedForm !== 'function' || typeof ROWS_PER_TRANSACTION !== 'number')
   throw new Error('this build does not export storedForm and ROWS_PER_TRANSACTION (it is older than this scenario)');
 
-const dir = join(workDir, 'ingest-store');
-rmSync(dir, { recursive: true, force: true });
-const config = loadConfig(
-  { env: {}, cwd: dir },
-  { paths: { inbox: join(dir, 'inbox'), outbox: join(dir, 'outbox'), stateDir: join(dir, 'state') } },
-);
-for (const p of Object.values(config.paths)) await mkdir(p, { recursive: true });
-const db = openStore(config);
-await migrateToLatest(db);
+const { config, db } = await openIngestStore(root, join(workDir, 'ingest-store'));
 
 const started = Date.now();
 const batchId = newBatchId(started);
