@@ -133,6 +133,35 @@ describe('reading a batch file in parts', () => {
     expect(r.wholeRows.at(-1)?.[0]).toBe(601);
   });
 
+  it('hands rows over in chunks of exactly the chunk size, each part its rest last', async () => {
+    // 2,500 rows: the parser hands a reader 64 at a time (or fewer), which fill the chunks across their edges.
+    const rows = Array.from({ length: 2500 }, (_, i) => (i % 7 === 3 ? row(`BAD-${i}`, { payoutAmount: 'x' }) : row(`OK-${i}`)));
+    const { path, size } = await fileOf(lines(rows));
+    for (const chunkSize of [1000, 37]) {
+      const whole: ReadRows[] = [];
+      await readBatchInThread(path, await readOptions({ chunkSize, onRows: (c) => Promise.resolve(void whole.push(c)) }));
+      const sizes = whole.map((c) => c.lines.length);
+      const full = Math.floor(2500 / chunkSize);
+      expect(sizes).toEqual([...Array.from({ length: full }, () => chunkSize), 2500 - full * chunkSize]);
+      expect(whole.flatMap((c) => c.lines)).toEqual(Array.from({ length: 2500 }, (_, i) => i + 2));
+
+      const inParts: ReadRows[] = [];
+      const read = await readBatchInParts(
+        path,
+        size,
+        { workers: 2, minBytes: 0 },
+        await readOptions({ chunkSize, onRows: (c) => Promise.resolve(void inParts.push(c)) }),
+      );
+      expect(read).not.toBeNull();
+      expect(read && 'again' in read).toBe(false);
+      // Each part's chunks are full but its last; a part's chunks come in line order.
+      const short = inParts.filter((c) => c.lines.length !== chunkSize);
+      expect(short.length).toBeLessThanOrEqual(2);
+      expect(Math.max(...inParts.map((c) => c.lines.length))).toBe(chunkSize);
+      expect(tuples(inParts)).toEqual(tuples(whole));
+    }
+  });
+
   it('numbers lines as a read of the whole file does, with CRLF, a BOM, blank lines and invalid rows in every part', async () => {
     const random = prng(20261125);
     const rows: string[] = [];

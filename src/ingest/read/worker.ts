@@ -13,7 +13,7 @@ import type { Delimiter } from '../csv/delimiter.js';
 import type { BatchFormatOptions } from '../csv/options.js';
 import { compileRules, type ValidationRules } from '../rules/options.js';
 import { AckDraftFile } from './ack-draft.js';
-import { draftedRows, type ReadRows } from './rows.js';
+import { ReadChunk, type ReadRows } from './rows.js';
 
 export interface ReadWorkerData {
   path: string;
@@ -50,21 +50,30 @@ port.on('message', (m: ReadWorkerCredit) => {
   wake = null;
 });
 
+/** Sends a chunk once the intake has given credit for it. */
+const handOver = async (rows: ReadRows): Promise<void> => {
+  while (credit <= 0) await new Promise<void>((resolve) => (wake = resolve));
+  credit--;
+  port.postMessage({ rows } satisfies ReadWorkerMessage);
+};
+
 const draft = await AckDraftFile.create(data.draftPath);
+const chunk = new ReadChunk(draft, data.identity, data.chunkSize);
 let summary: PartSummary;
 try {
   summary = await readBatchPart(data.path, data.displayName, data.part, {
     format: data.format,
     rules: compileRules(data.rules),
     delimiter: data.delimiter,
-    chunkSize: data.chunkSize,
+    chunkSize: chunk.parsedAtATime,
     onRows: async (rows) => {
-      const read = await draftedRows(draft, data.identity, rows);
-      while (credit <= 0) await new Promise<void>((resolve) => (wake = resolve));
-      credit--;
-      port.postMessage({ rows: read } satisfies ReadWorkerMessage);
+      const full = await chunk.add(rows);
+      if (full) await handOver(full);
     },
   });
+  // A part stopped short hands over nothing more: the file is read again in one part.
+  const rest = summary.stopped ? null : await chunk.rest();
+  if (rest) await handOver(rest);
 } finally {
   await draft.close();
 }
