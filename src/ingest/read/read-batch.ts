@@ -76,7 +76,7 @@ export async function readBatchInThread(path: string, opts: BatchReadOptions): P
       },
     });
     // A read stopped short (a file error) hands over nothing more, as the parser does.
-    const rest = summary.stopped ? null : await chunk.rest();
+    const rest = summary.stopped ? null : chunk.rest();
     if (rest) await opts.onRows(rest);
   } finally {
     await draft.close();

@@ -45,6 +45,20 @@ function emptyReadRows(): ReadRows {
   };
 }
 
+/** The rows from `at` on, taken out of `rows`. */
+function rowsFrom(rows: ReadRows, at: number): ReadRows {
+  return {
+    lines: rows.lines.splice(at),
+    references: rows.references.splice(at),
+    requests: rows.requests.splice(at),
+    payoutCurrencies: rows.payoutCurrencies.splice(at),
+    payoutAmounts: rows.payoutAmounts.splice(at),
+    deductionCurrencies: rows.deductionCurrencies.splice(at),
+    reasonCodes: rows.reasonCodes.splice(at),
+    reasons: rows.reasons.splice(at),
+  };
+}
+
 /** The rows as columns: added to the end of `into`, or to new columns. */
 export function readRowsOf(rows: readonly ParsedBatchRow[], into: ReadRows = emptyReadRows()): ReadRows {
   for (const r of rows) {
@@ -61,45 +75,56 @@ export function readRowsOf(rows: readonly ParsedBatchRow[], into: ReadRows = emp
 }
 
 /**
- * The acknowledgement's lines for these rows if the batch is accepted as
+ * The acknowledgement's lines for these rows (from row `from` on) if the batch is accepted as
  * read: a valid row ACCEPTED, an invalid one REJECTED with its reason, as
  * the acknowledgement written from the stored rows says when the acceptance
  * changed none of them. Drafted from the columns that are stored, as that
  * acknowledgement is (src/daemon/outbox.ts): the same code and reason text.
  */
-export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: ReadRows): string {
-  return ackDraftText(
-    identity,
-    rows.lines.map((line, i): AckRow => {
-      const merchantReferenceId = rows.references[i] as string;
-      return (rows.requests[i] ?? null) !== null
+export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: ReadRows, from = 0): string {
+  const drafted: AckRow[] = [];
+  for (let i = from; i < rows.lines.length; i++) {
+    const line = rows.lines[i] as number;
+    const merchantReferenceId = rows.references[i] as string;
+    drafted.push(
+      (rows.requests[i] ?? null) !== null
         ? { line, merchantReferenceId, verdict: 'ACCEPTED', reason: null }
-        : { line, merchantReferenceId, verdict: 'REJECTED', reason: reasonText(rows.reasonCodes[i] ?? null, rows.reasons[i] ?? null) };
-    }),
-  );
+        : { line, merchantReferenceId, verdict: 'REJECTED', reason: reasonText(rows.reasonCodes[i] ?? null, rows.reasons[i] ?? null) },
+    );
+  }
+  return ackDraftText(identity, drafted);
 }
 
 /**
  * Rows parsed few at a time for a reader that hands them over many at a time.
  *
- * Why few: V8 tracks the objects made at each place in the code and, once
- * most of them outlive a young-generation collection, makes that place's
- * objects in the old generation from then on. Parsed rows gathered until a
- * chunk of a thousand was handed over outlived one, so they went to the old
- * generation, and each held its field strings alive until a full
- * collection: a reader promoted 1.1 KB a row and ran about 50 full
- * collections for half a million rows. Taken from the parser 64 at a time
- * and turned into columns at once, a parsed row dies young: 0.25-0.45 KB a
- * row promoted, 13-22 full collections, and 10-20% less CPU a reader (128
- * at a time was as bad as a thousand).
+ * Why few: V8 watches the objects made at each place in the code, and when a
+ * collection finds most of those made since the one before still alive (and
+ * at least a hundred of them), it makes that place's objects in the old
+ * generation from then on (allocation-site pretenuring). There each keeps
+ * what it points to, a row's field strings, alive until a full collection.
+ * A place that makes a hundred objects or more at once, all kept until the
+ * last is done, is judged so whenever a collection falls inside the batch:
+ * parsed rows gathered a thousand to a chunk, their acknowledgement lines
+ * drafted a thousand at once, the parser's records of a 64 KiB read (about
+ * 380). In a million-row read a reader then promoted 1.1 KB a row instead of
+ * 0.25 and ran about 50 full collections instead of 14, in one run in three
+ * or more, at random. So rows come from the parser 64 at a time and are
+ * turned into columns and drafted at once, and the file is read 8 KiB at a
+ * time (READ_CHUNK_BYTES, src/ingest/csv/parse-batch.ts): under a hundred
+ * records for rows of 80 bytes or more, which a payout row's twelve fields
+ * rarely are not. (128 rows at a time was as bad as a thousand.)
  */
 export const PARSED_ROWS_AT_A_TIME = 64;
 
 /**
  * The rows a reader has read and not yet handed over, as the columns the
- * intake stores (see PARSED_ROWS_AT_A_TIME), handed over `size` at a time
- * with their lines of the acknowledgement appended to the part's draft: the
- * draft holds exactly the rows handed over.
+ * intake stores (see PARSED_ROWS_AT_A_TIME), handed over `size` at a time.
+ * Their lines of the acknowledgement go to the part's draft as they are
+ * added, in the same few at a time: drafted a chunk at once, a thousand rows'
+ * lines were just as likely to be judged long-lived. The draft is used only
+ * once every row is handed over (a read stopped short is read again, or
+ * refused as a file).
  */
 export class ReadChunk {
   private rows = emptyReadRows();
@@ -115,30 +140,25 @@ export class ReadChunk {
   }
 
   /**
-   * Adds rows as parsed (at most `parsedAtATime`); the chunk of `size` rows
-   * once it is full, drafted, else null. The rows past it begin the next.
+   * Adds rows as parsed (at most `parsedAtATime`) and drafts their lines;
+   * the chunk of `size` rows once it is full, else null. The rows past it
+   * begin the next.
    */
   async add(parsed: readonly ParsedBatchRow[]): Promise<ReadRows | null> {
-    const room = this.size - this.rows.lines.length;
-    if (parsed.length < room) {
-      readRowsOf(parsed, this.rows);
-      return null;
-    }
-    readRowsOf(parsed.slice(0, room), this.rows);
-    const full = await this.take();
-    readRowsOf(parsed.slice(room), this.rows);
+    const from = this.rows.lines.length;
+    readRowsOf(parsed, this.rows);
+    await this.draft.append(ackDraftOf(this.identity, this.rows, from));
+    if (this.rows.lines.length < this.size) return null;
+    const full = this.rows;
+    this.rows = rowsFrom(full, this.size);
     return full;
   }
 
-  /** The rows added since the last full chunk, drafted (a part read to its end); null when there are none. */
-  async rest(): Promise<ReadRows | null> {
-    return this.rows.lines.length > 0 ? this.take() : null;
-  }
-
-  private async take(): Promise<ReadRows> {
-    const rows = this.rows;
+  /** The rows added since the last full chunk (a part read to its end); null when there are none. */
+  rest(): ReadRows | null {
+    if (this.rows.lines.length === 0) return null;
+    const rest = this.rows;
     this.rows = emptyReadRows();
-    await this.draft.append(ackDraftOf(this.identity, rows));
-    return rows;
+    return rest;
   }
 }

@@ -72,7 +72,7 @@ try {
     },
   });
   // A part stopped short hands over nothing more: the file is read again in one part.
-  const rest = summary.stopped ? null : await chunk.rest();
+  const rest = summary.stopped ? null : chunk.rest();
   if (rest) await handOver(rest);
 } finally {
   await draft.close();
