@@ -86,7 +86,7 @@ const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
 
 /** One transaction (one disk sync) per this many rows: a million-row file costs ~100 syncs. (Exported for bench/.) */
 export const ROWS_PER_TRANSACTION = 10_000;
-/** Rows per hand-over from the parser (see readRows). */
+/** Rows per hand-over from a reader (the parser hands it fewer at a time: PARSED_ROWS_AT_A_TIME, src/ingest/read). */
 const PARSE_CHUNK_ROWS = 1_000;
 
 /** Rows as read, as the payouts table stores them. (Exported for bench/: it stores the same rows with no reading.) */
@@ -390,8 +390,7 @@ export class BatchIntake {
       identity: { batchId: batch.id, fileName: batch.fileName },
       draftDir: this.o.readingDir,
       sidecarPath: batch.controlPath,
-      // Small chunks from the parser: its row objects die young instead of surviving (and being
-      // promoted) while a whole transaction's worth is read; only the stored form waits.
+      // Chunks smaller than a transaction: only the rows' stored form waits for the transaction's worth.
       chunkSize: PARSE_CHUNK_ROWS,
       signal: this.o.signal,
       onRows: async (rows) => {

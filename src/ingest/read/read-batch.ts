@@ -27,7 +27,7 @@ import type { BatchFormatOptions } from '../csv/options.js';
 import type { CompiledRules, ValidationRules } from '../rules/options.js';
 import { AckDraftFile, ackDraftPaths, removeAckDrafts } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
-import { ReadChunk, type ReadRows } from './rows.js';
+import { readPartInChunks, type ReadRows } from './rows.js';
 import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
 
 export interface BatchReadOptions {
@@ -61,23 +61,16 @@ export async function readBatchInThread(path: string, opts: BatchReadOptions): P
   const delimiter = await batchDelimiter(path, identity.fileName, format);
   const ackDrafts = ackDraftPaths(opts.draftDir, identity.batchId, 1);
   const draft = await AckDraftFile.create(ackDrafts[0] as string);
-  const chunk = new ReadChunk(draft, identity, opts.chunkSize);
   let summary: PartSummary;
   try {
-    summary = await readBatchPart(path, identity.fileName, WHOLE_FILE, {
-      format,
-      rules: opts.compiledRules,
-      delimiter,
-      chunkSize: chunk.parsedAtATime,
-      signal: opts.signal,
-      onRows: async (rows) => {
-        const full = await chunk.add(rows);
-        if (full) await opts.onRows(full);
-      },
-    });
-    // A read stopped short (a file error) hands over nothing more, as the parser does.
-    const rest = summary.stopped ? null : chunk.rest();
-    if (rest) await opts.onRows(rest);
+    summary = await readPartInChunks(
+      path,
+      identity.fileName,
+      WHOLE_FILE,
+      { format, rules: opts.compiledRules, delimiter, signal: opts.signal },
+      { draft, identity, chunkSize: opts.chunkSize },
+      opts.onRows,
+    );
   } finally {
     await draft.close();
   }

@@ -8,6 +8,7 @@
 import { encodeRequestValues } from '../../domain/request-values.js';
 import { ackDraftText, reasonText, type AckRow, type BatchIdentity } from '../../report/index.js';
 import type { ParsedBatchRow } from '../csv/index.js';
+import { readBatchPart, type BatchFilePart, type PartReadOptions, type PartSummary } from '../csv/parse-batch.js';
 import type { RowError } from '../rules/index.js';
 import type { AckDraftFile } from './ack-draft.js';
 
@@ -126,7 +127,7 @@ export const PARSED_ROWS_AT_A_TIME = 64;
  * once every row is handed over (a read stopped short is read again, or
  * refused as a file).
  */
-export class ReadChunk {
+class ReadChunk {
   private rows = emptyReadRows();
   /** The rows to ask the parser for at a time. */
   readonly parsedAtATime: number;
@@ -161,4 +162,33 @@ export class ReadChunk {
     this.rows = emptyReadRows();
     return rest;
   }
+}
+
+/**
+ * Reads one part of a batch file (the whole file, or a reader thread's part)
+ * and hands its rows to `handOver` as the columns the intake stores,
+ * `chunkSize` rows at a time (see ReadChunk), drafting their lines of the
+ * acknowledgement into `draft`. A part stopped short (a file error) hands
+ * over nothing after its last full chunk, as the parser does.
+ */
+export async function readPartInChunks(
+  path: string,
+  displayName: string,
+  part: BatchFilePart,
+  opts: Omit<PartReadOptions, 'chunkSize' | 'onRows' | 'headerOnly'>,
+  chunking: { draft: AckDraftFile; identity: Pick<BatchIdentity, 'batchId' | 'fileName'>; chunkSize: number },
+  handOver: (rows: ReadRows) => Promise<void>,
+): Promise<PartSummary> {
+  const chunk = new ReadChunk(chunking.draft, chunking.identity, chunking.chunkSize);
+  const summary = await readBatchPart(path, displayName, part, {
+    ...opts,
+    chunkSize: chunk.parsedAtATime,
+    onRows: async (rows) => {
+      const full = await chunk.add(rows);
+      if (full) await handOver(full);
+    },
+  });
+  const rest = summary.stopped ? null : chunk.rest();
+  if (rest) await handOver(rest);
+  return summary;
 }

@@ -8,12 +8,12 @@
  * storing, logging and every decision stay with the intake's thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { readBatchPart, type BatchFilePart, type PartSummary } from '../csv/parse-batch.js';
+import type { BatchFilePart, PartSummary } from '../csv/parse-batch.js';
 import type { Delimiter } from '../csv/delimiter.js';
 import type { BatchFormatOptions } from '../csv/options.js';
 import { compileRules, type ValidationRules } from '../rules/options.js';
 import { AckDraftFile } from './ack-draft.js';
-import { ReadChunk, type ReadRows } from './rows.js';
+import { readPartInChunks, type ReadRows } from './rows.js';
 
 export interface ReadWorkerData {
   path: string;
@@ -58,22 +58,16 @@ const handOver = async (rows: ReadRows): Promise<void> => {
 };
 
 const draft = await AckDraftFile.create(data.draftPath);
-const chunk = new ReadChunk(draft, data.identity, data.chunkSize);
 let summary: PartSummary;
 try {
-  summary = await readBatchPart(data.path, data.displayName, data.part, {
-    format: data.format,
-    rules: compileRules(data.rules),
-    delimiter: data.delimiter,
-    chunkSize: chunk.parsedAtATime,
-    onRows: async (rows) => {
-      const full = await chunk.add(rows);
-      if (full) await handOver(full);
-    },
-  });
-  // A part stopped short hands over nothing more: the file is read again in one part.
-  const rest = summary.stopped ? null : chunk.rest();
-  if (rest) await handOver(rest);
+  summary = await readPartInChunks(
+    data.path,
+    data.displayName,
+    data.part,
+    { format: data.format, rules: compileRules(data.rules), delimiter: data.delimiter },
+    { draft, identity: data.identity, chunkSize: data.chunkSize },
+    handOver,
+  );
 } finally {
   await draft.close();
 }
