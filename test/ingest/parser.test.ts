@@ -221,6 +221,21 @@ describe('record structure', () => {
     const { result } = await parseCollect(await tempCsv(cut));
     expect(codes(result.fileErrors)).toEqual(['INVALID_UTF8']);
     expect(result.fileErrors[0]?.message).toContain(`byte offset ${cut.length - 1}`);
+    expect(result.fileErrors[0]?.message).toContain('file ends inside a UTF-8 sequence');
+  });
+
+  it('tells a bad byte at the end of a read from a file cut short', async () => {
+    // 0xE0 0x80 can start no character (an overlong form), and 0xFF is never UTF-8: bad where they stand,
+    // at the file's end or at the end of one read of it, not the start of a character the next read finishes.
+    const good = Buffer.from(`${HEADER}\n${row('FX-END-1')}\n`);
+    for (const bad of [[0xff], [0xe0, 0x80]]) {
+      const path = await tempCsv(Buffer.concat([good, Buffer.from(bad)]));
+      for (const readChunkBytes of [undefined, good.length + bad.length, good.length + 1]) {
+        const { result } = await parseCollect(path, { readChunkBytes });
+        expect(codes(result.fileErrors), `${bad} read ${readChunkBytes}`).toEqual(['INVALID_UTF8']);
+        expect(result.fileErrors[0]?.message).toBe(`invalid UTF-8 at byte offset ${good.length} (line 3); the file must be UTF-8`);
+      }
+    }
   });
 
   it('rejects a record larger than maxRecordBytes', async () => {

@@ -1,10 +1,11 @@
 /**
- * UTF-8 gatekeeper in front of csv-parse: every byte is checked with a
- * fatal streaming TextDecoder (never silently replaced with U+FFFD) and
- * passed on unchanged. When the decoder refuses a chunk, a small scanner
- * finds the exact byte offset of the bad sequence for the error message.
+ * UTF-8 gatekeeper in front of csv-parse: every byte is checked with
+ * node:buffer's isUtf8 (WHATWG's rules: never silently replaced with U+FFFD)
+ * and passed on unchanged. When a chunk is refused, a small scanner finds
+ * the exact byte offset of the bad sequence for the error message.
  * It also feeds the LineTracker, which must see the bytes before the parser.
  */
+import { isUtf8 } from 'node:buffer';
 import { Transform, type TransformCallback } from 'node:stream';
 import type { LineTracker } from './lines.js';
 
@@ -73,11 +74,12 @@ export function incompleteTailLength(bytes: Uint8Array): number {
   return 0;
 }
 
+const NOTHING = new Uint8Array(0);
+
 export class Utf8Guard extends Transform {
-  private readonly decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   private offset = 0;
   /** Bytes of a sequence that started in an earlier chunk and is not finished yet. */
-  private carry: Uint8Array = new Uint8Array(0);
+  private carry: Uint8Array = NOTHING;
 
   constructor(private readonly tracker: LineTracker) {
     super();
@@ -85,19 +87,21 @@ export class Utf8Guard extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     const joined = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-    try {
-      this.decoder.decode(chunk, { stream: true });
-    } catch {
-      // The decoder says no but not where; find the offset ourselves.
+    // isUtf8 checks without making a string of the bytes (a TextDecoder did, a tenth of a reader's allocation).
+    // It takes whole sequences only: an unfinished one at the end waits for the next chunk, once it is known
+    // to be a good start (so a bad byte at the very end is bad, not a file cut short).
+    const tail = incompleteTailLength(joined);
+    const whole = joined.subarray(0, joined.length - tail);
+    const rest = joined.subarray(joined.length - tail);
+    if (!isUtf8(whole) || firstInvalidUtf8(rest) !== -1) {
+      // isUtf8 says no but not where; find the offset ourselves.
       const at = firstInvalidUtf8(joined);
       const offset = this.offset - this.carry.length + Math.max(at, 0);
       this.tracker.feed(chunk.subarray(0, Math.max(0, offset - this.offset)));
       callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), false));
       return;
     }
-    const source = chunk.length >= 4 ? chunk : joined;
-    const tail = incompleteTailLength(source);
-    this.carry = Uint8Array.from(source.subarray(source.length - tail));
+    this.carry = tail > 0 ? Uint8Array.from(rest) : NOTHING;
     this.tracker.feed(chunk);
     this.offset += chunk.length;
     callback(null, chunk);
@@ -105,10 +109,7 @@ export class Utf8Guard extends Transform {
 
   override _flush(callback: TransformCallback): void {
     this.tracker.finish();
-    try {
-      this.decoder.decode();
-    } catch {
-      // Only an unfinished sequence can fail here.
+    if (this.carry.length > 0) {
       const offset = this.offset - this.carry.length;
       callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), true));
       return;
