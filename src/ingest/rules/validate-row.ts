@@ -1,14 +1,14 @@
 /**
- * Validates one row of cell values into a normalized PayoutRequest or the
- * list of everything wrong with it (at most one error per field, the first
- * problem found). Pure: no IO, no state across rows. Uniqueness of
+ * Validates one row of cell values into a normalized PayoutRequest, as its
+ * values (requestOfValues makes the request of them), or the list of
+ * everything wrong with it (at most one error per field, the first problem
+ * found). Pure: no IO, no state across rows. Uniqueness of
  * merchantReferenceId is the caller's job (it needs the database).
  */
 import { normalizeAmount } from '../../domain/money.js';
-import { maskAccountNumber, type PayoutRequest } from '../../domain/payout.js';
+import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
-import { requestOfValues } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
@@ -27,8 +27,11 @@ export interface RowInput {
   columns: Partial<Record<FieldPath, string>>;
 }
 
-/** A valid row's request, and its values in FIELD_PATHS order (what the store keeps); or every problem of the row. */
-export type RowValidation = { request: PayoutRequest; values: readonly string[] } | { errors: RowError[] };
+/**
+ * A valid row's request as its values in FIELD_PATHS order (what the store keeps; the nested request is not
+ * made here: a million-row file would make a million of them for nobody); or every problem of the row.
+ */
+export type RowValidation = { values: readonly string[] } | { errors: RowError[] };
 
 type Problem = { code: RowErrorCode; message: string };
 /** The normalized value when the check passes, else the problem (a string, not `{ ok }`: no object per valid cell). */
@@ -238,5 +241,5 @@ export function validateRow(input: RowInput, rules: CompiledRules): RowValidatio
       });
     }
   }
-  return errors !== null ? { errors } : { request: requestOfValues(normalized), values: normalized };
+  return errors !== null ? { errors } : { values: normalized };
 }
