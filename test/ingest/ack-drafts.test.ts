@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BatchOutbox } from '../../src/daemon/outbox.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { BatchIntake } from '../../src/ingest/index.js';
+import { AckDraftFile } from '../../src/ingest/read/ack-draft.js';
 import { DEFAULT_BATCH_FORMAT } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { createLogger } from '../../src/log/index.js';
@@ -116,5 +117,21 @@ describe('the acknowledgement drafted while reading', () => {
     expect(drafted).toMatch(/,ACK-49,REJECTED,"[^\r\n]*""/);
     expect(drafted).toMatch(/,ACK-7,REJECTED,"CURRENCY_UNKNOWN .*; AMOUNT_NEGATIVE .*; REQUIRED /);
     expect(drafted).toMatch(/,ACK-3,REJECTED,"COLUMN_COUNT_MISMATCH/);
+  });
+});
+
+describe('a draft file', () => {
+  it('holds every text appended, in order: small ones gathered, multi-byte ones, and one too long to gather', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-draft-file-'));
+    dirs.push(dir);
+    const draft = await AckDraftFile.create(join(dir, 'drafts', 'B1.ack-0.csv'));
+    const texts: string[] = [];
+    for (let i = 0; i < 5000; i++) texts.push(`B1,f.csv,${i + 2},REF-${i},${i % 7 === 0 ? 'REJECTED,Müller ✓ 😀' : 'ACCEPTED,'}\r\n`);
+    // Longer than the draft gathers (a quarter megabyte of bytes, at up to 3 a character), then more small ones.
+    texts.splice(2500, 0, `B1,f.csv,x,REF-long,REJECTED,${'é'.repeat(100_000)}\r\n`);
+    for (const text of texts) await draft.append(text);
+    await draft.close();
+    const written = await readFile(draft.path);
+    expect(written.equals(Buffer.from(texts.join(''), 'utf8'))).toBe(true);
   });
 });

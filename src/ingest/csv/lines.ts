@@ -124,8 +124,9 @@ export class LineTracker {
       this.head++;
       this.passed++;
     }
-    // Compact now and then so the arrays do not grow with the file.
-    if (this.head > 4096 && this.head * 2 > this.starts.length) {
+    // Compact now and then so the arrays do not grow with the file; often enough that they stay small and
+    // short-lived (a reader's young collections then free them instead of moving them to the old generation).
+    if (this.head > 256 && this.head * 2 > this.starts.length) {
       this.starts = this.starts.slice(this.head);
       this.ends = this.ends.slice(this.head);
       this.head = 0;
