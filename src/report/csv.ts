@@ -19,6 +19,11 @@ const STRINGIFY_OPTIONS = { record_delimiter: RECORD_DELIMITER, quoted_match: /[
 /** What makes csv-stringify (with the options above) quote a cell: the delimiter, the quote, a CR or an LF. */
 const NEEDS_QUOTING = /[",\r\n]/;
 
+/** csv-stringify (with the options above) quotes this cell. */
+export function needsQuoting(cell: string): boolean {
+  return NEEDS_QUOTING.test(cell);
+}
+
 /**
  * CSV text of some records, each cell `cell(text)`. A record with a cell
  * to quote goes through csv-stringify; a record without one is written as
@@ -32,7 +37,7 @@ function csvRecords(records: readonly (readonly string[])[], cell: (text: string
   let quoted: string[][] = [];
   for (const record of records) {
     const cells = record.map(cell);
-    if (cells.some((c) => NEEDS_QUOTING.test(c))) {
+    if (cells.some(needsQuoting)) {
       quoted.push(cells);
       continue;
     }

@@ -21,7 +21,7 @@ export type { CsvChunkOptions } from './csv.js';
 export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
-export { ackDraftText, writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
+export { AckDraftLines, writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
 export type { AckDrafts, ResultFiles, InterimReport, RowPages } from './writers.js';
 export {
   STABLECOIN_DECIMALS,

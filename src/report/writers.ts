@@ -6,7 +6,8 @@
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, type FileChunk } from './atomic.js';
-import { csvChunks, csvChunksOf, csvChunksOfPages, csvHead, csvText, type CsvChunkOptions } from './csv.js';
+import { spreadsheetSafeCell } from './cells.js';
+import { csvChunks, csvChunksOf, csvChunksOfPages, csvHead, csvText, needsQuoting, RECORD_DELIMITER, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   ACK_COLUMNS,
@@ -77,7 +78,7 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
 }
 
 /**
- * Files holding an acknowledgement's rows as ackDraftText wrote them, in
+ * Files holding an acknowledgement's rows as AckDraftLines wrote them, in
  * line order: written while the batch file was read, when its acceptance
  * changed no row's verdict.
  */
@@ -86,12 +87,31 @@ export interface AckDrafts {
 }
 
 /**
- * The lines of an acknowledgement for some rows (no BOM, no header), exactly
- * as writeAckFile writes them from the rows, for a reader that drafts the
- * acknowledgement as it reads.
+ * The lines of an acknowledgement (no BOM, no header) one row at a time,
+ * exactly as writeAckFile writes them from the rows, for a reader that drafts
+ * the acknowledgement as it reads. The batch's two cells are made safe once;
+ * a row whose own cells need no quoting (nearly every row) is then a few
+ * texts joined, without the record, its cells and the quoting test of each
+ * that csvText makes: a fifth of the draft's cost.
  */
-export function ackDraftText(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: readonly AckRow[]): string {
-  return csvText(rows.map((row) => ackRecord(identity, row)));
+export class AckDraftLines {
+  /** `batch_id,file,` as written, or null when either cell needs quoting (every line then goes the long way). */
+  private readonly lead: string | null;
+
+  constructor(private readonly identity: Pick<BatchIdentity, 'batchId' | 'fileName'>) {
+    const cells = [spreadsheetSafeCell(identity.batchId), spreadsheetSafeCell(identity.fileName)];
+    this.lead = cells.some(needsQuoting) ? null : `${cells.join(',')},`;
+  }
+
+  /** The line of one row, as ackRecord makes its record. */
+  line(line: number, merchantReferenceId: string, verdict: AckRow['verdict'], reason: string | null): string {
+    const reference = spreadsheetSafeCell(merchantReferenceId);
+    const why = reason === null ? '' : spreadsheetSafeCell(reason);
+    if (this.lead === null || needsQuoting(reference) || needsQuoting(why)) {
+      return csvText([ackRecord(this.identity, { line, merchantReferenceId, verdict, reason })]);
+    }
+    return `${this.lead}${line},${reference},${verdict},${why}${RECORD_DELIMITER}`;
+  }
 }
 
 async function* draftChunks(head: string, drafts: readonly string[]): AsyncGenerator<FileChunk> {

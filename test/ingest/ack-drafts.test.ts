@@ -31,8 +31,10 @@ afterEach(async () => {
 });
 
 /**
- * 600 rows, 132 invalid: an unquoted decimal comma (a field too many), three errors at once, and (12 rows) a
- * country with a comma and quotes, which the reason quotes.
+ * 600 rows, 156 invalid: an unquoted decimal comma (a field too many), three errors at once, (12 rows) a
+ * country with a comma and quotes, which the reason quotes, and (24 rows) references a spreadsheet would
+ * take for a formula or that need quoting themselves; and 12 valid rows whose reference gets the
+ * spreadsheet's prefix.
  */
 function mixedFile(): string {
   const rows = Array.from({ length: 600 }, (_, i) => {
@@ -43,14 +45,25 @@ function mixedFile(): string {
       case 7:
         return validCsvRow(ref, { payoutAmount: '-5', payoutCurrency: 'XXX', 'beneficiary.accountNumber': '' });
       default:
-        return i % 50 === 49 ? validCsvRow(ref, { 'sender.country': '"P, ""H"""' }) : validCsvRow(ref);
+        switch (i % 50) {
+          case 19:
+            return validCsvRow(`-${ref}`); // valid, and a spreadsheet would take it for a formula
+          case 29:
+            return validCsvRow(`=${ref}`);
+          case 39:
+            return validCsvRow(`"${ref}, ""x"""`); // a reference to quote, with a reason to quote
+          case 49:
+            return validCsvRow(ref, { 'sender.country': '"P, ""H"""' });
+          default:
+            return validCsvRow(ref);
+        }
     }
   });
   return `${[FIELD_PATHS.join(','), ...rows].join('\r\n')}\r\n`;
 }
 
 /** The file received by an intake reading in `workers` parts; its ack as drafted, and as written from the stored rows. */
-async function acks(workers: number): Promise<{ batch: BatchRecord; drafted: string; fromRows: string }> {
+async function acks(workers: number, fileName: string): Promise<{ batch: BatchRecord; drafted: string; fromRows: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-drafts-'));
   dirs.push(dir);
   const db = await openTestDatabase(dir);
@@ -86,37 +99,43 @@ async function acks(workers: number): Promise<{ batch: BatchRecord; drafted: str
   );
   for (const d of ['outbox', 'outbox-again', 'claimed']) await mkdir(join(dir, d), { recursive: true });
   const content = mixedFile();
-  const storedPath = join(dir, 'claimed', 'c1__mixed.csv');
+  const storedPath = join(dir, 'claimed', `c1__${fileName}`);
   await writeFile(storedPath, content);
   const st = await stat(storedPath);
   const batch = await intake.receive({
     claimId: 'c1',
-    originalName: 'mixed.csv',
+    originalName: fileName,
     storedPath,
     size: st.size,
     mtimeMs: st.mtimeMs,
     sha256: createHash('sha256').update(content).digest('hex'),
   });
   expect(draftsUsed).toEqual([true]);
-  const drafted = await readFile(join(dir, 'outbox', `${batch.id}_mixed.csv.ack.csv`), 'utf8');
+  const drafted = await readFile(join(dir, 'outbox', `${batch.id}_${fileName}.ack.csv`), 'utf8');
   const fromRows = await readFile(await again.writeAck(batch), 'utf8');
   return { batch, drafted, fromRows };
 }
 
 describe('the acknowledgement drafted while reading', () => {
   it.each([
-    ['in one thread', 0],
-    ['in two parts', 2],
-  ])('is the acknowledgement written from the stored rows, invalid rows and reasons included (%s)', async (_, workers) => {
-    const { batch, drafted, fromRows } = await acks(workers);
+    ['in one thread', 0, 'mixed.csv'],
+    ['in two parts', 2, 'mixed.csv'],
+    // Every line's file cell is quoted.
+    ['of a file whose name needs quoting', 2, 'mixed, v2.csv'],
+  ])('is the acknowledgement written from the stored rows, invalid rows and reasons included (%s)', async (_, workers, fileName) => {
+    const { batch, drafted, fromRows } = await acks(workers, fileName);
     expect(batch.state).toBe('ACTIVE');
-    expect(batch.validCount).toBe(468);
-    expect(batch.invalidCount).toBe(132);
+    expect(batch.validCount).toBe(444);
+    expect(batch.invalidCount).toBe(156);
     expect(drafted).toBe(fromRows);
-    expect(drafted.match(/,REJECTED,/g)).toHaveLength(132);
+    expect(drafted.match(/,REJECTED,/g)).toHaveLength(156);
     expect(drafted).toMatch(/,ACK-49,REJECTED,"[^\r\n]*""/);
     expect(drafted).toMatch(/,ACK-7,REJECTED,"CURRENCY_UNKNOWN .*; AMOUNT_NEGATIVE .*; REQUIRED /);
     expect(drafted).toMatch(/,ACK-3,REJECTED,"COLUMN_COUNT_MISMATCH/);
+    expect(drafted).toMatch(/,'-ACK-19,ACCEPTED,\r\n/);
+    expect(drafted).toMatch(/,'=ACK-29,REJECTED,"REFERENCE_INVALID /);
+    expect(drafted).toMatch(/,"ACK-39, ""x""",REJECTED,"REFERENCE_INVALID /);
+    expect(drafted.includes(`,"${fileName}",`)).toBe(fileName.includes(','));
   });
 });
 

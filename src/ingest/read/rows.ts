@@ -6,7 +6,7 @@
  * of the acknowledgement, drafted as if the batch is accepted as read.
  */
 import { encodeRequestValues } from '../../domain/request-values.js';
-import { ackDraftText, reasonText, type AckRow, type BatchIdentity } from '../../report/index.js';
+import { AckDraftLines, reasonText, type BatchIdentity } from '../../report/index.js';
 import type { ParsedBatchRow } from '../csv/index.js';
 import { readBatchPart, type BatchFilePart, type PartReadOptions, type PartSummary } from '../csv/parse-batch.js';
 import type { RowError } from '../rules/index.js';
@@ -82,18 +82,17 @@ export function readRowsOf(rows: readonly ParsedBatchRow[], into: ReadRows = emp
  * changed none of them. Drafted from the columns that are stored, as that
  * acknowledgement is (src/daemon/outbox.ts): the same code and reason text.
  */
-export function ackDraftOf(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: ReadRows, from = 0): string {
-  const drafted: AckRow[] = [];
+export function ackDraftOf(lines: AckDraftLines, rows: ReadRows, from = 0): string {
+  let text = '';
   for (let i = from; i < rows.lines.length; i++) {
     const line = rows.lines[i] as number;
     const merchantReferenceId = rows.references[i] as string;
-    drafted.push(
+    text +=
       (rows.requests[i] ?? null) !== null
-        ? { line, merchantReferenceId, verdict: 'ACCEPTED', reason: null }
-        : { line, merchantReferenceId, verdict: 'REJECTED', reason: reasonText(rows.reasonCodes[i] ?? null, rows.reasons[i] ?? null) },
-    );
+        ? lines.line(line, merchantReferenceId, 'ACCEPTED', null)
+        : lines.line(line, merchantReferenceId, 'REJECTED', reasonText(rows.reasonCodes[i] ?? null, rows.reasons[i] ?? null));
   }
-  return ackDraftText(identity, drafted);
+  return text;
 }
 
 /**
@@ -129,14 +128,16 @@ export const PARSED_ROWS_AT_A_TIME = 64;
  */
 class ReadChunk {
   private rows = emptyReadRows();
+  private readonly ackLines: AckDraftLines;
   /** The rows to ask the parser for at a time. */
   readonly parsedAtATime: number;
 
   constructor(
     private readonly draft: AckDraftFile,
-    private readonly identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+    identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
     private readonly size: number,
   ) {
+    this.ackLines = new AckDraftLines(identity);
     this.parsedAtATime = Math.min(PARSED_ROWS_AT_A_TIME, size);
   }
 
@@ -148,7 +149,7 @@ class ReadChunk {
   async add(parsed: readonly ParsedBatchRow[]): Promise<ReadRows | null> {
     const from = this.rows.lines.length;
     readRowsOf(parsed, this.rows);
-    await this.draft.append(ackDraftOf(this.identity, this.rows, from));
+    await this.draft.append(ackDraftOf(this.ackLines, this.rows, from));
     if (this.rows.lines.length < this.size) return null;
     const full = this.rows;
     this.rows = rowsFrom(full, this.size);
