@@ -33,6 +33,14 @@ describe('ExactTotal', () => {
     // Result summaries add whatever signed plain decimals the rows hold.
     ['signed amounts', ['-1.5', '0.25', '-0.05', '2'], '0.7'],
     ['a sum that turns negative', ['1', '-3.125'], '-2.125'],
+    ['a small negative sum', ['0.001', '-0.006'], '-0.005'],
+    // Where Number arithmetic stops being exact, and BigInt takes over.
+    ['the largest safe integer, then one more', ['9007199254740991', '1'], '9007199254740992'],
+    ['a scale that rises past safe integers', ['9007199254740.991', '0.0001'], '9007199254740.9911'],
+    ['a falling scale past safe integers', ['0.0001', '9007199254740.991'], '9007199254740.9911'],
+    ['past safe integers and back below', ['-9007199254740991', '-2', '9007199254740993'], '0'],
+    ['an amount past safe integers onto a sum that brings it back', ['-9007199254740991', '9007199254740993'], '2'],
+    ['an amount with more digits than a double holds', ['12345678901234567890.5', '0.5'], '12345678901234567891'],
   ];
   for (const [name, amounts, sum] of cases) {
     it(name, () => {
