@@ -29,7 +29,7 @@ import { emptyRowValues, FIELD_PATHS, type FieldPath, type RowValues } from '../
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
 import { fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
-import { validateRow } from '../rules/validate-row.js';
+import { validateRow, type RowInput } from '../rules/validate-row.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
@@ -240,6 +240,11 @@ class BatchState {
   private notAtEndReported = false;
   /** (field, column index) of each field present, built once from the header. */
   private plan: [FieldPath, number][] = [];
+  /**
+   * The row being validated, one object refilled for every row: validateRow keeps nothing of it, and two
+   * objects a row less is a twentieth of what reading a row makes. Fields absent from the file stay ''.
+   */
+  private readonly input: RowInput;
   private chunk: ParsedBatchRow[] = [];
 
   constructor(
@@ -252,6 +257,7 @@ class BatchState {
     private readonly headerOnly = false,
   ) {
     this.trailer = new ControlBlock('trailer', file);
+    this.input = { file, line: 0, values: emptyRowValues(), columns: {} };
     if (given) this.useHeader(given.header, given.line);
   }
 
@@ -343,6 +349,7 @@ class BatchState {
   private useHeader(header: ResolvedHeader, line: number): void {
     this.header = header;
     this.headerLine = line;
+    this.input.columns = header.columns;
     this.plan = FIELD_PATHS.flatMap((field): [FieldPath, number][] => {
       const index = header.indexOf[field];
       return index === undefined ? [] : [[field, index]];
@@ -365,10 +372,12 @@ class BatchState {
       };
       return new ParsedRow(rec.line, rowNumber, reference, null, [error], NOTHING_WRITTEN);
     }
-    const values: RowValues = emptyRowValues();
+    const input = this.input;
+    const values = input.values;
     for (const [field, index] of this.plan) values[field] = rec.fields[index] ?? '';
+    input.line = rec.line;
     this.addToTotals(values);
-    const result = validateRow({ file: this.file, line: rec.line, values, columns: header.columns }, this.rules);
+    const result = validateRow(input, this.rules);
     const written: WrittenMoney = {
       payoutCurrency: trimSpaces(values.payoutCurrency),
       payoutAmount: trimSpaces(values.payoutAmount),
