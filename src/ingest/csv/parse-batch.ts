@@ -25,11 +25,11 @@ import { PayoutdError } from '../../domain/errors.js';
 import { Decimal, decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
 import { REQUEST_VALUE_INDEX, requestOfValues } from '../../domain/request-values.js';
-import { emptyRowValues, FIELD_PATHS, type FieldPath, type RowValues } from '../rules/fields.js';
+import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
 import { fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
-import { validateRow, type RowInput } from '../rules/validate-row.js';
+import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
@@ -85,6 +85,10 @@ export interface WrittenMoney {
   payoutAmount: string;
   deductionCurrency: string;
 }
+
+const PAYOUT_CURRENCY = REQUEST_VALUE_INDEX.payoutCurrency;
+const PAYOUT_AMOUNT = REQUEST_VALUE_INDEX.payoutAmount;
+const DEDUCTION_CURRENCY = REQUEST_VALUE_INDEX.deductionCurrency;
 
 const NOTHING_WRITTEN: WrittenMoney = { payoutCurrency: '', payoutAmount: '', deductionCurrency: '' };
 /** The errors of every valid row: one shared empty list instead of one per row (frozen: nobody adds to it). */
@@ -238,13 +242,13 @@ class BatchState {
   readonly trailer: ControlBlock;
   lastLine: number | null = null;
   private notAtEndReported = false;
-  /** (field, column index) of each field present, built once from the header. */
-  private plan: [FieldPath, number][] = [];
+  /** The file's column of each field, in FIELD_PATHS order (-1: the file lacks it), built once from the header. */
+  private columnOf: number[] = [];
   /**
-   * The row being validated, one object refilled for every row: validateRow keeps nothing of it, and two
-   * objects a row less is a twentieth of what reading a row makes. Fields absent from the file stay ''.
+   * The row being validated, refilled for every row: validateCells keeps nothing of it, and two objects a
+   * row less is a twentieth of what reading a row makes.
    */
-  private readonly input: RowInput;
+  private readonly input: RowCells & { cells: string[] };
   private chunk: ParsedBatchRow[] = [];
 
   constructor(
@@ -257,7 +261,7 @@ class BatchState {
     private readonly headerOnly = false,
   ) {
     this.trailer = new ControlBlock('trailer', file);
-    this.input = { file, line: 0, values: emptyRowValues(), columns: {} };
+    this.input = { file, line: 0, cells: FIELD_PATHS.map(() => ''), columns: {} };
     if (given) this.useHeader(given.header, given.line);
   }
 
@@ -350,10 +354,7 @@ class BatchState {
     this.header = header;
     this.headerLine = line;
     this.input.columns = header.columns;
-    this.plan = FIELD_PATHS.flatMap((field): [FieldPath, number][] => {
-      const index = header.indexOf[field];
-      return index === undefined ? [] : [[field, index]];
-    });
+    this.columnOf = FIELD_PATHS.map((field) => header.indexOf[field] ?? -1);
   }
 
   private buildRow(rec: LinedRecord, header: ResolvedHeader): ParsedBatchRow {
@@ -373,16 +374,19 @@ class BatchState {
       return new ParsedRow(rec.line, rowNumber, reference, null, [error], NOTHING_WRITTEN);
     }
     const input = this.input;
-    const values = input.values;
-    for (const [field, index] of this.plan) values[field] = rec.fields[index] ?? '';
+    const cells = input.cells;
+    for (let i = 0; i < cells.length; i++) {
+      const column = this.columnOf[i] as number;
+      cells[i] = column < 0 ? '' : (rec.fields[column] ?? '');
+    }
     input.line = rec.line;
-    this.addToTotals(values);
-    const result = validateRow(input, this.rules);
     const written: WrittenMoney = {
-      payoutCurrency: trimSpaces(values.payoutCurrency),
-      payoutAmount: trimSpaces(values.payoutAmount),
-      deductionCurrency: trimSpaces(values.deductionCurrency),
+      payoutCurrency: trimSpaces(cells[PAYOUT_CURRENCY] as string),
+      payoutAmount: trimSpaces(cells[PAYOUT_AMOUNT] as string),
+      deductionCurrency: trimSpaces(cells[DEDUCTION_CURRENCY] as string),
     };
+    this.addToTotals(written.payoutCurrency.toUpperCase(), written.payoutAmount);
+    const result = validateCells(input, this.rules);
     return 'values' in result
       ? new ParsedRow(
           rec.line,
@@ -395,9 +399,8 @@ class BatchState {
       : new ParsedRow(rec.line, rowNumber, reference, null, result.errors, written);
   }
 
-  private addToTotals(values: RowValues): void {
-    const currency = trimSpaces(values.payoutCurrency).toUpperCase();
-    const amount = trimSpaces(values.payoutAmount);
+  /** Adds a row's amount (trimmed) to its currency's total (trimmed, upper-cased). */
+  private addToTotals(currency: string, amount: string): void {
     // Only 3-letter codes, so a hostile file cannot grow the map without bound.
     if (!/^[A-Z]{3}$/.test(currency) || !isPlainDecimal(amount)) {
       this.unsummedRows++;

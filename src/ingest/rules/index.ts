@@ -14,7 +14,7 @@ export {
   type ValidationRules,
   type ValidationRulesInput,
 } from './options.js';
-export { validateRow, type RowInput, type RowValidation } from './validate-row.js';
+export { validateCells, validateRow, type RowCells, type RowInput, type RowValidation } from './validate-row.js';
 export { amountFormatProblem, amountRangeProblem, type AmountLimits, type AmountProblem } from './amount.js';
 export { IBAN_LENGTHS, compactIban, ibanMod97, ibanProblem, type IbanProblem } from './iban.js';
 export { abaChecksumValid, abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';

@@ -28,6 +28,15 @@ export interface RowInput {
 }
 
 /**
+ * A row as its cells in FIELD_PATHS order (as read, untrimmed; '' for a field the file lacks): what a
+ * reader validates a million times a file. By position, not by field name: looking a cell up by a name
+ * that changes at every step of the loop cost a reader a twentieth of its time.
+ */
+export interface RowCells extends Omit<RowInput, 'values'> {
+  cells: readonly string[];
+}
+
+/**
  * A valid row's request as its values in FIELD_PATHS order (what the store keeps; the nested request is not
  * made here: a million-row file would make a million of them for nobody); or every problem of the row.
  */
@@ -45,6 +54,8 @@ const UPPER_CASED: ReadonlySet<FieldPath> = new Set([
   'sender.idType',
   'beneficiary.bankCode',
 ]);
+const PAYOUT_CURRENCY = FIELD_PATHS.indexOf('payoutCurrency');
+
 /** UPPER_CASED by position in FIELD_PATHS (looked up once per cell). */
 const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASED.has(field));
 
@@ -208,13 +219,20 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
 
 /** Validates and normalizes one row. */
 export function validateRow(input: RowInput, rules: CompiledRules): RowValidation {
+  const { values, ...at } = input;
+  return validateCells({ ...at, cells: FIELD_PATHS.map((field) => values[field]) }, rules);
+}
+
+/** Validates and normalizes one row given by position (validateRow's work). */
+export function validateCells(input: RowCells, rules: CompiledRules): RowValidation {
   // Allocated only for a row with a problem: most rows are valid.
   let errors: RowError[] | null = null;
   const normalized: string[] = new Array<string>(FIELD_PATHS.length);
-  const currency = usableCurrency(trimSpaces(input.values.payoutCurrency).toUpperCase(), rules);
+  const cells = input.cells;
+  const currency = usableCurrency(trimSpaces(cells[PAYOUT_CURRENCY] as string).toUpperCase(), rules);
   for (let i = 0; i < FIELD_PATHS.length; i++) {
     const field = FIELD_PATHS[i] as FieldPath;
-    const trimmed = trimSpaces(input.values[field]);
+    const trimmed = trimSpaces(cells[i] as string);
     const value = UPPER_CASED_AT[i] ? trimmed.toUpperCase() : trimmed;
     let result: Check;
     if (value === '') {
