@@ -331,6 +331,32 @@ describe('errors and results', () => {
     await expect(failing).rejects.toThrow('database is down');
   });
 
+  it('takes the last rows before the parser ends, when a chunk is handed over as the file ends', async () => {
+    // The last record of a file without a final line break is parsed only at the file's end; when it fills
+    // a chunk, the read waits for that chunk to be taken before it ends, and every row is there.
+    const lines = [HEADER, ...Array.from({ length: 12 }, (_, i) => row(`FX-END-${i + 1}`))];
+    for (const ending of ['', '\r', '\r\n']) {
+      const path = await tempCsv(`${lines.join('\r\n')}${ending}`);
+      for (const chunkSize of [1, 3, 4, 6, 12]) {
+        const taken: number[] = [];
+        const result = await parseBatchFile(path, 'batch.csv', {
+          format: DEFAULT_BATCH_FORMAT,
+          rules: DEFAULT_VALIDATION_RULES,
+          chunkSize,
+          readChunkBytes: 64,
+          onRows: async (rows) => {
+            // Slow to take the last chunk: a read that ended before it was taken would be done first.
+            await new Promise((resolve) => setTimeout(resolve, rows.some((r) => r.line === 13) ? 30 : 1));
+            for (const r of rows) taken.push(r.line);
+          },
+        });
+        expect(result.fileErrors, `${JSON.stringify(ending)} in chunks of ${chunkSize}`).toEqual([]);
+        expect(taken, `${JSON.stringify(ending)} in chunks of ${chunkSize}`).toEqual(Array.from({ length: 12 }, (_, i) => i + 2));
+        expect(result.rowCount).toBe(12);
+      }
+    }
+  });
+
   it('stops when aborted', async () => {
     const controller = new AbortController();
     const lines = [HEADER, ...Array.from({ length: 50 }, (_, i) => row(`FX-AB-${i + 1}`))];
