@@ -86,6 +86,9 @@ export interface AckDrafts {
   drafts: readonly string[];
 }
 
+/** An accepted row's line after its reference: one text for nearly every line of a draft. */
+const ACCEPTED_LINE_END = `,ACCEPTED,${RECORD_DELIMITER}`;
+
 /**
  * The lines of an acknowledgement (no BOM, no header) one row at a time,
  * exactly as writeAckFile writes them from the rows, for a reader that drafts
@@ -94,8 +97,6 @@ export interface AckDrafts {
  * texts joined, without the record, its cells and the quoting test of each
  * that csvText makes: a fifth of the draft's cost.
  */
-const ACCEPTED_LINE_END = `,ACCEPTED,${RECORD_DELIMITER}`;
-
 export class AckDraftLines {
   /** `batch_id,file,` as written, or null when either cell needs quoting (every line then goes the long way). */
   private readonly lead: string | null;

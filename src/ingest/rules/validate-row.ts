@@ -9,6 +9,7 @@ import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
+import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
@@ -54,7 +55,7 @@ const UPPER_CASED: ReadonlySet<FieldPath> = new Set([
   'sender.idType',
   'beneficiary.bankCode',
 ]);
-const PAYOUT_CURRENCY = FIELD_PATHS.indexOf('payoutCurrency');
+const PAYOUT_CURRENCY = REQUEST_VALUE_INDEX.payoutCurrency;
 
 /** UPPER_CASED by position in FIELD_PATHS (looked up once per cell). */
 const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASED.has(field));
