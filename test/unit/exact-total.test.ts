@@ -34,7 +34,7 @@ describe('ExactTotal', () => {
     ['signed amounts', ['-1.5', '0.25', '-0.05', '2'], '0.7'],
     ['a sum that turns negative', ['1', '-3.125'], '-2.125'],
     ['a small negative sum', ['0.001', '-0.006'], '-0.005'],
-    // Where Number arithmetic stops being exact, and BigInt takes over.
+    // Around the largest integer a double holds exactly: the sum must not pass through one.
     ['the largest safe integer, then one more', ['9007199254740991', '1'], '9007199254740992'],
     ['a scale that rises past safe integers', ['9007199254740.991', '0.0001'], '9007199254740.9911'],
     ['a falling scale past safe integers', ['0.0001', '9007199254740.991'], '9007199254740.9911'],
