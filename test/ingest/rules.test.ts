@@ -17,6 +17,7 @@ import {
   type RowError,
   type RowValidation,
   type ValidationRulesInput,
+  upperCased,
 } from '../../src/ingest/rules/index.js';
 import { requestOfValues } from '../../src/domain/request-values.js';
 import { VALID_ROW } from '../support/rows.js';
@@ -190,6 +191,21 @@ describe('currencies', () => {
     expect(ISO_3166_ALPHA2.size).toBe(249);
     expect(ISO_3166_ALPHA2.has('PH')).toBe(true);
     expect(ISO_3166_ALPHA2.has('UK')).toBe(false);
+  });
+});
+
+describe('upperCased', () => {
+  it('is toUpperCase: the value itself when nothing changes, the full mapping otherwise', () => {
+    const same = 'DRIVING_LICENSE-09 .:';
+    expect(upperCased(same)).toBe(same);
+    for (const text of ['usd', 'Usd', 'mx', 'éur', 'straße', 'ÿ', 'ı', 'ǆ', 'ﬀ', 'A\u0101', '`{', '']) {
+      expect(upperCased(text)).toBe(text.toUpperCase());
+    }
+  });
+
+  it('upper-cases the codes of a row before checking them', () => {
+    expect(problems({ payoutCurrency: 'php', deductionCurrency: 'usdt', 'sender.country': 'ph' })).toEqual([]);
+    expect(problems({ payoutCurrency: 'ﬀ' })).toEqual([['CURRENCY_UNKNOWN', 'payoutCurrency']]);
   });
 });
 

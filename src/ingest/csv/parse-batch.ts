@@ -28,7 +28,7 @@ import { REQUEST_VALUE_INDEX, requestOfValues } from '../../domain/request-value
 import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules, type ValidationRules } from '../rules/options.js';
 import { fileErrorOf, type RowError } from '../rules/row-error.js';
-import { trimSpaces } from '../rules/text.js';
+import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
@@ -433,7 +433,7 @@ class BatchState {
       payoutAmount: trimSpaces(cells[PAYOUT_AMOUNT] as string),
       deductionCurrency: trimSpaces(cells[DEDUCTION_CURRENCY] as string),
     };
-    this.addToTotals(written.payoutCurrency.toUpperCase(), written.payoutAmount);
+    this.addToTotals(upperCased(written.payoutCurrency), written.payoutAmount);
     const result = validateCells(input, this.rules);
     return 'values' in result
       ? new ParsedRow(

@@ -15,7 +15,7 @@ import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './options.js';
 import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
-import { codePointLength, firstControlCharacter, trimSpaces } from './text.js';
+import { codePointLength, firstControlCharacter, trimSpaces, upperCased } from './text.js';
 
 export interface RowInput {
   /** Display name of the batch file. */
@@ -228,13 +228,15 @@ export function validateRow(input: RowInput, rules: CompiledRules): RowValidatio
 export function validateCells(input: RowCells, rules: CompiledRules): RowValidation {
   // Allocated only for a row with a problem: most rows are valid.
   let errors: RowError[] | null = null;
-  const normalized: string[] = new Array<string>(FIELD_PATHS.length);
+  // Pushed in field order, not set into an array made at its length: V8 counts such an array as having holes,
+  // and JSON.stringify of the stored values then takes its slow path (each element looked up as a property).
+  const normalized: string[] = [];
   const cells = input.cells;
-  const currency = usableCurrency(trimSpaces(cells[PAYOUT_CURRENCY] as string).toUpperCase(), rules);
+  const currency = usableCurrency(upperCased(trimSpaces(cells[PAYOUT_CURRENCY] as string)), rules);
   for (let i = 0; i < FIELD_PATHS.length; i++) {
     const field = FIELD_PATHS[i] as FieldPath;
     const trimmed = trimSpaces(cells[i] as string);
-    const value = UPPER_CASED_AT[i] ? trimmed.toUpperCase() : trimmed;
+    const value = UPPER_CASED_AT[i] ? upperCased(trimmed) : trimmed;
     let result: Check;
     if (value === '') {
       result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : '';
@@ -248,8 +250,9 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
         : checkField(field, value, currency, rules);
     }
     if (typeof result === 'string') {
-      normalized[i] = result;
+      normalized.push(result);
     } else {
+      normalized.push('');
       (errors ??= []).push({
         file: input.file,
         line: input.line,
