@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import type { Database } from './db.js';
 
 interface SqliteStatement {
-  run(params: unknown[]): { changes: number | bigint };
+  run(...params: (readonly unknown[] | Readonly<Record<string, unknown>>)[]): { changes: number | bigint };
   raw(on: boolean): SqliteStatement;
   all(params: unknown[]): unknown[][];
 }
@@ -66,8 +66,12 @@ const MAX_PER_CONNECTION = 64;
 
 const statements = new WeakMap<SqliteConnection, Map<string, SqliteStatement>>();
 
-/** Runs one write, given its SQL text and values; returns how many rows it changed. */
-export type PreparedWrite = (sql: string, values: readonly unknown[]) => number;
+/**
+ * Runs one write, given its SQL text, the values of its `?` in order and, when it has any, the values of
+ * its named parameters (`@name`: a value every row of a multi-row statement shares is bound once, not once
+ * a row); returns how many rows it changed.
+ */
+export type PreparedWrite = (sql: string, values: readonly unknown[], named?: Readonly<Record<string, unknown>>) => number;
 
 /**
  * Writes on the SQLite connection of an open transaction, each statement
@@ -79,7 +83,11 @@ export async function sqliteWriter(db: Database | Knex.Transaction): Promise<Pre
   const client = db.client as PooledClient;
   if (!db.isTransaction || (db as Knex.Transaction).isCompleted() || client.driverName !== 'better-sqlite3') return null;
   const conn = (await client.acquireConnection()) as SqliteConnection;
-  return (sql, values) => Number(statementOf(conn, sql).run([...values]).changes);
+  return (sql, values, named) => {
+    const st = statementOf(conn, sql);
+    // better-sqlite3 binds an array's items to the `?` in order and a plain object's keys to the named parameters.
+    return Number((named === undefined ? st.run(values) : st.run(values, named)).changes);
+  };
 }
 
 /** The statement of `sql` on `conn`, prepared on first use. */
@@ -122,15 +130,23 @@ const insertTexts = new Map<string, string>();
 
 /**
  * `INSERT INTO table (columns) VALUES (?,…),(?,…)…` for `rowCount` rows,
- * followed by `tail` (an ON CONFLICT clause) when given. The texts are kept
+ * followed by `tail` (an ON CONFLICT clause) when given. A column in `named`
+ * takes the named parameter given there in every row (`@name`, one value for
+ * the whole statement; SQLite only). The texts are kept
  * (an ingest uses two sizes), so a chunk neither rebuilds tens of kilobytes
  * of placeholders nor makes the statement cache hash a new copy.
  */
-export function multiRowInsertSql(table: string, columns: readonly string[], rowCount: number, tail = ''): string {
-  const key = `${table}(${columns.join(',')})x${rowCount}${tail}`;
+export function multiRowInsertSql(
+  table: string,
+  columns: readonly string[],
+  rowCount: number,
+  tail = '',
+  named: Readonly<Record<string, string>> = {},
+): string {
+  const key = `${table}(${columns.map((c) => (named[c] ? `${c}=@${named[c]}` : c)).join(',')})x${rowCount}${tail}`;
   let sql = insertTexts.get(key);
   if (sql === undefined) {
-    const one = `(${columns.map(() => '?').join(',')})`;
+    const one = `(${columns.map((c) => (named[c] ? `@${named[c]}` : '?')).join(',')})`;
     sql = `INSERT INTO ${table} (${columns.join(',')}) VALUES ${new Array<string>(rowCount).fill(one).join(',')}${tail ? ` ${tail}` : ''}`;
     if (insertTexts.size >= MAX_PER_CONNECTION) insertTexts.clear();
     insertTexts.set(key, sql);

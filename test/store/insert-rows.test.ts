@@ -65,6 +65,16 @@ describe('insertRows', () => {
     });
   }
 
+  it('stores rows of several batches given at once, each with its own batch', async () => {
+    // 2500 rows to a statement: the first's are all of B1 (its id bound once); the second's are of B1, then B2,
+    // then B1 again (its first and last rows of one batch, not all of them).
+    const b1 = rowsFor('B1', 2700);
+    const b2 = rowsFor('B2', 2300);
+    await db.transaction((trx) => insertRows(trx, [...b1.slice(0, 2600), ...b2, ...b1.slice(2600)], 42));
+    expect(await stored('B1')).toEqual(b1);
+    expect(await stored('B2')).toEqual(b2);
+  });
+
   it('reuses its statements across transactions and row counts', async () => {
     const rows = rowsFor('B1', 3000);
     await db.transaction((trx) => insertRows(trx, rows.slice(0, 1000), 42));
