@@ -13,7 +13,7 @@
 //   npm run bench -- [--only ingest,submit,follow,restart,status] [--quick] [--profile | --profile-all]
 //                    [--root DIR] [--out DIR] [--keep] [--label TEXT]
 //                    [--ingest-rows N] [--submit-rows N] [--latency MS] [--concurrency C]
-//                    [--submit-max-seconds S] [--submit-warmup N] [--loop-rows N] [--zero-pairs N]
+//                    [--submit-max-seconds S] [--submit-warmup N] [--loop-rows N] [--zero-pairs N] [--ingest-pairs N]
 //                    [--follow-rows N] [--settle-after-ms MS]
 //                    [--follow-max-seconds S] [--restart-rows N] [--unfinished N]
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -46,6 +46,7 @@ const { values: flags } = parseArgs({
     'submit-warmup': { type: 'string' },
     'loop-rows': { type: 'string' },
     'zero-pairs': { type: 'string' },
+    'ingest-pairs': { type: 'string' },
     'follow-rows': { type: 'string' },
     'settle-after-ms': { type: 'string' },
     'follow-max-seconds': { type: 'string' },
@@ -78,6 +79,7 @@ const params = {
   loopRows: intFlag('loop-rows', 20_000, 3_000),
   // Loop and daemon at L = 0, back to back, this many times (the median pair is reported).
   zeroPairs: Math.max(1, intFlag('zero-pairs', 3, 1)),
+  ingestPairs: Math.max(1, intFlag('ingest-pairs', 3, 1)),
   followRows: intFlag('follow-rows', 100_000, 10_000),
   settleAfterMs: intFlag('settle-after-ms', 15_000, 8_000),
   followMaxSeconds: intFlag('follow-max-seconds', 150, 60),
@@ -135,8 +137,6 @@ const runners = {
     const generateMs = now() - genStarted;
     const common = { root, workDir, file, rows: params.ingestRows };
     const timeoutMs = 20 * 60_000;
-    const baseline = await runScenarioScript('ingest-baseline.mjs', common, { timeoutMs });
-    log(`  csv-parse alone: ${Math.round(baseline.rowsPerSecond)} rows/s`);
     const parseOnly = await runScenarioScript('ingest-parse.mjs', common, { timeoutMs });
     log(`  parse + validate, no database: ${Math.round(parseOnly.rowsPerSecond)} rows/s`);
     // --expose-gc: the scenario holds every row in memory and collects it before its clock starts. A build
@@ -146,13 +146,27 @@ const runners = {
       return undefined;
     });
     if (storeOnly) log(`  storing alone, no reading: ${Math.round(storeOnly.rowsPerSecond)} rows/s`);
-    const intake = await runScenarioScript('ingest-intake.mjs', common, {
-      timeoutMs,
-      nodeFlags: cpuProfFlags(cpuProfDir, 'ingest-intake'),
-    });
-    log(`  intake: ${Math.round(intake.rowsPerSecond)} rows/s, peak RSS ${intake.peakRssMb} MB`);
+    // As at L = 0: csv-parse alone and the intake are both bound by CPU on a machine whose speed drifts by 20%
+    // from minute to minute, so one of each is a coin toss near the target. They run in pairs, back to back,
+    // and the pair with the median ratio is the one reported (every pair is kept in the JSON). The peak RSS
+    // reported is the highest of all the intakes: the budget must hold in every run.
+    const pairs = [];
+    for (let i = 0; i < params.ingestPairs; i++) {
+      const baseline = await runScenarioScript('ingest-baseline.mjs', common, { timeoutMs });
+      const intake = await runScenarioScript('ingest-intake.mjs', common, {
+        timeoutMs,
+        nodeFlags: i === 0 ? cpuProfFlags(cpuProfDir, 'ingest-intake') : [],
+      });
+      pairs.push({ baseline, intake, ratio: intake.rowsPerSecond / baseline.rowsPerSecond });
+      log(
+        `  pair ${i + 1} of ${params.ingestPairs}: csv-parse alone ${Math.round(baseline.rowsPerSecond)} rows/s, ` +
+          `intake ${Math.round(intake.rowsPerSecond)} rows/s, peak RSS ${intake.peakRssMb} MB`,
+      );
+    }
+    const { baseline, intake } = [...pairs].sort((a, b) => a.ratio - b.ratio)[(pairs.length - 1) >> 1];
+    const peakRssMb = Math.max(...pairs.map((p) => p.intake.peakRssMb));
     rmSync(file, { force: true });
-    return { generateMs, baseline, parseOnly, storeOnly, intake };
+    return { generateMs, baseline, parseOnly, storeOnly, intake, pairs, peakRssMb };
   },
   async submit(cpuProfDir, parts = ['latency', 'loop', 'zero']) {
     const common = {
