@@ -130,23 +130,22 @@ const insertTexts = new Map<string, string>();
 
 /**
  * `INSERT INTO table (columns) VALUES (?,…),(?,…)…` for `rowCount` rows,
- * followed by `tail` (an ON CONFLICT clause) when given. A column in `named`
- * takes the named parameter given there in every row (`@name`, one value for
- * the whole statement; SQLite only). The texts are kept
- * (an ingest uses two sizes), so a chunk neither rebuilds tens of kilobytes
- * of placeholders nor makes the statement cache hash a new copy.
+ * followed by `tail` (an ON CONFLICT clause) when given. A column in
+ * `sameInEveryRow` takes the SQL given there in every row instead of a `?`:
+ * a named parameter (`@name`, bound once for the whole statement; SQLite
+ * only) or NULL.
  */
 export function multiRowInsertSql(
   table: string,
   columns: readonly string[],
   rowCount: number,
   tail = '',
-  named: Readonly<Record<string, string>> = {},
+  sameInEveryRow: Readonly<Record<string, string>> = {},
 ): string {
-  const key = `${table}(${columns.map((c) => (named[c] ? `${c}=@${named[c]}` : c)).join(',')})x${rowCount}${tail}`;
+  const key = `${table}(${columns.map((c) => (sameInEveryRow[c] ? `${c}=${sameInEveryRow[c]}` : c)).join(',')})x${rowCount}${tail}`;
   let sql = insertTexts.get(key);
   if (sql === undefined) {
-    const one = `(${columns.map((c) => (named[c] ? `@${named[c]}` : '?')).join(',')})`;
+    const one = `(${columns.map((c) => sameInEveryRow[c] ?? '?').join(',')})`;
     sql = `INSERT INTO ${table} (${columns.join(',')}) VALUES ${new Array<string>(rowCount).fill(one).join(',')}${tail ? ` ${tail}` : ''}`;
     if (insertTexts.size >= MAX_PER_CONNECTION) insertTexts.clear();
     insertTexts.set(key, sql);

@@ -75,6 +75,23 @@ describe('insertRows', () => {
     expect(await stored('B2')).toEqual(b2);
   });
 
+  it('stores chunks of valid rows of one batch (their shared values bound once) as exactly as any other', async () => {
+    // The first statement's 2500 rows are all READY with no reason; the second's end with an INVALID row.
+    const valid = (r: NewPayoutRow): NewPayoutRow => ({
+      ...r,
+      state: 'READY',
+      requestValues: r.requestValues ?? '[]',
+      reasonCode: null,
+      reason: null,
+    });
+    const ready = payoutRowsOf('B3', 2601).map((r, i) => (i < 2600 ? valid(r) : r));
+    expect(ready.at(-1)?.state).toBe('INVALID');
+    await db.transaction((trx) => insertRows(trx, ready, 42));
+    expect(await stored('B3')).toEqual(ready);
+    const due = (await db('payouts').where({ batch_id: 'B3' }).orderBy('line').pluck('next_attempt_at')) as (number | null)[];
+    expect(due).toEqual(ready.map((r) => (r.state === 'READY' ? 42 : null)));
+  });
+
   it('reuses its statements across transactions and row counts', async () => {
     const rows = rowsFor('B1', 3000);
     await db.transaction((trx) => insertRows(trx, rows.slice(0, 1000), 42));
