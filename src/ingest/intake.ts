@@ -89,23 +89,50 @@ export const ROWS_PER_TRANSACTION = 10_000;
 /** Rows per hand-over from a reader (the parser hands it fewer at a time: PARSED_ROWS_AT_A_TIME, src/ingest/read). */
 const PARSE_CHUNK_ROWS = 1_000;
 
+/**
+ * A row as read, as the payouts table stores it. A class, not an object literal: the intake's thread makes
+ * one for every row and keeps them until their transaction is stored, and V8 watches each object literal's
+ * place in the code: finding most of those made since its last collection still alive, it makes them in
+ * the old generation from then on (allocation-site pretenuring), where each keeps its strings alive until
+ * a full collection. In one read of a million rows in two or three that took the intake's heap from 52 to
+ * 112-132 MB and the peak RSS over its budget (258-292 MB against 195-203).
+ */
+class StoredRow implements NewPayoutRow {
+  readonly state: 'READY' | 'INVALID';
+  constructor(
+    readonly batchId: string,
+    readonly line: number,
+    readonly merchantReferenceId: string,
+    readonly requestValues: string | null,
+    readonly payoutCurrency: string | null,
+    readonly payoutAmount: string | null,
+    readonly deductionCurrency: string | null,
+    readonly reasonCode: string | null,
+    readonly reason: string | null,
+  ) {
+    this.state = requestValues !== null ? 'READY' : 'INVALID';
+  }
+}
+
 /** Rows as read, as the payouts table stores them. (Exported for bench/: it stores the same rows with no reading.) */
 export function storedForm(batchId: string, rows: ReadRows): NewPayoutRow[] {
-  return rows.lines.map((line, i) => {
-    const request = rows.requests[i] ?? null;
-    return {
-      batchId,
-      line,
-      merchantReferenceId: rows.references[i] as string,
-      state: request !== null ? 'READY' : 'INVALID',
-      requestValues: request,
-      payoutCurrency: rows.payoutCurrencies[i] ?? null,
-      payoutAmount: rows.payoutAmounts[i] ?? null,
-      deductionCurrency: rows.deductionCurrencies[i] ?? null,
-      reasonCode: rows.reasonCodes[i] ?? null,
-      reason: rows.reasons[i] ?? null,
-    };
-  });
+  const stored: NewPayoutRow[] = [];
+  for (let i = 0; i < rows.lines.length; i++) {
+    stored.push(
+      new StoredRow(
+        batchId,
+        rows.lines[i] as number,
+        rows.references[i] as string,
+        rows.requests[i] ?? null,
+        rows.payoutCurrencies[i] ?? null,
+        rows.payoutAmounts[i] ?? null,
+        rows.deductionCurrencies[i] ?? null,
+        rows.reasonCodes[i] ?? null,
+        rows.reasons[i] ?? null,
+      ),
+    );
+  }
+  return stored;
 }
 
 /** A batch id finance can read and sort: B<date>-<time>-<random>. */
