@@ -94,8 +94,8 @@ const PARSE_CHUNK_ROWS = 1_000;
  * one for every row and keeps them until their transaction is stored, and V8 watches each object literal's
  * place in the code: finding most of those made since its last collection still alive, it makes them in
  * the old generation from then on (allocation-site pretenuring), where each keeps its strings alive until
- * a full collection. In one read of a million rows in two or three that took the intake's heap from 52 to
- * 112-132 MB and the peak RSS over its budget (258-292 MB against 195-203).
+ * a full collection. In about one read of a million rows in two that took the intake's heap from 52 to
+ * 112-132 MB and the peak RSS over its budget (254-292 MB against 195-203).
  */
 class StoredRow implements NewPayoutRow {
   readonly state: 'READY' | 'INVALID';
