@@ -121,6 +121,11 @@ log(
 );
 log(`work dir ${workDir}; ${machine.cores} x ${machine.cpu}, node ${machine.node}`);
 
+/** Of pairs run back to back ({ ratio, … }), the one with the median ratio (the lower middle one of an even count). */
+function medianPair(pairs) {
+  return [...pairs].sort((a, b) => a.ratio - b.ratio)[(pairs.length - 1) >> 1];
+}
+
 /** Scenario runs; each returns its raw results (with cpuProfDir, the processes that matter write profiles). */
 const runners = {
   async ingest(cpuProfDir) {
@@ -163,7 +168,7 @@ const runners = {
           `intake ${Math.round(intake.rowsPerSecond)} rows/s, peak RSS ${intake.peakRssMb} MB`,
       );
     }
-    const { baseline, intake } = [...pairs].sort((a, b) => a.ratio - b.ratio)[(pairs.length - 1) >> 1];
+    const { baseline, intake } = medianPair(pairs);
     const peakRssMb = Math.max(...pairs.map((p) => p.intake.peakRssMb));
     rmSync(file, { force: true });
     return { generateMs, baseline, parseOnly, storeOnly, intake, pairs, peakRssMb };
@@ -200,7 +205,7 @@ const runners = {
         r.zeroPairs.push({ loop: l, daemon: d, ratio: d.perSecond / l.perSecond });
         log(`  L=0, pair ${i + 1} of ${params.zeroPairs}: loop ${Math.round(l.perSecond)}, daemon ${Math.round(d.perSecond)} creates/s`);
       }
-      const median = [...r.zeroPairs].sort((a, b) => a.ratio - b.ratio)[(r.zeroPairs.length - 1) >> 1];
+      const median = medianPair(r.zeroPairs);
       r.loop = median.loop;
       r.daemonZero = median.daemon;
     } else if (parts.includes('zero')) {

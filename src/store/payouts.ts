@@ -166,6 +166,12 @@ const SAME_IN_EVERY_ROW: Record<SharedValues, Readonly<Record<string, string>>> 
   },
 };
 
+/** The values of the named parameters SAME_IN_EVERY_ROW[shared] takes; undefined when it takes none. */
+function sharedParameters(shared: SharedValues, batchId: string, now: number): Record<string, unknown> | undefined {
+  if (shared === 'none') return undefined;
+  return shared === 'batch' ? { batch: batchId } : { batch: batchId, state: 'READY', now };
+}
+
 /** What the rows of [from, to) share (see SharedValues). */
 function sharedValues(rows: readonly NewPayoutRow[], from: number, to: number): SharedValues {
   const batchId = (rows[from] as NewPayoutRow).batchId;
@@ -220,12 +226,7 @@ export async function insertRows(db: Database | Knex.Transaction, given: NewPayo
     if (prepared) {
       const shared = sharedValues(rows, i, end);
       const sql = multiRowInsertSql('payouts', INSERT_COLUMNS, end - i, SKIP_HELD_REFERENCES, SAME_IN_EVERY_ROW[shared]);
-      const values = insertValues(rows, i, end, now, shared);
-      const batchId = (rows[i] as NewPayoutRow).batchId;
-      count =
-        shared === 'none'
-          ? prepared(sql, values)
-          : prepared(sql, values, shared === 'batch' ? { batch: batchId } : { batch: batchId, state: 'READY', now });
+      count = prepared(sql, insertValues(rows, i, end, now, shared), sharedParameters(shared, (rows[i] as NewPayoutRow).batchId, now));
     } else {
       const sql = multiRowInsertSql('payouts', INSERT_COLUMNS, end - i, SKIP_HELD_REFERENCES);
       const inserted = (await db.raw(sql, insertValues(rows, i, end, now))) as { rowCount?: number; changes?: number };
