@@ -81,6 +81,31 @@ describe('CSV encodings and layouts', () => {
     expect(bom.rows.map((r) => r.line)).toEqual([2, 3]);
   });
 
+  it('reads a file larger than a read the same in reads of any size (a read is parsed a piece at a time)', async () => {
+    // ~300 KB: several 64 KiB reads, each parsed in 8 KiB pieces. Names of two- and three-byte characters, quoted
+    // line breaks and CRLF put multi-byte characters, quotes and line ends across the pieces' edges somewhere.
+    const lines = [HEADER];
+    for (let i = 0; i < 2400; i++) {
+      if (i % 50 === 7) lines.push(row(`FX-BIG-${i}`, { 'beneficiary.accountName': '"Zoë\r\nMüller"' }));
+      else if (i % 3 === 0) lines.push(row(`FX-BIG-${i}`, { 'sender.lastName': 'Ñúñez€' }));
+      else lines.push(row(`FX-BIG-${i}`));
+    }
+    const path = await tempCsv(`${lines.join('\r\n')}\r\n`);
+    const seen = (c: Awaited<ReturnType<typeof parseCollect>>): unknown[] =>
+      c.rows.map((r) => [r.line, r.merchantReferenceId, r.requestValues?.join('|') ?? null, codes(r.errors)]);
+    const whole = await parseCollect(path);
+    expect(whole.result.fileErrors).toEqual([]);
+    expect(whole.rows).toHaveLength(2400);
+    expect(whole.result.invalidCount).toBe(48);
+    expect(whole.rows[3]?.request?.sender.lastName).toBe('Ñúñez€');
+    expect(whole.rows.at(-1)?.line).toBe(2400 + 1 + 48);
+    for (const readChunkBytes of [7, 8 * 1024 + 3, 3 * 64 * 1024]) {
+      const other = await parseCollect(path, { readChunkBytes });
+      expect(seen(other), `reads of ${readChunkBytes} bytes`).toEqual(seen(whole));
+      expect(other.result.totals).toEqual(whole.result.totals);
+    }
+  });
+
   it('counts a lone CR as a line break', async () => {
     const path = await tempCsv(`${HEADER}\r${row('FX-CR-1')}\r\r${row('FX-CR-2')}\r`);
     const { result, rows } = await parseCollect(path);
