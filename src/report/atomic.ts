@@ -64,7 +64,8 @@ async function writeChunks(fh: FileHandle, chunks: AsyncIterable<FileChunk> | It
     pending.push(bytes);
     size += bytes.length;
     if (size >= FLUSH_BYTES) {
-      await writeFully(fh, Buffer.concat(pending, size));
+      // A chunk as large as a write on its own is written as it is, not copied.
+      await writeFully(fh, pending.length === 1 ? bytes : Buffer.concat(pending, size));
       pending = [];
       size = 0;
     }
@@ -74,7 +75,7 @@ async function writeChunks(fh: FileHandle, chunks: AsyncIterable<FileChunk> | It
 }
 
 /** `write` may write less than asked; loop until all is out. */
-async function writeFully(fh: FileHandle, buf: Buffer): Promise<void> {
+async function writeFully(fh: FileHandle, buf: Uint8Array): Promise<void> {
   let offset = 0;
   while (offset < buf.length) {
     const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);

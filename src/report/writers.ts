@@ -120,9 +120,17 @@ export class AckDraftLines {
   }
 }
 
+/**
+ * Bytes per read of a draft. A million rows' drafts are ~80 MB, copied into the acknowledgement after the
+ * last row is stored, while nothing else runs: read 64 KiB at a time the copy took 130-140 ms, at 1 MiB 80.
+ */
+const DRAFT_READ_BYTES = 1024 * 1024;
+
 async function* draftChunks(head: string, drafts: readonly string[]): AsyncGenerator<FileChunk> {
   yield head;
-  for (const draft of drafts) for await (const chunk of createReadStream(draft)) yield chunk as Buffer;
+  for (const draft of drafts) {
+    for await (const chunk of createReadStream(draft, { highWaterMark: DRAFT_READ_BYTES })) yield chunk as Buffer;
+  }
 }
 
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */

@@ -36,8 +36,8 @@ afterEach(async () => {
  * take for a formula or that need quoting themselves; and 12 valid rows whose reference gets the
  * spreadsheet's prefix.
  */
-function mixedFile(): string {
-  const rows = Array.from({ length: 600 }, (_, i) => {
+function mixedFile(length = 600): string {
+  const rows = Array.from({ length }, (_, i) => {
     const ref = `ACK-${i}`;
     switch (i % 10) {
       case 3:
@@ -63,7 +63,7 @@ function mixedFile(): string {
 }
 
 /** The file received by an intake reading in `workers` parts; its ack as drafted, and as written from the stored rows. */
-async function acks(workers: number, fileName: string): Promise<{ batch: BatchRecord; drafted: string; fromRows: string }> {
+async function acks(workers: number, fileName: string, rows = 600): Promise<{ batch: BatchRecord; drafted: string; fromRows: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-drafts-'));
   dirs.push(dir);
   const db = await openTestDatabase(dir);
@@ -98,7 +98,7 @@ async function acks(workers: number, fileName: string): Promise<{ batch: BatchRe
     },
   );
   for (const d of ['outbox', 'outbox-again', 'claimed']) await mkdir(join(dir, d), { recursive: true });
-  const content = mixedFile();
+  const content = mixedFile(rows);
   const storedPath = join(dir, 'claimed', `c1__${fileName}`);
   await writeFile(storedPath, content);
   const st = await stat(storedPath);
@@ -136,6 +136,14 @@ describe('the acknowledgement drafted while reading', () => {
     expect(drafted).toMatch(/,'=ACK-29,REJECTED,"REFERENCE_INVALID /);
     expect(drafted).toMatch(/,"ACK-39, ""x""",REJECTED,"REFERENCE_INVALID /);
     expect(drafted.includes(`,"${fileName}",`)).toBe(fileName.includes(','));
+  });
+
+  it("is copied whole into the acknowledgement when each part's draft is larger than a read of it (1 MiB)", async () => {
+    // 48,000 rows: two drafts of about 1.5 MB each.
+    const { batch, drafted, fromRows } = await acks(2, 'large.csv', 48_000);
+    expect(batch.validCount).toBe(444 * 80);
+    expect(drafted.length).toBeGreaterThan(2.5 * 1024 * 1024);
+    expect(drafted).toBe(fromRows);
   });
 });
 

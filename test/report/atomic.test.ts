@@ -23,6 +23,16 @@ describe('writeFileAtomic', () => {
     expect((await stat(path)).mode & 0o777).toBe(0o640);
   });
 
+  it('writes chunks larger and smaller than a write in order, byte for byte', async () => {
+    const dir = await tempDir();
+    const path = join(dir, 'out.csv');
+    const big = (fill: number, n: number): Buffer => Buffer.alloc(n, fill);
+    // A large chunk alone, one after small ones, a string over a write's size, and a small tail.
+    const chunks = [big(0x41, 300_000), 'b', big(0x43, 65_535), big(0x44, 70_000), 'é'.repeat(40_000), big(0x46, 10)];
+    await writeFileAtomic(path, chunks);
+    expect((await readFile(path)).equals(Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c))))).toBe(true);
+  });
+
   it('writes to a hidden .tmp file while streaming, never under the final name', async () => {
     const dir = await tempDir();
     const during: string[][] = [];
