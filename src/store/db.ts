@@ -1,7 +1,7 @@
 /**
  * Opening the state database: one knex instance per process (SQLite allows
  * no other: a second instance on the same file ends in SQLITE_BUSY), with
- * WAL, a busy timeout and foreign keys set on the connection as it opens,
+ * WAL, a busy timeout, foreign keys (and a new file's page size) set on the connection as it opens,
  * and the migrations run before anything else touches it.
  */
 import { mkdirSync } from 'node:fs';
@@ -34,6 +34,15 @@ export interface DatabaseOptions {
 interface SqliteConnection {
   pragma(source: string): unknown;
 }
+
+/**
+ * The page size of a new SQLite database (an existing file keeps its own: in WAL mode SQLite cannot change
+ * it). SQLite's default is 4 KiB. A million-row intake splits, checksums and writes (to the WAL, then the
+ * database) a fourth as many pages with 16 KiB ones: storing a million rows took 2.3 s of CPU against 2.8,
+ * and the whole intake read 188-195k rows a second against 172-176k (three alternating pairs). Larger pages
+ * gained less again (32 KiB: 2.2 s) while each small transaction of the paying path writes whole pages.
+ */
+export const NEW_DATABASE_PAGE_BYTES = 16 * 1024;
 
 let pgTypesSet = false;
 
@@ -72,6 +81,8 @@ export function openDatabase(o: DatabaseOptions): Database {
         try {
           conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
           if (!o.readOnly) {
+            // Before WAL mode, which writes a new file's first page (and so fixes its page size).
+            conn.pragma(`page_size = ${NEW_DATABASE_PAGE_BYTES}`);
             conn.pragma('journal_mode = WAL');
             conn.pragma('foreign_keys = ON');
             conn.pragma(`synchronous = ${o.synchronous}`);

@@ -1,0 +1,70 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { insertBatch, receivedBatch } from '../../src/store/index.js';
+import { migrateToLatest, NEW_DATABASE_PAGE_BYTES, openDatabase, type Database } from '../../src/store/db.js';
+
+const dirs: string[] = [];
+const dbs: Database[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.destroy();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function open(filename: string): Promise<Database> {
+  const db = openDatabase({ client: 'sqlite', filename, poolMax: 1, busyTimeoutMs: 5000, synchronous: 'FULL' });
+  dbs.push(db);
+  await migrateToLatest(db);
+  return db;
+}
+
+async function pragma(db: Database, name: string): Promise<unknown> {
+  const rows = (await db.raw(`PRAGMA ${name}`)) as Record<string, unknown>[];
+  return rows[0]?.[name];
+}
+
+async function tempFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-page-size-'));
+  dirs.push(dir);
+  return join(dir, 'state.sqlite');
+}
+
+function batch(id: string): Parameters<typeof insertBatch>[1] {
+  return receivedBatch(
+    { id, fileName: `${id}.csv`, storedPath: `/x/${id}.csv`, controlPath: null, sha256: id.padEnd(64, '0'), size: 1, mtimeMs: 0 },
+    0,
+  );
+}
+
+describe('the page size of the state database', () => {
+  it('is NEW_DATABASE_PAGE_BYTES (16 KiB) for a new file, in WAL mode', async () => {
+    const db = await open(await tempFile());
+    expect(NEW_DATABASE_PAGE_BYTES).toBe(16_384);
+    expect(await pragma(db, 'page_size')).toBe(16_384);
+    expect(await pragma(db, 'journal_mode')).toBe('wal');
+  });
+
+  it('stays what it was for a file made before (4 KiB), which opens, migrates and keeps its rows', async () => {
+    const file = await tempFile();
+    const first = await open(file);
+    await insertBatch(first, batch('B1'));
+    await first.destroy();
+    dbs.splice(dbs.indexOf(first), 1);
+    // The same file as an older payoutd left it: SQLite's default page size.
+    const raw = new BetterSqlite3(file);
+    raw.pragma('journal_mode = DELETE');
+    raw.pragma('page_size = 4096');
+    raw.exec('VACUUM');
+    raw.pragma('journal_mode = WAL');
+    expect(raw.pragma('page_size', { simple: true })).toBe(4096);
+    raw.close();
+
+    const again = await open(file);
+    expect(await pragma(again, 'page_size')).toBe(4096);
+    expect(await pragma(again, 'journal_mode')).toBe('wal');
+    await insertBatch(again, batch('B2'));
+    expect(await again('batches').orderBy('id').pluck('id')).toEqual(['B1', 'B2']);
+  });
+});
