@@ -1,8 +1,9 @@
 /**
  * Opening the state database: one knex instance per process (SQLite allows
  * no other: a second instance on the same file ends in SQLITE_BUSY), with
- * WAL, a busy timeout, foreign keys (and a new file's page size) set on the connection as it opens,
- * and the migrations run before anything else touches it.
+ * WAL, a busy timeout, foreign keys and a new file's page size set on the
+ * connection as it opens, and the migrations run before anything else
+ * touches it.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
