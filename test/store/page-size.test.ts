@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { insertBatch, receivedBatch } from '../../src/store/index.js';
-import { migrateToLatest, NEW_DATABASE_PAGE_BYTES, openDatabase, type Database } from '../../src/store/db.js';
+import { NEW_DATABASE_PAGE_BYTES, type Database } from '../../src/store/db.js';
+import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 
 const dirs: string[] = [];
 const dbs: Database[] = [];
@@ -13,10 +14,10 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-async function open(filename: string): Promise<Database> {
-  const db = openDatabase({ client: 'sqlite', filename, poolMax: 1, busyTimeoutMs: 5000, synchronous: 'FULL' });
+/** The state database in `dir`, opened and migrated as the daemon does, destroyed after the test. */
+async function open(dir: string): Promise<Database> {
+  const db = await openTestDatabase(dir);
   dbs.push(db);
-  await migrateToLatest(db);
   return db;
 }
 
@@ -25,10 +26,10 @@ async function pragma(db: Database, name: string): Promise<unknown> {
   return rows[0]?.[name];
 }
 
-async function tempFile(): Promise<string> {
+async function tempDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'payoutd-page-size-'));
   dirs.push(dir);
-  return join(dir, 'state.sqlite');
+  return dir;
 }
 
 function batch(id: string): Parameters<typeof insertBatch>[1] {
@@ -40,20 +41,20 @@ function batch(id: string): Parameters<typeof insertBatch>[1] {
 
 describe('the page size of the state database', () => {
   it('is NEW_DATABASE_PAGE_BYTES (16 KiB) for a new file, in WAL mode', async () => {
-    const db = await open(await tempFile());
+    const db = await open(await tempDir());
     expect(NEW_DATABASE_PAGE_BYTES).toBe(16_384);
     expect(await pragma(db, 'page_size')).toBe(16_384);
     expect(await pragma(db, 'journal_mode')).toBe('wal');
   });
 
   it('stays what it was for a file made before (4 KiB), which opens, migrates and keeps its rows', async () => {
-    const file = await tempFile();
-    const first = await open(file);
+    const dir = await tempDir();
+    const first = await open(dir);
     await insertBatch(first, batch('B1'));
     await first.destroy();
     dbs.splice(dbs.indexOf(first), 1);
     // The same file as an older payoutd left it: SQLite's default page size.
-    const raw = new BetterSqlite3(file);
+    const raw = new BetterSqlite3(join(dir, TEST_DATABASE_FILE));
     raw.pragma('journal_mode = DELETE');
     raw.pragma('page_size = 4096');
     raw.exec('VACUUM');
@@ -61,7 +62,7 @@ describe('the page size of the state database', () => {
     expect(raw.pragma('page_size', { simple: true })).toBe(4096);
     raw.close();
 
-    const again = await open(file);
+    const again = await open(dir);
     expect(await pragma(again, 'page_size')).toBe(4096);
     expect(await pragma(again, 'journal_mode')).toBe('wal');
     await insertBatch(again, batch('B2'));

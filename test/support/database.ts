@@ -9,10 +9,13 @@ import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
+/** The database file's name in the folder given to openTestDatabase. */
+export const TEST_DATABASE_FILE = 'state.sqlite';
+
 export async function openTestDatabase(dir: string): Promise<Database> {
   const db = openDatabase({
     client: 'sqlite',
-    filename: join(dir, 'state.sqlite'),
+    filename: join(dir, TEST_DATABASE_FILE),
     poolMax: 1,
     busyTimeoutMs: 5000,
     synchronous: 'NORMAL',
