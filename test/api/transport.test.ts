@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TransportError, httpOrigin, sendHttp, type HttpRequest } from '../../src/api/http.js';
+import { TransportError, agents, httpOrigin, sendHttp, type HttpRequest } from '../../src/api/http.js';
 import { closedPort } from './helpers.js';
 import { hasOpenssl, selfSignedCert } from '../support/tls.js';
 
@@ -179,6 +179,43 @@ describe('calls sharing one signal (the daemon passes its own to every call)', (
   });
 });
 
+describe('kept-alive sockets', () => {
+  /** A server that answers every call and counts the connections made to it. */
+  async function countingServer(): Promise<{ url: string; port: number; connections: () => number }> {
+    let connections = 0;
+    const server = createHttpServer((req, res) => req.resume().on('end', () => res.end(`{"path":"${req.url ?? ''}"}`)));
+    server.on('connection', () => connections++);
+    const url = await listen(server);
+    return { url, port: (server.address() as AddressInfo).port, connections: () => connections };
+  }
+
+  it('calls one after another share one connection; calls at once get one each, kept for the next calls', async () => {
+    const { url, connections } = await countingServer();
+    for (let i = 0; i < 5; i++) expect((await post(url, { path: `/seq/${i}` })).text).toBe(`{"path":"/seq/${i}"}`);
+    expect(connections()).toBe(1);
+    const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => post(url, { path: `/at-once/${i}` })));
+    expect(answers.map((a) => a.text)).toEqual([0, 1, 2, 3].map((i) => `{"path":"/at-once/${i}"}`));
+    expect(connections()).toBe(4);
+    await Promise.all(Array.from({ length: 4 }, () => post(url)));
+    expect(connections()).toBe(4);
+  });
+
+  it('a free socket destroyed before its close event is never handed to a call: the next free one is', async () => {
+    const { url, port, connections } = await countingServer();
+    await Promise.all([post(url), post(url)]);
+    // Sockets join the free list as their answer ends; one turn of the event loop lets both arrive.
+    await new Promise((done) => setImmediate(done));
+    const agent = agents['http:'];
+    const free = agent.freeSockets[agent.getName({ host: '127.0.0.1', port })] ?? [];
+    expect(free).toHaveLength(2);
+    // The most recently freed socket is the next one handed out. Destroyed, it is only marked so at once;
+    // node:http's own Agent would hand it out and the call would fail as dropped.
+    free[free.length - 1]?.destroy();
+    expect((await post(url, { path: '/after' })).text).toBe('{"path":"/after"}');
+    expect(connections()).toBe(2);
+  });
+});
+
 describe('the answer', () => {
   it('status, headers by any case, the body decoded once (BOM dropped, gzip undone); what was sent arrives byte for byte', async () => {
     const seen: { headers: Record<string, unknown>; body: string }[] = [];
@@ -243,6 +280,8 @@ describe('HTTPS', () => {
     const server = createHttpsServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
       req.resume().on('end', () => res.end(`{"code":"0000","path":"${req.url ?? ''}"}`));
     });
+    let secured = 0;
+    server.on('secureConnection', () => secured++);
     const url = (await listen(server)).replace(/^http:/, 'https:');
     const script = `
       import { httpOrigin, sendHttp } from ${JSON.stringify(DIST_HTTP)};
@@ -259,6 +298,8 @@ describe('HTTPS', () => {
       '200 {"code":"0000","path":"/x"}',
       '200 {"code":"0000","path":"/x"}',
     ]);
+    // The second call went out on the first one's kept-alive connection.
+    expect(secured).toBe(1);
     // Without the CA the certificate is refused, after the connection was made: dropped, as with fetch.
     expect(await run(base)).toEqual(['TRANSPORT_DROPPED', 'TRANSPORT_DROPPED']);
   });
