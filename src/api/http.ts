@@ -90,12 +90,13 @@ const agentAddRequest = (HttpAgent.prototype as unknown as { addRequest: AddRequ
  * Hands a request the most recently freed socket of its origin, as the Agent itself does with `scheduling:
  * 'lifo'`, without the rest of the Agent's addRequest: for every request it copies the request's options and
  * its own into a new object and works out a TLS server name, which only a new connection uses (5 of the
- * client's 38 us a request, measured on a pinned pair of processes; 7% of the daemon's CPU per create at
- * L = 0). Also skipped: giving the socket a new async-hooks identity, which only async_hooks users see (a
- * reused socket's events keep the identity of its first request; payoutd's calls await promises made by the
- * caller, so an AsyncLocalStorage's value still follows the caller). Returns false when there is no free
- * socket under the request's name: the Agent's own way then makes one, or queues the request. A name that
- * differed from the Agent's (options this agent does not set) would only find no free socket.
+ * client's 38 us a request, measured on a pinned pair of processes; about 5% of the daemon's CPU per create
+ * at L = 0). Also skipped: giving the socket a new async-hooks identity, which only async_hooks users see (a
+ * reused socket keeps the "none" the Agent gave it when it was freed, and node then takes the current one;
+ * payoutd's calls await promises made by the caller, so an AsyncLocalStorage's value still follows the
+ * caller). Returns false when there is no free socket under the request's name: the Agent's own way then
+ * makes one, or queues the request. A name that differed from the Agent's (options this agent does not set)
+ * would only find no free socket.
  */
 function handKeptAliveSocket(agent: HttpAgent, req: ClientRequest, options: HttpRequestOptions): boolean {
   const own = agent as unknown as AgentSockets;
