@@ -132,6 +132,21 @@ export function evaluate(results, params, machine) {
       atLeast: 0.7,
     });
   }
+  const atOneSpeed = (submit?.zeroPairs ?? []).filter((p) => typeof p.atOneSpeed === 'number');
+  if (atOneSpeed.length > 0) {
+    // The pair with the median ratio once the machine's speed is taken out (bench/run.mjs atOneSpeed).
+    const m = [...atOneSpeed].sort((a, b) => a.atOneSpeed - b.atOneSpeed)[(atOneSpeed.length - 1) >> 1];
+    add({
+      key: 'submitZeroAtOneSpeed',
+      scenario: 'submit',
+      measure:
+        `reference: the same at one machine speed (the daemon's rate x the sandbox's CPU per create in its half over in ` +
+        `the loop's; median of ${atOneSpeed.length}, ratios ${atOneSpeed.map((p) => round(p.atOneSpeed, 3)).join(', ')})`,
+      value: round(m.daemon.perSecond * (m.daemon.sandboxCpuMsPerCreate / m.loop.sandboxCpuMsPerCreate), 1),
+      limit: round(m.loop.perSecond, 1),
+      limitWhat: 'minimal signed-create loop, no DB, creates/s',
+    });
+  }
   if (submit?.daemonZero?.daemonCpuMsPerCreate && submit.loop?.clientCpuMsPerCreate) {
     add({
       key: 'submitCpu',
