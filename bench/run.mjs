@@ -130,7 +130,7 @@ function medianPair(pairs) {
 /**
  * An L = 0 pair's ratio with the machine's speed taken out: each half's rate times the sandbox's CPU per
  * create in that half. The sandbox does the same work for every create in both halves, so its CPU per create
- * is how fast the machine ran then (0.8-1.56 times as much in the daemon's half as in the loop's over 28 pairs
+ * is how fast the machine ran then (0.81-1.56 times as much in the daemon's half as in the loop's over 33 pairs
  * of one build, and the raw ratio followed it); the product is how busy each side kept the payout service.
  * null when either half lacks the sandbox's CPU.
  */
@@ -216,8 +216,13 @@ const runners = {
       for (let i = 0; i < params.zeroPairs; i++) {
         const l = await runScenarioScript('submit.mjs', { ...loop, latencyMs: 0 }, { timeoutMs });
         const d = await runScenarioScript('submit.mjs', { ...common, mode: 'daemon', latencyMs: 0 }, { timeoutMs });
-        r.zeroPairs.push({ loop: l, daemon: d, ratio: d.perSecond / l.perSecond, atOneSpeed: atOneSpeed(l, d) });
-        log(`  L=0, pair ${i + 1} of ${params.zeroPairs}: loop ${Math.round(l.perSecond)}, daemon ${Math.round(d.perSecond)} creates/s`);
+        const pair = { loop: l, daemon: d, ratio: d.perSecond / l.perSecond, atOneSpeed: atOneSpeed(l, d) };
+        r.zeroPairs.push(pair);
+        const speed = pair.atOneSpeed === null ? '' : `, at one machine speed ${round(pair.atOneSpeed, 3)}`;
+        log(
+          `  L=0, pair ${i + 1} of ${params.zeroPairs}: loop ${Math.round(l.perSecond)}, daemon ${Math.round(d.perSecond)} creates/s ` +
+            `(ratio ${round(pair.ratio, 3)}${speed})`,
+        );
       }
       const median = medianPair(r.zeroPairs);
       r.loop = median.loop;
