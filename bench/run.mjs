@@ -21,7 +21,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { cpus, loadavg, totalmem, tmpdir, release } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_DIR, DEFAULT_ROOT, checkRoot, now, round } from './lib/common.mjs';
+import { BENCH_DIR, DEFAULT_ROOT, checkRoot, medianBy, now, round } from './lib/common.mjs';
 import { runScenarioScript, cpuProfFlags } from './lib/proc.mjs';
 import { formatSummary, summarizeFile } from './lib/profile.mjs';
 import { evaluate, formatTable } from './lib/report.mjs';
@@ -122,9 +122,9 @@ log(
 );
 log(`work dir ${workDir}; ${machine.cores} x ${machine.cpu}, node ${machine.node}`);
 
-/** Of pairs run back to back ({ ratio, … }), the one with the median ratio (the lower middle one of an even count). */
+/** Of pairs run back to back ({ ratio, … }), the one with the median ratio. */
 function medianPair(pairs) {
-  return [...pairs].sort((a, b) => a.ratio - b.ratio)[(pairs.length - 1) >> 1];
+  return medianBy(pairs, (p) => p.ratio);
 }
 
 /**

@@ -97,6 +97,11 @@ export async function forEachConcurrent(n, concurrency, worker) {
   await Promise.all(Array.from({ length: Math.min(concurrency, n) }, run));
 }
 
+/** Of items run back to back, the one whose `value(item)` is the median (the lower middle one of an even count). */
+export function medianBy(items, value) {
+  return [...items].sort((a, b) => value(a) - value(b))[(items.length - 1) >> 1];
+}
+
 export function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

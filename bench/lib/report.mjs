@@ -1,7 +1,7 @@
 // The bench's verdicts: every figure beside the limit it is measured
 // against (taken in the same run), their ratio, the target and pass/fail;
 // and the table printed at the end of a run.
-import { round } from './common.mjs';
+import { medianBy, round } from './common.mjs';
 
 /** How a figure taken in back-to-back pairs was chosen (nothing for one pair, or a run from before pairs). */
 function pairsNote(pairs, before) {
@@ -135,14 +135,15 @@ export function evaluate(results, params, machine) {
   const atOneSpeed = (submit?.zeroPairs ?? []).filter((p) => typeof p.atOneSpeed === 'number');
   if (atOneSpeed.length > 0) {
     // The pair with the median ratio once the machine's speed is taken out (bench/run.mjs atOneSpeed).
-    const m = [...atOneSpeed].sort((a, b) => a.atOneSpeed - b.atOneSpeed)[(atOneSpeed.length - 1) >> 1];
+    const m = medianBy(atOneSpeed, (p) => p.atOneSpeed);
     add({
       key: 'submitZeroAtOneSpeed',
       scenario: 'submit',
       measure:
         `reference: the same at one machine speed (the daemon's rate x the sandbox's CPU per create in its half over in ` +
         `the loop's; median of ${atOneSpeed.length}, ratios ${atOneSpeed.map((p) => round(p.atOneSpeed, 3)).join(', ')})`,
-      value: round(m.daemon.perSecond * (m.daemon.sandboxCpuMsPerCreate / m.loop.sandboxCpuMsPerCreate), 1),
+      // The daemon's rate at the loop's machine speed: the pair's own figure, over the loop's rate.
+      value: round(m.atOneSpeed * m.loop.perSecond, 1),
       limit: round(m.loop.perSecond, 1),
       limitWhat: 'minimal signed-create loop, no DB, creates/s',
     });
