@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { canMoveRow, REFERENCE_FREE_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { isPostgres, type Database } from './db.js';
-import { multiRowInsertSql, sqliteWriter, type PreparedWrite } from './prepared.js';
+import { multiRowInsertSql, singleRowUpdateSql, sqliteWriter, type PreparedWrite } from './prepared.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { claimBatchLease } from './batches.js';
 
@@ -289,22 +289,17 @@ export interface HistoryEntry {
   detail?: string | null;
 }
 
-function historyRecord(id: number, entry: HistoryEntry, now: number, from: RowState | null, to: RowState | null): Record<string, unknown> {
-  return {
-    payout_row_id: id,
-    at: now,
-    event: entry.event,
-    from_state: from,
-    to_state: to,
-    outcome: entry.outcome ?? null,
-    detail: entry.detail ?? null,
-  };
-}
-
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
 /** A history row's values in HISTORY_COLUMNS order, added to the end of `into`. */
-function pushHistoryValues(into: Knex.Value[], id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): void {
+function pushHistoryValues(
+  into: Knex.Value[],
+  id: number,
+  entry: HistoryEntry,
+  now: number,
+  from: RowState | null,
+  to: RowState | null,
+): void {
   into.push(id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null);
 }
 
@@ -315,7 +310,7 @@ function pushHistoryValues(into: Knex.Value[], id: number, entry: HistoryEntry, 
  * of 37 is 32 + 4 + 1): an answer records any number of rows, and a text per count would have the statement
  * cache prepare anew.
  */
-async function insertHistory(trx: Knex.Transaction, values: readonly Knex.Value[]): Promise<void> {
+async function insertHistory(trx: Database | Knex.Transaction, values: readonly Knex.Value[]): Promise<void> {
   const write = await sqliteWriter(trx);
   const width = HISTORY_COLUMNS.length;
   const rows = values.length / width;
@@ -443,9 +438,6 @@ async function updateOne(trx: Knex.Transaction, id: number, from: RowState, colu
   return (await trx('payouts').where({ id, state: from }).update(columns)) > 0;
 }
 
-/** The single-row UPDATE's text per list of columns set (a create's answer, a settlement: a few shapes in all). */
-const updateOneTexts = new Map<string, string>();
-
 /**
  * A guarded UPDATE of one row on SQLite, synchronously: a create's answer and a settlement are one row each,
  * and per row an awaited call, a SQL text built anew and then hashed to find its prepared statement cost more
@@ -453,13 +445,7 @@ const updateOneTexts = new Map<string, string>();
  */
 function updateOneNow(write: PreparedWrite, id: number, from: RowState, columns: Record<string, unknown>): boolean {
   const names = Object.keys(columns);
-  const shape = names.join(',');
-  let sql = updateOneTexts.get(shape);
-  if (sql === undefined) {
-    sql = `UPDATE payouts SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ? AND state = ?`;
-    if (updateOneTexts.size >= 64) updateOneTexts.clear();
-    updateOneTexts.set(shape, sql);
-  }
+  const sql = singleRowUpdateSql('payouts', names);
   const values: unknown[] = [];
   for (const c of names) values.push(columns[c]);
   values.push(id, from);
@@ -536,12 +522,10 @@ export async function moveEach(trx: Knex.Transaction, moves: readonly RowMoveSpe
   for (const g of groups.values()) {
     if (g.ids.length >= (write === null ? 2 : GROUPED_UPDATE_MIN)) {
       for (const id of await updateGuarded(trx, g.ids, g.from, g.columns)) moved.add(id);
+    } else if (write !== null) {
+      for (const id of g.ids) if (updateOneNow(write, id, g.from, g.columns)) moved.add(id);
     } else {
-      if (write !== null) {
-        for (const id of g.ids) if (updateOneNow(write, id, g.from, g.columns)) moved.add(id);
-      } else {
-        for (const id of g.ids) if (await updateOne(trx, id, g.from, g.columns)) moved.add(id);
-      }
+      for (const id of g.ids) if (await updateOne(trx, id, g.from, g.columns)) moved.add(id);
     }
   }
   const done = moves.map((m) => moved.has(m.id));
@@ -566,7 +550,9 @@ export async function moveRow(
 }
 
 export async function addHistory(trx: Database | Knex.Transaction, id: number, entry: HistoryEntry, now: number): Promise<void> {
-  await trx('payout_history').insert(historyRecord(id, entry, now, null, null));
+  const values: Knex.Value[] = [];
+  pushHistoryValues(values, id, entry, now, null, null);
+  await insertHistory(trx, values);
 }
 
 export async function getRow(db: Database | Knex.Transaction, id: number): Promise<PayoutRow | undefined> {

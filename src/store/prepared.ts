@@ -154,3 +154,21 @@ export function multiRowInsertSql(
   }
   return sql;
 }
+
+const updateTexts = new Map<string, string>();
+
+/**
+ * `UPDATE table SET "column" = ?, … WHERE id = ? AND state = ?` for a guarded update of one row, kept per
+ * list of columns as the INSERT texts are: a create's answer or a settlement runs one per row, and a text
+ * built anew each time also had the statement cache hash it anew.
+ */
+export function singleRowUpdateSql(table: string, columns: readonly string[]): string {
+  const key = `${table}(${columns.join(',')})`;
+  let sql = updateTexts.get(key);
+  if (sql === undefined) {
+    sql = `UPDATE ${table} SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ? AND state = ?`;
+    if (updateTexts.size >= MAX_PER_CONNECTION) updateTexts.clear();
+    updateTexts.set(key, sql);
+  }
+  return sql;
+}
