@@ -1,6 +1,8 @@
 // Ingest: one batch file claimed from an inbox folder and received by the
 // build's BatchIntake on a real SQLite file (the daemon's default settings,
-// synchronous FULL), with the real outbox writing the acknowledgement.
+// synchronous FULL), with the real outbox writing the acknowledgement, and
+// the reader threads started before the file comes, as the running daemon
+// starts them (builds before they were kept start them for each file).
 // Measures the claim (rename + SHA-256) and receive() (read, validate,
 // insert, accept, ack) with its phases, and the process's peak RSS.
 import { link, lstat, stat } from 'node:fs/promises';
@@ -12,7 +14,7 @@ import { openIngestStore } from '../lib/fixtures.mjs';
 const params = JSON.parse(process.argv[2]);
 const { root, file, workDir } = params;
 const { BatchOutbox } = await dist(root, 'daemon/outbox.js');
-const { BatchIntake, claimFile } = await dist(root, 'ingest/index.js');
+const { BatchIntake, claimFile, ReaderThreads, readerThreads } = await dist(root, 'ingest/index.js');
 const { systemClock } = await dist(root, 'domain/clock.js');
 const { createLogger } = await dist(root, 'log/index.js');
 
@@ -28,6 +30,9 @@ db.on('query', (q) => {
     marks.lastInsert = t;
   } else if (/having count\(\*\) > 1/i.test(sql)) marks.acceptStart ??= t;
 });
+// As src/daemon/daemon.ts: kept between files, started once the daemon runs.
+const readers = ReaderThreads ? new ReaderThreads(readerThreads(config.batch.read.workers)) : undefined;
+readers?.prestart();
 const logLines = [];
 const logger = createLogger('info', { write: (line) => void logLines.push(line) });
 const outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom);
@@ -59,6 +64,7 @@ const intake = new BatchIntake(
     // As the daemon passes them (builds that do not know an option ignore it).
     readingDir: join(config.paths.stateDir, 'reading'),
     read: config.batch.read,
+    readers,
     instanceId: 'bench-ingest',
     leaseMs: config.instance?.leaseMs ?? 60_000,
   },
@@ -84,6 +90,7 @@ const batch = await intake.receive(claimed);
 const receiveMs = now() - started;
 const cpu = process.cpuUsage(cpuBefore);
 const peak = peakRssMb();
+await readers?.close();
 await db.destroy();
 
 if (batch.state !== 'ACTIVE' || batch.validCount !== params.rows) {

@@ -32,7 +32,7 @@ import {
   listFinishedActiveBatches,
   stateCounts,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { BatchIntake, InboxWatcher, ReaderThreads, readerThreads, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { verifyUnchanged } from '../ingest/inbox/index.js';
 import { safeError } from '../log/index.js';
@@ -71,6 +71,8 @@ export interface DaemonOptions {
 export class PayoutDaemon {
   readonly outbox: BatchOutbox;
   readonly intake: BatchIntake;
+  /** Reader threads for large files, started once and kept (src/ingest/read/reader-threads.ts). */
+  private readonly readers: ReaderThreads;
   private readonly watcher: InboxWatcher;
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
@@ -103,6 +105,7 @@ export class PayoutDaemon {
     });
     this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
     const storageDir = config.paths.stateDir;
+    this.readers = new ReaderThreads(readerThreads(config.batch.read.workers));
     this.intake = new BatchIntake(
       {
         db,
@@ -124,6 +127,7 @@ export class PayoutDaemon {
         rejectedDir: join(storageDir, 'rejected'),
         readingDir: join(storageDir, 'reading'),
         read: config.batch.read,
+        readers: this.readers,
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
         signal: this.stopWork.signal,
@@ -246,6 +250,8 @@ export class PayoutDaemon {
       { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },
       'payoutd running',
     );
+    // Once running (not before: start-up recovery has the cores first), so the first large file finds its readers ready.
+    if (this.o.watch) this.readers.prestart();
   }
 
   /** Start-up recovery is done and the loops run (/readyz). */
@@ -297,6 +303,7 @@ export class PayoutDaemon {
       await Promise.all(this.loops.map((l) => l.stopped()));
     } finally {
       clearTimeout(grace);
+      await this.readers.close();
     }
     logger.info('stopped cleanly');
   }

@@ -9,4 +9,4 @@ export { BatchIntake, newBatchId, type IntakeOptions, type IntakeDeps, type Inta
 export { InboxWatcher, claimFile, moveAside, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
 export { parseBatchFile, batchFormatSchema, type BatchFormatOptions } from './csv/index.js';
 export { validationRulesSchema, type ValidationRules } from './rules/index.js';
-export { type PartsSettings } from './read/index.js';
+export { ReaderThreads, readerThreads, type PartsSettings } from './read/index.js';

@@ -44,6 +44,7 @@ import {
   type BatchReadOptions,
   type PartsSettings,
   type ReadRows,
+  type ReaderThreads,
 } from './read/index.js';
 
 export interface IntakeOptions {
@@ -56,6 +57,8 @@ export interface IntakeOptions {
   readingDir: string;
   /** Reading large files in parts on reader threads (config `batch.read`); absent: every file in this thread. */
   read?: PartsSettings;
+  /** The reader threads kept between files (the daemon's; see src/ingest/read/reader-threads.ts); absent: started per file. */
+  readers?: ReaderThreads;
   /** This instance, and how long its hold on a batch being read lasts without renewal. */
   instanceId: string;
   leaseMs: number;
@@ -420,6 +423,7 @@ export class BatchIntake {
       // Chunks smaller than a transaction: only the rows' stored form waits for the transaction's worth.
       chunkSize: PARSE_CHUNK_ROWS,
       signal: this.o.signal,
+      readers: this.o.readers,
       onRows: async (rows) => {
         for (const row of storedForm(batch.id, rows)) pending.push(row);
         if (pending.length >= ROWS_PER_TRANSACTION) await store();

@@ -19,6 +19,7 @@ import { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptionsInput }
 import { compileRules, DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
 import {
   cutsOf,
+  ReaderThreads,
   readBatchInParts,
   readBatchInThread,
   type BatchRead,
@@ -258,6 +259,82 @@ describe('reading a batch file in parts', () => {
     await expect(readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts)).rejects.toThrow('shutting down');
     // Chunks already sent by the readers are not taken once the read is stopped.
     expect(taken).toBe(2);
+  });
+});
+
+describe('reader threads kept between files', () => {
+  /** A file of `n` rows, read in 2 parts with `readers`; the rows handed over, in line order. */
+  async function readWith(readers: ReaderThreads, n: number, given: Partial<BatchReadOptions> = {}): Promise<RowTuple[]> {
+    const rows = Array.from({ length: n }, (_, i) => row(`REF-${n}-${i}`, { payoutAmount: `${i + 1}.25` }));
+    const { path, size } = await fileOf(lines(rows));
+    const chunks: ReadRows[] = [];
+    const opts = await readOptions({
+      readers,
+      onRows: (r) => {
+        chunks.push(r);
+        return Promise.resolve();
+      },
+      ...given,
+    });
+    const read = await readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts);
+    expect(read && 'again' in read ? read.again : read).not.toBeNull();
+    expect(read && 'again' in read ? read.again : null).toBeNull();
+    return tuples(chunks);
+  }
+
+  it('reads file after file on the same threads, each file as a fresh pair of threads reads it', async () => {
+    const readers = new ReaderThreads(2);
+    try {
+      readers.prestart();
+      const started = readers.idleThreadIds;
+      expect(started).toHaveLength(2);
+      const first = await readWith(readers, 300);
+      expect(first).toHaveLength(300);
+      expect([...readers.idleThreadIds].sort()).toEqual([...started].sort());
+      // The second file on the same threads: its own rows and line numbers, nothing of the first (credit, drafts).
+      const second = await readWith(readers, 450);
+      expect([...readers.idleThreadIds].sort()).toEqual([...started].sort());
+      expect(second).toEqual(await readWith(new ReaderThreads(0), 450));
+      expect(second.map((t) => t[0])).toEqual(Array.from({ length: 450 }, (_, i) => i + 2));
+    } finally {
+      await readers.close();
+    }
+    expect(readers.idleThreadIds).toEqual([]);
+  });
+
+  it('ends the threads of a read that was stopped, and the next read starts new ones', async () => {
+    const readers = new ReaderThreads(2);
+    try {
+      readers.prestart();
+      const started = readers.idleThreadIds;
+      const stop = new AbortController();
+      let taken = 0;
+      const stopped = readWith(readers, 2000, {
+        signal: stop.signal,
+        onRows: () => {
+          if (++taken === 2) stop.abort(new Error('shutting down'));
+          return Promise.resolve();
+        },
+      });
+      await expect(stopped).rejects.toThrow('shutting down');
+      expect(readers.idleThreadIds).toEqual([]);
+      expect(await readWith(readers, 200)).toHaveLength(200);
+      const now = readers.idleThreadIds;
+      expect(now).toHaveLength(2);
+      expect(now.some((id) => started.includes(id))).toBe(false);
+    } finally {
+      await readers.close();
+    }
+  });
+
+  it('keeps no more threads than it was told to', async () => {
+    const readers = new ReaderThreads(1);
+    try {
+      await readWith(readers, 200);
+      expect(readers.idleThreadIds).toHaveLength(1);
+    } finally {
+      await readers.close();
+    }
   });
 });
 

@@ -7,6 +7,7 @@ export {
   type BatchReadOptions,
   type PartsSettings,
 } from './read-batch.js';
+export { ReaderThreads } from './reader-threads.js';
 export { AckDraftFile, ackDraftPaths, removeAckDrafts, removeAllAckDrafts, removeBatchAckDrafts } from './ack-draft.js';
 export { cutsOf, type Cut } from './cuts.js';
 export { ackDraftOf, readRowsOf, reasonOf, type ReadRows } from './rows.js';

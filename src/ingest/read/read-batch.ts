@@ -13,7 +13,7 @@
  * parts handed over are then the caller's to discard.
  */
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import {
   batchDelimiter,
   finishBatchParse,
@@ -28,7 +28,8 @@ import type { CompiledRules, ValidationRules } from '../rules/options.js';
 import { AckDraftFile, ackDraftPaths, removeAckDrafts } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
 import { readPartInChunks, type ReadRows } from './rows.js';
-import type { ReadWorkerCredit, ReadWorkerData, ReadWorkerMessage } from './worker.js';
+import { ReaderThreads } from './reader-threads.js';
+import type { ReadWorkerData, ReadWorkerMessage, ToReadWorker } from './worker.js';
 
 export interface BatchReadOptions {
   format: BatchFormatOptions;
@@ -47,6 +48,8 @@ export interface BatchReadOptions {
   signal?: AbortSignal;
   /** Takes each chunk; awaited before more is handed over. */
   onRows: (rows: ReadRows) => Promise<void>;
+  /** Reader threads kept between files (the daemon's); without them a read in parts starts its own and ends them. */
+  readers?: ReaderThreads;
 }
 
 export interface BatchRead {
@@ -95,28 +98,6 @@ export function readerThreads(workers: PartsSettings['workers']): number {
  * transaction commits, few enough that the rows between the threads stay a small share of the heap.
  */
 const CREDIT = 12;
-
-/**
- * A reader's heap. It holds a chunk or two of rows at a time, but V8 sizes a
- * thread's heap for the machine (young generation up to 48 MB, and an old
- * generation it lets grow lazily): two readers added ~100 MB of resident
- * memory to a million-row read. With these limits they add ~35 MB. The young
- * generation is where a reader's garbage dies: at 4 MB it was collected so
- * often that a million-row read took 10% more CPU (alternating runs: 46-54k
- * rows/s at 4 MB, 52-62k at 8 MB, for 199 against 210 MB of peak RSS; 16 MB
- * gained nothing more and took 226-240 MB). A reader that would need more
- * fails, and the file is read again in one thread.
- */
-const READER_LIMITS = { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 128 };
-
-/**
- * The reader thread's module: beside this one in the build. When this module runs from the TypeScript
- * sources (the tests), the build's copy, since a worker thread loads only JavaScript (`npm test` builds
- * first).
- */
-const READ_WORKER = import.meta.url.endsWith('.ts')
-  ? new URL(import.meta.url.replace(/\/src\/ingest\/read\/read-batch\.ts$/, '/dist/ingest/read/worker.js'))
-  : new URL('./worker.js', import.meta.url);
 
 /**
  * Reads the file of `size` bytes in parts on reader threads. Null when it is
@@ -193,12 +174,20 @@ function readAgainBecause(summaries: readonly PartSummary[], format: BatchFormat
  * a time, in the order they come (each part's in its own order); a chunk's
  * credit goes back once `onRows` has taken it. Resolves with the summaries
  * in part order, or `again` when a thread failed. A failure of `onRows` (the
- * database) or the signal stops every thread and rejects.
+ * database) or the signal stops every thread and rejects. The threads go back
+ * to `opts.readers` only when every part was read and taken; otherwise they
+ * are ended.
  */
 async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promise<PartSummary[] | { again: string }> {
-  const workers = work.map((workerData) => new Worker(READ_WORKER, { workerData, resourceLimits: READER_LIMITS }));
+  const readers = opts.readers ?? new ReaderThreads(0);
+  const workers = readers.take(work.length);
+  const listening: (() => void)[] = [];
+  let lent = true;
+  /** Every thread ended (once): a failure, a stop, or a read that did not finish. */
   const stopAll = (): void => {
-    for (const w of workers) void w.terminate();
+    if (!lent) return;
+    lent = false;
+    for (const w of workers) readers.end(w);
   };
   let taking: Promise<void> = Promise.resolve();
   let takeFailed: { error: unknown } | null = null;
@@ -208,7 +197,7 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
         // Nothing more is stored once the read failed or was stopped.
         if (takeFailed !== null || opts.signal?.aborted) return;
         await opts.onRows(rows);
-        worker.postMessage({ credit: 1 } satisfies ReadWorkerCredit);
+        worker.postMessage({ credit: 1 } satisfies ToReadWorker);
       })
       .catch((error: unknown) => {
         takeFailed ??= { error };
@@ -217,13 +206,22 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
   };
   const finished = (worker: Worker, k: number): Promise<PartSummary> =>
     new Promise((resolve, reject) => {
-      worker.on('message', (m: ReadWorkerMessage) => {
+      const onMessage = (m: ReadWorkerMessage): void => {
         if ('rows' in m) take(worker, m.rows);
         else resolve(m.done);
-      });
-      worker.on('error', reject);
+      };
       // After the summary this changes nothing; before it, the thread stopped short.
-      worker.on('exit', (code) => reject(new Error(`reader thread ${k + 1} stopped before its part was read (exit code ${code})`)));
+      const onExit = (code: number): void =>
+        reject(new Error(`reader thread ${k + 1} stopped before its part was read (exit code ${code})`));
+      worker.on('message', onMessage);
+      worker.on('error', reject);
+      worker.on('exit', onExit);
+      listening.push(() => {
+        worker.off('message', onMessage);
+        worker.off('error', reject);
+        worker.off('exit', onExit);
+      });
+      worker.postMessage({ read: work[k] as ReadWorkerData } satisfies ToReadWorker);
     });
   const onAbort = (): void => stopAll();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -231,6 +229,9 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
     const summaries = await Promise.all(workers.map(finished));
     await taking;
     if (takeFailed !== null) throw (takeFailed as { error: unknown }).error;
+    for (const stop of listening.splice(0)) stop();
+    if (lent) for (const w of workers) readers.giveBack(w);
+    lent = false;
     return summaries;
   } catch (err) {
     stopAll();
@@ -240,6 +241,7 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
     return { again: `a reader thread failed: ${(err as Error).message ?? String(err)}` };
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);
+    for (const stop of listening) stop();
     stopAll();
   }
 }
