@@ -71,7 +71,7 @@ export interface DaemonOptions {
 export class PayoutDaemon {
   readonly outbox: BatchOutbox;
   readonly intake: BatchIntake;
-  /** Reader threads for large files, started once and kept (src/ingest/read/reader-threads.ts). */
+  /** Reader threads for large files, started while the daemon waits for files (src/ingest/read/reader-threads.ts). */
   private readonly readers: ReaderThreads;
   private readonly watcher: InboxWatcher;
   private readonly submitter: PayoutSubmitter;
@@ -250,8 +250,16 @@ export class PayoutDaemon {
       { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },
       'payoutd running',
     );
-    // Once running (not before: start-up recovery has the cores first), so the first large file finds its readers ready.
-    if (this.o.watch) this.readers.prestart();
+    this.readersReady();
+  }
+
+  /**
+   * Starts the reader threads a large file will take, while no file needs the cores: once running (start-up
+   * recovery has them first) and after each file (its readers end with its read). Not in tests that drive
+   * the daemon by hand: a read then starts its own.
+   */
+  private readersReady(): void {
+    if (this.o.watch && !this.stopWork.signal.aborted) this.readers.prestart();
   }
 
   /** Start-up recovery is done and the loops run (/readyz). */
@@ -324,6 +332,8 @@ export class PayoutDaemon {
         // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
         if (this.stopWork.signal.aborted) return;
         throw err;
+      } finally {
+        this.readersReady();
       }
     }
   }
@@ -340,7 +350,7 @@ export class PayoutDaemon {
       return;
     }
     this.deps.onBatchEvent?.('seen');
-    const batch = await this.intake.receive(claimed);
+    const batch = await this.intake.receive(claimed).finally(() => this.readersReady());
     this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
     if (batch.state === 'ACTIVE') this.submitLoop?.wake();
   }

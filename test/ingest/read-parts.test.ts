@@ -13,6 +13,7 @@
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptionsInput } from '../../src/ingest/csv/index.js';
@@ -262,7 +263,16 @@ describe('reading a batch file in parts', () => {
   });
 });
 
-describe('reader threads kept between files', () => {
+describe('reader threads started ahead of the read', () => {
+  /** Threads that remember which of them a read ended. */
+  class WatchedReaders extends ReaderThreads {
+    readonly ended: number[] = [];
+    override end(worker: Worker): void {
+      this.ended.push(worker.threadId);
+      super.end(worker);
+    }
+  }
+
   /** A file of `n` rows, read in 2 parts with `readers`; the rows handed over, in line order. */
   async function readWith(readers: ReaderThreads, n: number, given: Partial<BatchReadOptions> = {}): Promise<RowTuple[]> {
     const rows = Array.from({ length: n }, (_, i) => row(`REF-${n}-${i}`, { payoutAmount: `${i + 1}.25` }));
@@ -277,36 +287,39 @@ describe('reader threads kept between files', () => {
       ...given,
     });
     const read = await readBatchInParts(path, size, { workers: 2, minBytes: 0 }, opts);
-    expect(read && 'again' in read ? read.again : read).not.toBeNull();
+    expect(read).not.toBeNull();
     expect(read && 'again' in read ? read.again : null).toBeNull();
     return tuples(chunks);
   }
 
-  it('reads file after file on the same threads, each file as a fresh pair of threads reads it', async () => {
-    const readers = new ReaderThreads(2);
+  it('are taken by the read, which gives what threads of its own give, and ended with it', async () => {
+    const readers = new WatchedReaders(2);
     try {
       readers.prestart();
-      const started = readers.idleThreadIds;
+      readers.prestart();
+      const started = readers.readyThreadIds;
       expect(started).toHaveLength(2);
-      const first = await readWith(readers, 300);
-      expect(first).toHaveLength(300);
-      expect([...readers.idleThreadIds].sort()).toEqual([...started].sort());
-      // The second file on the same threads: its own rows and line numbers, nothing of the first (credit, drafts).
-      const second = await readWith(readers, 450);
-      expect([...readers.idleThreadIds].sort()).toEqual([...started].sort());
-      expect(second).toEqual(await readWith(new ReaderThreads(0), 450));
-      expect(second.map((t) => t[0])).toEqual(Array.from({ length: 450 }, (_, i) => i + 2));
+      const read = await readWith(readers, 450);
+      expect(readers.readyThreadIds).toEqual([]);
+      expect(readers.ended.sort()).toEqual([...started].sort());
+      expect(read).toEqual(await readWith(new ReaderThreads(0), 450));
+      expect(read.map((t) => t[0])).toEqual(Array.from({ length: 450 }, (_, i) => i + 2));
+      // Started again for the next file: new threads, and that file read as its own.
+      readers.prestart();
+      expect(readers.readyThreadIds).toHaveLength(2);
+      expect(await readWith(readers, 120)).toEqual(await readWith(new ReaderThreads(0), 120));
     } finally {
       await readers.close();
     }
-    expect(readers.idleThreadIds).toEqual([]);
+    readers.prestart();
+    expect(readers.readyThreadIds).toEqual([]);
   });
 
-  it('ends the threads of a read that was stopped, and the next read starts new ones', async () => {
-    const readers = new ReaderThreads(2);
+  it('are ended with a read that was stopped, and a read finding none starts its own', async () => {
+    const readers = new WatchedReaders(2);
     try {
       readers.prestart();
-      const started = readers.idleThreadIds;
+      const started = readers.readyThreadIds;
       const stop = new AbortController();
       let taken = 0;
       const stopped = readWith(readers, 2000, {
@@ -317,21 +330,10 @@ describe('reader threads kept between files', () => {
         },
       });
       await expect(stopped).rejects.toThrow('shutting down');
-      expect(readers.idleThreadIds).toEqual([]);
+      expect(readers.readyThreadIds).toEqual([]);
+      expect(readers.ended.sort()).toEqual([...started].sort());
       expect(await readWith(readers, 200)).toHaveLength(200);
-      const now = readers.idleThreadIds;
-      expect(now).toHaveLength(2);
-      expect(now.some((id) => started.includes(id))).toBe(false);
-    } finally {
-      await readers.close();
-    }
-  });
-
-  it('keeps no more threads than it was told to', async () => {
-    const readers = new ReaderThreads(1);
-    try {
-      await readWith(readers, 200);
-      expect(readers.idleThreadIds).toHaveLength(1);
+      expect(readers.ended).toHaveLength(4);
     } finally {
       await readers.close();
     }

@@ -48,7 +48,7 @@ export interface BatchReadOptions {
   signal?: AbortSignal;
   /** Takes each chunk; awaited before more is handed over. */
   onRows: (rows: ReadRows) => Promise<void>;
-  /** Reader threads kept between files (the daemon's); without them a read in parts starts its own and ends them. */
+  /** Reader threads started ahead of the read (the daemon's); without them a read in parts starts its own. */
   readers?: ReaderThreads;
 }
 
@@ -174,19 +174,17 @@ function readAgainBecause(summaries: readonly PartSummary[], format: BatchFormat
  * a time, in the order they come (each part's in its own order); a chunk's
  * credit goes back once `onRows` has taken it. Resolves with the summaries
  * in part order, or `again` when a thread failed. A failure of `onRows` (the
- * database) or the signal stops every thread and rejects. The threads go back
- * to `opts.readers` only when every part was read and taken; otherwise they
- * are ended.
+ * database) or the signal stops every thread and rejects. The threads come
+ * from `opts.readers` (started ahead, when it has them) and are ended when
+ * the read is over.
  */
 async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promise<PartSummary[] | { again: string }> {
   const readers = opts.readers ?? new ReaderThreads(0);
   const workers = readers.take(work.length);
-  const listening: (() => void)[] = [];
-  let lent = true;
-  /** Every thread ended (once): a failure, a stop, or a read that did not finish. */
+  let ended = false;
   const stopAll = (): void => {
-    if (!lent) return;
-    lent = false;
+    if (ended) return;
+    ended = true;
     for (const w of workers) readers.end(w);
   };
   let taking: Promise<void> = Promise.resolve();
@@ -206,21 +204,13 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
   };
   const finished = (worker: Worker, k: number): Promise<PartSummary> =>
     new Promise((resolve, reject) => {
-      const onMessage = (m: ReadWorkerMessage): void => {
+      worker.on('message', (m: ReadWorkerMessage) => {
         if ('rows' in m) take(worker, m.rows);
         else resolve(m.done);
-      };
-      // After the summary this changes nothing; before it, the thread stopped short.
-      const onExit = (code: number): void =>
-        reject(new Error(`reader thread ${k + 1} stopped before its part was read (exit code ${code})`));
-      worker.on('message', onMessage);
-      worker.on('error', reject);
-      worker.on('exit', onExit);
-      listening.push(() => {
-        worker.off('message', onMessage);
-        worker.off('error', reject);
-        worker.off('exit', onExit);
       });
+      worker.on('error', reject);
+      // After the summary this changes nothing; before it, the thread stopped short.
+      worker.on('exit', (code) => reject(new Error(`reader thread ${k + 1} stopped before its part was read (exit code ${code})`)));
       worker.postMessage({ read: work[k] as ReadWorkerData } satisfies ToReadWorker);
     });
   const onAbort = (): void => stopAll();
@@ -229,9 +219,6 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
     const summaries = await Promise.all(workers.map(finished));
     await taking;
     if (takeFailed !== null) throw (takeFailed as { error: unknown }).error;
-    for (const stop of listening.splice(0)) stop();
-    if (lent) for (const w of workers) readers.giveBack(w);
-    lent = false;
     return summaries;
   } catch (err) {
     stopAll();
@@ -241,7 +228,6 @@ async function readParts(work: ReadWorkerData[], opts: BatchReadOptions): Promis
     return { again: `a reader thread failed: ${(err as Error).message ?? String(err)}` };
   } finally {
     opts.signal?.removeEventListener('abort', onAbort);
-    for (const stop of listening) stop();
     stopAll();
   }
 }

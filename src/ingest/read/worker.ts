@@ -1,12 +1,12 @@
 /**
- * A reader thread (started by ./reader-threads.ts): reads the parts of batch
- * files it is given, one at a time, with src/ingest/csv's readBatchPart,
- * drafts each part's acknowledgement lines into a file of its own, and hands
- * its rows to the intake a chunk at a time, never more chunks ahead than the
- * intake has given it credit for (so a million-row file does not pile up
- * between the threads). Its last message for a part is what it found (the
- * part's summary); then it waits for the next part. It writes nothing else:
- * storing, logging and every decision stay with the intake's thread.
+ * A reader thread (started by ./reader-threads.ts, ahead of the read that
+ * takes it): waits for the part of a batch file it is to read, reads it with
+ * src/ingest/csv's readBatchPart, drafts the part's acknowledgement lines
+ * into a file of its own, and hands its rows to the intake a chunk at a
+ * time, never more chunks ahead than the intake has given it credit for (so
+ * a million-row file does not pile up between the threads). Its last message
+ * is what it found (the part's summary). It writes nothing else: storing,
+ * logging and every decision stay with the intake's thread.
  */
 import { parentPort } from 'node:worker_threads';
 import type { BatchFilePart, PartSummary } from '../csv/parse-batch.js';
@@ -34,7 +34,7 @@ export interface ReadWorkerData {
 /** From the reader: a chunk of rows, or (last) the part's summary. */
 export type ReadWorkerMessage = { rows: ReadRows } | { done: PartSummary };
 
-/** To the reader: a part to read, or chunks it may send on. */
+/** To the reader: the part to read (once), or chunks it may send on. */
 export type ToReadWorker = { read: ReadWorkerData } | { credit: number };
 
 const port = parentPort;
@@ -42,26 +42,18 @@ if (port === null) throw new Error('src/ingest/read/worker runs only as a worker
 
 let credit = 0;
 let wake: (() => void) | null = null;
-const parts: ReadWorkerData[] = [];
-let partGiven: (() => void) | null = null;
+let given: (part: ReadWorkerData) => void = () => undefined;
+const part = new Promise<ReadWorkerData>((resolve) => (given = resolve));
 port.on('message', (m: ToReadWorker) => {
   if ('read' in m) {
-    parts.push(m.read);
-    partGiven?.();
-    partGiven = null;
+    credit = m.read.credit;
+    given(m.read);
     return;
   }
-  // Credit the intake sent for a part already read comes before the next part (messages keep their order),
-  // and that part starts from its own credit.
   credit += m.credit;
   wake?.();
   wake = null;
 });
-
-const nextPart = async (): Promise<ReadWorkerData> => {
-  while (parts.length === 0) await new Promise<void>((resolve) => (partGiven = resolve));
-  return parts.shift() as ReadWorkerData;
-};
 
 /** Sends a chunk once the intake has given credit for it. */
 const handOver = async (rows: ReadRows): Promise<void> => {
@@ -70,25 +62,19 @@ const handOver = async (rows: ReadRows): Promise<void> => {
   port.postMessage({ rows } satisfies ReadWorkerMessage);
 };
 
-/** Reads one part. A failure ends the thread (an error event for the intake, which reads the file again in one part). */
-async function readPart(data: ReadWorkerData): Promise<PartSummary> {
-  credit = data.credit;
-  const draft = await AckDraftFile.create(data.draftPath);
-  try {
-    return await readPartInChunks(
-      data.path,
-      data.displayName,
-      data.part,
-      { format: data.format, rules: compileRules(data.rules), delimiter: data.delimiter },
-      { draft, identity: data.identity, chunkSize: data.chunkSize },
-      handOver,
-    );
-  } finally {
-    await draft.close();
-  }
+const data = await part;
+const draft = await AckDraftFile.create(data.draftPath);
+let summary: PartSummary;
+try {
+  summary = await readPartInChunks(
+    data.path,
+    data.displayName,
+    data.part,
+    { format: data.format, rules: compileRules(data.rules), delimiter: data.delimiter },
+    { draft, identity: data.identity, chunkSize: data.chunkSize },
+    handOver,
+  );
+} finally {
+  await draft.close();
 }
-
-for (;;) {
-  const data = await nextPart();
-  port.postMessage({ done: await readPart(data) } satisfies ReadWorkerMessage);
-}
+port.postMessage({ done: summary } satisfies ReadWorkerMessage);
