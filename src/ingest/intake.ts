@@ -57,7 +57,7 @@ export interface IntakeOptions {
   readingDir: string;
   /** Reading large files in parts on reader threads (config `batch.read`); absent: every file in this thread. */
   read?: PartsSettings;
-  /** The reader threads kept between files (the daemon's; see src/ingest/read/reader-threads.ts); absent: started per file. */
+  /** Reader threads started ahead of each file (the daemon's; src/ingest/read/reader-threads.ts); absent: a read starts its own. */
   readers?: ReaderThreads;
   /** This instance, and how long its hold on a batch being read lasts without renewal. */
   instanceId: string;

@@ -22,6 +22,7 @@ import {
   cutsOf,
   ReaderThreads,
   readBatchInParts,
+  readerThreads,
   readBatchInThread,
   type BatchRead,
   type BatchReadOptions,
@@ -313,6 +314,15 @@ describe('reader threads started ahead of the read', () => {
     }
     readers.prestart();
     expect(readers.readyThreadIds).toEqual([]);
+  });
+
+  it('are as many as the setting says, and none for a setting of one (one thread is no parts)', async () => {
+    expect([readerThreads(0), readerThreads(1), readerThreads(2), readerThreads(3)]).toEqual([0, 0, 2, 3]);
+    const one = new ReaderThreads(readerThreads(1));
+    one.prestart();
+    expect(one.readyThreadIds).toEqual([]);
+    const { path, size } = await fileOf(lines(Array.from({ length: 50 }, (_, i) => row(`REF-${i}`))));
+    expect(await readBatchInParts(path, size, { workers: 1, minBytes: 0 }, await readOptions({}))).toBeNull();
   });
 
   it('are ended with a read that was stopped, and a read finding none starts its own', async () => {

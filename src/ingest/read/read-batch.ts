@@ -88,9 +88,10 @@ export interface PartsSettings {
   minBytes: number;
 }
 
-/** Reader threads for a setting (fewer than two: read in one thread). */
+/** Reader threads for a setting: 0 when files are read in one thread (one thread is no parts). */
 export function readerThreads(workers: PartsSettings['workers']): number {
-  return workers === 'auto' ? (availableParallelism() >= 2 ? 2 : 0) : workers;
+  const threads = workers === 'auto' ? (availableParallelism() >= 2 ? 2 : 0) : workers;
+  return threads >= 2 ? threads : 0;
 }
 
 /**
@@ -113,7 +114,7 @@ export async function readBatchInParts(
   opts: BatchReadOptions,
 ): Promise<BatchRead | { again: string } | null> {
   const threads = readerThreads(settings.workers);
-  if (threads < 2 || size < settings.minBytes) return null;
+  if (threads === 0 || size < settings.minBytes) return null;
   const { format, identity } = opts;
   const delimiter = await batchDelimiter(path, identity.fileName, format);
   // The header, read as the first part will read it, for the parts after it.
