@@ -24,7 +24,8 @@ import {
   type PartSummary,
 } from '../csv/parse-batch.js';
 import type { BatchFormatOptions } from '../csv/options.js';
-import type { CompiledRules, ValidationRules } from '../rules/options.js';
+import type { CompiledRules } from '../rules/compiled.js';
+import type { ValidationRules } from '../rules/options.js';
 import { AckDraftFile, ackDraftPaths, removeAckDrafts } from './ack-draft.js';
 import { cutsOf } from './cuts.js';
 import { readPartInChunks, type ReadRows } from './rows.js';

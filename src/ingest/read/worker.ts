@@ -12,7 +12,8 @@ import { parentPort } from 'node:worker_threads';
 import type { BatchFilePart, PartSummary } from '../csv/parse-batch.js';
 import type { Delimiter } from '../csv/delimiter.js';
 import type { BatchFormatOptions } from '../csv/options.js';
-import { compileRules, type ValidationRules } from '../rules/options.js';
+import { compileRules } from '../rules/compiled.js';
+import type { ValidationRules } from '../rules/options.js';
 import { AckDraftFile } from './ack-draft.js';
 import { readPartInChunks, type ReadRows } from './rows.js';
 

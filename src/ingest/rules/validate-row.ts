@@ -13,7 +13,7 @@ import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
-import type { CompiledAccountRule, CompiledRules } from './options.js';
+import type { CompiledAccountRule, CompiledRules } from './compiled.js';
 import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
 import { codePointLength, firstControlCharacter, trimSpaces, upperCased } from './text.js';
 
