@@ -259,7 +259,7 @@ export class PayoutDaemon {
    * the daemon by hand: a read then starts its own.
    */
   private readersReady(): void {
-    if (this.o.watch && !this.stopWork.signal.aborted) this.readers.prestart();
+    if (this.o.watch && this.started && !this.stopWork.signal.aborted) this.readers.prestart();
   }
 
   /** Start-up recovery is done and the loops run (/readyz). */
