@@ -2,7 +2,7 @@
 // build's BatchIntake on a real SQLite file (the daemon's default settings,
 // synchronous FULL), with the real outbox writing the acknowledgement, and
 // the reader threads started before the file comes, as the running daemon
-// starts them (builds before they were kept start them for each file).
+// starts them (builds before item 58 start them when the read begins).
 // Measures the claim (rename + SHA-256) and receive() (read, validate,
 // insert, accept, ack) with its phases, and the process's peak RSS.
 import { link, lstat, stat } from 'node:fs/promises';
@@ -30,7 +30,7 @@ db.on('query', (q) => {
     marks.lastInsert = t;
   } else if (/having count\(\*\) > 1/i.test(sql)) marks.acceptStart ??= t;
 });
-// As src/daemon/daemon.ts: kept between files, started once the daemon runs.
+// As src/daemon/daemon.ts: started while it waits for files; the read ends them.
 const readers = ReaderThreads ? new ReaderThreads(readerThreads(config.batch.read.workers)) : undefined;
 readers?.prestart();
 const logLines = [];

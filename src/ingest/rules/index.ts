@@ -5,15 +5,12 @@ export {
   BUILTIN_ACCOUNT_RULES,
   DEFAULT_REFERENCE_PATTERN,
   DEFAULT_VALIDATION_RULES,
-  compileRules,
   validationRulesSchema,
   type AccountRule,
-  type CompiledAccountRule,
-  type CompiledRules,
-  type WholePattern,
   type ValidationRules,
   type ValidationRulesInput,
 } from './options.js';
+export { compileRules, type CompiledAccountRule, type CompiledRules, type WholePattern } from './compiled.js';
 export { validateCells, validateRow, type RowCells, type RowInput, type RowValidation } from './validate-row.js';
 export { amountFormatProblem, amountRangeProblem, type AmountLimits, type AmountProblem } from './amount.js';
 export { IBAN_LENGTHS, compactIban, ibanMod97, ibanProblem, type IbanProblem } from './iban.js';

@@ -119,5 +119,3 @@ export type ValidationRules = z.output<typeof validationRulesSchema>;
 export type ValidationRulesInput = z.input<typeof validationRulesSchema>;
 
 export const DEFAULT_VALIDATION_RULES: ValidationRules = validationRulesSchema.parse({});
-
-export { compileRules, type CompiledAccountRule, type CompiledRules, type WholePattern } from './compiled.js';
