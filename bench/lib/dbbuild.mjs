@@ -46,7 +46,8 @@ export function finishBulk(raw) {
 /**
  * A batch record, with a stand-in for its claimed file under `claimedDir`
  * (the daemon holds a batch whose claimed file is gone or changed, so the
- * file must exist with the recorded size and mtime).
+ * file must exist with the recorded size and mtime). `finalCounts`: the
+ * row counts per state of a batch that ended, as its record keeps them.
  */
 export function insertBatch(raw, b, claimedDir) {
   const fileName = b.fileName ?? `${b.id}.csv`;
@@ -75,6 +76,10 @@ export function insertBatch(raw, b, claimedDir) {
     completed_at: b.state === 'COMPLETE' ? b.at : null,
     updated_at: b.at,
   };
+  // As the daemon keeps them when the batch ends with every row final (from migration 0009 on).
+  if (b.finalCounts && raw.pragma('table_info(batches)').some((c) => c.name === 'final_counts_json')) {
+    row.final_counts_json = JSON.stringify(b.finalCounts);
+  }
   const cols = Object.keys(row);
   raw.prepare(`INSERT INTO batches (${cols.join(',')}) VALUES (${cols.map((c) => `@${c}`).join(',')})`).run(row);
 }

@@ -61,7 +61,9 @@ for (let b = 0; b < batches; b++) {
   const id = `BRESTART-${String(b).padStart(4, '0')}`;
   insertBatch(
     raw,
-    { id, fileName: `batch-${b}.csv`, state: last && unfinished > 0 ? 'ACTIVE' : 'COMPLETE', rows: n, at },
+    last && unfinished > 0
+      ? { id, fileName: `batch-${b}.csv`, state: 'ACTIVE', rows: n, at }
+      : { id, fileName: `batch-${b}.csv`, state: 'COMPLETE', rows: n, at, finalCounts: { PAID: n } },
     join(stateDir, 'claimed'),
   );
   const base = global;
@@ -169,6 +171,9 @@ async function measureStatus() {
     cpu.push(childrenCpuMs() - cpuBefore);
     out = r.stdout;
   }
+  // Every row built is in the counts shown (the finished batches' from their records): none missed, none twice.
+  const shown = [...out.matchAll(/\b[A-Z_]+=(\d+)\b/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  if (shown !== rows) throw new Error(`payoutd status showed ${shown} rows in its counts, the database holds ${rows}`);
   const median = (xs) => [...xs].sort((a, b) => a - b)[1];
   return { runsMs: runs, medianMs: median(runs), cpuMs: cpu, medianCpuMs: median(cpu), outputLines: out.trim().split('\n').length };
 }

@@ -87,6 +87,9 @@ const BATCH_MOVES: Readonly<Record<BatchState, readonly BatchState[]>> = {
   COMPLETE: [],
 };
 
+/** Batch states nothing moves on from. A batch reaches one with its rows final, or none of them sent. */
+export const FINAL_BATCH_STATES: readonly BatchState[] = ['REJECTED', 'DUPLICATE', 'COMPLETE'];
+
 export function canMoveBatch(from: BatchState, to: BatchState): boolean {
   return BATCH_MOVES[from].includes(to);
 }

@@ -2,10 +2,11 @@
  * Batch files in the database: one record per file claimed from the inbox,
  * its state, holds, counts, and its validation errors.
  */
-import { canMoveBatch, type BatchState } from '../domain/lifecycle.js';
+import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
+import { finalCountsJson, stateCounts } from './counts.js';
 
 export interface BatchRecord {
   id: string;
@@ -28,6 +29,8 @@ export interface BatchRecord {
   delimiter: string | null;
   /** JSON {currency: decimal text} of the payout amounts of all data rows. */
   totalsJson: string | null;
+  /** JSON {state: rows} once the batch ended with every row final (see counts.ts); null before, or if one was not. */
+  finalCountsJson: string | null;
   receivedAt: number;
   acceptedAt: number | null;
   ackWrittenAt: number | null;
@@ -67,6 +70,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   invalidCount: 'invalid_count',
   delimiter: 'delimiter',
   totalsJson: 'totals_json',
+  finalCountsJson: 'final_counts_json',
   receivedAt: 'received_at',
   acceptedAt: 'accepted_at',
   ackWrittenAt: 'ack_written_at',
@@ -110,6 +114,7 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
     invalidCount: 0,
     delimiter: null,
     totalsJson: null,
+    finalCountsJson: null,
     receivedAt: now,
     acceptedAt: null,
     ackWrittenAt: null,
@@ -173,18 +178,24 @@ export async function listBatchesMissingFiles(db: Database, settledBy: number): 
     .pluck('id')) as string[];
 }
 
-/** Applies a patch; a state change must be a legal move from the state now stored. */
+/**
+ * Applies a patch; a state change must be a legal move from the state now stored. A batch moving to a
+ * final state keeps its rows' counts if every row is final by then: those rows never move again, so a
+ * count taken before the move stays true (counts.ts).
+ */
 export async function updateBatch(db: Database, id: string, patch: Partial<BatchRecord>, now: number): Promise<void> {
+  let finalCounts: Partial<BatchRecord> = {};
   if (patch.state) {
     const current = await getBatch(db, id);
     if (!current) throw new BatchStateError('BATCH_NOT_FOUND', `batch ${id} does not exist`);
     if (current.state !== patch.state && !canMoveBatch(current.state, patch.state)) {
       throw new BatchStateError('BATCH_STATE', `batch ${id} cannot move from ${current.state} to ${patch.state}`);
     }
+    if (FINAL_BATCH_STATES.includes(patch.state)) finalCounts = { finalCountsJson: finalCountsJson(await stateCounts(db, id)) };
   }
   await db('batches')
     .where({ id })
-    .update(toRow({ ...patch, updatedAt: now }));
+    .update(toRow({ ...patch, ...finalCounts, updatedAt: now }));
 }
 
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {

@@ -8,7 +8,7 @@
  *
  * What lives where: db.ts and open.ts open a database; batches.ts holds batch
  * records and file claims; payouts.ts the payout rows (intake inserts, guarded
- * moves); acceptance.ts accepts a batch once read; submission.ts
+ * moves); counts.ts their counts per state; acceptance.ts accepts a batch once read; submission.ts
  * and group-commit.ts the intent before a create and the answer after;
  * settlement.ts what the poller asks about; webhook-events.ts the webhook
  * deliveries seen; acks.ts, results.ts and reports.ts the reads behind the
@@ -48,12 +48,11 @@ export {
   insertRows,
   insertRowsWhileReading,
   readyRequestPages,
-  stateCounts,
-  stateCountsOfAllBatches,
   type NewPayoutRow,
   type PayoutRowPatch,
   type ReaderLease,
 } from './payouts.js';
+export { batchStateCounts, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 
 export {

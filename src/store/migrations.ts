@@ -350,6 +350,54 @@ const requestValues: Migration = {
   },
 };
 
+// The row states that never move again, as they were when 0009 was written.
+const FINAL_ROW_STATES_0009 = ['INVALID', 'DUPLICATE', 'NOT_SUBMITTED', 'PAID', 'CANCELLED', 'REJECTED'];
+const ROW_STATE_ORDER_0009 = [
+  'VALIDATED',
+  'INVALID',
+  'DUPLICATE',
+  'NOT_SUBMITTED',
+  'READY',
+  'CREATING',
+  'UNKNOWN',
+  'PENDING',
+  'PAID',
+  'CANCELLED',
+  'REJECTED',
+];
+
+// A batch that ended with every row final keeps its rows' counts (src/store/counts.ts): status and the
+// metrics gauge then count only the rows of unfinished batches. Batches that ended before are counted once here.
+const finalCounts: Migration = {
+  name: '0009_final_counts',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.text('final_counts_json').nullable();
+    });
+    const ended = (await knex('batches').whereIn('state', ['REJECTED', 'DUPLICATE', 'COMPLETE']).pluck('id')) as string[];
+    for (const id of ended) {
+      const rows = (await knex('payouts').where({ batch_id: id }).select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as {
+        state: string;
+        n: number | string;
+      }[];
+      if (rows.some((r) => !FINAL_ROW_STATES_0009.includes(r.state))) continue;
+      const counts: Record<string, number> = {};
+      for (const state of ROW_STATE_ORDER_0009) {
+        const r = rows.find((x) => x.state === state);
+        if (r) counts[state] = Number(r.n);
+      }
+      await knex('batches')
+        .where({ id })
+        .update({ final_counts_json: JSON.stringify(counts) });
+    }
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('final_counts_json');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -359,6 +407,7 @@ export const MIGRATIONS: readonly Migration[] = [
   holderPredicateWithoutIn,
   perStateIndexes,
   requestValues,
+  finalCounts,
 ];
 
 /** knex migration source over the list above. */

@@ -586,28 +586,6 @@ export async function historyOf(db: Database, rowId: number): Promise<HistoryRec
   }));
 }
 
-/**
- * Row counts per state of the rows `payouts` selects. Grouped by (batch_id, state), the order of the
- * (batch_id, state, line) index, and summed here: no index leads with the state (migration 0007), and
- * grouping every row by state alone sorted them all (180 against 80 ms at a million rows).
- */
-async function countsByState(payouts: Knex.QueryBuilder): Promise<Partial<Record<RowState, number>>> {
-  const rows = (await payouts.select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as { state: RowState; n: number | string }[];
-  const out: Partial<Record<RowState, number>> = {};
-  for (const r of rows) out[r.state] = (out[r.state] ?? 0) + Number(r.n);
-  return out;
-}
-
-/** Row counts per state of a batch. */
-export async function stateCounts(db: Database, batchId: string): Promise<Partial<Record<RowState, number>>> {
-  return countsByState(db('payouts').where({ batch_id: batchId }));
-}
-
-/** Row counts per state over every batch (the metrics gauge). */
-export async function stateCountsOfAllBatches(db: Database): Promise<Partial<Record<RowState, number>>> {
-  return countsByState(db('payouts'));
-}
-
 /** The stored requests of a batch's READY rows, a page at a time (a million-row batch never sits in memory). */
 export async function* readyRequestPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<string[]> {
   for (let afterId = 0; ;) {

@@ -12,9 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../config/index.js';
 import { systemClock } from '../../domain/clock.js';
 import { PayoutdError } from '../../domain/errors.js';
+import { FINAL_BATCH_STATES } from '../../domain/lifecycle.js';
 import { startDaemon } from '../../daemon/runtime.js';
 import { outboxName } from '../../daemon/outbox.js';
-import { listRecentBatches, stateCounts } from '../../store/index.js';
+import { batchStateCounts, listRecentBatches } from '../../store/index.js';
 import { createLogger } from '../../log/index.js';
 import { print, table } from '../output.js';
 
@@ -49,7 +50,7 @@ export async function demo(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const batches = await listRecentBatches(running.db, 100);
-      const done = batches.filter((b) => b.state === 'COMPLETE' || b.state === 'REJECTED' || b.state === 'DUPLICATE');
+      const done = batches.filter((b) => FINAL_BATCH_STATES.includes(b.state));
       if (batches.length >= SAMPLES.length && done.length === batches.length) break;
       if (Date.now() > deadline)
         throw new PayoutdError('DEMO_TIMEOUT', `the demo did not finish within ${timeoutMs / 1000}s; see ${logFile}`);
@@ -58,7 +59,7 @@ export async function demo(timeoutMs: number): Promise<void> {
     const batches = (await listRecentBatches(running.db, 100)).reverse();
     const rows: string[][] = [];
     for (const b of batches) {
-      const c = await stateCounts(running.db, b.id);
+      const c = await batchStateCounts(running.db, b);
       rows.push([
         b.fileName,
         b.id,

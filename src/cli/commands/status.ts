@@ -16,7 +16,7 @@ import {
   listBatchErrors,
   listRecentBatches,
   type BatchRecord,
-  stateCounts,
+  batchStateCounts,
 } from '../../store/index.js';
 import { print, table } from '../output.js';
 
@@ -92,11 +92,16 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       ? [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b))
       : await listRecentBatches(db, limit);
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
-    const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await stateCounts(db, b.id) })));
+    // A finished batch's counts come from its record; only unfinished batches have their rows counted.
+    const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
     if (json) {
       print(
         JSON.stringify(
-          rows.map(({ b, counts }) => ({ ...b, counts, totals: b.totalsJson ? JSON.parse(b.totalsJson) : null })),
+          rows.map(({ b: { finalCountsJson: _kept, ...b }, counts }) => ({
+            ...b,
+            counts,
+            totals: b.totalsJson ? JSON.parse(b.totalsJson) : null,
+          })),
           null,
           2,
         ),

@@ -1,0 +1,82 @@
+/**
+ * Row counts per state: of a batch (status, progress lines) and of every
+ * batch (the metrics gauge). A batch that ended with every row final keeps
+ * its counts in its record (`final_counts_json`, migration 0009): final
+ * rows never move, so those counts are the rows' counts for good, and
+ * status and the gauge count only the rows of unfinished batches. Without
+ * them, both counted every row ever stored on each call: months of batches
+ * scanned at every Prometheus scrape, on the daemon's own thread.
+ */
+import type { Knex } from 'knex';
+import { isFinalRowState, ROW_STATES, type RowState } from '../domain/lifecycle.js';
+import { PayoutdError } from '../domain/errors.js';
+import type { Database } from './db.js';
+import type { BatchRecord } from './batches.js';
+
+export type StateCounts = Partial<Record<RowState, number>>;
+
+/**
+ * Row counts per state of the rows `payouts` selects. Grouped by (batch_id, state), the order of the
+ * (batch_id, state, line) index, and summed here: no index leads with the state (migration 0007), and
+ * grouping every row by state alone sorted them all (180 against 80 ms at a million rows).
+ */
+async function countsByState(payouts: Knex.QueryBuilder): Promise<StateCounts> {
+  const rows = (await payouts.select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as { state: RowState; n: number | string }[];
+  const out: StateCounts = {};
+  for (const r of rows) out[r.state] = (out[r.state] ?? 0) + Number(r.n);
+  return out;
+}
+
+/** Row counts per state of a batch, counted now. */
+export async function stateCounts(db: Database, batchId: string): Promise<StateCounts> {
+  return countsByState(db('payouts').where({ batch_id: batchId }));
+}
+
+/** The counts as a batch record keeps them when every row is final (states in lifecycle order); null when one is not. */
+export function finalCountsJson(counts: StateCounts): string | null {
+  const kept: StateCounts = {};
+  for (const state of ROW_STATES) {
+    const n = counts[state];
+    if (!n) continue;
+    if (!isFinalRowState(state)) return null;
+    kept[state] = n;
+  }
+  return JSON.stringify(kept);
+}
+
+/** Counts as kept in a batch record; anything else in it is a damaged record, said so rather than shown as counts. */
+export function parseFinalCounts(batchId: string, json: string): StateCounts {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    parsed = null;
+  }
+  const ok =
+    parsed !== null &&
+    typeof parsed === 'object' &&
+    !Array.isArray(parsed) &&
+    Object.entries(parsed).every(([state, n]) => isFinalRowState(state as RowState) && Number.isSafeInteger(n) && (n as number) > 0);
+  if (!ok) throw new PayoutdError('FINAL_COUNTS_DAMAGED', `the row counts kept for batch ${batchId} are not counts of final rows`);
+  return parsed as StateCounts;
+}
+
+/** Row counts per state of a batch: as its record keeps them once every row is final, else counted now. */
+export async function batchStateCounts(db: Database, batch: Pick<BatchRecord, 'id' | 'finalCountsJson'>): Promise<StateCounts> {
+  return batch.finalCountsJson !== null ? parseFinalCounts(batch.id, batch.finalCountsJson) : stateCounts(db, batch.id);
+}
+
+/** Row counts per state over every batch (the metrics gauge): kept counts summed, the rest counted now. */
+export async function stateCountsOfAllBatches(db: Database): Promise<StateCounts> {
+  const kept = (await db('batches').whereNotNull('final_counts_json').select('id', 'final_counts_json')) as {
+    id: string;
+    final_counts_json: string;
+  }[];
+  const out = await countsByState(db('payouts').whereIn('batch_id', db('batches').whereNull('final_counts_json').select('id')));
+  for (const b of kept) {
+    for (const [state, n] of Object.entries(parseFinalCounts(b.id, b.final_counts_json)) as [RowState, number][]) {
+      out[state] = (out[state] ?? 0) + n;
+    }
+  }
+  return out;
+}
