@@ -153,7 +153,9 @@ export const configSchema = z
         /**
          * When most payouts of one query answer have settled, ask about the other pending payouts of their batch at
          * once (a batch often settles together) instead of each at its own backoff; at most once per minIntervalMs
-         * per batch, so never more calls than polling every payout at the minimum interval.
+         * per batch, so never more calls than polling every payout at the minimum interval. A swept batch is swept
+         * again each minIntervalMs while most of what was asked of it since came back settled (stragglers asked just
+         * before they settled).
          */
         settlementSweep: z.boolean().default(true),
       })

@@ -48,7 +48,10 @@ export interface PollerOptions {
   staleAfterMs: number;
   /** While `sending()` says creates are out, a due payout waits up to this long past its due time. */
   deferWhileSendingMs: number;
-  /** Most of an answer settled: ask about the rest of its batch now (at most once per minIntervalMs per batch). */
+  /**
+   * Most of an answer settled: ask about the rest of its batch now, and again each minIntervalMs while most of
+   * what was asked of it since came back settled (at most once per minIntervalMs per batch).
+   */
   settlementSweep?: boolean;
   /**
    * Payouts taken for a query are not due again for this long, unless answered sooner: neither for another
@@ -111,8 +114,8 @@ export class SettlementPoller {
   /** Exclusive claims: the last row taken in this pass (the next claim continues after it). */
   private cursor: PollCursor | null = null;
   private staleCheckedAt = -Infinity;
-  /** When each batch was last swept (see settlementSweep). */
-  private readonly sweptAt = new Map<string, number>();
+  /** Batches swept lately: when, and what was asked of them and came back settled since (see settlementSweep). */
+  private readonly sweeping = new Map<string, { at: number; asked: number; settled: number }>();
   private pending = { n: 0, countedAt: -Infinity };
 
   constructor(
@@ -132,6 +135,7 @@ export class SettlementPoller {
     const back: Flight[] = [];
     let claiming = true;
     this.cursor = null;
+    if (this.o.settlementSweep === true) await this.followUpSweeps();
     try {
       for (;;) {
         while (claiming && !signal.aborted && onWire.size < this.o.concurrency && pass.calls < this.o.maxCallsPerPass) {
@@ -275,21 +279,54 @@ export class SettlementPoller {
         if (m.to !== 'PENDING') t.settled++;
         tally.set(m.row.batchId, t);
       }
-      for (const [batchId, t] of tally) if (t.settled * 2 > t.asked) settling.add(batchId);
+      for (const [batchId, t] of tally) {
+        const swept = this.sweeping.get(batchId);
+        if (swept) {
+          swept.asked += t.asked;
+          swept.settled += t.settled;
+        }
+        if (t.settled * 2 > t.asked) settling.add(batchId);
+      }
     }
     for (const batchId of settling) {
-      if (now - (this.sweptAt.get(batchId) ?? -Infinity) < this.o.minIntervalMs) continue;
-      this.sweptAt.set(batchId, now);
-      const pulled = await pollBatchNow(this.deps.db, batchId, now);
+      const pulled = await this.sweep(batchId, now);
       if (pulled > 0)
         this.deps.logger.info(
           { batchId, payouts: pulled },
           'most payouts of a query answer settled: asking about the rest of the batch now',
         );
     }
-    // Forget batches swept long ago (a daemon runs for months).
-    if (this.sweptAt.size > 1000)
-      for (const [batchId, at] of this.sweptAt) if (now - at >= this.o.minIntervalMs) this.sweptAt.delete(batchId);
+  }
+
+  /**
+   * A swept batch whose payouts asked about since mostly came back settled is still settling: its payouts
+   * still PENDING are asked about again, one minimum interval after the last sweep. Without this, a payout
+   * asked about just before the service settled it waited its whole backoff, with the rest of its batch
+   * settled, when no answer after its settlement came to sweep it (a round that had passed it by). A batch
+   * whose answers stop being mostly settled goes back to each payout's own backoff, so a trickle of
+   * settlements never keeps a batch's pending payouts asked about every interval.
+   */
+  private async followUpSweeps(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const [batchId, swept] of this.sweeping) {
+      if (now - swept.at < this.o.minIntervalMs) continue;
+      if (swept.settled * 2 <= swept.asked) {
+        this.sweeping.delete(batchId);
+        continue;
+      }
+      const { asked, settled } = swept;
+      const pulled = await this.sweep(batchId, now);
+      if (pulled > 0)
+        this.deps.logger.info({ batchId, payouts: pulled, asked, settled }, 'batch still settling: asking about its pending payouts again');
+    }
+  }
+
+  /** Makes the batch's PENDING payouts due now, unless it was swept within the minimum interval; how many were pulled in. */
+  private async sweep(batchId: string, now: number): Promise<number> {
+    const last = this.sweeping.get(batchId);
+    if (last && now - last.at < this.o.minIntervalMs) return 0;
+    this.sweeping.set(batchId, { at: now, asked: 0, settled: 0 });
+    return pollBatchNow(this.deps.db, batchId, now);
   }
 
   private movesOf(due: PollTarget[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {

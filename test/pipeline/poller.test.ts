@@ -325,6 +325,49 @@ describe('pipeline: settlement poller with several calls on the wire', () => {
     expect((await p.rows(batchId)).slice(37).every((r) => r.nextPollAt === p.clock.now())).toBe(true);
   });
 
+  it('settlement sweep: while most of what was asked since came back settled, the batch is swept again an interval later; then no more', async () => {
+    const p = await startPipeline({ submitter: { concurrency: 8 } });
+    const batchId = await pendingBatch(p, 30, 'SF');
+    const o = { ...p.pollerOptions, queryMaxIds: 10, concurrency: 1, settlementSweep: true };
+    const poller = new SettlementPoller({ db: p.db, service: p.client, clock: p.clock, logger: p.logger }, o);
+    const ids = (await p.rows(batchId)).map((r) => r.id);
+    const later = p.clock.now() + 60_000;
+    const backoff = () => p.db('payouts').whereIn('id', ids.slice(25)).update({ next_poll_at: later });
+    const followUps = (): number => p.logLines.filter((l) => l.includes('batch still settling')).length;
+    await p.db('payouts').whereIn('id', ids.slice(10)).update({ next_poll_at: later });
+    // The service settles all but lines 26-30 (they settle a moment later): the first answer sweeps the batch.
+    for (const ref of refs(25, 'SF')) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 1, settled: 10 });
+    // The swept round asks 26-30 just before they settle: still PENDING, back on their backoff (a minute here).
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 2, settled: 15 });
+    await backoff();
+    for (const ref of refs(30, 'SF').slice(25)) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    // Within the interval no answer comes to sweep them.
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+    expect(followUps()).toBe(0);
+    // An interval after the sweep: 15 of the 20 asked since came back settled, so they are asked again now, not a minute later.
+    p.clock.advance(o.minIntervalMs);
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 1, settled: 5 });
+    expect(followUps()).toBe(1);
+    expect(await p.states(batchId)).toEqual(Array(30).fill('PAID'));
+
+    // A batch swept on a mostly settled answer whose rest then comes back PENDING goes back to its backoff.
+    const other = await pendingBatch(p, 30, 'SN');
+    const otherIds = (await p.rows(other)).map((r) => r.id);
+    const otherLater = p.clock.now() + 60_000;
+    await p.db('payouts').whereIn('id', otherIds.slice(10)).update({ next_poll_at: otherLater });
+    for (const ref of refs(10, 'SN')) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 1, settled: 10 });
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 2, settled: 0 });
+    await p.db('payouts').whereIn('id', otherIds.slice(10)).update({ next_poll_at: otherLater });
+    p.clock.advance(o.minIntervalMs);
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+    p.clock.advance(o.minIntervalMs);
+    expect(await poller.runPass(p.signal)).toEqual({ calls: 0, settled: 0 });
+    expect(followUps()).toBe(1);
+    expect((await p.rows(other)).slice(10).every((r) => r.state === 'PENDING' && r.nextPollAt === otherLater)).toBe(true);
+  });
+
   it('one concurrency: one call at a time, as before', async () => {
     const p = await startPipeline();
     await pendingBatch(p, 50, 'C1');
