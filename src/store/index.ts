@@ -8,11 +8,12 @@
  *
  * What lives where: db.ts and open.ts open a database; batches.ts holds batch
  * records and file claims; payouts.ts the payout rows (intake inserts, guarded
- * moves); counts.ts their counts per state; acceptance.ts accepts a batch once read; submission.ts
- * and group-commit.ts the intent before a create and the answer after;
- * settlement.ts what the poller asks about; webhook-events.ts the webhook
- * deliveries seen; acks.ts, results.ts and reports.ts the reads behind the
- * ack, the result files and the finance reports.
+ * moves); counts.ts their counts per state (kept by a batch that ended);
+ * acceptance.ts accepts a batch once read; submission.ts and group-commit.ts
+ * the intent before a create and the answer after; settlement.ts what the
+ * poller asks about; webhook-events.ts the webhook deliveries seen; acks.ts,
+ * results.ts and reports.ts the reads behind the ack, the result files and
+ * the finance reports.
  */
 export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
