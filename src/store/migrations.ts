@@ -350,21 +350,8 @@ const requestValues: Migration = {
   },
 };
 
-// The row states that never move again, as they were when 0009 was written.
+// The row states that never move again, in lifecycle order, as they were when 0009 was written.
 const FINAL_ROW_STATES_0009 = ['INVALID', 'DUPLICATE', 'NOT_SUBMITTED', 'PAID', 'CANCELLED', 'REJECTED'];
-const ROW_STATE_ORDER_0009 = [
-  'VALIDATED',
-  'INVALID',
-  'DUPLICATE',
-  'NOT_SUBMITTED',
-  'READY',
-  'CREATING',
-  'UNKNOWN',
-  'PENDING',
-  'PAID',
-  'CANCELLED',
-  'REJECTED',
-];
 
 // A batch that ended with every row final keeps its rows' counts (src/store/counts.ts): status and the
 // metrics gauge then count only the rows of unfinished batches. Batches that ended before are counted once here.
@@ -382,7 +369,7 @@ const finalCounts: Migration = {
       }[];
       if (rows.some((r) => !FINAL_ROW_STATES_0009.includes(r.state))) continue;
       const counts: Record<string, number> = {};
-      for (const state of ROW_STATE_ORDER_0009) {
+      for (const state of FINAL_ROW_STATES_0009) {
         const r = rows.find((x) => x.state === state);
         if (r) counts[state] = Number(r.n);
       }
