@@ -3,19 +3,16 @@
  * engine's counts (bigint, as text) and its ALTER TABLE; the checks are those of test/store on SQLite.
  */
 import { afterEach, beforeEach, describe, it } from 'vitest';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { migrateToLatest, type Database } from '../../src/store/db.js';
 import { checkCountsOfEveryBatch, checkFinalCountsMigration } from '../store/final-counts.js';
-import { pgReachable, useTestSchema } from './pg.js';
+import { openEmptySchema, pgReachable, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: row counts kept by a batch that ended', () => {
   const schema = useTestSchema();
   let db: Database;
   beforeEach(async () => {
-    db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
     // Each check starts from an empty schema at the latest migration.
-    await db.raw(
-      'drop table if exists webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
-    );
+    db = await openEmptySchema(schema);
     await migrateToLatest(db);
   });
   afterEach(async () => {

@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll } from 'vitest';
+import { openDatabase, type Database } from '../../src/store/db.js';
 
 /** The server the tests use; any database the user may create schemas in. */
 export const PG_URL = process.env.PAYOUTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -102,4 +103,16 @@ export function useTestSchema(): PgSchema {
     await pgQuery(PG_URL, `drop schema if exists ${name} cascade`);
   });
   return schema;
+}
+
+/**
+ * A connection to the file's schema with none of payoutd's tables in it (a test before left them): for the
+ * checks that take the schema through the migrations themselves.
+ */
+export async function openEmptySchema(schema: PgSchema): Promise<Database> {
+  const db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
+  await db.raw(
+    'drop table if exists webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
+  );
+  return db;
 }

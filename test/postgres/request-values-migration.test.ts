@@ -3,19 +3,16 @@
  * engine's JSON functions; the checks are those of test/store on SQLite.
  */
 import { afterEach, beforeEach, describe, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import type { Database } from '../../src/store/db.js';
 import { checkRequestValuesMigration, checkRequestValuesMigrationRefusesNonText } from '../store/request-values-migration.js';
-import { pgReachable, useTestSchema } from './pg.js';
+import { openEmptySchema, pgReachable, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: migration 0008, requests kept as their values', () => {
   const schema = useTestSchema();
   let db: Database;
   beforeEach(async () => {
-    db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
     // Each check starts from an empty schema and takes it up to 0007 itself.
-    await db.raw(
-      'drop table if exists webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
-    );
+    db = await openEmptySchema(schema);
   });
   afterEach(async () => {
     await db.destroy();
