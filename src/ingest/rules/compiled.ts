@@ -54,9 +54,13 @@ export interface CompiledRules {
   accountRule(currency: string): CompiledAccountRule | undefined;
 }
 
+/** The pattern compiled for whole values (as isValidPattern checks it), once. */
 function wholeValue(source: string, where: string): WholePattern {
-  if (!isValidPattern(source)) throw new ConfigError('CONFIG_INVALID', `${where}: not a valid regular expression`);
-  return { regex: new RegExp(`^(?:${source})$`, 'u'), text: source };
+  try {
+    return { regex: new RegExp(`^(?:${source})$`, 'u'), text: source };
+  } catch {
+    throw new ConfigError('CONFIG_INVALID', `${where}: not a valid regular expression`);
+  }
 }
 
 function limit(text: string | undefined): Decimal | null {
