@@ -9,8 +9,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll } from 'vitest';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
 /** The server the tests use; any database the user may create schemas in. */
 export const PG_URL = process.env.PAYOUTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -115,4 +115,27 @@ export async function openEmptySchema(schema: PgSchema): Promise<Database> {
     'drop table if exists webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
   );
   return db;
+}
+
+/**
+ * For each test of the calling `describe` (call it there): a connection to the file's schema emptied of
+ * payoutd's tables (openEmptySchema), taken to the latest migration when `latest`, destroyed after the
+ * test. Read `.db` inside the tests.
+ */
+export function useEmptySchema(schema: PgSchema, o: { latest: boolean }): { readonly db: Database } {
+  let db: Database | null = null;
+  beforeEach(async () => {
+    db = await openEmptySchema(schema);
+    if (o.latest) await migrateToLatest(db);
+  });
+  afterEach(async () => {
+    await db?.destroy();
+    db = null;
+  });
+  return {
+    get db(): Database {
+      if (db === null) throw new Error('useEmptySchema: read .db inside a test');
+      return db;
+    },
+  };
 }
