@@ -2,6 +2,10 @@
 // migrations, then batches, payout rows and their history by raw SQL
 // (better-sqlite3 prepared statements in large transactions), so a
 // million-row database takes seconds instead of a million-row payout run.
+// Rows keep no money cells (payout_currency, payout_amount,
+// deduction_currency NULL), as the intake stores a row whose cells are
+// written as its request has them (src/store/request-fields.ts); every
+// build's readers take the request's values then.
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -191,7 +195,7 @@ export function insertPaidRowsSql(raw, batchId, n, { base, at, prefix }) {
            complete_time, create_attempts, created_at_ms, poll_count, last_polled_at, updated_at)
          SELECT @batchId, i + 2, printf('%s-%09d', @prefix, @base + i), 'PAID',
            ${request},
-           'PHP', printf('%d.50', 100 + (@base + i) % 4900), 'USDT', printf('PBENCH%010d', @base + i), 'PAID', '56.25',
+           NULL, NULL, NULL, printf('PBENCH%010d', @base + i), 'PAID', '56.25',
            printf('%d.5', 2 + (@base + i) % 80), '0.5', 'USDT', @created, @completed, 1, @at, 2, @at + 6000, @at
          FROM seq`,
       )

@@ -82,9 +82,6 @@ for (let b = 0; b < batches; b++) {
         line: i + 2,
         merchant_reference_id: request.merchantReferenceId,
         request: requestForm.text(request),
-        payout_currency: request.payoutCurrency,
-        payout_amount: request.payoutAmount,
-        deduction_currency: request.deductionCurrency,
         updated_at: at,
       };
       const state = unfinishedState(j);

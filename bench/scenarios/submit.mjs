@@ -64,9 +64,6 @@ async function daemon() {
         merchant_reference_id: request.merchantReferenceId,
         state: 'READY',
         request: requestForm.text(request),
-        payout_currency: request.payoutCurrency,
-        payout_amount: request.payoutAmount,
-        deduction_currency: request.deductionCurrency,
         next_attempt_at: at,
         updated_at: at,
       };

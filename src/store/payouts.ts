@@ -20,6 +20,11 @@ export interface PayoutRow {
   state: RowState;
   /** The create request's values as a JSON array (src/domain/request-values.ts); null for a row that failed validation. */
   requestValues: string | null;
+  /**
+   * The money cells as the sender wrote them where that is not the request's value; null when the cell
+   * was empty or is the request's value (nearly always), so a reader that shows them takes the request's
+   * value then (src/store/request-fields.ts). Rows stored by earlier builds keep every cell written.
+   */
   payoutCurrency: string | null;
   payoutAmount: string | null;
   deductionCurrency: string | null;

@@ -6,12 +6,16 @@
  * over millions of payouts never holds them all.
  */
 import type { Database } from './db.js';
-import { fromColumns, type PayoutRow } from './payouts.js';
+import { COLUMNS, fromColumns, type PayoutRow } from './payouts.js';
+import { WRITTEN_MONEY_FIELDS, writtenMoney, type WrittenMoneyField } from './request-fields.js';
 
-/** A payout row with the name of the file it came from. */
+/** A payout row with the name of the file it came from, its money cells as written (never NULL where its request has them). */
 export interface ReportedPayoutRow extends PayoutRow {
   fileName: string;
 }
+
+/** The alias each money cell as written is selected under, beside the row's own columns. */
+const shownAs = (field: WrittenMoneyField): string => `shown_${COLUMNS[field]}`;
 
 export const DEFAULT_REPORT_PAGE_SIZE = 5000;
 
@@ -35,13 +39,18 @@ export async function* payoutsCreatedBetween(
     const q = db('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
       .select('p.*', 'b.file_name as report_file_name')
+      .select(WRITTEN_MONEY_FIELDS.map((f) => db.raw('? as ??', [writtenMoney(db, f, 'p'), shownAs(f)])))
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
       .andWhere('p.created_at_ms', '<', untilMs);
     // A row-value comparison (SQLite 3.15+, PostgreSQL) can use an index on (created_at_ms, id); an OR cannot.
     if (after) q.andWhereRaw('(p.created_at_ms, p.id) > (?, ?)', [after.at, after.id]);
     const page = (await q.orderBy([{ column: 'p.created_at_ms' }, { column: 'p.id' }]).limit(pageSize)) as Record<string, unknown>[];
-    for (const r of page) yield { ...fromColumns(r), fileName: r.report_file_name as string };
+    for (const r of page) {
+      const row: ReportedPayoutRow = { ...fromColumns(r), fileName: r.report_file_name as string };
+      for (const f of WRITTEN_MONEY_FIELDS) row[f] = r[shownAs(f)] as string | null;
+      yield row;
+    }
     const last = page[page.length - 1];
     if (page.length < pageSize || !last) return;
     after = { at: Number(last.created_at_ms), id: Number(last.id) };

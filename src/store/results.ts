@@ -1,20 +1,22 @@
 /**
  * The rows of a batch as its result and interim files show them: 17 fields,
- * the beneficiary and the fallback currencies and amount read out of the
- * stored request in SQL, a page at a time. (acks.ts reads the five the
+ * the beneficiary, and the currencies and amount a row keeps only where they
+ * were written otherwise (request-fields.ts), read out of the stored request
+ * in SQL, a page at a time. (acks.ts reads the five the
  * acknowledgement needs; reports.ts the finance reports' rows.)
  */
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
-import { REQUEST_VALUE_INDEX, type PayoutRequestField } from '../domain/request-values.js';
-import { isPostgres, type Database } from './db.js';
+import type { Database } from './db.js';
 import { selectArrays } from './prepared.js';
 import { COLUMNS, type PayoutRow } from './payouts.js';
+import { requestFieldAt, writtenMoney } from './request-fields.js';
 
 /**
  * A row as the result and interim files show it (src/daemon/outbox.ts).
- * The beneficiary and, where a column is empty, the payout's currencies and
- * amount come from the stored request, read in SQL: parsing every request in
+ * The beneficiary and, where a column is empty (written as the request has
+ * it, or not written), the payout's currencies and amount come from the
+ * stored request, read in SQL: parsing every request in
  * JavaScript cost more than reading the rows.
  */
 export type BatchResultRow = Pick<
@@ -40,20 +42,6 @@ export type BatchResultRow = Pick<
   beneficiaryAccountNumber: string | null;
 };
 
-/** The text of one field of the row's stored request (SQL NULL for a row without one), in the database's own dialect. */
-function requestFieldAt(db: Database, field: PayoutRequestField): Knex.Raw {
-  // The index is this module's constant (a field's position), never input, so it is written into the SQL.
-  const at = REQUEST_VALUE_INDEX[field];
-  return isPostgres(db)
-    ? db.raw(`(??::json) ->> ${at}`, [COLUMNS.requestValues])
-    : db.raw(`json_extract(??, '$[${at}]')`, [COLUMNS.requestValues]);
-}
-
-/** The column, or where it is NULL the request's field of the same meaning. */
-function columnOrRequest(db: Database, column: string, field: PayoutRequestField): Knex.Raw {
-  return db.raw('coalesce(??, ?)', [column, requestFieldAt(db, field)]);
-}
-
 /** What `resultRowPages` selects, in the order `resultRowOf` reads the values. */
 function resultSelection(db: Database): (string | Knex.Raw)[] {
   return [
@@ -61,9 +49,9 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
     'line',
     COLUMNS.merchantReferenceId,
     'state',
-    columnOrRequest(db, COLUMNS.payoutCurrency, 'payoutCurrency'),
-    columnOrRequest(db, COLUMNS.payoutAmount, 'payoutAmount'),
-    columnOrRequest(db, COLUMNS.deductionCurrency, 'deductionCurrency'),
+    writtenMoney(db, 'payoutCurrency'),
+    writtenMoney(db, 'payoutAmount'),
+    writtenMoney(db, 'deductionCurrency'),
     COLUMNS.payoutId,
     'rate',
     COLUMNS.deductionAmount,

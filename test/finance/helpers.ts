@@ -73,17 +73,26 @@ export function request(
   };
 }
 
-/** Rows as the reader stores them (VALIDATED, with the request's values). */
-export function validRow(batchId: string, line: number, req: PayoutRequest): NewPayoutRow {
+/**
+ * Rows as the reader stores them (VALIDATED, with the request's values): a money cell kept only where
+ * `written` gives it otherwise than the request has it.
+ */
+export function validRow(
+  batchId: string,
+  line: number,
+  req: PayoutRequest,
+  written: Partial<Pick<NewPayoutRow, 'payoutCurrency' | 'payoutAmount' | 'deductionCurrency'>> = {},
+): NewPayoutRow {
   return {
     batchId,
     line,
     merchantReferenceId: req.merchantReferenceId,
     state: 'VALIDATED',
     requestValues: encodeRequest(req),
-    payoutCurrency: req.payoutCurrency,
-    payoutAmount: req.payoutAmount,
-    deductionCurrency: req.deductionCurrency,
+    payoutCurrency: null,
+    payoutAmount: null,
+    deductionCurrency: null,
+    ...written,
     reasonCode: null,
     reason: null,
   };

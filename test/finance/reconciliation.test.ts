@@ -58,7 +58,10 @@ describe('reconciliation report', () => {
       validRow('B1', 5, request('INV-4')), // created before the period
       validRow('B1', 6, request('INV-5')), // created exactly at `until`: excluded
       validRow('B1', 7, request('INV-6')), // never created (no payoutId)
-      validRow('B2', 2, request('=HYPERLINK("x")', { payoutAmount: '0.30', payoutCurrency: 'EUR' }, { accountNumber: '000123' })),
+      // Written 0.30, sent as 0.3: the report shows what was written.
+      validRow('B2', 2, request('=HYPERLINK("x")', { payoutAmount: '0.3', payoutCurrency: 'EUR' }, { accountNumber: '000123' }), {
+        payoutAmount: '0.30',
+      }),
     ]);
     const created = (id: string, at: number, over: object = {}) => ({
       payoutId: id,

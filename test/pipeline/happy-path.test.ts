@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CreatedPayout, CreateRequest, PayoutService } from '../../src/domain/payout.js';
 import { historyOf } from '../../src/store/payouts.js';
+import { resultRowPages } from '../../src/store/results.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
 import { claimReadyRows } from '../../src/store/submission.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
@@ -79,6 +80,34 @@ describe('pipeline: happy path', () => {
     for (const secret of ['1234567890', '5555666677', '1111110000', API_KEY]) {
       expect(linesContaining(p.logLines, secret)).toEqual([]);
     }
+  });
+
+  it('keeps a money cell only where it was written otherwise than the request; the result rows show each as written', async () => {
+    const p = await startPipeline();
+    const batch = await p.receive(
+      'written.csv',
+      csvFile([
+        csvRow('WR-1', { payoutAmount: '152000' }),
+        csvRow('WR-2', { payoutAmount: '1001.50' }), // sent as 1001.5
+        csvRow('WR-3', { payoutAmount: ' 13 ' }), // kept as written means trimmed
+        csvRow('WR-4', { payoutAmount: 'x' }), // invalid: no request, so what was written is kept
+      ]),
+    );
+    const kept = (await p.rows(batch.id)).map((r) => [r.merchantReferenceId, r.payoutCurrency, r.payoutAmount, r.deductionCurrency]);
+    expect(kept).toEqual([
+      ['WR-1', null, null, null],
+      ['WR-2', null, '1001.50', null],
+      ['WR-3', null, null, null],
+      ['WR-4', 'PHP', 'x', 'USDT'],
+    ]);
+    const shown = [];
+    for await (const page of resultRowPages(p.db, batch.id)) shown.push(...page);
+    expect(shown.map((r) => [r.payoutCurrency, r.payoutAmount, r.deductionCurrency])).toEqual([
+      ['PHP', '152000', 'USDT'],
+      ['PHP', '1001.50', 'USDT'],
+      ['PHP', '13', 'USDT'],
+      ['PHP', 'x', 'USDT'],
+    ]);
   });
 
   it('records the intent (READY -> CREATING, history "intent") before any create is sent', async () => {

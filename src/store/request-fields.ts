@@ -1,0 +1,36 @@
+/**
+ * A row's stored request read in SQL, field by field, and the money cells
+ * as the sender wrote them. The intake keeps a money cell's text
+ * (`payout_currency`, `payout_amount`, `deduction_currency`) only where it
+ * is not the request's value (an amount written 1001.50 and sent as
+ * 1001.5); nearly every row then binds and stores three values fewer. So
+ * whatever shows a money cell reads its column, or where that is NULL the
+ * request's field of the same meaning: results.ts (result and interim
+ * files) and reports.ts (the reconciliation report).
+ */
+import type { Knex } from 'knex';
+import { REQUEST_VALUE_INDEX, type PayoutRequestField } from '../domain/request-values.js';
+import { isPostgres, type Database } from './db.js';
+import { COLUMNS } from './payouts.js';
+
+/** The money cells a row keeps only where they are not the request's values. */
+export const WRITTEN_MONEY_FIELDS = ['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const;
+export type WrittenMoneyField = (typeof WRITTEN_MONEY_FIELDS)[number];
+
+/** `column`, or `table.column` when the query names its tables. */
+function qualified(column: string, table: string | undefined): string {
+  return table === undefined ? column : `${table}.${column}`;
+}
+
+/** The text of one field of the row's stored request (SQL NULL for a row without one), in the database's own dialect. */
+export function requestFieldAt(db: Database, field: PayoutRequestField, table?: string): Knex.Raw {
+  // The index is this module's constant (a field's position), never input, so it is written into the SQL.
+  const at = REQUEST_VALUE_INDEX[field];
+  const column = qualified(COLUMNS.requestValues, table);
+  return isPostgres(db) ? db.raw(`(??::json) ->> ${at}`, [column]) : db.raw(`json_extract(??, '$[${at}]')`, [column]);
+}
+
+/** A money cell as written: its column, or where the row keeps none the request's field. */
+export function writtenMoney(db: Database, field: WrittenMoneyField, table?: string): Knex.Raw {
+  return db.raw('coalesce(??, ?)', [qualified(COLUMNS[field], table), requestFieldAt(db, field, table)]);
+}

@@ -1,0 +1,87 @@
+/**
+ * The money cells a row keeps only where they were written otherwise than
+ * its request has them (src/store/request-fields.ts), checked on a real
+ * database of either engine (SQLite in test/store, PostgreSQL in
+ * test/postgres): the result files' reader and the reconciliation report's
+ * show the written text where the row keeps one, the request's value where
+ * it keeps none, and a row an earlier build stored with every cell kept as
+ * it was.
+ */
+import { expect } from 'vitest';
+import { encodeRequest } from '../../src/domain/request-values.js';
+import type { Database } from '../../src/store/db.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+import { payoutsCreatedBetween } from '../../src/store/reports.js';
+import { resultRowPages } from '../../src/store/results.js';
+import { request } from '../finance/helpers.js';
+
+const BATCH = 'WM';
+const CREATED_AT = 1_000;
+
+/** Each row: its request, the cells it keeps, and what every reader must show. */
+const CASES = [
+  {
+    why: 'written as the request has them: nothing kept',
+    request: request('WM-1', { payoutAmount: '152000' }),
+    kept: { payoutCurrency: null, payoutAmount: null, deductionCurrency: null },
+    shown: { payoutCurrency: 'PHP', payoutAmount: '152000', deductionCurrency: 'USDT' },
+  },
+  {
+    why: 'an amount written with a trailing zero the request drops: kept',
+    request: request('WM-2', { payoutAmount: '1001.5' }),
+    kept: { payoutCurrency: null, payoutAmount: '1001.50', deductionCurrency: null },
+    shown: { payoutCurrency: 'PHP', payoutAmount: '1001.50', deductionCurrency: 'USDT' },
+  },
+  {
+    why: 'stored by an earlier build, every cell kept',
+    request: request('WM-3', { payoutAmount: '13', payoutCurrency: 'EUR' }),
+    kept: { payoutCurrency: 'EUR', payoutAmount: '13.00', deductionCurrency: 'USDT' },
+    shown: { payoutCurrency: 'EUR', payoutAmount: '13.00', deductionCurrency: 'USDT' },
+  },
+] as const;
+
+/** On a database at the latest migration, with no batches yet. */
+export async function checkMoneyAsWritten(db: Database): Promise<void> {
+  await db('batches').insert({
+    id: BATCH,
+    file_name: 'wm.csv',
+    stored_path: '/claimed/wm.csv',
+    sha256: 'WM'.padEnd(64, '0'),
+    size: 1,
+    mtime_ms: 1,
+    state: 'ACTIVE',
+    received_at: 1,
+    updated_at: 1,
+  });
+  const rows: NewPayoutRow[] = CASES.map((c, i) => ({
+    batchId: BATCH,
+    line: i + 2,
+    merchantReferenceId: c.request.merchantReferenceId,
+    state: 'VALIDATED',
+    requestValues: encodeRequest(c.request),
+    ...c.kept,
+    reasonCode: null,
+    reason: null,
+  }));
+  await db.transaction((trx) => insertRows(trx, rows, 1));
+  // Created, so the reconciliation report lists them.
+  await db('payouts')
+    .where({ batch_id: BATCH })
+    .update({ state: 'PAID', payout_id: db.raw("'P-' || line"), created_at_ms: CREATED_AT });
+
+  const shown = CASES.map((c) => c.shown);
+  const inResultFiles = [];
+  for await (const page of resultRowPages(db, BATCH)) inResultFiles.push(...page);
+  expect(
+    inResultFiles.map((r) => ({ payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency })),
+  ).toEqual(shown);
+
+  const inReport = [];
+  for await (const r of payoutsCreatedBetween(db, CREATED_AT, CREATED_AT + 1)) inReport.push(r);
+  expect(inReport.map((r) => r.merchantReferenceId)).toEqual(CASES.map((c) => c.request.merchantReferenceId));
+  expect(
+    inReport.map((r) => ({ payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency })),
+  ).toEqual(shown);
+  // The rest of each reported row is still the row's own.
+  expect(inReport.map((r) => [r.fileName, r.payoutId, r.state])).toEqual(CASES.map((_, i) => ['wm.csv', `P-${i + 2}`, 'PAID']));
+}
