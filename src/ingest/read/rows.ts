@@ -71,8 +71,8 @@ const DEDUCTION_CURRENCY = REQUEST_VALUE_INDEX.deductionCurrency;
 /**
  * A money cell as the row keeps it: null when empty or the same text as the request's value at `at`.
  * Nearly every cell is, and a NULL is the one value SQLite binds without converting and copying a text:
- * storing alone took 9-11% less CPU, and the whole intake 3-13% more rows a second in five alternating
- * runs (the hand-over between threads carries three texts a row fewer, too).
+ * storing alone took about a tenth less CPU, and the hand-over between threads carries three texts a row
+ * fewer (docs/performance.md, item 62).
  */
 function writtenUnlessAsRequested(written: string, values: readonly string[] | null, at: number): string | null {
   if (written === '') return null;
