@@ -10,12 +10,7 @@
 // `node --cpu-prof` and their profiles are summarized (--profile-all: every
 // scenario).
 //
-//   npm run bench -- [--only ingest,submit,follow,restart,status] [--quick] [--profile | --profile-all]
-//                    [--root DIR] [--out DIR] [--keep] [--label TEXT]
-//                    [--ingest-rows N] [--submit-rows N] [--latency MS] [--concurrency C]
-//                    [--submit-max-seconds S] [--submit-warmup N] [--loop-rows N] [--zero-pairs N] [--ingest-pairs N]
-//                    [--follow-rows N] [--settle-after-ms MS]
-//                    [--follow-max-seconds S] [--restart-rows N] [--unfinished N]
+//   npm run bench -- --help   lists the options (USAGE below).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir, release } from 'node:os';
@@ -28,8 +23,17 @@ import { evaluate, formatTable } from './lib/report.mjs';
 
 const SCENARIOS = ['ingest', 'submit', 'follow', 'restart', 'status'];
 
-const { values: flags } = parseArgs({
+const USAGE = `usage: npm run bench -- [--only ingest,submit,follow,restart,status] [--quick] [--profile | --profile-all]
+                     [--root DIR] [--out DIR] [--keep] [--label TEXT]
+                     [--ingest-rows N] [--submit-rows N] [--latency MS] [--concurrency C]
+                     [--submit-max-seconds S] [--submit-warmup N] [--loop-rows N] [--zero-pairs N] [--ingest-pairs N]
+                     [--follow-rows N] [--settle-after-ms MS]
+                     [--follow-max-seconds S] [--restart-rows N] [--unfinished N]
+(docs/performance.md, "How to run it")`;
+
+const { values: flags } = parseOptions({
   options: {
+    help: { type: 'boolean', default: false },
     only: { type: 'string' },
     root: { type: 'string' },
     out: { type: 'string' },
@@ -55,6 +59,20 @@ const { values: flags } = parseArgs({
   },
   strict: true,
 });
+if (flags.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+/** parseArgs, with a usage line instead of a stack trace for an option it does not know. */
+function parseOptions(config) {
+  try {
+    return parseArgs(config);
+  } catch (err) {
+    console.error(`${err.message}\n${USAGE}`);
+    process.exit(2);
+  }
+}
 
 function intFlag(name, full, quick) {
   const v = flags[name];
