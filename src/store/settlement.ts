@@ -135,10 +135,17 @@ export async function flagStale(db: Database, ids: number[], now: number): Promi
   if (ids.length > 0) await db('payouts').whereIn('id', ids).update({ stale_flagged_at: now });
 }
 
-/** ACTIVE batches none of whose rows is still moving. */
+/**
+ * ACTIVE batches none of whose rows is still moving, and that no operator is
+ * to decide on: a batch held FILE_CHANGED (its upload went on after it was
+ * taken) is not finished while held, even when every row it holds is final.
+ * A result file would call it COMPLETE with the rows written after the
+ * change never read; `payoutd release` or `payoutd cancel` ends the hold.
+ */
 export async function listFinishedActiveBatches(db: Database): Promise<string[]> {
   return (await db('batches as b')
     .where('b.state', 'ACTIVE')
+    .where((held) => held.whereNull('b.hold_code').orWhereNot('b.hold_code', 'FILE_CHANGED'))
     .whereNotExists(
       db('payouts as p')
         .select(db.raw('1'))

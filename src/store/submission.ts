@@ -317,7 +317,7 @@ export async function countRowsInState(db: Database, state: IndexedState): Promi
   return Number(r?.n ?? 0);
 }
 
-/** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED. */
+/** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
 export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
   return db.transaction(async (trx) => {
     const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];

@@ -111,7 +111,10 @@ describe('a file that changes after it was taken', () => {
   // milliseconds, so an upload that resumes after any pause longer than inbox.stableForMs writes into a
   // batch already being paid: the appended rows are never paid and nothing says so. Expected: the change
   // is detected while the batch is ACTIVE (e.g. verifyUnchanged before each submit pass and before the
-  // result is written) and the batch is held FILE_CHANGED.
+  // result is written) and the batch is held FILE_CHANGED. Fixed by PayoutDaemon.holdChangedUploads on every
+  // finish pass; and a held batch is not finished, even when every row of the accepted part was paid
+  // before the change was seen (listFinishedActiveBatches, src/store/settlement.ts): under load that
+  // order once gave COMPLETE with the hold beside it.
   it('an upload that goes on after its batch was accepted: the batch is held FILE_CHANGED, not completed silently', async () => {
     const e2e = await startE2e({ sandbox: { faults: { latencyMs: 100 } }, config: { submit: { concurrency: 1 } } });
     const daemon = await e2e.startDaemon();

@@ -1,6 +1,8 @@
 /**
  * Operator decisions on a held batch: cancel makes its unsent rows final as
  * NOT_SUBMITTED (nothing is sent, the batch can finish); release lets them go.
+ * A batch held FILE_CHANGED waits for one of them even when nothing is left
+ * to send; a balance hold does not keep a batch from finishing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { cancelReadyRows, claimReadyRows, holdBatch, releaseBatchHold } from '../../src/store/submission.js';
@@ -21,6 +23,37 @@ describe('operator decisions', () => {
     expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
     await p.submit();
     expect(p.createRequests()).toBe(0);
+  });
+
+  it('a batch held FILE_CHANGED with every row final is not finished until an operator decides', async () => {
+    // Every row of the accepted part was paid before the upload went on: nothing is left to send, but a
+    // result file would call the batch COMPLETE with the rows written after the change never read.
+    const p = await startPipeline();
+    const released = await p.receive('paid-then-changed.csv', csvFile([csvRow('OF-1'), csvRow('OF-2')]));
+    const cancelled = await p.receive('paid-then-changed-2.csv', csvFile([csvRow('OF-3')]));
+    for (const batch of [released, cancelled]) {
+      await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'PAID' });
+      await holdBatch(p.db, batch.id, 'FILE_CHANGED', 'changed after the claim', null, p.clock.now());
+    }
+    expect(await listFinishedActiveBatches(p.db)).toEqual([]);
+
+    // A timed balance hold is about sending, not about what the batch is: it does not stop the finish.
+    await holdBatch(p.db, released.id, 'INSUFFICIENT_BALANCE', 'low balance', p.clock.now() + 60_000, p.clock.now());
+    expect((await p.batch(released.id)).holdCode).toBe('FILE_CHANGED');
+
+    await releaseBatchHold(p.db, released.id, p.clock.now());
+    expect(await listFinishedActiveBatches(p.db)).toEqual([released.id]);
+    expect(await cancelReadyRows(p.db, cancelled.id, 'cancelled by an operator: test', p.clock.now())).toBe(0);
+    expect((await p.batch(cancelled.id)).holdCode).toBeNull();
+    expect((await listFinishedActiveBatches(p.db)).sort()).toEqual([released.id, cancelled.id].sort());
+  });
+
+  it('a batch held for its balance with every row final is finished', async () => {
+    const p = await startPipeline();
+    const batch = await p.receive('paid-low-balance.csv', csvFile([csvRow('OB-1')]));
+    await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'PAID' });
+    await holdBatch(p.db, batch.id, 'INSUFFICIENT_BALANCE', 'low balance', p.clock.now() + 60_000, p.clock.now());
+    expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
   });
 
   it('release: a held batch is sent once the hold is lifted', async () => {
