@@ -12,10 +12,15 @@ import type { AmountLimits } from './amount.js';
 import type { FieldPath } from './fields.js';
 import type { ValidationRules } from './options.js';
 
+/** A configured pattern as it is run: against the whole value (JavaScript syntax, u flag). Throws on a syntax error. */
+function wholeRegex(source: string): RegExp {
+  return new RegExp(`^(?:${source})$`, 'u');
+}
+
 /** Whether `source` compiles as a whole-value pattern (JavaScript syntax, u flag). */
 export function isValidPattern(source: string): boolean {
   try {
-    new RegExp(`^(?:${source})$`, 'u');
+    wholeRegex(source);
     return true;
   } catch {
     // A syntax error is exactly what we are asking about.
@@ -57,7 +62,7 @@ export interface CompiledRules {
 /** The pattern compiled for whole values (as isValidPattern checks it), once. */
 function wholeValue(source: string, where: string): WholePattern {
   try {
-    return { regex: new RegExp(`^(?:${source})$`, 'u'), text: source };
+    return { regex: wholeRegex(source), text: source };
   } catch {
     throw new ConfigError('CONFIG_INVALID', `${where}: not a valid regular expression`);
   }
