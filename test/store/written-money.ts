@@ -8,12 +8,10 @@
  * it was.
  */
 import { expect } from 'vitest';
-import { encodeRequest } from '../../src/domain/request-values.js';
 import type { Database } from '../../src/store/db.js';
-import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { resultRowPages } from '../../src/store/results.js';
-import { request } from '../finance/helpers.js';
+import { addBatch, addRows, request, validRow } from '../finance/helpers.js';
 
 const BATCH = 'WM';
 const CREATED_AT = 1_000;
@@ -42,28 +40,11 @@ const CASES = [
 
 /** On a database at the latest migration, with no batches yet. */
 export async function checkMoneyAsWritten(db: Database): Promise<void> {
-  await db('batches').insert({
-    id: BATCH,
-    file_name: 'wm.csv',
-    stored_path: '/claimed/wm.csv',
-    sha256: 'WM'.padEnd(64, '0'),
-    size: 1,
-    mtime_ms: 1,
-    state: 'ACTIVE',
-    received_at: 1,
-    updated_at: 1,
-  });
-  const rows: NewPayoutRow[] = CASES.map((c, i) => ({
-    batchId: BATCH,
-    line: i + 2,
-    merchantReferenceId: c.request.merchantReferenceId,
-    state: 'VALIDATED',
-    requestValues: encodeRequest(c.request),
-    ...c.kept,
-    reasonCode: null,
-    reason: null,
-  }));
-  await db.transaction((trx) => insertRows(trx, rows, 1));
+  await addBatch(db, BATCH, 'wm.csv');
+  await addRows(
+    db,
+    CASES.map((c, i) => validRow(BATCH, i + 2, c.request, c.kept)),
+  );
   // Created, so the reconciliation report lists them.
   await db('payouts')
     .where({ batch_id: BATCH })
