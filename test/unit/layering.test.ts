@@ -29,10 +29,15 @@ const files = sourceFiles(SRC).map((path) => {
   return { name: relative(SRC, path), text, imports: importsOf(text) };
 });
 
+/** The file of src/ (as `files` names it) a relative import lands in; null for a library or node: module. */
+function moduleOf(fromFile: string, specifier: string): string | null {
+  if (!specifier.startsWith('.')) return null;
+  return relative(SRC, join(SRC, dirname(fromFile), specifier)).replace(/\.js$/, '.ts');
+}
+
 /** The folder of src/ a relative import lands in (null for a library or node: module). */
 function folderOf(fromFile: string, specifier: string): string | null {
-  if (!specifier.startsWith('.')) return null;
-  return relative(SRC, join(SRC, dirname(fromFile), specifier)).split(sep)[0] ?? null;
+  return moduleOf(fromFile, specifier)?.split(sep)[0] ?? null;
 }
 
 /** Which folders each folder imports from (itself excluded). */
@@ -142,11 +147,12 @@ function runtimeImportsFrom(file: string): string[] {
     if (!f) continue;
     for (const m of f.text.matchAll(/^(?:import|export)\s+(?!type\s)(?:[^;']*?\sfrom\s+)?'([^']+)'/gm)) {
       const specifier = m[1] as string;
-      const next = specifier.startsWith('.') ? relative(SRC, join(SRC, dirname(f.name), specifier)).replace(/\.js$/, '.ts') : specifier;
+      const inSrc = moduleOf(f.name, specifier);
+      const next = inSrc ?? specifier;
       if (seen.has(next)) continue;
       seen.add(next);
       found.push(next);
-      if (specifier.startsWith('.')) queue.push(next);
+      if (inSrc !== null) queue.push(inSrc);
     }
   }
   return found;
