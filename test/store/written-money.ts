@@ -9,7 +9,9 @@
  */
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/db.js';
+import type { PayoutRow } from '../../src/store/payouts.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
+import type { WrittenMoneyField } from '../../src/store/request-fields.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { addBatch, addRows, request, validRow } from '../finance/helpers.js';
 
@@ -38,6 +40,11 @@ const CASES = [
   },
 ] as const;
 
+/** The money cells a reader shows for a row (both readers' rows have them under the same names). */
+function moneyOf(r: Pick<PayoutRow, WrittenMoneyField>): Pick<PayoutRow, WrittenMoneyField> {
+  return { payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency };
+}
+
 /** On a database at the latest migration, with no batches yet. */
 export async function checkMoneyAsWritten(db: Database): Promise<void> {
   await addBatch(db, BATCH, 'wm.csv');
@@ -53,16 +60,12 @@ export async function checkMoneyAsWritten(db: Database): Promise<void> {
   const shown = CASES.map((c) => c.shown);
   const inResultFiles = [];
   for await (const page of resultRowPages(db, BATCH)) inResultFiles.push(...page);
-  expect(
-    inResultFiles.map((r) => ({ payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency })),
-  ).toEqual(shown);
+  expect(inResultFiles.map(moneyOf)).toEqual(shown);
 
   const inReport = [];
   for await (const r of payoutsCreatedBetween(db, CREATED_AT, CREATED_AT + 1)) inReport.push(r);
   expect(inReport.map((r) => r.merchantReferenceId)).toEqual(CASES.map((c) => c.request.merchantReferenceId));
-  expect(
-    inReport.map((r) => ({ payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency })),
-  ).toEqual(shown);
+  expect(inReport.map(moneyOf)).toEqual(shown);
   // The rest of each reported row is still the row's own.
   expect(inReport.map((r) => [r.fileName, r.payoutId, r.state])).toEqual(CASES.map((_, i) => ['wm.csv', `P-${i + 2}`, 'PAID']));
 }
