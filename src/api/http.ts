@@ -4,22 +4,13 @@
  * nothing (safe to repeat), while a timeout or a connection dropped after
  * sending leaves the outcome unknown.
  *
- * node:http / node:https with keep-alive agents rather than fetch: the
- * client's own CPU per create was 0.65-1.0 ms with fetch (undici, web
- * streams, two AbortSignals per call) against ~0.2 ms here, and the minimal
- * create loop is a submit target (docs/performance.md, item 13).
+ * node:http / node:https with stock keep-alive agents rather than fetch:
+ * fetch's web streams and per-call signals cost far more CPU per create, and
+ * the daemon's create loop is CPU-bound when the service answers fast.
  */
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type ClientRequest,
-  type RequestOptions as HttpRequestOptions,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-} from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 
 /** The answer's header fields; `get` is case-insensitive like fetch's Headers. */
@@ -65,79 +56,22 @@ export class TransportError extends PayoutdError {
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
 
 /**
- * Idle kept-alive sockets are closed after this long (or 1 s before the
- * server's announced Keep-Alive timeout, when that is shorter), so a request
- * rarely goes out on a socket the server is closing. When it does, the
- * failure is `dropped`, never `connect` (see CONNECT_CODES).
+ * Idle kept-alive sockets are closed after this long; the Agent itself
+ * shortens it to 1 s before the server's announced Keep-Alive timeout. So a
+ * request rarely goes out on a socket the server is closing; when it does,
+ * the failure is `dropped`, never `connect` (see CONNECT_CODES).
  */
 const IDLE_SOCKET_MS = 4_000;
 
-/** What node:http's Agent keeps of its sockets (its own fields: `sockets` and `freeSockets` are documented). */
-interface AgentSockets {
-  /** Sockets in use, by origin name; a free socket is in `freeSockets` and not counted in `totalSocketCount`. */
-  sockets: Record<string, Socket[] | undefined>;
-  freeSockets: Record<string, Socket[] | undefined>;
-  totalSocketCount: number;
-  options: { timeout?: number };
-}
-
-type AddRequest = (this: HttpAgent, req: ClientRequest, options: HttpRequestOptions) => void;
-
-/** node:http's own addRequest (not in its typings), for everything but handing out a kept-alive socket. */
-const agentAddRequest = (HttpAgent.prototype as unknown as { addRequest: AddRequest }).addRequest;
-
 /**
- * Hands a request the most recently freed socket of its origin, as the Agent itself does with `scheduling:
- * 'lifo'`, without the rest of the Agent's addRequest: for every request it copies the request's options and
- * its own into a new object and works out a TLS server name, which only a new connection uses (5 of the
- * client's 38 us a request, measured on a pinned pair of processes; about 5% of the daemon's CPU per create
- * at L = 0). Also skipped: giving the socket a new async-hooks identity, which only async_hooks users see (a
- * reused socket keeps the "none" the Agent gave it when it was freed, and node then takes the current one;
- * payoutd's calls await promises made by the caller, so an AsyncLocalStorage's value still follows the
- * caller). Returns false when there is no free socket under the request's name: the Agent's own way then
- * makes one, or queues the request. A name that differed from the Agent's (options this agent does not set)
- * would only find no free socket.
- */
-function handKeptAliveSocket(agent: HttpAgent, req: ClientRequest, options: HttpRequestOptions): boolean {
-  const own = agent as unknown as AgentSockets;
-  const name = agent.getName(options);
-  const free = own.freeSockets[name];
-  if (free === undefined) return false;
-  let socket = free.pop();
-  // A socket destroyed while free leaves the list at its 'close', a moment later: never handed out meanwhile.
-  while (socket?.destroyed) socket = free.pop();
-  if (free.length === 0) delete own.freeSockets[name];
-  if (socket === undefined) return false;
-  agent.reuseSocket(socket, req);
-  req.onSocket(socket);
-  // As the Agent does: a request's own socket timeout (`timeout` in its options; sendHttp times calls itself).
-  const { timeout } = req as { timeout?: number };
-  if (timeout !== undefined && timeout !== (own.options.timeout ?? 0)) socket.setTimeout(timeout);
-  (own.sockets[name] ??= []).push(socket);
-  own.totalSocketCount++;
-  return true;
-}
-
-class KeptAliveHttpAgent extends HttpAgent {
-  addRequest(req: ClientRequest, options: HttpRequestOptions): void {
-    if (!handKeptAliveSocket(this, req, options)) agentAddRequest.call(this, req, options);
-  }
-}
-
-class KeptAliveHttpsAgent extends HttpsAgent {
-  addRequest(req: ClientRequest, options: HttpRequestOptions): void {
-    if (!handKeptAliveSocket(this, req, options)) agentAddRequest.call(this, req, options);
-  }
-}
-
-/**
- * One agent per scheme for the process, pooling sockets per origin like
- * fetch's global dispatcher did. No socket limit: the callers bound their
- * own concurrency (submit.concurrency, one poll call at a time).
+ * One stock agent per scheme for the process, pooling sockets per origin.
+ * lifo: the most recently freed socket is the one least likely to be closing.
+ * No socket limit: the callers bound their own concurrency
+ * (submit.concurrency, one poll call at a time).
  */
 export const agents = {
-  'http:': new KeptAliveHttpAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
-  'https:': new KeptAliveHttpsAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
+  'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
+  'https:': new HttpsAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
 };
 
 /** Where requests go: the scheme, host and port of the service's base URL, parsed once. */
@@ -170,9 +104,9 @@ export interface HttpRequest {
 }
 
 /**
- * Sent with every request. identity: fetch decoded compressed answers by
- * itself; asking for none keeps the server from spending CPU on it (and a
- * compressed answer is still decoded, see `bodyText`).
+ * Sent with every request. identity: the API document names no compression
+ * and the sandbox sends none; a compressed answer that came anyway would not
+ * parse and is judged like any answer without an envelope (ambiguous for a create).
  */
 const FIXED_HEADERS: readonly string[] = ['Accept', 'application/json', 'Accept-Encoding', 'identity', 'User-Agent', 'payoutd'];
 
@@ -184,10 +118,9 @@ function hostHeader(origin: HttpOrigin): string {
 }
 
 /**
- * The request's header lines as node:http's flat [name, value, …] list: node:http then writes them once, as
- * given, instead of storing each through setHeader and rendering them at end() (about 15 us less CPU per
- * call, a tenth of a create's client side). Given as a list, Host and Content-Length are the caller's to send;
- * names and values are still checked (a value with a control character throws, as setHeader did).
+ * The request's header lines as a flat [name, value, …] list (documented, the format of rawHeaders): node:http
+ * writes them once, as given, rather than storing each through setHeader. Given as a list, Host and
+ * Content-Length are ours to send; names and values are still checked (a control character throws).
  */
 function headerList(req: HttpRequest): string[] {
   const list = ['Host', hostHeader(req.origin), ...FIXED_HEADERS];
@@ -201,14 +134,9 @@ function errorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** The body as text, decoded once; a leading BOM is dropped as fetch's text() did. */
-function bodyText(chunks: Buffer[], encoding: string | undefined): string {
-  let buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-  const coding = encoding?.trim().toLowerCase();
-  if (coding === 'gzip' || coding === 'x-gzip') buf = gunzipSync(buf);
-  else if (coding === 'deflate') buf = inflateSync(buf);
-  else if (coding === 'br') buf = brotliDecompressSync(buf);
-  const text = buf.toString('utf8');
+/** The body as UTF-8 text; a leading BOM is dropped as fetch's text() did. */
+function bodyText(chunks: Buffer[]): string {
+  const text = (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString('utf8');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
@@ -223,9 +151,9 @@ const waitingOn = new WeakMap<AbortSignal, Abandonable>();
 /**
  * Calls `abandon` when `signal` aborts, until the returned function is
  * called. One 'abort' listener per signal while any call waits on it,
- * instead of one per call: the daemon's calls share one signal, and adding
- * and removing an EventTarget listener cost about 4 us a call (profile at
- * L = 0). None is left once the last call is done.
+ * instead of one per call: the daemon's calls all share one signal, and an
+ * EventTarget listener added and removed per call is a visible cost. None is
+ * left once the last call is done.
  */
 function untilAborted(signal: AbortSignal, abandon: () => void): () => void {
   let waiting = waitingOn.get(signal);
@@ -262,7 +190,9 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     // False until the request's socket is connected: before that not one byte of it can have left.
     let connected = false;
     let settled = false;
-    let request: ClientRequest | null = null;
+    let request: ClientRequest | undefined;
+    // A reused keep-alive socket was connected from the start, even one the server is closing.
+    const mayHaveBeenSent = (): boolean => connected || request?.reusedSocket === true;
 
     const settle = (err: TransportError | null, res?: HttpResponse): void => {
       if (settled) return;
@@ -282,7 +212,7 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     const onAbort = (): void => settle(new TransportError('aborted', 'call abandoned (shutting down)'));
     const timer = setTimeout(() => {
       settle(
-        connected
+        mayHaveBeenSent()
           ? new TransportError('timeout', `no response within ${timeoutMs} ms`)
           : new TransportError('connect', `cannot connect within ${timeoutMs} ms`),
       );
@@ -306,7 +236,6 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
       return;
     }
     request.on('socket', (socket: Socket) => {
-      // A reused keep-alive socket is connected already: anything on it may reach the server.
       if (!socket.connecting) connected = true;
       else
         socket.once('connect', () => {
@@ -315,7 +244,8 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     });
     request.on('error', (err) => {
       const code = errorCode(err);
-      if (!connected && code !== undefined && CONNECT_CODES.has(code)) settle(new TransportError('connect', `cannot connect (${code})`));
+      if (!mayHaveBeenSent() && code !== undefined && CONNECT_CODES.has(code))
+        settle(new TransportError('connect', `cannot connect (${code})`));
       else dropped(err);
     });
     request.on('response', (res: IncomingMessage) => {
@@ -327,14 +257,7 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
         if (!res.complete) dropped(undefined);
       });
       res.on('end', () => {
-        let text: string;
-        try {
-          text = bodyText(chunks, res.headers['content-encoding']);
-        } catch (err) {
-          dropped(err);
-          return;
-        }
-        settle(null, { status: res.statusCode ?? 0, headers: new ResponseHeaders(res.headers), text });
+        settle(null, { status: res.statusCode ?? 0, headers: new ResponseHeaders(res.headers), text: bodyText(chunks) });
       });
     });
     if (req.method === 'GET') request.end();
