@@ -1,14 +1,15 @@
 /**
  * Spreadsheet safety of one cell (CSV/formula injection). Finance opens the
- * outbox files in Excel or LibreOffice, which run a cell starting with `=`,
- * `+`, `-` or `@` (and, in some versions, tab or CR) as a formula. Such a
- * cell gets a leading `'`, which both show as text. Plain numbers are left
- * alone so amounts stay numbers.
+ * outbox files in Excel or LibreOffice, which may run a cell starting with
+ * `=`, `+`, `-`, `@`, tab or CR as a formula (src/domain/formula-text.ts).
+ * Such a cell gets a leading `'`, which both show as text. Plain numbers are
+ * left alone so amounts stay numbers.
  */
+import { FORMULA_ESCAPE, FORMULA_TRIGGERS } from '../domain/formula-text.js';
 
 const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
-const FORMULA_TRIGGERS = new Set(['=', '+', '-', '@', '\t', '\r']);
-const QUOTE = "'";
+const TRIGGERS: ReadonlySet<string> = new Set(FORMULA_TRIGGERS);
+const QUOTE = FORMULA_ESCAPE;
 
 /**
  * The cell as written to the file. A cell that already starts with `'` is
@@ -18,7 +19,7 @@ const QUOTE = "'";
 export function spreadsheetSafeCell(text: string): string {
   const first = text.charAt(0);
   // Most cells start with no trigger: left alone without the number test (it runs once per cell of a file).
-  if (!FORMULA_TRIGGERS.has(first) && first !== QUOTE) return text;
+  if (!TRIGGERS.has(first) && first !== QUOTE) return text;
   return PLAIN_NUMBER.test(text) ? text : QUOTE + text;
 }
 

@@ -14,13 +14,16 @@
  * of it is already under way or PAID (a later round of its base is in a
  * state that was, or will be, sent and is not cancelled or rejected).
  *
- * Cells are written exactly as stored, without the spreadsheet `'` prefix of
- * the other outbox files: the daemon reads this file back as input and does
- * not strip a prefix, so a prefixed name or reference would be paid or
- * rejected as written. Every value came from the batch finance dropped.
+ * Cells are written as stored, without the spreadsheet `'` prefix the other
+ * outbox files give any cell starting with a trigger: the daemon reads this
+ * file back as input and does not strip a prefix. Only formula-like text
+ * (src/domain/formula-text.ts), which the intake refuses today but older
+ * batches may hold, gets the `'`: the file stays safe to open, and such a
+ * row dropped back is refused by the intake (FORMULA_LIKE_TEXT), never paid.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+import { escapeFormulaLike } from '../domain/formula-text.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
@@ -88,9 +91,9 @@ export function retryValues(requestValues: string | null, line: number): readonl
   }
 }
 
-/** One retry row: the stored request with its fresh reference, in RETRY_COLUMNS order. */
+/** One retry row: the stored request with its fresh reference, in RETRY_COLUMNS order, formula-like text escaped. */
 export function retryRecord(values: readonly string[], reference: string): string[] {
-  return RETRY_COLUMNS.map((field, i) => (field === 'merchantReferenceId' ? reference : (values[i] as string)));
+  return RETRY_COLUMNS.map((field, i) => escapeFormulaLike(field === 'merchantReferenceId' ? reference : (values[i] as string)));
 }
 
 /** What the retry file needs from the store (store/reports.ts provides both). */

@@ -23,6 +23,15 @@ export interface StoredPayout {
 
 export type NewPayout = Omit<LedgerEntry, 'status' | 'completeTime' | 'failureReason'>;
 
+/**
+ * One change of the books, as the call that made it: replaying the changes
+ * in order through `apply` rebuilds the books from the state before them.
+ */
+export type LedgerChange =
+  | { kind: 'record'; payout: NewPayout }
+  | { kind: 'complete'; payoutId: string; status: 'PAID' | 'CANCELLED'; completeTime: string; failureReason: string | null }
+  | { kind: 'balance'; merchantCode: string; currency: string; amount: string };
+
 /** Everything the ledger holds, as JSON-safe data (amounts as decimal text). */
 export interface LedgerSnapshot {
   balances: Record<string, Record<string, string>>;
@@ -39,8 +48,8 @@ export class Ledger {
   private readonly byReference = new Map<string, StoredPayout[]>();
   private readonly balances = new Map<string, Map<string, Decimal>>();
   private pending = 0;
-  /** Called after every change (persistence of the embedded sandbox). */
-  onChange: (() => void) | null = null;
+  /** Called after every change with the change (persistence: the journal of `stateFile`). */
+  onChange: ((change: LedgerChange) => void) | null = null;
 
   constructor(merchants: Iterable<{ merchantCode: string; balances: Record<string, string> }>) {
     for (const m of merchants) {
@@ -64,7 +73,7 @@ export class Ledger {
     if (!isPlainDecimal(amount))
       throw new SandboxError('SANDBOX_BAD_AMOUNT', `balance of ${currency} must be a plain non-negative decimal`);
     this.book(merchantCode).set(currency, new Decimal(amount));
-    this.onChange?.();
+    this.onChange?.({ kind: 'balance', merchantCode, currency, amount });
   }
 
   /** Balances as normal-form decimal text, in configuration order. */
@@ -120,7 +129,7 @@ export class Ledger {
     if (same) same.push(stored);
     else this.byReference.set(key, [stored]);
     this.pending++;
-    this.onChange?.();
+    this.onChange?.({ kind: 'record', payout });
     return stored;
   }
 
@@ -140,12 +149,38 @@ export class Ledger {
       book.set(entry.deductionCurrency, available.plus(entry.deductionAmount));
     }
     this.pending--;
-    this.onChange?.();
+    this.onChange?.({ kind: 'complete', payoutId: entry.payoutId, status, completeTime, failureReason: entry.failureReason });
     return true;
   }
 
   get pendingCount(): number {
     return this.pending;
+  }
+
+  /** How many payouts the books hold. */
+  get size(): number {
+    return this.all.length;
+  }
+
+  /** The payouts still PENDING, in creation order (to plan their settlement after a restart). */
+  pendingPayouts(): StoredPayout[] {
+    return this.all.filter((p) => p.entry.status === 'PENDING');
+  }
+
+  /**
+   * Replays a change reported by `onChange` (a journal line). Changes that
+   * no longer fit (a merchant gone from the configuration, a payout already
+   * held) are skipped, as `restore` skips them.
+   */
+  apply(change: LedgerChange): void {
+    if (change.kind === 'record') {
+      if (this.balances.has(change.payout.merchantCode) && !this.byPayoutId.has(change.payout.payoutId)) this.record(change.payout);
+    } else if (change.kind === 'complete') {
+      const stored = this.byPayoutId.get(change.payoutId);
+      if (stored) this.complete(stored, change.status, change.completeTime, change.failureReason);
+    } else if (this.balances.has(change.merchantCode)) {
+      this.setBalance(change.merchantCode, change.currency, change.amount);
+    }
   }
 
   snapshot(): LedgerSnapshot {

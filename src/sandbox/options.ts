@@ -127,9 +127,11 @@ export interface SandboxConfig {
   /** Seed of the PRNG behind every random choice. Default: a random seed (reported by /__sandbox/health). */
   seed?: number;
   /**
-   * Keep the ledger and balances in this JSON file across restarts (the
-   * embedded sandbox of `payoutd run` uses it, so a restart of the daemon
-   * finds the payouts it created). Default: none, all in memory.
+   * Keep the ledger and balances in this JSON file (and its journal
+   * `<stateFile>.journal`) across restarts, even a SIGKILL: a change is on
+   * disk before the answer that reports it is sent. The embedded sandbox of
+   * `payoutd run` uses it, so a restart of the daemon finds the payouts it
+   * created. Default: none, all in memory.
    */
   stateFile?: string;
   faults: SandboxFaults;

@@ -158,8 +158,11 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
     faults: () => faults,
   });
   const lifecycle = new PayoutLifecycle({ ledger, settlement: config.settlement, random, clock, stats, logger, webhooks, webhookTargets });
-  const persistence = config.stateFile ? new LedgerFile(config.stateFile, ledger, logger) : null;
-  if (persistence) for (const stored of persistence.load()) if (stored.entry.status === 'PENDING') lifecycle.created(stored);
+  const persistence = config.stateFile ? new LedgerFile(config.stateFile, ledger, logger, stats) : null;
+  if (persistence) {
+    persistence.load();
+    for (const stored of ledger.pendingPayouts()) lifecycle.created(stored);
+  }
   const api: ApiState = { config, clock, random, ledger, credentials, lifecycle, stats, logger };
   const authDeps: AuthDeps = {
     authMode: config.authMode,
@@ -227,6 +230,8 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
       const { body, minified } = parseBody(raw, canonical);
       answer = answerApi(route, { method, path, headers: req.headers, minifiedBody: minified, body });
     }
+    // Nothing is answered (not even a query that found a payout just created) before the ledger is on disk.
+    await persistence?.durable();
     if (targeted && answer.committed && route.path === CREATE_PATH) {
       if (random.chance(f.commitThenDropRate)) {
         stats.faults.commitThenDrop++;
@@ -256,6 +261,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
       raw === null
         ? { status: 413, code: API_CODES.PAYLOAD_TOO_LARGE, msg: `request body over ${MAX_BODY_BYTES} bytes`, data: {} }
         : handleAdmin(admin, method, path, raw);
+    await persistence?.durable();
     // Admin data holds fault rates (fractions) and no signed money, so plain JSON is right.
     writeJson(res, a.status, JSON.stringify({ code: a.code, msg: a.msg, data: a.data }));
   }
@@ -310,14 +316,15 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
     port,
     seed,
     close() {
-      closing ??= new Promise<void>((resolve) => {
-        persistence?.close();
+      closing ??= (async () => {
         lifecycle.close();
         webhooks.close();
         timers.close();
-        server.close(() => resolve());
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
-      });
+        await persistence?.close();
+        await stopped;
+      })();
       return closing;
     },
     ledger: () => ledger.entries(),

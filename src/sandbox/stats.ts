@@ -32,6 +32,8 @@ export interface SandboxStats {
   webhooksDuplicated: number;
   /** Errors answered as HTTP 500 that were not injected. */
   internalErrors: number;
+  /** `stateFile` only: ledger changes journaled, and the fsyncs that made them durable (changes waiting together share one). */
+  journal: { changes: number; syncs: number };
   /** Work waiting on a timer: settlements queued, and latency / webhook retry / reorder timers. All 0 after close(). */
   scheduled: { settlements: number; timers: number };
 }
@@ -56,6 +58,7 @@ export function emptyStats(): SandboxStats {
     webhooksLost: 0,
     webhooksDuplicated: 0,
     internalErrors: 0,
+    journal: { changes: 0, syncs: 0 },
     scheduled: { settlements: 0, timers: 0 },
   };
 }
@@ -71,5 +74,6 @@ export function copyStats(s: SandboxStats): SandboxStats {
     authFailures: { ...s.authFailures },
     businessErrors: { ...s.businessErrors },
     faults: { ...s.faults },
+    journal: { ...s.journal },
   };
 }

@@ -73,7 +73,7 @@ describe('retry file', () => {
     ]);
     await addRows(db, [
       validRow('B1', 2, request('INV-1')),
-      validRow('B1', 3, request('INV-2', {}, { accountNumber: '0001234560', accountName: '@Reyes, "Ana"' })),
+      validRow('B1', 3, request('INV-2', {}, { accountNumber: '0001234560', accountName: 'Reyes, "Ana"' })),
       validRow('B1', 4, request(LONG)),
       validRow('B1', 5, request('INV-4', eur, { accountNumber: 'FR1420041010050500013M02606', bankCode: 'BNPAFRPP' })),
       validRow('B1', 6, request('INV-5')),
@@ -95,8 +95,8 @@ describe('retry file', () => {
 
     const raw = await readFile(r.path as string, 'utf8');
     expect(raw.startsWith(`\uFEFF${FIELD_PATHS.join(',')}\r\n`)).toBe(true);
-    // Written exactly: no spreadsheet prefix on a name the daemon will read back.
-    expect(raw).toContain(`"@Reyes, ""Ana"""`);
+    // Written exactly: a name the daemon will read back, quoted as CSV and nothing else.
+    expect(raw).toContain(`"Reyes, ""Ana"""`);
 
     const parsed = await parseWithDefaults(r.path as string);
     expect(parsed.fileErrors).toEqual([]);
@@ -109,7 +109,7 @@ describe('retry file', () => {
     // Fresh: no row in the database uses them.
     expect(await db('payouts').whereIn('merchant_reference_id', refs).count({ n: '*' })).toEqual([{ n: 0 }]);
     // The rest of each request is the stored one.
-    expect(parsed.rows[0]?.request).toEqual(request('INV-2-R2', {}, { accountNumber: '0001234560', accountName: '@Reyes, "Ana"' }));
+    expect(parsed.rows[0]?.request).toEqual(request('INV-2-R2', {}, { accountNumber: '0001234560', accountName: 'Reyes, "Ana"' }));
     expect(parsed.rows[2]?.request?.beneficiary.accountNumber).toBe('FR1420041010050500013M02606');
     expect(parsed.rows[2]?.request?.payoutAmount).toBe('89.99');
   });
@@ -150,6 +150,45 @@ describe('retry file', () => {
     expect(fromB1).toEqual(['INV-2-R2']);
     expect(fromB2).toEqual(['INV-2-R2']);
     expect(b2.rowCount).toBe(1);
+  });
+
+  it('escapes formula-like text an older batch stored, so the file is safe to open and the intake refuses the row', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    // What an older build accepted: formula-like text in every text field, and a lone "-" (a placeholder, not a formula).
+    const older = request(
+      '-INV-1',
+      { sender: { firstName: '+Ana', lastName: '-', country: 'PH', idType: 'PASSPORT', idValue: '@P1234567A' } },
+      { accountName: '=HYPERLINK("http://e","c")', accountNumber: '\t0001234560', bankCode: '-BOPIPHMM' },
+    );
+    await addRows(db, [validRow('B1', 2, older), validRow('B1', 3, request('INV-2', {}, { accountNumber: '0001230000' }))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+
+    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
+    expect(r.rowCount).toBe(2);
+    const raw = await readFile(join(dir, 'r.csv'), 'utf8');
+    expect(raw.split('\r\n')[1]).toBe(
+      `'-INV-1-R1,USDT,PHP,1500.5,'+Ana,-,PH,PASSPORT,'@P1234567A,"'=HYPERLINK(""http://e"",""c"")",'\t0001234560,'-BOPIPHMM`,
+    );
+
+    const parsed = await parseWithDefaults(join(dir, 'r.csv'));
+    expect(parsed.fileErrors).toEqual([]);
+    const [refused, retried] = parsed.rows;
+    expect(refused?.request).toBeNull();
+    expect(refused?.errors.map((e) => [e.field, e.code])).toEqual([
+      ['merchantReferenceId', 'FORMULA_LIKE_TEXT'],
+      ['sender.firstName', 'FORMULA_LIKE_TEXT'],
+      ['sender.idValue', 'FORMULA_LIKE_TEXT'],
+      ['beneficiary.accountName', 'FORMULA_LIKE_TEXT'],
+      ['beneficiary.accountNumber', 'FORMULA_LIKE_TEXT'],
+      ['beneficiary.bankCode', 'FORMULA_LIKE_TEXT'],
+    ]);
+    expect(refused?.errors[3]?.message).toBe(
+      `beneficiary.accountName starts with "'" and "=": text a spreadsheet would run as a formula, escaped as a retry file writes it; write the real value, not starting with "="`,
+    );
+    expect(retried?.errors).toEqual([]);
+    expect(retried?.request).toEqual(request('INV-2-R1', {}, { accountNumber: '0001230000' }));
   });
 
   it('writes no file when no cancelled row needs a retry', async () => {

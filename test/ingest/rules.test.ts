@@ -150,6 +150,63 @@ describe('required fields and text', () => {
   });
 });
 
+describe('formula-like text', () => {
+  const TEXT_FIELDS = FIELD_PATHS.filter((f) => f !== 'payoutAmount');
+
+  it('refuses every text field that starts with =, +, -, @, tab or CR (after trimming spaces)', () => {
+    for (const field of TEXT_FIELDS) {
+      for (const lead of ['=', '+', '-', '@', '\t', '\r', ' =']) {
+        expect(problems({ [field]: `${lead}${VALID[field]}` }), `${field} ${JSON.stringify(lead)}`).toEqual([['FORMULA_LIKE_TEXT', field]]);
+      }
+    }
+    expect(problems({ 'beneficiary.accountName': '=HYPERLINK("http://e","c")' })).toEqual([
+      ['FORMULA_LIKE_TEXT', 'beneficiary.accountName'],
+    ]);
+  });
+
+  it('says which character and what to do, naming the field but never the value', () => {
+    expect(errorsOf(validate({ 'beneficiary.accountName': '=HYPERLINK("http://e","Secretname")' }))).toEqual([
+      {
+        file: 'f.csv',
+        line: 7,
+        column: 'col:beneficiary.accountName',
+        field: 'beneficiary.accountName',
+        code: 'FORMULA_LIKE_TEXT',
+        message: 'beneficiary.accountName starts with "=", which a spreadsheet would run as a formula; remove the leading "="',
+      },
+    ]);
+    expect(firstMessage({ 'sender.firstName': '\tSecretname' })).toBe(
+      'sender.firstName starts with a tab, which a spreadsheet would run as a formula; remove the leading tab',
+    );
+    expect(firstMessage({ 'sender.idValue': '\r778899' })).toBe(
+      'sender.idValue starts with a carriage return, which a spreadsheet would run as a formula; remove the leading carriage return',
+    );
+  });
+
+  it("refuses formula-like text escaped with ' (as a retry file writes an older batch's text)", () => {
+    for (const escaped of ["'=1+1", "'+Ana", "'-Ana", "'@Ana", "'\tAna"]) {
+      expect(problems({ 'sender.lastName': escaped }), JSON.stringify(escaped)).toEqual([['FORMULA_LIKE_TEXT', 'sender.lastName']]);
+    }
+    expect(firstMessage({ 'beneficiary.accountName': `'=HYPERLINK("http://e","c")` })).toBe(
+      `beneficiary.accountName starts with "'" and "=": text a spreadsheet would run as a formula, escaped as a retry file writes it; write the real value, not starting with "="`,
+    );
+  });
+
+  it('accepts what is text to a spreadsheet: a lone "-" placeholder, triggers inside a value, a leading apostrophe before text', () => {
+    for (const name of ['-', 'Jean-Luc', 'Ana = Maria', 'ana@example', "O'Brien", "'Ana", 'Ana-']) {
+      expect(problems({ 'sender.lastName': name }), name).toEqual([]);
+    }
+    expect(problems({ merchantReferenceId: 'INV-7-R1' })).toEqual([]);
+  });
+
+  it('leaves the amount to its own checks, and a leading line feed to the control-character rule', () => {
+    expect(problems({ payoutAmount: '-5' })).toEqual([['AMOUNT_NEGATIVE', 'payoutAmount']]);
+    expect(problems({ payoutAmount: '+5' })).toEqual([['AMOUNT_INVALID', 'payoutAmount']]);
+    expect(problems({ payoutAmount: '=5' })).toEqual([['AMOUNT_INVALID', 'payoutAmount']]);
+    expect(problems({ 'sender.lastName': '\nSantos' })).toEqual([['CONTROL_CHARACTER', 'sender.lastName']]);
+  });
+});
+
 describe('merchantReferenceId', () => {
   it('accepts the default charset up to 64 characters', () => {
     expect(problems({ merchantReferenceId: 'a.B_c:9-Z' })).toEqual([]);

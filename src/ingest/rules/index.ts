@@ -17,4 +17,4 @@ export { IBAN_LENGTHS, compactIban, ibanMod97, ibanProblem, type IbanProblem } f
 export { abaChecksumValid, abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 export { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 export { ISO_3166_ALPHA2 } from './iso3166.js';
-export { codePointLength, firstControlCharacter, trimSpaces, upperCased } from './text.js';
+export { codePointLength, firstControlCharacter, formulaLikeLead, trimSpaces, upperCased } from './text.js';

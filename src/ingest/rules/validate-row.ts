@@ -15,7 +15,7 @@ import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
 import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
-import { codePointLength, firstControlCharacter, trimSpaces, upperCased } from './text.js';
+import { codePointLength, firstControlCharacter, formulaLikeLead, trimSpaces, upperCased } from './text.js';
 
 export interface RowInput {
   /** Display name of the batch file. */
@@ -31,7 +31,7 @@ export interface RowInput {
 /**
  * A row as its cells in FIELD_PATHS order (as read, untrimmed; '' for a field the file lacks): what a
  * reader validates a million times a file. By position, not by field name: looking a cell up by a name
- * that changes at every step of the loop cost a reader a twentieth of its time.
+ * that changes at every step of the loop is a cost paid for every cell of a file.
  */
 export interface RowCells extends Omit<RowInput, 'values'> {
   cells: readonly string[];
@@ -59,6 +59,36 @@ const PAYOUT_CURRENCY = REQUEST_VALUE_INDEX.payoutCurrency;
 
 /** UPPER_CASED by position in FIELD_PATHS (looked up once per cell). */
 const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASED.has(field));
+/**
+ * Fields checked for formula-like text, by position: every text field. The amount is not: its own
+ * checks refuse a sign or an `=` with a clearer reason, and a valid amount never starts with a trigger.
+ */
+const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field !== 'payoutAmount');
+
+/** A formula trigger as a message names it. */
+function triggerName(trigger: string): { starts: string; remove: string } {
+  if (trigger === '\t') return { starts: 'a tab', remove: 'tab' };
+  if (trigger === '\r') return { starts: 'a carriage return', remove: 'carriage return' };
+  return { starts: JSON.stringify(trigger), remove: JSON.stringify(trigger) };
+}
+
+/**
+ * Text a spreadsheet would run, refused so that it is never paid and never reaches a file finance opens
+ * (a retry file holds what the row held). `lead` is the trigger, or `'` and a trigger (formulaLikeLead).
+ */
+function formulaLikeProblem(field: FieldPath, lead: string): Problem {
+  const trigger = triggerName(lead.slice(-1));
+  if (lead.length === 1) {
+    return {
+      code: 'FORMULA_LIKE_TEXT',
+      message: `${field} starts with ${trigger.starts}, which a spreadsheet would run as a formula; remove the leading ${trigger.remove}`,
+    };
+  }
+  return {
+    code: 'FORMULA_LIKE_TEXT',
+    message: `${field} starts with "'" and ${trigger.starts}: text a spreadsheet would run as a formula, escaped as a retry file writes it; write the real value, not starting with ${trigger.starts}`,
+  };
+}
 
 /** How a field's value may appear in a message: account numbers masked, personal data not at all. */
 function shown(field: FieldPath, value: string): string {
@@ -241,13 +271,16 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
     if (value === '') {
       result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : '';
     } else {
-      const control = firstControlCharacter(value);
-      result = control
-        ? {
-            code: 'CONTROL_CHARACTER',
-            message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
-          }
-        : checkField(field, value, currency, rules);
+      // Checked before control characters: a leading tab or CR is named for what a spreadsheet makes of it.
+      const formulaLead = FORMULA_CHECKED_AT[i] ? formulaLikeLead(value) : null;
+      const control = formulaLead === null ? firstControlCharacter(value) : null;
+      if (formulaLead !== null) result = formulaLikeProblem(field, formulaLead);
+      else if (control) {
+        result = {
+          code: 'CONTROL_CHARACTER',
+          message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
+        };
+      } else result = checkField(field, value, currency, rules);
     }
     if (typeof result === 'string') {
       normalized.push(result);

@@ -1,0 +1,218 @@
+/**
+ * The sandbox's `stateFile`: every change is on disk (journal, fsync'd)
+ * before the answer that reports it, changes waiting together share one
+ * fsync, and a restart rebuilds the ledger from the snapshot and the
+ * journal: a torn last line ignored, a damaged earlier line refused, lines
+ * the snapshot already holds skipped. "The files as they were when the
+ * answer arrived" are copied at that moment: what a SIGKILL would leave.
+ * (test/e2e/sandbox-kill.test.ts kills a real sandbox process.)
+ */
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/domain/clock.js';
+import { startSandbox, type SandboxServer } from '../../src/sandbox/index.js';
+import { Ledger, type NewPayout } from '../../src/sandbox/ledger.js';
+import { LedgerFile } from '../../src/sandbox/ledger-file.js';
+import { silentLogger } from '../../src/sandbox/logger.js';
+import { emptyStats } from '../../src/sandbox/stats.js';
+import { makeKeys, merchant, payoutBody, str, TestCaller, type TestKeys } from './harness.js';
+
+const CREATE = '/apis/v1/fiat-payout/create';
+
+let keys: TestKeys;
+const servers: SandboxServer[] = [];
+const dirs: string[] = [];
+beforeAll(() => {
+  keys = makeKeys();
+});
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'payoutd-sandbox-state-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function start(stateFile: string): Promise<{ sandbox: SandboxServer; caller: TestCaller }> {
+  const clock = new ManualClock(Date.UTC(2026, 0, 1, 12));
+  const sandbox = await startSandbox({
+    merchants: [merchant(keys, { balances: { USDT: '100000', USDC: '500' } })],
+    clock,
+    seed: 7,
+    settlement: { minDelayMs: 600_000, maxDelayMs: 600_000 },
+    stateFile,
+  });
+  servers.push(sandbox);
+  const caller = new TestCaller({ url: sandbox.url, apiKey: 'api-key-M001', merchantCode: 'M001', privateKey: keys.privateKey, clock });
+  await caller.accessToken();
+  return { sandbox, caller };
+}
+
+/** Copies the state files as they are now into a fresh folder; returns the copy's stateFile. */
+function copyState(stateFile: string): string {
+  const copy = join(tempDir(), 'ledger.json');
+  for (const suffix of ['', '.journal']) if (existsSync(stateFile + suffix)) copyFileSync(stateFile + suffix, copy + suffix);
+  return copy;
+}
+
+async function create(caller: TestCaller, accountNumber = '1234567890'): Promise<{ ref: string; payoutId: string }> {
+  const body = payoutBody({}, accountNumber);
+  const reply = await caller.business(CREATE, body);
+  expect(reply.code).toBe('0000');
+  return { ref: body['merchantReferenceId'] as string, payoutId: str(reply.data, 'payoutId') };
+}
+
+describe('sandbox stateFile', () => {
+  it('has a create on disk before it answers it', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { caller } = await start(stateFile);
+    const created = await create(caller);
+    const atAnswer = copyState(stateFile);
+
+    const { sandbox: restarted } = await start(atAnswer);
+    expect(restarted.ledger().map((e) => [e.merchantReferenceId, e.payoutId, e.status])).toEqual([
+      [created.ref, created.payoutId, 'PENDING'],
+    ]);
+  });
+
+  it('keeps settlements, refunds and balance changes across a restart', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    const paid = await create(caller);
+    const cancelled = await create(caller);
+    await create(caller);
+    expect(sandbox.settle({ payoutId: paid.payoutId }, 'PAID')).toBe(1);
+    expect(sandbox.settle({ merchantReferenceId: cancelled.ref }, 'CANCELLED')).toBe(1);
+    const adminReply = await fetch(`${sandbox.url}/__sandbox/balance`, {
+      method: 'POST',
+      body: JSON.stringify({ merchantCode: 'M001', currency: 'USDC', amount: '750.25' }),
+    });
+    expect(adminReply.status).toBe(200);
+    const atAnswer = copyState(stateFile);
+
+    const { sandbox: restarted } = await start(atAnswer);
+    expect(restarted.ledger()).toEqual(sandbox.ledger());
+    expect(restarted.balances('M001')).toEqual(sandbox.balances('M001'));
+    expect(restarted.balances('M001')['USDC']).toBe('750.25');
+    expect(restarted.ledger().map((e) => e.status)).toEqual(['PAID', 'CANCELLED', 'PENDING']);
+  });
+
+  it('makes the creates that wait together durable with one fsync', async () => {
+    const { sandbox, caller } = await start(join(tempDir(), 'ledger.json'));
+    const created = await Promise.all(Array.from({ length: 64 }, () => create(caller)));
+    const stats = sandbox.stats();
+    expect(stats.journal.changes).toBe(created.length);
+    expect(stats.journal.syncs).toBeGreaterThan(0);
+    expect(stats.journal.syncs).toBeLessThan(created.length);
+  });
+
+  it('folds the journal into the snapshot on close, and a restart from the snapshot alone has everything', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    await create(caller);
+    await create(caller);
+    const before = sandbox.ledger();
+    await sandbox.close();
+    expect(readFileSync(`${stateFile}.journal`, 'utf8')).toBe('');
+    const { sandbox: restarted } = await start(stateFile);
+    expect(restarted.ledger()).toEqual(before);
+  });
+
+  it('ignores a torn last journal line (a change never answered for)', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { caller } = await start(stateFile);
+    const kept = await create(caller);
+    const copy = copyState(stateFile);
+    writeFileSync(`${copy}.journal`, '{"seq":2,"change":{"kind":"record","payout":{"payou', { flag: 'a' });
+
+    const { sandbox: restarted, caller: again } = await start(copy);
+    expect(restarted.ledger().map((e) => e.payoutId)).toEqual([kept.payoutId]);
+    // The torn tail is gone from the journal: new changes are readable after it.
+    const next = await create(again);
+    const { sandbox: third } = await start(copyState(copy));
+    expect(third.ledger().map((e) => e.payoutId)).toEqual([kept.payoutId, next.payoutId]);
+  });
+
+  it('refuses to start on a damaged line that has changes after it', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { caller } = await start(stateFile);
+    await create(caller);
+    await create(caller);
+    const copy = copyState(stateFile);
+    const lines = readFileSync(`${copy}.journal`, 'utf8').split('\n');
+    lines[0] = 'garbage';
+    writeFileSync(`${copy}.journal`, lines.join('\n'));
+
+    await expect(start(copy)).rejects.toMatchObject({ code: 'SANDBOX_STATE_DAMAGED', message: expect.stringContaining('line 1') });
+  });
+
+  it('skips journal lines the snapshot already holds (a crash between writing the snapshot and emptying the journal)', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    await create(caller);
+    await create(caller);
+    const journal = readFileSync(`${stateFile}.journal`, 'utf8');
+    expect(journal.trim().split('\n')).toHaveLength(2);
+    const before = { ledger: sandbox.ledger(), balances: sandbox.balances('M001') };
+    await sandbox.close();
+    writeFileSync(`${stateFile}.journal`, journal);
+
+    const { sandbox: restarted } = await start(stateFile);
+    expect(restarted.ledger()).toEqual(before.ledger);
+    expect(restarted.balances('M001')).toEqual(before.balances);
+  });
+
+  it('folds the journal into the snapshot once it holds as many changes as the ledger has payouts', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const merchants = [{ merchantCode: 'M001', balances: { USDT: '1000' } }];
+    const payout = (i: number): NewPayout => ({
+      payoutId: `PO${i}`,
+      merchantReferenceId: `REF-${i}`,
+      merchantCode: 'M001',
+      accountNumber: '1234567890',
+      payoutCurrency: 'PHP',
+      payoutAmount: '100',
+      deductionCurrency: 'USDT',
+      deductionAmount: '2.5',
+      rate: '56.25',
+      totalFee: '0.5',
+      feeCurrency: 'USDT',
+      createTime: '2026-01-01T12:00:00.000Z',
+    });
+    const ledger = new Ledger(merchants);
+    const file = new LedgerFile(stateFile, ledger, silentLogger, emptyStats(), 4);
+    file.load();
+    const journalLines = (): number => readFileSync(`${stateFile}.journal`, 'utf8').split('\n').filter(Boolean).length;
+    for (let i = 0; i < 3; i++) {
+      ledger.record(payout(i));
+      await file.durable();
+    }
+    expect(journalLines()).toBe(3);
+    expect(existsSync(stateFile)).toBe(false);
+
+    ledger.record(payout(3));
+    ledger.record(payout(4));
+    await file.durable();
+    expect(journalLines()).toBe(0);
+    const snapshot = JSON.parse(readFileSync(stateFile, 'utf8')) as { payouts: unknown[]; journalSeq: number };
+    expect(snapshot.payouts).toHaveLength(5);
+    expect(snapshot.journalSeq).toBe(5);
+
+    ledger.setBalance('M001', 'USDC', '20');
+    await file.durable();
+    expect(journalLines()).toBe(1);
+
+    const again = new Ledger(merchants);
+    const reread = new LedgerFile(stateFile, again, silentLogger, emptyStats());
+    reread.load();
+    expect(again.entries()).toEqual(ledger.entries());
+    expect(again.balanceSnapshot('M001')).toEqual({ USDT: '987.5', USDC: '20' });
+    await reread.close();
+    await file.close();
+  });
+});
