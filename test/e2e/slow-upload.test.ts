@@ -65,9 +65,9 @@ describe('e2e: a file written slowly', () => {
 
   const title = 'uploaded by a real OpenSSH sftp session, growing in bursts under its final name, is taken once, whole';
   it.skipIf(sftpSkip !== null)(sftpSkip === null ? title : `${title} (skipped: ${sftpSkip})`, async () => {
-    // sftp pushes its first ~255 KiB at once and then paces the rest by the bandwidth limit, so a ~300 KB
-    // file lands in two bursts with a pause of about (255 KiB / rate). At 1000 kbit/s that pause is ~2 s
-    // (at the brief's 200 kbit/s it would be ~10 s, too slow for this suite); stableForMs is above it.
+    // sftp writes a whole request at once and paces the next by the bandwidth limit, so a file a little
+    // larger than one request lands in two bursts with a pause of one request's time at the rate; at this
+    // rate that pause is under stableForMs (the suite's slower cases are in test/inbox/sftp.test.ts).
     const rateKbit = 1000;
     const stableForMs = 4000;
     const e2e = await startE2e({ config: { inbox: { stableForMs } }, balances: { USDT: '100000000', USDC: '100000000' } });
