@@ -77,8 +77,18 @@ export const configSchema = z
       .prefault({}),
     inbox: z
       .object({
-        /** Size and mtime must stay unchanged this long before a file is taken. */
+        /**
+         * Size and mtime must stay unchanged this long before a file is taken, and at least 3 times the
+         * longest pause seen while the file grew (a slow SFTP link writes in bursts with long gaps).
+         */
         stableForMs: ms(5000),
+        /** The longest wait the pauses of an upload can impose (never below stableForMs): 10 minutes. */
+        maxStableForMs: positive(600_000),
+        /**
+         * A file whose last byte is not a line break (an upload cut short, mostly) waits this long unless
+         * x.csv.done is present; honest exports end with a line break and are not delayed. 10 minutes.
+         */
+        unterminatedStableForMs: ms(600_000),
         /** Full rescan of the inbox; watcher events are only hints. */
         rescanIntervalMs: positive(30_000),
         /** Take x.csv only once the sender wrote x.csv.done. */

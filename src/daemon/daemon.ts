@@ -137,6 +137,8 @@ export class PayoutDaemon {
       inboxDir: config.paths.inbox,
       storageDir,
       stableForMs: config.inbox.stableForMs,
+      maxStableForMs: config.inbox.maxStableForMs,
+      unterminatedStableForMs: config.inbox.unterminatedStableForMs,
       rescanIntervalMs: config.inbox.rescanIntervalMs,
       requireDoneMarker: config.inbox.requireDoneMarker,
       usePolling: config.inbox.usePolling,
@@ -146,6 +148,8 @@ export class PayoutDaemon {
       watchEvents: o.watch,
       onCandidateReady: (c) => this.onCandidate(c),
       onRejected: (entry, reason) => this.onRejectedEntry(entry, reason),
+      onIgnored: (entry, reason) =>
+        logger.warn({ name: entry.name, kind: entry.kind, unchangedForMs: entry.unchangedForMs }, `inbox entry ignored: ${reason}`),
       onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
     });
     this.submitter = new PayoutSubmitter(
@@ -355,8 +359,19 @@ export class PayoutDaemon {
     if (batch.state === 'ACTIVE') this.submitLoop?.wake();
   }
 
-  private onRejectedEntry(entry: RejectedEntry, reason: string): void {
-    this.deps.logger.warn({ name: entry.name, kind: entry.kind, movedTo: entry.movedTo }, `inbox entry refused: ${reason}`);
+  /** An inbox entry that is not a file payoutd can read: logged, and answered in the outbox (the sender may not read logs). */
+  private async onRejectedEntry(entry: RejectedEntry, reason: string): Promise<void> {
+    const { logger, clock } = this.deps;
+    logger.warn({ name: entry.name, kind: entry.kind, movedTo: entry.movedTo }, `inbox entry refused: ${reason}`);
+    try {
+      const ack = await this.outbox.writeEntryRefusal(entry, reason, clock.now());
+      logger.info({ name: entry.name, ack }, 'refusal of an inbox entry written to the outbox');
+    } catch (err) {
+      logger.error(
+        { name: entry.name, movedTo: entry.movedTo, err: safeError(err) },
+        'cannot write the refusal of an inbox entry to the outbox',
+      );
+    }
   }
 
   /** Releases holds whose time has come (re-checking the balance when enabled). */

@@ -4,8 +4,9 @@
  * files once every row is final, and an interim report at any time.
  */
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { RowState } from '../domain/lifecycle.js';
+import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
 import {
   type Database,
   type BatchRecord,
@@ -42,10 +43,18 @@ const INTERIM_REASON: Partial<Record<RowState, string>> = {
   UNKNOWN: 'create outcome being confirmed with the service',
 };
 
-/** Outbox files of a batch are named `<batchId>_<original name>`. */
+/** Outbox files of a batch are named `<batchId>_<original name>`, the name made safe (outboxSafeName). */
 export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string {
-  const safe = batch.fileName.replace(/[/\\\0]/g, '_').replace(/^[.-]+/, '');
-  return `${batch.id}_${safe || 'batch'}`;
+  return `${batch.id}_${outboxSafeName(batch.fileName)}`;
+}
+
+/**
+ * Outbox files of an inbox entry refused before it became a batch (a symlink, a FIFO, a directory):
+ * `<refusal id>_<name>`, the id that of its place in `<stateDir>/rejected/` when it was moved there.
+ */
+export function refusedEntryOutboxName(entry: Pick<RejectedEntry, 'name' | 'movedTo'>, nowMs: number): string {
+  const parked = entry.movedTo === undefined ? null : parseStoredName(basename(entry.movedTo));
+  return `${parked?.claimId ?? newClaimId(nowMs)}_${outboxSafeName(entry.name)}`;
 }
 
 export function identityOf(batch: BatchRecord): BatchIdentity {
@@ -145,6 +154,23 @@ export class BatchOutbox {
   /** A file refused before any row was read (bad file, duplicate file). */
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
     return writeRejectionAckFile(this.dir, identityOf(batch), reason, { bom: this.bom });
+  }
+
+  /**
+   * The answer to an inbox entry that is not a file payoutd can read: an ack with no batch id, only the
+   * file-level REJECTED row saying why, in the shape of a refused batch's ack.
+   */
+  writeEntryRefusal(entry: RejectedEntry, reason: string, nowMs: number): Promise<string> {
+    const identity: BatchIdentity = {
+      batchId: '',
+      fileName: entry.name,
+      outboxName: refusedEntryOutboxName(entry, nowMs),
+      sha256: '',
+      receivedAt: new Date(nowMs).toISOString(),
+    };
+    return writeRejectionAckFile(this.dir, identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`, {
+      bom: this.bom,
+    });
   }
 
   writeResult(batch: BatchRecord): Promise<ResultFiles> {

@@ -32,11 +32,12 @@ export const SUMMARY_COLUMNS = ['status', 'measure', 'currency', 'row_count', 'a
 
 /**
  * Outbox names are derived from the dropped file's base name; anything that
- * could step out of the outbox (separators, `..`) or hide from a listing
- * (a leading `.`, like our temp files) is refused.
+ * could step out of the outbox (separators, `..`), hide from a listing (a
+ * leading `.`, like our temp files), pass for an option to a tool (a leading
+ * `-`) or break a listing (control and line-separator characters) is refused.
  */
 export function assertPlainFileName(fileName: string): void {
-  const bad = fileName === '' || fileName.startsWith('.') || /[/\\\0]/.test(fileName);
+  const bad = fileName === '' || /^[.-]/.test(fileName) || /[/\\\p{Cc}\p{Zl}\p{Zp}]/u.test(fileName);
   if (bad) throw new ReportError('REPORT_BAD_FILE_NAME', `not a plain file name for the outbox: ${JSON.stringify(fileName)}`);
 }
 

@@ -29,7 +29,8 @@ const BAD_FILES: { name: string; content: Buffer; code: string; reason: RegExp }
 
 describe('e2e: files that are not payout batches', () => {
   it('are moved aside with a reason, acknowledged as refused, and the daemon goes on paying', async () => {
-    const e2e = await startE2e();
+    // The junk and the empty file do not end with a line break: they wait unterminatedStableForMs first.
+    const e2e = await startE2e({ config: { inbox: { unterminatedStableForMs: 1500 } } });
     const daemon = await e2e.startDaemon();
     for (const f of BAD_FILES) await e2e.drop(f.name, f.content);
 

@@ -210,5 +210,7 @@ export function hostileFiles(): HostileFile[] {
   files.push(valid('--h-leading-dashes.csv', 'H-DASHES'));
   files.push(valid('h..%2F..%2Fetc%2Fpasswd.csv', 'H-DOTS-URL'));
   files.push(valid('h-..\\..\\windows.csv', 'H-DOTS-BACKSLASH'));
+  files.push(valid('..h-leading-two-dots.csv', 'H-TWO-DOTS'));
+  files.push(valid('h-line\nbreak\u0007bell.csv', 'H-CONTROL'));
   return files;
 }

@@ -2,15 +2,17 @@
  * Hostile and broken input against one real daemon: many files dropped at
  * once (test/hostile/files.ts), plus a directory, a symlink and a FIFO in
  * the inbox. Each is answered with its specific reason (batch status and
- * ack, or the inbox refusal in the log and a reason file), nothing of a
- * refused file is paid, every legal file is paid, the daemon keeps running,
- * and a valid file dropped at the end is still paid.
+ * ack, or for the entries that are not files an ack of their own besides
+ * the log and a reason file), nothing of a refused file is paid, every legal
+ * file is paid, every outbox name is safe to list, a dotfile left lying is
+ * logged, the daemon keeps running, and a valid file dropped at the end is
+ * still paid.
  *
  * Two daemons on one state directory: test/e2e/single-instance.test.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
@@ -31,7 +33,8 @@ describe('hostile input: every file answered with its reason, the daemon unaffec
     'refuses each broken file for its own reason, pays the legal ones, and still pays a file dropped at the end',
     { timeout: 120_000 },
     async () => {
-      const e2e = await startE2e({ config: { inbox: { stableForMs: 300, rescanIntervalMs: 400 } } });
+      // The empty file and the binary junk do not end with a line break: they wait unterminatedStableForMs.
+      const e2e = await startE2e({ config: { inbox: { stableForMs: 300, rescanIntervalMs: 400, unterminatedStableForMs: 2000 } } });
       const daemon = await e2e.startDaemon();
       const files = hostileFiles();
       for (const f of files) await e2e.drop(f.name, f.content);
@@ -43,6 +46,9 @@ describe('hostile input: every file answered with its reason, the daemon unaffec
       await symlink(outside, join(e2e.inbox, 'h-symlink.csv'));
       await mkdir(join(e2e.inbox, 'h-directory.csv'));
       execFileSync('mkfifo', [join(e2e.inbox, 'h-fifo.csv')]);
+      // A dotfile (an upload client's temp name) left lying: never taken, logged once.
+      await writeFile(join(e2e.inbox, '.h-hidden.csv'), toCsv(makeRows('H-HIDDEN', 1)));
+      await utimes(join(e2e.inbox, '.h-hidden.csv'), new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
 
       const batches = await e2e.waitForBatches(
         (bs) =>
@@ -73,8 +79,11 @@ describe('hostile input: every file answered with its reason, the daemon unaffec
       const paid = new Set(files.flatMap((f) => f.paid));
       expect([...perRef.keys()].filter((ref) => !paid.has(ref))).toEqual([]);
 
-      // Outbox files of awkward names stay in the outbox, named after the batch.
-      for (const name of await readdir(e2e.outbox)) expect(resolve(e2e.outbox, name).startsWith(`${e2e.outbox}/`)).toBe(true);
+      // Outbox files of awkward names stay in the outbox, named after the batch, and are safe to list and open.
+      for (const name of await readdir(e2e.outbox)) {
+        expect(resolve(e2e.outbox, name).startsWith(`${e2e.outbox}/`)).toBe(true);
+        expect(name, JSON.stringify(name)).not.toMatch(/^[.-]|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\\]/u);
+      }
       expect(existsSync(join(e2e.dir, 'etc'))).toBe(false);
 
       // The symlink, the directory and the FIFO: refused by name, with the reason, never followed or opened.
@@ -98,6 +107,24 @@ describe('hostile input: every file answered with its reason, the daemon unaffec
         expect(await readFile(join(e2e.stateDir, 'rejected', `${parked as string}.reason.txt`), 'utf8')).toContain(JSON.stringify(n));
       }
       expect(await readFile(outside, 'utf8')).toBe(toCsv(linked));
+
+      // Each of them answered in the outbox too, as a refused file is: an ack with the reason.
+      const answers = await waitFor(
+        async () => {
+          const acks = (await readdir(e2e.outbox)).filter((n) => /^\d{8}T\d{6}Z-[0-9a-f]{12}_.*\.ack\.csv$/.test(n));
+          return acks.length >= 3 ? Promise.all(acks.map((n) => readOutboxCsv(join(e2e.outbox, n)))) : undefined;
+        },
+        'the refusals of the three special entries in the outbox',
+        10_000,
+      );
+      const answered = (name: string) => answers.find((a) => a.rows[0]?.['file'] === name)?.rows;
+      expect(answered('h-symlink.csv')).toMatchObject([
+        { batch_id: '', line: '', verdict: 'REJECTED', reason: expect.stringMatching(/symbolic link/) },
+      ]);
+      expect(answered('h-directory.csv')).toMatchObject([{ verdict: 'REJECTED', reason: expect.stringMatching(/a directory/) }]);
+      expect(answered('h-fifo.csv')).toMatchObject([{ verdict: 'REJECTED', reason: expect.stringMatching(/FIFO/) }]);
+      expect(daemon.logs.filter((l) => l.msg?.startsWith('inbox entry ignored')).map((l) => l['name'])).toEqual(['.h-hidden.csv']);
+      expect(perRef.get('H-HIDDEN-0001')).toBeUndefined();
 
       // Still running, and still paying.
       expect(daemon.exited).toBeNull();

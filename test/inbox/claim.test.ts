@@ -79,6 +79,24 @@ describe('claimFile', () => {
     expect(await names(folders.inbox)).toEqual([]);
   });
 
+  it('records whether <name>.done came with the file, and consumes it even when markers are not required', async () => {
+    writeFileSync(join(folders.inbox, 'plain.csv'), 'id\n');
+    writeFileSync(join(folders.inbox, 'marked.csv'), 'id\n');
+    writeFileSync(join(folders.inbox, 'marked.csv.done'), '');
+    expect((await claimFile(await candidateFor('plain.csv'), options()))?.doneMarker).toBe(false);
+    expect((await claimFile(await candidateFor('marked.csv'), options()))?.doneMarker).toBe(true);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('refuses a candidate offered on the strength of its marker when the marker is gone', async () => {
+    writeFileSync(join(folders.inbox, 'cut.csv'), 'id\n1');
+    const candidate = { ...(await candidateFor('cut.csv')), doneMarkerPath: join(folders.inbox, 'cut.csv.done') };
+    expect(await claimFile(candidate, options())).toBeNull();
+    expect(await names(folders.inbox)).toEqual(['cut.csv']);
+    writeFileSync(join(folders.inbox, 'cut.csv.done'), '');
+    expect((await claimFile(candidate, options()))?.doneMarker).toBe(true);
+  });
+
   it('puts a file that changed between the check and the rename back, for the watcher to judge again', async () => {
     writeFileSync(join(folders.inbox, 'race.csv'), 'id\n');
     const candidate = await candidateFor('race.csv');

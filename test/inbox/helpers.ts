@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { ManualClock } from '../../src/domain/clock.js';
 import {
   type ClaimedFile,
+  type IgnoredEntry,
   type InboxCandidate,
   type InboxError,
   InboxWatcher,
@@ -46,9 +47,12 @@ export interface Harness {
   offered: InboxCandidate[];
   claimed: ClaimedFile[];
   rejected: { entry: RejectedEntry; reason: string }[];
+  ignored: { entry: IgnoredEntry; reason: string }[];
   errors: InboxError[];
   /** Advances the clock and runs one pass. */
   step: (ms: number) => Promise<void>;
+  /** Advances the clock `ms` in passes a second apart, as the daemon's timer runs them. */
+  run: (ms: number) => Promise<void>;
 }
 
 type HarnessOptions = Partial<Omit<InboxWatcherOptions, 'onCandidateReady'>> & {
@@ -59,7 +63,7 @@ type HarnessOptions = Partial<Omit<InboxWatcherOptions, 'onCandidateReady'>> & {
 /** A watcher with autoTick off and a ManualClock; by default it claims everything offered. */
 export function harness(folders: Folders, options: HarnessOptions = {}): Harness {
   const clock = new ManualClock();
-  const h = { clock, offered: [], claimed: [], rejected: [], errors: [] } as unknown as Harness;
+  const h = { clock, offered: [], claimed: [], rejected: [], ignored: [], errors: [] } as unknown as Harness;
   const decide =
     options.onCandidateReady ??
     (async (candidate: InboxCandidate, hh: Harness) => {
@@ -79,6 +83,9 @@ export function harness(folders: Folders, options: HarnessOptions = {}): Harness
     onRejected: (entry, reason) => {
       h.rejected.push({ entry, reason });
     },
+    onIgnored: (entry, reason) => {
+      h.ignored.push({ entry, reason });
+    },
     onError: (error) => {
       h.errors.push(error);
     },
@@ -86,6 +93,9 @@ export function harness(folders: Folders, options: HarnessOptions = {}): Harness
   h.step = async (ms: number) => {
     clock.advance(ms);
     await h.watcher.tick();
+  };
+  h.run = async (ms: number) => {
+    for (let left = ms; left > 0; left -= 1000) await h.step(Math.min(1000, left));
   };
   return h;
 }

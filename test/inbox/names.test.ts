@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { STORED_NAME, compileIgnore, isIgnoredName, newClaimId, safeName, storedName } from '../../src/ingest/inbox/names.js';
+import {
+  STORED_NAME,
+  compileIgnore,
+  isIgnoredName,
+  newClaimId,
+  outboxSafeName,
+  parseStoredName,
+  safeName,
+  storedName,
+} from '../../src/ingest/inbox/names.js';
 
 describe('ignored names', () => {
   it.each([
@@ -17,7 +26,18 @@ describe('ignored names', () => {
     expect(isIgnoredName(name)).toBe(true);
   });
 
-  it.each(['batch.csv', 'batch.CSV', 'done', 'batch.csv.CTL', 'particle.csv', '-x.csv'])('%s is a candidate', (name) => {
+  it.each([
+    'batch.csv',
+    'batch.CSV',
+    'done',
+    'batch.csv.CTL',
+    'particle.csv',
+    '-x.csv',
+    '..batch.csv',
+    '...',
+    'a\nb.csv',
+    'bell\u0007.csv',
+  ])('%j is a candidate', (name) => {
     expect(isIgnoredName(name)).toBe(false);
   });
 
@@ -65,5 +85,55 @@ describe('claim ids', () => {
     expect(storedName(id, '-a b.csv')).toBe('20260102T030405Z-0102030405ff__a_b.csv');
     expect(STORED_NAME.test(storedName(id, 'x'))).toBe(true);
     expect(newClaimId(0)).not.toBe(newClaimId(0));
+  });
+});
+
+describe('parseStoredName', () => {
+  it('takes apart what storedName made', () => {
+    const id = newClaimId(Date.UTC(2026, 0, 2, 3, 4, 5), new Uint8Array([1, 2, 3, 4, 5, 255]));
+    expect(parseStoredName(storedName(id, 'pay run__2.csv'))).toEqual({ claimId: id, storedAs: 'pay_run__2.csv' });
+    expect(parseStoredName(storedName(id, '..\n'))).toEqual({ claimId: id, storedAs: 'file' });
+    expect(parseStoredName(`${id}__a.csv.ctl`)).toEqual({ claimId: id, storedAs: 'a.csv.ctl' });
+  });
+
+  it.each([
+    'batch.csv',
+    `20260102T030405Z-0102030405ff__`,
+    '20260102T030405Z-0102030405f__a.csv',
+    'x20260102T030405Z-0102030405ff__a.csv',
+    '20260102T030405Z-0102030405FF__a.csv',
+    '20260102T030405Z-0102030405ff_a.csv',
+  ])('%j is not a stored name', (name) => {
+    expect(parseStoredName(name)).toBeNull();
+  });
+});
+
+describe('outboxSafeName', () => {
+  it.each([
+    ['batch.csv', 'batch.csv'],
+    ['pay run 1.csv', 'pay run 1.csv'],
+    ['paie-été-日本.csv', 'paie-été-日本.csv'],
+    ['..two-dots.csv', 'two-dots.csv'],
+    ['--rf.csv', 'rf.csv'],
+    ['.-.x', 'x'],
+    ['line\nbreak.csv', 'line_break.csv'],
+    ['cr\r\ntab\t.csv', 'cr__tab_.csv'],
+    ['nul\u0000bell\u0007del\u007f.csv', 'nul_bell_del_.csv'],
+    ['evil\u202Egnp.csv', 'evil_gnp.csv'],
+    ['sep\u2028para\u2029.csv', 'sep_para_.csv'],
+    ['../../etc/passwd', '_.._etc_passwd'],
+    ['a\\b.csv', 'a_b.csv'],
+    ['...', 'batch'],
+    ['', 'batch'],
+  ])('%j -> %j', (input, expected) => {
+    expect(outboxSafeName(input)).toBe(expected);
+  });
+
+  it('never yields a name with control characters, separators or a leading dot or dash, and caps its length', () => {
+    const worst = `\n.-${'\u0001/'.repeat(50)}${'日'.repeat(100)}.csv`;
+    const safe = outboxSafeName(worst);
+    expect(safe).not.toMatch(/^[.-]|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}/\\]/u);
+    expect(Buffer.byteLength(safe)).toBeLessThanOrEqual(120);
+    expect(safe.endsWith('.csv')).toBe(true);
   });
 });

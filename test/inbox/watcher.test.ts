@@ -11,6 +11,7 @@ import {
   rmSync,
   symlinkSync,
   unlinkSync,
+  utimesSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -64,7 +65,7 @@ describe('InboxWatcher', () => {
     expect(h.errors).toEqual([]);
   });
 
-  it('claims a file written in pieces only once it stops changing', async () => {
+  it('claims a file written in pieces only once it stops changing, for 3 times its longest pause', async () => {
     const path = inboxPath('pieces.csv');
     writeFileSync(path, 'id,amount\n');
     const h = await startHarness();
@@ -77,9 +78,20 @@ describe('InboxWatcher', () => {
     expect(h.offered).toEqual([]);
     appendFileSync(path, '2,20\n');
     await h.step(0);
-    await h.step(4999);
+    await h.step(5000); // the window alone would take it now
     expect(h.offered).toEqual([]);
-    await h.step(1);
+    expect(h.watcher.pending()).toEqual([
+      {
+        name: 'pieces.csv',
+        unchangedSince: h.clock.now() - 5000,
+        stableAt: h.clock.now() + 4000,
+        waitsMs: 4000,
+        waitingFor: 'upload-pauses',
+      },
+    ]);
+    await h.step(3999);
+    expect(h.offered).toEqual([]);
+    await h.step(1); // 3 x the 3000 pauses
 
     expect(h.claimed).toHaveLength(1);
     expect(readFileSync(h.claimed[0]!.storedPath, 'utf8')).toBe('id,amount\n1,10\n2,20\n');
@@ -137,6 +149,11 @@ describe('InboxWatcher', () => {
     await h.step(4000);
     expect(h.offered).toEqual([]);
     await h.step(1000);
+
+    expect(h.offered).toEqual([]); // the sidecar came 4000 after the file: that pause counts 3 times
+    await h.step(6999);
+    expect(h.offered).toEqual([]);
+    await h.step(1);
 
     const [claimed] = h.claimed;
     expect(claimed?.controlPath).toBe(`${claimed?.storedPath}.ctl`);
@@ -417,5 +434,174 @@ describe('InboxWatcher', () => {
       h.watcher.claim({ name: '../outside.csv', path: join(folders.base, 'outside.csv'), size: st.size, mtimeMs: st.mtimeMs, ino: st.ino }),
     ).rejects.toMatchObject({ code: 'INBOX_CLAIM_FAILED' });
     expect(existsSync(join(folders.base, 'outside.csv'))).toBe(true);
+  });
+});
+
+describe('InboxWatcher: patience that fits the upload', () => {
+  it('a file growing in bursts with 8 s pauses under a 5 s window is not offered 5 s after a burst, and is offered once, whole', async () => {
+    const path = inboxPath('bursts.csv');
+    // The first burst is cut inside a row (its pause is the unterminated rule's: no pause was seen yet);
+    // the later ones end with a line break, so only the pauses seen can hold them.
+    const bursts = ['id,amount\n1,1', '0\n2,20\n', '3,30\n', '4,40\n'];
+    writeFileSync(path, bursts[0]!);
+    const h = await startHarness({ watchEvents: false });
+    for (const [i, burst] of bursts.entries()) {
+      if (i > 0) {
+        await h.run(3000);
+        expect(h.offered, `3 s more: 8 s after burst ${i}`).toEqual([]);
+        appendFileSync(path, burst);
+      }
+      await h.step(0);
+      await h.run(5000);
+      expect(h.offered, `5 s after burst ${i + 1}`).toEqual([]); // a fixed 5 s window takes it here
+    }
+    expect(h.watcher.pending()).toMatchObject([{ name: 'bursts.csv', waitingFor: 'upload-pauses', waitsMs: 3 * 8000 - 5000 }]);
+    await h.run(3 * 8000 - 5000 - 1000);
+    expect(h.offered).toEqual([]);
+    await h.run(1000);
+    expect(h.offered.map((c) => [c.name, c.size])).toEqual([['bursts.csv', Buffer.byteLength(bursts.join(''))]]);
+    expect(readFileSync(h.claimed[0]!.storedPath, 'utf8')).toBe(bursts.join(''));
+  });
+
+  it('waits no longer than maxStableForMs after the last change, however long the upload paused', async () => {
+    const path = inboxPath('slow.csv');
+    writeFileSync(path, 'id,amount\n1,1'); // cut inside a row: the first pause is held by the unterminated rule
+    const h = await startHarness({ watchEvents: false, maxStableForMs: 30_000 });
+    await h.step(0);
+    await h.run(20_000);
+    appendFileSync(path, '0\n'); // after a pause of 20 s: 3 x 20 s, capped at 30 s
+    await h.step(0);
+    expect(h.watcher.pending()).toMatchObject([{ name: 'slow.csv', waitingFor: 'upload-pauses', waitsMs: 30_000 }]);
+    await h.run(29_000);
+    expect(h.offered).toEqual([]);
+    await h.run(1000);
+    expect(h.claimed.map((c) => c.originalName)).toEqual(['slow.csv']);
+  });
+});
+
+describe('InboxWatcher: a file that does not end with a line break', () => {
+  const unterminated = 'id,amount\n1,10\n2,2'; // cut inside its last field
+
+  it('is not offered before unterminatedStableForMs, then is (the intake decides)', async () => {
+    writeFileSync(inboxPath('cut.csv'), unterminated);
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.run(5000);
+    expect(h.offered).toEqual([]);
+    expect(h.watcher.pending()).toMatchObject([{ name: 'cut.csv', waitingFor: 'unterminated', waitsMs: 55_000 }]);
+    await h.run(54_000);
+    expect(h.offered).toEqual([]);
+    await h.run(1000);
+    expect(h.claimed.map((c) => [c.originalName, c.size, c.doneMarker])).toEqual([['cut.csv', unterminated.length, false]]);
+  });
+
+  it('holds an empty file as long (an export is never empty; an upload that has not started yet is)', async () => {
+    writeFileSync(inboxPath('empty.csv'), '');
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.run(59_000);
+    expect(h.offered).toEqual([]);
+    await h.run(1000);
+    expect(h.offered.map((c) => c.size)).toEqual([0]);
+  });
+
+  it('goes at the window when <name>.done is present; the claim records the marker and consumes it', async () => {
+    writeFileSync(inboxPath('vouched.csv'), unterminated);
+    writeFileSync(inboxPath('vouched.csv.done'), '');
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.step(5000);
+    expect(h.claimed.map((c) => [c.originalName, c.doneMarker])).toEqual([['vouched.csv', true]]);
+    expect(h.offered[0]!.doneMarkerPath).toBe(inboxPath('vouched.csv.done'));
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('is not claimed when the marker it was offered on is gone by the claim', async () => {
+    writeFileSync(inboxPath('vouched.csv'), unterminated);
+    writeFileSync(inboxPath('vouched.csv.done'), '');
+    const results: unknown[] = [];
+    const h = await startHarness({
+      watchEvents: false,
+      unterminatedStableForMs: 60_000,
+      onCandidateReady: async (candidate, hh) => {
+        unlinkSync(inboxPath('vouched.csv.done'));
+        results.push(await hh.watcher.claim(candidate));
+      },
+    });
+    await h.step(0);
+    await h.step(5000);
+    expect(results).toEqual([null]);
+    expect(await names(folders.inbox)).toEqual(['vouched.csv']);
+  });
+
+  it('a terminated file is not delayed; a .done beside it is recorded and consumed even when markers are not required', async () => {
+    writeFileSync(inboxPath('plain.csv'), 'id,amount\n1,10\n');
+    writeFileSync(inboxPath('marked.csv'), 'id,amount\n1,10\n');
+    writeFileSync(inboxPath('marked.csv.done'), '');
+    const h = await startHarness({ watchEvents: false });
+    await h.step(0);
+    await h.step(5000);
+    expect(h.claimed.map((c) => [c.originalName, c.doneMarker]).sort()).toEqual([
+      ['marked.csv', true],
+      ['plain.csv', false],
+    ]);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('reads the end again when the file changes: a line break written later releases it at the window', async () => {
+    const path = inboxPath('resumed.csv');
+    writeFileSync(path, unterminated);
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 600_000 });
+    await h.step(0);
+    await h.run(6000);
+    expect(h.offered).toEqual([]);
+    appendFileSync(path, '0\n');
+    await h.step(0);
+    await h.run(3 * 6000 - 1000);
+    expect(h.offered).toEqual([]);
+    await h.run(1000);
+    expect(h.claimed.map((c) => c.size)).toEqual([unterminated.length + 2]);
+  });
+});
+
+describe('InboxWatcher: every entry gets an answer', () => {
+  it('takes names beginning with ".." and names with control characters, like any other', async () => {
+    for (const name of ['..two-dots.csv', 'line\nbreak.csv', 'bell\u0007.csv']) writeFileSync(inboxPath(name), 'id\n1\n');
+    const h = await startHarness({ watchEvents: false });
+    await h.step(0);
+    await h.step(5000);
+    expect(h.claimed.map((c) => c.originalName).sort()).toEqual(['..two-dots.csv', 'bell\u0007.csv', 'line\nbreak.csv']);
+    for (const c of h.claimed) expect(basename(c.storedPath)).toMatch(/^\d{8}T\d{6}Z-[0-9a-f]{12}__[\p{L}\p{N}][\p{L}\p{N}._-]*$/u);
+  });
+
+  it('tells once, per name and inode, of a dotfile not written to for 12 windows; never takes it', async () => {
+    const now = Date.now();
+    const lastWritten = (ms: number) => new Date(ms);
+    writeFileSync(inboxPath('.in.batch.csv'), 'id\n1\n');
+    utimesSync(inboxPath('.in.batch.csv'), lastWritten(now - 12 * 5000 + 30_000), lastWritten(now - 12 * 5000 + 30_000));
+    writeFileSync(inboxPath('.being-written.csv'), 'id\n');
+    const h = harness(folders, { watchEvents: false, rescanIntervalMs: 30_000 });
+    h.clock.set(now);
+    await h.watcher.start();
+    started.push(h.watcher);
+    await h.step(0);
+    expect(h.ignored).toEqual([]);
+    appendFileSync(inboxPath('.being-written.csv'), '1\n');
+    utimesSync(inboxPath('.being-written.csv'), lastWritten(now + 30_000), lastWritten(now + 30_000));
+    await h.step(30_000); // the next listing: 12 windows since it was written
+    expect(h.ignored.map((i) => [i.entry.name, i.entry.kind, i.entry.unchangedForMs])).toEqual([['.in.batch.csv', 'file', 12 * 5000]]);
+    expect(h.ignored[0]!.reason).toMatch(/never taken.*rename it without the leading dot/);
+    await h.step(30_000);
+    await h.step(30_000);
+    expect(h.ignored.filter((i) => i.entry.name === '.in.batch.csv')).toHaveLength(1);
+
+    // Another file under the same name (created while the first exists: another inode) is told of again.
+    writeFileSync(join(folders.base, 'again'), 'id\n2\n');
+    utimesSync(join(folders.base, 'again'), lastWritten(now), lastWritten(now));
+    renameSync(join(folders.base, 'again'), inboxPath('.in.batch.csv'));
+    await h.step(30_000);
+    expect(h.ignored.filter((i) => i.entry.name === '.in.batch.csv')).toHaveLength(2);
+    expect(h.offered).toEqual([]);
+    expect(await names(folders.inbox)).toEqual(['.being-written.csv', '.in.batch.csv']);
   });
 });

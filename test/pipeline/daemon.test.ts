@@ -4,7 +4,8 @@
  * dropped in the inbox, each followed until the batch is COMPLETE and its
  * result file is written.
  */
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
@@ -102,5 +103,48 @@ describe('pipeline: the daemon', () => {
     expect(files.some((f) => f.endsWith('.result.csv'))).toBe(true);
     // Logs never carry a full account number or the API key.
     expect(p.logLines.filter((l) => l.includes('2222220000') || l.includes('1234567890'))).toEqual([]);
+  });
+
+  it('answers every entry of the inbox in the outbox, under names that are safe to list and open', async () => {
+    const p = await fastPipeline();
+    const { daemon, inbox, outbox } = await daemonFor(p);
+    await writeFile(join(p.dir, 'elsewhere.csv'), csvFile([csvRow('DA-LINK')]));
+    await symlink(join(p.dir, 'elsewhere.csv'), join(inbox, 'linked.csv'));
+    execFileSync('mkfifo', [join(inbox, 'pipe\n.csv')]);
+    await mkdir(join(inbox, 'folder.csv'));
+    await writeFile(join(inbox, '..dots.csv'), csvFile([csvRow('DA-DOTS')]));
+    await writeFile(join(inbox, 'line\nbreak\u0007.csv'), csvFile([csvRow('DA-NL')]));
+    await writeFile(join(inbox, '.in.upload.csv'), csvFile([csvRow('DA-HIDDEN')]));
+    await utimes(join(inbox, '.in.upload.csv'), new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+    await daemon.start();
+    await waitFor(async () => {
+      await daemon.tickInbox();
+      return (await listBatchesInStates(p.db, ['COMPLETE'])).length === 2;
+    }, 'the two files to be paid');
+    await daemon.stop();
+
+    const names = await readdir(outbox);
+    for (const name of names) expect(name, JSON.stringify(name)).not.toMatch(/^[.-]|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}/\\]/u);
+    const acks = await Promise.all(
+      names.filter((n) => n.endsWith('.ack.csv')).map(async (n) => ({ name: n, text: await readFile(join(outbox, n), 'utf8') })),
+    );
+    const refusal = (file: string): string | undefined => acks.find((a) => a.text.includes(`,${file},,,REJECTED,`))?.name;
+    expect(refusal('linked.csv')).toMatch(/^\d{8}T\d{6}Z-[0-9a-f]{12}_linked\.csv\.ack\.csv$/);
+    expect(refusal('"pipe\n.csv"')).toMatch(/_pipe_\.csv\.ack\.csv$/);
+    expect(refusal('folder.csv')).toMatch(/_folder\.csv\.ack\.csv$/);
+    expect(acks.find((a) => a.name.endsWith('_linked.csv.ack.csv'))?.text).toMatch(/symbolic link.*nothing from it is paid/);
+    expect(acks.find((a) => a.name.endsWith('_folder.csv.ack.csv'))?.text).toMatch(/a directory/);
+    expect(p.ledgerCount('DA-LINK')).toBe(0);
+    expect(p.ledgerCount('DA-HIDDEN')).toBe(0);
+
+    const paid = await listBatchesInStates(p.db, ['COMPLETE']);
+    expect(paid.map((b) => b.fileName).sort()).toEqual(['..dots.csv', 'line\nbreak\u0007.csv']);
+    for (const b of paid) expect(names).toContain(`${b.id}_${b.fileName === '..dots.csv' ? 'dots.csv' : 'line_break_.csv'}.result.csv`);
+    expect(p.ledgerCount('DA-DOTS')).toBe(1);
+    expect(p.ledgerCount('DA-NL')).toBe(1);
+
+    const ignored = p.logLines.filter((l) => l.includes('inbox entry ignored'));
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]).toContain('.in.upload.csv');
   });
 });

@@ -92,7 +92,18 @@ describe('records', () => {
   it('derives outbox names only from plain base names', () => {
     expect(ackFileName('batch-1.csv')).toBe('batch-1.csv.ack.csv');
     expect(resultFileName('batch-1.csv')).toBe('batch-1.csv.result.csv');
-    for (const bad of ['../x.csv', 'a/b.csv', 'a\\b.csv', '.hidden.csv', '']) {
+    for (const bad of [
+      '../x.csv',
+      'a/b.csv',
+      'a\\b.csv',
+      '.hidden.csv',
+      '',
+      '-rf.csv',
+      'a\nb.csv',
+      'a\rb.csv',
+      'bell\u0007.csv',
+      'a\u2028b.csv',
+    ]) {
       expect(() => ackFileName(bad)).toThrow(expect.objectContaining({ code: 'REPORT_BAD_FILE_NAME' }));
     }
   });

@@ -18,25 +18,27 @@ export interface ClaimOptions {
   /** `<storageDir>/claimed`; must be on the inbox's filesystem. */
   claimedDir: string;
   clock: Clock;
-  /** Refuse the claim when `<name>.done` is missing; consume it when present. */
+  /** Refuse the claim when `<name>.done` is missing. A marker present is consumed either way. */
   requireDoneMarker: boolean;
 }
 
 /**
  * Moves a candidate into storage and describes it. Resolves to null when
  * nothing was claimed: the file vanished, no longer matches what was judged
- * stable (it will be offered again once stable), or its done marker is gone.
+ * stable (it will be offered again once stable), or the done marker it was
+ * offered with is gone.
  */
 export async function claimFile(candidate: InboxCandidate, options: ClaimOptions): Promise<ClaimedFile | null> {
+  let doneMarker: boolean;
   try {
     const before = await lstatOrNull(candidate.path);
     if (before === null || !matches(before, candidate)) return null;
-    if (options.requireDoneMarker) {
-      const marker = candidate.path + DONE_SUFFIX;
-      if ((await lstatOrNull(marker)) === null) return null;
-      // Consumed before the rename: a marker that outlived its file would wave the next upload of that name through.
-      await unlinkIfPresent(marker);
-    }
+    const marker = candidate.path + DONE_SUFFIX;
+    const markerStat = await lstatOrNull(marker);
+    doneMarker = markerStat !== null && !markerStat.isDirectory();
+    if (!doneMarker && (options.requireDoneMarker || candidate.doneMarkerPath !== undefined)) return null;
+    // Consumed before the rename: a marker that outlived its file would wave the next upload of that name through.
+    if (doneMarker) await unlinkIfPresent(marker);
     await mkdir(options.claimedDir, { recursive: true });
   } catch (error) {
     throw new InboxError('INBOX_CLAIM_FAILED', `cannot claim ${candidate.name}: ${errnoCode(error) ?? 'error'}`, { cause: error });
@@ -50,7 +52,7 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
     if (errnoCode(error) === 'ENOENT') return null;
     throw moveError(candidate.name, options.claimedDir, error);
   }
-  return settleClaim(candidate, claimId, storedPath);
+  return settleClaim(candidate, claimId, storedPath, doneMarker);
 }
 
 /**
@@ -58,7 +60,12 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
  * sidecar, hash. Separate so tests can change the file between the rename
  * and the check.
  */
-export async function settleClaim(candidate: InboxCandidate, claimId: string, storedPath: string): Promise<ClaimedFile | null> {
+export async function settleClaim(
+  candidate: InboxCandidate,
+  claimId: string,
+  storedPath: string,
+  doneMarker = false,
+): Promise<ClaimedFile | null> {
   let handle: FileHandle;
   try {
     // O_NOFOLLOW and O_NONBLOCK: whatever raced into the name, never follow a link nor block on a FIFO.
@@ -78,6 +85,7 @@ export async function settleClaim(candidate: InboxCandidate, claimId: string, st
       size: candidate.size,
       mtimeMs: candidate.mtimeMs,
       sha256,
+      doneMarker,
     };
     if (controlPath !== undefined) claimed.controlPath = controlPath;
     return claimed;

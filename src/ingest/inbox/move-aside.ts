@@ -8,7 +8,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { type Clock, systemClock } from '../../domain/clock.js';
 import { InboxError, errnoCode } from './errors.js';
-import { STORED_NAME, newClaimId, storedName } from './names.js';
+import { newClaimId, parseStoredName, storedName } from './names.js';
 
 export interface MoveAsideOptions {
   clock?: Clock;
@@ -26,7 +26,7 @@ export async function moveAside(path: string, rejectedDir: string, reason: strin
   const clock = options.clock ?? systemClock;
   const base = basename(path);
   // A claimed file already carries a unique claim id: keep its name so claimed/ and rejected/ line up.
-  const name = STORED_NAME.test(base) ? base : storedName(newClaimId(clock.now()), base);
+  const name = parseStoredName(base) !== null ? base : storedName(newClaimId(clock.now()), base);
   const storedPath = join(rejectedDir, name);
   try {
     await mkdir(rejectedDir, { recursive: true });

@@ -1,7 +1,9 @@
 /**
  * Names in the drop folder: which are never candidates (temp names of upload
- * clients, markers, sidecars, configured patterns), and the safe name a file
- * gets in storage. Pure functions apart from the random part of a claim id.
+ * clients, markers, sidecars, configured patterns), the safe name a file gets
+ * in storage (`<claimId>__<safeName>`, parsed back by parseStoredName) and
+ * the name its answers get in the outbox. Pure functions apart from the
+ * random part of a claim id.
  */
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
@@ -37,17 +39,24 @@ function withoutState(re: RegExp): RegExp {
   return new RegExp(re.source, re.flags.replace(/[gy]/g, ''));
 }
 
+/**
+ * A dotfile: lftp's `.in.*` temp names, editors' swap files. A name starting with `..` is not one of
+ * those (no client writes such temp names), so it is taken like any other and answered under a safe name.
+ */
+export function isHiddenName(name: string): boolean {
+  return name.startsWith('.') && !name.startsWith('..');
+}
+
 /** True for names that are never claimed. */
 export function isIgnoredName(name: string, extra?: NameFilter): boolean {
-  // Dotfiles also cover lftp's `.in.*` temp names and editors' swap files.
-  if (name.startsWith('.')) return true;
+  if (isHiddenName(name)) return true;
   const lower = name.toLowerCase();
   if (TEMP_SUFFIXES.some((suffix) => lower.endsWith(suffix))) return true;
   if (name.endsWith(DONE_SUFFIX) || name.endsWith(CONTROL_SUFFIX)) return true;
   return extra !== undefined && extra(name);
 }
 
-/** The longest safe name, in UTF-8 bytes: leaves room under the usual 255-byte limit for the claim id and `.ctl` / `.reason.txt` suffixes. */
+/** The longest safe name, in UTF-8 bytes: leaves room under the usual 255-byte limit for a claim or batch id and suffixes (`.ctl`, `.reason.txt`, `.summary.csv`). */
 export const MAX_SAFE_NAME_BYTES = 120;
 
 /**
@@ -94,6 +103,33 @@ export const STORED_NAME = /^\d{8}T\d{6}Z-[0-9a-f]{12}__/;
 /** The name of a file in storage: `<claimId>__<safeName>`. */
 export function storedName(claimId: string, originalName: string): string {
   return `${claimId}__${safeName(originalName)}`;
+}
+
+/** A stored name taken apart: the claim id, and the name as stored (the safe form; the original is in the batch record). */
+export interface ParsedStoredName {
+  claimId: string;
+  storedAs: string;
+}
+
+/** The parts of `<claimId>__<safeName>`, or null for a name storage did not give. */
+export function parseStoredName(name: string): ParsedStoredName | null {
+  const match = STORED_NAME.exec(name);
+  if (match === null) return null;
+  const storedAs = name.slice(match[0].length);
+  if (storedAs === '' || storedAs.includes('/')) return null;
+  return { claimId: match[0].slice(0, -2), storedAs };
+}
+
+/**
+ * The sender's name as it may appear in an outbox file name: kept as far as
+ * possible (spaces, any script), but control, format and line-separator
+ * characters and path separators become `_`, there is no leading dot or
+ * dash, and it is at most `maxBytes` UTF-8 bytes, keeping a short extension.
+ */
+export function outboxSafeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
+  const replaced = original.replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}/\\]/gu, '_');
+  const capped = capBytes(replaced.replace(/^[.-]+/, ''), maxBytes);
+  return capped === '' ? 'batch' : capped;
 }
 
 /** A display form of a name that is not valid UTF-8: read as Latin-1, the likeliest encoding of such names. */

@@ -1,6 +1,7 @@
 /**
  * The records the inbox hands to its caller: a candidate judged stable, a
- * claimed file in storage, an entry rejected without being opened.
+ * claimed file in storage, an entry rejected without being opened, a
+ * dotfile left lying in the inbox.
  */
 import type { EntryKind } from './kinds.js';
 
@@ -16,7 +17,7 @@ export interface InboxCandidate {
   ino: number;
   /** `<name>.ctl` next to the file when it was judged, if any. */
   controlPath?: string;
-  /** `<name>.done` when markers are required. */
+  /** `<name>.done`, when the claim must find it: markers are required, or the file was offered on the strength of it. */
   doneMarkerPath?: string;
 }
 
@@ -33,6 +34,11 @@ export interface ClaimedFile {
   sha256: string;
   /** The control sidecar moved along, `<storedPath>.ctl`. */
   controlPath?: string;
+  /**
+   * `<name>.done` was present at the claim (and consumed): the sender said the upload is complete.
+   * Every claim sets it; absent only on records not made by a claim (an orphan found at start), read as false.
+   */
+  doneMarker?: boolean;
 }
 
 /** An inbox entry that is not a regular file (or cannot be named), reported once. */
@@ -43,4 +49,13 @@ export interface RejectedEntry {
   kind: EntryKind;
   /** Where it was moved, when it could be moved aside; directories and invalid names stay in place. */
   movedTo?: string;
+}
+
+/** A dotfile (never taken) not written to for a while: reported once per name and inode. */
+export interface IgnoredEntry {
+  name: string;
+  path: string;
+  kind: EntryKind;
+  /** Since its mtime, by the watcher's clock (ms). */
+  unchangedForMs: number;
 }

@@ -1,8 +1,11 @@
 /**
  * The inbox watcher: keeps the set of names in the drop folder (from
  * chokidar hints and periodic full listings), judges each regular file's
- * stability itself with lstat against an injected Clock, offers stable files
- * one at a time, and reports entries that are not regular files once.
+ * stability itself with lstat against an injected Clock (stability.ts: the
+ * window adapts to the pauses of the upload; an unterminated file waits
+ * longer unless a `.done` marker vouches for it), offers stable files one at
+ * a time, reports entries that are not regular files once, and tells of
+ * dotfiles left lying long enough that someone may be waiting for them.
  *
  * chokidar events only say "look at this name"; every decision comes from
  * lstat at tick time, because events can be missed, duplicated or arrive in
@@ -17,6 +20,7 @@ import { type Clock, systemClock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
 import { claimFile, lstatOrNull } from './claim.js';
 import { InboxError, describeError, errnoCode } from './errors.js';
+import { endsWithLineBreak } from './ending.js';
 import { entryKind, rejectionReason } from './kinds.js';
 import { moveAside } from './move-aside.js';
 import {
@@ -26,15 +30,21 @@ import {
   type NameFilter,
   compileIgnore,
   displayRawName,
+  isHiddenName,
   isIgnoredName,
   isUtf8Name,
 } from './names.js';
-import { type Observation, fingerprintKey, isStable, observe } from './stability.js';
-import type { ClaimedFile, InboxCandidate, RejectedEntry } from './types.js';
+import { type FileEnd, type Observation, type Patience, type WaitReason, fingerprintKey, observe, stabilityVerdict } from './stability.js';
+import type { ClaimedFile, IgnoredEntry, InboxCandidate, RejectedEntry } from './types.js';
+
+/** A dotfile unchanged this many stability windows is reported once through onIgnored. */
+export const HIDDEN_NOTICE_WINDOWS = 12;
 
 /** Defaults of the inbox settings. */
 export const INBOX_DEFAULTS = {
   stableForMs: 5000,
+  maxStableForMs: 600_000,
+  unterminatedStableForMs: 600_000,
   rescanIntervalMs: 30_000,
   checkIntervalMs: 1000,
   requireDoneMarker: false,
@@ -51,8 +61,15 @@ export interface InboxWatcherOptions {
   storageDir: string;
   /** Where non-regular entries are moved; default `<storageDir>/rejected`. */
   rejectedDir?: string;
-  /** Size and mtime must stay unchanged across observations at least this far apart (ms). Default 5000. */
+  /**
+   * Size and mtime must stay unchanged across observations at least this far apart (ms), and at least
+   * PAUSE_FACTOR (3) times the longest pause seen while the file grew. Default 5000.
+   */
   stableForMs?: number;
+  /** The longest wait the pauses of an upload can impose (ms); never below stableForMs. Default 600000. */
+  maxStableForMs?: number;
+  /** The wait of a file whose last byte is not a line break, unless `<name>.done` is present (ms). Default 600000. */
+  unterminatedStableForMs?: number;
   /** A full listing of the folder at least this often (ms), so a missed event delays a file but never loses it. Default 30000. */
   rescanIntervalMs?: number;
   /** How often the production timer runs a pass (ms); a file is claimed within stableForMs + checkIntervalMs of its last write. Default 1000. */
@@ -74,12 +91,13 @@ export interface InboxWatcherOptions {
   onCandidateReady: (candidate: InboxCandidate) => Promise<void>;
   /** An entry that is not a regular file, reported once (moved aside when it can be renamed). */
   onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
+  /** A dotfile unchanged for HIDDEN_NOTICE_WINDOWS x stableForMs: never taken, reported once per name and inode. */
+  onIgnored?: (entry: IgnoredEntry, reason: string) => void;
   /** Errors of the watcher and of the callbacks; the watcher never throws out of its loop. */
   onError: (error: InboxError) => void;
 }
 
-interface Resolved {
-  stableForMs: number;
+interface Resolved extends Patience {
   rescanIntervalMs: number;
   checkIntervalMs: number;
   requireDoneMarker: boolean;
@@ -94,6 +112,10 @@ interface Resolved {
 /** What the watcher knows of one name. */
 interface Tracked {
   observation?: Observation;
+  /** Whether the file ends with a line break, read once its window passed, for that fingerprint. */
+  end?: { key: string; terminated: boolean };
+  /** `<name>.done` was present when last looked for. */
+  doneMarker?: boolean;
   /** The fingerprint last offered and when: an unchanged file the caller left in place is offered again only after rescanIntervalMs. */
   offeredKey?: string;
   offeredAt?: number;
@@ -104,29 +126,41 @@ export interface PendingEntry {
   name: string;
   /** When its current size and mtime were first seen (clock ms); absent before the first observation. */
   unchangedSince?: number;
+  /**
+   * When it will be offered if it stays unchanged (clock ms). Its end is read only once the window
+   * passes, so an unterminated file's wait can grow then. Absent while it waits for its `.done` marker.
+   */
+  stableAt?: number;
+  /** How long it still waits, as of this call (ms). */
+  waitsMs?: number;
+  /** What it waits for. */
+  waitingFor?: WaitReason | 'done-marker';
 }
+
+const HIDDEN_REASON =
+  "a dotfile: names starting with '.' are upload clients' temporary names and are never taken; if it is a batch, rename it without the leading dot";
 
 export class InboxWatcher {
   readonly claimedDir: string;
   readonly rejectedDir: string;
   private readonly inboxDir: string;
   private readonly options: Resolved;
-  private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError'>;
+  private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError' | 'onIgnored'>;
   private root = '';
   /** First path segments of our own folders when they sit inside the inbox. */
   private ownNames = new Set<string>();
   private readonly tracked = new Map<string, Tracked>();
   /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
   private readonly reported = new Map<string, string>();
+  /** Dotfiles reported through onIgnored, by name, with the inode reported. */
+  private readonly hiddenNoticed = new Map<string, number>();
   private chokidar: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> = Promise.resolve();
   private passRunning = false;
   /**
    * Set inside onCandidateReady, so stop() called from the callback itself does not wait for its own pass.
-   * Disabled again after each callback: on Node 20 an enabled AsyncLocalStorage keeps async_hooks' init
-   * hook on for every promise of the process (an async call with an await 150 -> 380 ns; the daemon's CPU
-   * per create at L = 0 about 7% higher, for as long as the daemon runs after its first file).
+   * Disabled after each callback: on Node 20 an enabled AsyncLocalStorage slows every promise of the process.
    */
   private readonly inCallback = new AsyncLocalStorage<true>();
   private running = false;
@@ -138,6 +172,11 @@ export class InboxWatcher {
     this.rejectedDir = resolve(options.rejectedDir ?? join(options.storageDir, 'rejected'));
     this.options = {
       stableForMs: positiveMs('stableForMs', options.stableForMs ?? INBOX_DEFAULTS.stableForMs),
+      maxStableForMs: positiveMs('maxStableForMs', options.maxStableForMs ?? INBOX_DEFAULTS.maxStableForMs),
+      unterminatedStableForMs: wholeMs(
+        'unterminatedStableForMs',
+        options.unterminatedStableForMs ?? INBOX_DEFAULTS.unterminatedStableForMs,
+      ),
       rescanIntervalMs: positiveMs('rescanIntervalMs', options.rescanIntervalMs ?? INBOX_DEFAULTS.rescanIntervalMs),
       checkIntervalMs: positiveMs('checkIntervalMs', options.checkIntervalMs ?? INBOX_DEFAULTS.checkIntervalMs),
       pollIntervalMs: positiveMs('pollIntervalMs', options.pollIntervalMs ?? INBOX_DEFAULTS.pollIntervalMs),
@@ -148,7 +187,12 @@ export class InboxWatcher {
       clock: options.clock ?? systemClock,
       ignore: compileIgnore(options.ignore ?? []),
     };
-    this.callbacks = { onCandidateReady: options.onCandidateReady, onRejected: options.onRejected, onError: options.onError };
+    this.callbacks = {
+      onCandidateReady: options.onCandidateReady,
+      onRejected: options.onRejected,
+      onError: options.onError,
+      onIgnored: options.onIgnored,
+    };
   }
 
   /** Creates the storage folders, lists the inbox (files already there are candidates), starts chokidar and the timer. */
@@ -221,9 +265,16 @@ export class InboxWatcher {
     return claimed;
   }
 
-  /** Names waiting in the inbox, with how long each has been unchanged. */
+  /** Names waiting in the inbox, with how long each has been unchanged and how long it still waits. */
   pending(): PendingEntry[] {
-    return [...this.tracked].map(([name, t]) => (t.observation === undefined ? { name } : { name, unchangedSince: t.observation.since }));
+    const now = this.options.clock.now();
+    return [...this.tracked].map(([name, t]) => {
+      if (t.observation === undefined) return { name };
+      const unchangedSince = t.observation.since;
+      if (this.options.requireDoneMarker && t.doneMarker !== true) return { name, unchangedSince, waitingFor: 'done-marker' };
+      const verdict = stabilityVerdict(t.observation, now, this.options, this.knownEnd(t));
+      return { name, unchangedSince, stableAt: verdict.stableAt, waitsMs: Math.max(0, verdict.stableAt - now), waitingFor: verdict.reason };
+    });
   }
 
   private async runPass(): Promise<void> {
@@ -268,9 +319,37 @@ export class InboxWatcher {
       }
       const name = bytes.toString('utf8');
       seen.add(name);
-      this.track(name);
+      if (isHiddenName(name) && !this.ownNames.has(name)) await this.noticeHidden(name);
+      else this.track(name);
     }
     for (const name of this.reported.keys()) if (!seen.has(name)) this.reported.delete(name);
+    for (const name of this.hiddenNoticed.keys()) if (!seen.has(name)) this.hiddenNoticed.delete(name);
+  }
+
+  /**
+   * A dotfile is never taken; one not written to for HIDDEN_NOTICE_WINDOWS windows (an upload client's
+   * temp file is written to all along) is reported once per name and inode, so an operator learns why it
+   * is not paid.
+   */
+  private async noticeHidden(name: string): Promise<void> {
+    const onIgnored = this.callbacks.onIgnored;
+    if (onIgnored === undefined) return;
+    const path = join(this.root, name);
+    let st: Stats | null;
+    try {
+      st = await lstatOrNull(path);
+    } catch {
+      return; // only a notice: an entry that cannot be examined is left for the next listing
+    }
+    if (st === null || this.hiddenNoticed.get(name) === st.ino) return;
+    const unchangedForMs = this.options.clock.now() - st.mtimeMs;
+    if (unchangedForMs < HIDDEN_NOTICE_WINDOWS * this.options.stableForMs) return;
+    this.hiddenNoticed.set(name, st.ino);
+    try {
+      onIgnored({ name, path, kind: entryKind(st), unchangedForMs: Math.trunc(unchangedForMs) }, HIDDEN_REASON);
+    } catch (error) {
+      this.fail(new InboxError('INBOX_CALLBACK_FAILED', `onIgnored failed for ${name}: ${describeError(error)}`, { cause: error }));
+    }
   }
 
   private track(name: string): void {
@@ -285,13 +364,12 @@ export class InboxWatcher {
     const path = join(this.root, name);
     let st: Stats | null;
     let sidecar: Stats | null = null;
-    let hasMarker = true;
     try {
       st = await lstatOrNull(path);
       if (st !== null && st.isFile()) {
         const control = await lstatOrNull(path + CONTROL_SUFFIX);
         sidecar = control !== null && control.isFile() ? control : null;
-        if (this.options.requireDoneMarker) hasMarker = (await lstatOrNull(path + DONE_SUFFIX)) !== null;
+        if (this.options.requireDoneMarker) entry.doneMarker = await this.hasDoneMarker(path);
       }
     } catch (error) {
       this.tracked.delete(name);
@@ -311,9 +389,33 @@ export class InboxWatcher {
     }
 
     const now = this.options.clock.now();
-    entry.observation = observe(entry.observation, fingerprintKey(st, sidecar), now);
-    if (!hasMarker || !isStable(entry.observation, now, this.options.stableForMs)) return;
-    const key = entry.observation.key;
+    const observation = observe(entry.observation, fingerprintKey(st, sidecar), now);
+    entry.observation = observation;
+    if (this.options.requireDoneMarker && entry.doneMarker !== true) return;
+    if (!stabilityVerdict(observation, now, this.options).stable) return;
+    // The window has passed: now (once per fingerprint) whether the file ends with a line break.
+    let relyOnMarker = false;
+    try {
+      if (entry.end?.key !== observation.key) {
+        const terminated = await endsWithLineBreak(path, st.ino, st.size);
+        if (terminated === null) return; // gone or replaced since the lstat: the next pass sees what is there
+        entry.end = { key: observation.key, terminated };
+      }
+      if (!entry.end.terminated) {
+        if (!this.options.requireDoneMarker) entry.doneMarker = await this.hasDoneMarker(path);
+        if (!stabilityVerdict(observation, now, this.options, this.knownEnd(entry)).stable) return;
+        relyOnMarker = !stabilityVerdict(observation, now, this.options, { terminated: false, doneMarker: false }).stable;
+      }
+    } catch (error) {
+      this.tracked.delete(name);
+      this.fail(
+        new InboxError('INBOX_STAT_FAILED', `cannot read the end of ${name} in the inbox: ${errnoCode(error) ?? 'error'}`, {
+          cause: error,
+        }),
+      );
+      return;
+    }
+    const key = observation.key;
     if (
       entry.offeredKey === key &&
       entry.offeredAt !== undefined &&
@@ -324,7 +426,19 @@ export class InboxWatcher {
     }
     entry.offeredKey = key;
     entry.offeredAt = now;
-    await this.offer(candidateOf(name, path, st, sidecar !== null, this.options.requireDoneMarker));
+    await this.offer(candidateOf(name, path, st, sidecar !== null, this.options.requireDoneMarker || relyOnMarker));
+  }
+
+  /** What is known of the end of the tracked file's current fingerprint, if it was read. */
+  private knownEnd(entry: Tracked): FileEnd | undefined {
+    if (entry.end === undefined || entry.end.key !== entry.observation?.key) return undefined;
+    return { terminated: entry.end.terminated, doneMarker: entry.doneMarker === true };
+  }
+
+  /** `<path>.done` exists (anything but a directory: the claim can remove it). */
+  private async hasDoneMarker(path: string): Promise<boolean> {
+    const marker = await lstatOrNull(path + DONE_SUFFIX);
+    return marker !== null && !marker.isDirectory();
   }
 
   private async offer(candidate: InboxCandidate): Promise<void> {
@@ -421,10 +535,11 @@ export class InboxWatcher {
   }
 }
 
-function candidateOf(name: string, path: string, st: Stats, hasControl: boolean, requireDoneMarker: boolean): InboxCandidate {
+/** `markerRequired`: the claim must find `<name>.done` (markers are required, or the offer relied on one). */
+function candidateOf(name: string, path: string, st: Stats, hasControl: boolean, markerRequired: boolean): InboxCandidate {
   const candidate: InboxCandidate = { name, path, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
   if (hasControl) candidate.controlPath = path + CONTROL_SUFFIX;
-  if (requireDoneMarker) candidate.doneMarkerPath = path + DONE_SUFFIX;
+  if (markerRequired) candidate.doneMarkerPath = path + DONE_SUFFIX;
   return candidate;
 }
 
@@ -453,6 +568,16 @@ function ownEntryNames(root: string, dirs: string[]): Set<string> {
     if (rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && first !== undefined) names.add(first);
   }
   return names;
+}
+
+function wholeMs(option: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new ConfigError(
+      'INBOX_BAD_OPTION',
+      `Expected \`${option}\` to be a whole number of milliseconds from 0 and up, got ${String(value)} (${typeof value})`,
+    );
+  }
+  return value;
 }
 
 function positiveMs(option: string, value: number): number {
