@@ -55,22 +55,15 @@ const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '$
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
 const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;
 
-/** A row's values in INSERT_COLUMNS order; a READY row is due from its insert (its batch's acceptance lets it be claimed). */
-function insertValues(r: NewPayoutRow, now: number): Knex.Value[] {
-  return [
-    r.batchId,
-    r.line,
-    r.merchantReferenceId,
-    r.state,
-    r.requestValues,
-    r.payoutCurrency,
-    r.payoutAmount,
-    r.deductionCurrency,
-    r.reasonCode,
-    r.reason,
-    r.state === 'READY' ? now : null,
-    now,
-  ];
+/** The rows' values in INSERT_COLUMNS order, row after row; a READY row is due from its insert (its batch's acceptance lets it be claimed). */
+function insertValues(rows: readonly NewPayoutRow[], now: number): Knex.Value[] {
+  const values: Knex.Value[] = [];
+  for (const r of rows) {
+    const due = r.state === 'READY' ? now : null;
+    values.push(r.batchId, r.line, r.merchantReferenceId, r.state, r.requestValues, r.payoutCurrency, r.payoutAmount);
+    values.push(r.deductionCurrency, r.reasonCode, r.reason, due, now);
+  }
+  return values;
 }
 
 /**
@@ -84,13 +77,7 @@ export async function insertRows(db: Database | Knex.Transaction, given: NewPayo
   // Two instances storing files that share references in different orders would wait for each other (a deadlock
   // aborts one); in one order of references, the later one only waits. (SQLite has one writer at a time.)
   const rows = isPostgres(db) ? [...given].sort(byReference) : given;
-  const inserted = await insertValueRows(
-    db,
-    'payouts',
-    INSERT_COLUMNS,
-    rows.map((r) => insertValues(r, now)),
-    SKIP_HELD_REFERENCES,
-  );
+  const inserted = await insertValueRows(db, 'payouts', INSERT_COLUMNS, insertValues(rows, now), SKIP_HELD_REFERENCES);
   if (inserted < rows.length) await insertSetAside(db, rows, now);
 }
 
@@ -133,10 +120,6 @@ async function insertSetAside(db: Database | Knex.Transaction, rows: NewPayoutRo
   const unexpected = skipped.find((r) => r.state !== 'READY');
   if (unexpected)
     throw new RowStateError('INSERT_INCOMPLETE', `row at line ${unexpected.line} of batch ${unexpected.batchId} was not stored`);
-  await insertValueRows(
-    db,
-    'payouts',
-    INSERT_COLUMNS,
-    skipped.map((r) => insertValues({ ...r, state: 'VALIDATED' }, now)),
-  );
+  const waiting = skipped.map((r): NewPayoutRow => ({ ...r, state: 'VALIDATED' }));
+  await insertValueRows(db, 'payouts', INSERT_COLUMNS, insertValues(waiting, now));
 }

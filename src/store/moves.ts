@@ -30,8 +30,9 @@ export interface RowMove {
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
-function historyValues(id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): Knex.Value[] {
-  return [id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null];
+/** A history row's values in HISTORY_COLUMNS order, added to the end of `into`. */
+function pushHistory(into: Knex.Value[], id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): void {
+  into.push(id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null);
 }
 
 function assertMove(from: RowState, to: RowState): void {
@@ -98,12 +99,9 @@ export async function recordMoved(
   now: number,
 ): Promise<void> {
   assertMove(from, to);
-  await insertValueRows(
-    trx,
-    'payout_history',
-    HISTORY_COLUMNS,
-    ids.map((id) => historyValues(id, history, now, from, to)),
-  );
+  const values: Knex.Value[] = [];
+  for (const id of ids) pushHistory(values, id, history, now, from, to);
+  await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, values);
 }
 
 /**
@@ -136,13 +134,9 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
   }
   const moved = new Set<number>();
   for (const g of alike.values()) for (const id of await updateGuarded(trx, g.ids, g.from, g.columns)) moved.add(id);
-  const history = moves.filter((m) => m.history !== null && moved.has(m.row.id));
-  await insertValueRows(
-    trx,
-    'payout_history',
-    HISTORY_COLUMNS,
-    history.map((m) => historyValues(m.row.id, m.history as HistoryEntry, now, m.from, m.to)),
-  );
+  const history: Knex.Value[] = [];
+  for (const m of moves) if (m.history !== null && moved.has(m.row.id)) pushHistory(history, m.row.id, m.history, now, m.from, m.to);
+  await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, history);
   return moves.filter((m) => moved.has(m.row.id)).length;
 }
 

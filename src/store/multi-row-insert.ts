@@ -11,23 +11,26 @@ import type { Database } from './db.js';
 export const MAX_BOUND_VALUES = 32_766;
 
 /**
- * Inserts `rows` (each the values of `columns`, in order) into `table`, `tail` (an ON CONFLICT clause)
- * after each statement; returns how many rows the statements inserted.
+ * Inserts rows into `table`: `values` holds each row's values of `columns` in order, row after row. `tail`
+ * (an ON CONFLICT clause) ends each statement. Returns how many rows the statements inserted.
  */
 export async function insertValueRows(
   db: Database | Knex.Transaction,
   table: string,
   columns: readonly string[],
-  rows: readonly (readonly Knex.Value[])[],
+  values: readonly Knex.Value[],
   tail = '',
 ): Promise<number> {
-  const perStatement = Math.floor(MAX_BOUND_VALUES / columns.length);
+  const perStatement = Math.floor(MAX_BOUND_VALUES / columns.length) * columns.length;
   const one = `(${columns.map(() => '?').join(',')})`;
   let inserted = 0;
-  for (let i = 0; i < rows.length; i += perStatement) {
-    const chunk = rows.slice(i, i + perStatement);
-    const sql = `INSERT INTO ${table} (${columns.join(',')}) VALUES ${new Array<string>(chunk.length).fill(one).join(',')} ${tail}`;
-    const result = (await db.raw(sql, chunk.flat())) as { rowCount?: number; changes?: number };
+  for (let i = 0; i < values.length; i += perStatement) {
+    const part = values.slice(i, i + perStatement);
+    const rows = new Array<string>(part.length / columns.length).fill(one).join(',');
+    const result = (await db.raw(`INSERT INTO ${table} (${columns.join(',')}) VALUES ${rows} ${tail}`, part)) as {
+      rowCount?: number;
+      changes?: number;
+    };
     inserted += Number(result.rowCount ?? result.changes);
   }
   return inserted;
