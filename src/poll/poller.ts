@@ -332,35 +332,7 @@ export class SettlementPoller {
   private movesOf(due: PollTarget[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
     const { logger } = this.deps;
     const byId = new Map(records.map((r) => [r.payoutId, r]));
-    const moves: RowMove[] = [];
-    // The payouts of a call mostly share their poll count: one patch and history entry per count, shared by
-    // their moves (moveEach then groups them by the patch object without looking into it).
-    const pending = new Map<number, Omit<RowMove, 'row'>>();
-    const stillPending = (pollCount: number): Omit<RowMove, 'row'> => {
-      let move = pending.get(pollCount);
-      if (!move) {
-        const due = nextPollDelay(pollCount, this.o);
-        const bound = pollIntervalBound(pollCount, this.o, load);
-        move = {
-          from: 'PENDING',
-          to: 'PENDING',
-          // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
-          patch: { pollCount, lastPolledAt: now, nextPollAt: now + due },
-          // The interval in effect: what finance can expect between a settlement and its result. Written while
-          // it changes (pollIsRecorded); the row's poll count and times carry every poll.
-          history: pollIsRecorded(pollCount, this.o, load)
-            ? {
-                event: 'polled',
-                outcome: 'PENDING',
-                detail: bound > due ? `next poll in ${due} ms, at most ${bound} ms` : `next poll in ${due} ms`,
-              }
-            : null,
-        };
-        pending.set(pollCount, move);
-      }
-      return move;
-    };
-    for (const row of due) {
+    return due.map((row): RowMove => {
       const rec = byId.get(row.payoutId as string);
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
       if (!rec) {
@@ -368,26 +340,42 @@ export class SettlementPoller {
           { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
           'the service does not know a payout it created; still following it',
         );
-        moves.push({
+        return {
           row,
           from: 'PENDING',
           to: 'PENDING',
           patch: { ...polled, nextPollAt: now + this.o.maxIntervalMs },
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
-        });
-      } else if (rec.status === 'PENDING') {
-        moves.push({ row, ...stillPending(row.pollCount + 1) });
-      } else {
-        moves.push({
+        };
+      }
+      if (rec.status !== 'PENDING') {
+        return {
           row,
           from: 'PENDING',
           to: rec.status,
           patch: settledPatch(rec, polled),
           history: { event: 'settled', outcome: rec.status, detail: rec.completeTime ?? undefined },
-        });
+        };
       }
-    }
-    return moves;
+      const wait = nextPollDelay(polled.pollCount, this.o);
+      const bound = pollIntervalBound(polled.pollCount, this.o, load);
+      return {
+        row,
+        from: 'PENDING',
+        to: 'PENDING',
+        // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
+        patch: { ...polled, nextPollAt: now + wait },
+        // The interval in effect: what finance can expect between a settlement and its result. Written while it
+        // changes (pollIsRecorded); the row's poll count and times carry every poll.
+        history: pollIsRecorded(polled.pollCount, this.o, load)
+          ? {
+              event: 'polled',
+              outcome: 'PENDING',
+              detail: bound > wait ? `next poll in ${wait} ms, at most ${bound} ms` : `next poll in ${wait} ms`,
+            }
+          : null,
+      };
+    });
   }
 
   /**

@@ -12,9 +12,8 @@
  */
 import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
-import type { Knex } from 'knex';
-import { isPostgres, type Database } from './db.js';
-import { insertBatchErrors, type BatchErrorRecord } from './batches.js';
+import type { Database } from './db.js';
+import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
@@ -30,34 +29,8 @@ export interface AcceptanceResult {
 }
 
 const HOLDING = REFERENCE_HOLDING_STATES as string[];
-/** The index on every row's merchant_reference_id (migration 0001). */
-export const REFERENCE_INDEX = 'payouts_merchant_reference_id_index';
 /** Valid rows of a batch being accepted: holding their reference (READY) or waiting for the decision (VALIDATED). */
 const VALID = ['READY', 'VALIDATED'];
-
-/**
- * References on more than one row of the batch. Only references of its VALIDATED and INVALID rows are
- * looked at, through the (batch_id, state, line) index, instead of grouping every row of the batch: two
- * rows of one file with the same reference cannot both be READY (the second was set aside VALIDATED at
- * its insert), so every such group has a row in one of these two states. A clean million-row file has
- * none, and this reads nothing. Each candidate's rows are counted through the reference index, which
- * SQLite is told to use: without statistics it planned a scan of the batch's every row instead.
- */
-async function referencesOnSeveralRows(trx: Database, batchId: string): Promise<{ merchant_reference_id: string }[]> {
-  const candidates = trx('payouts')
-    .where({ batch_id: batchId })
-    .whereIn('state', ['VALIDATED', 'INVALID'])
-    .whereNot({ merchant_reference_id: '' })
-    .select('merchant_reference_id');
-  const rows: Knex.QueryBuilder = isPostgres(trx) ? trx('payouts') : trx.from(trx.raw(`payouts INDEXED BY ${REFERENCE_INDEX}`));
-  return (await rows
-    .where({ batch_id: batchId })
-    .whereIn('merchant_reference_id', candidates)
-    .select('merchant_reference_id')
-    .count({ n: '*' })
-    .groupBy('merchant_reference_id')
-    .havingRaw('count(*) > 1')) as { merchant_reference_id: string }[];
-}
 
 /** What a check found: an error per row concerned, and how many rows it moved. */
 interface Marked {
@@ -65,19 +38,48 @@ interface Marked {
   moved: number;
 }
 
+interface RowOfReference {
+  id: number;
+  batch_id: string;
+  line: number;
+  state: string;
+  merchant_reference_id: string;
+}
+
+/**
+ * The rows of the batch whose reference is on another row of the batch too, by reference, in line order.
+ * Two rows of one file with the same reference cannot both be READY (the second was set aside VALIDATED at
+ * its insert), so every such reference is on a VALIDATED or INVALID row: only those references are looked
+ * up, and a clean file has none. Their rows are read by reference alone (of any batch, kept here if of this
+ * one): with the batch in the query too, a planner may walk every row of the batch instead.
+ */
+async function rowsSharingReference(trx: Database, batchId: string): Promise<Map<string, RowOfReference[]>> {
+  const candidates = trx('payouts')
+    .where({ batch_id: batchId })
+    .whereIn('state', ['VALIDATED', 'INVALID'])
+    .whereNot({ merchant_reference_id: '' })
+    .select('merchant_reference_id');
+  const rows = (await trx('payouts')
+    .whereIn('merchant_reference_id', candidates)
+    .select('id', 'batch_id', 'line', 'state', 'merchant_reference_id')) as RowOfReference[];
+  const byReference = new Map<string, RowOfReference[]>();
+  for (const r of rows.filter((x) => x.batch_id === batchId).sort((a, b) => a.line - b.line)) {
+    const group = byReference.get(r.merchant_reference_id);
+    if (group) group.push(r);
+    else byReference.set(r.merchant_reference_id, [r]);
+  }
+  for (const [reference, ofReference] of byReference) if (ofReference.length < 2) byReference.delete(reference);
+  return byReference;
+}
+
 async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<Marked> {
-  const groups = await referencesOnSeveralRows(trx, batchId);
   const errors: BatchErrorRecord[] = [];
   let moved = 0;
-  for (const g of groups) {
-    const rows = (await trx('payouts')
-      .where({ batch_id: batchId, merchant_reference_id: g.merchant_reference_id })
-      .orderBy('line')
-      .select('id', 'line', 'state')) as { id: number; line: number; state: string }[];
+  for (const [reference, rows] of await rowsSharingReference(trx, batchId)) {
     const lines = rows.map((r) => r.line);
     for (const r of rows) {
       const others = lines.filter((l) => l !== r.line).join(', ');
-      const message = `merchantReferenceId ${g.merchant_reference_id} appears more than once in this file (also on line ${others})`;
+      const message = `merchantReferenceId ${reference} appears more than once in this file (also on line ${others})`;
       errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
       if (VALID.includes(r.state)) {
         moved += await trx('payouts')

@@ -1,6 +1,6 @@
 /**
- * Batch files in the database: one record per file claimed from the inbox,
- * its state, holds, counts, and its validation errors.
+ * Batch records: one per file claimed from the inbox, its state and counts,
+ * and the lease of the instance reading it or writing its results.
  */
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
@@ -40,14 +40,6 @@ export interface BatchRecord {
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
-}
-
-export interface BatchErrorRecord {
-  line: number | null;
-  column: string | null;
-  field: string | null;
-  code: string;
-  message: string;
 }
 
 const COLUMNS: Record<keyof BatchRecord, string> = {
@@ -154,14 +146,6 @@ export async function findBatchByStoredPath(db: Database, storedPath: string): P
   return r ? fromRow(r) : undefined;
 }
 
-/** Active batches held for their balance whose hold has run out by `now`. */
-export async function listBalanceHoldsDue(db: Database, now: number): Promise<string[]> {
-  return (await db('batches')
-    .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
-    .andWhere('hold_until', '<=', now)
-    .pluck('id')) as string[];
-}
-
 /**
  * Batches last changed by `settledBy` that lack a file they should have: an
  * acknowledgement (or refusal) not yet written, or the result file of a batch
@@ -208,33 +192,6 @@ export async function listRecentBatches(db: Database, limit: number): Promise<Ba
   return rows.map(fromRow);
 }
 
-export async function insertBatchErrors(db: Database, batchId: string, errors: BatchErrorRecord[]): Promise<void> {
-  if (errors.length === 0) return;
-  const rows = errors.map((e) => ({
-    batch_id: batchId,
-    line: e.line,
-    column_name: e.column,
-    field: e.field,
-    code: e.code,
-    message: e.message,
-  }));
-  // 6 columns per row: stay far below SQLite's variable limit.
-  for (let i = 0; i < rows.length; i += 500) await db('batch_errors').insert(rows.slice(i, i + 500));
-}
-
-export async function listBatchErrors(db: Database, batchId: string): Promise<BatchErrorRecord[]> {
-  const rows = (await db('batch_errors')
-    .where({ batch_id: batchId })
-    .orderBy([{ column: 'line' }, { column: 'id' }])) as Record<string, unknown>[];
-  return rows.map((r) => ({
-    line: (r.line as number | null) ?? null,
-    column: (r.column_name as string | null) ?? null,
-    field: (r.field as string | null) ?? null,
-    code: r.code as string,
-    message: r.message as string,
-  }));
-}
-
 /** Forgets what a reading of the batch wrote, so it can be read again from the start. */
 export async function clearBatchContents(db: Database, batchId: string): Promise<void> {
   await db.transaction(async (trx) => {
@@ -267,38 +224,4 @@ export async function claimBatchLease(
     .andWhere((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId))
     .update({ lease_owner: instanceId, lease_expires_at: now + leaseMs });
   return n === 1;
-}
-
-export async function releaseBatchLease(db: Database, id: string, instanceId: string): Promise<void> {
-  await db('batches').where({ id, lease_owner: instanceId }).update({ lease_owner: null, lease_expires_at: null });
-}
-
-/**
- * Records that this instance takes the inbox file `fileKey` (name, size,
- * mtime, inode). Only the first instance to record it gets true; the
- * others leave the file alone.
- */
-export async function claimFileInDatabase(db: Database, fileKey: string, instanceId: string, now: number): Promise<boolean> {
-  const inserted = (await db('file_claims')
-    .insert({ file_key: fileKey.slice(0, 700), instance_id: instanceId, claimed_at: now })
-    .onConflict('file_key')
-    .ignore()
-    .returning('file_key')) as unknown[];
-  return inserted.length === 1;
-}
-
-export async function releaseFileClaim(db: Database, fileKey: string): Promise<void> {
-  await db('file_claims')
-    .where({ file_key: fileKey.slice(0, 700) })
-    .delete();
-}
-
-/** Forgets every file claim (one instance at start: any claim left was its own, interrupted). */
-export async function releaseAllFileClaims(db: Database): Promise<void> {
-  await db('file_claims').delete();
-}
-
-/** Forgets claims older than a lease: the file was renamed long ago, or its claimer died before renaming it. */
-export async function releaseStaleFileClaims(db: Database, claimedBefore: number): Promise<void> {
-  await db('file_claims').where('claimed_at', '<', claimedBefore).delete();
 }

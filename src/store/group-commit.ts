@@ -10,7 +10,8 @@
  * query, as any crash is.
  */
 import type { Database } from './db.js';
-import { recordAnswers, type RowMove } from './submission.js';
+import { recordAnswers } from './answers.js';
+import type { RowMove } from './moves.js';
 
 /** The moves waiting for one commit, and the promise each of their callers waits on. */
 interface PendingCommit {

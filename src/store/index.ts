@@ -6,21 +6,22 @@
  * same transaction, and a reference is held by one row at most (the partial
  * unique index behind "paid at most once", see migrations.ts).
  *
- * What lives where: db.ts and open.ts open a database; batches.ts holds batch
- * records and file claims; payouts.ts the payout rows (intake inserts, guarded
- * moves); counts.ts their counts per state (kept by a batch that ended);
- * acceptance.ts accepts a batch once read; submission.ts and group-commit.ts
- * the intent before a create and the answer after; settlement.ts what the
- * poller asks about; webhook-events.ts the webhook deliveries seen; acks.ts,
- * results.ts and reports.ts the reads behind the ack, the result files and
- * the finance reports.
+ * What lives where, one concern a file:
+ * - db.ts, open.ts, migrations.ts, instance-lock.ts: opening the database, its schema, one daemon per state directory;
+ * - batches.ts, batch-errors.ts, file-claims.ts, holds.ts: batch records and leases, a file's errors, who took
+ *   a file from a shared inbox, holds and an operator's cancel;
+ * - payouts.ts (the row record), insert-rows.ts (the intake's inserts), acceptance.ts (accepting a batch once read);
+ * - moves.ts (guarded moves and their history), claims.ts (taking rows for work: the intent before a create),
+ *   answers.ts, group-commit.ts and reproducible.ts (recording the service's answers);
+ * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state);
+ * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
+ *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
  */
 export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
 export { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
 
 export {
-  // Batch records: one per file claimed from the inbox.
   receivedBatch,
   insertBatch,
   getBatch,
@@ -29,48 +30,21 @@ export {
   findBatchByStoredPath,
   listBatchesInStates,
   listRecentBatches,
-  listBalanceHoldsDue,
   listBatchesMissingFiles,
   clearBatchContents,
-  type BatchRecord,
-  // A file's validation errors.
-  insertBatchErrors,
-  listBatchErrors,
-  type BatchErrorRecord,
-  // Which instance reads or finishes a batch, and which took a file from a shared inbox.
   claimBatchLease,
-  claimFileInDatabase,
-  releaseFileClaim,
-  releaseAllFileClaims,
-  releaseStaleFileClaims,
+  type BatchRecord,
 } from './batches.js';
+export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
+export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
+export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue } from './holds.js';
 
-export {
-  insertRows,
-  insertRowsWhileReading,
-  readyRequestPages,
-  type NewPayoutRow,
-  type PayoutRowPatch,
-  type ReaderLease,
-} from './payouts.js';
-export { batchStateCounts, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
+export { insertRows, insertRowsWhileReading, type NewPayoutRow, type ReaderLease } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
-
-export {
-  applyRowMoves,
-  cancelReadyRows,
-  claimDueRows,
-  claimReadyRows,
-  countRowsInState,
-  holdBatch,
-  lastIntentAt,
-  markInterruptedCreatesUnknown,
-  recordAnswers,
-  releaseBatchHold,
-  type Claimant,
-  type ClaimedRow,
-  type RowMove,
-} from './submission.js';
+export { lastIntentAt, type RowMove } from './moves.js';
+export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, type Claimant, type ClaimedRow } from './claims.js';
+export { applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 
 export {
@@ -87,7 +61,7 @@ export {
   type PollCursor,
   type PollTarget,
 } from './settlement.js';
-
+export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';

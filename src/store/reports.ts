@@ -80,14 +80,6 @@ export async function countCancelledRows(db: Database, batchId: string): Promise
   return Number(r?.n ?? 0);
 }
 
-/** Ids of the batches that have at least one CANCELLED row, oldest first. */
-export async function batchesWithCancelledRows(db: Database): Promise<string[]> {
-  return (await db('batches as b')
-    .whereExists(db('payouts as p').select(db.raw('1')).whereRaw('p.batch_id = b.id').andWhere('p.state', 'CANCELLED'))
-    .orderBy('b.received_at')
-    .pluck('b.id')) as string[];
-}
-
 /** Lookups per statement: far below SQLite's variable limit. */
 const LOOKUP_CHUNK = 500;
 

@@ -18,7 +18,6 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
-import type { PooledClient } from './prepared.js';
 
 interface SqliteConnection {
   pragma(source: string, options?: { simple: boolean }): unknown;
@@ -34,7 +33,8 @@ export async function reproducibleTransaction<T>(db: Database, write: (trx: Knex
       return write(trx);
     });
   }
-  const client = db.client as PooledClient;
+  // knex's pool holds SQLite's one connection: taken here, and handed to the transaction.
+  const client = db.client as Knex.Client;
   const conn = (await client.acquireConnection()) as SqliteConnection;
   try {
     const configured = Number(conn.pragma('synchronous', { simple: true }));

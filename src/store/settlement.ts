@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
-import { fromColumns, rowsInState, stateGuard, type PayoutRow } from './payouts.js';
+import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 
 /** What polling a payout needs of its row (a claim reads a hundred of them per call). */
 export type PollTarget = Pick<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'pollCount' | 'nextPollAt'>;
@@ -68,7 +68,7 @@ export async function nextPollDue(db: Database): Promise<number | null> {
 async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number): Promise<number> {
   if (!isPostgres(db)) return pending.update({ next_poll_at: now });
   const free = pending.clone().select('id').forUpdate().skipLocked();
-  return db('payouts').whereIn('id', free).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: now });
+  return db('payouts').whereIn('id', free).andWhere('state', 'PENDING').update({ next_poll_at: now });
 }
 
 /** A payout a webhook named: its payoutId and the merchant reference the event echoed (null when it gave none). */
@@ -98,35 +98,35 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
       'payout_id',
       found.map((n) => n.payoutId),
     )
-    .andWhere(stateGuard(db, 'PENDING'));
+    .andWhere('state', 'PENDING');
   return makeDueNow(db, pending, now);
 }
 
 /**
  * Ask about every PENDING payout of a batch at the next poll (most payouts of
  * a query answer just settled: the rest of their batch likely has too).
- * Rows already due stay as they are. The batch's rows are found by the
- * (batch_id, state, line) index: on SQLite the unary + keeps the planner off
- * any index on next_poll_at, which would walk every other batch's pending
- * rows too.
+ * Rows already due stay as they are.
  */
 export async function pollBatchNow(db: Database, batchId: string, now: number): Promise<number> {
-  const pending = db('payouts')
-    .where({ batch_id: batchId, state: 'PENDING' })
-    .andWhere(db.raw(isPostgres(db) ? 'next_poll_at > ?' : '+next_poll_at > ?', [now]));
+  const pending = db('payouts').where({ batch_id: batchId, state: 'PENDING' }).andWhere('next_poll_at', '>', now);
   return makeDueNow(db, pending, now);
 }
 
 /** Ask about these PENDING payouts again at `at` (their query failed). */
 export async function reschedulePolls(db: Database, ids: number[], at: number): Promise<void> {
-  if (ids.length > 0) await db('payouts').whereIn('id', ids).andWhere(stateGuard(db, 'PENDING')).update({ next_poll_at: at });
+  if (ids.length > 0) await db('payouts').whereIn('id', ids).andWhere('state', 'PENDING').update({ next_poll_at: at });
 }
 
-/** PENDING rows created before `createdBefore` and not flagged yet. */
+/**
+ * PENDING rows created before `createdBefore` and not flagged yet, walked in the order of the PENDING rows'
+ * own index (next poll, id): a range of the creation-time index would walk every payout ever created before
+ * that time, settled ones included.
+ */
 export async function listStalePending(db: Database, createdBefore: number, limit: number): Promise<PayoutRow[]> {
   const rows = (await rowsInState(db, 'PENDING')
     .andWhere('created_at_ms', '<', createdBefore)
     .whereNull('stale_flagged_at')
+    .orderBy([{ column: 'next_poll_at' }, { column: 'id' }])
     .limit(limit)) as Record<string, unknown>[];
   return rows.map(fromColumns);
 }

@@ -25,7 +25,7 @@ import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { spreadsheetSafeCell } from '../../src/report/index.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { migrateToLatest, openDatabase } from '../../src/store/db.js';
-import { insertRows } from '../../src/store/payouts.js';
+import { insertRows } from '../../src/store/insert-rows.js';
 import { makeRows, toCsv, type BatchRow } from './batch-files.js';
 import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
 

@@ -12,7 +12,8 @@ import type { PayoutRequest } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import type { Database } from '../../src/store/db.js';
-import { insertRows, toColumns, type NewPayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
+import { toColumns, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { openTestDatabase } from '../support/database.js';
 
 export const T0 = Date.UTC(2026, 0, 10, 12, 0, 0);

@@ -5,7 +5,7 @@ import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ParsedBatchRow } from '../..
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { retryBase, retryFileName, retryReference, writeRetryFile, writeRetryFileAt, type BatchIdentity } from '../../src/report/index.js';
-import { batchRetrySource, countCancelledRows, batchesWithCancelledRows } from '../../src/store/reports.js';
+import { batchRetrySource, countCancelledRows } from '../../src/store/reports.js';
 import type { Database } from '../../src/store/db.js';
 import { addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
@@ -86,7 +86,6 @@ describe('retry file', () => {
     await setRow(db, 'B1', 6, { state: 'PENDING', serviceStatus: 'PENDING', payoutId: 'P-5' });
 
     expect(await countCancelledRows(db, 'B1')).toBe(3);
-    expect(await batchesWithCancelledRows(db)).toEqual(['B1']);
 
     const r = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'), { bom: true });
     expect(r.path).toBe(join(dir, 'B1_payouts.csv.retry.csv'));

@@ -9,7 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
-import { listBatchErrors } from '../../src/store/batches.js';
+import { listBatchErrors } from '../../src/store/batch-errors.js';
 import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline } from './harness.js';
 
 afterEach(closePipelines);

@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { systemClock } from '../../src/domain/clock.js';
 import { listBatchesInStates } from '../../src/store/batches.js';
-import { claimReadyRows } from '../../src/store/submission.js';
+import { claimReadyRows } from '../../src/store/claims.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 

@@ -5,10 +5,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CreatedPayout, CreateRequest, PayoutService } from '../../src/domain/payout.js';
-import { historyOf } from '../../src/store/payouts.js';
+import { historyOf } from '../../src/store/moves.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
-import { claimReadyRows } from '../../src/store/submission.js';
+import { claimReadyRows } from '../../src/store/claims.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { API_KEY, closePipelines, csvFile, csvRow, linesContaining, startPipeline, waitFor } from './harness.js';
 

@@ -5,7 +5,8 @@
  * to send; a balance hold does not keep a batch from finishing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { cancelReadyRows, claimReadyRows, holdBatch, releaseBatchHold } from '../../src/store/submission.js';
+import { claimReadyRows } from '../../src/store/claims.js';
+import { cancelReadyRows, holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
 import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
 

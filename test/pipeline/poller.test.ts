@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PayoutService } from '../../src/domain/payout.js';
 import { MIN_RATE_SAMPLE, ROUND_HEADROOM, SettlementPoller, nextPollDelay, roundMs } from '../../src/poll/index.js';
-import { historyOf } from '../../src/store/payouts.js';
+import { historyOf } from '../../src/store/moves.js';
 import { listDueForPoll } from '../../src/store/settlement.js';
 import { CREATE_PATH, closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DuplicatePolicy } from '../../src/sandbox/index.js';
-import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/submission.js';
+import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/claims.js';
 import { CREATE_PATH, QUERY_PATH, closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PayoutService } from '../../src/domain/payout.js';
-import { holdBatch, releaseBatchHold } from '../../src/store/submission.js';
+import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline } from './harness.js';
 

@@ -17,7 +17,9 @@ import { migrateToLatest, openDatabase, type Database } from '../../src/store/db
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
 import { getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
-import { claimDueRows, markInterruptedCreatesUnknown, recordAnswers, type RowMove } from '../../src/store/submission.js';
+import { claimDueRows, markInterruptedCreatesUnknown } from '../../src/store/claims.js';
+import { recordAnswers } from '../../src/store/answers.js';
+import type { RowMove } from '../../src/store/moves.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { checkConcurrentHolders, checkHeldReferencesSetAside } from '../store/held-references.js';

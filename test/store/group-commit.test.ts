@@ -7,8 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { GroupCommit } from '../../src/store/group-commit.js';
-import { historyOf } from '../../src/store/payouts.js';
-import type { RowMove } from '../../src/store/submission.js';
+import { historyOf, type RowMove } from '../../src/store/moves.js';
 import { useTestDatabase } from '../support/database.js';
 import { seedBatch } from './moves.js';
 

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
 import type { Knex } from 'knex';
 import type { Database } from '../../src/store/db.js';
 import { encodeRequestValues } from '../../src/domain/request-values.js';
-import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 
 /**
  * Rows as the reader hands them over: every seventh INVALID, the rest in `validState` (READY as read, VALIDATED
@@ -64,7 +64,7 @@ export async function addBatch(db: Database, id: string): Promise<void> {
   });
 }
 
-/** Both paths (a transaction, and none: prepared statements and knex on SQLite), across statements and batches. */
+/** In a transaction and without one, across statements and batches. */
 export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
   await addBatch(db, 'HELD');
   await insertRows(db, payoutRowsOf('HELD', 10), 42);
@@ -78,7 +78,7 @@ export async function checkHeldReferencesSetAside(db: Database): Promise<void> {
       rows[i] = { ...(rows[i] as NewPayoutRow), merchantReferenceId: ref };
     };
     withReference(5, 'HELD-0'); // held by another batch
-    withReference(4001, `${batchId}-0`); // held by this call's first row, a statement earlier (2500 rows a statement)
+    withReference(4001, `${batchId}-0`); // held by this call's first row, a statement earlier (2730 rows a statement)
     withReference(2729, `${batchId}-2728`); // held by the row just before, in the same statement
     withReference(11, `${batchId}-3`); // that row is INVALID and holds nothing: this one is READY
     const setAside = [5, 4001, 2729];

@@ -6,11 +6,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { RowStateError, getRow, historyOf, stateGuard, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { RowStateError, getRow, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { historyOf } from '../../src/store/moves.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
-import { applyRowMoves } from '../../src/store/submission.js';
+import { applyRowMoves } from '../../src/store/answers.js';
 import { useTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
@@ -18,12 +19,12 @@ import { checkBeneficiaryFromRequest } from './result-rows.js';
 describe('store: row moves and claims (SQLite)', () => {
   const store = useTestDatabase('payoutd-store-');
 
-  it('groups moves sharing a patch, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
+  it('groups moves alike by value, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
     const { db } = store;
     await checkGroupedMoves(db);
   });
 
-  it('settlements (a completion time each) are applied row by row, also when twenty share one patch', async () => {
+  it('settlements sharing one patch and one of its own are applied; a row settled by someone else is skipped', async () => {
     const { db } = store;
     const rows = await seedBatch(db, 'ST', 21, 'PENDING');
     const paid: PayoutRowPatch = { serviceStatus: 'PAID', completeTime: '2026-11-23T00:00:00Z', pollCount: 3 };
@@ -98,12 +99,24 @@ describe('store: row moves and claims (SQLite)', () => {
     expect((await db('payouts').orderBy('id').pluck('reason')) as unknown[]).toEqual([null, 'null', '5', 'x']);
   });
 
-  it('a guarded UPDATE of rows picked by id finds them by primary key, not by walking the state index', async () => {
+  it('guarded UPDATEs of rows picked by id find them by primary key, not by walking an index on the state', async () => {
     const { db } = store;
-    await seedBatch(db, 'G', 3, 'PENDING');
-    const q = db('payouts').whereIn('id', [1, 2, 3]).andWhere(stateGuard(db, 'PENDING')).update({ poll_count: 1 }).toSQL().toNative();
-    const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings as Knex.RawBinding[])) as { detail: string }[];
-    expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('INTEGER PRIMARY KEY')]);
+    const [a, b, c] = await seedBatch(db, 'G', 3, 'PENDING');
+    if (!a || !b || !c) throw new Error('seed');
+    const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+    db.on('query', record);
+    const polled = { pollCount: 1, lastPolledAt: 5, nextPollAt: 10 };
+    const moves = [a, b].map((row) => ({ row, from: 'PENDING' as const, to: 'PENDING' as const, patch: polled, history: null }));
+    const settled = { serviceStatus: 'PAID', completeTime: 't' };
+    await applyRowMoves(db, [...moves, { row: c, from: 'PENDING', to: 'PAID', patch: settled, history: { event: 'settled' } }], 5);
+    db.off('query', record);
+    const updates = seen.filter((q) => /^update /i.test(q.sql));
+    expect(updates.map((q) => / in \(/i.test(q.sql))).toEqual([true, false]);
+    for (const q of updates) {
+      const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
+      expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('INTEGER PRIMARY KEY')]);
+    }
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {

@@ -10,7 +10,7 @@
 import { expect } from 'vitest';
 import { REQUEST_VALUE_INDEX, encodeRequest } from '../../src/domain/request-values.js';
 import type { Database } from '../../src/store/db.js';
-import { insertRows, type NewPayoutRow } from '../../src/store/payouts.js';
+import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { request } from '../finance/helpers.js';
 

@@ -1,25 +1,14 @@
 /**
- * Database operations of sending creates and resolving their outcomes:
- * recording the intent before a create is sent, the answer after, and
- * finding the rows whose outcome is unknown.
+ * Claims: taking rows for work, so that instances sharing the database never
+ * take the same row. A create's claim records its intent (READY -> CREATING)
+ * before anything is sent; a claim of due rows (UNKNOWN to resolve, PENDING
+ * to follow) leases them by pushing their due time ahead. Also here: the
+ * creates a dead process left on the wire, which become UNKNOWN.
  */
 import type { Knex } from 'knex';
-import type { RowState } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
-import { reproducibleTransaction } from './reproducible.js';
-import { selectArrays } from './prepared.js';
-import {
-  fromColumns,
-  rowsInState,
-  moveEach,
-  moveRows,
-  recordMoved,
-  stateGuard,
-  type HistoryEntry,
-  type IndexedState,
-  type PayoutRow,
-  type PayoutRowPatch,
-} from './payouts.js';
+import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
+import { moveRows, recordMoved } from './moves.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -79,6 +68,15 @@ export type ClaimedRow = Pick<
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
 >;
 
+/** What a create's claim reads back of each row it takes. */
+const RETURNED_OF_CLAIM = [
+  'id',
+  'line',
+  'merchant_reference_id as merchantReferenceId',
+  'request_values as requestValues',
+  'create_attempts as createAttempts',
+];
+
 /**
  * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch
  * first and in line order within a batch, and records the intent (READY ->
@@ -124,9 +122,9 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
         .limit(limit - claimed.length);
       const take = await rowsToTake(trx, first);
       if (take === null) continue;
-      const intent = trx('payouts')
+      const taken = (await trx('payouts')
         .whereIn('id', take.ids)
-        .andWhere(stateGuard(trx, 'READY'))
+        .andWhere('state', 'READY')
         .update({
           state: 'CREATING',
           create_attempts: trx.raw('create_attempts + 1'),
@@ -134,22 +132,10 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
           lease_expires_at: leaseExpiresAt,
           updated_at: now,
         })
-        .returning(['id', 'line', 'merchant_reference_id', 'request_values', 'create_attempts']);
-      const rows = (await selectArrays(trx, intent)) as [number | string, number, string, string | null, number | string][];
-      const taken: ClaimedRow[] = rows.map(([id, line, merchantReferenceId, requestValues, attempts]) => ({
-        id: Number(id),
-        batchId,
-        line: Number(line),
-        merchantReferenceId,
-        requestValues,
-        state: 'CREATING',
-        createAttempts: Number(attempts),
-        leaseOwner: claimant.instanceId,
-        leaseExpiresAt,
-      }));
+        .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt'>[];
       // RETURNING comes in no promised order; creates go out in line order.
       taken.sort((a, b) => a.line - b.line);
-      for (const r of taken) claimed.push(r);
+      for (const r of taken) claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt });
     }
     await recordMoved(
       trx,
@@ -193,144 +179,9 @@ export async function claimDueRows(
     if (take === null) return [];
     const rows = (await trx('payouts')
       .whereIn('id', take.ids)
-      .andWhere(stateGuard(trx, state))
+      .andWhere('state', state)
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];
     return rows.map(fromColumns).sort((a, b) => a.id - b.id);
-  });
-}
-
-export interface RowMove {
-  /** The row moved (its id; its batch, for whoever acts on the batches moved). */
-  row: Pick<PayoutRow, 'id' | 'batchId'>;
-  from: RowState;
-  to: RowState;
-  patch: PayoutRowPatch;
-  /** null only where the state stays: see RowMoveSpec. */
-  history: HistoryEntry | null;
-}
-
-/**
- * Applies many independent row moves in one transaction (group commit), with
- * few statements (see moveEach); a row no longer in its move's `from` is
- * skipped. Returns how many moves happened.
- */
-export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
-  if (moves.length === 0) return 0;
-  return db.transaction((trx) => movesIn(trx, moves, now));
-}
-
-/** Moves that share the time they were decided at (one group commit, one poll call's answer). */
-export interface AnswerMoves {
-  moves: RowMove[];
-  at: number;
-}
-
-/**
- * Records answers of the payout service (creates, polls) in one transaction
- * whose commit need not reach the disk at once: each is asked again after a
- * crash that lost it (./reproducible.ts). Returns how many rows moved.
- */
-export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<number> {
-  if (answers.every((a) => a.moves.length === 0)) return 0;
-  return reproducibleTransaction(db, async (trx) => {
-    await lockInIdOrder(
-      trx,
-      answers.flatMap((a) => a.moves.map((m) => m.row.id)),
-    );
-    let moved = 0;
-    for (const a of answers) if (a.moves.length > 0) moved += await movesIn(trx, a.moves, a.at);
-    return moved;
-  });
-}
-
-/**
- * On PostgreSQL, locks the rows about to move in id order first. The moves
- * run as one UPDATE per patch, each locking its rows as it reaches them, and
- * two instances can hold answers for the same rows (a webhook or a
- * settlement sweep made a row due while another instance was asking about
- * it): taken in different orders, their locks could deadlock, which aborts
- * one of the answers. Taken in one order, the later answer waits, then finds
- * the rows already moved and skips them.
- */
-async function lockInIdOrder(trx: Knex.Transaction, ids: number[]): Promise<void> {
-  if (!isPostgres(trx) || ids.length < 2) return;
-  const sorted = [...new Set(ids)].sort((a, b) => a - b);
-  for (let i = 0; i < sorted.length; i += 5000)
-    await trx('payouts')
-      .select('id')
-      .whereIn('id', sorted.slice(i, i + 5000))
-      .orderBy('id')
-      .forUpdate();
-}
-
-async function movesIn(trx: Knex.Transaction, moves: RowMove[], now: number): Promise<number> {
-  const done = await moveEach(
-    trx,
-    moves.map((m) => ({ id: m.row.id, from: m.from, to: m.to, patch: m.patch, history: m.history })),
-    now,
-  );
-  return done.filter(Boolean).length;
-}
-
-/** UNKNOWN rows due for a query. */
-export async function listUnknownDue(db: Database, now: number, limit: number): Promise<PayoutRow[]> {
-  const rows = (await db('payouts')
-    .where({ state: 'UNKNOWN' })
-    .andWhere((q) => q.whereNull('next_attempt_at').orWhere('next_attempt_at', '<=', now))
-    .orderBy('id')
-    .limit(limit)) as Record<string, unknown>[];
-  return rows.map(fromColumns);
-}
-
-/** The time of the last create attempt (intent) of a row. */
-export async function lastIntentAt(db: Database, rowId: number): Promise<number | null> {
-  const r = (await db('payout_history').where({ payout_row_id: rowId, event: 'intent' }).max({ at: 'at' }).first()) as
-    { at: number | null } | undefined;
-  return r?.at ?? null;
-}
-
-/**
- * Holds a batch. A balance hold (timed) never replaces a hold that waits
- * for an operator (FILE_CHANGED): only an operator lifts that one.
- */
-export async function holdBatch(
-  db: Database,
-  batchId: string,
-  code: string,
-  reason: string,
-  until: number | null,
-  now: number,
-): Promise<void> {
-  const q = db('batches').where({ id: batchId });
-  if (code === 'INSUFFICIENT_BALANCE') q.andWhere((w) => w.whereNull('hold_code').orWhere('hold_code', 'INSUFFICIENT_BALANCE'));
-  await q.update({ hold_code: code, hold_reason: reason, hold_until: until, updated_at: now });
-}
-
-export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {
-  await db('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
-}
-
-/** Rows in a state (READY waiting to be claimed, PENDING being followed). */
-export async function countRowsInState(db: Database, state: IndexedState): Promise<number> {
-  const r = (await rowsInState(db, state).count({ n: '*' }).first()) as { n: number | string } | undefined;
-  return Number(r?.n ?? 0);
-}
-
-/** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
-export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
-  return db.transaction(async (trx) => {
-    const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
-    const moved = await moveRows(
-      trx,
-      ids,
-      'READY',
-      'NOT_SUBMITTED',
-      { reasonCode: 'CANCELLED_BY_OPERATOR', reason },
-      { event: 'cancelled', detail: reason },
-      now,
-    );
-    await trx('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
-    return moved.length;
   });
 }

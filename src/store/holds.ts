@@ -1,0 +1,53 @@
+/**
+ * Holds on a batch: a balance hold that ends by itself, an operator's hold
+ * and release, and an operator's cancel of the rows not yet sent.
+ */
+import type { Database } from './db.js';
+import { moveRows } from './moves.js';
+
+/**
+ * Holds a batch. A balance hold (timed) never replaces a hold that waits
+ * for an operator (FILE_CHANGED): only an operator lifts that one.
+ */
+export async function holdBatch(
+  db: Database,
+  batchId: string,
+  code: string,
+  reason: string,
+  until: number | null,
+  now: number,
+): Promise<void> {
+  const q = db('batches').where({ id: batchId });
+  if (code === 'INSUFFICIENT_BALANCE') q.andWhere((w) => w.whereNull('hold_code').orWhere('hold_code', 'INSUFFICIENT_BALANCE'));
+  await q.update({ hold_code: code, hold_reason: reason, hold_until: until, updated_at: now });
+}
+
+export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {
+  await db('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
+}
+
+/** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
+export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
+  return db.transaction(async (trx) => {
+    const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
+    const moved = await moveRows(
+      trx,
+      ids,
+      'READY',
+      'NOT_SUBMITTED',
+      { reasonCode: 'CANCELLED_BY_OPERATOR', reason },
+      { event: 'cancelled', detail: reason },
+      now,
+    );
+    await releaseBatchHold(trx, batchId, now);
+    return moved.length;
+  });
+}
+
+/** Active batches held for their balance whose hold has run out by `now`. */
+export async function listBalanceHoldsDue(db: Database, now: number): Promise<string[]> {
+  return (await db('batches')
+    .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
+    .andWhere('hold_until', '<=', now)
+    .pluck('id')) as string[];
+}
