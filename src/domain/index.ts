@@ -7,3 +7,4 @@ export * from './backoff.js';
 export * from './lifecycle.js';
 export * from './request-values.js';
 export * from './iso4217.js';
+export * from './service-health.js';
