@@ -89,6 +89,7 @@ export {
 } from './settlement.js';
 
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
+export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
