@@ -330,10 +330,9 @@ export class PayoutApiClient {
     return err.kind === 'retryable';
   }
 
-  /** Waits while a rate limit pauses every business call. */
+  /** Waits while a rate limit pauses every business call (a pause extended meanwhile is waited out too). */
   private async rateLimitPause(signal?: AbortSignal): Promise<void> {
-    const wait = this.pausedUntil - performance.now();
-    if (wait > 0) await sleep(wait, signal);
+    for (let wait = this.pausedUntil - performance.now(); wait > 0; wait = this.pausedUntil - performance.now()) await sleep(wait, signal);
   }
 
   /**
