@@ -197,8 +197,8 @@ const claimOrder: Migration = {
 
 // A row has no payoutId and no creation time until its create is answered, and no read looks for either
 // being null: indexed only once set, a row is not in these indexes from intake to its answer. That answer's
-// UPDATE then inserts one entry per index instead of moving an entry out of the run of nulls (3x faster in
-// a 200,000-row table, measured), and intake writes two index entries less per row. Every query using them
+// UPDATE then inserts one entry per index instead of moving an entry out of the run of nulls (much faster in
+// a large table), and intake writes two index entries less per row. Every query using them
 // compares the column (=, IN, >=, <), which SQLite and PostgreSQL both take to imply IS NOT NULL. (payout_id's
 // index is dropped again by 0005.)
 const PARTIAL_INDEXES = [
@@ -223,8 +223,8 @@ const setOnceIndexes: Migration = {
 };
 
 // payout_id's only reader is a webhook's poll-soon, which now finds its row by the merchant reference. The
-// service's payoutIds are random, so each create's answer wrote this index at a random page: in the submit
-// bench 3-4 us of the 130 us a create costs the daemon, and more as the table outgrows the page cache.
+// service's payoutIds are random, so each create's answer wrote this index at a random page: a visible part
+// of what a create costs the daemon, and more as the table outgrows the page cache.
 const noPayoutIdIndex: Migration = {
   name: '0005_no_payout_id_index',
   async up(knex) {
@@ -237,7 +237,7 @@ const noPayoutIdIndex: Migration = {
 
 // The same rows hold a reference, stated as the four states that do not. With `state IN (7 states)`, SQLite
 // built a small table for the list each time an UPDATE of a row's state ran, as it re-checked the predicate:
-// 3 of the 8 us of a create's claim and 3 of the 11 us of its answer (measured on 100,000 rows). The text
+// a large part of a create's claim and of its answer. The text
 // must stay equal to REFERENCE_HOLDER_PREDICATE (src/store/payouts.ts), which the intake's INSERT names in its
 // ON CONFLICT clause (an unequal text fails every insert, on both engines, so a test of any insert catches it).
 const HOLDER_PREDICATE_0006 = "state <> 'VALIDATED' AND state <> 'INVALID' AND state <> 'DUPLICATE' AND state <> 'NOT_SUBMITTED'";
@@ -262,8 +262,8 @@ const holderPredicateWithoutIn: Migration = {
 // (the poller, by next poll), UNKNOWN (resolution, by next attempt) and CREATING (creates in flight, by
 // lease). One partial index each, instead of (state, next_attempt_at) and (state, next_poll_at) over every
 // row: a create's claim (READY -> CREATING) then writes one entry instead of moving two, its answer
-// (CREATING -> PENDING) moves one instead of two, and a settlement deletes one instead of moving two
-// (about 2 us a row each, measured on 100,000 rows). Rows of other states are found by batch, by
+// (CREATING -> PENDING) moves one instead of two, and a settlement deletes one instead of moving two.
+// Rows of other states are found by batch, by
 // (batch_id, state, line). Each query naming one of these states writes it into its text
 // (rowsInState): a planner uses a partial index only when the query's own text implies its predicate.
 const PER_STATE_INDEXES = [
@@ -289,7 +289,7 @@ const perStateIndexes: Migration = {
 // A row keeps its create request as the list of its values (a JSON array in the order below, the CSV's; see
 // src/domain/request-values.ts) instead of the request's canonical JSON object: the object's keys were two
 // thirds of its bytes, and a million-row file wrote them to the table, its WAL and the checkpoint (the intake
-// stores a row about 2.5 us faster). The column is renamed with its meaning, and every kept request is
+// stores a row faster without them). The column is renamed with its meaning, and every kept request is
 // rewritten in SQL, field by field. The list is written out here, not imported: this migration never changes.
 const REQUEST_PATHS_0008 = [
   ['merchantReferenceId'],

@@ -110,7 +110,7 @@ export class PayoutSubmitter {
   /**
    * Claimed rows not handed to a slot yet (from `waitingFrom` on), kept as plain rows: a row in p-limit's queue
    * is a chain of promises and closures, and a claim's worth of those outlived young-generation collections
-   * (in the L = 0 profile, scavenges cost 15-20% less with the rows kept here).
+   * (young-generation collections cost less with the rows kept here).
    */
   private readonly waiting: ClaimedRow[] = [];
   private waitingFrom = 0;
