@@ -6,14 +6,21 @@
  *
  * Retries happen here only where repeating cannot pay twice: reads, token
  * calls, and creates that the service provably did not process (connection
- * never made, HTTP 429 / 1429, auth refusals before processing). Everything
- * else about a create is the submitter's decision.
+ * never made, HTTP 429 / 1429, auth refusals before processing), and only
+ * while the service is reachable. Everything else about a create is the
+ * submitter's decision.
+ *
+ * Two things are shared by every call: the circuit breaker (./breaker.ts),
+ * told of each exchange, which holds back every call but one probe while the
+ * service is unreachable; and the rate-limit pause: a 429 / 1429 makes every
+ * business call wait out its Retry-After, so the whole sender slows down
+ * rather than each call finding the limit for itself.
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { normalizeAmount } from '../domain/money.js';
-import { isPayoutStatus, type CreateRequest, type CreatedPayout, type PayoutRecord } from '../domain/payout.js';
+import { isPayoutStatus, type CreateRequest, type CreateTrail, type CreatedPayout, type PayoutRecord } from '../domain/payout.js';
 import { JsonNumber, canonicalStringify, parseLossless, plainNumberText } from '../json/index.js';
 import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSign, type HmacKeyEncoding } from '../signing/index.js';
 import {
@@ -21,13 +28,17 @@ import {
   ApiError,
   DEFAULT_CODE_TREATMENTS,
   INVALID_ACCESS,
+  RATE_LIMITED,
+  SERVICE_UNREACHABLE,
+  isRateLimit,
   parseRetryAfter,
   treatmentOf,
   type CodeTreatment,
 } from './errors.js';
+import type { Admission, ServiceBreaker } from './breaker.js';
 import { createBodyText } from './create-body.js';
 import { TransportError, httpOrigin, sendHttp, type HttpOrigin, type HttpResponse } from './http.js';
-import { TokenManager, type Credentials } from './tokens.js';
+import { TokenManager, credentialTimes, type Credentials } from './tokens.js';
 
 export const ENDPOINTS = {
   accessToken: '/apis/v1/access-token',
@@ -69,6 +80,12 @@ export interface PayoutApiClientOptions {
   /** Called after every HTTP exchange (metrics, debug logs). Never sees secrets. */
   onCall?: (call: ApiCallRecord) => void;
   onTokenRenewed?: (how: 'acquire' | 'refresh') => void;
+  /** The service refused the credentials in use (1009, 1004): once per renewal it starts, not per call. */
+  onCredentialsRefused?: (code: string) => void;
+  /** A 429 / 1429 started a pause of every business call, this long (once per pause, not per call). */
+  onRateLimited?: (pauseMs: number) => void;
+  /** The service's circuit breaker, told of every exchange; none: every call is sent. */
+  breaker?: ServiceBreaker;
 }
 
 export interface ApiCallRecord {
@@ -95,7 +112,16 @@ interface CallOptions {
   /** Repeat on retryable and ambiguous outcomes (only for calls without effects). */
   idempotent: boolean;
   signal?: AbortSignal;
+  /** Where a create's refused tries are written down. */
+  trail?: CreateTrail;
 }
+
+/**
+ * What an exchange says of the service's reachability: `reached` (it answered), `unreachable` (no connection,
+ * or a call without effect that got no answer or a 5xx), `unclear` (a create's timeout, drop or 5xx: its
+ * outcome is the submitter's business, and it says nothing certain of the service), `abandoned` (aborted here).
+ */
+type Reach = 'reached' | 'unreachable' | 'unclear' | 'abandoned';
 
 type Json = Record<string, unknown>;
 
@@ -126,6 +152,17 @@ function badResponse(endpoint: string, msg: string): ApiError {
   return new ApiError({ endpoint, code: 'BAD_RESPONSE', msg, status: null, kind: 'ambiguous' });
 }
 
+/**
+ * The service's issuance time of credentials (spec 2.2 `timestamp`), ms since epoch; null when absent or not
+ * a whole number. Unix seconds in the standard form; the client-id form (spec 5.6) counts time in
+ * milliseconds, so a timestamp in its answer is read as milliseconds.
+ */
+function issuanceTime(value: unknown, unitMs: number): number | null {
+  const text = value instanceof JsonNumber ? value.value : typeof value === 'string' ? value : null;
+  if (text === null || !/^\d{1,16}$/.test(text)) return null;
+  return Number.parseInt(text, 10) * unitMs;
+}
+
 export class PayoutApiClient {
   private readonly tokens: TokenManager;
   private readonly clock: Clock;
@@ -133,6 +170,8 @@ export class PayoutApiClient {
   private readonly treatments: Record<string, CodeTreatment>;
   private readonly basePath: string;
   private readonly origin: HttpOrigin;
+  /** Every business call waits until then (performance.now() ms) after a 429 / 1429: a wait on the wire, like a timeout. */
+  private pausedUntil = 0;
 
   constructor(private readonly o: PayoutApiClientOptions) {
     this.clock = o.clock ?? systemClock;
@@ -143,8 +182,37 @@ export class PayoutApiClient {
     this.basePath = base.pathname.replace(/\/+$/, '');
     this.tokens = new TokenManager(
       { acquire: () => this.requestAccessToken(), refresh: (rt) => this.requestRefreshToken(rt) },
-      { clock: this.clock, refreshBeforeMs: o.auth.refreshBeforeExpirySeconds * 1000, onRenewed: o.onTokenRenewed },
+      {
+        clock: this.clock,
+        refreshBeforeMs: o.auth.refreshBeforeExpirySeconds * 1000,
+        onRenewed: o.onTokenRenewed,
+        onRefused: o.onCredentialsRefused,
+      },
     );
+  }
+
+  // ---- reachability -----------------------------------------------------
+
+  /** False while the breaker takes the service for unreachable (no call but the probe is sent). */
+  available(): boolean {
+    return this.o.breaker?.closed ?? true;
+  }
+
+  /**
+   * While the service is taken for unreachable and a probe is due: one balance query (no effect; preceded by a
+   * token call only when the credentials need one), sent once, without retries. True when the service is
+   * reachable after it.
+   */
+  async probeIfDue(signal?: AbortSignal): Promise<boolean> {
+    const breaker = this.o.breaker;
+    if (!breaker || breaker.closed) return true;
+    if (!breaker.probeDue()) return false;
+    try {
+      await this.balances(signal);
+    } catch {
+      // The probe's outcome is what the breaker was told by the exchange; a failure here is the expected case.
+    }
+    return breaker.closed;
   }
 
   // ---- business methods -------------------------------------------------
@@ -165,9 +233,9 @@ export class PayoutApiClient {
    * Creates a payout. Throws ApiError: `ambiguous` means the payout may
    * exist — query it by merchantReferenceId before anything else.
    */
-  async createPayout(req: CreateRequest, signal?: AbortSignal): Promise<CreatedPayout> {
+  async createPayout(req: CreateRequest, signal?: AbortSignal, trail?: CreateTrail): Promise<CreatedPayout> {
     const ep = ENDPOINTS.createPayout;
-    const data = await this.business(ep, createBodyText(req, { sortKeys: this.o.sortKeys }), { idempotent: false, signal });
+    const data = await this.business(ep, createBodyText(req, { sortKeys: this.o.sortKeys }), { idempotent: false, signal, trail });
     return {
       payoutId: stringField(data.payoutId, 'payoutId', ep),
       merchantReferenceId: typeof data.merchantReferenceId === 'string' ? data.merchantReferenceId : req.merchantReferenceId,
@@ -232,6 +300,9 @@ export class PayoutApiClient {
   private async business(endpoint: string, body: Json | string, opts: CallOptions): Promise<Json> {
     let authRetried = false;
     for (let attempt = 1; ; attempt++) {
+      // Credentials are taken after the pause: they must still be fresh when the call leaves. (No await step
+      // at all when no pause runs: most calls.)
+      if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(opts.signal);
       const creds = await this.tokens.current();
       try {
         return await this.sendBusiness(endpoint, body, creds, opts.signal);
@@ -240,20 +311,45 @@ export class PayoutApiClient {
         // A 401 is refused before processing, so one retry with fresh credentials is safe.
         if (err.kind === 'auth' && !authRetried && (err.code === ACCESS_TOKEN_EXPIRED || err.code === INVALID_ACCESS)) {
           authRetried = true;
-          await (err.code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds) : this.tokens.invalid(creds));
+          if (opts.trail) (opts.trail.refused ??= []).push({ code: err.code, detail: err.message });
+          await (err.code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds, err.code) : this.tokens.invalid(creds, err.code));
           continue;
         }
+        const limited = isRateLimit(err);
+        if (limited) this.pauseAll(err, attempt);
         if (attempt >= this.o.retry.maxAttempts || !this.mayRepeat(err, opts.idempotent)) throw err;
-        await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS), opts.signal);
+        // A rate-limited call waits out the shared pause at the top of the loop, with every other call.
+        if (!limited) await sleep(backoffDelay(attempt, this.o.retry, this.random), opts.signal);
       }
     }
   }
 
-  /** Whether a failed call can be sent again without risk of a second effect. */
+  /** Whether a failed call can be sent again without risk of a second effect (and the service is reachable). */
   private mayRepeat(err: ApiError, idempotent: boolean): boolean {
-    if (err.waitForBalance) return false;
+    if (err.waitForBalance || !this.available()) return false;
     if (idempotent) return err.kind === 'retryable' || err.kind === 'ambiguous';
     return err.kind === 'retryable';
+  }
+
+  /** Waits while a rate limit pauses every business call (a pause extended meanwhile is waited out too). */
+  private async rateLimitPause(signal?: AbortSignal): Promise<void> {
+    for (let wait = this.pausedUntil - performance.now(); wait > 0; wait = this.pausedUntil - performance.now()) await sleep(wait, signal);
+  }
+
+  /**
+   * A 429 / 1429: every business call waits out its Retry-After (never less than the base delay: "at once" would
+   * bring the next burst at once; never more than MAX_RETRY_AFTER_MS, past which the callers' own schedules take over).
+   */
+  private pauseAll(err: ApiError, attempt: number): void {
+    const ms = Math.min(
+      Math.max(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), this.o.retry.baseMs),
+      MAX_RETRY_AFTER_MS,
+    );
+    const now = performance.now();
+    if (now + ms <= this.pausedUntil) return;
+    const started = this.pausedUntil <= now;
+    this.pausedUntil = now + ms;
+    if (started) this.o.onRateLimited?.(ms);
   }
 
   private async sendBusiness(endpoint: string, body: Json | string, creds: Credentials, signal?: AbortSignal): Promise<Json> {
@@ -283,11 +379,13 @@ export class PayoutApiClient {
     return headers;
   }
 
-  private async tokenCall(endpoint: string, body: Json): Promise<Json> {
+  /** A token call, and when the try that was answered was sent (the credentials' life counts from then). */
+  private async tokenCall(endpoint: string, body: Json): Promise<{ data: Json; requestedAt: number }> {
     const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
     const path = this.basePath + endpoint;
     const signer = this.o.auth.mode === 'client-id' ? this.clientId() : this.o.merchantCode;
     for (let attempt = 1; ; attempt++) {
+      const requestedAt = this.clock.now();
       const { timestamp, nonce } = this.stamp();
       const signature = signRsa(
         this.o.privateKey,
@@ -295,10 +393,11 @@ export class PayoutApiClient {
       );
       const headers = this.signedHeaders(timestamp, nonce, signature);
       try {
-        return await this.exchange(endpoint, path, headers, minified, undefined, false);
+        return { data: await this.exchange(endpoint, path, headers, minified, undefined, false), requestedAt };
       } catch (err) {
-        // Token calls have no lasting effect besides new credentials: safe to repeat.
+        // Token calls have no lasting effect besides new credentials: safe to repeat (while the service is reachable).
         if (!(err instanceof ApiError) || err.kind === 'auth' || err.kind === 'rejected' || attempt >= this.o.retry.maxAttempts) throw err;
+        if (!this.available()) throw err;
         await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS));
       }
     }
@@ -319,19 +418,24 @@ export class PayoutApiClient {
     return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body));
   }
 
-  private toCredentials(endpoint: string, data: Json): Credentials {
-    const now = this.clock.now();
+  private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number }): Credentials {
+    const { data, requestedAt } = answer;
     const standard = this.o.auth.mode === 'standard';
-    const accessIn = secondsField(standard ? data.accessTokenExpiresIn : data.expiresIn, 'accessTokenExpiresIn', endpoint);
+    const accessField = standard ? 'accessTokenExpiresIn' : 'expiresIn';
+    const accessIn = secondsField(data[accessField], accessField, endpoint);
     const refreshIn =
       data.refreshTokenExpiresIn === undefined ? null : secondsField(data.refreshTokenExpiresIn, 'refreshTokenExpiresIn', endpoint);
     return {
       accessToken: stringField(data.accessToken, 'accessToken', endpoint),
       refreshToken: stringField(data.refreshToken, 'refreshToken', endpoint),
       secretKey: stringField(data.secretKey, 'secretKey', endpoint),
-      issuedAt: now,
-      accessExpiresAt: now + accessIn * 1000,
-      refreshExpiresAt: refreshIn === null ? null : now + refreshIn * 1000,
+      ...credentialTimes({
+        requestedAt,
+        receivedAt: this.clock.now(),
+        accessExpiresInSeconds: accessIn,
+        refreshExpiresInSeconds: refreshIn,
+        issuedAtByService: issuanceTime(data.timestamp, standard ? 1000 : 1),
+      }),
     };
   }
 
@@ -354,8 +458,15 @@ export class PayoutApiClient {
     signal: AbortSignal | undefined,
     isCreate: boolean,
   ): Promise<Json> {
+    const admitted = this.o.breaker ? this.o.breaker.admit() : 'call';
+    if (admitted === null) throw this.unreachable(endpoint);
     const started = performance.now();
     let outcome = 'ok';
+    let told = false;
+    const tell = (reach: Reach, code: string): void => {
+      told = true;
+      this.tellBreaker(admitted, reach, code);
+    };
     try {
       let res: HttpResponse;
       try {
@@ -363,6 +474,7 @@ export class PayoutApiClient {
       } catch (err) {
         if (!(err instanceof TransportError)) throw err;
         const safe = err.phase === 'connect';
+        tell(err.phase === 'aborted' ? 'abandoned' : safe || !isCreate ? 'unreachable' : 'unclear', err.connectFailure ?? err.code);
         throw new ApiError({
           endpoint,
           code: err.code,
@@ -371,13 +483,41 @@ export class PayoutApiClient {
           kind: safe ? 'retryable' : isCreate ? 'ambiguous' : 'retryable',
         });
       }
+      tell(res.status < 500 ? 'reached' : isCreate ? 'unclear' : 'unreachable', `HTTP_${res.status}`);
       return this.interpret(endpoint, res, isCreate);
     } catch (err) {
       outcome = err instanceof ApiError ? err.code : 'error';
       throw err;
     } finally {
+      // A probe that ended without a verdict (an unexpected throw) must not leave the breaker waiting for it.
+      if (!told) this.tellBreaker(admitted, 'abandoned', 'error');
       this.o.onCall?.({ endpoint, durationMs: performance.now() - started, outcome });
     }
+  }
+
+  /**
+   * What the breaker learns from one exchange. A create whose outcome is unclear says nothing certain of the
+   * service and leaves the count alone, unless it was the probe, which must end in a verdict: then it counts
+   * as a failure and the next probe follows.
+   */
+  private tellBreaker(admitted: Admission, reach: Reach, code: string): void {
+    const breaker = this.o.breaker;
+    if (!breaker) return;
+    if (reach === 'reached') breaker.answered();
+    else if (reach === 'unreachable' || (reach === 'unclear' && admitted === 'probe')) breaker.failed(code);
+    else if (reach === 'abandoned' && admitted === 'probe') breaker.probeAbandoned();
+  }
+
+  /** A call held back: the service is taken for unreachable and this call is not the probe. Nothing was sent. */
+  private unreachable(endpoint: string): ApiError {
+    const h = this.o.breaker?.health();
+    return new ApiError({
+      endpoint,
+      code: SERVICE_UNREACHABLE,
+      msg: `not sent: the payout service is unreachable${h?.lastErrorCode ? ` (${h.lastErrorCode})` : ''}`,
+      status: null,
+      kind: 'retryable',
+    });
   }
 
   private interpret(endpoint: string, res: HttpResponse, isCreate: boolean): Json {
@@ -420,7 +560,7 @@ export class PayoutApiClient {
     const t = res.status === 401 ? { kind: 'auth' as const } : treatmentOf(code, this.treatments);
     // An unknown code on a read is not dangerous to repeat; on a create it must be resolved by query.
     const kind = t.kind === 'ambiguous' && !isCreate ? 'retryable' : t.kind;
-    const retryAfterMs = code === '1429' ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;
+    const retryAfterMs = code === RATE_LIMITED ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;
     throw new ApiError({ endpoint, code, msg, status: res.status, kind, waitForBalance: t.waitForBalance, retryAfterMs });
   }
 }

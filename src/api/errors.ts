@@ -38,10 +38,18 @@ export const ACCESS_TOKEN_EXPIRED = '1009';
 export const REFRESH_TOKEN_EXPIRED = '1010';
 export const INVALID_ACCESS = '1004';
 export const DUPLICATE_REFERENCE = '2004';
+export const RATE_LIMITED = '1429';
+/** The connection was never made: not one byte of the request left (src/api/http.ts, phase `connect`). */
+export const TRANSPORT_CONNECT = 'TRANSPORT_CONNECT';
+/** Not sent: the payout service is taken for unreachable and this call was not the probe (src/api/breaker.ts). */
+export const SERVICE_UNREACHABLE = 'SERVICE_UNREACHABLE';
 
 export interface ApiErrorDetails {
   endpoint: string;
-  /** Envelope code, or one of ours: TRANSPORT_CONNECT / _TIMEOUT / _DROPPED / _ABORTED, HTTP_5XX, HTTP_429, BAD_RESPONSE. */
+  /**
+   * Envelope code, or one of ours: TRANSPORT_CONNECT / _TIMEOUT / _DROPPED / _ABORTED, HTTP_5XX, HTTP_429, BAD_RESPONSE,
+   * SERVICE_UNREACHABLE.
+   */
   code: string;
   /** The service's msg (or our description of a transport failure). */
   msg: string;
@@ -80,6 +88,16 @@ export class ApiError extends PayoutdError {
 /** Is the thrown value an ApiError of one of these kinds? */
 export function isApiError(err: unknown, ...kinds: ApiErrorKind[]): err is ApiError {
   return err instanceof ApiError && (kinds.length === 0 || kinds.includes(err.kind));
+}
+
+/** The service asked to slow down: HTTP 429 or business code 1429 (with Retry-After). */
+export function isRateLimit(err: ApiError): boolean {
+  return err.status === 429 || err.code === RATE_LIMITED;
+}
+
+/** The call provably never reached the service: no connection was made, or it was held back while the service is down. */
+export function neverSent(err: unknown): err is ApiError {
+  return err instanceof ApiError && (err.code === TRANSPORT_CONNECT || err.code === SERVICE_UNREACHABLE);
 }
 
 /** Treatment of a business code; codes not in the table are ambiguous (query before deciding). */

@@ -43,6 +43,8 @@ export class TransportError extends PayoutdError {
   constructor(
     readonly phase: TransportPhase,
     message: string,
+    /** Why the connection was not made (ECONNREFUSED, CONNECT_TIMEOUT, …), for an operator; null otherwise. */
+    readonly connectFailure: string | null = null,
   ) {
     super(`TRANSPORT_${phase.toUpperCase()}`, message);
   }
@@ -214,7 +216,7 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
       settle(
         mayHaveBeenSent()
           ? new TransportError('timeout', `no response within ${timeoutMs} ms`)
-          : new TransportError('connect', `cannot connect within ${timeoutMs} ms`),
+          : new TransportError('connect', `cannot connect within ${timeoutMs} ms`, 'CONNECT_TIMEOUT'),
       );
     }, timeoutMs);
     const stopWaiting = signal ? untilAborted(signal, onAbort) : null;
@@ -245,7 +247,7 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     request.on('error', (err) => {
       const code = errorCode(err);
       if (!mayHaveBeenSent() && code !== undefined && CONNECT_CODES.has(code))
-        settle(new TransportError('connect', `cannot connect (${code})`));
+        settle(new TransportError('connect', `cannot connect (${code})`, code));
       else dropped(err);
     });
     request.on('response', (res: IncomingMessage) => {

@@ -10,3 +10,4 @@ export {
 } from './client.js';
 export { ApiError, isApiError, DEFAULT_CODE_TREATMENTS, DUPLICATE_REFERENCE, type ApiErrorKind, type CodeTreatment } from './errors.js';
 export type { Credentials } from './tokens.js';
+export { ServiceBreaker, type BreakerOptions, type BreakerTransition } from './breaker.js';

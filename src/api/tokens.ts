@@ -4,6 +4,10 @@
  * expires, refreshes after a 1009, starts over with access-token after a
  * 1010 or a failed refresh — and never has more than one token call in
  * flight, however many business calls are waiting (single-flight).
+ *
+ * A token's life counts from the moment it was requested (or from the
+ * service's own issuance time when that says it is older), never from its
+ * arrival: a slow token answer has already spent part of the token's life.
  */
 import type { Clock } from '../domain/clock.js';
 
@@ -11,12 +15,48 @@ export interface Credentials {
   accessToken: string;
   refreshToken: string;
   secretKey: string;
-  /** ms since epoch when the credentials were received. */
+  /** ms since epoch the credentials' life counts from: when they were requested, or the service's earlier `timestamp`. */
   issuedAt: number;
+  /** ms since epoch when the answer carrying them arrived. */
+  receivedAt: number;
   /** ms since epoch when accessToken expires. */
   accessExpiresAt: number;
   /** ms since epoch when refreshToken expires; null when the service does not say. */
   refreshExpiresAt: number | null;
+}
+
+/** What a token answer says of the credentials' life, and when it was asked for and came. */
+export interface TokenAnswerTimes {
+  /** ms since epoch the token call that answered was sent. */
+  requestedAt: number;
+  receivedAt: number;
+  accessExpiresInSeconds: number;
+  refreshExpiresInSeconds: number | null;
+  /** The answer's issuance time (spec 2.2 `timestamp`) in ms since epoch; null when absent. */
+  issuedAtByService: number | null;
+}
+
+/**
+ * When credentials expire by this process's clock. Their life counts from the request: the service issued
+ * them at some moment between the request and the answer, and the request is the side that never
+ * overestimates. The service's `timestamp` counts instead when it says they were issued more than its own
+ * one-second resolution before the request (a token handed out again, or a service clock ahead of ours is
+ * not believed): then they are older than the request. Never when it would make them dead on arrival: a
+ * timestamp that far back is a clock out of step, not a token that old.
+ */
+export function credentialTimes(
+  t: TokenAnswerTimes,
+): Pick<Credentials, 'issuedAt' | 'receivedAt' | 'accessExpiresAt' | 'refreshExpiresAt'> {
+  const life = (from: number) => ({
+    issuedAt: from,
+    receivedAt: t.receivedAt,
+    accessExpiresAt: from + t.accessExpiresInSeconds * 1000,
+    refreshExpiresAt: t.refreshExpiresInSeconds === null ? null : from + t.refreshExpiresInSeconds * 1000,
+  });
+  const byService = t.issuedAtByService;
+  if (byService !== null && byService + 1000 <= t.requestedAt && byService + t.accessExpiresInSeconds * 1000 > t.receivedAt)
+    return life(byService);
+  return life(t.requestedAt);
 }
 
 export interface TokenSource {
@@ -32,6 +72,8 @@ export interface TokenManagerOptions {
   refreshBeforeMs: number;
   onRenewed?: (how: 'acquire' | 'refresh') => void;
   onRefreshFailed?: (err: unknown) => void;
+  /** The service refused the credentials in use (1009 expired, 1004 invalid): once per renewal this starts, not per call. */
+  onRefused?: (code: string) => void;
 }
 
 export class TokenManager {
@@ -48,8 +90,9 @@ export class TokenManager {
     if (this.inflight) return this.inflight;
     const creds = this.creds;
     if (!creds) return this.renew(null);
-    // Never renew earlier than halfway through a token's life: short-lived tokens would be renewed before every call.
-    const margin = Math.min(this.options.refreshBeforeMs, (creds.accessExpiresAt - creds.issuedAt) / 2);
+    // Never renew earlier than halfway through the life a token had left when it came: short-lived tokens would
+    // be renewed before every call. Counted from its arrival, as its expiry is counted from its request.
+    const margin = Math.max(0, Math.min(this.options.refreshBeforeMs, (creds.accessExpiresAt - creds.receivedAt) / 2));
     if (this.options.clock.now() >= creds.accessExpiresAt - margin) return this.renew(creds);
     return creds;
   }
@@ -58,16 +101,18 @@ export class TokenManager {
    * The service said the token in `used` expired (1009). Renew unless some
    * other caller already did, then hand back the credentials to retry with.
    */
-  async expired(used: Credentials): Promise<Credentials> {
+  async expired(used: Credentials, code: string): Promise<Credentials> {
     if (this.inflight) return this.inflight;
     if (this.creds !== used) return this.current();
+    this.options.onRefused?.(code);
     return this.renew(used);
   }
 
   /** The service refused the token outright (1004): forget it and start over. */
-  async invalid(used: Credentials): Promise<Credentials> {
+  async invalid(used: Credentials, code: string): Promise<Credentials> {
     if (this.inflight) return this.inflight;
     if (this.creds !== used) return this.current();
+    this.options.onRefused?.(code);
     return this.renew(null);
   }
 

@@ -43,8 +43,23 @@ export const apiSchema = z
     hmacKeyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
     /** Every call gives up after this long; a create that times out is resolved by query. */
     timeoutMs: positive(15_000),
-    /** Retries of calls that are safe to repeat (reads, token calls, provably unprocessed creates). */
+    /**
+     * Retries of calls that are safe to repeat (reads, token calls, provably unprocessed creates), while the service
+     * is reachable. A 429 / 1429 pauses every business call for its Retry-After (at least baseMs).
+     */
     retry: z.object({ maxAttempts: positive(4), baseMs: positive(250), maxMs: positive(10_000) }).prefault({}),
+    /**
+     * The circuit breaker of the payout service. After `failureThreshold` calls in a row found it unreachable
+     * (a connection refused or not made; on calls without effect also a timeout, a dropped connection or a 5xx),
+     * sending and polling pause: no row is claimed or charged an attempt, and one call without effect (a balance
+     * query) probes the service at each step of the `probe` backoff (jittered, capped at maxMs) until it answers.
+     */
+    breaker: z
+      .object({
+        failureThreshold: positive(5),
+        probe: z.object({ baseMs: positive(1000), maxMs: positive(60_000) }).prefault({}),
+      })
+      .prefault({}),
     /** (contract) ids per payout query call. */
     queryMaxIds: positive(100),
     /** (contract) how business codes are treated; merged over the built-in table. */

@@ -161,6 +161,7 @@ export class PayoutDaemon {
         notFoundGraceMs: config.submit.notFoundGraceMs,
         firstPollDelayMs: config.poll.firstPollDelayMs,
         reconcileBatchSize: config.submit.reconcileBatchSize,
+        reconcileEveryMs: config.poll.tickMs,
         // Alone on SQLite nobody else could take a row, and a lease would only delay work after a restart.
         claimant: { instanceId: o.instanceId, leaseMs: this.shared ? config.instance.leaseMs : 0 },
         takeOverExpired: this.shared,
@@ -377,6 +378,8 @@ export class PayoutDaemon {
   /** Releases holds whose time has come (re-checking the balance when enabled). */
   private async reviewHolds(): Promise<number> {
     const { db, clock, logger, config } = this.deps;
+    // The service unreachable: a balance check could not be made (and the hold would be let go unchecked).
+    if (this.deps.service.available?.() === false) return 0;
     const now = clock.now();
     const held = await listBalanceHoldsDue(db, now);
     for (const id of held) {

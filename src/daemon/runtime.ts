@@ -12,6 +12,7 @@ import type { ResolvedConfig } from '../config/index.js';
 import { migrateToLatest, type Database, openStore, acquireInstanceLock, type InstanceLock } from '../store/index.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
+import { ServiceHealthRecorder } from './health-record.js';
 import type { FaultPoint } from './fault-points.js';
 // Metrics (prom-client) and the webhook receiver are imported only when the config enables them.
 import type { PayoutdMetrics } from '../metrics/index.js';
@@ -42,17 +43,32 @@ export async function startDaemon(
   let api: ApiConnection | null = null;
   let metrics: PayoutdMetrics | null = null;
   let webhook: WebhookReceiver | null = null;
+  let health: ServiceHealthRecorder | null = null;
   try {
     const applied = await migrateToLatest(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
     let daemon: PayoutDaemon | null = null;
     const Metrics = config.metrics.enabled ? (await import('../metrics/index.js')).PayoutdMetrics : null;
-    const m = Metrics ? new Metrics({ db, now: () => clock.now(), ready: () => daemon?.isReady() ?? false }) : null;
+    const m = Metrics
+      ? new Metrics({
+          db,
+          now: () => clock.now(),
+          ready: () => daemon?.isReady() ?? false,
+          serviceHealth: () => api?.breaker.health() ?? null,
+        })
+      : null;
     metrics = m;
     api = await connectApi(config, clock, logger, {
       onCall: m ? (c) => m.apiLatency.observe({ endpoint: c.endpoint, outcome: c.outcome }, c.durationMs / 1000) : undefined,
       onTokenRenewed: m ? (how) => m.tokenRenewals.inc({ how }) : undefined,
     });
+    const instanceId = config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    health = new ServiceHealthRecorder(db, api.breaker, clock, logger, {
+      instanceId,
+      alone: config.database.client === 'sqlite',
+      refreshMs: 60_000,
+    });
+    await health.start();
     daemon = new PayoutDaemon(
       {
         config,
@@ -68,7 +84,7 @@ export async function startDaemon(
       {
         shutdownGraceMs: config.shutdownGraceMs,
         watch: true,
-        instanceId: config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+        instanceId,
       },
     );
     if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
@@ -100,6 +116,7 @@ export async function startDaemon(
     }
     const connection = api;
     const started = daemon;
+    const recorder = health;
     return {
       daemon: started,
       api: connection,
@@ -108,6 +125,7 @@ export async function startDaemon(
         try {
           await webhook?.stop();
           await started.stop();
+          await recorder.stop();
         } finally {
           await metrics?.close();
           await connection.close();
@@ -118,6 +136,7 @@ export async function startDaemon(
     };
   } catch (err) {
     await webhook?.stop();
+    await health?.stop();
     await metrics?.close();
     await api?.close();
     await db.destroy();

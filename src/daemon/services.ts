@@ -2,13 +2,16 @@
  * The composition root: builds the payout service client from the resolved
  * configuration — against a real deployment, or against the embedded
  * sandbox started in this process when api.baseUrl is "embedded" (a first
- * run with no configuration, and the demo).
+ * run with no configuration, and the demo) — with its circuit breaker, and
+ * the log lines of what happens to the service as a whole (once each, not
+ * per call or row): it went down, it is back, a rate-limit pause, refused
+ * credentials.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { PayoutApiClient, type ApiCallRecord } from '../api/index.js';
+import { PayoutApiClient, ServiceBreaker, type ApiCallRecord, type BreakerTransition } from '../api/index.js';
 import type { Clock } from '../domain/clock.js';
 import { readApiKey, type ResolvedConfig } from '../config/index.js';
 import type { SandboxServer } from '../sandbox/index.js';
@@ -16,6 +19,8 @@ import { generateMerchantKeyPair, loadPrivateKeyFile, publicKeyBase64 } from '..
 
 export interface ApiConnection {
   client: PayoutApiClient;
+  /** Whether the payout service can be reached (src/api/breaker.ts). */
+  breaker: ServiceBreaker;
   /** The in-process sandbox, when api.baseUrl is "embedded". */
   sandbox: SandboxServer | null;
   close(): Promise<void>;
@@ -42,6 +47,19 @@ function embeddedIdentity(stateDir: string): EmbeddedIdentity {
   if (!existsSync(privateKeyFile)) writeFileSync(privateKeyFile, generateMerchantKeyPair().privateKeyPem, { mode: 0o600 });
   if (!existsSync(apiKeyFile)) writeFileSync(apiKeyFile, randomBytes(18).toString('hex'), { mode: 0o600 });
   return { apiKey: readFileSync(apiKeyFile, 'utf8').trim(), privateKeyFile };
+}
+
+/** One log line per transition of the breaker that an operator needs: down (warn, with the error), back (info). */
+function logBreaker(logger: Logger, t: BreakerTransition): void {
+  const code = t.health.lastErrorCode;
+  if (t.from === 'closed' && t.to === 'open')
+    logger.warn(
+      { code, nextProbeAt: t.nextProbeAt === null ? null : new Date(t.nextProbeAt).toISOString() },
+      'payout service unreachable: sending and polling paused; one probe per backoff step until it answers',
+    );
+  else if (t.to === 'closed')
+    logger.info({ downForMs: t.downForMs, failedProbes: t.failedProbes }, 'payout service reachable again: sending resumes');
+  else if (t.to === 'open') logger.debug({ code, failedProbes: t.failedProbes }, 'payout service still unreachable');
 }
 
 export async function connectApi(config: ResolvedConfig, clock: Clock, logger: Logger, hooks: ApiHooks = {}): Promise<ApiConnection> {
@@ -78,6 +96,8 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
     apiKey = readApiKey(config);
     privateKeyFile = config.api.privateKeyFile as string;
   }
+  const breaker = new ServiceBreaker({ ...config.api.breaker, clock });
+  breaker.onChange((t) => logBreaker(logger, t));
   const client = new PayoutApiClient({
     baseUrl,
     merchantCode,
@@ -96,9 +116,14 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
       logger.info({ how }, 'payout API credentials renewed');
       hooks.onTokenRenewed?.(how);
     },
+    onCredentialsRefused: (code) =>
+      logger.warn({ code }, 'the payout service refused the credentials in use; renewing them, and sending the refused calls again'),
+    onRateLimited: (pauseMs) => logger.warn({ pauseMs }, 'rate limited by the payout service: every call waits out the pause'),
+    breaker,
   });
   return {
     client,
+    breaker,
     sandbox,
     async close() {
       await sandbox?.close();

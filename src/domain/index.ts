@@ -8,3 +8,4 @@ export * from './lifecycle.js';
 export * from './request-values.js';
 export * from './iso4217.js';
 export * from './formula-text.js';
+export * from './service-health.js';

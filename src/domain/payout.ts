@@ -86,10 +86,27 @@ export interface StoredPayoutRequest {
 
 export type CreateRequest = PayoutRequest | StoredPayoutRequest;
 
+/**
+ * What a create met on the wire that its answer does not tell: refusals of the credentials it carried (1009
+ * expired, 1004 invalid), each followed by renewed credentials and the create sent again. A refused create
+ * was never processed, so sending it again cannot pay twice; the row's history keeps the refusal.
+ */
+export interface CreateTrail {
+  /** Absent until a try is refused. */
+  refused?: { code: string; detail: string }[];
+}
+
 export interface PayoutService {
-  createPayout(req: CreateRequest, signal?: AbortSignal): Promise<CreatedPayout>;
+  createPayout(req: CreateRequest, signal?: AbortSignal, trail?: CreateTrail): Promise<CreatedPayout>;
   queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   balances(signal?: AbortSignal): Promise<{ currency: string; available: string }[]>;
   exchangeRates(currencies: string[], signal?: AbortSignal): Promise<{ sourceCurrency: string; targetCurrency: string; rate: string }[]>;
+  /**
+   * False while the service is taken for unreachable: a call would not be sent. Callers then leave their
+   * work untouched (no row is claimed) rather than fail it. Absent: always reachable.
+   */
+  available?(): boolean;
+  /** While unreachable: one probe when its backoff step has come. True when the service is reachable after it. */
+  probeIfDue?(signal?: AbortSignal): Promise<boolean>;
 }

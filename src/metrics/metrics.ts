@@ -3,11 +3,14 @@
  * format (prom-client), served with /healthz and /readyz on a small HTTP
  * listener. Counters are fed by hooks from the daemon and the API client;
  * row counts and the oldest pending payout are read from the database at
- * scrape time, so they are right even after a restart.
+ * scrape time, so they are right even after a restart. Whether the payout
+ * service can be reached (its circuit breaker) is read at scrape time too,
+ * and /readyz is not ready while it cannot, saying why.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PAYOUT_SERVICE, serviceHealthLine, type ServiceHealth } from '../domain/service-health.js';
 import { oldestPendingCreatedAt, pingDatabase, stateCountsOfAllBatches, type Database } from '../store/index.js';
 
 export interface MetricsSources {
@@ -15,6 +18,8 @@ export interface MetricsSources {
   now(): number;
   /** True once the daemon finished its start-up recovery. */
   ready(): boolean;
+  /** The payout service's reachability (its circuit breaker); absent or null: not known yet. */
+  serviceHealth?: () => ServiceHealth | null;
 }
 
 export class PayoutdMetrics {
@@ -78,6 +83,27 @@ export class PayoutdMetrics {
         for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
       },
     });
+    const health = (): ServiceHealth | null => sources.serviceHealth?.() ?? null;
+    new Gauge({
+      name: 'payoutd_service_up',
+      help: 'Whether the service can be reached: 1, or 0 while its circuit breaker is open (sending and polling paused)',
+      labelNames: ['service'],
+      registers,
+      collect() {
+        const h = health();
+        if (h) this.set({ service: PAYOUT_SERVICE }, h.state === 'closed' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'payoutd_service_down_seconds',
+      help: 'How long the service has been unreachable (0 while it is reachable)',
+      labelNames: ['service'],
+      registers,
+      collect() {
+        const h = health();
+        if (h) this.set({ service: PAYOUT_SERVICE }, h.state === 'closed' ? 0 : Math.max(0, (sources.now() - h.since) / 1000));
+      },
+    });
     new Gauge({
       name: 'payoutd_oldest_pending_payout_age_seconds',
       help: 'Age of the oldest payout still PENDING at the service (0 when none)',
@@ -110,9 +136,12 @@ export class PayoutdMetrics {
       if (path === '/healthz') return { status: 200, type: 'text/plain', body: 'ok\n' };
       if (path === '/readyz') {
         await pingDatabase(this.sources.db);
-        return this.sources.ready()
+        if (!this.sources.ready()) return { status: 503, type: 'text/plain', body: 'starting\n' };
+        const h = this.sources.serviceHealth?.() ?? null;
+        const down = h === null ? null : serviceHealthLine(h, this.sources.now());
+        return down === null
           ? { status: 200, type: 'text/plain', body: 'ready\n' }
-          : { status: 503, type: 'text/plain', body: 'starting\n' };
+          : { status: 503, type: 'text/plain', body: `${down}\n` };
       }
       return { status: 404, type: 'text/plain', body: 'not found\n' };
     } catch {

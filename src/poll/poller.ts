@@ -9,7 +9,8 @@
  * creates are being sent, due polls wait (within a bound), and an answer
  * that is mostly settled makes the rest of its batch due at once. The query
  * is the source of truth (spec 1.6); webhooks only make a payout due sooner.
- * A payout pending too long is flagged loudly, never dropped.
+ * A payout pending too long is flagged loudly, never dropped. While the
+ * service is unreachable (its circuit breaker is open) nothing is claimed.
  */
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -189,6 +190,8 @@ export class SettlementPoller {
   /** The next due payouts, taken in one statement so instances sharing the database never ask about the same payout in a round. */
   private async claim(): Promise<Flight | null> {
     const { db, clock } = this.deps;
+    // The service is unreachable: nothing is asked (the submitter makes the breaker's probe); payouts stay due.
+    if (this.deps.service.available?.() === false) return null;
     const now = clock.now();
     const oldestDue = await nextPollDue(db);
     if (oldestDue === null || oldestDue > now) return null;

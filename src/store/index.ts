@@ -13,7 +13,8 @@
  * - payouts.ts (the row record), insert-rows.ts (the intake's inserts), acceptance.ts (accepting a batch once read);
  * - moves.ts (guarded moves and their history), claims.ts (taking rows for work: the intent before a create),
  *   answers.ts, group-commit.ts and reproducible.ts (recording the service's answers);
- * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state);
+ * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state),
+ *   service-health.ts (whether each instance can reach the payout service);
  * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
  *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
  */
@@ -63,6 +64,7 @@ export {
 } from './settlement.js';
 export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
+export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';

@@ -382,6 +382,26 @@ const finalCounts: Migration = {
   },
 };
 
+// What each instance last knew of the payout service's reachability, for `payoutd status` (src/store/service-health.ts).
+const serviceHealth: Migration = {
+  name: '0010_service_health',
+  async up(knex) {
+    await knex.schema.createTable('service_health', (t) => {
+      t.string('instance_id', 128).notNullable();
+      t.string('service', 64).notNullable();
+      // closed, open or half-open (src/domain/service-health.ts).
+      t.string('state', 16).notNullable();
+      t.bigInteger('since').notNullable();
+      t.string('last_error_code', 64).nullable();
+      t.bigInteger('updated_at').notNullable();
+      t.primary(['instance_id', 'service']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('service_health');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -392,6 +412,7 @@ export const MIGRATIONS: readonly Migration[] = [
   perStateIndexes,
   requestValues,
   finalCounts,
+  serviceHealth,
 ];
 
 /** knex migration source over the list above. */

@@ -2,7 +2,7 @@
  * What a create's answer (or failure) means for its row: a pure decision
  * from the ApiError kind to the next state, so the rules read in one place.
  */
-import { ApiError } from '../api/errors.js';
+import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
@@ -45,9 +45,25 @@ export interface FailureContext {
   retry: BackoffPolicy;
   insufficientBalanceHoldMs: number;
   random: () => number;
+  /** The payout service is taken for unreachable (its circuit breaker is open). */
+  serviceDown: boolean;
 }
 
 export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDecision {
+  if (neverSent(err)) {
+    // Provably never sent (no connection made, or held back while the service is down): not an attempt, so
+    // none is charged; and while the service is down the row waits for it, not for a backoff of its own.
+    return {
+      to: 'READY',
+      patch: {
+        nextAttemptAt: ctx.serviceDown ? ctx.now : ctx.now + backoffDelay(Math.max(1, ctx.attempt), ctx.retry, ctx.random),
+        createAttempts: Math.max(0, ctx.attempt - 1),
+      },
+      event: 'not-sent',
+      outcome: err.code,
+      detail: err.message,
+    };
+  }
   if (!(err instanceof ApiError)) {
     // Anything unexpected while a create may have been sent: only a query may decide.
     return {

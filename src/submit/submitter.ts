@@ -5,15 +5,21 @@
  * is unknown (timeout, 5xx, dropped connection, crash) makes the row UNKNOWN,
  * and an UNKNOWN row is only ever moved on by a query of its reference:
  * adopted when the service has it, READY again only when the service
- * provably does not — never re-created blindly.
+ * provably does not — never re-created blindly. Those queries run beside
+ * the sending, so an unknown outcome is resolved within a tick or two even
+ * in the middle of a long pass.
+ *
+ * While the payout service is unreachable (its circuit breaker is open) a
+ * pass claims nothing: rows stay READY, untouched and uncharged, and the
+ * pass only makes the breaker's probe when it is due.
  */
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
-import { isApiError } from '../api/errors.js';
+import { isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
-import type { PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
+import type { CreateTrail, PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
@@ -46,8 +52,13 @@ export interface SubmitterOptions {
   notFoundGraceMs: number;
   /** First poll of a new payout after this delay. */
   firstPollDelayMs: number;
-  /** Rows whose outcome is unknown, resolved per pass. */
+  /** Rows whose outcome is unknown, resolved per reference query. */
   reconcileBatchSize: number;
+  /**
+   * While a pass sends, UNKNOWN rows that fell due are looked at this often (and at once after a create's
+   * outcome became unknown). Default 1000.
+   */
+  reconcileEveryMs?: number;
   /** This instance and its lease on claimed rows (several instances share one PostgreSQL database). */
   claimant: Claimant;
   /** Take over creates whose lease ran out (another instance died) on every pass. */
@@ -72,6 +83,16 @@ interface CreateOutcome {
   row: ClaimedRow;
   /** INSUFFICIENT_BALANCE: hold the batch until then. */
   holdUntil?: number;
+  /** History entries recorded before the move: tries the service refused before processing (CreateTrail). */
+  notes?: RowMove[];
+}
+
+/** The reconciliation running beside one pass's sending. */
+interface Beside {
+  /** A create's outcome became unknown: look now rather than at the next tick. */
+  nudge(): void;
+  /** Ends it after its current round; resolves with the rows it moved (rejects with its failure). */
+  stop(): Promise<number>;
 }
 
 /** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
@@ -89,10 +110,12 @@ export class PayoutSubmitter {
   /**
    * Claimed rows not handed to a slot yet (from `waitingFrom` on), kept as plain rows: a row in p-limit's queue
    * is a chain of promises and closures, and a claim's worth of those outlived young-generation collections
-   * (in the L = 0 profile, scavenges cost 15-20% less with the rows kept here).
+   * (young-generation collections cost less with the rows kept here).
    */
   private readonly waiting: ClaimedRow[] = [];
   private waitingFrom = 0;
+  /** The reconciliation beside the pass running now (null between passes). */
+  private beside: Beside | null = null;
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -122,18 +145,39 @@ export class PayoutSubmitter {
     return row;
   }
 
+  /** False while the payout service is taken for unreachable: nothing is claimed then. */
+  private available(): boolean {
+    return this.deps.service.available?.() ?? true;
+  }
+
   /**
    * One pass: resolve unknown outcomes, then create every READY row that is
-   * due, streaming claims so that `concurrency` creates stay in flight.
-   * Returns how many rows it moved.
+   * due, streaming claims so that `concurrency` creates stay in flight, while
+   * unknown outcomes met on the way are resolved beside. Returns how many
+   * rows it moved. While the service is unreachable: only its probe, when due.
    */
   async runOnce(signal: AbortSignal, callSignal: AbortSignal = signal): Promise<number> {
+    if (!this.available() && !((await this.deps.service.probeIfDue?.(callSignal)) ?? false)) return 0;
     if (this.o.takeOverExpired) {
       const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
       if (taken > 0)
         this.deps.logger.warn({ rows: taken }, 'took over creates of an instance whose lease ran out; resolving them by query');
     }
     let moved = await this.reconcileUnknown(signal);
+    const beside = this.reconcileBeside(signal);
+    this.beside = beside;
+    try {
+      moved += await this.sendReady(signal, callSignal);
+    } finally {
+      this.beside = null;
+      moved += await beside.stop();
+    }
+    return moved;
+  }
+
+  /** The sending of one pass: claims and creates until no READY row is due (or the service goes down). */
+  private async sendReady(signal: AbortSignal, callSignal: AbortSignal): Promise<number> {
+    let moved = 0;
     const { concurrency } = this.o;
     const unrecorded = this.unrecorded;
     let failure: { err: unknown } | null = null;
@@ -163,7 +207,7 @@ export class PayoutSubmitter {
         unrecorded.add(p);
       }
     };
-    while (!signal.aborted && failure === null) {
+    while (!signal.aborted && failure === null && this.available()) {
       // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once; rows
       // waiting for their answer's commit do not count (counting them starved the slots). A claim is a
       // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
@@ -180,7 +224,7 @@ export class PayoutSubmitter {
       for (const row of rows) this.waiting.push(row);
       send();
     }
-    // Rows still waiting are sent as slots free up (after a stop, each is put back READY unsent).
+    // Rows still waiting are sent as slots free up (after a stop, or with the service down, each is put back READY unsent).
     send();
     while (unrecorded.size > 0) await Promise.all([...unrecorded]);
     if (failure !== null) throw (failure as { err: unknown }).err;
@@ -201,8 +245,11 @@ export class PayoutSubmitter {
       answered();
     }
     // The answer's record, here rather than in a function of its own: one async step less per create, whose
-    // steps are much of the submitter's own CPU at L = 0 (item 57 of docs/performance.md).
+    // steps are much of the submitter's own CPU (docs/performance.md). Notes go first: same row, in order.
+    const notes = outcome.notes?.map((note) => this.records.add(note));
     await this.records.add(outcome.move);
+    if (notes !== undefined) await Promise.all(notes);
+    if (outcome.move.to === 'UNKNOWN') this.beside?.nudge();
     if (outcome.move.history?.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
     if (outcome.holdUntil !== undefined) await this.holdForBalance(outcome.row, outcome.holdUntil);
@@ -215,23 +262,31 @@ export class PayoutSubmitter {
     const log = (): Logger => logger.child({ batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId });
     let move: RowMove;
     let holdUntil: number | undefined;
-    if (signal.aborted) {
-      // Claimed but never sent (shutting down): nothing to resolve, the row is simply READY again.
+    const down = !this.available();
+    if (signal.aborted || down) {
+      // Claimed but never sent (shutting down, or the service went down): nothing to resolve, no attempt to
+      // charge; the row is simply READY again.
       const notSent: RowMove = {
         row,
         from: 'CREATING',
         to: 'READY',
-        patch: { nextAttemptAt: clock.now() },
-        history: { event: 'not-sent', detail: 'shutdown before the create was sent' },
+        patch: { nextAttemptAt: clock.now(), createAttempts: Math.max(0, row.createAttempts - 1) },
+        history: {
+          event: 'not-sent',
+          detail: down ? 'the payout service is unreachable; sent once it answers again' : 'shutdown before the create was sent',
+        },
       };
       return { move: notSent, row };
     }
+    // Allocated per create, filled only when the service refuses its credentials.
+    const trail: CreateTrail = {};
     try {
       this.deps.faultPoint?.('after-intent');
       if (row.requestValues === null) throw new Error(`row ${row.id} has no stored request`);
       const created = await this.deps.service.createPayout(
         { merchantReferenceId: row.merchantReferenceId, requestValues: row.requestValues },
         signal,
+        trail,
       );
       this.deps.faultPoint?.('after-create-response');
       const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
@@ -246,6 +301,7 @@ export class PayoutSubmitter {
         retry: this.o.retry,
         insufficientBalanceHoldMs: this.o.insufficientBalanceHoldMs,
         random: this.random,
+        serviceDown: !this.available(),
       });
       move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
       holdUntil = d.holdBatchUntil;
@@ -254,9 +310,74 @@ export class PayoutSubmitter {
       if (d.to === 'REJECTED') log().warn({ err: safe }, 'payout rejected by the service');
       else if (d.to === 'UNKNOWN') log().warn({ err: safe }, 'create outcome unknown; will query the reference before anything else');
       else if (isApiError(err, 'auth')) log().error({ err: safe }, 'the service refused our credentials; will retry');
+      // An outage is logged once, by the breaker; a row put back unsent is in its history.
+      else if (neverSent(err)) log().debug({ err: safe }, 'create not sent');
       else log().info({ err: safe }, 'create deferred');
     }
-    return { move, row, holdUntil };
+    return { move, row, holdUntil, notes: this.refusalNotes(row, trail) };
+  }
+
+  /** A history entry per try of the create the service refused before processing (its credentials), if any. */
+  private refusalNotes(row: ClaimedRow, trail: CreateTrail): RowMove[] | undefined {
+    return trail.refused?.map((r) => ({
+      row,
+      from: 'CREATING' as const,
+      to: 'CREATING' as const,
+      patch: {},
+      history: { event: 'create-refused', outcome: r.code, detail: `${r.detail}; sent again with renewed credentials` },
+    }));
+  }
+
+  /**
+   * Resolves unknown outcomes while a pass sends: at once after a create's outcome became unknown (nudge), and
+   * every `reconcileEveryMs` for rows that fell due meanwhile (a grace period ended, a failed query's retry).
+   * One round at a time; a round is the same reconcileUnknown a pass starts with, so the rules are the same:
+   * an UNKNOWN row moves on only after a query of its reference. An unknown outcome of the pass's last
+   * creates still gets its round before the pass ends.
+   */
+  private reconcileBeside(signal: AbortSignal): Beside {
+    const every = this.o.reconcileEveryMs ?? 1000;
+    let stopped = false;
+    let nudged = false;
+    let wake: (() => void) | null = null;
+    let moved = 0;
+    let failed: { err: unknown } | null = null;
+    const rounds = async (): Promise<void> => {
+      while (!signal.aborted) {
+        if (!nudged) {
+          if (stopped) return;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, every);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = null;
+          if (stopped && !nudged) return;
+        }
+        nudged = false;
+        if (!this.available()) continue;
+        moved += await this.reconcileUnknown(signal);
+      }
+    };
+    // Kept until stop(): a failed round ends the rounds and fails the pass there, never as an unhandled rejection.
+    const running = rounds().catch((err: unknown) => {
+      failed = { err };
+    });
+    return {
+      nudge() {
+        nudged = true;
+        wake?.();
+      },
+      async stop() {
+        stopped = true;
+        wake?.();
+        await running;
+        if (failed !== null) throw (failed as { err: unknown }).err;
+        return moved;
+      },
+    };
   }
 
   /** The balance ran out (INSUFFICIENT_BALANCE): the batch waits until `holdUntil`. */
@@ -282,7 +403,7 @@ export class PayoutSubmitter {
     const { db, clock, logger } = this.deps;
     let moved = 0;
     for (;;) {
-      if (signal.aborted) return moved;
+      if (signal.aborted || !this.available()) return moved;
       const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, this.o.claimant.leaseMs);
       if (rows.length === 0) return moved;
       let records: PayoutRecord[];

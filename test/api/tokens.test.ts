@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
+import { systemClock } from '../../src/domain/clock.js';
 import { closeAll, leakReport, startEnv } from './helpers.js';
 
 afterEach(closeAll);
@@ -109,6 +110,31 @@ describe('token lifecycle', () => {
     expect(stats.authFailures).toEqual({});
     expect(stats.requests[ENDPOINTS.balances]).toBe(51);
     expect(renewals).toEqual(['acquire', 'refresh']);
+  });
+
+  it('a token endpoint slower than what is left of the token: life counted from the request, renewed in time, no 1009', async () => {
+    // Real clocks on both sides: the sandbox issues 3 s tokens and answers token calls 1.8 s later. Counted
+    // from the answer, a token would be used until 1 s before the end of a life that ended 1.8 s earlier.
+    const { client, sandbox, renewals } = await startEnv({
+      sandbox: {
+        clock: systemClock,
+        accessTokenTtlSeconds: 3,
+        refreshTokenTtlSeconds: 600,
+        faults: { endpoints: [ENDPOINTS.accessToken, ENDPOINTS.refreshToken], latencyMs: 1800 },
+      },
+      client: { clock: systemClock, auth: { refreshBeforeExpirySeconds: 1 } },
+    });
+    const until = Date.now() + 7000;
+    let calls = 0;
+    while (Date.now() < until) {
+      await client.balances();
+      calls++;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const stats = sandbox.stats();
+    expect(renewals.length, 'renewed while calls went on').toBeGreaterThanOrEqual(3);
+    expect(stats.authFailures).toEqual({});
+    expect(stats.requests[ENDPOINTS.balances]).toBe(calls);
   });
 
   it('puts no secret in any ApiError of this file', () => {

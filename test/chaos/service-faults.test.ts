@@ -213,27 +213,55 @@ describe('service faults: every row paid exactly once, with the right final stat
     expect(done.holdCode).toBeNull();
   });
 
-  it('the service unreachable for a while (connections refused, calls cut): recovers without operator action', async () => {
+  it('the service unreachable for a while (connections refused, calls cut): paused, shown, and recovers without operator action', async () => {
     const e2e = await world({}, { faults: { endpoints: [CREATE], latencyMs: 40 } });
     const proxy = await TcpProxy.start(e2e.sandbox.url);
     try {
-      await e2e.writeConfig({ ...FAST, api: { ...FAST.api, baseUrl: proxy.url }, submit: { ...FAST.submit, concurrency: 4 } });
+      await e2e.writeConfig({
+        ...FAST,
+        api: { ...FAST.api, baseUrl: proxy.url, breaker: { failureThreshold: 5, probe: { baseMs: 200, maxMs: 800 } } },
+        submit: { ...FAST.submit, concurrency: 4 },
+        metrics: { enabled: true, port: 0 },
+      });
       const rows = makeRows('SF-DOWN', 60, { cancelEvery: 10 });
       const daemon = await e2e.startDaemon();
+      const listening = await daemon.waitForLog((l) => l.msg === 'metrics, /healthz and /readyz listening');
+      const metricsUrl = String(listening['url']);
       await e2e.drop('outage.csv', toCsv(rows));
       await waitFor(() => e2e.ledger().length >= 10, '10 payouts before the outage', 20_000, 5);
 
       await proxy.off();
       const atOutage = e2e.ledger().length;
-      await new Promise((r) => setTimeout(r, 3000));
+      const down = await daemon.waitForLog((l) => String(l.msg).startsWith('payout service unreachable'), 10_000);
+      expect(down.level).toBe('warn');
+      // Refused connections; or, when it opened, a read cut on the wire as the proxy went off.
+      expect(down['code']).toMatch(/^(ECONNREFUSED|TRANSPORT_DROPPED)$/);
+      // Operators see it: payoutd status (another process, reading the database), /readyz and /metrics.
+      const status = await e2e.cli(['status']);
+      expect(status.stdout).toMatch(
+        /^payout service unreachable since \d\d:\d\d:\d\d \((ECONNREFUSED|TRANSPORT_DROPPED)\), sending paused$/m,
+      );
+      const ready = await fetch(`${metricsUrl}/readyz`);
+      expect([ready.status, (await ready.text()).trim()]).toEqual([503, status.stdout.split('\n')[0]]);
+      const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
+      expect(metrics).toMatch(/^payoutd_service_up\{service="payout-api"\} 0$/m);
+      expect(metrics).toMatch(/^payoutd_service_down_seconds\{service="payout-api"\} [0-9.]+$/m);
+      await new Promise((r) => setTimeout(r, 2000));
       // Nothing gets through while the service is unreachable (at most the creates that were already inside).
       expect(e2e.ledger().length - atOutage).toBeLessThanOrEqual(4);
       expect(daemon.exited).toBeNull();
       await proxy.on();
 
+      const back = await daemon.waitForLog((l) => String(l.msg).startsWith('payout service reachable again'), 10_000);
+      expect(back.level).toBe('info');
       expect(await judge(e2e, expectation('outage.csv', rows), 60_000)).toEqual([]);
       expect(daemon.exited).toBeNull();
       expect(daemon.logs.some((l) => l.level === 'fatal')).toBe(false);
+      // Told once each way, and no row was put back at info.
+      expect(daemon.logs.filter((l) => String(l.msg).startsWith('payout service unreachable'))).toHaveLength(1);
+      expect(daemon.logs.filter((l) => l.msg === 'create deferred')).toEqual([]);
+      expect((await e2e.cli(['status'])).stdout).not.toMatch(/unreachable/);
+      expect((await fetch(`${metricsUrl}/readyz`)).status).toBe(200);
     } finally {
       await proxy.close();
     }

@@ -12,12 +12,22 @@
  * sandbox runs on real timers: tests either hold payouts (account ending in
  * '9999') and settle them by hand, or make settlement immediate and wait for
  * the sandbox to report nothing pending.
+ *
+ * With `proxy`, the client reaches the sandbox through a TCP proxy a test
+ * can switch off (the service unreachable); with `breaker`, the client has
+ * a circuit breaker on the ManualClock (deterministic jitter).
  */
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PayoutApiClient, type ApiCallRecord, type PayoutApiClientOptions } from '../../src/api/index.js';
+import {
+  PayoutApiClient,
+  ServiceBreaker,
+  type ApiCallRecord,
+  type BreakerOptions,
+  type PayoutApiClientOptions,
+} from '../../src/api/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
@@ -40,6 +50,7 @@ import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.j
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { validCsvRow } from '../support/rows.js';
 import { openTestDatabase } from '../support/database.js';
+import { TcpProxy } from '../chaos/proxy.js';
 
 export const MERCHANT = 'M001';
 /** Distinctive, so a leak into a log line is found by a plain substring search. */
@@ -99,6 +110,10 @@ export interface PipelineOptions {
   onApiCall?: (call: ApiCallRecord) => void;
   /** Replaces the intake's balance check (called once the batch is accepted). */
   checkBalance?: IntakeEffects['checkBalance'];
+  /** The client talks to the sandbox through a TcpProxy (`Pipeline.proxy`) a test can switch off and on. */
+  proxy?: boolean;
+  /** A circuit breaker for the client, on the ManualClock with jitter fixed at 0.5 (`Pipeline.breaker`). */
+  breaker?: Pick<BreakerOptions, 'failureThreshold' | 'probe'>;
 }
 
 export interface Pipeline {
@@ -106,6 +121,10 @@ export interface Pipeline {
   db: Database;
   sandbox: SandboxServer;
   client: PayoutApiClient;
+  /** With `proxy`: between the client and the sandbox. */
+  proxy: TcpProxy | null;
+  /** With `breaker`: the client's. */
+  breaker: ServiceBreaker | null;
   clock: ManualClock;
   logger: Logger;
   /** Every log line written, as text. */
@@ -169,10 +188,13 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     ...o.sandbox,
   });
 
+  const proxy = o.proxy === true ? await TcpProxy.start(sandbox.url) : null;
+  const breaker = o.breaker ? new ServiceBreaker({ ...o.breaker, clock, random: () => 0.5 }) : null;
   const calls: ApiCallRecord[] = [];
   const { retry, ...clientRest } = o.client ?? {};
   const client = new PayoutApiClient({
-    baseUrl: sandbox.url,
+    baseUrl: proxy?.url ?? sandbox.url,
+    breaker: breaker ?? undefined,
     merchantCode: MERCHANT,
     apiKey: API_KEY,
     privateKey: createPrivateKey(keys.privateKeyPem),
@@ -315,6 +337,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     db,
     sandbox,
     client,
+    proxy,
+    breaker,
     clock,
     logger,
     logLines,
@@ -359,6 +383,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     queryRequests: () => sandbox.stats().requests[QUERY_PATH] ?? 0,
     async close() {
       stop.abort(new Error('test over'));
+      await proxy?.close();
       await sandbox.close();
       await db.destroy();
       await rm(dir, { recursive: true, force: true });

@@ -118,6 +118,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
         'payouts',
         'payoutd_migrations',
         'payoutd_migrations_lock',
+        'service_health',
         'webhook_events',
       ].sort(),
     );

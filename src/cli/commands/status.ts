@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
+import { serviceHealthLine } from '../../domain/service-health.js';
 import {
   openStore,
   assertSchemaCurrent,
@@ -17,6 +18,7 @@ import {
   listRecentBatches,
   type BatchRecord,
   batchStateCounts,
+  latestServiceHealth,
 } from '../../store/index.js';
 import { print, table } from '../output.js';
 
@@ -107,6 +109,11 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         ),
       );
       return;
+    }
+    // The payout service unreachable (as the daemon's breaker last said): first, since nothing is sent meanwhile.
+    for (const h of await latestServiceHealth(db)) {
+      const line = serviceHealthLine(h, now);
+      if (line !== null) print(line);
     }
     if (rows.length === 0) {
       print('no batches yet');
