@@ -336,6 +336,8 @@ export class BatchIntake {
       rules: this.rules,
       batchId: batch.id,
       sidecarPath: batch.controlPath,
+      // The claimed file does not say yet whether a `.done` marker came with it.
+      doneMarker: false,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
       onRows: async (rows) => {

@@ -1,5 +1,6 @@
 /** Streaming CSV batch parsing: format options, header mapping, control totals, the file parser. */
 export { parseBatchFile, BatchReadError, ReadRow, reasonOf, type BatchParseResult, type ParseBatchOptions } from './parse-batch.js';
+export { UNTERMINATED_REASON, endsInsideRow, unterminatedFileProblem, type FileEnd } from './complete.js';
 export { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptions, type BatchFormatOptionsInput } from './options.js';
 export {
   CONTROL_MARKER,

@@ -6,8 +6,8 @@
  * million rows never sits in memory.
  *
  * Contract with the caller: rows handed to `onRows` are provisional. Some
- * file errors (control totals, a row cap, bad bytes late in the file) are
- * only known after earlier chunks went out; when the result has
+ * file errors (control totals, a row cap, bad bytes late in the file, a cut
+ * upload) are only known after earlier chunks went out; when the result has
  * any `fileErrors`, the whole file is rejected and every row handed over
  * must be discarded (stage them in a batch that is not yet accepted).
  */
@@ -26,6 +26,7 @@ import type { ValidationRules } from '../rules/options.js';
 import { fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
+import { endsInsideRow, unterminatedFileProblem } from './complete.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
 import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
@@ -132,6 +133,8 @@ export interface ParseBatchOptions {
   chunkSize?: number;
   /** Sidecar control file; default `<path>.ctl`; null = do not look for one. */
   sidecarPath?: string | null;
+  /** A `.done` marker was consumed with the file (see ./complete.ts); default false. */
+  doneMarker?: boolean;
   /** Bytes per file read; default 64 KiB. Tiny values exist for tests of chunk boundaries. */
   readChunkBytes?: number;
   /** Aborts reading (daemon shutdown); the promise then rejects with the abort error. */
@@ -172,6 +175,8 @@ class BatchReader {
   readonly trailer: ControlBlock;
   readonly lines = new RecordLines();
   lastLine: number | null = null;
+  /** The last record read, when it is a data row with fewer fields than the header (what a cut upload ends with). */
+  shortLastRow: { line: number; rowNumber: number; fields: number } | null = null;
   private notAtEndReported = false;
   /** The file's column of each field, in FIELD_PATHS order (-1: the file lacks it), built once from the header. */
   private columnOf: number[] = [];
@@ -205,6 +210,7 @@ class BatchReader {
       return null;
     }
     if (isBlankRecord(fields)) return null;
+    this.shortLastRow = null;
     if (isControlRecord(fields)) {
       const error = this.trailer.add(fields, line);
       if (error) this.fileError(error);
@@ -226,7 +232,13 @@ class BatchReader {
       this.errorCount++;
       if (this.storedErrors.length < this.format.maxStoredErrors) this.storedErrors.push(error);
     }
+    if (fields.length < this.header.width) this.shortLastRow = { line, rowNumber: this.rowCount, fields: fields.length };
     return row;
+  }
+
+  /** The record being read when csv-parse stopped: its start line, and its row number (null: the header). */
+  cutRecord(at: { lines: number; empty_lines: number }): { line: number; rowNumber: number | null } {
+    return { line: this.lines.nextStart(at), rowNumber: this.header === null ? null : this.rowCount + 1 };
   }
 
   /** The totals found, as control totals compare them. */
@@ -311,10 +323,14 @@ class BatchReader {
   }
 }
 
-function csvErrorToFileError(err: CsvError, line: number): { code: RowError['code']; message: string } {
+function csvErrorToFileError(err: CsvError, line: number, rowNumber: number | null): { code: RowError['code']; message: string } {
   switch (err.code) {
     case 'CSV_QUOTE_NOT_CLOSED':
-      return { code: 'UNBALANCED_QUOTES', message: `the record starting on line ${line} opens a quote that is never closed` };
+      // Only the end of the file stops a quote that is never closed: a cut upload, or a stray quote.
+      return {
+        code: 'UNBALANCED_QUOTES',
+        message: `${endsInsideRow(rowNumber)}: the record starting on line ${line} opens a quote that is never closed; upload the whole file again, or close the quote`,
+      };
     case 'CSV_INVALID_CLOSING_QUOTE':
       return {
         code: 'MALFORMED_QUOTES',
@@ -389,11 +405,14 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
       // The file error is already recorded.
     } else if (err instanceof InvalidUtf8Error) {
       const line = await lineAtByte(path, err.offset);
-      reader.fileErrorAt(line, 'INVALID_UTF8', `${err.message} (line ${line}); the file must be UTF-8`);
+      const message = err.truncated
+        ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${err.offset} (line ${line}); upload it again`
+        : `${err.message} (line ${line}); the file must be UTF-8`;
+      reader.fileErrorAt(line, 'INVALID_UTF8', message);
     } else if (err instanceof CsvError) {
-      const line = reader.lines.nextStart({ lines: Number(err['lines']), empty_lines: Number(err['empty_lines']) });
-      const mapped = csvErrorToFileError(err, line);
-      reader.fileErrorAt(line, mapped.code, mapped.message);
+      const cut = reader.cutRecord({ lines: Number(err['lines']), empty_lines: Number(err['empty_lines']) });
+      const mapped = csvErrorToFileError(err, cut.line, cut.rowNumber);
+      reader.fileErrorAt(cut.line, mapped.code, mapped.message);
     } else if (isFsError(err)) {
       throw readError(err, displayName);
     } else {
@@ -405,7 +424,23 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     if (reader.header === null) {
       reader.fileErrorAt(null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)');
     } else {
-      controlTotals = await checkControls(reader, path, opts.sidecarPath, format.requireControlTotals);
+      const short = reader.shortLastRow;
+      if (short !== null) {
+        reader.fileErrorAt(
+          short.line,
+          'FILE_INCOMPLETE',
+          `${endsInsideRow(short.rowNumber)}: its last row, on line ${short.line}, has ${short.fields} of the header's ${reader.header.width} fields; upload the whole file again`,
+        );
+      }
+      const controls = await checkControls(reader, path, opts.sidecarPath, format.requireControlTotals);
+      controlTotals = controls.blocks;
+      // A file that ends inside a row says so above; one that ends right after a field may hold a cut value.
+      const unterminated = unterminatedFileProblem({
+        endsWithLineBreak: utf8.endsWithLineBreak,
+        controlTotalsMatched: controls.matched,
+        doneMarker: opts.doneMarker ?? false,
+      });
+      if (unterminated !== null && short === null) reader.fileErrorAt(reader.lastLine, 'FILE_UNTERMINATED', unterminated);
     }
   }
   return {
@@ -434,13 +469,13 @@ export async function batchDelimiter(path: string, displayName: string, format: 
   }
 }
 
-/** Checks the control totals (trailer and sidecar) against the rows. */
+/** Checks the control totals (trailer and sidecar); `matched`: there are some, and every one matches the rows. */
 async function checkControls(
   reader: BatchReader,
   path: string,
   sidecarPath: string | null | undefined,
   required: boolean,
-): Promise<ControlTotals[]> {
+): Promise<{ blocks: ControlTotals[]; matched: boolean }> {
   const { file } = reader;
   const blocks: ControlTotals[] = [];
   const errors: RowError[] = [];
@@ -468,7 +503,7 @@ async function checkControls(
   const found = reader.found();
   for (const block of blocks) errors.push(...compareControls(block, found));
   for (const error of errors) reader.fileError(error);
-  return blocks;
+  return { blocks, matched: blocks.length > 0 && errors.length === 0 };
 }
 
 function readError(err: unknown, displayName: string): BatchReadError {
