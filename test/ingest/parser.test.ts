@@ -394,6 +394,29 @@ describe('errors and results', () => {
     }
   });
 
+  it('names the line of a syntax error late in a file while earlier rows are still being taken', async () => {
+    // Quoted line breaks early on (each row two lines), then a bare quote on the 2,500th row.
+    const lines = [HEADER];
+    for (let i = 1; i <= 2500; i++) {
+      const over: Record<string, string> = i <= 10 ? { 'beneficiary.accountName': '"Juan\r\nCruz"' } : {};
+      lines.push(row(`FX-LATE-${i}`, i === 2500 ? { 'sender.lastName': 'O"Brien' } : over));
+    }
+    const path = await tempCsv(`${lines.join('\r\n')}\r\n${row('FX-LATE-2501', { 'sender.lastName': '"Open' })}\r\n`);
+    for (const chunkSize of [7, 100, 10_000]) {
+      const result = await parseBatchFile(path, 'batch.csv', {
+        format: DEFAULT_BATCH_FORMAT,
+        rules: DEFAULT_VALIDATION_RULES,
+        chunkSize,
+        readChunkBytes: 4096,
+        onRows: () => new Promise((resolve) => setTimeout(resolve, 1)),
+      });
+      expect(
+        result.fileErrors.map((e) => [e.code, e.line]),
+        `chunks of ${chunkSize}`,
+      ).toEqual([['MALFORMED_QUOTES', 2511]]);
+    }
+  });
+
   it('stops when aborted', async () => {
     const controller = new AbortController();
     const lines = [HEADER, ...Array.from({ length: 50 }, (_, i) => row(`FX-AB-${i + 1}`))];

@@ -1,48 +1,36 @@
 /**
- * Physical line numbers, from csv-parse's own counts (`info.lines` and
- * `info.empty_lines`, given to `on_record` and carried by a CsvError): a
- * record starts on the line after the previous record ended, past the empty
- * lines skipped between them. csv-parse counts a CRLF inside a quoted value
- * as two lines (its CR and its LF), so those are taken off again.
+ * Physical line numbers. csv-parse hands over every line as a record (empty
+ * lines too, with `skip_empty_lines` off), so a record starts on the line
+ * after the previous record, which spans one line plus the line breaks
+ * inside its quoted values. Counted from the records themselves: csv-parse's
+ * per-record `info` costs more than parsing the record, and counts a CRLF
+ * inside quotes as two lines.
  */
 import { createReadStream } from 'node:fs';
 
-/** What csv-parse says of where it is: `InfoRecord`, or the same fields on a CsvError. */
-export interface ParserPosition {
-  lines: number;
-  empty_lines: number;
-}
+const LINE_BREAK = /[\r\n]/;
+const LINE_BREAKS = /\r\n|\r|\n/g;
 
-const CRLF = '\r\n';
-
-function crlfCount(fields: readonly string[]): number {
+/** Line breaks inside a record's values (CRLF, LF and a lone CR are one each). */
+function lineBreaksIn(fields: readonly string[]): number {
   let n = 0;
-  for (const field of fields) {
-    for (let at = field.indexOf(CRLF); at >= 0; at = field.indexOf(CRLF, at + 2)) n++;
-  }
+  for (const field of fields) if (LINE_BREAK.test(field)) n += field.match(LINE_BREAKS)?.length ?? 0;
   return n;
 }
 
 export class RecordLines {
-  /** csv-parse's line count where the previous record ended, and its count of empty lines then. */
-  private lastEnd = 0;
-  private lastEmpty = 0;
-  /** CRLFs inside quoted values so far: each counted twice by csv-parse. */
-  private extra = 0;
+  private next = 1;
 
-  /** The physical line where the record just parsed starts (call once per record, in order). */
-  startOf(fields: readonly string[], at: ParserPosition): number {
-    const start = this.nextStart(at);
-    // A record on more lines than one holds line breaks in quoted values.
-    if (at.lines - this.lastEnd - (at.empty_lines - this.lastEmpty) > 1) this.extra += crlfCount(fields);
-    this.lastEnd = at.lines;
-    this.lastEmpty = at.empty_lines;
+  /** The physical line where this record starts (call once per record, in order). */
+  startOf(fields: readonly string[]): number {
+    const start = this.next;
+    this.next += 1 + lineBreaksIn(fields);
     return start;
   }
 
-  /** The physical line where the record being parsed starts, when csv-parse stops inside it (a CsvError). */
-  nextStart(at: ParserPosition): number {
-    return this.lastEnd + 1 + (at.empty_lines - this.lastEmpty) - this.extra;
+  /** The physical line where the record being parsed starts (csv-parse stopped inside it). */
+  get nextStart(): number {
+    return this.next;
   }
 }
 

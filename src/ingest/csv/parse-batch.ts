@@ -1,7 +1,7 @@
 /**
  * Reads one CSV batch file: its bytes through the UTF-8 check and csv-parse
- * (a `pipeline` with backpressure), each record validated in csv-parse's
- * `on_record` into the row the store keeps, handed to the caller in chunks.
+ * (a `pipeline` with backpressure), each record validated as it comes into
+ * the row the store keeps, handed to the caller in chunks.
  * The caller's `onRows` is awaited before more is read, so a file of a
  * million rows never sits in memory.
  *
@@ -12,9 +12,9 @@
  * must be discarded (stage them in a batch that is not yet accepted).
  */
 import { createReadStream } from 'node:fs';
-import { Writable } from 'node:stream';
+import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { CsvError, parse, type InfoRecord, type Options as CsvOptions } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import { PayoutdError } from '../../domain/errors.js';
 import { ExactTotal } from '../../domain/exact-total.js';
 import { decimalText, isPlainDecimal } from '../../domain/money.js';
@@ -44,18 +44,18 @@ export function reasonOf(errors: readonly RowError[]): string | null {
   return errors.length > 0 ? errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null;
 }
 
-/** Money cells as written (trimmed), for result files that match the sender's file. */
-interface WrittenMoney {
-  payoutCurrency: string;
-  payoutAmount: string;
-  deductionCurrency: string;
-}
-
-/** A money cell as the row keeps it: null when empty, or the same text as the request's value (nearly always). */
-function writtenUnlessAsRequested(written: string, values: readonly string[] | null, at: number): string | null {
+/**
+ * A money cell as the row keeps it for result files that match the sender's file: as written (trimmed), or
+ * null when empty or the same text as the request's value (nearly always).
+ */
+function writtenMoney(cells: readonly string[] | null, values: readonly string[] | null, at: number): string | null {
+  const written = cells === null ? '' : trimSpaces(cells[at] as string);
   if (written === '') return null;
   return values !== null && values[at] === written ? null : written;
 }
+
+/** The errors of every valid row. */
+const NO_ERRORS: readonly RowError[] = Object.freeze([]);
 
 /**
  * A data row as read and validated: the one shape from the parser to the
@@ -84,13 +84,14 @@ export class ReadRow {
     values: readonly string[] | null,
     /** Every problem of this row (never capped). */
     readonly errors: readonly RowError[],
-    written: WrittenMoney | null,
+    /** The row's cells in FIELD_PATHS order, as read (null: they could not be told apart). */
+    cells: readonly string[] | null,
   ) {
     this.state = values === null ? 'INVALID' : 'READY';
     this.requestValues = values === null ? null : encodeRequestValues(values);
-    this.payoutCurrency = written && writtenUnlessAsRequested(written.payoutCurrency, values, REQUEST_VALUE_INDEX.payoutCurrency);
-    this.payoutAmount = written && writtenUnlessAsRequested(written.payoutAmount, values, REQUEST_VALUE_INDEX.payoutAmount);
-    this.deductionCurrency = written && writtenUnlessAsRequested(written.deductionCurrency, values, REQUEST_VALUE_INDEX.deductionCurrency);
+    this.payoutCurrency = writtenMoney(cells, values, REQUEST_VALUE_INDEX.payoutCurrency);
+    this.payoutAmount = writtenMoney(cells, values, REQUEST_VALUE_INDEX.payoutAmount);
+    this.deductionCurrency = writtenMoney(cells, values, REQUEST_VALUE_INDEX.deductionCurrency);
     this.reasonCode = errors[0]?.code ?? null;
     this.reason = reasonOf(errors);
   }
@@ -160,7 +161,7 @@ function fileErrorsKept(format: BatchFormatOptions): number {
   return Math.max(1, format.maxStoredErrors);
 }
 
-/** Everything learned from a file's records, one record at a time (csv-parse's `on_record`). */
+/** Everything learned from a file's records, one record at a time. */
 class BatchReader {
   header: ResolvedHeader | null = null;
   readonly fileErrors: RowError[] = [];
@@ -202,8 +203,8 @@ class BatchReader {
   }
 
   /** One record: the row it is, or null for a record that is none (header, blank line, control line). */
-  take(fields: string[], at: InfoRecord): ReadRow | null {
-    const line = this.lines.startOf(fields, at);
+  take(fields: string[]): ReadRow | null {
+    const line = this.lines.startOf(fields);
     this.lastLine = line;
     if (this.header === null) {
       this.takeHeader(fields, line);
@@ -237,8 +238,8 @@ class BatchReader {
   }
 
   /** The record being read when csv-parse stopped: its start line, and its row number (null: the header). */
-  cutRecord(at: { lines: number; empty_lines: number }): { line: number; rowNumber: number | null } {
-    return { line: this.lines.nextStart(at), rowNumber: this.header === null ? null : this.rowCount + 1 };
+  cutRecord(): { line: number; rowNumber: number | null } {
+    return { line: this.lines.nextStart, rowNumber: this.header === null ? null : this.rowCount + 1 };
   }
 
   /** The totals found, as control totals compare them. */
@@ -287,12 +288,10 @@ class BatchReader {
       cells[i] = column < 0 ? '' : (fields[column] ?? '');
     }
     input.line = line;
-    const written: WrittenMoney = {
-      payoutCurrency: trimSpaces(cells[REQUEST_VALUE_INDEX.payoutCurrency] as string),
-      payoutAmount: trimSpaces(cells[REQUEST_VALUE_INDEX.payoutAmount] as string),
-      deductionCurrency: trimSpaces(cells[REQUEST_VALUE_INDEX.deductionCurrency] as string),
-    };
-    this.addToTotals(upperCased(written.payoutCurrency), written.payoutAmount);
+    this.addToTotals(
+      upperCased(trimSpaces(cells[REQUEST_VALUE_INDEX.payoutCurrency] as string)),
+      trimSpaces(cells[REQUEST_VALUE_INDEX.payoutAmount] as string),
+    );
     const result = validateCells(input, this.rules);
     return 'values' in result
       ? new ReadRow(
@@ -301,10 +300,10 @@ class BatchReader {
           this.rowCount,
           result.values[REQUEST_VALUE_INDEX.merchantReferenceId] as string,
           result.values,
-          [],
-          written,
+          NO_ERRORS,
+          cells,
         )
-      : new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, written);
+      : new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
   }
 
   /** Adds a row's amount (trimmed) to its currency's total (trimmed, upper-cased). */
@@ -352,26 +351,50 @@ function isFsError(err: unknown): err is NodeJS.ErrnoException {
   return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
 }
 
-/** Collects rows into chunks of `size` and hands each to `onRows`, taking the next row only once it is done. */
-function rowChunks(size: number, onRows: (rows: ReadRow[]) => Promise<void>): Writable {
-  let chunk: ReadRow[] = [];
-  const handOver = (callback: (err?: Error | null) => void): void => {
-    const rows = chunk;
-    chunk = [];
-    onRows(rows).then(() => callback(), callback);
-  };
-  return new Writable({
-    objectMode: true,
-    write(row: ReadRow, _encoding, callback) {
-      chunk.push(row);
-      if (chunk.length >= size) handOver(callback);
-      else callback();
-    },
-    final(callback) {
-      if (chunk.length > 0) handOver(callback);
-      else callback();
-    },
-  });
+/**
+ * Rows read and not yet handed over, handed to `onRows` a chunk of `size` at
+ * a time, in order. The bytes before the parser wait for `taken()`, so the
+ * parser never runs far ahead of what the caller has taken.
+ */
+class RowChunks {
+  private chunk: ReadRow[] = [];
+  private handing: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly onRows: (rows: ReadRow[]) => Promise<void>,
+    private readonly signal: AbortSignal | undefined,
+  ) {}
+
+  add(row: ReadRow): void {
+    this.chunk.push(row);
+    if (this.chunk.length >= this.size) this.handOver();
+  }
+
+  /** Settles once every chunk handed over is taken; rejects with the caller's failure. */
+  taken(): Promise<void> {
+    return this.handing;
+  }
+
+  /** Hands over nothing more (the read stopped): what is handed over is discarded anyway. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Hands over the rest and waits until it is taken. */
+  finish(): Promise<void> {
+    if (this.chunk.length > 0) this.handOver();
+    return this.handing;
+  }
+
+  private handOver(): void {
+    const rows = this.chunk;
+    this.chunk = [];
+    this.handing = this.handing.then(() => (this.stopped || this.signal?.aborted ? undefined : this.onRows(rows)));
+    // Whoever waits next sees a failure; until then it is not an unhandled rejection.
+    this.handing.catch(() => undefined);
+  }
 }
 
 /** Reads, checks and validates one batch file. Rejects only when the file cannot be read or onRows fails. */
@@ -381,43 +404,62 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   const delimiter = await batchDelimiter(path, displayName, format);
   const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules);
   const utf8 = new Utf8Check();
-  let stopped = false;
+  const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal);
+  let failure: unknown = null;
   try {
     await pipeline(
       createReadStream(path, { highWaterMark: opts.readChunkBytes ?? READ_CHUNK_BYTES }),
       utf8.stream,
+      // More bytes for the parser once the rows read so far are taken.
+      new Transform({ transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback) }),
       parse({
         bom: true,
         delimiter,
         record_delimiter: ['\r\n', '\n', '\r'],
         relax_column_count: true,
-        skip_empty_lines: true,
+        // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
+        skip_empty_lines: false,
         max_record_size: format.maxRecordBytes,
-        // Its types let on_record return another kind of record only with `columns` set; it pushes whatever it returns.
-        on_record: ((fields: string[], at: InfoRecord) => reader.take(fields, at)) as unknown as CsvOptions['on_record'],
       }),
-      rowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows),
+      // Each record is taken as it is parsed, so a parse error comes after every record before it.
+      new Writable({
+        objectMode: true,
+        write(fields: string[], _encoding, callback) {
+          try {
+            const row = reader.take(fields);
+            if (row !== null) chunks.add(row);
+            callback();
+          } catch (err) {
+            callback(err as Error);
+          }
+        },
+      }),
       opts.signal ? { signal: opts.signal } : {},
     );
   } catch (err) {
-    stopped = true;
-    if (err instanceof StopParsing) {
-      // The file error is already recorded.
-    } else if (err instanceof InvalidUtf8Error) {
-      const line = await lineAtByte(path, err.offset);
-      const message = err.truncated
-        ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${err.offset} (line ${line}); upload it again`
-        : `${err.message} (line ${line}); the file must be UTF-8`;
-      reader.fileErrorAt(line, 'INVALID_UTF8', message);
-    } else if (err instanceof CsvError) {
-      const cut = reader.cutRecord({ lines: Number(err['lines']), empty_lines: Number(err['empty_lines']) });
-      const mapped = csvErrorToFileError(err, cut.line, cut.rowNumber);
-      reader.fileErrorAt(cut.line, mapped.code, mapped.message);
-    } else if (isFsError(err)) {
-      throw readError(err, displayName);
-    } else {
-      throw err;
-    }
+    failure = err;
+    chunks.stop();
+  }
+  // Rows still going in are waited for, whatever stopped the read; a failure to take them is the caller's.
+  if (failure === null) await chunks.finish();
+  else await chunks.taken();
+  const stopped = failure !== null;
+  if (failure instanceof StopParsing) {
+    // The file error is already recorded.
+  } else if (failure instanceof InvalidUtf8Error) {
+    const line = await lineAtByte(path, failure.offset);
+    const message = failure.truncated
+      ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
+      : `${failure.message} (line ${line}); the file must be UTF-8`;
+    reader.fileErrorAt(line, 'INVALID_UTF8', message);
+  } else if (failure instanceof CsvError) {
+    const cut = reader.cutRecord();
+    const mapped = csvErrorToFileError(failure, cut.line, cut.rowNumber);
+    reader.fileErrorAt(cut.line, mapped.code, mapped.message);
+  } else if (isFsError(failure)) {
+    throw readError(failure, displayName);
+  } else if (failure !== null) {
+    throw failure;
   }
   let controlTotals: ControlTotals[] = [];
   if (!stopped) {
