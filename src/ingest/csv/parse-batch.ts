@@ -288,31 +288,30 @@ class BatchReader {
       cells[i] = column < 0 ? '' : (fields[column] ?? '');
     }
     input.line = line;
-    this.addToTotals(
-      upperCased(trimSpaces(cells[REQUEST_VALUE_INDEX.payoutCurrency] as string)),
-      trimSpaces(cells[REQUEST_VALUE_INDEX.payoutAmount] as string),
-    );
     const result = validateCells(input, this.rules);
-    return 'values' in result
-      ? new ReadRow(
-          this.batchId,
-          line,
-          this.rowCount,
-          result.values[REQUEST_VALUE_INDEX.merchantReferenceId] as string,
-          result.values,
-          NO_ERRORS,
-          cells,
-        )
-      : new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
+    if ('values' in result) {
+      const values = result.values;
+      // A valid row's currency is a known code and its amount a plain decimal (normalized: the same sum).
+      this.addToTotal(values[REQUEST_VALUE_INDEX.payoutCurrency] as string, values[REQUEST_VALUE_INDEX.payoutAmount] as string);
+      return new ReadRow(
+        this.batchId,
+        line,
+        this.rowCount,
+        values[REQUEST_VALUE_INDEX.merchantReferenceId] as string,
+        values,
+        NO_ERRORS,
+        cells,
+      );
+    }
+    const currency = upperCased(trimSpaces(cells[REQUEST_VALUE_INDEX.payoutCurrency] as string));
+    const amount = trimSpaces(cells[REQUEST_VALUE_INDEX.payoutAmount] as string);
+    // Only 3-letter codes, so a hostile file cannot grow the map without bound.
+    if (/^[A-Z]{3}$/.test(currency) && isPlainDecimal(amount)) this.addToTotal(currency, amount);
+    else this.unsummedRows++;
+    return new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
   }
 
-  /** Adds a row's amount (trimmed) to its currency's total (trimmed, upper-cased). */
-  private addToTotals(currency: string, amount: string): void {
-    // Only 3-letter codes, so a hostile file cannot grow the map without bound.
-    if (!/^[A-Z]{3}$/.test(currency) || !isPlainDecimal(amount)) {
-      this.unsummedRows++;
-      return;
-    }
+  private addToTotal(currency: string, amount: string): void {
     let total = this.totals.get(currency);
     if (!total) {
       total = new ExactTotal();
