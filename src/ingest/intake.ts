@@ -68,8 +68,11 @@ export interface IntakeDeps {
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
 
-/** Rows stored per transaction (one disk sync each) while a file is read. */
-const ROWS_PER_TRANSACTION = 10_000;
+/**
+ * Rows stored per transaction while a file is read: each transaction is a disk sync, and its rows are kept
+ * in memory until it commits (the more rows wait, the more the garbage collector copies them).
+ */
+const ROWS_PER_TRANSACTION = 5_000;
 
 /** A batch id finance can read and sort: B<date>-<time>-<random>. */
 export function newBatchId(now: number): string {

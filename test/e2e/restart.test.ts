@@ -98,9 +98,9 @@ describe('e2e: a restart in the middle of a batch', () => {
 
 describe('e2e: killed while a file is read', () => {
   it('reads the file again from the start at the next start: every row once, in line order', async () => {
-    const rows = 12_000;
+    const rows = 7_000;
     const e2e = await startE2e({ config: { batch: { balanceCheck: { enabled: false } } } });
-    // Killed right after the first transaction of rows (10,000) is committed.
+    // Killed right after the first transaction of rows (5,000) is committed.
     const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
     await first.running();
     await e2e.drop('big.csv', toCsv(makeRows('BIG', rows)));
