@@ -396,6 +396,26 @@ class RowChunks {
   }
 }
 
+/** What stopped a read, as the file error it is; rethrown when it is no problem of the file's content. */
+async function noteFailure(reader: BatchReader, failure: unknown, path: string, displayName: string): Promise<void> {
+  if (failure instanceof StopParsing) return; // the file error is already recorded
+  if (failure instanceof InvalidUtf8Error) {
+    const line = await lineAtByte(path, failure.offset);
+    const message = failure.truncated
+      ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
+      : `${failure.message} (line ${line}); the file must be UTF-8`;
+    reader.fileErrorAt(line, 'INVALID_UTF8', message);
+    return;
+  }
+  if (failure instanceof CsvError) {
+    const cut = reader.cutRecord();
+    const mapped = csvErrorToFileError(failure, cut.line, cut.rowNumber);
+    reader.fileErrorAt(cut.line, mapped.code, mapped.message);
+    return;
+  }
+  throw isFsError(failure) ? readError(failure, displayName) : failure;
+}
+
 /** Reads, checks and validates one batch file. Rejects only when the file cannot be read or onRows fails. */
 export async function parseBatchFile(path: string, displayName: string, opts: ParseBatchOptions): Promise<BatchParseResult> {
   const { format } = opts;
@@ -442,26 +462,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   // Rows still going in are waited for, whatever stopped the read; a failure to take them is the caller's.
   if (failure === null) await chunks.finish();
   else await chunks.taken();
-  const stopped = failure !== null;
-  if (failure instanceof StopParsing) {
-    // The file error is already recorded.
-  } else if (failure instanceof InvalidUtf8Error) {
-    const line = await lineAtByte(path, failure.offset);
-    const message = failure.truncated
-      ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
-      : `${failure.message} (line ${line}); the file must be UTF-8`;
-    reader.fileErrorAt(line, 'INVALID_UTF8', message);
-  } else if (failure instanceof CsvError) {
-    const cut = reader.cutRecord();
-    const mapped = csvErrorToFileError(failure, cut.line, cut.rowNumber);
-    reader.fileErrorAt(cut.line, mapped.code, mapped.message);
-  } else if (isFsError(failure)) {
-    throw readError(failure, displayName);
-  } else if (failure !== null) {
-    throw failure;
-  }
+  if (failure !== null) await noteFailure(reader, failure, path, displayName);
   let controlTotals: ControlTotals[] = [];
-  if (!stopped) {
+  if (failure === null) {
     if (reader.header === null) {
       reader.fileErrorAt(null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)');
     } else {
