@@ -93,10 +93,10 @@ const params = {
   submitMaxSeconds: intFlag('submit-max-seconds', 40, 20),
   // Creates made first and not measured, by the daemon and the loop alike (see bench/scenarios/submit.mjs).
   submitWarmup: intFlag('submit-warmup', 5_000, 1_000),
-  // As many creates as the daemon's run (capped by it): a loop of half the size moved by up to 30% between runs.
+  // As many creates as the daemon's run (capped by it): a shorter loop moved more between runs.
   loopRows: intFlag('loop-rows', 20_000, 3_000),
-  // Loop and daemon at L = 0, back to back, this many times (the median pair is reported). Five, not three: over
-  // 23 pairs of one build within an hour single ratios ran 0.56-1.01, medians of three in a row 0.69-0.87.
+  // Loop and daemon at L = 0, back to back, this many times (the median pair is reported). Five, not three:
+  // single ratios of one build spread widely, and medians of three still moved.
   zeroPairs: Math.max(1, intFlag('zero-pairs', 5, 1)),
   ingestPairs: Math.max(1, intFlag('ingest-pairs', 3, 1)),
   followRows: intFlag('follow-rows', 100_000, 10_000),
@@ -148,8 +148,8 @@ function medianPair(pairs) {
 /**
  * An L = 0 pair's ratio with the machine's speed taken out: each half's rate times the sandbox's CPU per
  * create in that half. The sandbox does the same work for every create in both halves, so its CPU per create
- * is how fast the machine ran then (0.81-1.56 times as much in the daemon's half as in the loop's over 33 pairs
- * of one build, and the raw ratio followed it); the product is how busy each side kept the payout service.
+ * is how fast the machine ran then (the raw ratio followed it); the product is how busy each side kept the
+ * payout service.
  * null when either half lacks the sandbox's CPU.
  */
 function atOneSpeed(loop, daemon) {
@@ -174,16 +174,7 @@ const runners = {
     const generateMs = now() - genStarted;
     const common = { root, workDir, file, rows: params.ingestRows };
     const timeoutMs = 20 * 60_000;
-    const parseOnly = await runScenarioScript('ingest-parse.mjs', common, { timeoutMs });
-    log(`  parse + validate, no database: ${Math.round(parseOnly.rowsPerSecond)} rows/s`);
-    // --expose-gc: the scenario holds every row in memory and collects it before its clock starts. A build
-    // older than the scenario (--root) does not export what it stores with: its reference rows are left out.
-    const storeOnly = await runScenarioScript('ingest-store.mjs', common, { timeoutMs, nodeFlags: ['--expose-gc'] }).catch((err) => {
-      log(`  storing alone: not measured (${err.message.slice(0, 160)})`);
-      return undefined;
-    });
-    if (storeOnly) log(`  storing alone, no reading: ${Math.round(storeOnly.rowsPerSecond)} rows/s`);
-    // As at L = 0: csv-parse alone and the intake are both bound by CPU on a machine whose speed drifts by 20%
+    // As at L = 0: csv-parse alone and the intake are both bound by CPU on a machine whose speed drifts
     // from minute to minute, so one of each is a coin toss near the target. They run in pairs, back to back,
     // and the pair with the median ratio is the one reported (every pair is kept in the JSON). The peak RSS
     // reported is the highest of all the intakes: the budget must hold in every run.
@@ -197,13 +188,14 @@ const runners = {
       pairs.push({ baseline, intake, ratio: intake.rowsPerSecond / baseline.rowsPerSecond });
       log(
         `  pair ${i + 1} of ${params.ingestPairs}: csv-parse alone ${Math.round(baseline.rowsPerSecond)} rows/s, ` +
-          `intake ${Math.round(intake.rowsPerSecond)} rows/s, peak RSS ${intake.peakRssMb} MB`,
+          `intake ${Math.round(intake.rowsPerSecond)} rows/s, ack ${Math.round(intake.ackMs)} ms after the claim, peak RSS ${intake.peakRssMb} MB`,
       );
     }
     const { baseline, intake } = medianPair(pairs);
     const peakRssMb = Math.max(...pairs.map((p) => p.intake.peakRssMb));
+    const ackMs = Math.max(...pairs.map((p) => p.intake.ackMs));
     rmSync(file, { force: true });
-    return { generateMs, baseline, parseOnly, storeOnly, intake, pairs, peakRssMb };
+    return { generateMs, baseline, intake, pairs, peakRssMb, ackMs };
   },
   async submit(cpuProfDir, parts = ['latency', 'loop', 'zero']) {
     const common = {
@@ -227,7 +219,7 @@ const runners = {
       log(`  minimal create loop, L=${params.latencyMs} ms: ${Math.round(r.loopLatency.perSecond)} creates/s`);
     }
     if (parts.includes('loop') && parts.includes('zero')) {
-      // At L = 0 both the loop and the daemon are bound by CPU on a machine whose speed drifts by 20-30% within
+      // At L = 0 both the loop and the daemon are bound by CPU on a machine whose speed drifts within
       // minutes, so one of each is a coin toss near any target: they run in pairs, back to back, and the pair
       // with the median ratio is the one reported (every pair is kept in the JSON).
       r.zeroPairs = [];
@@ -304,7 +296,7 @@ for (const name of order) {
 }
 
 load.current = null;
-const table = evaluate(results, params, machine);
+const table = evaluate(results, params);
 log('');
 log(formatTable(table));
 log(

@@ -132,22 +132,6 @@ export const configSchema = z
             recheckMs: positive(60_000),
           })
           .prefault({}),
-        /**
-         * Reading large files in parts on reader threads while the daemon's thread stores what they read
-         * (src/ingest/read): `workers` threads, one part each ('auto': two on a machine with two cores or
-         * more, none on one core; 0 or 1: every file is read in the daemon's thread), for files of at least
-         * `minBytes`. Rows, errors and files are the same either way. The running daemon starts its readers
-         * while it waits for files, so a large file does not wait for them (src/ingest/read/reader-threads.ts).
-         */
-        read: z
-          .object({
-            workers: z.union([z.literal('auto'), z.int().min(0).max(16)]).default('auto'),
-            minBytes: z
-              .int()
-              .min(0)
-              .default(8 * 1024 * 1024),
-          })
-          .prefault({}),
       })
       .prefault({}),
     submit: z

@@ -32,7 +32,7 @@ import {
   listFinishedActiveBatches,
   stateCounts,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, ReaderThreads, readerThreads, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { verifyUnchanged } from '../ingest/inbox/index.js';
 import { safeError } from '../log/index.js';
@@ -71,8 +71,6 @@ export interface DaemonOptions {
 export class PayoutDaemon {
   readonly outbox: BatchOutbox;
   readonly intake: BatchIntake;
-  /** Reader threads for large files, started while the daemon waits for files (src/ingest/read/reader-threads.ts). */
-  private readonly readers: ReaderThreads;
   private readonly watcher: InboxWatcher;
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
@@ -105,14 +103,13 @@ export class PayoutDaemon {
     });
     this.gate = new BalanceGate(db, service, logger, { bufferPercent: config.batch.balanceCheck.bufferPercent });
     const storageDir = config.paths.stateDir;
-    this.readers = new ReaderThreads(readerThreads(config.batch.read.workers));
     this.intake = new BatchIntake(
       {
         db,
         clock,
         logger,
         effects: {
-          writeAck: (b, r, drafts) => this.outbox.writeAck(b, r, drafts),
+          writeAck: (b, r) => this.outbox.writeAck(b, r),
           writeFileRejection: (b, r) => this.outbox.writeFileRejection(b, r),
           writeResult: (b) => this.outbox.writeResult(b),
           checkBalance: config.batch.balanceCheck.enabled ? (id) => this.gate.check(id, this.abortCalls.signal) : undefined,
@@ -125,9 +122,6 @@ export class PayoutDaemon {
         rules: config.batch.rules,
         onInvalidRows: config.batch.onInvalidRows,
         rejectedDir: join(storageDir, 'rejected'),
-        readingDir: join(storageDir, 'reading'),
-        read: config.batch.read,
-        readers: this.readers,
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
         signal: this.stopWork.signal,
@@ -201,8 +195,6 @@ export class PayoutDaemon {
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
     await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? this.deps.config.instance.leaseMs : 0);
-    const drafts = await this.intake.removeDraftsLeftByStop();
-    if (drafts > 0) logger.info({ drafts }, 'removed acknowledgement drafts of reads cut short by the last stop');
     await this.resumeReading(true);
     if (this.stopWork.signal.aborted) {
       logger.info('stop requested during start-up: not starting the work loops');
@@ -255,16 +247,6 @@ export class PayoutDaemon {
       { inbox: this.deps.config.paths.inbox, outbox: this.deps.config.paths.outbox, stateDir: this.deps.config.paths.stateDir },
       'payoutd running',
     );
-    this.readersReady();
-  }
-
-  /**
-   * Starts the reader threads a large file will take, while no file needs the cores: once running (start-up
-   * recovery has them first) and after each file (its readers end with its read). Not in tests that drive
-   * the daemon by hand: a read then starts its own.
-   */
-  private readersReady(): void {
-    if (this.o.watch && this.started && !this.stopWork.signal.aborted) this.readers.prestart();
   }
 
   /** Start-up recovery is done and the loops run (/readyz). */
@@ -316,7 +298,6 @@ export class PayoutDaemon {
       await Promise.all(this.loops.map((l) => l.stopped()));
     } finally {
       clearTimeout(grace);
-      await this.readers.close();
     }
     logger.info('stopped cleanly');
   }
@@ -337,8 +318,6 @@ export class PayoutDaemon {
         // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
         if (this.stopWork.signal.aborted) return;
         throw err;
-      } finally {
-        this.readersReady();
       }
     }
   }
@@ -355,7 +334,7 @@ export class PayoutDaemon {
       return;
     }
     this.deps.onBatchEvent?.('seen');
-    const batch = await this.intake.receive(claimed).finally(() => this.readersReady());
+    const batch = await this.intake.receive(claimed);
     this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
     if (batch.state === 'ACTIVE') this.submitLoop?.wake();
   }

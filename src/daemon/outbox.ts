@@ -142,13 +142,9 @@ export class BatchOutbox {
     private readonly extras: OutboxExtras = { xlsx: false, retryFiles: false },
   ) {}
 
-  /**
-   * Per-row verdicts; with `fileRejection`, a first line saying why the whole file is refused. From the
-   * stored rows, or from `drafts` (the intake's, written while the file was read, when exact).
-   */
-  writeAck(batch: BatchRecord, fileRejection?: string, drafts?: readonly string[]): Promise<string> {
-    const rows = drafts ? { drafts } : { pages: ackPages(this.db, batch.id) };
-    return writeAckFile(this.dir, identityOf(batch), rows, { bom: this.bom, fileRejection });
+  /** Per-row verdicts, from the stored rows; with `fileRejection`, a first line saying why the whole file is refused. */
+  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection });
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

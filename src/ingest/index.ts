@@ -1,12 +1,10 @@
 /**
  * Ingest: from a file in the drop folder to validated payout rows.
  * inbox/ finds complete uploads and claims them; csv/ streams and checks a
- * file; rules/ validates a row; read/ reads a claimed file into the rows to
- * store (a large one in parts, on reader threads); intake.ts ties them to
- * the database.
+ * file; rules/ validates a row; intake.ts reads a claimed file into the
+ * database and accepts or rejects it.
  */
 export { BatchIntake, newBatchId, type IntakeOptions, type IntakeDeps, type IntakeEffects } from './intake.js';
 export { InboxWatcher, claimFile, moveAside, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
 export { parseBatchFile, batchFormatSchema, type BatchFormatOptions } from './csv/index.js';
 export { validationRulesSchema, type ValidationRules } from './rules/index.js';
-export { ReaderThreads, readerThreads, type PartsSettings } from './read/index.js';

@@ -28,24 +28,11 @@ import {
   acceptBatchRows,
   type InvalidRowsPolicy,
   insertRowsWhileReading,
-  type NewPayoutRow,
   holdBatch,
 } from '../store/index.js';
-import { BatchReadError, type BatchFormatOptions } from './csv/index.js';
+import { BatchReadError, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, verifyUnchanged, type ClaimedFile } from './inbox/index.js';
-import {
-  readBatchInParts,
-  readBatchInThread,
-  removeAckDrafts,
-  removeAllAckDrafts,
-  removeBatchAckDrafts,
-  type BatchRead,
-  type BatchReadOptions,
-  type PartsSettings,
-  type ReadRows,
-  type ReaderThreads,
-} from './read/index.js';
 
 export interface IntakeOptions {
   format: BatchFormatOptions;
@@ -53,12 +40,6 @@ export interface IntakeOptions {
   onInvalidRows: InvalidRowsPolicy;
   /** Where refused files are parked with a reason file. */
   rejectedDir: string;
-  /** Where a batch being read drafts its acknowledgement (this instance's own state directory). */
-  readingDir: string;
-  /** Reading large files in parts on reader threads (config `batch.read`); absent: every file in this thread. */
-  read?: PartsSettings;
-  /** Reader threads started ahead of each file (the daemon's; src/ingest/read/reader-threads.ts); absent: a read starts its own. */
-  readers?: ReaderThreads;
   /** This instance, and how long its hold on a batch being read lasts without renewal. */
   instanceId: string;
   leaseMs: number;
@@ -68,8 +49,8 @@ export interface IntakeOptions {
 
 /** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
 export interface IntakeEffects {
-  /** The acknowledgement: from the stored rows, or from the drafts written while the file was read (when exact). */
-  writeAck(batch: BatchRecord, fileRejection?: string, drafts?: readonly string[]): Promise<string>;
+  /** The acknowledgement, from the stored rows. */
+  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
   checkBalance?(batchId: string): Promise<{ ok: boolean; reason: string | null }>;
@@ -87,56 +68,11 @@ export interface IntakeDeps {
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
 
-/** One transaction (one disk sync) per this many rows: a million-row file costs ~100 syncs. (Exported for bench/.) */
-export const ROWS_PER_TRANSACTION = 10_000;
-/** Rows per hand-over from a reader (the parser hands it fewer at a time: PARSED_ROWS_AT_A_TIME, src/ingest/read). */
-const PARSE_CHUNK_ROWS = 1_000;
-
 /**
- * A row as read, as the payouts table stores it. A class, not an object literal: the intake's thread makes
- * one for every row and keeps them until their transaction is stored, and V8 watches each object literal's
- * place in the code: finding most of those made since its last collection still alive, it makes them in
- * the old generation from then on (allocation-site pretenuring), where each keeps its strings alive until
- * a full collection. In about one read of a million rows in two that took the intake's heap from 52 to
- * 112-132 MB and the peak RSS over its budget (254-292 MB against 195-203).
+ * Rows stored per transaction while a file is read: each transaction is a disk sync, and its rows are kept
+ * in memory until it commits (the more rows wait, the more the garbage collector copies them).
  */
-class StoredRow implements NewPayoutRow {
-  readonly state: 'READY' | 'INVALID';
-  constructor(
-    readonly batchId: string,
-    readonly line: number,
-    readonly merchantReferenceId: string,
-    readonly requestValues: string | null,
-    readonly payoutCurrency: string | null,
-    readonly payoutAmount: string | null,
-    readonly deductionCurrency: string | null,
-    readonly reasonCode: string | null,
-    readonly reason: string | null,
-  ) {
-    this.state = requestValues !== null ? 'READY' : 'INVALID';
-  }
-}
-
-/** Rows as read, as the payouts table stores them. (Exported for bench/: it stores the same rows with no reading.) */
-export function storedForm(batchId: string, rows: ReadRows): NewPayoutRow[] {
-  const stored: NewPayoutRow[] = [];
-  for (let i = 0; i < rows.lines.length; i++) {
-    stored.push(
-      new StoredRow(
-        batchId,
-        rows.lines[i] as number,
-        rows.references[i] as string,
-        rows.requests[i] ?? null,
-        rows.payoutCurrencies[i] ?? null,
-        rows.payoutAmounts[i] ?? null,
-        rows.deductionCurrencies[i] ?? null,
-        rows.reasonCodes[i] ?? null,
-        rows.reasons[i] ?? null,
-      ),
-    );
-  }
-  return stored;
-}
+const ROWS_PER_TRANSACTION = 5_000;
 
 /** A batch id finance can read and sort: B<date>-<time>-<random>. */
 export function newBatchId(now: number): string {
@@ -198,15 +134,6 @@ export class BatchIntake {
     await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
     this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
     return this.process(batch.id);
-  }
-
-  /**
-   * Acknowledgement drafts left by reads a stop cut short (this instance's own
-   * folder): called at start, before anything is read. A batch read again
-   * drafts anew. Returns how many were removed.
-   */
-  removeDraftsLeftByStop(): Promise<number> {
-    return removeAllAckDrafts(this.o.readingDir);
   }
 
   /**
@@ -272,95 +199,104 @@ export class BatchIntake {
     }
   }
 
+  /**
+   * The intake of one batch, its state moves in order: RECEIVED (a repeat of
+   * earlier bytes -> DUPLICATE; not a CSV -> REJECTED), VALIDATING (its rows
+   * read into the database), then ACTIVE or REJECTED. The record is read once
+   * and kept in step with what is written; the one returned is read again.
+   */
   private async read(batchId: string): Promise<BatchRecord> {
-    const { db, clock, logger } = this.deps;
-    let batch = (await getBatch(db, batchId)) as BatchRecord;
-
-    if (batch.state === 'RECEIVED') {
-      const earlier = await findFirstBySha(db, batch.sha256, batch.id);
-      if (earlier) {
-        const reason = `duplicate file: the same content (sha256 ${batch.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
-        await updateBatch(
-          db,
-          batch.id,
-          { state: 'DUPLICATE', duplicateOf: earlier.id, rejectCode: 'DUPLICATE_FILE', rejectReason: reason },
-          clock.now(),
-        );
-        batch = (await getBatch(db, batch.id)) as BatchRecord;
-        await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(batch, reason), { ackWrittenAt: clock.now() });
-        logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
-        return (await getBatch(db, batch.id)) as BatchRecord;
-      }
-      const refusal = await this.refusal(batch);
-      if (refusal) return this.rejectFile(batch, refusal.code, refusal.reason, [], true);
+    const received = (await getBatch(this.deps.db, batchId)) as BatchRecord;
+    if (received.state === 'RECEIVED') {
+      const earlier = await findFirstBySha(this.deps.db, received.sha256, received.id);
+      if (earlier) return this.markDuplicate(received, earlier);
+      const refusal = await this.refusal(received);
+      if (refusal) return this.rejectFile(received, refusal.code, refusal.reason, [], true);
     }
-
-    await updateBatch(db, batch.id, { state: 'VALIDATING' }, clock.now());
-    await clearBatchContents(db, batch.id);
-    const result = await this.readRows(batch);
-    if ('readError' in result) return this.rejectFile(batch, 'UNREADABLE', result.readError, [], true);
+    const batch = await this.move(received, { state: 'VALIDATING' });
+    await clearBatchContents(this.deps.db, batch.id);
+    let parse: BatchParseResult;
     try {
-      return await this.admit(batch, result.read);
-    } finally {
-      await removeAckDrafts(result.read.ackDrafts);
+      parse = await this.readRows(batch);
+    } catch (err) {
+      if (err instanceof BatchReadError) return this.rejectFile(batch, 'UNREADABLE', err.message, [], true);
+      throw err;
     }
+    return this.admit(batch, parse);
+  }
+
+  /** Writes `patch` to the batch's record and returns the record as it now is. */
+  private async move(batch: BatchRecord, patch: Partial<BatchRecord>): Promise<BatchRecord> {
+    const now = this.deps.clock.now();
+    await updateBatch(this.deps.db, batch.id, patch, now);
+    return { ...batch, ...patch, updatedAt: now };
+  }
+
+  /** The batch as stored, once its intake is over. */
+  private async stored(batchId: string): Promise<BatchRecord> {
+    return (await getBatch(this.deps.db, batchId)) as BatchRecord;
+  }
+
+  private async markDuplicate(received: BatchRecord, earlier: BatchRecord): Promise<BatchRecord> {
+    const { clock, logger } = this.deps;
+    const reason = `duplicate file: the same content (sha256 ${received.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
+    const batch = await this.move(received, {
+      state: 'DUPLICATE',
+      duplicateOf: earlier.id,
+      rejectCode: 'DUPLICATE_FILE',
+      rejectReason: reason,
+    });
+    await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(batch, reason), { ackWrittenAt: clock.now() });
+    logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
+    return this.stored(batch.id);
   }
 
   /** A batch whose file was read: rejected as a whole, rejected for its rows, or accepted (and maybe held). */
-  private async admit(read: BatchRecord, { parse, ackDrafts }: BatchRead): Promise<BatchRecord> {
-    const { db, clock, logger } = this.deps;
-    let batch = read;
+  private async admit(validating: BatchRecord, parse: BatchParseResult): Promise<BatchRecord> {
+    const { db, clock, logger, effects } = this.deps;
     if (parse.fileErrors.length > 0) {
-      return this.rejectFile(batch, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
+      return this.rejectFile(validating, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
     }
     if (parse.rowCount === 0) {
-      return this.rejectFile(batch, 'NO_ROWS', 'the file has a header but no payout rows', [], true);
+      return this.rejectFile(validating, 'NO_ROWS', 'the file has a header but no payout rows', [], true);
     }
-    await insertBatchErrors(db, batch.id, parse.storedErrors.map(toErrorRecord));
-    await updateBatch(
-      db,
-      batch.id,
-      { rowCount: parse.rowCount, delimiter: parse.delimiter, totalsJson: JSON.stringify(parse.totals) },
-      clock.now(),
-    );
+    await insertBatchErrors(db, validating.id, parse.storedErrors.map(toErrorRecord));
+    const read = await this.move(validating, {
+      rowCount: parse.rowCount,
+      delimiter: parse.delimiter,
+      totalsJson: JSON.stringify(parse.totals),
+    });
 
-    const verdict = await acceptBatchRows(db, batch.id, this.o.onInvalidRows, clock.now());
+    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now());
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) {
-      await updateBatch(
-        db,
-        batch.id,
-        { ...counts, state: 'REJECTED', rejectCode: 'INVALID_ROWS', rejectReason: verdict.rejectReason },
-        clock.now(),
-      );
-      batch = (await getBatch(db, batch.id)) as BatchRecord;
-      const rejected = batch;
-      await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(rejected, verdict.rejectReason ?? undefined), {
+      const rejected = await this.move(read, {
+        ...counts,
+        state: 'REJECTED',
+        rejectCode: 'INVALID_ROWS',
+        rejectReason: verdict.rejectReason,
+      });
+      await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, verdict.rejectReason ?? undefined), {
         ackWrittenAt: clock.now(),
       });
-      await this.writeOutbox(batch.id, () => this.deps.effects.writeResult(rejected), { resultWrittenAt: clock.now() });
-      logger.warn({ batchId: batch.id, file: batch.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
-      return (await getBatch(db, batch.id)) as BatchRecord;
+      await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
+      logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
+      return this.stored(rejected.id);
     }
     // Holds are decided while the batch is still VALIDATING (not claimable), so no create can slip out
     // before them; a crash before ACTIVE means the batch is read again from the start.
-    await this.holdIfNeeded(batch);
-    await updateBatch(
-      db,
-      batch.id,
-      { ...counts, state: 'ACTIVE', acceptedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
-      clock.now(),
-    );
-    batch = (await getBatch(db, batch.id)) as BatchRecord;
-    const accepted = batch;
-    // The draft says what the rows said as read: exact unless the acceptance changed a row (a reference used twice).
-    const drafts = verdict.rowsChanged === 0 ? ackDrafts : undefined;
-    await this.writeOutbox(batch.id, () => this.deps.effects.writeAck(accepted, undefined, drafts), { ackWrittenAt: clock.now() });
-    logger.info(
-      { batchId: batch.id, file: batch.fileName, rows: parse.rowCount, ...counts, hold: batch.holdCode, readInParts: ackDrafts.length },
-      'batch accepted',
-    );
-    return (await getBatch(db, batch.id)) as BatchRecord;
+    await this.holdIfNeeded(read);
+    const accepted = await this.move(read, {
+      ...counts,
+      state: 'ACTIVE',
+      acceptedAt: clock.now(),
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
+    await this.writeOutbox(accepted.id, () => effects.writeAck(accepted), { ackWrittenAt: clock.now() });
+    const stored = await this.stored(accepted.id);
+    logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
+    return stored;
   }
 
   /**
@@ -394,60 +330,24 @@ export class BatchIntake {
     return null;
   }
 
-  /**
-   * Reads the batch's file into its rows, stored a transaction's worth at a
-   * time: in parts on reader threads when the file is large (src/ingest/read),
-   * else in this thread, and in this thread again when a read in parts says so
-   * (its rows are cleared first).
-   */
-  private async readRows(batch: BatchRecord): Promise<{ read: BatchRead } | { readError: string }> {
-    const { db, clock, logger } = this.deps;
-    // Rows wait here, already in their stored form, until a transaction's worth is read.
-    let pending: NewPayoutRow[] = [];
-    const store = async (): Promise<void> => {
-      if (pending.length === 0) return;
-      const records = pending;
-      pending = [];
-      const now = clock.now();
-      // Still reading: the batch stays ours while its rows go in.
-      await insertRowsWhileReading(db, { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs }, records, now);
-      this.deps.afterChunkStored?.();
-    };
-    const opts: BatchReadOptions = {
+  /** Reads the batch's file once, its rows stored a transaction's worth at a time while the batch stays ours. */
+  private readRows(batch: BatchRecord): Promise<BatchParseResult> {
+    const { db, clock } = this.deps;
+    const lease = { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs };
+    return parseBatchFile(batch.storedPath, batch.fileName, {
       format: this.o.format,
-      rules: this.o.rules,
-      compiledRules: this.rules,
-      identity: { batchId: batch.id, fileName: batch.fileName },
-      draftDir: this.o.readingDir,
+      rules: this.rules,
+      batchId: batch.id,
       sidecarPath: batch.controlPath,
-      // Chunks smaller than a transaction: only the rows' stored form waits for the transaction's worth.
-      chunkSize: PARSE_CHUNK_ROWS,
+      // The claimed file does not say yet whether a `.done` marker came with it.
+      doneMarker: false,
+      chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
-      readers: this.o.readers,
       onRows: async (rows) => {
-        for (const row of storedForm(batch.id, rows)) pending.push(row);
-        if (pending.length >= ROWS_PER_TRANSACTION) await store();
+        await insertRowsWhileReading(db, lease, rows, clock.now());
+        this.deps.afterChunkStored?.();
       },
-    };
-    // Drafts of an earlier read of this batch (in one part or in more) would be read as this one's.
-    await removeBatchAckDrafts(this.o.readingDir, batch.id);
-    try {
-      let read = this.o.read ? await readBatchInParts(batch.storedPath, batch.size, this.o.read, opts) : null;
-      if (read !== null && 'again' in read) {
-        logger.info({ batchId: batch.id, file: batch.fileName, why: read.again }, 'reading the file again, in one part');
-        pending = [];
-        await clearBatchContents(db, batch.id);
-        read = null;
-      }
-      read ??= await readBatchInThread(batch.storedPath, opts);
-      // A rejected file's rows are cleared anyway; only an accepted read needs its last rows stored.
-      if (read.parse.fileErrors.length === 0) await store();
-      return { read };
-    } catch (err) {
-      await removeBatchAckDrafts(this.o.readingDir, batch.id);
-      if (err instanceof BatchReadError) return { readError: err.message };
-      throw err;
-    }
+    });
   }
 
   private async rejectFile(
@@ -472,11 +372,10 @@ export class BatchIntake {
         );
       }
     }
-    await updateBatch(db, batch.id, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath }, clock.now());
-    const updated = (await getBatch(db, batch.id)) as BatchRecord;
-    await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(updated, reason), { ackWrittenAt: clock.now() });
-    logger.warn({ batchId: batch.id, file: basename(batch.fileName), code }, `batch file refused: ${reason}`);
-    return (await getBatch(db, batch.id)) as BatchRecord;
+    const rejected = await this.move(batch, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath });
+    await this.writeOutbox(rejected.id, () => this.deps.effects.writeFileRejection(rejected, reason), { ackWrittenAt: clock.now() });
+    logger.warn({ batchId: rejected.id, file: basename(rejected.fileName), code }, `batch file refused: ${reason}`);
+    return this.stored(rejected.id);
   }
 
   /** Holds a just-accepted batch when its upload changed after the claim, or the balance will not cover it. */

@@ -20,7 +20,7 @@ const STRINGIFY_OPTIONS = { record_delimiter: RECORD_DELIMITER, quoted_match: /[
 const NEEDS_QUOTING = /[",\r\n]/;
 
 /** csv-stringify (with the options above) quotes this cell. */
-export function needsQuoting(cell: string): boolean {
+function needsQuoting(cell: string): boolean {
   return NEEDS_QUOTING.test(cell);
 }
 
@@ -70,7 +70,7 @@ export interface CsvChunkOptions {
 }
 
 /** What a file starts with: optional BOM, the header, the `lead` records. */
-export function csvHead(header: readonly string[], opts: CsvChunkOptions): string {
+function csvHead(header: readonly string[], opts: CsvChunkOptions): string {
   return (opts.bom ? UTF8_BOM : '') + csvText([header, ...(opts.lead ?? [])]);
 }
 

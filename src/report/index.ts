@@ -21,8 +21,8 @@ export type { CsvChunkOptions } from './csv.js';
 export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
-export { AckDraftLines, writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
-export type { AckDrafts, ResultFiles, InterimReport, RowPages } from './writers.js';
+export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
+export type { ResultFiles, InterimReport, RowPages } from './writers.js';
 export {
   STABLECOIN_DECIMALS,
   TEXT_FORMAT,

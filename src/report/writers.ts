@@ -3,11 +3,9 @@
  * and interim report. Each streams its rows once, checks them on the way
  * (line order, statuses), and commits each file atomically.
  */
-import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, type FileChunk } from './atomic.js';
-import { spreadsheetSafeCell } from './cells.js';
-import { csvChunks, csvChunksOf, csvChunksOfPages, csvHead, csvText, needsQuoting, RECORD_DELIMITER, type CsvChunkOptions } from './csv.js';
+import { writeFileAtomic } from './atomic.js';
+import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   ACK_COLUMNS,
@@ -77,68 +75,11 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
   };
 }
 
-/**
- * Files holding an acknowledgement's rows as AckDraftLines wrote them, in
- * line order: written while the batch file was read, when its acceptance
- * changed no row's verdict.
- */
-export interface AckDrafts {
-  drafts: readonly string[];
-}
-
-/** An accepted row's line after its reference: one text for nearly every line of a draft. */
-const ACCEPTED_LINE_END = `,ACCEPTED,${RECORD_DELIMITER}`;
-
-/**
- * The lines of an acknowledgement (no BOM, no header) one row at a time,
- * exactly as writeAckFile writes them from the rows, for a reader that drafts
- * the acknowledgement as it reads. The batch's two cells are made safe once;
- * a row whose own cells need no quoting (nearly every row) is then a few
- * texts joined, without the record, its cells and the quoting test of each
- * that csvText makes: a fifth of the draft's cost.
- */
-export class AckDraftLines {
-  /** `batch_id,file,` as written, or null when either cell needs quoting (every line then goes the long way). */
-  private readonly lead: string | null;
-
-  constructor(private readonly identity: Pick<BatchIdentity, 'batchId' | 'fileName'>) {
-    const cells = [spreadsheetSafeCell(identity.batchId), spreadsheetSafeCell(identity.fileName)];
-    this.lead = cells.some(needsQuoting) ? null : `${cells.join(',')},`;
-  }
-
-  /** The line of one row, as ackRecord makes its record. */
-  line(line: number, merchantReferenceId: string, verdict: AckRow['verdict'], reason: string | null): string {
-    const reference = spreadsheetSafeCell(merchantReferenceId);
-    const why = reason === null ? '' : spreadsheetSafeCell(reason);
-    if (this.lead === null || needsQuoting(reference) || needsQuoting(why)) {
-      return csvText([ackRecord(this.identity, { line, merchantReferenceId, verdict, reason })]);
-    }
-    // Most rows are accepted: their line's end is one text, not three more joined.
-    return verdict === 'ACCEPTED' && why === ''
-      ? `${this.lead}${line},${reference}${ACCEPTED_LINE_END}`
-      : `${this.lead}${line},${reference},${verdict},${why}${RECORD_DELIMITER}`;
-  }
-}
-
-/**
- * Bytes per read of a draft. A million rows' drafts are ~80 MB, copied into the acknowledgement after the
- * last row is stored, while nothing else runs: read 64 KiB at a time, writing the acknowledgement took
- * 121-134 ms; at 1 MiB (and written without a copy, src/report/atomic.ts) 58-62 ms.
- */
-const DRAFT_READ_BYTES = 1024 * 1024;
-
-async function* draftChunks(head: string, drafts: readonly string[]): AsyncGenerator<FileChunk> {
-  yield head;
-  for (const draft of drafts) {
-    for await (const chunk of createReadStream(draft, { highWaterMark: DRAFT_READ_BYTES })) yield chunk as Buffer;
-  }
-}
-
 /** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
 export async function writeAckFile(
   dir: string,
   identity: BatchIdentity,
-  rows: Rows<AckRow> | RowPages<AckRow> | AckDrafts,
+  rows: Rows<AckRow> | RowPages<AckRow>,
   opts: AckWriteOptions = {},
 ): Promise<string> {
   const path = join(dir, ackFileName(identity.outboxName ?? identity.fileName));
@@ -151,12 +92,7 @@ export async function writeAckFile(
     bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
     lead: opts.fileRejection === undefined ? [] : [fileRejectionRecord(identity, opts.fileRejection)],
   };
-  const chunks =
-    'drafts' in rows
-      ? draftChunks(csvHead(ACK_COLUMNS, csv), rows.drafts)
-      : 'pages' in rows
-        ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv)
-        : csvChunksOf(ACK_COLUMNS, rows, record, csv);
+  const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);
   return path;
 }

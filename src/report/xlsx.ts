@@ -191,8 +191,11 @@ export function resultXlsxFileName(fileName: string): string {
 // ---------------------------------------------------------------------------
 // Writing
 
-/** Rows added between two checks of the worksheet's backpressure. */
-const DRAIN_CHECK_ROWS = 256;
+/**
+ * Rows added between two waits for the zip (letZipCatchUp): the zip compresses one piece of a sheet per
+ * turn of the event loop, so the turns must come often enough to outpace the rows' text.
+ */
+const DRAIN_CHECK_ROWS = 32;
 const HEADER_FONT = { bold: true };
 
 /** Cell styles are shared objects: exceljs caches a style id per object, so per-cell styling stays cheap. */
@@ -206,29 +209,15 @@ class StyleCache {
   }
 }
 
-interface Sink {
-  _writableState?: { needDrain?: boolean };
-  once(event: string, listener: () => void): unknown;
-}
-
 /**
- * exceljs's worksheet buffer ignores backpressure (its write never returns
- * false), and a producer that never waits lets the zip stream fall behind
- * until the whole sheet is in memory. Its first pipe is the zip entry's input
- * stream (readable-stream, which has no public `writableNeedDrain`), and
- * waiting for its 'drain' is what keeps memory flat. Reaches into exceljs 4
- * internals; if they change, this degrades to yielding to the event loop.
+ * Lets the zip catch up. exceljs's streaming writer has no backpressure of its own (a row's commit never
+ * says "wait"), but all it writes ends in `out`, the stream this module hands it: when `out` is full (the
+ * file is written more slowly than rows come) the rows wait for it to drain, and otherwise the event loop
+ * turns once, so the zip compresses and passes on what it was given before more rows come.
  */
-function worksheetSink(ws: ExcelJS.Worksheet): Sink | null {
-  const pipes = (ws as unknown as { stream?: { pipes?: unknown[] } }).stream?.pipes;
-  const sink = pipes?.[0] as Sink | undefined;
-  return sink && typeof sink.once === 'function' ? sink : null;
-}
-
-async function backpressure(ws: ExcelJS.Worksheet, signal: AbortSignal): Promise<void> {
+async function letZipCatchUp(out: PassThrough, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
-  const sink = worksheetSink(ws);
-  if (sink?._writableState?.needDrain) await once(sink as unknown as NodeJS.EventEmitter, 'drain', { signal });
+  if (out.writableNeedDrain) await once(out, 'drain', { signal });
   else await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
@@ -242,6 +231,7 @@ function currencyIndexes(columns: readonly XlsxColumn[]): (number | null)[] {
 
 async function writeSheet(
   wb: ExcelJS.stream.xlsx.WorkbookWriter,
+  out: PassThrough,
   sheet: XlsxSheet,
   styles: StyleCache,
   opts: XlsxOptions,
@@ -274,7 +264,7 @@ async function writeSheet(
       if (cell.numFmt !== null) target.style = styles.get(cell.numFmt);
     });
     row.commit();
-    if (++n % DRAIN_CHECK_ROWS === 0) await backpressure(ws, signal);
+    if (++n % DRAIN_CHECK_ROWS === 0) await letZipCatchUp(out, signal);
   }
   ws.commit();
 }
@@ -311,7 +301,7 @@ export async function writeXlsxFile(path: string, sheets: readonly XlsxSheet[], 
   const producer = (async () => {
     const wb = new excel.stream.xlsx.WorkbookWriter({ stream: zipBytes, useStyles: true, useSharedStrings: false });
     const styles = new StyleCache();
-    for (const sheet of sheets) await writeSheet(wb, sheet, styles, opts, stop.signal);
+    for (const sheet of sheets) await writeSheet(wb, zipBytes, sheet, styles, opts, stop.signal);
     await abortable(wb.commit(), stop.signal);
   })().catch((err: unknown) => {
     zipBytes.destroy(err instanceof Error ? err : new Error(String(err)));

@@ -129,8 +129,8 @@ describe('crash windows', () => {
 
   it('killed with a batch half read (its first rows READY, holding their references): read again at the next start, each row paid once', async () => {
     const e2e = await startE2e({ balances: { USDT: '1000000000000', USDC: '1000000000000' } });
-    // One row more than a transaction of the reader (10,000): the kill comes after the first chunk's commit.
-    const rows = makeRows('CW-READ', 10_001);
+    // One row more than a transaction of the reader (5,000): the kill comes after the first chunk's commit.
+    const rows = makeRows('CW-READ', 5_001);
     const dying = spawnPayoutd(e2e, 'killed-mid-read', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
     await dying.running();
     await e2e.drop('half-read.csv', toCsv(rows));
@@ -140,19 +140,19 @@ describe('crash windows', () => {
     const db = new Database(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true });
     try {
       expect(db.prepare('SELECT state FROM batches').all()).toEqual([{ state: 'VALIDATING' }]);
-      expect(db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all()).toEqual([{ state: 'READY', n: 10_000 }]);
+      expect(db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all()).toEqual([{ state: 'READY', n: 5_000 }]);
     } finally {
       db.close();
     }
     expect(e2e.ledger()).toEqual([]);
     // The operator sees the stored rows as READY, and that none of them is sent while the batch is read.
     const status = await e2e.cli(['status']);
-    expect(status.stdout).toMatch(/half-read\.csv\s.*VALIDATING\s.*READY=10000.*being read: nothing sent yet/);
+    expect(status.stdout).toMatch(/half-read\.csv\s.*VALIDATING\s.*READY=5000.*being read: nothing sent yet/);
 
     await e2e.startDaemon();
     // Read again from the start: its own earlier rows are gone, so none of them is taken for a duplicate.
     const batch = await e2e.waitForBatch('half-read.csv', ['ACTIVE', 'COMPLETE'], 30_000);
-    expect([batch.validCount, batch.invalidCount]).toEqual([10_001, 0]);
+    expect([batch.validCount, batch.invalidCount]).toEqual([5_001, 0]);
     const byReference = await waitFor(
       () => {
         const seen = ledgerByReference(e2e.ledger());

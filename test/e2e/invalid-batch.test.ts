@@ -2,11 +2,13 @@
  * E2E 2: a file with invalid rows (samples/payouts-with-errors.csv) is
  * rejected as a whole by the real `payoutd run`: the ack says why, row by
  * row, and nothing reaches the payout service. The expected errors are what
- * `payoutd validate` reports for the same file.
+ * `payoutd validate` reports for the same file. And a file that ends inside
+ * its last row (an upload cut short) is refused whole, the ack saying so.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { makeRows, toCsv } from './batch-files.js';
 import { ROOT, startE2e, type E2e, type OutboxCsv } from './harness.js';
 
 const SAMPLE = join(ROOT, 'samples', 'payouts-with-errors.csv');
@@ -93,5 +95,23 @@ describe('e2e: a file with errors', () => {
     expect
       .soft([line2?.['payout_currency'], line2?.['payout_amount']], 'rejected row keeps currency and amount')
       .toEqual(['PHP', '100.00']);
+  });
+});
+
+describe('e2e: an upload cut inside its last row', () => {
+  it('is refused whole, and the ack says the upload looks incomplete', async () => {
+    const e2e = await startE2e();
+    await e2e.startDaemon();
+    const lines = toCsv(makeRows('E2E-CUT', 5)).trimEnd().split(/\r?\n/);
+    // The last row cut after its fourth field (its line break kept: the upload went on after a pause).
+    lines[5] = (lines[5] as string).split(',').slice(0, 4).join(',');
+    await e2e.drop('cut.csv', `${lines.join('\n')}\n`);
+    const batch = await e2e.waitForBatch('cut.csv', ['REJECTED', 'ACTIVE', 'COMPLETE']);
+    expect([batch.state, batch.rejectCode]).toEqual(['REJECTED', 'INVALID_FILE']);
+    const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
+    expect(ack.rows).toHaveLength(1);
+    expect(ack.rows[0]?.['verdict']).toBe('REJECTED');
+    expect(ack.rows[0]?.['reason']).toMatch(/^line 6: the upload looks incomplete \(the file ends inside row 5\): /);
+    expect(e2e.ledger()).toEqual([]);
   });
 });

@@ -3,12 +3,16 @@
  * (SIGKILL, creates possibly on the wire) or asked to stop (SIGTERM) — and
  * started again on the same config finishes the batch with exactly one
  * payout per row, a final status for every row, and the merchant balance
- * debited exactly once for what was paid.
+ * debited exactly once for what was paid. And killed while a file is being
+ * read: the next start reads it again from the start, every row once.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Decimal } from '../../src/domain/money.js';
+import { spawnPayoutd } from '../chaos/world.js';
 import { isCancelRow, makeRows, toCsv } from './batch-files.js';
-import { ledgerByReference, startE2e, waitFor, type DaemonProcess, type E2e } from './harness.js';
+import { ledgerByReference, outboxFileName, startE2e, waitFor, type DaemonProcess, type E2e } from './harness.js';
 
 const ROWS = 300;
 
@@ -89,5 +93,28 @@ describe('e2e: a restart in the middle of a batch', () => {
       expect(code).toBe(0);
       expect(daemon.logs.some((l) => l.msg === 'stopped cleanly')).toBe(true);
     });
+  });
+});
+
+describe('e2e: killed while a file is read', () => {
+  it('reads the file again from the start at the next start: every row once, in line order', async () => {
+    const rows = 7_000;
+    const e2e = await startE2e({ config: { batch: { balanceCheck: { enabled: false } } } });
+    // Killed right after the first transaction of rows (5,000) is committed.
+    const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
+    await first.running();
+    await e2e.drop('big.csv', toCsv(makeRows('BIG', rows)));
+    expect((await first.exit).signal).toBe('SIGKILL');
+    expect((await e2e.batches())[0]?.state).toBe('VALIDATING');
+
+    await e2e.startDaemon();
+    const batch = await e2e.waitForBatch('big.csv', ['ACTIVE', 'COMPLETE', 'REJECTED'], 60_000);
+    expect(batch.state).not.toBe('REJECTED');
+    await e2e.waitForOutbox(batch, 'ack');
+    const ack = await readFile(join(e2e.outbox, outboxFileName(batch, 'ack')), 'utf8');
+    const lines = ack.split('\r\n').filter((l) => l.includes(',ACCEPTED,'));
+    expect(lines).toHaveLength(rows);
+    // Line order, each line once: line k + 1 holds BIG-k.
+    lines.forEach((l, k) => expect(l.split(',').slice(2, 4)).toEqual([String(k + 2), `BIG-${String(k + 1).padStart(4, '0')}`]));
   });
 });

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ParsedBatchRow } from '../../src/ingest/csv/index.js';
+import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ReadRow } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { retryBase, retryFileName, retryReference, writeRetryFile, writeRetryFileAt, type BatchIdentity } from '../../src/report/index.js';
@@ -18,8 +18,8 @@ const identity = (batchId: string): BatchIdentity => ({
   receivedAt: '2026-01-10T12:00:00Z',
 });
 
-async function parseWithDefaults(path: string): Promise<{ rows: ParsedBatchRow[]; fileErrors: unknown[] }> {
-  const rows: ParsedBatchRow[] = [];
+async function parseWithDefaults(path: string): Promise<{ rows: ReadRow[]; fileErrors: unknown[] }> {
+  const rows: ReadRow[] = [];
   const result = await parseBatchFile(path, 'retry.csv', {
     format: DEFAULT_BATCH_FORMAT,
     rules: DEFAULT_VALIDATION_RULES,

@@ -157,16 +157,17 @@ export function hostileFiles(): HostileFile[] {
     content: lines(
       header,
       `${rowLine(counts[0] as BatchRow)},extra`,
-      rowLine(counts[1] as BatchRow),
-      rowLine(counts[2] as BatchRow)
+      // A short row before the last is a row error; a short last row would be a cut upload (the file refused whole).
+      rowLine(counts[1] as BatchRow)
         .split(',')
         .slice(0, -1)
         .join(','),
+      rowLine(counts[2] as BatchRow),
     ),
     state: 'REJECTED',
     code: 'INVALID_ROWS',
     reason: /2 invalid row/,
-    rowReasons: { 'H-COUNT-0001': /13 fields but the header has 12/, 'H-COUNT-0003': /11 fields but the header has 12/ },
+    rowReasons: { 'H-COUNT-0001': /13 fields but the header has 12/, 'H-COUNT-0002': /11 fields but the header has 12/ },
     paid: [],
   });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../../samples/prng.mjs';
-import { LineTracker, firstInvalidUtf8, headerLine, incompleteTailLength, sniffDelimiter } from '../../src/ingest/csv/index.js';
+import { firstInvalidUtf8, headerLine, incompleteTailLength, lineAtByte, sniffDelimiter } from '../../src/ingest/csv/index.js';
+import { tempCsv } from './helpers.js';
 
 function decodes(bytes: Uint8Array): boolean {
   try {
@@ -48,32 +49,12 @@ describe('UTF-8 offset scanner', () => {
   });
 });
 
-describe('line tracker', () => {
-  function lines(text: string, recordEnds: number[], split: number[]): number[] {
-    const tracker = new LineTracker();
-    const bytes = Buffer.from(text);
-    let from = 0;
-    for (const cut of [...split, bytes.length]) {
-      tracker.feed(bytes.subarray(from, cut));
-      from = cut;
-    }
-    tracker.finish();
-    return [0, ...recordEnds].map((end) => tracker.contentLineAfter(end));
-  }
-
-  it('counts CRLF, LF and lone CR once each, whatever the chunking', () => {
-    const text = 'h\r\n\r\na\nb\r\rc\r\n';
-    // Records end after "h\r\n" (3), "a\n" (7), "b\r" (9), and "c\r\n" (13 = end).
-    const ends = [3, 7, 9];
-    const whole = lines(text, ends, []);
-    expect(whole).toEqual([1, 3, 4, 6]);
-    for (let cut = 1; cut < text.length; cut++) expect(lines(text, ends, [cut])).toEqual(whole);
-    expect(lines(text, ends, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])).toEqual(whole);
-  });
-
-  it('skips a BOM before leading blank lines', () => {
-    expect(lines('\ufeff\n\nh\n', [], [])).toEqual([3]);
-    expect(lines('\ufeff\n\nh\n', [], [1, 2])).toEqual([3]);
+describe('line of a byte (where a UTF-8 error is)', () => {
+  it('counts CRLF, LF and lone CR once each', async () => {
+    const path = await tempCsv('h\r\n\r\na\nb\r\rc\r\n');
+    // h at 0, the first CRLF's LF at 2, a at 5, b at 7, c at 10.
+    const lines = await Promise.all([0, 2, 5, 7, 10].map((offset) => lineAtByte(path, offset)));
+    expect(lines).toEqual([1, 1, 3, 4, 6]);
   });
 });
 

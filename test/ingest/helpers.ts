@@ -9,7 +9,7 @@ import {
   parseBatchFile,
   type BatchFormatOptionsInput,
   type BatchParseResult,
-  type ParsedBatchRow,
+  type ReadRow,
 } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRulesInput } from '../../src/ingest/rules/index.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
@@ -43,7 +43,7 @@ export async function tempCsv(content: string | Uint8Array, name = 'batch.csv'):
 
 export interface Collected {
   result: BatchParseResult;
-  rows: ParsedBatchRow[];
+  rows: ReadRow[];
   chunks: number[];
 }
 
@@ -57,7 +57,7 @@ export async function parseCollect(
     readChunkBytes?: number;
   } = {},
 ): Promise<Collected> {
-  const rows: ParsedBatchRow[] = [];
+  const rows: ReadRow[] = [];
   const chunks: number[] = [];
   const result = await parseBatchFile(path, 'batch.csv', {
     format: options.format ? batchFormatSchema.parse(options.format) : DEFAULT_BATCH_FORMAT,

@@ -1,7 +1,14 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { BatchReadError, DEFAULT_BATCH_FORMAT, parseBatchFile } from '../../src/ingest/csv/index.js';
-import { DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
+import {
+  BatchReadError,
+  DEFAULT_BATCH_FORMAT,
+  UNTERMINATED_REASON,
+  parseBatchFile,
+  unterminatedFileProblem,
+} from '../../src/ingest/csv/index.js';
+import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { VALID_ROW } from '../support/rows.js';
 import { HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
 
 const FIXTURES = 'test/fixtures/csv';
@@ -32,9 +39,9 @@ describe('CSV encodings and layouts', () => {
     ]);
   });
 
-  it('reads CRLF line ends, with or without a final line break', async () => {
+  it('reads CRLF line ends, and refuses a file without a final line break as maybe cut', async () => {
     const { result, rows } = await parseCollect(fixture('crlf.csv'));
-    expect(result.fileErrors).toEqual([]);
+    expect(result.fileErrors.map((e) => [e.code, e.line, e.message])).toEqual([['FILE_UNTERMINATED', 4, UNTERMINATED_REASON]]);
     expect(result.validCount).toBe(3);
     // No stray CR left on the last field.
     expect(rows.map((r) => r.request?.beneficiary.bankCode)).toEqual(['BOPIPHMM', 'BOPIPHMM', 'BOPIPHMM']);
@@ -92,7 +99,7 @@ describe('CSV encodings and layouts', () => {
     }
     const path = await tempCsv(`${lines.join('\r\n')}\r\n`);
     const seen = (c: Awaited<ReturnType<typeof parseCollect>>): unknown[] =>
-      c.rows.map((r) => [r.line, r.merchantReferenceId, r.requestValues?.join('|') ?? null, codes(r.errors)]);
+      c.rows.map((r) => [r.line, r.merchantReferenceId, r.requestValues, codes(r.errors)]);
     const whole = await parseCollect(path);
     expect(whole.result.fileErrors).toEqual([]);
     expect(whole.rows).toHaveLength(2400);
@@ -216,6 +223,8 @@ describe('record structure', () => {
     const { result } = await parseCollect(fixture('unbalanced-quotes.csv'));
     expect(result.fileErrors).toEqual([expect.objectContaining({ code: 'UNBALANCED_QUOTES', line: 4, column: null })]);
     expect(result.fileErrors[0]?.message).toContain('line 4');
+    // The quote runs to the end of the file: what a cut upload looks like too.
+    expect(result.fileErrors[0]?.message).toMatch(/^the upload looks incomplete \(the file ends inside row 2\): /);
   });
 
   it('reports text after a closing quote as a file error', async () => {
@@ -246,7 +255,7 @@ describe('record structure', () => {
     const { result } = await parseCollect(await tempCsv(cut));
     expect(codes(result.fileErrors)).toEqual(['INVALID_UTF8']);
     expect(result.fileErrors[0]?.message).toContain(`byte offset ${cut.length - 1}`);
-    expect(result.fileErrors[0]?.message).toContain('file ends inside a UTF-8 sequence');
+    expect(result.fileErrors[0]?.message).toContain('the upload looks incomplete: the file ends inside a UTF-8 character');
   });
 
   it('tells a bad byte at the end of a read from a file cut short', async () => {
@@ -375,10 +384,36 @@ describe('errors and results', () => {
             for (const r of rows) taken.push(r.line);
           },
         });
-        expect(result.fileErrors, `${JSON.stringify(ending)} in chunks of ${chunkSize}`).toEqual([]);
+        // Without a final line break the last row may be cut: read, and the file refused.
+        expect(codes(result.fileErrors), `${JSON.stringify(ending)} in chunks of ${chunkSize}`).toEqual(
+          ending === '' ? ['FILE_UNTERMINATED'] : [],
+        );
         expect(taken, `${JSON.stringify(ending)} in chunks of ${chunkSize}`).toEqual(Array.from({ length: 12 }, (_, i) => i + 2));
         expect(result.rowCount).toBe(12);
       }
+    }
+  });
+
+  it('names the line of a syntax error late in a file while earlier rows are still being taken', async () => {
+    // Quoted line breaks early on (each row two lines), then a bare quote on the 2,500th row.
+    const lines = [HEADER];
+    for (let i = 1; i <= 2500; i++) {
+      const over: Record<string, string> = i <= 10 ? { 'beneficiary.accountName': '"Juan\r\nCruz"' } : {};
+      lines.push(row(`FX-LATE-${i}`, i === 2500 ? { 'sender.lastName': 'O"Brien' } : over));
+    }
+    const path = await tempCsv(`${lines.join('\r\n')}\r\n${row('FX-LATE-2501', { 'sender.lastName': '"Open' })}\r\n`);
+    for (const chunkSize of [7, 100, 10_000]) {
+      const result = await parseBatchFile(path, 'batch.csv', {
+        format: DEFAULT_BATCH_FORMAT,
+        rules: DEFAULT_VALIDATION_RULES,
+        chunkSize,
+        readChunkBytes: 4096,
+        onRows: () => new Promise((resolve) => setTimeout(resolve, 1)),
+      });
+      expect(
+        result.fileErrors.map((e) => [e.code, e.line]),
+        `chunks of ${chunkSize}`,
+      ).toEqual([['MALFORMED_QUOTES', 2511]]);
     }
   });
 
@@ -399,5 +434,83 @@ describe('errors and results', () => {
     });
     await expect(run).rejects.toMatchObject({ name: 'AbortError' });
     expect(calls).toBe(1);
+  });
+});
+
+describe('a file that may be a cut upload', () => {
+  const rows = [HEADER, row('FX-CUT-1'), row('FX-CUT-2'), row('FX-CUT-3')];
+  const fields = (line: string, n: number): string => line.split(',').slice(0, n).join(',');
+
+  it('is refused as incomplete when its last row has fewer fields than the header, with or without a line break', async () => {
+    for (const ending of ['', '\n']) {
+      const { result } = await parseCollect(await tempCsv(`${[...rows.slice(0, 3), fields(rows[3] as string, 5)].join('\n')}${ending}`));
+      expect(result.fileErrors.map((e) => [e.code, e.line])).toEqual([['FILE_INCOMPLETE', 4]]);
+      expect(result.fileErrors[0]?.message).toBe(
+        "the upload looks incomplete (the file ends inside row 3): its last row, on line 4, has 5 of the header's 12 fields; upload the whole file again",
+      );
+    }
+  });
+
+  it('keeps a short row before the last one a row error', async () => {
+    const { result, rows: read } = await parseCollect(await tempCsv(`${[rows[0], fields(rows[1] as string, 5), rows[2]].join('\n')}\n`));
+    expect(result.fileErrors).toEqual([]);
+    expect(read.map((r) => codes(r.errors))).toEqual([['COLUMN_COUNT_MISMATCH'], []]);
+  });
+
+  it('is refused when it does not end with a line break, a cut amount included', async () => {
+    // The amount last, cut from 1500.50 to 150: the row still validates.
+    const header = [...FIELD_PATHS.filter((f) => f !== 'payoutAmount'), 'payoutAmount' as const];
+    const line = (ref: string, amount: string): string =>
+      header.map((f) => ({ ...VALID_ROW, merchantReferenceId: ref, payoutAmount: amount })[f]).join(',');
+    const text = [header.join(','), line('FX-AMT-1', '1500.50'), line('FX-AMT-2', '150')].join('\n');
+    const { result, rows: read } = await parseCollect(await tempCsv(text));
+    expect(read.map((r) => [r.line, r.state, r.request?.payoutAmount])).toEqual([
+      [2, 'READY', '1500.5'],
+      [3, 'READY', '150'],
+    ]);
+    expect(result.fileErrors.map((e) => [e.code, e.line, e.message])).toEqual([['FILE_UNTERMINATED', 3, UNTERMINATED_REASON]]);
+    // The same file with its line break is whole.
+    expect((await parseCollect(await tempCsv(`${text}\n`))).result.fileErrors).toEqual([]);
+  });
+
+  it('is read as whole without a final line break when matching control totals vouch for it, a trailer or a sidecar', async () => {
+    const trailer = '#CONTROL,rows,3\n#CONTROL,total,PHP,301.5';
+    const withTrailer = await parseCollect(await tempCsv(`${rows.join('\n')}\n${trailer}`));
+    expect(withTrailer.result.fileErrors).toEqual([]);
+    expect(withTrailer.result.controlTotals).toHaveLength(1);
+
+    const path = await tempCsv(rows.join('\n'));
+    await writeFile(`${path}.ctl`, `${trailer}\n`);
+    expect((await parseCollect(path)).result.fileErrors).toEqual([]);
+
+    // Totals that do not match vouch for nothing: both problems are named.
+    const cut = await parseCollect(await tempCsv(`${rows.join('\n')}\n#CONTROL,rows,3\n#CONTROL,total,PHP,30`));
+    expect(codes(cut.result.fileErrors)).toEqual(['CONTROL_TOTAL_MISMATCH', 'FILE_UNTERMINATED']);
+  });
+
+  it('is read as whole without a final line break when a done marker came with it', async () => {
+    const path = await tempCsv(rows.join('\n'));
+    const result = await parseBatchFile(path, 'batch.csv', {
+      format: DEFAULT_BATCH_FORMAT,
+      rules: DEFAULT_VALIDATION_RULES,
+      doneMarker: true,
+      onRows: () => Promise.resolve(),
+    });
+    expect(result.fileErrors).toEqual([]);
+    expect(result.rowCount).toBe(3);
+  });
+
+  it('is decided by its end, its control totals and its done marker', () => {
+    const verdicts: [boolean, boolean, boolean, string | null][] = [];
+    for (const endsWithLineBreak of [true, false])
+      for (const controlTotalsMatched of [true, false])
+        for (const doneMarker of [true, false])
+          verdicts.push([
+            endsWithLineBreak,
+            controlTotalsMatched,
+            doneMarker,
+            unterminatedFileProblem({ endsWithLineBreak, controlTotalsMatched, doneMarker }),
+          ]);
+    expect(verdicts.filter(([, , , problem]) => problem !== null)).toEqual([[false, false, false, UNTERMINATED_REASON]]);
   });
 });

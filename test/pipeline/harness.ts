@@ -265,7 +265,6 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       rules: DEFAULT_VALIDATION_RULES,
       onInvalidRows: o.onInvalidRows ?? 'reject-file',
       rejectedDir: join(dir, 'rejected'),
-      readingDir: join(dir, 'reading'),
       instanceId: 'test',
       leaseMs: 120_000,
     },

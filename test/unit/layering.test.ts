@@ -132,39 +132,3 @@ describe('layering', () => {
     expect(offending).toEqual([]);
   });
 });
-
-/**
- * The modules `file` loads when it runs, with the ones they load, in order found: imports that are types
- * only (`import type`, `export type`) are left out, as the build leaves them out.
- */
-function runtimeImportsFrom(file: string): string[] {
-  const byName = new Map(files.map((f) => [f.name, f]));
-  const found: string[] = [];
-  const queue = [file];
-  const seen = new Set(queue);
-  while (queue.length > 0) {
-    const f = byName.get(queue.shift() as string);
-    if (!f) continue;
-    for (const m of f.text.matchAll(/^(?:import|export)\s+(?!type\s)(?:[^;']*?\sfrom\s+)?'([^']+)'/gm)) {
-      const specifier = m[1] as string;
-      const inSrc = moduleOf(f.name, specifier);
-      const next = inSrc ?? specifier;
-      if (seen.has(next)) continue;
-      seen.add(next);
-      found.push(next);
-      if (inSrc !== null) queue.push(inSrc);
-    }
-  }
-  return found;
-}
-
-describe('a reader thread', () => {
-  it('loads no configuration schema: zod would take 8-9 MB of each reader waiting for a file', () => {
-    const loaded = runtimeImportsFrom(join('ingest', 'read', 'worker.ts'));
-    // The check reaches what a reader runs (it would pass on nothing otherwise).
-    expect(loaded).toContain('csv-parse');
-    expect(loaded).toContain(join('ingest', 'rules', 'compiled.ts'));
-    expect(loaded.filter((m) => m === 'zod' || m.startsWith('zod/'))).toEqual([]);
-    expect(loaded).not.toContain(join('ingest', 'rules', 'options.ts'));
-  });
-});

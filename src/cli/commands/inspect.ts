@@ -8,7 +8,7 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { getBatch } from '../../store/index.js';
-import { parseBatchFile, type ParsedBatchRow } from '../../ingest/csv/index.js';
+import { parseBatchFile } from '../../ingest/csv/index.js';
 import type { RowError } from '../../ingest/rules/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
@@ -41,7 +41,7 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
     rules: config.batch.rules,
-    onRows: async (rows: ParsedBatchRow[]) => {
+    onRows: async (rows) => {
       for (const r of rows) {
         rowErrors.push(...r.errors);
         if (r.merchantReferenceId) seen.set(r.merchantReferenceId, [...(seen.get(r.merchantReferenceId) ?? []), r.line]);

@@ -1,5 +1,6 @@
 /** Streaming CSV batch parsing: format options, header mapping, control totals, the file parser. */
-export { parseBatchFile, BatchReadError, type BatchParseResult, type ParseBatchOptions, type ParsedBatchRow } from './parse-batch.js';
+export { parseBatchFile, BatchReadError, ReadRow, reasonOf, type BatchParseResult, type ParseBatchOptions } from './parse-batch.js';
+export { UNTERMINATED_REASON, endsInsideRow, unterminatedFileProblem, type FileEnd } from './complete.js';
 export { batchFormatSchema, DEFAULT_BATCH_FORMAT, type BatchFormatOptions, type BatchFormatOptionsInput } from './options.js';
 export {
   CONTROL_MARKER,
@@ -14,5 +15,5 @@ export {
 } from './control.js';
 export { headerLine, sniffDelimiter, sniffFileDelimiter, type Delimiter } from './delimiter.js';
 export { headerLookup, resolveHeader, type HeaderContext, type ResolvedHeader } from './header.js';
-export { LineTracker } from './lines.js';
-export { InvalidUtf8Error, Utf8Guard, firstInvalidUtf8, incompleteTailLength } from './utf8.js';
+export { RecordLines, lineAtByte } from './lines.js';
+export { InvalidUtf8Error, Utf8Check, firstInvalidUtf8, incompleteTailLength } from './utf8.js';

@@ -1,135 +1,56 @@
 /**
- * Physical line numbers. csv-parse's own `info.lines` miscounts CRLF inside
- * quoted fields (it counts CR and LF separately), so the byte stream is
- * scanned here instead: every line break (CRLF, LF or a lone CR) is queued
- * with its byte range, and a record's start line is found from the byte
- * offset where the previous record ended. Only the breaks between the parser
- * and the reader are queued, so memory follows the stream buffers, not the
- * file.
+ * Physical line numbers. csv-parse hands over every line as a record (empty
+ * lines too, with `skip_empty_lines` off), so a record starts on the line
+ * after the previous record, which spans one line plus the line breaks
+ * inside its quoted values. Counted from the records themselves: csv-parse's
+ * per-record `info` costs more than parsing the record, and counts a CRLF
+ * inside quotes as two lines.
  */
+import { createReadStream } from 'node:fs';
+
+const LINE_BREAKS = /\r\n|\r|\n/g;
+
+/** Line breaks inside a record's values (CRLF, LF and a lone CR are one each). */
+function lineBreaksIn(fields: readonly string[]): number {
+  let n = 0;
+  for (const field of fields) {
+    if (field.includes('\n') || field.includes('\r')) n += field.match(LINE_BREAKS)?.length ?? 0;
+  }
+  return n;
+}
+
+export class RecordLines {
+  private next = 1;
+
+  /** The physical line where this record starts (call once per record, in order). */
+  startOf(fields: readonly string[]): number {
+    const start = this.next;
+    this.next += 1 + lineBreaksIn(fields);
+    return start;
+  }
+
+  /** The physical line where the record being parsed starts (csv-parse stopped inside it). */
+  get nextStart(): number {
+    return this.next;
+  }
+}
 
 const LF = 0x0a;
 const CR = 0x0d;
-const BOM = [0xef, 0xbb, 0xbf];
 
-export class LineTracker {
-  private starts: number[] = [];
-  private ends: number[] = [];
-  private head = 0;
-  /** Breaks dropped from the queue (all end at or before the last query). */
-  private passed = 0;
-  private offset = 0;
-  private crPending = false;
-  private bomEnd = 0;
-
-  /** `bom`: the bytes are a file's from its start, so they may open with a BOM (a part of a file after its start may not). */
-  constructor(private readonly bom = true) {}
-
-  /** Bytes seen so far. */
-  get bytes(): number {
-    return this.offset;
-  }
-
-  feed(chunk: Uint8Array): void {
-    const base = this.offset;
-    const len = chunk.length;
-    if (len === 0) return;
-    if (this.bom) this.detectBom(chunk, base);
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    let i = 0;
-    if (this.crPending) {
-      this.crPending = false;
-      if (buf[0] === LF) {
-        this.push(base - 1, base + 1);
-        i = 1;
-      } else {
-        this.push(base - 1, base);
-      }
-    }
-    let nextLf = buf.indexOf(LF, i);
-    let nextCr = buf.indexOf(CR, i);
-    while (nextLf !== -1 || nextCr !== -1) {
-      if (nextCr !== -1 && (nextLf === -1 || nextCr < nextLf)) {
-        if (nextCr + 1 === len) {
-          // CR or CRLF? The next chunk decides.
-          this.crPending = true;
-          break;
-        }
-        if (buf[nextCr + 1] === LF) {
-          this.push(base + nextCr, base + nextCr + 2);
-          i = nextCr + 2;
-          nextLf = buf.indexOf(LF, i);
-        } else {
-          this.push(base + nextCr, base + nextCr + 1);
-          i = nextCr + 1;
-        }
-        nextCr = buf.indexOf(CR, i);
-      } else {
-        this.push(base + nextLf, base + nextLf + 1);
-        i = nextLf + 1;
-        nextLf = buf.indexOf(LF, i);
-      }
-    }
-    this.offset += len;
-  }
-
-  /** End of input: a CR at the very end is a break of its own. */
-  finish(): void {
-    if (this.crPending) {
-      this.crPending = false;
-      this.push(this.offset - 1, this.offset);
+/** The physical line holding byte `offset` of a file (CRLF, LF and a lone CR are one line break each). */
+export async function lineAtByte(path: string, offset: number): Promise<number> {
+  let line = 1;
+  let at = 0;
+  let previous = -1;
+  // Through the byte at `offset` itself: it tells a lone CR just before it from a CRLF.
+  for await (const chunk of createReadStream(path, { end: offset })) {
+    for (const byte of chunk as Buffer) {
+      if (previous === CR && byte !== LF) line++;
+      if (byte === LF && at < offset) line++;
+      previous = byte;
+      at++;
     }
   }
-
-  /**
-   * The line where the next record starts when the previous one ended at
-   * byte `pos` (0 for the first record): the first line at or after `pos`
-   * that is not empty. Positions must not go backwards between calls.
-   */
-  contentLineAfter(pos: number): number {
-    this.dropBefore(pos);
-    let line = this.passed + 1;
-    let p = pos === 0 ? this.bomEnd : pos;
-    for (let k = this.head; k < this.starts.length && this.starts[k] === p; k++) {
-      p = this.ends[k] ?? p;
-      line++;
-    }
-    return line;
-  }
-
-  /** The line holding byte `pos` (pos not before the last contentLineAfter position). */
-  lineAt(pos: number): number {
-    let line = this.passed + 1;
-    for (let k = this.head; k < this.ends.length && (this.ends[k] ?? Infinity) <= pos; k++) line++;
-    return line;
-  }
-
-  private detectBom(chunk: Uint8Array, base: number): void {
-    for (let i = 0; base + i < BOM.length && i < chunk.length; i++) {
-      if (chunk[i] !== BOM[base + i]) {
-        this.bomEnd = 0;
-        return;
-      }
-      if (base + i === BOM.length - 1) this.bomEnd = BOM.length;
-    }
-  }
-
-  private push(start: number, end: number): void {
-    this.starts.push(start);
-    this.ends.push(end);
-  }
-
-  private dropBefore(pos: number): void {
-    while (this.head < this.ends.length && (this.ends[this.head] ?? Infinity) <= pos) {
-      this.head++;
-      this.passed++;
-    }
-    // Compact now and then so the arrays do not grow with the file; often enough that they stay small and
-    // short-lived (a reader's young collections then free them instead of moving them to the old generation).
-    if (this.head > 256 && this.head * 2 > this.starts.length) {
-      this.starts = this.starts.slice(this.head);
-      this.ends = this.ends.slice(this.head);
-      this.head = 0;
-    }
-  }
+  return line;
 }

@@ -2,18 +2,17 @@
  * UTF-8 gatekeeper in front of csv-parse: every byte is checked with
  * node:buffer's isUtf8 (WHATWG's rules: never silently replaced with U+FFFD)
  * and passed on unchanged. When a chunk is refused, a small scanner finds
- * the exact byte offset of the bad sequence for the error message.
- * It also feeds the LineTracker, which must see the bytes before the parser.
+ * the exact byte offset of the bad sequence for the error message. It also
+ * notes the file's last byte: a file that does not end with a line break
+ * may be a cut upload.
  */
 import { isUtf8 } from 'node:buffer';
-import { Transform, type TransformCallback } from 'node:stream';
-import type { LineTracker } from './lines.js';
+import { Transform } from 'node:stream';
 
 export class InvalidUtf8Error extends Error {
   override readonly name = 'InvalidUtf8Error';
   constructor(
     readonly offset: number,
-    readonly line: number,
     readonly truncated: boolean,
   ) {
     super(truncated ? `file ends inside a UTF-8 sequence at byte offset ${offset}` : `invalid UTF-8 at byte offset ${offset}`);
@@ -76,44 +75,40 @@ export function incompleteTailLength(bytes: Uint8Array): number {
 
 const NOTHING = new Uint8Array(0);
 
-export class Utf8Guard extends Transform {
+const LF = 0x0a;
+const CR = 0x0d;
+
+/** The check, as a Transform made from options (csv-parse reads what it passes on). */
+export class Utf8Check {
   private offset = 0;
   /** Bytes of a sequence that started in an earlier chunk and is not finished yet. */
   private carry: Uint8Array = NOTHING;
+  private lastByte = -1;
 
-  constructor(private readonly tracker: LineTracker) {
-    super();
+  readonly stream = new Transform({
+    transform: (chunk: Buffer, _encoding, callback) => callback(this.check(chunk), chunk),
+    flush: (callback) => callback(this.carry.length > 0 ? new InvalidUtf8Error(this.offset - this.carry.length, true) : null),
+  });
+
+  /** Whether the bytes seen end with a line break (LF, or a lone CR). */
+  get endsWithLineBreak(): boolean {
+    return this.lastByte === LF || this.lastByte === CR;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+  private check(chunk: Buffer): InvalidUtf8Error | null {
     const joined = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-    // isUtf8 checks without making a string of the bytes (a TextDecoder did, a tenth of a reader's allocation).
-    // It takes whole sequences only: an unfinished one at the end waits for the next chunk, once it is known
-    // to be a good start (so a bad byte at the very end is bad, not a file cut short).
+    // isUtf8 takes whole sequences only: an unfinished one at the end waits for the next chunk, once it is
+    // known to be a good start (so a bad byte at the very end is bad, not a file cut short).
     const tail = incompleteTailLength(joined);
     const whole = joined.subarray(0, joined.length - tail);
     const rest = joined.subarray(joined.length - tail);
     if (!isUtf8(whole) || firstInvalidUtf8(rest) !== -1) {
       // isUtf8 says no but not where; find the offset ourselves.
-      const at = firstInvalidUtf8(joined);
-      const offset = this.offset - this.carry.length + Math.max(at, 0);
-      this.tracker.feed(chunk.subarray(0, Math.max(0, offset - this.offset)));
-      callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), false));
-      return;
+      return new InvalidUtf8Error(this.offset - this.carry.length + Math.max(firstInvalidUtf8(joined), 0), false);
     }
     this.carry = tail > 0 ? Uint8Array.from(rest) : NOTHING;
-    this.tracker.feed(chunk);
     this.offset += chunk.length;
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    this.tracker.finish();
-    if (this.carry.length > 0) {
-      const offset = this.offset - this.carry.length;
-      callback(new InvalidUtf8Error(offset, this.tracker.lineAt(offset), true));
-      return;
-    }
-    callback();
+    if (chunk.length > 0) this.lastByte = chunk[chunk.length - 1] as number;
+    return null;
   }
 }

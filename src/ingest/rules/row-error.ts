@@ -22,6 +22,8 @@ export const FILE_ERROR_CODES = [
   'CONTROL_NOT_AT_END',
   'CONTROL_ROWS_MISMATCH',
   'CONTROL_TOTAL_MISMATCH',
+  'FILE_INCOMPLETE',
+  'FILE_UNTERMINATED',
 ] as const;
 
 /** Problems that reject one row. */
