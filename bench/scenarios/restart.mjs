@@ -1,176 +1,102 @@
-// Restart and status on a big state database: R payout rows in batches of
-// 100,000 (all final but the last batch), U of them unfinished (READY,
-// PENDING, UNKNOWN and CREATING, as a crash leaves them), built directly
-// by raw SQL. Restart: time from spawning `payoutd run` to its first call
-// to the service (resuming work), to "payoutd running", and to its first
-// create. Status: wall time of `payoutd status` on the same database.
-import { rmSync, writeFileSync } from 'node:fs';
+// Restart and status on a big state database, built directly: `rows` payout
+// rows in batches of 100,000, all PAID but `unfinished` rows of the last batch
+// left as a crash leaves them (READY, PENDING at the service, UNKNOWN,
+// CREATING). Restart: from spawning `payoutd run` to its first call to the
+// payout service (work resumed). Status: wall time of `payoutd status` on the
+// same database, median of three.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { childrenCpuMs, cpuMsOf, now, sleep } from '../lib/common.mjs';
-import { createSchema, createdColumns, finishBulk, insertBatch, insertPaidRowsSql, insertPayouts, openBulk } from '../lib/dbbuild.mjs';
+import { PayoutdProcess, now, runPayoutd, sleep } from '../lib/processes.mjs';
 import {
+  CREATE_PATH,
+  QUERY_PATH,
+  Sandbox,
   createdAnswer,
-  daemonPaths,
   payoutRequest,
-  storedRequestForm,
   writeDaemonConfig,
   writeLedgerFile,
   writeMerchantFiles,
-} from '../lib/fixtures.mjs';
-import { cpuProfFlags, PayoutdProcess, runPayoutd } from '../lib/proc.mjs';
-import { CREATE_PATH, QUERY_PATH, SandboxProcess } from '../lib/sandbox.mjs';
+} from '../lib/setup.mjs';
+import { createdColumns, openForBulkLoad } from '../lib/statedb.mjs';
 
-const params = JSON.parse(process.argv[2]);
-const { root, workDir, rows, unfinished, restart, status } = params;
+const { workDir, rows, unfinished, restart, status, resultFile } = JSON.parse(process.argv[2]);
 const BATCH_ROWS = 100_000;
 const dir = join(workDir, 'restart');
-rmSync(dir, { recursive: true, force: true }); // a re-run (--profile) starts afresh
-const merchant = await writeMerchantFiles(root, dir);
-const requestForm = await storedRequestForm(root);
+const merchant = await writeMerchantFiles(dir);
+let config = writeDaemonConfig(dir, merchant, 'http://127.0.0.1:9'); // the sandbox's URL once it listens
 
-// Unfinished rows, as a crash leaves them (all in the last batch): mostly
-// waiting to be created or settled, some with a create in flight or unknown.
-const mix = [
-  ['READY', 0.6],
-  ['PENDING', 0.25],
-  ['UNKNOWN', 0.1],
-  ['CREATING', 0.05],
-];
-const unfinishedState = (j) => {
-  let acc = 0;
-  for (const [state, share] of mix) {
-    acc += share * unfinished;
-    if (j < acc) return state;
-  }
-  return 'READY';
-};
+/** The state of the j-th unfinished row: 60 % READY, 25 % PENDING, 10 % UNKNOWN, 5 % CREATING. */
+const unfinishedState = (j) =>
+  j < 0.6 * unfinished ? 'READY' : j < 0.85 * unfinished ? 'PENDING' : j < 0.95 * unfinished ? 'UNKNOWN' : 'CREATING';
 
-const built = now();
-const { databaseFile, stateDir } = daemonPaths(dir);
-await createSchema(root, databaseFile);
-const raw = openBulk(root, databaseFile);
+const db = await openForBulkLoad(config.file, config.databaseFile, dir);
 const t0 = Date.now() - 3_600_000;
-const batches = Math.max(1, Math.ceil(rows / BATCH_ROWS));
 const pendingAtService = [];
-let global = 0;
-for (let b = 0; b < batches; b++) {
-  const n = Math.min(BATCH_ROWS, rows - b * BATCH_ROWS);
-  const last = b === batches - 1;
-  const firstUnfinished = last ? n - Math.min(unfinished, n) : n;
+for (let b = 0, base = 0; base < rows; b++, base += BATCH_ROWS) {
+  const n = Math.min(BATCH_ROWS, rows - base);
+  const last = base + n >= rows;
+  const paid = last ? n - Math.min(unfinished, n) : n;
   const at = t0 + b * 60_000;
   const id = `BRESTART-${String(b).padStart(4, '0')}`;
-  insertBatch(
-    raw,
-    last && unfinished > 0
-      ? { id, fileName: `batch-${b}.csv`, state: 'ACTIVE', rows: n, at }
-      : { id, fileName: `batch-${b}.csv`, state: 'COMPLETE', rows: n, at, finalCounts: { PAID: n } },
-    join(stateDir, 'claimed'),
-  );
-  const base = global;
-  // Final rows in bulk inside SQLite; the unfinished ones one by one (their states differ).
-  insertPaidRowsSql(raw, id, firstUnfinished, { base, at, prefix: 'RST' });
-  insertPayouts(
-    raw,
+  const state = last && paid < n ? 'ACTIVE' : 'COMPLETE';
+  db.insertBatch({ id, fileName: `batch-${b}.csv`, state, rows: n, at }, join(config.stateDir, 'claimed'));
+  db.insertPaidRows(id, paid, { base, at, prefix: 'RST' });
+  db.insertPayouts(
     id,
-    n - firstUnfinished,
+    n - paid,
     (j) => {
-      const i = firstUnfinished + j;
-      const k = base + i;
-      const request = payoutRequest('RST', k, { hold: true });
-      const answer = createdAnswer(k);
-      const common = {
-        line: i + 2,
-        merchant_reference_id: request.merchantReferenceId,
-        request: requestForm.text(request),
-        updated_at: at,
-      };
-      const state = unfinishedState(j);
-      if (state === 'PENDING') {
-        pendingAtService.push({ request, answer });
-        return { ...common, ...createdColumns(answer, at), state, next_poll_at: at + 2000 };
+      const i = paid + j;
+      const request = payoutRequest('RST', base + i, { hold: true }); // held: PENDING at the service until the end
+      const row = { line: i + 2, request, updated_at: at, state: unfinishedState(j) };
+      if (row.state === 'READY') return { ...row, next_attempt_at: at };
+      if (row.state === 'PENDING') {
+        pendingAtService.push({ request, answer: createdAnswer(base + i) });
+        return { ...row, ...createdColumns(createdAnswer(base + i), at), next_poll_at: at + 2000 };
       }
-      if (state === 'READY') return { ...common, state, next_attempt_at: at };
-      if (state === 'UNKNOWN') return { ...common, state, create_attempts: 1, unknown_since: at, next_attempt_at: at };
-      return { ...common, state, create_attempts: 1 }; // CREATING: the create was on the wire when the process died
+      if (row.state === 'UNKNOWN') return { ...row, create_attempts: 1, unknown_since: at, next_attempt_at: at };
+      return { ...row, create_attempts: 1 }; // CREATING: the create was on the wire when the process died
     },
-    (_j, row) => (row.state === 'READY' ? [] : [{ at, event: 'intent', from_state: 'READY', to_state: 'CREATING' }]),
+    (row) => (row.state === 'READY' ? [] : [{ at, event: 'intent', from_state: 'READY', to_state: 'CREATING' }]),
   );
-  global += n;
 }
-finishBulk(raw);
-const buildMs = now() - built;
+db.finish();
 
-// The service knows the PENDING payouts (held, so they stay PENDING); the unknown creates never reached it.
-const sandbox = await SandboxProcess.start(root, dir, merchant, { stateFile: writeLedgerFile(dir, pendingAtService, t0) });
-const config = writeDaemonConfig(dir, merchant, sandbox.url);
-const result = { rows, unfinished, batches, buildMs, pendingAtService: pendingAtService.length };
+// The service knows the PENDING payouts; the UNKNOWN and CREATING creates never reached it.
+const sandbox = await Sandbox.start(dir, merchant, { stateFile: writeLedgerFile(dir, pendingAtService, t0) });
+config = writeDaemonConfig(dir, merchant, sandbox.url);
+const result = { rows, unfinished };
 try {
-  if (restart) result.restart = await measureRestart();
-  if (status) result.status = await measureStatus();
+  if (restart) result.firstCallMs = await timeToFirstCall();
+  if (status) result.statusMs = await timeStatus();
 } finally {
   await sandbox.stop();
 }
-writeFileSync(params.resultFile, JSON.stringify(result));
+writeFileSync(resultFile, JSON.stringify(result));
 
-async function measureRestart() {
-  const before = await sandbox.stats();
+async function timeToFirstCall() {
   const calls = (s) => (s.requests[QUERY_PATH] ?? 0) + (s.requests[CREATE_PATH] ?? 0);
-  const proc = new PayoutdProcess(root, ['run', '--config', config.file], {
-    cwd: dir,
-    logFile: join(dir, 'daemon.log'),
-    nodeFlags: cpuProfFlags(params.cpuProfDir, 'restart-daemon'),
-  });
-  const spawned = proc.startedAt;
-  let firstCallAt = null;
-  let firstCallCpuMs = null;
-  let firstCreateAt = null;
-  let peakRssMb = null;
-  let stopped = null;
+  const before = calls(await sandbox.stats());
+  const daemon = new PayoutdProcess(['run', '--config', config.file], dir);
   try {
     const deadline = now() + 60_000;
-    while ((firstCallAt === null || firstCreateAt === null) && now() < deadline && !proc.exitInfo) {
-      const s = await sandbox.stats();
-      const t = now();
-      if (firstCallAt === null && calls(s) > calls(before)) {
-        firstCallAt = t;
-        firstCallCpuMs = cpuMsOf(proc.pid);
-      }
-      if (firstCreateAt === null && (s.requests[CREATE_PATH] ?? 0) > (before.requests[CREATE_PATH] ?? 0)) firstCreateAt = t;
+    while (now() < deadline && !daemon.exitInfo) {
+      if (calls(await sandbox.stats()) > before) return now() - daemon.startedAt;
       await sleep(10);
     }
+    throw new Error(`the daemon made no call within 60 s: ${daemon.stderr.slice(-3).join(' | ')}`);
   } finally {
-    peakRssMb = proc.peakRssMb();
-    stopped = await proc.stop();
+    await daemon.stop();
   }
-  const running = proc.lines.find((l) => l.line.includes('"payoutd running"'));
-  if (firstCallAt === null) throw new Error(`the daemon made no call within 60 s: ${proc.stderr.slice(-3).join(' | ')}`);
-  return {
-    firstCallMs: firstCallAt - spawned,
-    cpuMsToFirstCall: firstCallCpuMs,
-    runningMs: running ? running.at - spawned : null,
-    firstCreateMs: firstCreateAt === null ? null : firstCreateAt - spawned,
-    peakRssMb,
-    stopMs: stopped.stopMs,
-  };
 }
 
-async function measureStatus() {
+async function timeStatus() {
   const runs = [];
-  const cpu = [];
-  let out = '';
   for (let i = 0; i < 3; i++) {
-    const cpuBefore = childrenCpuMs();
-    const r = await runPayoutd(root, ['status', '--config', config.file], {
-      cwd: dir,
-      nodeFlags: i === 0 ? cpuProfFlags(params.cpuProfDir, 'status') : [],
-    });
-    runs.push(r.wallMs);
-    cpu.push(childrenCpuMs() - cpuBefore);
-    out = r.stdout;
+    const { wallMs, stdout } = await runPayoutd(['status', '--config', config.file], dir);
+    // Every row is in the counts shown (a finished batch's from its record): none missed, none twice.
+    const shown = [...stdout.matchAll(/\b[A-Z_]+=(\d+)\b/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    if (shown !== rows) throw new Error(`payoutd status showed ${shown} rows in its counts, the database holds ${rows}`);
+    runs.push(wallMs);
   }
-  // Every row built is in the counts shown (the finished batches' from their records): none missed, none twice.
-  const shown = [...out.matchAll(/\b[A-Z_]+=(\d+)\b/g)].reduce((sum, m) => sum + Number(m[1]), 0);
-  if (shown !== rows) throw new Error(`payoutd status showed ${shown} rows in its counts, the database holds ${rows}`);
-  const median = (xs) => [...xs].sort((a, b) => a - b)[1];
-  return { runsMs: runs, medianMs: median(runs), cpuMs: cpu, medianCpuMs: median(cpu), outputLines: out.trim().split('\n').length };
+  return runs.sort((a, b) => a - b)[1];
 }
