@@ -7,6 +7,7 @@
  * option that changed is named as needing a restart and keeps its value.
  */
 import type { ResolvedConfig } from './load.js';
+import { isPlainObject } from './strict.js';
 
 /**
  * Options applied without a restart (a path and everything under it). Each is read at use by its consumer;
@@ -41,10 +42,6 @@ export interface OptionChange {
 
 export function isLiveOption(path: string): boolean {
   return LIVE_OPTIONS.some((live) => path === live || path.startsWith(`${live}.`));
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function sameValue(a: unknown, b: unknown): boolean {

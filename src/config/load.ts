@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
 import { configSchema, FOLDER_OPTIONS, type PayoutdConfig } from './schema.js';
-import { unknownOptions, type JsonSchemaNode } from './strict.js';
+import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
 
 export interface LoadConfigInput {
   /** Path of the YAML config file; none means defaults (embedded sandbox, ./var). */
@@ -130,7 +130,7 @@ function envOverrides(env: NodeJS.ProcessEnv, origins: Map<string, string>): Rec
 
 /** Leaf paths of an override object (`{log: {level: x}}` -> log.level), to name it as the origin of their values. */
 function leafPaths(value: unknown, prefix: string[] = []): string[] {
-  if (!isObject(value)) return [prefix.join('.')];
+  if (!isPlainObject(value)) return [prefix.join('.')];
   return Object.entries(value).flatMap(([k, v]) => leafPaths(v, [...prefix, k]));
 }
 
@@ -142,13 +142,9 @@ function schemaShape(): JsonSchemaNode {
   return inputSchema;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** Deep merge of plain objects; `over` wins. */
 export function mergeDeep(base: unknown, over: unknown): unknown {
-  if (!isObject(base) || !isObject(over)) return over === undefined ? base : over;
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) out[k] = mergeDeep(base[k], v);
   return out;
@@ -165,7 +161,7 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     } catch (err) {
       throw new ConfigError('CONFIG_SYNTAX', `config file ${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
-    if (!isObject(fromFile)) throw new ConfigError('CONFIG_SYNTAX', `config file ${file} must hold a mapping of options`);
+    if (!isPlainObject(fromFile)) throw new ConfigError('CONFIG_SYNTAX', `config file ${file} must hold a mapping of options`);
     baseDir = dirname(file);
   }
   const where = input.file ? resolve(input.cwd, input.file) : 'defaults';

@@ -36,7 +36,8 @@ export interface UnknownOption {
   message: string;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** A YAML mapping (a plain object), as opposed to a list or a scalar. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
