@@ -31,6 +31,7 @@ import {
   RATE_LIMITED,
   SERVICE_UNREACHABLE,
   isRateLimit,
+  parseHttpDate,
   parseRetryAfter,
   treatmentOf,
   type CodeTreatment,
@@ -108,6 +109,16 @@ export interface Balance {
   available: string;
 }
 
+/** What the last token answer said of the service's clock, and when it was asked for and came (ms since epoch, ours). */
+export interface ServiceClockReading {
+  requestedAt: number;
+  receivedAt: number;
+  /** The answer's `timestamp` (spec 2.2: issuance time); null when absent. */
+  issuedAtByService: number | null;
+  /** The answer's HTTP Date header; null when absent. */
+  serviceDate: number | null;
+}
+
 interface CallOptions {
   /** Repeat on retryable and ambiguous outcomes (only for calls without effects). */
   idempotent: boolean;
@@ -172,6 +183,8 @@ export class PayoutApiClient {
   private readonly origin: HttpOrigin;
   /** Every business call waits until then (performance.now() ms) after a 429 / 1429: a wait on the wire, like a timeout. */
   private pausedUntil = 0;
+  /** The clock readings of the last token answer (start-up checks). */
+  private lastTokenAnswer: ServiceClockReading | null = null;
 
   constructor(private readonly o: PayoutApiClientOptions) {
     this.clock = o.clock ?? systemClock;
@@ -213,6 +226,17 @@ export class PayoutApiClient {
       // The probe's outcome is what the breaker was told by the exchange; a failure here is the expected case.
     }
     return breaker.closed;
+  }
+
+  /**
+   * Obtains credentials now, as the first business call would (they are kept for it), and says what the token
+   * answer told of the service's clock. Throws the token call's ApiError: `auth` when the service refused the
+   * credentials (with the refusal's Date header), `retryable` when it could not be reached.
+   */
+  async verifyAccess(): Promise<ServiceClockReading | null> {
+    this.lastTokenAnswer = null;
+    await this.tokens.current();
+    return this.lastTokenAnswer;
   }
 
   // ---- business methods -------------------------------------------------
@@ -379,8 +403,8 @@ export class PayoutApiClient {
     return headers;
   }
 
-  /** A token call, and when the try that was answered was sent (the credentials' life counts from then). */
-  private async tokenCall(endpoint: string, body: Json): Promise<{ data: Json; requestedAt: number }> {
+  /** A token call, and when the try that was answered was sent (the credentials' life counts from then) and its Date header. */
+  private async tokenCall(endpoint: string, body: Json): Promise<{ data: Json; requestedAt: number; date: string | null }> {
     const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
     const path = this.basePath + endpoint;
     const signer = this.o.auth.mode === 'client-id' ? this.clientId() : this.o.merchantCode;
@@ -392,8 +416,10 @@ export class PayoutApiClient {
         tokenStringToSign({ method: 'POST', path, minifiedBody: minified, apiKey: this.o.apiKey, merchantCode: signer, timestamp, nonce }),
       );
       const headers = this.signedHeaders(timestamp, nonce, signature);
+      const seen = { date: null as string | null };
       try {
-        return { data: await this.exchange(endpoint, path, headers, minified, undefined, false), requestedAt };
+        const data = await this.exchange(endpoint, path, headers, minified, undefined, false, seen);
+        return { data, requestedAt, date: seen.date };
       } catch (err) {
         // Token calls have no lasting effect besides new credentials: safe to repeat (while the service is reachable).
         if (!(err instanceof ApiError) || err.kind === 'auth' || err.kind === 'rejected' || attempt >= this.o.retry.maxAttempts) throw err;
@@ -418,9 +444,12 @@ export class PayoutApiClient {
     return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body));
   }
 
-  private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number }): Credentials {
+  private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number; date: string | null }): Credentials {
     const { data, requestedAt } = answer;
     const standard = this.o.auth.mode === 'standard';
+    const receivedAt = this.clock.now();
+    const issuedAtByService = issuanceTime(data.timestamp, standard ? 1000 : 1);
+    this.lastTokenAnswer = { requestedAt, receivedAt, issuedAtByService, serviceDate: parseHttpDate(answer.date) };
     const accessField = standard ? 'accessTokenExpiresIn' : 'expiresIn';
     const accessIn = secondsField(data[accessField], accessField, endpoint);
     const refreshIn =
@@ -431,10 +460,10 @@ export class PayoutApiClient {
       secretKey: stringField(data.secretKey, 'secretKey', endpoint),
       ...credentialTimes({
         requestedAt,
-        receivedAt: this.clock.now(),
+        receivedAt,
         accessExpiresInSeconds: accessIn,
         refreshExpiresInSeconds: refreshIn,
-        issuedAtByService: issuanceTime(data.timestamp, standard ? 1000 : 1),
+        issuedAtByService,
       }),
     };
   }
@@ -449,7 +478,10 @@ export class PayoutApiClient {
     return { timestamp, nonce: randomUUID().replaceAll('-', '') };
   }
 
-  /** Sends the exact signed text and maps the answer; `isCreate` makes unknown outcomes ambiguous. */
+  /**
+   * Sends the exact signed text and maps the answer; `isCreate` makes unknown outcomes ambiguous. `seen`, when
+   * given, receives the answer's Date header (token calls: the service's clock at start-up).
+   */
   private async exchange(
     endpoint: string,
     path: string,
@@ -457,6 +489,7 @@ export class PayoutApiClient {
     body: string,
     signal: AbortSignal | undefined,
     isCreate: boolean,
+    seen?: { date: string | null },
   ): Promise<Json> {
     const admitted = this.o.breaker ? this.o.breaker.admit() : 'call';
     if (admitted === null) throw this.unreachable(endpoint);
@@ -484,6 +517,7 @@ export class PayoutApiClient {
         });
       }
       tell(res.status < 500 ? 'reached' : isCreate ? 'unclear' : 'unreachable', `HTTP_${res.status}`);
+      if (seen) seen.date = res.headers.get('date');
       return this.interpret(endpoint, res, isCreate);
     } catch (err) {
       outcome = err instanceof ApiError ? err.code : 'error';
@@ -554,6 +588,7 @@ export class PayoutApiClient {
         msg: `HTTP ${res.status} without a response envelope`,
         status: res.status,
         kind: res.status === 401 ? 'auth' : isCreate ? 'ambiguous' : 'retryable',
+        serviceTimeMs: res.status === 401 ? parseHttpDate(res.headers.get('date')) : null,
       });
     }
     // Spec 7: a 401 is refused before processing, whatever its code says.
@@ -561,6 +596,8 @@ export class PayoutApiClient {
     // An unknown code on a read is not dangerous to repeat; on a create it must be resolved by query.
     const kind = t.kind === 'ambiguous' && !isCreate ? 'retryable' : t.kind;
     const retryAfterMs = code === RATE_LIMITED ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;
-    throw new ApiError({ endpoint, code, msg, status: res.status, kind, waitForBalance: t.waitForBalance, retryAfterMs });
+    // A refusal may be a clock out of the service's window: its Date header tells the service's time.
+    const serviceTimeMs = res.status === 401 ? parseHttpDate(res.headers.get('date')) : null;
+    throw new ApiError({ endpoint, code, msg, status: res.status, kind, waitForBalance: t.waitForBalance, retryAfterMs, serviceTimeMs });
   }
 }

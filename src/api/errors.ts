@@ -59,6 +59,8 @@ export interface ApiErrorDetails {
   waitForBalance?: boolean;
   /** From Retry-After on 429, ms. */
   retryAfterMs?: number | null;
+  /** A refusal of the credentials (401): the service's clock as its Date header said, ms since epoch; null when absent. */
+  serviceTimeMs?: number | null;
 }
 
 export class ApiError extends PayoutdError {
@@ -69,6 +71,7 @@ export class ApiError extends PayoutdError {
   readonly msg: string;
   readonly waitForBalance: boolean;
   readonly retryAfterMs: number | null;
+  readonly serviceTimeMs: number | null;
 
   constructor(d: ApiErrorDetails) {
     super(d.code, `${d.endpoint}: ${d.code}${d.status ? ` (HTTP ${d.status})` : ''} ${d.msg}`.trim());
@@ -78,6 +81,7 @@ export class ApiError extends PayoutdError {
     this.msg = d.msg;
     this.waitForBalance = d.waitForBalance ?? false;
     this.retryAfterMs = d.retryAfterMs ?? null;
+    this.serviceTimeMs = d.serviceTimeMs ?? null;
   }
 
   override toLog(): { name: string; code: string; message: string; status: number | null; kind: ApiErrorKind } {
@@ -103,6 +107,13 @@ export function neverSent(err: unknown): err is ApiError {
 /** Treatment of a business code; codes not in the table are ambiguous (query before deciding). */
 export function treatmentOf(code: string, table: Readonly<Record<string, CodeTreatment>>): CodeTreatment {
   return table[code] ?? { kind: 'ambiguous' };
+}
+
+/** An HTTP date header (RFC 9110 IMF-fixdate) as ms since epoch; null when absent or unreadable. */
+export function parseHttpDate(value: string | null): number | null {
+  if (!value) return null;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : null;
 }
 
 /** Retry-After as ms: delta-seconds or an HTTP date. */

@@ -7,6 +7,7 @@ export {
   type ExchangeRate,
   type Balance,
   type AuthMode,
+  type ServiceClockReading,
 } from './client.js';
 export { ApiError, isApiError, DEFAULT_CODE_TREATMENTS, DUPLICATE_REFERENCE, type ApiErrorKind, type CodeTreatment } from './errors.js';
 export type { Credentials } from './tokens.js';

@@ -1,7 +1,9 @@
 /**
  * The `payoutd` command line: parses argv with yargs and hands each command
  * to its module. This is the only layer that reads process.env, argv or
- * decides exit codes.
+ * decides exit codes: 78 (EX_CONFIG) for a configuration to fix, 69
+ * (EX_UNAVAILABLE) for a payout service that did not answer at start, 1 for
+ * anything else, 2 for a usage mistake.
  *
  * Each command's module (and the config loader, the logger) is imported in
  * its handler, not here: `payoutd status` then loads the store and not the
@@ -12,7 +14,7 @@
 import yargs, { type Argv } from 'yargs';
 import type { ResolvedConfig } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { describeError } from './output.js';
+import { errorLines, exitCodeOf } from './output.js';
 
 interface GlobalArgs {
   config?: string;
@@ -236,7 +238,11 @@ export async function runCli(argv: string[]): Promise<void> {
       })
       .parseAsync();
   } catch (err) {
-    process.stderr.write(`payoutd: ${describeError(err)}\n`);
-    process.exitCode = 1;
+    process.stderr.write(
+      errorLines(err)
+        .map((line) => `payoutd: ${line}\n`)
+        .join(''),
+    );
+    process.exitCode = exitCodeOf(err);
   }
 }

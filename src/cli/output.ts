@@ -2,7 +2,15 @@
  * Printing for humans: plain aligned tables, and the one place that turns
  * an error into a message and an exit code.
  */
-import { PayoutdError } from '../domain/errors.js';
+import { ConfigError, PayoutdError, ServiceUnavailableError } from '../domain/errors.js';
+
+/** sysexits.h: a configuration mistake (systemd does not restart on it: RestartPreventExitStatus=78). */
+export const EX_CONFIG = 78;
+/** sysexits.h: a service needed is unavailable (systemd restarts after RestartSec). */
+export const EX_UNAVAILABLE = 69;
+
+/** Errors that mean the configuration (or a file it names) must be fixed; named, so no module is loaded to know them. */
+const CONFIGURATION_ERRORS = new Set(['KeyFileError', 'WebhookConfigError', 'WebhookStartError', 'HmacKeyError']);
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -23,4 +31,17 @@ export function describeError(err: unknown): string {
   if (err instanceof PayoutdError) return `${err.code}: ${err.message}`;
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/** The lines an error prints as: one per problem it names (a config with three mistakes says all three), each with its code. */
+export function errorLines(err: unknown): string[] {
+  if (err instanceof PayoutdError) return err.message.split('\n').map((line) => `${err.code}: ${line}`);
+  return describeError(err).split('\n');
+}
+
+/** The process exit code of a command that failed with `err`. */
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof ConfigError || (err instanceof PayoutdError && CONFIGURATION_ERRORS.has(err.name))) return EX_CONFIG;
+  if (err instanceof ServiceUnavailableError) return EX_UNAVAILABLE;
+  return 1;
 }

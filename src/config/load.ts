@@ -10,7 +10,8 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
-import { configSchema, type PayoutdConfig } from './schema.js';
+import { configSchema, FOLDER_OPTIONS, type PayoutdConfig } from './schema.js';
+import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
 
 export interface LoadConfigInput {
   /** Path of the YAML config file; none means defaults (embedded sandbox, ./var). */
@@ -29,43 +30,121 @@ export interface ResolvedConfig extends PayoutdConfig {
   credentialsDir: string | null;
 }
 
-function formatIssues(error: z.ZodError, where: string): string {
-  return error.issues
-    .map((i) => {
-      const path = i.path.join('.') || '(top level)';
-      return `  ${where}: ${path}: ${i.message}`;
-    })
-    .join('\n');
+/** A config problem's line: where the value came from (the file, an environment variable, a flag), the option, what is wrong. */
+type Origins = ReadonlyMap<string, string>;
+
+function originOf(path: string, origins: Origins, file: string): string {
+  return origins.get(path) ?? file;
 }
 
-/** Environment overrides: PAYOUTD_<SECTION>_<KEY> for the common scalar options. */
-function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const o: Record<string, Record<string, unknown>> = {};
-  const set = (section: string, key: string, value: unknown): void => {
-    o[section] = { ...(o[section] ?? {}), [key]: value };
-  };
-  if (env.PAYOUTD_API_BASE_URL) set('api', 'baseUrl', env.PAYOUTD_API_BASE_URL);
-  if (env.PAYOUTD_MERCHANT_CODE) set('api', 'merchantCode', env.PAYOUTD_MERCHANT_CODE);
-  if (env.PAYOUTD_API_KEY) set('api', 'apiKey', env.PAYOUTD_API_KEY);
-  if (env.PAYOUTD_PRIVATE_KEY_FILE) set('api', 'privateKeyFile', env.PAYOUTD_PRIVATE_KEY_FILE);
-  if (env.PAYOUTD_STATE_DIR) set('paths', 'stateDir', env.PAYOUTD_STATE_DIR);
-  if (env.PAYOUTD_INBOX) set('paths', 'inbox', env.PAYOUTD_INBOX);
-  if (env.PAYOUTD_OUTBOX) set('paths', 'outbox', env.PAYOUTD_OUTBOX);
-  if (env.PAYOUTD_DATABASE_URL) {
-    set('database', 'client', 'pg');
-    set('database', 'url', env.PAYOUTD_DATABASE_URL);
+/** Only values that cannot be secrets are quoted back: numbers, booleans, and the text of enum options. */
+function gotText(issue: z.core.$ZodIssue): string {
+  const input = (issue as { input?: unknown }).input;
+  if (typeof input === 'number' || typeof input === 'boolean') return `, got ${String(input)}`;
+  if (issue.code === 'invalid_value' && typeof input === 'string') return `, got ${JSON.stringify(input.slice(0, 40))}`;
+  return '';
+}
+
+const TYPE_WORDS: Record<string, string> = {
+  number: 'a number',
+  int: 'a whole number',
+  string: 'text',
+  boolean: 'true or false',
+  object: 'a mapping',
+  record: 'a mapping',
+  array: 'a list',
+};
+
+function typeOf(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  if (value === null) return 'nothing';
+  return TYPE_WORDS[typeof value] ?? typeof value;
+}
+
+/** zod's default wording for the common cases, in the words of an option. */
+function issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case 'too_small':
+      if (issue.origin === 'number') return `must be ${issue.inclusive ? 'at least' : 'more than'} ${String(issue.minimum)}`;
+      if (issue.origin === 'array') return `must have at least ${String(issue.minimum)} entries`;
+      if (issue.origin === 'string') return `must be at least ${String(issue.minimum)} characters long`;
+      return undefined;
+    case 'too_big':
+      if (issue.origin === 'number') return `must be ${issue.inclusive ? 'at most' : 'less than'} ${String(issue.maximum)}`;
+      return undefined;
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is required';
+      return `must be ${TYPE_WORDS[issue.expected] ?? issue.expected}, got ${typeOf(issue.input)}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => String(v)).join(', ')}`;
+    default:
+      return undefined;
   }
-  if (env.PAYOUTD_LOG_LEVEL) set('log', 'level', env.PAYOUTD_LOG_LEVEL);
+}
+
+function formatIssues(error: z.ZodError, origins: Origins, file: string, unknown: ReadonlySet<string>): string[] {
+  const lines: string[] = [];
+  for (const i of error.issues) {
+    if (i.code === 'unrecognized_keys') {
+      // Strict parts of the schema refuse keys too; unknownOptions already named them with a suggestion.
+      for (const key of i.keys) {
+        const path = [...i.path, key].join('.');
+        if (!unknown.has(path)) lines.push(`${originOf(path, origins, file)}: ${path}: unknown option`);
+      }
+      continue;
+    }
+    const path = i.path.join('.') || '(top level)';
+    // Custom and type messages may say what was found already.
+    lines.push(`${originOf(path, origins, file)}: ${path}: ${i.message}${i.message.includes(' got ') ? '' : gotText(i)}`);
+  }
+  return lines;
+}
+
+/** Environment overrides: PAYOUTD_<SECTION>_<KEY> for the common scalar options; `origins` learns which variable set each. */
+function envOverrides(env: NodeJS.ProcessEnv, origins: Map<string, string>): Record<string, unknown> {
+  const o: Record<string, Record<string, unknown>> = {};
+  const set = (section: string, key: string, value: unknown, variable: string): void => {
+    o[section] = { ...(o[section] ?? {}), [key]: value };
+    origins.set(`${section}.${key}`, variable);
+  };
+  const map: [string, string, string][] = [
+    ['PAYOUTD_API_BASE_URL', 'api', 'baseUrl'],
+    ['PAYOUTD_MERCHANT_CODE', 'api', 'merchantCode'],
+    ['PAYOUTD_API_KEY', 'api', 'apiKey'],
+    ['PAYOUTD_PRIVATE_KEY_FILE', 'api', 'privateKeyFile'],
+    ['PAYOUTD_STATE_DIR', 'paths', 'stateDir'],
+    ['PAYOUTD_INBOX', 'paths', 'inbox'],
+    ['PAYOUTD_OUTBOX', 'paths', 'outbox'],
+    ['PAYOUTD_LOG_LEVEL', 'log', 'level'],
+  ];
+  for (const [variable, section, key] of map) {
+    const value = env[variable];
+    if (value) set(section, key, value, variable);
+  }
+  if (env.PAYOUTD_DATABASE_URL) {
+    set('database', 'client', 'pg', 'PAYOUTD_DATABASE_URL');
+    set('database', 'url', env.PAYOUTD_DATABASE_URL, 'PAYOUTD_DATABASE_URL');
+  }
   return o;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+/** Leaf paths of an override object (`{log: {level: x}}` -> log.level), to name it as the origin of their values. */
+function leafPaths(value: unknown, prefix: string[] = []): string[] {
+  if (!isPlainObject(value)) return [prefix.join('.')];
+  return Object.entries(value).flatMap(([k, v]) => leafPaths(v, [...prefix, k]));
+}
+
+let inputSchema: JsonSchemaNode | null = null;
+
+/** The schema's input side as JSON Schema, made once (zod's public converter; types it cannot express are left open). */
+function schemaShape(): JsonSchemaNode {
+  inputSchema ??= z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchemaNode;
+  return inputSchema;
 }
 
 /** Deep merge of plain objects; `over` wins. */
 export function mergeDeep(base: unknown, over: unknown): unknown {
-  if (!isObject(base) || !isObject(over)) return over === undefined ? base : over;
+  if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
   const out: Record<string, unknown> = { ...base };
   for (const [k, v] of Object.entries(over)) out[k] = mergeDeep(base[k], v);
   return out;
@@ -82,17 +161,26 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     } catch (err) {
       throw new ConfigError('CONFIG_SYNTAX', `config file ${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
-    if (!isObject(fromFile)) throw new ConfigError('CONFIG_SYNTAX', `config file ${file} must hold a mapping of options`);
+    if (!isPlainObject(fromFile)) throw new ConfigError('CONFIG_SYNTAX', `config file ${file} must hold a mapping of options`);
     baseDir = dirname(file);
   }
-  const merged = mergeDeep(mergeDeep(fromFile, envOverrides(input.env)), overrides);
-  const parsed = configSchema.safeParse(merged);
-  if (!parsed.success) {
-    throw new ConfigError('CONFIG_INVALID', `invalid configuration:\n${formatIssues(parsed.error, input.file ?? 'defaults')}`);
-  }
+  const where = input.file ? resolve(input.cwd, input.file) : 'defaults';
+  const origins = new Map<string, string>();
+  const fromEnv = envOverrides(input.env, origins);
+  for (const path of leafPaths(overrides)) origins.set(path, 'command line');
+  const merged = mergeDeep(mergeDeep(fromFile, fromEnv), overrides);
+  const unknown = unknownOptions(merged, schemaShape());
+  const parsed = configSchema.safeParse(merged, { reportInput: true, error: issueMessage });
+  const problems = [
+    ...unknown.map((u) => `${originOf(u.path, origins, where)}: ${u.path}: ${u.message}`),
+    ...(parsed.success ? [] : formatIssues(parsed.error, origins, where, new Set(unknown.map((u) => u.path)))),
+  ];
+  if (problems.length > 0 || !parsed.success) throw new ConfigError('CONFIG_INVALID', problems.join('\n'));
   const c = parsed.data;
   const abs = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
-  c.paths = { inbox: abs(c.paths.inbox), outbox: abs(c.paths.outbox), stateDir: abs(c.paths.stateDir) };
+  for (const folder of FOLDER_OPTIONS) c.paths[folder] = abs(c.paths[folder]);
+  // Without a config file the first run makes its ./var; with one, a missing folder is a mistake to name.
+  c.paths.create ??= input.file === undefined;
   if (c.api.apiKeyFile) c.api.apiKeyFile = abs(c.api.apiKeyFile);
   if (c.api.privateKeyFile) c.api.privateKeyFile = abs(c.api.privateKeyFile);
   if (c.webhook.secretFile) c.webhook.secretFile = abs(c.webhook.secretFile);

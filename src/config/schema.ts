@@ -8,8 +8,10 @@ import { z } from 'zod';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
 
-const ms = (def: number) => z.number().int().nonnegative().default(def);
-const positive = (def: number) => z.number().int().positive().default(def);
+const ms = (def: number) => z.number().int().min(0).default(def);
+const positive = (def: number) => z.number().int().min(1).default(def);
+const PORT = { error: 'must be a port number 1-65535 (or 0 for any free port)' };
+const port = (def: number) => z.number().int(PORT).min(0, PORT).max(65535, PORT).default(def);
 
 const codeTreatment = z.object({
   kind: z.enum(['retryable', 'rejected', 'ambiguous', 'auth']),
@@ -44,6 +46,11 @@ export const apiSchema = z
     /** Every call gives up after this long; a create that times out is resolved by query. */
     timeoutMs: positive(15_000),
     /**
+     * (contract) How far X-TIMESTAMP may be from the service's clock. At start, a clock further off than this
+     * (as the token answer's `timestamp`, or a refusal's Date header, shows) stops payoutd with the fix.
+     */
+    clockSkewSeconds: positive(300),
+    /**
      * Retries of calls that are safe to repeat (reads, token calls, provably unprocessed creates), while the service
      * is reachable. A 429 / 1429 pauses every business call for its Retry-After (at least baseMs).
      */
@@ -67,6 +74,12 @@ export const apiSchema = z
   })
   .prefault({});
 
+/**
+ * The folders payoutd needs, as options of `paths`: each must exist (unless `paths.create`) and be writable
+ * at start. A new folder option joins the start-up checks by being added here.
+ */
+export const FOLDER_OPTIONS = ['inbox', 'outbox', 'stateDir'] as const;
+
 export const configSchema = z
   .object({
     api: apiSchema,
@@ -74,8 +87,13 @@ export const configSchema = z
       .object({
         inbox: z.string().default('./var/inbox'),
         outbox: z.string().default('./var/outbox'),
-        /** Database, claimed and rejected files. */
+        /** Database, claimed and rejected files. On the inbox's filesystem: a file is claimed by a rename. */
         stateDir: z.string().default('./var/state'),
+        /**
+         * Create missing folders at start. Default: yes without a config file (the first run's ./var), no with
+         * one, where a missing folder is more likely a misspelled path than a folder to make.
+         */
+        create: z.boolean().optional(),
       })
       .prefault({}),
     database: z
@@ -184,7 +202,7 @@ export const configSchema = z
         /** Serve /metrics (Prometheus), /healthz and /readyz. */
         enabled: z.boolean().default(false),
         host: z.string().default('127.0.0.1'),
-        port: z.number().int().nonnegative().default(9464),
+        port: port(9464),
       })
       .prefault({}),
     webhook: z
@@ -192,7 +210,7 @@ export const configSchema = z
         /** Listen for payout.updated webhooks (spec 6); polling stays the safety net. */
         enabled: z.boolean().default(false),
         host: z.string().default('127.0.0.1'),
-        port: z.number().int().nonnegative().default(8443),
+        port: port(8443),
         path: z.string().default('/payoutd/webhook'),
         /** The merchant's webhook secret; prefer secretFile or the systemd credential "webhook-secret". */
         secret: z.string().optional(),
@@ -220,13 +238,23 @@ export const configSchema = z
         leaseMs: positive(120_000),
       })
       .prefault({}),
+    startup: z
+      .object({
+        /**
+         * At start, how long to wait for the payout service to answer (retrying with backoff) before giving up
+         * with exit code 69; systemd then starts payoutd again after RestartSec.
+         */
+        waitForServiceMs: ms(60_000),
+      })
+      .prefault({}),
     /** On SIGTERM, how long calls in flight may finish before they are abandoned (and resolved by query at the next start). */
     shutdownGraceMs: positive(10_000),
     log: z.object({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({}),
     /** The embedded sandbox (api.baseUrl: embedded): demo and first-run settings. */
     sandbox: z
       .object({
-        port: z.number().int().nonnegative().default(0),
+        /** The daemon's sandbox listens here (0: any free port); a one-shot command next to it uses the daemon's. */
+        port: port(0),
         settlementMinDelayMs: ms(1000),
         settlementMaxDelayMs: ms(4000),
       })

@@ -146,16 +146,25 @@ export class PayoutDaemon {
         logger.warn({ name: entry.name, kind: entry.kind, unchangedForMs: entry.unchangedForMs }, `inbox entry ignored: ${reason}`),
       onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
     });
+    // The live options (src/config/live.ts) are read from the configuration at each use: a SIGHUP's new value
+    // takes effect at the next pass. The others are copied once.
+    const { submit, poll } = config;
     this.submitter = new PayoutSubmitter(
       { db, service, clock, logger, onCreateOutcome: deps.onCreateOutcome, faultPoint: deps.faultPoint },
       {
-        concurrency: config.submit.concurrency,
-        retry: config.submit.retry,
-        insufficientBalanceHoldMs: config.submit.insufficientBalanceHoldMs,
-        notFoundGraceMs: config.submit.notFoundGraceMs,
-        firstPollDelayMs: config.poll.firstPollDelayMs,
-        reconcileBatchSize: config.submit.reconcileBatchSize,
-        reconcileEveryMs: config.poll.tickMs,
+        get concurrency() {
+          return submit.concurrency;
+        },
+        retry: submit.retry,
+        insufficientBalanceHoldMs: submit.insufficientBalanceHoldMs,
+        notFoundGraceMs: submit.notFoundGraceMs,
+        get firstPollDelayMs() {
+          return poll.firstPollDelayMs;
+        },
+        reconcileBatchSize: submit.reconcileBatchSize,
+        get reconcileEveryMs() {
+          return poll.tickMs;
+        },
         // Alone on SQLite nobody else could take a row, and a lease would only delay work after a restart.
         claimant: { instanceId: o.instanceId, leaseMs: this.shared ? config.instance.leaseMs : 0 },
         takeOverExpired: this.shared,
@@ -165,13 +174,25 @@ export class PayoutDaemon {
       { db, service, clock, logger, onPolled: deps.onPolled, sending: () => this.submitter.sending },
       {
         queryMaxIds: config.api.queryMaxIds,
-        concurrency: config.poll.concurrency,
-        maxCallsPerPass: config.poll.maxCallsPerPass,
-        minIntervalMs: config.poll.minIntervalMs,
-        maxIntervalMs: config.poll.maxIntervalMs,
-        staleAfterMs: config.poll.staleAfterMs,
-        deferWhileSendingMs: config.poll.deferWhileSendingMs,
-        settlementSweep: config.poll.settlementSweep,
+        get concurrency() {
+          return poll.concurrency;
+        },
+        get maxCallsPerPass() {
+          return poll.maxCallsPerPass;
+        },
+        get minIntervalMs() {
+          return poll.minIntervalMs;
+        },
+        get maxIntervalMs() {
+          return poll.maxIntervalMs;
+        },
+        get staleAfterMs() {
+          return poll.staleAfterMs;
+        },
+        get deferWhileSendingMs() {
+          return poll.deferWhileSendingMs;
+        },
+        settlementSweep: poll.settlementSweep,
         // Alone on its database (SQLite) the poller claims by a read and needs no lease; shared, the instances' lease.
         leaseMs: config.instance.leaseMs,
         exclusive: !this.shared,
@@ -220,10 +241,13 @@ export class PayoutDaemon {
       },
     });
     const finishLoop = new WorkLoop({ name: 'finish', logger, idleMs: 1000, pass: () => this.finishBatches() });
+    const poll = this.deps.config.poll;
     const pollLoop = new WorkLoop({
       name: 'poll',
       logger,
-      idleMs: this.deps.config.poll.tickMs,
+      get idleMs() {
+        return poll.tickMs;
+      },
       pass: async (s) => {
         const pass = await this.poller.runPass(s);
         // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait

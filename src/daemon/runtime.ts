@@ -1,10 +1,10 @@
 /**
- * Starting and stopping a whole payoutd process: the instance lock, the
- * database and its migrations, the API connection (maybe the embedded
- * sandbox), the daemon — and closing all of it in reverse order.
+ * Starting and stopping a whole payoutd process: the start-up checks
+ * (./startup-checks.ts), the instance lock, the database and its
+ * migrations, the listeners (metrics, webhook), the API connection (maybe
+ * the embedded sandbox), the daemon — and closing all of it in reverse order.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -18,6 +18,8 @@ import type { FaultPoint } from './fault-points.js';
 import type { PayoutdMetrics } from '../metrics/index.js';
 import type { WebhookReceiver } from '../webhook/index.js';
 import { readWebhookSecret } from '../config/index.js';
+import { ConfigError, PayoutdError } from '../domain/errors.js';
+import { checkFolders, checkPayoutService } from './startup-checks.js';
 
 /** Kept here too for callers of the daemon's runtime (bench scripts of older builds import it from here). */
 export { openStore };
@@ -29,6 +31,22 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+/** A listener's failure to take its port, as the option to change. */
+function portProblem(err: unknown, option: string): unknown {
+  if (!(err instanceof PayoutdError) || !/_LISTEN_FAILED$/.test(err.code)) return err;
+  const held = err.message.includes('EADDRINUSE');
+  return new ConfigError(
+    'PORT_IN_USE',
+    `${option}: ${err.message}; ${held ? `another process holds the port: stop it or choose another ${option}` : `choose another ${option}`}`,
+  );
+}
+
+/**
+ * Starts payoutd, checking as it goes what an operator can get wrong, each before `payoutd running` and with
+ * one line naming the option: the folders (first: the state directory holds the lock), the ports (by
+ * listening on them: metrics, webhook; the embedded sandbox's), the payout service (its answer, the
+ * credentials, the clock; waited for up to startup.waitForServiceMs).
+ */
 export async function startDaemon(
   config: ResolvedConfig,
   clock: Clock,
@@ -37,7 +55,7 @@ export async function startDaemon(
   /** A stop requested while starting: recovery ends early, the daemon starts no loops, and stop() follows. */
   startAbort?: AbortSignal,
 ): Promise<RunningDaemon> {
-  for (const dir of [config.paths.inbox, config.paths.outbox, config.paths.stateDir]) mkdirSync(dir, { recursive: true });
+  checkFolders(config);
   const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
   const db = openStore(config);
   let api: ApiConnection | null = null;
@@ -58,9 +76,59 @@ export async function startDaemon(
         })
       : null;
     metrics = m;
-    api = await connectApi(config, clock, logger, {
-      onCall: m ? (c) => m.apiLatency.observe({ endpoint: c.endpoint, outcome: c.outcome }, c.durationMs / 1000) : undefined,
-      onTokenRenewed: m ? (how) => m.tokenRenewals.inc({ how }) : undefined,
+    // The ports before the wait for the service: /readyz answers "starting" meanwhile.
+    if (m) {
+      const url = await m.listen(config.metrics.host, config.metrics.port).catch((err: unknown) => {
+        throw portProblem(err, 'metrics.port');
+      });
+      logger.info({ url }, 'metrics, /healthz and /readyz listening');
+    }
+    if (config.webhook.enabled) {
+      const w = config.webhook;
+      const { WebhookReceiver } = await import('../webhook/index.js');
+      webhook = new WebhookReceiver({
+        host: w.host,
+        port: w.port,
+        path: w.path,
+        tls: w.tls,
+        secret: readWebhookSecret(config),
+        keyEncoding: w.keyEncoding,
+        maxBodyBytes: w.maxBodyBytes,
+        timestampSkewSeconds: w.timestampSkewSeconds,
+        nonceWindowSeconds: w.nonceWindowSeconds,
+        eventRetentionDays: w.eventRetentionDays,
+        canonicalJson: config.api.canonicalJson,
+        clock,
+        logger,
+        db,
+        // Deliveries before the loops run are recorded; the poller finds their payouts due when it starts.
+        wake: () => daemon?.wakePoller(),
+        onVerdict: m ? (verdict) => m.webhookEvents.inc({ verdict }) : undefined,
+      });
+      const { url } = await webhook.start().catch((err: unknown) => {
+        throw portProblem(err, 'webhook.port');
+      });
+      logger.info({ url }, 'webhook receiver listening (polling remains the safety net)');
+    }
+    api = await connectApi(
+      config,
+      clock,
+      logger,
+      {
+        onCall: m ? (c) => m.apiLatency.observe({ endpoint: c.endpoint, outcome: c.outcome }, c.durationMs / 1000) : undefined,
+        onTokenRenewed: m ? (how) => m.tokenRenewals.inc({ how }) : undefined,
+      },
+      'daemon',
+    );
+    await checkPayoutService({
+      client: api.client,
+      breaker: api.breaker,
+      url: api.url,
+      clock,
+      logger,
+      waitForServiceMs: config.startup.waitForServiceMs,
+      clockSkewSeconds: config.api.clockSkewSeconds,
+      signal: startAbort,
     });
     const instanceId = config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     health = new ServiceHealthRecorder(db, api.breaker, clock, logger, {
@@ -87,43 +155,18 @@ export async function startDaemon(
         instanceId,
       },
     );
-    if (m) logger.info({ url: await m.listen(config.metrics.host, config.metrics.port) }, 'metrics, /healthz and /readyz listening');
     await daemon.start(startAbort);
-    const running = daemon;
-    if (config.webhook.enabled) {
-      const w = config.webhook;
-      const { WebhookReceiver } = await import('../webhook/index.js');
-      webhook = new WebhookReceiver({
-        host: w.host,
-        port: w.port,
-        path: w.path,
-        tls: w.tls,
-        secret: readWebhookSecret(config),
-        keyEncoding: w.keyEncoding,
-        maxBodyBytes: w.maxBodyBytes,
-        timestampSkewSeconds: w.timestampSkewSeconds,
-        nonceWindowSeconds: w.nonceWindowSeconds,
-        eventRetentionDays: w.eventRetentionDays,
-        canonicalJson: config.api.canonicalJson,
-        clock,
-        logger,
-        db,
-        wake: () => running.wakePoller(),
-        onVerdict: m ? (verdict) => m.webhookEvents.inc({ verdict }) : undefined,
-      });
-      const { url } = await webhook.start();
-      logger.info({ url }, 'webhook receiver listening (polling remains the safety net)');
-    }
     const connection = api;
     const started = daemon;
     const recorder = health;
+    const receiver = webhook;
     return {
       daemon: started,
       api: connection,
       db,
       async stop() {
         try {
-          await webhook?.stop();
+          await receiver?.stop();
           await started.stop();
           await recorder.stop();
         } finally {

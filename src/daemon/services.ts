@@ -1,18 +1,21 @@
 /**
  * The composition root: builds the payout service client from the resolved
  * configuration — against a real deployment, or against the embedded
- * sandbox started in this process when api.baseUrl is "embedded" (a first
- * run with no configuration, and the demo) — with its circuit breaker, and
+ * sandbox when api.baseUrl is "embedded" (a first run with no configuration,
+ * and the demo; one process owns it, see EmbeddedRole) — with its circuit breaker, and
  * the log lines of what happens to the service as a whole (once each, not
  * per call or row): it went down, it is back, a rate-limit pause, refused
  * credentials.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { PayoutApiClient, ServiceBreaker, type ApiCallRecord, type BreakerTransition } from '../api/index.js';
+import { sleep } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
+import { ConfigError, PayoutdError } from '../domain/errors.js';
+import type { InstanceLock } from '../store/index.js';
 import { readApiKey, type ResolvedConfig } from '../config/index.js';
 import type { SandboxServer } from '../sandbox/index.js';
 import { generateMerchantKeyPair, loadPrivateKeyFile, publicKeyBase64 } from '../signing/index.js';
@@ -21,8 +24,10 @@ export interface ApiConnection {
   client: PayoutApiClient;
   /** Whether the payout service can be reached (src/api/breaker.ts). */
   breaker: ServiceBreaker;
-  /** The in-process sandbox, when api.baseUrl is "embedded". */
+  /** The in-process sandbox, when api.baseUrl is "embedded" and this process owns it. */
   sandbox: SandboxServer | null;
+  /** Where calls go: api.baseUrl, or the embedded sandbox's URL. */
+  url: string;
   close(): Promise<void>;
 }
 
@@ -38,15 +43,122 @@ interface EmbeddedIdentity {
   privateKeyFile: string;
 }
 
-/** A merchant key and API key kept under the state directory, made on first use. */
-function embeddedIdentity(stateDir: string): EmbeddedIdentity {
-  const dir = join(stateDir, 'embedded-sandbox');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+/** A merchant key and API key kept under the state directory, made on first use (by the sandbox's owner only). */
+function embeddedIdentity(dir: string, make: boolean): EmbeddedIdentity {
   const privateKeyFile = join(dir, 'merchant.pem');
   const apiKeyFile = join(dir, 'api-key');
-  if (!existsSync(privateKeyFile)) writeFileSync(privateKeyFile, generateMerchantKeyPair().privateKeyPem, { mode: 0o600 });
-  if (!existsSync(apiKeyFile)) writeFileSync(apiKeyFile, randomBytes(18).toString('hex'), { mode: 0o600 });
+  if (make && !existsSync(privateKeyFile)) writeFileSync(privateKeyFile, generateMerchantKeyPair().privateKeyPem, { mode: 0o600 });
+  if (make && !existsSync(apiKeyFile)) writeFileSync(apiKeyFile, randomBytes(18).toString('hex'), { mode: 0o600 });
   return { apiKey: readFileSync(apiKeyFile, 'utf8').trim(), privateKeyFile };
+}
+
+/**
+ * Who uses the embedded sandbox. Its ledger is a file under the state directory, and one process at a time
+ * may own it (two writers would lose payouts): the owner holds `ledger.lock` and writes its URL beside it.
+ * - daemon: `payoutd run` (and the demo) owns it, on `sandbox.port`; it waits a moment for a one-shot command
+ *   that holds it.
+ * - command: a one-shot command (`balance`, `rates`) talks to the owner's sandbox when one runs, and starts
+ *   its own on a free port only when none does, so it works next to a running daemon.
+ */
+export type EmbeddedRole = 'daemon' | 'command';
+
+/** How long a daemon waits for a one-shot command to let go of the sandbox, and a command for the owner's URL. */
+const EMBEDDED_WAIT_MS = 10_000;
+
+interface EmbeddedEndpoint {
+  url: string;
+  identity: EmbeddedIdentity;
+  sandbox: SandboxServer | null;
+  close(): Promise<void>;
+}
+
+async function embeddedEndpoint(config: ResolvedConfig, logger: Logger, role: EmbeddedRole): Promise<EmbeddedEndpoint> {
+  const dir = join(config.paths.stateDir, 'embedded-sandbox');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const urlFile = join(dir, 'url');
+  const deadline = Date.now() + EMBEDDED_WAIT_MS;
+  // Loaded here: a daemon talking to the real service never opens the lock.
+  const { tryExclusiveLock } = await import('../store/index.js');
+  for (;;) {
+    const lock = tryExclusiveLock(join(dir, 'ledger.lock'));
+    if (lock) {
+      try {
+        // A URL left by an owner that died is not an owner's: gone before anyone could read it.
+        rmSync(urlFile, { force: true });
+        return await ownEmbeddedSandbox(config, logger, role, dir, urlFile, lock);
+      } catch (err) {
+        lock.release();
+        throw err;
+      }
+    }
+    if (role === 'command' && existsSync(urlFile)) {
+      const url = readFileSync(urlFile, 'utf8').trim();
+      logger.info({ url }, 'using the embedded sandbox of the payoutd running on this state directory');
+      return { url, identity: embeddedIdentity(dir, false), sandbox: null, close: async () => undefined };
+    }
+    if (Date.now() > deadline) {
+      throw new PayoutdError(
+        'SANDBOX_IN_USE',
+        role === 'daemon'
+          ? `the embedded sandbox's ledger under ${dir} is held by another process (a payoutd command still running?); try again`
+          : `the embedded sandbox under ${dir} is held by another process that has not said where it listens; try again`,
+      );
+    }
+    await sleep(100);
+  }
+}
+
+async function ownEmbeddedSandbox(
+  config: ResolvedConfig,
+  logger: Logger,
+  role: EmbeddedRole,
+  dir: string,
+  urlFile: string,
+  lock: InstanceLock,
+): Promise<EmbeddedEndpoint> {
+  const identity = embeddedIdentity(dir, true);
+  // Loaded only here: a daemon talking to the real service never needs the sandbox's code.
+  const { startSandbox } = await import('../sandbox/index.js');
+  let sandbox: SandboxServer;
+  try {
+    sandbox = await startSandbox({
+      port: role === 'daemon' ? config.sandbox.port : 0,
+      merchants: [
+        {
+          merchantCode: EMBEDDED_MERCHANT,
+          apiKey: identity.apiKey,
+          publicKey: publicKeyBase64(loadPrivateKeyFile(identity.privateKeyFile)),
+          balances: { USDT: '1000000', USDC: '1000000' },
+        },
+      ],
+      settlement: { minDelayMs: config.sandbox.settlementMinDelayMs, maxDelayMs: config.sandbox.settlementMaxDelayMs },
+      canonicalJson: config.api.canonicalJson,
+      queryMaxIds: config.api.queryMaxIds,
+      stateFile: join(dir, 'ledger.json'),
+    });
+  } catch (err) {
+    if (err instanceof PayoutdError && err.code === 'SANDBOX_LISTEN_FAILED') {
+      throw new ConfigError('PORT_IN_USE', `sandbox.port: ${err.message}; free the port or set sandbox.port (0: any free port)`);
+    }
+    throw err;
+  }
+  const tmp = `${urlFile}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${sandbox.url}\n`, { mode: 0o600 });
+  renameSync(tmp, urlFile);
+  logger.info({ url: sandbox.url }, 'embedded sandbox started (api.baseUrl is "embedded"): no real money moves');
+  return {
+    url: sandbox.url,
+    identity,
+    sandbox,
+    async close() {
+      try {
+        rmSync(urlFile, { force: true });
+        await sandbox.close();
+      } finally {
+        lock.release();
+      }
+    },
+  };
 }
 
 /** One log line per transition of the breaker that an operator needs: down (warn, with the error), back (info). */
@@ -62,36 +174,24 @@ function logBreaker(logger: Logger, t: BreakerTransition): void {
   else if (t.to === 'open') logger.debug({ code, failedProbes: t.failedProbes }, 'payout service still unreachable');
 }
 
-export async function connectApi(config: ResolvedConfig, clock: Clock, logger: Logger, hooks: ApiHooks = {}): Promise<ApiConnection> {
-  let sandbox: SandboxServer | null = null;
+export async function connectApi(
+  config: ResolvedConfig,
+  clock: Clock,
+  logger: Logger,
+  hooks: ApiHooks = {},
+  role: EmbeddedRole = 'command',
+): Promise<ApiConnection> {
+  let embedded: EmbeddedEndpoint | null = null;
   let baseUrl = config.api.baseUrl;
   let merchantCode = config.api.merchantCode ?? EMBEDDED_MERCHANT;
   let apiKey: string;
   let privateKeyFile: string;
   if (baseUrl === 'embedded') {
-    const id = embeddedIdentity(config.paths.stateDir);
+    embedded = await embeddedEndpoint(config, logger, role);
+    baseUrl = embedded.url;
     merchantCode = EMBEDDED_MERCHANT;
-    apiKey = id.apiKey;
-    privateKeyFile = id.privateKeyFile;
-    // Loaded only here: a daemon talking to the real service never needs the sandbox's code.
-    const { startSandbox } = await import('../sandbox/index.js');
-    sandbox = await startSandbox({
-      port: config.sandbox.port,
-      merchants: [
-        {
-          merchantCode,
-          apiKey,
-          publicKey: publicKeyBase64(loadPrivateKeyFile(privateKeyFile)),
-          balances: { USDT: '1000000', USDC: '1000000' },
-        },
-      ],
-      settlement: { minDelayMs: config.sandbox.settlementMinDelayMs, maxDelayMs: config.sandbox.settlementMaxDelayMs },
-      canonicalJson: config.api.canonicalJson,
-      queryMaxIds: config.api.queryMaxIds,
-      stateFile: join(config.paths.stateDir, 'embedded-sandbox', 'ledger.json'),
-    });
-    baseUrl = sandbox.url;
-    logger.info({ url: sandbox.url }, 'embedded sandbox started (api.baseUrl is "embedded"): no real money moves');
+    apiKey = embedded.identity.apiKey;
+    privateKeyFile = embedded.identity.privateKeyFile;
   } else {
     apiKey = readApiKey(config);
     privateKeyFile = config.api.privateKeyFile as string;
@@ -121,12 +221,14 @@ export async function connectApi(config: ResolvedConfig, clock: Clock, logger: L
     onRateLimited: (pauseMs) => logger.warn({ pauseMs }, 'rate limited by the payout service: every call waits out the pause'),
     breaker,
   });
+  const owned = embedded;
   return {
     client,
     breaker,
-    sandbox,
+    sandbox: owned?.sandbox ?? null,
+    url: baseUrl,
     async close() {
-      await sandbox?.close();
+      await owned?.close();
     },
   };
 }

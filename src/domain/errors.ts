@@ -21,3 +21,8 @@ export class PayoutdError extends Error {
 export class ConfigError extends PayoutdError {
   override readonly name = 'ConfigError';
 }
+
+/** A service payoutd needs did not answer (the payout API at start, after startup.waitForServiceMs). */
+export class ServiceUnavailableError extends PayoutdError {
+  override readonly name = 'ServiceUnavailableError';
+}

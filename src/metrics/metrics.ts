@@ -10,6 +10,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PayoutdError } from '../domain/errors.js';
 import { PAYOUT_SERVICE, serviceHealthLine, type ServiceHealth } from '../domain/service-health.js';
 import { oldestPendingCreatedAt, pingDatabase, stateCountsOfAllBatches, type Database } from '../store/index.js';
 
@@ -115,16 +116,27 @@ export class PayoutdMetrics {
     });
   }
 
-  /** Serves /metrics, /healthz and /readyz. */
+  /** Serves /metrics, /healthz and /readyz. A port that cannot be had (in use, not allowed) rejects with METRICS_LISTEN_FAILED. */
   async listen(host: string, port: number): Promise<string> {
-    this.server = createServer((req, res) => {
+    const server = createServer((req, res) => {
       void this.handle(req.url ?? '/', req.method ?? 'GET').then(({ status, type, body }) => {
         res.writeHead(status, { 'content-type': type });
         res.end(body);
       });
     });
-    await new Promise<void>((resolve) => this.server?.listen(port, host, resolve));
-    const addr = this.server.address() as AddressInfo;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException): void =>
+        reject(new PayoutdError('METRICS_LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.code ?? err.message}`));
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    // Later server errors (a client's broken connection) are the client's business, never a crash of the daemon.
+    server.on('error', () => undefined);
+    this.server = server;
+    const addr = server.address() as AddressInfo;
     return `http://${host}:${addr.port}`;
   }
 

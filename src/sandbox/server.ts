@@ -196,8 +196,10 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
     }
   }
 
+  // A sandbox given its own clock (a service whose clock is off) says its time in the Date header, as a server does.
+  const dated = clock !== systemClock;
   function write(res: ServerResponse, a: Answer): void {
-    writeJson(res, a.status, envelopeText(a), a.headers);
+    writeJson(res, a.status, envelopeText(a), dated ? { Date: new Date(clock.now()).toUTCString(), ...a.headers } : a.headers);
   }
 
   async function handleApi(req: IncomingMessage, res: ServerResponse, method: string, path: string): Promise<void> {

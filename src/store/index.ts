@@ -20,7 +20,7 @@
  */
 export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
-export { acquireInstanceLock, type InstanceLock } from './instance-lock.js';
+export { acquireInstanceLock, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 
 export {
   receivedBatch,

@@ -3,6 +3,8 @@
  * lock on a small lock file, held for the life of the process: the kernel
  * releases it when the process dies, even by SIGKILL, so there is no stale
  * pid file to clean up. The holder's pid is written beside it for the message.
+ * The same kind of lock guards other things one process at a time may own
+ * (the embedded sandbox's ledger): tryExclusiveLock.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -18,16 +20,33 @@ export interface InstanceLock {
   release(): void;
 }
 
-export function acquireInstanceLock(stateDir: string): InstanceLock {
-  mkdirSync(stateDir, { recursive: true });
-  const lockPath = join(stateDir, 'payoutd.lock');
-  const infoPath = join(stateDir, 'payoutd.lock.owner');
+/** The lock on `lockPath` (made if missing), or null when another process holds it. Released by release() or the process's end. */
+export function tryExclusiveLock(lockPath: string): InstanceLock | null {
   const db = new BetterSqlite3(lockPath, { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
   } catch {
     db.close();
+    return null;
+  }
+  return {
+    release() {
+      try {
+        db.exec('ROLLBACK');
+      } finally {
+        db.close();
+      }
+    },
+  };
+}
+
+export function acquireInstanceLock(stateDir: string): InstanceLock {
+  mkdirSync(stateDir, { recursive: true });
+  const lockPath = join(stateDir, 'payoutd.lock');
+  const infoPath = join(stateDir, 'payoutd.lock.owner');
+  const lock = tryExclusiveLock(lockPath);
+  if (!lock) {
     let owner = 'another process';
     try {
       owner = readFileSync(infoPath, 'utf8').trim();
@@ -40,13 +59,5 @@ export function acquireInstanceLock(stateDir: string): InstanceLock {
     );
   }
   writeFileSync(infoPath, `pid ${process.pid} on ${hostname()} since ${new Date().toISOString()}\n`);
-  return {
-    release() {
-      try {
-        db.exec('ROLLBACK');
-      } finally {
-        db.close();
-      }
-    },
-  };
+  return lock;
 }

@@ -178,7 +178,12 @@ export class PayoutSubmitter {
   /** The sending of one pass: claims and creates until no READY row is due (or the service goes down). */
   private async sendReady(signal: AbortSignal, callSignal: AbortSignal): Promise<number> {
     let moved = 0;
-    const { concurrency } = this.o;
+    // Read at each look: a concurrency changed by a SIGHUP applies within the running pass.
+    const concurrency = (): number => {
+      const n = this.o.concurrency;
+      if (this.limit.concurrency !== n) this.limit.concurrency = n;
+      return n;
+    };
     const unrecorded = this.unrecorded;
     let failure: { err: unknown } | null = null;
     let wake: (() => void) | null = null;
@@ -189,7 +194,7 @@ export class PayoutSubmitter {
     };
     // Waiting rows go to the concurrency limit only while it has a free slot; a slot freed by an answer takes the next.
     const send = (): void => {
-      while (this.limit.activeCount + this.limit.pendingCount < concurrency && this.waitingCount() > 0) {
+      while (this.limit.activeCount + this.limit.pendingCount < concurrency() && this.waitingCount() > 0) {
         const row = this.takeWaiting();
         const settled = (): void => {
           unrecorded.delete(p);
@@ -213,11 +218,12 @@ export class PayoutSubmitter {
       // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
       send();
       const waiting = this.waitingCount();
-      if (waiting > concurrency / 2 || unrecorded.size + waiting > concurrency * 6) {
+      const n = concurrency();
+      if (waiting > n / 2 || unrecorded.size + waiting > n * 6) {
         await new Promise<void>((resolve) => (wake = resolve));
         continue;
       }
-      const room = Math.min(500, concurrency * 8 - unrecorded.size - waiting);
+      const room = Math.min(500, n * 8 - unrecorded.size - waiting);
       const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
       if (rows.length === 0) break;
       moved += rows.length;

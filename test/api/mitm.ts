@@ -54,6 +54,10 @@ export interface Mitm {
   resetReused: 'before' | 'after' | null;
   /** Client connections accepted so far. */
   readonly connections: number;
+  /** Creates forwarded and not answered yet. */
+  readonly createsInFlight: number;
+  /** The most creates in flight at once since it was last set (to 0). */
+  peakCreatesInFlight: number;
   /** Closes the client connections that are idle between requests; resolves once they are closed. */
   closeIdle(): Promise<void>;
   /** Sends the last forwarded request to the sandbox again, exactly as it was. */
@@ -134,6 +138,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
   const requestsOn = new WeakMap<Socket, number>();
   const sockets = new Set<Socket>();
   let connections = 0;
+  let createsInFlight = 0;
 
   const server: Server = createServer((req, res) => {
     const arrivedAt = performance.now();
@@ -158,7 +163,11 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
         }
         const f: Forwarded = { method: req.method ?? 'GET', url, headers, body, arrivedAt };
         mitm.forwarded.push(f);
-        const answer = await send(f);
+        const create = url.split('?')[0]?.endsWith('/fiat-payout/create') === true;
+        if (create) mitm.peakCreatesInFlight = Math.max(mitm.peakCreatesInFlight, ++createsInFlight);
+        const answer = await send(f).finally(() => {
+          if (create) createsInFlight--;
+        });
         if (resetHere('after')) {
           socket.resetAndDestroy();
           return;
@@ -201,6 +210,10 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     get connections() {
       return connections;
     },
+    get createsInFlight() {
+      return createsInFlight;
+    },
+    peakCreatesInFlight: 0,
     async closeIdle() {
       server.closeIdleConnections();
       // closeIdleConnections destroys the idle ones at once; their 'close' follows.

@@ -37,6 +37,8 @@ export class Instances {
   async configure(name: string, overrides: Record<string, unknown> = {}): Promise<string> {
     const base: unknown = parseYaml(await readFile(this.e2e.configPath, 'utf8'));
     const own = { paths: { stateDir: this.stateDir(name) }, instance: { id: name } };
+    // A config file's folders must exist (paths.create is off with a file).
+    await mkdir(this.stateDir(name), { recursive: true });
     const path = join(this.e2e.dir, `${name}.yaml`);
     await writeFile(path, toYaml(mergeDeep(mergeDeep(base, own), overrides)), { mode: 0o600 });
     this.configs.set(name, path);

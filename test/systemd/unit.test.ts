@@ -39,6 +39,9 @@ describe.skipIf(!available)('systemd unit', () => {
       'LogsDirectory=payoutd',
       'LoadCredential=merchant-key:/etc/payoutd/merchant.pem',
       'SystemCallFilter=@system-service',
+      // A configuration mistake (exit 78) is not restarted in a loop; an unreachable service (69) is.
+      'Restart=on-failure',
+      'RestartPreventExitStatus=78',
     ]) {
       expect(unit.split('\n')).toContain(line);
     }

@@ -2,10 +2,13 @@
  * `payoutd run`: the daemon in the foreground, as systemd runs it. SIGTERM
  * or SIGINT stop it gracefully (exit 0), also while it is still starting
  * (a half-read batch is simply read again next time); a second signal
- * forces the exit. SIGHUP re-reads log.level from the config file.
+ * forces the exit. SIGHUP re-reads the configuration: it says which options
+ * changed, applies the live ones (src/config/live.ts) and names those that
+ * need a restart; a configuration with a mistake is refused, with the
+ * mistake, and the running one stays.
  */
 import { systemClock } from '../../domain/clock.js';
-import type { ResolvedConfig } from '../../config/index.js';
+import { applyLiveOptions, type OptionChange, type ResolvedConfig } from '../../config/index.js';
 import { startDaemon, type RunningDaemon } from '../../daemon/runtime.js';
 import { faultPointFromSpec } from '../../daemon/fault-points.js';
 import type { Logger } from '../../log/index.js';
@@ -42,14 +45,21 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
     stop();
   };
   const onHup = (): void => {
+    let next: ResolvedConfig;
     try {
-      const next = reload();
-      logger.level = next.log.level;
-      // At warn, so the notice shows whatever the new level is.
-      logger.warn({ level: next.log.level }, 'SIGHUP: log level reloaded (other options need a restart)');
+      next = reload();
     } catch (err) {
-      logger.error({ err: { message: (err as Error).message } }, 'SIGHUP: config not reloaded');
+      const lines = (err as Error).message.split('\n');
+      for (const line of lines)
+        logger.error({ code: (err as { code?: string }).code }, `SIGHUP: configuration not reloaded, the running one stays: ${line}`);
+      return;
     }
+    // The running configuration object is what the daemon reads its live options from.
+    const changes = applyLiveOptions(config, next);
+    logger.level = config.log.level;
+    // At warn, so the notices show whatever the new level is.
+    if (changes.length === 0) logger.warn('SIGHUP: configuration re-read; no option changed');
+    for (const c of changes) logger.warn({ option: c.path, applied: c.live }, `SIGHUP: ${changeLine(c)}`);
   };
   process.on('SIGTERM', onStop);
   process.on('SIGINT', onStop);
@@ -58,4 +68,13 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
   running = await startDaemon(config, systemClock, logger, faultPoint, startAbort.signal);
   if (stopping) stop();
   await stopped;
+}
+
+function shown(value: unknown): string {
+  return JSON.stringify(value) ?? 'unset';
+}
+
+/** `submit.concurrency changed 8 -> 4: applied`, or `inbox.stableForMs changed: needs a restart` (values of those may be secrets). */
+export function changeLine(c: OptionChange): string {
+  return c.live ? `${c.path} changed ${shown(c.from)} -> ${shown(c.to)}: applied` : `${c.path} changed: needs a restart`;
 }

@@ -1,0 +1,94 @@
+/**
+ * What a SIGHUP may change while payoutd runs. The running configuration
+ * object is the seam: the options listed in LIVE_OPTIONS are written into
+ * it, value by value, and the code that uses them reads them from it at
+ * each use (the daemon hands them to the submitter and the poller as
+ * getters), so a new value takes effect at the next pass. Every other
+ * option that changed is named as needing a restart and keeps its value.
+ */
+import type { ResolvedConfig } from './load.js';
+import { isPlainObject } from './strict.js';
+
+/**
+ * Options applied without a restart (a path and everything under it). Each is read at use by its consumer;
+ * an option joins by being added here once its consumer reads it at use.
+ */
+export const LIVE_OPTIONS: readonly string[] = [
+  'log.level',
+  'submit.concurrency',
+  'submit.retry',
+  'poll.tickMs',
+  'poll.firstPollDelayMs',
+  'poll.minIntervalMs',
+  'poll.maxIntervalMs',
+  'poll.staleAfterMs',
+  'poll.maxCallsPerPass',
+  'poll.concurrency',
+  'poll.deferWhileSendingMs',
+];
+
+/** Derived from options, not options themselves: never reported. */
+const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir']);
+
+export interface OptionChange {
+  /** Dotted path of the option (`submit.concurrency`). */
+  path: string;
+  /** Applied now; false: it keeps its running value until a restart. */
+  live: boolean;
+  /** Old and new value, for live options only (restart options may be secrets: named, never shown). */
+  from?: unknown;
+  to?: unknown;
+}
+
+export function isLiveOption(path: string): boolean {
+  return LIVE_OPTIONS.some((live) => path === live || path.startsWith(`${live}.`));
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Leaf options that differ between two configurations (lists compare whole; a mapping's added or removed keys count). */
+function differingPaths(a: unknown, b: unknown, prefix: string[], out: string[]): void {
+  if (isPlainObject(a) && isPlainObject(b)) {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      if (prefix.length === 0 && DERIVED.has(key)) continue;
+      differingPaths(a[key], b[key], [...prefix, key], out);
+    }
+    return;
+  }
+  if (!sameValue(a, b)) out.push(prefix.join('.'));
+}
+
+function valueAt(config: unknown, path: string): unknown {
+  let at: unknown = config;
+  for (const key of path.split('.')) at = isPlainObject(at) ? at[key] : undefined;
+  return at;
+}
+
+/** Writes `value` at `path` into the object that holds it now, so whoever holds that object sees it. */
+function writeAt(config: unknown, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let at: unknown = config;
+  for (const key of keys.slice(0, -1)) at = isPlainObject(at) ? at[key] : undefined;
+  if (isPlainObject(at)) at[keys[keys.length - 1] as string] = value;
+}
+
+/** The options that differ between the running configuration and a newly read one. */
+export function optionChanges(running: ResolvedConfig, next: ResolvedConfig): OptionChange[] {
+  const paths: string[] = [];
+  differingPaths(running, next, [], paths);
+  return paths.map((path) =>
+    isLiveOption(path) ? { path, live: true, from: valueAt(running, path), to: valueAt(next, path) } : { path, live: false },
+  );
+}
+
+/**
+ * Applies the live options of `next` to `running` (in place) and returns every change: the live ones applied,
+ * the others left as they run. A restart option changed and changed back is no longer reported.
+ */
+export function applyLiveOptions(running: ResolvedConfig, next: ResolvedConfig): OptionChange[] {
+  const changes = optionChanges(running, next);
+  for (const c of changes) if (c.live) writeAt(running, c.path, c.to);
+  return changes;
+}

@@ -1,0 +1,128 @@
+/**
+ * The configuration is strict: every key written must be an option (at any
+ * depth, in records' entries and lists too), a key that is not is named with
+ * the nearest valid key at its level, a removed key says what to do, and
+ * every value out of range names its option and what it got. Environment
+ * overrides and command-line overrides keep working and are named as the
+ * origin of a bad value. The shipped example configuration loads as it is.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { editDistance, nearestKey } from '../../src/config/strict.js';
+import { ConfigError } from '../../src/domain/errors.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'payoutd-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+function load(yaml: string, env: NodeJS.ProcessEnv = {}, overrides: Record<string, unknown> = {}): ResolvedConfig {
+  const file = join(dir, `c${++files}.yaml`);
+  writeFileSync(file, yaml);
+  return loadConfig({ file, env, cwd: dir }, overrides);
+}
+
+/** The problem lines of a config that must not load, without the file name in front. */
+function problems(yaml: string, env: NodeJS.ProcessEnv = {}): string[] {
+  try {
+    load(yaml, env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).message.split('\n').map((l) => l.replace(/^\/\S+\.yaml: /, ''));
+  }
+  throw new Error('the config loaded');
+}
+
+describe('config: unknown options', () => {
+  it('names each unknown key with the nearest valid one at its level', () => {
+    expect(problems('submit:\n  concurency: 4\nlog:\n  levle: info\n')).toEqual([
+      'submit.concurency: unknown option; did you mean submit.concurrency?',
+      'log.levle: unknown option; did you mean log.level?',
+    ]);
+    expect(problems('inbox:\n  stableForMS: 100\n')).toEqual(['inbox.stableForMS: unknown option; did you mean inbox.stableForMs?']);
+  });
+
+  it('lists the valid keys when none is near', () => {
+    expect(problems('foo: bar\n')).toEqual([
+      'foo: unknown option (top-level options: api, batch, database, inbox, instance, log, metrics, outbox, paths, poll, sandbox, shutdownGraceMs, startup, submit, webhook)',
+    ]);
+  });
+
+  it('looks into nested sections, record entries and lists', () => {
+    expect(problems('batch:\n  format:\n    delimter: ";"\n')).toEqual([
+      'batch.format.delimter: unknown option; did you mean batch.format.delimiter?',
+    ]);
+    expect(problems('api:\n  breaker:\n    probe: { baseMs: 10, maxMS: 20 }\n')).toEqual([
+      'api.breaker.probe.maxMS: unknown option; did you mean api.breaker.probe.maxMs?',
+    ]);
+    expect(problems('api:\n  businessCodes:\n    "3001": { kind: rejected, waitForBalnce: true }\n')).toEqual([
+      'api.businessCodes.3001.waitForBalnce: unknown option; did you mean api.businessCodes.3001.waitForBalance?',
+    ]);
+    // Keys of a record are free (a business code, a column alias), their values' keys are not.
+    expect(load('api:\n  businessCodes:\n    "3001": { kind: rejected }\n').api.businessCodes['3001']).toEqual({ kind: 'rejected' });
+  });
+
+  it('says of the removed batch.read what to do', () => {
+    expect(problems('batch:\n  read:\n    workers: 2\n')).toEqual([
+      'batch.read: removed option: a batch file is now read once, on the daemon thread, and there are no reader threads to tune; delete it',
+    ]);
+  });
+});
+
+describe('config: values out of range name their option and what they got', () => {
+  it('ports, counts, enums, types', () => {
+    expect(problems('metrics:\n  port: 99999\n')).toEqual([
+      'metrics.port: must be a port number 1-65535 (or 0 for any free port), got 99999',
+    ]);
+    expect(problems('webhook:\n  port: -1\n')).toEqual(['webhook.port: must be a port number 1-65535 (or 0 for any free port), got -1']);
+    expect(problems('submit:\n  concurrency: 0\n')).toEqual(['submit.concurrency: must be at least 1, got 0']);
+    expect(problems('log:\n  level: verbose\n')).toEqual([
+      'log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+    ]);
+    expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
+  });
+
+  it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
+    expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
+    expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');
+  });
+});
+
+describe('config: environment and command line', () => {
+  it('overrides still apply, and a bad value from the environment names its variable', () => {
+    const c = load('log:\n  level: info\n', { PAYOUTD_LOG_LEVEL: 'debug', PAYOUTD_INBOX: '/srv/in' }, { submit: { concurrency: 3 } });
+    expect([c.log.level, c.paths.inbox, c.submit.concurrency]).toEqual(['debug', '/srv/in', 3]);
+    expect(problems('{}\n', { PAYOUTD_LOG_LEVEL: 'loud' })).toEqual([
+      'PAYOUTD_LOG_LEVEL: log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ]);
+  });
+});
+
+describe('config: folders', () => {
+  it('paths.create defaults to yes without a config file, no with one', () => {
+    expect(loadConfig({ env: {}, cwd: dir }).paths.create).toBe(true);
+    expect(load('{}\n').paths.create).toBe(false);
+    expect(load('paths:\n  create: true\n').paths.create).toBe(true);
+  });
+});
+
+describe('config: the shipped example', () => {
+  it('loads as it is', () => {
+    const example = fileURLToPath(new URL('../../config/payoutd.example.yaml', import.meta.url));
+    const c = loadConfig({ file: example, env: {}, cwd: dir });
+    expect(c.api.baseUrl).toBe('https://payouts.example.com');
+  });
+});
+
+describe('config: nearest key', () => {
+  it('counts a swap of neighbours as one edit and ignores case', () => {
+    expect(editDistance('levle', 'level')).toBe(1);
+    expect(editDistance('concurency', 'concurrency')).toBe(1);
+    expect(editDistance('STABLEFORMS', 'stableForMs')).toBe(0);
+    expect(nearestKey('foo', ['log', 'api'])).toBeNull();
+    expect(nearestKey('tickMS', ['tickMs', 'minIntervalMs'])).toBe('tickMs');
+  });
+});
