@@ -4,9 +4,8 @@
 // It writes the schema's tables as the migrations define them; a migration
 // that changes them is the one reason to change this file.
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { ROOT, dist, runPayoutd } from './processes.mjs';
+import { dist, runPayoutd } from './processes.mjs';
 
 /**
  * Migrates the database of the config at `configFile` and opens it for bulk
@@ -16,17 +15,17 @@ import { ROOT, dist, runPayoutd } from './processes.mjs';
 export async function openForBulkLoad(configFile, databaseFile, cwd) {
   await runPayoutd(['migrate', '--config', configFile], cwd);
   const { encodeRequest } = await dist('domain');
-  const Database = createRequire(join(ROOT, 'package.json'))('better-sqlite3');
-  const db = new Database(databaseFile);
+  const { openSqlite } = await dist('store');
+  const db = openSqlite(databaseFile);
   db.pragma('journal_mode = OFF');
   db.pragma('synchronous = OFF');
   return new BulkLoad(db, encodeRequest);
 }
 
-/** Opens a database read-only, to read what the daemon wrote. */
-export function openReadOnly(databaseFile) {
-  const Database = createRequire(join(ROOT, 'package.json'))('better-sqlite3');
-  return new Database(databaseFile, { readonly: true });
+/** Opens a database read-only, to read what the daemon wrote (with the build's driver for this Node). */
+export async function openReadOnly(databaseFile) {
+  const { openSqlite } = await dist('store');
+  return openSqlite(databaseFile, { readonly: true });
 }
 
 const PAYOUT_COLUMNS = [

@@ -70,7 +70,7 @@ try {
 }
 if (resultAt === null) throw new Error(`no result file within ${maxSeconds} s`);
 
-const history = openReadOnly(config.databaseFile);
+const history = await openReadOnly(config.databaseFile);
 // The first cycle ends when the last payout was first asked about. One query call records all its payouts
 // with one timestamp (when its answer came), so a timestamp counts as ceil(payouts / ids per call) calls.
 const POLLS = "event IN ('polled', 'settled')";

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { migrateToLatest, type Database, openStore, acquireInstanceLock, type InstanceLock } from '../store/index.js';
+import { migrateToLatest, type Database, openStore, closeDatabase, acquireInstanceLock, type InstanceLock } from '../store/index.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
 import { ServiceHealthRecorder } from './health-record.js';
@@ -172,7 +172,7 @@ export async function startDaemon(
         } finally {
           await metrics?.close();
           await connection.close();
-          await db.destroy();
+          await closeDatabase(db);
           lock?.release();
         }
       },
@@ -182,7 +182,7 @@ export async function startDaemon(
     await health?.stop();
     await metrics?.close();
     await api?.close();
-    await db.destroy();
+    await closeDatabase(db);
     lock?.release();
     throw err;
   }

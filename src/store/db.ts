@@ -1,16 +1,17 @@
 /**
- * Opening the state database: one knex instance per process (SQLite allows
- * no other: a second instance on the same file ends in SQLITE_BUSY), with
- * WAL, a busy timeout, foreign keys and a new file's page size set on the
- * connection as it opens, and the migrations run before anything else
- * touches it.
+ * Opening and closing the state database: one knex instance per process
+ * (SQLite allows no other: a second instance on the same file ends in
+ * SQLITE_BUSY), with WAL, a busy timeout, foreign keys and a new file's page
+ * size set on the connection as it opens, and the migrations run before
+ * anything else touches it.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import knexFactory, { type Knex } from 'knex';
+import knexFactory, { type knex, type Knex } from 'knex';
 import { createRequire } from 'node:module';
 import { migrationSource } from './migrations.js';
 import { PayoutdError } from '../domain/errors.js';
+import { openSqlite, type SqliteConnection } from './sqlite-driver.js';
 
 export type Database = Knex;
 
@@ -29,10 +30,6 @@ export interface DatabaseOptions {
    * migration lock, so it cannot get in the way of a running daemon.
    */
   readOnly?: boolean;
-}
-
-interface SqliteConnection {
-  pragma(source: string): unknown;
 }
 
 /**
@@ -56,6 +53,12 @@ function setPgTypes(): void {
   pgTypesSet = true;
 }
 
+/** How long a query waits for the one SQLite connection (knex's own default). */
+const ACQUIRE_TIMEOUT_MS = 60_000;
+
+/** The pool of each SQLite database openDatabase opened, for closeDatabase. */
+const sqlitePools = new WeakMap<Database, knex.KnexPool<SqliteConnection>>();
+
 export function openDatabase(o: DatabaseOptions): Database {
   if (o.client === 'pg') {
     if (!o.url) throw new Error('database.url is required for client pg');
@@ -68,31 +71,52 @@ export function openDatabase(o: DatabaseOptions): Database {
     });
   }
   if (!o.readOnly) mkdirSync(dirname(o.filename), { recursive: true });
-  return knexFactory({
+  // knex's documented outside pool, so that the connection comes from the better-sqlite3 this Node runs
+  // (sqlite-driver.ts); knex does not close such a pool, closeDatabase does.
+  const pool = new knexFactory.KnexPool<SqliteConnection>({
+    min: 1,
+    max: 1,
+    acquireTimeoutMillis: ACQUIRE_TIMEOUT_MS,
+    // A file that cannot be opened fails the query that waits for it, at once (knex's own pool does the same).
+    propagateCreateError: true,
+    create: async () => openSqliteConnection(o),
+    destroy: (conn) => conn.close(),
+  });
+  const db = knexFactory({
     client: 'better-sqlite3',
-    connection: { filename: o.filename, options: { readonly: o.readOnly ?? false } },
+    connectionPool: pool,
     useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: 1,
-      afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: SqliteConnection) => void) {
-        try {
-          conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
-          if (!o.readOnly) {
-            // Before WAL mode, which writes a new file's first page (and so fixes its page size).
-            conn.pragma(`page_size = ${NEW_DATABASE_PAGE_BYTES}`);
-            conn.pragma('journal_mode = WAL');
-            conn.pragma('foreign_keys = ON');
-            conn.pragma(`synchronous = ${o.synchronous}`);
-          }
-          done(null, conn);
-        } catch (err) {
-          done(err as Error, conn);
-        }
-      },
-    },
     migrations: { migrationSource, tableName: 'payoutd_migrations' },
   });
+  sqlitePools.set(db, pool);
+  return db;
+}
+
+function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
+  const conn = openSqlite(o.filename, { readonly: o.readOnly ?? false });
+  try {
+    conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
+    if (!o.readOnly) {
+      // Before WAL mode, which writes a new file's first page (and so fixes its page size).
+      conn.pragma(`page_size = ${NEW_DATABASE_PAGE_BYTES}`);
+      conn.pragma('journal_mode = WAL');
+      conn.pragma('foreign_keys = ON');
+      conn.pragma(`synchronous = ${o.synchronous}`);
+    }
+    return conn;
+  } catch (err) {
+    conn.close();
+    throw err;
+  }
+}
+
+/**
+ * Closes a database openDatabase opened: its queries end, then its connections close. Use it, not knex's
+ * destroy, which leaves a SQLite database's pool (and so its file and timers) open.
+ */
+export async function closeDatabase(db: Database): Promise<void> {
+  await db.destroy();
+  await sqlitePools.get(db)?.destroy();
 }
 
 export async function migrateToLatest(db: Database): Promise<string[]> {

@@ -8,6 +8,7 @@
  *
  * What lives where, one concern a file:
  * - db.ts, open.ts, migrations.ts, instance-lock.ts: opening the database, its schema, one daemon per state directory;
+ *   sqlite-driver.ts: which better-sqlite3 opens SQLite files on the running Node;
  * - batches.ts, batch-errors.ts, file-claims.ts, holds.ts: batch records and leases, a file's errors, who took
  *   a file from a shared inbox, holds and an operator's cancel;
  * - payouts.ts (the row record), insert-rows.ts (the intake's inserts), acceptance.ts (accepting a batch once read);
@@ -18,9 +19,11 @@
  * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
  *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
  */
-export { assertSchemaCurrent, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
+export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
 export { acquireInstanceLock, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
+// A SQLite file opened raw, by the better-sqlite3 for the running Node (the bench's bulk loads and reads).
+export { openSqlite } from './sqlite-driver.js';
 
 export {
   receivedBatch,

@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from './sqlite-driver.js';
 import { PayoutdError } from '../domain/errors.js';
 
 export class InstanceLockError extends PayoutdError {
@@ -22,7 +22,7 @@ export interface InstanceLock {
 
 /** The lock on `lockPath` (made if missing), or null when another process holds it. Released by release() or the process's end. */
 export function tryExclusiveLock(lockPath: string): InstanceLock | null {
-  const db = new BetterSqlite3(lockPath, { timeout: 0 });
+  const db = openSqlite(lockPath, { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');

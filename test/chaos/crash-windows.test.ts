@@ -6,7 +6,7 @@
  */
 import { lstat, mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
 import { ledgerByReference, startE2e, waitFor, type E2e } from '../e2e/harness.js';
@@ -77,7 +77,7 @@ describe('crash windows', () => {
     const st = await lstat(join(e2e.inbox, 'orphan.csv'));
     await mkdir(join(e2e.stateDir, 'claimed'), { recursive: true });
     await rename(join(e2e.inbox, 'orphan.csv'), join(e2e.stateDir, 'claimed', '20260101T000000Z-0123456789ab__orphan.csv'));
-    const db = new Database(join(e2e.stateDir, 'payoutd.sqlite'));
+    const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'));
     try {
       db.prepare('INSERT INTO file_claims (file_key, instance_id, claimed_at) VALUES (?, ?, ?)').run(
         `orphan.csv|${st.size}|${Math.trunc(st.mtimeMs)}|${st.ino}`,
@@ -110,7 +110,7 @@ describe('crash windows', () => {
     const rows = makeRows('CW-CLAIM', 3);
     await e2e.drop('claimed-then-killed.csv', toCsv(rows));
     const st = await lstat(join(e2e.inbox, 'claimed-then-killed.csv'));
-    const db = new Database(join(e2e.stateDir, 'payoutd.sqlite'));
+    const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'));
     try {
       db.prepare('INSERT INTO file_claims (file_key, instance_id, claimed_at) VALUES (?, ?, ?)').run(
         `claimed-then-killed.csv|${st.size}|${Math.trunc(st.mtimeMs)}|${st.ino}`,
@@ -137,7 +137,7 @@ describe('crash windows', () => {
     expect((await dying.exit).signal, 'the daemon killed itself at the kill point').toBe('SIGKILL');
 
     // What the kill left: the batch still being read, its first chunk stored READY, nothing sent.
-    const db = new Database(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true });
+    const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true });
     try {
       expect(db.prepare('SELECT state FROM batches').all()).toEqual([{ state: 'VALIDATING' }]);
       expect(db.prepare('SELECT state, count(*) AS n FROM payouts GROUP BY state').all()).toEqual([{ state: 'READY', n: 5_000 }]);

@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { onTestFinished } from 'vitest';
 import { Decimal } from '../../src/domain/money.js';
 import type { LedgerEntry } from '../../src/sandbox/index.js';
@@ -224,7 +224,7 @@ export async function leftoverTempFiles(outbox: string): Promise<string[]> {
 /** Opens the state database read-only (the daemon must have stopped): integrity, and every row and batch final. */
 export function checkDatabase(file: string): string[] {
   const failures: string[] = [];
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openSqlite(file, { readonly: true, fileMustExist: true });
   try {
     const integrity = db.pragma('integrity_check', { simple: true });
     if (integrity !== 'ok') failures.push(`PRAGMA integrity_check says ${String(integrity)}`);
@@ -254,7 +254,7 @@ export function checkDatabase(file: string): string[] {
 export function describeStuckRows(file: string, ledger: readonly LedgerEntry[], limit = 5): string[] {
   const out: string[] = [];
   const perRef = ledgerByReference(ledger);
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openSqlite(file, { readonly: true, fileMustExist: true });
   try {
     const rows = db
       .prepare(

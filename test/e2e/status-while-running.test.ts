@@ -7,7 +7,7 @@
  * SqliteError ... update payouts set state = 'CREATING' ... database is locked`.
  */
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from './batch-files.js';
 import { startE2e } from './harness.js';
@@ -27,7 +27,7 @@ describe('e2e: payoutd status next to a running daemon', () => {
   it('`payoutd status` does not write to the state database', async () => {
     const e2e = await startE2e();
     expect((await e2e.cli(['migrate'])).code).toBe(0);
-    const db = new BetterSqlite3(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true, fileMustExist: true });
+    const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true, fileMustExist: true });
     try {
       const version = (): unknown => db.pragma('data_version', { simple: true });
       const before = version();

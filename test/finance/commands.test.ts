@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
+import { closeDatabase } from '../../src/store/db.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -27,7 +28,7 @@ async function seeded(): Promise<string> {
   await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2'))]);
   await setRow(db, 'B1', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-1', createdAtMs: T0, deductionAmount: '26.78' });
   await setRow(db, 'B1', 3, { state: 'CANCELLED', serviceStatus: 'CANCELLED', payoutId: 'P-2', createdAtMs: T0 + 1 });
-  await db.destroy();
+  await closeDatabase(db);
   return dir;
 }
 

@@ -11,7 +11,7 @@ import { afterEach } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
-import type { Database } from '../../src/store/db.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 import { toColumns, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { openTestDatabase } from '../support/database.js';
@@ -30,7 +30,7 @@ export function useStore(): () => Promise<TestStore> {
   afterEach(async (ctx) => {
     const keep = ctx.task.result?.state === 'fail';
     for (const s of open.splice(0)) {
-      await s.db.destroy();
+      await closeDatabase(s.db);
       if (keep) console.error(`kept temp dir of failed test: ${s.dir}`);
       else await rm(s.dir, { recursive: true, force: true });
     }

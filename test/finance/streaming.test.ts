@@ -17,7 +17,7 @@ import {
   type ReconciliationRow,
 } from '../../src/report/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { T0, addBatch, addRows, request, validRow } from './helpers.js';
 const ROWS = 100_000;
 const PAGE = 5000;
@@ -85,7 +85,7 @@ describe('reconciliation of 100,000 payouts', () => {
     failed ||= ctx.task.result?.state === 'fail';
   });
   afterAll(async () => {
-    await db.destroy();
+    await closeDatabase(db);
     if (failed) console.error(`kept temp dir of failed test: ${dir}`);
     else await rm(dir, { recursive: true, force: true });
   });

@@ -42,7 +42,7 @@ import { startSandbox, type SandboxOptions, type SandboxServer } from '../../src
 import { generateMerchantKeyPair } from '../../src/signing/index.js';
 import { acceptBatchRows, type InvalidRowsPolicy } from '../../src/store/acceptance.js';
 import { getBatch, insertBatch, receivedBatch, type BatchRecord } from '../../src/store/batches.js';
-import type { Database } from '../../src/store/db.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
 import { fromColumns, rowsByReference, type PayoutRow } from '../../src/store/payouts.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { historyOf } from '../../src/store/moves.js';
@@ -384,7 +384,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       stop.abort(new Error('test over'));
       await proxy?.close();
       await sandbox.close();
-      await db.destroy();
+      await closeDatabase(db);
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -5,7 +5,7 @@
  * as the SQLite schema the same migrations make.
  */
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { describe, expect, it } from 'vitest';
 import { startE2e } from '../e2e/harness.js';
 import { startInstances } from './instances.js';
@@ -57,7 +57,7 @@ async function postgresShape(url: string, schema: string): Promise<{ columns: Sc
 }
 
 function sqliteShape(file: string): { columns: SchemaShape; order: Record<string, string[]>; indexes: string[] } {
-  const db = new BetterSqlite3(file, { readonly: true });
+  const db = openSqlite(file, { readonly: true });
   try {
     const tables = db.prepare(`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`).pluck().all() as string[];
     const columns: SchemaShape = {};

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
-import type { Database } from '../../src/store/db.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
 import { MAX_BOUND_VALUES } from '../../src/store/multi-row-insert.js';
 import { openTestDatabase } from '../support/database.js';
 import { addBatch, checkHeldReferencesSetAside, payoutRowsOf } from './held-references.js';
@@ -25,7 +25,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await db.destroy();
+  await closeDatabase(db);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,16 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { insertBatch, receivedBatch } from '../../src/store/index.js';
-import { NEW_DATABASE_PAGE_BYTES, type Database } from '../../src/store/db.js';
+import { closeDatabase, NEW_DATABASE_PAGE_BYTES, type Database } from '../../src/store/db.js';
 import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 
 const dirs: string[] = [];
 const dbs: Database[] = [];
 afterEach(async () => {
-  for (const db of dbs.splice(0)) await db.destroy();
+  for (const db of dbs.splice(0)) await closeDatabase(db);
   for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
@@ -51,10 +51,10 @@ describe('the page size of the state database', () => {
     const dir = await tempDir();
     const first = await open(dir);
     await insertBatch(first, batch('B1'));
-    await first.destroy();
+    await closeDatabase(first);
     dbs.splice(dbs.indexOf(first), 1);
     // The same file as an older payoutd left it: SQLite's default page size.
-    const raw = new BetterSqlite3(join(dir, TEST_DATABASE_FILE));
+    const raw = openSqlite(join(dir, TEST_DATABASE_FILE));
     raw.pragma('journal_mode = DELETE');
     raw.pragma('page_size = 4096');
     raw.exec('VACUUM');

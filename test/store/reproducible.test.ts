@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
 
 async function syncLevel(q: Database | Knex.Transaction): Promise<number> {
@@ -27,7 +27,7 @@ describe('store: reproducible transactions (SQLite)', () => {
     await migrateToLatest(db);
   });
   afterEach(async () => {
-    await db.destroy();
+    await closeDatabase(db);
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -80,7 +80,7 @@ describe('store: reproducible transactions (SQLite)', () => {
       expect(await reproducibleTransaction(normal, (trx) => syncLevel(trx))).toBe(1);
       expect(await syncLevel(normal)).toBe(1);
     } finally {
-      await normal.destroy();
+      await closeDatabase(normal);
     }
   });
 });

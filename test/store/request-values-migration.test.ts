@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'vitest';
-import { openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, openDatabase, type Database } from '../../src/store/db.js';
 import { checkRequestValuesMigration, checkRequestValuesMigrationRefusesNonText } from './request-values-migration.js';
 
 describe('migration 0008: requests kept as their values (SQLite)', () => {
@@ -18,7 +18,7 @@ describe('migration 0008: requests kept as their values (SQLite)', () => {
     db = openDatabase({ client: 'sqlite', filename: join(dir, 'state.sqlite'), poolMax: 1, busyTimeoutMs: 5000, synchronous: 'NORMAL' });
   });
   afterEach(async () => {
-    await db.destroy();
+    await closeDatabase(db);
     await rm(dir, { recursive: true, force: true });
   });
 

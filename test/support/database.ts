@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
 /** The database file's name in the folder given to openTestDatabase. */
 export const TEST_DATABASE_FILE = 'state.sqlite';
@@ -36,7 +36,7 @@ export function useTestDatabase(prefix: string): { readonly db: Database } {
     db = await openTestDatabase(dir);
   });
   afterEach(async () => {
-    await db?.destroy();
+    if (db !== null) await closeDatabase(db);
     db = null;
     await rm(dir, { recursive: true, force: true });
   });

@@ -13,6 +13,9 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = join(import.meta.dirname, '..', '..', 'src');
 
+/** The SQLite driver's packages: better-sqlite3, and its older major for Node 20. */
+const SQLITE_DRIVERS = ['better-sqlite3', 'better-sqlite3-node20'];
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
@@ -119,9 +122,20 @@ describe('layering', () => {
       .filter((f) => !f.name.startsWith('store/'))
       .flatMap((f) =>
         f.imports
-          .filter((i) => /(^|\/)store\/(?!index\.js$)/.test(i) || ['knex', 'better-sqlite3', 'pg'].includes(i))
+          .filter((i) => /(^|\/)store\/(?!index\.js$)/.test(i) || ['knex', 'pg', ...SQLITE_DRIVERS].includes(i))
           .map((i) => `${f.name} -> ${i}`),
       );
+    expect(offending).toEqual([]);
+  });
+
+  it('only store/sqlite-driver.ts loads better-sqlite3 (which one depends on the Node running)', () => {
+    const tests = sourceFiles(join(SRC, '..', 'test')).map((path) => ({
+      name: relative(SRC, path),
+      imports: importsOf(readFileSync(path, 'utf8')),
+    }));
+    const offending = [...files, ...tests]
+      .filter((f) => f.name !== join('store', 'sqlite-driver.ts') && f.imports.some((i) => SQLITE_DRIVERS.includes(i)))
+      .map((f) => f.name);
     expect(offending).toEqual([]);
   });
 

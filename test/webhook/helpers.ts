@@ -16,7 +16,7 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { canonicalStringify, minifyBodyText } from '../../src/json/index.js';
 import { createLogger } from '../../src/log/index.js';
 import { signHmac, webhookStringToSign } from '../../src/signing/index.js';
-import type { Database } from '../../src/store/db.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
 import type { PayoutNamed } from '../../src/store/settlement.js';
 import { WebhookReceiver, type WebhookReceiverOptions, type WebhookVerdict } from '../../src/webhook/index.js';
 import { openTestDatabase } from '../support/database.js';
@@ -44,7 +44,7 @@ export async function tempDb(): Promise<Database> {
   const dir = mkdtempSync(join(tmpdir(), 'payoutd-webhook-'));
   const db = await openTestDatabase(dir);
   onClose(async () => {
-    await db.destroy();
+    await closeDatabase(db);
     rmSync(dir, { recursive: true, force: true });
   });
   return db;

@@ -9,7 +9,15 @@ import { dirname, join, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore, migrateToLatest, type Database, getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
+import {
+  openStore,
+  closeDatabase,
+  migrateToLatest,
+  type Database,
+  getBatch,
+  batchRetrySource,
+  payoutsCreatedBetween,
+} from '../../store/index.js';
 import { outboxName } from '../../daemon/outbox.js';
 import {
   reconciliationFileName,
@@ -30,7 +38,7 @@ async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise
     await migrateToLatest(db);
     return await f(db);
   } finally {
-    await db.destroy();
+    await closeDatabase(db);
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';
+import { openStore, closeDatabase, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';
 import { print } from '../output.js';
 
 async function withActiveBatch(
@@ -23,7 +23,7 @@ async function withActiveBatch(
       throw new ConfigError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
     await f(db);
   } finally {
-    await db.destroy();
+    await closeDatabase(db);
   }
 }
 

@@ -10,6 +10,7 @@ import { ConfigError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
 import {
   openStore,
+  closeDatabase,
   assertSchemaCurrent,
   migrateToLatest,
   type Database,
@@ -32,7 +33,7 @@ export async function withReadOnlyStore<T>(config: ResolvedConfig, f: (db: Datab
     await assertSchemaCurrent(db);
     return await f(db);
   } finally {
-    await db.destroy();
+    await closeDatabase(db);
   }
 }
 
@@ -42,7 +43,7 @@ export async function migrate(config: ResolvedConfig): Promise<void> {
     const applied = await migrateToLatest(db);
     print(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database schema is up to date');
   } finally {
-    await db.destroy();
+    await closeDatabase(db);
   }
 }
 
