@@ -5,7 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'var/**', 'bench/out/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'var/**', 'bench/out/**', '.ci/node24/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
