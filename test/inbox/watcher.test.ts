@@ -1,4 +1,4 @@
-import { executionAsyncResource } from 'node:async_hooks';
+import { AsyncLocalStorage, executionAsyncResource } from 'node:async_hooks';
 import { execFileSync } from 'node:child_process';
 import {
   appendFileSync,
@@ -342,12 +342,17 @@ describe('InboxWatcher', () => {
     expect(h.offered).toHaveLength(1);
   });
 
-  it('leaves no async context tracking on after its callbacks (on Node 20 it would slow every promise of the process)', async () => {
+  it('leaves no async context tracking on after its callbacks (on Node 20 it would slow every promise of the process)', async (ctx) => {
     // An enabled AsyncLocalStorage (Node 20's, on async_hooks) stamps each new async resource with a symbol
     // of its own, besides the symbols node:timers gives an Immediate.
     const stampsOfANewResource = (): Promise<number> =>
       new Promise((done) => setImmediate(() => done(Object.getOwnPropertySymbols(executionAsyncResource()).length)));
     const before = await stampsOfANewResource();
+    // Node 24's AsyncLocalStorage (on AsyncContextFrame) stamps nothing and costs nothing while enabled.
+    const probe = new AsyncLocalStorage<true>();
+    const stampsBySomeContext = await probe.run(true, stampsOfANewResource);
+    probe.disable();
+    if (stampsBySomeContext === before) ctx.skip();
     writeFileSync(inboxPath('a.csv'), 'id\n');
     let stampsInside = -1;
     const h = await startHarness({
