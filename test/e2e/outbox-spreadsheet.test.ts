@@ -24,7 +24,7 @@ import { encodeRequest, valuesOfRequest } from '../../src/domain/request-values.
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { spreadsheetSafeCell } from '../../src/report/index.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
-import { migrateToLatest, openDatabase } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { makeRows, toCsv, type BatchRow } from './batch-files.js';
 import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
@@ -122,7 +122,7 @@ async function seedOlderBatch(e2e: E2e): Promise<void> {
     };
     await db.transaction((trx) => insertRows(trx, [row], now));
   } finally {
-    await db.destroy();
+    await closeDatabase(db);
   }
 }
 

@@ -9,7 +9,7 @@
  * hit most rounds, so eight rounds make a regression all but certain to show.
  */
 import { describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PG_URL, pgQuery, pgReachable, withSearchPath } from './pg.js';
 
@@ -40,7 +40,7 @@ describe.skipIf(!pgReachable)('postgres: instances starting together on a fresh 
         const [applied] = await pgQuery<{ n: number }>(withSearchPath(PG_URL, schema), 'select count(*)::int as n from payoutd_migrations');
         expect(applied?.n, `round ${round}: migrations recorded once each`).toBe(MIGRATIONS.length);
       } finally {
-        await Promise.all(dbs.map((db) => db.destroy()));
+        await Promise.all(dbs.map((db) => closeDatabase(db)));
         await pgQuery(PG_URL, `drop schema if exists ${schema} cascade`);
       }
     }

@@ -13,7 +13,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Knex } from 'knex';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { reproducibleTransaction } from '../../src/store/reproducible.js';
 import { getRow, type PayoutRow } from '../../src/store/payouts.js';
 import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
@@ -62,7 +62,7 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     await db.raw('truncate payout_history, payouts, batch_errors, batches cascade');
   });
   afterAll(async () => {
-    await db.destroy();
+    await closeDatabase(db);
   });
 
   it('groups moves sharing a patch, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
@@ -187,7 +187,7 @@ describe.skipIf(!pgReachable)('postgres: reproducible transactions', () => {
     db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
   });
   afterAll(async () => {
-    await db.destroy();
+    await closeDatabase(db);
   });
 
   it('commits without waiting for the WAL flush, for that transaction only', async () => {

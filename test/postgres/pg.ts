@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import { migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
 /** The server the tests use; any database the user may create schemas in. */
 export const PG_URL = process.env.PAYOUTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -129,7 +129,7 @@ export function useEmptySchema(schema: PgSchema, o: { latest: boolean }): { read
     if (o.latest) await migrateToLatest(db);
   });
   afterEach(async () => {
-    await db?.destroy();
+    if (db !== null) await closeDatabase(db);
     db = null;
   });
   return {

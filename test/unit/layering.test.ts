@@ -27,10 +27,15 @@ function importsOf(text: string): string[] {
   return [...text.matchAll(/(?:from\s+|import\s*\(\s*)'([^']+)'/g)].map((m) => m[1] as string);
 }
 
-const files = sourceFiles(SRC).map((path) => {
+/** Each source file, named relative to src/, with its text and imports. */
+function read(path: string): { name: string; text: string; imports: string[] } {
   const text = readFileSync(path, 'utf8');
   return { name: relative(SRC, path), text, imports: importsOf(text) };
-});
+}
+
+const files = sourceFiles(SRC).map(read);
+/** The tests' files (named `../test/...`), for the rules that hold for them too. */
+const testFiles = sourceFiles(join(SRC, '..', 'test')).map(read);
 
 /** The file of src/ (as `files` names it) a relative import lands in; null for a library or node: module. */
 function moduleOf(fromFile: string, specifier: string): string | null {
@@ -129,12 +134,15 @@ describe('layering', () => {
   });
 
   it('only store/sqlite-driver.ts loads better-sqlite3 (which one depends on the Node running)', () => {
-    const tests = sourceFiles(join(SRC, '..', 'test')).map((path) => ({
-      name: relative(SRC, path),
-      imports: importsOf(readFileSync(path, 'utf8')),
-    }));
-    const offending = [...files, ...tests]
+    const offending = [...files, ...testFiles]
       .filter((f) => f.name !== join('store', 'sqlite-driver.ts') && f.imports.some((i) => SQLITE_DRIVERS.includes(i)))
+      .map((f) => f.name);
+    expect(offending).toEqual([]);
+  });
+
+  it('databases are closed by closeDatabase: knex destroy leaves a SQLite database open', () => {
+    const offending = [...files, ...testFiles]
+      .filter((f) => f.name !== join('store', 'db.ts') && /\bdbs?\??\.destroy\(/.test(f.text))
       .map((f) => f.name);
     expect(offending).toEqual([]);
   });

@@ -6,7 +6,7 @@
  * when none answers.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest, openDatabase } from '../../src/store/db.js';
+import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db.js';
 import { pgReachable, useTestSchema } from '../postgres/pg.js';
 import { closeAll, eventBody, eventRows, onClose, send, signedHeaders, startReceiver } from './helpers.js';
 
@@ -17,7 +17,7 @@ describe.skipIf(!pgReachable)('webhook deduplication on PostgreSQL', () => {
 
   it('records an event once, however many copies race in', async () => {
     const db = openDatabase({ client: 'pg', url: schema.url, filename: '', poolMax: 8, busyTimeoutMs: 5000, synchronous: 'FULL' });
-    onClose(() => db.destroy());
+    onClose(() => closeDatabase(db));
     await migrateToLatest(db);
     const h = await startReceiver({ db });
     const body = eventBody({ eventId: 'EV-PG', payoutId: 'PO-PG' });
