@@ -4,6 +4,7 @@
  */
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
+import type { HoldCode } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { finalCountsJson, stateCounts } from './counts.js';
@@ -20,7 +21,7 @@ export interface BatchRecord {
   duplicateOf: string | null;
   rejectCode: string | null;
   rejectReason: string | null;
-  holdCode: string | null;
+  holdCode: HoldCode | null;
   holdReason: string | null;
   holdUntil: number | null;
   rowCount: number;

@@ -108,7 +108,9 @@ export async function settleClaim(
  * paused longer than the window went on writing into the moved inode: hold
  * the batch.
  */
-export async function verifyUnchanged(claimed: ClaimedFile): Promise<{ changed: boolean; reason?: string }> {
+export async function verifyUnchanged(
+  claimed: Pick<ClaimedFile, 'storedPath' | 'size' | 'mtimeMs'>,
+): Promise<{ changed: boolean; reason?: string }> {
   const st = await lstatOrNull(claimed.storedPath);
   if (st === null) return { changed: true, reason: 'the claimed file is gone' };
   if (!st.isFile()) return { changed: true, reason: 'the claimed path is no longer a regular file' };
