@@ -133,6 +133,7 @@ export class BatchIntake {
         sha256: claimed.sha256,
         size: claimed.size,
         mtimeMs: claimed.mtimeMs,
+        doneMarker: claimed.doneMarker,
       },
       now,
     );
@@ -178,6 +179,7 @@ export class BatchIntake {
         mtimeMs: st.mtimeMs,
         sha256: await sha256File(storedPath),
         controlPath: hasControl ? controlPath : undefined,
+        doneMarker: false,
       });
       n++;
     }
@@ -346,8 +348,8 @@ export class BatchIntake {
       rules: this.rules,
       batchId: batch.id,
       sidecarPath: batch.controlPath,
-      // The claimed file does not say yet whether a `.done` marker came with it.
-      doneMarker: false,
+      // Recorded at the claim, so a read after a restart judges the file's end the same way.
+      doneMarker: batch.doneMarker,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
       onRows: async (rows) => {

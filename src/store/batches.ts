@@ -17,6 +17,8 @@ export interface BatchRecord {
   sha256: string;
   size: number;
   mtimeMs: number;
+  /** A `<name>.done` marker came with the file: the sender said the upload is complete. */
+  doneMarker: boolean;
   state: BatchState;
   duplicateOf: string | null;
   rejectCode: string | null;
@@ -51,6 +53,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   sha256: 'sha256',
   size: 'size',
   mtimeMs: 'mtime_ms',
+  doneMarker: 'done_marker',
   state: 'state',
   duplicateOf: 'duplicate_of',
   rejectCode: 'reject_code',
@@ -79,7 +82,10 @@ function toRow(patch: Partial<BatchRecord>): Record<string, unknown> {
 }
 
 function fromRow(r: Record<string, unknown>): BatchRecord {
-  return fromColumnValues<BatchRecord>(COLUMNS, r);
+  const batch = fromColumnValues<BatchRecord>(COLUMNS, r);
+  // SQLite keeps a boolean as 0 or 1.
+  batch.doneMarker = Boolean(batch.doneMarker);
+  return batch;
 }
 
 export class BatchStateError extends PayoutdError {
@@ -87,7 +93,10 @@ export class BatchStateError extends PayoutdError {
 }
 
 /** The facts of a file when it becomes a batch. */
-export type ReceivedFile = Pick<BatchRecord, 'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs'>;
+export type ReceivedFile = Pick<
+  BatchRecord,
+  'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs' | 'doneMarker'
+>;
 
 /** A new batch record in state RECEIVED: nothing read, decided or written yet. */
 export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {

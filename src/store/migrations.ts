@@ -402,6 +402,22 @@ const serviceHealth: Migration = {
   },
 };
 
+// Whether a `.done` marker came with the file, so a batch read again after a restart judges its end the same
+// way (a file without a final line break is refused unless the marker, or its control totals, vouch for it).
+const doneMarker: Migration = {
+  name: '0011_done_marker',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.boolean('done_marker').notNullable().defaultTo(false);
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('done_marker');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -413,6 +429,7 @@ export const MIGRATIONS: readonly Migration[] = [
   requestValues,
   finalCounts,
   serviceHealth,
+  doneMarker,
 ];
 
 /** knex migration source over the list above. */

@@ -100,7 +100,7 @@ async function seedOlderBatch(e2e: E2e): Promise<void> {
       .join(',')}\n`;
     await writeFile(storedPath, content);
     const st = await stat(storedPath);
-    const file = { id: OLDER_BATCH, fileName: 'older.csv', storedPath, controlPath: null };
+    const file = { id: OLDER_BATCH, fileName: 'older.csv', storedPath, controlPath: null, doneMarker: false };
     const sha256 = createHash('sha256').update(content).digest('hex');
     await insertBatch(db, {
       ...receivedBatch({ ...file, sha256, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) }, now),

@@ -311,6 +311,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
         fileName: `${id}.csv`,
         storedPath: join(claimedDir, `${id}.csv`),
         controlPath: null,
+        doneMarker: false,
         sha256: randomBytes(32).toString('hex'),
         size: 1,
         mtimeMs: now,
