@@ -100,7 +100,11 @@ export class PayoutDaemon {
         serviceAvailable: () => service.available?.() !== false,
         signal: this.abortCalls.signal,
       },
-      { balanceRecheckMs: balanceCheck.recheckMs },
+      {
+        balanceRecheckMs: balanceCheck.recheckMs,
+        watchTakenForMs: config.inbox.watchTakenForMs,
+        patience: config.inbox,
+      },
     );
     const storageDir = config.paths.stateDir;
     this.intake = new BatchIntake(
@@ -177,7 +181,14 @@ export class PayoutDaemon {
       },
     );
     this.finisher = new BatchFinisher(
-      { db, clock, logger, outbox: this.outbox, onCompleted: () => deps.onBatchEvent?.('completed') },
+      {
+        db,
+        clock,
+        logger,
+        outbox: this.outbox,
+        continued: { dir: config.paths.outbox, bom: config.outbox.bom, maxRecordBytes: config.batch.format.maxRecordBytes },
+        onCompleted: () => deps.onBatchEvent?.('completed'),
+      },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );
   }
@@ -296,7 +307,7 @@ export class PayoutDaemon {
       await this.resumeReading(false);
       await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     }
-    await this.holds.watchTakenFiles();
+    await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
     return this.finisher.pass();
   }
 

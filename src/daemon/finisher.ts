@@ -3,11 +3,15 @@
  * whose rows are all final gets its result and summary files (then the
  * optional .xlsx and retry files) and becomes COMPLETE; an outbox file that
  * should exist and does not (the outbox was unwritable, or the process
- * stopped while writing) is written late. The finish loop runs it.
+ * stopped while writing) is written late; what the watch of taken files
+ * found (src/holds) is answered in the outbox: the ack of a batch held for
+ * its file says so, and an upload that went on gets its notice and
+ * remainder. The finish loop runs it.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { PayoutdError } from '../domain/errors.js';
+import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
 import { safeError } from '../log/index.js';
 import {
   type BatchRecord,
@@ -18,6 +22,7 @@ import {
   listFinishedActiveBatches,
   updateBatch,
 } from '../store/index.js';
+import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
 import type { BatchOutbox } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
@@ -26,6 +31,8 @@ export interface FinisherDeps {
   clock: Clock;
   logger: Logger;
   outbox: BatchOutbox;
+  /** Where and how the notices of uploads that went on are written. */
+  continued: Omit<ContinuedUploadContext, 'db'>;
   onCompleted?: () => void;
 }
 
@@ -56,6 +63,45 @@ export class BatchFinisher {
     const finished = await this.finishBatches();
     await this.progress.maybeLog();
     return finished;
+  }
+
+  /** The outbox's answer to what the watch of taken files found. */
+  async answerTakenFiles(news: TakenFileNews): Promise<void> {
+    const { db, clock, logger, outbox } = this.deps;
+    for (const held of news.held) {
+      const batch = (await getBatch(db, held.id)) as BatchRecord;
+      try {
+        // The hold marked the ack unwritten: if this write fails, the repair writes it later.
+        await outbox.writeAck(batch);
+        await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+      } catch (err) {
+        logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the ack of a held batch yet; will try again');
+      }
+    }
+    for (const continued of news.continued) await this.answerContinued(continued);
+  }
+
+  /** The notice and remainder of an upload that went on, recorded in the batch so it is written once per state of the file. */
+  private async answerContinued({ batch, size, mtimeMs }: ContinuedUpload): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    if (this.o.shared && !(await claimBatchLease(db, batch.id, this.o.instanceId, this.o.leaseMs, clock.now()))) return;
+    try {
+      const files = await writeUploadContinued({ db, ...this.deps.continued }, batch, size);
+      await updateBatch(
+        db,
+        batch.id,
+        { uploadContinuedAt: clock.now(), uploadContinuedSize: size, uploadContinuedMtimeMs: mtimeMs, uploadContinuedNote: files.note },
+        clock.now(),
+      );
+      logger.warn(
+        { batchId: batch.id, file: batch.fileName, state: batch.state, notice: files.noticePath, remainder: files.remainderPath },
+        `the upload of a taken file went on: ${files.note}`,
+      );
+    } catch (err) {
+      logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the notice of an upload that went on yet; will try again');
+    } finally {
+      if (this.o.shared) await updateBatch(db, batch.id, { leaseOwner: null, leaseExpiresAt: null }, clock.now());
+    }
   }
 
   /** Writes result files of batches whose rows are all final, and marks them COMPLETE. */

@@ -40,6 +40,13 @@ export interface BatchRecord {
   resultWrittenAt: number | null;
   completedAt: number | null;
   updatedAt: number;
+  /** When the upload was first seen going on after the file was taken (the batch is held for it once). */
+  fileChangedAt: number | null;
+  /** The notice of an upload that went on (`<name>.upload-continued.csv`): when written, the file's size and mtime it describes, and its gist. */
+  uploadContinuedAt: number | null;
+  uploadContinuedSize: number | null;
+  uploadContinuedMtimeMs: number | null;
+  uploadContinuedNote: string | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -73,6 +80,11 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   resultWrittenAt: 'result_written_at',
   completedAt: 'completed_at',
   updatedAt: 'updated_at',
+  fileChangedAt: 'file_changed_at',
+  uploadContinuedAt: 'upload_continued_at',
+  uploadContinuedSize: 'upload_continued_size',
+  uploadContinuedMtimeMs: 'upload_continued_mtime_ms',
+  uploadContinuedNote: 'upload_continued_note',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };
@@ -123,6 +135,11 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
     resultWrittenAt: null,
     completedAt: null,
     updatedAt: now,
+    fileChangedAt: null,
+    uploadContinuedAt: null,
+    uploadContinuedSize: null,
+    uploadContinuedMtimeMs: null,
+    uploadContinuedNote: null,
   };
 }
 
@@ -194,6 +211,18 @@ export async function updateBatch(db: Database, id: string, patch: Partial<Batch
 
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {
   const rows = (await db('batches').whereIn('state', states).orderBy('received_at', 'asc')) as Record<string, unknown>[];
+  return rows.map(fromRow);
+}
+
+/**
+ * The batches whose taken file is watched (src/holds): every ACTIVE batch (a change holds it), and those
+ * finished since `since` (a change gets a notice). Batches still being read are the intake's.
+ */
+export async function listWatchedBatches(db: Database, since: number): Promise<BatchRecord[]> {
+  const rows = (await db('batches')
+    .where('state', 'ACTIVE')
+    .orWhere((w) => w.whereIn('state', ['COMPLETE', 'REJECTED', 'DUPLICATE']).andWhere('received_at', '>=', since))
+    .orderBy('received_at', 'asc')) as Record<string, unknown>[];
   return rows.map(fromRow);
 }
 

@@ -9,11 +9,17 @@ import { moveRows } from './moves.js';
 /**
  * Holds a batch (the decision is src/holds/'s). A hold that ends by itself
  * never replaces one that waits for an operator: only an operator lifts that.
+ * A hold that waits for an operator is stated at the top of the batch's ack,
+ * so the ack is marked unwritten (written again); FILE_CHANGED also records
+ * when the change was first seen (a batch is held for its upload going on once).
  */
 export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
   const q = db('batches').where({ id: batchId });
-  if (!waitsForOperator(hold.code)) q.andWhere((w) => w.whereNull('hold_code').orWhereNotIn('hold_code', OPERATOR_HOLD_CODES));
-  await q.update({ hold_code: hold.code, hold_reason: hold.reason, hold_until: hold.until, updated_at: now });
+  const patch: Record<string, unknown> = { hold_code: hold.code, hold_reason: hold.reason, hold_until: hold.until, updated_at: now };
+  if (waitsForOperator(hold.code)) patch['ack_written_at'] = null;
+  else q.andWhere((w) => w.whereNull('hold_code').orWhereNotIn('hold_code', OPERATOR_HOLD_CODES));
+  if (hold.code === 'FILE_CHANGED') patch['file_changed_at'] = db.raw('coalesce(file_changed_at, ?)', [now]);
+  await q.update(patch);
 }
 
 export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {

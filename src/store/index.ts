@@ -31,6 +31,7 @@ export {
   findBatchByStoredPath,
   listBatchesInStates,
   listRecentBatches,
+  listWatchedBatches,
   listBatchesMissingFiles,
   clearBatchContents,
   claimBatchLease,

@@ -418,6 +418,33 @@ const doneMarker: Migration = {
   },
 };
 
+// A taken file watched after its claim (src/holds): when its upload was first seen going on (a batch is held
+// for that once), and the notice written for what the file became (docs/result-files.md, upload-continued).
+const uploadContinued: Migration = {
+  name: '0012_upload_continued',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('file_changed_at').nullable();
+      t.bigInteger('upload_continued_at').nullable();
+      t.bigInteger('upload_continued_size').nullable();
+      t.bigInteger('upload_continued_mtime_ms').nullable();
+      t.text('upload_continued_note').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      for (const c of [
+        'file_changed_at',
+        'upload_continued_at',
+        'upload_continued_size',
+        'upload_continued_mtime_ms',
+        'upload_continued_note',
+      ])
+        t.dropColumn(c);
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -430,6 +457,7 @@ export const MIGRATIONS: readonly Migration[] = [
   finalCounts,
   serviceHealth,
   doneMarker,
+  uploadContinued,
 ];
 
 /** knex migration source over the list above. */

@@ -238,7 +238,11 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   };
   const holds = new BatchHolds(
     { db, clock, logger, balance: o.checkBalance ? { check: o.checkBalance } : undefined },
-    { balanceRecheckMs: 60_000 },
+    {
+      balanceRecheckMs: 60_000,
+      watchTakenForMs: 86_400_000,
+      patience: { stableForMs: 5000, maxStableForMs: 600_000, unterminatedStableForMs: 600_000 },
+    },
   );
   const submitter = new PayoutSubmitter({ db, service: client, clock, logger, holds, random: () => 0.5 }, submitterOptions);
   const poller = new SettlementPoller({ db, service: client, clock, logger }, pollerOptions);

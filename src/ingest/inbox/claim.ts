@@ -111,7 +111,11 @@ export async function settleClaim(
 export async function verifyUnchanged(
   claimed: Pick<ClaimedFile, 'storedPath' | 'size' | 'mtimeMs'>,
 ): Promise<{ changed: boolean; reason?: string }> {
-  const st = await lstatOrNull(claimed.storedPath);
+  return takenFileChange(claimed, await lstatOrNull(claimed.storedPath));
+}
+
+/** How a claimed file as now seen (`st`, null: gone) differs from its record, in words; pure. */
+export function takenFileChange(claimed: Pick<ClaimedFile, 'size' | 'mtimeMs'>, st: Stats | null): { changed: boolean; reason?: string } {
   if (st === null) return { changed: true, reason: 'the claimed file is gone' };
   if (!st.isFile()) return { changed: true, reason: 'the claimed path is no longer a regular file' };
   if (st.size !== claimed.size) {
