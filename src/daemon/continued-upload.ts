@@ -63,6 +63,7 @@ export async function writeUploadContinued(
     if (header !== null) {
       remainder = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
         delimiter,
+        bom: ctx.bom,
       });
     }
     rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };

@@ -3,8 +3,9 @@
  * taken: `<name>.upload-continued.csv`, a notice of which rows were read and
  * what became of them, and that nothing after byte N was read; and
  * `<name>.remainder.csv`, the complete rows that arrived later in the input
- * format (the file's own header line, then those lines as written), ready to
- * drop into the inbox. Nothing of the remainder is paid until it is dropped.
+ * format (the file's own header line, then those lines as written, with a
+ * BOM like every outbox file unless the header has one), ready to drop into
+ * the inbox. Nothing of the remainder is paid until it is dropped.
  *
  * The remainder's lines are the sender's bytes, which nobody has validated
  * yet, in a file finance may open. A line holding a cell a spreadsheet would
@@ -19,7 +20,7 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import { escapeFormulaLike, formulaTrigger } from '../domain/formula-text.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks } from './csv.js';
+import { csvChunks, UTF8_BOM } from './csv.js';
 import { assertPlainFileName } from './format.js';
 import type { BatchIdentity, OutboxOptions, RowOutcomeStatus } from './types.js';
 
@@ -49,6 +50,7 @@ function formulaLike(cell: string): boolean {
 }
 
 const CRLF = '\r\n';
+const UTF8_BOM_BYTES = Buffer.from(UTF8_BOM, 'utf8');
 
 /** The line as the remainder writes it: its own bytes, or its cells again with formula-like ones escaped. */
 export function remainderLine(input: InputLine, delimiter: string): { bytes: Uint8Array; escaped: boolean } {
@@ -73,8 +75,8 @@ export interface RemainderFile {
 }
 
 /**
- * `<name>.remainder.csv`: the header line, then the lines, streamed. Null, and nothing written, when there is
- * no line.
+ * `<name>.remainder.csv`: the header line (after a BOM with `bom`, unless it has its own), then the lines,
+ * streamed. Null, and nothing written, when there is no line.
  */
 export async function writeRemainderFile(
   dir: string,
@@ -96,7 +98,9 @@ export async function writeRemainderFile(
     toByte: first.value.end,
   };
   const delimiter = opts.delimiter;
+  const bom = opts.bom === true && !Buffer.from(header.bytes).subarray(0, UTF8_BOM_BYTES.length).equals(UTF8_BOM_BYTES);
   async function* chunks(): AsyncGenerator<Uint8Array> {
+    if (bom) yield UTF8_BOM_BYTES;
     yield remainderLine(header, delimiter).bytes;
     for (let next = first; next.done !== true; next = await iterator.next()) {
       const line = remainderLine(next.value, delimiter);

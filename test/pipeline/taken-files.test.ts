@@ -118,7 +118,8 @@ describe('pipeline: a taken file whose upload goes on', () => {
 
     const noticed = await untilNoticeFor(w, batch.id, size);
     const remainderPath = await outboxFile(w, batch, 'remainder.csv');
-    expect(await readFile(remainderPath, 'utf8')).toBe(`${HEADER}\n${later}`);
+    // The input format, with a BOM like every outbox file.
+    expect(await readFile(remainderPath, 'utf8')).toBe(`\uFEFF${HEADER}\n${later}`);
     const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
     expect(
       records.map((r) => [
@@ -161,7 +162,7 @@ describe('pipeline: a taken file whose upload goes on', () => {
     const first = await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
     const remainderPath = await outboxFile(w, batch, 'remainder.csv');
     const remainder = await readFile(remainderPath, 'utf8');
-    expect(remainder.split('\n')).toEqual([HEADER, csvRow('TP-3'), formula.replace('"=HYPERLINK', `"'=HYPERLINK`), '']);
+    expect(remainder.split('\n')).toEqual([`\uFEFF${HEADER}`, csvRow('TP-3'), formula.replace('"=HYPERLINK', `"'=HYPERLINK`), '']);
     const parts = (await notice(await outboxFile(w, batch, 'upload-continued.csv'))).map((r) => r['part']);
     expect(parts).toEqual(['TAKEN', 'READ', 'NOT_READ', 'CONTROL_LINES', 'PARTIAL_LINE']);
     expect(first.uploadContinuedNote).toContain('2 complete row(s) not paid');
@@ -257,7 +258,7 @@ describe('pipeline: a taken file whose upload goes on', () => {
     await appendFile(batch.storedPath, full.slice(cut.length));
     const b = await untilNoticeFor(w, batch.id, Buffer.byteLength(full));
     expect(b.uploadContinuedNote).toContain('3 complete row(s) not paid, lines 2-4');
-    expect(await readFile(await outboxFile(w, batch, 'remainder.csv'), 'utf8')).toBe(full);
+    expect(await readFile(await outboxFile(w, batch, 'remainder.csv'), 'utf8')).toBe(`\uFEFF${full}`);
     const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
     expect(records[0]?.['note']).toContain('refused whole');
     expect(records.find((r) => r['part'] === 'NOT_READ')?.['note']).toContain('every complete row of the file');

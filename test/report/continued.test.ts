@@ -45,6 +45,14 @@ describe('writeRemainderFile', () => {
     expect(file).toMatchObject({ rows: 2, escapedRows: 1, firstLine: 5, lastLine: 6, toByte: 27 });
     expect(await readFile(file?.path ?? '', 'utf8')).toBe("id,name\n1,ann\n2,'=1+1\n");
     expect(file?.path.endsWith('B1_x.csv.remainder.csv')).toBe(true);
+    // With a BOM like every outbox file, unless the header brings its own.
+    const withBom = await writeRemainderFile(dir, { fileName: 'y.csv' }, header, two(), { delimiter: ',', bom: true });
+    expect(await readFile(withBom?.path ?? '', 'utf8')).toBe("\uFEFFid,name\n1,ann\n2,'=1+1\n");
+    const own = await writeRemainderFile(dir, { fileName: 'z.csv' }, line('\uFEFFid,name\n', ['\uFEFFid', 'name'], 1), two(), {
+      delimiter: ',',
+      bom: true,
+    });
+    expect(await readFile(own?.path ?? '', 'utf8')).toBe("\uFEFFid,name\n1,ann\n2,'=1+1\n");
   });
 });
 
