@@ -430,6 +430,10 @@ const uploadContinued: Migration = {
       t.bigInteger('upload_continued_mtime_ms').nullable();
       t.text('upload_continued_note').nullable();
     });
+    // A batch held for its file before this migration was held for it once already.
+    await knex('batches')
+      .where({ hold_code: 'FILE_CHANGED' })
+      .update({ file_changed_at: knex.ref('updated_at') });
   },
   async down(knex) {
     await knex.schema.alterTable('batches', (t) => {
