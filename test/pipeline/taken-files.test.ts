@@ -234,6 +234,25 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect(w.p.ledgerCount('TH-1')).toBe(0);
   });
 
+  it('changed while it was read: held at acceptance, and the ack written then already says so', async () => {
+    const w = await world();
+    const claimed = await w.p.claim('read-changed.csv', csvFile(rows('TA', 1, 2)));
+    // The record says the file was older than it is: it changed between the claim and the acceptance.
+    const batch = await w.daemon.intake.receive({ ...claimed, mtimeMs: claimed.mtimeMs - 5000 });
+    expect([batch.state, batch.holdCode]).toEqual(['ACTIVE', 'FILE_CHANGED']);
+    const ack = parseCsv(await readFile(join(w.outbox, `${batch.id}_read-changed.csv.ack.csv`)), { bom: true, columns: true }) as Record<
+      string,
+      string
+    >[];
+    expect(ack.map((r) => [r['line'], r['verdict']])).toEqual([
+      ['', 'HELD'],
+      ['2', 'ACCEPTED'],
+      ['3', 'ACCEPTED'],
+    ]);
+    expect(ack[0]?.['reason']).toMatch(/NONE will be paid until an operator decides/);
+    expect(w.p.ledgerCount('TA-1')).toBe(0);
+  });
+
   it('held FILE_CHANGED and released by an operator: not held again for the same upload; its rows are paid and its result written', async () => {
     const w = await world({ balance: '1', balanceCheck: true });
     const batch = await drop(w, 'released.csv', csvFile(rows('TL', 1, 2)), ['ACTIVE']);

@@ -52,7 +52,7 @@ export interface ReadOptions {
 }
 
 /**
- * How the file at `path` (now `sizeNow` bytes) continues the part taken (`takenBytes` with `takenSha256`).
+ * How the file at `path` (now `sizeNow` bytes) continues the part taken (`taken`: its size and SHA-256).
  * With `wholeFile` (nothing of the part read was paid), the rest starts after the header, not at the cut.
  */
 export async function continuationOf(
