@@ -122,6 +122,12 @@ export const configSchema = z
          * x.csv.done is present; honest exports end with a line break and are not delayed. 10 minutes.
          */
         unterminatedStableForMs: ms(600_000),
+        /**
+         * A taken file can still grow (the sender's SFTP session holds the moved inode): it is watched this
+         * long after it was taken. A change holds a batch not yet final; once stable again, a notice and a
+         * remainder file of the rows that arrived later go to the outbox. 24 hours.
+         */
+        watchTakenForMs: ms(86_400_000),
         /** Full rescan of the inbox; watcher events are only hints. */
         rescanIntervalMs: positive(30_000),
         /** Take x.csv only once the sender wrote x.csv.done. */

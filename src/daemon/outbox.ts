@@ -5,6 +5,7 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
 import {
@@ -142,9 +143,13 @@ export class BatchOutbox {
     private readonly extras: OutboxExtras = { xlsx: false, retryFiles: false },
   ) {}
 
-  /** Per-row verdicts, from the stored rows; with `fileRejection`, a first line saying why the whole file is refused. */
+  /**
+   * Per-row verdicts, from the stored rows; with `fileRejection`, a first line saying why the whole file is
+   * refused; a batch under a hold only an operator lifts, a first line saying so and why.
+   */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
-    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection });
+    const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
+    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection, fileHold });
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

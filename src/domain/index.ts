@@ -9,3 +9,4 @@ export * from './request-values.js';
 export * from './iso4217.js';
 export * from './formula-text.js';
 export * from './service-health.js';
+export * from './holds.js';

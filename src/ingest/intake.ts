@@ -12,6 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
+import type { BatchHold } from '../domain/holds.js';
 import {
   type Database,
   claimBatchLease,
@@ -28,11 +29,10 @@ import {
   acceptBatchRows,
   type InvalidRowsPolicy,
   insertRowsWhileReading,
-  holdBatch,
 } from '../store/index.js';
 import { BatchReadError, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
-import { moveAside, verifyUnchanged, type ClaimedFile } from './inbox/index.js';
+import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
 
 export interface IntakeOptions {
   format: BatchFormatOptions;
@@ -47,14 +47,18 @@ export interface IntakeOptions {
   signal?: AbortSignal;
 }
 
-/** The pieces of the outbox and balance check the intake calls (kept abstract: no report or API details here). */
+/** The pieces of the outbox the intake calls (kept abstract: no report details here). */
 export interface IntakeEffects {
-  /** The acknowledgement, from the stored rows. */
+  /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top). */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
-  checkBalance?(batchId: string): Promise<{ ok: boolean; reason: string | null }>;
-  balanceRecheckMs: number;
+}
+
+/** The hold decisions at acceptance (src/holds: BatchHolds). */
+export interface AcceptanceHolds {
+  /** Holds the batch if it must wait (its file changed after the claim, its balance is short); the hold put on it. */
+  atAcceptance(batch: BatchRecord): Promise<BatchHold | null>;
 }
 
 export interface IntakeDeps {
@@ -62,6 +66,7 @@ export interface IntakeDeps {
   clock: Clock;
   logger: Logger;
   effects: IntakeEffects;
+  holds: AcceptanceHolds;
   /** Called once a chunk of rows is committed while the batch is still being read (the chaos tests' kill point). */
   afterChunkStored?: () => void;
 }
@@ -128,6 +133,7 @@ export class BatchIntake {
         sha256: claimed.sha256,
         size: claimed.size,
         mtimeMs: claimed.mtimeMs,
+        doneMarker: claimed.doneMarker,
       },
       now,
     );
@@ -157,7 +163,7 @@ export class BatchIntake {
       if (!st.isFile()) continue;
       // With several instances, a claim younger than a lease may be another instance between rename and record (ctime = the rename).
       if (this.deps.clock.now() - st.ctimeMs < minAgeMs) continue;
-      const sep = name.indexOf('__');
+      const parsed = parseStoredName(name);
       const controlPath = `${storedPath}.ctl`;
       const hasControl = await stat(controlPath).then(
         () => true,
@@ -165,13 +171,15 @@ export class BatchIntake {
       );
       this.deps.logger.warn({ storedPath }, 'found a claimed file with no batch record (stopped mid-claim); receiving it now');
       await this.receive({
-        claimId: sep > 0 ? name.slice(0, sep) : name,
-        originalName: sep > 0 ? name.slice(sep + 2) : name,
+        // The original name is gone with the claim record; the stored (safe) form of it is the best there is.
+        claimId: parsed?.claimId ?? name,
+        originalName: parsed?.storedAs ?? name,
         storedPath,
         size: st.size,
         mtimeMs: st.mtimeMs,
         sha256: await sha256File(storedPath),
         controlPath: hasControl ? controlPath : undefined,
+        doneMarker: false,
       });
       n++;
     }
@@ -285,8 +293,9 @@ export class BatchIntake {
     }
     // Holds are decided while the batch is still VALIDATING (not claimable), so no create can slip out
     // before them; a crash before ACTIVE means the batch is read again from the start.
-    await this.holdIfNeeded(read);
-    const accepted = await this.move(read, {
+    const hold = await this.deps.holds.atAcceptance(read);
+    const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
+    const accepted = await this.move(held, {
       ...counts,
       state: 'ACTIVE',
       acceptedAt: clock.now(),
@@ -339,8 +348,8 @@ export class BatchIntake {
       rules: this.rules,
       batchId: batch.id,
       sidecarPath: batch.controlPath,
-      // The claimed file does not say yet whether a `.done` marker came with it.
-      doneMarker: false,
+      // Recorded at the claim, so a read after a restart judges the file's end the same way.
+      doneMarker: batch.doneMarker,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
       onRows: async (rows) => {
@@ -376,32 +385,5 @@ export class BatchIntake {
     await this.writeOutbox(rejected.id, () => this.deps.effects.writeFileRejection(rejected, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: basename(rejected.fileName), code }, `batch file refused: ${reason}`);
     return this.stored(rejected.id);
-  }
-
-  /** Holds a just-accepted batch when its upload changed after the claim, or the balance will not cover it. */
-  private async holdIfNeeded(batch: BatchRecord): Promise<void> {
-    const { db, clock, logger } = this.deps;
-    const changed = await verifyUnchanged({
-      claimId: '',
-      originalName: batch.fileName,
-      storedPath: batch.storedPath,
-      size: batch.size,
-      mtimeMs: batch.mtimeMs,
-      sha256: batch.sha256,
-    });
-    if (changed.changed) {
-      const reason = `${changed.reason ?? 'the file changed after it was taken'}; only the rows read before the change are in this batch and NONE will be paid until an operator decides (payoutd release / payoutd cancel)`;
-      await holdBatch(db, batch.id, 'FILE_CHANGED', reason, null, clock.now());
-      logger.error({ batchId: batch.id, file: batch.fileName }, `batch held: ${reason}`);
-      return;
-    }
-    const check = this.deps.effects.checkBalance;
-    if (!check) return;
-    const verdict = await check(batch.id);
-    if (!verdict.ok) {
-      const until = clock.now() + this.deps.effects.balanceRecheckMs;
-      await holdBatch(db, batch.id, 'INSUFFICIENT_BALANCE', verdict.reason ?? 'insufficient balance', until, clock.now());
-      logger.error({ batchId: batch.id }, `batch held: ${verdict.reason}`);
-    }
   }
 }

@@ -76,6 +76,11 @@ export function fileRejectionRecord(identity: Pick<BatchIdentity, 'batchId' | 'f
   return [identity.batchId, identity.fileName, '', '', 'REJECTED', reason];
 }
 
+/** The row that says the batch is held until an operator decides: no line, no reference. */
+export function fileHoldRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, reason: string): string[] {
+  return [identity.batchId, identity.fileName, '', '', 'HELD', reason];
+}
+
 export function resultRecord(o: RowOutcome): string[] {
   if (!isRowOutcomeStatus(o.status)) throw new ReportError('REPORT_BAD_ROW', `line ${o.line}: unknown status`);
   return [

@@ -11,6 +11,7 @@ export {
   resultFileName,
   summaryFileName,
   ackRecord,
+  fileHoldRecord,
   fileRejectionRecord,
   resultRecord,
   summaryRecord,
@@ -66,3 +67,13 @@ export {
   writeRetryFileAt,
 } from './retry.js';
 export type { RetrySource, RetrySourceRow, RetryOptions, RetrySkip, RetryFile } from './retry.js';
+export {
+  UPLOAD_CONTINUED_COLUMNS,
+  remainderFileName,
+  remainderLine,
+  uploadContinuedFileName,
+  uploadContinuedRecords,
+  writeRemainderFile,
+  writeUploadContinuedFile,
+} from './continued.js';
+export type { InputLine, ReadOutcome, RemainderFile, UploadContinuedNotice } from './continued.js';

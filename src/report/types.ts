@@ -104,6 +104,8 @@ export interface OutboxOptions extends AtomicWriteOptions {
 export interface AckWriteOptions extends OutboxOptions {
   /** The whole file was rejected for this reason: a first row with empty line, verdict REJECTED. */
   fileRejection?: string;
+  /** The batch is held until an operator decides, for this reason: a first row with empty line, verdict HELD. */
+  fileHold?: string;
 }
 
 /** Config default of `outbox.bom`. */

@@ -13,6 +13,7 @@ import {
   SUMMARY_COLUMNS,
   ackFileName,
   ackRecord,
+  fileHoldRecord,
   fileRejectionRecord,
   resultFileName,
   resultRecord,
@@ -75,7 +76,10 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
   };
 }
 
-/** `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was refused. */
+/**
+ * `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was
+ * refused, with `fileHold`, one saying why the batch is held.
+ */
 export async function writeAckFile(
   dir: string,
   identity: BatchIdentity,
@@ -90,7 +94,12 @@ export async function writeAckFile(
   };
   const csv: CsvChunkOptions = {
     bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
-    lead: opts.fileRejection === undefined ? [] : [fileRejectionRecord(identity, opts.fileRejection)],
+    lead:
+      opts.fileRejection !== undefined
+        ? [fileRejectionRecord(identity, opts.fileRejection)]
+        : opts.fileHold !== undefined
+          ? [fileHoldRecord(identity, opts.fileHold)]
+          : [],
   };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);

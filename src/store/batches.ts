@@ -4,6 +4,7 @@
  */
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
+import type { HoldCode } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { finalCountsJson, stateCounts } from './counts.js';
@@ -16,11 +17,13 @@ export interface BatchRecord {
   sha256: string;
   size: number;
   mtimeMs: number;
+  /** A `<name>.done` marker came with the file: the sender said the upload is complete. */
+  doneMarker: boolean;
   state: BatchState;
   duplicateOf: string | null;
   rejectCode: string | null;
   rejectReason: string | null;
-  holdCode: string | null;
+  holdCode: HoldCode | null;
   holdReason: string | null;
   holdUntil: number | null;
   rowCount: number;
@@ -37,6 +40,13 @@ export interface BatchRecord {
   resultWrittenAt: number | null;
   completedAt: number | null;
   updatedAt: number;
+  /** When the upload was first seen going on after the file was taken (the batch is held for it once). */
+  fileChangedAt: number | null;
+  /** The notice of an upload that went on (`<name>.upload-continued.csv`): when written, the file's size and mtime it describes, and its gist. */
+  uploadContinuedAt: number | null;
+  uploadContinuedSize: number | null;
+  uploadContinuedMtimeMs: number | null;
+  uploadContinuedNote: string | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -50,6 +60,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   sha256: 'sha256',
   size: 'size',
   mtimeMs: 'mtime_ms',
+  doneMarker: 'done_marker',
   state: 'state',
   duplicateOf: 'duplicate_of',
   rejectCode: 'reject_code',
@@ -69,6 +80,11 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   resultWrittenAt: 'result_written_at',
   completedAt: 'completed_at',
   updatedAt: 'updated_at',
+  fileChangedAt: 'file_changed_at',
+  uploadContinuedAt: 'upload_continued_at',
+  uploadContinuedSize: 'upload_continued_size',
+  uploadContinuedMtimeMs: 'upload_continued_mtime_ms',
+  uploadContinuedNote: 'upload_continued_note',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };
@@ -78,7 +94,10 @@ function toRow(patch: Partial<BatchRecord>): Record<string, unknown> {
 }
 
 function fromRow(r: Record<string, unknown>): BatchRecord {
-  return fromColumnValues<BatchRecord>(COLUMNS, r);
+  const batch = fromColumnValues<BatchRecord>(COLUMNS, r);
+  // SQLite keeps a boolean as 0 or 1.
+  batch.doneMarker = Boolean(batch.doneMarker);
+  return batch;
 }
 
 export class BatchStateError extends PayoutdError {
@@ -86,7 +105,10 @@ export class BatchStateError extends PayoutdError {
 }
 
 /** The facts of a file when it becomes a batch. */
-export type ReceivedFile = Pick<BatchRecord, 'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs'>;
+export type ReceivedFile = Pick<
+  BatchRecord,
+  'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs' | 'doneMarker'
+>;
 
 /** A new batch record in state RECEIVED: nothing read, decided or written yet. */
 export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
@@ -113,6 +135,11 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
     resultWrittenAt: null,
     completedAt: null,
     updatedAt: now,
+    fileChangedAt: null,
+    uploadContinuedAt: null,
+    uploadContinuedSize: null,
+    uploadContinuedMtimeMs: null,
+    uploadContinuedNote: null,
   };
 }
 
@@ -184,6 +211,18 @@ export async function updateBatch(db: Database, id: string, patch: Partial<Batch
 
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {
   const rows = (await db('batches').whereIn('state', states).orderBy('received_at', 'asc')) as Record<string, unknown>[];
+  return rows.map(fromRow);
+}
+
+/**
+ * The batches whose taken file is watched (src/holds): every ACTIVE batch (a change holds it), and those
+ * finished since `since` (a change gets a notice). Batches still being read are the intake's.
+ */
+export async function listWatchedBatches(db: Database, since: number): Promise<BatchRecord[]> {
+  const rows = (await db('batches')
+    .where('state', 'ACTIVE')
+    .orWhere((w) => w.whereIn('state', ['COMPLETE', 'REJECTED', 'DUPLICATE']).andWhere('received_at', '>=', since))
+    .orderBy('received_at', 'asc')) as Record<string, unknown>[];
   return rows.map(fromRow);
 }
 

@@ -6,6 +6,7 @@
  * creates a dead process left on the wire, which become UNKNOWN.
  */
 import type { Knex } from 'knex';
+import { BALANCE_HOLD } from '../domain/holds.js';
 import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
@@ -52,7 +53,7 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
  * by a statement of their own (FOR UPDATE SKIP LOCKED, so instances share
  * the rows): as a subquery of the UPDATE, PostgreSQL may run it again for
  * each row it checks, and each run after a row moved skips that row and
- * takes another, past the limit (a query claim of 4 took all 12 due rows).
+ * takes another, past the limit (a claim of a few rows took every due row).
  * SQLite runs the subquery once. null: nothing to take. (The subquery comes
  * wrapped: a query builder is thenable, and a promise resolved with one runs it.)
  */
@@ -97,9 +98,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
     const batchIds = (await trx('batches as b')
       .where('b.state', 'ACTIVE')
       // Only a balance hold ends by itself; any other hold waits for an operator.
-      .andWhere((w) =>
-        w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', 'INSUFFICIENT_BALANCE').andWhere('b.hold_until', '<=', now)),
-      )
+      .andWhere((w) => w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', BALANCE_HOLD).andWhere('b.hold_until', '<=', now)))
       .whereExists((e) =>
         e
           .select(trx.raw('1'))

@@ -2,24 +2,24 @@
  * Holds on a batch: a balance hold that ends by itself, an operator's hold
  * and release, and an operator's cancel of the rows not yet sent.
  */
+import { BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { moveRows } from './moves.js';
 
 /**
- * Holds a batch. A balance hold (timed) never replaces a hold that waits
- * for an operator (FILE_CHANGED): only an operator lifts that one.
+ * Holds a batch (the decision is src/holds/'s). A hold that ends by itself
+ * never replaces one that waits for an operator: only an operator lifts that.
+ * A hold that waits for an operator is stated at the top of the batch's ack,
+ * so the ack is marked unwritten (written again); FILE_CHANGED also records
+ * when the change was first seen (a batch is held for its upload going on once).
  */
-export async function holdBatch(
-  db: Database,
-  batchId: string,
-  code: string,
-  reason: string,
-  until: number | null,
-  now: number,
-): Promise<void> {
+export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
   const q = db('batches').where({ id: batchId });
-  if (code === 'INSUFFICIENT_BALANCE') q.andWhere((w) => w.whereNull('hold_code').orWhere('hold_code', 'INSUFFICIENT_BALANCE'));
-  await q.update({ hold_code: code, hold_reason: reason, hold_until: until, updated_at: now });
+  const patch: Record<string, unknown> = { hold_code: hold.code, hold_reason: hold.reason, hold_until: hold.until, updated_at: now };
+  if (waitsForOperator(hold.code)) patch['ack_written_at'] = null;
+  else q.andWhere((w) => w.whereNull('hold_code').orWhereNotIn('hold_code', OPERATOR_HOLD_CODES));
+  if (hold.code === 'FILE_CHANGED') patch['file_changed_at'] = db.raw('coalesce(file_changed_at, ?)', [now]);
+  await q.update(patch);
 }
 
 export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {
@@ -47,7 +47,7 @@ export async function cancelReadyRows(db: Database, batchId: string, reason: str
 /** Active batches held for their balance whose hold has run out by `now`. */
 export async function listBalanceHoldsDue(db: Database, now: number): Promise<string[]> {
   return (await db('batches')
-    .where({ state: 'ACTIVE', hold_code: 'INSUFFICIENT_BALANCE' })
+    .where({ state: 'ACTIVE', hold_code: BALANCE_HOLD })
     .andWhere('hold_until', '<=', now)
     .pluck('id')) as string[];
 }

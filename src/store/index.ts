@@ -34,6 +34,7 @@ export {
   findBatchByStoredPath,
   listBatchesInStates,
   listRecentBatches,
+  listWatchedBatches,
   listBatchesMissingFiles,
   clearBatchContents,
   claimBatchLease,

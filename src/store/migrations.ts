@@ -402,6 +402,53 @@ const serviceHealth: Migration = {
   },
 };
 
+// Whether a `.done` marker came with the file, so a batch read again after a restart judges its end the same
+// way (a file without a final line break is refused unless the marker, or its control totals, vouch for it).
+const doneMarker: Migration = {
+  name: '0011_done_marker',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.boolean('done_marker').notNullable().defaultTo(false);
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('done_marker');
+    });
+  },
+};
+
+// A taken file watched after its claim (src/holds): when its upload was first seen going on (a batch is held
+// for that once), and the notice written for what the file became (docs/result-files.md, upload-continued).
+const uploadContinued: Migration = {
+  name: '0012_upload_continued',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('file_changed_at').nullable();
+      t.bigInteger('upload_continued_at').nullable();
+      t.bigInteger('upload_continued_size').nullable();
+      t.bigInteger('upload_continued_mtime_ms').nullable();
+      t.text('upload_continued_note').nullable();
+    });
+    // A batch held for its file before this migration was held for it once already.
+    await knex('batches')
+      .where({ hold_code: 'FILE_CHANGED' })
+      .update({ file_changed_at: knex.ref('updated_at') });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      for (const c of [
+        'file_changed_at',
+        'upload_continued_at',
+        'upload_continued_size',
+        'upload_continued_mtime_ms',
+        'upload_continued_note',
+      ])
+        t.dropColumn(c);
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -413,6 +460,8 @@ export const MIGRATIONS: readonly Migration[] = [
   requestValues,
   finalCounts,
   serviceHealth,
+  doneMarker,
+  uploadContinued,
 ];
 
 /** knex migration source over the list above. */

@@ -3,6 +3,7 @@
  * PENDING payouts are due for a query, and which batches are finished.
  */
 import type { Knex } from 'knex';
+import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 
@@ -137,15 +138,16 @@ export async function flagStale(db: Database, ids: number[], now: number): Promi
 
 /**
  * ACTIVE batches none of whose rows is still moving, and that no operator is
- * to decide on: a batch held FILE_CHANGED (its upload went on after it was
- * taken) is not finished while held, even when every row it holds is final.
+ * to decide on: a batch under a hold only an operator lifts (FILE_CHANGED: its
+ * upload went on after it was taken) is not finished while held, even when
+ * every row it holds is final.
  * A result file would call it COMPLETE with the rows written after the
  * change never read; `payoutd release` or `payoutd cancel` ends the hold.
  */
 export async function listFinishedActiveBatches(db: Database): Promise<string[]> {
   return (await db('batches as b')
     .where('b.state', 'ACTIVE')
-    .where((held) => held.whereNull('b.hold_code').orWhereNot('b.hold_code', 'FILE_CHANGED'))
+    .where((held) => held.whereNull('b.hold_code').orWhereNotIn('b.hold_code', OPERATOR_HOLD_CODES))
     .whereNotExists(
       db('payouts as p')
         .select(db.raw('1'))

@@ -27,7 +27,6 @@ import {
   applyRowMoves,
   claimDueRows,
   claimReadyRows,
-  holdBatch,
   lastIntentAt,
   markInterruptedCreatesUnknown,
   type Claimant,
@@ -65,11 +64,17 @@ export interface SubmitterOptions {
   takeOverExpired: boolean;
 }
 
+/** The hold a refused create puts on its batch (src/holds: BatchHolds). */
+export interface SendingHolds {
+  onInsufficientBalance(batchId: string, currency: string, until: number): Promise<void>;
+}
+
 export interface SubmitterDeps {
   db: Database;
   service: PayoutService;
   clock: Clock;
   logger: Logger;
+  holds: SendingHolds;
   random?: () => number;
   /** Called with each create outcome code ('OK', 'UNKNOWN', an error code). */
   onCreateOutcome?: (outcome: string) => void;
@@ -258,7 +263,9 @@ export class PayoutSubmitter {
     if (outcome.move.to === 'UNKNOWN') this.beside?.nudge();
     if (outcome.move.history?.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
-    if (outcome.holdUntil !== undefined) await this.holdForBalance(outcome.row, outcome.holdUntil);
+    if (outcome.holdUntil !== undefined) {
+      await this.deps.holds.onInsufficientBalance(outcome.row.batchId, requestOf(outcome.row).deductionCurrency, outcome.holdUntil);
+    }
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
@@ -384,24 +391,6 @@ export class PayoutSubmitter {
         return moved;
       },
     };
-  }
-
-  /** The balance ran out (INSUFFICIENT_BALANCE): the batch waits until `holdUntil`. */
-  private async holdForBalance(row: ClaimedRow, holdUntil: number): Promise<void> {
-    const { clock, logger } = this.deps;
-    const request = requestOf(row);
-    await holdBatch(
-      this.deps.db,
-      row.batchId,
-      'INSUFFICIENT_BALANCE',
-      `the ${request.deductionCurrency} balance does not cover the next payout; waiting for a top-up (retry at ${new Date(holdUntil).toISOString()})`,
-      holdUntil,
-      clock.now(),
-    );
-    logger.error(
-      { batchId: row.batchId, currency: request.deductionCurrency },
-      'INSUFFICIENT_BALANCE: batch held until the balance is topped up',
-    );
   }
 
   /** Queries the references of UNKNOWN rows and moves each one on. */

@@ -34,7 +34,7 @@ async function resultFileOf(e2e: E2e, fileName: string, timeoutMs: number): Prom
 }
 
 describe('crash windows', () => {
-  // BUG (reported): PayoutDaemon.finishBatches (src/daemon/daemon.ts) takes a batch lease of instance.leaseMs
+  // BUG (reported): BatchFinisher.finishBatches (src/daemon/finisher.ts) takes a batch lease of instance.leaseMs
   // (default 120 s) before writing a result file, also when alone on SQLite. Killed while writing, the dead
   // process keeps the lease: the next start skips the batch until the lease runs out, so the result file
   // comes two minutes late (rows all final, batch ACTIVE meanwhile). The submitter and poller already use no

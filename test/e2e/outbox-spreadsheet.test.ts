@@ -3,8 +3,11 @@
  * with formula-like text in every text column (refused, row by row) and two
  * valid rows, one of which the sandbox cancels, plus a batch an older build
  * accepted (seeded through the store) whose cancelled row holds
- * formula-like text. Every CSV the outbox then holds (acks, results,
- * summaries, retry files, a reconciliation report) is opened with
+ * formula-like text; then the upload of the dropped file goes on after its
+ * batch is complete, with more formula-like rows (a notice and a remainder
+ * of the sender's own lines). Every CSV the outbox then holds (acks,
+ * results, summaries, retry files, the notice and the remainder, a
+ * reconciliation report) is opened with
  * LibreOffice headless, with the import options a user gets by default
  * (formulas evaluated), and no cell of any of them is a formula; neither is
  * any cell of the .xlsx files payoutd wrote. Skipped where `soffice` is
@@ -12,7 +15,7 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -100,7 +103,7 @@ async function seedOlderBatch(e2e: E2e): Promise<void> {
       .join(',')}\n`;
     await writeFile(storedPath, content);
     const st = await stat(storedPath);
-    const file = { id: OLDER_BATCH, fileName: 'older.csv', storedPath, controlPath: null };
+    const file = { id: OLDER_BATCH, fileName: 'older.csv', storedPath, controlPath: null, doneMarker: false };
     const sha256 = createHash('sha256').update(content).digest('hex');
     await insertBatch(db, {
       ...receivedBatch({ ...file, sha256, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) }, now),
@@ -223,6 +226,18 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
       await e2e.waitForOutbox(again, 'result');
       expect(e2e.ledger()).toHaveLength(3);
 
+      // The upload of the dropped file goes on after its batch is complete: the later rows, formula-like text and all,
+      // come back in a remainder of the sender's own lines, beside a notice.
+      const claimed = join(e2e.stateDir, 'claimed');
+      const stored = join(claimed, (await readdir(claimed)).find((n) => n.endsWith('__formula.csv')) as string);
+      const later = formulaRows().map((r) => ({ ...r, merchantReferenceId: r.merchantReferenceId.replace('FX-', 'FY-') }));
+      await appendFile(stored, toCsv(later).slice(toCsv([]).length));
+      const remainder = join(e2e.outbox, `${dropped.id}_formula.csv.remainder.csv`);
+      // The remainder is written first, then the notice.
+      await waitFor(async () => (await e2e.outboxNames()).includes(`${dropped.id}_formula.csv.upload-continued.csv`), 'the notice', 20_000);
+      expect(await e2e.outboxNames()).toContain(basename(remainder));
+      expect(await readFile(remainder, 'utf8')).toContain(`"'=HYPERLINK(""http://e"",""c"")"`);
+
       // A reconciliation report of the day into the outbox too.
       const report = await e2e.cli([
         'report',
@@ -238,6 +253,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
       const xlsxs = names.filter((n) => n.endsWith('.xlsx')).map((n) => join(e2e.outbox, n));
       for (const kind of ['.ack.csv', '.result.csv', '.summary.csv', '.retry.csv'])
         expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
+      for (const kind of ['.upload-continued.csv', '.remainder.csv']) expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBe(1);
       expect(csvs.some((p) => basename(p).startsWith('reconciliation'))).toBe(true);
       expect(xlsxs.length).toBeGreaterThanOrEqual(2);
       for (const path of csvs) expect((await readOutboxCsv(path)).bom, path).toBe(true);
@@ -270,6 +286,8 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         // The escaped text is there, as text.
         const retryBook = await cellsOf(join(converted, basename(olderRetry).replace(/\.csv$/, '.xlsx')));
         expect(retryBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
+        const remainderBook = await cellsOf(join(converted, basename(remainder).replace(/\.csv$/, '.xlsx')));
+        expect(remainderBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
       } finally {
         await rm(work, { recursive: true, force: true });
       }

@@ -4,7 +4,9 @@
  * started again on the same config finishes the batch with exactly one
  * payout per row, a final status for every row, and the merchant balance
  * debited exactly once for what was paid. And killed while a file is being
- * read: the next start reads it again from the start, every row once.
+ * read: the next start reads it again from the start, every row once, and
+ * judges its end as the first read did (a `.done` marker taken with it is
+ * in the batch record).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -116,5 +118,35 @@ describe('e2e: killed while a file is read', () => {
     expect(lines).toHaveLength(rows);
     // Line order, each line once: line k + 1 holds BIG-k.
     lines.forEach((l, k) => expect(l.split(',').slice(2, 4)).toEqual([String(k + 2), `BIG-${String(k + 1).padStart(4, '0')}`]));
+  });
+
+  it('a file without a final line break taken with its .done marker: read again at the next start, still vouched for, every row paid once', async () => {
+    const e2e = await startE2e({
+      config: { batch: { balanceCheck: { enabled: false } } },
+      balances: { USDT: '1000000000', USDC: '1000000000' },
+    });
+    // One row more than a transaction of the reader: the kill comes after the first commit.
+    const rows = makeRows('DONE', 5_001);
+    const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
+    await first.running();
+    await e2e.drop('vouched.csv.done', '');
+    await e2e.drop('vouched.csv', toCsv(rows).trimEnd());
+    expect((await first.exit).signal).toBe('SIGKILL');
+    expect((await e2e.batches())[0]?.state).toBe('VALIDATING');
+
+    await e2e.startDaemon();
+    const batch = await e2e.waitForBatch('vouched.csv', ['ACTIVE', 'COMPLETE', 'REJECTED'], 60_000);
+    expect(batch.state, batch.rejectReason ?? '').not.toBe('REJECTED');
+    expect(batch.validCount).toBe(rows.length);
+    const byReference = await waitFor(
+      () => {
+        const seen = ledgerByReference(e2e.ledger());
+        return seen.size === rows.length ? seen : undefined;
+      },
+      'a payout for every row',
+      60_000,
+      500,
+    );
+    expect([...byReference.values()].filter((entries) => entries.length !== 1)).toEqual([]);
   });
 });

@@ -50,6 +50,7 @@ export async function addBatch(db: Database, id: string, fileName: string, recei
     fileName,
     storedPath: `/claimed/${id}`,
     controlPath: null,
+    doneMarker: false,
     sha256: id.padEnd(64, '0').slice(0, 64),
     size: 1,
     mtimeMs: receivedAt,

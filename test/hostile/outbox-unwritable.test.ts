@@ -80,7 +80,7 @@ describe('the outbox not writable for a while', () => {
   // the batch is ACTIVE (writeAck) or REJECTED (rejectFile -> writeFileRejection); the watcher logs the
   // error and nothing retries the ack. PayoutDaemon.start (src/daemon/daemon.ts) writes missing acks only
   // for ACTIVE batches and only at start; a REJECTED or DUPLICATE batch's ack is never written. Expected:
-  // a work loop (e.g. finishBatches) writes every missing ack (ack_written_at IS NULL, any state) once the
+  // a work loop (e.g. the finish loop) writes every missing ack (ack_written_at IS NULL, any state) once the
   // outbox is writable again. Seen: good.csv paid and COMPLETE with its result file but no ack (and a
   // COMPLETE batch's ack is not written at the next start either); bad.csv REJECTED with neither ack nor
   // result file (writeResult comes after the failed writeAck); junk.pdf REJECTED with no ack.

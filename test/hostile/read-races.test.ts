@@ -107,12 +107,12 @@ describe('a file that changes after it was taken', () => {
   });
 
   // BUG (reported): the claimed file is compared with its claim only once, just before the batch becomes
-  // ACTIVE (BatchIntake.holdIfNeeded, src/ingest/intake.ts). A small file is read and accepted within
+  // ACTIVE (the intake's holds at acceptance). A small file is read and accepted within
   // milliseconds, so an upload that resumes after any pause longer than inbox.stableForMs writes into a
   // batch already being paid: the appended rows are never paid and nothing says so. Expected: the change
   // is detected while the batch is ACTIVE (e.g. verifyUnchanged before each submit pass and before the
-  // result is written) and the batch is held FILE_CHANGED. Fixed by PayoutDaemon.holdChangedUploads on every
-  // finish pass; and a held batch is not finished, even when every row of the accepted part was paid
+  // result is written) and the batch is held FILE_CHANGED. Fixed by BatchHolds.watchTakenFiles (src/holds) on
+  // every finish pass; and a held batch is not finished, even when every row of the accepted part was paid
   // before the change was seen (listFinishedActiveBatches, src/store/settlement.ts): under load that
   // order once gave COMPLETE with the hold beside it.
   it('an upload that goes on after its batch was accepted: the batch is held FILE_CHANGED, not completed silently', async () => {

@@ -144,7 +144,10 @@ describe('pipeline: happy path', () => {
       balances: (s) => p.client.balances(s),
       exchangeRates: (c, s) => p.client.exchangeRates(c, s),
     };
-    const submitter = new PayoutSubmitter({ db: p.db, service: observed, clock: p.clock, logger: p.logger }, p.submitterOptions);
+    const submitter = new PayoutSubmitter(
+      { db: p.db, service: observed, clock: p.clock, logger: p.logger, holds: p.holds },
+      p.submitterOptions,
+    );
     const batch = await p.receive('observed.csv', csvFile(['OB-1', 'OB-2', 'OB-3', 'OB-4', 'OB-5'].map((r) => csvRow(r))));
     await submitter.runOnce(p.signal);
     expect(seen.sort()).toEqual(['OB-1', 'OB-2', 'OB-3', 'OB-4', 'OB-5'].map((r) => `${r}:CREATING:intent:ledger=0`));

@@ -32,7 +32,8 @@ import { ManualClock } from '../../src/domain/clock.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
-import { BatchIntake, type IntakeEffects } from '../../src/ingest/index.js';
+import { BatchIntake } from '../../src/ingest/index.js';
+import { BatchHolds, type BalanceCheck } from '../../src/holds/index.js';
 import { DEFAULT_BATCH_FORMAT } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
 import type { ClaimedFile } from '../../src/ingest/inbox/index.js';
@@ -108,8 +109,8 @@ export interface PipelineOptions {
   onInvalidRows?: InvalidRowsPolicy;
   /** Called after each HTTP exchange of the client (besides recording it in `calls`). */
   onApiCall?: (call: ApiCallRecord) => void;
-  /** Replaces the intake's balance check (called once the batch is accepted). */
-  checkBalance?: IntakeEffects['checkBalance'];
+  /** The balance check of the holds (at acceptance, and when a balance hold falls due); none by default. */
+  checkBalance?: BalanceCheck['check'];
   /** The client talks to the sandbox through a TcpProxy (`Pipeline.proxy`) a test can switch off and on. */
   proxy?: boolean;
   /** A circuit breaker for the client, on the ManualClock with jitter fixed at 0.5 (`Pipeline.breaker`). */
@@ -134,6 +135,7 @@ export interface Pipeline {
   /** What the intake asked the outbox to write. */
   effects: EffectCall[];
   intake: BatchIntake;
+  holds: BatchHolds;
   submitter: PayoutSubmitter;
   poller: SettlementPoller;
   submitterOptions: SubmitterOptions;
@@ -234,7 +236,15 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     leaseMs: 120_000,
     ...o.poller,
   };
-  const submitter = new PayoutSubmitter({ db, service: client, clock, logger, random: () => 0.5 }, submitterOptions);
+  const holds = new BatchHolds(
+    { db, clock, logger, balance: o.checkBalance ? { check: o.checkBalance } : undefined },
+    {
+      balanceRecheckMs: 60_000,
+      watchTakenForMs: 86_400_000,
+      patience: { stableForMs: 5000, maxStableForMs: 600_000, unterminatedStableForMs: 600_000 },
+    },
+  );
+  const submitter = new PayoutSubmitter({ db, service: client, clock, logger, holds, random: () => 0.5 }, submitterOptions);
   const poller = new SettlementPoller({ db, service: client, clock, logger }, pollerOptions);
 
   const effects: EffectCall[] = [];
@@ -256,9 +266,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
           effects.push({ kind: 'result', batchId: b.id });
           return Promise.resolve(undefined);
         },
-        checkBalance: o.checkBalance,
-        balanceRecheckMs: 60_000,
       },
+      holds,
     },
     {
       format: DEFAULT_BATCH_FORMAT,
@@ -286,6 +295,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       size: st.size,
       mtimeMs: st.mtimeMs,
       sha256: createHash('sha256').update(content).digest('hex'),
+      doneMarker: false,
     };
   };
 
@@ -305,6 +315,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
         fileName: `${id}.csv`,
         storedPath: join(claimedDir, `${id}.csv`),
         controlPath: null,
+        doneMarker: false,
         sha256: randomBytes(32).toString('hex'),
         size: 1,
         mtimeMs: now,
@@ -344,6 +355,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     calls,
     effects,
     intake,
+    holds,
     submitter,
     poller,
     submitterOptions,

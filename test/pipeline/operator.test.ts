@@ -16,7 +16,7 @@ describe('operator decisions', () => {
   it('cancel: unsent rows become NOT_SUBMITTED, nothing is sent, and the batch can finish', async () => {
     const p = await startPipeline();
     const batch = await p.receive('held.csv', csvFile([csvRow('OP-1'), csvRow('OP-2')]));
-    await holdBatch(p.db, batch.id, 'FILE_CHANGED', 'changed after the claim', null, p.clock.now());
+    await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
     expect(await claimReadyRows(p.db, 10, p.clock.now())).toEqual([]);
 
     expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', p.clock.now())).toBe(2);
@@ -34,12 +34,17 @@ describe('operator decisions', () => {
     const cancelled = await p.receive('paid-then-changed-2.csv', csvFile([csvRow('OF-3')]));
     for (const batch of [released, cancelled]) {
       await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'PAID' });
-      await holdBatch(p.db, batch.id, 'FILE_CHANGED', 'changed after the claim', null, p.clock.now());
+      await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
     }
     expect(await listFinishedActiveBatches(p.db)).toEqual([]);
 
     // A timed balance hold is about sending, not about what the batch is: it does not stop the finish.
-    await holdBatch(p.db, released.id, 'INSUFFICIENT_BALANCE', 'low balance', p.clock.now() + 60_000, p.clock.now());
+    await holdBatch(
+      p.db,
+      released.id,
+      { code: 'INSUFFICIENT_BALANCE', reason: 'low balance', until: p.clock.now() + 60_000 },
+      p.clock.now(),
+    );
     expect((await p.batch(released.id)).holdCode).toBe('FILE_CHANGED');
 
     await releaseBatchHold(p.db, released.id, p.clock.now());
@@ -53,14 +58,14 @@ describe('operator decisions', () => {
     const p = await startPipeline();
     const batch = await p.receive('paid-low-balance.csv', csvFile([csvRow('OB-1')]));
     await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'PAID' });
-    await holdBatch(p.db, batch.id, 'INSUFFICIENT_BALANCE', 'low balance', p.clock.now() + 60_000, p.clock.now());
+    await holdBatch(p.db, batch.id, { code: 'INSUFFICIENT_BALANCE', reason: 'low balance', until: p.clock.now() + 60_000 }, p.clock.now());
     expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
   });
 
   it('release: a held batch is sent once the hold is lifted', async () => {
     const p = await startPipeline();
     const batch = await p.receive('held.csv', csvFile([csvRow('OR-1')]));
-    await holdBatch(p.db, batch.id, 'FILE_CHANGED', 'changed after the claim', null, p.clock.now());
+    await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
     await p.submit();
     expect(p.createRequests()).toBe(0);
     await releaseBatchHold(p.db, batch.id, p.clock.now());

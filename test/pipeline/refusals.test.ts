@@ -177,7 +177,7 @@ describe('pipeline: hold decisions at intake', () => {
           return await p.client.createPayout(req, signal);
         } finally {
           // Meanwhile the intake found that the upload went on after the claim.
-          await holdBatch(p.db, batchId, 'FILE_CHANGED', 'modified after the claim', null, p.clock.now());
+          await holdBatch(p.db, batchId, { code: 'FILE_CHANGED', reason: 'modified after the claim', until: null }, p.clock.now());
         }
       },
       queryByReferences: (ids, s) => p.client.queryByReferences(ids, s),
@@ -186,7 +186,7 @@ describe('pipeline: hold decisions at intake', () => {
       exchangeRates: (c, s) => p.client.exchangeRates(c, s),
     };
     const submitter = new PayoutSubmitter(
-      { db: p.db, service, clock: p.clock, logger: p.logger },
+      { db: p.db, service, clock: p.clock, logger: p.logger, holds: p.holds },
       { ...p.submitterOptions, concurrency: 1 },
     );
     batchId = await p.insertReadyBatch([payoutRequest('FH-1'), payoutRequest('FH-2'), payoutRequest('FH-3')]);

@@ -3,7 +3,7 @@
  * renamed it (it died between the two steps, or the rename threw) must not
  * stay in the inbox for good. Here the claim of a dead instance "ghost" is
  * written before the file arrives; a live instance takes the file once the
- * claim is older than the lease (src/daemon/daemon.ts finishBatches
+ * claim is older than the lease (the finish pass of src/daemon/daemon.ts
  * releases file claims older than instance.leaseMs).
  */
 import { stat } from 'node:fs/promises';

@@ -26,7 +26,16 @@ describe('closing the SQLite state database', () => {
     await insertBatch(
       db,
       receivedBatch(
-        { id: 'B1', fileName: 'b1.csv', storedPath: '/x/b1.csv', controlPath: null, sha256: '0'.repeat(64), size: 1, mtimeMs: 0 },
+        {
+          id: 'B1',
+          fileName: 'b1.csv',
+          storedPath: '/x/b1.csv',
+          controlPath: null,
+          sha256: '0'.repeat(64),
+          size: 1,
+          mtimeMs: 0,
+          doneMarker: false,
+        },
         0,
       ),
     );

@@ -190,8 +190,8 @@ export async function checkClaimOrder(db: Database): Promise<void> {
   await seedBatch(db, 'CO-HELD', 2, 'READY', 5);
   await seedBatch(db, 'CO-BAL', 2, 'READY', 30);
   const now = 1000;
-  await holdBatch(db, 'CO-HELD', 'FILE_CHANGED', 'changed after the claim', null, now);
-  await holdBatch(db, 'CO-BAL', 'INSUFFICIENT_BALANCE', 'no funds', now + 1, now);
+  await holdBatch(db, 'CO-HELD', { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, now);
+  await holdBatch(db, 'CO-BAL', { code: 'INSUFFICIENT_BALANCE', reason: 'no funds', until: now + 1 }, now);
   // The older batch's second row waits for a retry.
   await db('payouts')
     .where({ id: older[1]?.id })

@@ -34,7 +34,16 @@ async function tempDir(): Promise<string> {
 
 function batch(id: string): Parameters<typeof insertBatch>[1] {
   return receivedBatch(
-    { id, fileName: `${id}.csv`, storedPath: `/x/${id}.csv`, controlPath: null, sha256: id.padEnd(64, '0'), size: 1, mtimeMs: 0 },
+    {
+      id,
+      fileName: `${id}.csv`,
+      storedPath: `/x/${id}.csv`,
+      controlPath: null,
+      doneMarker: false,
+      sha256: id.padEnd(64, '0'),
+      size: 1,
+      mtimeMs: 0,
+    },
     0,
   );
 }

@@ -2,7 +2,9 @@
  * The folder layout is the architecture: these checks keep the rules a
  * reader relies on. Dependencies between folders point one way (no cycle);
  * the domain imports nothing of the project's IO folders and the store only
- * the domain; and only the store speaks SQL: the rest of the code reaches the
+ * the domain; every hold is decided in src/holds, which uses the store, the
+ * domain, the inbox and the API client but nothing that calls it (the intake,
+ * the submitter, the daemon); and only the store speaks SQL: the rest of the code reaches the
  * database through `src/store/index.ts`, never through a store module or a
  * driver. Read from the source text (type imports included), so a new file is
  * checked the day it is added.
@@ -113,6 +115,27 @@ describe('layering', () => {
 
   it('the store imports only itself, the domain and libraries', () => {
     expect([...(folderGraph().get('store') ?? [])]).toEqual(['domain']);
+  });
+
+  it('holds use only the domain, the store, the inbox and the API client: never the intake, the submitter or the daemon', () => {
+    const allowed = (module: string): boolean =>
+      ['domain', 'store', 'api', 'holds'].includes(module.split(sep)[0] as string) || module.startsWith(join('ingest', 'inbox') + sep);
+    const holds = files.filter((f) => f.name.startsWith(`holds${sep}`));
+    expect(holds.map((f) => f.name)).toContain(join('holds', 'index.ts'));
+    const offending = holds.flatMap((f) =>
+      f.imports
+        .map((i) => [i, moduleOf(f.name, i)] as const)
+        .filter(([, m]) => m !== null && !allowed(m))
+        .map(([i]) => `${f.name} -> ${i}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('a batch is held only by src/holds (the store carries the hold out)', () => {
+    const offending = files
+      .filter((f) => !f.name.startsWith(`holds${sep}`) && !f.name.startsWith(`store${sep}`) && /\bholdBatch\s*\(/.test(f.text))
+      .map((f) => f.name);
+    expect(offending).toEqual([]);
   });
 
   it('the domain imports only itself and libraries, never an IO folder of the project', () => {

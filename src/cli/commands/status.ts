@@ -68,6 +68,12 @@ function totals(b: BatchRecord): string {
  * READY (each holds its reference from the moment it is read), but none is sent before the batch is accepted.
  */
 function noteOf(b: BatchRecord): string {
+  return [stateNote(b), b.uploadContinuedAt !== null ? 'UPLOAD CONTINUED after it was taken: see --batch' : '']
+    .filter((n) => n !== '')
+    .join('; ');
+}
+
+function stateNote(b: BatchRecord): string {
   if (b.holdCode) return `HELD ${b.holdCode}`;
   if (b.rejectCode) return b.rejectCode;
   if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
@@ -141,6 +147,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       const b = rows[0].b;
       if (b.holdReason) print(`\nheld: ${b.holdReason}`);
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
+      if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const errors = await listBatchErrors(db, b.id);
       if (errors.length > 0) {
         print(`\nerrors (${errors.length}):`);
@@ -150,7 +157,8 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       }
       // The outbox module brings the report writers; only this one line of --batch needs it.
       const { outboxName } = await import('../../daemon/outbox.js');
-      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary}.csv`);
+      const more = b.uploadContinuedAt !== null ? ',upload-continued,remainder' : '';
+      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv`);
     }
   });
 }

@@ -16,4 +16,13 @@ export {
 export { headerLine, sniffDelimiter, sniffFileDelimiter, type Delimiter } from './delimiter.js';
 export { headerLookup, resolveHeader, type HeaderContext, type ResolvedHeader } from './header.js';
 export { RecordLines, lineAtByte } from './lines.js';
+export {
+  continuationOf,
+  headerRecord,
+  restRecords,
+  type Continuation,
+  type ReadOptions,
+  type RestTally,
+  type SourceRecord,
+} from './continued.js';
 export { InvalidUtf8Error, Utf8Check, firstInvalidUtf8, incompleteTailLength } from './utf8.js';

@@ -20,7 +20,8 @@ function lineBreaksIn(fields: readonly string[]): number {
 }
 
 export class RecordLines {
-  private next = 1;
+  /** `firstLine`: the line of the first record (1 when reading from the start of the file). */
+  constructor(private next = 1) {}
 
   /** The physical line where this record starts (call once per record, in order). */
   startOf(fields: readonly string[]): number {

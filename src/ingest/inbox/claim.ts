@@ -108,8 +108,14 @@ export async function settleClaim(
  * paused longer than the window went on writing into the moved inode: hold
  * the batch.
  */
-export async function verifyUnchanged(claimed: ClaimedFile): Promise<{ changed: boolean; reason?: string }> {
-  const st = await lstatOrNull(claimed.storedPath);
+export async function verifyUnchanged(
+  claimed: Pick<ClaimedFile, 'storedPath' | 'size' | 'mtimeMs'>,
+): Promise<{ changed: boolean; reason?: string }> {
+  return takenFileChange(claimed, await lstatOrNull(claimed.storedPath));
+}
+
+/** How a claimed file as now seen (`st`, null: gone) differs from its record, in words; pure. */
+export function takenFileChange(claimed: Pick<ClaimedFile, 'size' | 'mtimeMs'>, st: Stats | null): { changed: boolean; reason?: string } {
   if (st === null) return { changed: true, reason: 'the claimed file is gone' };
   if (!st.isFile()) return { changed: true, reason: 'the claimed path is no longer a regular file' };
   if (st.size !== claimed.size) {

@@ -1,7 +1,7 @@
 /** The inbox: finding complete uploads in the drop folder and claiming them into storage. */
 export { InboxWatcher, INBOX_DEFAULTS, HIDDEN_NOTICE_WINDOWS, type InboxWatcherOptions, type PendingEntry } from './watcher.js';
-export { PAUSE_FACTOR, type Patience, type WaitReason } from './stability.js';
-export { claimFile, verifyUnchanged, type ClaimOptions } from './claim.js';
+export { PAUSE_FACTOR, fingerprintKey, observe, stabilityVerdict, type Observation, type Patience, type WaitReason } from './stability.js';
+export { claimFile, lstatOrNull, takenFileChange, verifyUnchanged, type ClaimOptions } from './claim.js';
 export { moveAside, type MoveAsideOptions, type MovedAside } from './move-aside.js';
 export {
   isIgnoredName,

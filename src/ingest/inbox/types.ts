@@ -35,10 +35,10 @@ export interface ClaimedFile {
   /** The control sidecar moved along, `<storedPath>.ctl`. */
   controlPath?: string;
   /**
-   * `<name>.done` was present at the claim (and consumed): the sender said the upload is complete.
-   * Every claim sets it; absent only on records not made by a claim (an orphan found at start), read as false.
+   * `<name>.done` was present at the claim (and consumed): the sender said the upload is complete. False for
+   * a file found in storage without its record (stopped mid-claim): whether a marker came with it is lost.
    */
-  doneMarker?: boolean;
+  doneMarker: boolean;
 }
 
 /** An inbox entry that is not a regular file (or cannot be named), reported once. */

@@ -1,0 +1,137 @@
+/**
+ * The outbox's answer to an upload that went on after its file was taken:
+ * reads the taken file as it now is (src/ingest/csv/continued.ts) and the
+ * batch's rows as stored, then writes `<name>.remainder.csv` (the complete
+ * rows never read) and `<name>.upload-continued.csv` (src/report/continued.ts),
+ * and says in one line what was found, which the batch record keeps for
+ * `payoutd status`.
+ */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { waitsForOperator } from '../domain/holds.js';
+import { continuationOf, headerRecord, restRecords, sniffFileDelimiter, type RestTally } from '../ingest/csv/index.js';
+import {
+  SummaryAccumulator,
+  reasonText,
+  remainderFileName,
+  resultFileName,
+  uploadContinuedFileName,
+  writeRemainderFile,
+  writeUploadContinuedFile,
+  type ReadOutcome,
+  type RemainderFile,
+  type UploadContinuedNotice,
+} from '../report/index.js';
+import { type BatchRecord, type Database, resultRowPages } from '../store/index.js';
+import { identityOf, outboxName, rowOutcome } from './outbox.js';
+
+export interface ContinuedUploadContext {
+  db: Database;
+  /** The outbox folder. */
+  dir: string;
+  bom: boolean;
+  /** config batch.format.maxRecordBytes: the largest record read from the file. */
+  maxRecordBytes: number;
+}
+
+export interface ContinuedUploadFiles {
+  noticePath: string;
+  remainderPath: string | null;
+  /** What was found, in one line (status, log). */
+  note: string;
+}
+
+/** The notice and remainder of a batch whose taken file is now `sizeNow` bytes, stable. */
+export async function writeUploadContinued(
+  ctx: ContinuedUploadContext,
+  batch: BatchRecord,
+  sizeNow: number,
+): Promise<ContinuedUploadFiles> {
+  const path = batch.storedPath;
+  const delimiter = batch.delimiter ?? (await sniffFileDelimiter(path, ctx.maxRecordBytes));
+  const read = { delimiter, maxRecordBytes: ctx.maxRecordBytes };
+  // A batch refused whole paid nothing of the file: every complete row of it is still to be paid.
+  const wholeFile = batch.state === 'REJECTED';
+  const continuation = await continuationOf(path, batch, sizeNow, { ...read, wholeFile });
+  const identity = identityOf(batch);
+  const remainderName = remainderFileName(outboxName(batch));
+  let rest: UploadContinuedNotice['rest'] = null;
+  let remainder: RemainderFile | null = null;
+  if (!continuation.rewritten) {
+    const tally: RestTally = { controlLines: 0, partial: null };
+    const header = await headerRecord(path, sizeNow, read);
+    if (header !== null) {
+      remainder = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
+        delimiter,
+        bom: ctx.bom,
+      });
+    }
+    rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };
+  }
+  // A remainder written for what the file was before is no remainder of what it is now.
+  if (remainder === null) await rm(join(ctx.dir, remainderName), { force: true });
+  const notice: UploadContinuedNotice = {
+    takenBytes: batch.size,
+    sizeNow,
+    takenAt: new Date(batch.receivedAt).toISOString(),
+    batchState: batch.state,
+    batchNote: batchNote(batch),
+    read: await readPart(ctx.db, batch.id),
+    rewritten: continuation.rewritten,
+    cutLine: continuation.cutLine,
+    rest,
+  };
+  const noticePath = await writeUploadContinuedFile(ctx.dir, identity, notice, { bom: ctx.bom });
+  return { noticePath, remainderPath: remainder?.path ?? null, note: noteOf(notice, uploadContinuedFileName(outboxName(batch))) };
+}
+
+/** What the batch is, and so what became of the rows read. */
+function batchNote(b: BatchRecord): string {
+  switch (b.state) {
+    case 'COMPLETE':
+      return `This batch is the rows read; each row's outcome is in ${resultFileName(outboxName(b))}.`;
+    case 'REJECTED':
+      return `This batch was refused whole (${reasonText(b.rejectCode, b.rejectReason) ?? 'refused'}): nothing of the file was paid.`;
+    case 'DUPLICATE':
+      return `Its first ${b.size} bytes were already batch ${b.duplicateOf ?? '?'}: this batch paid nothing; what that batch paid is in its result file.`;
+    default:
+      return waitsForOperator(b.holdCode)
+        ? `This batch is the rows read and is held (${reasonText(b.holdCode, b.holdReason) ?? ''}); its result file follows once an operator decides.`
+        : 'This batch is the rows read, being paid; its result file follows once every row is final.';
+  }
+}
+
+/** The rows stored from the part read: their lines, and per status and currency their count and payout total. */
+async function readPart(db: Database, batchId: string): Promise<UploadContinuedNotice['read']> {
+  const summary = new SummaryAccumulator();
+  let firstLine = Infinity;
+  let lastLine = 0;
+  let rows = 0;
+  for await (const page of resultRowPages(db, batchId)) {
+    for (const row of page) {
+      summary.add(rowOutcome(row));
+      firstLine = Math.min(firstLine, row.line);
+      lastLine = Math.max(lastLine, row.line);
+      rows++;
+    }
+  }
+  if (rows === 0) return null;
+  const outcomes: ReadOutcome[] = summary
+    .rows()
+    .filter((r) => r.measure === 'payout_amount' && r.status !== 'ALL')
+    .map((r) => ({ status: r.status as ReadOutcome['status'], currency: r.currency, rows: r.rowCount, amount: r.amount }));
+  return { firstLine, lastLine, rows, outcomes };
+}
+
+/** The notice in one line. */
+function noteOf(n: UploadContinuedNotice, noticeName: string): string {
+  if (n.rewritten) {
+    return `rewritten after it was taken (now ${n.sizeNow} bytes; its first ${n.takenBytes} bytes are not those read): compare it with the result file (${noticeName})`;
+  }
+  const cut = n.cutLine === null ? '' : `; line ${n.cutLine}, read cut at byte ${n.takenBytes}, went on after it`;
+  const file = n.rest?.file;
+  const rows = file
+    ? `${file.rows} complete row(s) not paid, lines ${file.firstLine}-${file.lastLine}, in ${n.rest?.fileName ?? ''}`
+    : 'no complete row after the part read';
+  return `grew from ${n.takenBytes} to ${n.sizeNow} bytes after it was taken (nothing after byte ${n.takenBytes} was read): ${rows}${cut} (${noticeName})`;
+}

@@ -1,0 +1,182 @@
+/**
+ * BatchFinisher: the end of a batch and the outbox's completeness. A batch
+ * whose rows are all final gets its result and summary files (then the
+ * optional .xlsx and retry files) and becomes COMPLETE; an outbox file that
+ * should exist and does not (the outbox was unwritable, or the process
+ * stopped while writing) is written late; what the watch of taken files
+ * found (src/holds) is answered in the outbox: the ack of a batch held for
+ * its file says so, and an upload that went on gets its notice and
+ * remainder. The finish loop runs it.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import { PayoutdError } from '../domain/errors.js';
+import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
+import { safeError } from '../log/index.js';
+import {
+  type BatchRecord,
+  type Database,
+  claimBatchLease,
+  getBatch,
+  listBatchesMissingFiles,
+  listFinishedActiveBatches,
+  updateBatch,
+} from '../store/index.js';
+import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
+import type { BatchOutbox } from './outbox.js';
+import { ProgressLog } from './progress.js';
+
+export interface FinisherDeps {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  outbox: BatchOutbox;
+  /** Where and how the notices of uploads that went on are written. */
+  continued: Omit<ContinuedUploadContext, 'db'>;
+  onCompleted?: () => void;
+}
+
+export interface FinisherOptions {
+  /** This instance, and its lease on a batch while it writes the batch's files (several instances: `shared`). */
+  instanceId: string;
+  leaseMs: number;
+  /** Several instances share the database: one writer per result file, by lease. */
+  shared: boolean;
+}
+
+/** How long the outbox repair leaves a batch to the intake writing its files itself. */
+const INTAKE_WRITES_FOR_MS = 5_000;
+
+export class BatchFinisher {
+  private readonly progress: ProgressLog;
+
+  constructor(
+    private readonly deps: FinisherDeps,
+    private readonly o: FinisherOptions,
+  ) {
+    this.progress = new ProgressLog(deps.db, deps.clock, deps.logger);
+  }
+
+  /** One pass of the finish loop: late outbox files, then finished batches, then the progress log. Returns batches finished. */
+  async pass(): Promise<number> {
+    await this.repairOutbox(INTAKE_WRITES_FOR_MS);
+    const finished = await this.finishBatches();
+    await this.progress.maybeLog();
+    return finished;
+  }
+
+  /** The outbox's answer to what the watch of taken files found. */
+  async answerTakenFiles(news: TakenFileNews): Promise<void> {
+    const { db, clock, logger, outbox } = this.deps;
+    for (const held of news.held) {
+      const batch = (await getBatch(db, held.id)) as BatchRecord;
+      try {
+        // The hold marked the ack unwritten: if this write fails, the repair writes it later.
+        await outbox.writeAck(batch);
+        await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
+      } catch (err) {
+        logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the ack of a held batch yet; will try again');
+      }
+    }
+    for (const continued of news.continued) await this.answerContinued(continued);
+  }
+
+  /** The notice and remainder of an upload that went on, recorded in the batch so it is written once per state of the file. */
+  private async answerContinued({ batch, size, mtimeMs }: ContinuedUpload): Promise<void> {
+    const { db, clock, logger } = this.deps;
+    if (this.o.shared && !(await claimBatchLease(db, batch.id, this.o.instanceId, this.o.leaseMs, clock.now()))) return;
+    try {
+      const files = await writeUploadContinued({ db, ...this.deps.continued }, batch, size);
+      await updateBatch(
+        db,
+        batch.id,
+        { uploadContinuedAt: clock.now(), uploadContinuedSize: size, uploadContinuedMtimeMs: mtimeMs, uploadContinuedNote: files.note },
+        clock.now(),
+      );
+      logger.warn(
+        { batchId: batch.id, file: batch.fileName, state: batch.state, notice: files.noticePath, remainder: files.remainderPath },
+        `the upload of a taken file went on: ${files.note}`,
+      );
+    } catch (err) {
+      logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the notice of an upload that went on yet; will try again');
+    } finally {
+      if (this.o.shared) await updateBatch(db, batch.id, { leaseOwner: null, leaseExpiresAt: null }, clock.now());
+    }
+  }
+
+  /** Writes result files of batches whose rows are all final, and marks them COMPLETE. */
+  private async finishBatches(): Promise<number> {
+    const { db, clock, logger } = this.deps;
+    let n = 0;
+    for (const id of await listFinishedActiveBatches(db)) {
+      // One writer per result file, even with several instances.
+      if (this.o.shared && !(await claimBatchLease(db, id, this.o.instanceId, this.o.leaseMs, clock.now()))) continue;
+      const batch = (await getBatch(db, id)) as BatchRecord;
+      if (batch.state !== 'ACTIVE') continue;
+      const files = await this.deps.outbox.writeResult(batch);
+      await this.writeExtras(batch);
+      await updateBatch(
+        db,
+        id,
+        { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+        clock.now(),
+      );
+      this.deps.onCompleted?.();
+      logger.info(
+        { batchId: id, file: batch.fileName, resultFile: files.resultPath, statusCounts: files.summary.statusCounts },
+        'batch complete: result file written',
+      );
+      n++;
+    }
+    return n;
+  }
+
+  /** The optional .xlsx and retry files; they never hold a batch open (`payoutd retry-file` / `report --batch` redo them). */
+  private async writeExtras(batch: BatchRecord): Promise<void> {
+    const { logger } = this.deps;
+    try {
+      const extra = await this.deps.outbox.writeExtras(batch);
+      if (extra.retry?.path) {
+        logger.warn(
+          { batchId: batch.id, retryFile: extra.retry.path, rows: extra.retry.rowCount, leftOut: extra.retry.skippedCount },
+          'batch has CANCELLED rows: retry file written',
+        );
+      }
+    } catch (err) {
+      const safe =
+        err instanceof PayoutdError
+          ? err.toLog()
+          : { name: (err as Error)?.name ?? 'Error', message: String((err as Error)?.message ?? err).slice(0, 300) };
+      logger.error({ batchId: batch.id, err: safe }, 'optional outbox file not written');
+    }
+  }
+
+  /**
+   * Writes every acknowledgement or result file that should exist and does
+   * not. Batches last changed less than `minAgeMs` ago are left to the
+   * intake, which writes their files itself. A failure is logged and tried
+   * again on the next pass.
+   */
+  async repairOutbox(minAgeMs: number): Promise<void> {
+    const { db, clock, logger, outbox } = this.deps;
+    const missing = await listBatchesMissingFiles(db, clock.now() - minAgeMs);
+    for (const id of missing) {
+      const b = (await getBatch(db, id)) as BatchRecord;
+      try {
+        if (b.ackWrittenAt === null) {
+          if (b.state === 'DUPLICATE' || (b.state === 'REJECTED' && b.rowCount === 0))
+            await outbox.writeFileRejection(b, b.rejectReason ?? 'refused');
+          else await outbox.writeAck(b, b.state === 'REJECTED' ? (b.rejectReason ?? undefined) : undefined);
+          await updateBatch(db, id, { ackWrittenAt: clock.now() }, clock.now());
+        }
+        if (b.state === 'REJECTED' && b.rowCount > 0 && b.resultWrittenAt === null) {
+          await outbox.writeResult(b);
+          await updateBatch(db, id, { resultWrittenAt: clock.now() }, clock.now());
+        }
+        logger.info({ batchId: id }, 'outbox file written late (the earlier attempt failed or was interrupted)');
+      } catch (err) {
+        logger.error({ batchId: id, err: safeError(err) }, 'cannot write an outbox file yet; will try again');
+      }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The progress line an operator follows in the log: for each ACTIVE batch,
+ * at most every PROGRESS_EVERY_MS, its rows per state, creates per second
+ * and an estimate of the time left.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
+import { type Database, listBatchesInStates, stateCounts } from '../store/index.js';
+
+const PROGRESS_EVERY_MS = 10_000;
+
+export class ProgressLog {
+  private lastAt = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Logs the progress of every ACTIVE batch when the last lines are old enough. */
+  async maybeLog(): Promise<void> {
+    const now = this.clock.now();
+    if (now - this.lastAt < PROGRESS_EVERY_MS) return;
+    this.lastAt = now;
+    for (const b of await listBatchesInStates(this.db, ['ACTIVE'])) {
+      const counts = await stateCounts(this.db, b.id);
+      const total = Object.values(counts).reduce((a, x) => a + (x ?? 0), 0);
+      const final = FINAL_ROW_STATES.reduce((a, s) => a + (counts[s] ?? 0), 0);
+      const created = final + (counts.PENDING ?? 0);
+      const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
+      const rate = created / elapsedS;
+      const left = total - created;
+      this.logger.info(
+        {
+          batchId: b.id,
+          total,
+          created,
+          final,
+          counts,
+          createsPerSecond: Math.round(rate * 10) / 10,
+          etaSeconds: rate > 0 ? Math.round(left / rate) : null,
+          hold: b.holdCode,
+        },
+        'batch progress',
+      );
+    }
+  }
+}

@@ -1,0 +1,32 @@
+/**
+ * Holds on a batch: while a batch is held, none of its rows not yet sent is
+ * sent. What each hold means and which of them only an operator can lift;
+ * the decisions themselves are in src/holds/.
+ */
+
+/**
+ * FILE_CHANGED: the upload went on after the file was taken; an operator decides (payoutd release / cancel).
+ * INSUFFICIENT_BALANCE: the stablecoin balance will not cover the batch; ends by itself once it does.
+ * AWAITING_APPROVAL: reserved for batches that wait for an approval.
+ */
+export const HOLD_CODES = ['FILE_CHANGED', 'INSUFFICIENT_BALANCE', 'AWAITING_APPROVAL'] as const;
+
+export type HoldCode = (typeof HOLD_CODES)[number];
+
+/** Holds only an operator lifts: they also keep a batch from finishing, and its ack states them. */
+export const OPERATOR_HOLD_CODES: readonly HoldCode[] = ['FILE_CHANGED', 'AWAITING_APPROVAL'];
+
+/** The hold that ends by itself when its time comes. */
+export const BALANCE_HOLD: HoldCode = 'INSUFFICIENT_BALANCE';
+
+export interface BatchHold {
+  code: HoldCode;
+  /** In words finance and operators read (ack, status, log). */
+  reason: string;
+  /** When a timed hold is looked at again (clock ms); null: until an operator decides. */
+  until: number | null;
+}
+
+export function waitsForOperator(code: HoldCode | null): boolean {
+  return code !== null && OPERATOR_HOLD_CODES.includes(code);
+}

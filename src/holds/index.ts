@@ -1,0 +1,16 @@
+/**
+ * Holds: every decision to hold a batch or let it go (a file changed after
+ * it was taken, a balance that will not cover it), with one hold type
+ * (src/domain/holds.ts). The intake, the submitter and the daemon's loops
+ * call BatchHolds; nothing else holds a batch.
+ */
+export {
+  BatchHolds,
+  type BalanceCheck,
+  type ContinuedUpload,
+  type HoldsDeps,
+  type HoldsOptions,
+  type TakenFileNews,
+} from './batch-holds.js';
+export { BalanceGate, type BalanceGateOptions, type BalanceVerdict } from './balance-gate.js';
+export { balanceRefusedHold, balanceShortHold, fileChangedHold, type ChangeSeen } from './decide.js';

@@ -1,0 +1,285 @@
+/**
+ * A taken file is watched until it can no longer change (src/holds:
+ * BatchHolds.watchTakenFiles, answered by src/daemon/finisher.ts): the daemon
+ * as `payoutd run` wires it, on the system clock and real loops, with the
+ * file in `<stateDir>/claimed/` changed by the test as an SFTP session still
+ * writing the moved inode would. A batch not yet final is held FILE_CHANGED
+ * and its ack says so; an operator's cancel or release gets it its result
+ * file; once the grown file is stable again, a notice says what was read and
+ * paid and a remainder file holds the complete rows that came later, which
+ * pay exactly those rows when dropped; a rewrite is reported, not ignored.
+ */
+import { appendFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { loadConfig } from '../../src/config/index.js';
+import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { systemClock } from '../../src/domain/clock.js';
+import { cancelReadyRows, releaseBatchHold } from '../../src/store/holds.js';
+import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
+import { closePipelines, csvFile, csvRow, HEADER, startPipeline, waitFor, type Pipeline } from './harness.js';
+
+const daemons: PayoutDaemon[] = [];
+afterEach(async () => {
+  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await closePipelines();
+});
+
+interface World {
+  p: Pipeline;
+  daemon: PayoutDaemon;
+  inbox: string;
+  outbox: string;
+}
+
+async function world(options: { balance?: string; balanceCheck?: boolean } = {}): Promise<World> {
+  const p = await startPipeline({
+    startMs: Date.now(),
+    balance: options.balance,
+    sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } },
+  });
+  const inbox = join(p.dir, 'inbox');
+  const outbox = join(p.dir, 'outbox');
+  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
+  const config = loadConfig(
+    { env: {}, cwd: p.dir },
+    {
+      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
+      inbox: { stableForMs: 100, unterminatedStableForMs: 300, rescanIntervalMs: 50 },
+      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 } },
+      submit: { notFoundGraceMs: 0 },
+      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    },
+  );
+  const daemon = new PayoutDaemon(
+    { config, db: p.db, service: p.client, clock: systemClock, logger: p.logger },
+    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
+  );
+  daemons.push(daemon);
+  await daemon.start();
+  return { p, daemon, inbox, outbox };
+}
+
+/** Drops a file and waits until its batch is in one of `states`. */
+async function drop(w: World, name: string, content: string, states: BatchRecord['state'][]): Promise<BatchRecord> {
+  await writeFile(join(w.inbox, name), content);
+  let found: BatchRecord | undefined;
+  await waitFor(
+    async () => {
+      await w.daemon.tickInbox();
+      found = (await listBatchesInStates(w.p.db, states)).find((b) => b.fileName === name);
+      return found !== undefined;
+    },
+    `${name} to be ${states.join('/')}`,
+    15_000,
+  );
+  return found as BatchRecord;
+}
+
+async function outboxFile(w: World, batch: BatchRecord, suffix: string, timeoutMs = 10_000): Promise<string> {
+  const path = join(w.outbox, `${batch.id}_${batch.fileName}.${suffix}`);
+  await waitFor(
+    async () => (await readdir(w.outbox)).includes(`${batch.id}_${batch.fileName}.${suffix}`),
+    `${suffix} of ${batch.fileName}`,
+    timeoutMs,
+  );
+  return path;
+}
+
+/** The notice's records as objects (BOM stripped). */
+async function notice(path: string): Promise<Record<string, string>[]> {
+  return parseCsv(await readFile(path), { bom: true, columns: true }) as Record<string, string>[];
+}
+
+async function untilNoticeFor(w: World, batchId: string, size: number): Promise<BatchRecord> {
+  let b: BatchRecord | undefined;
+  await waitFor(
+    async () => {
+      b = await w.p.batch(batchId);
+      return b.uploadContinuedSize === size;
+    },
+    `the notice for ${size} bytes`,
+    15_000,
+  );
+  return b as BatchRecord;
+}
+
+const rows = (prefix: string, from: number, to: number): string[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => csvRow(`${prefix}-${from + i}`));
+
+describe('pipeline: a taken file whose upload goes on', () => {
+  it('after its batch is COMPLETE: a notice and a remainder of the rows that came later; the remainder pays exactly those', async () => {
+    const w = await world();
+    const batch = await drop(w, 'grows.csv', csvFile(rows('TG', 1, 3)), ['COMPLETE']);
+    const later = `${rows('TG', 4, 6).join('\n')}\n`;
+    await appendFile(batch.storedPath, later);
+    const size = batch.size + Buffer.byteLength(later);
+
+    const noticed = await untilNoticeFor(w, batch.id, size);
+    const remainderPath = await outboxFile(w, batch, 'remainder.csv');
+    // The input format, with a BOM like every outbox file.
+    expect(await readFile(remainderPath, 'utf8')).toBe(`\uFEFF${HEADER}\n${later}`);
+    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(
+      records.map((r) => [
+        r['part'],
+        r['first_line'],
+        r['last_line'],
+        r['rows'],
+        r['from_byte'],
+        r['to_byte'],
+        r['status'],
+        r['currency'],
+        r['amount'],
+      ]),
+    ).toEqual([
+      ['TAKEN', '2', '4', '3', '0', String(batch.size), 'COMPLETE', '', ''],
+      ['READ', '', '', '3', '', '', 'PAID', 'PHP', '301.5'],
+      ['NOT_READ', '5', '7', '3', String(batch.size), String(size), 'NOT_PAID', '', ''],
+    ]);
+    expect(records[0]?.['note']).toContain(`nothing after byte ${batch.size} was read`);
+    expect(records[2]?.['note']).toContain(`${batch.id}_grows.csv.remainder.csv`);
+    expect(noticed.uploadContinuedNote).toContain(`grew from ${batch.size} to ${size} bytes`);
+    const warned = w.p.logLines.filter((l) => l.includes('"level":"warn"') && l.includes('the upload of a taken file went on'));
+    expect(warned.length).toBeGreaterThanOrEqual(1);
+
+    // Dropped back, the remainder pays the rows that came later, and nothing twice.
+    const rest = await drop(w, 'grows.csv.remainder.csv', await readFile(remainderPath, 'utf8'), ['COMPLETE']);
+    expect(rest.rowCount).toBe(3);
+    for (let i = 1; i <= 6; i++) expect(w.p.ledgerCount(`TG-${i}`), `TG-${i}`).toBe(1);
+  });
+
+  it('the remainder keeps out a trailing partial line and control lines, escapes formula-like cells, and is written again as the file grows', async () => {
+    const w = await world();
+    const batch = await drop(w, 'parts.csv', csvFile(rows('TP', 1, 2)), ['COMPLETE']);
+    const formula = csvRow('TP-F', { 'beneficiary.accountName': '=HYPERLINK("http://e","c")' }).replace(
+      '=HYPERLINK("http://e","c")',
+      '"=HYPERLINK(""http://e"",""c"")"',
+    );
+    const partial = csvRow('TP-4').slice(0, 20);
+    await appendFile(batch.storedPath, `${csvRow('TP-3')}\n${formula}\n#CONTROL,rows,5\n${partial}`);
+    const first = await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
+    const remainderPath = await outboxFile(w, batch, 'remainder.csv');
+    const remainder = await readFile(remainderPath, 'utf8');
+    expect(remainder.split('\n')).toEqual([`\uFEFF${HEADER}`, csvRow('TP-3'), formula.replace('"=HYPERLINK', `"'=HYPERLINK`), '']);
+    const parts = (await notice(await outboxFile(w, batch, 'upload-continued.csv'))).map((r) => r['part']);
+    expect(parts).toEqual(['TAKEN', 'READ', 'NOT_READ', 'CONTROL_LINES', 'PARTIAL_LINE']);
+    expect(first.uploadContinuedNote).toContain('2 complete row(s) not paid');
+
+    // The upload goes on: the partial line is completed, and both files are written again.
+    await appendFile(batch.storedPath, `${csvRow('TP-4').slice(20)}\n`);
+    await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
+    expect((await readFile(remainderPath, 'utf8')).split('\n').slice(-2)).toEqual([csvRow('TP-4'), '']);
+    expect((await notice(await outboxFile(w, batch, 'upload-continued.csv'))).map((r) => r['part'])).toEqual([
+      'TAKEN',
+      'READ',
+      'NOT_READ',
+      'CONTROL_LINES',
+    ]);
+  });
+
+  it('rewritten after it was taken: the notice says so, no remainder, never ignored', async () => {
+    const w = await world();
+    const batch = await drop(w, 'rewritten.csv', csvFile(rows('TR', 1, 2)), ['COMPLETE']);
+    await appendFile(batch.storedPath, `${csvRow('TR-3')}\n`);
+    await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
+    expect(await readdir(w.outbox)).toContain(`${batch.id}_rewritten.csv.remainder.csv`);
+
+    // The same file written again from the start, with another amount in its first row.
+    await writeFile(batch.storedPath, csvFile([csvRow('TR-1', { payoutAmount: '999.00' }), ...rows('TR', 2, 3)]));
+    await waitFor(
+      async () => /^rewritten after it was taken/.test((await w.p.batch(batch.id)).uploadContinuedNote ?? ''),
+      'the notice of the rewrite',
+      15_000,
+    );
+    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(records.map((r) => r['part'])).toEqual(['TAKEN', 'READ', 'REWRITTEN']);
+    expect(records[2]?.['note']).toContain('No remainder is written');
+    expect(await readdir(w.outbox)).not.toContain(`${batch.id}_rewritten.csv.remainder.csv`);
+    expect(w.p.ledgerCount('TR-3')).toBe(0);
+  });
+
+  it('before its batch is final: held FILE_CHANGED, the ack says so; cancel gets it its result file, and the notice follows the outcome', async () => {
+    // The balance check holds the batch at acceptance, so its rows wait READY when its upload goes on.
+    const w = await world({ balance: '1', balanceCheck: true });
+    const batch = await drop(w, 'held.csv', csvFile(rows('TH', 1, 2)), ['ACTIVE']);
+    expect((await w.p.batch(batch.id)).holdCode).toBe('INSUFFICIENT_BALANCE');
+    await appendFile(batch.storedPath, `${csvRow('TH-3')}\n`);
+    await waitFor(async () => (await w.p.batch(batch.id)).holdCode === 'FILE_CHANGED', 'the FILE_CHANGED hold');
+    await waitFor(
+      async () => (await readFile(join(w.outbox, `${batch.id}_held.csv.ack.csv`), 'utf8')).includes(',HELD,'),
+      'the ack to say HELD',
+    );
+    const ack = parseCsv(await readFile(join(w.outbox, `${batch.id}_held.csv.ack.csv`)), { bom: true, columns: true }) as Record<
+      string,
+      string
+    >[];
+    expect(ack[0]).toMatchObject({ line: '', verdict: 'HELD' });
+    expect(ack[0]?.['reason']).toMatch(/^FILE_CHANGED: size changed from \d+ to \d+ bytes after the claim/);
+    expect(ack.slice(1).map((r) => r['verdict'])).toEqual(['ACCEPTED', 'ACCEPTED']);
+    const held = await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
+    expect((await notice(await outboxFile(w, batch, 'upload-continued.csv')))[0]?.['note']).toContain('is held (FILE_CHANGED');
+
+    // The operator cancels (payoutd cancel): the rows not sent are final, the batch finishes.
+    expect(await cancelReadyRows(w.p.db, batch.id, 'cancelled by an operator: test', Date.now())).toBe(2);
+    const result = await readFile(await outboxFile(w, batch, 'result.csv'), 'utf8');
+    expect(result).toMatch(/TH-1,NOT_SUBMITTED/);
+    expect(result).toMatch(/TH-2,NOT_SUBMITTED/);
+    // The notice is written again for the finished batch.
+    await waitFor(async () => ((await w.p.batch(batch.id)).uploadContinuedAt ?? 0) > (held.uploadContinuedAt ?? 0), 'the notice again');
+    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(records[0]?.['status']).toBe('COMPLETE');
+    expect(records[1]).toMatchObject({ part: 'READ', status: 'NOT_SUBMITTED', rows: '2' });
+    expect(w.p.ledgerCount('TH-1')).toBe(0);
+  });
+
+  it('changed while it was read: held at acceptance, and the ack written then already says so', async () => {
+    const w = await world();
+    const claimed = await w.p.claim('read-changed.csv', csvFile(rows('TA', 1, 2)));
+    // The record says the file was older than it is: it changed between the claim and the acceptance.
+    const batch = await w.daemon.intake.receive({ ...claimed, mtimeMs: claimed.mtimeMs - 5000 });
+    expect([batch.state, batch.holdCode]).toEqual(['ACTIVE', 'FILE_CHANGED']);
+    const ack = parseCsv(await readFile(join(w.outbox, `${batch.id}_read-changed.csv.ack.csv`)), { bom: true, columns: true }) as Record<
+      string,
+      string
+    >[];
+    expect(ack.map((r) => [r['line'], r['verdict']])).toEqual([
+      ['', 'HELD'],
+      ['2', 'ACCEPTED'],
+      ['3', 'ACCEPTED'],
+    ]);
+    expect(ack[0]?.['reason']).toMatch(/NONE will be paid until an operator decides/);
+    expect(w.p.ledgerCount('TA-1')).toBe(0);
+  });
+
+  it('held FILE_CHANGED and released by an operator: not held again for the same upload; its rows are paid and its result written', async () => {
+    const w = await world({ balance: '1', balanceCheck: true });
+    const batch = await drop(w, 'released.csv', csvFile(rows('TL', 1, 2)), ['ACTIVE']);
+    await appendFile(batch.storedPath, `${csvRow('TL-3')}\n`);
+    await waitFor(async () => (await w.p.batch(batch.id)).holdCode === 'FILE_CHANGED', 'the FILE_CHANGED hold');
+    w.p.sandbox.setBalance('M001', 'USDT', '1000000');
+    await releaseBatchHold(w.p.db, batch.id, Date.now()); // payoutd release
+    await outboxFile(w, batch, 'result.csv', 15_000);
+    const done = await w.p.batch(batch.id);
+    expect([done.state, done.holdCode]).toEqual(['COMPLETE', null]);
+    expect(w.p.ledgerCount('TL-1')).toBe(1);
+    expect(w.p.ledgerCount('TL-2')).toBe(1);
+    expect(w.p.ledgerCount('TL-3')).toBe(0);
+  });
+
+  it('a file refused whole for a cut last row, whose upload then ends: the remainder holds every row (nothing was paid)', async () => {
+    const w = await world();
+    const full = csvFile(rows('TC', 1, 3));
+    const cut = full.slice(0, full.length - 4); // inside the last row's last field, no line break
+    const batch = await drop(w, 'cut.csv', cut, ['REJECTED']);
+    expect(batch.rejectReason).toMatch(/upload may be incomplete/);
+    await appendFile(batch.storedPath, full.slice(cut.length));
+    const b = await untilNoticeFor(w, batch.id, Buffer.byteLength(full));
+    expect(b.uploadContinuedNote).toContain('3 complete row(s) not paid, lines 2-4');
+    expect(await readFile(await outboxFile(w, batch, 'remainder.csv'), 'utf8')).toBe(`\uFEFF${full}`);
+    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(records[0]?.['note']).toContain('refused whole');
+    expect(records.find((r) => r['part'] === 'NOT_READ')?.['note']).toContain('every complete row of the file');
+  });
+});
