@@ -261,6 +261,8 @@ describe('pipeline: a taken file whose upload goes on', () => {
     w.p.sandbox.setBalance('M001', 'USDT', '1000000');
     await releaseBatchHold(w.p.db, batch.id, Date.now()); // payoutd release
     await outboxFile(w, batch, 'result.csv', 15_000);
+    // The finisher writes the result file first, then records COMPLETE.
+    await waitFor(async () => (await w.p.batch(batch.id)).state === 'COMPLETE', 'COMPLETE after the result file');
     const done = await w.p.batch(batch.id);
     expect([done.state, done.holdCode]).toEqual(['COMPLETE', null]);
     expect(w.p.ledgerCount('TL-1')).toBe(1);
