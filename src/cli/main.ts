@@ -219,6 +219,26 @@ export async function runCli(argv: string[]): Promise<void> {
         },
       )
       .command(
+        'user <action> [name]',
+        'finance console users: add NAME --role R, passwd NAME, role NAME --role R, unlock NAME, remove NAME, list (passwords from stdin)',
+        (y) =>
+          withConfig(y)
+            .positional('action', { type: 'string', choices: ['add', 'passwd', 'role', 'unlock', 'remove', 'list'], demandOption: true })
+            .positional('name', { type: 'string', describe: 'the user name' })
+            .option('role', { type: 'string', choices: ['viewer', 'uploader', 'approver', 'admin'], describe: 'what the user may do' })
+            .option('proxy-only', {
+              type: 'boolean',
+              default: false,
+              describe: 'no password: the user signs in only through the trusted reverse proxy (console.userHeader)',
+            })
+            .option('json', { type: 'boolean', default: false }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { manageUsers } = await import('./commands/users.js');
+          await manageUsers(config, { action: a.action, name: a.name, role: a.role, proxyOnly: a['proxy-only'], json: a.json });
+        },
+      )
+      .command(
         'migrate',
         'create or upgrade the state database schema',
         (y) => withConfig(y),

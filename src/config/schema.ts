@@ -232,6 +232,34 @@ export const configSchema = z
         eventRetentionDays: positive(30),
       })
       .prefault({}),
+    /** The finance console (docs/console.md): batches, uploads, approvals and downloads in the browser. */
+    console: z
+      .object({
+        /** Serve the console. Meant to sit behind the organisation's TLS reverse proxy. */
+        enabled: z.boolean().default(false),
+        host: z.string().default('127.0.0.1'),
+        port: port(8480),
+        /**
+         * Addresses (as the console sees the connection's peer) of reverse proxies whose user header is believed.
+         * Empty: the header is never read, and everyone signs in with a console password.
+         */
+        trustedProxies: z.array(z.string()).default([]),
+        /** The header a trusted proxy names the signed-in user in; the user must exist (`payoutd user add`). */
+        userHeader: z.string().default('Remote-User'),
+        /** A session ends this long after sign-in. 12 hours. */
+        sessionMs: positive(12 * 3600 * 1000),
+        /** Mark the session cookie Secure (the browser sends it over HTTPS only): on behind a TLS proxy. */
+        secureCookie: z.boolean().default(false),
+        /** Failed sign-ins in a row that lock a user out, and for how long. 15 minutes. */
+        lockout: z.object({ maxFailures: positive(5), lockMs: positive(900_000) }).prefault({}),
+        /** The largest file an upload may be. 50 MiB. */
+        maxUploadBytes: positive(50 * 1024 * 1024),
+        /** How often an open batch list or batch page refreshes itself. */
+        refreshMs: positive(3000),
+        /** Batches per page of the list, rows per page of a batch. */
+        pageSize: positive(50),
+      })
+      .prefault({}),
     /** Several instances on one PostgreSQL database (database.client pg). */
     instance: z
       .object({

@@ -1,7 +1,7 @@
 /**
  * Starting and stopping a whole payoutd process: the start-up checks
  * (./startup-checks.ts), the instance lock, the database and its
- * migrations, the listeners (metrics, webhook), the API connection (maybe
+ * migrations, the listeners (metrics, webhook, console), the API connection (maybe
  * the embedded sandbox), the daemon — and closing all of it in reverse order.
  */
 import { randomBytes } from 'node:crypto';
@@ -17,6 +17,8 @@ import type { FaultPoint } from './fault-points.js';
 // Metrics (prom-client) and the webhook receiver are imported only when the config enables them.
 import type { PayoutdMetrics } from '../metrics/index.js';
 import type { WebhookReceiver } from '../webhook/index.js';
+import type { ConsoleServer } from '../console/index.js';
+import { outboxName } from './outbox.js';
 import { readWebhookSecret } from '../config/index.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 import { checkFolders, checkPayoutService } from './startup-checks.js';
@@ -61,6 +63,7 @@ export async function startDaemon(
   let api: ApiConnection | null = null;
   let metrics: PayoutdMetrics | null = null;
   let webhook: WebhookReceiver | null = null;
+  let consoleServer: ConsoleServer | null = null;
   let health: ServiceHealthRecorder | null = null;
   try {
     const applied = await migrateToLatest(db);
@@ -109,6 +112,35 @@ export async function startDaemon(
         throw portProblem(err, 'webhook.port');
       });
       logger.info({ url }, 'webhook receiver listening (polling remains the safety net)');
+    }
+    if (config.console.enabled) {
+      const c = config.console;
+      const { ConsoleServer, noApprovals } = await import('../console/index.js');
+      consoleServer = new ConsoleServer({
+        host: c.host,
+        port: c.port,
+        db,
+        logger,
+        now: () => clock.now(),
+        inbox: config.paths.inbox,
+        outbox: config.paths.outbox,
+        stateDir: config.paths.stateDir,
+        inboxIgnore: config.inbox.ignore,
+        outboxNameOf: outboxName,
+        approvals: noApprovals,
+        trustedProxies: c.trustedProxies,
+        userHeader: c.userHeader,
+        sessionMs: c.sessionMs,
+        secureCookie: c.secureCookie,
+        lockout: c.lockout,
+        maxUploadBytes: c.maxUploadBytes,
+        refreshMs: c.refreshMs,
+        pageSize: c.pageSize,
+      });
+      const url = await consoleServer.listen().catch((err: unknown) => {
+        throw portProblem(err, 'console.port');
+      });
+      logger.info({ url }, 'finance console listening');
     }
     api = await connectApi(
       config,
@@ -160,12 +192,14 @@ export async function startDaemon(
     const started = daemon;
     const recorder = health;
     const receiver = webhook;
+    const consoleListener = consoleServer;
     return {
       daemon: started,
       api: connection,
       db,
       async stop() {
         try {
+          await consoleListener?.close();
           await receiver?.stop();
           await started.stop();
           await recorder.stop();
@@ -178,6 +212,7 @@ export async function startDaemon(
       },
     };
   } catch (err) {
+    await consoleServer?.close();
     await webhook?.stop();
     await health?.stop();
     await metrics?.close();

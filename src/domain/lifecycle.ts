@@ -87,6 +87,9 @@ const BATCH_MOVES: Readonly<Record<BatchState, readonly BatchState[]>> = {
   COMPLETE: [],
 };
 
+/** Every batch state, in the order of its lifecycle. */
+export const BATCH_STATES = Object.keys(BATCH_MOVES) as readonly BatchState[];
+
 /** Batch states nothing moves on from. A batch reaches one with its rows final, or none of them sent. */
 export const FINAL_BATCH_STATES: readonly BatchState[] = ['REJECTED', 'DUPLICATE', 'COMPLETE'];
 

@@ -264,3 +264,34 @@ export async function claimBatchLease(
     .update({ lease_owner: instanceId, lease_expires_at: now + leaseMs });
   return n === 1;
 }
+
+/** Which batches a page of the console's list shows: states, and a window on the time received (ms, `until` exclusive). */
+export interface BatchFilter {
+  states?: readonly BatchState[];
+  receivedFrom?: number;
+  receivedUntil?: number;
+}
+
+/** One page of batches, newest first, and how many match in all (the console pages a long history). */
+export async function listBatchPage(
+  db: Database,
+  filter: BatchFilter,
+  offset: number,
+  limit: number,
+): Promise<{ batches: BatchRecord[]; total: number }> {
+  const where = (q: ReturnType<Database>): ReturnType<Database> => {
+    if (filter.states && filter.states.length > 0) q.whereIn('state', filter.states);
+    if (filter.receivedFrom !== undefined) q.andWhere('received_at', '>=', filter.receivedFrom);
+    if (filter.receivedUntil !== undefined) q.andWhere('received_at', '<', filter.receivedUntil);
+    return q;
+  };
+  const rows = (await where(db('batches'))
+    .orderBy([
+      { column: 'received_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .offset(offset)
+    .limit(limit)) as Record<string, unknown>[];
+  const counted = (await where(db('batches')).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  return { batches: rows.map(fromRow), total: Number(counted?.n ?? 0) };
+}

@@ -17,7 +17,8 @@
  * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state),
  *   service-health.ts (whether each instance can reach the payout service);
  * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
- *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
+ *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows;
+ * - console-access.ts: the finance console's users, sessions and uploads.
  */
 export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
@@ -38,6 +39,8 @@ export {
   listBatchesMissingFiles,
   clearBatchContents,
   claimBatchLease,
+  listBatchPage,
+  type BatchFilter,
   type BatchRecord,
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
@@ -71,5 +74,24 @@ export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord 
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
-export { resultRowPages, type BatchResultRow } from './results.js';
+export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';
+export {
+  getConsoleUser,
+  listConsoleUsers,
+  insertConsoleUser,
+  updateConsoleUser,
+  deleteConsoleUser,
+  recordFailedSignIn,
+  recordSignIn,
+  insertConsoleSession,
+  getConsoleSession,
+  deleteConsoleSession,
+  deleteConsoleSessions,
+  recordConsoleUpload,
+  consoleUploaderOf,
+  consoleUploadersOf,
+  type ConsoleUserRecord,
+  type ConsoleSessionRecord,
+  type ConsoleUploadRecord,
+} from './console-access.js';

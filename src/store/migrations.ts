@@ -449,6 +449,48 @@ const uploadContinued: Migration = {
   },
 };
 
+// The finance console (src/console): its users (a role, a scrypt hash or none for users the reverse proxy names,
+// failed sign-ins for the lock-out), its sessions (kept as a hash of the cookie, with the CSRF token), and who
+// uploaded a file through it (keyed by the name it was renamed to in the inbox and its bytes' hash, read when a
+// batch of that file is shown or claimed: no trust in the file's owner).
+const consoleTables: Migration = {
+  name: '0017_console',
+  async up(knex) {
+    await knex.schema.createTable('console_users', (t) => {
+      t.string('name', 128).primary();
+      t.string('role', 16).notNullable();
+      t.text('password_hash').nullable();
+      t.integer('failed_attempts').notNullable().defaultTo(0);
+      t.bigInteger('locked_until').nullable();
+      t.bigInteger('created_at').notNullable();
+      t.bigInteger('updated_at').notNullable();
+    });
+    await knex.schema.createTable('console_sessions', (t) => {
+      t.string('id_hash', 64).primary();
+      t.string('user_name', 128).notNullable().references('console_users.name').onDelete('CASCADE');
+      t.string('csrf_token', 64).notNullable();
+      t.bigInteger('created_at').notNullable();
+      t.bigInteger('expires_at').notNullable();
+      t.index(['user_name']);
+      t.index(['expires_at']);
+    });
+    await knex.schema.createTable('console_uploads', (t) => {
+      t.increments('id').primary();
+      t.string('file_name', 512).notNullable();
+      t.string('sha256', 64).notNullable();
+      t.bigInteger('size').notNullable();
+      t.string('uploader', 128).notNullable();
+      t.bigInteger('uploaded_at').notNullable();
+      t.index(['file_name', 'sha256']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('console_uploads');
+    await knex.schema.dropTableIfExists('console_sessions');
+    await knex.schema.dropTableIfExists('console_users');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -462,6 +504,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceHealth,
   doneMarker,
   uploadContinued,
+  consoleTables,
 ];
 
 /** knex migration source over the list above. */

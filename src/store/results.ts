@@ -79,3 +79,31 @@ export async function* resultRowPages(db: Database, batchId: string, pageSize = 
     afterLine = last.line;
   }
 }
+
+/** LIKE's wildcards and its escape character taken literally. */
+function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/**
+ * One page of a batch's rows in line order, as the result files show them, optionally only those whose
+ * reference contains `reference`; and how many match in all.
+ */
+export async function resultRowsPage(
+  db: Database,
+  batchId: string,
+  options: { reference?: string; offset: number; limit: number },
+): Promise<{ rows: BatchResultRow[]; total: number }> {
+  const where = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
+    q.where({ batch_id: batchId });
+    if (options.reference) q.andWhereRaw("merchant_reference_id like ? escape '\\'", [`%${likeLiteral(options.reference)}%`]);
+    return q;
+  };
+  const rows = (await where(db('payouts'))
+    .orderBy('line')
+    .offset(options.offset)
+    .limit(options.limit)
+    .select(resultSelection(db))) as BatchResultRow[];
+  const counted = (await where(db('payouts')).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  return { rows, total: Number(counted?.n ?? 0) };
+}

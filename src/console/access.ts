@@ -1,0 +1,130 @@
+/**
+ * Who is asking: a session cookie from a console sign-in, or the user header
+ * of a trusted reverse proxy (only when the connection comes from one of
+ * `console.trustedProxies`). Sign-in with a password counts failures and
+ * locks a user out after `lockout.maxFailures` in a row. Every state-changing
+ * request must carry the CSRF token of its identity: a session's own random
+ * token, or for a proxy user an HMAC of the name under a per-process key.
+ */
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import {
+  deleteConsoleSession,
+  deleteConsoleSessions,
+  getConsoleSession,
+  getConsoleUser,
+  insertConsoleSession,
+  recordFailedSignIn,
+  recordSignIn,
+  type Database,
+} from '../store/index.js';
+import { DECOY_HASH, verifyPassword } from './passwords.js';
+import { isRole, type Role } from './roles.js';
+
+export const SESSION_COOKIE = 'payoutd_session';
+/** Before sign-in: the double-submitted token of the sign-in form. */
+export const PRE_SESSION_COOKIE = 'payoutd_pre';
+
+export interface Identity {
+  user: string;
+  role: Role;
+  csrfToken: string;
+  via: 'session' | 'proxy';
+  /** The session's cookie hash, to end it at sign-out. */
+  sessionHash?: string;
+}
+
+export interface AccessOptions {
+  db: Database;
+  now(): number;
+  sessionMs: number;
+  trustedProxies: readonly string[];
+  userHeader: string;
+  lockout: { maxFailures: number; lockMs: number };
+}
+
+export type SignInResult = { ok: true; cookieValue: string } | { ok: false; why: 'bad-credentials' | 'locked' };
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** A connection's peer as written in trustedProxies: IPv4 addresses without their IPv6 wrapping. */
+export function peerAddress(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? '';
+  return a.startsWith('::ffff:') ? a.slice(7) : a;
+}
+
+export function cookiesOf(req: IncomingMessage): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0) out.set(part.slice(0, eq).trim(), part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+export function sameToken(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export class ConsoleAccess {
+  private readonly proxyKey = randomBytes(32);
+
+  constructor(private readonly options: AccessOptions) {}
+
+  /** The identity of a request, or null (not signed in, an unknown or removed user, a header from an untrusted peer). */
+  async identify(req: IncomingMessage): Promise<Identity | null> {
+    const o = this.options;
+    const header = req.headers[o.userHeader.toLowerCase()];
+    if (typeof header === 'string' && header !== '' && o.trustedProxies.includes(peerAddress(req))) {
+      const user = await getConsoleUser(o.db, header);
+      if (!user || !isRole(user.role)) return null;
+      return { user: user.name, role: user.role, csrfToken: this.proxyCsrf(user.name), via: 'proxy' };
+    }
+    const cookie = cookiesOf(req).get(SESSION_COOKIE);
+    if (!cookie) return null;
+    const sessionHash = sha256(cookie);
+    const session = await getConsoleSession(o.db, sessionHash, o.now());
+    if (!session) return null;
+    const user = await getConsoleUser(o.db, session.userName);
+    if (!user || !isRole(user.role)) return null;
+    return { user: user.name, role: user.role, csrfToken: session.csrfToken, via: 'session', sessionHash };
+  }
+
+  private proxyCsrf(user: string): string {
+    return createHmac('sha256', this.proxyKey).update(`csrf:${user}`).digest('hex');
+  }
+
+  /** Checks a password; on success starts a session and returns its cookie value (shown to no one else). */
+  async signIn(name: string, password: string): Promise<SignInResult> {
+    const o = this.options;
+    const now = o.now();
+    const user = name === '' ? undefined : await getConsoleUser(o.db, name);
+    // The hash is checked even for an unknown name, so timing does not tell which names exist.
+    const matches = await verifyPassword(password, user?.passwordHash ?? DECOY_HASH);
+    if (!user || user.passwordHash === null) return { ok: false, why: 'bad-credentials' };
+    if (user.lockedUntil !== null && user.lockedUntil > now) return { ok: false, why: 'locked' };
+    if (!matches) {
+      await recordFailedSignIn(o.db, user.name, o.lockout.maxFailures, o.lockout.lockMs, now);
+      return { ok: false, why: 'bad-credentials' };
+    }
+    await recordSignIn(o.db, user.name, now);
+    await deleteConsoleSessions(o.db, { expiredAt: now });
+    const cookieValue = randomBytes(32).toString('base64url');
+    await insertConsoleSession(o.db, {
+      idHash: sha256(cookieValue),
+      userName: user.name,
+      csrfToken: randomBytes(32).toString('hex'),
+      createdAt: now,
+      expiresAt: now + o.sessionMs,
+    });
+    return { ok: true, cookieValue };
+  }
+
+  async signOut(identity: Identity): Promise<void> {
+    if (identity.sessionHash) await deleteConsoleSession(this.options.db, identity.sessionHash);
+  }
+}

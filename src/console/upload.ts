@@ -1,0 +1,121 @@
+/**
+ * A file uploaded in the console joins the inbox exactly as a careful SFTP
+ * sender's does: written under a temp name in `<stateDir>/console-upload/`
+ * (the state directory is on the inbox's filesystem, as claims require),
+ * recorded with its uploader and hash, then linked into the inbox under its
+ * name (a link never replaces a file of that name waiting there) and the
+ * temp name removed. The daemon then takes, validates, acknowledges and
+ * deduplicates it like any other file. Names that would land elsewhere, be
+ * ignored by the inbox or are not CSV/XLSX are refused, as are files over
+ * the size limit or whose bytes are not of their kind.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { link, mkdir, open, unlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { compileIgnore, isIgnoredName } from '../ingest/inbox/index.js';
+import { recordConsoleUpload, type Database } from '../store/index.js';
+import { ConsoleError } from './errors.js';
+
+export interface UploadTarget {
+  db: Database;
+  inbox: string;
+  stateDir: string;
+  maxBytes: number;
+  ignore: readonly string[];
+  now(): number;
+}
+
+const KINDS = ['.csv', '.xlsx'] as const;
+
+/** The name a file may have in the inbox, or a ConsoleError saying why not. */
+export function checkUploadName(name: string, ignore: readonly string[]): string {
+  const shown = JSON.stringify(name);
+  if (name === '' || name.length > 200)
+    throw new ConsoleError('UPLOAD_BAD_NAME', `the file name ${shown} is empty or too long: rename the file`);
+  if (/[/\\\0]/.test(name) || name !== basename(name) || name === '.' || name === '..') {
+    throw new ConsoleError('UPLOAD_BAD_NAME', `the file name ${shown} names a folder: upload a file whose name has no / or \\`);
+  }
+  if (/[\p{Cc}\p{Cf}]/u.test(name))
+    throw new ConsoleError('UPLOAD_BAD_NAME', `the file name ${shown} holds control characters: rename the file`);
+  if (!KINDS.some((k) => name.toLowerCase().endsWith(k))) {
+    throw new ConsoleError('UPLOAD_BAD_TYPE', `${shown} is not a .csv or .xlsx file: export the batch as CSV or XLSX`);
+  }
+  if (isIgnoredName(name, compileIgnore(ignore))) {
+    throw new ConsoleError(
+      'UPLOAD_BAD_NAME',
+      `the inbox never takes a file named ${shown} (hidden, temporary or ignored): rename the file`,
+    );
+  }
+  return name;
+}
+
+/** Whether the first bytes fit the kind the name says: an .xlsx is a zip; a .csv is text (no NUL byte). */
+export function checkUploadBytes(name: string, head: Buffer): void {
+  const xlsx = name.toLowerCase().endsWith('.xlsx');
+  const ok = xlsx ? head.length >= 4 && head.readUInt32LE(0) === 0x04034b50 : !head.includes(0);
+  if (!ok) {
+    throw new ConsoleError(
+      'UPLOAD_BAD_TYPE',
+      `${JSON.stringify(name)} is not ${xlsx ? 'an Excel workbook' : 'a text CSV file'}: export the batch again as ${xlsx ? 'XLSX' : 'CSV'}`,
+    );
+  }
+}
+
+export interface Uploaded {
+  name: string;
+  size: number;
+  sha256: string;
+}
+
+/** Streams `body` into the inbox as `name` for `uploader`; refuses with a ConsoleError. */
+export async function acceptUpload(target: UploadTarget, name: string, uploader: string, body: Readable): Promise<Uploaded> {
+  checkUploadName(name, target.ignore);
+  const dir = join(target.stateDir, 'console-upload');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const temp = join(dir, `${randomBytes(8).toString('hex')}.part`);
+  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o640);
+  const hash = createHash('sha256');
+  let size = 0;
+  let head = Buffer.alloc(0);
+  try {
+    try {
+      for await (const chunk of body) {
+        const bytes = chunk as Buffer;
+        size += bytes.length;
+        if (size > target.maxBytes) {
+          throw new ConsoleError(
+            'UPLOAD_TOO_LARGE',
+            `${JSON.stringify(name)} is larger than ${target.maxBytes} bytes (console.maxUploadBytes): split the batch`,
+          );
+        }
+        if (head.length < 8192) head = Buffer.concat([head, bytes.subarray(0, 8192 - head.length)]);
+        hash.update(bytes);
+        await handle.write(bytes);
+      }
+      if (size === 0) throw new ConsoleError('UPLOAD_EMPTY', `${JSON.stringify(name)} is empty: nothing to pay`);
+      checkUploadBytes(name, head);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    const uploaded = { name, size, sha256: hash.digest('hex') };
+    // Recorded before the file can be taken: its batch always finds its uploader.
+    await recordConsoleUpload(target.db, { fileName: name, sha256: uploaded.sha256, size, uploader, uploadedAt: target.now() });
+    try {
+      await link(temp, join(target.inbox, name));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new ConsoleError(
+          'UPLOAD_NAME_TAKEN',
+          `a file named ${JSON.stringify(name)} is waiting in the inbox already: wait until it is taken, or rename yours`,
+        );
+      }
+      throw err;
+    }
+    return uploaded;
+  } finally {
+    await unlink(temp).catch(() => undefined);
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Managing console users (`payoutd user ...`): names, roles, passwords.
+ * A user without a password signs in only through the reverse proxy's
+ * user header. Changing a password or a role ends the user's sessions.
+ */
+import {
+  deleteConsoleSessions,
+  deleteConsoleUser,
+  getConsoleUser,
+  insertConsoleUser,
+  listConsoleUsers,
+  updateConsoleUser,
+  type Database,
+} from '../store/index.js';
+import { ConsoleError } from './errors.js';
+import { hashPassword } from './passwords.js';
+import { isRole, ROLES, type Role } from './roles.js';
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+export function checkUserName(name: string): void {
+  if (!NAME.test(name)) {
+    throw new ConsoleError(
+      'BAD_USER_NAME',
+      `user name ${JSON.stringify(name)}: use 1-64 letters, digits and . _ @ - (starting with a letter or digit)`,
+    );
+  }
+}
+
+export function checkRole(role: string): Role {
+  if (!isRole(role)) throw new ConsoleError('BAD_ROLE', `role ${JSON.stringify(role)}: choose one of ${ROLES.join(', ')}`);
+  return role;
+}
+
+export interface ConsoleUser {
+  name: string;
+  role: Role;
+  hasPassword: boolean;
+  lockedUntil: number | null;
+}
+
+export async function addUser(db: Database, name: string, role: string, password: string | null, now: number): Promise<void> {
+  checkUserName(name);
+  const r = checkRole(role);
+  if (await getConsoleUser(db, name)) throw new ConsoleError('USER_EXISTS', `user ${name} exists already`);
+  const passwordHash = password === null ? null : await hashPassword(password);
+  await insertConsoleUser(db, { name, role: r, passwordHash, failedAttempts: 0, lockedUntil: null, createdAt: now, updatedAt: now });
+}
+
+async function mustExist(db: Database, name: string): Promise<void> {
+  if (!(await getConsoleUser(db, name))) throw new ConsoleError('NO_SUCH_USER', `no user ${name} (payoutd user list shows them)`);
+}
+
+export async function setPassword(db: Database, name: string, password: string | null, now: number): Promise<void> {
+  await mustExist(db, name);
+  const passwordHash = password === null ? null : await hashPassword(password);
+  await updateConsoleUser(db, name, { passwordHash, failedAttempts: 0, lockedUntil: null }, now);
+  await deleteConsoleSessions(db, { userName: name });
+}
+
+export async function setRole(db: Database, name: string, role: string, now: number): Promise<void> {
+  await mustExist(db, name);
+  await updateConsoleUser(db, name, { role: checkRole(role) }, now);
+  await deleteConsoleSessions(db, { userName: name });
+}
+
+export async function unlockUser(db: Database, name: string, now: number): Promise<void> {
+  await mustExist(db, name);
+  await updateConsoleUser(db, name, { failedAttempts: 0, lockedUntil: null }, now);
+}
+
+export async function removeUser(db: Database, name: string): Promise<void> {
+  if (!(await deleteConsoleUser(db, name))) throw new ConsoleError('NO_SUCH_USER', `no user ${name} (payoutd user list shows them)`);
+}
+
+export async function listUsers(db: Database): Promise<ConsoleUser[]> {
+  return (await listConsoleUsers(db)).map((u) => ({
+    name: u.name,
+    role: checkRole(u.role),
+    hasPassword: u.passwordHash !== null,
+    lockedUntil: u.lockedUntil,
+  }));
+}

@@ -1,0 +1,137 @@
+/**
+ * What the pages show of a batch, gathered from the store: rows by state,
+ * progress and its estimated end, the reason it waits or was refused, its
+ * totals per status and currency, and its timeline. The arithmetic is in
+ * small pure functions; money is summed exactly (ExactTotal), never as a float.
+ */
+import { ExactTotal } from '../domain/exact-total.js';
+import { isFinalRowState, type RowState } from '../domain/lifecycle.js';
+import { decimalText, isPlainDecimal } from '../domain/money.js';
+import { batchStateCounts, resultRowPages, type BatchRecord, type Database, type StateCounts } from '../store/index.js';
+import type { ApprovalView } from './approvals.js';
+
+export interface Progress {
+  /** Rows that reached a final state, of `total`. */
+  done: number;
+  total: number;
+  /** Estimated time left (ms) at the pace so far; null when there is no pace yet or nothing is left. */
+  etaMs: number | null;
+}
+
+/** Progress of a batch: final rows of all rows, and the time left at the pace since it was accepted. */
+export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acceptedAt'>, counts: StateCounts, now: number): Progress {
+  let done = 0;
+  let total = 0;
+  for (const [state, n] of Object.entries(counts) as [RowState, number][]) {
+    total += n;
+    if (isFinalRowState(state)) done += n;
+  }
+  total = Math.max(total, batch.rowCount);
+  const left = total - done;
+  const started = batch.acceptedAt;
+  const etaMs = batch.state === 'ACTIVE' && started !== null && done > 0 && left > 0 ? Math.round(((now - started) / done) * left) : null;
+  return { done, total, etaMs };
+}
+
+/** Why a batch waits or was refused, in words; null when nothing holds it. */
+export function reasonOf(batch: BatchRecord, approval: ApprovalView | null): string | null {
+  if (approval?.awaiting) return `awaiting approval${approval.reason ? `: ${approval.reason}` : ''}`;
+  if (batch.holdCode) return `${batch.holdCode}: ${batch.holdReason ?? ''}`.trim();
+  if (batch.state === 'DUPLICATE') return `same file as batch ${batch.duplicateOf ?? '?'}`;
+  if (batch.rejectCode) return `${batch.rejectCode}: ${batch.rejectReason ?? ''}`.trim();
+  return null;
+}
+
+/** The payout amounts of every data row, per currency, as the batch record keeps them. */
+export function totalsOf(batch: Pick<BatchRecord, 'totalsJson'>): [string, string][] {
+  if (!batch.totalsJson) return [];
+  try {
+    const parsed = JSON.parse(batch.totalsJson) as Record<string, unknown>;
+    return Object.entries(parsed)
+      .filter((e): e is [string, string] => typeof e[1] === 'string')
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  } catch {
+    return [];
+  }
+}
+
+export interface BatchListItem {
+  batch: BatchRecord;
+  uploader: string | null;
+  counts: StateCounts;
+  progress: Progress;
+  reason: string | null;
+  awaitingApproval: boolean;
+}
+
+export async function listItem(
+  db: Database,
+  batch: BatchRecord,
+  uploader: string | null,
+  approval: ApprovalView | null,
+  now: number,
+): Promise<BatchListItem> {
+  const counts = await batchStateCounts(db, batch);
+  return {
+    batch,
+    uploader,
+    counts,
+    progress: progressOf(batch, counts, now),
+    reason: reasonOf(batch, approval),
+    awaitingApproval: approval?.awaiting ?? batch.holdCode === 'AWAITING_APPROVAL',
+  };
+}
+
+export interface StatusTotal {
+  state: RowState;
+  currency: string;
+  rows: number;
+  amount: string;
+}
+
+/** Rows and exact payout amounts per row state and currency (amounts that are not plain decimals, as in an invalid row, are counted but not summed). */
+export async function statusTotals(db: Database, batchId: string): Promise<StatusTotal[]> {
+  const groups = new Map<string, { state: RowState; currency: string; rows: number; sum: ExactTotal }>();
+  for await (const page of resultRowPages(db, batchId)) {
+    for (const row of page) {
+      const currency = row.payoutCurrency ?? '';
+      const key = `${row.state}\u0000${currency}`;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { state: row.state, currency, rows: 0, sum: new ExactTotal() }));
+      g.rows += 1;
+      if (row.payoutAmount !== null && isPlainDecimal(row.payoutAmount)) g.sum.add(row.payoutAmount);
+    }
+  }
+  return [...groups.values()]
+    .map((g) => ({ state: g.state, currency: g.currency, rows: g.rows, amount: decimalText(g.sum.toDecimal()) }))
+    .sort((a, b) => (a.state === b.state ? (a.currency < b.currency ? -1 : 1) : a.state < b.state ? -1 : 1));
+}
+
+export interface TimelineEvent {
+  at: number;
+  what: string;
+}
+
+/** The events of a batch in order, from its record and approval decisions. */
+export function timelineOf(batch: BatchRecord, uploader: string | null, approval: ApprovalView | null): TimelineEvent[] {
+  const events: TimelineEvent[] = [
+    { at: batch.receivedAt, what: `received${uploader ? ` (uploaded by ${uploader} in the console)` : ''}` },
+  ];
+  if (batch.acceptedAt !== null)
+    events.push({ at: batch.acceptedAt, what: `accepted: ${batch.validCount} valid row(s), ${batch.invalidCount} invalid` });
+  if (batch.ackWrittenAt !== null) events.push({ at: batch.ackWrittenAt, what: 'acknowledgement written to the outbox' });
+  if (batch.fileChangedAt !== null) events.push({ at: batch.fileChangedAt, what: 'the upload went on after the file was taken' });
+  for (const d of approval?.decisions ?? []) {
+    events.push({
+      at: d.at,
+      what: `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.approver} (${d.via})${d.comment ? `: ${d.comment}` : ''}`,
+    });
+  }
+  if (batch.holdCode) events.push({ at: batch.updatedAt, what: `held: ${batch.holdCode}: ${batch.holdReason ?? ''}`.trim() });
+  if (batch.state === 'REJECTED' || batch.state === 'DUPLICATE') {
+    events.push({ at: batch.updatedAt, what: `${batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected'}: ${reasonOf(batch, null) ?? ''}` });
+  }
+  if (batch.resultWrittenAt !== null) events.push({ at: batch.resultWrittenAt, what: 'result and summary written to the outbox' });
+  if (batch.completedAt !== null) events.push({ at: batch.completedAt, what: 'complete: every row is final' });
+  return events.sort((a, b) => a.at - b.at);
+}

@@ -1,0 +1,182 @@
+/**
+ * The finance console's users and sessions. A user has a role and, unless
+ * the reverse proxy signs them in, a password hash (made by src/console);
+ * failed sign-ins count towards a lock-out. A session is stored as the
+ * SHA-256 of its cookie value, so the database never holds a usable cookie.
+ */
+import type { Database } from './db.js';
+import { fromColumnValues, toColumnValues } from './columns.js';
+
+export interface ConsoleUserRecord {
+  name: string;
+  role: string;
+  /** Null: the user signs in only through the reverse proxy's user header. */
+  passwordHash: string | null;
+  failedAttempts: number;
+  lockedUntil: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const USER_COLUMNS: Record<keyof ConsoleUserRecord, string> = {
+  name: 'name',
+  role: 'role',
+  passwordHash: 'password_hash',
+  failedAttempts: 'failed_attempts',
+  lockedUntil: 'locked_until',
+  createdAt: 'created_at',
+  updatedAt: 'updated_at',
+};
+
+export interface ConsoleSessionRecord {
+  idHash: string;
+  userName: string;
+  csrfToken: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+const SESSION_COLUMNS: Record<keyof ConsoleSessionRecord, string> = {
+  idHash: 'id_hash',
+  userName: 'user_name',
+  csrfToken: 'csrf_token',
+  createdAt: 'created_at',
+  expiresAt: 'expires_at',
+};
+
+export async function getConsoleUser(db: Database, name: string): Promise<ConsoleUserRecord | undefined> {
+  const r = (await db('console_users').where({ name }).first()) as Record<string, unknown> | undefined;
+  return r ? fromColumnValues<ConsoleUserRecord>(USER_COLUMNS, r) : undefined;
+}
+
+export async function listConsoleUsers(db: Database): Promise<ConsoleUserRecord[]> {
+  const rows = (await db('console_users').orderBy('name')) as Record<string, unknown>[];
+  return rows.map((r) => fromColumnValues<ConsoleUserRecord>(USER_COLUMNS, r));
+}
+
+export async function insertConsoleUser(db: Database, user: ConsoleUserRecord): Promise<void> {
+  await db('console_users').insert(toColumnValues(USER_COLUMNS, user));
+}
+
+/** Changes a user; false when there is no such user. */
+export async function updateConsoleUser(
+  db: Database,
+  name: string,
+  patch: Partial<Omit<ConsoleUserRecord, 'name' | 'createdAt'>>,
+  now: number,
+): Promise<boolean> {
+  const n = await db('console_users')
+    .where({ name })
+    .update(toColumnValues(USER_COLUMNS, { ...patch, updatedAt: now }));
+  return n === 1;
+}
+
+/** Removes a user and their sessions; false when there is no such user. */
+export async function deleteConsoleUser(db: Database, name: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    await trx('console_sessions').where({ user_name: name }).delete();
+    return (await trx('console_users').where({ name }).delete()) === 1;
+  });
+}
+
+/**
+ * Counts a failed sign-in in one statement (two at once both count) and locks the user for `lockMs` once
+ * `maxFailures` are reached; the count starts again after the lock.
+ */
+export async function recordFailedSignIn(db: Database, name: string, maxFailures: number, lockMs: number, now: number): Promise<void> {
+  await db('console_users')
+    .where({ name })
+    .update({ failed_attempts: db.raw('failed_attempts + 1'), updated_at: now });
+  await db('console_users')
+    .where({ name })
+    .andWhere('failed_attempts', '>=', maxFailures)
+    .update({ failed_attempts: 0, locked_until: now + lockMs, updated_at: now });
+}
+
+export async function recordSignIn(db: Database, name: string, now: number): Promise<void> {
+  await db('console_users').where({ name }).update({ failed_attempts: 0, locked_until: null, updated_at: now });
+}
+
+export async function insertConsoleSession(db: Database, session: ConsoleSessionRecord): Promise<void> {
+  await db('console_sessions').insert(toColumnValues(SESSION_COLUMNS, session));
+}
+
+/** The live session with this hash, if any. */
+export async function getConsoleSession(db: Database, idHash: string, now: number): Promise<ConsoleSessionRecord | undefined> {
+  const r = (await db('console_sessions').where({ id_hash: idHash }).andWhere('expires_at', '>', now).first()) as
+    Record<string, unknown> | undefined;
+  return r ? fromColumnValues<ConsoleSessionRecord>(SESSION_COLUMNS, r) : undefined;
+}
+
+export async function deleteConsoleSession(db: Database, idHash: string): Promise<void> {
+  await db('console_sessions').where({ id_hash: idHash }).delete();
+}
+
+/** Ends every session of a user (password or role changed) or, without a name, every expired one. */
+export async function deleteConsoleSessions(db: Database, by: { userName: string } | { expiredAt: number }): Promise<number> {
+  return 'userName' in by
+    ? db('console_sessions').where({ user_name: by.userName }).delete()
+    : db('console_sessions').where('expires_at', '<=', by.expiredAt).delete();
+}
+
+/** A file the console renamed into the inbox, and who uploaded it. */
+export interface ConsoleUploadRecord {
+  fileName: string;
+  sha256: string;
+  size: number;
+  uploader: string;
+  uploadedAt: number;
+}
+
+const UPLOAD_COLUMNS: Record<keyof ConsoleUploadRecord, string> = {
+  fileName: 'file_name',
+  sha256: 'sha256',
+  size: 'size',
+  uploader: 'uploader',
+  uploadedAt: 'uploaded_at',
+};
+
+/** Written before the file is renamed into the inbox: a batch of it can always be told who uploaded it. */
+export async function recordConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<void> {
+  await db('console_uploads').insert(toColumnValues(UPLOAD_COLUMNS, upload));
+}
+
+/**
+ * Who uploaded a file through the console: the latest upload of that name with those exact bytes, made no
+ * later than the batch was received. Undefined for a file that came another way.
+ */
+export async function consoleUploaderOf(
+  db: Database,
+  batch: { fileName: string; sha256: string; receivedAt: number },
+): Promise<string | undefined> {
+  const r = (await db('console_uploads')
+    .where({ file_name: batch.fileName, sha256: batch.sha256 })
+    .andWhere('uploaded_at', '<=', batch.receivedAt)
+    .orderBy('uploaded_at', 'desc')
+    .first('uploader')) as { uploader: string } | undefined;
+  return r?.uploader;
+}
+
+/** The console uploaders of many batches at once (a page of the batch list), by batch id. */
+export async function consoleUploadersOf(
+  db: Database,
+  batches: readonly { id: string; fileName: string; sha256: string; receivedAt: number }[],
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (batches.length === 0) return out;
+  const rows = (await db('console_uploads')
+    .whereIn(
+      'sha256',
+      batches.map((b) => b.sha256),
+    )
+    .select('file_name', 'sha256', 'uploader', 'uploaded_at')
+    .orderBy('uploaded_at', 'asc')) as { file_name: string; sha256: string; uploader: string; uploaded_at: number | string }[];
+  for (const b of batches) {
+    let who: string | undefined;
+    for (const r of rows) {
+      if (r.file_name === b.fileName && r.sha256 === b.sha256 && Number(r.uploaded_at) <= b.receivedAt) who = r.uploader;
+    }
+    if (who !== undefined) out.set(b.id, who);
+  }
+  return out;
+}
