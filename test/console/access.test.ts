@@ -1,0 +1,137 @@
+/**
+ * Console users and sign-in on a real SQLite file: scrypt hashes that verify
+ * only their password, the lock-out after repeated failures (and its end),
+ * sessions that expire and end when the password or role changes, and the
+ * proxy's user header believed only from a configured address.
+ */
+import { Socket } from 'node:net';
+import { IncomingMessage } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { ConsoleAccess, SESSION_COOKIE } from '../../src/console/access.js';
+import { addUser, hashPassword, listUsers, removeUser, setPassword, setRole, unlockUser, verifyPassword } from '../../src/console/index.js';
+import { getConsoleUser } from '../../src/store/index.js';
+import { useTestDatabase } from '../support/database.js';
+
+/** A request as node:http would hand it over, from `address`, with these headers. */
+function request(address: string, headers: Record<string, string>): IncomingMessage {
+  const socket = new Socket();
+  Object.defineProperty(socket, 'remoteAddress', { value: address });
+  const req = new IncomingMessage(socket);
+  for (const [k, v] of Object.entries(headers)) req.headers[k.toLowerCase()] = v;
+  return req;
+}
+
+describe('console passwords', () => {
+  it('a scrypt hash verifies its password and no other, and differs each time (salted)', async () => {
+    const a = await hashPassword('correct horse battery');
+    const b = await hashPassword('correct horse battery');
+    expect(a).toMatch(/^scrypt\$16384\$8\$1\$/);
+    expect(a).not.toBe(b);
+    expect(await verifyPassword('correct horse battery', a)).toBe(true);
+    expect(await verifyPassword('correct horse batterY', a)).toBe(false);
+    expect(await verifyPassword('correct horse battery', 'plain')).toBe(false);
+  });
+
+  it('refuses a short password', async () => {
+    await expect(hashPassword('short')).rejects.toMatchObject({ code: 'PASSWORD_TOO_SHORT' });
+  });
+});
+
+describe('console access', () => {
+  const t = useTestDatabase('payoutd-console-access-');
+  let now = 1_000_000;
+  const access = (trustedProxies: string[] = []): ConsoleAccess =>
+    new ConsoleAccess({
+      db: t.db,
+      now: () => now,
+      sessionMs: 60_000,
+      trustedProxies,
+      userHeader: 'Remote-User',
+      lockout: { maxFailures: 3, lockMs: 10_000 },
+    });
+
+  it('signs in with the right password, and the cookie identifies the user until the session expires', async () => {
+    await addUser(t.db, 'alice', 'uploader', 'correct horse battery', now);
+    const a = access();
+    const result = await a.signIn('alice', 'correct horse battery');
+    expect(result.ok).toBe(true);
+    const cookie = result.ok ? result.cookieValue : '';
+    const who = await a.identify(request('127.0.0.1', { cookie: `${SESSION_COOKIE}=${cookie}` }));
+    expect(who).toMatchObject({ user: 'alice', role: 'uploader', via: 'session' });
+    expect(who?.csrfToken).toMatch(/^[0-9a-f]{64}$/);
+    expect(await a.identify(request('127.0.0.1', { cookie: `${SESSION_COOKIE}=${cookie}x` }))).toBeNull();
+    now += 60_001;
+    expect(await a.identify(request('127.0.0.1', { cookie: `${SESSION_COOKIE}=${cookie}` }))).toBeNull();
+  });
+
+  it('locks a user out after repeated failures, even for the right password, until the lock ends or an admin unlocks', async () => {
+    await addUser(t.db, 'bob', 'approver', 'correct horse battery', now);
+    const a = access();
+    for (let i = 0; i < 3; i++) expect(await a.signIn('bob', 'wrong password!')).toEqual({ ok: false, why: 'bad-credentials' });
+    expect(await a.signIn('bob', 'correct horse battery')).toEqual({ ok: false, why: 'locked' });
+    expect((await getConsoleUser(t.db, 'bob'))?.lockedUntil).toBe(now + 10_000);
+    now += 10_001;
+    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(true);
+    for (let i = 0; i < 3; i++) await a.signIn('bob', 'wrong password!');
+    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(false);
+    await unlockUser(t.db, 'bob', now);
+    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(true);
+  });
+
+  it('a success in between starts the count again', async () => {
+    await addUser(t.db, 'carol', 'viewer', 'correct horse battery', now);
+    const a = access();
+    await a.signIn('carol', 'wrong password!');
+    await a.signIn('carol', 'wrong password!');
+    expect((await a.signIn('carol', 'correct horse battery')).ok).toBe(true);
+    await a.signIn('carol', 'wrong password!');
+    await a.signIn('carol', 'wrong password!');
+    expect((await a.signIn('carol', 'correct horse battery')).ok).toBe(true);
+  });
+
+  it('an unknown name and a proxy-only user cannot sign in with a password', async () => {
+    await addUser(t.db, 'dave', 'viewer', null, now);
+    const a = access();
+    expect(await a.signIn('nobody', 'correct horse battery')).toEqual({ ok: false, why: 'bad-credentials' });
+    expect(await a.signIn('dave', '')).toEqual({ ok: false, why: 'bad-credentials' });
+  });
+
+  it('changing the password or the role, or removing the user, ends their sessions', async () => {
+    await addUser(t.db, 'erin', 'admin', 'correct horse battery', now);
+    const a = access();
+    const cookieOf = async (): Promise<string> => {
+      const r = await a.signIn('erin', 'correct horse battery');
+      return `${SESSION_COOKIE}=${r.ok ? r.cookieValue : ''}`;
+    };
+    let cookie = await cookieOf();
+    await setRole(t.db, 'erin', 'viewer', now);
+    expect(await a.identify(request('127.0.0.1', { cookie }))).toBeNull();
+    cookie = await cookieOf();
+    expect((await a.identify(request('127.0.0.1', { cookie })))?.role).toBe('viewer');
+    await setPassword(t.db, 'erin', 'another good password', now);
+    expect(await a.identify(request('127.0.0.1', { cookie }))).toBeNull();
+    expect((await a.signIn('erin', 'correct horse battery')).ok).toBe(false);
+    const r = await a.signIn('erin', 'another good password');
+    cookie = `${SESSION_COOKIE}=${r.ok ? r.cookieValue : ''}`;
+    await removeUser(t.db, 'erin');
+    expect(await a.identify(request('127.0.0.1', { cookie }))).toBeNull();
+    expect(await listUsers(t.db)).toEqual([]);
+  });
+
+  it('believes the user header only from a trusted proxy, and only for a known user', async () => {
+    await addUser(t.db, 'frank', 'approver', null, now);
+    const trusting = access(['10.0.0.5']);
+    expect(await trusting.identify(request('10.0.0.5', { 'remote-user': 'frank' }))).toMatchObject({ user: 'frank', via: 'proxy' });
+    expect(await trusting.identify(request('::ffff:10.0.0.5', { 'remote-user': 'frank' }))).toMatchObject({ user: 'frank' });
+    expect(await trusting.identify(request('10.0.0.6', { 'remote-user': 'frank' }))).toBeNull();
+    expect(await trusting.identify(request('10.0.0.5', { 'remote-user': 'mallory' }))).toBeNull();
+    expect(await access().identify(request('10.0.0.5', { 'remote-user': 'frank' }))).toBeNull();
+  });
+
+  it('refuses bad names and roles when adding', async () => {
+    await expect(addUser(t.db, '../x', 'viewer', null, now)).rejects.toMatchObject({ code: 'BAD_USER_NAME' });
+    await expect(addUser(t.db, 'gina', 'root', null, now)).rejects.toMatchObject({ code: 'BAD_ROLE' });
+    await addUser(t.db, 'gina', 'viewer', null, now);
+    await expect(addUser(t.db, 'gina', 'viewer', null, now)).rejects.toMatchObject({ code: 'USER_EXISTS' });
+  });
+});
