@@ -29,6 +29,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 progress { width: 120px; }
 form.filters { display: flex; gap: 12px; align-items: end; flex-wrap: wrap; margin-bottom: 12px; }
 label { display: flex; flex-direction: column; font-size: 0.85rem; gap: 2px; }
+label.inline { display: inline; font-size: inherit; }
 .drop { border: 2px dashed #8895a7; border-radius: 8px; padding: 16px; background: #fff; margin-bottom: 16px; }
 .drop.over { border-color: #0b57d0; background: #eef4ff; }
 .ok { color: #146c2e; } .error { color: #b3261e; }

@@ -142,11 +142,40 @@ export function batchRows(ctx: PageContext, items: BatchListItem[]): Html {
   )}`;
 }
 
-export function batchListPage(ctx: PageContext, q: ListQuery, items: BatchListItem[], total: number, pageSize: number): Html {
-  const id = ctx.identity as Identity;
+/** The pager and the table of a page of batches: the part of the list that refreshes itself. */
+export function batchTable(ctx: PageContext, q: ListQuery, items: BatchListItem[], total: number, pageSize: number): Html {
   const first = total === 0 ? 0 : (q.page - 1) * pageSize + 1;
   const last = Math.min(total, q.page * pageSize);
   const pages = Math.max(1, Math.ceil(total / pageSize));
+  return html`<p class="pager">
+      Batches ${first}-${last} of ${total} (newest first).
+      ${q.page > 1 ? html`<a href="/batches${listQueryString(q, q.page - 1)}" rel="prev">Newer</a>` : ''}
+      ${q.page < pages ? html`<a href="/batches${listQueryString(q, q.page + 1)}" rel="next">Older</a>` : ''}
+    </p>
+    <table>
+      <caption class="skip">
+        Batches, newest first
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">File</th>
+          <th scope="col">Uploader</th>
+          <th scope="col">State</th>
+          <th scope="col">Hold / approval / refusal</th>
+          <th scope="col">Rows by status</th>
+          <th scope="col">Amounts</th>
+          <th scope="col">Progress</th>
+          <th scope="col">Age</th>
+        </tr>
+      </thead>
+      <tbody id="batch-rows">
+        ${batchRows(ctx, items)}
+      </tbody>
+    </table>`;
+}
+
+export function batchListPage(ctx: PageContext, q: ListQuery, items: BatchListItem[], total: number, pageSize: number): Html {
+  const id = ctx.identity as Identity;
   return layout(
     ctx,
     'Batches',
@@ -157,8 +186,8 @@ export function batchListPage(ctx: PageContext, q: ListQuery, items: BatchListIt
               <h2 id="upload-title">Upload a batch</h2>
               <p>
                 Drop a CSV or XLSX file here, or
-                <label style="display:inline">choose one: <input type="file" id="upload-file" accept=".csv,.xlsx" /></label>. It goes into
-                the inbox and is read like any other file.
+                <label class="inline">choose one: <input type="file" id="upload-file" accept=".csv,.xlsx" /></label>. It goes into the inbox
+                and is read like any other file.
               </p>
               <p id="upload-status" role="status" aria-live="polite"></p>
             </section>`
@@ -176,31 +205,7 @@ export function batchListPage(ctx: PageContext, q: ListQuery, items: BatchListIt
         <label>Received until <input type="date" name="to" value="${q.to}" /></label>
         <button type="submit">Filter</button>
       </form>
-      <p class="pager">
-        Batches ${first}-${last} of ${total} (newest first).
-        ${q.page > 1 ? html`<a href="/batches${listQueryString(q, q.page - 1)}" rel="prev">Newer</a>` : ''}
-        ${q.page < pages ? html`<a href="/batches${listQueryString(q, q.page + 1)}" rel="next">Older</a>` : ''}
-      </p>
-      <table>
-        <caption class="skip">
-          Batches, newest first
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">File</th>
-            <th scope="col">Uploader</th>
-            <th scope="col">State</th>
-            <th scope="col">Hold / approval / refusal</th>
-            <th scope="col">Rows by status</th>
-            <th scope="col">Amounts</th>
-            <th scope="col">Progress</th>
-            <th scope="col">Age</th>
-          </tr>
-        </thead>
-        <tbody id="batch-rows" data-refresh="/batches/rows${listQueryString(q)}">
-          ${batchRows(ctx, items)}
-        </tbody>
-      </table>`,
+      <div id="batch-table" data-refresh="/batches/rows${listQueryString(q)}">${batchTable(ctx, q, items, total, pageSize)}</div>`,
   );
 }
 

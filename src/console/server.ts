@@ -30,7 +30,7 @@ import {
   batchListPage,
   batchLive,
   batchPage,
-  batchRows,
+  batchTable,
   messagePage,
   signInPage,
   usersPage,
@@ -369,7 +369,7 @@ export class ConsoleServer {
     );
     const items = await this.items(batches);
     const ctx = this.ctx(this.who(req));
-    this.page(res, rowsOnly ? batchRows(ctx, items) : batchListPage(ctx, q, items, total, this.o.pageSize));
+    this.page(res, rowsOnly ? batchTable(ctx, q, items, total, this.o.pageSize) : batchListPage(ctx, q, items, total, this.o.pageSize));
   }
 
   private async batchOr404(id: string): Promise<BatchRecord> {

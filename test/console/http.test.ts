@@ -248,6 +248,19 @@ describe('console: every action with every role', () => {
     });
   }
 
+  it('pages carry no inline script or style, so the Content-Security-Policy can forbid them', async () => {
+    const { cookie } = await session('admin');
+    for (const path of ['/batches', '/batches/B-MAIN', '/users', '/sign-in']) {
+      const r = await get(path, path === '/sign-in' ? '' : cookie);
+      expect(r.status, path).toBe(200);
+      expect(r.headers.get('content-security-policy'), path).toContain("script-src 'self'");
+      const page = await r.text();
+      expect(page, path).not.toMatch(/\sstyle=|<style|\son[a-z]+=/);
+      const scripts = [...page.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+      expect(scripts.map((m) => [m[1]?.trim(), m[2]])).toEqual([['src="/static/console.js" defer', '']]);
+    }
+  });
+
   it('the page offers only what the role allows', async () => {
     const viewer = await (await get('/batches/B-MAIN', (await session('viewer')).cookie)).text();
     expect(viewer).not.toContain('/files/');
