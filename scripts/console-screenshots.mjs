@@ -76,7 +76,10 @@ try {
   };
   await upload(join(ROOT, 'samples', 'payouts-valid.csv'), 'payouts-2026-11-26.csv');
   await upload(join(ROOT, 'samples', 'payouts-with-errors.csv'), 'payouts-2026-11-26-fixes.csv');
-  await until(async () => /payouts-2026-11-26\.csv\s+maria\.santos\s+COMPLETE/.test((await page.textContent('#batch-rows')) ?? ''), 'the first batch to be paid');
+  await until(
+    async () => /payouts-2026-11-26\.csv\s+maria\.santos\s+COMPLETE/.test((await page.textContent('#batch-rows')) ?? ''),
+    'the first batch to be paid',
+  );
   const big = join(dir, 'big.csv');
   await new Promise((resolve, reject) =>
     execFile(process.execPath, [join(ROOT, 'samples', 'generate-batch.mjs'), '--rows', '120', '--prefix', 'NOV27', '--out', big], (e) =>
