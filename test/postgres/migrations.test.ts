@@ -113,6 +113,9 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
       [
         'batch_errors',
         'batches',
+        'console_sessions',
+        'console_uploads',
+        'console_users',
         'file_claims',
         'payout_history',
         'payouts',
