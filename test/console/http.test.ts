@@ -28,6 +28,9 @@ const MAX_UPLOAD = 4096;
 let dir = '';
 let db: Database;
 let server: ConsoleServer;
+/** The same console, believing the user header from 127.0.0.1 (a reverse proxy on this machine). */
+let proxied: ConsoleServer;
+let proxiedBase = '';
 let base = '';
 const inbox = (): string => join(dir, 'inbox');
 const outbox = (): string => join(dir, 'outbox');
@@ -119,7 +122,7 @@ beforeAll(async () => {
   db = await openTestDatabase(join(dir, 'state'));
   for (const role of ROLES) await addUser(db, role, role, PASSWORD, Date.now());
   await seed();
-  server = new ConsoleServer({
+  const options = {
     host: '127.0.0.1',
     port: 0,
     db,
@@ -139,12 +142,17 @@ beforeAll(async () => {
     maxUploadBytes: MAX_UPLOAD,
     refreshMs: 3000,
     pageSize: 50,
-  });
+  };
+  server = new ConsoleServer(options);
   base = await server.listen();
+  await addUser(db, 'sso-approver', 'approver', null, Date.now());
+  proxied = new ConsoleServer({ ...options, trustedProxies: ['127.0.0.1'] });
+  proxiedBase = await proxied.listen();
 }, 60_000);
 
 afterAll(async () => {
   await server?.close();
+  await proxied?.close();
   if (db) await closeDatabase(db);
   await rm(dir, { recursive: true, force: true });
 });
@@ -432,5 +440,36 @@ describe('console: downloads and pages', () => {
     const rows = await (await get('/batches/rows?state=ACTIVE', cookie)).text();
     expect(rows).toContain('data-batch="B-MAIN"');
     expect(rows).not.toContain('<html');
+  });
+});
+
+describe('console: a user named by a trusted reverse proxy', () => {
+  const asProxy = (path: string, user: string, init: RequestInit = {}): Promise<Response> =>
+    fetch(proxiedBase + path, {
+      ...init,
+      headers: { 'remote-user': user, ...(init.headers as Record<string, string>) },
+      redirect: 'manual',
+    });
+
+  it('is believed from a configured proxy address only, for a known user, with the role stored for them', async () => {
+    const page = await asProxy('/batches', 'sso-approver');
+    expect(page.status).toBe(200);
+    const text = await page.text();
+    expect(text).toContain('sso-approver (approver)');
+    expect(text).not.toContain('upload-file');
+    expect((await asProxy('/batches', 'nobody')).status).toBe(303);
+    // The console that trusts no proxy ignores the header.
+    expect((await fetch(`${base}/batches`, { headers: { 'remote-user': 'admin' }, redirect: 'manual' })).status).toBe(303);
+  });
+
+  it('needs the CSRF token of the page for every change, like a session', async () => {
+    const csrf = /name="csrf-token" content="([^"]+)"/.exec(await (await asProxy('/batches', 'admin')).text())?.[1] as string;
+    const before = await names(inbox());
+    const send = (token: string): Promise<Response> =>
+      asProxy('/upload', 'admin', { method: 'POST', headers: { 'x-csrf-token': token, 'x-file-name': 'proxied.csv' }, body: CSV });
+    expect((await send('0'.repeat(64))).status).toBe(403);
+    expect(await names(inbox())).toEqual(before);
+    expect((await send(csrf)).status).toBe(201);
+    expect(await names(inbox())).toContain('proxied.csv');
   });
 });

@@ -1,0 +1,65 @@
+/**
+ * What the console shows of a batch, worked out by pure functions: the
+ * progress and the time left at the pace so far, the reason a batch waits
+ * or was refused, its amounts, and its timeline in order.
+ */
+import { describe, expect, it } from 'vitest';
+import { progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
+import { receivedBatch, type BatchRecord } from '../../src/store/index.js';
+
+const batch = (patch: Partial<BatchRecord> = {}): BatchRecord => ({
+  ...receivedBatch(
+    { id: 'B-1', fileName: 'p.csv', storedPath: '/s', controlPath: null, sha256: 'a'.repeat(64), size: 1, mtimeMs: 1, doneMarker: false },
+    1000,
+  ),
+  ...patch,
+});
+
+describe('console views', () => {
+  it('progress: final rows of all rows, and the time left at the pace since acceptance', () => {
+    const active = batch({ state: 'ACTIVE', rowCount: 100, acceptedAt: 10_000 });
+    expect(progressOf(active, { PAID: 20, CANCELLED: 5, PENDING: 75 }, 60_000)).toEqual({ done: 25, total: 100, etaMs: 150_000 });
+    expect(progressOf(active, { READY: 100 }, 60_000)).toEqual({ done: 0, total: 100, etaMs: null });
+    expect(progressOf({ ...active, state: 'COMPLETE' }, { PAID: 100 }, 60_000)).toEqual({ done: 100, total: 100, etaMs: null });
+    // While being read, rows counted so far are fewer than the batch's rows.
+    expect(progressOf(batch({ state: 'VALIDATING', rowCount: 10 }), { READY: 4 }, 2000).total).toBe(10);
+  });
+
+  it('the reason: an approval first, then a hold, a duplicate, a refusal; none for a batch going its way', () => {
+    expect(reasonOf(batch({ holdCode: 'INSUFFICIENT_BALANCE', holdReason: 'short by 5 USDT' }), null)).toBe(
+      'INSUFFICIENT_BALANCE: short by 5 USDT',
+    );
+    expect(reasonOf(batch(), { awaiting: true, reason: 'over 10000 PHP', decisions: [] })).toBe('awaiting approval: over 10000 PHP');
+    expect(reasonOf(batch({ state: 'DUPLICATE', duplicateOf: 'B-0' }), null)).toBe('same file as batch B-0');
+    expect(reasonOf(batch({ state: 'REJECTED', rejectCode: 'BAD_HEADER', rejectReason: 'missing payoutAmount' }), null)).toBe(
+      'BAD_HEADER: missing payoutAmount',
+    );
+    expect(reasonOf(batch({ state: 'ACTIVE' }), null)).toBeNull();
+  });
+
+  it('amounts per currency in code order; a damaged record shows none', () => {
+    expect(totalsOf({ totalsJson: '{"USD":"1.50","EUR":"2"}' })).toEqual([
+      ['EUR', '2'],
+      ['USD', '1.50'],
+    ]);
+    expect(totalsOf({ totalsJson: 'not json' })).toEqual([]);
+    expect(totalsOf({ totalsJson: null })).toEqual([]);
+  });
+
+  it('the timeline in time order, with the uploader and each decision', () => {
+    const b = batch({ state: 'COMPLETE', acceptedAt: 2000, ackWrittenAt: 2100, resultWrittenAt: 9000, completedAt: 9000, validCount: 3 });
+    const events = timelineOf(b, 'maria', {
+      awaiting: false,
+      reason: null,
+      decisions: [{ decision: 'approve', approver: 'li', via: 'console', at: 5000, comment: 'ok' }],
+    });
+    expect(events.map((e) => [e.at, e.what])).toEqual([
+      [1000, 'received (uploaded by maria in the console)'],
+      [2000, 'accepted: 3 valid row(s), 0 invalid'],
+      [2100, 'acknowledgement written to the outbox'],
+      [5000, 'approved by li (console): ok'],
+      [9000, 'result and summary written to the outbox'],
+      [9000, 'complete: every row is final'],
+    ]);
+  });
+});
