@@ -245,6 +245,37 @@ function rowsQuery(d: BatchPageData, page: number): string {
   return s ? `?${s}` : '';
 }
 
+/** Rows and payout amounts per status and currency. */
+function statusTotalsTable(totals: StatusTotal[]): Html {
+  return html`<table>
+    <thead>
+      <tr>
+        <th scope="col">Status</th>
+        <th scope="col">Currency</th>
+        <th scope="col" class="num">Rows</th>
+        <th scope="col" class="num">Payout amount</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${
+        totals.length === 0
+          ? html`<tr>
+              <td colspan="4">No rows yet.</td>
+            </tr>`
+          : totals.map(
+              (t) =>
+                html`<tr>
+                  <td>${t.state}</td>
+                  <td>${t.currency}</td>
+                  <td class="num">${t.rows}</td>
+                  <td class="num">${t.amount}</td>
+                </tr>`,
+            )
+      }
+    </tbody>
+  </table>`;
+}
+
 export function batchPage(ctx: PageContext, d: BatchPageData): Html {
   const id = ctx.identity as Identity;
   const b: BatchRecord = d.item.batch;
@@ -286,33 +317,7 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
       <h2>Now</h2>
       <div id="batch-live" data-refresh="/batches/${b.id}/live">${batchLive(ctx, d.item)}</div>
       <h2>Totals per status and currency</h2>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Status</th>
-            <th scope="col">Currency</th>
-            <th scope="col" class="num">Rows</th>
-            <th scope="col" class="num">Payout amount</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${
-            d.statusTotals.length === 0
-              ? html`<tr>
-                  <td colspan="4">No rows yet.</td>
-                </tr>`
-              : d.statusTotals.map(
-                  (t) =>
-                    html`<tr>
-                      <td>${t.state}</td>
-                      <td>${t.currency}</td>
-                      <td class="num">${t.rows}</td>
-                      <td class="num">${t.amount}</td>
-                    </tr>`,
-                )
-          }
-        </tbody>
-      </table>
+      ${statusTotalsTable(d.statusTotals)}
       <h2>Timeline</h2>
       <ol>
         ${d.timeline.map((e) => html`<li><time datetime="${new Date(e.at).toISOString()}">${utc(e.at)}</time>: ${e.what}</li>`)}
@@ -393,27 +398,7 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
         <dt>Amounts</dt>
         <dd>${totalsOf(b).map(([c, a]) => html`${a} ${c}<br />`)}</dd>
       </dl>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Status</th>
-            <th scope="col">Currency</th>
-            <th scope="col" class="num">Rows</th>
-            <th scope="col" class="num">Payout amount</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${statusTotals.map(
-            (t) =>
-              html`<tr>
-                <td>${t.state}</td>
-                <td>${t.currency}</td>
-                <td class="num">${t.rows}</td>
-                <td class="num">${t.amount}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      ${statusTotalsTable(statusTotals)}
       <form method="post" action="/batches/${b.id}/approve">
         <input type="hidden" name="csrf" value="${id.csrfToken}" />
         <input type="hidden" name="sha256" value="${b.sha256}" />

@@ -9,15 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
-import {
-  openStore,
-  closeDatabase,
-  migrateToLatest,
-  type Database,
-  getBatch,
-  batchRetrySource,
-  payoutsCreatedBetween,
-} from '../../store/index.js';
+import { getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
 import { outboxName } from '../../daemon/outbox.js';
 import {
   reconciliationFileName,
@@ -31,16 +23,7 @@ import {
   type RetryFile,
 } from '../../report/index.js';
 import { print } from '../output.js';
-
-async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
-  const db = openStore(config);
-  try {
-    await migrateToLatest(db);
-    return await f(db);
-  } finally {
-    await closeDatabase(db);
-  }
-}
+import { withMigratedStore } from './status.js';
 
 export interface ReconciliationArgs {
   /** YYYY-MM-DD (UTC) or ISO timestamp with a zone; inclusive. */
@@ -73,7 +56,7 @@ export async function reconciliationReport(
 ): Promise<ReconciliationOutput> {
   const period = reportPeriod(args.since, args.until, clock.now());
   const path = resolve(args.out ?? reconciliationFileName(period));
-  return withStore(config, async (db) => {
+  return withMigratedStore(config, async (db) => {
     const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
       bom: config.outbox.bom,
     });
@@ -96,7 +79,7 @@ export async function reconciliationReport(
 
 /** Writes the retry file of one batch (default: `<outboxName>.retry.csv` in the outbox) and lists rows left out. */
 export async function retryFile(config: ResolvedConfig, batchId: string, out: string | undefined): Promise<RetryFile> {
-  return withStore(config, async (db) => {
+  return withMigratedStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     const path = resolve(out ?? join(config.paths.outbox, retryFileName(outboxName(batch))));

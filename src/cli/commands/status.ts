@@ -37,6 +37,17 @@ export async function withReadOnlyStore<T>(config: ResolvedConfig, f: (db: Datab
   }
 }
 
+/** The store brought up to date first (commands that write: a report's records, users added before the daemon ran). */
+export async function withMigratedStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
+  const db = openStore(config);
+  try {
+    await migrateToLatest(db);
+    return await f(db);
+  } finally {
+    await closeDatabase(db);
+  }
+}
+
 export async function migrate(config: ResolvedConfig): Promise<void> {
   const db = openStore(config);
   try {

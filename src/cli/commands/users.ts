@@ -6,9 +6,10 @@
  */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
-import { openStore, closeDatabase, migrateToLatest, type Database } from '../../store/index.js';
 import { addUser, listUsers, removeUser, setPassword, setRole, unlockUser } from '../../console/index.js';
 import { print, table } from '../output.js';
+// Users may be added before the daemon first ran: the schema is made or brought up to date.
+import { withMigratedStore as withStore } from './status.js';
 
 export interface UserArgs {
   action: string;
@@ -16,17 +17,6 @@ export interface UserArgs {
   role?: string;
   proxyOnly: boolean;
   json: boolean;
-}
-
-async function withStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
-  const db = openStore(config);
-  try {
-    // Users may be added before the daemon first ran: the schema is made or brought up to date.
-    await migrateToLatest(db);
-    return await f(db);
-  } finally {
-    await closeDatabase(db);
-  }
 }
 
 /** One line typed without echo. */
