@@ -141,6 +141,9 @@ export async function startDaemon(
         throw portProblem(err, 'console.port');
       });
       logger.info({ url }, 'finance console listening');
+      const { listUsers } = await import('../console/index.js');
+      if ((await listUsers(db)).length === 0)
+        logger.warn('the finance console has no users yet: add one with payoutd user add NAME --role ROLE');
     }
     api = await connectApi(
       config,
