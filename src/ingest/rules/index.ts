@@ -1,5 +1,5 @@
 /** Row validation for CSV payout batches: pure rules, reference tables, the error shape. */
-export { FIELD_PATHS, isFieldPath, emptyRowValues, type FieldPath, type RowValues } from './fields.js';
+export { FIELD_PATHS, isFieldPath, type FieldPath, type RowValues } from './fields.js';
 export { FILE_ERROR_CODES, ROW_ERROR_CODES, quoteValue, type FileErrorCode, type RowError, type RowErrorCode } from './row-error.js';
 export {
   BUILTIN_ACCOUNT_RULES,
