@@ -1,9 +1,6 @@
 /**
- * The embedded sandbox: a strict in-memory implementation of the payout
- * API (spec + contract defaults) on node:http, with settlement simulation,
- * signed webhooks, fault injection and loopback admin endpoints. The
- * daemon's demo, tests and benchmarks talk to it on 127.0.0.1.
- * See docs/sandbox.md.
+ * The embedded sandbox: a strict in-memory implementation of the payout API on node:http, with settlement,
+ * signed webhooks, fault injection and loopback admin endpoints (docs/sandbox.md).
  */
 export { startSandbox, type SandboxServer } from './server.js';
 export {
