@@ -190,7 +190,6 @@ export type SettlementOptions = SandboxConfig['settlement'];
 export type WebhookOptions = SandboxConfig['webhook'];
 export type AuthMode = SandboxConfig['authMode'];
 export type DuplicatePolicy = SandboxConfig['duplicatePolicy'];
-export type HmacKeyEncodingOption = SandboxConfig['hmacKeyEncoding'];
 
 /** Options of startSandbox: the config file form plus what only code can pass. */
 export type SandboxOptions = SandboxConfigInput & {

@@ -5,7 +5,7 @@
  * reference is held by one row at most (the partial unique index behind "paid at most once").
  */
 export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
-export { openStore, type StoreSettings } from './open.js';
+export { openStore } from './open.js';
 export { acquireInstanceLock, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 export { openSqlite } from './sqlite-driver.js';
 
@@ -29,7 +29,7 @@ export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseSta
 export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue } from './holds.js';
 
 export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
-export { insertRows, insertRowsWhileReading, type NewPayoutRow, type ReaderLease } from './insert-rows.js';
+export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
 export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, type Claimant, type ClaimedRow } from './claims.js';
@@ -51,8 +51,8 @@ export {
   type PollTarget,
 } from './settlement.js';
 export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
-export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
-export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
+export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
+export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
