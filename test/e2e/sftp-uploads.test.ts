@@ -182,7 +182,7 @@ describe('uploads are paid whole or not at all', () => {
         remoteName: 'boundary.csv',
         rateKbit: 100,
         bufferBytes: REQUEST,
-        stall: { afterMs: 1000, until: batchFinal },
+        stall: { atBytes: Math.floor(text.length / 3), until: batchFinal },
         timeoutMs: 180_000,
       });
       const batch = await e2e.waitForBatch('boundary.csv', ['COMPLETE', 'REJECTED'], 90_000).finally(finished);
