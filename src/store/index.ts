@@ -15,6 +15,7 @@
  * - moves.ts (guarded moves and their history), claims.ts (taking rows for work: the intent before a create),
  *   answers.ts, group-commit.ts and reproducible.ts (recording the service's answers);
  * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state),
+ *   batch-events.ts (batch events and the claims of their delivery to notification channels),
  *   service-health.ts (whether each instance can reach the payout service);
  * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
  *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
@@ -42,7 +43,7 @@ export {
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
-export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue } from './holds.js';
+export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
 
 export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow, type ReaderLease } from './insert-rows.js';
@@ -66,7 +67,20 @@ export {
   type PollCursor,
   type PollTarget,
 } from './settlement.js';
-export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export { amountsByState, batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export {
+  recordBatchEvent,
+  listBatchEvents,
+  latestEventTimes,
+  claimDueEvents,
+  settleEventDelivery,
+  countEventsByDelivery,
+  countBatchesByState,
+  oldestHoldSince,
+  type ClaimedEvent,
+  type DeliveryOutcome,
+  type DeliveryState,
+} from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
 
