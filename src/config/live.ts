@@ -25,6 +25,8 @@ export const LIVE_OPTIONS: readonly string[] = [
   'poll.maxCallsPerPass',
   'poll.concurrency',
   'poll.deferWhileSendingMs',
+  // Read by the notification dispatcher at each pass (src/notify); secrets are files, named here, never shown.
+  'notify',
 ];
 
 /** Derived from options, not options themselves: never reported. */

@@ -1,7 +1,8 @@
 /**
- * The progress line an operator follows in the log: for each ACTIVE batch,
- * at most every PROGRESS_EVERY_MS, its rows per state, creates per second
- * and an estimate of the time left.
+ * The detailed progress line of the debug log: for each ACTIVE batch, at
+ * most every PROGRESS_EVERY_MS, its rows per state, creates per second and
+ * an estimate of the time left. The info log has the progress events
+ * (src/notify/progress-events.ts), far fewer.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -32,7 +33,7 @@ export class ProgressLog {
       const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
       const rate = created / elapsedS;
       const left = total - created;
-      this.logger.info(
+      this.logger.debug(
         {
           batchId: b.id,
           total,

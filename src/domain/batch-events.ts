@@ -82,3 +82,9 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
   const left = p.rows - p.final;
   return { perMinute: Math.round(perMinute * 10) / 10, etaAt: left <= 0 ? now : Math.round(now + (left / perMinute) * 60_000) };
 }
+
+/** A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL. */
+export function shownBatchState(state: string, holdCode: string | null): string {
+  if (state !== 'ACTIVE' || holdCode === null) return state;
+  return holdCode === 'AWAITING_APPROVAL' ? 'AWAITING_APPROVAL' : 'HELD';
+}

@@ -12,7 +12,15 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PayoutdError } from '../domain/errors.js';
 import { PAYOUT_SERVICE, serviceHealthLine, type ServiceHealth } from '../domain/service-health.js';
-import { oldestPendingCreatedAt, pingDatabase, stateCountsOfAllBatches, type Database } from '../store/index.js';
+import {
+  countBatchesByState,
+  countEventsByDelivery,
+  oldestHoldSince,
+  oldestPendingCreatedAt,
+  pingDatabase,
+  stateCountsOfAllBatches,
+  type Database,
+} from '../store/index.js';
 
 export interface MetricsSources {
   db: Database;
@@ -30,6 +38,7 @@ export class PayoutdMetrics {
   readonly apiLatency: Histogram<'endpoint' | 'outcome'>;
   readonly tokenRenewals: Counter<'how'>;
   readonly webhookEvents: Counter<'verdict'>;
+  readonly notifications: Counter<'channel' | 'outcome'>;
   readonly pollLag: Gauge;
   private server: Server | null = null;
 
@@ -67,6 +76,12 @@ export class PayoutdMetrics {
       labelNames: ['verdict'],
       registers,
     });
+    this.notifications = new Counter({
+      name: 'payoutd_notification_deliveries_total',
+      help: 'Deliveries of batch events to notification channels by outcome (delivered, failed: retried later, gave_up: after notify.retryFor)',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
     this.pollLag = new Gauge({
       name: 'payoutd_poll_lag_seconds',
       help: 'How late the last poll pass was against the payouts it queried',
@@ -82,6 +97,37 @@ export class PayoutdMetrics {
         const counts = await stateCountsOfAllBatches(db);
         this.reset();
         for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'payoutd_batches',
+      help: 'Batches by state; an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const counts = await countBatchesByState(db);
+        this.reset();
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
+    new Gauge({
+      name: 'payoutd_oldest_hold_age_seconds',
+      help: 'How long the longest-held ACTIVE batch has been held (0 when none is)',
+      registers,
+      async collect() {
+        const since = await oldestHoldSince(db);
+        this.set(since === null ? 0 : Math.max(0, (sources.now() - since) / 1000));
+      },
+    });
+    new Gauge({
+      name: 'payoutd_batch_events',
+      help: 'Batch events by delivery state (PENDING: owed to a channel; GAVE_UP: undeliverable within notify.retryFor)',
+      labelNames: ['delivery'],
+      registers,
+      async collect() {
+        const counts = await countEventsByDelivery(db);
+        this.reset();
+        for (const [delivery, n] of Object.entries(counts)) this.set({ delivery }, n);
       },
     });
     const health = (): ServiceHealth | null => sources.serviceHealth?.() ?? null;

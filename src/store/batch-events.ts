@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { isBatchEventType, type BatchEvent, type BatchEventInput, type BatchEventType } from '../domain/batch-events.js';
+import { isBatchEventType, shownBatchState, type BatchEvent, type BatchEventInput, type BatchEventType } from '../domain/batch-events.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { Database } from './db.js';
 
@@ -77,6 +77,15 @@ export async function listBatchEvents(db: Database, batchId: string): Promise<Ba
     const { deliveredTo: _d, attempts: _a, ...event } = fromRow(r);
     return event;
   });
+}
+
+/** A batch's latest event of `type`, if any. */
+export async function latestBatchEvent(db: Database, batchId: string, type: BatchEventType): Promise<BatchEvent | undefined> {
+  const r = (await db('batch_events').where({ batch_id: batchId, type }).orderBy('seq', 'desc').first()) as
+    Record<string, unknown> | undefined;
+  if (!r) return undefined;
+  const { deliveredTo: _d, attempts: _a, ...event } = fromRow(r);
+  return event;
 }
 
 /** When each batch's latest event of `type` happened, for the batches given. */
@@ -156,7 +165,7 @@ export async function countBatchesByState(db: Database): Promise<Record<string, 
   }[];
   const out: Record<string, number> = {};
   for (const r of rows) {
-    const key = r.state !== 'ACTIVE' || r.hold_code === null ? r.state : r.hold_code === 'AWAITING_APPROVAL' ? 'AWAITING_APPROVAL' : 'HELD';
+    const key = shownBatchState(r.state, r.hold_code);
     out[key] = (out[key] ?? 0) + Number(r.n);
   }
   return out;

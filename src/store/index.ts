@@ -72,6 +72,7 @@ export {
   recordBatchEvent,
   listBatchEvents,
   latestEventTimes,
+  latestBatchEvent,
   claimDueEvents,
   settleEventDelivery,
   countEventsByDelivery,
