@@ -218,7 +218,7 @@ export class PayoutDaemon {
     );
     this.notifications = new NotificationDispatcher(
       { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
-      { instanceId: o.instanceId, leaseMs: config.instance.leaseMs },
+      { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, alone: !this.shared },
     );
     this.progressEvents = new ProgressEvents({ db, config, clock, logger });
   }

@@ -34,6 +34,8 @@ export interface DispatcherOptions {
   instanceId: string;
   /** How long a claimed event is this instance's before another may deliver it. */
   leaseMs: number;
+  /** The only process on its database (SQLite): a claim left by a killed process is not waited for. */
+  alone: boolean;
 }
 
 /** A channel that did not take an event, and why. */

@@ -103,14 +103,15 @@ export async function latestEventTimes(db: Database, batchIds: string[], type: B
 /**
  * Takes up to `limit` events due for delivery, oldest first, each under a lease for this instance: one
  * instance delivers an event at a time; an instance that dies leaves it to the others when the lease ends.
+ * `alone` (SQLite, one process): every lease is a dead process's, and is not waited for.
  */
 export async function claimDueEvents(
   db: Database,
-  claim: { instanceId: string; leaseMs: number; now: number; limit: number },
+  claim: { instanceId: string; leaseMs: number; now: number; limit: number; alone?: boolean },
 ): Promise<ClaimedEvent[]> {
   const { instanceId, leaseMs, now, limit } = claim;
   const free = (q: Knex.QueryBuilder) =>
-    q.where((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId));
+    claim.alone ? q : q.where((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId));
   const candidates = (await free(db('batch_events').where({ delivery_state: 'PENDING' }).andWhere('next_attempt_at', '<=', now))
     .orderBy('seq', 'asc')
     .limit(limit)

@@ -57,7 +57,7 @@ async function setUp(notify: Record<string, unknown>, extra: Record<string, unkn
   const outcomes: [string, DeliveryOutcomeLabel][] = [];
   const dispatcher = new NotificationDispatcher(
     { db, config, clock, logger, outboxName, onDelivery: (c, o) => outcomes.push([c, o]) },
-    { instanceId: 'test', leaseMs: 60_000 },
+    { instanceId: 'test', leaseMs: 60_000, alone: true },
   );
   world = { dir, db, clock, logLines, outcomes, config, dispatcher };
   return world;
