@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { applyLiveOptions, loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { createLogger } from '../../src/log/index.js';
 import { outboxName } from '../../src/daemon/outbox.js';
@@ -186,6 +186,21 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // No secret and no payload in the logs.
     const secret = (await readFile(secretFile, 'utf8')).trim();
     expect(w.logLines.filter((l) => l.includes(secret.slice(6, 20)))).toEqual([]);
+  });
+
+  it('a SIGHUP that adds a webhook applies at the next pass (notify options are live)', async () => {
+    const w = await setUp({ statusFiles: false });
+    await newBatch(w, 'B7');
+    expect(await w.dispatcher.pass()).toBe(1);
+    const next = loadConfig(
+      { env: {}, cwd: w.dir },
+      { paths: w.config.paths, notify: { statusFiles: false, webhooks: [{ url: receiver.url, name: 'erp', secretFile }] } },
+    );
+    const changes = applyLiveOptions(w.config, next);
+    expect(changes.map((c) => [c.path, c.live])).toEqual([['notify.webhooks', true]]);
+    await holdBatch(w.db, 'B7', SHORT, w.clock.now());
+    await w.dispatcher.pass();
+    expect(receiver.types()).toEqual(['batch.held']);
   });
 
   it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
