@@ -77,6 +77,10 @@ describe('e2e: notifications', () => {
       expect(metric(text, /^payoutd_oldest_hold_age_seconds/)).toBeGreaterThanOrEqual(0);
       expect(metric(text, /^payoutd_notification_deliveries_total\{channel="webhook:erp",outcome="delivered"\}/)).toBeGreaterThanOrEqual(3);
       // status --json: the hold, with ISO times and plain objects.
+      const table = (await e2e.cli(['status'])).stdout;
+      expect(table).toMatch(/short\.csv\s+HELD\s+5\s+0\.0%/);
+      expect(table).toContain('INSUFFICIENT_BALANCE: insufficient balance');
+      expect((await e2e.cli(['status', '--batch', batchId])).stdout).toMatch(/held since \d{4}-\d\d-\d\dT[\d:.]+Z: insufficient balance/);
       const [shown] = await e2e.batches();
       expect(shown).toMatchObject({ shownState: 'HELD', hold: { code: 'INSUFFICIENT_BALANCE' } });
       expect(shown?.receivedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
