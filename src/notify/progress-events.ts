@@ -2,14 +2,15 @@
  * Progress events: for each ACTIVE batch, a `progress` event at most every
  * `notify.progressEvery` — when a further `percent` of its rows is final, or
  * `ms` has passed and some rows moved. Decided from the batch's last
- * progress event as stored, so a restart neither repeats nor skips one.
+ * progress event as stored, so a restart neither repeats nor skips one, and
+ * of several instances deciding at once one records it.
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
 import { estimateEnd, progressOf, type BatchProgress } from '../domain/batch-events.js';
 import type { Clock } from '../domain/clock.js';
 import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
-import { latestBatchEvent, listBatchesInStates, recordBatchEvent, stateCounts, type Database } from '../store/index.js';
+import { latestBatchEvent, listBatchesInStates, recordBatchEventIfLatest, stateCounts, type Database } from '../store/index.js';
 
 /** How often batches are looked at: progress is counted from the rows, so not on every pass of a loop. */
 const LOOK_EVERY_MS = 5_000;
@@ -56,7 +57,8 @@ export class ProgressEvents {
         rowsPerMinute: perMinute,
         eta: etaAt === null ? null : new Date(etaAt).toISOString(),
       };
-      await recordBatchEvent(db, { batchId: b.id, type: 'progress', data, at: now });
+      // Another instance may have decided the same event meanwhile: one of them records it.
+      if (!(await recordBatchEventIfLatest(db, { batchId: b.id, type: 'progress', data, at: now }, last?.seq ?? null))) continue;
       logger.info({ batchId: b.id, file: b.fileName, ...data, hold: b.holdCode }, 'batch progress');
       n++;
     }

@@ -70,6 +70,23 @@ export async function recordBatchEvent(trx: Database, input: BatchEventInput): P
   return { ...event, seq: Number(typeof first === 'object' ? first.seq : first) };
 }
 
+/**
+ * Stores an event unless another of its type was stored for the batch since `lastSeq` (null: none yet), and
+ * says whether it did. The batch's row is locked meanwhile (PostgreSQL), so of several instances deciding
+ * the same periodic event at once, one records it.
+ */
+export async function recordBatchEventIfLatest(db: Database, input: BatchEventInput, lastSeq: number | null): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    await trx('batches').where({ id: input.batchId }).forUpdate().first('id');
+    const r = (await trx('batch_events').where({ batch_id: input.batchId, type: input.type }).max({ seq: 'seq' }).first()) as
+      { seq: number | string | null } | undefined;
+    const latest = r?.seq === null || r?.seq === undefined ? null : Number(r.seq);
+    if (latest !== lastSeq) return false;
+    await recordBatchEvent(trx, input);
+    return true;
+  });
+}
+
 /** A batch's events in the order they happened (its timeline). */
 export async function listBatchEvents(db: Database, batchId: string): Promise<BatchEvent[]> {
   const rows = (await db('batch_events').where({ batch_id: batchId }).orderBy('seq', 'asc')) as Record<string, unknown>[];

@@ -70,6 +70,7 @@ export {
 export { amountsByState, batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
 export {
   recordBatchEvent,
+  recordBatchEventIfLatest,
   listBatchEvents,
   latestEventTimes,
   latestBatchEvent,

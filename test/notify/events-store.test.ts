@@ -5,6 +5,7 @@ import {
   checkEventsWithTheirChanges,
   checkHoldMetrics,
   checkOneClaimPerEvent,
+  checkOneOfConcurrentPeriodicEvents,
   checkRecordInCallersTransaction,
   checkStaleEventsPerBatch,
 } from '../store/batch-events.js';
@@ -15,5 +16,6 @@ describe('batch events (SQLite)', () => {
   it("recordBatchEvent joins the caller's transaction and rolls back with it", () => checkRecordInCallersTransaction(t.db));
   it('stale payouts make one event per batch', () => checkStaleEventsPerBatch(t.db));
   it('one claim per event, taken again when its lease ends', () => checkOneClaimPerEvent(t.db));
+  it('of instances deciding the same progress event at once, one records it', () => checkOneOfConcurrentPeriodicEvents(t.db));
   it('batches by state count held and awaiting approval apart; the oldest hold is known', () => checkHoldMetrics(t.db));
 });

@@ -14,6 +14,7 @@ import {
   listBatchEvents,
   oldestHoldSince,
   receivedBatch,
+  recordBatchEventIfLatest,
   releaseBatchHold,
   settleEventDelivery,
   updateBatch,
@@ -147,4 +148,15 @@ export async function checkHoldMetrics(db: Database): Promise<void> {
   expect(await oldestHoldSince(db)).toBe(2000);
   await releaseBatchHold(db, 'H2', 4000);
   expect(await oldestHoldSince(db)).toBe(3000);
+}
+
+export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<void> {
+  await newBatch(db, 'P1', 1000);
+  const progress = (final: number) => ({ batchId: 'P1', type: 'progress' as const, data: { final }, at: 2000 });
+  // Two instances decide the same progress event from the same last one (none yet): one records it.
+  const both = await Promise.all([recordBatchEventIfLatest(db, progress(10), null), recordBatchEventIfLatest(db, progress(11), null)]);
+  expect(both.filter(Boolean)).toHaveLength(1);
+  const [first] = (await listBatchEvents(db, 'P1')).filter((e) => e.type === 'progress');
+  expect(await recordBatchEventIfLatest(db, progress(20), first?.seq ?? null)).toBe(true);
+  expect((await listBatchEvents(db, 'P1')).filter((e) => e.type === 'progress')).toHaveLength(2);
 }
