@@ -105,12 +105,12 @@ export async function latestBatchEvent(db: Database, batchId: string, type: Batc
   return event;
 }
 
-/** When each batch's latest event of `type` happened, for the batches given. */
-export async function latestEventTimes(db: Database, batchIds: string[], type: BatchEventType): Promise<Map<string, number>> {
+/** When each batch's latest event of one of `types` happened, for the batches given. */
+export async function latestEventTimes(db: Database, batchIds: string[], types: BatchEventType[]): Promise<Map<string, number>> {
   if (batchIds.length === 0) return new Map();
   const rows = (await db('batch_events')
     .whereIn('batch_id', batchIds)
-    .andWhere({ type })
+    .whereIn('type', types)
     .select('batch_id')
     .max({ at: 'created_at' })
     .groupBy('batch_id')) as { batch_id: string; at: number | string }[];
@@ -189,19 +189,22 @@ export async function countBatchesByState(db: Database): Promise<Record<string, 
   return out;
 }
 
-/** When the longest-standing hold of an ACTIVE batch began (its latest `held` event); null when none is held. */
+/** The events that put a hold on a batch. */
+const HOLD_EVENTS: BatchEventType[] = ['held', 'awaiting-approval'];
+
+/** When the longest-standing hold of an ACTIVE batch began (its latest hold event); null when none is held. */
 export async function oldestHoldSince(db: Database): Promise<number | null> {
   const r = (await db('batch_events as e')
     .join('batches as b', 'b.id', 'e.batch_id')
     .where('b.state', 'ACTIVE')
     .whereNotNull('b.hold_code')
-    .where('e.type', 'held')
+    .whereIn('e.type', HOLD_EVENTS)
     .whereNotExists(
       db('batch_events as later')
         .select(db.raw('1'))
         .whereRaw('later.batch_id = e.batch_id')
         .whereRaw('later.seq > e.seq')
-        .where('later.type', 'held'),
+        .whereIn('later.type', HOLD_EVENTS),
     )
     .min({ at: 'e.created_at' })
     .first()) as { at: number | string | null } | undefined;

@@ -21,8 +21,8 @@ async function currentHold(db: Database, batchId: string): Promise<string | null
  * A hold that waits for an operator is stated at the top of the batch's ack,
  * so the ack is marked unwritten (written again); FILE_CHANGED also records
  * when the change was first seen (a batch is held for its upload going on once).
- * A hold of a new kind is stored with its `held` event; the same hold put on again (a balance still
- * short) is no news.
+ * A hold of a new kind is stored with its `held` event (`awaiting-approval` for that hold); the same
+ * hold put on again (a balance still short) is no news.
  */
 export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
   await db.transaction(async (trx) => {
@@ -30,7 +30,9 @@ export async function holdBatch(db: Database, batchId: string, hold: BatchHold, 
     const n = await holdQuery(trx, batchId, hold, now);
     if (n > 0 && before !== hold.code) {
       const until = hold.until === null ? null : new Date(hold.until).toISOString();
-      await recordBatchEvent(trx, { batchId, type: 'held', data: { code: hold.code, reason: hold.reason, until }, at: now });
+      // Waiting for an approval is a hold of its own kind to whoever is told: it is news of its own type.
+      const type = hold.code === 'AWAITING_APPROVAL' ? 'awaiting-approval' : 'held';
+      await recordBatchEvent(trx, { batchId, type, data: { code: hold.code, reason: hold.reason, until }, at: now });
     }
   });
 }

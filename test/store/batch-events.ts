@@ -146,6 +146,7 @@ export async function checkHoldMetrics(db: Database): Promise<void> {
   await holdBatch(db, 'H2', { code: 'AWAITING_APPROVAL', reason: 'two approvals needed', until: null }, 2000);
   expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1 });
   expect(await oldestHoldSince(db)).toBe(2000);
+  expect((await listBatchEvents(db, 'H2')).map((e) => e.type)).toEqual(['awaiting-approval']);
   await releaseBatchHold(db, 'H2', 4000);
   expect(await oldestHoldSince(db)).toBe(3000);
 }

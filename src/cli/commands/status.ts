@@ -180,7 +180,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     const holdsSince = await latestEventTimes(
       db,
       batches.filter((b) => b.holdCode !== null).map((b) => b.id),
-      'held',
+      ['held', 'awaiting-approval'],
     );
     const views = rows.map(({ b, counts }) => batchView(b, counts, holdsSince.get(b.id) ?? null, now));
     if (json) {
