@@ -7,6 +7,8 @@
  */
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -201,6 +203,27 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await holdBatch(w.db, 'B7', SHORT, w.clock.now());
     await w.dispatcher.pass();
     expect(receiver.types()).toEqual(['batch.held']);
+  });
+
+  it('a receiver that never answers costs one notify.timeoutMs per pass, not a stuck loop', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer(() => undefined);
+    silent.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`;
+    try {
+      const w = await setUp({ webhooks: [{ url, name: 'silent', secretFile }], timeoutMs: 300, statusFiles: false });
+      await newBatch(w, 'B8');
+      await holdBatch(w.db, 'B8', SHORT, w.clock.now());
+      const started = Date.now();
+      expect(await w.dispatcher.pass()).toBe(2);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(w.outcomes).toEqual([['webhook:silent', 'failed']]);
+      expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 2 });
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 
   it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
