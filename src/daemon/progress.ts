@@ -1,9 +1,4 @@
-/**
- * The detailed progress line of the debug log: for each ACTIVE batch, at
- * most every PROGRESS_EVERY_MS, its rows per state, creates per second and
- * an estimate of the time left. The info log has the progress events
- * (src/notify/progress-events.ts), far fewer.
- */
+/** The debug log's progress line: per ACTIVE batch, at most every PROGRESS_EVERY_MS, rows per state, rate, time left. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { FINAL_ROW_STATES } from '../domain/lifecycle.js';

@@ -6,17 +6,10 @@
  * when this was written. Rewritten whole, atomically, on each event.
  */
 import { join } from 'node:path';
-import { ROW_OUTCOME_STATUSES, csvChunks, writeFileAtomic, writeXlsxFile, type XlsxColumn } from '../report/index.js';
+import { ROW_OUTCOME_STATUSES, csvChunks, writeFileAtomic, writeXlsxFile, xlsxColumns } from '../report/index.js';
 import { shownState, type BatchSnapshot } from './payload.js';
 
 export const STATUS_COLUMNS = ['item', 'status', 'currency', 'value'] as const;
-
-const XLSX_COLUMNS: readonly XlsxColumn[] = [
-  { header: 'item', type: 'text', width: 22 },
-  { header: 'status', type: 'text', width: 16 },
-  { header: 'currency', type: 'text', width: 10 },
-  { header: 'value', type: 'text', width: 60 },
-];
 
 export function statusFileName(outboxName: string): string {
   return `${outboxName}.status.csv`;
@@ -61,6 +54,6 @@ export async function writeStatusFiles(
   await writeFileAtomic(csvPath, csvChunks(STATUS_COLUMNS, records, { bom: o.bom }));
   if (!o.xlsx) return [csvPath];
   const xlsxPath = join(dir, `${outboxName}.status.xlsx`);
-  await writeXlsxFile(xlsxPath, [{ name: 'status', columns: XLSX_COLUMNS, records }]);
+  await writeXlsxFile(xlsxPath, [{ name: 'status', columns: xlsxColumns(STATUS_COLUMNS), records }]);
   return [csvPath, xlsxPath];
 }
