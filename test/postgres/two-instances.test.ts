@@ -2,9 +2,9 @@
  * PostgreSQL 2: two `payoutd run` instances on one inbox and one database.
  * Both poll the inbox (as on a shared folder) and see every file; each file
  * is still taken by exactly one of them (one file_claims row, one batch),
- * read by one reader, every row is paid once, and each batch's result is
- * written once, and each batch event is delivered by one of them. The balance endpoint answers slowly (1.5 s), as a real one
- * may: reading a batch then always outlasts a finish pass, which made the
+ * read by one reader, every row is paid once, each batch's result is
+ * written once, and each batch event is delivered once, by one of them.
+ * The balance endpoint answers slowly (1.5 s), as a real one may: reading a batch then always outlasts a finish pass, which made the
  * double reading that reading-once.test.ts guards against show every time
  * instead of now and then (seen here with 5-row files on a loaded machine,
  * before its fix: a batch REJECTED while its rows were being paid,
