@@ -61,6 +61,7 @@ export class NotificationDispatcher {
       leaseMs: this.o.leaseMs,
       now: clock.now(),
       limit: EVENTS_PER_PASS,
+      alone: this.o.alone,
     });
     if (events.length === 0) return 0;
     // Signatures carry the wall clock: receivers compare webhook-timestamp with theirs.

@@ -19,6 +19,7 @@ import { outboxName } from '../../src/daemon/outbox.js';
 import { NotificationDispatcher, recordBatchEvent, type DeliveryOutcomeLabel } from '../../src/notify/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import {
+  claimDueEvents,
   countEventsByDelivery,
   getBatch,
   holdBatch,
@@ -224,6 +225,15 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
+  });
+
+  it('alone on SQLite, events a killed process left claimed are delivered at once, not after its lease', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
+    await newBatch(w, 'B9');
+    // The process killed mid-delivery: its claim stays, for an hour.
+    expect(await claimDueEvents(w.db, { instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 })).toHaveLength(1);
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(receiver.types()).toEqual(['batch.received']);
   });
 
   it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
