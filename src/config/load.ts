@@ -216,11 +216,11 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
       'webhook.enabled is true, so webhook.secret, webhook.secretFile or the credential webhook-secret must be set',
     );
   }
-  const unsigned = c.notify.webhooks.find((w) => !w.secretFile && !w.secretCredential);
-  if (unsigned) {
+  const unsigned = c.notify.webhooks.findIndex((w) => !w.secretFile && !w.secretCredential);
+  if (unsigned >= 0) {
     throw new ConfigError(
       'CONFIG_INVALID',
-      `notify.webhooks: ${unsigned.url} needs secretFile or secretCredential (its whsec_ signing secret)`,
+      `notify.webhooks.${unsigned}: needs secretFile or secretCredential (its whsec_ signing secret)`,
     );
   }
   if (c.database.client === 'pg' && !c.database.url)

@@ -85,6 +85,16 @@ describe('config: values out of range name their option and what they got', () =
     expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
   });
 
+  it('notify: an event type unknown, a webhook without its signing secret, a URL that is not http(s)', () => {
+    const url = 'https://erp.example.com/hook?token=abc';
+    expect(problems(`notify:\n  webhooks:\n    - url: ${url}\n      secretFile: /s\n      events: [helt]\n`)[0]).toMatch(
+      /^notify\.webhooks\.0\.events\.0: must be one of received, accepted, rejected/,
+    );
+    const unsigned = problems(`notify:\n  webhooks:\n    - url: ${url}\n`);
+    expect(unsigned).toEqual(['notify.webhooks.0: needs secretFile or secretCredential (its whsec_ signing secret)']);
+    expect(problems('notify:\n  webhooks:\n    - { url: "ftp://x.example", secretFile: /s }\n')[0]).toMatch(/^notify\.webhooks\.0\.url: /);
+  });
+
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
     expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
     expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');
