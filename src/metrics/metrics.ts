@@ -26,6 +26,27 @@ export interface MetricsSources {
   serviceHealth?: () => ServiceHealth | null;
 }
 
+/** A gauge of counts by one label, read from the database at each scrape (labels no longer counted disappear). */
+function countsGauge(
+  registers: Registry[],
+  name: string,
+  help: string,
+  label: string,
+  read: () => Promise<Partial<Record<string, number>>>,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: [label],
+    registers,
+    async collect() {
+      const counts = await read();
+      this.reset();
+      for (const [value, n] of Object.entries(counts)) if (n !== undefined) this.set({ [label]: value }, n);
+    },
+  });
+}
+
 export class PayoutdMetrics {
   readonly registry = new Registry();
   readonly files: Counter<'outcome'>;
@@ -83,28 +104,14 @@ export class PayoutdMetrics {
       registers,
     });
     const db = sources.db;
-    new Gauge({
-      name: 'payoutd_rows',
-      help: 'Payout rows by state',
-      labelNames: ['state'],
+    countsGauge(registers, 'payoutd_rows', 'Payout rows by state', 'state', () => stateCountsOfAllBatches(db));
+    countsGauge(
       registers,
-      async collect() {
-        const counts = await stateCountsOfAllBatches(db);
-        this.reset();
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
-      },
-    });
-    new Gauge({
-      name: 'payoutd_batches',
-      help: 'Batches by state; an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL',
-      labelNames: ['state'],
-      registers,
-      async collect() {
-        const counts = await countBatchesByState(db);
-        this.reset();
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
-      },
-    });
+      'payoutd_batches',
+      'Batches by state; an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL',
+      'state',
+      () => countBatchesByState(db),
+    );
     new Gauge({
       name: 'payoutd_oldest_hold_age_seconds',
       help: 'How long the longest-held ACTIVE batch has been held (0 when none is)',
@@ -114,17 +121,13 @@ export class PayoutdMetrics {
         this.set(since === null ? 0 : Math.max(0, (sources.now() - since) / 1000));
       },
     });
-    new Gauge({
-      name: 'payoutd_batch_events',
-      help: 'Batch events by delivery state (PENDING: owed to a channel; GAVE_UP: undeliverable within notify.retryFor)',
-      labelNames: ['delivery'],
+    countsGauge(
       registers,
-      async collect() {
-        const counts = await countEventsByDelivery(db);
-        this.reset();
-        for (const [delivery, n] of Object.entries(counts)) this.set({ delivery }, n);
-      },
-    });
+      'payoutd_batch_events',
+      'Batch events by delivery state (PENDING: owed to a channel; GAVE_UP: undeliverable within notify.retryFor)',
+      'delivery',
+      () => countEventsByDelivery(db),
+    );
     const health = (): ServiceHealth | null => sources.serviceHealth?.() ?? null;
     new Gauge({
       name: 'payoutd_service_up',

@@ -1,22 +1,10 @@
 /** Batch events on PostgreSQL: the checks of test/store/batch-events.ts on this engine (several instances claim). */
 import { describe, it } from 'vitest';
-import {
-  checkEventsWithTheirChanges,
-  checkHoldMetrics,
-  checkOneClaimPerEvent,
-  checkOneOfConcurrentPeriodicEvents,
-  checkRecordInCallersTransaction,
-  checkStaleEventsPerBatch,
-} from '../store/batch-events.js';
+import { BATCH_EVENT_CHECKS } from '../store/batch-events.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('batch events (PostgreSQL)', () => {
   const schema = useTestSchema();
   const t = useEmptySchema(schema, { latest: true });
-  it('each change stores its event in its transaction; an illegal move stores none', () => checkEventsWithTheirChanges(t.db));
-  it("recordBatchEvent joins the caller's transaction and rolls back with it", () => checkRecordInCallersTransaction(t.db));
-  it('stale payouts make one event per batch', () => checkStaleEventsPerBatch(t.db));
-  it('one claim per event, taken again when its lease ends', () => checkOneClaimPerEvent(t.db));
-  it('of instances deciding the same progress event at once, one records it', () => checkOneOfConcurrentPeriodicEvents(t.db));
-  it('batches by state count held and awaiting approval apart; the oldest hold is known', () => checkHoldMetrics(t.db));
+  for (const [name, check] of BATCH_EVENT_CHECKS) it(name, () => check(t.db));
 });

@@ -161,3 +161,13 @@ export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<
   expect(await recordBatchEventIfLatest(db, progress(20), first?.seq ?? null)).toBe(true);
   expect((await listBatchEvents(db, 'P1')).filter((e) => e.type === 'progress')).toHaveLength(2);
 }
+
+/** Every check above with the name its test goes by, for the test file of each engine. */
+export const BATCH_EVENT_CHECKS: readonly [string, (db: Database) => Promise<void>][] = [
+  ['each change stores its event in its transaction; an illegal move stores none', checkEventsWithTheirChanges],
+  ["recordBatchEvent joins the caller's transaction and rolls back with it", checkRecordInCallersTransaction],
+  ['stale payouts make one event per batch', checkStaleEventsPerBatch],
+  ['one claim per event, taken again when its lease ends', checkOneClaimPerEvent],
+  ['of instances deciding the same progress event at once, one records it', checkOneOfConcurrentPeriodicEvents],
+  ['batches by state count held and awaiting approval apart; the oldest hold is known', checkHoldMetrics],
+];
