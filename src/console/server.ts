@@ -37,6 +37,7 @@ import {
   type ListQuery,
   type PageContext,
 } from './pages.js';
+import { listBatchTimeline } from '../notify/index.js';
 import { may, type Permission } from './roles.js';
 import { acceptUpload } from './upload.js';
 import { listUsers } from './users.js';
@@ -402,7 +403,7 @@ export class ConsoleServer {
         item,
         approval,
         statusTotals: await this.totals(batch),
-        timeline: timelineOf(batch, uploader, approval),
+        timeline: timelineOf(batch, uploader, approval, await listBatchTimeline(this.o.db, id)),
         files: await batchFiles(this.o.outbox, this.o.outboxNameOf(batch)),
         rows: rows.rows,
         rowTotal: rows.total,

@@ -4,6 +4,7 @@
  * totals per status and currency, and its timeline. The arithmetic is in
  * small pure functions; money is summed exactly (ExactTotal), never as a float.
  */
+import { estimateEnd, progressOf as batchProgress, type BatchEvent } from '../domain/batch-events.js';
 import { ExactTotal } from '../domain/exact-total.js';
 import { isFinalRowState, type RowState } from '../domain/lifecycle.js';
 import { decimalText, isPlainDecimal } from '../domain/money.js';
@@ -18,7 +19,7 @@ export interface Progress {
   etaMs: number | null;
 }
 
-/** Progress of a batch: final rows of all rows, and the time left at the pace since it was accepted. */
+/** Progress of a batch: final rows of all rows, and the time left at the pace since it was accepted (the notifications' estimate). */
 export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acceptedAt'>, counts: StateCounts, now: number): Progress {
   let done = 0;
   let total = 0;
@@ -27,9 +28,12 @@ export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acce
     if (isFinalRowState(state)) done += n;
   }
   total = Math.max(total, batch.rowCount);
-  const left = total - done;
   const started = batch.acceptedAt;
-  const etaMs = batch.state === 'ACTIVE' && started !== null && done > 0 && left > 0 ? Math.round(((now - started) / done) * left) : null;
+  let etaMs: number | null = null;
+  if (batch.state === 'ACTIVE' && started !== null && done < total) {
+    const { etaAt } = estimateEnd(batchProgress(total, done), started, now);
+    etaMs = etaAt === null ? null : etaAt - now;
+  }
   return { done, total, etaMs };
 }
 
@@ -112,21 +116,78 @@ export interface TimelineEvent {
   what: string;
 }
 
-/** The events of a batch in order, from its record and approval decisions. */
-export function timelineOf(batch: BatchRecord, uploader: string | null, approval: ApprovalView | null): TimelineEvent[] {
-  const events: TimelineEvent[] = [
-    { at: batch.receivedAt, what: `received${uploader ? ` (uploaded by ${uploader} in the console)` : ''}` },
-  ];
+const EVENT_WORDS: Record<BatchEvent['type'], string> = {
+  received: 'received',
+  accepted: 'accepted',
+  rejected: 'rejected',
+  'awaiting-approval': 'awaiting approval',
+  approved: 'approved',
+  'approval-rejected': 'rejected by an approver',
+  held: 'held',
+  released: 'hold lifted',
+  progress: 'progress',
+  completed: 'complete: every row is final; result and summary written',
+  stale: 'payouts pending for too long',
+};
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+/** One stored event in words: what happened, who did it and why, from the fields its data has. */
+export function eventWords(e: Pick<BatchEvent, 'type' | 'data'>): string {
+  const d = e.data;
+  let what = EVENT_WORDS[e.type];
+  if (e.type === 'accepted' && typeof d.validCount === 'number')
+    what += `: ${d.validCount} valid row(s), ${String(d.invalidCount ?? 0)} invalid`;
+  if (e.type === 'released' && text(d.by)) what += ` (${String(d.by)})`;
+  if (e.type === 'stale' && typeof d.payouts === 'number') what += `: ${d.payouts}`;
+  const who = text(d.approver);
+  if (who) what += ` by ${who}${text(d.via) ? ` (${String(d.via)})` : ''}`;
+  const code = text(d.code);
+  const why = text(d.reason) ?? text(d.comment);
+  if (code && e.type !== 'released') what += `: ${code}`;
+  if (why) what += `${code && e.type !== 'released' ? ' ' : ': '}${why}`;
+  return what;
+}
+
+/**
+ * The events of a batch in order: the notifications' stored events when the batch has them (progress
+ * events left out: the progress bar shows it), else what its record says (a batch from before events were
+ * stored); approval decisions not among the events are added from the approval audit.
+ */
+export function timelineOf(
+  batch: BatchRecord,
+  uploader: string | null,
+  approval: ApprovalView | null,
+  events: readonly BatchEvent[] = [],
+): TimelineEvent[] {
+  const by = uploader ? ` (uploaded by ${uploader} in the console)` : '';
+  if (events.length > 0) {
+    const out = events
+      .filter((e) => e.type !== 'progress')
+      .map((e) => ({ at: e.createdAt, what: e.type === 'received' ? `received${by}` : eventWords(e) }));
+    const told = new Set(events.map((e) => e.type));
+    if (!told.has('approved') && !told.has('approval-rejected')) out.push(...decisionEvents(approval));
+    return out.sort((a, b) => a.at - b.at);
+  }
+  return recordTimeline(batch, by, approval);
+}
+
+function decisionEvents(approval: ApprovalView | null): TimelineEvent[] {
+  return (approval?.decisions ?? []).map((d) => ({
+    at: d.at,
+    what: `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.approver} (${d.via})${d.comment ? `: ${d.comment}` : ''}`,
+  }));
+}
+
+function recordTimeline(batch: BatchRecord, by: string, approval: ApprovalView | null): TimelineEvent[] {
+  const events: TimelineEvent[] = [{ at: batch.receivedAt, what: `received${by}` }];
   if (batch.acceptedAt !== null)
     events.push({ at: batch.acceptedAt, what: `accepted: ${batch.validCount} valid row(s), ${batch.invalidCount} invalid` });
   if (batch.ackWrittenAt !== null) events.push({ at: batch.ackWrittenAt, what: 'acknowledgement written to the outbox' });
   if (batch.fileChangedAt !== null) events.push({ at: batch.fileChangedAt, what: 'the upload went on after the file was taken' });
-  for (const d of approval?.decisions ?? []) {
-    events.push({
-      at: d.at,
-      what: `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.approver} (${d.via})${d.comment ? `: ${d.comment}` : ''}`,
-    });
-  }
+  events.push(...decisionEvents(approval));
   if (batch.holdCode) events.push({ at: batch.updatedAt, what: `held: ${batch.holdCode}: ${batch.holdReason ?? ''}`.trim() });
   if (batch.state === 'REJECTED' || batch.state === 'DUPLICATE') {
     events.push({ at: batch.updatedAt, what: `${batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected'}: ${reasonOf(batch, null) ?? ''}` });

@@ -4,7 +4,8 @@
  * or was refused, its amounts, and its timeline in order.
  */
 import { describe, expect, it } from 'vitest';
-import { progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
+import { eventWords, progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
+import type { BatchEvent } from '../../src/domain/batch-events.js';
 import { receivedBatch, type BatchRecord } from '../../src/store/index.js';
 
 const batch = (patch: Partial<BatchRecord> = {}): BatchRecord => ({
@@ -61,5 +62,35 @@ describe('console views', () => {
       [9000, 'result and summary written to the outbox'],
       [9000, 'complete: every row is final'],
     ]);
+  });
+
+  it('the timeline from the stored events when the batch has them: in words, progress left out', () => {
+    const event = (seq: number, type: BatchEvent['type'], data: BatchEvent['data']): BatchEvent => ({
+      seq,
+      id: `e${seq}`,
+      batchId: 'B-1',
+      type,
+      data,
+      createdAt: 1000 * seq,
+    });
+    const events = [
+      event(1, 'received', { size: 10, sha256: 'a'.repeat(64) }),
+      event(2, 'accepted', { rows: 3, validCount: 3, invalidCount: 0, hold: null }),
+      event(3, 'held', { code: 'INSUFFICIENT_BALANCE', reason: 'short by 5 USDT', until: null }),
+      event(4, 'progress', { percent: 50 }),
+      event(5, 'released', { code: 'INSUFFICIENT_BALANCE', by: 'balance-covered' }),
+      event(6, 'completed', { rows: 3 }),
+    ];
+    expect(timelineOf(batch(), 'maria', null, events).map((e) => [e.at, e.what])).toEqual([
+      [1000, 'received (uploaded by maria in the console)'],
+      [2000, 'accepted: 3 valid row(s), 0 invalid'],
+      [3000, 'held: INSUFFICIENT_BALANCE short by 5 USDT'],
+      [5000, 'hold lifted (balance-covered)'],
+      [6000, 'complete: every row is final; result and summary written'],
+    ]);
+    expect(eventWords({ type: 'approved', data: { approver: 'li', via: 'console', comment: 'ok' } })).toBe('approved by li (console): ok');
+    expect(eventWords({ type: 'rejected', data: { code: 'DUPLICATE_FILE', reason: 'same bytes as B-0' } })).toBe(
+      'rejected: DUPLICATE_FILE same bytes as B-0',
+    );
   });
 });
