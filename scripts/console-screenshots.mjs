@@ -43,7 +43,7 @@ function cli(args, input) {
   });
 }
 
-async function until(probe, what, timeoutMs = 60_000) {
+async function until(probe, what, timeoutMs = 180_000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
