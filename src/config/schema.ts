@@ -5,6 +5,7 @@
  * change them to match a real deployment without touching code.
  */
 import { z } from 'zod';
+import { isKnownTimeZone } from '../domain/time-zone.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
 
@@ -197,8 +198,13 @@ export const configSchema = z
       .object({
         /** UTF-8 BOM on CSV files, so Excel reads accents right. */
         bom: z.boolean().default(true),
-        /** Also write an .xlsx beside each result and report (typed cells). */
-        xlsx: z.boolean().default(false),
+        /**
+         * Also write an .xlsx beside each ack, result, summary, retry file and report (typed cells: accounts and
+         * references as text, amounts as numbers, times as dates).
+         */
+        xlsx: z.boolean().default(true),
+        /** IANA time zone (`Asia/Manila`) of the .xlsx date cells, named in their headers. The CSV files stay UTC. */
+        timeZone: z.string().refine(isKnownTimeZone, { error: 'must be an IANA time zone name such as UTC or Asia/Manila' }).default('UTC'),
         /** For batches with CANCELLED rows, write a ready-to-drop retry CSV. */
         retryFiles: z.boolean().default(true),
       })

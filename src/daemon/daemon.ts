@@ -88,6 +88,7 @@ export class PayoutDaemon {
       xlsx: config.outbox.xlsx,
       retryFiles: config.outbox.retryFiles,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     const balanceCheck = config.batch.balanceCheck;

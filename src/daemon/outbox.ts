@@ -29,6 +29,7 @@ import {
   isTempName,
   writeResultXlsx,
   writeRetryFile,
+  writeRetryXlsx,
   xlsxPathFor,
   type AckRow,
   type BatchIdentity,
@@ -124,6 +125,8 @@ export interface OutboxExtras {
   retryFiles: boolean;
   /** `batch.rules.minorUnits`: decimals shown in the .xlsx. */
   minorUnits?: Readonly<Record<string, number>>;
+  /** `outbox.timeZone`: the zone the .xlsx date cells show. */
+  timeZone?: string;
   /** `batch.rules.merchantReferenceId.maxLength`: longest fresh reference in a retry file. */
   referenceMaxLength?: number;
 }
@@ -131,6 +134,7 @@ export interface OutboxExtras {
 export interface ExtraFiles {
   xlsxPath: string | null;
   retry: RetryFile | null;
+  retryXlsxPath: string | null;
 }
 
 export class BatchOutbox {
@@ -187,9 +191,6 @@ export class BatchOutbox {
    */
   async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
-    const xlsx = this.extras.xlsx
-      ? await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits })
-      : null;
     const retry =
       this.extras.retryFiles && (await countCancelledRows(this.db, batch.id)) > 0
         ? await writeRetryFile(this.dir, identity, batchRetrySource(this.db, batch.id), {
@@ -197,15 +198,21 @@ export class BatchOutbox {
             referenceMaxLength: this.extras.referenceMaxLength,
           })
         : null;
-    return { xlsxPath: xlsx?.path ?? null, retry };
+    if (!this.extras.xlsx) return { xlsxPath: null, retry, retryXlsxPath: null };
+    // The retry files first: they are what finance acts on.
+    const retryXlsxPath = retry?.path ? await writeRetryXlsx(retry.path, this.xlsxOptions()) : null;
+    const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
+    return { xlsxPath: xlsx.path, retry, retryXlsxPath };
   }
 
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {
     const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
-    if (this.extras.xlsx) {
-      await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits });
-    }
+    if (this.extras.xlsx) await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
     return r.path;
+  }
+
+  private xlsxOptions(): { minorUnits?: Readonly<Record<string, number>>; timeZone?: string } {
+    return { minorUnits: this.extras.minorUnits, timeZone: this.extras.timeZone };
   }
 }
 

@@ -1,16 +1,18 @@
 /**
  * The .xlsx twin of an outbox CSV: the same columns and rows, but typed
  * cells, so a spreadsheet shows `000123` as `000123` and can add up amounts.
- * Identifiers, references, names, account numbers and times are TEXT cells;
+ * Identifiers, references, names and account numbers are TEXT cells;
  * amounts are NUMBER cells with a number format showing the currency's minor
- * units (ISO 4217; stablecoins 6). A frozen, filterable header row, fixed
- * column widths, and a second sheet "Summary" with the totals per status and
- * currency.
+ * units (ISO 4217; stablecoins 6); times are DATE cells showing the
+ * wall-clock time in `outbox.timeZone`, named in their header. A frozen,
+ * filterable header row, columns as wide as their header and first rows, and
+ * a sheet "Summary" with the totals.
  *
  * The CSV stays the exact record. An .xlsx number is an IEEE double, so this
- * is the one place where a decimal amount becomes a float, for display only
- * (`displayNumber`). An amount whose double would not read back as the same
- * decimal is written as a text cell instead, so a cell never shows a value
+ * is the one place where a decimal amount becomes a number, for display
+ * only (`displayNumber`): parsed from the decimal text, never computed, and
+ * kept only when the number's shortest text (what the file holds) is that
+ * same decimal; otherwise the cell is text, so a cell never shows a value
  * that differs from the CSV.
  *
  * Written with exceljs's streaming WorkbookWriter, through writeFileAtomic
@@ -40,15 +42,21 @@ export type XlsxCellType =
   | 'text' // always a text cell (format `@`), exactly as in the CSV
   | 'integer' // a number cell when the text is a whole number (line numbers, counts)
   | 'amount' // a number cell formatted with the minor units of the currency in `currencyColumn`
-  | 'decimal'; // a number cell formatted with as many decimals as written (exchange rates)
+  | 'decimal' // a number cell formatted with as many decimals as written (exchange rates)
+  | 'time'; // an ISO 8601 instant as a date cell, the wall-clock time in the workbook's time zone
 
 export interface XlsxColumn {
   header: string;
   type: XlsxCellType;
-  /** Width in characters. */
+  /** Narrowest width in characters; a column is widened to fit its header and the first rows. */
   width: number;
   /** For `amount`: the header of the column holding the currency code. */
   currencyColumn?: string;
+  /**
+   * For `amount`: show thousands separators (default true). A file read back as input (the retry file)
+   * shows none, so the text a spreadsheet shows and saves is a plain decimal.
+   */
+  grouping?: boolean;
 }
 
 export interface XlsxSheet {
@@ -65,7 +73,11 @@ export interface XlsxSheet {
 export interface XlsxOptions extends AtomicWriteOptions {
   /** Minor units overriding the built-in table (the validation rules' `minorUnits`). */
   minorUnits?: Readonly<Record<string, number>>;
+  /** IANA time zone the date cells show (config `outbox.timeZone`, default UTC); named in their headers. */
+  timeZone?: string;
 }
+
+export const DEFAULT_TIME_ZONE = 'UTC';
 
 /** Decimals shown for the stablecoins funding payouts (both carry 6 on chain). */
 export const STABLECOIN_DECIMALS: ReadonlyMap<string, number> = new Map([
@@ -78,9 +90,53 @@ export function currencyDecimals(currency: string, overrides?: Readonly<Record<s
   return overrides?.[currency] ?? STABLECOIN_DECIMALS.get(currency) ?? ISO_4217_MINOR_UNITS.get(currency);
 }
 
-/** Number format with grouping and exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0`. */
-export function decimalsFormat(decimals: number): string {
-  return decimals > 0 ? `#,##0.${'0'.repeat(decimals)}` : '#,##0';
+/** Number format with exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0` (without grouping: `0.00`, `0`). */
+export function decimalsFormat(decimals: number, grouping = true): string {
+  const whole = grouping ? '#,##0' : '0';
+  return decimals > 0 ? `${whole}.${'0'.repeat(decimals)}` : whole;
+}
+
+/** How a date cell shows: ISO order, 24-hour clock; milliseconds where the text had them. */
+export const TIME_FORMAT = 'yyyy-mm-dd hh:mm:ss';
+export const TIME_FORMAT_MS = 'yyyy-mm-dd hh:mm:ss.000';
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+function zoneFormat(timeZone: string): Intl.DateTimeFormat {
+  let f = zoneFormats.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    zoneFormats.set(timeZone, f);
+  }
+  return f;
+}
+
+/** An ISO 8601 instant with a zone (`Z` or an offset); anything else stays text. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * The wall-clock time of an instant in `timeZone`, as the Date a spreadsheet
+ * cell holds: a spreadsheet date has no zone, and exceljs writes a Date by
+ * its UTC fields, so the zone's fields are put there. Null when the text is
+ * not an instant.
+ */
+export function wallClockDate(iso: string, timeZone: string): Date | null {
+  if (!INSTANT.test(iso)) return null;
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) return null;
+  const parts: Record<string, number> = {};
+  for (const p of zoneFormat(timeZone).formatToParts(new Date(ms))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0 } = parts;
+  return new Date(Date.UTC(year, month - 1, day, hour, minute, second, ((ms % 1000) + 1000) % 1000));
 }
 
 export const TEXT_FORMAT = '@';
@@ -105,7 +161,7 @@ export function displayNumber(text: string): number | null {
 }
 
 export interface XlsxCellValue {
-  value: string | number | null;
+  value: string | number | Date | null;
   numFmt: string | null;
 }
 
@@ -118,6 +174,7 @@ export function xlsxCellValue(
   type: XlsxCellType,
   currency = '',
   overrides?: Readonly<Record<string, number>>,
+  cell: { timeZone?: string; grouping?: boolean } = {},
 ): XlsxCellValue {
   if (text === '') return { value: null, numFmt: null };
   switch (type) {
@@ -131,9 +188,35 @@ export function xlsxCellValue(
       if (shown === null) return { value: text, numFmt: TEXT_FORMAT };
       const own = writtenDecimals(text);
       const decimals = type === 'amount' ? Math.max(currencyDecimals(currency, overrides) ?? own, own) : own;
-      return { value: shown, numFmt: decimalsFormat(decimals) };
+      return { value: shown, numFmt: decimalsFormat(decimals, cell.grouping ?? true) };
+    }
+    case 'time': {
+      const date = wallClockDate(text, cell.timeZone ?? DEFAULT_TIME_ZONE);
+      if (date === null) return { value: text, numFmt: TEXT_FORMAT };
+      return { value: date, numFmt: date.getUTCMilliseconds() === 0 && !/\.\d/.test(text) ? TIME_FORMAT : TIME_FORMAT_MS };
     }
   }
+}
+
+/** The header a column shows: a time column names its zone (`complete_time (UTC)`). */
+export function xlsxHeader(column: Pick<XlsxColumn, 'header' | 'type'>, timeZone = DEFAULT_TIME_ZONE): string {
+  return column.type === 'time' ? `${column.header} (${timeZone})` : column.header;
+}
+
+/** Characters a cell takes on screen, roughly as a spreadsheet shows it (number formats add separators and decimals). */
+export function shownWidth(cell: XlsxCellValue): number {
+  if (cell.value === null) return 0;
+  if (cell.value instanceof Date) return cell.numFmt === TIME_FORMAT_MS ? TIME_FORMAT_MS.length : TIME_FORMAT.length;
+  if (typeof cell.value === 'number') {
+    const whole = String(Math.trunc(Math.abs(cell.value))).length;
+    const fmt = cell.numFmt ?? '';
+    const decimals = FRACTION.exec(fmt)?.[1]?.length ?? 0;
+    const groups = fmt.includes(',') ? Math.floor((whole - 1) / 3) : 0;
+    return whole + groups + (decimals > 0 ? decimals + 1 : 0) + (cell.value < 0 ? 1 : 0);
+  }
+  let n = 0;
+  for (const ch of cell.value) n += ch.codePointAt(0)! > 0x2e80 ? 2 : 1;
+  return n;
 }
 
 /** Type and width of every column name the outbox files use; unknown names are text. */
@@ -155,9 +238,9 @@ const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   fee_currency: { type: 'text', width: 9 },
   beneficiary_account_name: { type: 'text', width: 28 },
   beneficiary_account_number: { type: 'text', width: 28 },
-  created_at: { type: 'text', width: 24 },
-  create_time: { type: 'text', width: 24 },
-  complete_time: { type: 'text', width: 24 },
+  created_at: { type: 'time', width: 24 },
+  create_time: { type: 'time', width: 20 },
+  complete_time: { type: 'time', width: 20 },
   reason: { type: 'text', width: 48 },
   measure: { type: 'text', width: 18 },
   currency: { type: 'text', width: 9 },
@@ -229,6 +312,26 @@ function currencyIndexes(columns: readonly XlsxColumn[]): (number | null)[] {
   });
 }
 
+/** Rows looked at before the columns are laid out: a stream cannot be measured to its end before it is written. */
+const MEASURED_ROWS = 1000;
+/** Room for the filter button beside a header, and a margin beside a cell. */
+const FILTER_BUTTON = 3;
+const MARGIN = 1;
+/** A reason can run long: its column stops widening here (the cell text is whole). */
+const MAX_WIDTH = 80;
+
+/** Widths that fit: at least the column's own, its header with the filter button, and every measured cell. */
+export function fittedWidths(headers: readonly string[], columns: readonly XlsxColumn[], cells: readonly XlsxCellValue[][]): number[] {
+  return columns.map((c, i) => {
+    let w = Math.max(c.width, (headers[i] ?? '').length + FILTER_BUTTON);
+    for (const row of cells) {
+      const cell = row[i];
+      if (cell) w = Math.max(w, shownWidth(cell) + MARGIN);
+    }
+    return Math.min(w, Math.max(MAX_WIDTH, (headers[i] ?? '').length + FILTER_BUTTON));
+  });
+}
+
 async function writeSheet(
   wb: ExcelJS.stream.xlsx.WorkbookWriter,
   out: PassThrough,
@@ -238,26 +341,46 @@ async function writeSheet(
   signal: AbortSignal,
 ): Promise<void> {
   const { columns } = sheet;
+  const timeZone = opts.timeZone ?? DEFAULT_TIME_ZONE;
+  const headers = columns.map((c) => xlsxHeader(c, timeZone));
+  const currencyAt = currencyIndexes(columns);
+  const cellsOf = (record: readonly string[]): XlsxCellValue[] =>
+    columns.map((column, i) => {
+      const ci = currencyAt[i];
+      const currency = ci === null || ci === undefined ? '' : (record[ci] ?? '');
+      return xlsxCellValue(record[i] ?? '', column.type, currency, opts.minorUnits, { timeZone, grouping: column.grouping });
+    });
+
+  // The first rows are typed before the sheet opens, so the columns fit what they show.
+  const records = typeof sheet.records === 'function' ? sheet.records() : sheet.records;
+  const iterator = (Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : records[Symbol.iterator]()) as
+    AsyncIterator<readonly string[]> | Iterator<readonly string[]>;
+  const measured: XlsxCellValue[][] = [];
+  let done = false;
+  while (measured.length < MEASURED_ROWS) {
+    const next = await iterator.next();
+    if (next.done) {
+      done = true;
+      break;
+    }
+    measured.push(cellsOf(next.value));
+  }
+
   const ws = wb.addWorksheet(sheet.name, {
     views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }],
   });
-  ws.columns = columns.map((c) => ({ width: c.width }));
+  ws.columns = fittedWidths(headers, columns, measured).map((width) => ({ width }));
   if (columns.length > 0) ws.autoFilter = { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } };
-  const header = ws.addRow(columns.map((c) => c.header));
+  const header = ws.addRow(headers);
   header.eachCell((cell) => {
     cell.font = HEADER_FONT;
   });
   header.commit();
 
-  const currencyAt = currencyIndexes(columns);
-  const records = typeof sheet.records === 'function' ? sheet.records() : sheet.records;
   let n = 0;
-  for await (const record of records) {
+  const put = async (cells: XlsxCellValue[]): Promise<void> => {
     const row = ws.addRow([]);
-    columns.forEach((column, i) => {
-      const ci = currencyAt[i];
-      const currency = ci === null || ci === undefined ? '' : (record[ci] ?? '');
-      const cell = xlsxCellValue(record[i] ?? '', column.type, currency, opts.minorUnits);
+    cells.forEach((cell, i) => {
       if (cell.value === null) return;
       const target = row.getCell(i + 1);
       target.value = cell.value;
@@ -265,7 +388,10 @@ async function writeSheet(
     });
     row.commit();
     if (++n % DRAIN_CHECK_ROWS === 0) await letZipCatchUp(out, signal);
-  }
+  };
+  for (const cells of measured) await put(cells);
+  measured.length = 0;
+  if (!done) for (let r = await iterator.next(); !r.done; r = await iterator.next()) await put(cellsOf(r.value));
   ws.commit();
 }
 

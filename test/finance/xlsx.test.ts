@@ -15,6 +15,7 @@ import {
   xlsxCellValue,
   xlsxColumns,
   xlsxPathFor,
+  wallClockDate,
   type BatchIdentity,
   type RowOutcome,
 } from '../../src/report/index.js';
@@ -101,6 +102,14 @@ describe('typed cells (pure)', () => {
     expect(xlsxCellValue('10.123', 'amount', 'PHP')).toEqual({ value: 10.123, numFmt: '#,##0.000' });
     expect(xlsxCellValue('1e3', 'amount', 'PHP')).toEqual({ value: '1e3', numFmt: '@' });
     expect(xlsxCellValue('56.1234', 'decimal')).toEqual({ value: 56.1234, numFmt: '#,##0.0000' });
+    expect(xlsxCellValue('2026-01-02T09:00:00Z', 'time', '', undefined, { timeZone: 'America/New_York' })).toEqual({
+      value: new Date('2026-01-02T04:00:00Z'),
+      numFmt: 'yyyy-mm-dd hh:mm:ss',
+    });
+    // Summer time is the zone's own: New York is 4 hours behind in July.
+    expect(wallClockDate('2026-07-02T09:00:00.250Z', 'America/New_York')?.toISOString()).toBe('2026-07-02T05:00:00.250Z');
+    expect(xlsxCellValue('not a time', 'time')).toEqual({ value: 'not a time', numFmt: '@' });
+    expect(xlsxCellValue('1500.5', 'amount', 'PHP', undefined, { grouping: false })).toEqual({ value: 1500.5, numFmt: '0.00' });
     expect(xlsxPathFor('/r/report.csv')).toBe('/r/report.xlsx');
     expect(xlsxPathFor('/r/report')).toBe('/r/report.xlsx');
   });
@@ -131,12 +140,24 @@ describe('result .xlsx', () => {
     const wb = await readBook(r.path);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Result', 'Summary']);
     const ws = sheet(wb, 'Result');
-    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RESULT_COLUMNS]);
+    // The CSV's headers; a time column names its zone.
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual(
+      RESULT_COLUMNS.map((h) => (h === 'complete_time' ? 'complete_time (UTC)' : h)),
+    );
     expect(ws.getRow(1).getCell(1).font?.bold).toBe(true);
     expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
     expect(ws.autoFilter).toBeTruthy();
     expect(ws.getColumn(RESULT_COLUMNS.indexOf('reason') + 1).width).toBe(48);
+    // Widths fit: no header is cut (the filter button takes room too), nor a value.
+    (ws.getRow(1).values as string[]).slice(1).forEach((h, i) => expect(ws.getColumn(i + 1).width, h).toBeGreaterThanOrEqual(h.length + 2));
+    expect(ws.getColumn(RESULT_COLUMNS.indexOf('beneficiary_account_name') + 1).width).toBeGreaterThanOrEqual('=HYPERLINK("x")'.length);
     expect(ws.rowCount).toBe(5);
+
+    // Times are date cells: the wall-clock time in the zone (UTC here), shown in ISO order.
+    const done = cellAt(ws, 2, 'complete_time (UTC)');
+    expect(done.type).toBe(ExcelJS.ValueType.Date);
+    expect((done.value as Date).toISOString()).toBe('2026-01-02T09:00:00.000Z');
+    expect(done.numFmt).toBe('yyyy-mm-dd hh:mm:ss');
 
     const account = cellAt(ws, 2, 'beneficiary_account_number');
     expect(account.type).toBe(ExcelJS.ValueType.String);
@@ -253,18 +274,26 @@ describe('reconciliation .xlsx', () => {
     await setRow(db, 'B1', 2, { ...paid, payoutId: '000999', createdAtMs: T0 });
     await setRow(db, 'B1', 3, { ...paid, payoutId: 'P-2', createdAtMs: T0 + 1 });
     const path = join(dir, 'rec.xlsx');
-    const r = await writeReconciliationXlsx(path, payoutsCreatedBetween(db, T0, T0 + 2), { minorUnits: { IDR: 0 } });
+    const r = await writeReconciliationXlsx(path, payoutsCreatedBetween(db, T0, T0 + 2), {
+      minorUnits: { IDR: 0 },
+      timeZone: 'Asia/Manila',
+    });
     expect(r.summary.rowCount).toBe(2);
     const wb = await readBook(path);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Reconciliation', 'Summary']);
     const ws = sheet(wb, 'Reconciliation');
-    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RECONCILIATION_COLUMNS]);
+    const zoned = (h: string): string => (['created_at', 'create_time', 'complete_time'].includes(h) ? `${h} (Asia/Manila)` : h);
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual(RECONCILIATION_COLUMNS.map(zoned));
     expect(cellAt(ws, 2, 'merchant_reference_id').value).toBe('000777');
     expect(cellAt(ws, 2, 'payout_id').value).toBe('000999');
     expect(cellAt(ws, 2, 'payout_amount').numFmt).toBe('#,##0.00');
     expect(cellAt(ws, 3, 'payout_amount').value).toBe(250);
     expect(cellAt(ws, 3, 'payout_amount').numFmt).toBe('#,##0');
-    expect(cellAt(ws, 2, 'created_at').value).toBe(new Date(T0).toISOString());
+    // A date cell holding Manila's wall-clock time (UTC+8), with the milliseconds payoutd records.
+    const created = cellAt(ws, 2, 'created_at (Asia/Manila)');
+    expect(created.type).toBe(ExcelJS.ValueType.Date);
+    expect((created.value as Date).toISOString()).toBe(new Date(T0 + 8 * 3600_000).toISOString());
+    expect(created.numFmt).toBe('yyyy-mm-dd hh:mm:ss.000');
     expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
   });
 });
