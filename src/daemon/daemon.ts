@@ -89,6 +89,8 @@ export class PayoutDaemon {
       retryFiles: config.outbox.retryFiles,
       minorUnits: config.batch.rules.minorUnits,
       timeZone: config.outbox.timeZone,
+      onXlsxError: (batchId, kind, err) =>
+        logger.error({ batchId, file: kind, err: safeError(err) }, 'the .xlsx beside an outbox CSV was not written (the CSV was)'),
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     const balanceCheck = config.batch.balanceCheck;

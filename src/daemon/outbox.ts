@@ -12,6 +12,7 @@ import {
   type Database,
   type BatchRecord,
   ackRowPages,
+  ackMoneyPages,
   type AckSourceRow,
   resultRowPages,
   type BatchResultRow,
@@ -30,6 +31,10 @@ import {
   writeResultXlsx,
   writeRetryFile,
   writeRetryXlsx,
+  writeAckXlsx,
+  writeSummaryXlsx,
+  AckTotalsAccumulator,
+  type AckCurrencyTotal,
   xlsxPathFor,
   type AckRow,
   type BatchIdentity,
@@ -92,8 +97,12 @@ export function rowOutcome(row: BatchResultRow): RowOutcome {
 
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
+function verdictOf(state: RowState): AckRow['verdict'] {
+  return ACCEPTED_STATES.includes(state) ? 'ACCEPTED' : 'REJECTED';
+}
+
 function ackRow(row: AckSourceRow): AckRow {
-  const accepted = ACCEPTED_STATES.includes(row.state);
+  const accepted = verdictOf(row.state) === 'ACCEPTED';
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
@@ -109,6 +118,15 @@ async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow)
 /** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack), a page at a time. */
 async function* ackPages(db: Database, batchId: string): AsyncGenerator<AckRow[]> {
   for await (const page of ackRowPages(db, batchId)) yield page.map(ackRow);
+}
+
+/** Per currency, the rows read and their total, accepted and rejected (the ack's first lines). */
+async function ackTotals(db: Database, batchId: string): Promise<AckCurrencyTotal[]> {
+  const acc = new AckTotalsAccumulator();
+  for await (const page of ackMoneyPages(db, batchId)) {
+    for (const row of page) acc.add({ verdict: verdictOf(row.state), payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount });
+  }
+  return acc.currencies();
 }
 
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
@@ -127,12 +145,13 @@ export interface OutboxExtras {
   minorUnits?: Readonly<Record<string, number>>;
   /** `outbox.timeZone`: the zone the .xlsx date cells show. */
   timeZone?: string;
+  /** An .xlsx twin could not be written (its CSV was): the daemon logs it. */
+  onXlsxError?: (batchId: string, kind: string, err: unknown) => void;
   /** `batch.rules.merchantReferenceId.maxLength`: longest fresh reference in a retry file. */
   referenceMaxLength?: number;
 }
 
 export interface ExtraFiles {
-  xlsxPath: string | null;
   retry: RetryFile | null;
   retryXlsxPath: string | null;
 }
@@ -148,17 +167,26 @@ export class BatchOutbox {
   ) {}
 
   /**
-   * Per-row verdicts, from the stored rows; with `fileRejection`, a first line saying why the whole file is
-   * refused; a batch under a hold only an operator lifts, a first line saying so and why.
+   * Per-row verdicts, from the stored rows, after the totals lines (rows and amount per currency, and the
+   * verdict); with `fileRejection`, a line saying why the whole file is refused; a batch under a hold only
+   * an operator lifts, a line saying so and why. Then its .xlsx twin.
    */
-  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+  async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
-    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection, fileHold });
+    // The totals come first in the file: one narrow read adds them up before the rows are read again.
+    const totals = await ackTotals(this.db, batch.id);
+    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits };
+    const identity = identityOf(batch);
+    const path = await writeAckFile(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
+    await this.twin(identity, 'ack', () =>
+      writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
+    );
+    return path;
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */
-  writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
-    return writeRejectionAckFile(this.dir, identityOf(batch), reason, { bom: this.bom });
+  async writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
+    return this.writeRefusal(identityOf(batch), reason);
   }
 
   /**
@@ -173,21 +201,32 @@ export class BatchOutbox {
       sha256: '',
       receivedAt: new Date(nowMs).toISOString(),
     };
-    return writeRejectionAckFile(this.dir, identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`, {
-      bom: this.bom,
-    });
+    return this.writeRefusal(identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`);
   }
 
-  writeResult(batch: BatchRecord): Promise<ResultFiles> {
+  private async writeRefusal(identity: BatchIdentity, reason: string): Promise<string> {
+    const path = await writeRejectionAckFile(this.dir, identity, reason, { bom: this.bom, minorUnits: this.extras.minorUnits });
+    await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...this.xlsxOptions() }));
+    return path;
+  }
+
+  /** The result and summary files, then their .xlsx twins (a rejected batch's too). */
+  async writeResult(batch: BatchRecord): Promise<ResultFiles> {
     let rows = mapRows(this.db, batch.id, rowOutcome);
     const hook = this.midResultFile;
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
-    return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
+    const identity = identityOf(batch);
+    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom });
+    await this.twin(identity, 'result', async () => {
+      const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
+      await writeSummaryXlsx(this.dir, identity, xlsx.summary, this.xlsxOptions());
+    });
+    return files;
   }
 
   /**
-   * `<name>.result.xlsx` and `<name>.retry.csv` (when enabled and the batch has CANCELLED rows), after
-   * the result files: each is its own atomic file, and each reads the rows again from the database.
+   * `<name>.retry.csv` and its `.retry.xlsx` (when enabled and the batch has CANCELLED rows), after the
+   * result files: each is its own atomic file, and the CSV reads the rows again from the database.
    */
   async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
@@ -198,11 +237,22 @@ export class BatchOutbox {
             referenceMaxLength: this.extras.referenceMaxLength,
           })
         : null;
-    if (!this.extras.xlsx) return { xlsxPath: null, retry, retryXlsxPath: null };
-    // The retry files first: they are what finance acts on.
-    const retryXlsxPath = retry?.path ? await writeRetryXlsx(retry.path, this.xlsxOptions()) : null;
-    const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
-    return { xlsxPath: xlsx.path, retry, retryXlsxPath };
+    const retryXlsxPath = this.extras.xlsx && retry?.path ? await writeRetryXlsx(retry.path, this.xlsxOptions()) : null;
+    return { retry, retryXlsxPath };
+  }
+
+  /**
+   * An .xlsx twin, after its CSV: the CSV is the record, so a twin that cannot be written is reported
+   * (`onXlsxError`) and never holds a batch back; without a reporter the error is the caller's.
+   */
+  private async twin(identity: BatchIdentity, kind: string, write: () => Promise<unknown>): Promise<void> {
+    if (!this.extras.xlsx) return;
+    try {
+      await write();
+    } catch (err) {
+      if (!this.extras.onXlsxError) throw err;
+      this.extras.onXlsxError(identity.batchId, kind, err);
+    }
   }
 
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {

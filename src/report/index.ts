@@ -22,7 +22,9 @@ export type { CsvChunkOptions } from './csv.js';
 export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
-export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
+export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport, ackLead, ackCurrencyTotals } from './writers.js';
+export { TOTAL_VERDICT, AckTotalsAccumulator, ackTotalText, ackTotalsRecords, batchVerdict, shownAmount } from './ack-totals.js';
+export type { AckCurrencyTotal, AckMoneyRow, AckTotals, BatchVerdict, RowsAndAmount } from './ack-totals.js';
 export type { ResultFiles, InterimReport, RowPages } from './writers.js';
 export {
   STABLECOIN_DECIMALS,
@@ -41,6 +43,11 @@ export {
   xlsxColumns,
   xlsxPathFor,
   resultXlsxFileName,
+  ackXlsxFileName,
+  summaryXlsxFileName,
+  ACK_TOTALS_COLUMNS,
+  writeAckXlsx,
+  writeSummaryXlsx,
   summarySheet,
   writeXlsxFile,
   writeResultXlsx,

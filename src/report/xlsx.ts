@@ -27,13 +27,15 @@ import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
 import { Decimal, normalizeAmount } from '../domain/money.js';
-import { ISO_4217_MINOR_UNITS } from '../domain/iso4217.js';
 import { writeFileAtomic } from './atomic.js';
-import { RESULT_COLUMNS, SUMMARY_COLUMNS, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
+import { currencyDecimals } from './decimals.js';
+export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
+import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
+import { ACK_COLUMNS, RESULT_COLUMNS, SUMMARY_COLUMNS, ackRecord, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
 import { ReportError } from './errors.js';
 import { SummaryAccumulator, isSummableAmount } from './summary.js';
-import type { AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { LineOrder } from './writers.js';
+import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
+import { LineOrder, ackCurrencyTotals, ackLead, type RowPages } from './writers.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -78,17 +80,6 @@ export interface XlsxOptions extends AtomicWriteOptions {
 }
 
 export const DEFAULT_TIME_ZONE = 'UTC';
-
-/** Decimals shown for the stablecoins funding payouts (both carry 6 on chain). */
-export const STABLECOIN_DECIMALS: ReadonlyMap<string, number> = new Map([
-  ['USDT', 6],
-  ['USDC', 6],
-]);
-
-/** Minor units of a currency (override, stablecoin, ISO 4217), undefined when unknown. */
-export function currencyDecimals(currency: string, overrides?: Readonly<Record<string, number>>): number | undefined {
-  return overrides?.[currency] ?? STABLECOIN_DECIMALS.get(currency) ?? ISO_4217_MINOR_UNITS.get(currency);
-}
 
 /** Number format with exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0` (without grouping: `0.00`, `0`). */
 export function decimalsFormat(decimals: number, grouping = true): string {
@@ -247,6 +238,10 @@ const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   row_count: { type: 'integer', width: 11 },
   amount: { type: 'amount', width: 22, currencyColumn: 'currency' },
   rows_not_summed: { type: 'integer', width: 15 },
+  accepted_rows: { type: 'integer', width: 8 },
+  accepted_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
+  rejected_rows: { type: 'integer', width: 8 },
+  rejected_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
 };
 
 /** Typed columns for CSV headers, by column name. */
@@ -269,6 +264,16 @@ export function xlsxPathFor(csvPath: string): string {
 export function resultXlsxFileName(fileName: string): string {
   assertPlainFileName(fileName);
   return `${fileName}.result.xlsx`;
+}
+
+export function ackXlsxFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.ack.xlsx`;
+}
+
+export function summaryXlsxFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.summary.xlsx`;
 }
 
 // ---------------------------------------------------------------------------
@@ -492,4 +497,88 @@ export function writeResultXlsx(
 /** The interim report as .xlsx (PENDING rows allowed), at a path the caller chooses (see `xlsxPathFor`). */
 export function writeInterimReportXlsx(path: string, outcomes: Rows<RowOutcome>, opts: XlsxOptions = {}): Promise<XlsxReport> {
   return writeOutcomesXlsx(path, 'Report', outcomes, false, opts);
+}
+
+/** The Summary sheet of an ack: per payout currency, the rows and amounts read, accepted and rejected, and the verdict. */
+export const ACK_TOTALS_COLUMNS = [
+  'currency',
+  'row_count',
+  'amount',
+  'accepted_rows',
+  'accepted_amount',
+  'rejected_rows',
+  'rejected_amount',
+  'rows_not_summed',
+  'verdict',
+] as const;
+
+function ackTotalsRecord(t: AckCurrencyTotal, verdict: string): string[] {
+  const n = String;
+  return [
+    t.currency,
+    n(t.rows),
+    t.amount,
+    n(t.accepted.rows),
+    t.accepted.amount,
+    n(t.rejected.rows),
+    t.rejected.amount,
+    n(t.rowsNotSummed),
+    verdict,
+  ];
+}
+
+async function* ackSheetRecords(
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  lead: readonly string[][],
+  rows: Rows<AckRow> | RowPages<AckRow>,
+): AsyncGenerator<string[]> {
+  yield* lead;
+  const order = new LineOrder();
+  const one = (row: AckRow): string[] => {
+    order.check(row.line);
+    return ackRecord(identity, row);
+  };
+  if ('pages' in rows) {
+    for await (const page of rows.pages) for (const row of page) yield one(row);
+  } else for await (const row of rows) yield one(row);
+}
+
+/**
+ * `<fileName>.ack.xlsx`: the ack's records as in the CSV (totals lines, the file-level line, a verdict per
+ * row; sheet "Ack"), and sheet "Summary" with the totals per currency as numbers. Rows as pages need
+ * `opts.totals`, as for the CSV.
+ */
+export async function writeAckXlsx(
+  dir: string,
+  identity: BatchIdentity,
+  rows: Rows<AckRow> | RowPages<AckRow>,
+  opts: AckWriteOptions & XlsxOptions = {},
+): Promise<string> {
+  const path = join(dir, ackXlsxFileName(identity.outboxName ?? identity.fileName));
+  const currencies = ackCurrencyTotals(rows, opts) ?? [];
+  const verdict = batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const lead = ackLead(identity, rows, { ...opts, totals: currencies });
+  const totals: XlsxSheet = {
+    name: 'Summary',
+    columns: xlsxColumns(ACK_TOTALS_COLUMNS),
+    records: currencies.length > 0 ? currencies.map((t) => ackTotalsRecord(t, verdict)) : [['', '0', '', '0', '', '0', '', '0', verdict]],
+  };
+  await writeXlsxFile(
+    path,
+    [{ name: 'Ack', columns: xlsxColumns(ACK_COLUMNS), records: ackSheetRecords(identity, lead, rows) }, totals],
+    opts,
+  );
+  return path;
+}
+
+/** `<fileName>.summary.xlsx`: the summary file's lines, typed (one sheet, "Summary"). */
+export async function writeSummaryXlsx(
+  dir: string,
+  identity: BatchIdentity,
+  summary: BatchSummary,
+  opts: XlsxOptions = {},
+): Promise<string> {
+  const path = join(dir, summaryXlsxFileName(identity.outboxName ?? identity.fileName));
+  await writeXlsxFile(path, [summarySheet(() => summary)], opts);
+  return path;
 }

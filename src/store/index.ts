@@ -70,6 +70,6 @@ export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatche
 export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
 
-export { ackRowPages, type AckSourceRow } from './acks.js';
+export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';

@@ -2,12 +2,16 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import {
+  ACK_COLUMNS,
+  ACK_TOTALS_COLUMNS,
   RECONCILIATION_COLUMNS,
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
   currencyDecimals,
   decimalsFormat,
   displayNumber,
+  writeAckXlsx,
+  writeSummaryXlsx,
   writeInterimReportXlsx,
   writeReconciliationXlsx,
   writeResultXlsx,
@@ -294,6 +298,61 @@ describe('reconciliation .xlsx', () => {
     expect(created.type).toBe(ExcelJS.ValueType.Date);
     expect((created.value as Date).toISOString()).toBe(new Date(T0 + 8 * 3600_000).toISOString());
     expect(created.numFmt).toBe('yyyy-mm-dd hh:mm:ss.000');
+    expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
+  });
+});
+
+describe('ack and summary .xlsx', () => {
+  it('the ack: its totals lines and rows as in the CSV, and a Summary sheet of the totals as numbers', async () => {
+    const { dir } = await store();
+    const rows = [
+      { line: 2, merchantReferenceId: '000777', verdict: 'ACCEPTED' as const, reason: null, payoutCurrency: 'PHP', payoutAmount: '1500.5' },
+      { line: 3, merchantReferenceId: 'INV-3', verdict: 'REJECTED' as const, reason: 'bad', payoutCurrency: 'PHP', payoutAmount: '20' },
+    ];
+    const path = await writeAckXlsx(dir, identity, rows);
+    expect(path).toBe(join(dir, 'B-7_payouts.csv.ack.xlsx'));
+    const wb = await readBook(path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Ack', 'Summary']);
+    const ws = sheet(wb, 'Ack');
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...ACK_COLUMNS]);
+    expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+    expect(ws.rowCount).toBe(4);
+    expect(cellAt(ws, 2, 'verdict').value).toBe('TOTAL');
+    expect(cellAt(ws, 2, 'reason').value).toMatch(
+      /^PHP: 2 rows, 1520.50 \(accepted 1 row, 1500.50; rejected 1 row, 20.00\)\. Batch PARTLY_ACCEPTED/,
+    );
+    expect(cellAt(ws, 3, 'merchant_reference_id').value).toBe('000777');
+    expect(cellAt(ws, 3, 'merchant_reference_id').type).toBe(ExcelJS.ValueType.String);
+    // No header is cut.
+    (ws.getRow(1).values as string[]).slice(1).forEach((h, i) => expect(ws.getColumn(i + 1).width, h).toBeGreaterThan(h.length));
+
+    const totals = sheet(wb, 'Summary');
+    expect((totals.getRow(1).values as unknown[]).slice(1)).toEqual([...ACK_TOTALS_COLUMNS]);
+    expect(cellAt(totals, 2, 'currency').value).toBe('PHP');
+    expect(cellAt(totals, 2, 'row_count').value).toBe(2);
+    expect([cellAt(totals, 2, 'amount').value, cellAt(totals, 2, 'amount').numFmt]).toEqual([1520.5, '#,##0.00']);
+    expect(cellAt(totals, 2, 'accepted_amount').value).toBe(1500.5);
+    expect(cellAt(totals, 2, 'rejected_rows').value).toBe(1);
+    expect(cellAt(totals, 2, 'verdict').value).toBe('PARTLY_ACCEPTED');
+  });
+
+  it('a refused file: the ack .xlsx says so, with a Summary of no rows', async () => {
+    const { dir } = await store();
+    const path = await writeAckXlsx(dir, identity, [], { fileRejection: 'BAD_HEADER: missing column payoutAmount' });
+    const ws = sheet(await readBook(path), 'Ack');
+    expect(ws.rowCount).toBe(3);
+    expect(cellAt(ws, 3, 'verdict').value).toBe('REJECTED');
+    expect(cellAt(ws, 3, 'reason').value).toBe('BAD_HEADER: missing column payoutAmount');
+    expect(cellAt(sheet(await readBook(path), 'Summary'), 2, 'verdict').value).toBe('REJECTED');
+  });
+
+  it('the summary file as .xlsx', async () => {
+    const { dir } = await store();
+    const r = await writeResultXlsx(dir, identity, [outcome(2)]);
+    const path = await writeSummaryXlsx(dir, identity, r.summary);
+    expect(path).toBe(join(dir, 'B-7_payouts.csv.summary.xlsx'));
+    const wb = await readBook(path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Summary']);
     expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
   });
 });
