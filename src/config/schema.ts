@@ -209,6 +209,18 @@ export const configSchema = z
         retryFiles: z.boolean().default(true),
       })
       .prefault({}),
+    retention: z
+      .object({
+        /**
+         * Days a finished batch is kept whole: then its archived input (`<stateDir>/archive/`), its outbox files and
+         * its row details go, each reference and payout id kept (an old reference is still refused as a duplicate).
+         * Unset (the default): everything is kept forever.
+         */
+        days: z.number().int().min(1).optional(),
+        /** How often the daemon prunes, when `days` is set. An hour. */
+        pruneEveryMs: positive(3_600_000),
+      })
+      .prefault({}),
     metrics: z
       .object({
         /** Serve /metrics (Prometheus), /healthz and /readyz. */

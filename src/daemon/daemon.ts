@@ -32,6 +32,7 @@ import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
+import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
 import type { FaultPoint } from './fault-points.js';
@@ -67,6 +68,7 @@ export class PayoutDaemon {
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
   private readonly finisher: BatchFinisher;
+  private readonly retention: Retention;
   private readonly stopWork = new AbortController();
   private readonly abortCalls = new AbortController();
   private readonly loops: WorkLoop[] = [];
@@ -215,6 +217,10 @@ export class PayoutDaemon {
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );
+    this.retention = new Retention(
+      { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, logger },
+      { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
+    );
   }
 
   get claimedDir(): string {
@@ -342,7 +348,9 @@ export class PayoutDaemon {
       await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     }
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
-    return this.finisher.pass();
+    const finished = await this.finisher.pass();
+    await this.retention.pass(clock.now());
+    return finished;
   }
 
   /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */

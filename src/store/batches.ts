@@ -47,6 +47,10 @@ export interface BatchRecord {
   uploadContinuedSize: number | null;
   uploadContinuedMtimeMs: number | null;
   uploadContinuedNote: string | null;
+  /** When the taken file moved to `<stateDir>/archive/` (its batch finished); storedPath then names it there. */
+  archivedAt?: number | null;
+  /** When retention (`retention.days`) removed its files and row details: references and payout ids stay. */
+  prunedAt?: number | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -85,6 +89,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   uploadContinuedSize: 'upload_continued_size',
   uploadContinuedMtimeMs: 'upload_continued_mtime_ms',
   uploadContinuedNote: 'upload_continued_note',
+  archivedAt: 'archived_at',
+  prunedAt: 'pruned_at',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };

@@ -17,7 +17,8 @@
  * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state),
  *   service-health.ts (whether each instance can reach the payout service);
  * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
- *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
+ *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows;
+ * - retention.ts: archived taken files, and the row details of old finished batches cleared.
  */
 export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore, type StoreSettings } from './open.js';
@@ -72,4 +73,5 @@ export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type Ser
 
 export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
+export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';

@@ -449,6 +449,24 @@ const uploadContinued: Migration = {
   },
 };
 
+// Archive and retention (src/store/retention.ts): when a finished batch's taken file moved to the archive,
+// and when retention removed its files and row details (its references and payout ids stay).
+const archiveRetention: Migration = {
+  name: '0014_archive_retention',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('archived_at').nullable();
+      t.bigInteger('pruned_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('archived_at');
+      t.dropColumn('pruned_at');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -462,6 +480,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceHealth,
   doneMarker,
   uploadContinued,
+  archiveRetention,
 ];
 
 /** knex migration source over the list above. */
