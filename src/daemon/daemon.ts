@@ -218,7 +218,7 @@ export class PayoutDaemon {
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );
     this.retention = new Retention(
-      { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, logger },
+      { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, watchTakenForMs: config.inbox.watchTakenForMs, logger },
       { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
     );
   }

@@ -2,8 +2,9 @@
  * Archive and retention of a state folder and outbox. A finished batch's
  * taken file (and its control file, and the reason file of a refused one)
  * moves to `<stateDir>/archive/YYYY/MM/DD/<batch id>_<name>`, by the day it
- * was received (UTC); the record then names it there, so the watch of taken
- * files and the notice of an upload that went on read it where it is.
+ * was received (UTC), once the watch of taken files is done with it
+ * (`inbox.watchTakenForMs` after it was taken); the record then names it
+ * there.
  *
  * With `retention.days`, what belongs to a batch finished longer ago goes:
  * its archived input, its outbox files (every name starting `<batch id>_`)
@@ -61,6 +62,8 @@ export interface RetentionDeps {
   db: Database;
   stateDir: string;
   outboxDir: string;
+  /** `inbox.watchTakenForMs`: a taken file is archived only once no longer watched. */
+  watchTakenForMs: number;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
 }
 
@@ -68,7 +71,7 @@ export interface RetentionDeps {
 export async function archiveFinishedBatches(deps: RetentionDeps, now: number): Promise<number> {
   const { db, stateDir, logger } = deps;
   let n = 0;
-  for (const batch of await listBatchesToArchive(db, stateDir)) {
+  for (const batch of await listBatchesToArchive(db, stateDir, now - deps.watchTakenForMs)) {
     const target = archivePathOf(stateDir, batch);
     try {
       await mkdir(join(target, '..'), { recursive: true });

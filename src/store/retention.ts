@@ -11,12 +11,16 @@ import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 
-/** Finished batches whose taken file is not archived yet, oldest first, their file under `under` (this instance's state folder). */
-export async function listBatchesToArchive(db: Database, under: string, limit = 100): Promise<BatchRecord[]> {
+/**
+ * Finished batches whose taken file is not archived yet and no longer watched (received before
+ * `receivedBefore`), oldest first, their file under `under` (this instance's state folder).
+ */
+export async function listBatchesToArchive(db: Database, under: string, receivedBefore: number, limit = 100): Promise<BatchRecord[]> {
   const ids = (await db('batches')
     .select('id')
     .whereIn('state', FINAL_BATCH_STATES)
     .whereNull('archived_at')
+    .andWhere('received_at', '<', receivedBefore)
     .andWhereRaw('substr(stored_path, 1, ?) = ?', [under.length, under])
     .orderBy('received_at', 'asc')
     .limit(limit)) as { id: string }[];

@@ -51,9 +51,12 @@ export async function checkArchive(s: RetentionWorld): Promise<void> {
   const stateDir = join(s.dir, 'state');
   const done = await takenBatch(s, 'B-DONE', 'COMPLETE', T0);
   const active = await takenBatch(s, 'B-ACTIVE', 'ACTIVE', T0);
-  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), logger: quiet };
+  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
 
-  expect(await archiveFinishedBatches(deps, T0 + 5000)).toBe(1);
+  // Still watched (inbox.watchTakenForMs after it was taken): left where it was taken.
+  expect(await archiveFinishedBatches(deps, T0 + DAY - 1)).toBe(0);
+  expect((await getBatch(s.db, 'B-DONE'))?.storedPath).toBe(done);
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 5000)).toBe(1);
   const day = join(stateDir, 'archive', '2026', '01', '10');
   expect(await listDir(day)).toEqual(['B-DONE_payouts.csv', 'B-DONE_payouts.csv.ctl']);
   expect(await readFile(join(day, 'B-DONE_payouts.csv'), 'utf8')).toBe('header\nrow of B-DONE\n');
@@ -61,13 +64,12 @@ export async function checkArchive(s: RetentionWorld): Promise<void> {
   expect([archived?.storedPath, archived?.controlPath, archived?.archivedAt]).toEqual([
     join(day, 'B-DONE_payouts.csv'),
     join(day, 'B-DONE_payouts.csv.ctl'),
-    T0 + 5000,
+    T0 + DAY + 5000,
   ]);
   expect(await listDir(join(stateDir, 'claimed'))).toEqual([`B-ACTIVE-claim__payouts.csv`, `B-ACTIVE-claim__payouts.csv.ctl`]);
   expect((await getBatch(s.db, 'B-ACTIVE'))?.storedPath).toBe(active);
-  expect(done).not.toBe(archived?.storedPath);
   // Nothing more to do on the next pass.
-  expect(await archiveFinishedBatches(deps, T0 + 6000)).toBe(0);
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 6000)).toBe(0);
 }
 
 /** Finishes a move that stopped before the record was updated. */
@@ -79,8 +81,8 @@ export async function checkResumedMove(s: RetentionWorld): Promise<void> {
   // The file moved, then the process stopped: the record still names the claimed path.
   await writeFile(join(day, 'B-1_payouts.csv'), await readFile(stored));
   await rm(stored);
-  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), logger: quiet };
-  expect(await archiveFinishedBatches(deps, T0 + 1)).toBe(1);
+  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 1)).toBe(1);
   expect((await getBatch(s.db, 'B-1'))?.storedPath).toBe(join(day, 'B-1_payouts.csv'));
 }
 
@@ -114,8 +116,8 @@ export async function checkPrune(s: RetentionWorld): Promise<void> {
   for (const id of ['B-OLD', 'B-NEW', 'B-OPEN'])
     for (const kind of ['ack.csv', 'ack.xlsx', 'result.csv', 'result.xlsx', 'retry.csv'])
       await writeFile(join(outboxDir, `${id}_payouts.csv.${kind}`), 'x');
-  const deps = { db: s.db, stateDir, outboxDir, logger: quiet };
-  await archiveFinishedBatches(deps, T0 + 5000);
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
+  await archiveFinishedBatches(deps, T0 + DAY + 5000);
 
   const plan = await prunePlan(deps, 30, now);
   expect(plan.map((p) => p.batch.id)).toEqual(['B-OLD']);
@@ -172,7 +174,7 @@ export async function checkSchedule(s: RetentionWorld): Promise<void> {
   await mkdir(outboxDir, { recursive: true });
   await takenBatch(s, 'B-OLD', 'COMPLETE', T0);
   await writeFile(join(outboxDir, 'B-OLD_payouts.csv.ack.csv'), 'x');
-  const deps = { db: s.db, stateDir, outboxDir, logger: quiet };
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
 
   await new Retention(deps, { everyMs: 3_600_000 }).pass(T0 + 400 * DAY);
   expect((await getBatch(s.db, 'B-OLD'))?.archivedAt).toBe(T0 + 400 * DAY);

@@ -29,7 +29,13 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
   try {
     await migrateToLatest(db);
     const now = clock.now();
-    const deps = { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, logger: silent };
+    const deps = {
+      db,
+      stateDir: config.paths.stateDir,
+      outboxDir: config.paths.outbox,
+      watchTakenForMs: config.inbox.watchTakenForMs,
+      logger: silent,
+    };
     const items = await prunePlan(deps, days, now);
     const before = new Date(now - days * 86_400_000).toISOString();
     print(`finished batches older than ${days} day(s) (finished before ${before}): ${items.length}`);
