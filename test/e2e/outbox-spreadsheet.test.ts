@@ -10,7 +10,10 @@
  * reconciliation report) is opened with
  * LibreOffice headless, with the import options a user gets by default
  * (formulas evaluated), and no cell of any of them is a formula; neither is
- * any cell of the .xlsx files payoutd wrote. Skipped where `soffice` is
+ * any cell of the .xlsx files payoutd wrote. Those .xlsx files (acks,
+ * results, summaries, retry files) opened and saved again by LibreOffice keep
+ * account numbers with their leading zeros as text, amounts as numbers and
+ * times as date cells; the ack starts with its totals. Skipped where `soffice` is
  * absent (Debian: `apt-get install libreoffice-calc-nogui`).
  */
 import { execFile, spawnSync } from 'node:child_process';
@@ -340,6 +343,6 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         await rm(work, { recursive: true, force: true });
       }
     },
-    240_000,
+    420_000,
   );
 });
