@@ -5,7 +5,7 @@
  * was taken and what it adds up to, before reading a row.
  */
 import { ExactTotal } from '../domain/exact-total.js';
-import { decimalText, formatFixed } from '../domain/money.js';
+import { Decimal, decimalText } from '../domain/money.js';
 import { isSummableAmount } from './summary.js';
 import type { AckRow, BatchIdentity } from './types.js';
 import { currencyDecimals } from './decimals.js';
@@ -105,7 +105,7 @@ const VERDICT_WORDS: Readonly<Record<BatchVerdict, string>> = {
 export function shownAmount(amount: string, currency: string, overrides?: Readonly<Record<string, number>>): string {
   const own = amount.includes('.') ? amount.length - amount.indexOf('.') - 1 : 0;
   const decimals = currencyDecimals(currency, overrides);
-  return decimals === undefined || decimals <= own ? amount : formatFixed(amount, decimals);
+  return decimals === undefined || decimals <= own ? amount : new Decimal(amount).toFixed(decimals);
 }
 
 const rowsWord = (n: number): string => `${n} ${n === 1 ? 'row' : 'rows'}`;

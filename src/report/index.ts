@@ -1,7 +1,6 @@
 /** The outbox files finance reads: acknowledgement, result, summary, interim report, .xlsx twins, reconciliation, retry files. */
 export * from './types.js';
 export { ReportError } from './errors.js';
-export type { ReportErrorCode } from './errors.js';
 export { spreadsheetSafeCell, unescapeSpreadsheetCell } from './cells.js';
 export {
   ACK_COLUMNS,
@@ -9,83 +8,53 @@ export {
   SUMMARY_COLUMNS,
   ackFileName,
   resultFileName,
-  summaryFileName,
-  ackRecord,
-  fileHoldRecord,
   fileRejectionRecord,
   resultRecord,
-  summaryRecord,
   reasonText,
 } from './format.js';
-export { csvText, csvChunks, RECORD_DELIMITER, UTF8_BOM } from './csv.js';
-export type { CsvChunkOptions } from './csv.js';
-export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
+export { csvText, csvChunks } from './csv.js';
+export { SummaryAccumulator, summarize } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
-export type { FileChunk } from './atomic.js';
-export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport, ackLead, ackCurrencyTotals } from './writers.js';
-export { TOTAL_VERDICT, AckTotalsAccumulator, ackTotalText, ackTotalsRecords, batchVerdict, shownAmount } from './ack-totals.js';
-export type { AckCurrencyTotal, AckMoneyRow, AckTotals, BatchVerdict, RowsAndAmount } from './ack-totals.js';
-export type { ResultFiles, InterimReport, RowPages } from './writers.js';
+export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport, ackCurrencyTotals } from './writers.js';
+export type { ResultFiles } from './writers.js';
+export { AckTotalsAccumulator, type AckCurrencyTotal } from './ack-totals.js';
 export {
-  STABLECOIN_DECIMALS,
-  TEXT_FORMAT,
-  TIME_FORMAT,
-  TIME_FORMAT_MS,
-  DEFAULT_TIME_ZONE,
-  wallClockDate,
-  xlsxHeader,
-  fittedWidths,
-  shownWidth,
   currencyDecimals,
   decimalsFormat,
   displayNumber,
   xlsxCellValue,
   xlsxColumns,
   xlsxPathFor,
-  resultXlsxFileName,
-  ackXlsxFileName,
-  summaryXlsxFileName,
-  ACK_TOTALS_COLUMNS,
-  writeAckXlsx,
-  writeSummaryXlsx,
-  summarySheet,
   writeXlsxFile,
   writeResultXlsx,
   writeInterimReportXlsx,
+  wallClockDate,
+  ACK_TOTALS_COLUMNS,
+  writeAckXlsx,
+  writeSummaryXlsx,
 } from './xlsx.js';
-export type { XlsxCellType, XlsxCellValue, XlsxColumn, XlsxOptions, XlsxReport, XlsxSheet } from './xlsx.js';
 export {
-  FinanceReportError,
   RECONCILIATION_COLUMNS,
   parseReportInstant,
   reportPeriod,
   reconciliationFileName,
   reconciliationTotalsPath,
-  reconciliationStatus,
-  reconciliationRecord,
   writeReconciliationReport,
   writeReconciliationXlsx,
 } from './reconciliation.js';
-export type { FinanceReportErrorCode, ReportPeriod, ReconciliationRow, ReconciliationFiles } from './reconciliation.js';
+export type { ReconciliationRow } from './reconciliation.js';
 export {
   RETRY_COLUMNS,
-  RETRY_BLOCKING_STATES,
-  DEFAULT_REFERENCE_MAX_LENGTH,
-  MAX_REPORTED_SKIPS,
   retryFileName,
   retryXlsxFileName,
-  RETRY_XLSX_COLUMNS,
-  writeRetryXlsx,
   retryBase,
   retryReference,
-  retryValues,
-  retryRecord,
   writeRetryFile,
   writeRetryFileAt,
+  writeRetryXlsx,
 } from './retry.js';
-export type { RetrySource, RetrySourceRow, RetryOptions, RetrySkip, RetryFile } from './retry.js';
+export type { RetrySource, RetryFile } from './retry.js';
 export {
-  UPLOAD_CONTINUED_COLUMNS,
   remainderFileName,
   remainderLine,
   uploadContinuedFileName,
