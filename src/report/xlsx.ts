@@ -57,9 +57,14 @@ export interface XlsxOptions extends AtomicWriteOptions {
   minorUnits?: Readonly<Record<string, number>>;
   /** IANA time zone the date cells show (config `outbox.timeZone`, default UTC); named in their headers. */
   timeZone?: string;
+  /** Rows per sheet, the header included (default SHEET_ROWS); the rest go on in `<name> (2)`, …. */
+  sheetRows?: number;
 }
 
 export const DEFAULT_TIME_ZONE = 'UTC';
+
+/** Rows a sheet of Excel or LibreOffice holds, the header included. */
+export const SHEET_ROWS = 1_048_576;
 
 /** Number format with exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0` (without grouping: `0.00`, `0`). */
 export function decimalsFormat(decimals: number, grouping = true): string {
@@ -339,19 +344,33 @@ async function writeSheet(
     measured.push(cellsOf(next.value));
   }
 
-  const ws = wb.addWorksheet(sheet.name, {
-    views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }],
-  });
-  ws.columns = fittedWidths(headers, columns, measured).map((width) => ({ width }));
-  if (columns.length > 0) ws.autoFilter = { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } };
-  const header = ws.addRow(headers);
-  header.eachCell((cell) => {
-    cell.font = HEADER_FONT;
-  });
-  header.commit();
+  const widths = fittedWidths(headers, columns, measured).map((width) => ({ width }));
+  const open = (part: number): ExcelJS.Worksheet => {
+    const ws = wb.addWorksheet(part === 1 ? sheet.name : `${sheet.name} (${part})`, {
+      views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }],
+    });
+    ws.columns = widths;
+    if (columns.length > 0) ws.autoFilter = { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } };
+    const header = ws.addRow(headers);
+    header.eachCell((cell) => {
+      cell.font = HEADER_FONT;
+    });
+    header.commit();
+    return ws;
+  };
 
+  // A sheet holds at most SHEET_ROWS rows (the spreadsheets' limit): more go on in "<name> (2)", and so on.
+  const perSheet = Math.max(1, (opts.sheetRows ?? SHEET_ROWS) - 1);
+  let part = 1;
+  let ws = open(part);
   let n = 0;
+  let inSheet = 0;
   const put = async (cells: XlsxCellValue[]): Promise<void> => {
+    if (inSheet === perSheet) {
+      ws.commit();
+      ws = open(++part);
+      inSheet = 0;
+    }
     const row = ws.addRow([]);
     cells.forEach((cell, i) => {
       if (cell.value === null) return;
@@ -360,6 +379,7 @@ async function writeSheet(
       if (cell.numFmt !== null) target.style = styles.get(cell.numFmt);
     });
     row.commit();
+    inSheet++;
     if (++n % DRAIN_CHECK_ROWS === 0) await letZipCatchUp(out, signal);
   };
   for (const cells of measured) await put(cells);

@@ -229,6 +229,23 @@ describe('result .xlsx', () => {
   });
 });
 
+describe('rows past a sheet', () => {
+  it('go on in "<name> (2)", each sheet with its header, nothing lost (the spreadsheets hold 1,048,576 rows a sheet)', async () => {
+    const { dir } = await store();
+    const rows = Array.from({ length: 7 }, (_, i) => outcome(i + 2));
+    const r = await writeResultXlsx(dir, identity, rows, { sheetRows: 4 });
+    const wb = await readBook(r.path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Result', 'Result (2)', 'Result (3)', 'Summary', 'Summary (2)']);
+    const refs = ['Result', 'Result (2)', 'Result (3)'].flatMap((name) => {
+      const ws = sheet(wb, name);
+      expect(ws.getRow(1).getCell(1).value, name).toBe('line');
+      expect(ws.views[0], name).toMatchObject({ state: 'frozen', ySplit: 1 });
+      return Array.from({ length: ws.rowCount - 1 }, (_, i) => cellAt(ws, i + 2, 'merchant_reference_id').value);
+    });
+    expect(refs).toEqual(rows.map((o) => o.merchantReferenceId));
+  });
+});
+
 describe('xlsx write failures', () => {
   const many = function* (n: number): Generator<string[]> {
     for (let i = 0; i < n; i++) yield [String(i + 2), `R-${i}`, 'PHP', '1500.50'];
