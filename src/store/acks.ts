@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { writtenMoney } from './request-fields.js';
+import { rowPagesByLine } from './results.js';
 
 export interface AckSourceRow {
   line: number;
@@ -13,21 +14,9 @@ export interface AckSourceRow {
 }
 
 /** Every row of a batch in line order, a page at a time. */
-export async function* ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
-  let afterLine = -1;
-  for (;;) {
-    const rows = (await db('payouts')
-      .select('line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason')
-      .where({ batch_id: batchId })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)) as AckSourceRow[];
-    const last = rows[rows.length - 1];
-    if (last === undefined) return;
-    yield rows;
-    if (rows.length < pageSize) return;
-    afterLine = last.line;
-  }
+export function ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
+  const columns = ['line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason'];
+  return rowPagesByLine<AckSourceRow>(db, batchId, columns, pageSize);
 }
 
 /** What the totals lines of an acknowledgement add up per row: its state and its money cells as written. */
@@ -42,20 +31,7 @@ export interface AckMoneySourceRow {
  * Every row's state and money as written, a page at a time, for the totals
  * the ack starts with (read before the rows it lists: they come first).
  */
-export async function* ackMoneyPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckMoneySourceRow[]> {
+export function ackMoneyPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckMoneySourceRow[]> {
   const as = (field: 'payoutCurrency' | 'payoutAmount'): Knex.Raw => db.raw('? as ??', [writtenMoney(db, field), field]);
-  let afterLine = -1;
-  for (;;) {
-    const rows = (await db('payouts')
-      .select('line', 'state', as('payoutCurrency'), as('payoutAmount'))
-      .where({ batch_id: batchId })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)) as AckMoneySourceRow[];
-    const last = rows[rows.length - 1];
-    if (last === undefined) return;
-    yield rows;
-    if (rows.length < pageSize) return;
-    afterLine = last.line;
-  }
+  return rowPagesByLine<AckMoneySourceRow>(db, batchId, ['line', 'state', as('payoutCurrency'), as('payoutAmount')], pageSize);
 }

@@ -46,8 +46,20 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
 }
 
 /** All rows of a batch in line order, a page at a time, with only what the files show. */
-export async function* resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
-  const columns = resultSelection(db);
+export function resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
+  return rowPagesByLine<BatchResultRow>(db, batchId, resultSelection(db), pageSize);
+}
+
+/**
+ * The rows of a batch in line order, `columns` of each, a page at a time (one await per page, not per row).
+ * Paged by line, which the (batch_id, line) unique index serves.
+ */
+export async function* rowPagesByLine<T extends { line: number }>(
+  db: Database,
+  batchId: string,
+  columns: readonly (string | Knex.Raw)[],
+  pageSize: number,
+): AsyncGenerator<T[]> {
   let afterLine = -1;
   for (;;) {
     const rows = (await db('payouts')
@@ -55,7 +67,7 @@ export async function* resultRowPages(db: Database, batchId: string, pageSize = 
       .andWhere('line', '>', afterLine)
       .orderBy('line')
       .limit(pageSize)
-      .select(columns)) as BatchResultRow[];
+      .select(columns)) as T[];
     const last = rows[rows.length - 1];
     if (last === undefined) return;
     yield rows;

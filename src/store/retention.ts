@@ -11,6 +11,15 @@ import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 
+async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
+  const out: BatchRecord[] = [];
+  for (const { id } of ids) {
+    const b = await getBatch(db, id);
+    if (b) out.push(b);
+  }
+  return out;
+}
+
 /**
  * Finished batches whose taken file is not archived yet and no longer watched (received before
  * `receivedBefore`), oldest first, their file under `under` (this instance's state folder).
@@ -24,12 +33,7 @@ export async function listBatchesToArchive(db: Database, under: string, received
     .andWhereRaw('substr(stored_path, 1, ?) = ?', [under.length, under])
     .orderBy('received_at', 'asc')
     .limit(limit)) as { id: string }[];
-  const out: BatchRecord[] = [];
-  for (const { id } of ids) {
-    const b = await getBatch(db, id);
-    if (b) out.push(b);
-  }
-  return out;
+  return batchesOf(db, ids);
 }
 
 /** Records where the taken file (and its control file) now are. */
@@ -60,12 +64,7 @@ export async function listBatchesToPrune(db: Database, before: number, limit = 1
     .whereNotExists(db('payouts as p').select(db.raw('1')).whereRaw('p.batch_id = b.id').whereNotIn('p.state', FINAL_ROW_STATES))
     .orderBy('b.received_at', 'asc')
     .limit(limit)) as { id: string }[];
-  const out: BatchRecord[] = [];
-  for (const { id } of ids) {
-    const b = await getBatch(db, id);
-    if (b) out.push(b);
-  }
-  return out;
+  return batchesOf(db, ids);
 }
 
 /** Rows of a batch (what pruning clears). */
