@@ -85,6 +85,17 @@ describe('config: values out of range name their option and what they got', () =
     expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
   });
 
+  it('the .xlsx time zone is an IANA name; retention days are whole days, unset by default', () => {
+    expect(load('{}\n').outbox).toMatchObject({ xlsx: true, timeZone: 'UTC' });
+    expect(load('outbox:\n  timeZone: Asia/Manila\n').outbox.timeZone).toBe('Asia/Manila');
+    expect(problems('outbox:\n  timeZone: Mars/Olympus\n')[0]).toMatch(
+      /^outbox\.timeZone: must be an IANA time zone name such as UTC or Asia\/Manila/,
+    );
+    expect(load('{}\n').retention).toEqual({ pruneEveryMs: 3_600_000 });
+    expect(load('retention:\n  days: 90\n').retention.days).toBe(90);
+    expect(problems('retention:\n  days: 0\n')).toEqual(['retention.days: must be at least 1, got 0']);
+  });
+
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
     expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
     expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');
