@@ -25,7 +25,8 @@ import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
 import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
-import { BatchOutbox, removeStaleTempFiles } from './outbox.js';
+import { NotificationDispatcher, ProgressEvents, type DeliveryOutcomeLabel } from '../notify/index.js';
+import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
@@ -38,10 +39,10 @@ export interface DaemonDeps {
   service: PayoutService;
   clock: Clock;
   logger: Logger;
-  /** Metrics hooks (optional). */
   onCreateOutcome?: (outcome: string) => void;
   onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
   onPolled?: (payouts: number, lagMs: number) => void;
+  onNotification?: (channel: string, outcome: DeliveryOutcomeLabel) => void;
   /** Chaos testing only (PAYOUTD_FAULT_KILL_AT). */
   faultPoint?: FaultPoint;
 }
@@ -64,6 +65,8 @@ export class PayoutDaemon {
   private readonly poller: SettlementPoller;
   private readonly finisher: BatchFinisher;
   private readonly retention: Retention;
+  private readonly notifications: NotificationDispatcher;
+  private readonly progressEvents: ProgressEvents;
   private readonly stopWork = new AbortController();
   private readonly abortCalls = new AbortController();
   private readonly loops: WorkLoop[] = [];
@@ -215,6 +218,11 @@ export class PayoutDaemon {
       { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, watchTakenForMs: config.inbox.watchTakenForMs, logger },
       { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
     );
+    this.notifications = new NotificationDispatcher(
+      { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
+      { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, alone: !this.shared },
+    );
+    this.progressEvents = new ProgressEvents({ db, config, clock, logger });
   }
 
   get claimedDir(): string {
@@ -267,7 +275,14 @@ export class PayoutDaemon {
       },
       pass: (s) => pollPass.run(s),
     });
-    this.loops.push(this.submitLoop, this.pollLoop, finishLoop);
+    // Notifications in a loop of their own: a receiver that is slow or down never holds up a payout.
+    const notifyLoop = new WorkLoop({
+      name: 'notify',
+      logger,
+      idleMs: 1000,
+      pass: async (s) => (await this.progressEvents.pass()) + (await this.notifications.pass(s)),
+    });
+    this.loops.push(this.submitLoop, this.pollLoop, finishLoop, notifyLoop);
     // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
     await this.watcher.start();
     for (const loop of this.loops) loop.start(signal);

@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
+import { pagesByLine } from './payouts.js';
 import { writtenMoney } from './request-fields.js';
-import { rowPagesByLine } from './results.js';
 
 export interface AckSourceRow {
   line: number;
@@ -15,8 +15,11 @@ export interface AckSourceRow {
 
 /** Every row of a batch in line order, a page at a time. */
 export function ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
-  const columns = ['line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason'];
-  return rowPagesByLine<AckSourceRow>(db, batchId, columns, pageSize);
+  const rows = () =>
+    db('payouts')
+      .select('line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason')
+      .where({ batch_id: batchId });
+  return pagesByLine<AckSourceRow>(rows, pageSize);
 }
 
 /** What the totals lines of an acknowledgement add up per row: its state and its money cells as written. */
@@ -27,11 +30,9 @@ export interface AckMoneySourceRow {
   payoutAmount: string | null;
 }
 
-/**
- * Every row's state and money as written, a page at a time, for the totals
- * the ack starts with (read before the rows it lists: they come first).
- */
+/** Every row's state and money as written, a page at a time, for the totals the ack starts with (they come first). */
 export function ackMoneyPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckMoneySourceRow[]> {
   const as = (field: 'payoutCurrency' | 'payoutAmount'): Knex.Raw => db.raw('? as ??', [writtenMoney(db, field), field]);
-  return rowPagesByLine<AckMoneySourceRow>(db, batchId, ['line', 'state', as('payoutCurrency'), as('payoutAmount')], pageSize);
+  const rows = () => db('payouts').select('line', 'state', as('payoutCurrency'), as('payoutAmount')).where({ batch_id: batchId });
+  return pagesByLine<AckMoneySourceRow>(rows, pageSize);
 }
