@@ -1,3 +1,4 @@
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +24,8 @@ import {
   type BatchIdentity,
   type RowOutcome,
 } from '../../src/report/index.js';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { getBatch, type BatchRecord } from '../../src/store/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
@@ -371,5 +374,36 @@ describe('ack and summary .xlsx', () => {
     const wb = await readBook(path);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Summary']);
     expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
+  });
+});
+
+describe('the daemon outbox and its .xlsx twins', () => {
+  it('writes the ack and its twin; a twin that cannot be written is reported and the CSV stands', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    await addRows(db, [validRow('B1', 2, request('000777', {}, { accountNumber: '0001234567' }))]);
+    await setRow(db, 'B1', 2, { state: 'READY' });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const failures: string[] = [];
+    const outbox = new BatchOutbox(db, dir, true, undefined, {
+      xlsx: true,
+      retryFiles: false,
+      onXlsxError: (batchId, kind) => failures.push(`${batchId} ${kind}`),
+    });
+    const path = await outbox.writeAck(batch);
+    expect(path).toBe(join(dir, 'B1_jan.csv.ack.csv'));
+    expect((await readBook(join(dir, 'B1_jan.csv.ack.xlsx'))).worksheets.map((w) => w.name)).toEqual(['Ack', 'Summary']);
+    expect(failures).toEqual([]);
+
+    // A folder where the result's .xlsx should go: the CSV files are written, the twin is reported.
+    await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'P-1' });
+    await mkdir(join(dir, 'B1_jan.csv.result.xlsx'));
+    const files = await outbox.writeResult(batch);
+    expect(files.summary.statusCounts).toEqual({ PAID: 1 });
+    expect(await listDir(dir)).toContain('B1_jan.csv.summary.csv');
+    expect(failures).toEqual(['B1 result']);
+    // Without a reporter, the error is the caller's.
+    const strict = new BatchOutbox(db, dir, true, undefined, { xlsx: true, retryFiles: false });
+    await expect(strict.writeResult(batch)).rejects.toThrow();
   });
 });
