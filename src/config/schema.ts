@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
+import { approvalSchema, limitsSchema } from './approval-schema.js';
 
 const ms = (def: number) => z.number().int().min(0).default(def);
 const positive = (def: number) => z.number().int().min(1).default(def);
@@ -89,6 +90,11 @@ export const configSchema = z
         outbox: z.string().default('./var/outbox'),
         /** Database, claimed and rejected files. On the inbox's filesystem: a file is claimed by a rename. */
         stateDir: z.string().default('./var/state'),
+        /**
+         * Approval files (`<batch id>.approve` / `.reject`), used when approval is on (docs/approval.md). Beside the
+         * inbox: on the state directory's filesystem (a file is taken by a rename). Default: `approvals` beside the inbox.
+         */
+        approvals: z.string().optional(),
         /**
          * Create missing folders at start. Default: yes without a config file (the first run's ./var), no with
          * one, where a missing folder is more likely a misspelled path than a folder to make.
@@ -232,6 +238,10 @@ export const configSchema = z
         eventRetentionDays: positive(30),
       })
       .prefault({}),
+    /** Approval before money moves: who approves which batches, and for how long they wait (docs/approval.md). */
+    approval: approvalSchema,
+    /** Per-currency limits: largest row, largest batch, rolling 24 hours (docs/approval.md). */
+    limits: limitsSchema,
     /** Several instances on one PostgreSQL database (database.client pg). */
     instance: z
       .object({

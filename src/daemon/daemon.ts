@@ -8,6 +8,7 @@
  * work, lets calls in flight finish within a grace period, then abandons the
  * rest safely (their rows are resolved by query at the next start).
  */
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -28,6 +29,16 @@ import {
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
+import {
+  ApprovalFiles,
+  approvalAtAcceptance,
+  expireDueApprovals,
+  rulesWithRowLimits,
+  SystemUsers,
+  type ApprovalDeps,
+  type ApprovalEvents,
+} from '../approval/index.js';
+import { approvalInUse } from '../config/index.js';
 import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
 import { BatchOutbox, removeStaleTempFiles } from './outbox.js';
@@ -48,6 +59,8 @@ export interface DaemonDeps {
   onPolled?: (payouts: number, lagMs: number) => void;
   /** Chaos testing only (PAYOUTD_FAULT_KILL_AT). */
   faultPoint?: FaultPoint;
+  /** Stored with each approval decision, in its transaction (notifications). */
+  approvalEvents?: ApprovalEvents;
 }
 
 export interface DaemonOptions {
@@ -67,6 +80,9 @@ export class PayoutDaemon {
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
   private readonly finisher: BatchFinisher;
+  /** Approval in use (approval.required, or limits): its decisions, and the approval files of paths.approvals. */
+  private readonly approval: ApprovalDeps | null;
+  private readonly approvalFiles: ApprovalFiles | null;
   private readonly stopWork = new AbortController();
   private readonly abortCalls = new AbortController();
   private readonly loops: WorkLoop[] = [];
@@ -107,6 +123,32 @@ export class PayoutDaemon {
       },
     );
     const storageDir = config.paths.stateDir;
+    const users = new SystemUsers();
+    const limitsSet = Object.keys(config.limits.perCurrency).length > 0;
+    this.approval =
+      approvalInUse(config.approval, config.limits) || limitsSet
+        ? {
+            db,
+            clock,
+            logger,
+            users,
+            policy: { approval: config.approval, limits: config.limits },
+            instanceId: o.instanceId,
+            events: deps.approvalEvents,
+          }
+        : null;
+    this.approvalFiles =
+      this.approval && approvalInUse(config.approval, config.limits)
+        ? new ApprovalFiles(this.approval, {
+            dir: config.paths.approvals as string,
+            takenDir: join(storageDir, 'approval-files'),
+            replyDir: config.paths.outbox,
+            stableForMs: config.inbox.stableForMs,
+            maxFileBytes: config.approval.maxFileBytes,
+            bom: config.outbox.bom,
+          })
+        : null;
+    const approval = this.approval;
     this.intake = new BatchIntake(
       {
         db,
@@ -118,11 +160,16 @@ export class PayoutDaemon {
           writeResult: (b) => this.outbox.writeResult(b),
         },
         holds: this.holds,
+        approval: approval ? { atAcceptance: (b) => approvalAtAcceptance(approval, b) } : undefined,
+        uploaderOf: async (path) => {
+          const { uid } = await lstat(path);
+          return { uid, name: await users.nameOfUid(uid) };
+        },
         afterChunkStored: fault ? () => fault('mid-read') : undefined,
       },
       {
         format: config.batch.format,
-        rules: config.batch.rules,
+        rules: rulesWithRowLimits(config.batch.rules, config.limits),
         onInvalidRows: config.batch.onInvalidRows,
         rejectedDir: join(storageDir, 'rejected'),
         instanceId: o.instanceId,
@@ -339,6 +386,11 @@ export class PayoutDaemon {
       await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     }
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
+    if (this.approval) {
+      await expireDueApprovals(this.approval);
+      // An approval file may have let a batch go: its rows are owed to the submitter now.
+      if (this.approvalFiles && (await this.approvalFiles.scan()) > 0) this.submitLoop?.wake();
+    }
     return this.finisher.pass();
   }
 

@@ -93,11 +93,11 @@ export class BatchHolds {
    * or for its balance when the check finds it short. Called while the batch is not yet claimable, so no
    * create slips out before the hold. Returns the hold put on it, if any.
    */
-  async atAcceptance(batch: BatchRecord): Promise<BatchHold | null> {
+  async atAcceptance(batch: BatchRecord, o: { balance: boolean } = { balance: true }): Promise<BatchHold | null> {
     const changed = await verifyUnchanged(batch);
     if (changed.changed) return this.hold(batch.id, fileChangedHold(changed.reason, 'at-acceptance'));
     const balance = this.deps.balance;
-    if (!balance) return null;
+    if (!balance || !o.balance) return null;
     const verdict = await balance.check(batch.id, this.deps.signal);
     if (verdict.ok) return null;
     return this.hold(batch.id, balanceShortHold(verdict.reason, this.deps.clock.now(), this.o.balanceRecheckMs));

@@ -14,3 +14,4 @@ export {
 } from './batch-holds.js';
 export { BalanceGate, type BalanceGateOptions, type BalanceVerdict } from './balance-gate.js';
 export { balanceRefusedHold, balanceShortHold, fileChangedHold, type ChangeSeen } from './decide.js';
+export { awaitingApprovalHold, holdForApproval } from './approval-hold.js';

@@ -73,3 +73,19 @@ export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type Ser
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';
+export {
+  withBatchForDecision,
+  takeLimitsLock,
+  insertApprovalEntry,
+  listApprovalEntries,
+  approvalEntriesOf,
+  readyAmountPages,
+  rollingTotals,
+  endUnpaid,
+  markApproved,
+  listExpiredApprovals,
+  type ApprovalEntry,
+  type ApprovalDecisionKind,
+  type ApprovalVia,
+  type DecisionTransaction,
+} from './approvals.js';
