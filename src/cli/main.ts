@@ -219,6 +219,36 @@ export async function runCli(argv: string[]): Promise<void> {
         },
       )
       .command(
+        'approve',
+        'approve a batch waiting for approval (you are the approver: the Unix user running this, or the sudo caller)',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', demandOption: true })
+            .option('sha256', { type: 'string', describe: "the file's SHA-256 from the ack (default: the batch's, checked against its file)" })
+            .option('comment', { type: 'string' })
+            .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { decideFromCli } = await import('./commands/approval.js');
+          await decideFromCli(config, 'approve', { batch: a.batch, sha256: a.sha256, as: a.as, comment: a.comment });
+        },
+      )
+      .command(
+        'reject',
+        'reject a batch waiting for approval: none of its rows is paid, and the result file gives your reason',
+        (y) =>
+          withConfig(y)
+            .option('batch', { type: 'string', demandOption: true })
+            .option('reason', { type: 'string', demandOption: true })
+            .option('sha256', { type: 'string', describe: "the file's SHA-256 from the ack (default: the batch's)" })
+            .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { decideFromCli } = await import('./commands/approval.js');
+          await decideFromCli(config, 'reject', { batch: a.batch, sha256: a.sha256, as: a.as, reason: a.reason });
+        },
+      )
+      .command(
         'migrate',
         'create or upgrade the state database schema',
         (y) => withConfig(y),

@@ -5,6 +5,7 @@
  */
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { approvalAuditText, readApproval } from '../approval/index.js';
 import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
@@ -174,11 +175,12 @@ export class BatchOutbox {
     });
   }
 
-  writeResult(batch: BatchRecord): Promise<ResultFiles> {
+  async writeResult(batch: BatchRecord): Promise<ResultFiles> {
     let rows = mapRows(this.db, batch.id, rowOutcome);
     const hook = this.midResultFile;
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
-    return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
+    return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom, approval });
   }
 
   /**

@@ -23,7 +23,7 @@ export { SummaryAccumulator, summarize, isSummableAmount } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
 export type { FileChunk } from './atomic.js';
 export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
-export type { ResultFiles, InterimReport, RowPages } from './writers.js';
+export type { ResultFiles, InterimReport, RowPages, ResultWriteOptions } from './writers.js';
 export {
   STABLECOIN_DECIMALS,
   TEXT_FORMAT,
@@ -52,7 +52,14 @@ export {
   writeReconciliationReport,
   writeReconciliationXlsx,
 } from './reconciliation.js';
-export type { FinanceReportErrorCode, ReportPeriod, ReconciliationRow, ReconciliationFiles } from './reconciliation.js';
+export type {
+  ApprovalOfBatch,
+  FinanceReportErrorCode,
+  ReportPeriod,
+  ReconciliationRow,
+  ReconciliationFiles,
+  ReconciliationOptions,
+} from './reconciliation.js';
 export {
   RETRY_COLUMNS,
   RETRY_BLOCKING_STATES,

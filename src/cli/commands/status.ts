@@ -75,6 +75,7 @@ function noteOf(b: BatchRecord): string {
 
 function stateNote(b: BatchRecord): string {
   if (b.holdCode) return `HELD ${b.holdCode}`;
+  if (b.approvalState && b.approvalState !== 'NONE' && b.approvalState !== 'APPROVED') return `approval ${b.approvalState}`;
   if (b.rejectCode) return b.rejectCode;
   if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
   if (b.state === 'RECEIVED' || b.state === 'VALIDATING') return 'being read: nothing sent yet';
@@ -103,6 +104,11 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     // A finished batch's counts come from its record; only unfinished batches have their rows counted.
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
+    // The approval module only when a batch used approval (a plain status loads the store alone).
+    const audit = rows.some(({ b }) => b.approvalState) ? await import('../../approval/index.js') : null;
+    const approvals = new Map(
+      await Promise.all(rows.map(async ({ b }) => [b.id, audit && b.approvalState ? await audit.readApproval(db, b.id) : null] as const)),
+    );
     if (json) {
       print(
         JSON.stringify(
@@ -110,6 +116,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
             ...b,
             counts,
             totals: b.totalsJson ? JSON.parse(b.totalsJson) : null,
+            approval: approvals.get(b.id) ?? null,
           })),
           null,
           2,
@@ -148,6 +155,14 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       if (b.holdReason) print(`\nheld: ${b.holdReason}`);
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
+      const view = approvals.get(b.id);
+      if (audit && view) {
+        print(`\napproval: ${view.state}${view.state === 'REQUIRED' ? ` (${view.given.length} of ${view.needed}, expires ${view.expiresAt ?? '-'})` : ''}`);
+        print(`  uploaded by: ${view.uploadedBy ?? 'unknown'}; file SHA-256: ${view.sha256}`);
+        print(`  to pay: ${audit.totalsText(view.figures.totals)} in ${view.figures.rows} row(s)`);
+        for (const r of view.reasons) print(`  why: ${r.text}`);
+        for (const d of view.decisions) print(`  ${audit.decisionText(d)}`);
+      }
       const errors = await listBatchErrors(db, b.id);
       if (errors.length > 0) {
         print(`\nerrors (${errors.length}):`);
