@@ -6,12 +6,13 @@
  * still waiting after `approval.expiresAfter` ends NOT_SUBMITTED.
  */
 import type { BatchHold } from '../domain/holds.js';
+import { requestOfText } from '../domain/request-values.js';
 import { holdForApproval } from '../holds/index.js';
 import {
   endUnpaid,
   insertApprovalEntry,
   listExpiredApprovals,
-  readyAmountPages,
+  readyRequestPages,
   rollingTotals,
   updateBatch,
   withBatchForDecision,
@@ -25,7 +26,13 @@ export type GateVerdict = { kind: 'release' } | { kind: 'hold'; hold: BatchHold 
 
 async function figuresOfRows(deps: ApprovalDeps, batchId: string): Promise<BatchFigures> {
   const f = emptyFigures();
-  for await (const page of readyAmountPages(deps.db, batchId)) for (const row of page) addToFigures(f, row.currency, row.amount);
+  // The request's own values: what is sent is what counts (a cell written 1000.00 is sent as 1000).
+  for await (const page of readyRequestPages(deps.db, batchId)) {
+    for (const text of page) {
+      const req = requestOfText(text);
+      addToFigures(f, req.payoutCurrency, req.payoutAmount);
+    }
+  }
   return f;
 }
 

@@ -108,21 +108,6 @@ export async function approvalEntriesOf(db: Database, batchIds: readonly string[
   return out;
 }
 
-/** What the rows to pay of a batch add up to, read from its READY rows a page at a time. */
-export async function* readyAmountPages(db: Database | Knex.Transaction, batchId: string, pageSize = 10_000): AsyncGenerator<{ currency: string; amount: string }[]> {
-  for (let afterLine = -1; ;) {
-    const rows = (await db('payouts')
-      .where({ batch_id: batchId, state: 'READY' })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)
-      .select('line', 'payout_currency', 'payout_amount')) as { line: number; payout_currency: string; payout_amount: string }[];
-    if (rows.length > 0) yield rows.map((r) => ({ currency: r.payout_currency, amount: r.payout_amount }));
-    if (rows.length < pageSize) return;
-    afterLine = Number(rows[rows.length - 1]?.line);
-  }
-}
-
 /**
  * What the batches let go in the last 24 hours (from `since`), and those still being paid, add up to per
  * payout currency, the batch `excludeId` aside: the totals each counted when it was let go (conservative: a

@@ -79,7 +79,6 @@ export {
   insertApprovalEntry,
   listApprovalEntries,
   approvalEntriesOf,
-  readyAmountPages,
   rollingTotals,
   endUnpaid,
   markApproved,
