@@ -147,7 +147,8 @@ function checkRequest(r: ApprovalRequest): { sha256: string } {
   if (r.decision === 'reject' && (r.reason ?? '').trim() === '') {
     throw new ApprovalError('APPROVAL_REASON_REQUIRED', `a rejection of batch ${r.batchId} needs a reason (it goes into the result file)`);
   }
-  if (r.decision !== 'approve' && r.decision !== 'reject') throw new ApprovalError('APPROVAL_BAD_REQUEST', 'decision must be approve or reject');
+  if (r.decision !== 'approve' && r.decision !== 'reject')
+    throw new ApprovalError('APPROVAL_BAD_REQUEST', 'decision must be approve or reject');
   return { sha256 };
 }
 
@@ -173,7 +174,10 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
     );
   }
   if (r.decision === 'approve' && batch.uploadedBy && batch.uploadedBy === r.approver) {
-    return new ApprovalError('APPROVAL_OWN_UPLOAD', `${r.approver} uploaded batch ${batch.id} and cannot approve it: another approver must`);
+    return new ApprovalError(
+      'APPROVAL_OWN_UPLOAD',
+      `${r.approver} uploaded batch ${batch.id} and cannot approve it: another approver must`,
+    );
   }
   const round = batch.approvalRound ?? 0;
   const mine = entries.find((e) => e.round === round && e.approver === r.approver && (e.decision === 'approve' || e.decision === 'reject'));
@@ -228,7 +232,14 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
     };
     if (r.decision === 'approve' && (b.fileChangedAt !== null || fileSha !== b.sha256)) {
       // Approvals are of the bytes acknowledged; once those changed, none given so far counts.
-      await insertApprovalEntry(trx, { ...entry, decision: 'void', approver: null, agent: null, via: 'daemon', comment: `file changed; approval by ${r.approver} refused` });
+      await insertApprovalEntry(trx, {
+        ...entry,
+        decision: 'void',
+        approver: null,
+        agent: null,
+        via: 'daemon',
+        comment: `file changed; approval by ${r.approver} refused`,
+      });
       await updateBatch(trx, b.id, { approvalRound: round + 1 }, now);
       return {
         error: new ApprovalError(
@@ -248,7 +259,14 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
     const needed = b.approvalsNeeded ?? 1;
     if (approvers.size < needed) {
       return {
-        result: result('recorded', b, r, figures, approvers.size, `approval of batch ${b.id} by ${r.approver} recorded: ${approvers.size} of ${needed}; it waits for another approver`),
+        result: result(
+          'recorded',
+          b,
+          r,
+          figures,
+          approvers.size,
+          `approval of batch ${b.id} by ${r.approver} recorded: ${approvers.size} of ${needed}; it waits for another approver`,
+        ),
       };
     }
     return { result: await release(deps, trx, b, r, entry, figures, approvers.size, now) };
@@ -261,7 +279,14 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
   return applied.result;
 }
 
-function result(outcome: ApprovalOutcome, b: BatchRecord, r: ApprovalRequest, figures: BatchFigures, approvals: number, message: string): ApprovalResult {
+function result(
+  outcome: ApprovalOutcome,
+  b: BatchRecord,
+  r: ApprovalRequest,
+  figures: BatchFigures,
+  approvals: number,
+  message: string,
+): ApprovalResult {
   return { outcome, batchId: b.id, approver: r.approver, approvals, needed: b.approvalsNeeded ?? 1, figures, message };
 }
 
@@ -300,9 +325,23 @@ async function release(
       expiresAt: b.approvalExpiresAt ?? now,
     });
     await holdForApproval(trx, b.id, text, now);
-    return result('reopened', b, r, figures, approvals, `batch ${b.id} approved, but at release ${fresh.map((f) => f.text).join('; ')}: it needs approval again for that`);
+    return result(
+      'reopened',
+      b,
+      r,
+      figures,
+      approvals,
+      `batch ${b.id} approved, but at release ${fresh.map((f) => f.text).join('; ')}: it needs approval again for that`,
+    );
   }
   await markApproved(trx, b.id, now);
   await deps.events?.onDecision?.(trx, { type: 'approved', batch: b, approver: r.approver, comment: entry.comment, figures });
-  return result('released', b, r, figures, approvals, `batch ${b.id} approved by ${[r.approver].join(', ')}: ${totalsText(figures.totals)} will be paid`);
+  return result(
+    'released',
+    b,
+    r,
+    figures,
+    approvals,
+    `batch ${b.id} approved by ${[r.approver].join(', ')}: ${totalsText(figures.totals)} will be paid`,
+  );
 }

@@ -39,7 +39,8 @@ export interface ApprovalFileContent {
 
 const BATCH_ID = /\bB\d{8}-\d{6}-[0-9a-f]{6}\b/;
 const SHA256 = /\b[0-9a-fA-F]{64}\b/;
-const NAME = /^(.+)\.(approve|reject)$/;
+/** `<batch id>.approve`, or `<batch id>.<anything>.approve` (two approvers dropping at once need two names). */
+const NAME = /^([^.]+)(?:\..*)?\.(approve|reject)$/;
 
 /**
  * Reads `batch: …`, `sha256: …`, `comment: …`, `reason: …` lines; the batch id and the hash are also found
@@ -133,11 +134,19 @@ export class ApprovalFiles {
     let reply: Record<string, string>;
     try {
       const decided = await this.decide(name, taken);
-      reply = { file: name, result: 'APPLIED', outcome: decided.outcome, batch: decided.batchId, approver: decided.approver, message: decided.message };
+      reply = {
+        file: name,
+        result: 'APPLIED',
+        outcome: decided.outcome,
+        batch: decided.batchId,
+        approver: decided.approver,
+        message: decided.message,
+      };
       logger?.info({ file: name, batchId: decided.batchId, approver: decided.approver, outcome: decided.outcome }, 'approval file applied');
     } catch (err) {
       const e = isApprovalError(err) ? err : new ApprovalError('APPROVAL_BAD_FILE', 'the approval could not be applied now; drop it again');
-      if (!isApprovalError(err)) logger?.error({ file: name, err: { message: (err as Error).message?.slice(0, 200) } }, 'approval file failed');
+      if (!isApprovalError(err))
+        logger?.error({ file: name, err: { message: (err as Error).message?.slice(0, 200) } }, 'approval file failed');
       reply = { file: name, result: 'REFUSED', code: e.code, message: e.message };
       logger?.warn({ file: name, code: e.code }, `approval file refused: ${e.message}`);
     }
@@ -153,15 +162,22 @@ export class ApprovalFiles {
   private async decide(name: string, path: string): Promise<ApprovalResult> {
     const m = NAME.exec(name);
     if (!m) {
-      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not an approval file name: name it <batch id>.approve or <batch id>.reject`);
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is not an approval file name: name it <batch id>.approve or <batch id>.reject (or <batch id>.<your name>.approve)`,
+      );
     }
     const [, nameBatch, kind] = m as unknown as [string, string, 'approve' | 'reject'];
     const st = await lstat(path);
     if (st.isSymbolicLink()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is a symbolic link; drop the approval as a plain file`);
     if (!st.isFile()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not a plain file; drop the approval as a plain file`);
-    if (st.size === 0) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is empty: it must hold the batch id and the SHA-256 from the ack`);
+    if (st.size === 0)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is empty: it must hold the batch id and the SHA-256 from the ack`);
     if (st.size > this.o.maxFileBytes) {
-      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is ${st.size} bytes, more than an approval file holds (${this.o.maxFileBytes}); it was not read`);
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is ${st.size} bytes, more than an approval file holds (${this.o.maxFileBytes}); it was not read`,
+      );
     }
     const bytes = await readFile(path);
     let text: string;
@@ -169,17 +185,28 @@ export class ApprovalFiles {
       if (bytes.includes(0)) throw new Error('NUL');
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
     } catch {
-      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not text (binary content): it must hold the batch id and the SHA-256 from the ack`);
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is not text (binary content): it must hold the batch id and the SHA-256 from the ack`,
+      );
     }
     const content = parseApprovalFile(text);
-    if (content.batchId === null) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no batch id; copy it from the ack (batch: B…)`);
+    if (content.batchId === null)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no batch id; copy it from the ack (batch: B…)`);
     if (content.batchId !== nameBatch) {
-      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is named for batch ${nameBatch} but holds batch ${content.batchId}; name and content must agree`);
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is named for batch ${nameBatch} but holds batch ${content.batchId}; name and content must agree`,
+      );
     }
-    if (content.sha256 === null) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
+    if (content.sha256 === null)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
     const approver = await this.deps.users.nameOfUid(st.uid);
     if (approver === null) {
-      throw new ApprovalError('APPROVAL_UNKNOWN_USER', `${name} is owned by uid ${st.uid}, which has no user name on this system: drop it as your own user`);
+      throw new ApprovalError(
+        'APPROVAL_UNKNOWN_USER',
+        `${name} is owned by uid ${st.uid}, which has no user name on this system: drop it as your own user`,
+      );
     }
     return decideApproval(this.deps, {
       batchId: content.batchId,

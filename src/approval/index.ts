@@ -20,14 +20,7 @@ export {
 } from './decide.js';
 export { ApprovalError, isApprovalError, type ApprovalErrorCode } from './errors.js';
 export { approvalAtAcceptance, expireDueApprovals, type GateVerdict } from './gate.js';
-export {
-  readApproval,
-  approvalViewOf,
-  approvalAuditText,
-  decisionText,
-  type ApprovalView,
-  type ApprovalDecisionView,
-} from './audit.js';
+export { readApproval, approvalViewOf, approvalAuditText, decisionText, type ApprovalView, type ApprovalDecisionView } from './audit.js';
 export { ApprovalFiles, parseApprovalFile, type ApprovalFileOptions, type ApprovalFileContent } from './files.js';
 export {
   assess,

@@ -59,10 +59,16 @@ export function limitBreaches(f: BatchFigures, limits: LimitsConfig, rolling: Re
     if (!l) continue;
     const total = f.totals[currency] as string;
     if (over(f.largest[currency], l.maxRow)) {
-      out.push({ code: `LIMIT_ROW:${currency}`, text: `a row of ${f.largest[currency]} ${currency} is above the row limit of ${l.maxRow} ${currency}` });
+      out.push({
+        code: `LIMIT_ROW:${currency}`,
+        text: `a row of ${f.largest[currency]} ${currency} is above the row limit of ${l.maxRow} ${currency}`,
+      });
     }
     if (over(total, l.maxBatch)) {
-      out.push({ code: `LIMIT_BATCH:${currency}`, text: `the batch total of ${total} ${currency} is above the batch limit of ${l.maxBatch} ${currency}` });
+      out.push({
+        code: `LIMIT_BATCH:${currency}`,
+        text: `the batch total of ${total} ${currency} is above the batch limit of ${l.maxBatch} ${currency}`,
+      });
     }
     if (l.max24h !== undefined) {
       const earlier = rolling[currency] ?? '0';

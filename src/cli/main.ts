@@ -224,9 +224,15 @@ export async function runCli(argv: string[]): Promise<void> {
         (y) =>
           withConfig(y)
             .option('batch', { type: 'string', demandOption: true })
-            .option('sha256', { type: 'string', describe: "the file's SHA-256 from the ack (default: the batch's, checked against its file)" })
+            .option('sha256', {
+              type: 'string',
+              describe: "the file's SHA-256 from the ack (default: the batch's, checked against its file)",
+            })
             .option('comment', { type: 'string' })
-            .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' }),
+            .option('as', {
+              type: 'string',
+              describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)',
+            }),
         async (a) => {
           const config = await configFrom(a);
           const { decideFromCli } = await import('./commands/approval.js');
@@ -241,7 +247,10 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('batch', { type: 'string', demandOption: true })
             .option('reason', { type: 'string', demandOption: true })
             .option('sha256', { type: 'string', describe: "the file's SHA-256 from the ack (default: the batch's)" })
-            .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' }),
+            .option('as', {
+              type: 'string',
+              describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)',
+            }),
         async (a) => {
           const config = await configFrom(a);
           const { decideFromCli } = await import('./commands/approval.js');

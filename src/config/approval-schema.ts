@@ -68,10 +68,7 @@ export const limitsSchema = z
     onExceeded: z.enum(['require-approval', 'refuse']).default('refuse'),
     /** Per payout currency: largest row (a row above it is REJECTED), batch total, and total of 24 rolling hours. */
     perCurrency: z
-      .record(
-        currency,
-        z.strictObject({ maxRow: amount.optional(), maxBatch: amount.optional(), max24h: amount.optional() }),
-      )
+      .record(currency, z.strictObject({ maxRow: amount.optional(), maxBatch: amount.optional(), max24h: amount.optional() }))
       .default(() => ({})),
   })
   .prefault({});

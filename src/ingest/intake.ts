@@ -299,7 +299,8 @@ export class BatchIntake {
     // slip out before them; a crash before ACTIVE means the batch is read again from the start.
     const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read) : null;
     if (gate?.kind === 'refuse') return this.rejectRead(read, counts, gate.code, gate.reason);
-    const hold = (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
+    const hold =
+      (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
     const accepted = await this.move(held, {
       ...counts,

@@ -117,9 +117,7 @@ export async function rollingTotals(trx: Knex.Transaction | Database, since: num
   const rows = (await trx('batches')
     .whereNot({ id: excludeId })
     .andWhere((w) =>
-      w
-        .whereIn('approval_state', ['NONE', 'APPROVED'])
-        .andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
+      w.whereIn('approval_state', ['NONE', 'APPROVED']).andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
     )
     .orWhere((w) =>
       w

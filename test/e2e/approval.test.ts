@@ -60,7 +60,11 @@ async function approvalFile(e2e: E2e & { approvals: string }, name: string, cont
 }
 
 /** `payoutd approve|reject` as if run by `user` through sudo. */
-async function cliAs(e2e: E2e, user: { name: string; uid: number }, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cliAs(
+  e2e: E2e,
+  user: { name: string; uid: number },
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run(process.execPath, [BIN, ...args, '--config', e2e.configPath], {
       cwd: e2e.dir,
@@ -109,7 +113,9 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(ok.fields).toMatchObject({ result: 'APPLIED', outcome: 'released', approver: a.name });
     const done = await batchOf(e2e, 'big.csv', (x) => x.state === 'COMPLETE', 'big.csv to be paid');
     expect(done.approval?.state).toBe('APPROVED');
-    expect(done.approval?.decisions).toMatchObject([{ decision: 'approve', approver: a.name, via: 'sftp', comment: 'checked against the invoices' }]);
+    expect(done.approval?.decisions).toMatchObject([
+      { decision: 'approve', approver: a.name, via: 'sftp', comment: 'checked against the invoices' },
+    ]);
     expect(e2e.ledger().filter((l) => l.merchantReferenceId.startsWith('BIG-'))).toHaveLength(3);
 
     // The audit in the result and summary files, and in status --batch.
@@ -148,7 +154,10 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(first.stdout).toContain('1 of 2');
     // The same person again, by file: refused.
     await approvalFile(e2e, `${b.id}.approve`, approvalText(b.id, b.sha256), a.uid);
-    expect((await waitForReply(e2e.outbox, `${b.id}.approve`)).fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_ALREADY_DECIDED' });
+    expect((await waitForReply(e2e.outbox, `${b.id}.approve`)).fields).toMatchObject({
+      result: 'REFUSED',
+      code: 'APPROVAL_ALREADY_DECIDED',
+    });
     expect(e2e.ledger()).toEqual([]);
     expect((await batchOf(e2e, 'six.csv', () => true, 'six.csv')).holdCode).toBe('AWAITING_APPROVAL');
 
@@ -166,7 +175,10 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     ]);
     // A replay after the decision is refused and changes nothing.
     await approvalFile(e2e, `${b.id}.approve`, approvalText(b.id, b.sha256), bob.uid);
-    expect((await waitForReply(e2e.outbox, `${b.id}.approve`, 2)).fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_ALREADY_DECIDED' });
+    expect((await waitForReply(e2e.outbox, `${b.id}.approve`, 2)).fields).toMatchObject({
+      result: 'REFUSED',
+      code: 'APPROVAL_ALREADY_DECIDED',
+    });
     expect(e2e.ledger()).toHaveLength(2);
   });
 
@@ -224,7 +236,12 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     const row = await batchOf(e2e, 'row.csv', (b) => b.state === 'REJECTED', 'row.csv refused');
     const rowAck = await e2e.waitForOutbox(row, 'ack');
     expect(rowAck.rows.find((r) => r.line === '2')?.reason).toContain('1500');
-    expect(e2e.ledger().map((l) => l.merchantReferenceId).sort()).toEqual(['DAYA-0001', 'DAYA-0002']);
+    expect(
+      e2e
+        .ledger()
+        .map((l) => l.merchantReferenceId)
+        .sort(),
+    ).toEqual(['DAYA-0001', 'DAYA-0002']);
   });
 
   it('over the 24-hour limit with require-approval: the second batch waits, and the limit is checked again at release', async () => {
@@ -287,7 +304,12 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(daemon.exited).toBeNull();
     expect(e2e.ledger()).toEqual([]);
     const now = (await e2e.batches()) as WithApproval[];
-    expect(now.filter((x) => x.holdCode === 'AWAITING_APPROVAL').map((x) => x.id).sort()).toEqual([b.id, other.id].sort());
+    expect(
+      now
+        .filter((x) => x.holdCode === 'AWAITING_APPROVAL')
+        .map((x) => x.id)
+        .sort(),
+    ).toEqual([b.id, other.id].sort());
     expect(daemon.logs.some((l) => l.msg?.startsWith('approval file refused'))).toBe(true);
   });
 });

@@ -157,7 +157,9 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const view = approvals.get(b.id);
       if (audit && view) {
-        print(`\napproval: ${view.state}${view.state === 'REQUIRED' ? ` (${view.given.length} of ${view.needed}, expires ${view.expiresAt ?? '-'})` : ''}`);
+        print(
+          `\napproval: ${view.state}${view.state === 'REQUIRED' ? ` (${view.given.length} of ${view.needed}, expires ${view.expiresAt ?? '-'})` : ''}`,
+        );
         print(`  uploaded by: ${view.uploadedBy ?? 'unknown'}; file SHA-256: ${view.sha256}`);
         print(`  to pay: ${audit.totalsText(view.figures.totals)} in ${view.figures.rows} row(s)`);
         for (const r of view.reasons) print(`  why: ${r.text}`);
