@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Clock } from '../domain/clock.js';
+import { systemClock, type Clock } from '../domain/clock.js';
 import {
   endUnpaid,
   getBatch,
@@ -36,7 +36,7 @@ import {
   type ApprovalReason,
   type BatchFigures,
 } from './policy.js';
-import type { UserDirectory } from './users.js';
+import { SystemUsers, type UserDirectory } from './users.js';
 
 /** The rolling window of the 24-hour limits. */
 export const ROLLING_WINDOW_MS = 24 * 3_600_000;
@@ -344,4 +344,24 @@ async function release(
     approvals,
     `batch ${b.id} approved by ${[r.approver].join(', ')}: ${totalsText(figures.totals)} will be paid`,
   );
+}
+
+/**
+ * The deps of decideApproval from the configuration, for a caller outside the daemon (a command, the web
+ * console): the system's users, the policy as configured, the system clock unless given.
+ */
+export function approvalDepsFrom(
+  config: { approval: ApprovalPolicy['approval']; limits: ApprovalPolicy['limits'] },
+  db: Database,
+  o: { clock?: Clock; users?: UserDirectory; instanceId?: string; logger?: Logger; events?: ApprovalEvents } = {},
+): ApprovalDeps {
+  return {
+    db,
+    clock: o.clock ?? systemClock,
+    users: o.users ?? new SystemUsers(),
+    policy: { approval: config.approval, limits: config.limits },
+    instanceId: o.instanceId,
+    logger: o.logger,
+    events: o.events,
+  };
 }

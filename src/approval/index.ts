@@ -7,6 +7,7 @@
  */
 export {
   decideApproval,
+  approvalDepsFrom,
   figuresOf,
   reasonsOf,
   ROLLING_WINDOW_MS,

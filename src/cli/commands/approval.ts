@@ -8,7 +8,6 @@
  */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ApprovalError, decideApproval, SystemUsers, type ApprovalRequest, type UserDirectory } from '../../approval/index.js';
-import { systemClock } from '../../domain/clock.js';
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch } from '../../store/index.js';
 import { print } from '../output.js';
 
@@ -72,10 +71,7 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
       comment: a.comment,
       reason: a.reason,
     };
-    const result = await decideApproval(
-      { db, clock: systemClock, users, policy: { approval: config.approval, limits: config.limits }, instanceId: `cli:${invoker.name}` },
-      request,
-    );
+    const result = await decideApproval(approvalDepsFrom(config, db, { users, instanceId: `cli:${invoker.name}` }), request);
     print(result.message);
   } finally {
     await closeDatabase(db);
