@@ -7,7 +7,14 @@
  * service account may use it.
  */
 import type { ResolvedConfig } from '../../config/index.js';
-import { ApprovalError, decideApproval, SystemUsers, type ApprovalRequest, type UserDirectory } from '../../approval/index.js';
+import {
+  ApprovalError,
+  approvalDepsFrom,
+  decideApproval,
+  SystemUsers,
+  type ApprovalRequest,
+  type UserDirectory,
+} from '../../approval/index.js';
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch } from '../../store/index.js';
 import { print } from '../output.js';
 
