@@ -8,32 +8,16 @@
 export {
   decideApproval,
   approvalDepsFrom,
-  figuresOf,
-  reasonsOf,
-  ROLLING_WINDOW_MS,
   type ApprovalDeps,
   type ApprovalEvent,
   type ApprovalEvents,
-  type ApprovalOutcome,
   type ApprovalRequest,
   type ApprovalResult,
-  type ApprovalVia,
 } from './decide.js';
 export { ApprovalError, isApprovalError, type ApprovalErrorCode } from './errors.js';
-export { approvalAtAcceptance, expireDueApprovals, type GateVerdict } from './gate.js';
-export { readApproval, approvalViewOf, approvalAuditText, decisionText, type ApprovalView, type ApprovalDecisionView } from './audit.js';
-export { ApprovalFiles, parseApprovalFile, type ApprovalFileOptions, type ApprovalFileContent } from './files.js';
-export {
-  assess,
-  limitBreaches,
-  thresholdReasons,
-  mayApprove,
-  totalsText,
-  awaitingApprovalText,
-  type ApprovalPolicy,
-  type ApprovalReason,
-  type Assessment,
-  type BatchFigures,
-} from './policy.js';
-export { SystemUsers, type UserDirectory, type SystemUserOptions } from './users.js';
+export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
+export { readApproval, approvalAuditText, decisionText, type ApprovalView } from './audit.js';
+export { ApprovalFiles, parseApprovalFile } from './files.js';
+export { assess, totalsText, type ApprovalPolicy } from './policy.js';
+export { SystemUsers, type UserDirectory } from './users.js';
 export { rulesWithRowLimits } from './row-limits.js';

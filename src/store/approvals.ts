@@ -96,18 +96,6 @@ export async function listApprovalEntries(db: Database | Knex.Transaction, batch
   return rows.map(fromRow);
 }
 
-/** The decisions of several batches (the reconciliation report), by batch. */
-export async function approvalEntriesOf(db: Database, batchIds: readonly string[]): Promise<Map<string, ApprovalEntry[]>> {
-  const out = new Map<string, ApprovalEntry[]>();
-  for (let i = 0; i < batchIds.length; i += 500) {
-    const rows = (await db('batch_approvals')
-      .whereIn('batch_id', batchIds.slice(i, i + 500))
-      .orderBy('id')) as Record<string, unknown>[];
-    for (const e of rows.map(fromRow)) out.set(e.batchId, [...(out.get(e.batchId) ?? []), e]);
-  }
-  return out;
-}
-
 /**
  * What the batches let go in the last 24 hours (from `since`), and those still being paid, add up to per
  * payout currency, the batch `excludeId` aside: the totals each counted when it was let go (conservative: a

@@ -1,17 +1,12 @@
-/**
- * How a file in the inbox ends: a one-byte read at the size judged stable.
- * Honest exports end with a line break; an upload cut short mostly does not.
- */
+/** How a file in the inbox ends (a one-byte read): honest exports end with a line break, a cut upload mostly does not. */
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { errnoCode } from './errors.js';
 
 const LINE_FEED = 0x0a;
 
-/**
- * True when the byte at `size - 1` is `\n`, false when it is not or the file is empty; null when the
- * path no longer holds that inode (gone or replaced): judge it again on the next pass.
- */
+/** Whether the byte at `size - 1` is `
+` (false for an empty file); null when the path no longer holds that inode. */
 export async function endsWithLineBreak(path: string, ino: number, size: number): Promise<boolean | null> {
   if (size === 0) return false;
   let handle;
