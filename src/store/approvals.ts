@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
-import { moveRows } from './moves.js';
+import { readyRowsNotSubmitted } from './holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
 
 /** The transaction a decision runs in (withBatchForDecision). */
@@ -136,16 +136,7 @@ export async function endUnpaid(
   end: { approvalState: string; code: string; reason: string },
   now: number,
 ): Promise<number> {
-  const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
-  const moved = await moveRows(
-    trx,
-    ids,
-    'READY',
-    'NOT_SUBMITTED',
-    { reasonCode: end.code, reason: end.reason },
-    { event: 'not-approved', detail: end.reason },
-    now,
-  );
+  const moved = await readyRowsNotSubmitted(trx, batchId, { code: end.code, reason: end.reason, event: 'not-approved' }, now);
   await trx('batches').where({ id: batchId }).update({
     approval_state: end.approvalState,
     hold_code: null,
@@ -155,7 +146,7 @@ export async function endUnpaid(
     reject_reason: end.reason,
     updated_at: now,
   });
-  return moved.length;
+  return moved;
 }
 
 /** The approvals a batch needs are in and the limits allow it: it is let go. Only the approval's own hold ends. */
