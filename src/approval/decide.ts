@@ -173,7 +173,8 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
       `the SHA-256 given (${sha256.slice(0, 12)}…) is not that of batch ${batch.id}'s file (${batch.sha256.slice(0, 12)}…): copy it from this batch's ack`,
     );
   }
-  if (r.decision === 'approve' && batch.uploadedBy && batch.uploadedBy === r.approver) {
+  const sameUid = r.approverUid != null && batch.uploadedByUid != null && r.approverUid === batch.uploadedByUid;
+  if (r.decision === 'approve' && ((batch.uploadedBy && batch.uploadedBy === r.approver) || sameUid)) {
     return new ApprovalError(
       'APPROVAL_OWN_UPLOAD',
       `${r.approver} uploaded batch ${batch.id} and cannot approve it: another approver must`,

@@ -96,6 +96,10 @@ describe('decideApproval', () => {
       decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver, via: 'console' });
     await expect(ask('uma')).rejects.toMatchObject({ code: 'APPROVAL_OWN_UPLOAD' });
     await expect(ask('out')).rejects.toMatchObject({ code: 'APPROVAL_NOT_ALLOWED' });
+    // The uploader's uid under another name (two names for one uid) is still the uploader.
+    await expect(
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ana', approverUid: 1001, via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_OWN_UPLOAD' });
     expect((await getBatch(t.db, b.id))?.approvalState).toBe('REQUIRED');
     const r = await ask('gus');
     expect(r.outcome).toBe('released');
