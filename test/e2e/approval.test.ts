@@ -8,11 +8,12 @@
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BIN, childEnv, startE2e, waitFor, type BatchStatus, type E2e } from './harness.js';
+import { SftpServer, sftpSkipReason } from '../support/sftp.js';
 import { IS_ROOT, WHY_SKIPPED, approvalText, dropOwned, machineUsers, phpCsv, unknownUid, waitForReply } from './approval-world.js';
 
 const run = promisify(execFile);
@@ -314,4 +315,59 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     ).toEqual([b.id, other.id].sort());
     expect(daemon.logs.some((l) => l.msg?.startsWith('approval file refused'))).toBe(true);
   });
+
+  const noSftp = sftpSkipReason();
+  it.skipIf(noSftp !== null)(
+    `over real SFTP: the login is the owner, so the uploader cannot approve and another user can${noSftp ? ` (skipped: ${noSftp})` : ''}`,
+    async () => {
+      const u = UPLOADER as { name: string; uid: number };
+      const a = ALICE as { name: string; uid: number };
+      const sftp = await SftpServer.start({ sftpOnlyUsers: [u.name, a.name] });
+      try {
+        const e2e = await world({ required: 'always' });
+        // Finance users write into the inbox and the approvals folder (as the SFTP group would).
+        for (const d of [e2e.dir, e2e.inbox, e2e.approvals]) await chmod(d, 0o777);
+        await e2e.startDaemon();
+        const local = join(e2e.dir, 'local');
+        await mkdir(local);
+        await chmod(local, 0o755);
+        await writeFile(join(local, 'sftp.csv'), phpCsv('SFTP', 2, '10.00'), { mode: 0o644 });
+        await sftp.upload({
+          source: join(local, 'sftp.csv'),
+          targetDir: e2e.inbox,
+          remoteName: 'sftp.csv',
+          rateKbit: 100_000,
+          user: u.name,
+        });
+        const b = await batchOf(e2e, 'sftp.csv', awaiting, 'sftp.csv to wait for approval');
+        expect(b.approval?.uploadedBy).toBe(u.name);
+
+        await writeFile(join(local, 'approve'), approvalText(b.id, b.sha256), { mode: 0o644 });
+        await sftp.upload({
+          source: join(local, 'approve'),
+          targetDir: e2e.approvals,
+          remoteName: `${b.id}.approve`,
+          rateKbit: 100_000,
+          user: u.name,
+        });
+        expect((await waitForReply(e2e.outbox, `${b.id}.approve`)).fields).toMatchObject({
+          result: 'REFUSED',
+          code: 'APPROVAL_OWN_UPLOAD',
+        });
+        expect(e2e.ledger()).toEqual([]);
+        await sftp.upload({
+          source: join(local, 'approve'),
+          targetDir: e2e.approvals,
+          remoteName: `${b.id}.approve`,
+          rateKbit: 100_000,
+          user: a.name,
+        });
+        expect((await waitForReply(e2e.outbox, `${b.id}.approve`, 1)).fields).toMatchObject({ result: 'APPLIED', approver: a.name });
+        await batchOf(e2e, 'sftp.csv', (x) => x.state === 'COMPLETE', 'sftp.csv paid');
+        expect(e2e.ledger()).toHaveLength(2);
+      } finally {
+        await sftp.close();
+      }
+    },
+  );
 });
