@@ -14,6 +14,7 @@ import {
   endUnpaid,
   getBatch,
   markApproved,
+  recordBatchEvent,
   insertApprovalEntry,
   listApprovalEntries,
   rollingTotals,
@@ -41,19 +42,6 @@ import { SystemUsers, type UserDirectory } from './users.js';
 /** The rolling window of the 24-hour limits. */
 export const ROLLING_WINDOW_MS = 24 * 3_600_000;
 
-export interface ApprovalEvents {
-  /** Called inside the decision's transaction (notifications are stored with the change). */
-  onDecision?(trx: DecisionTransaction, event: ApprovalEvent): Promise<void>;
-}
-
-export interface ApprovalEvent {
-  type: 'awaiting-approval' | 'approved' | 'approval-rejected' | 'approval-expired';
-  batch: BatchRecord;
-  approver: string | null;
-  comment: string | null;
-  figures: BatchFigures;
-}
-
 export interface ApprovalDeps {
   db: Database;
   clock: Clock;
@@ -61,7 +49,6 @@ export interface ApprovalDeps {
   users: UserDirectory;
   logger?: Logger;
   instanceId?: string;
-  events?: ApprovalEvents;
 }
 
 export type ApprovalVia = 'cli' | 'sftp' | 'console';
@@ -253,7 +240,7 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
     if (r.decision === 'reject') {
       const reason = `rejected by ${r.approver} (${r.via}): ${entry.comment ?? ''}`;
       await endUnpaid(trx, b.id, { approvalState: 'REJECTED', code: 'APPROVAL_REJECTED', reason }, now);
-      await deps.events?.onDecision?.(trx, { type: 'approval-rejected', batch: b, approver: r.approver, comment: entry.comment, figures });
+      await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: r.approver, via: r.via, reason }, at: now });
       return { result: result('rejected', b, r, figures, 0, `batch ${b.id} rejected: none of its rows will be paid (${reason})`) };
     }
     const approvers = new Set([...entries, entry].filter((e) => e.round === round && e.decision === 'approve').map((e) => e.approver));
@@ -309,6 +296,7 @@ async function release(
   if (fresh.length > 0 && policy.limits.onExceeded === 'refuse') {
     const reason = `approved, but at release ${fresh.map((f) => f.text).join('; ')}: not paid`;
     await insertApprovalEntry(trx, { ...daemonEntry, decision: 'refuse-limit', comment: reason });
+    await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: null, code: 'LIMIT_EXCEEDED', reason }, at: now });
     await endUnpaid(trx, b.id, { approvalState: 'REFUSED', code: 'LIMIT_EXCEEDED', reason }, now);
     return result('refused-limit', b, r, figures, approvals, `batch ${b.id}: ${reason}`);
   }
@@ -336,7 +324,12 @@ async function release(
     );
   }
   await markApproved(trx, b.id, now);
-  await deps.events?.onDecision?.(trx, { type: 'approved', batch: b, approver: r.approver, comment: entry.comment, figures });
+  await recordBatchEvent(trx, {
+    batchId: b.id,
+    type: 'approved',
+    data: { by: r.approver, via: r.via, comment: entry.comment, sha256: b.sha256, totals: figures.totals },
+    at: now,
+  });
   return result(
     'released',
     b,
@@ -354,7 +347,7 @@ async function release(
 export function approvalDepsFrom(
   config: { approval: ApprovalPolicy['approval']; limits: ApprovalPolicy['limits'] },
   db: Database,
-  o: { clock?: Clock; users?: UserDirectory; instanceId?: string; logger?: Logger; events?: ApprovalEvents } = {},
+  o: { clock?: Clock; users?: UserDirectory; instanceId?: string; logger?: Logger } = {},
 ): ApprovalDeps {
   return {
     db,
@@ -363,6 +356,5 @@ export function approvalDepsFrom(
     policy: { approval: config.approval, limits: config.limits },
     instanceId: o.instanceId,
     logger: o.logger,
-    events: o.events,
   };
 }

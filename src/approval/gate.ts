@@ -12,6 +12,7 @@ import {
   endUnpaid,
   insertApprovalEntry,
   listExpiredApprovals,
+  recordBatchEvent,
   readyRequestPages,
   rollingTotals,
   updateBatch,
@@ -70,7 +71,6 @@ export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecor
       now,
     );
     const hold = await holdForApproval(trx, batch.id, reason, now);
-    await deps.events?.onDecision?.(trx, { type: 'awaiting-approval', batch, approver: null, comment: null, figures });
     return { kind: 'hold', hold };
   });
 }
@@ -105,7 +105,7 @@ export async function expireDueApprovals(deps: ApprovalDeps): Promise<string[]> 
         instanceId: deps.instanceId ?? null,
       });
       await endUnpaid(trx, id, { approvalState: 'EXPIRED', code: 'APPROVAL_EXPIRED', reason }, now);
-      await deps.events?.onDecision?.(trx, { type: 'approval-expired', batch: b, approver: null, comment: reason, figures: figuresOf(b) });
+      await recordBatchEvent(trx, { batchId: id, type: 'approval-rejected', data: { by: null, expired: true, reason }, at: now });
       return true;
     });
     if (done) {

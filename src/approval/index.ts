@@ -5,15 +5,7 @@
  * decideApproval), is rejected, or expires. Limits are checked at acceptance
  * and again at release. See docs/approval.md.
  */
-export {
-  decideApproval,
-  approvalDepsFrom,
-  type ApprovalDeps,
-  type ApprovalEvent,
-  type ApprovalEvents,
-  type ApprovalRequest,
-  type ApprovalResult,
-} from './decide.js';
+export { decideApproval, approvalDepsFrom, type ApprovalDeps, type ApprovalRequest, type ApprovalResult } from './decide.js';
 export { ApprovalError, isApprovalError, type ApprovalErrorCode } from './errors.js';
 export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
 export { readApproval, approvalAuditText, decisionText, type ApprovalView } from './audit.js';

@@ -10,6 +10,7 @@ import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { BatchHold } from '../domain/holds.js';
+import type { BatchEventInput } from '../domain/batch-events.js';
 import {
   type Database,
   claimBatchLease,
@@ -30,6 +31,9 @@ import {
 import { BatchReadError, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
+
+/** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
+type BatchEventChange = Omit<BatchEventInput, 'batchId'>;
 
 export interface IntakeOptions {
   format: BatchFormatOptions;
@@ -239,9 +243,9 @@ export class BatchIntake {
   }
 
   /** Writes `patch` to the batch's record and returns the record as it now is. */
-  private async move(batch: BatchRecord, patch: Partial<BatchRecord>): Promise<BatchRecord> {
+  private async move(batch: BatchRecord, patch: Partial<BatchRecord>, event?: BatchEventChange): Promise<BatchRecord> {
     const now = this.deps.clock.now();
-    await updateBatch(this.deps.db, batch.id, patch, now);
+    await updateBatch(this.deps.db, batch.id, patch, now, event);
     return { ...batch, ...patch, updatedAt: now };
   }
 
@@ -253,12 +257,11 @@ export class BatchIntake {
   private async markDuplicate(received: BatchRecord, earlier: BatchRecord): Promise<BatchRecord> {
     const { clock, logger } = this.deps;
     const reason = `duplicate file: the same content (sha256 ${received.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
-    const batch = await this.move(received, {
-      state: 'DUPLICATE',
-      duplicateOf: earlier.id,
-      rejectCode: 'DUPLICATE_FILE',
-      rejectReason: reason,
-    });
+    const batch = await this.move(
+      received,
+      { state: 'DUPLICATE', duplicateOf: earlier.id, rejectCode: 'DUPLICATE_FILE', rejectReason: reason },
+      { type: 'rejected', data: { code: 'DUPLICATE_FILE', reason, duplicateOf: earlier.id } },
+    );
     await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(batch, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
     return this.stored(batch.id);
@@ -290,13 +293,19 @@ export class BatchIntake {
     const hold =
       (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
-    const accepted = await this.move(held, {
-      ...counts,
-      state: 'ACTIVE',
-      acceptedAt: clock.now(),
-      leaseOwner: null,
-      leaseExpiresAt: null,
-    });
+    const accepted = await this.move(
+      held,
+      { ...counts, state: 'ACTIVE', acceptedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+      {
+        type: 'accepted',
+        data: {
+          rows: parse.rowCount,
+          ...counts,
+          totals: { ...parse.totals },
+          hold: hold ? { code: hold.code, reason: hold.reason } : null,
+        },
+      },
+    );
     await this.writeOutbox(accepted.id, () => effects.writeAck(accepted), { ackWrittenAt: clock.now() });
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
@@ -311,7 +320,11 @@ export class BatchIntake {
     reason: string,
   ): Promise<BatchRecord> {
     const { clock, logger, effects } = this.deps;
-    const rejected = await this.move(read, { ...counts, state: 'REJECTED', rejectCode: code, rejectReason: reason });
+    const rejected = await this.move(
+      read,
+      { ...counts, state: 'REJECTED', rejectCode: code, rejectReason: reason },
+      { type: 'rejected', data: { code, reason, rows: read.rowCount, ...counts } },
+    );
     await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, reason), { ackWrittenAt: clock.now() });
     await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${reason}`);
@@ -387,7 +400,11 @@ export class BatchIntake {
         );
       }
     }
-    const rejected = await this.move(batch, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath });
+    const rejected = await this.move(
+      batch,
+      { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath },
+      { type: 'rejected', data: { code, reason } },
+    );
     await this.writeOutbox(rejected.id, () => this.deps.effects.writeFileRejection(rejected, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: basename(rejected.fileName), code }, `batch file refused: ${reason}`);
     return this.stored(rejected.id);

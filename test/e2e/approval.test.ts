@@ -8,7 +8,7 @@
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, chmod, mkdir, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -28,7 +28,7 @@ interface ApprovalJson {
   decisions: { decision: string; approver: string | null; via: string; comment: string | null }[];
 }
 
-type WithApproval = BatchStatus & { sha256: string; storedPath: string; approval: ApprovalJson | null };
+type WithApproval = BatchStatus & { approval?: ApprovalJson | null };
 
 const [UPLOADER, ALICE, BOB, OUTSIDER] = IS_ROOT ? machineUsers(4) : [];
 
@@ -213,7 +213,9 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
 
     const b = await dropAwaiting(e2e, 'grow.csv', phpCsv('GROW', 2, '10.00'));
     // The sender's session writes on into the taken file.
-    await appendFile(b.storedPath, phpCsv('MORE', 1, '99999.00').split('\n')[1] + '\n');
+    const claimed = join(e2e.stateDir, 'claimed');
+    const stored = (await readdir(claimed)).find((n) => n.endsWith('__grow.csv')) as string;
+    await appendFile(join(claimed, stored), phpCsv('MORE', 1, '99999.00').split('\n')[1] + '\n');
     await approvalFile(e2e, `${b.id}.approve`, approvalText(b.id, b.sha256), a.uid);
     expect((await waitForReply(e2e.outbox, `${b.id}.approve`)).fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_FILE_CHANGED' });
     const after = await batchOf(e2e, 'grow.csv', () => true, 'grow.csv');

@@ -23,7 +23,7 @@ interface Decision {
   approver: string | null;
   via: string;
 }
-type WithApproval = BatchStatus & { sha256: string; approval: { state: string; decisions: Decision[] } | null };
+type WithApproval = BatchStatus & { approval?: { state: string; decisions: Decision[] } | null };
 
 const skip = !pgReachable || !IS_ROOT;
 const why = !IS_ROOT ? ` (skipped: ${WHY_SKIPPED})` : '';

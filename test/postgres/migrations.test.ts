@@ -113,6 +113,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
       [
         'batch_approvals',
         'batch_errors',
+        'batch_events',
         'batches',
         'file_claims',
         'payout_history',
