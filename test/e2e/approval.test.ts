@@ -78,7 +78,8 @@ async function cliAs(
   }
 }
 
-describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY_SKIPPED})`}`, () => {
+// Each test is a daemon's life of several decisions, each a round trip through the folders: more than the default time.
+describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY_SKIPPED})`}`, { timeout: 180_000 }, () => {
   it('a batch over the threshold waits; the uploader cannot approve it; another user releases it', async () => {
     const e2e = await world({ required: 'above-thresholds', thresholds: { batchTotal: { PHP: '1000' } } });
     const daemon = await e2e.startDaemon();

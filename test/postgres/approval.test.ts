@@ -28,7 +28,7 @@ type WithApproval = BatchStatus & { approval?: { state: string; decisions: Decis
 const skip = !pgReachable || !IS_ROOT;
 const why = !IS_ROOT ? ` (skipped: ${WHY_SKIPPED})` : '';
 
-describe.skipIf(skip)(`postgres: approval with two instances${why}`, () => {
+describe.skipIf(skip)(`postgres: approval with two instances${why}`, { timeout: 180_000 }, () => {
   const schema = useTestSchema();
 
   it('each approval is applied once, whichever instance sees it', async () => {

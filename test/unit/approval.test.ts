@@ -23,7 +23,7 @@ import {
 import { invokingUser } from '../../src/cli/commands/approval.js';
 import { configSchema } from '../../src/config/schema.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { getBatch, insertBatch, receivedBatch, updateBatch, type Database } from '../../src/store/index.js';
+import { getBatch, insertBatch, listBatchEvents, receivedBatch, updateBatch, type Database } from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
 
 const USERS: Record<number, string> = { 1001: 'uma', 1002: 'ana', 1003: 'ben', 1004: 'gus', 1005: 'out' };
@@ -107,6 +107,8 @@ describe('decideApproval', () => {
     expect([after?.approvalState, after?.holdCode, after?.releasedAt]).toEqual(['APPROVED', null, clock.now()]);
     const view = await readApproval(t.db, b.id);
     expect(view?.decisions).toMatchObject([{ decision: 'approve', approver: 'gus', via: 'console', sha256: b.sha256 }]);
+    // The notification is stored with the decision, once; refusals store none.
+    expect((await listBatchEvents(t.db, b.id)).map((e) => [e.type, e.data.by])).toEqual([['approved', 'gus']]);
   });
 
   it('refuses a decision before the ack, a wrong hash, an unknown batch, and a rejection without a reason', async () => {
@@ -168,6 +170,7 @@ describe('decideApproval', () => {
     expect(rejected.outcome).toBe('rejected');
     expect(await getBatch(t.db, r.id)).toMatchObject({ approvalState: 'REJECTED', rejectCode: 'APPROVAL_REJECTED', holdCode: null });
     expect((await getBatch(t.db, r.id))?.rejectReason).toContain('rejected by ben (sftp): wrong file');
+    expect((await listBatchEvents(t.db, r.id)).map((e) => [e.type, e.data.by])).toEqual([['approval-rejected', 'ben']]);
 
     const x = await waitingBatch(t.db, clock, 'B20261127-100000-abcdef');
     expect(await expireDueApprovals(deps())).toEqual([]);
