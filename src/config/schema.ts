@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { isKnownTimeZone } from '../domain/time-zone.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
+import { approvalSchema, limitsSchema } from './approval-schema.js';
 import { BATCH_EVENT_TYPES } from '../domain/batch-events.js';
 
 const ms = (def: number) => z.number().int().min(0).default(def);
@@ -134,6 +135,8 @@ export const configSchema = z
         outbox: z.string().default('./var/outbox'),
         /** Database, claimed and rejected files. On the inbox's filesystem: a file is claimed by a rename. */
         stateDir: z.string().default('./var/state'),
+        /** Approval files (`<batch id>.approve`/`.reject`, docs/approval.md); default `approvals` beside the inbox. Taken by a rename. */
+        approvals: z.string().optional(),
         /** Create missing folders at start. Default: yes without a config file, no with one (a misspelled path?). */
         create: z.boolean().optional(),
       })
@@ -278,6 +281,10 @@ export const configSchema = z
         eventRetentionDays: positive(30),
       })
       .prefault({}),
+    /** Approval before money moves: who approves which batches, and for how long they wait (docs/approval.md). */
+    approval: approvalSchema,
+    /** Per-currency limits: largest row, largest batch, rolling 24 hours (docs/approval.md). */
+    limits: limitsSchema,
     notify: notifySchema,
     /** Several instances on one PostgreSQL database (database.client pg). */
     instance: z

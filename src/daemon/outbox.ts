@@ -1,6 +1,7 @@
 /** BatchOutbox: what finance receives for a batch, built from the database: ack, result and summary, interim report. */
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { approvalAuditText, readApproval } from '../approval/index.js';
 import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
@@ -205,7 +206,8 @@ export class BatchOutbox {
     const hook = this.midResultFile;
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
     const identity = identityOf(batch);
-    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom });
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
+    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval });
     await this.twin(identity, 'result', async () => {
       const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
       await writeSummaryXlsx(this.dir, identity, xlsx.summary, this.xlsxOptions());

@@ -138,17 +138,27 @@ export async function writeResultFiles(
   dir: string,
   identity: BatchIdentity,
   outcomes: Rows<RowOutcome>,
-  opts: OutboxOptions = {},
+  opts: ResultWriteOptions = {},
 ): Promise<ResultFiles> {
   const resultPath = join(dir, resultFileName(identity.outboxName ?? identity.fileName));
   const summaryPath = join(dir, summaryFileName(identity.outboxName ?? identity.fileName));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
   const records = resultRecords({ requireTerminal: true, summary: acc });
-  await writeFileAtomic(resultPath, csvChunksOf(RESULT_COLUMNS, outcomes, records, { bom }), opts);
+  // A batch that went through approval carries its audit in a last column of both files; others stay as they were.
+  const audit = opts.approval ?? null;
+  const withAudit = <T extends readonly string[]>(columns: T): readonly string[] => (audit === null ? columns : [...columns, 'approval']);
+  const resultOf = audit === null ? records : (o: RowOutcome): string[] => [...records(o), audit];
+  await writeFileAtomic(resultPath, csvChunksOf(withAudit(RESULT_COLUMNS), outcomes, resultOf, { bom }), opts);
   const summary = acc.summary();
-  await writeFileAtomic(summaryPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
+  const summaryLines = summary.rows.map(summaryRecord).map((r) => (audit === null ? r : [...r, audit]));
+  await writeFileAtomic(summaryPath, csvChunks(withAudit(SUMMARY_COLUMNS), summaryLines, { bom }), opts);
   return { resultPath, summaryPath, summary };
+}
+
+export interface ResultWriteOptions extends OutboxOptions {
+  /** The batch's approval audit in words (src/approval): written in an `approval` column of the result and summary. */
+  approval?: string | null;
 }
 
 /** The result format for a batch still in progress (PENDING rows allowed), at a path the caller chooses. */

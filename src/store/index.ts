@@ -71,3 +71,14 @@ export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow }
 export { resultRowPages, type BatchResultRow } from './results.js';
 export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';
+export {
+  withBatchForDecision,
+  insertApprovalEntry,
+  listApprovalEntries,
+  rollingTotals,
+  endUnpaid,
+  markApproved,
+  listExpiredApprovals,
+  type ApprovalEntry,
+  type DecisionTransaction,
+} from './approvals.js';

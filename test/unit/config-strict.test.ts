@@ -47,7 +47,7 @@ describe('config: unknown options', () => {
 
   it('lists the valid keys when none is near', () => {
     expect(problems('foo: bar\n')).toEqual([
-      'foo: unknown option (top-level options: api, batch, database, inbox, instance, log, metrics, notify, outbox, paths, poll, retention, sandbox, shutdownGraceMs, startup, submit, webhook)',
+      'foo: unknown option (top-level options: api, approval, batch, database, inbox, instance, limits, log, metrics, notify, outbox, paths, poll, retention, sandbox, shutdownGraceMs, startup, submit, webhook)',
     ]);
   });
 

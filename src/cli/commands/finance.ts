@@ -1,7 +1,7 @@
 /** Finance commands: `payoutd report --since` (the reconciliation report) and `payoutd retry-file --batch`. */
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { ResolvedConfig } from '../../config/index.js';
+import { approvalInUse, type ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
 import {
@@ -70,8 +70,11 @@ export async function reconciliationReport(
   const period = reportPeriod(args.since, args.until, clock.now());
   const path = resolve(args.out ?? reconciliationFileName(period));
   return withStore(config, async (db) => {
+    // With approval in use, each row carries its batch's approval audit (who approved what, when, how).
+    const audit = approvalInUse(config.approval, config.limits) ? await import('../../approval/index.js') : null;
     const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
       bom: config.outbox.bom,
+      approvalOf: audit ? async (batchId) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined,
     });
     let xlsxPath: string | null = null;
     if (args.xlsx ?? config.outbox.xlsx) {
