@@ -6,6 +6,7 @@ import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { getBatch } from '../../store/index.js';
 import { parseBatchFile } from '../../ingest/csv/index.js';
 import type { RowError } from '../../ingest/rules/index.js';
+import { rulesWithRowLimits } from '../../approval/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
 
@@ -17,6 +18,7 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
       xlsx: config.outbox.xlsx,
       retryFiles: false,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
     });
     const path = resolve(out ?? `${outboxName(batch)}.report-${new Date().toISOString().replace(/[:.]/g, '')}.csv`);
     await outbox.writeInterim(batch, path);
@@ -36,7 +38,7 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   const rowErrors: RowError[] = [];
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
-    rules: config.batch.rules,
+    rules: rulesWithRowLimits(config.batch.rules, config.limits),
     onRows: async (rows) => {
       for (const r of rows) {
         rowErrors.push(...r.errors);
