@@ -7,7 +7,7 @@
 import { ConsoleError } from './errors.js';
 
 export interface ApprovalDecisionRecord {
-  decision: 'approve' | 'reject';
+  decision: string;
   approver: string;
   via: string;
   at: number;
@@ -19,6 +19,8 @@ export interface ApprovalView {
   awaiting: boolean;
   /** Why it waits (the policy that asked for an approval), in words. */
   reason: string | null;
+  /** Who uploaded the batch, as the approval audit has it (a console upload: the console user). */
+  uploadedBy?: string | null;
   decisions: ApprovalDecisionRecord[];
 }
 
@@ -35,7 +37,8 @@ export interface ApprovalDecision {
 export interface Approvals {
   readonly available: boolean;
   read(batchId: string): Promise<ApprovalView | null>;
-  decide(decision: ApprovalDecision): Promise<void>;
+  /** Records the decision; says in a sentence what became of the batch. */
+  decide(decision: ApprovalDecision): Promise<string>;
 }
 
 export const noApprovals: Approvals = {

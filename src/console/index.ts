@@ -5,6 +5,7 @@
  */
 export { ConsoleServer } from './server.js';
 export { noApprovals } from './approvals.js';
+export { approvalsThrough } from './approval-port.js';
 export { type Role } from './roles.js';
 export { addUser, setPassword, setRole, unlockUser, removeUser, listUsers } from './users.js';
 export { hashPassword, verifyPassword } from './passwords.js';

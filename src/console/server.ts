@@ -340,7 +340,7 @@ export class ConsoleServer {
     const out: BatchListItem[] = [];
     for (const b of batches) {
       const approval = await this.o.approvals.read(b.id);
-      out.push(await listItem(this.o.db, b, uploaders.get(b.id) ?? null, approval, now));
+      out.push(await listItem(this.o.db, b, uploaders.get(b.id) ?? b.uploadedBy ?? null, approval, now));
     }
     return out;
   }
@@ -380,7 +380,7 @@ export class ConsoleServer {
   }
 
   private async itemOf(batch: BatchRecord): Promise<{ item: BatchListItem; uploader: string | null }> {
-    const uploader = (await consoleUploaderOf(this.o.db, batch)) ?? null;
+    const uploader = (await consoleUploaderOf(this.o.db, batch)) ?? batch.uploadedBy ?? null;
     const approval = await this.o.approvals.read(batch.id);
     return { item: await listItem(this.o.db, batch, uploader, approval, this.o.now()), uploader };
   }
@@ -541,15 +541,23 @@ export class ConsoleServer {
       return this.approveForm(req, res, id, 'The file is not the one shown when this page was opened: check it again.');
     }
     const approver = this.who(req).user;
-    await this.o.approvals.decide({
-      batchId: id,
-      sha256: batch.sha256,
-      decision,
-      approver,
-      via: 'console',
-      ...(comment ? { comment } : {}),
-    });
-    this.o.logger.info({ user: approver, batchId: id, decision }, 'console: approval decision recorded');
+    let message: string;
+    try {
+      message = await this.o.approvals.decide({
+        batchId: id,
+        sha256: batch.sha256,
+        decision,
+        approver,
+        via: 'console',
+        ...(comment ? { comment } : {}),
+      });
+    } catch (err) {
+      // The decision's own refusals (not an approver under the policy, decided already, the file changed) shown as they are.
+      if (!(err instanceof ConsoleError)) throw err;
+      this.o.logger.warn({ user: approver, batchId: id, code: err.code }, `console: decision refused: ${err.message}`);
+      return this.approveForm(req, res, id, `${err.message}.`);
+    }
+    this.o.logger.info({ user: approver, batchId: id, decision }, `console: ${message}`);
     this.redirect(res, `/batches/${id}`);
   }
 

@@ -164,20 +164,22 @@ export function timelineOf(
 ): TimelineEvent[] {
   const by = uploader ? ` (uploaded by ${uploader} in the console)` : '';
   if (events.length > 0) {
+    // Decisions come from the approval audit, which names who decided, how and why.
+    const audited = (approval?.decisions.length ?? 0) > 0;
     const out = events
-      .filter((e) => e.type !== 'progress')
+      .filter((e) => e.type !== 'progress' && !(audited && (e.type === 'approved' || e.type === 'approval-rejected')))
       .map((e) => ({ at: e.createdAt, what: e.type === 'received' ? `received${by}` : eventWords(e) }));
-    const told = new Set(events.map((e) => e.type));
-    if (!told.has('approved') && !told.has('approval-rejected')) out.push(...decisionEvents(approval));
+    out.push(...decisionEvents(approval));
     return out.sort((a, b) => a.at - b.at);
   }
   return recordTimeline(batch, by, approval);
 }
 
 function decisionEvents(approval: ApprovalView | null): TimelineEvent[] {
+  const verb: Record<string, string> = { approve: 'approved', reject: 'rejected', expire: 'approval expired', void: 'approvals void' };
   return (approval?.decisions ?? []).map((d) => ({
     at: d.at,
-    what: `${d.decision === 'approve' ? 'approved' : 'rejected'} by ${d.approver} (${d.via})${d.comment ? `: ${d.comment}` : ''}`,
+    what: `${verb[d.decision] ?? d.decision} by ${d.approver} (${d.via})${d.comment ? `: ${d.comment}` : ''}`,
   }));
 }
 

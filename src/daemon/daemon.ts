@@ -20,6 +20,7 @@ import {
   isPostgres,
   markInterruptedCreatesUnknown,
   listFinishedActiveBatches,
+  consoleUploaderOf,
 } from '../store/index.js';
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
@@ -160,8 +161,15 @@ export class PayoutDaemon {
         },
         holds: this.holds,
         approval: approval ? { atAcceptance: (b) => approvalAtAcceptance(approval, b) } : undefined,
-        uploaderOf: async (path) => {
-          const { uid } = await lstat(path);
+        uploaderOf: async (claimed) => {
+          // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with its name and bytes.
+          const viaConsole = await consoleUploaderOf(db, {
+            fileName: claimed.originalName,
+            sha256: claimed.sha256,
+            receivedAt: clock.now(),
+          });
+          if (viaConsole !== undefined) return { uid: null, name: viaConsole };
+          const { uid } = await lstat(claimed.storedPath);
           return { uid, name: await users.nameOfUid(uid) };
         },
         afterChunkStored: fault ? () => fault('mid-read') : undefined,

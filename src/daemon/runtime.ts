@@ -14,7 +14,8 @@ import type { PayoutdMetrics } from '../metrics/index.js';
 import type { WebhookReceiver } from '../webhook/index.js';
 import type { ConsoleServer } from '../console/index.js';
 import { outboxName } from './outbox.js';
-import { readWebhookSecret } from '../config/index.js';
+import { approvalInUse, readWebhookSecret } from '../config/index.js';
+import { approvalDepsFrom } from '../approval/index.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 import { checkFolders, checkPayoutService } from './startup-checks.js';
 
@@ -108,7 +109,11 @@ export async function startDaemon(
     }
     if (config.console.enabled) {
       const c = config.console;
-      const { ConsoleServer, noApprovals } = await import('../console/index.js');
+      const { ConsoleServer, noApprovals, approvalsThrough } = await import('../console/index.js');
+      // The console decides through the same function as the CLI and approval files, recording the same audit.
+      const approvals = approvalInUse(config.approval, config.limits)
+        ? approvalsThrough(approvalDepsFrom(config, db, { clock, logger }))
+        : noApprovals;
       consoleServer = new ConsoleServer({
         host: c.host,
         port: c.port,
@@ -120,7 +125,7 @@ export async function startDaemon(
         stateDir: config.paths.stateDir,
         inboxIgnore: config.inbox.ignore,
         outboxNameOf: outboxName,
-        approvals: noApprovals,
+        approvals,
         trustedProxies: c.trustedProxies,
         userHeader: c.userHeader,
         sessionMs: c.sessionMs,

@@ -80,7 +80,7 @@ export interface IntakeDeps {
   /** With approval or limits in use; without, every accepted batch is let go as before. */
   approval?: AcceptanceApproval;
   /** The user who owns a claimed file (its uid, and the name the system gives it), recorded as the batch's uploader. */
-  uploaderOf?: (storedPath: string) => Promise<{ uid: number; name: string | null } | null>;
+  uploaderOf?: (claimed: ClaimedFile) => Promise<{ uid: number | null; name: string | null } | null>;
   /** Called once a chunk of rows is committed while the batch is still being read (the chaos tests' kill point). */
   afterChunkStored?: () => void;
 }
@@ -134,7 +134,7 @@ export class BatchIntake {
 
   /** Records a claimed file as a batch and reads it. */
   async receive(claimed: ClaimedFile): Promise<BatchRecord> {
-    const uploader = (await this.deps.uploaderOf?.(claimed.storedPath).catch(() => null)) ?? null;
+    const uploader = (await this.deps.uploaderOf?.(claimed).catch(() => null)) ?? null;
     const now = this.deps.clock.now();
     const batch = receivedBatch(
       {
