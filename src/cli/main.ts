@@ -196,6 +196,19 @@ export async function runCli(argv: string[]): Promise<void> {
         },
       )
       .command(
+        'prune',
+        'remove the archived inputs, outbox files and row details of batches finished more than retention.days ago (references and payout ids are kept)',
+        (y) =>
+          withConfig(y)
+            .option('dry-run', { type: 'boolean', default: false, describe: 'list what would go; remove nothing' })
+            .option('days', { type: 'number', describe: 'override retention.days for this run' }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { pruneCommand } = await import('./commands/retention.js');
+          await pruneCommand(config, { dryRun: a.dryRun, days: a.days });
+        },
+      )
+      .command(
         'release',
         'lift the hold on a batch (for example one whose upload changed after it was taken): its unsent rows will be paid',
         (y) => withConfig(y).option('batch', { type: 'string', demandOption: true }),

@@ -38,6 +38,7 @@ import { SettlementPoller } from '../poll/index.js';
 import { NotificationDispatcher, ProgressEvents, type DeliveryOutcomeLabel } from '../notify/index.js';
 import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
+import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
 import type { FaultPoint } from './fault-points.js';
@@ -76,6 +77,7 @@ export class PayoutDaemon {
   /** Approval in use (approval.required, or limits): its decisions, and the approval files of paths.approvals. */
   private readonly approval: ApprovalDeps | null;
   private readonly approvalFiles: ApprovalFiles | null;
+  private readonly retention: Retention;
   private readonly notifications: NotificationDispatcher;
   private readonly progressEvents: ProgressEvents;
   private readonly stopWork = new AbortController();
@@ -99,6 +101,9 @@ export class PayoutDaemon {
       xlsx: config.outbox.xlsx,
       retryFiles: config.outbox.retryFiles,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
+      onXlsxError: (batchId, kind, err) =>
+        logger.error({ batchId, file: kind, err: safeError(err) }, 'the .xlsx beside an outbox CSV was not written (the CSV was)'),
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     const balanceCheck = config.batch.balanceCheck;
@@ -252,6 +257,10 @@ export class PayoutDaemon {
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );
+    this.retention = new Retention(
+      { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, watchTakenForMs: config.inbox.watchTakenForMs, logger },
+      { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
+    );
     this.notifications = new NotificationDispatcher(
       { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, alone: !this.shared },
@@ -392,7 +401,9 @@ export class PayoutDaemon {
       // An approval file may have let a batch go: its rows are owed to the submitter now.
       if (this.approvalFiles && (await this.approvalFiles.scan()) > 0) this.submitLoop?.wake();
     }
-    return this.finisher.pass();
+    const finished = await this.finisher.pass();
+    await this.retention.pass(clock.now());
+    return finished;
   }
 
   /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */

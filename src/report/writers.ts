@@ -1,5 +1,6 @@
 /** The outbox writers: acknowledgement, result + summary, interim report; rows checked on the way, files committed atomically. */
 import { join } from 'node:path';
+import { AckTotalsAccumulator, ackTotalsRecords, batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
@@ -85,18 +86,41 @@ export async function writeAckFile(
     order.check(row.line);
     return ackRecord(identity, row);
   };
-  const csv: CsvChunkOptions = {
-    bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
-    lead:
-      opts.fileRejection !== undefined
-        ? [fileRejectionRecord(identity, opts.fileRejection)]
-        : opts.fileHold !== undefined
-          ? [fileHoldRecord(identity, opts.fileHold)]
-          : [],
-  };
+  const csv: CsvChunkOptions = { bom: opts.bom ?? DEFAULT_OUTBOX_BOM, lead: ackLead(identity, rows, opts) };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);
   return path;
+}
+
+/** The totals of an ack: given, or added up from rows given as a list (null for a stream without them). */
+export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: AckWriteOptions): readonly AckCurrencyTotal[] | null {
+  if (opts.totals) return opts.totals;
+  if (!Array.isArray(rows)) return null;
+  const acc = new AckTotalsAccumulator();
+  for (const row of rows as readonly AckRow[])
+    acc.add({ verdict: row.verdict, payoutCurrency: row.payoutCurrency ?? null, payoutAmount: row.payoutAmount ?? null });
+  return acc.currencies();
+}
+
+/**
+ * The records an ack has before its rows: the totals lines (one per currency, with the batch's verdict),
+ * then the file-level refusal or hold, if any.
+ */
+export function ackLead(
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  rows: Rows<AckRow> | RowPages<AckRow>,
+  opts: AckWriteOptions,
+): string[][] {
+  const currencies = ackCurrencyTotals(rows, opts);
+  const verdict = currencies && batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const totals = currencies && verdict ? ackTotalsRecords(identity, { currencies, verdict }, opts.minorUnits) : [];
+  const file =
+    opts.fileRejection !== undefined
+      ? [fileRejectionRecord(identity, opts.fileRejection)]
+      : opts.fileHold !== undefined
+        ? [fileHoldRecord(identity, opts.fileHold)]
+        : [];
+  return [...totals, ...file];
 }
 
 /** A file-level rejection (bad header, control totals, duplicate file): an ack with no rows, only the reason. */
@@ -104,7 +128,7 @@ export async function writeRejectionAckFile(
   dir: string,
   identity: BatchIdentity,
   reason: string,
-  opts: OutboxOptions = {},
+  opts: Omit<AckWriteOptions, 'fileRejection' | 'fileHold' | 'totals'> = {},
 ): Promise<string> {
   return writeAckFile(dir, identity, [], { ...opts, fileRejection: reason });
 }

@@ -59,6 +59,10 @@ export interface BatchRecord {
   approvalExpiresAt?: number | null;
   /** When the batch was let go to be paid (the rolling limits count it from then). */
   releasedAt?: number | null;
+  /** When the taken file moved to `<stateDir>/archive/` (its batch finished); storedPath then names it there. */
+  archivedAt?: number | null;
+  /** When retention (`retention.days`) removed its files and row details: references and payout ids stay. */
+  prunedAt?: number | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -106,6 +110,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   approvalFiguresJson: 'approval_figures_json',
   approvalExpiresAt: 'approval_expires_at',
   releasedAt: 'released_at',
+  archivedAt: 'archived_at',
+  prunedAt: 'pruned_at',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };

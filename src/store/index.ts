@@ -67,8 +67,9 @@ export {
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
-export { ackRowPages, type AckSourceRow } from './acks.js';
+export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
+export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';
 export {
   withBatchForDecision,

@@ -426,6 +426,24 @@ const uploadContinued: Migration = {
   },
 };
 
+// Archive and retention (src/store/retention.ts): when a finished batch's taken file moved to the archive,
+// and when retention removed its files and row details (its references and payout ids stay).
+const archiveRetention: Migration = {
+  name: '0014_archive_retention',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('archived_at').nullable();
+      t.bigInteger('pruned_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('archived_at');
+      t.dropColumn('pruned_at');
+    });
+  },
+};
+
 // Approval before money moves (src/approval): who uploaded each batch (the claimed file's owner), what an
 // approval must cover, and every decision on it, kept for the audit. A decision is unique per approver and
 // round, so one given twice (two instances reading one approval file) counts once.
@@ -534,6 +552,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceHealth,
   doneMarker,
   uploadContinued,
+  archiveRetention,
   approvals,
   batchEvents,
 ];

@@ -10,7 +10,10 @@
  * reconciliation report) is opened with
  * LibreOffice headless, with the import options a user gets by default
  * (formulas evaluated), and no cell of any of them is a formula; neither is
- * any cell of the .xlsx files payoutd wrote. Skipped where `soffice` is
+ * any cell of the .xlsx files payoutd wrote. Those .xlsx files (acks,
+ * results, summaries, retry files) opened and saved again by LibreOffice keep
+ * account numbers with their leading zeros as text, amounts as numbers and
+ * times as date cells; the ack starts with its totals. Skipped where `soffice` is
  * absent (Debian: `apt-get install libreoffice-calc-nogui`).
  */
 import { execFile, spawnSync } from 'node:child_process';
@@ -148,15 +151,39 @@ async function cellsOf(path: string): Promise<{ at: string; cell: Cell }[]> {
   return out;
 }
 
-/** Converts CSV files to .xlsx with LibreOffice headless (own profile, so parallel runs do not collide). */
-async function convertWithLibreOffice(files: string[], outDir: string, profileDir: string): Promise<void> {
+/** The rows of a sheet under its header: each cell's value and type by header. */
+async function sheetRows(
+  path: string,
+  name: string,
+): Promise<{ values: Record<string, unknown>; types: Record<string, ExcelJS.ValueType> }[]> {
+  const wb = new ExcelJS.Workbook();
+  await wb.xlsx.readFile(path);
+  const ws = wb.getWorksheet(name);
+  if (!ws) throw new Error(`${basename(path)} has no sheet ${name}`);
+  const headers = (ws.getRow(1).values as unknown[]).map(String);
+  const out: { values: Record<string, unknown>; types: Record<string, ExcelJS.ValueType> }[] = [];
+  ws.eachRow((row, n) => {
+    if (n === 1) return;
+    const values: Record<string, unknown> = {};
+    const types: Record<string, ExcelJS.ValueType> = {};
+    row.eachCell((cell, col) => {
+      values[headers[col] as string] = cell.value;
+      types[headers[col] as string] = cell.type;
+    });
+    out.push({ values, types });
+  });
+  return out;
+}
+
+/** Converts CSV (or .xlsx) files to .xlsx with LibreOffice headless (own profile, so parallel runs do not collide). */
+async function convertWithLibreOffice(files: string[], outDir: string, profileDir: string, csv = true): Promise<void> {
   await run(
     SOFFICE as string,
     [
       `-env:UserInstallation=${pathToFileURL(profileDir).href}`,
       '--headless',
       '--norestore',
-      `--infilter=${CSV_IMPORT}`,
+      ...(csv ? [`--infilter=${CSV_IMPORT}`] : []),
       '--convert-to',
       'xlsx',
       '--outdir',
@@ -255,7 +282,10 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
       for (const kind of ['.upload-continued.csv', '.remainder.csv']) expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBe(1);
       expect(csvs.some((p) => basename(p).startsWith('reconciliation'))).toBe(true);
-      expect(xlsxs.length).toBeGreaterThanOrEqual(2);
+      for (const kind of ['.ack.xlsx', '.result.xlsx', '.summary.xlsx', '.retry.xlsx'])
+        expect(xlsxs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
+      // The ack starts with its totals per currency and the verdict.
+      expect(ack.totals.map((t) => t['reason']).join('\n')).toMatch(/^PHP: \d+ rows, [\d.]+ \(accepted 2 rows, .*Batch PARTLY_ACCEPTED: /m);
       for (const path of csvs) expect((await readOutboxCsv(path)).bom, path).toBe(true);
 
       const work = await mkdtemp(join(tmpdir(), 'payoutd-soffice-'));
@@ -283,6 +313,27 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         }
         expect(formulas).toEqual([]);
         expect(cells).toBeGreaterThan(100);
+        // The .xlsx files opened and saved by LibreOffice: accounts keep their leading zeros (text cells), amounts
+        // stay numbers, times are date cells, and the retry .xlsx keeps the input columns.
+        const resaved = join(work, 'resaved');
+        await convertWithLibreOffice(xlsxs, resaved, join(work, 'profile'), false);
+        const prefix = `${dropped.id}_formula.csv`;
+        const [paidRow, cancelledRow] = good as [BatchRow, BatchRow];
+        const result = await sheetRows(join(resaved, `${prefix}.result.xlsx`), 'Result');
+        const paid = result.find((r) => r.values['merchant_reference_id'] === paidRow.merchantReferenceId);
+        expect(paidRow.accountNumber).toMatch(/^00/);
+        expect(paid?.values['beneficiary_account_number']).toBe(paidRow.accountNumber);
+        expect(paid?.types['beneficiary_account_number']).toBe(ExcelJS.ValueType.String);
+        expect(paid?.types['payout_amount']).toBe(ExcelJS.ValueType.Number);
+        expect(paid?.types['complete_time (UTC)']).toBe(ExcelJS.ValueType.Date);
+        const retryRows = await sheetRows(join(resaved, `${prefix}.retry.xlsx`), 'Retry');
+        expect(retryRows.map((r) => r.values['beneficiary.accountNumber'])).toEqual([cancelledRow.accountNumber]);
+        expect(retryRows.map((r) => r.values['merchantReferenceId'])).toEqual([`${cancelledRow.merchantReferenceId}-R1`]);
+        const ackRows = await sheetRows(join(resaved, `${prefix}.ack.xlsx`), 'Ack');
+        expect(ackRows[0]?.values['verdict']).toBe('TOTAL');
+        expect(ackRows.filter((r) => r.values['verdict'] === 'ACCEPTED')).toHaveLength(2);
+        expect(await sheetRows(join(resaved, `${prefix}.summary.xlsx`), 'Summary')).not.toHaveLength(0);
+
         // The escaped text is there, as text.
         const retryBook = await cellsOf(join(converted, basename(olderRetry).replace(/\.csv$/, '.xlsx')));
         expect(retryBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
@@ -292,6 +343,6 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         await rm(work, { recursive: true, force: true });
       }
     },
-    240_000,
+    420_000,
   );
 });

@@ -22,6 +22,7 @@ import {
   writeReconciliationXlsx,
   writeRetryFileAt,
   xlsxPathFor,
+  writeRetryXlsx,
   type BatchSummary,
   type RetryFile,
 } from '../../report/index.js';
@@ -81,6 +82,7 @@ export async function reconciliationReport(
       xlsxPath = xlsxPathFor(path);
       await writeReconciliationXlsx(xlsxPath, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
         minorUnits: config.batch.rules.minorUnits,
+        timeZone: config.outbox.timeZone,
       });
     }
     const range = `${new Date(period.sinceMs).toISOString()} to ${new Date(period.untilMs).toISOString()} (end excluded)`;
@@ -105,7 +107,10 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     if (result.path) print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
-    else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    if (result.path && config.outbox.xlsx) {
+      const xlsx = await writeRetryXlsx(result.path, { minorUnits: config.batch.rules.minorUnits, timeZone: config.outbox.timeZone });
+      print(`  and to ${xlsx}`);
+    } else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
     for (const s of result.skipped) {
       print(`  line ${s.line} ${s.merchantReferenceId}: left out, already retried as ${s.retriedAs} (${s.state})`);
     }

@@ -18,6 +18,7 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
       xlsx: config.outbox.xlsx,
       retryFiles: false,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
     });
     const path = resolve(out ?? `${outboxName(batch)}.report-${new Date().toISOString().replace(/[:.]/g, '')}.csv`);
     await outbox.writeInterim(batch, path);

@@ -251,7 +251,13 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       // The outbox module brings the report writers; only this one line of --batch needs it.
       const { outboxName } = await import('../../daemon/outbox.js');
       const more = b.uploadContinuedAt !== null ? ',upload-continued,remainder' : '';
-      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv`);
+      const xlsx = config.outbox.xlsx ? ' (and .xlsx)' : '';
+      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv${xlsx}`);
+      if (b.prunedAt != null) {
+        print(
+          `\npruned ${new Date(b.prunedAt).toISOString()} (retention.days): its files and row details are gone; references and payout ids are kept`,
+        );
+      } else print(`\ntaken file${b.archivedAt != null ? ' (archived)' : ''}: ${b.storedPath}`);
     }
   });
 }
