@@ -55,11 +55,13 @@ export async function parseCollect(
     chunkSize?: number;
     sidecarPath?: string | null;
     readChunkBytes?: number;
+    /** The name the file is read as (its extension says what it is); default batch.csv. */
+    displayName?: string;
   } = {},
 ): Promise<Collected> {
   const rows: ReadRow[] = [];
   const chunks: number[] = [];
-  const result = await parseBatchFile(path, 'batch.csv', {
+  const result = await parseBatchFile(path, options.displayName ?? 'batch.csv', {
     format: options.format ? batchFormatSchema.parse(options.format) : DEFAULT_BATCH_FORMAT,
     rules: options.rules ? validationRulesSchema.parse(options.rules) : DEFAULT_VALIDATION_RULES,
     ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),

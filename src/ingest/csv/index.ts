@@ -15,7 +15,7 @@ export {
 } from './control.js';
 export { headerLine, sniffDelimiter, sniffFileDelimiter, type Delimiter } from './delimiter.js';
 export { headerLookup, resolveHeader, type HeaderContext, type ResolvedHeader } from './header.js';
-export { RecordLines, lineAtByte } from './lines.js';
+export { RecordLines, lineAtByte, lineAtByteOf } from './lines.js';
 export {
   continuationOf,
   headerRecord,
@@ -26,3 +26,4 @@ export {
   type SourceRecord,
 } from './continued.js';
 export { InvalidUtf8Error, Utf8Check, firstInvalidUtf8, incompleteTailLength } from './utf8.js';
+export { batchFileKind, textSource, TextDecodeError, type BatchFileKind, type TextSource } from './text-source.js';

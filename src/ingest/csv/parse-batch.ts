@@ -11,7 +11,6 @@
  * any `fileErrors`, the whole file is rejected and every row handed over
  * must be discarded (stage them in a batch that is not yet accepted).
  */
-import { createReadStream } from 'node:fs';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CsvError, parse } from 'csv-parse';
@@ -28,11 +27,14 @@ import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { endsInsideRow, unterminatedFileProblem } from './complete.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
-import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
+import { sniffDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
-import { lineAtByte, RecordLines } from './lines.js';
+import { RecordLines } from './lines.js';
 import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
+import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
+import { cellText, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
+import type { FieldPath } from '../rules/fields.js';
 
 /** The batch file could not be read at all (missing, unreadable): not a problem of its content. */
 export class BatchReadError extends PayoutdError {
@@ -106,6 +108,11 @@ export interface BatchParseResult {
   /** Display name the errors carry. */
   file: string;
   delimiter: Delimiter;
+  /** What the file was: CSV text (maybe gzipped) or an .xlsx workbook. */
+  kind: 'text' | 'gzip' | 'xlsx';
+  /** The text encoding read (null for a workbook), and whether it was decided from the bytes (`encoding: auto`). */
+  encoding: string | null;
+  encodingDetected: boolean;
   /** Problems that reject the whole file; non-empty = discard every row handed to onRows. */
   fileErrors: RowError[];
   /** Data rows read (blank lines, the header and control lines excluded). */
@@ -202,9 +209,40 @@ class BatchReader {
     this.fileError(fileErrorOf(this.file, line, code, message));
   }
 
+  /** Problems of the cells of the row being taken, by field (a workbook's date or long-number cells). */
+  private cellProblems: Map<FieldPath, CellProblem> | null = null;
+
+  /** One sheet row: its cells as text for the header, or for each column's field, then taken as a record. */
+  takeSheetRow(row: SheetRow): ReadRow | null {
+    const header = this.header;
+    const fields: string[] = [];
+    let problems: Map<FieldPath, CellProblem> | null = null;
+    row.cells.forEach((cell, index) => {
+      const field = header?.fields[index] ?? null;
+      const read = cellText(cell, field);
+      if ('text' in read) fields.push(read.text);
+      else {
+        fields.push('');
+        if (field !== null) (problems ??= new Map()).set(field, read.problem);
+        else fields[index] = cell.kind === 'date' ? cell.value.toISOString().slice(0, 10) : String((cell as { value: unknown }).value);
+      }
+    });
+    if (header !== null) {
+      // Cells a sheet leaves empty at the end of a row are no missing fields.
+      while (fields.length < header.width) fields.push('');
+      while (fields.length > header.width && trimSpaces(fields[fields.length - 1] as string) === '') fields.pop();
+    }
+    this.cellProblems = problems;
+    try {
+      return this.take(fields, row.line);
+    } finally {
+      this.cellProblems = null;
+    }
+  }
+
   /** One record: the row it is, or null for a record that is none (header, blank line, control line). */
-  take(fields: string[]): ReadRow | null {
-    const line = this.lines.startOf(fields);
+  take(fields: string[], atLine?: number): ReadRow | null {
+    const line = atLine ?? this.lines.startOf(fields);
     this.lastLine = line;
     if (this.header === null) {
       this.takeHeader(fields, line);
@@ -288,7 +326,7 @@ class BatchReader {
       cells[i] = column < 0 ? '' : (fields[column] ?? '');
     }
     input.line = line;
-    const result = validateCells(input, this.rules);
+    const result = withCellProblems(validateCells(input, this.rules), this.cellProblems, input);
     if ('values' in result) {
       const values = result.values;
       // A valid row's currency is a known code and its amount a plain decimal (normalized: the same sum).
@@ -319,6 +357,22 @@ class BatchReader {
     }
     total.add(amount);
   }
+}
+
+/** A row's validation with the problems of its workbook cells in place of what the rules made of their text. */
+function withCellProblems(
+  result: ReturnType<typeof validateCells>,
+  problems: ReadonlyMap<FieldPath, CellProblem> | null,
+  input: RowCells,
+): ReturnType<typeof validateCells> {
+  if (problems === null) return result;
+  const errors = 'errors' in result ? result.errors.filter((e) => !problems.has(e.field as FieldPath)) : [];
+  for (const [field, problem] of problems) {
+    errors.push({ file: input.file, line: input.line, column: input.columns[field] ?? null, field, code: problem.code, message: problem.message });
+  }
+  const order = new Map(FIELD_PATHS.map((f, i) => [f as string, i]));
+  errors.sort((a, b) => (order.get(a.field ?? '') ?? 0) - (order.get(b.field ?? '') ?? 0));
+  return { errors };
 }
 
 function csvErrorToFileError(err: CsvError, line: number, rowNumber: number | null): { code: RowError['code']; message: string } {
@@ -397,14 +451,36 @@ class RowChunks {
 }
 
 /** What stopped a read, as the file error it is; rethrown when it is no problem of the file's content. */
-async function noteFailure(reader: BatchReader, failure: unknown, path: string, displayName: string): Promise<void> {
+async function noteFailure(reader: BatchReader, failure: unknown, source: TextSource | null, displayName: string): Promise<void> {
   if (failure instanceof StopParsing) return; // the file error is already recorded
+  if (failure instanceof SheetRefusal) {
+    reader.fileErrorAt(failure.line, failure.code, failure.message);
+    return;
+  }
   if (failure instanceof InvalidUtf8Error) {
-    const line = await lineAtByte(path, failure.offset);
+    const line = source === null ? null : await source.lineAt(failure.offset);
     const message = failure.truncated
       ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
-      : `${failure.message} (line ${line}); the file must be UTF-8`;
+      : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
     reader.fileErrorAt(line, 'INVALID_UTF8', message);
+    return;
+  }
+  if (failure instanceof TextDecodeError) {
+    reader.fileErrorAt(
+      null,
+      'INVALID_ENCODING',
+      `${failure.message} (batch.format.encoding); save it again in that encoding, or as CSV UTF-8`,
+    );
+    return;
+  }
+  if (isZlibError(failure)) {
+    reader.fileErrorAt(
+      null,
+      'GZIP_INVALID',
+      failure.code === 'Z_BUF_ERROR'
+        ? 'the upload looks incomplete: the gzip file ends before its end; upload it again'
+        : `the file is not a valid gzip file (${failure.code}); compress the CSV again with gzip and upload it`,
+    );
     return;
   }
   if (failure instanceof CsvError) {
@@ -416,57 +492,108 @@ async function noteFailure(reader: BatchReader, failure: unknown, path: string, 
   throw isFsError(failure) ? readError(failure, displayName) : failure;
 }
 
+function isZlibError(err: unknown): err is Error & { code: string } {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^Z_/.test((err as NodeJS.ErrnoException).code as string);
+}
+
+/** Reads the records of a CSV file (plain or gzipped, in its encoding) into the reader; what stopped it, or null. */
+async function readCsvRecords(
+  source: TextSource,
+  delimiter: Delimiter,
+  reader: BatchReader,
+  chunks: RowChunks,
+  utf8: Utf8Check,
+  opts: ParseBatchOptions,
+): Promise<unknown> {
+  try {
+    await pipeline(
+      [
+        ...source.streams(opts.readChunkBytes ?? READ_CHUNK_BYTES),
+        utf8.stream,
+        // More bytes for the parser once the rows read so far are taken.
+        new Transform({ transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback) }),
+        parse({
+          bom: true,
+          delimiter,
+          record_delimiter: ['\r\n', '\n', '\r'],
+          relax_column_count: true,
+          // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
+          skip_empty_lines: false,
+          max_record_size: opts.format.maxRecordBytes,
+        }),
+        // Each record is taken as it is parsed, so a parse error comes after every record before it.
+        new Writable({
+          objectMode: true,
+          write(fields: string[], _encoding, callback) {
+            try {
+              const row = reader.take(fields);
+              if (row !== null) chunks.add(row);
+              callback();
+            } catch (err) {
+              callback(err as Error);
+            }
+          },
+        }),
+      ],
+      opts.signal ? { signal: opts.signal } : {},
+    );
+    return null;
+  } catch (err) {
+    return err;
+  }
+}
+
+/** Reads the rows of a workbook's sheet into the reader; what stopped it, or null. */
+async function readSheetRecords(path: string, reader: BatchReader, chunks: RowChunks, opts: ParseBatchOptions): Promise<unknown> {
+  try {
+    for await (const row of sheetRows(path, opts.format.sheet)) {
+      opts.signal?.throwIfAborted();
+      const read = reader.takeSheetRow(row);
+      if (read !== null) {
+        chunks.add(read);
+        // Rows go to the caller as they are read: no more than a chunk waits.
+        await chunks.taken();
+      }
+    }
+    return null;
+  } catch (err) {
+    return err;
+  }
+}
+
 /** Reads, checks and validates one batch file. Rejects only when the file cannot be read or onRows fails. */
 export async function parseBatchFile(path: string, displayName: string, opts: ParseBatchOptions): Promise<BatchParseResult> {
   const { format } = opts;
   const rules = isCompiled(opts.rules) ? opts.rules : compileRules(opts.rules);
-  const delimiter = await batchDelimiter(path, displayName, format);
+  const kind = batchFileKind(displayName);
+  let source: TextSource | null = null;
+  let delimiter: Delimiter = ',';
+  if (kind !== 'xlsx') {
+    try {
+      source = await textSource(path, kind, format.encoding);
+    } catch (err) {
+      if (!isZlibError(err)) throw readError(err, displayName);
+    }
+    if (source !== null) delimiter = await batchDelimiter(source, displayName, format);
+  }
   const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules);
   const utf8 = new Utf8Check();
   const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal);
-  let failure: unknown = null;
-  try {
-    await pipeline(
-      createReadStream(path, { highWaterMark: opts.readChunkBytes ?? READ_CHUNK_BYTES }),
-      utf8.stream,
-      // More bytes for the parser once the rows read so far are taken.
-      new Transform({ transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback) }),
-      parse({
-        bom: true,
-        delimiter,
-        record_delimiter: ['\r\n', '\n', '\r'],
-        relax_column_count: true,
-        // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
-        skip_empty_lines: false,
-        max_record_size: format.maxRecordBytes,
-      }),
-      // Each record is taken as it is parsed, so a parse error comes after every record before it.
-      new Writable({
-        objectMode: true,
-        write(fields: string[], _encoding, callback) {
-          try {
-            const row = reader.take(fields);
-            if (row !== null) chunks.add(row);
-            callback();
-          } catch (err) {
-            callback(err as Error);
-          }
-        },
-      }),
-      opts.signal ? { signal: opts.signal } : {},
-    );
-  } catch (err) {
-    failure = err;
-    chunks.stop();
-  }
+  let failure: unknown =
+    kind === 'xlsx'
+      ? await readSheetRecords(path, reader, chunks, opts)
+      : source === null
+        ? Object.assign(new Error('not gzip'), { code: 'Z_DATA_ERROR' })
+        : await readCsvRecords(source, delimiter, reader, chunks, utf8, opts);
+  if (failure !== null) chunks.stop();
   // Rows still going in are waited for, whatever stopped the read; a failure to take them is the caller's.
   if (failure === null) await chunks.finish();
   else await chunks.taken();
-  if (failure !== null) await noteFailure(reader, failure, path, displayName);
+  if (failure !== null) await noteFailure(reader, failure, source, displayName);
   let controlTotals: ControlTotals[] = [];
   if (failure === null) {
     if (reader.header === null) {
-      reader.fileErrorAt(null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)');
+      reader.fileErrorAt(null, 'FILE_EMPTY', kind === 'xlsx' ? 'the sheet has no header row (it is empty)' : 'file has no header row (it is empty or blank)');
     } else {
       const short = reader.shortLastRow;
       if (short !== null) {
@@ -479,8 +606,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
       const controls = await checkControls(reader, path, opts.sidecarPath, format.requireControlTotals);
       controlTotals = controls.blocks;
       // A file that ends inside a row says so above; one that ends right after a field may hold a cut value.
+      // A workbook and a gzip file have their own end markers: a cut one cannot be read at all.
       const unterminated = unterminatedFileProblem({
-        endsWithLineBreak: utf8.endsWithLineBreak,
+        endsWithLineBreak: kind !== 'text' || utf8.endsWithLineBreak,
         controlTotalsMatched: controls.matched,
         doneMarker: opts.doneMarker ?? false,
       });
@@ -490,6 +618,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   return {
     file: displayName,
     delimiter,
+    kind,
+    encoding: source?.encoding ?? null,
+    encodingDetected: source?.detected ?? false,
     fileErrors: reader.fileErrors,
     rowCount: reader.rowCount,
     validCount: reader.validCount,
@@ -505,10 +636,13 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
 }
 
 /** The file's field delimiter: configured, or decided from its header line. */
-export async function batchDelimiter(path: string, displayName: string, format: BatchFormatOptions): Promise<Delimiter> {
+export async function batchDelimiter(source: TextSource, displayName: string, format: BatchFormatOptions): Promise<Delimiter> {
+  if (format.delimiter !== 'auto') return format.delimiter;
   try {
-    return format.delimiter === 'auto' ? await sniffFileDelimiter(path, format.maxRecordBytes) : format.delimiter;
+    // Lenient decoding is fine here: the streaming pass rejects bad bytes with their offset.
+    return sniffDelimiter(new TextDecoder('utf-8').decode(await sourceHead(source, format.maxRecordBytes)));
   } catch (err) {
+    if (err instanceof TextDecodeError || isZlibError(err)) return ',';
     throw readError(err, displayName);
   }
 }

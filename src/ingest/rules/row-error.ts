@@ -24,6 +24,11 @@ export const FILE_ERROR_CODES = [
   'CONTROL_TOTAL_MISMATCH',
   'FILE_INCOMPLETE',
   'FILE_UNTERMINATED',
+  'INVALID_ENCODING',
+  'GZIP_INVALID',
+  'XLSX_UNREADABLE',
+  'XLSX_SHEETS',
+  'XLSX_FORMULA',
 ] as const;
 
 /** Problems that reject one row. */
@@ -54,6 +59,10 @@ export const ROW_ERROR_CODES = [
   'BIC_INVALID',
   'ABA_INVALID',
   'ABA_CHECKSUM',
+  'SCIENTIFIC_NOTATION',
+  'DATE_CONVERTED',
+  'AMOUNT_NOT_EXACT',
+  'LEADING_ZEROS_LOST',
 ] as const;
 
 export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];

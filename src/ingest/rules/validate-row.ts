@@ -8,6 +8,7 @@
 import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
+import { damageChecked, damageProblem } from './damage.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
@@ -64,6 +65,9 @@ const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASE
  * checks refuse a sign or an `=` with a clearer reason, and a valid amount never starts with a trigger.
  */
 const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field !== 'payoutAmount');
+
+/** Fields whose text is checked for what a spreadsheet does to numbers and dates, by position. */
+const DAMAGE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => damageChecked(field));
 
 /** A formula trigger as a message names it. */
 function triggerName(trigger: string): { starts: string; remove: string } {
@@ -280,7 +284,7 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
           code: 'CONTROL_CHARACTER',
           message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
         };
-      } else result = checkField(field, value, currency, rules);
+      } else result = (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ?? checkField(field, value, currency, rules);
     }
     if (typeof result === 'string') {
       normalized.push(result);

@@ -1,0 +1,65 @@
+/**
+ * What a spreadsheet does to a value it takes for a number or a date, seen
+ * in the text of a cell: an identifier in scientific notation
+ * (`1.21800012345679E+17`: the digits after the 15th are gone) and a
+ * reference turned into a date (`7-Jan`, `01/07/2026`). Such a value is
+ * never what was meant, so the row is refused, saying what probably
+ * happened and what to do. (Amounts with separators or a decimal comma are
+ * amount.ts's; leading zeros lost from a retry row's account need the
+ * original row, and are checked at intake.)
+ */
+import { maskAccountNumber } from '../../domain/payout.js';
+import type { FieldPath } from './fields.js';
+import { quoteValue, type RowErrorCode } from './row-error.js';
+
+export interface DamageProblem {
+  code: RowErrorCode;
+  message: string;
+}
+
+/** As spreadsheets write a number too long to show: one digit, maybe a fraction, an exponent with its sign. */
+const SCIENTIFIC = /^\d(?:[.,]\d+)?E[+-]\d{1,3}$/i;
+const MONTH = '(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)';
+/** Dates as a spreadsheet shows a value it read as one: `7-Jan`, `7-Jan-26`, `Jan-26`, `1/7/2026`, `2026-01-07 00:00:00`. */
+const DATE_SHAPES = [
+  new RegExp(`^\\d{1,2}[-\\s]${MONTH}(?:[-\\s]\\d{2,4})?$`, 'i'),
+  new RegExp(`^${MONTH}[-\\s]\\d{2,4}$`, 'i'),
+  /^\d{1,2}[/.]\d{1,2}[/.]\d{2,4}$/,
+  /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?$/,
+];
+
+/** Fields that hold identifiers a spreadsheet may turn into numbers. */
+const NUMBERISH: ReadonlySet<FieldPath> = new Set(['merchantReferenceId', 'sender.idValue', 'beneficiary.accountNumber', 'beneficiary.bankCode']);
+/** Fields a spreadsheet may turn into dates. */
+const DATEISH: ReadonlySet<FieldPath> = new Set(['merchantReferenceId', 'sender.idValue']);
+
+const WORDS: Partial<Record<FieldPath, string>> = {
+  merchantReferenceId: 'reference',
+  'sender.idValue': "sender's id number",
+  'beneficiary.accountNumber': 'account number',
+  'beneficiary.bankCode': 'bank code',
+};
+
+/** Whether `field` is checked here at all (most fields are not). */
+export function damageChecked(field: FieldPath): boolean {
+  return NUMBERISH.has(field);
+}
+
+/** The mangling a trimmed, non-empty value of `field` shows, or null. */
+export function damageProblem(field: FieldPath, value: string): DamageProblem | null {
+  const words = WORDS[field] ?? field;
+  if (NUMBERISH.has(field) && SCIENTIFIC.test(value)) {
+    const shown = field === 'beneficiary.accountNumber' ? maskAccountNumber(value) : value;
+    return {
+      code: 'SCIENTIFIC_NOTATION',
+      message: `the ${words} ${quoteValue(shown)} is in scientific notation: a spreadsheet took it for a number and dropped its last digits; open the file with the column formatted as Text (or use the .xlsx file) and type the ${words} again`,
+    };
+  }
+  if (DATEISH.has(field) && DATE_SHAPES.some((shape) => shape.test(value))) {
+    return {
+      code: 'DATE_CONVERTED',
+      message: `the ${words} ${field === 'sender.idValue' ? '' : `${quoteValue(value)} `}looks like a date: a spreadsheet probably turned it into one; format the column as Text and type the ${words} again`,
+    };
+  }
+  return null;
+}
