@@ -29,6 +29,7 @@ import {
   acceptBatchRows,
   type InvalidRowsPolicy,
   insertRowsWhileReading,
+  requestValuesOfReferences,
 } from '../store/index.js';
 import { BatchReadError, batchFileKind, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
@@ -375,6 +376,7 @@ export class BatchIntake {
       doneMarker: batch.doneMarker,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
+      retryOriginals: (references) => requestValuesOfReferences(db, references),
       onRows: async (rows) => {
         await insertRowsWhileReading(db, lease, rows, clock.now());
         this.deps.afterChunkStored?.();

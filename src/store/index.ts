@@ -72,4 +72,4 @@ export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type Ser
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
-export { batchRetrySource, countCancelledRows, payoutsCreatedBetween } from './reports.js';
+export { batchRetrySource, countCancelledRows, payoutsCreatedBetween, requestValuesOfReferences } from './reports.js';

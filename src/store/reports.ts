@@ -104,6 +104,20 @@ export async function referenceStates(db: Database, references: readonly string[
   return out;
 }
 
+/** The stored request values of every row holding one of these references (rows with none left out). */
+export async function requestValuesOfReferences(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  const unique = [...new Set(references)];
+  for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
+    const rows = (await db('payouts')
+      .whereIn('merchant_reference_id', unique.slice(i, i + LOOKUP_CHUNK))
+      .whereNotNull('request_values')
+      .select('merchant_reference_id', 'request_values')) as { merchant_reference_id: string; request_values: string }[];
+    for (const r of rows) out.set(r.merchant_reference_id, [...(out.get(r.merchant_reference_id) ?? []), r.request_values]);
+  }
+  return out;
+}
+
 /** What a retry file of one batch reads (the `RetrySource` of src/report/retry.ts). */
 export function batchRetrySource(
   db: Database,

@@ -19,7 +19,10 @@ describe('control totals in trailer records', () => {
   it('reports row count and amount mismatches naming expected and found', async () => {
     const { result } = await parseCollect(fixture('control-trailer-mismatch.csv'));
     expect(result.fileErrors.map((e) => [e.code, e.message])).toEqual([
-      ['CONTROL_ROWS_MISMATCH', 'control trailer (line 5) expects 4 data rows, found 3; correct the count, or check that no row is missing'],
+      [
+        'CONTROL_ROWS_MISMATCH',
+        'control trailer (line 5) expects 4 data rows, found 3; correct the count, or check that no row is missing',
+      ],
       ['CONTROL_TOTAL_MISMATCH', 'control trailer (line 6) expects PHP total 300.7, found 300.75; correct the total, or check the amounts'],
     ]);
   });
@@ -46,7 +49,9 @@ describe('control totals in trailer records', () => {
     await copyFile(fixture('control-sidecar.csv'), path);
     await writeFile(`${path}.ctl`, '#CONTROL,rows,3\n#CONTROL,total,PHP,300.75\n');
     const { result } = await parseCollect(path);
-    expect(result.fileErrors.map((e) => e.message)).toEqual(['control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>']);
+    expect(result.fileErrors.map((e) => e.message)).toEqual([
+      'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>',
+    ]);
   });
 });
 
@@ -54,14 +59,24 @@ describe('control totals in a sidecar file', () => {
   it('accepts a matching <file>.ctl next to the CSV', async () => {
     const { result } = await parseCollect(fixture('control-sidecar.csv'));
     expect(result.fileErrors).toEqual([]);
-    expect(result.controlTotals).toMatchObject([{ source: 'sidecar', file: 'batch.csv.ctl', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
+    expect(result.controlTotals).toMatchObject([
+      { source: 'sidecar', file: 'batch.csv.ctl', rows: 3, totals: { PHP: '300.75', USD: '10' } },
+    ]);
   });
 
   it('reports a sidecar mismatch, naming the control file', async () => {
     const { result } = await parseCollect(fixture('control-sidecar-mismatch.csv'));
     expect(result.fileErrors.map((e) => [e.file, e.code, e.message])).toEqual([
-      ['batch.csv.ctl', 'CONTROL_ROWS_MISMATCH', 'control file batch.csv.ctl (line 1) expects 2 data rows, found 3; correct the count, or check that no row is missing'],
-      ['batch.csv.ctl', 'CONTROL_TOTAL_MISMATCH', 'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>'],
+      [
+        'batch.csv.ctl',
+        'CONTROL_ROWS_MISMATCH',
+        'control file batch.csv.ctl (line 1) expects 2 data rows, found 3; correct the count, or check that no row is missing',
+      ],
+      [
+        'batch.csv.ctl',
+        'CONTROL_TOTAL_MISMATCH',
+        'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>',
+      ],
     ]);
   });
 

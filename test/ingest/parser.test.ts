@@ -267,7 +267,9 @@ describe('record structure', () => {
       for (const readChunkBytes of [undefined, good.length + bad.length, good.length + 1]) {
         const { result } = await parseCollect(path, { readChunkBytes });
         expect(codes(result.fileErrors), `${bad} read ${readChunkBytes}`).toEqual(['INVALID_UTF8']);
-        expect(result.fileErrors[0]?.message).toBe(`invalid UTF-8 at byte offset ${good.length} (line 3): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`);
+        expect(result.fileErrors[0]?.message).toBe(
+          `invalid UTF-8 at byte offset ${good.length} (line 3): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`,
+        );
       }
     }
   });

@@ -7,8 +7,9 @@ import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
-import { getBatch } from '../../store/index.js';
-import { parseBatchFile } from '../../ingest/csv/index.js';
+import { existsSync } from 'node:fs';
+import { getBatch, requestValuesOfReferences } from '../../store/index.js';
+import { parseBatchFile, type RetryOriginals } from '../../ingest/csv/index.js';
 import type { RowError } from '../../ingest/rules/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
@@ -32,8 +33,21 @@ function formatError(e: RowError): string {
   return `${e.file}:${e.line ?? '-'}${e.column ? ` [${e.column}]` : ''} ${e.code}: ${e.message}`;
 }
 
-/** Dry run: every error of the file, including references repeated inside it. Returns the exit code. */
+/**
+ * Dry run: every error of the file, including references repeated inside it, and retry rows that lost their
+ * original's leading zeros when the state database is there to say. Returns the exit code.
+ */
 export async function validateFile(config: ResolvedConfig, file: string): Promise<number> {
+  if (config.database.client === 'sqlite' && !existsSync(config.databaseFile)) return validateWith(config, file, undefined);
+  try {
+    return await withReadOnlyStore(config, (db) => validateWith(config, file, (references) => requestValuesOfReferences(db, references)));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return validateWith(config, file, undefined);
+  }
+}
+
+async function validateWith(config: ResolvedConfig, file: string, retryOriginals: RetryOriginals | undefined): Promise<number> {
   const path = resolve(file);
   const name = basename(path);
   const seen = new Map<string, number[]>();
@@ -41,6 +55,7 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
     rules: config.batch.rules,
+    ...(retryOriginals ? { retryOriginals } : {}),
     onRows: async (rows) => {
       for (const r of rows) {
         rowErrors.push(...r.errors);

@@ -27,3 +27,4 @@ export {
 } from './continued.js';
 export { InvalidUtf8Error, Utf8Check, firstInvalidUtf8, incompleteTailLength } from './utf8.js';
 export { batchFileKind, textSource, TextDecodeError, type BatchFileKind, type TextSource } from './text-source.js';
+export { checkRetryRows, type RetryOriginals, type RetryRowContext } from './retry-rows.js';

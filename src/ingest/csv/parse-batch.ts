@@ -18,7 +18,7 @@ import { PayoutdError } from '../../domain/errors.js';
 import { ExactTotal } from '../../domain/exact-total.js';
 import { decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
-import { encodeRequestValues, REQUEST_VALUE_INDEX, requestOfText } from '../../domain/request-values.js';
+import { decodeRequestValues, encodeRequestValues, REQUEST_VALUE_INDEX, requestOfText } from '../../domain/request-values.js';
 import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules } from '../rules/compiled.js';
 import type { ValidationRules } from '../rules/options.js';
@@ -32,6 +32,7 @@ import { resolveHeader, type ResolvedHeader } from './header.js';
 import { RecordLines } from './lines.js';
 import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
+import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
 import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
 import { cellText, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
 import type { FieldPath } from '../rules/fields.js';
@@ -98,6 +99,18 @@ export class ReadRow {
     this.reason = reasonOf(errors);
   }
 
+  /** This valid row refused for `errors` found after it was read (its money cells kept as written). */
+  refusedFor(errors: readonly RowError[]): ReadRow {
+    const values = this.requestValues === null ? null : decodeRequestValues(this.requestValues);
+    const written: Partial<Record<number, string | null>> = {
+      [REQUEST_VALUE_INDEX.payoutCurrency]: this.payoutCurrency,
+      [REQUEST_VALUE_INDEX.payoutAmount]: this.payoutAmount,
+      [REQUEST_VALUE_INDEX.deductionCurrency]: this.deductionCurrency,
+    };
+    const cells = values?.map((v, i) => written[i] ?? v) ?? null;
+    return new ReadRow(this.batchId, this.line, this.rowNumber, this.merchantReferenceId, null, [...this.errors, ...errors], cells);
+  }
+
   /** The normalized request of a valid row. */
   get request(): PayoutRequest | null {
     return this.requestValues === null ? null : requestOfText(this.requestValues);
@@ -147,6 +160,8 @@ export interface ParseBatchOptions {
   readChunkBytes?: number;
   /** Aborts reading (daemon shutdown); the promise then rejects with the abort error. */
   signal?: AbortSignal;
+  /** The rows earlier batches hold for references: retry rows are checked against the rows they retry. */
+  retryOriginals?: RetryOriginals;
   onRows: (rows: ReadRow[]) => Promise<void>;
 }
 
@@ -275,6 +290,15 @@ class BatchReader {
     return row;
   }
 
+  /** A valid row refused after it was read (a retry row that lost its original's leading zeros). */
+  refuseLater(row: ReadRow, error: RowError): ReadRow {
+    this.validCount--;
+    this.invalidCount++;
+    this.errorCount++;
+    if (this.storedErrors.length < this.format.maxStoredErrors) this.storedErrors.push(error);
+    return row.refusedFor([error]);
+  }
+
   /** The record being read when csv-parse stopped: its start line, and its row number (null: the header). */
   cutRecord(): { line: number; rowNumber: number | null } {
     return { line: this.lines.nextStart, rowNumber: this.header === null ? null : this.rowCount + 1 };
@@ -368,7 +392,14 @@ function withCellProblems(
   if (problems === null) return result;
   const errors = 'errors' in result ? result.errors.filter((e) => !problems.has(e.field as FieldPath)) : [];
   for (const [field, problem] of problems) {
-    errors.push({ file: input.file, line: input.line, column: input.columns[field] ?? null, field, code: problem.code, message: problem.message });
+    errors.push({
+      file: input.file,
+      line: input.line,
+      column: input.columns[field] ?? null,
+      field,
+      code: problem.code,
+      message: problem.message,
+    });
   }
   const order = new Map(FIELD_PATHS.map((f, i) => [f as string, i]));
   errors.sort((a, b) => (order.get(a.field ?? '') ?? 0) - (order.get(b.field ?? '') ?? 0));
@@ -418,6 +449,8 @@ class RowChunks {
     private readonly size: number,
     private readonly onRows: (rows: ReadRow[]) => Promise<void>,
     private readonly signal: AbortSignal | undefined,
+    /** Looks at each chunk before it is handed over, and may refuse rows of it. */
+    private readonly review: ((rows: ReadRow[]) => Promise<ReadRow[]>) | null = null,
   ) {}
 
   add(row: ReadRow): void {
@@ -444,7 +477,11 @@ class RowChunks {
   private handOver(): void {
     const rows = this.chunk;
     this.chunk = [];
-    this.handing = this.handing.then(() => (this.stopped || this.signal?.aborted ? undefined : this.onRows(rows)));
+    const review = this.review;
+    this.handing = this.handing.then(async () => {
+      if (this.stopped || this.signal?.aborted) return;
+      await this.onRows(review === null ? rows : await review(rows));
+    });
     // Whoever waits next sees a failure; until then it is not an unhandled rejection.
     this.handing.catch(() => undefined);
   }
@@ -493,7 +530,11 @@ async function noteFailure(reader: BatchReader, failure: unknown, source: TextSo
 }
 
 function isZlibError(err: unknown): err is Error & { code: string } {
-  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^Z_/.test((err as NodeJS.ErrnoException).code as string);
+  return (
+    err instanceof Error &&
+    typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    /^Z_/.test((err as NodeJS.ErrnoException).code as string)
+  );
 }
 
 /** Reads the records of a CSV file (plain or gzipped, in its encoding) into the reader; what stopped it, or null. */
@@ -511,7 +552,9 @@ async function readCsvRecords(
         ...source.streams(opts.readChunkBytes ?? READ_CHUNK_BYTES),
         utf8.stream,
         // More bytes for the parser once the rows read so far are taken.
-        new Transform({ transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback) }),
+        new Transform({
+          transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback),
+        }),
         parse({
           bom: true,
           delimiter,
@@ -578,7 +621,15 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   }
   const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules);
   const utf8 = new Utf8Check();
-  const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal);
+  const lookup = opts.retryOriginals;
+  const review =
+    lookup === undefined
+      ? null
+      : (rows: ReadRow[]): Promise<ReadRow[]> =>
+          checkRetryRows(rows, lookup, { file: displayName, columns: reader.header?.columns ?? {} }, (row, error) =>
+            reader.refuseLater(row, error),
+          );
+  const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal, review);
   let failure: unknown =
     kind === 'xlsx'
       ? await readSheetRecords(path, reader, chunks, opts)
@@ -593,7 +644,11 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   let controlTotals: ControlTotals[] = [];
   if (failure === null) {
     if (reader.header === null) {
-      reader.fileErrorAt(null, 'FILE_EMPTY', kind === 'xlsx' ? 'the sheet has no header row (it is empty)' : 'file has no header row (it is empty or blank)');
+      reader.fileErrorAt(
+        null,
+        'FILE_EMPTY',
+        kind === 'xlsx' ? 'the sheet has no header row (it is empty)' : 'file has no header row (it is empty or blank)',
+      );
     } else {
       const short = reader.shortLastRow;
       if (short !== null) {

@@ -29,7 +29,12 @@ const DATE_SHAPES = [
 ];
 
 /** Fields that hold identifiers a spreadsheet may turn into numbers. */
-const NUMBERISH: ReadonlySet<FieldPath> = new Set(['merchantReferenceId', 'sender.idValue', 'beneficiary.accountNumber', 'beneficiary.bankCode']);
+const NUMBERISH: ReadonlySet<FieldPath> = new Set([
+  'merchantReferenceId',
+  'sender.idValue',
+  'beneficiary.accountNumber',
+  'beneficiary.bankCode',
+]);
 /** Fields a spreadsheet may turn into dates. */
 const DATEISH: ReadonlySet<FieldPath> = new Set(['merchantReferenceId', 'sender.idValue']);
 
@@ -60,6 +65,39 @@ export function damageProblem(field: FieldPath, value: string): DamageProblem | 
       code: 'DATE_CONVERTED',
       message: `the ${words} ${field === 'sender.idValue' ? '' : `${quoteValue(value)} `}looks like a date: a spreadsheet probably turned it into one; format the column as Text and type the ${words} again`,
     };
+  }
+  return null;
+}
+
+/** Fields whose leading zeros a spreadsheet drops, in FIELD_PATHS order positions. */
+const ZERO_PADDED: readonly FieldPath[] = ['beneficiary.accountNumber', 'beneficiary.bankCode', 'sender.idValue'];
+
+/**
+ * A retry row's field that is the same field of a row it retries with the leading zeros gone (`0012345670000`
+ * became `12345670000`): what a spreadsheet does to a retry file opened and saved as CSV. `values` and each of
+ * `originals` are request values in FIELD_PATHS order.
+ */
+export function zerosLostProblem(
+  values: readonly string[],
+  originals: readonly { reference: string; values: readonly string[] }[],
+  fieldIndex: (field: FieldPath) => number,
+): { field: FieldPath; problem: DamageProblem } | null {
+  for (const field of ZERO_PADDED) {
+    const at = fieldIndex(field);
+    const value = values[at] ?? '';
+    for (const original of originals) {
+      const was = original.values[at] ?? '';
+      if (value !== '' && was !== value && /^0+\d/.test(was) && was.replace(/^0+/, '') === value) {
+        const words = WORDS[field] ?? field;
+        return {
+          field,
+          problem: {
+            code: 'LEADING_ZEROS_LOST',
+            message: `the ${words} has lost its leading zeros: it is the ${words} of ${original.reference}, which this retry row repeats, without its ${was.length - value.length} leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the ${words} again`,
+          },
+        };
+      }
+    }
   }
   return null;
 }

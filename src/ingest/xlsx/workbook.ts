@@ -69,7 +69,10 @@ async function checkContainer(path: string): Promise<void> {
     );
   }
   if (!same(magic, ZIP_MAGIC)) {
-    throw new SheetRefusal('XLSX_UNREADABLE', 'the file is not an .xlsx workbook (an .xlsx file is a zip archive); save it as an Excel Workbook (.xlsx)');
+    throw new SheetRefusal(
+      'XLSX_UNREADABLE',
+      'the file is not an .xlsx workbook (an .xlsx file is a zip archive); save it as an Excel Workbook (.xlsx)',
+    );
   }
 }
 
