@@ -630,7 +630,7 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
             reader.refuseLater(row, error),
           );
   const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal, review);
-  let failure: unknown =
+  const failure: unknown =
     kind === 'xlsx'
       ? await readSheetRecords(path, reader, chunks, opts)
       : source === null
