@@ -149,7 +149,13 @@ export class BatchOutbox {
    */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
-    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { bom: this.bom, fileRejection, fileHold });
+    const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
+    return writeAckFile(
+      this.dir,
+      identityOf(batch),
+      { pages: ackPages(this.db, batch.id) },
+      { bom: this.bom, fileRejection, fileHold, ...(fileNote ? { fileNote } : {}) },
+    );
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

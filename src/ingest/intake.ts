@@ -279,6 +279,7 @@ export class BatchIntake {
     const read = await this.move(validating, {
       rowCount: parse.rowCount,
       delimiter: parse.delimiter,
+      encoding: parse.encodingDetected ? parse.encoding : null,
       totalsJson: JSON.stringify(parse.totals),
     });
 

@@ -12,6 +12,7 @@ export {
   summaryFileName,
   ackRecord,
   fileHoldRecord,
+  fileNoteRecord,
   fileRejectionRecord,
   resultRecord,
   summaryRecord,

@@ -14,6 +14,7 @@ import {
   ackFileName,
   ackRecord,
   fileHoldRecord,
+  fileNoteRecord,
   fileRejectionRecord,
   resultFileName,
   resultRecord,
@@ -94,12 +95,14 @@ export async function writeAckFile(
   };
   const csv: CsvChunkOptions = {
     bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
-    lead:
-      opts.fileRejection !== undefined
+    lead: [
+      ...(opts.fileRejection !== undefined
         ? [fileRejectionRecord(identity, opts.fileRejection)]
         : opts.fileHold !== undefined
           ? [fileHoldRecord(identity, opts.fileHold)]
-          : [],
+          : []),
+      ...(opts.fileNote !== undefined ? [fileNoteRecord(identity, opts.fileNote)] : []),
+    ],
   };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);

@@ -449,6 +449,21 @@ const uploadContinued: Migration = {
   },
 };
 
+// The text encoding a batch was read in when `batch.format.encoding: auto` decided it, for its ack to say.
+const batchEncoding: Migration = {
+  name: '0013_batch_encoding',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.string('encoding', 32).nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('encoding');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -462,6 +477,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceHealth,
   doneMarker,
   uploadContinued,
+  batchEncoding,
 ];
 
 /** knex migration source over the list above. */
