@@ -158,9 +158,55 @@ describe('header', () => {
     const { result, rows } = await parseCollect(fixture('header-duplicate.csv'), { format: { columnAliases: { Amount: 'payoutAmount' } } });
     expect(rows).toEqual([]);
     expect(result.fileErrors).toEqual([
-      expect.objectContaining({ line: 1, column: 'Amount', field: 'payoutAmount', code: 'HEADER_DUPLICATE' }),
+      expect.objectContaining({ line: 1, column: 'Amount', columnIndex: 12, field: 'payoutAmount', code: 'HEADER_DUPLICATE' }),
     ]);
-    expect(result.fileErrors[0]?.message).toContain('column 4');
+    expect(result.fileErrors[0]?.message).toBe(
+      'this header is payoutAmount again, already the header of column D "payoutAmount"; keep one of the two columns',
+    );
+  });
+
+  it('hints at the field an unknown header most likely means, and at columnAliases', async () => {
+    const friendly = [
+      'Reference',
+      'Amount',
+      'Currency',
+      'Funding',
+      'First Name',
+      'Last Name',
+      'Country',
+      'ID Type',
+      'ID Number',
+      'Beneficiary',
+      'Account',
+      'Bank',
+    ];
+    const path = await tempCsv(`${friendly.join(',')}\nX-1,100.50,PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,1234567890,BOPIPHMM\n`);
+    const { result } = await parseCollect(path);
+    const unknown = result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN');
+    expect(unknown).toHaveLength(12);
+    expect(unknown[0]?.message).toBe(
+      '"Reference" is not a column payoutd knows; did you mean merchantReferenceId? Rename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")',
+    );
+    expect(unknown.map((e) => /did you mean ([\w.]+)\?/.exec(e.message)?.[1])).toEqual([
+      'merchantReferenceId',
+      'payoutAmount',
+      'payoutCurrency',
+      'deductionCurrency',
+      'sender.firstName',
+      'sender.lastName',
+      'sender.country',
+      'sender.idType',
+      'sender.idValue',
+      'beneficiary.accountName',
+      'beneficiary.accountNumber',
+      'beneficiary.bankCode',
+    ]);
+    expect(unknown.map((e) => e.columnIndex)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    const odd = await parseCollect(await tempCsv(`${HEADER},Notes,\n${row('X-1')},,\n`));
+    expect(odd.result.fileErrors.map((e) => e.message)).toEqual([
+      '"Notes" is not a column payoutd knows: rename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")',
+      'this column has no header but follows the last one; delete the empty columns after the last header',
+    ]);
   });
 
   it('rejects unknown headers, naming each', async () => {
@@ -306,6 +352,7 @@ describe('errors and results', () => {
       file: 'batch.csv',
       line: 2,
       column: 'payoutAmount',
+      columnIndex: 3,
       field: 'payoutAmount',
       code: 'AMOUNT_LOCALE_FORMAT',
       message: expect.stringContaining('"1,5"'),

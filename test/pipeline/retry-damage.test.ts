@@ -35,7 +35,7 @@ describe('pipeline: a retry row that lost its leading zeros', () => {
       ['LZ-2-R1', 'READY', null],
     ]);
     expect(rows[0]?.reason).toBe(
-      'LEADING_ZEROS_LOST [beneficiary.accountNumber]: the account number has lost its leading zeros: it is the account number of LZ-1, which this retry row repeats, without its 2 leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the account number again',
+      'LEADING_ZEROS_LOST [column K "beneficiary.accountNumber"]: the account number has lost its leading zeros: it is the account number of LZ-1, which this retry row repeats, without its 2 leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the account number again',
     );
     // Refused rows keep the amount as written.
     expect(rows[0]?.payoutAmount).toBe('100.50');

@@ -10,7 +10,7 @@ import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { existsSync } from 'node:fs';
 import { getBatch, requestValuesOfReferences } from '../../store/index.js';
 import { parseBatchFile, type RetryOriginals } from '../../ingest/csv/index.js';
-import type { RowError } from '../../ingest/rules/index.js';
+import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
 
@@ -29,8 +29,10 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
   });
 }
 
+/** One problem as finance reads it: `payouts.csv, line 16, column K "Account number": CODE: what is wrong`. */
 function formatError(e: RowError): string {
-  return `${e.file}:${e.line ?? '-'}${e.column ? ` [${e.column}]` : ''} ${e.code}: ${e.message}`;
+  const place = errorPlace(e);
+  return `${e.file}${place ? `, ${place}` : ''}: ${e.code}: ${e.message}`;
 }
 
 /**
@@ -68,7 +70,9 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
   if (result.fileErrors.length === 0) {
     for (const e of rowErrors) print(formatError(e));
     for (const [ref, lines] of dupes)
-      print(`${name}:${lines.join(',')} [merchantReferenceId] DUPLICATE_IN_FILE: ${ref} appears on lines ${lines.join(', ')}`);
+      print(
+        `${name}, lines ${lines.join(', ')}: DUPLICATE_IN_FILE: the reference ${ref} appears on each of these lines; give each payout its own reference`,
+      );
   }
   const problems = result.fileErrors.length + rowErrors.length + dupes.length;
   const sums = Object.entries(result.totals)

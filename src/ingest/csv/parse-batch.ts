@@ -22,7 +22,7 @@ import { decodeRequestValues, encodeRequestValues, REQUEST_VALUE_INDEX, requestO
 import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules } from '../rules/compiled.js';
 import type { ValidationRules } from '../rules/options.js';
-import { fileErrorOf, type RowError } from '../rules/row-error.js';
+import { columnPlace, fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { endsInsideRow, unterminatedFileProblem } from './complete.js';
@@ -44,7 +44,13 @@ export class BatchReadError extends PayoutdError {
 
 /** Every error of a row with its code and column, as the row keeps it (the line has its own column everywhere). */
 export function reasonOf(errors: readonly RowError[]): string | null {
-  return errors.length > 0 ? errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null;
+  if (errors.length === 0) return null;
+  return errors
+    .map((e) => {
+      const column = columnPlace(e);
+      return `${e.code}${column ? ` [${column}]` : ''}: ${e.message}`;
+    })
+    .join('; ');
 }
 
 /**
@@ -370,6 +376,8 @@ class BatchReader {
     // Only 3-letter codes, so a hostile file cannot grow the map without bound.
     if (/^[A-Z]{3}$/.test(currency) && isPlainDecimal(amount)) this.addToTotal(currency, amount);
     else this.unsummedRows++;
+    // The column of each error, for its letter (only rows with errors pay for this).
+    for (const error of result.errors) error.columnIndex = error.field === null ? null : (header.indexOf[error.field as FieldPath] ?? null);
     return new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
   }
 
@@ -626,8 +634,11 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     lookup === undefined
       ? null
       : (rows: ReadRow[]): Promise<ReadRow[]> =>
-          checkRetryRows(rows, lookup, { file: displayName, columns: reader.header?.columns ?? {} }, (row, error) =>
-            reader.refuseLater(row, error),
+          checkRetryRows(
+            rows,
+            lookup,
+            { file: displayName, columns: reader.header?.columns ?? {}, indexOf: reader.header?.indexOf ?? {} },
+            (row, error) => reader.refuseLater(row, error),
           );
   const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal, review);
   const failure: unknown =

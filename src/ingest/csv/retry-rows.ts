@@ -22,6 +22,8 @@ const fieldIndex = (field: FieldPath): number => FIELD_PATHS.indexOf(field);
 export interface RetryRowContext {
   file: string;
   columns: Partial<Record<FieldPath, string>>;
+  /** The column of each field (0 = A). */
+  indexOf: Partial<Record<FieldPath, number>>;
 }
 
 /** The rows with each damaged retry row replaced by its refusal (`refused` says which, with its error). */
@@ -47,6 +49,7 @@ export async function checkRetryRows(
       file: at.file,
       line: row.line,
       column: at.columns[found.field] ?? null,
+      columnIndex: at.indexOf[found.field] ?? null,
       field: found.field,
       ...found.problem,
     };

@@ -1,6 +1,16 @@
 /** Row validation for CSV payout batches: pure rules, reference tables, the error shape. */
 export { FIELD_PATHS, isFieldPath, emptyRowValues, type FieldPath, type RowValues } from './fields.js';
-export { FILE_ERROR_CODES, ROW_ERROR_CODES, quoteValue, type FileErrorCode, type RowError, type RowErrorCode } from './row-error.js';
+export {
+  FILE_ERROR_CODES,
+  ROW_ERROR_CODES,
+  columnLetter,
+  columnPlace,
+  errorPlace,
+  quoteValue,
+  type FileErrorCode,
+  type RowError,
+  type RowErrorCode,
+} from './row-error.js';
 export {
   BUILTIN_ACCOUNT_RULES,
   DEFAULT_REFERENCE_PATTERN,

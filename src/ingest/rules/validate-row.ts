@@ -9,6 +9,8 @@ import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
 import { damageChecked, damageProblem } from './damage.js';
+import { formatInWords } from './format-words.js';
+import { DEFAULT_REFERENCE_PATTERN } from './options.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
@@ -101,6 +103,20 @@ function shown(field: FieldPath, value: string): string {
   return ` ${quoteValue(value)}`;
 }
 
+/** Why a reference does not match its pattern: the characters it may not hold, for a pattern of one class of characters. */
+function referenceProblem(value: string, pattern: string): string {
+  const one = /^(\[[^\]]+\])[+*]$/.exec(pattern);
+  if (one) {
+    const allowed = new RegExp(`^${one[1] as string}$`, 'u');
+    const bad = [...new Set([...value].filter((c) => !allowed.test(c)))].map((c) => (c === ' ' ? 'a space' : JSON.stringify(c)));
+    if (bad.length > 0) {
+      const words = pattern === DEFAULT_REFERENCE_PATTERN ? 'letters, digits and . _ : -' : `the characters ${one[1] as string}`;
+      return `the reference ${quoteValue(value)} may hold only ${words}; it has ${bad.join(', ')}: remove or replace them`;
+    }
+  }
+  return `the reference ${quoteValue(value)} does not have the allowed form (merchantReferenceId.pattern: ${pattern})`;
+}
+
 function tooLong(field: FieldPath, value: string, max: number): Problem | null {
   const length = codePointLength(value);
   return length > max ? { code: 'TOO_LONG', message: `${field} is ${length} characters long; the maximum is ${max}` } : null;
@@ -112,9 +128,13 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
     return tooLong('beneficiary.accountNumber', value, rules.accountMaxLength) ?? value;
   }
   if (rule.accountPattern && !rule.accountPattern.regex.test(value)) {
+    const words = formatInWords(rule.accountPattern.text, value);
     return {
       code: 'ACCOUNT_NUMBER_INVALID',
-      message: `beneficiary.accountNumber ${maskAccountNumber(value)} does not match the ${currency} account format ${rule.accountPattern.text}`,
+      message:
+        words === null
+          ? `the account number ${maskAccountNumber(value)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
+          : `a ${currency} account number ${words} (${maskAccountNumber(value)}); check it with the beneficiary`,
     };
   }
   if (!rule.iban) return value;
@@ -151,9 +171,13 @@ function checkBankCode(value: string, currency: string | null, rules: CompiledRu
 
 function bankCodeProblem(value: string, rule: CompiledAccountRule): Problem | null {
   if (rule.bankPattern && !rule.bankPattern.regex.test(value)) {
+    const words = formatInWords(rule.bankPattern.text, value);
     return {
       code: 'BANK_CODE_INVALID',
-      message: `beneficiary.bankCode ${quoteValue(value)} does not match the ${rule.currency} bank code format ${rule.bankPattern.text}`,
+      message:
+        words === null
+          ? `the bank code ${quoteValue(value)} does not have the format of a ${rule.currency} bank code (accountRules: ${rule.bankPattern.text})`
+          : `a ${rule.currency} bank code ${words} (${quoteValue(value)})`,
     };
   }
   const problem = rule.bankFormat === 'bic' ? bicProblem(value) : rule.bankFormat === 'aba' ? abaProblem(value) : null;
@@ -198,10 +222,7 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
       const long = tooLong(field, value, rules.referenceMaxLength);
       if (long) return long;
       if (!rules.referencePattern.regex.test(value)) {
-        return {
-          code: 'REFERENCE_INVALID',
-          message: `merchantReferenceId ${quoteValue(value)} has characters outside the allowed pattern ${rules.referencePattern.text}`,
-        };
+        return { code: 'REFERENCE_INVALID', message: referenceProblem(value, rules.referencePattern.text) };
       }
       return value;
     }

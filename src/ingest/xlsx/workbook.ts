@@ -31,18 +31,6 @@ export class SheetRefusal extends Error {
   }
 }
 
-/** Column letters as a spreadsheet shows them: 0 -> A, 25 -> Z, 26 -> AA. */
-export function columnLetter(index: number): string {
-  let n = index + 1;
-  let out = '';
-  while (n > 0) {
-    const r = (n - 1) % 26;
-    out = String.fromCharCode(65 + r) + out;
-    n = Math.floor((n - 1) / 26);
-  }
-  return out;
-}
-
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
 const CFB_MAGIC = [0xd0, 0xcf, 0x11, 0xe0];
 
@@ -137,7 +125,11 @@ export async function* sheetRows(path: string, sheet: string | null): AsyncGener
           `the workbook has several sheets (${names.map((n) => JSON.stringify(n)).join(', ')}); keep only the payouts sheet, or name it in batch.format.sheet`,
         );
       }
-      if (read || (sheet !== null && name !== sheet)) continue;
+      if (read || (sheet !== null && name !== sheet)) {
+        // Read through, not left: exceljs goes on to the next sheet only once this one is consumed.
+        for await (const row of worksheet as AsyncIterable<ExcelRow>) void row;
+        continue;
+      }
       read = true;
       for await (const row of worksheet as AsyncIterable<ExcelRow>) {
         const cells: SheetCell[] = [];
