@@ -1,12 +1,7 @@
 /**
- * ServiceBreaker: the one circuit breaker of the payout service. After
- * `failureThreshold` calls in a row found the service unreachable (which
- * outcomes count is the client's rule, PayoutApiClient.exchange), it opens:
- * the client then sends nothing but one probe per step of the backoff
- * schedule (src/domain/backoff.ts), and the first call the service answers
- * closes it again. It only keeps the state; rows are left alone by the
- * submitter and the poller, which claim nothing while it is open.
- * Listeners hear each transition once (logs, the row `payoutd status` reads).
+ * ServiceBreaker: the one circuit breaker of the payout service. After `failureThreshold` calls in a row found
+ * it unreachable it opens: one probe per backoff step, and the first answered call closes it. It only keeps
+ * the state; the submitter and poller claim nothing while it is open. Listeners hear each transition once.
  */
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
@@ -70,10 +65,7 @@ export class ServiceBreaker {
     return this.state === 'open' && this.o.clock.now() >= this.nextProbeAt;
   }
 
-  /**
-   * May a call go out now? Always while closed. While open, not before the probe is due; then the call asking
-   * is the probe (half-open), and every other call is refused until its outcome is known.
-   */
+  /** May a call go out now? Always while closed; while open, only the probe when due (half-open), one at a time. */
   admit(): Admission | null {
     if (this.state === 'closed') return 'call';
     if (this.state === 'half-open' || this.o.clock.now() < this.nextProbeAt) return null;

@@ -1,20 +1,8 @@
 /**
- * PayoutApiClient: the payout service as typed methods. Builds each request
- * body once as canonical JSON, signs exactly that text (RSA for token calls,
- * HMAC for business calls), sends it, and turns every answer into either
- * typed data or an ApiError whose `kind` tells the caller what may be done.
- *
- * Retries happen here only where repeating cannot pay twice: reads, token
- * calls, and creates that the service provably did not process (connection
- * never made, HTTP 429 / 1429, auth refusals before processing), and only
- * while the service is reachable. Everything else about a create is the
- * submitter's decision.
- *
- * Two things are shared by every call: the circuit breaker (./breaker.ts),
- * told of each exchange, which holds back every call but one probe while the
- * service is unreachable; and the rate-limit pause: a 429 / 1429 makes every
- * business call wait out its Retry-After, so the whole sender slows down
- * rather than each call finding the limit for itself.
+ * PayoutApiClient: the payout service as typed methods. Builds each body once as canonical JSON, signs exactly
+ * that text, sends it, and turns every answer into typed data or an ApiError whose `kind` says what may be done.
+ * Retries only where repeating cannot pay twice (reads, token calls, creates provably not processed), and only
+ * while the service is reachable. Shared by every call: the circuit breaker and the rate-limit pause.
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
@@ -127,11 +115,7 @@ interface CallOptions {
   trail?: CreateTrail;
 }
 
-/**
- * What an exchange says of the service's reachability: `reached` (it answered), `unreachable` (no connection,
- * or a call without effect that got no answer or a 5xx), `unclear` (a create's timeout, drop or 5xx: its
- * outcome is the submitter's business, and it says nothing certain of the service), `abandoned` (aborted here).
- */
+/** What an exchange says of the service's reachability (a create's timeout, drop or 5xx is `unclear`). */
 type Reach = 'reached' | 'unreachable' | 'unclear' | 'abandoned';
 
 type Json = Record<string, unknown>;
@@ -163,11 +147,7 @@ function badResponse(endpoint: string, msg: string): ApiError {
   return new ApiError({ endpoint, code: 'BAD_RESPONSE', msg, status: null, kind: 'ambiguous' });
 }
 
-/**
- * The service's issuance time of credentials (spec 2.2 `timestamp`), ms since epoch; null when absent or not
- * a whole number. Unix seconds in the standard form; the client-id form (spec 5.6) counts time in
- * milliseconds, so a timestamp in its answer is read as milliseconds.
- */
+/** The service's issuance time of credentials (spec 2.2), ms; seconds in the standard form, ms in the client-id form. */
 function issuanceTime(value: unknown, unitMs: number): number | null {
   const text = value instanceof JsonNumber ? value.value : typeof value === 'string' ? value : null;
   if (text === null || !/^\d{1,16}$/.test(text)) return null;
@@ -211,11 +191,7 @@ export class PayoutApiClient {
     return this.o.breaker?.closed ?? true;
   }
 
-  /**
-   * While the service is taken for unreachable and a probe is due: one balance query (no effect; preceded by a
-   * token call only when the credentials need one), sent once, without retries. True when the service is
-   * reachable after it.
-   */
+  /** While the service is taken for unreachable and a probe is due: one balance query, no retries; true when reachable. */
   async probeIfDue(signal?: AbortSignal): Promise<boolean> {
     const breaker = this.o.breaker;
     if (!breaker || breaker.closed) return true;
@@ -229,9 +205,8 @@ export class PayoutApiClient {
   }
 
   /**
-   * Obtains credentials now, as the first business call would (they are kept for it), and says what the token
-   * answer told of the service's clock. Throws the token call's ApiError: `auth` when the service refused the
-   * credentials (with the refusal's Date header), `retryable` when it could not be reached.
+   * Obtains credentials now, as the first business call would, and says what the token answer told of the
+   * service's clock. Throws the token call's ApiError (`auth`: refused; `retryable`: not reached).
    */
   async verifyAccess(): Promise<ServiceClockReading | null> {
     this.lastTokenAnswer = null;
@@ -253,10 +228,7 @@ export class PayoutApiClient {
     }));
   }
 
-  /**
-   * Creates a payout. Throws ApiError: `ambiguous` means the payout may
-   * exist — query it by merchantReferenceId before anything else.
-   */
+  /** Creates a payout. ApiError `ambiguous`: the payout may exist; query it by merchantReferenceId first. */
   async createPayout(req: CreateRequest, signal?: AbortSignal, trail?: CreateTrail): Promise<CreatedPayout> {
     const ep = ENDPOINTS.createPayout;
     const data = await this.business(ep, createBodyText(req, { sortKeys: this.o.sortKeys }), { idempotent: false, signal, trail });
@@ -324,8 +296,7 @@ export class PayoutApiClient {
   private async business(endpoint: string, body: Json | string, opts: CallOptions): Promise<Json> {
     let authRetried = false;
     for (let attempt = 1; ; attempt++) {
-      // Credentials are taken after the pause: they must still be fresh when the call leaves. (No await step
-      // at all when no pause runs: most calls.)
+      // Credentials are taken after the pause: they must still be fresh when the call leaves.
       if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(opts.signal);
       const creds = await this.tokens.current();
       try {
@@ -360,10 +331,7 @@ export class PayoutApiClient {
     for (let wait = this.pausedUntil - performance.now(); wait > 0; wait = this.pausedUntil - performance.now()) await sleep(wait, signal);
   }
 
-  /**
-   * A 429 / 1429: every business call waits out its Retry-After (never less than the base delay: "at once" would
-   * bring the next burst at once; never more than MAX_RETRY_AFTER_MS, past which the callers' own schedules take over).
-   */
+  /** A 429 / 1429: every business call waits out its Retry-After (within the base delay and MAX_RETRY_AFTER_MS). */
   private pauseAll(err: ApiError, attempt: number): void {
     const ms = Math.min(
       Math.max(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), this.o.retry.baseMs),
@@ -478,10 +446,7 @@ export class PayoutApiClient {
     return { timestamp, nonce: randomUUID().replaceAll('-', '') };
   }
 
-  /**
-   * Sends the exact signed text and maps the answer; `isCreate` makes unknown outcomes ambiguous. `seen`, when
-   * given, receives the answer's Date header (token calls: the service's clock at start-up).
-   */
+  /** Sends the exact signed text and maps the answer; `isCreate` makes unknown outcomes ambiguous; `seen` gets the Date header. */
   private async exchange(
     endpoint: string,
     path: string,
@@ -529,11 +494,7 @@ export class PayoutApiClient {
     }
   }
 
-  /**
-   * What the breaker learns from one exchange. A create whose outcome is unclear says nothing certain of the
-   * service and leaves the count alone, unless it was the probe, which must end in a verdict: then it counts
-   * as a failure and the next probe follows.
-   */
+  /** What the breaker learns from one exchange; an unclear create counts only when it was the probe. */
   private tellBreaker(admitted: Admission, reach: Reach, code: string): void {
     const breaker = this.o.breaker;
     if (!breaker) return;

@@ -1,12 +1,7 @@
 /**
- * The body of a create (spec 4.4) as the exact text that is signed and sent.
- * Built from a PayoutRequest, or from the values a payout row keeps
- * (src/domain/request-values.ts). With keys sorted (the default), kept values
- * are written straight into the body's one shape: each value as the canonical
- * writer writes a string (JSON.stringify), the amount as a JSON number in
- * normal form. That text must be the object path's byte for byte
- * (test/api/create-body.test.ts); with keys in the order given, kept values
- * take the object path.
+ * The body of a create (spec 4.4) as the exact text that is signed and sent, from a PayoutRequest or from a
+ * row's kept values. With keys sorted, kept values are written straight into the body's one shape, byte for
+ * byte the object path's text (test/api/create-body.test.ts).
  */
 import { normalizeAmount } from '../domain/money.js';
 import type { CreateRequest, PayoutRequest } from '../domain/payout.js';

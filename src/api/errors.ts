@@ -1,9 +1,6 @@
 /**
- * ApiError: every failure of a call to the payout service, with what the
- * daemon must do about it. The classification is the contract's table of
- * business codes (configurable) plus the transport rules: a create whose
- * outcome cannot be known (timeout, 5xx, connection dropped after sending)
- * is `ambiguous` and must be resolved by a query, never by a blind re-create.
+ * ApiError: every failure of a call to the payout service, with what the daemon must do about it. A create whose
+ * outcome cannot be known is `ambiguous` and must be resolved by a query, never by a blind re-create.
  */
 import { PayoutdError } from '../domain/errors.js';
 

@@ -1,12 +1,7 @@
 /**
- * One HTTP exchange with the payout service, with a hard timeout, and
- * failures sorted by what they imply: a connection that was never made sent
- * nothing (safe to repeat), while a timeout or a connection dropped after
- * sending leaves the outcome unknown.
- *
- * node:http / node:https with stock keep-alive agents rather than fetch:
- * fetch's web streams and per-call signals cost far more CPU per create, and
- * the daemon's create loop is CPU-bound when the service answers fast.
+ * One HTTP exchange with the payout service, with a hard timeout, and failures sorted by what they imply: a
+ * connection never made sent nothing (safe to repeat); a timeout or a drop after sending leaves the outcome
+ * unknown. node:http with stock keep-alive agents: cheaper per create than fetch.
  */
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
@@ -50,27 +45,13 @@ export class TransportError extends PayoutdError {
   }
 }
 
-/**
- * Errors that mean the connection was never made. Counted as `connect` only
- * while the request's socket has not connected: a kept-alive socket is
- * connected from the start, so nothing that happens on it is `connect`.
- */
+/** Errors meaning the connection was never made, counted only before the socket connected (a kept-alive one is). */
 const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
 
-/**
- * Idle kept-alive sockets are closed after this long; the Agent itself
- * shortens it to 1 s before the server's announced Keep-Alive timeout. So a
- * request rarely goes out on a socket the server is closing; when it does,
- * the failure is `dropped`, never `connect` (see CONNECT_CODES).
- */
+/** Idle kept-alive sockets close after this (the Agent shortens it before the server's Keep-Alive timeout). */
 const IDLE_SOCKET_MS = 4_000;
 
-/**
- * One stock agent per scheme for the process, pooling sockets per origin.
- * lifo: the most recently freed socket is the one least likely to be closing.
- * No socket limit: the callers bound their own concurrency
- * (submit.concurrency, one poll call at a time).
- */
+/** One stock agent per scheme (lifo: the latest freed socket is the least likely closing); callers bound concurrency. */
 export const agents = {
   'http:': new HttpAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
   'https:': new HttpsAgent({ keepAlive: true, scheduling: 'lifo', timeout: IDLE_SOCKET_MS }),
@@ -105,11 +86,7 @@ export interface HttpRequest {
   signal?: AbortSignal;
 }
 
-/**
- * Sent with every request. identity: the API document names no compression
- * and the sandbox sends none; a compressed answer that came anyway would not
- * parse and is judged like any answer without an envelope (ambiguous for a create).
- */
+/** Sent with every request; identity encoding: a compressed answer would not parse. */
 const FIXED_HEADERS: readonly string[] = ['Accept', 'application/json', 'Accept-Encoding', 'identity', 'User-Agent', 'payoutd'];
 
 /** The Host header of an origin, as node:http writes it (IPv6 literals bracketed, a port only when not the default). */
@@ -119,11 +96,7 @@ function hostHeader(origin: HttpOrigin): string {
   return origin.port === undefined || origin.port === defaultPort ? host : `${host}:${origin.port}`;
 }
 
-/**
- * The request's header lines as a flat [name, value, …] list (documented, the format of rawHeaders): node:http
- * writes them once, as given, rather than storing each through setHeader. Given as a list, Host and
- * Content-Length are ours to send; names and values are still checked (a control character throws).
- */
+/** The request's header lines as a flat [name, value, …] list (the rawHeaders format); still checked by node:http. */
 function headerList(req: HttpRequest): string[] {
   const list = ['Host', hostHeader(req.origin), ...FIXED_HEADERS];
   if (req.method !== 'GET') list.push('Content-Length', String(Buffer.byteLength(req.body, 'utf8')));
@@ -150,13 +123,7 @@ interface Abandonable {
 
 const waitingOn = new WeakMap<AbortSignal, Abandonable>();
 
-/**
- * Calls `abandon` when `signal` aborts, until the returned function is
- * called. One 'abort' listener per signal while any call waits on it,
- * instead of one per call: the daemon's calls all share one signal, and an
- * EventTarget listener added and removed per call is a visible cost. None is
- * left once the last call is done.
- */
+/** Calls `abandon` when `signal` aborts, until the returned function is called; one listener per signal. */
 function untilAborted(signal: AbortSignal, abandon: () => void): () => void {
   let waiting = waitingOn.get(signal);
   if (waiting === undefined) {
@@ -180,10 +147,7 @@ function untilAborted(signal: AbortSignal, abandon: () => void): () => void {
   };
 }
 
-/**
- * Sends one request. Rejects only with TransportError; the messages are ours
- * (a raw error may carry request details), never headers or bodies.
- */
+/** Sends one request. Rejects only with TransportError, whose messages never carry headers or bodies. */
 export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
   const { signal, timeoutMs } = req;
   if (signal?.aborted) return Promise.reject(new TransportError('aborted', 'call abandoned (shutting down)'));
@@ -232,8 +196,7 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
         headers: headerList(req),
       });
     } catch (err) {
-      // A header node:http refuses (a control character in a value, say). Nothing left, but fetch
-      // counted this as dropped too, and repeating the same headers cannot succeed.
+      // A header node:http refuses: nothing sent, and repeating the same headers cannot succeed.
       dropped(err);
       return;
     }

@@ -4,11 +4,10 @@ export {
   ENDPOINTS,
   type PayoutApiClientOptions,
   type ApiCallRecord,
-  type ExchangeRate,
   type Balance,
   type AuthMode,
   type ServiceClockReading,
 } from './client.js';
-export { ApiError, isApiError, DEFAULT_CODE_TREATMENTS, DUPLICATE_REFERENCE, type ApiErrorKind, type CodeTreatment } from './errors.js';
+export { ApiError, isApiError, DUPLICATE_REFERENCE } from './errors.js';
 export type { Credentials } from './tokens.js';
 export { ServiceBreaker, type BreakerOptions, type BreakerTransition } from './breaker.js';

@@ -1,13 +1,7 @@
 /**
- * TokenManager: holds the merchant's credentials (spec 5.5) and keeps them
- * valid. Gets them on first use, refreshes shortly before the accessToken
- * expires, refreshes after a 1009, starts over with access-token after a
- * 1010 or a failed refresh — and never has more than one token call in
- * flight, however many business calls are waiting (single-flight).
- *
- * A token's life counts from the moment it was requested (or from the
- * service's own issuance time when that says it is older), never from its
- * arrival: a slow token answer has already spent part of the token's life.
+ * TokenManager: holds the merchant's credentials (spec 5.5) and keeps them valid: gets them on first use,
+ * refreshes before the accessToken expires or after a 1009, starts over after a 1010 or a failed refresh, with
+ * never more than one token call in flight. A token's life counts from its request, not its arrival.
  */
 import type { Clock } from '../domain/clock.js';
 
@@ -37,12 +31,9 @@ export interface TokenAnswerTimes {
 }
 
 /**
- * When credentials expire by this process's clock. Their life counts from the request: the service issued
- * them at some moment between the request and the answer, and the request is the side that never
- * overestimates. The service's `timestamp` counts instead when it says they were issued more than its own
- * one-second resolution before the request (a token handed out again, or a service clock ahead of ours is
- * not believed): then they are older than the request. Never when it would make them dead on arrival: a
- * timestamp that far back is a clock out of step, not a token that old.
+ * When credentials expire by this process's clock, counted from the request (the side that never
+ * overestimates). The service's `timestamp` counts instead when it says they are clearly older than the
+ * request, but never so far back that they would be dead on arrival (a clock out of step).
  */
 export function credentialTimes(
   t: TokenAnswerTimes,
@@ -97,10 +88,7 @@ export class TokenManager {
     return creds;
   }
 
-  /**
-   * The service said the token in `used` expired (1009). Renew unless some
-   * other caller already did, then hand back the credentials to retry with.
-   */
+  /** The service said the token in `used` expired (1009): renew unless another caller did, and hand back credentials. */
   async expired(used: Credentials, code: string): Promise<Credentials> {
     if (this.inflight) return this.inflight;
     if (this.creds !== used) return this.current();

@@ -1,15 +1,7 @@
 /**
- * The `payoutd` command line: parses argv with yargs and hands each command
- * to its module. This is the only layer that reads process.env, argv or
- * decides exit codes: 78 (EX_CONFIG) for a configuration to fix, 69
- * (EX_UNAVAILABLE) for a payout service that did not answer at start, 1 for
- * anything else, 2 for a usage mistake.
- *
- * Each command's module (and the config loader, the logger) is imported in
- * its handler, not here: `payoutd status` then loads the store and not the
- * daemon, the API client, the sandbox, metrics or exceljs, and `--version` /
- * `--help` load nothing but yargs. The options of every command stay
- * declared here, so `--help` lists them all without loading any command.
+ * The `payoutd` command line: parses argv with yargs and hands each command to its module, imported in its
+ * handler so short commands load little. The only layer that reads process.env or argv and decides exit codes:
+ * 78 (EX_CONFIG), 69 (EX_UNAVAILABLE at start), 1 for anything else, 2 for a usage mistake.
  */
 import yargs, { type Argv } from 'yargs';
 import type { ResolvedConfig } from '../config/index.js';

@@ -1,7 +1,4 @@
-/**
- * Printing for humans: plain aligned tables, and the one place that turns
- * an error into a message and an exit code.
- */
+/** Printing for humans: aligned tables, and the one place that turns an error into a message and an exit code. */
 import { ConfigError, PayoutdError, ServiceUnavailableError } from '../domain/errors.js';
 
 /** sysexits.h: a configuration mistake (systemd does not restart on it: RestartPreventExitStatus=78). */

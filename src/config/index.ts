@@ -1,4 +1,4 @@
 /** Configuration: schema with defaults, loading (strict), secrets, and what a SIGHUP may change live. */
-export { configSchema, FOLDER_OPTIONS, type PayoutdConfig } from './schema.js';
-export { loadConfig, readApiKey, readWebhookSecret, mergeDeep, type ResolvedConfig, type LoadConfigInput } from './load.js';
-export { applyLiveOptions, optionChanges, isLiveOption, LIVE_OPTIONS, type OptionChange } from './live.js';
+export { FOLDER_OPTIONS } from './schema.js';
+export { loadConfig, readApiKey, readWebhookSecret, mergeDeep, type ResolvedConfig } from './load.js';
+export { applyLiveOptions, optionChanges, type OptionChange } from './live.js';

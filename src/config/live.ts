@@ -1,18 +1,11 @@
 /**
- * What a SIGHUP may change while payoutd runs. The running configuration
- * object is the seam: the options listed in LIVE_OPTIONS are written into
- * it, value by value, and the code that uses them reads them from it at
- * each use (the daemon hands them to the submitter and the poller as
- * getters), so a new value takes effect at the next pass. Every other
- * option that changed is named as needing a restart and keeps its value.
+ * What a SIGHUP may change while payoutd runs: the options in LIVE_OPTIONS are written into the running
+ * configuration, which their consumers read at each use; every other changed option is named as needing a restart.
  */
 import type { ResolvedConfig } from './load.js';
 import { isPlainObject } from './strict.js';
 
-/**
- * Options applied without a restart (a path and everything under it). Each is read at use by its consumer;
- * an option joins by being added here once its consumer reads it at use.
- */
+/** Options applied without a restart (a path and everything under it); each consumer reads it at use. */
 export const LIVE_OPTIONS: readonly string[] = [
   'log.level',
   'submit.concurrency',
@@ -83,10 +76,7 @@ export function optionChanges(running: ResolvedConfig, next: ResolvedConfig): Op
   );
 }
 
-/**
- * Applies the live options of `next` to `running` (in place) and returns every change: the live ones applied,
- * the others left as they run. A restart option changed and changed back is no longer reported.
- */
+/** Applies the live options of `next` to `running` in place and returns every change, live or not. */
 export function applyLiveOptions(running: ResolvedConfig, next: ResolvedConfig): OptionChange[] {
   const changes = optionChanges(running, next);
   for (const c of changes) if (c.live) writeAt(running, c.path, c.to);

@@ -1,9 +1,6 @@
 /**
- * Reading the configuration: a YAML file (optional), environment variables
- * and command-line overrides, validated once by the schema, paths made
- * absolute, and secrets read from where the operator put them. Precedence:
- * argv > env > file > default. Error messages name the option, never a
- * secret's value.
+ * Reading the configuration: a YAML file, environment variables and command-line overrides (argv > env > file >
+ * default), validated by the schema, paths made absolute, secrets read. Errors name the option, never a secret.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';

@@ -1,8 +1,6 @@
 /**
- * The daemon's configuration: every option with its default and what it is
- * for, validated once, here, into a resolved type. Options marked (contract)
- * are the answers of shared/design/contract.md where the API spec is silent:
- * change them to match a real deployment without touching code.
+ * The daemon's configuration: every option with its default and what it is for. Options marked (contract) are
+ * shared/design/contract.md's answers where the API spec is silent: change them to match a deployment.
  */
 import { z } from 'zod';
 import { batchFormatSchema } from '../ingest/csv/options.js';
@@ -45,21 +43,13 @@ export const apiSchema = z
     hmacKeyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
     /** Every call gives up after this long; a create that times out is resolved by query. */
     timeoutMs: positive(15_000),
-    /**
-     * (contract) How far X-TIMESTAMP may be from the service's clock. At start, a clock further off than this
-     * (as the token answer's `timestamp`, or a refusal's Date header, shows) stops payoutd with the fix.
-     */
+    /** (contract) How far X-TIMESTAMP may be from the service's clock; a clock further off stops payoutd at start. */
     clockSkewSeconds: positive(300),
-    /**
-     * Retries of calls that are safe to repeat (reads, token calls, provably unprocessed creates), while the service
-     * is reachable. A 429 / 1429 pauses every business call for its Retry-After (at least baseMs).
-     */
+    /** Retries of calls safe to repeat while the service is reachable; a 429 / 1429 pauses every business call. */
     retry: z.object({ maxAttempts: positive(4), baseMs: positive(250), maxMs: positive(10_000) }).prefault({}),
     /**
-     * The circuit breaker of the payout service. After `failureThreshold` calls in a row found it unreachable
-     * (a connection refused or not made; on calls without effect also a timeout, a dropped connection or a 5xx),
-     * sending and polling pause: no row is claimed or charged an attempt, and one call without effect (a balance
-     * query) probes the service at each step of the `probe` backoff (jittered, capped at maxMs) until it answers.
+     * The circuit breaker: after `failureThreshold` calls in a row found the service unreachable, sending and
+     * polling pause and one balance query probes it at each step of the `probe` backoff until it answers.
      */
     breaker: z
       .object({
@@ -74,10 +64,7 @@ export const apiSchema = z
   })
   .prefault({});
 
-/**
- * The folders payoutd needs, as options of `paths`: each must exist (unless `paths.create`) and be writable
- * at start. A new folder option joins the start-up checks by being added here.
- */
+/** The folders payoutd needs: each must exist (unless `paths.create`) and be writable at start. */
 export const FOLDER_OPTIONS = ['inbox', 'outbox', 'stateDir'] as const;
 
 export const configSchema = z
@@ -89,10 +76,7 @@ export const configSchema = z
         outbox: z.string().default('./var/outbox'),
         /** Database, claimed and rejected files. On the inbox's filesystem: a file is claimed by a rename. */
         stateDir: z.string().default('./var/state'),
-        /**
-         * Create missing folders at start. Default: yes without a config file (the first run's ./var), no with
-         * one, where a missing folder is more likely a misspelled path than a folder to make.
-         */
+        /** Create missing folders at start. Default: yes without a config file, no with one (a misspelled path?). */
         create: z.boolean().optional(),
       })
       .prefault({}),
@@ -110,22 +94,15 @@ export const configSchema = z
       .prefault({}),
     inbox: z
       .object({
-        /**
-         * Size and mtime must stay unchanged this long before a file is taken, and at least 3 times the
-         * longest pause seen while the file grew (a slow SFTP link writes in bursts with long gaps).
-         */
+        /** Size and mtime unchanged this long before a file is taken, and 3 times the longest pause seen while it grew. */
         stableForMs: ms(5000),
         /** The longest wait the pauses of an upload can impose (never below stableForMs): 10 minutes. */
         maxStableForMs: positive(600_000),
-        /**
-         * A file whose last byte is not a line break (an upload cut short, mostly) waits this long unless
-         * x.csv.done is present; honest exports end with a line break and are not delayed. 10 minutes.
-         */
+        /** A file whose last byte is not a line break waits this long unless x.csv.done is present. */
         unterminatedStableForMs: ms(600_000),
         /**
-         * A taken file can still grow (the sender's SFTP session holds the moved inode): it is watched this
-         * long after it was taken. A change holds a batch not yet final; once stable again, a notice and a
-         * remainder file of the rows that arrived later go to the outbox. 24 hours.
+         * A taken file is watched this long (the sender's SFTP session can still write to it): a change holds a
+         * batch not yet final, and a notice and a remainder file go to the outbox.
          */
         watchTakenForMs: ms(86_400_000),
         /** Full rescan of the inbox; watcher events are only hints. */
@@ -178,17 +155,11 @@ export const configSchema = z
         maxCallsPerPass: positive(1000),
         /** Query calls on the wire at once (the next due payouts are claimed while earlier calls are out). */
         concurrency: positive(4),
-        /**
-         * While creates are being sent, polls wait (creates come first: both share the service's rate limit and
-         * this machine, and a poll only observes) — but never longer than this past their due time.
-         */
+        /** While creates are being sent, polls wait (creates come first), but never longer than this past due. */
         deferWhileSendingMs: ms(30_000),
         /**
-         * When most payouts of one query answer have settled, ask about the other pending payouts of their batch at
-         * once (a batch often settles together) instead of each at its own backoff; at most once per minIntervalMs
-         * per batch, so never more calls than polling every payout at the minimum interval. A swept batch is swept
-         * again each minIntervalMs while most of what was asked of it since came back settled (stragglers asked just
-         * before they settled).
+         * When most payouts of one answer have settled, ask about the rest of their batch at once, at most once per
+         * minIntervalMs per batch, and again while most of what was asked came back settled.
          */
         settlementSweep: z.boolean().default(true),
       })
@@ -237,19 +208,13 @@ export const configSchema = z
       .object({
         /** Names this process in leases and logs; default host:pid:random. */
         id: z.string().optional(),
-        /**
-         * Work an instance claimed (a create in flight, a batch being read, payouts being queried) is taken over
-         * by the others when not finished within this time. Must exceed the longest create (api.timeoutMs × retries).
-         */
+        /** Work an instance claimed is taken over by others after this; must exceed the longest create with retries. */
         leaseMs: positive(120_000),
       })
       .prefault({}),
     startup: z
       .object({
-        /**
-         * At start, how long to wait for the payout service to answer (retrying with backoff) before giving up
-         * with exit code 69; systemd then starts payoutd again after RestartSec.
-         */
+        /** At start, how long to wait for the payout service before exit code 69 (systemd restarts payoutd). */
         waitForServiceMs: ms(60_000),
       })
       .prefault({}),

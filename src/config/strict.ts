@@ -1,10 +1,6 @@
 /**
- * Strictness of the configuration: every key the operator wrote must be an
- * option. The input is walked beside the schema's JSON Schema (zod's public
- * `toJSONSchema`, read for the input side), so an option added to the
- * schema anywhere is known here without a list to keep; a key that is not
- * an option is named with the nearest valid key at its level, and a key
- * that was removed says so and what to do.
+ * Strictness of the configuration: every key written must be an option. The input is walked beside the schema's
+ * JSON Schema (zod's `toJSONSchema`), so no list is kept; an unknown key is named with the nearest valid key.
  */
 
 /** The parts of a JSON Schema (draft 2020-12) the walk reads. */
@@ -19,11 +15,7 @@ export interface JsonSchemaNode {
   allOf?: JsonSchemaNode[];
 }
 
-/**
- * Options that existed once and were taken out: the key is refused like any
- * unknown key, with what replaced it, so an old config fails at start with
- * the fix instead of running without the setting.
- */
+/** Options that were taken out: refused like any unknown key, with what replaced them. */
 export const REMOVED_OPTIONS: Readonly<Record<string, string>> = {
   'batch.read': 'removed option: a batch file is now read once, on the daemon thread, and there are no reader threads to tune; delete it',
 };

@@ -1,10 +1,6 @@
 /**
- * The outbox's answer to an upload that went on after its file was taken:
- * reads the taken file as it now is (src/ingest/csv/continued.ts) and the
- * batch's rows as stored, then writes `<name>.remainder.csv` (the complete
- * rows never read) and `<name>.upload-continued.csv` (src/report/continued.ts),
- * and says in one line what was found, which the batch record keeps for
- * `payoutd status`.
+ * The outbox's answer to an upload that went on after its file was taken: `<name>.remainder.csv` (the complete
+ * rows never read) and `<name>.upload-continued.csv`, and a one-line gist the batch record keeps for status.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,12 +1,7 @@
 /**
- * PayoutDaemon: `payoutd run`. Wires the inbox watcher to the intake, and
- * runs the submitter, the settlement poller and the batch finisher
- * (./finisher.ts) as work loops; every hold is BatchHolds' (src/holds). On
- * start it first recovers what a previous process left mid-way (creates in
- * flight become UNKNOWN, half-read batches are read again, claimed files
- * without a record are received). On stop it takes no new
- * work, lets calls in flight finish within a grace period, then abandons the
- * rest safely (their rows are resolved by query at the next start).
+ * PayoutDaemon: `payoutd run`. Wires the inbox watcher to the intake and runs the submitter, the poller and the
+ * finisher as work loops. On start it recovers what a previous process left mid-way; on stop it takes no new
+ * work, lets calls in flight finish within a grace period, and leaves the rest to be resolved by query.
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -149,8 +144,7 @@ export class PayoutDaemon {
         logger.warn({ name: entry.name, kind: entry.kind, unchangedForMs: entry.unchangedForMs }, `inbox entry ignored: ${reason}`),
       onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
     });
-    // The live options (src/config/live.ts) are read from the configuration at each use: a SIGHUP's new value
-    // takes effect at the next pass. The others are copied once.
+    // Live options (src/config/live.ts) are read at each use, so a SIGHUP takes effect at the next pass.
     const { submit, poll } = config;
     this.submitter = new PayoutSubmitter(
       { db, service, clock, logger, holds: this.holds, onCreateOutcome: deps.onCreateOutcome, faultPoint: deps.faultPoint },
@@ -251,8 +245,7 @@ export class PayoutDaemon {
       get tickMs() {
         return poll.tickMs;
       },
-      // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait
-      // (asked first, cheaply: a finisher's pass per poll call would cost more than the polling).
+      // A settled row may be the last of its batch: write the result file now, not after the finisher's idle wait.
       onSettled: async () => {
         if ((await listFinishedActiveBatches(this.deps.db)).length > 0) finishLoop.wake();
       },
@@ -309,10 +302,7 @@ export class PayoutDaemon {
     logger.info('stopped cleanly');
   }
 
-  /**
-   * What a previous process left mid-way: creates in flight become UNKNOWN, claimed files without a record
-   * are received, half-read batches are read again, and outbox files that should exist are written.
-   */
+  /** What a previous process left mid-way: interrupted creates, unrecorded claims, half-read batches, missing outbox files. */
   private async recover(): Promise<void> {
     const { db, clock, logger, config } = this.deps;
     // One instance (SQLite, locked): every create in flight was ours. Shared: only those whose lease ran out.

@@ -1,9 +1,6 @@
 /**
- * Named points where the chaos test may kill the daemon outright, to prove
- * that a crash exactly there loses and repeats nothing. Off unless the
- * operator of a test sets PAYOUTD_FAULT_KILL_AT=<point>:<n> (the n-th time
- * the point is reached, the process SIGKILLs itself). The CLI reads the
- * variable; code receives a plain callback.
+ * Named points where the chaos test may kill the daemon (PAYOUTD_FAULT_KILL_AT=<point>:<n>), to prove that a
+ * crash exactly there loses and repeats nothing. Off unless set; code receives a plain callback.
  */
 export type FaultPointName = 'after-intent' | 'after-create-response' | 'after-record' | 'mid-result-file' | 'mid-read';
 

@@ -1,12 +1,7 @@
 /**
- * BatchFinisher: the end of a batch and the outbox's completeness. A batch
- * whose rows are all final gets its result and summary files (then the
- * optional .xlsx and retry files) and becomes COMPLETE; an outbox file that
- * should exist and does not (the outbox was unwritable, or the process
- * stopped while writing) is written late; what the watch of taken files
- * found (src/holds) is answered in the outbox: the ack of a batch held for
- * its file says so, and an upload that went on gets its notice and
- * remainder. The finish loop runs it.
+ * BatchFinisher: the end of a batch and the outbox's completeness. A batch whose rows are all final gets its
+ * result files and becomes COMPLETE; outbox files that should exist are written late; what the watch of taken
+ * files found is answered in the outbox.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -151,12 +146,7 @@ export class BatchFinisher {
     }
   }
 
-  /**
-   * Writes every acknowledgement or result file that should exist and does
-   * not. Batches last changed less than `minAgeMs` ago are left to the
-   * intake, which writes their files itself. A failure is logged and tried
-   * again on the next pass.
-   */
+  /** Writes every ack or result file that should exist and does not, except for batches the intake still owns. */
   async repairOutbox(minAgeMs: number): Promise<void> {
     const { db, clock, logger, outbox } = this.deps;
     const missing = await listBatchesMissingFiles(db, clock.now() - minAgeMs);

@@ -1,9 +1,6 @@
 /**
- * ServiceHealthRecorder: keeps this instance's row of service health (what
- * its circuit breaker knows of the payout service) in the database, where
- * `payoutd status` reads it: written at each transition, refreshed while the
- * instance runs (the freshest row is the one believed), and removed when the
- * instance stops. A failed write is logged and never stops the daemon.
+ * ServiceHealthRecorder: this instance's row of service health, where `payoutd status` reads it: written at each
+ * transition, refreshed while running, removed on stop. A failed write is logged and never stops the daemon.
  */
 import type { Logger } from 'pino';
 import type { ServiceBreaker } from '../api/index.js';

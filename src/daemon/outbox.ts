@@ -1,8 +1,4 @@
-/**
- * BatchOutbox: what finance receives for a batch, built from the database —
- * the acknowledgement right after a file is read, the result and summary
- * files once every row is final, and an interim report at any time.
- */
+/** BatchOutbox: what finance receives for a batch, built from the database: ack, result and summary, interim report. */
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { waitsForOperator } from '../domain/holds.js';
@@ -49,10 +45,7 @@ export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string 
   return `${batch.id}_${outboxSafeName(batch.fileName)}`;
 }
 
-/**
- * Outbox files of an inbox entry refused before it became a batch (a symlink, a FIFO, a directory):
- * `<refusal id>_<name>`, the id that of its place in `<stateDir>/rejected/` when it was moved there.
- */
+/** Outbox files of an inbox entry refused before it became a batch: `<refusal id>_<name>`, its id in rejected/. */
 export function refusedEntryOutboxName(entry: Pick<RejectedEntry, 'name' | 'movedTo'>, nowMs: number): string {
   const parked = entry.movedTo === undefined ? null : parseStoredName(basename(entry.movedTo));
   return `${parked?.claimId ?? newClaimId(nowMs)}_${outboxSafeName(entry.name)}`;
@@ -143,10 +136,7 @@ export class BatchOutbox {
     private readonly extras: OutboxExtras = { xlsx: false, retryFiles: false },
   ) {}
 
-  /**
-   * Per-row verdicts, from the stored rows; with `fileRejection`, a first line saying why the whole file is
-   * refused; a batch under a hold only an operator lifts, a first line saying so and why.
-   */
+  /** Per-row verdicts; a first line says why a file is refused, or why a batch is under an operator's hold. */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
@@ -163,10 +153,7 @@ export class BatchOutbox {
     return writeRejectionAckFile(this.dir, identityOf(batch), reason, { bom: this.bom });
   }
 
-  /**
-   * The answer to an inbox entry that is not a file payoutd can read: an ack with no batch id, only the
-   * file-level REJECTED row saying why, in the shape of a refused batch's ack.
-   */
+  /** The answer to an inbox entry payoutd cannot read: an ack with only the file-level REJECTED row saying why. */
   writeEntryRefusal(entry: RejectedEntry, reason: string, nowMs: number): Promise<string> {
     const identity: BatchIdentity = {
       batchId: '',
@@ -187,10 +174,7 @@ export class BatchOutbox {
     return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
   }
 
-  /**
-   * `<name>.result.xlsx` and `<name>.retry.csv` (when enabled and the batch has CANCELLED rows), after
-   * the result files: each is its own atomic file, and each reads the rows again from the database.
-   */
+  /** `<name>.result.xlsx` and `<name>.retry.csv` (when enabled), each its own atomic file, read again from the database. */
   async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
     const xlsx = this.extras.xlsx

@@ -1,9 +1,4 @@
-/**
- * One pass of the poll loop and its timing: poll what is due; when nothing
- * is, and the next payout falls due before the loop's next tick, wait for
- * exactly that moment, so a payout is asked when its interval ends rather
- * than up to a tick later.
- */
+/** One pass of the poll loop and its timing: when nothing is due, wait for exactly the next due time if it comes before the tick. */
 import type { Clock } from '../domain/clock.js';
 import { sleep } from '../domain/backoff.js';
 import type { SettlementPoller } from '../poll/index.js';
@@ -45,8 +40,7 @@ export class PollPass {
     const due = await this.deps.poller.nextDueAt();
     const wait = due === null ? Infinity : due - this.deps.clock.now();
     if (!(wait > 0 && wait < this.deps.tickMs)) return false;
-    // A timer may fire a millisecond before the clock reads the due time; then nothing would be due and the loop
-    // would idle a whole tick. The extra 2 ms make the look after the wait find it.
+    // A timer may fire a millisecond before the clock reads the due time: 2 ms more make the next look find it.
     await sleep(wait + 2, signal).catch(() => undefined);
     this.waitedForDue = true;
     return !signal.aborted;

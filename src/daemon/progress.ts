@@ -1,8 +1,4 @@
-/**
- * The progress line an operator follows in the log: for each ACTIVE batch,
- * at most every PROGRESS_EVERY_MS, its rows per state, creates per second
- * and an estimate of the time left.
- */
+/** The progress line an operator follows: per ACTIVE batch, at most every PROGRESS_EVERY_MS, rows per state, rate, time left. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { FINAL_ROW_STATES } from '../domain/lifecycle.js';

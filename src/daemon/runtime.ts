@@ -1,9 +1,4 @@
-/**
- * Starting and stopping a whole payoutd process: the start-up checks
- * (./startup-checks.ts), the instance lock, the database and its
- * migrations, the listeners (metrics, webhook), the API connection (maybe
- * the embedded sandbox), the daemon — and closing all of it in reverse order.
- */
+/** Starting and stopping a whole payoutd process: checks, lock, database, listeners, API, daemon, and closing in reverse. */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
@@ -42,10 +37,8 @@ function portProblem(err: unknown, option: string): unknown {
 }
 
 /**
- * Starts payoutd, checking as it goes what an operator can get wrong, each before `payoutd running` and with
- * one line naming the option: the folders (first: the state directory holds the lock), the ports (by
- * listening on them: metrics, webhook; the embedded sandbox's), the payout service (its answer, the
- * credentials, the clock; waited for up to startup.waitForServiceMs).
+ * Starts payoutd, checking before `payoutd running` what an operator can get wrong, each with one line naming
+ * the option: folders, ports (by listening on them), and the payout service.
  */
 export async function startDaemon(
   config: ResolvedConfig,

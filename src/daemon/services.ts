@@ -1,11 +1,6 @@
 /**
- * The composition root: builds the payout service client from the resolved
- * configuration — against a real deployment, or against the embedded
- * sandbox when api.baseUrl is "embedded" (a first run with no configuration,
- * and the demo; one process owns it, see EmbeddedRole) — with its circuit breaker, and
- * the log lines of what happens to the service as a whole (once each, not
- * per call or row): it went down, it is back, a rate-limit pause, refused
- * credentials.
+ * The composition root: builds the payout service client, against a real deployment or the embedded sandbox
+ * (api.baseUrl "embedded"), with its circuit breaker, and logs what happens to the service as a whole once each.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -53,12 +48,8 @@ function embeddedIdentity(dir: string, make: boolean): EmbeddedIdentity {
 }
 
 /**
- * Who uses the embedded sandbox. Its ledger is a file under the state directory, and one process at a time
- * may own it (two writers would lose payouts): the owner holds `ledger.lock` and writes its URL beside it.
- * - daemon: `payoutd run` (and the demo) owns it, on `sandbox.port`; it waits a moment for a one-shot command
- *   that holds it.
- * - command: a one-shot command (`balance`, `rates`) talks to the owner's sandbox when one runs, and starts
- *   its own on a free port only when none does, so it works next to a running daemon.
+ * Who uses the embedded sandbox, whose ledger file one process at a time may own (`ledger.lock`): the daemon
+ * owns it on `sandbox.port`; a one-shot command talks to the owner's sandbox, or starts its own when none runs.
  */
 export type EmbeddedRole = 'daemon' | 'command';
 

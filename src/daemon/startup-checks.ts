@@ -1,12 +1,7 @@
 /**
- * What `payoutd run` makes sure of before it says `payoutd running`: the
- * folders exist (or are made, with paths.create), are usable, and the inbox
- * shares the state directory's filesystem; the payout service answers,
- * accepts the credentials, and keeps a clock within its skew window of
- * ours. (The ports are checked by listening on them, in runtime.ts.) Each
- * failure is one line naming the option and the fix: a ConfigError for
- * what the operator must change (exit 78), a ServiceUnavailableError for a
- * service that did not answer within startup.waitForServiceMs (exit 69).
+ * What `payoutd run` makes sure of before it says `payoutd running`: usable folders on the inbox's filesystem,
+ * and a payout service that answers, accepts the credentials and keeps a clock within the skew window. Each
+ * failure is one line naming the option and the fix: ConfigError (exit 78) or ServiceUnavailableError (exit 69).
  */
 import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
@@ -60,9 +55,8 @@ export function skewBeyond(range: [number, number], windowMs: number): number | 
 }
 
 /**
- * The clock offset a token answer proves beyond the window, or null. The answer's `timestamp` (spec 2.2) is
- * the measure; its Date header, when present, must agree, since a service may hand out credentials it issued
- * earlier (their timestamp is then old, not our clock off). Both have a resolution of one second.
+ * The clock offset a token answer proves beyond the window, or null: its `timestamp` (spec 2.2), confirmed by
+ * its Date header when present (a service may hand out credentials it issued earlier).
  */
 export function clockSkewOf(reading: ServiceClockReading, windowMs: number): number | null {
   const { requestedAt, receivedAt, issuedAtByService, serviceDate } = reading;
@@ -125,10 +119,7 @@ function verdictOf(err: ApiError, c: ServiceCheck, now: number): ConfigError | n
   return null;
 }
 
-/**
- * Obtains credentials from the payout service (kept for the first calls) and judges the clock from the answer.
- * While the service cannot be reached it retries with backoff (logged once), until startup.waitForServiceMs.
- */
+/** Obtains credentials and judges the clock; retries with backoff (logged once) until startup.waitForServiceMs. */
 export async function checkPayoutService(c: ServiceCheck): Promise<void> {
   const deadline = c.clock.now() + c.waitForServiceMs;
   let waiting = false;

@@ -1,8 +1,6 @@
 /**
- * WorkLoop: runs one kind of work (submitting, polling, finishing batches)
- * again and again. It sleeps when there is nothing to do, wakes early when
- * told (a new batch, a webhook), backs off after an error instead of
- * hot-looping, never dies silently, and stops promptly on abort.
+ * WorkLoop: runs one kind of work again and again: sleeps when idle, wakes early when told, backs off after an
+ * error, never dies silently, and stops promptly on abort.
  */
 import type { Logger } from 'pino';
 import { backoffDelay } from '../domain/backoff.js';

@@ -1,8 +1,4 @@
-/**
- * The one backoff schedule of payoutd: exponential with "full jitter"
- * (a random delay between half and all of the capped exponential step), used
- * by the API client's safe retries, the submitter and the poller alike.
- */
+/** The one backoff schedule of payoutd: exponential with full jitter (between half and all of the capped step). */
 export interface BackoffPolicy {
   /** First delay, ms. */
   baseMs: number;

@@ -1,8 +1,4 @@
-/**
- * Time as an injectable dependency. Everything that decides by the clock
- * (token expiry, backoff, stability windows, stale payouts) takes a Clock,
- * so tests can move time instead of sleeping.
- */
+/** Time as an injectable dependency, so tests can move time instead of sleeping. */
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;

@@ -1,8 +1,4 @@
-/**
- * The base error of payoutd. Every error the daemon raises on purpose has a
- * stable `code` an operator can search for, and a message built to be safe
- * to log: no secrets, no raw HTTP bodies or headers.
- */
+/** The base error of payoutd: a stable `code` an operator can search for, and a message safe to log. */
 export class PayoutdError extends Error {
   override readonly name: string = 'PayoutdError';
   readonly code: string;

@@ -1,9 +1,4 @@
-/**
- * Exact running sum of plain decimal amounts (a file's totals per currency,
- * compared with its control totals; a result file's summary per status). Integer arithmetic on BigInt
- * in units of the largest scale seen so far: exact like decimal.js, without
- * a Decimal per row (a million-row file adds a million amounts).
- */
+/** Exact running sum of plain decimal amounts: BigInt in units of the largest scale seen, without a Decimal per row. */
 import { Decimal } from './money.js';
 
 const TEN = 10n;

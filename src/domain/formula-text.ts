@@ -1,9 +1,6 @@
 /**
- * Formula-like text: a cell that a spreadsheet (Excel, LibreOffice) may run
- * as a formula when finance opens a CSV, told by its first character: `=`,
- * `+`, `-`, `@`, tab or carriage return (the OWASP list for CSV injection).
- * One definition for the intake rule that refuses such text in a batch and
- * for the outbox writers that escape it with a leading `'`.
+ * Formula-like text: a cell a spreadsheet may run as a formula, told by its first character (`=`, `+`, `-`, `@`,
+ * tab, CR: OWASP's CSV injection list). One definition for the intake rule and the outbox writers.
  */
 
 /** The characters that make a cell starting with them formula-like. */
@@ -12,11 +9,7 @@ export const FORMULA_TRIGGERS = ['=', '+', '-', '@', '\t', '\r'] as const;
 /** What makes formula-like text read as text: written before it. */
 export const FORMULA_ESCAPE = "'";
 
-/**
- * The leading character that makes `text` formula-like, or null. A lone
- * `-` is not: it is the usual placeholder for a missing name part, and no
- * spreadsheet runs an operator alone.
- */
+/** The leading character that makes `text` formula-like, or null; a lone `-` (a usual placeholder) is not. */
 export function formulaTrigger(text: string): string | null {
   switch (text.charCodeAt(0)) {
     case 0x3d: // =

@@ -1,8 +1,4 @@
-/**
- * Holds on a batch: while a batch is held, none of its rows not yet sent is
- * sent. What each hold means and which of them only an operator can lift;
- * the decisions themselves are in src/holds/.
- */
+/** Holds on a batch: while held, none of its unsent rows is sent. What each hold means; decisions are in src/holds/. */
 
 /**
  * FILE_CHANGED: the upload went on after the file was taken; an operator decides (payoutd release / cancel).

@@ -1,9 +1,6 @@
 /**
- * ISO 4217 active currency codes with their minor units (List One). Funds,
- * precious metals and units without minor units ("N.A.": XAU, XDR, XSU, ...)
- * are left out: nothing is paid out in them. ISO, not CLDR: IDR has 2 here
- * although most banks show it with 0; a deployment that must differ sets
- * `minorUnits` in the validation rules.
+ * ISO 4217 active currency codes with their minor units (List One), without funds and metals. ISO, not CLDR
+ * (IDR has 2); a deployment that must differ sets `minorUnits` in the validation rules.
  */
 
 const ZERO = 'BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF';

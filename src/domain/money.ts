@@ -1,9 +1,4 @@
-/**
- * Money as decimal text. An amount goes from the CSV cell to the wire, the
- * database and the result file as a string; arithmetic (totals, the
- * sandbox's debits) uses decimal.js with enough precision to be exact.
- * Nothing here ever calls parseFloat or Number() on an amount.
- */
+/** Money as decimal text from cell to wire to database to file; arithmetic uses decimal.js, never a float. */
 import { Decimal as DecimalJs } from 'decimal.js';
 
 /** A Decimal constructor with room for any amount we will ever add up. */
@@ -26,12 +21,7 @@ export function fractionDigits(text: string): number {
 /** An amount already in normal form (most, as finance writes them): returned as it is, with no match to take apart. */
 const NORMAL_FORM = /^(?:0|[1-9]\d*)(?:\.\d*[1-9])?$/;
 
-/**
- * The contract's normal form of an amount on the wire: no leading `+` or
- * zeros, no trailing fractional zeros or point (`1500.50` -> `1500.5`,
- * `0100.00` -> `100`). Accepts an optional minus sign; throws on anything
- * that is not a plain decimal.
- */
+/** The contract's normal form of an amount (`1500.50` -> `1500.5`, `0100.00` -> `100`); throws on a non-decimal. */
 export function normalizeAmount(text: string): string {
   if (NORMAL_FORM.test(text)) return text;
   const m = /^(-)?(\d+)(?:\.(\d*))?$/.exec(text);
@@ -57,9 +47,4 @@ export function sumAmounts(amounts: Iterable<string>): string {
   let total = new Decimal(0);
   for (const a of amounts) total = total.plus(a);
   return decimalText(total);
-}
-
-/** Formats an amount with exactly `digits` fraction digits (for reports). */
-export function formatFixed(text: string, digits: number): string {
-  return new Decimal(text).toFixed(digits);
 }

@@ -26,12 +26,6 @@ export interface PayoutRequest {
 /** Statuses of the service (spec 3). */
 export type PayoutStatus = 'PENDING' | 'PAID' | 'CANCELLED';
 
-export const TERMINAL_STATUSES: readonly PayoutStatus[] = ['PAID', 'CANCELLED'];
-
-export function isTerminal(status: string): status is 'PAID' | 'CANCELLED' {
-  return status === 'PAID' || status === 'CANCELLED';
-}
-
 export function isPayoutStatus(status: string): status is PayoutStatus {
   return status === 'PENDING' || status === 'PAID' || status === 'CANCELLED';
 }
@@ -69,16 +63,7 @@ export function maskAccountNumber(accountNumber: string): string {
   return `${'*'.repeat(Math.min(accountNumber.length - 4, 8))}${accountNumber.slice(-4)}`;
 }
 
-/**
- * The payout service as the submitter and poller need it. PayoutApiClient
- * (src/api) implements it over HTTP; errors it throws carry a `kind` (see
- * src/api/errors.ts) that says whether the outcome is known.
- */
-/**
- * A create's request as a payout row keeps it (PayoutRow.requestValues): the
- * request's values as a JSON array (./request-values.ts), written into the
- * body without building the request object (src/api/create-body.ts).
- */
+/** A create's request as a payout row keeps it: its values as a JSON array (./request-values.ts). */
 export interface StoredPayoutRequest {
   merchantReferenceId: string;
   requestValues: string;
@@ -86,26 +71,20 @@ export interface StoredPayoutRequest {
 
 export type CreateRequest = PayoutRequest | StoredPayoutRequest;
 
-/**
- * What a create met on the wire that its answer does not tell: refusals of the credentials it carried (1009
- * expired, 1004 invalid), each followed by renewed credentials and the create sent again. A refused create
- * was never processed, so sending it again cannot pay twice; the row's history keeps the refusal.
- */
+/** Refusals of the credentials a create carried (1009, 1004), each followed by a resend: never processed, so safe. */
 export interface CreateTrail {
   /** Absent until a try is refused. */
   refused?: { code: string; detail: string }[];
 }
 
+/** The payout service as the submitter and poller need it; errors carry a `kind` saying whether the outcome is known. */
 export interface PayoutService {
   createPayout(req: CreateRequest, signal?: AbortSignal, trail?: CreateTrail): Promise<CreatedPayout>;
   queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
   balances(signal?: AbortSignal): Promise<{ currency: string; available: string }[]>;
   exchangeRates(currencies: string[], signal?: AbortSignal): Promise<{ sourceCurrency: string; targetCurrency: string; rate: string }[]>;
-  /**
-   * False while the service is taken for unreachable: a call would not be sent. Callers then leave their
-   * work untouched (no row is claimed) rather than fail it. Absent: always reachable.
-   */
+  /** False while the service is taken for unreachable: callers then leave their work untouched. */
   available?(): boolean;
   /** While unreachable: one probe when its backoff step has come. True when the service is reachable after it. */
   probeIfDue?(signal?: AbortSignal): Promise<boolean>;

@@ -1,13 +1,6 @@
 /**
- * A PayoutRequest as the list of its values in one fixed order, and that
- * list as the text a payout row keeps (`request_values`): a JSON array of
- * strings. The order is the CSV's (spec 2.4's fields, the reference first).
- *
- * Why a list and not the request's JSON object: the store writes one per CSV
- * row, and a million-row file spent more on the object's keys (two thirds of
- * its bytes, written to the table, its WAL and the checkpoint) than on the
- * values. The create's body is built from the list when it is sent
- * (src/api/create-body.ts), which costs a microsecond per create.
+ * A PayoutRequest as the list of its values in the CSV's order, and that list as the text a payout row keeps
+ * (`request_values`, a JSON array of strings): the object's keys would be most of a million-row file's bytes.
  */
 import { PayoutdError } from './errors.js';
 import type { PayoutRequest } from './payout.js';
@@ -84,8 +77,7 @@ export function encodeRequestValues(values: readonly string[]): string {
   if (values.length !== PAYOUT_REQUEST_FIELDS.length) {
     throw new RequestValuesError('REQUEST_VALUES', `a request has ${PAYOUT_REQUEST_FIELDS.length} values, got ${values.length}`);
   }
-  // JSON.stringify, not a text built by hand: counted with the flattening that the hand-over and SQLite
-  // then do, it is as fast, and it allocates one string, not a chain of small ones (item 39 of docs/performance.md).
+  // JSON.stringify: one string allocated, not a chain of small ones.
   return JSON.stringify(values);
 }
 

@@ -1,8 +1,4 @@
-/**
- * Whether the payout service can be reached, as the daemon's circuit breaker
- * (src/api/breaker.ts) sees it, and the one sentence an operator reads about
- * it in `/readyz` and `payoutd status`.
- */
+/** Whether the payout service can be reached, as the circuit breaker sees it, and the sentence operators read about it. */
 
 /**
  * closed: calls go out. open: the service is taken for unreachable; nothing is sent but one probe per backoff
@@ -33,9 +29,7 @@ export function clockTime(at: number, now: number): string {
   return `${d.getFullYear()}-${twoDigits(d.getMonth() + 1)}-${twoDigits(d.getDate())} ${time}`;
 }
 
-/**
- * "payout service unreachable since 12:03:10 (ECONNREFUSED), sending paused", or null while it is reachable.
- */
+/** "payout service unreachable since 12:03:10 (ECONNREFUSED), sending paused", or null while it is reachable. */
 export function serviceHealthLine(h: ServiceHealth, now: number): string | null {
   if (h.state === 'closed') return null;
   const code = h.lastErrorCode === null ? '' : ` (${h.lastErrorCode})`;

@@ -1,9 +1,6 @@
 /**
- * BalanceGate: before a batch starts (and before a held batch resumes),
- * estimates what its unpaid rows will cost in each stablecoin — amount /
- * indicative rate, plus a buffer for fees and rate moves — and compares it
- * with the available balance. The estimate only decides whether to wait;
- * the service's answer to each create remains the truth.
+ * BalanceGate: estimates what a batch's unpaid rows will cost per stablecoin (plus a buffer) against the
+ * balance. It only decides whether to wait; each create's answer remains the truth.
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';

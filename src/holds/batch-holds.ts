@@ -1,12 +1,7 @@
 /**
- * BatchHolds: every hold put on or taken off a batch, in one place. The
- * intake asks it when a batch is accepted (did its file change after the
- * claim? does the balance cover it?), the submitter when the service refuses
- * a create for the balance, and the daemon's loops to review balance holds
- * that fell due and to watch the files taken: a taken file can still grow
- * (the sender's SFTP session holds the inode that was moved), so each is
- * watched for `watchTakenForMs` after its claim. What each decision is lives
- * in ./decide.ts.
+ * BatchHolds: every hold put on or taken off a batch, in one place: at acceptance, when the service refuses a
+ * create for the balance, reviews of balance holds due, and the watch of taken files (which can still grow for
+ * `watchTakenForMs`). What each decision is lives in ./decide.ts.
  */
 import type { Stats } from 'node:fs';
 import type { Logger } from 'pino';
@@ -88,11 +83,7 @@ export class BatchHolds {
     private readonly o: HoldsOptions,
   ) {}
 
-  /**
-   * A batch read whole, about to be accepted: held FILE_CHANGED when its upload went on after the claim,
-   * or for its balance when the check finds it short. Called while the batch is not yet claimable, so no
-   * create slips out before the hold. Returns the hold put on it, if any.
-   */
+  /** A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short. */
   async atAcceptance(batch: BatchRecord): Promise<BatchHold | null> {
     const changed = await verifyUnchanged(batch);
     if (changed.changed) return this.hold(batch.id, fileChangedHold(changed.reason, 'at-acceptance'));
@@ -128,10 +119,8 @@ export class BatchHolds {
   }
 
   /**
-   * Looks at each taken file still watched: every ACTIVE batch's, and those of batches finished within
-   * `watchTakenForMs` of their claim. A file that changed after its claim holds an ACTIVE batch FILE_CHANGED
-   * (once: an operator's release stands), before another row of it is sent; once the changed file is stable
-   * again, by the inbox's rules, it is reported in `continued` until a notice describes what it now is.
+   * Looks at each taken file still watched. A change holds an ACTIVE batch FILE_CHANGED once (an operator's
+   * release stands); once stable again it is reported in `continued` until a notice describes it.
    */
   async watchTakenFiles(): Promise<TakenFileNews> {
     const { db, clock } = this.deps;

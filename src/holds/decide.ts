@@ -1,8 +1,4 @@
-/**
- * Which hold a batch gets, and why in words: pure functions of what was
- * found (a changed file, a balance verdict, a refused create). BatchHolds
- * (./batch-holds.ts) finds those facts and applies what these decide.
- */
+/** Which hold a batch gets, and why in words: pure functions of what BatchHolds found. */
 import { BALANCE_HOLD, type BatchHold } from '../domain/holds.js';
 
 /** When the change of a taken file was found: before any row was sent, or while the batch was being sent. */

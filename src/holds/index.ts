@@ -4,13 +4,6 @@
  * (src/domain/holds.ts). The intake, the submitter and the daemon's loops
  * call BatchHolds; nothing else holds a batch.
  */
-export {
-  BatchHolds,
-  type BalanceCheck,
-  type ContinuedUpload,
-  type HoldsDeps,
-  type HoldsOptions,
-  type TakenFileNews,
-} from './batch-holds.js';
-export { BalanceGate, type BalanceGateOptions, type BalanceVerdict } from './balance-gate.js';
-export { balanceRefusedHold, balanceShortHold, fileChangedHold, type ChangeSeen } from './decide.js';
+export { BatchHolds, type BalanceCheck, type ContinuedUpload, type TakenFileNews } from './batch-holds.js';
+export { BalanceGate } from './balance-gate.js';
+export { balanceRefusedHold, balanceShortHold, fileChangedHold } from './decide.js';

@@ -1,10 +1,7 @@
 /**
- * BatchIntake: where a dropped CSV file becomes payout rows. A claimed file
- * gets a batch record, is recognized when its bytes repeat an earlier batch,
- * is read and validated row by row into the database, and is then accepted
- * (its rows become READY and hold their references) or rejected as a whole.
- * Finance gets an acknowledgement file either way. Reading is restartable:
- * a batch interrupted mid-read is read again from the start.
+ * BatchIntake: where a claimed CSV file becomes payout rows. A file gets a batch record, is recognized when
+ * its bytes repeat an earlier batch, is read and validated into the database, and is accepted or rejected
+ * as a whole; finance gets an acknowledgement either way. A batch interrupted mid-read is read again.
  */
 import { open, readdir, stat } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
@@ -48,7 +45,6 @@ export interface IntakeOptions {
   signal?: AbortSignal;
 }
 
-/** The pieces of the outbox the intake calls (kept abstract: no report details here). */
 export interface IntakeEffects {
   /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top). */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
@@ -80,10 +76,7 @@ const REFUSED_EXTENSIONS: Record<string, string> = {
   '.ods': 'an OpenDocument spreadsheet (.ods) is not read; save it as an Excel Workbook (.xlsx) or as CSV UTF-8 and drop that',
 };
 
-/**
- * Rows stored per transaction while a file is read: each transaction is a disk sync, and its rows are kept
- * in memory until it commits (the more rows wait, the more the garbage collector copies them).
- */
+/** Rows stored per transaction while a file is read (each a disk sync; its rows wait in memory until it commits). */
 const ROWS_PER_TRANSACTION = 5_000;
 
 /** A batch id finance can read and sort: B<date>-<time>-<random>. */
@@ -149,10 +142,7 @@ export class BatchIntake {
     return this.process(batch.id);
   }
 
-  /**
-   * Files in claimed/ with no batch record: the daemon stopped between the
-   * claim (a rename) and recording it. They are received now.
-   */
+  /** Files in claimed/ with no batch record (the daemon stopped between the claim and recording it): received now. */
   async recoverOrphanClaims(claimedDir: string, minAgeMs = 0): Promise<number> {
     let names: string[];
     try {
@@ -215,10 +205,8 @@ export class BatchIntake {
   }
 
   /**
-   * The intake of one batch, its state moves in order: RECEIVED (a repeat of
-   * earlier bytes -> DUPLICATE; not a CSV -> REJECTED), VALIDATING (its rows
-   * read into the database), then ACTIVE or REJECTED. The record is read once
-   * and kept in step with what is written; the one returned is read again.
+   * The intake of one batch: RECEIVED (a repeat -> DUPLICATE; not a CSV -> REJECTED), VALIDATING (its rows
+   * read into the database), then ACTIVE or REJECTED.
    */
   private async read(batchId: string): Promise<BatchRecord> {
     const received = (await getBatch(this.deps.db, batchId)) as BatchRecord;
@@ -316,11 +304,7 @@ export class BatchIntake {
     return stored;
   }
 
-  /**
-   * Writes an outbox file and records it. An outbox that cannot be written
-   * (full disk, wrong permissions) does not stop the intake: the file stays
-   * unrecorded and the daemon's finish loop writes it later.
-   */
+  /** Writes an outbox file and records it; one that cannot be written now is written later by the finish loop. */
   private async writeOutbox(batchId: string, write: () => Promise<unknown>, written: Partial<BatchRecord>): Promise<void> {
     const { db, clock, logger } = this.deps;
     try {

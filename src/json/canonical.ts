@@ -1,14 +1,6 @@
 /**
- * Canonical ("minified") JSON, the text that both signature schemes hash
- * (spec 5.3): keys sorted by code point at every level, no whitespace, nulls
- * written, numbers in plain decimal form taken from their lexeme — never
- * through a JavaScript float.
- *
- * Numbers are rendered the way Java's `BigDecimal.toPlainString()` renders the
- * lexeme, because that is what a strict server in this signing family does:
- * `1e21` -> `1000000000000000000000`, `1e-7` -> `0.0000001`, `100.50` stays
- * `100.50` (scale kept), `-0` -> `0`. Amounts the daemon sends are already in
- * normal form (see domain/money), so for them every rendering agrees.
+ * Canonical ("minified") JSON, the text both signature schemes hash (spec 5.3): keys sorted by code point, no
+ * whitespace, numbers from their lexeme as Java's BigDecimal.toPlainString() renders them, never through a float.
  */
 import { LosslessNumber, isLosslessNumber, parse } from 'lossless-json';
 
@@ -48,8 +40,7 @@ export function plainNumberText(lexeme: string): string {
 }
 
 function compareCodePoints(a: string, b: string): number {
-  // Default string comparison orders UTF-16 code units, which differs from
-  // code point order once astral characters meet U+E000..U+FFFF.
+  // String comparison orders UTF-16 code units, not code points.
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {
@@ -141,16 +132,7 @@ function write(value: unknown, options: CanonicalOptions): string {
   throw new TypeError(`cannot serialize a ${typeof value} as JSON`);
 }
 
-/**
- * True when `JSON.stringify(value)` already is the canonical text: a plain
- * object whose keys are ASCII and, with sortKeys, already in sorted order at
- * every level, holding only strings, booleans, nulls, safe integers and such
- * objects. JSON.stringify then writes keys in the same order (Object.keys
- * order), strings with the same escaping `write` uses (it calls
- * JSON.stringify per string) and integers as String() does. Anything else
- * (arrays, undefined, JsonNumbers, bigints, class instances, toJSON
- * functions, unsorted or non-ASCII keys) goes the generic way.
- */
+/** True when `JSON.stringify(value)` already is the canonical text (plain, ASCII, sorted keys; simple values only). */
 function stringifiesCanonically(record: Record<string, unknown>, sortKeys: boolean): boolean {
   let previous = '';
   let first = true;
@@ -224,11 +206,7 @@ function stripWhitespace(text: string): string {
   return out;
 }
 
-/**
- * The minified form of a received body, as the verifying side computes it
- * (spec 5.3): empty -> empty string, unparsable -> its trimmed text.
- * With `sortKeys: false` only the whitespace between tokens is removed.
- */
+/** The minified form of a received body (spec 5.3): empty -> '', unparsable -> trimmed text. */
 export function minifyBodyText(text: string, options: CanonicalOptions = DEFAULT_CANONICAL): string {
   if (text === '') return '';
   let parsed: unknown;

@@ -1,1 +1,1 @@
-export { createLogger, safeError, REDACT_PATHS, type Logger } from './logger.js';
+export { createLogger, safeError, type Logger } from './logger.js';

@@ -1,9 +1,4 @@
-/**
- * pino JSON logs. The output stream is passed in (tests capture every line),
- * and redaction removes secrets by key name anywhere a caller might put them
- * by mistake. Code never logs raw HTTP errors or requests: errors are logged
- * as the safe {name, code, message} objects of PayoutdError.toLog().
- */
+/** pino JSON logs to a given stream; redaction removes secrets by key name wherever a caller put them. */
 import { PayoutdError } from '../domain/errors.js';
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 
@@ -43,8 +38,7 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
-      // Errors are logged as the safe objects of PayoutdError.toLog(); a raw
-      // Error that slips through is cut down to its name and message.
+      // A raw Error that slips through is cut down to its name and message.
       serializers: { err: safeError },
     },
     destination ?? pino.destination({ dest: 1, sync: false }),

@@ -1,2 +1,2 @@
 /** Prometheus metrics, /healthz and /readyz. */
-export { PayoutdMetrics, type MetricsSources } from './metrics.js';
+export { PayoutdMetrics } from './metrics.js';

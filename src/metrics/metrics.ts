@@ -1,11 +1,6 @@
 /**
- * PayoutdMetrics: what an operator graphs and alerts on, in Prometheus
- * format (prom-client), served with /healthz and /readyz on a small HTTP
- * listener. Counters are fed by hooks from the daemon and the API client;
- * row counts and the oldest pending payout are read from the database at
- * scrape time, so they are right even after a restart. Whether the payout
- * service can be reached (its circuit breaker) is read at scrape time too,
- * and /readyz is not ready while it cannot, saying why.
+ * PayoutdMetrics: Prometheus metrics with /healthz and /readyz on a small listener. Counters are fed by hooks;
+ * row counts and the service's reachability are read at scrape time; /readyz says why it is not ready.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

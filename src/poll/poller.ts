@@ -1,16 +1,8 @@
 /**
- * SettlementPoller: follows PENDING payouts to PAID or CANCELLED by querying
- * them in chunks of the service's max ids, each payout on its own backoff
- * schedule, with up to `concurrency` query calls on the wire: the next due
- * payouts are claimed while earlier calls are out, and the answers that
- * have arrived are recorded together in one transaction. Each poll records
- * the longest the payout will wait for the next one at the rate this
- * process sustains (./schedule.ts). Two things bend the schedule: while
- * creates are being sent, due polls wait (within a bound), and an answer
- * that is mostly settled makes the rest of its batch due at once. The query
- * is the source of truth (spec 1.6); webhooks only make a payout due sooner.
- * A payout pending too long is flagged loudly, never dropped. While the
- * service is unreachable (its circuit breaker is open) nothing is claimed.
+ * SettlementPoller: follows PENDING payouts to PAID or CANCELLED by querying them in chunks, each payout on its
+ * own backoff, up to `concurrency` calls on the wire, answers recorded together. While creates are sent, due
+ * polls wait (within a bound); a mostly settled answer makes the rest of its batch due. The query is the source
+ * of truth (spec 1.6); webhooks only make a payout due sooner. A payout pending too long is flagged, never dropped.
  */
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -49,22 +41,11 @@ export interface PollerOptions {
   staleAfterMs: number;
   /** While `sending()` says creates are out, a due payout waits up to this long past its due time. */
   deferWhileSendingMs: number;
-  /**
-   * Most of an answer settled: ask about the rest of its batch now, and again each minIntervalMs while most of
-   * what was asked of it since came back settled (at most once per minIntervalMs per batch).
-   */
+  /** Most of an answer settled: ask about the rest of its batch now (at most once per minIntervalMs per batch). */
   settlementSweep?: boolean;
-  /**
-   * Payouts taken for a query are not due again for this long, unless answered sooner: neither for another
-   * instance nor for this one's next call while the first is still out. Must exceed a query call. Unused when
-   * `exclusive`.
-   */
+  /** Payouts taken for a query are not due again for this long unless answered (unused when `exclusive`). */
   leaseMs: number;
-  /**
-   * This process alone uses the database (SQLite, held by the instance lock): a claim is a read, and the rows
-   * on the wire are kept off the next call in memory. Nothing is written (no commit) until the answer comes;
-   * after a crash the same payouts are simply due again.
-   */
+  /** This process alone uses the database: a claim is a read, rows on the wire kept off the next call in memory. */
   exclusive?: boolean;
 }
 
@@ -158,8 +139,7 @@ export class SettlementPoller {
           onWire.add(call);
         }
         if (back.length > 0) {
-          // Recording is synchronous SQLite work: answers that came in meanwhile wait in their sockets until the
-          // event loop reads them. Reading them first lets them share this commit instead of each taking its own.
+          // Answers that came in meanwhile are read first, so they share this commit.
           if (onWire.size > 0) await afterPendingIo();
           const arrived = back.splice(0);
           try {
@@ -254,8 +234,7 @@ export class SettlementPoller {
       callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
     };
     const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.records, a.at, load) }));
-    // One commit for all of them (the service would answer them again after a crash); each call's moves keep
-    // the time its answer came.
+    // One commit for all of them; each call's moves keep the time its answer came.
     await recordAnswers(db, perCall);
     const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
     pass.settled += settled;
@@ -264,12 +243,8 @@ export class SettlementPoller {
   }
 
   /**
-   * A batch whose payouts mostly came back settled in one answer is likely settling as a whole (a bank run, a
-   * cut-off): its other PENDING payouts are asked about now rather than each after its own backoff, so the
-   * result file follows the settlement within a round instead of an interval. Throttled per batch to the
-   * minimum interval; a batch settling payout by payout (a few per answer) is never swept. On a shared database a
-   * payout another instance has on the wire (its lease is a later due time) may be asked about twice, as after a
-   * webhook: a query is a read, and the state guard records a settlement once.
+   * A batch whose payouts mostly came back settled in one answer is likely settling as a whole: its other
+   * PENDING payouts are asked about now, throttled per batch to the minimum interval.
    */
   private async sweepSettlingBatches(answers: RowMove[][]): Promise<void> {
     const now = this.deps.clock.now();
@@ -302,12 +277,8 @@ export class SettlementPoller {
   }
 
   /**
-   * A swept batch whose payouts asked about since mostly came back settled is still settling: its payouts
-   * still PENDING are asked about again, one minimum interval after the last sweep. Without this, a payout
-   * asked about just before the service settled it waited its whole backoff, with the rest of its batch
-   * settled, when no answer after its settlement came to sweep it (a round that had passed it by). A batch
-   * whose answers stop being mostly settled goes back to each payout's own backoff, so a trickle of
-   * settlements never keeps a batch's pending payouts asked about every interval.
+   * A swept batch whose payouts asked about since mostly came back settled is still settling: its PENDING
+   * payouts are asked again one minimum interval after the last sweep, until the answers stop being mostly settled.
    */
   private async followUpSweeps(): Promise<void> {
     const now = this.deps.clock.now();
@@ -368,8 +339,7 @@ export class SettlementPoller {
         to: 'PENDING',
         // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
         patch: { ...polled, nextPollAt: now + wait },
-        // The interval in effect: what finance can expect between a settlement and its result. Written while it
-        // changes (pollIsRecorded); the row's poll count and times carry every poll.
+        // The interval in effect, written while it changes (pollIsRecorded).
         history: pollIsRecorded(polled.pollCount, this.o, load)
           ? {
               event: 'polled',
@@ -381,10 +351,7 @@ export class SettlementPoller {
     });
   }
 
-  /**
-   * PENDING payouts, counted from their partial index (payouts_pending_due) at most once per minimum interval (passes come
-   * as often as payouts fall due, and the count reads the whole index); in between, less the ones settled since.
-   */
+  /** PENDING payouts, counted at most once per minimum interval; in between, less the ones settled since. */
   private async pendingNow(): Promise<number> {
     const now = this.deps.clock.now();
     if (now - this.pending.countedAt >= this.o.minIntervalMs)
@@ -395,8 +362,7 @@ export class SettlementPoller {
   private async flagStale(): Promise<void> {
     const { db, clock, logger } = this.deps;
     const now = clock.now();
-    // Passes come as often as payouts fall due; finding stale ones reads every PENDING row, and an age of hours
-    // needs no look more often than once per minimum interval.
+    // Finding stale payouts reads every PENDING row: at most once per minimum interval.
     if (now - this.staleCheckedAt < this.o.minIntervalMs) return;
     this.staleCheckedAt = now;
     const stale = await listStalePending(db, now - this.o.staleAfterMs, 1000);

@@ -1,13 +1,7 @@
 /**
- * The poll schedule, as pure arithmetic: when a payout is asked about again.
- * Each payout is due again after its backoff (minIntervalMs, doubling up to
- * maxIntervalMs). When this process cannot ask about every pending payout
- * within that interval (100,000 payouts on a 2 s interval would need ~500
- * calls/s), due payouts are asked in due order as fast as it can, so each
- * waits about one round; the bound it can promise is then the time one round
- * takes at the rate it has sustained, and that is what it states, instead of
- * a backoff every payout is polled late against. Polling itself never waits
- * for the bound: a payout is asked as soon as it is due and a call is free.
+ * The poll schedule, as pure arithmetic: each payout is due again after its backoff (minIntervalMs doubling to
+ * maxIntervalMs). When this process cannot ask about every pending payout within that, due payouts are asked in
+ * due order, and the bound it states is one round at the rate it has sustained.
  */
 
 /** Delay before the next poll of a payout that has been polled `count` times. */
@@ -15,11 +9,7 @@ export function nextPollDelay(count: number, o: { minIntervalMs: number; maxInte
   return Math.min(o.maxIntervalMs, o.minIntervalMs * 2 ** Math.min(20, Math.max(0, count - 1)));
 }
 
-/**
- * A round is planned at this share of the measured rate: the rate moves with
- * the machine's load and the daemon does other work between calls, and a
- * poller planned at exactly its capacity falls behind at the first hiccup.
- */
+/** A round is planned at this share of the measured rate, so a hiccup does not put it behind. */
 export const ROUND_HEADROOM = 1.25;
 
 export interface PollLoad {
@@ -35,11 +25,7 @@ export function roundMs(load: PollLoad, queryMaxIds: number): number {
   return Math.ceil((Math.ceil(load.pending / queryMaxIds) / load.callsPerSecond) * 1000 * ROUND_HEADROOM);
 }
 
-/**
- * The longest a payout polled `count` times waits for its next poll: its
- * backoff, or one round when a round takes longer (never above
- * maxIntervalMs, where payouts wait anyway).
- */
+/** The longest a payout polled `count` times waits: its backoff, or one round when longer (at most maxIntervalMs). */
 export function pollIntervalBound(
   count: number,
   o: { minIntervalMs: number; maxIntervalMs: number; queryMaxIds: number },
@@ -50,12 +36,8 @@ export function pollIntervalBound(
 }
 
 /**
- * Whether the poll answered PENDING with this count is written to the payout's history. Each such row
- * states the interval to the next poll; once the backoff stops growing (at maxIntervalMs, where the bound
- * is the backoff too) every further poll would state the same one, and a payout pending for days at a
- * 5-minute cap wrote nearly 300 rows a day that said nothing new. The row's own poll_count,
- * last_polled_at and next_poll_at keep the latest poll. So a payout's history holds about
- * log2(maxIntervalMs / minIntervalMs) + 2 poll rows however long it stays pending.
+ * Whether a PENDING answer with this count is written to the payout's history: once the backoff stops growing
+ * every further row would state the same interval, so a payout keeps a few poll rows however long it pends.
  */
 export function pollIsRecorded(
   count: number,
@@ -70,13 +52,7 @@ export function pollIsRecorded(
 /** Fewer answers than this say too little about the rate (the first ones carry connection and token set-up). */
 export const MIN_RATE_SAMPLE = 20;
 
-/**
- * Query calls per second over recent passes: answers over the time between
- * a pass's first and last answer (so the wait for the first answer and the
- * idle time between passes do not count: this is what the poller can do
- * when it has work). Older passes weigh half at each new pass, so the rate
- * follows the machine's load within a few passes.
- */
+/** Query calls per second over recent passes (answer spans only), older passes weighing half at each new pass. */
 export class CallRate {
   private calls = 0;
   private busyMs = 0;

@@ -1,9 +1,6 @@
 /**
- * Atomic file commit for the outbox. Content goes to a hidden temp file in
- * the same directory (`.<name>.<random>.tmp`, which outbox watchers ignore),
- * is fsynced, then renamed over the final name and the directory fsynced.
- * A reader therefore sees either no file or the whole file, also after a
- * crash or power loss; a failed write leaves neither temp nor final file.
+ * Atomic file commit for the outbox: content goes to a hidden temp file in the same directory, is fsynced,
+ * renamed over the final name, and the directory fsynced. A reader sees no file or the whole file.
  */
 import { randomBytes } from 'node:crypto';
 import { link, open, rename, rm, unlink } from 'node:fs/promises';
@@ -83,10 +80,7 @@ async function writeFully(fh: FileHandle, buf: Uint8Array): Promise<void> {
   }
 }
 
-/**
- * rename() replaces atomically. Without overwrite, link() is the atomic
- * "create if absent" (it fails with EEXIST), after which the temp is dropped.
- */
+/** rename() replaces atomically; without overwrite, link() is the atomic "create if absent" (EEXIST). */
 async function commit(tmp: string, path: string, overwrite: boolean): Promise<void> {
   if (overwrite) {
     await rename(tmp, path);

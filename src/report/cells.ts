@@ -1,9 +1,6 @@
 /**
- * Spreadsheet safety of one cell (CSV/formula injection). Finance opens the
- * outbox files in Excel or LibreOffice, which may run a cell starting with
- * `=`, `+`, `-`, `@`, tab or CR as a formula (src/domain/formula-text.ts).
- * Such a cell gets a leading `'`, which both show as text. Plain numbers are
- * left alone so amounts stay numbers.
+ * Spreadsheet safety of one cell: a cell a spreadsheet may run as a formula (src/domain/formula-text.ts) gets
+ * a leading `'`, which shows as text. Plain numbers are left alone so amounts stay numbers.
  */
 import { FORMULA_ESCAPE, FORMULA_TRIGGERS } from '../domain/formula-text.js';
 
@@ -11,11 +8,7 @@ const PLAIN_NUMBER = /^-?\d+(\.\d+)?$/;
 const TRIGGERS: ReadonlySet<string> = new Set(FORMULA_TRIGGERS);
 const QUOTE = FORMULA_ESCAPE;
 
-/**
- * The cell as written to the file. A cell that already starts with `'` is
- * prefixed too, so that reading back is one unambiguous rule: drop one
- * leading `'` (see `unescapeSpreadsheetCell`).
- */
+/** The cell as written; one already starting with `'` is prefixed too, so reading back drops exactly one `'`. */
 export function spreadsheetSafeCell(text: string): string {
   const first = text.charAt(0);
   // Most cells start with no trigger: left alone without the number test (it runs once per cell of a file).

@@ -1,20 +1,9 @@
 /**
- * What finance gets when the upload of a taken file went on after it was
- * taken: `<name>.upload-continued.csv`, a notice of which rows were read and
- * what became of them, and that nothing after byte N was read; and
- * `<name>.remainder.csv`, the complete rows that arrived later in the input
- * format (the file's own header line, then those lines as written, with a
- * BOM like every outbox file unless the header has one), ready to drop into
- * the inbox. Nothing of the remainder is paid until it is dropped.
- *
- * The remainder's lines are the sender's bytes, which nobody has validated
- * yet, in a file finance may open. A line holding a cell a spreadsheet would
- * run as a formula (src/domain/formula-text.ts; plain numbers aside, which no
- * spreadsheet runs) is written again from its cells, each such cell with a
- * leading `'`, quoted as CSV needs, with the file's delimiter and the line's
- * own line break; every other line keeps its bytes. The intake refuses such a
- * cell with or without the `'` (FORMULA_LIKE_TEXT, saying which), so that row
- * is not paid whichever way it is dropped, and the file is safe to open.
+ * When the upload of a taken file went on: `<name>.upload-continued.csv`, a notice of which rows were read,
+ * what became of them and that nothing after byte N was read; and `<name>.remainder.csv`, the complete rows
+ * that came later in the input format, ready to drop into the inbox. A remainder line holding formula-like
+ * text is written again from its cells with a leading `'` (the intake refuses it either way); other lines
+ * keep their bytes.
  */
 import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
@@ -74,10 +63,7 @@ export interface RemainderFile {
   toByte: number;
 }
 
-/**
- * `<name>.remainder.csv`: the header line (after a BOM with `bom`, unless it has its own), then the lines,
- * streamed. Null, and nothing written, when there is no line.
- */
+/** `<name>.remainder.csv`: the header line, then the lines, streamed; null and nothing written without a line. */
 export async function writeRemainderFile(
   dir: string,
   identity: Pick<BatchIdentity, 'fileName' | 'outboxName'>,

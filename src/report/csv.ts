@@ -1,8 +1,6 @@
 /**
- * Records to CSV text, in chunks, without holding the whole file. Every cell
- * goes through `spreadsheetSafeCell`; csv-stringify quotes cells holding a
- * comma, quote, CR or LF. Lines end in CRLF (RFC 4180, what Excel writes).
- * `csvLines` writes the same dialect without the spreadsheet prefix.
+ * Records to CSV text, in chunks. Every cell goes through `spreadsheetSafeCell`; csv-stringify quotes where
+ * needed; lines end in CRLF (RFC 4180). `csvLines` writes the same dialect without the spreadsheet prefix.
  */
 import { stringify } from 'csv-stringify/sync';
 import { spreadsheetSafeCell } from './cells.js';
@@ -25,11 +23,8 @@ function needsQuoting(cell: string): boolean {
 }
 
 /**
- * CSV text of some records, each cell `cell(text)`. A record with a cell
- * to quote goes through csv-stringify; a record without one is written as
- * its cells joined by commas, which is what csv-stringify writes for it
- * (test/report/csv.test.ts holds the two to the same bytes) at a fraction of
- * its per-cell cost, and most records of a result file are such records.
+ * CSV text of some records, each cell `cell(text)`. A record with nothing to quote is its cells joined by
+ * commas, the same bytes csv-stringify writes (test/report/csv.test.ts holds them equal) for less work.
  */
 function csvRecords(records: readonly (readonly string[])[], cell: (text: string) => string): string {
   let out = '';
@@ -88,12 +83,8 @@ async function* pagesOf<T>(items: AsyncIterable<T> | Iterable<T>): AsyncGenerato
 }
 
 /**
- * The file as text chunks from pages of items: optional BOM, the header,
- * the `lead` records, then a record per item, `record(item)` made as the
- * item is taken (a writer checks and sums its rows there). A page is taken
- * only as fast as the consumer takes chunks, so backpressure reaches the
- * producer (a database reader, say); a producer that reads pages hands them
- * over as they are, without an await per row.
+ * The file as text chunks from pages of items: optional BOM, the header, the `lead` records, then a record
+ * per item. A page is taken only as fast as the consumer takes chunks, so backpressure reaches the producer.
  */
 export async function* csvChunksOfPages<T>(
   header: readonly string[],

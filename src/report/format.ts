@@ -1,9 +1,4 @@
-/**
- * Pure formatting of the outbox files: file names, column headers, and one
- * record (array of text cells) per ack row, result row or summary line.
- * Cells here are raw text; spreadsheet escaping and CSV quoting happen in
- * csv.ts, in one place, so no writer can forget them.
- */
+/** Pure formatting of the outbox files: names, headers, and records of raw text cells (escaped in csv.ts). */
 import { ReportError } from './errors.js';
 import { isRowOutcomeStatus } from './types.js';
 import type { AckRow, BatchIdentity, RowOutcome, SummaryRow } from './types.js';
@@ -30,12 +25,7 @@ export const RESULT_COLUMNS = [
 
 export const SUMMARY_COLUMNS = ['status', 'measure', 'currency', 'row_count', 'amount', 'rows_not_summed'] as const;
 
-/**
- * Outbox names are derived from the dropped file's base name; anything that
- * could step out of the outbox (separators, `..`), hide from a listing (a
- * leading `.`, like our temp files), pass for an option to a tool (a leading
- * `-`) or break a listing (control and line-separator characters) is refused.
- */
+/** Refuses outbox names that could leave the outbox, hide (a leading `.`), pass for an option, or break a listing. */
 export function assertPlainFileName(fileName: string): void {
   const bad = fileName === '' || /^[.-]/.test(fileName) || /[/\\\p{Cc}\p{Zl}\p{Zp}]/u.test(fileName);
   if (bad) throw new ReportError('REPORT_BAD_FILE_NAME', `not a plain file name for the outbox: ${JSON.stringify(fileName)}`);

@@ -1,9 +1,6 @@
 /**
- * The reconciliation report finance matches against the statement: every
- * payout created in a period (one row per payoutId, in creation order) with
- * its state as last confirmed by query, and a totals file per status and
- * currency (exact sums, the summary format). Also the period itself: parsing
- * `--since` / `--until` into [sinceMs, untilMs).
+ * The reconciliation report finance matches against the statement: every payout created in a period with its
+ * state as last confirmed, and a totals file per status and currency. Also parsing `--since` / `--until`.
  */
 import { basename, dirname, join } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
@@ -53,11 +50,7 @@ function isRealDay(y: number, m: number, d: number): boolean {
   return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
 }
 
-/**
- * `YYYY-MM-DD` (midnight UTC starting that day) or an ISO 8601 timestamp
- * with `Z` or an offset, to ms since the epoch. `option` names the flag in
- * the error message.
- */
+/** `YYYY-MM-DD` (midnight UTC) or an ISO 8601 timestamp with `Z` or an offset, to ms; `option` names the flag. */
 export function parseReportInstant(text: string, option: string): number {
   const bad = (): FinanceReportError =>
     new FinanceReportError(
@@ -106,11 +99,7 @@ export function reconciliationTotalsPath(path: string): string {
 // ---------------------------------------------------------------------------
 // Rows
 
-/**
- * One created payout as the store reads it (store/reports.ts
- * `ReportedPayoutRow` has this shape). `state` is payoutd's row state, set
- * from the service's answers (create, then query).
- */
+/** One created payout as the store reads it (`ReportedPayoutRow`); `state` is payoutd's row state. */
 export interface ReconciliationRow {
   batchId: string;
   fileName: string;
@@ -224,12 +213,7 @@ export interface ReconciliationFiles {
   summary: BatchSummary;
 }
 
-/**
- * The report at `path`, then its totals at `reconciliationTotalsPath(path)`,
- * in one pass over the rows (pulled as the file is written, so a database
- * cursor is read only as fast as the disk takes it). The totals file is
- * committed second: when it exists, both are complete.
- */
+/** The report at `path`, then its totals, in one pass; the totals file is committed second, so when it exists both are complete. */
 export async function writeReconciliationReport(
   path: string,
   rows: Rows<ReconciliationRow>,
@@ -244,11 +228,7 @@ export async function writeReconciliationReport(
   return { path, totalsPath, summary };
 }
 
-/**
- * The report as .xlsx (sheet "Reconciliation", then "Summary" with the
- * totals) at `path` (default: `xlsxPathFor(csvPath)` of the CSV). A second
- * pass over the rows: call it with a fresh cursor.
- */
+/** The report as .xlsx (sheets "Reconciliation" and "Summary"): a second pass over the rows, with a fresh cursor. */
 export async function writeReconciliationXlsx(
   path: string,
   rows: Rows<ReconciliationRow>,

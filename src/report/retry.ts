@@ -1,25 +1,10 @@
 /**
- * Retry files: for a batch with CANCELLED rows, `<name>.retry.csv` in the
- * input CSV format (header = the default field paths of docs/csv-format.md)
- * holding only those rows, each with a fresh merchantReferenceId, so finance
- * can fix an account and drop the file back into the inbox in one step.
- *
- * Fresh references are derived, never random: `<base>-R<n>` with the first
- * round n above the row's own that no row in the database uses (`INV-7` ->
- * `INV-7-R1`, a cancelled `INV-7-R1` -> `INV-7-R2`), or, when that is longer
- * than the reference limit, `<truncated base>-H<10 hex of sha256(base)>-R<n>`.
- * Because the derivation depends only on the database, two retry files made
- * for the same cancellation carry the same reference, and the daemon's
- * duplicate check pays at most one of them. A row is left out when a retry
- * of it is already under way or PAID (a later round of its base is in a
- * state that was, or will be, sent and is not cancelled or rejected).
- *
- * Cells are written as stored, without the spreadsheet `'` prefix the other
- * outbox files give any cell starting with a trigger: the daemon reads this
- * file back as input and does not strip a prefix. Only formula-like text
- * (src/domain/formula-text.ts), which the intake refuses today but older
- * batches may hold, gets the `'`: the file stays safe to open, and such a
- * row dropped back is refused by the intake (FORMULA_LIKE_TEXT), never paid.
+ * Retry files: for a batch with CANCELLED rows, `<name>.retry.csv` in the input format holding only those rows,
+ * each with a fresh merchantReferenceId, so finance can fix an account and drop the file back in one step.
+ * Fresh references are derived from the database, never random (`INV-7` -> `INV-7-R1`; too long:
+ * `<truncated base>-H<10 hex of sha256(base)>-R<n>`), so two retry files of one cancellation carry the same
+ * reference and at most one is paid. Cells are written as stored (the file is read back as input); only
+ * formula-like text gets the `'`, and the intake refuses it.
  */
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -41,11 +26,7 @@ export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELD
 /** The default `merchantReferenceId.maxLength` of the validation rules. */
 export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
 
-/**
- * States of a row whose reference was, or will be, sent and not cancelled:
- * a retry in such a state means the cancelled row is already being retried
- * (or was paid), so it is not offered again.
- */
+/** States of a reference that was, or will be, sent and not cancelled: such a retry means the row is already retried or paid. */
 export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);
 
 /** Rounds tried beyond the row's own before giving up (each one a used reference). */
@@ -145,11 +126,7 @@ interface Cursor {
   next: number;
 }
 
-/**
- * Picks the fresh reference of each row of a page, looking candidates up
- * a few rounds at a time. `taken` holds the references given out earlier in
- * this file, so two rows never share one.
- */
+/** Picks the fresh reference of each row of a page; `taken` holds those given out earlier in this file. */
 async function resolvePage(
   page: RetrySourceRow[],
   source: RetrySource,
@@ -239,10 +216,7 @@ async function* retryChunks(first: string[], rest: AsyncIterator<Planned>, bom: 
   if (batch.length > 0) yield csvLines(batch);
 }
 
-/**
- * The retry file at `path`. Rows stream from the source; nothing is
- * written when no cancelled row needs a retry (path null in the answer).
- */
+/** The retry file at `path`, rows streamed; nothing written when no cancelled row needs a retry (path null). */
 export async function writeRetryFileAt(path: string, source: RetrySource, opts: RetryOptions = {}): Promise<RetryFile> {
   const skips = new SkipLog();
   const rows = plannedRows(source, opts.referenceMaxLength ?? DEFAULT_REFERENCE_MAX_LENGTH, skips);

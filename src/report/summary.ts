@@ -1,9 +1,6 @@
 /**
- * The batch summary: per status, row counts and exact sums of payout amount
- * (by payout currency), deduction amount (by deduction currency) and total
- * fee (by fee currency), a total line per status and a grand total. Built
- * incrementally so a million-row batch is summed in the same single pass
- * that writes the result file.
+ * The batch summary: per status, row counts and exact sums of payout amount, deduction amount and total fee
+ * by currency, a total per status and a grand total, built in the pass that writes the result file.
  */
 import { ExactTotal } from '../domain/exact-total.js';
 import { decimalText } from '../domain/money.js';
@@ -16,10 +13,7 @@ const AMOUNT_MEASURES: readonly AmountMeasure[] = ['payout_amount', 'deduction_a
 
 /** What may be added: a signed plain decimal. Decimal itself would also take `1e5` or `0x10`. */
 const SUMMABLE = /^-?\d+(\.\d+)?$/;
-/**
- * Longer texts are not summed: Decimal has 80 significant digits, and a
- * rejected row's amount cell can hold anything. Real amounts are far shorter.
- */
+/** Longer texts are not summed (Decimal has 80 significant digits; a rejected row's cell can hold anything). */
 const MAX_SUMMABLE_LENGTH = 60;
 
 export function isSummableAmount(text: string): boolean {

@@ -1,8 +1,4 @@
-/**
- * The shapes the outbox writers read: one CSV row's outcome as the store
- * reports it, one acknowledgement verdict, the identity of a batch, and the
- * summary computed from the outcomes. Amounts are decimal text throughout.
- */
+/** The shapes the outbox writers read. Amounts are decimal text throughout. */
 
 /** Final or current state of one CSV row, as the store reports it. */
 export type RowOutcomeStatus =
@@ -51,11 +47,7 @@ export interface BatchIdentity {
   batchId: string;
   /** Base name of the dropped file, as the sender named it. */
   fileName: string;
-  /**
-   * Base name the outbox files are named after (default: fileName). The
-   * daemon prefixes the batch id, so a re-dropped name never overwrites the
-   * files of an earlier batch.
-   */
+  /** Base name the outbox files are named after (default: fileName); the daemon prefixes the batch id. */
   outboxName?: string;
   sha256: string;
   receivedAt: string;

@@ -1,8 +1,4 @@
-/**
- * The outbox writers the pipeline calls: acknowledgement, result + summary,
- * and interim report. Each streams its rows once, checks them on the way
- * (line order, statuses), and commits each file atomically.
- */
+/** The outbox writers: acknowledgement, result + summary, interim report; rows checked on the way, files committed atomically. */
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
@@ -43,10 +39,7 @@ export interface InterimReport {
   summary: BatchSummary;
 }
 
-/**
- * Rows must arrive ordered by line (the store reads them ORDER BY line):
- * a stream cannot be sorted without holding it, so disorder is an error.
- */
+/** Rows must arrive ordered by line (a stream cannot be sorted without holding it), so disorder is an error. */
 export class LineOrder {
   private last = 0;
 
@@ -119,11 +112,7 @@ export async function writeRejectionAckFile(
   return writeAckFile(dir, identity, [], { ...opts, fileRejection: reason });
 }
 
-/**
- * `<fileName>.result.csv` then `<fileName>.summary.csv`, in one pass over
- * the outcomes. Every row must be terminal; a PENDING row aborts before the
- * result file exists.
- */
+/** `<fileName>.result.csv` then `<fileName>.summary.csv`, in one pass; a non-terminal row aborts before the result exists. */
 export async function writeResultFiles(
   dir: string,
   identity: BatchIdentity,

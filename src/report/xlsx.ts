@@ -1,24 +1,8 @@
 /**
- * The .xlsx twin of an outbox CSV: the same columns and rows, but typed
- * cells, so a spreadsheet shows `000123` as `000123` and can add up amounts.
- * Identifiers, references, names, account numbers and times are TEXT cells;
- * amounts are NUMBER cells with a number format showing the currency's minor
- * units (ISO 4217; stablecoins 6). A frozen, filterable header row, fixed
- * column widths, and a second sheet "Summary" with the totals per status and
- * currency.
- *
- * The CSV stays the exact record. An .xlsx number is an IEEE double, so this
- * is the one place where a decimal amount becomes a float, for display only
- * (`displayNumber`). An amount whose double would not read back as the same
- * decimal is written as a text cell instead, so a cell never shows a value
- * that differs from the CSV.
- *
- * Written with exceljs's streaming WorkbookWriter, through writeFileAtomic
- * (hidden temp name, fsync, rename), so a million-row file neither sits in
- * memory nor appears half-written. exceljs itself (a third of a second of
- * CPU to load) is imported by writeXlsxFile, on the first .xlsx written, so
- * the daemon without `outbox.xlsx` and the commands that write none never
- * load it.
+ * The .xlsx twin of an outbox CSV: the same rows in typed cells (identifiers as TEXT, amounts as NUMBER with
+ * the currency's minor units), a frozen filterable header, and a "Summary" sheet. The CSV stays the exact
+ * record: an amount whose double would not read back as the same decimal is a text cell. Written with
+ * exceljs's streaming WorkbookWriter through writeFileAtomic; exceljs is loaded on the first .xlsx written.
  */
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
@@ -54,11 +38,7 @@ export interface XlsxColumn {
 export interface XlsxSheet {
   name: string;
   columns: readonly XlsxColumn[];
-  /**
-   * Records as CSV text cells, one per column. A function is called only
-   * when this sheet's turn comes, so a sheet can show what earlier sheets
-   * computed while they were written (the summary).
-   */
+  /** Records as CSV text cells; a function is called only when this sheet's turn comes (the summary). */
   records: Rows<readonly string[]> | (() => Rows<readonly string[]>);
 }
 
@@ -92,11 +72,7 @@ function writtenDecimals(text: string): number {
   return FRACTION.exec(text)?.[1]?.length ?? 0;
 }
 
-/**
- * The double shown for a decimal amount, or null when the double would not
- * read back as the same decimal (then the cell stays text). Display only:
- * sums and the files finance reconciles against use the exact text.
- */
+/** The double shown for a decimal amount, or null when it would not read back as the same decimal. Display only. */
 export function displayNumber(text: string): number | null {
   if (!isSummableAmount(text)) return null;
   const exact = new Decimal(normalizeAmount(text));
@@ -109,10 +85,7 @@ export interface XlsxCellValue {
   numFmt: string | null;
 }
 
-/**
- * One cell from its CSV text (pure). An empty text is an empty cell. An
- * amount never shows fewer decimals than written, so no digit is hidden.
- */
+/** One cell from its CSV text (pure); an amount never shows fewer decimals than written. */
 export function xlsxCellValue(
   text: string,
   type: XlsxCellType,
@@ -191,10 +164,7 @@ export function resultXlsxFileName(fileName: string): string {
 // ---------------------------------------------------------------------------
 // Writing
 
-/**
- * Rows added between two waits for the zip (letZipCatchUp): the zip compresses one piece of a sheet per
- * turn of the event loop, so the turns must come often enough to outpace the rows' text.
- */
+/** Rows added between two waits for the zip (letZipCatchUp). */
 const DRAIN_CHECK_ROWS = 32;
 const HEADER_FONT = { bold: true };
 
@@ -210,10 +180,8 @@ class StyleCache {
 }
 
 /**
- * Lets the zip catch up. exceljs's streaming writer has no backpressure of its own (a row's commit never
- * says "wait"), but all it writes ends in `out`, the stream this module hands it: when `out` is full (the
- * file is written more slowly than rows come) the rows wait for it to drain, and otherwise the event loop
- * turns once, so the zip compresses and passes on what it was given before more rows come.
+ * Lets the zip catch up: exceljs's streaming writer has no backpressure, so rows wait for `out` to drain when
+ * it is full, and otherwise the event loop turns once so the zip compresses what it was given.
  */
 async function letZipCatchUp(out: PassThrough, signal: AbortSignal): Promise<void> {
   signal.throwIfAborted();
@@ -281,11 +249,7 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/**
- * Writes a workbook of one or more sheets atomically at `path`. The zip
- * bytes flow through a PassThrough into writeFileAtomic; a failure on either
- * side stops the other, and nothing is left under the final name or as temp.
- */
+/** Writes a workbook atomically at `path`; a failure on either side of the PassThrough stops the other. */
 export async function writeXlsxFile(path: string, sheets: readonly XlsxSheet[], opts: XlsxOptions = {}): Promise<void> {
   // Before anything is opened: a failed import leaves no temp file behind.
   const { default: excel } = await import('exceljs');
@@ -349,10 +313,7 @@ async function writeOutcomesXlsx(
   return { path, summary: acc.summary() };
 }
 
-/**
- * `<fileName>.result.xlsx`: the result file's rows (sheet "Result") and its
- * summary (sheet "Summary"). Like the result CSV, every row must be terminal.
- */
+/** `<fileName>.result.xlsx`: sheets "Result" and "Summary"; every row must be terminal. */
 export function writeResultXlsx(
   dir: string,
   identity: BatchIdentity,

@@ -1,9 +1,6 @@
 /**
- * Loopback test control, outside /apis and without authentication, so a
- * test or benchmark can drive a sandbox running in another process:
- * health, ledger, stats, settle, set a balance, change faults. Answers use
- * the same envelope as the API; amounts are decimal text (strings).
- * Never expose a sandbox beyond 127.0.0.1: these endpoints trust anyone.
+ * Loopback test control under /__sandbox, without authentication, so a test or benchmark can drive a sandbox in
+ * another process. Answers use the API's envelope. Never expose a sandbox beyond 127.0.0.1.
  */
 import { PayoutdError } from '../domain/errors.js';
 import { isPlainDecimal } from '../domain/money.js';

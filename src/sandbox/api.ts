@@ -1,9 +1,6 @@
 /**
- * The payout API's handlers, after authentication: token issue and refresh
- * (spec 4.1, 4.2), exchange rates (4.3), create (4.4), query (4.5) and
- * balance (contract: Balance). Each returns the envelope's `data` or
- * throws an ApiFailure; amounts leave as JsonNumber so canonicalStringify
- * writes their exact text. All arithmetic is Decimal.
+ * The payout API's handlers, after authentication (spec 4.1-4.5, contract: Balance). Each returns the envelope's
+ * `data` or throws an ApiFailure; amounts leave as JsonNumber so their exact text is written. All Decimal.
  */
 import type { Clock } from '../domain/clock.js';
 import { Decimal } from '../domain/money.js';

@@ -1,11 +1,7 @@
 /**
- * Request authentication (spec 5.2-5.6 with the contract's defaults), in a
- * fixed order so every failure is predictable: Content-Type, required
- * headers, API key, timestamp window, nonce replay, then the signature
- * (RSA for the token calls, HMAC for business calls with a live token).
- * A nonce is recorded only once the signature verified, so garbage cannot
- * fill the store, yet a replay of a verified request fails.
- * Failure messages name the header or rule, never a header's value.
+ * Request authentication (spec 5.2-5.6) in a fixed order: Content-Type, required headers, API key, timestamp
+ * window, nonce replay, then the signature. A nonce is recorded only once the signature verified. Failure
+ * messages name the header or rule, never a header's value.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyObject } from 'node:crypto';

@@ -1,11 +1,7 @@
 /**
- * Issued credentials (spec 2.2, 5.5). A refresh supersedes the set it
- * renews (contract), whose tokens are forgotten (so they answer 1004, not
- * 1009/1010). A new access-token call issues an independent set and leaves
- * other live sets alone: several daemon instances of one merchant each hold
- * their own credentials. Sets whose refresh token expired are pruned. Tokens and
- * secret keys come from node:crypto; the secret key is issued so that it is
- * valid text in the configured HMAC key encoding.
+ * Issued credentials (spec 2.2, 5.5). A refresh supersedes the set it renews, whose tokens are forgotten (1004,
+ * not 1009/1010); a new access-token call issues an independent set (instances of one merchant each hold their
+ * own). Sets whose refresh token expired are pruned. Tokens and secret keys come from node:crypto.
  */
 import { randomBytes } from 'node:crypto';
 import { hmacKeyBytes, type HmacKeyEncoding } from '../signing/signatures.js';

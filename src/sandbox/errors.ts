@@ -1,8 +1,4 @@
-/**
- * The sandbox's errors. `ApiFailure` is an answer, not a crash: it carries
- * the HTTP status and envelope code the request pipeline writes back.
- * Messages name fields and reasons, never header values, tokens or keys.
- */
+/** The sandbox's errors. `ApiFailure` is an answer, not a crash: it carries the HTTP status and envelope code. */
 import { PayoutdError } from '../domain/errors.js';
 
 /** Misuse of the programmatic API (unknown merchant, bad amount text). */

@@ -1,8 +1,4 @@
-/**
- * Request fault decisions: which paths the faults target, the latency to
- * add, and the rate limiter (a token bucket on a monotonic clock). The
- * dice themselves come from the sandbox's seeded Random.
- */
+/** Request fault decisions: which paths they target, the latency to add, and the rate limiter (a token bucket). */
 import { performance } from 'node:perf_hooks';
 import type { SandboxFaults, RateLimitFault } from './options.js';
 import { BUSINESS_PATHS, type ApiPath } from './paths.js';

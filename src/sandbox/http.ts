@@ -1,8 +1,4 @@
-/**
- * HTTP plumbing of the sandbox: reading a bounded body, turning the raw
- * text into the parsed body plus its minified form (one parse per
- * request), and writing envelopes.
- */
+/** HTTP plumbing of the sandbox: a bounded body, parsed once with its minified form, and envelopes. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { canonicalStringify, minifyBodyText, parseLossless, type CanonicalOptions } from '../json/canonical.js';
 

@@ -1,15 +1,7 @@
 /**
- * LedgerFile: keeps a sandbox's ledger on disk (option `stateFile`), so a
- * sandbox restarted, even after SIGKILL, still knows every payout it ever
- * answered for. Two files: the snapshot `<stateFile>` (the whole ledger as
- * JSON, replaced atomically) and the journal `<stateFile>.journal` (one JSON
- * line per ledger change since the snapshot). The server awaits `durable()`
- * before it answers, so nothing is answered before it is written and
- * fsync'd; the changes of one turn of the event loop share one write and one
- * fsync (group commit). On start the snapshot is read, the journal replayed
- * (a torn last line ignored) and folded into a new snapshot; the journal is
- * folded again once it holds as many changes as the ledger holds payouts,
- * and on close().
+ * LedgerFile: a sandbox's ledger on disk (`stateFile`): a snapshot replaced atomically and a journal of one JSON
+ * line per change. The server awaits `durable()` before it answers; one turn's changes share one write and fsync.
+ * On start the journal is replayed (a torn last line ignored) and folded into a new snapshot.
  */
 import { closeSync, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -71,12 +63,7 @@ function isJournalLine(value: unknown): value is JournalLine {
   return typeof v.seq === 'number' && typeof v.change === 'object' && v.change !== null && typeof v.change.kind === 'string';
 }
 
-/**
- * The complete journal lines of a journal's text, in order. A last line cut
- * short by a crash (no newline, or not a record) was never answered for and
- * is ignored; an unreadable line with records after it means the file was
- * damaged some other way, and replaying around it could invent a ledger.
- */
+/** The complete journal lines, in order; a torn last line is ignored, a bad line with records after it is damage. */
 export function parseJournal(text: string, path: string): JournalLine[] {
   const lines = text.split('\n');
   const out: JournalLine[] = [];
@@ -210,11 +197,7 @@ export class LedgerFile {
     }
   }
 
-  /**
-   * Replaces the snapshot with the ledger as it is now (every journaled
-   * change included) and empties the journal. Synchronous: no change can
-   * slip in between the snapshot and the truncation.
-   */
+  /** Replaces the snapshot with the ledger and empties the journal, synchronously (no change slips in between). */
   private fold(): void {
     const fd = this.fd;
     if (fd === null) return;

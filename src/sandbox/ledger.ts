@@ -1,9 +1,4 @@
-/**
- * The sandbox's books: merchant balances and every payout ever created,
- * with O(1) lookups by payoutId and by (merchant, merchantReferenceId).
- * It debits on record and refunds on cancellation; it decides nothing
- * about policy (that is the create handler's job) and does no IO.
- */
+/** The sandbox's books: balances and every payout, indexed by payoutId and reference. Debits and refunds; no policy, no IO. */
 import { Decimal, decimalText, isPlainDecimal } from '../domain/money.js';
 import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
 import { SandboxError } from './errors.js';
@@ -23,10 +18,7 @@ export interface StoredPayout {
 
 export type NewPayout = Omit<LedgerEntry, 'status' | 'completeTime' | 'failureReason'>;
 
-/**
- * One change of the books, as the call that made it: replaying the changes
- * in order through `apply` rebuilds the books from the state before them.
- */
+/** One change of the books, as the call that made it: replaying changes through `apply` rebuilds the books. */
 export type LedgerChange =
   | { kind: 'record'; payout: NewPayout }
   | { kind: 'complete'; payoutId: string; status: 'PAID' | 'CANCELLED'; completeTime: string; failureReason: string | null }
@@ -133,10 +125,7 @@ export class Ledger {
     return stored;
   }
 
-  /**
-   * PENDING -> PAID or CANCELLED (refunding deductionAmount). Terminal
-   * states never change: returns false when the payout was not PENDING.
-   */
+  /** PENDING -> PAID or CANCELLED (refunding deductionAmount); false when the payout was not PENDING. */
   complete(stored: StoredPayout, status: 'PAID' | 'CANCELLED', completeTime: string, failureReason: string | null): boolean {
     const entry = stored.entry;
     if (entry.status !== 'PENDING') return false;
@@ -167,11 +156,7 @@ export class Ledger {
     return this.all.filter((p) => p.entry.status === 'PENDING');
   }
 
-  /**
-   * Replays a change reported by `onChange` (a journal line). Changes that
-   * no longer fit (a merchant gone from the configuration, a payout already
-   * held) are skipped, as `restore` skips them.
-   */
+  /** Replays a change reported by `onChange` (a journal line); changes that no longer fit are skipped. */
   apply(change: LedgerChange): void {
     if (change.kind === 'record') {
       if (this.balances.has(change.payout.merchantCode) && !this.byPayoutId.has(change.payout.payoutId)) this.record(change.payout);

@@ -1,9 +1,4 @@
-/**
- * A payout's life after create: which way it settles (the account number
- * suffix triggers of the contract), when (a delay drawn from the
- * configured range), the PENDING -> PAID/CANCELLED move itself, and the
- * webhook that announces it. Terminal states never change.
- */
+/** A payout's life after create: which way and when it settles, the PENDING -> PAID/CANCELLED move, its webhook. */
 import type { Clock } from '../domain/clock.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import type { Ledger, StoredPayout } from './ledger.js';

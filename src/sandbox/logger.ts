@@ -1,9 +1,4 @@
-/**
- * The logging seam: the sandbox logs through any pino-like logger it is
- * given (pino's Logger fits), and is silent by default. Callers pass only
- * objects built to be safe: no tokens, keys, signatures or full account
- * numbers ever reach a log call.
- */
+/** The logging seam: any pino-like logger, silent by default. Callers pass only objects safe to log. */
 
 export interface SandboxLogger {
   debug(obj: object, msg?: string): void;

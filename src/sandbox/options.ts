@@ -1,8 +1,6 @@
 /**
- * The sandbox's options: their types (each documented with its default),
- * the zod schema of the JSON config file form, resolution to a complete
- * config, and the config file loader. The defaults are the wire contract's
- * answers (shared/design/contract.md); options let tests pick alternatives.
+ * The sandbox's options: the zod schema of the JSON config file form (its defaults are the wire contract's
+ * answers, shared/design/contract.md), the types inferred from it, resolution and the config file loader.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -11,147 +9,7 @@ import { ConfigError } from '../domain/errors.js';
 import { compareAmounts } from '../domain/money.js';
 import { parsePublicKey } from '../signing/keys.js';
 import type { SandboxLogger } from './logger.js';
-import { API_PATHS, type ApiPath } from './paths.js';
-
-export type AuthMode = 'standard' | 'client-id';
-export type DuplicatePolicy = 'return-original' | 'reject' | 'allow';
-export type HmacKeyEncodingOption = 'utf8' | 'base64' | 'hex';
-
-export interface SandboxMerchant {
-  merchantCode: string;
-  /** Sent by the client in `SvcApiKey`. */
-  apiKey: string;
-  /** RSA public key, Base64 SPKI DER without PEM armour (spec 5.1) or PEM. */
-  publicKey: string;
-  /** Identity in authMode 'client-id' (spec 5.6). Default: merchantCode. */
-  clientId?: string;
-  /** `businessUserId` of issued credentials when the request names no businessId. Default: `<merchantCode>-primary`. */
-  businessUserId?: string;
-  /** Available balance per stablecoin, decimal text, e.g. { USDT: '1000000' }. */
-  balances: Record<string, string>;
-  /** Where `payout.updated` events are POSTed (contract: registered by this option). Needs webhookSecret. */
-  webhookUrl?: string;
-  /** HMAC key (UTF-8 bytes) of webhook signatures. */
-  webhookSecret?: string;
-}
-
-export interface RateLimitFault {
-  /** Steady rate of the token bucket. */
-  requestsPerSecond: number;
-  /** Bucket size: requests allowed back to back. */
-  burst: number;
-  /** Value of the Retry-After header on a 429. Default 1. */
-  retryAfterSeconds: number;
-}
-
-/** Fault injection; everything off by default. */
-export interface SandboxFaults {
-  /** Delay before a response is written, after the work is committed: a number or [min, max] drawn per request. Default 0. */
-  latencyMs: number | [number, number];
-  /** Probability of HTTP 500 before any work (nothing committed). Default 0. */
-  errorRate: number;
-  /** Probability that a committed create answers HTTP 500. Default 0. */
-  commitThenErrorRate: number;
-  /** Probability that a committed create gets its socket destroyed without an answer. Default 0. */
-  commitThenDropRate: number;
-  /** Probability that the socket is destroyed before any work. Default 0. */
-  dropRate: number;
-  /** Token bucket over the fault endpoints: HTTP 429 + Retry-After + code 1429 when empty. Default null (off). */
-  rateLimit: RateLimitFault | null;
-  /** Paths the request faults apply to. Default null: every business endpoint (not the token calls). */
-  endpoints: ApiPath[] | null;
-  /** Probability that a webhook event is never sent. Default 0. */
-  webhookLossRate: number;
-  /** Probability that a webhook event is delivered twice (same eventId). Default 0. */
-  webhookDuplicateRate: number;
-  /** Extra random delay 0..N ms before each delivery, so events arrive out of order. Default 0. */
-  webhookReorderMs: number;
-}
-
-/** Faults as given: every field optional; rateLimit.retryAfterSeconds optional. */
-export type SandboxFaultsInput = Partial<Omit<SandboxFaults, 'rateLimit'>> & {
-  rateLimit?: (Omit<RateLimitFault, 'retryAfterSeconds'> & { retryAfterSeconds?: number }) | null;
-};
-
-export interface SettlementOptions {
-  /** Shortest PENDING -> terminal delay. Default 2000. */
-  minDelayMs: number;
-  /** Longest PENDING -> terminal delay. Default 10000. */
-  maxDelayMs: number;
-  /** Beneficiary accountNumber ending in this -> CANCELLED (refunded). Default '0000'. */
-  cancelSuffix: string;
-  /** Beneficiary accountNumber ending in this -> stays PENDING until settle(). Default '9999'. */
-  holdSuffix: string;
-}
-
-export interface WebhookOptions {
-  /** Delay before each retry after a failed attempt; attempts = 1 + length. Default [1000, 5000, 25000, 120000, 600000]. */
-  retryScheduleMs: number[];
-  /** An attempt without an answer in this time has failed. Default 15000 (spec 6). */
-  timeoutMs: number;
-}
-
-/** The complete, validated configuration (every default applied). */
-export interface SandboxConfig {
-  /** Default '127.0.0.1'. */
-  host: string;
-  /** Default 0: a free port chosen by the OS. */
-  port: number;
-  merchants: SandboxMerchant[];
-  /** Default 'standard'. */
-  authMode: AuthMode;
-  /** Key order of the minified body that is hashed. Default { sortKeys: true } (spec 5.3). */
-  canonicalJson: { sortKeys: boolean };
-  /** How secretKey text becomes HMAC key bytes; issued secret keys are valid in it. Default 'utf8'. */
-  hmacKeyEncoding: HmacKeyEncodingOption;
-  /** Accepted X-TIMESTAMP distance from the clock. Default 300. */
-  clockSkewSeconds: number;
-  /** A nonce seen this recently is a replay. Default 600. */
-  nonceWindowSeconds: number;
-  /** Default 7200. */
-  accessTokenTtlSeconds: number;
-  /** Default 86400. */
-  refreshTokenTtlSeconds: number;
-  /** Most ids in one payout query. Default 100. */
-  queryMaxIds: number;
-  /** What a second create with a known merchantReferenceId does. Default 'return-original'. */
-  duplicatePolicy: DuplicatePolicy;
-  /** Fiat per 1 stablecoin (USDT and USDC alike), decimal text. Replaces the default table when given. */
-  rates: Record<string, string>;
-  /** Fixed fee in the deduction currency, decimal text. Default { fixed: '0.5' }. */
-  fee: { fixed: string };
-  /** Allowed payoutAmount in stablecoin terms (payoutAmount / rate), decimal text; outside -> 2005. Default { min: '0.01', max: '1000000' }. */
-  amountLimits: { min: string; max: string };
-  settlement: SettlementOptions;
-  webhook: WebhookOptions;
-  /** Seed of the PRNG behind every random choice. Default: a random seed (reported by /__sandbox/health). */
-  seed?: number;
-  /**
-   * Keep the ledger and balances in this JSON file (and its journal
-   * `<stateFile>.journal`) across restarts, even a SIGKILL: a change is on
-   * disk before the answer that reports it is sent. The embedded sandbox of
-   * `payoutd run` uses it, so a restart of the daemon finds the payouts it
-   * created. Default: none, all in memory.
-   */
-  stateFile?: string;
-  faults: SandboxFaults;
-}
-
-type DeepPartialOptions<T> = { [K in keyof T]?: T[K] extends unknown[] ? T[K] : T[K] extends object ? Partial<T[K]> : T[K] };
-
-/** The JSON config file form: everything but `merchants` optional. */
-export type SandboxConfigInput = Omit<DeepPartialOptions<SandboxConfig>, 'merchants' | 'faults'> & {
-  merchants: SandboxMerchant[];
-  faults?: SandboxFaultsInput;
-};
-
-/** Options of startSandbox: the config file form plus what only code can pass. */
-export interface SandboxOptions extends SandboxConfigInput {
-  /** Time for token expiry, timestamp skew and nonce windows. Default: the system clock. */
-  clock?: Clock;
-  /** pino-like logger. Default: silent. */
-  logger?: SandboxLogger;
-}
+import { API_PATHS } from './paths.js';
 
 export const DEFAULT_RATES: Readonly<Record<string, string>> = {
   PHP: '56.25',
@@ -191,9 +49,12 @@ const merchantSchema = z
     merchantCode: z.string().min(1),
     apiKey: z.string().min(1),
     publicKey: z.string().min(1),
+    // Identity in authMode 'client-id' (default merchantCode); `businessUserId` of credentials when a request names none.
     clientId: z.string().min(1).optional(),
     businessUserId: z.string().min(1).optional(),
+    // Available balance per stablecoin, decimal text.
     balances: z.record(z.string().min(1), plainDecimal),
+    // Where `payout.updated` events are POSTed, signed with webhookSecret.
     webhookUrl: z.url({ protocol: /^https?$/ }).optional(),
     webhookSecret: z.string().min(1).optional(),
   })
@@ -222,17 +83,30 @@ const latencySchema = z.union([
 
 /** A partial faults object, as setFaults and POST /__sandbox/faults take it. */
 export const sandboxFaultsPatchSchema = z.strictObject({
+  // Delay after the work is committed: a number or [min, max] drawn per request.
   latencyMs: latencySchema.optional(),
+  // HTTP 500 before any work (nothing committed).
   errorRate: probability.optional(),
+  // A committed create answers HTTP 500, or gets its socket destroyed without an answer.
   commitThenErrorRate: probability.optional(),
   commitThenDropRate: probability.optional(),
+  // The socket is destroyed before any work.
   dropRate: probability.optional(),
+  // A token bucket: HTTP 429 + Retry-After + code 1429 when empty.
   rateLimit: rateLimitSchema.nullable().optional(),
+  // Paths the request faults apply to; null: every business endpoint (not the token calls).
   endpoints: z.array(z.enum(API_PATHS)).nullable().optional(),
   webhookLossRate: probability.optional(),
+  // Delivered twice with the same eventId.
   webhookDuplicateRate: probability.optional(),
+  // Extra random delay 0..N ms before each delivery, so events arrive out of order.
   webhookReorderMs: nonNegativeInt.optional(),
 });
+
+/** Fault injection, every field set (all off by default). */
+export type SandboxFaults = { [K in keyof SandboxFaultsInput]-?: Exclude<z.output<typeof sandboxFaultsPatchSchema>[K], undefined> };
+export type SandboxFaultsInput = z.input<typeof sandboxFaultsPatchSchema>;
+export type RateLimitFault = z.output<typeof rateLimitSchema>;
 
 /** Applies a validated patch; fields absent or undefined keep their value. */
 export function mergeFaults(base: SandboxFaults, patch: z.output<typeof sandboxFaultsPatchSchema>): SandboxFaults {
@@ -251,17 +125,21 @@ export const sandboxOptionsSchema = z
     merchants: z.array(merchantSchema).min(1),
     authMode: z.enum(['standard', 'client-id']).default('standard'),
     canonicalJson: z.strictObject({ sortKeys: z.boolean().default(true) }).prefault({}),
+    // How secretKey text becomes HMAC key bytes; issued secret keys are valid in it.
     hmacKeyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
+    // Accepted X-TIMESTAMP distance from the clock; a nonce seen this recently is a replay.
     clockSkewSeconds: nonNegativeInt.default(300),
     nonceWindowSeconds: positiveInt.default(600),
     accessTokenTtlSeconds: positiveInt.default(7200),
     refreshTokenTtlSeconds: positiveInt.default(86400),
     queryMaxIds: positiveInt.default(100),
     duplicatePolicy: z.enum(['return-original', 'reject', 'allow']).default('return-original'),
+    // Fiat per 1 stablecoin (USDT and USDC alike); replaces the default table when given.
     rates: z
       .record(z.string().regex(/^[A-Z]{3}$/, { message: 'expected a three-letter currency code' }), positiveDecimal)
       .default(() => ({ ...DEFAULT_RATES })),
     fee: z.strictObject({ fixed: plainDecimal.default('0.5') }).prefault({}),
+    // Allowed payoutAmount in stablecoin terms (payoutAmount / rate); outside -> 2005.
     amountLimits: z
       .strictObject({ min: plainDecimal.default('0.01'), max: positiveDecimal.default('1000000') })
       .prefault({})
@@ -270,6 +148,7 @@ export const sandboxOptionsSchema = z
       .strictObject({
         minDelayMs: nonNegativeInt.default(2000),
         maxDelayMs: nonNegativeInt.default(10_000),
+        // Beneficiary accountNumber endings: CANCELLED (refunded), or PENDING until settle().
         cancelSuffix: z.string().min(1).default('0000'),
         holdSuffix: z.string().min(1).default('9999'),
       })
@@ -278,11 +157,14 @@ export const sandboxOptionsSchema = z
       .refine((s) => s.cancelSuffix !== s.holdSuffix, { message: 'cancelSuffix and holdSuffix must differ' }),
     webhook: z
       .strictObject({
+        // Delay before each retry after a failed attempt; attempts = 1 + length.
         retryScheduleMs: z.array(nonNegativeInt).default(() => [1000, 5000, 25_000, 120_000, 600_000]),
         timeoutMs: positiveInt.default(15_000),
       })
       .prefault({}),
+    // Seed of the PRNG behind every random choice; default random (reported by /__sandbox/health).
     seed: z.number().int().optional(),
+    // Keeps the ledger in this JSON file and its journal across restarts, even a SIGKILL.
     stateFile: z.string().optional(),
     faults: sandboxFaultsPatchSchema.prefault({}).transform((patch) => mergeFaults(DEFAULT_FAULTS, patch)),
   })
@@ -297,7 +179,25 @@ export const sandboxOptionsSchema = z
         seen[key].add(values[key]);
       }
     });
-  }) satisfies z.ZodType<SandboxConfig, SandboxConfigInput>;
+  });
+
+/** The complete, validated configuration (every default applied). */
+export type SandboxConfig = z.output<typeof sandboxOptionsSchema>;
+/** The JSON config file form: everything but `merchants` optional. */
+export type SandboxConfigInput = z.input<typeof sandboxOptionsSchema>;
+export type SandboxMerchant = z.output<typeof merchantSchema>;
+export type SettlementOptions = SandboxConfig['settlement'];
+export type WebhookOptions = SandboxConfig['webhook'];
+export type AuthMode = SandboxConfig['authMode'];
+export type DuplicatePolicy = SandboxConfig['duplicatePolicy'];
+
+/** Options of startSandbox: the config file form plus what only code can pass. */
+export type SandboxOptions = SandboxConfigInput & {
+  /** Time for token expiry, timestamp skew and nonce windows. Default: the system clock. */
+  clock?: Clock;
+  /** pino-like logger. Default: silent. */
+  logger?: SandboxLogger;
+};
 
 /** `merchants[0].balances.USDT: expected ...` — names the field, never echoes a value. */
 export function describeIssues(error: z.ZodError): string {

@@ -1,8 +1,4 @@
-/**
- * The URL paths the sandbox serves: the payout API under /apis/v1 and the
- * loopback-only admin endpoints under /__sandbox. One list, so routing,
- * fault targeting, stats and option validation cannot disagree.
- */
+/** The URL paths the sandbox serves, in one list so routing, faults, stats and options cannot disagree. */
 
 export const ACCESS_TOKEN_PATH = '/apis/v1/access-token';
 export const REFRESH_TOKEN_PATH = '/apis/v1/refresh-token';
@@ -17,9 +13,5 @@ export type ApiPath = (typeof API_PATHS)[number];
 
 /** Spec 5.4: every /apis/v1 endpoint except the two token calls. */
 export const BUSINESS_PATHS: readonly ApiPath[] = [EXCHANGE_RATE_PATH, CREATE_PATH, QUERY_PATH, BALANCE_PATH];
-
-export function isTokenPath(path: string): boolean {
-  return path === ACCESS_TOKEN_PATH || path === REFRESH_TOKEN_PATH;
-}
 
 export const ADMIN_PREFIX = '/__sandbox/';

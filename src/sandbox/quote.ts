@@ -1,8 +1,4 @@
-/**
- * What a payout costs the merchant: payoutAmount / rate, rounded UP to 6
- * decimals (the service never under-debits), plus the fixed fee in the
- * deduction currency. Pure decimal arithmetic; amounts in and out are text.
- */
+/** What a payout costs: payoutAmount / rate rounded UP to 6 decimals (never under-debits), plus the fixed fee. */
 import { Decimal, decimalText, normalizeAmount } from '../domain/money.js';
 
 export interface Quote {

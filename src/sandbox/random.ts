@@ -1,10 +1,6 @@
 /**
- * The sandbox's one source of chance: a small seeded PRNG (mulberry32).
- * Settlement delays, fault dice and ids all draw from it, so a run with a
- * given seed and the same request order makes the same choices.
- * Secrets (tokens, secret keys) and webhook nonces do NOT come from here:
- * they come from node:crypto, because they must not be predictable or
- * repeat across sandboxes started with the same seed.
+ * The sandbox's one source of chance, a seeded PRNG (mulberry32): a given seed and request order make the same
+ * choices. Secrets and webhook nonces come from node:crypto instead: they must not be predictable.
  */
 
 export interface Random {

@@ -1,9 +1,6 @@
 /**
- * The sandbox server: wires options, state and handlers onto node:http and
- * runs each request through one pipeline — route, request faults (drop,
- * 500, 429), authentication, handler, commit-then-* faults, latency,
- * envelope. It owns every socket and timer it creates and releases them
- * all on close().
+ * The sandbox server: each request through one pipeline (route, request faults, authentication, handler,
+ * commit-then-* faults, latency, envelope). It owns every socket and timer it creates and releases them on close().
  */
 import { randomInt } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

@@ -1,10 +1,6 @@
 /**
- * Settlement scheduling: a time-ordered queue (binary min-heap) of payouts
- * due to leave PENDING, served by a single timer armed for the earliest
- * due time. 10^5 pending payouts cost one heap entry each and one timer in
- * all. Due items are handed out in slices so a burst of settlements never
- * blocks the event loop for long. Stale entries (a payout already settled
- * by hand) are skipped by the callback, not searched for here.
+ * Settlement scheduling: a min-heap of payouts due to leave PENDING, served by one timer armed for the earliest,
+ * due items handed out in slices so a burst never blocks the event loop. Stale entries are skipped by the callback.
  */
 import { performance } from 'node:perf_hooks';
 

@@ -1,8 +1,4 @@
-/**
- * Timers the sandbox owns, in one place, so close() can clear every one of
- * them (latency delays, webhook retries). All are unref()'d: a pending
- * retry must not keep a process alive on its own.
- */
+/** Timers the sandbox owns, in one place so close() clears all; unref()'d so a retry never keeps a process alive. */
 
 export class TimerSet {
   private readonly timers = new Set<NodeJS.Timeout>();

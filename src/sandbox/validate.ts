@@ -1,9 +1,4 @@
-/**
- * Shape checks of business request bodies. Each failure is a 2002
- * INVALID_PARAMETER naming the field. Bodies arrive parsed losslessly, so
- * a JSON number is a JsonNumber holding its lexeme; amounts never pass
- * through a float.
- */
+/** Shape checks of business request bodies; a failure is a 2002 INVALID_PARAMETER naming the field. */
 import { isPlainDecimal, normalizeAmount } from '../domain/money.js';
 import type { PayoutRequest } from '../domain/payout.js';
 import { JsonNumber } from '../json/canonical.js';

@@ -1,11 +1,6 @@
 /**
- * `payout.updated` delivery (spec 6, contract: Webhook). At least once:
- * an attempt that gets no 2xx within the timeout is retried on the
- * configured schedule with the same eventId and body, a fresh nonce and
- * timestamp each time. The body sent is the canonical text that is signed.
- * Faults drop events, send them twice, or delay them so they cross.
- * Deliveries run with bounded concurrency so a burst of settlements cannot
- * open thousands of sockets at once.
+ * `payout.updated` delivery (spec 6), at least once: retried on the schedule with the same eventId and body, a
+ * fresh nonce and timestamp. Faults drop, duplicate or delay events; deliveries run with bounded concurrency.
  */
 import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';

@@ -1,8 +1,4 @@
-/**
- * Loading and making merchant RSA keys. The private key file is refused,
- * with the reason, when anyone but its owner can read it or when it is not
- * an unencrypted PKCS#8 RSA key (spec 5.1 recommends PKCS#8).
- */
+/** Loading and making merchant RSA keys; a key file others can read, or not unencrypted PKCS#8 RSA, is refused. */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
@@ -46,11 +42,7 @@ export function parsePkcs8RsaPrivateKey(pem: string, source: string): KeyObject 
   return key;
 }
 
-/**
- * Reads the merchant private key, refusing a file readable by group or
- * others — except inside `credentialsDir` (systemd's $CREDENTIALS_DIRECTORY),
- * a directory only the service can enter, whatever the file's own mode.
- */
+/** Reads the merchant private key, refusing one readable by others outside `credentialsDir` ($CREDENTIALS_DIRECTORY). */
 export function loadPrivateKeyFile(path: string, options: { credentialsDir?: string } = {}): KeyObject {
   const guarded = options.credentialsDir !== undefined && resolve(path).startsWith(`${resolve(options.credentialsDir)}${sep}`);
   let mode: number;

@@ -1,11 +1,6 @@
 /**
- * Replay protection of signed messages (the sandbox's API calls, the
- * receiver's webhook deliveries): the nonces seen within the window, in
- * memory. A Map iterates in insertion order, which is (nearly) time order,
- * so expired nonces are pruned from the front at O(1) amortised per
- * insertion; a hard capacity evicts the oldest if a flood outruns the
- * window. Callers record only verified nonces, so an attacker without the
- * key cannot fill it.
+ * Replay protection: the nonces seen within the window, in memory, pruned from the front of an insertion-ordered
+ * Map, with a hard capacity. Callers record only verified nonces.
  */
 
 export class NonceWindow {

@@ -1,9 +1,4 @@
-/**
- * The strings to sign and the signatures of spec 5.3 (RSA, token calls),
- * 5.4 (HMAC, business calls) and the webhook scheme of the contract.
- * Pure functions over keys and text: no clock, no randomness, no IO, so the
- * known-answer tests can pin every byte.
- */
+/** The strings to sign and the signatures of spec 5.3 (RSA), 5.4 (HMAC) and the webhook scheme; pure, pinned by tests. */
 import { PayoutdError } from '../domain/errors.js';
 import { createHash, createHmac, createSign, createVerify, timingSafeEqual, type KeyObject } from 'node:crypto';
 
@@ -79,11 +74,7 @@ export class HmacKeyError extends PayoutdError {
 const HEX_KEY = /^(?:[0-9a-fA-F]{2})+$/;
 const BASE64_KEY = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-/**
- * Key bytes of a secret. Buffer.from decodes hex and base64 loosely (a bad
- * character yields an empty or short key that anyone could reproduce), so
- * the text must be valid in its encoding and give a non-empty key.
- */
+/** Key bytes of a secret; Buffer.from decodes loosely, so the text must be valid in its encoding and non-empty. */
 export function hmacKeyBytes(secret: string, encoding: HmacKeyEncoding): Buffer {
   if ((encoding === 'hex' && !HEX_KEY.test(secret)) || (encoding === 'base64' && !BASE64_KEY.test(secret))) {
     throw new HmacKeyError('HMAC_KEY_INVALID', `the HMAC secret is not valid ${encoding} text`);
@@ -98,11 +89,7 @@ export function signHmac(key: Buffer, stringToSign: string): string {
   return createHmac('sha512', key).update(stringToSign, 'utf8').digest('base64');
 }
 
-/**
- * Constant-time comparison of two signature texts. Both sides are hashed
- * first, so inputs of different lengths neither throw (as a bare
- * timingSafeEqual would) nor leak their length through timing.
- */
+/** Constant-time comparison of two signature texts, hashed first so lengths neither throw nor leak. */
 export function signaturesEqual(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a, 'utf8').digest();
   const hb = createHash('sha256').update(b, 'utf8').digest();

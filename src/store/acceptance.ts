@@ -1,14 +1,8 @@
 /**
- * Accepting a batch once all its rows are read: the checks that need every
- * row (a reference twice in the file, a reference another batch holds) and
- * the file policy. Runs in one transaction, so a batch is either wholly
- * accepted or not at all.
- *
- * Valid rows went in READY, each holding its reference from its insert (see
- * insertRows); those whose reference was already held went in VALIDATED. So
- * the clashes are among the few VALIDATED rows, and an accepted batch's READY
- * rows stay as they are: no second pass over a million rows. Its rows are
- * sent only once the batch is ACTIVE.
+ * Accepting a batch once all its rows are read: the checks that need every row (a reference twice in the
+ * file, a reference another batch holds) and the file policy, in one transaction. Valid rows went in READY
+ * holding their reference; those whose reference was already held went in VALIDATED, so the clashes are
+ * among the few VALIDATED rows and an accepted batch's READY rows need no second pass.
  */
 import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
@@ -19,12 +13,10 @@ export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
 export interface AcceptanceResult {
   accepted: boolean;
-  /** Rows whose state the checks changed (a reference used twice in the file, or held by another batch). */
   rowsChanged: number;
   readyCount: number;
   invalidCount: number;
   duplicateCount: number;
-  /** Why nothing is paid, when not accepted. */
   rejectReason: string | null;
 }
 
@@ -48,10 +40,8 @@ interface RowOfReference {
 
 /**
  * The rows of the batch whose reference is on another row of the batch too, by reference, in line order.
- * Two rows of one file with the same reference cannot both be READY (the second was set aside VALIDATED at
- * its insert), so every such reference is on a VALIDATED or INVALID row: only those references are looked
- * up, and a clean file has none. Their rows are read by reference alone (of any batch, kept here if of this
- * one): with the batch in the query too, a planner may walk every row of the batch instead.
+ * Such a reference is on a VALIDATED or INVALID row, so only those are looked up; rows are read by reference
+ * alone (with the batch in the query too, a planner may walk every row of the batch).
  */
 async function rowsSharingReference(trx: Database, batchId: string): Promise<Map<string, RowOfReference[]>> {
   const candidates = trx('payouts')

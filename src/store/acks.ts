@@ -1,14 +1,7 @@
-/**
- * The rows of a batch as its acknowledgement file needs them: line,
- * reference, state and reason only. Reading the rows the result files show
- * (resultRowPages: 17 fields, the beneficiary out of the stored request)
- * would cost most of the ack of a large batch in values no one reads; this
- * reader selects the five columns the ack uses.
- */
+/** The rows of a batch as its acknowledgement needs them: line, reference, state and reason only. */
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 
-/** What the acknowledgement says about one row. */
 export interface AckSourceRow {
   line: number;
   merchantReferenceId: string;
@@ -17,11 +10,7 @@ export interface AckSourceRow {
   reason: string | null;
 }
 
-/**
- * Every row of a batch in line order, a page at a time (pages rather than
- * rows: one await per page instead of one per row). Paged by line, which the
- * (batch_id, line) unique index serves.
- */
+/** Every row of a batch in line order, a page at a time. */
 export async function* ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
   let afterLine = -1;
   for (;;) {

@@ -1,8 +1,4 @@
-/**
- * Recording what was decided about rows: the payout service's answers
- * (creates, polls) and other moves of many rows at once, each in one
- * transaction (moves.ts applies them).
- */
+/** Recording the payout service's answers (creates, polls) and other moves of many rows, each in one transaction. */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
 import { applyMoves, type RowMove } from './moves.js';
@@ -20,11 +16,7 @@ export interface AnswerMoves {
   at: number;
 }
 
-/**
- * Records answers of the payout service (creates, polls) in one transaction
- * whose commit need not reach the disk at once: each is asked again after a
- * crash that lost it (./reproducible.ts). Returns how many rows moved.
- */
+/** Records service answers in one transaction whose commit need not reach the disk (./reproducible.ts). Returns rows moved. */
 export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<number> {
   if (answers.every((a) => a.moves.length === 0)) return 0;
   return reproducibleTransaction(db, async (trx) => {
@@ -39,13 +31,8 @@ export async function recordAnswers(db: Database, answers: readonly AnswerMoves[
 }
 
 /**
- * On PostgreSQL, locks the rows about to move in id order first. The moves
- * run as one UPDATE per group of moves alike, each locking its rows as it reaches them, and
- * two instances can hold answers for the same rows (a webhook or a
- * settlement sweep made a row due while another instance was asking about
- * it): taken in different orders, their locks could deadlock, which aborts
- * one of the answers. Taken in one order, the later answer waits, then finds
- * the rows already moved and skips them.
+ * On PostgreSQL, locks the rows about to move in id order first: two instances answering for the same rows
+ * in different orders could deadlock; in one order the later waits, then finds the rows moved and skips them.
  */
 async function lockInIdOrder(trx: Knex.Transaction, ids: number[]): Promise<void> {
   if (!isPostgres(trx) || ids.length < 2) return;

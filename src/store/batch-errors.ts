@@ -1,7 +1,4 @@
-/**
- * A file's validation errors: every error of every row (and of the file
- * itself), each with its line, column and what to do.
- */
+/** A file's validation errors: every error of every row and of the file, with its line, column and what to do. */
 import type { Database } from './db.js';
 
 export interface BatchErrorRecord {

@@ -1,7 +1,4 @@
-/**
- * Batch records: one per file claimed from the inbox, its state and counts,
- * and the lease of the instance reading it or writing its results.
- */
+/** Batch records: one per file taken from the inbox, its state and counts, and the lease of the instance working on it. */
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
@@ -156,11 +153,7 @@ export async function getBatch(db: Database, id: string): Promise<BatchRecord | 
   return r ? fromRow(r) : undefined;
 }
 
-/**
- * The first earlier batch with the same bytes that was (or is being) paid:
- * what a re-drop repeats. A rejected batch paid nothing, so the same bytes
- * may come again (renamed from .tsv, or after a config fix) and are read anew.
- */
+/** The first earlier batch with the same bytes that was (or is being) paid; a rejected one paid nothing, so its bytes may come again. */
 export async function findFirstBySha(db: Database, sha256: string, excludeId: string): Promise<BatchRecord | undefined> {
   const r = (await db('batches')
     .where({ sha256 })
@@ -177,11 +170,7 @@ export async function findBatchByStoredPath(db: Database, storedPath: string): P
   return r ? fromRow(r) : undefined;
 }
 
-/**
- * Batches last changed by `settledBy` that lack a file they should have: an
- * acknowledgement (or refusal) not yet written, or the result file of a batch
- * rejected after some of its rows were read.
- */
+/** Batches last changed by `settledBy` lacking a file: an ack or refusal, or a partly read rejected batch's result file. */
 export async function listBatchesMissingFiles(db: Database, settledBy: number): Promise<string[]> {
   return (await db('batches')
     .where('updated_at', '<=', settledBy)
@@ -194,9 +183,8 @@ export async function listBatchesMissingFiles(db: Database, settledBy: number): 
 }
 
 /**
- * Applies a patch; a state change must be a legal move from the state now stored. A batch moving to a
- * final state keeps its rows' counts if every row is final by then: those rows never move again, so a
- * count taken before the move stays true (counts.ts).
+ * Applies a patch; a state change must be a legal move from the stored state. A batch moving to a final
+ * state keeps its rows' counts if every row is final by then (counts.ts).
  */
 export async function updateBatch(db: Database, id: string, patch: Partial<BatchRecord>, now: number): Promise<void> {
   let finalCounts: Partial<BatchRecord> = {};
@@ -218,10 +206,7 @@ export async function listBatchesInStates(db: Database, states: BatchState[]): P
   return rows.map(fromRow);
 }
 
-/**
- * The batches whose taken file is watched (src/holds): every ACTIVE batch (a change holds it), and those
- * finished since `since` (a change gets a notice). Batches still being read are the intake's.
- */
+/** The batches whose taken file is watched (src/holds): every ACTIVE one, and those finished since `since`. */
 export async function listWatchedBatches(db: Database, since: number): Promise<BatchRecord[]> {
   const rows = (await db('batches')
     .where('state', 'ACTIVE')
@@ -246,12 +231,7 @@ export async function clearBatchContents(db: Database, batchId: string): Promise
   });
 }
 
-/**
- * Takes (or renews) the lease on a batch for one instance: reading it,
- * or writing its result files. Succeeds when the batch is free, the lease
- * ran out, or this instance holds it already; false means another live
- * instance is on it.
- */
+/** Takes or renews a batch's lease for one instance; false: another live instance holds it. */
 export async function claimBatchLease(
   db: Database,
   id: string,

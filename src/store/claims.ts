@@ -1,9 +1,7 @@
 /**
- * Claims: taking rows for work, so that instances sharing the database never
- * take the same row. A create's claim records its intent (READY -> CREATING)
- * before anything is sent; a claim of due rows (UNKNOWN to resolve, PENDING
- * to follow) leases them by pushing their due time ahead. Also here: the
- * creates a dead process left on the wire, which become UNKNOWN.
+ * Claims: taking rows for work, so that instances sharing the database never take the same row. A create's
+ * claim records its intent (READY -> CREATING) before anything is sent; a claim of due rows leases them by
+ * pushing their due time ahead. Also the creates a dead process left on the wire, which become UNKNOWN.
  */
 import type { Knex } from 'knex';
 import { BALANCE_HOLD } from '../domain/holds.js';
@@ -11,19 +9,14 @@ import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
 
-/** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
-  /** This process, unique among the instances sharing the database. */
   instanceId: string;
-  /** A claim not renewed for this long is taken over. */
   leaseMs: number;
 }
 
 /**
- * A create that was on the wire when its process died has an unknown
- * outcome. With `all` (one instance: SQLite, at start-up) every CREATING
- * row is such a create; otherwise only rows whose lease has run out, so a
- * live instance's creates in flight are left alone.
+ * A create on the wire when its process died has an unknown outcome. With `all` (one instance, at start-up)
+ * every CREATING row is one; otherwise only rows whose lease ran out.
  */
 export async function markInterruptedCreatesUnknown(db: Database, now: number, all = true): Promise<number> {
   return db.transaction(async (trx) => {
@@ -48,14 +41,9 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
 }
 
 /**
- * What an UPDATE … WHERE id IN (…) takes, given `first`: a SELECT id of the
- * first due rows, with a LIMIT. On PostgreSQL their ids are picked and locked
- * by a statement of their own (FOR UPDATE SKIP LOCKED, so instances share
- * the rows): as a subquery of the UPDATE, PostgreSQL may run it again for
- * each row it checks, and each run after a row moved skips that row and
- * takes another, past the limit (a claim of a few rows took every due row).
- * SQLite runs the subquery once. null: nothing to take. (The subquery comes
- * wrapped: a query builder is thenable, and a promise resolved with one runs it.)
+ * The ids an UPDATE … WHERE id IN (…) takes, given `first` (a SELECT id with a LIMIT); null: none. On
+ * PostgreSQL they are picked and locked by a statement of their own: as a subquery PostgreSQL may run it
+ * again per row checked and take past the limit. (Wrapped: a query builder is thenable.)
  */
 async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<{ ids: Knex.QueryBuilder | number[] } | null> {
   if (!isPostgres(trx)) return { ids: first };
@@ -69,7 +57,6 @@ export type ClaimedRow = Pick<
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
 >;
 
-/** What a create's claim reads back of each row it takes. */
 const RETURNED_OF_CLAIM = [
   'id',
   'line',
@@ -79,14 +66,9 @@ const RETURNED_OF_CLAIM = [
 ];
 
 /**
- * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch
- * first and in line order within a batch, and records the intent (READY ->
- * CREATING, attempt counted, lease taken) before any create is sent. The
- * batches come first (a handful), then each batch's due rows are moved by
- * one UPDATE … WHERE id IN (its first due rows by the index (batch_id,
- * state, line), `rowsToTake`) RETURNING what a create needs: a claim reads
- * only the rows it takes, once. The guard on the state decides who got each
- * row.
+ * Claims up to `limit` READY rows of ACTIVE, unheld batches, oldest batch first and in line order, and
+ * records the intent (READY -> CREATING, attempt counted, lease taken) before any create is sent. The guard
+ * on the state decides who got each row.
  */
 export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<ClaimedRow[]> {
   return db.transaction(async (trx) => {
@@ -151,12 +133,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
 /** The claimant of a single-instance daemon. */
 export const LOCAL: Claimant = { instanceId: 'local', leaseMs: 10 * 60_000 };
 
-/**
- * Takes a batch of due rows for this instance by pushing their due time
- * `leaseMs` ahead (UPDATE … WHERE id IN (the first due rows, `rowsToTake`)
- * RETURNING): another instance skips them, and if this one dies they are
- * simply due again after the lease.
- */
+/** Leases due rows to this instance by pushing their due time `leaseMs` ahead; if it dies they come due again. */
 export async function claimDueRows(
   db: Database,
   state: 'UNKNOWN' | 'PENDING',

@@ -1,7 +1,4 @@
-/**
- * Records in code use camelCase fields; tables use snake_case columns. One
- * map per table says which is which, and these two functions apply it.
- */
+/** Records use camelCase fields, tables snake_case columns: one map per table, applied by these two functions. */
 
 /** Columns of the fields set in `patch` (undefined fields are left out). */
 export function toColumnValues<T>(columns: Readonly<Record<keyof T, string>>, patch: Partial<T>): Record<string, unknown> {
@@ -13,7 +10,6 @@ export function toColumnValues<T>(columns: Readonly<Record<keyof T, string>>, pa
   return out;
 }
 
-/** Each map's [field, column] pairs, listed once: a claim or poll reads hundreds of rows a second. */
 const pairsOf = new WeakMap<object, readonly (readonly [string, string])[]>();
 
 /** The record of a table row (absent columns read as null). */

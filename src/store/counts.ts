@@ -1,11 +1,7 @@
 /**
- * Row counts per state: of a batch (status, progress lines), of every
- * batch (the metrics gauge), and of the rows waiting in one state. A batch that ended with every row final keeps
- * its counts in its record (`final_counts_json`, migration 0009): final
- * rows never move, so those counts are the rows' counts for good, and
- * status and the gauge count only the rows of unfinished batches. Without
- * them, both counted every row ever stored on each call: months of batches
- * scanned at every Prometheus scrape, on the daemon's own thread.
+ * Row counts per state: of a batch, of every batch (the metrics gauge), of one state's rows. A batch that
+ * ended with every row final keeps its counts in its record (`final_counts_json`), so status and the gauge
+ * count only the rows of unfinished batches.
  */
 import type { Knex } from 'knex';
 import { isFinalRowState, ROW_STATES, type RowState } from '../domain/lifecycle.js';
@@ -16,11 +12,7 @@ import { rowsInState, type IndexedState } from './payouts.js';
 
 export type StateCounts = Partial<Record<RowState, number>>;
 
-/**
- * Row counts per state of the rows `payouts` selects. Grouped by (batch_id, state), the order of the
- * (batch_id, state, line) index, and summed here: no index leads with the state (migration 0007), and
- * grouping every row by state alone sorts them all.
- */
+/** Row counts per state of the rows `payouts` selects, grouped by (batch_id, state), the index's order, and summed here. */
 async function countsByState(payouts: Knex.QueryBuilder): Promise<StateCounts> {
   const rows = (await payouts.select('state').count({ n: '*' }).groupBy('batch_id', 'state')) as { state: RowState; n: number | string }[];
   const out: StateCounts = {};
@@ -28,7 +20,6 @@ async function countsByState(payouts: Knex.QueryBuilder): Promise<StateCounts> {
   return out;
 }
 
-/** Row counts per state of a batch, counted now. */
 export async function stateCounts(db: Database, batchId: string): Promise<StateCounts> {
   return countsByState(db('payouts').where({ batch_id: batchId }));
 }

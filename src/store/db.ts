@@ -1,9 +1,6 @@
 /**
- * Opening and closing the state database: one knex instance per process
- * (SQLite allows no other: a second instance on the same file ends in
- * SQLITE_BUSY), with WAL, a busy timeout, foreign keys and a new file's page
- * size set on the connection as it opens, and the migrations run before
- * anything else touches it.
+ * Opening and closing the state database: one knex instance per process (a second one on the same SQLite
+ * file ends in SQLITE_BUSY), connection pragmas set as it opens, and the migrations.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -17,35 +14,24 @@ export type Database = Knex;
 
 export interface DatabaseOptions {
   client: 'sqlite' | 'pg';
-  /** SQLite file. */
   filename: string;
-  /** PostgreSQL connection URL. */
   url?: string;
   poolMax: number;
   busyTimeoutMs: number;
   /** SQLite `synchronous`: FULL survives power loss, NORMAL only process crashes. */
   synchronous: 'FULL' | 'NORMAL';
-  /**
-   * Read-only (status and report commands): never writes, not even the
-   * migration lock, so it cannot get in the way of a running daemon.
-   */
+  /** Read-only (status and report commands): never writes, not even the migration lock. */
   readOnly?: boolean;
 }
 
-/**
- * The page size of a new SQLite database (an existing file keeps its own: in WAL mode SQLite cannot change it).
- * 16 KiB rather than SQLite's 4 KiB: a large intake splits, checksums and writes fewer pages; not larger,
- * since each small transaction of the paying path writes whole pages.
- */
+// A new SQLite file's page size (an existing file keeps its own): fewer pages for a large intake, while each
+// small transaction of the paying path still writes whole pages.
 export const NEW_DATABASE_PAGE_BYTES = 16 * 1024;
 
 let pgTypesSet = false;
 
-/**
- * PostgreSQL returns int8 as text; our int8 columns are ms timestamps and
- * counters that fit a double exactly, never money. pg is loaded only when a
- * PostgreSQL database is opened: SQLite runs (and every short command) skip it.
- */
+// PostgreSQL returns int8 as text; ours are ms timestamps and counters, never money. pg is loaded only
+// when a PostgreSQL database is opened.
 function setPgTypes(): void {
   if (pgTypesSet) return;
   const pg = createRequire(import.meta.url)('pg') as typeof import('pg');
@@ -110,10 +96,7 @@ function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
   }
 }
 
-/**
- * Closes a database openDatabase opened: its queries end, then its connections close. Use it, not knex's
- * destroy, which leaves a SQLite database's pool (and so its file and timers) open.
- */
+/** Closes a database openDatabase opened. Not knex's destroy alone, which leaves a SQLite pool open. */
 export async function closeDatabase(db: Database): Promise<void> {
   await db.destroy();
   await sqlitePools.get(db)?.destroy();

@@ -1,14 +1,7 @@
-/**
- * Which instance took a file from a shared inbox: decided in the database
- * (the file_claims primary key), not by the file system alone.
- */
+/** Which instance took a file from a shared inbox: decided by the file_claims primary key, not the file system alone. */
 import type { Database } from './db.js';
 
-/**
- * Records that this instance takes the inbox file `fileKey` (name, size,
- * mtime, inode). Only the first instance to record it gets true; the
- * others leave the file alone.
- */
+/** Records that this instance takes the inbox file `fileKey`; only the first instance to record it gets true. */
 export async function claimFileInDatabase(db: Database, fileKey: string, instanceId: string, now: number): Promise<boolean> {
   const inserted = (await db('file_claims')
     .insert({ file_key: fileKey.slice(0, 700), instance_id: instanceId, claimed_at: now })

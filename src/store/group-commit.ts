@@ -1,19 +1,12 @@
 /**
- * GroupCommit: many small writes, one transaction. Each caller hands over a
- * row move and waits until it is committed; moves arriving within 20 ms
- * share one transaction, so recording the answers of 64 creates in flight
- * does not cost 64 commits (the submitter frees a create's slot at its
- * answer, so the wait never holds a create back). The commit itself does
- * not wait for the disk (recordAnswers): a crash before the commit, or a
- * power loss soon after it, loses only records whose rows are still
- * CREATING: at the next start they become UNKNOWN and are resolved by
- * query, as any crash is.
+ * GroupCommit: many small writes, one transaction. Moves arriving within `maxDelayMs` share one commit, so
+ * the answers of many creates in flight do not cost a commit each. The commit need not reach the disk
+ * (recordAnswers): rows a lost commit leaves CREATING become UNKNOWN at the next start and are resolved by query.
  */
 import type { Database } from './db.js';
 import { recordAnswers } from './answers.js';
 import type { RowMove } from './moves.js';
 
-/** The moves waiting for one commit, and the promise each of their callers waits on. */
 interface PendingCommit {
   moves: RowMove[];
   committed: Promise<void>;
@@ -40,17 +33,11 @@ export class GroupCommit {
   constructor(
     private readonly db: Database,
     private readonly now: () => number,
-    /** Longest a move waits for company before it is committed. */
     private readonly maxDelayMs = 20,
-    /** Commit at once when this many moves wait. */
     private readonly maxBatch = 256,
   ) {}
 
-  /**
-   * Resolves once the move is committed (or rejects with the transaction's error). The moves of one commit
-   * share one promise: at L = 0 a promise and two closures per create's answer were a measurable part of
-   * the submitter's own work.
-   */
+  /** Resolves once the move is committed (or rejects with the transaction's error); a commit's moves share one promise. */
   add(move: RowMove): Promise<void> {
     const pending = (this.pending ??= pendingCommit());
     pending.moves.push(move);

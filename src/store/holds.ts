@@ -1,17 +1,11 @@
-/**
- * Holds on a batch: a balance hold that ends by itself, an operator's hold
- * and release, and an operator's cancel of the rows not yet sent.
- */
+/** Holds on a batch: a balance hold that ends by itself, an operator's hold and release, and an operator's cancel. */
 import { BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { moveRows } from './moves.js';
 
 /**
- * Holds a batch (the decision is src/holds/'s). A hold that ends by itself
- * never replaces one that waits for an operator: only an operator lifts that.
- * A hold that waits for an operator is stated at the top of the batch's ack,
- * so the ack is marked unwritten (written again); FILE_CHANGED also records
- * when the change was first seen (a batch is held for its upload going on once).
+ * Holds a batch (the decision is src/holds/'s). A hold that ends by itself never replaces one that waits for
+ * an operator. An operator's hold is stated at the top of the ack, so the ack is written again.
  */
 export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
   const q = db('batches').where({ id: batchId });

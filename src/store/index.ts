@@ -1,28 +1,12 @@
 /**
- * The store: payoutd's state in SQL, on SQLite (embedded, the default) or
- * PostgreSQL (several instances). It owns the schema and every statement;
- * nothing outside this folder writes SQL. Every state move of a row is
- * guarded by the state it leaves and written with its history entry in the
- * same transaction, and a reference is held by one row at most (the partial
- * unique index behind "paid at most once", see migrations.ts).
- *
- * What lives where, one concern a file:
- * - db.ts, open.ts, migrations.ts, instance-lock.ts: opening the database, its schema, one daemon per state directory;
- *   sqlite-driver.ts: which better-sqlite3 opens SQLite files on the running Node;
- * - batches.ts, batch-errors.ts, file-claims.ts, holds.ts: batch records and leases, a file's errors, who took
- *   a file from a shared inbox, holds and an operator's cancel;
- * - payouts.ts (the row record), insert-rows.ts (the intake's inserts), acceptance.ts (accepting a batch once read);
- * - moves.ts (guarded moves and their history), claims.ts (taking rows for work: the intent before a create),
- *   answers.ts, group-commit.ts and reproducible.ts (recording the service's answers);
- * - settlement.ts (what the poller asks about), webhook-events.ts (webhook deliveries seen), counts.ts (rows per state),
- *   service-health.ts (whether each instance can reach the payout service);
- * - acks.ts, results.ts, reports.ts, request-fields.ts: the reads behind the ack, the result files and the
- *   finance reports; columns.ts and multi-row-insert.ts: records to columns, and inserts of many rows.
+ * The store: payoutd's state in SQL, on SQLite (embedded, the default) or PostgreSQL (several instances).
+ * It owns the schema and every statement; nothing outside this folder writes SQL. Every state move of a
+ * row is guarded by the state it leaves and written with its history entry in the same transaction, and a
+ * reference is held by one row at most (the partial unique index behind "paid at most once").
  */
 export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
-export { openStore, type StoreSettings } from './open.js';
+export { openStore } from './open.js';
 export { acquireInstanceLock, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
-// A SQLite file opened raw, by the better-sqlite3 for the running Node (the bench's bulk loads and reads).
 export { openSqlite } from './sqlite-driver.js';
 
 export {
@@ -45,7 +29,7 @@ export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseSta
 export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue } from './holds.js';
 
 export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
-export { insertRows, insertRowsWhileReading, type NewPayoutRow, type ReaderLease } from './insert-rows.js';
+export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
 export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, type Claimant, type ClaimedRow } from './claims.js';
@@ -67,8 +51,8 @@ export {
   type PollTarget,
 } from './settlement.js';
 export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
-export { recordWebhookEvent, forgetWebhookEventsBefore, type WebhookEventRecord } from './webhook-events.js';
-export { recordServiceHealth, latestServiceHealth, forgetServiceHealth, type ServiceHealthRecord } from './service-health.js';
+export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
+export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
 export { ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';

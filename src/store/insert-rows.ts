@@ -1,8 +1,4 @@
-/**
- * The intake's inserts: the rows of a batch as its reader hands them over,
- * in multi-row statements, each chunk in one transaction with the renewal
- * of the reader's lease.
- */
+/** The intake's inserts: a batch's rows in multi-row statements, each chunk in one transaction with the reader's lease. */
 import type { Knex } from 'knex';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
@@ -11,12 +7,9 @@ import { insertValueRows } from './multi-row-insert.js';
 import { RowStateError } from './payouts.js';
 
 /**
- * A new row as the reader produced it. A valid row goes in READY: it holds
- * its reference from its insert, and the unique index on held references
- * finds a reference used twice as the row goes in, instead of a second pass
- * over every row. READY rows of a batch still being read are not sent:
- * creates are only claimed from ACTIVE batches. VALIDATED is a valid row
- * waiting for the acceptance to decide (see insertRows).
+ * A new row as the reader produced it. A valid row goes in READY, holding its reference from its insert (the
+ * unique index finds a reference used twice as the row goes in); it is sent only once its batch is ACTIVE.
+ * VALIDATED: a valid row waiting for the acceptance (see insertRows).
  */
 export interface NewPayoutRow {
   batchId: string;
@@ -46,10 +39,7 @@ const INSERT_COLUMNS = [
   'updated_at',
 ] as const;
 
-/**
- * The predicate of the partial unique index `payouts_reference_holder` (migration 0006), which ON CONFLICT
- * must name word for word: not one of the states that leave a reference free.
- */
+/** The predicate of the partial unique index `payouts_reference_holder`, which ON CONFLICT must name word for word. */
 const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '${s}'`).join(' AND ');
 
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
@@ -67,15 +57,11 @@ function insertValues(rows: readonly NewPayoutRow[], now: number): Knex.Value[] 
 }
 
 /**
- * Stores every row given, in multi-row INSERTs (knex's per-row query building would dominate a million-row
- * ingest). A READY row whose reference is already held (by an earlier row of the same file, or by a row of
- * another batch) is skipped by its statement and then stored VALIDATED, for the acceptance to name the clash;
- * any other constraint (a line stored twice) fails the call.
+ * Stores every row given, in multi-row INSERTs. A READY row whose reference is already held is skipped by its
+ * statement and then stored VALIDATED, for the acceptance to name the clash; any other constraint fails.
  */
 export async function insertRows(db: Database | Knex.Transaction, given: NewPayoutRow[], now: number): Promise<void> {
-  // PostgreSQL: an insert meeting a reference another open transaction just stored waits for that transaction.
-  // Two instances storing files that share references in different orders would wait for each other (a deadlock
-  // aborts one); in one order of references, the later one only waits. (SQLite has one writer at a time.)
+  // PostgreSQL: inserts of shared references in different orders by two instances could deadlock; one order only waits.
   const rows = isPostgres(db) ? [...given].sort(byReference) : given;
   const inserted = await insertValueRows(db, 'payouts', INSERT_COLUMNS, insertValues(rows, now), SKIP_HELD_REFERENCES);
   if (inserted < rows.length) await insertSetAside(db, rows, now);
@@ -88,10 +74,7 @@ export interface ReaderLease {
   leaseMs: number;
 }
 
-/**
- * A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease
- * (another instance takes over a batch whose reader died): one commit per chunk instead of two.
- */
+/** A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease. */
 export async function insertRowsWhileReading(db: Database, lease: ReaderLease, rows: NewPayoutRow[], now: number): Promise<void> {
   await db.transaction(async (trx) => {
     await claimBatchLease(trx, lease.batchId, lease.instanceId, lease.leaseMs, now);

@@ -1,10 +1,6 @@
 /**
- * One daemon per state directory (SQLite). The lock is an exclusive SQLite
- * lock on a small lock file, held for the life of the process: the kernel
- * releases it when the process dies, even by SIGKILL, so there is no stale
- * pid file to clean up. The holder's pid is written beside it for the message.
- * The same kind of lock guards other things one process at a time may own
- * (the embedded sandbox's ledger): tryExclusiveLock.
+ * One daemon per state directory (SQLite): an exclusive SQLite lock on a lock file, held for the life of the
+ * process, which the kernel releases even on SIGKILL. tryExclusiveLock guards other one-owner things too.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';

@@ -1,10 +1,7 @@
 /**
- * The schema, as knex migrations kept in code (so they ship inside dist/ and
- * run the same on SQLite and PostgreSQL). Never edit a released migration;
- * add a new one.
- *
- * Times are integer milliseconds since the epoch (compared in SQL); money is
- * decimal text, exactly as written on the wire.
+ * The schema, as knex migrations kept in code (they ship inside dist/ and run the same on SQLite and
+ * PostgreSQL). Never edit a released migration; add a new one. Times are integer ms since the epoch; money
+ * is decimal text, exactly as on the wire.
  */
 import type { Knex } from 'knex';
 
@@ -140,9 +137,7 @@ const initial: Migration = {
   },
 };
 
-// Several instances on one PostgreSQL database: who works on a batch, and
-// which instance took a file from the shared inbox (decided here, not by the
-// file system alone).
+// Several instances on one PostgreSQL database: who works on a batch, who took a file from the shared inbox.
 const instances: Migration = {
   name: '0002_instances',
   async up(knex) {
@@ -173,8 +168,7 @@ const instances: Migration = {
   },
 };
 
-// Claims take READY rows of one batch in line order: with (batch_id, state, line) a claim reads only the
-// rows it takes instead of sorting every READY row. It replaces (batch_id, state), which is its prefix.
+// Claims take READY rows of one batch in line order; replaces its prefix (batch_id, state).
 const claimOrder: Migration = {
   name: '0003_claim_order',
   async up(knex) {
@@ -195,12 +189,8 @@ const claimOrder: Migration = {
   },
 };
 
-// A row has no payoutId and no creation time until its create is answered, and no read looks for either
-// being null: indexed only once set, a row is not in these indexes from intake to its answer. That answer's
-// UPDATE then inserts one entry per index instead of moving an entry out of the run of nulls, and intake
-// writes two index entries less per row. Every query using them
-// compares the column (=, IN, >=, <), which SQLite and PostgreSQL both take to imply IS NOT NULL. (payout_id's
-// index is dropped again by 0005.)
+// payoutId and creation time are indexed only once set: no read looks for them being null, and intake writes
+// two index entries less per row. (payout_id's index is dropped again by 0005.)
 const PARTIAL_INDEXES = [
   { name: 'payouts_payout_id_index', columns: 'payout_id', set: 'payout_id' },
   { name: 'payouts_created_at', columns: 'created_at_ms, id', set: 'created_at_ms' },
@@ -222,9 +212,7 @@ const setOnceIndexes: Migration = {
   },
 };
 
-// payout_id's only reader is a webhook's poll-soon, which now finds its row by the merchant reference. The
-// service's payoutIds are random, so each create's answer wrote this index at a random page, the more costly
-// as the table outgrows the page cache.
+// payout_id's only reader, a webhook's poll-soon, finds its row by the merchant reference.
 const noPayoutIdIndex: Migration = {
   name: '0005_no_payout_id_index',
   async up(knex) {
@@ -235,10 +223,8 @@ const noPayoutIdIndex: Migration = {
   },
 };
 
-// The same rows hold a reference, stated as the four states that do not. With `state IN (7 states)`, SQLite
-// built a small table for the list each time an UPDATE of a row's state ran, as it re-checked the predicate.
-// The text must stay equal to REFERENCE_HOLDER_PREDICATE (src/store/insert-rows.ts), which the intake's INSERT names in its
-// ON CONFLICT clause (an unequal text fails every insert, on both engines, so a test of any insert catches it).
+// The same rows hold a reference, stated without IN. The text must stay equal to REFERENCE_HOLDER_PREDICATE
+// (insert-rows.ts), which the intake's INSERT names in its ON CONFLICT clause.
 const HOLDER_PREDICATE_0006 = "state <> 'VALIDATED' AND state <> 'INVALID' AND state <> 'DUPLICATE' AND state <> 'NOT_SUBMITTED'";
 
 const holderPredicateWithoutIn: Migration = {
@@ -257,13 +243,9 @@ const holderPredicateWithoutIn: Migration = {
   },
 };
 
-// The rows read by their state alone are those of three states, each read by its own due column: PENDING
-// (the poller, by next poll), UNKNOWN (resolution, by next attempt) and CREATING (creates in flight, by
-// lease). One partial index each, instead of (state, next_attempt_at) and (state, next_poll_at) over every
-// row: a create's claim (READY -> CREATING) then writes one entry instead of moving two, its answer
-// (CREATING -> PENDING) moves one instead of two, and a settlement deletes one instead of moving two. Rows of other states are found by batch, by
-// (batch_id, state, line). Each query naming one of these states writes it into its text
-// (rowsInState): a planner uses a partial index only when the query's own text implies its predicate.
+// One partial index per state read by its own due column (PENDING, UNKNOWN, CREATING) instead of two over
+// every row. Queries write the state into their text (rowsInState): a planner uses a partial index only
+// when the query's text implies its predicate.
 const PER_STATE_INDEXES = [
   { name: 'payouts_pending_due', state: 'PENDING', columns: 'next_poll_at, id' },
   { name: 'payouts_unknown_due', state: 'UNKNOWN', columns: 'next_attempt_at, id' },
@@ -284,10 +266,8 @@ const perStateIndexes: Migration = {
   },
 };
 
-// A row keeps its create request as the list of its values (a JSON array in the order below, the CSV's; see
-// src/domain/request-values.ts) instead of the request's canonical JSON object: the object's keys were two
-// thirds of its bytes, and a million-row file wrote them to the table, its WAL and the checkpoint. The column is renamed with its meaning, and every kept request is
-// rewritten in SQL, field by field. The list is written out here, not imported: this migration never changes.
+// A row keeps its create request as a JSON array of its values (src/domain/request-values.ts) instead of the
+// canonical JSON object. The list is written out here, not imported: this migration never changes.
 const REQUEST_PATHS_0008 = [
   ['merchantReferenceId'],
   ['deductionCurrency'],
@@ -350,8 +330,7 @@ const requestValues: Migration = {
 // The row states that never move again, in lifecycle order, as they were when 0009 was written.
 const FINAL_ROW_STATES_0009 = ['INVALID', 'DUPLICATE', 'NOT_SUBMITTED', 'PAID', 'CANCELLED', 'REJECTED'];
 
-// A batch that ended with every row final keeps its rows' counts (src/store/counts.ts): status and the
-// metrics gauge then count only the rows of unfinished batches. Batches that ended before are counted once here.
+// A batch that ended with every row final keeps its rows' counts (counts.ts); batches that ended before are counted here.
 const finalCounts: Migration = {
   name: '0009_final_counts',
   async up(knex) {
@@ -402,8 +381,7 @@ const serviceHealth: Migration = {
   },
 };
 
-// Whether a `.done` marker came with the file, so a batch read again after a restart judges its end the same
-// way (a file without a final line break is refused unless the marker, or its control totals, vouch for it).
+// Whether a `.done` marker came with the file, so a batch read again after a restart judges its end the same way.
 const doneMarker: Migration = {
   name: '0011_done_marker',
   async up(knex) {
@@ -418,8 +396,7 @@ const doneMarker: Migration = {
   },
 };
 
-// A taken file watched after its claim (src/holds): when its upload was first seen going on (a batch is held
-// for that once), and the notice written for what the file became (docs/result-files.md, upload-continued).
+// A taken file watched after its claim (src/holds): when its upload was first seen going on, and its notice.
 const uploadContinued: Migration = {
   name: '0012_upload_continued',
   async up(knex) {
@@ -480,7 +457,6 @@ export const MIGRATIONS: readonly Migration[] = [
   batchEncoding,
 ];
 
-/** knex migration source over the list above. */
 export const migrationSource: Knex.MigrationSource<Migration> = {
   getMigrations: () => Promise.resolve([...MIGRATIONS]),
   getMigrationName: (m) => m.name,

@@ -1,9 +1,7 @@
 /**
- * State moves of payout rows and their history. Each move is guarded by the
- * state it leaves (UPDATE … WHERE state = from), checked against the
- * domain's lifecycle, and written with its history row in the caller's
- * transaction; a row no longer in `from` (another actor moved it) is
- * skipped without one.
+ * State moves of payout rows and their history. Each move is guarded by the state it leaves (UPDATE … WHERE
+ * state = from), checked against the domain's lifecycle, and written with its history row in the caller's
+ * transaction; a row another actor moved meanwhile is skipped.
  */
 import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
@@ -105,10 +103,8 @@ export async function recordMoved(
 }
 
 /**
- * Applies many row moves, each with its own patch: moves alike (the same `from` and the same columns written,
- * compared by value: a poll answer's payouts still PENDING mostly are) share one guarded UPDATE, the others
- * take one each, and the history rows of all moves that happened are one multi-row INSERT. Returns how many
- * moves happened.
+ * Applies many row moves, each with its own patch: moves alike (same `from` and columns, by value) share one
+ * guarded UPDATE, and all history rows are one INSERT. Returns how many moves happened.
  */
 export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[], now: number): Promise<number> {
   for (const m of moves) {
@@ -156,7 +152,6 @@ export async function historyOf(db: Database, rowId: number): Promise<HistoryRec
     .select('at', 'event', 'from_state as fromState', 'to_state as toState', 'outcome', 'detail')) as HistoryRecord[];
 }
 
-/** The time of the last create attempt (intent) of a row. */
 export async function lastIntentAt(db: Database, rowId: number): Promise<number | null> {
   const r = (await db('payout_history').where({ payout_row_id: rowId, event: 'intent' }).max({ at: 'at' }).first()) as
     { at: number | null } | undefined;

@@ -1,8 +1,6 @@
 /**
- * Multi-row INSERT … VALUES statements through knex.raw. knex's own insert of
- * several rows compiles on SQLite to SELECT … UNION ALL, which fails above
- * 500 rows; these statements hold as many rows as SQLite's variable limit
- * allows, and a statement per chunk keeps each under it.
+ * Multi-row INSERT … VALUES statements through knex.raw: knex's own multi-row insert compiles on SQLite to
+ * SELECT … UNION ALL, which fails above 500 rows. A statement per chunk stays under the variable limit.
  */
 import type { Knex } from 'knex';
 import type { Database } from './db.js';

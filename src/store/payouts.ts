@@ -1,8 +1,4 @@
-/**
- * Payout rows in the database: the PayoutIntent of every CSV row, its state
- * and what the service said of it; the record, its columns, and the reads of
- * single rows. Inserts are in insert-rows.ts, state moves in moves.ts.
- */
+/** Payout rows: the PayoutIntent of every CSV row, its state and what the service said of it; the record and single-row reads. */
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
@@ -18,9 +14,8 @@ export interface PayoutRow {
   /** The create request's values as a JSON array (src/domain/request-values.ts); null for a row that failed validation. */
   requestValues: string | null;
   /**
-   * The money cells as the sender wrote them where that is not the request's value; null when the cell
-   * was empty or is the request's value (nearly always), so a reader that shows them takes the request's
-   * value then (src/store/request-fields.ts). Rows stored by earlier builds keep every cell written.
+   * The money cells as the sender wrote them where that is not the request's value; null when empty or equal
+   * to the request's value (src/store/request-fields.ts).
    */
   payoutCurrency: string | null;
   payoutAmount: string | null;

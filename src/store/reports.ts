@@ -1,9 +1,6 @@
 /**
- * Read-only queries behind the finance reports: payouts created in a period
- * (for the reconciliation report), the CANCELLED rows of a batch and the
- * states that hold a merchantReferenceId (for retry files). Every query that
- * may return many rows pages through the table with a keyset, so a report
- * over millions of payouts never holds them all.
+ * Read-only queries behind the finance reports: payouts created in a period, the CANCELLED rows of a batch
+ * and the states holding a merchantReferenceId (retry files). Queries of many rows page with a keyset.
  */
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, type PayoutRow } from './payouts.js';
@@ -20,13 +17,8 @@ const shownAs = (field: WrittenMoneyField): string => `shown_${COLUMNS[field]}`;
 export const DEFAULT_REPORT_PAGE_SIZE = 5000;
 
 /**
- * Rows that have a payoutId and were created in [sinceMs, untilMs) by
- * payoutd's clock (`created_at_ms`), ordered by (created_at_ms, id).
- *
- * Each page is a separate query that starts after the last key read, so
- * rows written while the report runs cannot be skipped or repeated within
- * the ordering. An index on payouts(created_at_ms, id) makes each page a
- * range read; without one every page scans the table.
+ * Rows with a payoutId created in [sinceMs, untilMs) by payoutd's clock, ordered by (created_at_ms, id).
+ * Each page starts after the last key read, so rows written meanwhile are neither skipped nor repeated.
  */
 export async function* payoutsCreatedBetween(
   db: Database,
@@ -73,7 +65,6 @@ export async function* cancelledRowsOfBatch(db: Database, batchId: string, pageS
   }
 }
 
-/** Number of CANCELLED rows of a batch. */
 export async function countCancelledRows(db: Database, batchId: string): Promise<number> {
   const r = (await db('payouts').where({ batch_id: batchId, state: 'CANCELLED' }).count({ n: '*' }).first()) as
     { n: number | string } | undefined;
@@ -83,11 +74,7 @@ export async function countCancelledRows(db: Database, batchId: string): Promise
 /** Lookups per statement: far below SQLite's variable limit. */
 const LOOKUP_CHUNK = 500;
 
-/**
- * For each of `references` that any row uses, the states of those rows
- * (a reference may be on several rows: one sent, others DUPLICATE or INVALID).
- * References no row uses are absent from the map.
- */
+/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
 export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   const unique = [...new Set(references)];

@@ -1,20 +1,8 @@
 /**
- * Transactions for records the next start re-derives by asking the payout
- * service: a create's answer (until it is recorded the row is CREATING, and
- * after a crash a CREATING row becomes UNKNOWN and is resolved by its
- * reference, never re-created blindly) and a poll's answer (the payout is
- * simply asked about again). Their commits need not reach the disk before
- * the call returns: on SQLite the commit skips its fsync (synchronous
- * NORMAL for that one transaction), on PostgreSQL it does not wait for the
- * WAL flush (`synchronous_commit = off`). A process crash loses nothing
- * (the data is with the operating system); a power loss can lose only the
- * last of these records, never an intent: both engines keep commits in
- * order, so the next durable commit (an intent is always one) makes every
- * earlier commit durable with it.
- *
- * On SQLite the one connection is held for the whole transaction and the
- * configured level put back before it is released, so no other transaction
- * (an intent above all) can commit under the relaxed level.
+ * Transactions for records the next start re-derives by asking the payout service (a create's or a poll's
+ * answer): their commits need not reach the disk (SQLite synchronous NORMAL for that transaction, PostgreSQL
+ * synchronous_commit off). A power loss can lose only the last of these, never an intent: both engines keep
+ * commits in order. On SQLite the one connection is held throughout, so nothing else commits relaxed.
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
@@ -23,7 +11,6 @@ interface SqliteConnection {
   pragma(source: string, options?: { simple: boolean }): unknown;
 }
 
-/** SQLite's `synchronous` levels: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA. */
 const NORMAL = 1;
 
 export async function reproducibleTransaction<T>(db: Database, write: (trx: Knex.Transaction) => Promise<T>): Promise<T> {

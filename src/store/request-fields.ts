@@ -1,12 +1,7 @@
 /**
- * A row's stored request read in SQL, field by field, and the money cells
- * as the sender wrote them. The intake keeps a money cell's text
- * (`payout_currency`, `payout_amount`, `deduction_currency`) only where it
- * is not the request's value (an amount written 1001.50 and sent as
- * 1001.5); nearly every row then binds and stores three values fewer. So
- * whatever shows a money cell reads its column, or where that is NULL the
- * request's field of the same meaning: results.ts (result and interim
- * files) and reports.ts (the reconciliation report).
+ * A row's stored request read in SQL, field by field, and the money cells as the sender wrote them. The
+ * intake keeps a money cell's text only where it is not the request's value (1001.50 sent as 1001.5), so
+ * whatever shows a money cell reads its column, or where that is NULL the request's field.
  */
 import type { Knex } from 'knex';
 import { REQUEST_VALUE_INDEX, type PayoutRequestField } from '../domain/request-values.js';
@@ -17,7 +12,6 @@ import { COLUMNS } from './payouts.js';
 export const WRITTEN_MONEY_FIELDS = ['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const;
 export type WrittenMoneyField = (typeof WRITTEN_MONEY_FIELDS)[number];
 
-/** `column`, or `table.column` when the query names its tables. */
 function qualified(column: string, table: string | undefined): string {
   return table === undefined ? column : `${table}.${column}`;
 }

@@ -1,22 +1,10 @@
-/**
- * The rows of a batch as its result and interim files show them: 17 fields,
- * the beneficiary, and the currencies and amount a row keeps only where they
- * were written otherwise (request-fields.ts), read out of the stored request
- * in SQL, a page at a time. (acks.ts reads the five the
- * acknowledgement needs; reports.ts the finance reports' rows.)
- */
+/** The rows of a batch as its result and interim files show them, read out of the stored request in SQL, a page at a time. */
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
 import { COLUMNS, type PayoutRow } from './payouts.js';
 import { requestFieldAt, writtenMoney } from './request-fields.js';
 
-/**
- * A row as the result and interim files show it (src/daemon/outbox.ts).
- * The beneficiary and, where a column is empty (written as the request has
- * it, or not written), the payout's currencies and amount come from the
- * stored request, read in SQL: parsing every request in
- * JavaScript cost more than reading the rows.
- */
+/** A row as the result and interim files show it (src/daemon/outbox.ts). */
 export type BatchResultRow = Pick<
   PayoutRow,
   | 'id'
@@ -40,7 +28,6 @@ export type BatchResultRow = Pick<
   beneficiaryAccountNumber: string | null;
 };
 
-/** What `resultRowPages` selects: each field of a BatchResultRow under its own name. */
 function resultSelection(db: Database): (string | Knex.Raw)[] {
   const as = (value: Knex.Raw, field: keyof BatchResultRow): Knex.Raw => db.raw('? as ??', [value, field]);
   return [
@@ -58,10 +45,7 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
   ];
 }
 
-/**
- * All rows of a batch in line order, a page at a time (result files of any size; pages rather than rows:
- * one await per page instead of one per row), with only what the files show.
- */
+/** All rows of a batch in line order, a page at a time, with only what the files show. */
 export async function* resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
   const columns = resultSelection(db);
   let afterLine = -1;

@@ -1,9 +1,6 @@
 /**
- * What each daemon instance last knew of the payout service's reachability
- * (its circuit breaker, src/api/breaker.ts), kept so that `payoutd status`,
- * a separate process, can say the service is down and since when. One row per
- * instance and service, written at each transition and refreshed while the
- * instance runs; the row updated last is the freshest word on the service.
+ * What each instance last knew of the payout service's reachability (src/api/breaker.ts), so that `payoutd
+ * status`, a separate process, can say the service is down and since when.
  */
 import type { ServiceHealth, ServiceState } from '../domain/service-health.js';
 import type { Database } from './db.js';
@@ -15,7 +12,6 @@ export interface ServiceHealthRecord extends ServiceHealth {
   updatedAt: number;
 }
 
-/** Writes (or replaces) the instance's row for the service. */
 export async function recordServiceHealth(db: Database, r: ServiceHealthRecord): Promise<void> {
   await db('service_health')
     .insert({

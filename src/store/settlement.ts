@@ -1,7 +1,4 @@
-/**
- * Database operations of following payouts to their final status: which
- * PENDING payouts are due for a query, and which batches are finished.
- */
+/** Following payouts to their final status: which PENDING payouts are due for a query, which batches are finished. */
 import type { Knex } from 'knex';
 import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, type Database } from './db.js';
@@ -27,14 +24,9 @@ export interface PollCursor {
 }
 
 /**
- * PENDING rows whose next poll is due, most overdue first (ties by id), and
- * after `cursor` when given: a poller taking rows round by round passes the
- * last row it took instead of the ids it has on the wire (an `id NOT IN`
- * list made every claim a new statement and a temporary table). Payouts
- * often share a due time (a batch created together, a sweep), so the rows at
- * the cursor's own time are read first by (next_poll_at, id), which the
- * partial index payouts_pending_due answers by a seek; an OR of both conditions
- * made SQLite walk every row due at that time on each claim.
+ * PENDING rows whose next poll is due, most overdue first (ties by id), after `cursor` when given (the
+ * last row a poller took in its round). Rows at the cursor's own time are read first by (next_poll_at, id),
+ * which the partial index payouts_pending_due answers by a seek.
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
   const targets = () => rowsInState(db, 'PENDING').select(POLL_TARGET_COLUMNS);
@@ -59,12 +51,8 @@ export async function nextPollDue(db: Database): Promise<number | null> {
 }
 
 /**
- * Rows of `pending` (a query for PENDING payouts) to make due now. On
- * PostgreSQL the rows are locked with SKIP LOCKED: another instance may be
- * recording an answer for some of them in a transaction that holds their
- * locks and waits for others; an UPDATE waiting for its rows in turn could
- * close the circle (a deadlock, which aborts that answer). A row skipped is
- * being answered right then, so asking about it sooner gains nothing.
+ * Makes the rows of `pending` due now. On PostgreSQL rows another instance holds are skipped (SKIP
+ * LOCKED): they are being answered right then, and waiting for them could deadlock.
  */
 async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number): Promise<number> {
   if (!isPostgres(db)) return pending.update({ next_poll_at: now });
@@ -79,13 +67,9 @@ export interface PayoutNamed {
 }
 
 /**
- * Ask about these payouts at the next poll (a webhook said something
- * changed). A row is found by its reference, which is indexed from intake,
- * and must carry the event's payoutId too. payout_id has no index of its own
- * (migration 0005): payoutIds are random, so that index cost every create's
- * answer a write to a random page, for this one read. A payout named without
- * a reference is left to its regular poll: finding it by payoutId alone
- * would scan every PENDING row per event, and an event only hastens a query.
+ * Ask about these payouts at the next poll (a webhook said something changed). A row is found by its
+ * indexed reference and must carry the event's payoutId too; a payout named without a reference is left to
+ * its regular poll (payout_id has no index, and an event only hastens a query).
  */
 export async function pollSoon(db: Database, named: readonly PayoutNamed[], now: number): Promise<number> {
   const found = named.filter((n): n is PayoutNamed & { merchantReferenceId: string } => n.merchantReferenceId !== null);
@@ -118,11 +102,7 @@ export async function reschedulePolls(db: Database, ids: number[], at: number): 
   if (ids.length > 0) await db('payouts').whereIn('id', ids).andWhere('state', 'PENDING').update({ next_poll_at: at });
 }
 
-/**
- * PENDING rows created before `createdBefore` and not flagged yet, walked in the order of the PENDING rows'
- * own index (next poll, id): a range of the creation-time index would walk every payout ever created before
- * that time, settled ones included.
- */
+/** PENDING rows created before `createdBefore` and not flagged yet, in the PENDING index's order. */
 export async function listStalePending(db: Database, createdBefore: number, limit: number): Promise<PayoutRow[]> {
   const rows = (await rowsInState(db, 'PENDING')
     .andWhere('created_at_ms', '<', createdBefore)
@@ -137,12 +117,8 @@ export async function flagStale(db: Database, ids: number[], now: number): Promi
 }
 
 /**
- * ACTIVE batches none of whose rows is still moving, and that no operator is
- * to decide on: a batch under a hold only an operator lifts (FILE_CHANGED: its
- * upload went on after it was taken) is not finished while held, even when
- * every row it holds is final.
- * A result file would call it COMPLETE with the rows written after the
- * change never read; `payoutd release` or `payoutd cancel` ends the hold.
+ * ACTIVE batches none of whose rows is still moving. A batch under an operator's hold (FILE_CHANGED) is not
+ * finished while held: `payoutd release` or `payoutd cancel` ends the hold.
  */
 export async function listFinishedActiveBatches(db: Database): Promise<string[]> {
   return (await db('batches as b')

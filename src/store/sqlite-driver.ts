@@ -1,8 +1,4 @@
-/**
- * The SQLite driver for the running Node: every SQLite connection of the
- * project (the store's pool, the instance lock, the tests' and the bench's
- * own reads) opens its file here, so all of them use the same better-sqlite3.
- */
+/** The SQLite driver for the running Node: every SQLite connection of the project opens its file here. */
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 

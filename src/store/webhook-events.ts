@@ -1,12 +1,6 @@
 /**
- * Webhook deliveries already seen: the webhook receiver remembers each event
- * by its eventId. Deduplication lives in the database (the webhook_events primary
- * key), not in memory, so it holds across restarts and across daemon
- * instances sharing a PostgreSQL database. INSERT … ON CONFLICT DO NOTHING
- * RETURNING works the same on SQLite (3.35+) and PostgreSQL: a row back
- * means first delivery, no row means the eventId was already recorded.
- * Remembered events are forgotten after a retention far beyond the sender's
- * retry schedule, so the table does not grow for the life of the daemon.
+ * Webhook deliveries already seen, by eventId, in the database so it holds across restarts and instances.
+ * Remembered events are forgotten after a retention far beyond the sender's retry schedule.
  */
 import type { Database } from './db.js';
 
@@ -36,11 +30,7 @@ export async function recordWebhookEvent(db: Database, e: WebhookEventRecord, re
   });
 }
 
-/**
- * Forgets events received before `before`. A copy arriving after that is
- * taken as new, which costs only an early query: an event never moves a
- * payout by itself.
- */
+/** Forgets events received before `before`; a later copy costs only an early query: an event never moves a payout. */
 export async function forgetWebhookEventsBefore(db: Database, before: number): Promise<number> {
   return (await db('webhook_events').where('received_at', '<', before).delete()) as number;
 }

@@ -1,2 +1,2 @@
 /** Submitting: READY rows become payouts, exactly once. */
-export { PayoutSubmitter, type SubmitterOptions, type SubmitterDeps, type SendingHolds } from './submitter.js';
+export { PayoutSubmitter, type SubmitterOptions } from './submitter.js';

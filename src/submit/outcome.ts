@@ -1,7 +1,4 @@
-/**
- * What a create's answer (or failure) means for its row: a pure decision
- * from the ApiError kind to the next state, so the rules read in one place.
- */
+/** What a create's answer (or failure) means for its row: a pure decision from the ApiError kind to the next state. */
 import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
@@ -51,8 +48,7 @@ export interface FailureContext {
 
 export function decideCreateFailure(err: unknown, ctx: FailureContext): CreateDecision {
   if (neverSent(err)) {
-    // Provably never sent (no connection made, or held back while the service is down): not an attempt, so
-    // none is charged; and while the service is down the row waits for it, not for a backoff of its own.
+    // Provably never sent: no attempt is charged, and while the service is down the row waits for it.
     return {
       to: 'READY',
       patch: {
@@ -148,10 +144,7 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
   return { to: record.status, patch };
 }
 
-/**
- * The patch of a followed payout that a query found settled (its `status` is not PENDING). Its row keeps its
- * payout id (the one it was asked about) and its local time of creation.
- */
+/** The patch of a followed payout that a query found settled; the row keeps its payout id and creation time. */
 export function settledPatch(record: PayoutRecord, polled: { pollCount: number; lastPolledAt: number }): PayoutRowPatch {
   const patch = serviceFields(record);
   patch.nextPollAt = null;

@@ -1,17 +1,8 @@
 /**
- * PayoutSubmitter: turns READY rows into payouts. For each row it records
- * the intent (READY -> CREATING) before the create is sent, sends creates
- * under a concurrency limit, and records each answer. A create whose outcome
- * is unknown (timeout, 5xx, dropped connection, crash) makes the row UNKNOWN,
- * and an UNKNOWN row is only ever moved on by a query of its reference:
- * adopted when the service has it, READY again only when the service
- * provably does not — never re-created blindly. Those queries run beside
- * the sending, so an unknown outcome is resolved within a tick or two even
- * in the middle of a long pass.
- *
- * While the payout service is unreachable (its circuit breaker is open) a
- * pass claims nothing: rows stay READY, untouched and uncharged, and the
- * pass only makes the breaker's probe when it is due.
+ * PayoutSubmitter: turns READY rows into payouts. It records the intent (READY -> CREATING) before a create is
+ * sent, sends under a concurrency limit and records each answer. An unknown outcome makes the row UNKNOWN, moved
+ * on only by a query of its reference, never re-created blindly; those queries run beside the sending. While
+ * the service is unreachable a pass claims nothing and only makes the breaker's probe.
  */
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
@@ -43,20 +34,13 @@ export interface SubmitterOptions {
   retry: BackoffPolicy;
   /** How long a batch waits after INSUFFICIENT_BALANCE before trying again. */
   insufficientBalanceHoldMs: number;
-  /**
-   * A reference the service does not know is declared "never created" only
-   * when its last create was sent at least this long ago (lets a service with
-   * slightly stale reads catch up before a second create could double-pay).
-   */
+  /** A reference the service does not know counts as never created only this long after its last create was sent. */
   notFoundGraceMs: number;
   /** First poll of a new payout after this delay. */
   firstPollDelayMs: number;
   /** Rows whose outcome is unknown, resolved per reference query. */
   reconcileBatchSize: number;
-  /**
-   * While a pass sends, UNKNOWN rows that fell due are looked at this often (and at once after a create's
-   * outcome became unknown). Default 1000.
-   */
+  /** While a pass sends, UNKNOWN rows that fell due are looked at this often. Default 1000. */
   reconcileEveryMs?: number;
   /** This instance and its lease on claimed rows (several instances share one PostgreSQL database). */
   claimant: Claimant;
@@ -112,11 +96,7 @@ export class PayoutSubmitter {
   private readonly records: GroupCommit;
   /** Claimed rows handed to a slot whose answer is not recorded yet: on the wire, or waiting for a shared commit. */
   private readonly unrecorded = new Set<Promise<void>>();
-  /**
-   * Claimed rows not handed to a slot yet (from `waitingFrom` on), kept as plain rows: a row in p-limit's queue
-   * is a chain of promises and closures, and a claim's worth of those outlived young-generation collections
-   * (young-generation collections cost less with the rows kept here).
-   */
+  /** Claimed rows not handed to a slot yet, kept as plain rows rather than queued promises. */
   private readonly waiting: ClaimedRow[] = [];
   private waitingFrom = 0;
   /** The reconciliation beside the pass running now (null between passes). */
@@ -155,12 +135,7 @@ export class PayoutSubmitter {
     return this.deps.service.available?.() ?? true;
   }
 
-  /**
-   * One pass: resolve unknown outcomes, then create every READY row that is
-   * due, streaming claims so that `concurrency` creates stay in flight, while
-   * unknown outcomes met on the way are resolved beside. Returns how many
-   * rows it moved. While the service is unreachable: only its probe, when due.
-   */
+  /** One pass: resolve unknown outcomes, then create every due READY row with `concurrency` in flight. Returns rows moved. */
   async runOnce(signal: AbortSignal, callSignal: AbortSignal = signal): Promise<number> {
     if (!this.available() && !((await this.deps.service.probeIfDue?.(callSignal)) ?? false)) return 0;
     if (this.o.takeOverExpired) {
@@ -218,9 +193,7 @@ export class PayoutSubmitter {
       }
     };
     while (!signal.aborted && failure === null && this.available()) {
-      // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once; rows
-      // waiting for their answer's commit do not count (counting them starved the slots). A claim is a
-      // transaction, so claims come in batches, and the rows claimed ahead of the wire stay bounded.
+      // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once.
       send();
       const waiting = this.waitingCount();
       const n = concurrency();
@@ -242,11 +215,7 @@ export class PayoutSubmitter {
     return moved;
   }
 
-  /**
-   * One claimed row: its create under the concurrency limit, then its answer recorded. The slot is the call
-   * only: recording the answer (a shared commit) must not keep the next create off the wire, so `answered`
-   * is called in between.
-   */
+  /** One claimed row: its create under the limit, then its answer recorded outside the slot (`answered` in between). */
   private async createAndRecord(row: ClaimedRow, signal: AbortSignal, answered: () => void): Promise<void> {
     let outcome: CreateOutcome;
     try {
@@ -255,8 +224,7 @@ export class PayoutSubmitter {
       // Even if the send failed unexpectedly: the freed slot takes the next waiting row.
       answered();
     }
-    // The answer's record, here rather than in a function of its own: one async step less per create, whose
-    // steps are much of the submitter's own CPU (docs/performance.md). Notes go first: same row, in order.
+    // Notes go first: same row, in order.
     const notes = outcome.notes?.map((note) => this.records.add(note));
     await this.records.add(outcome.move);
     if (notes !== undefined) await Promise.all(notes);
@@ -277,8 +245,7 @@ export class PayoutSubmitter {
     let holdUntil: number | undefined;
     const down = !this.available();
     if (signal.aborted || down) {
-      // Claimed but never sent (shutting down, or the service went down): nothing to resolve, no attempt to
-      // charge; the row is simply READY again.
+      // Claimed but never sent: nothing to resolve, no attempt charged; the row is READY again.
       const notSent: RowMove = {
         row,
         from: 'CREATING',
@@ -342,11 +309,8 @@ export class PayoutSubmitter {
   }
 
   /**
-   * Resolves unknown outcomes while a pass sends: at once after a create's outcome became unknown (nudge), and
-   * every `reconcileEveryMs` for rows that fell due meanwhile (a grace period ended, a failed query's retry).
-   * One round at a time; a round is the same reconcileUnknown a pass starts with, so the rules are the same:
-   * an UNKNOWN row moves on only after a query of its reference. An unknown outcome of the pass's last
-   * creates still gets its round before the pass ends.
+   * Resolves unknown outcomes while a pass sends: at once after one became unknown, and every `reconcileEveryMs`.
+   * A round is the same reconcileUnknown a pass starts with, so the rules are the same.
    */
   private reconcileBeside(signal: AbortSignal): Beside {
     const every = this.o.reconcileEveryMs ?? 1000;

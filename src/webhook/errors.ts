@@ -1,8 +1,4 @@
-/**
- * Errors the webhook receiver raises on purpose: bad options (named, with
- * the value's type but never a secret's text) and failures to start
- * listening. Refused deliveries are not errors: they are verdicts.
- */
+/** Errors the webhook receiver raises: bad options and failures to listen. Refused deliveries are verdicts, not errors. */
 import { PayoutdError } from '../domain/errors.js';
 
 export class WebhookConfigError extends PayoutdError {

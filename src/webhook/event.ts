@@ -1,9 +1,6 @@
 /**
- * What a verified webhook body says, as a pure parse: a `payout.updated`
- * event with the fields the receiver stores, another event kind (logged and
- * acknowledged), or a body it cannot use. Numbers are parsed losslessly,
- * although no field read here is a number. Length bounds match the
- * webhook_events columns, so PostgreSQL never refuses what passed here.
+ * What a verified webhook body says, as a pure parse: a `payout.updated` event, another kind (acknowledged), or
+ * a body it cannot use. Length bounds match the webhook_events columns.
  */
 import { parseLossless } from '../json/canonical.js';
 

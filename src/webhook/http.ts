@@ -1,18 +1,10 @@
-/**
- * HTTP plumbing of the receiver: the request path, a body read as raw bytes
- * up to a limit, and short JSON answers. Answers never echo anything from
- * the request.
- */
+/** HTTP plumbing of the receiver: the request path, a bounded raw body, short JSON answers that echo nothing. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** What readBody resolves to when the body exceeds the limit. */
 export const TOO_LARGE: unique symbol = Symbol('body too large');
 
-/**
- * The path of the request target, raw (no decoding, no dot-segment
- * resolution), without the query. Absolute-form targets are accepted; a
- * target that is neither yields null.
- */
+/** The raw path of the request target, without the query (absolute-form accepted); null for anything else. */
 export function requestPath(url: string | undefined): string | null {
   if (url === undefined || url === '') return null;
   if (url.startsWith('/')) {
@@ -27,11 +19,7 @@ export function requestPath(url: string | undefined): string | null {
   }
 }
 
-/**
- * The whole body as bytes, or TOO_LARGE as soon as it passes `limit` bytes
- * (by its declared Content-Length or as it streams in; the rest is read and
- * dropped, never buffered). Rejects when the client goes away mid-body.
- */
+/** The whole body as bytes, or TOO_LARGE once it passes `limit` (the rest is drained, never buffered). */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

@@ -1,9 +1,4 @@
-/**
- * Options of the webhook receiver: their defaults (each one the contract's
- * answer or a documented choice, see docs/webhooks.md) and their one-time
- * validation into a resolved shape. Errors name the option and the value's
- * type; the secret's text never appears in one.
- */
+/** Options of the webhook receiver (docs/webhooks.md) and their validation; errors never show the secret's text. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { CanonicalOptions } from '../json/canonical.js';
@@ -29,11 +24,7 @@ export interface WebhookReceiverOptions {
   port: number;
   /** The URL path deliveries are POSTed to. Default '/payoutd/webhook'. */
   path?: string;
-  /**
-   * The path the service posts to and signs, when a reverse proxy rewrites
-   * it on the way in (public '/hooks/payout' -> local '/payoutd/webhook').
-   * Default: the path of the request as received.
-   */
+  /** The path the service posts to and signs, when a reverse proxy rewrites it. Default: the request's path. */
   signedPath?: string;
   /** Serve HTTPS with these files; without it, plain HTTP behind a TLS-terminating reverse proxy. */
   tls?: WebhookTlsOptions;
@@ -51,10 +42,7 @@ export interface WebhookReceiverOptions {
   nonceCapacity?: number;
   /** Whole-request deadline (slow clients). Default 10 000 ms. */
   requestTimeoutMs?: number;
-  /**
-   * Recorded eventIds are kept this long for deduplication, then forgotten.
-   * Default 30 days (the contract's retries end within ~13 minutes).
-   */
+  /** Recorded eventIds are kept this long for deduplication. Default 30 days (the sender's retries end in minutes). */
   eventRetentionDays?: number;
   /** On stop, how long requests and callbacks in flight may take before sockets are cut. Default 5 000 ms. */
   stopGraceMs?: number;
@@ -63,10 +51,7 @@ export interface WebhookReceiverOptions {
   clock: Clock;
   logger: Logger;
   db: Database;
-  /**
-   * Called after the answer went out for each new `payout.updated` event.
-   * Default: pollSoon(db, named, now), then wake().
-   */
+  /** Called after the answer went out for each new event. Default: pollSoon(db, named, now), then wake(). */
   onPayoutUpdated?: (named: PayoutNamed[]) => Promise<void> | void;
   /** Wakes the settlement poller (used by the default onPayoutUpdated). */
   wake?: () => void;

@@ -1,10 +1,6 @@
 /**
- * WebhookReceiver: the merchant end of spec 6. It listens on node:http (or
- * node:https when given a certificate), verifies each `payout.updated`
- * delivery over the bytes received, remembers its eventId in the database
- * (duplicates are acknowledged and dropped), answers 2xx at once, and only
- * then marks the payout due for a query and wakes the poller. It never
- * changes a payout's state: the query decides (spec 6 rule 3).
+ * WebhookReceiver: the merchant end of spec 6. Verifies each delivery over the bytes received, remembers its
+ * eventId, answers 2xx at once, then marks the payout due for a query. It never changes a payout's state.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
@@ -103,10 +99,7 @@ export class WebhookReceiver {
     return { url };
   }
 
-  /**
-   * Stops listening; requests and follow-ups in flight get `stopGraceMs`
-   * to finish, then every socket (keep-alive ones too) is closed.
-   */
+  /** Stops listening; work in flight gets `stopGraceMs`, then every socket is closed. */
   async stop(): Promise<void> {
     const server = this.server;
     if (!server) return;

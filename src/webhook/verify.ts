@@ -1,10 +1,6 @@
 /**
- * Verification of one webhook delivery (contract: Webhook), as a pure
- * function: the three headers, the timestamp window, and the HMAC-SHA512
- * signature over `POST:<path>:<sha256 of the minified body>:<ts>:<nonce>`,
- * where the minified body is computed from the text exactly as received.
- * No IO and no state: the clock reading and the nonce window belong to the
- * receiver. Reasons name what failed, never a header's value.
+ * Verification of one webhook delivery, pure: the headers, the timestamp window, and the HMAC-SHA512 signature
+ * over `POST:<path>:<sha256 of the minified body>:<ts>:<nonce>`. Reasons name what failed, never a header's value.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { minifyBodyText, type CanonicalOptions } from '../json/canonical.js';
@@ -47,8 +43,7 @@ export function minifiedBodyOf(bodyText: string, canonical: CanonicalOptions): s
   try {
     return minifyBodyText(bodyText, canonical);
   } catch {
-    // minifyBodyText already falls back on its own; this guards against a
-    // future change there ever turning odd input into a crash here.
+    // minifyBodyText falls back on its own; this guards against odd input ever turning into a crash here.
     return bodyText.trim();
   }
 }

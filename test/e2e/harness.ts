@@ -115,7 +115,7 @@ export class DaemonProcess {
   }
 
   /** Waits until the daemon says it is watching the inbox. */
-  running(timeoutMs = 15_000): Promise<LogLine> {
+  running(timeoutMs = 60_000): Promise<LogLine> {
     return this.waitForLog((l) => l.msg === 'payoutd running', timeoutMs, '"payoutd running"');
   }
 

@@ -37,8 +37,11 @@ export interface SftpUpload {
   rateKbit: number;
   /** `sftp -B`: bytes per write request; each burst is a multiple of it. Default: sftp's own (the server's largest write). */
   bufferBytes?: number;
-  /** Stop the client `afterMs` into the upload for `forMs`, then let it finish. */
-  stall?: { afterMs: number; forMs: number };
+  /**
+   * Stop the client `afterMs` into the upload, then let it finish after `forMs`, or once `until` settles
+   * (a test that needs the daemon to reach a state during the stall waits for it rather than for a time).
+   */
+  stall?: { afterMs: number; forMs: number } | { afterMs: number; until: Promise<unknown> };
   /** Kill the client after this long (ms). Default 120000. */
   timeoutMs?: number;
 }
@@ -128,14 +131,18 @@ export class SftpServer {
     const outcome: UploadOutcome = {};
     const timeout = setTimeout(() => client.kill('SIGKILL'), u.timeoutMs ?? 120_000);
     if (u.stall !== undefined) {
-      const { afterMs, forMs } = u.stall;
+      const stall = u.stall;
+      const resume = (): void => {
+        if (client.pid !== undefined && client.exitCode === null) process.kill(client.pid, 'SIGCONT');
+      };
       timers.push(
         setTimeout(() => {
           if (client.exitCode !== null || client.pid === undefined) return;
           outcome.stalledAtBytes = statSync(target, { throwIfNoEntry: false })?.size ?? 0;
           process.kill(client.pid, 'SIGSTOP');
-          timers.push(setTimeout(() => client.pid !== undefined && process.kill(client.pid, 'SIGCONT'), forMs));
-        }, afterMs),
+          if ('until' in stall) void stall.until.finally(resume);
+          else timers.push(setTimeout(resume, stall.forMs));
+        }, stall.afterMs),
       );
     }
     try {

@@ -1,9 +1,6 @@
 /**
- * `payoutd demo`: the whole product in one command, with nothing to set
- * up. Starts the daemon against the embedded sandbox (fast settlement) in
- * temporary folders, drops the sample files into the inbox, waits until
- * every batch has its result (or refusal) file, prints what happened and
- * where the files are, and exits 0.
+ * `payoutd demo`: the whole product in one command. The daemon against the embedded sandbox in temporary
+ * folders, the sample files dropped in, and what happened printed once every batch has its files.
  */
 import { copyFileSync, mkdtempSync, readdirSync, createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';

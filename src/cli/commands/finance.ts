@@ -1,9 +1,4 @@
-/**
- * Finance commands over the state database: `payoutd report --since`
- * (the reconciliation report of every payout created in a period, with its
- * totals and optionally an .xlsx) and `payoutd retry-file --batch` (the
- * retry CSV of a batch's CANCELLED rows, on demand).
- */
+/** Finance commands: `payoutd report --since` (the reconciliation report) and `payoutd retry-file --batch`. */
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';

@@ -1,8 +1,4 @@
-/**
- * Commands over batch files and one batch's outbox files:
- * `payoutd report --batch` (the interim report of a batch, written now) and
- * `payoutd validate FILE` (a dry run that pays nothing).
- */
+/** `payoutd report --batch` (a batch's interim report, now) and `payoutd validate FILE` (a dry run that pays nothing). */
 import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';

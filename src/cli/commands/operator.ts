@@ -1,9 +1,4 @@
-/**
- * Operator decisions on a batch: `payoutd release` lifts a hold (a batch
- * whose upload changed after it was taken waits for this), `payoutd cancel`
- * makes every row not yet sent final as NOT_SUBMITTED. Rows already sent
- * are followed to their end either way; the result file says which is which.
- */
+/** Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED. */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';

@@ -1,11 +1,6 @@
 /**
- * `payoutd run`: the daemon in the foreground, as systemd runs it. SIGTERM
- * or SIGINT stop it gracefully (exit 0), also while it is still starting
- * (a half-read batch is simply read again next time); a second signal
- * forces the exit. SIGHUP re-reads the configuration: it says which options
- * changed, applies the live ones (src/config/live.ts) and names those that
- * need a restart; a configuration with a mistake is refused, with the
- * mistake, and the running one stays.
+ * `payoutd run`: the daemon in the foreground. SIGTERM or SIGINT stop it gracefully (a second forces the exit).
+ * SIGHUP re-reads the configuration, applies the live options and names those that need a restart.
  */
 import { systemClock } from '../../domain/clock.js';
 import { applyLiveOptions, type OptionChange, type ResolvedConfig } from '../../config/index.js';

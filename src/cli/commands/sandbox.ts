@@ -1,8 +1,4 @@
-/**
- * `payoutd sandbox`: runs the embedded payout sandbox as a server, and
- * `--init DIR` writes a merchant key pair, a sandbox config that knows its
- * public key, and a matching daemon config, so both work together unedited.
- */
+/** `payoutd sandbox`: the embedded sandbox as a server; `--init DIR` writes a key pair and matching configs. */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

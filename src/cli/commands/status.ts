@@ -1,9 +1,4 @@
-/**
- * `payoutd status` and `payoutd migrate`: the commands that need the state
- * database and nothing else. This module imports only the store, so status
- * (what an operator runs while the daemon works) loads no report writers,
- * no CSV parser and nothing of the daemon.
- */
+/** `payoutd status` and `payoutd migrate`: they import only the store, so status loads nothing of the daemon. */
 import { existsSync } from 'node:fs';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
@@ -63,10 +58,7 @@ function totals(b: BatchRecord): string {
     .join(', ');
 }
 
-/**
- * What an operator should know about a batch at a glance. A batch being read already counts its valid rows
- * READY (each holds its reference from the moment it is read), but none is sent before the batch is accepted.
- */
+/** What an operator should know about a batch at a glance. */
 function noteOf(b: BatchRecord): string {
   return [stateNote(b), b.uploadContinuedAt !== null ? 'UPLOAD CONTINUED after it was taken: see --batch' : '']
     .filter((n) => n !== '')

@@ -1,9 +1,6 @@
 /**
- * Whether a batch file looks like a whole upload. An upload cut short (a
- * stalled SFTP client, an aborted copy) can end inside a row, or right
- * after the last field of one with no line break: a cut account number or
- * amount that still validates (`1500.50` cut to `150`). Such a file is
- * refused whole, in words finance understands.
+ * Whether a batch file looks like a whole upload. A cut upload can end inside a row, or after a field with no
+ * line break (a cut amount that still validates: `1500.50` cut to `150`); such a file is refused whole.
  */
 
 /** What is known of a file's end when it has been read. */
@@ -18,11 +15,7 @@ export interface FileEnd {
 
 export const UNTERMINATED_REASON = 'the file does not end with a line break: the upload may be incomplete; upload it again';
 
-/**
- * Why a file that may have been cut after its last field cannot be paid, or
- * null when it can: it ends with a line break, or its control totals or a
- * done marker vouch for it.
- */
+/** Why a file that may be cut after its last field cannot be paid; null when a line break, control totals or a done marker vouch for it. */
 export function unterminatedFileProblem(end: FileEnd): string | null {
   return end.endsWithLineBreak || end.controlTotalsMatched || end.doneMarker ? null : UNTERMINATED_REASON;
 }

@@ -1,11 +1,7 @@
 /**
- * A taken file whose upload went on after it was taken: is the part that was
- * read still its beginning (appended to) or was it rewritten, and which
- * complete records came after what was read, each with its own bytes, for a
- * remainder file finance can drop again. Records are told apart by csv-parse
- * with the batch's delimiter; a last record without its line break (the
- * upload may still be cut there) is left out, and so are blank lines and
- * control lines (they count the whole file, not the records after the cut).
+ * A taken file whose upload went on: is the part read still its beginning (appended) or was it rewritten, and
+ * which complete records came after what was read, each with its bytes, for a remainder file finance can drop
+ * again. A last record without its line break, blank lines and control lines are left out.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -94,11 +90,7 @@ export async function headerRecord(path: string, sizeNow: number, opts: ReadOpti
   return null;
 }
 
-/**
- * The complete records from the continuation's rest to `sizeNow`, blank and control lines left out (control
- * lines counted in `tally`); a record that is the rest of the cut line is skipped. `tally.partial` is set once
- * the records are exhausted.
- */
+/** The complete records from the continuation's rest to `sizeNow`; `tally` counts control lines and notes a partial end. */
 export async function* restRecords(
   path: string,
   continuation: Continuation,
@@ -127,10 +119,8 @@ interface Parsed {
 }
 
 /**
- * Records between two offsets, each with its bytes. A last record without a line break, or one csv-parse cannot
- * finish (an unclosed quote, a record over the size limit), ends the records and is noted in `tally.partial`.
- * Records are taken in `on_record`, while each chunk is parsed: an error at the end of the input must not lose
- * the records before it.
+ * Records between two offsets, each with its bytes; one without a line break or that csv-parse cannot finish
+ * ends them (noted in `tally.partial`). Taken in `on_record`, so an error at the end loses none before it.
  */
 async function* recordsIn(
   path: string,

@@ -1,15 +1,7 @@
 /**
- * Control totals, as bank and PayPal batch files carry them: the number of
- * data rows and the amount total per payout currency, declared either in
- * trailer records at the end of the CSV or in a sidecar `<file>.ctl`, with
- * the same lines in both:
- *
- *   #CONTROL,rows,1200
- *   #CONTROL,total,PHP,150000.50
- *
- * (`;` works as the separator too; trailing empty fields are ignored.)
- * Declared and found values are compared with Decimal; any difference is a
- * file error naming both.
+ * Control totals: the number of data rows and the amount total per payout currency, declared in trailer
+ * records or a sidecar `<file>.ctl` (`#CONTROL,rows,1200` / `#CONTROL,total,PHP,150000.50`; `;` works too).
+ * Declared and found values are compared with Decimal; any difference is a file error naming both.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { Decimal, decimalText, isPlainDecimal, normalizeAmount } from '../../domain/money.js';

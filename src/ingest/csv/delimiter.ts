@@ -1,9 +1,4 @@
-/**
- * `delimiter: 'auto'`: the delimiter is decided from the header line alone,
- * by counting commas and semicolons outside quotes. A header line is a list
- * of names, so the counts are unambiguous in practice; a tie (a one-column
- * file) means comma.
- */
+/** `delimiter: 'auto'`: commas and semicolons outside quotes counted on the header line; a tie means comma. */
 import { open } from 'node:fs/promises';
 
 export type Delimiter = ',' | ';';

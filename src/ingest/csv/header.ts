@@ -1,8 +1,6 @@
 /**
- * The header row: which column holds which field. Names are matched after
- * trimming spaces and ignoring case, first against the configured aliases,
- * then against the canonical field paths. Unknown, duplicate and missing
- * (required) columns are all reported at once, as file errors.
+ * The header row: which column holds which field, matched trimmed and case-insensitively against the aliases,
+ * then the field paths. Unknown, duplicate and missing columns are all reported at once, as file errors.
  */
 import { FIELD_PATHS, isFieldPath, type FieldPath } from '../rules/fields.js';
 import { columnLetter, quoteValue, type RowError } from '../rules/row-error.js';

@@ -1,10 +1,6 @@
 /**
- * Physical line numbers. csv-parse hands over every line as a record (empty
- * lines too, with `skip_empty_lines` off), so a record starts on the line
- * after the previous record, which spans one line plus the line breaks
- * inside its quoted values. Counted from the records themselves: csv-parse's
- * per-record `info` costs more than parsing the record, and counts a CRLF
- * inside quotes as two lines.
+ * Physical line numbers, counted from the records themselves (empty lines come as records too): csv-parse's
+ * per-record `info` costs more than parsing, and counts a CRLF inside quotes as two lines.
  */
 import { createReadStream } from 'node:fs';
 

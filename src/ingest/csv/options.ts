@@ -1,8 +1,4 @@
-/**
- * The batch file format as configuration: the zod schema the daemon config
- * embeds (every setting has a default, so `{}` is a complete config) and the
- * defaults.
- */
+/** The batch file format as configuration: the zod schema the daemon config embeds, every setting defaulted. */
 import { z } from 'zod';
 import { FIELD_PATHS } from '../rules/fields.js';
 import { trimSpaces } from '../rules/text.js';

@@ -1,15 +1,9 @@
 /**
- * Reads one CSV batch file: its bytes through the UTF-8 check and csv-parse
- * (a `pipeline` with backpressure), each record validated as it comes into
- * the row the store keeps, handed to the caller in chunks.
- * The caller's `onRows` is awaited before more is read, so a file of a
- * million rows never sits in memory.
- *
- * Contract with the caller: rows handed to `onRows` are provisional. Some
- * file errors (control totals, a row cap, bad bytes late in the file, a cut
- * upload) are only known after earlier chunks went out; when the result has
- * any `fileErrors`, the whole file is rejected and every row handed over
- * must be discarded (stage them in a batch that is not yet accepted).
+ * Reads one batch file: a CSV's bytes (decompressed, decoded) through the UTF-8 check and csv-parse (a
+ * `pipeline` with backpressure), or an .xlsx sheet's rows (src/ingest/xlsx); each record validated into the
+ * row the store keeps, handed to the caller in awaited chunks. Rows handed over are provisional: some file
+ * errors are only known later, and when the result has any `fileErrors` every row handed over must be
+ * discarded.
  */
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -53,23 +47,16 @@ export function reasonOf(errors: readonly RowError[]): string | null {
     .join('; ');
 }
 
-/**
- * A money cell as the row keeps it for result files that match the sender's file: as written (trimmed), or
- * null when empty or the same text as the request's value (nearly always).
- */
+/** A money cell as the row keeps it: as written (trimmed), or null when empty or equal to the request's value. */
 function writtenMoney(cells: readonly string[] | null, values: readonly string[] | null, at: number): string | null {
   const written = cells === null ? '' : trimSpaces(cells[at] as string);
   if (written === '') return null;
   return values !== null && values[at] === written ? null : written;
 }
 
-/** The errors of every valid row. */
 const NO_ERRORS: readonly RowError[] = Object.freeze([]);
 
-/**
- * A data row as read and validated: the one shape from the parser to the
- * store (its fields are the store's `NewPayoutRow`), with its errors.
- */
+/** A data row as read and validated: the one shape from the parser to the store (`NewPayoutRow`), with its errors. */
 export class ReadRow {
   readonly state: 'READY' | 'INVALID';
   /** The request's values as the store keeps them (src/domain/request-values.ts); null for an invalid row. */
@@ -117,14 +104,12 @@ export class ReadRow {
     return new ReadRow(this.batchId, this.line, this.rowNumber, this.merchantReferenceId, null, [...this.errors, ...errors], cells);
   }
 
-  /** The normalized request of a valid row. */
   get request(): PayoutRequest | null {
     return this.requestValues === null ? null : requestOfText(this.requestValues);
   }
 }
 
 export interface BatchParseResult {
-  /** Display name the errors carry. */
   file: string;
   delimiter: Delimiter;
   /** What the file was: CSV text (maybe gzipped) or an .xlsx workbook. */
@@ -138,11 +123,8 @@ export interface BatchParseResult {
   rowCount: number;
   validCount: number;
   invalidCount: number;
-  /** Row errors found, including those not kept in storedErrors. */
   errorCount: number;
-  /** The first `maxStoredErrors` row errors. */
   storedErrors: RowError[];
-  /** Control blocks found (trailer and/or sidecar), as declared. */
   controlTotals: ControlTotals[];
   /** Sum of payoutAmount per payoutCurrency over all data rows, valid or not, whose currency and amount can be read. */
   totals: Record<string, string>;
@@ -184,11 +166,6 @@ function isBlankRecord(fields: readonly string[]): boolean {
   return fields.every((f) => trimSpaces(f) === '');
 }
 
-/** File errors kept: as many as row errors, and always at least one (a rejected file needs its reason). */
-function fileErrorsKept(format: BatchFormatOptions): number {
-  return Math.max(1, format.maxStoredErrors);
-}
-
 /** Everything learned from a file's records, one record at a time. */
 class BatchReader {
   header: ResolvedHeader | null = null;
@@ -223,7 +200,7 @@ class BatchReader {
   }
 
   fileError(error: RowError): void {
-    if (this.fileErrors.length < fileErrorsKept(this.format)) this.fileErrors.push(error);
+    if (this.fileErrors.length < Math.max(1, this.format.maxStoredErrors)) this.fileErrors.push(error);
   }
 
   fileErrorAt(line: number | null, code: RowError['code'], message: string): void {
@@ -443,11 +420,7 @@ function isFsError(err: unknown): err is NodeJS.ErrnoException {
   return err instanceof Error && typeof (err as NodeJS.ErrnoException).syscall === 'string';
 }
 
-/**
- * Rows read and not yet handed over, handed to `onRows` a chunk of `size` at
- * a time, in order. The bytes before the parser wait for `taken()`, so the
- * parser never runs far ahead of what the caller has taken.
- */
+/** Rows handed to `onRows` a chunk of `size` at a time, in order; the bytes before the parser wait for `taken()`. */
 class RowChunks {
   private chunk: ReadRow[] = [];
   private handing: Promise<void> = Promise.resolve();

@@ -1,10 +1,6 @@
 /**
- * UTF-8 gatekeeper in front of csv-parse: every byte is checked with
- * node:buffer's isUtf8 (WHATWG's rules: never silently replaced with U+FFFD)
- * and passed on unchanged. When a chunk is refused, a small scanner finds
- * the exact byte offset of the bad sequence for the error message. It also
- * notes the file's last byte: a file that does not end with a line break
- * may be a cut upload.
+ * UTF-8 gatekeeper in front of csv-parse: bytes checked with isUtf8 (never replaced with U+FFFD) and passed on
+ * unchanged; a refused chunk is scanned for the exact offset. Notes the last byte (no final line break: a cut upload?).
  */
 import { isUtf8 } from 'node:buffer';
 import { Transform } from 'node:stream';
@@ -23,12 +19,7 @@ function inRange(b: number | undefined, lo: number, hi: number): boolean {
   return b !== undefined && b >= lo && b <= hi;
 }
 
-/**
- * Index of the first byte that starts an invalid UTF-8 sequence, -1 if none.
- * A sequence cut off by the end of the buffer is not invalid here (more bytes
- * may follow). Rules as in the WHATWG decoder: no overlongs, no surrogates,
- * nothing above U+10FFFF.
- */
+/** Index of the first byte starting an invalid UTF-8 sequence (WHATWG rules), -1 if none; a sequence cut by the end is not invalid. */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
   const n = bytes.length;
   let i = 0;

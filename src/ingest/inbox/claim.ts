@@ -1,9 +1,7 @@
 /**
- * Claiming a candidate: an atomic rename into `<storageDir>/claimed/`, a
- * re-check on the moved inode that it is still what was judged stable, the
- * control sidecar moved along, and a streaming SHA-256. Also the later
- * check that a claimed file did not change (an SFTP server still holding the
- * inode open can write on after the move).
+ * Claiming a candidate: an atomic rename into `<storageDir>/claimed/`, a re-check of the moved inode, the
+ * control sidecar moved along, and a streaming SHA-256. Also the later check that a claimed file did not
+ * change (an SFTP server holding the inode open can write on after the move).
  */
 import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
@@ -22,12 +20,7 @@ export interface ClaimOptions {
   requireDoneMarker: boolean;
 }
 
-/**
- * Moves a candidate into storage and describes it. Resolves to null when
- * nothing was claimed: the file vanished, no longer matches what was judged
- * stable (it will be offered again once stable), or the done marker it was
- * offered with is gone.
- */
+/** Moves a candidate into storage and describes it; null when nothing was claimed (vanished, changed, or its marker gone). */
 export async function claimFile(candidate: InboxCandidate, options: ClaimOptions): Promise<ClaimedFile | null> {
   let doneMarker: boolean;
   try {
@@ -55,11 +48,7 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
   return settleClaim(candidate, claimId, storedPath, doneMarker);
 }
 
-/**
- * The part of a claim after the rename: verify the moved inode, move the
- * sidecar, hash. Separate so tests can change the file between the rename
- * and the check.
- */
+/** The part of a claim after the rename (verify the moved inode, move the sidecar, hash); separate so tests can step between. */
 export async function settleClaim(
   candidate: InboxCandidate,
   claimId: string,
@@ -103,11 +92,7 @@ export async function settleClaim(
   }
 }
 
-/**
- * Re-stats a claimed file against its record. A change means an upload that
- * paused longer than the window went on writing into the moved inode: hold
- * the batch.
- */
+/** Re-stats a claimed file against its record: a change means its upload went on writing into the moved inode. */
 export async function verifyUnchanged(
   claimed: Pick<ClaimedFile, 'storedPath' | 'size' | 'mtimeMs'>,
 ): Promise<{ changed: boolean; reason?: string }> {
@@ -133,9 +118,8 @@ function matches(st: Stats, candidate: InboxCandidate): boolean {
 }
 
 /**
- * The file changed between the stability check and the rename: its upload
- * is going on. Hard-link it back under its name (a link never replaces a new
- * upload that took the name meanwhile) and let the watcher restart its window.
+ * The file changed between the stability check and the rename: its upload is going on. Hard-link it back
+ * (a link never replaces a new upload that took the name) and let the watcher restart its window.
  */
 async function putBackOrThrow(candidate: InboxCandidate, storedPath: string, what: string): Promise<null> {
   try {

@@ -1,24 +1,19 @@
 /**
- * How a file in the inbox ends: a one-byte read at the size judged stable.
- * Honest exports end with a line break; an upload cut short mostly does not.
- * A workbook (.xlsx, a zip archive) ends with the archive's end record
- * instead, UTF-16 text with a two-byte line feed, and a gzip file is judged
- * by its reading (a cut one cannot be decompressed).
+ * How a file in the inbox ends: honest exports end with a line break, a cut upload mostly does not. A zip
+ * archive (.xlsx) ends with its end record instead, UTF-16 text with a two-byte line feed; a gzip file is
+ * judged when it is read (a cut one cannot be decompressed).
  */
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { errnoCode } from './errors.js';
 
 const LINE_FEED = 0x0a;
-/** A zip archive's end-of-central-directory record: its signature, within its size plus the longest comment from the end. */
 const ZIP_START = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
+// A zip archive's end record: its signature, within the record's size plus the longest comment from the end.
 const ZIP_END_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
 const ZIP_END_SPAN = 22 + 0xffff;
 
-/**
- * True when the byte at `size - 1` is `\n`, false when it is not or the file is empty; null when the
- * path no longer holds that inode (gone or replaced): judge it again on the next pass.
- */
+/** Whether the file ends as a whole upload does (false for an empty file); null when the path no longer holds that inode. */
 export async function endsWithLineBreak(path: string, ino: number, size: number): Promise<boolean | null> {
   if (size === 0) return false;
   let handle;

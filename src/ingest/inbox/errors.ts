@@ -1,7 +1,4 @@
-/**
- * The errors of the inbox. Each carries a stable code an operator can search
- * for; messages name files and folders (never contents) and are safe to log.
- */
+/** The errors of the inbox, each with a stable code; messages name files and folders, never contents. */
 import { PayoutdError } from '../../domain/errors.js';
 
 export type InboxErrorCode =

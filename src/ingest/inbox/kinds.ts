@@ -1,7 +1,4 @@
-/**
- * What kind of directory entry a stat describes, and the human reason given
- * when an entry that is not a regular file turns up in the inbox.
- */
+/** What kind of directory entry a stat describes, and the reason given when a non-regular entry is in the inbox. */
 import type { Stats } from 'node:fs';
 
 export type EntryKind =

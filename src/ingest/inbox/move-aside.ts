@@ -1,8 +1,6 @@
 /**
- * Parking a file that will not be processed: rename it into the rejected
- * folder under a unique name and write `<name>.reason.txt` beside it, so an
- * operator sees why without reading logs. Renames only: never opens the
- * file, so it is safe for FIFOs and symlinks.
+ * Parking a file that will not be processed: renamed into the rejected folder under a unique name, with
+ * `<name>.reason.txt` beside it. Renames only, never opens the file: safe for FIFOs and symlinks.
  */
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';

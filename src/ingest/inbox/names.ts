@@ -1,9 +1,6 @@
 /**
- * Names in the drop folder: which are never candidates (temp names of upload
- * clients, markers, sidecars, configured patterns), the safe name a file gets
- * in storage (`<claimId>__<safeName>`, parsed back by parseStoredName) and
- * the name its answers get in the outbox. Pure functions apart from the
- * random part of a claim id.
+ * Names in the drop folder: which are never candidates, the safe name a file gets in storage
+ * (`<claimId>__<safeName>`, parsed back by parseStoredName) and the name its answers get in the outbox.
  */
 import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
@@ -11,11 +8,7 @@ import { randomBytes } from 'node:crypto';
 /** Temp names of upload clients (WinSCP, browsers, ad-hoc scripts); matched case-insensitively: ignoring a temp file is never harmful. */
 const TEMP_SUFFIXES = ['.part', '.filepart', '.tmp', '.partial', '.crdownload'] as const;
 
-/**
- * Marker and sidecar suffixes, matched exactly (lower case), so that what is
- * ignored is exactly what a claim consumes or moves along: an ignored but
- * never-consumed `X.CTL` would sit in the inbox and ride along with a later upload.
- */
+/** Marker and sidecar suffixes, matched exactly (lower case): what is ignored is exactly what a claim consumes. */
 export const DONE_SUFFIX = '.done';
 export const CONTROL_SUFFIX = '.ctl';
 
@@ -39,10 +32,7 @@ function withoutState(re: RegExp): RegExp {
   return new RegExp(re.source, re.flags.replace(/[gy]/g, ''));
 }
 
-/**
- * A dotfile: lftp's `.in.*` temp names, editors' swap files. A name starting with `..` is not one of
- * those (no client writes such temp names), so it is taken like any other and answered under a safe name.
- */
+/** A dotfile (upload clients' temp names, swap files); a name starting with `..` is taken like any other. */
 export function isHiddenName(name: string): boolean {
   return name.startsWith('.') && !name.startsWith('..');
 }
@@ -60,11 +50,8 @@ export function isIgnoredName(name: string, extra?: NameFilter): boolean {
 export const MAX_SAFE_NAME_BYTES = 120;
 
 /**
- * A base name that is safe to store and to hand to any tool: letters, marks
- * and digits of any script plus `._+=@,-`; every other run (separators,
- * spaces, control and format characters, shell metacharacters) becomes `_`;
- * no leading dot, dash or underscore; at most `maxBytes` UTF-8 bytes, keeping
- * a short extension. The original name is kept separately, in the claim record.
+ * A base name safe to store and to hand to any tool: letters, marks and digits of any script plus `._+=@,-`,
+ * every other run becomes `_`; no leading dot, dash or underscore; at most `maxBytes` UTF-8 bytes.
  */
 export function safeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
   const replaced = original.normalize('NFC').replace(/[^\p{L}\p{M}\p{N}._+=@,-]+/gu, '_');
@@ -87,11 +74,7 @@ function capBytes(name: string, maxBytes: number): string {
   return stem + ext;
 }
 
-/**
- * A new claim id: the UTC second of the claim (so storage sorts by time) and
- * 48 random bits (so two claims in the same second never share a name; a
- * rename would silently replace the other file).
- */
+/** A new claim id: the UTC second (storage sorts by time) and 48 random bits (two claims never share a name). */
 export function newClaimId(nowMs: number, random: Uint8Array = randomBytes(6)): string {
   const stamp = new Date(nowMs).toISOString().slice(0, 19).replace(/[-:]/g, '');
   return `${stamp}Z-${Buffer.from(random).toString('hex')}`;
@@ -121,10 +104,8 @@ export function parseStoredName(name: string): ParsedStoredName | null {
 }
 
 /**
- * The sender's name as it may appear in an outbox file name: kept as far as
- * possible (spaces, any script), but control, format and line-separator
- * characters and path separators become `_`, there is no leading dot or
- * dash, and it is at most `maxBytes` UTF-8 bytes, keeping a short extension.
+ * The sender's name as it may appear in an outbox file name: kept as far as possible, but control, format and
+ * separator characters become `_`, no leading dot or dash, at most `maxBytes` UTF-8 bytes.
  */
 export function outboxSafeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
   const replaced = original.replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}/\\]/gu, '_');

@@ -1,11 +1,7 @@
 /**
- * When an upload is complete. A file is stable once its fingerprint (inode,
- * size, mtime, and the same for its control sidecar) has stayed the same for
- * long enough: at least `stableForMs`, and at least PAUSE_FACTOR times the
- * longest pause seen between two changes while it grew (a slow link writes
- * in bursts with long gaps), but never more than `maxStableForMs`. A file
- * whose last byte is not a line break waits `unterminatedStableForMs` unless
- * a done marker vouches for it. Pure: observations and times in, verdict out.
+ * When an upload is complete: its fingerprint (inode, size, mtime, and its sidecar's) unchanged for at least
+ * `stableForMs` and PAUSE_FACTOR times the longest pause seen while it grew, at most `maxStableForMs`. A file
+ * not ending in a line break waits `unterminatedStableForMs` unless a done marker vouches for it. Pure.
  */
 import type { Stats } from 'node:fs';
 
@@ -19,10 +15,7 @@ export interface Observation {
   since: number;
   /** When this fingerprint was last seen, clock ms. */
   lastSeen: number;
-  /**
-   * The longest time an earlier fingerprint was seen unchanged before the file changed again (ms). Only
-   * time between two sightings counts, so a watcher busy elsewhere does not make a pause look longer.
-   */
+  /** The longest time an earlier fingerprint was seen unchanged before the file changed again (between sightings). */
   longestPauseMs: number;
 }
 
@@ -59,11 +52,7 @@ export function fingerprintKey(file: Stats, sidecar: Stats | null): string {
   return sidecar === null ? own : `${own}|ctl:${sidecar.ino}:${sidecar.size}:${sidecar.mtimeMs}`;
 }
 
-/**
- * The observation after seeing `key` at `now`. A change records how long the previous fingerprint was
- * seen unchanged. A clock that went backwards restarts the window rather than stretching it, and keeps
- * the pauses already seen.
- */
+/** The observation after seeing `key` at `now`; a clock that went backwards restarts the window. */
 export function observe(previous: Observation | undefined, key: string, now: number): Observation {
   if (previous === undefined) return { key, since: now, lastSeen: now, longestPauseMs: 0 };
   if (now < previous.lastSeen) return { key, since: now, lastSeen: now, longestPauseMs: previous.longestPauseMs };
@@ -81,10 +70,7 @@ export function requiredQuietMs(observation: Observation, patience: Patience): {
     : { ms: patience.stableForMs, reason: 'stable-window' };
 }
 
-/**
- * Whether the file can be offered at `now`. Without `end`, the verdict of the window alone (the caller
- * reads the last byte only once that passes, then asks again with it).
- */
+/** Whether the file can be offered at `now`; without `end`, the verdict of the window alone. */
 export function stabilityVerdict(observation: Observation, now: number, patience: Patience, end?: FileEnd): StabilityVerdict {
   let { ms, reason } = requiredQuietMs(observation, patience);
   if (end !== undefined && !end.terminated && !end.doneMarker && patience.unterminatedStableForMs > ms) {

@@ -1,8 +1,4 @@
-/**
- * The records the inbox hands to its caller: a candidate judged stable, a
- * claimed file in storage, an entry rejected without being opened, a
- * dotfile left lying in the inbox.
- */
+/** The records the inbox hands to its caller: a stable candidate, a claimed file, a rejected entry, a dotfile. */
 import type { EntryKind } from './kinds.js';
 
 /** A regular file in the inbox judged complete; offered through onCandidateReady. */
@@ -34,10 +30,7 @@ export interface ClaimedFile {
   sha256: string;
   /** The control sidecar moved along, `<storedPath>.ctl`. */
   controlPath?: string;
-  /**
-   * `<name>.done` was present at the claim (and consumed): the sender said the upload is complete. False for
-   * a file found in storage without its record (stopped mid-claim): whether a marker came with it is lost.
-   */
+  /** `<name>.done` was present at the claim and consumed; false for a file found in storage without its record. */
   doneMarker: boolean;
 }
 

@@ -1,15 +1,8 @@
 /**
- * The inbox watcher: keeps the set of names in the drop folder (from
- * chokidar hints and periodic full listings), judges each regular file's
- * stability itself with lstat against an injected Clock (stability.ts: the
- * window adapts to the pauses of the upload; an unterminated file waits
- * longer unless a `.done` marker vouches for it), offers stable files one at
- * a time, reports entries that are not regular files once, and tells of
- * dotfiles left lying long enough that someone may be waiting for them.
- *
- * chokidar events only say "look at this name"; every decision comes from
- * lstat at tick time, because events can be missed, duplicated or arrive in
- * either order (there is no rename event), and awaitWriteFinish fires early.
+ * The inbox watcher: keeps the set of names in the drop folder (chokidar hints and periodic listings), judges
+ * each regular file's stability itself with lstat against a Clock (stability.ts), offers stable files one at
+ * a time, and reports entries that are not regular files and long-lived dotfiles once. chokidar events only
+ * say "look at this name": events can be missed, duplicated or reordered, so every decision comes from lstat.
  */
 import { type FSWatcher, watch } from 'chokidar';
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -40,7 +33,6 @@ import type { ClaimedFile, IgnoredEntry, InboxCandidate, RejectedEntry } from '.
 /** A dotfile unchanged this many stability windows is reported once through onIgnored. */
 export const HIDDEN_NOTICE_WINDOWS = 12;
 
-/** Defaults of the inbox settings. */
 export const INBOX_DEFAULTS = {
   stableForMs: 5000,
   maxStableForMs: 600_000,
@@ -55,16 +47,10 @@ export const INBOX_DEFAULTS = {
 } as const;
 
 export interface InboxWatcherOptions {
-  /** The drop folder. Only its direct entries are considered; never recursed into. */
   inboxDir: string;
-  /** Daemon storage on the inbox's filesystem; claims go to `<storageDir>/claimed`. */
   storageDir: string;
-  /** Where non-regular entries are moved; default `<storageDir>/rejected`. */
   rejectedDir?: string;
-  /**
-   * Size and mtime must stay unchanged across observations at least this far apart (ms), and at least
-   * PAUSE_FACTOR (3) times the longest pause seen while the file grew. Default 5000.
-   */
+  /** Size and mtime unchanged this long (ms), and at least 3 times the longest pause seen while the file grew. */
   stableForMs?: number;
   /** The longest wait the pauses of an upload can impose (ms); never below stableForMs. Default 600000. */
   maxStableForMs?: number;
@@ -78,7 +64,6 @@ export interface InboxWatcherOptions {
   requireDoneMarker?: boolean;
   /** chokidar polling, for network shares where inotify sees nothing. CPU-heavy on large folders. Default false. */
   usePolling?: boolean;
-  /** chokidar poll interval when polling (ms). Default 1000. */
   pollIntervalMs?: number;
   /** Extra names never claimed: globs on the base name (`*`, `?`) or RegExps. */
   ignore?: readonly IgnorePattern[];
@@ -109,7 +94,6 @@ interface Resolved extends Patience {
   ignore: NameFilter;
 }
 
-/** What the watcher knows of one name. */
 interface Tracked {
   observation?: Observation;
   /** Whether the file ends with a line break, read once its window passed, for that fingerprint. */
@@ -124,16 +108,10 @@ interface Tracked {
 /** A name waiting in the inbox, for status displays. */
 export interface PendingEntry {
   name: string;
-  /** When its current size and mtime were first seen (clock ms); absent before the first observation. */
   unchangedSince?: number;
-  /**
-   * When it will be offered if it stays unchanged (clock ms). Its end is read only once the window
-   * passes, so an unterminated file's wait can grow then. Absent while it waits for its `.done` marker.
-   */
+  /** When it will be offered if it stays unchanged (clock ms); absent while it waits for its `.done` marker. */
   stableAt?: number;
-  /** How long it still waits, as of this call (ms). */
   waitsMs?: number;
-  /** What it waits for. */
   waitingFor?: WaitReason | 'done-marker';
 }
 
@@ -147,21 +125,16 @@ export class InboxWatcher {
   private readonly options: Resolved;
   private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError' | 'onIgnored'>;
   private root = '';
-  /** First path segments of our own folders when they sit inside the inbox. */
   private ownNames = new Set<string>();
   private readonly tracked = new Map<string, Tracked>();
   /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
   private readonly reported = new Map<string, string>();
-  /** Dotfiles reported through onIgnored, by name, with the inode reported. */
   private readonly hiddenNoticed = new Map<string, number>();
   private chokidar: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> = Promise.resolve();
   private passRunning = false;
-  /**
-   * Set inside onCandidateReady, so stop() called from the callback itself does not wait for its own pass.
-   * Disabled after each callback: on Node 20 an enabled AsyncLocalStorage slows every promise of the process.
-   */
+  /** Set inside onCandidateReady so stop() from the callback does not wait for its own pass; disabled after (Node 20 cost). */
   private readonly inCallback = new AsyncLocalStorage<true>();
   private running = false;
   private lastRescanAt = 0;
@@ -171,15 +144,15 @@ export class InboxWatcher {
     this.claimedDir = join(resolve(options.storageDir), 'claimed');
     this.rejectedDir = resolve(options.rejectedDir ?? join(options.storageDir, 'rejected'));
     this.options = {
-      stableForMs: positiveMs('stableForMs', options.stableForMs ?? INBOX_DEFAULTS.stableForMs),
-      maxStableForMs: positiveMs('maxStableForMs', options.maxStableForMs ?? INBOX_DEFAULTS.maxStableForMs),
+      stableForMs: wholeMs('stableForMs', options.stableForMs ?? INBOX_DEFAULTS.stableForMs, 1),
+      maxStableForMs: wholeMs('maxStableForMs', options.maxStableForMs ?? INBOX_DEFAULTS.maxStableForMs, 1),
       unterminatedStableForMs: wholeMs(
         'unterminatedStableForMs',
         options.unterminatedStableForMs ?? INBOX_DEFAULTS.unterminatedStableForMs,
       ),
-      rescanIntervalMs: positiveMs('rescanIntervalMs', options.rescanIntervalMs ?? INBOX_DEFAULTS.rescanIntervalMs),
-      checkIntervalMs: positiveMs('checkIntervalMs', options.checkIntervalMs ?? INBOX_DEFAULTS.checkIntervalMs),
-      pollIntervalMs: positiveMs('pollIntervalMs', options.pollIntervalMs ?? INBOX_DEFAULTS.pollIntervalMs),
+      rescanIntervalMs: wholeMs('rescanIntervalMs', options.rescanIntervalMs ?? INBOX_DEFAULTS.rescanIntervalMs, 1),
+      checkIntervalMs: wholeMs('checkIntervalMs', options.checkIntervalMs ?? INBOX_DEFAULTS.checkIntervalMs, 1),
+      pollIntervalMs: wholeMs('pollIntervalMs', options.pollIntervalMs ?? INBOX_DEFAULTS.pollIntervalMs, 1),
       requireDoneMarker: options.requireDoneMarker ?? INBOX_DEFAULTS.requireDoneMarker,
       usePolling: options.usePolling ?? INBOX_DEFAULTS.usePolling,
       watchEvents: options.watchEvents ?? INBOX_DEFAULTS.watchEvents,
@@ -233,22 +206,14 @@ export class InboxWatcher {
     this.tracked.clear();
   }
 
-  /**
-   * One pass: a listing when rescanIntervalMs has passed, then an lstat of
-   * every known name, offering the stable ones. Passes never overlap: a call
-   * during a pass runs after it. Never rejects; errors go to onError.
-   */
+  /** One pass: a listing when rescanIntervalMs has passed, then an lstat of every known name. Passes never overlap. */
   tick(): Promise<void> {
     const next = this.pass.then(() => this.runPass());
     this.pass = next;
     return next;
   }
 
-  /**
-   * Claims a candidate this watcher offered: rename into claimed/, re-check,
-   * hash. Resolves to null when nothing was claimed (gone, changed again, or
-   * its marker is gone); a changed file is offered again once stable.
-   */
+  /** Claims a candidate this watcher offered; null when nothing was claimed (gone, changed again, marker gone). */
   async claim(candidate: InboxCandidate): Promise<ClaimedFile | null> {
     if (!isPlainName(candidate.name) || candidate.path !== join(this.root, candidate.name)) {
       throw new InboxError(
@@ -326,11 +291,7 @@ export class InboxWatcher {
     for (const name of this.hiddenNoticed.keys()) if (!seen.has(name)) this.hiddenNoticed.delete(name);
   }
 
-  /**
-   * A dotfile is never taken; one not written to for HIDDEN_NOTICE_WINDOWS windows (an upload client's
-   * temp file is written to all along) is reported once per name and inode, so an operator learns why it
-   * is not paid.
-   */
+  /** A dotfile is never taken; one unchanged for HIDDEN_NOTICE_WINDOWS windows is reported once per name and inode. */
   private async noticeHidden(name: string): Promise<void> {
     const onIgnored = this.callbacks.onIgnored;
     if (onIgnored === undefined) return;
@@ -570,21 +531,11 @@ function ownEntryNames(root: string, dirs: string[]): Set<string> {
   return names;
 }
 
-function wholeMs(option: string, value: number): number {
-  if (!Number.isInteger(value) || value < 0) {
+function wholeMs(option: string, value: number, min = 0): number {
+  if (!Number.isInteger(value) || value < min) {
     throw new ConfigError(
       'INBOX_BAD_OPTION',
-      `Expected \`${option}\` to be a whole number of milliseconds from 0 and up, got ${String(value)} (${typeof value})`,
-    );
-  }
-  return value;
-}
-
-function positiveMs(option: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new ConfigError(
-      'INBOX_BAD_OPTION',
-      `Expected \`${option}\` to be a whole number of milliseconds from 1 and up, got ${String(value)} (${typeof value})`,
+      `Expected \`${option}\` to be a whole number of milliseconds from ${min} and up, got ${String(value)} (${typeof value})`,
     );
   }
   return value;

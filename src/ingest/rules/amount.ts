@@ -1,10 +1,7 @@
 /**
- * The payoutAmount rule: a strict plain decimal, positive, with no more
- * significant decimals than the currency's minor units, within limits.
- * Everything is decided on the text and with Decimal; the amount never
- * passes through a JavaScript float. Malformed amounts get a message that
- * says what is wrong with them (decimal comma, thousands separators,
- * exponent, sign), because that is what finance needs to fix the sheet.
+ * The payoutAmount rule: a strict plain decimal, positive, within the currency's minor units and the limits,
+ * decided on the text and with Decimal. Malformed amounts get a message saying what is wrong (decimal comma,
+ * thousands separators, exponent, sign).
  */
 import { decimalText, fractionDigits, isPlainDecimal, normalizeAmount, type Decimal } from '../../domain/money.js';
 import { quoteValue } from './row-error.js';
@@ -83,14 +80,7 @@ function limitText(limit: Decimal): string {
   return text;
 }
 
-/**
- * Compares two non-negative amounts in normal form (normalizeAmount: no
- * leading zeros, no trailing fractional zeros) on their text, without a
- * Decimal per row: a longer integer part is larger; equal integer parts are
- * decided by the fractions compared as digit strings (a missing digit reads
- * as 0, and normal form has no trailing zeros, so plain string order is
- * numeric order).
- */
+/** Compares two non-negative amounts in normal form on their text: longer integer part first, then the fractions as strings. */
 export function compareNormal(a: string, b: string): number {
   const dotA = a.indexOf('.');
   const dotB = b.indexOf('.');
@@ -103,11 +93,7 @@ export function compareNormal(a: string, b: string): number {
   return fracA === fracB ? 0 : fracA < fracB ? -1 : 1;
 }
 
-/**
- * Checks a plain, positive amount against the currency. Trailing fractional
- * zeros do not count as decimals (`100.50` is fine for a 2-digit currency,
- * `100.00` for JPY): the value, not the typing, must fit the minor unit.
- */
+/** Checks a plain, positive amount against the currency; trailing fractional zeros do not count as decimals. */
 export function amountRangeProblem(text: string, currency: string, minorUnits: number, limits: AmountLimits): AmountProblem | null {
   const normal = normalizeAmount(text);
   const digits = fractionDigits(normal);

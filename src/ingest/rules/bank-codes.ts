@@ -1,7 +1,4 @@
-/**
- * Bank identifiers with a checkable structure: BIC (ISO 9362) and the US ABA
- * routing transit number with its weighted checksum.
- */
+/** Bank identifiers with a checkable structure: BIC (ISO 9362) and the US ABA routing number's checksum. */
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 
 export type BicProblem = { kind: 'format' } | { kind: 'country'; country: string };

@@ -1,7 +1,4 @@
-/**
- * Validation rules ready to run: regexes compiled once, lists as sets,
- * lookups resolved, from the rules as configured (./options.ts, a zod schema).
- */
+/** Validation rules ready to run (regexes compiled once, lists as sets), from the configured rules (./options.ts). */
 import { ConfigError } from '../../domain/errors.js';
 import { Decimal } from '../../domain/money.js';
 import { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';

@@ -1,9 +1,4 @@
-/**
- * IBAN checks (ISO 13616): country prefix, the per-country length of the
- * SWIFT IBAN registry, and the mod-97 check digits. The BBAN's inner
- * structure is left to the bank: length plus check digits already catch
- * typos and transpositions.
- */
+/** IBAN checks (ISO 13616): country prefix, the registry's per-country length and the mod-97 check digits. */
 
 /** IBAN length per country, from the SWIFT IBAN registry. */
 const LENGTHS =

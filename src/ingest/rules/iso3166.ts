@@ -1,8 +1,4 @@
-/**
- * ISO 3166-1 alpha-2 country codes (the 249 officially assigned ones; no
- * user-assigned codes such as XK). Used for sender.country and for the
- * country part of a BIC.
- */
+/** ISO 3166-1 alpha-2 country codes (officially assigned only), for sender.country and a BIC's country. */
 
 const CODES = [
   'AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ',

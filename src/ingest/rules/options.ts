@@ -1,13 +1,7 @@
 /**
- * The validation rules as configuration: the zod schema the daemon config
- * embeds (every setting has a default, so `{}` is a complete config), the
- * built-in defaults, and the compiled form the row validator runs on
- * (regexes built once, lists as sets).
- *
- * Merging: `accountRules`, `minorUnits` and `amount.perCurrency` entries are
- * laid over the built-ins per currency (an entry `{}` in accountRules turns
- * the built-in checks for that currency off); list settings replace the
- * built-in list.
+ * The validation rules as configuration: the zod schema the daemon config embeds and the built-ins.
+ * `accountRules`, `minorUnits` and `amount.perCurrency` entries lay over the built-ins per currency (`{}` in
+ * accountRules turns that currency's checks off); list settings replace the built-in list.
  */
 import { z } from 'zod';
 import { FIELD_PATHS } from './fields.js';
@@ -19,11 +13,7 @@ export interface AccountRule {
   bankCode?: { pattern?: string; format?: 'bic' | 'aba' };
 }
 
-/**
- * Built-in account and bank-code rules per payout currency. Patterns are
- * matched against the whole trimmed value. They are examples of common
- * national formats, not a bank directory: override per deployment.
- */
+/** Built-in account and bank-code rules per payout currency: common national formats, not a bank directory. */
 export const BUILTIN_ACCOUNT_RULES: Readonly<Record<string, AccountRule>> = {
   // SEPA: IBAN (spaces allowed in the file, removed) and the bank's BIC.
   EUR: { accountNumber: { format: 'iban' }, bankCode: { format: 'bic' } },

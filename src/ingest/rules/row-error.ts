@@ -1,9 +1,4 @@
-/**
- * The one shape every ingest problem is reported in, file-level or per row,
- * and the stable codes an operator or finance can search for. Messages are
- * built to be safe to log: account numbers masked, id values and names never
- * echoed.
- */
+/** The one shape every ingest problem is reported in, and its stable codes. Messages are safe to log (accounts masked). */
 
 /** Problems that reject the whole file. */
 export const FILE_ERROR_CODES = [

@@ -1,14 +1,7 @@
-/**
- * Text hygiene for cell values: which spaces are trimmed, what counts as a
- * control character, which text a spreadsheet would run as a formula, and
- * lengths counted the way people count characters.
- */
+/** Text hygiene for cell values: trimming, control characters, formula-like text, lengths as people count them. */
 import { FORMULA_ESCAPE, formulaTrigger } from '../../domain/formula-text.js';
 
-/**
- * Removes leading and trailing ASCII spaces only. Tabs, CR and LF are left
- * in place on purpose so the control-character rule still sees them.
- */
+/** Removes leading and trailing ASCII spaces only; tabs, CR and LF stay for the control-character rule to see. */
 export function trimSpaces(value: string): string {
   let start = 0;
   let end = value.length;
@@ -17,11 +10,7 @@ export function trimSpaces(value: string): string {
   return value.slice(start, end);
 }
 
-/**
- * The value upper-cased as String.prototype.toUpperCase does it; the value itself when that changes nothing,
- * which for codes and currencies it nearly never does: toUpperCase is a call into V8's runtime for every
- * string, dearer than this scan, for each of the cells a row upper-cases.
- */
+/** The value upper-cased as toUpperCase does it; the value itself when that changes nothing (cheaper than the call). */
 export function upperCased(value: string): string {
   for (let i = 0; i < value.length; i++) {
     const code = value.charCodeAt(i);
@@ -52,11 +41,7 @@ export function firstControlCharacter(value: string): { position: number; descri
   return null;
 }
 
-/**
- * What makes a value formula-like (src/domain/formula-text.ts): its leading
- * trigger, or `'` and a trigger when it is formula-like text escaped as the
- * outbox writes it (a retry file's row of an older batch). Null otherwise.
- */
+/** What makes a value formula-like: its leading trigger, or `'` and a trigger (escaped as the outbox writes it); else null. */
 export function formulaLikeLead(value: string): string | null {
   const trigger = formulaTrigger(value);
   if (trigger !== null) return trigger;

@@ -1,9 +1,6 @@
 /**
- * Validates one row of cell values into a normalized PayoutRequest, as its
- * values (requestOfValues makes the request of them), or the list of
- * everything wrong with it (at most one error per field, the first problem
- * found). Pure: no IO, no state across rows. Uniqueness of
- * merchantReferenceId is the caller's job (it needs the database).
+ * Validates one row of cells into a normalized PayoutRequest's values, or everything wrong with it (at most one
+ * error per field). Pure; uniqueness of merchantReferenceId is the caller's job (it needs the database).
  */
 import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
@@ -31,19 +28,12 @@ export interface RowInput {
   columns: Partial<Record<FieldPath, string>>;
 }
 
-/**
- * A row as its cells in FIELD_PATHS order (as read, untrimmed; '' for a field the file lacks): what a
- * reader validates a million times a file. By position, not by field name: looking a cell up by a name
- * that changes at every step of the loop is a cost paid for every cell of a file.
- */
+/** A row as its cells in FIELD_PATHS order (as read, untrimmed; '' for a field the file lacks). */
 export interface RowCells extends Omit<RowInput, 'values'> {
   cells: readonly string[];
 }
 
-/**
- * A valid row's request as its values in FIELD_PATHS order (what the store keeps; the nested request is not
- * made here: a million-row file would make a million of them for nobody); or every problem of the row.
- */
+/** A valid row's request values in FIELD_PATHS order (what the store keeps), or every problem of the row. */
 export type RowValidation = { values: readonly string[] } | { errors: RowError[] };
 
 type Problem = { code: RowErrorCode; message: string };
@@ -62,10 +52,7 @@ const PAYOUT_CURRENCY = REQUEST_VALUE_INDEX.payoutCurrency;
 
 /** UPPER_CASED by position in FIELD_PATHS (looked up once per cell). */
 const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASED.has(field));
-/**
- * Fields checked for formula-like text, by position: every text field. The amount is not: its own
- * checks refuse a sign or an `=` with a clearer reason, and a valid amount never starts with a trigger.
- */
+/** Fields checked for formula-like text: every text field; the amount's own checks refuse a sign or `=`. */
 const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field !== 'payoutAmount');
 
 /** Fields whose text is checked for what a spreadsheet does to numbers and dates, by position. */
@@ -78,10 +65,7 @@ function triggerName(trigger: string): { starts: string; remove: string } {
   return { starts: JSON.stringify(trigger), remove: JSON.stringify(trigger) };
 }
 
-/**
- * Text a spreadsheet would run, refused so that it is never paid and never reaches a file finance opens
- * (a retry file holds what the row held). `lead` is the trigger, or `'` and a trigger (formulaLikeLead).
- */
+/** Text a spreadsheet would run, refused so that it is never paid nor reaches a file finance opens. */
 function formulaLikeProblem(field: FieldPath, lead: string): Problem {
   const trigger = triggerName(lead.slice(-1));
   if (lead.length === 1) {
