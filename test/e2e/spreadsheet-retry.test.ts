@@ -10,46 +10,25 @@
  * both rows to the right accounts. Skipped where `soffice` is absent
  * (Debian: `apt-get install libreoffice-calc-nogui`).
  */
-import { execFile, spawnSync } from 'node:child_process';
 import { mkdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { parse as parseCsv } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv, type BatchRow } from './batch-files.js';
 import { startE2e, waitFor } from './harness.js';
+import { CSV_IMPORT, SOFFICE, SOFFICE_SKIP_REASON, convertWithLibreOffice } from './libreoffice.js';
 
-const run = promisify(execFile);
-
-const SOFFICE = spawnSync('soffice', ['--version'], { stdio: 'ignore', timeout: 60_000 }).status === 0 ? 'soffice' : null;
-const SKIP_REASON = 'soffice (LibreOffice) not found: install libreoffice-calc-nogui to run this test';
+const SKIP_REASON = SOFFICE_SKIP_REASON;
 if (!SOFFICE) console.warn(`spreadsheet-retry.test.ts skipped: ${SKIP_REASON}`);
 
-/** LibreOffice's Text CSV import as its dialog opens: comma, `"`, UTF-8, line 1, standard columns. */
-const CSV_IMPORT = 'CSV:44,34,76,1,,0,false,false,false,false,false,false,true';
 /** Saved as CSV: comma, `"`, UTF-8. */
 const CSV_EXPORT = 'csv:Text - txt - csv (StarCalc):44,34,76,1';
 
-/** Converts `file` with LibreOffice headless into `outDir` (own profile, so parallel runs do not collide). */
+/** Converts `file` with LibreOffice headless into `outDir`; the path of the file written. */
 async function libreOffice(file: string, to: string, outDir: string, profileDir: string, infilter?: string): Promise<string> {
   await mkdir(outDir, { recursive: true });
-  await run(
-    SOFFICE as string,
-    [
-      `-env:UserInstallation=${pathToFileURL(profileDir).href}`,
-      '--headless',
-      '--norestore',
-      ...(infilter ? [`--infilter=${infilter}`] : []),
-      '--convert-to',
-      to,
-      '--outdir',
-      outDir,
-      file,
-    ],
-    { timeout: 180_000, maxBuffer: 16 * 1024 * 1024 },
-  );
+  await convertWithLibreOffice([file], to, outDir, profileDir, infilter);
   return join(outDir, basename(file).replace(/\.[a-z]+$/, `.${to.split(':')[0] as string}`));
 }
 
