@@ -1,8 +1,4 @@
-/**
- * The references of retry rows: `<base>-R<n>` is round n of the payout
- * `<base>` (src/report/retry.ts makes them; the intake checks a retry row
- * against the rows it retries).
- */
+/** Retry references: `<base>-R<n>` is round n of the payout `<base>` (made by report/retry.ts, checked at intake). */
 
 const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
 

@@ -1,10 +1,6 @@
 /**
- * Retry rows checked against the rows they retry: a row `INV-7-R1` whose
- * account number is INV-7's with its leading zeros gone is what a
- * spreadsheet makes of a retry file opened and saved as CSV, and would pay
- * a different account. Such a row is refused (LEADING_ZEROS_LOST), never
- * paid. The originals come from the database through the caller's lookup
- * (the intake's, `payoutd validate`'s), a chunk of rows at a time.
+ * Retry rows checked against the rows they retry (read through the caller's database lookup): an account
+ * that lost its original's leading zeros in a spreadsheet would pay another account, so the row is refused.
  */
 import { decodeRequestValues } from '../../domain/request-values.js';
 import { retriedReferences } from '../../domain/retry-reference.js';

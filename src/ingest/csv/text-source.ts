@@ -1,10 +1,7 @@
 /**
- * The bytes of a CSV batch as UTF-8, whatever they were written in: a
- * `.csv.gz` is decompressed as it is read (node:zlib), and a file in another
- * encoding is decoded with the WHATWG TextDecoder (Node's full ICU) into
- * UTF-8 on the way. `batch.format.encoding: auto` decides from the bytes:
- * a UTF-16 byte order mark, else UTF-8 when every byte is, else
- * Windows-1252 (what Excel's "CSV" saves on Western Windows).
+ * A CSV batch's bytes as UTF-8: a `.csv.gz` decompressed while read, another encoding decoded by TextDecoder.
+ * `encoding: auto` decides from the bytes: a UTF-16 byte order mark, else UTF-8 if every byte is, else
+ * Windows-1252 (Excel's "CSV" on Western Windows).
  */
 import { createReadStream } from 'node:fs';
 import { PassThrough, Transform, Writable, type Readable } from 'node:stream';

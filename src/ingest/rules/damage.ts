@@ -1,12 +1,6 @@
 /**
- * What a spreadsheet does to a value it takes for a number or a date, seen
- * in the text of a cell: an identifier in scientific notation
- * (`1.21800012345679E+17`: the digits after the 15th are gone) and a
- * reference turned into a date (`7-Jan`, `01/07/2026`). Such a value is
- * never what was meant, so the row is refused, saying what probably
- * happened and what to do. (Amounts with separators or a decimal comma are
- * amount.ts's; leading zeros lost from a retry row's account need the
- * original row, and are checked at intake.)
+ * What a spreadsheet does to a value it takes for a number or a date, seen in a cell's text: identifiers in
+ * scientific notation, references turned into dates, and (given the original row) lost leading zeros.
  */
 import { maskAccountNumber } from '../../domain/payout.js';
 import type { FieldPath } from './fields.js';

@@ -1,9 +1,4 @@
-/**
- * A configured pattern said in words, for messages to finance: `\d{10,16}`
- * is "10 to 16 digits", `\d{3}|\d{8}` is "3 or 8 digits". Patterns beyond
- * these simple shapes are named as they are configured, after the words
- * that can be said ("does not have the PHP format ...").
- */
+/** A configured pattern said in words for finance (`\d{10,16}`: "10 to 16 digits"), where it has a simple shape. */
 
 interface Shape {
   /** What each character is: 'digits', 'letters and digits', ... */

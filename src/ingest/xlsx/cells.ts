@@ -1,11 +1,7 @@
 /**
- * A workbook cell as the text a clerk sees, for the row rules that read
- * text. Text cells are taken as they are; number cells become exact
- * decimal text (an .xlsx number is a double: one with more than 15
- * significant digits may not be the digits typed, so it is refused, never
- * rounded); date cells and long numbers in identifier columns are what a
- * spreadsheet makes of a reference or an account number, and are refused
- * with a reason in words.
+ * A workbook cell as the text a clerk sees: numbers as exact decimals (more than 15 significant digits are
+ * refused, never rounded); dates, and long numbers in identifier columns, refused as what a spreadsheet made
+ * of the value.
  */
 import { Decimal } from '../../domain/money.js';
 import type { FieldPath } from '../rules/fields.js';

@@ -1,11 +1,6 @@
 /**
- * Reads the rows of one sheet of an .xlsx batch with exceljs's streaming
- * WorkbookReader, so a large workbook never sits in memory: each row as its
- * cells (SheetCell) with its row number, the line its messages name. Styles
- * are read, so a date cell comes as a date and a number keeps its format.
- * A workbook that cannot be a batch (encrypted, not a zip, a formula in a
- * cell, no such sheet, several sheets and none named) is refused with a
- * reason in words (SheetRefusal).
+ * The rows of one sheet of an .xlsx batch, streamed by exceljs's WorkbookReader (styles read, so dates and
+ * number formats are known). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
  */
 import { open } from 'node:fs/promises';
 import type { SheetCell } from './cells.js';
