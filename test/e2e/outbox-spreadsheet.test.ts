@@ -262,6 +262,6 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         await rm(work, { recursive: true, force: true });
       }
     },
-    240_000,
+    480_000,
   );
 });
