@@ -86,7 +86,6 @@ export class ApiError extends PayoutdError {
   }
 }
 
-/** Is the thrown value an ApiError of one of these kinds? */
 export function isApiError(err: unknown, ...kinds: ApiErrorKind[]): err is ApiError {
   return err instanceof ApiError && (kinds.length === 0 || kinds.includes(err.kind));
 }

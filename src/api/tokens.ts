@@ -51,7 +51,6 @@ export function credentialTimes(
 }
 
 export interface TokenSource {
-  /** access-token call. */
   acquire(): Promise<Credentials>;
   /** refresh-token call; throws on failure. */
   refresh(refreshToken: string): Promise<Credentials>;

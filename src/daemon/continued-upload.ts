@@ -23,7 +23,6 @@ import { identityOf, outboxName, rowOutcome } from './outbox.js';
 
 export interface ContinuedUploadContext {
   db: Database;
-  /** The outbox folder. */
   dir: string;
   bom: boolean;
   /** config batch.format.maxRecordBytes: the largest record read from the file. */
@@ -119,7 +118,6 @@ async function readPart(db: Database, batchId: string): Promise<UploadContinuedN
   return { firstLine, lastLine, rows, outcomes };
 }
 
-/** The notice in one line. */
 function noteOf(n: UploadContinuedNotice, noticeName: string): string {
   if (n.rewritten) {
     return `rewritten after it was taken (now ${n.sizeNow} bytes; its first ${n.takenBytes} bytes are not those read): compare it with the result file (${noticeName})`;

@@ -37,7 +37,6 @@ export interface DaemonDeps {
   service: PayoutService;
   clock: Clock;
   logger: Logger;
-  /** Metrics hooks (optional). */
   onCreateOutcome?: (outcome: string) => void;
   onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
   onPolled?: (payouts: number, lagMs: number) => void;

@@ -51,7 +51,6 @@ export function remainderLine(input: InputLine, delimiter: string): { bytes: Uin
   return { bytes: Buffer.from(written, 'utf8'), escaped: true };
 }
 
-/** What a remainder file holds. */
 export interface RemainderFile {
   path: string;
   rows: number;

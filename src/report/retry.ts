@@ -74,7 +74,6 @@ export function retryRecord(values: readonly string[], reference: string): strin
 
 /** What the retry file needs from the store (store/reports.ts provides both). */
 export interface RetrySource {
-  /** The batch's CANCELLED rows in line order. */
   cancelledRows(): Rows<RetrySourceRow>;
   /** States of the rows using each of these references; unused references are absent. */
   referenceStates(references: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;

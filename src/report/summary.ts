@@ -105,7 +105,6 @@ function totalRow(status: RowOutcomeStatus | 'ALL', rowCount: number): SummaryRo
   return { status, measure: 'rows', currency: '', rowCount, amount: null, rowsNotSummed: null };
 }
 
-/** The summary of some outcomes (pure). */
 export function summarize(outcomes: Iterable<RowOutcome>): BatchSummary {
   const acc = new SummaryAccumulator();
   for (const o of outcomes) acc.add(o);

@@ -56,7 +56,6 @@ export interface BatchIdentity {
 /** What a summary line adds up. `rows` is the per-status (and grand) total line. */
 export type SummaryMeasure = 'payout_amount' | 'deduction_amount' | 'total_fee' | 'rows';
 
-/** One line of the summary file. */
 export interface SummaryRow {
   /** A row status, or `ALL` on the grand total line. */
   status: RowOutcomeStatus | 'ALL';
@@ -87,7 +86,6 @@ export interface AtomicWriteOptions {
   signal?: AbortSignal;
 }
 
-/** Options of every outbox writer. */
 export interface OutboxOptions extends AtomicWriteOptions {
   /** Start the file with a UTF-8 BOM so Excel reads it as UTF-8 (config `outbox.bom`, default true). */
   bom?: boolean;

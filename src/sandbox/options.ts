@@ -1,6 +1,7 @@
 /**
  * The sandbox's options: the zod schema of the JSON config file form (its defaults are the wire contract's
  * answers, shared/design/contract.md), the types inferred from it, resolution and the config file loader.
+ * Every option, its default and meaning are listed in docs/sandbox.md.
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';

@@ -9,8 +9,11 @@ import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
 
+/** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
+  /** This process, unique among the instances sharing the database. */
   instanceId: string;
+  /** A claim not renewed for this long is taken over. */
   leaseMs: number;
 }
 

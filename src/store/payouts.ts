@@ -115,20 +115,20 @@ export function rowsInState(db: Database | Knex.Transaction, state: IndexedState
   return db('payouts').where(db.raw(`state = '${state}'`));
 }
 
-/**
- * The stored requests of a batch's READY rows, a page at a time (a million-row batch never sits in memory),
- * in line order: the order of the (batch_id, state, line) index, so a page is read without sorting the rest.
- */
-export async function* readyRequestPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<string[]> {
+/** The rows `rows()` selects, in line order, a page at a time by keyset on line (a large batch never sits in memory). */
+export async function* pagesByLine<T extends { line: number }>(rows: () => Knex.QueryBuilder, pageSize: number): AsyncGenerator<T[]> {
   for (let afterLine = -1; ;) {
-    const rows = (await db('payouts')
-      .where({ batch_id: batchId, state: 'READY' })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)
-      .select('line', 'request_values')) as { line: number; request_values: string }[];
-    if (rows.length > 0) yield rows.map((r) => r.request_values);
-    if (rows.length < pageSize) return;
-    afterLine = Number(rows[rows.length - 1]?.line);
+    const page = (await rows().andWhere('line', '>', afterLine).orderBy('line').limit(pageSize)) as T[];
+    const last = page[page.length - 1];
+    if (last === undefined) return;
+    yield page;
+    if (page.length < pageSize) return;
+    afterLine = last.line;
   }
+}
+
+/** The stored requests of a batch's READY rows in line order, the order of the (batch_id, state, line) index. */
+export async function* readyRequestPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<string[]> {
+  const ready = () => db('payouts').where({ batch_id: batchId, state: 'READY' }).select('line', 'request_values');
+  for await (const page of pagesByLine<{ line: number; request_values: string }>(ready, pageSize)) yield page.map((r) => r.request_values);
 }

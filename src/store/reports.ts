@@ -3,7 +3,7 @@
  * and the states holding a merchantReferenceId (retry files). Queries of many rows page with a keyset.
  */
 import type { Database } from './db.js';
-import { COLUMNS, fromColumns, type PayoutRow } from './payouts.js';
+import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, writtenMoney, type WrittenMoneyField } from './request-fields.js';
 
 /** A payout row with the name of the file it came from, its money cells as written (never NULL where its request has them). */
@@ -51,18 +51,8 @@ export async function* payoutsCreatedBetween(
 
 /** The CANCELLED rows of a batch in line order, read in pages. */
 export async function* cancelledRowsOfBatch(db: Database, batchId: string, pageSize = DEFAULT_REPORT_PAGE_SIZE): AsyncGenerator<PayoutRow> {
-  let afterLine = -1;
-  for (;;) {
-    const page = (await db('payouts')
-      .where({ batch_id: batchId, state: 'CANCELLED' })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)) as Record<string, unknown>[];
-    for (const r of page) yield fromColumns(r);
-    const last = page[page.length - 1];
-    if (page.length < pageSize || !last) return;
-    afterLine = last.line as number;
-  }
+  const cancelled = () => db('payouts').where({ batch_id: batchId, state: 'CANCELLED' });
+  for await (const page of pagesByLine<Record<string, unknown> & { line: number }>(cancelled, pageSize)) yield* page.map(fromColumns);
 }
 
 export async function countCancelledRows(db: Database, batchId: string): Promise<number> {

@@ -1,7 +1,7 @@
 /** The rows of a batch as its result and interim files show them, read out of the stored request in SQL, a page at a time. */
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
-import { COLUMNS, type PayoutRow } from './payouts.js';
+import { COLUMNS, pagesByLine, type PayoutRow } from './payouts.js';
 import { requestFieldAt, writtenMoney } from './request-fields.js';
 
 /** A row as the result and interim files show it (src/daemon/outbox.ts). */
@@ -46,20 +46,7 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
 }
 
 /** All rows of a batch in line order, a page at a time, with only what the files show. */
-export async function* resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
+export function resultRowPages(db: Database, batchId: string, pageSize = 5000): AsyncGenerator<BatchResultRow[]> {
   const columns = resultSelection(db);
-  let afterLine = -1;
-  for (;;) {
-    const rows = (await db('payouts')
-      .where({ batch_id: batchId })
-      .andWhere('line', '>', afterLine)
-      .orderBy('line')
-      .limit(pageSize)
-      .select(columns)) as BatchResultRow[];
-    const last = rows[rows.length - 1];
-    if (last === undefined) return;
-    yield rows;
-    if (rows.length < pageSize) return;
-    afterLine = last.line;
-  }
+  return pagesByLine<BatchResultRow>(() => db('payouts').where({ batch_id: batchId }).select(columns), pageSize);
 }

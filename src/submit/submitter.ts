@@ -28,7 +28,6 @@ import {
 import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
 
 export interface SubmitterOptions {
-  /** Creates in flight at once. */
   concurrency: number;
   /** Backoff of a row whose create was refused in a retryable way. */
   retry: BackoffPolicy;

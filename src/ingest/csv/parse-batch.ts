@@ -123,6 +123,7 @@ export interface BatchParseResult {
   rowCount: number;
   validCount: number;
   invalidCount: number;
+  /** Row errors found, including those beyond the first `maxStoredErrors` kept in storedErrors. */
   errorCount: number;
   storedErrors: RowError[];
   controlTotals: ControlTotals[];

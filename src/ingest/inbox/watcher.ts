@@ -47,8 +47,11 @@ export const INBOX_DEFAULTS = {
 } as const;
 
 export interface InboxWatcherOptions {
+  /** The drop folder; only its direct entries are considered. */
   inboxDir: string;
+  /** Daemon storage on the inbox's filesystem; claims go to `<storageDir>/claimed`. */
   storageDir: string;
+  /** Where non-regular entries are moved; default `<storageDir>/rejected`. */
   rejectedDir?: string;
   /** Size and mtime unchanged this long (ms), and at least 3 times the longest pause seen while the file grew. */
   stableForMs?: number;
