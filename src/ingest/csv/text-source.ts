@@ -4,7 +4,7 @@
  * Windows-1252 (Excel's "CSV" on Western Windows).
  */
 import { createReadStream } from 'node:fs';
-import { PassThrough, Transform, Writable, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { lineAtByte, lineAtByteOf } from './lines.js';
@@ -62,7 +62,7 @@ export interface TextSource {
   /** Decided from the bytes (`encoding: auto`): the ack says which. */
   detected: boolean;
   /** The streams from the file to UTF-8 bytes, fresh for each read. */
-  streams(readChunkBytes?: number): [Readable, Transform, Transform];
+  streams(readChunkBytes?: number): [Readable, ...Transform[]];
   /** The line holding byte `offset` of the UTF-8 bytes (for a bad byte in a UTF-8 file). */
   lineAt(offset: number): Promise<number>;
 }
@@ -71,8 +71,9 @@ function isUtf8Name(name: string): boolean {
   return new TextDecoder(name).encoding === 'utf-8';
 }
 
-function rawStreams(path: string, kind: 'text' | 'gzip', readChunkBytes: number): [Readable, Transform] {
-  return [createReadStream(path, { highWaterMark: readChunkBytes }), kind === 'gzip' ? createGunzip() : new PassThrough()];
+function rawStreams(path: string, kind: 'text' | 'gzip', readChunkBytes: number): [Readable, ...Transform[]] {
+  const file = createReadStream(path, { highWaterMark: readChunkBytes });
+  return kind === 'gzip' ? [file, createGunzip()] : [file];
 }
 
 /** The first `max` bytes the streams give (fewer when there are fewer). */
@@ -122,10 +123,10 @@ export async function textSource(path: string, kind: 'text' | 'gzip', encodingOp
   const detected = encodingOption === 'auto';
   const encoding = detected ? await detectEncoding(path, kind) : new TextDecoder(encodingOption).encoding;
   const utf8 = isUtf8Name(encoding);
-  const streams = (readChunkBytes = 64 * 1024): [Readable, Transform, Transform] => [
-    ...rawStreams(path, kind, readChunkBytes),
-    utf8 ? new PassThrough() : new Transcode(encoding),
-  ];
+  const streams = (readChunkBytes = 64 * 1024): [Readable, ...Transform[]] => {
+    const raw = rawStreams(path, kind, readChunkBytes);
+    return utf8 ? raw : [...raw, new Transcode(encoding)];
+  };
   return {
     kind,
     encoding,
@@ -134,7 +135,7 @@ export async function textSource(path: string, kind: 'text' | 'gzip', encodingOp
     lineAt: (offset) => {
       if (kind === 'text') return lineAtByte(path, offset);
       const [file, gunzip] = rawStreams(path, kind, 64 * 1024);
-      return lineAtByteOf(file.pipe(gunzip), offset);
+      return lineAtByteOf(gunzip ? file.pipe(gunzip) : file, offset);
     },
   };
 }
