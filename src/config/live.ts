@@ -18,7 +18,12 @@ export const LIVE_OPTIONS: readonly string[] = [
   'poll.maxCallsPerPass',
   'poll.concurrency',
   'poll.deferWhileSendingMs',
+  // Read by the notification dispatcher at each pass (src/notify); secrets are files, named here, never shown.
+  'notify',
 ];
+
+/** Live options whose values are not shown in a change's report: a URL or an address list may carry a token. */
+const UNSHOWN: readonly string[] = ['notify.webhooks', 'notify.email'];
 
 /** Derived from options, not options themselves: never reported. */
 const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir']);
@@ -31,6 +36,8 @@ export interface OptionChange {
   /** Old and new value, for live options only (restart options may be secrets: named, never shown). */
   from?: unknown;
   to?: unknown;
+  /** A live option whose values are not shown (notification targets). */
+  hidden?: boolean;
 }
 
 export function isLiveOption(path: string): boolean {
@@ -71,14 +78,16 @@ function writeAt(config: unknown, path: string, value: unknown): void {
 export function optionChanges(running: ResolvedConfig, next: ResolvedConfig): OptionChange[] {
   const paths: string[] = [];
   differingPaths(running, next, [], paths);
-  return paths.map((path) =>
-    isLiveOption(path) ? { path, live: true, from: valueAt(running, path), to: valueAt(next, path) } : { path, live: false },
-  );
+  return paths.map((path) => {
+    if (!isLiveOption(path)) return { path, live: false };
+    if (UNSHOWN.some((u) => path === u || path.startsWith(`${u}.`))) return { path, live: true, hidden: true };
+    return { path, live: true, from: valueAt(running, path), to: valueAt(next, path) };
+  });
 }
 
 /** Applies the live options of `next` to `running` in place and returns every change, live or not. */
 export function applyLiveOptions(running: ResolvedConfig, next: ResolvedConfig): OptionChange[] {
   const changes = optionChanges(running, next);
-  for (const c of changes) if (c.live) writeAt(running, c.path, c.to);
+  for (const c of changes) if (c.live) writeAt(running, c.path, valueAt(next, c.path));
   return changes;
 }

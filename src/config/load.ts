@@ -182,6 +182,10 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   if (c.api.privateKeyFile) c.api.privateKeyFile = abs(c.api.privateKeyFile);
   if (c.webhook.secretFile) c.webhook.secretFile = abs(c.webhook.secretFile);
   if (c.webhook.tls) c.webhook.tls = { certFile: abs(c.webhook.tls.certFile), keyFile: abs(c.webhook.tls.keyFile) };
+  for (const w of c.notify.webhooks) if (w.secretFile) w.secretFile = abs(w.secretFile);
+  const email = c.notify.email;
+  if (email?.passwordFile) email.passwordFile = abs(email.passwordFile);
+  if (email?.caFile) email.caFile = abs(email.caFile);
   const credentials = input.env.CREDENTIALS_DIRECTORY;
   // systemd LoadCredential=: secrets arrive as files readable only by the service.
   if (credentials) {
@@ -210,6 +214,13 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     throw new ConfigError(
       'CONFIG_INVALID',
       'webhook.enabled is true, so webhook.secret, webhook.secretFile or the credential webhook-secret must be set',
+    );
+  }
+  const unsigned = c.notify.webhooks.findIndex((w) => !w.secretFile && !w.secretCredential);
+  if (unsigned >= 0) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `notify.webhooks.${unsigned}: needs secretFile or secretCredential (its whsec_ signing secret)`,
     );
   }
   if (c.database.client === 'pg' && !c.database.url)

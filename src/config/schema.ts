@@ -5,11 +5,68 @@
 import { z } from 'zod';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
+import { BATCH_EVENT_TYPES } from '../domain/batch-events.js';
 
 const ms = (def: number) => z.number().int().min(0).default(def);
 const positive = (def: number) => z.number().int().min(1).default(def);
 const PORT = { error: 'must be a port number 1-65535 (or 0 for any free port)' };
 const port = (def: number) => z.number().int(PORT).min(0, PORT).max(65535, PORT).default(def);
+
+/** Batch event types a channel may be limited to (src/domain/batch-events.ts). */
+const eventTypes = z.array(z.enum(BATCH_EVENT_TYPES)).optional();
+
+/** Outgoing notifications of batch events (docs/notifications.md); all live: a SIGHUP applies a change at the next pass. */
+export const notifySchema = z
+  .object({
+    /**
+     * A progress event per ACTIVE batch at most this often: when `percent` more of its rows are final since
+     * the last one, or `ms` passed and some moved.
+     */
+    progressEvery: z.object({ ms: positive(600_000), percent: z.number().positive().max(100).default(10) }).prefault({}),
+    /** How long (ms) an event is retried on a channel that does not take it before it is given up (logged at error). 24 h. */
+    retryFor: positive(86_400_000),
+    /** Backoff between attempts of a channel that failed. */
+    retry: z.object({ baseMs: positive(5_000), maxMs: positive(600_000) }).prefault({}),
+    /** Each delivery attempt gives up after this long. */
+    timeoutMs: positive(10_000),
+    /**
+     * HTTP endpoints of the merchant's own systems, each sent every event (or those in `events`) as a signed
+     * POST (Standard Webhooks). The secret (`whsec_…`) from `secretFile` or the systemd credential `secretCredential`.
+     */
+    webhooks: z
+      .array(
+        z.object({
+          url: z.url({ protocol: /^https?$/ }),
+          /** Names the endpoint in logs and metrics; default its host and path. */
+          name: z.string().min(1).optional(),
+          secretFile: z.string().optional(),
+          secretCredential: z.string().optional(),
+          events: eventTypes,
+        }),
+      )
+      .default([]),
+    /** Mail through an SMTP server (STARTTLS), plain text. Password from `passwordFile` or the credential `passwordCredential`. */
+    email: z
+      .object({
+        host: z.string().min(1),
+        port: port(587),
+        /** Refuse to send unless the server upgrades to TLS (STARTTLS); false only for a server on this host. */
+        startTls: z.boolean().default(true),
+        /** CA certificate (PEM) of a server with a private certificate. */
+        caFile: z.string().optional(),
+        user: z.string().optional(),
+        passwordFile: z.string().optional(),
+        passwordCredential: z.string().optional(),
+        from: z.string().min(3),
+        to: z.array(z.string().min(3)).min(1),
+        /** Default: every event but progress. */
+        events: eventTypes,
+      })
+      .optional(),
+    /** Write `<batch>.status.csv` (and `.xlsx` with outbox.xlsx) in the outbox on each event. */
+    statusFiles: z.boolean().default(true),
+  })
+  .prefault({});
 
 const codeTreatment = z.object({
   kind: z.enum(['retryable', 'rejected', 'ambiguous', 'auth']),
@@ -203,6 +260,7 @@ export const configSchema = z
         eventRetentionDays: positive(30),
       })
       .prefault({}),
+    notify: notifySchema,
     /** Several instances on one PostgreSQL database (database.client pg). */
     instance: z
       .object({

@@ -25,7 +25,8 @@ import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
 import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
-import { BatchOutbox, removeStaleTempFiles } from './outbox.js';
+import { NotificationDispatcher, ProgressEvents, type DeliveryOutcomeLabel } from '../notify/index.js';
+import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
@@ -40,6 +41,7 @@ export interface DaemonDeps {
   onCreateOutcome?: (outcome: string) => void;
   onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
   onPolled?: (payouts: number, lagMs: number) => void;
+  onNotification?: (channel: string, outcome: DeliveryOutcomeLabel) => void;
   /** Chaos testing only (PAYOUTD_FAULT_KILL_AT). */
   faultPoint?: FaultPoint;
 }
@@ -61,6 +63,8 @@ export class PayoutDaemon {
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
   private readonly finisher: BatchFinisher;
+  private readonly notifications: NotificationDispatcher;
+  private readonly progressEvents: ProgressEvents;
   private readonly stopWork = new AbortController();
   private readonly abortCalls = new AbortController();
   private readonly loops: WorkLoop[] = [];
@@ -205,6 +209,11 @@ export class PayoutDaemon {
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );
+    this.notifications = new NotificationDispatcher(
+      { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
+      { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, alone: !this.shared },
+    );
+    this.progressEvents = new ProgressEvents({ db, config, clock, logger });
   }
 
   get claimedDir(): string {
@@ -257,7 +266,14 @@ export class PayoutDaemon {
       },
       pass: (s) => pollPass.run(s),
     });
-    this.loops.push(this.submitLoop, this.pollLoop, finishLoop);
+    // Notifications in a loop of their own: a receiver that is slow or down never holds up a payout.
+    const notifyLoop = new WorkLoop({
+      name: 'notify',
+      logger,
+      idleMs: 1000,
+      pass: async (s) => (await this.progressEvents.pass()) + (await this.notifications.pass(s)),
+    });
+    this.loops.push(this.submitLoop, this.pollLoop, finishLoop, notifyLoop);
     // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
     await this.watcher.start();
     for (const loop of this.loops) loop.start(signal);

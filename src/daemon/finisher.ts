@@ -3,7 +3,10 @@
  * result files and becomes COMPLETE; outbox files that should exist are written late; what the watch of taken
  * files found is answered in the outbox.
  */
+import { basename } from 'node:path';
 import type { Logger } from 'pino';
+import type { BatchEventData } from '../domain/batch-events.js';
+import type { ResultFiles } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
@@ -37,6 +40,25 @@ export interface FinisherOptions {
   leaseMs: number;
   /** Several instances share the database: one writer per result file, by lease. */
   shared: boolean;
+}
+
+/** What a `completed` event says: rows per status, payout and deduction totals per status and currency, the files written. */
+export function completedEventData(files: ResultFiles): BatchEventData {
+  const totals = (measure: 'payout_amount' | 'deduction_amount'): Record<string, Record<string, string>> => {
+    const out: Record<string, Record<string, string>> = {};
+    for (const r of files.summary.rows) {
+      if (r.measure !== measure || r.status === 'ALL' || r.amount === null) continue;
+      (out[r.status] ??= {})[r.currency] = r.amount;
+    }
+    return out;
+  };
+  return {
+    rows: files.summary.rowCount,
+    counts: { ...files.summary.statusCounts },
+    payoutTotals: totals('payout_amount'),
+    deductionTotals: totals('deduction_amount'),
+    files: [basename(files.resultPath), basename(files.summaryPath)],
+  };
 }
 
 /** How long the outbox repair leaves a batch to the intake writing its files itself. */
@@ -115,6 +137,7 @@ export class BatchFinisher {
         id,
         { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
         clock.now(),
+        { type: 'completed', data: completedEventData(files) },
       );
       this.deps.onCompleted?.();
       logger.info(

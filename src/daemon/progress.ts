@@ -1,4 +1,4 @@
-/** The progress line an operator follows: per ACTIVE batch, at most every PROGRESS_EVERY_MS, rows per state, rate, time left. */
+/** The debug log's progress line: per ACTIVE batch, at most every PROGRESS_EVERY_MS, rows per state, rate, time left. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
@@ -28,7 +28,7 @@ export class ProgressLog {
       const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
       const rate = created / elapsedS;
       const left = total - created;
-      this.logger.info(
+      this.logger.debug(
         {
           batchId: b.id,
           total,

@@ -140,6 +140,7 @@ export async function startDaemon(
         onCreateOutcome: m ? (outcome) => m.creates.inc({ outcome }) : undefined,
         onBatchEvent: m ? (outcome) => m.files.inc({ outcome }) : undefined,
         onPolled: m ? (_n, lagMs) => m.pollLag.set(lagMs / 1000) : undefined,
+        onNotification: m ? (channel, outcome) => m.notifications.inc({ channel, outcome }) : undefined,
         faultPoint,
       },
       {

@@ -109,7 +109,7 @@ export class BatchHolds {
     for (const id of await listBalanceHoldsDue(db, now)) {
       const verdict = this.deps.balance ? await this.deps.balance.check(id, this.deps.signal) : { ok: true, reason: null };
       if (verdict.ok) {
-        await releaseBatchHold(db, id, clock.now());
+        await releaseBatchHold(db, id, clock.now(), 'balance-covered');
         logger.info({ batchId: id }, 'balance hold released: resuming the batch');
       } else {
         await holdBatch(db, id, balanceShortHold(verdict.reason, now, this.o.balanceRecheckMs), now);

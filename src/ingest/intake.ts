@@ -10,6 +10,7 @@ import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { BatchHold } from '../domain/holds.js';
+import type { BatchEventInput } from '../domain/batch-events.js';
 import {
   type Database,
   claimBatchLease,
@@ -31,6 +32,9 @@ import {
 import { BatchReadError, batchFileKind, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
+
+/** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
+type BatchEventChange = Omit<BatchEventInput, 'batchId'>;
 
 export interface IntakeOptions {
   format: BatchFormatOptions;
@@ -229,9 +233,9 @@ export class BatchIntake {
   }
 
   /** Writes `patch` to the batch's record and returns the record as it now is. */
-  private async move(batch: BatchRecord, patch: Partial<BatchRecord>): Promise<BatchRecord> {
+  private async move(batch: BatchRecord, patch: Partial<BatchRecord>, event?: BatchEventChange): Promise<BatchRecord> {
     const now = this.deps.clock.now();
-    await updateBatch(this.deps.db, batch.id, patch, now);
+    await updateBatch(this.deps.db, batch.id, patch, now, event);
     return { ...batch, ...patch, updatedAt: now };
   }
 
@@ -243,12 +247,11 @@ export class BatchIntake {
   private async markDuplicate(received: BatchRecord, earlier: BatchRecord): Promise<BatchRecord> {
     const { clock, logger } = this.deps;
     const reason = `duplicate file: the same content (sha256 ${received.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
-    const batch = await this.move(received, {
-      state: 'DUPLICATE',
-      duplicateOf: earlier.id,
-      rejectCode: 'DUPLICATE_FILE',
-      rejectReason: reason,
-    });
+    const batch = await this.move(
+      received,
+      { state: 'DUPLICATE', duplicateOf: earlier.id, rejectCode: 'DUPLICATE_FILE', rejectReason: reason },
+      { type: 'rejected', data: { code: 'DUPLICATE_FILE', reason, duplicateOf: earlier.id } },
+    );
     await this.writeOutbox(batch.id, () => this.deps.effects.writeFileRejection(batch, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: batch.id, duplicateOf: earlier.id, file: batch.fileName }, 'duplicate batch file: nothing paid');
     return this.stored(batch.id);
@@ -274,12 +277,11 @@ export class BatchIntake {
     const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now());
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) {
-      const rejected = await this.move(read, {
-        ...counts,
-        state: 'REJECTED',
-        rejectCode: 'INVALID_ROWS',
-        rejectReason: verdict.rejectReason,
-      });
+      const rejected = await this.move(
+        read,
+        { ...counts, state: 'REJECTED', rejectCode: 'INVALID_ROWS', rejectReason: verdict.rejectReason },
+        { type: 'rejected', data: { code: 'INVALID_ROWS', reason: verdict.rejectReason, rows: parse.rowCount, ...counts } },
+      );
       await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, verdict.rejectReason ?? undefined), {
         ackWrittenAt: clock.now(),
       });
@@ -291,13 +293,19 @@ export class BatchIntake {
     // before them; a crash before ACTIVE means the batch is read again from the start.
     const hold = await this.deps.holds.atAcceptance(read);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
-    const accepted = await this.move(held, {
-      ...counts,
-      state: 'ACTIVE',
-      acceptedAt: clock.now(),
-      leaseOwner: null,
-      leaseExpiresAt: null,
-    });
+    const accepted = await this.move(
+      held,
+      { ...counts, state: 'ACTIVE', acceptedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+      {
+        type: 'accepted',
+        data: {
+          rows: parse.rowCount,
+          ...counts,
+          totals: { ...parse.totals },
+          hold: hold ? { code: hold.code, reason: hold.reason } : null,
+        },
+      },
+    );
     await this.writeOutbox(accepted.id, () => effects.writeAck(accepted), { ackWrittenAt: clock.now() });
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
@@ -391,7 +399,11 @@ export class BatchIntake {
         );
       }
     }
-    const rejected = await this.move(batch, { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath });
+    const rejected = await this.move(
+      batch,
+      { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath },
+      { type: 'rejected', data: { code, reason } },
+    );
     await this.writeOutbox(rejected.id, () => this.deps.effects.writeFileRejection(rejected, reason), { ackWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: basename(rejected.fileName), code }, `batch file refused: ${reason}`);
     return this.stored(rejected.id);

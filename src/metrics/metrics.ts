@@ -7,7 +7,15 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PayoutdError } from '../domain/errors.js';
 import { PAYOUT_SERVICE, serviceHealthLine, type ServiceHealth } from '../domain/service-health.js';
-import { oldestPendingCreatedAt, pingDatabase, stateCountsOfAllBatches, type Database } from '../store/index.js';
+import {
+  countBatchesByState,
+  countEventsByDelivery,
+  oldestHoldSince,
+  oldestPendingCreatedAt,
+  pingDatabase,
+  stateCountsOfAllBatches,
+  type Database,
+} from '../store/index.js';
 
 export interface MetricsSources {
   db: Database;
@@ -18,6 +26,27 @@ export interface MetricsSources {
   serviceHealth?: () => ServiceHealth | null;
 }
 
+/** A gauge of counts by one label, read from the database at each scrape (labels no longer counted disappear). */
+function countsGauge(
+  registers: Registry[],
+  name: string,
+  help: string,
+  label: string,
+  read: () => Promise<Partial<Record<string, number>>>,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: [label],
+    registers,
+    async collect() {
+      const counts = await read();
+      this.reset();
+      for (const [value, n] of Object.entries(counts)) if (n !== undefined) this.set({ [label]: value }, n);
+    },
+  });
+}
+
 export class PayoutdMetrics {
   readonly registry = new Registry();
   readonly files: Counter<'outcome'>;
@@ -25,6 +54,7 @@ export class PayoutdMetrics {
   readonly apiLatency: Histogram<'endpoint' | 'outcome'>;
   readonly tokenRenewals: Counter<'how'>;
   readonly webhookEvents: Counter<'verdict'>;
+  readonly notifications: Counter<'channel' | 'outcome'>;
   readonly pollLag: Gauge;
   private server: Server | null = null;
 
@@ -62,23 +92,42 @@ export class PayoutdMetrics {
       labelNames: ['verdict'],
       registers,
     });
+    this.notifications = new Counter({
+      name: 'payoutd_notification_deliveries_total',
+      help: 'Deliveries of batch events to notification channels by outcome (delivered, failed: retried later, gave_up: after notify.retryFor)',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
     this.pollLag = new Gauge({
       name: 'payoutd_poll_lag_seconds',
       help: 'How late the last poll pass was against the payouts it queried',
       registers,
     });
     const db = sources.db;
+    countsGauge(registers, 'payoutd_rows', 'Payout rows by state', 'state', () => stateCountsOfAllBatches(db));
+    countsGauge(
+      registers,
+      'payoutd_batches',
+      'Batches by state; an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL',
+      'state',
+      () => countBatchesByState(db),
+    );
     new Gauge({
-      name: 'payoutd_rows',
-      help: 'Payout rows by state',
-      labelNames: ['state'],
+      name: 'payoutd_oldest_hold_age_seconds',
+      help: 'How long the longest-held ACTIVE batch has been held (0 when none is)',
       registers,
       async collect() {
-        const counts = await stateCountsOfAllBatches(db);
-        this.reset();
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+        const since = await oldestHoldSince(db);
+        this.set(since === null ? 0 : Math.max(0, (sources.now() - since) / 1000));
       },
     });
+    countsGauge(
+      registers,
+      'payoutd_batch_events',
+      'Batch events by delivery state (PENDING: owed to a channel; GAVE_UP: undeliverable within notify.retryFor)',
+      'delivery',
+      () => countEventsByDelivery(db),
+    );
     const health = (): ServiceHealth | null => sources.serviceHealth?.() ?? null;
     new Gauge({
       name: 'payoutd_service_up',

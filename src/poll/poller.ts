@@ -268,8 +268,9 @@ export class SettlementPoller {
     }
     for (const batchId of settling) {
       const pulled = await this.sweep(batchId, now);
+      // Poll chatter: debug. The info log keeps a line per batch event.
       if (pulled > 0)
-        this.deps.logger.info(
+        this.deps.logger.debug(
           { batchId, payouts: pulled },
           'most payouts of a query answer settled: asking about the rest of the batch now',
         );
@@ -291,7 +292,10 @@ export class SettlementPoller {
       const { asked, settled } = swept;
       const pulled = await this.sweep(batchId, now);
       if (pulled > 0)
-        this.deps.logger.info({ batchId, payouts: pulled, asked, settled }, 'batch still settling: asking about its pending payouts again');
+        this.deps.logger.debug(
+          { batchId, payouts: pulled, asked, settled },
+          'batch still settling: asking about its pending payouts again',
+        );
     }
   }
 

@@ -8,6 +8,7 @@ export {
   SUMMARY_COLUMNS,
   ackFileName,
   resultFileName,
+  summaryFileName,
   fileRejectionRecord,
   resultRecord,
   reasonText,

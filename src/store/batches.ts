@@ -5,6 +5,8 @@ import type { HoldCode } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { finalCountsJson, stateCounts } from './counts.js';
+import { recordBatchEvent } from './batch-events.js';
+import type { BatchEventInput } from '../domain/batch-events.js';
 
 export interface BatchRecord {
   id: string;
@@ -144,8 +146,17 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
   };
 }
 
+/** Stores a new batch, with its `received` event. */
 export async function insertBatch(db: Database, batch: BatchRecord): Promise<void> {
-  await db('batches').insert(toRow(batch));
+  await db.transaction(async (trx) => {
+    await trx('batches').insert(toRow(batch));
+    await recordBatchEvent(trx, {
+      batchId: batch.id,
+      type: 'received',
+      data: { size: batch.size, sha256: batch.sha256 },
+      at: batch.receivedAt,
+    });
+  });
 }
 
 export async function getBatch(db: Database, id: string): Promise<BatchRecord | undefined> {
@@ -184,9 +195,23 @@ export async function listBatchesMissingFiles(db: Database, settledBy: number): 
 
 /**
  * Applies a patch; a state change must be a legal move from the stored state. A batch moving to a final
- * state keeps its rows' counts if every row is final by then (counts.ts).
+ * state keeps its rows' counts if every row is final by then (counts.ts). With `event`,
+ * the event the change makes is stored in the same transaction.
  */
-export async function updateBatch(db: Database, id: string, patch: Partial<BatchRecord>, now: number): Promise<void> {
+export async function updateBatch(
+  db: Database,
+  id: string,
+  patch: Partial<BatchRecord>,
+  now: number,
+  event?: Omit<BatchEventInput, 'batchId'>,
+): Promise<void> {
+  if (event) {
+    await db.transaction(async (trx) => {
+      await updateBatch(trx, id, patch, now);
+      await recordBatchEvent(trx, { at: now, ...event, batchId: id });
+    });
+    return;
+  }
   let finalCounts: Partial<BatchRecord> = {};
   if (patch.state) {
     const current = await getBatch(db, id);

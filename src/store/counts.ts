@@ -6,6 +6,8 @@
 import type { Knex } from 'knex';
 import { isFinalRowState, ROW_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
+import { ExactTotal } from '../domain/exact-total.js';
+import { decimalText, isPlainDecimal } from '../domain/money.js';
 import type { Database } from './db.js';
 import type { BatchRecord } from './batches.js';
 import { rowsInState, type IndexedState } from './payouts.js';
@@ -77,4 +79,30 @@ export async function stateCountsOfAllBatches(db: Database): Promise<StateCounts
 export async function countRowsInState(db: Database, state: IndexedState): Promise<number> {
   const r = (await rowsInState(db, state).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return Number(r?.n ?? 0);
+}
+
+/** Exact sums of a batch's payout amounts per row state and payout currency (status files and events). */
+export async function amountsByState(db: Database, batchId: string): Promise<Partial<Record<RowState, Record<string, string>>>> {
+  const rows = (await db('payouts')
+    .where({ batch_id: batchId })
+    .whereNotNull('payout_amount')
+    .select('state', 'payout_currency', 'payout_amount')) as { state: RowState; payout_currency: string | null; payout_amount: string }[];
+  const sums = new Map<RowState, Map<string, ExactTotal>>();
+  for (const r of rows) {
+    // A rejected row's amount cell may hold anything; only plain decimals are money to add.
+    if (!isPlainDecimal(r.payout_amount)) continue;
+    const byCurrency = sums.get(r.state) ?? new Map<string, ExactTotal>();
+    sums.set(r.state, byCurrency);
+    const currency = r.payout_currency ?? '';
+    const total = byCurrency.get(currency) ?? new ExactTotal();
+    byCurrency.set(currency, total);
+    total.add(r.payout_amount);
+  }
+  const out: Partial<Record<RowState, Record<string, string>>> = {};
+  for (const state of ROW_STATES) {
+    const byCurrency = sums.get(state);
+    if (!byCurrency) continue;
+    out[state] = Object.fromEntries([...byCurrency].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, t]) => [c, decimalText(t.toDecimal())]));
+  }
+  return out;
 }

@@ -2,22 +2,50 @@
 import { BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold } from '../domain/holds.js';
 import type { Database } from './db.js';
 import { moveRows } from './moves.js';
+import { recordBatchEvent } from './batch-events.js';
+
+/** Who let a hold go, as its `released` event says. */
+export type ReleasedBy = 'operator' | 'operator-cancel' | 'balance-covered';
+
+async function currentHold(db: Database, batchId: string): Promise<string | null> {
+  const r = (await db('batches').where({ id: batchId }).first('hold_code')) as { hold_code: string | null } | undefined;
+  return r?.hold_code ?? null;
+}
 
 /**
  * Holds a batch (the decision is src/holds/'s). A hold that ends by itself never replaces one that waits for
  * an operator. An operator's hold is stated at the top of the ack, so the ack is written again.
+ * A new kind of hold is stored with its `held` event (`awaiting-approval` for that hold).
  */
 export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
+  await db.transaction(async (trx) => {
+    const before = await currentHold(trx, batchId);
+    const n = await holdQuery(trx, batchId, hold, now);
+    if (n > 0 && before !== hold.code) {
+      const until = hold.until === null ? null : new Date(hold.until).toISOString();
+      // Waiting for an approval is a hold of its own kind to whoever is told: it is news of its own type.
+      const type = hold.code === 'AWAITING_APPROVAL' ? 'awaiting-approval' : 'held';
+      await recordBatchEvent(trx, { batchId, type, data: { code: hold.code, reason: hold.reason, until }, at: now });
+    }
+  });
+}
+
+async function holdQuery(db: Database, batchId: string, hold: BatchHold, now: number): Promise<number> {
   const q = db('batches').where({ id: batchId });
   const patch: Record<string, unknown> = { hold_code: hold.code, hold_reason: hold.reason, hold_until: hold.until, updated_at: now };
   if (waitsForOperator(hold.code)) patch['ack_written_at'] = null;
   else q.andWhere((w) => w.whereNull('hold_code').orWhereNotIn('hold_code', OPERATOR_HOLD_CODES));
   if (hold.code === 'FILE_CHANGED') patch['file_changed_at'] = db.raw('coalesce(file_changed_at, ?)', [now]);
-  await q.update(patch);
+  return q.update(patch);
 }
 
-export async function releaseBatchHold(db: Database, batchId: string, now: number): Promise<void> {
-  await db('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
+/** Lets a batch's hold go; a batch that was held gets its `released` event, saying which hold and who. */
+export async function releaseBatchHold(db: Database, batchId: string, now: number, by: ReleasedBy = 'operator'): Promise<void> {
+  await db.transaction(async (trx) => {
+    const before = await currentHold(trx, batchId);
+    await trx('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
+    if (before !== null) await recordBatchEvent(trx, { batchId, type: 'released', data: { code: before, by }, at: now });
+  });
 }
 
 /** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
@@ -33,7 +61,7 @@ export async function cancelReadyRows(db: Database, batchId: string, reason: str
       { event: 'cancelled', detail: reason },
       now,
     );
-    await releaseBatchHold(trx, batchId, now);
+    await releaseBatchHold(trx, batchId, now, 'operator-cancel');
     return moved.length;
   });
 }

@@ -26,7 +26,7 @@ export {
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
-export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue } from './holds.js';
+export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
 
 export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
@@ -50,7 +50,20 @@ export {
   type PollCursor,
   type PollTarget,
 } from './settlement.js';
-export { batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export { amountsByState, batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export {
+  recordBatchEvent,
+  recordBatchEventIfLatest,
+  listBatchEvents,
+  latestEventTimes,
+  latestBatchEvent,
+  claimDueEvents,
+  settleEventDelivery,
+  countEventsByDelivery,
+  countBatchesByState,
+  oldestHoldSince,
+  type ClaimedEvent,
+} from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 

@@ -441,6 +441,36 @@ const batchEncoding: Migration = {
   },
 };
 
+// Batch events and their delivery to notification channels (src/notify): one row per event, written in the
+// transaction of the change it reports; the row is also the delivery's claim (one instance delivers it at a time).
+const batchEvents: Migration = {
+  name: '0016_batch_events',
+  async up(knex) {
+    await knex.schema.createTable('batch_events', (t) => {
+      t.bigIncrements('seq').primary();
+      t.string('id', 40).notNullable().unique();
+      t.string('batch_id', 40).notNullable().references('batches.id').onDelete('CASCADE');
+      t.string('type', 32).notNullable();
+      t.text('data_json').notNullable();
+      t.bigInteger('created_at').notNullable();
+      // PENDING until every channel took it, then DELIVERED; GAVE_UP after notify.retryFor.
+      t.string('delivery_state', 16).notNullable().defaultTo('PENDING');
+      // JSON list of the channels that took it (each is delivered to at most once more after a crash).
+      t.text('delivered_to').notNullable().defaultTo('[]');
+      t.integer('attempts').notNullable().defaultTo(0);
+      t.bigInteger('next_attempt_at').notNullable();
+      t.text('last_error').nullable();
+      t.string('lease_owner', 128).nullable();
+      t.bigInteger('lease_expires_at').nullable();
+      t.index(['batch_id', 'seq']);
+      t.index(['delivery_state', 'next_attempt_at']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTable('batch_events');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -455,6 +485,7 @@ export const MIGRATIONS: readonly Migration[] = [
   doneMarker,
   uploadContinued,
   batchEncoding,
+  batchEvents,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
+import { recordBatchEvent } from './batch-events.js';
 
 /** What polling a payout needs of its row (a claim reads a hundred of them per call). */
 export type PollTarget = Pick<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'pollCount' | 'nextPollAt'>;
@@ -112,8 +113,22 @@ export async function listStalePending(db: Database, createdBefore: number, limi
   return rows.map(fromColumns);
 }
 
+/** Flags PENDING payouts as stale, with one `stale` event per batch they belong to (how many, since when). */
 export async function flagStale(db: Database, ids: number[], now: number): Promise<void> {
-  if (ids.length > 0) await db('payouts').whereIn('id', ids).update({ stale_flagged_at: now });
+  if (ids.length === 0) return;
+  await db.transaction(async (trx) => {
+    await trx('payouts').whereIn('id', ids).update({ stale_flagged_at: now });
+    const perBatch = (await trx('payouts')
+      .whereIn('id', ids)
+      .select('batch_id')
+      .count({ n: '*' })
+      .min({ since: 'created_at_ms' })
+      .groupBy('batch_id')) as { batch_id: string; n: number | string; since: number | string | null }[];
+    for (const b of perBatch) {
+      const since = b.since === null ? null : new Date(Number(b.since)).toISOString();
+      await recordBatchEvent(trx, { batchId: b.batch_id, type: 'stale', data: { payouts: Number(b.n), pendingSince: since }, at: now });
+    }
+  });
 }
 
 /**

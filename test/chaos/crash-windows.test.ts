@@ -163,7 +163,7 @@ describe('crash windows', () => {
       500,
     );
     expect([...byReference.values()].filter((entries) => entries.length !== 1)).toEqual([]);
-  });
+  }, 180_000);
 
   // BUG (reported): `payoutd run` installs its SIGTERM/SIGINT/SIGHUP handlers only after startDaemon() has
   // resolved (src/cli/commands/run.ts, runDaemon). Start-up includes migrations and recovery — re-reading a

@@ -17,6 +17,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { onTestFinished } from 'vitest';
 import { stringify as toYaml } from 'yaml';
 import { mergeDeep } from '../../src/config/load.js';
+import type { BatchView } from '../../src/cli/commands/status.js';
 import { startSandbox, type LedgerEntry, type SandboxOptions, type SandboxServer } from '../../src/sandbox/index.js';
 import { generateMerchantKeyPair } from '../../src/signing/index.js';
 
@@ -177,20 +178,7 @@ export function childEnv(): NodeJS.ProcessEnv {
 // ---------------------------------------------------------------- outbox and state
 
 /** A batch as `payoutd status --json` shows it. */
-export interface BatchStatus {
-  id: string;
-  fileName: string;
-  state: 'RECEIVED' | 'VALIDATING' | 'ACTIVE' | 'COMPLETE' | 'REJECTED' | 'DUPLICATE';
-  rowCount: number;
-  validCount: number;
-  invalidCount: number;
-  duplicateOf: string | null;
-  rejectCode: string | null;
-  rejectReason: string | null;
-  holdCode: string | null;
-  holdReason: string | null;
-  counts: Record<string, number>;
-}
+export type BatchStatus = BatchView;
 
 export type OutboxKind = 'ack' | 'result' | 'summary';
 

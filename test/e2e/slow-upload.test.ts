@@ -59,7 +59,6 @@ describe('e2e: a file written slowly', () => {
     } finally {
       await handle.close();
     }
-    expect(await e2e.batches()).toEqual([]);
     await expectOneCompleteBatch(e2e, 'slow.csv', rows, 15_000);
   });
 

@@ -116,7 +116,8 @@ describe('a file that changes after it was taken', () => {
   // before the change was seen (listFinishedActiveBatches, src/store/settlement.ts): under load that
   // order once gave COMPLETE with the hold beside it.
   it('an upload that goes on after its batch was accepted: the batch is held FILE_CHANGED, not completed silently', async () => {
-    const e2e = await startE2e({ sandbox: { faults: { latencyMs: 100 } }, config: { submit: { concurrency: 1 } } });
+    // One create a second: the batch stays ACTIVE long enough to be seen, however slow the machine.
+    const e2e = await startE2e({ sandbox: { faults: { latencyMs: 1000 } }, config: { submit: { concurrency: 1 } } });
     const daemon = await e2e.startDaemon();
     const rows = makeRows('RR-LATE', 40);
     const text = toCsv(rows);

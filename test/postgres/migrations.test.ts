@@ -112,6 +112,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
     expect(Object.keys(onPg.columns).sort()).toEqual(
       [
         'batch_errors',
+        'batch_events',
         'batches',
         'file_claims',
         'payout_history',

@@ -2,19 +2,22 @@
  * PostgreSQL 2: two `payoutd run` instances on one inbox and one database.
  * Both poll the inbox (as on a shared folder) and see every file; each file
  * is still taken by exactly one of them (one file_claims row, one batch),
- * read by one reader, every row is paid once, and each batch's result is
- * written once. The balance endpoint answers slowly (1.5 s), as a real one
- * may: reading a batch then always outlasts a finish pass, which made the
+ * read by one reader, every row is paid once, each batch's result is
+ * written once, and each batch event is delivered once, by one of them.
+ * The balance endpoint answers slowly (1.5 s), as a real one may: reading a batch then always outlasts a finish pass, which made the
  * double reading that reading-once.test.ts guards against show every time
  * instead of now and then (seen here with 5-row files on a loaded machine,
  * before its fix: a batch REJECTED while its rows were being paid,
  * "REPORT_NOT_TERMINAL").
  */
-import { describe, expect, it } from 'vitest';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { EventReceiver, newSigningSecret } from '../notify/receivers.js';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
 import { ledgerByReference, startE2e, waitFor } from '../e2e/harness.js';
 import { dropFile, startInstances } from './instances.js';
-import { pgReachable, useTestSchema } from './pg.js';
+import { pgQuery, pgReachable, useTestSchema } from './pg.js';
 
 const FILES = ['two-a.csv', 'two-b.csv', 'two-c.csv'];
 const ROWS_PER_FILE = 5;
@@ -24,9 +27,17 @@ describe.skipIf(!pgReachable)('postgres: two instances, one inbox', () => {
 
   it('each file is claimed by one instance, each row paid once, each result written once', async () => {
     const e2e = await startE2e({ sandbox: { faults: { latencyMs: 1500, endpoints: ['/apis/v1/balance/query'] } } });
+    // Batch events go to a webhook receiver: each is delivered by one of the instances.
+    const secret = newSigningSecret();
+    const receiver = new EventReceiver(secret);
+    await receiver.start();
+    onTestFinished(() => receiver.stop());
+    const secretFile = join(e2e.dir, 'notify-secret');
+    await writeFile(secretFile, secret, { mode: 0o600 });
     const instances = await startInstances(e2e, schema, {
       inbox: { usePolling: true, stableForMs: 200, rescanIntervalMs: 300 },
       instance: { leaseMs: 5000 },
+      notify: { webhooks: [{ url: receiver.url, name: 'erp', secretFile }] },
     });
     await instances.configure('one');
     await instances.configure('two');
@@ -55,6 +66,16 @@ describe.skipIf(!pgReachable)('postgres: two instances, one inbox', () => {
       40_000,
     );
     await waitFor(() => instances.logs('batch complete').length >= FILES.length, 'a "batch complete" line per batch', 10_000);
+    const stored = await waitFor(
+      async () => {
+        const ids = await pgQuery<{ id: string }>(schema.url, 'select id from batch_events order by seq');
+        return ids.length >= FILES.length * 3 && receiver.events.length >= ids.length ? ids : undefined;
+      },
+      'every batch event at the receiver',
+      15_000,
+    );
+    expect(receiver.events.map((e) => e.id).sort()).toEqual(stored.map((r) => r.id).sort());
+    expect(receiver.deliveries, 'each event delivered once: one instance claims it').toBe(stored.length);
     // A graceful stop lets every pass already started finish, so a second writer racing the first would have logged by now.
     for (const d of instances.all()) expect(await d.stop(), d.label).toBe(0);
 

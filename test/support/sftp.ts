@@ -38,10 +38,11 @@ export interface SftpUpload {
   /** `sftp -B`: bytes per write request; each burst is a multiple of it. Default: sftp's own (the server's largest write). */
   bufferBytes?: number;
   /**
-   * Stop the client `afterMs` into the upload, then let it finish after `forMs`, or once `until` settles
-   * (a test that needs the daemon to reach a state during the stall waits for it rather than for a time).
+   * Stop the client `afterMs` into the upload and let it finish after `forMs`; or stop it once the file has
+   * `atBytes` and let it finish when `until` settles (a test whose premise is a state the daemon reaches
+   * during the stall waits for that state, not for a time, so a slow machine cannot void the premise).
    */
-  stall?: { afterMs: number; forMs: number } | { afterMs: number; until: Promise<unknown> };
+  stall?: { afterMs: number; forMs: number } | { atBytes: number; until: Promise<unknown> };
   /** Kill the client after this long (ms). Default 120000. */
   timeoutMs?: number;
 }
@@ -135,15 +136,22 @@ export class SftpServer {
       const resume = (): void => {
         if (client.pid !== undefined && client.exitCode === null) process.kill(client.pid, 'SIGCONT');
       };
-      timers.push(
-        setTimeout(() => {
-          if (client.exitCode !== null || client.pid === undefined) return;
-          outcome.stalledAtBytes = statSync(target, { throwIfNoEntry: false })?.size ?? 0;
-          process.kill(client.pid, 'SIGSTOP');
-          if ('until' in stall) void stall.until.finally(resume);
-          else timers.push(setTimeout(resume, stall.forMs));
-        }, stall.afterMs),
-      );
+      const sizeNow = (): number => statSync(target, { throwIfNoEntry: false })?.size ?? 0;
+      const stop = (): void => {
+        if (client.exitCode !== null || client.pid === undefined) return;
+        process.kill(client.pid, 'SIGSTOP');
+        outcome.stalledAtBytes = sizeNow();
+        if ('until' in stall) void stall.until.finally(resume);
+        else timers.push(setTimeout(resume, stall.forMs));
+      };
+      if ('atBytes' in stall) {
+        const watch = setInterval(() => {
+          if (sizeNow() < stall.atBytes) return;
+          clearInterval(watch);
+          stop();
+        }, 10);
+        timers.push(watch);
+      } else timers.push(setTimeout(stop, stall.afterMs));
     }
     try {
       const code = await exited;

@@ -47,7 +47,7 @@ describe('config: unknown options', () => {
 
   it('lists the valid keys when none is near', () => {
     expect(problems('foo: bar\n')).toEqual([
-      'foo: unknown option (top-level options: api, batch, database, inbox, instance, log, metrics, outbox, paths, poll, sandbox, shutdownGraceMs, startup, submit, webhook)',
+      'foo: unknown option (top-level options: api, batch, database, inbox, instance, log, metrics, notify, outbox, paths, poll, sandbox, shutdownGraceMs, startup, submit, webhook)',
     ]);
   });
 
@@ -83,6 +83,16 @@ describe('config: values out of range name their option and what they got', () =
       'log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
     ]);
     expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
+  });
+
+  it('notify: an event type unknown, a webhook without its signing secret, a URL that is not http(s)', () => {
+    const url = 'https://erp.example.com/hook?token=abc';
+    expect(problems(`notify:\n  webhooks:\n    - url: ${url}\n      secretFile: /s\n      events: [helt]\n`)[0]).toMatch(
+      /^notify\.webhooks\.0\.events\.0: must be one of received, accepted, rejected/,
+    );
+    const unsigned = problems(`notify:\n  webhooks:\n    - url: ${url}\n`);
+    expect(unsigned).toEqual(['notify.webhooks.0: needs secretFile or secretCredential (its whsec_ signing secret)']);
+    expect(problems('notify:\n  webhooks:\n    - { url: "ftp://x.example", secretFile: /s }\n')[0]).toMatch(/^notify\.webhooks\.0\.url: /);
   });
 
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {

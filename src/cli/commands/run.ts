@@ -71,5 +71,6 @@ function shown(value: unknown): string {
 
 /** `submit.concurrency changed 8 -> 4: applied`, or `inbox.stableForMs changed: needs a restart` (values of those may be secrets). */
 export function changeLine(c: OptionChange): string {
-  return c.live ? `${c.path} changed ${shown(c.from)} -> ${shown(c.to)}: applied` : `${c.path} changed: needs a restart`;
+  if (!c.live) return `${c.path} changed: needs a restart`;
+  return c.hidden ? `${c.path} changed: applied` : `${c.path} changed ${shown(c.from)} -> ${shown(c.to)}: applied`;
 }

@@ -14,8 +14,12 @@ import {
   listRecentBatches,
   type BatchRecord,
   batchStateCounts,
+  latestEventTimes,
   latestServiceHealth,
+  type StateCounts,
 } from '../../store/index.js';
+import { estimateEnd, progressOf, shownBatchState } from '../../domain/batch-events.js';
+import { FINAL_ROW_STATES } from '../../domain/lifecycle.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */
@@ -66,11 +70,81 @@ function noteOf(b: BatchRecord): string {
 }
 
 function stateNote(b: BatchRecord): string {
-  if (b.holdCode) return `HELD ${b.holdCode}`;
+  if (b.holdCode) return `${b.holdCode}: ${b.holdReason ?? ''}`.slice(0, 80);
   if (b.rejectCode) return b.rejectCode;
   if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
   if (b.state === 'RECEIVED' || b.state === 'VALIDATING') return 'being read: nothing sent yet';
   return '';
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** A batch as `status --json` shows it: plain values, times in ISO 8601, totals and counts as objects. */
+export interface BatchView {
+  id: string;
+  fileName: string;
+  state: BatchRecord['state'];
+  /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold. */
+  shownState: string;
+  size: number;
+  sha256: string;
+  rowCount: number;
+  validCount: number;
+  invalidCount: number;
+  duplicateOf: string | null;
+  rejectCode: string | null;
+  rejectReason: string | null;
+  holdCode: string | null;
+  holdReason: string | null;
+  hold: { code: string; reason: string | null; until: string | null; since: string | null } | null;
+  counts: StateCounts;
+  totals: Record<string, string> | null;
+  progress: { rows: number; final: number; percent: number; rowsPerMinute: number | null; etaAt: string | null };
+  receivedAt: string;
+  acceptedAt: string | null;
+  ackWrittenAt: string | null;
+  resultWrittenAt: string | null;
+  completedAt: string | null;
+  updatedAt: string;
+  fileChangedAt: string | null;
+  uploadContinuedAt: string | null;
+  uploadContinuedNote: string | null;
+}
+
+export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number | null, now: number): BatchView {
+  const rows = Object.values(counts).reduce((a, n) => a + (n ?? 0), 0);
+  const final = FINAL_ROW_STATES.reduce((a, st) => a + (counts[st] ?? 0), 0);
+  const p = progressOf(rows, final);
+  const end = b.state === 'ACTIVE' ? estimateEnd(p, b.acceptedAt ?? b.receivedAt, now) : { perMinute: null, etaAt: null };
+  return {
+    id: b.id,
+    fileName: b.fileName,
+    state: b.state,
+    shownState: shownBatchState(b.state, b.holdCode),
+    size: b.size,
+    sha256: b.sha256,
+    rowCount: b.rowCount,
+    validCount: b.validCount,
+    invalidCount: b.invalidCount,
+    duplicateOf: b.duplicateOf,
+    rejectCode: b.rejectCode,
+    rejectReason: b.rejectReason,
+    holdCode: b.holdCode,
+    holdReason: b.holdReason,
+    hold: b.holdCode === null ? null : { code: b.holdCode, reason: b.holdReason, until: iso(b.holdUntil), since: iso(holdSince) },
+    counts,
+    totals: b.totalsJson ? (JSON.parse(b.totalsJson) as Record<string, string>) : null,
+    progress: { rows, final, percent: p.percent, rowsPerMinute: end.perMinute, etaAt: iso(end.etaAt) },
+    receivedAt: iso(b.receivedAt) as string,
+    acceptedAt: iso(b.acceptedAt),
+    ackWrittenAt: iso(b.ackWrittenAt),
+    resultWrittenAt: iso(b.resultWrittenAt),
+    completedAt: iso(b.completedAt),
+    updatedAt: iso(b.updatedAt) as string,
+    fileChangedAt: iso(b.fileChangedAt),
+    uploadContinuedAt: iso(b.uploadContinuedAt),
+    uploadContinuedNote: b.uploadContinuedNote,
+  };
 }
 
 const COUNT_ORDER = [
@@ -95,18 +169,14 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     // A finished batch's counts come from its record; only unfinished batches have their rows counted.
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
+    const holdsSince = await latestEventTimes(
+      db,
+      batches.filter((b) => b.holdCode !== null).map((b) => b.id),
+      ['held', 'awaiting-approval'],
+    );
+    const views = rows.map(({ b, counts }) => batchView(b, counts, holdsSince.get(b.id) ?? null, now));
     if (json) {
-      print(
-        JSON.stringify(
-          rows.map(({ b: { finalCountsJson: _kept, ...b }, counts }) => ({
-            ...b,
-            counts,
-            totals: b.totalsJson ? JSON.parse(b.totalsJson) : null,
-          })),
-          null,
-          2,
-        ),
-      );
+      print(JSON.stringify(views, null, 2));
       return;
     }
     // The payout service unreachable (as the daemon's breaker last said): first, since nothing is sent meanwhile.
@@ -120,24 +190,34 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     }
     print(
       table(
-        ['BATCH', 'FILE', 'STATE', 'ROWS', 'COUNTS', 'AMOUNTS', 'AGE', 'NOTE'],
-        rows.map(({ b, counts }) => [
-          b.id,
-          b.fileName.length > 40 ? `${b.fileName.slice(0, 37)}...` : b.fileName,
-          b.state,
-          String(b.rowCount),
-          COUNT_ORDER.filter((s) => counts[s])
-            .map((s) => `${s}=${counts[s]}`)
-            .join(' '),
-          totals(b),
-          age(now - b.receivedAt),
-          noteOf(b),
-        ]),
+        ['BATCH', 'FILE', 'STATE', 'ROWS', 'DONE', 'RATE', 'ETA', 'COUNTS', 'AMOUNTS', 'AGE', 'NOTE'],
+        rows.map(({ b, counts }, i) => {
+          const v = views[i] as BatchView;
+          const active = b.state === 'ACTIVE';
+          return [
+            b.id,
+            b.fileName.length > 40 ? `${b.fileName.slice(0, 37)}...` : b.fileName,
+            v.shownState,
+            String(b.rowCount),
+            `${v.progress.percent.toFixed(1)}%`,
+            active && v.progress.rowsPerMinute !== null ? `${v.progress.rowsPerMinute}/min` : '',
+            active && v.progress.etaAt !== null ? `in ${age(Date.parse(v.progress.etaAt) - now)}` : '',
+            COUNT_ORDER.filter((s) => counts[s])
+              .map((s) => `${s}=${counts[s]}`)
+              .join(' '),
+            totals(b),
+            age(now - b.receivedAt),
+            noteOf(b),
+          ];
+        }),
       ),
     );
     if (batchId && rows[0]) {
       const b = rows[0].b;
-      if (b.holdReason) print(`\nheld: ${b.holdReason}`);
+      if (b.holdReason) {
+        const since = views[0]?.hold?.since;
+        print(`\nheld${since ? ` since ${since}` : ''}: ${b.holdReason}`);
+      }
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const errors = await listBatchErrors(db, b.id);

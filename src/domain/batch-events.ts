@@ -1,0 +1,90 @@
+/**
+ * Batch events: what happened to a batch, in the words a notification
+ * carries (docs/notifications.md). Each is stored in the same transaction as
+ * the change it reports, then delivered to the configured channels; the
+ * data of each type is plain JSON (money as decimal text, times ISO 8601).
+ */
+
+export const BATCH_EVENT_TYPES = [
+  'received',
+  'accepted',
+  'rejected',
+  'awaiting-approval',
+  'approved',
+  'approval-rejected',
+  'held',
+  'released',
+  'progress',
+  'completed',
+  'stale',
+] as const;
+
+export type BatchEventType = (typeof BATCH_EVENT_TYPES)[number];
+
+/** Plain JSON: what a payload may carry (no Date, no bigint, no undefined inside lists). */
+export type EventJson = string | number | boolean | null | EventJson[] | { [key: string]: EventJson | undefined };
+
+export type BatchEventData = Record<string, EventJson | undefined>;
+
+/** An event as a caller describes it, to be stored with the change it reports. */
+export interface BatchEventInput {
+  batchId: string;
+  type: BatchEventType;
+  data?: BatchEventData;
+  /** When it happened (clock ms); default: now. */
+  at?: number;
+}
+
+/** An event as stored: its id is the `webhook-id` every delivery of it carries (receivers deduplicate by it). */
+export interface BatchEvent {
+  /** Order of recording, over all batches. */
+  seq: number;
+  id: string;
+  batchId: string;
+  type: BatchEventType;
+  data: BatchEventData;
+  /** Clock ms. */
+  createdAt: number;
+}
+
+export function isBatchEventType(value: string): value is BatchEventType {
+  return (BATCH_EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** The type as payloads and subjects name it: `batch.held`. */
+export function eventTypeName(type: BatchEventType): string {
+  return `batch.${type}`;
+}
+
+/** Row counts of a batch at one moment, and what they say about its progress. */
+export interface BatchProgress {
+  /** Rows of the batch that count (every data row). */
+  rows: number;
+  /** Rows in a final state. */
+  final: number;
+  /** 0-100, one decimal. */
+  percent: number;
+}
+
+export function progressOf(rows: number, final: number): BatchProgress {
+  const percent = rows === 0 ? 100 : Math.floor((final / rows) * 1000) / 10;
+  return { rows, final, percent };
+}
+
+/**
+ * Rate (rows made final per minute since `since`) and the estimated end, when there is a rate to go by.
+ * Null estimates rather than a guess: an ETA from no movement would be a made-up time.
+ */
+export function estimateEnd(p: BatchProgress, since: number, now: number): { perMinute: number | null; etaAt: number | null } {
+  const minutes = (now - since) / 60_000;
+  if (minutes <= 0 || p.final === 0) return { perMinute: null, etaAt: null };
+  const perMinute = p.final / minutes;
+  const left = p.rows - p.final;
+  return { perMinute: Math.round(perMinute * 10) / 10, etaAt: left <= 0 ? now : Math.round(now + (left / perMinute) * 60_000) };
+}
+
+/** A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL. */
+export function shownBatchState(state: string, holdCode: string | null): string {
+  if (state !== 'ACTIVE' || holdCode === null) return state;
+  return holdCode === 'AWAITING_APPROVAL' ? 'AWAITING_APPROVAL' : 'HELD';
+}

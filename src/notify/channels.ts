@@ -1,0 +1,201 @@
+/**
+ * The notification channels, built from the live configuration at each
+ * delivery pass: signed HTTP webhooks to the merchant's systems, email
+ * through SMTP, and the status files in the outbox. A channel either takes
+ * an event (resolves) or throws; the dispatcher retries what it refused.
+ */
+import { readFileSync } from 'node:fs';
+import { createTransport, type Transporter } from 'nodemailer';
+import type { BatchEvent, BatchEventType } from '../domain/batch-events.js';
+import type { ResolvedConfig } from '../config/index.js';
+import { ackFileName, resultFileName, summaryFileName } from '../report/index.js';
+import type { BatchRecord } from '../store/index.js';
+import { NotifyError } from './errors.js';
+import { eventPayload, shownState, type BatchSnapshot } from './payload.js';
+import { readSecretFile, signingKey, standardWebhookHeaders } from './signing.js';
+import { statusFileName, writeStatusFiles } from './status-file.js';
+
+/** What a channel is given to deliver one event. */
+export interface Delivery {
+  event: BatchEvent;
+  batch: BatchRecord;
+  /** The batch as it stands now (read once per event, only when a channel asks). */
+  snapshot(): Promise<BatchSnapshot>;
+  /** The batch's outbox files are named `<outboxName>.<kind>.csv`. */
+  outboxName: string;
+  signal: AbortSignal;
+}
+
+export interface NotificationChannel {
+  /** In logs, metrics and the event's record of who took it: `webhook:<name>`, `email`, `status-file`. */
+  readonly name: string;
+  accepts(type: BatchEventType): boolean;
+  deliver(d: Delivery): Promise<void>;
+}
+
+type NotifyConfig = ResolvedConfig['notify'];
+type WebhookTarget = NotifyConfig['webhooks'][number];
+type EmailSettings = NonNullable<NotifyConfig['email']>;
+
+/** `erp.example.com/payoutd/events`: a webhook's name when none is given (no query string: it may hold a token). */
+export function webhookName(t: Pick<WebhookTarget, 'url' | 'name'>): string {
+  if (t.name) return t.name;
+  const u = new URL(t.url);
+  return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
+}
+
+class HttpWebhookChannel implements NotificationChannel {
+  readonly name: string;
+
+  constructor(
+    private readonly target: WebhookTarget,
+    private readonly credentialsDir: string | null,
+    private readonly now: () => number,
+  ) {
+    this.name = `webhook:${webhookName(target)}`;
+  }
+
+  accepts(type: BatchEventType): boolean {
+    return this.target.events?.includes(type) ?? true;
+  }
+
+  async deliver(d: Delivery): Promise<void> {
+    const where = `notify.webhooks ${this.name}`;
+    const key = signingKey(readSecretFile(where, this.target.secretFile, this.target.secretCredential, this.credentialsDir), where);
+    const body = JSON.stringify(eventPayload(d.event, d.batch));
+    const headers = standardWebhookHeaders(key, d.event.id, Math.floor(this.now() / 1000), body);
+    let status: number;
+    try {
+      const res = await fetch(this.target.url, {
+        method: 'POST',
+        body,
+        headers: { ...headers, 'content-type': 'application/json', 'user-agent': 'payoutd' },
+        redirect: 'manual',
+        signal: d.signal,
+      });
+      status = res.status;
+      await res.arrayBuffer().catch(() => undefined);
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+      throw new NotifyError('NOTIFY_HTTP_UNREACHABLE', `${this.name} not reached (${cause})`);
+    }
+    if (status < 200 || status > 299) throw new NotifyError('NOTIFY_HTTP_STATUS', `${this.name} answered HTTP ${status}`);
+  }
+}
+
+/** The plain-text mail of an event: what happened, the batch's rows and totals by status, and its outbox files. */
+export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s: BatchSnapshot): { subject: string; text: string } {
+  const { event, batch } = d;
+  const detail = typeof event.data['reason'] === 'string' ? `: ${event.data['reason']}` : '';
+  const subject = `payoutd: ${batch.fileName} ${event.type}${detail}`.slice(0, 200);
+  const lines = [
+    `Batch file ${batch.fileName} (batch ${batch.id}): ${event.type}${detail}`,
+    `When: ${new Date(event.createdAt).toISOString()}`,
+    `State: ${shownState(batch)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
+    `Rows: ${s.rows}, final: ${s.final} (${s.percent.toFixed(1)}%)`,
+  ];
+  if (s.etaAt !== null) lines.push(`Estimated end: ${new Date(s.etaAt).toISOString()}`);
+  lines.push('', 'By status:');
+  for (const [status, n] of Object.entries(s.counts)) {
+    const amounts = Object.entries(s.amounts[status as keyof typeof s.amounts] ?? {}).map(([c, a]) => `${a} ${c}`);
+    lines.push(`  ${status}: ${n} row(s)${amounts.length > 0 ? `, ${amounts.join(', ')}` : ''}`);
+  }
+  const files = [ackFileName(d.outboxName), statusFileName(d.outboxName)];
+  if (batch.state === 'COMPLETE' || batch.state === 'REJECTED') files.push(resultFileName(d.outboxName), summaryFileName(d.outboxName));
+  lines.push('', 'Outbox files:', ...files.map((f) => `  ${f}`), '', `Event id: ${event.id}`);
+  return { subject, text: `${lines.join('\n')}\n` };
+}
+
+class EmailChannel implements NotificationChannel {
+  readonly name = 'email';
+  private readonly transport: Transporter;
+
+  constructor(
+    private readonly settings: EmailSettings,
+    credentialsDir: string | null,
+  ) {
+    const password =
+      settings.passwordFile || settings.passwordCredential
+        ? readSecretFile('notify.email password', settings.passwordFile, settings.passwordCredential, credentialsDir)
+        : undefined;
+    this.transport = createTransport({
+      host: settings.host,
+      port: settings.port,
+      secure: false,
+      requireTLS: settings.startTls,
+      ignoreTLS: !settings.startTls,
+      auth: settings.user !== undefined && password !== undefined ? { user: settings.user, pass: password } : undefined,
+      tls: settings.caFile ? { ca: readFileSync(settings.caFile) } : undefined,
+    });
+  }
+
+  accepts(type: BatchEventType): boolean {
+    return this.settings.events?.includes(type) ?? type !== 'progress';
+  }
+
+  async deliver(d: Delivery): Promise<void> {
+    const { subject, text } = emailText(d, await d.snapshot());
+    try {
+      // The Message-ID carries the event id: a mail delivered twice (a crash after the send) is one message to the reader's tools.
+      await this.transport.sendMail({
+        from: this.settings.from,
+        to: this.settings.to,
+        subject,
+        text,
+        messageId: `<${d.event.id}@payoutd>`,
+        headers: { 'X-Payoutd-Event-Id': d.event.id },
+      });
+    } catch (err) {
+      const e = err as { code?: string; responseCode?: number };
+      throw new NotifyError(
+        'NOTIFY_SMTP',
+        `the SMTP server did not take the mail (${e.code ?? 'error'}${e.responseCode ? ` ${e.responseCode}` : ''})`,
+      );
+    }
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+}
+
+class StatusFileChannel implements NotificationChannel {
+  readonly name = 'status-file';
+
+  constructor(
+    private readonly dir: string,
+    private readonly o: { bom: boolean; xlsx: boolean },
+  ) {}
+
+  accepts(): boolean {
+    return true;
+  }
+
+  async deliver(d: Delivery): Promise<void> {
+    await writeStatusFiles(this.dir, d.outboxName, await d.snapshot(), this.o);
+  }
+}
+
+/** The channels the configuration names now; a channel whose settings cannot be used is reported, not built. */
+export function buildChannels(config: ResolvedConfig, now: () => number, onProblem: (err: unknown) => void): NotificationChannel[] {
+  const n = config.notify;
+  const out: NotificationChannel[] = [];
+  if (n.statusFiles) out.push(new StatusFileChannel(config.paths.outbox, { bom: config.outbox.bom, xlsx: config.outbox.xlsx }));
+  for (const w of n.webhooks) out.push(new HttpWebhookChannel(w, config.credentialsDir, now));
+  if (n.email) {
+    const email = n.email;
+    try {
+      out.push(new EmailChannel(email, config.credentialsDir));
+    } catch (err) {
+      // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
+      onProblem(err);
+      out.push({ name: 'email', accepts: (t) => email.events?.includes(t) ?? t !== 'progress', deliver: () => Promise.reject(err) });
+    }
+  }
+  return out;
+}
+
+/** Lets go of what channels hold open (SMTP connections). */
+export function closeChannels(channels: readonly NotificationChannel[]): void {
+  for (const c of channels) if (c instanceof EmailChannel) c.close();
+}

@@ -1,0 +1,133 @@
+/**
+ * Notifications from the real `payoutd run`: a batch the balance does not
+ * cover is held, and within seconds a signed `batch.held` reaches a real
+ * receiver (verified with the `standardwebhooks` package), the batch's status
+ * file in the outbox says HELD and why, and /metrics counts it; topped up,
+ * it is released and completes. And a SIGKILL while events are stored but
+ * not yet delivered (the receiver down) loses none: the next process
+ * delivers every one, each id once.
+ */
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openSqlite } from '../../src/store/index.js';
+import { EventReceiver, newSigningSecret } from '../notify/receivers.js';
+import { makeRows, toCsv } from './batch-files.js';
+import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
+
+async function scrape(url: string): Promise<string> {
+  return (await fetch(url)).text();
+}
+
+function metric(text: string, line: RegExp): number {
+  const m = text.split('\n').find((l) => line.test(l));
+  return m ? Number(m.trim().split(/\s+/).pop()) : Number.NaN;
+}
+
+/** A receiver with its secret written where the daemon reads it. */
+async function receiverFor(e2e: E2e): Promise<{ receiver: EventReceiver; secretFile: string }> {
+  const secret = newSigningSecret();
+  const receiver = new EventReceiver(secret);
+  await receiver.start();
+  const secretFile = join(e2e.dir, 'notify-secret');
+  await writeFile(secretFile, secret, { mode: 0o600 });
+  return { receiver, secretFile };
+}
+
+/** The ids of the events stored for a batch, in order (read-only, beside the daemon). */
+function storedEventIds(e2e: E2e): { id: string; type: string }[] {
+  const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare('select id, type from batch_events order by seq').all() as { id: string; type: string }[];
+  } finally {
+    db.close();
+  }
+}
+
+describe('e2e: notifications', () => {
+  it('a held batch: held event, status file and metric within seconds; released and completed once topped up', async () => {
+    const e2e = await startE2e({ balances: { USDT: '1', USDC: '1' } });
+    const { receiver, secretFile } = await receiverFor(e2e);
+    try {
+      await e2e.writeConfig({
+        batch: { balanceCheck: { enabled: true, recheckMs: 300 } },
+        submit: { insufficientBalanceHoldMs: 300 },
+        metrics: { enabled: true, port: 0 },
+        notify: { webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retry: { baseMs: 200, maxMs: 1000 } },
+      });
+      const daemon = await e2e.startDaemon();
+      const base = String((await daemon.waitForLog((l) => l.msg === 'metrics, /healthz and /readyz listening'))['url']);
+      await e2e.drop('short.csv', toCsv(makeRows('E2E-NOTE', 5)));
+
+      const held = await waitFor(() => receiver.events.find((e) => e.type === 'batch.held'), 'a batch.held delivery', 15_000);
+      expect(receiver.forged).toBe(0);
+      expect(held.data).toMatchObject({ file: 'short.csv', code: 'INSUFFICIENT_BALANCE' });
+      expect(String(held.data['reason'])).toMatch(/balance/);
+      const batchId = String(held.data['batchId']);
+      const statusPath = join(e2e.outbox, `${batchId}_short.csv.status.csv`);
+      const status = await waitFor(async () => {
+        if (!existsSync(statusPath)) return null;
+        const csv = await readOutboxCsv(statusPath);
+        return csv.rows.some((r) => r['item'] === 'state' && r['value'] === 'HELD') ? csv : null;
+      }, 'a status file saying HELD');
+      expect(status.rows.find((r) => r['item'] === 'hold reason')?.['value']).toBe(held.data['reason']);
+      const text = await scrape(`${base}/metrics`);
+      expect(metric(text, /^payoutd_batches\{state="HELD"\}/)).toBe(1);
+      expect(metric(text, /^payoutd_oldest_hold_age_seconds/)).toBeGreaterThanOrEqual(0);
+      expect(metric(text, /^payoutd_notification_deliveries_total\{channel="webhook:erp",outcome="delivered"\}/)).toBeGreaterThanOrEqual(3);
+      // status --json: the hold, with ISO times and plain objects.
+      const table = (await e2e.cli(['status'])).stdout;
+      expect(table).toMatch(/short\.csv\s+HELD\s+5\s+0\.0%/);
+      expect(table).toContain('INSUFFICIENT_BALANCE: insufficient balance');
+      expect((await e2e.cli(['status', '--batch', batchId])).stdout).toMatch(/held since \d{4}-\d\d-\d\dT[\d:.]+Z: insufficient balance/);
+      const [shown] = await e2e.batches();
+      expect(shown).toMatchObject({ shownState: 'HELD', hold: { code: 'INSUFFICIENT_BALANCE' } });
+      expect(shown?.receivedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(shown).not.toHaveProperty('totalsJson');
+
+      e2e.sandbox.setBalance('E2E-MERCHANT', 'USDT', '1000000');
+      e2e.sandbox.setBalance('E2E-MERCHANT', 'USDC', '1000000');
+      await waitFor(() => receiver.events.some((e) => e.type === 'batch.completed'), 'batch.completed', 30_000);
+      const types = receiver.types().filter((t) => t !== 'batch.progress');
+      expect(types).toEqual(['batch.received', 'batch.held', 'batch.accepted', 'batch.released', 'batch.completed']);
+      const completed = receiver.events.find((e) => e.type === 'batch.completed');
+      expect(completed?.data['counts']).toEqual({ PAID: 5 });
+      expect(Object.keys(completed?.data['payoutTotals'] as object)).toEqual(['PAID']);
+      expect(await daemon.stop()).toBe(0);
+      // Info keeps one line per batch event, not the polling.
+      expect(daemon.logs.filter((l) => l.level === 'info' && /settling|asking about/.test(String(l.msg)))).toEqual([]);
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  it('a SIGKILL while events wait for a receiver that is down loses none: the next process delivers each once', async () => {
+    const e2e = await startE2e();
+    const { receiver, secretFile } = await receiverFor(e2e);
+    await receiver.stop();
+    try {
+      await e2e.writeConfig({
+        notify: { webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retry: { baseMs: 200, maxMs: 1000 } },
+      });
+      const first = await e2e.startDaemon();
+      await e2e.drop('kill.csv', toCsv(makeRows('E2E-KILL', 4)));
+      await e2e.waitForBatch('kill.csv', ['COMPLETE'], 30_000);
+      // Stored with their changes, not delivered: the receiver is down.
+      await first.waitForLog((l) => l.msg === 'notification not delivered yet; will retry', 10_000);
+      await first.kill();
+      const stored = storedEventIds(e2e);
+      expect(stored.map((e) => e.type).filter((t) => t !== 'progress')).toEqual(['received', 'accepted', 'completed']);
+      expect(receiver.events).toEqual([]);
+
+      await receiver.start();
+      const second = await e2e.startDaemon();
+      await waitFor(() => receiver.events.length >= stored.length, `${stored.length} events at the receiver`, 15_000);
+      expect(receiver.events.map((e) => e.id)).toEqual(stored.map((e) => e.id));
+      expect(receiver.forged).toBe(0);
+      expect(await second.stop()).toBe(0);
+    } finally {
+      await receiver.stop();
+    }
+  });
+});

@@ -1,0 +1,352 @@
+/**
+ * Delivery of batch events to real receivers: an HTTP endpoint verifying
+ * each delivery with the `standardwebhooks` package, an SMTP server that
+ * requires STARTTLS and a login, and the status files in the outbox. The
+ * dispatcher runs on a ManualClock (retries and give-up are decided by it);
+ * signatures carry the wall clock, as the receiver checks.
+ */
+import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { applyLiveOptions, loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { createLogger } from '../../src/log/index.js';
+import { outboxName } from '../../src/daemon/outbox.js';
+import { NotificationDispatcher, recordBatchEvent, type DeliveryOutcomeLabel } from '../../src/notify/index.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
+import {
+  claimDueEvents,
+  countEventsByDelivery,
+  getBatch,
+  holdBatch,
+  insertBatch,
+  listBatchEvents,
+  receivedBatch,
+  releaseBatchHold,
+  type BatchRecord,
+} from '../../src/store/index.js';
+import { insertRows } from '../../src/store/insert-rows.js';
+import { openTestDatabase } from '../support/database.js';
+import { hasOpenssl, selfSignedCert } from '../support/tls.js';
+import { EventReceiver, MailReceiver, newSigningSecret } from './receivers.js';
+
+const START = Date.UTC(2026, 10, 27, 9, 0, 0);
+
+interface World {
+  dir: string;
+  db: Database;
+  clock: ManualClock;
+  logLines: string[];
+  outcomes: [string, DeliveryOutcomeLabel][];
+  config: ResolvedConfig;
+  dispatcher: NotificationDispatcher;
+}
+
+let world: World | null = null;
+
+async function setUp(notify: Record<string, unknown>, extra: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): Promise<World> {
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-notify-'));
+  const outbox = join(dir, 'outbox');
+  await mkdir(outbox);
+  const db = await openTestDatabase(dir);
+  const clock = new ManualClock(START);
+  const logLines: string[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
+  const config = loadConfig({ env, cwd: dir }, { paths: { inbox: dir, outbox, stateDir: dir }, notify, ...extra });
+  const outcomes: [string, DeliveryOutcomeLabel][] = [];
+  const dispatcher = new NotificationDispatcher(
+    { db, config, clock, logger, outboxName, onDelivery: (c, o) => outcomes.push([c, o]) },
+    { instanceId: 'test', leaseMs: 60_000, alone: true },
+  );
+  world = { dir, db, clock, logLines, outcomes, config, dispatcher };
+  return world;
+}
+
+afterEach(async () => {
+  if (!world) return;
+  await closeDatabase(world.db);
+  await rm(world.dir, { recursive: true, force: true });
+  world = null;
+});
+
+async function newBatch(w: World, id: string, fileName = `${id}.csv`): Promise<BatchRecord> {
+  const b = receivedBatch(
+    { id, fileName, storedPath: `/claimed/${id}`, controlPath: null, sha256: id.padEnd(64, '0'), size: 120, mtimeMs: 1, doneMarker: false },
+    w.clock.now(),
+  );
+  await insertBatch(w.db, { ...b, state: 'ACTIVE', rowCount: 2, validCount: 2, acceptedAt: w.clock.now() });
+  await insertRows(
+    w.db,
+    [1, 2].map((i) => ({
+      batchId: id,
+      line: i + 1,
+      merchantReferenceId: `${id}-${i}`,
+      state: 'READY' as const,
+      requestValues: null,
+      payoutCurrency: 'PHP',
+      payoutAmount: i === 1 ? '1500.50' : '99.95',
+      deductionCurrency: 'USDT',
+      reasonCode: null,
+      reason: null,
+    })),
+    w.clock.now(),
+  );
+  // The first row paid (a test shortcut: its moves are the submitter's and the poller's business).
+  await w.db('payouts').where({ batch_id: id, line: 2 }).update({ state: 'PAID' });
+  return (await getBatch(w.db, id)) as BatchRecord;
+}
+
+const SHORT = {
+  code: 'INSUFFICIENT_BALANCE' as const,
+  reason: 'the USDT balance 10 does not cover the batch (1600.45 PHP, about 30 USDT)',
+  until: START + 60_000,
+};
+
+describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
+  let receiver: EventReceiver;
+  let secretFile: string;
+
+  beforeEach(async () => {
+    const secret = newSigningSecret();
+    receiver = new EventReceiver(secret);
+    await receiver.start();
+    secretFile = join(await mkdtemp(join(tmpdir(), 'payoutd-secret-')), 'erp-secret');
+    await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
+  });
+  afterEach(() => receiver.stop());
+
+  it('delivers each event signed; a receiver down for a while gets every event once back, each id once', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retry: { baseMs: 1000, maxMs: 60_000 } });
+    await newBatch(w, 'B1', 'payroll nov.csv');
+    await holdBatch(w.db, 'B1', SHORT, w.clock.now());
+    expect(await w.dispatcher.pass()).toBe(2);
+    expect(receiver.forged).toBe(0);
+    expect(receiver.types()).toEqual(['batch.received', 'batch.held']);
+    const held = receiver.events[1];
+    expect(held?.data).toMatchObject({ batchId: 'B1', file: 'payroll nov.csv', code: 'INSUFFICIENT_BALANCE', reason: SHORT.reason });
+    expect(held?.timestamp).toBe(new Date(START).toISOString());
+    // The status file took them too (a channel of its own, on by default).
+    expect(w.outcomes.filter(([c]) => c === 'status-file').map(([, o]) => o)).toEqual(['delivered', 'delivered']);
+
+    // Down: the next events wait, retried with backoff, the payouts untouched by it.
+    await receiver.stop();
+    w.clock.advance(5_000);
+    await releaseBatchHold(w.db, 'B1', w.clock.now(), 'balance-covered');
+    await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B1', type: 'progress', data: { percent: 50 }, at: w.clock.now() }));
+    expect(await w.dispatcher.pass()).toBe(2);
+    expect(await w.dispatcher.pass(), 'nothing due before the backoff').toBe(0);
+    for (let i = 0; i < 5; i++) {
+      w.clock.advance(60_000);
+      await w.dispatcher.pass();
+    }
+    expect(receiver.events).toHaveLength(2);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2, PENDING: 2 });
+    // One attempt per pass for a receiver that is down, not one per event.
+    const failedPerPass = w.outcomes.filter(([c, o]) => c === 'webhook:erp' && o === 'failed').length;
+    expect(failedPerPass).toBe(6);
+
+    // Back on the same port: every missed event arrives, in order.
+    await receiver.start();
+    w.clock.advance(60_000);
+    expect(await w.dispatcher.pass()).toBe(2);
+    expect(receiver.types()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.progress']);
+    expect(receiver.events[2]?.data).toMatchObject({ code: 'INSUFFICIENT_BALANCE', by: 'balance-covered' });
+
+    // A receiver that took an event but answered 500 gets it again; its id lets it keep one.
+    receiver.answer = 500;
+    await holdBatch(w.db, 'B1', SHORT, w.clock.now());
+    await w.dispatcher.pass();
+    receiver.answer = 204;
+    w.clock.advance(60_000);
+    await w.dispatcher.pass();
+    expect(receiver.deliveries).toBe(receiver.events.length + 1);
+    expect(receiver.types()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.progress', 'batch.held']);
+    const ids = (await listBatchEvents(w.db, 'B1')).map((e) => e.id);
+    expect(receiver.events.map((e) => e.id)).toEqual(ids);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 5 });
+  });
+
+  it('gives up after notify.retryFor, logs it at error and counts it', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retryFor: 3_600_000, statusFiles: false });
+    await receiver.stop();
+    await newBatch(w, 'B2');
+    await w.dispatcher.pass();
+    for (let i = 0; i < 8; i++) {
+      w.clock.advance(600_000);
+      await w.dispatcher.pass();
+    }
+    expect(await countEventsByDelivery(w.db)).toEqual({ GAVE_UP: 1 });
+    expect(w.outcomes.filter(([, o]) => o === 'gave_up')).toEqual([['webhook:erp', 'gave_up']]);
+    const line = w.logLines
+      .map((l) => JSON.parse(l) as { level: string; msg: string; err?: string })
+      .find((l) => l.msg.startsWith('NOTIFICATION UNDELIVERABLE'));
+    expect(line?.level).toBe('error');
+    expect(line?.err).toMatch(/webhook:erp: NOTIFY_HTTP_UNREACHABLE/);
+    // No secret and no payload in the logs.
+    const secret = (await readFile(secretFile, 'utf8')).trim();
+    expect(w.logLines.filter((l) => l.includes(secret.slice(6, 20)))).toEqual([]);
+  });
+
+  it('a SIGHUP that adds a webhook applies at the next pass (notify options are live)', async () => {
+    const w = await setUp({ statusFiles: false });
+    await newBatch(w, 'B7');
+    expect(await w.dispatcher.pass()).toBe(1);
+    const next = loadConfig(
+      { env: {}, cwd: w.dir },
+      { paths: w.config.paths, notify: { statusFiles: false, webhooks: [{ url: receiver.url, name: 'erp', secretFile }] } },
+    );
+    const changes = applyLiveOptions(w.config, next);
+    // Applied, and reported without its value (a URL may carry a token).
+    expect(changes).toEqual([{ path: 'notify.webhooks', live: true, hidden: true }]);
+    await holdBatch(w.db, 'B7', SHORT, w.clock.now());
+    await w.dispatcher.pass();
+    expect(receiver.types()).toEqual(['batch.held']);
+  });
+
+  it('a receiver that never answers costs one notify.timeoutMs per pass, not a stuck loop', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer(() => undefined);
+    silent.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`;
+    try {
+      const w = await setUp({ webhooks: [{ url, name: 'silent', secretFile }], timeoutMs: 300, statusFiles: false });
+      await newBatch(w, 'B8');
+      await holdBatch(w.db, 'B8', SHORT, w.clock.now());
+      const started = Date.now();
+      expect(await w.dispatcher.pass()).toBe(2);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(w.outcomes).toEqual([['webhook:silent', 'failed']]);
+      expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 2 });
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
+  it('alone on SQLite, events a killed process left claimed are delivered at once, not after its lease', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
+    await newBatch(w, 'B9');
+    // The process killed mid-delivery: its claim stays, for an hour.
+    expect(await claimDueEvents(w.db, { instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 })).toHaveLength(1);
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(receiver.types()).toEqual(['batch.received']);
+  });
+
+  it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
+    const other = join(join(secretFile, '..'), 'other');
+    await writeFile(other, newSigningSecret());
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile: other }], statusFiles: false });
+    await newBatch(w, 'B3');
+    await w.dispatcher.pass();
+    expect(receiver.forged).toBe(1);
+    expect(receiver.events).toEqual([]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
+  });
+});
+
+describe('status files in the outbox', () => {
+  it('a held batch: state HELD, the reason, rows and amounts by status, percent, last update', async () => {
+    const w = await setUp({}, { outbox: { xlsx: true } });
+    const b = await newBatch(w, 'B4', 'big.csv');
+    await holdBatch(w.db, 'B4', SHORT, w.clock.now());
+    await w.dispatcher.pass();
+    const path = join(w.config.paths.outbox, `${outboxName(b)}.status.csv`);
+    const text = (await readFile(path, 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/).slice(0, 12)).toEqual([
+      'item,status,currency,value',
+      'batch,,,B4',
+      'file,,,big.csv',
+      'state,,,HELD',
+      'hold,,,INSUFFICIENT_BALANCE',
+      `hold reason,,,"${SHORT.reason}"`,
+      'rows,,,2',
+      'rows final,,,1',
+      'percent done,,,50.0',
+      'rows per minute,,,',
+      'estimated end,,,',
+      `last update,,,${new Date(START).toISOString()}`,
+    ]);
+    expect(text).toContain(
+      'rows by status,PAID,,1\r\namount by status,PAID,PHP,1500.5\r\nrows by status,PENDING,,1\r\namount by status,PENDING,PHP,99.95',
+    );
+    expect(existsSync(path.replace(/\.csv$/, '.xlsx'))).toBe(true);
+  });
+});
+
+describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, login)', () => {
+  let mail: MailReceiver;
+  let certDir: string;
+  const login = { user: 'payoutd', password: 'smtp-pw-Hq73Vd' };
+
+  beforeEach(async () => {
+    certDir = await mkdtemp(join(tmpdir(), 'payoutd-smtp-'));
+    mail = new MailReceiver(selfSignedCert(certDir), login);
+    await mail.start();
+  });
+  afterEach(async () => {
+    await mail.stop();
+    await rm(certDir, { recursive: true, force: true });
+  });
+
+  it('mails each event but progress, in plain text with the totals and the outbox files; the password from a systemd credential', async () => {
+    const credentials = join(certDir, 'credentials');
+    await mkdir(credentials);
+    await writeFile(join(credentials, 'smtp-password'), `${login.password}\n`);
+    const email = {
+      host: '127.0.0.1',
+      port: mail.port,
+      caFile: join(certDir, 'cert.pem'),
+      user: login.user,
+      passwordCredential: 'smtp-password',
+      from: 'payoutd@example.com',
+      to: ['finance@example.com', 'ops@example.com'],
+    };
+    const w = await setUp({ email, statusFiles: false }, {}, { CREDENTIALS_DIRECTORY: credentials });
+    const b = await newBatch(w, 'B5', 'payroll.csv');
+    await holdBatch(w.db, 'B5', SHORT, w.clock.now());
+    await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B5', type: 'progress', data: {}, at: w.clock.now() }));
+    expect(await w.dispatcher.pass()).toBe(3);
+    expect(mail.mails).toHaveLength(2);
+    const held = mail.mails[1];
+    expect(held?.secure, 'upgraded by STARTTLS before the mail').toBe(true);
+    expect(held?.user).toBe('payoutd');
+    expect(held?.to).toEqual(['finance@example.com', 'ops@example.com']);
+    const events = await listBatchEvents(w.db, 'B5');
+    const raw = (held?.raw ?? '').replace(/=\r\n/g, '');
+    expect(raw).toMatch(/Subject: payoutd: payroll.csv held: the USDT balance 10/);
+    expect(raw).toContain(`Message-ID: <${events[1]?.id}@payoutd>`);
+    expect(raw).toContain('Content-Type: text/plain');
+    expect(raw).toContain('State: HELD');
+    expect(raw).toContain('PAID: 1 row(s), 1500.5 PHP');
+    expect(raw).toContain('PENDING: 1 row(s), 99.95 PHP');
+    expect(raw).toContain(`${outboxName(b)}.ack.csv`);
+    expect(raw).toContain(`${outboxName(b)}.status.csv`);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 3 });
+    expect(w.logLines.filter((l) => l.includes(login.password))).toEqual([]);
+  });
+
+  it('a wrong password: the mail is not sent, and the event stays owed', async () => {
+    const passwordFile = join(certDir, 'pw');
+    await writeFile(passwordFile, 'not-the-password');
+    const email = {
+      host: '127.0.0.1',
+      port: mail.port,
+      caFile: join(certDir, 'cert.pem'),
+      user: 'payoutd',
+      passwordFile,
+      from: 'p@example.com',
+      to: ['f@example.com'],
+    };
+    const w = await setUp({ email, statusFiles: false });
+    await newBatch(w, 'B6');
+    await w.dispatcher.pass();
+    expect(mail.mails).toEqual([]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
+    expect(w.outcomes).toEqual([['email', 'failed']]);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Real receivers of notifications for the tests: an HTTP endpoint that
+ * verifies each delivery with the `standardwebhooks` package (as a
+ * merchant's system would) and deduplicates by webhook-id, and an SMTP server
+ * (`smtp-server`) that requires STARTTLS and a password before it takes mail.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { Webhook } from 'standardwebhooks';
+
+/** A fresh signing secret in the form the configuration takes. */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(24).toString('base64')}`;
+}
+
+export interface ReceivedEvent {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+export class EventReceiver {
+  /** First deliveries, in arrival order (each webhook-id once). */
+  readonly events: ReceivedEvent[] = [];
+  /** Every verified delivery, duplicates included. */
+  deliveries = 0;
+  /** Deliveries whose signature did not verify. */
+  forged = 0;
+  /** Answer with this status (after taking the event) instead of 204: a receiver that took it but said otherwise. */
+  answer = 204;
+  private server: Server | null = null;
+  private readonly verifier: Webhook;
+
+  constructor(
+    secret: string,
+    private port = 0,
+  ) {
+    this.verifier = new Webhook(secret);
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/payoutd/events`;
+  }
+
+  async start(): Promise<void> {
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+        let payload: Omit<ReceivedEvent, 'id'>;
+        try {
+          payload = this.verifier.verify(body, headers) as Omit<ReceivedEvent, 'id'>;
+        } catch {
+          this.forged++;
+          res.writeHead(400).end();
+          return;
+        }
+        this.deliveries++;
+        const id = headers['webhook-id'] as string;
+        if (!this.events.some((e) => e.id === id)) this.events.push({ id, ...payload });
+        res.writeHead(this.answer).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  /** Down: the port refuses connections until start() again (same port). */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  types(): string[] {
+    return this.events.map((e) => e.type);
+  }
+}
+
+export interface ReceivedMail {
+  from: string;
+  to: string[];
+  raw: string;
+  /** The session was upgraded by STARTTLS before the mail. */
+  secure: boolean;
+  user: string | undefined;
+}
+
+export class MailReceiver {
+  readonly mails: ReceivedMail[] = [];
+  private server: SMTPServer | null = null;
+  port = 0;
+
+  constructor(
+    private readonly tls: { certFile: string; keyFile: string },
+    private readonly login: { user: string; password: string },
+  ) {}
+
+  async start(): Promise<void> {
+    const server = new SMTPServer({
+      secure: false,
+      key: readFileSync(this.tls.keyFile),
+      cert: readFileSync(this.tls.certFile),
+      authMethods: ['PLAIN', 'LOGIN'],
+      // No AUTH before STARTTLS (smtp-server's default): the password never crosses in clear.
+      onAuth: (auth, _session, cb) => {
+        if (auth.username === this.login.user && auth.password === this.login.password) cb(null, { user: auth.username });
+        else cb(new Error('invalid login'));
+      },
+      onData: (stream, session, cb) => {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          this.mails.push({
+            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+            to: session.envelope.rcptTo.map((r) => r.address),
+            raw: Buffer.concat(chunks).toString('utf8'),
+            secure: session.secure,
+            user: session.user as string | undefined,
+          });
+          cb();
+        });
+      },
+      logger: false,
+      disabledCommands: [],
+    });
+    server.on('error', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.port = (server.server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

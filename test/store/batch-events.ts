@@ -1,0 +1,173 @@
+/**
+ * Checks of the batch events store, run on SQLite (test/notify/events-store.test.ts) and PostgreSQL
+ * (test/postgres/batch-events.test.ts): each change stores its event in its own transaction, a failed
+ * change leaves none, a batch's events read back in order, and one instance at a time claims an event.
+ */
+import { expect } from 'vitest';
+import type { Database } from '../../src/store/db.js';
+import {
+  claimDueEvents,
+  countBatchesByState,
+  flagStale,
+  holdBatch,
+  insertBatch,
+  listBatchEvents,
+  oldestHoldSince,
+  receivedBatch,
+  recordBatchEventIfLatest,
+  releaseBatchHold,
+  settleEventDelivery,
+  updateBatch,
+} from '../../src/store/index.js';
+import { recordBatchEvent } from '../../src/notify/index.js';
+import { seedBatch } from './moves.js';
+
+async function newBatch(db: Database, id: string, at: number): Promise<void> {
+  await insertBatch(
+    db,
+    receivedBatch(
+      {
+        id,
+        fileName: `${id}.csv`,
+        storedPath: `/claimed/${id}`,
+        controlPath: null,
+        sha256: id.padEnd(64, '0'),
+        size: 10,
+        mtimeMs: 1,
+        doneMarker: false,
+      },
+      at,
+    ),
+  );
+}
+
+export async function checkEventsWithTheirChanges(db: Database): Promise<void> {
+  await newBatch(db, 'B1', 1000);
+  await updateBatch(db, 'B1', { state: 'VALIDATING' }, 1100);
+  const hold = { code: 'INSUFFICIENT_BALANCE' as const, reason: 'the USDT balance 5 does not cover 100', until: 9000 };
+  await holdBatch(db, 'B1', hold, 1200);
+  // The same hold again (a balance still short at its recheck) is no news.
+  await holdBatch(db, 'B1', { ...hold, reason: 'still short' }, 1300);
+  await updateBatch(db, 'B1', { state: 'ACTIVE' }, 1400, { type: 'accepted', data: { rows: 2 } });
+  await releaseBatchHold(db, 'B1', 1500, 'balance-covered');
+  // Nothing held: no `released`.
+  await releaseBatchHold(db, 'B1', 1600);
+  // An illegal move fails, and its event is not stored either.
+  await expect(updateBatch(db, 'B1', { state: 'RECEIVED' }, 1700, { type: 'rejected' })).rejects.toThrow(/cannot move/);
+  const events = await listBatchEvents(db, 'B1');
+  expect(events.map((e) => [e.type, e.createdAt])).toEqual([
+    ['received', 1000],
+    ['held', 1200],
+    ['accepted', 1400],
+    ['released', 1500],
+  ]);
+  expect(events[1]?.data).toEqual({ code: 'INSUFFICIENT_BALANCE', reason: hold.reason, until: new Date(9000).toISOString() });
+  expect(events[3]?.data).toEqual({ code: 'INSUFFICIENT_BALANCE', by: 'balance-covered' });
+  expect(new Set(events.map((e) => e.id)).size).toBe(4);
+  for (const e of events) expect(e.id).toMatch(/^evt_[0-9a-f]{32}$/);
+}
+
+export async function checkRecordInCallersTransaction(db: Database): Promise<void> {
+  await newBatch(db, 'B2', 1000);
+  // The caller's transaction rolls back: neither its change nor the event it recorded stays.
+  await expect(
+    db.transaction(async (trx) => {
+      await trx('batches').where({ id: 'B2' }).update({ hold_code: 'AWAITING_APPROVAL' });
+      await recordBatchEvent(trx, { batchId: 'B2', type: 'awaiting-approval', data: { approvers: 2 }, at: 1100 });
+      throw new Error('decision failed');
+    }),
+  ).rejects.toThrow('decision failed');
+  expect((await listBatchEvents(db, 'B2')).map((e) => e.type)).toEqual(['received']);
+  await db.transaction(async (trx) => {
+    await recordBatchEvent(trx, { batchId: 'B2', type: 'awaiting-approval', data: { approvers: 2 }, at: 1100 });
+  });
+  expect((await listBatchEvents(db, 'B2')).map((e) => [e.type, e.data])).toEqual([
+    ['received', { size: 10, sha256: 'B2'.padEnd(64, '0') }],
+    ['awaiting-approval', { approvers: 2 }],
+  ]);
+}
+
+export async function checkStaleEventsPerBatch(db: Database): Promise<void> {
+  const a = await seedBatch(db, 'S1', 3, 'PENDING');
+  const b = await seedBatch(db, 'S2', 1, 'PENDING');
+  await flagStale(
+    db,
+    [...a, ...b].map((r) => r.id),
+    5000,
+  );
+  const s1 = await listBatchEvents(db, 'S1');
+  expect(s1.map((e) => [e.type, e.data['payouts']])).toEqual([['stale', 3]]);
+  expect((await listBatchEvents(db, 'S2')).map((e) => [e.type, e.data['payouts']])).toEqual([['stale', 1]]);
+}
+
+export async function checkOneClaimPerEvent(db: Database): Promise<void> {
+  await newBatch(db, 'C1', 1000);
+  await newBatch(db, 'C2', 1001);
+  const now = 2000;
+  const [x, y] = await Promise.all([
+    claimDueEvents(db, { instanceId: 'x', leaseMs: 60_000, now, limit: 10 }),
+    claimDueEvents(db, { instanceId: 'y', leaseMs: 60_000, now, limit: 10 }),
+  ]);
+  const claimedBy = [...x.map((e) => e.seq), ...y.map((e) => e.seq)].sort();
+  // Every event claimed once, by one of the two.
+  expect(claimedBy).toEqual([...new Set(claimedBy)]);
+  expect(claimedBy).toHaveLength(2);
+  const first = [...x, ...y].sort((p, q) => p.seq - q.seq)[0];
+  if (!first) throw new Error('no event claimed');
+  const owner = x.includes(first) ? 'x' : 'y';
+  // Another instance's settle does nothing; the owner's lets it go, due again later.
+  await settleEventDelivery(db, first.seq, owner === 'x' ? 'y' : 'x', {
+    state: 'DELIVERED',
+    deliveredTo: ['a'],
+    attempts: 1,
+    nextAttemptAt: now,
+    lastError: null,
+  });
+  await settleEventDelivery(db, first.seq, owner, {
+    state: 'PENDING',
+    deliveredTo: ['a'],
+    attempts: 1,
+    nextAttemptAt: now + 500,
+    lastError: 'refused',
+  });
+  expect(await claimDueEvents(db, { instanceId: 'z', leaseMs: 60_000, now: now + 100, limit: 10 })).toEqual([]);
+  const again = await claimDueEvents(db, { instanceId: 'z', leaseMs: 60_000, now: now + 60_001, limit: 10 });
+  expect(again.map((e) => [e.seq, e.deliveredTo, e.attempts])).toEqual([
+    [first.seq, ['a'], 1],
+    ...[...x, ...y].filter((e) => e.seq !== first.seq).map((e) => [e.seq, [], 0]),
+  ]);
+}
+
+export async function checkHoldMetrics(db: Database): Promise<void> {
+  await seedBatch(db, 'H1', 1, 'READY');
+  await seedBatch(db, 'H2', 1, 'READY');
+  await seedBatch(db, 'H3', 1, 'READY');
+  await holdBatch(db, 'H1', { code: 'INSUFFICIENT_BALANCE', reason: 'short', until: 10_000 }, 3000);
+  await holdBatch(db, 'H2', { code: 'AWAITING_APPROVAL', reason: 'two approvals needed', until: null }, 2000);
+  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1 });
+  expect(await oldestHoldSince(db)).toBe(2000);
+  expect((await listBatchEvents(db, 'H2')).map((e) => e.type)).toEqual(['awaiting-approval']);
+  await releaseBatchHold(db, 'H2', 4000);
+  expect(await oldestHoldSince(db)).toBe(3000);
+}
+
+export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<void> {
+  await newBatch(db, 'P1', 1000);
+  const progress = (final: number) => ({ batchId: 'P1', type: 'progress' as const, data: { final }, at: 2000 });
+  // Two instances decide the same progress event from the same last one (none yet): one records it.
+  const both = await Promise.all([recordBatchEventIfLatest(db, progress(10), null), recordBatchEventIfLatest(db, progress(11), null)]);
+  expect(both.filter(Boolean)).toHaveLength(1);
+  const [first] = (await listBatchEvents(db, 'P1')).filter((e) => e.type === 'progress');
+  expect(await recordBatchEventIfLatest(db, progress(20), first?.seq ?? null)).toBe(true);
+  expect((await listBatchEvents(db, 'P1')).filter((e) => e.type === 'progress')).toHaveLength(2);
+}
+
+/** Every check above with the name its test goes by, for the test file of each engine. */
+export const BATCH_EVENT_CHECKS: readonly [string, (db: Database) => Promise<void>][] = [
+  ['each change stores its event in its transaction; an illegal move stores none', checkEventsWithTheirChanges],
+  ["recordBatchEvent joins the caller's transaction and rolls back with it", checkRecordInCallersTransaction],
+  ['stale payouts make one event per batch', checkStaleEventsPerBatch],
+  ['one claim per event, taken again when its lease ends', checkOneClaimPerEvent],
+  ['of instances deciding the same progress event at once, one records it', checkOneOfConcurrentPeriodicEvents],
+  ['batches by state count held and awaiting approval apart; the oldest hold is known', checkHoldMetrics],
+];
