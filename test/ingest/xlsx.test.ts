@@ -129,6 +129,23 @@ describe('xlsx batches', () => {
     expect(codes(k.result.fileErrors)).toEqual(['XLSX_UNREADABLE']);
   });
 
+  it('refuses merged header cells, naming the column left without a header', async () => {
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Payouts');
+    // The sender's names under one merged header, as a clerk lays out a sheet.
+    ws.addRow([...HEADER.slice(0, 4), 'Sender name', '', ...HEADER.slice(6)]);
+    ws.mergeCells('E1:F1');
+    ws.addRow(dataRow('X-1') as ExcelJS.CellValue[]);
+    const path = join(await tempDir(), 'merged.xlsx');
+    await wb.xlsx.writeFile(path);
+    const { result } = await parseXlsx(path);
+    const unknown = result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN');
+    expect(unknown.map((e) => [e.columnIndex, e.message])).toEqual([
+      [4, expect.stringContaining('"Sender name" is not a column payoutd knows')],
+      [5, 'this column has no header (merged header cells?); name every column, unmerging merged cells'],
+    ]);
+  });
+
   it('takes control totals from trailer rows', async () => {
     const path = await workbook([HEADER, dataRow('X-1'), dataRow('X-2'), ['#CONTROL', 'rows', '3'], ['#CONTROL', 'total', 'PHP', '201']]);
     const { result } = await parseXlsx(path);
