@@ -58,7 +58,10 @@ describe('docs/csv-format.md error table', () => {
     expect([...source].filter((c) => !table.has(c)).sort(), 'codes missing from the table').toEqual([]);
     expect([...table].filter((c) => !source.has(c)).sort(), 'codes in the table that the source does not give').toEqual([]);
     const doc = await readFile(join(ROOT, 'docs/csv-format.md'), 'utf8');
-    for (const line of doc.slice(doc.indexOf('### Every error code')).split('\n').filter((l) => l.startsWith('| `'))) {
+    for (const line of doc
+      .slice(doc.indexOf('### Every error code'))
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))) {
       const cells = line.split(' | ');
       expect(cells, line).toHaveLength(4);
       for (const cell of cells) expect(cell.replace(/\|/g, '').trim().length, line).toBeGreaterThan(2);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { errorPlace } from '../../src/ingest/rules/index.js';
 import { formatInWords } from '../../src/ingest/rules/format-words.js';
-import { codes, parseCollect, tempCsv } from './helpers.js';
+import { FRIENDLY_ALIASES, codes, parseCollect, tempCsv } from './helpers.js';
 
 describe('messages', () => {
   it('say a simple pattern in words, and how the value differs', () => {
@@ -19,26 +19,13 @@ describe('messages', () => {
   });
 
   it('name the line, the column letter and the header as written, in a file with aliases', async () => {
-    const header = 'Reference,Amount,Currency,Funding,First Name,Last Name,Country,ID Type,ID Number,Beneficiary,Account,Bank';
+    const header = Object.keys(FRIENDLY_ALIASES).join(',');
     const path = await tempCsv(
       `${header}\nINV 7,100.50,PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,123456789,BOPIPHMM\nINV-8,"1.500,50",PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,1.23457E+11,BOPIPHMM\n`,
     );
     const { rows } = await parseCollect(path, {
       format: {
-        columnAliases: {
-          Reference: 'merchantReferenceId',
-          Amount: 'payoutAmount',
-          Currency: 'payoutCurrency',
-          Funding: 'deductionCurrency',
-          'First Name': 'sender.firstName',
-          'Last Name': 'sender.lastName',
-          Country: 'sender.country',
-          'ID Type': 'sender.idType',
-          'ID Number': 'sender.idValue',
-          Beneficiary: 'beneficiary.accountName',
-          Account: 'beneficiary.accountNumber',
-          Bank: 'beneficiary.bankCode',
-        },
+        columnAliases: FRIENDLY_ALIASES,
       },
     });
     const [first, second] = rows;
@@ -55,7 +42,7 @@ describe('messages', () => {
       ],
     ]);
     expect(second?.errors.map((e) => [errorPlace(e), e.code])).toEqual([
-      ['line 3, column B "Amount"', 'AMOUNT_LOCALE_FORMAT'],
+      ['line 3, column B "amount"', 'AMOUNT_LOCALE_FORMAT'],
       ['line 3, column K "Account"', 'SCIENTIFIC_NOTATION'],
     ]);
     expect(second?.reason).toContain(

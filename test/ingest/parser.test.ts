@@ -9,25 +9,12 @@ import {
 } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
-import { HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
+import { FRIENDLY_ALIASES, HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
 
 const FIXTURES = 'test/fixtures/csv';
 const fixture = (name: string): string => `${FIXTURES}/${name}`;
 
-const ALIASES = {
-  Reference: 'merchantReferenceId',
-  amount: 'payoutAmount',
-  currency: 'payoutCurrency',
-  FUNDING: 'deductionCurrency',
-  'first name': 'sender.firstName',
-  'Last Name': 'sender.lastName',
-  Country: 'sender.country',
-  'ID Type': 'sender.idType',
-  'ID Number': 'sender.idValue',
-  Beneficiary: 'beneficiary.accountName',
-  Account: 'beneficiary.accountNumber',
-  Bank: 'beneficiary.bankCode',
-} as const;
+const ALIASES = FRIENDLY_ALIASES;
 
 describe('CSV encodings and layouts', () => {
   it('strips a UTF-8 BOM so the first header is recognized', async () => {
@@ -166,20 +153,7 @@ describe('header', () => {
   });
 
   it('hints at the field an unknown header most likely means, and at columnAliases', async () => {
-    const friendly = [
-      'Reference',
-      'Amount',
-      'Currency',
-      'Funding',
-      'First Name',
-      'Last Name',
-      'Country',
-      'ID Type',
-      'ID Number',
-      'Beneficiary',
-      'Account',
-      'Bank',
-    ];
+    const friendly = Object.keys(ALIASES);
     const path = await tempCsv(`${friendly.join(',')}\nX-1,100.50,PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,1234567890,BOPIPHMM\n`);
     const { result } = await parseCollect(path);
     const unknown = result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN');
@@ -187,20 +161,7 @@ describe('header', () => {
     expect(unknown[0]?.message).toBe(
       '"Reference" is not a column payoutd knows; did you mean merchantReferenceId? Rename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")',
     );
-    expect(unknown.map((e) => /did you mean ([\w.]+)\?/.exec(e.message)?.[1])).toEqual([
-      'merchantReferenceId',
-      'payoutAmount',
-      'payoutCurrency',
-      'deductionCurrency',
-      'sender.firstName',
-      'sender.lastName',
-      'sender.country',
-      'sender.idType',
-      'sender.idValue',
-      'beneficiary.accountName',
-      'beneficiary.accountNumber',
-      'beneficiary.bankCode',
-    ]);
+    expect(unknown.map((e) => /did you mean ([\w.]+)\?/.exec(e.message)?.[1])).toEqual(Object.values(ALIASES));
     expect(unknown.map((e) => e.columnIndex)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     const odd = await parseCollect(await tempCsv(`${HEADER},Notes,\n${row('X-1')},,\n`));
     expect(odd.result.fileErrors.map((e) => e.message)).toEqual([
