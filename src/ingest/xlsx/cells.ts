@@ -31,7 +31,7 @@ const IDENTIFIERS: ReadonlySet<FieldPath> = new Set([
 ]);
 
 /** Words for a field in a message to finance. */
-export const FIELD_WORDS: Record<FieldPath, string> = {
+const FIELD_WORDS: Record<FieldPath, string> = {
   merchantReferenceId: 'reference',
   deductionCurrency: 'deduction currency',
   payoutCurrency: 'payout currency',

@@ -3,6 +3,7 @@
  * number formats are known). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
  */
 import { open } from 'node:fs/promises';
+import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
 
 export interface SheetRow {
@@ -15,14 +16,13 @@ export interface SheetRow {
 export type SheetRefusalCode = 'XLSX_UNREADABLE' | 'XLSX_SHEETS' | 'XLSX_FORMULA';
 
 /** The workbook cannot be read as a batch; `line`: the row it was found on, when there is one. */
-export class SheetRefusal extends Error {
+export class SheetRefusal extends PayoutdError {
   override readonly name = 'SheetRefusal';
-  constructor(
-    readonly code: SheetRefusalCode,
-    message: string,
-    readonly line: number | null = null,
-  ) {
-    super(message);
+  declare readonly code: SheetRefusalCode;
+  readonly line: number | null;
+  constructor(code: SheetRefusalCode, message: string, line: number | null = null) {
+    super(code, message);
+    this.line = line;
   }
 }
 
