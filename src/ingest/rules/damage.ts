@@ -3,7 +3,7 @@
  * scientific notation, references turned into dates, and (given the original row) lost leading zeros.
  */
 import { maskAccountNumber } from '../../domain/payout.js';
-import type { FieldPath } from './fields.js';
+import { FIELD_WORDS, type FieldPath } from './fields.js';
 import { quoteValue, type RowErrorCode } from './row-error.js';
 
 export interface DamageProblem {
@@ -32,13 +32,6 @@ const NUMBERISH: ReadonlySet<FieldPath> = new Set([
 /** Fields a spreadsheet may turn into dates. */
 const DATEISH: ReadonlySet<FieldPath> = new Set(['merchantReferenceId', 'sender.idValue']);
 
-const WORDS: Partial<Record<FieldPath, string>> = {
-  merchantReferenceId: 'reference',
-  'sender.idValue': "sender's id number",
-  'beneficiary.accountNumber': 'account number',
-  'beneficiary.bankCode': 'bank code',
-};
-
 /** Whether `field` is checked here at all (most fields are not). */
 export function damageChecked(field: FieldPath): boolean {
   return NUMBERISH.has(field);
@@ -46,12 +39,18 @@ export function damageChecked(field: FieldPath): boolean {
 
 /** The mangling a trimmed, non-empty value of `field` shows, or null. */
 export function damageProblem(field: FieldPath, value: string): DamageProblem | null {
-  const words = WORDS[field] ?? field;
+  const words = FIELD_WORDS[field];
   if (NUMBERISH.has(field) && SCIENTIFIC.test(value)) {
-    const shown = field === 'beneficiary.accountNumber' ? maskAccountNumber(value) : value;
+    // Account numbers masked and id values never shown, as in every message.
+    const shown =
+      field === 'beneficiary.accountNumber'
+        ? ` ${quoteValue(maskAccountNumber(value))}`
+        : field === 'sender.idValue'
+          ? ''
+          : ` ${quoteValue(value)}`;
     return {
       code: 'SCIENTIFIC_NOTATION',
-      message: `the ${words} ${quoteValue(shown)} is in scientific notation: a spreadsheet took it for a number and dropped its last digits; open the file with the column formatted as Text (or use the .xlsx file) and type the ${words} again`,
+      message: `the ${words}${shown} is in scientific notation: a spreadsheet took it for a number and dropped its last digits; open the file with the column formatted as Text (or use the .xlsx file) and type the ${words} again`,
     };
   }
   if (DATEISH.has(field) && DATE_SHAPES.some((shape) => shape.test(value))) {
@@ -82,7 +81,7 @@ export function zerosLostProblem(
     for (const original of originals) {
       const was = original.values[at] ?? '';
       if (value !== '' && was !== value && /^0+\d/.test(was) && was.replace(/^0+/, '') === value) {
-        const words = WORDS[field] ?? field;
+        const words = FIELD_WORDS[field];
         return {
           field,
           problem: {

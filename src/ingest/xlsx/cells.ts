@@ -4,7 +4,7 @@
  * of the value.
  */
 import { Decimal } from '../../domain/money.js';
-import type { FieldPath } from '../rules/fields.js';
+import { FIELD_WORDS, type FieldPath } from '../rules/fields.js';
 import type { RowErrorCode } from '../rules/row-error.js';
 
 /** One cell of a sheet row, as read (src/ingest/xlsx/workbook.ts). */
@@ -29,22 +29,6 @@ const IDENTIFIERS: ReadonlySet<FieldPath> = new Set([
   'beneficiary.accountNumber',
   'beneficiary.bankCode',
 ]);
-
-/** Words for a field in a message to finance. */
-const FIELD_WORDS: Record<FieldPath, string> = {
-  merchantReferenceId: 'reference',
-  deductionCurrency: 'deduction currency',
-  payoutCurrency: 'payout currency',
-  payoutAmount: 'amount',
-  'sender.firstName': "sender's first name",
-  'sender.lastName': "sender's last name",
-  'sender.country': "sender's country",
-  'sender.idType': "sender's id type",
-  'sender.idValue': "sender's id number",
-  'beneficiary.accountName': 'account name',
-  'beneficiary.accountNumber': 'account number',
-  'beneficiary.bankCode': 'bank code',
-};
 
 /** The exact decimal text of a number cell, or null when the double may not hold the digits typed. */
 export function exactNumberText(value: number): string | null {
@@ -84,8 +68,11 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
   const exact = exactNumberText(cell.value);
   if (field !== null && IDENTIFIERS.has(field)) {
     if (exact === null || !/^\d+$/.test(exact) || exact.length > EXACT_DIGITS) {
-      // An account number is never shown, not even its leading digits.
-      const shown = field === 'beneficiary.accountNumber' ? '' : ` (shown as ${cell.value.toExponential(5).toUpperCase()})`;
+      // Account numbers and id values are never shown, not even their leading digits.
+      const shown =
+        field === 'beneficiary.accountNumber' || field === 'sender.idValue'
+          ? ''
+          : ` (shown as ${cell.value.toExponential(5).toUpperCase()})`;
       return {
         problem: {
           code: 'SCIENTIFIC_NOTATION',
