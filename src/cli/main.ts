@@ -46,6 +46,14 @@ function withConfig<T>(y: Argv<T>): Argv<T & GlobalArgs> {
     .option('log-level', { type: 'string', describe: 'override log.level' }) as Argv<T & GlobalArgs>;
 }
 
+/** The options `approve` and `reject` share. */
+function decisionOptions<T>(y: Argv<T>) {
+  return withConfig(y)
+    .option('batch', { type: 'string', demandOption: true })
+    .option('sha256', { type: 'string', describe: "the file's SHA-256 from the ack (default: the batch's, checked against its file)" })
+    .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' });
+}
+
 export async function runCli(argv: string[]): Promise<void> {
   try {
     await yargs(argv)
@@ -188,6 +196,19 @@ export async function runCli(argv: string[]): Promise<void> {
         },
       )
       .command(
+        'prune',
+        'remove the archived inputs, outbox files and row details of batches finished more than retention.days ago (references and payout ids are kept)',
+        (y) =>
+          withConfig(y)
+            .option('dry-run', { type: 'boolean', default: false, describe: 'list what would go; remove nothing' })
+            .option('days', { type: 'number', describe: 'override retention.days for this run' }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { pruneCommand } = await import('./commands/retention.js');
+          await pruneCommand(config, { dryRun: a.dryRun, days: a.days });
+        },
+      )
+      .command(
         'release',
         'lift the hold on a batch (for example one whose upload changed after it was taken): its unsent rows will be paid',
         (y) => withConfig(y).option('batch', { type: 'string', demandOption: true }),
@@ -208,6 +229,26 @@ export async function runCli(argv: string[]): Promise<void> {
           const config = await configFrom(a);
           const { cancelBatch } = await import('./commands/operator.js');
           await cancelBatch(config, a.batch, a.reason);
+        },
+      )
+      .command(
+        'approve',
+        'approve a batch waiting for approval (you are the approver: the Unix user running this, or the sudo caller)',
+        (y) => decisionOptions(y).option('comment', { type: 'string' }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { decideFromCli } = await import('./commands/approval.js');
+          await decideFromCli(config, 'approve', { batch: a.batch, sha256: a.sha256, as: a.as, comment: a.comment });
+        },
+      )
+      .command(
+        'reject',
+        'reject a batch waiting for approval: none of its rows is paid, and the result file gives your reason',
+        (y) => decisionOptions(y).option('reason', { type: 'string', demandOption: true }),
+        async (a) => {
+          const config = await configFrom(a);
+          const { decideFromCli } = await import('./commands/approval.js');
+          await decideFromCli(config, 'reject', { batch: a.batch, sha256: a.sha256, as: a.as, reason: a.reason });
         },
       )
       .command(

@@ -2,3 +2,4 @@
 export { FOLDER_OPTIONS } from './schema.js';
 export { loadConfig, readApiKey, readWebhookSecret, mergeDeep, type ResolvedConfig } from './load.js';
 export { applyLiveOptions, optionChanges, type OptionChange } from './live.js';
+export { approvalInUse, type ApprovalConfig, type LimitsConfig } from './approval-schema.js';

@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
 import { configSchema, FOLDER_OPTIONS, type PayoutdConfig } from './schema.js';
+import { approvalInUse } from './approval-schema.js';
 import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
 
 export interface LoadConfigInput {
@@ -176,6 +177,7 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   const c = parsed.data;
   const abs = (p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
   for (const folder of FOLDER_OPTIONS) c.paths[folder] = abs(c.paths[folder]);
+  c.paths.approvals = c.paths.approvals ? abs(c.paths.approvals) : join(dirname(c.paths.inbox), 'approvals');
   // Without a config file the first run makes its ./var; with one, a missing folder is a mistake to name.
   c.paths.create ??= input.file === undefined;
   if (c.api.apiKeyFile) c.api.apiKeyFile = abs(c.api.apiKeyFile);
@@ -214,6 +216,12 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     throw new ConfigError(
       'CONFIG_INVALID',
       'webhook.enabled is true, so webhook.secret, webhook.secretFile or the credential webhook-secret must be set',
+    );
+  }
+  if (approvalInUse(c.approval, c.limits) && c.approval.approvers.users.length + c.approval.approvers.groups.length === 0) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${where}: approval.approvers: batches can wait for approval (approval.required or limits.onExceeded), so name at least one user or group who may approve`,
     );
   }
   const unsigned = c.notify.webhooks.findIndex((w) => !w.secretFile && !w.secretCredential);

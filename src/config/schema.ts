@@ -3,8 +3,10 @@
  * shared/design/contract.md's answers where the API spec is silent: change them to match a deployment.
  */
 import { z } from 'zod';
+import { isKnownTimeZone } from '../domain/time-zone.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
+import { approvalSchema, limitsSchema } from './approval-schema.js';
 import { BATCH_EVENT_TYPES } from '../domain/batch-events.js';
 
 const ms = (def: number) => z.number().int().min(0).default(def);
@@ -133,6 +135,8 @@ export const configSchema = z
         outbox: z.string().default('./var/outbox'),
         /** Database, claimed and rejected files. On the inbox's filesystem: a file is claimed by a rename. */
         stateDir: z.string().default('./var/state'),
+        /** Approval files (`<batch id>.approve`/`.reject`, docs/approval.md); default `approvals` beside the inbox. Taken by a rename. */
+        approvals: z.string().optional(),
         /** Create missing folders at start. Default: yes without a config file, no with one (a misspelled path?). */
         create: z.boolean().optional(),
       })
@@ -225,10 +229,27 @@ export const configSchema = z
       .object({
         /** UTF-8 BOM on CSV files, so Excel reads accents right. */
         bom: z.boolean().default(true),
-        /** Also write an .xlsx beside each result and report (typed cells). */
-        xlsx: z.boolean().default(false),
+        /**
+         * Also write an .xlsx beside each ack, result, summary, retry file and report (typed cells: accounts and
+         * references as text, amounts as numbers, times as dates).
+         */
+        xlsx: z.boolean().default(true),
+        /** IANA time zone (`Asia/Manila`) of the .xlsx date cells, named in their headers. The CSV files stay UTC. */
+        timeZone: z.string().refine(isKnownTimeZone, { error: 'must be an IANA time zone name such as UTC or Asia/Manila' }).default('UTC'),
         /** For batches with CANCELLED rows, write a ready-to-drop retry CSV. */
         retryFiles: z.boolean().default(true),
+      })
+      .prefault({}),
+    retention: z
+      .object({
+        /**
+         * Days a finished batch is kept whole: then its archived input (`<stateDir>/archive/`), its outbox files and
+         * its row details go, each reference and payout id kept (an old reference is still refused as a duplicate).
+         * Unset (the default): everything is kept forever.
+         */
+        days: z.number().int().min(1).optional(),
+        /** How often the daemon prunes, when `days` is set. An hour. */
+        pruneEveryMs: positive(3_600_000),
       })
       .prefault({}),
     metrics: z
@@ -260,6 +281,10 @@ export const configSchema = z
         eventRetentionDays: positive(30),
       })
       .prefault({}),
+    /** Approval before money moves: who approves which batches, and for how long they wait (docs/approval.md). */
+    approval: approvalSchema,
+    /** Per-currency limits: largest row, largest batch, rolling 24 hours (docs/approval.md). */
+    limits: limitsSchema,
     notify: notifySchema,
     /** Several instances on one PostgreSQL database (database.client pg). */
     instance: z

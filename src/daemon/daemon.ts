@@ -3,6 +3,7 @@
  * finisher as work loops. On start it recovers what a previous process left mid-way; on stop it takes no new
  * work, lets calls in flight finish within a grace period, and leaves the rest to be resolved by query.
  */
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -23,11 +24,21 @@ import {
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
+import {
+  ApprovalFiles,
+  approvalAtAcceptance,
+  expireDueApprovals,
+  rulesWithRowLimits,
+  SystemUsers,
+  type ApprovalDeps,
+} from '../approval/index.js';
+import { approvalInUse } from '../config/index.js';
 import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
 import { NotificationDispatcher, ProgressEvents, type DeliveryOutcomeLabel } from '../notify/index.js';
 import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
+import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
 import type { FaultPoint } from './fault-points.js';
@@ -63,6 +74,10 @@ export class PayoutDaemon {
   private readonly submitter: PayoutSubmitter;
   private readonly poller: SettlementPoller;
   private readonly finisher: BatchFinisher;
+  private readonly retention: Retention;
+  /** Approval in use (approval.required, or limits): its decisions, and the approval files of paths.approvals. */
+  private readonly approval: ApprovalDeps | null;
+  private readonly approvalFiles: ApprovalFiles | null;
   private readonly notifications: NotificationDispatcher;
   private readonly progressEvents: ProgressEvents;
   private readonly stopWork = new AbortController();
@@ -86,6 +101,9 @@ export class PayoutDaemon {
       xlsx: config.outbox.xlsx,
       retryFiles: config.outbox.retryFiles,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
+      onXlsxError: (batchId, kind, err) =>
+        logger.error({ batchId, file: kind, err: safeError(err) }, 'the .xlsx beside an outbox CSV was not written (the CSV was)'),
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     const balanceCheck = config.batch.balanceCheck;
@@ -105,6 +123,31 @@ export class PayoutDaemon {
       },
     );
     const storageDir = config.paths.stateDir;
+    const users = new SystemUsers();
+    const limitsSet = Object.keys(config.limits.perCurrency).length > 0;
+    this.approval =
+      approvalInUse(config.approval, config.limits) || limitsSet
+        ? {
+            db,
+            clock,
+            logger,
+            users,
+            policy: { approval: config.approval, limits: config.limits },
+            instanceId: o.instanceId,
+          }
+        : null;
+    this.approvalFiles =
+      this.approval && approvalInUse(config.approval, config.limits)
+        ? new ApprovalFiles(this.approval, {
+            dir: config.paths.approvals as string,
+            takenDir: join(storageDir, 'approval-files'),
+            replyDir: config.paths.outbox,
+            stableForMs: config.inbox.stableForMs,
+            maxFileBytes: config.approval.maxFileBytes,
+            bom: config.outbox.bom,
+          })
+        : null;
+    const approval = this.approval;
     this.intake = new BatchIntake(
       {
         db,
@@ -116,11 +159,16 @@ export class PayoutDaemon {
           writeResult: (b) => this.outbox.writeResult(b),
         },
         holds: this.holds,
+        approval: approval ? { atAcceptance: (b) => approvalAtAcceptance(approval, b) } : undefined,
+        uploaderOf: async (path) => {
+          const { uid } = await lstat(path);
+          return { uid, name: await users.nameOfUid(uid) };
+        },
         afterChunkStored: fault ? () => fault('mid-read') : undefined,
       },
       {
         format: config.batch.format,
-        rules: config.batch.rules,
+        rules: rulesWithRowLimits(config.batch.rules, config.limits),
         onInvalidRows: config.batch.onInvalidRows,
         rejectedDir: join(storageDir, 'rejected'),
         instanceId: o.instanceId,
@@ -208,6 +256,10 @@ export class PayoutDaemon {
         onCompleted: () => deps.onBatchEvent?.('completed'),
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
+    );
+    this.retention = new Retention(
+      { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, watchTakenForMs: config.inbox.watchTakenForMs, logger },
+      { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
     );
     this.notifications = new NotificationDispatcher(
       { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
@@ -344,7 +396,14 @@ export class PayoutDaemon {
       await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     }
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
-    return this.finisher.pass();
+    if (this.approval) {
+      await expireDueApprovals(this.approval);
+      // An approval file may have let a batch go: its rows are owed to the submitter now.
+      if (this.approvalFiles && (await this.approvalFiles.scan()) > 0) this.submitLoop?.wake();
+    }
+    const finished = await this.finisher.pass();
+    await this.retention.pass(clock.now());
+    return finished;
   }
 
   /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */

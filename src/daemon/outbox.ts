@@ -1,6 +1,7 @@
 /** BatchOutbox: what finance receives for a batch, built from the database: ack, result and summary, interim report. */
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { approvalAuditText, readApproval } from '../approval/index.js';
 import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
@@ -8,6 +9,7 @@ import {
   type Database,
   type BatchRecord,
   ackRowPages,
+  ackMoneyPages,
   type AckSourceRow,
   resultRowPages,
   type BatchResultRow,
@@ -25,6 +27,11 @@ import {
   isTempName,
   writeResultXlsx,
   writeRetryFile,
+  writeRetryXlsx,
+  writeAckXlsx,
+  writeSummaryXlsx,
+  AckTotalsAccumulator,
+  type AckCurrencyTotal,
   xlsxPathFor,
   type AckRow,
   type BatchIdentity,
@@ -84,8 +91,12 @@ export function rowOutcome(row: BatchResultRow): RowOutcome {
 
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
+function verdictOf(state: RowState): AckRow['verdict'] {
+  return ACCEPTED_STATES.includes(state) ? 'ACCEPTED' : 'REJECTED';
+}
+
 function ackRow(row: AckSourceRow): AckRow {
-  const accepted = ACCEPTED_STATES.includes(row.state);
+  const accepted = verdictOf(row.state) === 'ACCEPTED';
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
@@ -103,6 +114,15 @@ async function* ackPages(db: Database, batchId: string): AsyncGenerator<AckRow[]
   for await (const page of ackRowPages(db, batchId)) yield page.map(ackRow);
 }
 
+/** Per currency, the rows read and their total, accepted and rejected (the ack's first lines). */
+async function ackTotals(db: Database, batchId: string): Promise<AckCurrencyTotal[]> {
+  const acc = new AckTotalsAccumulator();
+  for await (const page of ackMoneyPages(db, batchId)) {
+    for (const row of page) acc.add({ verdict: verdictOf(row.state), payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount });
+  }
+  return acc.currencies();
+}
+
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
   let n = 0;
   for await (const row of rows) {
@@ -117,13 +137,17 @@ export interface OutboxExtras {
   retryFiles: boolean;
   /** `batch.rules.minorUnits`: decimals shown in the .xlsx. */
   minorUnits?: Readonly<Record<string, number>>;
+  /** `outbox.timeZone`: the zone the .xlsx date cells show. */
+  timeZone?: string;
+  /** An .xlsx twin could not be written (its CSV was): the daemon logs it. */
+  onXlsxError?: (batchId: string, kind: string, err: unknown) => void;
   /** `batch.rules.merchantReferenceId.maxLength`: longest fresh reference in a retry file. */
   referenceMaxLength?: number;
 }
 
 export interface ExtraFiles {
-  xlsxPath: string | null;
   retry: RetryFile | null;
+  retryXlsxPath: string | null;
 }
 
 export class BatchOutbox {
@@ -136,21 +160,27 @@ export class BatchOutbox {
     private readonly extras: OutboxExtras = { xlsx: false, retryFiles: false },
   ) {}
 
-  /** Per-row verdicts; a first line says why a file is refused, or why a batch is under an operator's hold. */
-  writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+  /**
+   * Per-row verdicts after the totals lines (rows and amount per currency, the verdict); a line says why a
+   * file is refused, or why a batch is under an operator's hold. Then its .xlsx twin.
+   */
+  async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
-    return writeAckFile(
-      this.dir,
-      identityOf(batch),
-      { pages: ackPages(this.db, batch.id) },
-      { bom: this.bom, fileRejection, fileHold, ...(fileNote ? { fileNote } : {}) },
+    // The totals come first in the file: one narrow read adds them up before the rows are read again.
+    const totals = await ackTotals(this.db, batch.id);
+    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
+    const identity = identityOf(batch);
+    const path = await writeAckFile(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
+    await this.twin(identity, 'ack', () =>
+      writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
     );
+    return path;
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */
-  writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
-    return writeRejectionAckFile(this.dir, identityOf(batch), reason, { bom: this.bom });
+  async writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
+    return this.writeRefusal(identityOf(batch), reason);
   }
 
   /** The answer to an inbox entry payoutd cannot read: an ack with only the file-level REJECTED row saying why. */
@@ -162,24 +192,33 @@ export class BatchOutbox {
       sha256: '',
       receivedAt: new Date(nowMs).toISOString(),
     };
-    return writeRejectionAckFile(this.dir, identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`, {
-      bom: this.bom,
-    });
+    return this.writeRefusal(identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`);
   }
 
-  writeResult(batch: BatchRecord): Promise<ResultFiles> {
+  private async writeRefusal(identity: BatchIdentity, reason: string): Promise<string> {
+    const path = await writeRejectionAckFile(this.dir, identity, reason, { bom: this.bom, minorUnits: this.extras.minorUnits });
+    await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...this.xlsxOptions() }));
+    return path;
+  }
+
+  /** The result and summary files, then their .xlsx twins (a rejected batch's too). */
+  async writeResult(batch: BatchRecord): Promise<ResultFiles> {
     let rows = mapRows(this.db, batch.id, rowOutcome);
     const hook = this.midResultFile;
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
-    return writeResultFiles(this.dir, identityOf(batch), rows, { bom: this.bom });
+    const identity = identityOf(batch);
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
+    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval });
+    await this.twin(identity, 'result', async () => {
+      const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
+      await writeSummaryXlsx(this.dir, identity, xlsx.summary, this.xlsxOptions());
+    });
+    return files;
   }
 
-  /** `<name>.result.xlsx` and `<name>.retry.csv` (when enabled), each its own atomic file, read again from the database. */
+  /** `<name>.retry.csv` and its `.retry.xlsx` (when enabled), each its own atomic file, after the result files. */
   async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
-    const xlsx = this.extras.xlsx
-      ? await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits })
-      : null;
     const retry =
       this.extras.retryFiles && (await countCancelledRows(this.db, batch.id)) > 0
         ? await writeRetryFile(this.dir, identity, batchRetrySource(this.db, batch.id), {
@@ -187,15 +226,32 @@ export class BatchOutbox {
             referenceMaxLength: this.extras.referenceMaxLength,
           })
         : null;
-    return { xlsxPath: xlsx?.path ?? null, retry };
+    const retryXlsxPath = this.extras.xlsx && retry?.path ? await writeRetryXlsx(retry.path, this.xlsxOptions()) : null;
+    return { retry, retryXlsxPath };
+  }
+
+  /**
+   * An .xlsx twin, after its CSV: the CSV is the record, so a twin that cannot be written is reported
+   * (`onXlsxError`) and never holds a batch back; without a reporter the error is the caller's.
+   */
+  private async twin(identity: BatchIdentity, kind: string, write: () => Promise<unknown>): Promise<void> {
+    if (!this.extras.xlsx) return;
+    try {
+      await write();
+    } catch (err) {
+      if (!this.extras.onXlsxError) throw err;
+      this.extras.onXlsxError(identity.batchId, kind, err);
+    }
   }
 
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {
     const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
-    if (this.extras.xlsx) {
-      await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), { minorUnits: this.extras.minorUnits });
-    }
+    if (this.extras.xlsx) await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
     return r.path;
+  }
+
+  private xlsxOptions(): { minorUnits?: Readonly<Record<string, number>>; timeZone?: string } {
+    return { minorUnits: this.extras.minorUnits, timeZone: this.extras.timeZone };
   }
 }
 

@@ -9,12 +9,16 @@ import { ApiError, type PayoutApiClient, type ServiceBreaker, type ServiceClockR
 import { backoffDelay, sleep } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import { ConfigError, ServiceUnavailableError } from '../domain/errors.js';
-import { FOLDER_OPTIONS, type ResolvedConfig } from '../config/index.js';
+import { approvalInUse, FOLDER_OPTIONS, type ResolvedConfig } from '../config/index.js';
 
 /** Each folder option exists (made when paths.create), is a folder this user may read and write, and the claims can be renames. */
 export function checkFolders(config: ResolvedConfig): void {
-  for (const option of FOLDER_OPTIONS) {
-    const dir = config.paths[option];
+  // The approvals folder only when batches can wait for approval: without it, today's folders alone.
+  const options: readonly (typeof FOLDER_OPTIONS)[number][] | readonly string[] = approvalInUse(config.approval, config.limits)
+    ? [...FOLDER_OPTIONS, 'approvals']
+    : FOLDER_OPTIONS;
+  for (const option of options) {
+    const dir = config.paths[option as 'inbox'];
     const name = `paths.${option}`;
     if (!existsSync(dir)) {
       if (config.paths.create !== true)
@@ -32,7 +36,13 @@ export function checkFolders(config: ResolvedConfig): void {
     }
   }
   // A file is claimed by a rename from the inbox into the state directory (the outbox may live anywhere).
-  const { inbox, stateDir } = config.paths;
+  const { inbox, stateDir, approvals } = config.paths;
+  if (options.length > FOLDER_OPTIONS.length && approvals && statSync(approvals).dev !== statSync(stateDir).dev) {
+    throw new ConfigError(
+      'FOLDER_CROSS_DEVICE',
+      `paths.approvals: ${approvals} is on another filesystem than paths.stateDir ${stateDir}; approval files are taken by a rename: put both on one filesystem`,
+    );
+  }
   if (statSync(inbox).dev !== statSync(stateDir).dev) {
     throw new ConfigError(
       'FOLDER_CROSS_DEVICE',

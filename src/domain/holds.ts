@@ -26,3 +26,11 @@ export interface BatchHold {
 export function waitsForOperator(code: HoldCode | null): boolean {
   return code !== null && OPERATOR_HOLD_CODES.includes(code);
 }
+
+/**
+ * Approval states of a batch (src/approval): NONE (checked, not needed), REQUIRED (waiting), APPROVED, and the
+ * ends without payment REJECTED, EXPIRED, REFUSED (a limit at release). Only NONE and APPROVED let rows be sent.
+ */
+export const APPROVAL_STATES = ['NONE', 'REQUIRED', 'APPROVED', 'REJECTED', 'EXPIRED', 'REFUSED'] as const;
+export type ApprovalState = (typeof APPROVAL_STATES)[number];
+export const RELEASED_APPROVAL_STATES: readonly ApprovalState[] = ['NONE', 'APPROVED'];

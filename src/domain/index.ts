@@ -10,3 +10,4 @@ export * from './iso4217.js';
 export * from './formula-text.js';
 export * from './service-health.js';
 export * from './holds.js';
+export * from './time-zone.js';

@@ -83,12 +83,12 @@ export class BatchHolds {
     private readonly o: HoldsOptions,
   ) {}
 
-  /** A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short. */
-  async atAcceptance(batch: BatchRecord): Promise<BatchHold | null> {
+  /** A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short (unless `balance: false`). */
+  async atAcceptance(batch: BatchRecord, o: { balance: boolean } = { balance: true }): Promise<BatchHold | null> {
     const changed = await verifyUnchanged(batch);
     if (changed.changed) return this.hold(batch.id, fileChangedHold(changed.reason, 'at-acceptance'));
     const balance = this.deps.balance;
-    if (!balance) return null;
+    if (!balance || !o.balance) return null;
     const verdict = await balance.check(batch.id, this.deps.signal);
     if (verdict.ok) return null;
     return this.hold(batch.id, balanceShortHold(verdict.reason, this.deps.clock.now(), this.o.balanceRecheckMs));

@@ -58,8 +58,18 @@ export interface IntakeEffects {
 
 /** The hold decisions at acceptance (src/holds: BatchHolds). */
 export interface AcceptanceHolds {
-  /** Holds the batch if it must wait (its file changed after the claim, its balance is short); the hold put on it. */
-  atAcceptance(batch: BatchRecord): Promise<BatchHold | null>;
+  /**
+   * Holds the batch if it must wait (its file changed after the claim, its balance is short); the hold put on it.
+   * `balance: false` when the batch waits for approval anyway (its balance is looked at once it is let go).
+   */
+  atAcceptance(batch: BatchRecord, o?: { balance: boolean }): Promise<BatchHold | null>;
+}
+
+/** The approval gate at acceptance (src/approval): let go, hold for approval, or refuse for a limit. */
+export interface AcceptanceApproval {
+  atAcceptance(
+    batch: BatchRecord,
+  ): Promise<{ kind: 'release' } | { kind: 'hold'; hold: BatchHold } | { kind: 'refuse'; code: string; reason: string }>;
 }
 
 export interface IntakeDeps {
@@ -68,6 +78,10 @@ export interface IntakeDeps {
   logger: Logger;
   effects: IntakeEffects;
   holds: AcceptanceHolds;
+  /** With approval or limits in use; without, every accepted batch is let go as before. */
+  approval?: AcceptanceApproval;
+  /** The user who owns a claimed file (its uid, and the name the system gives it), recorded as the batch's uploader. */
+  uploaderOf?: (storedPath: string) => Promise<{ uid: number; name: string | null } | null>;
   /** Called once a chunk of rows is committed while the batch is still being read (the chaos tests' kill point). */
   afterChunkStored?: () => void;
 }
@@ -127,6 +141,7 @@ export class BatchIntake {
 
   /** Records a claimed file as a batch and reads it. */
   async receive(claimed: ClaimedFile): Promise<BatchRecord> {
+    const uploader = (await this.deps.uploaderOf?.(claimed.storedPath).catch(() => null)) ?? null;
     const now = this.deps.clock.now();
     const batch = receivedBatch(
       {
@@ -138,6 +153,8 @@ export class BatchIntake {
         size: claimed.size,
         mtimeMs: claimed.mtimeMs,
         doneMarker: claimed.doneMarker,
+        uploadedBy: uploader?.name ?? null,
+        uploadedByUid: uploader?.uid ?? null,
       },
       now,
     );
@@ -276,22 +293,13 @@ export class BatchIntake {
 
     const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now());
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
-    if (!verdict.accepted) {
-      const rejected = await this.move(
-        read,
-        { ...counts, state: 'REJECTED', rejectCode: 'INVALID_ROWS', rejectReason: verdict.rejectReason },
-        { type: 'rejected', data: { code: 'INVALID_ROWS', reason: verdict.rejectReason, rows: parse.rowCount, ...counts } },
-      );
-      await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, verdict.rejectReason ?? undefined), {
-        ackWrittenAt: clock.now(),
-      });
-      await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
-      logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${verdict.rejectReason}`);
-      return this.stored(rejected.id);
-    }
-    // Holds are decided while the batch is still VALIDATING (not claimable), so no create can slip out
-    // before them; a crash before ACTIVE means the batch is read again from the start.
-    const hold = await this.deps.holds.atAcceptance(read);
+    if (!verdict.accepted) return this.rejectRead(read, counts, 'INVALID_ROWS', verdict.rejectReason ?? 'not accepted');
+    // Approval and holds are decided while the batch is still VALIDATING (not claimable), so no create can
+    // slip out before them; a crash before ACTIVE means the batch is read again from the start.
+    const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read) : null;
+    if (gate?.kind === 'refuse') return this.rejectRead(read, counts, gate.code, gate.reason);
+    const hold =
+      (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
     const accepted = await this.move(
       held,
@@ -310,6 +318,25 @@ export class BatchIntake {
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
     return stored;
+  }
+
+  /** A batch read whole but not accepted (invalid rows under reject-file, a limit): its ack and result say why. */
+  private async rejectRead(
+    read: BatchRecord,
+    counts: { validCount: number; invalidCount: number },
+    code: string,
+    reason: string,
+  ): Promise<BatchRecord> {
+    const { clock, logger, effects } = this.deps;
+    const rejected = await this.move(
+      read,
+      { ...counts, state: 'REJECTED', rejectCode: code, rejectReason: reason },
+      { type: 'rejected', data: { code, reason, rows: read.rowCount, ...counts } },
+    );
+    await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, reason), { ackWrittenAt: clock.now() });
+    await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
+    logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${reason}`);
+    return this.stored(rejected.id);
   }
 
   /** Writes an outbox file and records it; one that cannot be written now is written later by the finish loop. */

@@ -16,8 +16,9 @@ export {
 export { csvText, csvChunks } from './csv.js';
 export { SummaryAccumulator, summarize } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
-export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport } from './writers.js';
+export { writeAckFile, writeRejectionAckFile, writeResultFiles, writeInterimReport, ackCurrencyTotals } from './writers.js';
 export type { ResultFiles } from './writers.js';
+export { AckTotalsAccumulator, type AckCurrencyTotal } from './ack-totals.js';
 export {
   currencyDecimals,
   decimalsFormat,
@@ -28,6 +29,10 @@ export {
   writeXlsxFile,
   writeResultXlsx,
   writeInterimReportXlsx,
+  wallClockDate,
+  ACK_TOTALS_COLUMNS,
+  writeAckXlsx,
+  writeSummaryXlsx,
 } from './xlsx.js';
 export {
   RECONCILIATION_COLUMNS,
@@ -39,7 +44,16 @@ export {
   writeReconciliationXlsx,
 } from './reconciliation.js';
 export type { ReconciliationRow } from './reconciliation.js';
-export { retryFileName, retryBase, retryReference, writeRetryFile, writeRetryFileAt } from './retry.js';
+export {
+  RETRY_COLUMNS,
+  retryFileName,
+  retryXlsxFileName,
+  retryBase,
+  retryReference,
+  writeRetryFile,
+  writeRetryFileAt,
+  writeRetryXlsx,
+} from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';
 export {
   remainderFileName,

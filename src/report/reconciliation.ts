@@ -196,12 +196,31 @@ function asOutcome(row: ReconciliationRow): RowOutcome {
   };
 }
 
-async function* reconciliationRecords(rows: Rows<ReconciliationRow>, acc: SummaryAccumulator): AsyncGenerator<string[]> {
+/** The approval audit of a batch in words, or null when it went through none (src/approval). */
+export type ApprovalOfBatch = (batchId: string) => Promise<string | null>;
+
+async function* reconciliationRecords(
+  rows: Rows<ReconciliationRow>,
+  acc: SummaryAccumulator,
+  approvalOf?: ApprovalOfBatch,
+): AsyncGenerator<string[]> {
+  // A period holds few batches and many rows: each batch's audit is read once.
+  const audits = new Map<string, string>();
   for await (const row of rows) {
     const record = reconciliationRecord(row);
     acc.add(asOutcome(row));
+    if (approvalOf) {
+      let audit = audits.get(row.batchId);
+      if (audit === undefined) audits.set(row.batchId, (audit = (await approvalOf(row.batchId)) ?? ''));
+      record.push(audit);
+    }
     yield record;
   }
+}
+
+export interface ReconciliationOptions extends OutboxOptions {
+  /** With approval in use: an `approval` column holding each row's batch's approval audit. */
+  approvalOf?: ApprovalOfBatch;
 }
 
 // ---------------------------------------------------------------------------
@@ -217,11 +236,12 @@ export interface ReconciliationFiles {
 export async function writeReconciliationReport(
   path: string,
   rows: Rows<ReconciliationRow>,
-  opts: OutboxOptions = {},
+  opts: ReconciliationOptions = {},
 ): Promise<ReconciliationFiles> {
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
-  await writeFileAtomic(path, csvChunks(RECONCILIATION_COLUMNS, reconciliationRecords(rows, acc), { bom }), opts);
+  const columns = opts.approvalOf ? [...RECONCILIATION_COLUMNS, 'approval'] : RECONCILIATION_COLUMNS;
+  await writeFileAtomic(path, csvChunks(columns, reconciliationRecords(rows, acc, opts.approvalOf), { bom }), opts);
   const summary = acc.summary();
   const totalsPath = reconciliationTotalsPath(path);
   await writeFileAtomic(totalsPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);

@@ -4,10 +4,13 @@
  * Fresh references are derived from the database, never random (`INV-7` -> `INV-7-R1`; too long:
  * `<truncated base>-H<10 hex of sha256(base)>-R<n>`), so two retry files of one cancellation carry the same
  * reference and at most one is paid. Cells are written as stored (the file is read back as input); only
- * formula-like text gets the `'`, and the intake refuses it.
+ * formula-like text gets the `'`, and the intake refuses it. `<name>.retry.xlsx` holds the same rows in typed
+ * cells (writeRetryXlsx): the file to edit in a spreadsheet, which keeps an account's leading zeros.
  */
 import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
+import { parse } from 'csv-parse';
 import { escapeFormulaLike } from '../domain/formula-text.js';
 import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
@@ -17,6 +20,7 @@ import { assertPlainFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchIdentity, OutboxOptions } from './types.js';
+import { writeXlsxFile, xlsxPathFor, type XlsxColumn, type XlsxOptions } from './xlsx.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -41,6 +45,23 @@ export function retryFileName(fileName: string): string {
   assertPlainFileName(fileName);
   return `${fileName}.retry.csv`;
 }
+
+export function retryXlsxFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.retry.xlsx`;
+}
+
+/**
+ * The columns of the retry .xlsx: the retry CSV's, each a text cell (an
+ * account keeps its leading zeros through a spreadsheet) but the amount, a
+ * number with the currency's decimals and no thousands separators, so what
+ * a spreadsheet shows and saves of it reads back as the same decimal.
+ */
+export const RETRY_XLSX_COLUMNS: readonly XlsxColumn[] = RETRY_COLUMNS.map((header) =>
+  header === 'payoutAmount'
+    ? { header, type: 'amount', width: 12, currencyColumn: 'payoutCurrency', grouping: false }
+    : { header, type: 'text', width: 10 },
+);
 
 export { retryBase };
 
@@ -225,6 +246,18 @@ export async function writeRetryFileAt(path: string, source: RetrySource, opts: 
   const count = { rows: 0 };
   await writeFileAtomic(path, retryChunks(first, rows, opts.bom ?? DEFAULT_OUTBOX_BOM, count), opts);
   return { path, rowCount: count.rows, skippedCount: skips.count, skipped: skips.first };
+}
+
+/**
+ * The .xlsx twin of a retry CSV (`x.retry.csv` -> `x.retry.xlsx`), made
+ * from the CSV as written, so both hold the same rows and references. One
+ * sheet, no other: dropped back into the inbox it is a batch like the CSV.
+ */
+export async function writeRetryXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
+  const path = xlsxPathFor(csvPath);
+  const records = createReadStream(csvPath).pipe(parse({ bom: true, from_line: 2 })) as AsyncIterable<string[]>;
+  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records }], opts);
+  return path;
 }
 
 /** `<outboxName>.retry.csv` in the outbox, for a batch whose rows are final. */

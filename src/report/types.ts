@@ -1,4 +1,5 @@
 /** The shapes the outbox writers read. Amounts are decimal text throughout. */
+import type { AckCurrencyTotal } from './ack-totals.js';
 
 /** Final or current state of one CSV row, as the store reports it. */
 export type RowOutcomeStatus =
@@ -41,6 +42,9 @@ export interface AckRow {
   merchantReferenceId: string;
   verdict: 'ACCEPTED' | 'REJECTED';
   reason: string | null;
+  /** The row's money as written, for the totals lines (given rows without precomputed totals). */
+  payoutCurrency?: string | null;
+  payoutAmount?: string | null;
 }
 
 export interface BatchIdentity {
@@ -92,6 +96,13 @@ export interface OutboxOptions extends AtomicWriteOptions {
 }
 
 export interface AckWriteOptions extends OutboxOptions {
+  /**
+   * The totals lines the ack starts with, per payout currency (src/report/ack-totals.ts). Rows given as a
+   * list are added up here; a caller streaming pages adds them up first (the lines come before the rows).
+   */
+  totals?: readonly AckCurrencyTotal[];
+  /** Minor units overriding the built-in table, for the amounts of the totals lines. */
+  minorUnits?: Readonly<Record<string, number>>;
   /** The whole file was rejected for this reason: a first row with empty line, verdict REJECTED. */
   fileRejection?: string;
   /** The batch is held until an operator decides, for this reason: a first row with empty line, verdict HELD. */

@@ -1,5 +1,6 @@
 /** The outbox writers: acknowledgement, result + summary, interim report; rows checked on the way, files committed atomically. */
 import { join } from 'node:path';
+import { AckTotalsAccumulator, ackTotalsRecords, batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
@@ -86,20 +87,42 @@ export async function writeAckFile(
     order.check(row.line);
     return ackRecord(identity, row);
   };
-  const csv: CsvChunkOptions = {
-    bom: opts.bom ?? DEFAULT_OUTBOX_BOM,
-    lead: [
-      ...(opts.fileRejection !== undefined
-        ? [fileRejectionRecord(identity, opts.fileRejection)]
-        : opts.fileHold !== undefined
-          ? [fileHoldRecord(identity, opts.fileHold)]
-          : []),
-      ...(opts.fileNote !== undefined ? [fileNoteRecord(identity, opts.fileNote)] : []),
-    ],
-  };
+  const csv: CsvChunkOptions = { bom: opts.bom ?? DEFAULT_OUTBOX_BOM, lead: ackLead(identity, rows, opts) };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);
   return path;
+}
+
+/** The totals of an ack: given, or added up from rows given as a list (null for a stream without them). */
+export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: AckWriteOptions): readonly AckCurrencyTotal[] | null {
+  if (opts.totals) return opts.totals;
+  if (!Array.isArray(rows)) return null;
+  const acc = new AckTotalsAccumulator();
+  for (const row of rows as readonly AckRow[])
+    acc.add({ verdict: row.verdict, payoutCurrency: row.payoutCurrency ?? null, payoutAmount: row.payoutAmount ?? null });
+  return acc.currencies();
+}
+
+/**
+ * The records an ack has before its rows: the totals lines (one per currency, with the batch's verdict),
+ * then the file-level refusal or hold, if any, and a note of how the file was read.
+ */
+export function ackLead(
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  rows: Rows<AckRow> | RowPages<AckRow>,
+  opts: AckWriteOptions,
+): string[][] {
+  const currencies = ackCurrencyTotals(rows, opts);
+  const verdict = currencies && batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const totals = currencies && verdict ? ackTotalsRecords(identity, { currencies, verdict }, opts.minorUnits) : [];
+  const file =
+    opts.fileRejection !== undefined
+      ? [fileRejectionRecord(identity, opts.fileRejection)]
+      : opts.fileHold !== undefined
+        ? [fileHoldRecord(identity, opts.fileHold)]
+        : [];
+  const note = opts.fileNote !== undefined ? [fileNoteRecord(identity, opts.fileNote)] : [];
+  return [...totals, ...file, ...note];
 }
 
 /** A file-level rejection (bad header, control totals, duplicate file): an ack with no rows, only the reason. */
@@ -107,7 +130,7 @@ export async function writeRejectionAckFile(
   dir: string,
   identity: BatchIdentity,
   reason: string,
-  opts: OutboxOptions = {},
+  opts: Omit<AckWriteOptions, 'fileRejection' | 'fileHold' | 'totals'> = {},
 ): Promise<string> {
   return writeAckFile(dir, identity, [], { ...opts, fileRejection: reason });
 }
@@ -117,17 +140,27 @@ export async function writeResultFiles(
   dir: string,
   identity: BatchIdentity,
   outcomes: Rows<RowOutcome>,
-  opts: OutboxOptions = {},
+  opts: ResultWriteOptions = {},
 ): Promise<ResultFiles> {
   const resultPath = join(dir, resultFileName(identity.outboxName ?? identity.fileName));
   const summaryPath = join(dir, summaryFileName(identity.outboxName ?? identity.fileName));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
   const records = resultRecords({ requireTerminal: true, summary: acc });
-  await writeFileAtomic(resultPath, csvChunksOf(RESULT_COLUMNS, outcomes, records, { bom }), opts);
+  // A batch that went through approval carries its audit in a last column of both files; others stay as they were.
+  const audit = opts.approval ?? null;
+  const withAudit = <T extends readonly string[]>(columns: T): readonly string[] => (audit === null ? columns : [...columns, 'approval']);
+  const resultOf = audit === null ? records : (o: RowOutcome): string[] => [...records(o), audit];
+  await writeFileAtomic(resultPath, csvChunksOf(withAudit(RESULT_COLUMNS), outcomes, resultOf, { bom }), opts);
   const summary = acc.summary();
-  await writeFileAtomic(summaryPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
+  const summaryLines = summary.rows.map(summaryRecord).map((r) => (audit === null ? r : [...r, audit]));
+  await writeFileAtomic(summaryPath, csvChunks(withAudit(SUMMARY_COLUMNS), summaryLines, { bom }), opts);
   return { resultPath, summaryPath, summary };
+}
+
+export interface ResultWriteOptions extends OutboxOptions {
+  /** The batch's approval audit in words (src/approval): written in an `approval` column of the result and summary. */
+  approval?: string | null;
 }
 
 /** The result format for a batch still in progress (PENDING rows allowed), at a path the caller chooses. */

@@ -1,21 +1,25 @@
 /**
  * The .xlsx twin of an outbox CSV: the same rows in typed cells (identifiers as TEXT, amounts as NUMBER with
- * the currency's minor units), a frozen filterable header, and a "Summary" sheet. The CSV stays the exact
- * record: an amount whose double would not read back as the same decimal is a text cell. Written with
- * exceljs's streaming WorkbookWriter through writeFileAtomic; exceljs is loaded on the first .xlsx written.
+ * the currency's minor units, times as DATE in `outbox.timeZone`, named in the header), a frozen filterable
+ * header, columns as wide as their header and first rows, and a "Summary" sheet. The CSV stays the exact
+ * record: a number is parsed from the decimal text, never computed, and an amount whose number would not read
+ * back as the same decimal is a text cell. Written with exceljs's streaming WorkbookWriter through
+ * writeFileAtomic; exceljs is loaded on the first .xlsx written.
  */
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
 import { Decimal, normalizeAmount } from '../domain/money.js';
-import { ISO_4217_MINOR_UNITS } from '../domain/iso4217.js';
 import { writeFileAtomic } from './atomic.js';
-import { RESULT_COLUMNS, SUMMARY_COLUMNS, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
+import { currencyDecimals } from './decimals.js';
+export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
+import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
+import { ACK_COLUMNS, RESULT_COLUMNS, SUMMARY_COLUMNS, ackRecord, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
 import { ReportError } from './errors.js';
 import { SummaryAccumulator, isSummableAmount } from './summary.js';
-import type { AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { LineOrder } from './writers.js';
+import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
+import { LineOrder, ackCurrencyTotals, ackLead, type RowPages } from './writers.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -24,15 +28,21 @@ export type XlsxCellType =
   | 'text' // always a text cell (format `@`), exactly as in the CSV
   | 'integer' // a number cell when the text is a whole number (line numbers, counts)
   | 'amount' // a number cell formatted with the minor units of the currency in `currencyColumn`
-  | 'decimal'; // a number cell formatted with as many decimals as written (exchange rates)
+  | 'decimal' // a number cell formatted with as many decimals as written (exchange rates)
+  | 'time'; // an ISO 8601 instant as a date cell, the wall-clock time in the workbook's time zone
 
 export interface XlsxColumn {
   header: string;
   type: XlsxCellType;
-  /** Width in characters. */
+  /** Narrowest width in characters; a column is widened to fit its header and the first rows. */
   width: number;
   /** For `amount`: the header of the column holding the currency code. */
   currencyColumn?: string;
+  /**
+   * For `amount`: show thousands separators (default true). A file read back as input (the retry file)
+   * shows none, so the text a spreadsheet shows and saves is a plain decimal.
+   */
+  grouping?: boolean;
 }
 
 export interface XlsxSheet {
@@ -45,22 +55,64 @@ export interface XlsxSheet {
 export interface XlsxOptions extends AtomicWriteOptions {
   /** Minor units overriding the built-in table (the validation rules' `minorUnits`). */
   minorUnits?: Readonly<Record<string, number>>;
+  /** IANA time zone the date cells show (config `outbox.timeZone`, default UTC); named in their headers. */
+  timeZone?: string;
+  /** Rows per sheet, the header included (default SHEET_ROWS); the rest go on in `<name> (2)`, …. */
+  sheetRows?: number;
 }
 
-/** Decimals shown for the stablecoins funding payouts (both carry 6 on chain). */
-export const STABLECOIN_DECIMALS: ReadonlyMap<string, number> = new Map([
-  ['USDT', 6],
-  ['USDC', 6],
-]);
+export const DEFAULT_TIME_ZONE = 'UTC';
 
-/** Minor units of a currency (override, stablecoin, ISO 4217), undefined when unknown. */
-export function currencyDecimals(currency: string, overrides?: Readonly<Record<string, number>>): number | undefined {
-  return overrides?.[currency] ?? STABLECOIN_DECIMALS.get(currency) ?? ISO_4217_MINOR_UNITS.get(currency);
+/** Rows a sheet of Excel or LibreOffice holds, the header included. */
+export const SHEET_ROWS = 1_048_576;
+
+/** Number format with exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0` (without grouping: `0.00`, `0`). */
+export function decimalsFormat(decimals: number, grouping = true): string {
+  const whole = grouping ? '#,##0' : '0';
+  return decimals > 0 ? `${whole}.${'0'.repeat(decimals)}` : whole;
 }
 
-/** Number format with grouping and exactly `decimals` decimals: 2 -> `#,##0.00`, 0 -> `#,##0`. */
-export function decimalsFormat(decimals: number): string {
-  return decimals > 0 ? `#,##0.${'0'.repeat(decimals)}` : '#,##0';
+/** How a date cell shows: ISO order, 24-hour clock; milliseconds where the text had them. */
+export const TIME_FORMAT = 'yyyy-mm-dd hh:mm:ss';
+export const TIME_FORMAT_MS = 'yyyy-mm-dd hh:mm:ss.000';
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+function zoneFormat(timeZone: string): Intl.DateTimeFormat {
+  let f = zoneFormats.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    zoneFormats.set(timeZone, f);
+  }
+  return f;
+}
+
+/** An ISO 8601 instant with a zone (`Z` or an offset); anything else stays text. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * The wall-clock time of an instant in `timeZone`, as the Date a spreadsheet
+ * cell holds: a spreadsheet date has no zone, and exceljs writes a Date by
+ * its UTC fields, so the zone's fields are put there. Null when the text is
+ * not an instant.
+ */
+export function wallClockDate(iso: string, timeZone: string): Date | null {
+  if (!INSTANT.test(iso)) return null;
+  const ms = Date.parse(iso);
+  if (!Number.isFinite(ms)) return null;
+  const parts: Record<string, number> = {};
+  for (const p of zoneFormat(timeZone).formatToParts(new Date(ms))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const { year = 0, month = 1, day = 1, hour = 0, minute = 0, second = 0 } = parts;
+  return new Date(Date.UTC(year, month - 1, day, hour, minute, second, ((ms % 1000) + 1000) % 1000));
 }
 
 export const TEXT_FORMAT = '@';
@@ -81,7 +133,7 @@ export function displayNumber(text: string): number | null {
 }
 
 export interface XlsxCellValue {
-  value: string | number | null;
+  value: string | number | Date | null;
   numFmt: string | null;
 }
 
@@ -91,6 +143,7 @@ export function xlsxCellValue(
   type: XlsxCellType,
   currency = '',
   overrides?: Readonly<Record<string, number>>,
+  cell: { timeZone?: string; grouping?: boolean } = {},
 ): XlsxCellValue {
   if (text === '') return { value: null, numFmt: null };
   switch (type) {
@@ -104,9 +157,35 @@ export function xlsxCellValue(
       if (shown === null) return { value: text, numFmt: TEXT_FORMAT };
       const own = writtenDecimals(text);
       const decimals = type === 'amount' ? Math.max(currencyDecimals(currency, overrides) ?? own, own) : own;
-      return { value: shown, numFmt: decimalsFormat(decimals) };
+      return { value: shown, numFmt: decimalsFormat(decimals, cell.grouping ?? true) };
+    }
+    case 'time': {
+      const date = wallClockDate(text, cell.timeZone ?? DEFAULT_TIME_ZONE);
+      if (date === null) return { value: text, numFmt: TEXT_FORMAT };
+      return { value: date, numFmt: date.getUTCMilliseconds() === 0 && !/\.\d/.test(text) ? TIME_FORMAT : TIME_FORMAT_MS };
     }
   }
+}
+
+/** The header a column shows: a time column names its zone (`complete_time (UTC)`). */
+export function xlsxHeader(column: Pick<XlsxColumn, 'header' | 'type'>, timeZone = DEFAULT_TIME_ZONE): string {
+  return column.type === 'time' ? `${column.header} (${timeZone})` : column.header;
+}
+
+/** Characters a cell takes on screen, roughly as a spreadsheet shows it (number formats add separators and decimals). */
+export function shownWidth(cell: XlsxCellValue): number {
+  if (cell.value === null) return 0;
+  if (cell.value instanceof Date) return cell.numFmt === TIME_FORMAT_MS ? TIME_FORMAT_MS.length : TIME_FORMAT.length;
+  if (typeof cell.value === 'number') {
+    const whole = String(Math.trunc(Math.abs(cell.value))).length;
+    const fmt = cell.numFmt ?? '';
+    const decimals = FRACTION.exec(fmt)?.[1]?.length ?? 0;
+    const groups = fmt.includes(',') ? Math.floor((whole - 1) / 3) : 0;
+    return whole + groups + (decimals > 0 ? decimals + 1 : 0) + (cell.value < 0 ? 1 : 0);
+  }
+  let n = 0;
+  for (const ch of cell.value) n += ch.codePointAt(0)! > 0x2e80 ? 2 : 1;
+  return n;
 }
 
 /** Type and width of every column name the outbox files use; unknown names are text. */
@@ -128,15 +207,19 @@ const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   fee_currency: { type: 'text', width: 9 },
   beneficiary_account_name: { type: 'text', width: 28 },
   beneficiary_account_number: { type: 'text', width: 28 },
-  created_at: { type: 'text', width: 24 },
-  create_time: { type: 'text', width: 24 },
-  complete_time: { type: 'text', width: 24 },
+  created_at: { type: 'time', width: 24 },
+  create_time: { type: 'time', width: 20 },
+  complete_time: { type: 'time', width: 20 },
   reason: { type: 'text', width: 48 },
   measure: { type: 'text', width: 18 },
   currency: { type: 'text', width: 9 },
   row_count: { type: 'integer', width: 11 },
   amount: { type: 'amount', width: 22, currencyColumn: 'currency' },
   rows_not_summed: { type: 'integer', width: 15 },
+  accepted_rows: { type: 'integer', width: 8 },
+  accepted_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
+  rejected_rows: { type: 'integer', width: 8 },
+  rejected_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
 };
 
 /** Typed columns for CSV headers, by column name. */
@@ -159,6 +242,16 @@ export function xlsxPathFor(csvPath: string): string {
 export function resultXlsxFileName(fileName: string): string {
   assertPlainFileName(fileName);
   return `${fileName}.result.xlsx`;
+}
+
+export function ackXlsxFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.ack.xlsx`;
+}
+
+export function summaryXlsxFileName(fileName: string): string {
+  assertPlainFileName(fileName);
+  return `${fileName}.summary.xlsx`;
 }
 
 // ---------------------------------------------------------------------------
@@ -197,6 +290,26 @@ function currencyIndexes(columns: readonly XlsxColumn[]): (number | null)[] {
   });
 }
 
+/** Rows looked at before the columns are laid out: a stream cannot be measured to its end before it is written. */
+const MEASURED_ROWS = 1000;
+/** Room for the filter button beside a header, and a margin beside a cell. */
+const FILTER_BUTTON = 3;
+const MARGIN = 1;
+/** A reason can run long: its column stops widening here (the cell text is whole). */
+const MAX_WIDTH = 80;
+
+/** Widths that fit: at least the column's own, its header with the filter button, and every measured cell. */
+export function fittedWidths(headers: readonly string[], columns: readonly XlsxColumn[], cells: readonly XlsxCellValue[][]): number[] {
+  return columns.map((c, i) => {
+    let w = Math.max(c.width, (headers[i] ?? '').length + FILTER_BUTTON);
+    for (const row of cells) {
+      const cell = row[i];
+      if (cell) w = Math.max(w, shownWidth(cell) + MARGIN);
+    }
+    return Math.min(w, Math.max(MAX_WIDTH, (headers[i] ?? '').length + FILTER_BUTTON));
+  });
+}
+
 async function writeSheet(
   wb: ExcelJS.stream.xlsx.WorkbookWriter,
   out: PassThrough,
@@ -206,34 +319,72 @@ async function writeSheet(
   signal: AbortSignal,
 ): Promise<void> {
   const { columns } = sheet;
-  const ws = wb.addWorksheet(sheet.name, {
-    views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }],
-  });
-  ws.columns = columns.map((c) => ({ width: c.width }));
-  if (columns.length > 0) ws.autoFilter = { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } };
-  const header = ws.addRow(columns.map((c) => c.header));
-  header.eachCell((cell) => {
-    cell.font = HEADER_FONT;
-  });
-  header.commit();
-
+  const timeZone = opts.timeZone ?? DEFAULT_TIME_ZONE;
+  const headers = columns.map((c) => xlsxHeader(c, timeZone));
   const currencyAt = currencyIndexes(columns);
-  const records = typeof sheet.records === 'function' ? sheet.records() : sheet.records;
-  let n = 0;
-  for await (const record of records) {
-    const row = ws.addRow([]);
-    columns.forEach((column, i) => {
+  const cellsOf = (record: readonly string[]): XlsxCellValue[] =>
+    columns.map((column, i) => {
       const ci = currencyAt[i];
       const currency = ci === null || ci === undefined ? '' : (record[ci] ?? '');
-      const cell = xlsxCellValue(record[i] ?? '', column.type, currency, opts.minorUnits);
+      return xlsxCellValue(record[i] ?? '', column.type, currency, opts.minorUnits, { timeZone, grouping: column.grouping });
+    });
+
+  // The first rows are typed before the sheet opens, so the columns fit what they show.
+  const records = typeof sheet.records === 'function' ? sheet.records() : sheet.records;
+  const iterator = (Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : records[Symbol.iterator]()) as
+    AsyncIterator<readonly string[]> | Iterator<readonly string[]>;
+  const measured: XlsxCellValue[][] = [];
+  let done = false;
+  while (measured.length < MEASURED_ROWS) {
+    const next = await iterator.next();
+    if (next.done) {
+      done = true;
+      break;
+    }
+    measured.push(cellsOf(next.value));
+  }
+
+  const widths = fittedWidths(headers, columns, measured).map((width) => ({ width }));
+  const open = (part: number): ExcelJS.Worksheet => {
+    const ws = wb.addWorksheet(part === 1 ? sheet.name : `${sheet.name} (${part})`, {
+      views: [{ state: 'frozen', xSplit: 0, ySplit: 1, topLeftCell: 'A2', activeCell: 'A2' }],
+    });
+    ws.columns = widths;
+    if (columns.length > 0) ws.autoFilter = { from: { row: 1, column: 1 }, to: { row: 1, column: columns.length } };
+    const header = ws.addRow(headers);
+    header.eachCell((cell) => {
+      cell.font = HEADER_FONT;
+    });
+    header.commit();
+    return ws;
+  };
+
+  // A sheet holds at most SHEET_ROWS rows (the spreadsheets' limit): more go on in "<name> (2)", and so on.
+  const perSheet = Math.max(1, (opts.sheetRows ?? SHEET_ROWS) - 1);
+  let part = 1;
+  let ws = open(part);
+  let n = 0;
+  let inSheet = 0;
+  const put = async (cells: XlsxCellValue[]): Promise<void> => {
+    if (inSheet === perSheet) {
+      ws.commit();
+      ws = open(++part);
+      inSheet = 0;
+    }
+    const row = ws.addRow([]);
+    cells.forEach((cell, i) => {
       if (cell.value === null) return;
       const target = row.getCell(i + 1);
       target.value = cell.value;
       if (cell.numFmt !== null) target.style = styles.get(cell.numFmt);
     });
     row.commit();
+    inSheet++;
     if (++n % DRAIN_CHECK_ROWS === 0) await letZipCatchUp(out, signal);
-  }
+  };
+  for (const cells of measured) await put(cells);
+  measured.length = 0;
+  if (!done) for (let r = await iterator.next(); !r.done; r = await iterator.next()) await put(cellsOf(r.value));
   ws.commit();
 }
 
@@ -327,4 +478,88 @@ export function writeResultXlsx(
 /** The interim report as .xlsx (PENDING rows allowed), at a path the caller chooses (see `xlsxPathFor`). */
 export function writeInterimReportXlsx(path: string, outcomes: Rows<RowOutcome>, opts: XlsxOptions = {}): Promise<XlsxReport> {
   return writeOutcomesXlsx(path, 'Report', outcomes, false, opts);
+}
+
+/** The Summary sheet of an ack: per payout currency, the rows and amounts read, accepted and rejected, and the verdict. */
+export const ACK_TOTALS_COLUMNS = [
+  'currency',
+  'row_count',
+  'amount',
+  'accepted_rows',
+  'accepted_amount',
+  'rejected_rows',
+  'rejected_amount',
+  'rows_not_summed',
+  'verdict',
+] as const;
+
+function ackTotalsRecord(t: AckCurrencyTotal, verdict: string): string[] {
+  const n = String;
+  return [
+    t.currency,
+    n(t.rows),
+    t.amount,
+    n(t.accepted.rows),
+    t.accepted.amount,
+    n(t.rejected.rows),
+    t.rejected.amount,
+    n(t.rowsNotSummed),
+    verdict,
+  ];
+}
+
+async function* ackSheetRecords(
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  lead: readonly string[][],
+  rows: Rows<AckRow> | RowPages<AckRow>,
+): AsyncGenerator<string[]> {
+  yield* lead;
+  const order = new LineOrder();
+  const one = (row: AckRow): string[] => {
+    order.check(row.line);
+    return ackRecord(identity, row);
+  };
+  if ('pages' in rows) {
+    for await (const page of rows.pages) for (const row of page) yield one(row);
+  } else for await (const row of rows) yield one(row);
+}
+
+/**
+ * `<fileName>.ack.xlsx`: the ack's records as in the CSV (totals lines, the file-level line, a verdict per
+ * row; sheet "Ack"), and sheet "Summary" with the totals per currency as numbers. Rows as pages need
+ * `opts.totals`, as for the CSV.
+ */
+export async function writeAckXlsx(
+  dir: string,
+  identity: BatchIdentity,
+  rows: Rows<AckRow> | RowPages<AckRow>,
+  opts: AckWriteOptions & XlsxOptions = {},
+): Promise<string> {
+  const path = join(dir, ackXlsxFileName(identity.outboxName ?? identity.fileName));
+  const currencies = ackCurrencyTotals(rows, opts) ?? [];
+  const verdict = batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const lead = ackLead(identity, rows, { ...opts, totals: currencies });
+  const totals: XlsxSheet = {
+    name: 'Summary',
+    columns: xlsxColumns(ACK_TOTALS_COLUMNS),
+    records: currencies.length > 0 ? currencies.map((t) => ackTotalsRecord(t, verdict)) : [['', '0', '', '0', '', '0', '', '0', verdict]],
+  };
+  await writeXlsxFile(
+    path,
+    [{ name: 'Ack', columns: xlsxColumns(ACK_COLUMNS), records: ackSheetRecords(identity, lead, rows) }, totals],
+    opts,
+  );
+  return path;
+}
+
+/** `<fileName>.summary.xlsx`: the summary file's lines, typed (one sheet, "Summary"). */
+export async function writeSummaryXlsx(
+  dir: string,
+  identity: BatchIdentity,
+  summary: BatchSummary,
+  opts: XlsxOptions = {},
+): Promise<string> {
+  const path = join(dir, summaryXlsxFileName(identity.outboxName ?? identity.fileName));
+  await writeXlsxFile(path, [summarySheet(() => summary)], opts);
+  return path;
 }

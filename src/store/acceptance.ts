@@ -115,21 +115,25 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     request_values: string;
     other_batch: string;
     other_line: number;
-    other_request: string;
+    /** Null once retention cleared the earlier row's details (its reference stays). */
+    other_request: string | null;
     other_batch_state: string;
   }[];
   const errors: BatchErrorRecord[] = [];
   let moved = 0;
   for (const c of clashes) {
-    const same = sameRequest(c.request_values, c.other_request);
-    const code = same ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
+    const pruned = c.other_request === null;
+    const same = c.other_request !== null && sameRequest(c.request_values, c.other_request);
+    const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
     const undecided = c.other_batch_state === 'RECEIVED' || c.other_batch_state === 'VALIDATING';
     const message = undecided
       ? `merchantReferenceId ${c.merchant_reference_id} is held by batch ${c.other_batch} line ${c.other_line}, a file being read at the same time; not paid by this file (if batch ${c.other_batch} is rejected, neither file pays it: send it again)`
-      : same
-        ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
-        : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
+      : pruned
+        ? `merchantReferenceId ${c.merchant_reference_id} was already used by batch ${c.other_batch} line ${c.other_line} (finished long ago; its details are no longer kept); not paid again`
+        : same
+          ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
+          : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
     errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
     moved += await trx('payouts')
       .where({ id: c.id, state: 'VALIDATED' })

@@ -48,6 +48,23 @@ export interface BatchRecord {
   uploadContinuedSize: number | null;
   uploadContinuedMtimeMs: number | null;
   uploadContinuedNote: string | null;
+  /** When the taken file moved to `<stateDir>/archive/` (its batch finished); storedPath then names it there. */
+  archivedAt?: number | null;
+  /** When retention (`retention.days`) removed its files and row details: references and payout ids stay. */
+  prunedAt?: number | null;
+  /** The owner of the dropped file (its uid mapped to a user name at the claim), when known (src/approval). */
+  uploadedBy?: string | null;
+  uploadedByUid?: number | null;
+  /** Approval (src/approval): null when not in use for the batch; else NONE, REQUIRED, APPROVED, REJECTED, EXPIRED or REFUSED. */
+  approvalState?: string | null;
+  /** Raised when a release found a limit the approvals given did not cover: approvals of earlier rounds no longer count. */
+  approvalRound?: number;
+  approvalsNeeded?: number;
+  approvalReasonsJson?: string | null;
+  approvalFiguresJson?: string | null;
+  approvalExpiresAt?: number | null;
+  /** When the batch was let go to be paid (the rolling limits count it from then). */
+  releasedAt?: number | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -87,6 +104,17 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   uploadContinuedSize: 'upload_continued_size',
   uploadContinuedMtimeMs: 'upload_continued_mtime_ms',
   uploadContinuedNote: 'upload_continued_note',
+  archivedAt: 'archived_at',
+  prunedAt: 'pruned_at',
+  uploadedBy: 'uploaded_by',
+  uploadedByUid: 'uploaded_by_uid',
+  approvalState: 'approval_state',
+  approvalRound: 'approval_round',
+  approvalsNeeded: 'approvals_needed',
+  approvalReasonsJson: 'approval_reasons_json',
+  approvalFiguresJson: 'approval_figures_json',
+  approvalExpiresAt: 'approval_expires_at',
+  releasedAt: 'released_at',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };
@@ -109,7 +137,7 @@ export class BatchStateError extends PayoutdError {
 /** The facts of a file when it becomes a batch. */
 export type ReceivedFile = Pick<
   BatchRecord,
-  'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs' | 'doneMarker'
+  'id' | 'fileName' | 'storedPath' | 'controlPath' | 'sha256' | 'size' | 'mtimeMs' | 'doneMarker' | 'uploadedBy' | 'uploadedByUid'
 >;
 
 /** A new batch record in state RECEIVED: nothing read, decided or written yet. */

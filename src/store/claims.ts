@@ -4,7 +4,7 @@
  * pushing their due time ahead. Also the creates a dead process left on the wire, which become UNKNOWN.
  */
 import type { Knex } from 'knex';
-import { BALANCE_HOLD } from '../domain/holds.js';
+import { BALANCE_HOLD, RELEASED_APPROVAL_STATES } from '../domain/holds.js';
 import { isPostgres, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
@@ -84,6 +84,8 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       .where('b.state', 'ACTIVE')
       // Only a balance hold ends by itself; any other hold waits for an operator.
       .andWhere((w) => w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', BALANCE_HOLD).andWhere('b.hold_until', '<=', now)))
+      // Approval (src/approval): a batch that uses it is paid only once let go, whatever happened to its hold.
+      .andWhere((w) => w.whereNull('b.approval_state').orWhereIn('b.approval_state', RELEASED_APPROVAL_STATES))
       .whereExists((e) =>
         e
           .select(trx.raw('1'))

@@ -1,5 +1,6 @@
 /** Holds on a batch: a balance hold that ends by itself, an operator's hold and release, and an operator's cancel. */
 import { BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold } from '../domain/holds.js';
+import type { Knex } from 'knex';
 import type { Database } from './db.js';
 import { moveRows } from './moves.js';
 import { recordBatchEvent } from './batch-events.js';
@@ -48,21 +49,32 @@ export async function releaseBatchHold(db: Database, batchId: string, now: numbe
   });
 }
 
+/** Every READY row of the batch made final as NOT_SUBMITTED, with the reason and its history entry; how many. */
+export async function readyRowsNotSubmitted(
+  trx: Knex.Transaction,
+  batchId: string,
+  why: { code: string; reason: string; event: string },
+  now: number,
+): Promise<number> {
+  const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
+  const moved = await moveRows(
+    trx,
+    ids,
+    'READY',
+    'NOT_SUBMITTED',
+    { reasonCode: why.code, reason: why.reason },
+    { event: why.event, detail: why.reason },
+    now,
+  );
+  return moved.length;
+}
+
 /** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
 export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
   return db.transaction(async (trx) => {
-    const ids = (await trx('payouts').where({ batch_id: batchId, state: 'READY' }).pluck('id')) as number[];
-    const moved = await moveRows(
-      trx,
-      ids,
-      'READY',
-      'NOT_SUBMITTED',
-      { reasonCode: 'CANCELLED_BY_OPERATOR', reason },
-      { event: 'cancelled', detail: reason },
-      now,
-    );
+    const moved = await readyRowsNotSubmitted(trx, batchId, { code: 'CANCELLED_BY_OPERATOR', reason, event: 'cancelled' }, now);
     await releaseBatchHold(trx, batchId, now, 'operator-cancel');
-    return moved.length;
+    return moved;
   });
 }
 

@@ -67,6 +67,18 @@ export {
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
-export { ackRowPages, type AckSourceRow } from './acks.js';
+export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, type BatchResultRow } from './results.js';
+export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween, requestValuesOfReferences } from './reports.js';
+export {
+  withBatchForDecision,
+  insertApprovalEntry,
+  listApprovalEntries,
+  rollingTotals,
+  endUnpaid,
+  markApproved,
+  listExpiredApprovals,
+  type ApprovalEntry,
+  type DecisionTransaction,
+} from './approvals.js';

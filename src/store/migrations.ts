@@ -441,6 +441,89 @@ const batchEncoding: Migration = {
   },
 };
 
+// Archive and retention (src/store/retention.ts): when a finished batch's taken file moved to the archive,
+// and when retention removed its files and row details (its references and payout ids stay).
+const archiveRetention: Migration = {
+  name: '0014_archive_retention',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('archived_at').nullable();
+      t.bigInteger('pruned_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('archived_at');
+      t.dropColumn('pruned_at');
+    });
+  },
+};
+
+// Approval before money moves (src/approval): who uploaded each batch (the claimed file's owner), what an
+// approval must cover, and every decision on it, kept for the audit. A decision is unique per approver and
+// round, so one given twice (two instances reading one approval file) counts once.
+const approvals: Migration = {
+  name: '0015_approvals',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.string('uploaded_by', 128).nullable();
+      t.integer('uploaded_by_uid').nullable();
+      // null: approval not in use for the batch; NONE, REQUIRED, APPROVED, REJECTED, EXPIRED, REFUSED.
+      t.string('approval_state', 16).nullable();
+      t.integer('approval_round').notNullable().defaultTo(0);
+      t.integer('approvals_needed').notNullable().defaultTo(0);
+      // JSON [{code, text}]: why the batch waits (thresholds, limits).
+      t.text('approval_reasons_json').nullable();
+      // JSON {totals: {currency: decimal text}, rows, largest: {currency: decimal text}} of the rows to pay.
+      t.text('approval_figures_json').nullable();
+      t.bigInteger('approval_expires_at').nullable();
+      // When the batch was let go to be paid (counts towards the rolling 24-hour limits from then).
+      t.bigInteger('released_at').nullable();
+      t.index(['approval_state']);
+    });
+    await knex.schema.createTable('batch_approvals', (t) => {
+      t.bigIncrements('id').primary();
+      t.string('batch_id', 40).notNullable().references('batches.id').onDelete('CASCADE');
+      t.integer('round').notNullable();
+      // approve, reject, expire, void, reopen, refuse-limit
+      t.string('decision', 16).notNullable();
+      t.string('approver', 128).nullable();
+      t.integer('approver_uid').nullable();
+      // A service account that named the approver (payoutd approve --as).
+      t.string('agent', 128).nullable();
+      // cli, sftp, console, daemon
+      t.string('via', 16).notNullable();
+      t.text('comment').nullable();
+      t.string('sha256', 64).notNullable();
+      t.text('figures_json').notNullable();
+      t.bigInteger('decided_at').notNullable();
+      t.string('instance_id', 128).nullable();
+      t.unique(['batch_id', 'round', 'approver']);
+      t.index(['batch_id', 'id']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('batch_approvals');
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropIndex(['approval_state']);
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      for (const c of [
+        'uploaded_by',
+        'uploaded_by_uid',
+        'approval_state',
+        'approval_round',
+        'approvals_needed',
+        'approval_reasons_json',
+        'approval_figures_json',
+        'approval_expires_at',
+        'released_at',
+      ])
+        t.dropColumn(c);
+    });
+  },
+};
+
 // Batch events and their delivery to notification channels (src/notify): one row per event, written in the
 // transaction of the change it reports; the row is also the delivery's claim (one instance delivers it at a time).
 const batchEvents: Migration = {
@@ -485,6 +568,8 @@ export const MIGRATIONS: readonly Migration[] = [
   doneMarker,
   uploadContinued,
   batchEncoding,
+  archiveRetention,
+  approvals,
   batchEvents,
 ];
 

@@ -191,7 +191,10 @@ export interface OutboxCsv {
   /** The file began with the UTF-8 byte order mark. */
   bom: boolean;
   header: string[];
+  /** The data rows; for an ack, without the totals lines it starts with (verdict TOTAL), which are in `totals`. */
   rows: Record<string, string>[];
+  /** An ack's totals lines (verdict TOTAL): per currency the rows and amount, and the batch's verdict. */
+  totals: Record<string, string>[];
   text: string;
 }
 
@@ -201,8 +204,9 @@ export async function readOutboxCsv(path: string): Promise<OutboxCsv> {
   const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
   const records = parseCsv(bytes, { bom: true, skip_empty_lines: true }) as string[][];
   const [header = [], ...data] = records;
-  const rows = data.map((cells) => Object.fromEntries(header.map((h, i) => [h, cells[i] ?? ''])));
-  return { bom, header, rows, text: bytes.toString('utf8') };
+  const all = data.map((cells) => Object.fromEntries(header.map((h, i) => [h, cells[i] ?? ''])));
+  const isTotal = (r: Record<string, string>): boolean => header.includes('verdict') && r['verdict'] === 'TOTAL';
+  return { bom, header, rows: all.filter((r) => !isTotal(r)), totals: all.filter(isTotal), text: bytes.toString('utf8') };
 }
 
 /** Payouts in the ledger per merchantReferenceId. */

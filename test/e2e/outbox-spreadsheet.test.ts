@@ -10,13 +10,19 @@
  * reconciliation report) is opened with
  * LibreOffice headless, with the import options a user gets by default
  * (formulas evaluated), and no cell of any of them is a formula; neither is
- * any cell of the .xlsx files payoutd wrote. Skipped where `soffice` is
+ * any cell of the .xlsx files payoutd wrote. Those .xlsx files (acks,
+ * results, summaries, retry files) opened and saved again by LibreOffice keep
+ * account numbers with their leading zeros as text, amounts as numbers and
+ * times as date cells; the ack starts with its totals. Skipped where `soffice` is
  * absent (Debian: `apt-get install libreoffice-calc-nogui`).
  */
+import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
@@ -28,11 +34,19 @@ import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db
 import { insertRows } from '../../src/store/insert-rows.js';
 import { makeRows, toCsv, type BatchRow } from './batch-files.js';
 import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
-import { CSV_IMPORT, SOFFICE, SOFFICE_SKIP_REASON, convertWithLibreOffice } from './libreoffice.js';
 
-const SKIP_REASON = SOFFICE_SKIP_REASON;
+const run = promisify(execFile);
+
+/** LibreOffice's command, if installed. */
+const SOFFICE = spawnSync('soffice', ['--version'], { stdio: 'ignore', timeout: 60_000 }).status === 0 ? 'soffice' : null;
+const SKIP_REASON = 'soffice (LibreOffice) not found: install libreoffice-calc-nogui to run this test';
 if (!SOFFICE) console.warn(`outbox-spreadsheet.test.ts skipped: ${SKIP_REASON}`);
 
+/**
+ * The Text CSV import options of LibreOffice's import dialog as it opens: comma, `"`, UTF-8, from
+ * line 1, standard columns, quoted fields not forced to text, and "Evaluate formulas" on.
+ */
+const CSV_IMPORT = 'CSV:44,34,76,1,,0,false,false,false,false,false,false,true';
 const HYPERLINK = '=HYPERLINK("http://e","c")';
 const OLDER_BATCH = 'B-OLDER-1';
 
@@ -137,6 +151,49 @@ async function cellsOf(path: string): Promise<{ at: string; cell: Cell }[]> {
   return out;
 }
 
+/** The rows of a sheet under its header: each cell's value and type by header. */
+async function sheetRows(
+  path: string,
+  name: string,
+): Promise<{ values: Record<string, unknown>; types: Record<string, ExcelJS.ValueType> }[]> {
+  const wb = new ExcelJS.Workbook();
+  await wb.xlsx.readFile(path);
+  const ws = wb.getWorksheet(name);
+  if (!ws) throw new Error(`${basename(path)} has no sheet ${name}`);
+  const headers = (ws.getRow(1).values as unknown[]).map(String);
+  const out: { values: Record<string, unknown>; types: Record<string, ExcelJS.ValueType> }[] = [];
+  ws.eachRow((row, n) => {
+    if (n === 1) return;
+    const values: Record<string, unknown> = {};
+    const types: Record<string, ExcelJS.ValueType> = {};
+    row.eachCell((cell, col) => {
+      values[headers[col] as string] = cell.value;
+      types[headers[col] as string] = cell.type;
+    });
+    out.push({ values, types });
+  });
+  return out;
+}
+
+/** Converts CSV (or .xlsx) files to .xlsx with LibreOffice headless (own profile, so parallel runs do not collide). */
+async function convertWithLibreOffice(files: string[], outDir: string, profileDir: string, csv = true): Promise<void> {
+  await run(
+    SOFFICE as string,
+    [
+      `-env:UserInstallation=${pathToFileURL(profileDir).href}`,
+      '--headless',
+      '--norestore',
+      ...(csv ? [`--infilter=${CSV_IMPORT}`] : []),
+      '--convert-to',
+      'xlsx',
+      '--outdir',
+      outDir,
+      ...files,
+    ],
+    { timeout: 180_000, maxBuffer: 16 * 1024 * 1024 },
+  );
+}
+
 describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
   it.skipIf(!SOFFICE)(
     `holds no cell LibreOffice runs as a formula${SOFFICE ? '' : ` (skipped: ${SKIP_REASON})`}`,
@@ -155,13 +212,13 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         // The ack shows a reference as a spreadsheet-safe cell.
         const verdict = ack.rows.find((r) => r['merchant_reference_id'] === spreadsheetSafeCell(row.merchantReferenceId));
         expect(verdict?.['verdict'], row.merchantReferenceId).toBe('REJECTED');
-        expect(verdict?.['reason'], row.merchantReferenceId).toMatch(/^'?FORMULA_LIKE_TEXT \[column [A-L] "[a-zA-Z.]+"\]: /);
+        expect(verdict?.['reason'], row.merchantReferenceId).toMatch(/^'?FORMULA_LIKE_TEXT \[[a-zA-Z.]+\]: /);
       }
       expect(ack.rows.find((r) => r['merchant_reference_id'] === "'=FX-REF")?.['reason']).toContain(
-        'FORMULA_LIKE_TEXT [column A "merchantReferenceId"]: merchantReferenceId starts with "=", which a spreadsheet would run as a formula; remove the leading "="',
+        'FORMULA_LIKE_TEXT [merchantReferenceId]: merchantReferenceId starts with "=", which a spreadsheet would run as a formula; remove the leading "="',
       );
       expect(ack.rows.find((r) => r['merchant_reference_id'] === 'FX-NAME')?.['reason']).toContain(
-        'FORMULA_LIKE_TEXT [column J "beneficiary.accountName"]: beneficiary.accountName starts with "="',
+        'FORMULA_LIKE_TEXT [beneficiary.accountName]: beneficiary.accountName starts with "="',
       );
       for (const row of good)
         expect(ack.rows.find((r) => r['merchant_reference_id'] === row.merchantReferenceId)?.['verdict']).toBe('ACCEPTED');
@@ -192,7 +249,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
       const againAck = await e2e.waitForOutbox(again, 'ack');
       const refused = againAck.rows.find((r) => r['line'] === '2');
       expect(refused?.['verdict']).toBe('REJECTED');
-      expect(refused?.['reason']).toContain('FORMULA_LIKE_TEXT [column J "beneficiary.accountName"]: ');
+      expect(refused?.['reason']).toContain('FORMULA_LIKE_TEXT [beneficiary.accountName]: ');
       await e2e.waitForOutbox(again, 'result');
       expect(e2e.ledger()).toHaveLength(3);
 
@@ -225,7 +282,10 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
       for (const kind of ['.upload-continued.csv', '.remainder.csv']) expect(csvs.filter((p) => p.endsWith(kind)).length, kind).toBe(1);
       expect(csvs.some((p) => basename(p).startsWith('reconciliation'))).toBe(true);
-      expect(xlsxs.length).toBeGreaterThanOrEqual(2);
+      for (const kind of ['.ack.xlsx', '.result.xlsx', '.summary.xlsx', '.retry.xlsx'])
+        expect(xlsxs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
+      // The ack starts with its totals per currency and the verdict.
+      expect(ack.totals.map((t) => t['reason']).join('\n')).toMatch(/^PHP: \d+ rows, [\d.]+ \(accepted 2 rows, .*Batch PARTLY_ACCEPTED: /m);
       for (const path of csvs) expect((await readOutboxCsv(path)).bom, path).toBe(true);
 
       const work = await mkdtemp(join(tmpdir(), 'payoutd-soffice-'));
@@ -234,7 +294,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         const canary = join(work, 'canary.csv');
         await writeFile(canary, `\uFEFFname\r\n"${HYPERLINK.replaceAll('"', '""')}"\r\n`);
         const converted = join(work, 'out');
-        await convertWithLibreOffice([canary, ...csvs], 'xlsx', converted, join(work, 'profile'), CSV_IMPORT);
+        await convertWithLibreOffice([canary, ...csvs], converted, join(work, 'profile'));
         const canaryCells = await cellsOf(join(converted, 'canary.xlsx'));
         expect(canaryCells.filter((c) => isFormula(c.cell)).map((c) => c.at)).toEqual(['canary!A2']);
 
@@ -253,6 +313,27 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         }
         expect(formulas).toEqual([]);
         expect(cells).toBeGreaterThan(100);
+        // The .xlsx files opened and saved by LibreOffice: accounts keep their leading zeros (text cells), amounts
+        // stay numbers, times are date cells, and the retry .xlsx keeps the input columns.
+        const resaved = join(work, 'resaved');
+        await convertWithLibreOffice(xlsxs, resaved, join(work, 'profile'), false);
+        const prefix = `${dropped.id}_formula.csv`;
+        const [paidRow, cancelledRow] = good as [BatchRow, BatchRow];
+        const result = await sheetRows(join(resaved, `${prefix}.result.xlsx`), 'Result');
+        const paid = result.find((r) => r.values['merchant_reference_id'] === paidRow.merchantReferenceId);
+        expect(paidRow.accountNumber).toMatch(/^00/);
+        expect(paid?.values['beneficiary_account_number']).toBe(paidRow.accountNumber);
+        expect(paid?.types['beneficiary_account_number']).toBe(ExcelJS.ValueType.String);
+        expect(paid?.types['payout_amount']).toBe(ExcelJS.ValueType.Number);
+        expect(paid?.types['complete_time (UTC)']).toBe(ExcelJS.ValueType.Date);
+        const retryRows = await sheetRows(join(resaved, `${prefix}.retry.xlsx`), 'Retry');
+        expect(retryRows.map((r) => r.values['beneficiary.accountNumber'])).toEqual([cancelledRow.accountNumber]);
+        expect(retryRows.map((r) => r.values['merchantReferenceId'])).toEqual([`${cancelledRow.merchantReferenceId}-R1`]);
+        const ackRows = await sheetRows(join(resaved, `${prefix}.ack.xlsx`), 'Ack');
+        expect(ackRows[0]?.values['verdict']).toBe('TOTAL');
+        expect(ackRows.filter((r) => r.values['verdict'] === 'ACCEPTED')).toHaveLength(2);
+        expect(await sheetRows(join(resaved, `${prefix}.summary.xlsx`), 'Summary')).not.toHaveLength(0);
+
         // The escaped text is there, as text.
         const retryBook = await cellsOf(join(converted, basename(olderRetry).replace(/\.csv$/, '.xlsx')));
         expect(retryBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
@@ -262,6 +343,6 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         await rm(work, { recursive: true, force: true });
       }
     },
-    480_000,
+    420_000,
   );
 });

@@ -1,11 +1,13 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
+import { pruneCommand } from '../../src/cli/commands/retention.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { closeDatabase } from '../../src/store/db.js';
+import { updateBatch } from '../../src/store/index.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -63,5 +65,32 @@ describe('payoutd retry-file --batch', () => {
     expect(r.rowCount).toBe(1);
     expect(await listDir(join(dir, 'outbox'))).toEqual(['B1_jan.csv.retry.csv']);
     await expect(retryFile(config, 'NOPE', undefined)).rejects.toMatchObject({ code: 'BATCH_NOT_FOUND' });
+  });
+});
+
+describe('payoutd prune', () => {
+  it('with --dry-run lists what would go and removes nothing; without it removes; unset retention keeps everything', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    await addRows(db, [validRow('B1', 2, request('INV-1'))]);
+    await setRow(db, 'B1', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-1' });
+    await updateBatch(db, 'B1', { state: 'COMPLETE', completedAt: T0, ackWrittenAt: T0, resultWrittenAt: T0 }, T0);
+    await closeDatabase(db);
+    await mkdir(join(dir, 'outbox'));
+    await writeFile(join(dir, 'outbox', 'B1_jan.csv.result.csv'), 'x');
+    const config = configFor(dir);
+    const later = new ManualClock(T0 + 40 * DAY);
+
+    expect(await pruneCommand(config, { dryRun: true }, later)).toEqual([]);
+    const listed = await pruneCommand(config, { dryRun: true, days: 30 }, later);
+    expect(listed.map((i) => [i.batch.id, i.rows, i.files])).toEqual([['B1', 1, [join(dir, 'outbox', 'B1_jan.csv.result.csv')]]]);
+    expect(await listDir(join(dir, 'outbox'))).toEqual(['B1_jan.csv.result.csv']);
+    // Not old enough for 60 days.
+    expect(await pruneCommand(config, { dryRun: false, days: 60 }, later)).toEqual([]);
+
+    await pruneCommand(config, { dryRun: false, days: 30 }, later);
+    expect(await listDir(join(dir, 'outbox'))).toEqual([]);
+    expect(await pruneCommand(config, { dryRun: true, days: 30 }, later)).toEqual([]);
+    await expect(pruneCommand(config, { dryRun: true, days: 0 }, later)).rejects.toMatchObject({ code: 'BAD_ARGUMENT' });
   });
 });

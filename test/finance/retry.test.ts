@@ -1,10 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ReadRow } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
-import { retryBase, retryFileName, retryReference, writeRetryFile, writeRetryFileAt, type BatchIdentity } from '../../src/report/index.js';
+import {
+  RETRY_COLUMNS,
+  retryBase,
+  retryFileName,
+  retryReference,
+  retryXlsxFileName,
+  writeRetryFile,
+  writeRetryFileAt,
+  writeRetryXlsx,
+  type BatchIdentity,
+} from '../../src/report/index.js';
 import { batchRetrySource, countCancelledRows } from '../../src/store/reports.js';
 import type { Database } from '../../src/store/db.js';
 import { addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
@@ -111,6 +123,57 @@ describe('retry file', () => {
     expect(parsed.rows[0]?.request).toEqual(request('INV-2-R2', {}, { accountNumber: '0001234560', accountName: 'Reyes, "Ana"' }));
     expect(parsed.rows[2]?.request?.beneficiary.accountNumber).toBe('FR1420041010050500013M02606');
     expect(parsed.rows[2]?.request?.payoutAmount).toBe('89.99');
+  });
+
+  it('has an .xlsx twin: one sheet, the input columns, accounts and references as text, amounts as exact numbers', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [
+      validRow('B1', 2, request('000123', {}, { accountNumber: '0012345670000', accountName: 'José Reyes' })),
+      validRow('B1', 3, request('INV-2', { payoutCurrency: 'JPY', payoutAmount: '1500' }, { accountNumber: '012180001234567897' })),
+      validRow('B1', 4, request('INV-3', { payoutAmount: '1500.05' })),
+    ]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    await cancel(db, 'B1', 4, 'P-3');
+    const csv = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'));
+    const path = await writeRetryXlsx(csv.path as string);
+    expect(path).toBe(join(dir, retryXlsxFileName('B1_payouts.csv')));
+
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(path);
+    // One sheet only: dropped back, the intake reads it without asking which sheet.
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Retry']);
+    const ws = wb.worksheets[0] as ExcelJS.Worksheet;
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RETRY_COLUMNS]);
+    expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+    expect(ws.rowCount).toBe(4);
+    const at = (row: number, field: string): ExcelJS.Cell => ws.getRow(row).getCell(RETRY_COLUMNS.indexOf(field as never) + 1);
+    // Every cell but the amount is text, exactly the CSV's; the amount's number reads as the CSV's decimal.
+    const records = parse(await readFile(csv.path as string), { bom: true, from_line: 2 }) as string[][];
+    expect(records).toHaveLength(3);
+    records.forEach((record, i) =>
+      RETRY_COLUMNS.forEach((f, j) => {
+        const cell = at(i + 2, f);
+        if (f === 'payoutAmount') expect(String(cell.value)).toBe(record[j]);
+        else expect([cell.type, cell.value], f).toEqual([ExcelJS.ValueType.String, record[j]]);
+      }),
+    );
+    expect(at(2, 'merchantReferenceId').value).toBe('000123-R1');
+    expect(at(2, 'beneficiary.accountNumber').value).toBe('0012345670000');
+    expect(at(2, 'beneficiary.accountName').value).toBe('José Reyes');
+    expect(at(3, 'beneficiary.accountNumber').value).toBe('012180001234567897');
+    expect(at(2, 'beneficiary.accountNumber').numFmt).toBe('@');
+    // Amounts: numbers whose text is the decimal, shown with the currency's decimals and no separators.
+    expect([at(2, 'payoutAmount').type, at(2, 'payoutAmount').value, at(2, 'payoutAmount').numFmt]).toEqual([
+      ExcelJS.ValueType.Number,
+      1500.5,
+      '0.00',
+    ]);
+    expect([at(3, 'payoutAmount').value, at(3, 'payoutAmount').numFmt]).toEqual([1500, '0']);
+    expect(String(at(4, 'payoutAmount').value)).toBe('1500.05');
+    // Widths fit the headers (never cut) and the values.
+    RETRY_COLUMNS.forEach((h, i) => expect(ws.getColumn(i + 1).width, h).toBeGreaterThan(h.length));
   });
 
   it('gives the same references when made again, and leaves out rows already being retried', async () => {

@@ -1,13 +1,18 @@
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import {
+  ACK_COLUMNS,
+  ACK_TOTALS_COLUMNS,
   RECONCILIATION_COLUMNS,
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
   currencyDecimals,
   decimalsFormat,
   displayNumber,
+  writeAckXlsx,
+  writeSummaryXlsx,
   writeInterimReportXlsx,
   writeReconciliationXlsx,
   writeResultXlsx,
@@ -15,9 +20,12 @@ import {
   xlsxCellValue,
   xlsxColumns,
   xlsxPathFor,
+  wallClockDate,
   type BatchIdentity,
   type RowOutcome,
 } from '../../src/report/index.js';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { getBatch, type BatchRecord } from '../../src/store/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
@@ -101,6 +109,14 @@ describe('typed cells (pure)', () => {
     expect(xlsxCellValue('10.123', 'amount', 'PHP')).toEqual({ value: 10.123, numFmt: '#,##0.000' });
     expect(xlsxCellValue('1e3', 'amount', 'PHP')).toEqual({ value: '1e3', numFmt: '@' });
     expect(xlsxCellValue('56.1234', 'decimal')).toEqual({ value: 56.1234, numFmt: '#,##0.0000' });
+    expect(xlsxCellValue('2026-01-02T09:00:00Z', 'time', '', undefined, { timeZone: 'America/New_York' })).toEqual({
+      value: new Date('2026-01-02T04:00:00Z'),
+      numFmt: 'yyyy-mm-dd hh:mm:ss',
+    });
+    // Summer time is the zone's own: New York is 4 hours behind in July.
+    expect(wallClockDate('2026-07-02T09:00:00.250Z', 'America/New_York')?.toISOString()).toBe('2026-07-02T05:00:00.250Z');
+    expect(xlsxCellValue('not a time', 'time')).toEqual({ value: 'not a time', numFmt: '@' });
+    expect(xlsxCellValue('1500.5', 'amount', 'PHP', undefined, { grouping: false })).toEqual({ value: 1500.5, numFmt: '0.00' });
     expect(xlsxPathFor('/r/report.csv')).toBe('/r/report.xlsx');
     expect(xlsxPathFor('/r/report')).toBe('/r/report.xlsx');
   });
@@ -131,12 +147,24 @@ describe('result .xlsx', () => {
     const wb = await readBook(r.path);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Result', 'Summary']);
     const ws = sheet(wb, 'Result');
-    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RESULT_COLUMNS]);
+    // The CSV's headers; a time column names its zone.
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual(
+      RESULT_COLUMNS.map((h) => (h === 'complete_time' ? 'complete_time (UTC)' : h)),
+    );
     expect(ws.getRow(1).getCell(1).font?.bold).toBe(true);
     expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
     expect(ws.autoFilter).toBeTruthy();
     expect(ws.getColumn(RESULT_COLUMNS.indexOf('reason') + 1).width).toBe(48);
+    // Widths fit: no header is cut (the filter button takes room too), nor a value.
+    (ws.getRow(1).values as string[]).slice(1).forEach((h, i) => expect(ws.getColumn(i + 1).width, h).toBeGreaterThanOrEqual(h.length + 2));
+    expect(ws.getColumn(RESULT_COLUMNS.indexOf('beneficiary_account_name') + 1).width).toBeGreaterThanOrEqual('=HYPERLINK("x")'.length);
     expect(ws.rowCount).toBe(5);
+
+    // Times are date cells: the wall-clock time in the zone (UTC here), shown in ISO order.
+    const done = cellAt(ws, 2, 'complete_time (UTC)');
+    expect(done.type).toBe(ExcelJS.ValueType.Date);
+    expect((done.value as Date).toISOString()).toBe('2026-01-02T09:00:00.000Z');
+    expect(done.numFmt).toBe('yyyy-mm-dd hh:mm:ss');
 
     const account = cellAt(ws, 2, 'beneficiary_account_number');
     expect(account.type).toBe(ExcelJS.ValueType.String);
@@ -204,6 +232,23 @@ describe('result .xlsx', () => {
   });
 });
 
+describe('rows past a sheet', () => {
+  it('go on in "<name> (2)", each sheet with its header, nothing lost (the spreadsheets hold 1,048,576 rows a sheet)', async () => {
+    const { dir } = await store();
+    const rows = Array.from({ length: 7 }, (_, i) => outcome(i + 2));
+    const r = await writeResultXlsx(dir, identity, rows, { sheetRows: 4 });
+    const wb = await readBook(r.path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Result', 'Result (2)', 'Result (3)', 'Summary', 'Summary (2)']);
+    const refs = ['Result', 'Result (2)', 'Result (3)'].flatMap((name) => {
+      const ws = sheet(wb, name);
+      expect(ws.getRow(1).getCell(1).value, name).toBe('line');
+      expect(ws.views[0], name).toMatchObject({ state: 'frozen', ySplit: 1 });
+      return Array.from({ length: ws.rowCount - 1 }, (_, i) => cellAt(ws, i + 2, 'merchant_reference_id').value);
+    });
+    expect(refs).toEqual(rows.map((o) => o.merchantReferenceId));
+  });
+});
+
 describe('xlsx write failures', () => {
   const many = function* (n: number): Generator<string[]> {
     for (let i = 0; i < n; i++) yield [String(i + 2), `R-${i}`, 'PHP', '1500.50'];
@@ -253,18 +298,112 @@ describe('reconciliation .xlsx', () => {
     await setRow(db, 'B1', 2, { ...paid, payoutId: '000999', createdAtMs: T0 });
     await setRow(db, 'B1', 3, { ...paid, payoutId: 'P-2', createdAtMs: T0 + 1 });
     const path = join(dir, 'rec.xlsx');
-    const r = await writeReconciliationXlsx(path, payoutsCreatedBetween(db, T0, T0 + 2), { minorUnits: { IDR: 0 } });
+    const r = await writeReconciliationXlsx(path, payoutsCreatedBetween(db, T0, T0 + 2), {
+      minorUnits: { IDR: 0 },
+      timeZone: 'Asia/Manila',
+    });
     expect(r.summary.rowCount).toBe(2);
     const wb = await readBook(path);
     expect(wb.worksheets.map((w) => w.name)).toEqual(['Reconciliation', 'Summary']);
     const ws = sheet(wb, 'Reconciliation');
-    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...RECONCILIATION_COLUMNS]);
+    const zoned = (h: string): string => (['created_at', 'create_time', 'complete_time'].includes(h) ? `${h} (Asia/Manila)` : h);
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual(RECONCILIATION_COLUMNS.map(zoned));
     expect(cellAt(ws, 2, 'merchant_reference_id').value).toBe('000777');
     expect(cellAt(ws, 2, 'payout_id').value).toBe('000999');
     expect(cellAt(ws, 2, 'payout_amount').numFmt).toBe('#,##0.00');
     expect(cellAt(ws, 3, 'payout_amount').value).toBe(250);
     expect(cellAt(ws, 3, 'payout_amount').numFmt).toBe('#,##0');
-    expect(cellAt(ws, 2, 'created_at').value).toBe(new Date(T0).toISOString());
+    // A date cell holding Manila's wall-clock time (UTC+8), with the milliseconds payoutd records.
+    const created = cellAt(ws, 2, 'created_at (Asia/Manila)');
+    expect(created.type).toBe(ExcelJS.ValueType.Date);
+    expect((created.value as Date).toISOString()).toBe(new Date(T0 + 8 * 3600_000).toISOString());
+    expect(created.numFmt).toBe('yyyy-mm-dd hh:mm:ss.000');
     expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
+  });
+});
+
+describe('ack and summary .xlsx', () => {
+  it('the ack: its totals lines and rows as in the CSV, and a Summary sheet of the totals as numbers', async () => {
+    const { dir } = await store();
+    const rows = [
+      { line: 2, merchantReferenceId: '000777', verdict: 'ACCEPTED' as const, reason: null, payoutCurrency: 'PHP', payoutAmount: '1500.5' },
+      { line: 3, merchantReferenceId: 'INV-3', verdict: 'REJECTED' as const, reason: 'bad', payoutCurrency: 'PHP', payoutAmount: '20' },
+    ];
+    const path = await writeAckXlsx(dir, identity, rows);
+    expect(path).toBe(join(dir, 'B-7_payouts.csv.ack.xlsx'));
+    const wb = await readBook(path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Ack', 'Summary']);
+    const ws = sheet(wb, 'Ack');
+    expect((ws.getRow(1).values as unknown[]).slice(1)).toEqual([...ACK_COLUMNS]);
+    expect(ws.views[0]).toMatchObject({ state: 'frozen', ySplit: 1 });
+    expect(ws.rowCount).toBe(4);
+    expect(cellAt(ws, 2, 'verdict').value).toBe('TOTAL');
+    expect(cellAt(ws, 2, 'reason').value).toMatch(
+      /^PHP: 2 rows, 1520.50 \(accepted 1 row, 1500.50; rejected 1 row, 20.00\)\. Batch PARTLY_ACCEPTED/,
+    );
+    expect(cellAt(ws, 3, 'merchant_reference_id').value).toBe('000777');
+    expect(cellAt(ws, 3, 'merchant_reference_id').type).toBe(ExcelJS.ValueType.String);
+    // No header is cut.
+    (ws.getRow(1).values as string[]).slice(1).forEach((h, i) => expect(ws.getColumn(i + 1).width, h).toBeGreaterThan(h.length));
+
+    const totals = sheet(wb, 'Summary');
+    expect((totals.getRow(1).values as unknown[]).slice(1)).toEqual([...ACK_TOTALS_COLUMNS]);
+    expect(cellAt(totals, 2, 'currency').value).toBe('PHP');
+    expect(cellAt(totals, 2, 'row_count').value).toBe(2);
+    expect([cellAt(totals, 2, 'amount').value, cellAt(totals, 2, 'amount').numFmt]).toEqual([1520.5, '#,##0.00']);
+    expect(cellAt(totals, 2, 'accepted_amount').value).toBe(1500.5);
+    expect(cellAt(totals, 2, 'rejected_rows').value).toBe(1);
+    expect(cellAt(totals, 2, 'verdict').value).toBe('PARTLY_ACCEPTED');
+  });
+
+  it('a refused file: the ack .xlsx says so, with a Summary of no rows', async () => {
+    const { dir } = await store();
+    const path = await writeAckXlsx(dir, identity, [], { fileRejection: 'BAD_HEADER: missing column payoutAmount' });
+    const ws = sheet(await readBook(path), 'Ack');
+    expect(ws.rowCount).toBe(3);
+    expect(cellAt(ws, 3, 'verdict').value).toBe('REJECTED');
+    expect(cellAt(ws, 3, 'reason').value).toBe('BAD_HEADER: missing column payoutAmount');
+    expect(cellAt(sheet(await readBook(path), 'Summary'), 2, 'verdict').value).toBe('REJECTED');
+  });
+
+  it('the summary file as .xlsx', async () => {
+    const { dir } = await store();
+    const r = await writeResultXlsx(dir, identity, [outcome(2)]);
+    const path = await writeSummaryXlsx(dir, identity, r.summary);
+    expect(path).toBe(join(dir, 'B-7_payouts.csv.summary.xlsx'));
+    const wb = await readBook(path);
+    expect(wb.worksheets.map((w) => w.name)).toEqual(['Summary']);
+    expect(sheet(wb, 'Summary').rowCount).toBe(r.summary.rows.length + 1);
+  });
+});
+
+describe('the daemon outbox and its .xlsx twins', () => {
+  it('writes the ack and its twin; a twin that cannot be written is reported and the CSV stands', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    await addRows(db, [validRow('B1', 2, request('000777', {}, { accountNumber: '0001234567' }))]);
+    await setRow(db, 'B1', 2, { state: 'READY' });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const failures: string[] = [];
+    const outbox = new BatchOutbox(db, dir, true, undefined, {
+      xlsx: true,
+      retryFiles: false,
+      onXlsxError: (batchId, kind) => failures.push(`${batchId} ${kind}`),
+    });
+    const path = await outbox.writeAck(batch);
+    expect(path).toBe(join(dir, 'B1_jan.csv.ack.csv'));
+    expect((await readBook(join(dir, 'B1_jan.csv.ack.xlsx'))).worksheets.map((w) => w.name)).toEqual(['Ack', 'Summary']);
+    expect(failures).toEqual([]);
+
+    // A folder where the result's .xlsx should go: the CSV files are written, the twin is reported.
+    await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'P-1' });
+    await mkdir(join(dir, 'B1_jan.csv.result.xlsx'));
+    const files = await outbox.writeResult(batch);
+    expect(files.summary.statusCounts).toEqual({ PAID: 1 });
+    expect(await listDir(dir)).toContain('B1_jan.csv.summary.csv');
+    expect(failures).toEqual(['B1 result']);
+    // Without a reporter, the error is the caller's.
+    const strict = new BatchOutbox(db, dir, true, undefined, { xlsx: true, retryFiles: false });
+    await expect(strict.writeResult(batch)).rejects.toThrow();
   });
 });

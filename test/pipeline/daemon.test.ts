@@ -26,7 +26,10 @@ async function fastPipeline(): Promise<Pipeline> {
   return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
 }
 
-async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
+async function daemonFor(
+  p: Pipeline,
+  over: Record<string, unknown> = {},
+): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
   const inbox = join(p.dir, 'inbox');
   const outbox = join(p.dir, 'outbox');
   // What startDaemon (src/daemon/runtime.ts) does before it builds the daemon.
@@ -39,6 +42,7 @@ async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: st
       batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
       submit: { notFoundGraceMs: 0 },
       poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+      ...over,
     },
   );
   const daemon = new PayoutDaemon(
@@ -103,6 +107,31 @@ describe('pipeline: the daemon', () => {
     expect(files.some((f) => f.endsWith('.result.csv'))).toBe(true);
     // Logs never carry a full account number or the API key.
     expect(p.logLines.filter((l) => l.includes('2222220000') || l.includes('1234567890'))).toEqual([]);
+  });
+
+  it('writes the .xlsx of each outbox file and archives the taken file of the finished batch by day and batch id', async () => {
+    const p = await fastPipeline();
+    // Not watched after it is taken: archived as soon as its batch is finished.
+    const { daemon, inbox, outbox } = await daemonFor(p, { inbox: { stableForMs: 20, watchTakenForMs: 0 } });
+    await writeFile(join(inbox, 'kept.csv'), csvFile([csvRow('DA-1'), csvRow('DA-2', { 'beneficiary.accountNumber': '0022220000' })]));
+    await daemon.start();
+    await waitFor(async () => {
+      await daemon.tickInbox();
+      return (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE'])).length === 1;
+    }, 'the dropped file to be accepted');
+    const [accepted] = await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']);
+    const id = accepted?.id ?? '';
+    await waitFor(async () => (await p.batch(id)).archivedAt != null, 'the taken file to be archived', 15_000);
+    const batch = await p.batch(id);
+    const day = new Date(batch.receivedAt).toISOString().slice(0, 10).split('-');
+    expect(batch.storedPath).toBe(join(p.dir, 'state', 'archive', ...day, `${id}_kept.csv`));
+    expect(await readFile(batch.storedPath, 'utf8')).toContain('DA-2');
+    expect((await readdir(join(p.dir, 'state', 'claimed'))).filter((n) => n.endsWith('kept.csv'))).toEqual([]);
+    await waitFor(async () => (await readdir(outbox)).includes(`${id}_kept.csv.retry.xlsx`), 'the retry .xlsx');
+    await daemon.stop();
+    const files = (await readdir(outbox)).filter((f) => f.startsWith(id)).sort();
+    for (const kind of ['ack', 'result', 'summary', 'retry'])
+      for (const ext of ['csv', 'xlsx']) expect(files, `${kind}.${ext}`).toContain(`${id}_kept.csv.${kind}.${ext}`);
   });
 
   it('answers every entry of the inbox in the outbox, under names that are safe to list and open', async () => {

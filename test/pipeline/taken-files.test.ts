@@ -211,10 +211,14 @@ describe('pipeline: a taken file whose upload goes on', () => {
       async () => (await readFile(join(w.outbox, `${batch.id}_held.csv.ack.csv`), 'utf8')).includes(',HELD,'),
       'the ack to say HELD',
     );
-    const ack = parseCsv(await readFile(join(w.outbox, `${batch.id}_held.csv.ack.csv`)), { bom: true, columns: true }) as Record<
+    const ackRecords = parseCsv(await readFile(join(w.outbox, `${batch.id}_held.csv.ack.csv`)), { bom: true, columns: true }) as Record<
       string,
       string
     >[];
+    // The totals line first says the batch is held; then the hold and the rows.
+    expect(ackRecords[0]).toMatchObject({ line: '', verdict: 'TOTAL' });
+    expect(ackRecords[0]?.['reason']).toMatch(/^PHP: 2 rows, .* Batch HELD: /);
+    const ack = ackRecords.slice(1);
     expect(ack[0]).toMatchObject({ line: '', verdict: 'HELD' });
     expect(ack[0]?.['reason']).toMatch(/^FILE_CHANGED: size changed from \d+ to \d+ bytes after the claim/);
     expect(ack.slice(1).map((r) => r['verdict'])).toEqual(['ACCEPTED', 'ACCEPTED']);
@@ -240,10 +244,12 @@ describe('pipeline: a taken file whose upload goes on', () => {
     // The record says the file was older than it is: it changed between the claim and the acceptance.
     const batch = await w.daemon.intake.receive({ ...claimed, mtimeMs: claimed.mtimeMs - 5000 });
     expect([batch.state, batch.holdCode]).toEqual(['ACTIVE', 'FILE_CHANGED']);
-    const ack = parseCsv(await readFile(join(w.outbox, `${batch.id}_read-changed.csv.ack.csv`)), { bom: true, columns: true }) as Record<
-      string,
-      string
-    >[];
+    const ack = (
+      parseCsv(await readFile(join(w.outbox, `${batch.id}_read-changed.csv.ack.csv`)), { bom: true, columns: true }) as Record<
+        string,
+        string
+      >[]
+    ).filter((r) => r['verdict'] !== 'TOTAL');
     expect(ack.map((r) => [r['line'], r['verdict']])).toEqual([
       ['', 'HELD'],
       ['2', 'ACCEPTED'],

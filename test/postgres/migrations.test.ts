@@ -111,6 +111,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
 
     expect(Object.keys(onPg.columns).sort()).toEqual(
       [
+        'batch_approvals',
         'batch_errors',
         'batch_events',
         'batches',

@@ -9,6 +9,7 @@ import {
   SUMMARY_COLUMNS,
   isTempName,
   writeAckFile,
+  ackCurrencyTotals,
   writeInterimReport,
   writeRejectionAckFile,
   writeResultFiles,
@@ -51,25 +52,46 @@ describe('ack file', () => {
   it('writes one verdict per row with the batch identity, BOM first by default', async () => {
     const dir = await tempDir();
     const path = await writeAckFile(dir, identity, [
-      { line: 2, merchantReferenceId: 'INV-2', verdict: 'ACCEPTED', reason: null },
-      { line: 3, merchantReferenceId: '=cmd|calc', verdict: 'REJECTED', reason: 'INVALID_AMOUNT: "1,5" is not a plain decimal' },
+      { line: 2, merchantReferenceId: 'INV-2', verdict: 'ACCEPTED', reason: null, payoutCurrency: 'PHP', payoutAmount: '1500.5' },
+      {
+        line: 3,
+        merchantReferenceId: '=cmd|calc',
+        verdict: 'REJECTED',
+        reason: 'INVALID_AMOUNT: "1,5" is not a plain decimal',
+        payoutCurrency: 'PHP',
+        payoutAmount: '1,5',
+      },
+      { line: 4, merchantReferenceId: 'INV-4', verdict: 'ACCEPTED', reason: null, payoutCurrency: 'JPY', payoutAmount: '1000' },
     ]);
     expect(path).toBe(join(dir, 'payouts-2026-01-02.csv.ack.csv'));
     const raw = await readFile(path);
     expect(raw.subarray(0, 3)).toEqual(Buffer.from([0xef, 0xbb, 0xbf]));
+    // First, per currency, the rows and their total (with the currency's decimals) and the batch's verdict.
+    const verdict = 'Batch PARTLY_ACCEPTED: the accepted rows will be paid; the rejected rows are not paid (see each row)';
     expect(await readCsv(path)).toEqual([
       [...ACK_COLUMNS],
+      ['B-7', 'payouts-2026-01-02.csv', '', '', 'TOTAL', `JPY: 1 row, 1000 (accepted 1 row, 1000; rejected 0 rows, 0). ${verdict}`],
+      [
+        'B-7',
+        'payouts-2026-01-02.csv',
+        '',
+        '',
+        'TOTAL',
+        `PHP: 2 rows, 1500.50 (accepted 1 row, 1500.50; rejected 1 row, 0.00; 1 row without a readable amount, not in the sums). ${verdict}`,
+      ],
       ['B-7', 'payouts-2026-01-02.csv', '2', 'INV-2', 'ACCEPTED', ''],
       ['B-7', 'payouts-2026-01-02.csv', '3', "'=cmd|calc", 'REJECTED', 'INVALID_AMOUNT: "1,5" is not a plain decimal'],
+      ['B-7', 'payouts-2026-01-02.csv', '4', 'INV-4', 'ACCEPTED', ''],
     ]);
   });
 
-  it('writes a file-level rejection as a single row with no line, verdict REJECTED and the reason', async () => {
+  it('writes a file-level rejection as a row with no line, verdict REJECTED and the reason, after the totals line', async () => {
     const dir = await tempDir();
     const path = await writeRejectionAckFile(dir, identity, 'CONTROL_TOTAL_MISMATCH: trailer says 3 rows, file has 2', { bom: false });
     const text = await readFile(path, 'utf8');
     expect(text).toBe(
       'batch_id,file,line,merchant_reference_id,verdict,reason\r\n' +
+        'B-7,payouts-2026-01-02.csv,,,TOTAL,no rows read. Batch REJECTED: nothing in this file is paid\r\n' +
         'B-7,payouts-2026-01-02.csv,,,REJECTED,"CONTROL_TOTAL_MISMATCH: trailer says 3 rows, file has 2"\r\n',
     );
     expect(await listDir(dir)).toEqual(['payouts-2026-01-02.csv.ack.csv']);
@@ -98,14 +120,19 @@ describe('ack file', () => {
     }));
     const fileRejection = 'INVALID_ROWS: 834 invalid row(s); onInvalidRows is reject-file';
     const fromRows = await readFile(await writeAckFile(await tempDir(), identity, rows, { fileRejection }));
+    // Pages come with their totals, added up beforehand.
+    const totals = ackCurrencyTotals(rows, {}) ?? [];
     for (const pageSize of [1, 333, 5000]) {
       const fromPages = await readFile(
-        await writeAckFile(await tempDir(), identity, { pages: pagesOf(rows, pageSize) }, { fileRejection }),
+        await writeAckFile(await tempDir(), identity, { pages: pagesOf(rows, pageSize) }, { fileRejection, totals }),
       );
       expect(fromPages.equals(fromRows), `pages of ${pageSize}`).toBe(true);
     }
     const text = fromRows.toString('utf8');
-    expect(text.split('\r\n')[1]).toBe(`B-7,payouts-2026-01-02.csv,,,REJECTED,${fileRejection}`);
+    expect(text.split('\r\n')[1]).toMatch(
+      /^B-7,payouts-2026-01-02.csv,,,TOTAL,"no currency: 2500 rows, 0 .*Batch REJECTED: nothing in this file is paid"$/,
+    );
+    expect(text.split('\r\n')[2]).toBe(`B-7,payouts-2026-01-02.csv,,,REJECTED,${fileRejection}`);
   });
 });
 

@@ -45,6 +45,13 @@ export interface SftpUpload {
   stall?: { afterMs: number; forMs: number } | { atBytes: number; until: Promise<unknown> };
   /** Kill the client after this long (ms). Default 120000. */
   timeoutMs?: number;
+  /** Log in as this user (one of `sftpOnlyUsers` given to start); default: the user running the test. */
+  user?: string;
+}
+
+export interface SftpServerOptions {
+  /** Users who may log in for SFTP only (ForceCommand internal-sftp), as finance users do; the uploads' owner is theirs. */
+  sftpOnlyUsers?: string[];
 }
 
 export interface UploadOutcome {
@@ -61,7 +68,7 @@ export class SftpServer {
   ) {}
 
   /** Keys, config and a listening sshd; close() when done. */
-  static async start(): Promise<SftpServer> {
+  static async start(o: SftpServerOptions = {}): Promise<SftpServer> {
     const dir = await mkdtemp(join(tmpdir(), 'payoutd-sshd-'));
     try {
       for (const key of ['host', 'client']) {
@@ -69,6 +76,11 @@ export class SftpServer {
       }
       await copyFile(join(dir, 'client.pub'), join(dir, 'authorized_keys'));
       await chmod(join(dir, 'authorized_keys'), 0o600);
+      // sshd reads the keys file as the user logging in: other users need to reach it.
+      if (o.sftpOnlyUsers?.length) {
+        await chmod(dir, 0o755);
+        await chmod(join(dir, 'authorized_keys'), 0o644);
+      }
       await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
       const port = await freePort();
       const config = [
@@ -83,6 +95,8 @@ export class SftpServer {
         'StrictModes no',
         'UsePAM no',
         'Subsystem sftp internal-sftp',
+        // Last: a Match block holds every line after it.
+        ...(o.sftpOnlyUsers?.length ? [`Match User ${o.sftpOnlyUsers.join(',')}`, '  ForceCommand internal-sftp'] : []),
       ].join('\n');
       await writeFile(join(dir, 'sshd_config'), `${config}\n`);
       // -D: stays in the foreground, so this process owns it; -e: errors on stderr.
@@ -119,7 +133,7 @@ export class SftpServer {
       'UserKnownHostsFile=/dev/null',
       '-o',
       'LogLevel=ERROR',
-      `${userInfo().username}@127.0.0.1`,
+      `${u.user ?? userInfo().username}@127.0.0.1`,
     );
     const client = spawn(SFTP, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';

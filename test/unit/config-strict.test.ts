@@ -47,7 +47,7 @@ describe('config: unknown options', () => {
 
   it('lists the valid keys when none is near', () => {
     expect(problems('foo: bar\n')).toEqual([
-      'foo: unknown option (top-level options: api, batch, database, inbox, instance, log, metrics, notify, outbox, paths, poll, sandbox, shutdownGraceMs, startup, submit, webhook)',
+      'foo: unknown option (top-level options: api, approval, batch, database, inbox, instance, limits, log, metrics, notify, outbox, paths, poll, retention, sandbox, shutdownGraceMs, startup, submit, webhook)',
     ]);
   });
 
@@ -83,6 +83,17 @@ describe('config: values out of range name their option and what they got', () =
       'log.level: must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
     ]);
     expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
+  });
+
+  it('the .xlsx time zone is an IANA name; retention days are whole days, unset by default', () => {
+    expect(load('{}\n').outbox).toMatchObject({ xlsx: true, timeZone: 'UTC' });
+    expect(load('outbox:\n  timeZone: Asia/Manila\n').outbox.timeZone).toBe('Asia/Manila');
+    expect(problems('outbox:\n  timeZone: Mars/Olympus\n')[0]).toMatch(
+      /^outbox\.timeZone: must be an IANA time zone name such as UTC or Asia\/Manila/,
+    );
+    expect(load('{}\n').retention).toEqual({ pruneEveryMs: 3_600_000 });
+    expect(load('retention:\n  days: 90\n').retention.days).toBe(90);
+    expect(problems('retention:\n  days: 0\n')).toEqual(['retention.days: must be at least 1, got 0']);
   });
 
   it('notify: an event type unknown, a webhook without its signing secret, a URL that is not http(s)', () => {

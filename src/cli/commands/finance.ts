@@ -1,7 +1,7 @@
 /** Finance commands: `payoutd report --since` (the reconciliation report) and `payoutd retry-file --batch`. */
 import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { ResolvedConfig } from '../../config/index.js';
+import { approvalInUse, type ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
 import {
@@ -22,6 +22,7 @@ import {
   writeReconciliationXlsx,
   writeRetryFileAt,
   xlsxPathFor,
+  writeRetryXlsx,
   type BatchSummary,
   type RetryFile,
 } from '../../report/index.js';
@@ -69,8 +70,11 @@ export async function reconciliationReport(
   const period = reportPeriod(args.since, args.until, clock.now());
   const path = resolve(args.out ?? reconciliationFileName(period));
   return withStore(config, async (db) => {
+    // With approval in use, each row carries its batch's approval audit (who approved what, when, how).
+    const audit = approvalInUse(config.approval, config.limits) ? await import('../../approval/index.js') : null;
     const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
       bom: config.outbox.bom,
+      approvalOf: audit ? async (batchId) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined,
     });
     let xlsxPath: string | null = null;
     if (args.xlsx ?? config.outbox.xlsx) {
@@ -78,6 +82,7 @@ export async function reconciliationReport(
       xlsxPath = xlsxPathFor(path);
       await writeReconciliationXlsx(xlsxPath, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
         minorUnits: config.batch.rules.minorUnits,
+        timeZone: config.outbox.timeZone,
       });
     }
     const range = `${new Date(period.sinceMs).toISOString()} to ${new Date(period.untilMs).toISOString()} (end excluded)`;
@@ -102,7 +107,10 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
     if (result.path) print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
-    else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    if (result.path && config.outbox.xlsx) {
+      const xlsx = await writeRetryXlsx(result.path, { minorUnits: config.batch.rules.minorUnits, timeZone: config.outbox.timeZone });
+      print(`  and to ${xlsx}`);
+    } else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
     for (const s of result.skipped) {
       print(`  line ${s.line} ${s.merchantReferenceId}: left out, already retried as ${s.retriedAs} (${s.state})`);
     }

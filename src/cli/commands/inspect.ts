@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { getBatch, requestValuesOfReferences } from '../../store/index.js';
 import { parseBatchFile, type RetryOriginals } from '../../ingest/csv/index.js';
 import { errorPlace, type RowError } from '../../ingest/rules/index.js';
+import { rulesWithRowLimits } from '../../approval/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
 
@@ -18,6 +19,7 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
       xlsx: config.outbox.xlsx,
       retryFiles: false,
       minorUnits: config.batch.rules.minorUnits,
+      timeZone: config.outbox.timeZone,
     });
     const path = resolve(out ?? `${outboxName(batch)}.report-${new Date().toISOString().replace(/[:.]/g, '')}.csv`);
     await outbox.writeInterim(batch, path);
@@ -52,7 +54,7 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
   const rowErrors: RowError[] = [];
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
-    rules: config.batch.rules,
+    rules: rulesWithRowLimits(config.batch.rules, config.limits),
     ...(retryOriginals ? { retryOriginals } : {}),
     onRows: async (rows) => {
       for (const r of rows) {

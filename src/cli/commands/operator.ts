@@ -1,6 +1,6 @@
 /** Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED. */
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError } from '../../domain/errors.js';
+import { ConfigError, PayoutdError } from '../../domain/errors.js';
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';
 import { print } from '../output.js';
 
@@ -25,6 +25,12 @@ async function withActiveBatch(
 export async function releaseBatch(config: ResolvedConfig, batchId: string): Promise<void> {
   await withActiveBatch(config, batchId, async (db) => {
     const batch = await getBatch(db, batchId);
+    if (batch?.approvalState === 'REQUIRED') {
+      throw new PayoutdError(
+        'APPROVAL_REQUIRED',
+        `batch ${batchId} waits for approval: release does not replace it (payoutd approve / payoutd reject, or an approval file)`,
+      );
+    }
     if (!batch?.holdCode) {
       print(`batch ${batchId} is not held`);
       return;

@@ -1,5 +1,6 @@
 /** `payoutd status` and `payoutd migrate`: they import only the store, so status loads nothing of the daemon. */
 import { existsSync } from 'node:fs';
+import type { ApprovalView } from '../../approval/index.js';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
@@ -82,6 +83,8 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 /** A batch as `status --json` shows it: plain values, times in ISO 8601, totals and counts as objects. */
 export interface BatchView {
   id: string;
+  /** The approval state and audit, for a batch that went through approval (src/approval). */
+  approval?: ApprovalView | null;
   fileName: string;
   state: BatchRecord['state'];
   /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold. */
@@ -169,12 +172,20 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     // A finished batch's counts come from its record; only unfinished batches have their rows counted.
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
+    // The approval module only when a batch used approval (a plain status loads the store alone).
+    const audit = rows.some(({ b }) => b.approvalState) ? await import('../../approval/index.js') : null;
+    const approvals = new Map(
+      await Promise.all(rows.map(async ({ b }) => [b.id, audit && b.approvalState ? await audit.readApproval(db, b.id) : null] as const)),
+    );
     const holdsSince = await latestEventTimes(
       db,
       batches.filter((b) => b.holdCode !== null).map((b) => b.id),
       ['held', 'awaiting-approval'],
     );
-    const views = rows.map(({ b, counts }) => batchView(b, counts, holdsSince.get(b.id) ?? null, now));
+    const views = rows.map(({ b, counts }) => ({
+      ...batchView(b, counts, holdsSince.get(b.id) ?? null, now),
+      approval: approvals.get(b.id) ?? null,
+    }));
     if (json) {
       print(JSON.stringify(views, null, 2));
       return;
@@ -220,6 +231,16 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       }
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
+      const view = approvals.get(b.id);
+      if (audit && view) {
+        print(
+          `\napproval: ${view.state}${view.state === 'REQUIRED' ? ` (${view.given.length} of ${view.needed}, expires ${view.expiresAt ?? '-'})` : ''}`,
+        );
+        print(`  uploaded by: ${view.uploadedBy ?? 'unknown'}; file SHA-256: ${view.sha256}`);
+        print(`  to pay: ${audit.totalsText(view.figures.totals)} in ${view.figures.rows} row(s)`);
+        for (const r of view.reasons) print(`  why: ${r.text}`);
+        for (const d of view.decisions) print(`  ${audit.decisionText(d)}`);
+      }
       const errors = await listBatchErrors(db, b.id);
       if (errors.length > 0) {
         print(`\nerrors (${errors.length}):`);
@@ -230,7 +251,13 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       // The outbox module brings the report writers; only this one line of --batch needs it.
       const { outboxName } = await import('../../daemon/outbox.js');
       const more = b.uploadContinuedAt !== null ? ',upload-continued,remainder' : '';
-      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv`);
+      const xlsx = config.outbox.xlsx ? ' (and .xlsx)' : '';
+      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv${xlsx}`);
+      if (b.prunedAt != null) {
+        print(
+          `\npruned ${new Date(b.prunedAt).toISOString()} (retention.days): its files and row details are gone; references and payout ids are kept`,
+        );
+      } else print(`\ntaken file${b.archivedAt != null ? ' (archived)' : ''}: ${b.storedPath}`);
     }
   });
 }

@@ -1,0 +1,360 @@
+/**
+ * decideApproval: the one decision every way of approving calls (the CLI,
+ * an approval file from SFTP, the web console). It checks the request
+ * against the batch and the policy, records the decision for the audit and
+ * applies it, in one transaction holding the batch, so it is applied once
+ * whichever instance takes it. The last approval a batch needs lets it go,
+ * after the limits are looked at again; a rejection ends it unpaid.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import type { Logger } from 'pino';
+import { systemClock, type Clock } from '../domain/clock.js';
+import {
+  endUnpaid,
+  getBatch,
+  markApproved,
+  recordBatchEvent,
+  insertApprovalEntry,
+  listApprovalEntries,
+  rollingTotals,
+  updateBatch,
+  withBatchForDecision,
+  type ApprovalEntry,
+  type BatchRecord,
+  type Database,
+  type DecisionTransaction,
+} from '../store/index.js';
+import { holdForApproval } from '../holds/index.js';
+import { ApprovalError } from './errors.js';
+import {
+  awaitingApprovalText,
+  limitBreaches,
+  mayApprove,
+  totalsText,
+  uncovered,
+  type ApprovalPolicy,
+  type ApprovalReason,
+  type BatchFigures,
+} from './policy.js';
+import { SystemUsers, type UserDirectory } from './users.js';
+
+/** The rolling window of the 24-hour limits. */
+export const ROLLING_WINDOW_MS = 24 * 3_600_000;
+
+export interface ApprovalDeps {
+  db: Database;
+  clock: Clock;
+  policy: ApprovalPolicy;
+  users: UserDirectory;
+  logger?: Logger;
+  instanceId?: string;
+}
+
+export type ApprovalVia = 'cli' | 'sftp' | 'console';
+
+export interface ApprovalRequest {
+  batchId: string;
+  /** The file's SHA-256 as the ack shows it: the approval is bound to it. */
+  sha256: string;
+  decision: 'approve' | 'reject';
+  /** The user name deciding (a Unix user: the file owner, the invoking user, the console's logged-in user). */
+  approver: string;
+  approverUid?: number | null;
+  /** A service account that named the approver (`payoutd approve --as`, the console). */
+  agent?: string | null;
+  via: ApprovalVia;
+  comment?: string;
+  /** Required to reject: it goes into the result file. */
+  reason?: string;
+}
+
+export type ApprovalOutcome =
+  /** The last approval needed: the batch is let go and will be paid. */
+  | 'released'
+  /** Approval recorded; the batch waits for another approver (six eyes). */
+  | 'recorded'
+  /** Rejected: the batch ends NOT_SUBMITTED. */
+  | 'rejected'
+  /** Approved, but at release a limit the approval did not cover was found: it needs approval again for it. */
+  | 'reopened'
+  /** Approved, but at release a limit was found and limits.onExceeded is refuse: not paid. */
+  | 'refused-limit';
+
+export interface ApprovalResult {
+  outcome: ApprovalOutcome;
+  batchId: string;
+  approver: string;
+  /** Distinct approvals of the current round, and how many the batch needs. */
+  approvals: number;
+  needed: number;
+  figures: BatchFigures;
+  /** One sentence for the person who decided. */
+  message: string;
+}
+
+const SHA256 = /^[0-9a-f]{64}$/;
+
+async function sha256Of(path: string): Promise<string | null> {
+  try {
+    const hash = createHash('sha256');
+    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } catch {
+    return null; // gone or unreadable: not the file approved
+  }
+}
+
+export function figuresOf(batch: BatchRecord): BatchFigures {
+  return batch.approvalFiguresJson ? (JSON.parse(batch.approvalFiguresJson) as BatchFigures) : { totals: {}, rows: 0, largest: {} };
+}
+
+export function reasonsOf(batch: BatchRecord): ApprovalReason[] {
+  return batch.approvalReasonsJson ? (JSON.parse(batch.approvalReasonsJson) as ApprovalReason[]) : [];
+}
+
+function describeLast(entries: ApprovalEntry[]): string {
+  const last = entries[entries.length - 1];
+  if (!last) return '';
+  const who = last.approver ? ` by ${last.approver} (${last.via})` : '';
+  return ` (${last.decision}${who} at ${new Date(last.decidedAt).toISOString()})`;
+}
+
+function checkRequest(r: ApprovalRequest): { sha256: string } {
+  if (typeof r.batchId !== 'string' || r.batchId.trim() === '') throw new ApprovalError('APPROVAL_BAD_REQUEST', 'no batch id given');
+  const sha256 = String(r.sha256 ?? '')
+    .trim()
+    .toLowerCase();
+  if (!SHA256.test(sha256)) {
+    throw new ApprovalError('APPROVAL_BAD_REQUEST', `no SHA-256 given for batch ${r.batchId} (64 hex digits, as its ack shows it)`);
+  }
+  if (typeof r.approver !== 'string' || r.approver.trim() === '') {
+    throw new ApprovalError('APPROVAL_UNKNOWN_USER', 'the approver has no user name on this system');
+  }
+  if (r.decision === 'reject' && (r.reason ?? '').trim() === '') {
+    throw new ApprovalError('APPROVAL_REASON_REQUIRED', `a rejection of batch ${r.batchId} needs a reason (it goes into the result file)`);
+  }
+  if (r.decision !== 'approve' && r.decision !== 'reject')
+    throw new ApprovalError('APPROVAL_BAD_REQUEST', 'decision must be approve or reject');
+  return { sha256 };
+}
+
+/** Refusals that need nothing but the batch as stored and the request; null when none applies. */
+function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: string, entries: ApprovalEntry[]): ApprovalError | null {
+  if (!batch) return new ApprovalError('APPROVAL_UNKNOWN_BATCH', `no batch ${r.batchId}: copy the batch id from its ack`);
+  if (batch.state === 'RECEIVED' || batch.state === 'VALIDATING') {
+    return new ApprovalError('APPROVAL_NOT_READY', `batch ${batch.id} is still being read: decide on it once its ack is in the outbox`);
+  }
+  if (batch.approvalState === null || batch.approvalState === undefined || batch.approvalState === 'NONE') {
+    return new ApprovalError('APPROVAL_NOT_REQUIRED', `batch ${batch.id} does not wait for approval; nothing to decide`);
+  }
+  if (batch.approvalState !== 'REQUIRED') {
+    return new ApprovalError(
+      'APPROVAL_ALREADY_DECIDED',
+      `batch ${batch.id} is decided already: ${batch.approvalState}${describeLast(entries)}; this ${r.decision === 'approve' ? 'approval' : 'rejection'} changes nothing`,
+    );
+  }
+  if (sha256 !== batch.sha256) {
+    return new ApprovalError(
+      'APPROVAL_HASH_MISMATCH',
+      `the SHA-256 given (${sha256.slice(0, 12)}…) is not that of batch ${batch.id}'s file (${batch.sha256.slice(0, 12)}…): copy it from this batch's ack`,
+    );
+  }
+  const sameUid = r.approverUid != null && batch.uploadedByUid != null && r.approverUid === batch.uploadedByUid;
+  if (r.decision === 'approve' && ((batch.uploadedBy && batch.uploadedBy === r.approver) || sameUid)) {
+    return new ApprovalError(
+      'APPROVAL_OWN_UPLOAD',
+      `${r.approver} uploaded batch ${batch.id} and cannot approve it: another approver must`,
+    );
+  }
+  const round = batch.approvalRound ?? 0;
+  const mine = entries.find((e) => e.round === round && e.approver === r.approver && (e.decision === 'approve' || e.decision === 'reject'));
+  if (mine) {
+    return new ApprovalError(
+      'APPROVAL_ALREADY_DECIDED',
+      `${r.approver} already approved batch ${batch.id} at ${new Date(mine.decidedAt).toISOString()}; it needs ${batch.approvalsNeeded} different approvers`,
+    );
+  }
+  return null;
+}
+
+/**
+ * Decides on a batch waiting for approval. Throws an ApprovalError (with its code) when the request is
+ * refused; otherwise the decision is recorded and applied, and the result says what became of the batch.
+ */
+export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Promise<ApprovalResult> {
+  const { sha256 } = checkRequest(r);
+  const { db, clock, policy, users } = deps;
+  const groups = await users.groupsOf(r.approver);
+  if (!mayApprove(policy.approval, r.approver, groups)) {
+    throw new ApprovalError(
+      'APPROVAL_NOT_ALLOWED',
+      `${r.approver} may not approve or reject batches (approval.approvers names the users and groups who may)`,
+    );
+  }
+  // The file is hashed before the transaction: a large file must not hold the database while it is read.
+  const before = await getBatch(db, r.batchId);
+  const fileSha = before && r.decision === 'approve' ? await sha256Of(before.storedPath) : null;
+
+  const applied = await withBatchForDecision(db, r.batchId, async (trx, batch) => {
+    const entries = batch ? await listApprovalEntries(trx, batch.id) : [];
+    const refused = refusal(batch, r, sha256, entries);
+    if (refused) return { error: refused };
+    const b = batch as BatchRecord;
+    const now = clock.now();
+    const round = b.approvalRound ?? 0;
+    const figures = figuresOf(b);
+    const entry: ApprovalEntry = {
+      batchId: b.id,
+      round,
+      decision: r.decision,
+      approver: r.approver,
+      approverUid: r.approverUid ?? null,
+      agent: r.agent ?? null,
+      via: r.via,
+      comment: (r.decision === 'reject' ? r.reason : r.comment)?.trim() || null,
+      sha256,
+      figuresJson: JSON.stringify(figures),
+      decidedAt: now,
+      instanceId: deps.instanceId ?? null,
+    };
+    if (r.decision === 'approve' && (b.fileChangedAt !== null || fileSha !== b.sha256)) {
+      // Approvals are of the bytes acknowledged; once those changed, none given so far counts.
+      await insertApprovalEntry(trx, {
+        ...entry,
+        decision: 'void',
+        approver: null,
+        agent: null,
+        via: 'daemon',
+        comment: `file changed; approval by ${r.approver} refused`,
+      });
+      await updateBatch(trx, b.id, { approvalRound: round + 1 }, now);
+      return {
+        error: new ApprovalError(
+          'APPROVAL_FILE_CHANGED',
+          `batch ${b.id}'s file changed after it was taken (its SHA-256 is no longer ${b.sha256.slice(0, 12)}…): every approval of it is void; it will not be paid as it is (payoutd cancel, or let it expire) — send the corrected file as a new batch`,
+        ),
+      };
+    }
+    await insertApprovalEntry(trx, entry);
+    if (r.decision === 'reject') {
+      const reason = `rejected by ${r.approver} (${r.via}): ${entry.comment ?? ''}`;
+      await endUnpaid(trx, b.id, { approvalState: 'REJECTED', code: 'APPROVAL_REJECTED', reason }, now);
+      await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: r.approver, via: r.via, reason }, at: now });
+      return { result: result('rejected', b, r, figures, 0, `batch ${b.id} rejected: none of its rows will be paid (${reason})`) };
+    }
+    const approvers = new Set([...entries, entry].filter((e) => e.round === round && e.decision === 'approve').map((e) => e.approver));
+    const needed = b.approvalsNeeded ?? 1;
+    if (approvers.size < needed) {
+      return {
+        result: result(
+          'recorded',
+          b,
+          r,
+          figures,
+          approvers.size,
+          `approval of batch ${b.id} by ${r.approver} recorded: ${approvers.size} of ${needed}; it waits for another approver`,
+        ),
+      };
+    }
+    return { result: await release(deps, trx, b, r, entry, figures, approvers.size, now) };
+  });
+  if ('error' in applied) throw applied.error;
+  deps.logger?.info(
+    { batchId: r.batchId, approver: r.approver, via: r.via, decision: r.decision, outcome: applied.result.outcome },
+    applied.result.message,
+  );
+  return applied.result;
+}
+
+function result(
+  outcome: ApprovalOutcome,
+  b: BatchRecord,
+  r: ApprovalRequest,
+  figures: BatchFigures,
+  approvals: number,
+  message: string,
+): ApprovalResult {
+  return { outcome, batchId: b.id, approver: r.approver, approvals, needed: b.approvalsNeeded ?? 1, figures, message };
+}
+
+/** The approvals are complete: the limits are looked at again now, then the batch is let go (or not). */
+async function release(
+  deps: ApprovalDeps,
+  trx: DecisionTransaction,
+  b: BatchRecord,
+  r: ApprovalRequest,
+  entry: ApprovalEntry,
+  figures: BatchFigures,
+  approvals: number,
+  now: number,
+): Promise<ApprovalResult> {
+  const { policy } = deps;
+  const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, b.id);
+  const fresh = uncovered(limitBreaches(figures, policy.limits, rolling), reasonsOf(b));
+  const daemonEntry: ApprovalEntry = { ...entry, approver: null, approverUid: null, agent: null, via: 'daemon' };
+  if (fresh.length > 0 && policy.limits.onExceeded === 'refuse') {
+    const reason = `approved, but at release ${fresh.map((f) => f.text).join('; ')}: not paid`;
+    await insertApprovalEntry(trx, { ...daemonEntry, decision: 'refuse-limit', comment: reason });
+    await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: null, code: 'LIMIT_EXCEEDED', reason }, at: now });
+    await endUnpaid(trx, b.id, { approvalState: 'REFUSED', code: 'LIMIT_EXCEEDED', reason }, now);
+    return result('refused-limit', b, r, figures, approvals, `batch ${b.id}: ${reason}`);
+  }
+  if (fresh.length > 0) {
+    const reasons = [...reasonsOf(b), ...fresh];
+    const round = (b.approvalRound ?? 0) + 1;
+    await insertApprovalEntry(trx, { ...daemonEntry, decision: 'reopen', comment: fresh.map((f) => f.text).join('; ') });
+    await updateBatch(trx, b.id, { approvalRound: round, approvalReasonsJson: JSON.stringify(reasons) }, now);
+    const text = awaitingApprovalText({
+      id: b.id,
+      sha256: b.sha256,
+      figures,
+      reasons,
+      needed: b.approvalsNeeded ?? 1,
+      expiresAt: b.approvalExpiresAt ?? now,
+    });
+    await holdForApproval(trx, b.id, text, now);
+    return result(
+      'reopened',
+      b,
+      r,
+      figures,
+      approvals,
+      `batch ${b.id} approved, but at release ${fresh.map((f) => f.text).join('; ')}: it needs approval again for that`,
+    );
+  }
+  await markApproved(trx, b.id, now);
+  await recordBatchEvent(trx, {
+    batchId: b.id,
+    type: 'approved',
+    data: { by: r.approver, via: r.via, comment: entry.comment, sha256: b.sha256, totals: figures.totals },
+    at: now,
+  });
+  return result(
+    'released',
+    b,
+    r,
+    figures,
+    approvals,
+    `batch ${b.id} approved by ${[r.approver].join(', ')}: ${totalsText(figures.totals)} will be paid`,
+  );
+}
+
+/**
+ * The deps of decideApproval from the configuration, for a caller outside the daemon (a command, the web
+ * console): the system's users, the policy as configured, the system clock unless given.
+ */
+export function approvalDepsFrom(
+  config: { approval: ApprovalPolicy['approval']; limits: ApprovalPolicy['limits'] },
+  db: Database,
+  o: { clock?: Clock; users?: UserDirectory; instanceId?: string; logger?: Logger } = {},
+): ApprovalDeps {
+  return {
+    db,
+    clock: o.clock ?? systemClock,
+    users: o.users ?? new SystemUsers(),
+    policy: { approval: config.approval, limits: config.limits },
+    instanceId: o.instanceId,
+    logger: o.logger,
+  };
+}

@@ -1,0 +1,30 @@
+/** Why an approval or rejection was refused: a code for programs, words for the person who tried. */
+import { PayoutdError } from '../domain/errors.js';
+
+export type ApprovalErrorCode =
+  | 'APPROVAL_BAD_REQUEST' // no batch id, no SHA-256 of the right shape, no approver
+  | 'APPROVAL_REASON_REQUIRED' // a rejection without a reason
+  | 'APPROVAL_UNKNOWN_BATCH'
+  | 'APPROVAL_NOT_READY' // the batch is still being read: its ack comes first
+  | 'APPROVAL_NOT_REQUIRED' // the batch does not wait for approval
+  | 'APPROVAL_ALREADY_DECIDED' // approved, rejected or expired already, or this approver already approved
+  | 'APPROVAL_HASH_MISMATCH' // the SHA-256 given is not the batch's
+  | 'APPROVAL_FILE_CHANGED' // the batch's file changed after it was taken: approvals are void
+  | 'APPROVAL_OWN_UPLOAD' // the uploader cannot approve their own batch
+  | 'APPROVAL_UNKNOWN_USER' // the approver has no user name (a uid the system does not know)
+  | 'APPROVAL_NOT_ALLOWED' // not an approver under approval.approvers
+  | 'APPROVAL_AS_NOT_ALLOWED' // --as from a user who is not a configured service account
+  | 'APPROVAL_BAD_FILE'; // an approval file that cannot be read as one
+
+export class ApprovalError extends PayoutdError {
+  override readonly name = 'ApprovalError';
+  declare readonly code: ApprovalErrorCode;
+
+  constructor(code: ApprovalErrorCode, message: string) {
+    super(code, message);
+  }
+}
+
+export function isApprovalError(err: unknown): err is ApprovalError {
+  return err instanceof ApprovalError;
+}

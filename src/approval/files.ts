@@ -1,0 +1,222 @@
+/**
+ * Approval files, the way finance approves over SFTP: `<batch id>.approve`
+ * or `<batch id>.reject` dropped into `paths.approvals`, holding the batch id
+ * and the SHA-256 from the ack (and a comment, or the reason of a
+ * rejection). The approver is the file's owner, which the SFTP server sets
+ * from the login. Each file is taken once (a rename into the state
+ * directory: with several instances only one gets it), decided by
+ * decideApproval, and answered in the outbox with a reply file, whether it
+ * was applied or refused and why.
+ */
+import { lstat, readdir, readFile, rename, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../report/index.js';
+import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
+import { decideApproval, type ApprovalDeps, type ApprovalResult } from './decide.js';
+import { ApprovalError, isApprovalError } from './errors.js';
+
+export interface ApprovalFileOptions {
+  /** paths.approvals. */
+  dir: string;
+  /** Where taken files are kept (under the state directory, on the approvals folder's filesystem). */
+  takenDir: string;
+  /** Where reply files go (the outbox). */
+  replyDir: string;
+  /** A file must be unchanged this long before it is read (an upload in progress is not). */
+  stableForMs: number;
+  /** Larger files are refused unread. */
+  maxFileBytes: number;
+  bom: boolean;
+}
+
+/** What one approval file said. */
+export interface ApprovalFileContent {
+  batchId: string | null;
+  sha256: string | null;
+  comment: string | null;
+  reason: string | null;
+}
+
+const BATCH_ID = /\bB\d{8}-\d{6}-[0-9a-f]{6}\b/;
+const SHA256 = /\b[0-9a-fA-F]{64}\b/;
+/** `<batch id>.approve`, or `<batch id>.<anything>.approve` (two approvers dropping at once need two names). */
+const NAME = /^([^.]+)(?:\..*)?\.(approve|reject)$/;
+
+/**
+ * Reads `batch: …`, `sha256: …`, `comment: …`, `reason: …` lines; the batch id and the hash are also found
+ * bare, anywhere (a copy and paste of the ack's cells). Pure.
+ */
+export function parseApprovalFile(text: string): ApprovalFileContent {
+  const out: ApprovalFileContent = { batchId: null, sha256: null, comment: null, reason: null };
+  for (const raw of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
+    const line = raw.trim();
+    const kv = /^([A-Za-z0-9_-]+)\s*[:=]\s*(.*)$/.exec(line);
+    const key = kv?.[1]?.toLowerCase();
+    const value = kv?.[2]?.trim() ?? '';
+    if (key === 'comment') out.comment = value || null;
+    else if (key === 'reason') out.reason = value || null;
+    else {
+      out.batchId ??= BATCH_ID.exec(line)?.[0] ?? null;
+      out.sha256 ??= SHA256.exec(line)?.[0]?.toLowerCase() ?? null;
+    }
+  }
+  return out;
+}
+
+/** Reply file contents: a few `key: value` lines finance reads in any editor. */
+function replyText(fields: Record<string, string>): string {
+  return (
+    Object.entries(fields)
+      .map(([k, v]) => `${k}: ${v.replace(/[\r\n]+/g, ' ')}`)
+      .join('\n') + '\n'
+  );
+}
+
+interface Seen {
+  size: number;
+  mtimeMs: number;
+  since: number;
+}
+
+export class ApprovalFiles {
+  private readonly seen = new Map<string, Seen>();
+
+  constructor(
+    private readonly deps: ApprovalDeps,
+    private readonly o: ApprovalFileOptions,
+  ) {}
+
+  /** Looks at the approvals folder once: every file stable long enough is taken and decided. Returns how many. */
+  async scan(): Promise<number> {
+    let names: string[];
+    try {
+      names = await readdir(this.o.dir);
+    } catch (err) {
+      this.deps.logger?.error({ dir: this.o.dir, code: (err as NodeJS.ErrnoException).code }, 'cannot read the approvals folder');
+      return 0;
+    }
+    const now = this.deps.clock.now();
+    const present = new Set(names);
+    for (const name of this.seen.keys()) if (!present.has(name)) this.seen.delete(name);
+    let n = 0;
+    for (const name of names) {
+      // Upload temp names and dotfiles are never taken (the client renames them when done).
+      if (isIgnoredName(name)) continue;
+      let st;
+      try {
+        st = await lstat(join(this.o.dir, name));
+      } catch {
+        continue; // gone meanwhile (another instance took it)
+      }
+      const last = this.seen.get(name);
+      if (!last || last.size !== st.size || last.mtimeMs !== st.mtimeMs) {
+        this.seen.set(name, { size: st.size, mtimeMs: st.mtimeMs, since: now });
+        if (this.o.stableForMs > 0) continue;
+      } else if (now - last.since < this.o.stableForMs) continue;
+      this.seen.delete(name);
+      if (await this.take(name)) n++;
+    }
+    return n;
+  }
+
+  /** Takes one file (a rename: whoever renames it first decides it), decides, replies. */
+  private async take(name: string): Promise<boolean> {
+    const { logger, clock } = this.deps;
+    await mkdir(this.o.takenDir, { recursive: true });
+    const claimId = newClaimId(clock.now());
+    const taken = join(this.o.takenDir, `${claimId}__${outboxSafeName(name)}`);
+    try {
+      await rename(join(this.o.dir, name), taken);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false; // another instance took it
+      throw err;
+    }
+    let reply: Record<string, string>;
+    try {
+      const decided = await this.decide(name, taken);
+      reply = {
+        file: name,
+        result: 'APPLIED',
+        outcome: decided.outcome,
+        batch: decided.batchId,
+        approver: decided.approver,
+        message: decided.message,
+      };
+      logger?.info({ file: name, batchId: decided.batchId, approver: decided.approver, outcome: decided.outcome }, 'approval file applied');
+    } catch (err) {
+      const e = isApprovalError(err) ? err : new ApprovalError('APPROVAL_BAD_FILE', 'the approval could not be applied now; drop it again');
+      if (!isApprovalError(err))
+        logger?.error({ file: name, err: { message: (err as Error).message?.slice(0, 200) } }, 'approval file failed');
+      reply = { file: name, result: 'REFUSED', code: e.code, message: e.message };
+      logger?.warn({ file: name, code: e.code }, `approval file refused: ${e.message}`);
+    }
+    try {
+      const replyName = `${claimId}_${outboxSafeName(name)}.reply.txt`;
+      await writeFileAtomic(join(this.o.replyDir, replyName), [replyText(reply)], { mode: 0o640 });
+    } catch (err) {
+      logger?.error({ file: name, code: (err as NodeJS.ErrnoException).code }, 'cannot write the reply to an approval file');
+    }
+    return true;
+  }
+
+  private async decide(name: string, path: string): Promise<ApprovalResult> {
+    const m = NAME.exec(name);
+    if (!m) {
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is not an approval file name: name it <batch id>.approve or <batch id>.reject (or <batch id>.<your name>.approve)`,
+      );
+    }
+    const [, nameBatch, kind] = m as unknown as [string, string, 'approve' | 'reject'];
+    const st = await lstat(path);
+    if (st.isSymbolicLink()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is a symbolic link; drop the approval as a plain file`);
+    if (!st.isFile()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not a plain file; drop the approval as a plain file`);
+    if (st.size === 0)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is empty: it must hold the batch id and the SHA-256 from the ack`);
+    if (st.size > this.o.maxFileBytes) {
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is ${st.size} bytes, more than an approval file holds (${this.o.maxFileBytes}); it was not read`,
+      );
+    }
+    const bytes = await readFile(path);
+    let text: string;
+    try {
+      if (bytes.includes(0)) throw new Error('NUL');
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is not text (binary content): it must hold the batch id and the SHA-256 from the ack`,
+      );
+    }
+    const content = parseApprovalFile(text);
+    if (content.batchId === null)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no batch id; copy it from the ack (batch: B…)`);
+    if (content.batchId !== nameBatch) {
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} is named for batch ${nameBatch} but holds batch ${content.batchId}; name and content must agree`,
+      );
+    }
+    if (content.sha256 === null)
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
+    const approver = await this.deps.users.nameOfUid(st.uid);
+    if (approver === null) {
+      throw new ApprovalError(
+        'APPROVAL_UNKNOWN_USER',
+        `${name} is owned by uid ${st.uid}, which has no user name on this system: drop it as your own user`,
+      );
+    }
+    return decideApproval(this.deps, {
+      batchId: content.batchId,
+      sha256: content.sha256,
+      decision: kind,
+      approver,
+      approverUid: st.uid,
+      via: 'sftp',
+      comment: content.comment ?? undefined,
+      reason: content.reason ?? content.comment ?? undefined,
+    });
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * The approval gate at acceptance, and the end of a wait that ran out. When
+ * a batch has been read, the gate adds up what it pays, counts what the last
+ * 24 hours paid, and decides under the policy: let go, wait for approval
+ * (held AWAITING_APPROVAL, nothing sent), or refused for a limit. A batch
+ * still waiting after `approval.expiresAfter` ends NOT_SUBMITTED.
+ */
+import type { BatchHold } from '../domain/holds.js';
+import { requestOfText } from '../domain/request-values.js';
+import { holdForApproval } from '../holds/index.js';
+import {
+  endUnpaid,
+  insertApprovalEntry,
+  listExpiredApprovals,
+  recordBatchEvent,
+  readyRequestPages,
+  rollingTotals,
+  updateBatch,
+  withBatchForDecision,
+  type BatchRecord,
+} from '../store/index.js';
+import { figuresOf, ROLLING_WINDOW_MS, type ApprovalDeps } from './decide.js';
+import { addToFigures, assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
+
+/** What the gate made of a batch being accepted. */
+export type GateVerdict = { kind: 'release' } | { kind: 'hold'; hold: BatchHold } | { kind: 'refuse'; code: string; reason: string };
+
+async function figuresOfRows(deps: ApprovalDeps, batchId: string): Promise<BatchFigures> {
+  const f = emptyFigures();
+  // The request's own values: what is sent is what counts (a cell written 1000.00 is sent as 1000).
+  for await (const page of readyRequestPages(deps.db, batchId)) {
+    for (const text of page) {
+      const req = requestOfText(text);
+      addToFigures(f, req.payoutCurrency, req.payoutAmount);
+    }
+  }
+  return f;
+}
+
+/** Decides on a batch read whole and about to be accepted (still VALIDATING, so nothing of it can be sent). */
+export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecord): Promise<GateVerdict> {
+  const figures = await figuresOfRows(deps, batch.id);
+  return withBatchForDecision(deps.db, batch.id, async (trx) => {
+    const now = deps.clock.now();
+    const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, batch.id);
+    const a = assess(figures, deps.policy, rolling);
+    const figuresJson = JSON.stringify(figures);
+    if (a.kind === 'release') {
+      await updateBatch(trx, batch.id, { approvalState: 'NONE', approvalFiguresJson: figuresJson, releasedAt: now }, now);
+      return { kind: 'release' };
+    }
+    if (a.kind === 'refuse') {
+      const reason = `over a limit: ${a.reasons.map((r) => r.text).join('; ')}; limits.onExceeded is refuse, so no row of this file is paid`;
+      await updateBatch(trx, batch.id, { approvalFiguresJson: figuresJson, approvalReasonsJson: JSON.stringify(a.reasons) }, now);
+      await endUnpaid(trx, batch.id, { approvalState: 'REFUSED', code: 'LIMIT_EXCEEDED', reason }, now);
+      return { kind: 'refuse', code: 'LIMIT_EXCEEDED', reason };
+    }
+    const needed = deps.policy.approval.approvals;
+    const expiresAt = now + deps.policy.approval.expiresAfter;
+    const reason = awaitingApprovalText({ id: batch.id, sha256: batch.sha256, figures, reasons: a.reasons, needed, expiresAt });
+    await updateBatch(
+      trx,
+      batch.id,
+      {
+        approvalState: 'REQUIRED',
+        approvalsNeeded: needed,
+        approvalReasonsJson: JSON.stringify(a.reasons),
+        approvalFiguresJson: figuresJson,
+        approvalExpiresAt: expiresAt,
+      },
+      now,
+    );
+    const hold = await holdForApproval(trx, batch.id, reason, now);
+    return { kind: 'hold', hold };
+  });
+}
+
+function durationText(ms: number): string {
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} day(s)`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} hour(s)`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute(s)`;
+  return `${ms / 1000} s`;
+}
+
+/** Batches whose wait for approval ran out end NOT_SUBMITTED (once, whichever instance sees it first). */
+export async function expireDueApprovals(deps: ApprovalDeps): Promise<string[]> {
+  const ended: string[] = [];
+  for (const id of await listExpiredApprovals(deps.db, deps.clock.now())) {
+    const done = await withBatchForDecision(deps.db, id, async (trx, b) => {
+      const now = deps.clock.now();
+      if (!b || b.approvalState !== 'REQUIRED' || (b.approvalExpiresAt ?? Infinity) > now) return false;
+      const reason = `not approved within ${durationText(deps.policy.approval.expiresAfter)} (approval.expiresAfter); none of its rows was paid`;
+      await insertApprovalEntry(trx, {
+        batchId: id,
+        round: b.approvalRound ?? 0,
+        decision: 'expire',
+        approver: null,
+        approverUid: null,
+        agent: null,
+        via: 'daemon',
+        comment: reason,
+        sha256: b.sha256,
+        figuresJson: JSON.stringify(figuresOf(b)),
+        decidedAt: now,
+        instanceId: deps.instanceId ?? null,
+      });
+      await endUnpaid(trx, id, { approvalState: 'EXPIRED', code: 'APPROVAL_EXPIRED', reason }, now);
+      await recordBatchEvent(trx, { batchId: id, type: 'approval-rejected', data: { by: null, expired: true, reason }, at: now });
+      return true;
+    });
+    if (done) {
+      ended.push(id);
+      deps.logger?.warn({ batchId: id }, 'batch not approved in time (approval.expiresAfter): it ends NOT_SUBMITTED');
+    }
+  }
+  return ended;
+}

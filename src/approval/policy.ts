@@ -1,0 +1,153 @@
+/**
+ * The approval policy as pure functions: what a batch pays (its figures),
+ * whether it must wait for an approver or is refused under the thresholds
+ * and limits of the configuration, who may approve, and the words finance
+ * and operators read about it. No IO here; ./gate.ts and ./decide.ts apply it.
+ */
+import type { ApprovalConfig, LimitsConfig } from '../config/index.js';
+import { Decimal, decimalText } from '../domain/money.js';
+
+/** What the rows to pay of a batch add up to, per payout currency. */
+export interface BatchFigures {
+  totals: Record<string, string>;
+  rows: number;
+  largest: Record<string, string>;
+}
+
+/** Why a batch waits (or is refused): a code per rule and currency, and the words. */
+export interface ApprovalReason {
+  /** ALWAYS, THRESHOLD_TOTAL:PHP, THRESHOLD_ROWS, THRESHOLD_ROW:PHP, LIMIT_BATCH:PHP, LIMIT_24H:PHP, LIMIT_ROW:PHP. */
+  code: string;
+  text: string;
+}
+
+export interface ApprovalPolicy {
+  approval: ApprovalConfig;
+  limits: LimitsConfig;
+}
+
+/** Adds one row's amount to running figures (amounts are decimal text). */
+export function addToFigures(f: BatchFigures, currency: string, amount: string): void {
+  f.rows += 1;
+  f.totals[currency] = decimalText(new Decimal(f.totals[currency] ?? '0').plus(amount));
+  if (f.largest[currency] === undefined || new Decimal(amount).gt(f.largest[currency] as string)) f.largest[currency] = amount;
+}
+
+export function emptyFigures(): BatchFigures {
+  return { totals: {}, rows: 0, largest: {} };
+}
+
+const over = (amount: string | undefined, limit: string | undefined): boolean =>
+  amount !== undefined && limit !== undefined && new Decimal(amount).gt(limit);
+
+/** Totals per currency as finance reads them: `1500.5 PHP, 20 EUR`. */
+export function totalsText(totals: Record<string, string>): string {
+  const parts = Object.keys(totals)
+    .sort()
+    .map((c) => `${totals[c]} ${c}`);
+  return parts.length > 0 ? parts.join(', ') : 'nothing';
+}
+
+/**
+ * The limits a batch breaks, `rolling` being what the other batches of the last 24 hours (and those still
+ * being paid) add up to per currency.
+ */
+export function limitBreaches(f: BatchFigures, limits: LimitsConfig, rolling: Record<string, string>): ApprovalReason[] {
+  const out: ApprovalReason[] = [];
+  for (const currency of Object.keys(f.totals).sort()) {
+    const l = limits.perCurrency[currency];
+    if (!l) continue;
+    const total = f.totals[currency] as string;
+    if (over(f.largest[currency], l.maxRow)) {
+      out.push({
+        code: `LIMIT_ROW:${currency}`,
+        text: `a row of ${f.largest[currency]} ${currency} is above the row limit of ${l.maxRow} ${currency}`,
+      });
+    }
+    if (over(total, l.maxBatch)) {
+      out.push({
+        code: `LIMIT_BATCH:${currency}`,
+        text: `the batch total of ${total} ${currency} is above the batch limit of ${l.maxBatch} ${currency}`,
+      });
+    }
+    if (l.max24h !== undefined) {
+      const earlier = rolling[currency] ?? '0';
+      const with24h = decimalText(new Decimal(earlier).plus(total));
+      if (over(with24h, l.max24h)) {
+        out.push({
+          code: `LIMIT_24H:${currency}`,
+          text: `${total} ${currency} on top of ${earlier} ${currency} paid or being paid in the last 24 hours is ${with24h} ${currency}, above the 24-hour limit of ${l.max24h} ${currency}`,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** The thresholds a batch is above (approval.required: above-thresholds), or ALWAYS. */
+export function thresholdReasons(f: BatchFigures, approval: ApprovalConfig): ApprovalReason[] {
+  if (approval.required === 'never') return [];
+  if (approval.required === 'always') return [{ code: 'ALWAYS', text: 'every batch needs approval (approval.required: always)' }];
+  const t = approval.thresholds;
+  const out: ApprovalReason[] = [];
+  for (const currency of Object.keys(f.totals).sort()) {
+    if (over(f.totals[currency], t.batchTotal[currency])) {
+      out.push({
+        code: `THRESHOLD_TOTAL:${currency}`,
+        text: `the total of ${f.totals[currency]} ${currency} is above the approval threshold of ${t.batchTotal[currency]} ${currency}`,
+      });
+    }
+    if (over(f.largest[currency], t.largestRow[currency])) {
+      out.push({
+        code: `THRESHOLD_ROW:${currency}`,
+        text: `a row of ${f.largest[currency]} ${currency} is above the approval threshold of ${t.largestRow[currency]} ${currency} for one row`,
+      });
+    }
+  }
+  if (t.rows !== undefined && f.rows > t.rows) {
+    out.push({ code: 'THRESHOLD_ROWS', text: `${f.rows} rows to pay is above the approval threshold of ${t.rows} rows` });
+  }
+  return out;
+}
+
+/** What the policy makes of a batch: let go, wait for `reasons`, or refused for `reasons`. */
+export type Assessment = { kind: 'release' } | { kind: 'wait'; reasons: ApprovalReason[] } | { kind: 'refuse'; reasons: ApprovalReason[] };
+
+export function assess(f: BatchFigures, policy: ApprovalPolicy, rolling: Record<string, string>): Assessment {
+  const breaches = limitBreaches(f, policy.limits, rolling);
+  if (breaches.length > 0 && policy.limits.onExceeded === 'refuse') return { kind: 'refuse', reasons: breaches };
+  const reasons = [...thresholdReasons(f, policy.approval), ...breaches];
+  return reasons.length > 0 ? { kind: 'wait', reasons } : { kind: 'release' };
+}
+
+/** The breaches found at release that the approval asked for did not name (each needs its own approval, or refuses). */
+export function uncovered(breaches: ApprovalReason[], asked: ApprovalReason[]): ApprovalReason[] {
+  const codes = new Set(asked.map((r) => r.code));
+  return breaches.filter((b) => !codes.has(b.code));
+}
+
+/** Whether a user may approve under the policy: named, or in a named group. */
+export function mayApprove(approval: ApprovalConfig, user: string, groups: readonly string[]): boolean {
+  return approval.approvers.users.includes(user) || groups.some((g) => approval.approvers.groups.includes(g));
+}
+
+export interface WaitingBatch {
+  id: string;
+  sha256: string;
+  figures: BatchFigures;
+  reasons: ApprovalReason[];
+  needed: number;
+  expiresAt: number;
+}
+
+/** The hold's words: shown at the top of the ack and by `payoutd status`, so they say what to do. */
+export function awaitingApprovalText(b: WaitingBatch): string {
+  const who = b.needed === 2 ? 'two approvers (not the uploader, not the same person twice)' : 'an approver other than the uploader';
+  return (
+    `AWAITING APPROVAL: nothing of this batch is paid until ${who} approves it, by ${new Date(b.expiresAt).toISOString()}; ` +
+    `why: ${b.reasons.map((r) => r.text).join('; ')}. ` +
+    `To pay: ${totalsText(b.figures.totals)} in ${b.figures.rows} row(s). File SHA-256: ${b.sha256}. ` +
+    `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "batch: ${b.id}" and "sha256: ${b.sha256}" ` +
+    `(or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with a line "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
+  );
+}

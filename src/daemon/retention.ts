@@ -1,0 +1,167 @@
+/**
+ * Archive and retention of a state folder and outbox. A finished batch's
+ * taken file (and its control file, and the reason file of a refused one)
+ * moves to `<stateDir>/archive/YYYY/MM/DD/<batch id>_<name>`, by the day it
+ * was received (UTC), once the watch of taken files is done with it
+ * (`inbox.watchTakenForMs` after it was taken); the record then names it
+ * there.
+ *
+ * With `retention.days`, what belongs to a batch finished longer ago goes:
+ * its archived input, its outbox files (every name starting `<batch id>_`)
+ * and its row details (src/store/retention.ts keeps each reference and its
+ * payout id). Nothing of an unfinished batch is ever chosen.
+ */
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { safeError } from '../log/index.js';
+import {
+  type BatchRecord,
+  type Database,
+  countBatchRows,
+  listBatchesToArchive,
+  listBatchesToPrune,
+  markArchived,
+  pruneBatchDetails,
+} from '../store/index.js';
+import { outboxName } from './outbox.js';
+
+const DAY_MS = 86_400_000;
+
+/** `<stateDir>/archive/YYYY/MM/DD`, the day a batch was received (UTC). */
+export function archiveDayDir(stateDir: string, receivedAt: number): string {
+  const iso = new Date(receivedAt).toISOString();
+  return join(stateDir, 'archive', iso.slice(0, 4), iso.slice(5, 7), iso.slice(8, 10));
+}
+
+/** Where a batch's taken file is archived: its day's folder, named `<batch id>_<name>` (as its outbox files). */
+export function archivePathOf(stateDir: string, batch: Pick<BatchRecord, 'id' | 'fileName' | 'receivedAt'>): string {
+  return join(archiveDayDir(stateDir, batch.receivedAt), outboxName(batch));
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/** Moves `from` to `to` unless it is there already (a move that stopped before the record was updated). */
+async function moveOnce(from: string, to: string): Promise<boolean> {
+  if (await exists(from)) {
+    await rename(from, to);
+    return true;
+  }
+  return exists(to);
+}
+
+export interface RetentionDeps {
+  db: Database;
+  stateDir: string;
+  outboxDir: string;
+  /** `inbox.watchTakenForMs`: a taken file is archived only once no longer watched. */
+  watchTakenForMs: number;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+/** Archives the taken files of finished batches; returns how many batches were archived. */
+export async function archiveFinishedBatches(deps: RetentionDeps, now: number): Promise<number> {
+  const { db, stateDir, logger } = deps;
+  let n = 0;
+  for (const batch of await listBatchesToArchive(db, stateDir, now - deps.watchTakenForMs)) {
+    const target = archivePathOf(stateDir, batch);
+    try {
+      await mkdir(join(target, '..'), { recursive: true });
+      const moved = await moveOnce(batch.storedPath, target);
+      // A refused file's reason travels with it.
+      await moveOnce(`${batch.storedPath}.reason.txt`, `${target}.reason.txt`);
+      const controlPath = batch.controlPath && (await moveOnce(batch.controlPath, `${target}.ctl`)) ? `${target}.ctl` : batch.controlPath;
+      if (!moved)
+        logger.warn({ batchId: batch.id, file: batch.fileName }, 'the taken file of a finished batch is gone; nothing to archive');
+      await markArchived(db, batch.id, { storedPath: moved ? target : batch.storedPath, controlPath }, now);
+      n++;
+    } catch (err) {
+      logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot archive the taken file yet; will try again');
+    }
+  }
+  return n;
+}
+
+/** What retention removes of one batch. */
+export interface PruneItem {
+  batch: BatchRecord;
+  /** Its archived input (and control and reason files) and outbox files that exist. */
+  files: string[];
+  /** Rows whose details are cleared (reference and payout id stay). */
+  rows: number;
+}
+
+/** What retention would remove now: finished batches finished more than `days` ago, with their files. */
+export async function prunePlan(deps: RetentionDeps, days: number, now: number): Promise<PruneItem[]> {
+  const { db, outboxDir } = deps;
+  const batches = await listBatchesToPrune(db, now - days * DAY_MS);
+  if (batches.length === 0) return [];
+  let outboxNames: string[] = [];
+  try {
+    outboxNames = await readdir(outboxDir);
+  } catch {
+    // No outbox (yet): no outbox file to remove.
+  }
+  const items: PruneItem[] = [];
+  for (const batch of batches) {
+    const inputs = [batch.storedPath, `${batch.storedPath}.reason.txt`, batch.controlPath].filter((p): p is string => p !== null);
+    const files: string[] = [];
+    for (const p of inputs) if (await exists(p)) files.push(p);
+    const prefix = `${batch.id}_`;
+    files.push(...outboxNames.filter((name) => name.startsWith(prefix)).map((name) => join(outboxDir, name)));
+    items.push({ batch, files, rows: await countBatchRows(db, batch.id) });
+  }
+  return items;
+}
+
+/** Removes what the plan names: files first, then the row details (so a failed removal is tried again). */
+export async function prune(deps: RetentionDeps, items: readonly PruneItem[], now: number): Promise<number> {
+  const { db, logger } = deps;
+  let n = 0;
+  for (const item of items) {
+    try {
+      for (const file of item.files) await rm(file, { force: true });
+      if (await pruneBatchDetails(db, item.batch.id, now)) n++;
+    } catch (err) {
+      logger.error({ batchId: item.batch.id, err: safeError(err) }, 'cannot prune a finished batch yet; will try again');
+    }
+  }
+  if (n > 0) logger.info({ batches: n }, 'retention: files and row details of old finished batches removed');
+  return n;
+}
+
+export interface RetentionOptions {
+  /** `retention.days`: unset keeps everything forever (taken files are still archived). */
+  days?: number;
+  /** `retention.pruneEveryMs`: how often the daemon prunes. */
+  everyMs: number;
+}
+
+/** The finish loop's share of it: archive at each pass, prune on its schedule. */
+export class Retention {
+  private nextPruneAt = 0;
+
+  constructor(
+    private readonly deps: RetentionDeps,
+    private readonly o: RetentionOptions,
+  ) {}
+
+  async pass(now: number): Promise<void> {
+    await archiveFinishedBatches(this.deps, now);
+    if (this.o.days === undefined || now < this.nextPruneAt) return;
+    this.nextPruneAt = now + this.o.everyMs;
+    try {
+      await prune(this.deps, await prunePlan(this.deps, this.o.days, now), now);
+    } catch (err) {
+      this.deps.logger.error({ err: safeError(err) }, 'retention: cannot prune now; will try again');
+    }
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * The first lines of an acknowledgement: per payout currency, the rows of
+ * the file and their exact total, how many were accepted and rejected, and
+ * the batch's verdict in words. A clerk sees at the top whether the file
+ * was taken and what it adds up to, before reading a row.
+ */
+import { ExactTotal } from '../domain/exact-total.js';
+import { Decimal, decimalText } from '../domain/money.js';
+import { isSummableAmount } from './summary.js';
+import type { AckRow, BatchIdentity } from './types.js';
+import { currencyDecimals } from './decimals.js';
+
+/** What the whole batch comes to. */
+export type BatchVerdict = 'ACCEPTED' | 'PARTLY_ACCEPTED' | 'REJECTED' | 'HELD';
+
+/** The `verdict` cell of a totals line. */
+export const TOTAL_VERDICT = 'TOTAL';
+
+/** Rows and exact amount of one part of a currency's rows. */
+export interface RowsAndAmount {
+  rows: number;
+  /** Exact sum in normal form. */
+  amount: string;
+}
+
+export interface AckCurrencyTotal extends RowsAndAmount {
+  /** Payout currency as written; empty when a row had none. */
+  currency: string;
+  accepted: RowsAndAmount;
+  rejected: RowsAndAmount;
+  /** Rows whose amount was not a plain decimal (left out of the amounts). */
+  rowsNotSummed: number;
+}
+
+export interface AckTotals {
+  currencies: readonly AckCurrencyTotal[];
+  verdict: BatchVerdict;
+}
+
+/** One ack row's money, as the store reads it. */
+export interface AckMoneyRow {
+  verdict: AckRow['verdict'];
+  payoutCurrency: string | null;
+  payoutAmount: string | null;
+}
+
+interface Part {
+  rows: number;
+  sum: ExactTotal;
+}
+
+const part = (): Part => ({ rows: 0, sum: new ExactTotal() });
+const done = (p: Part): RowsAndAmount => ({ rows: p.rows, amount: decimalText(p.sum.toDecimal()) });
+
+/** Adds up ack rows per currency, in one pass (pages of a million-row batch). */
+export class AckTotalsAccumulator {
+  private readonly byCurrency = new Map<string, { all: Part; accepted: Part; rejected: Part; notSummed: number }>();
+
+  add(row: AckMoneyRow): void {
+    const currency = row.payoutCurrency ?? '';
+    let c = this.byCurrency.get(currency);
+    if (!c) this.byCurrency.set(currency, (c = { all: part(), accepted: part(), rejected: part(), notSummed: 0 }));
+    const side = row.verdict === 'ACCEPTED' ? c.accepted : c.rejected;
+    c.all.rows += 1;
+    side.rows += 1;
+    const amount = row.payoutAmount ?? '';
+    if (isSummableAmount(amount)) {
+      c.all.sum.add(amount);
+      side.sum.add(amount);
+    } else c.notSummed += 1;
+  }
+
+  /** Currencies by code point; a row without a currency last. */
+  currencies(): AckCurrencyTotal[] {
+    return [...this.byCurrency.entries()]
+      .sort(([a], [b]) => (a === '' ? 1 : b === '' ? -1 : a < b ? -1 : a > b ? 1 : 0))
+      .map(([currency, c]) => ({
+        currency,
+        ...done(c.all),
+        accepted: done(c.accepted),
+        rejected: done(c.rejected),
+        rowsNotSummed: c.notSummed,
+      }));
+  }
+}
+
+/** The verdict of a batch from its ack: a file-level refusal or hold wins; otherwise what its rows got. */
+export function batchVerdict(currencies: readonly AckCurrencyTotal[], file: { rejected?: boolean; held?: boolean }): BatchVerdict {
+  if (file.rejected) return 'REJECTED';
+  if (file.held) return 'HELD';
+  const accepted = currencies.reduce((n, c) => n + c.accepted.rows, 0);
+  const rejected = currencies.reduce((n, c) => n + c.rejected.rows, 0);
+  if (accepted === 0) return 'REJECTED';
+  return rejected === 0 ? 'ACCEPTED' : 'PARTLY_ACCEPTED';
+}
+
+const VERDICT_WORDS: Readonly<Record<BatchVerdict, string>> = {
+  ACCEPTED: 'every row is accepted and will be paid',
+  PARTLY_ACCEPTED: 'the accepted rows will be paid; the rejected rows are not paid (see each row)',
+  REJECTED: 'nothing in this file is paid',
+  HELD: 'no row not yet sent is paid until an operator releases the batch',
+};
+
+/** An amount as the clerk reads it: exact, with at least the currency's decimals (`1500.5` PHP -> `1500.50`). */
+export function shownAmount(amount: string, currency: string, overrides?: Readonly<Record<string, number>>): string {
+  const own = amount.includes('.') ? amount.length - amount.indexOf('.') - 1 : 0;
+  const decimals = currencyDecimals(currency, overrides);
+  return decimals === undefined || decimals <= own ? amount : new Decimal(amount).toFixed(decimals);
+}
+
+const rowsWord = (n: number): string => `${n} ${n === 1 ? 'row' : 'rows'}`;
+
+/** The words of one currency's totals line. */
+export function ackTotalText(t: AckCurrencyTotal, verdict: BatchVerdict, overrides?: Readonly<Record<string, number>>): string {
+  const money = (p: RowsAndAmount): string => `${rowsWord(p.rows)}, ${shownAmount(p.amount, t.currency, overrides)}`;
+  const notSummed = t.rowsNotSummed > 0 ? `; ${rowsWord(t.rowsNotSummed)} without a readable amount, not in the sums` : '';
+  return (
+    `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${notSummed}). ` +
+    `Batch ${verdict}: ${VERDICT_WORDS[verdict]}`
+  );
+}
+
+/** The totals lines an ack starts with: one per currency, or one saying no row was read. */
+export function ackTotalsRecords(
+  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
+  totals: AckTotals,
+  overrides?: Readonly<Record<string, number>>,
+): string[][] {
+  const lead = (text: string): string[] => [identity.batchId, identity.fileName, '', '', TOTAL_VERDICT, text];
+  if (totals.currencies.length === 0) return [lead(`no rows read. Batch ${totals.verdict}: ${VERDICT_WORDS[totals.verdict]}`)];
+  return totals.currencies.map((t) => lead(ackTotalText(t, totals.verdict, overrides)));
+}

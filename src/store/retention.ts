@@ -1,0 +1,105 @@
+/**
+ * Archive and retention in the database. A finished batch's taken file is
+ * archived (the record then names it in the archive); once a finished batch
+ * is older than `retention.days`, its row details go: the stored request,
+ * money cells, times, reasons, history and errors. Each row keeps its line,
+ * reference, state and payout id, so an old reference is still refused as a
+ * duplicate and a payout can still be named. Only finished batches whose
+ * every row is final are ever chosen.
+ */
+import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
+import type { Database } from './db.js';
+import { getBatch, type BatchRecord } from './batches.js';
+
+async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
+  const out: BatchRecord[] = [];
+  for (const { id } of ids) {
+    const b = await getBatch(db, id);
+    if (b) out.push(b);
+  }
+  return out;
+}
+
+/**
+ * Finished batches whose taken file is not archived yet and no longer watched (received before
+ * `receivedBefore`), oldest first, their file under `under` (this instance's state folder).
+ */
+export async function listBatchesToArchive(db: Database, under: string, receivedBefore: number, limit = 100): Promise<BatchRecord[]> {
+  const ids = (await db('batches')
+    .select('id')
+    .whereIn('state', FINAL_BATCH_STATES)
+    .whereNull('archived_at')
+    .andWhere('received_at', '<', receivedBefore)
+    .andWhereRaw('substr(stored_path, 1, ?) = ?', [under.length, under])
+    .orderBy('received_at', 'asc')
+    .limit(limit)) as { id: string }[];
+  return batchesOf(db, ids);
+}
+
+/** Records where the taken file (and its control file) now are. */
+export async function markArchived(
+  db: Database,
+  batchId: string,
+  paths: { storedPath: string; controlPath: string | null },
+  now: number,
+): Promise<void> {
+  await db('batches')
+    .where({ id: batchId })
+    .update({ stored_path: paths.storedPath, control_path: paths.controlPath, archived_at: now, updated_at: now });
+}
+
+/**
+ * Finished batches not yet pruned that finished before `before` (completed, or refused when received), with
+ * no row in a state that can still move: oldest first.
+ */
+export async function listBatchesToPrune(db: Database, before: number, limit = 1000): Promise<BatchRecord[]> {
+  const ids = (await db('batches as b')
+    .select('b.id')
+    .whereIn('b.state', FINAL_BATCH_STATES)
+    .whereNull('b.pruned_at')
+    .andWhereRaw('coalesce(b.completed_at, b.received_at) < ?', [before])
+    // Its outbox files are written: pruned details could not be written again.
+    .whereNotNull('b.ack_written_at')
+    .andWhere((w) => w.whereNot('b.state', 'REJECTED').orWhere('b.row_count', 0).orWhereNotNull('b.result_written_at'))
+    .whereNotExists(db('payouts as p').select(db.raw('1')).whereRaw('p.batch_id = b.id').whereNotIn('p.state', FINAL_ROW_STATES))
+    .orderBy('b.received_at', 'asc')
+    .limit(limit)) as { id: string }[];
+  return batchesOf(db, ids);
+}
+
+/** Rows of a batch (what pruning clears). */
+export async function countBatchRows(db: Database, batchId: string): Promise<number> {
+  const r = (await db('payouts').where({ batch_id: batchId }).count({ n: '*' }).first()) as { n: number | string } | undefined;
+  return Number(r?.n ?? 0);
+}
+
+/**
+ * Clears the row details of a finished batch in one transaction, keeping each row's line, reference, state
+ * and payout id; refuses (changes nothing) if a row can still move.
+ */
+export async function pruneBatchDetails(db: Database, batchId: string, now: number): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const open = (await trx('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
+    if (open) return false;
+    await trx('payout_history')
+      .whereIn('payout_row_id', trx('payouts').select('id').where({ batch_id: batchId }))
+      .delete();
+    await trx('batch_errors').where({ batch_id: batchId }).delete();
+    await trx('payouts').where({ batch_id: batchId }).update({
+      request_values: null,
+      payout_currency: null,
+      payout_amount: null,
+      deduction_currency: null,
+      rate: null,
+      deduction_amount: null,
+      total_fee: null,
+      fee_currency: null,
+      create_time: null,
+      complete_time: null,
+      reason: null,
+      updated_at: now,
+    });
+    await trx('batches').where({ id: batchId }).update({ pruned_at: now, upload_continued_note: null, updated_at: now });
+    return true;
+  });
+}

@@ -1,0 +1,187 @@
+/**
+ * Archive and retention on a real database (SQLite here, PostgreSQL in test/postgres) and real folders: a finished
+ * batch's taken file moves to `<stateDir>/archive/YYYY/MM/DD/<batch id>_<name>`;
+ * `retention.days` removes the archived inputs, outbox files and row details
+ * of batches finished longer ago, keeping each reference and payout id (an
+ * old reference is still refused as a duplicate); a dry run lists and
+ * removes nothing; nothing unfinished is ever chosen.
+ */
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import type { Database } from '../../src/store/index.js';
+import { archiveFinishedBatches, prune, prunePlan, Retention } from '../../src/daemon/retention.js';
+import { acceptBatchRows, getBatch, updateBatch } from '../../src/store/index.js';
+import { DAY, T0, addBatch, addRows, listDir, request, setRow, validRow } from './helpers.js';
+
+/** A database and a folder of the test's own. */
+export interface RetentionWorld {
+  db: Database;
+  dir: string;
+}
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A batch whose taken file is in `<stateDir>/claimed`, in `state`, finished `finishedAt`. */
+async function takenBatch(s: RetentionWorld, id: string, state: 'ACTIVE' | 'COMPLETE' | 'REJECTED', receivedAt: number): Promise<string> {
+  const claimed = join(s.dir, 'state', 'claimed');
+  await mkdir(claimed, { recursive: true });
+  const storedPath = join(claimed, `${id}-claim__payouts.csv`);
+  await writeFile(storedPath, `header\nrow of ${id}\n`);
+  await writeFile(`${storedPath}.ctl`, 'rows=1\n');
+  await addBatch(s.db, id, 'payouts.csv', receivedAt);
+  await updateBatch(
+    s.db,
+    id,
+    {
+      storedPath,
+      controlPath: `${storedPath}.ctl`,
+      state,
+      ackWrittenAt: receivedAt,
+      resultWrittenAt: state === 'ACTIVE' ? null : receivedAt + 1000,
+      completedAt: state === 'COMPLETE' ? receivedAt + 1000 : null,
+    },
+    receivedAt,
+  );
+  return storedPath;
+}
+
+/** Archives the taken files of finished batches by day and batch id, once, and leaves unfinished ones. */
+export async function checkArchive(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const done = await takenBatch(s, 'B-DONE', 'COMPLETE', T0);
+  const active = await takenBatch(s, 'B-ACTIVE', 'ACTIVE', T0);
+  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
+
+  // Still watched (inbox.watchTakenForMs after it was taken): left where it was taken.
+  expect(await archiveFinishedBatches(deps, T0 + DAY - 1)).toBe(0);
+  expect((await getBatch(s.db, 'B-DONE'))?.storedPath).toBe(done);
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 5000)).toBe(1);
+  const day = join(stateDir, 'archive', '2026', '01', '10');
+  expect(await listDir(day)).toEqual(['B-DONE_payouts.csv', 'B-DONE_payouts.csv.ctl']);
+  expect(await readFile(join(day, 'B-DONE_payouts.csv'), 'utf8')).toBe('header\nrow of B-DONE\n');
+  const archived = await getBatch(s.db, 'B-DONE');
+  expect([archived?.storedPath, archived?.controlPath, archived?.archivedAt]).toEqual([
+    join(day, 'B-DONE_payouts.csv'),
+    join(day, 'B-DONE_payouts.csv.ctl'),
+    T0 + DAY + 5000,
+  ]);
+  expect(await listDir(join(stateDir, 'claimed'))).toEqual([`B-ACTIVE-claim__payouts.csv`, `B-ACTIVE-claim__payouts.csv.ctl`]);
+  expect((await getBatch(s.db, 'B-ACTIVE'))?.storedPath).toBe(active);
+  // Nothing more to do on the next pass.
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 6000)).toBe(0);
+}
+
+/** Finishes a move that stopped before the record was updated. */
+export async function checkResumedMove(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const stored = await takenBatch(s, 'B-1', 'COMPLETE', T0);
+  const day = join(stateDir, 'archive', '2026', '01', '10');
+  await mkdir(day, { recursive: true });
+  // The file moved, then the process stopped: the record still names the claimed path.
+  await writeFile(join(day, 'B-1_payouts.csv'), await readFile(stored));
+  await rm(stored);
+  const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
+  expect(await archiveFinishedBatches(deps, T0 + DAY + 1)).toBe(1);
+  expect((await getBatch(s.db, 'B-1'))?.storedPath).toBe(join(day, 'B-1_payouts.csv'));
+}
+
+/** Prunes what is older than retention.days: files and row details, keeping references and payout ids. */
+export async function checkPrune(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const outboxDir = join(s.dir, 'outbox');
+  await mkdir(outboxDir, { recursive: true });
+  const now = T0 + 100 * DAY;
+  await takenBatch(s, 'B-OLD', 'COMPLETE', T0);
+  await takenBatch(s, 'B-NEW', 'COMPLETE', now - DAY);
+  await takenBatch(s, 'B-OPEN', 'ACTIVE', T0);
+  // An old batch marked COMPLETE with a row still pending is unfinished all the same: never chosen.
+  await takenBatch(s, 'B-ODD', 'COMPLETE', T0);
+  await addRows(s.db, [
+    validRow('B-OLD', 2, request('INV-OLD-1')),
+    validRow('B-OLD', 3, request('INV-OLD-2')),
+    validRow('B-OPEN', 2, request('INV-OPEN')),
+    validRow('B-ODD', 2, request('INV-ODD')),
+  ]);
+  await setRow(s.db, 'B-OLD', 2, {
+    state: 'PAID',
+    payoutId: 'P-1',
+    rate: '56.1',
+    deductionAmount: '26.7',
+    completeTime: '2026-01-10T13:00:00Z',
+  });
+  await setRow(s.db, 'B-OLD', 3, { state: 'CANCELLED', payoutId: 'P-2', reasonCode: 'CANCELLED', reason: 'account closed' });
+  await setRow(s.db, 'B-OPEN', 2, { state: 'PENDING', payoutId: 'P-3' });
+  await setRow(s.db, 'B-ODD', 2, { state: 'PENDING', payoutId: 'P-4' });
+  for (const id of ['B-OLD', 'B-NEW', 'B-OPEN'])
+    for (const kind of ['ack.csv', 'ack.xlsx', 'result.csv', 'result.xlsx', 'retry.csv'])
+      await writeFile(join(outboxDir, `${id}_payouts.csv.${kind}`), 'x');
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
+  await archiveFinishedBatches(deps, T0 + DAY + 5000);
+
+  const plan = await prunePlan(deps, 30, now);
+  expect(plan.map((p) => p.batch.id)).toEqual(['B-OLD']);
+  const day = join(stateDir, 'archive', '2026', '01', '10');
+  expect(plan[0]?.rows).toBe(2);
+  expect([...(plan[0]?.files ?? [])].sort()).toEqual(
+    [
+      join(day, 'B-OLD_payouts.csv'),
+      join(day, 'B-OLD_payouts.csv.ctl'),
+      ...['ack.csv', 'ack.xlsx', 'result.csv', 'result.xlsx', 'retry.csv'].map((k) => join(outboxDir, `B-OLD_payouts.csv.${k}`)),
+    ].sort(),
+  );
+  // Listing removes nothing.
+  expect((await listDir(outboxDir)).length).toBe(15);
+
+  expect(await prune(deps, plan, now)).toBe(1);
+  expect((await listDir(outboxDir)).filter((n) => n.startsWith('B-OLD'))).toEqual([]);
+  expect((await listDir(outboxDir)).length).toBe(10);
+  expect((await listDir(day)).filter((n) => n.startsWith('B-OLD'))).toEqual([]);
+  const rows = (await s.db('payouts').where({ batch_id: 'B-OLD' }).orderBy('line')) as Record<string, unknown>[];
+  expect(rows.map((r) => [r['line'], r['merchant_reference_id'], r['state'], r['payout_id']])).toEqual([
+    [2, 'INV-OLD-1', 'PAID', 'P-1'],
+    [3, 'INV-OLD-2', 'CANCELLED', 'P-2'],
+  ]);
+  for (const r of rows) {
+    expect([r['request_values'], r['rate'], r['deduction_amount'], r['complete_time'], r['reason']]).toEqual([
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
+  }
+  expect((await getBatch(s.db, 'B-OLD'))?.prunedAt).toBe(now);
+  // The unfinished batches kept everything.
+  expect((await s.db('payouts').where({ batch_id: 'B-ODD' }).first())?.['request_values']).not.toBeNull();
+  // Pruned once: nothing more to do.
+  expect(await prunePlan(deps, 30, now)).toEqual([]);
+
+  // An old reference dropped again is refused as a duplicate, never paid twice.
+  await addBatch(s.db, 'B-AGAIN', 'again.csv', now);
+  await addRows(s.db, [validRow('B-AGAIN', 2, request('INV-OLD-1'))]);
+  const verdict = await acceptBatchRows(s.db, 'B-AGAIN', 'skip-rows', now);
+  expect(verdict.duplicateCount).toBe(1);
+  const again = (await s.db('payouts').where({ batch_id: 'B-AGAIN' }).first()) as Record<string, unknown>;
+  expect([again['state'], again['reason_code']]).toEqual(['DUPLICATE', 'DUPLICATE_REFERENCE']);
+  expect(again['reason']).toContain('was already used by batch B-OLD line 2 (finished long ago; its details are no longer kept)');
+}
+
+/** The daemon archives at each pass and prunes on its schedule only with retention.days set. */
+export async function checkSchedule(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const outboxDir = join(s.dir, 'outbox');
+  await mkdir(outboxDir, { recursive: true });
+  await takenBatch(s, 'B-OLD', 'COMPLETE', T0);
+  await writeFile(join(outboxDir, 'B-OLD_payouts.csv.ack.csv'), 'x');
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
+
+  await new Retention(deps, { everyMs: 3_600_000 }).pass(T0 + 400 * DAY);
+  expect((await getBatch(s.db, 'B-OLD'))?.archivedAt).toBe(T0 + 400 * DAY);
+  expect(await listDir(outboxDir)).toEqual(['B-OLD_payouts.csv.ack.csv']);
+
+  const retention = new Retention(deps, { days: 30, everyMs: 3_600_000 });
+  await retention.pass(T0 + 400 * DAY);
+  expect(await listDir(outboxDir)).toEqual([]);
+  expect((await getBatch(s.db, 'B-OLD'))?.prunedAt).toBe(T0 + 400 * DAY);
+}

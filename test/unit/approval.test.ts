@@ -1,0 +1,242 @@
+/**
+ * The approval decisions on a real SQLite database with a hand-moved clock:
+ * who may approve (users, groups, never the uploader), a decision before the
+ * ack, six eyes, a rejection and an expiry ending the batch unpaid; the
+ * policy's thresholds and limits; approval files as text; and who runs
+ * `payoutd approve` under sudo.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  assess,
+  decideApproval,
+  expireDueApprovals,
+  parseApprovalFile,
+  readApproval,
+  type ApprovalDeps,
+  type ApprovalPolicy,
+  type UserDirectory,
+} from '../../src/approval/index.js';
+import { invokingUser } from '../../src/cli/commands/approval.js';
+import { configSchema } from '../../src/config/schema.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { getBatch, insertBatch, listBatchEvents, receivedBatch, updateBatch, type Database } from '../../src/store/index.js';
+import { useTestDatabase } from '../support/database.js';
+
+const USERS: Record<number, string> = { 1001: 'uma', 1002: 'ana', 1003: 'ben', 1004: 'gus', 1005: 'out' };
+const GROUPS: Record<string, string[]> = { gus: ['finance-approvers'] };
+
+const users: UserDirectory = {
+  nameOfUid: (uid) => Promise.resolve(USERS[uid] ?? null),
+  uidOfName: (name) => Promise.resolve(Number(Object.entries(USERS).find(([, n]) => n === name)?.[0] ?? NaN) || null),
+  groupsOf: (name) => Promise.resolve(GROUPS[name] ?? []),
+};
+
+function policy(approval: Record<string, unknown> = {}, limits: Record<string, unknown> = {}): ApprovalPolicy {
+  const c = configSchema.parse({
+    approval: { required: 'always', approvers: { users: ['uma', 'ana', 'ben'], groups: ['finance-approvers'] }, ...approval },
+    limits,
+  });
+  return { approval: c.approval, limits: c.limits };
+}
+
+/** A batch waiting for approval, its file on disk, uploaded by uma. */
+async function waitingBatch(db: Database, clock: ManualClock, id: string, o: { needed?: number; state?: 'ACTIVE' | 'VALIDATING' } = {}) {
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-'));
+  const path = join(dir, 'batch.csv');
+  const bytes = `header\n${id}\n`;
+  await writeFile(path, bytes);
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const b = receivedBatch(
+    {
+      id,
+      fileName: 'batch.csv',
+      storedPath: path,
+      controlPath: null,
+      sha256,
+      size: bytes.length,
+      mtimeMs: 0,
+      doneMarker: false,
+      uploadedBy: 'uma',
+      uploadedByUid: 1001,
+    },
+    clock.now(),
+  );
+  await insertBatch(db, b);
+  await updateBatch(db, id, { state: 'VALIDATING' }, clock.now());
+  if (o.state !== 'VALIDATING') await updateBatch(db, id, { state: 'ACTIVE' }, clock.now());
+  await updateBatch(
+    db,
+    id,
+    {
+      approvalState: 'REQUIRED',
+      approvalsNeeded: o.needed ?? 1,
+      approvalFiguresJson: JSON.stringify({ totals: { PHP: '1500' }, rows: 3, largest: { PHP: '500' } }),
+      approvalReasonsJson: JSON.stringify([{ code: 'ALWAYS', text: 'always' }]),
+      approvalExpiresAt: clock.now() + 60_000,
+      holdCode: 'AWAITING_APPROVAL',
+      holdReason: 'awaiting approval',
+    },
+    clock.now(),
+  );
+  return { id, sha256 };
+}
+
+describe('decideApproval', () => {
+  const t = useTestDatabase('payoutd-approval-');
+  const clock = new ManualClock(Date.UTC(2026, 10, 27, 10));
+  const deps = (p = policy()): ApprovalDeps => ({ db: t.db, clock, users, policy: p });
+
+  it('refuses the uploader, a user who is no approver, and lets a group member approve', async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-aaaaaa');
+    const ask = (approver: string) =>
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver, via: 'console' });
+    await expect(ask('uma')).rejects.toMatchObject({ code: 'APPROVAL_OWN_UPLOAD' });
+    await expect(ask('out')).rejects.toMatchObject({ code: 'APPROVAL_NOT_ALLOWED' });
+    // The uploader's uid under another name (two names for one uid) is still the uploader.
+    await expect(
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ana', approverUid: 1001, via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_OWN_UPLOAD' });
+    expect((await getBatch(t.db, b.id))?.approvalState).toBe('REQUIRED');
+    const r = await ask('gus');
+    expect(r.outcome).toBe('released');
+    const after = await getBatch(t.db, b.id);
+    expect([after?.approvalState, after?.holdCode, after?.releasedAt]).toEqual(['APPROVED', null, clock.now()]);
+    const view = await readApproval(t.db, b.id);
+    expect(view?.decisions).toMatchObject([{ decision: 'approve', approver: 'gus', via: 'console', sha256: b.sha256 }]);
+    // The notification is stored with the decision, once; refusals store none.
+    expect((await listBatchEvents(t.db, b.id)).map((e) => [e.type, e.data.by])).toEqual([['approved', 'gus']]);
+  });
+
+  it('refuses a decision before the ack, a wrong hash, an unknown batch, and a rejection without a reason', async () => {
+    const early = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbbb', { state: 'VALIDATING' });
+    await expect(
+      decideApproval(deps(), { batchId: early.id, sha256: early.sha256, decision: 'approve', approver: 'ana', via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_NOT_READY' });
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-cccccc');
+    await expect(
+      decideApproval(deps(), { batchId: b.id, sha256: 'a'.repeat(64), decision: 'approve', approver: 'ana', via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_HASH_MISMATCH' });
+    await expect(
+      decideApproval(deps(), { batchId: 'B20990101-000000-000000', sha256: b.sha256, decision: 'approve', approver: 'ana', via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_UNKNOWN_BATCH' });
+    await expect(
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'reject', approver: 'ana', via: 'cli' }),
+    ).rejects.toMatchObject({
+      code: 'APPROVAL_REASON_REQUIRED',
+    });
+    expect((await readApproval(t.db, b.id))?.decisions).toEqual([]);
+  });
+
+  it('six eyes: the same approver twice counts once; the second approver releases', async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-dddddd', { needed: 2 });
+    const ask = (approver: string) =>
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver, via: 'cli' });
+    expect((await ask('ana')).outcome).toBe('recorded');
+    await expect(ask('ana')).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+    expect((await getBatch(t.db, b.id))?.holdCode).toBe('AWAITING_APPROVAL');
+    expect((await ask('ben')).outcome).toBe('released');
+    await expect(ask('gus')).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+  });
+
+  it('a changed file voids approval', async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-eeeeee', { needed: 2 });
+    expect(
+      (await decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ana', via: 'cli' })).outcome,
+    ).toBe('recorded');
+    const batch = await getBatch(t.db, b.id);
+    await writeFile(batch?.storedPath as string, 'header\nsomething else\n');
+    await expect(
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ben', via: 'cli' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_FILE_CHANGED' });
+    const view = await readApproval(t.db, b.id);
+    expect(view?.given).toEqual([]);
+    expect(view?.decisions.map((d) => d.decision)).toEqual(['approve', 'void']);
+  });
+
+  it('a rejection and an expiry end the batch unpaid, once', async () => {
+    const r = await waitingBatch(t.db, clock, 'B20261127-100000-ffffff');
+    const rejected = await decideApproval(deps(), {
+      batchId: r.id,
+      sha256: r.sha256,
+      decision: 'reject',
+      approver: 'ben',
+      via: 'sftp',
+      reason: 'wrong file',
+    });
+    expect(rejected.outcome).toBe('rejected');
+    expect(await getBatch(t.db, r.id)).toMatchObject({ approvalState: 'REJECTED', rejectCode: 'APPROVAL_REJECTED', holdCode: null });
+    expect((await getBatch(t.db, r.id))?.rejectReason).toContain('rejected by ben (sftp): wrong file');
+    expect((await listBatchEvents(t.db, r.id)).map((e) => [e.type, e.data.by])).toEqual([['approval-rejected', 'ben']]);
+
+    const x = await waitingBatch(t.db, clock, 'B20261127-100000-abcdef');
+    expect(await expireDueApprovals(deps())).toEqual([]);
+    clock.advance(60_000);
+    expect(await expireDueApprovals(deps())).toEqual([x.id]);
+    expect(await expireDueApprovals(deps())).toEqual([]);
+    expect(await getBatch(t.db, x.id)).toMatchObject({ approvalState: 'EXPIRED', rejectCode: 'APPROVAL_EXPIRED' });
+    await expect(
+      decideApproval(deps(), { batchId: x.id, sha256: x.sha256, decision: 'approve', approver: 'ana', via: 'sftp' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+  });
+});
+
+describe('the policy', () => {
+  const figures = { totals: { PHP: '1500', EUR: '10' }, rows: 4, largest: { PHP: '900', EUR: '10' } };
+
+  it('waits above a threshold, refuses or waits over a limit, counting the rolling 24 hours', () => {
+    expect(assess(figures, policy({ required: 'above-thresholds', thresholds: { batchTotal: { PHP: '2000' } } }), {})).toEqual({
+      kind: 'release',
+    });
+    expect(assess(figures, policy({ required: 'above-thresholds', thresholds: { batchTotal: { PHP: '1000' } } }), {})).toMatchObject({
+      kind: 'wait',
+      reasons: [{ code: 'THRESHOLD_TOTAL:PHP' }],
+    });
+    expect(
+      assess(figures, policy({ required: 'above-thresholds', thresholds: { rows: 3, largestRow: { PHP: '899.99' } } }), {}),
+    ).toMatchObject({
+      kind: 'wait',
+      reasons: [{ code: 'THRESHOLD_ROW:PHP' }, { code: 'THRESHOLD_ROWS' }],
+    });
+    const limits = { perCurrency: { PHP: { max24h: '3000' } } };
+    expect(assess(figures, policy({ required: 'never' }, limits), { PHP: '1500' })).toEqual({ kind: 'release' });
+    expect(assess(figures, policy({ required: 'never' }, limits), { PHP: '1500.01' })).toMatchObject({
+      kind: 'refuse',
+      reasons: [{ code: 'LIMIT_24H:PHP' }],
+    });
+    expect(assess(figures, policy({ required: 'never' }, { ...limits, onExceeded: 'require-approval' }), { PHP: '2000' })).toMatchObject({
+      kind: 'wait',
+    });
+  });
+});
+
+describe('approval files', () => {
+  it('reads key lines, or the batch id and hash bare', () => {
+    const sha = 'AB'.repeat(32);
+    expect(parseApprovalFile(`\uFEFFbatch: B20261127-100000-abcdef\r\nsha256: ${sha}\r\ncomment: fine\r\n`)).toEqual({
+      batchId: 'B20261127-100000-abcdef',
+      sha256: sha.toLowerCase(),
+      comment: 'fine',
+      reason: null,
+    });
+    expect(parseApprovalFile(`B20261127-100000-abcdef,${sha}\nreason: wrong amounts`)).toMatchObject({
+      batchId: 'B20261127-100000-abcdef',
+      reason: 'wrong amounts',
+    });
+    expect(parseApprovalFile('hello')).toMatchObject({ batchId: null, sha256: null });
+  });
+});
+
+describe('who runs payoutd approve', () => {
+  it('is the sudo caller when sudo switched users, else the process user', async () => {
+    expect(await invokingUser({ SUDO_UID: '1002', SUDO_USER: 'ana' }, 0, users)).toEqual({ name: 'ana', uid: 1002 });
+    expect(await invokingUser({}, 1003, users)).toEqual({ name: 'ben', uid: 1003 });
+    // The same user (no switch): SUDO_* of an outer session say nothing about who runs this.
+    expect(await invokingUser({ SUDO_UID: '1003', SUDO_USER: 'ben' }, 1003, users)).toEqual({ name: 'ben', uid: 1003 });
+    await expect(invokingUser({ SUDO_UID: '1002', SUDO_USER: 'ben' }, 0, users)).rejects.toMatchObject({ code: 'APPROVAL_UNKNOWN_USER' });
+    await expect(invokingUser({}, 4242, users)).rejects.toMatchObject({ code: 'APPROVAL_UNKNOWN_USER' });
+  });
+});
