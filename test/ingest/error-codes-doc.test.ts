@@ -25,7 +25,7 @@ async function sourceFiles(dir: string): Promise<string[]> {
 /** Code literals as the source gives them to errors, rows and batches. */
 const CODE_LITERALS = [
   /\b(?:code|reason_code|rejectCode|reasonCode)\s*:\s*'([A-Z][A-Z0-9_]+)'/g,
-  /rejectFile\([^,]+,\s*'([A-Z][A-Z0-9_]+)'/g,
+  /\breject\w*\([^()]*?,\s*'([A-Z][A-Z0-9_]+)'/g,
   /\bcode\s*=\s*[^;]*?\?\s*'([A-Z][A-Z0-9_]+)'\s*:\s*'([A-Z][A-Z0-9_]+)'/g,
 ];
 
