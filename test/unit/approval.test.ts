@@ -85,6 +85,11 @@ async function waitingBatch(db: Database, clock: ManualClock, id: string, o: { n
   return { id, sha256 };
 }
 
+/** The batch's approval events (type, who) as stored for notifications. */
+async function approvalEvents(db: Database, batchId: string): Promise<[string, unknown][]> {
+  return (await listBatchEvents(db, batchId)).filter((e) => e.type.includes('approv')).map((e) => [e.type, e.data.by]);
+}
+
 describe('decideApproval', () => {
   const t = useTestDatabase('payoutd-approval-');
   const clock = new ManualClock(Date.UTC(2026, 10, 27, 10));
@@ -108,7 +113,7 @@ describe('decideApproval', () => {
     const view = await readApproval(t.db, b.id);
     expect(view?.decisions).toMatchObject([{ decision: 'approve', approver: 'gus', via: 'console', sha256: b.sha256 }]);
     // The notification is stored with the decision, once; refusals store none.
-    expect((await listBatchEvents(t.db, b.id)).map((e) => [e.type, e.data.by])).toEqual([['approved', 'gus']]);
+    expect(await approvalEvents(t.db, b.id)).toEqual([['approved', 'gus']]);
   });
 
   it('refuses a decision before the ack, a wrong hash, an unknown batch, and a rejection without a reason', async () => {
@@ -170,7 +175,7 @@ describe('decideApproval', () => {
     expect(rejected.outcome).toBe('rejected');
     expect(await getBatch(t.db, r.id)).toMatchObject({ approvalState: 'REJECTED', rejectCode: 'APPROVAL_REJECTED', holdCode: null });
     expect((await getBatch(t.db, r.id))?.rejectReason).toContain('rejected by ben (sftp): wrong file');
-    expect((await listBatchEvents(t.db, r.id)).map((e) => [e.type, e.data.by])).toEqual([['approval-rejected', 'ben']]);
+    expect(await approvalEvents(t.db, r.id)).toEqual([['approval-rejected', 'ben']]);
 
     const x = await waitingBatch(t.db, clock, 'B20261127-100000-abcdef');
     expect(await expireDueApprovals(deps())).toEqual([]);
