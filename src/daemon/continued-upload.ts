@@ -5,7 +5,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { waitsForOperator } from '../domain/holds.js';
-import { continuationOf, headerRecord, restRecords, sniffFileDelimiter, type RestTally } from '../ingest/csv/index.js';
+import { batchFileKind, continuationOf, headerRecord, restRecords, sniffFileDelimiter, type RestTally } from '../ingest/csv/index.js';
 import {
   SummaryAccumulator,
   reasonText,
@@ -47,7 +47,11 @@ export async function writeUploadContinued(
   const read = { delimiter, maxRecordBytes: ctx.maxRecordBytes };
   // A batch refused whole paid nothing of the file: every complete row of it is still to be paid.
   const wholeFile = batch.state === 'REJECTED';
-  const continuation = await continuationOf(path, batch, sizeNow, { ...read, wholeFile });
+  // A workbook or a gzip file has no rows to cut at a byte: any change to it is a new file, with no remainder.
+  const continuation =
+    batchFileKind(batch.fileName) === 'text'
+      ? await continuationOf(path, batch, sizeNow, { ...read, wholeFile })
+      : { rewritten: true, cutLine: null, restFrom: sizeNow, restLine: 0 };
   const identity = identityOf(batch);
   const remainderName = remainderFileName(outboxName(batch));
   let rest: UploadContinuedNotice['rest'] = null;

@@ -166,9 +166,10 @@ export class BatchOutbox {
    */
   async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
+    const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
     // The totals come first in the file: one narrow read adds them up before the rows are read again.
     const totals = await ackTotals(this.db, batch.id);
-    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits };
+    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
     const identity = identityOf(batch);
     const path = await writeAckFile(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
     await this.twin(identity, 'ack', () =>

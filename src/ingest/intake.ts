@@ -27,8 +27,9 @@ import {
   acceptBatchRows,
   type InvalidRowsPolicy,
   insertRowsWhileReading,
+  requestValuesOfReferences,
 } from '../store/index.js';
-import { BatchReadError, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
+import { BatchReadError, batchFileKind, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
 import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
 
@@ -86,6 +87,12 @@ export interface IntakeDeps {
 }
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
+/** Workbooks and archives that are not read, and what to do instead. */
+const REFUSED_EXTENSIONS: Record<string, string> = {
+  '.xlsm': 'a macro-enabled workbook (.xlsm) is not read: macros are never run; save it as an Excel Workbook (.xlsx) and drop that',
+  '.xls': 'an old Excel workbook (.xls) is not read; save it as an Excel Workbook (.xlsx) or as CSV UTF-8 and drop that',
+  '.ods': 'an OpenDocument spreadsheet (.ods) is not read; save it as an Excel Workbook (.xlsx) or as CSV UTF-8 and drop that',
+};
 
 /** Rows stored per transaction while a file is read (each a disk sync; its rows wait in memory until it commits). */
 const ROWS_PER_TRANSACTION = 5_000;
@@ -104,13 +111,13 @@ function describeErrors(errors: RowError[]): string {
   return errors.map((e) => (e.line ? `line ${e.line}: ${e.message}` : e.message)).join('; ');
 }
 
-/** A first look at the bytes: binary content is not a CSV. */
-async function looksBinary(path: string): Promise<boolean> {
+/** A first look at the bytes (binary content is not a CSV; a UTF-16 byte order mark says what it is). */
+async function firstBytes(path: string): Promise<Buffer> {
   const handle = await open(path, 'r');
   try {
     const buf = Buffer.alloc(8192);
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    return buf.subarray(0, bytesRead).includes(0);
+    return buf.subarray(0, bytesRead);
   } finally {
     await handle.close();
   }
@@ -280,6 +287,7 @@ export class BatchIntake {
     const read = await this.move(validating, {
       rowCount: parse.rowCount,
       delimiter: parse.delimiter,
+      encoding: parse.encodingDetected ? parse.encoding : null,
       totalsJson: JSON.stringify(parse.totals),
     });
 
@@ -348,10 +356,27 @@ export class BatchIntake {
   /** A file that is not a CSV batch at all, decided without parsing. */
   private async refusal(batch: BatchRecord): Promise<{ code: string; reason: string } | null> {
     const ext = extname(batch.fileName).toLowerCase();
-    if (!CSV_EXTENSIONS.has(ext)) return { code: 'NOT_CSV', reason: `not a CSV file (extension ${ext}); payout batches are .csv files` };
+    const refused = REFUSED_EXTENSIONS[ext];
+    if (refused !== undefined) return { code: 'NOT_CSV', reason: refused };
+    const kind = batchFileKind(batch.fileName);
+    const textExt = kind === 'gzip' ? extname(basename(batch.fileName, extname(batch.fileName))).toLowerCase() : ext;
+    if (kind !== 'xlsx' && !CSV_EXTENSIONS.has(textExt)) {
+      return { code: 'NOT_CSV', reason: `not a batch file (extension ${ext}); payout batches are .csv, .csv.gz or .xlsx files` };
+    }
     if (batch.size === 0) return { code: 'EMPTY', reason: 'the file is empty' };
+    if (kind !== 'text') return null; // a workbook or an archive is binary: its reading says what is wrong with it
     try {
-      if (await looksBinary(batch.storedPath)) return { code: 'NOT_CSV', reason: 'the file holds binary data (NUL bytes), not CSV text' };
+      const head = await firstBytes(batch.storedPath);
+      const utf16 = (head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff);
+      const encoding = this.o.format.encoding.toLowerCase();
+      if (utf16 && (encoding === 'auto' || encoding.startsWith('utf-16'))) return null;
+      if (utf16) {
+        return {
+          code: 'NOT_CSV',
+          reason: 'the file is UTF-16 text (Excel\'s "Unicode Text"); save it as CSV UTF-8, or set batch.format.encoding: auto',
+        };
+      }
+      if (head.includes(0)) return { code: 'NOT_CSV', reason: 'the file holds binary data (NUL bytes), not CSV text' };
     } catch (err) {
       return { code: 'UNREADABLE', reason: `the file cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
     }
@@ -371,6 +396,7 @@ export class BatchIntake {
       doneMarker: batch.doneMarker,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
+      retryOriginals: (references) => requestValuesOfReferences(db, references),
       onRows: async (rows) => {
         await insertRowsWhileReading(db, lease, rows, clock.now());
         this.deps.afterChunkStored?.();

@@ -71,6 +71,11 @@ export function fileHoldRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileNa
   return [identity.batchId, identity.fileName, '', '', 'HELD', reason];
 }
 
+/** The row that says how the file was read (its encoding, when decided from its bytes): no line, no reference. */
+export function fileNoteRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, note: string): string[] {
+  return [identity.batchId, identity.fileName, '', '', 'NOTE', note];
+}
+
 export function resultRecord(o: RowOutcome): string[] {
   if (!isRowOutcomeStatus(o.status)) throw new ReportError('REPORT_BAD_ROW', `line ${o.line}: unknown status`);
   return [

@@ -12,6 +12,7 @@ import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse';
 import { escapeFormulaLike } from '../domain/formula-text.js';
+import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
@@ -62,13 +63,7 @@ export const RETRY_XLSX_COLUMNS: readonly XlsxColumn[] = RETRY_COLUMNS.map((head
     : { header, type: 'text', width: 10 },
 );
 
-const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
-
-/** The reference a retry derives from and the round this one already is (0 for an original). */
-export function retryBase(reference: string): { base: string; round: number } {
-  const m = ROUND_SUFFIX.exec(reference);
-  return m?.[1] && m[2] ? { base: m[1], round: Number.parseInt(m[2], 10) } : { base: reference, round: 0 };
-}
+export { retryBase };
 
 /** Round `round` of `base`, in at most `maxLength` code points (the validation rules count code points). */
 export function retryReference(base: string, round: number, maxLength = DEFAULT_REFERENCE_MAX_LENGTH): string {

@@ -107,6 +107,8 @@ export interface AckWriteOptions extends OutboxOptions {
   fileRejection?: string;
   /** The batch is held until an operator decides, for this reason: a first row with empty line, verdict HELD. */
   fileHold?: string;
+  /** Something finance should know of how the file was read (its encoding): a row with empty line, verdict NOTE. */
+  fileNote?: string;
 }
 
 /** Config default of `outbox.bom`. */

@@ -11,6 +11,7 @@ import {
   ackFileName,
   ackRecord,
   fileHoldRecord,
+  fileNoteRecord,
   fileRejectionRecord,
   resultFileName,
   resultRecord,
@@ -104,7 +105,7 @@ export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: A
 
 /**
  * The records an ack has before its rows: the totals lines (one per currency, with the batch's verdict),
- * then the file-level refusal or hold, if any.
+ * then the file-level refusal or hold, if any, and a note of how the file was read.
  */
 export function ackLead(
   identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
@@ -120,7 +121,8 @@ export function ackLead(
       : opts.fileHold !== undefined
         ? [fileHoldRecord(identity, opts.fileHold)]
         : [];
-  return [...totals, ...file];
+  const note = opts.fileNote !== undefined ? [fileNoteRecord(identity, opts.fileNote)] : [];
+  return [...totals, ...file, ...note];
 }
 
 /** A file-level rejection (bad header, control totals, duplicate file): an ack with no rows, only the reason. */

@@ -29,6 +29,8 @@ export interface BatchRecord {
   validCount: number;
   invalidCount: number;
   delimiter: string | null;
+  /** The text encoding the file was read in when it was decided from its bytes (`encoding: auto`); else null. */
+  encoding: string | null;
   /** JSON {currency: decimal text} of the payout amounts of all data rows. */
   totalsJson: string | null;
   /** JSON {state: rows} once the batch ended with every row final (see counts.ts); null before, or if one was not. */
@@ -88,6 +90,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   validCount: 'valid_count',
   invalidCount: 'invalid_count',
   delimiter: 'delimiter',
+  encoding: 'encoding',
   totalsJson: 'totals_json',
   finalCountsJson: 'final_counts_json',
   receivedAt: 'received_at',
@@ -154,6 +157,7 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
     validCount: 0,
     invalidCount: 0,
     delimiter: null,
+    encoding: null,
     totalsJson: null,
     finalCountsJson: null,
     receivedAt: now,

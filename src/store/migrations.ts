@@ -426,6 +426,21 @@ const uploadContinued: Migration = {
   },
 };
 
+// The text encoding a batch was read in when `batch.format.encoding: auto` decided it, for its ack to say.
+const batchEncoding: Migration = {
+  name: '0013_batch_encoding',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.string('encoding', 32).nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('encoding');
+    });
+  },
+};
+
 // Archive and retention (src/store/retention.ts): when a finished batch's taken file moved to the archive,
 // and when retention removed its files and row details (its references and payout ids stay).
 const archiveRetention: Migration = {
@@ -594,6 +609,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceHealth,
   doneMarker,
   uploadContinued,
+  batchEncoding,
   archiveRetention,
   approvals,
   batchEvents,

@@ -64,21 +64,36 @@ export async function countCancelledRows(db: Database, batchId: string): Promise
 /** Lookups per statement: far below SQLite's variable limit. */
 const LOOKUP_CHUNK = 500;
 
-/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
-export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+/** For each of `references` that any row uses, `column` of each such row (those where it is NULL left out). */
+async function columnByReference(
+  db: Database,
+  references: readonly string[],
+  column: 'state' | 'request_values',
+): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   const unique = [...new Set(references)];
   for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
     const rows = (await db('payouts')
       .whereIn('merchant_reference_id', unique.slice(i, i + LOOKUP_CHUNK))
-      .select('merchant_reference_id', 'state')) as { merchant_reference_id: string; state: string }[];
+      .whereNotNull(column)
+      .select('merchant_reference_id', `${column} as value`)) as { merchant_reference_id: string; value: string }[];
     for (const r of rows) {
-      const states = out.get(r.merchant_reference_id);
-      if (states) states.push(r.state);
-      else out.set(r.merchant_reference_id, [r.state]);
+      const values = out.get(r.merchant_reference_id);
+      if (values) values.push(r.value);
+      else out.set(r.merchant_reference_id, [r.value]);
     }
   }
   return out;
+}
+
+/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
+export function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+  return columnByReference(db, references, 'state');
+}
+
+/** The stored request values of every row holding one of these references (a retry row's originals). */
+export function requestValuesOfReferences(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+  return columnByReference(db, references, 'request_values');
 }
 
 /** What a retry file of one batch reads (the `RetrySource` of src/report/retry.ts). */

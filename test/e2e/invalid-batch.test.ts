@@ -19,13 +19,13 @@ interface ValidateError {
   code: string;
 }
 
-/** Parses `payoutd validate` lines: `<file>:<line> [<column>] <CODE>: <message>`. */
+/** Parses `payoutd validate` lines: `<file>, line <n>[, column <letter> "<header>"]: <CODE>: <message>`. */
 async function validateErrors(e2e: E2e): Promise<ValidateError[]> {
   const r = await e2e.cli(['validate', SAMPLE]);
   expect(r.code).toBe(1);
   const errors: ValidateError[] = [];
   for (const text of r.stdout.split('\n')) {
-    const m = /^payouts-with-errors\.csv:(\d+)(?: \[([^\]]+)\])? ([A-Z][A-Z0-9_]+): /.exec(text);
+    const m = /^payouts-with-errors\.csv, line (\d+)(?:, (column [A-Z]+ "[^"]*"))?: ([A-Z][A-Z0-9_]+): /.exec(text);
     if (m) errors.push({ line: m[1] as string, column: m[2] ?? null, code: m[3] as string });
   }
   return errors;
@@ -46,10 +46,10 @@ describe('e2e: a file with errors', () => {
   it('is rejected as a whole: every faulty row is named in the ack, and nothing is paid', async () => {
     const e2e = await startE2e();
     const expected = await validateErrors(e2e);
-    // The fixture's documented error list (docs/csv-format.md): 22 rows, 29 errors.
-    expect(expected).toHaveLength(29);
+    // The fixture's documented error list (docs/csv-format.md): 24 rows, 31 errors.
+    expect(expected).toHaveLength(31);
     const faultyLines = [...new Set(expected.map((e) => e.line))];
-    expect(faultyLines).toHaveLength(22);
+    expect(faultyLines).toHaveLength(24);
 
     const { ack, result, batchId } = await dropAndWaitRejected(e2e);
     expect(ack.bom).toBe(true);
@@ -62,7 +62,7 @@ describe('e2e: a file with errors', () => {
       merchant_reference_id: '',
       verdict: 'REJECTED',
     });
-    expect(fileRow?.['reason']).toMatch(/22 invalid row/);
+    expect(fileRow?.['reason']).toMatch(/24 invalid row/);
     // Then one REJECTED verdict per faulty line, each naming (at least) the first error's code and field.
     expect(rowVerdicts.map((r) => r['line'])).toEqual(faultyLines);
     for (const r of rowVerdicts) {
@@ -71,7 +71,7 @@ describe('e2e: a file with errors', () => {
       expect(r['reason'], `line ${r['line']}`).toContain(first.column ? `${first.code} [${first.column}]: ` : `${first.code}: `);
     }
     // The result file: every row REJECTED, no payout id.
-    expect(result.rows).toHaveLength(22);
+    expect(result.rows).toHaveLength(24);
     expect(result.rows.every((r) => r['status'] === 'REJECTED' && r['payout_id'] === '')).toBe(true);
     // Nothing reached the service.
     expect(e2e.ledger()).toEqual([]);

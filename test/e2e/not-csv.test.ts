@@ -15,7 +15,7 @@ const BAD_FILES: { name: string; content: Buffer; code: string; reason: RegExp }
     name: 'invoice.pdf',
     content: Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n', 'latin1'),
     code: 'NOT_CSV',
-    reason: /not a CSV file \(extension \.pdf\)/,
+    reason: /not a batch file \(extension \.pdf\); payout batches are \.csv, \.csv\.gz or \.xlsx files/,
   },
   {
     name: 'junk.csv',

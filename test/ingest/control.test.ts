@@ -12,15 +12,18 @@ describe('control totals in trailer records', () => {
     expect(result.fileErrors).toEqual([]);
     expect(result.rowCount).toBe(3);
     expect(rows).toHaveLength(3);
-    expect(result.controlTotals).toEqual([{ source: 'trailer', file: 'batch.csv', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
+    expect(result.controlTotals).toMatchObject([{ source: 'trailer', file: 'batch.csv', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
     expect(result.totals).toEqual({ PHP: '300.75', USD: '10' });
   });
 
   it('reports row count and amount mismatches naming expected and found', async () => {
     const { result } = await parseCollect(fixture('control-trailer-mismatch.csv'));
     expect(result.fileErrors.map((e) => [e.code, e.message])).toEqual([
-      ['CONTROL_ROWS_MISMATCH', 'control trailer expects 4 data rows, found 3'],
-      ['CONTROL_TOTAL_MISMATCH', 'control trailer expects PHP total 300.7, found 300.75'],
+      [
+        'CONTROL_ROWS_MISMATCH',
+        'control trailer (line 5) expects 4 data rows, found 3; correct the count, or check that no row is missing',
+      ],
+      ['CONTROL_TOTAL_MISMATCH', 'control trailer (line 6) expects PHP total 300.7, found 300.75; correct the total, or check the amounts'],
     ]);
   });
 
@@ -46,7 +49,9 @@ describe('control totals in trailer records', () => {
     await copyFile(fixture('control-sidecar.csv'), path);
     await writeFile(`${path}.ctl`, '#CONTROL,rows,3\n#CONTROL,total,PHP,300.75\n');
     const { result } = await parseCollect(path);
-    expect(result.fileErrors.map((e) => e.message)).toEqual(['control file has no total for USD, found 10 USD']);
+    expect(result.fileErrors.map((e) => e.message)).toEqual([
+      'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>',
+    ]);
   });
 });
 
@@ -54,14 +59,24 @@ describe('control totals in a sidecar file', () => {
   it('accepts a matching <file>.ctl next to the CSV', async () => {
     const { result } = await parseCollect(fixture('control-sidecar.csv'));
     expect(result.fileErrors).toEqual([]);
-    expect(result.controlTotals).toEqual([{ source: 'sidecar', file: 'batch.csv.ctl', rows: 3, totals: { PHP: '300.75', USD: '10' } }]);
+    expect(result.controlTotals).toMatchObject([
+      { source: 'sidecar', file: 'batch.csv.ctl', rows: 3, totals: { PHP: '300.75', USD: '10' } },
+    ]);
   });
 
   it('reports a sidecar mismatch, naming the control file', async () => {
     const { result } = await parseCollect(fixture('control-sidecar-mismatch.csv'));
     expect(result.fileErrors.map((e) => [e.file, e.code, e.message])).toEqual([
-      ['batch.csv.ctl', 'CONTROL_ROWS_MISMATCH', 'control file expects 2 data rows, found 3'],
-      ['batch.csv.ctl', 'CONTROL_TOTAL_MISMATCH', 'control file has no total for USD, found 10 USD'],
+      [
+        'batch.csv.ctl',
+        'CONTROL_ROWS_MISMATCH',
+        'control file batch.csv.ctl (line 1) expects 2 data rows, found 3; correct the count, or check that no row is missing',
+      ],
+      [
+        'batch.csv.ctl',
+        'CONTROL_TOTAL_MISMATCH',
+        'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>',
+      ],
     ]);
   });
 
@@ -75,7 +90,7 @@ describe('control totals in a sidecar file', () => {
 
   it('parses sidecar text with either separator and reports stray lines', () => {
     const ok = parseSidecarText('\ufeff#CONTROL;rows;2\r\n\r\n#control,TOTAL,php,10.50\n', 'x.ctl');
-    expect(ok).toEqual({ controls: { source: 'sidecar', file: 'x.ctl', rows: 2, totals: { PHP: '10.5' } }, errors: [] });
+    expect(ok).toMatchObject({ controls: { source: 'sidecar', file: 'x.ctl', rows: 2, totals: { PHP: '10.5' } }, errors: [] });
     const bad = parseSidecarText('rows=2\n#CONTROL,rows,2\n#CONTROL,rows,3\n', 'x.ctl');
     expect(bad.errors.map((e) => [e.line, e.message])).toEqual([
       [1, 'line does not start with #CONTROL'],

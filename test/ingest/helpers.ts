@@ -18,6 +18,22 @@ import { validCsvRow } from '../support/rows.js';
 export const HEADER_FIELDS: string[] = [...FIELD_PATHS];
 export const HEADER = HEADER_FIELDS.join(',');
 
+/** Headers as finance sheets write them (case and spaces varied), mapped to their fields. */
+export const FRIENDLY_ALIASES = {
+  Reference: 'merchantReferenceId',
+  amount: 'payoutAmount',
+  currency: 'payoutCurrency',
+  FUNDING: 'deductionCurrency',
+  'first name': 'sender.firstName',
+  'Last Name': 'sender.lastName',
+  Country: 'sender.country',
+  'ID Type': 'sender.idType',
+  'ID Number': 'sender.idValue',
+  Beneficiary: 'beneficiary.accountName',
+  Account: 'beneficiary.accountNumber',
+  Bank: 'beneficiary.bankCode',
+} as const;
+
 /** A valid PHP row; pass overrides by field path. */
 export function row(ref: string, overrides: Record<string, string> = {}): string {
   return validCsvRow(ref, overrides);
@@ -55,11 +71,13 @@ export async function parseCollect(
     chunkSize?: number;
     sidecarPath?: string | null;
     readChunkBytes?: number;
+    /** The name the file is read as (its extension says what it is); default batch.csv. */
+    displayName?: string;
   } = {},
 ): Promise<Collected> {
   const rows: ReadRow[] = [];
   const chunks: number[] = [];
-  const result = await parseBatchFile(path, 'batch.csv', {
+  const result = await parseBatchFile(path, options.displayName ?? 'batch.csv', {
     format: options.format ? batchFormatSchema.parse(options.format) : DEFAULT_BATCH_FORMAT,
     rules: options.rules ? validationRulesSchema.parse(options.rules) : DEFAULT_VALIDATION_RULES,
     ...(options.chunkSize !== undefined ? { chunkSize: options.chunkSize } : {}),

@@ -9,25 +9,12 @@ import {
 } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
-import { HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
+import { FRIENDLY_ALIASES, HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
 
 const FIXTURES = 'test/fixtures/csv';
 const fixture = (name: string): string => `${FIXTURES}/${name}`;
 
-const ALIASES = {
-  Reference: 'merchantReferenceId',
-  amount: 'payoutAmount',
-  currency: 'payoutCurrency',
-  FUNDING: 'deductionCurrency',
-  'first name': 'sender.firstName',
-  'Last Name': 'sender.lastName',
-  Country: 'sender.country',
-  'ID Type': 'sender.idType',
-  'ID Number': 'sender.idValue',
-  Beneficiary: 'beneficiary.accountName',
-  Account: 'beneficiary.accountNumber',
-  Bank: 'beneficiary.bankCode',
-} as const;
+const ALIASES = FRIENDLY_ALIASES;
 
 describe('CSV encodings and layouts', () => {
   it('strips a UTF-8 BOM so the first header is recognized', async () => {
@@ -158,9 +145,29 @@ describe('header', () => {
     const { result, rows } = await parseCollect(fixture('header-duplicate.csv'), { format: { columnAliases: { Amount: 'payoutAmount' } } });
     expect(rows).toEqual([]);
     expect(result.fileErrors).toEqual([
-      expect.objectContaining({ line: 1, column: 'Amount', field: 'payoutAmount', code: 'HEADER_DUPLICATE' }),
+      expect.objectContaining({ line: 1, column: 'Amount', columnIndex: 12, field: 'payoutAmount', code: 'HEADER_DUPLICATE' }),
     ]);
-    expect(result.fileErrors[0]?.message).toContain('column 4');
+    expect(result.fileErrors[0]?.message).toBe(
+      'this header is payoutAmount again, already the header of column D "payoutAmount"; keep one of the two columns',
+    );
+  });
+
+  it('hints at the field an unknown header most likely means, and at columnAliases', async () => {
+    const friendly = Object.keys(ALIASES);
+    const path = await tempCsv(`${friendly.join(',')}\nX-1,100.50,PHP,USDT,Maria,Santos,PH,PASSPORT,P1,Juan,1234567890,BOPIPHMM\n`);
+    const { result } = await parseCollect(path);
+    const unknown = result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN');
+    expect(unknown).toHaveLength(12);
+    expect(unknown[0]?.message).toBe(
+      '"Reference" is not a column payoutd knows; did you mean merchantReferenceId? Rename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")',
+    );
+    expect(unknown.map((e) => /did you mean ([\w.]+)\?/.exec(e.message)?.[1])).toEqual(Object.values(ALIASES));
+    expect(unknown.map((e) => e.columnIndex)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    const odd = await parseCollect(await tempCsv(`${HEADER},Notes,\n${row('X-1')},,\n`));
+    expect(odd.result.fileErrors.map((e) => e.message)).toEqual([
+      '"Notes" is not a column payoutd knows: rename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")',
+      'this column has no header but follows the last one; delete the empty columns after the last header',
+    ]);
   });
 
   it('rejects unknown headers, naming each', async () => {
@@ -267,7 +274,9 @@ describe('record structure', () => {
       for (const readChunkBytes of [undefined, good.length + bad.length, good.length + 1]) {
         const { result } = await parseCollect(path, { readChunkBytes });
         expect(codes(result.fileErrors), `${bad} read ${readChunkBytes}`).toEqual(['INVALID_UTF8']);
-        expect(result.fileErrors[0]?.message).toBe(`invalid UTF-8 at byte offset ${good.length} (line 3); the file must be UTF-8`);
+        expect(result.fileErrors[0]?.message).toBe(
+          `invalid UTF-8 at byte offset ${good.length} (line 3): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`,
+        );
       }
     }
   });
@@ -304,6 +313,7 @@ describe('errors and results', () => {
       file: 'batch.csv',
       line: 2,
       column: 'payoutAmount',
+      columnIndex: 3,
       field: 'payoutAmount',
       code: 'AMOUNT_LOCALE_FORMAT',
       message: expect.stringContaining('"1,5"'),

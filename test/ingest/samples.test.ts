@@ -26,13 +26,53 @@ describe('sample files', () => {
     expect(requests.some((r) => r.beneficiary.accountName.includes(','))).toBe(true);
   });
 
+  it('payouts-valid.xlsx holds the valid sample under its own references, read exactly as the CSV', async () => {
+    const csv = await parseCollect('samples/payouts-valid.csv');
+    const xlsx = await parseCollect('samples/payouts-valid.xlsx', { displayName: 'payouts-valid.xlsx' });
+    expect(xlsx.result.fileErrors).toEqual([]);
+    expect(xlsx.result.invalidCount).toBe(0);
+    const same = (rows: typeof csv.rows): unknown[] =>
+      rows.map((r) => ({ ...r.request, merchantReferenceId: r.merchantReferenceId.replace(/^SAMPLE-XV-/, 'SAMPLE-V-') }));
+    expect(same(xlsx.rows)).toEqual(same(csv.rows));
+    expect(xlsx.rows.every((r) => r.merchantReferenceId.startsWith('SAMPLE-XV-'))).toBe(true);
+    expect(xlsx.result.totals).toEqual(csv.result.totals);
+  });
+
+  it('payouts-with-errors.xlsx shows what a spreadsheet does to cells', async () => {
+    const { result, rows } = await parseCollect('samples/payouts-with-errors.xlsx', { displayName: 'payouts-with-errors.xlsx' });
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.errors.map((e) => e.code)])).toEqual([
+      [2, ['DATE_CONVERTED']],
+      [3, ['SCIENTIFIC_NOTATION']],
+      [4, ['AMOUNT_NOT_EXACT']],
+      [5, ['AMOUNT_LOCALE_FORMAT']],
+      [6, ['SCIENTIFIC_NOTATION']],
+      [7, ['ACCOUNT_NUMBER_INVALID']],
+    ]);
+  });
+
+  it('the .xlsx samples are what samples/xlsx-samples.mjs writes', async () => {
+    const dir = await tempDir();
+    await run(process.execPath, ['samples/xlsx-samples.mjs', '--out', dir]);
+    for (const name of ['payouts-valid.xlsx', 'payouts-with-errors.xlsx']) {
+      const made = await parseCollect(join(dir, name), { displayName: name });
+      const kept = await parseCollect(join('samples', name), { displayName: name });
+      expect(
+        made.rows.map((r) => [r.line, r.requestValues, r.reason]),
+        name,
+      ).toEqual(kept.rows.map((r) => [r.line, r.requestValues, r.reason]));
+    }
+  });
+
   it('payouts-with-errors.csv shows every row error the default rules can raise', async () => {
     const { result, rows } = await parseCollect('samples/payouts-with-errors.csv');
     expect(result.fileErrors).toEqual([]);
     expect(result.validCount).toBe(0);
     const found = new Set(rows.flatMap((r) => r.errors.map((e) => e.code)));
-    // A minimum amount is not set by default, so AMOUNT_BELOW_MIN needs config.
-    const expected = ROW_ERROR_CODES.filter((c) => c !== 'AMOUNT_BELOW_MIN');
+    // A minimum amount is not set by default, so AMOUNT_BELOW_MIN needs config; an inexact number needs a
+    // workbook cell, and lost leading zeros the original row in the database.
+    const notInCsv: string[] = ['AMOUNT_BELOW_MIN', 'AMOUNT_NOT_EXACT', 'LEADING_ZEROS_LOST'];
+    const expected = ROW_ERROR_CODES.filter((c) => !notInCsv.includes(c));
     expect([...found].sort()).toEqual([...expected].sort());
   });
 

@@ -68,7 +68,7 @@ describe('pipeline: a cut upload', () => {
     const p = await startPipeline();
     const batch = await p.receive('mismatch.csv', [HEADER, ...ROWS, '#CONTROL,rows,3', '#CONTROL,total,PHP,30'].join('\n'));
     expect(batch.state).toBe('REJECTED');
-    expect(batch.rejectReason).toContain('control trailer expects PHP total 30, found 301.5');
+    expect(batch.rejectReason).toContain('control trailer (line 6) expects PHP total 30, found 301.5');
     expect(batch.rejectReason).toContain(UNTERMINATED);
     await expectNothingPaid(p);
   });

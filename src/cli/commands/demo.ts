@@ -16,7 +16,14 @@ import { batchStateCounts, listRecentBatches } from '../../store/index.js';
 import { createLogger } from '../../log/index.js';
 import { print, table } from '../output.js';
 
-const SAMPLES = ['payouts-valid.csv', 'payouts-with-errors.csv', 'payouts-semicolon-bom-crlf.csv'];
+const SAMPLES = [
+  'payouts-valid.csv',
+  'payouts-with-errors.csv',
+  'payouts-semicolon-bom-crlf.csv',
+  // The same kinds of batch as workbooks a clerk saves from Excel (samples/xlsx-samples.mjs).
+  'payouts-valid.xlsx',
+  'payouts-with-errors.xlsx',
+];
 
 export function samplesDir(): string {
   // dist/cli/commands/demo.js -> <package>/samples

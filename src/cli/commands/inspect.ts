@@ -3,9 +3,10 @@ import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
-import { getBatch } from '../../store/index.js';
-import { parseBatchFile } from '../../ingest/csv/index.js';
-import type { RowError } from '../../ingest/rules/index.js';
+import { existsSync } from 'node:fs';
+import { getBatch, requestValuesOfReferences } from '../../store/index.js';
+import { parseBatchFile, type RetryOriginals } from '../../ingest/csv/index.js';
+import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { rulesWithRowLimits } from '../../approval/index.js';
 import { print } from '../output.js';
 import { withReadOnlyStore } from './status.js';
@@ -26,12 +27,27 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
   });
 }
 
+/** One problem as finance reads it: `payouts.csv, line 16, column K "Account number": CODE: what is wrong`. */
 function formatError(e: RowError): string {
-  return `${e.file}:${e.line ?? '-'}${e.column ? ` [${e.column}]` : ''} ${e.code}: ${e.message}`;
+  const place = errorPlace(e);
+  return `${e.file}${place ? `, ${place}` : ''}: ${e.code}: ${e.message}`;
 }
 
-/** Dry run: every error of the file, including references repeated inside it. Returns the exit code. */
+/**
+ * Dry run: every error of the file, including references repeated inside it, and retry rows that lost their
+ * original's leading zeros when the state database is there to say. Returns the exit code.
+ */
 export async function validateFile(config: ResolvedConfig, file: string): Promise<number> {
+  if (config.database.client === 'sqlite' && !existsSync(config.databaseFile)) return validateWith(config, file, undefined);
+  try {
+    return await withReadOnlyStore(config, (db) => validateWith(config, file, (references) => requestValuesOfReferences(db, references)));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    return validateWith(config, file, undefined);
+  }
+}
+
+async function validateWith(config: ResolvedConfig, file: string, retryOriginals: RetryOriginals | undefined): Promise<number> {
   const path = resolve(file);
   const name = basename(path);
   const seen = new Map<string, number[]>();
@@ -39,6 +55,7 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
     rules: rulesWithRowLimits(config.batch.rules, config.limits),
+    ...(retryOriginals ? { retryOriginals } : {}),
     onRows: async (rows) => {
       for (const r of rows) {
         rowErrors.push(...r.errors);
@@ -51,7 +68,9 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   if (result.fileErrors.length === 0) {
     for (const e of rowErrors) print(formatError(e));
     for (const [ref, lines] of dupes)
-      print(`${name}:${lines.join(',')} [merchantReferenceId] DUPLICATE_IN_FILE: ${ref} appears on lines ${lines.join(', ')}`);
+      print(
+        `${name}, lines ${lines.join(', ')}: DUPLICATE_IN_FILE: the reference ${ref} appears on each of these lines; give each payout its own reference`,
+      );
   }
   const problems = result.fileErrors.length + rowErrors.length + dupes.length;
   const sums = Object.entries(result.totals)

@@ -21,6 +21,8 @@ export interface ControlTotals {
   rows: number | null;
   /** Declared total per payout currency, normal-form decimal text. */
   totals: Record<string, string>;
+  /** The line of the row count and of each currency's total, for messages (absent in blocks made by hand). */
+  lines?: { rows: number | null; totals: Record<string, number> };
 }
 
 /** What the data rows add up to. */
@@ -44,7 +46,9 @@ export function isControlRecord(fields: readonly string[]): boolean {
 /** Collects control lines into one block, reporting malformed ones. */
 export class ControlBlock {
   private rows: number | null = null;
+  private rowsLine: number | null = null;
   private readonly totals = new Map<string, string>();
+  private readonly totalLines: Record<string, number> = {};
   private lines = 0;
 
   constructor(
@@ -70,6 +74,7 @@ export class ControlBlock {
       if (!/^\d{1,15}$/.test(count)) return invalid(`control row count ${quoteValue(count)} is not a whole number`);
       if (this.rows !== null) return invalid('control row count given twice');
       this.rows = Number.parseInt(count, 10);
+      this.rowsLine = line;
       return null;
     }
     if (kind === 'total' && fields.length === 4) {
@@ -79,6 +84,7 @@ export class ControlBlock {
       if (!isPlainDecimal(amount)) return invalid(`control total ${quoteValue(amount)} for ${currency} is not a plain decimal`);
       if (this.totals.has(currency)) return invalid(`control total for ${currency} given twice`);
       this.totals.set(currency, normalizeAmount(amount));
+      this.totalLines[currency] = line;
       return null;
     }
     return invalid(`control line must be ${CONTROL_MARKER},rows,<count> or ${CONTROL_MARKER},total,<currency>,<amount>`);
@@ -87,7 +93,13 @@ export class ControlBlock {
   /** The block, or null when no control line was seen; a block without a row count is an error. */
   finish(endLine: number | null): { controls: ControlTotals | null; error: RowError | null } {
     if (!this.seen) return { controls: null, error: null };
-    const controls: ControlTotals = { source: this.source, file: this.file, rows: this.rows, totals: Object.fromEntries(this.totals) };
+    const controls: ControlTotals = {
+      source: this.source,
+      file: this.file,
+      rows: this.rows,
+      totals: Object.fromEntries(this.totals),
+      lines: { rows: this.rowsLine, totals: { ...this.totalLines } },
+    };
     const error: RowError | null =
       this.rows === null
         ? fileErrorOf(this.file, endLine, 'CONTROL_INVALID', `control totals have no ${CONTROL_MARKER},rows,<count> line`)
@@ -152,12 +164,18 @@ export async function readSidecar(path: string, file: string): Promise<{ control
 /** Compares a declared block with what the data rows hold. */
 export function compareControls(controls: ControlTotals, found: FoundTotals): RowError[] {
   const errors: RowError[] = [];
-  const where = controls.source === 'sidecar' ? 'control file' : 'control trailer';
-  const mismatch = (code: 'CONTROL_ROWS_MISMATCH' | 'CONTROL_TOTAL_MISMATCH', message: string): void => {
-    errors.push(fileErrorOf(controls.file, null, code, message));
+  const where = controls.source === 'sidecar' ? `control file ${controls.file}` : 'control trailer';
+  const at = (line: number | null | undefined): string => (line === null || line === undefined ? '' : ` (line ${line})`);
+  const mismatch = (code: 'CONTROL_ROWS_MISMATCH' | 'CONTROL_TOTAL_MISMATCH', line: number | null, message: string): void => {
+    errors.push(fileErrorOf(controls.file, line, code, message));
   };
+  const rowsLine = controls.lines?.rows ?? null;
   if (controls.rows !== null && controls.rows !== found.rows) {
-    mismatch('CONTROL_ROWS_MISMATCH', `${where} expects ${controls.rows} data rows, found ${found.rows}`);
+    mismatch(
+      'CONTROL_ROWS_MISMATCH',
+      rowsLine,
+      `${where}${at(rowsLine)} expects ${controls.rows} data rows, found ${found.rows}; correct the count, or check that no row is missing`,
+    );
   }
   const declared = Object.keys(controls.totals);
   if (declared.length === 0) return errors;
@@ -169,10 +187,19 @@ export function compareControls(controls: ControlTotals, found: FoundTotals): Ro
   for (const currency of currencies) {
     const expected = controls.totals[currency];
     const actual = found.totals.get(currency) ?? new Decimal(0);
+    const line = controls.lines?.totals[currency] ?? null;
     if (expected === undefined) {
-      mismatch('CONTROL_TOTAL_MISMATCH', `${where} has no total for ${currency}, found ${decimalText(actual)} ${currency}${unsummed}`);
+      mismatch(
+        'CONTROL_TOTAL_MISMATCH',
+        rowsLine,
+        `${where} has no total for ${currency}, found ${decimalText(actual)} ${currency}${unsummed}; add a line ${CONTROL_MARKER},total,${currency},<amount>`,
+      );
     } else if (!actual.equals(expected)) {
-      mismatch('CONTROL_TOTAL_MISMATCH', `${where} expects ${currency} total ${expected}, found ${decimalText(actual)}${unsummed}`);
+      mismatch(
+        'CONTROL_TOTAL_MISMATCH',
+        line,
+        `${where}${at(line)} expects ${currency} total ${expected}, found ${decimalText(actual)}${unsummed}; correct the total, or check the amounts`,
+      );
     }
   }
   return errors;

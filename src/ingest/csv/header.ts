@@ -3,7 +3,7 @@
  * then the field paths. Unknown, duplicate and missing columns are all reported at once, as file errors.
  */
 import { FIELD_PATHS, isFieldPath, type FieldPath } from '../rules/fields.js';
-import { quoteValue, type RowError } from '../rules/row-error.js';
+import { columnLetter, quoteValue, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 
 export interface ResolvedHeader {
@@ -29,6 +29,81 @@ function key(name: string): string {
   return trimSpaces(name).toLowerCase();
 }
 
+/** Headers finance sheets commonly use, for the hint of an unknown one (letters and digits only, lower case). */
+const USUAL_NAMES: Record<string, FieldPath> = {
+  reference: 'merchantReferenceId',
+  ref: 'merchantReferenceId',
+  referenceid: 'merchantReferenceId',
+  invoice: 'merchantReferenceId',
+  id: 'merchantReferenceId',
+  amount: 'payoutAmount',
+  sum: 'payoutAmount',
+  currency: 'payoutCurrency',
+  funding: 'deductionCurrency',
+  stablecoin: 'deductionCurrency',
+  firstname: 'sender.firstName',
+  givenname: 'sender.firstName',
+  lastname: 'sender.lastName',
+  surname: 'sender.lastName',
+  familyname: 'sender.lastName',
+  country: 'sender.country',
+  idtype: 'sender.idType',
+  documenttype: 'sender.idType',
+  idnumber: 'sender.idValue',
+  documentnumber: 'sender.idValue',
+  beneficiary: 'beneficiary.accountName',
+  name: 'beneficiary.accountName',
+  payee: 'beneficiary.accountName',
+  accountname: 'beneficiary.accountName',
+  account: 'beneficiary.accountNumber',
+  accountnumber: 'beneficiary.accountNumber',
+  accountno: 'beneficiary.accountNumber',
+  iban: 'beneficiary.accountNumber',
+  bank: 'beneficiary.bankCode',
+  bankcode: 'beneficiary.bankCode',
+  bic: 'beneficiary.bankCode',
+  swift: 'beneficiary.bankCode',
+  routing: 'beneficiary.bankCode',
+};
+
+const squash = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
+
+/** The field an unknown header most likely means (its usual names, its path, the last part of its path), or null. */
+export function nearestField(name: string, exclude: ReadonlySet<FieldPath> = new Set()): FieldPath | null {
+  const wanted = squash(name);
+  if (wanted === '') return null;
+  const candidates: [string, FieldPath][] = [
+    ...Object.entries(USUAL_NAMES),
+    ...FIELD_PATHS.flatMap((f): [string, FieldPath][] => [
+      [squash(f), f],
+      [squash(f.split('.').pop() as string), f],
+    ]),
+  ];
+  let best: { field: FieldPath; distance: number } | null = null;
+  for (const [candidate, field] of candidates) {
+    if (exclude.has(field)) continue;
+    const distance = editDistance(wanted, candidate);
+    if (best === null || distance < best.distance) best = { field, distance };
+  }
+  return best !== null && best.distance <= Math.max(1, Math.floor(wanted.length / 3)) ? best.field : null;
+}
+
 /** Lookup table: normalized name -> field. Aliases win over canonical names. */
 export function headerLookup(aliases: Record<string, string>): Map<string, FieldPath> {
   const lookup = new Map<string, FieldPath>();
@@ -45,30 +120,25 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
   const fields: FieldPath[] = [];
   const indexOf: Partial<Record<FieldPath, number>> = {};
   const columns: Partial<Record<FieldPath, string>> = {};
-  const fileError = (column: string | null, field: string | null, code: RowError['code'], message: string): void => {
-    errors.push({ file: ctx.file, line: ctx.line, column, field, code, message });
+  const fileError = (at: number | null, column: string | null, field: string | null, code: RowError['code'], message: string): void => {
+    errors.push({ file: ctx.file, line: ctx.line, column, columnIndex: at, field, code, message });
   };
+  const unknown: { index: number; name: string }[] = [];
   cells.forEach((cell, index) => {
     const name = trimSpaces(cell);
     const field = lookup.get(name.toLowerCase());
     if (field === undefined) {
-      fileError(
-        name,
-        null,
-        'HEADER_UNKNOWN',
-        name === ''
-          ? `column ${index + 1} has an empty header`
-          : `column ${index + 1} header ${quoteValue(name)} is not a known field or alias`,
-      );
+      unknown.push({ index, name });
       return;
     }
     const first = indexOf[field];
     if (first !== undefined) {
       fileError(
+        index,
         name,
         field,
         'HEADER_DUPLICATE',
-        `column ${index + 1} header ${quoteValue(name)} maps to ${field}, already given by column ${first + 1} ${quoteValue(columns[field] ?? '')}`,
+        `this header is ${field} again, already the header of column ${columnLetter(first)} ${quoteValue(columns[field] ?? '')}; keep one of the two columns`,
       );
       return;
     }
@@ -76,9 +146,40 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
     indexOf[field] = index;
     columns[field] = name;
   });
+  // Blank columns after the last header (a sheet's padding) are no columns: only trailing empty headers are let go.
+  const last = cells.length - 1 - [...cells].reverse().findIndex((c) => trimSpaces(c) !== '');
+  const present = new Set(Object.keys(indexOf) as FieldPath[]);
+  for (const { index, name } of unknown) {
+    if (name === '') {
+      fileError(
+        index,
+        name,
+        null,
+        'HEADER_UNKNOWN',
+        index > last
+          ? 'this column has no header but follows the last one; delete the empty columns after the last header'
+          : 'this column has no header (merged header cells?); name every column, unmerging merged cells',
+      );
+      continue;
+    }
+    const near = nearestField(name, present);
+    fileError(
+      index,
+      name,
+      null,
+      'HEADER_UNKNOWN',
+      `${quoteValue(name)} is not a column payoutd knows${near ? `; did you mean ${near}? R` : ': r'}ename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")`,
+    );
+  }
   for (const field of FIELD_PATHS) {
     if (indexOf[field] === undefined && ctx.required.has(field)) {
-      fileError(null, field, 'HEADER_MISSING', `required column ${field} is missing from the header`);
+      fileError(
+        null,
+        null,
+        field,
+        'HEADER_MISSING',
+        `the required column ${field} is missing from the header row; add it, or map your header for it in batch.format.columnAliases`,
+      );
     }
   }
   return errors.length > 0 ? { errors } : { header: { width: cells.length, fields, indexOf, columns } };

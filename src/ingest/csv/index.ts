@@ -7,3 +7,5 @@ export { headerLine, sniffDelimiter, sniffFileDelimiter } from './delimiter.js';
 export { lineAtByte } from './lines.js';
 export { continuationOf, headerRecord, restRecords, type RestTally } from './continued.js';
 export { firstInvalidUtf8, incompleteTailLength } from './utf8.js';
+export { batchFileKind } from './text-source.js';
+export type { RetryOriginals } from './retry-rows.js';

@@ -36,13 +36,19 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /** The physical line holding byte `offset` of a file (CRLF, LF and a lone CR are one line break each). */
-export async function lineAtByte(path: string, offset: number): Promise<number> {
+export function lineAtByte(path: string, offset: number): Promise<number> {
+  // Through the byte at `offset` itself: it tells a lone CR just before it from a CRLF.
+  return lineAtByteOf(createReadStream(path, { end: offset }), offset);
+}
+
+/** The line holding byte `offset` of a stream of bytes (a decompressed file); reads no further than that byte. */
+export async function lineAtByteOf(bytes: AsyncIterable<Buffer>, offset: number): Promise<number> {
   let line = 1;
   let at = 0;
   let previous = -1;
-  // Through the byte at `offset` itself: it tells a lone CR just before it from a CRLF.
-  for await (const chunk of createReadStream(path, { end: offset })) {
-    for (const byte of chunk as Buffer) {
+  for await (const chunk of bytes) {
+    for (const byte of chunk) {
+      if (at > offset) return line;
       if (previous === CR && byte !== LF) line++;
       if (byte === LF && at < offset) line++;
       previous = byte;

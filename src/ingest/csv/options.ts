@@ -5,6 +5,19 @@ import { trimSpaces } from '../rules/text.js';
 
 export const batchFormatSchema = z
   .strictObject({
+    /**
+     * Text encoding of CSV files: 'utf-8' (strict: a byte that is not UTF-8 rejects the file), 'auto' (UTF-8,
+     * UTF-16 with a byte order mark, else Windows-1252 when the bytes cannot be UTF-8; the ack says which), or
+     * a named WHATWG encoding ('windows-1252', 'iso-8859-1', 'utf-16le', ...).
+     */
+    encoding: z
+      .string()
+      .default('utf-8')
+      .refine((name) => name === 'auto' || textEncodingKnown(name), {
+        message: "not a known text encoding: use 'utf-8', 'auto', or a WHATWG encoding name such as 'windows-1252'",
+      }),
+    /** Sheet of an .xlsx batch to read; null: the workbook must have one sheet. */
+    sheet: z.string().min(1).nullable().default(null),
     /** Field delimiter; 'auto' decides between ',' and ';' from the header line. */
     delimiter: z.enum(['auto', ',', ';']).default('auto'),
     /** Header name as finance writes it -> field path; matched trimmed and case-insensitively. */
@@ -41,6 +54,16 @@ export const batchFormatSchema = z
       seen.set(key, alias);
     }
   });
+
+/** Whether the runtime can decode `name` (Node with full ICU knows every WHATWG encoding). */
+function textEncodingKnown(name: string): boolean {
+  try {
+    new TextDecoder(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type BatchFormatOptions = z.output<typeof batchFormatSchema>;
 export type BatchFormatOptionsInput = z.input<typeof batchFormatSchema>;

@@ -1,10 +1,10 @@
 /**
- * Reads one CSV batch file: its bytes through the UTF-8 check and csv-parse (a `pipeline` with backpressure),
- * each record validated into the row the store keeps, handed to the caller in awaited chunks. Rows handed
- * over are provisional: some file errors are only known later, and when the result has any `fileErrors`
- * every row handed over must be discarded.
+ * Reads one batch file: a CSV's bytes (decompressed, decoded) through the UTF-8 check and csv-parse (a
+ * `pipeline` with backpressure), or an .xlsx sheet's rows (src/ingest/xlsx); each record validated into the
+ * row the store keeps, handed to the caller in awaited chunks. Rows handed over are provisional: some file
+ * errors are only known later, and when the result has any `fileErrors` every row handed over must be
+ * discarded.
  */
-import { createReadStream } from 'node:fs';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CsvError, parse } from 'csv-parse';
@@ -12,20 +12,24 @@ import { PayoutdError } from '../../domain/errors.js';
 import { ExactTotal } from '../../domain/exact-total.js';
 import { decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
-import { encodeRequestValues, REQUEST_VALUE_INDEX, requestOfText } from '../../domain/request-values.js';
+import { decodeRequestValues, encodeRequestValues, REQUEST_VALUE_INDEX, requestOfText } from '../../domain/request-values.js';
 import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules } from '../rules/compiled.js';
 import type { ValidationRules } from '../rules/options.js';
-import { fileErrorOf, type RowError } from '../rules/row-error.js';
+import { columnPlace, fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { endsInsideRow, unterminatedFileProblem } from './complete.js';
 import { compareControls, ControlBlock, isControlRecord, readSidecar, type ControlTotals, type FoundTotals } from './control.js';
-import { sniffFileDelimiter, type Delimiter } from './delimiter.js';
+import { sniffDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
-import { lineAtByte, RecordLines } from './lines.js';
+import { RecordLines } from './lines.js';
 import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
+import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
+import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
+import { cellText, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
+import type { FieldPath } from '../rules/fields.js';
 
 /** The batch file could not be read at all (missing, unreadable): not a problem of its content. */
 export class BatchReadError extends PayoutdError {
@@ -34,7 +38,13 @@ export class BatchReadError extends PayoutdError {
 
 /** Every error of a row with its code and column, as the row keeps it (the line has its own column everywhere). */
 export function reasonOf(errors: readonly RowError[]): string | null {
-  return errors.length > 0 ? errors.map((e) => `${e.code}${e.column ? ` [${e.column}]` : ''}: ${e.message}`).join('; ') : null;
+  if (errors.length === 0) return null;
+  return errors
+    .map((e) => {
+      const column = columnPlace(e);
+      return `${e.code}${column ? ` [${column}]` : ''}: ${e.message}`;
+    })
+    .join('; ');
 }
 
 /** A money cell as the row keeps it: as written (trimmed), or null when empty or equal to the request's value. */
@@ -82,6 +92,18 @@ export class ReadRow {
     this.reason = reasonOf(errors);
   }
 
+  /** This valid row refused for `errors` found after it was read (its money cells kept as written). */
+  refusedFor(errors: readonly RowError[]): ReadRow {
+    const values = this.requestValues === null ? null : decodeRequestValues(this.requestValues);
+    const written: Partial<Record<number, string | null>> = {
+      [REQUEST_VALUE_INDEX.payoutCurrency]: this.payoutCurrency,
+      [REQUEST_VALUE_INDEX.payoutAmount]: this.payoutAmount,
+      [REQUEST_VALUE_INDEX.deductionCurrency]: this.deductionCurrency,
+    };
+    const cells = values?.map((v, i) => written[i] ?? v) ?? null;
+    return new ReadRow(this.batchId, this.line, this.rowNumber, this.merchantReferenceId, null, [...this.errors, ...errors], cells);
+  }
+
   get request(): PayoutRequest | null {
     return this.requestValues === null ? null : requestOfText(this.requestValues);
   }
@@ -90,6 +112,11 @@ export class ReadRow {
 export interface BatchParseResult {
   file: string;
   delimiter: Delimiter;
+  /** What the file was: CSV text (maybe gzipped) or an .xlsx workbook. */
+  kind: 'text' | 'gzip' | 'xlsx';
+  /** The text encoding read (null for a workbook), and whether it was decided from the bytes (`encoding: auto`). */
+  encoding: string | null;
+  encodingDetected: boolean;
   /** Problems that reject the whole file; non-empty = discard every row handed to onRows. */
   fileErrors: RowError[];
   /** Data rows read (blank lines, the header and control lines excluded). */
@@ -122,6 +149,8 @@ export interface ParseBatchOptions {
   readChunkBytes?: number;
   /** Aborts reading (daemon shutdown); the promise then rejects with the abort error. */
   signal?: AbortSignal;
+  /** The rows earlier batches hold for references: retry rows are checked against the rows they retry. */
+  retryOriginals?: RetryOriginals;
   onRows: (rows: ReadRow[]) => Promise<void>;
 }
 
@@ -179,9 +208,40 @@ class BatchReader {
     this.fileError(fileErrorOf(this.file, line, code, message));
   }
 
+  /** Problems of the cells of the row being taken, by field (a workbook's date or long-number cells). */
+  private cellProblems: Map<FieldPath, CellProblem> | null = null;
+
+  /** One sheet row: its cells as text for the header, or for each column's field, then taken as a record. */
+  takeSheetRow(row: SheetRow): ReadRow | null {
+    const header = this.header;
+    const fields: string[] = [];
+    let problems: Map<FieldPath, CellProblem> | null = null;
+    row.cells.forEach((cell, index) => {
+      const field = header?.fields[index] ?? null;
+      const read = cellText(cell, field);
+      if ('text' in read) fields.push(read.text);
+      else {
+        fields.push('');
+        if (field !== null) (problems ??= new Map()).set(field, read.problem);
+        else fields[index] = cell.kind === 'date' ? cell.value.toISOString().slice(0, 10) : String((cell as { value: unknown }).value);
+      }
+    });
+    if (header !== null) {
+      // Cells a sheet leaves empty at the end of a row are no missing fields.
+      while (fields.length < header.width) fields.push('');
+      while (fields.length > header.width && trimSpaces(fields[fields.length - 1] as string) === '') fields.pop();
+    }
+    this.cellProblems = problems;
+    try {
+      return this.take(fields, row.line);
+    } finally {
+      this.cellProblems = null;
+    }
+  }
+
   /** One record: the row it is, or null for a record that is none (header, blank line, control line). */
-  take(fields: string[]): ReadRow | null {
-    const line = this.lines.startOf(fields);
+  take(fields: string[], atLine?: number): ReadRow | null {
+    const line = atLine ?? this.lines.startOf(fields);
     this.lastLine = line;
     if (this.header === null) {
       this.takeHeader(fields, line);
@@ -212,6 +272,15 @@ class BatchReader {
     }
     if (fields.length < this.header.width) this.shortLastRow = { line, rowNumber: this.rowCount, fields: fields.length };
     return row;
+  }
+
+  /** A valid row refused after it was read (a retry row that lost its original's leading zeros). */
+  refuseLater(row: ReadRow, error: RowError): ReadRow {
+    this.validCount--;
+    this.invalidCount++;
+    this.errorCount++;
+    if (this.storedErrors.length < this.format.maxStoredErrors) this.storedErrors.push(error);
+    return row.refusedFor([error]);
   }
 
   /** The record being read when csv-parse stopped: its start line, and its row number (null: the header). */
@@ -265,7 +334,7 @@ class BatchReader {
       cells[i] = column < 0 ? '' : (fields[column] ?? '');
     }
     input.line = line;
-    const result = validateCells(input, this.rules);
+    const result = withCellProblems(validateCells(input, this.rules), this.cellProblems, input);
     if ('values' in result) {
       const values = result.values;
       // A valid row's currency is a known code and its amount a plain decimal (normalized: the same sum).
@@ -285,6 +354,8 @@ class BatchReader {
     // Only 3-letter codes, so a hostile file cannot grow the map without bound.
     if (/^[A-Z]{3}$/.test(currency) && isPlainDecimal(amount)) this.addToTotal(currency, amount);
     else this.unsummedRows++;
+    // The column of each error, for its letter (only rows with errors pay for this).
+    for (const error of result.errors) error.columnIndex = error.field === null ? null : (header.indexOf[error.field as FieldPath] ?? null);
     return new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
   }
 
@@ -296,6 +367,29 @@ class BatchReader {
     }
     total.add(amount);
   }
+}
+
+/** A row's validation with the problems of its workbook cells in place of what the rules made of their text. */
+function withCellProblems(
+  result: ReturnType<typeof validateCells>,
+  problems: ReadonlyMap<FieldPath, CellProblem> | null,
+  input: RowCells,
+): ReturnType<typeof validateCells> {
+  if (problems === null) return result;
+  const errors = 'errors' in result ? result.errors.filter((e) => !problems.has(e.field as FieldPath)) : [];
+  for (const [field, problem] of problems) {
+    errors.push({
+      file: input.file,
+      line: input.line,
+      column: input.columns[field] ?? null,
+      field,
+      code: problem.code,
+      message: problem.message,
+    });
+  }
+  const order = new Map(FIELD_PATHS.map((f, i) => [f as string, i]));
+  errors.sort((a, b) => (order.get(a.field ?? '') ?? 0) - (order.get(b.field ?? '') ?? 0));
+  return { errors };
 }
 
 function csvErrorToFileError(err: CsvError, line: number, rowNumber: number | null): { code: RowError['code']; message: string } {
@@ -337,6 +431,8 @@ class RowChunks {
     private readonly size: number,
     private readonly onRows: (rows: ReadRow[]) => Promise<void>,
     private readonly signal: AbortSignal | undefined,
+    /** Looks at each chunk before it is handed over, and may refuse rows of it. */
+    private readonly review: ((rows: ReadRow[]) => Promise<ReadRow[]>) | null = null,
   ) {}
 
   add(row: ReadRow): void {
@@ -363,21 +459,47 @@ class RowChunks {
   private handOver(): void {
     const rows = this.chunk;
     this.chunk = [];
-    this.handing = this.handing.then(() => (this.stopped || this.signal?.aborted ? undefined : this.onRows(rows)));
+    const review = this.review;
+    this.handing = this.handing.then(async () => {
+      if (this.stopped || this.signal?.aborted) return;
+      await this.onRows(review === null ? rows : await review(rows));
+    });
     // Whoever waits next sees a failure; until then it is not an unhandled rejection.
     this.handing.catch(() => undefined);
   }
 }
 
 /** What stopped a read, as the file error it is; rethrown when it is no problem of the file's content. */
-async function noteFailure(reader: BatchReader, failure: unknown, path: string, displayName: string): Promise<void> {
+async function noteFailure(reader: BatchReader, failure: unknown, source: TextSource | null, displayName: string): Promise<void> {
   if (failure instanceof StopParsing) return; // the file error is already recorded
+  if (failure instanceof SheetRefusal) {
+    reader.fileErrorAt(failure.line, failure.code, failure.message);
+    return;
+  }
   if (failure instanceof InvalidUtf8Error) {
-    const line = await lineAtByte(path, failure.offset);
+    const line = source === null ? null : await source.lineAt(failure.offset);
     const message = failure.truncated
       ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
-      : `${failure.message} (line ${line}); the file must be UTF-8`;
+      : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
     reader.fileErrorAt(line, 'INVALID_UTF8', message);
+    return;
+  }
+  if (failure instanceof TextDecodeError) {
+    reader.fileErrorAt(
+      null,
+      'INVALID_ENCODING',
+      `${failure.message} (batch.format.encoding); save it again in that encoding, or as CSV UTF-8`,
+    );
+    return;
+  }
+  if (isZlibError(failure)) {
+    reader.fileErrorAt(
+      null,
+      'GZIP_INVALID',
+      failure.code === 'Z_BUF_ERROR'
+        ? 'the upload looks incomplete: the gzip file ends before its end; upload it again'
+        : `the file is not a valid gzip file (${failure.code}); compress the CSV again with gzip and upload it`,
+    );
     return;
   }
   if (failure instanceof CsvError) {
@@ -389,57 +511,129 @@ async function noteFailure(reader: BatchReader, failure: unknown, path: string, 
   throw isFsError(failure) ? readError(failure, displayName) : failure;
 }
 
+function isZlibError(err: unknown): err is Error & { code: string } {
+  return (
+    err instanceof Error &&
+    typeof (err as NodeJS.ErrnoException).code === 'string' &&
+    /^Z_/.test((err as NodeJS.ErrnoException).code as string)
+  );
+}
+
+/** Reads the records of a CSV file (plain or gzipped, in its encoding) into the reader; what stopped it, or null. */
+async function readCsvRecords(
+  source: TextSource,
+  delimiter: Delimiter,
+  reader: BatchReader,
+  chunks: RowChunks,
+  utf8: Utf8Check,
+  opts: ParseBatchOptions,
+): Promise<unknown> {
+  try {
+    await pipeline(
+      [
+        ...source.streams(opts.readChunkBytes ?? READ_CHUNK_BYTES),
+        utf8.stream,
+        // More bytes for the parser once the rows read so far are taken.
+        new Transform({
+          transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback),
+        }),
+        parse({
+          bom: true,
+          delimiter,
+          record_delimiter: ['\r\n', '\n', '\r'],
+          relax_column_count: true,
+          // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
+          skip_empty_lines: false,
+          max_record_size: opts.format.maxRecordBytes,
+        }),
+        // Each record is taken as it is parsed, so a parse error comes after every record before it.
+        new Writable({
+          objectMode: true,
+          write(fields: string[], _encoding, callback) {
+            try {
+              const row = reader.take(fields);
+              if (row !== null) chunks.add(row);
+              callback();
+            } catch (err) {
+              callback(err as Error);
+            }
+          },
+        }),
+      ],
+      opts.signal ? { signal: opts.signal } : {},
+    );
+    return null;
+  } catch (err) {
+    return err;
+  }
+}
+
+/** Reads the rows of a workbook's sheet into the reader; what stopped it, or null. */
+async function readSheetRecords(path: string, reader: BatchReader, chunks: RowChunks, opts: ParseBatchOptions): Promise<unknown> {
+  try {
+    for await (const row of sheetRows(path, opts.format.sheet)) {
+      opts.signal?.throwIfAborted();
+      const read = reader.takeSheetRow(row);
+      if (read !== null) {
+        chunks.add(read);
+        // Rows go to the caller as they are read: no more than a chunk waits.
+        await chunks.taken();
+      }
+    }
+    return null;
+  } catch (err) {
+    return err;
+  }
+}
+
 /** Reads, checks and validates one batch file. Rejects only when the file cannot be read or onRows fails. */
 export async function parseBatchFile(path: string, displayName: string, opts: ParseBatchOptions): Promise<BatchParseResult> {
   const { format } = opts;
   const rules = isCompiled(opts.rules) ? opts.rules : compileRules(opts.rules);
-  const delimiter = await batchDelimiter(path, displayName, format);
+  const kind = batchFileKind(displayName);
+  let source: TextSource | null = null;
+  let delimiter: Delimiter = ',';
+  if (kind !== 'xlsx') {
+    try {
+      source = await textSource(path, kind, format.encoding);
+    } catch (err) {
+      if (!isZlibError(err)) throw readError(err, displayName);
+    }
+    if (source !== null) delimiter = await batchDelimiter(source, displayName, format);
+  }
   const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules);
   const utf8 = new Utf8Check();
-  const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal);
-  let failure: unknown = null;
-  try {
-    await pipeline(
-      createReadStream(path, { highWaterMark: opts.readChunkBytes ?? READ_CHUNK_BYTES }),
-      utf8.stream,
-      // More bytes for the parser once the rows read so far are taken.
-      new Transform({ transform: (bytes: Buffer, _encoding, callback) => void chunks.taken().then(() => callback(null, bytes), callback) }),
-      parse({
-        bom: true,
-        delimiter,
-        record_delimiter: ['\r\n', '\n', '\r'],
-        relax_column_count: true,
-        // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
-        skip_empty_lines: false,
-        max_record_size: format.maxRecordBytes,
-      }),
-      // Each record is taken as it is parsed, so a parse error comes after every record before it.
-      new Writable({
-        objectMode: true,
-        write(fields: string[], _encoding, callback) {
-          try {
-            const row = reader.take(fields);
-            if (row !== null) chunks.add(row);
-            callback();
-          } catch (err) {
-            callback(err as Error);
-          }
-        },
-      }),
-      opts.signal ? { signal: opts.signal } : {},
-    );
-  } catch (err) {
-    failure = err;
-    chunks.stop();
-  }
+  const lookup = opts.retryOriginals;
+  const review =
+    lookup === undefined
+      ? null
+      : (rows: ReadRow[]): Promise<ReadRow[]> =>
+          checkRetryRows(
+            rows,
+            lookup,
+            { file: displayName, columns: reader.header?.columns ?? {}, indexOf: reader.header?.indexOf ?? {} },
+            (row, error) => reader.refuseLater(row, error),
+          );
+  const chunks = new RowChunks(Math.max(1, opts.chunkSize ?? 500), opts.onRows, opts.signal, review);
+  const failure: unknown =
+    kind === 'xlsx'
+      ? await readSheetRecords(path, reader, chunks, opts)
+      : source === null
+        ? Object.assign(new Error('not gzip'), { code: 'Z_DATA_ERROR' })
+        : await readCsvRecords(source, delimiter, reader, chunks, utf8, opts);
+  if (failure !== null) chunks.stop();
   // Rows still going in are waited for, whatever stopped the read; a failure to take them is the caller's.
   if (failure === null) await chunks.finish();
   else await chunks.taken();
-  if (failure !== null) await noteFailure(reader, failure, path, displayName);
+  if (failure !== null) await noteFailure(reader, failure, source, displayName);
   let controlTotals: ControlTotals[] = [];
   if (failure === null) {
     if (reader.header === null) {
-      reader.fileErrorAt(null, 'FILE_EMPTY', 'file has no header row (it is empty or blank)');
+      reader.fileErrorAt(
+        null,
+        'FILE_EMPTY',
+        kind === 'xlsx' ? 'the sheet has no header row (it is empty)' : 'file has no header row (it is empty or blank)',
+      );
     } else {
       const short = reader.shortLastRow;
       if (short !== null) {
@@ -452,8 +646,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
       const controls = await checkControls(reader, path, opts.sidecarPath, format.requireControlTotals);
       controlTotals = controls.blocks;
       // A file that ends inside a row says so above; one that ends right after a field may hold a cut value.
+      // A workbook and a gzip file have their own end markers: a cut one cannot be read at all.
       const unterminated = unterminatedFileProblem({
-        endsWithLineBreak: utf8.endsWithLineBreak,
+        endsWithLineBreak: kind !== 'text' || utf8.endsWithLineBreak,
         controlTotalsMatched: controls.matched,
         doneMarker: opts.doneMarker ?? false,
       });
@@ -463,6 +658,9 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   return {
     file: displayName,
     delimiter,
+    kind,
+    encoding: source?.encoding ?? null,
+    encodingDetected: source?.detected ?? false,
     fileErrors: reader.fileErrors,
     rowCount: reader.rowCount,
     validCount: reader.validCount,
@@ -477,10 +675,14 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   };
 }
 
-export async function batchDelimiter(path: string, displayName: string, format: BatchFormatOptions): Promise<Delimiter> {
+/** The file's field delimiter: configured, or decided from its header line. */
+export async function batchDelimiter(source: TextSource, displayName: string, format: BatchFormatOptions): Promise<Delimiter> {
+  if (format.delimiter !== 'auto') return format.delimiter;
   try {
-    return format.delimiter === 'auto' ? await sniffFileDelimiter(path, format.maxRecordBytes) : format.delimiter;
+    // Lenient decoding is fine here: the streaming pass rejects bad bytes with their offset.
+    return sniffDelimiter(new TextDecoder('utf-8').decode(await sourceHead(source, format.maxRecordBytes)));
   } catch (err) {
+    if (err instanceof TextDecodeError || isZlibError(err)) return ',';
     throw readError(err, displayName);
   }
 }

@@ -13,3 +13,19 @@ const FIELD_SET: ReadonlySet<string> = new Set(FIELD_PATHS);
 export function isFieldPath(name: string): name is FieldPath {
   return FIELD_SET.has(name);
 }
+
+/** Words for a field in a message to finance. */
+export const FIELD_WORDS: Record<FieldPath, string> = {
+  merchantReferenceId: 'reference',
+  deductionCurrency: 'deduction currency',
+  payoutCurrency: 'payout currency',
+  payoutAmount: 'amount',
+  'sender.firstName': "sender's first name",
+  'sender.lastName': "sender's last name",
+  'sender.country': "sender's country",
+  'sender.idType': "sender's id type",
+  'sender.idValue': "sender's id number",
+  'beneficiary.accountName': 'account name',
+  'beneficiary.accountNumber': 'account number',
+  'beneficiary.bankCode': 'bank code',
+};

@@ -1,6 +1,6 @@
 /** Row validation for CSV payout batches: pure rules, reference tables, the error shape. */
 export { FIELD_PATHS, isFieldPath, type FieldPath } from './fields.js';
-export { ROW_ERROR_CODES, quoteValue, type RowError } from './row-error.js';
+export { FILE_ERROR_CODES, ROW_ERROR_CODES, errorPlace, quoteValue, type RowError } from './row-error.js';
 export { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRules, type ValidationRulesInput } from './options.js';
 export { compileRules, type CompiledRules } from './compiled.js';
 export { validateCells, validateRow, type RowCells, type RowValidation } from './validate-row.js';

@@ -19,6 +19,11 @@ export const FILE_ERROR_CODES = [
   'CONTROL_TOTAL_MISMATCH',
   'FILE_INCOMPLETE',
   'FILE_UNTERMINATED',
+  'INVALID_ENCODING',
+  'GZIP_INVALID',
+  'XLSX_UNREADABLE',
+  'XLSX_SHEETS',
+  'XLSX_FORMULA',
 ] as const;
 
 /** Problems that reject one row. */
@@ -49,6 +54,10 @@ export const ROW_ERROR_CODES = [
   'BIC_INVALID',
   'ABA_INVALID',
   'ABA_CHECKSUM',
+  'SCIENTIFIC_NOTATION',
+  'DATE_CONVERTED',
+  'AMOUNT_NOT_EXACT',
+  'LEADING_ZEROS_LOST',
 ] as const;
 
 export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];
@@ -61,6 +70,8 @@ export interface RowError {
   line: number | null;
   /** Header name as written in the file (trimmed); null for file-level errors. */
   column: string | null;
+  /** The column's position in the file (0 = column A), when known: messages name its letter. */
+  columnIndex?: number | null;
   /** Canonical field path; null when the error is not about one field. */
   field: string | null;
   code: FileErrorCode | RowErrorCode;
@@ -78,4 +89,30 @@ export function quoteValue(value: string, max = 40): string {
   // Cut by code points so a surrogate pair is never split.
   const cut = [...value];
   return JSON.stringify(cut.length > max ? `${cut.slice(0, max).join('')}…` : value);
+}
+
+/** Column letters as a spreadsheet shows them: 0 -> A, 25 -> Z, 26 -> AA. */
+export function columnLetter(index: number): string {
+  let n = index + 1;
+  let out = '';
+  while (n > 0) {
+    const r = (n - 1) % 26;
+    out = String.fromCharCode(65 + r) + out;
+    n = Math.floor((n - 1) / 26);
+  }
+  return out;
+}
+
+/** The column of an error as a clerk finds it: `column K "Account number"` (its header as written), or null. */
+export function columnPlace(e: Pick<RowError, 'column' | 'columnIndex'>): string | null {
+  const letter = e.columnIndex === null || e.columnIndex === undefined ? null : columnLetter(e.columnIndex);
+  if (letter !== null) return e.column ? `column ${letter} ${JSON.stringify(e.column)}` : `column ${letter}`;
+  return e.column ? JSON.stringify(e.column) : null;
+}
+
+/** Where an error is: `line 16, column K "Account number"`, `line 16`, or null for the file as a whole. */
+export function errorPlace(e: Pick<RowError, 'line' | 'column' | 'columnIndex'>): string | null {
+  const column = columnPlace(e);
+  const line = e.line === null ? null : `line ${e.line}`;
+  return line && column ? `${line}, ${column}` : (line ?? column);
 }

@@ -5,6 +5,9 @@
 import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
+import { damageChecked, damageProblem } from './damage.js';
+import { formatInWords } from './format-words.js';
+import { DEFAULT_REFERENCE_PATTERN } from './options.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
@@ -52,6 +55,9 @@ const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASE
 /** Fields checked for formula-like text: every text field; the amount's own checks refuse a sign or `=`. */
 const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field !== 'payoutAmount');
 
+/** Fields whose text is checked for what a spreadsheet does to numbers and dates, by position. */
+const DAMAGE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => damageChecked(field));
+
 /** A formula trigger as a message names it. */
 function triggerName(trigger: string): { starts: string; remove: string } {
   if (trigger === '\t') return { starts: 'a tab', remove: 'tab' };
@@ -81,6 +87,20 @@ function shown(field: FieldPath, value: string): string {
   return ` ${quoteValue(value)}`;
 }
 
+/** Why a reference does not match its pattern: the characters it may not hold, for a pattern of one class of characters. */
+function referenceProblem(value: string, pattern: string): string {
+  const one = /^(\[[^\]]+\])[+*]$/.exec(pattern);
+  if (one) {
+    const allowed = new RegExp(`^${one[1] as string}$`, 'u');
+    const bad = [...new Set([...value].filter((c) => !allowed.test(c)))].map((c) => (c === ' ' ? 'a space' : JSON.stringify(c)));
+    if (bad.length > 0) {
+      const words = pattern === DEFAULT_REFERENCE_PATTERN ? 'letters, digits and . _ : -' : `the characters ${one[1] as string}`;
+      return `the reference ${quoteValue(value)} may hold only ${words}; it has ${bad.join(', ')}: remove or replace them`;
+    }
+  }
+  return `the reference ${quoteValue(value)} does not have the allowed form (merchantReferenceId.pattern: ${pattern})`;
+}
+
 function tooLong(field: FieldPath, value: string, max: number): Problem | null {
   const length = codePointLength(value);
   return length > max ? { code: 'TOO_LONG', message: `${field} is ${length} characters long; the maximum is ${max}` } : null;
@@ -92,9 +112,13 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
     return tooLong('beneficiary.accountNumber', value, rules.accountMaxLength) ?? value;
   }
   if (rule.accountPattern && !rule.accountPattern.regex.test(value)) {
+    const words = formatInWords(rule.accountPattern.text, value);
     return {
       code: 'ACCOUNT_NUMBER_INVALID',
-      message: `beneficiary.accountNumber ${maskAccountNumber(value)} does not match the ${currency} account format ${rule.accountPattern.text}`,
+      message:
+        words === null
+          ? `the account number ${maskAccountNumber(value)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
+          : `a ${currency} account number ${words} (${maskAccountNumber(value)}); check it with the beneficiary`,
     };
   }
   if (!rule.iban) return value;
@@ -131,9 +155,13 @@ function checkBankCode(value: string, currency: string | null, rules: CompiledRu
 
 function bankCodeProblem(value: string, rule: CompiledAccountRule): Problem | null {
   if (rule.bankPattern && !rule.bankPattern.regex.test(value)) {
+    const words = formatInWords(rule.bankPattern.text, value);
     return {
       code: 'BANK_CODE_INVALID',
-      message: `beneficiary.bankCode ${quoteValue(value)} does not match the ${rule.currency} bank code format ${rule.bankPattern.text}`,
+      message:
+        words === null
+          ? `the bank code ${quoteValue(value)} does not have the format of a ${rule.currency} bank code (accountRules: ${rule.bankPattern.text})`
+          : `a ${rule.currency} bank code ${words} (${quoteValue(value)})`,
     };
   }
   const problem = rule.bankFormat === 'bic' ? bicProblem(value) : rule.bankFormat === 'aba' ? abaProblem(value) : null;
@@ -178,10 +206,7 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
       const long = tooLong(field, value, rules.referenceMaxLength);
       if (long) return long;
       if (!rules.referencePattern.regex.test(value)) {
-        return {
-          code: 'REFERENCE_INVALID',
-          message: `merchantReferenceId ${quoteValue(value)} has characters outside the allowed pattern ${rules.referencePattern.text}`,
-        };
+        return { code: 'REFERENCE_INVALID', message: referenceProblem(value, rules.referencePattern.text) };
       }
       return value;
     }
@@ -264,7 +289,7 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
           code: 'CONTROL_CHARACTER',
           message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
         };
-      } else result = checkField(field, value, currency, rules);
+      } else result = (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ?? checkField(field, value, currency, rules);
     }
     if (typeof result === 'string') {
       normalized.push(result);

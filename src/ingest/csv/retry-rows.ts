@@ -1,0 +1,54 @@
+/**
+ * Retry rows checked against the rows they retry (read through the caller's database lookup): an account
+ * that lost its original's leading zeros in a spreadsheet would pay another account, so the row is refused.
+ */
+import { decodeRequestValues } from '../../domain/request-values.js';
+import { retriedReferences } from '../../domain/retry-reference.js';
+import { FIELD_PATHS, type FieldPath } from '../rules/fields.js';
+import { zerosLostProblem } from '../rules/damage.js';
+import type { RowError } from '../rules/row-error.js';
+import type { ReadRow } from './parse-batch.js';
+
+/** Stored request values of the rows holding each of these references (absent: none). */
+export type RetryOriginals = (references: readonly string[]) => Promise<ReadonlyMap<string, readonly string[]>>;
+
+const fieldIndex = (field: FieldPath): number => FIELD_PATHS.indexOf(field);
+
+/** Where a refusal is reported: the file, and the header as written of each field. */
+export interface RetryRowContext {
+  file: string;
+  columns: Partial<Record<FieldPath, string>>;
+  /** The column of each field (0 = A). */
+  indexOf: Partial<Record<FieldPath, number>>;
+}
+
+/** The rows with each damaged retry row replaced by its refusal (`refused` says which, with its error). */
+export async function checkRetryRows(
+  rows: ReadRow[],
+  lookup: RetryOriginals,
+  at: RetryRowContext,
+  refused: (row: ReadRow, error: RowError) => ReadRow,
+): Promise<ReadRow[]> {
+  const retries = rows.filter((r) => r.state === 'READY' && retriedReferences(r.merchantReferenceId).length > 0);
+  if (retries.length === 0) return rows;
+  const originals = await lookup(retries.flatMap((r) => retriedReferences(r.merchantReferenceId)));
+  if (originals.size === 0) return rows;
+  return rows.map((row) => {
+    if (row.state !== 'READY' || row.requestValues === null) return row;
+    const candidates = retriedReferences(row.merchantReferenceId).flatMap((reference) =>
+      (originals.get(reference) ?? []).map((text) => ({ reference, values: decodeRequestValues(text) })),
+    );
+    if (candidates.length === 0) return row;
+    const found = zerosLostProblem(decodeRequestValues(row.requestValues), candidates, fieldIndex);
+    if (found === null) return row;
+    const error: RowError = {
+      file: at.file,
+      line: row.line,
+      column: at.columns[found.field] ?? null,
+      columnIndex: at.indexOf[found.field] ?? null,
+      field: found.field,
+      ...found.problem,
+    };
+    return refused(row, error);
+  });
+}

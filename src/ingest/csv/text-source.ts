@@ -1,0 +1,146 @@
+/**
+ * A CSV batch's bytes as UTF-8: a `.csv.gz` decompressed while read, another encoding decoded by TextDecoder.
+ * `encoding: auto` decides from the bytes: a UTF-16 byte order mark, else UTF-8 if every byte is, else
+ * Windows-1252 (Excel's "CSV" on Western Windows).
+ */
+import { createReadStream } from 'node:fs';
+import { Transform, Writable, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { lineAtByte, lineAtByteOf } from './lines.js';
+import { InvalidUtf8Error, Utf8Check } from './utf8.js';
+
+export type BatchFileKind = 'text' | 'gzip' | 'xlsx';
+
+/** What a file's name says it holds. */
+export function batchFileKind(name: string): BatchFileKind {
+  const lower = name.toLowerCase();
+  if (lower.endsWith('.xlsx')) return 'xlsx';
+  if (lower.endsWith('.gz')) return 'gzip';
+  return 'text';
+}
+
+/** The bytes are not text in the encoding they were read as. */
+export class TextDecodeError extends Error {
+  override readonly name = 'TextDecodeError';
+  constructor(readonly encoding: string) {
+    super(`the file is not valid ${encoding} text`);
+  }
+}
+
+/** Decodes `encoding` into UTF-8 bytes, strictly: a byte sequence the encoding does not have stops the read. */
+class Transcode extends Transform {
+  private readonly decoder: InstanceType<typeof TextDecoder>;
+  constructor(private readonly encoding: string) {
+    super();
+    this.decoder = new TextDecoder(encoding, { fatal: true });
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
+    try {
+      callback(null, Buffer.from(this.decoder.decode(chunk, { stream: true }), 'utf8'));
+    } catch {
+      callback(new TextDecodeError(this.encoding));
+    }
+  }
+  override _flush(callback: (err?: Error | null, data?: Buffer) => void): void {
+    try {
+      const rest = this.decoder.decode();
+      callback(null, rest === '' ? undefined : Buffer.from(rest, 'utf8'));
+    } catch {
+      callback(new TextDecodeError(this.encoding));
+    }
+  }
+}
+
+/** Stops a read that has what it came for. */
+class Enough extends Error {}
+
+export interface TextSource {
+  kind: 'text' | 'gzip';
+  /** The WHATWG name of the encoding read (lower case). */
+  encoding: string;
+  /** Decided from the bytes (`encoding: auto`): the ack says which. */
+  detected: boolean;
+  /** The streams from the file to UTF-8 bytes, fresh for each read. */
+  streams(readChunkBytes?: number): [Readable, ...Transform[]];
+  /** The line holding byte `offset` of the UTF-8 bytes (for a bad byte in a UTF-8 file). */
+  lineAt(offset: number): Promise<number>;
+}
+
+function isUtf8Name(name: string): boolean {
+  return new TextDecoder(name).encoding === 'utf-8';
+}
+
+function rawStreams(path: string, kind: 'text' | 'gzip', readChunkBytes: number): [Readable, ...Transform[]] {
+  const file = createReadStream(path, { highWaterMark: readChunkBytes });
+  return kind === 'gzip' ? [file, createGunzip()] : [file];
+}
+
+/** The first `max` bytes the streams give (fewer when there are fewer). */
+async function headOf(streams: (Readable | Transform)[], max: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  try {
+    await pipeline([
+      ...streams,
+      new Writable({
+        write(chunk: Buffer, _enc, callback) {
+          parts.push(chunk);
+          size += chunk.length;
+          callback(size >= max ? new Enough() : null);
+        },
+      }),
+    ]);
+  } catch (err) {
+    if (!(err instanceof Enough)) throw err;
+  }
+  return Buffer.concat(parts).subarray(0, max);
+}
+
+/** Whether every byte the streams give is UTF-8 (a sequence cut by the end counts as UTF-8: the read says the upload is cut). */
+async function allUtf8(streams: (Readable | Transform)[]): Promise<boolean> {
+  const check = new Utf8Check();
+  try {
+    await pipeline([...streams, check.stream, new Writable({ write: (_c, _e, cb) => cb() })]);
+    return true;
+  } catch (err) {
+    if (err instanceof InvalidUtf8Error) return err.truncated;
+    throw err;
+  }
+}
+
+/** The encoding `auto` reads a file in. */
+async function detectEncoding(path: string, kind: 'text' | 'gzip'): Promise<string> {
+  const head = await headOf(rawStreams(path, kind, 64 * 1024), 3);
+  if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  if (head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf) return 'utf-8';
+  return (await allUtf8(rawStreams(path, kind, 64 * 1024))) ? 'utf-8' : 'windows-1252';
+}
+
+/** The source of a CSV batch (`kind` text or gzip), in the encoding configured or detected. */
+export async function textSource(path: string, kind: 'text' | 'gzip', encodingOption: string): Promise<TextSource> {
+  const detected = encodingOption === 'auto';
+  const encoding = detected ? await detectEncoding(path, kind) : new TextDecoder(encodingOption).encoding;
+  const utf8 = isUtf8Name(encoding);
+  const streams = (readChunkBytes = 64 * 1024): [Readable, ...Transform[]] => {
+    const raw = rawStreams(path, kind, readChunkBytes);
+    return utf8 ? raw : [...raw, new Transcode(encoding)];
+  };
+  return {
+    kind,
+    encoding,
+    detected,
+    streams,
+    lineAt: (offset) => {
+      if (kind === 'text') return lineAtByte(path, offset);
+      const [file, gunzip] = rawStreams(path, kind, 64 * 1024);
+      return lineAtByteOf(gunzip ? file.pipe(gunzip) : file, offset);
+    },
+  };
+}
+
+/** The first `max` UTF-8 bytes of the source (for the header line). */
+export function sourceHead(source: TextSource, max: number): Promise<Buffer> {
+  return headOf(source.streams(), max);
+}

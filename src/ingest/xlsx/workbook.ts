@@ -1,0 +1,153 @@
+/**
+ * The rows of one sheet of an .xlsx batch, streamed by exceljs's WorkbookReader (styles read, so dates and
+ * number formats are known). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
+ */
+import { open } from 'node:fs/promises';
+import { PayoutdError } from '../../domain/errors.js';
+import type { SheetCell } from './cells.js';
+
+export interface SheetRow {
+  /** The row number the spreadsheet shows (1-based). */
+  line: number;
+  /** Cells from column A on ('empty' where a cell is absent). */
+  cells: SheetCell[];
+}
+
+export type SheetRefusalCode = 'XLSX_UNREADABLE' | 'XLSX_SHEETS' | 'XLSX_FORMULA';
+
+/** The workbook cannot be read as a batch; `line`: the row it was found on, when there is one. */
+export class SheetRefusal extends PayoutdError {
+  override readonly name = 'SheetRefusal';
+  declare readonly code: SheetRefusalCode;
+  readonly line: number | null;
+  constructor(code: SheetRefusalCode, message: string, line: number | null = null) {
+    super(code, message);
+    this.line = line;
+  }
+}
+
+const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
+const CFB_MAGIC = [0xd0, 0xcf, 0x11, 0xe0];
+
+async function magicOf(path: string): Promise<number[]> {
+  const handle = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(buf, 0, 4, 0);
+    return [...buf.subarray(0, bytesRead)];
+  } finally {
+    await handle.close();
+  }
+}
+
+const same = (a: number[], b: number[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** Refuses what is no .xlsx workbook at all, before exceljs is loaded. */
+async function checkContainer(path: string): Promise<void> {
+  const magic = await magicOf(path);
+  if (same(magic, CFB_MAGIC)) {
+    throw new SheetRefusal(
+      'XLSX_UNREADABLE',
+      'the workbook is password-protected (encrypted) or an old .xls file; remove the password, or save it as an Excel Workbook (.xlsx), and drop it again',
+    );
+  }
+  if (!same(magic, ZIP_MAGIC)) {
+    throw new SheetRefusal(
+      'XLSX_UNREADABLE',
+      'the file is not an .xlsx workbook (an .xlsx file is a zip archive); save it as an Excel Workbook (.xlsx)',
+    );
+  }
+}
+
+type CellValue = unknown;
+
+function textOfRich(value: { richText: { text: string }[] }): string {
+  return value.richText.map((r) => r.text).join('');
+}
+
+/** A cell's value as a SheetCell; formulas are refused. */
+function sheetCell(value: CellValue, numFmt: string | null, address: string, line: number): SheetCell {
+  if (value === null || value === undefined) return { kind: 'empty' };
+  if (typeof value === 'string') return value === '' ? { kind: 'empty' } : { kind: 'text', text: value };
+  if (typeof value === 'number') return { kind: 'number', value, numFmt };
+  if (typeof value === 'boolean') return { kind: 'text', text: value ? 'TRUE' : 'FALSE' };
+  if (value instanceof Date) return { kind: 'date', value };
+  if (typeof value === 'object') {
+    const v = value as Record<string, unknown>;
+    if ('formula' in v || 'sharedFormula' in v) {
+      throw new SheetRefusal(
+        'XLSX_FORMULA',
+        `cell ${address} holds a formula; payouts are read from values only: copy the sheet and paste it as values (Paste Special > Values), then save and drop it again`,
+        line,
+      );
+    }
+    if (Array.isArray(v['richText'])) return { kind: 'text', text: textOfRich(v as { richText: { text: string }[] }) };
+    if (typeof v['error'] === 'string') return { kind: 'text', text: v['error'] };
+    if (typeof v['text'] === 'string') return { kind: 'text', text: v['text'] };
+  }
+  return { kind: 'text', text: String(value) };
+}
+
+interface ExcelRow {
+  number: number;
+  eachCell(opts: { includeEmpty: boolean }, fn: (cell: { value: CellValue; numFmt?: string; address: string }, col: number) => void): void;
+}
+
+/**
+ * The rows of the batch's sheet: `sheet` by name, or the only one. Rows
+ * the file does not hold (blank rows) are not yielded; lines come from the
+ * rows' own numbers.
+ */
+export async function* sheetRows(path: string, sheet: string | null): AsyncGenerator<SheetRow> {
+  await checkContainer(path);
+  const { default: ExcelJS } = await import('exceljs');
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, {
+    worksheets: 'emit',
+    sharedStrings: 'cache',
+    hyperlinks: 'ignore',
+    styles: 'cache',
+    entries: 'ignore',
+  });
+  const names: string[] = [];
+  let read = false;
+  try {
+    for await (const worksheet of reader) {
+      const name = (worksheet as unknown as { name: string }).name;
+      names.push(name);
+      if (sheet === null && names.length > 1) {
+        throw new SheetRefusal(
+          'XLSX_SHEETS',
+          `the workbook has several sheets (${names.map((n) => JSON.stringify(n)).join(', ')}); keep only the payouts sheet, or name it in batch.format.sheet`,
+        );
+      }
+      if (read || (sheet !== null && name !== sheet)) {
+        // Read through, not left: exceljs goes on to the next sheet only once this one is consumed.
+        for await (const row of worksheet as AsyncIterable<ExcelRow>) void row;
+        continue;
+      }
+      read = true;
+      for await (const row of worksheet as AsyncIterable<ExcelRow>) {
+        const cells: SheetCell[] = [];
+        row.eachCell({ includeEmpty: false }, (cell, col) => {
+          while (cells.length < col - 1) cells.push({ kind: 'empty' });
+          cells[col - 1] = sheetCell(cell.value, cell.numFmt ?? null, cell.address, row.number);
+        });
+        yield { line: row.number, cells };
+      }
+    }
+  } catch (err) {
+    if (err instanceof SheetRefusal) throw err;
+    throw new SheetRefusal(
+      'XLSX_UNREADABLE',
+      `the workbook cannot be read (${(err as Error).message.slice(0, 120)}): it may be damaged or its upload incomplete; save it again as an Excel Workbook (.xlsx) and drop it again`,
+    );
+  }
+  if (!read) {
+    throw new SheetRefusal(
+      'XLSX_SHEETS',
+      sheet === null
+        ? 'the workbook has no sheet'
+        : `the workbook has no sheet named ${JSON.stringify(sheet)} (batch.format.sheet); its sheets: ${names.map((n) => JSON.stringify(n)).join(', ')}`,
+    );
+  }
+}

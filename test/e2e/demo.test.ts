@@ -1,0 +1,42 @@
+/**
+ * `payoutd demo` pays the samples, the .xlsx ones too: the real command,
+ * its own temporary folders and embedded sandbox, its printed table read
+ * back. The valid workbook is paid like the valid CSV (its one cancel
+ * trigger cancelled), the workbook with errors refused whole.
+ */
+import { execFile } from 'node:child_process';
+import { rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { BIN, childEnv, ROOT } from './harness.js';
+
+const run = promisify(execFile);
+
+/** The demo's table: FILE, BATCH, STATE, ROWS, PAID, CANCELLED, NOT PAID, by file. */
+function tableOf(stdout: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const line of stdout.split('\n')) {
+    const cells = line.trim().split(/\s+/);
+    if (cells.length === 7 && /^payouts-/.test(cells[0] as string)) out.set(cells[0] as string, cells.slice(2));
+  }
+  return out;
+}
+
+describe('e2e: payoutd demo', () => {
+  it('pays the .xlsx samples as it pays the CSV ones', async () => {
+    const { stdout } = await run(process.execPath, [BIN, 'demo', '--timeout', '150'], {
+      cwd: ROOT,
+      env: childEnv(),
+      timeout: 180_000,
+    });
+    const table = tableOf(stdout);
+    // STATE, ROWS, PAID, CANCELLED, NOT PAID
+    expect(table.get('payouts-valid.csv')).toEqual(['COMPLETE', '12', '11', '1', '0']);
+    expect(table.get('payouts-valid.xlsx')).toEqual(['COMPLETE', '12', '11', '1', '0']);
+    expect(table.get('payouts-with-errors.xlsx')).toEqual(['REJECTED', '6', '0', '0', '6']);
+    expect(table.get('payouts-with-errors.csv')?.[0]).toBe('REJECTED');
+    expect(stdout).toMatch(/payouts-valid\.xlsx\.result\.csv/);
+    const root = /payoutd demo in (\S+)/.exec(stdout)?.[1];
+    if (root) await rm(root, { recursive: true, force: true });
+  }, 200_000);
+});

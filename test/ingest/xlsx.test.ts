@@ -1,0 +1,163 @@
+/**
+ * .xlsx batches read as a clerk sees them: text cells as written, numbers as
+ * exact decimals, identifiers kept with their zero padding; dates and long
+ * numbers in identifier columns refused as what a spreadsheet made of them;
+ * workbooks that cannot be a batch refused whole with a reason.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import ExcelJS from 'exceljs';
+import { describe, expect, it } from 'vitest';
+import { exactNumberText } from '../../src/ingest/xlsx/index.js';
+import { FIELD_PATHS, type FieldPath } from '../../src/ingest/rules/index.js';
+import { VALID_ROW } from '../support/rows.js';
+import { codes, parseCollect, tempDir } from './helpers.js';
+
+type CellInput = string | number | Date | { formula: string; result?: number } | null;
+
+/** A workbook with `rows` (a header row first) on sheet "Payouts", and more sheets if asked. */
+async function workbook(rows: CellInput[][], opts: { extraSheets?: string[]; numFmt?: Record<number, string> } = {}): Promise<string> {
+  const wb = new ExcelJS.Workbook();
+  const ws = wb.addWorksheet('Payouts');
+  rows.forEach((cells, r) => {
+    const row = ws.getRow(r + 1);
+    cells.forEach((value, c) => {
+      if (value === null) return;
+      const cell = row.getCell(c + 1);
+      cell.value = value as ExcelJS.CellValue;
+      const fmt = opts.numFmt?.[c];
+      if (fmt && r > 0) cell.numFmt = fmt;
+    });
+    row.commit();
+  });
+  for (const name of opts.extraSheets ?? []) wb.addWorksheet(name).getCell('A1').value = 'notes';
+  const path = join(await tempDir(), 'batch.xlsx');
+  await wb.xlsx.writeFile(path);
+  return path;
+}
+
+const HEADER: string[] = [...FIELD_PATHS];
+
+function dataRow(ref: string, overrides: Partial<Record<FieldPath, CellInput>> = {}): CellInput[] {
+  const values: Record<string, CellInput> = { ...VALID_ROW, merchantReferenceId: ref, ...overrides };
+  return FIELD_PATHS.map((f) => values[f] ?? null);
+}
+
+const col = (field: FieldPath): number => FIELD_PATHS.indexOf(field);
+
+function parseXlsx(path: string, format: Record<string, unknown> = {}) {
+  return parseCollect(path, { format, displayName: 'batch.xlsx' });
+}
+
+describe('xlsx batches', () => {
+  it('reads text cells as written and numbers exactly, with sheet row numbers as lines', async () => {
+    const path = await workbook(
+      [
+        HEADER,
+        dataRow('X-1', { payoutAmount: 1500.5, 'beneficiary.accountNumber': '0012345670000' }),
+        [],
+        dataRow('X-2', { payoutAmount: '250.00', 'beneficiary.accountNumber': 1234567890 }),
+        dataRow('X-3', { payoutAmount: 0.1, 'beneficiary.accountNumber': 12345678, 'sender.idValue': 'P1' }),
+      ],
+      { numFmt: { [col('beneficiary.accountNumber')]: '000000000000' } },
+    );
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(result.kind).toBe('xlsx');
+    expect(rows.map((r) => [r.line, r.state])).toEqual([
+      [2, 'READY'],
+      [4, 'READY'],
+      [5, 'READY'],
+    ]);
+    expect(rows.map((r) => r.request?.payoutAmount)).toEqual(['1500.5', '250', '0.1']);
+    // Text stays text; a number shown with a zero-padded format is read as shown.
+    expect(rows.map((r) => r.request?.beneficiary.accountNumber)).toEqual(['0012345670000', '001234567890', '000012345678']);
+    expect(result.totals).toEqual({ PHP: '1750.6' });
+  });
+
+  it('refuses an identifier a spreadsheet turned into a long number, and a reference turned into a date', async () => {
+    const path = await workbook([
+      HEADER,
+      dataRow('X-1', { 'beneficiary.accountNumber': 1.21800012345679e17, payoutCurrency: 'MXN', 'beneficiary.bankCode': '012' }),
+      dataRow('X-2', { merchantReferenceId: new Date(Date.UTC(2026, 0, 7)) }),
+      dataRow('X-3', { payoutAmount: 1234.123456789012 }),
+    ]);
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => codes(r.errors))).toEqual([['SCIENTIFIC_NOTATION'], ['DATE_CONVERTED'], ['AMOUNT_NOT_EXACT']]);
+    expect(rows[0]?.errors[0]?.message).toContain('a number too long for a spreadsheet to keep: its last digits are lost');
+    // Never any digit of the account.
+    expect(rows[0]?.errors[0]?.message).not.toMatch(/1\.218|121800/);
+    expect(rows[1]?.errors[0]?.message).toContain('is a date cell (2026-01-07)');
+    expect(rows[1]?.errors[0]?.column).toBe('merchantReferenceId');
+  });
+
+  it('refuses a formula, several sheets, and a missing named sheet; reads a named sheet', async () => {
+    const formula = await workbook([HEADER, dataRow('X-1', { payoutAmount: { formula: '100+0.5', result: 100.5 } })]);
+    const f = await parseXlsx(formula);
+    expect(codes(f.result.fileErrors)).toEqual(['XLSX_FORMULA']);
+    expect(f.result.fileErrors[0]?.message).toContain(`cell D2 holds a formula`);
+    expect(f.result.fileErrors[0]?.line).toBe(2);
+
+    const two = await workbook([HEADER, dataRow('X-1')], { extraSheets: ['Notes'] });
+    const t = await parseXlsx(two);
+    expect(codes(t.result.fileErrors)).toEqual(['XLSX_SHEETS']);
+    expect(t.result.fileErrors[0]?.message).toContain('several sheets ("Payouts", "Notes")');
+    const named = await parseXlsx(two, { sheet: 'Payouts' });
+    expect(named.result.fileErrors).toEqual([]);
+    expect(named.rows.map((r) => r.state)).toEqual(['READY']);
+    const missing = await parseXlsx(two, { sheet: 'Batch' });
+    expect(missing.result.fileErrors[0]?.message).toContain('no sheet named "Batch"');
+  });
+
+  it('refuses an encrypted workbook and a file that is no workbook', async () => {
+    const dir = await tempDir();
+    const encrypted = join(dir, 'enc.xlsx');
+    await writeFile(encrypted, Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0, 0, 0, 0]));
+    const e = await parseXlsx(encrypted);
+    expect(codes(e.result.fileErrors)).toEqual(['XLSX_UNREADABLE']);
+    expect(e.result.fileErrors[0]?.message).toContain('password-protected');
+    const csv = join(dir, 'renamed.xlsx');
+    await writeFile(csv, `${HEADER.join(',')}\n`);
+    const c = await parseXlsx(csv);
+    expect(c.result.fileErrors[0]?.message).toContain('not an .xlsx workbook');
+    const good = await workbook([HEADER, dataRow('X-1')]);
+    const cut = join(dir, 'cut.xlsx');
+    const { readFile } = await import('node:fs/promises');
+    await writeFile(cut, (await readFile(good)).subarray(0, 600));
+    const k = await parseXlsx(cut);
+    expect(codes(k.result.fileErrors)).toEqual(['XLSX_UNREADABLE']);
+  });
+
+  it('refuses merged header cells, naming the column left without a header', async () => {
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Payouts');
+    // The sender's names under one merged header, as a clerk lays out a sheet.
+    ws.addRow([...HEADER.slice(0, 4), 'Sender name', '', ...HEADER.slice(6)]);
+    ws.mergeCells('E1:F1');
+    ws.addRow(dataRow('X-1') as ExcelJS.CellValue[]);
+    const path = join(await tempDir(), 'merged.xlsx');
+    await wb.xlsx.writeFile(path);
+    const { result } = await parseXlsx(path);
+    const unknown = result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN');
+    expect(unknown.map((e) => [e.columnIndex, e.message])).toEqual([
+      [4, expect.stringContaining('"Sender name" is not a column payoutd knows')],
+      [5, 'this column has no header (merged header cells?); name every column, unmerging merged cells'],
+    ]);
+  });
+
+  it('takes control totals from trailer rows', async () => {
+    const path = await workbook([HEADER, dataRow('X-1'), dataRow('X-2'), ['#CONTROL', 'rows', '3'], ['#CONTROL', 'total', 'PHP', '201']]);
+    const { result } = await parseXlsx(path);
+    expect(codes(result.fileErrors)).toEqual(['CONTROL_ROWS_MISMATCH']);
+    expect(result.fileErrors[0]?.line).toBe(4);
+  });
+
+  it('converts a number exactly, or says it cannot', () => {
+    expect(exactNumberText(1500.5)).toBe('1500.5');
+    expect(exactNumberText(0.1)).toBe('0.1');
+    expect(exactNumberText(1e21)).toBe('1000000000000000000000');
+    expect(exactNumberText(0.1 + 0.2)).toBeNull();
+    expect(exactNumberText(Number.NaN)).toBeNull();
+  });
+});
