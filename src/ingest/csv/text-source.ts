@@ -29,27 +29,25 @@ export class TextDecodeError extends Error {
 }
 
 /** Decodes `encoding` into UTF-8 bytes, strictly: a byte sequence the encoding does not have stops the read. */
-class Transcode extends Transform {
-  private readonly decoder: InstanceType<typeof TextDecoder>;
-  constructor(private readonly encoding: string) {
-    super();
-    this.decoder = new TextDecoder(encoding, { fatal: true });
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: (err?: Error | null, data?: Buffer) => void): void {
-    try {
-      callback(null, Buffer.from(this.decoder.decode(chunk, { stream: true }), 'utf8'));
-    } catch {
-      callback(new TextDecodeError(this.encoding));
-    }
-  }
-  override _flush(callback: (err?: Error | null, data?: Buffer) => void): void {
-    try {
-      const rest = this.decoder.decode();
-      callback(null, rest === '' ? undefined : Buffer.from(rest, 'utf8'));
-    } catch {
-      callback(new TextDecodeError(this.encoding));
-    }
-  }
+function transcode(encoding: string): Transform {
+  const decoder = new TextDecoder(encoding, { fatal: true });
+  const utf8 = (text: string): Buffer | undefined => (text === '' ? undefined : Buffer.from(text, 'utf8'));
+  return new Transform({
+    transform(chunk: Buffer, _enc, callback) {
+      try {
+        callback(null, utf8(decoder.decode(chunk, { stream: true })));
+      } catch {
+        callback(new TextDecodeError(encoding));
+      }
+    },
+    flush(callback) {
+      try {
+        callback(null, utf8(decoder.decode()));
+      } catch {
+        callback(new TextDecodeError(encoding));
+      }
+    },
+  });
 }
 
 /** Stops a read that has what it came for. */
@@ -125,7 +123,7 @@ export async function textSource(path: string, kind: 'text' | 'gzip', encodingOp
   const utf8 = isUtf8Name(encoding);
   const streams = (readChunkBytes = 64 * 1024): [Readable, ...Transform[]] => {
     const raw = rawStreams(path, kind, readChunkBytes);
-    return utf8 ? raw : [...raw, new Transcode(encoding)];
+    return utf8 ? raw : [...raw, transcode(encoding)];
   };
   return {
     kind,
