@@ -212,13 +212,13 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         // The ack shows a reference as a spreadsheet-safe cell.
         const verdict = ack.rows.find((r) => r['merchant_reference_id'] === spreadsheetSafeCell(row.merchantReferenceId));
         expect(verdict?.['verdict'], row.merchantReferenceId).toBe('REJECTED');
-        expect(verdict?.['reason'], row.merchantReferenceId).toMatch(/^'?FORMULA_LIKE_TEXT \[[a-zA-Z.]+\]: /);
+        expect(verdict?.['reason'], row.merchantReferenceId).toMatch(/^'?FORMULA_LIKE_TEXT \[column [A-Z]+ "[a-zA-Z.]+"\]: /);
       }
       expect(ack.rows.find((r) => r['merchant_reference_id'] === "'=FX-REF")?.['reason']).toContain(
-        'FORMULA_LIKE_TEXT [merchantReferenceId]: merchantReferenceId starts with "=", which a spreadsheet would run as a formula; remove the leading "="',
+        'FORMULA_LIKE_TEXT [column A "merchantReferenceId"]: merchantReferenceId starts with "=", which a spreadsheet would run as a formula; remove the leading "="',
       );
       expect(ack.rows.find((r) => r['merchant_reference_id'] === 'FX-NAME')?.['reason']).toContain(
-        'FORMULA_LIKE_TEXT [beneficiary.accountName]: beneficiary.accountName starts with "="',
+        'FORMULA_LIKE_TEXT [column J "beneficiary.accountName"]: beneficiary.accountName starts with "="',
       );
       for (const row of good)
         expect(ack.rows.find((r) => r['merchant_reference_id'] === row.merchantReferenceId)?.['verdict']).toBe('ACCEPTED');
@@ -249,7 +249,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
       const againAck = await e2e.waitForOutbox(again, 'ack');
       const refused = againAck.rows.find((r) => r['line'] === '2');
       expect(refused?.['verdict']).toBe('REJECTED');
-      expect(refused?.['reason']).toContain('FORMULA_LIKE_TEXT [beneficiary.accountName]: ');
+      expect(refused?.['reason']).toContain('FORMULA_LIKE_TEXT [column J "beneficiary.accountName"]: ');
       await e2e.waitForOutbox(again, 'result');
       expect(e2e.ledger()).toHaveLength(3);
 
