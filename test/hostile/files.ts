@@ -86,7 +86,7 @@ export function hostileFiles(): HostileFile[] {
     content: lines(CSV_HEADER.join('\t'), ...tabbed.map((r) => rowLine(r).replaceAll('"', '').split(',').join('\t'))),
     state: 'REJECTED',
     code: 'INVALID_FILE',
-    reason: /header "merchantReferenceId\\tdeductionCurrency.* is not a known field/,
+    reason: /"merchantReferenceId\\tdeductionCurrency.*" is not a column payoutd knows/,
     paid: [],
   });
 
