@@ -5,7 +5,6 @@
  * say "look at this name": events can be missed, duplicated or reordered, so every decision comes from lstat.
  */
 import { type FSWatcher, watch } from 'chokidar';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Stats } from 'node:fs';
 import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -137,8 +136,6 @@ export class InboxWatcher {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> = Promise.resolve();
   private passRunning = false;
-  /** Set inside onCandidateReady so stop() from the callback does not wait for its own pass; disabled after (Node 20 cost). */
-  private readonly inCallback = new AsyncLocalStorage<true>();
   private running = false;
   private lastRescanAt = 0;
 
@@ -195,7 +192,10 @@ export class InboxWatcher {
     }
   }
 
-  /** Closes chokidar, clears the timer and waits for the pass in flight (and its callback) to finish. */
+  /**
+   * Closes chokidar, clears the timer and waits for the pass in flight (and its callback) to finish. From inside
+   * onCandidateReady, call it without awaiting it: the pass it waits for is the caller's own.
+   */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
@@ -204,8 +204,7 @@ export class InboxWatcher {
     const closing = this.chokidar?.close();
     this.chokidar = undefined;
     await closing;
-    // Called from inside onCandidateReady, the pass in flight is our caller: waiting for it would deadlock.
-    if (this.inCallback.getStore() !== true) await this.pass;
+    await this.pass;
     this.tracked.clear();
   }
 
@@ -407,14 +406,11 @@ export class InboxWatcher {
 
   private async offer(candidate: InboxCandidate): Promise<void> {
     try {
-      await this.inCallback.run(true, () => this.callbacks.onCandidateReady(candidate));
+      await this.callbacks.onCandidateReady(candidate);
     } catch (error) {
       this.fail(
         new InboxError('INBOX_CALLBACK_FAILED', `onCandidateReady failed for ${candidate.name}: ${describeError(error)}`, { cause: error }),
       );
-    } finally {
-      // Callbacks run one at a time (passes never overlap), so none is inside it any more.
-      this.inCallback.disable();
     }
   }
 
