@@ -88,6 +88,9 @@ function killGroup(pid) {
   }
 }
 
+/** Node options for the daemon (`payoutd run`) only, e.g. BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
+const DAEMON_NODE_ARGS = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
 /** A running `payoutd <args>` process; its stdout lines are kept (the last 2,000) and logged to <cwd>/<command>.log. */
 export class PayoutdProcess {
   constructor(args, cwd) {
@@ -95,7 +98,8 @@ export class PayoutdProcess {
     this.lines = [];
     this.stderr = [];
     this.exitInfo = null;
-    this.child = spawn(process.execPath, [BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const nodeArgs = args[0] === 'run' ? DAEMON_NODE_ARGS : [];
+    this.child = spawn(process.execPath, [...nodeArgs, BIN, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((done) =>
       this.child.once('exit', (code, signal) => {
         this.exitInfo = { code, signal };

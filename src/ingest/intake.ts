@@ -52,6 +52,8 @@ export interface IntakeOptions {
 export interface IntakeEffects {
   /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top). */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
+  /** The acknowledgement's .xlsx twin (outbox.xlsx); one that cannot be written is reported, never thrown. */
+  writeAckXlsx?(batch: BatchRecord, fileRejection?: string): Promise<unknown>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
 }
@@ -301,9 +303,19 @@ export class BatchIntake {
     const hold =
       (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
+    // The ack is written while the batch is still ours and VALIDATING: finance's answer comes before the first
+    // create, and the outbox repair never takes an ACTIVE batch whose ack is still being written for one without.
+    const ackWritten = await this.writeOutbox(held.id, () => effects.writeAck({ ...held, ...counts }));
     const accepted = await this.move(
       held,
-      { ...counts, state: 'ACTIVE', acceptedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
+      {
+        ...counts,
+        state: 'ACTIVE',
+        acceptedAt: clock.now(),
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        ...(ackWritten ? { ackWrittenAt: clock.now() } : {}),
+      },
       {
         type: 'accepted',
         data: {
@@ -314,9 +326,10 @@ export class BatchIntake {
         },
       },
     );
-    await this.writeOutbox(accepted.id, () => effects.writeAck(accepted), { ackWrittenAt: clock.now() });
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
+    // The spreadsheet copy after the batch is let go: payouts need not wait for it (the CSV is the record).
+    if (ackWritten) await effects.writeAckXlsx?.(accepted);
     return stored;
   }
 
@@ -334,22 +347,28 @@ export class BatchIntake {
       { type: 'rejected', data: { code, reason, rows: read.rowCount, ...counts } },
     );
     await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, reason), { ackWrittenAt: clock.now() });
+    await effects.writeAckXlsx?.(rejected, reason);
     await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${reason}`);
     return this.stored(rejected.id);
   }
 
-  /** Writes an outbox file and records it; one that cannot be written now is written later by the finish loop. */
-  private async writeOutbox(batchId: string, write: () => Promise<unknown>, written: Partial<BatchRecord>): Promise<void> {
+  /**
+   * Writes an outbox file and records it (`written`, or the caller records it); one that cannot be written now is
+   * written later by the finish loop. Whether it was written.
+   */
+  private async writeOutbox(batchId: string, write: () => Promise<unknown>, written?: Partial<BatchRecord>): Promise<boolean> {
     const { db, clock, logger } = this.deps;
     try {
       await write();
-      await updateBatch(db, batchId, written, clock.now());
+      if (written) await updateBatch(db, batchId, written, clock.now());
+      return true;
     } catch (err) {
       logger.error(
         { batchId, err: { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message?.slice(0, 200) } },
         'cannot write to the outbox now; the file will be written when it can',
       );
+      return false;
     }
   }
 
