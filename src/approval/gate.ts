@@ -6,14 +6,13 @@
  * still waiting after `approval.expiresAfter` ends NOT_SUBMITTED.
  */
 import type { BatchHold } from '../domain/holds.js';
-import { requestOfText } from '../domain/request-values.js';
 import { holdForApproval } from '../holds/index.js';
 import {
   endUnpaid,
   insertApprovalEntry,
   listExpiredApprovals,
   recordBatchEvent,
-  readyRequestPages,
+  readyMoneyPages,
   rollingTotals,
   updateBatch,
   withBatchForDecision,
@@ -28,11 +27,8 @@ export type GateVerdict = { kind: 'release' } | { kind: 'hold'; hold: BatchHold 
 async function figuresOfRows(deps: ApprovalDeps, batchId: string): Promise<BatchFigures> {
   const f = emptyFigures();
   // The request's own values: what is sent is what counts (a cell written 1000.00 is sent as 1000).
-  for await (const page of readyRequestPages(deps.db, batchId)) {
-    for (const text of page) {
-      const req = requestOfText(text);
-      addToFigures(f, req.payoutCurrency, req.payoutAmount);
-    }
+  for await (const page of readyMoneyPages(deps.db, batchId)) {
+    for (const req of page) addToFigures(f, req.payoutCurrency, req.payoutAmount);
   }
   return f;
 }

@@ -6,8 +6,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import type { PayoutService } from '../domain/payout.js';
-import { requestOfText } from '../domain/request-values.js';
-import { readyRequestPages, type Database } from '../store/index.js';
+import { readyMoneyPages, type Database } from '../store/index.js';
 
 export interface BalanceVerdict {
   ok: boolean;
@@ -30,9 +29,8 @@ export class BalanceGate {
   /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency). */
   private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
     const sums = new Map<string, Map<string, Decimal>>();
-    for await (const page of readyRequestPages(this.db, batchId)) {
-      for (const text of page) {
-        const req = requestOfText(text);
+    for await (const page of readyMoneyPages(this.db, batchId)) {
+      for (const req of page) {
         const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
         byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
         sums.set(req.deductionCurrency, byPayout);

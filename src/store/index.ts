@@ -29,7 +29,8 @@ export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './bat
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
 export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
 
-export { readyRequestPages, type PayoutRowPatch } from './payouts.js';
+export { type PayoutRowPatch } from './payouts.js';
+export { readyMoneyPages, type ReadyMoney } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';

@@ -127,8 +127,3 @@ export async function* pagesByLine<T extends { line: number }>(rows: () => Knex.
   }
 }
 
-/** The stored requests of a batch's READY rows in line order, the order of the (batch_id, state, line) index. */
-export async function* readyRequestPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<string[]> {
-  const ready = () => db('payouts').where({ batch_id: batchId, state: 'READY' }).select('line', 'request_values');
-  for await (const page of pagesByLine<{ line: number; request_values: string }>(ready, pageSize)) yield page.map((r) => r.request_values);
-}

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import { REQUEST_VALUE_INDEX, type PayoutRequestField } from '../domain/request-values.js';
 import { isPostgres, type Database } from './db.js';
-import { COLUMNS } from './payouts.js';
+import { COLUMNS, pagesByLine } from './payouts.js';
 
 /** The money cells a row keeps only where they are not the request's values. */
 export const WRITTEN_MONEY_FIELDS = ['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const;
@@ -27,4 +27,21 @@ export function requestFieldAt(db: Database, field: PayoutRequestField, table?: 
 /** A money cell as written: its column, or where the row keeps none the request's field. */
 export function writtenMoney(db: Database, field: WrittenMoneyField, table?: string): Knex.Raw {
   return db.raw('coalesce(??, ?)', [qualified(COLUMNS[field], table), requestFieldAt(db, field, table)]);
+}
+
+/** What a READY row will cost, as its request says: the amount a create sends, in which currencies. */
+export interface ReadyMoney {
+  deductionCurrency: string;
+  payoutCurrency: string;
+  payoutAmount: string;
+}
+
+/** The request's currencies and amount of a batch's READY rows, a page at a time in line order (three fields read in SQL, not the whole request). */
+export async function* readyMoneyPages(db: Database, batchId: string, pageSize = 10_000): AsyncGenerator<ReadyMoney[]> {
+  const field = (f: keyof ReadyMoney): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, f), f]);
+  const ready = () =>
+    db('payouts')
+      .where({ batch_id: batchId, state: 'READY' })
+      .select('line', field('deductionCurrency'), field('payoutCurrency'), field('payoutAmount'));
+  yield* pagesByLine<ReadyMoney & { line: number }>(ready, pageSize);
 }
