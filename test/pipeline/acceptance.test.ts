@@ -15,6 +15,17 @@ import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline } from '.
 afterEach(closePipelines);
 
 describe('pipeline: acceptance of references', () => {
+  it('the ack is written while the batch is still VALIDATING, and recorded in the move that lets it go', async () => {
+    // Finance has the answer before the first create can leave, and the outbox repair never meets an ACTIVE
+    // batch whose ack is still being written.
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const batch = await p.receive('first-ack.csv', csvFile([csvRow('FA-1'), csvRow('FA-2', { payoutAmount: '-1' })]));
+    expect(batch.state).toBe('ACTIVE');
+    expect(p.effects.filter((e) => e.batchId === batch.id).map((e) => [e.kind, e.storedState])).toEqual([['ack', 'VALIDATING']]);
+    expect(batch.ackWrittenAt).not.toBeNull();
+    expect(batch.ackWrittenAt).toBe(batch.acceptedAt);
+  });
+
   it('a reference twice in one file: both rows INVALID with DUPLICATE_IN_FILE naming the other line (skip-rows)', async () => {
     const p = await startPipeline({ onInvalidRows: 'skip-rows' });
     const batch = await p.receive(

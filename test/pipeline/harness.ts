@@ -95,6 +95,8 @@ export interface EffectCall {
   kind: 'ack' | 'file-rejection' | 'result';
   batchId: string;
   reason?: string;
+  /** The batch's stored state when the file was written (an ack: VALIDATING, so nothing of it could be sent yet). */
+  storedState?: string;
 }
 
 export interface PipelineOptions {
@@ -254,9 +256,9 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       clock,
       logger,
       effects: {
-        writeAck: (b, reason) => {
-          effects.push({ kind: 'ack', batchId: b.id, reason });
-          return Promise.resolve('');
+        writeAck: async (b, reason) => {
+          effects.push({ kind: 'ack', batchId: b.id, reason, storedState: (await getBatch(db, b.id))?.state });
+          return '';
         },
         writeFileRejection: (b, reason) => {
           effects.push({ kind: 'file-rejection', batchId: b.id, reason });
