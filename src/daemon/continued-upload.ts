@@ -7,11 +7,9 @@ import { join } from 'node:path';
 import { waitsForOperator } from '../domain/holds.js';
 import { batchFileKind, continuationOf, headerRecord, restRecords, sniffFileDelimiter, type RestTally } from '../ingest/csv/index.js';
 import {
+  outboxFileName,
   SummaryAccumulator,
   reasonText,
-  remainderFileName,
-  resultFileName,
-  uploadContinuedFileName,
   writeRemainderFile,
   writeUploadContinuedFile,
   type ReadOutcome,
@@ -53,7 +51,7 @@ export async function writeUploadContinued(
       ? await continuationOf(path, batch, sizeNow, { ...read, wholeFile })
       : { rewritten: true, cutLine: null, restFrom: sizeNow, restLine: 0 };
   const identity = identityOf(batch);
-  const remainderName = remainderFileName(outboxName(batch));
+  const remainderName = outboxFileName(outboxName(batch), 'remainder');
   let rest: UploadContinuedNotice['rest'] = null;
   let remainder: RemainderFile | null = null;
   if (!continuation.rewritten) {
@@ -81,14 +79,18 @@ export async function writeUploadContinued(
     rest,
   };
   const noticePath = await writeUploadContinuedFile(ctx.dir, identity, notice, { bom: ctx.bom });
-  return { noticePath, remainderPath: remainder?.path ?? null, note: noteOf(notice, uploadContinuedFileName(outboxName(batch))) };
+  return {
+    noticePath,
+    remainderPath: remainder?.path ?? null,
+    note: noteOf(notice, outboxFileName(outboxName(batch), 'upload-continued')),
+  };
 }
 
 /** What the batch is, and so what became of the rows read. */
 function batchNote(b: BatchRecord): string {
   switch (b.state) {
     case 'COMPLETE':
-      return `This batch is the rows read; each row's outcome is in ${resultFileName(outboxName(b))}.`;
+      return `This batch is the rows read; each row's outcome is in ${outboxFileName(outboxName(b), 'result')}.`;
     case 'REJECTED':
       return `This batch was refused whole (${reasonText(b.rejectCode, b.rejectReason) ?? 'refused'}): nothing of the file was paid.`;
     case 'DUPLICATE':

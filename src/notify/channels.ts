@@ -8,12 +8,12 @@ import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
 import type { BatchEvent, BatchEventType } from '../domain/batch-events.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { ackFileName, resultFileName, summaryFileName } from '../report/index.js';
+import { outboxFileName } from '../report/index.js';
 import type { BatchRecord } from '../store/index.js';
 import { NotifyError } from './errors.js';
 import { eventPayload, shownState, type BatchSnapshot } from './payload.js';
 import { readSecretFile, signingKey, standardWebhookHeaders } from './signing.js';
-import { statusFileName, writeStatusFiles } from './status-file.js';
+import { writeStatusFiles } from './status-file.js';
 
 /** What a channel is given to deliver one event. */
 export interface Delivery {
@@ -100,8 +100,9 @@ export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s
     const amounts = Object.entries(s.amounts[status as keyof typeof s.amounts] ?? {}).map(([c, a]) => `${a} ${c}`);
     lines.push(`  ${status}: ${n} row(s)${amounts.length > 0 ? `, ${amounts.join(', ')}` : ''}`);
   }
-  const files = [ackFileName(d.outboxName), statusFileName(d.outboxName)];
-  if (batch.state === 'COMPLETE' || batch.state === 'REJECTED') files.push(resultFileName(d.outboxName), summaryFileName(d.outboxName));
+  const files = [outboxFileName(d.outboxName, 'ack'), outboxFileName(d.outboxName, 'status')];
+  if (batch.state === 'COMPLETE' || batch.state === 'REJECTED')
+    files.push(outboxFileName(d.outboxName, 'result'), outboxFileName(d.outboxName, 'summary'));
   lines.push('', 'Outbox files:', ...files.map((f) => `  ${f}`), '', `Event id: ${event.id}`);
   return { subject, text: `${lines.join('\n')}\n` };
 }

@@ -8,12 +8,9 @@
 import { join } from 'node:path';
 import { ROW_OUTCOME_STATUSES, csvChunks, writeFileAtomic, writeXlsxFile, xlsxColumns } from '../report/index.js';
 import { shownState, type BatchSnapshot } from './payload.js';
+import { outboxFileName } from '../report/index.js';
 
 export const STATUS_COLUMNS = ['item', 'status', 'currency', 'value'] as const;
-
-export function statusFileName(outboxName: string): string {
-  return `${outboxName}.status.csv`;
-}
 
 const iso = (ms: number | null): string => (ms === null ? '' : new Date(ms).toISOString());
 
@@ -49,7 +46,7 @@ export async function writeStatusFiles(
   s: BatchSnapshot,
   o: { bom: boolean; xlsx: boolean },
 ): Promise<string[]> {
-  const csvPath = join(dir, statusFileName(outboxName));
+  const csvPath = join(dir, outboxFileName(outboxName, 'status'));
   const records = statusRecords(s);
   await writeFileAtomic(csvPath, csvChunks(STATUS_COLUMNS, records, { bom: o.bom }));
   if (!o.xlsx) return [csvPath];

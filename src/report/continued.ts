@@ -10,18 +10,8 @@ import { stringify } from 'csv-stringify/sync';
 import { escapeFormulaLike, formulaTrigger } from '../domain/formula-text.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks, UTF8_BOM } from './csv.js';
-import { assertPlainFileName } from './format.js';
+import { outboxFileName } from './format.js';
 import type { BatchIdentity, OutboxOptions, RowOutcomeStatus } from './types.js';
-
-export function uploadContinuedFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.upload-continued.csv`;
-}
-
-export function remainderFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.remainder.csv`;
-}
 
 /** A line of the input as read: its bytes (line break included) and its values. */
 export interface InputLine {
@@ -70,7 +60,7 @@ export async function writeRemainderFile(
   lines: AsyncIterable<InputLine>,
   opts: OutboxOptions & { delimiter: string },
 ): Promise<RemainderFile | null> {
-  const path = join(dir, remainderFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'remainder'));
   const iterator = lines[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done === true) return null;
@@ -285,7 +275,7 @@ export async function writeUploadContinuedFile(
   notice: UploadContinuedNotice,
   opts: OutboxOptions & { bom: boolean },
 ): Promise<string> {
-  const path = join(dir, uploadContinuedFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'upload-continued'));
   await writeFileAtomic(path, csvChunks(UPLOAD_CONTINUED_COLUMNS, uploadContinuedRecords(identity, notice), { bom: opts.bom }), opts);
   return path;
 }

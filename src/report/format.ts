@@ -31,19 +31,13 @@ export function assertPlainFileName(fileName: string): void {
   if (bad) throw new ReportError('REPORT_BAD_FILE_NAME', `not a plain file name for the outbox: ${JSON.stringify(fileName)}`);
 }
 
-export function ackFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.ack.csv`;
-}
+/** What the outbox holds for a batch: each `<outbox name>.<kind>.csv`, and its `.xlsx` twin. */
+export type OutboxFileKind = 'ack' | 'result' | 'summary' | 'retry' | 'status' | 'upload-continued' | 'remainder';
 
-export function resultFileName(fileName: string): string {
+/** The name of a batch's outbox file of that kind (`fileName` is the batch's outbox name). */
+export function outboxFileName(fileName: string, kind: OutboxFileKind, ext: 'csv' | 'xlsx' = 'csv'): string {
   assertPlainFileName(fileName);
-  return `${fileName}.result.csv`;
-}
-
-export function summaryFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.summary.csv`;
+  return `${fileName}.${kind}.${ext}`;
 }
 
 const text = (value: string | null): string => value ?? '';

@@ -6,9 +6,8 @@ export {
   ACK_COLUMNS,
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
-  ackFileName,
-  resultFileName,
-  summaryFileName,
+  outboxFileName,
+  type OutboxFileKind,
   fileRejectionRecord,
   resultRecord,
   reasonText,
@@ -44,23 +43,7 @@ export {
   writeReconciliationXlsx,
 } from './reconciliation.js';
 export type { ReconciliationRow } from './reconciliation.js';
-export {
-  RETRY_COLUMNS,
-  retryFileName,
-  retryXlsxFileName,
-  retryBase,
-  retryReference,
-  writeRetryFile,
-  writeRetryFileAt,
-  writeRetryXlsx,
-} from './retry.js';
+export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';
-export {
-  remainderFileName,
-  remainderLine,
-  uploadContinuedFileName,
-  uploadContinuedRecords,
-  writeRemainderFile,
-  writeUploadContinuedFile,
-} from './continued.js';
+export { remainderLine, uploadContinuedRecords, writeRemainderFile, writeUploadContinuedFile } from './continued.js';
 export type { InputLine, ReadOutcome, RemainderFile, UploadContinuedNotice } from './continued.js';

@@ -16,7 +16,7 @@ import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
-import { assertPlainFileName } from './format.js';
+import { outboxFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchIdentity, OutboxOptions } from './types.js';
@@ -40,16 +40,6 @@ const LOOKAHEAD = 4;
 /** Cancelled rows resolved per round of lookups. */
 const PAGE_ROWS = 500;
 const HASH_HEX = 10;
-
-export function retryFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.retry.csv`;
-}
-
-export function retryXlsxFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.retry.xlsx`;
-}
 
 /**
  * The columns of the retry .xlsx: the retry CSV's, each a text cell (an
@@ -262,5 +252,5 @@ export async function writeRetryXlsx(csvPath: string, opts: XlsxOptions = {}): P
 
 /** `<outboxName>.retry.csv` in the outbox, for a batch whose rows are final. */
 export function writeRetryFile(dir: string, identity: BatchIdentity, source: RetrySource, opts: RetryOptions = {}): Promise<RetryFile> {
-  return writeRetryFileAt(join(dir, retryFileName(identity.outboxName ?? identity.fileName)), source, opts);
+  return writeRetryFileAt(join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'retry')), source, opts);
 }

@@ -5,17 +5,15 @@ import { writeFileAtomic } from './atomic.js';
 import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
 import {
+  outboxFileName,
   ACK_COLUMNS,
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
-  ackFileName,
   ackRecord,
   fileHoldRecord,
   fileNoteRecord,
   fileRejectionRecord,
-  resultFileName,
   resultRecord,
-  summaryFileName,
   summaryRecord,
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
@@ -81,7 +79,7 @@ export async function writeAckFile(
   rows: Rows<AckRow> | RowPages<AckRow>,
   opts: AckWriteOptions = {},
 ): Promise<string> {
-  const path = join(dir, ackFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack'));
   const order = new LineOrder();
   const record = (row: AckRow): string[] => {
     order.check(row.line);
@@ -142,8 +140,8 @@ export async function writeResultFiles(
   outcomes: Rows<RowOutcome>,
   opts: ResultWriteOptions = {},
 ): Promise<ResultFiles> {
-  const resultPath = join(dir, resultFileName(identity.outboxName ?? identity.fileName));
-  const summaryPath = join(dir, summaryFileName(identity.outboxName ?? identity.fileName));
+  const resultPath = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'result'));
+  const summaryPath = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'summary'));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
   const records = resultRecords({ requireTerminal: true, summary: acc });

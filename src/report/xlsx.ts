@@ -15,7 +15,7 @@ import { writeFileAtomic } from './atomic.js';
 import { currencyDecimals } from './decimals.js';
 export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
-import { ACK_COLUMNS, RESULT_COLUMNS, SUMMARY_COLUMNS, ackRecord, assertPlainFileName, resultRecord, summaryRecord } from './format.js';
+import { ACK_COLUMNS, RESULT_COLUMNS, SUMMARY_COLUMNS, ackRecord, outboxFileName, resultRecord, summaryRecord } from './format.js';
 import { ReportError } from './errors.js';
 import { SummaryAccumulator, isSummableAmount } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
@@ -239,21 +239,6 @@ export function xlsxPathFor(csvPath: string): string {
   return join(dirname(csvPath), `${stem}.xlsx`);
 }
 
-export function resultXlsxFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.result.xlsx`;
-}
-
-export function ackXlsxFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.ack.xlsx`;
-}
-
-export function summaryXlsxFileName(fileName: string): string {
-  assertPlainFileName(fileName);
-  return `${fileName}.summary.xlsx`;
-}
-
 // ---------------------------------------------------------------------------
 // Writing
 
@@ -471,7 +456,7 @@ export function writeResultXlsx(
   outcomes: Rows<RowOutcome>,
   opts: XlsxOptions = {},
 ): Promise<XlsxReport> {
-  const path = join(dir, resultXlsxFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'result', 'xlsx'));
   return writeOutcomesXlsx(path, 'Result', outcomes, true, opts);
 }
 
@@ -535,7 +520,7 @@ export async function writeAckXlsx(
   rows: Rows<AckRow> | RowPages<AckRow>,
   opts: AckWriteOptions & XlsxOptions = {},
 ): Promise<string> {
-  const path = join(dir, ackXlsxFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack', 'xlsx'));
   const currencies = ackCurrencyTotals(rows, opts) ?? [];
   const verdict = batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
   const lead = ackLead(identity, rows, { ...opts, totals: currencies });
@@ -559,7 +544,7 @@ export async function writeSummaryXlsx(
   summary: BatchSummary,
   opts: XlsxOptions = {},
 ): Promise<string> {
-  const path = join(dir, summaryXlsxFileName(identity.outboxName ?? identity.fileName));
+  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'summary', 'xlsx'));
   await writeXlsxFile(path, [summarySheet(() => summary)], opts);
   return path;
 }

@@ -7,11 +7,10 @@ import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ReadRow } from '../../src/in
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import {
+  outboxFileName,
   RETRY_COLUMNS,
   retryBase,
-  retryFileName,
   retryReference,
-  retryXlsxFileName,
   writeRetryFile,
   writeRetryFileAt,
   writeRetryXlsx,
@@ -69,7 +68,7 @@ describe('fresh references (pure)', () => {
     expect(retryReference(LONG, 1)).toBe(hashed);
     expect(retryReference(LONG, 2)).not.toBe(hashed);
     expect(() => retryReference('INV-7', 1, 7)).toThrowError(expect.objectContaining({ code: 'RETRY_REFERENCE' }));
-    expect(retryFileName('B1_payouts.csv')).toBe('B1_payouts.csv.retry.csv');
+    expect(outboxFileName('B1_payouts.csv', 'retry')).toBe('B1_payouts.csv.retry.csv');
   });
 });
 
@@ -138,7 +137,7 @@ describe('retry file', () => {
     await cancel(db, 'B1', 4, 'P-3');
     const csv = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'));
     const path = await writeRetryXlsx(csv.path as string);
-    expect(path).toBe(join(dir, retryXlsxFileName('B1_payouts.csv')));
+    expect(path).toBe(join(dir, outboxFileName('B1_payouts.csv', 'retry', 'xlsx')));
 
     const wb = new ExcelJS.Workbook();
     await wb.xlsx.readFile(path);

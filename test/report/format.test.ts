@@ -1,13 +1,12 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import {
+  outboxFileName,
   ReportError,
-  ackFileName,
   csvChunks,
   csvText,
   fileRejectionRecord,
   reasonText,
-  resultFileName,
   resultRecord,
   unescapeSpreadsheetCell,
   type RowOutcome,
@@ -90,8 +89,8 @@ describe('records', () => {
   });
 
   it('derives outbox names only from plain base names', () => {
-    expect(ackFileName('batch-1.csv')).toBe('batch-1.csv.ack.csv');
-    expect(resultFileName('batch-1.csv')).toBe('batch-1.csv.result.csv');
+    expect(outboxFileName('batch-1.csv', 'ack')).toBe('batch-1.csv.ack.csv');
+    expect(outboxFileName('batch-1.csv', 'result')).toBe('batch-1.csv.result.csv');
     for (const bad of [
       '../x.csv',
       'a/b.csv',
@@ -104,7 +103,7 @@ describe('records', () => {
       'bell\u0007.csv',
       'a\u2028b.csv',
     ]) {
-      expect(() => ackFileName(bad)).toThrow(expect.objectContaining({ code: 'REPORT_BAD_FILE_NAME' }));
+      expect(() => outboxFileName(bad, 'ack')).toThrow(expect.objectContaining({ code: 'REPORT_BAD_FILE_NAME' }));
     }
   });
 });

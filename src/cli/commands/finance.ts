@@ -7,9 +7,9 @@ import { ConfigError } from '../../domain/errors.js';
 import { getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
 import { outboxName } from '../../daemon/outbox.js';
 import {
+  outboxFileName,
   reconciliationFileName,
   reportPeriod,
-  retryFileName,
   writeReconciliationReport,
   writeReconciliationXlsx,
   writeRetryFileAt,
@@ -82,7 +82,7 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
   return withMigratedStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
-    const path = resolve(out ?? join(config.paths.outbox, retryFileName(outboxName(batch))));
+    const path = resolve(out ?? join(config.paths.outbox, outboxFileName(outboxName(batch), 'retry')));
     // The daemon makes the outbox when it starts; this command may run before it ever did.
     if (out === undefined) await mkdir(dirname(path), { recursive: true });
     const result = await writeRetryFileAt(path, batchRetrySource(db, batchId), {
