@@ -13,7 +13,7 @@ import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/answers.js';
 import { useTestDatabase } from '../support/database.js';
-import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
+import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
@@ -22,6 +22,11 @@ describe('store: row moves and claims (SQLite)', () => {
   it('groups moves alike by value, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
     const { db } = store;
     await checkGroupedMoves(db);
+  });
+
+  it('moves with values of their own, more than one statement sets, each end with exactly theirs; a row moved before is skipped', async () => {
+    const { db } = store;
+    await checkMovesOfTheirOwn(db);
   });
 
   it('settlements sharing one patch and one of its own are applied; a row settled by someone else is skipped', async () => {
