@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { insertValueRows } from './multi-row-insert.js';
+import { updateValueRows } from './multi-row-update.js';
 import { COLUMNS, RowStateError, toColumns, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 export interface HistoryEntry {
@@ -104,7 +105,8 @@ export async function recordMoved(
 
 /**
  * Applies many row moves, each with its own patch: moves alike (same `from` and columns, by value) share one
- * guarded UPDATE, and all history rows are one INSERT. Returns how many moves happened.
+ * guarded UPDATE … WHERE id IN, the others with the same `from` and column names one multi-row UPDATE a chunk
+ * (./multi-row-update.ts), and all history rows are one INSERT. Returns how many moves happened.
  */
 export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[], now: number): Promise<number> {
   for (const m of moves) {
@@ -129,7 +131,34 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
     else alike.set(key, { from: m.from, columns, ids: [m.row.id] });
   }
   const moved = new Set<number>();
-  for (const g of alike.values()) for (const id of await updateGuarded(trx, g.ids, g.from, g.columns)) moved.add(id);
+  // A move whose values no other move shares: with the others of the same `from` and column names, one
+  // multi-row UPDATE a chunk.
+  const ownValues = new Map<string, { from: RowState; names: string[]; rows: { id: number; columns: Record<string, unknown> }[] }>();
+  for (const g of alike.values()) {
+    const [id] = g.ids as [number];
+    if (g.ids.length > 1) {
+      for (const done of await updateGuarded(trx, g.ids, g.from, g.columns)) moved.add(done);
+      continue;
+    }
+    const names = Object.keys(g.columns).sort();
+    const key = `${g.from} ${names.join(' ')}`;
+    const group = ownValues.get(key);
+    if (group) group.rows.push({ id, columns: g.columns });
+    else ownValues.set(key, { from: g.from, names, rows: [{ id, columns: g.columns }] });
+  }
+  for (const { from, names, rows } of ownValues.values()) {
+    if (rows.length === 1) {
+      const [only] = rows as [(typeof rows)[number]];
+      for (const done of await updateGuarded(trx, [only.id], from, only.columns)) moved.add(done);
+      continue;
+    }
+    const values: Knex.Value[] = [];
+    for (const r of rows) {
+      values.push(r.id);
+      for (const name of names) values.push(r.columns[name] as Knex.Value);
+    }
+    for (const done of await updateValueRows(trx, 'payouts', names, values, { column: COLUMNS.state, value: from })) moved.add(done);
+  }
   const history: Knex.Value[] = [];
   for (const m of moves) if (m.history !== null && moved.has(m.row.id)) pushHistory(history, m.row.id, m.history, now, m.from, m.to);
   await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, history);

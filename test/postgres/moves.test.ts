@@ -20,7 +20,7 @@ import { pollBatchNow, pollSoon } from '../../src/store/settlement.js';
 import { claimDueRows, markInterruptedCreatesUnknown } from '../../src/store/claims.js';
 import { recordAnswers } from '../../src/store/answers.js';
 import type { RowMove } from '../../src/store/moves.js';
-import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from '../store/moves.js';
+import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { checkConcurrentHolders, checkHeldReferencesSetAside } from '../store/held-references.js';
 import { pgReachable, useTestSchema } from './pg.js';
@@ -67,6 +67,10 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('groups moves sharing a patch, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
     await checkGroupedMoves(db);
+  });
+
+  it('moves with values of their own, more than one statement sets, each end with exactly theirs; a row moved before is skipped', async () => {
+    await checkMovesOfTheirOwn(db);
   });
 
   it('applies two moves of one row in the order given', async () => {

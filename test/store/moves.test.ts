@@ -13,7 +13,7 @@ import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/answers.js';
 import { useTestDatabase } from '../support/database.js';
-import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, seedBatch } from './moves.js';
+import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
@@ -22,6 +22,11 @@ describe('store: row moves and claims (SQLite)', () => {
   it('groups moves alike by value, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
     const { db } = store;
     await checkGroupedMoves(db);
+  });
+
+  it('moves with values of their own, more than one statement sets, each end with exactly theirs; a row moved before is skipped', async () => {
+    const { db } = store;
+    await checkMovesOfTheirOwn(db);
   });
 
   it('settlements sharing one patch and one of its own are applied; a row settled by someone else is skipped', async () => {
@@ -101,15 +106,17 @@ describe('store: row moves and claims (SQLite)', () => {
 
   it('guarded UPDATEs of rows picked by id find them by primary key, not by walking an index on the state', async () => {
     const { db } = store;
-    const [a, b, c] = await seedBatch(db, 'G', 3, 'PENDING');
-    if (!a || !b || !c) throw new Error('seed');
+    const [a, b, c, d, e] = await seedBatch(db, 'G', 5, 'PENDING');
+    if (!a || !b || !c || !d || !e) throw new Error('seed');
     const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
     const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
     db.on('query', record);
     const polled = { pollCount: 1, lastPolledAt: 5, nextPollAt: 10 };
     const moves = [a, b].map((row) => ({ row, from: 'PENDING' as const, to: 'PENDING' as const, patch: polled, history: null }));
-    const settled = { serviceStatus: 'PAID', completeTime: 't' };
-    await applyRowMoves(db, [...moves, { row: c, from: 'PENDING', to: 'PAID', patch: settled, history: { event: 'settled' } }], 5);
+    const settled = (row: typeof a, completeTime: string) =>
+      ({ row, from: 'PENDING', to: 'PAID', patch: { serviceStatus: 'PAID', completeTime }, history: { event: 'settled' } }) as const;
+    const reason = { row: e, from: 'PENDING', to: 'PENDING', patch: { reason: 'x' }, history: null } as const;
+    await applyRowMoves(db, [...moves, settled(c, 't1'), settled(d, 't2'), reason], 5);
     db.off('query', record);
     const updates = seen.filter((q) => /^update /i.test(q.sql));
     expect(updates.map((q) => / in \(/i.test(q.sql))).toEqual([true, false]);
@@ -117,6 +124,13 @@ describe('store: row moves and claims (SQLite)', () => {
       const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
       expect(plan.map((p) => p.detail)).toEqual([expect.stringContaining('INTEGER PRIMARY KEY')]);
     }
+    // The settlements, values of their own: one multi-row UPDATE, a row of its VALUES at a time by primary key.
+    const ownValues = seen.filter((q) => /^with v\b/i.test(q.sql));
+    expect(ownValues).toHaveLength(1);
+    const plan = (await db.raw(`EXPLAIN QUERY PLAN ${ownValues[0]?.sql ?? ''}`, ownValues[0]?.bindings ?? [])) as { detail: string }[];
+    expect(plan.map((p) => p.detail).filter((p) => /payouts/.test(p))).toEqual([
+      expect.stringContaining('payouts USING INTEGER PRIMARY KEY'),
+    ]);
   });
 
   it('claims the older batch first, in line order, by the hold rules', async () => {

@@ -1,13 +1,14 @@
 /**
  * Row moves and claims checked on a real database of either engine (SQLite
  * in test/store, PostgreSQL in test/postgres): grouped moves with mixed
- * patches and a skipped row, one history row per row moved, moves of one
- * row applied in order, and claims oldest batch first in line order with
+ * patches and a skipped row, one history row per row moved, many moves
+ * with values of their own in multi-row UPDATEs, moves of one row applied
+ * in order, and claims oldest batch first in line order with
  * the hold rules.
  */
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/db.js';
-import { getRow, type PayoutRow } from '../../src/store/payouts.js';
+import { fromColumns, getRow, type PayoutRow, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { historyOf, type RowMove } from '../../src/store/moves.js';
 import { applyRowMoves } from '../../src/store/answers.js';
@@ -147,15 +148,85 @@ export async function checkGroupedMoves(db: Database): Promise<void> {
   ]);
   expect(await historyOf(db, f.id)).toEqual([]);
 
-  // The moves alike were one UPDATE, the settlements one each; all history rows one INSERT.
+  // The moves alike were one UPDATE, the settlements (values of their own, the same columns) one more; all
+  // history rows one INSERT.
   const inserts = sent.filter((s) => /^insert into [`"]?payout_history/i.test(s));
-  const updates = sent.filter((s) => /^update /i.test(s));
+  const updates = sent.filter((s) => /^update |^with v\b.* update /is.test(s));
   const groupUpdates = updates.filter((s) => / in \(/i.test(s));
   expect(inserts).toHaveLength(1);
-  expect(updates).toHaveLength(4);
+  expect(updates).toHaveLength(2);
   expect(groupUpdates).toHaveLength(1);
+  expect(updates.filter((s) => /^with v\b/i.test(s))).toHaveLength(1);
   // A move that keeps the state does not set it (every index on the state would be rewritten for nothing).
   expect(groupUpdates[0]?.split(/ where /i)[0]).not.toMatch(/state/i);
+}
+
+/**
+ * Settlements of more rows than one multi-row UPDATE sets, each with values of its own in the same columns:
+ * money as decimal text, ms timestamps up to the largest safe integer, a column null in some rows, a column
+ * null in every row, one null in all but the first chunk. Three rows, one of them the first of its chunk,
+ * were settled by someone else before: they keep what that actor wrote and get no history row.
+ */
+export async function checkMovesOfTheirOwn(db: Database): Promise<void> {
+  const n = 1203;
+  const rows = await seedBatch(db, 'OWN', n, 'PENDING');
+  const taken = new Set([0, 500, 777].map((i) => (rows[i] as PayoutRow).id));
+  await db('payouts')
+    .whereIn('id', [...taken])
+    .update({ state: 'PAID', rate: 'theirs', poll_count: 7 });
+  const now = Date.now();
+  const patchOf = (i: number): PayoutRowPatch => ({
+    serviceStatus: i % 3 === 0 ? 'CANCELLED' : 'PAID',
+    rate: ['1500.50', '0.000001', `${i}.${i}`][i % 3] as string,
+    deductionAmount: i % 2 === 0 ? `${1_000_000 + i}.000000000001` : null,
+    totalFee: i % 5 === 0 ? null : `0.${String(i).padStart(6, '0')}`,
+    completeTime: `2026-11-23T00:${String(i % 60).padStart(2, '0')}:00Z`,
+    reasonCode: i % 3 === 0 ? 'CANCELLED' : null,
+    // Text in the first chunk only: null in every row of the others.
+    reason: i < 400 && i % 3 === 0 ? `cancelled ${i}` : null,
+    nextPollAt: null,
+    pollCount: i,
+    lastPolledAt: now + i,
+    // Null in the first row (the one the column's type is read from on PostgreSQL), numbers after.
+    staleFlaggedAt: i % 500 === 0 ? null : i === n - 1 ? Number.MAX_SAFE_INTEGER : now - i,
+  });
+  const moves = rows.map((row, i): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: i % 3 === 0 ? 'CANCELLED' : 'PAID',
+    patch: patchOf(i),
+    history: { event: 'settled', outcome: i % 3 === 0 ? 'CANCELLED' : 'PAID', detail: patchOf(i).completeTime },
+  }));
+
+  const statements = countStatements(db);
+  expect(await applyRowMoves(db, moves, now)).toBe(n - taken.size);
+  const sent = statements.stop();
+  // 500 rows a statement: three for 1203 rows, and no UPDATE of a row of its own.
+  expect(sent.filter((q) => /^with v\b/i.test(q))).toHaveLength(3);
+  expect(sent.filter((q) => /^update /i.test(q))).toEqual([]);
+
+  const after = new Map(
+    ((await db('payouts').where({ batch_id: 'OWN' }).select('*')) as Record<string, unknown>[]).map((r) => {
+      const row = fromColumns(r);
+      return [row.id, row];
+    }),
+  );
+  for (const [i, row] of rows.entries()) {
+    const stored = after.get(row.id);
+    if (taken.has(row.id)) {
+      expect(stored).toMatchObject({ state: 'PAID', rate: 'theirs', pollCount: 7, completeTime: null, updatedAt: row.updatedAt });
+      continue;
+    }
+    expect(stored).toEqual({ ...row, ...patchOf(i), state: i % 3 === 0 ? 'CANCELLED' : 'PAID', updatedAt: now });
+  }
+  const history = (await db('payout_history').select('payout_row_id', 'to_state', 'detail')) as {
+    payout_row_id: number | string;
+    to_state: string;
+    detail: string;
+  }[];
+  expect(history).toHaveLength(n - taken.size);
+  expect(history.filter((h) => taken.has(Number(h.payout_row_id)))).toEqual([]);
+  expect(history.find((h) => Number(h.payout_row_id) === rows[1]?.id)).toMatchObject({ to_state: 'PAID', detail: '2026-11-23T00:01:00Z' });
 }
 
 /** Two moves of one row in one list see each other, in order. */
