@@ -104,9 +104,9 @@ export async function recordMoved(
 }
 
 /**
- * Applies many row moves, each with its own patch: moves alike (same `from` and columns, by value) share one
- * guarded UPDATE … WHERE id IN, the others with the same `from` and column names one multi-row UPDATE a chunk
- * (./multi-row-update.ts), and all history rows are one INSERT. Returns how many moves happened.
+ * Applies many row moves, each with its own patch: moves with the same `from` and the same columns share one
+ * guarded multi-row UPDATE a chunk (./multi-row-update.ts), and all history rows are one INSERT. Returns how
+ * many moves happened.
  */
 export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[], now: number): Promise<number> {
   for (const m of moves) {
@@ -121,32 +121,17 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
     for (const m of moves) done += await applyMoves(trx, [m], now);
     return done;
   }
-  const alike = new Map<string, { from: RowState; columns: Record<string, unknown>; ids: number[] }>();
+  const groups = new Map<string, { from: RowState; names: string[]; rows: { id: number; columns: Record<string, unknown> }[] }>();
   for (const m of moves) {
     const columns = rowColumns(m.patch, m.from, m.to, now);
-    // JSON keeps null apart from the text "null", and a number from its digits as text.
-    const key = `${m.from} ${JSON.stringify(columns)}`;
-    const group = alike.get(key);
-    if (group) group.ids.push(m.row.id);
-    else alike.set(key, { from: m.from, columns, ids: [m.row.id] });
+    const names = Object.keys(columns).sort();
+    const key = `${m.from} ${names.join(' ')}`;
+    const group = groups.get(key);
+    if (group) group.rows.push({ id: m.row.id, columns });
+    else groups.set(key, { from: m.from, names, rows: [{ id: m.row.id, columns }] });
   }
   const moved = new Set<number>();
-  // A move whose values no other move shares: with the others of the same `from` and column names, one
-  // multi-row UPDATE a chunk.
-  const ownValues = new Map<string, { from: RowState; names: string[]; rows: { id: number; columns: Record<string, unknown> }[] }>();
-  for (const g of alike.values()) {
-    const [id] = g.ids as [number];
-    if (g.ids.length > 1) {
-      for (const done of await updateGuarded(trx, g.ids, g.from, g.columns)) moved.add(done);
-      continue;
-    }
-    const names = Object.keys(g.columns).sort();
-    const key = `${g.from} ${names.join(' ')}`;
-    const group = ownValues.get(key);
-    if (group) group.rows.push({ id, columns: g.columns });
-    else ownValues.set(key, { from: g.from, names, rows: [{ id, columns: g.columns }] });
-  }
-  for (const { from, names, rows } of ownValues.values()) {
+  for (const { from, names, rows } of groups.values()) {
     if (rows.length === 1) {
       const [only] = rows as [(typeof rows)[number]];
       for (const done of await updateGuarded(trx, [only.id], from, only.columns)) moved.add(done);
