@@ -27,7 +27,8 @@ try {
   const ackMs = now() - takenAt;
   const peak = peakRssMb(daemon.pid);
   const cpuMs = cpuMsOf(daemon.pid) - cpuAtTake;
-  const accepted = JSON.parse((await daemon.waitForLine(/"batch accepted"/, 30_000)).line);
+  // The batch is let go after its ack's .xlsx copy too: the check that it was accepted whole waits for that.
+  const accepted = JSON.parse((await daemon.waitForLine(/"batch accepted"/, 300_000)).line);
   if (accepted.validCount !== rows) throw new Error(`the batch was not accepted whole: ${accepted.validCount} valid rows of ${rows}`);
   writeFileSync(resultFile, JSON.stringify({ rows, ackMs, rowsPerSecond: (rows / ackMs) * 1000, cpuMs, peakRssMb: peak }));
 } finally {

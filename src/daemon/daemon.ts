@@ -155,8 +155,7 @@ export class PayoutDaemon {
         clock,
         logger,
         effects: {
-          writeAck: (b, r) => this.outbox.writeAckCsv(b, r),
-          writeAckXlsx: (b, r) => this.outbox.writeAckXlsx(b, r),
+          writeAck: (b, r) => this.outbox.writeAck(b, r),
           writeFileRejection: (b, r) => this.outbox.writeFileRejection(b, r),
           writeResult: (b) => this.outbox.writeResult(b),
         },

@@ -165,32 +165,17 @@ export class BatchOutbox {
    * file is refused, or why a batch is under an operator's hold. Then its .xlsx twin.
    */
   async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
-    const path = await this.writeAckCsv(batch, fileRejection);
-    await this.writeAckXlsx(batch, fileRejection);
-    return path;
-  }
-
-  /** The ack's CSV alone: the record. */
-  async writeAckCsv(batch: BatchRecord, fileRejection?: string): Promise<string> {
-    const opts = await this.ackOptions(batch, fileRejection);
-    return writeAckFile(this.dir, identityOf(batch), { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
-  }
-
-  /** The ack's .xlsx twin alone (when enabled). */
-  async writeAckXlsx(batch: BatchRecord, fileRejection?: string): Promise<void> {
-    if (!this.extras.xlsx) return;
-    const identity = identityOf(batch);
-    await this.twin(identity, 'ack', async () =>
-      writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...(await this.ackOptions(batch, fileRejection)), ...this.xlsxOptions() }),
-    );
-  }
-
-  private async ackOptions(batch: BatchRecord, fileRejection: string | undefined) {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
-    // The totals come first in the file: one narrow read adds them up before the rows are read.
+    // The totals come first in the file: one narrow read adds them up before the rows are read again.
     const totals = await ackTotals(this.db, batch.id);
-    return { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
+    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
+    const identity = identityOf(batch);
+    const path = await writeAckFile(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
+    await this.twin(identity, 'ack', () =>
+      writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
+    );
+    return path;
   }
 
   /** A file refused before any row was read (bad file, duplicate file). */

@@ -50,10 +50,8 @@ export interface IntakeOptions {
 }
 
 export interface IntakeEffects {
-  /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top). */
+  /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top), and its .xlsx. */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
-  /** The acknowledgement's .xlsx twin (outbox.xlsx); one that cannot be written is reported, never thrown. */
-  writeAckXlsx?(batch: BatchRecord, fileRejection?: string): Promise<unknown>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
 }
@@ -304,7 +302,8 @@ export class BatchIntake {
       (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
     // The ack is written while the batch is still ours and VALIDATING: finance's answer comes before the first
-    // create, and the outbox repair never takes an ACTIVE batch whose ack is still being written for one without.
+    // create, the spreadsheet copy's work never competes with the sending, and the outbox repair never takes an
+    // ACTIVE batch whose ack is still being written for one without.
     const ackWritten = await this.writeOutbox(held.id, () => effects.writeAck({ ...held, ...counts }));
     const accepted = await this.move(
       held,
@@ -328,8 +327,6 @@ export class BatchIntake {
     );
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
-    // The spreadsheet copy after the batch is let go: payouts need not wait for it (the CSV is the record).
-    if (ackWritten) await effects.writeAckXlsx?.(accepted);
     return stored;
   }
 
@@ -347,7 +344,6 @@ export class BatchIntake {
       { type: 'rejected', data: { code, reason, rows: read.rowCount, ...counts } },
     );
     await this.writeOutbox(rejected.id, () => effects.writeAck(rejected, reason), { ackWrittenAt: clock.now() });
-    await effects.writeAckXlsx?.(rejected, reason);
     await this.writeOutbox(rejected.id, () => effects.writeResult(rejected), { resultWrittenAt: clock.now() });
     logger.warn({ batchId: rejected.id, file: rejected.fileName, ...counts }, `batch rejected: ${reason}`);
     return this.stored(rejected.id);
