@@ -143,7 +143,11 @@ function checkRequest(r: ApprovalRequest): { sha256: string } {
 function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: string, entries: ApprovalEntry[]): ApprovalError | null {
   if (!batch) return new ApprovalError('APPROVAL_UNKNOWN_BATCH', `no batch ${r.batchId}: copy the batch id from its ack`);
   if (batch.state === 'RECEIVED' || batch.state === 'VALIDATING') {
-    return new ApprovalError('APPROVAL_NOT_READY', `batch ${batch.id} is still being read: decide on it once its ack is in the outbox`);
+    // Its ack (both files) is written before the batch waits for approval: a large one can be seen a moment early.
+    return new ApprovalError(
+      'APPROVAL_NOT_READY',
+      `batch ${batch.id} is still being read or acknowledged: decide on it once payoutd status shows it awaiting approval (seconds after its ack appears)`,
+    );
   }
   if (batch.approvalState === null || batch.approvalState === undefined || batch.approvalState === 'NONE') {
     return new ApprovalError('APPROVAL_NOT_REQUIRED', `batch ${batch.id} does not wait for approval; nothing to decide`);
