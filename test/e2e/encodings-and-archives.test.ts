@@ -25,7 +25,8 @@ describe('e2e: encodings and archives', () => {
     const e2e = await startE2e({ config: { batch: { format: { encoding: 'auto' } } } });
     await e2e.startDaemon();
     await e2e.drop('latin.csv', Buffer.from(toCsv(named('W1252')), 'latin1'));
-    await e2e.drop('unicode.txt', utf16le(toCsv(named('U16'))));
+    // As Excel saves "Unicode Text": UTF-16 with tabs between the fields.
+    await e2e.drop('unicode.txt', utf16le(toCsv(named('U16')).replaceAll(',', '\t')));
     await e2e.drop('big.csv.gz', gzipSync(Buffer.from(toCsv(named('GZ')))));
     const workbook = new ExcelJS.Workbook();
     workbook.addWorksheet('Payouts').getCell('A1').value = 'merchantReferenceId';

@@ -62,6 +62,11 @@ describe('delimiter detection', () => {
   it('decides from the header line, ignoring quoted text and later lines', () => {
     expect(sniffDelimiter('a,b,c\n1;2;3;4;5\n')).toBe(',');
     expect(sniffDelimiter('\ufeffa;b;"c,d,e"\r\n')).toBe(';');
+    // Excel's tab-delimited text; a tab inside quotes does not count, and ties go to the comma, then the semicolon.
+    expect(sniffDelimiter('a\tb\tc,d\n1\t2\t3,4\n')).toBe('\t');
+    expect(sniffDelimiter('a,b,"c\t\t\td"\n')).toBe(',');
+    expect(sniffDelimiter('a\tb,c\n')).toBe(',');
+    expect(sniffDelimiter('a\tb;c\n')).toBe(';');
     expect(sniffDelimiter('\n\nsingle\n')).toBe(',');
     expect(headerLine('\ufeff\r\n"a\nb";c\nnext')).toBe('"a\nb";c');
   });

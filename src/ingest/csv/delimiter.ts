@@ -1,7 +1,14 @@
-/** `delimiter: 'auto'`: commas and semicolons outside quotes counted on the header line; a tie means comma. */
+/**
+ * `delimiter: 'auto'`: commas, semicolons and tabs outside quotes counted on the header line, the most
+ * frequent wins (a tie goes to the comma, then the semicolon). Semicolons are what Excel writes as "CSV" where
+ * the decimal mark is a comma; tabs are its "Text (Tab delimited)" and "Unicode Text".
+ */
 import { open } from 'node:fs/promises';
 
-export type Delimiter = ',' | ';';
+export type Delimiter = ',' | ';' | '\t';
+
+/** In the order a tie is decided. */
+const DELIMITERS: readonly Delimiter[] = [',', ';', '\t'];
 
 /** The first non-empty line of the text (BOM and leading blank lines skipped), cut at a line break outside quotes. */
 export function headerLine(text: string): string {
@@ -17,16 +24,15 @@ export function headerLine(text: string): string {
 }
 
 export function sniffDelimiter(text: string): Delimiter {
-  const line = headerLine(text);
-  let commas = 0;
-  let semicolons = 0;
+  const counts = new Map<string, number>(DELIMITERS.map((d) => [d, 0]));
   let inQuotes = false;
-  for (const c of line) {
+  for (const c of headerLine(text)) {
     if (c === '"') inQuotes = !inQuotes;
-    else if (!inQuotes && c === ',') commas++;
-    else if (!inQuotes && c === ';') semicolons++;
+    else if (!inQuotes && counts.has(c)) counts.set(c, (counts.get(c) as number) + 1);
   }
-  return semicolons > commas ? ';' : ',';
+  let best: Delimiter = ',';
+  for (const d of DELIMITERS) if ((counts.get(d) as number) > (counts.get(best) as number)) best = d;
+  return best;
 }
 
 /** Reads at most `maxBytes` from the start of the file and sniffs its delimiter. */

@@ -18,8 +18,8 @@ export const batchFormatSchema = z
       }),
     /** Sheet of an .xlsx batch to read; null: the workbook must have one sheet. */
     sheet: z.string().min(1).nullable().default(null),
-    /** Field delimiter; 'auto' decides between ',' and ';' from the header line. */
-    delimiter: z.enum(['auto', ',', ';']).default('auto'),
+    /** Field delimiter; 'auto' decides between ',', ';' and a tab from the header line. */
+    delimiter: z.enum(['auto', ',', ';', '\t']).default('auto'),
     /** Header name as finance writes it -> field path; matched trimmed and case-insensitively. */
     columnAliases: z.record(z.string(), z.enum(FIELD_PATHS)).default(() => ({})),
     /** Largest record accepted (bytes of field content); larger is a file error. */
