@@ -15,6 +15,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import ExcelJS from 'exceljs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +63,7 @@ describe.skipIf(!present)('console in Chromium against payoutd run', () => {
     await browser?.close();
   });
 
-  it('an uploader drops a file, a second user approves it, she watches it finish and downloads the result .xlsx; a viewer is refused each action', async () => {
+  it('an uploader drops a file, a second user approves it, she watches it finish and downloads the result .xlsx; a viewer is refused each action; a workbook goes the same way', async () => {
     const e2e = await startE2e({ sandbox: { settlement: { minDelayMs: 300, maxDelayMs: 1500 } } });
     const approvalsDir = join(e2e.dir, 'approvals');
     await mkdir(approvalsDir);
@@ -199,6 +200,18 @@ describe.skipIf(!present)('console in Chromium against payoutd run', () => {
     expect(refusedUpload).toBe(403);
     expect(await e2e.batches()).toHaveLength(1);
     await viewerContext.close();
+
+    // A workbook goes the same way as a CSV: chosen on the page, read as .xlsx, acknowledged, waiting for approval.
+    await page.goto(`${base}/batches`);
+    await page.setInputFiles('#upload-file', fileURLToPath(new URL('../../samples/payouts-valid.xlsx', import.meta.url)));
+    await expect.poll(() => page.textContent('#upload-status'), { timeout: 10_000 }).toContain('uploaded by uma');
+    const workbook = await e2e.waitForBatches(
+      (all) => all.find((b) => b.fileName === 'payouts-valid.xlsx' && b.shownState === 'AWAITING_APPROVAL'),
+      'the uploaded workbook acknowledged and waiting for approval',
+      30_000,
+    );
+    expect(workbook).toMatchObject({ rowCount: 12, validCount: 12, invalidCount: 0 });
+    expect(await e2e.waitForOutbox(workbook, 'ack')).toBeTruthy();
     await context.close();
     expect(await daemon.stop()).toBe(0);
   }, 120_000);
