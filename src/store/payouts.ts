@@ -126,4 +126,3 @@ export async function* pagesByLine<T extends { line: number }>(rows: () => Knex.
     afterLine = last.line;
   }
 }
-
