@@ -46,7 +46,9 @@ function addUser(e2e: E2e, name: string, role: string): Promise<void> {
 async function signIn(page: Page, base: string, name: string): Promise<void> {
   await page.goto(`${base}/batches`);
   await expect.poll(() => page.url()).toContain('/sign-in');
-  // By keyboard: the name field has the focus, Tab to the password, Enter sends.
+  // By keyboard: the name field has the focus, Tab to the password, Enter sends. Typing waits for autofocus
+  // to land (it comes with the page's load; keys typed before it go nowhere).
+  await page.waitForFunction(`document.activeElement?.getAttribute('name') === 'name'`, undefined, { timeout: 10_000 });
   await page.keyboard.type(name);
   await page.keyboard.press('Tab');
   await page.keyboard.type(PASSWORD);
