@@ -72,10 +72,14 @@ describe('e2e: notifications', () => {
         return csv.rows.some((r) => r['item'] === 'state' && r['value'] === 'HELD') ? csv : null;
       }, 'a status file saying HELD');
       expect(status.rows.find((r) => r['item'] === 'hold reason')?.['value']).toBe(held.data['reason']);
-      const text = await scrape(`${base}/metrics`);
+      // A delivery is counted once its answer is recorded, a moment after the receiver has it.
+      const delivered = /^payoutd_notification_deliveries_total\{channel="webhook:erp",outcome="delivered"\}/;
+      const text = await waitFor(async () => {
+        const t = await scrape(`${base}/metrics`);
+        return metric(t, delivered) >= 3 ? t : null;
+      }, 'three deliveries counted in the metrics');
       expect(metric(text, /^payoutd_batches\{state="HELD"\}/)).toBe(1);
       expect(metric(text, /^payoutd_oldest_hold_age_seconds/)).toBeGreaterThanOrEqual(0);
-      expect(metric(text, /^payoutd_notification_deliveries_total\{channel="webhook:erp",outcome="delivered"\}/)).toBeGreaterThanOrEqual(3);
       // status --json: the hold, with ISO times and plain objects.
       const table = (await e2e.cli(['status'])).stdout;
       expect(table).toMatch(/short\.csv\s+HELD\s+5\s+0\.0%/);
