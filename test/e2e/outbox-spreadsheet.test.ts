@@ -16,13 +16,10 @@
  * times as date cells; the ack starts with its totals. Skipped where `soffice` is
  * absent (Debian: `apt-get install libreoffice-calc-nogui`).
  */
-import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFile, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import type { PayoutRequest } from '../../src/domain/payout.js';
@@ -34,19 +31,10 @@ import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db
 import { insertRows } from '../../src/store/insert-rows.js';
 import { makeRows, toCsv, type BatchRow } from './batch-files.js';
 import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
+import { CSV_IMPORT, SOFFICE, SOFFICE_SKIP_REASON as SKIP_REASON, convertWithLibreOffice } from './libreoffice.js';
 
-const run = promisify(execFile);
-
-/** LibreOffice's command, if installed. */
-const SOFFICE = spawnSync('soffice', ['--version'], { stdio: 'ignore', timeout: 60_000 }).status === 0 ? 'soffice' : null;
-const SKIP_REASON = 'soffice (LibreOffice) not found: install libreoffice-calc-nogui to run this test';
 if (!SOFFICE) console.warn(`outbox-spreadsheet.test.ts skipped: ${SKIP_REASON}`);
 
-/**
- * The Text CSV import options of LibreOffice's import dialog as it opens: comma, `"`, UTF-8, from
- * line 1, standard columns, quoted fields not forced to text, and "Evaluate formulas" on.
- */
-const CSV_IMPORT = 'CSV:44,34,76,1,,0,false,false,false,false,false,false,true';
 const HYPERLINK = '=HYPERLINK("http://e","c")';
 const OLDER_BATCH = 'B-OLDER-1';
 
@@ -175,25 +163,6 @@ async function sheetRows(
   return out;
 }
 
-/** Converts CSV (or .xlsx) files to .xlsx with LibreOffice headless (own profile, so parallel runs do not collide). */
-async function convertWithLibreOffice(files: string[], outDir: string, profileDir: string, csv = true): Promise<void> {
-  await run(
-    SOFFICE as string,
-    [
-      `-env:UserInstallation=${pathToFileURL(profileDir).href}`,
-      '--headless',
-      '--norestore',
-      ...(csv ? [`--infilter=${CSV_IMPORT}`] : []),
-      '--convert-to',
-      'xlsx',
-      '--outdir',
-      outDir,
-      ...files,
-    ],
-    { timeout: 180_000, maxBuffer: 16 * 1024 * 1024 },
-  );
-}
-
 describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
   it.skipIf(!SOFFICE)(
     `holds no cell LibreOffice runs as a formula${SOFFICE ? '' : ` (skipped: ${SKIP_REASON})`}`,
@@ -294,7 +263,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         const canary = join(work, 'canary.csv');
         await writeFile(canary, `\uFEFFname\r\n"${HYPERLINK.replaceAll('"', '""')}"\r\n`);
         const converted = join(work, 'out');
-        await convertWithLibreOffice([canary, ...csvs], converted, join(work, 'profile'));
+        await convertWithLibreOffice([canary, ...csvs], 'xlsx', converted, join(work, 'profile'), CSV_IMPORT);
         const canaryCells = await cellsOf(join(converted, 'canary.xlsx'));
         expect(canaryCells.filter((c) => isFormula(c.cell)).map((c) => c.at)).toEqual(['canary!A2']);
 
@@ -316,7 +285,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         // The .xlsx files opened and saved by LibreOffice: accounts keep their leading zeros (text cells), amounts
         // stay numbers, times are date cells, and the retry .xlsx keeps the input columns.
         const resaved = join(work, 'resaved');
-        await convertWithLibreOffice(xlsxs, resaved, join(work, 'profile'), false);
+        await convertWithLibreOffice(xlsxs, 'xlsx', resaved, join(work, 'profile'));
         const prefix = `${dropped.id}_formula.csv`;
         const [paidRow, cancelledRow] = good as [BatchRow, BatchRow];
         const result = await sheetRows(join(resaved, `${prefix}.result.xlsx`), 'Result');

@@ -49,7 +49,7 @@ import { insertRows } from '../../src/store/insert-rows.js';
 import { historyOf } from '../../src/store/moves.js';
 import { PayoutSubmitter, type SubmitterOptions } from '../../src/submit/index.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
-import { validCsvRow } from '../support/rows.js';
+import { payoutRequest, validCsvRow } from '../support/rows.js';
 import { openTestDatabase } from '../support/database.js';
 import { TcpProxy } from '../chaos/proxy.js';
 
@@ -70,18 +70,7 @@ export function csvFile(rows: string[]): string {
   return `${[HEADER, ...rows].join('\n')}\n`;
 }
 
-/** A create request as the intake would store it (for rows put straight into the store). */
-export function payoutRequest(ref: string, over: Partial<PayoutRequest> = {}): PayoutRequest {
-  return {
-    merchantReferenceId: ref,
-    deductionCurrency: 'USDT',
-    payoutCurrency: 'PHP',
-    payoutAmount: '100.5',
-    sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
-    beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '1234567890', bankCode: 'BOPIPHMM' },
-    ...over,
-  };
-}
+export { payoutRequest };
 
 let keyCache: { privateKeyPem: string; publicKeyBase64: string } | undefined;
 

@@ -19,6 +19,7 @@ import {
   resultRowsPage,
 } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
+import { payoutRequest } from '../support/rows.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
@@ -62,14 +63,9 @@ describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
     ]);
     expect((await listBatchPage(store.db, { states: ['ACTIVE'] }, 0, 10)).total).toBe(0);
 
-    const request = (ref: string) => ({
-      merchantReferenceId: ref,
-      deductionCurrency: 'USDT',
-      payoutCurrency: 'PHP',
-      payoutAmount: '1.00',
-      sender: { firstName: 'A', lastName: 'B', country: 'PH', idType: 'PASSPORT', idValue: 'P1' },
-      beneficiary: { accountName: 'C', accountNumber: '0012345678', bankCode: 'BOPIPHMM' },
-    });
+    // An account with leading zeros: the page shows it as stored.
+    const request = (ref: string) =>
+      payoutRequest(ref, { beneficiary: { accountName: 'C', accountNumber: '0012345678', bankCode: 'BOPIPHMM' } });
     await store.db.transaction((trx) =>
       insertRows(
         trx,

@@ -2,6 +2,7 @@
  * One valid payout row (PHP, 100.50, account 1234567890) for tests of every
  * layer, by field path; tests override the fields they are about.
  */
+import type { PayoutRequest } from '../../src/domain/payout.js';
 import { FIELD_PATHS, type FieldPath } from '../../src/ingest/rules/index.js';
 
 export const VALID_ROW: Readonly<Record<FieldPath, string>> = {
@@ -23,4 +24,17 @@ export const VALID_ROW: Readonly<Record<FieldPath, string>> = {
 export function validCsvRow(ref: string, overrides: Partial<Record<FieldPath, string>> = {}): string {
   const values: Record<string, string> = { ...VALID_ROW, merchantReferenceId: ref, ...overrides };
   return FIELD_PATHS.map((f) => values[f] ?? '').join(',');
+}
+
+/** The valid row as a create request, as the intake would store it (for rows put straight into the store). */
+export function payoutRequest(ref: string, over: Partial<PayoutRequest> = {}): PayoutRequest {
+  return {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: '100.5',
+    sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
+    beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '1234567890', bankCode: 'BOPIPHMM' },
+    ...over,
+  };
 }
