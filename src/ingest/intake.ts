@@ -305,15 +305,16 @@ export class BatchIntake {
     // create, the spreadsheet copy's work never competes with the sending, and the outbox repair never takes an
     // ACTIVE batch whose ack is still being written for one without.
     const ackWritten = await this.writeOutbox(held.id, () => effects.writeAck({ ...held, ...counts }));
+    const acceptedAt = clock.now();
     const accepted = await this.move(
       held,
       {
         ...counts,
         state: 'ACTIVE',
-        acceptedAt: clock.now(),
+        acceptedAt,
         leaseOwner: null,
         leaseExpiresAt: null,
-        ...(ackWritten ? { ackWrittenAt: clock.now() } : {}),
+        ...(ackWritten ? { ackWrittenAt: acceptedAt } : {}),
       },
       {
         type: 'accepted',
