@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
 import { isPostgres, type Database } from './db.js';
 import { claimBatchLease } from './batches.js';
-import { insertValueRows } from './multi-row-insert.js';
+import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { RowStateError } from './payouts.js';
 
 /**
@@ -45,15 +45,22 @@ const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '$
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
 const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;
 
-/** The rows' values in INSERT_COLUMNS order, row after row; a READY row is due from its insert (its batch's acceptance lets it be claimed). */
-function insertValues(rows: readonly NewPayoutRow[], now: number): Knex.Value[] {
-  const values: Knex.Value[] = [];
-  for (const r of rows) {
-    const due = r.state === 'READY' ? now : null;
-    values.push(r.batchId, r.line, r.merchantReferenceId, r.state, r.requestValues, r.payoutCurrency, r.payoutAmount);
-    values.push(r.deductionCurrency, r.reasonCode, r.reason, due, now);
-  }
-  return values;
+/** Each row's values in INSERT_COLUMNS order; a READY row is due from its insert (its batch's acceptance lets it be claimed). */
+function insertValues(rows: readonly NewPayoutRow[], now: number): InsertedValue[][] {
+  return rows.map((r) => [
+    r.batchId,
+    r.line,
+    r.merchantReferenceId,
+    r.state,
+    r.requestValues,
+    r.payoutCurrency,
+    r.payoutAmount,
+    r.deductionCurrency,
+    r.reasonCode,
+    r.reason,
+    r.state === 'READY' ? now : null,
+    now,
+  ]);
 }
 
 /**

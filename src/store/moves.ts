@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
-import { insertValueRows } from './multi-row-insert.js';
+import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { updateValueRows } from './multi-row-update.js';
 import { COLUMNS, RowStateError, toColumns, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
@@ -30,8 +30,8 @@ export interface RowMove {
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
 /** A history row's values in HISTORY_COLUMNS order, added to the end of `into`. */
-function pushHistory(into: Knex.Value[], id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): void {
-  into.push(id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null);
+function historyRow(id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): InsertedValue[] {
+  return [id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null];
 }
 
 function assertMove(from: RowState, to: RowState): void {
@@ -98,9 +98,12 @@ export async function recordMoved(
   now: number,
 ): Promise<void> {
   assertMove(from, to);
-  const values: Knex.Value[] = [];
-  for (const id of ids) pushHistory(values, id, history, now, from, to);
-  await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, values);
+  await insertValueRows(
+    trx,
+    'payout_history',
+    HISTORY_COLUMNS,
+    ids.map((id) => historyRow(id, history, now, from, to)),
+  );
 }
 
 /**
@@ -144,8 +147,8 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
     }
     for (const done of await updateValueRows(trx, 'payouts', names, values, { column: COLUMNS.state, value: from })) moved.add(done);
   }
-  const history: Knex.Value[] = [];
-  for (const m of moves) if (m.history !== null && moved.has(m.row.id)) pushHistory(history, m.row.id, m.history, now, m.from, m.to);
+  const history: InsertedValue[][] = [];
+  for (const m of moves) if (m.history !== null && moved.has(m.row.id)) history.push(historyRow(m.row.id, m.history, now, m.from, m.to));
   await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, history);
   return moves.filter((m) => moved.has(m.row.id)).length;
 }
