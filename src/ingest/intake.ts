@@ -29,8 +29,8 @@ import {
   insertRowsWhileReading,
   requestValuesOfReferences,
 } from '../store/index.js';
-import { BatchReadError, batchFileKind, parseBatchFile, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
-import { compileRules, type CompiledRules, type RowError, type ValidationRules } from './rules/index.js';
+import { BatchReadError, batchFileKind, readBatchFileOnThread, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
+import type { RowError, ValidationRules } from './rules/index.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
 
 /** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
@@ -130,14 +130,10 @@ async function sha256File(path: string): Promise<string> {
 }
 
 export class BatchIntake {
-  private readonly rules: CompiledRules;
-
   constructor(
     private readonly deps: IntakeDeps,
     private readonly o: IntakeOptions,
-  ) {
-    this.rules = compileRules(o.rules);
-  }
+  ) {}
 
   /** Records a claimed file as a batch and reads it. */
   async receive(claimed: ClaimedFile): Promise<BatchRecord> {
@@ -399,13 +395,16 @@ export class BatchIntake {
     return null;
   }
 
-  /** Reads the batch's file once, its rows stored a transaction's worth at a time while the batch stays ours. */
+  /**
+   * Reads the batch's file once, on a thread of its own, its rows stored here a transaction's worth at a time
+   * while the batch stays ours.
+   */
   private readRows(batch: BatchRecord): Promise<BatchParseResult> {
     const { db, clock } = this.deps;
     const lease = { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs };
-    return parseBatchFile(batch.storedPath, batch.fileName, {
+    return readBatchFileOnThread(batch.storedPath, batch.fileName, {
       format: this.o.format,
-      rules: this.rules,
+      rules: this.o.rules,
       batchId: batch.id,
       sidecarPath: batch.controlPath,
       // Recorded at the claim, so a read after a restart judges the file's end the same way.

@@ -1,0 +1,125 @@
+/**
+ * A batch file read on a thread of its own while the intake stores the rows already read. On one thread,
+ * reading and validating (csv-parse, the rules) and storing (the database, on the intake's thread) take
+ * turns; here they overlap. The thread runs parseBatchFile as it is (./read-worker.ts): only its rows, its
+ * lookups of retried rows and its result cross, and a read never runs more than two chunks ahead of the store.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ValidationRules } from '../rules/options.js';
+import { BatchReadError, type BatchParseResult, type ParseBatchOptions, type ReadRow } from './parse-batch.js';
+import type { RetryOriginals } from './retry-rows.js';
+
+/** A read row as the store takes it (what crosses from the reading thread). */
+export type ReadRowValues = Pick<
+  ReadRow,
+  | 'batchId'
+  | 'line'
+  | 'merchantReferenceId'
+  | 'state'
+  | 'requestValues'
+  | 'payoutCurrency'
+  | 'payoutAmount'
+  | 'deductionCurrency'
+  | 'reasonCode'
+  | 'reason'
+>;
+
+export interface ThreadReadOptions extends Omit<ParseBatchOptions, 'rules' | 'onRows'> {
+  rules: ValidationRules;
+  onRows: (rows: ReadRowValues[]) => Promise<void>;
+}
+
+/** What the reading thread is given (everything but the callbacks, which stay here). */
+export interface ReaderData {
+  path: string;
+  displayName: string;
+  options: Omit<ThreadReadOptions, 'onRows' | 'retryOriginals' | 'signal'>;
+  lookups: boolean;
+}
+
+export type FromReader =
+  | { kind: 'rows'; rows: ReadRowValues[] }
+  | { kind: 'originals'; id: number; references: string[] }
+  | { kind: 'done'; result: BatchParseResult }
+  | { kind: 'failed'; error: { name: string; code?: string; message: string } };
+
+export type ToReader =
+  | { kind: 'stored'; ok: boolean }
+  | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
+
+/** Chunks handed over and not yet stored, at most: the rows waiting between the threads stay bounded. */
+export const CHUNKS_AHEAD = 2;
+
+/**
+ * The reading thread's heap: its garbage dies young, and V8 would size a thread's young generation for the
+ * machine; a small one keeps the daemon's memory within its budget while a large file is read.
+ */
+const READER_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
+/** The thread's module, beside this one in the build; from the TypeScript sources (tests) the build's copy (`npm test` builds first). */
+const READER_MODULE = import.meta.url.endsWith('.ts')
+  ? new URL('../../../dist/ingest/csv/read-worker.js', import.meta.url)
+  : new URL('./read-worker.js', import.meta.url);
+
+/** parseBatchFile on a thread of its own; `onRows` and `retryOriginals` run on this one, in order. */
+export function readBatchFileOnThread(path: string, displayName: string, opts: ThreadReadOptions): Promise<BatchParseResult> {
+  const { onRows, retryOriginals, signal, ...options } = opts;
+  return new Promise<BatchParseResult>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const data: ReaderData = { path, displayName, options, lookups: retryOriginals !== undefined };
+    const reader = new Worker(READER_MODULE, { workerData: data, resourceLimits: READER_LIMITS });
+    const tell = (m: ToReader): void => reader.postMessage(m);
+    // The first failure of storing or looking up is the read's failure, whatever the reader makes of it.
+    let failure: { error: unknown } | null = null;
+    let storing = Promise.resolve();
+    let settled = false;
+    // Settles once the chunk being stored is in (no chunk after it is): nothing is stored after the read ends.
+    const settle = (done: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      void reader.terminate();
+      void storing.then(done);
+    };
+    const fail = (error: unknown): void => settle(() => reject(failure ? failure.error : error));
+    const onAbort = (): void => settle(() => reject(signal?.reason));
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    reader.on('message', (m: FromReader) => {
+      switch (m.kind) {
+        case 'rows':
+          storing = storing.then(async () => {
+            if (failure || settled) return;
+            try {
+              await onRows(m.rows);
+              tell({ kind: 'stored', ok: true });
+            } catch (err) {
+              failure = { error: err };
+              tell({ kind: 'stored', ok: false });
+            }
+          });
+          return;
+        case 'originals':
+          (retryOriginals as RetryOriginals)(m.references).then(
+            (originals) => tell({ kind: 'originals', id: m.id, originals }),
+            (err: unknown) => {
+              failure ??= { error: err };
+              tell({ kind: 'originals', id: m.id, originals: null });
+            },
+          );
+          return;
+        case 'done':
+          // The reader is done only once every chunk it handed over was stored.
+          settle(() => resolve(m.result));
+          return;
+        case 'failed':
+          fail(m.error.name === 'BatchReadError' ? new BatchReadError(m.error.code ?? 'BATCH_READ_FAILED', m.error.message) : new Error(m.error.message));
+      }
+    });
+    reader.on('error', fail);
+    reader.on('exit', (code) => fail(new Error(`the reading thread stopped before the end of the file (exit code ${code})`)));
+  });
+}
