@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
+import { ExactTotal } from '../domain/exact-total.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import type { PayoutService } from '../domain/payout.js';
 import { readyMoneyPages, type Database } from '../store/index.js';
@@ -26,17 +27,19 @@ export class BalanceGate {
     private readonly o: BalanceGateOptions,
   ) {}
 
-  /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency). */
+  /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency); a request's amount is a plain decimal. */
   private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
-    const sums = new Map<string, Map<string, Decimal>>();
+    const totals = new Map<string, Map<string, ExactTotal>>();
     for await (const page of readyMoneyPages(this.db, batchId)) {
       for (const req of page) {
-        const byPayout = sums.get(req.deductionCurrency) ?? new Map<string, Decimal>();
-        byPayout.set(req.payoutCurrency, (byPayout.get(req.payoutCurrency) ?? new Decimal(0)).plus(req.payoutAmount));
-        sums.set(req.deductionCurrency, byPayout);
+        let byPayout = totals.get(req.deductionCurrency);
+        if (!byPayout) totals.set(req.deductionCurrency, (byPayout = new Map()));
+        let total = byPayout.get(req.payoutCurrency);
+        if (!total) byPayout.set(req.payoutCurrency, (total = new ExactTotal()));
+        total.add(req.payoutAmount);
       }
     }
-    return sums;
+    return new Map([...totals].map(([coin, byPayout]) => [coin, new Map([...byPayout].map(([fiat, t]) => [fiat, t.toDecimal()]))]));
   }
 
   async check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict> {
