@@ -18,7 +18,14 @@ async function batchFile(): Promise<string> {
 }
 
 function options(onRows: (rows: ReadRowValues[]) => Promise<void>, signal?: AbortSignal) {
-  return { format: DEFAULT_BATCH_FORMAT, rules: DEFAULT_VALIDATION_RULES, batchId: 'B-RT', chunkSize: CHUNK, onRows, ...(signal ? { signal } : {}) };
+  return {
+    format: DEFAULT_BATCH_FORMAT,
+    rules: DEFAULT_VALIDATION_RULES,
+    batchId: 'B-RT',
+    chunkSize: CHUNK,
+    onRows,
+    ...(signal ? { signal } : {}),
+  };
 }
 
 const stored = (r: ReadRowValues) => [r.line, r.merchantReferenceId, r.state, r.requestValues, r.payoutAmount, r.reasonCode, r.reason];
@@ -95,7 +102,13 @@ describe('ingest: a batch file read on its own thread', () => {
   });
 
   it('reports a file it cannot read as a BatchReadError', async () => {
-    await expect(readBatchFileOnThread('/nonexistent/batch.csv', 'batch.csv', options(async () => undefined))).rejects.toMatchObject({
+    await expect(
+      readBatchFileOnThread(
+        '/nonexistent/batch.csv',
+        'batch.csv',
+        options(async () => undefined),
+      ),
+    ).rejects.toMatchObject({
       name: 'BatchReadError',
       code: 'BATCH_READ_FAILED',
     });

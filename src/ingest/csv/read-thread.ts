@@ -44,8 +44,7 @@ export type FromReader =
   | { kind: 'failed'; error: { name: string; code?: string; message: string } };
 
 export type ToReader =
-  | { kind: 'stored'; ok: boolean }
-  | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
+  { kind: 'stored'; ok: boolean } | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
 
 /** Chunks handed over and not yet stored, at most: the rows waiting between the threads stay bounded. */
 export const CHUNKS_AHEAD = 2;
@@ -116,7 +115,11 @@ export function readBatchFileOnThread(path: string, displayName: string, opts: T
           settle(() => resolve(m.result));
           return;
         case 'failed':
-          fail(m.error.name === 'BatchReadError' ? new BatchReadError(m.error.code ?? 'BATCH_READ_FAILED', m.error.message) : new Error(m.error.message));
+          fail(
+            m.error.name === 'BatchReadError'
+              ? new BatchReadError(m.error.code ?? 'BATCH_READ_FAILED', m.error.message)
+              : new Error(m.error.message),
+          );
       }
     });
     reader.on('error', fail);
