@@ -17,7 +17,7 @@ export interface JsonSchemaNode {
 
 /** Options that were taken out: refused like any unknown key, with what replaced them. */
 export const REMOVED_OPTIONS: Readonly<Record<string, string>> = {
-  'batch.read': 'removed option: a batch file is now read once, on the daemon thread, and there are no reader threads to tune; delete it',
+  'batch.read': 'removed option: a batch file is now read once, whole, on one reader thread, and there is nothing to tune; delete it',
 };
 
 /** One key of the input that is not an option. */

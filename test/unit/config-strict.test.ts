@@ -67,7 +67,7 @@ describe('config: unknown options', () => {
 
   it('says of the removed batch.read what to do', () => {
     expect(problems('batch:\n  read:\n    workers: 2\n')).toEqual([
-      'batch.read: removed option: a batch file is now read once, on the daemon thread, and there are no reader threads to tune; delete it',
+      'batch.read: removed option: a batch file is now read once, whole, on one reader thread, and there is nothing to tune; delete it',
     ]);
   });
 });
