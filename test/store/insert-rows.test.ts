@@ -1,8 +1,9 @@
 /**
- * insertRows (src/store/insert-rows.ts): multi-row INSERTs, as many rows a
- * statement as SQLite's variable limit allows. It must store every column
- * exactly, split rows across statements at any count, and stay inside the
- * caller's transaction (a rollback leaves nothing, a bad row fails the call).
+ * insertRows (src/store/insert-rows.ts) on a real SQLite file: every row of a
+ * call in one INSERT (one JSON parameter). It must store every column exactly
+ * at any count (checks shared with test/postgres, where rows are split across
+ * statements), and stay inside the caller's transaction (a rollback leaves
+ * nothing, a bad row fails the call).
  * A READY row whose reference is already held is stored VALIDATED, never lost.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,9 +12,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
-import { MAX_BOUND_VALUES } from '../../src/store/multi-row-insert.js';
 import { openTestDatabase } from '../support/database.js';
 import { addBatch, checkHeldReferencesSetAside, payoutRowsOf } from './held-references.js';
+import { checkStoresExactly, ROW_COUNTS, rowsFor, storedRows } from './insert-rows.js';
 
 let dir: string;
 let db: Database;
@@ -29,41 +30,11 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Rows for storing alone: VALIDATED, as the acceptance has not decided yet. */
-const rowsFor = (batchId: string, count: number): NewPayoutRow[] => payoutRowsOf(batchId, count, 'VALIDATED');
-
-/** The stored rows of a batch, read back with plain SQL (not through another store reader). */
-async function stored(batchId: string): Promise<NewPayoutRow[]> {
-  const rows = (await db('payouts').where({ batch_id: batchId }).orderBy('line')) as Record<string, unknown>[];
-  return rows.map((r) => {
-    expect(r.updated_at).toBe(42);
-    return {
-      batchId: r.batch_id as string,
-      line: r.line as number,
-      merchantReferenceId: r.merchant_reference_id as string,
-      state: r.state as NewPayoutRow['state'],
-      requestValues: r.request_values as string | null,
-      payoutCurrency: r.payout_currency as string | null,
-      payoutAmount: r.payout_amount as string | null,
-      deductionCurrency: r.deduction_currency as string | null,
-      reasonCode: r.reason_code as string | null,
-      reason: r.reason as string | null,
-    };
-  });
-}
+const stored = (batchId: string): Promise<NewPayoutRow[]> => storedRows(db, batchId);
 
 describe('insertRows', () => {
-  // The rows one statement holds (12 columns a row): below, at and across that boundary.
-  const perStatement = Math.floor(MAX_BOUND_VALUES / 12);
-  for (const count of [1, perStatement - 1, perStatement, perStatement + 1, 2 * perStatement + 541]) {
-    it(`stores ${count} rows exactly, in a transaction and without one`, async () => {
-      const inTrx = rowsFor('B1', count);
-      await db.transaction((trx) => insertRows(trx, inTrx, 42));
-      expect(await stored('B1')).toEqual(inTrx);
-      const plain = rowsFor('B2', count);
-      await insertRows(db, plain, 42);
-      expect(await stored('B2')).toEqual(plain);
-    });
+  for (const count of ROW_COUNTS) {
+    it(`stores ${count} rows exactly, in a transaction and without one`, () => checkStoresExactly(db, count));
   }
 
   it('stores rows of several batches given at once, each with its own batch', async () => {
