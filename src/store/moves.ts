@@ -29,7 +29,7 @@ export interface RowMove {
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
-/** A history row's values in HISTORY_COLUMNS order, added to the end of `into`. */
+/** A history row's values in HISTORY_COLUMNS order. */
 function historyRow(id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): InsertedValue[] {
   return [id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null];
 }
