@@ -15,6 +15,7 @@ import { closeDatabase, type Database } from '../../src/store/db.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 import { toColumns, type PayoutRowPatch } from '../../src/store/payouts.js';
 import { openTestDatabase } from '../support/database.js';
+import { payoutRequest } from '../support/rows.js';
 
 export const T0 = Date.UTC(2026, 0, 10, 12, 0, 0);
 export const DAY = 24 * 3600 * 1000;
@@ -58,21 +59,14 @@ export async function addBatch(db: Database, id: string, fileName: string, recei
   await insertBatch(db, { ...receivedBatch(file, receivedAt), state: 'ACTIVE', delimiter: ',', acceptedAt: receivedAt });
 }
 
-/** A valid PHP request (passes the default rules). */
+/** The valid PHP request of test/support/rows.ts for 1500.5, to an account with leading zeros (passes the default rules). */
 export function request(
   ref: string,
   over: Partial<PayoutRequest> = {},
   beneficiary: Partial<PayoutRequest['beneficiary']> = {},
 ): PayoutRequest {
-  return {
-    merchantReferenceId: ref,
-    deductionCurrency: 'USDT',
-    payoutCurrency: 'PHP',
-    payoutAmount: '1500.5',
-    sender: { firstName: 'Maria', lastName: 'Santos', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567A' },
-    beneficiary: { accountName: 'Juan Dela Cruz', accountNumber: '0001234567', bankCode: 'BOPIPHMM', ...beneficiary },
-    ...over,
-  };
+  const base = payoutRequest(ref, { payoutAmount: '1500.5' });
+  return { ...base, beneficiary: { ...base.beneficiary, accountNumber: '0001234567', ...beneficiary }, ...over };
 }
 
 /**
