@@ -140,11 +140,7 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
       for (const done of await updateGuarded(trx, [only.id], from, only.columns)) moved.add(done);
       continue;
     }
-    const values: Knex.Value[] = [];
-    for (const r of rows) {
-      values.push(r.id);
-      for (const name of names) values.push(r.columns[name] as Knex.Value);
-    }
+    const values = rows.map((r) => [r.id, ...names.map((name) => r.columns[name] as InsertedValue)]);
     for (const done of await updateValueRows(trx, 'payouts', names, values, { column: COLUMNS.state, value: from })) moved.add(done);
   }
   const history: InsertedValue[][] = [];

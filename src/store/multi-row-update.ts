@@ -1,59 +1,69 @@
 /**
  * Multi-row guarded UPDATEs through knex.raw: rows picked by id, each with its own values of the same columns,
- * set by one statement per chunk rather than one statement each (every statement costs knex's building and the
- * driver's preparing, whatever its size). Like a single guarded UPDATE, a row is set only while its guard
- * column still holds the value expected, and the statement returns the ids it set: a row another actor moved
- * meanwhile is skipped, and the caller knows which.
+ * set by one statement (SQLite) or one per chunk (PostgreSQL) rather than one statement each. Like a single
+ * guarded UPDATE, a row is set only while its guard column still holds the value expected, and the statement
+ * returns the ids it set: a row another actor moved meanwhile is skipped, and the caller knows which.
  *
- * `WITH v(id, …) AS (VALUES …) UPDATE … FROM v` runs on SQLite (3.33 and later) and PostgreSQL alike. PostgreSQL
- * types VALUES parameters as text, which a bigint column does not take: a column holding numbers is cast in
- * the first row, which types the whole column (as in a UNION), and a column null in every row is set to NULL
- * outright, there being no value to type it by.
+ * SQLite takes the rows as one JSON parameter read by json_each, as inserts do (./multi-row-insert.ts): the
+ * statement stays short, so preparing and binding it costs next to nothing. PostgreSQL takes
+ * `WITH v(id, …) AS (VALUES …) UPDATE … FROM v`; it types VALUES parameters as text, which a bigint column
+ * does not take: a column holding numbers is cast in the first row, which types the whole column (as in a
+ * UNION), and a column null in every row is set to NULL outright, there being no value to type it by.
  */
 import type { Knex } from 'knex';
-import type { Database } from './db.js';
-import { MAX_BOUND_VALUES } from './multi-row-insert.js';
+import { isPostgres, type Database } from './db.js';
+import { MAX_BOUND_VALUES, type InsertedValue } from './multi-row-insert.js';
 
-/** Rows a statement sets at most (fewer when the columns are so many that the bound values would pass the limit). */
+/** Rows a PostgreSQL statement sets at most (fewer when the columns are so many that the bound values would pass the limit). */
 const ROWS_PER_STATEMENT = 500;
 
 type Kind = 'number' | 'text' | 'null';
 
 /** Whether column `c` of the rows holds numbers, other values (text), or only nulls. */
-function kindOf(rows: readonly Knex.Value[], width: number, c: number): Kind {
+function kindOf(rows: readonly (readonly InsertedValue[])[], c: number): Kind {
   let kind: Kind = 'null';
-  for (let i = 1 + c; i < rows.length; i += width) {
-    const v = rows[i];
-    if (typeof v === 'number' || typeof v === 'bigint') return 'number';
+  for (const row of rows) {
+    const v = row[1 + c];
+    if (typeof v === 'number') return 'number';
     if (v !== null && v !== undefined) kind = 'text';
   }
   return kind;
 }
 
 /**
- * Sets `columns` of the rows of `table` that `values` names, where `guard.column` still equals `guard.value`:
- * `values` holds each row's id and then its values of `columns` in order, row after row (each id once).
- * Returns the ids of the rows set.
+ * Sets `columns` of the rows of `table` that `rows` names, where `guard.column` still equals `guard.value`:
+ * each of `rows` holds a row's id and then its values of `columns` in order (each id once). Returns the ids
+ * of the rows set.
  */
 export async function updateValueRows(
   db: Database | Knex.Transaction,
   table: string,
   columns: readonly string[],
-  values: readonly Knex.Value[],
-  guard: { column: string; value: Knex.Value },
+  rows: readonly (readonly InsertedValue[])[],
+  guard: { column: string; value: InsertedValue },
 ): Promise<number[]> {
-  const width = columns.length + 1;
-  const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor((MAX_BOUND_VALUES - 1) / width)) * width;
+  if (rows.length === 0) return [];
+  if (!isPostgres(db)) {
+    const picks = ['id', ...columns].map((name, i) => `value->>${i} AS ${name}`).join(',');
+    const set = columns.map((name) => `${name} = v.${name}`).join(', ');
+    const result = (await db.raw(
+      `WITH v AS (SELECT ${picks} FROM json_each(?)) ` +
+        `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${table}.${guard.column} = ? RETURNING ${table}.id`,
+      [JSON.stringify(rows), guard.value],
+    )) as { id: number }[];
+    return result.map((r) => Number(r.id));
+  }
+  const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor((MAX_BOUND_VALUES - 1) / (columns.length + 1)));
   const moved: number[] = [];
-  for (let i = 0; i < values.length; i += perStatement) {
-    const part = values.slice(i, i + perStatement);
-    const kinds = columns.map((_, c) => kindOf(part, width, c));
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const part = rows.slice(i, i + perStatement);
+    const kinds = columns.map((_, c) => kindOf(part, c));
     // The columns given a value per row; the others are null in every row.
     const listed = columns.flatMap((_, c) => (kinds[c] === 'null' ? [] : [c]));
-    const bound: Knex.Value[] = [];
-    for (let r = 0; r < part.length; r += width) {
-      bound.push(part[r] as Knex.Value);
-      for (const c of listed) bound.push(part[r + 1 + c] as Knex.Value);
+    const bound: InsertedValue[] = [];
+    for (const row of part) {
+      bound.push(row[0] as InsertedValue);
+      for (const c of listed) bound.push(row[1 + c] as InsertedValue);
     }
     bound.push(guard.value);
     const first = ['CAST(? AS bigint)', ...listed.map((c) => (kinds[c] === 'number' ? 'CAST(? AS bigint)' : '?'))].join(',');
@@ -61,11 +71,11 @@ export async function updateValueRows(
     const names = ['id', ...listed.map((c) => columns[c])].join(',');
     const set = columns.map((name, c) => `${name} = ${kinds[c] === 'null' ? 'NULL' : `v.${name}`}`).join(', ');
     const result = (await db.raw(
-      `WITH v(${names}) AS (VALUES (${first})${other.repeat(part.length / width - 1)}) ` +
+      `WITH v(${names}) AS (VALUES (${first})${other.repeat(part.length - 1)}) ` +
         `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${table}.${guard.column} = ? RETURNING ${table}.id`,
       bound,
-    )) as { id: number }[] | { rows: { id: number }[] };
-    for (const r of Array.isArray(result) ? result : result.rows) moved.push(Number(r.id));
+    )) as { rows: { id: number }[] };
+    for (const r of result.rows) moved.push(Number(r.id));
   }
   return moved;
 }
