@@ -6,36 +6,45 @@
  * still waiting after `approval.expiresAfter` ends NOT_SUBMITTED.
  */
 import type { BatchHold } from '../domain/holds.js';
+import { compareAmounts, decimalText, sumAmounts } from '../domain/money.js';
+import type { ReadyMoney } from '../domain/ready-money.js';
 import { holdForApproval } from '../holds/index.js';
 import {
   endUnpaid,
   insertApprovalEntry,
   listExpiredApprovals,
   recordBatchEvent,
-  readyMoneyPages,
+  readyMoneyOf,
   rollingTotals,
   updateBatch,
   withBatchForDecision,
   type BatchRecord,
 } from '../store/index.js';
 import { figuresOf, ROLLING_WINDOW_MS, type ApprovalDeps } from './decide.js';
-import { addToFigures, assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
+import { assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
 
 /** What the gate made of a batch being accepted. */
 export type GateVerdict = { kind: 'release' } | { kind: 'hold'; hold: BatchHold } | { kind: 'refuse'; code: string; reason: string };
 
-async function figuresOfRows(deps: ApprovalDeps, batchId: string): Promise<BatchFigures> {
+/** The batch's figures from its READY rows' money: the request's own values, for what is sent is what counts (a cell written 1000.00 is sent as 1000). */
+function figuresOfMoney(money: ReadyMoney): BatchFigures {
   const f = emptyFigures();
-  // The request's own values: what is sent is what counts (a cell written 1000.00 is sent as 1000).
-  for await (const page of readyMoneyPages(deps.db, batchId)) {
-    for (const req of page) addToFigures(f, req.payoutCurrency, req.payoutAmount);
+  for (const pair of money.entries()) {
+    f.rows += pair.rows;
+    const total = decimalText(pair.total);
+    f.totals[pair.payoutCurrency] = f.totals[pair.payoutCurrency] === undefined ? total : sumAmounts([f.totals[pair.payoutCurrency] as string, total]);
+    const largest = f.largest[pair.payoutCurrency];
+    if (largest === undefined || compareAmounts(pair.largest, largest) > 0) f.largest[pair.payoutCurrency] = pair.largest;
   }
   return f;
 }
 
-/** Decides on a batch read whole and about to be accepted (still VALIDATING, so nothing of it can be sent). */
-export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecord): Promise<GateVerdict> {
-  const figures = await figuresOfRows(deps, batch.id);
+/**
+ * Decides on a batch read whole and about to be accepted (still VALIDATING, so nothing of it can be sent);
+ * `ready`, its READY rows' money when the caller has added it up.
+ */
+export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecord, ready?: ReadyMoney | null): Promise<GateVerdict> {
+  const figures = figuresOfMoney(ready ?? (await readyMoneyOf(deps.db, batch.id)));
   return withBatchForDecision(deps.db, batch.id, async (trx) => {
     const now = deps.clock.now();
     const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, batch.id);

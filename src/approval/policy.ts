@@ -26,13 +26,6 @@ export interface ApprovalPolicy {
   limits: LimitsConfig;
 }
 
-/** Adds one row's amount to running figures (amounts are decimal text). */
-export function addToFigures(f: BatchFigures, currency: string, amount: string): void {
-  f.rows += 1;
-  f.totals[currency] = decimalText(new Decimal(f.totals[currency] ?? '0').plus(amount));
-  if (f.largest[currency] === undefined || new Decimal(amount).gt(f.largest[currency] as string)) f.largest[currency] = amount;
-}
-
 export function emptyFigures(): BatchFigures {
   return { totals: {}, rows: 0, largest: {} };
 }

@@ -156,11 +156,12 @@ export class PayoutDaemon {
         logger,
         effects: {
           writeAck: (b, r) => this.outbox.writeAck(b, r),
+          draftAck: (b) => this.outbox.draftAck(b),
           writeFileRejection: (b, r) => this.outbox.writeFileRejection(b, r),
           writeResult: (b) => this.outbox.writeResult(b),
         },
         holds: this.holds,
-        approval: approval ? { atAcceptance: (b) => approvalAtAcceptance(approval, b) } : undefined,
+        approval: approval ? { atAcceptance: (b, ready) => approvalAtAcceptance(approval, b, ready) } : undefined,
         uploaderOf: async (claimed) => {
           // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with its name and bytes.
           const viaConsole = await consoleUploaderOf(db, {

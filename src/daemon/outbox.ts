@@ -4,6 +4,8 @@ import { basename, join } from 'node:path';
 import { approvalAuditText, readApproval } from '../approval/index.js';
 import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
+import { ReadyMoney } from '../domain/ready-money.js';
+import type { AckDraft } from '../ingest/index.js';
 import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
 import {
   type Database,
@@ -18,6 +20,8 @@ import {
 } from '../store/index.js';
 import {
   writeAckFile,
+  writeAckRowsAhead,
+  type AckRowsAhead,
   writeInterimReport,
   writeInterimReportXlsx,
   writeRejectionAckFile,
@@ -114,15 +118,6 @@ async function* ackPages(db: Database, batchId: string): AsyncGenerator<AckRow[]
   for await (const page of ackRowPages(db, batchId)) yield page.map(ackRow);
 }
 
-/** Per currency, the rows read and their total, accepted and rejected (the ack's first lines). */
-async function ackTotals(db: Database, batchId: string): Promise<AckCurrencyTotal[]> {
-  const acc = new AckTotalsAccumulator();
-  for await (const page of ackMoneyPages(db, batchId)) {
-    for (const row of page) acc.add({ verdict: verdictOf(row.state), payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount });
-  }
-  return acc.currencies();
-}
-
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
   let n = 0;
   for await (const row of rows) {
@@ -161,17 +156,58 @@ export class BatchOutbox {
   ) {}
 
   /**
+   * Reads the batch's rows once for its ack: their records are written ahead (the totals lines come first in the
+   * file), and what they add up to is kept: the ack's totals, and the READY rows' money the gates decide on.
+   */
+  async draftAck(batch: BatchRecord): Promise<AckDraft> {
+    const totals = new AckTotalsAccumulator();
+    const ready = new ReadyMoney();
+    const db = this.db;
+    async function* pages(): AsyncGenerator<AckRow[]> {
+      for await (const page of ackMoneyPages(db, batch.id)) {
+        yield page.map((r) => {
+          const row = ackRow(r);
+          const payoutCurrency = r.writtenPayoutCurrency ?? r.requestPayoutCurrency;
+          totals.add({ verdict: row.verdict, payoutCurrency, payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount });
+          if (r.state === 'READY' && r.requestDeductionCurrency !== null && r.requestPayoutCurrency !== null && r.requestPayoutAmount !== null)
+            ready.add(r.requestDeductionCurrency, r.requestPayoutCurrency, r.requestPayoutAmount);
+          return row;
+        });
+      }
+    }
+    const ahead = await writeAckRowsAhead(this.dir, identityOf(batch), { pages: pages() });
+    return {
+      ready,
+      write: (b, fileRejection) => this.writeAckFiles(b, ahead, totals.currencies(), fileRejection),
+      discard: () => ahead.discard(),
+    };
+  }
+
+  /** The ack of the batch as it is now: its rows read and the ack written (a hold only an operator lifts is stated at its top). */
+  async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+    const draft = await this.draftAck(batch);
+    try {
+      return await draft.write(batch, fileRejection);
+    } finally {
+      await draft.discard();
+    }
+  }
+
+  /**
    * Per-row verdicts after the totals lines (rows and amount per currency, the verdict); a line says why a
    * file is refused, or why a batch is under an operator's hold. Then its .xlsx twin.
    */
-  async writeAck(batch: BatchRecord, fileRejection?: string): Promise<string> {
+  private async writeAckFiles(
+    batch: BatchRecord,
+    ahead: AckRowsAhead,
+    totals: AckCurrencyTotal[],
+    fileRejection: string | undefined,
+  ): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
-    // The totals come first in the file: one narrow read adds them up before the rows are read again.
-    const totals = await ackTotals(this.db, batch.id);
     const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
     const identity = identityOf(batch);
-    const path = await writeAckFile(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, bom: this.bom });
+    const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom });
     await this.twin(identity, 'ack', () =>
       writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
     );

@@ -11,3 +11,4 @@ export * from './formula-text.js';
 export * from './service-health.js';
 export * from './holds.js';
 export * from './time-zone.js';
+export * from './ready-money.js';

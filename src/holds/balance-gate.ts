@@ -4,10 +4,10 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
-import { ExactTotal } from '../domain/exact-total.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import type { PayoutService } from '../domain/payout.js';
-import { readyMoneyPages, type Database } from '../store/index.js';
+import type { ReadyMoney } from '../domain/ready-money.js';
+import { readyMoneyOf, type Database } from '../store/index.js';
 
 export interface BalanceVerdict {
   ok: boolean;
@@ -28,22 +28,19 @@ export class BalanceGate {
   ) {}
 
   /** Sum of READY payout amounts per (deductionCurrency, payoutCurrency); a request's amount is a plain decimal. */
-  private async outstanding(batchId: string): Promise<Map<string, Map<string, Decimal>>> {
-    const totals = new Map<string, Map<string, ExactTotal>>();
-    for await (const page of readyMoneyPages(this.db, batchId)) {
-      for (const req of page) {
-        let byPayout = totals.get(req.deductionCurrency);
-        if (!byPayout) totals.set(req.deductionCurrency, (byPayout = new Map()));
-        let total = byPayout.get(req.payoutCurrency);
-        if (!total) byPayout.set(req.payoutCurrency, (total = new ExactTotal()));
-        total.add(req.payoutAmount);
-      }
+  private static outstanding(money: ReadyMoney): Map<string, Map<string, Decimal>> {
+    const sums = new Map<string, Map<string, Decimal>>();
+    for (const pair of money.entries()) {
+      let byPayout = sums.get(pair.deductionCurrency);
+      if (!byPayout) sums.set(pair.deductionCurrency, (byPayout = new Map()));
+      byPayout.set(pair.payoutCurrency, pair.total);
     }
-    return new Map([...totals].map(([coin, byPayout]) => [coin, new Map([...byPayout].map(([fiat, t]) => [fiat, t.toDecimal()]))]));
+    return sums;
   }
 
-  async check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict> {
-    const sums = await this.outstanding(batchId);
+  /** Whether the balance covers the batch's READY rows; `ready`, when the caller has added them up, spares reading them. */
+  async check(batchId: string, signal?: AbortSignal, ready?: ReadyMoney | null): Promise<BalanceVerdict> {
+    const sums = BalanceGate.outstanding(ready ?? (await readyMoneyOf(this.db, batchId)));
     if (sums.size === 0) return { ok: true, reason: null };
     const currencies = [...new Set([...sums.values()].flatMap((m) => [...m.keys()]))];
     try {

@@ -7,6 +7,7 @@ import type { Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { BatchHold } from '../domain/holds.js';
+import type { ReadyMoney } from '../domain/ready-money.js';
 import {
   fingerprintKey,
   lstatOrNull,
@@ -23,7 +24,7 @@ import { balanceRefusedHold, balanceShortHold, fileChangedHold } from './decide.
 
 /** Whether the stablecoin balance covers what a batch still has to send (BalanceGate). */
 export interface BalanceCheck {
-  check(batchId: string, signal?: AbortSignal): Promise<BalanceVerdict>;
+  check(batchId: string, signal?: AbortSignal, ready?: ReadyMoney | null): Promise<BalanceVerdict>;
 }
 
 export interface HoldsDeps {
@@ -83,13 +84,16 @@ export class BatchHolds {
     private readonly o: HoldsOptions,
   ) {}
 
-  /** A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short (unless `balance: false`). */
-  async atAcceptance(batch: BatchRecord, o: { balance: boolean } = { balance: true }): Promise<BatchHold | null> {
+  /**
+   * A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short (unless
+   * `balance: false`); `ready`, its READY rows' money when the caller has added it up.
+   */
+  async atAcceptance(batch: BatchRecord, o: { balance: boolean; ready?: ReadyMoney | null } = { balance: true }): Promise<BatchHold | null> {
     const changed = await verifyUnchanged(batch);
     if (changed.changed) return this.hold(batch.id, fileChangedHold(changed.reason, 'at-acceptance'));
     const balance = this.deps.balance;
     if (!balance || !o.balance) return null;
-    const verdict = await balance.check(batch.id, this.deps.signal);
+    const verdict = await balance.check(batch.id, this.deps.signal, o.ready);
     if (verdict.ok) return null;
     return this.hold(batch.id, balanceShortHold(verdict.reason, this.deps.clock.now(), this.o.balanceRecheckMs));
   }

@@ -4,7 +4,7 @@
  * file; rules/ validates a row; intake.ts reads a claimed file into the
  * database and accepts or rejects it.
  */
-export { BatchIntake } from './intake.js';
+export { BatchIntake, type AckDraft } from './intake.js';
 export { InboxWatcher, claimFile, moveAside, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
 export { parseBatchFile, batchFormatSchema } from './csv/index.js';
 export { validationRulesSchema } from './rules/index.js';

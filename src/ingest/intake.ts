@@ -10,6 +10,7 @@ import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { BatchHold } from '../domain/holds.js';
+import type { ReadyMoney } from '../domain/ready-money.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
 import {
   type Database,
@@ -49,9 +50,21 @@ export interface IntakeOptions {
   signal?: AbortSignal;
 }
 
+/** An ack being written: its rows read once from the store and written ahead, with what they add up to. */
+export interface AckDraft {
+  /** The READY rows' money as their requests say, which the balance and approval gates decide on (null: they read it). */
+  readonly ready: ReadyMoney | null;
+  /** Writes the ack and its .xlsx for the batch as it is now (its hold, its verdict); the rows are those read. */
+  write(batch: BatchRecord, fileRejection?: string): Promise<string>;
+  /** Removes the rows written ahead (after `write`, or when the ack will not be written from them). */
+  discard(): Promise<void>;
+}
+
 export interface IntakeEffects {
   /** The acknowledgement, from the stored rows (a hold only an operator lifts is stated at its top), and its .xlsx. */
   writeAck(batch: BatchRecord, fileRejection?: string): Promise<string>;
+  /** The ack's rows read and written ahead, to be written once the batch's holds are known. */
+  draftAck(batch: BatchRecord): Promise<AckDraft>;
   writeFileRejection(batch: BatchRecord, reason: string): Promise<string>;
   writeResult(batch: BatchRecord): Promise<unknown>;
 }
@@ -60,15 +73,17 @@ export interface IntakeEffects {
 export interface AcceptanceHolds {
   /**
    * Holds the batch if it must wait (its file changed after the claim, its balance is short); the hold put on it.
-   * `balance: false` when the batch waits for approval anyway (its balance is looked at once it is let go).
+   * `balance: false` when the batch waits for approval anyway (its balance is looked at once it is let go);
+   * `ready`, its READY rows' money when added up already (null: read it).
    */
-  atAcceptance(batch: BatchRecord, o?: { balance: boolean }): Promise<BatchHold | null>;
+  atAcceptance(batch: BatchRecord, o?: { balance: boolean; ready?: ReadyMoney | null }): Promise<BatchHold | null>;
 }
 
 /** The approval gate at acceptance (src/approval): let go, hold for approval, or refuse for a limit. */
 export interface AcceptanceApproval {
   atAcceptance(
     batch: BatchRecord,
+    ready: ReadyMoney | null,
   ): Promise<{ kind: 'release' } | { kind: 'hold'; hold: BatchHold } | { kind: 'refuse'; code: string; reason: string }>;
 }
 
@@ -272,7 +287,7 @@ export class BatchIntake {
 
   /** A batch whose file was read: rejected as a whole, rejected for its rows, or accepted (and maybe held). */
   private async admit(validating: BatchRecord, parse: BatchParseResult): Promise<BatchRecord> {
-    const { db, clock, logger, effects } = this.deps;
+    const { db, clock } = this.deps;
     if (parse.fileErrors.length > 0) {
       return this.rejectFile(validating, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
     }
@@ -290,17 +305,35 @@ export class BatchIntake {
     const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now());
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) return this.rejectRead(read, counts, 'INVALID_ROWS', verdict.rejectReason ?? 'not accepted');
+    // One read of the accepted rows writes the ack's rows ahead and adds up what the gates decide on.
+    const draft = await this.draftAck(read);
+    try {
+      return await this.accept(read, parse, counts, draft);
+    } finally {
+      await draft.discard();
+    }
+  }
+
+  /** A batch whose rows are accepted: let go, held or refused by the gates, its ack written, then ACTIVE (or REJECTED). */
+  private async accept(
+    read: BatchRecord,
+    parse: BatchParseResult,
+    counts: { validCount: number; invalidCount: number },
+    draft: AckDraft,
+  ): Promise<BatchRecord> {
+    const { clock, logger } = this.deps;
     // Approval and holds are decided while the batch is still VALIDATING (not claimable), so no create can
     // slip out before them; a crash before ACTIVE means the batch is read again from the start.
-    const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read) : null;
+    const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read, draft.ready) : null;
     if (gate?.kind === 'refuse') return this.rejectRead(read, counts, gate.code, gate.reason);
     const hold =
-      (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold' })) ?? (gate?.kind === 'hold' ? gate.hold : null);
+      (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold', ready: draft.ready })) ??
+      (gate?.kind === 'hold' ? gate.hold : null);
     const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
     // The ack is written while the batch is still ours and VALIDATING: finance's answer comes before the first
     // create, the spreadsheet copy's work never competes with the sending, and the outbox repair never takes an
     // ACTIVE batch whose ack is still being written for one without.
-    const ackWritten = await this.writeOutbox(held.id, () => effects.writeAck({ ...held, ...counts }));
+    const ackWritten = await this.writeOutbox(held.id, () => draft.write({ ...held, ...counts }));
     const acceptedAt = clock.now();
     const accepted = await this.move(
       held,
@@ -325,6 +358,18 @@ export class BatchIntake {
     const stored = await this.stored(accepted.id);
     logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
     return stored;
+  }
+
+  /**
+   * The ack's rows read and written ahead; when the outbox cannot take them now, a draft whose money the gates
+   * read from the store and whose ack fails as the outbox does (written later by the finish loop).
+   */
+  private async draftAck(batch: BatchRecord): Promise<AckDraft> {
+    try {
+      return await this.deps.effects.draftAck(batch);
+    } catch (err) {
+      return { ready: null, write: () => Promise.reject(err), discard: () => Promise.resolve() };
+    }
   }
 
   /** A batch read whole but not accepted (invalid rows under reject-file, a limit): its ack and result say why. */

@@ -52,6 +52,26 @@ export async function writeFileAtomic(
   await syncDirectory(dirname(path));
 }
 
+/**
+ * A hidden work file beside `path` (removed with the other temp files if the process dies), written whole but
+ * not committed: the caller reads it back into a file of its own and removes it.
+ */
+export async function writeWorkFile(path: string, chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>): Promise<string> {
+  const tmp = tempPathFor(path);
+  const fh = await open(tmp, 'wx', DEFAULT_MODE);
+  try {
+    await writeChunks(fh, chunks);
+    await fh.close();
+  } catch (err) {
+    await fh.close().catch(() => {
+      // The write error is the one worth reporting.
+    });
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  return tmp;
+}
+
 async function writeChunks(fh: FileHandle, chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>, signal?: AbortSignal): Promise<void> {
   let pending: Uint8Array[] = [];
   let size = 0;

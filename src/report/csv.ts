@@ -65,7 +65,7 @@ export interface CsvChunkOptions {
 }
 
 /** What a file starts with: optional BOM, the header, the `lead` records. */
-function csvHead(header: readonly string[], opts: CsvChunkOptions): string {
+export function csvHead(header: readonly string[], opts: CsvChunkOptions): string {
   return (opts.bom ? UTF8_BOM : '') + csvText([header, ...(opts.lead ?? [])]);
 }
 
@@ -93,6 +93,14 @@ export async function* csvChunksOfPages<T>(
   opts: CsvChunkOptions,
 ): AsyncGenerator<string, void, undefined> {
   yield csvHead(header, opts);
+  yield* csvRecordChunks(pages, record);
+}
+
+/** Only the records of items in pages, as text chunks: a file's body written before its head is known. */
+export async function* csvRecordChunks<T>(
+  pages: AsyncIterable<readonly T[]>,
+  record: (item: T) => readonly string[],
+): AsyncGenerator<string, void, undefined> {
   let batch: (readonly string[])[] = [];
   for await (const page of pages) {
     for (const item of page) {

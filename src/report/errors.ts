@@ -6,6 +6,7 @@ export type ReportErrorCode =
   | 'REPORT_ROW_ORDER' // rows not in strictly increasing line order
   | 'REPORT_NOT_TERMINAL' // a PENDING row reached a final result file
   | 'REPORT_BAD_ROW' // a status or verdict outside the known set
+  | 'REPORT_ACK_TOTALS' // an ack whose rows were written ahead, given without their totals
   | 'REPORT_EXISTS'; // target exists and overwrite is off
 
 export class ReportError extends PayoutdError {

@@ -1,8 +1,10 @@
 /** The outbox writers: acknowledgement, result + summary, interim report; rows checked on the way, files committed atomically. */
+import { createReadStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AckTotalsAccumulator, ackTotalsRecords, batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
-import { writeFileAtomic } from './atomic.js';
-import { csvChunks, csvChunksOf, csvChunksOfPages, type CsvChunkOptions } from './csv.js';
+import { writeFileAtomic, writeWorkFile } from './atomic.js';
+import { csvChunks, csvChunksOf, csvChunksOfPages, csvHead, csvRecordChunks, type CsvChunkOptions } from './csv.js';
 import { ReportError } from './errors.js';
 import {
   outboxFileName,
@@ -70,25 +72,61 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
 }
 
 /**
- * `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was
- * refused, with `fileHold`, one saying why the batch is held.
+ * An ack's row records written ahead to a hidden file beside it: an ack's totals come first, and are known only
+ * once every row has been read, so its rows are read once, written here, and copied in after the totals.
  */
-export async function writeAckFile(
-  dir: string,
-  identity: BatchIdentity,
-  rows: Rows<AckRow> | RowPages<AckRow>,
-  opts: AckWriteOptions = {},
-): Promise<string> {
-  const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack'));
+export interface AckRowsAhead {
+  readonly path: string;
+  /** Removes the file (after the ack is written, or when it will not be). */
+  discard(): Promise<void>;
+}
+
+export async function writeAckRowsAhead(dir: string, identity: BatchIdentity, rows: RowPages<AckRow>): Promise<AckRowsAhead> {
   const order = new LineOrder();
   const record = (row: AckRow): string[] => {
     order.check(row.line);
     return ackRecord(identity, row);
   };
-  const csv: CsvChunkOptions = { bom: opts.bom ?? DEFAULT_OUTBOX_BOM, lead: ackLead(identity, rows, opts) };
+  const path = await writeWorkFile(ackPath(dir, identity), csvRecordChunks(rows.pages, record));
+  return { path, discard: () => rm(path, { force: true }) };
+}
+
+function ackPath(dir: string, identity: BatchIdentity): string {
+  return join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack'));
+}
+
+/**
+ * `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was
+ * refused, with `fileHold`, one saying why the batch is held. Rows written ahead need their totals in `opts`.
+ */
+export async function writeAckFile(
+  dir: string,
+  identity: BatchIdentity,
+  rows: Rows<AckRow> | RowPages<AckRow> | { ahead: AckRowsAhead },
+  opts: AckWriteOptions = {},
+): Promise<string> {
+  const path = ackPath(dir, identity);
+  const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
+  if ('ahead' in rows) {
+    if (!opts.totals) throw new ReportError('REPORT_ACK_TOTALS', 'an ack whose rows were written ahead needs their totals');
+    const head = csvHead(ACK_COLUMNS, { bom, lead: ackLead(identity, [], opts) });
+    await writeFileAtomic(path, chunksThen(head, createReadStream(rows.ahead.path)), opts);
+    return path;
+  }
+  const order = new LineOrder();
+  const record = (row: AckRow): string[] => {
+    order.check(row.line);
+    return ackRecord(identity, row);
+  };
+  const csv: CsvChunkOptions = { bom, lead: ackLead(identity, rows, opts) };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);
   return path;
+}
+
+async function* chunksThen(first: string, rest: AsyncIterable<Buffer>): AsyncGenerator<string | Buffer> {
+  yield first;
+  yield* rest;
 }
 
 /** The totals of an ack: given, or added up from rows given as a list (null for a stream without them). */

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { pagesByLine } from './payouts.js';
-import { writtenMoney } from './request-fields.js';
+import { requestFieldAt } from './request-fields.js';
 
 export interface AckSourceRow {
   line: number;
@@ -22,17 +22,36 @@ export function ackRowPages(db: Database, batchId: string, pageSize = 5_000): As
   return pagesByLine<AckSourceRow>(rows, pageSize);
 }
 
-/** What the totals lines of an acknowledgement add up per row: its state and its money cells as written. */
-export interface AckMoneySourceRow {
-  line: number;
-  state: RowState;
-  payoutCurrency: string | null;
-  payoutAmount: string | null;
+/**
+ * A row as the pass that writes an ack reads it: its verdict's columns, its money cells as written (the
+ * totals lines), and its request's money (what a READY row will cost; null for a row without a request).
+ */
+export interface AckMoneySourceRow extends AckSourceRow {
+  writtenPayoutCurrency: string | null;
+  writtenPayoutAmount: string | null;
+  requestDeductionCurrency: string | null;
+  requestPayoutCurrency: string | null;
+  requestPayoutAmount: string | null;
 }
 
-/** Every row's state and money as written, a page at a time, for the totals the ack starts with (they come first). */
+/** Every row of a batch in line order with its money, a page at a time: the ack's rows, its totals and the READY rows' cost in one read. */
 export function ackMoneyPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckMoneySourceRow[]> {
-  const as = (field: 'payoutCurrency' | 'payoutAmount'): Knex.Raw => db.raw('? as ??', [writtenMoney(db, field), field]);
-  const rows = () => db('payouts').select('line', 'state', as('payoutCurrency'), as('payoutAmount')).where({ batch_id: batchId });
+  const request = (field: 'deductionCurrency' | 'payoutCurrency' | 'payoutAmount', as: string): Knex.Raw =>
+    db.raw('? as ??', [requestFieldAt(db, field), as]);
+  const rows = () =>
+    db('payouts')
+      .select(
+        'line',
+        'merchant_reference_id as merchantReferenceId',
+        'state',
+        'reason_code as reasonCode',
+        'reason',
+        'payout_currency as writtenPayoutCurrency',
+        'payout_amount as writtenPayoutAmount',
+        request('deductionCurrency', 'requestDeductionCurrency'),
+        request('payoutCurrency', 'requestPayoutCurrency'),
+        request('payoutAmount', 'requestPayoutAmount'),
+      )
+      .where({ batch_id: batchId });
   return pagesByLine<AckMoneySourceRow>(rows, pageSize);
 }

@@ -30,7 +30,7 @@ export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseSta
 export { holdBatch, releaseBatchHold, cancelReadyRows, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
 
 export { type PayoutRowPatch } from './payouts.js';
-export { readyMoneyPages, type ReadyMoney } from './request-fields.js';
+export { readyMoneyOf } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';

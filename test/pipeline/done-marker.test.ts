@@ -25,7 +25,12 @@ function stoppingIntake(p: Pipeline): BatchIntake {
       db: p.db,
       clock: p.clock,
       logger: p.logger,
-      effects: { writeAck: async () => '', writeFileRejection: async () => '', writeResult: async () => undefined },
+      effects: {
+        writeAck: async () => '',
+        draftAck: async () => ({ ready: null, write: async () => '', discard: async () => undefined }),
+        writeFileRejection: async () => '',
+        writeResult: async () => undefined,
+      },
       holds: p.holds,
       afterChunkStored: () => {
         throw new Error('killed mid-read');

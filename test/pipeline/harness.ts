@@ -239,16 +239,19 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   const poller = new SettlementPoller({ db, service: client, clock, logger }, pollerOptions);
 
   const effects: EffectCall[] = [];
+  const writeAck = async (b: BatchRecord, reason?: string): Promise<string> => {
+    effects.push({ kind: 'ack', batchId: b.id, reason, storedState: (await getBatch(db, b.id))?.state });
+    return '';
+  };
   const intake = new BatchIntake(
     {
       db,
       clock,
       logger,
       effects: {
-        writeAck: async (b, reason) => {
-          effects.push({ kind: 'ack', batchId: b.id, reason, storedState: (await getBatch(db, b.id))?.state });
-          return '';
-        },
+        writeAck,
+        // The gates read the money themselves; the ack is recorded as the batch is when it is written.
+        draftAck: async () => ({ ready: null, write: (b, reason) => writeAck(b, reason), discard: async () => undefined }),
         writeFileRejection: (b, reason) => {
           effects.push({ kind: 'file-rejection', batchId: b.id, reason });
           return Promise.resolve('');

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import {
@@ -9,7 +9,9 @@ import {
   SUMMARY_COLUMNS,
   isTempName,
   writeAckFile,
+  writeAckRowsAhead,
   ackCurrencyTotals,
+  outboxFileName,
   writeInterimReport,
   writeRejectionAckFile,
   writeResultFiles,
@@ -108,6 +110,9 @@ describe('ack file', () => {
     // Handed over in pages (as the daemon reads them), the order is checked across pages too.
     await expect(writeAckFile(dir, identity, { pages: pagesOf(rows, 1) })).rejects.toMatchObject({ code: 'REPORT_ROW_ORDER' });
     expect(await listDir(dir)).toEqual([]);
+    // Written ahead, the same check, and the work file is not left behind.
+    await expect(writeAckRowsAhead(dir, identity, { pages: pagesOf(rows, 1) })).rejects.toMatchObject({ code: 'REPORT_ROW_ORDER' });
+    expect(await listDir(dir)).toEqual([]);
   });
 
   it('writes the same bytes from pages as from rows, a file-level rejection first, across chunk boundaries', async () => {
@@ -127,6 +132,14 @@ describe('ack file', () => {
         await writeAckFile(await tempDir(), identity, { pages: pagesOf(rows, pageSize) }, { fileRejection, totals }),
       );
       expect(fromPages.equals(fromRows), `pages of ${pageSize}`).toBe(true);
+      // Written ahead (a hidden work file beside the ack) and copied in after the totals: the same bytes, no file left.
+      const dir = await tempDir();
+      const ahead = await writeAckRowsAhead(dir, identity, { pages: pagesOf(rows, pageSize) });
+      expect(isTempName(basename(ahead.path))).toBe(true);
+      const fromAhead = await readFile(await writeAckFile(dir, identity, { ahead }, { fileRejection, totals }));
+      await ahead.discard();
+      expect(fromAhead.equals(fromRows), `written ahead in pages of ${pageSize}`).toBe(true);
+      expect(await listDir(dir)).toEqual([basename(outboxFileName(identity.fileName, 'ack'))]);
     }
     const text = fromRows.toString('utf8');
     expect(text.split('\r\n')[1]).toMatch(

@@ -7,7 +7,15 @@
  * it keeps none, and a row an earlier build stored with every cell kept as
  * it was.
  */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { decimalText } from '../../src/domain/money.js';
+import type { ReadyMoney } from '../../src/domain/ready-money.js';
+import { getBatch, type BatchRecord } from '../../src/store/batches.js';
+import { readyMoneyOf } from '../../src/store/request-fields.js';
 import type { Database } from '../../src/store/db.js';
 import type { PayoutRow } from '../../src/store/payouts.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
@@ -45,6 +53,32 @@ function moneyOf(r: Pick<PayoutRow, WrittenMoneyField>): Pick<PayoutRow, Written
   return { payoutCurrency: r.payoutCurrency, payoutAmount: r.payoutAmount, deductionCurrency: r.deductionCurrency };
 }
 
+/**
+ * The ack's one read of the rows: its totals add up the cells as written, and the READY rows' money the gates
+ * decide on is the requests' own, as the gates' own reading of the store has it.
+ */
+async function checkAckMoney(db: Database): Promise<void> {
+  // The last row refused (a duplicate reference): in the ack's totals, not in what is to be sent.
+  await db('payouts').where({ batch_id: BATCH }).update({ state: db.raw("CASE WHEN line = 4 THEN 'DUPLICATE' ELSE 'READY' END") });
+  const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-money-'));
+  try {
+    const batch = (await getBatch(db, BATCH)) as BatchRecord;
+    const draft = await new BatchOutbox(db, dir, false).draftAck(batch);
+    const pairs = (m: ReadyMoney | null): unknown[] =>
+      (m?.entries() ?? []).map((p) => [p.deductionCurrency, p.payoutCurrency, decimalText(p.total), p.rows, p.largest]);
+    expect(pairs(draft.ready)).toEqual([['USDT', 'PHP', '153001.5', 2, '152000']]);
+    expect(pairs(draft.ready)).toEqual(pairs(await readyMoneyOf(db, BATCH)));
+    const ack = await readFile(await draft.write(batch), 'utf8');
+    await draft.discard();
+    // Per currency as written: 152000 + 1001.50 PHP, 13.00 EUR.
+    expect(ack).toMatch(/EUR: 1 row, 13\.00\b/);
+    expect(ack).toMatch(/PHP: 2 rows, 153001\.50\b/);
+    expect((await readdir(dir)).filter((name) => name.startsWith('.'))).toEqual([]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** On a database at the latest migration, with no batches yet. */
 export async function checkMoneyAsWritten(db: Database): Promise<void> {
   await addBatch(db, BATCH, 'wm.csv');
@@ -52,6 +86,8 @@ export async function checkMoneyAsWritten(db: Database): Promise<void> {
     db,
     CASES.map((c, i) => validRow(BATCH, i + 2, c.request, c.kept)),
   );
+  await checkAckMoney(db);
+
   // Created, so the reconciliation report lists them.
   await db('payouts')
     .where({ batch_id: BATCH })
