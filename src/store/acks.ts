@@ -34,8 +34,12 @@ export interface AckMoneySourceRow extends AckSourceRow {
   requestPayoutAmount: string | null;
 }
 
-/** Every row of a batch in line order with its money, a page at a time: the ack's rows, its totals and the READY rows' cost in one read. */
-export function ackMoneyPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckMoneySourceRow[]> {
+/**
+ * Every row of a batch in line order with its money, a page at a time: the ack's rows, its totals and the READY
+ * rows' cost in one read. Pages are small: each stays alive while its records are written out, and larger ones
+ * were kept into the old generation, growing the daemon's peak memory by the size of a large ack.
+ */
+export function ackMoneyPages(db: Database, batchId: string, pageSize = 1_000): AsyncGenerator<AckMoneySourceRow[]> {
   const request = (field: 'deductionCurrency' | 'payoutCurrency' | 'payoutAmount', as: string): Knex.Raw =>
     db.raw('? as ??', [requestFieldAt(db, field), as]);
   const rows = () =>
