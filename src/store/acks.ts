@@ -1,4 +1,4 @@
-/** The rows of a batch as its acknowledgement needs them: line, reference, state and reason only. */
+/** The rows of a batch as its acknowledgement needs them: line, reference, state and reason, and for its one read the money. */
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
