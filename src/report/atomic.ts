@@ -31,21 +31,10 @@ export async function writeFileAtomic(
   chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>,
   opts: AtomicWriteOptions = {},
 ): Promise<void> {
-  const tmp = tempPathFor(path);
-  const fh = await open(tmp, 'wx', opts.mode ?? DEFAULT_MODE);
-  let closed = false;
+  const tmp = await writeWorkFile(path, chunks, { mode: opts.mode, signal: opts.signal, sync: true });
   try {
-    await writeChunks(fh, chunks, opts.signal);
-    await fh.sync();
-    closed = true;
-    await fh.close();
     await commit(tmp, path, opts.overwrite ?? true);
   } catch (err) {
-    if (!closed) {
-      await fh.close().catch(() => {
-        // The write error is the one worth reporting; a failed close adds nothing.
-      });
-    }
     await rm(tmp, { force: true });
     throw err;
   }
@@ -53,19 +42,28 @@ export async function writeFileAtomic(
 }
 
 /**
- * A hidden work file beside `path` (removed with the other temp files if the process dies), written whole but
- * not committed: the caller reads it back into a file of its own and removes it.
+ * A hidden temp file beside `path`, written whole (and fsynced with `sync`); on failure none is left. It is
+ * committed by writeFileAtomic, or read back by a caller that removes it (removed at start if the process dies).
  */
-export async function writeWorkFile(path: string, chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>): Promise<string> {
+export async function writeWorkFile(
+  path: string,
+  chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>,
+  o: { mode?: number; signal?: AbortSignal; sync?: boolean } = {},
+): Promise<string> {
   const tmp = tempPathFor(path);
-  const fh = await open(tmp, 'wx', DEFAULT_MODE);
+  const fh = await open(tmp, 'wx', o.mode ?? DEFAULT_MODE);
+  let closed = false;
   try {
-    await writeChunks(fh, chunks);
+    await writeChunks(fh, chunks, o.signal);
+    if (o.sync) await fh.sync();
+    closed = true;
     await fh.close();
   } catch (err) {
-    await fh.close().catch(() => {
-      // The write error is the one worth reporting.
-    });
+    if (!closed) {
+      await fh.close().catch(() => {
+        // The write error is the one worth reporting; a failed close adds nothing.
+      });
+    }
     await rm(tmp, { force: true });
     throw err;
   }
