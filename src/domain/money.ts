@@ -38,8 +38,14 @@ export function decimalText(d: Decimal): string {
   return normalizeAmount(d.toFixed());
 }
 
+/** Which of two amounts is larger; two in normal form (most) compare by their digits, without a Decimal. */
 export function compareAmounts(a: string, b: string): number {
-  return new Decimal(a).comparedTo(new Decimal(b));
+  if (!NORMAL_FORM.test(a) || !NORMAL_FORM.test(b)) return new Decimal(a).comparedTo(new Decimal(b));
+  // No leading zeros: more integer digits is more; as many, the digits decide from the left.
+  const aInt = a.indexOf('.') < 0 ? a.length : a.indexOf('.');
+  const bInt = b.indexOf('.') < 0 ? b.length : b.indexOf('.');
+  if (aInt !== bInt) return aInt < bInt ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Sum of decimal texts, as normal-form text. */

@@ -15,18 +15,6 @@ export interface ReadyMoneyPair {
   largest: string;
 }
 
-/** Which of two request amounts (plain decimals in normal form, 1500.5) is larger, without a Decimal for most rows. */
-function compareRequestAmounts(a: string, b: string): number {
-  const ai = a.indexOf('.');
-  const bi = b.indexOf('.');
-  const aInt = ai < 0 ? a.length : ai;
-  const bInt = bi < 0 ? b.length : bi;
-  // Normal form has no leading zeros, so more integer digits is more; anything else is left to decimal.js.
-  if (a.startsWith('-') || b.startsWith('-') || a.startsWith('0') || b.startsWith('0')) return compareAmounts(a, b);
-  if (aInt !== bInt) return aInt < bInt ? -1 : 1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 export class ReadyMoney {
   private readonly pairs = new Map<string, { deductionCurrency: string; payoutCurrency: string; sum: ExactTotal; rows: number; largest: string }>();
 
@@ -36,7 +24,7 @@ export class ReadyMoney {
     if (!pair) this.pairs.set(key, (pair = { deductionCurrency, payoutCurrency, sum: new ExactTotal(), rows: 0, largest: amount }));
     pair.sum.add(amount);
     pair.rows += 1;
-    if (compareRequestAmounts(amount, pair.largest) > 0) pair.largest = amount;
+    if (compareAmounts(amount, pair.largest) > 0) pair.largest = amount;
   }
 
   /** Per stablecoin and payout currency, in the order first seen. */

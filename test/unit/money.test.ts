@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeAmount, sumAmounts, fractionDigits, isPlainDecimal } from '../../src/domain/money.js';
+import { Decimal, compareAmounts, normalizeAmount, sumAmounts, fractionDigits, isPlainDecimal } from '../../src/domain/money.js';
 
 describe('money as decimal text', () => {
   it('normalizes amounts to the wire form of the contract', () => {
@@ -27,6 +27,28 @@ describe('money as decimal text', () => {
     ];
     for (const [text, normal] of nearMisses) expect(normalizeAmount(text), text).toBe(normal);
     for (const bad of ['.5', '1..2', ' 1', '1 ', '+1', '']) expect(() => normalizeAmount(bad), bad).toThrow(TypeError);
+  });
+
+  it('compares amounts by value, in normal form or not', () => {
+    const amounts = [
+      '0',
+      '0.05',
+      '0.5',
+      '9.99',
+      '10',
+      '10.45',
+      '10.5',
+      '100',
+      '1500.5',
+      '1500.50',
+      '0100',
+      '-3',
+      '-0.5',
+      '12345678901234567890.1',
+    ];
+    for (const a of amounts) {
+      for (const b of amounts) expect(compareAmounts(a, b), `${a} against ${b}`).toBe(new Decimal(a).comparedTo(new Decimal(b)));
+    }
   });
 
   it('adds exactly where floats would not', () => {
