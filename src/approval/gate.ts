@@ -31,8 +31,7 @@ function figuresOfMoney(money: ReadyMoney): BatchFigures {
   const f = emptyFigures();
   for (const pair of money.entries()) {
     f.rows += pair.rows;
-    const total = decimalText(pair.total);
-    f.totals[pair.payoutCurrency] = f.totals[pair.payoutCurrency] === undefined ? total : sumAmounts([f.totals[pair.payoutCurrency] as string, total]);
+    f.totals[pair.payoutCurrency] = sumAmounts([f.totals[pair.payoutCurrency] ?? '0', decimalText(pair.total)]);
     const largest = f.largest[pair.payoutCurrency];
     if (largest === undefined || compareAmounts(pair.largest, largest) > 0) f.largest[pair.payoutCurrency] = pair.largest;
   }
