@@ -136,8 +136,3 @@ export class SystemUsers implements UserDirectory {
     return [...names];
   }
 }
-
-/** The uid owning a path (not following a symlink) mapped to a name; null name when the system knows none. */
-export async function ownerOf(users: UserDirectory, uid: number): Promise<{ uid: number; name: string | null }> {
-  return { uid, name: await users.nameOfUid(uid) };
-}
