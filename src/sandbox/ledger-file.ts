@@ -1,7 +1,9 @@
 /**
  * LedgerFile: a sandbox's ledger on disk (`stateFile`): a snapshot replaced atomically and a journal of one JSON
  * line per change. The server awaits `durable()` before it answers; one turn's changes share one write and fsync.
- * On start the journal is replayed (a torn last line ignored) and folded into a new snapshot.
+ * On start the journal is replayed (a torn last line ignored) and folded into a new snapshot. Both files are
+ * written and read a line at a time (the snapshot a payout per line): a ledger larger than the longest string
+ * V8 allows still saves and loads.
  */
 import { closeSync, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -12,6 +14,9 @@ import type { SandboxStats } from './stats.js';
 
 /** The journal is folded into the snapshot once it holds this many changes, or as many as the ledger has payouts if more. */
 const FOLD_MIN_CHANGES = 10_000;
+
+/** Lines one write holds (snapshot payouts, journal changes): neither file is ever one string in memory. */
+const LINES_PER_WRITE = 1000;
 
 /** The snapshot file: the ledger plus the last journal change it already contains. */
 interface StateSnapshot extends LedgerSnapshot {
@@ -63,30 +68,71 @@ function isJournalLine(value: unknown): value is JournalLine {
   return typeof v.seq === 'number' && typeof v.change === 'object' && v.change !== null && typeof v.change.kind === 'string';
 }
 
+/** The lines of `bytes` (UTF-8), each decoded alone. */
+function* linesOf(bytes: Buffer): Generator<string> {
+  for (let start = 0; start < bytes.length; ) {
+    const end = bytes.indexOf(0x0a, start);
+    const stop = end < 0 ? bytes.length : end;
+    yield bytes.toString('utf8', start, stop);
+    start = stop + 1;
+  }
+}
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The complete journal lines, in order; a torn last line is ignored, a bad line with records after it is damage. */
-export function parseJournal(text: string, path: string): JournalLine[] {
-  const lines = text.split('\n');
+function parseJournal(bytes: Buffer, path: string): JournalLine[] {
   const out: JournalLine[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
+  let bad: number | null = null;
+  let n = 0;
+  for (const line of linesOf(bytes)) {
+    n++;
     if (line === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      value = undefined;
-    }
-    if (isJournalLine(value)) {
-      out.push(value);
-      continue;
-    }
-    if (lines.slice(i + 1).every((rest) => rest === '')) break;
-    throw new SandboxError(
-      'SANDBOX_STATE_DAMAGED',
-      `sandbox journal ${path} line ${i + 1} is not a ledger change, and changes follow it; move the file aside to start from the snapshot alone`,
-    );
+    if (bad !== null)
+      throw new SandboxError(
+        'SANDBOX_STATE_DAMAGED',
+        `sandbox journal ${path} line ${bad} is not a ledger change, and changes follow it; move the file aside to start from the snapshot alone`,
+      );
+    const value = parsedOrUndefined(line);
+    if (isJournalLine(value)) out.push(value);
+    else bad = n;
   }
   return out;
+}
+
+/** The snapshot's first line ends so: then a payout a line, and `]}` (see LedgerFile.fold). */
+const PAYOUTS_FOLLOW = ',"payouts":[';
+
+/** A snapshot file: as fold writes it (a payout a line), or any JSON of the same shape (written by hand). */
+function readSnapshot(path: string): StateSnapshot {
+  const damaged = (why: string): SandboxError =>
+    new SandboxError('SANDBOX_STATE_DAMAGED', `sandbox state file ${path} is not a ledger snapshot (${why})`);
+  const bytes = readFileSync(path);
+  const lines = linesOf(bytes);
+  const head = lines.next();
+  if (head.done === true || !head.value.endsWith(PAYOUTS_FOLLOW)) {
+    const whole = parsedOrUndefined(bytes.toString('utf8'));
+    if (typeof whole !== 'object' || whole === null) throw damaged('not JSON');
+    return whole as StateSnapshot;
+  }
+  const snap = parsedOrUndefined(`${head.value.slice(0, -PAYOUTS_FOLLOW.length)}}`) as Omit<StateSnapshot, 'payouts'> | undefined;
+  if (snap === undefined) throw damaged('line 1 is not JSON');
+  const payouts: StateSnapshot['payouts'][number][] = [];
+  let n = 1;
+  for (const line of lines) {
+    n++;
+    if (line === ']}') return { ...snap, payouts };
+    const payout = parsedOrUndefined(line.endsWith(',') ? line.slice(0, -1) : line);
+    if (typeof payout !== 'object' || payout === null) throw damaged(`line ${n} is not a payout`);
+    payouts.push(payout as StateSnapshot['payouts'][number]);
+  }
+  throw damaged('it ends before its last line');
 }
 
 export class LedgerFile {
@@ -117,21 +163,15 @@ export class LedgerFile {
   load(): void {
     let snapshotSeq = 0;
     if (existsSync(this.path)) {
-      let snap: StateSnapshot;
-      try {
-        snap = JSON.parse(readFileSync(this.path, 'utf8')) as StateSnapshot;
-      } catch (err) {
-        throw new SandboxError('SANDBOX_STATE_DAMAGED', `sandbox state file ${this.path} is not a ledger snapshot (${String(err)})`);
-      }
+      const snap = readSnapshot(this.path);
       const restored = this.ledger.restore(snap);
       snapshotSeq = snap.journalSeq ?? 0;
       this.logger.info({ payouts: restored.length }, 'sandbox ledger restored');
     }
     this.seq = snapshotSeq;
-    let journalText = '';
-    if (existsSync(this.journalPath)) journalText = readFileSync(this.journalPath, 'utf8');
+    const journal = existsSync(this.journalPath) ? readFileSync(this.journalPath) : Buffer.alloc(0);
     let replayed = 0;
-    for (const line of parseJournal(journalText, this.journalPath)) {
+    for (const line of parseJournal(journal, this.journalPath)) {
       if (line.seq <= this.seq) continue;
       this.ledger.apply(line.change);
       this.seq = line.seq;
@@ -142,7 +182,7 @@ export class LedgerFile {
     const created = !existsSync(this.journalPath);
     this.fd = openSync(this.journalPath, 'a', 0o600);
     if (created) syncDirectory(dirname(this.journalPath));
-    if (journalText !== '') this.fold();
+    if (journal.length > 0) this.fold();
     this.ledger.onChange = (change) => this.append(change);
   }
 
@@ -183,9 +223,10 @@ export class LedgerFile {
           continue;
         }
         const upTo = this.seq;
-        const bytes = Buffer.from(this.queued.join(''), 'utf8');
+        const lines = this.queued;
         this.queued = [];
-        await writeAll(this.fd, bytes);
+        for (let i = 0; i < lines.length; i += LINES_PER_WRITE)
+          await writeAll(this.fd, Buffer.from(lines.slice(i, i + LINES_PER_WRITE).join(''), 'utf8'));
         await dataSync(this.fd);
         this.stats.journal.syncs++;
         this.settle(upTo);
@@ -202,10 +243,16 @@ export class LedgerFile {
     const fd = this.fd;
     if (fd === null) return;
     const tmp = `${this.path}.tmp`;
-    const snapshot: StateSnapshot = { ...this.ledger.snapshot(), journalSeq: this.seq };
+    const { balances, payouts } = this.ledger.snapshot();
     const tmpFd = openSync(tmp, 'w', 0o600);
     try {
-      writeSync(tmpFd, JSON.stringify(snapshot));
+      const head = JSON.stringify({ journalSeq: this.seq, balances });
+      writeSync(tmpFd, `${head.slice(0, -1)}${PAYOUTS_FOLLOW}\n`);
+      for (let i = 0; i < payouts.length; i += LINES_PER_WRITE) {
+        const part = payouts.slice(i, i + LINES_PER_WRITE).map((p) => JSON.stringify(p));
+        writeSync(tmpFd, `${part.join(',\n')}${i + LINES_PER_WRITE < payouts.length ? ',' : ''}\n`);
+      }
+      writeSync(tmpFd, ']}\n');
       fsyncSync(tmpFd);
     } finally {
       closeSync(tmpFd);

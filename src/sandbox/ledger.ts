@@ -27,7 +27,7 @@ export type LedgerChange =
 /** Everything the ledger holds, as JSON-safe data (amounts as decimal text). */
 export interface LedgerSnapshot {
   balances: Record<string, Record<string, string>>;
-  payouts: { entry: LedgerEntry; created: CreatedPayout }[];
+  payouts: readonly { readonly entry: LedgerEntry; readonly created: CreatedPayout }[];
 }
 
 function refKey(merchantCode: string, merchantReferenceId: string): string {
@@ -171,7 +171,8 @@ export class Ledger {
   snapshot(): LedgerSnapshot {
     const balances: Record<string, Record<string, string>> = {};
     for (const code of this.balances.keys()) balances[code] = this.balanceSnapshot(code);
-    return { balances, payouts: this.all.map((p) => ({ entry: { ...p.entry }, created: { ...p.created } })) };
+    // The ledger's own payouts, not copies: a snapshot is written out before the next change.
+    return { balances, payouts: this.all };
   }
 
   /** Loads a snapshot taken by `snapshot()` into a fresh ledger; returns the payouts restored. */

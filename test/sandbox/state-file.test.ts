@@ -199,9 +199,18 @@ describe('sandbox stateFile', () => {
     ledger.record(payout(4));
     await file.durable();
     expect(journalLines()).toBe(0);
-    const snapshot = JSON.parse(readFileSync(stateFile, 'utf8')) as { payouts: unknown[]; journalSeq: number };
+    const text = readFileSync(stateFile, 'utf8');
+    const snapshot = JSON.parse(text) as { payouts: unknown[]; journalSeq: number };
     expect(snapshot.payouts).toHaveLength(5);
     expect(snapshot.journalSeq).toBe(5);
+    // A payout a line between the head and the end: the file is written and read a line at a time.
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toHaveLength(7);
+    expect(lines[0]).toMatch(/^\{"journalSeq":5,"balances":.*,"payouts":\[$/);
+    expect(lines.slice(1, 6).map((l) => (JSON.parse(l.replace(/,$/, '')) as { entry: { payoutId: string } }).entry.payoutId)).toEqual(
+      ['PO0', 'PO1', 'PO2', 'PO3', 'PO4'],
+    );
+    expect(lines[6]).toBe(']}');
 
     ledger.setBalance('M001', 'USDC', '20');
     await file.durable();
@@ -214,5 +223,27 @@ describe('sandbox stateFile', () => {
     expect(again.balanceSnapshot('M001')).toEqual({ USDT: '987.5', USDC: '20' });
     await reread.close();
     await file.close();
+  });
+  it('loads a snapshot written by hand in any JSON layout, and names the line of a damaged one', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    await create(caller);
+    await create(caller);
+    const before = { ledger: sandbox.ledger(), balances: sandbox.balances('M001') };
+    await sandbox.close();
+    const written = readFileSync(stateFile, 'utf8');
+
+    writeFileSync(stateFile, JSON.stringify(JSON.parse(written), null, 2));
+    const { sandbox: fromPretty } = await start(stateFile);
+    expect(fromPretty.ledger()).toEqual(before.ledger);
+    expect(fromPretty.balances('M001')).toEqual(before.balances);
+    await fromPretty.close();
+
+    const lines = readFileSync(stateFile, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    writeFileSync(stateFile, [lines[0], lines[1], '{"entry":', lines[3]].join('\n'));
+    await expect(start(stateFile)).rejects.toMatchObject({ code: 'SANDBOX_STATE_DAMAGED', message: expect.stringContaining('line 3') });
+    writeFileSync(stateFile, [lines[0], lines[1]].join('\n'));
+    await expect(start(stateFile)).rejects.toMatchObject({ code: 'SANDBOX_STATE_DAMAGED', message: expect.stringContaining('ends before') });
   });
 });
