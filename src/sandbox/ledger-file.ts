@@ -70,7 +70,7 @@ function isJournalLine(value: unknown): value is JournalLine {
 
 /** The lines of `bytes` (UTF-8), each decoded alone. */
 function* linesOf(bytes: Buffer): Generator<string> {
-  for (let start = 0; start < bytes.length; ) {
+  for (let start = 0; start < bytes.length;) {
     const end = bytes.indexOf(0x0a, start);
     const stop = end < 0 ? bytes.length : end;
     yield bytes.toString('utf8', start, stop);
@@ -117,8 +117,13 @@ function readSnapshot(path: string): StateSnapshot {
   const lines = linesOf(bytes);
   const head = lines.next();
   if (head.done === true || !head.value.endsWith(PAYOUTS_FOLLOW)) {
-    const whole = parsedOrUndefined(bytes.toString('utf8'));
-    if (typeof whole !== 'object' || whole === null) throw damaged('not JSON');
+    let whole: unknown;
+    try {
+      whole = JSON.parse(bytes.toString('utf8'));
+    } catch (err) {
+      throw damaged(String(err));
+    }
+    if (typeof whole !== 'object' || whole === null) throw damaged('not a JSON object');
     return whole as StateSnapshot;
   }
   const snap = parsedOrUndefined(`${head.value.slice(0, -PAYOUTS_FOLLOW.length)}}`) as Omit<StateSnapshot, 'payouts'> | undefined;

@@ -207,9 +207,13 @@ describe('sandbox stateFile', () => {
     const lines = text.trimEnd().split('\n');
     expect(lines).toHaveLength(7);
     expect(lines[0]).toMatch(/^\{"journalSeq":5,"balances":.*,"payouts":\[$/);
-    expect(lines.slice(1, 6).map((l) => (JSON.parse(l.replace(/,$/, '')) as { entry: { payoutId: string } }).entry.payoutId)).toEqual(
-      ['PO0', 'PO1', 'PO2', 'PO3', 'PO4'],
-    );
+    expect(lines.slice(1, 6).map((l) => (JSON.parse(l.replace(/,$/, '')) as { entry: { payoutId: string } }).entry.payoutId)).toEqual([
+      'PO0',
+      'PO1',
+      'PO2',
+      'PO3',
+      'PO4',
+    ]);
     expect(lines[6]).toBe(']}');
 
     ledger.setBalance('M001', 'USDC', '20');
@@ -224,6 +228,7 @@ describe('sandbox stateFile', () => {
     await reread.close();
     await file.close();
   });
+
   it('loads a snapshot written by hand in any JSON layout, and names the line of a damaged one', async () => {
     const stateFile = join(tempDir(), 'ledger.json');
     const { sandbox, caller } = await start(stateFile);
@@ -244,6 +249,9 @@ describe('sandbox stateFile', () => {
     writeFileSync(stateFile, [lines[0], lines[1], '{"entry":', lines[3]].join('\n'));
     await expect(start(stateFile)).rejects.toMatchObject({ code: 'SANDBOX_STATE_DAMAGED', message: expect.stringContaining('line 3') });
     writeFileSync(stateFile, [lines[0], lines[1]].join('\n'));
-    await expect(start(stateFile)).rejects.toMatchObject({ code: 'SANDBOX_STATE_DAMAGED', message: expect.stringContaining('ends before') });
+    await expect(start(stateFile)).rejects.toMatchObject({
+      code: 'SANDBOX_STATE_DAMAGED',
+      message: expect.stringContaining('ends before'),
+    });
   });
 });
