@@ -169,7 +169,12 @@ export class BatchOutbox {
           const row = ackRow(r);
           const payoutCurrency = r.writtenPayoutCurrency ?? r.requestPayoutCurrency;
           totals.add({ verdict: row.verdict, payoutCurrency, payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount });
-          if (r.state === 'READY' && r.requestDeductionCurrency !== null && r.requestPayoutCurrency !== null && r.requestPayoutAmount !== null)
+          if (
+            r.state === 'READY' &&
+            r.requestDeductionCurrency !== null &&
+            r.requestPayoutCurrency !== null &&
+            r.requestPayoutAmount !== null
+          )
             ready.add(r.requestDeductionCurrency, r.requestPayoutCurrency, r.requestPayoutAmount);
           return row;
         });

@@ -16,7 +16,10 @@ export interface ReadyMoneyPair {
 }
 
 export class ReadyMoney {
-  private readonly pairs = new Map<string, { deductionCurrency: string; payoutCurrency: string; sum: ExactTotal; rows: number; largest: string }>();
+  private readonly pairs = new Map<
+    string,
+    { deductionCurrency: string; payoutCurrency: string; sum: ExactTotal; rows: number; largest: string }
+  >();
 
   add(deductionCurrency: string, payoutCurrency: string, amount: string): void {
     const key = `${deductionCurrency} ${payoutCurrency}`;

@@ -88,7 +88,10 @@ export class BatchHolds {
    * A batch about to be accepted (not yet claimable): held if its upload went on or its balance is short (unless
    * `balance: false`); `ready`, its READY rows' money when the caller has added it up.
    */
-  async atAcceptance(batch: BatchRecord, o: { balance: boolean; ready?: ReadyMoney | null } = { balance: true }): Promise<BatchHold | null> {
+  async atAcceptance(
+    batch: BatchRecord,
+    o: { balance: boolean; ready?: ReadyMoney | null } = { balance: true },
+  ): Promise<BatchHold | null> {
     const changed = await verifyUnchanged(batch);
     if (changed.changed) return this.hold(batch.id, fileChangedHold(changed.reason, 'at-acceptance'));
     const balance = this.deps.balance;

@@ -15,7 +15,14 @@ export {
 export { csvText, csvChunks } from './csv.js';
 export { SummaryAccumulator, summarize } from './summary.js';
 export { writeFileAtomic, isTempName } from './atomic.js';
-export { writeAckFile, writeAckRowsAhead, writeRejectionAckFile, writeResultFiles, writeInterimReport, ackCurrencyTotals } from './writers.js';
+export {
+  writeAckFile,
+  writeAckRowsAhead,
+  writeRejectionAckFile,
+  writeResultFiles,
+  writeInterimReport,
+  ackCurrencyTotals,
+} from './writers.js';
 export type { AckRowsAhead } from './writers.js';
 export type { ResultFiles } from './writers.js';
 export { AckTotalsAccumulator, type AckCurrencyTotal } from './ack-totals.js';

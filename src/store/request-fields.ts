@@ -39,6 +39,7 @@ export async function readyMoneyOf(db: Database, batchId: string, pageSize = 10_
       .select('line', field('deductionCurrency'), field('payoutCurrency'), field('payoutAmount'));
   const money = new ReadyMoney();
   type Row = { line: number; deductionCurrency: string; payoutCurrency: string; payoutAmount: string };
-  for await (const page of pagesByLine<Row>(ready, pageSize)) for (const r of page) money.add(r.deductionCurrency, r.payoutCurrency, r.payoutAmount);
+  for await (const page of pagesByLine<Row>(ready, pageSize))
+    for (const r of page) money.add(r.deductionCurrency, r.payoutCurrency, r.payoutAmount);
   return money;
 }

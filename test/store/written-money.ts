@@ -59,7 +59,9 @@ function moneyOf(r: Pick<PayoutRow, WrittenMoneyField>): Pick<PayoutRow, Written
  */
 async function checkAckMoney(db: Database): Promise<void> {
   // The last row refused (a duplicate reference): in the ack's totals, not in what is to be sent.
-  await db('payouts').where({ batch_id: BATCH }).update({ state: db.raw("CASE WHEN line = 4 THEN 'DUPLICATE' ELSE 'READY' END") });
+  await db('payouts')
+    .where({ batch_id: BATCH })
+    .update({ state: db.raw("CASE WHEN line = 4 THEN 'DUPLICATE' ELSE 'READY' END") });
   const dir = await mkdtemp(join(tmpdir(), 'payoutd-ack-money-'));
   try {
     const batch = (await getBatch(db, BATCH)) as BatchRecord;

@@ -10,7 +10,12 @@ describe('ReadyMoney: what READY rows will cost, per stablecoin and payout curre
     const amounts = Array.from({ length: 2000 }, () => {
       const int = String(next() % 10 ** (1 + (next() % 7)));
       const places = next() % 4;
-      const frac = places === 0 ? '' : String(next() % 10 ** places).padStart(places, '0').replace(/0+$/, '');
+      const frac =
+        places === 0
+          ? ''
+          : String(next() % 10 ** places)
+              .padStart(places, '0')
+              .replace(/0+$/, '');
       return frac === '' ? int : `${int}.${frac}`;
     });
     const money = new ReadyMoney();
