@@ -122,7 +122,7 @@ describe('crash windows', () => {
     }
 
     await e2e.startDaemon();
-    const batch = await e2e.waitForBatch('claimed-then-killed.csv', ['COMPLETE'], 8_000);
+    const batch = await e2e.waitForBatch('claimed-then-killed.csv', ['COMPLETE'], 30_000);
     expect(batch.counts).toEqual({ PAID: 3 });
     expect(ledgerByReference(e2e.ledger()).size).toBe(3);
   });
