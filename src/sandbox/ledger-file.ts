@@ -3,9 +3,11 @@
  * line per change. The server awaits `durable()` before it answers; one turn's changes share one write and fsync.
  * On start the journal is replayed (a torn last line ignored) and folded into a new snapshot. Both files are
  * written and read a line at a time (the snapshot a payout per line): a ledger larger than the longest string
- * V8 allows still saves and loads.
+ * V8 allows still saves and loads. A fold while serving runs beside the answers: the journal is set aside
+ * (`.journal.folding`) and a new one started, and the snapshot of the ledger as of the set-aside journal's last
+ * change is written a part at a time; the set-aside journal is deleted once the snapshot replaced the old one.
  */
-import { closeSync, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, write, writeSync } from 'node:fs';
+import { closeSync, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync, write } from 'node:fs';
 import { dirname } from 'node:path';
 import { SandboxError } from './errors.js';
 import type { Ledger, LedgerChange, LedgerSnapshot } from './ledger.js';
@@ -142,6 +144,8 @@ function readSnapshot(path: string): StateSnapshot {
 
 export class LedgerFile {
   private readonly journalPath: string;
+  /** The journal a fold set aside: its changes are in the snapshot being written (until then, replayed on start). */
+  private readonly foldingPath: string;
   private fd: number | null = null;
   /** Sequence number of the last change journaled (in memory or on disk). */
   private seq = 0;
@@ -152,6 +156,8 @@ export class LedgerFile {
   private queued: string[] = [];
   private waiters: Waiter[] = [];
   private flushing: Promise<void> | null = null;
+  /** The snapshot being written beside the answers (see foldAside). */
+  private folding: Promise<void> | null = null;
   private failure: SandboxError | null = null;
 
   constructor(
@@ -162,10 +168,11 @@ export class LedgerFile {
     private readonly foldMinChanges = FOLD_MIN_CHANGES,
   ) {
     this.journalPath = `${path}.journal`;
+    this.foldingPath = `${path}.journal.folding`;
   }
 
-  /** Restores the saved state (snapshot, then journal), folds it into a fresh snapshot and starts journaling changes. */
-  load(): void {
+  /** Restores the saved state (snapshot, then journals), folds it into a fresh snapshot and starts journaling changes. */
+  async load(): Promise<void> {
     let snapshotSeq = 0;
     if (existsSync(this.path)) {
       const snap = readSnapshot(this.path);
@@ -174,20 +181,25 @@ export class LedgerFile {
       this.logger.info({ payouts: restored.length }, 'sandbox ledger restored');
     }
     this.seq = snapshotSeq;
-    const journal = existsSync(this.journalPath) ? readFileSync(this.journalPath) : Buffer.alloc(0);
     let replayed = 0;
-    for (const line of parseJournal(journal, this.journalPath)) {
-      if (line.seq <= this.seq) continue;
-      this.ledger.apply(line.change);
-      this.seq = line.seq;
-      replayed++;
+    let journaled = false;
+    // A journal set aside by a fold that did not finish holds the changes before the current journal's.
+    for (const path of [this.foldingPath, this.journalPath]) {
+      const journal = existsSync(path) ? readFileSync(path) : Buffer.alloc(0);
+      journaled ||= journal.length > 0;
+      for (const line of parseJournal(journal, path)) {
+        if (line.seq <= this.seq) continue;
+        this.ledger.apply(line.change);
+        this.seq = line.seq;
+        replayed++;
+      }
     }
     if (replayed > 0) this.logger.info({ changes: replayed }, 'sandbox journal replayed');
     this.durableSeq = this.seq;
     const created = !existsSync(this.journalPath);
     this.fd = openSync(this.journalPath, 'a', 0o600);
     if (created) syncDirectory(dirname(this.journalPath));
-    if (journal.length > 0) this.fold();
+    if (journaled || existsSync(this.foldingPath)) await this.foldInPlace();
     this.ledger.onChange = (change) => this.append(change);
   }
 
@@ -198,12 +210,18 @@ export class LedgerFile {
     return new Promise((resolve, reject) => this.waiters.push({ seq: this.seq, resolve, reject }));
   }
 
+  /** Resolves once the journal writes and a fold under way are done. */
+  async idle(): Promise<void> {
+    await this.flushing;
+    await this.folding;
+  }
+
   /** Writes what is pending, folds the journal into the snapshot and stops journaling. */
   async close(): Promise<void> {
     this.ledger.onChange = null;
-    await this.flushing;
+    await this.idle();
     if (this.fd === null) return;
-    if (!this.failure) this.fold();
+    if (!this.failure) await this.foldInPlace();
     closeSync(this.fd);
     this.fd = null;
   }
@@ -223,10 +241,6 @@ export class LedgerFile {
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (this.queued.length > 0 && this.fd !== null) {
-        if (this.journalChanges >= Math.max(this.foldMinChanges, this.ledger.size)) {
-          this.fold();
-          continue;
-        }
         const upTo = this.seq;
         const lines = this.queued;
         this.queued = [];
@@ -235,6 +249,7 @@ export class LedgerFile {
         await dataSync(this.fd);
         this.stats.journal.syncs++;
         this.settle(upTo);
+        if (this.folding === null && this.journalChanges >= Math.max(this.foldMinChanges, this.ledger.size)) this.foldAside();
       }
     } catch (err) {
       this.fail(err);
@@ -243,33 +258,65 @@ export class LedgerFile {
     }
   }
 
-  /** Replaces the snapshot with the ledger and empties the journal, synchronously (no change slips in between). */
-  private fold(): void {
+  /**
+   * Starts a fold beside the answers: the journal, every change of it on disk, is set aside and a new one
+   * takes the changes from now on; the snapshot of the ledger as of now is written in the background.
+   */
+  private foldAside(): void {
     const fd = this.fd;
     if (fd === null) return;
+    const snapshot = this.ledger.snapshot();
+    const seq = this.seq;
+    renameSync(this.journalPath, this.foldingPath);
+    this.fd = openSync(this.journalPath, 'a', 0o600);
+    syncDirectory(dirname(this.journalPath));
+    closeSync(fd);
+    this.journalChanges = 0;
+    this.folding = (async () => {
+      try {
+        await this.writeSnapshot(snapshot, seq);
+        rmSync(this.foldingPath, { force: true });
+      } catch (err) {
+        this.fail(err);
+      } finally {
+        this.folding = null;
+      }
+    })();
+  }
+
+  /** Replaces the snapshot with the ledger and empties the journal, nothing changing meanwhile (on start and close). */
+  private async foldInPlace(): Promise<void> {
+    const fd = this.fd;
+    if (fd === null) return;
+    await this.writeSnapshot(this.ledger.snapshot(), this.seq);
+    // A crash before this truncation leaves lines the snapshot already holds: their seq makes the replay skip them.
+    ftruncateSync(fd, 0);
+    fsyncSync(fd);
+    rmSync(this.foldingPath, { force: true });
+    this.queued = [];
+    this.journalChanges = 0;
+    this.settle(this.seq);
+  }
+
+  /** Writes `snapshot` (the ledger as of change `seq`) to a new file a part at a time, then puts it in place of the old. */
+  private async writeSnapshot(snapshot: LedgerSnapshot, seq: number): Promise<void> {
+    const { balances, payouts } = snapshot;
     const tmp = `${this.path}.tmp`;
-    const { balances, payouts } = this.ledger.snapshot();
     const tmpFd = openSync(tmp, 'w', 0o600);
     try {
-      const head = JSON.stringify({ journalSeq: this.seq, balances });
-      writeSync(tmpFd, `${head.slice(0, -1)}${PAYOUTS_FOLLOW}\n`);
+      const head = JSON.stringify({ journalSeq: seq, balances });
+      await writeAll(tmpFd, Buffer.from(`${head.slice(0, -1)}${PAYOUTS_FOLLOW}\n`, 'utf8'));
       for (let i = 0; i < payouts.length; i += LINES_PER_WRITE) {
         const part = payouts.slice(i, i + LINES_PER_WRITE).map((p) => JSON.stringify(p));
-        writeSync(tmpFd, `${part.join(',\n')}${i + LINES_PER_WRITE < payouts.length ? ',' : ''}\n`);
+        await writeAll(tmpFd, Buffer.from(`${part.join(',\n')}${i + LINES_PER_WRITE < payouts.length ? ',' : ''}\n`, 'utf8'));
       }
-      writeSync(tmpFd, ']}\n');
-      fsyncSync(tmpFd);
+      await writeAll(tmpFd, Buffer.from(']}\n', 'utf8'));
+      await dataSync(tmpFd);
     } finally {
       closeSync(tmpFd);
     }
     renameSync(tmp, this.path);
     syncDirectory(dirname(this.path));
-    // A crash before this truncation leaves lines the snapshot already holds: their seq makes the replay skip them.
-    ftruncateSync(fd, 0);
-    fsyncSync(fd);
-    this.queued = [];
-    this.journalChanges = 0;
-    this.settle(this.seq);
   }
 
   private settle(upTo: number): void {

@@ -171,8 +171,9 @@ export class Ledger {
   snapshot(): LedgerSnapshot {
     const balances: Record<string, Record<string, string>> = {};
     for (const code of this.balances.keys()) balances[code] = this.balanceSnapshot(code);
-    // The ledger's own payouts, not copies: a snapshot is written out before the next change.
-    return { balances, payouts: this.all };
+    // A final payout never changes again, so it is kept as it is; a PENDING one is copied: a snapshot is
+    // written out while the ledger goes on changing.
+    return { balances, payouts: this.all.map((p) => (p.entry.status === 'PENDING' ? { entry: { ...p.entry }, created: p.created } : p)) };
   }
 
   /** Loads a snapshot taken by `snapshot()` into a fresh ledger; returns the payouts restored. */

@@ -157,7 +157,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
   const lifecycle = new PayoutLifecycle({ ledger, settlement: config.settlement, random, clock, stats, logger, webhooks, webhookTargets });
   const persistence = config.stateFile ? new LedgerFile(config.stateFile, ledger, logger, stats) : null;
   if (persistence) {
-    persistence.load();
+    await persistence.load();
     for (const stored of ledger.pendingPayouts()) lifecycle.created(stored);
   }
   const api: ApiState = { config, clock, random, ledger, credentials, lifecycle, stats, logger };

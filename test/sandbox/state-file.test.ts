@@ -3,7 +3,7 @@
  * before the answer that reports it, changes waiting together share one
  * fsync, and a restart rebuilds the ledger from the snapshot and the
  * journal: a torn last line ignored, a damaged earlier line refused, lines
- * the snapshot already holds skipped. "The files as they were when the
+ * the snapshot already holds skipped, a fold cut short finished on start. "The files as they were when the
  * answer arrived" are copied at that moment: what a SIGKILL would leave.
  * (test/e2e/sandbox-kill.test.ts kills a real sandbox process.)
  */
@@ -56,7 +56,8 @@ async function start(stateFile: string): Promise<{ sandbox: SandboxServer; calle
 /** Copies the state files as they are now into a fresh folder; returns the copy's stateFile. */
 function copyState(stateFile: string): string {
   const copy = join(tempDir(), 'ledger.json');
-  for (const suffix of ['', '.journal']) if (existsSync(stateFile + suffix)) copyFileSync(stateFile + suffix, copy + suffix);
+  for (const suffix of ['', '.journal', '.journal.folding'])
+    if (existsSync(stateFile + suffix)) copyFileSync(stateFile + suffix, copy + suffix);
   return copy;
 }
 
@@ -167,7 +168,7 @@ describe('sandbox stateFile', () => {
     expect(restarted.balances('M001')).toEqual(before.balances);
   });
 
-  it('folds the journal into the snapshot once it holds as many changes as the ledger has payouts', async () => {
+  it('folds the journal into the snapshot, beside the answers, once it holds as many changes as the ledger has payouts', async () => {
     const stateFile = join(tempDir(), 'ledger.json');
     const merchants = [{ merchantCode: 'M001', balances: { USDT: '1000' } }];
     const payout = (i: number): NewPayout => ({
@@ -186,7 +187,7 @@ describe('sandbox stateFile', () => {
     });
     const ledger = new Ledger(merchants);
     const file = new LedgerFile(stateFile, ledger, silentLogger, emptyStats(), 4);
-    file.load();
+    await file.load();
     const journalLines = (): number => readFileSync(`${stateFile}.journal`, 'utf8').split('\n').filter(Boolean).length;
     for (let i = 0; i < 3; i++) {
       ledger.record(payout(i));
@@ -198,7 +199,14 @@ describe('sandbox stateFile', () => {
     ledger.record(payout(3));
     ledger.record(payout(4));
     await file.durable();
+    // The answer waited for the journal only: the fold set it aside, every change on disk, and goes on after.
     expect(journalLines()).toBe(0);
+    expect(readFileSync(`${stateFile}.journal.folding`, 'utf8').trim().split('\n')).toHaveLength(5);
+    // Settled while the snapshot is written: the snapshot holds the payout as of the fold, the journal the change.
+    const po4 = ledger.findById('PO4');
+    expect(po4 && ledger.complete(po4, 'PAID', '2026-01-01T13:00:00.000Z', null)).toBe(true);
+    await file.idle();
+    expect(existsSync(`${stateFile}.journal.folding`)).toBe(false);
     const text = readFileSync(stateFile, 'utf8');
     const snapshot = JSON.parse(text) as { payouts: unknown[]; journalSeq: number };
     expect(snapshot.payouts).toHaveLength(5);
@@ -215,18 +223,40 @@ describe('sandbox stateFile', () => {
       'PO4',
     ]);
     expect(lines[6]).toBe(']}');
+    expect((JSON.parse(lines[5] as string) as { entry: { status: string } }).entry.status).toBe('PENDING');
 
     ledger.setBalance('M001', 'USDC', '20');
     await file.durable();
-    expect(journalLines()).toBe(1);
+    expect(journalLines()).toBe(2);
 
     const again = new Ledger(merchants);
     const reread = new LedgerFile(stateFile, again, silentLogger, emptyStats());
-    reread.load();
+    await reread.load();
     expect(again.entries()).toEqual(ledger.entries());
     expect(again.balanceSnapshot('M001')).toEqual({ USDT: '987.5', USDC: '20' });
     await reread.close();
     await file.close();
+  });
+
+  it('a fold cut short (the journal set aside, the snapshot not yet replaced) loses nothing', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    for (let i = 0; i < 3; i++) await create(caller);
+    await sandbox.close();
+    // The snapshot now holds the three creates; a fold that was under way left the changes after them in a
+    // set-aside journal, and new changes in the journal.
+    const journal = readFileSync(`${stateFile}.journal`, 'utf8');
+    expect(journal).toBe('');
+    const line = (seq: number, change: object): string => `${JSON.stringify({ seq, change })}\n`;
+    writeFileSync(`${stateFile}.journal.folding`, line(4, { kind: 'balance', merchantCode: 'M001', currency: 'USDC', amount: '40' }));
+    writeFileSync(`${stateFile}.journal`, line(5, { kind: 'balance', merchantCode: 'M001', currency: 'USDC', amount: '41' }));
+    const { sandbox: restarted } = await start(stateFile);
+    expect(restarted.ledger()).toHaveLength(3);
+    expect(restarted.balances('M001')['USDC']).toBe('41');
+    // The start folded both into the snapshot.
+    expect(existsSync(`${stateFile}.journal.folding`)).toBe(false);
+    expect(readFileSync(`${stateFile}.journal`, 'utf8')).toBe('');
+    expect((JSON.parse(readFileSync(stateFile, 'utf8')) as { journalSeq: number }).journalSeq).toBe(5);
   });
 
   it('loads a snapshot written by hand in any JSON layout, and names the line of a damaged one', async () => {
