@@ -125,10 +125,22 @@ const scenarios = {
         }),
       );
     }
-    const loop = await runScenario('submit-loop.mjs', { ...common, latencyMs: 0, concurrency: 64 }, 15 * MINUTES);
-    const daemon = await runScenario('submit-daemon.mjs', { ...common, latencyMs: 0, concurrency: 64 }, 15 * MINUTES);
-    log(`  L=0, C=64: loop ${Math.round(loop.perSecond)}, payoutd run ${Math.round(daemon.perSecond)} creates/s`);
-    Object.assign(raw, { loopL0: loop, daemonL0: daemon });
+    // CPU per create moves with whatever else the machine does at that moment: loop and daemon are measured
+    // twice, alternating, and the lower figure of each is kept (noise only ever adds CPU).
+    const loops = [];
+    const daemons = [];
+    for (let round = 0; round < 2; round++) {
+      loops.push(await runScenario('submit-loop.mjs', { ...common, latencyMs: 0, concurrency: 64 }, 15 * MINUTES));
+      daemons.push(await runScenario('submit-daemon.mjs', { ...common, latencyMs: 0, concurrency: 64 }, 15 * MINUTES));
+    }
+    const lowest = (runs) => runs.reduce((a, b) => (b.cpuMsPerCreate < a.cpuMsPerCreate ? b : a));
+    const loop = lowest(loops);
+    const daemon = lowest(daemons);
+    log(
+      `  L=0, C=64: loop ${loops.map((r) => r.cpuMsPerCreate.toFixed(3)).join(' and ')} ms, ` +
+        `payoutd run ${daemons.map((r) => r.cpuMsPerCreate.toFixed(3)).join(' and ')} ms of CPU a create`,
+    );
+    Object.assign(raw, { loopL0: loop, daemonL0: daemon, loopL0Runs: loops, daemonL0Runs: daemons });
     table.push(
       figure({
         scenario: 'submit',
