@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { PayoutdProcess, cpuMsOf, now, sleep } from '../lib/processes.mjs';
 import { Sandbox, dropInInbox, generateBatch, writeDaemonConfig, writeMerchantFiles } from '../lib/setup.mjs';
 
-const { workDir, latencyMs, concurrency, warmupRows, rows, maxSeconds, resultFile } = JSON.parse(process.argv[2]);
-const dir = join(workDir, `submit-daemon-L${latencyMs}-C${concurrency}`);
+const { workDir, round = 1, latencyMs, concurrency, warmupRows, rows, maxSeconds, resultFile } = JSON.parse(process.argv[2]);
+const dir = join(workDir, `submit-daemon-L${latencyMs}-C${concurrency}-${round}`);
 const merchant = await writeMerchantFiles(dir);
 const sandbox = await Sandbox.start(dir, merchant, { latencyMs });
 const config = writeDaemonConfig(dir, merchant, sandbox.url, { submit: { concurrency } });

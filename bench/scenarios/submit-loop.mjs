@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { dist, now } from '../lib/processes.mjs';
 import { Sandbox, payoutRequest, writeDaemonConfig, writeMerchantFiles } from '../lib/setup.mjs';
 
-const { workDir, latencyMs, concurrency, warmupRows, rows, resultFile } = JSON.parse(process.argv[2]);
-const dir = join(workDir, `submit-loop-L${latencyMs}-C${concurrency}`);
+const { workDir, round = 1, latencyMs, concurrency, warmupRows, rows, resultFile } = JSON.parse(process.argv[2]);
+const dir = join(workDir, `submit-loop-L${latencyMs}-C${concurrency}-${round}`);
 const merchant = await writeMerchantFiles(dir);
 const sandbox = await Sandbox.start(dir, merchant, { latencyMs });
 try {
