@@ -4,8 +4,9 @@
  * On start the journal is replayed (a torn last line ignored) and folded into a new snapshot. Both files are
  * written and read a line at a time (the snapshot a payout per line): a ledger larger than the longest string
  * V8 allows still saves and loads. A fold while serving runs beside the answers: the journal is set aside
- * (`.journal.folding`) and a new one started, and the snapshot of the ledger as of the set-aside journal's last
- * change is written a part at a time; the set-aside journal is deleted once the snapshot replaced the old one.
+ * (`.journal.folding`) and a new one started, and the ledger as it stands is written a part at a time; the
+ * set-aside journal is deleted once the snapshot replaced the old one. Changes made before the fold but still
+ * queued go to the new journal, where the replay skips them by their seq.
  */
 import { closeSync, existsSync, fdatasync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, rmSync, write } from 'node:fs';
 import { dirname } from 'node:path';
