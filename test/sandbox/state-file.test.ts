@@ -3,8 +3,9 @@
  * before the answer that reports it, changes waiting together share one
  * fsync, and a restart rebuilds the ledger from the snapshot and the
  * journal: a torn last line ignored, a damaged earlier line refused, lines
- * the snapshot already holds skipped, a fold cut short finished on start. "The files as they were when the
- * answer arrived" are copied at that moment: what a SIGKILL would leave.
+ * the snapshot already holds skipped, a fold cut short finished on start.
+ * "The files as they were when the answer arrived" are copied at that
+ * moment: what a SIGKILL would leave.
  * (test/e2e/sandbox-kill.test.ts kills a real sandbox process.)
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
