@@ -99,6 +99,11 @@ function verdictOf(state: RowState): AckRow['verdict'] {
   return ACCEPTED_STATES.includes(state) ? 'ACCEPTED' : 'REJECTED';
 }
 
+/** The ack's note of the text encoding the file was read as, when `batch.format.encoding: auto` chose it. */
+function readNote(batch: BatchRecord): { fileNote?: string } {
+  return batch.encoding ? { fileNote: `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` } : {};
+}
+
 function ackRow(row: AckSourceRow): AckRow {
   const accepted = verdictOf(row.state) === 'ACCEPTED';
   return {
@@ -209,8 +214,7 @@ export class BatchOutbox {
     fileRejection: string | undefined,
   ): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
-    const fileNote = batch.encoding ? `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` : undefined;
-    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...(fileNote ? { fileNote } : {}) };
+    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
     const identity = identityOf(batch);
     const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom });
     await this.twin(identity, 'ack', () =>
@@ -219,9 +223,9 @@ export class BatchOutbox {
     return path;
   }
 
-  /** A file refused before any row was read (bad file, duplicate file). */
+  /** A file refused whole (bad file, duplicate file); how it was read, when that was guessed, as in every ack. */
   async writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
-    return this.writeRefusal(identityOf(batch), reason);
+    return this.writeRefusal(identityOf(batch), reason, readNote(batch));
   }
 
   /** The answer to an inbox entry payoutd cannot read: an ack with only the file-level REJECTED row saying why. */
@@ -236,9 +240,9 @@ export class BatchOutbox {
     return this.writeRefusal(identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`);
   }
 
-  private async writeRefusal(identity: BatchIdentity, reason: string): Promise<string> {
-    const path = await writeRejectionAckFile(this.dir, identity, reason, { bom: this.bom, minorUnits: this.extras.minorUnits });
-    await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...this.xlsxOptions() }));
+  private async writeRefusal(identity: BatchIdentity, reason: string, note: { fileNote?: string } = {}): Promise<string> {
+    const path = await writeRejectionAckFile(this.dir, identity, reason, { bom: this.bom, minorUnits: this.extras.minorUnits, ...note });
+    await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...note, ...this.xlsxOptions() }));
     return path;
   }
 

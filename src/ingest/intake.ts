@@ -288,17 +288,20 @@ export class BatchIntake {
   /** A batch whose file was read: rejected as a whole, rejected for its rows, or accepted (and maybe held). */
   private async admit(validating: BatchRecord, parse: BatchParseResult): Promise<BatchRecord> {
     const { db, clock } = this.deps;
+    // The encoding `auto` chose is kept even for a file refused whole: its ack says how it was read.
+    const encoding = parse.encodingDetected ? parse.encoding : null;
     if (parse.fileErrors.length > 0) {
-      return this.rejectFile(validating, 'INVALID_FILE', describeErrors(parse.fileErrors), parse.fileErrors.map(toErrorRecord), false);
+      const reason = describeErrors(parse.fileErrors);
+      return this.rejectFile(validating, 'INVALID_FILE', reason, parse.fileErrors.map(toErrorRecord), false, { encoding });
     }
     if (parse.rowCount === 0) {
-      return this.rejectFile(validating, 'NO_ROWS', 'the file has a header but no payout rows', [], true);
+      return this.rejectFile(validating, 'NO_ROWS', 'the file has a header but no payout rows', [], true, { encoding });
     }
     await insertBatchErrors(db, validating.id, parse.storedErrors.map(toErrorRecord));
     const read = await this.move(validating, {
       rowCount: parse.rowCount,
       delimiter: parse.delimiter,
-      encoding: parse.encodingDetected ? parse.encoding : null,
+      encoding,
       totalsJson: JSON.stringify(parse.totals),
     });
 
@@ -470,6 +473,7 @@ export class BatchIntake {
     reason: string,
     errors: BatchErrorRecord[],
     moveFile: boolean,
+    read: Pick<BatchRecord, 'encoding'> = { encoding: null },
   ): Promise<BatchRecord> {
     const { db, clock, logger } = this.deps;
     // A file refused whole keeps no rows: rows read before the refusal hold their references, and let them go here.
@@ -488,7 +492,7 @@ export class BatchIntake {
     }
     const rejected = await this.move(
       batch,
-      { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath },
+      { state: 'REJECTED', rejectCode: code, rejectReason: reason, storedPath, encoding: read.encoding },
       { type: 'rejected', data: { code, reason } },
     );
     await this.writeOutbox(rejected.id, () => this.deps.effects.writeFileRejection(rejected, reason), { ackWrittenAt: clock.now() });

@@ -1,7 +1,8 @@
 /**
  * Files finance saves from spreadsheets, dropped into the real `payoutd
  * run` with `batch.format.encoding: auto`: a Windows-1252 CSV is paid with
- * its accents intact and its ack says how it was read; a UTF-16 one (Excel's
+ * its accents intact and its ack says how it was read, also when it is
+ * refused whole; a UTF-16 one (Excel's
  * "Unicode Text") and a `.csv.gz` are paid; a macro-enabled workbook is
  * refused with what to do instead. Without `auto`, a UTF-16 file is refused
  * saying what it is.
@@ -25,6 +26,9 @@ describe('e2e: encodings and archives', () => {
     const e2e = await startE2e({ config: { batch: { format: { encoding: 'auto' } } } });
     await e2e.startDaemon();
     await e2e.drop('latin.csv', Buffer.from(toCsv(named('W1252')), 'latin1'));
+    // Refused whole (a header renamed in the spreadsheet): its ack still says how it was read.
+    const renamed = toCsv(named('W1252H')).replace('merchantReferenceId', 'Référence');
+    await e2e.drop('latin-header.csv', Buffer.from(renamed, 'latin1'));
     // As Excel saves "Unicode Text": UTF-16 with tabs between the fields.
     await e2e.drop('unicode.txt', utf16le(toCsv(named('U16')).replaceAll(',', '\t')));
     await e2e.drop('big.csv.gz', gzipSync(Buffer.from(toCsv(named('GZ')))));
@@ -40,11 +44,18 @@ describe('e2e: encodings and archives', () => {
       reason: 'the file was read as windows-1252 text (batch.format.encoding: auto)',
     });
     expect(ack.rows.filter((r) => r['verdict'] === 'ACCEPTED')).toHaveLength(2);
+    const refused = await e2e.waitForBatch('latin-header.csv', ['REJECTED'], 30_000);
+    expect(refused.rejectReason).toContain('Référence');
+    const refusal = await e2e.waitForOutbox(refused, 'ack');
+    expect(refusal.rows.map((r) => [r['verdict'], r['reason']])).toEqual([
+      ['REJECTED', refused.rejectReason],
+      ['NOTE', 'the file was read as windows-1252 text (batch.format.encoding: auto)'],
+    ]);
     const unicode = await e2e.waitForBatch('unicode.txt', ['COMPLETE'], 30_000);
     expect((await e2e.waitForOutbox(unicode, 'ack')).rows[0]?.['reason']).toContain('read as utf-16le text');
     await e2e.waitForBatch('big.csv.gz', ['COMPLETE'], 30_000);
 
-    const paid = e2e.ledger().filter((p) => /^(W1252|U16|GZ)-/.test(p.merchantReferenceId));
+    const paid = e2e.ledger().filter((p) => /^(W1252|W1252H|U16|GZ)-/.test(p.merchantReferenceId));
     expect(paid).toHaveLength(6);
     const result = await e2e.waitForOutbox(latin, 'result');
     expect(result.rows.map((r) => r['beneficiary_account_name'])).toEqual(['José Müller', 'José Müller']);
