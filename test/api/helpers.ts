@@ -14,6 +14,7 @@ import { ManualClock } from '../../src/domain/clock.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { startSandbox, type SandboxMerchant, type SandboxOptions, type SandboxServer } from '../../src/sandbox/index.js';
 import { makeKeys, merchant, type TestKeys } from '../sandbox/harness.js';
+import { payoutRequest as requestFor } from '../support/rows.js';
 import { startMitm, type Mitm } from './mitm.js';
 
 export const MERCHANT = 'M001';
@@ -141,16 +142,9 @@ export async function closedPort(): Promise<number> {
 
 // ---- payouts -----------------------------------------------------------------
 
+/** A request under a fresh reference (the shared test row), for 1000 PHP unless `over` says otherwise. */
 export function payoutRequest(over: Partial<PayoutRequest> = {}): PayoutRequest {
-  return {
-    merchantReferenceId: `REF-${randomUUID()}`,
-    deductionCurrency: 'USDT',
-    payoutCurrency: 'PHP',
-    payoutAmount: '1000',
-    sender: { firstName: 'Ana', lastName: 'Cruz', country: 'PH', idType: 'PASSPORT', idValue: 'P1234567' },
-    beneficiary: { accountName: 'Ben Reyes', accountNumber: '1234567890', bankCode: 'BPI' },
-    ...over,
-  };
+  return requestFor(`REF-${randomUUID()}`, { payoutAmount: '1000', ...over });
 }
 
 // ---- leak watch --------------------------------------------------------------
