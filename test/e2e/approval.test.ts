@@ -334,37 +334,21 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
         const local = join(e2e.dir, 'local');
         await mkdir(local);
         await chmod(local, 0o755);
+        const upload = (file: string, targetDir: string, remoteName: string, user: string): Promise<unknown> =>
+          sftp.upload({ source: join(local, file), targetDir, remoteName, rateKbit: 100_000, user });
         await writeFile(join(local, 'sftp.csv'), phpCsv('SFTP', 2, '10.00'), { mode: 0o644 });
-        await sftp.upload({
-          source: join(local, 'sftp.csv'),
-          targetDir: e2e.inbox,
-          remoteName: 'sftp.csv',
-          rateKbit: 100_000,
-          user: u.name,
-        });
+        await upload('sftp.csv', e2e.inbox, 'sftp.csv', u.name);
         const b = await batchOf(e2e, 'sftp.csv', awaiting, 'sftp.csv to wait for approval');
         expect(b.approval?.uploadedBy).toBe(u.name);
 
         await writeFile(join(local, 'approve'), approvalText(b.id, b.sha256), { mode: 0o644 });
-        await sftp.upload({
-          source: join(local, 'approve'),
-          targetDir: e2e.approvals,
-          remoteName: `${b.id}.approve`,
-          rateKbit: 100_000,
-          user: u.name,
-        });
+        await upload('approve', e2e.approvals, `${b.id}.approve`, u.name);
         expect((await waitForReply(e2e.outbox, `${b.id}.approve`)).fields).toMatchObject({
           result: 'REFUSED',
           code: 'APPROVAL_OWN_UPLOAD',
         });
         expect(e2e.ledger()).toEqual([]);
-        await sftp.upload({
-          source: join(local, 'approve'),
-          targetDir: e2e.approvals,
-          remoteName: `${b.id}.approve`,
-          rateKbit: 100_000,
-          user: a.name,
-        });
+        await upload('approve', e2e.approvals, `${b.id}.approve`, a.name);
         expect((await waitForReply(e2e.outbox, `${b.id}.approve`, 1)).fields).toMatchObject({ result: 'APPLIED', approver: a.name });
         await batchOf(e2e, 'sftp.csv', (x) => x.state === 'COMPLETE', 'sftp.csv paid');
         expect(e2e.ledger()).toHaveLength(2);
