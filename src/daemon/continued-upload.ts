@@ -25,6 +25,17 @@ export interface ContinuedUploadContext {
   bom: boolean;
   /** config batch.format.maxRecordBytes: the largest record read from the file. */
   maxRecordBytes: number;
+  /** config batch.format.encoding: what a file is read as when its batch does not say (`auto` chose nothing). */
+  encoding: string;
+}
+
+/**
+ * Whether the batch's file is UTF-8 text. The remainder is the sender's own bytes: a UTF-8 byte order mark
+ * before Windows-1252 bytes would have it read as UTF-8 when dropped back, and refused.
+ */
+function isUtf8File(batch: BatchRecord, configured: string): boolean {
+  const encoding = batch.encoding ?? (configured === 'auto' ? 'utf-8' : configured);
+  return new TextDecoder(encoding).encoding === 'utf-8';
 }
 
 export interface ContinuedUploadFiles {
@@ -60,7 +71,7 @@ export async function writeUploadContinued(
     if (header !== null) {
       remainder = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
         delimiter,
-        bom: ctx.bom,
+        bom: ctx.bom && isUtf8File(batch, ctx.encoding),
       });
     }
     rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };

@@ -261,7 +261,12 @@ export class PayoutDaemon {
         clock,
         logger,
         outbox: this.outbox,
-        continued: { dir: config.paths.outbox, bom: config.outbox.bom, maxRecordBytes: config.batch.format.maxRecordBytes },
+        continued: {
+          dir: config.paths.outbox,
+          bom: config.outbox.bom,
+          maxRecordBytes: config.batch.format.maxRecordBytes,
+          encoding: config.batch.format.encoding,
+        },
         onCompleted: () => deps.onBatchEvent?.('completed'),
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },

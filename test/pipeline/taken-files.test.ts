@@ -33,7 +33,7 @@ interface World {
   outbox: string;
 }
 
-async function world(options: { balance?: string; balanceCheck?: boolean } = {}): Promise<World> {
+async function world(options: { balance?: string; balanceCheck?: boolean; encoding?: string } = {}): Promise<World> {
   const p = await startPipeline({
     startMs: Date.now(),
     balance: options.balance,
@@ -47,7 +47,11 @@ async function world(options: { balance?: string; balanceCheck?: boolean } = {})
     {
       paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
       inbox: { stableForMs: 100, unterminatedStableForMs: 300, rescanIntervalMs: 50 },
-      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 } },
+      batch: {
+        onInvalidRows: 'reject-file',
+        balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 },
+        ...(options.encoding ? { format: { encoding: options.encoding } } : {}),
+      },
       submit: { notFoundGraceMs: 0 },
       poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
     },
@@ -62,7 +66,7 @@ async function world(options: { balance?: string; balanceCheck?: boolean } = {})
 }
 
 /** Drops a file and waits until its batch is in one of `states`. */
-async function drop(w: World, name: string, content: string, states: BatchRecord['state'][]): Promise<BatchRecord> {
+async function drop(w: World, name: string, content: string | Buffer, states: BatchRecord['state'][]): Promise<BatchRecord> {
   await writeFile(join(w.inbox, name), content);
   let found: BatchRecord | undefined;
   await waitFor(
@@ -274,6 +278,25 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect(w.p.ledgerCount('TL-1')).toBe(1);
     expect(w.p.ledgerCount('TL-2')).toBe(1);
     expect(w.p.ledgerCount('TL-3')).toBe(0);
+  });
+
+  it('of a Windows-1252 file: the remainder stays in its encoding, so dropped back it pays the later rows, accents intact', async () => {
+    const w = await world({ encoding: 'auto' });
+    const named = (from: number, to: number): string[] =>
+      Array.from({ length: to - from + 1 }, (_, i) => csvRow(`TW-${from + i}`, { 'beneficiary.accountName': 'José Müller' }));
+    const batch = await drop(w, 'latin.csv', Buffer.from(csvFile(named(1, 2)), 'latin1'), ['COMPLETE']);
+    expect(batch.encoding).toBe('windows-1252');
+    const later = Buffer.from(`${named(3, 4).join('\n')}\n`, 'latin1');
+    await appendFile(batch.storedPath, later);
+    await untilNoticeFor(w, batch.id, batch.size + later.length);
+    const remainder = await readFile(await outboxFile(w, batch, 'remainder.csv'));
+    // A UTF-8 byte order mark before Windows-1252 bytes would have the file read as UTF-8, and refused.
+    expect(remainder).toEqual(Buffer.concat([Buffer.from(`${HEADER}\n`), later]));
+
+    const rest = await drop(w, 'latin.csv.remainder.csv', remainder, ['COMPLETE', 'REJECTED']);
+    expect([rest.state, rest.rowCount, rest.encoding]).toEqual(['COMPLETE', 2, 'windows-1252']);
+    for (const row of await w.p.rows(rest.id)) expect(row.requestValues).toContain('José Müller');
+    for (let i = 1; i <= 4; i++) expect(w.p.ledgerCount(`TW-${i}`), `TW-${i}`).toBe(1);
   });
 
   it('a file refused whole for a cut last row, whose upload then ends: the remainder holds every row (nothing was paid)', async () => {
