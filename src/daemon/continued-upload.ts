@@ -1,6 +1,7 @@
 /**
  * The outbox's answer to an upload that went on after its file was taken: `<name>.remainder.csv` (the complete
- * rows never read) and `<name>.upload-continued.csv`, and a one-line gist the batch record keeps for status.
+ * rows never read) and `<name>.upload-continued.csv`, each with its .xlsx twin, and a one-line gist the batch
+ * record keeps for status.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -11,7 +12,11 @@ import {
   SummaryAccumulator,
   reasonText,
   writeRemainderFile,
+  writeRemainderXlsx,
   writeUploadContinuedFile,
+  writeUploadContinuedXlsx,
+  xlsxPathFor,
+  type XlsxOptions,
   type ReadOutcome,
   type RemainderFile,
   type UploadContinuedNotice,
@@ -29,13 +34,12 @@ export interface ContinuedUploadContext {
   encoding: string;
 }
 
-/**
- * Whether the batch's file is UTF-8 text. The remainder is the sender's own bytes: a UTF-8 byte order mark
- * before Windows-1252 bytes would have it read as UTF-8 when dropped back, and refused.
- */
-function isUtf8File(batch: BatchRecord, configured: string): boolean {
-  const encoding = batch.encoding ?? (configured === 'auto' ? 'utf-8' : configured);
-  return new TextDecoder(encoding).encoding === 'utf-8';
+/** An .xlsx twin, written when `outbox.xlsx` is on with the outbox's options (BatchOutbox.writeTwin). */
+export type TwinWriter = (kind: string, write: (opts: XlsxOptions) => Promise<unknown>) => Promise<void>;
+
+/** The encoding the batch's file was read in (WHATWG name): the one `auto` chose, else the one configured. */
+function fileEncoding(batch: BatchRecord, configured: string): string {
+  return new TextDecoder(batch.encoding ?? (configured === 'auto' ? 'utf-8' : configured)).encoding;
 }
 
 export interface ContinuedUploadFiles {
@@ -50,6 +54,7 @@ export async function writeUploadContinued(
   ctx: ContinuedUploadContext,
   batch: BatchRecord,
   sizeNow: number,
+  twin: TwinWriter = async () => undefined,
 ): Promise<ContinuedUploadFiles> {
   const path = batch.storedPath;
   const delimiter = batch.delimiter ?? (await sniffFileDelimiter(path, ctx.maxRecordBytes));
@@ -63,21 +68,26 @@ export async function writeUploadContinued(
       : { rewritten: true, cutLine: null, restFrom: sizeNow, restLine: 0 };
   const identity = identityOf(batch);
   const remainderName = outboxFileName(outboxName(batch), 'remainder');
+  const encoding = fileEncoding(batch, ctx.encoding);
   let rest: UploadContinuedNotice['rest'] = null;
   let remainder: RemainderFile | null = null;
   if (!continuation.rewritten) {
     const tally: RestTally = { controlLines: 0, partial: null };
     const header = await headerRecord(path, sizeNow, read);
     if (header !== null) {
+      // The remainder is the sender's own bytes: a UTF-8 byte order mark before Windows-1252 bytes would have
+      // it read as UTF-8 when dropped back, and refused.
       remainder = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
         delimiter,
-        bom: ctx.bom && isUtf8File(batch, ctx.encoding),
+        bom: ctx.bom && encoding === 'utf-8',
       });
     }
+    const file = remainder;
+    if (file !== null) await twin('remainder', (opts) => writeRemainderXlsx(file.path, { delimiter, encoding }, opts));
     rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };
   }
   // A remainder written for what the file was before is no remainder of what it is now.
-  if (remainder === null) await rm(join(ctx.dir, remainderName), { force: true });
+  if (remainder === null) for (const name of [remainderName, xlsxPathFor(remainderName)]) await rm(join(ctx.dir, name), { force: true });
   const notice: UploadContinuedNotice = {
     takenBytes: batch.size,
     sizeNow,
@@ -90,6 +100,7 @@ export async function writeUploadContinued(
     rest,
   };
   const noticePath = await writeUploadContinuedFile(ctx.dir, identity, notice, { bom: ctx.bom });
+  await twin('upload-continued', (opts) => writeUploadContinuedXlsx(noticePath, opts));
   return {
     noticePath,
     remainderPath: remainder?.path ?? null,

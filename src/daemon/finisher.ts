@@ -21,7 +21,7 @@ import {
   updateBatch,
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
-import type { BatchOutbox } from './outbox.js';
+import { identityOf, type BatchOutbox } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
 export interface FinisherDeps {
@@ -103,7 +103,9 @@ export class BatchFinisher {
     const { db, clock, logger } = this.deps;
     if (this.o.shared && !(await claimBatchLease(db, batch.id, this.o.instanceId, this.o.leaseMs, clock.now()))) return;
     try {
-      const files = await writeUploadContinued({ db, ...this.deps.continued }, batch, size);
+      const files = await writeUploadContinued({ db, ...this.deps.continued }, batch, size, (kind, write) =>
+        this.deps.outbox.writeTwin(identityOf(batch), kind, write),
+      );
       await updateBatch(
         db,
         batch.id,

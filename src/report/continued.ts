@@ -9,9 +9,10 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import { escapeFormulaLike, formulaTrigger } from '../domain/formula-text.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks, UTF8_BOM } from './csv.js';
+import { csvChunks, recordsOfCsvFile, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import type { BatchIdentity, OutboxOptions, RowOutcomeStatus } from './types.js';
+import { writeXlsxFile, xlsxColumns, xlsxPathFor, type XlsxOptions } from './xlsx.js';
 
 /** A line of the input as read: its bytes (line break included) and its values. */
 export interface InputLine {
@@ -277,5 +278,36 @@ export async function writeUploadContinuedFile(
 ): Promise<string> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'upload-continued'));
   await writeFileAtomic(path, csvChunks(UPLOAD_CONTINUED_COLUMNS, uploadContinuedRecords(identity, notice), { bom: opts.bom }), opts);
+  return path;
+}
+
+/** The .xlsx twin of an upload-continued notice (`x.upload-continued.csv` -> `.xlsx`), from the CSV as written. */
+export async function writeUploadContinuedXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
+  const path = xlsxPathFor(csvPath);
+  const records = recordsOfCsvFile(csvPath)[Symbol.asyncIterator]();
+  await records.next(); // the header: the columns below are the notice's own
+  await writeXlsxFile(
+    path,
+    [{ name: 'Upload continued', columns: xlsxColumns(UPLOAD_CONTINUED_COLUMNS), records: { [Symbol.asyncIterator]: () => records } }],
+    opts,
+  );
+  return path;
+}
+
+/**
+ * The .xlsx twin of a remainder (`x.remainder.csv` -> `.xlsx`), read back from the CSV as written in the
+ * file's own delimiter and encoding: the same header and rows, every cell text, so an account keeps its
+ * leading zeros through a spreadsheet. Dropped back it is a batch like the CSV.
+ */
+export async function writeRemainderXlsx(
+  csvPath: string,
+  read: { delimiter: string; encoding: string },
+  opts: XlsxOptions = {},
+): Promise<string> {
+  const path = xlsxPathFor(csvPath);
+  const records = recordsOfCsvFile(csvPath, read)[Symbol.asyncIterator]();
+  const header = await records.next();
+  const columns = header.done === true ? [] : header.value.map((name) => ({ header: name, type: 'text' as const, width: 12 }));
+  await writeXlsxFile(path, [{ name: 'Remainder', columns, records: { [Symbol.asyncIterator]: () => records } }], opts);
   return path;
 }

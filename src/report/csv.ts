@@ -1,7 +1,11 @@
 /**
  * Records to CSV text, in chunks. Every cell goes through `spreadsheetSafeCell`; csv-stringify quotes where
  * needed; lines end in CRLF (RFC 4180). `csvLines` writes the same dialect without the spreadsheet prefix.
+ * And the records of a CSV file written, read back for its .xlsx twin.
  */
+import { createReadStream } from 'node:fs';
+import { Transform, pipeline } from 'node:stream';
+import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { spreadsheetSafeCell } from './cells.js';
 
@@ -133,4 +137,26 @@ export function csvChunks(
   opts: CsvChunkOptions,
 ): AsyncGenerator<string, void, undefined> {
   return csvChunksOf(header, records, itself, opts);
+}
+
+/** Text in `encoding` as UTF-8 (a byte order mark dropped), leniently: a twin shows what a spreadsheet would. */
+function utf8From(encoding: string): Transform {
+  const decoder = new TextDecoder(encoding);
+  return new Transform({
+    transform(chunk: Buffer, _enc, callback) {
+      callback(null, decoder.decode(chunk, { stream: true }));
+    },
+    flush(callback) {
+      callback(null, decoder.decode());
+    },
+  });
+}
+
+/**
+ * The records of a CSV file as written, the header first, in its delimiter and encoding (default `,` and
+ * UTF-8). A failed read fails the iteration (the streams are one pipeline).
+ */
+export function recordsOfCsvFile(path: string, read: { delimiter?: string; encoding?: string } = {}): AsyncIterable<string[]> {
+  const records = parse({ delimiter: read.delimiter ?? ',', relax_column_count: true });
+  return pipeline(createReadStream(path), utf8From(read.encoding ?? 'utf-8'), records, () => undefined) as AsyncIterable<string[]>;
 }

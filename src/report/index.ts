@@ -40,6 +40,7 @@ export {
   ACK_TOTALS_COLUMNS,
   writeAckXlsx,
   writeSummaryXlsx,
+  type XlsxOptions,
 } from './xlsx.js';
 export {
   RECONCILIATION_COLUMNS,
@@ -53,5 +54,12 @@ export {
 export type { ReconciliationRow } from './reconciliation.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';
-export { remainderLine, uploadContinuedRecords, writeRemainderFile, writeUploadContinuedFile } from './continued.js';
+export {
+  remainderLine,
+  uploadContinuedRecords,
+  writeRemainderFile,
+  writeRemainderXlsx,
+  writeUploadContinuedFile,
+  writeUploadContinuedXlsx,
+} from './continued.js';
 export type { InputLine, ReadOutcome, RemainderFile, UploadContinuedNotice } from './continued.js';

@@ -8,14 +8,12 @@
  * cells (writeRetryXlsx): the file to edit in a spreadsheet, which keeps an account's leading zeros.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'csv-parse';
 import { escapeFormulaLike } from '../domain/formula-text.js';
 import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvLines, UTF8_BOM } from './csv.js';
+import { csvLines, recordsOfCsvFile, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
@@ -245,8 +243,9 @@ export async function writeRetryFileAt(path: string, source: RetrySource, opts: 
  */
 export async function writeRetryXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
   const path = xlsxPathFor(csvPath);
-  const records = createReadStream(csvPath).pipe(parse({ bom: true, from_line: 2 })) as AsyncIterable<string[]>;
-  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records }], opts);
+  const records = recordsOfCsvFile(csvPath)[Symbol.asyncIterator]();
+  await records.next(); // the header: the columns are RETRY_XLSX_COLUMNS
+  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records: { [Symbol.asyncIterator]: () => records } }], opts);
   return path;
 }
 

@@ -10,7 +10,8 @@
  * reconciliation report) is opened with
  * LibreOffice headless, with the import options a user gets by default
  * (formulas evaluated), and no cell of any of them is a formula; neither is
- * any cell of the .xlsx files payoutd wrote. Those .xlsx files (acks,
+ * any cell of the .xlsx files payoutd wrote (the notice's and the
+ * remainder's twins included). Those .xlsx files (acks,
  * results, summaries, retry files) opened and saved again by LibreOffice keep
  * account numbers with their leading zeros as text, amounts as numbers and
  * times as date cells; the ack starts with its totals. Skipped where `soffice` is
@@ -253,6 +254,7 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
       expect(csvs.some((p) => basename(p).startsWith('reconciliation'))).toBe(true);
       for (const kind of ['.ack.xlsx', '.result.xlsx', '.summary.xlsx', '.retry.xlsx'])
         expect(xlsxs.filter((p) => p.endsWith(kind)).length, kind).toBeGreaterThanOrEqual(2);
+      for (const kind of ['.upload-continued.xlsx', '.remainder.xlsx']) expect(xlsxs.filter((p) => p.endsWith(kind)).length, kind).toBe(1);
       // The ack starts with its totals per currency and the verdict.
       expect(ack.totals.map((t) => t['reason']).join('\n')).toMatch(/^PHP: \d+ rows, [\d.]+ \(accepted 2 rows, .*Batch PARTLY_ACCEPTED: /m);
       for (const path of csvs) expect((await readOutboxCsv(path)).bom, path).toBe(true);
@@ -308,6 +310,9 @@ describe('e2e: every outbox file is safe to open in a spreadsheet', () => {
         expect(retryBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
         const remainderBook = await cellsOf(join(converted, basename(remainder).replace(/\.csv$/, '.xlsx')));
         expect(remainderBook.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
+        // The remainder's own .xlsx twin holds the escaped text as text too.
+        const remainderTwin = await cellsOf(remainder.replace(/\.csv$/, '.xlsx'));
+        expect(remainderTwin.map((c) => c.cell.value)).toContain(`'${HYPERLINK}`);
       } finally {
         await rm(work, { recursive: true, force: true });
       }

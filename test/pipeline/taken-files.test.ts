@@ -13,6 +13,7 @@ import { appendFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseCsv } from 'csv-parse/sync';
+import ExcelJS from 'exceljs';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { systemClock } from '../../src/domain/clock.js';
@@ -89,6 +90,19 @@ async function outboxFile(w: World, batch: BatchRecord, suffix: string, timeoutM
     timeoutMs,
   );
   return path;
+}
+
+/** The cells of an .xlsx file's first sheet, row by row. */
+async function sheetOf(path: string): Promise<{ value: unknown; type: ExcelJS.ValueType }[][]> {
+  const book = new ExcelJS.Workbook();
+  await book.xlsx.readFile(path);
+  const rows: { value: unknown; type: ExcelJS.ValueType }[][] = [];
+  book.worksheets[0]?.eachRow((row) => {
+    const cells: { value: unknown; type: ExcelJS.ValueType }[] = [];
+    row.eachCell({ includeEmpty: true }, (cell) => cells.push({ value: cell.value, type: cell.type }));
+    rows.push(cells);
+  });
+  return rows;
 }
 
 /** The notice's records as objects (BOM stripped). */
@@ -188,7 +202,8 @@ describe('pipeline: a taken file whose upload goes on', () => {
     const batch = await drop(w, 'rewritten.csv', csvFile(rows('TR', 1, 2)), ['COMPLETE']);
     await appendFile(batch.storedPath, `${csvRow('TR-3')}\n`);
     await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
-    expect(await readdir(w.outbox)).toContain(`${batch.id}_rewritten.csv.remainder.csv`);
+    const remainderFiles = [`${batch.id}_rewritten.csv.remainder.csv`, `${batch.id}_rewritten.csv.remainder.xlsx`];
+    expect(await readdir(w.outbox)).toEqual(expect.arrayContaining(remainderFiles));
 
     // The same file written again from the start, with another amount in its first row.
     await writeFile(batch.storedPath, csvFile([csvRow('TR-1', { payoutAmount: '999.00' }), ...rows('TR', 2, 3)]));
@@ -200,7 +215,8 @@ describe('pipeline: a taken file whose upload goes on', () => {
     const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
     expect(records.map((r) => r['part'])).toEqual(['TAKEN', 'READ', 'REWRITTEN']);
     expect(records[2]?.['note']).toContain('No remainder is written');
-    expect(await readdir(w.outbox)).not.toContain(`${batch.id}_rewritten.csv.remainder.csv`);
+    // Neither remainder file of what the file was before is left.
+    for (const name of remainderFiles) expect(await readdir(w.outbox)).not.toContain(name);
     expect(w.p.ledgerCount('TR-3')).toBe(0);
   });
 
@@ -280,10 +296,12 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect(w.p.ledgerCount('TL-3')).toBe(0);
   });
 
-  it('of a Windows-1252 file: the remainder stays in its encoding, so dropped back it pays the later rows, accents intact', async () => {
+  it('of a Windows-1252 file: the remainder stays in its encoding, its .xlsx twin reads as written; each pays the later rows once', async () => {
     const w = await world({ encoding: 'auto' });
     const named = (from: number, to: number): string[] =>
-      Array.from({ length: to - from + 1 }, (_, i) => csvRow(`TW-${from + i}`, { 'beneficiary.accountName': 'José Müller' }));
+      Array.from({ length: to - from + 1 }, (_, i) =>
+        csvRow(`TW-${from + i}`, { 'beneficiary.accountName': 'José Müller', 'beneficiary.accountNumber': '0012345670' }),
+      );
     const batch = await drop(w, 'latin.csv', Buffer.from(csvFile(named(1, 2)), 'latin1'), ['COMPLETE']);
     expect(batch.encoding).toBe('windows-1252');
     const later = Buffer.from(`${named(3, 4).join('\n')}\n`, 'latin1');
@@ -293,9 +311,21 @@ describe('pipeline: a taken file whose upload goes on', () => {
     // A UTF-8 byte order mark before Windows-1252 bytes would have the file read as UTF-8, and refused.
     expect(remainder).toEqual(Buffer.concat([Buffer.from(`${HEADER}\n`), later]));
 
-    const rest = await drop(w, 'latin.csv.remainder.csv', remainder, ['COMPLETE', 'REJECTED']);
-    expect([rest.state, rest.rowCount, rest.encoding]).toEqual(['COMPLETE', 2, 'windows-1252']);
-    for (const row of await w.p.rows(rest.id)) expect(row.requestValues).toContain('José Müller');
+    // The twins (outbox.xlsx is on by default): the remainder's cells are text, accents and leading zeros intact.
+    const sheet = await sheetOf(await outboxFile(w, batch, 'remainder.xlsx'));
+    expect(sheet.map((cells) => cells.map((c) => c.value))).toEqual([HEADER, ...named(3, 4)].map((line) => line.split(',')));
+    expect(sheet[1]?.every((c) => c.type === ExcelJS.ValueType.String)).toBe(true);
+    const notice = await sheetOf(await outboxFile(w, batch, 'upload-continued.xlsx'));
+    expect(notice.map((cells) => String(cells[0]?.value ?? ''))).toEqual(['batch_id', batch.id, batch.id, batch.id]);
+
+    // Dropped back, the .xlsx pays the later rows; the CSV dropped after it is read as it was written, and pays nothing twice.
+    const fromXlsx = await drop(w, 'latin.remainder.xlsx', await readFile(await outboxFile(w, batch, 'remainder.xlsx')), ['COMPLETE']);
+    expect(fromXlsx.rowCount).toBe(2);
+    for (const row of await w.p.rows(fromXlsx.id)) expect(row.requestValues).toContain('José Müller');
+    // Its rows are duplicates now (reject-file refuses the file for them), but it was read as Windows-1252.
+    const fromCsv = await drop(w, 'latin.csv.remainder.csv', remainder, ['COMPLETE', 'REJECTED']);
+    expect([fromCsv.rejectCode, fromCsv.rowCount, fromCsv.encoding]).toEqual(['INVALID_ROWS', 2, 'windows-1252']);
+    expect(fromCsv.rejectReason).toContain('2 duplicate reference');
     for (let i = 1; i <= 4; i++) expect(w.p.ledgerCount(`TW-${i}`), `TW-${i}`).toBe(1);
   });
 
