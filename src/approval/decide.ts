@@ -13,7 +13,6 @@ import { systemClock, type Clock } from '../domain/clock.js';
 import {
   endUnpaid,
   getBatch,
-  markApproved,
   recordBatchEvent,
   insertApprovalEntry,
   listApprovalEntries,
@@ -25,7 +24,7 @@ import {
   type Database,
   type DecisionTransaction,
 } from '../store/index.js';
-import { holdForApproval } from '../holds/index.js';
+import { holdForApproval, releaseApproved } from '../holds/index.js';
 import { ApprovalError } from './errors.js';
 import {
   awaitingApprovalText,
@@ -327,7 +326,7 @@ async function release(
       `batch ${b.id} approved, but at release ${fresh.map((f) => f.text).join('; ')}: it needs approval again for that`,
     );
   }
-  await markApproved(trx, b.id, now);
+  await releaseApproved(trx, b.id, now);
   await recordBatchEvent(trx, {
     batchId: b.id,
     type: 'approved',

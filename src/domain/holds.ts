@@ -4,8 +4,9 @@
  * FILE_CHANGED: the upload went on after the file was taken; an operator decides (payoutd release / cancel).
  * INSUFFICIENT_BALANCE: the stablecoin balance will not cover the batch; ends by itself once it does.
  * AWAITING_APPROVAL: reserved for batches that wait for an approval.
+ * BALANCE_CHECK: approved; the balance is checked before its first create (then released, or short).
  */
-export const HOLD_CODES = ['FILE_CHANGED', 'INSUFFICIENT_BALANCE', 'AWAITING_APPROVAL'] as const;
+export const HOLD_CODES = ['FILE_CHANGED', 'INSUFFICIENT_BALANCE', 'AWAITING_APPROVAL', 'BALANCE_CHECK'] as const;
 
 export type HoldCode = (typeof HOLD_CODES)[number];
 
@@ -14,6 +15,9 @@ export const OPERATOR_HOLD_CODES: readonly HoldCode[] = ['FILE_CHANGED', 'AWAITI
 
 /** The hold that ends by itself when its time comes. */
 export const BALANCE_HOLD: HoldCode = 'INSUFFICIENT_BALANCE';
+
+/** The hold an approval leaves: nothing is sent until the balance was checked (which ends it at once). */
+export const BALANCE_CHECK_HOLD: HoldCode = 'BALANCE_CHECK';
 
 export interface BatchHold {
   code: HoldCode;

@@ -6,7 +6,7 @@
 import type { Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import type { BatchHold } from '../domain/holds.js';
+import { BALANCE_CHECK_HOLD, type BatchHold } from '../domain/holds.js';
 import type { ReadyMoney } from '../domain/ready-money.js';
 import {
   fingerprintKey,
@@ -107,20 +107,28 @@ export class BatchHolds {
     this.deps.logger.error({ batchId, currency }, 'INSUFFICIENT_BALANCE: batch held until the balance is topped up');
   }
 
-  /** Balance holds whose time has come: released when the balance covers the batch now, else held again. */
+  /**
+   * Balance holds whose time has come, and approved batches not checked yet: released when the balance covers
+   * the batch now, else held (again) for the balance.
+   */
   async reviewDue(): Promise<void> {
     const { db, clock, logger } = this.deps;
     // The service unreachable: a balance check could not be made (and the hold would be let go unchecked).
     if (this.deps.serviceAvailable?.() === false) return;
     const now = clock.now();
-    for (const id of await listBalanceHoldsDue(db, now)) {
+    for (const { id, holdCode } of await listBalanceHoldsDue(db, now)) {
       const verdict = this.deps.balance ? await this.deps.balance.check(id, this.deps.signal) : { ok: true, reason: null };
       if (verdict.ok) {
-        await releaseBatchHold(db, id, clock.now(), 'balance-covered');
-        logger.info({ batchId: id }, 'balance hold released: resuming the batch');
+        // Only the hold reviewed: one put on meanwhile (the file changed) stays.
+        await releaseBatchHold(db, id, clock.now(), 'balance-covered', holdCode);
+        const approved = holdCode === BALANCE_CHECK_HOLD;
+        logger.info(
+          { batchId: id },
+          approved ? 'approved batch: the balance covers it; sending' : 'balance hold released: resuming the batch',
+        );
       } else {
         await holdBatch(db, id, balanceShortHold(verdict.reason, now, this.o.balanceRecheckMs), now);
-        logger.error({ batchId: id }, `batch still held: ${verdict.reason}`);
+        logger.error({ batchId: id }, `batch ${holdCode === BALANCE_CHECK_HOLD ? 'approved but held' : 'still held'}: ${verdict.reason}`);
       }
     }
   }

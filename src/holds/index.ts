@@ -7,4 +7,4 @@
 export { BatchHolds, type BalanceCheck, type ContinuedUpload, type TakenFileNews } from './batch-holds.js';
 export { BalanceGate } from './balance-gate.js';
 export { balanceRefusedHold, balanceShortHold, fileChangedHold } from './decide.js';
-export { holdForApproval } from './approval-hold.js';
+export { holdForApproval, releaseApproved } from './approval-hold.js';

@@ -329,6 +329,7 @@ export class BatchIntake {
     // slip out before them; a crash before ACTIVE means the batch is read again from the start.
     const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read, draft.ready) : null;
     if (gate?.kind === 'refuse') return this.rejectRead(read, counts, gate.code, gate.reason);
+    // A batch waiting for approval has its balance checked once approved (src/holds: BALANCE_CHECK), not now.
     const hold =
       (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold', ready: draft.ready })) ??
       (gate?.kind === 'hold' ? gate.hold : null);

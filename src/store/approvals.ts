@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 import { readyRowsNotSubmitted } from './holds.js';
+import type { BatchHold } from '../domain/holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
 
 /** The transaction a decision runs in (withBatchForDecision). */
@@ -149,14 +150,17 @@ export async function endUnpaid(
   return moved;
 }
 
-/** The approvals a batch needs are in and the limits allow it: it is let go. Only the approval's own hold ends. */
-export async function markApproved(trx: Knex.Transaction, batchId: string, now: number): Promise<void> {
+/**
+ * The approvals a batch needs are in and the limits allow it: it is let go. Only the approval's own hold ends,
+ * replaced by `next` (src/holds decides which).
+ */
+export async function markApproved(trx: Knex.Transaction, batchId: string, now: number, next: BatchHold): Promise<void> {
   await trx('batches')
     .where({ id: batchId, approval_state: 'REQUIRED' })
     .update({ approval_state: 'APPROVED', released_at: now, updated_at: now });
   await trx('batches')
     .where({ id: batchId, hold_code: 'AWAITING_APPROVAL' })
-    .update({ hold_code: null, hold_reason: null, hold_until: null });
+    .update({ hold_code: next.code, hold_reason: next.reason, hold_until: next.until });
 }
 
 /** ACTIVE batches still waiting for approval whose time ran out by `now`. */

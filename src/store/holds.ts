@@ -1,5 +1,5 @@
 /** Holds on a batch: a balance hold that ends by itself, an operator's hold and release, and an operator's cancel. */
-import { BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold } from '../domain/holds.js';
+import { BALANCE_CHECK_HOLD, BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold, type HoldCode } from '../domain/holds.js';
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
 import { moveRows } from './moves.js';
@@ -40,12 +40,24 @@ async function holdQuery(db: Database, batchId: string, hold: BatchHold, now: nu
   return q.update(patch);
 }
 
-/** Lets a batch's hold go; a batch that was held gets its `released` event, saying which hold and who. */
-export async function releaseBatchHold(db: Database, batchId: string, now: number, by: ReleasedBy = 'operator'): Promise<void> {
+/**
+ * Lets a batch's hold go (only a hold `onlyIf` when given: one put on meanwhile stays); a batch that was held
+ * gets its `released` event, saying which hold and who.
+ */
+export async function releaseBatchHold(
+  db: Database,
+  batchId: string,
+  now: number,
+  by: ReleasedBy = 'operator',
+  onlyIf?: HoldCode,
+): Promise<void> {
   await db.transaction(async (trx) => {
-    const before = await currentHold(trx, batchId);
-    await trx('batches').where({ id: batchId }).update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
-    if (before !== null) await recordBatchEvent(trx, { batchId, type: 'released', data: { code: before, by }, at: now });
+    const before = onlyIf ?? (await currentHold(trx, batchId));
+    const q = trx('batches').where({ id: batchId });
+    // The guard is in the UPDATE itself, so no other writer's hold slips in between a read and the write.
+    if (onlyIf !== undefined) q.andWhere({ hold_code: onlyIf });
+    const n = await q.update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
+    if (n > 0 && before !== null) await recordBatchEvent(trx, { batchId, type: 'released', data: { code: before, by }, at: now });
   });
 }
 
@@ -78,10 +90,10 @@ export async function cancelReadyRows(db: Database, batchId: string, reason: str
   });
 }
 
-/** Active batches held for their balance whose hold has run out by `now`. */
-export async function listBalanceHoldsDue(db: Database, now: number): Promise<string[]> {
+/** Active batches whose balance is to be checked by `now`: held for it and due, or approved and not checked yet. */
+export async function listBalanceHoldsDue(db: Database, now: number): Promise<{ id: string; holdCode: HoldCode }[]> {
   return (await db('batches')
-    .where({ state: 'ACTIVE', hold_code: BALANCE_HOLD })
-    .andWhere('hold_until', '<=', now)
-    .pluck('id')) as string[];
+    .where({ state: 'ACTIVE' })
+    .andWhere((w) => w.where({ hold_code: BALANCE_HOLD }).andWhere('hold_until', '<=', now).orWhere({ hold_code: BALANCE_CHECK_HOLD }))
+    .select('id', 'hold_code as holdCode')) as { id: string; holdCode: HoldCode }[];
 }

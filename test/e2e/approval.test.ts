@@ -4,7 +4,8 @@
  * approval is refused; another user's approval (an approval file whose owner
  * is set with chown) releases it; six eyes needs two distinct approvers;
  * a rejection and an expiry end it NOT_SUBMITTED; a changed file voids
- * approval; the rolling 24-hour limit holds across two batches; and bad
+ * approval; an approved batch has its balance checked before its first
+ * payout; the rolling 24-hour limit holds across two batches; and bad
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
@@ -12,7 +13,7 @@ import { appendFile, chmod, mkdir, readdir, symlink, writeFile } from 'node:fs/p
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { BIN, childEnv, startE2e, waitFor, type BatchStatus, type E2e } from './harness.js';
+import { BIN, MERCHANT_CODE, childEnv, startE2e, waitFor, type BatchStatus, type E2e } from './harness.js';
 import { SftpServer, sftpSkipReason } from '../support/sftp.js';
 import { IS_ROOT, WHY_SKIPPED, approvalText, dropOwned, machineUsers, phpCsv, unknownUid, waitForReply } from './approval-world.js';
 
@@ -182,6 +183,34 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
       code: 'APPROVAL_ALREADY_DECIDED',
     });
     expect(e2e.ledger()).toHaveLength(2);
+  });
+
+  it('an approved batch has its balance checked before its first payout: short, it waits and nothing is sent', async () => {
+    const e2e = await world({ required: 'always' }, { batch: { balanceCheck: { enabled: true, recheckMs: 500 } } });
+    await e2e.startDaemon();
+    const a = ALICE as { name: string; uid: number };
+    const b = await dropAwaiting(e2e, 'late.csv', phpCsv('LATE', 2, '500.00'));
+    // While the batch waited, the balance went to other payments.
+    e2e.sandbox.setBalance(MERCHANT_CODE, 'USDT', '1');
+
+    const approved = await cliAs(e2e, a, ['approve', '--batch', b.id]);
+    expect(approved.code, approved.stderr).toBe(0);
+    const short = await batchOf(e2e, 'late.csv', (x) => x.holdCode === 'INSUFFICIENT_BALANCE', 'late.csv held for its balance');
+    expect(short.approval?.state).toBe('APPROVED');
+    expect(short.holdReason).toMatch(/insufficient balance: needs about [\d.]+ USDT, 1 available/);
+    // Held before its first create: none was sent, not even one the service refused.
+    expect(e2e.ledger()).toEqual([]);
+    expect(e2e.sandbox.stats().businessErrors['2001'] ?? 0).toBe(0);
+
+    // Topped up: the next check lets it go, and it is paid.
+    e2e.sandbox.setBalance(MERCHANT_CODE, 'USDT', '1000000');
+    await batchOf(e2e, 'late.csv', (x) => x.state === 'COMPLETE', 'late.csv paid');
+    expect(
+      e2e
+        .ledger()
+        .map((l) => l.merchantReferenceId)
+        .sort(),
+    ).toEqual(['LATE-0001', 'LATE-0002']);
   });
 
   it('a batch not approved in time ends NOT_SUBMITTED, and a late approval is refused', async () => {
