@@ -25,6 +25,8 @@ describe('pipeline: a retry row that lost its leading zeros', () => {
         csvRow('LZ-1-R1', { 'beneficiary.accountNumber': ACCOUNT.replace(/^0+/, '') }),
         csvRow('LZ-1-R2', { 'beneficiary.accountNumber': ACCOUNT }),
         csvRow('LZ-2-R1', { 'beneficiary.accountNumber': '12345670000' }),
+        // Wrong for another reason too: both are said at once, not the second after the first is mended.
+        csvRow('LZ-1-R3', { 'beneficiary.accountNumber': ACCOUNT.replace(/^0+/, ''), payoutAmount: 'ten' }),
       ].join('\n')}\n`,
     );
     const rows = await p.rows(retry.id);
@@ -33,7 +35,13 @@ describe('pipeline: a retry row that lost its leading zeros', () => {
       ['LZ-1-R2', 'READY', null],
       // No original in the database: nothing to compare with.
       ['LZ-2-R1', 'READY', null],
+      ['LZ-1-R3', 'INVALID', expect.stringMatching(/^AMOUNT_/)],
     ]);
+    expect(rows[3]?.reason).toContain(
+      '; LEADING_ZEROS_LOST [column K "beneficiary.accountNumber"]: the account number has lost its leading zeros',
+    );
+    expect(rows[3]?.payoutAmount).toBe('ten');
+    expect([retry.validCount, retry.invalidCount]).toEqual([2, 2]);
     expect(rows[0]?.reason).toBe(
       'LEADING_ZEROS_LOST [column K "beneficiary.accountNumber"]: the account number has lost its leading zeros: it is the account number of LZ-1, which this retry row repeats, without its 2 leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the account number again',
     );

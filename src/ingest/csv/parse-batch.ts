@@ -68,6 +68,8 @@ export class ReadRow {
   /** An invalid row's first error code, and all its errors in one text. */
   readonly reasonCode: string | null;
   readonly reason: string | null;
+  /** An invalid row's cells in FIELD_PATHS order, as read (a retry row is still compared with its original). */
+  readonly invalidCells: readonly string[] | null;
 
   constructor(
     readonly batchId: string,
@@ -90,9 +92,10 @@ export class ReadRow {
     this.deductionCurrency = writtenMoney(cells, values, REQUEST_VALUE_INDEX.deductionCurrency);
     this.reasonCode = errors[0]?.code ?? null;
     this.reason = reasonOf(errors);
+    this.invalidCells = values === null ? cells : null;
   }
 
-  /** This valid row refused for `errors` found after it was read (its money cells kept as written). */
+  /** This row refused for `errors` found after it was read, besides any it had (its money cells kept as written). */
   refusedFor(errors: readonly RowError[]): ReadRow {
     const values = this.requestValues === null ? null : decodeRequestValues(this.requestValues);
     const written: Partial<Record<number, string | null>> = {
@@ -100,7 +103,7 @@ export class ReadRow {
       [REQUEST_VALUE_INDEX.payoutAmount]: this.payoutAmount,
       [REQUEST_VALUE_INDEX.deductionCurrency]: this.deductionCurrency,
     };
-    const cells = values?.map((v, i) => written[i] ?? v) ?? null;
+    const cells = values?.map((v, i) => written[i] ?? v) ?? this.invalidCells;
     return new ReadRow(this.batchId, this.line, this.rowNumber, this.merchantReferenceId, null, [...this.errors, ...errors], cells);
   }
 
@@ -274,10 +277,12 @@ class BatchReader {
     return row;
   }
 
-  /** A valid row refused after it was read (a retry row that lost its original's leading zeros). */
+  /** A row refused after it was read, or refused for one more reason (a retry row that lost its original's leading zeros). */
   refuseLater(row: ReadRow, error: RowError): ReadRow {
-    this.validCount--;
-    this.invalidCount++;
+    if (row.state === 'READY') {
+      this.validCount--;
+      this.invalidCount++;
+    }
     this.errorCount++;
     if (this.storedErrors.length < this.format.maxStoredErrors) this.storedErrors.push(error);
     return row.refusedFor([error]);

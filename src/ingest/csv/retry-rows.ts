@@ -22,24 +22,34 @@ export interface RetryRowContext {
   indexOf: Partial<Record<FieldPath, number>>;
 }
 
-/** The rows with each damaged retry row replaced by its refusal (`refused` says which, with its error). */
+/** The values a retry row is compared with: a valid row's request, an invalid one's cells as read (trimmed). */
+function valuesOf(row: ReadRow): readonly string[] | null {
+  if (row.requestValues !== null) return decodeRequestValues(row.requestValues);
+  return row.invalidCells?.map((cell) => cell.trim()) ?? null;
+}
+
+/**
+ * The rows with each damaged retry row replaced by its refusal (`refused` says which, with its error). A row
+ * already invalid for something else is compared too: finance learns of every problem of it at once.
+ */
 export async function checkRetryRows(
   rows: ReadRow[],
   lookup: RetryOriginals,
   at: RetryRowContext,
   refused: (row: ReadRow, error: RowError) => ReadRow,
 ): Promise<ReadRow[]> {
-  const retries = rows.filter((r) => r.state === 'READY' && retriedReferences(r.merchantReferenceId).length > 0);
+  const retries = rows.filter((r) => retriedReferences(r.merchantReferenceId).length > 0);
   if (retries.length === 0) return rows;
   const originals = await lookup(retries.flatMap((r) => retriedReferences(r.merchantReferenceId)));
   if (originals.size === 0) return rows;
   return rows.map((row) => {
-    if (row.state !== 'READY' || row.requestValues === null) return row;
     const candidates = retriedReferences(row.merchantReferenceId).flatMap((reference) =>
       (originals.get(reference) ?? []).map((text) => ({ reference, values: decodeRequestValues(text) })),
     );
     if (candidates.length === 0) return row;
-    const found = zerosLostProblem(decodeRequestValues(row.requestValues), candidates, fieldIndex);
+    const values = valuesOf(row);
+    if (values === null) return row;
+    const found = zerosLostProblem(values, candidates, fieldIndex);
     if (found === null) return row;
     const error: RowError = {
       file: at.file,
