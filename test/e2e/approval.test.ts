@@ -51,6 +51,13 @@ async function batchOf(e2e: E2e, fileName: string, pick: (b: WithApproval) => bo
 
 const awaiting = (b: WithApproval): boolean => b.state === 'ACTIVE' && b.holdCode === 'AWAITING_APPROVAL';
 
+/** The references the sandbox paid, sorted. */
+const paidReferences = (e2e: E2e): string[] =>
+  e2e
+    .ledger()
+    .map((l) => l.merchantReferenceId)
+    .sort();
+
 /** Drops a batch file owned by the uploader and waits until it waits for approval. */
 async function dropAwaiting(e2e: E2e, name: string, csv: string): Promise<WithApproval> {
   await dropOwned(join(e2e.dir, 'staging'), e2e.inbox, name, csv, (UPLOADER as { uid: number }).uid);
@@ -205,12 +212,7 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     // Topped up: the next check lets it go, and it is paid.
     e2e.sandbox.setBalance(MERCHANT_CODE, 'USDT', '1000000');
     await batchOf(e2e, 'late.csv', (x) => x.state === 'COMPLETE', 'late.csv paid');
-    expect(
-      e2e
-        .ledger()
-        .map((l) => l.merchantReferenceId)
-        .sort(),
-    ).toEqual(['LATE-0001', 'LATE-0002']);
+    expect(paidReferences(e2e)).toEqual(['LATE-0001', 'LATE-0002']);
   });
 
   it('a batch not approved in time ends NOT_SUBMITTED, and a late approval is refused', async () => {
@@ -271,12 +273,7 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     const row = await batchOf(e2e, 'row.csv', (b) => b.state === 'REJECTED', 'row.csv refused');
     const rowAck = await e2e.waitForOutbox(row, 'ack');
     expect(rowAck.rows.find((r) => r.line === '2')?.reason).toContain('1500');
-    expect(
-      e2e
-        .ledger()
-        .map((l) => l.merchantReferenceId)
-        .sort(),
-    ).toEqual(['DAYA-0001', 'DAYA-0002']);
+    expect(paidReferences(e2e)).toEqual(['DAYA-0001', 'DAYA-0002']);
   });
 
   it('over the 24-hour limit with require-approval: the second batch waits, and the limit is checked again at release', async () => {
