@@ -77,13 +77,13 @@ export async function writeUploadContinued(
     if (header !== null) {
       // The remainder is the sender's own bytes: a UTF-8 byte order mark before Windows-1252 bytes would have
       // it read as UTF-8 when dropped back, and refused.
-      remainder = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
+      const written = await writeRemainderFile(ctx.dir, identity, header, restRecords(path, continuation, sizeNow, read, tally), {
         delimiter,
         bom: ctx.bom && encoding === 'utf-8',
       });
+      if (written !== null) await twin('remainder', (opts) => writeRemainderXlsx(written.path, { delimiter, encoding }, opts));
+      remainder = written;
     }
-    const file = remainder;
-    if (file !== null) await twin('remainder', (opts) => writeRemainderXlsx(file.path, { delimiter, encoding }, opts));
     rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };
   }
   // A remainder written for what the file was before is no remainder of what it is now.

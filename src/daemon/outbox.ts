@@ -276,15 +276,15 @@ export class BatchOutbox {
     return { retry, retryXlsxPath };
   }
 
-  /**
-   * An .xlsx twin, after its CSV: the CSV is the record, so a twin that cannot be written is reported
-   * (`onXlsxError`) and never holds a batch back; without a reporter the error is the caller's.
-   */
-  /** An .xlsx twin written with this outbox's options when `outbox.xlsx` is on (a failure is logged; the CSV stands). */
+  /** An .xlsx twin written with this outbox's options, when `outbox.xlsx` is on (see twin). */
   writeTwin(identity: BatchIdentity, kind: string, write: (opts: XlsxOptions) => Promise<unknown>): Promise<void> {
     return this.twin(identity, kind, () => write(this.xlsxOptions()));
   }
 
+  /**
+   * An .xlsx twin, after its CSV: the CSV is the record, so a twin that cannot be written is reported
+   * (`onXlsxError`) and never holds a batch back; without a reporter the error is the caller's.
+   */
   private async twin(identity: BatchIdentity, kind: string, write: () => Promise<unknown>): Promise<void> {
     if (!this.extras.xlsx) return;
     try {

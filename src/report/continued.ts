@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import { escapeFormulaLike, formulaTrigger } from '../domain/formula-text.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks, recordsOfCsvFile, UTF8_BOM } from './csv.js';
+import { csvChunks, readCsvFile, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import type { BatchIdentity, OutboxOptions, RowOutcomeStatus } from './types.js';
 import { writeXlsxFile, xlsxColumns, xlsxPathFor, type XlsxOptions } from './xlsx.js';
@@ -284,13 +284,8 @@ export async function writeUploadContinuedFile(
 /** The .xlsx twin of an upload-continued notice (`x.upload-continued.csv` -> `.xlsx`), from the CSV as written. */
 export async function writeUploadContinuedXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
   const path = xlsxPathFor(csvPath);
-  const records = recordsOfCsvFile(csvPath)[Symbol.asyncIterator]();
-  await records.next(); // the header: the columns below are the notice's own
-  await writeXlsxFile(
-    path,
-    [{ name: 'Upload continued', columns: xlsxColumns(UPLOAD_CONTINUED_COLUMNS), records: { [Symbol.asyncIterator]: () => records } }],
-    opts,
-  );
+  const { rows } = await readCsvFile(csvPath); // its header is UPLOAD_CONTINUED_COLUMNS
+  await writeXlsxFile(path, [{ name: 'Upload continued', columns: xlsxColumns(UPLOAD_CONTINUED_COLUMNS), records: rows }], opts);
   return path;
 }
 
@@ -305,9 +300,8 @@ export async function writeRemainderXlsx(
   opts: XlsxOptions = {},
 ): Promise<string> {
   const path = xlsxPathFor(csvPath);
-  const records = recordsOfCsvFile(csvPath, read)[Symbol.asyncIterator]();
-  const header = await records.next();
-  const columns = header.done === true ? [] : header.value.map((name) => ({ header: name, type: 'text' as const, width: 12 }));
-  await writeXlsxFile(path, [{ name: 'Remainder', columns, records: { [Symbol.asyncIterator]: () => records } }], opts);
+  const { header, rows } = await readCsvFile(csvPath, read);
+  const columns = (header ?? []).map((name) => ({ header: name, type: 'text' as const, width: 12 }));
+  await writeXlsxFile(path, [{ name: 'Remainder', columns, records: rows }], opts);
   return path;
 }

@@ -153,10 +153,16 @@ function utf8From(encoding: string): Transform {
 }
 
 /**
- * The records of a CSV file as written, the header first, in its delimiter and encoding (default `,` and
- * UTF-8). A failed read fails the iteration (the streams are one pipeline).
+ * A CSV file as written, in its delimiter and encoding (default `,` and UTF-8): its header record (null for an
+ * empty file) and the records after it. A failed read fails the iteration (the streams are one pipeline).
  */
-export function recordsOfCsvFile(path: string, read: { delimiter?: string; encoding?: string } = {}): AsyncIterable<string[]> {
-  const records = parse({ delimiter: read.delimiter ?? ',', relax_column_count: true });
-  return pipeline(createReadStream(path), utf8From(read.encoding ?? 'utf-8'), records, () => undefined) as AsyncIterable<string[]>;
+export async function readCsvFile(
+  path: string,
+  read: { delimiter?: string; encoding?: string } = {},
+): Promise<{ header: string[] | null; rows: AsyncIterable<string[]> }> {
+  const parser = parse({ delimiter: read.delimiter ?? ',', relax_column_count: true });
+  const records = pipeline(createReadStream(path), utf8From(read.encoding ?? 'utf-8'), parser, () => undefined) as AsyncIterable<string[]>;
+  const iterator = records[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  return { header: first.done === true ? null : first.value, rows: { [Symbol.asyncIterator]: () => iterator } };
 }

@@ -13,7 +13,7 @@ import { escapeFormulaLike } from '../domain/formula-text.js';
 import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvLines, recordsOfCsvFile, UTF8_BOM } from './csv.js';
+import { csvLines, readCsvFile, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
@@ -243,9 +243,8 @@ export async function writeRetryFileAt(path: string, source: RetrySource, opts: 
  */
 export async function writeRetryXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
   const path = xlsxPathFor(csvPath);
-  const records = recordsOfCsvFile(csvPath)[Symbol.asyncIterator]();
-  await records.next(); // the header: the columns are RETRY_XLSX_COLUMNS
-  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records: { [Symbol.asyncIterator]: () => records } }], opts);
+  const { rows } = await readCsvFile(csvPath); // its header is RETRY_COLUMNS
+  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records: rows }], opts);
   return path;
 }
 

@@ -94,6 +94,8 @@ export async function cancelReadyRows(db: Database, batchId: string, reason: str
 export async function listBalanceHoldsDue(db: Database, now: number): Promise<{ id: string; holdCode: HoldCode }[]> {
   return (await db('batches')
     .where({ state: 'ACTIVE' })
-    .andWhere((w) => w.where({ hold_code: BALANCE_HOLD }).andWhere('hold_until', '<=', now).orWhere({ hold_code: BALANCE_CHECK_HOLD }))
+    .andWhere((w) =>
+      w.where((due) => due.where({ hold_code: BALANCE_HOLD }).andWhere('hold_until', '<=', now)).orWhere({ hold_code: BALANCE_CHECK_HOLD }),
+    )
     .select('id', 'hold_code as holdCode')) as { id: string; holdCode: HoldCode }[];
 }
