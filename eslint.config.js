@@ -42,4 +42,17 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/store/db.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='transaction']",
+          message: 'Use writeTransaction (src/store/db.ts): on SQLite it takes the write lock before the first read.',
+        },
+      ],
+    },
+  },
 );

@@ -6,7 +6,7 @@
  */
 import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
@@ -143,7 +143,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
 }
 
 export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const inFile = await markInFileDuplicates(trx, batchId, now);
     const earlier = await markEarlierReferences(trx, batchId, now);
     const rowsChanged = inFile.moved + earlier.moved;

@@ -1,13 +1,13 @@
 /** Recording the payout service's answers (creates, polls) and other moves of many rows, each in one transaction. */
 import type { Knex } from 'knex';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { applyMoves, type RowMove } from './moves.js';
 import { reproducibleTransaction } from './reproducible.js';
 
 /** Applies independent row moves in one transaction; a row no longer in its move's `from` is skipped. Returns how many happened. */
 export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
   if (moves.length === 0) return 0;
-  return db.transaction((trx) => applyMoves(trx, moves, now));
+  return writeTransaction(db, (trx) => applyMoves(trx, moves, now));
 }
 
 /** Moves that share the time they were decided at (one group commit, one poll call's answer). */

@@ -5,7 +5,7 @@
  * that ends unpaid, and the batches whose wait for approval ran out.
  */
 import type { Knex } from 'knex';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 import { readyRowsNotSubmitted } from './holds.js';
 import type { BatchHold } from '../domain/holds.js';
@@ -63,7 +63,8 @@ function fromRow(r: Record<string, unknown>): ApprovalEntry {
 
 /**
  * Runs `f` in a transaction holding the batch: on PostgreSQL its row is locked (FOR UPDATE), so two instances
- * deciding on one batch take turns and the second sees the first's decision; SQLite writes one at a time.
+ * deciding on one batch take turns and the second sees the first's decision; on SQLite the write lock,
+ * taken before the batch is read (writeTransaction), does the same between the daemon and `payoutd approve`.
  * Also takes the limits lock: a release and an acceptance elsewhere never count the rolling totals at once.
  */
 export async function withBatchForDecision<T>(
@@ -71,7 +72,7 @@ export async function withBatchForDecision<T>(
   batchId: string,
   f: (trx: Knex.Transaction, batch: BatchRecord | undefined) => Promise<T>,
 ): Promise<T> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     if (isPostgres(db)) {
       await takeLimitsLock(trx);
       await trx('batches').where({ id: batchId }).forUpdate().select('id');

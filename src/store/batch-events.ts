@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isBatchEventType, shownBatchState, type BatchEvent, type BatchEventInput, type BatchEventType } from '../domain/batch-events.js';
 import { PayoutdError } from '../domain/errors.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 
 /** Where an event's delivery stands. */
 export type DeliveryState = 'PENDING' | 'DELIVERED' | 'GAVE_UP';
@@ -76,7 +76,7 @@ export async function recordBatchEvent(trx: Database, input: BatchEventInput): P
  * the same periodic event at once, one records it.
  */
 export async function recordBatchEventIfLatest(db: Database, input: BatchEventInput, lastSeq: number | null): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     await trx('batches').where({ id: input.batchId }).forUpdate().first('id');
     const r = (await trx('batch_events').where({ batch_id: input.batchId, type: input.type }).max({ seq: 'seq' }).first()) as
       { seq: number | string | null } | undefined;

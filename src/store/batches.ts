@@ -2,7 +2,7 @@
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 import { finalCountsJson, stateCounts } from './counts.js';
 import { recordBatchEvent } from './batch-events.js';
@@ -176,7 +176,7 @@ export function receivedBatch(file: ReceivedFile, now: number): BatchRecord {
 
 /** Stores a new batch, with its `received` event. */
 export async function insertBatch(db: Database, batch: BatchRecord): Promise<void> {
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     await trx('batches').insert(toRow(batch));
     await recordBatchEvent(trx, {
       batchId: batch.id,
@@ -234,7 +234,7 @@ export async function updateBatch(
   event?: Omit<BatchEventInput, 'batchId'>,
 ): Promise<void> {
   if (event) {
-    await db.transaction(async (trx) => {
+    await writeTransaction(db, async (trx) => {
       await updateBatch(trx, id, patch, now);
       await recordBatchEvent(trx, { at: now, ...event, batchId: id });
     });
@@ -275,7 +275,7 @@ export async function listRecentBatches(db: Database, limit: number): Promise<Ba
 
 /** Forgets what a reading of the batch wrote, so it can be read again from the start. */
 export async function clearBatchContents(db: Database, batchId: string): Promise<void> {
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     await trx('payout_history')
       .whereIn('payout_row_id', trx('payouts').select('id').where({ batch_id: batchId }))
       .delete();

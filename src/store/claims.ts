@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { BALANCE_HOLD, RELEASED_APPROVAL_STATES } from '../domain/holds.js';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
 
@@ -22,7 +22,7 @@ export interface Claimant {
  * every CREATING row is one; otherwise only rows whose lease ran out.
  */
 export async function markInterruptedCreatesUnknown(db: Database, now: number, all = true): Promise<number> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const q = rowsInState(trx, 'CREATING');
     if (!all) q.andWhere('lease_expires_at', '<', now);
     // A row another transaction holds is having its answer recorded right then (its lease ran out while the
@@ -74,7 +74,7 @@ const RETURNED_OF_CLAIM = [
  * on the state decides who got each row.
  */
 export async function claimReadyRows(db: Database, limit: number, now: number, claimant: Claimant = LOCAL): Promise<ClaimedRow[]> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     // A row is due once its next attempt time has come (null: at once).
     const due =
       (col: string) =>
@@ -147,7 +147,7 @@ export async function claimDueRows(
   limit: number,
   leaseMs: number,
 ): Promise<PayoutRow[]> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const due = rowsInState(trx, state)
       .select('id')
       .andWhere((w) =>

@@ -4,7 +4,7 @@
  * failed sign-ins count towards a lock-out. A session is stored as the
  * SHA-256 of its cookie value, so the database never holds a usable cookie.
  */
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 
 export interface ConsoleUserRecord {
@@ -73,7 +73,7 @@ export async function updateConsoleUser(
 
 /** Removes a user and their sessions; false when there is no such user. */
 export async function deleteConsoleUser(db: Database, name: string): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     await trx('console_sessions').where({ user_name: name }).delete();
     return (await trx('console_users').where({ name }).delete()) === 1;
   });

@@ -96,6 +96,39 @@ function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
   }
 }
 
+// knex opens a SQLite transaction with a plain BEGIN, which takes the write lock only at the first write. A
+// transaction that reads first fails at its write, at once and without waiting busy_timeout ("database is
+// locked", SQLITE_BUSY_SNAPSHOT), when another process committed in between: `payoutd approve` beside the
+// daemon, either way round. A first statement that writes nothing but takes the lock makes them take turns.
+export const TAKE_WRITE_LOCK = 'update batches set id = id where 0';
+
+/** A transaction of the store: on SQLite it holds the write lock from its first statement. */
+export function writeTransaction<T>(
+  db: Database,
+  work: (trx: Knex.Transaction) => Promise<T>,
+  config?: Knex.TransactionConfig,
+): Promise<T> {
+  if (isPostgres(db)) return db.transaction(work, config);
+  return db.transaction(async (trx) => {
+    try {
+      await trx.raw(TAKE_WRITE_LOCK);
+    } catch (err) {
+      if (!String((err as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw err;
+      throw new DatabaseBusyError(
+        'DATABASE_BUSY',
+        'the state database stayed locked by another process (the daemon or a payoutd command) for longer than ' +
+          'database.busyTimeoutMs; nothing was written: try again',
+        { cause: err },
+      );
+    }
+    return work(trx);
+  }, config);
+}
+
+export class DatabaseBusyError extends PayoutdError {
+  override readonly name = 'DatabaseBusyError';
+}
+
 /** Closes a database openDatabase opened. Not knex's destroy alone, which leaves a SQLite pool open. */
 export async function closeDatabase(db: Database): Promise<void> {
   await db.destroy();

@@ -1,7 +1,7 @@
 /** Holds on a batch: a balance hold that ends by itself, an operator's hold and release, and an operator's cancel. */
 import { BALANCE_CHECK_HOLD, BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold, type HoldCode } from '../domain/holds.js';
 import type { Knex } from 'knex';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { moveRows } from './moves.js';
 import { recordBatchEvent } from './batch-events.js';
 
@@ -19,7 +19,7 @@ async function currentHold(db: Database, batchId: string): Promise<string | null
  * A new kind of hold is stored with its `held` event (`awaiting-approval` for that hold).
  */
 export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     const before = await currentHold(trx, batchId);
     const n = await holdQuery(trx, batchId, hold, now);
     if (n > 0 && before !== hold.code) {
@@ -51,7 +51,7 @@ export async function releaseBatchHold(
   by: ReleasedBy = 'operator',
   onlyIf?: HoldCode,
 ): Promise<void> {
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     const before = onlyIf ?? (await currentHold(trx, batchId));
     const q = trx('batches').where({ id: batchId });
     // The guard is in the UPDATE itself, so no other writer's hold slips in between a read and the write.
@@ -83,7 +83,7 @@ export async function readyRowsNotSubmitted(
 
 /** An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can finish). */
 export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const moved = await readyRowsNotSubmitted(trx, batchId, { code: 'CANCELLED_BY_OPERATOR', reason, event: 'cancelled' }, now);
     await releaseBatchHold(trx, batchId, now, 'operator-cancel');
     return moved;

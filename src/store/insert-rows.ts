@@ -1,7 +1,7 @@
 /** The intake's inserts: a batch's rows in multi-row statements, each chunk in one transaction with the reader's lease. */
 import type { Knex } from 'knex';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { claimBatchLease } from './batches.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { RowStateError } from './payouts.js';
@@ -83,7 +83,7 @@ export interface ReaderLease {
 
 /** A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease. */
 export async function insertRowsWhileReading(db: Database, lease: ReaderLease, rows: NewPayoutRow[], now: number): Promise<void> {
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     await claimBatchLease(trx, lease.batchId, lease.instanceId, lease.leaseMs, now);
     await insertRows(trx, rows, now);
   });

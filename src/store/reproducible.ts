@@ -5,7 +5,7 @@
  * commits in order. On SQLite the one connection is held throughout, so nothing else commits relaxed.
  */
 import type { Knex } from 'knex';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 
 interface SqliteConnection {
   pragma(source: string, options?: { simple: boolean }): unknown;
@@ -15,7 +15,7 @@ const NORMAL = 1;
 
 export async function reproducibleTransaction<T>(db: Database, write: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   if (isPostgres(db)) {
-    return db.transaction(async (trx) => {
+    return writeTransaction(db, async (trx) => {
       await trx.raw('SET LOCAL synchronous_commit = off');
       return write(trx);
     });
@@ -25,10 +25,10 @@ export async function reproducibleTransaction<T>(db: Database, write: (trx: Knex
   const conn = (await client.acquireConnection()) as SqliteConnection;
   try {
     const configured = Number(conn.pragma('synchronous', { simple: true }));
-    if (configured <= NORMAL) return await db.transaction(write, { connection: conn });
+    if (configured <= NORMAL) return await writeTransaction(db, write, { connection: conn });
     conn.pragma(`synchronous = ${NORMAL}`);
     try {
-      return await db.transaction(write, { connection: conn });
+      return await writeTransaction(db, write, { connection: conn });
     } finally {
       conn.pragma(`synchronous = ${configured}`);
     }

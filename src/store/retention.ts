@@ -8,7 +8,7 @@
  * every row is final are ever chosen.
  */
 import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 
 async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
@@ -78,7 +78,7 @@ export async function countBatchRows(db: Database, batchId: string): Promise<num
  * and payout id; refuses (changes nothing) if a row can still move.
  */
 export async function pruneBatchDetails(db: Database, batchId: string, now: number): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const open = (await trx('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
     if (open) return false;
     await trx('payout_history')

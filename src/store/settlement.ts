@@ -1,7 +1,7 @@
 /** Following payouts to their final status: which PENDING payouts are due for a query, which batches are finished. */
 import type { Knex } from 'knex';
 import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
-import { isPostgres, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
 
@@ -116,7 +116,7 @@ export async function listStalePending(db: Database, createdBefore: number, limi
 /** Flags PENDING payouts as stale, with one `stale` event per batch they belong to (how many, since when). */
 export async function flagStale(db: Database, ids: number[], now: number): Promise<void> {
   if (ids.length === 0) return;
-  await db.transaction(async (trx) => {
+  await writeTransaction(db, async (trx) => {
     await trx('payouts').whereIn('id', ids).update({ stale_flagged_at: now });
     const perBatch = (await trx('payouts')
       .whereIn('id', ids)

@@ -2,7 +2,7 @@
  * Webhook deliveries already seen, by eventId, in the database so it holds across restarts and instances.
  * Remembered events are forgotten after a retention far beyond the sender's retry schedule.
  */
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 
 /** What is kept of a `payout.updated` delivery. */
 export interface WebhookEventRecord {
@@ -14,7 +14,7 @@ export interface WebhookEventRecord {
 
 /** True when this is the first delivery of the event (now recorded), false for a duplicate. */
 export async function recordWebhookEvent(db: Database, e: WebhookEventRecord, receivedAt: number): Promise<boolean> {
-  return db.transaction(async (trx) => {
+  return writeTransaction(db, async (trx) => {
     const rows = (await trx('webhook_events')
       .insert({
         event_id: e.eventId,

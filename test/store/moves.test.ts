@@ -12,6 +12,7 @@ import { resultRowPages } from '../../src/store/results.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/answers.js';
+import { TAKE_WRITE_LOCK } from '../../src/store/db.js';
 import { useTestDatabase } from '../support/database.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
@@ -109,7 +110,7 @@ describe('store: row moves and claims (SQLite)', () => {
     const [a, b, c, d, e] = await seedBatch(db, 'G', 5, 'PENDING');
     if (!a || !b || !c || !d || !e) throw new Error('seed');
     const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
-    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void (q.sql !== TAKE_WRITE_LOCK && seen.push(q));
     db.on('query', record);
     const polled = { pollCount: 1, lastPolledAt: 5, nextPollAt: 10 };
     const moves = [a, b].map((row) => ({ row, from: 'PENDING' as const, to: 'PENDING' as const, patch: polled, history: null }));
@@ -173,7 +174,7 @@ describe('store: row moves and claims (SQLite)', () => {
     expect(indexSql.filter((sql) => sql?.includes('payout_id'))).toEqual([]);
     expect(indexSql).toContainEqual(expect.stringContaining('(created_at_ms, id) WHERE created_at_ms IS NOT NULL'));
     const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
-    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void (q.sql !== TAKE_WRITE_LOCK && seen.push(q));
     db.on('query', record);
     await pollSoon(db, [{ payoutId: 'P-1', merchantReferenceId: 'R-1' }], 1);
     for await (const _ of payoutsCreatedBetween(db, 0, 10)) break;

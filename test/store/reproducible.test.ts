@@ -77,6 +77,7 @@ describe('store: reproducible transactions (SQLite)', () => {
       synchronous: 'NORMAL',
     });
     try {
+      await migrateToLatest(normal);
       expect(await reproducibleTransaction(normal, (trx) => syncLevel(trx))).toBe(1);
       expect(await syncLevel(normal)).toBe(1);
     } finally {
