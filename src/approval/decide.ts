@@ -343,6 +343,35 @@ async function release(
   );
 }
 
+/** How a decision asked for a moment too early waits for its batch (decideWhenReady). */
+export interface ReadyWait {
+  /** Resolves after `ms` (tests move their clock instead). */
+  sleep(ms: number): Promise<void>;
+  /** How long to wait at most, and how often to look again. */
+  maxWaitMs: number;
+  stepMs: number;
+  /** Told once, when the decision has to wait. */
+  onWait?(batchId: string): void;
+}
+
+/**
+ * decideApproval, waiting while the batch is still being read or acknowledged: its ack's first file appears
+ * before the batch waits for approval (a large file's spreadsheet copy is still being written), and an
+ * approver who acts on it at once means the decision, not a refusal.
+ */
+export async function decideWhenReady(deps: ApprovalDeps, r: ApprovalRequest, wait: ReadyWait): Promise<ApprovalResult> {
+  const until = deps.clock.now() + wait.maxWaitMs;
+  for (let told = false; ; told = true) {
+    try {
+      return await decideApproval(deps, r);
+    } catch (err) {
+      if (!(err instanceof ApprovalError) || err.code !== 'APPROVAL_NOT_READY' || deps.clock.now() >= until) throw err;
+      if (!told) wait.onWait?.(r.batchId);
+      await wait.sleep(wait.stepMs);
+    }
+  }
+}
+
 /**
  * The deps of decideApproval from the configuration, for a caller outside the daemon (a command, the web
  * console): the system's users, the policy as configured, the system clock unless given.

@@ -14,6 +14,7 @@ import { writeFileAtomic } from '../report/index.js';
 import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
 import { decideApproval, type ApprovalDeps, type ApprovalResult } from './decide.js';
 import { ApprovalError, isApprovalError } from './errors.js';
+import { getBatch } from '../store/index.js';
 
 export interface ApprovalFileOptions {
   /** paths.approvals. */
@@ -80,6 +81,8 @@ interface Seen {
 
 export class ApprovalFiles {
   private readonly seen = new Map<string, Seen>();
+  /** Files left for a later scan because their batch was not waiting yet (logged once). */
+  private readonly waiting = new Set<string>();
 
   constructor(
     private readonly deps: ApprovalDeps,
@@ -98,6 +101,7 @@ export class ApprovalFiles {
     const now = this.deps.clock.now();
     const present = new Set(names);
     for (const name of this.seen.keys()) if (!present.has(name)) this.seen.delete(name);
+    for (const name of this.waiting) if (!present.has(name)) this.waiting.delete(name);
     let n = 0;
     for (const name of names) {
       // Upload temp names and dotfiles are never taken (the client renames them when done).
@@ -113,10 +117,24 @@ export class ApprovalFiles {
         this.seen.set(name, { size: st.size, mtimeMs: st.mtimeMs, since: now });
         if (this.o.stableForMs > 0) continue;
       } else if (now - last.since < this.o.stableForMs) continue;
+      if (await this.batchNotWaitingYet(name)) continue;
       this.seen.delete(name);
       if (await this.take(name)) n++;
     }
     return n;
+  }
+
+  /**
+   * True while the batch the file is named for is still being read or acknowledged: the file stays for a later
+   * scan, since its ack's first file appears a moment before the batch waits (decideWhenReady, for a command).
+   */
+  private async batchNotWaitingYet(name: string): Promise<boolean> {
+    const batchId = NAME.exec(name)?.[1];
+    const batch = batchId === undefined ? undefined : await getBatch(this.deps.db, batchId);
+    if (batch?.state !== 'RECEIVED' && batch?.state !== 'VALIDATING') return false;
+    if (!this.waiting.has(name)) this.deps.logger?.info({ file: name, batchId }, 'approval file waits for its batch to be acknowledged');
+    this.waiting.add(name);
+    return true;
   }
 
   /** Takes one file (a rename: whoever renames it first decides it), decides, replies. */

@@ -5,7 +5,15 @@
  * decideApproval), is rejected, or expires. Limits are checked at acceptance
  * and again at release. See docs/approval.md.
  */
-export { decideApproval, approvalDepsFrom, type ApprovalDeps, type ApprovalRequest, type ApprovalResult } from './decide.js';
+export {
+  decideApproval,
+  decideWhenReady,
+  approvalDepsFrom,
+  type ApprovalDeps,
+  type ApprovalRequest,
+  type ApprovalResult,
+  type ReadyWait,
+} from './decide.js';
 export { ApprovalError, isApprovalError, type ApprovalErrorCode } from './errors.js';
 export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
 export { readApproval, approvalAuditText, decisionText, type ApprovalView } from './audit.js';

@@ -1,18 +1,21 @@
 /**
  * The approval decisions on a real SQLite database with a hand-moved clock:
  * who may approve (users, groups, never the uploader), a decision before the
- * ack, six eyes, a rejection and an expiry ending the batch unpaid; the
- * policy's thresholds and limits; approval files as text; and who runs
- * `payoutd approve` under sudo.
+ * ack (refused, or waited for by a command and an approval file), six eyes,
+ * a rejection and an expiry ending the batch unpaid; the policy's thresholds
+ * and limits; approval files as text; and who runs `payoutd approve` under
+ * sudo.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  ApprovalFiles,
   assess,
   decideApproval,
+  decideWhenReady,
   expireDueApprovals,
   parseApprovalFile,
   readApproval,
@@ -135,6 +138,69 @@ describe('decideApproval', () => {
       code: 'APPROVAL_REASON_REQUIRED',
     });
     expect((await readApproval(t.db, b.id))?.decisions).toEqual([]);
+  });
+
+  it('a decision asked for while the batch is still acknowledged waits for it, then applies', async () => {
+    const early = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb1', { state: 'VALIDATING' });
+    const told: string[] = [];
+    let sleeps = 0;
+    const wait = {
+      maxWaitMs: 60_000,
+      stepMs: 1000,
+      onWait: (id: string) => void told.push(id),
+      // The intake finishes the ack and lets the batch wait on the third look.
+      sleep: async (ms: number) => {
+        clock.advance(ms);
+        if (++sleeps === 2) await updateBatch(t.db, early.id, { state: 'ACTIVE' }, clock.now());
+      },
+    };
+    const r = await decideWhenReady(
+      deps(),
+      { batchId: early.id, sha256: early.sha256, decision: 'approve', approver: 'ana', via: 'cli' },
+      wait,
+    );
+    expect(r.outcome).toBe('released');
+    expect([told, sleeps]).toEqual([[early.id], 2]);
+    expect((await getBatch(t.db, early.id))?.approvalState).toBe('APPROVED');
+  });
+
+  it('a decision that waited in vain for its batch is refused APPROVAL_NOT_READY, nothing recorded', async () => {
+    const early = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb2', { state: 'VALIDATING' });
+    const started = clock.now();
+    const wait = { maxWaitMs: 5000, stepMs: 1000, sleep: (ms: number) => Promise.resolve(clock.advance(ms)) };
+    await expect(
+      decideWhenReady(deps(), { batchId: early.id, sha256: early.sha256, decision: 'approve', approver: 'ana', via: 'cli' }, wait),
+    ).rejects.toMatchObject({ code: 'APPROVAL_NOT_READY' });
+    expect(clock.now() - started).toBe(5000);
+    expect((await readApproval(t.db, early.id))?.decisions).toEqual([]);
+    // Any other refusal comes at once.
+    await expect(
+      decideWhenReady(deps(), { batchId: early.id, sha256: early.sha256, decision: 'approve', approver: 'out', via: 'cli' }, wait),
+    ).rejects.toMatchObject({ code: 'APPROVAL_NOT_ALLOWED' });
+    expect(clock.now() - started).toBe(5000);
+  });
+
+  it('an approval file for a batch still acknowledged stays in the folder, and is applied once the batch waits', async () => {
+    const early = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb3', { state: 'VALIDATING' });
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-files-'));
+    const [inbox, taken, replies] = ['approvals', 'taken', 'outbox'].map((d) => join(dir, d)) as [string, string, string];
+    await Promise.all([inbox, taken, replies].map((d) => mkdir(d)));
+    const me = process.getuid?.() ?? 0;
+    const asMe: UserDirectory = { ...users, nameOfUid: (uid) => Promise.resolve(uid === me ? 'ana' : (USERS[uid] ?? null)) };
+    const files = new ApprovalFiles(
+      { ...deps(), users: asMe },
+      { dir: inbox, takenDir: taken, replyDir: replies, stableForMs: 0, maxFileBytes: 4096, bom: false },
+    );
+    const name = `${early.id}.approve`;
+    await writeFile(join(inbox, name), `batch: ${early.id}\nsha256: ${early.sha256}\n`);
+    expect(await files.scan()).toBe(0);
+    expect([await readdir(inbox), await readdir(replies)]).toEqual([[name], []]);
+    await updateBatch(t.db, early.id, { state: 'ACTIVE' }, clock.now());
+    expect(await files.scan()).toBe(1);
+    expect(await readdir(inbox)).toEqual([]);
+    const [reply] = await readdir(replies);
+    expect(await readFile(join(replies, reply ?? ''), 'utf8')).toContain('result: APPLIED');
+    expect((await getBatch(t.db, early.id))?.approvalState).toBe('APPROVED');
   });
 
   it('six eyes: the same approver twice counts once; the second approver releases', async () => {

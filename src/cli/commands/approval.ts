@@ -10,13 +10,17 @@ import type { ResolvedConfig } from '../../config/index.js';
 import {
   ApprovalError,
   approvalDepsFrom,
-  decideApproval,
+  decideWhenReady,
   SystemUsers,
   type ApprovalRequest,
   type UserDirectory,
 } from '../../approval/index.js';
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch } from '../../store/index.js';
+import { sleep } from '../../domain/backoff.js';
 import { print } from '../output.js';
+
+/** How long a decision waits for a batch still being acknowledged (a large file's ack takes seconds). */
+const READY_WAIT_MS = 120_000;
 
 export interface Invoker {
   name: string;
@@ -78,7 +82,13 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
       comment: a.comment,
       reason: a.reason,
     };
-    const result = await decideApproval(approvalDepsFrom(config, db, { users, instanceId: `cli:${invoker.name}` }), request);
+    const result = await decideWhenReady(approvalDepsFrom(config, db, { users, instanceId: `cli:${invoker.name}` }), request, {
+      sleep,
+      maxWaitMs: READY_WAIT_MS,
+      stepMs: 1000,
+      onWait: (id) =>
+        process.stderr.write(`payoutd: batch ${id} is still being acknowledged; waiting for it (up to 2 minutes, Ctrl-C stops)\n`),
+    });
     print(result.message);
   } finally {
     await closeDatabase(db);
