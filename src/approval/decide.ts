@@ -343,6 +343,9 @@ async function release(
   );
 }
 
+/** How long a decision waits for a batch still being read or acknowledged (a large file's ack takes seconds). */
+export const READY_WAIT_MS = 120_000;
+
 /** How a decision asked for a moment too early waits for its batch (decideWhenReady). */
 export interface ReadyWait {
   /** Resolves after `ms` (tests move their clock instead). */

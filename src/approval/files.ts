@@ -12,7 +12,7 @@ import { lstat, readdir, readFile, rename, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../report/index.js';
 import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
-import { decideApproval, type ApprovalDeps, type ApprovalResult } from './decide.js';
+import { decideApproval, READY_WAIT_MS, type ApprovalDeps, type ApprovalResult } from './decide.js';
 import { ApprovalError, isApprovalError } from './errors.js';
 import { getBatch } from '../store/index.js';
 
@@ -81,8 +81,8 @@ interface Seen {
 
 export class ApprovalFiles {
   private readonly seen = new Map<string, Seen>();
-  /** Files left for a later scan because their batch was not waiting yet (logged once). */
-  private readonly waiting = new Set<string>();
+  /** Files left for a later scan because their batch was not waiting yet, and since when (logged once). */
+  private readonly waiting = new Map<string, number>();
 
   constructor(
     private readonly deps: ApprovalDeps,
@@ -101,7 +101,7 @@ export class ApprovalFiles {
     const now = this.deps.clock.now();
     const present = new Set(names);
     for (const name of this.seen.keys()) if (!present.has(name)) this.seen.delete(name);
-    for (const name of this.waiting) if (!present.has(name)) this.waiting.delete(name);
+    for (const name of this.waiting.keys()) if (!present.has(name)) this.waiting.delete(name);
     let n = 0;
     for (const name of names) {
       // Upload temp names and dotfiles are never taken (the client renames them when done).
@@ -117,7 +117,7 @@ export class ApprovalFiles {
         this.seen.set(name, { size: st.size, mtimeMs: st.mtimeMs, since: now });
         if (this.o.stableForMs > 0) continue;
       } else if (now - last.since < this.o.stableForMs) continue;
-      if (await this.batchNotWaitingYet(name)) continue;
+      if (await this.batchNotWaitingYet(name, now)) continue;
       this.seen.delete(name);
       if (await this.take(name)) n++;
     }
@@ -126,15 +126,20 @@ export class ApprovalFiles {
 
   /**
    * True while the batch the file is named for is still being read or acknowledged: the file stays for a later
-   * scan, since its ack's first file appears a moment before the batch waits (decideWhenReady, for a command).
+   * scan, since its ack's first file appears a moment before the batch waits. After READY_WAIT_MS it is taken
+   * all the same, and its reply says APPROVAL_NOT_READY rather than leaving finance without one.
    */
-  private async batchNotWaitingYet(name: string): Promise<boolean> {
+  private async batchNotWaitingYet(name: string, now: number): Promise<boolean> {
     const batchId = NAME.exec(name)?.[1];
     const batch = batchId === undefined ? undefined : await getBatch(this.deps.db, batchId);
     if (batch?.state !== 'RECEIVED' && batch?.state !== 'VALIDATING') return false;
-    if (!this.waiting.has(name)) this.deps.logger?.info({ file: name, batchId }, 'approval file waits for its batch to be acknowledged');
-    this.waiting.add(name);
-    return true;
+    const since = this.waiting.get(name);
+    if (since === undefined) {
+      this.deps.logger?.info({ file: name, batchId }, 'approval file waits for its batch to be acknowledged');
+      this.waiting.set(name, now);
+      return true;
+    }
+    return now - since < READY_WAIT_MS;
   }
 
   /** Takes one file (a rename: whoever renames it first decides it), decides, replies. */

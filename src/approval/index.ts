@@ -8,6 +8,7 @@
 export {
   decideApproval,
   decideWhenReady,
+  READY_WAIT_MS,
   approvalDepsFrom,
   type ApprovalDeps,
   type ApprovalRequest,

@@ -17,6 +17,7 @@ import {
   decideApproval,
   decideWhenReady,
   expireDueApprovals,
+  READY_WAIT_MS,
   parseApprovalFile,
   readApproval,
   type ApprovalDeps,
@@ -201,6 +202,17 @@ describe('decideApproval', () => {
     const [reply] = await readdir(replies);
     expect(await readFile(join(replies, reply ?? ''), 'utf8')).toContain('result: APPLIED');
     expect((await getBatch(t.db, early.id))?.approvalState).toBe('APPROVED');
+
+    // A batch that never comes to wait: the file is answered after READY_WAIT_MS, not left without a reply.
+    const stuck = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb4', { state: 'VALIDATING' });
+    await writeFile(join(inbox, `${stuck.id}.approve`), `batch: ${stuck.id}\nsha256: ${stuck.sha256}\n`);
+    expect(await files.scan()).toBe(0);
+    clock.advance(READY_WAIT_MS - 1);
+    expect(await files.scan()).toBe(0);
+    clock.advance(1);
+    expect(await files.scan()).toBe(1);
+    const answered = (await readdir(replies)).find((f) => f.includes(stuck.id)) ?? '';
+    expect(await readFile(join(replies, answered), 'utf8')).toMatch(/result: REFUSED\ncode: APPROVAL_NOT_READY\n/);
   });
 
   it('six eyes: the same approver twice counts once; the second approver releases', async () => {

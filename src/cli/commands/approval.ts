@@ -11,6 +11,7 @@ import {
   ApprovalError,
   approvalDepsFrom,
   decideWhenReady,
+  READY_WAIT_MS,
   SystemUsers,
   type ApprovalRequest,
   type UserDirectory,
@@ -18,9 +19,6 @@ import {
 import { openStore, closeDatabase, assertSchemaCurrent, getBatch } from '../../store/index.js';
 import { sleep } from '../../domain/backoff.js';
 import { print } from '../output.js';
-
-/** How long a decision waits for a batch still being acknowledged (a large file's ack takes seconds). */
-const READY_WAIT_MS = 120_000;
 
 export interface Invoker {
   name: string;
@@ -87,7 +85,9 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
       maxWaitMs: READY_WAIT_MS,
       stepMs: 1000,
       onWait: (id) =>
-        process.stderr.write(`payoutd: batch ${id} is still being acknowledged; waiting for it (up to 2 minutes, Ctrl-C stops)\n`),
+        process.stderr.write(
+          `payoutd: batch ${id} is still being acknowledged; waiting for it (up to ${READY_WAIT_MS / 60_000} minutes, Ctrl-C stops)\n`,
+        ),
     });
     print(result.message);
   } finally {
