@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../domain/clock.js';
+import { isBeingRead } from '../domain/lifecycle.js';
 import {
   endUnpaid,
   getBatch,
@@ -141,7 +142,7 @@ function checkRequest(r: ApprovalRequest): { sha256: string } {
 /** Refusals that need nothing but the batch as stored and the request; null when none applies. */
 function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: string, entries: ApprovalEntry[]): ApprovalError | null {
   if (!batch) return new ApprovalError('APPROVAL_UNKNOWN_BATCH', `no batch ${r.batchId}: copy the batch id from its ack`);
-  if (batch.state === 'RECEIVED' || batch.state === 'VALIDATING') {
+  if (isBeingRead(batch.state)) {
     // Its ack (both files) is written before the batch waits for approval: a large one can be seen a moment early.
     return new ApprovalError(
       'APPROVAL_NOT_READY',

@@ -15,6 +15,7 @@ import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index
 import { decideApproval, READY_WAIT_MS, type ApprovalDeps, type ApprovalResult } from './decide.js';
 import { ApprovalError, isApprovalError } from './errors.js';
 import { getBatch } from '../store/index.js';
+import { isBeingRead } from '../domain/lifecycle.js';
 
 export interface ApprovalFileOptions {
   /** paths.approvals. */
@@ -132,7 +133,7 @@ export class ApprovalFiles {
   private async batchNotWaitingYet(name: string, now: number): Promise<boolean> {
     const batchId = NAME.exec(name)?.[1];
     const batch = batchId === undefined ? undefined : await getBatch(this.deps.db, batchId);
-    if (batch?.state !== 'RECEIVED' && batch?.state !== 'VALIDATING') return false;
+    if (batch === undefined || !isBeingRead(batch.state)) return false;
     const since = this.waiting.get(name);
     if (since === undefined) {
       this.deps.logger?.info({ file: name, batchId }, 'approval file waits for its batch to be acknowledged');

@@ -93,6 +93,11 @@ export const BATCH_STATES = Object.keys(BATCH_MOVES) as readonly BatchState[];
 /** Batch states nothing moves on from. A batch reaches one with its rows final, or none of them sent. */
 export const FINAL_BATCH_STATES: readonly BatchState[] = ['REJECTED', 'DUPLICATE', 'COMPLETE'];
 
+/** A batch still being read or acknowledged (RECEIVED, VALIDATING): nothing of it can be sent yet. */
+export function isBeingRead(state: string): boolean {
+  return state === 'RECEIVED' || state === 'VALIDATING';
+}
+
 export function canMoveBatch(from: BatchState, to: BatchState): boolean {
   return BATCH_MOVES[from].includes(to);
 }

@@ -4,7 +4,7 @@
  * holding their reference; those whose reference was already held went in VALIDATED, so the clashes are
  * among the few VALIDATED rows and an accepted batch's READY rows need no second pass.
  */
-import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
+import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
@@ -126,7 +126,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     const same = c.other_request !== null && sameRequest(c.request_values, c.other_request);
     const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
-    const undecided = c.other_batch_state === 'RECEIVED' || c.other_batch_state === 'VALIDATING';
+    const undecided = isBeingRead(c.other_batch_state);
     const message = undecided
       ? `merchantReferenceId ${c.merchant_reference_id} is held by batch ${c.other_batch} line ${c.other_line}, a file being read at the same time; not paid by this file (if batch ${c.other_batch} is rejected, neither file pays it: send it again)`
       : pruned

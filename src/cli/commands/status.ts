@@ -20,7 +20,7 @@ import {
   type StateCounts,
 } from '../../store/index.js';
 import { estimateEnd, progressOf, shownBatchState } from '../../domain/batch-events.js';
-import { FINAL_ROW_STATES } from '../../domain/lifecycle.js';
+import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */
@@ -85,7 +85,7 @@ function stateNote(b: BatchRecord): string {
   if (b.holdCode) return `${b.holdCode}: ${b.holdReason ?? ''}`.slice(0, 80);
   if (b.rejectCode) return b.rejectCode;
   if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
-  if (b.state === 'RECEIVED' || b.state === 'VALIDATING') return 'being read: nothing sent yet';
+  if (isBeingRead(b.state)) return 'being read: nothing sent yet';
   return '';
 }
 
