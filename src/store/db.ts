@@ -102,13 +102,16 @@ function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
 // daemon, either way round. A first statement that writes nothing but takes the lock makes them take turns.
 export const TAKE_WRITE_LOCK = 'update batches set id = id where 0';
 
-/** A transaction of the store: on SQLite it holds the write lock from its first statement. */
+/**
+ * A transaction of the store: on SQLite it holds the write lock from its first statement. One inside another
+ * (a savepoint) runs under the lock its outer transaction took.
+ */
 export function writeTransaction<T>(
   db: Database,
   work: (trx: Knex.Transaction) => Promise<T>,
   config?: Knex.TransactionConfig,
 ): Promise<T> {
-  if (isPostgres(db)) return db.transaction(work, config);
+  if (isPostgres(db) || db.isTransaction === true) return db.transaction(work, config);
   return db.transaction(async (trx) => {
     try {
       await trx.raw(TAKE_WRITE_LOCK);
