@@ -8,6 +8,7 @@ import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
+import { updateValueRows } from './multi-row-update.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
@@ -23,6 +24,9 @@ export interface AcceptanceResult {
 const HOLDING = REFERENCE_HOLDING_STATES as string[];
 /** Valid rows of a batch being accepted: holding their reference (READY) or waiting for the decision (VALIDATED). */
 const VALID = ['READY', 'VALIDATED'];
+
+/** The columns a check sets on a row it moves (src/store/multi-row-update.ts), after its id. */
+const MARKED_COLUMNS = ['state', 'reason_code', 'reason', 'updated_at'];
 
 /** What a check found: an error per row concerned, and how many rows it moved. */
 interface Marked {
@@ -64,22 +68,38 @@ async function rowsSharingReference(trx: Database, batchId: string): Promise<Map
 
 async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<Marked> {
   const errors: BatchErrorRecord[] = [];
-  let moved = 0;
+  const moves: RowMarking[] = [];
   for (const [reference, rows] of await rowsSharingReference(trx, batchId)) {
     const lines = rows.map((r) => r.line);
     for (const r of rows) {
       const others = lines.filter((l) => l !== r.line).join(', ');
       const message = `merchantReferenceId ${reference} appears more than once in this file (also on line ${others})`;
       errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
-      if (VALID.includes(r.state)) {
-        moved += await trx('payouts')
-          .where({ id: r.id })
-          .whereIn('state', VALID)
-          .update({ state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: message, updated_at: now });
-      }
+      if (VALID.includes(r.state)) moves.push({ id: r.id, from: r.state, code: 'DUPLICATE_IN_FILE', reason: message });
     }
   }
-  return { errors, moved };
+  return { errors, moved: await markRows(trx, moves, 'INVALID', now) };
+}
+
+/** A row a check moves out of the valid states, from the state it was read in, and why. */
+interface RowMarking {
+  id: number;
+  from: string;
+  code: string;
+  reason: string;
+}
+
+/**
+ * Moves the rows to `to` with their reasons, a multi-row UPDATE per state left (a file sent again can mark every
+ * one of its rows); a row no longer in the state it was read in is left as it is. How many rows moved.
+ */
+async function markRows(trx: Database, moves: RowMarking[], to: string, now: number): Promise<number> {
+  let moved = 0;
+  for (const from of new Set(moves.map((m) => m.from))) {
+    const values = moves.filter((m) => m.from === from).map((m) => [m.id, to, m.code, m.reason, now]);
+    moved += (await updateValueRows(trx, 'payouts', MARKED_COLUMNS, values, { column: 'state', value: from })).length;
+  }
+  return moved;
 }
 
 /** Whether two stored requests ask for the same payout (compared by value: rows kept before 0008 were re-encoded in SQL). */
@@ -120,7 +140,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     other_batch_state: string;
   }[];
   const errors: BatchErrorRecord[] = [];
-  let moved = 0;
+  const moves: RowMarking[] = [];
   for (const c of clashes) {
     const pruned = c.other_request === null;
     const same = c.other_request !== null && sameRequest(c.request_values, c.other_request);
@@ -135,11 +155,9 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
           ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
           : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
     errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
-    moved += await trx('payouts')
-      .where({ id: c.id, state: 'VALIDATED' })
-      .update({ state: 'DUPLICATE', reason_code: code, reason: message, updated_at: now });
+    moves.push({ id: c.id, from: 'VALIDATED', code, reason: message });
   }
-  return { errors, moved };
+  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
 }
 
 export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {

@@ -1,5 +1,8 @@
 /** A file's validation errors: every error of every row and of the file, with its line, column and what to do. */
 import type { Database } from './db.js';
+import { insertValueRows } from './multi-row-insert.js';
+
+const ERROR_COLUMNS = ['batch_id', 'line', 'column_name', 'field', 'code', 'message'];
 
 export interface BatchErrorRecord {
   line: number | null;
@@ -10,17 +13,9 @@ export interface BatchErrorRecord {
 }
 
 export async function insertBatchErrors(db: Database, batchId: string, errors: BatchErrorRecord[]): Promise<void> {
-  if (errors.length === 0) return;
-  const rows = errors.map((e) => ({
-    batch_id: batchId,
-    line: e.line,
-    column_name: e.column,
-    field: e.field,
-    code: e.code,
-    message: e.message,
-  }));
-  // 6 columns per row: stay far below SQLite's variable limit.
-  for (let i = 0; i < rows.length; i += 500) await db('batch_errors').insert(rows.slice(i, i + 500));
+  // A file sent again can have an error on every row: one multi-row statement, not one per few hundred rows.
+  const rows = errors.map((e) => [batchId, e.line, e.column, e.field, e.code, e.message]);
+  await insertValueRows(db, 'batch_errors', ERROR_COLUMNS, rows);
 }
 
 export async function listBatchErrors(db: Database, batchId: string): Promise<BatchErrorRecord[]> {
