@@ -4,6 +4,7 @@ import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
 import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
+import { inLineRanges } from './payouts.js';
 import { finalCountsJson, stateCounts } from './counts.js';
 import { recordBatchEvent } from './batch-events.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
@@ -273,15 +274,14 @@ export async function listRecentBatches(db: Database, limit: number): Promise<Ba
   return rows.map(fromRow);
 }
 
-/** Forgets what a reading of the batch wrote, so it can be read again from the start. */
+/** Forgets what a reading of the batch wrote, so it can be read again from the start (or refused with no rows kept). */
 export async function clearBatchContents(db: Database, batchId: string): Promise<void> {
-  await writeTransaction(db, async (trx) => {
-    await trx('payout_history')
-      .whereIn('payout_row_id', trx('payouts').select('id').where({ batch_id: batchId }))
-      .delete();
-    await trx('payouts').where({ batch_id: batchId }).delete();
-    await trx('batch_errors').where({ batch_id: batchId }).delete();
+  // A range at a time: a crash part way leaves the batch being read, and its next reading clears the rest first.
+  await inLineRanges(db, batchId, async (trx, rows) => {
+    await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
+    await rows().delete();
   });
+  await db('batch_errors').where({ batch_id: batchId }).delete();
 }
 
 /** Takes or renews a batch's lease for one instance; false: another live instance holds it. */

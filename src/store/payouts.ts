@@ -1,8 +1,9 @@
 /** Payout rows: the PayoutIntent of every CSV row, its state and what the service said of it; the record and single-row reads. */
+import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 
 export interface PayoutRow {
@@ -124,5 +125,39 @@ export async function* pagesByLine<T extends { line: number }>(rows: () => Knex.
     yield page;
     if (page.length < pageSize) return;
     afterLine = last.line;
+  }
+}
+
+/** Rows of a batch changed per transaction by inLineRanges. */
+const ROWS_PER_RANGE = 20_000;
+
+/**
+ * Runs `work` on a batch's rows a range of lines at a time, each range in a write transaction of its own: one
+ * statement over every row of a large batch would hold the write lock, and on SQLite the thread, for seconds.
+ * `rows()` is the range's rows, for `work` to delete or update.
+ */
+export async function inLineRanges(
+  db: Database,
+  batchId: string,
+  work: (trx: Knex.Transaction, rows: () => Knex.QueryBuilder) => Promise<void>,
+): Promise<void> {
+  for (let afterLine = -1, more = true; more;) {
+    more = await writeTransaction(db, async (trx) => {
+      const after = afterLine;
+      const last = (await trx('payouts')
+        .where({ batch_id: batchId })
+        .andWhere('line', '>', after)
+        .orderBy('line')
+        .offset(ROWS_PER_RANGE - 1)
+        .first('line')) as { line: number } | undefined;
+      await work(trx, () => {
+        const q = trx('payouts').where({ batch_id: batchId }).andWhere('line', '>', after);
+        return last ? q.andWhere('line', '<=', last.line) : q;
+      });
+      if (last) afterLine = last.line;
+      return last !== undefined;
+    });
+    // SQLite's statements run on this thread and resolve at once: without a turn here no timer or socket is served.
+    if (more) await setImmediate();
   }
 }

@@ -10,6 +10,7 @@
 import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
+import { inLineRanges } from './payouts.js';
 
 async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
   const out: BatchRecord[] = [];
@@ -74,18 +75,16 @@ export async function countBatchRows(db: Database, batchId: string): Promise<num
 }
 
 /**
- * Clears the row details of a finished batch in one transaction, keeping each row's line, reference, state
- * and payout id; refuses (changes nothing) if a row can still move.
+ * Clears the row details of a finished batch, keeping each row's line, reference, state and payout id; refuses
+ * (changes nothing) if a row can still move. A range of rows at a time: a final row never moves again, and a
+ * batch cut short is chosen again (it is marked pruned last).
  */
 export async function pruneBatchDetails(db: Database, batchId: string, now: number): Promise<boolean> {
-  return writeTransaction(db, async (trx) => {
-    const open = (await trx('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
-    if (open) return false;
-    await trx('payout_history')
-      .whereIn('payout_row_id', trx('payouts').select('id').where({ batch_id: batchId }))
-      .delete();
-    await trx('batch_errors').where({ batch_id: batchId }).delete();
-    await trx('payouts').where({ batch_id: batchId }).update({
+  const open = (await db('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
+  if (open) return false;
+  await inLineRanges(db, batchId, async (trx, rows) => {
+    await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
+    await rows().update({
       request_values: null,
       payout_currency: null,
       payout_amount: null,
@@ -99,7 +98,10 @@ export async function pruneBatchDetails(db: Database, batchId: string, now: numb
       reason: null,
       updated_at: now,
     });
-    await trx('batches').where({ id: batchId }).update({ pruned_at: now, upload_continued_note: null, updated_at: now });
-    return true;
   });
+  await writeTransaction(db, async (trx) => {
+    await trx('batch_errors').where({ batch_id: batchId }).delete();
+    await trx('batches').where({ id: batchId }).update({ pruned_at: now, upload_continued_note: null, updated_at: now });
+  });
+  return true;
 }
