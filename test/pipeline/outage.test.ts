@@ -108,9 +108,13 @@ describe('pipeline: the payout service unreachable', () => {
 describe('pipeline: a rate-limited service', () => {
   it('429 / 1429 with Retry-After: the whole sender waits it out, not one row; no row fails', async () => {
     const creates: { start: number; end: number; outcome: string }[] = [];
+    const pauses: { from: number; ms: number }[] = [];
     const p = await startPipeline({
       submitter: { concurrency: 4 },
-      client: { retry: { maxAttempts: 4 } },
+      client: {
+        retry: { maxAttempts: 4 },
+        onRateLimited: (ms) => pauses.push({ from: performance.now(), ms }),
+      },
       onApiCall: (c) => {
         if (c.endpoint !== CREATE_PATH) return;
         const end = performance.now();
@@ -135,9 +139,12 @@ describe('pipeline: a rate-limited service', () => {
 
     const limited = creates.filter((c) => c.outcome === '1429' || c.outcome === 'HTTP_429');
     expect(limited.length, 'the limit was met').toBeGreaterThan(0);
-    // No create leaves while a pause runs: none starts between a 429's arrival and its Retry-After later
-    // (a few ms of slack at each end for the timers; creates already on the wire may still come back 429).
-    const duringPause = creates.filter((c) => limited.some((l) => c.start > l.end + 5 && c.start < l.end + 1000 - 20));
+    expect(pauses.length, 'the sender paused').toBeGreaterThan(0);
+    for (const pause of pauses) expect(pause.ms, 'the Retry-After waited out').toBe(1000);
+    // No create leaves while a pause runs: none starts from the moment the sender took in a 429 until its
+    // Retry-After is over (a few ms of slack at the end for the timers). A pause starts when the 429 is taken
+    // in, not when it arrived: creates already on the wire, or leaving in between, may still come back 429.
+    const duringPause = creates.filter((c) => pauses.some((q) => c.start > q.from && c.start < q.from + q.ms - 20));
     expect(duringPause).toEqual([]);
   });
 });
