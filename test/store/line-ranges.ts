@@ -12,6 +12,7 @@ import { insertBatchErrors } from '../../src/store/batch-errors.js';
 import { pruneBatchDetails } from '../../src/store/retention.js';
 import { insertValueRows } from '../../src/store/multi-row-insert.js';
 import { addBatch, addRows, request, validRow } from '../finance/helpers.js';
+import { countStatements } from './moves.js';
 
 /** More rows than two ranges hold: the last range is a part of one. */
 export const LARGE = 45_000;
@@ -38,19 +39,11 @@ async function seed(db: Database): Promise<void> {
     );
 }
 
-/** The statements that change rows of payouts, counted while `f` runs. */
+/** The statements that change rows of payouts (test/store/moves.ts: countStatements), counted while `f` runs. */
 async function rowStatements(db: Database, verb: 'delete from' | 'update', f: () => Promise<unknown>): Promise<number> {
-  let n = 0;
-  const on = (q: { sql: string }): void => {
-    if (new RegExp(`^${verb} [\`"]payouts[\`"]`, 'i').test(q.sql)) n++;
-  };
-  db.on('query', on);
-  try {
-    await f();
-  } finally {
-    db.off('query', on);
-  }
-  return n;
+  const statements = countStatements(db);
+  await f();
+  return statements.stop().filter((sql) => new RegExp(`^${verb} [\`"]payouts[\`"]`, 'i').test(sql)).length;
 }
 
 async function countOf(db: Database, table: string, where: (q: Knex.QueryBuilder) => Knex.QueryBuilder): Promise<number> {
