@@ -2,13 +2,17 @@
  * Accepting a batch once all its rows are read: the checks that need every row (a reference twice in the
  * file, a reference another batch holds) and the file policy, in one transaction. Valid rows went in READY
  * holding their reference; those whose reference was already held went in VALIDATED, so the clashes are
- * among the few VALIDATED rows and an accepted batch's READY rows need no second pass.
+ * among the few VALIDATED rows and an accepted batch's READY rows need no second pass. The work that grows
+ * with a large file (a file sent again has every row marked; a file refused lets every row go) is done a
+ * range of lines per transaction around that one.
  */
+import type { Knex } from 'knex';
 import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 import { updateValueRows } from './multi-row-update.js';
+import { inLineRanges, type LineRange } from './payouts.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
@@ -24,6 +28,11 @@ export interface AcceptanceResult {
 const HOLDING = REFERENCE_HOLDING_STATES as string[];
 /** Valid rows of a batch being accepted: holding their reference (READY) or waiting for the decision (VALIDATED). */
 const VALID = ['READY', 'VALIDATED'];
+
+/** Rows marked per transaction before the acceptance's own: each takes a reason and an error row. */
+const MARKS_PER_RANGE = 5_000;
+/** References one lookup names (SQLite binds at most 32,766 values a statement). */
+const REFERENCES_PER_LOOKUP = 5_000;
 
 /** The columns a check sets on a row it moves (src/store/multi-row-update.ts), after its id. */
 const MARKED_COLUMNS = ['state', 'reason_code', 'reason', 'updated_at'];
@@ -64,6 +73,18 @@ async function rowsSharingReference(trx: Database, batchId: string): Promise<Map
   }
   for (const [reference, ofReference] of byReference) if (ofReference.length < 2) byReference.delete(reference);
   return byReference;
+}
+
+/** Of `references`, those on two rows or more of the batch (looked up by reference alone, as above). */
+async function referencesOnTwoRows(trx: Database, batchId: string, references: string[]): Promise<Set<string>> {
+  const rowsOf = new Map<string, number>();
+  for (let i = 0; i < references.length; i += REFERENCES_PER_LOOKUP) {
+    const rows = (await trx('payouts')
+      .whereIn('merchant_reference_id', references.slice(i, i + REFERENCES_PER_LOOKUP))
+      .select('batch_id', 'merchant_reference_id')) as { batch_id: string; merchant_reference_id: string }[];
+    for (const r of rows) if (r.batch_id === batchId) rowsOf.set(r.merchant_reference_id, (rowsOf.get(r.merchant_reference_id) ?? 0) + 1);
+  }
+  return new Set([...rowsOf].filter(([, n]) => n > 1).map(([reference]) => reference));
 }
 
 async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<Marked> {
@@ -110,8 +131,18 @@ function sameRequest(a: string, b: string): boolean {
   return x.every((v, i) => v === y[i]);
 }
 
-async function markEarlierReferences(trx: Database, batchId: string, now: number): Promise<Marked> {
-  const clashes = (await trx('payouts as p')
+/**
+ * Marks the batch's VALIDATED rows whose reference a row of another batch holds, all of them or those of one
+ * `range` of lines. A range leaves out a reference that is on another row of this file too: the acceptance
+ * names it a duplicate in the file first.
+ */
+async function markEarlierReferences(trx: Database, batchId: string, now: number, range?: LineRange): Promise<Marked> {
+  const inRange = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
+    if (range === undefined) return q;
+    q.andWhere('p.line', '>', range.after);
+    return range.upTo === null ? q : q.andWhere('p.line', '<=', range.upTo);
+  };
+  const found = (await trx('payouts as p')
     .join('payouts as h', function () {
       this.on('h.merchant_reference_id', '=', 'p.merchant_reference_id').andOn('h.batch_id', '<>', 'p.batch_id');
     })
@@ -128,7 +159,8 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
       'h.line as other_line',
       'h.request_values as other_request',
       'hb.state as other_batch_state',
-    )) as {
+    )
+    .modify(inRange)) as {
     id: number;
     line: number;
     merchant_reference_id: string;
@@ -139,6 +171,15 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     other_request: string | null;
     other_batch_state: string;
   }[];
+  const alsoInFile =
+    range === undefined
+      ? new Set<string>()
+      : await referencesOnTwoRows(
+          trx,
+          batchId,
+          found.map((c) => c.merchant_reference_id),
+        );
+  const clashes = found.filter((c) => !alsoInFile.has(c.merchant_reference_id));
   const errors: BatchErrorRecord[] = [];
   const moves: RowMarking[] = [];
   for (const c of clashes) {
@@ -160,11 +201,36 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
   return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
 }
 
+/**
+ * Marks, a range of lines per transaction, the rows whose reference another batch holds: a large file sent again
+ * marks every row, which in the acceptance's one transaction would hold the write lock (and on SQLite the thread)
+ * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
+ * way reads it again from the start. The acceptance checks again what is left. How many rows moved.
+ */
+async function markEarlierReferencesByRange(db: Database, batchId: string, now: number): Promise<number> {
+  const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
+  // A usual file has a few such rows at most: the acceptance's own transaction marks them.
+  if (Number(set?.n) <= MARKS_PER_RANGE) return 0;
+  let moved = 0;
+  await inLineRanges(
+    db,
+    batchId,
+    async (trx, _rows, range) => {
+      const marked = await markEarlierReferences(trx, batchId, now, range);
+      await insertBatchErrors(trx, batchId, marked.errors);
+      moved += marked.moved;
+    },
+    MARKS_PER_RANGE,
+  );
+  return moved;
+}
+
 export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {
-  return writeTransaction(db, async (trx) => {
+  const markedBefore = await markEarlierReferencesByRange(db, batchId, now);
+  const verdict = await writeTransaction(db, async (trx) => {
     const inFile = await markInFileDuplicates(trx, batchId, now);
     const earlier = await markEarlierReferences(trx, batchId, now);
-    const rowsChanged = inFile.moved + earlier.moved;
+    const rowsChanged = markedBefore + inFile.moved + earlier.moved;
     await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors]);
     const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
       state: string;
@@ -175,31 +241,27 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
     const duplicateCount = count('DUPLICATE');
     const validated = count('READY') + count('VALIDATED');
     const problems = invalidCount + duplicateCount;
-    if (problems > 0 && policy === 'reject-file') {
-      // Their references are let go: the file is sent again once corrected.
-      await trx('payouts')
-        .where({ batch_id: batchId })
-        .whereIn('state', VALID)
-        .update({
-          state: 'NOT_SUBMITTED',
-          reason_code: 'FILE_REJECTED',
-          reason: `not paid: the file has ${problems} invalid row(s) and the policy is reject-file`,
-          updated_at: now,
-        });
-      return {
-        accepted: false,
-        rowsChanged,
-        readyCount: 0,
-        invalidCount,
-        duplicateCount,
-        rejectReason: `${problems} invalid row(s) (${invalidCount} invalid, ${duplicateCount} duplicate reference); onInvalidRows is reject-file, so no row of this file is paid`,
-      };
-    }
-    if (validated === 0) {
-      return { accepted: false, rowsChanged, readyCount: 0, invalidCount, duplicateCount, rejectReason: 'no valid row to pay' };
+    const refusedForRows = problems > 0 && policy === 'reject-file';
+    if (refusedForRows || validated === 0) {
+      const rejectReason = refusedForRows
+        ? `${problems} invalid row(s) (${invalidCount} invalid, ${duplicateCount} duplicate reference); onInvalidRows is reject-file, so no row of this file is paid`
+        : 'no valid row to pay';
+      // The valid rows of a file refused for its rows are let go below, with this reason.
+      const letGo =
+        refusedForRows && validated > 0 ? `not paid: the file has ${problems} invalid row(s) and the policy is reject-file` : null;
+      return { accepted: false, rowsChanged, readyCount: 0, invalidCount, duplicateCount, rejectReason, letGo };
     }
     // Rows set aside at their insert whose reference was let go since (the holder's file was rejected).
     await trx('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).update({ state: 'READY', next_attempt_at: now, updated_at: now });
-    return { accepted: true, rowsChanged, readyCount: validated, invalidCount, duplicateCount, rejectReason: null };
+    return { accepted: true, rowsChanged, readyCount: validated, invalidCount, duplicateCount, rejectReason: null, letGo: null };
   });
+  const { letGo, ...result } = verdict;
+  if (letGo !== null) {
+    // The file is refused for its rows: their references are let go (it is sent again once corrected), a range
+    // at a time as above; the batch is still being read until its refusal is recorded.
+    await inLineRanges(db, batchId, async (_trx, rows) => {
+      await rows().whereIn('state', VALID).update({ state: 'NOT_SUBMITTED', reason_code: 'FILE_REJECTED', reason: letGo, updated_at: now });
+    });
+  }
+  return result;
 }

@@ -131,15 +131,22 @@ export async function* pagesByLine<T extends { line: number }>(rows: () => Knex.
 /** Rows of a batch changed per transaction by inLineRanges. */
 const ROWS_PER_RANGE = 20_000;
 
+/** The lines of one range of inLineRanges: those after `after`, up to `upTo` (null: to the batch's last line). */
+export interface LineRange {
+  after: number;
+  upTo: number | null;
+}
+
 /**
  * Runs `work` on a batch's rows a range of lines at a time, each range in a write transaction of its own: one
  * statement over every row of a large batch would hold the write lock, and on SQLite the thread, for seconds.
- * `rows()` is the range's rows, for `work` to delete or update.
+ * `rows()` is the range's rows, for `work` to delete or update; `range` its lines, for a query of its own.
  */
 export async function inLineRanges(
   db: Database,
   batchId: string,
-  work: (trx: Knex.Transaction, rows: () => Knex.QueryBuilder) => Promise<void>,
+  work: (trx: Knex.Transaction, rows: () => Knex.QueryBuilder, range: LineRange) => Promise<void>,
+  rowsPerRange = ROWS_PER_RANGE,
 ): Promise<void> {
   for (let afterLine = -1, more = true; more;) {
     more = await writeTransaction(db, async (trx) => {
@@ -148,12 +155,17 @@ export async function inLineRanges(
         .where({ batch_id: batchId })
         .andWhere('line', '>', after)
         .orderBy('line')
-        .offset(ROWS_PER_RANGE - 1)
+        .offset(rowsPerRange - 1)
         .first('line')) as { line: number } | undefined;
-      await work(trx, () => {
-        const q = trx('payouts').where({ batch_id: batchId }).andWhere('line', '>', after);
-        return last ? q.andWhere('line', '<=', last.line) : q;
-      });
+      const range = { after, upTo: last?.line ?? null };
+      await work(
+        trx,
+        () => {
+          const q = trx('payouts').where({ batch_id: batchId }).andWhere('line', '>', after);
+          return last ? q.andWhere('line', '<=', last.line) : q;
+        },
+        range,
+      );
       if (last) afterLine = last.line;
       return last !== undefined;
     });
