@@ -243,7 +243,7 @@ export class BatchIntake {
   private async read(batchId: string): Promise<BatchRecord> {
     const received = (await getBatch(this.deps.db, batchId)) as BatchRecord;
     if (received.state === 'RECEIVED') {
-      const earlier = await findFirstBySha(this.deps.db, received.sha256, received.id);
+      const earlier = await findFirstBySha(this.deps.db, received);
       if (earlier) return this.markDuplicate(received, earlier);
       const refusal = await this.refusal(received);
       if (refusal) return this.rejectFile(received, refusal.code, refusal.reason, [], true);

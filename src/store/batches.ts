@@ -193,13 +193,24 @@ export async function getBatch(db: Database, id: string): Promise<BatchRecord | 
   return r ? fromRow(r) : undefined;
 }
 
-/** The first earlier batch with the same bytes that was (or is being) paid; a rejected one paid nothing, so its bytes may come again. */
-export async function findFirstBySha(db: Database, sha256: string, excludeId: string): Promise<BatchRecord | undefined> {
+/**
+ * The first batch received before `batch` (by time, then id) with the same bytes that was (or is being) paid; a
+ * rejected one paid nothing, so its bytes may come again. Only earlier ones count: two copies taken at once (by
+ * two instances) are each still RECEIVED when they look, and the later one alone is the duplicate.
+ */
+export async function findFirstBySha(
+  db: Database,
+  batch: Pick<BatchRecord, 'id' | 'sha256' | 'receivedAt'>,
+): Promise<BatchRecord | undefined> {
   const r = (await db('batches')
-    .where({ sha256 })
-    .whereNot({ id: excludeId })
+    .where({ sha256: batch.sha256 })
+    .andWhere((q) =>
+      q
+        .where('received_at', '<', batch.receivedAt)
+        .orWhere((same) => same.where('received_at', batch.receivedAt).andWhere('id', '<', batch.id)),
+    )
     .whereIn('state', ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE'])
-    .orderBy('received_at', 'asc')
+    .orderBy([{ column: 'received_at' }, { column: 'id' }])
     .first()) as Record<string, unknown> | undefined;
   return r ? fromRow(r) : undefined;
 }

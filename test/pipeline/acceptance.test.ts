@@ -293,6 +293,19 @@ describe('pipeline: duplicate files', () => {
     expect(p.sandbox.stats().creates).toBe(2);
   });
 
+  it('two copies taken at once (as by two instances): the later one alone is the duplicate, and the file is paid once', async () => {
+    const p = await startPipeline();
+    const content = csvFile([csvRow('DT-1'), csvRow('DT-2')]);
+    const copies = [await p.claim('twice.csv', content), await p.claim('twice-copy.csv', content)];
+    // Both are recorded before either looks for an earlier copy.
+    const [a, b] = await Promise.all(copies.map((c) => p.intake.receive(c)));
+    const batches = [a, b].sort((x, y) => (x?.id ?? '').localeCompare(y?.id ?? ''));
+    expect(batches.map((x) => x?.state)).toEqual(['ACTIVE', 'DUPLICATE']);
+    expect(batches[1]?.duplicateOf).toBe(batches[0]?.id);
+    await p.submit();
+    expect([p.ledgerCount('DT-1'), p.ledgerCount('DT-2')]).toEqual([1, 1]);
+  });
+
   // A file refused unread (NOT_CSV by extension, EMPTY, UNREADABLE) paid nothing: the same bytes
   // dropped again under a .csv name are read anew, not refused as a duplicate.
   it('a file refused unread (wrong extension) can be dropped again under a .csv name', async () => {
