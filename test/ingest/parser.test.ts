@@ -483,14 +483,25 @@ describe('a file that may be a cut upload', () => {
     expect((await parseCollect(await tempCsv(`${text}\n`))).result.fileErrors).toEqual([]);
   });
 
-  it('is read as whole without a final line break when matching control totals vouch for it, a trailer or a sidecar', async () => {
+  it('is read as whole without a final line break when a matching control trailer vouches for it', async () => {
     const trailer = '#CONTROL,rows,3\n#CONTROL,total,PHP,301.5';
     const withTrailer = await parseCollect(await tempCsv(`${rows.join('\n')}\n${trailer}`));
     expect(withTrailer.result.fileErrors).toEqual([]);
     expect(withTrailer.result.controlTotals).toHaveLength(1);
 
-    const path = await tempCsv(rows.join('\n'));
-    await writeFile(`${path}.ctl`, `${trailer}\n`);
+    // A sidecar is an upload of its own: a cut inside the last value can leave it matching (here the
+    // account number, last, lost a digit), so it does not vouch for the file's end.
+    const header = [...FIELD_PATHS.filter((f) => f !== 'beneficiary.accountNumber'), 'beneficiary.accountNumber' as const];
+    const line = (ref: string, account: string): string =>
+      header.map((f) => (f === 'beneficiary.accountNumber' ? account : { ...VALID_ROW, merchantReferenceId: ref }[f])).join(',');
+    const path = await tempCsv([header.join(','), line('FX-ACC-1', '12345678901'), line('FX-ACC-2', '1234567890')].join('\n'));
+    // Two rows of 100.50 PHP each (VALID_ROW).
+    await writeFile(`${path}.ctl`, '#CONTROL,rows,2\n#CONTROL,total,PHP,201.00\n');
+    const cutWithSidecar = (await parseCollect(path)).result;
+    expect(cutWithSidecar.controlTotals).toHaveLength(1);
+    expect(cutWithSidecar.fileErrors.map((e) => [e.code, e.line, e.message])).toEqual([['FILE_UNTERMINATED', 3, UNTERMINATED_REASON]]);
+    // With its line break, the same file and sidecar are whole.
+    await writeFile(path, `${[header.join(','), line('FX-ACC-1', '12345678901'), line('FX-ACC-2', '1234567890')].join('\n')}\n`);
     expect((await parseCollect(path)).result.fileErrors).toEqual([]);
 
     // Totals that do not match vouch for nothing: both problems are named.
@@ -510,7 +521,7 @@ describe('a file that may be a cut upload', () => {
     expect(result.rowCount).toBe(3);
   });
 
-  it('is decided by its end, its control totals and its done marker', () => {
+  it('is decided by its end, its control trailer and its done marker', () => {
     const verdicts: [boolean, boolean, boolean, string | null][] = [];
     for (const endsWithLineBreak of [true, false])
       for (const controlTotalsMatched of [true, false])

@@ -7,7 +7,7 @@
 export interface FileEnd {
   /** The last byte is a line break (LF or CR). */
   endsWithLineBreak: boolean;
-  /** Control totals (trailer lines or a `.ctl` sidecar) are present and every one matches the rows. */
+  /** A control trailer is present (after the rows: a cut upload loses it), and every control block matches the rows. */
   controlTotalsMatched: boolean;
   /** A `<name>.done` marker was consumed with the file: the sender said it was complete. */
   doneMarker: boolean;
@@ -15,7 +15,7 @@ export interface FileEnd {
 
 export const UNTERMINATED_REASON = 'the file does not end with a line break: the upload may be incomplete; upload it again';
 
-/** Why a file that may be cut after its last field cannot be paid; null when a line break, control totals or a done marker vouch for it. */
+/** Why a file that may be cut after its last field cannot be paid; null when a line break, a control trailer or a done marker vouch for it. */
 export function unterminatedFileProblem(end: FileEnd): string | null {
   return end.endsWithLineBreak || end.controlTotalsMatched || end.doneMarker ? null : UNTERMINATED_REASON;
 }

@@ -692,7 +692,12 @@ export async function batchDelimiter(source: TextSource, displayName: string, fo
   }
 }
 
-/** Checks the control totals (trailer and sidecar); `matched`: there are some, and every one matches the rows. */
+/**
+ * Checks the control totals (trailer and sidecar). `matched`: a trailer is present and every block matches the
+ * rows. Only a trailer vouches for the file's end: it follows the rows, so a cut upload loses it; a sidecar is an
+ * upload of its own (often sent first), and a cut inside the last value (an amount, an account number) can leave
+ * its count and totals matching.
+ */
 async function checkControls(
   reader: BatchReader,
   path: string,
@@ -726,7 +731,7 @@ async function checkControls(
   const found = reader.found();
   for (const block of blocks) errors.push(...compareControls(block, found));
   for (const error of errors) reader.fileError(error);
-  return { blocks, matched: blocks.length > 0 && errors.length === 0 };
+  return { blocks, matched: trailer.controls !== null && errors.length === 0 };
 }
 
 function readError(err: unknown, displayName: string): BatchReadError {
