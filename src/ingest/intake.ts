@@ -458,6 +458,7 @@ export class BatchIntake {
       sidecarPath: batch.controlPath,
       // Recorded at the claim, so a read after a restart judges the file's end the same way.
       doneMarker: batch.doneMarker,
+      bytes: batch.size,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
       retryOriginals: (references) => requestValuesOfReferences(db, references),

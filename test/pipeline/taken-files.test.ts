@@ -279,6 +279,36 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect(w.p.ledgerCount('TA-1')).toBe(0);
   });
 
+  it('grown between its claim and its reading: only the bytes claimed are read; the rows that came later are the remainder, not paid', async () => {
+    const w = await world();
+    const claimed = await w.p.claim('grown.csv', csvFile(rows('TR', 1, 2)));
+    // The upload went on into the moved inode before the reader opened it.
+    const later = `${csvRow('TR-3')}\n`;
+    await appendFile(claimed.storedPath, later);
+    const batch = await w.daemon.intake.receive(claimed);
+    expect([batch.state, batch.holdCode, batch.rowCount]).toEqual(['ACTIVE', 'FILE_CHANGED', 2]);
+    const ack = (
+      parseCsv(await readFile(join(w.outbox, `${batch.id}_grown.csv.ack.csv`)), { bom: true, columns: true }) as Record<string, string>[]
+    ).filter((r) => r['verdict'] !== 'TOTAL');
+    expect(ack.map((r) => [r['line'], r['verdict']])).toEqual([
+      ['', 'HELD'],
+      ['2', 'ACCEPTED'],
+      ['3', 'ACCEPTED'],
+    ]);
+    await releaseBatchHold(w.p.db, batch.id, Date.now()); // payoutd release
+    await untilNoticeFor(w, batch.id, claimed.size + Buffer.byteLength(later));
+    const remainder = await readFile(await outboxFile(w, batch, 'remainder.csv'), 'utf8');
+    expect(remainder).toBe(`\uFEFF${HEADER}\n${later}`);
+    await waitFor(async () => (await w.p.batch(batch.id)).state === 'COMPLETE', 'COMPLETE once released', 15_000);
+    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(records.map((r) => [r['part'], r['rows'], r['status']])).toEqual([
+      ['TAKEN', '2', 'COMPLETE'],
+      ['READ', '2', 'PAID'],
+      ['NOT_READ', '1', 'NOT_PAID'],
+    ]);
+    expect([w.p.ledgerCount('TR-1'), w.p.ledgerCount('TR-2'), w.p.ledgerCount('TR-3')]).toEqual([1, 1, 0]);
+  });
+
   it('held FILE_CHANGED and released by an operator: not held again for the same upload; its rows are paid and its result written', async () => {
     const w = await world({ balance: '1', balanceCheck: true });
     const batch = await drop(w, 'released.csv', csvFile(rows('TL', 1, 2)), ['ACTIVE']);

@@ -148,6 +148,11 @@ export interface ParseBatchOptions {
   sidecarPath?: string | null;
   /** A `.done` marker was consumed with the file (see ./complete.ts); default false. */
   doneMarker?: boolean;
+  /**
+   * The file's bytes to read: those its claim took (and hashed), so that what an upload writes into the
+   * taken file later is not read (the taken-file watch reports it); default the whole file.
+   */
+  bytes?: number;
   /** Bytes per file read; default 64 KiB. Tiny values exist for tests of chunk boundaries. */
   readChunkBytes?: number;
   /** Aborts reading (daemon shutdown); the promise then rejects with the abort error. */
@@ -576,7 +581,7 @@ async function readCsvRecords(
 /** Reads the rows of a workbook's sheet into the reader; what stopped it, or null. */
 async function readSheetRecords(path: string, reader: BatchReader, chunks: RowChunks, opts: ParseBatchOptions): Promise<unknown> {
   try {
-    for await (const row of sheetRows(path, opts.format.sheet)) {
+    for await (const row of sheetRows(path, opts.format.sheet, opts.bytes)) {
       opts.signal?.throwIfAborted();
       const read = reader.takeSheetRow(row);
       if (read !== null) {
@@ -600,7 +605,7 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
   let delimiter: Delimiter = ',';
   if (kind !== 'xlsx') {
     try {
-      source = await textSource(path, kind, format.encoding);
+      source = await textSource(path, kind, format.encoding, opts.bytes);
     } catch (err) {
       if (!isZlibError(err)) throw readError(err, displayName);
     }

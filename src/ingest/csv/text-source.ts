@@ -4,7 +4,7 @@
  * Windows-1252 (Excel's "CSV" on Western Windows).
  */
 import { createReadStream } from 'node:fs';
-import { Transform, Writable, type Readable } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { lineAtByte, lineAtByteOf } from './lines.js';
@@ -69,8 +69,14 @@ function isUtf8Name(name: string): boolean {
   return new TextDecoder(name).encoding === 'utf-8';
 }
 
-function rawStreams(path: string, kind: 'text' | 'gzip', readChunkBytes: number): [Readable, ...Transform[]] {
-  const file = createReadStream(path, { highWaterMark: readChunkBytes });
+/** The file's first `bytes` bytes (all of it when undefined), as they were claimed: an upload that went on writing after the claim adds nothing to the read. */
+function fileBytes(path: string, bytes: number | undefined, readChunkBytes: number): Readable {
+  if (bytes === 0) return Readable.from([]);
+  return createReadStream(path, { highWaterMark: readChunkBytes, ...(bytes === undefined ? {} : { start: 0, end: bytes - 1 }) });
+}
+
+function rawStreams(path: string, kind: 'text' | 'gzip', readChunkBytes: number, bytes: number | undefined): [Readable, ...Transform[]] {
+  const file = fileBytes(path, bytes, readChunkBytes);
   return kind === 'gzip' ? [file, createGunzip()] : [file];
 }
 
@@ -108,21 +114,24 @@ async function allUtf8(streams: (Readable | Transform)[]): Promise<boolean> {
 }
 
 /** The encoding `auto` reads a file in. */
-async function detectEncoding(path: string, kind: 'text' | 'gzip'): Promise<string> {
-  const head = await headOf(rawStreams(path, kind, 64 * 1024), 3);
+async function detectEncoding(path: string, kind: 'text' | 'gzip', bytes: number | undefined): Promise<string> {
+  const head = await headOf(rawStreams(path, kind, 64 * 1024, bytes), 3);
   if (head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
   if (head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
   if (head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf) return 'utf-8';
-  return (await allUtf8(rawStreams(path, kind, 64 * 1024))) ? 'utf-8' : 'windows-1252';
+  return (await allUtf8(rawStreams(path, kind, 64 * 1024, bytes))) ? 'utf-8' : 'windows-1252';
 }
 
-/** The source of a CSV batch (`kind` text or gzip), in the encoding configured or detected. */
-export async function textSource(path: string, kind: 'text' | 'gzip', encodingOption: string): Promise<TextSource> {
+/**
+ * The source of a CSV batch (`kind` text or gzip), in the encoding configured or detected: the file's first
+ * `bytes` bytes (those claimed), or all of it.
+ */
+export async function textSource(path: string, kind: 'text' | 'gzip', encodingOption: string, bytes?: number): Promise<TextSource> {
   const detected = encodingOption === 'auto';
-  const encoding = detected ? await detectEncoding(path, kind) : new TextDecoder(encodingOption).encoding;
+  const encoding = detected ? await detectEncoding(path, kind, bytes) : new TextDecoder(encodingOption).encoding;
   const utf8 = isUtf8Name(encoding);
   const streams = (readChunkBytes = 64 * 1024): [Readable, ...Transform[]] => {
-    const raw = rawStreams(path, kind, readChunkBytes);
+    const raw = rawStreams(path, kind, readChunkBytes, bytes);
     return utf8 ? raw : [...raw, transcode(encoding)];
   };
   return {
@@ -132,7 +141,7 @@ export async function textSource(path: string, kind: 'text' | 'gzip', encodingOp
     streams,
     lineAt: (offset) => {
       if (kind === 'text') return lineAtByte(path, offset);
-      const [file, gunzip] = rawStreams(path, kind, 64 * 1024);
+      const [file, gunzip] = rawStreams(path, kind, 64 * 1024, bytes);
       return lineAtByteOf(gunzip ? file.pipe(gunzip) : file, offset);
     },
   };

@@ -2,6 +2,7 @@
  * The rows of one sheet of an .xlsx batch, streamed by exceljs's WorkbookReader (styles read, so dates and
  * number formats are known). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
  */
+import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
@@ -98,10 +99,12 @@ interface ExcelRow {
  * the file does not hold (blank rows) are not yielded; lines come from the
  * rows' own numbers.
  */
-export async function* sheetRows(path: string, sheet: string | null): AsyncGenerator<SheetRow> {
+export async function* sheetRows(path: string, sheet: string | null, bytes?: number): AsyncGenerator<SheetRow> {
   await checkContainer(path);
   const { default: ExcelJS } = await import('exceljs');
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(path, {
+  // The bytes claimed, when given: what an upload wrote after the claim is not read.
+  const input = bytes === undefined ? path : createReadStream(path, { start: 0, end: Math.max(bytes, 1) - 1 });
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, {
     worksheets: 'emit',
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
