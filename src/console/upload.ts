@@ -15,7 +15,7 @@ import { link, mkdir, open, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { compileIgnore, isIgnoredName } from '../ingest/inbox/index.js';
-import { recordConsoleUpload, type Database } from '../store/index.js';
+import { forgetConsoleUpload, recordConsoleUpload, type Database } from '../store/index.js';
 import { ConsoleError } from './errors.js';
 
 export interface UploadTarget {
@@ -101,11 +101,14 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
       await handle.close();
     }
     const uploaded = { name, size, sha256: hash.digest('hex') };
+    const record = { fileName: name, sha256: uploaded.sha256, size, uploader, uploadedAt: target.now() };
     // Recorded before the file can be taken: its batch always finds its uploader.
-    await recordConsoleUpload(target.db, { fileName: name, sha256: uploaded.sha256, size, uploader, uploadedAt: target.now() });
+    await recordConsoleUpload(target.db, record);
     try {
       await link(temp, join(target.inbox, name));
     } catch (err) {
+      // Left behind, the record would name this user the uploader of the file waiting under that name.
+      await forgetConsoleUpload(target.db, record);
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
         throw new ConsoleError(
           'UPLOAD_NAME_TAKEN',

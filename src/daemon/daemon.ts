@@ -163,14 +163,17 @@ export class PayoutDaemon {
         holds: this.holds,
         approval: approval ? { atAcceptance: (b, ready) => approvalAtAcceptance(approval, b, ready) } : undefined,
         uploaderOf: async (claimed) => {
-          // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with its name and bytes.
-          const viaConsole = await consoleUploaderOf(db, {
-            fileName: claimed.originalName,
-            sha256: claimed.sha256,
-            receivedAt: clock.now(),
-          });
-          if (viaConsole !== undefined) return { uid: null, name: viaConsole };
           const { uid } = await lstat(claimed.storedPath);
+          // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with its name and
+          // bytes. A file another user owns is theirs, whatever the console recorded under the same name and bytes.
+          if (uid === process.getuid?.()) {
+            const viaConsole = await consoleUploaderOf(db, {
+              fileName: claimed.originalName,
+              sha256: claimed.sha256,
+              receivedAt: clock.now(),
+            });
+            if (viaConsole !== undefined) return { uid: null, name: viaConsole };
+          }
           return { uid, name: await users.nameOfUid(uid) };
         },
         afterChunkStored: fault ? () => fault('mid-read') : undefined,

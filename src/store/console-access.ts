@@ -141,6 +141,11 @@ export async function recordConsoleUpload(db: Database, upload: ConsoleUploadRec
   await db('console_uploads').insert(toColumnValues(UPLOAD_COLUMNS, upload));
 }
 
+/** An upload recorded but not let into the inbox (its name was taken, the link failed): it names no uploader. */
+export async function forgetConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<void> {
+  await db('console_uploads').where(toColumnValues(UPLOAD_COLUMNS, upload)).delete();
+}
+
 /**
  * Who uploaded a file through the console: the latest upload of that name with those exact bytes, made no
  * later than the batch was received. Undefined for a file that came another way.

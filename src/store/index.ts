@@ -97,6 +97,7 @@ export {
   deleteConsoleSession,
   deleteConsoleSessions,
   recordConsoleUpload,
+  forgetConsoleUpload,
   consoleUploaderOf,
   consoleUploadersOf,
 } from './console-access.js';

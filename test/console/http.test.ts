@@ -7,6 +7,7 @@
  * leave nothing behind, downloads are of the batch's listed outbox files
  * only, pages show account numbers masked, and a 1,000-batch history pages.
  */
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -392,6 +393,17 @@ describe('console: uploads', () => {
     const again = await upload('März payouts.csv', `${CSV}INV-10,2.00\n`, s);
     expect(again.status).toBe(409);
     expect(await names(join(dir, 'state', 'console-upload'))).toEqual([]);
+  });
+
+  it('names no uploader for a file it could not put into the inbox', async () => {
+    // Waiting in the inbox, dropped over SFTP by someone else: the same name and bytes uploaded here are refused.
+    await writeFile(join(inbox(), 'sftp.csv'), CSV);
+    const r = await upload('sftp.csv', CSV, await session('uploader'));
+    expect(r.status).toBe(409);
+    const sha256 = createHash('sha256').update(CSV).digest('hex');
+    // Otherwise the SFTP file's batch would show this user as its uploader (who then could not approve it,
+    // while the one who did upload it could).
+    expect(await consoleUploaderOf(db, { fileName: 'sftp.csv', sha256, receivedAt: Date.now() })).toBeUndefined();
   });
 });
 

@@ -5,13 +5,15 @@
  * result file is written.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chown, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { listBatchesInStates } from '../../src/store/batches.js';
+import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
+import { recordConsoleUpload } from '../../src/store/console-access.js';
 import { claimReadyRows } from '../../src/store/claims.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
@@ -21,6 +23,9 @@ afterEach(async () => {
   await Promise.all(daemons.splice(0).map((d) => d.stop()));
   await closePipelines();
 });
+
+/** A uid no user of the machine is likely to have: the owner of a file dropped by someone other than payoutd. */
+const OTHER_UID = 54_321;
 
 async function fastPipeline(): Promise<Pipeline> {
   return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
@@ -108,6 +113,36 @@ describe('pipeline: the daemon', () => {
     // Logs never carry a full account number or the API key.
     expect(p.logLines.filter((l) => l.includes('2222220000') || l.includes('1234567890'))).toEqual([]);
   });
+
+  // chown needs root (as in CI); the file's owner is what the test is about.
+  it.skipIf(process.getuid?.() !== 0)(
+    "takes a file's owner for its uploader, not a console upload recorded under the same name and bytes",
+    async () => {
+      const p = await fastPipeline();
+      const { daemon, inbox } = await daemonFor(p);
+      const content = csvFile([csvRow('DO-1')]);
+      // A console user's upload of the same file, refused (the name was taken) or still being let in.
+      const sha256 = createHash('sha256').update(content).digest('hex');
+      await recordConsoleUpload(p.db, {
+        fileName: 'owned.csv',
+        sha256,
+        size: content.length,
+        uploader: 'li',
+        uploadedAt: Date.now() - 1000,
+      });
+      const path = join(inbox, 'owned.csv');
+      await writeFile(path, content);
+      await chown(path, OTHER_UID, OTHER_UID);
+      await daemon.start();
+      let batch: BatchRecord | undefined;
+      await waitFor(async () => {
+        await daemon.tickInbox();
+        batch = (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE'])).find((b) => b.fileName === 'owned.csv');
+        return batch !== undefined;
+      }, 'the dropped file to be accepted');
+      expect([batch?.uploadedBy === 'li', batch?.uploadedByUid]).toEqual([false, OTHER_UID]);
+    },
+  );
 
   it('writes the .xlsx of each outbox file and archives the taken file of the finished batch by day and batch id', async () => {
     const p = await fastPipeline();
