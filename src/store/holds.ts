@@ -50,14 +50,15 @@ export async function releaseBatchHold(
   now: number,
   by: ReleasedBy = 'operator',
   onlyIf?: HoldCode,
-): Promise<void> {
-  await writeTransaction(db, async (trx) => {
+): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
     const before = onlyIf ?? (await currentHold(trx, batchId));
     const q = trx('batches').where({ id: batchId });
     // The guard is in the UPDATE itself, so no other writer's hold slips in between a read and the write.
     if (onlyIf !== undefined) q.andWhere({ hold_code: onlyIf });
     const n = await q.update({ hold_code: null, hold_reason: null, hold_until: null, updated_at: now });
     if (n > 0 && before !== null) await recordBatchEvent(trx, { batchId, type: 'released', data: { code: before, by }, at: now });
+    return n > 0;
   });
 }
 

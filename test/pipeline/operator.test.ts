@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { claimReadyRows } from '../../src/store/claims.js';
 import { cancelReadyRows, holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
+import { liftHoldAsRead } from '../../src/cli/commands/operator.js';
 import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
 
 afterEach(closePipelines);
@@ -72,5 +73,21 @@ describe('operator decisions', () => {
     await p.submit();
     expect(p.createRequests()).toBe(1);
     expect(await p.states(batch.id)).toEqual(['PENDING']);
+  });
+
+  it('release lifts the hold the operator was shown, not one the daemon set meanwhile', async () => {
+    const p = await startPipeline();
+    const batch = await p.receive('short.csv', csvFile([csvRow('OR-2')]));
+    await holdBatch(p.db, batch.id, { code: 'INSUFFICIENT_BALANCE', reason: 'low balance', until: null }, p.clock.now());
+    const shown = (await p.batch(batch.id)).holdCode;
+    // Between the command's read and its write, the daemon saw the file change.
+    await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
+    await expect(liftHoldAsRead(p.db, batch.id, shown ?? 'INSUFFICIENT_BALANCE', p.clock.now())).rejects.toMatchObject({
+      code: 'HOLD_CHANGED',
+      message: expect.stringContaining('now FILE_CHANGED'),
+    });
+    expect((await p.batch(batch.id)).holdCode).toBe('FILE_CHANGED');
+    await p.submit();
+    expect(p.createRequests()).toBe(0);
   });
 });

@@ -1,7 +1,16 @@
 /** Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED. */
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError, PayoutdError } from '../../domain/errors.js';
-import { openStore, closeDatabase, assertSchemaCurrent, getBatch, cancelReadyRows, releaseBatchHold } from '../../store/index.js';
+import type { HoldCode } from '../../domain/holds.js';
+import {
+  openStore,
+  closeDatabase,
+  assertSchemaCurrent,
+  getBatch,
+  cancelReadyRows,
+  releaseBatchHold,
+  type Database,
+} from '../../store/index.js';
 import { print } from '../output.js';
 
 async function withActiveBatch(
@@ -22,6 +31,19 @@ async function withActiveBatch(
   }
 }
 
+/**
+ * Lifts the hold `read` (the one the operator was shown), and no other: a hold the daemon set meanwhile (the
+ * file changed) is held once only, and waits for a decision of its own.
+ */
+export async function liftHoldAsRead(db: Database, batchId: string, read: HoldCode, now: number): Promise<void> {
+  if (await releaseBatchHold(db, batchId, now, 'operator', read)) return;
+  const current = await getBatch(db, batchId);
+  throw new PayoutdError(
+    'HOLD_CHANGED',
+    `batch ${batchId}: its hold changed while this command ran (now ${current?.holdCode ?? 'none'}); nothing was released: look at it again (payoutd status ${batchId})`,
+  );
+}
+
 export async function releaseBatch(config: ResolvedConfig, batchId: string): Promise<void> {
   await withActiveBatch(config, batchId, async (db) => {
     const batch = await getBatch(db, batchId);
@@ -35,7 +57,7 @@ export async function releaseBatch(config: ResolvedConfig, batchId: string): Pro
       print(`batch ${batchId} is not held`);
       return;
     }
-    await releaseBatchHold(db, batchId, Date.now());
+    await liftHoldAsRead(db, batchId, batch.holdCode, Date.now());
     print(`batch ${batchId}: hold ${batch.holdCode} lifted; its READY rows will be sent`);
   });
 }
