@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
 import { pruneCommand } from '../../src/cli/commands/retention.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
@@ -66,7 +66,29 @@ describe('payoutd retry-file --batch', () => {
     expect(await listDir(join(dir, 'outbox'))).toEqual(['B1_jan.csv.retry.csv']);
     await expect(retryFile(config, 'NOPE', undefined)).rejects.toMatchObject({ code: 'BATCH_NOT_FOUND' });
   });
+
+  it('says where it wrote the file, and only says "no file written" when none was', async () => {
+    const dir = await seeded();
+    const said = await printed(() => retryFile(configFor(dir), 'B1', undefined));
+    expect(said).toEqual([`retry file of batch B1: 1 row(s) written to ${join(dir, 'outbox', 'B1_jan.csv.retry.csv')}`]);
+  });
 });
+
+/** What `f` printed on stdout, a line each (shown as well). */
+async function printed(f: () => Promise<unknown>): Promise<string[]> {
+  const lines: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    lines.push(...String(chunk).split('\n').filter(Boolean));
+    return write(chunk, ...(rest as []));
+  });
+  try {
+    await f();
+  } finally {
+    spy.mockRestore();
+  }
+  return lines;
+}
 
 describe('payoutd prune', () => {
   it('with --dry-run lists what would go and removes nothing; without it removes; unset retention keeps everything', async () => {

@@ -89,11 +89,14 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       bom: config.outbox.bom,
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
-    if (result.path) print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
-    if (result.path && config.outbox.xlsx) {
-      const xlsx = await writeRetryXlsx(result.path, { minorUnits: config.batch.rules.minorUnits, timeZone: config.outbox.timeZone });
-      print(`  and to ${xlsx}`);
-    } else print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    if (!result.path) print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    else {
+      print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
+      if (config.outbox.xlsx) {
+        const xlsx = await writeRetryXlsx(result.path, { minorUnits: config.batch.rules.minorUnits, timeZone: config.outbox.timeZone });
+        print(`  and to ${xlsx}`);
+      }
+    }
     for (const s of result.skipped) {
       print(`  line ${s.line} ${s.merchantReferenceId}: left out, already retried as ${s.retriedAs} (${s.state})`);
     }
