@@ -299,8 +299,10 @@ describe('pipeline: a taken file whose upload goes on', () => {
     await untilNoticeFor(w, batch.id, claimed.size + Buffer.byteLength(later));
     const remainder = await readFile(await outboxFile(w, batch, 'remainder.csv'), 'utf8');
     expect(remainder).toBe(`\uFEFF${HEADER}\n${later}`);
-    await waitFor(async () => (await w.p.batch(batch.id)).state === 'COMPLETE', 'COMPLETE once released', 15_000);
-    const records = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    const noticePath = await outboxFile(w, batch, 'upload-continued.csv');
+    // The notice follows the batch's outcome: written again once it is COMPLETE.
+    await waitFor(async () => (await notice(noticePath))[0]?.['status'] === 'COMPLETE', 'the notice of the COMPLETE batch', 15_000);
+    const records = await notice(noticePath);
     expect(records.map((r) => [r['part'], r['rows'], r['status']])).toEqual([
       ['TAKEN', '2', 'COMPLETE'],
       ['READ', '2', 'PAID'],
