@@ -220,7 +220,7 @@ export async function runCli(argv: string[]): Promise<void> {
       )
       .command(
         'cancel',
-        'do not pay the rows of a batch that were not sent yet (they become NOT_SUBMITTED); sent rows are followed to their end',
+        'do not pay the rows of a batch that were not sent yet (they become NOT_SUBMITTED), for good; sent rows are followed to their end',
         (y) =>
           withConfig(y)
             .option('batch', { type: 'string', demandOption: true })

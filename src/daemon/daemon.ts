@@ -21,6 +21,7 @@ import {
   markInterruptedCreatesUnknown,
   listFinishedActiveBatches,
   consoleUploaderOf,
+  cancelReturnedRows,
 } from '../store/index.js';
 import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
@@ -418,6 +419,10 @@ export class PayoutDaemon {
       // An approval file may have let a batch go: its rows are owed to the submitter now.
       if (this.approvalFiles && (await this.approvalFiles.scan()) > 0) this.submitLoop?.wake();
     }
+    // Rows of a cancelled batch whose create never reached the service end as the cancel said, so it can finish.
+    const cancelled = await cancelReturnedRows(db, clock.now());
+    if (cancelled > 0)
+      this.deps.logger.info({ rows: cancelled }, 'rows of cancelled batches back in READY made NOT_SUBMITTED; none was sent');
     const finished = await this.finisher.pass();
     await this.retention.pass(clock.now());
     return finished;

@@ -66,6 +66,9 @@ export interface BatchRecord {
   approvalExpiresAt?: number | null;
   /** When the batch was let go to be paid (the rolling limits count it from then). */
   releasedAt?: number | null;
+  /** When an operator cancelled it, and why: no row of it is sent from then on. */
+  cancelledAt?: number | null;
+  cancelReason?: string | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -116,6 +119,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   approvalFiguresJson: 'approval_figures_json',
   approvalExpiresAt: 'approval_expires_at',
   releasedAt: 'released_at',
+  cancelledAt: 'cancelled_at',
+  cancelReason: 'cancel_reason',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };

@@ -86,6 +86,8 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       .andWhere((w) => w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', BALANCE_HOLD).andWhere('b.hold_until', '<=', now)))
       // Approval (src/approval): a batch that uses it is paid only once let go, whatever happened to its hold.
       .andWhere((w) => w.whereNull('b.approval_state').orWhereIn('b.approval_state', RELEASED_APPROVAL_STATES))
+      // An operator's cancel is for good: a row back in READY since is made NOT_SUBMITTED, never sent.
+      .whereNull('b.cancelled_at')
       .whereExists((e) =>
         e
           .select(trx.raw('1'))

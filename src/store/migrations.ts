@@ -596,6 +596,24 @@ const consoleTables: Migration = {
   },
 };
 
+// An operator's cancel (src/store/holds.ts: cancelReadyRows) stays on the batch: a row that comes back to READY
+// later (its create never reached the service) is never sent, but made NOT_SUBMITTED for the same reason.
+const batchCancel: Migration = {
+  name: '0018_batch_cancel',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('cancelled_at').nullable();
+      t.text('cancel_reason').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('cancelled_at');
+      t.dropColumn('cancel_reason');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -614,6 +632,7 @@ export const MIGRATIONS: readonly Migration[] = [
   approvals,
   batchEvents,
   consoleTables,
+  batchCancel,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

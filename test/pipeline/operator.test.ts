@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimReadyRows } from '../../src/store/claims.js';
-import { cancelReadyRows, holdBatch, releaseBatchHold } from '../../src/store/holds.js';
+import { cancelReadyRows, cancelReturnedRows, holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
 import { liftHoldAsRead } from '../../src/cli/commands/operator.js';
 import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
@@ -25,6 +25,36 @@ describe('operator decisions', () => {
     expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
     await p.submit();
     expect(p.createRequests()).toBe(0);
+  });
+
+  it('cancel is for good: a row whose create never reached the service, back in READY later, is not sent but cancelled too', async () => {
+    const p = await startPipeline({ submitter: { notFoundGraceMs: 60_000 } });
+    const batch = await p.receive('cancelled.csv', csvFile([csvRow('OC-1'), csvRow('OC-2')]));
+    // OC-1's create timed out before it reached the service: UNKNOWN, to be asked about.
+    await p
+      .db('payouts')
+      .where({ batch_id: batch.id, line: 2 })
+      .update({ state: 'UNKNOWN', unknown_since: p.clock.now(), next_attempt_at: p.clock.now() });
+    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: wrong file', p.clock.now())).toBe(1);
+    expect(await p.states(batch.id)).toEqual(['UNKNOWN', 'NOT_SUBMITTED']);
+
+    // The service has no payout for it: past the grace it goes back to READY, and is claimed no more.
+    p.clock.advance(61_000);
+    await p.submit();
+    await p.submit();
+    expect(p.createRequests()).toBe(0);
+    expect(await p.states(batch.id)).toEqual(['READY', 'NOT_SUBMITTED']);
+    expect(await listFinishedActiveBatches(p.db)).toEqual([]);
+
+    // The finish pass ends it as the cancel said; the batch can finish.
+    expect(await cancelReturnedRows(p.db, p.clock.now())).toBe(1);
+    expect(await p.states(batch.id)).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
+    expect((await p.db('payouts').where({ batch_id: batch.id, line: 2 }).first('reason_code', 'reason')) as unknown).toEqual({
+      reason_code: 'CANCELLED_BY_OPERATOR',
+      reason: 'cancelled by an operator: wrong file',
+    });
+    expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
+    expect(p.ledgerCount('OC-1')).toBe(0);
   });
 
   it('a batch held FILE_CHANGED with every row final is not finished until an operator decides', async () => {

@@ -65,6 +65,8 @@ export async function releaseBatch(config: ResolvedConfig, batchId: string): Pro
 export async function cancelBatch(config: ResolvedConfig, batchId: string, reason: string): Promise<void> {
   await withActiveBatch(config, batchId, async (db) => {
     const n = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now());
-    print(`batch ${batchId}: ${n} row(s) not yet sent are now NOT_SUBMITTED; rows already sent are followed to their end`);
+    print(
+      `batch ${batchId}: ${n} row(s) not yet sent are now NOT_SUBMITTED; rows already sent are followed to their end, and one the service proves never to have received is not sent again`,
+    );
   });
 }
