@@ -299,6 +299,8 @@ export class PayoutApiClient {
       // Credentials are taken after the pause: they must still be fresh when the call leaves.
       if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(opts.signal);
       const creds = await this.tokens.current();
+      // Per try: a pause or a renewal above may have outlasted the caller's claim on a create.
+      await opts.trail?.beforeSend?.();
       try {
         return await this.sendBusiness(endpoint, body, creds, opts.signal);
       } catch (err) {

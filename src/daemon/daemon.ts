@@ -226,8 +226,8 @@ export class PayoutDaemon {
         get reconcileEveryMs() {
           return poll.tickMs;
         },
-        // Alone on SQLite nobody else could take a row, and a lease would only delay work after a restart.
-        claimant: { instanceId: o.instanceId, leaseMs: this.shared ? config.instance.leaseMs : 0 },
+        // Alone on SQLite too: each try of a create renews its row's lease and is sent only while it holds.
+        claimant: { instanceId: o.instanceId, leaseMs: config.instance.leaseMs },
         takeOverExpired: this.shared,
       },
     );

@@ -71,8 +71,16 @@ export interface StoredPayoutRequest {
 
 export type CreateRequest = PayoutRequest | StoredPayoutRequest;
 
-/** Refusals of the credentials a create carried (1009, 1004), each followed by a resend: never processed, so safe. */
+/**
+ * One create's companion through the client: the caller's check before each try, and the refusals of the
+ * credentials it carried (1009, 1004), each followed by a resend: never processed, so safe.
+ */
 export interface CreateTrail {
+  /**
+   * Awaited right before each try goes on the wire (after any rate-limit pause and credential renewal). A throw
+   * stops the create there, unsent, and is passed on as it is: the caller confirms the create is still its own.
+   */
+  beforeSend?: () => Promise<void>;
   /** Absent until a try is refused. */
   refused?: { code: string; detail: string }[];
 }

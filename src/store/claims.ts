@@ -8,6 +8,7 @@ import { BALANCE_HOLD, RELEASED_APPROVAL_STATES } from '../domain/holds.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved } from './moves.js';
+import { reproducibleTransaction } from './reproducible.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -135,6 +136,28 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
     );
     return claimed;
   });
+}
+
+/**
+ * The fence of one create try: renews the lease of a claimed row right before the try goes on the wire, only
+ * while the row is still this claim's (CREATING, leased to this instance for the same attempt, the lease not
+ * run out). False: the row may be another's by now (taken over as interrupted, perhaps created again), so
+ * this try must not be sent. The lease then lasts longer than one try can take (docs/high-availability.md).
+ */
+export async function renewCreateLease(
+  db: Database,
+  row: Pick<ClaimedRow, 'id' | 'createAttempts'>,
+  now: number,
+  claimant: Claimant,
+): Promise<boolean> {
+  const renew = async (trx: Knex.Transaction): Promise<boolean> =>
+    (await trx('payouts')
+      .where({ id: row.id, state: 'CREATING', lease_owner: claimant.instanceId, create_attempts: row.createAttempts })
+      .andWhere('lease_expires_at', '>=', now)
+      .update({ lease_expires_at: now + claimant.leaseMs })) > 0;
+  // Shared, other instances judge the lease by what is committed, so it must survive a crash of the server.
+  // Alone on SQLite, every start takes all CREATING rows as interrupted anyway: a lost renewal costs nothing.
+  return isPostgres(db) ? writeTransaction(db, renew) : reproducibleTransaction(db, renew);
 }
 
 /** The claimant of a single-instance daemon. */

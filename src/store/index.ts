@@ -34,7 +34,7 @@ export { readyMoneyOf } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, type InvalidRowsPolicy } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
-export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, type Claimant, type ClaimedRow } from './claims.js';
+export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, renewCreateLease, type Claimant, type ClaimedRow } from './claims.js';
 export { applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 

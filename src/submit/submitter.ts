@@ -20,6 +20,7 @@ import {
   claimReadyRows,
   lastIntentAt,
   markInterruptedCreatesUnknown,
+  renewCreateLease,
   type Claimant,
   type ClaimedRow,
   type RowMove,
@@ -41,7 +42,10 @@ export interface SubmitterOptions {
   reconcileBatchSize: number;
   /** While a pass sends, UNKNOWN rows that fell due are looked at this often. Default 1000. */
   reconcileEveryMs?: number;
-  /** This instance and its lease on claimed rows (several instances share one PostgreSQL database). */
+  /**
+   * This instance and its lease on claimed rows. Each try of a create renews the lease first, so `leaseMs` must
+   * exceed what one try may take (the client's per-try timeout); a row whose lease ran out is taken over.
+   */
   claimant: Claimant;
   /** Take over creates whose lease ran out (another instance died) on every pass. */
   takeOverExpired: boolean;
@@ -67,7 +71,8 @@ export interface SubmitterDeps {
 
 /** What became of one create, waiting to be recorded. */
 interface CreateOutcome {
-  move: RowMove;
+  /** None: the row is no longer this claim's, so this process records nothing of it. */
+  move?: RowMove;
   row: ClaimedRow;
   /** INSUFFICIENT_BALANCE: hold the batch until then. */
   holdUntil?: number;
@@ -81,6 +86,13 @@ interface Beside {
   nudge(): void;
   /** Ends it after its current round; resolves with the rows it moved (rejects with its failure). */
   stop(): Promise<number>;
+}
+
+/** A create try not sent: its row's claim ran out and the row may be another's now. */
+class ClaimLost extends Error {
+  constructor() {
+    super('the claim on this row ran out before its create was sent');
+  }
 }
 
 /** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
@@ -223,6 +235,7 @@ export class PayoutSubmitter {
       // Even if the send failed unexpectedly: the freed slot takes the next waiting row.
       answered();
     }
+    if (outcome.move === undefined) return;
     // Notes go first: same row, in order.
     const notes = outcome.notes?.map((note) => this.records.add(note));
     await this.records.add(outcome.move);
@@ -257,8 +270,8 @@ export class PayoutSubmitter {
       };
       return { move: notSent, row };
     }
-    // Allocated per create, filled only when the service refuses its credentials.
-    const trail: CreateTrail = {};
+    // Allocated per create: the fence of each try, and the tries refused for their credentials.
+    const trail: CreateTrail = { beforeSend: () => this.fence(row) };
     try {
       this.deps.faultPoint?.('after-intent');
       if (row.requestValues === null) throw new Error(`row ${row.id} has no stored request`);
@@ -274,6 +287,12 @@ export class PayoutSubmitter {
       if (logger.isLevelEnabled('debug'))
         log().debug({ payoutId: created.payoutId, account: maskAccountNumber(requestOf(row).beneficiary.accountNumber) }, 'payout created');
     } catch (err) {
+      if (err instanceof ClaimLost) {
+        // Nothing of this claim was processed (a try is repeated only when it provably was not): the row is left
+        // to whoever holds it now, or to the takeover of expired leases, which resolves it by query.
+        log().warn({ instanceId: this.o.claimant.instanceId }, 'create not sent: the claim on its row ran out; left to its holder');
+        return { row };
+      }
       const d = decideCreateFailure(err, {
         attempt: row.createAttempts,
         now: clock.now(),
@@ -294,6 +313,11 @@ export class PayoutSubmitter {
       else log().info({ err: safe }, 'create deferred');
     }
     return { move, row, holdUntil, notes: this.refusalNotes(row, trail) };
+  }
+
+  /** Before each try of a create: renews the row's lease, or throws ClaimLost when the row is no longer this claim's. */
+  private async fence(row: ClaimedRow): Promise<void> {
+    if (!(await renewCreateLease(this.deps.db, row, this.deps.clock.now(), this.o.claimant))) throw new ClaimLost();
   }
 
   /** A history entry per try of the create the service refused before processing (its credentials), if any. */

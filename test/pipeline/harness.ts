@@ -106,6 +106,8 @@ export interface PipelineOptions {
   proxy?: boolean;
   /** A circuit breaker for the client, on the ManualClock with jitter fixed at 0.5 (`Pipeline.breaker`). */
   breaker?: Pick<BreakerOptions, 'failureThreshold' | 'probe'>;
+  /** Opens the migrated state database (default: a SQLite file in the pipeline's folder); closed with the pipeline. */
+  database?: (dir: string) => Promise<Database>;
 }
 
 export interface Pipeline {
@@ -113,6 +115,8 @@ export interface Pipeline {
   db: Database;
   sandbox: SandboxServer;
   client: PayoutApiClient;
+  /** The options `client` was made with: another instance's client is `new PayoutApiClient(clientOptions)`. */
+  clientOptions: PayoutApiClientOptions;
   /** With `proxy`: between the client and the sandbox. */
   proxy: TcpProxy | null;
   /** With `breaker`: the client's. */
@@ -171,7 +175,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   const logLines: string[] = [];
   const logger = createLogger('debug', { write: (line: string) => void logLines.push(line) });
 
-  const db = await openTestDatabase(dir);
+  const db = await (o.database ?? openTestDatabase)(dir);
 
   const sandbox = await startSandbox({
     seed: 7,
@@ -185,7 +189,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
   const breaker = o.breaker ? new ServiceBreaker({ ...o.breaker, clock, random: () => 0.5 }) : null;
   const calls: ApiCallRecord[] = [];
   const { retry, ...clientRest } = o.client ?? {};
-  const client = new PayoutApiClient({
+  const clientOptions: PayoutApiClientOptions = {
     baseUrl: proxy?.url ?? sandbox.url,
     breaker: breaker ?? undefined,
     merchantCode: MERCHANT,
@@ -203,7 +207,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     },
     ...clientRest,
     retry: { maxAttempts: 3, baseMs: 2, maxMs: 10, ...retry },
-  });
+  };
+  const client = new PayoutApiClient(clientOptions);
 
   const submitterOptions: SubmitterOptions = {
     concurrency: 4,
@@ -341,6 +346,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     db,
     sandbox,
     client,
+    clientOptions,
     proxy,
     breaker,
     clock,
