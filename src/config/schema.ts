@@ -314,7 +314,7 @@ export const configSchema = z
       })
       .prefault({}),
     notify: notifySchema,
-    /** Several instances on one PostgreSQL database (database.client pg). */
+    /** Leases on claimed work; several instances share one PostgreSQL database (database.client pg). */
     instance: z
       .object({
         /** Names this process in leases and logs; default host:pid:random. */

@@ -226,9 +226,9 @@ export class PayoutDaemon {
         get reconcileEveryMs() {
           return poll.tickMs;
         },
-        // Alone on SQLite too: each try of a create renews its row's lease and is sent only while it holds.
+        // Alone on SQLite too: each try of a create renews its row's lease and is sent only while it holds, and a
+        // create whose answer could not be recorded is taken over once its lease runs out.
         claimant: { instanceId: o.instanceId, leaseMs: config.instance.leaseMs },
-        takeOverExpired: this.shared,
       },
     );
     this.poller = new SettlementPoller(

@@ -47,8 +47,6 @@ export interface SubmitterOptions {
    * exceed what one try may take (the client's per-try timeout); a row whose lease ran out is taken over.
    */
   claimant: Claimant;
-  /** Take over creates whose lease ran out (another instance died) on every pass. */
-  takeOverExpired: boolean;
 }
 
 /** The hold a refused create puts on its batch (src/holds: BatchHolds). */
@@ -149,11 +147,10 @@ export class PayoutSubmitter {
   /** One pass: resolve unknown outcomes, then create every due READY row with `concurrency` in flight. Returns rows moved. */
   async runOnce(signal: AbortSignal, callSignal: AbortSignal = signal): Promise<number> {
     if (!this.available() && !((await this.deps.service.probeIfDue?.(callSignal)) ?? false)) return 0;
-    if (this.o.takeOverExpired) {
-      const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
-      if (taken > 0)
-        this.deps.logger.warn({ rows: taken }, 'took over creates of an instance whose lease ran out; resolving them by query');
-    }
+    // Creates whose lease ran out: another instance died, or an answer of ours was never recorded (a failed
+    // commit). None is in flight: every try renews its lease first and sends only while it holds (sendCreate).
+    const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
+    if (taken > 0) this.deps.logger.warn({ rows: taken }, 'took over creates whose lease ran out; resolving them by query');
     let moved = await this.reconcileUnknown(signal);
     const beside = this.reconcileBeside(signal);
     this.beside = beside;

@@ -218,7 +218,6 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     firstPollDelayMs: 2000,
     reconcileBatchSize: 100,
     claimant: { instanceId: 'test', leaseMs: 120_000 },
-    takeOverExpired: false,
     ...o.submitter,
   };
   const pollerOptions: PollerOptions = {

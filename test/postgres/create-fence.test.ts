@@ -32,13 +32,10 @@ describe.skipIf(!pgReachable)('postgres: a create held in its client past its le
     const leaseMs = 120_000;
     const deps = { db: p.db, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 };
     // Each instance has its own client, as separate processes do (a rate-limit pause is per client).
-    const a = new PayoutSubmitter(
-      { ...deps, service: p.client },
-      { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs }, takeOverExpired: true },
-    );
+    const a = new PayoutSubmitter({ ...deps, service: p.client }, { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs } });
     const b = new PayoutSubmitter(
       { ...deps, service: new PayoutApiClient(p.clientOptions) },
-      { ...p.submitterOptions, claimant: { instanceId: 'B', leaseMs }, takeOverExpired: true },
+      { ...p.submitterOptions, claimant: { instanceId: 'B', leaseMs } },
     );
     await p.insertReadyBatch([payoutRequest('REF-FENCE-1')]);
 
