@@ -319,7 +319,7 @@ export const configSchema = z
       .object({
         /** Names this process in leases and logs; default host:pid:random. */
         id: z.string().optional(),
-        /** Work an instance claimed is taken over by others after this; must exceed one try of a create (api.timeoutMs). */
+        /** Work an instance claimed is taken over by others after this; must exceed twice one try of a create (api.timeoutMs). */
         leaseMs: positive(120_000),
       })
       .prefault({}),

@@ -43,8 +43,9 @@ export interface SubmitterOptions {
   /** While a pass sends, UNKNOWN rows that fell due are looked at this often. Default 1000. */
   reconcileEveryMs?: number;
   /**
-   * This instance and its lease on claimed rows. Each try of a create renews the lease first, so `leaseMs` must
-   * exceed what one try may take (the client's per-try timeout); a row whose lease ran out is taken over.
+   * This instance and its lease on claimed rows. A try of a create leaves with at least half the lease ahead
+   * (renewed first when less is left), so `leaseMs` must exceed twice what one try may take (the client's per-try
+   * timeout); a row whose lease ran out is taken over.
    */
   claimant: Claimant;
 }
@@ -312,9 +313,17 @@ export class PayoutSubmitter {
     return { move, row, holdUntil, notes: this.refusalNotes(row, trail) };
   }
 
-  /** Before each try of a create: renews the row's lease, or throws ClaimLost when the row is no longer this claim's. */
+  /**
+   * Before each try of a create: renews the row's lease, or throws ClaimLost when the row is no longer this
+   * claim's. No row is taken over before its lease runs out, so a try that leaves with half the lease still ahead
+   * (more than one try can take) needs no renewal: a create sent soon after its claim writes nothing here.
+   */
   private async fence(row: ClaimedRow): Promise<void> {
-    if (!(await renewCreateLease(this.deps.db, row, this.deps.clock.now(), this.o.claimant))) throw new ClaimLost();
+    const now = this.deps.clock.now();
+    const { leaseMs } = this.o.claimant;
+    if (row.leaseExpiresAt !== null && now + leaseMs / 2 <= row.leaseExpiresAt) return;
+    if (!(await renewCreateLease(this.deps.db, row, now, this.o.claimant))) throw new ClaimLost();
+    row.leaseExpiresAt = now + leaseMs;
   }
 
   /** A history entry per try of the create the service refused before processing (its credentials), if any. */
