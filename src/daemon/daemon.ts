@@ -22,8 +22,10 @@ import {
   listFinishedActiveBatches,
   consoleUploaderOf,
   cancelReturnedRows,
+  findBatchByStoredPath,
+  type BatchRecord,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import { BatchIntake, InboxWatcher, type ClaimedFile, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
 import {
@@ -43,6 +45,7 @@ import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
+import { ReadRetries } from './read-retries.js';
 import type { FaultPoint } from './fault-points.js';
 
 export interface DaemonDeps {
@@ -88,6 +91,11 @@ export class PayoutDaemon {
   private submitLoop: WorkLoop | null = null;
   private pollLoop: WorkLoop | null = null;
   private started = false;
+  /** Batches whose reading failed in this process: read again from the start on a later finish pass, after a wait. */
+  private readonly failedReadings: ReadRetries;
+  /** Taken files whose batch could not be recorded (they wait in claimed/), by stored path: received again likewise. */
+  private readonly unrecordedClaims = new Map<string, ClaimedFile>();
+  private readonly failedClaims: ReadRetries;
 
   /** Several instances share the database (PostgreSQL): work is claimed with leases. */
   private readonly shared: boolean;
@@ -98,6 +106,8 @@ export class PayoutDaemon {
   ) {
     const { config, db, clock, logger, service } = deps;
     this.shared = isPostgres(db);
+    this.failedReadings = new ReadRetries(clock);
+    this.failedClaims = new ReadRetries(clock);
     const fault = deps.faultPoint;
     this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined, {
       xlsx: config.outbox.xlsx,
@@ -394,7 +404,10 @@ export class PayoutDaemon {
     const unknown = await markInterruptedCreatesUnknown(db, clock.now(), !this.shared);
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
-    await this.intake.recoverOrphanClaims(this.watcher.claimedDir, this.shared ? config.instance.leaseMs : 0);
+    for (const orphan of await this.intake.orphanClaims(this.watcher.claimedDir, this.shared ? config.instance.leaseMs : 0)) {
+      if (this.stopWork.signal.aborted) return;
+      await this.takeIn(orphan);
+    }
     await this.resumeReading(true);
     if (this.stopWork.signal.aborted) return;
     if (!this.shared) {
@@ -409,10 +422,10 @@ export class PayoutDaemon {
   /** One pass of the finish loop: taken files that changed, then the finisher's work. */
   private async finishPass(): Promise<number> {
     const { db, clock, config } = this.deps;
-    if (this.shared) {
-      await this.resumeReading(false);
-      await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
-    }
+    // Intakes that failed here (a store error, a full disk) and readings other instances left are tried again.
+    await this.receiveUnrecordedClaims();
+    await this.resumeReading(false);
+    if (this.shared) await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
     if (this.approval) {
       await expireDueApprovals(this.approval);
@@ -428,24 +441,47 @@ export class PayoutDaemon {
     return finished;
   }
 
-  /** Batches left half-read (by this process before a crash, or by an instance whose lease ran out). */
+  /**
+   * Batches left half-read: by this process before a crash (at start), by an instance whose lease ran out
+   * (shared), or by a reading here that failed (read again once the wait after its failure is over).
+   */
   private async resumeReading(atStart: boolean): Promise<void> {
     const { db, clock, logger } = this.deps;
-    for (const b of await listBatchesInStates(db, ['RECEIVED', 'VALIDATING'])) {
+    const unread = await listBatchesInStates(db, ['RECEIVED', 'VALIDATING']);
+    this.failedReadings.keepOnly(unread.map((b) => b.id));
+    for (const b of unread) {
       if (this.stopWork.signal.aborted) return;
-      // A batch under our own lease is one this process is reading right now (unless we just started).
-      if (!atStart && b.leaseOwner === this.o.instanceId) continue;
+      // Being read by this process now (a file being received): a second reading would clear the rows the first writes.
+      if (this.intake.isReading(b.id) || !this.failedReadings.due(b.id)) continue;
       const leaseMs = this.deps.config.instance.leaseMs;
       if (this.shared && !(await claimBatchLease(db, b.id, this.o.instanceId, leaseMs, clock.now(), ['RECEIVED', 'VALIDATING']))) continue;
-      logger.info({ batchId: b.id }, 'resuming the reading of a batch interrupted by a stop');
+      const why = atStart
+        ? 'resuming the reading of a batch interrupted by a stop'
+        : this.failedReadings.has(b.id)
+          ? 'resuming the reading of a batch whose reading failed here: reading it again from the start'
+          : 'resuming the reading of a batch its reader left half-read: reading it again from the start';
+      logger.info({ batchId: b.id, file: b.fileName }, why);
+      let batch: BatchRecord;
       try {
-        await this.intake.process(b.id);
+        batch = await this.intake.process(b.id);
       } catch (err) {
         // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
         if (this.stopWork.signal.aborted) return;
-        throw err;
+        this.readingFailed(b.id, err);
+        continue;
       }
+      this.failedReadings.forget(b.id);
+      if (batch.state === 'ACTIVE') this.submitLoop?.wake();
     }
+  }
+
+  /** A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again. */
+  private readingFailed(batchId: string, err: unknown): void {
+    const retryInMs = this.failedReadings.failed(batchId);
+    this.deps.logger.error(
+      { batchId, err: safeError(err), retryInMs },
+      'the reading of a batch failed: it stays VALIDATING, none of its rows can be sent, and it is read again from the start after a wait',
+    );
   }
 
   private async onCandidate(c: InboxCandidate): Promise<void> {
@@ -460,9 +496,59 @@ export class PayoutDaemon {
       return;
     }
     this.deps.onBatchEvent?.('seen');
-    const batch = await this.intake.receive(claimed);
+    await this.takeIn(claimed);
+  }
+
+  /** The intake of a taken file. A failure is logged and left to a later finish pass, never to the next restart. */
+  private async takeIn(claimed: ClaimedFile): Promise<void> {
+    let batch: BatchRecord;
+    try {
+      batch = await this.intake.receive(claimed);
+    } catch (err) {
+      // Stopped mid-read: the next start reads the batch again (or receives the file again from claimed/).
+      if (this.stopWork.signal.aborted) return;
+      await this.receiveFailed(claimed, err);
+      return;
+    }
+    this.unrecordedClaims.delete(claimed.storedPath);
+    this.failedClaims.forget(claimed.storedPath);
     this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
     if (batch.state === 'ACTIVE') this.submitLoop?.wake();
+  }
+
+  /** What is tried again depends on whether the batch was recorded: its reading, or the whole intake of the file. */
+  private async receiveFailed(claimed: ClaimedFile, err: unknown): Promise<void> {
+    // A lookup that fails too counts as not recorded: the retry looks again before it receives the file.
+    const batch = await findBatchByStoredPath(this.deps.db, claimed.storedPath).catch(() => undefined);
+    if (batch) {
+      this.readingFailed(batch.id, err);
+      return;
+    }
+    this.unrecordedClaims.set(claimed.storedPath, claimed);
+    const retryInMs = this.failedClaims.failed(claimed.storedPath);
+    this.deps.logger.error(
+      { file: claimed.originalName, storedPath: claimed.storedPath, err: safeError(err), retryInMs },
+      'a file taken from the inbox could not be recorded as a batch: it waits in claimed/, nothing of it is paid, and it is received again after a wait',
+    );
+  }
+
+  /** Taken files whose batch could not be recorded, received again once the wait after their failure is over. */
+  private async receiveUnrecordedClaims(): Promise<void> {
+    for (const claimed of [...this.unrecordedClaims.values()]) {
+      if (this.stopWork.signal.aborted) return;
+      if (!this.failedClaims.due(claimed.storedPath)) continue;
+      if (await findBatchByStoredPath(this.deps.db, claimed.storedPath)) {
+        // Recorded after all (the failure came later): its reading is resumed with the other half-read batches.
+        this.unrecordedClaims.delete(claimed.storedPath);
+        this.failedClaims.forget(claimed.storedPath);
+        continue;
+      }
+      this.deps.logger.info(
+        { file: claimed.originalName, storedPath: claimed.storedPath },
+        'receiving again a taken file whose batch could not be recorded',
+      );
+      await this.takeIn(claimed);
+    }
   }
 
   /** An inbox entry that is not a file payoutd can read: logged, and answered in the outbox (the sender may not read logs). */

@@ -20,6 +20,7 @@ import {
   findFirstBySha,
   getBatch,
   insertBatch,
+  BatchStateError,
   insertBatchErrors,
   receivedBatch,
   updateBatch,
@@ -150,6 +151,14 @@ export class BatchIntake {
     private readonly o: IntakeOptions,
   ) {}
 
+  /** Batches this process is reading now: a second reading of one would clear the rows the first is writing. */
+  private readonly readingNow = new Set<string>();
+
+  /** Whether this process is reading the batch right now (being received, or its reading resumed). */
+  isReading(batchId: string): boolean {
+    return this.readingNow.has(batchId);
+  }
+
   /** Records a claimed file as a batch and reads it. */
   async receive(claimed: ClaimedFile): Promise<BatchRecord> {
     const uploader = (await this.deps.uploaderOf?.(claimed).catch(() => null)) ?? null;
@@ -169,20 +178,26 @@ export class BatchIntake {
       },
       now,
     );
-    await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
-    this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
-    return this.process(batch.id);
+    // Marked as being read from before its record exists: a finish pass that sees the new record leaves it alone.
+    return this.readingOnce(batch.id, async () => {
+      await insertBatch(this.deps.db, { ...batch, leaseOwner: this.o.instanceId, leaseExpiresAt: now + this.o.leaseMs });
+      this.deps.logger.info({ batchId: batch.id, file: batch.fileName, size: batch.size, sha256: batch.sha256 }, 'batch file received');
+      return this.readLeased(batch.id);
+    });
   }
 
-  /** Files in claimed/ with no batch record (the daemon stopped between the claim and recording it): received now. */
-  async recoverOrphanClaims(claimedDir: string, minAgeMs = 0): Promise<number> {
+  /**
+   * Files in claimed/ with no batch record (the daemon stopped between the claim and recording it), described
+   * as a claim would describe them, for the caller to receive.
+   */
+  async orphanClaims(claimedDir: string, minAgeMs = 0): Promise<ClaimedFile[]> {
     let names: string[];
     try {
       names = await readdir(claimedDir);
     } catch {
-      return 0; // no claimed/ yet: nothing was ever claimed
+      return []; // no claimed/ yet: nothing was ever claimed
     }
-    let n = 0;
+    const orphans: ClaimedFile[] = [];
     for (const name of names) {
       if (name.endsWith('.ctl') || name.startsWith('.')) continue;
       const storedPath = join(claimedDir, name);
@@ -199,7 +214,7 @@ export class BatchIntake {
         () => false,
       );
       this.deps.logger.warn({ storedPath }, 'found a claimed file with no batch record (stopped mid-claim); receiving it now');
-      await this.receive({
+      orphans.push({
         // The original name is gone with the claim record; the stored (safe) form of it is the best there is.
         claimId: parsed?.claimId ?? name,
         originalName: parsed?.storedAs ?? name,
@@ -210,13 +225,30 @@ export class BatchIntake {
         controlPath: hasControl ? controlPath : undefined,
         doneMarker: false,
       });
-      n++;
     }
-    return n;
+    return orphans;
   }
 
-  /** Reads (or re-reads, after a restart) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
+  /** Reads (or re-reads, after a restart or a failed reading) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
   async process(batchId: string): Promise<BatchRecord> {
+    return this.readingOnce(batchId, () => this.readLeased(batchId));
+  }
+
+  /** Runs `reading` as this process's only reading of the batch; refused while another is going on. */
+  private async readingOnce(batchId: string, reading: () => Promise<BatchRecord>): Promise<BatchRecord> {
+    if (this.readingNow.has(batchId)) {
+      throw new BatchStateError('BATCH_BEING_READ', `batch ${batchId} is already being read by this process`);
+    }
+    this.readingNow.add(batchId);
+    try {
+      return await reading();
+    } finally {
+      this.readingNow.delete(batchId);
+    }
+  }
+
+  /** The reading of a batch, its lease renewed all along. */
+  private async readLeased(batchId: string): Promise<BatchRecord> {
     // The lease says "still reading" to other instances for as long as this takes, however long one chunk is.
     const renew = setInterval(
       () => {

@@ -23,6 +23,7 @@ export {
   clearBatchContents,
   claimBatchLease,
   listBatchPage,
+  BatchStateError,
   type BatchRecord,
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';

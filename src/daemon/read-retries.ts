@@ -1,0 +1,51 @@
+/**
+ * ReadRetries: the intakes that failed in this process (a batch whose reading failed, a taken file whose batch
+ * could not be recorded) and when each may be tried again. The wait doubles with each failure of the same one,
+ * so an error that lasts (a full disk) does not have the finish loop read the same file over and over, while
+ * one that passes (the write lock held by a command for a moment) costs little.
+ */
+import type { Clock } from '../domain/clock.js';
+import type { BackoffPolicy } from '../domain/backoff.js';
+
+/** The first wait after a failure, and the longest. */
+export const READ_RETRY: BackoffPolicy = { baseMs: 2_000, maxMs: 300_000 };
+
+export class ReadRetries {
+  private readonly failures = new Map<string, { count: number; dueAt: number }>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly policy: BackoffPolicy = READ_RETRY,
+  ) {}
+
+  /** Records a failure of `key`; the wait before it is tried again. */
+  failed(key: string): number {
+    const count = (this.failures.get(key)?.count ?? 0) + 1;
+    // No jitter: one process retries its own work, there is no crowd to spread out.
+    const waitMs = Math.min(this.policy.maxMs, this.policy.baseMs * 2 ** (count - 1));
+    this.failures.set(key, { count, dueAt: this.clock.now() + waitMs });
+    return waitMs;
+  }
+
+  /** Whether `key` failed here and is not yet tried again with success. */
+  has(key: string): boolean {
+    return this.failures.has(key);
+  }
+
+  /** Whether `key` may be tried now: it never failed, or its wait is over. */
+  due(key: string): boolean {
+    const f = this.failures.get(key);
+    return f === undefined || this.clock.now() >= f.dueAt;
+  }
+
+  /** `key` went through: a later failure starts from the first wait again. */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  /** Forgets every key but these (work another instance finished, or that ended otherwise). */
+  keepOnly(keys: Iterable<string>): void {
+    const kept = new Set(keys);
+    for (const key of [...this.failures.keys()]) if (!kept.has(key)) this.failures.delete(key);
+  }
+}

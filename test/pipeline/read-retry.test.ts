@@ -1,0 +1,138 @@
+/**
+ * A daemon alone on its SQLite file whose intake fails on a store error while it runs (the write lock held
+ * past database.busyTimeoutMs by a command, a full disk; here a trigger that raises SQLite's own "disk is
+ * full" error). The batch, or the taken file that got no batch, used to wait for a restart: its stored rows
+ * held their references (a file sent again had every row DUPLICATE) and finance had no ack. Now a later
+ * finish pass reads it again from the start, once a wait on the daemon's clock is over, and never while this
+ * process is still reading it.
+ */
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { READ_RETRY } from '../../src/daemon/read-retries.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+
+const daemons: PayoutDaemon[] = [];
+afterEach(async () => {
+  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await closePipelines();
+});
+
+/** The daemon on the pipeline's ManualClock: the inbox and the retry waits move only when the test moves it. */
+async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
+  const inbox = join(p.dir, 'inbox');
+  const outbox = join(p.dir, 'outbox');
+  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
+  const config = loadConfig(
+    { env: {}, cwd: p.dir },
+    {
+      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
+      inbox: { stableForMs: 100, rescanIntervalMs: 50 },
+      // A reading that stored its rows twice would have them DUPLICATE_IN_FILE, and the file refused whole.
+      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
+      submit: { notFoundGraceMs: 0, concurrency: 1 },
+    },
+  );
+  const daemon = new PayoutDaemon(
+    { config, db: p.db, service: p.client, clock: p.clock, logger: p.logger },
+    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
+  );
+  daemons.push(daemon);
+  await daemon.start();
+  return { daemon, inbox, outbox };
+}
+
+/** Moves the clock and the inbox on, a step at a time, until `done`. */
+async function tickUntil(p: Pipeline, daemon: PayoutDaemon, done: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    if (await done()) return;
+    p.clock.advance(100);
+    await daemon.tickInbox();
+  }
+  throw new Error(`the inbox never got to: ${what}`);
+}
+
+const logsWith = (p: Pipeline, text: string): Record<string, unknown>[] =>
+  p.logLines.filter((l) => l.includes(text)).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('pipeline: an intake that failed is tried again while the daemon runs', () => {
+  it('reads a batch whose reading failed part way again from the start, after a wait, into exactly its rows', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    const { daemon, inbox, outbox } = await daemonFor(p);
+    // The second chunk fails (the intake stores 5,000 rows a transaction), after the first is committed.
+    await p.db.raw(
+      `CREATE TRIGGER full_disk BEFORE INSERT ON payouts WHEN NEW.merchant_reference_id = 'RR-5500' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+    );
+    const refs = Array.from({ length: 6000 }, (_, i) => `RR-${i + 1}`);
+    await writeFile(join(inbox, 'big.csv'), csvFile(refs.map((r) => csvRow(r))));
+    // A tick waits for the intake of what it took: once the file is gone from the inbox, its reading has failed.
+    await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
+    const { id: batchId, state } = (await p.db('batches').first('id', 'state')) as { id: string; state: string };
+    expect(state).toBe('VALIDATING');
+    expect((await p.rows(batchId)).length).toBe(5000);
+
+    // The error passes; the batch is read again once the wait is over on the daemon's clock.
+    await p.db.raw('DROP TRIGGER full_disk');
+    p.clock.advance(READ_RETRY.baseMs);
+    await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch to be read again', 15_000);
+
+    const batch = await p.batch(batchId);
+    expect([batch.state, batch.rowCount, batch.validCount, batch.invalidCount]).toEqual(['ACTIVE', 6000, 6000, 0]);
+    const counts = (await p.db('payouts').where({ batch_id: batchId }).count({ n: '*' }).countDistinct({ lines: 'line' }).first()) as {
+      n: number;
+      lines: number;
+    };
+    expect(counts).toEqual({ n: 6000, lines: 6000 });
+    expect(
+      await p.db('payouts').where({ batch_id: batchId }).whereIn('state', ['INVALID', 'DUPLICATE', 'VALIDATED']).count({ n: '*' }).first(),
+    ).toEqual({ n: 0 });
+    expect(await readdir(outbox)).toContain(`${batchId}_big.csv.ack.csv`);
+    expect(logsWith(p, 'the reading of a batch failed').map((l) => [l.batchId, l.retryInMs])).toEqual([[batchId, READ_RETRY.baseMs]]);
+    expect(logsWith(p, 'resuming the reading of a batch whose reading failed here').map((l) => l.batchId)).toEqual([batchId]);
+    expect(logsWith(p, 'batch accepted')).toHaveLength(1);
+  });
+
+  it('receives again a taken file whose batch could not be recorded, after a wait, under its own name', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    const { daemon, inbox } = await daemonFor(p);
+    await p.db.raw(`CREATE TRIGGER full_disk BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
+    await writeFile(join(inbox, 'small.csv'), csvFile(['RC-1', 'RC-2', 'RC-3'].map((r) => csvRow(r))));
+    const claimedDir = daemon.claimedDir;
+    await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken into claimed/');
+    // Taken, with no batch: only this process knows it is there.
+    const [stored] = await readdir(claimedDir);
+    expect(stored).toMatch(/small\.csv$/);
+    expect(await p.db('batches').count({ n: '*' }).first()).toEqual({ n: 0 });
+
+    await p.db.raw('DROP TRIGGER full_disk');
+    p.clock.advance(READ_RETRY.baseMs);
+    await waitFor(
+      async () => ((await p.db('batches').count({ n: '*' }).first()) as { n: number }).n > 0,
+      'the file to be received again',
+      15_000,
+    );
+    await waitFor(
+      async () => !['RECEIVED', 'VALIDATING'].includes((await p.db('batches').first('state')).state as string),
+      'its reading to end',
+      15_000,
+    );
+
+    const batches = (await p.db('batches').select('id', 'file_name', 'state', 'valid_count', 'stored_path')) as Record<string, unknown>[];
+    expect(batches.map((b) => [b.file_name, b.state, b.valid_count, b.stored_path])).toEqual([
+      ['small.csv', 'ACTIVE', 3, join(claimedDir, stored as string)],
+    ]);
+    expect(logsWith(p, 'could not be recorded as a batch').map((l) => l.retryInMs)).toEqual([READ_RETRY.baseMs]);
+    expect(logsWith(p, 'receiving again a taken file whose batch could not be recorded')).toHaveLength(1);
+  });
+
+  it('refuses a second reading of a batch this process is reading', async () => {
+    const p = await startPipeline();
+    const id = await p.insertReadingBatch([]);
+    const first = p.intake.process(id);
+    await expect(p.intake.process(id)).rejects.toThrow(`batch ${id} is already being read by this process`);
+    await first.catch(() => undefined);
+    expect(p.intake.isReading(id)).toBe(false);
+  });
+});
