@@ -23,6 +23,7 @@ import {
   consoleUploaderOf,
   cancelReturnedRows,
   findBatchByStoredPath,
+  takeReaderLease,
   type BatchRecord,
 } from '../store/index.js';
 import { BatchIntake, InboxWatcher, type ClaimedFile, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
@@ -446,15 +447,14 @@ export class PayoutDaemon {
    * (shared), or by a reading here that failed (read again once the wait after its failure is over).
    */
   private async resumeReading(atStart: boolean): Promise<void> {
-    const { db, clock, logger } = this.deps;
+    const { db, logger } = this.deps;
     const unread = await listBatchesInStates(db, ['RECEIVED', 'VALIDATING']);
     this.failedReadings.keepOnly(unread.map((b) => b.id));
     for (const b of unread) {
       if (this.stopWork.signal.aborted) return;
       // Being read by this process now (a file being received): a second reading would clear the rows the first writes.
       if (this.intake.isReading(b.id) || !this.failedReadings.due(b.id)) continue;
-      const leaseMs = this.deps.config.instance.leaseMs;
-      if (this.shared && !(await claimBatchLease(db, b.id, this.o.instanceId, leaseMs, clock.now(), ['RECEIVED', 'VALIDATING']))) continue;
+      if (!(await this.takeReading(b.id))) continue;
       const why = atStart
         ? 'resuming the reading of a batch interrupted by a stop'
         : this.failedReadings.has(b.id)
@@ -473,6 +473,17 @@ export class PayoutDaemon {
       this.failedReadings.forget(b.id);
       if (batch.state === 'ACTIVE') this.submitLoop?.wake();
     }
+  }
+
+  /**
+   * Makes this instance the batch's reader, every write of its reading being fenced by that lease. Shared, only
+   * a lease that is free or ran out is taken; alone, the holder can only be an earlier process of this daemon.
+   */
+  private async takeReading(batchId: string): Promise<boolean> {
+    const { db, clock, config } = this.deps;
+    const lease = { batchId, instanceId: this.o.instanceId, leaseMs: config.instance.leaseMs };
+    if (this.shared) return claimBatchLease(db, batchId, lease.instanceId, lease.leaseMs, clock.now(), ['RECEIVED', 'VALIDATING']);
+    return takeReaderLease(db, lease, clock.now());
   }
 
   /** A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again. */

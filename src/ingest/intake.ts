@@ -15,6 +15,7 @@ import type { BatchEventInput } from '../domain/batch-events.js';
 import {
   type Database,
   claimBatchLease,
+  holdReaderLease,
   clearBatchContents,
   findBatchByStoredPath,
   findFirstBySha,
@@ -26,6 +27,8 @@ import {
   updateBatch,
   type BatchErrorRecord,
   type BatchRecord,
+  type ReaderFence,
+  type ReaderLease,
   acceptBatchRows,
   type InvalidRowsPolicy,
   insertRowsWhileReading,
@@ -99,7 +102,7 @@ export interface IntakeDeps {
   /** The user who owns a claimed file (its uid, and the name the system gives it), recorded as the batch's uploader. */
   uploaderOf?: (claimed: ClaimedFile) => Promise<{ uid: number | null; name: string | null } | null>;
   /** Called once a chunk of rows is committed while the batch is still being read (the chaos tests' kill point). */
-  afterChunkStored?: () => void;
+  afterChunkStored?: () => void | Promise<void>;
 }
 
 const CSV_EXTENSIONS = new Set(['.csv', '.txt', '']);
@@ -231,7 +234,24 @@ export class BatchIntake {
 
   /** Reads (or re-reads, after a restart or a failed reading) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
   async process(batchId: string): Promise<BatchRecord> {
-    return this.readingOnce(batchId, () => this.readLeased(batchId));
+    return this.readingOnce(batchId, async () => {
+      // A reading starts by taking the lease (free, run out, or this instance's); every write after it is fenced by it.
+      const { instanceId, leaseMs } = this.o;
+      if (!(await claimBatchLease(this.deps.db, batchId, instanceId, leaseMs, this.deps.clock.now(), ['RECEIVED', 'VALIDATING']))) {
+        throw new BatchStateError('BATCH_LEASE_LOST', `batch ${batchId} is being read by another instance (or is no longer being read)`);
+      }
+      return this.readLeased(batchId);
+    });
+  }
+
+  /** This instance's lease as the reader of the batch. */
+  private leaseOf(batchId: string): ReaderLease {
+    return { batchId, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs };
+  }
+
+  /** Fails a transaction of this reader once the batch is no longer its own (another instance took it over). */
+  private fenceOf(batchId: string): ReaderFence {
+    return (trx) => holdReaderLease(trx, this.leaseOf(batchId), this.deps.clock.now());
   }
 
   /** Runs `reading` as this process's only reading of the batch; refused while another is going on. */
@@ -252,11 +272,10 @@ export class BatchIntake {
     // The lease says "still reading" to other instances for as long as this takes, however long one chunk is.
     const renew = setInterval(
       () => {
-        claimBatchLease(this.deps.db, batchId, this.o.instanceId, this.o.leaseMs, this.deps.clock.now(), ['RECEIVED', 'VALIDATING']).catch(
-          () => {
-            // A failed renewal is retried on the next tick; the per-chunk renewal also keeps it.
-          },
-        );
+        // Renewed only while still ours: a lease taken over is not taken back (holdReaderLease); the next chunk then stops.
+        holdReaderLease(this.deps.db, this.leaseOf(batchId), this.deps.clock.now()).catch(() => {
+          // A failed renewal is retried on the next tick; the per-chunk renewal also keeps it.
+        });
       },
       Math.max(1000, Math.floor(this.o.leaseMs / 3)),
     );
@@ -281,7 +300,7 @@ export class BatchIntake {
       if (refusal) return this.rejectFile(received, refusal.code, refusal.reason, [], true);
     }
     const batch = await this.move(received, { state: 'VALIDATING' });
-    await clearBatchContents(this.deps.db, batch.id);
+    await clearBatchContents(this.deps.db, batch.id, this.fenceOf(batch.id));
     let parse: BatchParseResult;
     try {
       parse = await this.readRows(batch);
@@ -292,10 +311,13 @@ export class BatchIntake {
     return this.admit(batch, parse);
   }
 
-  /** Writes `patch` to the batch's record and returns the record as it now is. */
+  /**
+   * Writes `patch` to the batch's record and returns the record as it now is; only while the batch is being read
+   * by this instance (BATCH_LEASE_LOST else): a reader that lost it must not move it out of VALIDATING.
+   */
   private async move(batch: BatchRecord, patch: Partial<BatchRecord>, event?: BatchEventChange): Promise<BatchRecord> {
     const now = this.deps.clock.now();
-    await updateBatch(this.deps.db, batch.id, patch, now, event);
+    await updateBatch(this.deps.db, batch.id, patch, now, event, this.o.instanceId);
     return { ...batch, ...patch, updatedAt: now };
   }
 
@@ -329,7 +351,7 @@ export class BatchIntake {
     if (parse.rowCount === 0) {
       return this.rejectFile(validating, 'NO_ROWS', 'the file has a header but no payout rows', [], true, { encoding });
     }
-    await insertBatchErrors(db, validating.id, parse.storedErrors.map(toErrorRecord));
+    await insertBatchErrors(db, validating.id, parse.storedErrors.map(toErrorRecord), this.fenceOf(validating.id));
     const read = await this.move(validating, {
       rowCount: parse.rowCount,
       delimiter: parse.delimiter,
@@ -337,7 +359,7 @@ export class BatchIntake {
       totalsJson: JSON.stringify(parse.totals),
     });
 
-    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now());
+    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now(), this.fenceOf(read.id));
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) return this.rejectRead(read, counts, 'INVALID_ROWS', verdict.rejectReason ?? 'not accepted');
     // One read of the accepted rows writes the ack's rows ahead and adds up what the gates decide on.
@@ -369,6 +391,8 @@ export class BatchIntake {
     // The ack is written while the batch is still ours and VALIDATING: finance's answer comes before the first
     // create, the spreadsheet copy's work never competes with the sending, and the outbox repair never takes an
     // ACTIVE batch whose ack is still being written for one without.
+    // No ack from a reader that lost the batch: the reading that took over writes the batch's own.
+    await holdReaderLease(this.deps.db, this.leaseOf(held.id), clock.now());
     const ackWritten = await this.writeOutbox(held.id, () => draft.write({ ...held, ...counts }));
     const acceptedAt = clock.now();
     const accepted = await this.move(
@@ -482,7 +506,7 @@ export class BatchIntake {
    */
   private readRows(batch: BatchRecord): Promise<BatchParseResult> {
     const { db, clock } = this.deps;
-    const lease = { batchId: batch.id, instanceId: this.o.instanceId, leaseMs: this.o.leaseMs };
+    const lease = this.leaseOf(batch.id);
     return readBatchFileOnThread(batch.storedPath, batch.fileName, {
       format: this.o.format,
       rules: this.o.rules,
@@ -496,7 +520,7 @@ export class BatchIntake {
       retryOriginals: (references) => requestValuesOfReferences(db, references),
       onRows: async (rows) => {
         await insertRowsWhileReading(db, lease, rows, clock.now());
-        this.deps.afterChunkStored?.();
+        await this.deps.afterChunkStored?.();
       },
     });
   }
@@ -511,8 +535,13 @@ export class BatchIntake {
   ): Promise<BatchRecord> {
     const { db, clock, logger } = this.deps;
     // A file refused whole keeps no rows: rows read before the refusal hold their references, and let them go here.
-    await clearBatchContents(db, batch.id);
-    await insertBatchErrors(db, batch.id, errors.length > 0 ? errors : [{ line: null, column: null, field: null, code, message: reason }]);
+    await clearBatchContents(db, batch.id, this.fenceOf(batch.id));
+    await insertBatchErrors(
+      db,
+      batch.id,
+      errors.length > 0 ? errors : [{ line: null, column: null, field: null, code, message: reason }],
+      this.fenceOf(batch.id),
+    );
     let storedPath = batch.storedPath;
     if (moveFile) {
       try {

@@ -13,6 +13,7 @@ import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 import { updateValueRows } from './multi-row-update.js';
 import { inLineRanges, type LineRange } from './payouts.js';
+import type { ReaderFence } from './batches.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
@@ -207,7 +208,7 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
  * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
  * way reads it again from the start. The acceptance checks again what is left. How many rows moved.
  */
-async function markEarlierReferencesByRange(db: Database, batchId: string, now: number): Promise<number> {
+async function markEarlierReferencesByRange(db: Database, batchId: string, now: number, fence?: ReaderFence): Promise<number> {
   const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
   // A usual file has a few such rows at most: the acceptance's own transaction marks them.
   if (Number(set?.n) <= MARKS_PER_RANGE) return 0;
@@ -216,6 +217,7 @@ async function markEarlierReferencesByRange(db: Database, batchId: string, now: 
     db,
     batchId,
     async (trx, _rows, range) => {
+      await fence?.(trx);
       const marked = await markEarlierReferences(trx, batchId, now, range);
       await insertBatchErrors(trx, batchId, marked.errors);
       moved += marked.moved;
@@ -225,9 +227,21 @@ async function markEarlierReferencesByRange(db: Database, batchId: string, now: 
   return moved;
 }
 
-export async function acceptBatchRows(db: Database, batchId: string, policy: InvalidRowsPolicy, now: number): Promise<AcceptanceResult> {
-  const markedBefore = await markEarlierReferencesByRange(db, batchId, now);
+/**
+ * The acceptance of a batch read whole. With `fence`, each of its transactions first checks that the batch is
+ * still the caller's to read: a reader that lost it (another instance reads it again) must not decide on rows
+ * that are no longer its own.
+ */
+export async function acceptBatchRows(
+  db: Database,
+  batchId: string,
+  policy: InvalidRowsPolicy,
+  now: number,
+  fence?: ReaderFence,
+): Promise<AcceptanceResult> {
+  const markedBefore = await markEarlierReferencesByRange(db, batchId, now, fence);
   const verdict = await writeTransaction(db, async (trx) => {
+    await fence?.(trx);
     const inFile = await markInFileDuplicates(trx, batchId, now);
     const earlier = await markEarlierReferences(trx, batchId, now);
     const rowsChanged = markedBefore + inFile.moved + earlier.moved;
@@ -259,7 +273,8 @@ export async function acceptBatchRows(db: Database, batchId: string, policy: Inv
   if (letGo !== null) {
     // The file is refused for its rows: their references are let go (it is sent again once corrected), a range
     // at a time as above; the batch is still being read until its refusal is recorded.
-    await inLineRanges(db, batchId, async (_trx, rows) => {
+    await inLineRanges(db, batchId, async (trx, rows) => {
+      await fence?.(trx);
       await rows().whereIn('state', VALID).update({ state: 'NOT_SUBMITTED', reason_code: 'FILE_REJECTED', reason: letGo, updated_at: now });
     });
   }

@@ -1,6 +1,7 @@
 /** A file's validation errors: every error of every row and of the file, with its line, column and what to do. */
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { insertValueRows } from './multi-row-insert.js';
+import type { ReaderFence } from './batches.js';
 
 const ERROR_COLUMNS = ['batch_id', 'line', 'column_name', 'field', 'code', 'message'];
 
@@ -12,7 +13,15 @@ export interface BatchErrorRecord {
   message: string;
 }
 
-export async function insertBatchErrors(db: Database, batchId: string, errors: BatchErrorRecord[]): Promise<void> {
+/** Stores the errors; with `fence`, only while the batch is still the caller's to read (see clearBatchContents). */
+export async function insertBatchErrors(db: Database, batchId: string, errors: BatchErrorRecord[], fence?: ReaderFence): Promise<void> {
+  if (fence) {
+    await writeTransaction(db, async (trx) => {
+      await fence(trx);
+      await insertBatchErrors(trx, batchId, errors);
+    });
+    return;
+  }
   // A file sent again can have an error on every row: one multi-row statement, not one per few hundred rows.
   const rows = errors.map((e) => [batchId, e.line, e.column, e.field, e.code, e.message]);
   await insertValueRows(db, 'batch_errors', ERROR_COLUMNS, rows);

@@ -1,4 +1,5 @@
 /** Batch records: one per file taken from the inbox, its state and counts, and the lease of the instance working on it. */
+import type { Knex } from 'knex';
 import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
@@ -140,6 +141,53 @@ export class BatchStateError extends PayoutdError {
   override readonly name = 'BatchStateError';
 }
 
+/** The reader of a batch: the instance reading it, and how long its lease lasts without renewal. */
+export interface ReaderLease {
+  batchId: string;
+  instanceId: string;
+  leaseMs: number;
+}
+
+/** Checks, inside a transaction of a reader, that the batch is still this reader's (holdReaderLease). */
+export type ReaderFence = (trx: Knex.Transaction) => Promise<void>;
+
+/** The states of a batch being read: only its reader writes to it then. */
+const BEING_READ: BatchState[] = ['RECEIVED', 'VALIDATING'];
+
+function readerLost(batchId: string, instanceId: string): BatchStateError {
+  return new BatchStateError(
+    'BATCH_LEASE_LOST',
+    `batch ${batchId} is no longer being read by ${instanceId}: its lease ran out and another instance took it over (or its reading ended); this reading stops and writes nothing more`,
+  );
+}
+
+/**
+ * Renews the reader's lease, and fails (so the caller's transaction rolls back) when the batch is no longer
+ * this reader's: another instance took it over after the lease ran out, cleared what this reader wrote and
+ * reads it again. Only the owner renews: a lease that ran out is not taken back here, since a reader that
+ * stalled cannot tell whether another reading came and went meanwhile. In a transaction, the row lock it
+ * takes makes a takeover wait until the transaction ends.
+ */
+export async function holdReaderLease(db: Database, lease: ReaderLease, now: number): Promise<void> {
+  const n = await db('batches')
+    .where({ id: lease.batchId, lease_owner: lease.instanceId })
+    .whereIn('state', BEING_READ)
+    .update({ lease_expires_at: now + lease.leaseMs });
+  if (n !== 1) throw readerLost(lease.batchId, lease.instanceId);
+}
+
+/**
+ * Makes `instanceId` the reader of a batch still being read, whoever held it. Only for an instance alone on its
+ * database: the holder can only be an earlier process of its own, whose instance id may have been another.
+ */
+export async function takeReaderLease(db: Database, lease: ReaderLease, now: number): Promise<boolean> {
+  const n = await db('batches')
+    .where({ id: lease.batchId })
+    .whereIn('state', BEING_READ)
+    .update({ lease_owner: lease.instanceId, lease_expires_at: now + lease.leaseMs });
+  return n === 1;
+}
+
 /** The facts of a file when it becomes a batch. */
 export type ReceivedFile = Pick<
   BatchRecord,
@@ -241,7 +289,8 @@ export async function listBatchesMissingFiles(db: Database, settledBy: number): 
 /**
  * Applies a patch; a state change must be a legal move from the stored state. A batch moving to a final
  * state keeps its rows' counts if every row is final by then (counts.ts). With `event`,
- * the event the change makes is stored in the same transaction.
+ * the event the change makes is stored in the same transaction. With `reader`, the change is that reader's
+ * and is made only while the batch is still being read by it (BATCH_LEASE_LOST else, nothing written).
  */
 export async function updateBatch(
   db: Database,
@@ -249,10 +298,11 @@ export async function updateBatch(
   patch: Partial<BatchRecord>,
   now: number,
   event?: Omit<BatchEventInput, 'batchId'>,
+  reader?: string,
 ): Promise<void> {
   if (event) {
     await writeTransaction(db, async (trx) => {
-      await updateBatch(trx, id, patch, now);
+      await updateBatch(trx, id, patch, now, undefined, reader);
       await recordBatchEvent(trx, { at: now, ...event, batchId: id });
     });
     return;
@@ -266,9 +316,11 @@ export async function updateBatch(
     }
     if (FINAL_BATCH_STATES.includes(patch.state)) finalCounts = { finalCountsJson: finalCountsJson(await stateCounts(db, id)) };
   }
-  await db('batches')
-    .where({ id })
-    .update(toRow({ ...patch, ...finalCounts, updatedAt: now }));
+  const q = db('batches').where({ id });
+  // A reader that lost its batch (another instance read it again) must not move it out of being read.
+  if (reader !== undefined) q.where('lease_owner', reader).whereIn('state', BEING_READ);
+  const n = await q.update(toRow({ ...patch, ...finalCounts, updatedAt: now }));
+  if (reader !== undefined && n !== 1) throw readerLost(id, reader);
 }
 
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {
@@ -290,14 +342,22 @@ export async function listRecentBatches(db: Database, limit: number): Promise<Ba
   return rows.map(fromRow);
 }
 
-/** Forgets what a reading of the batch wrote, so it can be read again from the start (or refused with no rows kept). */
-export async function clearBatchContents(db: Database, batchId: string): Promise<void> {
+/**
+ * Forgets what a reading of the batch wrote, so it can be read again from the start (or refused with no rows
+ * kept). With `fence`, only while the batch is still the caller's to read: a reader that lost it must not
+ * clear the rows of the reading that took over.
+ */
+export async function clearBatchContents(db: Database, batchId: string, fence?: ReaderFence): Promise<void> {
   // A range at a time: a crash part way leaves the batch being read, and its next reading clears the rest first.
   await inLineRanges(db, batchId, async (trx, rows) => {
+    await fence?.(trx);
     await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
     await rows().delete();
   });
-  await db('batch_errors').where({ batch_id: batchId }).delete();
+  await writeTransaction(db, async (trx) => {
+    await fence?.(trx);
+    await trx('batch_errors').where({ batch_id: batchId }).delete();
+  });
 }
 
 /** Takes or renews a batch's lease for one instance; false: another live instance holds it. */

@@ -24,7 +24,11 @@ export {
   claimBatchLease,
   listBatchPage,
   BatchStateError,
+  holdReaderLease,
+  takeReaderLease,
   type BatchRecord,
+  type ReaderFence,
+  type ReaderLease,
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';

@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
-import { claimBatchLease } from './batches.js';
+import { holdReaderLease, type ReaderLease } from './batches.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { RowStateError } from './payouts.js';
 
@@ -74,17 +74,16 @@ export async function insertRows(db: Database | Knex.Transaction, given: NewPayo
   if (inserted < rows.length) await insertSetAside(db, rows, now);
 }
 
-/** The reader of a batch: the lease it renews with each chunk it stores. */
-export interface ReaderLease {
-  batchId: string;
-  instanceId: string;
-  leaseMs: number;
-}
+export type { ReaderLease };
 
-/** A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease. */
+/**
+ * A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease. A
+ * reader whose batch another instance took over (its lease ran out) gets BATCH_LEASE_LOST and stores nothing:
+ * the rows it stored before were cleared by the new reading, so these would leave the batch with rows missing.
+ */
 export async function insertRowsWhileReading(db: Database, lease: ReaderLease, rows: NewPayoutRow[], now: number): Promise<void> {
   await writeTransaction(db, async (trx) => {
-    await claimBatchLease(trx, lease.batchId, lease.instanceId, lease.leaseMs, now);
+    await holdReaderLease(trx, lease, now);
     await insertRows(trx, rows, now);
   });
 }
