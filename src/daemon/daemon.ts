@@ -240,6 +240,7 @@ export class PayoutDaemon {
         // Alone on SQLite too: each try of a create renews its row's lease and is sent only while it holds, and a
         // create whose answer could not be recorded is taken over once its lease runs out.
         claimant: { instanceId: o.instanceId, leaseMs: config.instance.leaseMs },
+        reconcileLeaseMs: this.shared ? config.instance.leaseMs : 0,
       },
     );
     this.poller = new SettlementPoller(

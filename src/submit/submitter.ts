@@ -48,6 +48,11 @@ export interface SubmitterOptions {
    * timeout); a row whose lease ran out is taken over.
    */
   claimant: Claimant;
+  /**
+   * How long a query of UNKNOWN rows keeps them from others (default the claimant's lease). Alone on its
+   * database nobody else could ask about them, and a lease would only delay them after a restart.
+   */
+  reconcileLeaseMs?: number;
 }
 
 /** The hold a refused create puts on its batch (src/holds: BatchHolds). */
@@ -392,7 +397,8 @@ export class PayoutSubmitter {
     let moved = 0;
     for (;;) {
       if (signal.aborted || !this.available()) return moved;
-      const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, this.o.claimant.leaseMs);
+      const leaseMs = this.o.reconcileLeaseMs ?? this.o.claimant.leaseMs;
+      const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, leaseMs);
       if (rows.length === 0) return moved;
       let records: PayoutRecord[];
       try {
