@@ -9,18 +9,15 @@ import { createHash } from 'node:crypto';
 import { chown, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
-import { PayoutDaemon } from '../../src/daemon/daemon.js';
-import { systemClock } from '../../src/domain/clock.js';
 import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
 import { recordConsoleUpload } from '../../src/store/console-access.js';
 import { claimReadyRows } from '../../src/store/claims.js';
+import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 
-const daemons: PayoutDaemon[] = [];
 afterEach(async () => {
-  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await stopPipelineDaemons();
   await closePipelines();
 });
 
@@ -31,31 +28,14 @@ async function fastPipeline(): Promise<Pipeline> {
   return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
 }
 
-async function daemonFor(
-  p: Pipeline,
-  over: Record<string, unknown> = {},
-): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
-  const inbox = join(p.dir, 'inbox');
-  const outbox = join(p.dir, 'outbox');
-  // What startDaemon (src/daemon/runtime.ts) does before it builds the daemon.
-  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
-  const config = loadConfig(
-    { env: {}, cwd: p.dir },
-    {
-      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
-      inbox: { stableForMs: 20 },
-      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
-      submit: { notFoundGraceMs: 0 },
-      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
-      ...over,
-    },
-  );
-  const daemon = new PayoutDaemon(
-    { config, db: p.db, service: p.client, clock: systemClock, logger: p.logger },
-    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
-  );
-  daemons.push(daemon);
-  return { daemon, inbox, outbox };
+function daemonFor(p: Pipeline, over: Record<string, unknown> = {}): Promise<PipelineDaemon> {
+  return pipelineDaemon(p, {
+    inbox: { stableForMs: 20 },
+    batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
+    submit: { notFoundGraceMs: 0 },
+    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    ...over,
+  });
 }
 
 describe('pipeline: the daemon', () => {

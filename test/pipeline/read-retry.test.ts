@@ -6,42 +6,33 @@
  * finish pass reads it again from the start, once a wait on the daemon's clock is over, and never while this
  * process is still reading it.
  */
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { READ_RETRY } from '../../src/daemon/read-retries.js';
+import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
-const daemons: PayoutDaemon[] = [];
 afterEach(async () => {
-  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await stopPipelineDaemons();
   await closePipelines();
 });
 
 /** The daemon on the pipeline's ManualClock: the inbox and the retry waits move only when the test moves it. */
-async function daemonFor(p: Pipeline): Promise<{ daemon: PayoutDaemon; inbox: string; outbox: string }> {
-  const inbox = join(p.dir, 'inbox');
-  const outbox = join(p.dir, 'outbox');
-  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
-  const config = loadConfig(
-    { env: {}, cwd: p.dir },
+async function daemonFor(p: Pipeline): Promise<PipelineDaemon> {
+  const made = await pipelineDaemon(
+    p,
     {
-      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
       inbox: { stableForMs: 100, rescanIntervalMs: 50 },
       // A reading that stored its rows twice would have them DUPLICATE_IN_FILE, and the file refused whole.
       batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
       submit: { notFoundGraceMs: 0, concurrency: 1 },
     },
+    p.clock,
   );
-  const daemon = new PayoutDaemon(
-    { config, db: p.db, service: p.client, clock: p.clock, logger: p.logger },
-    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
-  );
-  daemons.push(daemon);
-  await daemon.start();
-  return { daemon, inbox, outbox };
+  await made.daemon.start();
+  return made;
 }
 
 /** Moves the clock and the inbox on, a step at a time, until `done`. */

@@ -9,21 +9,19 @@
  * paid and a remainder file holds the complete rows that came later, which
  * pay exactly those rows when dropped; a rewrite is reported, not ignored.
  */
-import { appendFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseCsv } from 'csv-parse/sync';
 import ExcelJS from 'exceljs';
-import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
-import { systemClock } from '../../src/domain/clock.js';
 import { cancelReadyRows, releaseBatchHold } from '../../src/store/holds.js';
 import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
+import { pipelineDaemon, stopPipelineDaemons } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, HEADER, startPipeline, waitFor, type Pipeline } from './harness.js';
 
-const daemons: PayoutDaemon[] = [];
 afterEach(async () => {
-  await Promise.all(daemons.splice(0).map((d) => d.stop()));
+  await stopPipelineDaemons();
   await closePipelines();
 });
 
@@ -40,28 +38,16 @@ async function world(options: { balance?: string; balanceCheck?: boolean; encodi
     balance: options.balance,
     sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } },
   });
-  const inbox = join(p.dir, 'inbox');
-  const outbox = join(p.dir, 'outbox');
-  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
-  const config = loadConfig(
-    { env: {}, cwd: p.dir },
-    {
-      paths: { inbox, outbox, stateDir: join(p.dir, 'state') },
-      inbox: { stableForMs: 100, unterminatedStableForMs: 300, rescanIntervalMs: 50 },
-      batch: {
-        onInvalidRows: 'reject-file',
-        balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 },
-        ...(options.encoding ? { format: { encoding: options.encoding } } : {}),
-      },
-      submit: { notFoundGraceMs: 0 },
-      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+  const { daemon, inbox, outbox } = await pipelineDaemon(p, {
+    inbox: { stableForMs: 100, unterminatedStableForMs: 300, rescanIntervalMs: 50 },
+    batch: {
+      onInvalidRows: 'reject-file',
+      balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 },
+      ...(options.encoding ? { format: { encoding: options.encoding } } : {}),
     },
-  );
-  const daemon = new PayoutDaemon(
-    { config, db: p.db, service: p.client, clock: systemClock, logger: p.logger },
-    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
-  );
-  daemons.push(daemon);
+    submit: { notFoundGraceMs: 0 },
+    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+  });
   await daemon.start();
   return { p, daemon, inbox, outbox };
 }

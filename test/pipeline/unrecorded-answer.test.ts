@@ -8,10 +8,9 @@
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { PayoutService } from '../../src/domain/payout.js';
-import { migrateToLatest, openDatabase } from '../../src/store/db.js';
 import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
-import { TEST_DATABASE_FILE } from '../support/database.js';
+import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 import { closePipelines, payoutRequest, startPipeline } from './harness.js';
 
 afterEach(closePipelines);
@@ -19,17 +18,7 @@ afterEach(closePipelines);
 it('a create answer left unrecorded by a busy database is resolved by query once its lease runs out', async () => {
   const p = await startPipeline({
     // A short busy timeout: the lock below outlasts it at once.
-    database: async (dir) => {
-      const db = openDatabase({
-        client: 'sqlite',
-        filename: join(dir, TEST_DATABASE_FILE),
-        poolMax: 1,
-        busyTimeoutMs: 50,
-        synchronous: 'NORMAL',
-      });
-      await migrateToLatest(db);
-      return db;
-    },
+    database: (dir) => openTestDatabase(dir, 50),
   });
   // The real create, its answer handed back only once the test has taken the write lock.
   let answered!: () => void;

@@ -12,12 +12,13 @@ import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../
 /** The database file's name in the folder given to openTestDatabase. */
 export const TEST_DATABASE_FILE = 'state.sqlite';
 
-export async function openTestDatabase(dir: string): Promise<Database> {
+/** A migrated SQLite database in `dir`; `busyTimeoutMs` for a test of a lock held too long. */
+export async function openTestDatabase(dir: string, busyTimeoutMs = 5000): Promise<Database> {
   const db = openDatabase({
     client: 'sqlite',
     filename: join(dir, TEST_DATABASE_FILE),
     poolMax: 1,
-    busyTimeoutMs: 5000,
+    busyTimeoutMs,
     synchronous: 'NORMAL',
   });
   await migrateToLatest(db);

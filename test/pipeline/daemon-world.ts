@@ -1,0 +1,41 @@
+/**
+ * The daemon as `payoutd run` wires it, built in this process over a pipeline's database, client and logger
+ * (./harness.ts), with its inbox and outbox in the pipeline's folder. Each test file stops the daemons it made
+ * (stopPipelineDaemons, after each test).
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/index.js';
+import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { systemClock, type Clock } from '../../src/domain/clock.js';
+import type { Pipeline } from './harness.js';
+
+export interface PipelineDaemon {
+  daemon: PayoutDaemon;
+  inbox: string;
+  outbox: string;
+}
+
+const made: PayoutDaemon[] = [];
+
+export async function stopPipelineDaemons(): Promise<void> {
+  await Promise.all(made.splice(0).map((d) => d.stop()));
+}
+
+/**
+ * A daemon for `p` with the config `sections` (beside the paths it sets), on `clock` (the system clock unless
+ * given; the pipeline's ManualClock moves only when the test moves it). Not started.
+ */
+export async function pipelineDaemon(p: Pipeline, sections: Record<string, unknown>, clock: Clock = systemClock): Promise<PipelineDaemon> {
+  const inbox = join(p.dir, 'inbox');
+  const outbox = join(p.dir, 'outbox');
+  // What startDaemon (src/daemon/runtime.ts) does before it builds the daemon.
+  for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
+  const config = loadConfig({ env: {}, cwd: p.dir }, { paths: { inbox, outbox, stateDir: join(p.dir, 'state') }, ...sections });
+  const daemon = new PayoutDaemon(
+    { config, db: p.db, service: p.client, clock, logger: p.logger },
+    { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
+  );
+  made.push(daemon);
+  return { daemon, inbox, outbox };
+}
