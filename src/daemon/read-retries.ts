@@ -5,7 +5,7 @@
  * one that passes (the write lock held by a command for a moment) costs little.
  */
 import type { Clock } from '../domain/clock.js';
-import type { BackoffPolicy } from '../domain/backoff.js';
+import { backoffStep, type BackoffPolicy } from '../domain/backoff.js';
 
 /** The first wait after a failure, and the longest. */
 export const READ_RETRY: BackoffPolicy = { baseMs: 2_000, maxMs: 300_000 };
@@ -22,7 +22,7 @@ export class ReadRetries {
   failed(key: string): number {
     const count = (this.failures.get(key)?.count ?? 0) + 1;
     // No jitter: one process retries its own work, there is no crowd to spread out.
-    const waitMs = Math.min(this.policy.maxMs, this.policy.baseMs * 2 ** (count - 1));
+    const waitMs = backoffStep(count, this.policy);
     this.failures.set(key, { count, dueAt: this.clock.now() + waitMs });
     return waitMs;
   }

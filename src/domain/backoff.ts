@@ -6,9 +6,14 @@ export interface BackoffPolicy {
   maxMs: number;
 }
 
-/** Delay before retry number `attempt` (1 = first retry). `random` returns [0,1). */
+/** The capped step before retry number `attempt` (1 = first retry): the base, doubled each time, at most the cap. */
+export function backoffStep(attempt: number, policy: BackoffPolicy): number {
+  return Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+}
+
+/** Delay before retry number `attempt` (1 = first retry): the step with full jitter. `random` returns [0,1). */
 export function backoffDelay(attempt: number, policy: BackoffPolicy, random: () => number = Math.random): number {
-  const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+  const exp = backoffStep(attempt, policy);
   return Math.round(exp / 2 + random() * (exp / 2));
 }
 

@@ -74,8 +74,6 @@ export async function insertRows(db: Database | Knex.Transaction, given: NewPayo
   if (inserted < rows.length) await insertSetAside(db, rows, now);
 }
 
-export type { ReaderLease };
-
 /**
  * A chunk of a batch still being read, stored in one transaction with the renewal of the reader's lease. A
  * reader whose batch another instance took over (its lease ran out) gets BATCH_LEASE_LOST and stores nothing:
