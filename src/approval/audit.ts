@@ -83,6 +83,7 @@ export function decisionText(d: ApprovalDecisionView): string {
     void: 'approvals void',
     reopen: 'approval needed again',
     'refuse-limit': 'refused at release',
+    cancel: 'cancelled',
   };
   const who = d.approver ? ` by ${d.approver}${d.agent ? ` (as named by ${d.agent})` : ''} (${d.via})` : '';
   const comment = d.comment ? `: "${d.comment}"` : '';

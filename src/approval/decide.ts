@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../domain/clock.js';
-import { isBeingRead } from '../domain/lifecycle.js';
+import { FINAL_BATCH_STATES, isBeingRead, type BatchState } from '../domain/lifecycle.js';
 import {
   endUnpaid,
   getBatch,
@@ -95,6 +95,8 @@ export interface ApprovalResult {
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
+const isFinal = (state: BatchState): boolean => FINAL_BATCH_STATES.includes(state);
+
 async function sha256Of(path: string): Promise<string | null> {
   try {
     const hash = createHash('sha256');
@@ -151,6 +153,10 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
   }
   if (batch.approvalState === null || batch.approvalState === undefined || batch.approvalState === 'NONE') {
     return new ApprovalError('APPROVAL_NOT_REQUIRED', `batch ${batch.id} does not wait for approval; nothing to decide`);
+  }
+  if (batch.approvalState === 'REQUIRED' && isFinal(batch.state)) {
+    // Cancelled while it waited, by a build that did not end the wait with the cancel.
+    return new ApprovalError('APPROVAL_ALREADY_DECIDED', `batch ${batch.id} is ${batch.state}: none of it waits for approval any more`);
   }
   if (batch.approvalState !== 'REQUIRED') {
     return new ApprovalError(

@@ -7,7 +7,7 @@ import { decideApproval, isApprovalError, readApproval, type ApprovalDeps } from
 import type { Approvals, ApprovalView } from './approvals.js';
 import { ConsoleError } from './errors.js';
 
-const SHOWN_DECISIONS = new Set(['approve', 'reject', 'expire', 'void', 'reopen', 'refuse-limit']);
+const SHOWN_DECISIONS = new Set(['approve', 'reject', 'expire', 'void', 'reopen', 'refuse-limit', 'cancel']);
 
 export function approvalsThrough(deps: ApprovalDeps): Approvals {
   return {

@@ -35,6 +35,6 @@ export function waitsForOperator(code: HoldCode | null): boolean {
  * Approval states of a batch (src/approval): NONE (checked, not needed), REQUIRED (waiting), APPROVED, and the
  * ends without payment REJECTED, EXPIRED, REFUSED (a limit at release). Only NONE and APPROVED let rows be sent.
  */
-export const APPROVAL_STATES = ['NONE', 'REQUIRED', 'APPROVED', 'REJECTED', 'EXPIRED', 'REFUSED'] as const;
+export const APPROVAL_STATES = ['NONE', 'REQUIRED', 'APPROVED', 'REJECTED', 'EXPIRED', 'REFUSED', 'CANCELLED'] as const;
 export type ApprovalState = (typeof APPROVAL_STATES)[number];
 export const RELEASED_APPROVAL_STATES: readonly ApprovalState[] = ['NONE', 'APPROVED'];

@@ -14,7 +14,7 @@ import { Decimal, decimalText } from '../domain/money.js';
 /** The transaction a decision runs in (withBatchForDecision). */
 export type DecisionTransaction = Knex.Transaction;
 
-export type ApprovalDecisionKind = 'approve' | 'reject' | 'expire' | 'void' | 'reopen' | 'refuse-limit';
+export type ApprovalDecisionKind = 'approve' | 'reject' | 'expire' | 'void' | 'reopen' | 'refuse-limit' | 'cancel';
 export type ApprovalVia = 'cli' | 'sftp' | 'console' | 'daemon';
 
 /** One decision on a batch, as the audit shows it. */

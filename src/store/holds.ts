@@ -1,4 +1,4 @@
-/** Holds on a batch: a balance hold that ends by itself, an operator's hold and release, and an operator's cancel. */
+/** Holds on a batch: a balance hold that ends by itself, an operator's hold and release. */
 import { BALANCE_CHECK_HOLD, BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold, type HoldCode } from '../domain/holds.js';
 import type { Knex } from 'knex';
 import { writeTransaction, type Database } from './db.js';
@@ -80,43 +80,6 @@ export async function readyRowsNotSubmitted(
     now,
   );
   return moved.length;
-}
-
-const operatorCancel = (reason: string): { code: string; reason: string; event: string } => ({
-  code: 'CANCELLED_BY_OPERATOR',
-  reason,
-  event: 'cancelled',
-});
-
-/**
- * An operator's cancel: every READY row of the batch becomes final as NOT_SUBMITTED, and its hold ends (it can
- * finish). The cancel stays on the batch: no row of it is claimed again, and one that comes back to READY (a
- * create that never reached the service) follows the others (cancelReturnedRows).
- */
-export async function cancelReadyRows(db: Database, batchId: string, reason: string, now: number): Promise<number> {
-  return writeTransaction(db, async (trx) => {
-    await trx('batches')
-      .where({ id: batchId })
-      .whereNull('cancelled_at')
-      .update({ cancelled_at: now, cancel_reason: reason, updated_at: now });
-    const moved = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
-    await releaseBatchHold(trx, batchId, now, 'operator-cancel');
-    return moved;
-  });
-}
-
-/** Rows of cancelled batches back in READY since the cancel, made NOT_SUBMITTED for its reason; how many. */
-export async function cancelReturnedRows(db: Database, now: number): Promise<number> {
-  const batches = (await db('batches as b')
-    .where('b.state', 'ACTIVE')
-    .whereNotNull('b.cancelled_at')
-    .whereExists((e) => e.select(db.raw('1')).from('payouts as p').whereRaw('p.batch_id = b.id').andWhere('p.state', 'READY'))
-    .select('b.id', 'b.cancel_reason')) as { id: string; cancel_reason: string }[];
-  let moved = 0;
-  for (const b of batches) {
-    moved += await writeTransaction(db, (trx) => readyRowsNotSubmitted(trx, b.id, operatorCancel(b.cancel_reason), now));
-  }
-  return moved;
 }
 
 /** Active batches whose balance is to be checked by `now`: held for it and due, or approved and not checked yet. */

@@ -32,7 +32,8 @@ export {
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
-export { holdBatch, releaseBatchHold, cancelReadyRows, cancelReturnedRows, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
+export { holdBatch, releaseBatchHold, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
+export { cancelReadyRows, cancelReturnedRows } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf } from './request-fields.js';

@@ -614,6 +614,18 @@ const batchCancel: Migration = {
   },
 };
 
+// A cancel ends a batch's wait for approval (src/store/cancels.ts); a batch cancelled while it waited, before
+// that, still showed REQUIRED and could be approved after its cancel.
+const cancelEndsApproval: Migration = {
+  name: '0019_cancel_ends_approval',
+  async up(knex) {
+    await knex('batches').where({ approval_state: 'REQUIRED' }).whereNotNull('cancelled_at').update({ approval_state: 'CANCELLED' });
+  },
+  async down(knex) {
+    await knex('batches').where({ approval_state: 'CANCELLED' }).update({ approval_state: 'REQUIRED' });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -633,6 +645,7 @@ export const MIGRATIONS: readonly Migration[] = [
   batchEvents,
   consoleTables,
   batchCancel,
+  cancelEndsApproval,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { claimReadyRows } from '../../src/store/claims.js';
-import { cancelReadyRows, cancelReturnedRows, holdBatch, releaseBatchHold } from '../../src/store/holds.js';
+import { cancelReadyRows, cancelReturnedRows } from '../../src/store/cancels.js';
+import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
 import { liftHoldAsRead } from '../../src/cli/commands/operator.js';
 import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';

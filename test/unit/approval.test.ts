@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   ApprovalFiles,
+  approvalAuditText,
   assess,
   decideApproval,
   decideWhenReady,
@@ -27,7 +28,15 @@ import {
 import { invokingUser } from '../../src/cli/commands/approval.js';
 import { configSchema } from '../../src/config/schema.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { getBatch, insertBatch, listBatchEvents, receivedBatch, updateBatch, type Database } from '../../src/store/index.js';
+import {
+  cancelReadyRows,
+  getBatch,
+  insertBatch,
+  listBatchEvents,
+  receivedBatch,
+  updateBatch,
+  type Database,
+} from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
 
 const USERS: Record<number, string> = { 1001: 'uma', 1002: 'ana', 1003: 'ben', 1004: 'gus', 1005: 'out' };
@@ -239,6 +248,42 @@ describe('decideApproval', () => {
     const view = await readApproval(t.db, b.id);
     expect(view?.given).toEqual([]);
     expect(view?.decisions.map((d) => d.decision)).toEqual(['approve', 'void']);
+  });
+
+  it('an operator cancel ends the wait: no later approval, expiry or notice, and the audit says so', async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-cccccc');
+    await cancelReadyRows(t.db, b.id, 'cancelled by an operator: wrong month', clock.now(), 'ben');
+    expect(await getBatch(t.db, b.id)).toMatchObject({ approvalState: 'CANCELLED', holdCode: null });
+    const late = decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'gus', via: 'console' });
+    await expect(late).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+    await expect(late).rejects.toThrow(/CANCELLED \(cancel by ben \(cli\)/);
+    clock.advance(60_000);
+    expect(await expireDueApprovals(deps())).toEqual([]);
+    expect(await approvalEvents(t.db, b.id)).toEqual([]);
+    const view = await readApproval(t.db, b.id);
+    expect(view?.decisions).toMatchObject([
+      { decision: 'cancel', approver: 'ben', via: 'cli', comment: 'cancelled by an operator: wrong month' },
+    ]);
+    expect(approvalAuditText(view ?? null)).toMatch(/^CANCELLED: uploaded by uma; cancelled by ben \(cli\) at .*wrong month/);
+  });
+
+  it('migration 0019 ends the wait of a batch cancelled before; a finished batch is not decided on', async () => {
+    const name = async () => ((await t.db('payoutd_migrations').orderBy('id').pluck('name')) as string[]).at(-1);
+    await t.db.migrate.down();
+    expect(await name()).toBe('0018_batch_cancel');
+    const cancelled = await waitingBatch(t.db, clock, 'B20261127-100000-dddddd');
+    await t.db('batches').where({ id: cancelled.id }).update({ cancelled_at: clock.now(), cancel_reason: 'cancelled by an operator: x' });
+    const waiting = await waitingBatch(t.db, clock, 'B20261127-100000-dddd00');
+    await t.db.migrate.up();
+    expect(await name()).toBe('0019_cancel_ends_approval');
+    expect((await getBatch(t.db, cancelled.id))?.approvalState).toBe('CANCELLED');
+    expect((await getBatch(t.db, waiting.id))?.approvalState).toBe('REQUIRED');
+    // Cancelled before 0018 kept the cancel: the batch finished, still shown REQUIRED.
+    await updateBatch(t.db, waiting.id, { state: 'COMPLETE', holdCode: null }, clock.now());
+    await expect(
+      decideApproval(deps(), { batchId: waiting.id, sha256: waiting.sha256, decision: 'approve', approver: 'gus', via: 'cli' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED', message: expect.stringContaining('is COMPLETE') });
+    expect(await approvalEvents(t.db, waiting.id)).toEqual([]);
   });
 
   it('a rejection and an expiry end the batch unpaid, once', async () => {

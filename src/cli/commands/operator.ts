@@ -12,6 +12,8 @@ import {
   type Database,
 } from '../../store/index.js';
 import { print } from '../output.js';
+import { SystemUsers } from '../../approval/index.js';
+import { invokingUser } from './approval.js';
 
 async function withActiveBatch(
   config: ResolvedConfig,
@@ -64,7 +66,12 @@ export async function releaseBatch(config: ResolvedConfig, batchId: string): Pro
 
 export async function cancelBatch(config: ResolvedConfig, batchId: string, reason: string): Promise<void> {
   await withActiveBatch(config, batchId, async (db) => {
-    const n = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now());
+    // The approval audit names who cancelled; a user without a name on this system cancels all the same.
+    const by = await invokingUser(process.env, process.getuid?.() ?? -1, new SystemUsers()).then(
+      (u) => u.name,
+      () => null,
+    );
+    const n = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now(), by);
     print(
       `batch ${batchId}: ${n} row(s) not yet sent are now NOT_SUBMITTED; rows already sent are followed to their end, and one the service proves never to have received is not sent again`,
     );
