@@ -211,7 +211,7 @@ async function runOnce(n, merchant) {
         api: { baseUrl: sandboxUrl, merchantCode: MERCHANT, apiKeyFile: join(dir, 'api-key'), privateKeyFile: join(dir, 'merchant.pem') },
         paths: { inbox, outbox, stateDir: join(dir, `state-${name}`) },
         database: { client: 'pg', url },
-        instance: { id: name, leaseMs: 30_000 },
+        instance: { id: name, leaseMs: 40_000 },
         inbox: { stableForMs: 200, rescanIntervalMs: 300 },
         submit: { concurrency: CONCURRENCY },
         poll: { tickMs: 100, firstPollDelayMs: 200, minIntervalMs: 200, maxIntervalMs: 1000 },

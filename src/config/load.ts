@@ -231,6 +231,13 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
       `notify.webhooks.${unsigned}: needs secretFile or secretCredential (its whsec_ signing secret)`,
     );
   }
+  if (c.instance.leaseMs <= 2 * c.api.timeoutMs) {
+    // A create renews its lease only when less than half is left before a try (src/submit): a try must fit in that half.
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${where}: instance.leaseMs is ${c.instance.leaseMs} and api.timeoutMs ${c.api.timeoutMs}: the lease must be more than twice the timeout, or a create still waiting for its answer is taken for lost and queried before it lands; raise instance.leaseMs or lower api.timeoutMs`,
+    );
+  }
   if (c.database.client === 'pg' && !c.database.url)
     throw new ConfigError('CONFIG_INVALID', 'database.url is required when database.client is pg');
   const databaseFile = c.database.filename ? abs(c.database.filename) : join(c.paths.stateDir, 'payoutd.sqlite');

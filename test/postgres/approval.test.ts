@@ -44,6 +44,7 @@ describe.skipIf(skip)(`postgres: approval with two instances${why}`, { timeout: 
       paths: { approvals },
       inbox: { usePolling: true, stableForMs: 200, rescanIntervalMs: 300 },
       instance: { leaseMs: 5000 },
+      api: { timeoutMs: 2400 }, // under half the lease (config refuses more)
       approval: { required: 'always', approvals: 2, approvers: { users: [alice.name, bob.name] } },
     });
     await instances.configure('one');

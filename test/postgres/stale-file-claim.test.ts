@@ -14,7 +14,7 @@ import { startE2e } from '../e2e/harness.js';
 import { dropFile, startInstances } from './instances.js';
 import { pgQuery, pgReachable, useTestSchema } from './pg.js';
 
-const LEASE_MS = 2000;
+const LEASE_MS = 4000;
 
 describe.skipIf(!pgReachable)('postgres: a file claimed by an instance that never took it', () => {
   const schema = useTestSchema();
@@ -24,6 +24,7 @@ describe.skipIf(!pgReachable)('postgres: a file claimed by an instance that neve
     const instances = await startInstances(e2e, schema, {
       inbox: { stableForMs: 200, rescanIntervalMs: 300 },
       instance: { leaseMs: LEASE_MS },
+      api: { timeoutMs: LEASE_MS / 2 - 100 }, // under half the lease (config refuses more)
     });
     await instances.configure('live');
     expect((await instances.cli('live', ['migrate'])).code).toBe(0);

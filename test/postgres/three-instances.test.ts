@@ -70,6 +70,7 @@ describe.skipIf(!pgReachable)('postgres: three instances, one killed mid-run', (
       submit: { concurrency: 8, notFoundGraceMs: 1000 },
       poll: { tickMs: 100, firstPollDelayMs: 200, minIntervalMs: 200, maxIntervalMs: 1000 },
       instance: { leaseMs: 3000 },
+      api: { timeoutMs: 1400 }, // under half the lease (config refuses more)
     });
     for (const name of ['a', 'b', 'c']) await instances.configure(name);
     expect((await instances.cli('a', ['migrate'])).code).toBe(0);

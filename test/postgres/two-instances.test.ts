@@ -36,7 +36,8 @@ describe.skipIf(!pgReachable)('postgres: two instances, one inbox', () => {
     await writeFile(secretFile, secret, { mode: 0o600 });
     const instances = await startInstances(e2e, schema, {
       inbox: { usePolling: true, stableForMs: 200, rescanIntervalMs: 300 },
-      instance: { leaseMs: 5000 },
+      instance: { leaseMs: 8000 },
+      api: { timeoutMs: 3900 }, // under half the lease (config refuses more)
       notify: { webhooks: [{ url: receiver.url, name: 'erp', secretFile }] },
     });
     await instances.configure('one');

@@ -85,6 +85,15 @@ describe('config: values out of range name their option and what they got', () =
     expect(problems('poll:\n  tickMs: "1000"\n')).toEqual(['poll.tickMs: must be a number, got text']);
   });
 
+  it('a lease must outlast two tries of a call: instance.leaseMs more than twice api.timeoutMs', () => {
+    expect(problems('instance:\n  leaseMs: 30000\n')).toEqual([
+      'instance.leaseMs is 30000 and api.timeoutMs 15000: the lease must be more than twice the timeout, or a create still waiting for its answer is taken for lost and queried before it lands; raise instance.leaseMs or lower api.timeoutMs',
+    ]);
+    expect(problems('api:\n  timeoutMs: 60000\n')[0]).toMatch(/^instance\.leaseMs is 120000 and api\.timeoutMs 60000: /);
+    expect(load('instance:\n  leaseMs: 30001\n').instance.leaseMs).toBe(30001);
+    expect(load('instance:\n  leaseMs: 5000\napi:\n  timeoutMs: 2000\n').api.timeoutMs).toBe(2000);
+  });
+
   it('the .xlsx time zone is an IANA name; retention days are whole days, unset by default', () => {
     expect(load('{}\n').outbox).toMatchObject({ xlsx: true, timeZone: 'UTC' });
     expect(load('outbox:\n  timeZone: Asia/Manila\n').outbox.timeZone).toBe('Asia/Manila');
