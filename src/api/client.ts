@@ -133,6 +133,16 @@ function stringField(value: unknown, field: string, endpoint: string): string {
   throw badResponse(endpoint, `field ${field} is missing or not a string`);
 }
 
+/**
+ * The list an answer must hold. A missing or malformed one is BAD_RESPONSE, never an empty list: read as
+ * "no payouts", a query answer would let a payout the service holds be created again.
+ */
+function listField(data: Json, field: string, endpoint: string): Json[] {
+  const list = data[field];
+  if (!Array.isArray(list)) throw badResponse(endpoint, `field ${field} is missing or not a list`);
+  return list as Json[];
+}
+
 function optionalString(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
@@ -218,7 +228,7 @@ export class PayoutApiClient {
 
   async exchangeRates(currencies: string[], signal?: AbortSignal): Promise<ExchangeRate[]> {
     const data = await this.business(ENDPOINTS.exchangeRates, { targetCurrencys: currencies }, { idempotent: true, signal });
-    const list = Array.isArray(data.exchangeRates) ? (data.exchangeRates as Json[]) : [];
+    const list = listField(data, 'exchangeRates', ENDPOINTS.exchangeRates);
     return list.map((r) => ({
       id: stringField(r.id, 'id', ENDPOINTS.exchangeRates),
       rateTime: stringField(r.rateTime, 'rateTime', ENDPOINTS.exchangeRates),
@@ -254,7 +264,7 @@ export class PayoutApiClient {
   async balances(signal?: AbortSignal): Promise<Balance[]> {
     const ep = ENDPOINTS.balances;
     const data = await this.business(ep, {}, { idempotent: true, signal });
-    const list = Array.isArray(data.balances) ? (data.balances as Json[]) : [];
+    const list = listField(data, 'balances', ep);
     return list.map((b) => ({ currency: stringField(b.currency, 'currency', ep), available: decimalField(b.available, 'available', ep) }));
   }
 
@@ -263,7 +273,7 @@ export class PayoutApiClient {
     for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
       const chunk = ids.slice(i, i + this.o.queryMaxIds);
       const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
-      const list = Array.isArray(data.payouts) ? (data.payouts as Json[]) : [];
+      const list = listField(data, 'payouts', ENDPOINTS.queryPayouts);
       for (const r of list) out.push(this.toRecord(r));
     }
     return out;

@@ -4,7 +4,7 @@
  * byte for byte, remembers what it forwarded (for replay and timing), learns
  * the credentials the sandbox issues (so tests can check none leaks), and on
  * demand breaks business requests the way an attacker would: a tampered body,
- * a swapped bearer token. When the sandbox drops a connection, the proxy
+ * a swapped bearer token; and rewrites answers on demand. When the sandbox drops a connection, the proxy
  * drops the client's too, so the client sees the same transport fault.
  * It can also close the client's kept-alive connections: idle ones between
  * calls, or one that is being reused, with a reset, as a request arrives.
@@ -44,6 +44,11 @@ export interface Mitm {
   tamper: boolean;
   /** While set, every business request carries this bearer token instead of its own. */
   swapBearer: string | null;
+  /**
+   * While set, the text of every answer with HTTP 200 is replaced by what it returns for it (path without the
+   * query string): a service answering in a shape or with values the spec leaves open. Answers are not signed.
+   */
+  rewriteAnswer: ((path: string, text: string) => string) | null;
   /** Answer with `Connection: close`, so the client keeps no pooled socket to the proxy. */
   connectionClose: boolean;
   /**
@@ -176,6 +181,9 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
           const creds = learnCredentials(answer.body.toString('utf8'));
           if (creds) mitm.issued.push(creds);
         }
+        const rewrite = mitm.rewriteAnswer;
+        if (rewrite && answer.status === 200)
+          answer.body = Buffer.from(rewrite(url.split('?')[0] ?? '', answer.body.toString('utf8')), 'utf8');
         const out: Record<string, string | string[]> = {};
         for (const [k, v] of Object.entries(answer.headers)) {
           if (v !== undefined && k !== 'transfer-encoding' && k !== 'content-length') out[k] = v;
@@ -205,6 +213,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     issued: [],
     tamper: false,
     swapBearer: null,
+    rewriteAnswer: null,
     connectionClose: false,
     resetReused: null,
     get connections() {
