@@ -201,7 +201,11 @@ export const configSchema = z
         concurrency: positive(8),
         retry: z.object({ baseMs: positive(1000), maxMs: positive(300_000) }).prefault({}),
         insufficientBalanceHoldMs: positive(60_000),
-        notFoundGraceMs: ms(5000),
+        /**
+         * An unknown create is sent again only if its reference is still absent this long after the outcome became
+         * unknown: a service may take a create in well after the client gave up on it.
+         */
+        notFoundGraceMs: ms(60_000),
         reconcileBatchSize: positive(100),
       })
       .prefault({}),

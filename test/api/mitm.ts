@@ -49,6 +49,8 @@ export interface Mitm {
    * query string): a service answering in a shape or with values the spec leaves open. Answers are not signed.
    */
   rewriteAnswer: ((path: string, text: string) => string) | null;
+  /** While set, a request waits this long (ms, by its path) before it is forwarded: a service slow to take it in. */
+  holdMs: ((path: string) => number) | null;
   /** Answer with `Connection: close`, so the client keeps no pooled socket to the proxy. */
   connectionClose: boolean;
   /**
@@ -166,6 +168,8 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
         if (business && swap !== null) {
           headers = headers.map(([k, v]) => (/^(svc)?authorization$/i.test(k) ? [k, `Bearer ${swap}`] : [k, v]));
         }
+        const hold = mitm.holdMs?.(url.split('?')[0] ?? '') ?? 0;
+        if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
         const f: Forwarded = { method: req.method ?? 'GET', url, headers, body, arrivedAt };
         mitm.forwarded.push(f);
         const create = url.split('?')[0]?.endsWith('/fiat-payout/create') === true;
@@ -214,6 +218,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     tamper: false,
     swapBearer: null,
     rewriteAnswer: null,
+    holdMs: null,
     connectionClose: false,
     resetReused: null,
     get connections() {

@@ -264,6 +264,8 @@ export class E2e {
       paths: { inbox: this.inbox, outbox: this.outbox, stateDir: this.stateDir },
       inbox: { stableForMs: 300, rescanIntervalMs: 500 },
       poll: { tickMs: 100, firstPollDelayMs: 200, minIntervalMs: 200, maxIntervalMs: 1000 },
+      // Creates the sandbox never took in are sent again within the tests' waits (the default is a minute).
+      submit: { notFoundGraceMs: 5000 },
       batch: { balanceCheck: { enabled: true } },
       log: { level: 'info' },
     };

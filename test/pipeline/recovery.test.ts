@@ -9,7 +9,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DuplicatePolicy } from '../../src/sandbox/index.js';
 import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/claims.js';
-import { CREATE_PATH, QUERY_PATH, closePipelines, csvFile, csvRow, startPipeline, type Pipeline } from './harness.js';
+import { CREATE_PATH, QUERY_PATH, closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+import { PayoutApiClient } from '../../src/api/index.js';
+import { configSchema } from '../../src/config/schema.js';
+import { PayoutSubmitter } from '../../src/submit/index.js';
+import { startMitm, type Mitm } from '../api/mitm.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 
 afterEach(closePipelines);
@@ -110,6 +114,43 @@ describe('pipeline: not-found grace period', () => {
     // Expected: still waiting, since the outcome became unknown 0 ms ago; found: READY and re-sent.
     expect((await p.row('TO-1')).state).toBe('UNKNOWN');
     expect(p.createRequests()).toBe(1);
+  });
+});
+
+describe('pipeline: a create the service takes in late', () => {
+  let mitm: Mitm | null = null;
+  afterEach(async () => {
+    await mitm?.close();
+    mitm = null;
+  });
+
+  // The client gives up at api.timeoutMs, but the service may still be taking the create in: with the
+  // default grace a create it commits half a minute after the timeout is found, not sent a second time.
+  it('the default notFoundGraceMs covers a commit half a minute after the timeout (duplicatePolicy allow)', async () => {
+    const grace = configSchema.parse({}).submit.notFoundGraceMs;
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: grace } });
+    mitm = await startMitm(p.sandbox.url);
+    const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url, timeoutMs: 300 });
+    const submitter = new PayoutSubmitter(
+      { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+      p.submitterOptions,
+    );
+    let creates = 0;
+    mitm.holdMs = (path) => (path === CREATE_PATH && ++creates === 1 ? 1500 : 0);
+    await p.receive('late.csv', csvFile([csvRow('LT-1')]));
+    await submitter.runOnce(p.signal);
+    expect((await p.row('LT-1')).state).toBe('UNKNOWN');
+    expect(p.ledgerCount('LT-1'), 'still on its way in').toBe(0);
+
+    p.clock.advance(30_000);
+    await submitter.runOnce(p.signal);
+    expect((await p.row('LT-1')).state).toBe('UNKNOWN');
+    await waitFor(() => p.ledgerCount('LT-1') === 1, 'the late commit', 5000);
+    p.clock.advance(30_000);
+    await submitter.runOnce(p.signal);
+    expect((await p.row('LT-1')).state).toBe('PENDING');
+    expect(p.ledgerCount('LT-1')).toBe(1);
+    expect(await p.events('LT-1')).not.toContain('reconciled-absent');
   });
 });
 
