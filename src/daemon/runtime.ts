@@ -29,9 +29,16 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-/** A listener's failure to take its port, as the option to change. */
+/** A listener's failure to take its address, as the option to change: its host when this machine has no such address. */
 function portProblem(err: unknown, option: string): unknown {
   if (!(err instanceof PayoutdError) || !/_LISTEN_FAILED$/.test(err.code)) return err;
+  if (/EADDRNOTAVAIL|ENOTFOUND|EAI_AGAIN/.test(err.message)) {
+    const host = option.replace(/\.port$/, '.host');
+    return new ConfigError(
+      'HOST_NOT_HERE',
+      `${host}: ${err.message}; this machine has no such address: choose one of its own (127.0.0.1, or 0.0.0.0 for every address)`,
+    );
+  }
   const held = err.message.includes('EADDRINUSE');
   return new ConfigError(
     'PORT_IN_USE',

@@ -117,7 +117,7 @@ describe('e2e: start-up checks', () => {
     expect(await daemon.stop()).toBe(0);
   });
 
-  it('a metrics or webhook port in use: one line, exit 78, no stack trace', async () => {
+  it('a metrics or webhook port in use, or a host not here: one line, exit 78, no stack trace', async () => {
     const e2e = await startE2e();
     const port = await busyPort();
     await e2e.writeConfig({ metrics: { enabled: true, port } });
@@ -136,6 +136,16 @@ describe('e2e: start-up checks', () => {
       r.exit,
       78,
       /^payoutd: PORT_IN_USE: webhook\.port: cannot listen on 127\.0\.0\.1:\d+: EADDRINUSE; .* webhook\.port$/,
+    );
+
+    // An address this machine does not have (TEST-NET-1) is the host's fault, not the port's.
+    await e2e.writeConfig({ metrics: { enabled: true, host: '192.0.2.1', port: 0 } });
+    r = await runToExit(e2e);
+    expectOneLine(
+      r.daemon,
+      r.exit,
+      78,
+      /^payoutd: HOST_NOT_HERE: metrics\.host: cannot listen on 192\.0\.2\.1:0: EADDRNOTAVAIL; this machine has no such address: .*$/,
     );
   });
 
