@@ -7,7 +7,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
-import { configSchema, FOLDER_OPTIONS, type PayoutdConfig } from './schema.js';
+import { configSchema, FOLDER_OPTIONS, webhookName, type PayoutdConfig } from './schema.js';
 import { approvalInUse } from './approval-schema.js';
 import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
 
@@ -148,6 +148,18 @@ export function mergeDeep(base: unknown, over: unknown): unknown {
   return out;
 }
 
+/** The first two webhooks that share a channel name, if any. */
+function sharedWebhookName(webhooks: { url: string; name?: string | undefined }[]): { first: number; later: number; name: string } | null {
+  const seen = new Map<string, number>();
+  for (const [i, w] of webhooks.entries()) {
+    const name = webhookName(w);
+    const first = seen.get(name);
+    if (first !== undefined) return { first, later: i, name };
+    seen.set(name, i);
+  }
+  return null;
+}
+
 export function loadConfig(input: LoadConfigInput, overrides: Record<string, unknown> = {}): ResolvedConfig {
   let fromFile: unknown = {};
   let baseDir = input.cwd;
@@ -229,6 +241,13 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     throw new ConfigError(
       'CONFIG_INVALID',
       `notify.webhooks.${unsigned}: needs secretFile or secretCredential (its whsec_ signing secret)`,
+    );
+  }
+  const shared = sharedWebhookName(c.notify.webhooks);
+  if (shared) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${where}: notify.webhooks.${shared.later}: its name webhook:${shared.name} is that of notify.webhooks.${shared.first}; give each webhook its own name (delivery records and metrics are kept by name, so the second would never be sent an event)`,
     );
   }
   if (c.instance.leaseMs <= 2 * c.api.timeoutMs) {

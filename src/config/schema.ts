@@ -39,7 +39,7 @@ export const notifySchema = z
       .array(
         z.object({
           url: z.url({ protocol: /^https?$/ }),
-          /** Names the endpoint in logs and metrics; default its host and path. */
+          /** Names the endpoint in logs, metrics and delivery records; default its host (webhookName). Unique. */
           name: z.string().min(1).optional(),
           secretFile: z.string().optional(),
           secretCredential: z.string().optional(),
@@ -69,6 +69,14 @@ export const notifySchema = z
     statusFiles: z.boolean().default(true),
   })
   .prefault({});
+
+/**
+ * A webhook's name, `erp.example.com:8443` when none is given: the host only, as a path or query may carry a
+ * token and the name is logged and a metrics label.
+ */
+export function webhookName(t: { url: string; name?: string | undefined }): string {
+  return t.name ?? new URL(t.url).host;
+}
 
 const codeTreatment = z.object({
   kind: z.enum(['retryable', 'rejected', 'ambiguous', 'auth']),

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
 import type { BatchEvent, BatchEventType } from '../domain/batch-events.js';
-import type { ResolvedConfig } from '../config/index.js';
+import { webhookName, type ResolvedConfig } from '../config/index.js';
 import { outboxFileName } from '../report/index.js';
 import type { BatchRecord } from '../store/index.js';
 import { NotifyError } from './errors.js';
@@ -36,13 +36,6 @@ export interface NotificationChannel {
 type NotifyConfig = ResolvedConfig['notify'];
 type WebhookTarget = NotifyConfig['webhooks'][number];
 type EmailSettings = NonNullable<NotifyConfig['email']>;
-
-/** `erp.example.com/payoutd/events`: a webhook's name when none is given (no query string: it may hold a token). */
-export function webhookName(t: Pick<WebhookTarget, 'url' | 'name'>): string {
-  if (t.name) return t.name;
-  const u = new URL(t.url);
-  return `${u.host}${u.pathname === '/' ? '' : u.pathname}`;
-}
 
 class HttpWebhookChannel implements NotificationChannel {
   readonly name: string;

@@ -237,6 +237,30 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(receiver.types()).toEqual(['batch.received']);
   });
 
+  it('a webhook without a name is named by its host: no path or query text (a token) in logs, errors or metrics', async () => {
+    const port = new URL(receiver.url).port;
+    const token = 'xoxTok3nPathPart';
+    const url = `http://127.0.0.1:${port}/services/T0PAYOUT/B0NOTIFY/${token}?sig=QueryS3cret`;
+    const w = await setUp({ webhooks: [{ url, secretFile }], statusFiles: false });
+    await newBatch(w, 'B10');
+    // Refused (HTTP 500), then unreachable: both errors are logged and kept as the event's last error.
+    receiver.answer = 500;
+    await w.dispatcher.pass();
+    await receiver.stop();
+    w.clock.advance(60_000);
+    await w.dispatcher.pass();
+    const channel = `webhook:127.0.0.1:${port}`;
+    expect(w.outcomes).toEqual([
+      [channel, 'failed'],
+      [channel, 'failed'],
+    ]);
+    const [row] = (await w.db('batch_events').select('last_error', 'delivered_to')) as { last_error: string }[];
+    expect(row?.last_error).toMatch(new RegExp(`^${channel}: NOTIFY_HTTP_UNREACHABLE`));
+    const said = [...w.logLines, row?.last_error].join('\n');
+    expect(said).toContain(`${channel} answered HTTP 500`);
+    for (const part of [token, 'services', 'QueryS3cret', 'sig=']) expect(said).not.toContain(part);
+  });
+
   it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
     const other = join(join(secretFile, '..'), 'other');
     await writeFile(other, newSigningSecret());

@@ -115,6 +115,23 @@ describe('config: values out of range name their option and what they got', () =
     expect(problems('notify:\n  webhooks:\n    - { url: "ftp://x.example", secretFile: /s }\n')[0]).toMatch(/^notify\.webhooks\.0\.url: /);
   });
 
+  it('notify: webhook names are unique (delivery records and metrics are kept by name); the default is the host', () => {
+    const hook = (url: string, name?: string): string => `    - { url: "${url}", secretFile: /s${name ? `, name: ${name}` : ''} }\n`;
+    const two = (a: string, b: string): string => `notify:\n  webhooks:\n${a}${b}`;
+    expect(problems(two(hook('http://h/hooks?tenant=erp'), hook('http://h/hooks?tenant=treasury')))).toEqual([
+      'notify.webhooks.1: its name webhook:h is that of notify.webhooks.0; give each webhook its own name (delivery records and metrics are kept by name, so the second would never be sent an event)',
+    ]);
+    // Another path on the same host is the same default name: the path is not part of it (it may hold a token).
+    expect(problems(two(hook('https://erp.example.com:8443/a'), hook('https://erp.example.com:8443/b')))[0]).toMatch(
+      /^notify\.webhooks\.1: its name webhook:erp\.example\.com:8443 is that of notify\.webhooks\.0; /,
+    );
+    expect(problems(two(hook('http://a.example/x', 'erp'), hook('http://b.example/y', 'erp')))[0]).toMatch(
+      /^notify\.webhooks\.1: its name webhook:erp is that of notify\.webhooks\.0; /,
+    );
+    const named = load(two(hook('http://h/hooks?tenant=erp', 'erp'), hook('http://h/hooks?tenant=treasury', 'treasury')));
+    expect(named.notify.webhooks.map((w) => w.name)).toEqual(['erp', 'treasury']);
+  });
+
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
     expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
     expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');
