@@ -5,14 +5,23 @@
  * the channel took it, so a crash in between delivers it again (receivers
  * deduplicate by its id). A channel that fails is retried with backoff for
  * `notify.retryFor`, then the event is given up, logged at error and
- * counted. It runs in its own work loop: nothing it waits for holds up a
- * payout.
+ * counted. Each channel gets a batch's events in order: a later event waits
+ * behind an earlier one still owed to that channel. It runs in its own work
+ * loop: nothing it waits for holds up a payout.
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
-import { claimDueEvents, getBatch, settleEventDelivery, type BatchRecord, type ClaimedEvent, type Database } from '../store/index.js';
+import {
+  claimDueEvents,
+  getBatch,
+  settleEventDelivery,
+  undeliveredEventsBefore,
+  type BatchRecord,
+  type ClaimedEvent,
+  type Database,
+} from '../store/index.js';
 import { buildChannels, closeChannels, type NotificationChannel } from './channels.js';
 import { deliveryErrorText } from './errors.js';
 import { batchSnapshot, type BatchSnapshot } from './payload.js';
@@ -42,6 +51,15 @@ export interface DispatcherOptions {
 interface Failure {
   channel: string;
   error: string;
+}
+
+/** A channel an event is not offered to yet: an earlier event of its batch is still owed to it. */
+interface Wait {
+  channel: string;
+  /** The earlier event it waits behind (the oldest). */
+  behind: string;
+  /** When the last of those earlier events is tried again. */
+  until: number;
 }
 
 /** Events claimed per pass. */
@@ -103,17 +121,30 @@ export class NotificationDispatcher {
     const { db, clock, config, logger } = this.deps;
     const batch = await getBatch(db, event.batchId);
     if (!batch) {
-      await this.settle(event, event.deliveredTo, []);
+      await this.settle(event, event.deliveredTo, [], []);
       return;
     }
+    // In order per batch and channel: an event is not offered to a channel an earlier event of its batch is still
+    // owed to (waiting for a retry, or failed just now in this pass); it waits behind it.
+    const earlier = await undeliveredEventsBefore(db, event.batchId, event.seq);
     let snapshot: Promise<BatchSnapshot> | null = null;
     const delivered = [...event.deliveredTo];
     const failures: Failure[] = [];
+    const waits: Wait[] = [];
     for (const channel of channels) {
       if (!channel.accepts(event.type) || delivered.includes(channel.name)) continue;
-      const earlier = failed.get(channel.name);
-      if (earlier !== undefined) {
-        failures.push({ channel: channel.name, error: earlier });
+      const ahead = earlier.filter((e) => channel.accepts(e.type) && !e.deliveredTo.includes(channel.name));
+      if (ahead.length > 0) {
+        waits.push({ channel: channel.name, behind: ahead[0]!.id, until: Math.max(...ahead.map((e) => e.nextAttemptAt)) });
+        logger.debug(
+          { batchId: batch.id, event: event.type, eventId: event.id, channel: channel.name, behind: ahead[0]!.id },
+          'notification waits behind an earlier event of its batch',
+        );
+        continue;
+      }
+      const failedBefore = failed.get(channel.name);
+      if (failedBefore !== undefined) {
+        failures.push({ channel: channel.name, error: failedBefore });
         continue;
       }
       const timeout = AbortSignal.timeout(config.notify.timeoutMs);
@@ -139,15 +170,15 @@ export class NotificationDispatcher {
         );
       }
     }
-    await this.settle(event, delivered, failures);
+    await this.settle(event, delivered, failures, waits);
   }
 
-  private async settle(event: ClaimedEvent, deliveredTo: string[], failures: Failure[]): Promise<void> {
+  private async settle(event: ClaimedEvent, deliveredTo: string[], failures: Failure[], waits: Wait[]): Promise<void> {
     const { db, clock, config, logger } = this.deps;
     const now = clock.now();
-    const attempts = event.attempts + 1;
+    const attempts = failures.length === 0 ? event.attempts : event.attempts + 1;
     const error = failures.length === 0 ? null : failures.map((f) => `${f.channel}: ${f.error}`).join('; ');
-    if (error === null) {
+    if (error === null && waits.length === 0) {
       await settleEventDelivery(db, event.seq, this.o.instanceId, {
         state: 'DELIVERED',
         deliveredTo,
@@ -157,7 +188,9 @@ export class NotificationDispatcher {
       });
       return;
     }
-    if (now - event.createdAt >= config.notify.retryFor) {
+    // retryFor is an age: an event older than it is given up at its first failure (docs/notifications.md). One that
+    // still waits behind an earlier event is not: the channels it waits for have not refused it.
+    if (error !== null && waits.length === 0 && now - event.createdAt >= config.notify.retryFor) {
       await settleEventDelivery(db, event.seq, this.o.instanceId, {
         state: 'GAVE_UP',
         deliveredTo,
@@ -172,13 +205,16 @@ export class NotificationDispatcher {
       );
       return;
     }
-    const next = now + backoffDelay(attempts, config.notify.retry);
+    const retryAt = error === null ? now : now + backoffDelay(attempts, config.notify.retry);
+    // Tried again once the events it waits behind were; one being delivered elsewhere now is looked at after a backoff step.
+    const waitUntil = waits.map((w) => (w.until > now ? w.until : now + config.notify.retry.baseMs));
+    const waiting = waits.map((w) => `${w.channel}: waits behind ${w.behind}, an earlier event of the batch`);
     await settleEventDelivery(db, event.seq, this.o.instanceId, {
       state: 'PENDING',
       deliveredTo,
       attempts,
-      nextAttemptAt: next,
-      lastError: error,
+      nextAttemptAt: Math.max(retryAt, ...waitUntil),
+      lastError: [...(error === null ? [] : [error]), ...waiting].join('; '),
     });
   }
 }

@@ -147,6 +147,26 @@ export async function claimDueEvents(
   return rows.map(fromRow);
 }
 
+/** An earlier event of a batch that some channel has not taken yet. */
+export interface UndeliveredEvent {
+  id: string;
+  type: BatchEventType;
+  deliveredTo: string[];
+  nextAttemptAt: number;
+}
+
+/** The batch's events before `seq` still owed to a channel, oldest first: a later event waits behind them. */
+export async function undeliveredEventsBefore(db: Database, batchId: string, seq: number): Promise<UndeliveredEvent[]> {
+  const rows = (await db('batch_events')
+    .where({ batch_id: batchId, delivery_state: 'PENDING' })
+    .andWhere('seq', '<', seq)
+    .orderBy('seq', 'asc')) as Record<string, unknown>[];
+  return rows.map((r) => {
+    const { id, type, deliveredTo } = fromRow(r);
+    return { id, type, deliveredTo, nextAttemptAt: Number(r['next_attempt_at']) };
+  });
+}
+
 /** Records what a delivery pass did with an event and lets go of its claim. */
 export async function settleEventDelivery(db: Database, seq: number, instanceId: string, o: DeliveryOutcome): Promise<void> {
   await db('batch_events')

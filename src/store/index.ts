@@ -66,11 +66,13 @@ export {
   latestEventTimes,
   latestBatchEvent,
   claimDueEvents,
+  undeliveredEventsBefore,
   settleEventDelivery,
   countEventsByDelivery,
   countBatchesByState,
   oldestHoldSince,
   type ClaimedEvent,
+  type UndeliveredEvent,
 } from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';

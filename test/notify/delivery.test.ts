@@ -170,6 +170,61 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 5 });
   });
 
+  it('after an outage, the events of a batch arrive in order: later ones wait behind those waiting for a retry', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
+    await newBatch(w, 'B11');
+    await holdBatch(w.db, 'B11', SHORT, w.clock.now());
+    receiver.answer = 503;
+    expect(await w.dispatcher.pass()).toBe(2);
+    // Back a second later, before the backoff (notify.retry.baseMs 5 s) of the first two ends; two more events happen.
+    receiver.answer = 204;
+    w.clock.advance(1_000);
+    await releaseBatchHold(w.db, 'B11', w.clock.now(), 'balance-covered');
+    await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B11', type: 'completed', data: {}, at: w.clock.now() }));
+    expect(await w.dispatcher.pass()).toBe(2);
+    expect(await w.dispatcher.pass(), 'the waiting ones are not due again before the events they wait behind').toBe(0);
+    // Waiting is no failed attempt.
+    expect(w.outcomes).toEqual([['webhook:erp', 'failed']]);
+    w.clock.advance(5_000);
+    expect(await w.dispatcher.pass()).toBe(4);
+    expect(receiver.takenTypes()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.completed']);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 4 });
+  });
+
+  it('order is kept per channel: a channel that is down holds back no other channel', async () => {
+    const secret = newSigningSecret();
+    const treasury = new EventReceiver(secret);
+    await treasury.start();
+    const treasurySecret = join(join(secretFile, '..'), 'treasury-secret');
+    await writeFile(treasurySecret, secret);
+    try {
+      const w = await setUp({
+        webhooks: [
+          { url: receiver.url, name: 'erp', secretFile },
+          { url: treasury.url, name: 'treasury', secretFile: treasurySecret },
+        ],
+        statusFiles: false,
+      });
+      await newBatch(w, 'B12');
+      receiver.answer = 503;
+      await w.dispatcher.pass();
+      receiver.answer = 204;
+      w.clock.advance(1_000);
+      await holdBatch(w.db, 'B12', SHORT, w.clock.now());
+      await w.dispatcher.pass();
+      // Treasury took both at once; erp's held waits behind its received.
+      expect(treasury.types()).toEqual(['batch.received', 'batch.held']);
+      expect(receiver.takenTypes()).toEqual([]);
+      w.clock.advance(5_000);
+      await w.dispatcher.pass();
+      expect(receiver.takenTypes()).toEqual(['batch.received', 'batch.held']);
+      expect(treasury.deliveries, 'each event once to the channel that took it').toBe(2);
+      expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
+    } finally {
+      await treasury.stop();
+    }
+  });
+
   it('gives up after notify.retryFor, logs it at error and counts it', async () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retryFor: 3_600_000, statusFiles: false });
     await receiver.stop();

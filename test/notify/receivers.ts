@@ -26,6 +26,8 @@ export interface ReceivedEvent {
 export class EventReceiver {
   /** First deliveries, in arrival order (each webhook-id once). */
   readonly events: ReceivedEvent[] = [];
+  /** Deliveries answered 2xx (each webhook-id once), in arrival order: what the sender was told it delivered. */
+  readonly taken: ReceivedEvent[] = [];
   /** Every verified delivery, duplicates included. */
   deliveries = 0;
   /** Deliveries whose signature did not verify. */
@@ -64,6 +66,7 @@ export class EventReceiver {
         this.deliveries++;
         const id = headers['webhook-id'] as string;
         if (!this.events.some((e) => e.id === id)) this.events.push({ id, ...payload });
+        if (this.answer >= 200 && this.answer < 300 && !this.taken.some((e) => e.id === id)) this.taken.push({ id, ...payload });
         res.writeHead(this.answer).end();
       });
     });
@@ -83,6 +86,11 @@ export class EventReceiver {
 
   types(): string[] {
     return this.events.map((e) => e.type);
+  }
+
+  /** The types of the events answered 2xx, in the order they were. */
+  takenTypes(): string[] {
+    return this.taken.map((e) => e.type);
   }
 }
 
