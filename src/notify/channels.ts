@@ -107,6 +107,7 @@ class EmailChannel implements NotificationChannel {
   constructor(
     private readonly settings: EmailSettings,
     credentialsDir: string | null,
+    timeoutMs: number,
   ) {
     const password =
       settings.passwordFile || settings.passwordCredential
@@ -120,6 +121,10 @@ class EmailChannel implements NotificationChannel {
       ignoreTLS: !settings.startTls,
       auth: settings.user !== undefined && password !== undefined ? { user: settings.user, pass: password } : undefined,
       tls: settings.caFile ? { ca: readFileSync(settings.caFile) } : undefined,
+      // nodemailer's own limits wait minutes on a server that stalls; an attempt gets notify.timeoutMs at each step.
+      connectionTimeout: timeoutMs,
+      greetingTimeout: timeoutMs,
+      socketTimeout: timeoutMs,
     });
   }
 
@@ -138,6 +143,8 @@ class EmailChannel implements NotificationChannel {
         text,
         messageId: `<${d.event.id}@payoutd>`,
         headers: { 'X-Payoutd-Event-Id': d.event.id },
+        // The attempt's timeout and the daemon's stop end the send and its connection at once.
+        signal: d.signal,
       });
     } catch (err) {
       const e = err as { code?: string; responseCode?: number };
@@ -179,7 +186,7 @@ export function buildChannels(config: ResolvedConfig, now: () => number, onProbl
   if (n.email) {
     const email = n.email;
     try {
-      out.push(new EmailChannel(email, config.credentialsDir));
+      out.push(new EmailChannel(email, config.credentialsDir, n.timeoutMs));
     } catch (err) {
       // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
       onProblem(err);

@@ -8,7 +8,7 @@
 import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -427,5 +427,63 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     expect(mail.mails).toEqual([]);
     expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
     expect(w.outcomes).toEqual([['email', 'failed']]);
+  });
+});
+
+describe('email to an SMTP server that stalls after EHLO', () => {
+  let server: TcpServer;
+  let sockets: Socket[];
+  let port: number;
+
+  beforeEach(async () => {
+    sockets = [];
+    // Greets, answers EHLO (offering STARTTLS), then never answers again.
+    server = createTcpServer((socket) => {
+      sockets.push(socket);
+      socket.write('220 stall.example ESMTP\r\n');
+      socket.on('data', (chunk: Buffer) => {
+        if (/^EHLO /i.test(chunk.toString())) socket.write('250-stall.example\r\n250 STARTTLS\r\n');
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterEach(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const email = (): Record<string, unknown> => ({ host: '127.0.0.1', port, from: 'p@example.com', to: ['f@example.com'] });
+
+  /** The pass, or 'still running' when it has not ended within `ms` (it is awaited after the server lets go). */
+  async function passWithin(w: World, ms: number, signal?: AbortSignal): Promise<number | 'still running'> {
+    const pass = w.dispatcher.pass(signal);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), ms)));
+    const first = await Promise.race([pass, late]);
+    clearTimeout(timer);
+    if (first === 'still running') {
+      for (const s of sockets) s.destroy();
+      await pass.catch(() => undefined);
+    }
+    return first;
+  }
+
+  it('an attempt ends after notify.timeoutMs; the event stays owed', async () => {
+    const w = await setUp({ email: email(), timeoutMs: 300, statusFiles: false });
+    await newBatch(w, 'B13');
+    expect(await passWithin(w, 5_000)).toBe(1);
+    expect(w.outcomes).toEqual([['email', 'failed']]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
+  });
+
+  it('the daemon stopping ends the attempt at once, however long notify.timeoutMs is', async () => {
+    const w = await setUp({ email: email(), timeoutMs: 600_000, statusFiles: false });
+    await newBatch(w, 'B14');
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    expect(await passWithin(w, 5_000, stop.signal)).toBe(1);
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
   });
 });
