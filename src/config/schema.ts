@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { isKnownTimeZone } from '../domain/time-zone.js';
+import { isUrlPath } from '../domain/url-path.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
 import { approvalSchema, limitsSchema } from './approval-schema.js';
@@ -279,6 +280,11 @@ export const configSchema = z
         host: z.string().default('127.0.0.1'),
         port: port(8443),
         path: z.string().default('/payoutd/webhook'),
+        /**
+         * The path the payout service posts to and signs, when a reverse proxy rewrites it to `path`
+         * (docs/webhooks.md). Default: the request's path.
+         */
+        signedPath: z.string().refine(isUrlPath, { error: 'must be a URL path starting with / (no query)' }).optional(),
         /** The merchant's webhook secret; prefer secretFile or the systemd credential "webhook-secret". */
         secret: z.string().optional(),
         secretFile: z.string().optional(),

@@ -11,7 +11,7 @@ import { ServiceHealthRecorder } from './health-record.js';
 import type { FaultPoint } from './fault-points.js';
 // Metrics (prom-client) and the webhook receiver are imported only when the config enables them.
 import type { PayoutdMetrics } from '../metrics/index.js';
-import type { WebhookReceiver } from '../webhook/index.js';
+import type { WebhookReceiver, WebhookReceiverOptions } from '../webhook/index.js';
 import type { ConsoleServer } from '../console/index.js';
 import { outboxName } from './outbox.js';
 import { approvalInUse, readWebhookSecret } from '../config/index.js';
@@ -44,6 +44,17 @@ function portProblem(err: unknown, option: string): unknown {
     'PORT_IN_USE',
     `${option}: ${err.message}; ${held ? `another process holds the port: stop it or choose another ${option}` : `choose another ${option}`}`,
   );
+}
+
+/**
+ * The webhook receiver's options as configured (its secret read now); the process adds its clock, logger, store
+ * and hooks. Every webhook.* option is passed on, so one added to the schema cannot be left out here.
+ */
+export function webhookReceiverOptions(
+  config: ResolvedConfig,
+): Omit<WebhookReceiverOptions, 'clock' | 'logger' | 'db' | 'wake' | 'onVerdict' | 'onPayoutUpdated'> {
+  const { enabled: _enabled, secret: _secret, secretFile: _secretFile, ...receiver } = config.webhook;
+  return { ...receiver, secret: readWebhookSecret(config), canonicalJson: config.api.canonicalJson };
 }
 
 /**
@@ -88,20 +99,9 @@ export async function startDaemon(
       logger.info({ url }, 'metrics, /healthz and /readyz listening');
     }
     if (config.webhook.enabled) {
-      const w = config.webhook;
       const { WebhookReceiver } = await import('../webhook/index.js');
       webhook = new WebhookReceiver({
-        host: w.host,
-        port: w.port,
-        path: w.path,
-        tls: w.tls,
-        secret: readWebhookSecret(config),
-        keyEncoding: w.keyEncoding,
-        maxBodyBytes: w.maxBodyBytes,
-        timestampSkewSeconds: w.timestampSkewSeconds,
-        nonceWindowSeconds: w.nonceWindowSeconds,
-        eventRetentionDays: w.eventRetentionDays,
-        canonicalJson: config.api.canonicalJson,
+        ...webhookReceiverOptions(config),
         clock,
         logger,
         db,

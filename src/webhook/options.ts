@@ -1,6 +1,7 @@
 /** Options of the webhook receiver (docs/webhooks.md) and their validation; errors never show the secret's text. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
+import { isUrlPath } from '../domain/url-path.js';
 import type { CanonicalOptions } from '../json/canonical.js';
 import type { HmacKeyEncoding } from '../signing/signatures.js';
 import type { Database, PayoutNamed } from '../store/index.js';
@@ -108,7 +109,7 @@ function integer(name: string, value: unknown, min: number, max = Number.MAX_SAF
 }
 
 function urlPath(name: string, value: unknown): string {
-  if (typeof value !== 'string' || !/^\/[\x21-\x7e]*$/.test(value) || /[?#]/.test(value)) {
+  if (typeof value !== 'string' || !isUrlPath(value)) {
     throw new WebhookConfigError(
       'WEBHOOK_CONFIG_INVALID',
       `Expected \`webhook.${name}\` to be a URL path starting with "/" (no query), got ${describe(value)}`,

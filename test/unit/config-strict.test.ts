@@ -132,6 +132,13 @@ describe('config: values out of range name their option and what they got', () =
     expect(named.notify.webhooks.map((w) => w.name)).toEqual(['erp', 'treasury']);
   });
 
+  it('webhook.signedPath is a URL path starting with /', () => {
+    expect(load('webhook:\n  signedPath: /hooks/payout\n').webhook.signedPath).toBe('/hooks/payout');
+    expect(load('{}\n').webhook.signedPath).toBeUndefined();
+    for (const bad of ['hooks/payout', '/hooks?x=1', '"/with space"'])
+      expect(problems(`webhook:\n  signedPath: ${bad}\n`)).toEqual(['webhook.signedPath: must be a URL path starting with / (no query)']);
+  });
+
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
     expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
     expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');

@@ -4,13 +4,19 @@
  * cannot use (400), other event kinds (200, logged, no action), wrong path
  * or method; and the logs never carry the secret or a signature.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { webhookReceiverOptions } from '../../src/daemon/runtime.js';
 import {
   PATH,
   SECRET,
   START_MS,
   closeAll,
   eventBody,
+  onClose,
   eventRows,
   parsedLines,
   send,
@@ -145,6 +151,21 @@ describe('verification', () => {
     const h = await receiver({ signedPath: '/hooks/payout', secret: secretHex, keyEncoding: 'hex' });
     const body = eventBody();
     expect((await deliver(h, body, { path: '/hooks/payout' })).status).toBe(200);
+    expect((await deliver(h, eventBody(), { path: PATH })).status).toBe(401);
+  });
+});
+
+describe('webhook.signedPath from the configuration', () => {
+  it('loads, and reaches the receiver: a delivery signed for it is accepted on the path the proxy rewrote it to', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'payoutd-signed-path-'));
+    onClose(async () => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'payoutd.yaml');
+    writeFileSync(file, `webhook:\n  enabled: true\n  port: 0\n  path: ${PATH}\n  signedPath: /hooks/payout\n  secret: ${SECRET}\n`);
+    const config = loadConfig({ file, env: {}, cwd: dir });
+    expect(config.webhook.signedPath).toBe('/hooks/payout');
+    const h = await receiver(webhookReceiverOptions(config));
+    expect(new URL(h.url).pathname).toBe(PATH);
+    expect((await deliver(h, eventBody(), { path: '/hooks/payout' })).status).toBe(200);
     expect((await deliver(h, eventBody(), { path: PATH })).status).toBe(401);
   });
 });
