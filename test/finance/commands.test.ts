@@ -74,6 +74,24 @@ describe('payoutd retry-file --batch', () => {
   });
 });
 
+describe('payoutd retry-file: a row left out', () => {
+  // A reference of finance's own may look like a retry round (a revision PO-77-R2 beside PO-77-R1): the row is left
+  // out (a retry could pay twice), and the message says what was found, not that the row was retried.
+  it('says which reference its retry would take and how that one stands, and what to do if it is no retry', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'revisions.csv');
+    await addRows(db, [validRow('B1', 2, request('PO-77-R1')), validRow('B1', 3, request('PO-77-R2'))]);
+    await setRow(db, 'B1', 2, { state: 'CANCELLED', serviceStatus: 'CANCELLED', payoutId: 'P-1', createdAtMs: T0 });
+    await setRow(db, 'B1', 3, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-2', createdAtMs: T0 });
+    await closeDatabase(db);
+    const said = await printed(() => retryFile(configFor(dir), 'B1', undefined));
+    expect(said).toEqual([
+      'batch B1: no retry file written: each CANCELLED row is left out, as follows',
+      '  line 2 PO-77-R1: left out: PO-77-R2, the reference its retry would take, is PAID. If PO-77-R2 is no retry of it, pay it again in a file of your own with a new reference',
+    ]);
+  });
+});
+
 /** What `f` printed on stdout, a line each (shown as well). */
 async function printed(f: () => Promise<unknown>): Promise<string[]> {
   const lines: string[] = [];

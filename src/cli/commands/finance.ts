@@ -89,7 +89,9 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       bom: config.outbox.bom,
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
-    if (!result.path) print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
+    if (!result.path && result.skippedCount > 0)
+      print(`batch ${batchId}: no retry file written: each CANCELLED row is left out, as follows`);
+    else if (!result.path) print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
     else {
       print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
       if (config.outbox.xlsx) {
@@ -98,7 +100,10 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       }
     }
     for (const s of result.skipped) {
-      print(`  line ${s.line} ${s.merchantReferenceId}: left out, already retried as ${s.retriedAs} (${s.state})`);
+      // Only the reference is known: finance may have used one shaped like a retry round for another payout.
+      print(
+        `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, the reference its retry would take, is ${s.state}. If ${s.retriedAs} is no retry of it, pay it again in a file of your own with a new reference`,
+      );
     }
     if (result.skippedCount > result.skipped.length) print(`  … ${result.skippedCount - result.skipped.length} more left out`);
     return result;
