@@ -8,7 +8,15 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { normalizeAmount } from '../domain/money.js';
-import { isPayoutStatus, type CreateRequest, type CreateTrail, type CreatedPayout, type PayoutRecord } from '../domain/payout.js';
+import {
+  isPayoutStatus,
+  type CreateRequest,
+  type CreateTrail,
+  type CreatedPayout,
+  type PayoutQueryAnswer,
+  type PayoutRecord,
+  type UnreadRecord,
+} from '../domain/payout.js';
 import { JsonNumber, canonicalStringify, parseLossless, plainNumberText } from '../json/index.js';
 import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSign, type HmacKeyEncoding } from '../signing/index.js';
 import {
@@ -147,6 +155,50 @@ function optionalString(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
+/** An identifier or status as text, as stringField reads it; null when absent or of another kind. */
+function textOrNull(value: unknown): string | null {
+  return value instanceof JsonNumber ? value.value : optionalString(value);
+}
+
+function toRecord(r: Json): PayoutRecord {
+  const ep = ENDPOINTS.queryPayouts;
+  const status = stringField(r.status, 'status', ep);
+  if (!isPayoutStatus(status)) throw badResponse(ep, `status ${JSON.stringify(status)} is none of PENDING, PAID, CANCELLED`);
+  return {
+    payoutId: stringField(r.payoutId, 'payoutId', ep),
+    merchantReferenceId: stringField(r.merchantReferenceId, 'merchantReferenceId', ep),
+    status,
+    payoutCurrency: stringField(r.payoutCurrency, 'payoutCurrency', ep),
+    payoutAmount: decimalField(r.payoutAmount, 'payoutAmount', ep),
+    deductionCurrency: stringField(r.deductionCurrency, 'deductionCurrency', ep),
+    deductionAmount: decimalField(r.deductionAmount, 'deductionAmount', ep),
+    rate: decimalField(r.rate, 'rate', ep),
+    totalFee: decimalField(r.totalFee, 'totalFee', ep),
+    feeCurrency: stringField(r.feeCurrency, 'feeCurrency', ep),
+    createTime: stringField(r.createTime, 'createTime', ep),
+    completeTime: optionalString(r.completeTime),
+    failureReason: optionalString(r.failureReason),
+  };
+}
+
+/** One record of a query answer, read on its own: a record payoutd cannot read is kept as such, never fails the answer. */
+function readRecord(value: unknown): PayoutRecord | UnreadRecord {
+  const isObject = value !== null && typeof value === 'object' && !Array.isArray(value);
+  const r = isObject ? (value as Json) : {};
+  try {
+    if (!isObject) throw badResponse(ENDPOINTS.queryPayouts, 'the record is not an object');
+    return toRecord(r);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return {
+      payoutId: textOrNull(r.payoutId),
+      merchantReferenceId: textOrNull(r.merchantReferenceId),
+      status: textOrNull(r.status),
+      problem: err.msg,
+    };
+  }
+}
+
 function secondsField(value: unknown, field: string, endpoint: string): number {
   const text = stringField(value, field, endpoint);
   if (!/^\d+$/.test(text)) throw badResponse(endpoint, `field ${field} is not a whole number of seconds`);
@@ -253,11 +305,11 @@ export class PayoutApiClient {
   }
 
   /** Payouts with these references (several per reference if the service allowed duplicates). */
-  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
+  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
     return this.query('merchantReferenceIds', merchantReferenceIds, signal);
   }
 
-  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
+  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
     return this.query('payoutIds', payoutIds, signal);
   }
 
@@ -268,36 +320,18 @@ export class PayoutApiClient {
     return list.map((b) => ({ currency: stringField(b.currency, 'currency', ep), available: decimalField(b.available, 'available', ep) }));
   }
 
-  private async query(field: 'merchantReferenceIds' | 'payoutIds', ids: string[], signal?: AbortSignal): Promise<PayoutRecord[]> {
-    const out: PayoutRecord[] = [];
+  private async query(field: 'merchantReferenceIds' | 'payoutIds', ids: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
+    const answer: PayoutQueryAnswer = { records: [], unread: [] };
     for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
       const chunk = ids.slice(i, i + this.o.queryMaxIds);
       const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
-      const list = listField(data, 'payouts', ENDPOINTS.queryPayouts);
-      for (const r of list) out.push(this.toRecord(r));
+      for (const value of listField(data, 'payouts', ENDPOINTS.queryPayouts)) {
+        const read = readRecord(value);
+        if ('problem' in read) answer.unread.push(read);
+        else answer.records.push(read);
+      }
     }
-    return out;
-  }
-
-  private toRecord(r: Json): PayoutRecord {
-    const ep = ENDPOINTS.queryPayouts;
-    const status = stringField(r.status, 'status', ep);
-    if (!isPayoutStatus(status)) throw badResponse(ep, `unknown payout status ${JSON.stringify(status)}`);
-    return {
-      payoutId: stringField(r.payoutId, 'payoutId', ep),
-      merchantReferenceId: stringField(r.merchantReferenceId, 'merchantReferenceId', ep),
-      status,
-      payoutCurrency: stringField(r.payoutCurrency, 'payoutCurrency', ep),
-      payoutAmount: decimalField(r.payoutAmount, 'payoutAmount', ep),
-      deductionCurrency: stringField(r.deductionCurrency, 'deductionCurrency', ep),
-      deductionAmount: decimalField(r.deductionAmount, 'deductionAmount', ep),
-      rate: decimalField(r.rate, 'rate', ep),
-      totalFee: decimalField(r.totalFee, 'totalFee', ep),
-      feeCurrency: stringField(r.feeCurrency, 'feeCurrency', ep),
-      createTime: stringField(r.createTime, 'createTime', ep),
-      completeTime: optionalString(r.completeTime),
-      failureReason: optionalString(r.failureReason),
-    };
+    return answer;
   }
 
   // ---- calls, signing, classification -----------------------------------

@@ -57,6 +57,31 @@ export interface PayoutRecord {
   failureReason: string | null;
 }
 
+/**
+ * A record of a query answer payoutd cannot act on as it stands: a status spec 3 does not name (it leaves
+ * intermediate states open), or a field missing or malformed. What could be read of it is kept: with its
+ * payoutId and reference it still proves the payout exists, and it is taken as not final.
+ */
+export interface UnreadRecord {
+  payoutId: string | null;
+  merchantReferenceId: string | null;
+  /** The status as the service wrote it; null when absent or not text. */
+  status: string | null;
+  /** What could not be read, for an operator. */
+  problem: string;
+}
+
+/** A query's answer, read record by record: one record payoutd cannot read never hides the others. */
+export interface PayoutQueryAnswer {
+  records: PayoutRecord[];
+  unread: UnreadRecord[];
+}
+
+/** An unread record naming both its payout and its reference: the payout exists, and whose it is is known. */
+export function namesItsPayout(r: UnreadRecord): r is UnreadRecord & { payoutId: string; merchantReferenceId: string } {
+  return r.payoutId !== null && r.merchantReferenceId !== null;
+}
+
 /** Masks an account number for logs: only the last four characters show. */
 export function maskAccountNumber(accountNumber: string): string {
   if (accountNumber.length <= 4) return '*'.repeat(accountNumber.length);
@@ -88,8 +113,8 @@ export interface CreateTrail {
 /** The payout service as the submitter and poller need it; errors carry a `kind` saying whether the outcome is known. */
 export interface PayoutService {
   createPayout(req: CreateRequest, signal?: AbortSignal, trail?: CreateTrail): Promise<CreatedPayout>;
-  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
-  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutRecord[]>;
+  queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer>;
+  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer>;
   balances(signal?: AbortSignal): Promise<{ currency: string; available: string }[]>;
   exchangeRates(currencies: string[], signal?: AbortSignal): Promise<{ sourceCurrency: string; targetCurrency: string; rate: string }[]>;
   /** False while the service is taken for unreachable: callers then leave their work untouched. */

@@ -8,7 +8,7 @@ import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
-import type { PayoutRecord, PayoutService } from '../domain/payout.js';
+import type { PayoutQueryAnswer, PayoutService, UnreadRecord } from '../domain/payout.js';
 import {
   type Database,
   flagStale,
@@ -24,7 +24,7 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { settledPatch } from '../submit/outcome.js';
+import { keptStatus, settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -83,7 +83,7 @@ interface Flight {
   due: PollTarget[];
   claimedAt: number;
   oldestDue: number;
-  records?: PayoutRecord[];
+  answer?: PayoutQueryAnswer;
   /** When the answer came: the time its payouts were seen (one timestamp per call in their history). */
   answeredAt?: number;
   failed?: unknown;
@@ -192,7 +192,7 @@ export class SettlementPoller {
   /** Sends one query call; never rejects (the outcome is kept on the flight). */
   private async ask(flight: Flight, signal: AbortSignal): Promise<void> {
     try {
-      flight.records = await this.deps.service.queryByPayoutIds(
+      flight.answer = await this.deps.service.queryByPayoutIds(
         flight.due.map((r) => r.payoutId as string),
         signal,
       );
@@ -210,11 +210,14 @@ export class SettlementPoller {
   /** Records the calls that came back: answers in one transaction, failed calls rescheduled (only their own payouts). */
   private async record(flights: Flight[], pass: PassTally): Promise<void> {
     const { db, clock, logger } = this.deps;
-    const answered: { flight: Flight; records: PayoutRecord[]; at: number }[] = [];
+    const answered: { flight: Flight; answer: PayoutQueryAnswer; at: number }[] = [];
     for (const f of flights) {
-      if (f.records === undefined || f.answeredAt === undefined) {
+      if (f.answer === undefined || f.answeredAt === undefined) {
         const err = f.failed;
-        logger.warn({ err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' } }, 'payout query failed; will retry');
+        logger.warn(
+          { err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' }, payouts: f.due.length },
+          'payout query failed; will retry',
+        );
         await reschedulePolls(
           db,
           f.due.map((r) => r.id),
@@ -225,7 +228,7 @@ export class SettlementPoller {
       pass.answered++;
       pass.firstAnswerAt = Math.min(pass.firstAnswerAt ?? f.answeredAt, f.answeredAt);
       pass.lastAnswerAt = Math.max(pass.lastAnswerAt ?? f.answeredAt, f.answeredAt);
-      answered.push({ flight: f, records: f.records, at: f.answeredAt });
+      answered.push({ flight: f, answer: f.answer, at: f.answeredAt });
       this.deps.onPolled?.(f.due.length, Math.max(0, f.claimedAt - f.oldestDue));
     }
     if (answered.length === 0) return;
@@ -233,7 +236,7 @@ export class SettlementPoller {
       pending: Math.max(0, pass.pending - pass.settled),
       callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
     };
-    const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.records, a.at, load) }));
+    const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.answer, a.at, load) }));
     // One commit for all of them; each call's moves keep the time its answer came.
     await recordAnswers(db, perCall);
     const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
@@ -307,13 +310,30 @@ export class SettlementPoller {
     return pollBatchNow(this.deps.db, batchId, now);
   }
 
-  private movesOf(due: PollTarget[], records: PayoutRecord[], now: number, load: PollLoad): RowMove[] {
+  private movesOf(due: PollTarget[], answer: PayoutQueryAnswer, now: number, load: PollLoad): RowMove[] {
     const { logger } = this.deps;
-    const byId = new Map(records.map((r) => [r.payoutId, r]));
+    const byId = new Map(answer.records.map((r) => [r.payoutId, r]));
+    const unreadById = new Map<string, UnreadRecord>();
+    // A record naming no payout may be any asked one's: none of them is taken as unknown to the service.
+    let nameless = false;
+    for (const u of answer.unread) {
+      if (u.payoutId !== null) unreadById.set(u.payoutId, u);
+      else {
+        nameless = true;
+        logger.warn(
+          { merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
+          'a record of a payout query cannot be read; skipped',
+        );
+      }
+    }
     return due.map((row): RowMove => {
       const rec = byId.get(row.payoutId as string);
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
       if (!rec) {
+        const unread = unreadById.get(row.payoutId as string);
+        if (unread) return this.unreadMove(row, unread, polled);
+        // Not answered for certain: asked again as after a failed call.
+        if (nameless) return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null };
         logger.error(
           { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
           'the service does not know a payout it created; still following it',
@@ -353,6 +373,34 @@ export class SettlementPoller {
           : null,
       };
     });
+  }
+
+  /**
+   * A payout whose record cannot be read (a status payoutd does not know, a field missing): it exists and is not
+   * taken as final, so it stays PENDING on its schedule. Its status is kept as sent; a change of it is written and warned.
+   */
+  private unreadMove(row: PollTarget, unread: UnreadRecord, polled: { pollCount: number; lastPolledAt: number }): RowMove {
+    const status = keptStatus(unread.status);
+    const changed = status !== row.serviceStatus;
+    if (changed)
+      this.deps.logger.warn(
+        {
+          batchId: row.batchId,
+          line: row.line,
+          merchantReferenceId: row.merchantReferenceId,
+          payoutId: row.payoutId,
+          status: unread.status,
+          problem: unread.problem,
+        },
+        'the service sent a record of this payout that payoutd cannot read; still following it as PENDING',
+      );
+    return {
+      row,
+      from: 'PENDING',
+      to: 'PENDING',
+      patch: { ...polled, serviceStatus: status, nextPollAt: polled.lastPolledAt + nextPollDelay(polled.pollCount, this.o) },
+      history: changed ? { event: 'polled', outcome: status ?? 'UNREADABLE', detail: `record cannot be read: ${unread.problem}` } : null,
+    };
   }
 
   /** PENDING payouts, counted at most once per minimum interval; in between, less the ones settled since. */

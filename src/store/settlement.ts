@@ -6,7 +6,10 @@ import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
 
 /** What polling a payout needs of its row (a claim reads a hundred of them per call). */
-export type PollTarget = Pick<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'pollCount' | 'nextPollAt'>;
+export type PollTarget = Pick<
+  PayoutRow,
+  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'pollCount' | 'nextPollAt'
+>;
 
 const POLL_TARGET_COLUMNS = [
   'id',
@@ -14,6 +17,7 @@ const POLL_TARGET_COLUMNS = [
   'line',
   'merchant_reference_id as merchantReferenceId',
   'payout_id as payoutId',
+  'service_status as serviceStatus',
   'poll_count as pollCount',
   'next_poll_at as nextPollAt',
 ];

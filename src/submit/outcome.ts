@@ -1,7 +1,7 @@
 /** What a create's answer (or failure) means for its row: a pure decision from the ApiError kind to the next state. */
 import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
-import type { CreatedPayout, PayoutRecord } from '../domain/payout.js';
+import type { CreatedPayout, PayoutRecord, UnreadRecord } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { PayoutRowPatch } from '../store/index.js';
 
@@ -142,6 +142,29 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
   patch.createdAtMs = Number.isNaN(created) ? now : created;
   patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
   return { to: record.status, patch };
+}
+
+/** The longest status text a row keeps (its service_status column): a longer one is cut, never fails the commit. */
+const KEPT_STATUS_LENGTH = 16;
+
+/** A status as the service wrote it, as the row keeps it. */
+export function keptStatus(status: string | null): string | null {
+  return status === null ? null : status.slice(0, KEPT_STATUS_LENGTH);
+}
+
+/**
+ * The patch that adopts a payout the service holds but whose record payoutd cannot read (a status it does not
+ * know, a field missing): it exists, so it is followed as PENDING until a record of it can be read.
+ */
+export function adoptUnread(
+  record: UnreadRecord & { payoutId: string },
+  now: number,
+  firstPollDelayMs: number,
+): { to: 'PENDING'; patch: PayoutRowPatch } {
+  return {
+    to: 'PENDING',
+    patch: { payoutId: record.payoutId, serviceStatus: keptStatus(record.status), createdAtMs: now, nextPollAt: now + firstPollDelayMs },
+  };
 }
 
 /** The patch of a followed payout that a query found settled; the row keeps its payout id and creation time. */

@@ -10,8 +10,8 @@ import { isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
-import type { CreateTrail, PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
-import { maskAccountNumber } from '../domain/payout.js';
+import type { CreateTrail, PayoutQueryAnswer, PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
+import { maskAccountNumber, namesItsPayout } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
   type Database,
@@ -26,7 +26,7 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { adoptRecord, decideCreated, decideCreateFailure } from './outcome.js';
+import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure } from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -97,6 +97,13 @@ class ClaimLost extends Error {
   constructor() {
     super('the claim on this row ran out before its create was sent');
   }
+}
+
+/** Records (or unread records) by the reference they name. */
+function groupByReference<R extends { merchantReferenceId: string }>(records: R[]): Map<string, R[]> {
+  const byRef = new Map<string, R[]>();
+  for (const r of records) byRef.set(r.merchantReferenceId, [...(byRef.get(r.merchantReferenceId) ?? []), r]);
+  return byRef;
 }
 
 /** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
@@ -400,25 +407,18 @@ export class PayoutSubmitter {
       const leaseMs = this.o.reconcileLeaseMs ?? this.o.claimant.leaseMs;
       const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, leaseMs);
       if (rows.length === 0) return moved;
-      let records: PayoutRecord[];
+      let answer: PayoutQueryAnswer;
       try {
-        records = await this.deps.service.queryByReferences(
+        answer = await this.deps.service.queryByReferences(
           rows.map((r) => r.merchantReferenceId),
           signal,
         );
       } catch (err) {
-        const now = clock.now();
-        const retryAt = now + backoffDelay(Math.min(10, (rows[0]?.createAttempts ?? 1) + 1), this.o.retry, this.random);
+        const code = isApiError(err) ? err.code : 'ERROR';
         await applyRowMoves(
           db,
-          rows.map((row) => ({
-            row,
-            from: 'UNKNOWN' as const,
-            to: 'UNKNOWN' as const,
-            patch: { nextAttemptAt: retryAt },
-            history: { event: 'query-failed', outcome: isApiError(err) ? err.code : 'ERROR', detail: 'reference query failed; will retry' },
-          })),
-          now,
+          rows.map((row) => this.queryFailed(row, code, 'reference query failed; will retry')),
+          clock.now(),
         );
         logger.warn(
           { err: isApiError(err) ? err.toLog() : { code: 'UNEXPECTED' }, rows: rows.length },
@@ -426,22 +426,32 @@ export class PayoutSubmitter {
         );
         return moved;
       }
-      const byRef = new Map<string, PayoutRecord[]>();
-      for (const r of records) byRef.set(r.merchantReferenceId, [...(byRef.get(r.merchantReferenceId) ?? []), r]);
+      const byRef = groupByReference(answer.records);
+      const unreadByRef = groupByReference(answer.unread.filter(namesItsPayout));
+      // A record naming no reference may be any row's: no reference of this answer is taken as absent.
+      const nameless = answer.unread.filter((u) => !namesItsPayout(u));
+      for (const u of nameless) {
+        logger.warn(
+          { payoutId: u.payoutId, merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
+          'a record of a reference query cannot be read; skipped, and no reference of its answer is taken as absent',
+        );
+      }
       const moves: RowMove[] = [];
       const now = clock.now();
       for (const row of rows) {
         const found = byRef.get(row.merchantReferenceId) ?? [];
+        const unread = unreadByRef.get(row.merchantReferenceId) ?? [];
+        const held = found.length + unread.length;
+        const note = held > 1 ? `; WARNING: the service holds ${held} payouts for this reference` : '';
+        if (held > 1)
+          logger.error(
+            { merchantReferenceId: row.merchantReferenceId, count: held },
+            'the service holds several payouts for one reference',
+          );
         if (found.length > 0) {
           found.sort((a, b) => a.createTime.localeCompare(b.createTime));
           const first = found[0] as PayoutRecord;
           const a = adoptRecord(first, now, this.o.firstPollDelayMs);
-          const note = found.length > 1 ? `; WARNING: the service holds ${found.length} payouts for this reference` : '';
-          if (found.length > 1)
-            logger.error(
-              { merchantReferenceId: row.merchantReferenceId, count: found.length },
-              'the service holds several payouts for one reference',
-            );
           moves.push({
             row,
             from: 'UNKNOWN',
@@ -449,6 +459,40 @@ export class PayoutSubmitter {
             patch: a.patch,
             history: { event: 'reconciled-found', outcome: first.status, detail: `payoutId ${first.payoutId}${note}` },
           });
+          continue;
+        }
+        const seen = unread[0];
+        if (seen !== undefined) {
+          // Its record cannot be read, but it proves the payout exists: followed, never created again.
+          const a = adoptUnread(seen, now, this.o.firstPollDelayMs);
+          logger.warn(
+            {
+              batchId: row.batchId,
+              line: row.line,
+              merchantReferenceId: row.merchantReferenceId,
+              payoutId: seen.payoutId,
+              status: seen.status,
+              problem: seen.problem,
+            },
+            'the service holds a payout for this reference whose record payoutd cannot read; followed as PENDING',
+          );
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: a.to,
+            patch: a.patch,
+            history: {
+              event: 'reconciled-found',
+              outcome: a.patch.serviceStatus ?? 'UNREADABLE',
+              detail: `payoutId ${seen.payoutId}; its record cannot be read (${seen.problem}), followed as PENDING${note}`,
+            },
+          });
+          continue;
+        }
+        if (nameless.length > 0) {
+          moves.push(
+            this.queryFailed(row, 'BAD_RESPONSE', 'the answer held a record that cannot be read; not taken as absent, will retry'),
+          );
           continue;
         }
         // The grace runs from when the outcome became unknown (after a timeout, say), not from the send.
@@ -479,5 +523,11 @@ export class PayoutSubmitter {
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
       if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
+  }
+
+  /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */
+  private queryFailed(row: RowMove['row'] & Pick<ClaimedRow, 'createAttempts'>, outcome: string, detail: string): RowMove {
+    const retryAt = this.deps.clock.now() + backoffDelay(Math.min(10, row.createAttempts + 1), this.o.retry, this.random);
+    return { row, from: 'UNKNOWN', to: 'UNKNOWN', patch: { nextAttemptAt: retryAt }, history: { event: 'query-failed', outcome, detail } };
   }
 }

@@ -78,12 +78,12 @@ describe('PayoutApiClient endpoints', () => {
     const ids = created.map((c) => c.payoutId);
     expect(sandbox.stats().requests[ENDPOINTS.queryPayouts]).toBe(0);
 
-    const byRef = await client.queryByReferences(refs);
+    const byRef = (await client.queryByReferences(refs)).records;
     expect(sandbox.stats().requests[ENDPOINTS.queryPayouts]).toBe(3);
     expect(byRef.map((r) => r.merchantReferenceId)).toEqual(refs);
     expect(byRef.map((r) => r.payoutId)).toEqual(ids);
 
-    const byId = await client.queryByPayoutIds(ids);
+    const byId = (await client.queryByPayoutIds(ids)).records;
     expect(sandbox.stats().requests[ENDPOINTS.queryPayouts]).toBe(6);
     expect(byId).toEqual(byRef);
 
@@ -106,9 +106,9 @@ describe('PayoutApiClient endpoints', () => {
   it('leaves unknown ids out of a query answer', async () => {
     const { client } = await startEnv();
     const c = await client.createPayout(payoutRequest());
-    const records = await client.queryByReferences(['REF-does-not-exist', c.merchantReferenceId]);
+    const { records } = await client.queryByReferences(['REF-does-not-exist', c.merchantReferenceId]);
     expect(records.map((r) => r.payoutId)).toEqual([c.payoutId]);
-    expect(await client.queryByPayoutIds(['PO-unknown'])).toEqual([]);
+    expect(await client.queryByPayoutIds(['PO-unknown'])).toEqual({ records: [], unread: [] });
   });
 
   it('fails (rejected, 2002) when the client chunks larger than the server allows: the setting matters', async () => {

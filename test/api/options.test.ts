@@ -23,7 +23,7 @@ describe("auth.mode 'client-id' (spec 5.6)", () => {
       client: { auth: { mode: 'client-id', clientId: 'CID-42' } },
     });
     const created = await client.createPayout(payoutRequest());
-    expect(await client.queryByPayoutIds([created.payoutId])).toHaveLength(1);
+    expect((await client.queryByPayoutIds([created.payoutId])).records).toHaveLength(1);
 
     const token = proxy.forwarded.find((f) => f.url === ENDPOINTS.accessToken);
     expect(token?.body.toString('utf8')).toBe('{"clientId":"CID-42","grantType":"client_credentials"}');
@@ -55,7 +55,7 @@ describe('canonicalJson.sortKeys false', () => {
     const wire = proxy.forwarded.find((f) => f.url === ENDPOINTS.createPayout)?.body.toString('utf8');
     expect(wire?.startsWith(`{"merchantReferenceId":"${req.merchantReferenceId}","deductionCurrency":"USDT"`)).toBe(true);
     expect(wire).toContain('"payoutAmount":250.75,');
-    expect(await client.queryByReferences([req.merchantReferenceId])).toHaveLength(1);
+    expect((await client.queryByReferences([req.merchantReferenceId])).records).toHaveLength(1);
     expect(sandbox.ledger()).toHaveLength(1);
   });
 

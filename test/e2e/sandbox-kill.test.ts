@@ -107,13 +107,14 @@ describe('e2e: the sandbox killed mid-stream', () => {
     const second = await startSandboxProcess(configPath, 'sandbox-2');
     const after = client(second.url);
     const found = await after.queryByReferences(sent);
+    expect(found.unread).toEqual([]);
     const foundByRef = new Map<string, string[]>();
-    for (const p of found) foundByRef.set(p.merchantReferenceId, [...(foundByRef.get(p.merchantReferenceId) ?? []), p.payoutId]);
+    for (const p of found.records) foundByRef.set(p.merchantReferenceId, [...(foundByRef.get(p.merchantReferenceId) ?? []), p.payoutId]);
 
     const lost = [...answered].filter(([ref, payoutId]) => foundByRef.get(ref)?.join() !== payoutId);
     expect(lost.map(([ref]) => ref)).toEqual([]);
     for (const [ref, ids] of foundByRef) expect(ids, ref).toHaveLength(1);
-    expect((await after.queryByPayoutIds([...answered.values()])).length).toBe(answered.size);
+    expect((await after.queryByPayoutIds([...answered.values()])).records.length).toBe(answered.size);
 
     await second.proc.stop();
     await rm(dir, { recursive: true, force: true });

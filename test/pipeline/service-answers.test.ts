@@ -6,9 +6,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
+import { SettlementPoller, nextPollDelay } from '../../src/poll/index.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
-import { CREATE_PATH, QUERY_PATH, closePipelines, payoutRequest, startPipeline, type Pipeline } from './harness.js';
+import { CREATE_PATH, QUERY_PATH, closePipelines, linesContaining, payoutRequest, startPipeline, type Pipeline } from './harness.js';
 
 let mitm: Mitm | null = null;
 afterEach(async () => {
@@ -29,6 +30,38 @@ async function throughProxy(p: Pipeline): Promise<{ submitter: PayoutSubmitter; 
 }
 
 type Envelope = { code: string; msg: string; data: { payouts: unknown[] } };
+type Json = Record<string, unknown>;
+
+/** Rewrites the records of every query answer: `change` returns the record to send instead, or null to leave it out. */
+function rewriteRecords(proxy: Mitm, change: (record: Json) => Json | null): void {
+  proxy.rewriteAnswer = (path, text) => {
+    if (path !== QUERY_PATH) return text;
+    const env = parseLossless(text) as Envelope;
+    const payouts = (env.data.payouts as Json[]).map(change).filter((r) => r !== null);
+    return canonicalStringify({ code: env.code, msg: env.msg, data: { ...env.data, payouts } });
+  };
+}
+
+/** The record as sent, with `fields` changed (undefined: left out). */
+function withFields(record: Json, fields: Json): Json {
+  const out: Json = { ...record, ...fields };
+  for (const [k, v] of Object.entries(fields)) if (v === undefined) delete out[k];
+  return out;
+}
+
+/** Rows made UNKNOWN with their payouts on the service: every create's answer dropped, every query answer unreadable. */
+async function unknownRows(p: Pipeline, through: { submitter: PayoutSubmitter; mitm: Mitm }, refs: string[]): Promise<string> {
+  p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
+  through.mitm.rewriteAnswer = (path, text) => (path === QUERY_PATH ? 'not an answer' : text);
+  const batchId = await p.insertReadyBatch(refs.map((r) => payoutRequest(r)));
+  await through.submitter.runOnce(p.signal);
+  p.sandbox.setFaults({ commitThenDropRate: 0 });
+  expect(await p.states(batchId)).toEqual(refs.map(() => 'UNKNOWN'));
+  for (const ref of refs) expect(p.ledgerCount(ref)).toBe(1);
+  // Past the backoff of the failed reference queries.
+  p.clock.advance(120_000);
+  return batchId;
+}
 
 describe('a query answer payoutd cannot read', () => {
   for (const [shape, data] of [
@@ -64,4 +97,81 @@ describe('a query answer payoutd cannot read', () => {
       expect(p.ledgerCount('QS-1')).toBe(1);
     });
   }
+});
+
+describe('a query answer with one record payoutd cannot read', () => {
+  it('the poller records the other payouts; the one in a status it does not know stays PENDING, warned once per status', async () => {
+    const p = await startPipeline();
+    mitm = await startMitm(p.sandbox.url);
+    const poller = new SettlementPoller(
+      { db: p.db, service: new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url }), clock: p.clock, logger: p.logger },
+      p.pollerOptions,
+    );
+    const batchId = await p.insertReadyBatch(['UR-1', 'UR-2', 'UR-3'].map((r) => payoutRequest(r)));
+    await p.submitter.runOnce(p.signal);
+    p.sandbox.settle({ merchantReferenceId: 'UR-1' }, 'PAID');
+    p.sandbox.settle({ merchantReferenceId: 'UR-3' }, 'PAID');
+    rewriteRecords(mitm, (r) =>
+      r.merchantReferenceId === 'UR-2'
+        ? withFields(r, { status: 'PROCESSING' })
+        : r.merchantReferenceId === 'UR-3'
+          ? withFields(r, { deductionAmount: undefined })
+          : r,
+    );
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PENDING', 'PENDING']);
+    const ur2 = await p.row('UR-2');
+    expect(ur2).toMatchObject({ serviceStatus: 'PROCESSING', pollCount: 1 });
+    // Asked again on its own schedule, like any PENDING payout.
+    expect(ur2.nextPollAt).toBe(p.clock.now() + nextPollDelay(1, p.pollerOptions));
+    // Said PAID but without its deducted amount: not recorded as paid until it can be read.
+    expect(await p.row('UR-3')).toMatchObject({ state: 'PENDING', serviceStatus: 'PAID', completeTime: null });
+    const warned = (payoutId: string | null): string[] =>
+      linesContaining(p.logLines, 'cannot read; still following it as PENDING').filter((l) => l.includes(String(payoutId)));
+    expect(warned(ur2.payoutId)).toHaveLength(1);
+    expect(warned(ur2.payoutId)[0]).toContain('"status":"PROCESSING"');
+    expect(warned(ur2.payoutId)[0]).toContain('"merchantReferenceId":"UR-2"');
+    expect(warned((await p.row('UR-3')).payoutId)[0]).toContain('deductionAmount');
+
+    // The same status again: no second warning. Once it can be read, it settles.
+    p.clock.advance(60_000);
+    await poller.runPass(p.signal);
+    expect(warned(ur2.payoutId)).toHaveLength(1);
+    expect((await p.row('UR-2')).pollCount).toBe(2);
+    mitm.rewriteAnswer = null;
+    p.sandbox.settle({ merchantReferenceId: 'UR-2' }, 'PAID');
+    p.clock.advance(60_000);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PAID', 'PAID']);
+    expect((await p.row('UR-3')).completeTime).not.toBeNull();
+  });
+
+  it('reconciliation adopts a payout in a status it does not know; a nameless record lets no reference be taken as absent', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: 0 } });
+    const { submitter, mitm } = await throughProxy(p);
+    const batchId = await unknownRows(p, { submitter, mitm }, ['UQ-1', 'UQ-2', 'UQ-3', 'UQ-4']);
+    // UQ-1 in a status spec 3 does not name, UQ-2 readable, UQ-3 naming no payout, UQ-4 left out (absent, were it alone).
+    rewriteRecords(mitm, (r) => {
+      if (r.merchantReferenceId === 'UQ-1') return withFields(r, { status: 'PROCESSING' });
+      if (r.merchantReferenceId === 'UQ-3') return withFields(r, { payoutId: undefined, merchantReferenceId: undefined });
+      return r.merchantReferenceId === 'UQ-4' ? null : r;
+    });
+    await submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING', 'UNKNOWN', 'UNKNOWN']);
+    const uq1 = await p.row('UQ-1');
+    expect(uq1.payoutId).toBe(p.sandbox.ledger().find((e) => e.merchantReferenceId === 'UQ-1')?.payoutId);
+    expect(uq1.serviceStatus).toBe('PROCESSING');
+    expect(await p.events('UQ-4')).not.toContain('reconciled-absent');
+    expect(linesContaining(p.logLines, 'whose record payoutd cannot read').join()).toContain('"status":"PROCESSING"');
+    expect(linesContaining(p.logLines, 'no reference of its answer is taken as absent')).toHaveLength(1);
+    for (const ref of ['UQ-1', 'UQ-2', 'UQ-3', 'UQ-4']) expect(p.ledgerCount(ref), ref).toBe(1);
+
+    // Without the nameless record, UQ-3 is adopted and UQ-4 is absent as far as the service says: created again.
+    mitm.rewriteAnswer = null;
+    p.clock.advance(120_000);
+    await submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING', 'PENDING', 'PENDING']);
+    expect(p.ledgerCount('UQ-3')).toBe(1);
+  });
 });
