@@ -7,6 +7,7 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
 import { systemClock, type Clock } from '../domain/clock.js';
+import { PayoutdError } from '../domain/errors.js';
 import { normalizeAmount } from '../domain/money.js';
 import {
   isPayoutStatus,
@@ -22,11 +23,13 @@ import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSig
 import {
   ACCESS_TOKEN_EXPIRED,
   ApiError,
+  NOT_SENT,
   DEFAULT_CODE_TREATMENTS,
   INVALID_ACCESS,
   RATE_LIMITED,
   SERVICE_UNREACHABLE,
   isRateLimit,
+  neverSent,
   parseHttpDate,
   parseRetryAfter,
   treatmentOf,
@@ -338,31 +341,67 @@ export class PayoutApiClient {
 
   /** A business call; `body` is the object to send, or the exact text already written (a create's). */
   private async business(endpoint: string, body: Json | string, opts: CallOptions): Promise<Json> {
+    const isCreate = endpoint === ENDPOINTS.createPayout;
+    const { signal } = opts;
+    // Until a try's exchange starts not one byte of it has left, and every earlier try was refused unprocessed:
+    // a create failing there was not sent, whatever failed.
+    const unsent = async <T>(step: () => T | Promise<T>): Promise<T> => {
+      try {
+        return await step();
+      } catch (err) {
+        throw isCreate ? this.notSent(endpoint, err, signal) : err;
+      }
+    };
     let authRetried = false;
     for (let attempt = 1; ; attempt++) {
       // Credentials are taken after the pause: they must still be fresh when the call leaves.
-      if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(opts.signal);
-      const creds = await this.tokens.current();
+      const creds = await unsent(async () => {
+        if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(signal);
+        return this.tokens.current();
+      });
       // Per try: a pause or a renewal above may have outlasted the caller's claim on a create.
       await opts.trail?.beforeSend?.();
+      const call = await unsent(() => this.signBusiness(endpoint, body, creds));
       try {
-        return await this.sendBusiness(endpoint, body, creds, opts.signal);
+        return await this.exchange(endpoint, call.path, call.headers, call.body, signal, isCreate);
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         // A 401 is refused before processing, so one retry with fresh credentials is safe.
         if (err.kind === 'auth' && !authRetried && (err.code === ACCESS_TOKEN_EXPIRED || err.code === INVALID_ACCESS)) {
           authRetried = true;
           if (opts.trail) (opts.trail.refused ??= []).push({ code: err.code, detail: err.message });
-          await (err.code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds, err.code) : this.tokens.invalid(creds, err.code));
+          const code = err.code;
+          await unsent(() => (code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds, code) : this.tokens.invalid(creds, code)));
           continue;
         }
         const limited = isRateLimit(err);
         if (limited) this.pauseAll(err, attempt);
         if (attempt >= this.o.retry.maxAttempts || !this.mayRepeat(err, opts.idempotent)) throw err;
         // A rate-limited call waits out the shared pause at the top of the loop, with every other call.
-        if (!limited) await sleep(backoffDelay(attempt, this.o.retry, this.random), opts.signal);
+        if (!limited) await unsent(() => sleep(backoffDelay(attempt, this.o.retry, this.random), signal));
       }
     }
+  }
+
+  /**
+   * What a create that failed before its try left is: not sent, saying what failed. An error that already says
+   * so is kept; a refusal of the credentials stays `auth`, so an operator is told.
+   */
+  private notSent(endpoint: string, err: unknown, signal: AbortSignal | undefined): ApiError {
+    if (neverSent(err)) return err;
+    // Only our own errors carry messages known to be safe to log.
+    const why = signal?.aborted
+      ? 'the call was abandoned (shutting down)'
+      : err instanceof PayoutdError
+        ? err.message
+        : 'unexpected failure while preparing it';
+    return new ApiError({
+      endpoint,
+      code: NOT_SENT,
+      msg: `not sent: ${why}`,
+      status: null,
+      kind: err instanceof ApiError && err.kind === 'auth' ? 'auth' : 'retryable',
+    });
   }
 
   /** Whether a failed call can be sent again without risk of a second effect (and the service is reachable). */
@@ -390,7 +429,12 @@ export class PayoutApiClient {
     if (started) this.o.onRateLimited?.(ms);
   }
 
-  private async sendBusiness(endpoint: string, body: Json | string, creds: Credentials, signal?: AbortSignal): Promise<Json> {
+  /** The signed request of a business call: the exact text sent and its headers. */
+  private signBusiness(
+    endpoint: string,
+    body: Json | string,
+    creds: Credentials,
+  ): { path: string; headers: Record<string, string>; body: string } {
     const minified = typeof body === 'string' ? body : canonicalStringify(body, { sortKeys: this.o.sortKeys });
     const { timestamp, nonce } = this.stamp();
     const path = this.basePath + endpoint;
@@ -401,7 +445,7 @@ export class PayoutApiClient {
     const headers = this.signedHeaders(timestamp, nonce, signature);
     if (this.o.auth.mode === 'client-id') headers.Authorization = `Bearer ${creds.accessToken}`;
     else headers.SvcAuthorization = `Bearer ${creds.accessToken}`;
-    return this.exchange(endpoint, path, headers, minified, signal, endpoint === ENDPOINTS.createPayout);
+    return { path, headers, body: minified };
   }
 
   /** Headers of spec 5.2 common to every call (plus X-Client-Id in client-id mode). */

@@ -40,12 +40,17 @@ export const RATE_LIMITED = '1429';
 export const TRANSPORT_CONNECT = 'TRANSPORT_CONNECT';
 /** Not sent: the payout service is taken for unreachable and this call was not the probe (src/api/breaker.ts). */
 export const SERVICE_UNREACHABLE = 'SERVICE_UNREACHABLE';
+/**
+ * Not sent: the call failed before one byte of its request left (credentials not obtained, signing, a rate-limit
+ * pause or a backoff abandoned, an abort before the connection was made); its message says what failed.
+ */
+export const NOT_SENT = 'NOT_SENT';
 
 export interface ApiErrorDetails {
   endpoint: string;
   /**
    * Envelope code, or one of ours: TRANSPORT_CONNECT / _TIMEOUT / _DROPPED / _ABORTED, HTTP_5XX, HTTP_429, BAD_RESPONSE,
-   * SERVICE_UNREACHABLE.
+   * SERVICE_UNREACHABLE, NOT_SENT.
    */
   code: string;
   /** The service's msg (or our description of a transport failure). */
@@ -95,9 +100,12 @@ export function isRateLimit(err: ApiError): boolean {
   return err.status === 429 || err.code === RATE_LIMITED;
 }
 
-/** The call provably never reached the service: no connection was made, or it was held back while the service is down. */
+/**
+ * The call provably never reached the service: no connection was made, it was held back while the service is
+ * down, or it failed before its request left.
+ */
 export function neverSent(err: unknown): err is ApiError {
-  return err instanceof ApiError && (err.code === TRANSPORT_CONNECT || err.code === SERVICE_UNREACHABLE);
+  return err instanceof ApiError && (err.code === TRANSPORT_CONNECT || err.code === SERVICE_UNREACHABLE || err.code === NOT_SENT);
 }
 
 /** Treatment of a business code; codes not in the table are ambiguous (query before deciding). */

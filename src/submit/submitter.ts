@@ -6,7 +6,7 @@
  */
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
-import { isApiError, neverSent } from '../api/errors.js';
+import { NOT_SENT, isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
@@ -318,6 +318,8 @@ export class PayoutSubmitter {
       if (d.to === 'REJECTED') log().warn({ err: safe }, 'payout rejected by the service');
       else if (d.to === 'UNKNOWN') log().warn({ err: safe }, 'create outcome unknown; will query the reference before anything else');
       else if (isApiError(err, 'auth')) log().error({ err: safe }, 'the service refused our credentials; will retry');
+      // Failed before it left (its message says what failed): the row is READY again, nothing to resolve.
+      else if (isApiError(err) && err.code === NOT_SENT) log().warn({ err: safe }, 'create not sent; the row is READY again');
       // An outage is logged once, by the breaker; a row put back unsent is in its history.
       else if (neverSent(err)) log().debug({ err: safe }, 'create not sent');
       else log().info({ err: safe }, 'create deferred');

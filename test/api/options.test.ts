@@ -62,7 +62,9 @@ describe('canonicalJson.sortKeys false', () => {
   it('an unsorted body is refused by a server that sorts before hashing (already the access-token body)', async () => {
     const { client, sandbox, proxy } = await startEnv({ client: { sortKeys: false } });
     const err = await apiErrorOf(client.createPayout(payoutRequest()));
-    expect(err).toMatchObject({ status: 401, code: '1004', kind: 'auth', endpoint: ENDPOINTS.accessToken });
+    // Refused at its token call: the create itself never left, and says why.
+    expect(err).toMatchObject({ code: 'NOT_SENT', kind: 'auth', endpoint: ENDPOINTS.createPayout });
+    expect(err.message).toContain(`${ENDPOINTS.accessToken}: 1004 (HTTP 401)`);
     expect(proxy.forwarded[0]?.body.toString('utf8')).toBe('{"merchantCode":"M001","grantType":"client_credentials"}');
     expect(sandbox.ledger()).toEqual([]);
   });

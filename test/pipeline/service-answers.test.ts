@@ -4,7 +4,7 @@
  * service holds is never created again.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { PayoutApiClient } from '../../src/api/index.js';
+import { ENDPOINTS, PayoutApiClient } from '../../src/api/index.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller, nextPollDelay } from '../../src/poll/index.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
@@ -174,4 +174,43 @@ describe('a query answer with one record payoutd cannot read', () => {
     expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING', 'PENDING', 'PENDING']);
     expect(p.ledgerCount('UQ-3')).toBe(1);
   });
+});
+
+describe('a token answer payoutd cannot use', () => {
+  // An unusable secret is found only when a call is signed: those credentials stay until renewed, so no later create here.
+  for (const [what, change, says, later] of [
+    ['without secretKey', { secretKey: undefined }, 'secretKey', true],
+    ['without accessTokenExpiresIn', { accessTokenExpiresIn: undefined }, 'accessTokenExpiresIn', true],
+    ['with an empty secretKey (no HMAC key)', { secretKey: '' }, 'HMAC secret is empty', false],
+  ] as const) {
+    it(`(${what}) leaves the create not sent: the row is READY again, never UNKNOWN`, async () => {
+      const p = await startPipeline();
+      const { submitter, mitm } = await throughProxy(p);
+      mitm.rewriteAnswer = (path, text) => {
+        if (path !== ENDPOINTS.accessToken) return text;
+        const env = parseLossless(text) as { code: string; msg: string; data: Json };
+        return canonicalStringify({ ...env, data: withFields(env.data, change) });
+      };
+      const batchId = await p.insertReadyBatch([payoutRequest('TK-1')]);
+      const before = p.clock.now();
+      await submitter.runOnce(p.signal);
+      expect(p.createRequests(), 'creates that reached the service').toBe(0);
+      expect(await p.states(batchId)).toEqual(['READY']);
+      expect(await p.events('TK-1')).toEqual(['intent', 'not-sent']);
+      const row = await p.row('TK-1');
+      // No attempt charged; tried again after the backoff of a row not sent.
+      expect(row.createAttempts).toBe(0);
+      expect(row.nextAttemptAt).toBeGreaterThan(before);
+      const said = linesContaining(p.logLines, 'create not sent; the row is READY again');
+      expect(said).toHaveLength(1);
+      expect(said[0]).toContain(says);
+      if (!later) return;
+
+      mitm.rewriteAnswer = null;
+      p.clock.advance(60_000);
+      await submitter.runOnce(p.signal);
+      expect(await p.states(batchId)).toEqual(['PENDING']);
+      expect(p.ledgerCount('TK-1')).toBe(1);
+    });
+  }
 });
