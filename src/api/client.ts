@@ -239,7 +239,7 @@ export class PayoutApiClient {
     this.origin = httpOrigin(base);
     this.basePath = base.pathname.replace(/\/+$/, '');
     this.tokens = new TokenManager(
-      { acquire: () => this.requestAccessToken(), refresh: (rt) => this.requestRefreshToken(rt) },
+      { acquire: (signal) => this.requestAccessToken(signal), refresh: (rt, signal) => this.requestRefreshToken(rt, signal) },
       {
         clock: this.clock,
         refreshBeforeMs: o.auth.refreshBeforeExpirySeconds * 1000,
@@ -357,7 +357,7 @@ export class PayoutApiClient {
       // Credentials are taken after the pause: they must still be fresh when the call leaves.
       const creds = await unsent(async () => {
         if (this.pausedUntil > 0 && this.pausedUntil > performance.now()) await this.rateLimitPause(signal);
-        return this.tokens.current();
+        return this.tokens.current(signal);
       });
       // Per try: a pause or a renewal above may have outlasted the caller's claim on a create.
       await opts.trail?.beforeSend?.();
@@ -371,7 +371,9 @@ export class PayoutApiClient {
           authRetried = true;
           if (opts.trail) (opts.trail.refused ??= []).push({ code: err.code, detail: err.message });
           const code = err.code;
-          await unsent(() => (code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds, code) : this.tokens.invalid(creds, code)));
+          await unsent(() =>
+            code === ACCESS_TOKEN_EXPIRED ? this.tokens.expired(creds, code, signal) : this.tokens.invalid(creds, code, signal),
+          );
           continue;
         }
         const limited = isRateLimit(err);
@@ -461,8 +463,15 @@ export class PayoutApiClient {
     return headers;
   }
 
-  /** A token call, and when the try that was answered was sent (the credentials' life counts from then) and its Date header. */
-  private async tokenCall(endpoint: string, body: Json): Promise<{ data: Json; requestedAt: number; date: string | null }> {
+  /**
+   * A token call, and when the try that was answered was sent (the credentials' life counts from then) and its Date
+   * header. `signal` abandons it, its tries and the waits between them.
+   */
+  private async tokenCall(
+    endpoint: string,
+    body: Json,
+    signal: AbortSignal | undefined,
+  ): Promise<{ data: Json; requestedAt: number; date: string | null }> {
     const minified = canonicalStringify(body, { sortKeys: this.o.sortKeys });
     const path = this.basePath + endpoint;
     const signer = this.o.auth.mode === 'client-id' ? this.clientId() : this.o.merchantCode;
@@ -476,30 +485,30 @@ export class PayoutApiClient {
       const headers = this.signedHeaders(timestamp, nonce, signature);
       const seen = { date: null as string | null };
       try {
-        const data = await this.exchange(endpoint, path, headers, minified, undefined, false, seen);
+        const data = await this.exchange(endpoint, path, headers, minified, signal, false, seen);
         return { data, requestedAt, date: seen.date };
       } catch (err) {
         // Token calls have no lasting effect besides new credentials: safe to repeat (while the service is reachable).
         if (!(err instanceof ApiError) || err.kind === 'auth' || err.kind === 'rejected' || attempt >= this.o.retry.maxAttempts) throw err;
         if (!this.available()) throw err;
-        await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS));
+        await sleep(Math.min(err.retryAfterMs ?? backoffDelay(attempt, this.o.retry, this.random), MAX_RETRY_AFTER_MS), signal);
       }
     }
   }
 
-  private async requestAccessToken(): Promise<Credentials> {
+  private async requestAccessToken(signal: AbortSignal | undefined): Promise<Credentials> {
     const body: Json =
       this.o.auth.mode === 'client-id'
         ? { clientId: this.clientId(), grantType: this.o.auth.grantType }
         : { merchantCode: this.o.merchantCode, grantType: this.o.auth.grantType };
     if (this.o.auth.businessId) body.businessId = this.o.auth.businessId;
-    return this.toCredentials(ENDPOINTS.accessToken, await this.tokenCall(ENDPOINTS.accessToken, body));
+    return this.toCredentials(ENDPOINTS.accessToken, await this.tokenCall(ENDPOINTS.accessToken, body, signal));
   }
 
-  private async requestRefreshToken(refreshToken: string): Promise<Credentials> {
+  private async requestRefreshToken(refreshToken: string, signal: AbortSignal | undefined): Promise<Credentials> {
     const body: Json =
       this.o.auth.mode === 'client-id' ? { clientId: this.clientId(), refreshToken } : { merchantCode: this.o.merchantCode, refreshToken };
-    return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body));
+    return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body, signal));
   }
 
   private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number; date: string | null }): Credentials {
@@ -563,12 +572,14 @@ export class PayoutApiClient {
         if (!(err instanceof TransportError)) throw err;
         const safe = err.phase === 'connect';
         tell(err.phase === 'aborted' ? 'abandoned' : safe || !isCreate ? 'unreachable' : 'unclear', err.connectFailure ?? err.code);
+        // Abandoned before its connection was made: not one byte left.
+        const unsent = err.phase === 'aborted' && !err.mayHaveBeenSent;
         throw new ApiError({
           endpoint,
-          code: err.code,
+          code: unsent ? NOT_SENT : err.code,
           msg: err.message,
           status: null,
-          kind: safe ? 'retryable' : isCreate ? 'ambiguous' : 'retryable',
+          kind: safe || unsent ? 'retryable' : isCreate ? 'ambiguous' : 'retryable',
         });
       }
       tell(res.status < 500 ? 'reached' : isCreate ? 'unclear' : 'unreachable', `HTTP_${res.status}`);

@@ -30,7 +30,7 @@ export interface HttpResponse {
   text: string;
 }
 
-/** connect: nothing was sent. timeout / dropped: the request may have been processed. */
+/** connect: nothing was sent. timeout / dropped: the request may have been processed. aborted: either (see mayHaveBeenSent). */
 export type TransportPhase = 'connect' | 'timeout' | 'dropped' | 'aborted';
 
 export class TransportError extends PayoutdError {
@@ -40,6 +40,8 @@ export class TransportError extends PayoutdError {
     message: string,
     /** Why the connection was not made (ECONNREFUSED, CONNECT_TIMEOUT, …), for an operator; null otherwise. */
     readonly connectFailure: string | null = null,
+    /** Whether a byte of the request may have left: false for a connection never made, or a call abandoned before it. */
+    readonly mayHaveBeenSent: boolean = phase !== 'connect',
   ) {
     super(`TRANSPORT_${phase.toUpperCase()}`, message);
   }
@@ -150,7 +152,8 @@ function untilAborted(signal: AbortSignal, abandon: () => void): () => void {
 /** Sends one request. Rejects only with TransportError, whose messages never carry headers or bodies. */
 export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
   const { signal, timeoutMs } = req;
-  if (signal?.aborted) return Promise.reject(new TransportError('aborted', 'call abandoned (shutting down)'));
+  if (signal?.aborted)
+    return Promise.reject(new TransportError('aborted', 'call abandoned before it was sent (shutting down)', null, false));
   return new Promise<HttpResponse>((resolve, reject) => {
     const { origin } = req;
     // False until the request's socket is connected: before that not one byte of it can have left.
@@ -175,7 +178,10 @@ export function sendHttp(req: HttpRequest): Promise<HttpResponse> {
     const dropped = (err: unknown): void => {
       settle(new TransportError('dropped', `connection failed during the call (${errorCode(err) ?? 'no response'})`));
     };
-    const onAbort = (): void => settle(new TransportError('aborted', 'call abandoned (shutting down)'));
+    const onAbort = (): void => {
+      const sent = mayHaveBeenSent();
+      settle(new TransportError('aborted', `call abandoned${sent ? '' : ' before it was sent'} (shutting down)`, null, sent));
+    };
     const timer = setTimeout(() => {
       settle(
         mayHaveBeenSent()

@@ -50,10 +50,31 @@ export function credentialTimes(
   return life(t.requestedAt);
 }
 
+/** The token calls; `signal` abandons one, its retries and the waits between them. */
 export interface TokenSource {
-  acquire(): Promise<Credentials>;
+  acquire(signal?: AbortSignal): Promise<Credentials>;
   /** refresh-token call; throws on failure. */
-  refresh(refreshToken: string): Promise<Credentials>;
+  refresh(refreshToken: string, signal?: AbortSignal): Promise<Credentials>;
+}
+
+/** `work`, or the signal's reason once it aborts first: a caller stops waiting; the work goes on for whoever else waits. */
+function whileNotAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err as Error);
+      },
+    );
+  });
 }
 
 export interface TokenManagerOptions {
@@ -75,49 +96,54 @@ export class TokenManager {
     private readonly options: TokenManagerOptions,
   ) {}
 
-  /** Valid credentials for the next business call. */
-  async current(): Promise<Credentials> {
-    if (this.inflight) return this.inflight;
+  /**
+   * Valid credentials for the next business call. `signal` ends the wait, and the token call when this call
+   * starts it (one renewal serves every caller; the others stop waiting on their own signal).
+   */
+  async current(signal?: AbortSignal): Promise<Credentials> {
+    if (this.inflight) return whileNotAborted(this.inflight, signal);
     const creds = this.creds;
-    if (!creds) return this.renew(null);
+    if (!creds) return this.renew(null, signal);
     // Never renew earlier than halfway through the life a token had left when it came: short-lived tokens would
     // be renewed before every call. Counted from its arrival, as its expiry is counted from its request.
     const margin = Math.max(0, Math.min(this.options.refreshBeforeMs, (creds.accessExpiresAt - creds.receivedAt) / 2));
-    if (this.options.clock.now() >= creds.accessExpiresAt - margin) return this.renew(creds);
+    if (this.options.clock.now() >= creds.accessExpiresAt - margin) return this.renew(creds, signal);
     return creds;
   }
 
   /** The service said the token in `used` expired (1009): renew unless another caller did, and hand back credentials. */
-  async expired(used: Credentials, code: string): Promise<Credentials> {
-    if (this.inflight) return this.inflight;
-    if (this.creds !== used) return this.current();
+  async expired(used: Credentials, code: string, signal?: AbortSignal): Promise<Credentials> {
+    if (this.inflight) return whileNotAborted(this.inflight, signal);
+    if (this.creds !== used) return this.current(signal);
     this.options.onRefused?.(code);
-    return this.renew(used);
+    return this.renew(used, signal);
   }
 
   /** The service refused the token outright (1004): forget it and start over. */
-  async invalid(used: Credentials, code: string): Promise<Credentials> {
-    if (this.inflight) return this.inflight;
-    if (this.creds !== used) return this.current();
+  async invalid(used: Credentials, code: string, signal?: AbortSignal): Promise<Credentials> {
+    if (this.inflight) return whileNotAborted(this.inflight, signal);
+    if (this.creds !== used) return this.current(signal);
     this.options.onRefused?.(code);
-    return this.renew(null);
+    return this.renew(null, signal);
   }
 
-  private renew(from: Credentials | null): Promise<Credentials> {
+  private renew(from: Credentials | null, signal: AbortSignal | undefined): Promise<Credentials> {
     const run = async (): Promise<Credentials> => {
       const now = this.options.clock.now();
       const canRefresh = from !== null && (from.refreshExpiresAt === null || now < from.refreshExpiresAt);
       if (canRefresh) {
         try {
-          const next = await this.source.refresh(from.refreshToken);
+          const next = await this.source.refresh(from.refreshToken, signal);
           this.options.onRenewed?.('refresh');
           return next;
         } catch (err) {
+          // Abandoned: no new credentials are asked for either.
+          if (signal?.aborted) throw err;
           // 1010, a superseded token or any refresh failure: spec 5.5 step 4.
           this.options.onRefreshFailed?.(err);
         }
       }
-      const next = await this.source.acquire();
+      const next = await this.source.acquire(signal);
       this.options.onRenewed?.('acquire');
       return next;
     };

@@ -36,6 +36,19 @@ describe('classification of create outcomes the client cannot know', () => {
     expect(sandbox.stats().faults.commitThenDrop).toBe(1);
   });
 
+  it('a create abandoned before its connection is made is not sent; one abandoned on the wire is ambiguous', async () => {
+    const { client, sandbox } = await startEnv();
+    await client.balances(); // credentials in hand: nothing stands between the create and its connection
+    const before = await apiErrorOf(client.createPayout(payoutRequest(), AbortSignal.abort(new Error('stopping'))));
+    expect(before).toMatchObject({ kind: 'retryable', code: 'NOT_SENT', endpoint: ENDPOINTS.createPayout });
+    expect(sandbox.stats().requests[ENDPOINTS.createPayout] ?? 0).toBe(0);
+
+    sandbox.setFaults({ latencyMs: 2000, endpoints: [ENDPOINTS.createPayout] });
+    const onWire = await apiErrorOf(client.createPayout(payoutRequest(), AbortSignal.timeout(300)));
+    expect(onWire).toMatchObject({ kind: 'ambiguous', code: 'TRANSPORT_ABORTED' });
+    expect(sandbox.stats().requests[ENDPOINTS.createPayout]).toBe(1);
+  });
+
   it('a reused kept-alive connection reset after the sandbox committed: ambiguous, not repeated, one payout', async () => {
     const { client, sandbox, proxy } = await startEnv();
     await client.balances(); // leaves a kept-alive connection to the proxy for the create
