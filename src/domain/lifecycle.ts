@@ -50,7 +50,8 @@ const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
   CREATING: ['PENDING', 'PAID', 'CANCELLED', 'REJECTED', 'UNKNOWN', 'READY'],
   // Only a query decides: found (adopt its status) or provably absent (READY again).
   UNKNOWN: ['PENDING', 'PAID', 'CANCELLED', 'READY', 'REJECTED'],
-  PENDING: ['PAID', 'CANCELLED'],
+  // REJECTED: the payout its create was answered with is another's (a reference the service already held).
+  PENDING: ['PAID', 'CANCELLED', 'REJECTED'],
   PAID: [],
   CANCELLED: [],
   REJECTED: [],

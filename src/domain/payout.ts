@@ -2,6 +2,7 @@
  * The payout as the domain sees it: what a CSV row asks for, the statuses a
  * payout moves through, and which moves are allowed. No HTTP, no SQL.
  */
+import { compareAmounts } from './money.js';
 
 /** The create request of spec 2.4, amounts as decimal text. */
 export interface PayoutRequest {
@@ -55,6 +56,31 @@ export interface PayoutRecord {
   createTime: string;
   completeTime: string | null;
   failureReason: string | null;
+}
+
+/** The reason code of a row whose reference the service holds for another payout (src/submit, src/poll). */
+export const REFERENCE_TAKEN = 'REFERENCE_TAKEN';
+
+/** What a row asked to pay, as the service's records show it. */
+export interface RequestedMoney {
+  payoutCurrency: string;
+  payoutAmount: string;
+}
+
+/**
+ * Whether a payout the service holds under a row's reference is that row's: the same currency and amount. One
+ * that is not was made by something else under the same reference (a state database restored, another system).
+ */
+export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): boolean {
+  return record.payoutCurrency === requested.payoutCurrency && compareAmounts(record.payoutAmount, requested.payoutAmount) === 0;
+}
+
+/** Why such a row is not paid, in words finance can act on. */
+export function referenceTakenReason(record: PayoutRecord, requested: RequestedMoney): string {
+  return (
+    `the payout service holds payout ${record.payoutId} under this reference for ${record.payoutAmount} ${record.payoutCurrency}, ` +
+    `not this row's ${requested.payoutAmount} ${requested.payoutCurrency}: this row was not paid; pay it under a new reference`
+  );
 }
 
 /**

@@ -8,7 +8,8 @@ import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
-import type { PayoutQueryAnswer, PayoutService, UnreadRecord } from '../domain/payout.js';
+import { requestOfText } from '../domain/request-values.js';
+import { REFERENCE_TAKEN, isPayoutOf, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
 import {
   type Database,
   flagStale,
@@ -24,7 +25,7 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { keptStatus, settledPatch } from '../submit/outcome.js';
+import { keptStatus, referenceTakenPatch, settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -87,6 +88,12 @@ interface Flight {
   /** When the answer came: the time its payouts were seen (one timestamp per call in their history). */
   answeredAt?: number;
   failed?: unknown;
+}
+
+/** A claimed row as polling needs it: the currency and amount it asked for read from its request. */
+function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): PollTarget {
+  const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues ?? '');
+  return { ...row, payoutCurrency, payoutAmount };
 }
 
 export class SettlementPoller {
@@ -179,7 +186,7 @@ export class SettlementPoller {
     if (this.deps.sending?.() === true && oldestDue > now - this.o.deferWhileSendingMs) return null;
     const claimed = this.o.exclusive
       ? await listDueForPoll(db, now, this.o.queryMaxIds, this.cursor)
-      : await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs);
+      : (await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs)).map(pollTargetOf);
     // Only rows already on the wire left: nothing new is due until their answers come back.
     const due = claimed.filter((r) => !this.asking.has(r.id)).slice(0, this.o.queryMaxIds);
     if (due.length === 0) return null;
@@ -344,6 +351,21 @@ export class SettlementPoller {
           to: 'PENDING',
           patch: { ...polled, nextPollAt: now + this.o.maxIntervalMs },
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
+        };
+      }
+      if (!isPayoutOf(rec, row)) {
+        // The create was answered with a payout the service already held under this reference (another's).
+        const patch = { ...referenceTakenPatch(rec, row), ...polled };
+        logger.error(
+          { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: rec.payoutId },
+          'the payout this row was answered with is another: the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',
+        );
+        return {
+          row,
+          from: 'PENDING',
+          to: 'REJECTED',
+          patch,
+          history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: patch.reason ?? '' },
         };
       }
       if (rec.status !== 'PENDING') {

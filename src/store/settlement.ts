@@ -4,12 +4,18 @@ import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
+import { requestFieldAt } from './request-fields.js';
+import type { RequestedMoney } from '../domain/payout.js';
 
-/** What polling a payout needs of its row (a claim reads a hundred of them per call). */
+/**
+ * What polling a payout needs of its row (a claim reads a hundred of them per call), with the currency and
+ * amount the row asked for: a payout answered for it that shows others is not its own.
+ */
 export type PollTarget = Pick<
   PayoutRow,
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'pollCount' | 'nextPollAt'
->;
+> &
+  RequestedMoney;
 
 const POLL_TARGET_COLUMNS = [
   'id',
@@ -34,7 +40,8 @@ export interface PollCursor {
  * which the partial index payouts_pending_due answers by a seek.
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
-  const targets = () => rowsInState(db, 'PENDING').select(POLL_TARGET_COLUMNS);
+  const requested = (field: keyof RequestedMoney): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, field), field]);
+  const targets = () => rowsInState(db, 'PENDING').select([...POLL_TARGET_COLUMNS, requested('payoutCurrency'), requested('payoutAmount')]);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {
     const same = await targets().andWhere('next_poll_at', cursor.at).andWhere('id', '>', cursor.id).orderBy('id').limit(limit);

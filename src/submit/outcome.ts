@@ -1,7 +1,14 @@
 /** What a create's answer (or failure) means for its row: a pure decision from the ApiError kind to the next state. */
 import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
-import type { CreatedPayout, PayoutRecord, UnreadRecord } from '../domain/payout.js';
+import {
+  REFERENCE_TAKEN,
+  referenceTakenReason,
+  type CreatedPayout,
+  type PayoutRecord,
+  type RequestedMoney,
+  type UnreadRecord,
+} from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { PayoutRowPatch } from '../store/index.js';
 
@@ -174,4 +181,18 @@ export function settledPatch(record: PayoutRecord, polled: { pollCount: number; 
   patch.pollCount = polled.pollCount;
   patch.lastPolledAt = polled.lastPolledAt;
   return patch;
+}
+
+/**
+ * The patch of a row whose reference the service holds for another payout: not paid, final. The other payout's
+ * id goes into the reason only: in the payout_id column it would read as this row's.
+ */
+export function referenceTakenPatch(record: PayoutRecord, requested: RequestedMoney): PayoutRowPatch {
+  return {
+    payoutId: null,
+    serviceStatus: record.status,
+    nextPollAt: null,
+    reasonCode: REFERENCE_TAKEN,
+    reason: referenceTakenReason(record, requested),
+  };
 }

@@ -11,7 +11,7 @@ import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
-import { maskAccountNumber, namesItsPayout } from '../domain/payout.js';
+import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
   type Database,
@@ -26,7 +26,7 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure } from './outcome.js';
+import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, referenceTakenPatch } from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -452,15 +452,37 @@ export class PayoutSubmitter {
           );
         if (found.length > 0) {
           found.sort((a, b) => a.createTime.localeCompare(b.createTime));
-          const first = found[0] as PayoutRecord;
-          const a = adoptRecord(first, now, this.o.firstPollDelayMs);
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: a.to,
-            patch: a.patch,
-            history: { event: 'reconciled-found', outcome: first.status, detail: `payoutId ${first.payoutId}${note}` },
-          });
+          const requested = requestOf(row);
+          const own = found.find((r) => isPayoutOf(r, requested));
+          if (own) {
+            const a = adoptRecord(own, now, this.o.firstPollDelayMs);
+            moves.push({
+              row,
+              from: 'UNKNOWN',
+              to: a.to,
+              patch: a.patch,
+              history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
+            });
+            continue;
+          }
+          // Only another's payout holds the reference. This row's own create may still land within the grace.
+          const other = found[0] as PayoutRecord;
+          const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
+          if (now - unknownSince < this.o.notFoundGraceMs) {
+            moves.push({
+              row,
+              from: 'UNKNOWN',
+              to: 'UNKNOWN',
+              patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
+              history: {
+                event: 'reconcile-wait',
+                outcome: REFERENCE_TAKEN,
+                detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
+              },
+            });
+            continue;
+          }
+          moves.push(this.referenceTaken(row, other, requested));
           continue;
         }
         const seen = unread[0];
@@ -525,6 +547,22 @@ export class PayoutSubmitter {
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
       if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
+  }
+
+  /** A row whose reference the service holds for another payout: REJECTED, never created (it would be a second payout). */
+  private referenceTaken(row: ClaimedRow, other: PayoutRecord, requested: PayoutRequest): RowMove {
+    const patch = referenceTakenPatch(other, requested);
+    this.deps.logger.error(
+      { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
+      'the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',
+    );
+    return {
+      row,
+      from: 'UNKNOWN',
+      to: 'REJECTED',
+      patch,
+      history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: patch.reason ?? '' },
+    };
   }
 
   /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */

@@ -221,8 +221,12 @@ describe('store: row moves and claims (SQLite)', () => {
       line: rows[0]?.line,
       merchantReferenceId: rows[0]?.merchantReferenceId,
       payoutId: rows[0]?.payoutId,
+      serviceStatus: null,
       pollCount: 0,
       nextPollAt: 5,
+      // What the row asked for, to tell its own payout from another's.
+      payoutCurrency: 'PHP',
+      payoutAmount: '100.50',
     });
   });
 

@@ -1,0 +1,63 @@
+/**
+ * A reference the service already holds for another payout (a state database restored, another system on
+ * the same merchant): the row is never reported paid by that payout, and never created a second time. Its
+ * own payout, when the service holds that too, is the one adopted.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { CREATE_PATH, closePipelines, payoutRequest, startPipeline, waitFor } from './harness.js';
+
+afterEach(closePipelines);
+
+/** Another payout under FX-1: 5000 PHP to another account (the row asks 100.5 PHP to 1234567890). */
+const OTHERS = payoutRequest('FX-1', {
+  payoutAmount: '5000',
+  beneficiary: { accountName: 'Someone Else', accountNumber: '5555555555', bankCode: 'BOPIPHMM' },
+});
+
+describe('a reference the service holds for another payout', () => {
+  it('answered with it by a create (return-original): the row ends REJECTED, never PAID', async () => {
+    const p = await startPipeline({ sandbox: { settlement: { minDelayMs: 10, maxDelayMs: 10 } } });
+    const other = await p.client.createPayout(OTHERS);
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-1')]);
+    await p.submit();
+    expect((await p.row('FX-1')).payoutId).toBe(other.payoutId);
+    await waitFor(() => p.sandbox.stats().pending === 0, 'settlement');
+    p.clock.advance(5000);
+    await p.poll();
+    const row = await p.row('FX-1');
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    expect(row).toMatchObject({ payoutId: null, reasonCode: 'REFERENCE_TAKEN' });
+    expect(row.reason).toBe(
+      `the payout service holds payout ${other.payoutId} under this reference for 5000 PHP, not this row's 100.5 PHP: this row was not paid; pay it under a new reference`,
+    );
+    expect(await p.events('FX-1')).toEqual(['intent', 'created', 'reference-taken']);
+    expect(p.ledgerCount('FX-1')).toBe(1);
+  });
+
+  it('found by the query of an unknown create (reject): REJECTED after the grace, never created', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'reject' }, submitter: { notFoundGraceMs: 60_000 } });
+    await p.client.createPayout(OTHERS);
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-1')]);
+    await p.submit();
+    // Its own create may still land within the grace: waited for.
+    expect(await p.states(batchId)).toEqual(['UNKNOWN']);
+    p.clock.advance(60_000);
+    await p.submit();
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    expect((await p.row('FX-1')).reasonCode).toBe('REFERENCE_TAKEN');
+    expect(p.ledgerCount('FX-1')).toBe(1);
+    expect(p.createRequests(), "the other's create and the row's one try").toBe(2);
+  });
+
+  it('beside the row own payout (allow): its own is adopted, not the earlier other', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.client.createPayout(OTHERS);
+    p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
+    await p.insertReadyBatch([payoutRequest('FX-1')]);
+    await p.submit();
+    const own = p.sandbox.ledger().find((e) => e.merchantReferenceId === 'FX-1' && e.payoutAmount === '100.5');
+    expect(own).toBeDefined();
+    expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', payoutId: own?.payoutId });
+    expect(p.ledgerCount('FX-1')).toBe(2);
+  });
+});
