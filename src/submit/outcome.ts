@@ -144,9 +144,8 @@ function serviceFields(record: PayoutRecord): PayoutRowPatch {
 export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs: number): { to: RowState; patch: PayoutRowPatch } {
   const patch = serviceFields(record);
   patch.payoutId = record.payoutId;
-  // Staleness counts from the service's own createTime when it can be read.
-  const created = Date.parse(record.createTime);
-  patch.createdAtMs = Number.isNaN(created) ? now : created;
+  // When payoutd learned of it: a reconciliation report of a period already reported (by this clock) would miss it.
+  patch.createdAtMs = now;
   patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
   return { to: record.status, patch };
 }

@@ -49,6 +49,8 @@ describe.each<DuplicatePolicy>(['return-original', 'reject', 'allow'])(
       expect(p.createRequests()).toBe(REFS.length);
       for (const [ref, payoutId] of committed) {
         expect((await p.row(ref)).payoutId).toBe(payoutId);
+        // In the reconciliation report's period of its adoption, not of the service's createTime (reported before).
+        expect((await p.row(ref)).createdAtMs).toBe(p.clock.now());
         expect(await p.events(ref)).toEqual(['intent', 'interrupted', 'reconciled-found']);
       }
       for (const ref of REFS.slice(3)) {

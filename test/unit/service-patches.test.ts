@@ -41,7 +41,8 @@ const SERVICE_FIELDS = {
 };
 
 describe('patches from what the service says', () => {
-  it('adoption takes the payout id, the creation time and the first poll of a pending payout', () => {
+  it('adoption takes the payout id, the time payoutd learned of it and the first poll of a pending payout', () => {
+    // created_at is payoutd's own clock (reconciliation periods), whatever the service's createTime says.
     expect(adoptRecord(record({ status: 'PENDING', completeTime: null }), 1_000, 2_000)).toEqual({
       to: 'PENDING',
       patch: {
@@ -49,11 +50,10 @@ describe('patches from what the service says', () => {
         serviceStatus: 'PENDING',
         completeTime: null,
         payoutId: 'P-1',
-        createdAtMs: Date.parse('2026-11-23T01:00:00Z'),
+        createdAtMs: 1_000,
         nextPollAt: 3_000,
       },
     });
-    // An unreadable creation time: staleness counts from now.
     expect(adoptRecord(record({ createTime: 'soon' }), 1_000, 2_000).patch).toMatchObject({ createdAtMs: 1_000, nextPollAt: null });
   });
 
