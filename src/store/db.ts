@@ -39,6 +39,9 @@ function setPgTypes(): void {
   pgTypesSet = true;
 }
 
+/** knex's table of the migrations applied. */
+const MIGRATIONS_TABLE = 'payoutd_migrations';
+
 /** How long a query waits for the one SQLite connection (knex's own default). */
 const ACQUIRE_TIMEOUT_MS = 60_000;
 
@@ -53,7 +56,7 @@ export function openDatabase(o: DatabaseOptions): Database {
       client: 'pg',
       connection: o.url,
       pool: { min: 0, max: o.poolMax },
-      migrations: { migrationSource, tableName: 'payoutd_migrations' },
+      migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
     });
   }
   if (!o.readOnly) mkdirSync(dirname(o.filename), { recursive: true });
@@ -72,7 +75,7 @@ export function openDatabase(o: DatabaseOptions): Database {
     client: 'better-sqlite3',
     connectionPool: pool,
     useNullAsDefault: true,
-    migrations: { migrationSource, tableName: 'payoutd_migrations' },
+    migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
   });
   sqlitePools.set(db, pool);
   return db;
@@ -138,31 +141,42 @@ export async function closeDatabase(db: Database): Promise<void> {
   await sqlitePools.get(db)?.destroy();
 }
 
+/** The names of the migrations this build knows, in order. */
+async function knownMigrations(): Promise<string[]> {
+  return (await migrationSource.getMigrations([])).map((m) => migrationSource.getMigrationName(m));
+}
+
+/** The names of the migrations the database has applied (none before its first migration). Reads only. */
+async function appliedMigrations(db: Database): Promise<string[]> {
+  if (!(await db.schema.hasTable(MIGRATIONS_TABLE))) return [];
+  return (await db(MIGRATIONS_TABLE).pluck('name')) as string[];
+}
+
+/** Applies the pending migrations; returns their names (none: nothing was locked or written). */
 export async function migrateToLatest(db: Database): Promise<string[]> {
+  // Read first: an up-to-date database, every command's usual case, takes no lock, so a command that only
+  // reads is not held up by a daemon in a long write. A schema with a migration this build does not know
+  // goes on to knex, which refuses it. (knex's own lock is the first statement of its transaction, an
+  // update, so on SQLite it waits busy_timeout for a writer.)
+  const [known, applied] = await Promise.all([knownMigrations(), appliedMigrations(db)]);
+  if (known.length === applied.length && known.every((n) => applied.includes(n))) return [];
   if (!isPostgres(db)) {
-    const [, applied] = (await db.migrate.latest()) as [number, string[]];
-    return applied;
+    const [, done] = (await db.migrate.latest()) as [number, string[]];
+    return done;
   }
   // Instances started together on an empty database would race to create knex's own tables: an
   // advisory lock, held by one connection while another migrates, makes them take turns.
   return db.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(hashtext(current_schema() || ?))', ['.payoutd_migrations']);
-    const [, applied] = (await db.migrate.latest()) as [number, string[]];
-    return applied;
+    const [, done] = (await db.migrate.latest()) as [number, string[]];
+    return done;
   });
 }
 
 /** Throws unless every migration this build knows has been applied (read-only check). */
 export async function assertSchemaCurrent(db: Database): Promise<void> {
-  let applied: string[] = [];
-  try {
-    applied = (await db('payoutd_migrations').pluck('name')) as string[];
-  } catch {
-    // No migrations table: the database was never set up.
-  }
-  const missing = (await migrationSource.getMigrations([]))
-    .map((m) => migrationSource.getMigrationName(m))
-    .filter((n) => !applied.includes(n));
+  const applied = await appliedMigrations(db);
+  const missing = (await knownMigrations()).filter((n) => !applied.includes(n));
   if (missing.length > 0) {
     throw new SchemaError(
       'SCHEMA_NOT_CURRENT',

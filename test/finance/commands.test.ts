@@ -4,10 +4,12 @@ import ExcelJS from 'exceljs';
 import { describe, expect, it, vi } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
 import { pruneCommand } from '../../src/cli/commands/retention.js';
+import { manageUsers } from '../../src/cli/commands/users.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { closeDatabase } from '../../src/store/db.js';
 import { updateBatch } from '../../src/store/index.js';
+import { writeLockHeldElsewhere } from '../support/database.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -133,4 +135,32 @@ describe('payoutd prune', () => {
     expect(await pruneCommand(config, { dryRun: true, days: 30 }, later)).toEqual([]);
     await expect(pruneCommand(config, { dryRun: true, days: 0 }, later)).rejects.toMatchObject({ code: 'BAD_ARGUMENT' });
   });
+});
+
+describe('the commands that bring the schema up to date, beside a daemon in a long write', () => {
+  // Reading commands: on an up-to-date schema they take no lock, so a write of the daemon longer than
+  // database.busyTimeoutMs does not make them fail (knex's migration lock did, "MigrationLocked").
+  const commands: [string, (config: ResolvedConfig, dir: string) => Promise<unknown>][] = [
+    [
+      'report --since',
+      (config, dir) => reconciliationReport(config, { since: '2026-01-01', out: join(dir, 'r.csv') }, new ManualClock(T0 + DAY)),
+    ],
+    ['retry-file', (config) => retryFile(config, 'B1', undefined)],
+    ['prune --dry-run', (config) => pruneCommand(config, { dryRun: true, days: 30 }, new ManualClock(T0 + 40 * DAY))],
+    ['user list', (config) => manageUsers(config, { action: 'list', proxyOnly: false, json: true })],
+  ];
+  for (const [name, command] of commands) {
+    it(`${name} does not wait for it, nor fail`, async () => {
+      const dir = await seeded();
+      const base = configFor(dir);
+      const config = { ...base, database: { ...base.database, busyTimeoutMs: 100 } };
+      const daemon = await writeLockHeldElsewhere(join(dir, 'state.sqlite'), 800);
+      const outcome = await command(config, dir).then(
+        () => 'ok',
+        (err: unknown) => String(err),
+      );
+      await daemon.released;
+      expect(outcome).toBe('ok');
+    });
+  }
 });

@@ -3,9 +3,12 @@
  * the way every layer's tests use it (one connection, NORMAL sync: speed
  * over power-loss durability, which no test measures).
  */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
 import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 
@@ -47,4 +50,35 @@ export function useTestDatabase(prefix: string): { readonly db: Database } {
       return db;
     },
   };
+}
+
+const DIST_DRIVER = fileURLToPath(new URL('../../dist/store/sqlite-driver.js', import.meta.url));
+
+// The other process: a busy wait of better-sqlite3 blocks its own process, so a writer in this one would
+// never get to end its transaction while a test's query waits for it.
+const HOLDER = `
+const { openSqlite } = await import(process.argv[1]);
+const db = openSqlite(process.argv[2]);
+db.exec('BEGIN IMMEDIATE');
+process.stdout.write('locked\\n');
+setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[3]));
+`;
+
+/**
+ * Another process (the daemon, say) in a write transaction on the SQLite file `file` for `ms`: resolves once
+ * it holds the write lock, with a promise of its end.
+ */
+export async function writeLockHeldElsewhere(file: string, ms: number): Promise<{ released: Promise<void> }> {
+  if (!existsSync(DIST_DRIVER)) throw new Error(`${DIST_DRIVER} is missing: run \`npm run build\` first (\`npm test\` does)`);
+  const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, pathToFileURL(DIST_DRIVER).href, file, String(ms)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const released = new Promise<void>((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the lock holder exited ${code}`)))),
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    released.catch(reject);
+  });
+  return { released };
 }
