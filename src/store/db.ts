@@ -165,10 +165,11 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
     return done;
   }
   // Instances started together on an empty database would race to create knex's own tables: an
-  // advisory lock, held by one connection while another migrates, makes them take turns.
+  // advisory lock makes them take turns. The migration runs in the lock's transaction, on its connection,
+  // so that it needs no second one (database.poolMax 1).
   return db.transaction(async (trx) => {
     await trx.raw('select pg_advisory_xact_lock(hashtext(current_schema() || ?))', ['.payoutd_migrations']);
-    const [, done] = (await db.migrate.latest()) as [number, string[]];
+    const [, done] = (await trx.migrate.latest()) as [number, string[]];
     return done;
   });
 }
