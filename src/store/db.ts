@@ -2,7 +2,7 @@
  * Opening and closing the state database: one knex instance per process (a second one on the same SQLite
  * file ends in SQLITE_BUSY), connection pragmas set as it opens, and the migrations.
  */
-import { mkdirSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import knexFactory, { type knex, type Knex } from 'knex';
 import { createRequire } from 'node:module';
@@ -45,6 +45,27 @@ const MIGRATIONS_TABLE = 'payoutd_migrations';
 /** How long a query waits for the one SQLite connection (knex's own default). */
 const ACQUIRE_TIMEOUT_MS = 60_000;
 
+/** What each database openDatabase opened is called in a message: its file, or its server without credentials. */
+const databaseNames = new WeakMap<Database, string>();
+
+/** A PostgreSQL URL as a message may show it: no user, password or options. */
+function serverOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return '(database.url)';
+  }
+}
+
+// knex logs each failed connection with its stack before the query fails with the same error, which the
+// command then says in one line.
+const knexLog: Knex.Config['log'] = {
+  warn: (message: string) => {
+    if (!message.startsWith('Acquire connection error')) console.warn(`knex: ${message}`);
+  },
+};
+
 /** The pool of each SQLite database openDatabase opened, for closeDatabase. */
 const sqlitePools = new WeakMap<Database, knex.KnexPool<SqliteConnection>>();
 
@@ -52,12 +73,15 @@ export function openDatabase(o: DatabaseOptions): Database {
   if (o.client === 'pg') {
     if (!o.url) throw new Error('database.url is required for client pg');
     setPgTypes();
-    return knexFactory({
+    const pg = knexFactory({
       client: 'pg',
       connection: o.url,
       pool: { min: 0, max: o.poolMax },
       migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
+      log: knexLog,
     });
+    databaseNames.set(pg, serverOf(o.url));
+    return pg;
   }
   if (!o.readOnly) mkdirSync(dirname(o.filename), { recursive: true });
   // knex's documented outside pool, so that the connection comes from the better-sqlite3 this Node runs
@@ -76,13 +100,22 @@ export function openDatabase(o: DatabaseOptions): Database {
     connectionPool: pool,
     useNullAsDefault: true,
     migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
+    log: knexLog,
   });
   sqlitePools.set(db, pool);
+  databaseNames.set(db, o.filename);
   return db;
 }
 
 function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
-  const conn = openSqlite(o.filename, { readonly: o.readOnly ?? false });
+  let conn: SqliteConnection;
+  try {
+    conn = openSqlite(o.filename, { readonly: o.readOnly ?? false });
+    // Reads the file's header: a file that is not a database fails here, also for a read-only command.
+    conn.pragma('schema_version');
+  } catch (err) {
+    throw unopenableFile(err, o.filename);
+  }
   try {
     conn.pragma(`busy_timeout = ${Math.trunc(o.busyTimeoutMs)}`);
     if (!o.readOnly) {
@@ -96,6 +129,31 @@ function openSqliteConnection(o: DatabaseOptions): SqliteConnection {
   } catch (err) {
     conn.close();
     throw err;
+  }
+}
+
+/** A SQLite file that cannot be opened, said in one line with what to check. */
+function unopenableFile(err: unknown, filename: string): unknown {
+  const code = String((err as { code?: unknown }).code);
+  if (code.startsWith('SQLITE_BUSY')) return err;
+  const why = fileProblem(filename) ?? (err as Error).message;
+  return new DatabaseUnavailableError(
+    'DATABASE_UNAVAILABLE',
+    `the state database ${filename} cannot be opened: ${why} (check database.filename and paths.stateDir)`,
+    { cause: err },
+  );
+}
+
+/** Why SQLite could not open a file, as the file system says. */
+function fileProblem(filename: string): string | null {
+  try {
+    if (statSync(filename).isDirectory()) return 'it is a folder, not a file';
+    accessSync(filename, constants.R_OK);
+    return null;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM') return 'permission denied to this user';
+    return code === 'ENOENT' ? 'no such file or folder' : null;
   }
 }
 
@@ -148,6 +206,7 @@ async function knownMigrations(): Promise<string[]> {
 
 /** The names of the migrations the database has applied (none before its first migration). Reads only. */
 async function appliedMigrations(db: Database): Promise<string[]> {
+  await reachDatabase(db);
   if (!(await db.schema.hasTable(MIGRATIONS_TABLE))) return [];
   return (await db(MIGRATIONS_TABLE).pluck('name')) as string[];
 }
@@ -190,9 +249,38 @@ export class SchemaError extends PayoutdError {
   override readonly name = 'SchemaError';
 }
 
+/** The least a database answers. */
+const PING = 'select 1';
+
 /** Rejects when the database cannot answer (the readiness probe). */
 export async function pingDatabase(db: Database): Promise<void> {
-  await db.raw('select 1');
+  await db.raw(PING);
+}
+
+/**
+ * A command's first query: a database that cannot be reached or opened fails it with the cause in one line
+ * (connection refused, authentication, not a database, permission), never as a schema to migrate.
+ */
+async function reachDatabase(db: Database): Promise<void> {
+  try {
+    await pingDatabase(db);
+  } catch (err) {
+    if (err instanceof PayoutdError) throw err;
+    const e = err as { name?: string; message?: string };
+    // knex puts the statement before the driver's message of a failed query.
+    const said = String(e.message ?? err).replace(`${PING} - `, '');
+    const why = e.name === 'KnexTimeoutError' ? 'no connection within 60 s: the server does not answer' : said;
+    throw new DatabaseUnavailableError(
+      'DATABASE_UNAVAILABLE',
+      `the state database ${databaseNames.get(db) ?? ''} cannot be reached: ${why} (check database.url)`,
+      { cause: err },
+    );
+  }
+}
+
+/** The state database cannot be opened or reached (the command changed nothing). */
+export class DatabaseUnavailableError extends PayoutdError {
+  override readonly name = 'DatabaseUnavailableError';
 }
 
 export function isPostgres(db: Database): boolean {
