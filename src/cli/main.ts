@@ -144,7 +144,11 @@ export async function runCli(argv: string[]): Promise<void> {
         (y) =>
           withConfig(y)
             .option('batch', { type: 'string', describe: 'one batch, with its errors and holds' })
-            .option('limit', { type: 'number', default: 20 })
+            .option('limit', {
+              type: 'number',
+              default: 20,
+              describe: 'batches listed: every unfinished one, then the latest finished ones',
+            })
             .option('json', { type: 'boolean', default: false }),
         async (a) => {
           const config = await configFrom(a);

@@ -83,8 +83,13 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
   return { perMinute: Math.round(perMinute * 10) / 10, etaAt: left <= 0 ? now : Math.round(now + (left / perMinute) * 60_000) };
 }
 
-/** A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL. */
-export function shownBatchState(state: string, holdCode: string | null): string {
-  if (state !== 'ACTIVE' || holdCode === null) return state;
+/**
+ * A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL; one an
+ * operator cancelled (`cancelled`) is CANCELLED until its sent rows are final.
+ */
+export function shownBatchState(state: string, holdCode: string | null, cancelled = false): string {
+  if (state !== 'ACTIVE') return state;
+  if (cancelled) return 'CANCELLED';
+  if (holdCode === null) return state;
   return holdCode === 'AWAITING_APPROVAL' ? 'AWAITING_APPROVAL' : 'HELD';
 }

@@ -342,6 +342,27 @@ export async function listRecentBatches(db: Database, limit: number): Promise<Ba
   return rows.map(fromRow);
 }
 
+/** What `payoutd status` lists: the batches, newest first, and how many older finished ones it leaves out. */
+export interface StatusBatches {
+  batches: BatchRecord[];
+  olderFinished: number;
+}
+
+/**
+ * Every unfinished batch, however old (an UNKNOWN row or a hold must not drop out of sight), and the most
+ * recent finished ones up to `limit` batches in all.
+ */
+export async function listStatusBatches(db: Database, limit: number): Promise<StatusBatches> {
+  const newestFirst = (q: Knex.QueryBuilder): Knex.QueryBuilder => q.orderBy('received_at', 'desc').orderBy('id', 'desc');
+  const unfinished = (await newestFirst(db('batches').whereNotIn('state', FINAL_BATCH_STATES))) as Record<string, unknown>[];
+  const room = Math.max(0, limit - unfinished.length);
+  const finished =
+    room === 0 ? [] : ((await newestFirst(db('batches').whereIn('state', FINAL_BATCH_STATES)).limit(room)) as Record<string, unknown>[]);
+  const [all] = (await db('batches').whereIn('state', FINAL_BATCH_STATES).count({ n: '*' })) as { n: number | string }[];
+  const batches = [...unfinished, ...finished].map(fromRow).sort((a, b) => b.receivedAt - a.receivedAt);
+  return { batches, olderFinished: Number(all?.n ?? 0) - finished.length };
+}
+
 /**
  * Forgets what a reading of the batch wrote, so it can be read again from the start (or refused with no rows
  * kept). With `fence`, only while the batch is still the caller's to read: a reader that lost it must not

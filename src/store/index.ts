@@ -18,6 +18,7 @@ export {
   findBatchByStoredPath,
   listBatchesInStates,
   listRecentBatches,
+  listStatusBatches,
   listWatchedBatches,
   listBatchesMissingFiles,
   clearBatchContents,

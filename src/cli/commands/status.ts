@@ -12,7 +12,7 @@ import {
   type Database,
   getBatch,
   listBatchErrors,
-  listRecentBatches,
+  listStatusBatches,
   type BatchRecord,
   batchStateCounts,
   latestEventTimes,
@@ -82,6 +82,7 @@ function noteOf(b: BatchRecord): string {
 }
 
 function stateNote(b: BatchRecord): string {
+  if (b.cancelledAt != null) return (b.cancelReason ?? 'cancelled').slice(0, 80);
   if (b.holdCode) return `${b.holdCode}: ${b.holdReason ?? ''}`.slice(0, 80);
   if (b.rejectCode) return b.rejectCode;
   if (b.duplicateOf) return `duplicate of ${b.duplicateOf}`;
@@ -98,7 +99,7 @@ export interface BatchView {
   approval?: ApprovalView | null;
   fileName: string;
   state: BatchRecord['state'];
-  /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold. */
+  /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold, CANCELLED for one cancelled. */
   shownState: string;
   size: number;
   sha256: string;
@@ -110,6 +111,9 @@ export interface BatchView {
   rejectReason: string | null;
   holdCode: string | null;
   holdReason: string | null;
+  /** When an operator cancelled it (`payoutd cancel`), and why. */
+  cancelledAt: string | null;
+  cancelReason: string | null;
   hold: { code: string; reason: string | null; until: string | null; since: string | null } | null;
   counts: StateCounts;
   totals: Record<string, string> | null;
@@ -134,7 +138,7 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     id: b.id,
     fileName: b.fileName,
     state: b.state,
-    shownState: shownBatchState(b.state, b.holdCode),
+    shownState: shownBatchState(b.state, b.holdCode, b.cancelledAt != null),
     size: b.size,
     sha256: b.sha256,
     rowCount: b.rowCount,
@@ -145,6 +149,8 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     rejectReason: b.rejectReason,
     holdCode: b.holdCode,
     holdReason: b.holdReason,
+    cancelledAt: iso(b.cancelledAt ?? null),
+    cancelReason: b.cancelReason ?? null,
     hold: b.holdCode === null ? null : { code: b.holdCode, reason: b.holdReason, until: iso(b.holdUntil), since: iso(holdSince) },
     counts,
     totals: b.totalsJson ? (JSON.parse(b.totalsJson) as Record<string, string>) : null,
@@ -177,9 +183,9 @@ const COUNT_ORDER = [
 export async function status(config: ResolvedConfig, batchId: string | undefined, limit: number, json: boolean): Promise<void> {
   await withReadOnlyStore(config, async (db) => {
     const now = Date.now();
-    const batches = batchId
-      ? [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b))
-      : await listRecentBatches(db, limit);
+    const { batches, olderFinished } = batchId
+      ? { batches: [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b)), olderFinished: 0 }
+      : await listStatusBatches(db, limit);
     if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     // A finished batch's counts come from its record; only unfinished batches have their rows counted.
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
@@ -206,7 +212,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       const line = serviceHealthLine(h, now);
       if (line !== null) print(line);
     }
-    if (rows.length === 0) {
+    if (rows.length === 0 && olderFinished === 0) {
       print('no batches yet');
       return;
     }
@@ -234,11 +240,20 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         }),
       ),
     );
+    if (olderFinished > 0) {
+      print(
+        `… and ${olderFinished} older finished batch(es), not shown: payoutd status --limit N shows more, payoutd status --batch ID one of them`,
+      );
+    }
     if (batchId && rows[0]) {
       const b = rows[0].b;
       if (b.holdReason) {
         const since = views[0]?.hold?.since;
         print(`\nheld${since ? ` since ${since}` : ''}: ${b.holdReason}`);
+      }
+      if (b.cancelledAt != null) {
+        const at = new Date(b.cancelledAt).toISOString();
+        print(`\n${b.cancelReason ?? 'cancelled'} (${at}): unsent rows are NOT_SUBMITTED, sent rows are followed to their end`);
       }
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);

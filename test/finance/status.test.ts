@@ -1,0 +1,109 @@
+/**
+ * `payoutd status` lists every unfinished batch however old: a batch with a row in UNKNOWN (money may have
+ * moved) or under a hold for an operator stayed out of sight once --limit newer batches had finished. The
+ * finished ones fill the list up to --limit, and a line says how many older finished ones are not shown.
+ * A cancelled batch reads CANCELLED, with its reason.
+ */
+import { join } from 'node:path';
+import { expect, it, vi } from 'vitest';
+import { status } from '../../src/cli/commands/status.js';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { closeDatabase, type Database } from '../../src/store/db.js';
+import { cancelReadyRows } from '../../src/store/cancels.js';
+import { holdBatch } from '../../src/store/holds.js';
+import { updateBatch } from '../../src/store/index.js';
+import { DAY, T0, addBatch, addRows, request, setRow, useStore, validRow } from './helpers.js';
+
+const store = useStore();
+
+function configFor(dir: string): ResolvedConfig {
+  return loadConfig(
+    { env: {}, cwd: dir },
+    { paths: { stateDir: dir, outbox: join(dir, 'outbox'), inbox: join(dir, 'inbox') }, database: { filename: join(dir, 'state.sqlite') } },
+  );
+}
+
+async function printed(f: () => Promise<unknown>): Promise<string> {
+  let out = '';
+  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    out += String(chunk);
+    return true;
+  });
+  try {
+    await f();
+  } finally {
+    spy.mockRestore();
+  }
+  return out;
+}
+
+/** `n` batches of one PAID row each, received a day apart after T0, finished. */
+async function finishedBatches(db: Database, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const id = `BNEW${String(i).padStart(2, '0')}`;
+    const at = T0 + (i + 1) * DAY;
+    await addBatch(db, id, `day${i}.csv`, at);
+    await addRows(db, [validRow(id, 2, request(`INV-${i}`))]);
+    await setRow(db, id, 2, { state: 'PAID', payoutId: `P-${i}` });
+    await updateBatch(db, id, { state: 'COMPLETE', completedAt: at, finalCountsJson: '{"PAID":1}' }, at);
+  }
+}
+
+/** The lines of the status table naming `id`. */
+const lineOf = (out: string, id: string): string => out.split('\n').find((l) => l.startsWith(`${id} `)) ?? '';
+
+it('lists an old batch with an UNKNOWN row and an old held batch after 25 newer finished ones, and says what it leaves out', async () => {
+  const { db, dir } = await store();
+  await addBatch(db, 'BSTUCK', 'stuck.csv', T0 - 2 * DAY);
+  await addRows(db, [validRow('BSTUCK', 2, request('INV-STUCK'))]);
+  await setRow(db, 'BSTUCK', 2, { state: 'UNKNOWN' });
+  await addBatch(db, 'BHELD', 'changed.csv', T0 - DAY);
+  await addRows(db, [validRow('BHELD', 2, request('INV-HELD'))]);
+  await holdBatch(db, 'BHELD', { code: 'FILE_CHANGED', reason: 'the file changed after it was taken', until: null }, T0);
+  await finishedBatches(db, 25);
+  await closeDatabase(db);
+
+  const out = await printed(() => status(configFor(dir), undefined, 20, false));
+  expect(lineOf(out, 'BSTUCK')).toMatch(/ACTIVE .*UNKNOWN=1/);
+  expect(lineOf(out, 'BHELD')).toMatch(/HELD .*FILE_CHANGED/);
+  // 2 unfinished + the 18 most recent finished = 20; the 7 older finished are counted, not listed.
+  expect(lineOf(out, 'BNEW24')).not.toBe('');
+  expect(lineOf(out, 'BNEW07')).not.toBe('');
+  expect(lineOf(out, 'BNEW06')).toBe('');
+  expect(out).toContain(
+    '… and 7 older finished batch(es), not shown: payoutd status --limit N shows more, payoutd status --batch ID one of them',
+  );
+
+  const json = JSON.parse(await printed(() => status(configFor(dir), undefined, 20, true))) as { id: string }[];
+  expect(json.map((b) => b.id)).toEqual(expect.arrayContaining(['BSTUCK', 'BHELD']));
+  expect(json).toHaveLength(20);
+});
+
+it('lists every unfinished batch even beyond --limit, and no "older" line when nothing is left out', async () => {
+  const { db, dir } = await store();
+  for (let i = 0; i < 3; i++) {
+    await addBatch(db, `BOPEN${i}`, `open${i}.csv`, T0 + i * DAY);
+    await addRows(db, [validRow(`BOPEN${i}`, 2, request(`INV-OPEN-${i}`))]);
+  }
+  await closeDatabase(db);
+  const out = await printed(() => status(configFor(dir), undefined, 2, false));
+  for (let i = 0; i < 3; i++) expect(lineOf(out, `BOPEN${i}`)).toMatch(/ACTIVE/);
+  expect(out).not.toContain('older finished');
+});
+
+it('shows a cancelled batch as CANCELLED with its reason, also with --batch', async () => {
+  const { db, dir } = await store();
+  await addBatch(db, 'BCANCEL', 'wrong-month.csv');
+  await addRows(db, [validRow('BCANCEL', 2, request('INV-C1')), validRow('BCANCEL', 3, request('INV-C2'))]);
+  await setRow(db, 'BCANCEL', 2, { state: 'PENDING', payoutId: 'P-C1' });
+  await setRow(db, 'BCANCEL', 3, { state: 'READY' });
+  await cancelReadyRows(db, 'BCANCEL', 'cancelled by an operator: wrong month', T0 + 1000);
+  await closeDatabase(db);
+
+  const out = await printed(() => status(configFor(dir), undefined, 20, false));
+  expect(lineOf(out, 'BCANCEL')).toMatch(/CANCELLED .*PENDING=1 NOT_SUBMITTED=1.*cancelled by an operator: wrong month/);
+  const one = await printed(() => status(configFor(dir), 'BCANCEL', 20, false));
+  expect(one).toContain('cancelled by an operator: wrong month (2026-01-10T12:00:01.000Z): unsent rows are NOT_SUBMITTED');
+  const [view] = JSON.parse(await printed(() => status(configFor(dir), 'BCANCEL', 20, true))) as Record<string, unknown>[];
+  expect(view).toMatchObject({ state: 'ACTIVE', shownState: 'CANCELLED', cancelReason: 'cancelled by an operator: wrong month' });
+});
