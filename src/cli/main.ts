@@ -1,12 +1,14 @@
 /**
  * The `payoutd` command line: parses argv with yargs and hands each command to its module, imported in its
  * handler so short commands load little. The only layer that reads process.env or argv and decides exit codes:
- * 78 (EX_CONFIG), 69 (EX_UNAVAILABLE at start), 1 for anything else, 2 for a usage mistake.
+ * 78 (EX_CONFIG), 69 (EX_UNAVAILABLE at start), 1 for anything else, 2 for a usage mistake (an unknown option,
+ * a missing or bad argument, a batch id that names no batch).
  */
 import yargs, { type Argv } from 'yargs';
 import type { ResolvedConfig } from '../config/index.js';
+import { UsageError } from '../domain/errors.js';
 import type { Logger } from '../log/index.js';
-import { errorLines, exitCodeOf } from './output.js';
+import { errorLines, EX_USAGE, exitCodeOf } from './output.js';
 
 interface GlobalArgs {
   config?: string;
@@ -171,8 +173,8 @@ export async function runCli(argv: string[]): Promise<void> {
             .option('out', { type: 'string', describe: 'file to write (default: in the current directory)' })
             .conflicts('batch', 'since')
             .check((a) => {
-              if (!a.batch && !a.since) throw new Error('name --batch ID or --since DATE');
-              if (a.until && !a.since) throw new Error('--until needs --since');
+              if (!a.batch && !a.since) throw new UsageError('BAD_USAGE', 'name --batch ID or --since DATE');
+              if (a.until && !a.since) throw new UsageError('BAD_USAGE', '--until needs --since');
               return true;
             }),
         async (a) => {
@@ -289,9 +291,10 @@ export async function runCli(argv: string[]): Promise<void> {
       .strict()
       .help()
       .fail((msg, err) => {
+        // A command's error, or a UsageError of a check of its options: said with its code, exit code below.
         if (err) throw err;
         process.stderr.write(`payoutd: ${msg}\n(run payoutd --help for usage)\n`);
-        process.exit(2);
+        process.exit(EX_USAGE);
       })
       .parseAsync();
   } catch (err) {

@@ -1,6 +1,8 @@
 /** Printing for humans: aligned tables, and the one place that turns an error into a message and an exit code. */
-import { ConfigError, PayoutdError, ServiceUnavailableError } from '../domain/errors.js';
+import { ConfigError, PayoutdError, ServiceUnavailableError, UsageError } from '../domain/errors.js';
 
+/** A mistake on the command line (as for an unknown option). */
+export const EX_USAGE = 2;
 /** sysexits.h: a configuration mistake (systemd does not restart on it: RestartPreventExitStatus=78). */
 export const EX_CONFIG = 78;
 /** sysexits.h: a service needed is unavailable (systemd restarts after RestartSec). */
@@ -8,6 +10,8 @@ export const EX_UNAVAILABLE = 69;
 
 /** Errors that mean the configuration (or a file it names) must be fixed; named, so no module is loaded to know them. */
 const CONFIGURATION_ERRORS = new Set(['KeyFileError', 'WebhookConfigError', 'WebhookStartError', 'HmacKeyError']);
+/** Codes of other modules' errors that, met by a command, are a mistake in its options: the report's dates, an approval's batch. */
+const USAGE_CODES = new Set(['REPORT_BAD_DATE', 'REPORT_BAD_PERIOD', 'APPROVAL_UNKNOWN_BATCH']);
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -38,6 +42,7 @@ export function errorLines(err: unknown): string[] {
 
 /** The process exit code of a command that failed with `err`. */
 export function exitCodeOf(err: unknown): number {
+  if (err instanceof UsageError || (err instanceof PayoutdError && USAGE_CODES.has(err.code))) return EX_USAGE;
   if (err instanceof ConfigError || (err instanceof PayoutdError && CONFIGURATION_ERRORS.has(err.name))) return EX_CONFIG;
   if (err instanceof ServiceUnavailableError) return EX_UNAVAILABLE;
   return 1;

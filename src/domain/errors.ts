@@ -18,6 +18,11 @@ export class ConfigError extends PayoutdError {
   override readonly name = 'ConfigError';
 }
 
+/** A mistake on the command line: a missing or bad option, a batch id that names no batch (exit 2). */
+export class UsageError extends PayoutdError {
+  override readonly name = 'UsageError';
+}
+
 /** A service payoutd needs did not answer (the payout API at start, after startup.waitForServiceMs). */
 export class ServiceUnavailableError extends PayoutdError {
   override readonly name = 'ServiceUnavailableError';

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { approvalInUse, type ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
-import { ConfigError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import { getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
 import { outboxName } from '../../daemon/outbox.js';
 import {
@@ -81,7 +81,7 @@ export async function reconciliationReport(
 export async function retryFile(config: ResolvedConfig, batchId: string, out: string | undefined): Promise<RetryFile> {
   return withMigratedStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
-    if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     const path = resolve(out ?? join(config.paths.outbox, outboxFileName(outboxName(batch), 'retry')));
     // The daemon makes the outbox when it starts; this command may run before it ever did.
     if (out === undefined) await mkdir(dirname(path), { recursive: true });

@@ -1,7 +1,7 @@
 /** `payoutd report --batch` (a batch's interim report, now) and `payoutd validate FILE` (a dry run that pays nothing). */
 import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError } from '../../domain/errors.js';
+import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { existsSync } from 'node:fs';
 import { getBatch, requestValuesOfReferences } from '../../store/index.js';
@@ -14,7 +14,7 @@ import { withReadOnlyStore } from './status.js';
 export async function reportBatch(config: ResolvedConfig, batchId: string, out: string | undefined): Promise<void> {
   await withReadOnlyStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
-    if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     const outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, undefined, {
       xlsx: config.outbox.xlsx,
       retryFiles: false,

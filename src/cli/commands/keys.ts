@@ -1,7 +1,7 @@
 /** `payoutd keygen`: a merchant RSA key pair for onboarding (spec 5.1). */
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import { generateMerchantKeyPair } from '../../signing/index.js';
 import { print } from '../output.js';
 
@@ -10,7 +10,7 @@ export function keygen(outDir: string, force: boolean): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const privatePath = join(dir, 'merchant.pem');
   if (existsSync(privatePath) && !force) {
-    throw new ConfigError('KEY_EXISTS', `${privatePath} already exists; refusing to overwrite a merchant key (use --force)`);
+    throw new UsageError('KEY_EXISTS', `${privatePath} already exists; refusing to overwrite a merchant key (use --force)`);
   }
   const pair = generateMerchantKeyPair(2048);
   writeFileSync(privatePath, pair.privateKeyPem, { mode: 0o600 });

@@ -1,6 +1,6 @@
 /** Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED. */
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError, PayoutdError } from '../../domain/errors.js';
+import { PayoutdError, UsageError } from '../../domain/errors.js';
 import type { HoldCode } from '../../domain/holds.js';
 import {
   openStore,
@@ -24,9 +24,9 @@ async function withActiveBatch(
   try {
     await assertSchemaCurrent(db);
     const batch = await getBatch(db, batchId);
-    if (!batch) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     if (batch.state !== 'ACTIVE')
-      throw new ConfigError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
+      throw new UsageError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
     await f(db);
   } finally {
     await closeDatabase(db);

@@ -5,7 +5,7 @@
  * `--dry-run`. The daemon does the same on its schedule (src/daemon/retention.ts).
  */
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { prune, prunePlan, type PruneItem } from '../../daemon/retention.js';
 import { closeDatabase, migrateToLatest, openStore } from '../../store/index.js';
@@ -24,7 +24,7 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
     return [];
   }
   if (!Number.isInteger(days) || days < 1)
-    throw new ConfigError('BAD_ARGUMENT', `--days must be a whole number of days, 1 or more (got ${days})`);
+    throw new UsageError('BAD_ARGUMENT', `--days must be a whole number of days, 1 or more (got ${days})`);
   const db = openStore(config);
   try {
     await migrateToLatest(db);

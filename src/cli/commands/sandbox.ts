@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import { generateMerchantKeyPair } from '../../signing/index.js';
 import { loadSandboxConfigFile, startSandbox, type SandboxOptions } from '../../sandbox/index.js';
 import { print } from '../output.js';
@@ -10,7 +10,7 @@ import { print } from '../output.js';
 export function initSandboxDir(dirArg: string, port: number): void {
   const dir = resolve(dirArg);
   const sandboxFile = join(dir, 'sandbox.json');
-  if (existsSync(sandboxFile)) throw new ConfigError('INIT_EXISTS', `${sandboxFile} already exists; choose an empty directory`);
+  if (existsSync(sandboxFile)) throw new UsageError('INIT_EXISTS', `${sandboxFile} already exists; choose an empty directory`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const pair = generateMerchantKeyPair();
   const merchantCode = 'SANDBOX-MERCHANT';
@@ -48,7 +48,7 @@ export function initSandboxDir(dirArg: string, port: number): void {
 
 export async function runSandbox(configFile: string | undefined, port: number | undefined): Promise<void> {
   if (!configFile)
-    throw new ConfigError('CONFIG_MISSING', 'payoutd sandbox needs --config FILE (make one with `payoutd sandbox --init DIR`)');
+    throw new UsageError('CONFIG_MISSING', 'payoutd sandbox needs --config FILE (make one with `payoutd sandbox --init DIR`)');
   const options: SandboxOptions = loadSandboxConfigFile(resolve(configFile));
   if (port !== undefined) options.port = port;
   const server = await startSandbox(options);

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import type { ApprovalView } from '../../approval/index.js';
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError } from '../../domain/errors.js';
+import { ConfigError, UsageError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
 import {
   openStore,
@@ -186,7 +186,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     const { batches, olderFinished } = batchId
       ? { batches: [await getBatch(db, batchId)].filter((b): b is BatchRecord => Boolean(b)), olderFinished: 0 }
       : await listStatusBatches(db, limit);
-    if (batchId && batches.length === 0) throw new ConfigError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    if (batchId && batches.length === 0) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     // A finished batch's counts come from its record; only unfinished batches have their rows counted.
     const rows = await Promise.all(batches.map(async (b) => ({ b, counts: await batchStateCounts(db, b) })));
     // The approval module only when a batch used approval (a plain status loads the store alone).

@@ -5,7 +5,7 @@
  * line where other users of the machine could read it.
  */
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError } from '../../domain/errors.js';
+import { PayoutdError, UsageError } from '../../domain/errors.js';
 import { addUser, listUsers, removeUser, setPassword, setRole, unlockUser } from '../../console/index.js';
 import { print, table } from '../output.js';
 // Users may be added before the daemon first ran: the schema is made or brought up to date.
@@ -39,7 +39,7 @@ function typedSecretly(prompt: string): Promise<string> {
     const onData = (chunk: string): void => {
       for (const ch of chunk) {
         if (ch === '\r' || ch === '\n') return done();
-        if (ch === '\u0003') return done(new ConfigError('CANCELLED', 'cancelled'));
+        if (ch === '\u0003') return done(new PayoutdError('CANCELLED', 'cancelled: nothing changed'));
         if (ch === '\u007f' || ch === '\b') text = text.slice(0, -1);
         else text += ch;
       }
@@ -57,17 +57,17 @@ async function pipedLine(): Promise<string> {
 async function readPassword(): Promise<string> {
   if (!process.stdin.isTTY) {
     const line = await pipedLine();
-    if (line === '') throw new ConfigError('NO_PASSWORD', 'no password on standard input (pipe one line, or use --proxy-only)');
+    if (line === '') throw new UsageError('NO_PASSWORD', 'no password on standard input (pipe one line, or use --proxy-only)');
     return line;
   }
   const first = await typedSecretly('Password: ');
   const again = await typedSecretly('Password again: ');
-  if (first !== again) throw new ConfigError('PASSWORD_MISMATCH', 'the two passwords differ; nothing changed');
+  if (first !== again) throw new UsageError('PASSWORD_MISMATCH', 'the two passwords differ; nothing changed');
   return first;
 }
 
 function nameOf(a: UserArgs): string {
-  if (!a.name) throw new ConfigError('NO_USER_NAME', `payoutd user ${a.action} needs a user name`);
+  if (!a.name) throw new UsageError('NO_USER_NAME', `payoutd user ${a.action} needs a user name`);
   return a.name;
 }
 
@@ -76,7 +76,7 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
   switch (a.action) {
     case 'add': {
       const name = nameOf(a);
-      if (!a.role) throw new ConfigError('NO_ROLE', 'payoutd user add needs --role viewer|uploader|approver|admin');
+      if (!a.role) throw new UsageError('NO_ROLE', 'payoutd user add needs --role viewer|uploader|approver|admin');
       const password = a.proxyOnly ? null : await readPassword();
       await withStore(config, (db) => addUser(db, name, a.role as string, password, now));
       print(`user ${name} added as ${a.role}${a.proxyOnly ? ' (signs in through the reverse proxy only)' : ''}`);
@@ -91,7 +91,7 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
     }
     case 'role': {
       const name = nameOf(a);
-      if (!a.role) throw new ConfigError('NO_ROLE', 'payoutd user role needs --role viewer|uploader|approver|admin');
+      if (!a.role) throw new UsageError('NO_ROLE', 'payoutd user role needs --role viewer|uploader|approver|admin');
       await withStore(config, (db) => setRole(db, name, a.role as string, now));
       print(`user ${name} is now ${a.role}; their sessions ended`);
       return;
@@ -128,6 +128,6 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
       return;
     }
     default:
-      throw new ConfigError('BAD_USER_ACTION', `payoutd user ${a.action}: choose add, passwd, role, unlock, remove or list`);
+      throw new UsageError('BAD_USER_ACTION', `payoutd user ${a.action}: choose add, passwd, role, unlock, remove or list`);
   }
 }

@@ -1,0 +1,75 @@
+/**
+ * The exit codes of the README's table, from the real `payoutd` process in a folder of its own (built-in
+ * defaults): 2 for a mistake on the command line, whether yargs, a command's own check of its options or an
+ * unknown batch id finds it; 78 only for a configuration to fix. A usage mistake used to exit 1 (report
+ * without --batch or --since, a bad --since date) or 78 (prune --days 0, user add without --role, an
+ * unknown batch), which systemd and scripts read as "fix the configuration".
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, childEnv } from './harness.js';
+
+let cwd = '';
+
+function payoutd(args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [BIN, ...args], { cwd, env: childEnv() }, (err, _out, stderr) =>
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr }),
+    );
+    child.stdin?.end();
+  });
+}
+
+beforeAll(async () => {
+  cwd = await mkdtemp(join(tmpdir(), 'payoutd-exit-'));
+  expect((await payoutd(['migrate'])).code).toBe(0);
+});
+afterAll(async () => {
+  await rm(cwd, { recursive: true, force: true });
+});
+
+describe('exit code 2: a mistake on the command line', () => {
+  const cases: [string[], string][] = [
+    [['status', '--no-such-option'], 'Unknown argument'],
+    [['report'], 'name --batch ID or --since DATE'],
+    [['report', '--until', '2026-02-01', '--batch', 'X'], '--until needs --since'],
+    [['report', '--since', '10/01/2026'], 'REPORT_BAD_DATE: --since: expected YYYY-MM-DD'],
+    [['report', '--since', '2026-02-01', '--until', '2026-01-01'], 'REPORT_BAD_PERIOD'],
+    [['prune', '--days', '0'], 'BAD_ARGUMENT: --days must be a whole number'],
+    [['user', 'add', 'ana', '--proxy-only'], 'NO_ROLE'],
+    [['user', 'remove'], 'NO_USER_NAME'],
+    [['status', '--batch', 'NOPE'], 'BATCH_NOT_FOUND'],
+    [['report', '--batch', 'NOPE'], 'BATCH_NOT_FOUND'],
+    [['retry-file', '--batch', 'NOPE'], 'BATCH_NOT_FOUND'],
+    [['cancel', '--batch', 'NOPE'], 'BATCH_NOT_FOUND'],
+    [['release', '--batch', 'NOPE'], 'BATCH_NOT_FOUND'],
+  ];
+  for (const [args, said] of cases) {
+    it(`payoutd ${args.join(' ')}`, async () => {
+      const r = await payoutd(args);
+      expect(r.stderr).toContain(said);
+      expect(r.code).toBe(2);
+    });
+  }
+});
+
+// root may not approve (docs/approval.md): the test's user, named an approver, reaches the batch lookup.
+it.skipIf(process.getuid?.() === 0)('exit code 2: payoutd approve --batch NOPE', async () => {
+  const config = join(cwd, 'approval.yaml');
+  await writeFile(config, `approval: { required: always, approvers: { users: [${userInfo().username}] } }\n`);
+  const r = await payoutd(['approve', '--batch', 'NOPE', '--config', config]);
+  expect(r.stderr).toContain('APPROVAL_UNKNOWN_BATCH');
+  expect(r.code).toBe(2);
+});
+
+describe('exit code 78: a configuration to fix', () => {
+  it('a setting the configuration does not know', async () => {
+    const config = join(cwd, 'bad.yaml');
+    await writeFile(config, 'paths: { stateDir: ./var, inboxx: ./in }\n');
+    const r = await payoutd(['status', '--config', config]);
+    expect(r.code).toBe(78);
+  });
+});
