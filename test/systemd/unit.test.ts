@@ -2,12 +2,14 @@
  * The shipped systemd unit stays valid and hardened: `systemd-analyze
  * verify` accepts it and `systemd-analyze security --offline=true` scores
  * its exposure at 2.0 or lower. Skipped, with the reason, where the machine
- * has no systemd-analyze.
+ * has no systemd-analyze. Every folder the daemon writes in the README's
+ * layout is writable under ProtectSystem=strict and made by tmpfiles.d.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
 
 const UNIT = fileURLToPath(new URL('../../systemd/payoutd.service', import.meta.url));
 const available = spawnSync('systemd-analyze', ['--version']).status === 0;
@@ -47,5 +49,36 @@ describe.skipIf(!available)('systemd unit', () => {
     }
     // V8 aborts under it (nodejs #55509).
     expect(unit).not.toMatch(/^MemoryDenyWriteExecute=yes/m);
+  });
+});
+
+/** The unit's and tmpfiles.d's folders, read as systemd reads them. */
+const read = (file: string): string => readFileSync(fileURLToPath(new URL(`../../systemd/${file}`, import.meta.url)), 'utf8');
+
+describe('the folders the daemon writes, in the README layout', () => {
+  // The README's layout with approval on: paths.approvals defaults to `approvals` beside the inbox.
+  const config = loadConfig(
+    { env: { PAYOUTD_STATE_DIR: '/var/lib/payoutd' }, cwd: '/etc/payoutd' },
+    {
+      paths: { inbox: '/srv/payoutd/inbox', outbox: '/srv/payoutd/outbox' },
+      approval: { required: 'always', approvers: { users: ['maria'] } },
+    },
+  );
+  const unit = read('payoutd.service').split('\n');
+  const writable = unit.filter((l) => l.startsWith('ReadWritePaths=')).flatMap((l) => l.slice('ReadWritePaths='.length).split(/\s+/));
+  const made = read('payoutd.tmpfiles.conf')
+    .split('\n')
+    .filter((l) => l.startsWith('d '))
+    .map((l) => l.split(/\s+/)[1]);
+
+  it('are writable under ProtectSystem=strict, and made by tmpfiles.d (the state directory by StateDirectory=)', () => {
+    for (const folder of [config.paths.inbox, config.paths.outbox, config.paths.approvals as string]) {
+      expect(writable, folder).toContain(folder);
+      expect(made, folder).toContain(folder);
+    }
+    expect(config.paths.approvals).toBe('/srv/payoutd/approvals');
+    expect(unit).toContain('StateDirectory=payoutd');
+    expect(config.paths.stateDir).toBe('/var/lib/payoutd');
+    expect(config.databaseFile.startsWith(`${config.paths.stateDir}/`)).toBe(true);
   });
 });
