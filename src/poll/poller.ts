@@ -90,8 +90,9 @@ interface Flight {
   failed?: unknown;
 }
 
-/** A claimed row as polling needs it: the currency and amount it asked for read from its request. */
+/** A claimed row as polling needs it: before its first poll, the currency and amount it asked for (listDueForPoll). */
 function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): PollTarget {
+  if (row.pollCount !== 0) return { ...row, payoutCurrency: null, payoutAmount: null };
   const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues ?? '');
   return { ...row, payoutCurrency, payoutAmount };
 }
@@ -353,9 +354,13 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
         };
       }
-      if (!isPayoutOf(rec, row)) {
+      if (
+        row.payoutCurrency !== null &&
+        row.payoutAmount !== null &&
+        !isPayoutOf(rec, { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount })
+      ) {
         // The create was answered with a payout the service already held under this reference (another's).
-        const patch = { ...referenceTakenPatch(rec, row), ...polled };
+        const patch = { ...referenceTakenPatch(rec, { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount }), ...polled };
         logger.error(
           { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: rec.payoutId },
           'the payout this row was answered with is another: the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',

@@ -8,14 +8,14 @@ import { requestFieldAt } from './request-fields.js';
 import type { RequestedMoney } from '../domain/payout.js';
 
 /**
- * What polling a payout needs of its row (a claim reads a hundred of them per call), with the currency and
- * amount the row asked for: a payout answered for it that shows others is not its own.
+ * What polling a payout needs of its row (a claim reads a hundred of them per call). Before its first poll, also
+ * the currency and amount the row asked for: the payout its create was answered with may be another's, and its
+ * first record shows it (later polls find the same payout).
  */
 export type PollTarget = Pick<
   PayoutRow,
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'pollCount' | 'nextPollAt'
-> &
-  RequestedMoney;
+> & { [K in keyof RequestedMoney]: RequestedMoney[K] | null };
 
 const POLL_TARGET_COLUMNS = [
   'id',
@@ -40,7 +40,8 @@ export interface PollCursor {
  * which the partial index payouts_pending_due answers by a seek.
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
-  const requested = (field: keyof RequestedMoney): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, field), field]);
+  const requested = (field: keyof RequestedMoney): Knex.Raw =>
+    db.raw('case when ?? = 0 then ? end as ??', ['poll_count', requestFieldAt(db, field), field]);
   const targets = () => rowsInState(db, 'PENDING').select([...POLL_TARGET_COLUMNS, requested('payoutCurrency'), requested('payoutAmount')]);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {
