@@ -233,10 +233,19 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
   });
 }
 
-/** Throws unless every migration this build knows has been applied (read-only check). */
+/** Throws unless every migration this build knows has been applied, and no other (read-only check). */
 export async function assertSchemaCurrent(db: Database): Promise<void> {
   const applied = await appliedMigrations(db);
-  const missing = (await knownMigrations()).filter((n) => !applied.includes(n));
+  const known = await knownMigrations();
+  const missing = known.filter((n) => !applied.includes(n));
+  const newer = applied.filter((n) => !known.includes(n));
+  if (newer.length > 0) {
+    // A newer build migrated it (a rollback of the package, say): this build's reads and writes may be wrong on it.
+    throw new SchemaError(
+      'SCHEMA_NEWER',
+      `the state database has migration(s) ${newer.join(', ')}, which this build of payoutd does not know: run the build that wrote it`,
+    );
+  }
   if (missing.length > 0) {
     throw new SchemaError(
       'SCHEMA_NOT_CURRENT',

@@ -2,13 +2,13 @@
  * Bringing the schema up to date beside another process on the SQLite file: an up-to-date schema is
  * only read (covered with the commands in test/finance/commands.test.ts); a pending migration waits for
  * the other process's short write (knex's lock is an update, the first statement of its transaction);
- * a schema with a migration this build does not know is still refused.
+ * a schema with a migration this build does not know is still refused, by the read-only check too.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
+import { assertSchemaCurrent, closeDatabase, migrateToLatest, openDatabase, type Database } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openTestDatabase, TEST_DATABASE_FILE, writeLockHeldElsewhere } from '../support/database.js';
 
@@ -37,4 +37,9 @@ it('a schema with a migration this build does not know is refused, not taken as 
   db = await openTestDatabase(dir);
   await db('payoutd_migrations').insert({ name: '9999_from_a_newer_build', batch: 99, migration_time: new Date() });
   await expect(migrateToLatest(db)).rejects.toThrow(/9999_from_a_newer_build/);
+  // The commands that only check the schema (status, approve, cancel…) refuse it too.
+  await expect(assertSchemaCurrent(db)).rejects.toMatchObject({
+    code: 'SCHEMA_NEWER',
+    message: expect.stringContaining('9999_from_a_newer_build'),
+  });
 });
