@@ -72,7 +72,11 @@ export interface RequestedMoney {
  * that is not was made by something else under the same reference (a state database restored, another system).
  */
 export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): boolean {
-  return record.payoutCurrency === requested.payoutCurrency && compareAmounts(record.payoutAmount, requested.payoutAmount) === 0;
+  // Currency codes in any case: a service writing `php` names the row's own payout.
+  return (
+    record.payoutCurrency.toUpperCase() === requested.payoutCurrency.toUpperCase() &&
+    compareAmounts(record.payoutAmount, requested.payoutAmount) === 0
+  );
 }
 
 /** Why such a row is not paid, in words finance can act on. */

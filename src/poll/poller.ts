@@ -90,10 +90,10 @@ interface Flight {
   failed?: unknown;
 }
 
-/** A claimed row as polling needs it: before its first poll, the currency and amount it asked for (listDueForPoll). */
+/** A claimed row as polling needs it: until its payout was checked, the currency and amount it asked for (listDueForPoll). */
 function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): PollTarget {
-  if (row.pollCount !== 0) return { ...row, payoutCurrency: null, payoutAmount: null };
-  const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues ?? '');
+  if (row.payoutCheckedAt !== null || row.requestValues === null) return { ...row, payoutCurrency: null, payoutAmount: null };
+  const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues);
   return { ...row, payoutCurrency, payoutAmount };
 }
 
@@ -354,13 +354,13 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
         };
       }
-      if (
-        row.payoutCurrency !== null &&
-        row.payoutAmount !== null &&
-        !isPayoutOf(rec, { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount })
-      ) {
+      const requested =
+        row.payoutCurrency !== null && row.payoutAmount !== null
+          ? { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount }
+          : null;
+      if (requested !== null && !isPayoutOf(rec, requested)) {
         // The create was answered with a payout the service already held under this reference (another's).
-        const patch = { ...referenceTakenPatch(rec, { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount }), ...polled };
+        const patch = { ...referenceTakenPatch(rec, requested), ...polled };
         logger.error(
           { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: rec.payoutId },
           'the payout this row was answered with is another: the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',
@@ -373,12 +373,14 @@ export class SettlementPoller {
           history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: patch.reason ?? '' },
         };
       }
+      // Its first readable record is the row's own: not compared again.
+      const checked = requested !== null ? { payoutCheckedAt: now } : {};
       if (rec.status !== 'PENDING') {
         return {
           row,
           from: 'PENDING',
           to: rec.status,
-          patch: settledPatch(rec, polled),
+          patch: { ...settledPatch(rec, polled), ...checked },
           history: { event: 'settled', outcome: rec.status, detail: rec.completeTime ?? undefined },
         };
       }
@@ -389,7 +391,7 @@ export class SettlementPoller {
         from: 'PENDING',
         to: 'PENDING',
         // Due after the backoff; when rounds take longer, asked as soon as a call is free (work never waits for the bound).
-        patch: { ...polled, nextPollAt: now + wait },
+        patch: { ...polled, ...checked, nextPollAt: now + wait },
         // The interval in effect, written while it changes (pollIsRecorded).
         history: pollIsRecorded(polled.pollCount, this.o, load)
           ? {

@@ -626,6 +626,22 @@ const cancelEndsApproval: Migration = {
   },
 };
 
+// A payout answered for a row may be another's (a reference the service already held): the poller compares a
+// readable record of it with the row until one was found to be the row's own (src/poll/poller.ts).
+const payoutChecked: Migration = {
+  name: '0020_payout_checked',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.bigInteger('payout_checked_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('payout_checked_at');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -646,6 +662,7 @@ export const MIGRATIONS: readonly Migration[] = [
   consoleTables,
   batchCancel,
   cancelEndsApproval,
+  payoutChecked,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

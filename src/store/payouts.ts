@@ -35,6 +35,8 @@ export interface PayoutRow {
   unknownSince: number | null;
   nextAttemptAt: number | null;
   createdAtMs: number | null;
+  /** When a readable record of its payout was found to be the row's own (currency and amount); null until then. */
+  payoutCheckedAt: number | null;
   nextPollAt: number | null;
   pollCount: number;
   lastPolledAt: number | null;
@@ -69,6 +71,7 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   unknownSince: 'unknown_since',
   nextAttemptAt: 'next_attempt_at',
   createdAtMs: 'created_at_ms',
+  payoutCheckedAt: 'payout_checked_at',
   nextPollAt: 'next_poll_at',
   pollCount: 'poll_count',
   lastPolledAt: 'last_polled_at',

@@ -8,9 +8,9 @@ import { requestFieldAt } from './request-fields.js';
 import type { RequestedMoney } from '../domain/payout.js';
 
 /**
- * What polling a payout needs of its row (a claim reads a hundred of them per call). Before its first poll, also
- * the currency and amount the row asked for: the payout its create was answered with may be another's, and its
- * first record shows it (later polls find the same payout).
+ * What polling a payout needs of its row (a claim reads a hundred of them per call). Until a readable record of
+ * its payout was found to be the row's own, also the currency and amount the row asked for: the payout its
+ * create was answered with may be another's (payout_checked_at).
  */
 export type PollTarget = Pick<
   PayoutRow,
@@ -41,7 +41,7 @@ export interface PollCursor {
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
   const requested = (field: keyof RequestedMoney): Knex.Raw =>
-    db.raw('case when ?? = 0 then ? end as ??', ['poll_count', requestFieldAt(db, field), field]);
+    db.raw('case when ?? is null then ? end as ??', ['payout_checked_at', requestFieldAt(db, field), field]);
   const targets = () => rowsInState(db, 'PENDING').select([...POLL_TARGET_COLUMNS, requested('payoutCurrency'), requested('payoutAmount')]);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {

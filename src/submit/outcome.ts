@@ -146,6 +146,8 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
   patch.payoutId = record.payoutId;
   // When payoutd learned of it: a reconciliation report of a period already reported (by this clock) would miss it.
   patch.createdAtMs = now;
+  // Adopted for its currency and amount (the reconcile compares them): the poller need not again.
+  patch.payoutCheckedAt = now;
   patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
   return { to: record.status, patch };
 }

@@ -450,44 +450,24 @@ export class PayoutSubmitter {
             { merchantReferenceId: row.merchantReferenceId, count: held },
             'the service holds several payouts for one reference',
           );
-        if (found.length > 0) {
-          found.sort((a, b) => a.createTime.localeCompare(b.createTime));
-          const requested = requestOf(row);
-          const own = found.find((r) => isPayoutOf(r, requested));
-          if (own) {
-            const a = adoptRecord(own, now, this.o.firstPollDelayMs);
-            moves.push({
-              row,
-              from: 'UNKNOWN',
-              to: a.to,
-              patch: a.patch,
-              history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
-            });
-            continue;
-          }
-          // Only another's payout holds the reference. This row's own create may still land within the grace.
-          const other = found[0] as PayoutRecord;
-          const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
-          if (now - unknownSince < this.o.notFoundGraceMs) {
-            moves.push({
-              row,
-              from: 'UNKNOWN',
-              to: 'UNKNOWN',
-              patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
-              history: {
-                event: 'reconcile-wait',
-                outcome: REFERENCE_TAKEN,
-                detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
-              },
-            });
-            continue;
-          }
-          moves.push(this.referenceTaken(row, other, requested));
+        found.sort((a, b) => a.createTime.localeCompare(b.createTime));
+        const requested = requestOf(row);
+        const own = found.find((r) => isPayoutOf(r, requested));
+        if (own) {
+          const a = adoptRecord(own, now, this.o.firstPollDelayMs);
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: a.to,
+            patch: a.patch,
+            history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
+          });
           continue;
         }
         const seen = unread[0];
         if (seen !== undefined) {
-          // Its record cannot be read, but it proves the payout exists: followed, never created again.
+          // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
+          // followed, never created again; the poller compares it with the row once it can be read.
           const a = adoptUnread(seen, now, this.o.firstPollDelayMs);
           logger.warn(
             {
@@ -517,6 +497,27 @@ export class PayoutSubmitter {
           moves.push(
             this.queryFailed(row, 'BAD_RESPONSE', 'the answer held a record that cannot be read; not taken as absent, will retry'),
           );
+          continue;
+        }
+        if (found.length > 0) {
+          // Only another's payout holds the reference. This row's own create may still land within the grace.
+          const other = found[0] as PayoutRecord;
+          const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
+          if (now - unknownSince < this.o.notFoundGraceMs) {
+            moves.push({
+              row,
+              from: 'UNKNOWN',
+              to: 'UNKNOWN',
+              patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
+              history: {
+                event: 'reconcile-wait',
+                outcome: REFERENCE_TAKEN,
+                detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
+              },
+            });
+            continue;
+          }
+          moves.push(this.referenceTaken(row, other, requested));
           continue;
         }
         // The grace runs from when the outcome became unknown (after a timeout, say), not from the send.

@@ -8,7 +8,7 @@
  * staleness counts from).
  */
 import { describe, expect, it } from 'vitest';
-import type { PayoutRecord } from '../../src/domain/payout.js';
+import { isPayoutOf, type PayoutRecord } from '../../src/domain/payout.js';
 import { adoptRecord, settledPatch } from '../../src/submit/outcome.js';
 
 const record = (over: Partial<PayoutRecord> = {}): PayoutRecord => ({
@@ -41,6 +41,13 @@ const SERVICE_FIELDS = {
 };
 
 describe('patches from what the service says', () => {
+  it("a payout is the row's own by its currency, in any case, and its amount by value", () => {
+    const asked = { payoutCurrency: 'PHP', payoutAmount: '100.5' };
+    expect(isPayoutOf({ payoutCurrency: 'php', payoutAmount: '100.50' }, asked)).toBe(true);
+    expect(isPayoutOf({ payoutCurrency: 'PHP', payoutAmount: '100.51' }, asked)).toBe(false);
+    expect(isPayoutOf({ payoutCurrency: 'USD', payoutAmount: '100.5' }, asked)).toBe(false);
+  });
+
   it('adoption takes the payout id, the time payoutd learned of it and the first poll of a pending payout', () => {
     // created_at is payoutd's own clock (reconciliation periods), whatever the service's createTime says.
     expect(adoptRecord(record({ status: 'PENDING', completeTime: null }), 1_000, 2_000)).toEqual({
@@ -51,6 +58,8 @@ describe('patches from what the service says', () => {
         completeTime: null,
         payoutId: 'P-1',
         createdAtMs: 1_000,
+        // Adopted for its currency and amount: the poller does not compare it again.
+        payoutCheckedAt: 1_000,
         nextPollAt: 3_000,
       },
     });
