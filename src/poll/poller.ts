@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import { requestOfText } from '../domain/request-values.js';
-import { REFERENCE_TAKEN, isPayoutOf, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
+import { isPayoutOf, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
 import {
   type Database,
   flagStale,
@@ -25,7 +25,7 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { keptStatus, referenceTakenPatch, settledPatch } from '../submit/outcome.js';
+import { REFERENCE_TAKEN_LOG, keptStatus, referenceTaken, settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -360,18 +360,12 @@ export class SettlementPoller {
           : null;
       if (requested !== null && !isPayoutOf(rec, requested)) {
         // The create was answered with a payout the service already held under this reference (another's).
-        const patch = { ...referenceTakenPatch(rec, requested), ...polled };
+        const taken = referenceTaken(rec, requested);
         logger.error(
           { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: rec.payoutId },
-          'the payout this row was answered with is another: the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',
+          REFERENCE_TAKEN_LOG,
         );
-        return {
-          row,
-          from: 'PENDING',
-          to: 'REJECTED',
-          patch,
-          history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: patch.reason ?? '' },
-        };
+        return { row, from: 'PENDING', ...taken, patch: { ...taken.patch, ...polled } };
       }
       // Its first readable record is the row's own: not compared again.
       const checked = requested !== null ? { payoutCheckedAt: now } : {};

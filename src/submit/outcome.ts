@@ -10,7 +10,7 @@ import {
   type UnreadRecord,
 } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
-import type { PayoutRowPatch } from '../store/index.js';
+import type { PayoutRowPatch, RowMove } from '../store/index.js';
 
 export interface CreateDecision {
   to: RowState;
@@ -185,15 +185,18 @@ export function settledPatch(record: PayoutRecord, polled: { pollCount: number; 
 }
 
 /**
- * The patch of a row whose reference the service holds for another payout: not paid, final. The other payout's
- * id goes into the reason only: in the payout_id column it would read as this row's.
+ * A row whose reference the service holds for another payout (the poller's and the reconcile's finding alike):
+ * not paid, final. The other payout's id goes into the reason only: in the payout_id column it would read as
+ * this row's.
  */
-export function referenceTakenPatch(record: PayoutRecord, requested: RequestedMoney): PayoutRowPatch {
+export function referenceTaken(record: PayoutRecord, requested: RequestedMoney): Pick<RowMove, 'to' | 'patch' | 'history'> {
+  const reason = referenceTakenReason(record, requested);
   return {
-    payoutId: null,
-    serviceStatus: record.status,
-    nextPollAt: null,
-    reasonCode: REFERENCE_TAKEN,
-    reason: referenceTakenReason(record, requested),
+    to: 'REJECTED',
+    patch: { payoutId: null, serviceStatus: record.status, nextPollAt: null, reasonCode: REFERENCE_TAKEN, reason },
+    history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: reason },
   };
 }
+
+/** The log line of a row found REFERENCE_TAKEN (what finance is told is in its reason). */
+export const REFERENCE_TAKEN_LOG = 'the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)';

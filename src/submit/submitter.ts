@@ -10,7 +10,7 @@ import { NOT_SENT, isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
-import type { CreateTrail, PayoutQueryAnswer, PayoutRequest, PayoutService, PayoutRecord } from '../domain/payout.js';
+import type { CreateTrail, PayoutQueryAnswer, PayoutRequest, PayoutService } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
@@ -26,7 +26,7 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, referenceTakenPatch } from './outcome.js';
+import { REFERENCE_TAKEN_LOG, adoptRecord, adoptUnread, decideCreated, decideCreateFailure, referenceTaken } from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -499,30 +499,31 @@ export class PayoutSubmitter {
           );
           continue;
         }
-        if (found.length > 0) {
-          // Only another's payout holds the reference. This row's own create may still land within the grace.
-          const other = found[0] as PayoutRecord;
-          const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
-          if (now - unknownSince < this.o.notFoundGraceMs) {
-            moves.push({
-              row,
-              from: 'UNKNOWN',
-              to: 'UNKNOWN',
-              patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
-              history: {
-                event: 'reconcile-wait',
-                outcome: REFERENCE_TAKEN,
-                detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
-              },
-            });
-            continue;
-          }
-          moves.push(this.referenceTaken(row, other, requested));
-          continue;
-        }
-        // The grace runs from when the outcome became unknown (after a timeout, say), not from the send.
+        // Only another's payout holds the reference, or none does: this row's own create may still land within the grace.
+        const other = found[0];
         const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
-        if (now - unknownSince >= this.o.notFoundGraceMs) {
+        if (now - unknownSince < this.o.notFoundGraceMs) {
+          moves.push({
+            row,
+            from: 'UNKNOWN',
+            to: 'UNKNOWN',
+            patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
+            history: other
+              ? {
+                  event: 'reconcile-wait',
+                  outcome: REFERENCE_TAKEN,
+                  detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
+                }
+              : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
+          });
+        } else if (other) {
+          // Never created under a held reference: it would be a second payout.
+          logger.error(
+            { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
+            REFERENCE_TAKEN_LOG,
+          );
+          moves.push({ row, from: 'UNKNOWN', ...referenceTaken(other, requested) });
+        } else {
           moves.push({
             row,
             from: 'UNKNOWN',
@@ -534,36 +535,12 @@ export class PayoutSubmitter {
               detail: 'the service has no payout for this reference; safe to create',
             },
           });
-        } else {
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: 'UNKNOWN',
-            patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
-            history: { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
-          });
         }
       }
       await applyRowMoves(db, moves, now);
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
       if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
-  }
-
-  /** A row whose reference the service holds for another payout: REJECTED, never created (it would be a second payout). */
-  private referenceTaken(row: ClaimedRow, other: PayoutRecord, requested: PayoutRequest): RowMove {
-    const patch = referenceTakenPatch(other, requested);
-    this.deps.logger.error(
-      { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
-      'the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)',
-    );
-    return {
-      row,
-      from: 'UNKNOWN',
-      to: 'REJECTED',
-      patch,
-      history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: patch.reason ?? '' },
-    };
   }
 
   /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */
