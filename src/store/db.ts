@@ -211,14 +211,20 @@ async function appliedMigrations(db: Database): Promise<string[]> {
   return (await db(MIGRATIONS_TABLE).pluck('name')) as string[];
 }
 
+/** The migrations this build knows that the database lacks, and those it has that this build does not know. Reads only. */
+async function schemaGap(db: Database): Promise<{ missing: string[]; newer: string[] }> {
+  const [known, applied] = await Promise.all([knownMigrations(), appliedMigrations(db)]);
+  return { missing: known.filter((n) => !applied.includes(n)), newer: applied.filter((n) => !known.includes(n)) };
+}
+
 /** Applies the pending migrations; returns their names (none: nothing was locked or written). */
 export async function migrateToLatest(db: Database): Promise<string[]> {
   // Read first: an up-to-date database, every command's usual case, takes no lock, so a command that only
   // reads is not held up by a daemon in a long write. A schema with a migration this build does not know
   // goes on to knex, which refuses it. (knex's own lock is the first statement of its transaction, an
   // update, so on SQLite it waits busy_timeout for a writer.)
-  const [known, applied] = await Promise.all([knownMigrations(), appliedMigrations(db)]);
-  if (known.length === applied.length && known.every((n) => applied.includes(n))) return [];
+  const gap = await schemaGap(db);
+  if (gap.missing.length === 0 && gap.newer.length === 0) return [];
   if (!isPostgres(db)) {
     const [, done] = (await db.migrate.latest()) as [number, string[]];
     return done;
@@ -235,10 +241,7 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
 
 /** Throws unless every migration this build knows has been applied, and no other (read-only check). */
 export async function assertSchemaCurrent(db: Database): Promise<void> {
-  const applied = await appliedMigrations(db);
-  const known = await knownMigrations();
-  const missing = known.filter((n) => !applied.includes(n));
-  const newer = applied.filter((n) => !known.includes(n));
+  const { missing, newer } = await schemaGap(db);
   if (newer.length > 0) {
     // A newer build migrated it (a rollback of the package, say): this build's reads and writes may be wrong on it.
     throw new SchemaError(
