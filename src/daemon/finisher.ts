@@ -15,9 +15,12 @@ import {
   type BatchRecord,
   type Database,
   claimBatchLease,
+  completeBatch,
   getBatch,
+  holdBatchLease,
   listBatchesMissingFiles,
   listFinishedActiveBatches,
+  releaseBatchLease,
   updateBatch,
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
@@ -100,8 +103,17 @@ export class BatchFinisher {
 
   /** The notice and remainder of an upload that went on, recorded in the batch so it is written once per state of the file. */
   private async answerContinued({ batch, size, mtimeMs }: ContinuedUpload): Promise<void> {
+    const { db, clock } = this.deps;
+    await this.whileLeased(batch.id, async () => {
+      await this.writeContinued(batch, size, mtimeMs);
+      if (this.o.shared) await releaseBatchLease(db, batch.id, this.o.instanceId, clock.now());
+      return true;
+    });
+  }
+
+  /** Writes the notice and remainder and records them; a failure is logged and tried again at the next pass. */
+  private async writeContinued(batch: BatchRecord, size: number, mtimeMs: number): Promise<void> {
     const { db, clock, logger } = this.deps;
-    if (this.o.shared && !(await claimBatchLease(db, batch.id, this.o.instanceId, this.o.leaseMs, clock.now()))) return;
     try {
       const files = await writeUploadContinued({ db, ...this.deps.continued }, batch, size, (kind, write) =>
         this.deps.outbox.writeTwin(identityOf(batch), kind, write),
@@ -118,37 +130,75 @@ export class BatchFinisher {
       );
     } catch (err) {
       logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the notice of an upload that went on yet; will try again');
-    } finally {
-      if (this.o.shared) await updateBatch(db, batch.id, { leaseOwner: null, leaseExpiresAt: null }, clock.now());
     }
   }
 
   /** Writes result files of batches whose rows are all final, and marks them COMPLETE. */
   private async finishBatches(): Promise<number> {
-    const { db, clock, logger } = this.deps;
     let n = 0;
-    for (const id of await listFinishedActiveBatches(db)) {
+    for (const id of await listFinishedActiveBatches(this.deps.db)) {
       // One writer per result file, even with several instances.
-      if (this.o.shared && !(await claimBatchLease(db, id, this.o.instanceId, this.o.leaseMs, clock.now()))) continue;
-      const batch = (await getBatch(db, id)) as BatchRecord;
-      if (batch.state !== 'ACTIVE') continue;
-      const files = await this.deps.outbox.writeResult(batch);
-      await this.writeExtras(batch);
-      await updateBatch(
-        db,
-        id,
-        { state: 'COMPLETE', resultWrittenAt: clock.now(), completedAt: clock.now(), leaseOwner: null, leaseExpiresAt: null },
-        clock.now(),
-        { type: 'completed', data: completedEventData(files) },
-      );
-      this.deps.onCompleted?.();
-      logger.info(
-        { batchId: id, file: batch.fileName, resultFile: files.resultPath, statusCounts: files.summary.statusCounts },
-        'batch complete: result file written',
-      );
-      n++;
+      if (await this.whileLeased(id, () => this.finish(id))) n++;
     }
     return n;
+  }
+
+  /** One batch's result files, then COMPLETE and its `completed` event, unless another instance took it over meanwhile. */
+  private async finish(id: string): Promise<boolean> {
+    const { db, clock, logger } = this.deps;
+    const batch = (await getBatch(db, id)) as BatchRecord;
+    if (batch.state !== 'ACTIVE') return false;
+    const files = await this.deps.outbox.writeResult(batch);
+    await this.writeExtras(batch);
+    const now = clock.now();
+    const owner = this.o.shared ? this.o.instanceId : undefined;
+    if (
+      !(await completeBatch(
+        db,
+        id,
+        { resultWrittenAt: now, completedAt: now },
+        now,
+        { type: 'completed', data: completedEventData(files) },
+        owner,
+      ))
+    ) {
+      // Its files are the same rows written again; the instance that holds it completes and announces it once.
+      logger.warn(
+        { batchId: id, file: batch.fileName },
+        'result files written, but another instance took the batch over meanwhile: it completes it',
+      );
+      return false;
+    }
+    this.deps.onCompleted?.();
+    logger.info(
+      { batchId: id, file: batch.fileName, resultFile: files.resultPath, statusCounts: files.summary.statusCounts },
+      'batch complete: result file written',
+    );
+    return true;
+  }
+
+  /**
+   * Runs `work` on a batch under this instance's lease (several instances), renewed for as long as the work
+   * takes: a large result file may take longer to write than a lease lasts. False when another instance holds it.
+   */
+  private async whileLeased(id: string, work: () => Promise<boolean>): Promise<boolean> {
+    const { db, clock } = this.deps;
+    const { shared, instanceId, leaseMs } = this.o;
+    if (!shared) return work();
+    if (!(await claimBatchLease(db, id, instanceId, leaseMs, clock.now()))) return false;
+    const renew = setInterval(
+      () => {
+        // A failed renewal is tried again on the next tick; a lease taken over is not taken back (completeBatch then refuses).
+        holdBatchLease(db, id, instanceId, leaseMs, clock.now()).catch(() => undefined);
+      },
+      Math.max(1000, Math.floor(leaseMs / 3)),
+    );
+    renew.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(renew);
+    }
   }
 
   /** The optional .xlsx and retry files; they never hold a batch open (`payoutd retry-file` / `report --batch` redo them). */

@@ -399,6 +399,43 @@ export async function claimBatchLease(
   return n === 1;
 }
 
+/** Renews this instance's lease on a batch while it is still this instance's: a lease taken over is not taken back. */
+export async function holdBatchLease(db: Database, id: string, instanceId: string, leaseMs: number, now: number): Promise<boolean> {
+  const n = await db('batches')
+    .where({ id, lease_owner: instanceId })
+    .update({ lease_expires_at: now + leaseMs });
+  return n === 1;
+}
+
+/** Ends this instance's lease on a batch; one another instance took over stays theirs. */
+export async function releaseBatchLease(db: Database, id: string, instanceId: string, now: number): Promise<void> {
+  await db('batches').where({ id, lease_owner: instanceId }).update({ lease_owner: null, lease_expires_at: null, updated_at: now });
+}
+
+/**
+ * Marks an ACTIVE batch COMPLETE with its `completed` event, in one transaction, and only while it is still
+ * ACTIVE and (with `owner`) still that instance's: of two instances that both wrote its result files, one
+ * completes it and announces it. False when it was not this caller's to complete.
+ */
+export async function completeBatch(
+  db: Database,
+  id: string,
+  patch: Pick<BatchRecord, 'resultWrittenAt' | 'completedAt'>,
+  now: number,
+  event: Omit<BatchEventInput, 'batchId'>,
+  owner?: string,
+): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    const q = trx('batches').where({ id, state: 'ACTIVE' });
+    if (owner !== undefined) q.where('lease_owner', owner);
+    const counts = finalCountsJson(await stateCounts(trx, id));
+    const row = toRow({ ...patch, state: 'COMPLETE', finalCountsJson: counts, leaseOwner: null, leaseExpiresAt: null, updatedAt: now });
+    if ((await q.update(row)) !== 1) return false;
+    await recordBatchEvent(trx, { at: now, ...event, batchId: id });
+    return true;
+  });
+}
+
 /** Which batches a page of the console's list shows: states, and a window on the time received (ms, `until` exclusive). */
 export interface BatchFilter {
   states?: readonly BatchState[];
