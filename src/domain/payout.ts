@@ -83,7 +83,8 @@ export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): b
 export function referenceTakenReason(record: PayoutRecord, requested: RequestedMoney): string {
   return (
     `the payout service holds payout ${record.payoutId} under this reference for ${record.payoutAmount} ${record.payoutCurrency}, ` +
-    `not this row's ${requested.payoutAmount} ${requested.payoutCurrency}: this row was not paid; pay it under a new reference`
+    `not this row's ${requested.payoutAmount} ${requested.payoutCurrency}, so payoutd does not count it as this row's payment; ` +
+    `check payout ${record.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference`
   );
 }
 

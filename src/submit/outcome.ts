@@ -186,17 +186,30 @@ export function settledPatch(record: PayoutRecord, polled: { pollCount: number; 
 
 /**
  * A row whose reference the service holds for another payout (the poller's and the reconcile's finding alike):
- * not paid, final. The other payout's id goes into the reason only: in the payout_id column it would read as
- * this row's.
+ * not counted as paid, final. The other payout's id goes into the reason only, and none of its figures stay
+ * on the row (the create's answer may have written them): in the result file and its totals they would read
+ * as this row's debit and fee.
  */
 export function referenceTaken(record: PayoutRecord, requested: RequestedMoney): Pick<RowMove, 'to' | 'patch' | 'history'> {
   const reason = referenceTakenReason(record, requested);
+  const noPayout: PayoutRowPatch = {
+    payoutId: null,
+    serviceStatus: null,
+    rate: null,
+    deductionAmount: null,
+    totalFee: null,
+    feeCurrency: null,
+    createTime: null,
+    completeTime: null,
+    createdAtMs: null,
+  };
   return {
     to: 'REJECTED',
-    patch: { payoutId: null, serviceStatus: record.status, nextPollAt: null, reasonCode: REFERENCE_TAKEN, reason },
+    patch: { ...noPayout, nextPollAt: null, reasonCode: REFERENCE_TAKEN, reason },
     history: { event: 'reference-taken', outcome: REFERENCE_TAKEN, detail: reason },
   };
 }
 
 /** The log line of a row found REFERENCE_TAKEN (what finance is told is in its reason). */
-export const REFERENCE_TAKEN_LOG = 'the service holds this reference for another payout; the row is not paid (REFERENCE_TAKEN)';
+export const REFERENCE_TAKEN_LOG =
+  'the service holds this reference for a payout that does not match the row; not counted as its payment (REFERENCE_TAKEN)';

@@ -52,8 +52,18 @@ describe('a reference the service holds for another payout', () => {
     const row = await p.row('FX-1');
     expect(await p.states(batchId)).toEqual(['REJECTED']);
     expect(row).toMatchObject({ payoutId: null, reasonCode: 'REFERENCE_TAKEN' });
+    // None of the other payout's figures (written by the create's answer) stay to be read as this row's debit.
+    expect(row).toMatchObject({
+      serviceStatus: null,
+      rate: null,
+      deductionAmount: null,
+      totalFee: null,
+      feeCurrency: null,
+      createdAtMs: null,
+    });
     expect(row.reason).toBe(
-      `the payout service holds payout ${other.payoutId} under this reference for 5000 PHP, not this row's 100.5 PHP: this row was not paid; pay it under a new reference`,
+      `the payout service holds payout ${other.payoutId} under this reference for 5000 PHP, not this row's 100.5 PHP, so payoutd does not count it as this row's payment; ` +
+        `check payout ${other.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference`,
     );
     expect(await p.events('FX-1')).toEqual(['intent', 'created', 'reference-taken']);
     expect(p.ledgerCount('FX-1')).toBe(1);
