@@ -16,6 +16,7 @@ import type { Clock } from '../domain/clock.js';
 import {
   claimDueEvents,
   getBatch,
+  holdEventClaims,
   settleEventDelivery,
   undeliveredEventsBefore,
   type BatchRecord,
@@ -91,6 +92,15 @@ export class NotificationDispatcher {
     // A channel that failed in this pass is not tried again for the later events of the pass: they keep their order,
     // and a receiver that is down is not called once per event.
     const failed = new Map<string, string>();
+    // Deliveries one after another may outlast the lease of the events claimed together: it is renewed all along.
+    const seqs = events.map((e) => e.seq);
+    const renew = setInterval(
+      () => {
+        holdEventClaims(db, seqs, this.o.instanceId, this.o.leaseMs, clock.now()).catch(() => undefined);
+      },
+      Math.max(1000, Math.floor(this.o.leaseMs / 3)),
+    );
+    renew.unref();
     try {
       for (const event of events) {
         if (signal?.aborted) {
@@ -104,9 +114,12 @@ export class NotificationDispatcher {
           });
           continue;
         }
+        // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
+        if ((await holdEventClaims(db, [event.seq], this.o.instanceId, this.o.leaseMs, clock.now())) === 0) continue;
         await this.deliver(event, channels, failed, signal);
       }
     } finally {
+      clearInterval(renew);
       closeChannels(channels);
     }
     return events.length;

@@ -147,6 +147,24 @@ export async function claimDueEvents(
   return rows.map(fromRow);
 }
 
+/**
+ * Renews this instance's claims on those of `seqs` it has not settled yet, and says how many are still its own:
+ * a delivery pass that outlasts a lease keeps its events, and one taken over meanwhile is not delivered again.
+ */
+export async function holdEventClaims(
+  db: Database,
+  seqs: readonly number[],
+  instanceId: string,
+  leaseMs: number,
+  now: number,
+): Promise<number> {
+  if (seqs.length === 0) return 0;
+  return db('batch_events')
+    .whereIn('seq', seqs)
+    .andWhere({ lease_owner: instanceId, delivery_state: 'PENDING' })
+    .update({ lease_expires_at: now + leaseMs });
+}
+
 /** An earlier event of a batch that some channel has not taken yet. */
 export interface UndeliveredEvent {
   id: string;

@@ -70,6 +70,7 @@ export {
   latestEventTimes,
   latestBatchEvent,
   claimDueEvents,
+  holdEventClaims,
   undeliveredEventsBefore,
   settleEventDelivery,
   countEventsByDelivery,

@@ -32,6 +32,7 @@ import {
 import { insertRows } from '../../src/store/insert-rows.js';
 import { openTestDatabase } from '../support/database.js';
 import { hasOpenssl, selfSignedCert } from '../support/tls.js';
+import { waitFor } from '../inbox/helpers.js';
 import { EventReceiver, MailReceiver, newSigningSecret } from './receivers.js';
 
 const START = Date.UTC(2026, 10, 27, 9, 0, 0);
@@ -290,6 +291,57 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(await claimDueEvents(w.db, { instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 })).toHaveLength(1);
     expect(await w.dispatcher.pass()).toBe(1);
     expect(receiver.types()).toEqual(['batch.received']);
+  });
+
+  it('with several instances, a delivery pass that outlasts its lease keeps its events: each delivered once', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
+    const leaseMs = 3000;
+    const instance = (id: string): NotificationDispatcher =>
+      new NotificationDispatcher(
+        { db: w.db, config: w.config, clock: w.clock, logger: createLogger('silent'), outboxName },
+        { instanceId: id, leaseMs, alone: false },
+      );
+    const [a, b] = [instance('a'), instance('b')];
+    await newBatch(w, 'B21');
+    await newBatch(w, 'B22');
+    // a claims both events and is held at the first; its lease runs out meanwhile.
+    const release = receiver.holdNextDelivery();
+    const aPass = a.pass();
+    await waitFor(() => receiver.held === 1, 'the first delivery held');
+    w.clock.advance(leaseMs + 1);
+    await waitFor(
+      async () => Number((await w.db('batch_events').where('lease_expires_at', '>', w.clock.now()).count({ n: '*' }))[0]?.n) === 2,
+      'the claims renewed past the moved clock',
+    );
+    expect(await b.pass(), 'nothing for another instance to take').toBe(0);
+    release();
+    expect(await aPass).toBe(2);
+    expect(receiver.deliveries).toBe(2);
+    expect(receiver.types()).toEqual(['batch.received', 'batch.received']);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
+  });
+
+  it('with several instances, an event taken over while the pass stalled is not delivered again by it', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
+    const instance = (id: string): NotificationDispatcher =>
+      new NotificationDispatcher(
+        { db: w.db, config: w.config, clock: w.clock, logger: createLogger('silent'), outboxName },
+        { instanceId: id, leaseMs: 3000, alone: false },
+      );
+    const [a, b] = [instance('a'), instance('b')];
+    await newBatch(w, 'B23');
+    await newBatch(w, 'B24');
+    const release = receiver.holdNextDelivery();
+    const aPass = a.pass();
+    await waitFor(() => receiver.held === 1, 'the first delivery held');
+    // b took the second event over (as after a renewal that could not be written) and delivered it.
+    const second = (await listBatchEvents(w.db, 'B24'))[0];
+    await w.db('batch_events').where({ id: second?.id }).update({ lease_owner: 'b' });
+    expect(await b.pass()).toBe(1);
+    release();
+    await aPass;
+    expect(receiver.deliveries).toBe(2);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
   });
 
   it('a webhook without a name is named by its host: no path or query text (a token) in logs, errors or metrics', async () => {

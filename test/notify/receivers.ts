@@ -34,8 +34,18 @@ export class EventReceiver {
   forged = 0;
   /** Answer with this status (after taking the event) instead of 204: a receiver that took it but said otherwise. */
   answer = 204;
+  /** Deliveries that arrived while held (holdNextDelivery). */
+  held = 0;
+  private hold: Promise<void> | null = null;
   private server: Server | null = null;
   private readonly verifier: Webhook;
+
+  /** The next delivery waits, unanswered, until the returned function is called: a slow receiver. */
+  holdNextDelivery(): () => void {
+    let release = (): void => undefined;
+    this.hold = new Promise((r) => (release = r));
+    return release;
+  }
 
   constructor(
     secret: string,
@@ -52,7 +62,13 @@ export class EventReceiver {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
+      req.on('end', async () => {
+        const hold = this.hold;
+        this.hold = null;
+        if (hold) {
+          this.held++;
+          await hold;
+        }
         const body = Buffer.concat(chunks).toString('utf8');
         const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
         let payload: Omit<ReceivedEvent, 'id'>;
