@@ -178,7 +178,7 @@ export function hostileFiles(): HostileFile[] {
     bankCode: 'BOPIPHMM',
     accountNumber: '1234567890',
   }));
-  const bad = ['"1500,50"', '1e3', '-5', '0', '10.123'];
+  const bad = ['"1500,50"', '1e3', '-5', '0', '1500.125'];
   files.push({
     name: 'h-amounts.csv',
     content: lines(

@@ -294,13 +294,54 @@ describe('payoutAmount', () => {
 
   it('allows no more decimals than the currency has, ignoring trailing zeros', () => {
     expect(problems({ payoutAmount: '10.12' })).toEqual([]);
-    expect(problems({ payoutAmount: '10.120' })).toEqual([]);
-    expect(firstMessage({ payoutAmount: '10.123' })).toBe('payoutAmount "10.123" has 3 decimals; PHP allows at most 2');
+    expect(problems({ payoutAmount: '10.1200' })).toEqual([]);
+    expect(problems({ payoutAmount: '1500.500' })).toEqual([]);
+    expect(firstMessage({ payoutAmount: '1500.125' })).toBe('payoutAmount "1500.125" has 3 decimals; PHP allows at most 2');
     expect(problems({ payoutAmount: '10.5' }, rules({ payoutCurrencies: ['JPY'] }))).toHaveLength(1);
     expect(errorsOf(validate({ payoutCurrency: 'JPY', payoutAmount: '10.5' }, rules({ payoutCurrencies: ['JPY'] })))[0]?.code).toBe(
       'AMOUNT_TOO_MANY_DECIMALS',
     );
     expect(problems({ payoutCurrency: 'KWD', payoutAmount: '1.125' }, rules({ payoutCurrencies: ['KWD'] }))).toEqual([]);
+  });
+
+  it('refuses a dot that looks like a thousands separator, even when the decimals it leaves are zeros', () => {
+    const idr = { payoutCurrency: 'IDR', 'beneficiary.bankCode': '014' };
+    const eur = {
+      payoutCurrency: 'EUR',
+      'beneficiary.accountNumber': 'DE89 3704 0044 0532 0130 00',
+      'beneficiary.bankCode': 'COBADEFFXXX',
+    };
+    const jpy = rules({ payoutCurrencies: ['JPY'] });
+    for (const [amount, over, compiled] of [
+      ['1.500', {}, DEFAULT],
+      ['100.500', {}, DEFAULT],
+      ['1.234', {}, DEFAULT],
+      ['250.000', idr, DEFAULT],
+      ['12.000', eur, DEFAULT],
+      ['1.000', { payoutCurrency: 'JPY' }, jpy],
+      ['1.234.567', {}, DEFAULT],
+    ] as const) {
+      expect(problems({ ...over, payoutAmount: amount }, compiled), amount).toEqual([['AMOUNT_LOCALE_FORMAT', 'payoutAmount']]);
+    }
+    expect(firstMessage({ payoutAmount: '1.500' })).toBe(
+      'payoutAmount "1.500" has a dot that looks like a thousands separator (PHP has 2 decimals, not 3): write 1500 or 1500.00, with no separator; or 1.5 if 1.5 PHP was meant',
+    );
+    expect(firstMessage({ ...idr, payoutAmount: '250.000' })).toContain(
+      'write 250000 or 250000.00, with no separator; or 250 if 250 IDR was meant',
+    );
+    expect(firstMessage({ payoutAmount: '1.234' })).toBe(
+      'payoutAmount "1.234" has a dot that looks like a thousands separator (PHP has 2 decimals, not 3): write 1234 or 1234.00, with no separator',
+    );
+    expect(firstMessage({ payoutCurrency: 'JPY', payoutAmount: '1.000' }, jpy)).toContain(
+      'write 1000, with no separator; or 1 if 1 JPY was meant',
+    );
+    expect(firstMessage({ payoutAmount: '1.234.567' })).toContain('write 1234567');
+    // Three minor units: 1.500 is one and a half; a leading zero or a fourth decimal is no thousands group.
+    const kwd = rules({ payoutCurrencies: ['KWD'] });
+    expect(problems({ payoutCurrency: 'KWD', payoutAmount: '1.500' }, kwd)).toEqual([]);
+    expect(problems({ payoutAmount: '0.500' })).toEqual([]);
+    expect(problems({ payoutAmount: '1.5000' })).toEqual([]);
+    expect(problems({ payoutAmount: '1.50' })).toEqual([]);
   });
 
   it('takes a per-currency minor units override', () => {

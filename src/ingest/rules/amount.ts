@@ -24,6 +24,8 @@ const DECIMAL_COMMA = /^\d{1,3}(?:\.\d{3})+,\d+$|^\d+,\d+$/;
 const COMMA_THOUSANDS = /^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/;
 const OTHER_THOUSANDS = /^\d{1,3}(?:[ '\u00a0\u202f]\d{3})+(?:[.,]\d+)?$/;
 const EXPONENT = /^[+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+$/;
+/** Dots grouping thousands as much of Europe and Indonesia writes them: `1.500`, `250.000`, `1.234.567`. */
+const DOT_THOUSANDS = /^[1-9]\d{0,2}(?:\.\d{3})+$/;
 
 /** Why a trimmed, non-empty amount text is not a plain decimal; null when it is one. */
 export function amountFormatProblem(text: string): AmountProblem | null {
@@ -54,6 +56,13 @@ export function amountFormatProblem(text: string): AmountProblem | null {
     return {
       code: 'AMOUNT_LOCALE_FORMAT',
       message: `payoutAmount ${v} has a comma, read as a thousands separator (or an ambiguous decimal comma); write a plain decimal with no separators, e.g. 1234.56`,
+    };
+  }
+  if (DOT_THOUSANDS.test(text)) {
+    // Several dots: never a decimal point; one dot is left to the currency's minor units (amountRangeProblem).
+    return {
+      code: 'AMOUNT_LOCALE_FORMAT',
+      message: `payoutAmount ${v} has dots as thousands separators; write ${text.replaceAll('.', '')}, with no separators`,
     };
   }
   if (OTHER_THOUSANDS.test(text)) {
@@ -93,8 +102,30 @@ export function compareNormal(a: string, b: string): number {
   return fracA === fracB ? 0 : fracA < fracB ? -1 : 1;
 }
 
-/** Checks a plain, positive amount against the currency; trailing fractional zeros do not count as decimals. */
+/**
+ * A plain decimal with more decimals than the currency has, shaped like thousands grouped by a dot: `1.500` PHP is
+ * far likelier fifteen hundred than one and a half, so it is refused even though its extra decimals are zeros.
+ */
+function dotThousandsProblem(text: string, currency: string, minorUnits: number): AmountProblem | null {
+  const written = fractionDigits(text);
+  if (written <= minorUnits || !DOT_THOUSANDS.test(text)) return null;
+  const whole = text.replace('.', '');
+  const padded = minorUnits > 0 ? ` or ${whole}.${'0'.repeat(minorUnits)}` : '';
+  const small = normalizeAmount(text);
+  const meant = fractionDigits(small) <= minorUnits ? `; or ${small} if ${small} ${currency} was meant` : '';
+  return {
+    code: 'AMOUNT_LOCALE_FORMAT',
+    message: `payoutAmount ${quoteValue(text)} has a dot that looks like a thousands separator (${currency} has ${minorUnits} decimals, not ${written}): write ${whole}${padded}, with no separator${meant}`,
+  };
+}
+
+/**
+ * Checks a plain, positive amount against the currency; trailing fractional zeros do not count as decimals,
+ * unless the dot looks like a thousands separator.
+ */
 export function amountRangeProblem(text: string, currency: string, minorUnits: number, limits: AmountLimits): AmountProblem | null {
+  const grouped = dotThousandsProblem(text, currency, minorUnits);
+  if (grouped) return grouped;
   const normal = normalizeAmount(text);
   const digits = fractionDigits(normal);
   if (digits > minorUnits) {
