@@ -207,6 +207,30 @@ describe('formula-like text', () => {
   });
 });
 
+describe('spreadsheet error values', () => {
+  const ERRORS = ['#N/A', '#REF!', '#VALUE!', '#DIV/0!', '#NAME?', '#NUM!', '#NULL!', '#SPILL!', '#CALC!', '#GETTING_DATA'];
+
+  it('refuses a cell that holds only a spreadsheet error, in any field', () => {
+    for (const error of ERRORS) {
+      for (const field of ['beneficiary.accountName', 'sender.idValue', 'sender.firstName', 'merchantReferenceId'] as const) {
+        expect(problems({ [field]: error }), `${field} ${error}`).toEqual([['SPREADSHEET_ERROR_VALUE', field]]);
+      }
+    }
+    expect(problems({ payoutAmount: '#VALUE!' })).toEqual([['SPREADSHEET_ERROR_VALUE', 'payoutAmount']]);
+    expect(problems({ 'beneficiary.bankCode': ' #n/a ' })).toEqual([['SPREADSHEET_ERROR_VALUE', 'beneficiary.bankCode']]);
+  });
+
+  it('says what the cell holds and what to do', () => {
+    expect(firstMessage({ 'sender.idValue': '#N/A' })).toBe(
+      "the sender's id number cell holds #N/A, the error a spreadsheet shows for a formula that failed; type the sender's id number itself",
+    );
+  });
+
+  it('accepts text that only starts like one', () => {
+    for (const name of ['#N/A Santos', 'N/A', '#1 Store']) expect(problems({ 'beneficiary.accountName': name }), name).toEqual([]);
+  });
+});
+
 describe('merchantReferenceId', () => {
   it('accepts the default charset up to 64 characters', () => {
     expect(problems({ merchantReferenceId: 'a.B_c:9-Z' })).toEqual([]);

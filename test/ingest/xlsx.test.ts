@@ -13,7 +13,7 @@ import { FIELD_PATHS, type FieldPath } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
 import { codes, parseCollect, tempDir } from './helpers.js';
 
-type CellInput = string | number | Date | { formula: string; result?: number } | null;
+type CellInput = string | number | Date | { formula: string; result?: number } | { error: string } | null;
 
 /** A workbook with `rows` (a header row first) on sheet "Payouts", and more sheets if asked. */
 async function workbook(rows: CellInput[][], opts: { extraSheets?: string[]; numFmt?: Record<number, string> } = {}): Promise<string> {
@@ -144,6 +144,35 @@ describe('xlsx batches', () => {
       [4, expect.stringContaining('"Sender name" is not a column payoutd knows')],
       [5, 'this column has no header (merged header cells?); name every column, unmerging merged cells'],
     ]);
+  });
+
+  it('refuses a row with an error cell (a formula that failed), naming its line and column', async () => {
+    const path = await workbook([
+      HEADER,
+      dataRow('X-1', { 'sender.idValue': { error: '#N/A' }, 'beneficiary.accountName': { error: '#REF!' } }),
+      dataRow('X-2'),
+      // An error newer than any list of them is an error cell all the same.
+      dataRow('X-3', { payoutAmount: { error: '#BLOCKED!' } }),
+    ]);
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors)])).toEqual([
+      [2, 'INVALID', ['SPREADSHEET_ERROR_VALUE', 'SPREADSHEET_ERROR_VALUE']],
+      [3, 'READY', []],
+      [4, 'INVALID', ['SPREADSHEET_ERROR_VALUE']],
+    ]);
+    expect(rows[2]?.errors[0]?.message).toBe(
+      'the amount cell holds #BLOCKED!, the error a spreadsheet shows for a formula that failed; type the amount itself',
+    );
+    const [id, name] = rows[0]?.errors ?? [];
+    expect([id?.column, id?.columnIndex, name?.column, name?.columnIndex]).toEqual([
+      'sender.idValue',
+      col('sender.idValue'),
+      'beneficiary.accountName',
+      col('beneficiary.accountName'),
+    ]);
+    expect(id?.message).toContain("the sender's id number cell holds #N/A, the error a spreadsheet shows for a formula that failed");
+    expect(name?.message).toContain('holds #REF!');
   });
 
   it('takes control totals from trailer rows', async () => {

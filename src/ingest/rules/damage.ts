@@ -1,6 +1,7 @@
 /**
  * What a spreadsheet does to a value it takes for a number or a date, seen in a cell's text: identifiers in
- * scientific notation, references turned into dates, and (given the original row) lost leading zeros.
+ * scientific notation, references turned into dates, error values of failed formulas, and (given the original
+ * row) lost leading zeros.
  */
 import { maskAccountNumber } from '../../domain/payout.js';
 import { FIELD_WORDS, type FieldPath } from './fields.js';
@@ -21,6 +22,35 @@ const DATE_SHAPES = [
   /^\d{1,2}[/.]\d{1,2}[/.]\d{2,4}$/,
   /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?$/,
 ];
+
+/** The error values spreadsheets show for a formula that failed (Excel's and LibreOffice's), upper case. */
+const ERROR_VALUES: ReadonlySet<string> = new Set([
+  '#N/A',
+  '#REF!',
+  '#VALUE!',
+  '#DIV/0!',
+  '#NAME?',
+  '#NUM!',
+  '#NULL!',
+  '#SPILL!',
+  '#CALC!',
+  '#GETTING_DATA',
+]);
+
+/** Whether a trimmed value is a spreadsheet's error value (`#N/A`), in any case as a CSV may hold it. */
+export function isSpreadsheetError(value: string): boolean {
+  // Most values do not start with '#': one character code decides.
+  return value.charCodeAt(0) === 0x23 && ERROR_VALUES.has(value.toUpperCase());
+}
+
+/** A cell holding a spreadsheet's error value: what a lookup or formula left, never a name, id or amount to pay. */
+export function spreadsheetErrorProblem(field: FieldPath, error: string): DamageProblem {
+  const words = FIELD_WORDS[field];
+  return {
+    code: 'SPREADSHEET_ERROR_VALUE',
+    message: `the ${words} cell holds ${error}, the error a spreadsheet shows for a formula that failed; type the ${words} itself`,
+  };
+}
 
 /** Fields that hold identifiers a spreadsheet may turn into numbers. */
 const NUMBERISH: ReadonlySet<FieldPath> = new Set([

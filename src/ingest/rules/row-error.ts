@@ -58,6 +58,7 @@ export const ROW_ERROR_CODES = [
   'DATE_CONVERTED',
   'AMOUNT_NOT_EXACT',
   'LEADING_ZEROS_LOST',
+  'SPREADSHEET_ERROR_VALUE',
 ] as const;
 
 export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];

@@ -5,7 +5,7 @@
 import { normalizeAmount } from '../../domain/money.js';
 import { maskAccountNumber } from '../../domain/payout.js';
 import { amountFormatProblem, amountRangeProblem } from './amount.js';
-import { damageChecked, damageProblem } from './damage.js';
+import { damageChecked, damageProblem, isSpreadsheetError, spreadsheetErrorProblem } from './damage.js';
 import { formatInWords } from './format-words.js';
 import { DEFAULT_REFERENCE_PATTERN } from './options.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
@@ -279,6 +279,8 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
     let result: Check;
     if (value === '') {
       result = rules.required.has(field) ? { code: 'REQUIRED', message: `${field} is required but empty` } : '';
+    } else if (isSpreadsheetError(value)) {
+      result = spreadsheetErrorProblem(field, value);
     } else {
       // Checked before control characters: a leading tab or CR is named for what a spreadsheet makes of it.
       const formulaLead = FORMULA_CHECKED_AT[i] ? formulaLikeLead(value) : null;

@@ -1,9 +1,10 @@
 /**
  * A workbook cell as the text a clerk sees: numbers as exact decimals (more than 15 significant digits are
- * refused, never rounded); dates, and long numbers in identifier columns, refused as what a spreadsheet made
- * of the value.
+ * refused, never rounded); dates, error cells, and long numbers in identifier columns, refused as what a
+ * spreadsheet made of the value.
  */
 import { Decimal } from '../../domain/money.js';
+import { spreadsheetErrorProblem } from '../rules/damage.js';
 import { FIELD_WORDS, type FieldPath } from '../rules/fields.js';
 import type { RowErrorCode } from '../rules/row-error.js';
 
@@ -12,6 +13,8 @@ export type SheetCell =
   | { kind: 'text'; text: string }
   | { kind: 'number'; value: number; numFmt: string | null }
   | { kind: 'date'; value: Date }
+  /** An error cell: what a formula that failed left (`#N/A`), whatever error it names. */
+  | { kind: 'error'; error: string }
   | { kind: 'empty' };
 
 export interface CellProblem {
@@ -61,6 +64,8 @@ export function cellText(cell: SheetCell, field: FieldPath | null): { text: stri
     }
     case 'number':
       return numberText(cell, field);
+    case 'error':
+      return field === null ? { text: cell.error } : { problem: spreadsheetErrorProblem(field, cell.error) };
   }
 }
 

@@ -83,7 +83,7 @@ function sheetCell(value: CellValue, numFmt: string | null, address: string, lin
       );
     }
     if (Array.isArray(v['richText'])) return { kind: 'text', text: textOfRich(v as { richText: { text: string }[] }) };
-    if (typeof v['error'] === 'string') return { kind: 'text', text: v['error'] };
+    if (typeof v['error'] === 'string') return { kind: 'error', error: v['error'] };
     if (typeof v['text'] === 'string') return { kind: 'text', text: v['text'] };
   }
   return { kind: 'text', text: String(value) };
