@@ -118,6 +118,24 @@ describe('required fields and text', () => {
     ]);
   });
 
+  it('takes a cell of only non-breaking or other Unicode spaces for empty, as the payout API does', () => {
+    for (const blank of ['\u00a0', ' \u00a0 \u00a0 ', '\u2003\u3000', '\u202f', '\ufeff']) {
+      expect(problems({ 'sender.lastName': blank, 'sender.idValue': blank }), JSON.stringify(blank)).toEqual([
+        ['REQUIRED', 'sender.lastName'],
+        ['REQUIRED', 'sender.idValue'],
+      ]);
+    }
+    expect(firstMessage({ 'beneficiary.accountName': '\u00a0\u00a0' })).toBe(
+      'beneficiary.accountName is required but empty (the cell holds only invisible spaces, such as non-breaking spaces)',
+    );
+    const optional = rules({ requiredFields: FIELD_PATHS.filter((f) => f !== 'sender.idValue') });
+    const result = validate({ 'sender.idValue': '\u00a0' }, optional);
+    expect('values' in result && requestOfValues(result.values).sender.idValue).toBe('');
+    // A value with letters is sent as written.
+    const kept = validate({ 'sender.lastName': '\u00a0Santos' });
+    expect('values' in kept && requestOfValues(kept.values).sender.lastName).toBe('\u00a0Santos');
+  });
+
   it('rejects control characters in names, including tab, CR, LF and C1, without echoing the name', () => {
     for (const bad of ['Ana\tMaria', 'Ana\r\nMaria', 'Ana\nMaria', 'Ana\u0085Maria', 'Ana\u0000', 'Ana\u007f']) {
       expect(problems({ 'beneficiary.accountName': bad })).toEqual([['CONTROL_CHARACTER', 'beneficiary.accountName']]);

@@ -10,6 +10,16 @@ export function trimSpaces(value: string): string {
   return value.slice(start, end);
 }
 
+/**
+ * Whether a value of no control characters holds only whitespace as String.prototype.trim knows it (no-break,
+ * em, ideographic spaces, BOM): blank to the payout API, which trims so before it requires a value.
+ */
+export function isBlank(value: string): boolean {
+  // Printable ASCII first is the usual value, and never blank: one character code decides.
+  const first = value.charCodeAt(0);
+  return (first < 0x21 || first > 0x7e) && value.trim() === '';
+}
+
 /** The value upper-cased as toUpperCase does it; the value itself when that changes nothing (cheaper than the call). */
 export function upperCased(value: string): string {
   for (let i = 0; i < value.length; i++) {

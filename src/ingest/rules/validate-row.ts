@@ -15,7 +15,7 @@ import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
 import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
-import { codePointLength, firstControlCharacter, formulaLikeLead, trimSpaces, upperCased } from './text.js';
+import { codePointLength, firstControlCharacter, formulaLikeLead, isBlank, trimSpaces, upperCased } from './text.js';
 
 export interface RowInput {
   /** Display name of the batch file. */
@@ -291,6 +291,13 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
           code: 'CONTROL_CHARACTER',
           message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
         };
+      } else if (isBlank(value)) {
+        result = rules.required.has(field)
+          ? {
+              code: 'REQUIRED',
+              message: `${field} is required but empty (the cell holds only invisible spaces, such as non-breaking spaces)`,
+            }
+          : '';
       } else result = (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ?? checkField(field, value, currency, rules);
     }
     if (typeof result === 'string') {
