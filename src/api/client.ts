@@ -154,6 +154,17 @@ function listField(data: Json, field: string, endpoint: string): Json[] {
   return list as Json[];
 }
 
+/**
+ * Whether a query answer says it left records out. contract.md adopts `{payouts:[...]}` without paging, but a
+ * service that pages or caps its answers anyway says so this way, and a missing id is then no proof of absence.
+ */
+function saysPartial(data: Json, given: number): boolean {
+  if (data.hasMore === true || data.hasMore === 'true') return true;
+  const total = data.total instanceof JsonNumber ? data.total.value : data.total;
+  const n = typeof total === 'string' || typeof total === 'number' ? Number(total) : Number.NaN;
+  return Number.isFinite(n) && n > given;
+}
+
 function optionalString(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
@@ -328,7 +339,9 @@ export class PayoutApiClient {
     for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
       const chunk = ids.slice(i, i + this.o.queryMaxIds);
       const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
-      for (const value of listField(data, 'payouts', ENDPOINTS.queryPayouts)) {
+      const list = listField(data, 'payouts', ENDPOINTS.queryPayouts);
+      if (saysPartial(data, list.length)) answer.partial = true;
+      for (const value of list) {
         const read = readRecord(value);
         if ('problem' in read) answer.unread.push(read);
         else answer.records.push(read);

@@ -106,6 +106,8 @@ export interface UnreadRecord {
 export interface PayoutQueryAnswer {
   records: PayoutRecord[];
   unread: UnreadRecord[];
+  /** The service said its answer holds only part of what it found (`hasMore`, a `total` above the records given). */
+  partial?: boolean;
 }
 
 /** An unread record naming both its payout and its reference: the payout exists, and whose it is is known. */

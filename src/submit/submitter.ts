@@ -10,7 +10,7 @@ import { NOT_SENT, isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
-import type { CreateTrail, PayoutQueryAnswer, PayoutRequest, PayoutService } from '../domain/payout.js';
+import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
@@ -99,6 +99,19 @@ class ClaimLost extends Error {
   }
 }
 
+/** An UNKNOWN row as the reconcile claims it. */
+type UnknownRow = ClaimedRow & { unknownSince: number | null };
+
+/** What an answer to a reference query says, by reference. */
+interface Seen {
+  byRef: Map<string, PayoutRecord[]>;
+  unreadByRef: Map<string, (UnreadRecord & { payoutId: string; merchantReferenceId: string })[]>;
+  /** It held a record naming no reference, which may be any row's: none of its references is taken as absent. */
+  nameless: boolean;
+  /** The service said the answer is partial (PayoutQueryAnswer.partial). */
+  partial: boolean;
+}
+
 /** Records (or unread records) by the reference they name. */
 function groupByReference<R extends { merchantReferenceId: string }>(records: R[]): Map<string, R[]> {
   const byRef = new Map<string, R[]>();
@@ -123,6 +136,8 @@ export class PayoutSubmitter {
   private waitingFrom = 0;
   /** The reconciliation beside the pass running now (null between passes). */
   private beside: Beside | null = null;
+  /** A partial query answer was warned of (once per process: a service that pages does so every time). */
+  private partialWarned = false;
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -428,119 +443,147 @@ export class PayoutSubmitter {
         );
         return moved;
       }
-      const byRef = groupByReference(answer.records);
-      const unreadByRef = groupByReference(answer.unread.filter(namesItsPayout));
-      // A record naming no reference may be any row's: no reference of this answer is taken as absent.
-      const nameless = answer.unread.filter((u) => !namesItsPayout(u));
-      for (const u of nameless) {
-        logger.warn(
-          { payoutId: u.payoutId, merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
-          'a record of a reference query cannot be read; skipped, and no reference of its answer is taken as absent',
-        );
-      }
+      const seen = this.seenIn(answer);
       const moves: RowMove[] = [];
       const now = clock.now();
-      for (const row of rows) {
-        const found = byRef.get(row.merchantReferenceId) ?? [];
-        const unread = unreadByRef.get(row.merchantReferenceId) ?? [];
-        const held = found.length + unread.length;
-        const note = held > 1 ? `; WARNING: the service holds ${held} payouts for this reference` : '';
-        if (held > 1)
-          logger.error(
-            { merchantReferenceId: row.merchantReferenceId, count: held },
-            'the service holds several payouts for one reference',
-          );
-        found.sort((a, b) => a.createTime.localeCompare(b.createTime));
-        const requested = requestOf(row);
-        const own = found.find((r) => isPayoutOf(r, requested));
-        if (own) {
-          const a = adoptRecord(own, now, this.o.firstPollDelayMs);
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: a.to,
-            patch: a.patch,
-            history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
-          });
-          continue;
-        }
-        const seen = unread[0];
-        if (seen !== undefined) {
-          // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
-          // followed, never created again; the poller compares it with the row once it can be read.
-          const a = adoptUnread(seen, now, this.o.firstPollDelayMs);
-          logger.warn(
-            {
-              batchId: row.batchId,
-              line: row.line,
-              merchantReferenceId: row.merchantReferenceId,
-              payoutId: seen.payoutId,
-              status: seen.status,
-              problem: seen.problem,
-            },
-            'the service holds a payout for this reference whose record payoutd cannot read; followed as PENDING',
-          );
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: a.to,
-            patch: a.patch,
-            history: {
-              event: 'reconciled-found',
-              outcome: a.patch.serviceStatus ?? 'UNREADABLE',
-              detail: `payoutId ${seen.payoutId}; its record cannot be read (${seen.problem}), followed as PENDING${note}`,
-            },
-          });
-          continue;
-        }
-        if (nameless.length > 0) {
-          moves.push(
-            this.queryFailed(row, 'BAD_RESPONSE', 'the answer held a record that cannot be read; not taken as absent, will retry'),
-          );
-          continue;
-        }
-        // Only another's payout holds the reference, or none does: this row's own create may still land within the grace.
-        const other = found[0];
-        const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
-        if (now - unknownSince < this.o.notFoundGraceMs) {
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: 'UNKNOWN',
-            patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
-            history: other
-              ? {
-                  event: 'reconcile-wait',
-                  outcome: REFERENCE_TAKEN,
-                  detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
-                }
-              : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
-          });
-        } else if (other) {
-          // Never created under a held reference: it would be a second payout.
-          logger.error(
-            { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
-            REFERENCE_TAKEN_LOG,
-          );
-          moves.push({ row, from: 'UNKNOWN', ...referenceTaken(other, requested) });
-        } else {
-          moves.push({
-            row,
-            from: 'UNKNOWN',
-            to: 'READY',
-            patch: { nextAttemptAt: now },
-            history: {
-              event: 'reconciled-absent',
-              outcome: 'NOT_FOUND',
-              detail: 'the service has no payout for this reference; safe to create',
-            },
-          });
-        }
-      }
+      for (const row of rows) moves.push(await this.reconcileRow(row, seen, now, signal, rows.length === 1));
       await applyRowMoves(db, moves, now);
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
       if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
+  }
+
+  /** An answer to a reference query, by reference; its records that name no reference are warned of here. */
+  private seenIn(answer: PayoutQueryAnswer): Seen {
+    const { logger } = this.deps;
+    const nameless = answer.unread.filter((u) => !namesItsPayout(u));
+    for (const u of nameless) {
+      logger.warn(
+        { payoutId: u.payoutId, merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
+        'a record of a reference query cannot be read; skipped, and no reference of its answer is taken as absent',
+      );
+    }
+    const partial = answer.partial === true;
+    if (partial && !this.partialWarned) {
+      this.partialWarned = true;
+      logger.warn(
+        'the service said a reference query answer holds only part of what it found (paged); a reference missing from such an answer is never taken as absent',
+      );
+    }
+    return {
+      byRef: groupByReference(answer.records),
+      unreadByRef: groupByReference(answer.unread.filter(namesItsPayout)),
+      nameless: nameless.length > 0,
+      partial,
+    };
+  }
+
+  /**
+   * One UNKNOWN row's move from an answer about its reference. `alone`: the answer was to a query of this
+   * reference only; a row missing from any other is asked about alone before its payout is taken as absent.
+   */
+  private async reconcileRow(row: UnknownRow, seen: Seen, now: number, signal: AbortSignal, alone: boolean): Promise<RowMove> {
+    const { db, logger } = this.deps;
+    const found = seen.byRef.get(row.merchantReferenceId) ?? [];
+    const unread = seen.unreadByRef.get(row.merchantReferenceId) ?? [];
+    const held = found.length + unread.length;
+    const note = held > 1 ? `; WARNING: the service holds ${held} payouts for this reference` : '';
+    if (held > 1)
+      logger.error({ merchantReferenceId: row.merchantReferenceId, count: held }, 'the service holds several payouts for one reference');
+    found.sort((a, b) => a.createTime.localeCompare(b.createTime));
+    const requested = requestOf(row);
+    const own = found.find((r) => isPayoutOf(r, requested));
+    if (own) {
+      const a = adoptRecord(own, now, this.o.firstPollDelayMs);
+      return {
+        row,
+        from: 'UNKNOWN',
+        to: a.to,
+        patch: a.patch,
+        history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
+      };
+    }
+    const first = unread[0];
+    if (first !== undefined) {
+      // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
+      // followed, never created again; the poller compares it with the row once it can be read.
+      const a = adoptUnread(first, now, this.o.firstPollDelayMs);
+      logger.warn(
+        {
+          batchId: row.batchId,
+          line: row.line,
+          merchantReferenceId: row.merchantReferenceId,
+          payoutId: first.payoutId,
+          status: first.status,
+          problem: first.problem,
+        },
+        'the service holds a payout for this reference whose record payoutd cannot read; followed as PENDING',
+      );
+      return {
+        row,
+        from: 'UNKNOWN',
+        to: a.to,
+        patch: a.patch,
+        history: {
+          event: 'reconciled-found',
+          outcome: a.patch.serviceStatus ?? 'UNREADABLE',
+          detail: `payoutId ${first.payoutId}; its record cannot be read (${first.problem}), followed as PENDING${note}`,
+        },
+      };
+    }
+    if (seen.nameless) {
+      return this.queryFailed(row, 'BAD_RESPONSE', 'the answer held a record that cannot be read; not taken as absent, will retry');
+    }
+    // Only another's payout holds the reference, or none does: this row's own create may still land within the grace.
+    const other = found[0];
+    const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
+    if (now - unknownSince < this.o.notFoundGraceMs) {
+      return {
+        row,
+        from: 'UNKNOWN',
+        to: 'UNKNOWN',
+        patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
+        history: other
+          ? {
+              event: 'reconcile-wait',
+              outcome: REFERENCE_TAKEN,
+              detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
+            }
+          : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
+      };
+    }
+    // A service may page or cap an answer about many references without saying so: its own payout is taken as
+    // absent (created again, or the row not paid) only from an answer about this reference alone that is whole.
+    if (!alone) return this.reconcileAlone(row, now, signal);
+    if (seen.partial) {
+      return this.queryFailed(row, 'PARTIAL_ANSWER', 'the service said its answer was partial; not taken as absent, will retry');
+    }
+    if (other) {
+      // Never created under a held reference: it would be a second payout.
+      logger.error(
+        { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
+        REFERENCE_TAKEN_LOG,
+      );
+      return { row, from: 'UNKNOWN', ...referenceTaken(other, requested) };
+    }
+    return {
+      row,
+      from: 'UNKNOWN',
+      to: 'READY',
+      patch: { nextAttemptAt: now },
+      history: { event: 'reconciled-absent', outcome: 'NOT_FOUND', detail: 'the service has no payout for this reference; safe to create' },
+    };
+  }
+
+  /** A row its batched answer did not name: decided from a query of its reference alone. */
+  private async reconcileAlone(row: UnknownRow, now: number, signal: AbortSignal): Promise<RowMove> {
+    let answer: PayoutQueryAnswer;
+    try {
+      answer = await this.deps.service.queryByReferences([row.merchantReferenceId], signal);
+    } catch (err) {
+      return this.queryFailed(row, isApiError(err) ? err.code : 'ERROR', 'the query of this reference alone failed; will retry');
+    }
+    return this.reconcileRow(row, this.seenIn(answer), now, signal, true);
   }
 
   /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */

@@ -176,6 +176,83 @@ describe('a query answer with one record payoutd cannot read', () => {
   });
 });
 
+describe('a query answer cut short (paged or capped by the service)', () => {
+  /** References each forwarded query asked about, in order. */
+  const queried = (proxy: Mitm): string[][] =>
+    proxy.forwarded
+      .filter((f) => f.url === QUERY_PATH)
+      .map((f) => (JSON.parse(f.body.toString('utf8')) as { merchantReferenceIds: string[] }).merchantReferenceIds);
+
+  it('capped without a word: a row whose record fell off the answer is asked about alone, never created again', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: 60_000 } });
+    const through = await throughProxy(p);
+    const refs = ['PG-1', 'PG-2', 'PG-3'];
+    const batchId = await unknownRows(p, through, refs);
+    // At most two records an answer, and nothing in it says so.
+    through.mitm.rewriteAnswer = (path, text) => {
+      if (path !== QUERY_PATH) return text;
+      const env = parseLossless(text) as Envelope;
+      return canonicalStringify({ code: env.code, msg: env.msg, data: { payouts: env.data.payouts.slice(0, 2) } });
+    };
+    through.mitm.forwarded.length = 0;
+    p.clock.advance(60_000);
+    await through.submitter.runOnce(p.signal);
+    for (const ref of refs) expect(p.ledgerCount(ref), ref).toBe(1);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING', 'PENDING']);
+    expect(await p.events('PG-3')).not.toContain('reconciled-absent');
+    expect(queried(through.mitm)).toEqual([refs, ['PG-3']]);
+  });
+
+  it('saying it is partial: a reference missing even from the answer about it alone is not taken as absent', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: 60_000 } });
+    const through = await throughProxy(p);
+    const refs = ['PH-1', 'PH-2'];
+    const batchId = await unknownRows(p, through, refs);
+    // PH-2's record is left out of every answer, which says there is more (hasMore) or how many there are (total).
+    let hint: Json = { hasMore: true };
+    through.mitm.rewriteAnswer = (path, text) => {
+      if (path !== QUERY_PATH) return text;
+      const env = parseLossless(text) as Envelope;
+      const payouts = (env.data.payouts as Json[]).filter((r) => r.merchantReferenceId !== 'PH-2');
+      return canonicalStringify({ code: env.code, msg: env.msg, data: { payouts, ...hint } });
+    };
+    p.clock.advance(60_000);
+    await through.submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'UNKNOWN']);
+    hint = { total: parseLossless('1') };
+    p.clock.advance(120_000);
+    await through.submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'UNKNOWN']);
+    expect(await p.events('PH-2')).not.toContain('reconciled-absent');
+    expect(p.ledgerCount('PH-2')).toBe(1);
+    expect(linesContaining(p.logLines, 'holds only part of what it found')).toHaveLength(1);
+    // Whole again: the payout is found and followed.
+    through.mitm.rewriteAnswer = null;
+    p.clock.advance(120_000);
+    await through.submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING']);
+    expect(p.ledgerCount('PH-2')).toBe(1);
+  });
+
+  it('a reference truly absent is created again once an answer about it alone, whole, lacks it', async () => {
+    const p = await startPipeline({ submitter: { notFoundGraceMs: 60_000 } });
+    const through = await throughProxy(p);
+    // A 500 to a create leaves its outcome unknown; here nothing was created.
+    p.sandbox.setFaults({ errorRate: 1, endpoints: [CREATE_PATH] });
+    const batchId = await p.insertReadyBatch(['PA-1', 'PA-2'].map((r) => payoutRequest(r)));
+    await through.submitter.runOnce(p.signal);
+    p.sandbox.setFaults({ errorRate: 0 });
+    expect(await p.states(batchId)).toEqual(['UNKNOWN', 'UNKNOWN']);
+    through.mitm.forwarded.length = 0;
+    p.clock.advance(120_000);
+    await through.submitter.runOnce(p.signal);
+    expect(queried(through.mitm).slice(0, 3)).toEqual([['PA-1', 'PA-2'], ['PA-1'], ['PA-2']]);
+    expect(await p.events('PA-1')).toContain('reconciled-absent');
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING']);
+    for (const ref of ['PA-1', 'PA-2']) expect(p.ledgerCount(ref), ref).toBe(1);
+  });
+});
+
 describe('a token answer payoutd cannot use', () => {
   // An unusable secret is found only when a call is signed: those credentials stay until renewed, so no later create here.
   for (const [what, change, says, later] of [
