@@ -49,6 +49,7 @@ export { applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 
 export {
+  finalRowsNamed,
   flagStale,
   listDueForPoll,
   listFinishedActiveBatches,
@@ -58,6 +59,7 @@ export {
   pollBatchNow,
   pollSoon,
   reschedulePolls,
+  type FinalRowNamed,
   type PayoutNamed,
   type PollCursor,
   type PollTarget,

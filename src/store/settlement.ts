@@ -6,6 +6,7 @@ import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
 import { requestFieldAt } from './request-fields.js';
 import type { RequestedMoney } from '../domain/payout.js';
+import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
 
 /**
  * What polling a payout needs of its row (a claim reads a hundred of them per call). Until a readable record of
@@ -77,17 +78,29 @@ async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number)
 export interface PayoutNamed {
   payoutId: string;
   merchantReferenceId: string | null;
+  /** What the event said of it (informative only: a query decides). */
+  status?: string | null;
+  eventId?: string;
+}
+
+/** A row already final that a webhook named by both its reference and its payoutId. */
+export interface FinalRowNamed {
+  id: number;
+  batchId: string;
+  line: number;
+  merchantReferenceId: string;
+  payoutId: string;
+  state: RowState;
 }
 
 /**
- * Ask about these payouts at the next poll (a webhook said something changed). A row is found by its
- * indexed reference and must carry the event's payoutId too; a payout named without a reference is left to
- * its regular poll (payout_id has no index, and an event only hastens a query).
+ * The rows of payouts webhooks named. A row is found by its indexed reference and must carry the event's
+ * payoutId too; a payout named without a reference finds none (payout_id has no index). Null: none has one.
  */
-export async function pollSoon(db: Database, named: readonly PayoutNamed[], now: number): Promise<number> {
+function rowsNamed(db: Database, named: readonly PayoutNamed[]): Knex.QueryBuilder | null {
   const found = named.filter((n): n is PayoutNamed & { merchantReferenceId: string } => n.merchantReferenceId !== null);
-  if (found.length === 0) return 0;
-  const pending = db('payouts')
+  if (found.length === 0) return null;
+  return db('payouts')
     .whereIn(
       'merchant_reference_id',
       found.map((n) => n.merchantReferenceId),
@@ -95,9 +108,34 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
     .whereIn(
       'payout_id',
       found.map((n) => n.payoutId),
-    )
-    .andWhere('state', 'PENDING');
-  return makeDueNow(db, pending, now);
+    );
+}
+
+/**
+ * Ask about these payouts at the next poll (a webhook said something changed). A payout named without a
+ * reference is left to its regular poll: an event only hastens a query.
+ */
+export async function pollSoon(db: Database, named: readonly PayoutNamed[], now: number): Promise<number> {
+  const rows = rowsNamed(db, named);
+  return rows === null ? 0 : makeDueNow(db, rows.andWhere('state', 'PENDING'), now);
+}
+
+/** The rows of these payouts that are already final (found as pollSoon finds them). */
+export async function finalRowsNamed(db: Database, named: readonly PayoutNamed[]): Promise<FinalRowNamed[]> {
+  const rows = rowsNamed(db, named);
+  if (rows === null) return [];
+  const final = (await rows
+    .whereIn('state', FINAL_ROW_STATES)
+    .select([
+      'id',
+      'batch_id as batchId',
+      'line',
+      'merchant_reference_id as merchantReferenceId',
+      'payout_id as payoutId',
+      'state',
+    ])) as FinalRowNamed[];
+  // Each list is matched on its own above: keep only the pairs an event named.
+  return final.filter((r) => named.some((n) => n.payoutId === r.payoutId && n.merchantReferenceId === r.merchantReferenceId));
 }
 
 /**

@@ -1,15 +1,26 @@
 /**
  * WebhookReceiver: the merchant end of spec 6. Verifies each delivery over the bytes received, remembers its
- * eventId, answers 2xx at once, then marks the payout due for a query. It never changes a payout's state.
+ * eventId, answers 2xx at once, then marks the payout due for a query. It never changes a payout's state; one
+ * that contradicts a row already final is reported.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { safeError } from '../log/logger.js';
 import { hmacKeyBytes } from '../signing/signatures.js';
-import { type Database, forgetWebhookEventsBefore, pollSoon, recordWebhookEvent, type PayoutNamed } from '../store/index.js';
+import {
+  type Database,
+  type FinalRowNamed,
+  type PayoutNamed,
+  applyRowMoves,
+  finalRowsNamed,
+  forgetWebhookEventsBefore,
+  pollSoon,
+  recordWebhookEvent,
+} from '../store/index.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
@@ -17,12 +28,54 @@ import { NonceWindow } from '../signing/nonces.js';
 import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
 import { verifyDelivery } from './verify.js';
 
-/** The default follow-up of a new event: make the payouts due for a query now, then wake the poller. */
-export function pollSoonAndWake(db: Database, clock: Clock, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
+/**
+ * The default follow-up of a new event: make the payout's PENDING row due for a query now, then wake the poller.
+ * A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event saying
+ * otherwise is reported, for a person to check with the service.
+ */
+export function pollSoonAndWake(db: Database, clock: Clock, logger: Logger, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
   return async (named) => {
-    await pollSoon(db, named, clock.now());
-    wake?.();
+    for (const n of named) {
+      // Without a reference the receiver has said the payout waits for its regular poll.
+      if (n.merchantReferenceId === null) continue;
+      const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
+      const now = clock.now();
+      if ((await pollSoon(db, [n], now)) > 0) {
+        logger.info(fields, 'webhook accepted: payout due for a query');
+        wake?.();
+        continue;
+      }
+      const final = await finalRowsNamed(db, [n]);
+      if (final.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
+      for (const row of final) await finalRowNamed(db, logger, row, n, now);
+    }
   };
+}
+
+/** A final row a new event named: nothing to do if the event agrees, else an ERROR and a note in its history. */
+async function finalRowNamed(db: Database, logger: Logger, row: FinalRowNamed, event: PayoutNamed, now: number): Promise<void> {
+  const reported = event.status ?? null;
+  const fields = { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: row.payoutId };
+  if (reported === null || reported === row.state) {
+    logger.info(
+      { ...fields, eventId: event.eventId, state: row.state, status: reported },
+      'webhook accepted: the row is already final; nothing to do',
+    );
+    return;
+  }
+  logger.error(
+    { ...fields, eventId: event.eventId, recordedState: row.state, reportedStatus: reported },
+    `a payout.updated event reports ${reported} for a payout recorded ${row.state}; the row stays ${row.state}: ` +
+      'check this payout with the payout service and settle any difference by hand',
+  );
+  const detail =
+    `a payout.updated event${event.eventId === undefined ? '' : ` (${event.eventId})`} reported ${reported} for payout ` +
+    `${row.payoutId}, recorded ${row.state}; the row stays ${row.state}: check the payout with the payout service`;
+  await applyRowMoves(
+    db,
+    [{ row, from: row.state, to: row.state, patch: {}, history: { event: 'webhook-contradicted', outcome: reported, detail } }],
+    now,
+  );
 }
 
 const ACK = { received: true } as const;
@@ -49,7 +102,7 @@ export class WebhookReceiver {
       throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `\`webhook.secret\` is not valid ${this.o.keyEncoding} text`);
     }
     this.nonces = new NonceWindow(this.o.nonceWindowSeconds * 1000, this.o.nonceCapacity);
-    this.followUp = deps.onPayoutUpdated ?? pollSoonAndWake(deps.db, deps.clock, deps.wake);
+    this.followUp = deps.onPayoutUpdated ?? pollSoonAndWake(deps.db, deps.clock, deps.logger, deps.wake);
   }
 
   /** The bound port (after start). */
@@ -198,13 +251,12 @@ export class WebhookReceiver {
       return;
     }
     this.verdict('accepted');
-    logger.info(
-      { eventId: event.eventId, payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status },
-      // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query.
-      event.merchantReferenceId === null
-        ? 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll'
-        : 'webhook accepted: payout due for a query',
-    );
+    const said = { eventId: event.eventId, payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status };
+    // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query. With one,
+    // the follow-up says what it did.
+    if (event.merchantReferenceId === null)
+      logger.info(said, 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll');
+    else logger.debug(said, 'webhook accepted');
     // Answer first (spec 6 rule 2), then the follow-up that leads to the query (rule 3).
     const answered = responseClosed(res);
     answer(res, 200, ACK);
@@ -227,7 +279,9 @@ export class WebhookReceiver {
 
   private async followUpOn(event: PayoutUpdatedEvent): Promise<void> {
     try {
-      await this.followUp([{ payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId }]);
+      await this.followUp([
+        { payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status, eventId: event.eventId },
+      ]);
     } catch (err) {
       // The event is recorded and acknowledged; the poller's own schedule still reaches the payout.
       this.deps.logger.error(
