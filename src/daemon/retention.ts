@@ -81,8 +81,13 @@ export async function archiveFinishedBatches(deps: RetentionDeps, now: number): 
       const controlPath = batch.controlPath && (await moveOnce(batch.controlPath, `${target}.ctl`)) ? `${target}.ctl` : batch.controlPath;
       if (!moved)
         logger.warn({ batchId: batch.id, file: batch.fileName }, 'the taken file of a finished batch is gone; nothing to archive');
-      await markArchived(db, batch.id, { storedPath: moved ? target : batch.storedPath, controlPath }, now);
-      n++;
+      const marked = await markArchived(
+        db,
+        batch.id,
+        { from: batch.storedPath, storedPath: moved ? target : batch.storedPath, controlPath },
+        now,
+      );
+      if (marked) n++;
     } catch (err) {
       logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot archive the taken file yet; will try again');
     }

@@ -7,6 +7,7 @@
  * duplicate and a payout can still be named. Only finished batches whose
  * every row is final are ever chosen.
  */
+import { join, sep } from 'node:path';
 import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
@@ -26,27 +27,35 @@ async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<
  * `receivedBefore`), oldest first, their file under `under` (this instance's state folder).
  */
 export async function listBatchesToArchive(db: Database, under: string, receivedBefore: number, limit = 100): Promise<BatchRecord[]> {
+  // With its separator: `/srv/state` must not take the files of `/srv/state-b`. substr counts characters, not UTF-16 units.
+  const inside = join(under, sep);
   const ids = (await db('batches')
     .select('id')
     .whereIn('state', FINAL_BATCH_STATES)
     .whereNull('archived_at')
     .andWhere('received_at', '<', receivedBefore)
-    .andWhereRaw('substr(stored_path, 1, ?) = ?', [under.length, under])
+    .andWhereRaw('substr(stored_path, 1, ?) = ?', [[...inside].length, inside])
     .orderBy('received_at', 'asc')
     .limit(limit)) as { id: string }[];
   return batchesOf(db, ids);
 }
 
-/** Records where the taken file (and its control file) now are. */
+/**
+ * Records where the taken file (and its control file) now are, if the record still names it at `from`, not
+ * archived: a pass that lost the race to archive it changes nothing (it would name a file no longer there, which
+ * retention would then never delete). False when nothing changed.
+ */
 export async function markArchived(
   db: Database,
   batchId: string,
-  paths: { storedPath: string; controlPath: string | null },
+  paths: { from: string; storedPath: string; controlPath: string | null },
   now: number,
-): Promise<void> {
-  await db('batches')
-    .where({ id: batchId })
+): Promise<boolean> {
+  const n = await db('batches')
+    .where({ id: batchId, stored_path: paths.from })
+    .whereNull('archived_at')
     .update({ stored_path: paths.storedPath, control_path: paths.controlPath, archived_at: now, updated_at: now });
+  return n > 0;
 }
 
 /**

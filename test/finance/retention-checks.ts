@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/index.js';
 import { archiveFinishedBatches, prune, prunePlan, Retention } from '../../src/daemon/retention.js';
-import { acceptBatchRows, getBatch, updateBatch } from '../../src/store/index.js';
+import { acceptBatchRows, getBatch, markArchived, updateBatch } from '../../src/store/index.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, validRow } from './helpers.js';
 
 /** A database and a folder of the test's own. */
@@ -23,8 +23,14 @@ export interface RetentionWorld {
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** A batch whose taken file is in `<stateDir>/claimed`, in `state`, finished `finishedAt`. */
-async function takenBatch(s: RetentionWorld, id: string, state: 'ACTIVE' | 'COMPLETE' | 'REJECTED', receivedAt: number): Promise<string> {
-  const claimed = join(s.dir, 'state', 'claimed');
+async function takenBatch(
+  s: RetentionWorld,
+  id: string,
+  state: 'ACTIVE' | 'COMPLETE' | 'REJECTED',
+  receivedAt: number,
+  stateDirName = 'state',
+): Promise<string> {
+  const claimed = join(s.dir, stateDirName, 'claimed');
   await mkdir(claimed, { recursive: true });
   const storedPath = join(claimed, `${id}-claim__payouts.csv`);
   await writeFile(storedPath, `header\nrow of ${id}\n`);
@@ -84,6 +90,32 @@ export async function checkResumedMove(s: RetentionWorld): Promise<void> {
   const deps = { db: s.db, stateDir, outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
   expect(await archiveFinishedBatches(deps, T0 + DAY + 1)).toBe(1);
   expect((await getBatch(s.db, 'B-1'))?.storedPath).toBe(join(day, 'B-1_payouts.csv'));
+}
+
+/**
+ * Archives only the batches taken into its own state folder, not those of a state folder whose name starts the
+ * same (`state` and `state-b`), and a lost race to archive a batch changes nothing of its record.
+ */
+export async function checkOwnStateDir(s: RetentionWorld): Promise<void> {
+  const stored = await takenBatch(s, 'B-OF-B', 'COMPLETE', T0, 'state-b');
+  const depsOf = (name: string) => ({
+    db: s.db,
+    stateDir: join(s.dir, name),
+    outboxDir: join(s.dir, 'outbox'),
+    watchTakenForMs: DAY,
+    logger: quiet,
+  });
+  expect(await archiveFinishedBatches(depsOf('state'), T0 + DAY + 1)).toBe(0);
+  expect((await getBatch(s.db, 'B-OF-B'))?.storedPath).toBe(stored);
+  expect(await listDir(join(s.dir, 'state-b', 'claimed'))).toEqual(['B-OF-B-claim__payouts.csv', 'B-OF-B-claim__payouts.csv.ctl']);
+
+  expect(await archiveFinishedBatches(depsOf('state-b'), T0 + DAY + 1)).toBe(1);
+  const archived = join(s.dir, 'state-b', 'archive', '2026', '01', '10', 'B-OF-B_payouts.csv');
+  expect((await getBatch(s.db, 'B-OF-B'))?.storedPath).toBe(archived);
+  // A pass that read the record before it was archived, then lost the race: the record keeps the archived file.
+  expect(await markArchived(s.db, 'B-OF-B', { from: stored, storedPath: stored, controlPath: `${stored}.ctl` }, T0 + DAY + 2)).toBe(false);
+  const after = await getBatch(s.db, 'B-OF-B');
+  expect([after?.storedPath, after?.controlPath, after?.archivedAt]).toEqual([archived, `${archived}.ctl`, T0 + DAY + 1]);
 }
 
 /** Prunes what is older than retention.days: files and row details, keeping references and payout ids. */
