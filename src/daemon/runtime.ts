@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { migrateToLatest, type Database, openStore, closeDatabase, acquireInstanceLock, type InstanceLock } from '../store/index.js';
+import { migrateToLatest, type Database, openStore, closeDatabase, acquireInstanceLocks, type InstanceLock } from '../store/index.js';
 import { connectApi, type ApiConnection } from './services.js';
 import { PayoutDaemon } from './daemon.js';
 import { ServiceHealthRecorder } from './health-record.js';
@@ -70,7 +70,8 @@ export async function startDaemon(
   startAbort?: AbortSignal,
 ): Promise<RunningDaemon> {
   checkFolders(config);
-  const lock: InstanceLock | null = config.database.client === 'sqlite' ? acquireInstanceLock(config.paths.stateDir) : null;
+  const lock: InstanceLock | null =
+    config.database.client === 'sqlite' ? acquireInstanceLocks(config.paths.stateDir, config.databaseFile) : null;
   const db = openStore(config);
   let api: ApiConnection | null = null;
   let metrics: PayoutdMetrics | null = null;

@@ -6,7 +6,7 @@
  */
 export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, type Database } from './db.js';
 export { openStore } from './open.js';
-export { acquireInstanceLock, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
+export { acquireInstanceLock, acquireInstanceLocks, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 export { openSqlite } from './sqlite-driver.js';
 
 export {

@@ -257,8 +257,8 @@ export class E2e {
     this.openingBalances = { ...balances };
   }
 
-  /** Writes the daemon config: the base settings of the brief, with `overrides` merged over them. */
-  async writeConfig(overrides: Record<string, unknown> = {}): Promise<void> {
+  /** Writes the daemon config: the base settings of the brief, with `overrides` merged over them (to `path`: a second config). */
+  async writeConfig(overrides: Record<string, unknown> = {}, path = this.configPath): Promise<void> {
     const base = {
       api: { baseUrl: this.sandbox.url, merchantCode: MERCHANT_CODE, apiKey: API_KEY, privateKeyFile: this.keyPath },
       paths: { inbox: this.inbox, outbox: this.outbox, stateDir: this.stateDir },
@@ -269,13 +269,13 @@ export class E2e {
       batch: { balanceCheck: { enabled: true } },
       log: { level: 'info' },
     };
-    await writeFile(this.configPath, toYaml(mergeDeep(base, overrides)), { mode: 0o600 });
+    await writeFile(path, toYaml(mergeDeep(base, overrides)), { mode: 0o600 });
   }
 
   /** Spawns `payoutd run --config <file>` (does not wait for it to be ready). */
-  spawnDaemon(): DaemonProcess {
+  spawnDaemon(configPath = this.configPath): DaemonProcess {
     const label = `daemon-${this.daemons.length + 1}`;
-    const child = spawn(process.execPath, [BIN, 'run', '--config', this.configPath], {
+    const child = spawn(process.execPath, [BIN, 'run', '--config', configPath], {
       cwd: this.dir,
       env: childEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
