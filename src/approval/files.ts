@@ -16,6 +16,7 @@ import { decideApproval, READY_WAIT_MS, type ApprovalDeps, type ApprovalResult }
 import { ApprovalError, isApprovalError } from './errors.js';
 import { getBatch } from '../store/index.js';
 import { isBeingRead } from '../domain/lifecycle.js';
+import { safeError } from '../log/index.js';
 
 export interface ApprovalFileOptions {
   /** paths.approvals. */
@@ -169,8 +170,7 @@ export class ApprovalFiles {
       logger?.info({ file: name, batchId: decided.batchId, approver: decided.approver, outcome: decided.outcome }, 'approval file applied');
     } catch (err) {
       const e = isApprovalError(err) ? err : new ApprovalError('APPROVAL_BAD_FILE', 'the approval could not be applied now; drop it again');
-      if (!isApprovalError(err))
-        logger?.error({ file: name, err: { message: (err as Error).message?.slice(0, 200) } }, 'approval file failed');
+      if (!isApprovalError(err)) logger?.error({ file: name, err: safeError(err) }, 'approval file failed');
       reply = { file: name, result: 'REFUSED', code: e.code, message: e.message };
       logger?.warn({ file: name, code: e.code }, `approval file refused: ${e.message}`);
     }

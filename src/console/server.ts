@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
+import { safeError } from '../log/index.js';
 import {
   consoleUploaderOf,
   consoleUploadersOf,
@@ -262,8 +263,7 @@ export class ConsoleServer {
   }
 
   private failed(res: ServerResponse, err: unknown): void {
-    const e = err as Error;
-    this.o.logger.error({ err: { message: e.message, code: (e as { code?: string }).code } }, 'console: request failed');
+    this.o.logger.error({ err: safeError(err) }, 'console: request failed');
     if (res.headersSent) {
       res.destroy();
       return;

@@ -8,7 +8,6 @@ import type { Logger } from 'pino';
 import type { BatchEventData } from '../domain/batch-events.js';
 import type { ResultFiles } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
-import { PayoutdError } from '../domain/errors.js';
 import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
 import { safeError } from '../log/index.js';
 import {
@@ -213,11 +212,7 @@ export class BatchFinisher {
         );
       }
     } catch (err) {
-      const safe =
-        err instanceof PayoutdError
-          ? err.toLog()
-          : { name: (err as Error)?.name ?? 'Error', message: String((err as Error)?.message ?? err).slice(0, 300) };
-      logger.error({ batchId: batch.id, err: safe }, 'optional outbox file not written');
+      logger.error({ batchId: batch.id, err: safeError(err) }, 'optional outbox file not written');
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { backoffDelay } from '../domain/backoff.js';
-import { PayoutdError } from '../domain/errors.js';
+import { safeError } from '../log/index.js';
 
 export interface WorkLoopOptions {
   name: string;
@@ -49,11 +49,7 @@ export class WorkLoop {
       } catch (err) {
         if (signal.aborted) break;
         failures++;
-        const safe =
-          err instanceof PayoutdError
-            ? err.toLog()
-            : { name: (err as Error)?.name ?? 'Error', message: String((err as Error)?.message ?? err).slice(0, 300) };
-        this.o.logger.error({ loop: this.o.name, err: safe, failures }, 'work loop pass failed; backing off');
+        this.o.logger.error({ loop: this.o.name, err: safeError(err), failures }, 'work loop pass failed; backing off');
       }
       if (signal.aborted) break;
       if (did > 0 && failures === 0) continue;

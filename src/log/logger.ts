@@ -24,10 +24,27 @@ const SECRET_KEYS = [
 /** Redaction paths for the keys above at the top level and two levels down. */
 export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]);
 
+/** Longest message logged: a message could be anything the error's maker put in it. */
+const MAX_MESSAGE = 300;
+
+/** An error of the SQLite or PostgreSQL driver (by shape: the store's drivers are not the logger's business). */
+function isDriverError(err: Error): boolean {
+  return err.name === 'SqliteError' || typeof (err as { severity?: unknown }).severity === 'string';
+}
+
+/**
+ * An error as it may be logged: its name, its code if it has one, and its message cut short. A store error's
+ * message is the driver's own: knex puts the statement before it (` - ` between), which would fill the cut
+ * and hide the cause ("database or disk is full").
+ */
 export function safeError(err: unknown): unknown {
   if (err instanceof PayoutdError) return err.toLog();
-  if (err instanceof Error) return { name: err.name, message: err.message.slice(0, 300) };
-  return err;
+  // Not an Error: as it is (also what this gave before, met again as the logger's serializer).
+  if (!(err instanceof Error)) return err;
+  const code = (err as { code?: unknown }).code;
+  const cut = isDriverError(err) ? err.message.lastIndexOf(' - ') : -1;
+  const message = cut >= 0 ? err.message.slice(cut + 3) : err.message;
+  return { name: err.name, ...(typeof code === 'string' ? { code } : {}), message: message.slice(0, MAX_MESSAGE) };
 }
 
 export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {

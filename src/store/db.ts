@@ -69,6 +69,13 @@ const knexLog: Knex.Config['log'] = {
 /** The pool of each SQLite database openDatabase opened, for closeDatabase. */
 const sqlitePools = new WeakMap<Database, knex.KnexPool<SqliteConnection>>();
 
+const COMMON_CONFIG: Knex.Config = {
+  migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
+  log: knexLog,
+  // A failed query's message names its statement with `?` for each value, never the values (account numbers).
+  compileSqlOnError: false,
+};
+
 export function openDatabase(o: DatabaseOptions): Database {
   if (o.client === 'pg') {
     if (!o.url) throw new Error('database.url is required for client pg');
@@ -77,8 +84,7 @@ export function openDatabase(o: DatabaseOptions): Database {
       client: 'pg',
       connection: o.url,
       pool: { min: 0, max: o.poolMax },
-      migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
-      log: knexLog,
+      ...COMMON_CONFIG,
     });
     databaseNames.set(pg, serverOf(o.url));
     return pg;
@@ -99,8 +105,7 @@ export function openDatabase(o: DatabaseOptions): Database {
     client: 'better-sqlite3',
     connectionPool: pool,
     useNullAsDefault: true,
-    migrations: { migrationSource, tableName: MIGRATIONS_TABLE },
-    log: knexLog,
+    ...COMMON_CONFIG,
   });
   sqlitePools.set(db, pool);
   databaseNames.set(db, o.filename);

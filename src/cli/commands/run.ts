@@ -6,7 +6,7 @@ import { systemClock } from '../../domain/clock.js';
 import { applyLiveOptions, type OptionChange, type ResolvedConfig } from '../../config/index.js';
 import { startDaemon, type RunningDaemon } from '../../daemon/runtime.js';
 import { faultPointFromSpec } from '../../daemon/fault-points.js';
-import type { Logger } from '../../log/index.js';
+import { safeError, type Logger } from '../../log/index.js';
 
 export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: () => ResolvedConfig, faultSpec?: string): Promise<void> {
   const faultPoint = faultPointFromSpec(faultSpec) ?? undefined;
@@ -24,7 +24,7 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
   const stop = (): void => {
     if (!running) return; // start-up still running: it sees startAbort and returns
     running.stop().then(resolveStopped, (err: unknown) => {
-      logger.error({ err: { message: (err as Error).message } }, 'error while stopping');
+      logger.error({ err: safeError(err) }, 'error while stopping');
       process.exitCode = 1;
       resolveStopped();
     });
