@@ -6,7 +6,7 @@
  */
 import { ExactTotal } from '../domain/exact-total.js';
 import { Decimal, decimalText } from '../domain/money.js';
-import { isSummableAmount } from './summary.js';
+import { isSummableAmount, totalsCurrency } from './summary.js';
 import type { AckRow, BatchIdentity } from './types.js';
 import { currencyDecimals } from './decimals.js';
 
@@ -24,7 +24,7 @@ export interface RowsAndAmount {
 }
 
 export interface AckCurrencyTotal extends RowsAndAmount {
-  /** Payout currency as written; empty when a row had none. */
+  /** Payout currency, upper-cased (totalsCurrency); empty when a row had none. */
   currency: string;
   accepted: RowsAndAmount;
   rejected: RowsAndAmount;
@@ -57,7 +57,7 @@ export class AckTotalsAccumulator {
   private readonly byCurrency = new Map<string, { all: Part; accepted: Part; rejected: Part; notSummed: number }>();
 
   add(row: AckMoneyRow): void {
-    const currency = row.payoutCurrency ?? '';
+    const currency = totalsCurrency(row.payoutCurrency ?? '');
     let c = this.byCurrency.get(currency);
     if (!c) this.byCurrency.set(currency, (c = { all: part(), accepted: part(), rejected: part(), notSummed: 0 }));
     const side = row.verdict === 'ACCEPTED' ? c.accepted : c.rejected;

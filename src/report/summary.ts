@@ -20,6 +20,14 @@ export function isSummableAmount(text: string): boolean {
   return text.length <= MAX_SUMMABLE_LENGTH && SUMMABLE.test(text);
 }
 
+/**
+ * The currency a row's amounts are added under: upper-cased, as the intake sends it (a file may write `php`,
+ * `Php` and `PHP`, one currency). Only a row's own currency cell keeps it as written.
+ */
+export function totalsCurrency(written: string): string {
+  return written.toUpperCase();
+}
+
 interface Group {
   rowCount: number;
   sum: ExactTotal;
@@ -84,7 +92,7 @@ export class SummaryAccumulator {
   }
 
   private addAmount(status: RowOutcomeStatus, measure: AmountMeasure, currency: string, amount: string): void {
-    const g = this.group(status, measure, currency);
+    const g = this.group(status, measure, totalsCurrency(currency));
     g.rowCount += 1;
     if (isSummableAmount(amount)) g.sum.add(amount);
     else g.rowsNotSummed += 1;

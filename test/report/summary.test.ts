@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { completedEventData } from '../../src/daemon/finisher.js';
+import { ackTotalsRecords, AckTotalsAccumulator } from '../../src/report/ack-totals.js';
 import { SummaryAccumulator, summarize, type RowOutcome, type RowOutcomeStatus } from '../../src/report/index.js';
 
 let nextLine = 1;
@@ -78,5 +80,46 @@ describe('summary', () => {
     expect(acc.rows()).toEqual([{ status: 'ALL', measure: 'rows', currency: '', rowCount: 0, amount: null, rowsNotSummed: null }]);
     for (const r of rows) acc.add(r);
     expect(acc.summary()).toEqual(summarize(rows));
+  });
+
+  it('groups a currency written in any letter case as one (the intake accepts it so): summary and completed event', () => {
+    const paid = { deduction: '1', fee: '0.5', feeCurrency: 'usdt' };
+    const rows = [
+      row('PAID', 'PHP', '100', paid),
+      row('PAID', 'php', '200', paid),
+      row('PAID', 'Php', '300', paid),
+      row('REJECTED', 'php', '7'),
+    ];
+    rows[1] = { ...rows[1]!, deductionCurrency: 'usdt' };
+    const s = summarize(rows);
+    expect(s.rows.map((r) => [r.status, r.measure, r.currency, r.rowCount, r.amount])).toEqual([
+      ['PAID', 'payout_amount', 'PHP', 3, '600'],
+      ['PAID', 'deduction_amount', 'USDT', 3, '3'],
+      ['PAID', 'total_fee', 'USDT', 3, '1.5'],
+      ['PAID', 'rows', '', 3, null],
+      ['REJECTED', 'payout_amount', 'PHP', 1, '7'],
+      ['REJECTED', 'rows', '', 1, null],
+      ['ALL', 'rows', '', 4, null],
+    ]);
+    const event = completedEventData({ resultPath: '/o/r.csv', summaryPath: '/o/s.csv', summary: s });
+    expect([event['payoutTotals'], event['deductionTotals']]).toEqual([
+      { PAID: { PHP: '600' }, REJECTED: { PHP: '7' } },
+      { PAID: { USDT: '3' } },
+    ]);
+  });
+});
+
+describe('ack totals', () => {
+  it("group a currency written in any letter case as one, shown with the currency's decimals", () => {
+    const acc = new AckTotalsAccumulator();
+    acc.add({ verdict: 'ACCEPTED', payoutCurrency: 'PHP', payoutAmount: '100' });
+    acc.add({ verdict: 'ACCEPTED', payoutCurrency: 'php', payoutAmount: '200' });
+    acc.add({ verdict: 'REJECTED', payoutCurrency: 'Php', payoutAmount: '300' });
+    const currencies = acc.currencies();
+    expect(currencies.map((c) => [c.currency, c.rows, c.amount, c.accepted.amount, c.rejected.amount])).toEqual([
+      ['PHP', 3, '600', '300', '300'],
+    ]);
+    const [line] = ackTotalsRecords({ batchId: 'B', fileName: 'f.csv' }, { currencies, verdict: 'PARTLY_ACCEPTED' });
+    expect(line?.[5]).toMatch(/^PHP: 3 rows, 600\.00 \(accepted 2 rows, 300\.00; rejected 1 row, 300\.00\)/);
   });
 });
