@@ -11,6 +11,7 @@ import { decimalText, isPlainDecimal } from '../domain/money.js';
 import type { Database } from './db.js';
 import type { BatchRecord } from './batches.js';
 import { rowsInState, type IndexedState } from './payouts.js';
+import { writtenMoney } from './request-fields.js';
 
 export type StateCounts = Partial<Record<RowState, number>>;
 
@@ -81,22 +82,30 @@ export async function countRowsInState(db: Database, state: IndexedState): Promi
   return Number(r?.n ?? 0);
 }
 
+const writtenMoneyAs = (db: Database, field: 'payoutCurrency' | 'payoutAmount', as: string): Knex.Raw =>
+  db.raw('? as ??', [writtenMoney(db, field), as]);
+
 /** Exact sums of a batch's payout amounts per row state and payout currency (status files and events). */
 export async function amountsByState(db: Database, batchId: string): Promise<Partial<Record<RowState, Record<string, string>>>> {
+  // The money as written: a row's own column only where the cell differs from its request's value (request-fields.ts).
   const rows = (await db('payouts')
     .where({ batch_id: batchId })
-    .whereNotNull('payout_amount')
-    .select('state', 'payout_currency', 'payout_amount')) as { state: RowState; payout_currency: string | null; payout_amount: string }[];
+    .select('state', writtenMoneyAs(db, 'payoutCurrency', 'currency'), writtenMoneyAs(db, 'payoutAmount', 'amount'))) as {
+    state: RowState;
+    currency: string | null;
+    amount: string | null;
+  }[];
   const sums = new Map<RowState, Map<string, ExactTotal>>();
   for (const r of rows) {
     // A rejected row's amount cell may hold anything; only plain decimals are money to add.
-    if (!isPlainDecimal(r.payout_amount)) continue;
+    if (r.amount === null || !isPlainDecimal(r.amount)) continue;
     const byCurrency = sums.get(r.state) ?? new Map<string, ExactTotal>();
     sums.set(r.state, byCurrency);
-    const currency = r.payout_currency ?? '';
+    // One currency in any letter case is one total (as in the result files' summary).
+    const currency = (r.currency ?? '').toUpperCase();
     const total = byCurrency.get(currency) ?? new ExactTotal();
     byCurrency.set(currency, total);
-    total.add(r.payout_amount);
+    total.add(r.amount);
   }
   const out: Partial<Record<RowState, Record<string, string>>> = {};
   for (const state of ROW_STATES) {

@@ -4,7 +4,7 @@
  * database of either engine (SQLite in test/store, PostgreSQL in
  * test/postgres): the result files' reader and the reconciliation report's
  * show the written text where the row keeps one, the request's value where
- * it keeps none, and a row an earlier build stored with every cell kept as
+ * it keeps none (the amounts by state of status files and events add them up), and a row an earlier build stored with every cell kept as
  * it was.
  */
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import { BatchOutbox } from '../../src/daemon/outbox.js';
 import { decimalText } from '../../src/domain/money.js';
 import type { ReadyMoney } from '../../src/domain/ready-money.js';
 import { getBatch, type BatchRecord } from '../../src/store/batches.js';
+import { amountsByState } from '../../src/store/counts.js';
 import { readyMoneyOf } from '../../src/store/request-fields.js';
 import type { Database } from '../../src/store/db.js';
 import type { PayoutRow } from '../../src/store/payouts.js';
@@ -94,6 +95,9 @@ export async function checkMoneyAsWritten(db: Database): Promise<void> {
   await db('payouts')
     .where({ batch_id: BATCH })
     .update({ state: 'PAID', payout_id: db.raw("'P-' || line"), created_at_ms: CREATED_AT });
+
+  // The status files' and events' amounts by state: every row's money, its request's where no cell was kept.
+  expect(await amountsByState(db, BATCH)).toEqual({ PAID: { EUR: '13', PHP: '153001.5' } });
 
   const shown = CASES.map((c) => c.shown);
   const inResultFiles = [];
