@@ -34,8 +34,16 @@ import {
   insertRowsWhileReading,
   requestValuesOfReferences,
 } from '../store/index.js';
-import { BatchReadError, batchFileKind, readBatchFileOnThread, type BatchFormatOptions, type BatchParseResult } from './csv/index.js';
+import {
+  BatchReadError,
+  batchFileKind,
+  readBatchFileOnThread,
+  reasonOf,
+  type BatchFormatOptions,
+  type BatchParseResult,
+} from './csv/index.js';
 import type { RowError, ValidationRules } from './rules/index.js';
+import { filePlace } from './rules/row-error.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
 
 /** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
@@ -123,11 +131,15 @@ export function newBatchId(now: number): string {
 }
 
 function toErrorRecord(e: RowError): BatchErrorRecord {
-  return { line: e.line ?? null, column: e.column ?? null, field: e.field ?? null, code: e.code, message: e.message };
-}
-
-function describeErrors(errors: RowError[]): string {
-  return errors.map((e) => (e.line ? `line ${e.line}: ${e.message}` : e.message)).join('; ');
+  return {
+    file: e.file,
+    line: e.line ?? null,
+    column: e.column ?? null,
+    columnIndex: e.columnIndex ?? null,
+    field: e.field ?? null,
+    code: e.code,
+    message: e.message,
+  };
 }
 
 /** A first look at the bytes (binary content is not a CSV; a UTF-16 byte order mark says what it is). */
@@ -345,7 +357,7 @@ export class BatchIntake {
     // The encoding `auto` chose is kept even for a file refused whole: its ack says how it was read.
     const encoding = parse.encodingDetected ? parse.encoding : null;
     if (parse.fileErrors.length > 0) {
-      const reason = describeErrors(parse.fileErrors);
+      const reason = reasonOf(parse.fileErrors, (e) => filePlace(e, parse.file)) as string;
       return this.rejectFile(validating, 'INVALID_FILE', reason, parse.fileErrors.map(toErrorRecord), false, { encoding });
     }
     if (parse.rowCount === 0) {

@@ -642,6 +642,24 @@ const payoutChecked: Migration = {
   },
 };
 
+// A stored error names where finance finds it: its column's letter (from its position), and its file when that is
+// not the batch's own (a sidecar `<name>.ctl`); before, `payoutd status` showed a sidecar's line as the batch's.
+const errorPlace: Migration = {
+  name: '0021_error_place',
+  async up(knex) {
+    await knex.schema.alterTable('batch_errors', (t) => {
+      t.text('file').nullable();
+      t.integer('column_index').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batch_errors', (t) => {
+      t.dropColumn('file');
+      t.dropColumn('column_index');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -663,6 +681,7 @@ export const MIGRATIONS: readonly Migration[] = [
   batchCancel,
   cancelEndsApproval,
   payoutChecked,
+  errorPlace,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

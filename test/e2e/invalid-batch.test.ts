@@ -111,7 +111,7 @@ describe('e2e: an upload cut inside its last row', () => {
     const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
     expect(ack.rows).toHaveLength(1);
     expect(ack.rows[0]?.['verdict']).toBe('REJECTED');
-    expect(ack.rows[0]?.['reason']).toMatch(/^line 6: the upload looks incomplete \(the file ends inside row 5\): /);
+    expect(ack.rows[0]?.['reason']).toMatch(/^FILE_INCOMPLETE \[line 6\]: the upload looks incomplete \(the file ends inside row 5\): /);
     expect(e2e.ledger()).toEqual([]);
   });
 });

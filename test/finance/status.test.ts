@@ -11,7 +11,7 @@ import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import { cancelReadyRows } from '../../src/store/cancels.js';
 import { holdBatch } from '../../src/store/holds.js';
-import { updateBatch } from '../../src/store/index.js';
+import { insertBatchErrors, updateBatch } from '../../src/store/index.js';
 import { DAY, T0, addBatch, addRows, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -106,4 +106,28 @@ it('shows a cancelled batch as CANCELLED with its reason, also with --batch', as
   expect(one).toContain('cancelled by an operator: wrong month (2026-01-10T12:00:01.000Z): unsent rows are NOT_SUBMITTED');
   const [view] = JSON.parse(await printed(() => status(configFor(dir), 'BCANCEL', 20, true))) as Record<string, unknown>[];
   expect(view).toMatchObject({ state: 'ACTIVE', shownState: 'CANCELLED', cancelReason: 'cancelled by an operator: wrong month' });
+});
+
+it('--batch names where each stored error is: its column letter, and the sidecar file for a line of it', async () => {
+  const { db, dir } = await store();
+  await addBatch(db, 'BREFUSED', 'pay.csv');
+  await updateBatch(db, 'BREFUSED', { state: 'REJECTED', rejectCode: 'INVALID_FILE', rejectReason: 'see the errors' }, T0);
+  await insertBatchErrors(db, 'BREFUSED', [
+    { file: 'pay.csv', line: 1, column: '', columnIndex: 7, field: null, code: 'HEADER_UNKNOWN', message: 'this column has no header' },
+    {
+      file: 'pay.csv.ctl',
+      line: 2,
+      column: null,
+      columnIndex: null,
+      field: null,
+      code: 'CONTROL_INVALID',
+      message: 'control line must be …',
+    },
+    { line: null, column: null, field: null, code: 'CONTROL_MISSING', message: 'control totals are required' },
+  ]);
+  await closeDatabase(db);
+  const out = await printed(() => status(configFor(dir), 'BREFUSED', 20, false));
+  expect(out).toContain('  line 1, column H: HEADER_UNKNOWN: this column has no header\n');
+  expect(out).toContain('  pay.csv.ctl, line 2: CONTROL_INVALID: control line must be …\n');
+  expect(out).toContain('  file: CONTROL_MISSING: control totals are required\n');
 });

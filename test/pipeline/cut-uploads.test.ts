@@ -26,8 +26,12 @@ describe('pipeline: a cut upload', () => {
     it(`without a final line break is refused whole, and nothing is paid (${policy})`, async () => {
       const p = await startPipeline({ onInvalidRows: policy });
       const batch = await p.receive('cut.csv', [HEADER, ...ROWS].join('\n'));
-      expect([batch.state, batch.rejectCode, batch.rejectReason]).toEqual(['REJECTED', 'INVALID_FILE', `line 4: ${UNTERMINATED}`]);
-      expect(p.effects).toEqual([{ kind: 'file-rejection', batchId: batch.id, reason: `line 4: ${UNTERMINATED}` }]);
+      expect([batch.state, batch.rejectCode, batch.rejectReason]).toEqual([
+        'REJECTED',
+        'INVALID_FILE',
+        `FILE_UNTERMINATED [line 4]: ${UNTERMINATED}`,
+      ]);
+      expect(p.effects).toEqual([{ kind: 'file-rejection', batchId: batch.id, reason: `FILE_UNTERMINATED [line 4]: ${UNTERMINATED}` }]);
       expect(await p.rows(batch.id)).toEqual([]);
       await expectNothingPaid(p);
     });
@@ -37,7 +41,7 @@ describe('pipeline: a cut upload', () => {
       const short = (ROWS[2] as string).split(',').slice(0, 7).join(',');
       const batch = await p.receive('short.csv', `${[HEADER, ROWS[0], ROWS[1], short].join('\n')}\n`);
       const reason =
-        "line 4: the upload looks incomplete (the file ends inside row 3): its last row, on line 4, has 7 of the header's 12 fields; upload the whole file again";
+        "FILE_INCOMPLETE [line 4]: the upload looks incomplete (the file ends inside row 3): its last row, on line 4, has 7 of the header's 12 fields; upload the whole file again";
       expect([batch.state, batch.rejectCode, batch.rejectReason]).toEqual(['REJECTED', 'INVALID_FILE', reason]);
       expect(p.effects).toEqual([{ kind: 'file-rejection', batchId: batch.id, reason }]);
       await expectNothingPaid(p);
@@ -51,7 +55,7 @@ describe('pipeline: a cut upload', () => {
       columns.map((f) => ({ ...VALID_ROW, merchantReferenceId: ref, payoutAmount: amount })[f]).join(',');
     // 1500.50 cut to 150.
     const batch = await p.receive('amount-last.csv', [columns.join(','), line('AMT-1', '1500.50'), line('AMT-2', '150')].join('\n'));
-    expect([batch.state, batch.rejectReason]).toEqual(['REJECTED', `line 3: ${UNTERMINATED}`]);
+    expect([batch.state, batch.rejectReason]).toEqual(['REJECTED', `FILE_UNTERMINATED [line 3]: ${UNTERMINATED}`]);
     await expectNothingPaid(p);
   });
 

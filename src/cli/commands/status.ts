@@ -21,6 +21,7 @@ import {
 } from '../../store/index.js';
 import { estimateEnd, progressOf, shownBatchState } from '../../domain/batch-events.js';
 import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
+import { filePlace } from '../../ingest/rules/row-error.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */
@@ -270,8 +271,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       const errors = await listBatchErrors(db, b.id);
       if (errors.length > 0) {
         print(`\nerrors (${errors.length}):`);
-        for (const e of errors.slice(0, 50))
-          print(`  ${e.line ? `line ${e.line}` : 'file'}${e.column ? `, ${e.column}` : ''}: ${e.code}: ${e.message}`);
+        for (const e of errors.slice(0, 50)) print(`  ${filePlace(e, b.fileName) ?? 'file'}: ${e.code}: ${e.message}`);
         if (errors.length > 50) print(`  … ${errors.length - 50} more (payoutd status --batch ${b.id} --json)`);
       }
       // The outbox module brings the report writers; only this one line of --batch needs it.

@@ -36,13 +36,16 @@ export class BatchReadError extends PayoutdError {
   override readonly name = 'BatchReadError';
 }
 
-/** Every error of a row with its code and column, as the row keeps it (the line has its own column everywhere). */
-export function reasonOf(errors: readonly RowError[]): string | null {
+/**
+ * Every error with its code and place, in one text: `CODE [column K "Account"]: what is wrong`. A row's reason
+ * places an error by its column (the line has its own column everywhere); `placeOf` places it otherwise.
+ */
+export function reasonOf(errors: readonly RowError[], placeOf: (e: RowError) => string | null = columnPlace): string | null {
   if (errors.length === 0) return null;
   return errors
     .map((e) => {
-      const column = columnPlace(e);
-      return `${e.code}${column ? ` [${column}]` : ''}: ${e.message}`;
+      const place = placeOf(e);
+      return `${e.code}${place ? ` [${place}]` : ''}: ${e.message}`;
     })
     .join('; ');
 }

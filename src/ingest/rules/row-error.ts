@@ -117,3 +117,16 @@ export function errorPlace(e: Pick<RowError, 'line' | 'column' | 'columnIndex'>)
   const line = e.line === null ? null : `line ${e.line}`;
   return line && column ? `${line}, ${column}` : (line ?? column);
 }
+
+/**
+ * Where a problem of a batch is: `line 1, column H`, led by the file it is in when that is not the batch's own
+ * (`payouts.csv.ctl, line 2`): a clerk told only "line 2" opens the batch file. Null: the batch file as a whole.
+ */
+export function filePlace(
+  e: Pick<RowError, 'line' | 'column' | 'columnIndex'> & { file?: string | null },
+  batchFile: string,
+): string | null {
+  const place = errorPlace(e);
+  if (!e.file || e.file === batchFile) return place;
+  return place === null ? e.file : `${e.file}, ${place}`;
+}
