@@ -2,7 +2,7 @@ import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseSidecarText } from '../../src/ingest/csv/index.js';
-import { codes, parseCollect, tempDir } from './helpers.js';
+import { codes, HEADER, parseCollect, row, tempCsv, tempDir } from './helpers.js';
 
 const fixture = (name: string): string => `test/fixtures/csv/${name}`;
 
@@ -51,6 +51,47 @@ describe('control totals in trailer records', () => {
     const { result } = await parseCollect(path);
     expect(result.fileErrors.map((e) => e.message)).toEqual([
       'control file batch.csv.ctl has no total for USD, found 10 USD; add a line #CONTROL,total,USD,<amount>',
+    ]);
+  });
+});
+
+describe('a control trailer written with the other separator', () => {
+  // Read as one field by the file's separator, it was taken for a short last row: "upload the whole file again",
+  // which failed the same way every time.
+  const semicolons = (line: string): string => line.replaceAll(',', ';');
+
+  it('is read in a comma file, with Excel padding after it too', async () => {
+    const text = `${HEADER}\n${row('S-1')}\n${row('S-2')}\n#CONTROL;rows;2\n#control; total ;PHP;201.00,,,,,,,,,,,\n`;
+    const { result, rows } = await parseCollect(await tempCsv(text));
+    expect(result.fileErrors).toEqual([]);
+    expect(rows).toHaveLength(2);
+    expect(result.controlTotals).toMatchObject([
+      { source: 'trailer', rows: 2, totals: { PHP: '201' }, lines: { rows: 4, totals: { PHP: 5 } } },
+    ]);
+  });
+
+  it('is read in a semicolon file', async () => {
+    const text = `${semicolons(HEADER)}\n${semicolons(row('S-1'))}\n#CONTROL,rows,1\n`;
+    const { result, rows } = await parseCollect(await tempCsv(text));
+    expect(result.fileErrors).toEqual([]);
+    expect(rows).toHaveLength(1);
+    expect(result.controlTotals).toMatchObject([{ source: 'trailer', rows: 1 }]);
+  });
+
+  it('is compared with the rows like any trailer', async () => {
+    const { result } = await parseCollect(await tempCsv(`${HEADER}\n${row('S-1')}\n#CONTROL;rows;2\n`));
+    expect(result.fileErrors.map((e) => [e.code, e.line])).toEqual([['CONTROL_ROWS_MISMATCH', 3]]);
+  });
+
+  it('with a comma in its amount is refused as a control line, saying why', async () => {
+    const { result } = await parseCollect(await tempCsv(`${HEADER}\n${row('S-1')}\n#CONTROL;rows;1\n#CONTROL;total;PHP;100,50\n`));
+    expect(result.fileErrors).toEqual([
+      expect.objectContaining({
+        code: 'CONTROL_INVALID',
+        line: 4,
+        message:
+          'control line must be #CONTROL,rows,<count> or #CONTROL,total,<currency>,<amount>; its fields are read at each "," and ";", so a number in it must have no comma: write it plain, e.g. 1500.50',
+      }),
     ]);
   });
 });

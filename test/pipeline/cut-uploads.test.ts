@@ -76,4 +76,12 @@ describe('pipeline: a cut upload', () => {
     expect(batch.rejectReason).toContain(UNTERMINATED);
     await expectNothingPaid(p);
   });
+
+  it('is not what a trailer written with the other separator is: its last line is read as the trailer, and paid', async () => {
+    const p = await startPipeline();
+    const batch = await p.receive('semi-trailer.csv', `${[HEADER, ...ROWS, '#CONTROL;rows;3', '#CONTROL;total;PHP;301.50'].join('\n')}\n`);
+    expect([batch.state, batch.rejectReason, batch.validCount]).toEqual(['ACTIVE', null, 3]);
+    await p.submit();
+    expect(p.createRequests()).toBe(3);
+  });
 });

@@ -42,7 +42,7 @@ describe('pipeline: the reason a file is refused for', () => {
     await writeFile(controlPath, '#CONTROL,rows,2\n#CONTROL,total,PHP,201,00\n');
     const batch = await p.intake.receive({ ...claimed, controlPath });
     expect(batch.rejectReason).toBe(
-      'CONTROL_INVALID [pay.csv.ctl, line 2]: control line must be #CONTROL,rows,<count> or #CONTROL,total,<currency>,<amount>',
+      'CONTROL_INVALID [pay.csv.ctl, line 2]: control line must be #CONTROL,rows,<count> or #CONTROL,total,<currency>,<amount>; its fields are read at each "," and ";", so a number in it must have no comma: write it plain, e.g. 1500.50',
     );
     expect(await listBatchErrors(p.db, batch.id)).toMatchObject([{ file: 'pay.csv.ctl', line: 2, column: null, columnIndex: null }]);
   });

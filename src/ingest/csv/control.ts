@@ -33,6 +33,12 @@ export interface FoundTotals {
   unsummedRows: number;
 }
 
+/**
+ * A control line written whole in its first field: a sidecar's line, or a trailer written with the other
+ * separator than its file's (`#CONTROL;rows;1` in a comma file), which the file's separator leaves in one piece.
+ */
+const WHOLE_CONTROL_LINE = /^#CONTROL *[,;]/i;
+
 export function isControlRecord(fields: readonly string[]): boolean {
   const first = fields[0];
   if (first === undefined) return false;
@@ -40,7 +46,17 @@ export function isControlRecord(fields: readonly string[]): boolean {
   let i = 0;
   while (i < first.length && first.charCodeAt(i) === 0x20) i++;
   if (first.charCodeAt(i) !== 0x23) return false;
-  return trimSpaces(first).toUpperCase() === CONTROL_MARKER;
+  const marker = trimSpaces(first);
+  return marker.toUpperCase() === CONTROL_MARKER || WHOLE_CONTROL_LINE.test(marker);
+}
+
+/** The fields of a control record: one written whole in its first field is split at each ',' and ';'. */
+function controlFields(raw: readonly string[]): { fields: string[]; split: boolean } {
+  const split = WHOLE_CONTROL_LINE.test(trimSpaces(raw[0] ?? ''));
+  const fields = (split ? raw.flatMap((f) => f.split(/[,;]/)) : raw).map(trimSpaces);
+  // Padding a spreadsheet adds after the line's own fields.
+  while (fields.length > 0 && fields[fields.length - 1] === '') fields.pop();
+  return { fields, split };
 }
 
 /** Collects control lines into one block, reporting malformed ones. */
@@ -63,8 +79,7 @@ export class ControlBlock {
   /** Adds one control record (marker included); returns the error for a malformed one. */
   add(rawFields: readonly string[], line: number): RowError | null {
     this.lines++;
-    const fields = rawFields.map(trimSpaces);
-    while (fields.length > 0 && fields[fields.length - 1] === '') fields.pop();
+    const { fields, split } = controlFields(rawFields);
     const invalid = (message: string): RowError => fileErrorOf(this.file, line, 'CONTROL_INVALID', message);
     if (this.lines > MAX_CONTROL_LINES)
       return this.lines === MAX_CONTROL_LINES + 1 ? invalid(`more than ${MAX_CONTROL_LINES} control lines`) : null;
@@ -87,7 +102,14 @@ export class ControlBlock {
       this.totalLines[currency] = line;
       return null;
     }
-    return invalid(`control line must be ${CONTROL_MARKER},rows,<count> or ${CONTROL_MARKER},total,<currency>,<amount>`);
+    const form = `control line must be ${CONTROL_MARKER},rows,<count> or ${CONTROL_MARKER},total,<currency>,<amount>`;
+    // More fields than its kind has, once split at both separators: a decimal or thousands comma split the number.
+    const tooMany = split && ((kind === 'rows' && fields.length > 3) || (kind === 'total' && fields.length > 4));
+    return invalid(
+      tooMany
+        ? `${form}; its fields are read at each "," and ";", so a number in it must have no comma: write it plain, e.g. 1500.50`
+        : form,
+    );
   }
 
   /** The block, or null when no control line was seen; a block without a row count is an error. */
@@ -115,13 +137,12 @@ export function parseSidecarText(text: string, file: string): { controls: Contro
   const lines = text.replace(/^\ufeff/, '').split(/\r\n|\n|\r/);
   lines.forEach((raw, index) => {
     if (trimSpaces(raw) === '') return;
-    const fields = raw.split(/[,;]/);
     const line = index + 1;
-    if (!isControlRecord(fields)) {
+    if (!isControlRecord([raw])) {
       errors.push(fileErrorOf(file, line, 'CONTROL_INVALID', `line does not start with ${CONTROL_MARKER}`));
       return;
     }
-    const error = block.add(fields, line);
+    const error = block.add([raw], line);
     if (error) errors.push(error);
   });
   const { controls, error } = block.finish(null);
