@@ -31,6 +31,7 @@ import {
   type ReaderLease,
   acceptBatchRows,
   type InvalidRowsPolicy,
+  type ReferenceColumn,
   insertRowsWhileReading,
   requestValuesOfReferences,
 } from '../store/index.js';
@@ -43,7 +44,7 @@ import {
   type BatchParseResult,
 } from './csv/index.js';
 import type { RowError, ValidationRules } from './rules/index.js';
-import { filePlace } from './rules/row-error.js';
+import { columnPlace, filePlace } from './rules/row-error.js';
 import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
 
 /** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
@@ -140,6 +141,12 @@ function toErrorRecord(e: RowError): BatchErrorRecord {
     code: e.code,
     message: e.message,
   };
+}
+
+/** The reference's column as the file has it, for the reasons of rows whose reference is used twice. */
+function referenceColumn(parse: BatchParseResult): ReferenceColumn | undefined {
+  const found = parse.referenceColumn;
+  return found === null ? undefined : { ...found, place: columnPlace(found) as string };
 }
 
 /** A first look at the bytes (binary content is not a CSV; a UTF-16 byte order mark says what it is). */
@@ -371,7 +378,7 @@ export class BatchIntake {
       totalsJson: JSON.stringify(parse.totals),
     });
 
-    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now(), this.fenceOf(read.id));
+    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now(), this.fenceOf(read.id), referenceColumn(parse));
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) return this.rejectRead(read, counts, 'INVALID_ROWS', verdict.rejectReason ?? 'not accepted');
     // One read of the accepted rows writes the ack's rows ahead and adds up what the gates decide on.

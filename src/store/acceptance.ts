@@ -38,6 +38,19 @@ const REFERENCES_PER_LOOKUP = 5_000;
 /** The columns a check sets on a row it moves (src/store/multi-row-update.ts), after its id. */
 const MARKED_COLUMNS = ['state', 'reason_code', 'reason', 'updated_at'];
 
+/**
+ * The reference's column as the file has it: its header as written, its position (null: not known), and how a
+ * message names it (`column A "Reference"`), for the errors and reasons of the rows a check marks.
+ */
+export interface ReferenceColumn {
+  column: string;
+  columnIndex: number | null;
+  place: string;
+}
+
+/** The column named by its field alone, when the caller does not say how the file has it. */
+const REFERENCE_FIELD: ReferenceColumn = { column: 'merchantReferenceId', columnIndex: null, place: '"merchantReferenceId"' };
+
 /** What a check found: an error per row concerned, and how many rows it moved. */
 interface Marked {
   errors: BatchErrorRecord[];
@@ -88,16 +101,26 @@ async function referencesOnTwoRows(trx: Database, batchId: string, references: s
   return new Set([...rowsOf].filter(([, n]) => n > 1).map(([reference]) => reference));
 }
 
-async function markInFileDuplicates(trx: Database, batchId: string, now: number): Promise<Marked> {
+/** The error of a row whose reference a check refuses, and its move, the row's reason led by its place (`CODE [column A "Ref"]: …`). */
+function referenceMark(row: RowMarking & { line: number }, column: ReferenceColumn): { error: BatchErrorRecord; move: RowMarking } {
+  const { id, from, line, code, reason: message } = row;
+  return {
+    error: { line, column: column.column, columnIndex: column.columnIndex, field: 'merchantReferenceId', code, message },
+    move: { id, from, code, reason: `${code} [${column.place}]: ${message}` },
+  };
+}
+
+async function markInFileDuplicates(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
   const errors: BatchErrorRecord[] = [];
   const moves: RowMarking[] = [];
   for (const [reference, rows] of await rowsSharingReference(trx, batchId)) {
     const lines = rows.map((r) => r.line);
     for (const r of rows) {
-      const others = lines.filter((l) => l !== r.line).join(', ');
-      const message = `merchantReferenceId ${reference} appears more than once in this file (also on line ${others})`;
-      errors.push({ line: r.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code: 'DUPLICATE_IN_FILE', message });
-      if (VALID.includes(r.state)) moves.push({ id: r.id, from: r.state, code: 'DUPLICATE_IN_FILE', reason: message });
+      const others = lines.filter((l) => l !== r.line);
+      const message = `the reference ${reference} is also on line${others.length > 1 ? 's' : ''} ${others.join(', ')} of this file; give each payout its own reference, or delete the row that repeats another`;
+      const mark = referenceMark({ id: r.id, line: r.line, from: r.state, code: 'DUPLICATE_IN_FILE', reason: message }, column);
+      errors.push(mark.error);
+      if (VALID.includes(r.state)) moves.push(mark.move);
     }
   }
   return { errors, moved: await markRows(trx, moves, 'INVALID', now) };
@@ -132,12 +155,23 @@ function sameRequest(a: string, b: string): boolean {
   return x.every((v, i) => v === y[i]);
 }
 
+/** When a batch was received, as a message says it: `2026-01-05 09:00 UTC`. */
+function receivedText(ms: number | string): string {
+  return `${new Date(Number(ms)).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
 /**
  * Marks the batch's VALIDATED rows whose reference a row of another batch holds, all of them or those of one
  * `range` of lines. A range leaves out a reference that is on another row of this file too: the acceptance
  * names it a duplicate in the file first.
  */
-async function markEarlierReferences(trx: Database, batchId: string, now: number, range?: LineRange): Promise<Marked> {
+async function markEarlierReferences(
+  trx: Database,
+  batchId: string,
+  now: number,
+  column: ReferenceColumn,
+  range?: LineRange,
+): Promise<Marked> {
   const inRange = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
     if (range === undefined) return q;
     q.andWhere('p.line', '>', range.after);
@@ -160,6 +194,8 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
       'h.line as other_line',
       'h.request_values as other_request',
       'hb.state as other_batch_state',
+      'hb.file_name as other_file',
+      'hb.received_at as other_received_at',
     )
     .modify(inRange)) as {
     id: number;
@@ -171,6 +207,8 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     /** Null once retention cleared the earlier row's details (its reference stays). */
     other_request: string | null;
     other_batch_state: string;
+    other_file: string;
+    other_received_at: number | string;
   }[];
   const alsoInFile =
     range === undefined
@@ -189,15 +227,20 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
     const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
     const undecided = isBeingRead(c.other_batch_state);
+    // The earlier file by the name finance gave it (the batch id is for an operator).
+    const file = JSON.stringify(c.other_file);
+    const earlier = `line ${c.other_line} of ${file} (batch ${c.other_batch}, received ${receivedText(c.other_received_at)})`;
+    const reference = `the reference ${c.merchant_reference_id}`;
     const message = undecided
-      ? `merchantReferenceId ${c.merchant_reference_id} is held by batch ${c.other_batch} line ${c.other_line}, a file being read at the same time; not paid by this file (if batch ${c.other_batch} is rejected, neither file pays it: send it again)`
+      ? `${reference} is held by ${earlier}, a file being read at the same time; this row is not paid by this file: if ${file} is rejected, neither file pays it, so send this row again then`
       : pruned
-        ? `merchantReferenceId ${c.merchant_reference_id} was already used by batch ${c.other_batch} line ${c.other_line} (finished long ago; its details are no longer kept); not paid again`
+        ? `${reference} was already used by ${earlier}, finished long ago (its details are no longer kept); this row is not paid: give it its own reference if it is a new payout`
         : same
-          ? `merchantReferenceId ${c.merchant_reference_id} was already submitted by batch ${c.other_batch} line ${c.other_line} with the same content; not paid again`
-          : `merchantReferenceId ${c.merchant_reference_id} is already used by batch ${c.other_batch} line ${c.other_line} for a different payout; not paid`;
-    errors.push({ line: c.line, column: 'merchantReferenceId', field: 'merchantReferenceId', code, message });
-    moves.push({ id: c.id, from: 'VALIDATED', code, reason: message });
+          ? `${reference} was already submitted by ${earlier} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`
+          : `${reference} is already used by ${earlier} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by ${file}`;
+    const mark = referenceMark({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message }, column);
+    errors.push(mark.error);
+    moves.push(mark.move);
   }
   return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
 }
@@ -208,7 +251,13 @@ async function markEarlierReferences(trx: Database, batchId: string, now: number
  * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
  * way reads it again from the start. The acceptance checks again what is left. How many rows moved.
  */
-async function markEarlierReferencesByRange(db: Database, batchId: string, now: number, fence?: ReaderFence): Promise<number> {
+async function markEarlierReferencesByRange(
+  db: Database,
+  batchId: string,
+  now: number,
+  column: ReferenceColumn,
+  fence?: ReaderFence,
+): Promise<number> {
   const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
   // A usual file has a few such rows at most: the acceptance's own transaction marks them.
   if (Number(set?.n) <= MARKS_PER_RANGE) return 0;
@@ -218,7 +267,7 @@ async function markEarlierReferencesByRange(db: Database, batchId: string, now: 
     batchId,
     async (trx, _rows, range) => {
       await fence?.(trx);
-      const marked = await markEarlierReferences(trx, batchId, now, range);
+      const marked = await markEarlierReferences(trx, batchId, now, column, range);
       await insertBatchErrors(trx, batchId, marked.errors);
       moved += marked.moved;
     },
@@ -230,7 +279,7 @@ async function markEarlierReferencesByRange(db: Database, batchId: string, now: 
 /**
  * The acceptance of a batch read whole. With `fence`, each of its transactions first checks that the batch is
  * still the caller's to read: a reader that lost it (another instance reads it again) must not decide on rows
- * that are no longer its own.
+ * that are no longer its own. `column`: the reference's column as the file has it, for the rows' reasons.
  */
 export async function acceptBatchRows(
   db: Database,
@@ -238,12 +287,13 @@ export async function acceptBatchRows(
   policy: InvalidRowsPolicy,
   now: number,
   fence?: ReaderFence,
+  column: ReferenceColumn = REFERENCE_FIELD,
 ): Promise<AcceptanceResult> {
-  const markedBefore = await markEarlierReferencesByRange(db, batchId, now, fence);
+  const markedBefore = await markEarlierReferencesByRange(db, batchId, now, column, fence);
   const verdict = await writeTransaction(db, async (trx) => {
     await fence?.(trx);
-    const inFile = await markInFileDuplicates(trx, batchId, now);
-    const earlier = await markEarlierReferences(trx, batchId, now);
+    const inFile = await markInFileDuplicates(trx, batchId, now, column);
+    const earlier = await markEarlierReferences(trx, batchId, now, column);
     const rowsChanged = markedBefore + inFile.moved + earlier.moved;
     await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors]);
     const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {

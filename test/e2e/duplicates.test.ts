@@ -53,7 +53,7 @@ describe('e2e: a file dropped again', () => {
     for (const v of verdicts) {
       expect(v['verdict']).toBe('REJECTED');
       expect(v['reason']).toContain('DUPLICATE_REFERENCE');
-      expect(v['reason']).toContain(`batch ${first.id} line ${v['line']}`);
+      expect(v['reason']).toContain(`line ${v['line']} of "payouts.csv" (batch ${first.id}`);
     }
 
     // Still exactly one payout per reference; the repeats never even reached the service.

@@ -196,7 +196,9 @@ export async function checkPrune(s: RetentionWorld): Promise<void> {
   expect(verdict.duplicateCount).toBe(1);
   const again = (await s.db('payouts').where({ batch_id: 'B-AGAIN' }).first()) as Record<string, unknown>;
   expect([again['state'], again['reason_code']]).toEqual(['DUPLICATE', 'DUPLICATE_REFERENCE']);
-  expect(again['reason']).toContain('was already used by batch B-OLD line 2 (finished long ago; its details are no longer kept)');
+  expect(again['reason']).toContain(
+    'was already used by line 2 of "payouts.csv" (batch B-OLD, received 2026-01-10 12:00 UTC), finished long ago (its details are no longer kept)',
+  );
 }
 
 /** The daemon archives at each pass and prunes on its schedule only with retention.days set. */

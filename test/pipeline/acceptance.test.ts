@@ -10,9 +10,54 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline } from './harness.js';
+import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { reasonText } from '../../src/report/format.js';
+import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline, type Pipeline } from './harness.js';
 
 afterEach(closePipelines);
+
+describe('pipeline: what a row whose reference is used twice is told', () => {
+  // The reference column last, its header in a case of its own: messages name it as the file has it.
+  const header = [...FIELD_PATHS.slice(1), 'MerchantReferenceID'].join(',');
+  const refLast = (row: string): string => {
+    const [ref, ...rest] = row.split(',');
+    return [...rest, ref].join(',');
+  };
+  const file = (rows: string[]): string => `${[header, ...rows.map(refLast)].join('\n')}\n`;
+  const reasons = async (p: Pipeline, batchId: string): Promise<(string | null)[]> =>
+    (await p.rows(batchId)).map((r) => reasonText(r.reasonCode, r.reason));
+
+  it('twice in one file: the column letter and header, the other line, and what to do', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const batch = await p.receive('d.csv', file([csvRow('X-1'), csvRow('X-1', { payoutAmount: '7' }), csvRow('X-2')]));
+    expect(await reasons(p, batch.id)).toEqual([
+      'DUPLICATE_IN_FILE [column L "MerchantReferenceID"]: the reference X-1 is also on line 3 of this file; give each payout its own reference, or delete the row that repeats another',
+      'DUPLICATE_IN_FILE [column L "MerchantReferenceID"]: the reference X-1 is also on line 2 of this file; give each payout its own reference, or delete the row that repeats another',
+      null,
+    ]);
+    expect((await listBatchErrors(p.db, batch.id)).map((e) => [e.line, e.code, e.column, e.columnIndex, e.field])).toEqual([
+      [2, 'DUPLICATE_IN_FILE', 'MerchantReferenceID', 11, 'merchantReferenceId'],
+      [3, 'DUPLICATE_IN_FILE', 'MerchantReferenceID', 11, 'merchantReferenceId'],
+    ]);
+  });
+
+  it('used by an earlier file: that file by name, its line and when it came, and what to do', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const first = await p.receive('payouts-0105.csv', csvFile([csvRow('Y-1'), csvRow('Y-2')]));
+    p.clock.advance(86_400_000);
+    const second = await p.receive('payouts-0106.csv', file([csvRow('Y-1'), csvRow('Y-2', { payoutAmount: '9' }), csvRow('Y-3')]));
+    const earlier = (line: number): string => `line ${line} of "payouts-0105.csv" (batch ${first.id}, received 2026-01-05 09:00 UTC)`;
+    expect(await reasons(p, second.id)).toEqual([
+      `DUPLICATE_REFERENCE [column L "MerchantReferenceID"]: the reference Y-1 was already submitted by ${earlier(2)} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
+      `REFERENCE_CONFLICT [column L "MerchantReferenceID"]: the reference Y-2 is already used by ${earlier(3)} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by "payouts-0105.csv"`,
+      null,
+    ]);
+    expect((await listBatchErrors(p.db, second.id)).map((e) => [e.line, e.code, e.column, e.columnIndex])).toEqual([
+      [2, 'DUPLICATE_REFERENCE', 'MerchantReferenceID', 11],
+      [3, 'REFERENCE_CONFLICT', 'MerchantReferenceID', 11],
+    ]);
+  });
+});
 
 describe('pipeline: acceptance of references', () => {
   it('the ack is written while the batch is still VALIDATING, and recorded in the move that lets it go', async () => {
@@ -118,8 +163,8 @@ describe('pipeline: acceptance of references', () => {
       ['EB-2', 'DUPLICATE', 'REFERENCE_CONFLICT'],
       ['EB-4', 'READY', null],
     ]);
-    expect(rows[0]?.reason).toContain(`batch ${first.id} line 2`);
-    expect(rows[1]?.reason).toContain(`batch ${first.id} line 3`);
+    expect(rows[0]?.reason).toContain(`line 2 of "first.csv" (batch ${first.id},`);
+    expect(rows[1]?.reason).toContain(`line 3 of "first.csv" (batch ${first.id},`);
 
     await p.submit();
     expect(p.ledgerCount('EB-1')).toBe(1);
@@ -183,7 +228,9 @@ describe('pipeline: references held from the read', () => {
     expect(await p.states(later.id)).toEqual(['DUPLICATE', 'READY']);
     const [clash] = await p.rows(later.id);
     expect(clash?.reasonCode).toBe('DUPLICATE_REFERENCE');
-    expect(clash?.reason).toContain(`held by batch ${reading} line 2, a file being read at the same time`);
+    expect(clash?.reason).toContain(
+      `held by line 2 of "${reading}.csv" (batch ${reading}, received 2026-01-05 09:00 UTC), a file being read at the same time`,
+    );
     expect(clash?.reason).toContain('neither file pays it');
 
     const verdict = await acceptBatchRows(p.db, reading, 'skip-rows', p.clock.now());

@@ -47,7 +47,7 @@ export async function checkFileSentAgain(db: Database): Promise<void> {
     rows.slice(0, ROWS).every((r) => r.state === 'DUPLICATE' && r.reason_code === 'DUPLICATE_REFERENCE' && Number(r.updated_at) === 6),
   ).toBe(true);
   expect(rows[ROWS - 1]?.reason).toBe(
-    `merchantReferenceId SENT-${ROWS} was already submitted by batch FIRST line ${ROWS + 1} with the same content; not paid again`,
+    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference SENT-${ROWS} was already submitted by line ${ROWS + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
   );
   expect(rows.slice(ROWS)).toMatchObject([
     { line: twice, state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: expect.stringContaining(`also on line ${twice + 1}`) },
@@ -56,11 +56,14 @@ export async function checkFileSentAgain(db: Database): Promise<void> {
   const errors = await listBatchErrors(db, 'AGAIN');
   expect(errors).toHaveLength(ROWS + 2);
   expect(errors[0]).toEqual({
+    file: null,
     line: 2,
     column: 'merchantReferenceId',
+    columnIndex: null,
     field: 'merchantReferenceId',
     code: 'DUPLICATE_REFERENCE',
-    message: 'merchantReferenceId SENT-1 was already submitted by batch FIRST line 2 with the same content; not paid again',
+    message:
+      'the reference SENT-1 was already submitted by line 2 of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more',
   });
   // The first file keeps its references.
   const [first] = (await db('payouts').where({ batch_id: 'FIRST', state: 'READY' }).count({ n: '*' })) as { n: number | string }[];
@@ -119,10 +122,15 @@ export async function checkLargeFileSentAgain(db: Database): Promise<void> {
   );
   expect(rows.filter((r) => repeated.has(r.line))).toMatchObject([
     { line: 3, state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: expect.stringContaining(`also on line ${REPEAT_LINE}`) },
-    { line: REPEAT_LINE, state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: expect.stringContaining('also on line 3)') },
+    {
+      line: REPEAT_LINE,
+      state: 'INVALID',
+      reason_code: 'DUPLICATE_IN_FILE',
+      reason: expect.stringContaining('also on line 3 of this file'),
+    },
   ]);
   expect(rows.at(-1)?.reason).toBe(
-    `merchantReferenceId BIG-${LARGE_AGAIN} was already submitted by batch FIRST line ${LARGE_AGAIN + 1} with the same content; not paid again`,
+    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference BIG-${LARGE_AGAIN} was already submitted by line ${LARGE_AGAIN + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
   );
   const errors = await listBatchErrors(db, 'AGAIN');
   expect(errors).toHaveLength(LARGE_AGAIN);

@@ -137,6 +137,8 @@ export interface BatchParseResult {
   totals: Record<string, string>;
   /** Data rows left out of `totals` (unreadable currency or amount, or a wrong field count). */
   unsummedRows: number;
+  /** The reference's column as the file has it (its header as written, its position), for messages; null: no header read. */
+  referenceColumn: { column: string; columnIndex: number } | null;
 }
 
 export interface ParseBatchOptions {
@@ -685,7 +687,14 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
       [...reader.totals.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([c, t]) => [c, decimalText(t.toDecimal())]),
     ),
     unsummedRows: reader.unsummedRows,
+    referenceColumn: referenceColumnOf(reader.header),
   };
+}
+
+function referenceColumnOf(header: ResolvedHeader | null): BatchParseResult['referenceColumn'] {
+  const columnIndex = header?.indexOf.merchantReferenceId;
+  if (header === null || columnIndex === undefined) return null;
+  return { column: header.columns.merchantReferenceId ?? '', columnIndex };
 }
 
 /** The file's field delimiter: configured, or decided from its header line. */
