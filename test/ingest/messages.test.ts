@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { errorPlace } from '../../src/ingest/rules/index.js';
 import { formatInWords } from '../../src/ingest/rules/format-words.js';
-import { FRIENDLY_ALIASES, codes, parseCollect, tempCsv } from './helpers.js';
+import { FRIENDLY_ALIASES, HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
 
 describe('messages', () => {
   it('say a simple pattern in words, and how the value differs', () => {
@@ -48,6 +48,32 @@ describe('messages', () => {
     expect(second?.reason).toContain(
       'SCIENTIFIC_NOTATION [column K "Account"]: the account number "*******E+11" is in scientific notation',
     );
+  });
+
+  it('show the invisible characters of a header, and say what a second byte order mark is', async () => {
+    // The file's own BOM is read as one; a second is part of the first header, which looked like a known one.
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const path = await tempCsv(Buffer.concat([bom, bom, Buffer.from(`${HEADER}\n${row('B-1')}\n`)]));
+    const { result } = await parseCollect(path);
+    expect(result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN').map((e) => [errorPlace(e), e.message])).toEqual([
+      [
+        'line 1, column A "\\uFEFFmerchantReferenceId"',
+        '"\\uFEFFmerchantReferenceId" starts with an invisible byte order mark (U+FEFF), a second one after the file\'s own (saved as UTF-8 twice?); save the file again as CSV UTF-8, or delete the invisible character before the first header',
+      ],
+    ]);
+
+    const spaced = HEADER.replace('sender.lastName', 'sender.lastName\u00a0').replace('sender.idValue', 'sender.id\u200bValue');
+    const other = await parseCollect(await tempCsv(`${spaced}\n${row('B-2')}\n`));
+    expect(other.result.fileErrors.filter((e) => e.code === 'HEADER_UNKNOWN').map((e) => [errorPlace(e), e.message])).toEqual([
+      [
+        'line 1, column F "sender.lastName\\u00A0"',
+        '"sender.lastName\\u00A0" has an invisible character in it (U+00A0, a no-break space); without it, it is sender.lastName: delete it, or type the header again',
+      ],
+      [
+        'line 1, column I "sender.id\\u200BValue"',
+        '"sender.id\\u200BValue" has an invisible character in it (U+200B, a zero-width space); without it, it is sender.idValue: delete it, or type the header again',
+      ],
+    ]);
   });
 
   it('refuse references a spreadsheet turned into dates', async () => {

@@ -92,6 +92,32 @@ export function quoteValue(value: string, max = 40): string {
   return JSON.stringify(cut.length > max ? `${cut.slice(0, max).join('')}…` : value);
 }
 
+/** Characters a clerk cannot see, or cannot tell from a space: no-break and odd-width spaces, zero-width ones, BOMs, direction marks. */
+const INVISIBLE = /[\u00a0\u00ad\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff]/g;
+
+/** The invisible characters in `text`, each once, in the order found. */
+export function invisibleCharacters(text: string): string[] {
+  return [...new Set(text.match(INVISIBLE) ?? [])];
+}
+
+/** `text` without its invisible characters. */
+export function withoutInvisible(text: string): string {
+  return text.replace(INVISIBLE, '');
+}
+
+/** A character's code point as Unicode names it: U+FEFF. */
+export function codePoint(c: string): string {
+  return `U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * A header quoted for a message, its invisible characters written out (`"\uFEFFReference"`): quoted as they are,
+ * a header that differs from a known one only by them reads as that one.
+ */
+export function quoteHeader(name: string, max = 40): string {
+  return quoteValue(name, max).replace(INVISIBLE, (c) => `\\u${codePoint(c).slice(2)}`);
+}
+
 /** Column letters as a spreadsheet shows them: 0 -> A, 25 -> Z, 26 -> AA. */
 export function columnLetter(index: number): string {
   let n = index + 1;
@@ -107,8 +133,8 @@ export function columnLetter(index: number): string {
 /** The column of an error as a clerk finds it: `column K "Account number"` (its header as written), or null. */
 export function columnPlace(e: Pick<RowError, 'column' | 'columnIndex'>): string | null {
   const letter = e.columnIndex === null || e.columnIndex === undefined ? null : columnLetter(e.columnIndex);
-  if (letter !== null) return e.column ? `column ${letter} ${JSON.stringify(e.column)}` : `column ${letter}`;
-  return e.column ? JSON.stringify(e.column) : null;
+  if (letter !== null) return e.column ? `column ${letter} ${quoteHeader(e.column, Infinity)}` : `column ${letter}`;
+  return e.column ? quoteHeader(e.column, Infinity) : null;
 }
 
 /** Where an error is: `line 16, column K "Account number"`, `line 16`, or null for the file as a whole. */
