@@ -170,6 +170,12 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
       `the SHA-256 given (${sha256.slice(0, 12)}…) is not that of batch ${batch.id}'s file (${batch.sha256.slice(0, 12)}…): copy it from this batch's ack`,
     );
   }
+  if (r.decision === 'approve' && batch.uploadedBy == null && batch.uploadedByUid == null) {
+    return new ApprovalError(
+      'APPROVAL_UPLOADER_UNKNOWN',
+      `no uploader is known for batch ${batch.id} (payoutd's own file with no console upload recorded for it), so no approver can be told apart from its uploader: reject it and upload the file again, in the console or as your own user`,
+    );
+  }
   const sameUid = r.approverUid != null && batch.uploadedByUid != null && r.approverUid === batch.uploadedByUid;
   if (r.decision === 'approve' && ((batch.uploadedBy && batch.uploadedBy === r.approver) || sameUid)) {
     return new ApprovalError(

@@ -11,6 +11,7 @@ export type ApprovalErrorCode =
   | 'APPROVAL_HASH_MISMATCH' // the SHA-256 given is not the batch's
   | 'APPROVAL_FILE_CHANGED' // the batch's file changed after it was taken: approvals are void
   | 'APPROVAL_OWN_UPLOAD' // the uploader cannot approve their own batch
+  | 'APPROVAL_UPLOADER_UNKNOWN' // no uploader recorded for the batch: no approver can be told apart from it
   | 'APPROVAL_UNKNOWN_USER' // the approver has no user name (a uid the system does not know)
   | 'APPROVAL_NOT_ALLOWED' // not an approver under approval.approvers
   | 'APPROVAL_AS_NOT_ALLOWED' // --as from a user who is not a configured service account

@@ -103,12 +103,12 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
     const uploaded = { name, size, sha256: hash.digest('hex') };
     const record = { fileName: name, sha256: uploaded.sha256, size, uploader, uploadedAt: target.now() };
     // Recorded before the file can be taken: its batch always finds its uploader.
-    await recordConsoleUpload(target.db, record);
+    const recorded = await recordConsoleUpload(target.db, record);
     try {
       await link(temp, join(target.inbox, name));
     } catch (err) {
       // Left behind, the record would name this user the uploader of the file waiting under that name.
-      await forgetConsoleUpload(target.db, record);
+      await forgetConsoleUpload(target.db, recorded);
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
         throw new ConsoleError(
           'UPLOAD_NAME_TAKEN',

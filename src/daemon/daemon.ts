@@ -184,7 +184,9 @@ export class PayoutDaemon {
               sha256: claimed.sha256,
               receivedAt: clock.now(),
             });
-            if (viaConsole !== undefined) return { uid: null, name: viaConsole };
+            // None recorded: no person is known to have uploaded it, and payoutd's account stands for none (its
+            // approval is refused, src/approval/decide.ts), so a console user cannot approve her own upload.
+            return { uid: null, name: viaConsole ?? null };
           }
           return { uid, name: await users.nameOfUid(uid) };
         },

@@ -136,14 +136,22 @@ const UPLOAD_COLUMNS: Record<keyof ConsoleUploadRecord, string> = {
   uploadedAt: 'uploaded_at',
 };
 
-/** Written before the file is renamed into the inbox: a batch of it can always be told who uploaded it. */
-export async function recordConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<void> {
-  await db('console_uploads').insert(toColumnValues(UPLOAD_COLUMNS, upload));
+/**
+ * Written before the file is renamed into the inbox: a batch of it can always be told who uploaded it.
+ * Returns the record's id, the only handle `forgetConsoleUpload` takes.
+ */
+export async function recordConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<number> {
+  const rows = (await db('console_uploads').insert(toColumnValues(UPLOAD_COLUMNS, upload)).returning('id')) as (number | { id: number })[];
+  const first = rows[0];
+  return Number(typeof first === 'object' ? first.id : first);
 }
 
-/** An upload recorded but not let into the inbox (its name was taken, the link failed): it names no uploader. */
-export async function forgetConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<void> {
-  await db('console_uploads').where(toColumnValues(UPLOAD_COLUMNS, upload)).delete();
+/**
+ * An upload recorded but not let into the inbox (its name was taken, the link failed): it names no uploader.
+ * By id, never by its values: the same user's identical upload in the same millisecond, let in, keeps its record.
+ */
+export async function forgetConsoleUpload(db: Database, id: number): Promise<void> {
+  await db('console_uploads').where({ id }).delete();
 }
 
 /**

@@ -124,6 +124,36 @@ describe('pipeline: the daemon', () => {
     },
   );
 
+  it("names the console uploader of payoutd's own file, and no one (not payoutd's account) when none was recorded", async () => {
+    const p = await fastPipeline();
+    const { daemon, inbox } = await daemonFor(p);
+    const recorded = csvFile([csvRow('DU-1')]);
+    await recordConsoleUpload(p.db, {
+      fileName: 'console.csv',
+      sha256: createHash('sha256').update(recorded).digest('hex'),
+      size: recorded.length,
+      uploader: 'li',
+      uploadedAt: Date.now() - 1000,
+    });
+    // Both owned by this process's user, as a console upload is.
+    await writeFile(join(inbox, 'console.csv'), recorded);
+    await writeFile(join(inbox, 'unrecorded.csv'), csvFile([csvRow('DU-2')]));
+    await daemon.start();
+    let batches: BatchRecord[] = [];
+    await waitFor(async () => {
+      await daemon.tickInbox();
+      // The uploader is recorded as the batch is received, before its reading.
+      batches = await listBatchesInStates(p.db, ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE']);
+      return batches.length === 2;
+    }, 'both dropped files to be received');
+    const uploaderOf = (name: string) => {
+      const b = batches.find((x) => x.fileName === name);
+      return [b?.uploadedBy, b?.uploadedByUid];
+    };
+    expect(uploaderOf('console.csv')).toEqual(['li', null]);
+    expect(uploaderOf('unrecorded.csv')).toEqual([null, null]);
+  });
+
   it('writes the .xlsx of each outbox file and archives the taken file of the finished batch by day and batch id', async () => {
     const p = await fastPipeline();
     // Not watched after it is taken: archived as soon as its batch is finished.

@@ -57,7 +57,12 @@ function policy(approval: Record<string, unknown> = {}, limits: Record<string, u
 }
 
 /** A batch waiting for approval, its file on disk, uploaded by uma. */
-async function waitingBatch(db: Database, clock: ManualClock, id: string, o: { needed?: number; state?: 'ACTIVE' | 'VALIDATING' } = {}) {
+async function waitingBatch(
+  db: Database,
+  clock: ManualClock,
+  id: string,
+  o: { needed?: number; state?: 'ACTIVE' | 'VALIDATING'; uploaderUnknown?: true } = {},
+) {
   const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-'));
   const path = join(dir, 'batch.csv');
   const bytes = `header\n${id}\n`;
@@ -73,8 +78,8 @@ async function waitingBatch(db: Database, clock: ManualClock, id: string, o: { n
       size: bytes.length,
       mtimeMs: 0,
       doneMarker: false,
-      uploadedBy: 'uma',
-      uploadedByUid: 1001,
+      uploadedBy: o.uploaderUnknown ? null : 'uma',
+      uploadedByUid: o.uploaderUnknown ? null : 1001,
     },
     clock.now(),
   );
@@ -128,6 +133,15 @@ describe('decideApproval', () => {
     expect(view?.decisions).toMatchObject([{ decision: 'approve', approver: 'gus', via: 'console', sha256: b.sha256 }]);
     // The notification is stored with the decision, once; refusals store none.
     expect(await approvalEvents(t.db, b.id)).toEqual([['approved', 'gus']]);
+  });
+
+  it("refuses approving a batch whose uploader is not known (payoutd's own file, no console upload recorded); a rejection goes", async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-uuuuuu', { uploaderUnknown: true });
+    const ask = (decision: 'approve' | 'reject') =>
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision, approver: 'ana', via: 'console', reason: 'not ours' });
+    await expect(ask('approve')).rejects.toMatchObject({ code: 'APPROVAL_UPLOADER_UNKNOWN' });
+    expect((await getBatch(t.db, b.id))?.approvalState).toBe('REQUIRED');
+    expect((await ask('reject')).outcome).toBe('rejected');
   });
 
   it('refuses a decision before the ack, a wrong hash, an unknown batch, and a rejection without a reason', async () => {
