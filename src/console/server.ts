@@ -506,7 +506,8 @@ export class ConsoleServer {
       if (!(err instanceof ConsoleError)) throw err;
       this.o.logger.warn({ user: identity.user, code: err.code }, `console: upload refused: ${err.message}`);
       if (err.code === 'UPLOAD_TOO_LARGE') res.setHeader('Connection', 'close');
-      json(err.code === 'UPLOAD_TOO_LARGE' ? 413 : err.code === 'UPLOAD_NAME_TAKEN' ? 409 : 400, `${err.message}.`);
+      const status = { UPLOAD_TOO_LARGE: 413, UPLOAD_NAME_TAKEN: 409, UPLOAD_FAILED: 500 }[err.code] ?? 400;
+      json(status, `${err.message}.`);
     }
   }
 

@@ -3,18 +3,21 @@
  * sender's does: written under a temp name in `<stateDir>/console-upload/`
  * (the state directory is on the inbox's filesystem, as claims require),
  * recorded with its uploader and hash, then linked into the inbox under its
- * name (a link never replaces a file of that name waiting there) and the
- * temp name removed. The daemon then takes, validates, acknowledges and
- * deduplicates it like any other file. Names that would land elsewhere, be
+ * name (a link never replaces a file of that name waiting there), its
+ * `<name>.done` marker written (the upload is complete: `inbox.requireDoneMarker`
+ * takes it, and a CSV without a final line break is not held as a cut upload)
+ * and the temp name removed. The daemon then takes, validates, acknowledges
+ * and deduplicates it like any other file. Names that would land elsewhere, be
  * ignored by the inbox or are not CSV/XLSX are refused, as are files over
  * the size limit or whose bytes are not of their kind.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, unlink } from 'node:fs/promises';
+import { link, lstat, mkdir, open, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { compileIgnore, isIgnoredName } from '../ingest/inbox/index.js';
+import { DONE_SUFFIX } from '../ingest/inbox/names.js';
 import { forgetConsoleUpload, recordConsoleUpload, type Database } from '../store/index.js';
 import { ConsoleError } from './errors.js';
 
@@ -79,6 +82,7 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
   const hash = createHash('sha256');
   let size = 0;
   let head = Buffer.alloc(0);
+  let ino = 0;
   try {
     try {
       for await (const chunk of body) {
@@ -97,6 +101,7 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
       if (size === 0) throw new ConsoleError('UPLOAD_EMPTY', `${JSON.stringify(name)} is empty: nothing to pay`);
       checkUploadBytes(name, head);
       await handle.sync();
+      ino = (await handle.stat()).ino;
     } finally {
       await handle.close();
     }
@@ -117,8 +122,31 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
       }
       throw err;
     }
+    await markDone(join(target.inbox, name), ino);
     return uploaded;
   } finally {
     await unlink(temp).catch(() => undefined);
+  }
+}
+
+/**
+ * Writes `<path>.done` for the file just linked in as inode `ino`. After the link, never before: a marker
+ * left by an upload refused at the link (or cut short by a crash) would vouch for someone else's file of
+ * that name, perhaps still being sent. One already there vouches for this complete file as well.
+ */
+async function markDone(path: string, ino: number): Promise<void> {
+  const marker = path + DONE_SUFFIX;
+  let mine = false;
+  try {
+    await (await open(marker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o640)).close();
+    mine = true;
+    // Taken already (its claim consumes only a marker it finds): left behind, ours would vouch for the next file.
+    if ((await lstat(path).catch(() => null))?.ino !== ino) await unlink(marker).catch(() => undefined);
+  } catch (err) {
+    if (!mine && (err as NodeJS.ErrnoException).code === 'EEXIST') return;
+    throw new ConsoleError(
+      'UPLOAD_FAILED',
+      `${JSON.stringify(basename(path))} is in the inbox, but its ${DONE_SUFFIX} marker could not be written (${(err as NodeJS.ErrnoException).code ?? 'error'}): ask the administrator to create ${JSON.stringify(basename(marker))} next to it, or the inbox may hold it as incomplete`,
+    );
   }
 }

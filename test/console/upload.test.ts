@@ -1,14 +1,18 @@
 /**
  * A console upload let into a real inbox folder, recorded in a real SQLite
- * file: a refused duplicate leaves the record of the upload that got in.
+ * file: a refused duplicate leaves the record of the upload that got in; an
+ * upload comes with its `.done` marker, so an inbox that requires markers
+ * takes it and a CSV without a final line break is not held as cut short.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acceptUpload, type UploadTarget } from '../../src/console/upload.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { InboxWatcher, claimFile, type InboxCandidate } from '../../src/ingest/inbox/index.js';
 import { consoleUploaderOf } from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
 
@@ -33,8 +37,58 @@ describe('console upload', () => {
   it('an identical upload refused in the same millisecond keeps the record of the one let in', async () => {
     await acceptUpload(target, 'same.csv', 'mallory', body(CSV));
     await expect(acceptUpload(target, 'same.csv', 'mallory', body(CSV))).rejects.toMatchObject({ code: 'UPLOAD_NAME_TAKEN' });
-    expect(await readdir(target.inbox)).toEqual(['same.csv']);
+    expect(await readdir(target.inbox)).toEqual(['same.csv', 'same.csv.done']);
     // Otherwise the waiting file's batch would name no console uploader, and she could approve it.
     expect(await consoleUploaderOf(t.db, { fileName: 'same.csv', sha256: sha256(CSV), receivedAt: 2_000 })).toBe('mallory');
+  });
+
+  /** The inbox watching `target.inbox` as the daemon would, driven by hand; the files it offers. */
+  async function watch(requireDoneMarker: boolean): Promise<{ w: InboxWatcher; clock: ManualClock; offered: InboxCandidate[] }> {
+    const clock = new ManualClock(10_000);
+    const offered: InboxCandidate[] = [];
+    const w = new InboxWatcher({
+      inboxDir: target.inbox,
+      storageDir: join(dir, 'storage'),
+      stableForMs: 1_000,
+      unterminatedStableForMs: 600_000,
+      requireDoneMarker,
+      clock,
+      autoTick: false,
+      watchEvents: false,
+      onCandidateReady: (c) => {
+        offered.push(c);
+        return Promise.resolve();
+      },
+      onRejected: () => undefined,
+      onError: () => undefined,
+    });
+    await w.start();
+    return { w, clock, offered };
+  }
+
+  it.each([
+    ['an inbox that requires .done markers takes it', true, CSV],
+    ['a CSV without a final line break (as Google Sheets exports it) is taken as complete', false, CSV.trimEnd()],
+  ])('a console upload comes with its .done marker: %s', async (_, requireDoneMarker, text) => {
+    await acceptUpload(target, 'march.csv', 'alice', body(text));
+    const { w, clock, offered } = await watch(requireDoneMarker);
+    try {
+      await w.tick();
+      clock.advance(1_001);
+      await w.tick();
+      expect(offered.map((c) => c.name)).toEqual(['march.csv']);
+      const claimed = await claimFile(offered[0] as InboxCandidate, { claimedDir: join(dir, 'claimed'), clock, requireDoneMarker });
+      // The batch record keeps that a marker came with it: the reading then accepts a last line without a line break.
+      expect(claimed?.doneMarker).toBe(true);
+      expect(await readdir(target.inbox)).toEqual([]);
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('a refused upload leaves no marker, and none vouches for the file waiting under that name', async () => {
+    await writeFile(join(target.inbox, 'taken.csv'), 'merchantReferenceId,payoutAmount\nINV-1,15');
+    await expect(acceptUpload(target, 'taken.csv', 'alice', body(CSV))).rejects.toMatchObject({ code: 'UPLOAD_NAME_TAKEN' });
+    expect(await readdir(target.inbox)).toEqual(['taken.csv']);
   });
 });
