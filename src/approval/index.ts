@@ -8,6 +8,7 @@
 export {
   decideApproval,
   decideWhenReady,
+  figuresOf,
   READY_WAIT_MS,
   approvalDepsFrom,
   type ApprovalDeps,

@@ -4,6 +4,7 @@
  * users and sign-in. Pure functions of what the server gathered; every
  * value is escaped by `html`. Account numbers arrive masked.
  */
+import { figuresOf, totalsText } from '../approval/index.js';
 import { BATCH_STATES } from '../domain/lifecycle.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import type { BatchRecord, BatchResultRow } from '../store/index.js';
@@ -380,6 +381,9 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
 export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals: StatusTotal[], message: string | null): Html {
   const id = ctx.identity as Identity;
   const b = item.batch;
+  // What an approval lets go and records (the rows that will be sent), not every row of the file.
+  const figures = figuresOf(b);
+  const toPay = `${totalsText(figures.totals)} in ${figures.rows} row${figures.rows === 1 ? '' : 's'}`;
   return layout(
     ctx,
     `Approve ${b.fileName}`,
@@ -393,9 +397,11 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
         <dd>${item.uploader ?? '(inbox)'}</dd>
         <dt>SHA-256</dt>
         <dd><code>${b.sha256}</code></dd>
+        <dt>Will be paid</dt>
+        <dd><strong>${toPay}</strong></dd>
         <dt>Rows</dt>
         <dd>${b.validCount} valid, ${b.invalidCount} invalid</dd>
-        <dt>Amounts</dt>
+        <dt>Amounts of all rows in the file, including refused ones</dt>
         <dd>${totalsOf(b).map(([c, a]) => html`${a} ${c}<br />`)}</dd>
       </dl>
       ${statusTotalsTable(statusTotals)}
@@ -406,7 +412,7 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
           <label>Comment (required to reject) <textarea name="comment" rows="3" cols="60" maxlength="500"></textarea></label>
         </p>
         <p>
-          <button type="submit" name="decision" value="approve">Approve: pay these amounts</button>
+          <button type="submit" name="decision" value="approve">Approve: pay ${toPay}</button>
           <button type="submit" name="decision" value="reject">Reject: pay nothing</button>
         </p>
       </form>`,

@@ -4,6 +4,7 @@
  * or was refused, its amounts, and its timeline in order.
  */
 import { describe, expect, it } from 'vitest';
+import { approvePage } from '../../src/console/pages.js';
 import { eventWords, progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
 import type { BatchEvent } from '../../src/domain/batch-events.js';
 import { receivedBatch, type BatchRecord } from '../../src/store/index.js';
@@ -45,6 +46,33 @@ describe('console views', () => {
     ]);
     expect(totalsOf({ totalsJson: 'not json' })).toEqual([]);
     expect(totalsOf({ totalsJson: null })).toEqual([]);
+  });
+
+  it('the approval confirmation headlines what will be paid, not the amounts of refused rows', () => {
+    // Under onInvalidRows: skip-rows, a refused row (a reference pasted twice, its amount mistyped) is not paid.
+    const waiting = batch({
+      state: 'ACTIVE',
+      validCount: 3,
+      invalidCount: 1,
+      totalsJson: '{"PHP":"90300.00"}',
+      approvalFiguresJson: JSON.stringify({ totals: { PHP: '300.00' }, rows: 3, largest: { PHP: '100.00' } }),
+    });
+    const item = {
+      batch: waiting,
+      uploader: 'uma',
+      counts: {},
+      progress: { done: 0, total: 4, etaMs: null },
+      reason: null,
+      awaitingApproval: true,
+    };
+    const identity = { user: 'abe', role: 'approver' as const, csrfToken: 'c'.repeat(64), via: 'session' as const };
+    const text = approvePage({ identity, refreshMs: 3000, now: 2000 }, item, [], null)
+      .toString()
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/\s+/g, ' ');
+    expect(text).toContain('Will be paid 300.00 PHP in 3 rows');
+    expect(text).toContain('Approve: pay 300.00 PHP in 3 rows');
+    expect(text).toContain('Amounts of all rows in the file, including refused ones 90300.00 PHP');
   });
 
   it('the timeline in time order, with the uploader and each decision', () => {
