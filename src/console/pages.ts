@@ -132,7 +132,7 @@ export function batchRows(ctx: PageContext, items: BatchListItem[]): Html {
     (i) =>
       html`<tr data-batch="${i.batch.id}">
         <td><a href="/batches/${i.batch.id}">${i.batch.fileName}</a></td>
-        <td>${i.uploader ?? '(inbox)'}</td>
+        <td>${i.uploader ?? '(unknown)'}</td>
         <td>${stateBadge(i.batch.state)}</td>
         <td class="reason">${i.reason ?? ''}</td>
         <td>${countsText(i.counts)}</td>
@@ -291,7 +291,7 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
         <dt>Batch</dt>
         <dd><code>${b.id}</code></dd>
         <dt>Uploaded by</dt>
-        <dd>${d.item.uploader ?? '(inbox)'}</dd>
+        <dd>${d.item.uploader ?? '(unknown)'}</dd>
         <dt>Received</dt>
         <dd>${utc(b.receivedAt)}</dd>
         <dt>SHA-256</dt>
@@ -394,7 +394,7 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
         <dt>Batch</dt>
         <dd><code>${b.id}</code></dd>
         <dt>Uploaded by</dt>
-        <dd>${item.uploader ?? '(inbox)'}</dd>
+        <dd>${item.uploader ?? '(unknown)'}</dd>
         <dt>SHA-256</dt>
         <dd><code>${b.sha256}</code></dd>
         <dt>Will be paid</dt>

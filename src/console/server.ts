@@ -11,15 +11,7 @@ import type { Logger } from 'pino';
 import { FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { safeError } from '../log/index.js';
-import {
-  consoleUploaderOf,
-  consoleUploadersOf,
-  getBatch,
-  listBatchPage,
-  resultRowsPage,
-  type BatchRecord,
-  type Database,
-} from '../store/index.js';
+import { getBatch, listBatchPage, resultRowsPage, type BatchRecord, type Database } from '../store/index.js';
 import { ConsoleAccess, cookiesOf, PRE_SESSION_COOKIE, sameToken, SESSION_COOKIE, type Identity } from './access.js';
 import type { Approvals } from './approvals.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
@@ -335,12 +327,11 @@ export class ConsoleServer {
   // ------------------------------------------------------------ batches
 
   private async items(batches: BatchRecord[]): Promise<BatchListItem[]> {
-    const uploaders = await consoleUploadersOf(this.o.db, batches);
     const now = this.o.now();
     const out: BatchListItem[] = [];
     for (const b of batches) {
       const approval = await this.o.approvals.read(b.id);
-      out.push(await listItem(this.o.db, b, uploaders.get(b.id) ?? b.uploadedBy ?? null, approval, now));
+      out.push(await listItem(this.o.db, b, approval, now));
     }
     return out;
   }
@@ -380,9 +371,9 @@ export class ConsoleServer {
   }
 
   private async itemOf(batch: BatchRecord): Promise<{ item: BatchListItem; uploader: string | null }> {
-    const uploader = (await consoleUploaderOf(this.o.db, batch)) ?? batch.uploadedBy ?? null;
     const approval = await this.o.approvals.read(batch.id);
-    return { item: await listItem(this.o.db, batch, uploader, approval, this.o.now()), uploader };
+    const item = await listItem(this.o.db, batch, approval, this.o.now());
+    return { item, uploader: item.uploader };
   }
 
   private async batch(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {

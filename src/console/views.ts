@@ -68,17 +68,21 @@ export interface BatchListItem {
   awaitingApproval: boolean;
 }
 
-export async function listItem(
-  db: Database,
-  batch: BatchRecord,
-  uploader: string | null,
-  approval: ApprovalView | null,
-  now: number,
-): Promise<BatchListItem> {
+/**
+ * Who uploaded a batch, as the daemon resolved it when it took the file: the console user of a console
+ * upload, else the file's owner on the server (a uid with no name as such); null when not known. Never
+ * looked up again by name and bytes: a later upload of the same file by someone else is not this one.
+ */
+export function uploaderOf(batch: Pick<BatchRecord, 'uploadedBy' | 'uploadedByUid'>): string | null {
+  if (batch.uploadedBy) return batch.uploadedBy;
+  return batch.uploadedByUid != null ? `uid ${batch.uploadedByUid}` : null;
+}
+
+export async function listItem(db: Database, batch: BatchRecord, approval: ApprovalView | null, now: number): Promise<BatchListItem> {
   const counts = await batchStateCounts(db, batch);
   return {
     batch,
-    uploader,
+    uploader: uploaderOf(batch),
     counts,
     progress: progressOf(batch, counts, now),
     reason: reasonOf(batch, approval),
@@ -162,7 +166,8 @@ export function timelineOf(
   approval: ApprovalView | null,
   events: readonly BatchEvent[] = [],
 ): TimelineEvent[] {
-  const by = uploader ? ` (uploaded by ${uploader} in the console)` : '';
+  // A console upload is recorded with its console user and no uid; a file dropped otherwise, with its owner's uid.
+  const by = uploader ? ` (uploaded by ${uploader}${batch.uploadedByUid == null ? ' in the console' : ''})` : '';
   if (events.length > 0) {
     // Decisions come from the approval audit, which names who decided, how and why.
     const audited = (approval?.decisions.length ?? 0) > 0;

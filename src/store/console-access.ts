@@ -169,27 +169,3 @@ export async function consoleUploaderOf(
     .first('uploader')) as { uploader: string } | undefined;
   return r?.uploader;
 }
-
-/** The console uploaders of many batches at once (a page of the batch list), by batch id. */
-export async function consoleUploadersOf(
-  db: Database,
-  batches: readonly { id: string; fileName: string; sha256: string; receivedAt: number }[],
-): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  if (batches.length === 0) return out;
-  const rows = (await db('console_uploads')
-    .whereIn(
-      'sha256',
-      batches.map((b) => b.sha256),
-    )
-    .select('file_name', 'sha256', 'uploader', 'uploaded_at')
-    .orderBy('uploaded_at', 'asc')) as { file_name: string; sha256: string; uploader: string; uploaded_at: number | string }[];
-  for (const b of batches) {
-    let who: string | undefined;
-    for (const r of rows) {
-      if (r.file_name === b.fileName && r.sha256 === b.sha256 && Number(r.uploaded_at) <= b.receivedAt) who = r.uploader;
-    }
-    if (who !== undefined) out.set(b.id, who);
-  }
-  return out;
-}

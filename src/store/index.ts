@@ -114,5 +114,4 @@ export {
   recordConsoleUpload,
   forgetConsoleUpload,
   consoleUploaderOf,
-  consoleUploadersOf,
 } from './console-access.js';
