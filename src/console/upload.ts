@@ -32,11 +32,20 @@ export interface UploadTarget {
 
 const KINDS = ['.csv', '.xlsx'] as const;
 
+/** Filesystems take names of at most 255 bytes; this leaves room for the `.done` marker's name. */
+export const MAX_UPLOAD_NAME_BYTES = 200;
+
 /** The name a file may have in the inbox, or a ConsoleError saying why not. */
 export function checkUploadName(name: string, ignore: readonly string[]): string {
   const shown = JSON.stringify(name);
-  if (name === '' || name.length > 200)
-    throw new ConsoleError('UPLOAD_BAD_NAME', `the file name ${shown} is empty or too long: rename the file`);
+  if (name === '') throw new ConsoleError('UPLOAD_BAD_NAME', 'the file has no name: rename the file');
+  const bytes = Buffer.byteLength(name, 'utf8');
+  if (bytes > MAX_UPLOAD_NAME_BYTES) {
+    throw new ConsoleError(
+      'UPLOAD_BAD_NAME',
+      `the file name ${shown} is too long: ${bytes} bytes, at most ${MAX_UPLOAD_NAME_BYTES} (a letter such as ü takes 2, most others 3): rename the file with a shorter name`,
+    );
+  }
   if (/[/\\\0]/.test(name) || name !== basename(name) || name === '.' || name === '..') {
     throw new ConsoleError('UPLOAD_BAD_NAME', `the file name ${shown} names a folder: upload a file whose name has no / or \\`);
   }
@@ -114,18 +123,40 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
     } catch (err) {
       // Left behind, the record would name this user the uploader of the file waiting under that name.
       await forgetConsoleUpload(target.db, recorded);
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw new ConsoleError(
-          'UPLOAD_NAME_TAKEN',
-          `a file named ${JSON.stringify(name)} is waiting in the inbox already: wait until it is taken, or rename yours`,
-        );
-      }
-      throw err;
+      throw linkRefusal(name, err);
     }
     await markDone(join(target.inbox, name), ino);
     return uploaded;
   } finally {
     await unlink(temp).catch(() => undefined);
+  }
+}
+
+/** Why the file could not be linked into the inbox, saying what to do; nothing of it is in the inbox. */
+function linkRefusal(name: string, err: unknown): ConsoleError {
+  const shown = JSON.stringify(name);
+  const code = (err as NodeJS.ErrnoException).code ?? 'error';
+  switch (code) {
+    case 'EEXIST':
+      return new ConsoleError(
+        'UPLOAD_NAME_TAKEN',
+        `a file named ${shown} is waiting in the inbox already: wait until it is taken, or rename yours`,
+      );
+    case 'ENAMETOOLONG':
+      return new ConsoleError(
+        'UPLOAD_BAD_NAME',
+        `the file name ${shown} is too long for the inbox's filesystem: rename the file with a shorter name`,
+      );
+    case 'EXDEV':
+      return new ConsoleError(
+        'UPLOAD_FAILED',
+        `${shown} was not uploaded: the inbox is not on the filesystem of payoutd's state directory, so the console cannot put files into it; tell the administrator (docs/console.md, Uploading)`,
+      );
+    default:
+      return new ConsoleError(
+        'UPLOAD_FAILED',
+        `${shown} was not uploaded: it could not be put into the inbox (${code}); try again, and tell the administrator if it fails again`,
+      );
   }
 }
 

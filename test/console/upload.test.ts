@@ -5,7 +5,7 @@
  * takes it and a CSV without a final line break is not held as cut short.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -90,5 +90,45 @@ describe('console upload', () => {
     await writeFile(join(target.inbox, 'taken.csv'), 'merchantReferenceId,payoutAmount\nINV-1,15');
     await expect(acceptUpload(target, 'taken.csv', 'alice', body(CSV))).rejects.toMatchObject({ code: 'UPLOAD_NAME_TAKEN' });
     expect(await readdir(target.inbox)).toEqual(['taken.csv']);
+  });
+
+  it('refuses a name too long in UTF-8 bytes, though short in characters, saying so; nothing is left behind', async () => {
+    const long = `${'ü'.repeat(150)}.csv`;
+    await expect(acceptUpload(target, long, 'alice', body(CSV))).rejects.toMatchObject({
+      code: 'UPLOAD_BAD_NAME',
+      message: expect.stringMatching(/is too long: 304 bytes, at most 200 .*rename the file with a shorter name$/) as unknown,
+    });
+    // The longest name taken, and its marker's, fit the filesystem.
+    const longest = `${'a'.repeat(196)}.csv`;
+    await acceptUpload(target, longest, 'alice', body(CSV));
+    expect((await readdir(target.inbox)).sort()).toEqual([longest, `${longest}.done`]);
+    expect(await readdir(join(target.stateDir, 'console-upload'))).toEqual([]);
+  });
+
+  it('a file that cannot be put into the inbox is refused with what to do, and names no uploader', async () => {
+    await rm(target.inbox, { recursive: true });
+    await expect(acceptUpload(target, 'gone.csv', 'alice', body(CSV))).rejects.toMatchObject({
+      code: 'UPLOAD_FAILED',
+      message:
+        '"gone.csv" was not uploaded: it could not be put into the inbox (ENOENT); try again, and tell the administrator if it fails again',
+    });
+    expect(await consoleUploaderOf(t.db, { fileName: 'gone.csv', sha256: sha256(CSV), receivedAt: 2_000 })).toBeUndefined();
+    expect(await readdir(join(target.stateDir, 'console-upload'))).toEqual([]);
+  });
+
+  it('an inbox on another filesystem than the state directory is named as the cause', async (ctx) => {
+    // Memory-backed where there is one: never the filesystem of a temp folder on disk.
+    const elsewhere = await mkdtemp(join('/dev/shm', 'payoutd-console-inbox-')).catch(() => null);
+    if (elsewhere === null) return ctx.skip();
+    try {
+      if ((await stat(elsewhere)).dev === (await stat(target.stateDir)).dev) ctx.skip();
+      await expect(acceptUpload({ ...target, inbox: elsewhere }, 'far.csv', 'alice', body(CSV))).rejects.toMatchObject({
+        code: 'UPLOAD_FAILED',
+        message: expect.stringContaining('the inbox is not on the filesystem of payoutd') as unknown,
+      });
+      expect(await readdir(elsewhere)).toEqual([]);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   });
 });
