@@ -10,6 +10,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyPassword } from '../../src/console/index.js';
+import { closeDatabase, openDatabase } from '../../src/store/db.js';
+import { getConsoleUser } from '../../src/store/index.js';
 import { BIN, childEnv } from '../e2e/harness.js';
 
 let dir = '';
@@ -72,5 +75,23 @@ describe('payoutd user', () => {
     }
     expect((await user(['remove', 'li'])).stdout).toContain('user li removed');
     expect(JSON.parse((await user(['list', '--json'])).stdout)).toHaveLength(1);
+  }, 60_000);
+
+  it('keeps the spaces around a piped password: the password set is the one that signs in', async () => {
+    expect((await user(['add', 'ana', '--role', 'viewer'], '  spaced secret pw  \n')).code).toBe(0);
+    const db = openDatabase({
+      client: 'sqlite',
+      filename: join(dir, 'state', 'payoutd.sqlite'),
+      poolMax: 1,
+      busyTimeoutMs: 5000,
+      synchronous: 'NORMAL',
+    });
+    try {
+      const hash = (await getConsoleUser(db, 'ana'))?.passwordHash ?? '';
+      expect(await verifyPassword('  spaced secret pw  ', hash)).toBe(true);
+      expect(await verifyPassword('spaced secret pw', hash)).toBe(false);
+    } finally {
+      await closeDatabase(db);
+    }
   }, 60_000);
 });

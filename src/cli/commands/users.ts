@@ -48,10 +48,11 @@ function typedSecretly(prompt: string): Promise<string> {
   });
 }
 
+/** The first line piped in, without its line break and otherwise as given: sign-in takes a password as typed. */
 async function pipedLine(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return (Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '').trim();
+  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
 }
 
 async function readPassword(): Promise<string> {
