@@ -10,6 +10,38 @@ export async function applyRowMoves(db: Database, moves: RowMove[], now: number)
   return writeTransaction(db, (trx) => applyMoves(trx, moves, now));
 }
 
+/**
+ * Applies the moves a round decided for rows it claimed by their due time (claimDueRows), only to those still so
+ * claimed: a round that outlasted its claim must not apply what it decided from answers older than what another
+ * round (another instance's, which may have created the row again since) made of the row. Returns moves applied.
+ */
+export async function applyClaimedMoves(
+  db: Database,
+  moves: RowMove[],
+  claimed: readonly { id: number; nextAttemptAt: number | null }[],
+  now: number,
+): Promise<number> {
+  if (moves.length === 0) return 0;
+  const claimedUntil = new Map(claimed.map((r) => [r.id, r.nextAttemptAt]));
+  return writeTransaction(db, async (trx) => {
+    const current = trx('payouts')
+      .whereIn('id', [...claimedUntil.keys()])
+      .select('id', 'next_attempt_at');
+    // Locked to the end of the transaction on PostgreSQL; SQLite's write lock is already held.
+    if (isPostgres(db)) void current.forUpdate();
+    const still = new Set<number>();
+    for (const r of (await current) as { id: number | string; next_attempt_at: number | string | null }[]) {
+      const mark = r.next_attempt_at === null ? null : Number(r.next_attempt_at);
+      if (mark === claimedUntil.get(Number(r.id))) still.add(Number(r.id));
+    }
+    return applyMoves(
+      trx,
+      moves.filter((m) => still.has(m.row.id)),
+      now,
+    );
+  });
+}
+
 /** Moves that share the time they were decided at (one group commit, one poll call's answer). */
 export interface AnswerMoves {
   moves: RowMove[];

@@ -45,7 +45,7 @@ export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-
 export { acceptBatchRows, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
 export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, renewCreateLease, type Claimant, type ClaimedRow } from './claims.js';
-export { applyRowMoves, recordAnswers } from './answers.js';
+export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 
 export {

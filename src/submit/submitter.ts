@@ -15,7 +15,7 @@ import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '
 import { requestOfText } from '../domain/request-values.js';
 import {
   type Database,
-  applyRowMoves,
+  applyClaimedMoves,
   claimDueRows,
   claimReadyRows,
   lastIntentAt,
@@ -432,9 +432,10 @@ export class PayoutSubmitter {
         );
       } catch (err) {
         const code = isApiError(err) ? err.code : 'ERROR';
-        await applyRowMoves(
+        await applyClaimedMoves(
           db,
           rows.map((row) => this.queryFailed(row, code, 'reference query failed; will retry')),
+          rows,
           clock.now(),
         );
         logger.warn(
@@ -447,9 +448,11 @@ export class PayoutSubmitter {
       const moves: RowMove[] = [];
       const now = clock.now();
       for (const row of rows) moves.push(await this.reconcileRow(row, seen, now, signal, rows.length === 1));
-      await applyRowMoves(db, moves, now);
+      // Only to rows still claimed by this round: one that outlasted its claim (many single-reference queries, a
+      // rate-limit pause) may have decided from answers older than a create another instance sent since.
+      const applied = await applyClaimedMoves(db, moves, rows, now);
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
-      if (moves.every((m) => m.to === 'UNKNOWN')) return moved;
+      if (applied === 0 || moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
   }
 
