@@ -2,8 +2,8 @@
  * A file uploaded in the console joins the inbox exactly as a careful SFTP
  * sender's does: written under a temp name in `<stateDir>/console-upload/`
  * (the state directory is on the inbox's filesystem, as claims require),
- * recorded with its uploader and hash, then linked into the inbox under its
- * name (a link never replaces a file of that name waiting there), its
+ * recorded with its uploader, hash and inode, then linked into the inbox
+ * under its name (a link never replaces a file of that name waiting there), its
  * `<name>.done` marker written (the upload is complete: `inbox.requireDoneMarker`
  * takes it, and a CSV without a final line break is not held as a cut upload)
  * and the temp name removed. The daemon then takes, validates, acknowledges
@@ -91,7 +91,7 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
   const hash = createHash('sha256');
   let size = 0;
   let head = Buffer.alloc(0);
-  let ino = 0;
+  let ino = 0n;
   try {
     try {
       for await (const chunk of body) {
@@ -110,13 +110,15 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
       if (size === 0) throw new ConsoleError('UPLOAD_EMPTY', `${JSON.stringify(name)} is empty: nothing to pay`);
       checkUploadBytes(name, head);
       await handle.sync();
-      ino = (await handle.stat()).ino;
+      // As a bigint: an inode number may exceed a JS number's exact range.
+      ino = (await handle.stat({ bigint: true })).ino;
     } finally {
       await handle.close();
     }
     const uploaded = { name, size, sha256: hash.digest('hex') };
-    const record = { fileName: name, sha256: uploaded.sha256, size, uploader, uploadedAt: target.now() };
-    // Recorded before the file can be taken: its batch always finds its uploader.
+    const record = { fileName: name, sha256: uploaded.sha256, size, inode: ino.toString(), uploader, uploadedAt: target.now() };
+    // Recorded before the file can be taken: its batch always finds its uploader, by the inode the link and the
+    // claim's rename keep (the name and bytes alone may be someone else's later upload once this file is taken).
     const recorded = await recordConsoleUpload(target.db, record);
     try {
       await link(temp, join(target.inbox, name));
@@ -165,14 +167,14 @@ function linkRefusal(name: string, err: unknown): ConsoleError {
  * left by an upload refused at the link (or cut short by a crash) would vouch for someone else's file of
  * that name, perhaps still being sent. One already there vouches for this complete file as well.
  */
-async function markDone(path: string, ino: number): Promise<void> {
+async function markDone(path: string, ino: bigint): Promise<void> {
   const marker = path + DONE_SUFFIX;
   let mine = false;
   try {
     await (await open(marker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o640)).close();
     mine = true;
     // Taken already (its claim consumes only a marker it finds): left behind, ours would vouch for the next file.
-    if ((await lstat(path).catch(() => null))?.ino !== ino) await unlink(marker).catch(() => undefined);
+    if ((await lstat(path, { bigint: true }).catch(() => null))?.ino !== ino) await unlink(marker).catch(() => undefined);
   } catch (err) {
     if (!mine && (err as NodeJS.ErrnoException).code === 'EEXIST') return;
     throw new ConsoleError(

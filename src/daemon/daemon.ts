@@ -175,13 +175,15 @@ export class PayoutDaemon {
         holds: this.holds,
         approval: approval ? { atAcceptance: (b, ready) => approvalAtAcceptance(approval, b, ready) } : undefined,
         uploaderOf: async (claimed) => {
-          const { uid } = await lstat(claimed.storedPath);
-          // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with its name and
-          // bytes. A file another user owns is theirs, whatever the console recorded under the same name and bytes.
+          const st = await lstat(claimed.storedPath, { bigint: true });
+          const uid = Number(st.uid);
+          // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with this file's
+          // inode, name and bytes. A file another user owns is theirs, whatever the console recorded.
           if (uid === process.getuid?.()) {
             const viaConsole = await consoleUploaderOf(db, {
               fileName: claimed.originalName,
               sha256: claimed.sha256,
+              inode: st.ino.toString(),
               receivedAt: clock.now(),
             });
             // None recorded: no person is known to have uploaded it, and payoutd's account stands for none (its

@@ -119,11 +119,13 @@ export async function deleteConsoleSessions(db: Database, by: { userName: string
     : db('console_sessions').where('expires_at', '<=', by.expiredAt).delete();
 }
 
-/** A file the console renamed into the inbox, and who uploaded it. */
+/** A file the console linked into the inbox, and who uploaded it. */
 export interface ConsoleUploadRecord {
   fileName: string;
   sha256: string;
   size: number;
+  /** The uploaded file's inode number, as decimal text: the link into the inbox and the claim's rename keep it. */
+  inode: string;
   uploader: string;
   uploadedAt: number;
 }
@@ -132,12 +134,13 @@ const UPLOAD_COLUMNS: Record<keyof ConsoleUploadRecord, string> = {
   fileName: 'file_name',
   sha256: 'sha256',
   size: 'size',
+  inode: 'file_ino',
   uploader: 'uploader',
   uploadedAt: 'uploaded_at',
 };
 
 /**
- * Written before the file is renamed into the inbox: a batch of it can always be told who uploaded it.
+ * Written before the file is linked into the inbox: a batch of it can always be told who uploaded it.
  * Returns the record's id, the only handle `forgetConsoleUpload` takes.
  */
 export async function recordConsoleUpload(db: Database, upload: ConsoleUploadRecord): Promise<number> {
@@ -155,17 +158,25 @@ export async function forgetConsoleUpload(db: Database, id: number): Promise<voi
 }
 
 /**
- * Who uploaded a file through the console: the latest upload of that name with those exact bytes, made no
- * later than the batch was received. Undefined for a file that came another way.
+ * Who uploaded a file through the console: the upload of that very file (its inode), name and exact bytes,
+ * made no later than the batch was received. Not the latest upload of that name and bytes: once the daemon
+ * has taken a file its name is free, and someone else's identical upload may be recorded before the lookup.
+ * Undefined for a file that came another way.
  */
 export async function consoleUploaderOf(
   db: Database,
-  batch: { fileName: string; sha256: string; receivedAt: number },
+  file: { fileName: string; sha256: string; inode: string; receivedAt: number },
 ): Promise<string | undefined> {
-  const r = (await db('console_uploads')
-    .where({ file_name: batch.fileName, sha256: batch.sha256 })
-    .andWhere('uploaded_at', '<=', batch.receivedAt)
-    .orderBy('uploaded_at', 'desc')
-    .first('uploader')) as { uploader: string } | undefined;
-  return r?.uploader;
+  const uploads = () =>
+    db('console_uploads')
+      .where({ file_name: file.fileName, sha256: file.sha256 })
+      .andWhere('uploaded_at', '<=', file.receivedAt)
+      // The newest record: an older one of the same inode was of a file since removed (inode numbers are reused).
+      .orderBy('id', 'desc');
+  const exact = (await uploads().andWhere({ file_ino: file.inode }).first('uploader')) as { uploader: string } | undefined;
+  if (exact) return exact.uploader;
+  // Recorded before inodes were (migration 0022): a file uploaded before the upgrade and taken after it. Every later
+  // upload has its inode recorded, so this never finds one.
+  const older = (await uploads().whereNull('file_ino').first('uploader')) as { uploader: string } | undefined;
+  return older?.uploader;
 }

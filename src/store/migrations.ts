@@ -660,6 +660,23 @@ const errorPlace: Migration = {
   },
 };
 
+// A console upload records its file's inode (src/console/upload.ts), which link and the claim's rename keep: the daemon
+// credits the taken file to the upload of that very file, not to a later upload of the same name and bytes.
+const consoleUploadInode: Migration = {
+  name: '0022_console_upload_inode',
+  async up(knex) {
+    await knex.schema.alterTable('console_uploads', (t) => {
+      // Decimal text: an inode number may exceed a JS number's exact range.
+      t.string('file_ino', 20).nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('console_uploads', (t) => {
+      t.dropColumn('file_ino');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -682,6 +699,7 @@ export const MIGRATIONS: readonly Migration[] = [
   cancelEndsApproval,
   payoutChecked,
   errorPlace,
+  consoleUploadInode,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

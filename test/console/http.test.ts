@@ -20,6 +20,7 @@ import { outboxName } from '../../src/daemon/outbox.js';
 import { closeDatabase, consoleUploaderOf, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { openTestDatabase } from '../support/database.js';
+import { inodeOf } from '../support/files.js';
 
 const PASSWORD = 'a long enough password';
 const ROLES: Role[] = ['viewer', 'uploader', 'approver', 'admin'];
@@ -388,8 +389,13 @@ describe('console: uploads', () => {
     const answer = (await r.json()) as { sha256: string; message: string };
     expect(answer.message).toContain('uploaded by uploader');
     expect(await names(inbox())).toContain('März payouts.csv');
-    expect(await consoleUploaderOf(db, { fileName: 'März payouts.csv', sha256: answer.sha256, receivedAt: Date.now() })).toBe('uploader');
-    expect(await consoleUploaderOf(db, { fileName: 'März payouts.csv', sha256: 'f'.repeat(64), receivedAt: Date.now() })).toBeUndefined();
+    const inode = await inodeOf(join(inbox(), 'März payouts.csv'));
+    expect(await consoleUploaderOf(db, { fileName: 'März payouts.csv', sha256: answer.sha256, inode, receivedAt: Date.now() })).toBe(
+      'uploader',
+    );
+    expect(
+      await consoleUploaderOf(db, { fileName: 'März payouts.csv', sha256: 'f'.repeat(64), inode, receivedAt: Date.now() }),
+    ).toBeUndefined();
     const again = await upload('März payouts.csv', `${CSV}INV-10,2.00\n`, s);
     expect(again.status).toBe(409);
     expect(await names(join(dir, 'state', 'console-upload'))).toEqual([]);
@@ -403,7 +409,8 @@ describe('console: uploads', () => {
     const sha256 = createHash('sha256').update(CSV).digest('hex');
     // Otherwise the SFTP file's batch would show this user as its uploader (who then could not approve it,
     // while the one who did upload it could).
-    expect(await consoleUploaderOf(db, { fileName: 'sftp.csv', sha256, receivedAt: Date.now() })).toBeUndefined();
+    const inode = await inodeOf(join(inbox(), 'sftp.csv'));
+    expect(await consoleUploaderOf(db, { fileName: 'sftp.csv', sha256, inode, receivedAt: Date.now() })).toBeUndefined();
   });
 });
 

@@ -5,7 +5,7 @@
  * takes it and a CSV without a final line break is not held as cut short.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -13,8 +13,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acceptUpload, type UploadTarget } from '../../src/console/upload.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { InboxWatcher, claimFile, type InboxCandidate } from '../../src/ingest/inbox/index.js';
-import { consoleUploaderOf } from '../../src/store/index.js';
+import { consoleUploaderOf, recordConsoleUpload } from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
+import { inodeOf } from '../support/files.js';
 
 const CSV = 'merchantReferenceId,payoutAmount\nINV-1,1000.00\n';
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -39,7 +40,35 @@ describe('console upload', () => {
     await expect(acceptUpload(target, 'same.csv', 'mallory', body(CSV))).rejects.toMatchObject({ code: 'UPLOAD_NAME_TAKEN' });
     expect(await readdir(target.inbox)).toEqual(['same.csv', 'same.csv.done']);
     // Otherwise the waiting file's batch would name no console uploader, and she could approve it.
-    expect(await consoleUploaderOf(t.db, { fileName: 'same.csv', sha256: sha256(CSV), receivedAt: 2_000 })).toBe('mallory');
+    const inode = await inodeOf(join(target.inbox, 'same.csv'));
+    expect(await consoleUploaderOf(t.db, { fileName: 'same.csv', sha256: sha256(CSV), inode, receivedAt: 2_000 })).toBe('mallory');
+  });
+
+  it('a file taken from the inbox stays its uploader’s when someone uploads the same name and bytes before the lookup', async () => {
+    let now = 1_000;
+    target.now = () => now;
+    await acceptUpload(target, 'june.csv', 'alice', body(CSV));
+    // The daemon's claim renames Alice's file out of the inbox (as claimFile does); the name is free again.
+    const claimed = join(dir, 'claimed-june.csv');
+    await rename(join(target.inbox, 'june.csv'), claimed);
+    await rm(join(target.inbox, 'june.csv.done'));
+    now = 2_000;
+    // Bob's identical upload is let in and recorded before the daemon looks up who uploaded Alice's file.
+    await acceptUpload(target, 'june.csv', 'bob', body(CSV));
+    const lookup = async (path: string) =>
+      consoleUploaderOf(t.db, { fileName: 'june.csv', sha256: sha256(CSV), inode: await inodeOf(path), receivedAt: 3_000 });
+    // Otherwise Alice's batch would be Bob's, and Alice could approve her own upload.
+    expect(await lookup(claimed)).toBe('alice');
+    expect(await lookup(join(target.inbox, 'june.csv'))).toBe('bob');
+  });
+
+  it('an upload recorded before inodes were names its file only when no upload of that inode was recorded', async () => {
+    // As migration 0022 leaves the record of an upload still waiting in the inbox: no inode.
+    await t.db('console_uploads').insert({ file_name: 'may.csv', sha256: sha256(CSV), size: 1, uploader: 'alice', uploaded_at: 500 });
+    await recordConsoleUpload(t.db, { fileName: 'may.csv', sha256: sha256(CSV), size: 1, inode: '77', uploader: 'bob', uploadedAt: 400 });
+    const lookup = async (inode: string) => consoleUploaderOf(t.db, { fileName: 'may.csv', sha256: sha256(CSV), inode, receivedAt: 3_000 });
+    expect(await lookup('77')).toBe('bob');
+    expect(await lookup('78')).toBe('alice');
   });
 
   /** The inbox watching `target.inbox` as the daemon would, driven by hand; the files it offers. */
@@ -112,7 +141,7 @@ describe('console upload', () => {
       message:
         '"gone.csv" was not uploaded: it could not be put into the inbox (ENOENT); try again, and tell the administrator if it fails again',
     });
-    expect(await consoleUploaderOf(t.db, { fileName: 'gone.csv', sha256: sha256(CSV), receivedAt: 2_000 })).toBeUndefined();
+    expect(await t.db('console_uploads').where({ file_name: 'gone.csv' })).toEqual([]);
     expect(await readdir(join(target.stateDir, 'console-upload'))).toEqual([]);
   });
 

@@ -15,6 +15,7 @@ import { claimReadyRows } from '../../src/store/claims.js';
 import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
+import { inodeOf } from '../support/files.js';
 
 afterEach(async () => {
   await stopPipelineDaemons();
@@ -101,18 +102,19 @@ describe('pipeline: the daemon', () => {
       const p = await fastPipeline();
       const { daemon, inbox } = await daemonFor(p);
       const content = csvFile([csvRow('DO-1')]);
-      // A console user's upload of the same file, refused (the name was taken) or still being let in.
+      const path = join(inbox, 'owned.csv');
+      await writeFile(path, content);
+      await chown(path, OTHER_UID, OTHER_UID);
+      // A console upload recorded under the same name, bytes and even inode: the owner still decides.
       const sha256 = createHash('sha256').update(content).digest('hex');
       await recordConsoleUpload(p.db, {
         fileName: 'owned.csv',
         sha256,
         size: content.length,
+        inode: await inodeOf(path),
         uploader: 'li',
         uploadedAt: Date.now() - 1000,
       });
-      const path = join(inbox, 'owned.csv');
-      await writeFile(path, content);
-      await chown(path, OTHER_UID, OTHER_UID);
       await daemon.start();
       let batch: BatchRecord | undefined;
       await waitFor(async () => {
@@ -128,16 +130,14 @@ describe('pipeline: the daemon', () => {
     const p = await fastPipeline();
     const { daemon, inbox } = await daemonFor(p);
     const recorded = csvFile([csvRow('DU-1')]);
-    await recordConsoleUpload(p.db, {
-      fileName: 'console.csv',
-      sha256: createHash('sha256').update(recorded).digest('hex'),
-      size: recorded.length,
-      uploader: 'li',
-      uploadedAt: Date.now() - 1000,
-    });
     // Both owned by this process's user, as a console upload is.
     await writeFile(join(inbox, 'console.csv'), recorded);
     await writeFile(join(inbox, 'unrecorded.csv'), csvFile([csvRow('DU-2')]));
+    const upload = { fileName: 'console.csv', sha256: createHash('sha256').update(recorded).digest('hex'), size: recorded.length };
+    const inode = await inodeOf(join(inbox, 'console.csv'));
+    await recordConsoleUpload(p.db, { ...upload, inode, uploader: 'li', uploadedAt: Date.now() - 2000 });
+    // Another file of the same name and bytes uploaded later, as once li's is taken and its name free again.
+    await recordConsoleUpload(p.db, { ...upload, inode: `${BigInt(inode) + 1n}`, uploader: 'bo', uploadedAt: Date.now() - 1000 });
     await daemon.start();
     let batches: BatchRecord[] = [];
     await waitFor(async () => {

@@ -46,14 +46,18 @@ describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
     expect(ok.ok).toBe(true);
   });
 
-  it('finds uploads by name and bytes, pages batches and finds rows by a literal reference', async () => {
+  it('finds uploads by file, name and bytes, pages batches and finds rows by a literal reference', async () => {
     const file = { fileName: 'p.csv', storedPath: '/x', controlPath: null, doneMarker: false, size: 1, mtimeMs: 1 };
     for (let i = 0; i < 5; i++) {
       await insertBatch(store.db, { ...receivedBatch({ ...file, id: `B-${i}`, sha256: `${i}`.repeat(64) }, 1000 * (i + 1)) });
     }
-    await recordConsoleUpload(store.db, { fileName: 'p.csv', sha256: '3'.repeat(64), size: 1, uploader: 'ana', uploadedAt: 3500 });
-    expect(await consoleUploaderOf(store.db, { fileName: 'p.csv', sha256: '3'.repeat(64), receivedAt: 4000 })).toBe('ana');
-    expect(await consoleUploaderOf(store.db, { fileName: 'p.csv', sha256: '3'.repeat(64), receivedAt: 3000 })).toBeUndefined();
+    const upload = { fileName: 'p.csv', sha256: '3'.repeat(64), size: 1 };
+    // An inode beyond a JS number's exact range, and a later identical upload of another file.
+    await recordConsoleUpload(store.db, { ...upload, inode: '18446744073709551557', uploader: 'ana', uploadedAt: 3500 });
+    await recordConsoleUpload(store.db, { ...upload, inode: '18446744073709551558', uploader: 'bo', uploadedAt: 3600 });
+    const lookup = { fileName: 'p.csv', sha256: '3'.repeat(64), inode: '18446744073709551557' };
+    expect(await consoleUploaderOf(store.db, { ...lookup, receivedAt: 4000 })).toBe('ana');
+    expect(await consoleUploaderOf(store.db, { ...lookup, receivedAt: 3000 })).toBeUndefined();
     const page = await listBatchPage(store.db, { receivedFrom: 2000, receivedUntil: 5000 }, 1, 2);
     expect(page.total).toBe(3);
     expect(page.batches.map((b) => b.id)).toEqual(['B-2', 'B-1']);
