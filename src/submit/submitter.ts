@@ -446,11 +446,22 @@ export class PayoutSubmitter {
       }
       const seen = this.seenIn(answer);
       const moves: RowMove[] = [];
+      const askAlone: typeof rows = [];
       const now = clock.now();
-      for (const row of rows) moves.push(await this.reconcileRow(row, seen, now, signal, rows.length === 1));
-      // Only to rows still claimed by this round: one that outlasted its claim (many single-reference queries, a
-      // rate-limit pause) may have decided from answers older than a create another instance sent since.
-      const applied = await applyClaimedMoves(db, moves, rows, now);
+      for (const row of rows) {
+        const move = await this.reconcileRow(row, seen, now, rows.length === 1);
+        if (move === null) askAlone.push(row);
+        else moves.push(move);
+      }
+      // Only to rows still claimed by this round: one that outlasted its claim (a slow answer, a rate-limit pause)
+      // may have decided from answers older than a create another instance sent since. What the batched answer
+      // decided is applied first, each single-reference answer's as it comes: the claim is young for both.
+      let applied = await applyClaimedMoves(db, moves, rows, now);
+      for (const row of askAlone) {
+        const move = await this.reconcileAlone(row, signal);
+        moves.push(move);
+        applied += await applyClaimedMoves(db, [move], [row], clock.now());
+      }
       moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
       if (applied === 0 || moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
@@ -483,9 +494,10 @@ export class PayoutSubmitter {
 
   /**
    * One UNKNOWN row's move from an answer about its reference. `alone`: the answer was to a query of this
-   * reference only; a row missing from any other is asked about alone before its payout is taken as absent.
+   * reference only; a row missing from any other is to be asked about alone (null) before its payout is taken
+   * as absent.
    */
-  private async reconcileRow(row: UnknownRow, seen: Seen, now: number, signal: AbortSignal, alone: boolean): Promise<RowMove> {
+  private async reconcileRow(row: UnknownRow, seen: Seen, now: number, alone: boolean): Promise<RowMove | null> {
     const { db, logger } = this.deps;
     const found = seen.byRef.get(row.merchantReferenceId) ?? [];
     const unread = seen.unreadByRef.get(row.merchantReferenceId) ?? [];
@@ -557,7 +569,7 @@ export class PayoutSubmitter {
     }
     // A service may page or cap an answer about many references without saying so: its own payout is taken as
     // absent (created again, or the row not paid) only from an answer about this reference alone that is whole.
-    if (!alone) return this.reconcileAlone(row, now, signal);
+    if (!alone) return null;
     if (seen.partial) {
       return this.queryFailed(row, 'PARTIAL_ANSWER', 'the service said its answer was partial; not taken as absent, will retry');
     }
@@ -579,14 +591,14 @@ export class PayoutSubmitter {
   }
 
   /** A row its batched answer did not name: decided from a query of its reference alone. */
-  private async reconcileAlone(row: UnknownRow, now: number, signal: AbortSignal): Promise<RowMove> {
+  private async reconcileAlone(row: UnknownRow, signal: AbortSignal): Promise<RowMove> {
     let answer: PayoutQueryAnswer;
     try {
       answer = await this.deps.service.queryByReferences([row.merchantReferenceId], signal);
     } catch (err) {
       return this.queryFailed(row, isApiError(err) ? err.code : 'ERROR', 'the query of this reference alone failed; will retry');
     }
-    return this.reconcileRow(row, this.seenIn(answer), now, signal, true);
+    return (await this.reconcileRow(row, this.seenIn(answer), this.deps.clock.now(), true)) as RowMove;
   }
 
   /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */
