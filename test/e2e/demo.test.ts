@@ -2,10 +2,12 @@
  * `payoutd demo` pays the samples, the .xlsx ones too: the real command,
  * its own temporary folders and embedded sandbox, its printed table read
  * back. The valid workbook is paid like the valid CSV (its one cancel
- * trigger cancelled), the workbook with errors refused whole.
+ * trigger cancelled), the workbook with errors refused whole; the status
+ * files it leaves say the batches ended.
  */
 import { execFile } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BIN, childEnv, ROOT } from './harness.js';
@@ -37,6 +39,13 @@ describe('e2e: payoutd demo', () => {
     expect(table.get('payouts-with-errors.csv')?.[0]).toBe('REJECTED');
     expect(stdout).toMatch(/payouts-valid\.xlsx\.result\.csv/);
     const root = /payoutd demo in (\S+)/.exec(stdout)?.[1];
-    if (root) await rm(root, { recursive: true, force: true });
+    if (!root) throw new Error('the demo names no folder');
+    // The status files finance reads say what the table says: the batch's end, not a moment before it.
+    const outbox = join(root, 'outbox');
+    const status = (await readdir(outbox)).find((f) => f.endsWith('_payouts-valid.csv.status.csv'));
+    const text = await readFile(join(outbox, status ?? 'missing'), 'utf8');
+    expect(text).toMatch(/^state,,,COMPLETE$/m);
+    expect(text).toMatch(/^percent done,,,100(\.0)?$/m);
+    await rm(root, { recursive: true, force: true });
   }, 200_000);
 });

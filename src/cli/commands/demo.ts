@@ -12,7 +12,7 @@ import { PayoutdError } from '../../domain/errors.js';
 import { FINAL_BATCH_STATES } from '../../domain/lifecycle.js';
 import { startDaemon } from '../../daemon/runtime.js';
 import { outboxName } from '../../daemon/outbox.js';
-import { batchStateCounts, listRecentBatches } from '../../store/index.js';
+import { batchStateCounts, countEventsByDelivery, listRecentBatches } from '../../store/index.js';
 import { createLogger } from '../../log/index.js';
 import { print, table } from '../output.js';
 
@@ -55,7 +55,9 @@ export async function demo(timeoutMs: number): Promise<void> {
     for (;;) {
       const batches = await listRecentBatches(running.db, 100);
       const done = batches.filter((b) => FINAL_BATCH_STATES.includes(b.state));
-      if (batches.length >= SAMPLES.length && done.length === batches.length) break;
+      // The status files too: they are written by the notification loop, from the batches' events.
+      const owed = (await countEventsByDelivery(running.db)).PENDING ?? 0;
+      if (batches.length >= SAMPLES.length && done.length === batches.length && owed === 0) break;
       if (Date.now() > deadline)
         throw new PayoutdError('DEMO_TIMEOUT', `the demo did not finish within ${timeoutMs / 1000}s; see ${logFile}`);
       await new Promise((r) => setTimeout(r, 200));
