@@ -359,7 +359,10 @@ export async function listStatusBatches(db: Database, limit: number): Promise<St
   const finished =
     room === 0 ? [] : ((await newestFirst(db('batches').whereIn('state', FINAL_BATCH_STATES)).limit(room)) as Record<string, unknown>[]);
   const [all] = (await db('batches').whereIn('state', FINAL_BATCH_STATES).count({ n: '*' })) as { n: number | string }[];
-  const batches = [...unfinished, ...finished].map(fromRow).sort((a, b) => b.receivedAt - a.receivedAt);
+  // A batch that ended between the two reads is in both: shown once, as it ended.
+  const byId = new Map<string, BatchRecord>();
+  for (const b of [...unfinished, ...finished].map(fromRow)) byId.set(b.id, b);
+  const batches = [...byId.values()].sort((a, b) => b.receivedAt - a.receivedAt);
   return { batches, olderFinished: Number(all?.n ?? 0) - finished.length };
 }
 
