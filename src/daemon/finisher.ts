@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { BatchEventData } from '../domain/batch-events.js';
 import type { ResultFiles } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
+import { whileRenewing } from '../domain/lease.js';
 import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
 import { safeError } from '../log/index.js';
 import {
@@ -185,19 +186,8 @@ export class BatchFinisher {
     const { shared, instanceId, leaseMs } = this.o;
     if (!shared) return work();
     if (!(await claimBatchLease(db, id, instanceId, leaseMs, clock.now()))) return false;
-    const renew = setInterval(
-      () => {
-        // A failed renewal is tried again on the next tick; a lease taken over is not taken back (completeBatch then refuses).
-        holdBatchLease(db, id, instanceId, leaseMs, clock.now()).catch(() => undefined);
-      },
-      Math.max(1000, Math.floor(leaseMs / 3)),
-    );
-    renew.unref();
-    try {
-      return await work();
-    } finally {
-      clearInterval(renew);
-    }
+    // A lease taken over is not taken back (holdBatchLease); completeBatch then refuses.
+    return whileRenewing(leaseMs, () => holdBatchLease(db, id, instanceId, leaseMs, clock.now()), work);
   }
 
   /** The optional .xlsx and retry files; they never hold a batch open (`payoutd retry-file` / `report --batch` redo them). */

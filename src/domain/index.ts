@@ -4,6 +4,7 @@ export * from './money.js';
 export * from './payout.js';
 export * from './clock.js';
 export * from './backoff.js';
+export * from './lease.js';
 export * from './lifecycle.js';
 export * from './request-values.js';
 export * from './iso4217.js';

@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { basename, extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
+import { whileRenewing } from '../domain/lease.js';
 import type { BatchHold } from '../domain/holds.js';
 import type { ReadyMoney } from '../domain/ready-money.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
@@ -289,21 +290,12 @@ export class BatchIntake {
   /** The reading of a batch, its lease renewed all along. */
   private async readLeased(batchId: string): Promise<BatchRecord> {
     // The lease says "still reading" to other instances for as long as this takes, however long one chunk is.
-    const renew = setInterval(
-      () => {
-        // Renewed only while still ours: a lease taken over is not taken back (holdReaderLease); the next chunk then stops.
-        holdReaderLease(this.deps.db, this.leaseOf(batchId), this.deps.clock.now()).catch(() => {
-          // A failed renewal is retried on the next tick; the per-chunk renewal also keeps it.
-        });
-      },
-      Math.max(1000, Math.floor(this.o.leaseMs / 3)),
+    // Renewed only while still ours: a lease taken over is not taken back (holdReaderLease); the next chunk then stops.
+    return whileRenewing(
+      this.o.leaseMs,
+      () => holdReaderLease(this.deps.db, this.leaseOf(batchId), this.deps.clock.now()),
+      () => this.read(batchId),
     );
-    renew.unref();
-    try {
-      return await this.read(batchId);
-    } finally {
-      clearInterval(renew);
-    }
   }
 
   /**

@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
 import { backoffDelay } from '../domain/backoff.js';
+import { whileRenewing } from '../domain/lease.js';
 import type { Clock } from '../domain/clock.js';
 import {
   claimDueEvents,
@@ -94,32 +95,27 @@ export class NotificationDispatcher {
     const failed = new Map<string, string>();
     // Deliveries one after another may outlast the lease of the events claimed together: it is renewed all along.
     const seqs = events.map((e) => e.seq);
-    const renew = setInterval(
-      () => {
-        holdEventClaims(db, seqs, this.o.instanceId, this.o.leaseMs, clock.now()).catch(() => undefined);
-      },
-      Math.max(1000, Math.floor(this.o.leaseMs / 3)),
-    );
-    renew.unref();
+    const renew = (): Promise<number> => holdEventClaims(db, seqs, this.o.instanceId, this.o.leaseMs, clock.now());
     try {
-      for (const event of events) {
-        if (signal?.aborted) {
-          // Stopping: let go of the claim as it was, for the next start (or another instance).
-          await settleEventDelivery(this.deps.db, event.seq, this.o.instanceId, {
-            state: 'PENDING',
-            deliveredTo: event.deliveredTo,
-            attempts: event.attempts,
-            nextAttemptAt: clock.now(),
-            lastError: null,
-          });
-          continue;
+      await whileRenewing(this.o.leaseMs, renew, async () => {
+        for (const event of events) {
+          if (signal?.aborted) {
+            // Stopping: let go of the claim as it was, for the next start (or another instance).
+            await settleEventDelivery(this.deps.db, event.seq, this.o.instanceId, {
+              state: 'PENDING',
+              deliveredTo: event.deliveredTo,
+              attempts: event.attempts,
+              nextAttemptAt: clock.now(),
+              lastError: null,
+            });
+            continue;
+          }
+          // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
+          if ((await holdEventClaims(db, [event.seq], this.o.instanceId, this.o.leaseMs, clock.now())) === 0) continue;
+          await this.deliver(event, channels, failed, signal);
         }
-        // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
-        if ((await holdEventClaims(db, [event.seq], this.o.instanceId, this.o.leaseMs, clock.now())) === 0) continue;
-        await this.deliver(event, channels, failed, signal);
-      }
+      });
     } finally {
-      clearInterval(renew);
       closeChannels(channels);
     }
     return events.length;
