@@ -370,15 +370,14 @@ export class ConsoleServer {
     return batch;
   }
 
-  private async itemOf(batch: BatchRecord): Promise<{ item: BatchListItem; uploader: string | null }> {
+  private async itemOf(batch: BatchRecord): Promise<BatchListItem> {
     const approval = await this.o.approvals.read(batch.id);
-    const item = await listItem(this.o.db, batch, approval, this.o.now());
-    return { item, uploader: item.uploader };
+    return listItem(this.o.db, batch, approval, this.o.now());
   }
 
   private async batch(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {
     const batch = await this.batchOr404(id);
-    const { item, uploader } = await this.itemOf(batch);
+    const item = await this.itemOf(batch);
     const approval = await this.o.approvals.read(id);
     const reference = (url.searchParams.get('q') ?? '').slice(0, 128);
     const rowPage = pageNumber(url.searchParams.get('page'));
@@ -394,14 +393,14 @@ export class ConsoleServer {
         item,
         approval,
         statusTotals: await this.totals(batch),
-        timeline: timelineOf(batch, uploader, approval, await listBatchTimeline(this.o.db, id)),
+        timeline: timelineOf(batch, item.uploader, approval, await listBatchTimeline(this.o.db, id)),
         files: await batchFiles(this.o.outbox, this.o.outboxNameOf(batch)),
         rows: rows.rows,
         rowTotal: rows.total,
         rowPage,
         reference,
         pageSize: this.o.pageSize,
-        ownUpload: uploader === identity.user,
+        ownUpload: item.uploader === identity.user,
       }),
     );
   }
@@ -421,7 +420,7 @@ export class ConsoleServer {
   }
 
   private async batchLive(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
-    const { item } = await this.itemOf(await this.batchOr404(id));
+    const item = await this.itemOf(await this.batchOr404(id));
     this.page(res, batchLive(this.ctx(this.who(req)), item));
   }
 
@@ -504,10 +503,10 @@ export class ConsoleServer {
 
   // ------------------------------------------------------------ approvals
 
-  private async awaiting(req: IncomingMessage, batch: BatchRecord): Promise<{ item: BatchListItem; uploader: string | null }> {
+  private async awaiting(req: IncomingMessage, batch: BatchRecord): Promise<BatchListItem> {
     const found = await this.itemOf(batch);
     if (!this.o.approvals.available) throw new Answer(409, 'This payoutd has no batch approvals.');
-    if (!found.item.awaitingApproval) throw new Answer(409, `Batch ${batch.id} does not wait for an approval.`);
+    if (!found.awaitingApproval) throw new Answer(409, `Batch ${batch.id} does not wait for an approval.`);
     if (found.uploader !== null && found.uploader === this.who(req).user) {
       throw new Answer(403, 'You uploaded this batch: someone else must approve or reject it.');
     }
@@ -516,7 +515,7 @@ export class ConsoleServer {
 
   private async approveForm(req: IncomingMessage, res: ServerResponse, id: string, message: string | null): Promise<void> {
     const batch = await this.batchOr404(id);
-    const { item } = await this.awaiting(req, batch);
+    const item = await this.awaiting(req, batch);
     this.page(res, approvePage(this.ctx(this.who(req)), item, await statusTotals(this.o.db, id), message), message ? 400 : 200);
   }
 

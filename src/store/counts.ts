@@ -11,7 +11,7 @@ import { decimalText, isPlainDecimal } from '../domain/money.js';
 import type { Database } from './db.js';
 import type { BatchRecord } from './batches.js';
 import { rowsInState, type IndexedState } from './payouts.js';
-import { writtenMoney } from './request-fields.js';
+import { writtenMoneyAs } from './request-fields.js';
 
 export type StateCounts = Partial<Record<RowState, number>>;
 
@@ -81,9 +81,6 @@ export async function countRowsInState(db: Database, state: IndexedState): Promi
   const r = (await rowsInState(db, state).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return Number(r?.n ?? 0);
 }
-
-const writtenMoneyAs = (db: Database, field: 'payoutCurrency' | 'payoutAmount', as: string): Knex.Raw =>
-  db.raw('? as ??', [writtenMoney(db, field), as]);
 
 /** Exact sums of a batch's payout amounts per row state and payout currency (status files and events). */
 export async function amountsByState(db: Database, batchId: string): Promise<Partial<Record<RowState, Record<string, string>>>> {

@@ -4,7 +4,7 @@
  */
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
-import { WRITTEN_MONEY_FIELDS, writtenMoney, type WrittenMoneyField } from './request-fields.js';
+import { WRITTEN_MONEY_FIELDS, writtenMoneyAs, type WrittenMoneyField } from './request-fields.js';
 
 /** A payout row with the name of the file it came from, its money cells as written (never NULL where its request has them). */
 export interface ReportedPayoutRow extends PayoutRow {
@@ -31,7 +31,7 @@ export async function* payoutsCreatedBetween(
     const q = db('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
       .select('p.*', 'b.file_name as report_file_name')
-      .select(WRITTEN_MONEY_FIELDS.map((f) => db.raw('? as ??', [writtenMoney(db, f, 'p'), shownAs(f)])))
+      .select(WRITTEN_MONEY_FIELDS.map((f) => writtenMoneyAs(db, f, shownAs(f), 'p')))
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
       .andWhere('p.created_at_ms', '<', untilMs);

@@ -30,6 +30,11 @@ export function writtenMoney(db: Database, field: WrittenMoneyField, table?: str
   return db.raw('coalesce(??, ?)', [qualified(COLUMNS[field], table), requestFieldAt(db, field, table)]);
 }
 
+/** writtenMoney selected under the name `as`. */
+export function writtenMoneyAs(db: Database, field: WrittenMoneyField, as: string, table?: string): Knex.Raw {
+  return db.raw('? as ??', [writtenMoney(db, field, table), as]);
+}
+
 /** The request's currencies and amount of a batch's READY rows, added up (three fields read in SQL, not the whole request). */
 export async function readyMoneyOf(db: Database, batchId: string, pageSize = 10_000): Promise<ReadyMoney> {
   const field = (f: 'deductionCurrency' | 'payoutCurrency' | 'payoutAmount'): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, f), f]);
