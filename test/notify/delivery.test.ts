@@ -36,6 +36,8 @@ import { waitFor } from '../inbox/helpers.js';
 import { EventReceiver, MailReceiver, newSigningSecret } from './receivers.js';
 
 const START = Date.UTC(2026, 10, 27, 9, 0, 0);
+/** The lease of the tests of several instances. */
+const SHARED_LEASE_MS = 3000;
 
 interface World {
   dir: string;
@@ -293,22 +295,32 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(receiver.types()).toEqual(['batch.received']);
   });
 
-  it('with several instances, a delivery pass that outlasts its lease keeps its events: each delivered once', async () => {
+  /**
+   * Two instances sharing the database (lease SHARED_LEASE_MS) and a batch event of each of two batches: a has
+   * claimed both and is held at the receiver with the first; b is beside it.
+   */
+  async function aHeldAtFirstOf(
+    first: string,
+    second: string,
+  ): Promise<{ w: World; release: () => void; aPass: Promise<number>; b: NotificationDispatcher }> {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
-    const leaseMs = 3000;
     const instance = (id: string): NotificationDispatcher =>
       new NotificationDispatcher(
         { db: w.db, config: w.config, clock: w.clock, logger: createLogger('silent'), outboxName },
-        { instanceId: id, leaseMs, alone: false },
+        { instanceId: id, leaseMs: SHARED_LEASE_MS, alone: false },
       );
-    const [a, b] = [instance('a'), instance('b')];
-    await newBatch(w, 'B21');
-    await newBatch(w, 'B22');
-    // a claims both events and is held at the first; its lease runs out meanwhile.
+    await newBatch(w, first);
+    await newBatch(w, second);
     const release = receiver.holdNextDelivery();
-    const aPass = a.pass();
+    const aPass = instance('a').pass();
     await waitFor(() => receiver.held === 1, 'the first delivery held');
-    w.clock.advance(leaseMs + 1);
+    return { w, release, aPass, b: instance('b') };
+  }
+
+  it('with several instances, a delivery pass that outlasts its lease keeps its events: each delivered once', async () => {
+    const { w, release, aPass, b } = await aHeldAtFirstOf('B21', 'B22');
+    // a's lease runs out meanwhile.
+    w.clock.advance(SHARED_LEASE_MS + 1);
     await waitFor(
       async () => Number((await w.db('batch_events').where('lease_expires_at', '>', w.clock.now()).count({ n: '*' }))[0]?.n) === 2,
       'the claims renewed past the moved clock',
@@ -322,18 +334,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
   });
 
   it('with several instances, an event taken over while the pass stalled is not delivered again by it', async () => {
-    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
-    const instance = (id: string): NotificationDispatcher =>
-      new NotificationDispatcher(
-        { db: w.db, config: w.config, clock: w.clock, logger: createLogger('silent'), outboxName },
-        { instanceId: id, leaseMs: 3000, alone: false },
-      );
-    const [a, b] = [instance('a'), instance('b')];
-    await newBatch(w, 'B23');
-    await newBatch(w, 'B24');
-    const release = receiver.holdNextDelivery();
-    const aPass = a.pass();
-    await waitFor(() => receiver.held === 1, 'the first delivery held');
+    const { w, release, aPass, b } = await aHeldAtFirstOf('B23', 'B24');
     // b took the second event over (as after a renewal that could not be written) and delivered it.
     const second = (await listBatchEvents(w.db, 'B24'))[0];
     await w.db('batch_events').where({ id: second?.id }).update({ lease_owner: 'b' });

@@ -59,18 +59,22 @@ describe('finishing a batch with several instances', () => {
       { instanceId, leaseMs: LEASE_MS, shared: true },
     );
 
+  /** Batch B1 of final rows; instance a holds it, held at its result file's gate; instance b beside it. */
+  const aHeldWritingB1 = async (): Promise<{ clock: ManualClock; slow: GatedOutbox; aPass: Promise<number>; b: BatchFinisher }> => {
+    await seedBatch(t.db, 'B1', 3, 'PAID');
+    const clock = new ManualClock();
+    const slow = new GatedOutbox(t.db, dir);
+    const b = finisher('b', clock, new BatchOutbox(t.db, dir, false));
+    const aPass = finisher('a', clock, slow).pass();
+    await slow.entered;
+    return { clock, slow, aPass, b };
+  };
+
   const completedEvents = async (): Promise<number> =>
     Number(((await t.db('batch_events').where({ batch_id: 'B1', type: 'completed' }).count({ n: '*' })) as { n: number }[])[0]?.n);
 
   it('keeps the batch while its result file takes longer than a lease to write', async () => {
-    await seedBatch(t.db, 'B1', 3, 'PAID');
-    const clock = new ManualClock();
-    const slow = new GatedOutbox(t.db, dir);
-    const a = finisher('a', clock, slow);
-    const b = finisher('b', clock, new BatchOutbox(t.db, dir, false));
-
-    const aPass = a.pass();
-    await slow.entered;
+    const { clock, slow, aPass, b } = await aHeldWritingB1();
     clock.advance(LEASE_MS + 1);
     // The renewal (every third of the lease, at least a second) puts the lease ahead of the moved clock.
     const deadline = Date.now() + 10_000;
@@ -89,14 +93,7 @@ describe('finishing a batch with several instances', () => {
   });
 
   it('completes and announces a batch once when two instances wrote its result files', async () => {
-    await seedBatch(t.db, 'B1', 3, 'PAID');
-    const clock = new ManualClock();
-    const slow = new GatedOutbox(t.db, dir);
-    const a = finisher('a', clock, slow);
-    const b = finisher('b', clock, new BatchOutbox(t.db, dir, false));
-
-    const aPass = a.pass();
-    await slow.entered;
+    const { clock, slow, aPass, b } = await aHeldWritingB1();
     // a stalled past its lease, and b took the batch over (as after a renewal that could not be written).
     await t
       .db('batches')
