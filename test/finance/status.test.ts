@@ -1,12 +1,13 @@
 /**
  * `payoutd status` lists every unfinished batch however old: a batch with a row in UNKNOWN (money may have
  * moved) or under a hold for an operator stayed out of sight once --limit newer batches had finished. The
- * finished ones fill the list up to --limit, and a line says how many older finished ones are not shown.
+ * finished ones fill the list up to --limit, and a line says how many older finished ones are not shown
+ * (--json: each batch listed says it).
  * A cancelled batch reads CANCELLED, with its reason.
  */
 import { join } from 'node:path';
 import { expect, it, vi } from 'vitest';
-import { status } from '../../src/cli/commands/status.js';
+import { status, type BatchView } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import { cancelReadyRows } from '../../src/store/cancels.js';
@@ -74,9 +75,11 @@ it('lists an old batch with an UNKNOWN row and an old held batch after 25 newer 
     '… and 7 older finished batch(es), not shown: payoutd status --limit N shows more, payoutd status --batch ID one of them',
   );
 
-  const json = JSON.parse(await printed(() => status(configFor(dir), undefined, 20, true))) as { id: string }[];
+  // The JSON stays a list of batches; each says how many the list leaves out, so a script can tell it was cut.
+  const json = JSON.parse(await printed(() => status(configFor(dir), undefined, 20, true))) as BatchView[];
   expect(json.map((b) => b.id)).toEqual(expect.arrayContaining(['BSTUCK', 'BHELD']));
   expect(json).toHaveLength(20);
+  expect(new Set(json.map((b) => b.olderFinishedNotShown))).toEqual(new Set([7]));
 });
 
 it('lists every unfinished batch even beyond --limit, and no "older" line when nothing is left out', async () => {
@@ -89,6 +92,8 @@ it('lists every unfinished batch even beyond --limit, and no "older" line when n
   const out = await printed(() => status(configFor(dir), undefined, 2, false));
   for (let i = 0; i < 3; i++) expect(lineOf(out, `BOPEN${i}`)).toMatch(/ACTIVE/);
   expect(out).not.toContain('older finished');
+  const json = JSON.parse(await printed(() => status(configFor(dir), undefined, 2, true))) as BatchView[];
+  expect(json.map((b) => b.olderFinishedNotShown)).toEqual([0, 0, 0]);
 });
 
 it('shows a cancelled batch as CANCELLED with its reason, also with --batch', async () => {

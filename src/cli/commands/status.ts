@@ -98,6 +98,11 @@ export interface BatchView {
   id: string;
   /** The approval state and audit, for a batch that went through approval (src/approval). */
   approval?: ApprovalView | null;
+  /**
+   * How many older finished batches the listing leaves out (--limit), the same on each of its batches; 0 with
+   * --batch. On each batch: the JSON stays a plain list, as scripts read it.
+   */
+  olderFinishedNotShown?: number;
   fileName: string;
   state: BatchRecord['state'];
   /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold, CANCELLED for one cancelled. */
@@ -203,6 +208,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     const views = rows.map(({ b, counts }) => ({
       ...batchView(b, counts, holdsSince.get(b.id) ?? null, now),
       approval: approvals.get(b.id) ?? null,
+      olderFinishedNotShown: olderFinished,
     }));
     if (json) {
       print(JSON.stringify(views, null, 2));
