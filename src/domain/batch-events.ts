@@ -85,9 +85,10 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
 
 /**
  * A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL; one an
- * operator cancelled (`cancelled`) is CANCELLED until its sent rows are final.
+ * operator cancelled (`cancelled`) is CANCELLED until its sent rows are final. The one place for this word:
+ * status, notifications and /metrics say the same. `cancelled` has no default, so no caller can leave it out.
  */
-export function shownBatchState(state: string, holdCode: string | null, cancelled = false): string {
+export function shownBatchState(state: string, holdCode: string | null, cancelled: boolean): string {
   if (state !== 'ACTIVE') return state;
   if (cancelled) return 'CANCELLED';
   if (holdCode === null) return state;

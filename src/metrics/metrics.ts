@@ -108,7 +108,7 @@ export class PayoutdMetrics {
     countsGauge(
       registers,
       'payoutd_batches',
-      'Batches by state; an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL',
+      'Batches by state as payoutd status shows it: an ACTIVE batch under a hold counts as HELD, or AWAITING_APPROVAL; one an operator cancelled as CANCELLED',
       'state',
       () => countBatchesByState(db),
     );

@@ -6,12 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
-import type { BatchEvent, BatchEventType } from '../domain/batch-events.js';
+import { shownBatchState, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
 import { webhookName, type ResolvedConfig } from '../config/index.js';
 import { outboxFileName } from '../report/index.js';
 import type { BatchRecord } from '../store/index.js';
 import { NotifyError } from './errors.js';
-import { eventPayload, shownState, type BatchSnapshot } from './payload.js';
+import { eventPayload, type BatchSnapshot } from './payload.js';
 import { readSecretFile, signingKey, standardWebhookHeaders } from './signing.js';
 import { writeStatusFiles } from './status-file.js';
 
@@ -84,7 +84,7 @@ export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s
   const lines = [
     `Batch file ${batch.fileName} (batch ${batch.id}): ${event.type}${detail}`,
     `When: ${new Date(event.createdAt).toISOString()}`,
-    `State: ${shownState(batch)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
+    `State: ${shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
     `Rows: ${s.rows}, final: ${s.final} (${s.percent.toFixed(1)}%)`,
   ];
   if (s.etaAt !== null) lines.push(`Estimated end: ${new Date(s.etaAt).toISOString()}`);

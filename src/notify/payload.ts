@@ -3,7 +3,7 @@
  * webhook body, in the Standard Webhooks shape `{type, timestamp, data}`),
  * and the batch as it stands (the status file and the email's totals).
  */
-import { eventTypeName, estimateEnd, progressOf, shownBatchState, type BatchEvent } from '../domain/batch-events.js';
+import { eventTypeName, estimateEnd, progressOf, type BatchEvent } from '../domain/batch-events.js';
 import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
 import { sumAmounts } from '../domain/money.js';
 import { outcomeStatusOf, type RowOutcomeStatus } from '../report/index.js';
@@ -65,9 +65,4 @@ export async function batchSnapshot(db: Database, batch: BatchRecord, now: numbe
   const { perMinute, etaAt } =
     batch.state === 'ACTIVE' ? estimateEnd(progress, batch.acceptedAt ?? batch.receivedAt, now) : { perMinute: null, etaAt: null };
   return { batch, rows, final, percent: progress.percent, perMinute, etaAt, counts, amounts, at: now };
-}
-
-/** The batch's state in one word an operator reads: HELD or AWAITING_APPROVAL for a held ACTIVE batch. */
-export function shownState(batch: Pick<BatchRecord, 'state' | 'holdCode'>): string {
-  return shownBatchState(batch.state, batch.holdCode);
 }

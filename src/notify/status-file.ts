@@ -7,7 +7,8 @@
  */
 import { join } from 'node:path';
 import { ROW_OUTCOME_STATUSES, csvChunks, writeFileAtomic, writeXlsxFile, xlsxColumns } from '../report/index.js';
-import { shownState, type BatchSnapshot } from './payload.js';
+import { shownBatchState } from '../domain/batch-events.js';
+import type { BatchSnapshot } from './payload.js';
 import { outboxFileName } from '../report/index.js';
 
 export const STATUS_COLUMNS = ['item', 'status', 'currency', 'value'] as const;
@@ -20,7 +21,7 @@ export function statusRecords(s: BatchSnapshot): string[][] {
   const out: string[][] = [
     ['batch', '', '', b.id],
     ['file', '', '', b.fileName],
-    ['state', '', '', shownState(b)],
+    ['state', '', '', shownBatchState(b.state, b.holdCode, b.cancelledAt != null)],
     ['hold', '', '', b.holdCode ?? ''],
     ['hold reason', '', '', b.holdReason ?? ''],
     ['rows', '', '', String(s.rows)],

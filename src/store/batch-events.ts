@@ -211,17 +211,24 @@ export async function countEventsByDelivery(db: Database): Promise<Partial<Recor
 
 /**
  * Batches by state as an operator counts them: an ACTIVE batch waiting for an approval is AWAITING_APPROVAL,
- * one under any other hold is HELD, the rest of the ACTIVE ones ACTIVE.
+ * one under any other hold is HELD, one an operator cancelled CANCELLED, the rest of the ACTIVE ones ACTIVE.
  */
 export async function countBatchesByState(db: Database): Promise<Record<string, number>> {
-  const rows = (await db('batches').select('state', 'hold_code').count({ n: '*' }).groupBy('state', 'hold_code')) as {
+  // 0 or 1 on either engine (a bare IS NOT NULL is a boolean on PostgreSQL, a number on SQLite).
+  const cancelled = 'case when cancelled_at is null then 0 else 1 end';
+  const rows = (await db('batches')
+    .select('state', 'hold_code', db.raw(`${cancelled} as cancelled`))
+    .count({ n: '*' })
+    .groupBy('state', 'hold_code')
+    .groupByRaw(cancelled)) as {
     state: string;
     hold_code: string | null;
+    cancelled: number | string;
     n: number | string;
   }[];
   const out: Record<string, number> = {};
   for (const r of rows) {
-    const key = shownBatchState(r.state, r.hold_code);
+    const key = shownBatchState(r.state, r.hold_code, Number(r.cancelled) === 1);
     out[key] = (out[key] ?? 0) + Number(r.n);
   }
   return out;

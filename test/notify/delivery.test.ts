@@ -19,6 +19,7 @@ import { outboxName } from '../../src/daemon/outbox.js';
 import { NotificationDispatcher, recordBatchEvent, type DeliveryOutcomeLabel } from '../../src/notify/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import {
+  cancelReadyRows,
   claimDueEvents,
   countEventsByDelivery,
   getBatch,
@@ -407,6 +408,19 @@ describe('status files in the outbox', () => {
       'rows by status,PAID,,1\r\namount by status,PAID,PHP,1500.5\r\nrows by status,PENDING,,1\r\namount by status,PENDING,PHP,99.95',
     );
     expect(existsSync(path.replace(/\.csv$/, '.xlsx'))).toBe(true);
+  });
+
+  it('a batch cancelled while a payout is in flight: state CANCELLED, as payoutd status shows it', async () => {
+    const w = await setUp({});
+    const b = await newBatch(w, 'B6', 'wrong-month.csv');
+    await w.db('payouts').where({ batch_id: 'B6', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B6-2' });
+    await holdBatch(w.db, 'B6', SHORT, w.clock.now());
+    // The cancel ends the hold: its `released` event rewrites the status file.
+    await cancelReadyRows(w.db, 'B6', 'cancelled by an operator: wrong month', w.clock.now());
+    expect(await w.dispatcher.pass(), 'received, held, released').toBe(3);
+    const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/).slice(3, 6)).toEqual(['state,,,CANCELLED', 'hold,,,', 'hold reason,,,']);
+    expect(text).toContain('rows by status,PENDING,,1');
   });
 });
 

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { createLogger } from '../../src/log/index.js';
 import { ProgressEvents, progressDue } from '../../src/notify/index.js';
-import { listBatchEvents, type Database } from '../../src/store/index.js';
+import { cancelReadyRows, listBatchEvents, type Database } from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
 import { seedBatch } from '../store/moves.js';
 
@@ -58,5 +58,19 @@ describe('progress events', () => {
     expect(events[0]?.data['rowsPerMinute']).toBe(6);
     // 12 rows in the first 2 minutes: the 88 left take 14 min 40 s more.
     expect(events[0]?.data['eta']).toBe(new Date(1_000_000 + 120_000 + 880_000).toISOString());
+  });
+
+  it('say the batch state as payoutd status shows it: CANCELLED for one cancelled with payouts still in flight', async () => {
+    const clock = new ManualClock(1_000_000);
+    const config = loadConfig({ env: {}, cwd: '/tmp' }, { notify: { progressEvery: EVERY } });
+    const progress = new ProgressEvents({ db: t.db, config, clock, logger: createLogger('silent') });
+    for (const id of ['PLAIN', 'STOPPED']) await seedBatch(t.db, id, 10, 'PENDING', clock.now());
+    await cancelReadyRows(t.db, 'STOPPED', 'cancelled by an operator: wrong month', clock.now());
+    for (const id of ['PLAIN', 'STOPPED']) await payFirst(t.db, id, 5);
+    clock.advance(60_000);
+    expect(await progress.pass()).toBe(2);
+    const shown = async (id: string): Promise<unknown> =>
+      (await listBatchEvents(t.db, id)).find((e) => e.type === 'progress')?.data['shownState'];
+    expect([await shown('PLAIN'), await shown('STOPPED')]).toEqual(['ACTIVE', 'CANCELLED']);
   });
 });

@@ -6,6 +6,7 @@
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import {
+  cancelReadyRows,
   claimDueEvents,
   countBatchesByState,
   flagStale,
@@ -144,7 +145,10 @@ export async function checkHoldMetrics(db: Database): Promise<void> {
   await seedBatch(db, 'H3', 1, 'READY');
   await holdBatch(db, 'H1', { code: 'INSUFFICIENT_BALANCE', reason: 'short', until: 10_000 }, 3000);
   await holdBatch(db, 'H2', { code: 'AWAITING_APPROVAL', reason: 'two approvals needed', until: null }, 2000);
-  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1 });
+  // Cancelled by an operator with a payout still in flight: ACTIVE until it is final, CANCELLED as status shows it.
+  await seedBatch(db, 'H4', 1, 'PENDING');
+  await cancelReadyRows(db, 'H4', 'cancelled by an operator: wrong month', 2500);
+  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1, CANCELLED: 1 });
   expect(await oldestHoldSince(db)).toBe(2000);
   expect((await listBatchEvents(db, 'H2')).map((e) => e.type)).toEqual(['awaiting-approval']);
   await releaseBatchHold(db, 'H2', 4000);
@@ -169,5 +173,5 @@ export const BATCH_EVENT_CHECKS: readonly [string, (db: Database) => Promise<voi
   ['stale payouts make one event per batch', checkStaleEventsPerBatch],
   ['one claim per event, taken again when its lease ends', checkOneClaimPerEvent],
   ['of instances deciding the same progress event at once, one records it', checkOneOfConcurrentPeriodicEvents],
-  ['batches by state count held and awaiting approval apart; the oldest hold is known', checkHoldMetrics],
+  ['batches by state count held, awaiting approval and cancelled apart; the oldest hold is known', checkHoldMetrics],
 ];
