@@ -13,7 +13,7 @@ import { PayoutdError } from '../domain/errors.js';
 import { safeError } from '../log/index.js';
 import { getBatch, listBatchPage, resultRowsPage, type BatchRecord, type Database } from '../store/index.js';
 import { ConsoleAccess, cookiesOf, PRE_SESSION_COOKIE, sameToken, SESSION_COOKIE, type Identity } from './access.js';
-import type { Approvals } from './approvals.js';
+import type { ApprovalView, Approvals } from './approvals.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { ConsoleError } from './errors.js';
 import { attachment, batchFiles, contentTypeOf, openBatchFile } from './files.js';
@@ -370,15 +370,15 @@ export class ConsoleServer {
     return batch;
   }
 
-  private async itemOf(batch: BatchRecord): Promise<BatchListItem> {
+  /** A batch's list item, with the approval it was made from: a page showing both reads the approval once. */
+  private async itemOf(batch: BatchRecord): Promise<{ item: BatchListItem; approval: ApprovalView | null }> {
     const approval = await this.o.approvals.read(batch.id);
-    return listItem(this.o.db, batch, approval, this.o.now());
+    return { item: await listItem(this.o.db, batch, approval, this.o.now()), approval };
   }
 
   private async batch(req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<void> {
     const batch = await this.batchOr404(id);
-    const item = await this.itemOf(batch);
-    const approval = await this.o.approvals.read(id);
+    const { item, approval } = await this.itemOf(batch);
     const reference = (url.searchParams.get('q') ?? '').slice(0, 128);
     const rowPage = pageNumber(url.searchParams.get('page'));
     const rows = await resultRowsPage(this.o.db, id, {
@@ -420,7 +420,7 @@ export class ConsoleServer {
   }
 
   private async batchLive(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
-    const item = await this.itemOf(await this.batchOr404(id));
+    const { item } = await this.itemOf(await this.batchOr404(id));
     this.page(res, batchLive(this.ctx(this.who(req)), item));
   }
 
@@ -504,7 +504,7 @@ export class ConsoleServer {
   // ------------------------------------------------------------ approvals
 
   private async awaiting(req: IncomingMessage, batch: BatchRecord): Promise<BatchListItem> {
-    const found = await this.itemOf(batch);
+    const { item: found } = await this.itemOf(batch);
     if (!this.o.approvals.available) throw new Answer(409, 'This payoutd has no batch approvals.');
     if (!found.awaitingApproval) throw new Answer(409, `Batch ${batch.id} does not wait for an approval.`);
     if (found.uploader !== null && found.uploader === this.who(req).user) {
