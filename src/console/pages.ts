@@ -6,6 +6,7 @@
  */
 import { figuresOf, totalsText } from '../approval/index.js';
 import { BATCH_STATES } from '../domain/lifecycle.js';
+import { shownBatchState } from '../domain/batch-events.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import type { BatchRecord, BatchResultRow } from '../store/index.js';
 import type { Identity } from './access.js';
@@ -88,7 +89,9 @@ export function messagePage(ctx: PageContext, title: string, message: string): H
   );
 }
 
-function stateBadge(state: string): Html {
+/** The state as `payoutd status` words it: HELD, AWAITING_APPROVAL or CANCELLED for an ACTIVE batch under one. */
+function stateBadge(batch: BatchRecord): Html {
+  const state = shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null);
   return html`<span class="state state-${state}">${state}</span>`;
 }
 
@@ -133,7 +136,7 @@ export function batchRows(ctx: PageContext, items: BatchListItem[]): Html {
       html`<tr data-batch="${i.batch.id}">
         <td><a href="/batches/${i.batch.id}">${i.batch.fileName}</a></td>
         <td>${i.uploader ?? '(unknown)'}</td>
-        <td>${stateBadge(i.batch.state)}</td>
+        <td>${stateBadge(i.batch)}</td>
         <td class="reason">${i.reason ?? ''}</td>
         <td>${countsText(i.counts)}</td>
         <td>${totalsOf(i.batch).map(([c, a]) => html`<div>${a} ${c}</div>`)}</td>
@@ -228,7 +231,7 @@ export interface BatchPageData {
 export function batchLive(ctx: PageContext, item: BatchListItem): Html {
   return html`<dl class="facts">
     <dt>State</dt>
-    <dd>${stateBadge(item.batch.state)} ${item.reason ? html`<span class="reason">${item.reason}</span>` : ''}</dd>
+    <dd>${stateBadge(item.batch)} ${item.reason ? html`<span class="reason">${item.reason}</span>` : ''}</dd>
     <dt>Progress</dt>
     <dd>${progressCell(item.progress, item.batch.state)}</dd>
     <dt>Rows by status</dt>

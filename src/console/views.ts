@@ -39,6 +39,7 @@ export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acce
 
 /** Why a batch waits or was refused, in words; null when nothing holds it. */
 export function reasonOf(batch: BatchRecord, approval: ApprovalView | null): string | null {
+  if (batch.cancelledAt != null) return `cancelled: ${batch.cancelReason ?? 'no reason given'}`;
   if (approval?.awaiting) return `awaiting approval${approval.reason ? `: ${approval.reason}` : ''}`;
   if (batch.holdCode) return `${batch.holdCode}: ${batch.holdReason ?? ''}`.trim();
   if (batch.state === 'DUPLICATE') return `same file as batch ${batch.duplicateOf ?? '?'}`;

@@ -4,7 +4,7 @@
  * or was refused, its amounts, and its timeline in order.
  */
 import { describe, expect, it } from 'vitest';
-import { approvePage } from '../../src/console/pages.js';
+import { approvePage, batchRows } from '../../src/console/pages.js';
 import { eventWords, progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
 import type { BatchEvent } from '../../src/domain/batch-events.js';
 import { receivedBatch, type BatchRecord } from '../../src/store/index.js';
@@ -25,6 +25,25 @@ describe('console views', () => {
     expect(progressOf({ ...active, state: 'COMPLETE' }, { PAID: 100 }, 60_000)).toEqual({ done: 100, total: 100, etaMs: null });
     // While being read, rows counted so far are fewer than the batch's rows.
     expect(progressOf(batch({ state: 'VALIDATING', rowCount: 10 }), { READY: 4 }, 2000).total).toBe(10);
+  });
+
+  it('a cancelled batch reads CANCELLED with its reason, as payoutd status words it, while its sent rows finish', () => {
+    const cancelled = batch({ state: 'ACTIVE', cancelledAt: 5000, cancelReason: 'wrong week', holdCode: 'AWAITING_APPROVAL' });
+    expect(reasonOf(cancelled, { awaiting: true, reason: 'over 10000 PHP', decisions: [] })).toBe('cancelled: wrong week');
+    const row = String(
+      batchRows({ identity: null, refreshMs: 0, now: 6000 }, [
+        {
+          batch: cancelled,
+          uploader: null,
+          counts: { PENDING: 1 },
+          progress: { done: 0, total: 1, etaMs: null },
+          reason: 'cancelled: wrong week',
+          awaitingApproval: false,
+        },
+      ]),
+    );
+    expect(row).toContain('>CANCELLED<');
+    expect(row).not.toContain('>ACTIVE<');
   });
 
   it('the reason: an approval first, then a hold, a duplicate, a refusal; none for a batch going its way', () => {
