@@ -16,14 +16,31 @@ export { LosslessNumber as JsonNumber };
 
 const NUMBER_LEXEME = /^(-)?(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
+/**
+ * Largest exponent written out in full. No amount, rate or fee comes near a hundred digits either side of the
+ * point, and each number of a received body can then grow by a hundred characters at most.
+ */
+export const MAX_PLAIN_EXPONENT = 100;
+
+/** A number the canonical writer will not write out: its exponent, or the body's growth, is out of proportion. */
+export class NumberExpansionError extends RangeError {
+  override readonly name = 'NumberExpansionError';
+  constructor(
+    readonly code: 'EXPONENT_OUT_OF_RANGE' | 'EXPANSION_OVER_LIMIT',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Plain (non-exponent) decimal text of a JSON number lexeme, exactly. */
 export function plainNumberText(lexeme: string): string {
   const m = NUMBER_LEXEME.exec(lexeme);
   if (!m) throw new TypeError(`not a JSON number: ${JSON.stringify(lexeme)}`);
   const [, sign, intPart = '', fracPart = '', expPart] = m;
   const exponent = expPart === undefined ? 0 : Number.parseInt(expPart, 10);
-  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > 10_000) {
-    throw new RangeError(`exponent out of range in ${lexeme}`);
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > MAX_PLAIN_EXPONENT) {
+    throw new NumberExpansionError('EXPONENT_OUT_OF_RANGE', `exponent out of range in ${lexeme.slice(0, 40)}`);
   }
   const digits = intPart + fracPart;
   const scale = fracPart.length - exponent;
@@ -81,8 +98,20 @@ function inAsciiOrder(keys: string[]): boolean {
 /** A positive decimal lexeme already in plain form is its own plain text (the amounts the daemon sends). */
 const PLAIN_POSITIVE = /^(?:0|[1-9]\d*)(?:\.\d+)?$/;
 
+/** Characters that writing numbers out in full may still add to a received body. */
+interface GrowthAllowance {
+  left: number;
+}
+
+function spendGrowth(growth: GrowthAllowance, added: number): void {
+  if (added <= 0) return;
+  growth.left -= added;
+  if (growth.left < 0) throw new NumberExpansionError('EXPANSION_OVER_LIMIT', 'numbers written out in full would make the body too long');
+}
+
 // One string built by concatenation, without per-level arrays or closures: a create signs one of these per call.
-function write(value: unknown, options: CanonicalOptions): string {
+// `growth` is given for received text only: what the daemon builds itself is not bounded.
+function write(value: unknown, options: CanonicalOptions, growth?: GrowthAllowance): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -104,14 +133,17 @@ function write(value: unknown, options: CanonicalOptions): string {
   }
   if (isLosslessNumber(value)) {
     const lexeme = (value as LosslessNumber).value;
-    return PLAIN_POSITIVE.test(lexeme) ? lexeme : plainNumberText(lexeme);
+    if (PLAIN_POSITIVE.test(lexeme)) return lexeme;
+    const plain = plainNumberText(lexeme);
+    if (growth) spendGrowth(growth, plain.length - lexeme.length);
+    return plain;
   }
   if (Array.isArray(value)) {
     let text = '[';
     for (let i = 0; i < value.length; i++) {
       if (i > 0) text += ',';
       const item: unknown = value[i];
-      text += write(item === undefined ? null : item, options);
+      text += write(item === undefined ? null : item, options, growth);
     }
     return `${text}]`;
   }
@@ -124,7 +156,7 @@ function write(value: unknown, options: CanonicalOptions): string {
     for (const key of keys) {
       const v = record[key];
       if (v === undefined) continue;
-      text += `${first ? '' : ','}${JSON.stringify(key)}:${write(v, options)}`;
+      text += `${first ? '' : ','}${JSON.stringify(key)}:${write(v, options, growth)}`;
       first = false;
     }
     return `${text}}`;
@@ -164,6 +196,10 @@ function stringifiesCanonically(record: Record<string, unknown>, sortKeys: boole
 
 /** Canonical text of a value built in code (request bodies). */
 export function canonicalStringify(value: unknown, options: CanonicalOptions = DEFAULT_CANONICAL): string {
+  return canonicalText(value, options);
+}
+
+function canonicalText(value: unknown, options: CanonicalOptions, growth?: GrowthAllowance): string {
   // Fast path for the common shape (a stored create request: nested objects of strings, built in key order).
   if (
     typeof value === 'object' &&
@@ -174,7 +210,7 @@ export function canonicalStringify(value: unknown, options: CanonicalOptions = D
   ) {
     return JSON.stringify(value);
   }
-  return genericCanonicalStringify(value, options);
+  return write(value, options, growth);
 }
 
 /** The generic writer alone, without the fast path (tests compare the two byte for byte). */
@@ -206,6 +242,19 @@ function stripWhitespace(text: string): string {
   return out;
 }
 
+/** What writing numbers out in full may add to a short received body, beyond its own length. */
+const SHORT_BODY_GROWTH = 1024;
+
+/**
+ * The minified form (spec 5.3) of received `text`, given its lossless parse. Numbers written out in full may at
+ * most double the text (plus a little for short bodies), so a forged body of exponents costs no more to check
+ * than one of its size; beyond that, or for an exponent out of range, it throws NumberExpansionError.
+ */
+export function minifyParsed(parsed: unknown, text: string, options: CanonicalOptions): string {
+  if (!options.sortKeys) return stripWhitespace(text.trim());
+  return canonicalText(parsed, options, { left: text.length + SHORT_BODY_GROWTH });
+}
+
 /** The minified form of a received body (spec 5.3): empty -> '', unparsable -> trimmed text. */
 export function minifyBodyText(text: string, options: CanonicalOptions = DEFAULT_CANONICAL): string {
   if (text === '') return '';
@@ -216,11 +265,10 @@ export function minifyBodyText(text: string, options: CanonicalOptions = DEFAULT
     // Spec 5.3: a body that is not JSON is signed as its trimmed text.
     return text.trim();
   }
-  if (!options.sortKeys) return stripWhitespace(text.trim());
   try {
-    return canonicalStringify(parsed, options);
+    return minifyParsed(parsed, text, options);
   } catch {
-    // A number we will not expand (exponent beyond range): sign the text as is.
+    // Numbers we will not write out (see minifyParsed): sign the text as is, which no sender has hashed.
     return text.trim();
   }
 }

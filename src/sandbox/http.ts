@@ -1,6 +1,6 @@
 /** HTTP plumbing of the sandbox: a bounded body, parsed once with its minified form, and envelopes. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { canonicalStringify, minifyBodyText, parseLossless, type CanonicalOptions } from '../json/canonical.js';
+import { minifyParsed, parseLossless, type CanonicalOptions } from '../json/canonical.js';
 
 /** Bodies above this answer 413. */
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -63,9 +63,9 @@ export function parseBody(raw: string, canonical: CanonicalOptions): ParsedBody 
     return { body: NOT_JSON, minified: raw.trim() };
   }
   try {
-    return { body, minified: canonical.sortKeys ? canonicalStringify(body, canonical) : minifyBodyText(raw, canonical) };
+    return { body, minified: minifyParsed(body, raw, canonical) };
   } catch {
-    // A number whose exponent cannot be rendered plainly: no client can have signed it.
+    // Numbers minifyParsed will not write out in full: no client can have signed it.
     return { body: NOT_JSON, minified: raw.trim() };
   }
 }

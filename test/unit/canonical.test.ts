@@ -10,10 +10,13 @@ import {
   DEFAULT_CANONICAL,
   genericCanonicalStringify,
   JsonNumber,
+  MAX_PLAIN_EXPONENT,
   minifyBodyText,
+  minifyParsed,
   parseLossless,
   plainNumberText,
 } from '../../src/json/index.js';
+import { NOT_JSON, parseBody } from '../../src/sandbox/http.js';
 
 const KEEP_ORDER = { sortKeys: false };
 const n = (text: string) => new JsonNumber(text);
@@ -118,6 +121,15 @@ describe('plainNumberText (BigDecimal.toPlainString of the lexeme)', () => {
   it('refuses an absurd exponent instead of building a huge string', () => {
     expect(() => plainNumberText('1e100000')).toThrow(RangeError);
   });
+
+  it('writes out exponents up to MAX_PLAIN_EXPONENT and refuses any beyond, either way', () => {
+    expect(MAX_PLAIN_EXPONENT).toBe(100);
+    expect(plainNumberText('1e100')).toBe(`1${'0'.repeat(100)}`);
+    expect(plainNumberText('1e-100')).toBe(`0.${'0'.repeat(99)}1`);
+    for (const lexeme of ['1e101', '1E-101', '1e9999']) {
+      expect(() => plainNumberText(lexeme)).toThrow(expect.objectContaining({ code: 'EXPONENT_OUT_OF_RANGE' }));
+    }
+  });
 });
 
 describe('minifyBodyText (received bodies, spec 5.3)', () => {
@@ -185,6 +197,42 @@ describe('minifyBodyText (received bodies, spec 5.3)', () => {
   it('round-trips text a sender wrote with sorted keys', () => {
     const sent = canonicalStringify({ b: n('0.0000001'), a: { d: null, c: 'ü' } });
     expect(minifyBodyText(sent)).toBe(sent);
+  });
+});
+
+/**
+ * Received text is minified before its signature is checked, so anyone can make the receiver minify anything:
+ * a body of exponents must not grow into text many times its size.
+ */
+describe('minifyBodyText bounds what exponents add (unauthenticated input)', () => {
+  const arrayOf = (lexeme: string, count: number) => `{"a":[${Array(count).fill(lexeme).join(',')}]}`;
+  // As large as the webhook receiver accepts by default (64 KiB).
+  const fill = (lexeme: string) => arrayOf(lexeme, Math.floor((64 * 1024 - 8) / (lexeme.length + 1)));
+
+  it('signs a body of out-of-range exponents as its trimmed text', () => {
+    const body = fill('1e9999');
+    expect(minifyBodyText(` ${body}\n`)).toBe(body);
+  });
+
+  it('signs a body whose exponents would more than double it as its trimmed text, and writes out a few', () => {
+    // Each 1e100 is within range on its own; together they would make the text about twenty times longer.
+    const body = fill('1e100');
+    expect(minifyBodyText(body)).toBe(body);
+    expect(() => minifyParsed(parseLossless(body), body, DEFAULT_CANONICAL)).toThrow(
+      expect.objectContaining({ name: 'NumberExpansionError', code: 'EXPANSION_OVER_LIMIT' }),
+    );
+    // A short body has room for a few, as a genuine one carries.
+    const zeros = '0'.repeat(100);
+    expect(minifyBodyText('{"rate": 1.2E-7, "big": [1e100, 1e100, 1e-100]}')).toBe(
+      `{"big":[1${zeros},1${zeros},0.${zeros.slice(1)}1],"rate":0.00000012}`,
+    );
+  });
+
+  it('gives the sandbox the same text and refuses the body there as not JSON', () => {
+    const body = fill('1e100');
+    const parsed = parseBody(body, DEFAULT_CANONICAL);
+    expect(parsed.minified).toBe(minifyBodyText(body));
+    expect(parsed.body).toBe(NOT_JSON);
   });
 });
 

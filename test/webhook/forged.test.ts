@@ -98,6 +98,25 @@ describe('verification', () => {
     expect(await eventRows(h.db)).toEqual([]);
   });
 
+  it('refuses a body of exponents with 401 without writing them out, even signed over their written-out form', async () => {
+    const h = await receiver();
+    const exponents = (lexeme: string, count: number) => `{"a":[${Array(count).fill(lexeme).join(',')}]}`;
+    const writtenOut = (exponent: number, count: number) => exponents(`1${'0'.repeat(exponent)}`, count);
+    // Out of range each; within range each but twenty times the text together (a 54 KB body).
+    for (const [body, minified] of [
+      [exponents('1e9999', 20), writtenOut(9999, 20)],
+      [exponents('1e100', 9000), writtenOut(100, 9000)],
+    ] as const) {
+      expect((await send(h.url, { headers: signedHeaders(minified, h.clock), body })).status).toBe(401);
+      expect((await send(h.url, { headers: { ...signedHeaders(body, h.clock), 'X-SIGNATURE': 'A'.repeat(88) }, body })).status).toBe(401);
+    }
+    expect(h.verdicts).toEqual(Array(4).fill('bad_signature'));
+    // The exponents of a genuine event are still written out before the signature is checked.
+    const genuine = '{"data": {"payoutId": "PO-1", "rate": 1.2E-7, "status": "PAID"}, "event": "payout.updated", "eventId": "EV-1"}';
+    expect((await send(h.url, { headers: signedHeaders(genuine, h.clock), body: genuine })).status).toBe(200);
+    expect((await eventRows(h.db)).map((r) => r.event_id)).toEqual(['EV-1']);
+  });
+
   it('refuses malformed header values', async () => {
     const h = await receiver();
     const body = eventBody();
