@@ -139,6 +139,26 @@ describe('config: values out of range name their option and what they got', () =
       expect(problems(`webhook:\n  signedPath: ${bad}\n`)).toEqual(['webhook.signedPath: must be a URL path starting with / (no query)']);
   });
 
+  it('batch.rules.requiredFields keeps the reference, both currencies and the amount required', () => {
+    const others = [
+      'sender.firstName',
+      'sender.lastName',
+      'sender.country',
+      'sender.idType',
+      'beneficiary.accountName',
+      'beneficiary.accountNumber',
+      'beneficiary.bankCode',
+    ];
+    const required = (fields: string[]): string => `batch:\n  rules:\n    requiredFields: [${fields.join(', ')}]\n`;
+    const must = (missing: string): string =>
+      `batch.rules.requiredFields: leaves out ${missing}; merchantReferenceId, deductionCurrency, payoutCurrency and payoutAmount must stay required, as no payout can be created without them (only sender and beneficiary fields may be left out); add ${missing} back to the list`;
+    expect(problems(required(['merchantReferenceId', 'deductionCurrency', 'payoutCurrency', ...others]))).toEqual([must('payoutAmount')]);
+    expect(problems(required(['payoutAmount', ...others]))).toEqual([must('merchantReferenceId, deductionCurrency and payoutCurrency')]);
+    // Sender and beneficiary fields may be optional (sender.idValue is left out here).
+    const loaded = load(required(['merchantReferenceId', 'deductionCurrency', 'payoutCurrency', 'payoutAmount', ...others]));
+    expect(loaded.batch.rules.requiredFields).not.toContain('sender.idValue');
+  });
+
   it('never quotes a text value back (it could be a secret put in the wrong place)', () => {
     expect(problems('api:\n  apiKey: 12345\n')).toEqual(['api.apiKey: must be text, got a number']);
     expect(problems('api:\n  apiKey: [secret-text]\n').join('\n')).not.toContain('secret-text');

@@ -10,6 +10,12 @@ export type RowValues = Record<FieldPath, string>;
 
 const FIELD_SET: ReadonlySet<string> = new Set(FIELD_PATHS);
 
+/**
+ * Fields `requiredFields` may not leave out: a row is told apart by its reference and its money is counted and sent
+ * in these currencies and this amount, so an empty one could never be created, only retried.
+ */
+export const ALWAYS_REQUIRED_FIELDS: readonly FieldPath[] = ['merchantReferenceId', 'deductionCurrency', 'payoutCurrency', 'payoutAmount'];
+
 export function isFieldPath(name: string): name is FieldPath {
   return FIELD_SET.has(name);
 }

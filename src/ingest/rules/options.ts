@@ -4,7 +4,7 @@
  * accountRules turns that currency's checks off); list settings replace the built-in list.
  */
 import { z } from 'zod';
-import { FIELD_PATHS } from './fields.js';
+import { ALWAYS_REQUIRED_FIELDS, FIELD_PATHS } from './fields.js';
 import { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 import { isValidPattern } from './compiled.js';
 
@@ -45,9 +45,17 @@ const accountRuleSchema = z.strictObject({
   bankCode: z.strictObject({ pattern: patternString.optional(), format: z.enum(['bic', 'aba']).optional() }).optional(),
 });
 
+/** `a, b and c`. */
+function wordList(words: readonly string[]): string {
+  return words.length < 2 ? words.join('') : `${words.slice(0, -1).join(', ')} and ${words.at(-1) ?? ''}`;
+}
+
 export const validationRulesSchema = z
   .strictObject({
-    /** Fields that must be non-empty; a column for a field not listed may be absent. Default: all twelve. */
+    /**
+     * Fields that must be non-empty; a column for a field not listed may be absent. Default: all twelve; only
+     * sender and beneficiary fields may be left out (ALWAYS_REQUIRED_FIELDS).
+     */
     requiredFields: z.array(z.enum(FIELD_PATHS)).default(() => [...FIELD_PATHS]),
     /** Whole-value pattern and maximum length (code points) of merchantReferenceId. */
     merchantReferenceId: z
@@ -94,6 +102,16 @@ export const validationRulesSchema = z
     accountMaxLength: z.int().min(1).max(10_000).default(64),
   })
   .superRefine((rules, ctx) => {
+    const missing = ALWAYS_REQUIRED_FIELDS.filter((f) => !rules.requiredFields.includes(f));
+    if (missing.length > 0) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['requiredFields'],
+        message:
+          `leaves out ${wordList(missing)}; ${wordList(ALWAYS_REQUIRED_FIELDS)} must stay required, as no payout can be ` +
+          `created without them (only sender and beneficiary fields may be left out); add ${wordList(missing)} back to the list`,
+      });
+    }
     for (const currency of rules.payoutCurrencies) {
       if (rules.minorUnits[currency] === undefined && !ISO_4217_MINOR_UNITS.has(currency)) {
         ctx.addIssue({
