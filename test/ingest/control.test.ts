@@ -2,9 +2,11 @@ import { copyFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseSidecarText } from '../../src/ingest/csv/index.js';
+import { compileRules, DEFAULT_VALIDATION_RULES } from '../../src/ingest/rules/index.js';
 import { codes, HEADER, parseCollect, row, tempCsv, tempDir } from './helpers.js';
 
 const fixture = (name: string): string => `test/fixtures/csv/${name}`;
+const RULES = compileRules(DEFAULT_VALIDATION_RULES);
 
 describe('control totals in trailer records', () => {
   it('accepts matching trailer totals (amounts compared as decimals, padding fields ignored)', async () => {
@@ -96,6 +98,50 @@ describe('a control trailer written with the other separator', () => {
   });
 });
 
+describe('a control total written with thousands dots', () => {
+  // Read as a decimal, `1.500` PHP was 1.5: refused as "totals do not match" when the rows hold 1500, and taken
+  // as matching when they hold 1.5, where a row's amount of 1.500 is refused for the dot.
+  const rows = (...amounts: string[]): string => amounts.map((a, i) => row(`T-${i + 1}`, { payoutAmount: a })).join('\n');
+
+  it('is refused in a trailer, saying what to write, not compared as a smaller total', async () => {
+    const text = `${HEADER}\n${rows('1000', '500')}\n#CONTROL,rows,2\n#CONTROL,total,PHP,1.500\n`;
+    const { result } = await parseCollect(await tempCsv(text));
+    expect(result.fileErrors).toEqual([
+      expect.objectContaining({
+        file: 'batch.csv',
+        line: 5,
+        code: 'CONTROL_INVALID',
+        message:
+          'control trailer total for PHP "1.500" has a dot that looks like a thousands separator (PHP has 2 decimals, not 3): write 1500 or 1500.00, with no separator; or 1.5 if 1.5 PHP was meant',
+      }),
+    ]);
+  });
+
+  it('is refused even when the rows add up to what it reads as, unless the currency has three decimals', async () => {
+    const text = `${HEADER}\n${rows('1.5')}\n#CONTROL,rows,1\n#CONTROL,total,PHP,1.500\n`;
+    const { result } = await parseCollect(await tempCsv(text));
+    expect(result.fileErrors.map((e) => [e.code, e.line])).toEqual([['CONTROL_INVALID', 4]]);
+    // The currency's minor units as the rows' rule takes them, configured ones included.
+    const three = await parseCollect(await tempCsv(text), { rules: { minorUnits: { PHP: 3 } } });
+    expect(three.result.fileErrors).toEqual([]);
+    expect(three.result.controlTotals).toMatchObject([{ totals: { PHP: '1.5' } }]);
+  });
+
+  it('is refused in a sidecar with several dots, naming the control file', async () => {
+    const path = await tempCsv(`${HEADER}\n${rows('1234567')}\n`);
+    await writeFile(`${path}.ctl`, '#CONTROL,rows,1\n#CONTROL,total,PHP,1.234.567\n');
+    const { result } = await parseCollect(path);
+    expect(result.fileErrors).toEqual([
+      expect.objectContaining({
+        file: 'batch.csv.ctl',
+        line: 2,
+        code: 'CONTROL_INVALID',
+        message: 'control file batch.csv.ctl total for PHP "1.234.567" has dots as thousands separators; write 1234567, with no separators',
+      }),
+    ]);
+  });
+});
+
 describe('control totals in a sidecar file', () => {
   it('accepts a matching <file>.ctl next to the CSV', async () => {
     const { result } = await parseCollect(fixture('control-sidecar.csv'));
@@ -130,14 +176,14 @@ describe('control totals in a sidecar file', () => {
   });
 
   it('parses sidecar text with either separator and reports stray lines', () => {
-    const ok = parseSidecarText('\ufeff#CONTROL;rows;2\r\n\r\n#control,TOTAL,php,10.50\n', 'x.ctl');
+    const ok = parseSidecarText('\ufeff#CONTROL;rows;2\r\n\r\n#control,TOTAL,php,10.50\n', 'x.ctl', RULES);
     expect(ok).toMatchObject({ controls: { source: 'sidecar', file: 'x.ctl', rows: 2, totals: { PHP: '10.5' } }, errors: [] });
-    const bad = parseSidecarText('rows=2\n#CONTROL,rows,2\n#CONTROL,rows,3\n', 'x.ctl');
+    const bad = parseSidecarText('rows=2\n#CONTROL,rows,2\n#CONTROL,rows,3\n', 'x.ctl', RULES);
     expect(bad.errors.map((e) => [e.line, e.message])).toEqual([
       [1, 'line does not start with #CONTROL'],
       [3, 'control row count given twice'],
     ]);
-    expect(parseSidecarText('\n', 'x.ctl').errors.map((e) => e.message)).toEqual(['control file holds no control lines']);
+    expect(parseSidecarText('\n', 'x.ctl', RULES).errors.map((e) => e.message)).toEqual(['control file holds no control lines']);
   });
 });
 

@@ -5,6 +5,8 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { Decimal, decimalText, isPlainDecimal, normalizeAmount } from '../../domain/money.js';
+import { amountFormatProblem, dotThousandsProblem } from '../rules/amount.js';
+import type { CompiledRules } from '../rules/compiled.js';
 import { fileErrorOf, quoteValue, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 
@@ -59,6 +61,21 @@ function controlFields(raw: readonly string[]): { fields: string[]; split: boole
   return { fields, split };
 }
 
+/** A control block as messages name it: `control trailer`, or `control file payouts.csv.ctl`. */
+function blockName(source: ControlTotals['source'], file: string): string {
+  return source === 'sidecar' ? `control file ${file}` : 'control trailer';
+}
+
+/**
+ * Why a declared total is not an amount as a row may write it (`1.500` PHP, `1.234.567`, `1.500,50`), by the
+ * rows' own rule: read as written, `1.500` would be compared as 1.5 and refused as a mismatch, or match 1.5.
+ */
+function totalProblem(amount: string, currency: string, units: number | undefined, subject: string): string | null {
+  // A zero total is no mistake to refuse here: it is compared with the rows like any other.
+  if (!isPlainDecimal(amount)) return amountFormatProblem(amount, subject)?.message ?? null;
+  return units === undefined ? null : (dotThousandsProblem(amount, currency, units, subject)?.message ?? null);
+}
+
 /** Collects control lines into one block, reporting malformed ones. */
 export class ControlBlock {
   private rows: number | null = null;
@@ -70,6 +87,8 @@ export class ControlBlock {
   constructor(
     private readonly source: ControlTotals['source'],
     private readonly file: string,
+    /** The currencies' minor units, to read a total's dot as the rows' amounts are read. */
+    private readonly rules: Pick<CompiledRules, 'minorUnits'>,
   ) {}
 
   get seen(): boolean {
@@ -96,7 +115,13 @@ export class ControlBlock {
       const currency = (fields[2] ?? '').toUpperCase();
       const amount = fields[3] ?? '';
       if (!/^[A-Z]{3}$/.test(currency)) return invalid(`control total currency ${quoteValue(currency)} is not a 3-letter code`);
-      if (!isPlainDecimal(amount)) return invalid(`control total ${quoteValue(amount)} for ${currency} is not a plain decimal`);
+      const problem = totalProblem(
+        amount,
+        currency,
+        this.rules.minorUnits(currency),
+        `${blockName(this.source, this.file)} total for ${currency}`,
+      );
+      if (problem !== null) return invalid(problem);
       if (this.totals.has(currency)) return invalid(`control total for ${currency} given twice`);
       this.totals.set(currency, normalizeAmount(amount));
       this.totalLines[currency] = line;
@@ -131,8 +156,12 @@ export class ControlBlock {
 }
 
 /** Parses the text of a sidecar file. Blank lines are ignored; every other line must be a control line. */
-export function parseSidecarText(text: string, file: string): { controls: ControlTotals | null; errors: RowError[] } {
-  const block = new ControlBlock('sidecar', file);
+export function parseSidecarText(
+  text: string,
+  file: string,
+  rules: Pick<CompiledRules, 'minorUnits'>,
+): { controls: ControlTotals | null; errors: RowError[] } {
+  const block = new ControlBlock('sidecar', file, rules);
   const errors: RowError[] = [];
   const lines = text.replace(/^\ufeff/, '').split(/\r\n|\n|\r/);
   lines.forEach((raw, index) => {
@@ -154,7 +183,11 @@ export function parseSidecarText(text: string, file: string): { controls: Contro
 }
 
 /** Reads `<path>` as a sidecar if it exists; absent -> null. */
-export async function readSidecar(path: string, file: string): Promise<{ controls: ControlTotals | null; errors: RowError[] } | null> {
+export async function readSidecar(
+  path: string,
+  file: string,
+  rules: Pick<CompiledRules, 'minorUnits'>,
+): Promise<{ controls: ControlTotals | null; errors: RowError[] } | null> {
   let size: number;
   try {
     size = (await stat(path)).size;
@@ -179,13 +212,13 @@ export async function readSidecar(path: string, file: string): Promise<{ control
       errors: [fileErrorOf(file, null, 'CONTROL_INVALID', 'control file is not valid UTF-8')],
     };
   }
-  return parseSidecarText(text, file);
+  return parseSidecarText(text, file, rules);
 }
 
 /** Compares a declared block with what the data rows hold. */
 export function compareControls(controls: ControlTotals, found: FoundTotals): RowError[] {
   const errors: RowError[] = [];
-  const where = controls.source === 'sidecar' ? `control file ${controls.file}` : 'control trailer';
+  const where = blockName(controls.source, controls.file);
   const at = (line: number | null | undefined): string => (line === null || line === undefined ? '' : ` (line ${line})`);
   const mismatch = (code: 'CONTROL_ROWS_MISMATCH' | 'CONTROL_TOTAL_MISMATCH', line: number | null, message: string): void => {
     errors.push(fileErrorOf(controls.file, line, code, message));

@@ -207,9 +207,9 @@ class BatchReader {
     readonly file: string,
     private readonly batchId: string,
     private readonly format: BatchFormatOptions,
-    private readonly rules: CompiledRules,
+    readonly rules: CompiledRules,
   ) {
-    this.trailer = new ControlBlock('trailer', file);
+    this.trailer = new ControlBlock('trailer', file, rules);
     this.input = { file, line: 0, cells: FIELD_PATHS.map(() => ''), columns: {} };
   }
 
@@ -731,7 +731,7 @@ async function checkControls(
   if (sidecarFile !== null) {
     let sidecar: Awaited<ReturnType<typeof readSidecar>>;
     try {
-      sidecar = await readSidecar(sidecarFile, `${file}.ctl`);
+      sidecar = await readSidecar(sidecarFile, `${file}.ctl`, reader.rules);
     } catch (err) {
       throw readError(err, `${file}.ctl`);
     }

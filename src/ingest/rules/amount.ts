@@ -27,54 +27,57 @@ const EXPONENT = /^[+-]?(?:\d+\.?\d*|\.\d+)[eE][+-]?\d+$/;
 /** Dots grouping thousands as much of Europe and Indonesia writes them: `1.500`, `250.000`, `1.234.567`. */
 const DOT_THOUSANDS = /^[1-9]\d{0,2}(?:\.\d{3})+$/;
 
-/** Why a trimmed, non-empty amount text is not a plain decimal; null when it is one. */
-export function amountFormatProblem(text: string): AmountProblem | null {
+/**
+ * Why a trimmed, non-empty amount text is not a plain decimal; null when it is one. `subject` names the amount
+ * in the message (a control total is held to the same rule).
+ */
+export function amountFormatProblem(text: string, subject = 'payoutAmount'): AmountProblem | null {
   if (isPlainDecimal(text)) {
     // A plain decimal is zero exactly when it has no non-zero digit.
-    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `payoutAmount ${quoteValue(text)} is zero; it must be positive` };
+    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `${subject} ${quoteValue(text)} is zero; it must be positive` };
     return null;
   }
-  const v = quoteValue(text);
+  const v = `${subject} ${quoteValue(text)}`;
   if (EXPONENT.test(text)) {
-    return { code: 'AMOUNT_EXPONENT', message: `payoutAmount ${v} is in exponent notation; write it out in full, e.g. 1000 for 1e3` };
+    return { code: 'AMOUNT_EXPONENT', message: `${v} is in exponent notation; write it out in full, e.g. 1000 for 1e3` };
   }
   if (text.startsWith('-') && isPlainDecimal(text.slice(1))) {
-    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `payoutAmount ${v} is zero; it must be positive` };
-    return { code: 'AMOUNT_NEGATIVE', message: `payoutAmount ${v} is negative; it must be positive` };
+    if (!/[1-9]/.test(text)) return { code: 'AMOUNT_ZERO', message: `${v} is zero; it must be positive` };
+    return { code: 'AMOUNT_NEGATIVE', message: `${v} is negative; it must be positive` };
   }
   if (text.startsWith('+') && isPlainDecimal(text.slice(1))) {
-    return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} has a plus sign; write the digits only` };
+    return { code: 'AMOUNT_INVALID', message: `${v} has a plus sign; write the digits only` };
   }
   const both = text.includes(',') && text.includes('.');
   if (DECIMAL_COMMA.test(text) && !COMMA_THOUSANDS.test(text)) {
     return {
       code: 'AMOUNT_LOCALE_FORMAT',
-      message: `payoutAmount ${v} uses a decimal comma${both ? ' and dots as thousands separators' : ''}; write a plain decimal with a point and no separators, e.g. 1234.56`,
+      message: `${v} uses a decimal comma${both ? ' and dots as thousands separators' : ''}; write a plain decimal with a point and no separators, e.g. 1234.56`,
     };
   }
   if (COMMA_THOUSANDS.test(text)) {
     return {
       code: 'AMOUNT_LOCALE_FORMAT',
-      message: `payoutAmount ${v} has a comma, read as a thousands separator (or an ambiguous decimal comma); write a plain decimal with no separators, e.g. 1234.56`,
+      message: `${v} has a comma, read as a thousands separator (or an ambiguous decimal comma); write a plain decimal with no separators, e.g. 1234.56`,
     };
   }
   if (DOT_THOUSANDS.test(text)) {
     // Several dots: never a decimal point; one dot is left to the currency's minor units (amountRangeProblem).
     return {
       code: 'AMOUNT_LOCALE_FORMAT',
-      message: `payoutAmount ${v} has dots as thousands separators; write ${text.replaceAll('.', '')}, with no separators`,
+      message: `${v} has dots as thousands separators; write ${text.replaceAll('.', '')}, with no separators`,
     };
   }
   if (OTHER_THOUSANDS.test(text)) {
     return {
       code: 'AMOUNT_LOCALE_FORMAT',
-      message: `payoutAmount ${v} has thousands separators; write a plain decimal with no separators, e.g. 1234.56`,
+      message: `${v} has thousands separators; write a plain decimal with no separators, e.g. 1234.56`,
     };
   }
   if (/^\.\d+$/.test(text) || /^\d+\.$/.test(text)) {
-    return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} needs digits on both sides of the decimal point, e.g. 0.5 or 5` };
+    return { code: 'AMOUNT_INVALID', message: `${v} needs digits on both sides of the decimal point, e.g. 0.5 or 5` };
   }
-  return { code: 'AMOUNT_INVALID', message: `payoutAmount ${v} is not a plain decimal number (digits with an optional '.' fraction)` };
+  return { code: 'AMOUNT_INVALID', message: `${v} is not a plain decimal number (digits with an optional '.' fraction)` };
 }
 
 /** Normal-form text of each limit, computed once per limit (limits live as long as the compiled rules). */
@@ -106,7 +109,7 @@ export function compareNormal(a: string, b: string): number {
  * A plain decimal with more decimals than the currency has, shaped like thousands grouped by a dot: `1.500` PHP is
  * far likelier fifteen hundred than one and a half, so it is refused even though its extra decimals are zeros.
  */
-function dotThousandsProblem(text: string, currency: string, minorUnits: number): AmountProblem | null {
+export function dotThousandsProblem(text: string, currency: string, minorUnits: number, subject = 'payoutAmount'): AmountProblem | null {
   const written = fractionDigits(text);
   if (written <= minorUnits || !DOT_THOUSANDS.test(text)) return null;
   const whole = text.replace('.', '');
@@ -115,7 +118,7 @@ function dotThousandsProblem(text: string, currency: string, minorUnits: number)
   const meant = fractionDigits(small) <= minorUnits ? `; or ${small} if ${small} ${currency} was meant` : '';
   return {
     code: 'AMOUNT_LOCALE_FORMAT',
-    message: `payoutAmount ${quoteValue(text)} has a dot that looks like a thousands separator (${currency} has ${minorUnits} decimals, not ${written}): write ${whole}${padded}, with no separator${meant}`,
+    message: `${subject} ${quoteValue(text)} has a dot that looks like a thousands separator (${currency} has ${minorUnits} decimals, not ${written}): write ${whole}${padded}, with no separator${meant}`,
   };
 }
 
