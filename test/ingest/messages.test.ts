@@ -76,6 +76,24 @@ describe('messages', () => {
     ]);
   });
 
+  it('show the invisible characters of a cell as those of a header, and where they are', async () => {
+    // A cell of a zero-width space looks empty and was taken as a name; one inside an account number went to the bank.
+    const text = `${HEADER}\n${row('Z-1', { 'beneficiary.accountName': '\u200b', 'beneficiary.accountNumber': '12345\u200b67890' })}\n`;
+    const { rows } = await parseCollect(await tempCsv(text));
+    expect(rows[0]?.errors.map((e) => [errorPlace(e), e.code, e.message])).toEqual([
+      [
+        'line 2, column J "beneficiary.accountName"',
+        'REQUIRED',
+        'beneficiary.accountName is required but empty (the cell holds only invisible characters: U+200B, a zero-width space)',
+      ],
+      [
+        'line 2, column K "beneficiary.accountNumber"',
+        'INVISIBLE_CHARACTER',
+        'beneficiary.accountNumber "*******7890" has an invisible character in it (U+200B, a zero-width space) at position 6, which would be sent as part of it: delete it, or type the value again',
+      ],
+    ]);
+  });
+
   it('refuse references a spreadsheet turned into dates', async () => {
     const header =
       'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';

@@ -118,22 +118,57 @@ describe('required fields and text', () => {
     ]);
   });
 
-  it('takes a cell of only non-breaking or other Unicode spaces for empty, as the payout API does', () => {
-    for (const blank of ['\u00a0', ' \u00a0 \u00a0 ', '\u2003\u3000', '\u202f', '\ufeff']) {
-      expect(problems({ 'sender.lastName': blank, 'sender.idValue': blank }), JSON.stringify(blank)).toEqual([
+  it('takes a cell of only non-breaking, other Unicode or zero-width spaces for empty, naming them', () => {
+    // The payout API trims the spaces, not the zero-width characters: a name of a zero-width space was sent as one.
+    const blanks = ['\u00a0', ' \u00a0 \u00a0 ', '\u2003\u3000', '\u202f', '\ufeff', '\u200b', '\u200c\u200d', ' \u2060 ', '\u00a0\u200b'];
+    for (const blank of blanks) {
+      expect(problems({ 'sender.lastName': blank, 'beneficiary.accountNumber': blank }), JSON.stringify(blank)).toEqual([
         ['REQUIRED', 'sender.lastName'],
-        ['REQUIRED', 'sender.idValue'],
+        ['REQUIRED', 'beneficiary.accountNumber'],
       ]);
     }
     expect(firstMessage({ 'beneficiary.accountName': '\u00a0\u00a0' })).toBe(
-      'beneficiary.accountName is required but empty (the cell holds only invisible spaces, such as non-breaking spaces)',
+      'beneficiary.accountName is required but empty (the cell holds only invisible characters: U+00A0, a no-break space)',
+    );
+    expect(firstMessage({ 'sender.firstName': '\u200b\u2060' })).toBe(
+      'sender.firstName is required but empty (the cell holds only invisible characters: U+200B, a zero-width space; U+2060, a word joiner)',
     );
     const optional = rules({ requiredFields: FIELD_PATHS.filter((f) => f !== 'sender.idValue') });
-    const result = validate({ 'sender.idValue': '\u00a0' }, optional);
-    expect('values' in result && requestOfValues(result.values).sender.idValue).toBe('');
+    for (const blank of ['\u00a0', '\u200b']) {
+      const result = validate({ 'sender.idValue': blank }, optional);
+      expect('values' in result && requestOfValues(result.values).sender.idValue).toBe('');
+    }
     // A value with letters is sent as written.
     const kept = validate({ 'sender.lastName': '\u00a0Santos' });
     expect('values' in kept && requestOfValues(kept.values).sender.lastName).toBe('\u00a0Santos');
+  });
+
+  it('refuses an identifier with an invisible character in it, naming the character and where it is', () => {
+    // An account number with a hidden character is refused by the bank, or read as another account.
+    expect(firstMessage({ 'beneficiary.accountNumber': '12345\u200b67890' })).toBe(
+      'beneficiary.accountNumber "*******7890" has an invisible character in it (U+200B, a zero-width space) at position 6, which would be sent as part of it: delete it, or type the value again',
+    );
+    // Where no account rule would have refused it, and with the character written out where it is shown.
+    const open = rules({ accountRules: { PHP: {} } });
+    expect(errorsOf(validate({ 'beneficiary.accountNumber': '1234567890\u2060' }, open)).map((e) => [e.code, e.message])).toEqual([
+      [
+        'INVISIBLE_CHARACTER',
+        'beneficiary.accountNumber "*******890\\u2060" has an invisible character in it (U+2060, a word joiner) at position 11, which would be sent as part of it: delete it, or type the value again',
+      ],
+    ]);
+    expect(firstMessage({ merchantReferenceId: 'INV\u200d-7\u200d' })).toBe(
+      'merchantReferenceId "INV\\u200D-7\\u200D" has invisible characters in it (U+200D, a zero-width joiner), the first at position 4, which would be sent as part of it: delete them, or type the value again',
+    );
+    // The id number is not shown, the place of the character is.
+    expect(firstMessage({ 'sender.idValue': 'P123\u00a04567A' })).toBe(
+      'sender.idValue has an invisible character in it (U+00A0, a no-break space) at position 5, which would be sent as part of it: delete it, or type the value again',
+    );
+    for (const field of ['beneficiary.bankCode', 'payoutCurrency', 'sender.country', 'sender.idType'] as const) {
+      expect(problems({ [field]: `\ufeff${VALID[field]}` }), field).toEqual([['INVISIBLE_CHARACTER', field]]);
+    }
+    // Kept in a name, where a script may need one: a zero-width non-joiner is part of Persian spelling.
+    const kept = validate({ 'beneficiary.accountName': 'Ali Reza\u200cpour' });
+    expect('values' in kept && requestOfValues(kept.values).beneficiary.accountName).toBe('Ali Reza\u200cpour');
   });
 
   it('rejects control characters in names, including tab, CR, LF and C1, without echoing the name', () => {

@@ -3,7 +3,7 @@
  * then the field paths. Unknown, duplicate and missing columns are all reported at once, as file errors.
  */
 import { FIELD_PATHS, isFieldPath, type FieldPath } from '../rules/fields.js';
-import { codePoint, columnPlace, invisibleCharacters, quoteHeader, withoutInvisible, type RowError } from '../rules/row-error.js';
+import { columnPlace, describeInvisible, invisibleCharacters, quoteVisibly, withoutInvisible, type RowError } from '../rules/row-error.js';
 import { trimSpaces } from '../rules/text.js';
 
 export interface ResolvedHeader {
@@ -114,29 +114,17 @@ export function headerLookup(aliases: Record<string, string>): Map<string, Field
   return lookup;
 }
 
-/** What the usual invisible characters are, for a clerk who cannot see them. */
-const INVISIBLE_NAMES: Record<string, string> = {
-  '\u00a0': 'a no-break space',
-  '\u200b': 'a zero-width space',
-  '\u200c': 'a zero-width non-joiner',
-  '\u200d': 'a zero-width joiner',
-  '\u200e': 'a left-to-right mark',
-  '\u200f': 'a right-to-left mark',
-  '\u2060': 'a word joiner',
-  '\ufeff': 'a byte order mark',
-};
-
 /**
  * An unknown header holding characters no one sees: which they are, and the known header it is without them. A
  * byte order mark before the first header is a second one (the file's own is read as one): saved twice as UTF-8.
  */
 function invisibleHeaderMessage(name: string, index: number, invisible: string[], lookup: ReadonlyMap<string, FieldPath>): string {
   if (index === 0 && name.startsWith('\ufeff') && invisible.length === 1) {
-    return `${quoteHeader(name)} starts with an invisible byte order mark (U+FEFF), a second one after the file's own (saved as UTF-8 twice?); save the file again as CSV UTF-8, or delete the invisible character before the first header`;
+    return `${quoteVisibly(name)} starts with an invisible byte order mark (U+FEFF), a second one after the file's own (saved as UTF-8 twice?); save the file again as CSV UTF-8, or delete the invisible character before the first header`;
   }
-  const which = invisible.map((c) => `${codePoint(c)}${INVISIBLE_NAMES[c] ? `, ${INVISIBLE_NAMES[c]}` : ''}`).join('; ');
+  const which = describeInvisible(invisible);
   const known = lookup.get(key(withoutInvisible(name)));
-  return `${quoteHeader(name)} has ${invisible.length === 1 ? 'an invisible character' : 'invisible characters'} in it (${which})${known ? `; without ${invisible.length === 1 ? 'it' : 'them'}, it is ${known}` : ''}: delete ${invisible.length === 1 ? 'it' : 'them'}, or type the header again`;
+  return `${quoteVisibly(name)} has ${invisible.length === 1 ? 'an invisible character' : 'invisible characters'} in it (${which})${known ? `; without ${invisible.length === 1 ? 'it' : 'them'}, it is ${known}` : ''}: delete ${invisible.length === 1 ? 'it' : 'them'}, or type the header again`;
 }
 
 export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { header: ResolvedHeader } | { errors: RowError[] } {
@@ -198,7 +186,7 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
       name,
       null,
       'HEADER_UNKNOWN',
-      `${quoteHeader(name)} is not a column payoutd knows${near ? `; did you mean ${near}? R` : ': r'}ename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")`,
+      `${quoteVisibly(name)} is not a column payoutd knows${near ? `; did you mean ${near}? R` : ': r'}ename the header, or map it to a field in batch.format.columnAliases (docs/csv-format.md, "Column aliases")`,
     );
   }
   for (const field of FIELD_PATHS) {

@@ -31,6 +31,7 @@ export const ROW_ERROR_CODES = [
   'COLUMN_COUNT_MISMATCH',
   'REQUIRED',
   'CONTROL_CHARACTER',
+  'INVISIBLE_CHARACTER',
   'FORMULA_LIKE_TEXT',
   'TOO_LONG',
   'REFERENCE_INVALID',
@@ -94,10 +95,19 @@ export function quoteValue(value: string, max = 40): string {
 
 /** Characters a clerk cannot see, or cannot tell from a space: no-break and odd-width spaces, zero-width ones, BOMs, direction marks. */
 const INVISIBLE = /[\u00a0\u00ad\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff]/g;
+/** The same characters, for a search that stops at the first. */
+const ONE_INVISIBLE = new RegExp(INVISIBLE.source);
 
 /** The invisible characters in `text`, each once, in the order found. */
 export function invisibleCharacters(text: string): string[] {
   return [...new Set(text.match(INVISIBLE) ?? [])];
+}
+
+/** The index of the first invisible character in `text`, or -1. */
+export function firstInvisible(text: string): number {
+  // Called for most cells, which are ASCII: none is below U+00A0, and a scan of codes is cheaper than a search.
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0xa0) return text.search(ONE_INVISIBLE);
+  return -1;
 }
 
 /** `text` without its invisible characters. */
@@ -110,12 +120,29 @@ export function codePoint(c: string): string {
   return `U+${(c.codePointAt(0) as number).toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
+/** What the usual invisible characters are, for a clerk who cannot see them. */
+const INVISIBLE_NAMES: Record<string, string> = {
+  '\u00a0': 'a no-break space',
+  '\u200b': 'a zero-width space',
+  '\u200c': 'a zero-width non-joiner',
+  '\u200d': 'a zero-width joiner',
+  '\u200e': 'a left-to-right mark',
+  '\u200f': 'a right-to-left mark',
+  '\u2060': 'a word joiner',
+  '\ufeff': 'a byte order mark',
+};
+
+/** Invisible characters as a message names them: `U+200B, a zero-width space; U+2061`. */
+export function describeInvisible(chars: readonly string[]): string {
+  return chars.map((c) => `${codePoint(c)}${INVISIBLE_NAMES[c] ? `, ${INVISIBLE_NAMES[c]}` : ''}`).join('; ');
+}
+
 /**
- * A header quoted for a message, its invisible characters written out (`"\uFEFFReference"`): quoted as they are,
- * a header that differs from a known one only by them reads as that one.
+ * A header or value quoted for a message, its invisible characters written out (`"\uFEFFReference"`): quoted as
+ * they are, a header that differs from a known one only by them reads as that one, and a value as one without them.
  */
-export function quoteHeader(name: string, max = 40): string {
-  return quoteValue(name, max).replace(INVISIBLE, (c) => `\\u${codePoint(c).slice(2)}`);
+export function quoteVisibly(text: string, max = 40): string {
+  return quoteValue(text, max).replace(INVISIBLE, (c) => `\\u${codePoint(c).slice(2)}`);
 }
 
 /** Column letters as a spreadsheet shows them: 0 -> A, 25 -> Z, 26 -> AA. */
@@ -133,8 +160,8 @@ export function columnLetter(index: number): string {
 /** The column of an error as a clerk finds it: `column K "Account number"` (its header as written), or null. */
 export function columnPlace(e: Pick<RowError, 'column' | 'columnIndex'>): string | null {
   const letter = e.columnIndex === null || e.columnIndex === undefined ? null : columnLetter(e.columnIndex);
-  if (letter !== null) return e.column ? `column ${letter} ${quoteHeader(e.column, Infinity)}` : `column ${letter}`;
-  return e.column ? quoteHeader(e.column, Infinity) : null;
+  if (letter !== null) return e.column ? `column ${letter} ${quoteVisibly(e.column, Infinity)}` : `column ${letter}`;
+  return e.column ? quoteVisibly(e.column, Infinity) : null;
 }
 
 /** Where an error is: `line 16, column K "Account number"`, `line 16`, or null for the file as a whole. */

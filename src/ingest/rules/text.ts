@@ -1,5 +1,6 @@
 /** Text hygiene for cell values: trimming, control characters, formula-like text, lengths as people count them. */
 import { FORMULA_ESCAPE, formulaTrigger } from '../../domain/formula-text.js';
+import { withoutInvisible } from './row-error.js';
 
 /** Removes leading and trailing ASCII spaces only; tabs, CR and LF stay for the control-character rule to see. */
 export function trimSpaces(value: string): string {
@@ -12,12 +13,13 @@ export function trimSpaces(value: string): string {
 
 /**
  * Whether a value of no control characters holds only whitespace as String.prototype.trim knows it (no-break,
- * em, ideographic spaces, BOM): blank to the payout API, which trims so before it requires a value.
+ * em, ideographic spaces, BOM), blank to the payout API, which trims so before it requires a value, or characters
+ * no one sees (zero-width spaces, word joiners): the API takes a name of those as given, though nothing is written.
  */
 export function isBlank(value: string): boolean {
   // Printable ASCII first is the usual value, and never blank: one character code decides.
   const first = value.charCodeAt(0);
-  return (first < 0x21 || first > 0x7e) && value.trim() === '';
+  return (first < 0x21 || first > 0x7e) && withoutInvisible(value).trim() === '';
 }
 
 /** The value upper-cased as toUpperCase does it; the value itself when that changes nothing (cheaper than the call). */

@@ -14,7 +14,16 @@ import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
-import { quoteValue, type RowError, type RowErrorCode } from './row-error.js';
+import {
+  describeInvisible,
+  firstInvisible,
+  invisibleCharacters,
+  quoteValue,
+  quoteVisibly,
+  withoutInvisible,
+  type RowError,
+  type RowErrorCode,
+} from './row-error.js';
 import { codePointLength, firstControlCharacter, formulaLikeLead, isBlank, trimSpaces, upperCased } from './text.js';
 
 export interface RowInput {
@@ -55,6 +64,13 @@ const UPPER_CASED_AT: readonly boolean[] = FIELD_PATHS.map((field) => UPPER_CASE
 /** Fields checked for formula-like text: every text field; the amount's own checks refuse a sign or `=`. */
 const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field !== 'payoutAmount');
 
+/**
+ * Fields that identify (the reference, codes, id and account numbers), by position: a character no one sees in one
+ * is never meant, and a bank reads it as part of the value. Names may hold one (a zero-width non-joiner is part of
+ * Persian spelling); the amount's own rules refuse anything but digits and a point.
+ */
+const INVISIBLE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => !NAME_FIELDS.has(field) && field !== 'payoutAmount');
+
 /** Fields whose text is checked for what a spreadsheet does to numbers and dates, by position. */
 const DAMAGE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => damageChecked(field));
 
@@ -80,11 +96,35 @@ function formulaLikeProblem(field: FieldPath, lead: string): Problem {
   };
 }
 
-/** How a field's value may appear in a message: account numbers masked, personal data not at all. */
+/**
+ * How a field's value may appear in a message: account numbers masked, personal data not at all, characters no one
+ * sees written out.
+ */
 function shown(field: FieldPath, value: string): string {
-  if (field === 'beneficiary.accountNumber') return ` ${JSON.stringify(maskAccountNumber(value))}`;
+  if (field === 'beneficiary.accountNumber') return ` ${quoteVisibly(maskAccountNumber(value))}`;
   if (field === 'sender.idValue' || NAME_FIELDS.has(field)) return '';
-  return ` ${quoteValue(value)}`;
+  return ` ${quoteVisibly(value)}`;
+}
+
+/** A required cell of only characters no one sees: REQUIRED, naming them, as a clerk cannot tell them from nothing. */
+function blankProblem(field: FieldPath, value: string): Problem {
+  const invisible = invisibleCharacters(value);
+  const which = invisible.length > 0 ? `: ${describeInvisible(invisible)}` : '';
+  return { code: 'REQUIRED', message: `${field} is required but empty (the cell holds only invisible characters${which})` };
+}
+
+/** An identifier holding a character no one sees, which would be sent as part of it: which, and where. */
+function invisibleProblem(field: FieldPath, value: string): Problem | null {
+  const at = firstInvisible(value);
+  if (at < 0) return null;
+  const which = describeInvisible(invisibleCharacters(value));
+  const position = codePointLength(value.slice(0, at)) + 1;
+  // Every invisible character is one UTF-16 unit: more than one gone means more than one there.
+  const found =
+    value.length - withoutInvisible(value).length === 1
+      ? `an invisible character in it (${which}) at position ${position}, which would be sent as part of it: delete it`
+      : `invisible characters in it (${which}), the first at position ${position}, which would be sent as part of it: delete them`;
+  return { code: 'INVISIBLE_CHARACTER', message: `${field}${shown(field, value)} has ${found}, or type the value again` };
 }
 
 /** Why a reference does not match its pattern: the characters it may not hold, for a pattern of one class of characters. */
@@ -292,13 +332,13 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
           message: `${field}${shown(field, value)} contains a control character (${control.description}) at position ${control.position}`,
         };
       } else if (isBlank(value)) {
-        result = rules.required.has(field)
-          ? {
-              code: 'REQUIRED',
-              message: `${field} is required but empty (the cell holds only invisible spaces, such as non-breaking spaces)`,
-            }
-          : '';
-      } else result = (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ?? checkField(field, value, currency, rules);
+        result = rules.required.has(field) ? blankProblem(field, value) : '';
+      } else {
+        result =
+          (INVISIBLE_CHECKED_AT[i] ? invisibleProblem(field, value) : null) ??
+          (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ??
+          checkField(field, value, currency, rules);
+      }
     }
     if (typeof result === 'string') {
       normalized.push(result);
