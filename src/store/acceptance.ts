@@ -110,14 +110,22 @@ function referenceMark(row: RowMarking & { line: number }, column: ReferenceColu
   };
 }
 
+/**
+ * Why the row on `line` is refused when its reference is on other rows of its file too (`lines`, its own among
+ * them): those lines, and what to do. The ack says it, and `payoutd validate` before any file is dropped.
+ */
+export function inFileDuplicateMessage(reference: string, line: number, lines: readonly number[]): string {
+  const others = lines.filter((l) => l !== line);
+  return `the reference ${reference} is also on line${others.length > 1 ? 's' : ''} ${others.join(', ')} of this file; give each payout its own reference, or delete the row that repeats another`;
+}
+
 async function markInFileDuplicates(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
   const errors: BatchErrorRecord[] = [];
   const moves: RowMarking[] = [];
   for (const [reference, rows] of await rowsSharingReference(trx, batchId)) {
     const lines = rows.map((r) => r.line);
     for (const r of rows) {
-      const others = lines.filter((l) => l !== r.line);
-      const message = `the reference ${reference} is also on line${others.length > 1 ? 's' : ''} ${others.join(', ')} of this file; give each payout its own reference, or delete the row that repeats another`;
+      const message = inFileDuplicateMessage(reference, r.line, lines);
       const mark = referenceMark({ id: r.id, line: r.line, from: r.state, code: 'DUPLICATE_IN_FILE', reason: message }, column);
       errors.push(mark.error);
       if (VALID.includes(r.state)) moves.push(mark.move);

@@ -42,7 +42,7 @@ export { cancelReadyRows, cancelReturnedRows } from './cancels.js';
 export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
-export { acceptBatchRows, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
+export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
 export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, renewCreateLease, type Claimant, type ClaimedRow } from './claims.js';
 export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';

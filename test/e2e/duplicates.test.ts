@@ -4,7 +4,8 @@
  * rows with other bytes — pays nothing more: each later batch is refused,
  * its ack names the first batch, and the ledger keeps one payout per row.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from './batch-files.js';
 import { ledgerByReference, startE2e, type BatchStatus, type E2e } from './harness.js';
@@ -67,5 +68,34 @@ describe('e2e: a file dropped again', () => {
     expect(await readFile(firstResultPath)).toEqual(firstResult);
     const all = await e2e.batches();
     expect(all.map((b) => b.state).sort()).toEqual(['COMPLETE', 'DUPLICATE', 'DUPLICATE', 'REJECTED']);
+  });
+});
+
+describe('e2e: a reference twice in one file', () => {
+  it('payoutd validate says of each row what the ack says, naming the reference column as written', async () => {
+    // validate said "lines 2, 4: DUPLICATE_IN_FILE: ... appears on each of these lines", naming no column.
+    const e2e = await startE2e({ config: { batch: { format: { columnAliases: { Reference: 'merchantReferenceId' } } } } });
+    const rows = makeRows('E2E-TWICE', 3);
+    const again = { ...(rows[2] as (typeof rows)[number]), merchantReferenceId: rows[0]?.merchantReferenceId as string };
+    const csv = toCsv([...rows.slice(0, 2), again]).replace(/^merchantReferenceId,/, 'Reference,');
+    const path = join(e2e.dir, 'twice.csv');
+    await writeFile(path, csv);
+    const validate = await e2e.cli(['validate', path]);
+    expect(validate.code).toBe(1);
+    const said = validate.stdout.split('\n').filter((l) => l.includes('DUPLICATE_IN_FILE'));
+    expect(said).toEqual([
+      'twice.csv, line 2, column A "Reference": DUPLICATE_IN_FILE: the reference E2E-TWICE-0001 is also on line 4 of this file; give each payout its own reference, or delete the row that repeats another',
+      'twice.csv, line 4, column A "Reference": DUPLICATE_IN_FILE: the reference E2E-TWICE-0001 is also on line 2 of this file; give each payout its own reference, or delete the row that repeats another',
+    ]);
+
+    await e2e.startDaemon();
+    await e2e.drop('twice.csv', csv);
+    const batch = await e2e.waitForBatch('twice.csv', ['REJECTED', 'ACTIVE', 'COMPLETE']);
+    const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
+    // The ack's reason `CODE [place]: message`, as validate prints a problem.
+    const acked = ack.rows
+      .filter((r) => (r['reason'] ?? '').startsWith('DUPLICATE_IN_FILE'))
+      .map((r) => `twice.csv, line ${r['line']}, ${(r['reason'] as string).replace(/^(\w+) \[(.*?)\]: /, '$2: $1: ')}`);
+    expect(acked).toEqual(said);
   });
 });

@@ -4,8 +4,8 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
 import { existsSync } from 'node:fs';
-import { getBatch, requestValuesOfReferences } from '../../store/index.js';
-import { parseBatchFile, type RetryOriginals } from '../../ingest/csv/index.js';
+import { getBatch, inFileDuplicateMessage, requestValuesOfReferences, type BatchErrorRecord } from '../../store/index.js';
+import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
 import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { rulesWithRowLimits } from '../../approval/index.js';
 import { print } from '../output.js';
@@ -28,9 +28,28 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
 }
 
 /** One problem as finance reads it: `payouts.csv, line 16, column K "Account number": CODE: what is wrong`. */
-function formatError(e: RowError): string {
+function formatError(e: RowError | (BatchErrorRecord & { file: string })): string {
   const place = errorPlace(e);
   return `${e.file}${place ? `, ${place}` : ''}: ${e.code}: ${e.message}`;
+}
+
+/** The error of each row whose reference other rows of the file hold too, as the ack gives it: in the reference's column. */
+function inFileDuplicateErrors(
+  file: string,
+  dupes: readonly [string, number[]][],
+  column: BatchParseResult['referenceColumn'],
+): (BatchErrorRecord & { file: string })[] {
+  return dupes.flatMap(([reference, lines]) =>
+    lines.map((line) => ({
+      file,
+      line,
+      column: column?.column ?? null,
+      columnIndex: column?.columnIndex ?? null,
+      field: 'merchantReferenceId',
+      code: 'DUPLICATE_IN_FILE',
+      message: inFileDuplicateMessage(reference, line, lines),
+    })),
+  );
 }
 
 /**
@@ -64,15 +83,13 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
     },
   });
   const dupes = [...seen.entries()].filter(([, lines]) => lines.length > 1);
+  const dupeErrors = inFileDuplicateErrors(name, dupes, result.referenceColumn);
   for (const e of result.fileErrors) print(formatError(e));
   if (result.fileErrors.length === 0) {
-    for (const e of rowErrors) print(formatError(e));
-    for (const [ref, lines] of dupes)
-      print(
-        `${name}, lines ${lines.join(', ')}: DUPLICATE_IN_FILE: the reference ${ref} appears on each of these lines; give each payout its own reference`,
-      );
+    // By line, as the ack lists them; a repeated reference after the row's other problems.
+    for (const e of [...rowErrors, ...dupeErrors].sort((a, b) => (a.line ?? 0) - (b.line ?? 0))) print(formatError(e));
   }
-  const problems = result.fileErrors.length + rowErrors.length + dupes.length;
+  const problems = result.fileErrors.length + rowErrors.length + dupeErrors.length;
   const sums = Object.entries(result.totals)
     .map(([c, a]) => `${a} ${c}`)
     .join(', ');
