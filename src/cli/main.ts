@@ -56,7 +56,19 @@ function decisionOptions<T>(y: Argv<T>) {
     .option('as', { type: 'string', describe: 'the approver, when a configured service account runs this (approval.serviceAccounts)' });
 }
 
+/**
+ * A reader that stops early (`payoutd validate big.csv | head`) closes stdout: stop quietly, as a command
+ * killed by SIGPIPE does, instead of dying on an unhandled EPIPE with a stack trace on the terminal.
+ */
+function stopQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? 0);
+  });
+}
+
 export async function runCli(argv: string[]): Promise<void> {
+  stopQuietlyWhenStdoutCloses();
   try {
     await yargs(argv)
       .scriptName('payoutd')

@@ -73,3 +73,26 @@ describe('exit code 78: a configuration to fix', () => {
     expect(r.code).toBe(78);
   });
 });
+
+describe('a reader that stops early', () => {
+  it('validate piped into head stops quietly: no EPIPE stack trace on the terminal', async () => {
+    // Every row lacks its sender's first name: one line each, far more than a pipe holds.
+    const header =
+      'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';
+    const rows = Array.from(
+      { length: 20_000 },
+      (_, i) => `R-${i},USDT,PHP,10.00,,Santos,PH,PASSPORT,P1234567A,Juan Dela Cruz,1234567890,BOPIPHMM`,
+    );
+    const file = join(cwd, 'many.csv');
+    await writeFile(file, [header, ...rows].join('\n') + '\n');
+    const stderr = await new Promise<string>((resolve) => {
+      execFile(
+        'sh',
+        ['-c', `"${process.execPath}" "${BIN}" validate many.csv | head -n 1 >/dev/null`],
+        { cwd, env: childEnv() },
+        (_err, _out, err) => resolve(err),
+      );
+    });
+    expect(stderr).not.toMatch(/EPIPE|Unhandled|at /);
+  });
+});
