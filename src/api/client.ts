@@ -18,6 +18,13 @@ import {
   type PayoutRecord,
   type UnreadRecord,
 } from '../domain/payout.js';
+import {
+  DEFAULT_BALANCE_SHAPE,
+  DEFAULT_PAYOUT_QUERY_SHAPE,
+  type BalanceShape,
+  type PayoutQueryShape,
+  type RecordFields,
+} from '../domain/wire-shapes.js';
 import { JsonNumber, canonicalStringify, parseLossless, plainNumberText } from '../json/index.js';
 import { businessStringToSign, hmacKeyBytes, signHmac, signRsa, tokenStringToSign, type HmacKeyEncoding } from '../signing/index.js';
 import {
@@ -46,6 +53,7 @@ export const ENDPOINTS = {
   exchangeRates: '/apis/v1/exchange-rate/query',
   createPayout: '/apis/v1/fiat-payout/create',
   queryPayouts: '/apis/v1/fiat-payout/query',
+  /** The default of `api.balance.path` (contract: Balance). */
   balances: '/apis/v1/balance/query',
 } as const;
 
@@ -74,6 +82,10 @@ export interface PayoutApiClientOptions {
   timeoutMs: number;
   retry: BackoffPolicy & { maxAttempts: number };
   queryMaxIds: number;
+  /** (contract) The payout query's by-payoutId field, answer list and record fields; default the contract's. */
+  payoutQuery?: PayoutQueryShape;
+  /** (contract) The balance listing's path and answer fields; default the contract's. */
+  balance?: BalanceShape;
   codeTreatments?: Record<string, CodeTreatment>;
   clock?: Clock;
   random?: () => number;
@@ -145,12 +157,20 @@ function stringField(value: unknown, field: string, endpoint: string): string {
 }
 
 /**
+ * A field as messages name it: its name on the wire, and the setting that chose that name, so a service that
+ * answers under another name is matched by changing that setting.
+ */
+function settingField(name: string, setting: string): { name: string; label: string } {
+  return { name, label: `${name} (${setting})` };
+}
+
+/**
  * The list an answer must hold. A missing or malformed one is BAD_RESPONSE, never an empty list: read as
  * "no payouts", a query answer would let a payout the service holds be created again.
  */
-function listField(data: Json, field: string, endpoint: string): Json[] {
-  const list = data[field];
-  if (!Array.isArray(list)) throw badResponse(endpoint, `field ${field} is missing or not a list`);
+function listField(data: Json, field: { name: string; label: string }, endpoint: string): Json[] {
+  const list = data[field.name];
+  if (!Array.isArray(list)) throw badResponse(endpoint, `field ${field.label} is missing or not a list`);
   return list as Json[];
 }
 
@@ -174,43 +194,54 @@ function textOrNull(value: unknown): string | null {
   return value instanceof JsonNumber ? value.value : optionalString(value);
 }
 
-function toRecord(r: Json): PayoutRecord {
+function toRecord(r: Json, names: RecordFields): PayoutRecord {
   const ep = ENDPOINTS.queryPayouts;
-  const status = stringField(r.status, 'status', ep);
+  const text = (key: keyof RecordFields): string => stringField(r[names[key]], recordField(names, key).label, ep);
+  const decimal = (key: keyof RecordFields): string => decimalField(r[names[key]], recordField(names, key).label, ep);
+  const status = text('status');
   if (!isPayoutStatus(status)) throw badResponse(ep, `status ${JSON.stringify(status)} is none of PENDING, PAID, CANCELLED`);
   return {
-    payoutId: stringField(r.payoutId, 'payoutId', ep),
-    merchantReferenceId: stringField(r.merchantReferenceId, 'merchantReferenceId', ep),
+    payoutId: text('payoutId'),
+    merchantReferenceId: text('merchantReferenceId'),
     status,
-    payoutCurrency: stringField(r.payoutCurrency, 'payoutCurrency', ep),
-    payoutAmount: decimalField(r.payoutAmount, 'payoutAmount', ep),
-    deductionCurrency: stringField(r.deductionCurrency, 'deductionCurrency', ep),
-    deductionAmount: decimalField(r.deductionAmount, 'deductionAmount', ep),
-    rate: decimalField(r.rate, 'rate', ep),
-    totalFee: decimalField(r.totalFee, 'totalFee', ep),
-    feeCurrency: stringField(r.feeCurrency, 'feeCurrency', ep),
-    createTime: stringField(r.createTime, 'createTime', ep),
-    completeTime: optionalString(r.completeTime),
-    failureReason: optionalString(r.failureReason),
+    payoutCurrency: text('payoutCurrency'),
+    payoutAmount: decimal('payoutAmount'),
+    deductionCurrency: text('deductionCurrency'),
+    deductionAmount: decimal('deductionAmount'),
+    rate: decimal('rate'),
+    totalFee: decimal('totalFee'),
+    feeCurrency: text('feeCurrency'),
+    createTime: text('createTime'),
+    completeTime: optionalString(r[names.completeTime]),
+    failureReason: optionalString(r[names.failureReason]),
   };
 }
 
+function recordField(names: RecordFields, key: keyof RecordFields): { name: string; label: string } {
+  return settingField(names[key], `api.payoutQuery.recordFields.${key}`);
+}
+
 /** One record of a query answer, read on its own: a record payoutd cannot read is kept as such, never fails the answer. */
-function readRecord(value: unknown): PayoutRecord | UnreadRecord {
+function readRecord(value: unknown, names: RecordFields): PayoutRecord | UnreadRecord {
   const isObject = value !== null && typeof value === 'object' && !Array.isArray(value);
   const r = isObject ? (value as Json) : {};
   try {
     if (!isObject) throw badResponse(ENDPOINTS.queryPayouts, 'the record is not an object');
-    return toRecord(r);
+    return toRecord(r, names);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     return {
-      payoutId: textOrNull(r.payoutId),
-      merchantReferenceId: textOrNull(r.merchantReferenceId),
-      status: textOrNull(r.status),
+      payoutId: textOrNull(r[names.payoutId]),
+      merchantReferenceId: textOrNull(r[names.merchantReferenceId]),
+      status: textOrNull(r[names.status]),
       problem: err.msg,
     };
   }
+}
+
+/** The service answered that the request itself is wrong (a business refusal, HTTP 400 or 422). */
+function isRefusal(err: unknown): err is ApiError {
+  return err instanceof ApiError && (err.kind === 'rejected' || err.status === 400 || err.status === 422);
 }
 
 function secondsField(value: unknown, field: string, endpoint: string): number {
@@ -236,6 +267,8 @@ export class PayoutApiClient {
   private readonly random: () => number;
   private readonly treatments: Record<string, CodeTreatment>;
   private readonly basePath: string;
+  private readonly queryShape: PayoutQueryShape;
+  private readonly balanceShape: BalanceShape;
   private readonly origin: HttpOrigin;
   /** Every business call waits until then (performance.now() ms) after a 429 / 1429: a wait on the wire, like a timeout. */
   private pausedUntil = 0;
@@ -246,6 +279,8 @@ export class PayoutApiClient {
     this.clock = o.clock ?? systemClock;
     this.random = o.random ?? Math.random;
     this.treatments = { ...DEFAULT_CODE_TREATMENTS, ...o.codeTreatments };
+    this.queryShape = o.payoutQuery ?? DEFAULT_PAYOUT_QUERY_SHAPE;
+    this.balanceShape = o.balance ?? DEFAULT_BALANCE_SHAPE;
     const base = new URL(o.baseUrl);
     this.origin = httpOrigin(base);
     this.basePath = base.pathname.replace(/\/+$/, '');
@@ -294,7 +329,7 @@ export class PayoutApiClient {
 
   async exchangeRates(currencies: string[], signal?: AbortSignal): Promise<ExchangeRate[]> {
     const data = await this.business(ENDPOINTS.exchangeRates, { targetCurrencys: currencies }, { idempotent: true, signal });
-    const list = listField(data, 'exchangeRates', ENDPOINTS.exchangeRates);
+    const list = listField(data, { name: 'exchangeRates', label: 'exchangeRates' }, ENDPOINTS.exchangeRates);
     return list.map((r) => ({
       id: stringField(r.id, 'id', ENDPOINTS.exchangeRates),
       rateTime: stringField(r.rateTime, 'rateTime', ENDPOINTS.exchangeRates),
@@ -323,26 +358,46 @@ export class PayoutApiClient {
     return this.query('merchantReferenceIds', merchantReferenceIds, signal);
   }
 
-  queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
-    return this.query('payoutIds', payoutIds, signal);
+  async queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
+    const field = this.queryShape.payoutIdsField;
+    try {
+      return await this.query(field, payoutIds, signal);
+    } catch (err) {
+      // A service that takes this form under another field name refuses the request (spec 4.5 does not show it).
+      throw isRefusal(err) ? err.withNote(`the ids were sent as ${field}: check api.payoutQuery.payoutIdsField and api.queryMaxIds`) : err;
+    }
   }
 
   async balances(signal?: AbortSignal): Promise<Balance[]> {
-    const ep = ENDPOINTS.balances;
-    const data = await this.business(ep, {}, { idempotent: true, signal });
-    const list = listField(data, 'balances', ep);
-    return list.map((b) => ({ currency: stringField(b.currency, 'currency', ep), available: decimalField(b.available, 'available', ep) }));
+    const shape = this.balanceShape;
+    let data: Json;
+    try {
+      data = await this.business(shape.path, {}, { idempotent: true, signal });
+    } catch (err) {
+      // The path is the contract's answer, not the spec's: a service without it answers 404.
+      throw err instanceof ApiError && err.status === 404 ? err.withNote('no such path on the service: check api.balance.path') : err;
+    }
+    const list = listField(data, settingField(shape.listField, 'api.balance.listField'), shape.path);
+    const currency = settingField(shape.currencyField, 'api.balance.currencyField');
+    const available = settingField(shape.availableField, 'api.balance.availableField');
+    return list.map((b) => ({
+      currency: stringField(b[currency.name], currency.label, shape.path),
+      available: decimalField(b[available.name], available.label, shape.path),
+    }));
   }
 
-  private async query(field: 'merchantReferenceIds' | 'payoutIds', ids: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
+  /** `field`: the request field holding the ids (`merchantReferenceIds`, or the by-payoutId form's). */
+  private async query(field: string, ids: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
+    const shape = this.queryShape;
+    const list = settingField(shape.listField, 'api.payoutQuery.listField');
     const answer: PayoutQueryAnswer = { records: [], unread: [] };
     for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
       const chunk = ids.slice(i, i + this.o.queryMaxIds);
       const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
-      const list = listField(data, 'payouts', ENDPOINTS.queryPayouts);
-      if (saysPartial(data, list.length)) answer.partial = true;
-      for (const value of list) {
-        const read = readRecord(value);
+      const records = listField(data, list, ENDPOINTS.queryPayouts);
+      if (saysPartial(data, records.length)) answer.partial = true;
+      for (const value of records) {
+        const read = readRecord(value, shape.recordFields);
         if ('problem' in read) answer.unread.push(read);
         else answer.records.push(read);
       }

@@ -86,6 +86,20 @@ export class ApiError extends PayoutdError {
     this.serviceTimeMs = d.serviceTimeMs ?? null;
   }
 
+  /** The same failure, a note after the service's msg saying what to check (the setting a mismatch shows up through). */
+  withNote(note: string): ApiError {
+    return new ApiError({
+      endpoint: this.endpoint,
+      code: this.code,
+      msg: this.msg ? `${this.msg}; ${note}` : note,
+      status: this.status,
+      kind: this.kind,
+      waitForBalance: this.waitForBalance,
+      retryAfterMs: this.retryAfterMs,
+      serviceTimeMs: this.serviceTimeMs,
+    });
+  }
+
   override toLog(): { name: string; code: string; message: string; status: number | null; kind: ApiErrorKind } {
     return { name: this.name, code: this.code, message: this.message, status: this.status, kind: this.kind };
   }

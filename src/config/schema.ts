@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { isKnownTimeZone } from '../domain/time-zone.js';
 import { isUrlPath } from '../domain/url-path.js';
+import { balanceShapeSchema, payoutQueryShapeSchema } from '../domain/wire-shapes.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
 import { approvalSchema, limitsSchema } from './approval-schema.js';
@@ -127,6 +128,10 @@ export const apiSchema = z
       .prefault({}),
     /** (contract) ids per payout query call. */
     queryMaxIds: positive(100),
+    /** (contract) the payout query's by-payoutId request field, the answer's list field and each record's fields. */
+    payoutQuery: payoutQueryShapeSchema,
+    /** (contract) the balance listing's path, the answer's list field and each entry's fields. */
+    balance: balanceShapeSchema,
     /** (contract) how business codes are treated; merged over the built-in table. */
     businessCodes: z.record(z.string(), codeTreatment).default({}),
   })

@@ -125,6 +125,8 @@ async function ownEmbeddedSandbox(
       settlement: { minDelayMs: config.sandbox.settlementMinDelayMs, maxDelayMs: config.sandbox.settlementMaxDelayMs },
       canonicalJson: config.api.canonicalJson,
       queryMaxIds: config.api.queryMaxIds,
+      payoutQuery: config.api.payoutQuery,
+      balance: config.api.balance,
       stateFile: join(dir, 'ledger.json'),
     });
   } catch (err) {
@@ -200,6 +202,8 @@ export async function connectApi(
     timeoutMs: config.api.timeoutMs,
     retry: config.api.retry,
     queryMaxIds: config.api.queryMaxIds,
+    payoutQuery: config.api.payoutQuery,
+    balance: config.api.balance,
     codeTreatments: config.api.businessCodes,
     clock,
     onCall: hooks.onCall,

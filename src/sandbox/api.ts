@@ -5,6 +5,7 @@
 import type { Clock } from '../domain/clock.js';
 import { Decimal } from '../domain/money.js';
 import { maskAccountNumber } from '../domain/payout.js';
+import type { RecordFields } from '../domain/wire-shapes.js';
 import { JsonNumber } from '../json/canonical.js';
 import type { MerchantState } from './auth.js';
 import type { CredentialStore, Credentials } from './credentials.js';
@@ -200,10 +201,10 @@ export function createPayout(state: ApiState, merchant: MerchantState, body: unk
   return { data: createdData(stored), committed: true };
 }
 
-/** The contract's payout record, amounts as JSON numbers. */
-export function recordData(stored: StoredPayout): unknown {
+/** The contract's payout record, amounts as JSON numbers, each field under its name in `names`. */
+export function recordData(stored: StoredPayout, names: RecordFields): unknown {
   const e = stored.entry;
-  return {
+  const values: { [K in keyof RecordFields]: unknown } = {
     payoutId: e.payoutId,
     merchantReferenceId: e.merchantReferenceId,
     status: e.status,
@@ -218,10 +219,12 @@ export function recordData(stored: StoredPayout): unknown {
     completeTime: e.completeTime,
     failureReason: e.failureReason,
   };
+  return Object.fromEntries(Object.entries(values).map(([key, value]) => [names[key as keyof RecordFields], value]));
 }
 
 export function queryPayouts(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
-  const query = parseQueryRequest(body, state.config.queryMaxIds);
+  const shape = state.config.payoutQuery;
+  const query = parseQueryRequest(body, state.config.queryMaxIds, shape.payoutIdsField);
   // A Set keeps first-seen order and drops an id asked for twice.
   const found = new Set<StoredPayout>();
   for (const id of query.ids) {
@@ -232,15 +235,16 @@ export function queryPayouts(state: ApiState, merchant: MerchantState, body: unk
       if (p && p.entry.merchantCode === merchant.merchantCode) found.add(p);
     }
   }
-  return { data: { payouts: [...found].map(recordData) } };
+  return { data: { [shape.listField]: [...found].map((p) => recordData(p, shape.recordFields)) } };
 }
 
 export function queryBalance(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
   // GET carries no body; POST carries `{}` (or nothing).
   if (body !== undefined) requireObject(body, 'request body');
+  const shape = state.config.balance;
   const balances = Object.entries(state.ledger.balanceSnapshot(merchant.merchantCode)).map(([currency, available]) => ({
-    currency,
-    available: new JsonNumber(available),
+    [shape.currencyField]: currency,
+    [shape.availableField]: new JsonNumber(available),
   }));
-  return { data: { balances } };
+  return { data: { [shape.listField]: balances } };
 }

@@ -10,7 +10,8 @@ import { ConfigError } from '../domain/errors.js';
 import { compareAmounts } from '../domain/money.js';
 import { parsePublicKey } from '../signing/keys.js';
 import type { SandboxLogger } from './logger.js';
-import { API_PATHS } from './paths.js';
+import { balanceShapeSchema, payoutQueryShapeSchema } from '../domain/wire-shapes.js';
+import { ADMIN_PREFIX, API_PATHS, BALANCE_PATH } from './paths.js';
 
 export const DEFAULT_RATES: Readonly<Record<string, string>> = {
   PHP: '56.25',
@@ -134,6 +135,9 @@ export const sandboxOptionsSchema = z
     accessTokenTtlSeconds: positiveInt.default(7200),
     refreshTokenTtlSeconds: positiveInt.default(86400),
     queryMaxIds: positiveInt.default(100),
+    // The payout query's by-payoutId field, answer list and record field names; the balance listing's path and fields.
+    payoutQuery: payoutQueryShapeSchema,
+    balance: balanceShapeSchema,
     duplicatePolicy: z.enum(['return-original', 'reject', 'allow']).default('return-original'),
     // Fiat per 1 stablecoin (USDT and USDC alike); replaces the default table when given.
     rates: z
@@ -170,6 +174,10 @@ export const sandboxOptionsSchema = z
     faults: sandboxFaultsPatchSchema.prefault({}).transform((patch) => mergeFaults(DEFAULT_FAULTS, patch)),
   })
   .superRefine((c, ctx) => {
+    const path = c.balance.path;
+    if (path !== BALANCE_PATH && ((API_PATHS as readonly string[]).includes(path) || path.startsWith(ADMIN_PREFIX))) {
+      ctx.addIssue({ code: 'custom', path: ['balance', 'path'], message: 'is the path of another endpoint' });
+    }
     const seen = { merchantCode: new Set<string>(), apiKey: new Set<string>(), clientId: new Set<string>() };
     c.merchants.forEach((m, i) => {
       const values = { merchantCode: m.merchantCode, apiKey: m.apiKey, clientId: m.clientId ?? m.merchantCode };

@@ -83,15 +83,21 @@ interface Route {
   run(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult;
 }
 
-const ROUTES = new Map<string, Route>([
-  [`POST ${ACCESS_TOKEN_PATH}`, { path: ACCESS_TOKEN_PATH, kind: 'token', run: issueAccessToken }],
-  [`POST ${REFRESH_TOKEN_PATH}`, { path: REFRESH_TOKEN_PATH, kind: 'token', run: refreshAccessToken }],
-  [`POST ${EXCHANGE_RATE_PATH}`, { path: EXCHANGE_RATE_PATH, kind: 'business', run: (s, _m, b) => queryRates(s, b) }],
-  [`POST ${CREATE_PATH}`, { path: CREATE_PATH, kind: 'business', run: createPayout }],
-  [`POST ${QUERY_PATH}`, { path: QUERY_PATH, kind: 'business', run: queryPayouts }],
-  [`POST ${BALANCE_PATH}`, { path: BALANCE_PATH, kind: 'business', run: queryBalance }],
-  [`GET ${BALANCE_PATH}`, { path: BALANCE_PATH, kind: 'business', run: queryBalance }],
-]);
+/**
+ * The API's routes; the balance listing is served at `balancePath` (option `balance.path`), while faults and
+ * stats keep naming it by its default path.
+ */
+function apiRoutes(balancePath: string): Map<string, Route> {
+  return new Map<string, Route>([
+    [`POST ${ACCESS_TOKEN_PATH}`, { path: ACCESS_TOKEN_PATH, kind: 'token', run: issueAccessToken }],
+    [`POST ${REFRESH_TOKEN_PATH}`, { path: REFRESH_TOKEN_PATH, kind: 'token', run: refreshAccessToken }],
+    [`POST ${EXCHANGE_RATE_PATH}`, { path: EXCHANGE_RATE_PATH, kind: 'business', run: (s, _m, b) => queryRates(s, b) }],
+    [`POST ${CREATE_PATH}`, { path: CREATE_PATH, kind: 'business', run: createPayout }],
+    [`POST ${QUERY_PATH}`, { path: QUERY_PATH, kind: 'business', run: queryPayouts }],
+    [`POST ${balancePath}`, { path: BALANCE_PATH, kind: 'business', run: queryBalance }],
+    [`GET ${balancePath}`, { path: BALANCE_PATH, kind: 'business', run: queryBalance }],
+  ]);
+}
 
 interface Answer extends Envelope {
   status: number;
@@ -126,6 +132,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
   const config = resolveSandboxConfig(input);
   const seed = config.seed ?? randomInt(0, 2 ** 31 - 1);
   const canonical: CanonicalOptions = { sortKeys: config.canonicalJson.sortKeys };
+  const routes = apiRoutes(config.balance.path);
   const random = seededRandom(seed);
   const stats = emptyStats();
   const timers = new TimerSet();
@@ -200,7 +207,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
   }
 
   async function handleApi(req: IncomingMessage, res: ServerResponse, method: string, path: string): Promise<void> {
-    const route = ROUTES.get(`${method} ${path}`);
+    const route = routes.get(`${method} ${path}`);
     bump(stats.requests, route ? route.path : 'other');
     if (!route) {
       await readBody(req);

@@ -82,15 +82,18 @@ function requireStringArray(obj: JsonObject, name: string, max: number): string[
 
 export type PayoutQuery = { by: 'merchantReferenceIds'; ids: string[] } | { by: 'payoutIds'; ids: string[] };
 
-/** Exactly one of merchantReferenceIds / payoutIds, 1..max ids (contract: Payout query). */
-export function parseQueryRequest(body: unknown, maxIds: number): PayoutQuery {
+/**
+ * Exactly one of merchantReferenceIds / the by-payoutId field (`payoutIdsField`, contract: Payout query),
+ * 1..max ids.
+ */
+export function parseQueryRequest(body: unknown, maxIds: number, payoutIdsField: string): PayoutQuery {
   const obj = requireObject(body, 'request body');
   const hasRefs = get(obj, 'merchantReferenceIds') !== undefined;
-  const hasIds = get(obj, 'payoutIds') !== undefined;
-  if (hasRefs === hasIds) throw invalidParameter('exactly one of merchantReferenceIds or payoutIds is required');
+  const hasIds = get(obj, payoutIdsField) !== undefined;
+  if (hasRefs === hasIds) throw invalidParameter(`exactly one of merchantReferenceIds or ${payoutIdsField} is required`);
   return hasRefs
     ? { by: 'merchantReferenceIds', ids: requireStringArray(obj, 'merchantReferenceIds', maxIds) }
-    : { by: 'payoutIds', ids: requireStringArray(obj, 'payoutIds', maxIds) };
+    : { by: 'payoutIds', ids: requireStringArray(obj, payoutIdsField, maxIds) };
 }
 
 export function parseRateQuery(body: unknown): string[] {

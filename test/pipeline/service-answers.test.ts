@@ -1,10 +1,11 @@
 /**
  * Answers the spec leaves open (its 2.6 and 4.5: "not shown"), sent by a real sandbox through a proxy that
- * rewrites them: an answer payoutd cannot read is never taken to mean "no such payout", so a reference the
- * service holds is never created again.
+ * rewrites them, or by a sandbox set to answer in another shape: an answer payoutd cannot read is never taken
+ * to mean "no such payout", so a reference the service holds is never created again.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS, PayoutApiClient } from '../../src/api/index.js';
+import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller, nextPollDelay } from '../../src/poll/index.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
@@ -97,6 +98,55 @@ describe('a query answer payoutd cannot read', () => {
       expect(p.ledgerCount('QS-1')).toBe(1);
     });
   }
+});
+
+describe('a query answer whose list is under another field (api.payoutQuery.listField)', () => {
+  /** A batch of one row sent once, its create taken by the service and its answer lost. */
+  async function lostCreate(p: Pipeline, ref: string): Promise<string> {
+    p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
+    const batchId = await p.insertReadyBatch([payoutRequest(ref)]);
+    await p.submitter.runOnce(p.signal);
+    p.sandbox.setFaults({ commitThenDropRate: 0 });
+    return batchId;
+  }
+
+  it("set to the service's: the lost create is found by reference, followed by payoutId and recorded PAID", async () => {
+    const shape = { payoutIdsField: 'ids', listField: 'records' };
+    const p = await startPipeline({ sandbox: { payoutQuery: shape }, client: { payoutQuery: payoutQueryShapeSchema.parse(shape) } });
+    const batchId = await lostCreate(p, 'LF-1');
+    expect(await p.events('LF-1')).toEqual(['intent', 'create-unknown', 'reconciled-found']);
+    expect(await p.states(batchId)).toEqual(['PENDING']);
+    p.sandbox.settle({ merchantReferenceId: 'LF-1' }, 'PAID');
+    p.clock.advance(60_000);
+    await p.poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID']);
+    expect(p.ledgerCount('LF-1')).toBe(1);
+  });
+
+  it('left at the default: never "no payouts": the row stays UNKNOWN, is never created again, and the log names the setting', async () => {
+    const p = await startPipeline({
+      sandbox: { payoutQuery: { listField: 'records' }, duplicatePolicy: 'allow' },
+      submitter: { notFoundGraceMs: 5000 },
+    });
+    const lost = await lostCreate(p, 'LF-2');
+    expect(await p.states(lost)).toEqual(['UNKNOWN']);
+    const sent = await p.insertReadyBatch([payoutRequest('LF-3')]);
+    for (let i = 0; i < 3; i++) {
+      p.clock.advance(120_000);
+      await p.submitter.runOnce(p.signal);
+    }
+    expect(p.ledgerCount('LF-2'), 'payouts the service holds for LF-2').toBe(1);
+    expect(await p.states(lost)).toEqual(['UNKNOWN']);
+    expect(await p.events('LF-2')).not.toContain('reconciled-absent');
+    const said = 'field payouts (api.payoutQuery.listField) is missing or not a list';
+    expect(linesContaining(p.logLines, 'could not resolve unknown creates yet').join()).toContain(said);
+
+    // A payout that settled stays PENDING until its answer can be read.
+    p.sandbox.settle({ merchantReferenceId: 'LF-3' }, 'PAID');
+    await p.poller.runPass(p.signal);
+    expect(await p.states(sent)).toEqual(['PENDING']);
+    expect(linesContaining(p.logLines, 'payout query failed; will retry').join()).toContain(said);
+  });
 });
 
 describe('a query answer with one record payoutd cannot read', () => {

@@ -203,6 +203,8 @@ describe('sandbox options', () => {
       [{ merchants: [merchant(keys)], settlement: { minDelayMs: 5, maxDelayMs: 1 } }, /settlement: minDelayMs must not exceed maxDelayMs/],
       [{ merchants: [merchant(keys)], faults: { endpoints: ['/apis/v1/nope'] } }, /faults\.endpoints\[0\]/],
       [{ merchants: [merchant(keys)], portt: 1 }, /portt/],
+      [{ merchants: [merchant(keys)], balance: { path: '/apis/v1/fiat-payout/query' } }, /balance\.path: is the path of another endpoint/],
+      [{ merchants: [merchant(keys)], payoutQuery: { listField: '' } }, /payoutQuery\.listField: must be a JSON field name/],
       [{ merchants: [] }, /merchants/],
     ];
     cases.forEach(([json, message], i) => {

@@ -139,6 +139,36 @@ describe('config: values out of range name their option and what they got', () =
       expect(problems(`webhook:\n  signedPath: ${bad}\n`)).toEqual(['webhook.signedPath: must be a URL path starting with / (no query)']);
   });
 
+  it('api.payoutQuery and api.balance: the contract by default; field names not empty, the path a URL path', () => {
+    const { payoutQuery, balance } = load('{}\n').api;
+    expect(payoutQuery).toMatchObject({ payoutIdsField: 'payoutIds', listField: 'payouts' });
+    expect(payoutQuery.recordFields).toMatchObject({ payoutId: 'payoutId', completeTime: 'completeTime' });
+    expect(balance).toEqual({
+      path: '/apis/v1/balance/query',
+      listField: 'balances',
+      currencyField: 'currency',
+      availableField: 'available',
+    });
+    const set = load(
+      'api:\n  payoutQuery: { listField: records, recordFields: { status: state } }\n  balance: { path: /apis/v1/balance }\n',
+    ).api;
+    expect([set.payoutQuery.listField, set.payoutQuery.recordFields.status, set.balance.path]).toEqual([
+      'records',
+      'state',
+      '/apis/v1/balance',
+    ]);
+    for (const [yaml, said] of [
+      ['balance: { path: apis/v1/balance }', 'api.balance.path: must be a URL path starting with / (no query)'],
+      ['payoutQuery: { listField: "" }', 'api.payoutQuery.listField: must be a JSON field name (not empty)'],
+      ['payoutQuery: { recordFields: { status: payoutId } }', 'api.payoutQuery.recordFields: each record field needs a name of its own'],
+      [
+        'payoutQuery: { payoutIdsField: merchantReferenceIds }',
+        'api.payoutQuery: payoutIdsField must differ from merchantReferenceIds (the by-reference form)',
+      ],
+    ])
+      expect(problems(`api:\n  ${yaml}\n`)).toEqual([said]);
+  });
+
   it('batch.rules.requiredFields keeps the reference, both currencies and the amount required', () => {
     const others = [
       'sender.firstName',
