@@ -25,7 +25,7 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { REFERENCE_TAKEN_LOG, keptStatus, referenceTaken, settledPatch } from '../submit/outcome.js';
+import { REFERENCE_TAKEN_LOG, referenceTaken, settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -403,7 +403,7 @@ export class SettlementPoller {
    * taken as final, so it stays PENDING on its schedule. Its status is kept as sent; a change of it is written and warned.
    */
   private unreadMove(row: PollTarget, unread: UnreadRecord, polled: { pollCount: number; lastPolledAt: number }): RowMove {
-    const status = keptStatus(unread.status);
+    const status = unread.status;
     const changed = status !== row.serviceStatus;
     if (changed)
       this.deps.logger.warn(

@@ -677,6 +677,61 @@ const consoleUploadInode: Migration = {
   },
 };
 
+// The columns that hold what a file, the payout service or the configuration gives, with the length 0001-0022
+// declared for each. Nothing bounds those values before they are stored: a file's cells, an unknown header, a
+// service's answer, an instance id made from a host name. SQLite never enforces a declared length; PostgreSQL
+// refuses a longer value (22001), and with it the whole transaction (a file's rows, a group of create answers).
+const UNBOUNDED_0023: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  batches: { file_name: 512, stored_path: 1024, control_path: 1024, lease_owner: 128, uploaded_by: 128 },
+  batch_errors: { column_name: 256 },
+  payouts: {
+    merchant_reference_id: 128,
+    payout_currency: 8,
+    payout_amount: 64,
+    deduction_currency: 8,
+    payout_id: 128,
+    service_status: 16,
+    rate: 64,
+    deduction_amount: 64,
+    total_fee: 64,
+    fee_currency: 8,
+    create_time: 40,
+    complete_time: 40,
+    reason_code: 64,
+    lease_owner: 64,
+  },
+  payout_history: { outcome: 64 },
+  webhook_events: { event_id: 128, payout_id: 128, merchant_reference_id: 128, status: 16 },
+  file_claims: { file_key: 700, instance_id: 128 },
+  service_health: { instance_id: 128, last_error_code: 64 },
+  batch_approvals: { approver: 128, agent: 128, instance_id: 128 },
+  batch_events: { lease_owner: 128 },
+  console_users: { name: 128 },
+  console_sessions: { user_name: 128 },
+  console_uploads: { file_name: 512, uploader: 128 },
+};
+
+/** One ALTER TABLE per table giving each of its columns in UNBOUNDED_0023 the type `typeOf(length)`. */
+async function retype0023(knex: Knex, typeOf: (length: number) => string): Promise<void> {
+  for (const [table, columns] of Object.entries(UNBOUNDED_0023)) {
+    const changes = Object.entries(columns).map(([column, length]) => `ALTER COLUMN ${column} TYPE ${typeOf(length)}`);
+    await knex.raw(`ALTER TABLE ${table} ${changes.join(', ')}`);
+  }
+}
+
+// Those columns become text on PostgreSQL, as unbounded as SQLite keeps them (nothing to do there). varchar to
+// text needs no rewrite of the table nor of its indexes.
+const unboundedText: Migration = {
+  name: '0023_unbounded_text',
+  async up(knex) {
+    if (knex.client.config.client === 'pg') await retype0023(knex, () => 'text');
+  },
+  async down(knex) {
+    // A value stored longer since cannot go back: PostgreSQL refuses it, and nothing is changed.
+    if (knex.client.config.client === 'pg') await retype0023(knex, (length) => `varchar(${length})`);
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -700,6 +755,7 @@ export const MIGRATIONS: readonly Migration[] = [
   payoutChecked,
   errorPlace,
   consoleUploadInode,
+  unboundedText,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -152,14 +152,6 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
   return { to: record.status, patch };
 }
 
-/** The longest status text a row keeps (its service_status column): a longer one is cut, never fails the commit. */
-const KEPT_STATUS_LENGTH = 16;
-
-/** A status as the service wrote it, as the row keeps it. */
-export function keptStatus(status: string | null): string | null {
-  return status === null ? null : status.slice(0, KEPT_STATUS_LENGTH);
-}
-
 /**
  * The patch that adopts a payout the service holds but whose record payoutd cannot read (a status it does not
  * know, a field missing): it exists, so it is followed as PENDING until a record of it can be read.
@@ -171,7 +163,7 @@ export function adoptUnread(
 ): { to: 'PENDING'; patch: PayoutRowPatch } {
   return {
     to: 'PENDING',
-    patch: { payoutId: record.payoutId, serviceStatus: keptStatus(record.status), createdAtMs: now, nextPollAt: now + firstPollDelayMs },
+    patch: { payoutId: record.payoutId, serviceStatus: record.status, createdAtMs: now, nextPollAt: now + firstPollDelayMs },
   };
 }
 
