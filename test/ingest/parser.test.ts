@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import {
   BatchReadError,
@@ -279,6 +280,30 @@ describe('record structure', () => {
         );
       }
     }
+  });
+
+  it('refuses a NUL character anywhere, naming its line and column, in a data row, the header or a gzip file', async () => {
+    const rows = Array.from({ length: 120 }, (_, i) => row(`FX-NUL-${i + 1}`));
+    // Past the file's first 8 KB, which the intake sniffs for binary data before reading.
+    rows[110] = row('FX-NUL-111', { payoutAmount: '10\u000050' });
+    const text = `${HEADER}\n${rows.join('\n')}\n`;
+    expect(Buffer.byteLength(text.slice(0, text.indexOf('\u0000')))).toBeGreaterThan(8192);
+    const message =
+      'the cell holds a NUL character (a zero byte): binary data, not text; delete the character, or save the sheet again as CSV UTF-8 (or .xlsx), and drop the file again';
+    const amountColumn = FIELD_PATHS.indexOf('payoutAmount');
+    for (const [path, displayName] of [
+      [await tempCsv(text), 'batch.csv'],
+      [await tempCsv(gzipSync(text), 'batch.csv.gz'), 'batch.csv.gz'],
+    ] as const) {
+      const { result } = await parseCollect(path, { displayName });
+      expect(result.fileErrors, displayName).toEqual([
+        { file: displayName, line: 112, column: 'payoutAmount', columnIndex: amountColumn, field: null, code: 'NUL_CHARACTER', message },
+      ]);
+    }
+    const header = await parseCollect(await tempCsv(`${HEADER},"Notes\u0000"\n${row('FX-NUL-1')},x\n`));
+    expect(header.result.fileErrors).toEqual([
+      expect.objectContaining({ line: 1, column: null, columnIndex: FIELD_PATHS.length, code: 'NUL_CHARACTER' }),
+    ]);
   });
 
   it('rejects a record larger than maxRecordBytes', async () => {

@@ -2,7 +2,8 @@
  * PostgreSQL: a file's cells and headers are stored as written, however long, as on SQLite. An invalid row's
  * cells and an unknown header have no bound before they are stored; a value longer than a column's declared
  * length once failed the reading's insert on PostgreSQL only, and the batch stayed VALIDATING, read again and
- * again, with no ack and no refusal.
+ * again, with no ack and no refusal. A NUL character, which PostgreSQL cannot store in text, refuses the file
+ * on both engines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
@@ -78,5 +79,19 @@ describe.skipIf(!pgReachable)('postgres: long values of a file', () => {
     expect(pg.batch).toMatchObject({ state: 'REJECTED', rejectCode: 'INVALID_FILE' });
     expect(pg.errors).toEqual([[1, NOTE.trim(), 'HEADER_UNKNOWN']]);
     expect(NOTE.trim().length).toBeGreaterThan(256);
+  });
+
+  it('a NUL character past the first 8 KB refuses the file, naming its line and column', async () => {
+    const rows = Array.from({ length: 120 }, (_, i) => csvRow(`FN-${i + 1}`));
+    rows[110] = csvRow('FN-111', { payoutAmount: '10\u000050' });
+    const content = csvFile(rows);
+    expect(content.indexOf('\u0000')).toBeGreaterThan(8192);
+    const { sqlite, pg } = await onBoth(schema, 'nul.csv', content);
+    expect(pg).toEqual(sqlite);
+    expect(pg).toEqual({
+      batch: { state: 'REJECTED', rejectCode: 'INVALID_FILE', validCount: 0, invalidCount: 0 },
+      rows: [],
+      errors: [[112, 'payoutAmount', 'NUL_CHARACTER']],
+    });
   });
 });

@@ -180,6 +180,11 @@ function isBlankRecord(fields: readonly string[]): boolean {
   return fields.every((f) => trimSpaces(f) === '');
 }
 
+/** The index of the first field holding a NUL character (U+0000), or -1. */
+function nulField(fields: readonly string[]): number {
+  return fields.findIndex((f) => f.includes('\u0000'));
+}
+
 /** Everything learned from a file's records, one record at a time. */
 class BatchReader {
   header: ResolvedHeader | null = null;
@@ -256,6 +261,12 @@ class BatchReader {
   take(fields: string[], atLine?: number): ReadRow | null {
     const line = atLine ?? this.lines.startOf(fields);
     this.lastLine = line;
+    // Before anything keeps a cell: no text holds a NUL, and PostgreSQL stores none (only the file's head is sniffed).
+    const nul = nulField(fields);
+    if (nul >= 0) {
+      this.refuseNul(line, nul);
+      throw new StopParsing();
+    }
     if (this.header === null) {
       this.takeHeader(fields, line);
       return null;
@@ -285,6 +296,21 @@ class BatchReader {
     }
     if (fields.length < this.header.width) this.shortLastRow = { line, rowNumber: this.rowCount, fields: fields.length };
     return row;
+  }
+
+  /** The file refused for a NUL character in column `index` of the record on `line`. */
+  private refuseNul(line: number, index: number): void {
+    const field = this.header?.fields[index];
+    this.fileError({
+      file: this.file,
+      line,
+      column: field === undefined ? null : (this.header?.columns[field] ?? null),
+      columnIndex: index,
+      field: null,
+      code: 'NUL_CHARACTER',
+      message:
+        'the cell holds a NUL character (a zero byte): binary data, not text; delete the character, or save the sheet again as CSV UTF-8 (or .xlsx), and drop the file again',
+    });
   }
 
   /** A row refused after it was read, or refused for one more reason (a retry row that lost its original's leading zeros). */

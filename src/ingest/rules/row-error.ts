@@ -24,6 +24,7 @@ export const FILE_ERROR_CODES = [
   'XLSX_UNREADABLE',
   'XLSX_SHEETS',
   'XLSX_FORMULA',
+  'NUL_CHARACTER',
 ] as const;
 
 /** Problems that reject one row. */
