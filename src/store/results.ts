@@ -1,6 +1,6 @@
 /** The rows of a batch as its result and interim files show them, read out of the stored request in SQL, a page at a time. */
 import type { Knex } from 'knex';
-import type { Database } from './db.js';
+import { isPostgres, type Database } from './db.js';
 import { COLUMNS, pagesByLine, type PayoutRow } from './payouts.js';
 import { requestFieldAt, writtenMoneyAs } from './request-fields.js';
 
@@ -56,9 +56,26 @@ function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
+const ASCII_UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/** `text` with its ASCII letters in lower case, every other character as it is. */
+function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/**
+ * SQL of the reference with its ASCII letters in lower case, as asciiLower gives it: a search ignores their case
+ * alike on both engines. SQLite's lower() folds only those; PostgreSQL's folds every letter of its locale.
+ */
+function referenceFolded(db: Database): string {
+  return isPostgres(db)
+    ? `translate(merchant_reference_id, '${ASCII_UPPER}', '${ASCII_UPPER.toLowerCase()}')`
+    : 'lower(merchant_reference_id)';
+}
+
 /**
  * One page of a batch's rows in line order, as the result files show them, optionally only those whose
- * reference contains `reference`; and how many match in all.
+ * reference contains `reference` (ASCII letters in either case); and how many match in all.
  */
 export async function resultRowsPage(
   db: Database,
@@ -67,7 +84,7 @@ export async function resultRowsPage(
 ): Promise<{ rows: BatchResultRow[]; total: number }> {
   const where = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
     q.where({ batch_id: batchId });
-    if (options.reference) q.andWhereRaw("merchant_reference_id like ? escape '\\'", [`%${likeLiteral(options.reference)}%`]);
+    if (options.reference) q.andWhereRaw(`${referenceFolded(db)} like ? escape '\\'`, [`%${likeLiteral(asciiLower(options.reference))}%`]);
     return q;
   };
   const rows = (await where(db('payouts'))

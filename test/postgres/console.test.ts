@@ -2,7 +2,8 @@
  * PostgreSQL: the console's tables (migration 0017) and reads work there as
  * on SQLite: users with their lock-out counted in SQL, sessions that expire,
  * uploads found by name and bytes, a page of batches newest first with its
- * filters, and rows found by a reference in which LIKE's wildcards are text.
+ * filters, and rows found by a reference in which LIKE's wildcards are text
+ * and ASCII letters match in either case, as on SQLite.
  */
 import { describe, expect, it } from 'vitest';
 import { ConsoleAccess } from '../../src/console/access.js';
@@ -19,6 +20,7 @@ import {
 } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { payoutRequest } from '../support/rows.js';
+import { checkReferenceSearch } from '../store/reference-search.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
@@ -90,4 +92,7 @@ describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
     expect(percent).toMatchObject({ total: 1, rows: [{ merchantReferenceId: 'INV%2', beneficiaryAccountNumber: '0012345678' }] });
     expect((await resultRowsPage(store.db, 'B-0', { offset: 1, limit: 1 })).rows.map((r) => r.line)).toEqual([3]);
   });
+
+  it('finds rows by a reference, ASCII letters in either case (test/store/reference-search.test.ts on SQLite)', () =>
+    checkReferenceSearch(store.db));
 });
