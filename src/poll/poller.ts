@@ -441,7 +441,10 @@ export class SettlementPoller {
     if (now - this.staleCheckedAt < this.o.minIntervalMs) return;
     this.staleCheckedAt = now;
     const stale = await listStalePending(db, now - this.o.staleAfterMs, 1000);
-    for (const row of stale) {
+    // Logged for the rows this instance flagged: another that flagged some first logged those.
+    const ids = stale.map((r) => r.id);
+    const flagged = new Set(await flagStale(db, ids, now));
+    for (const row of stale.filter((r) => flagged.has(r.id))) {
       logger.error(
         {
           batchId: row.batchId,
@@ -453,10 +456,5 @@ export class SettlementPoller {
         'STALE PAYOUT: still PENDING past the configured age; still following it',
       );
     }
-    await flagStale(
-      db,
-      stale.map((r) => r.id),
-      now,
-    );
   }
 }

@@ -163,22 +163,42 @@ export async function listStalePending(db: Database, createdBefore: number, limi
   return rows.map(fromColumns);
 }
 
-/** Flags PENDING payouts as stale, with one `stale` event per batch they belong to (how many, since when). */
-export async function flagStale(db: Database, ids: number[], now: number): Promise<void> {
-  if (ids.length === 0) return;
-  await writeTransaction(db, async (trx) => {
-    await trx('payouts').whereIn('id', ids).update({ stale_flagged_at: now });
-    const perBatch = (await trx('payouts')
+/**
+ * Flags PENDING payouts as stale, with one `stale` event per batch they belong to (how many, since when); returns
+ * the ids it flagged. Only rows still PENDING and not flagged yet are flagged and counted: another instance that
+ * listed the same rows and flagged them first announced them, and a payout settled since is no longer stale.
+ */
+export async function flagStale(db: Database, ids: number[], now: number): Promise<number[]> {
+  if (ids.length === 0) return [];
+  return writeTransaction(db, async (trx) => {
+    const flagged = (await trx('payouts')
       .whereIn('id', ids)
-      .select('batch_id')
-      .count({ n: '*' })
-      .min({ since: 'created_at_ms' })
-      .groupBy('batch_id')) as { batch_id: string; n: number | string; since: number | string | null }[];
-    for (const b of perBatch) {
-      const since = b.since === null ? null : new Date(Number(b.since)).toISOString();
-      await recordBatchEvent(trx, { batchId: b.batch_id, type: 'stale', data: { payouts: Number(b.n), pendingSince: since }, at: now });
+      .andWhere('state', 'PENDING')
+      .whereNull('stale_flagged_at')
+      .update({ stale_flagged_at: now })
+      .returning(['id', 'batch_id as batchId', 'created_at_ms as createdAtMs'])) as {
+      id: number;
+      batchId: string;
+      createdAtMs: number | null;
+    }[];
+    for (const [batchId, b] of staleBatches(flagged)) {
+      const pendingSince = b.since === null ? null : new Date(b.since).toISOString();
+      await recordBatchEvent(trx, { batchId, type: 'stale', data: { payouts: b.n, pendingSince }, at: now });
     }
+    return flagged.map((r) => r.id);
   });
+}
+
+/** Rows flagged stale by batch, in batch id order: how many, and the earliest creation among them. */
+function staleBatches(rows: readonly { batchId: string; createdAtMs: number | null }[]): [string, { n: number; since: number | null }][] {
+  const batches = new Map<string, { n: number; since: number | null }>();
+  for (const r of rows) {
+    const b = batches.get(r.batchId) ?? { n: 0, since: null };
+    b.n++;
+    if (r.createdAtMs !== null && (b.since === null || r.createdAtMs < b.since)) b.since = r.createdAtMs;
+    batches.set(r.batchId, b);
+  }
+  return [...batches].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /**

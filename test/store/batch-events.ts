@@ -90,15 +90,27 @@ export async function checkRecordInCallersTransaction(db: Database): Promise<voi
 
 export async function checkStaleEventsPerBatch(db: Database): Promise<void> {
   const a = await seedBatch(db, 'S1', 3, 'PENDING');
-  const b = await seedBatch(db, 'S2', 1, 'PENDING');
-  await flagStale(
-    db,
-    [...a, ...b].map((r) => r.id),
-    5000,
-  );
-  const s1 = await listBatchEvents(db, 'S1');
-  expect(s1.map((e) => [e.type, e.data['payouts']])).toEqual([['stale', 3]]);
-  expect((await listBatchEvents(db, 'S2')).map((e) => [e.type, e.data['payouts']])).toEqual([['stale', 1]]);
+  const [first, second] = (await seedBatch(db, 'S2', 2, 'PENDING')).map((r) => r.id) as [number, number];
+  const ids = [...a.map((r) => r.id), first];
+  const staleEvents = async (batchId: string) => (await listBatchEvents(db, batchId)).map((e) => [e.type, e.data['payouts']]);
+  expect((await flagStale(db, ids, 5000)).sort((x, y) => x - y)).toEqual(ids);
+  expect(await staleEvents('S1')).toEqual([['stale', 3]]);
+  expect(await staleEvents('S2')).toEqual([['stale', 1]]);
+  // The same rows again (another instance listed them too): none flagged, nothing announced. A payout settled
+  // since is not stale; of the rows asked, only the one not flagged yet counts.
+  expect(await flagStale(db, ids, 6000)).toEqual([]);
+  await db('payouts').where({ id: second }).update({ state: 'PAID' });
+  expect(await flagStale(db, [...ids, second], 6000)).toEqual([]);
+  await db('payouts').where({ id: second }).update({ state: 'PENDING' });
+  expect(await flagStale(db, [...ids, second], 7000)).toEqual([second]);
+  expect(await staleEvents('S1')).toEqual([['stale', 3]]);
+  expect(await staleEvents('S2')).toEqual([
+    ['stale', 1],
+    ['stale', 1],
+  ]);
+  // Each row keeps the time it was first flagged.
+  const flaggedAt = (await db('payouts').whereIn('id', ids).distinct('stale_flagged_at').pluck('stale_flagged_at')) as unknown[];
+  expect(flaggedAt.map(Number)).toEqual([5000]);
 }
 
 export async function checkOneClaimPerEvent(db: Database): Promise<void> {
@@ -170,7 +182,7 @@ export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<
 export const BATCH_EVENT_CHECKS: readonly [string, (db: Database) => Promise<void>][] = [
   ['each change stores its event in its transaction; an illegal move stores none', checkEventsWithTheirChanges],
   ["recordBatchEvent joins the caller's transaction and rolls back with it", checkRecordInCallersTransaction],
-  ['stale payouts make one event per batch', checkStaleEventsPerBatch],
+  ['stale payouts make one event per batch, once: rows flagged before count no more', checkStaleEventsPerBatch],
   ['one claim per event, taken again when its lease ends', checkOneClaimPerEvent],
   ['of instances deciding the same progress event at once, one records it', checkOneOfConcurrentPeriodicEvents],
   ['batches by state count held, awaiting approval and cancelled apart; the oldest hold is known', checkHoldMetrics],
