@@ -150,8 +150,16 @@ function decimalField(value: unknown, field: string, endpoint: string): string {
   throw badResponse(endpoint, `field ${field} is not a decimal number`);
 }
 
+/**
+ * Text the service sent, with any NUL character (U+0000) shown as U+FFFD: PostgreSQL cannot store a NUL in a
+ * text column, and one in a failure reason would fail the whole commit of answers it came in, again each pass.
+ */
+function serviceText(value: string): string {
+  return value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value;
+}
+
 function stringField(value: unknown, field: string, endpoint: string): string {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') return serviceText(value);
   if (value instanceof JsonNumber) return value.value;
   throw badResponse(endpoint, `field ${field} is missing or not a string`);
 }
@@ -186,7 +194,7 @@ function saysPartial(data: Json, given: number): boolean {
 }
 
 function optionalString(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
+  return typeof value === 'string' && value !== '' ? serviceText(value) : null;
 }
 
 /** An identifier or status as text, as stringField reads it; null when absent or of another kind. */
@@ -345,7 +353,7 @@ export class PayoutApiClient {
     const data = await this.business(ep, createBodyText(req, { sortKeys: this.o.sortKeys }), { idempotent: false, signal, trail });
     return {
       payoutId: stringField(data.payoutId, 'payoutId', ep),
-      merchantReferenceId: typeof data.merchantReferenceId === 'string' ? data.merchantReferenceId : req.merchantReferenceId,
+      merchantReferenceId: typeof data.merchantReferenceId === 'string' ? serviceText(data.merchantReferenceId) : req.merchantReferenceId,
       rate: decimalField(data.rate, 'rate', ep),
       deductionAmount: decimalField(data.deductionAmount, 'deductionAmount', ep),
       totalFee: decimalField(data.totalFee, 'totalFee', ep),
@@ -692,8 +700,8 @@ export class PayoutApiClient {
     } catch {
       // Not JSON (a proxy's HTML error page, say): judged by status below.
     }
-    const code = envelope && typeof envelope.code === 'string' ? envelope.code : null;
-    const msg = envelope && typeof envelope.msg === 'string' ? envelope.msg.slice(0, 300) : '';
+    const code = envelope && typeof envelope.code === 'string' ? serviceText(envelope.code) : null;
+    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(envelope.msg.slice(0, 300)) : '';
     if (res.status === 429) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
       throw new ApiError({ endpoint, code: code ?? 'HTTP_429', msg: msg || 'rate limited', status: 429, kind: 'retryable', retryAfterMs });

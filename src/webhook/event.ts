@@ -44,9 +44,9 @@ function own(o: Json, key: string): unknown {
   return Object.hasOwn(o, key) ? o[key] : undefined;
 }
 
-/** A non-empty string of at most `max` characters, else null. */
+/** A non-empty string of at most `max` characters and no NUL (PostgreSQL cannot store one), else null. */
 function boundedString(v: unknown, max: number): string | null {
-  return typeof v === 'string' && v.length > 0 && v.length <= max ? v : null;
+  return typeof v === 'string' && v.length > 0 && v.length <= max && !v.includes('\u0000') ? v : null;
 }
 
 function malformed(reason: string): MalformedEvent {
@@ -69,20 +69,20 @@ export function parseWebhookEvent(bodyText: string): WebhookEvent {
   if (event !== PAYOUT_UPDATED) {
     return { kind: 'other', event: event.slice(0, 64), eventId };
   }
-  if (eventId === null) return malformed(`eventId missing, empty or over ${ID_MAX} characters`);
+  if (eventId === null) return malformed(`eventId missing, empty, over ${ID_MAX} characters or holding a NUL`);
   const data = own(body, 'data');
   if (!isObject(data)) return malformed('data missing or not an object');
   const payoutId = boundedString(own(data, 'payoutId'), ID_MAX);
-  if (payoutId === null) return malformed(`data.payoutId missing, empty or over ${ID_MAX} characters`);
+  if (payoutId === null) return malformed(`data.payoutId missing, empty, over ${ID_MAX} characters or holding a NUL`);
   const reference = own(data, 'merchantReferenceId');
   const merchantReferenceId = boundedString(reference, ID_MAX);
   if (reference !== undefined && reference !== null && merchantReferenceId === null) {
-    return malformed(`data.merchantReferenceId not a string of 1..${ID_MAX} characters`);
+    return malformed(`data.merchantReferenceId not a string of 1..${ID_MAX} characters without NUL`);
   }
   const rawStatus = own(data, 'status');
   const status = boundedString(rawStatus, STATUS_MAX);
   if (rawStatus !== undefined && rawStatus !== null && status === null) {
-    return malformed(`data.status not a string of 1..${STATUS_MAX} characters`);
+    return malformed(`data.status not a string of 1..${STATUS_MAX} characters without NUL`);
   }
   const completeTime = boundedString(own(data, 'completeTime'), 64);
   return { kind: 'payout.updated', eventId, payoutId, merchantReferenceId, status, completeTime };

@@ -2,7 +2,8 @@
  * PostgreSQL: what the payout service answers is stored as it came, however long, and so is the instance id
  * a claim writes. A value longer than its column's declared length once failed, on PostgreSQL only, the whole
  * group commit of create answers (rows already debited left CREATING, then UNKNOWN for good) or every claim
- * of an instance whose host name is long (nothing ever sent).
+ * of an instance whose host name is long (nothing ever sent). A NUL character, which PostgreSQL cannot store
+ * in text at all, failed the same way.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
@@ -82,6 +83,21 @@ describe.skipIf(!pgReachable)('postgres: long values of the service and of the c
     await poller.runPass(p.signal);
     expect(await p.states(batchId)).toEqual(['PAID', 'PENDING']);
     expect((await p.row('SQ-2')).serviceStatus).toBe(status);
+  });
+
+  it('a failure reason holding a NUL character: the row is CANCELLED with the character shown as U+FFFD', async () => {
+    const p = await startPipeline({ database });
+    const { submitter, poller } = await rewritingPayout(p, 'SN-2', (payout) =>
+      payout.status === 'CANCELLED' ? { ...payout, failureReason: 'bank\u0000rejected' } : payout,
+    );
+    const batchId = await p.insertReadyBatch(['SN-1', 'SN-2'].map((r) => payoutRequest(r)));
+    await submitter.runOnce(p.signal);
+    p.sandbox.settle({ merchantReferenceId: 'SN-1' }, 'PAID');
+    p.sandbox.settle({ merchantReferenceId: 'SN-2' }, 'CANCELLED');
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID', 'CANCELLED']);
+    expect((await p.row('SN-2')).reason).toContain('bank\uFFFDrejected');
   });
 
   it('an instance id of 72 characters (a long host name) claims its rows and sends them', async () => {

@@ -88,7 +88,12 @@ describe('parseWebhookEvent', () => {
       parseWebhookEvent('{"event":"payout.updated","eventId":"E","data":{"payoutId":"P","status":"SEVENTEEN_CHARS_X"}}'),
     ).toMatchObject({
       kind: 'malformed',
-      reason: 'data.status not a string of 1..16 characters',
+      reason: 'data.status not a string of 1..16 characters without NUL',
+    });
+    // PostgreSQL cannot store a NUL: an event holding one is refused whole, never half recorded.
+    expect(parseWebhookEvent('{"event":"payout.updated","eventId":"E\\u0000","data":{"payoutId":"P"}}')).toMatchObject({
+      kind: 'malformed',
+      reason: 'eventId missing, empty, over 128 characters or holding a NUL',
     });
     // A __proto__ key is data, never a prototype the fields could come from.
     expect(parseWebhookEvent('{"event":"payout.updated","eventId":"E","data":{"__proto__":{"payoutId":"P"}}}').kind).toBe('malformed');
