@@ -140,7 +140,8 @@ function cell(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
-function rowCells(r: BatchRow): string[] {
+/** A row's values in header order. */
+export function rowCells(r: BatchRow): string[] {
   return [
     r.merchantReferenceId,
     r.deductionCurrency,

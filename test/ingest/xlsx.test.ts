@@ -2,7 +2,8 @@
  * .xlsx batches read as a clerk sees them: text cells as written, numbers as
  * exact decimals, identifiers kept with their zero padding; dates and long
  * numbers in identifier columns refused as what a spreadsheet made of them;
- * workbooks that cannot be a batch refused whole with a reason.
+ * workbooks that cannot be a batch refused whole with a reason, and so are
+ * rows and columns hidden from the clerk, which would be paid unseen.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -188,5 +189,84 @@ describe('xlsx batches', () => {
     expect(exactNumberText(1e21)).toBe('1000000000000000000000');
     expect(exactNumberText(0.1 + 0.2)).toBeNull();
     expect(exactNumberText(Number.NaN)).toBeNull();
+  });
+});
+
+describe('xlsx batches: what the clerk does not see is not paid', () => {
+  /** A "Payouts" sheet of `rows` (a header row first), changed by `edit` before it is written. */
+  async function sheetFile(rows: CellInput[][], edit: (ws: ExcelJS.Worksheet, wb: ExcelJS.Workbook) => void): Promise<string> {
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Payouts');
+    for (const cells of rows) ws.addRow(cells);
+    edit(ws, wb);
+    const path = join(await tempDir(), 'batch.xlsx');
+    await wb.xlsx.writeFile(path);
+    return path;
+  }
+
+  it('refuses a sheet with rows filtered out or hidden, naming them, and reads none of its rows', async () => {
+    // This week's rows shown, next week's filtered out of view: all in one workbook.
+    const rows = [
+      HEADER,
+      dataRow('WEEK1-A'),
+      dataRow('NEXT-B'),
+      dataRow('WEEK1-C'),
+      dataRow('NEXT-D'),
+      dataRow('NEXT-E'),
+      dataRow('WEEK1-F'),
+    ];
+    const path = await sheetFile(rows, (ws) => {
+      ws.autoFilter = 'A1:L7';
+      for (const n of [3, 5, 6]) ws.getRow(n).hidden = true;
+    });
+    const { result, rows: read } = await parseXlsx(path);
+    expect(codes(result.fileErrors)).toEqual(['XLSX_HIDDEN']);
+    expect(result.fileErrors[0]?.line).toBe(3);
+    expect(result.fileErrors[0]?.message).toBe(
+      'in sheet "Payouts", rows 3 and 5-6 are hidden or filtered out: payoutd would read hidden rows like any other, so nothing in this file is paid; unhide them, or delete the rows you do not mean to pay, and upload again',
+    );
+    expect(read).toEqual([]);
+
+    // Many: the first runs, and how many more.
+    const many = await sheetFile([HEADER, ...Array.from({ length: 30 }, (_, i) => dataRow(`X-${i}`))], (ws) => {
+      for (let n = 3; n <= 31; n += 2) ws.getRow(n).hidden = true;
+    });
+    const m = await parseXlsx(many);
+    expect(m.result.fileErrors[0]?.message).toContain('rows 3, 5, 7, 9, 11, 13, 15, 17, 19, 21 and 5 more are hidden or filtered out');
+  });
+
+  it('refuses hidden columns that hold values, naming their letters; a filter that hides nothing and empty hidden columns are fine', async () => {
+    const hiddenId = await sheetFile([HEADER, dataRow('X-1'), dataRow('X-2')], (ws) => {
+      ws.getColumn(col('sender.idValue') + 1).hidden = true;
+      ws.getColumn(col('beneficiary.bankCode') + 1).hidden = true;
+      ws.getRow(3).hidden = true;
+    });
+    const h = await parseXlsx(hiddenId);
+    expect(codes(h.result.fileErrors)).toEqual(['XLSX_HIDDEN']);
+    expect(h.result.fileErrors[0]?.message).toBe(
+      'in sheet "Payouts", row 3 is hidden or filtered out, and columns I and L are hidden: payoutd would read hidden rows and columns like any other, so nothing in this file is paid; unhide them, or delete the rows you do not mean to pay, and upload again',
+    );
+
+    const fine = await sheetFile([HEADER, dataRow('X-1'), dataRow('X-2')], (ws) => {
+      ws.autoFilter = 'A1:L3';
+      // Columns past the last one hidden, as a clerk tidies a sheet; and a hidden row with nothing in it.
+      ws.getColumn(13).hidden = true;
+      ws.getColumn(14).hidden = true;
+      ws.getRow(4).hidden = true;
+    });
+    const f = await parseXlsx(fine);
+    expect(f.result.fileErrors).toEqual([]);
+    expect(f.rows.map((r) => r.state)).toEqual(['READY', 'READY']);
+  });
+
+  it('refuses the sheet named in batch.format.sheet when it is hidden', async () => {
+    const path = await sheetFile([HEADER, dataRow('X-1')], (ws, wb) => {
+      ws.state = 'hidden';
+      wb.addWorksheet('Notes').getCell('A1').value = 'notes';
+    });
+    const { result, rows } = await parseXlsx(path, { sheet: 'Payouts' });
+    expect(codes(result.fileErrors)).toEqual(['XLSX_HIDDEN']);
+    expect(result.fileErrors[0]?.message).toContain('the sheet "Payouts" is hidden in the workbook');
+    expect(rows).toEqual([]);
   });
 });

@@ -25,6 +25,7 @@ export const FILE_ERROR_CODES = [
   'XLSX_SHEETS',
   'XLSX_FORMULA',
   'NUL_CHARACTER',
+  'XLSX_HIDDEN',
 ] as const;
 
 /** Problems that reject one row. */

@@ -1,11 +1,13 @@
 /**
  * The rows of one sheet of an .xlsx batch, streamed by exceljs's WorkbookReader (styles read, so dates and
- * number formats are known). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
+ * number formats are known), after a scan of the workbook's parts for what that reader does not see
+ * (./scan.ts). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
  */
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
+import { scanProblem, scanWorkbook } from './scan.js';
 
 export interface SheetRow {
   /** The row number the spreadsheet shows (1-based). */
@@ -14,7 +16,7 @@ export interface SheetRow {
   cells: SheetCell[];
 }
 
-export type SheetRefusalCode = 'XLSX_UNREADABLE' | 'XLSX_SHEETS' | 'XLSX_FORMULA';
+export type SheetRefusalCode = 'XLSX_UNREADABLE' | 'XLSX_SHEETS' | 'XLSX_FORMULA' | 'XLSX_HIDDEN';
 
 /** The workbook cannot be read as a batch; `line`: the row it was found on, when there is one. */
 export class SheetRefusal extends PayoutdError {
@@ -89,21 +91,41 @@ function sheetCell(value: CellValue, numFmt: string | null, address: string, lin
   return { kind: 'text', text: String(value) };
 }
 
+/** A failure to read the workbook as the refusal finance reads (a refusal already is one). */
+function unreadable(err: unknown): SheetRefusal {
+  if (err instanceof SheetRefusal) return err;
+  return new SheetRefusal(
+    'XLSX_UNREADABLE',
+    `the workbook cannot be read (${(err as Error).message.slice(0, 120)}): it may be damaged or its upload incomplete; save it again as an Excel Workbook (.xlsx) and drop it again`,
+  );
+}
+
 interface ExcelRow {
   number: number;
   eachCell(opts: { includeEmpty: boolean }, fn: (cell: { value: CellValue; numFmt?: string; address: string }, col: number) => void): void;
 }
 
+/** The workbook's bytes; only those claimed, when given: what an upload wrote after the claim is not read. */
+const workbookBytes = (path: string, bytes: number | undefined) =>
+  createReadStream(path, bytes === undefined ? {} : { start: 0, end: Math.max(bytes, 1) - 1 });
+
 /**
  * The rows of the batch's sheet: `sheet` by name, or the only one. Rows
  * the file does not hold (blank rows) are not yielded; lines come from the
- * rows' own numbers.
+ * rows' own numbers. A sheet with rows or columns the clerk does not see is
+ * refused before any of its rows is read.
  */
 export async function* sheetRows(path: string, sheet: string | null, bytes?: number): AsyncGenerator<SheetRow> {
   await checkContainer(path);
   const { default: ExcelJS } = await import('exceljs');
-  // The bytes claimed, when given: what an upload wrote after the claim is not read.
-  const input = bytes === undefined ? path : createReadStream(path, { start: 0, end: Math.max(bytes, 1) - 1 });
+  let scan;
+  try {
+    // A streamed pass of its own before exceljs's: only its findings are kept.
+    scan = await scanWorkbook(workbookBytes(path, bytes));
+  } catch (err) {
+    throw unreadable(err);
+  }
+  const input = workbookBytes(path, bytes);
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, {
     worksheets: 'emit',
     sharedStrings: 'cache',
@@ -129,6 +151,8 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
         continue;
       }
       read = true;
+      const problem = scanProblem(scan, name);
+      if (problem !== null) throw new SheetRefusal(problem.code, problem.message, problem.line);
       for await (const row of worksheet as AsyncIterable<ExcelRow>) {
         const cells: SheetCell[] = [];
         row.eachCell({ includeEmpty: false }, (cell, col) => {
@@ -139,11 +163,10 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
       }
     }
   } catch (err) {
-    if (err instanceof SheetRefusal) throw err;
-    throw new SheetRefusal(
-      'XLSX_UNREADABLE',
-      `the workbook cannot be read (${(err as Error).message.slice(0, 120)}): it may be damaged or its upload incomplete; save it again as an Excel Workbook (.xlsx) and drop it again`,
-    );
+    throw unreadable(err);
+  } finally {
+    // Refused or left early, the file is not left open.
+    input.destroy();
   }
   if (!read) {
     throw new SheetRefusal(

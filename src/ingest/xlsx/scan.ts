@@ -1,0 +1,259 @@
+/**
+ * A plain reading of an .xlsx's parts, for what exceljs's streaming reader does not tell: rows and columns
+ * the clerk hid or filtered out (it reads them like any other) and a hidden sheet. The zip is streamed with
+ * unzipper and its XML with saxes, the libraries exceljs reads them with, so both see the same parts in the
+ * same order; nothing but a few findings is kept.
+ */
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import { SaxesParser } from 'saxes';
+import unzipper from 'unzipper';
+import { columnLetter } from '../rules/row-error.js';
+
+/** Numbers (ascending) as runs `[from, to]`: the first MAX_RUNS runs, and how many numbers in all. */
+export class NumberRuns {
+  static readonly MAX_RUNS = 10;
+  readonly runs: [number, number][] = [];
+  count = 0;
+  private last = Number.NaN;
+
+  add(n: number): void {
+    if (n === this.last) return;
+    this.count++;
+    const run = this.runs.at(-1);
+    if (run !== undefined && n === this.last + 1 && run[1] === this.last) run[1] = n;
+    else if (this.runs.length < NumberRuns.MAX_RUNS) this.runs.push([n, n]);
+    this.last = n;
+  }
+
+  /** `3, 7-9 and 12`, or `3, 7-9, … and 40 more`, each number written by `show`. */
+  text(show: (n: number) => string = String): string {
+    const shown = this.runs.map(([a, b]) => (a === b ? show(a) : `${show(a)}-${show(b)}`));
+    const listed = this.runs.reduce((sum, [a, b]) => sum + b - a + 1, 0);
+    if (listed < this.count) return `${shown.join(', ')} and ${this.count - listed} more`;
+    return shown.length > 1 ? `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}` : (shown[0] ?? '');
+  }
+}
+
+/** What one worksheet part holds that the streaming reader does not see. */
+export interface SheetFindings {
+  /** Rows holding a value that the clerk does not see: hidden, filtered out, folded away, of zero height. */
+  hiddenRows: NumberRuns;
+  /** Columns (1 = A) holding a value that the clerk does not see. */
+  hiddenColumns: NumberRuns;
+}
+
+export interface WorkbookScan {
+  /** The sheets the workbook lists, by name: hidden or not, and their part in the zip (null: not known). */
+  sheets: Map<string, { hidden: boolean; part: string | null }>;
+  /** The findings of each worksheet part, by its path in the zip. */
+  parts: Map<string, SheetFindings>;
+}
+
+interface XmlHandler {
+  open(name: string, attributes: Record<string, string>): void;
+  close(name: string): void;
+}
+
+/** An element's name without its namespace prefix (`x:row` is a row). */
+const localName = (name: string): string => name.slice(name.indexOf(':') + 1);
+
+/** An xsd:boolean attribute (Excel writes `1`, LibreOffice `true`). */
+const isTrue = (value: string | undefined): boolean => value !== undefined && /^\s*(1|true)\s*$/.test(value);
+
+/** A size attribute that is there and zero: a row or column shown zero wide is not seen. */
+const isZero = (value: string | undefined): boolean => value !== undefined && value.trim() !== '' && Number(value) === 0;
+
+/** The column number (1 = A) of a cell reference (`AB12`), or null without one. */
+export function columnOfRef(ref: string | undefined): number | null {
+  const letters = /^\s*([A-Za-z]{1,3})\d/.exec(ref ?? '')?.[1];
+  if (letters === undefined) return null;
+  let n = 0;
+  for (const ch of letters.toUpperCase()) n = n * 26 + ch.charCodeAt(0) - 64;
+  return n;
+}
+
+const noFindings = (): SheetFindings => ({
+  hiddenRows: new NumberRuns(),
+  hiddenColumns: new NumberRuns(),
+});
+
+/** Looks through a worksheet's XML, element by element. */
+export class SheetScan implements XmlHandler {
+  readonly findings: SheetFindings = noFindings();
+  private hiddenByDefault = false;
+  private readonly hiddenCols: [number, number][] = [];
+  private readonly colsWithValues = new Set<number>();
+  private row = 0;
+  private rowHidden = false;
+  private rowHasValue = false;
+  private col = 0;
+  private cellHasValue = false;
+  private inCell = false;
+
+  open(name: string, a: Record<string, string>): void {
+    switch (name) {
+      case 'sheetFormatPr':
+        // Rows hidden unless given a height.
+        this.hiddenByDefault = isTrue(a['zeroHeight']);
+        break;
+      case 'col':
+        if (isTrue(a['hidden']) || isZero(a['width'])) this.hiddenCols.push([Number(a['min']), Number(a['max'])]);
+        break;
+      case 'row':
+        this.row = /^\s*\d+\s*$/.test(a['r'] ?? '') ? Number(a['r']) : this.row + 1;
+        this.rowHidden = isTrue(a['hidden']) || isZero(a['ht']) || (this.hiddenByDefault && a['ht'] === undefined);
+        this.rowHasValue = false;
+        this.col = 0;
+        break;
+      case 'c':
+        this.col = columnOfRef(a['r']) ?? this.col + 1;
+        this.inCell = true;
+        this.cellHasValue = false;
+        break;
+      case 'v':
+      case 'f':
+      case 'is':
+        if (this.inCell) this.cellHasValue = true;
+        break;
+    }
+  }
+
+  close(name: string): void {
+    switch (name) {
+      case 'c':
+        this.inCell = false;
+        if (!this.cellHasValue) break;
+        this.rowHasValue = true;
+        if (this.hiddenCols.some(([min, max]) => this.col >= min && this.col <= max)) this.colsWithValues.add(this.col);
+        break;
+      case 'row':
+        if (this.rowHidden && this.rowHasValue) this.findings.hiddenRows.add(this.row);
+        break;
+      case 'worksheet':
+        for (const c of [...this.colsWithValues].sort((x, y) => x - y)) this.findings.hiddenColumns.add(c);
+        break;
+    }
+  }
+}
+
+/** The sheets workbook.xml lists: name, state and relationship id. */
+class SheetListing implements XmlHandler {
+  readonly sheets: { name: string; hidden: boolean; rid: string | undefined }[] = [];
+  open(name: string, a: Record<string, string>): void {
+    if (name !== 'sheet' || a['name'] === undefined) return;
+    const ridKey = Object.keys(a).find((k) => localName(k) === 'id' && k.includes(':'));
+    this.sheets.push({ name: a['name'], hidden: a['state'] === 'hidden' || a['state'] === 'veryHidden', rid: ridKey && a[ridKey] });
+  }
+  close(): void {}
+}
+
+/** The workbook's relationships: id to the part it names, relative to xl/ unless absolute. */
+class Relationships implements XmlHandler {
+  readonly parts = new Map<string, string>();
+  open(name: string, a: Record<string, string>): void {
+    const { Id: id, Target: target } = a;
+    if (name !== 'Relationship' || id === undefined || target === undefined || a['TargetMode'] === 'External') return;
+    this.parts.set(id, target.startsWith('/') ? target.slice(1) : posix.normalize(posix.join('xl', target)));
+  }
+  close(): void {}
+}
+
+async function readXml<H extends XmlHandler>(bytes: AsyncIterable<Buffer>, handler: H): Promise<H> {
+  const parser = new SaxesParser();
+  parser.on('opentag', (tag) => handler.open(localName(tag.name), tag.attributes as Record<string, string>));
+  parser.on('closetag', (tag) => handler.close(localName(tag.name)));
+  // A character may be split between chunks: decoded as a stream.
+  const decoder = new TextDecoder('utf-8');
+  for await (const chunk of bytes) parser.write(decoder.decode(chunk, { stream: true }));
+  parser.write(decoder.decode());
+  parser.close();
+  return handler;
+}
+
+/** The parts the streaming reader reads by these fixed paths. */
+const WORKBOOK = 'xl/workbook.xml';
+const RELS = 'xl/_rels/workbook.xml.rels';
+// Any name the reader takes for a sheet (it looks for `xl/worksheets/sheet<n>.xml` anywhere in the path).
+const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
+
+const troubled = (f: SheetFindings): boolean => f.hiddenRows.count > 0 || f.hiddenColumns.count > 0;
+
+/** Of two findings where one is meant, the one with something wrong: no problem is missed by guessing wrong. */
+const worse = (a: SheetFindings | undefined, b: SheetFindings): SheetFindings => (a !== undefined && troubled(a) ? a : b);
+
+/** Reads the whole zip once; rejects when it or a part read cannot be read. */
+export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
+  const zip = unzipper.Parse({ forceStream: true });
+  input.once('error', (err) => zip.destroy(err));
+  input.pipe(zip);
+  const parts = new Map<string, SheetFindings>();
+  let listing = new SheetListing();
+  let rels = new Relationships();
+  try {
+    for await (const entry of zip) {
+      const path = entry.path;
+      if (path === WORKBOOK) listing = await readXml(entry, new SheetListing());
+      else if (path === RELS) rels = await readXml(entry, new Relationships());
+      else if (WORKSHEET.test(path)) {
+        const { findings } = await readXml(entry, new SheetScan());
+        // A path twice in the zip: the reader reads both.
+        parts.set(path, worse(parts.get(path), findings));
+      } else entry.autodrain();
+    }
+  } finally {
+    input.destroy();
+  }
+  const sheets = new Map<string, { hidden: boolean; part: string | null }>();
+  for (const s of listing.sheets) {
+    const part = s.rid === undefined ? null : (rels.parts.get(s.rid) ?? null);
+    // A name listed twice is no way to tell which part is the sheet.
+    sheets.set(s.name, { hidden: s.hidden || (sheets.get(s.name)?.hidden ?? false), part: sheets.has(s.name) ? null : part });
+  }
+  return { sheets, parts };
+}
+
+/** The findings for the sheet of that name; when its part is not known, those of any part that has some. */
+export function findingsOf(scan: WorkbookScan, name: string): SheetFindings {
+  const part = scan.sheets.get(name)?.part;
+  const own = part === undefined || part === null ? undefined : scan.parts.get(part);
+  return own ?? [...scan.parts.values()].reduce<SheetFindings>((found, f) => worse(found, f), noFindings());
+}
+
+export interface ScanProblem {
+  code: 'XLSX_HIDDEN';
+  message: string;
+  line: number | null;
+}
+
+/** Why the sheet of that name cannot be read as the clerk sees it, or null. */
+export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | null {
+  const sheet = JSON.stringify(name);
+  if (scan.sheets.get(name)?.hidden) {
+    return {
+      code: 'XLSX_HIDDEN',
+      message: `the sheet ${sheet} is hidden in the workbook: payoutd does not pay from a sheet nobody sees, and nothing in this file is paid; unhide the sheet (or copy its rows to a visible sheet), check its rows, and upload again`,
+      line: null,
+    };
+  }
+  const f = findingsOf(scan, name);
+  const rows = f.hiddenRows.count > 0;
+  const columns = f.hiddenColumns.count > 0;
+  if (rows || columns) {
+    const hidden = [
+      rows
+        ? `row${f.hiddenRows.count > 1 ? 's' : ''} ${f.hiddenRows.text()} ${f.hiddenRows.count > 1 ? 'are' : 'is'} hidden or filtered out`
+        : '',
+      columns
+        ? `column${f.hiddenColumns.count > 1 ? 's' : ''} ${f.hiddenColumns.text((n) => columnLetter(n - 1))} ${f.hiddenColumns.count > 1 ? 'are' : 'is'} hidden`
+        : '',
+    ].filter((s) => s !== '');
+    const what = rows && columns ? 'rows and columns' : rows ? 'rows' : 'columns';
+    return {
+      code: 'XLSX_HIDDEN',
+      message: `in sheet ${sheet}, ${hidden.join(', and ')}: payoutd would read hidden ${what} like any other, so nothing in this file is paid; unhide them, or delete the ${rows ? 'rows you do not mean to pay' : 'columns you do not mean payoutd to read'}, and upload again`,
+      line: rows ? (f.hiddenRows.runs[0]?.[0] ?? null) : null,
+    };
+  }
+  return null;
+}

@@ -1,0 +1,20 @@
+/**
+ * The part of unzipper's documented API that ./scan.ts uses (the package ships no types): `Parse` reads a zip
+ * as a stream, handing over its entries in the order they are stored.
+ */
+declare module 'unzipper' {
+  import type { Duplex, Readable } from 'node:stream';
+
+  interface Entry extends Readable {
+    /** The entry's path in the zip. */
+    path: string;
+    type: 'Directory' | 'File';
+    /** Reads the entry's bytes to nowhere, so the zip stream goes on to the next entry. */
+    autodrain(): unknown;
+  }
+
+  const unzipper: {
+    Parse(options: { forceStream: true }): Duplex & AsyncIterable<Entry>;
+  };
+  export default unzipper;
+}
