@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
 import { FIELD_PATHS, type FieldPath } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
+import { reorderZip } from '../support/zip.js';
 import { codes, parseCollect, tempDir } from './helpers.js';
 
 type CellInput = string | number | Date | { formula: string; result?: number } | { error: string } | null;
@@ -268,5 +269,54 @@ describe('xlsx batches: what the clerk does not see is not paid', () => {
     expect(codes(result.fileErrors)).toEqual(['XLSX_HIDDEN']);
     expect(result.fileErrors[0]?.message).toContain('the sheet "Payouts" is hidden in the workbook');
     expect(rows).toEqual([]);
+  });
+
+  it('refuses text stored inline in several runs (read as its last run only), naming the cell', async () => {
+    // Written inline, as tools that write no shared strings do: "1" and a bold "500.50" show 1500.50.
+    const inline = async (amount: ExcelJS.CellValue): Promise<string> => {
+      const path = join(await tempDir(), 'inline.xlsx');
+      const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useSharedStrings: false });
+      const ws = wb.addWorksheet('Payouts');
+      ws.addRow(HEADER).commit();
+      ws.addRow(dataRow('X-1', { payoutAmount: null }).map((v, i) => (i === col('payoutAmount') ? amount : v))).commit();
+      await wb.commit();
+      return path;
+    };
+    const split = await parseXlsx(await inline({ richText: [{ text: '1' }, { text: '500.50', font: { bold: true } }] }));
+    expect(codes(split.result.fileErrors)).toEqual(['XLSX_UNREADABLE']);
+    expect(split.result.fileErrors[0]?.line).toBe(2);
+    expect(split.result.fileErrors[0]?.message).toContain('cell D2 holds text stored in several differently formatted pieces');
+    expect(split.rows).toEqual([]);
+
+    const whole = await parseXlsx(await inline({ richText: [{ text: '1500.50', font: { bold: true } }] }));
+    expect(whole.result.fileErrors).toEqual([]);
+    expect(whole.rows.map((r) => r.request?.payoutAmount)).toEqual(['1500.5']);
+  });
+
+  it('refuses a workbook whose cell formats are stored after its sheet, and reads one whose sheet comes first of all', async () => {
+    const account = col('beneficiary.accountNumber');
+    const write = () =>
+      workbook([HEADER, dataRow('X-1', { 'beneficiary.accountNumber': 123456789 })], { numFmt: { [account]: '000000000000' } });
+    const sheetXml = 'xl/worksheets/sheet1.xml';
+
+    // Strings and relationships before the sheet, formats after: read as it comes, without its formats.
+    const late = await write();
+    await reorderZip(
+      late,
+      ['[Content_Types].xml', '_rels/.rels', 'xl/workbook.xml', 'xl/_rels/workbook.xml.rels', 'xl/sharedStrings.xml', sheetXml],
+      ['xl/styles.xml'],
+    );
+    const l = await parseXlsx(late);
+    expect(codes(l.result.fileErrors)).toEqual(['XLSX_UNREADABLE']);
+    expect(l.result.fileErrors[0]?.message).toBe(
+      'the workbook stores its cell formats after the sheet "Payouts", so dates and zero-padded numbers in it cannot be read as shown; open it in Excel or LibreOffice, save it again as an Excel Workbook (.xlsx), and drop it again',
+    );
+
+    // The sheet before everything (as some writers store it) is read once all else is: formats known.
+    const first = await write();
+    await reorderZip(first, [sheetXml]);
+    const f = await parseXlsx(first);
+    expect(f.result.fileErrors).toEqual([]);
+    expect(f.rows.map((r) => r.request?.beneficiary.accountNumber)).toEqual(['000123456789']);
   });
 });

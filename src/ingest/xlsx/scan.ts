@@ -1,8 +1,9 @@
 /**
- * A plain reading of an .xlsx's parts, for what exceljs's streaming reader does not tell: rows and columns
- * the clerk hid or filtered out (it reads them like any other) and a hidden sheet. The zip is streamed with
- * unzipper and its XML with saxes, the libraries exceljs reads them with, so both see the same parts in the
- * same order; nothing but a few findings is kept.
+ * A plain reading of an .xlsx's parts, for what exceljs's streaming reader does not tell and reads wrong:
+ * rows and columns the clerk hid or filtered out (it reads them like any other), a hidden sheet, text stored
+ * inline in several runs (it keeps the last run only), and cell formats stored after the sheet (it reads the
+ * sheet without them). The zip is streamed with unzipper and its XML with saxes, the libraries exceljs reads
+ * them with, so both see the same parts in the same order; nothing but a few findings is kept.
  */
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -35,12 +36,16 @@ export class NumberRuns {
   }
 }
 
-/** What one worksheet part holds that the streaming reader does not see. */
+/** What one worksheet part holds that the streaming reader does not see, or reads wrong. */
 export interface SheetFindings {
   /** Rows holding a value that the clerk does not see: hidden, filtered out, folded away, of zero height. */
   hiddenRows: NumberRuns;
   /** Columns (1 = A) holding a value that the clerk does not see. */
   hiddenColumns: NumberRuns;
+  /** The first cell whose inline text is stored in several runs. */
+  splitText: { ref: string; line: number } | null;
+  /** Read before the workbook's cell formats, which come after it in the zip. */
+  beforeStyles: boolean;
 }
 
 export interface WorkbookScan {
@@ -76,6 +81,8 @@ export function columnOfRef(ref: string | undefined): number | null {
 const noFindings = (): SheetFindings => ({
   hiddenRows: new NumberRuns(),
   hiddenColumns: new NumberRuns(),
+  splitText: null,
+  beforeStyles: false,
 });
 
 /** Looks through a worksheet's XML, element by element. */
@@ -88,8 +95,11 @@ export class SheetScan implements XmlHandler {
   private rowHidden = false;
   private rowHasValue = false;
   private col = 0;
+  private cellRef = '';
   private cellHasValue = false;
   private inCell = false;
+  private inInline = false;
+  private runs = 0;
 
   open(name: string, a: Record<string, string>): void {
     switch (name) {
@@ -108,24 +118,36 @@ export class SheetScan implements XmlHandler {
         break;
       case 'c':
         this.col = columnOfRef(a['r']) ?? this.col + 1;
+        this.cellRef = `${columnLetter(this.col - 1)}${this.row}`;
         this.inCell = true;
         this.cellHasValue = false;
+        this.runs = 0;
         break;
       case 'v':
       case 'f':
-      case 'is':
         if (this.inCell) this.cellHasValue = true;
+        break;
+      case 'is':
+        if (this.inCell) this.cellHasValue = this.inInline = true;
+        break;
+      case 't':
+        if (this.inInline) this.runs++;
         break;
     }
   }
 
   close(name: string): void {
     switch (name) {
+      case 'is':
+        this.inInline = false;
+        break;
       case 'c':
         this.inCell = false;
         if (!this.cellHasValue) break;
         this.rowHasValue = true;
         if (this.hiddenCols.some(([min, max]) => this.col >= min && this.col <= max)) this.colsWithValues.add(this.col);
+        // Text in several runs (`<r><t>1</t></r><r><t>500.50</t></r>`, or a phonetic guide) is read as its last.
+        if (this.runs > 1 && this.findings.splitText === null) this.findings.splitText = { ref: this.cellRef, line: this.row };
         break;
       case 'row':
         if (this.rowHidden && this.rowHasValue) this.findings.hiddenRows.add(this.row);
@@ -174,10 +196,13 @@ async function readXml<H extends XmlHandler>(bytes: AsyncIterable<Buffer>, handl
 /** The parts the streaming reader reads by these fixed paths. */
 const WORKBOOK = 'xl/workbook.xml';
 const RELS = 'xl/_rels/workbook.xml.rels';
+const SHARED_STRINGS = 'xl/sharedStrings.xml';
+const STYLES = 'xl/styles.xml';
 // Any name the reader takes for a sheet (it looks for `xl/worksheets/sheet<n>.xml` anywhere in the path).
 const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
 
-const troubled = (f: SheetFindings): boolean => f.hiddenRows.count > 0 || f.hiddenColumns.count > 0;
+const troubled = (f: SheetFindings): boolean =>
+  f.hiddenRows.count > 0 || f.hiddenColumns.count > 0 || f.splitText !== null || f.beforeStyles;
 
 /** Of two findings where one is meant, the one with something wrong: no problem is missed by guessing wrong. */
 const worse = (a: SheetFindings | undefined, b: SheetFindings): SheetFindings => (a !== undefined && troubled(a) ? a : b);
@@ -187,6 +212,7 @@ export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
   const zip = unzipper.Parse({ forceStream: true });
   input.once('error', (err) => zip.destroy(err));
   input.pipe(zip);
+  const seen = new Set<string>();
   const parts = new Map<string, SheetFindings>();
   let listing = new SheetListing();
   let rels = new Relationships();
@@ -197,13 +223,18 @@ export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
       else if (path === RELS) rels = await readXml(entry, new Relationships());
       else if (WORKSHEET.test(path)) {
         const { findings } = await readXml(entry, new SheetScan());
+        // The reader reads a sheet as it comes once the strings and relationships are read, else after the zip.
+        findings.beforeStyles = seen.has(SHARED_STRINGS) && seen.has(RELS) && !seen.has(STYLES);
         // A path twice in the zip: the reader reads both.
         parts.set(path, worse(parts.get(path), findings));
       } else entry.autodrain();
+      seen.add(path);
     }
   } finally {
     input.destroy();
   }
+  // Formats that never come are none to miss.
+  if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
   const sheets = new Map<string, { hidden: boolean; part: string | null }>();
   for (const s of listing.sheets) {
     const part = s.rid === undefined ? null : (rels.parts.get(s.rid) ?? null);
@@ -221,10 +252,12 @@ export function findingsOf(scan: WorkbookScan, name: string): SheetFindings {
 }
 
 export interface ScanProblem {
-  code: 'XLSX_HIDDEN';
+  code: 'XLSX_HIDDEN' | 'XLSX_UNREADABLE';
   message: string;
   line: number | null;
 }
+
+const SAVE_AGAIN = 'open it in Excel or LibreOffice, save it again as an Excel Workbook (.xlsx), and drop it again';
 
 /** Why the sheet of that name cannot be read as the clerk sees it, or null. */
 export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | null {
@@ -253,6 +286,20 @@ export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | nul
       code: 'XLSX_HIDDEN',
       message: `in sheet ${sheet}, ${hidden.join(', and ')}: payoutd would read hidden ${what} like any other, so nothing in this file is paid; unhide them, or delete the ${rows ? 'rows you do not mean to pay' : 'columns you do not mean payoutd to read'}, and upload again`,
       line: rows ? (f.hiddenRows.runs[0]?.[0] ?? null) : null,
+    };
+  }
+  if (f.splitText !== null) {
+    return {
+      code: 'XLSX_UNREADABLE',
+      message: `cell ${f.splitText.ref} holds text stored in several differently formatted pieces, which payoutd cannot read as one value; type the value again in one piece, or ${SAVE_AGAIN}`,
+      line: f.splitText.line,
+    };
+  }
+  if (f.beforeStyles) {
+    return {
+      code: 'XLSX_UNREADABLE',
+      message: `the workbook stores its cell formats after the sheet ${sheet}, so dates and zero-padded numbers in it cannot be read as shown; ${SAVE_AGAIN}`,
+      line: null,
     };
   }
   return null;

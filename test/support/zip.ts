@@ -1,0 +1,72 @@
+/**
+ * Zip archives read into their entries and written back in another order: workbooks whose parts are stored
+ * in an order no spreadsheet writes, as a tool that re-zips a workbook can leave them.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { crc32, deflateRawSync } from 'node:zlib';
+import unzipper from 'unzipper';
+
+/** The entries of a zip file, in the order they are stored. */
+export async function zipEntries(path: string): Promise<Map<string, Buffer>> {
+  const entries = new Map<string, Buffer>();
+  const zip = unzipper.Parse({ forceStream: true });
+  zip.end(await readFile(path));
+  for await (const entry of zip) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    entries.set(entry.path, Buffer.concat(chunks));
+  }
+  return entries;
+}
+
+/** Writes `entries` as a zip (deflated, as spreadsheets write them), in their order. */
+export async function writeZip(path: string, entries: [string, Buffer][]): Promise<void> {
+  const locals: Buffer[] = [];
+  const centrals: Buffer[] = [];
+  let offset = 0;
+  for (const [name, data] of entries) {
+    const nameBytes = Buffer.from(name, 'utf8');
+    const packed = deflateRawSync(data);
+    // Version needed 2.0, method 8 (deflate), then CRC-32 and both sizes: the same in either header.
+    const fields = (header: Buffer, at: number): void => {
+      header.writeUInt16LE(20, at);
+      header.writeUInt16LE(8, at + 4);
+      header.writeUInt32LE(crc32(data), at + 10);
+      header.writeUInt32LE(packed.length, at + 14);
+      header.writeUInt32LE(data.length, at + 18);
+      header.writeUInt16LE(nameBytes.length, at + 22);
+    };
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    fields(local, 4);
+    const central = Buffer.alloc(46);
+    central.writeUInt32LE(0x02014b50, 0);
+    central.writeUInt16LE(20, 4); // version made by
+    fields(central, 6);
+    central.writeUInt32LE(offset, 42);
+    locals.push(local, nameBytes, packed);
+    centrals.push(central, nameBytes);
+    offset += local.length + nameBytes.length + packed.length;
+  }
+  const directory = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  await writeFile(path, Buffer.concat([...locals, directory, end]));
+}
+
+/** Rewrites a zip with the entries `first` at its start and `last` at its end, the rest between as they were. */
+export async function reorderZip(path: string, first: string[], last: string[] = []): Promise<void> {
+  const entries = await zipEntries(path);
+  const named = (names: string[]): [string, Buffer][] =>
+    names.map((n) => {
+      const data = entries.get(n);
+      if (data === undefined) throw new Error(`${path} has no entry ${n}`);
+      return [n, data];
+    });
+  const middle = [...entries].filter(([n]) => !first.includes(n) && !last.includes(n));
+  await writeZip(path, [...named(first), ...middle, ...named(last)]);
+}
