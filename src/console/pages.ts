@@ -6,7 +6,7 @@
  */
 import { figuresOf, totalsText } from '../approval/index.js';
 import { BATCH_STATES } from '../domain/lifecycle.js';
-import { shownBatchState } from '../domain/batch-events.js';
+import { shownStateOf } from '../domain/batch-events.js';
 import { maskAccountNumber } from '../domain/payout.js';
 import type { BatchRecord, BatchResultRow } from '../store/index.js';
 import type { Identity } from './access.js';
@@ -91,7 +91,7 @@ export function messagePage(ctx: PageContext, title: string, message: string): H
 
 /** The state as `payoutd status` words it: HELD, AWAITING_APPROVAL or CANCELLED for an ACTIVE batch under one. */
 function stateBadge(batch: BatchRecord): Html {
-  const state = shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null);
+  const state = shownStateOf(batch);
   return html`<span class="state state-${state}">${state}</span>`;
 }
 

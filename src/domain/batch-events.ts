@@ -88,6 +88,11 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
  * operator cancelled (`cancelled`) is CANCELLED until its sent rows are final. The one place for this word:
  * status, notifications and /metrics say the same. `cancelled` has no default, so no caller can leave it out.
  */
+/** The state an operator reads of a batch record (payoutd status, status files, emails, the console): one rule for all. */
+export function shownStateOf(batch: { state: string; holdCode: string | null; cancelledAt?: number | null }): string {
+  return shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null);
+}
+
 export function shownBatchState(state: string, holdCode: string | null, cancelled: boolean): string {
   if (state !== 'ACTIVE') return state;
   if (cancelled) return 'CANCELLED';

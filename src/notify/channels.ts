@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
-import { shownBatchState, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
+import { shownStateOf, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
 import { webhookName, type ResolvedConfig } from '../config/index.js';
 import { outboxFileName } from '../report/index.js';
 import type { BatchRecord } from '../store/index.js';
@@ -84,7 +84,7 @@ export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s
   const lines = [
     `Batch file ${batch.fileName} (batch ${batch.id}): ${event.type}${detail}`,
     `When: ${new Date(event.createdAt).toISOString()}`,
-    `State: ${shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
+    `State: ${shownStateOf(batch)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
     `Rows: ${s.rows}, final: ${s.final} (${s.percent.toFixed(1)}%)`,
   ];
   if (s.etaAt !== null) lines.push(`Estimated end: ${new Date(s.etaAt).toISOString()}`);

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
-import { estimateEnd, progressOf, shownBatchState, type BatchProgress } from '../domain/batch-events.js';
+import { estimateEnd, progressOf, shownStateOf, type BatchProgress } from '../domain/batch-events.js';
 import type { Clock } from '../domain/clock.js';
 import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import { latestBatchEvent, listBatchesInStates, recordBatchEventIfLatest, stateCounts, type Database } from '../store/index.js';
@@ -57,7 +57,7 @@ export class ProgressEvents {
         rowsPerMinute: perMinute,
         eta: etaAt === null ? null : new Date(etaAt).toISOString(),
         // The word payoutd status shows: a cancelled batch still following its sent rows is not just ACTIVE.
-        shownState: shownBatchState(b.state, b.holdCode, b.cancelledAt != null),
+        shownState: shownStateOf(b),
       };
       // Another instance may have decided the same event meanwhile: one of them records it.
       if (!(await recordBatchEventIfLatest(db, { batchId: b.id, type: 'progress', data, at: now }, last?.seq ?? null))) continue;

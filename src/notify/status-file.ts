@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { ROW_OUTCOME_STATUSES, csvChunks, writeFileAtomic, writeXlsxFile, xlsxColumns } from '../report/index.js';
-import { shownBatchState } from '../domain/batch-events.js';
+import { shownStateOf } from '../domain/batch-events.js';
 import type { BatchSnapshot } from './payload.js';
 import { outboxFileName } from '../report/index.js';
 
@@ -21,7 +21,7 @@ export function statusRecords(s: BatchSnapshot): string[][] {
   const out: string[][] = [
     ['batch', '', '', b.id],
     ['file', '', '', b.fileName],
-    ['state', '', '', shownBatchState(b.state, b.holdCode, b.cancelledAt != null)],
+    ['state', '', '', shownStateOf(b)],
     ['hold', '', '', b.holdCode ?? ''],
     ['hold reason', '', '', b.holdReason ?? ''],
     ['rows', '', '', String(s.rows)],

@@ -19,7 +19,7 @@ import {
   latestServiceHealth,
   type StateCounts,
 } from '../../store/index.js';
-import { estimateEnd, progressOf, shownBatchState } from '../../domain/batch-events.js';
+import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
 import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
 import { print, table } from '../output.js';
@@ -144,7 +144,7 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     id: b.id,
     fileName: b.fileName,
     state: b.state,
-    shownState: shownBatchState(b.state, b.holdCode, b.cancelledAt != null),
+    shownState: shownStateOf(b),
     size: b.size,
     sha256: b.sha256,
     rowCount: b.rowCount,
