@@ -165,6 +165,8 @@ export async function runCli(argv: string[]): Promise<void> {
             })
             .option('json', { type: 'boolean', default: false }),
         async (a) => {
+          // At least one: an empty listing could not say how many batches it left out.
+          if (!Number.isInteger(a.limit) || a.limit < 1) throw new UsageError('BAD_USAGE', '--limit must be a whole number of at least 1');
           const config = await configFrom(a);
           const { status } = await import('./commands/status.js');
           await status(config, a.batch, a.limit, a.json);

@@ -34,6 +34,7 @@ afterAll(async () => {
 describe('exit code 2: a mistake on the command line', () => {
   const cases: [string[], string][] = [
     [['status', '--no-such-option'], 'Unknown argument'],
+    [['status', '--limit', '0'], '--limit must be a whole number of at least 1'],
     [['report'], 'name --batch ID or --since DATE'],
     [['report', '--until', '2026-02-01', '--batch', 'X'], '--until needs --since'],
     [['report', '--since', '10/01/2026'], 'REPORT_BAD_DATE: --since: expected YYYY-MM-DD'],
