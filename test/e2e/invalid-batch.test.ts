@@ -46,10 +46,10 @@ describe('e2e: a file with errors', () => {
   it('is rejected as a whole: every faulty row is named in the ack, and nothing is paid', async () => {
     const e2e = await startE2e();
     const expected = await validateErrors(e2e);
-    // The fixture's documented error list (docs/csv-format.md): 26 rows, 33 errors.
-    expect(expected).toHaveLength(33);
+    // The fixture's documented error list (docs/csv-format.md): 27 rows, 35 errors.
+    expect(expected).toHaveLength(35);
     const faultyLines = [...new Set(expected.map((e) => e.line))];
-    expect(faultyLines).toHaveLength(26);
+    expect(faultyLines).toHaveLength(27);
 
     const { ack, result, batchId } = await dropAndWaitRejected(e2e);
     expect(ack.bom).toBe(true);
@@ -62,7 +62,7 @@ describe('e2e: a file with errors', () => {
       merchant_reference_id: '',
       verdict: 'REJECTED',
     });
-    expect(fileRow?.['reason']).toMatch(/26 invalid row/);
+    expect(fileRow?.['reason']).toMatch(/27 invalid row/);
     // Then one REJECTED verdict per faulty line, each naming (at least) the first error's code and field.
     expect(rowVerdicts.map((r) => r['line'])).toEqual(faultyLines);
     for (const r of rowVerdicts) {
@@ -71,7 +71,7 @@ describe('e2e: a file with errors', () => {
       expect(r['reason'], `line ${r['line']}`).toContain(first.column ? `${first.code} [${first.column}]: ` : `${first.code}: `);
     }
     // The result file: every row REJECTED, no payout id.
-    expect(result.rows).toHaveLength(26);
+    expect(result.rows).toHaveLength(27);
     expect(result.rows.every((r) => r['status'] === 'REJECTED' && r['payout_id'] === '')).toBe(true);
     // Nothing reached the service.
     expect(e2e.ledger()).toEqual([]);

@@ -94,6 +94,22 @@ describe('messages', () => {
     ]);
   });
 
+  it('refuse a cell holding the replacement character, as a file damaged upstream writes it, naming the cell', async () => {
+    // "Peña" exported once in the wrong encoding: its ñ is the bytes EF BF BD, valid UTF-8 for "�".
+    const header = Object.keys(FRIENDLY_ALIASES).join(',');
+    const text = `${header}\nINV-9,100.50,PHP,USDT,Maria,Pe\ufffda,PH,PASSPORT,P1,Juan,1234567890,BOPIPHMM\n`;
+    const { rows } = await parseCollect(await tempCsv(Buffer.from(text, 'utf8')), { format: { columnAliases: FRIENDLY_ALIASES } });
+    expect(rows.map((r) => [r.state, r.request])).toEqual([['INVALID', null]]);
+    expect(rows[0]?.errors.map((e) => [errorPlace(e), e.code, e.message])).toEqual([
+      [
+        'line 2, column F "Last Name"',
+        'TEXT_DAMAGED',
+        'the sender\'s last name shows the replacement character "\ufffd" at position 3, which stands for characters that could not be read: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)',
+      ],
+    ]);
+    expect(rows[0]?.reason).toContain('TEXT_DAMAGED [column F "Last Name"]: the sender\'s last name shows');
+  });
+
   it('refuse references a spreadsheet turned into dates', async () => {
     const header =
       'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';

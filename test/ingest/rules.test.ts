@@ -171,6 +171,32 @@ describe('required fields and text', () => {
     expect('values' in kept && requestOfValues(kept.values).beneficiary.accountName).toBe('Ali Reza\u200cpour');
   });
 
+  it('refuses text holding the replacement character "�" in any field sent, never showing a name or id number', () => {
+    // "Peña" read with its ñ cut in two, or saved in another encoding: the payout went out to "Pe��a".
+    const advice =
+      'which stands for characters that could not be read: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)';
+    expect(firstMessage({ 'beneficiary.accountName': 'Juan Pe\ufffd\ufffda' })).toBe(
+      `the account name shows the replacement character "\ufffd" 2 times, the first at position 8, ${advice}`,
+    );
+    expect(firstMessage({ 'sender.idValue': 'P12\ufffd4567A' })).toBe(
+      `the sender's id number shows the replacement character "\ufffd" at position 4, ${advice}`,
+    );
+    expect(firstMessage({ 'beneficiary.accountNumber': '12345\ufffd67890' })).toBe(
+      `the account number "*******7890" shows the replacement character "\ufffd" at position 6, ${advice}`,
+    );
+    expect(firstMessage({ merchantReferenceId: 'INV-\ufffd7' })).toBe(
+      `the reference "INV-\ufffd7" shows the replacement character "\ufffd" at position 5, ${advice}`,
+    );
+    // Every field sent but the amount, whose own rules refuse it; where no account rule would have.
+    const open = rules({ accountRules: { PHP: {} } });
+    for (const field of FIELD_PATHS.filter((f) => f !== 'payoutAmount')) {
+      expect(problems({ [field]: `${VALID[field]}\ufffd` }, open), field).toEqual([['TEXT_DAMAGED', field]]);
+    }
+    expect(problems({ payoutAmount: '1\ufffd00' })).toEqual([['AMOUNT_INVALID', 'payoutAmount']]);
+    // The name itself is never in the message.
+    expect(firstMessage({ 'sender.lastName': 'Secretname\ufffd' })).not.toContain('Secretname');
+  });
+
   it('rejects control characters in names, including tab, CR, LF and C1, without echoing the name', () => {
     for (const bad of ['Ana\tMaria', 'Ana\r\nMaria', 'Ana\nMaria', 'Ana\u0085Maria', 'Ana\u0000', 'Ana\u007f']) {
       expect(problems({ 'beneficiary.accountName': bad })).toEqual([['CONTROL_CHARACTER', 'beneficiary.accountName']]);

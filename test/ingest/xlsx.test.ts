@@ -5,14 +5,15 @@
  * workbooks that cannot be a batch refused whole with a reason, and so are
  * rows and columns hidden from the clerk, which would be paid unseen.
  */
-import { writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
-import { FIELD_PATHS, type FieldPath } from '../../src/ingest/rules/index.js';
+import { FIELD_PATHS, errorPlace, type FieldPath, type RowError } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
-import { reorderZip } from '../support/zip.js';
+import { reorderZip, writeZip, zipEntries } from '../support/zip.js';
 import { codes, parseCollect, tempDir } from './helpers.js';
 
 type CellInput = string | number | Date | { formula: string; result?: number } | { error: string } | null;
@@ -318,5 +319,83 @@ describe('xlsx batches: what the clerk does not see is not paid', () => {
     const f = await parseXlsx(first);
     expect(f.result.fileErrors).toEqual([]);
     expect(f.rows.map((r) => r.request?.beneficiary.accountNumber)).toEqual(['000123456789']);
+  });
+});
+
+describe('xlsx batches: text damaged in reading is not paid', () => {
+  /**
+   * Rewrites the workbook at `path` with its `part` stored uncompressed and padded (spaces before its root
+   * element) so that the first byte of `text`'s first non-ASCII character is the last byte of a file read: of
+   * the workbook's, where exceljs reads the part straight from the zip, or of the part's own, where it reads the
+   * part from a copy on disk (a sheet, in a workbook without shared strings). It decodes each read on its own,
+   * and so reads that character as two replacement characters.
+   */
+  async function cutAtRead(path: string, part: string, text: string, read: 'workbook' | 'part'): Promise<void> {
+    const entries = await zipEntries(path);
+    const xml = entries.get(part)?.toString('utf8') ?? '';
+    const root = xml.indexOf('?>') + 2;
+    const padded = (pad: number) => Buffer.from(`${xml.slice(0, root)}${' '.repeat(pad)}${xml.slice(root)}`);
+    const write = (pad: number) =>
+      writeZip(
+        path,
+        [...entries].map(([name, data]): [string, Buffer] => [name, name === part ? padded(pad) : data]),
+        [part],
+      );
+    // Where the character starts in the bytes read (all of `text` before it is ASCII: one byte a character).
+    const lead = [...text].findIndex((c) => c > '\x7f');
+    const at = async (pad: number) => (read === 'workbook' ? await readFile(path) : padded(pad)).indexOf(Buffer.from(text)) + lead;
+    const stream = createReadStream(path);
+    const readSize = stream.readableHighWaterMark;
+    stream.destroy();
+    await write(0);
+    const pad = readSize - 1 - (await at(0));
+    await write(pad);
+    // The workbook holds the text whole, its character astride the end of the first read.
+    expect(await at(pad)).toBe(readSize - 1);
+  }
+
+  const damaged =
+    'the account name shows the replacement character "\ufffd" 2 times, the first at position 8, which stands for characters that could not be read: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)';
+
+  it('refuses a row whose shared string the reader cut in two, naming the cell; the other rows are read', async () => {
+    const path = await workbook([
+      HEADER,
+      dataRow('X-1', { 'beneficiary.accountName': 'Juan Peña' }),
+      dataRow('X-2', { 'beneficiary.accountName': 'Ana Muñoz' }),
+    ]);
+    await cutAtRead(path, 'xl/sharedStrings.xml', 'Juan Peña', 'workbook');
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors)])).toEqual([
+      [2, 'INVALID', ['TEXT_DAMAGED']],
+      [3, 'READY', []],
+    ]);
+    const [error] = rows[0]?.errors ?? [];
+    expect([errorPlace(error as RowError), error?.message]).toEqual(['line 2, column J "beneficiary.accountName"', damaged]);
+    expect(rows[1]?.request?.beneficiary.accountName).toBe('Ana Muñoz');
+  });
+
+  it('refuses a row whose inline string the reader cut in two', async () => {
+    const path = join(await tempDir(), 'inline.xlsx');
+    const wb = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: path, useSharedStrings: false });
+    const ws = wb.addWorksheet('Payouts');
+    ws.addRow(HEADER).commit();
+    ws.addRow(dataRow('X-1', { 'beneficiary.accountName': 'Juan Peña' })).commit();
+    await wb.commit();
+    await cutAtRead(path, 'xl/worksheets/sheet1.xml', 'Juan Peña', 'part');
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, r.errors.map((e) => [e.code, e.message])])).toEqual([
+      [2, 'INVALID', [['TEXT_DAMAGED', damaged]]],
+    ]);
+  });
+
+  it('refuses a cell holding the replacement character as written', async () => {
+    const path = await workbook([HEADER, dataRow('X-1', { 'sender.lastName': 'Pe\ufffda' })]);
+    const { rows } = await parseXlsx(path);
+    expect(rows.map((r) => [r.state, codes(r.errors)])).toEqual([['INVALID', ['TEXT_DAMAGED']]]);
+    expect(rows[0]?.errors[0]?.message).toMatch(
+      /^the sender's last name shows the replacement character "\ufffd" at position 3, which stands for/,
+    );
   });
 });

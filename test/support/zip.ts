@@ -19,18 +19,22 @@ export async function zipEntries(path: string): Promise<Map<string, Buffer>> {
   return entries;
 }
 
-/** Writes `entries` as a zip (deflated, as spreadsheets write them), in their order. */
-export async function writeZip(path: string, entries: [string, Buffer][]): Promise<void> {
+/**
+ * Writes `entries` as a zip (deflated, as spreadsheets write them), in their order; those named in `stored` are
+ * stored as they are (method 0), so their bytes sit in the file where a test put them.
+ */
+export async function writeZip(path: string, entries: [string, Buffer][], stored: readonly string[] = []): Promise<void> {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const [name, data] of entries) {
     const nameBytes = Buffer.from(name, 'utf8');
-    const packed = deflateRawSync(data);
-    // Version needed 2.0, method 8 (deflate), then CRC-32 and both sizes: the same in either header.
+    const method = stored.includes(name) ? 0 : 8;
+    const packed = method === 0 ? data : deflateRawSync(data);
+    // Version needed 2.0, the method (8: deflate, 0: stored), then CRC-32 and both sizes: the same in either header.
     const fields = (header: Buffer, at: number): void => {
       header.writeUInt16LE(20, at);
-      header.writeUInt16LE(8, at + 4);
+      header.writeUInt16LE(method, at + 4);
       header.writeUInt32LE(crc32(data), at + 10);
       header.writeUInt32LE(packed.length, at + 14);
       header.writeUInt32LE(data.length, at + 18);

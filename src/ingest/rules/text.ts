@@ -47,7 +47,7 @@ export function firstControlCharacter(value: string): { position: number; descri
     if (isControl(code)) {
       const hex = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
       const name = CONTROL_NAMES[code];
-      return { position: codePointLength(value.slice(0, i)) + 1, description: name ? `${hex} ${name}` : hex };
+      return { position: positionOf(value, i), description: name ? `${hex} ${name}` : hex };
     }
   }
   return null;
@@ -60,6 +60,26 @@ export function formulaLikeLead(value: string): string | null {
   if (!value.startsWith(FORMULA_ESCAPE)) return null;
   const escaped = formulaTrigger(value.slice(FORMULA_ESCAPE.length));
   return escaped === null ? null : FORMULA_ESCAPE + escaped;
+}
+
+/** The 1-based position, as a clerk counts characters (in code points), of the character at UTF-16 `index`. */
+export function positionOf(value: string, index: number): number {
+  return codePointLength(value.slice(0, index)) + 1;
+}
+
+/**
+ * The replacement character, what a decoder writes for bytes it could not read as text: a cell holding it lost
+ * characters before payoutd read it (a file saved in one encoding and read in another, or a character cut in two).
+ */
+export const REPLACEMENT_CHARACTER = '\ufffd';
+
+/** The index of the first replacement character in `value` and how many it holds; null when none. */
+export function replacementCharacters(value: string): { at: number; count: number } | null {
+  const at = value.indexOf(REPLACEMENT_CHARACTER);
+  if (at < 0) return null;
+  let count = 1;
+  for (let i = value.indexOf(REPLACEMENT_CHARACTER, at + 1); i >= 0; i = value.indexOf(REPLACEMENT_CHARACTER, i + 1)) count++;
+  return { at, count };
 }
 
 /** Length in code points, so an emoji or an accented letter counts once. */

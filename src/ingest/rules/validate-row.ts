@@ -10,7 +10,7 @@ import { formatInWords } from './format-words.js';
 import { DEFAULT_REFERENCE_PATTERN } from './options.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
-import { FIELD_PATHS, type FieldPath, type RowValues } from './fields.js';
+import { FIELD_PATHS, FIELD_WORDS, type FieldPath, type RowValues } from './fields.js';
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
@@ -24,7 +24,17 @@ import {
   type RowError,
   type RowErrorCode,
 } from './row-error.js';
-import { codePointLength, firstControlCharacter, formulaLikeLead, isBlank, trimSpaces, upperCased } from './text.js';
+import {
+  REPLACEMENT_CHARACTER,
+  codePointLength,
+  firstControlCharacter,
+  formulaLikeLead,
+  isBlank,
+  positionOf,
+  replacementCharacters,
+  trimSpaces,
+  upperCased,
+} from './text.js';
 
 export interface RowInput {
   /** Display name of the batch file. */
@@ -70,6 +80,12 @@ const FORMULA_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => field 
  * Persian spelling); the amount's own rules refuse anything but digits and a point.
  */
 const INVISIBLE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => !NAME_FIELDS.has(field) && field !== 'payoutAmount');
+
+/**
+ * Fields checked for text damaged before it was read (every field sent to the service); the amount's own rules
+ * refuse anything but digits and a point.
+ */
+const DAMAGED_TEXT_CHECKED_AT: readonly boolean[] = FORMULA_CHECKED_AT;
 
 /** Fields whose text is checked for what a spreadsheet does to numbers and dates, by position. */
 const DAMAGE_CHECKED_AT: readonly boolean[] = FIELD_PATHS.map((field) => damageChecked(field));
@@ -118,13 +134,28 @@ function invisibleProblem(field: FieldPath, value: string): Problem | null {
   const at = firstInvisible(value);
   if (at < 0) return null;
   const which = describeInvisible(invisibleCharacters(value));
-  const position = codePointLength(value.slice(0, at)) + 1;
+  const position = positionOf(value, at);
   // Every invisible character is one UTF-16 unit: more than one gone means more than one there.
   const found =
     value.length - withoutInvisible(value).length === 1
       ? `an invisible character in it (${which}) at position ${position}, which would be sent as part of it: delete it`
       : `invisible characters in it (${which}), the first at position ${position}, which would be sent as part of it: delete them`;
   return { code: 'INVISIBLE_CHARACTER', message: `${field}${shown(field, value)} has ${found}, or type the value again` };
+}
+
+/**
+ * Text holding the replacement character "�": characters lost before the cell was read (a file saved in another
+ * encoding, or a character a workbook reader cut in two), never what was written, so it is refused, not sent.
+ */
+function damagedTextProblem(field: FieldPath, value: string): Problem | null {
+  const found = replacementCharacters(value);
+  if (found === null) return null;
+  const position = positionOf(value, found.at);
+  const where = found.count === 1 ? `at position ${position}` : `${found.count} times, the first at position ${position}`;
+  return {
+    code: 'TEXT_DAMAGED',
+    message: `the ${FIELD_WORDS[field]}${shown(field, value)} shows the replacement character "${REPLACEMENT_CHARACTER}" ${where}, which stands for characters that could not be read: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)`,
+  };
 }
 
 /** Why a reference does not match its pattern: the characters it may not hold, for a pattern of one class of characters. */
@@ -335,6 +366,7 @@ export function validateCells(input: RowCells, rules: CompiledRules): RowValidat
         result = rules.required.has(field) ? blankProblem(field, value) : '';
       } else {
         result =
+          (DAMAGED_TEXT_CHECKED_AT[i] ? damagedTextProblem(field, value) : null) ??
           (INVISIBLE_CHECKED_AT[i] ? invisibleProblem(field, value) : null) ??
           (DAMAGE_CHECKED_AT[i] ? damageProblem(field, value) : null) ??
           checkField(field, value, currency, rules);
