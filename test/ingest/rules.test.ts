@@ -160,8 +160,8 @@ describe('required fields and text', () => {
       'merchantReferenceId "INV\\u200D-7\\u200D" has invisible characters in it (U+200D, a zero-width joiner), the first at position 4, which would be sent as part of it: delete them, or type the value again',
     );
     // The id number is not shown, the place of the character is.
-    expect(firstMessage({ 'sender.idValue': 'P123\u00a04567A' })).toBe(
-      'sender.idValue has an invisible character in it (U+00A0, a no-break space) at position 5, which would be sent as part of it: delete it, or type the value again',
+    expect(firstMessage({ 'sender.idValue': 'P123\u00ad4567A' })).toBe(
+      'sender.idValue has an invisible character in it (U+00AD) at position 5, which would be sent as part of it: delete it, or type the value again',
     );
     for (const field of ['beneficiary.bankCode', 'payoutCurrency', 'sender.country', 'sender.idType'] as const) {
       expect(problems({ [field]: `\ufeff${VALID[field]}` }), field).toEqual([['INVISIBLE_CHARACTER', field]]);
@@ -195,6 +195,25 @@ describe('required fields and text', () => {
     expect(problems({ payoutAmount: '1\ufffd00' })).toEqual([['AMOUNT_INVALID', 'payoutAmount']]);
     // The name itself is never in the message.
     expect(firstMessage({ 'sender.lastName': 'Secretname\ufffd' })).not.toContain('Secretname');
+  });
+
+  it('leaves a no-break or narrow space in an identifier to its own rules, as written, but not a zero-width one', () => {
+    // A no-break space shows as a gap: an id number with one was accepted and sent as written before zero-width
+    // characters were refused, and a space of no width must not take it with it.
+    for (const idValue of ['P1234567A\u00a0', '\u00a0P1234567A', 'P123\u00a04567A', 'P123\u202f4567A', 'P123\u30004567A']) {
+      const result = validate({ 'sender.idValue': idValue });
+      expect('values' in result && requestOfValues(result.values).sender.idValue, JSON.stringify(idValue)).toBe(idValue);
+    }
+    // Where a currency has no account rule, nothing but this refuses a zero-width space inside an account number.
+    const open = rules({ accountRules: { PHP: {} } });
+    const spaced = validate({ 'beneficiary.accountNumber': '12345\u00a067890\u2002', 'beneficiary.bankCode': 'BOPI\u00a0PHMM' }, open);
+    expect('values' in spaced && requestOfValues(spaced.values).beneficiary.accountNumber).toBe('12345\u00a067890\u2002');
+    expect(errorsOf(validate({ 'beneficiary.accountNumber': '12345\u00a06789\u200b0' }, open)).map((e) => [e.code, e.message])).toEqual([
+      [
+        'INVISIBLE_CHARACTER',
+        'beneficiary.accountNumber "********89\\u200B0" has an invisible character in it (U+200B, a zero-width space) at position 11, which would be sent as part of it: delete it, or type the value again',
+      ],
+    ]);
   });
 
   it('rejects control characters in names, including tab, CR, LF and C1, without echoing the name', () => {

@@ -98,19 +98,10 @@ export function quoteValue(value: string, max = 40): string {
 
 /** Characters a clerk cannot see, or cannot tell from a space: no-break and odd-width spaces, zero-width ones, BOMs, direction marks. */
 const INVISIBLE = /[\u00a0\u00ad\u180e\u2000-\u200f\u2028-\u202f\u205f-\u2064\u2066-\u206f\u3000\ufeff]/g;
-/** The same characters, for a search that stops at the first. */
-const ONE_INVISIBLE = new RegExp(INVISIBLE.source);
 
 /** The invisible characters in `text`, each once, in the order found. */
 export function invisibleCharacters(text: string): string[] {
   return [...new Set(text.match(INVISIBLE) ?? [])];
-}
-
-/** The index of the first invisible character in `text`, or -1. */
-export function firstInvisible(text: string): number {
-  // Called for most cells, which are ASCII: none is below U+00A0, and a scan of codes is cheaper than a search.
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) >= 0xa0) return text.search(ONE_INVISIBLE);
-  return -1;
 }
 
 /** `text` without its invisible characters. */

@@ -22,6 +22,23 @@ export function isBlank(value: string): boolean {
   return (first < 0x21 || first > 0x7e) && withoutInvisible(value).trim() === '';
 }
 
+/**
+ * Characters of no width, unseen even between letters: soft hyphens, zero-width spaces and joiners, direction marks,
+ * embeddings and isolates, word joiners, invisible operators, BOMs. A no-break or narrow space is a gap one sees.
+ */
+const ZERO_WIDTH = /[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+/** The zero-width characters in `value`: where the first is, and each one found, in order; null when there is none. */
+export function zeroWidthIn(value: string): { first: number; found: string[] } | null {
+  // Most cells are ASCII, where there is none: a scan of codes is cheaper than a search.
+  let i = 0;
+  while (i < value.length && value.charCodeAt(i) < 0xad) i++;
+  if (i === value.length) return null;
+  const matches = [...value.matchAll(ZERO_WIDTH)];
+  const first = matches[0];
+  return first ? { first: first.index, found: matches.map((m) => m[0]) } : null;
+}
+
 /** The value upper-cased as toUpperCase does it; the value itself when that changes nothing (cheaper than the call). */
 export function upperCased(value: string): string {
   for (let i = 0; i < value.length; i++) {

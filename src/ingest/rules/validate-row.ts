@@ -14,16 +14,7 @@ import { FIELD_PATHS, FIELD_WORDS, type FieldPath, type RowValues } from './fiel
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
-import {
-  describeInvisible,
-  firstInvisible,
-  invisibleCharacters,
-  quoteValue,
-  quoteVisibly,
-  withoutInvisible,
-  type RowError,
-  type RowErrorCode,
-} from './row-error.js';
+import { describeInvisible, invisibleCharacters, quoteValue, quoteVisibly, type RowError, type RowErrorCode } from './row-error.js';
 import {
   REPLACEMENT_CHARACTER,
   codePointLength,
@@ -34,6 +25,7 @@ import {
   replacementCharacters,
   trimSpaces,
   upperCased,
+  zeroWidthIn,
 } from './text.js';
 
 export interface RowInput {
@@ -129,15 +121,17 @@ function blankProblem(field: FieldPath, value: string): Problem {
   return { code: 'REQUIRED', message: `${field} is required but empty (the cell holds only invisible characters${which})` };
 }
 
-/** An identifier holding a character no one sees, which would be sent as part of it: which, and where. */
+/**
+ * An identifier holding a character of no width, which would be sent as part of it: which, and where. A no-break
+ * or narrow space is not one: it shows as a gap, and is left to the field's own rules, as an ASCII space inside is.
+ */
 function invisibleProblem(field: FieldPath, value: string): Problem | null {
-  const at = firstInvisible(value);
-  if (at < 0) return null;
-  const which = describeInvisible(invisibleCharacters(value));
-  const position = positionOf(value, at);
-  // Every invisible character is one UTF-16 unit: more than one gone means more than one there.
+  const zeroWidth = zeroWidthIn(value);
+  if (!zeroWidth) return null;
+  const which = describeInvisible([...new Set(zeroWidth.found)]);
+  const position = positionOf(value, zeroWidth.first);
   const found =
-    value.length - withoutInvisible(value).length === 1
+    zeroWidth.found.length === 1
       ? `an invisible character in it (${which}) at position ${position}, which would be sent as part of it: delete it`
       : `invisible characters in it (${which}), the first at position ${position}, which would be sent as part of it: delete them`;
   return { code: 'INVISIBLE_CHARACTER', message: `${field}${shown(field, value)} has ${found}, or type the value again` };
