@@ -505,7 +505,14 @@ export class PayoutDaemon {
     // The database decides which instance takes a file; the rename only carries it out.
     const fileKey = `${c.name}|${c.size}|${Math.trunc(c.mtimeMs)}|${c.ino}`;
     if (!(await claimFileInDatabase(this.deps.db, fileKey, this.o.instanceId, this.deps.clock.now()))) return;
-    const claimed = await this.watcher.claim(c);
+    let claimed: ClaimedFile | null;
+    try {
+      claimed = await this.watcher.claim(c);
+    } catch (err) {
+      // A claim that failed (a refused rename, a full disk) must not hide the file until a restart: release it too.
+      await releaseFileClaim(this.deps.db, fileKey);
+      throw err;
+    }
     if (!claimed) {
       // Not taken after all (changed or gone): let the next stable sighting be claimed again.
       await releaseFileClaim(this.deps.db, fileKey);

@@ -4,9 +4,10 @@
  * full" error). The batch, or the taken file that got no batch, used to wait for a restart: its stored rows
  * held their references (a file sent again had every row DUPLICATE) and finance had no ack. Now a later
  * finish pass reads it again from the start, once a wait on the daemon's clock is over, and never while this
- * process is still reading it.
+ * process is still reading it. A claim that failed (the file left in the inbox) used to keep the file's
+ * database claim, so the file was never offered to a claim again until a restart; now it is released.
  */
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutDaemon } from '../../src/daemon/daemon.js';
@@ -116,6 +117,24 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     ]);
     expect(logsWith(p, 'could not be recorded as a batch').map((l) => l.retryInMs)).toEqual([READ_RETRY.baseMs]);
     expect(logsWith(p, 'receiving again a taken file whose batch could not be recorded')).toHaveLength(1);
+  });
+
+  it('takes a file whose claim failed once on a later sighting, without a restart', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    const { daemon, inbox } = await daemonFor(p);
+    // claimed/ replaced by a regular file: the claim fails (as a refused rename or a full disk does), for root too.
+    const claimedDir = daemon.claimedDir;
+    await rename(claimedDir, `${claimedDir}.saved`);
+    await writeFile(claimedDir, 'not a folder for a while\n');
+    await writeFile(join(inbox, 'once.csv'), csvFile(['CF-1', 'CF-2'].map((r) => csvRow(r))));
+    await tickUntil(p, daemon, () => logsWith(p, 'onCandidateReady failed for once.csv').length > 0, 'a failed claim');
+    expect(await readdir(inbox)).toEqual(['once.csv']);
+
+    await rm(claimedDir);
+    await rename(`${claimedDir}.saved`, claimedDir);
+    await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken on a later sighting');
+    await waitFor(async () => (await p.db('batches').first('state'))?.state === 'ACTIVE', 'its batch accepted', 15_000);
+    expect(await p.db('file_claims').count({ n: '*' }).first()).toEqual({ n: 1 });
   });
 
   it('refuses a second reading of a batch this process is reading', async () => {
