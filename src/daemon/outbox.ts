@@ -6,7 +6,7 @@ import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { ReadyMoney } from '../domain/ready-money.js';
 import type { AckDraft } from '../ingest/index.js';
-import { newClaimId, outboxSafeName, parseStoredName, type RejectedEntry } from '../ingest/inbox/index.js';
+import { newClaimId, outboxSafeName, parseStoredName, refusalOutcome, type RejectedEntry } from '../ingest/inbox/index.js';
 import {
   type Database,
   type BatchRecord,
@@ -229,7 +229,7 @@ export class BatchOutbox {
     return this.writeRefusal(identityOf(batch), reason, readNote(batch));
   }
 
-  /** The answer to an inbox entry payoutd cannot read: an ack with only the file-level REJECTED row saying why. */
+  /** The answer to an inbox entry payoutd will not or may not read: an ack with only the file-level REJECTED row saying why. */
   writeEntryRefusal(entry: RejectedEntry, reason: string, nowMs: number): Promise<string> {
     const identity: BatchIdentity = {
       batchId: '',
@@ -238,7 +238,7 @@ export class BatchOutbox {
       sha256: '',
       receivedAt: new Date(nowMs).toISOString(),
     };
-    return this.writeRefusal(identity, `${reason}; nothing from it is paid: drop the batch again as a plain file`);
+    return this.writeRefusal(identity, `${reason}; ${refusalOutcome(entry.kind, entry.movedTo === undefined)}`);
   }
 
   private async writeRefusal(identity: BatchIdentity, reason: string, note: { fileNote?: string } = {}): Promise<string> {

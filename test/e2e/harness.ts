@@ -225,6 +225,13 @@ export interface E2eOptions {
   sandbox?: Omit<SandboxOptions, 'merchants'>;
   /** Opening stablecoin balances of the merchant (decimal text). */
   balances?: Record<string, string>;
+  /** Runs the daemon and the CLI as this user, the world's folder given to it (chown: needs root). */
+  runAs?: RunAs;
+}
+
+export interface RunAs {
+  uid: number;
+  gid: number;
 }
 
 export const MERCHANT_CODE = 'E2E-MERCHANT';
@@ -248,6 +255,7 @@ export class E2e {
     readonly dir: string,
     readonly sandbox: SandboxServer,
     balances: Record<string, string>,
+    private readonly runAs?: RunAs,
   ) {
     this.inbox = join(dir, 'inbox');
     this.outbox = join(dir, 'outbox');
@@ -279,6 +287,7 @@ export class E2e {
       cwd: this.dir,
       env: childEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...this.runAs,
     });
     const d = new DaemonProcess(label, child);
     this.daemons.push(d);
@@ -299,6 +308,7 @@ export class E2e {
         cwd: this.dir,
         env: childEnv(),
         maxBuffer: 64 * 1024 * 1024,
+        ...this.runAs,
       });
       return { code: 0, stdout, stderr };
     } catch (err) {
@@ -392,10 +402,11 @@ export async function startE2e(options: E2eOptions = {}): Promise<E2e> {
     ...options.sandbox,
     merchants: [{ merchantCode: MERCHANT_CODE, apiKey: API_KEY, publicKey: keys.publicKeyBase64, balances }],
   });
-  const e2e = new E2e(dir, sandbox, balances);
+  const e2e = new E2e(dir, sandbox, balances, options.runAs);
   onTestFinished((ctx) => e2e.finish(ctx.task.result?.state === 'fail'));
   await writeFile(e2e.keyPath, keys.privateKeyPem, { mode: 0o600 });
   for (const d of [e2e.inbox, e2e.outbox, e2e.stateDir]) await mkdir(d, { recursive: true });
   await e2e.writeConfig(options.config);
+  if (options.runAs) await run('chown', ['-R', `${options.runAs.uid}:${options.runAs.gid}`, dir]);
   return e2e;
 }

@@ -8,7 +8,7 @@ import { constants, type Stats } from 'node:fs';
 import { type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Clock } from '../../domain/clock.js';
-import { InboxError, errnoCode } from './errors.js';
+import { InboxError, errnoCode, isPermissionDenied } from './errors.js';
 import { CONTROL_SUFFIX, DONE_SUFFIX, newClaimId, storedName } from './names.js';
 import type { ClaimedFile, InboxCandidate } from './types.js';
 
@@ -20,12 +20,34 @@ export interface ClaimOptions {
   requireDoneMarker: boolean;
 }
 
-/** Moves a candidate into storage and describes it; null when nothing was claimed (vanished, changed, or its marker gone). */
+/**
+ * Moves a candidate into storage and describes it; null when nothing was claimed (vanished, changed, or its
+ * marker gone). A file payoutd may not open is refused before the rename (INBOX_FILE_UNREADABLE): taken, it
+ * could be neither read nor put back (a hard link to another user's file is refused, fs.protected_hardlinks).
+ */
 export async function claimFile(candidate: InboxCandidate, options: ClaimOptions): Promise<ClaimedFile | null> {
+  let before: Stats | null;
+  try {
+    before = await lstatOrNull(candidate.path);
+  } catch (error) {
+    throw cannotClaim(candidate.name, error);
+  }
+  // Only a regular file is opened: opening a device can act on it.
+  if (before === null || !matches(before, candidate)) return null;
+  const handle = await openCandidate(candidate);
+  if (handle === null) return null;
+  try {
+    return await claimOpened(candidate, handle, options);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The claim of a candidate opened as `handle` (the inode judged stable): the marker, the rename, then settleClaim. */
+async function claimOpened(candidate: InboxCandidate, handle: FileHandle, options: ClaimOptions): Promise<ClaimedFile | null> {
   let doneMarker: boolean;
   try {
-    const before = await lstatOrNull(candidate.path);
-    if (before === null || !matches(before, candidate)) return null;
+    if (!matches(await handle.stat(), candidate)) return null;
     const marker = candidate.path + DONE_SUFFIX;
     const markerStat = await lstatOrNull(marker);
     doneMarker = markerStat !== null && !markerStat.isDirectory();
@@ -34,7 +56,7 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
     if (doneMarker) await unlinkIfPresent(marker);
     await mkdir(options.claimedDir, { recursive: true });
   } catch (error) {
-    throw new InboxError('INBOX_CLAIM_FAILED', `cannot claim ${candidate.name}: ${errnoCode(error) ?? 'error'}`, { cause: error });
+    throw cannotClaim(candidate.name, error);
   }
 
   const claimId = newClaimId(options.clock.now());
@@ -45,26 +67,57 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
     if (errnoCode(error) === 'ENOENT') return null;
     throw moveError(candidate.name, options.claimedDir, error);
   }
-  return settleClaim(candidate, claimId, storedPath, doneMarker);
+  return settleClaim(candidate, claimId, storedPath, doneMarker, handle);
 }
 
-/** The part of a claim after the rename (verify the moved inode, move the sidecar, hash); separate so tests can step between. */
+/** Opens the candidate's path for reading; null when it is gone. O_NOFOLLOW and O_NONBLOCK: as settleClaim. */
+async function openCandidate(candidate: InboxCandidate): Promise<FileHandle | null> {
+  try {
+    return await open(candidate.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === 'ENOENT' || code === 'ELOOP') return null;
+    if (isPermissionDenied(error)) {
+      throw new InboxError('INBOX_FILE_UNREADABLE', `cannot claim ${candidate.name}: payoutd may not read it (${code})`, {
+        cause: error,
+      });
+    }
+    throw cannotClaim(candidate.name, error);
+  }
+}
+
+function cannotClaim(name: string, error: unknown): InboxError {
+  return new InboxError('INBOX_CLAIM_FAILED', `cannot claim ${name}: ${errnoCode(error) ?? 'error'}`, { cause: error });
+}
+
+/**
+ * The part of a claim after the rename (verify the moved inode, move the sidecar, hash); separate so tests can
+ * step between. `opened`: the candidate opened before the rename (left open); without it the stored path is opened.
+ */
 export async function settleClaim(
   candidate: InboxCandidate,
   claimId: string,
   storedPath: string,
   doneMarker = false,
+  opened?: FileHandle,
 ): Promise<ClaimedFile | null> {
   let handle: FileHandle;
-  try {
-    // O_NOFOLLOW and O_NONBLOCK: whatever raced into the name, never follow a link nor block on a FIFO.
-    handle = await open(storedPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (error) {
-    return putBackOrThrow(candidate, storedPath, errnoCode(error) ?? 'open failed');
+  if (opened !== undefined) handle = opened;
+  else {
+    try {
+      // O_NOFOLLOW and O_NONBLOCK: whatever raced into the name, never follow a link nor block on a FIFO.
+      handle = await open(storedPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } catch (error) {
+      return putBackOrThrow(candidate, storedPath, errnoCode(error) ?? 'open failed');
+    }
   }
   try {
     const st = await handle.stat();
     if (!matches(st, candidate)) return await putBackOrThrow(candidate, storedPath, `now ${st.size} bytes`);
+    // Opened before the rename: the name may have been replaced in between, and the rename took the newcomer.
+    if (opened !== undefined && (await lstatOrNull(storedPath))?.ino !== st.ino) {
+      return await putBackOrThrow(candidate, storedPath, 'replaced under its name');
+    }
     const controlPath = await moveControl(candidate, storedPath);
     const sha256 = await sha256Of(handle, candidate.size);
     const claimed: ClaimedFile = {
@@ -88,7 +141,7 @@ export async function settleClaim(
       },
     );
   } finally {
-    await handle.close();
+    if (opened === undefined) await handle.close();
   }
 }
 

@@ -13,9 +13,11 @@ const ZIP_START = Buffer.from([0x50, 0x4b, 0x03, 0x04]);
 const ZIP_END_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
 const ZIP_END_SPAN = 22 + 0xffff;
 
-/** Whether the file ends as a whole upload does (false for an empty file); null when the path no longer holds that inode. */
+/**
+ * Whether the file ends as a whole upload does (false for an empty file); null when the path no longer holds that
+ * inode. Opened even when empty: a file payoutd may not read fails here (EACCES), before it is waited for or claimed.
+ */
 export async function endsWithLineBreak(path: string, ino: number, size: number): Promise<boolean | null> {
-  if (size === 0) return false;
   let handle;
   try {
     // O_NOFOLLOW and O_NONBLOCK: whatever raced into the name, never follow a link nor block on a FIFO.
@@ -28,6 +30,7 @@ export async function endsWithLineBreak(path: string, ino: number, size: number)
   try {
     const st = await handle.stat();
     if (!st.isFile() || st.ino !== ino || st.size < size) return null;
+    if (size === 0) return false;
     const head = Buffer.alloc(4);
     await handle.read(head, 0, 4, 0);
     // A zip archive (.xlsx and its kin) ends with its end record; a gzip file is judged when it is read.

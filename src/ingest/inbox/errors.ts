@@ -12,6 +12,8 @@ export type InboxErrorCode =
   | 'INBOX_STAT_FAILED'
   /** Storage is on another filesystem than the inbox: a rename cannot be atomic. */
   | 'INBOX_CROSS_DEVICE'
+  /** A file in the inbox payoutd may not open (its mode or owner): left in place and reported, taken once readable. */
+  | 'INBOX_FILE_UNREADABLE'
   /** A claim could not move or read the file. */
   | 'INBOX_CLAIM_FAILED'
   /** The file changed while being claimed and could not be put back. */
@@ -36,6 +38,12 @@ export class InboxError extends PayoutdError {
 export function errnoCode(error: unknown): string | undefined {
   if (typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string') return error.code;
   return undefined;
+}
+
+/** EACCES or EPERM: a file's mode, owner or an access rule keeps payoutd out (a passing error would say otherwise). */
+export function isPermissionDenied(error: unknown): boolean {
+  const code = errnoCode(error);
+  return code === 'EACCES' || code === 'EPERM';
 }
 
 /** A short, loggable description of an unknown error: PayoutdErrors are safe by construction, others give only their code or name. */

@@ -5,4 +5,5 @@ export { claimFile, lstatOrNull, takenFileChange, verifyUnchanged } from './clai
 export { moveAside } from './move-aside.js';
 export { isIgnoredName, safeName, outboxSafeName, parseStoredName, newClaimId, compileIgnore } from './names.js';
 export { InboxError } from './errors.js';
+export { refusalOutcome } from './kinds.js';
 export type { ClaimedFile, IgnoredEntry, InboxCandidate, RejectedEntry } from './types.js';

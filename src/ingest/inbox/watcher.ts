@@ -1,8 +1,9 @@
 /**
  * The inbox watcher: keeps the set of names in the drop folder (chokidar hints and periodic listings), judges
  * each regular file's stability itself with lstat against a Clock (stability.ts), offers stable files one at
- * a time, and reports entries that are not regular files and long-lived dotfiles once. chokidar events only
- * say "look at this name": events can be missed, duplicated or reordered, so every decision comes from lstat.
+ * a time, and reports entries that are not regular files, files payoutd may not read and long-lived dotfiles
+ * once. chokidar events only say "look at this name": events can be missed, duplicated or reordered, so every
+ * decision comes from lstat.
  */
 import { type FSWatcher, watch } from 'chokidar';
 import type { Stats } from 'node:fs';
@@ -11,9 +12,9 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'nod
 import { type Clock, systemClock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
 import { claimFile, lstatOrNull } from './claim.js';
-import { InboxError, describeError, errnoCode } from './errors.js';
+import { InboxError, describeError, errnoCode, isPermissionDenied } from './errors.js';
 import { endsWithLineBreak } from './ending.js';
-import { entryKind, rejectionReason } from './kinds.js';
+import { entryKind, processUser, rejectionReason, unreadableReason } from './kinds.js';
 import { moveAside } from './move-aside.js';
 import {
   CONTROL_SUFFIX,
@@ -76,7 +77,10 @@ export interface InboxWatcherOptions {
   clock?: Clock;
   /** A file is stable: decide (database) and call claim(). Awaited; one at a time. */
   onCandidateReady: (candidate: InboxCandidate) => Promise<void>;
-  /** An entry that is not a regular file, reported once (moved aside when it can be renamed). */
+  /**
+   * An entry that is not a regular file, reported once (moved aside when it can be renamed); a file payoutd may
+   * not read, once per name, inode, mode and owner (left in place, taken once readable).
+   */
   onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
   /** A dotfile unchanged for HIDDEN_NOTICE_WINDOWS x stableForMs: never taken, reported once per name and inode. */
   onIgnored?: (entry: IgnoredEntry, reason: string) => void;
@@ -132,6 +136,8 @@ export class InboxWatcher {
   /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
   private readonly reported = new Map<string, string>();
   private readonly hiddenNoticed = new Map<string, number>();
+  /** Who this process is, for the reason given for a file it may not read. */
+  private readonly runAs = processUser();
   private chokidar: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> = Promise.resolve();
@@ -223,11 +229,21 @@ export class InboxWatcher {
         `refusing to claim ${JSON.stringify(candidate.path)}: not an entry of the inbox ${this.root}`,
       );
     }
-    const claimed = await claimFile(candidate, {
-      claimedDir: this.claimedDir,
-      clock: this.options.clock,
-      requireDoneMarker: this.options.requireDoneMarker,
-    });
+    let claimed: ClaimedFile | null;
+    try {
+      claimed = await claimFile(candidate, {
+        claimedDir: this.claimedDir,
+        clock: this.options.clock,
+        requireDoneMarker: this.options.requireDoneMarker,
+      });
+    } catch (error) {
+      if (!(error instanceof InboxError && error.code === 'INBOX_FILE_UNREADABLE')) throw error;
+      // Made unreadable since it was judged: answered as examine answers it, and looked at again at the next listing.
+      this.tracked.delete(candidate.name);
+      const st = await lstatOrNull(candidate.path).catch(() => null);
+      if (st !== null) await this.reportUnreadable(candidate.name, candidate.path, st);
+      return null;
+    }
     if (claimed !== null) this.tracked.delete(candidate.name);
     return claimed;
   }
@@ -370,7 +386,12 @@ export class InboxWatcher {
         relyOnMarker = !stabilityVerdict(observation, now, this.options, { terminated: false, doneMarker: false }).stable;
       }
     } catch (error) {
+      // Looked at again at the next listing (a chmod lets it be taken), not at every pass.
       this.tracked.delete(name);
+      if (isPermissionDenied(error)) {
+        await this.reportUnreadable(name, path, st);
+        return;
+      }
       this.fail(
         new InboxError('INBOX_STAT_FAILED', `cannot read the end of ${name} in the inbox: ${errnoCode(error) ?? 'error'}`, {
           cause: error,
@@ -438,10 +459,16 @@ export class InboxWatcher {
     }
   }
 
-  private async reportInPlace(key: string, identity: string, entry: RejectedEntry): Promise<void> {
+  /** A regular file payoutd may not open: left in place, reported once per name, inode, mode and owner. */
+  private async reportUnreadable(name: string, path: string, st: Stats): Promise<void> {
+    const identity = `unreadable:${st.dev}:${st.ino}:${st.mode}:${st.uid}:${st.gid}`;
+    await this.reportInPlace(name, identity, { name, path, kind: 'unreadable' }, unreadableReason(st, this.runAs));
+  }
+
+  private async reportInPlace(key: string, identity: string, entry: RejectedEntry, reason = rejectionReason(entry.kind)): Promise<void> {
     if (this.reported.get(key) === identity) return;
     this.reported.set(key, identity);
-    await this.notifyRejected(entry, rejectionReason(entry.kind));
+    await this.notifyRejected(entry, reason);
   }
 
   private async notifyRejected(entry: RejectedEntry, reason: string): Promise<void> {
@@ -458,6 +485,8 @@ export class InboxWatcher {
       ignoreInitial: false,
       depth: 0,
       followSymlinks: false,
+      // A file chokidar may not watch (EACCES) is not an error of the watch: our own open finds it and answers it once.
+      ignorePermissionErrors: true,
       usePolling: this.options.usePolling,
       interval: this.options.pollIntervalMs,
       binaryInterval: this.options.pollIntervalMs,
