@@ -410,7 +410,11 @@ export class PayoutDaemon {
     const unknown = await markInterruptedCreatesUnknown(db, clock.now(), !this.shared);
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
-    for (const orphan of await this.intake.orphanClaims(this.watcher.claimedDir, this.shared ? config.instance.leaseMs : 0)) {
+    const orphans = await this.intake.orphanClaims(this.watcher.claimedDir, {
+      minAgeMs: this.shared ? config.instance.leaseMs : 0,
+      onUnreadable: (entry, reason) => this.onRejectedEntry(entry, reason),
+    });
+    for (const orphan of orphans) {
       if (this.stopWork.signal.aborted) return;
       await this.takeIn(orphan);
     }

@@ -238,7 +238,7 @@ export class BatchOutbox {
       sha256: '',
       receivedAt: new Date(nowMs).toISOString(),
     };
-    return this.writeRefusal(identity, `${reason}; ${refusalOutcome(entry.kind, entry.movedTo === undefined)}`);
+    return this.writeRefusal(identity, `${reason}; ${refusalOutcome(entry.kind)}`);
   }
 
   private async writeRefusal(identity: BatchIdentity, reason: string, note: { fileNote?: string } = {}): Promise<string> {

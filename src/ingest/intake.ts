@@ -3,10 +3,9 @@
  * its bytes repeat an earlier batch, is read and validated into the database, and is accepted or rejected
  * as a whole; finance gets an acknowledgement either way. A batch interrupted mid-read is read again.
  */
-import { open, readdir, stat } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
-import { createHash, randomBytes } from 'node:crypto';
-import { basename, extname, join } from 'node:path';
+import { open } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { basename, extname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
@@ -18,7 +17,6 @@ import {
   claimBatchLease,
   holdReaderLease,
   clearBatchContents,
-  findBatchByStoredPath,
   findFirstBySha,
   getBatch,
   insertBatch,
@@ -46,7 +44,8 @@ import {
 } from './csv/index.js';
 import type { RowError, ValidationRules } from './rules/index.js';
 import { columnPlace, filePlace } from './rules/row-error.js';
-import { moveAside, parseStoredName, type ClaimedFile } from './inbox/index.js';
+import { moveAside, type ClaimedFile } from './inbox/index.js';
+import { findOrphanClaims, type OrphanSearch } from './orphans.js';
 
 /** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
 type BatchEventChange = Omit<BatchEventInput, 'batchId'>;
@@ -162,12 +161,6 @@ async function firstBytes(path: string): Promise<Buffer> {
   }
 }
 
-async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
 export class BatchIntake {
   constructor(
     private readonly deps: IntakeDeps,
@@ -211,45 +204,10 @@ export class BatchIntake {
 
   /**
    * Files in claimed/ with no batch record (the daemon stopped between the claim and recording it), described
-   * as a claim would describe them, for the caller to receive.
+   * as a claim would describe them, for the caller to receive (src/ingest/orphans.ts).
    */
-  async orphanClaims(claimedDir: string, minAgeMs = 0): Promise<ClaimedFile[]> {
-    let names: string[];
-    try {
-      names = await readdir(claimedDir);
-    } catch {
-      return []; // no claimed/ yet: nothing was ever claimed
-    }
-    const orphans: ClaimedFile[] = [];
-    for (const name of names) {
-      if (name.endsWith('.ctl') || name.startsWith('.')) continue;
-      const storedPath = join(claimedDir, name);
-      const known = await findBatchByStoredPath(this.deps.db, storedPath);
-      if (known) continue;
-      const st = await stat(storedPath);
-      if (!st.isFile()) continue;
-      // With several instances, a claim younger than a lease may be another instance between rename and record (ctime = the rename).
-      if (this.deps.clock.now() - st.ctimeMs < minAgeMs) continue;
-      const parsed = parseStoredName(name);
-      const controlPath = `${storedPath}.ctl`;
-      const hasControl = await stat(controlPath).then(
-        () => true,
-        () => false,
-      );
-      this.deps.logger.warn({ storedPath }, 'found a claimed file with no batch record (stopped mid-claim); receiving it now');
-      orphans.push({
-        // The original name is gone with the claim record; the stored (safe) form of it is the best there is.
-        claimId: parsed?.claimId ?? name,
-        originalName: parsed?.storedAs ?? name,
-        storedPath,
-        size: st.size,
-        mtimeMs: st.mtimeMs,
-        sha256: await sha256File(storedPath),
-        controlPath: hasControl ? controlPath : undefined,
-        doneMarker: false,
-      });
-    }
-    return orphans;
+  orphanClaims(claimedDir: string, o: OrphanSearch = {}): Promise<ClaimedFile[]> {
+    return findOrphanClaims({ ...this.deps, rejectedDir: this.o.rejectedDir }, claimedDir, o);
   }
 
   /** Reads (or re-reads, after a restart or a failed reading) a batch that is RECEIVED or VALIDATING, and finishes its intake. */

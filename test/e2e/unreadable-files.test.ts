@@ -2,14 +2,15 @@
  * Files the daemon may not read (an SFTP sender's mode 0600; see ./unreadable-world.ts for how the tests make
  * one). Such a file used to be either never answered (a line in the log at every rescan, nothing in the outbox)
  * or, when empty, taken into claimed/ where it could be neither read nor put back, and the next start then
- * failed on it. Now it is answered once in the outbox, left in the inbox, and taken once it is readable.
+ * failed on it. Now it is answered once in the outbox, left in the inbox, and taken once it is readable; one
+ * found in claimed/ without a batch is set aside at start and answered, and the start goes on.
  */
-import { chmod, readdir } from 'node:fs/promises';
+import { chmod, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from './batch-files.js';
 import { startE2e, waitFor } from './harness.js';
-import { DAEMON_USER, refusalsOf, writeUnreadable } from './unreadable-world.js';
+import { DAEMON_USER, makeDaemonDir, refusalsOf, writeUnreadable } from './unreadable-world.js';
 
 const errorsOf = (logs: { level?: string }[]): unknown[] => logs.filter((l) => l.level === 'error' || l.level === 'fatal');
 
@@ -64,5 +65,32 @@ describe('e2e: a file payoutd may not read', () => {
     const batch = await e2e.waitForBatch('empty.csv', ['REJECTED']);
     expect(batch.rejectCode).toBe('EMPTY');
     expect(second.exited).toBeNull();
+  });
+
+  it('taken into claimed/ before this was checked, is set aside at start, answered, and the daemon starts', async () => {
+    const e2e = await startE2e({ runAs: DAEMON_USER });
+    // What a claim used to leave: an unreadable file in claimed/ with no batch; beside it, one the last stop left.
+    const claimed = join(e2e.stateDir, 'claimed');
+    await makeDaemonDir(claimed);
+    await writeUnreadable(join(claimed, '20260101T000000Z-0123456789ab__stuck.csv'), toCsv(makeRows('STUCK', 2)));
+    await writeFile(join(claimed, '20260101T000000Z-0123456789ac__fine.csv'), toCsv(makeRows('FINE', 2)));
+
+    const daemon = await e2e.startDaemon();
+    const batch = await e2e.waitForBatch('fine.csv', ['COMPLETE']);
+    expect(batch.counts).toEqual({ PAID: 2 });
+    const rejected = join(e2e.stateDir, 'rejected');
+    expect((await readdir(rejected)).sort()).toEqual([
+      '20260101T000000Z-0123456789ab__stuck.csv',
+      '20260101T000000Z-0123456789ab__stuck.csv.reason.txt',
+    ]);
+    const [refusal] = await refusalsOf(e2e, 'stuck.csv');
+    expect(refusal).toMatchObject({ batch_id: '', file: 'stuck.csv', verdict: 'REJECTED' });
+    expect(refusal?.['reason']).toMatch(/^payoutd may not read this file \(permission denied: mode 0[0-7]{3}, owner uid \d+/);
+    expect(refusal?.['reason']).toContain(`set aside in ${rejected}. To have it paid, make it readable`);
+    expect(refusal?.['reason']).toMatch(/and drop it into the inbox again; nothing from it is paid until then$/);
+    expect(daemon.logs.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^a claimed file with no batch record set aside: payoutd may not read this file/),
+    ]);
+    expect(e2e.ledger().filter((p) => p.merchantReferenceId.startsWith('STUCK'))).toEqual([]);
   });
 });

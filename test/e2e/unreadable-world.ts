@@ -5,7 +5,7 @@
  * its owner may not read either. Both make open() fail with EACCES, deterministically.
  */
 import { execFileSync } from 'node:child_process';
-import { chmod, rename, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, rename, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { IS_ROOT, machineUsers } from './approval-world.js';
 import { readOutboxCsv, type E2e, type RunAs } from './harness.js';
@@ -18,6 +18,12 @@ function otherUser(): RunAs {
 
 /** Who the daemon runs as: another user when the tests run as root, else the tests' own user. */
 export const DAEMON_USER: RunAs | undefined = IS_ROOT ? otherUser() : undefined;
+
+/** Makes `dir` (made by the test) the daemon's, as the folders of its world are. */
+export async function makeDaemonDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  if (DAEMON_USER) await chown(dir, DAEMON_USER.uid, DAEMON_USER.gid);
+}
 
 /** The mode of a file the daemon may not read (see above). */
 export const UNREADABLE_MODE = IS_ROOT ? 0o600 : 0o000;

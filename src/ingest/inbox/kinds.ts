@@ -40,19 +40,26 @@ export function rejectionReason(kind: EntryKind): string {
   return REASONS[kind];
 }
 
-/** The reason for a file payoutd may not open: its mode and owner as seen, who payoutd is, and what to do. */
-export function unreadableReason(st: Pick<Stats, 'mode' | 'uid' | 'gid'>, runAs: string): string {
-  const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-  return unreadableText(`: mode ${mode}, owner uid ${st.uid}, group gid ${st.gid}; payoutd runs as ${runAs}`);
+/**
+ * The reason for a file payoutd may not open: its mode and owner as seen (null: not seen), who payoutd is, and what
+ * to do. `setAsideIn`: a file taken before claims opened it first, since moved into that folder.
+ */
+export function unreadableReason(st: Pick<Stats, 'mode' | 'uid' | 'gid'> | null, runAs: string, setAsideIn?: string): string {
+  const seen = st === null ? '' : `: mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}, owner uid ${st.uid}, group gid ${st.gid}`;
+  return unreadableText(`${seen}; payoutd runs as ${runAs}`, setAsideIn);
 }
 
-function unreadableText(seen: string): string {
-  return `payoutd may not read this file (permission denied${seen}). To have it paid, ${MAKE_READABLE}; it is left in the inbox and taken once readable`;
+function unreadableText(seen: string, setAsideIn?: string): string {
+  const cause = `payoutd may not read this file (permission denied${seen})`;
+  if (setAsideIn !== undefined) {
+    return `${cause}; it was taken from the inbox and then set aside in ${setAsideIn}. To have it paid, ${MAKE_READABLE}, and drop it into the inbox again`;
+  }
+  return `${cause}. To have it paid, ${MAKE_READABLE}; it is left in the inbox and taken once readable`;
 }
 
 /** What follows the reason in the outbox answer: nothing of the entry is paid, and what to do. */
-export function refusalOutcome(kind: EntryKind, leftInPlace: boolean): string {
-  if (kind === 'unreadable' && leftInPlace) return 'nothing from it is paid until then';
+export function refusalOutcome(kind: EntryKind): string {
+  if (kind === 'unreadable') return 'nothing from it is paid until then';
   return 'nothing from it is paid: drop the batch again as a plain file';
 }
 

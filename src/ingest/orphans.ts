@@ -1,0 +1,119 @@
+/**
+ * Claimed files with no batch record: the daemon stopped between the rename into claimed/ and the record. Each
+ * is described as a claim would describe it, for the caller to receive. One that cannot be examined never stops
+ * the search: a start that failed on it would fail again at every restart, and nothing would be paid.
+ */
+import { createReadStream } from 'node:fs';
+import { lstat, readdir, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { basename, join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import { type Database, findBatchByStoredPath } from '../store/index.js';
+import { describeError, errnoCode, isPermissionDenied } from './inbox/errors.js';
+import { processUser, unreadableReason } from './inbox/kinds.js';
+import { moveAside, parseStoredName, type ClaimedFile, type RejectedEntry } from './inbox/index.js';
+
+export interface OrphanSearch {
+  /** With several instances, a claim younger than this may be another's between rename and record (ctime = the rename). */
+  minAgeMs?: number;
+  /** A claimed file payoutd may not read, moved aside into the rejected folder: to be answered in the outbox. */
+  onUnreadable?: (entry: RejectedEntry, reason: string) => void | Promise<void>;
+}
+
+export interface OrphanDeps {
+  db: Database;
+  clock: Clock;
+  logger: Logger;
+  /** Where a claimed file payoutd may not read is moved aside, with its reason file. */
+  rejectedDir: string;
+}
+
+export async function findOrphanClaims(deps: OrphanDeps, claimedDir: string, o: OrphanSearch = {}): Promise<ClaimedFile[]> {
+  let names: string[];
+  try {
+    names = await readdir(claimedDir);
+  } catch {
+    return []; // no claimed/ yet: nothing was ever claimed
+  }
+  const orphans: ClaimedFile[] = [];
+  for (const name of names) {
+    if (name.endsWith('.ctl') || name.startsWith('.')) continue;
+    const storedPath = join(claimedDir, name);
+    // A store error is not this entry's: without its database the daemon cannot run anyway.
+    if (await findBatchByStoredPath(deps.db, storedPath)) continue;
+    let orphan: ClaimedFile | null;
+    try {
+      orphan = await describeOrphan(storedPath, name, deps.clock.now() - (o.minAgeMs ?? 0));
+    } catch (error) {
+      await setAside(deps, storedPath, error, o.onUnreadable);
+      continue;
+    }
+    if (orphan === null) continue;
+    deps.logger.warn({ storedPath }, 'found a claimed file with no batch record (stopped mid-claim); receiving it now');
+    orphans.push(orphan);
+  }
+  return orphans;
+}
+
+/** The claimed file at `storedPath` as its claim would have described it; null when gone, not a file, or claimed after `claimedBefore`. */
+async function describeOrphan(storedPath: string, name: string, claimedBefore: number): Promise<ClaimedFile | null> {
+  const st = await stat(storedPath).catch((error: unknown) => {
+    if (errnoCode(error) === 'ENOENT') return null;
+    throw error;
+  });
+  if (st === null || !st.isFile() || st.ctimeMs > claimedBefore) return null;
+  const parsed = parseStoredName(name);
+  const controlPath = `${storedPath}.ctl`;
+  const hasControl = await stat(controlPath).then(
+    () => true,
+    () => false,
+  );
+  return {
+    // The original name is gone with the claim record; the stored (safe) form of it is the best there is.
+    claimId: parsed?.claimId ?? name,
+    originalName: parsed?.storedAs ?? name,
+    storedPath,
+    size: st.size,
+    mtimeMs: st.mtimeMs,
+    sha256: await sha256File(storedPath),
+    controlPath: hasControl ? controlPath : undefined,
+    doneMarker: false,
+  };
+}
+
+/**
+ * A claimed file that could not be examined. One payoutd may not read (taken before claims opened the file
+ * first) is moved aside and answered; any other error leaves it where it is, for the next search.
+ */
+async function setAside(deps: OrphanDeps, storedPath: string, error: unknown, onUnreadable: OrphanSearch['onUnreadable']): Promise<void> {
+  const { logger, clock, rejectedDir } = deps;
+  if (!isPermissionDenied(error)) {
+    logger.error(
+      { storedPath, err: describeError(error) },
+      'a claimed file with no batch record cannot be examined: it stays in claimed/ and is looked at again at the next start',
+    );
+    return;
+  }
+  const st = await lstat(storedPath).catch(() => null);
+  const name = parseStoredName(basename(storedPath))?.storedAs ?? basename(storedPath);
+  const reason = unreadableReason(st, processUser(), rejectedDir);
+  let movedTo: string;
+  try {
+    movedTo = (await moveAside(storedPath, rejectedDir, reason, { originalName: name, clock })).storedPath;
+  } catch (moveError) {
+    logger.error(
+      { storedPath, err: describeError(error), moveErr: describeError(moveError) },
+      'a claimed file with no batch record may not be read by payoutd and cannot be moved aside: it stays in claimed/; make it readable, or move it out',
+    );
+    return;
+  }
+  logger.error({ storedPath, movedTo, err: describeError(error) }, `a claimed file with no batch record set aside: ${reason}`);
+  await onUnreadable?.({ name, path: storedPath, kind: 'unreadable', movedTo }, reason);
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
