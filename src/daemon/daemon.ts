@@ -97,6 +97,11 @@ export class PayoutDaemon {
   /** Taken files whose batch could not be recorded (they wait in claimed/), by stored path: received again likewise. */
   private readonly unrecordedClaims = new Map<string, ClaimedFile>();
   private readonly failedClaims: ReadRetries;
+  /** Files this process renamed into claimed/ and has not recorded yet, by stored path: never taken for orphans. */
+  private readonly claiming = new Set<string>();
+  /** Claimed files without a record that could not be examined, looked at again after a wait. */
+  private readonly leftOrphans: ReadRetries;
+  private orphansSearchedAt = 0;
 
   /** Several instances share the database (PostgreSQL): work is claimed with leases. */
   private readonly shared: boolean;
@@ -109,6 +114,7 @@ export class PayoutDaemon {
     this.shared = isPostgres(db);
     this.failedReadings = new ReadRetries(clock);
     this.failedClaims = new ReadRetries(clock);
+    this.leftOrphans = new ReadRetries(clock);
     const fault = deps.faultPoint;
     this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined, {
       xlsx: config.outbox.xlsx,
@@ -410,14 +416,8 @@ export class PayoutDaemon {
     const unknown = await markInterruptedCreatesUnknown(db, clock.now(), !this.shared);
     if (unknown > 0)
       logger.warn({ rows: unknown }, 'creates interrupted by the last stop: each will be resolved by querying its reference');
-    const orphans = await this.intake.orphanClaims(this.watcher.claimedDir, {
-      minAgeMs: this.shared ? config.instance.leaseMs : 0,
-      onUnreadable: (entry, reason) => this.onRejectedEntry(entry, reason),
-    });
-    for (const orphan of orphans) {
-      if (this.stopWork.signal.aborted) return;
-      await this.takeIn(orphan);
-    }
+    await this.receiveOrphans();
+    if (this.stopWork.signal.aborted) return;
     await this.resumeReading(true);
     if (this.stopWork.signal.aborted) return;
     if (!this.shared) {
@@ -434,6 +434,7 @@ export class PayoutDaemon {
     const { db, clock, config } = this.deps;
     // Intakes that failed here (a store error, a full disk) and readings other instances left are tried again.
     await this.receiveUnrecordedClaims();
+    if (this.shared) await this.receiveLateOrphans();
     await this.resumeReading(false);
     if (this.shared) await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
@@ -449,6 +450,36 @@ export class PayoutDaemon {
     const finished = await this.finisher.pass();
     await this.retention.pass(clock.now());
     return finished;
+  }
+
+  /**
+   * Claimed files with no batch record, received as a claim would have been: at start, those the last stop left;
+   * shared, only those older than a lease (ctime = the rename: a younger one may still be on its way to its record).
+   */
+  private async receiveOrphans(): Promise<void> {
+    const { config, clock } = this.deps;
+    this.orphansSearchedAt = clock.now();
+    const orphans = await this.intake.orphanClaims(this.watcher.claimedDir, {
+      minAgeMs: this.shared ? config.instance.leaseMs : 0,
+      held: (path) => this.claiming.has(path) || this.unrecordedClaims.has(path) || !this.leftOrphans.due(path),
+      onLeft: (path) => this.leftOrphans.failed(path),
+      onUnreadable: (entry, reason) => this.onRejectedEntry(entry, reason),
+    });
+    for (const orphan of orphans) {
+      if (this.stopWork.signal.aborted) return;
+      this.leftOrphans.forget(orphan.storedPath);
+      await this.takeIn(orphan);
+    }
+  }
+
+  /**
+   * Shared, once per rescan interval: the orphans too young at start (an instance restarted within a lease of a
+   * crash mid-claim) and any left since (over NFSv3, a rename answered as failed that went through).
+   */
+  private async receiveLateOrphans(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now >= this.orphansSearchedAt && now - this.orphansSearchedAt < this.deps.config.inbox.rescanIntervalMs) return;
+    await this.receiveOrphans();
   }
 
   /**
@@ -509,21 +540,31 @@ export class PayoutDaemon {
     // The database decides which instance takes a file; the rename only carries it out.
     const fileKey = `${c.name}|${c.size}|${Math.trunc(c.mtimeMs)}|${c.ino}`;
     if (!(await claimFileInDatabase(this.deps.db, fileKey, this.o.instanceId, this.deps.clock.now()))) return;
-    let claimed: ClaimedFile | null;
+    // Held from just before the rename until recorded (or kept to be received again): never an orphan meanwhile.
+    let renamed: string | undefined;
+    const hold = (storedPath: string): void => {
+      renamed = storedPath;
+      this.claiming.add(storedPath);
+    };
     try {
-      claimed = await this.watcher.claim(c);
-    } catch (err) {
-      // A claim that failed (a refused rename, a full disk) must not hide the file until a restart: release it too.
-      await releaseFileClaim(this.deps.db, fileKey);
-      throw err;
+      let claimed: ClaimedFile | null;
+      try {
+        claimed = await this.watcher.claim(c, hold);
+      } catch (err) {
+        // A claim that failed (a refused rename, a full disk) must not hide the file until a restart: release it too.
+        await releaseFileClaim(this.deps.db, fileKey);
+        throw err;
+      }
+      if (!claimed) {
+        // Not taken after all (changed or gone): let the next stable sighting be claimed again.
+        await releaseFileClaim(this.deps.db, fileKey);
+        return;
+      }
+      this.deps.onBatchEvent?.('seen');
+      await this.takeIn(claimed);
+    } finally {
+      if (renamed !== undefined) this.claiming.delete(renamed);
     }
-    if (!claimed) {
-      // Not taken after all (changed or gone): let the next stable sighting be claimed again.
-      await releaseFileClaim(this.deps.db, fileKey);
-      return;
-    }
-    this.deps.onBatchEvent?.('seen');
-    await this.takeIn(claimed);
   }
 
   /** The intake of a taken file. A failure is logged and left to a later finish pass, never to the next restart. */

@@ -1,7 +1,8 @@
 /**
- * Claimed files with no batch record: the daemon stopped between the rename into claimed/ and the record. Each
- * is described as a claim would describe it, for the caller to receive. One that cannot be examined never stops
- * the search: a start that failed on it would fail again at every restart, and nothing would be paid.
+ * Claimed files with no batch record: the daemon stopped between the rename into claimed/ and the record (or,
+ * over NFSv3, a rename answered as failed went through). Each is described as a claim would describe it, for the
+ * caller to receive. One that cannot be examined never stops the search: a start that failed on it would fail
+ * again at every restart, and nothing would be paid.
  */
 import { createReadStream } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
@@ -9,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import { type Database, findBatchByStoredPath } from '../store/index.js';
+import { type Database, recordedStoredPaths } from '../store/index.js';
 import { describeError, errnoCode, isPermissionDenied } from './inbox/errors.js';
 import { processUser, unreadableReason } from './inbox/kinds.js';
 import { moveAside, parseStoredName, type ClaimedFile, type RejectedEntry } from './inbox/index.js';
@@ -17,6 +18,10 @@ import { moveAside, parseStoredName, type ClaimedFile, type RejectedEntry } from
 export interface OrphanSearch {
   /** With several instances, a claim younger than this may be another's between rename and record (ctime = the rename). */
   minAgeMs?: number;
+  /** A stored path this process holds (being claimed or received, or to be received again): not an orphan. */
+  held?: (storedPath: string) => boolean;
+  /** A stored path left in claimed/ after an error (logged): the caller decides when to look at it again. */
+  onLeft?: (storedPath: string) => void;
   /** A claimed file payoutd may not read, moved aside into the rejected folder: to be answered in the outbox. */
   onUnreadable?: (entry: RejectedEntry, reason: string) => void | Promise<void>;
 }
@@ -36,17 +41,20 @@ export async function findOrphanClaims(deps: OrphanDeps, claimedDir: string, o: 
   } catch {
     return []; // no claimed/ yet: nothing was ever claimed
   }
+  const paths = names
+    .filter((name) => !name.endsWith('.ctl') && !name.startsWith('.'))
+    .map((name) => join(claimedDir, name))
+    .filter((path) => o.held?.(path) !== true);
+  // A store error is not an entry's: without its database the daemon cannot run anyway.
+  const recorded = await recordedStoredPaths(deps.db, paths);
   const orphans: ClaimedFile[] = [];
-  for (const name of names) {
-    if (name.endsWith('.ctl') || name.startsWith('.')) continue;
-    const storedPath = join(claimedDir, name);
-    // A store error is not this entry's: without its database the daemon cannot run anyway.
-    if (await findBatchByStoredPath(deps.db, storedPath)) continue;
+  for (const storedPath of paths) {
+    if (recorded.has(storedPath)) continue;
     let orphan: ClaimedFile | null;
     try {
-      orphan = await describeOrphan(storedPath, name, deps.clock.now() - (o.minAgeMs ?? 0));
+      orphan = await describeOrphan(storedPath, basename(storedPath), deps.clock.now() - (o.minAgeMs ?? 0));
     } catch (error) {
-      await setAside(deps, storedPath, error, o.onUnreadable);
+      if (!(await setAside(deps, storedPath, error, o.onUnreadable))) o.onLeft?.(storedPath);
       continue;
     }
     if (orphan === null) continue;
@@ -84,16 +92,21 @@ async function describeOrphan(storedPath: string, name: string, claimedBefore: n
 
 /**
  * A claimed file that could not be examined. One payoutd may not read (taken before claims opened the file
- * first) is moved aside and answered; any other error leaves it where it is, for the next search.
+ * first) is moved aside and answered; any other error leaves it where it is, for a later search. False: left.
  */
-async function setAside(deps: OrphanDeps, storedPath: string, error: unknown, onUnreadable: OrphanSearch['onUnreadable']): Promise<void> {
+async function setAside(
+  deps: OrphanDeps,
+  storedPath: string,
+  error: unknown,
+  onUnreadable: OrphanSearch['onUnreadable'],
+): Promise<boolean> {
   const { logger, clock, rejectedDir } = deps;
   if (!isPermissionDenied(error)) {
     logger.error(
       { storedPath, err: describeError(error) },
-      'a claimed file with no batch record cannot be examined: it stays in claimed/ and is looked at again at the next start',
+      'a claimed file with no batch record cannot be examined: it stays in claimed/ and is looked at again later',
     );
-    return;
+    return false;
   }
   const st = await lstat(storedPath).catch(() => null);
   const name = parseStoredName(basename(storedPath))?.storedAs ?? basename(storedPath);
@@ -106,10 +119,11 @@ async function setAside(deps: OrphanDeps, storedPath: string, error: unknown, on
       { storedPath, err: describeError(error), moveErr: describeError(moveError) },
       'a claimed file with no batch record may not be read by payoutd and cannot be moved aside: it stays in claimed/; make it readable, or move it out',
     );
-    return;
+    return false;
   }
   logger.error({ storedPath, movedTo, err: describeError(error) }, `a claimed file with no batch record set aside: ${reason}`);
   await onUnreadable?.({ name, path: storedPath, kind: 'unreadable', movedTo }, reason);
+  return true;
 }
 
 async function sha256File(path: string): Promise<string> {

@@ -274,6 +274,18 @@ export async function findBatchByStoredPath(db: Database, storedPath: string): P
   return r ? fromRow(r) : undefined;
 }
 
+/** Which of `storedPaths` a batch records, in one statement per chunk (the search for orphan claims runs often). */
+export async function recordedStoredPaths(db: Database, storedPaths: readonly string[]): Promise<Set<string>> {
+  const recorded = new Set<string>();
+  for (let i = 0; i < storedPaths.length; i += 500) {
+    const found = (await db('batches')
+      .whereIn('stored_path', storedPaths.slice(i, i + 500))
+      .pluck('stored_path')) as string[];
+    for (const path of found) recorded.add(path);
+  }
+  return recorded;
+}
+
 /** Batches last changed by `settledBy` lacking a file: an ack or refusal, or a partly read rejected batch's result file. */
 export async function listBatchesMissingFiles(db: Database, settledBy: number): Promise<string[]> {
   return (await db('batches')

@@ -16,6 +16,7 @@ export {
   updateBatch,
   findFirstBySha,
   findBatchByStoredPath,
+  recordedStoredPaths,
   listBatchesInStates,
   listRecentBatches,
   listStatusBatches,

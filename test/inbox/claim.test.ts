@@ -39,6 +39,17 @@ describe('claimFile', () => {
     expect(await names(folders.inbox)).toEqual([]);
   });
 
+  it('tells the stored path before the rename, so the caller holds the file in claimed/ from its first moment', async () => {
+    writeFileSync(join(folders.inbox, 'told.csv'), 'id\n');
+    const candidate = await candidateFor('told.csv');
+    const seen: { storedPath: string; inInbox: boolean; inClaimed: boolean }[] = [];
+    const beforeRename = (storedPath: string): void => {
+      seen.push({ storedPath, inInbox: existsSync(candidate.path), inClaimed: existsSync(storedPath) });
+    };
+    const claimed = await claimFile(candidate, { ...options(), beforeRename });
+    expect(seen).toEqual([{ storedPath: claimed?.storedPath, inInbox: true, inClaimed: false }]);
+  });
+
   it('claims an empty file (the pipeline rejects it with a reason)', async () => {
     writeFileSync(join(folders.inbox, 'empty.csv'), '');
     const claimed = await claimFile(await candidateFor('empty.csv'), options());

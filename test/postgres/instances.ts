@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { onTestFinished } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { mergeDeep } from '../../src/config/load.js';
-import { BIN, DaemonProcess, childEnv, type E2e, type LogLine } from '../e2e/harness.js';
+import { BIN, DaemonProcess, childEnv, startE2e, type E2e, type LogLine } from '../e2e/harness.js';
 import type { PgSchema } from './pg.js';
 
 const run = promisify(execFile);
@@ -147,4 +147,18 @@ export async function startInstances(e2e: E2e, schema: PgSchema, shared: Record<
   // onTestFinished hooks run in reverse order of registration: this one before startE2e's, while the folder still exists.
   onTestFinished((ctx) => instances.finish(ctx.task.result?.state === 'fail' && !ctx.task.fails));
   return instances;
+}
+
+/** A world whose instances hold leases of `leaseMs` (short: the tests wait for one to run out), instance `name` configured, the schema migrated. */
+export async function startShortLease(schema: PgSchema, name: string, leaseMs: number): Promise<{ e2e: E2e; instances: Instances }> {
+  const e2e = await startE2e();
+  const instances = await startInstances(e2e, schema, {
+    inbox: { stableForMs: 200, rescanIntervalMs: 300 },
+    instance: { leaseMs },
+    api: { timeoutMs: leaseMs / 2 - 100 }, // under half the lease (config refuses more)
+  });
+  await instances.configure(name);
+  const migrated = await instances.cli(name, ['migrate']);
+  if (migrated.code !== 0) throw new Error(`payoutd migrate failed (${migrated.code}): ${migrated.stderr}`);
+  return { e2e, instances };
 }

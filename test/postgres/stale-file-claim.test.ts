@@ -10,8 +10,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { makeRows, toCsv } from '../e2e/batch-files.js';
-import { startE2e } from '../e2e/harness.js';
-import { dropFile, startInstances } from './instances.js';
+import { dropFile, startShortLease } from './instances.js';
 import { pgQuery, pgReachable, useTestSchema } from './pg.js';
 
 const LEASE_MS = 4000;
@@ -20,14 +19,7 @@ describe.skipIf(!pgReachable)('postgres: a file claimed by an instance that neve
   const schema = useTestSchema();
 
   it('is taken by a live instance once the claim is older than the lease', { timeout: 60_000 }, async () => {
-    const e2e = await startE2e();
-    const instances = await startInstances(e2e, schema, {
-      inbox: { stableForMs: 200, rescanIntervalMs: 300 },
-      instance: { leaseMs: LEASE_MS },
-      api: { timeoutMs: LEASE_MS / 2 - 100 }, // under half the lease (config refuses more)
-    });
-    await instances.configure('live');
-    expect((await instances.cli('live', ['migrate'])).code).toBe(0);
+    const { e2e, instances } = await startShortLease(schema, 'live', LEASE_MS);
 
     // The file in the inbox before any instance runs, and the ghost's claim on it (the key onCandidate builds).
     await dropFile(e2e, 'ghost.csv', toCsv(makeRows('PG-GHOST', 2)), Math.floor(Date.now() / 1000) - 60);

@@ -18,6 +18,8 @@ export interface ClaimOptions {
   clock: Clock;
   /** Refuse the claim when `<name>.done` is missing. A marker present is consumed either way. */
   requireDoneMarker: boolean;
+  /** Told the stored path just before the rename, so that the caller knows the file in claimed/ as its own. */
+  beforeRename?: (storedPath: string) => void;
 }
 
 /**
@@ -61,6 +63,7 @@ async function claimOpened(candidate: InboxCandidate, handle: FileHandle, option
 
   const claimId = newClaimId(options.clock.now());
   const storedPath = join(options.claimedDir, storedName(claimId, candidate.name));
+  options.beforeRename?.(storedPath);
   try {
     await rename(candidate.path, storedPath);
   } catch (error) {

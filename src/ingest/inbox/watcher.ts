@@ -221,8 +221,11 @@ export class InboxWatcher {
     return next;
   }
 
-  /** Claims a candidate this watcher offered; null when nothing was claimed (gone, changed again, marker gone). */
-  async claim(candidate: InboxCandidate): Promise<ClaimedFile | null> {
+  /**
+   * Claims a candidate this watcher offered; null when nothing was claimed (gone, changed again, marker gone).
+   * `beforeRename`: told the stored path just before the file is renamed into claimed/.
+   */
+  async claim(candidate: InboxCandidate, beforeRename?: (storedPath: string) => void): Promise<ClaimedFile | null> {
     if (!isPlainName(candidate.name) || candidate.path !== join(this.root, candidate.name)) {
       throw new InboxError(
         'INBOX_CLAIM_FAILED',
@@ -235,6 +238,7 @@ export class InboxWatcher {
         claimedDir: this.claimedDir,
         clock: this.options.clock,
         requireDoneMarker: this.options.requireDoneMarker,
+        beforeRename,
       });
     } catch (error) {
       if (!(error instanceof InboxError && error.code === 'INBOX_FILE_UNREADABLE')) throw error;
