@@ -5,6 +5,7 @@
  * while the service is reachable. Shared by every call: the circuit breaker and the rate-limit pause.
  */
 import { randomUUID, type KeyObject } from 'node:crypto';
+import type { Logger } from 'pino';
 import { backoffDelay, sleep, type BackoffPolicy } from '../domain/backoff.js';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { PayoutdError } from '../domain/errors.js';
@@ -98,6 +99,8 @@ export interface PayoutApiClientOptions {
   onRateLimited?: (pauseMs: number) => void;
   /** The service's circuit breaker, told of every exchange; none: every call is sent. */
   breaker?: ServiceBreaker;
+  /** Told of query answers that show a record field setting does not match the service. */
+  logger?: Pick<Logger, 'warn' | 'error'>;
 }
 
 export interface ApiCallRecord {
@@ -247,6 +250,27 @@ function readRecord(value: unknown, names: RecordFields): PayoutRecord | UnreadR
   }
 }
 
+/** The record field a query form asks by (`merchantReferenceIds`: merchantReferenceId, the other: payoutId). */
+type AskedBy = 'merchantReferenceId' | 'payoutId';
+
+/**
+ * A record naming a reference (or payout) that was not asked about, kept unread and naming none: its field is
+ * read under a wrong name (recordFields mapped to another field the service fills). Dropped as another's, it
+ * would let an asked reference be taken as absent and its payout be created again; naming none, no asked
+ * reference of the answer is.
+ */
+function unasked(read: PayoutRecord | UnreadRecord, by: AskedBy, asked: ReadonlySet<string>, names: RecordFields): UnreadRecord | null {
+  const value = read[by];
+  if (value === null || asked.has(value)) return null;
+  const said = `it names ${by} ${JSON.stringify(value.slice(0, 64))}, which was not asked: check ${recordField(names, by).label}`;
+  return {
+    payoutId: by === 'payoutId' ? null : read.payoutId,
+    merchantReferenceId: by === 'merchantReferenceId' ? null : read.merchantReferenceId,
+    status: read.status,
+    problem: 'problem' in read ? `${read.problem}; ${said}` : said,
+  };
+}
+
 /** The service answered that the request itself is wrong (a business refusal, HTTP 400 or 422). */
 function isRefusal(err: unknown): err is ApiError {
   return err instanceof ApiError && (err.kind === 'rejected' || err.status === 400 || err.status === 422);
@@ -363,13 +387,13 @@ export class PayoutApiClient {
 
   /** Payouts with these references (several per reference if the service allowed duplicates). */
   queryByReferences(merchantReferenceIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
-    return this.query('merchantReferenceIds', merchantReferenceIds, signal);
+    return this.query('merchantReferenceIds', 'merchantReferenceId', merchantReferenceIds, signal);
   }
 
   async queryByPayoutIds(payoutIds: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
     const field = this.queryShape.payoutIdsField;
     try {
-      return await this.query(field, payoutIds, signal);
+      return await this.query(field, 'payoutId', payoutIds, signal);
     } catch (err) {
       // A service that takes this form under another field name refuses the request (spec 4.5 does not show it).
       throw isRefusal(err) ? err.withNote(`the ids were sent as ${field}: check api.payoutQuery.payoutIdsField and api.queryMaxIds`) : err;
@@ -394,21 +418,35 @@ export class PayoutApiClient {
     }));
   }
 
-  /** `field`: the request field holding the ids (`merchantReferenceIds`, or the by-payoutId form's). */
-  private async query(field: string, ids: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
+  /**
+   * `field`: the request field holding the ids (`merchantReferenceIds`, or the by-payoutId form's); `by`: the
+   * record field naming them.
+   */
+  private async query(field: string, by: AskedBy, ids: string[], signal?: AbortSignal): Promise<PayoutQueryAnswer> {
     const shape = this.queryShape;
     const list = settingField(shape.listField, 'api.payoutQuery.listField');
     const answer: PayoutQueryAnswer = { records: [], unread: [] };
+    let strays = 0;
     for (let i = 0; i < ids.length; i += this.o.queryMaxIds) {
       const chunk = ids.slice(i, i + this.o.queryMaxIds);
+      const asked = new Set(chunk);
       const data = await this.business(ENDPOINTS.queryPayouts, { [field]: chunk }, { idempotent: true, signal });
       const records = listField(data, list, ENDPOINTS.queryPayouts);
       if (saysPartial(data, records.length)) answer.partial = true;
       for (const value of records) {
         const read = readRecord(value, shape.recordFields);
-        if ('problem' in read) answer.unread.push(read);
-        else answer.records.push(read);
+        const kept = unasked(read, by, asked, shape.recordFields) ?? read;
+        if (kept !== read) strays++;
+        if ('problem' in kept) answer.unread.push(kept);
+        else answer.records.push(kept);
       }
+    }
+    if (strays > 0) {
+      const setting = `api.payoutQuery.recordFields.${by}`;
+      this.o.logger?.error(
+        { setting, field: shape.recordFields[by], records: strays },
+        `records of a payout query name a ${by} that was not asked: ${setting} names another field of the service's records; no ${by} of that answer is taken as absent`,
+      );
     }
     return answer;
   }

@@ -215,6 +215,7 @@ export async function connectApi(
       logger.warn({ code }, 'the payout service refused the credentials in use; renewing them, and sending the refused calls again'),
     onRateLimited: (pauseMs) => logger.warn({ pauseMs }, 'rate limited by the payout service: every call waits out the pause'),
     breaker,
+    logger,
   });
   const owned = embedded;
   return {

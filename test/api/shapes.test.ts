@@ -144,6 +144,32 @@ describe('set otherwise than the service answers', () => {
     });
   });
 
+  it('a record naming a reference or payout not asked about is unread and names none, naming its setting', async () => {
+    // Each mapped to a field the service does fill, with another value: records read, under names nobody asked for.
+    const recordFields = {
+      merchantReferenceId: 'feeCurrency',
+      feeCurrency: 'merchantReferenceId',
+      payoutId: 'createTime',
+      createTime: 'payoutId',
+    };
+    const { client } = await startEnv({ client: { payoutQuery: payoutQueryShapeSchema.parse({ recordFields }) } });
+    const created = await client.createPayout(payoutRequest());
+    const answers = [
+      [await client.queryByReferences([created.merchantReferenceId]), 'merchantReferenceId', 'feeCurrency'],
+      [await client.queryByPayoutIds([created.payoutId]), 'payoutId', 'createTime'],
+    ] as const;
+    for (const [answer, by, field] of answers) {
+      expect(answer.records).toEqual([]);
+      expect(answer.unread).toEqual([
+        expect.objectContaining({
+          [by]: null,
+          status: 'PENDING',
+          problem: expect.stringContaining(`check ${field} (api.payoutQuery.recordFields.${by})`),
+        }),
+      ]);
+    }
+  });
+
   it('the balance at another path: the 404 names api.balance.path', async () => {
     const { client, sandbox } = await startEnv({ sandbox: { balance: { path: BALANCE_AT } } });
     const err = await apiErrorOf(client.balances());

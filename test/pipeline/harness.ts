@@ -201,6 +201,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     timeoutMs: 3000,
     queryMaxIds: 100,
     random: () => 0.5,
+    logger,
     onCall: (c) => {
       calls.push(c);
       o.onApiCall?.(c);

@@ -226,6 +226,54 @@ describe('a query answer with one record payoutd cannot read', () => {
   });
 });
 
+describe('a record field set to another field the service fills (api.payoutQuery.recordFields)', () => {
+  /** The service's records carry its own reference number beside ours, as many services' do. */
+  const withServiceNumber = (r: Json): Json => ({ ...r, referenceNo: `SVC-${String(r.payoutId)}` });
+
+  it("merchantReferenceId read from the service's own number: a lost create is never created again, and the log names the setting", async () => {
+    const shape = payoutQueryShapeSchema.parse({ recordFields: { merchantReferenceId: 'referenceNo' } });
+    const p = await startPipeline({
+      sandbox: { duplicatePolicy: 'allow' },
+      submitter: { notFoundGraceMs: 5000 },
+      client: { payoutQuery: shape },
+    });
+    const through = await throughProxy(p);
+    const batchId = await unknownRows(p, through, ['WF-1']);
+    rewriteRecords(through.mitm, withServiceNumber);
+    // Past the grace already: once read as absent, a pass would create it again.
+    await through.submitter.runOnce(p.signal);
+    p.clock.advance(120_000);
+    await through.submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['UNKNOWN']);
+    expect(await p.events('WF-1')).not.toContain('reconciled-absent');
+    expect(p.ledgerCount('WF-1'), 'payouts the service holds for WF-1').toBe(1);
+    const said = linesContaining(p.logLines, 'api.payoutQuery.recordFields.merchantReferenceId names another field');
+    expect(said.length).toBeGreaterThan(0);
+    expect(said[0]).toContain('"level":"error"');
+    expect(said[0]).toContain('"field":"referenceNo"');
+  });
+
+  it('payoutId read from the service\'s own number: the poller keeps following the payout, never "not known to the service"', async () => {
+    const shape = payoutQueryShapeSchema.parse({ recordFields: { payoutId: 'referenceNo' } });
+    const p = await startPipeline({ client: { payoutQuery: shape } });
+    mitm = await startMitm(p.sandbox.url);
+    const poller = new SettlementPoller(
+      { db: p.db, service: new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url }), clock: p.clock, logger: p.logger },
+      p.pollerOptions,
+    );
+    rewriteRecords(mitm, withServiceNumber);
+    const batchId = await p.insertReadyBatch([payoutRequest('WP-1')]);
+    await p.submitter.runOnce(p.signal);
+    p.sandbox.settle({ merchantReferenceId: 'WP-1' }, 'PAID');
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING']);
+    expect(await p.events('WP-1')).not.toContain('polled');
+    expect(linesContaining(p.logLines, 'does not know a payout it created')).toEqual([]);
+    expect(linesContaining(p.logLines, 'api.payoutQuery.recordFields.payoutId names another field').join()).toContain('"level":"error"');
+  });
+});
+
 describe('a query answer cut short (paged or capped by the service)', () => {
   /** References each forwarded query asked about, in order. */
   const queried = (proxy: Mitm): string[][] =>
