@@ -146,10 +146,17 @@ type Reach = 'reached' | 'unreachable' | 'unclear' | 'abandoned';
 
 type Json = Record<string, unknown>;
 
-/** Text of a JSON number or string field from a lossless parse. */
+/**
+ * Text of a JSON number or string field from a lossless parse. A number that cannot be written out (its
+ * exponent out of range) is a bad field like any other: one odd record is then unread, never the whole answer.
+ */
 function decimalField(value: unknown, field: string, endpoint: string): string {
-  if (value instanceof JsonNumber) return normalizeAmount(plainNumberText(value.value));
-  if (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value)) return normalizeAmount(value);
+  try {
+    if (value instanceof JsonNumber) return normalizeAmount(plainNumberText(value.value));
+    if (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value)) return normalizeAmount(value);
+  } catch {
+    throw badResponse(endpoint, `field ${field} is a number payoutd cannot write out (its exponent is out of range)`);
+  }
   throw badResponse(endpoint, `field ${field} is not a decimal number`);
 }
 

@@ -16,9 +16,14 @@ export { LosslessNumber as JsonNumber };
 
 const NUMBER_LEXEME = /^(-)?(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
+/** Largest exponent written out in full at all: beyond it a number is refused rather than built as a huge string. */
+export const MAX_EXPONENT = 10_000;
+
 /**
- * Largest exponent written out in full. No amount, rate or fee comes near a hundred digits either side of the
- * point, and each number of a received body can then grow by a hundred characters at most.
+ * Largest exponent written out in full when minifying a received body, which anyone can send. No amount, rate
+ * or fee comes near a hundred digits either side of the point, and each number of such a body can then grow by
+ * a hundred characters at most. The service's answers are read with MAX_EXPONENT: a BigDecimal zero at a large
+ * scale (0E-101) is a genuine value there.
  */
 export const MAX_PLAIN_EXPONENT = 100;
 
@@ -33,13 +38,13 @@ export class NumberExpansionError extends RangeError {
   }
 }
 
-/** Plain (non-exponent) decimal text of a JSON number lexeme, exactly. */
-export function plainNumberText(lexeme: string): string {
+/** Plain (non-exponent) decimal text of a JSON number lexeme, exactly; exponents beyond `maxExponent` are refused. */
+export function plainNumberText(lexeme: string, maxExponent: number = MAX_EXPONENT): string {
   const m = NUMBER_LEXEME.exec(lexeme);
   if (!m) throw new TypeError(`not a JSON number: ${JSON.stringify(lexeme)}`);
   const [, sign, intPart = '', fracPart = '', expPart] = m;
   const exponent = expPart === undefined ? 0 : Number.parseInt(expPart, 10);
-  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > MAX_PLAIN_EXPONENT) {
+  if (!Number.isSafeInteger(exponent) || Math.abs(exponent) > maxExponent) {
     throw new NumberExpansionError('EXPONENT_OUT_OF_RANGE', `exponent out of range in ${lexeme.slice(0, 40)}`);
   }
   const digits = intPart + fracPart;
@@ -110,7 +115,7 @@ function spendGrowth(growth: GrowthAllowance, added: number): void {
 }
 
 // One string built by concatenation, without per-level arrays or closures: a create signs one of these per call.
-// `growth` is given for received text only: what the daemon builds itself is not bounded.
+// `growth` is given for received text only: what the daemon builds itself is bounded only by MAX_EXPONENT.
 function write(value: unknown, options: CanonicalOptions, growth?: GrowthAllowance): string {
   if (value === null) return 'null';
   switch (typeof value) {
@@ -134,7 +139,7 @@ function write(value: unknown, options: CanonicalOptions, growth?: GrowthAllowan
   if (isLosslessNumber(value)) {
     const lexeme = (value as LosslessNumber).value;
     if (PLAIN_POSITIVE.test(lexeme)) return lexeme;
-    const plain = plainNumberText(lexeme);
+    const plain = plainNumberText(lexeme, growth ? MAX_PLAIN_EXPONENT : MAX_EXPONENT);
     if (growth) spendGrowth(growth, plain.length - lexeme.length);
     return plain;
   }

@@ -30,6 +30,13 @@ async function throughProxy(p: Pipeline): Promise<{ submitter: PayoutSubmitter; 
   return { submitter, mitm };
 }
 
+/** A poller of the pipeline's database whose client reaches the sandbox through the rewriting proxy. */
+async function pollerThroughProxy(p: Pipeline): Promise<{ poller: SettlementPoller; mitm: Mitm }> {
+  mitm = await startMitm(p.sandbox.url);
+  const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url });
+  return { poller: new SettlementPoller({ db: p.db, service: client, clock: p.clock, logger: p.logger }, p.pollerOptions), mitm };
+}
+
 type Envelope = { code: string; msg: string; data: { payouts: unknown[] } };
 type Json = Record<string, unknown>;
 
@@ -152,11 +159,7 @@ describe('a query answer whose list is under another field (api.payoutQuery.list
 describe('a query answer with one record payoutd cannot read', () => {
   it('the poller records the other payouts; the one in a status it does not know stays PENDING, warned once per status', async () => {
     const p = await startPipeline();
-    mitm = await startMitm(p.sandbox.url);
-    const poller = new SettlementPoller(
-      { db: p.db, service: new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url }), clock: p.clock, logger: p.logger },
-      p.pollerOptions,
-    );
+    const { poller, mitm } = await pollerThroughProxy(p);
     const batchId = await p.insertReadyBatch(['UR-1', 'UR-2', 'UR-3'].map((r) => payoutRequest(r)));
     await p.submitter.runOnce(p.signal);
     p.sandbox.settle({ merchantReferenceId: 'UR-1' }, 'PAID');
@@ -256,11 +259,7 @@ describe('a record field set to another field the service fills (api.payoutQuery
   it('payoutId read from the service\'s own number: the poller keeps following the payout, never "not known to the service"', async () => {
     const shape = payoutQueryShapeSchema.parse({ recordFields: { payoutId: 'referenceNo' } });
     const p = await startPipeline({ client: { payoutQuery: shape } });
-    mitm = await startMitm(p.sandbox.url);
-    const poller = new SettlementPoller(
-      { db: p.db, service: new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url }), clock: p.clock, logger: p.logger },
-      p.pollerOptions,
-    );
+    const { poller, mitm } = await pollerThroughProxy(p);
     rewriteRecords(mitm, withServiceNumber);
     const batchId = await p.insertReadyBatch([payoutRequest('WP-1')]);
     await p.submitter.runOnce(p.signal);
@@ -271,6 +270,40 @@ describe('a record field set to another field the service fills (api.payoutQuery
     expect(await p.events('WP-1')).not.toContain('polled');
     expect(linesContaining(p.logLines, 'does not know a payout it created')).toEqual([]);
     expect(linesContaining(p.logLines, 'api.payoutQuery.recordFields.payoutId names another field').join()).toContain('"level":"error"');
+  });
+});
+
+describe('numbers with large exponents in service answers', () => {
+  // A BigDecimal zero at scale 101 is written 0E-101 by its toString: a genuine value, written out as before.
+  /** `text` with the fee of `ref`'s record (keys sorted: totalFee after merchantReferenceId) written `lexeme`. */
+  const withFee = (text: string, ref: string, lexeme: string): string =>
+    text.replace(new RegExp(`("merchantReferenceId":"${ref}"[^}]*?"totalFee":)[^,}]+`), `$1${lexeme}`);
+
+  it('a query answer: a fee 0E-101 is read; a fee beyond any exponent leaves only its own record unread', async () => {
+    const p = await startPipeline();
+    const { poller, mitm } = await pollerThroughProxy(p);
+    const refs = ['EX-1', 'EX-2', 'EX-3'];
+    const batchId = await p.insertReadyBatch(refs.map((r) => payoutRequest(r)));
+    await p.submitter.runOnce(p.signal);
+    for (const ref of refs) p.sandbox.settle({ merchantReferenceId: ref }, 'PAID');
+    mitm.rewriteAnswer = (path, text) => (path === QUERY_PATH ? withFee(withFee(text, 'EX-2', '0E-101'), 'EX-3', '1E-10001') : text);
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PAID', 'PENDING']);
+    expect((await p.row('EX-2')).totalFee).toBe('0');
+    const unread = linesContaining(p.logLines, 'cannot read; still following it as PENDING');
+    expect(unread.join()).toContain('field totalFee (api.payoutQuery.recordFields.totalFee) is a number payoutd cannot write out');
+  });
+
+  it('a create answer with a fee 0E-101 is read: the payout is followed, never left UNKNOWN', async () => {
+    const p = await startPipeline({ submitter: { notFoundGraceMs: 0 } });
+    const { submitter, mitm } = await throughProxy(p);
+    mitm.rewriteAnswer = (path, text) => (path === CREATE_PATH ? withFee(text, 'EX-2', '0E-101') : text);
+    const batchId = await p.insertReadyBatch(['EX-1', 'EX-2'].map((r) => payoutRequest(r)));
+    await submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PENDING', 'PENDING']);
+    expect(await p.events('EX-2')).toEqual(['intent', 'created']);
+    expect(p.ledgerCount('EX-2')).toBe(1);
   });
 });
 

@@ -10,6 +10,7 @@ import {
   DEFAULT_CANONICAL,
   genericCanonicalStringify,
   JsonNumber,
+  MAX_EXPONENT,
   MAX_PLAIN_EXPONENT,
   minifyBodyText,
   minifyParsed,
@@ -122,13 +123,24 @@ describe('plainNumberText (BigDecimal.toPlainString of the lexeme)', () => {
     expect(() => plainNumberText('1e100000')).toThrow(RangeError);
   });
 
-  it('writes out exponents up to MAX_PLAIN_EXPONENT and refuses any beyond, either way', () => {
+  it('writes out exponents up to the bound given and refuses any beyond, either way', () => {
     expect(MAX_PLAIN_EXPONENT).toBe(100);
-    expect(plainNumberText('1e100')).toBe(`1${'0'.repeat(100)}`);
-    expect(plainNumberText('1e-100')).toBe(`0.${'0'.repeat(99)}1`);
+    expect(plainNumberText('1e100', MAX_PLAIN_EXPONENT)).toBe(`1${'0'.repeat(100)}`);
+    expect(plainNumberText('1e-100', MAX_PLAIN_EXPONENT)).toBe(`0.${'0'.repeat(99)}1`);
     for (const lexeme of ['1e101', '1E-101', '1e9999']) {
-      expect(() => plainNumberText(lexeme)).toThrow(expect.objectContaining({ code: 'EXPONENT_OUT_OF_RANGE' }));
+      expect(() => plainNumberText(lexeme, MAX_PLAIN_EXPONENT)).toThrow(expect.objectContaining({ code: 'EXPONENT_OUT_OF_RANGE' }));
     }
+  });
+
+  it('by default writes out what a service may send (a BigDecimal zero at scale 101), up to MAX_EXPONENT', () => {
+    expect(MAX_EXPONENT).toBe(10_000);
+    expect(plainNumberText('0E-101')).toBe(`0.${'0'.repeat(101)}`);
+    expect(plainNumberText('1E-101')).toBe(`0.${'0'.repeat(100)}1`);
+    expect(plainNumberText('1e10000')).toHaveLength(10_001);
+    expect(() => plainNumberText('1e10001')).toThrow(expect.objectContaining({ code: 'EXPONENT_OUT_OF_RANGE' }));
+    // A value built in code is written out as before; only received bodies are bound by MAX_PLAIN_EXPONENT.
+    expect(canonicalStringify({ fee: n('0E-101') })).toBe(`{"fee":0.${'0'.repeat(101)}}`);
+    expect(minifyBodyText(' {"fee": 0E-101}')).toBe('{"fee": 0E-101}');
   });
 });
 
