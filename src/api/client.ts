@@ -278,6 +278,15 @@ function unasked(read: PayoutRecord | UnreadRecord, by: AskedBy, asked: Readonly
   };
 }
 
+/**
+ * The field a final record is expected to carry under its own key: a PAID one its completion time, a CANCELLED
+ * one its reason. Either may be null, but a key never sent at all suggests recordFields names another field.
+ */
+function expectedFinalField(status: PayoutRecord['status']): 'completeTime' | 'failureReason' | null {
+  if (status === 'PAID') return 'completeTime';
+  return status === 'CANCELLED' ? 'failureReason' : null;
+}
+
 /** The service answered that the request itself is wrong (a business refusal, HTTP 400 or 422). */
 function isRefusal(err: unknown): err is ApiError {
   return err instanceof ApiError && (err.kind === 'rejected' || err.status === 400 || err.status === 422);
@@ -313,6 +322,8 @@ export class PayoutApiClient {
   private pausedUntil = 0;
   /** The clock readings of the last token answer (start-up checks). */
   private lastTokenAnswer: ServiceClockReading | null = null;
+  /** Record fields already warned of as never sent: said once, not for every record. */
+  private readonly warnedAbsent = new Set<'completeTime' | 'failureReason'>();
 
   constructor(private readonly o: PayoutApiClientOptions) {
     this.clock = o.clock ?? systemClock;
@@ -445,7 +456,10 @@ export class PayoutApiClient {
         const kept = unasked(read, by, asked, shape.recordFields) ?? read;
         if (kept !== read) strays++;
         if ('problem' in kept) answer.unread.push(kept);
-        else answer.records.push(kept);
+        else {
+          this.warnIfAbsent(value as Json, kept);
+          answer.records.push(kept);
+        }
       }
     }
     if (strays > 0) {
@@ -456,6 +470,23 @@ export class PayoutApiClient {
       );
     }
     return answer;
+  }
+
+  /**
+   * A final record without the key its status implies (a CANCELLED one without its reason) is read with it
+   * null, and its row's result would say nothing of why: the setting naming that key is warned of once.
+   */
+  private warnIfAbsent(raw: Json, rec: PayoutRecord): void {
+    const key = expectedFinalField(rec.status);
+    if (key === null || this.warnedAbsent.has(key)) return;
+    const name = this.queryShape.recordFields[key];
+    if (Object.hasOwn(raw, name)) return;
+    this.warnedAbsent.add(key);
+    const setting = `api.payoutQuery.recordFields.${key}`;
+    this.o.logger?.warn(
+      { setting, field: name, status: rec.status, payoutId: rec.payoutId },
+      `a ${rec.status} record of a payout query has no field ${name}: ${setting} may not name the service's field; ${key} is read as empty`,
+    );
   }
 
   // ---- calls, signing, classification -----------------------------------

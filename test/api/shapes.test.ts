@@ -170,6 +170,36 @@ describe('set otherwise than the service answers', () => {
     }
   });
 
+  it('a final record without the key of its completion time or reason: warned once per setting, read as empty', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('debug', { write: (line: string) => void lines.push(line) });
+    const { client, sandbox } = await startEnv({
+      sandbox: { payoutQuery: { recordFields: { failureReason: 'reason', completeTime: 'finishedAt' } } },
+      client: { logger },
+    });
+    const cancelled = await client.createPayout(payoutRequest());
+    const paid = await client.createPayout(payoutRequest({ merchantReferenceId: 'REF-PAID' }));
+    // Not final yet: without either key, nothing is expected of them.
+    await client.queryByPayoutIds([cancelled.payoutId, paid.payoutId]);
+    expect(lines).toEqual([]);
+    sandbox.settle({ payoutId: cancelled.payoutId }, 'CANCELLED');
+    sandbox.settle({ payoutId: paid.payoutId }, 'PAID');
+    for (let i = 0; i < 2; i++) {
+      const answer = await client.queryByPayoutIds([cancelled.payoutId, paid.payoutId]);
+      expect(answer.records.map((r) => [r.status, r.completeTime, r.failureReason])).toEqual([
+        ['CANCELLED', null, null],
+        ['PAID', null, null],
+      ]);
+    }
+    const warned = (setting: string) => lines.filter((l) => l.includes(`"setting":"${setting}"`));
+    expect(warned('api.payoutQuery.recordFields.failureReason')).toHaveLength(1);
+    expect(warned('api.payoutQuery.recordFields.failureReason')[0]).toContain(
+      'a CANCELLED record of a payout query has no field failureReason',
+    );
+    expect(warned('api.payoutQuery.recordFields.completeTime')).toHaveLength(1);
+    expect(warned('api.payoutQuery.recordFields.completeTime')[0]).toContain('"level":"warn"');
+  });
+
   it('the balance at another path: the 404 names api.balance.path', async () => {
     const { client, sandbox } = await startEnv({ sandbox: { balance: { path: BALANCE_AT } } });
     const err = await apiErrorOf(client.balances());
