@@ -434,7 +434,7 @@ export class PayoutDaemon {
     const { db, clock, config } = this.deps;
     // Intakes that failed here (a store error, a full disk) and readings other instances left are tried again.
     await this.receiveUnrecordedClaims();
-    if (this.shared) await this.receiveLateOrphans();
+    await this.receiveLateOrphans();
     await this.resumeReading(false);
     if (this.shared) await releaseStaleFileClaims(db, clock.now() - config.instance.leaseMs);
     await this.finisher.answerTakenFiles(await this.holds.watchTakenFiles());
@@ -473,8 +473,9 @@ export class PayoutDaemon {
   }
 
   /**
-   * Shared, once per rescan interval: the orphans too young at start (an instance restarted within a lease of a
-   * crash mid-claim) and any left since (over NFSv3, a rename answered as failed that went through).
+   * Once per rescan interval: the orphans left since start (a claim whose file changed under it and could not be
+   * put back in the inbox, another user's file that link() may not take back; over NFSv3, a rename answered as
+   * failed that went through) and, shared, those too young at start (an instance restarted within a lease).
    */
   private async receiveLateOrphans(): Promise<void> {
     const now = this.deps.clock.now();
