@@ -732,6 +732,20 @@ const unboundedText: Migration = {
   },
 };
 
+// The search for orphan claims (src/ingest/orphans.ts) asks, once per rescan interval, which files in claimed/ a
+// batch records; without an index each ask reads every batch ever taken. PostgreSQL gets a hash index: a btree
+// entry is limited to about 2.7 KB, and a stored path has no such bound; only equality is ever asked.
+const storedPathIndex: Migration = {
+  name: '0024_stored_path_index',
+  async up(knex) {
+    if (knex.client.config.client === 'pg') await knex.raw('CREATE INDEX batches_stored_path ON batches USING hash (stored_path)');
+    else await knex.raw('CREATE INDEX batches_stored_path ON batches (stored_path)');
+  },
+  async down(knex) {
+    await knex.raw('DROP INDEX batches_stored_path');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -756,6 +770,7 @@ export const MIGRATIONS: readonly Migration[] = [
   errorPlace,
   consoleUploadInode,
   unboundedText,
+  storedPathIndex,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
