@@ -89,7 +89,7 @@ export function messagePage(ctx: PageContext, title: string, message: string): H
   );
 }
 
-/** The state as `payoutd status` words it: HELD, AWAITING_APPROVAL or CANCELLED for an ACTIVE batch under one. */
+/** The state as `payoutd status` words it: HELD or AWAITING_APPROVAL for an ACTIVE batch under one, CANCELLED for one cancelled. */
 function stateBadge(batch: BatchRecord): Html {
   const state = shownStateOf(batch);
   return html`<span class="state state-${state}">${state}</span>`;

@@ -5,7 +5,7 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import type { BatchEventData } from '../domain/batch-events.js';
+import { shownBatchState, type BatchEventData } from '../domain/batch-events.js';
 import type { ResultFiles } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
@@ -45,8 +45,11 @@ export interface FinisherOptions {
   shared: boolean;
 }
 
-/** What a `completed` event says: rows per status, payout and deduction totals per status and currency, the files written. */
-export function completedEventData(files: ResultFiles): BatchEventData {
+/**
+ * What a `completed` event says: how the batch ended as status shows it (CANCELLED, with the cancel's reason, for one
+ * an operator cancelled), rows per status, payout and deduction totals per status and currency, the files written.
+ */
+export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 'cancelledAt' | 'cancelReason'>): BatchEventData {
   const totals = (measure: 'payout_amount' | 'deduction_amount'): Record<string, Record<string, string>> => {
     const out: Record<string, Record<string, string>> = {};
     for (const r of files.summary.rows) {
@@ -55,7 +58,10 @@ export function completedEventData(files: ResultFiles): BatchEventData {
     }
     return out;
   };
+  const cancelled = batch.cancelledAt != null;
   return {
+    shownState: shownBatchState('COMPLETE', null, cancelled),
+    ...(cancelled ? { reason: batch.cancelReason ?? 'cancelled by an operator' } : {}),
     rows: files.summary.rowCount,
     counts: { ...files.summary.statusCounts },
     payoutTotals: totals('payout_amount'),
@@ -158,7 +164,7 @@ export class BatchFinisher {
         id,
         { resultWrittenAt: now, completedAt: now },
         now,
-        { type: 'completed', data: completedEventData(files) },
+        { type: 'completed', data: completedEventData(files, batch) },
         owner,
       ))
     ) {

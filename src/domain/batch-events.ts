@@ -83,19 +83,20 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
   return { perMinute: Math.round(perMinute * 10) / 10, etaAt: left <= 0 ? now : Math.round(now + (left / perMinute) * 60_000) };
 }
 
-/**
- * A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL; one an
- * operator cancelled (`cancelled`) is CANCELLED until its sent rows are final. The one place for this word:
- * status, notifications and /metrics say the same. `cancelled` has no default, so no caller can leave it out.
- */
 /** The state an operator reads of a batch record (payoutd status, status files, emails, the console): one rule for all. */
 export function shownStateOf(batch: { state: string; holdCode: string | null; cancelledAt?: number | null }): string {
   return shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null);
 }
 
+/**
+ * A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL; one an
+ * operator cancelled (`cancelled`) is CANCELLED while its sent rows are followed and once they are final, so its
+ * final notice does not read as a plain COMPLETE. The one place for this word: status, notifications and
+ * /metrics say the same. `cancelled` has no default, so no caller can leave it out.
+ */
 export function shownBatchState(state: string, holdCode: string | null, cancelled: boolean): string {
+  if (cancelled && (state === 'ACTIVE' || state === 'COMPLETE')) return 'CANCELLED';
   if (state !== 'ACTIVE') return state;
-  if (cancelled) return 'CANCELLED';
   if (holdCode === null) return state;
   return holdCode === 'AWAITING_APPROVAL' ? 'AWAITING_APPROVAL' : 'HELD';
 }

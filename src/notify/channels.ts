@@ -80,9 +80,11 @@ class HttpWebhookChannel implements NotificationChannel {
 export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s: BatchSnapshot): { subject: string; text: string } {
   const { event, batch } = d;
   const detail = typeof event.data['reason'] === 'string' ? `: ${event.data['reason']}` : '';
-  const subject = `payoutd: ${batch.fileName} ${event.type}${detail}`.slice(0, 200);
+  // A cancelled batch's final notice names it as status does, not as a plain completion.
+  const what = event.type === 'completed' && event.data['shownState'] === 'CANCELLED' ? 'CANCELLED' : event.type;
+  const subject = `payoutd: ${batch.fileName} ${what}${detail}`.slice(0, 200);
   const lines = [
-    `Batch file ${batch.fileName} (batch ${batch.id}): ${event.type}${detail}`,
+    `Batch file ${batch.fileName} (batch ${batch.id}): ${what}${detail}`,
     `When: ${new Date(event.createdAt).toISOString()}`,
     `State: ${shownStateOf(batch)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
     `Rows: ${s.rows}, final: ${s.final} (${s.percent.toFixed(1)}%)`,

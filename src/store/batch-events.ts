@@ -211,7 +211,7 @@ export async function countEventsByDelivery(db: Database): Promise<Partial<Recor
 
 /**
  * Batches by state as an operator counts them: an ACTIVE batch waiting for an approval is AWAITING_APPROVAL,
- * one under any other hold is HELD, one an operator cancelled CANCELLED, the rest of the ACTIVE ones ACTIVE.
+ * one under any other hold is HELD, one an operator cancelled CANCELLED (finished or not), the rest of the ACTIVE ones ACTIVE.
  */
 export async function countBatchesByState(db: Database): Promise<Record<string, number>> {
   // 0 or 1 on either engine (a bare IS NOT NULL is a boolean on PostgreSQL, a number on SQLite).

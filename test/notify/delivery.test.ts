@@ -15,7 +15,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { applyLiveOptions, loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { createLogger } from '../../src/log/index.js';
-import { outboxName } from '../../src/daemon/outbox.js';
+import { BatchOutbox, outboxName } from '../../src/daemon/outbox.js';
+import { BatchFinisher } from '../../src/daemon/finisher.js';
+import { shownStateOf } from '../../src/domain/batch-events.js';
 import { NotificationDispatcher, recordBatchEvent, type DeliveryOutcomeLabel } from '../../src/notify/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import {
@@ -474,6 +476,62 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     expect(raw).toContain(`${outboxName(b)}.status.csv`);
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 3 });
     expect(w.logLines.filter((l) => l.includes(login.password))).toEqual([]);
+  });
+
+  it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
+    const secret = newSigningSecret();
+    const receiver = new EventReceiver(secret);
+    const secretFile = join(certDir, 'erp-secret');
+    await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
+    const passwordFile = join(certDir, 'pw');
+    await writeFile(passwordFile, login.password);
+    await receiver.start();
+    try {
+      const email = {
+        host: '127.0.0.1',
+        port: mail.port,
+        caFile: join(certDir, 'cert.pem'),
+        user: login.user,
+        passwordFile,
+        from: 'p@example.com',
+        to: ['f@example.com'],
+      };
+      const w = await setUp({ email, webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
+      const b = await newBatch(w, 'B7', 'wrong-month.csv');
+      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B7-2' });
+      await cancelReadyRows(w.db, 'B7', 'cancelled by an operator: wrong month', w.clock.now());
+      // The payout in flight ends; the finisher writes the result files and records the final notice.
+      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'PAID' });
+      const finisher = new BatchFinisher(
+        {
+          db: w.db,
+          clock: w.clock,
+          logger: createLogger('silent'),
+          outbox: new BatchOutbox(w.db, w.config.paths.outbox, false),
+          continued: { dir: w.config.paths.outbox, bom: false, maxRecordBytes: 65536, encoding: 'utf-8' },
+        },
+        { instanceId: 'test', leaseMs: 60_000, shared: false },
+      );
+      await finisher.pass();
+      expect((await getBatch(w.db, 'B7'))?.state).toBe('COMPLETE');
+      await w.dispatcher.pass();
+
+      // Receivers keep the event type they know; the data says how the batch ended.
+      const completed = receiver.events.find((e) => e.type === 'batch.completed');
+      expect(completed?.data).toMatchObject({ shownState: 'CANCELLED', reason: 'cancelled by an operator: wrong month' });
+      const last = mail.mails.at(-1);
+      // Unfolded: the subject is folded onto a second line.
+      const raw = (last?.raw ?? '').replace(/=\r\n/g, '').replace(/\r\n /g, ' ');
+      expect(raw).toMatch(/Subject: payoutd: wrong-month.csv CANCELLED: cancelled by an operator: wrong month/);
+      expect(raw).toContain('State: CANCELLED');
+      expect(raw).not.toMatch(/COMPLETE|completed/);
+      const status = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+      expect(status.split(/\r?\n/)[3]).toBe('state,,,CANCELLED');
+      // The same word payoutd status shows for it.
+      expect(shownStateOf((await getBatch(w.db, 'B7')) as BatchRecord)).toBe('CANCELLED');
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it('a wrong password: the mail is not sent, and the event stays owed', async () => {

@@ -101,7 +101,10 @@ describe('summary', () => {
       ['REJECTED', 'rows', '', 1, null],
       ['ALL', 'rows', '', 4, null],
     ]);
-    const event = completedEventData({ resultPath: '/o/r.csv', summaryPath: '/o/s.csv', summary: s });
+    const event = completedEventData(
+      { resultPath: '/o/r.csv', summaryPath: '/o/s.csv', summary: s },
+      { cancelledAt: null, cancelReason: null },
+    );
     expect([event['payoutTotals'], event['deductionTotals']]).toEqual([
       { PAID: { PHP: '600' }, REJECTED: { PHP: '7' } },
       { PAID: { USDT: '3' } },

@@ -8,6 +8,7 @@ import type { Database } from '../../src/store/db.js';
 import {
   cancelReadyRows,
   claimDueEvents,
+  completeBatch,
   countBatchesByState,
   flagStale,
   holdBatch,
@@ -165,6 +166,10 @@ export async function checkHoldMetrics(db: Database): Promise<void> {
   expect((await listBatchEvents(db, 'H2')).map((e) => e.type)).toEqual(['awaiting-approval']);
   await releaseBatchHold(db, 'H2', 4000);
   expect(await oldestHoldSince(db)).toBe(3000);
+  // Once its payout is final and the batch COMPLETE, it still reads CANCELLED, as its final notice does.
+  await db('payouts').where({ batch_id: 'H4' }).update({ state: 'PAID' });
+  expect(await completeBatch(db, 'H4', { resultWrittenAt: 5000, completedAt: 5000 }, 5000, { type: 'completed' })).toBe(true);
+  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 2, HELD: 1, CANCELLED: 1 });
 }
 
 export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<void> {

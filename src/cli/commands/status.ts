@@ -105,7 +105,7 @@ export interface BatchView {
   olderFinishedNotShown?: number;
   fileName: string;
   state: BatchRecord['state'];
-  /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold, CANCELLED for one cancelled. */
+  /** The state an operator reads: HELD or AWAITING_APPROVAL for an ACTIVE batch under a hold, CANCELLED for one cancelled (finished or not). */
   shownState: string;
   size: number;
   sha256: string;
