@@ -94,6 +94,30 @@ describe('messages', () => {
     ]);
   });
 
+  it('show a no-break or odd space in a refused account number, and where it is, the number masked as before', async () => {
+    // "12 34" with a no-break space read as a plain gap: finance could not see why it was refused.
+    const accounts = ['12\u00a034', '1234\u00a0567890\u2002'];
+    const text = `${HEADER}\n${accounts.map((a, i) => row(`NB-${i}`, { 'beneficiary.accountNumber': a })).join('\n')}\n`;
+    const { rows } = await parseCollect(await tempCsv(text));
+    expect(rows.map((r) => r.errors.map((e) => [errorPlace(e), e.code, e.message]))).toEqual([
+      [
+        [
+          'line 2, column K "beneficiary.accountNumber"',
+          'ACCOUNT_NUMBER_INVALID',
+          'a PHP account number must be 10 to 16 digits; it has other characters (spaces, dashes or letters?) ("*2\\u00A034", an invisible character in it (U+00A0, a no-break space) at position 3); check it with the beneficiary',
+        ],
+      ],
+      [
+        [
+          'line 3, column K "beneficiary.accountNumber"',
+          'ACCOUNT_NUMBER_INVALID',
+          // The first is under the mask: where it is tells no digit.
+          'a PHP account number must be 10 to 16 digits; it has other characters (spaces, dashes or letters?) ("********890\\u2002", invisible characters in it (U+00A0, a no-break space; U+2002), the first at position 5); check it with the beneficiary',
+        ],
+      ],
+    ]);
+  });
+
   it('refuse a cell holding the replacement character, as a file damaged upstream writes it, naming the cell', async () => {
     // "Peña" exported once in the wrong encoding: its ñ is the bytes EF BF BD, valid UTF-8 for "�".
     const header = Object.keys(FRIENDLY_ALIASES).join(',');

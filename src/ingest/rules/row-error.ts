@@ -104,6 +104,12 @@ export function invisibleCharacters(text: string): string[] {
   return [...new Set(text.match(INVISIBLE) ?? [])];
 }
 
+/** The invisible characters of `text`: the UTF-16 index of the first, and each one met, in order; null when there is none. */
+export function invisibleIn(text: string): { first: number; found: string[] } | null {
+  const found = text.match(INVISIBLE);
+  return found ? { first: text.search(INVISIBLE), found } : null;
+}
+
 /** `text` without its invisible characters. */
 export function withoutInvisible(text: string): string {
   return text.replace(INVISIBLE, '');

@@ -14,7 +14,15 @@ import { FIELD_PATHS, FIELD_WORDS, type FieldPath, type RowValues } from './fiel
 import { compactIban, ibanProblem } from './iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
-import { describeInvisible, invisibleCharacters, quoteValue, quoteVisibly, type RowError, type RowErrorCode } from './row-error.js';
+import {
+  describeInvisible,
+  invisibleCharacters,
+  invisibleIn,
+  quoteValue,
+  quoteVisibly,
+  type RowError,
+  type RowErrorCode,
+} from './row-error.js';
 import {
   REPLACEMENT_CHARACTER,
   codePointLength,
@@ -128,13 +136,30 @@ function blankProblem(field: FieldPath, value: string): Problem {
 function invisibleProblem(field: FieldPath, value: string): Problem | null {
   const zeroWidth = zeroWidthIn(value);
   if (!zeroWidth) return null;
-  const which = describeInvisible([...new Set(zeroWidth.found)]);
-  const position = positionOf(value, zeroWidth.first);
-  const found =
-    zeroWidth.found.length === 1
-      ? `an invisible character in it (${which}) at position ${position}, which would be sent as part of it: delete it`
-      : `invisible characters in it (${which}), the first at position ${position}, which would be sent as part of it: delete them`;
-  return { code: 'INVISIBLE_CHARACTER', message: `${field}${shown(field, value)} has ${found}, or type the value again` };
+  const them = zeroWidth.found.length === 1 ? 'it' : 'them';
+  return {
+    code: 'INVISIBLE_CHARACTER',
+    message: `${field}${shown(field, value)} has ${invisibleInWords(value, zeroWidth)}, which would be sent as part of it: delete ${them}, or type the value again`,
+  };
+}
+
+/** Characters no one sees in a value, as messages word them: which (`found` each as often as met), and where the first is. */
+function invisibleInWords(value: string, where: { first: number; found: readonly string[] }): string {
+  const which = describeInvisible([...new Set(where.found)]);
+  const position = positionOf(value, where.first);
+  return where.found.length === 1
+    ? `an invisible character in it (${which}) at position ${position}`
+    : `invisible characters in it (${which}), the first at position ${position}`;
+}
+
+/**
+ * A refused account number as a message shows it: masked, and a no-break or odd space in it written out, with where
+ * the first is (its position tells no digit, even under the mask): printed as it is, it reads as a plain space.
+ */
+function maskedAccount(value: string): string {
+  const masked = maskAccountNumber(value);
+  const invisible = invisibleIn(value);
+  return invisible === null ? masked : `${quoteVisibly(masked)}, ${invisibleInWords(value, invisible)}`;
 }
 
 /**
@@ -182,8 +207,8 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
       code: 'ACCOUNT_NUMBER_INVALID',
       message:
         words === null
-          ? `the account number ${maskAccountNumber(value)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
-          : `a ${currency} account number ${words} (${maskAccountNumber(value)}); check it with the beneficiary`,
+          ? `the account number ${maskedAccount(value)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
+          : `a ${currency} account number ${words} (${maskedAccount(value)}); check it with the beneficiary`,
     };
   }
   if (!rule.iban) return value;
