@@ -623,6 +623,16 @@ export class PayoutDaemon {
   /** An inbox entry that is not a file payoutd can read: logged, and answered in the outbox (the sender may not read logs). */
   private async onRejectedEntry(entry: RejectedEntry, reason: string): Promise<void> {
     const { logger, clock } = this.deps;
+    try {
+      // Answered before this start: the sender has the answer; a second one would read as news.
+      const answered = await this.outbox.entryAnsweredAt(entry);
+      if (answered !== null) {
+        logger.info({ name: entry.name, kind: entry.kind, ack: answered }, `inbox entry still refused, answered before: ${reason}`);
+        return;
+      }
+    } catch (err) {
+      logger.warn({ name: entry.name, err: safeError(err) }, 'cannot tell whether an inbox entry was answered before; answering it');
+    }
     logger.warn({ name: entry.name, kind: entry.kind, movedTo: entry.movedTo }, `inbox entry refused: ${reason}`);
     try {
       const ack = await this.outbox.writeEntryRefusal(entry, reason, clock.now());

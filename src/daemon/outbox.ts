@@ -1,4 +1,5 @@
 /** BatchOutbox: what finance receives for a batch, built from the database: ack, result and summary, interim report. */
+import { createHash } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { approvalAuditText, readApproval } from '../approval/index.js';
@@ -6,7 +7,7 @@ import { waitsForOperator } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import { ReadyMoney } from '../domain/ready-money.js';
 import type { AckDraft } from '../ingest/index.js';
-import { newClaimId, outboxSafeName, parseStoredName, refusalOutcome, type RejectedEntry } from '../ingest/inbox/index.js';
+import { lstatOrNull, newClaimId, outboxSafeName, parseStoredName, refusalOutcome, type RejectedEntry } from '../ingest/inbox/index.js';
 import {
   type Database,
   type BatchRecord,
@@ -37,6 +38,7 @@ import {
   AckTotalsAccumulator,
   type AckCurrencyTotal,
   xlsxPathFor,
+  outboxFileName,
   type AckRow,
   type BatchIdentity,
   type ResultFiles,
@@ -57,10 +59,20 @@ export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string 
   return `${batch.id}_${outboxSafeName(batch.fileName)}`;
 }
 
-/** Outbox files of an inbox entry refused before it became a batch: `<refusal id>_<name>`, its id in rejected/. */
-export function refusedEntryOutboxName(entry: Pick<RejectedEntry, 'name' | 'movedTo'>, nowMs: number): string {
+/**
+ * Outbox files of an inbox entry refused before it became a batch: `<refusal id>_<name>`, its id in rejected/. A
+ * file left in place for its version has an id made of that version: the same at every start, so its answer is found.
+ */
+export function refusedEntryOutboxName(entry: Pick<RejectedEntry, 'name' | 'movedTo' | 'version'>, nowMs: number): string {
   const parked = entry.movedTo === undefined ? null : parseStoredName(basename(entry.movedTo));
-  return `${parked?.claimId ?? newClaimId(nowMs)}_${outboxSafeName(entry.name)}`;
+  const id = parked?.claimId ?? (entry.version ? versionRefusalId(entry.name, entry.version) : newClaimId(nowMs));
+  return `${id}_${outboxSafeName(entry.name)}`;
+}
+
+/** A refusal id of one version of a file: its mtime, and a digest of its name (as written, not made safe), size and mtime. */
+function versionRefusalId(name: string, version: NonNullable<RejectedEntry['version']>): string {
+  const digest = createHash('sha256').update(`${name}\0${version.size}\0${version.mtimeMs}`, 'utf8').digest();
+  return newClaimId(version.mtimeMs, digest.subarray(0, 6));
 }
 
 export function identityOf(batch: BatchRecord): BatchIdentity {
@@ -227,6 +239,13 @@ export class BatchOutbox {
   /** A file refused whole (bad file, duplicate file); how it was read, when that was guessed, as in every ack. */
   async writeFileRejection(batch: BatchRecord, reason: string): Promise<string> {
     return this.writeRefusal(identityOf(batch), reason, readNote(batch));
+  }
+
+  /** The answer already written to this version of a file left in place (before a restart, say); null when there is none. */
+  async entryAnsweredAt(entry: RejectedEntry): Promise<string | null> {
+    if (entry.version === undefined) return null;
+    const path = join(this.dir, outboxFileName(refusedEntryOutboxName(entry, 0), 'ack'));
+    return (await lstatOrNull(path)) === null ? null : path;
   }
 
   /** The answer to an inbox entry payoutd will not or may not read: an ack with only the file-level REJECTED row saying why. */

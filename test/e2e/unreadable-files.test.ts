@@ -45,6 +45,31 @@ describe('e2e: a file payoutd may not read', () => {
     expect(batch.counts).toEqual({ PAID: 2 });
   });
 
+  it('is answered once per version across restarts: the same file not again, a changed one again', async () => {
+    const e2e = await startE2e({ runAs: DAEMON_USER });
+    const first = await e2e.startDaemon();
+    const path = join(e2e.inbox, 'private.csv');
+    await writeUnreadable(path, toCsv(makeRows('PRIV', 2)));
+    await waitFor(async () => (await refusalsOf(e2e, 'private.csv')).length > 0, 'the refusal of private.csv');
+    await first.stop();
+
+    // Started again on the same unchanged file: its answer is in the outbox already.
+    const second = await e2e.startDaemon();
+    await e2e.drop('ok.csv', toCsv(makeRows('OK', 1)));
+    await e2e.waitForBatch('ok.csv', ['COMPLETE']);
+    expect(await refusalsOf(e2e, 'private.csv')).toHaveLength(1);
+    await second.kill();
+
+    // Written again while payoutd was down, still unreadable: a new version, answered again.
+    await writeUnreadable(path, toCsv(makeRows('PRIV', 3)));
+    const third = await e2e.startDaemon();
+    await waitFor(async () => (await refusalsOf(e2e, 'private.csv')).length === 2, 'the refusal of the changed private.csv');
+    await e2e.drop('ok2.csv', toCsv(makeRows('OK2', 1)));
+    await e2e.waitForBatch('ok2.csv', ['COMPLETE']);
+    expect(await refusalsOf(e2e, 'private.csv')).toHaveLength(2);
+    expect(errorsOf([...first.logs, ...second.logs, ...third.logs])).toEqual([]);
+  });
+
   it('when empty, is left in the inbox (not taken), and a restart starts', async () => {
     // The empty file does not end with a line break: without the fix it was claimed after this wait.
     const e2e = await startE2e({ runAs: DAEMON_USER, config: { inbox: { unterminatedStableForMs: 1000 } } });

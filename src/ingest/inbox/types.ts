@@ -42,6 +42,11 @@ export interface RejectedEntry {
   kind: EntryKind;
   /** Where it was moved, when it could be moved aside; directories and invalid names stay in place. */
   movedTo?: string;
+  /**
+   * A file payoutd may not read, left in place: the size and mtime it was answered for. An answer is owed once per
+   * name, size and mtime, across restarts: a changed file is answered again.
+   */
+  version?: { size: number; mtimeMs: number };
 }
 
 /** A dotfile (never taken) not written to for a while: reported once per name and inode. */

@@ -79,7 +79,7 @@ export interface InboxWatcherOptions {
   onCandidateReady: (candidate: InboxCandidate) => Promise<void>;
   /**
    * An entry that is not a regular file, reported once (moved aside when it can be renamed); a file payoutd may
-   * not read, once per name, inode, mode and owner (left in place, taken once readable).
+   * not read, once per name, size and mtime (left in place, taken once readable), with that `version`.
    */
   onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
   /** A dotfile unchanged for HIDDEN_NOTICE_WINDOWS x stableForMs: never taken, reported once per name and inode. */
@@ -463,10 +463,14 @@ export class InboxWatcher {
     }
   }
 
-  /** A regular file payoutd may not open: left in place, reported once per name, inode, mode and owner. */
+  /**
+   * A regular file payoutd may not open: left in place, reported once per name, size and mtime (its version: the
+   * caller keeps its answer to a version across restarts); a chmod that still does not let payoutd read it is no news.
+   */
   private async reportUnreadable(name: string, path: string, st: Stats): Promise<void> {
-    const identity = `unreadable:${st.dev}:${st.ino}:${st.mode}:${st.uid}:${st.gid}`;
-    await this.reportInPlace(name, identity, { name, path, kind: 'unreadable' }, unreadableReason(st, this.runAs));
+    const version = { size: st.size, mtimeMs: st.mtimeMs };
+    const entry: RejectedEntry = { name, path, kind: 'unreadable', version };
+    await this.reportInPlace(name, `unreadable:${st.size}:${st.mtimeMs}`, entry, unreadableReason(st, this.runAs));
   }
 
   private async reportInPlace(key: string, identity: string, entry: RejectedEntry, reason = rejectionReason(entry.kind)): Promise<void> {
