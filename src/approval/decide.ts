@@ -6,8 +6,6 @@
  * whichever instance takes it. The last approval a batch needs lets it go,
  * after the limits are looked at again; a rejection ends it unpaid.
  */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { FINAL_BATCH_STATES, isBeingRead, type BatchState } from '../domain/lifecycle.js';
@@ -26,6 +24,7 @@ import {
   type DecisionTransaction,
 } from '../store/index.js';
 import { holdForApproval, releaseApproved } from '../holds/index.js';
+import { sha256OfFile } from '../ingest/inbox/index.js';
 import { ApprovalError } from './errors.js';
 import {
   awaitingApprovalText,
@@ -96,16 +95,6 @@ export interface ApprovalResult {
 const SHA256 = /^[0-9a-f]{64}$/;
 
 const isFinal = (state: BatchState): boolean => FINAL_BATCH_STATES.includes(state);
-
-async function sha256Of(path: string): Promise<string | null> {
-  try {
-    const hash = createHash('sha256');
-    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-    return hash.digest('hex');
-  } catch {
-    return null; // gone or unreadable: not the file approved
-  }
-}
 
 export function figuresOf(batch: BatchRecord): BatchFigures {
   return batch.approvalFiguresJson ? (JSON.parse(batch.approvalFiguresJson) as BatchFigures) : { totals: {}, rows: 0, largest: {} };
@@ -210,7 +199,8 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
   }
   // The file is hashed before the transaction: a large file must not hold the database while it is read.
   const before = await getBatch(db, r.batchId);
-  const fileSha = before && r.decision === 'approve' ? await sha256Of(before.storedPath) : null;
+  // Gone or unreadable (null): not the file approved.
+  const fileSha = before && r.decision === 'approve' ? await sha256OfFile(before.storedPath).catch(() => null) : null;
 
   const applied = await withBatchForDecision(db, r.batchId, async (trx, batch) => {
     const entries = batch ? await listApprovalEntries(trx, batch.id) : [];

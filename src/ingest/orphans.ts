@@ -4,16 +4,14 @@
  * caller to receive. One that cannot be examined never stops the search: a start that failed on it would fail
  * again at every restart, and nothing would be paid.
  */
-import { createReadStream } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { type Database, recordedStoredPaths } from '../store/index.js';
 import { describeError, errnoCode, isPermissionDenied } from './inbox/errors.js';
 import { processUser, unreadableReason } from './inbox/kinds.js';
-import { moveAside, parseStoredName, type ClaimedFile, type RejectedEntry } from './inbox/index.js';
+import { moveAside, parseStoredName, sha256OfFile, type ClaimedFile, type RejectedEntry } from './inbox/index.js';
 
 export interface OrphanSearch {
   /** With several instances, a claim younger than this may be another's between rename and record (ctime = the rename). */
@@ -84,7 +82,7 @@ async function describeOrphan(storedPath: string, name: string, claimedBefore: n
     storedPath,
     size: st.size,
     mtimeMs: st.mtimeMs,
-    sha256: await sha256File(storedPath),
+    sha256: await sha256OfFile(storedPath),
     controlPath: hasControl ? controlPath : undefined,
     doneMarker: false,
   };
@@ -124,10 +122,4 @@ async function setAside(
   logger.error({ storedPath, movedTo, err: describeError(error) }, `a claimed file with no batch record set aside: ${reason}`);
   await onUnreadable?.({ name, path: storedPath, kind: 'unreadable', movedTo }, reason);
   return true;
-}
-
-async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }

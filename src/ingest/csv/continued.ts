@@ -3,10 +3,10 @@
  * which complete records came after what was read, each with its bytes, for a remainder file finance can drop
  * again. A last record without its line break, blank lines and control lines are left out.
  */
-import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { CsvError, parse } from 'csv-parse';
+import { sha256OfFile } from '../inbox/claim.js';
 import { trimSpaces } from '../rules/text.js';
 import { isControlRecord } from './control.js';
 import { lineAtByte, RecordLines } from './lines.js';
@@ -57,7 +57,7 @@ export async function continuationOf(
   sizeNow: number,
   opts: ReadOptions & { wholeFile: boolean },
 ): Promise<Continuation> {
-  const rewritten = sizeNow < taken.size || (await sha256OfStart(path, taken.size)) !== taken.sha256;
+  const rewritten = sizeNow < taken.size || (await sha256OfFile(path, taken.size)) !== taken.sha256;
   if (opts.wholeFile || taken.size === 0) {
     const header = await headerRecord(path, sizeNow, opts);
     const from = header?.end ?? sizeNow;
@@ -202,12 +202,6 @@ async function* recordsIn(
     source.destroy();
     parser.destroy();
   }
-}
-
-async function sha256OfStart(path: string, size: number): Promise<string> {
-  const hash = createHash('sha256');
-  if (size > 0) for await (const chunk of createReadStream(path, { start: 0, end: size - 1 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
 
 /** `length` bytes from `offset` (fewer at the end of the file). */

@@ -1,10 +1,11 @@
 /**
  * Claiming a candidate: an atomic rename into `<storageDir>/claimed/`, a re-check of the moved inode, the
  * control sidecar moved along, and a streaming SHA-256. Also the later check that a claimed file did not
- * change (an SFTP server holding the inode open can write on after the move).
+ * change (an SFTP server holding the inode open can write on after the move), and the file hash every later
+ * look at a taken file compares with the claim's (orphans, continued uploads, approvals).
  */
 import { createHash } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
+import { constants, createReadStream, type Stats } from 'node:fs';
 import { type FileHandle, link, lstat, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Clock } from '../../domain/clock.js';
@@ -122,7 +123,7 @@ export async function settleClaim(
       return await putBackOrThrow(candidate, storedPath, 'replaced under its name');
     }
     const controlPath = await moveControl(candidate, storedPath);
-    const sha256 = await sha256Of(handle, candidate.size);
+    const sha256 = await sha256OfFile(handle, candidate.size);
     const claimed: ClaimedFile = {
       claimId,
       originalName: candidate.name,
@@ -210,11 +211,16 @@ async function moveControl(candidate: InboxCandidate, storedPath: string): Promi
   }
 }
 
-/** SHA-256 of the first `size` bytes, streamed (files can be large). */
-async function sha256Of(handle: FileHandle, size: number): Promise<string> {
+/**
+ * SHA-256 of a file, streamed (files can be large): of its first `size` bytes when given. Through an open handle
+ * (left open) it is the inode opened that is hashed, whatever has taken its name since.
+ */
+export async function sha256OfFile(file: string | FileHandle, size?: number): Promise<string> {
   const hash = createHash('sha256');
-  if (size > 0) {
-    for await (const chunk of handle.createReadStream({ start: 0, end: size - 1, autoClose: false })) hash.update(chunk as Uint8Array);
+  if (size !== 0) {
+    const range = { start: 0, end: size === undefined ? Infinity : size - 1 };
+    const bytes = typeof file === 'string' ? createReadStream(file, range) : file.createReadStream({ ...range, autoClose: false });
+    for await (const chunk of bytes) hash.update(chunk as Uint8Array);
   }
   return hash.digest('hex');
 }
