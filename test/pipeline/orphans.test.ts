@@ -22,7 +22,7 @@ describe('pipeline: orphan claims', () => {
     // A link to itself: stat fails with ELOOP, an error other than a permission.
     await symlink('loop.csv', join(claimedDir, 'loop.csv'));
     await writeFile(join(claimedDir, '.tmp-write'), '');
-    p.clock.advance(5_000); // the daemon's clock after the renames (ctime)
+    p.clock.set(Date.now() + 5_000); // the daemon's clock after the renames (ctime), however slow the setup was
 
     const left: string[] = [];
     const search = (minAgeMs: number) =>
