@@ -45,6 +45,8 @@ export async function findOrphanClaims(deps: OrphanDeps, claimedDir: string, o: 
     .filter((path) => o.held?.(path) !== true);
   // A store error is not an entry's: without its database the daemon cannot run anyway.
   const recorded = await recordedStoredPaths(deps.db, paths);
+  let user: string | undefined; // asked of the system once per search, when a file may not be read
+  const runAs = (): string => (user ??= processUser());
   const orphans: ClaimedFile[] = [];
   for (const storedPath of paths) {
     if (recorded.has(storedPath)) continue;
@@ -52,7 +54,7 @@ export async function findOrphanClaims(deps: OrphanDeps, claimedDir: string, o: 
     try {
       orphan = await describeOrphan(storedPath, basename(storedPath), deps.clock.now() - (o.minAgeMs ?? 0));
     } catch (error) {
-      if (!(await setAside(deps, storedPath, error, o.onUnreadable))) o.onLeft?.(storedPath);
+      if (!(await setAside(deps, storedPath, error, runAs, o.onUnreadable))) o.onLeft?.(storedPath);
       continue;
     }
     if (orphan === null) continue;
@@ -96,6 +98,7 @@ async function setAside(
   deps: OrphanDeps,
   storedPath: string,
   error: unknown,
+  runAs: () => string,
   onUnreadable: OrphanSearch['onUnreadable'],
 ): Promise<boolean> {
   const { logger, clock, rejectedDir } = deps;
@@ -108,7 +111,7 @@ async function setAside(
   }
   const st = await lstat(storedPath).catch(() => null);
   const name = parseStoredName(basename(storedPath))?.storedAs ?? basename(storedPath);
-  const reason = unreadableReason(st, processUser(), rejectedDir);
+  const reason = unreadableReason(st, runAs(), rejectedDir);
   let movedTo: string;
   try {
     movedTo = (await moveAside(storedPath, rejectedDir, reason, { originalName: name, clock })).storedPath;
