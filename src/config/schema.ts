@@ -10,6 +10,7 @@ import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
 import { approvalSchema, limitsSchema } from './approval-schema.js';
 import { BATCH_EVENT_TYPES } from '../domain/batch-events.js';
+import { webhookSchemeFields } from '../signing/webhook-scheme.js';
 
 const ms = (def: number) => z.number().int().min(0).default(def);
 const positive = (def: number) => z.number().int().min(1).default(def);
@@ -293,8 +294,11 @@ export const configSchema = z
         /** The merchant's webhook secret; prefer secretFile or the systemd credential "webhook-secret". */
         secret: z.string().optional(),
         secretFile: z.string().optional(),
-        /** (contract) how the secret text becomes HMAC key bytes. */
-        keyEncoding: z.enum(['utf8', 'base64', 'hex']).default('utf8'),
+        /**
+         * (contract) How deliveries are signed: `keyEncoding`, `headers: {timestamp, nonce, signature}`,
+         * `timestampUnit` (seconds | milliseconds) and `stringToSign: {parts, separator}` (docs/webhooks.md).
+         */
+        ...webhookSchemeFields,
         /** Serve HTTPS directly; without it, run behind a TLS-terminating reverse proxy. */
         tls: z.object({ certFile: z.string(), keyFile: z.string() }).optional(),
         maxBodyBytes: positive(65_536),

@@ -9,6 +9,8 @@ import type { Clock } from '../domain/clock.js';
 import { ConfigError } from '../domain/errors.js';
 import { compareAmounts } from '../domain/money.js';
 import { parsePublicKey } from '../signing/keys.js';
+import { hmacKeyBytes } from '../signing/signatures.js';
+import { webhookSchemeFields } from '../signing/webhook-scheme.js';
 import type { SandboxLogger } from './logger.js';
 import { balanceShapeSchema, payoutQueryShapeSchema } from '../domain/wire-shapes.js';
 import { ADMIN_PREFIX, API_PATHS, BALANCE_PATH } from './paths.js';
@@ -165,6 +167,8 @@ export const sandboxOptionsSchema = z
         // Delay before each retry after a failed attempt; attempts = 1 + length.
         retryScheduleMs: z.array(nonNegativeInt).default(() => [1000, 5000, 25_000, 120_000, 600_000]),
         timeoutMs: positiveInt.default(15_000),
+        // How deliveries are signed: key bytes, header names, timestamp unit, string to sign (the daemon's webhook.*).
+        ...webhookSchemeFields,
       })
       .prefault({}),
     // Seed of the PRNG behind every random choice; default random (reported by /__sandbox/health).
@@ -178,6 +182,18 @@ export const sandboxOptionsSchema = z
     if (path !== BALANCE_PATH && ((API_PATHS as readonly string[]).includes(path) || path.startsWith(ADMIN_PREFIX))) {
       ctx.addIssue({ code: 'custom', path: ['balance', 'path'], message: 'is the path of another endpoint' });
     }
+    c.merchants.forEach((m, i) => {
+      if (m.webhookSecret === undefined) return;
+      try {
+        hmacKeyBytes(m.webhookSecret, c.webhook.keyEncoding);
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['merchants', i, 'webhookSecret'],
+          message: `not valid ${c.webhook.keyEncoding} text (webhook.keyEncoding)`,
+        });
+      }
+    });
     const seen = { merchantCode: new Set<string>(), apiKey: new Set<string>(), clientId: new Set<string>() };
     c.merchants.forEach((m, i) => {
       const values = { merchantCode: m.merchantCode, apiKey: m.apiKey, clientId: m.clientId ?? m.merchantCode };

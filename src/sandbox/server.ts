@@ -148,7 +148,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
   const webhookTargets = new Map<string, WebhookTarget>();
   for (const m of config.merchants) {
     if (m.webhookUrl !== undefined && m.webhookSecret !== undefined) {
-      webhookTargets.set(m.merchantCode, webhookTarget(m.merchantCode, m.webhookUrl, m.webhookSecret));
+      webhookTargets.set(m.merchantCode, webhookTarget(m.merchantCode, m.webhookUrl, m.webhookSecret, config.webhook.keyEncoding));
     }
   }
   const webhooks = new WebhookDispatcher({

@@ -1,6 +1,7 @@
 /**
  * `payout.updated` delivery (spec 6), at least once: retried on the schedule with the same eventId and body, a
- * fresh nonce and timestamp. Faults drop, duplicate or delay events; deliveries run with bounded concurrency.
+ * fresh nonce and timestamp, signed as the `webhook` options say. Faults drop, duplicate or delay events;
+ * deliveries run with bounded concurrency.
  */
 import { randomUUID } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, type RequestOptions } from 'node:http';
@@ -9,7 +10,8 @@ import pLimit from 'p-limit';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutStatus } from '../domain/payout.js';
 import { canonicalStringify, type CanonicalOptions } from '../json/canonical.js';
-import { signHmac, webhookStringToSign } from '../signing/signatures.js';
+import { hmacKeyBytes, signHmac, webhookStringToSign, type HmacKeyEncoding } from '../signing/signatures.js';
+import { webhookTimestamp } from '../signing/webhook-scheme.js';
 import type { SandboxLogger } from './logger.js';
 import type { SandboxFaults, WebhookOptions } from './options.js';
 import type { Random } from './random.js';
@@ -22,7 +24,7 @@ export interface WebhookTarget {
   url: string;
   /** URL path, the `path` of the webhook string to sign. */
   path: string;
-  /** UTF-8 bytes of the merchant's webhook secret. */
+  /** The merchant's webhook secret as key bytes (`webhook.keyEncoding`). */
   key: Buffer;
 }
 
@@ -55,8 +57,8 @@ export interface WebhookDeps {
 /** Deliveries in flight at once. */
 const CONCURRENCY = 64;
 
-export function webhookTarget(merchantCode: string, url: string, secret: string): WebhookTarget {
-  return { merchantCode, url, path: new URL(url).pathname, key: Buffer.from(secret, 'utf8') };
+export function webhookTarget(merchantCode: string, url: string, secret: string, keyEncoding: HmacKeyEncoding): WebhookTarget {
+  return { merchantCode, url, path: new URL(url).pathname, key: hmacKeyBytes(secret, keyEncoding) };
 }
 
 class DeliveryTimeout extends Error {
@@ -157,13 +159,20 @@ export class WebhookDispatcher {
     if (this.closed) return;
     const { clock, stats, logger, options } = this.deps;
     const { target } = delivery;
-    const timestamp = String(Math.floor(clock.now() / 1000));
+    const timestamp = webhookTimestamp(clock.now(), options.timestampUnit);
     const nonce = randomUUID().replaceAll('-', '');
-    const signature = signHmac(target.key, webhookStringToSign({ path: target.path, minifiedBody: delivery.body, timestamp, nonce }));
+    const stringToSign = webhookStringToSign({ path: target.path, minifiedBody: delivery.body, timestamp, nonce }, options.stringToSign);
+    const signature = signHmac(target.key, stringToSign);
     stats.webhooksSent++;
     let outcome: string;
     try {
-      const headers = { 'Content-Type': 'application/json', 'X-TIMESTAMP': timestamp, 'X-NONCE': nonce, 'X-SIGNATURE': signature };
+      const names = options.headers;
+      const headers = {
+        'Content-Type': 'application/json',
+        [names.timestamp]: timestamp,
+        [names.nonce]: nonce,
+        [names.signature]: signature,
+      };
       const status = await post(target.url, headers, delivery.body, this.agents, options.timeoutMs);
       if (status >= 200 && status < 300) {
         stats.webhooksDelivered++;

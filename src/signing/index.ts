@@ -2,3 +2,4 @@
 export * from './signatures.js';
 export * from './keys.js';
 export * from './nonces.js';
+export * from './webhook-scheme.js';

@@ -1,5 +1,6 @@
 /** The strings to sign and the signatures of spec 5.3 (RSA), 5.4 (HMAC) and the webhook scheme; pure, pinned by tests. */
 import { PayoutdError } from '../domain/errors.js';
+import { DEFAULT_WEBHOOK_SCHEME, type WebhookSignedPart, type WebhookStringToSignForm } from './webhook-scheme.js';
 import { createHash, createHmac, createSign, createVerify, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 export function sha256Hex(text: string): string {
@@ -37,7 +38,7 @@ export function businessStringToSign(p: BusinessCallParts): string {
   return [p.method.toUpperCase(), p.path, p.accessToken, sha256Hex(p.minifiedBody), p.timestamp, p.nonce].join(':');
 }
 
-/** Fields of the webhook string to sign (contract: Webhook). */
+/** Fields of the webhook string to sign (contract: Webhook); which of them are signed is `webhook.stringToSign`. */
 export interface WebhookParts {
   path: string;
   minifiedBody: string;
@@ -45,9 +46,16 @@ export interface WebhookParts {
   nonce: string;
 }
 
-/** POST:path:sha256(body):timestamp:nonce */
-export function webhookStringToSign(p: WebhookParts): string {
-  return ['POST', p.path, sha256Hex(p.minifiedBody), p.timestamp, p.nonce].join(':');
+/** The form's parts joined by its separator; the contract's form is POST:path:sha256(body):timestamp:nonce. */
+export function webhookStringToSign(p: WebhookParts, form: WebhookStringToSignForm = DEFAULT_WEBHOOK_SCHEME.stringToSign): string {
+  const value: Record<WebhookSignedPart, () => string> = {
+    method: () => 'POST',
+    path: () => p.path,
+    bodySha256: () => sha256Hex(p.minifiedBody),
+    timestamp: () => p.timestamp,
+    nonce: () => p.nonce,
+  };
+  return form.parts.map((part) => value[part]()).join(form.separator);
 }
 
 /** SHA256withRSA, Base64. */

@@ -4,6 +4,14 @@ import type { Clock } from '../domain/clock.js';
 import { isUrlPath } from '../domain/url-path.js';
 import type { CanonicalOptions } from '../json/canonical.js';
 import type { HmacKeyEncoding } from '../signing/signatures.js';
+import {
+  DEFAULT_WEBHOOK_SCHEME,
+  webhookSchemeSchema,
+  type WebhookHeaders,
+  type WebhookSchemeInput,
+  type WebhookStringToSignForm,
+  type WebhookTimestampUnit,
+} from '../signing/webhook-scheme.js';
 import type { Database, PayoutNamed } from '../store/index.js';
 import { WebhookConfigError } from './errors.js';
 
@@ -33,6 +41,12 @@ export interface WebhookReceiverOptions {
   secret: string;
   /** How the secret text becomes key bytes (contract default utf8). */
   keyEncoding?: HmacKeyEncoding;
+  /** Names of the timestamp, nonce and signature headers (contract X-TIMESTAMP, X-NONCE, X-SIGNATURE). */
+  headers?: WebhookSchemeInput['headers'];
+  /** Unit of the timestamp header (contract seconds); timestampSkewSeconds stays in seconds. */
+  timestampUnit?: WebhookTimestampUnit;
+  /** Parts of the string to sign, in order, and their separator (contract POST:path:bodySha256:timestamp:nonce). */
+  stringToSign?: WebhookSchemeInput['stringToSign'];
   /** Bodies over this many bytes answer 413. Default 64 KiB. */
   maxBodyBytes?: number;
   /** Accepted distance of X-TIMESTAMP from the clock. Default 300. */
@@ -63,7 +77,7 @@ export interface WebhookReceiverOptions {
 export const WEBHOOK_DEFAULTS = {
   host: '127.0.0.1',
   path: '/payoutd/webhook',
-  keyEncoding: 'utf8' as HmacKeyEncoding,
+  keyEncoding: DEFAULT_WEBHOOK_SCHEME.keyEncoding as HmacKeyEncoding,
   maxBodyBytes: 64 * 1024,
   timestampSkewSeconds: 300,
   nonceWindowSeconds: 600,
@@ -82,6 +96,9 @@ export interface ResolvedReceiverOptions {
   tls: WebhookTlsOptions | null;
   secret: string;
   keyEncoding: HmacKeyEncoding;
+  headers: WebhookHeaders;
+  timestampUnit: WebhookTimestampUnit;
+  stringToSign: WebhookStringToSignForm;
   maxBodyBytes: number;
   timestampSkewSeconds: number;
   nonceWindowSeconds: number;
@@ -131,6 +148,17 @@ export function resolveReceiverOptions(o: WebhookReceiverOptions): ResolvedRecei
       `Expected \`webhook.keyEncoding\` to be utf8, base64 or hex, got ${describe(keyEncoding)}`,
     );
   }
+  const scheme = webhookSchemeSchema.safeParse({
+    keyEncoding,
+    headers: o.headers,
+    timestampUnit: o.timestampUnit,
+    stringToSign: o.stringToSign,
+  });
+  if (!scheme.success) {
+    const issue = scheme.error.issues[0];
+    const at = ['webhook', ...(issue?.path ?? []).map(String)].join('.');
+    throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `\`${at}\` ${issue?.message ?? 'is invalid'}`);
+  }
   const host = o.host ?? d.host;
   if (typeof host !== 'string' || host === '') {
     throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `Expected \`webhook.host\` to be a non-empty string, got ${describe(host)}`);
@@ -156,6 +184,9 @@ export function resolveReceiverOptions(o: WebhookReceiverOptions): ResolvedRecei
     tls,
     secret: o.secret,
     keyEncoding,
+    headers: scheme.data.headers,
+    timestampUnit: scheme.data.timestampUnit,
+    stringToSign: scheme.data.stringToSign,
     maxBodyBytes: integer('maxBodyBytes', o.maxBodyBytes ?? d.maxBodyBytes, 1),
     timestampSkewSeconds,
     nonceWindowSeconds,

@@ -206,7 +206,13 @@ export class WebhookReceiver {
     const check = verifyDelivery(
       { path: this.o.signedPath ?? path, bodyText, headers: req.headers },
       this.key,
-      { canonical: this.o.canonicalJson, timestampSkewSeconds: this.o.timestampSkewSeconds },
+      {
+        canonical: this.o.canonicalJson,
+        timestampSkewSeconds: this.o.timestampSkewSeconds,
+        headers: this.o.headers,
+        timestampUnit: this.o.timestampUnit,
+        stringToSign: this.o.stringToSign,
+      },
       now,
     );
     if (!check.ok) {

@@ -1,10 +1,17 @@
 /**
  * Verification of one webhook delivery, pure: the headers, the timestamp window, and the HMAC-SHA512 signature
- * over `POST:<path>:<sha256 of the minified body>:<ts>:<nonce>`. Reasons name what failed, never a header's value.
+ * over the scheme's string to sign (contract: `POST:<path>:<sha256 of the minified body>:<ts>:<nonce>`).
+ * Reasons name what failed, never a header's value.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { minifyBodyText, type CanonicalOptions } from '../json/canonical.js';
 import { verifyHmac, webhookStringToSign } from '../signing/signatures.js';
+import {
+  webhookTimestamp,
+  type WebhookHeaders,
+  type WebhookStringToSignForm,
+  type WebhookTimestampUnit,
+} from '../signing/webhook-scheme.js';
 
 export interface DeliveryToVerify {
   /** The URL path the sender signed. */
@@ -17,11 +24,14 @@ export interface DeliveryToVerify {
 export interface VerifyOptions {
   canonical: CanonicalOptions;
   timestampSkewSeconds: number;
+  headers: WebhookHeaders;
+  timestampUnit: WebhookTimestampUnit;
+  stringToSign: WebhookStringToSignForm;
 }
 
 export type VerifyResult = { ok: true; nonce: string } | { ok: false; verdict: 'bad_signature' | 'stale'; reason: string };
 
-// Seconds since the epoch; 15 digits keeps Number() exact.
+// Seconds or milliseconds since the epoch; 15 digits keeps Number() exact.
 const TIMESTAMP = /^\d{1,15}$/;
 // Printable ASCII without spaces; the spec recommends 32, the sandbox allows 128.
 const NONCE = /^[\x21-\x7e]{1,128}$/;
@@ -49,17 +59,25 @@ export function minifiedBodyOf(bodyText: string, canonical: CanonicalOptions): s
 }
 
 export function verifyDelivery(d: DeliveryToVerify, key: Buffer, o: VerifyOptions, nowMs: number): VerifyResult {
-  const timestamp = single(d.headers, 'x-timestamp');
-  const nonce = single(d.headers, 'x-nonce');
-  const signature = single(d.headers, 'x-signature');
-  if (timestamp === undefined || !TIMESTAMP.test(timestamp)) return refuse('bad_signature', 'X-TIMESTAMP missing or not whole seconds');
-  if (nonce === undefined || !NONCE.test(nonce)) return refuse('bad_signature', 'X-NONCE missing or malformed');
-  if (signature === undefined || !SIGNATURE.test(signature)) return refuse('bad_signature', 'X-SIGNATURE missing or malformed');
-  const offBy = Math.floor(nowMs / 1000) - Number(timestamp);
-  if (Math.abs(offBy) > o.timestampSkewSeconds) {
-    return refuse('stale', `X-TIMESTAMP is ${offBy} s ${offBy > 0 ? 'behind' : 'ahead of'} the receiver clock`);
+  const names = o.headers;
+  // Node gives incoming header names in lower case.
+  const timestamp = single(d.headers, names.timestamp.toLowerCase());
+  const nonce = single(d.headers, names.nonce.toLowerCase());
+  const signature = single(d.headers, names.signature.toLowerCase());
+  if (timestamp === undefined || !TIMESTAMP.test(timestamp)) {
+    return refuse('bad_signature', `${names.timestamp} missing or not whole ${o.timestampUnit}`);
   }
-  const stringToSign = webhookStringToSign({ path: d.path, minifiedBody: minifiedBodyOf(d.bodyText, o.canonical), timestamp, nonce });
+  if (nonce === undefined || !NONCE.test(nonce)) return refuse('bad_signature', `${names.nonce} missing or malformed`);
+  if (signature === undefined || !SIGNATURE.test(signature)) return refuse('bad_signature', `${names.signature} missing or malformed`);
+  // The window is whole seconds either way; milliseconds are compared exactly against it.
+  const offBy = Number(webhookTimestamp(nowMs, o.timestampUnit)) - Number(timestamp);
+  const window = o.timestampUnit === 'seconds' ? o.timestampSkewSeconds : o.timestampSkewSeconds * 1000;
+  if (Math.abs(offBy) > window) {
+    const unit = o.timestampUnit === 'seconds' ? 's' : 'ms';
+    return refuse('stale', `${names.timestamp} is ${offBy} ${unit} ${offBy > 0 ? 'behind' : 'ahead of'} the receiver clock`);
+  }
+  const minifiedBody = minifiedBodyOf(d.bodyText, o.canonical);
+  const stringToSign = webhookStringToSign({ path: d.path, minifiedBody, timestamp, nonce }, o.stringToSign);
   if (!verifyHmac(key, stringToSign, signature)) return refuse('bad_signature', 'signature does not match');
   return { ok: true, nonce };
 }

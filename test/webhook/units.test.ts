@@ -7,7 +7,7 @@ import { request as httpRequest, Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.js';
 import { createLogger } from '../../src/log/index.js';
-import { signHmac, webhookStringToSign } from '../../src/signing/index.js';
+import { DEFAULT_WEBHOOK_SCHEME, signHmac, webhookStringToSign } from '../../src/signing/index.js';
 import {
   NonceWindow,
   WebhookConfigError,
@@ -23,7 +23,8 @@ import { PATH, SECRET, START_MS, closeAll, eventBody, signedHeaders, startReceiv
 afterEach(closeAll);
 
 const KEY = Buffer.from(SECRET, 'utf8');
-const OPTS = { canonical: { sortKeys: true }, timestampSkewSeconds: 300 };
+const { headers: HEADERS, timestampUnit, stringToSign } = DEFAULT_WEBHOOK_SCHEME;
+const OPTS = { canonical: { sortKeys: true }, timestampSkewSeconds: 300, headers: HEADERS, timestampUnit, stringToSign };
 
 describe('verifyDelivery', () => {
   const clock = new ManualClock(START_MS);
