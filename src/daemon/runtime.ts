@@ -99,6 +99,7 @@ export async function startDaemon(
       });
       logger.info({ url }, 'metrics, /healthz and /readyz listening');
     }
+    let receiverUrl: string | null = null;
     if (config.webhook.enabled) {
       const { WebhookReceiver } = await import('../webhook/index.js');
       webhook = new WebhookReceiver({
@@ -113,6 +114,7 @@ export async function startDaemon(
       const { url } = await webhook.start().catch((err: unknown) => {
         throw portProblem(err, 'webhook.port');
       });
+      receiverUrl = url;
       logger.info({ url }, 'webhook receiver listening (polling remains the safety net)');
     }
     if (config.console.enabled) {
@@ -160,6 +162,7 @@ export async function startDaemon(
         onTokenRenewed: m ? (how) => m.tokenRenewals.inc({ how }) : undefined,
       },
       'daemon',
+      receiverUrl,
     );
     await checkPayoutService({
       client: api.client,

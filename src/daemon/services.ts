@@ -11,9 +11,9 @@ import { sleep } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 import type { InstanceLock } from '../store/index.js';
-import { readApiKey, type ResolvedConfig } from '../config/index.js';
+import { readApiKey, readWebhookSecret, type ResolvedConfig } from '../config/index.js';
 import type { SandboxServer } from '../sandbox/index.js';
-import { generateMerchantKeyPair, loadPrivateKeyFile, publicKeyBase64 } from '../signing/index.js';
+import { generateMerchantKeyPair, loadPrivateKeyFile, publicKeyBase64, webhookSchemeOf } from '../signing/index.js';
 
 export interface ApiConnection {
   client: PayoutApiClient;
@@ -63,7 +63,12 @@ interface EmbeddedEndpoint {
   close(): Promise<void>;
 }
 
-async function embeddedEndpoint(config: ResolvedConfig, logger: Logger, role: EmbeddedRole): Promise<EmbeddedEndpoint> {
+async function embeddedEndpoint(
+  config: ResolvedConfig,
+  logger: Logger,
+  role: EmbeddedRole,
+  receiverUrl: string | null,
+): Promise<EmbeddedEndpoint> {
   const dir = join(config.paths.stateDir, 'embedded-sandbox');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const urlFile = join(dir, 'url');
@@ -76,7 +81,7 @@ async function embeddedEndpoint(config: ResolvedConfig, logger: Logger, role: Em
       try {
         // A URL left by an owner that died is not an owner's: gone before anyone could read it.
         rmSync(urlFile, { force: true });
-        return await ownEmbeddedSandbox(config, logger, role, dir, urlFile, lock);
+        return await ownEmbeddedSandbox(config, logger, role, receiverUrl, dir, urlFile, lock);
       } catch (err) {
         lock.release();
         throw err;
@@ -103,6 +108,7 @@ async function ownEmbeddedSandbox(
   config: ResolvedConfig,
   logger: Logger,
   role: EmbeddedRole,
+  receiverUrl: string | null,
   dir: string,
   urlFile: string,
   lock: InstanceLock,
@@ -110,6 +116,8 @@ async function ownEmbeddedSandbox(
   const identity = embeddedIdentity(dir, true);
   // Loaded only here: a daemon talking to the real service never needs the sandbox's code.
   const { startSandbox } = await import('../sandbox/index.js');
+  // Events go to this daemon's own receiver, signed as its webhook.* settings say; a one-shot command has none.
+  const events = role === 'daemon' && receiverUrl !== null ? { webhookUrl: receiverUrl, webhookSecret: readWebhookSecret(config) } : {};
   let sandbox: SandboxServer;
   try {
     sandbox = await startSandbox({
@@ -117,12 +125,18 @@ async function ownEmbeddedSandbox(
       merchants: [
         {
           merchantCode: EMBEDDED_MERCHANT,
+          ...(config.api.auth.clientId === undefined ? {} : { clientId: config.api.auth.clientId }),
           apiKey: identity.apiKey,
           publicKey: publicKeyBase64(loadPrivateKeyFile(identity.privateKeyFile)),
           balances: { USDT: '1000000', USDC: '1000000' },
+          ...events,
         },
       ],
       settlement: { minDelayMs: config.sandbox.settlementMinDelayMs, maxDelayMs: config.sandbox.settlementMaxDelayMs },
+      // Every setting of the wire contract the daemon is given, so trying another answer runs against the sandbox too.
+      authMode: config.api.auth.mode,
+      hmacKeyEncoding: config.api.hmacKeyEncoding,
+      webhook: webhookSchemeOf(config.webhook),
       canonicalJson: config.api.canonicalJson,
       queryMaxIds: config.api.queryMaxIds,
       payoutQuery: config.api.payoutQuery,
@@ -173,6 +187,8 @@ export async function connectApi(
   logger: Logger,
   hooks: ApiHooks = {},
   role: EmbeddedRole = 'command',
+  /** Where this daemon's webhook receiver listens: an embedded sandbox it owns sends its events there. */
+  receiverUrl: string | null = null,
 ): Promise<ApiConnection> {
   let embedded: EmbeddedEndpoint | null = null;
   let baseUrl = config.api.baseUrl;
@@ -180,7 +196,7 @@ export async function connectApi(
   let apiKey: string;
   let privateKeyFile: string;
   if (baseUrl === 'embedded') {
-    embedded = await embeddedEndpoint(config, logger, role);
+    embedded = await embeddedEndpoint(config, logger, role, receiverUrl);
     baseUrl = embedded.url;
     merchantCode = EMBEDDED_MERCHANT;
     apiKey = embedded.identity.apiKey;
