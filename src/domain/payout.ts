@@ -67,24 +67,66 @@ export interface RequestedMoney {
   payoutAmount: string;
 }
 
+/** The fields of a record that say what a payout pays, each named by the setting that reads it from the service's records. */
+export type MoneyField = keyof RequestedMoney;
+
 /**
- * Whether a payout the service holds under a row's reference is that row's: the same currency and amount. One
- * that is not was made by something else under the same reference (a state database restored, another system).
+ * The fields in which a payout the service holds under a row's reference differs from what the row asked: none,
+ * it is the row's own. One that differs was made by something else under the same reference (a state database
+ * restored, another system), or is read from another field of the service's records than the setting says.
  */
-export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): boolean {
+export function payoutDifferences(record: RequestedMoney, requested: RequestedMoney): MoneyField[] {
+  const differ: MoneyField[] = [];
   // Currency codes in any case: a service writing `php` names the row's own payout.
-  return (
-    record.payoutCurrency.toUpperCase() === requested.payoutCurrency.toUpperCase() &&
-    compareAmounts(record.payoutAmount, requested.payoutAmount) === 0
-  );
+  if (record.payoutCurrency.toUpperCase() !== requested.payoutCurrency.toUpperCase()) differ.push('payoutCurrency');
+  if (compareAmounts(record.payoutAmount, requested.payoutAmount) !== 0) differ.push('payoutAmount');
+  return differ;
+}
+
+/** Whether a payout the service holds under a row's reference is that row's: the same currency and amount. */
+export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): boolean {
+  return payoutDifferences(record, requested).length === 0;
+}
+
+/** The settings that read these fields from the service's records, as messages name them. */
+export function moneySettings(fields: readonly MoneyField[]): string[] {
+  return fields.map((f) => `api.payoutQuery.recordFields.${f}`);
+}
+
+/** The money a row asked or a record shows, as messages write it. */
+export function moneyText(money: RequestedMoney): string {
+  return `${money.payoutAmount} ${money.payoutCurrency}`;
+}
+
+/**
+ * What finance checks should the service show the payout as the row asked: payoutd then reads its records under
+ * a wrong field name, which only a setting corrects.
+ */
+function wrongFieldClause(record: PayoutRecord, requested: RequestedMoney): string {
+  const settings = moneySettings(payoutDifferences(record, requested)).join(' and ');
+  return `if the service shows it for ${moneyText(requested)}, payoutd reads another field of its records: check ${settings}`;
 }
 
 /** Why such a row is not paid, in words finance can act on. */
 export function referenceTakenReason(record: PayoutRecord, requested: RequestedMoney): string {
   return (
-    `the payout service holds payout ${record.payoutId} under this reference for ${record.payoutAmount} ${record.payoutCurrency}, ` +
-    `not this row's ${requested.payoutAmount} ${requested.payoutCurrency}, so payoutd does not count it as this row's payment; ` +
-    `check payout ${record.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference`
+    `the payout service holds payout ${record.payoutId} under this reference for ${moneyText(record)}, ` +
+    `not this row's ${moneyText(requested)}, so payoutd does not count it as this row's payment; ` +
+    `check payout ${record.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference; ` +
+    wrongFieldClause(record, requested)
+  );
+}
+
+/**
+ * What finance is told of a row settled by its own payout (an earlier record of it matched the row) whose later
+ * record shows other figures: the service changed them, or payoutd reads a wrong field. Money moved either way,
+ * so the row is never offered to be paid again; it is to be checked before it is booked.
+ */
+export function payoutDiffersReason(record: PayoutRecord, requested: RequestedMoney): string {
+  return (
+    `the payout service's record of payout ${record.payoutId} shows ${moneyText(record)} while this row asked ${moneyText(requested)}; ` +
+    `check payout ${record.payoutId} with the payout service before booking it; ` +
+    wrongFieldClause(record, requested)
   );
 }
 

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import { requestOfText } from '../domain/request-values.js';
-import { isPayoutOf, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
+import { isPayoutOf, payoutDiffersReason, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
 import {
   type Database,
   flagStale,
@@ -25,7 +25,7 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { REFERENCE_TAKEN_LOG, referenceTaken, settledPatch } from '../submit/outcome.js';
+import { logPayoutDiffers, logReferenceTaken, referenceTaken, settledDifferingPatch, settledPatch } from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -90,9 +90,9 @@ interface Flight {
   failed?: unknown;
 }
 
-/** A claimed row as polling needs it: until its payout was checked, the currency and amount it asked for (listDueForPoll). */
+/** A claimed row as polling needs it, with the currency and amount it asked for and whether its payout was proven its own (listDueForPoll). */
 function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): PollTarget {
-  if (row.payoutCheckedAt !== null || row.requestValues === null) return { ...row, payoutCurrency: null, payoutAmount: null };
+  if (row.requestValues === null) return { ...row, payoutCurrency: null, payoutAmount: null };
   const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues);
   return { ...row, payoutCurrency, payoutAmount };
 }
@@ -358,24 +358,29 @@ export class SettlementPoller {
         row.payoutCurrency !== null && row.payoutAmount !== null
           ? { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount }
           : null;
-      if (requested !== null && !isPayoutOf(rec, requested)) {
+      const differs = requested !== null && !isPayoutOf(rec, requested);
+      if (differs && row.payoutCheckedAt === null) {
         // The create was answered with a payout the service already held under this reference (another's).
         const taken = referenceTaken(rec, requested);
-        logger.error(
-          { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: rec.payoutId },
-          REFERENCE_TAKEN_LOG,
-        );
+        logReferenceTaken(logger, row, rec, requested);
         return { row, from: 'PENDING', ...taken, patch: { ...taken.patch, ...polled } };
       }
-      // Its first readable record is the row's own: not compared again.
-      const checked = requested !== null ? { payoutCheckedAt: now } : {};
+      // Its first readable record is the row's own; a later one that differs is still the row's payout (the
+      // service changed its figures, or a setting now reads another field): money moved, so it is followed
+      // as the service says and reported once, when it settles, never rejected.
+      const checked = requested !== null && row.payoutCheckedAt === null ? { payoutCheckedAt: now } : {};
       if (rec.status !== 'PENDING') {
+        if (differs) logPayoutDiffers(logger, row, rec, requested);
         return {
           row,
           from: 'PENDING',
           to: rec.status,
-          patch: { ...settledPatch(rec, polled), ...checked },
-          history: { event: 'settled', outcome: rec.status, detail: rec.completeTime ?? undefined },
+          patch: differs ? settledDifferingPatch(rec, requested, polled) : { ...settledPatch(rec, polled), ...checked },
+          history: {
+            event: 'settled',
+            outcome: rec.status,
+            detail: differs ? payoutDiffersReason(rec, requested) : (rec.completeTime ?? undefined),
+          },
         };
       }
       const wait = nextPollDelay(polled.pollCount, this.o);

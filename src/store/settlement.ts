@@ -9,13 +9,14 @@ import type { RequestedMoney } from '../domain/payout.js';
 import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
 
 /**
- * What polling a payout needs of its row (a claim reads a hundred of them per call). Until a readable record of
- * its payout was found to be the row's own, also the currency and amount the row asked for: the payout its
- * create was answered with may be another's (payout_checked_at).
+ * What polling a payout needs of its row (a claim reads a hundred of them per call), with the currency and
+ * amount the row asked for (null: a row without its request). The payout its create was answered with may be
+ * another's until a readable record of it was found to be the row's own (payoutCheckedAt); a later record
+ * showing other figures is still the row's, and only reported.
  */
 export type PollTarget = Pick<
   PayoutRow,
-  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'pollCount' | 'nextPollAt'
+  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'payoutCheckedAt' | 'pollCount' | 'nextPollAt'
 > & { [K in keyof RequestedMoney]: RequestedMoney[K] | null };
 
 const POLL_TARGET_COLUMNS = [
@@ -25,6 +26,7 @@ const POLL_TARGET_COLUMNS = [
   'merchant_reference_id as merchantReferenceId',
   'payout_id as payoutId',
   'service_status as serviceStatus',
+  'payout_checked_at as payoutCheckedAt',
   'poll_count as pollCount',
   'next_poll_at as nextPollAt',
 ];
@@ -41,8 +43,7 @@ export interface PollCursor {
  * which the partial index payouts_pending_due answers by a seek.
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
-  const requested = (field: keyof RequestedMoney): Knex.Raw =>
-    db.raw('case when ?? is null then ? end as ??', ['payout_checked_at', requestFieldAt(db, field), field]);
+  const requested = (field: keyof RequestedMoney): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, field), field]);
   const targets = () => rowsInState(db, 'PENDING').select([...POLL_TARGET_COLUMNS, requested('payoutCurrency'), requested('payoutAmount')]);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {

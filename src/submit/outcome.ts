@@ -1,8 +1,13 @@
 /** What a create's answer (or failure) means for its row: a pure decision from the ApiError kind to the next state. */
+import type { Logger } from 'pino';
 import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import {
   REFERENCE_TAKEN,
+  moneySettings,
+  moneyText,
+  payoutDifferences,
+  payoutDiffersReason,
   referenceTakenReason,
   type CreatedPayout,
   type PayoutRecord,
@@ -146,7 +151,7 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
   patch.payoutId = record.payoutId;
   // When payoutd learned of it: a reconciliation report of a period already reported (by this clock) would miss it.
   patch.createdAtMs = now;
-  // Adopted for its currency and amount (the reconcile compares them): the poller need not again.
+  // Adopted for its currency and amount (the reconcile compares them): proven the row's own.
   patch.payoutCheckedAt = now;
   patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
   return { to: record.status, patch };
@@ -202,6 +207,54 @@ export function referenceTaken(record: PayoutRecord, requested: RequestedMoney):
   };
 }
 
-/** The log line of a row found REFERENCE_TAKEN (what finance is told is in its reason). */
-export const REFERENCE_TAKEN_LOG =
-  'the service holds this reference for a payout that does not match the row; not counted as its payment (REFERENCE_TAKEN)';
+type LoggedRow = { batchId: string; line: number; merchantReferenceId: string };
+
+/** An error line naming a row, what its record shows against what it asked, and the settings that read them. */
+function logFigures(logger: Pick<Logger, 'error'>, row: LoggedRow, record: PayoutRecord, requested: RequestedMoney, message: string): void {
+  logger.error(
+    {
+      batchId: row.batchId,
+      line: row.line,
+      merchantReferenceId: row.merchantReferenceId,
+      payoutId: record.payoutId,
+      asked: moneyText(requested),
+      service: moneyText(record),
+      settings: moneySettings(payoutDifferences(record, requested)),
+    },
+    message,
+  );
+}
+
+/**
+ * The operator's line of a row found REFERENCE_TAKEN (finance's words are in its reason): the reference, what the
+ * row asked and what the service's record shows, and the settings to check should that payout be the row's own.
+ */
+export function logReferenceTaken(logger: Pick<Logger, 'error'>, row: LoggedRow, record: PayoutRecord, requested: RequestedMoney): void {
+  const message =
+    'the service holds this reference for a payout that does not match the row; not counted as its payment (REFERENCE_TAKEN): ' +
+    "check that payout with the service, and the settings named if it is the row's own";
+  logFigures(logger, row, record, requested, message);
+}
+
+/** The operator's line of a row settled by its own payout whose record shows other figures (payoutDiffersReason). */
+export function logPayoutDiffers(logger: Pick<Logger, 'error'>, row: LoggedRow, record: PayoutRecord, requested: RequestedMoney): void {
+  const message =
+    `the row's own payout settled ${record.status} with other figures than the row asked: ` +
+    "check that payout with the service before it is booked, and the settings named if the service shows the row's";
+  logFigures(logger, row, record, requested, message);
+}
+
+/**
+ * The patch of a row's own payout settled with other figures than the row asked: settled as the service says,
+ * its reason telling finance to check the payout before booking it (a CANCELLED one's reason kept before it).
+ */
+export function settledDifferingPatch(
+  record: PayoutRecord,
+  requested: RequestedMoney,
+  polled: { pollCount: number; lastPolledAt: number },
+): PayoutRowPatch {
+  const patch = settledPatch(record, polled);
+  const differs = payoutDiffersReason(record, requested);
+  patch.reason = patch.reason ? `${patch.reason}; ${differs}` : differs;
+  return patch;
+}

@@ -26,7 +26,7 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { REFERENCE_TAKEN_LOG, adoptRecord, adoptUnread, decideCreated, decideCreateFailure, referenceTaken } from './outcome.js';
+import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, logReferenceTaken, referenceTaken } from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -562,7 +562,7 @@ export class PayoutSubmitter {
           ? {
               event: 'reconcile-wait',
               outcome: REFERENCE_TAKEN,
-              detail: `payout ${other.payoutId} holds this reference for another amount; asking again after the grace period`,
+              detail: `payout ${other.payoutId} holds this reference for ${other.payoutAmount} ${other.payoutCurrency}; asking again after the grace period`,
             }
           : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
       };
@@ -575,10 +575,7 @@ export class PayoutSubmitter {
     }
     if (other) {
       // Never created under a held reference: it would be a second payout.
-      logger.error(
-        { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: other.payoutId },
-        REFERENCE_TAKEN_LOG,
-      );
+      logReferenceTaken(logger, row, other, requested);
       return { row, from: 'UNKNOWN', ...referenceTaken(other, requested) };
     }
     return {

@@ -5,11 +5,21 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
+import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
-import { CREATE_PATH, QUERY_PATH, closePipelines, payoutRequest, startPipeline, waitFor, type Pipeline } from './harness.js';
+import {
+  CREATE_PATH,
+  QUERY_PATH,
+  closePipelines,
+  linesContaining,
+  payoutRequest,
+  startPipeline,
+  waitFor,
+  type Pipeline,
+} from './harness.js';
 
 let mitm: Mitm | null = null;
 afterEach(async () => {
@@ -31,6 +41,24 @@ async function rewritingRecords(p: Pipeline, edit: (r: Json) => Json | null): Pr
     return canonicalStringify({ ...env, data: { payouts } });
   };
   return { client: new PayoutApiClient({ ...p.clientOptions, baseUrl: proxy.url }), proxy };
+}
+
+/** A poller of the pipeline's database asking through `client`. */
+function pollerOf(p: Pipeline, client: PayoutApiClient): SettlementPoller {
+  return new SettlementPoller({ db: p.db, service: client, clock: p.clock, logger: p.logger }, p.pollerOptions);
+}
+
+/** A batch of one row whose create the service took in but whose answer was lost, sent by a submitter asking through `client`. */
+async function unknownCreate(p: Pipeline, client: PayoutApiClient, ref: string): Promise<{ submitter: PayoutSubmitter; batchId: string }> {
+  const submitter = new PayoutSubmitter(
+    { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    p.submitterOptions,
+  );
+  p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
+  const batchId = await p.insertReadyBatch([payoutRequest(ref)]);
+  await submitter.runOnce(p.signal);
+  p.sandbox.setFaults({ commitThenDropRate: 0 });
+  return { submitter, batchId };
 }
 
 /** Another payout under FX-1: 5000 PHP to another account (the row asks 100.5 PHP to 1234567890). */
@@ -63,7 +91,8 @@ describe('a reference the service holds for another payout', () => {
     });
     expect(row.reason).toBe(
       `the payout service holds payout ${other.payoutId} under this reference for 5000 PHP, not this row's 100.5 PHP, so payoutd does not count it as this row's payment; ` +
-        `check payout ${other.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference`,
+        `check payout ${other.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference; ` +
+        `if the service shows it for 100.5 PHP, payoutd reads another field of its records: check api.payoutQuery.recordFields.payoutAmount`,
     );
     expect(await p.events('FX-1')).toEqual(['intent', 'created', 'reference-taken']);
     expect(p.ledgerCount('FX-1')).toBe(1);
@@ -110,14 +139,7 @@ describe('a reference the service holds for another payout', () => {
     const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: 60_000 } });
     await p.client.createPayout(OTHERS);
     const { client, proxy } = await rewritingRecords(p, (r) => (String(r.payoutAmount) === '100.5' ? { ...r, status: 'PROCESSING' } : r));
-    const submitter = new PayoutSubmitter(
-      { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
-      p.submitterOptions,
-    );
-    p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
-    const batchId = await p.insertReadyBatch([payoutRequest('FX-1')]);
-    await submitter.runOnce(p.signal);
-    p.sandbox.setFaults({ commitThenDropRate: 0 });
+    const { batchId } = await unknownCreate(p, client, 'FX-1');
     const own = p.sandbox.ledger().find((e) => e.merchantReferenceId === 'FX-1' && e.payoutAmount === '100.5');
     expect(await p.states(batchId)).toEqual(['PENDING']);
     expect((await p.row('FX-1')).payoutId).toBe(own?.payoutId);
@@ -140,5 +162,140 @@ describe('a reference the service holds for another payout', () => {
     expect(own).toBeDefined();
     expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', payoutId: own?.payoutId });
     expect(p.ledgerCount('FX-1')).toBe(2);
+  });
+});
+
+describe("a record of the row's payout showing another amount or currency", () => {
+  /** Lines of the error logged for a row's own payout settled with other figures. */
+  const differsLines = (p: Pipeline): string[] =>
+    linesContaining(p.logLines, 'settled PAID with other figures').concat(
+      linesContaining(p.logLines, 'settled CANCELLED with other figures'),
+    );
+
+  for (const [what, change, setting, exclusive, settled] of [
+    ['amount', { payoutAmount: '1005' }, 'api.payoutQuery.recordFields.payoutAmount', false, 'PAID'],
+    ['currency', { payoutCurrency: 'USD' }, 'api.payoutQuery.recordFields.payoutCurrency', false, 'PAID'],
+    ['amount', { payoutAmount: '100.05' }, 'api.payoutQuery.recordFields.payoutAmount', true, 'PAID'],
+    ['amount', { payoutAmount: '1005' }, 'api.payoutQuery.recordFields.payoutAmount', false, 'CANCELLED'],
+  ] as const) {
+    it(`once found the row's own, settled ${settled} for another ${what}${exclusive ? ' (alone on its database)' : ''}: ${settled} as the service says, the difference in its reason, never paid again`, async () => {
+      const p = await startPipeline({ poller: { exclusive } });
+      const batchId = await p.insertReadyBatch([payoutRequest('FX-2')]);
+      await p.submit();
+      const payoutId = (await p.row('FX-2')).payoutId as string;
+      // Its first poll reads it as asked: 100.5 PHP.
+      p.clock.advance(p.pollerOptions.maxIntervalMs);
+      await p.poll();
+      expect(await p.states(batchId)).toEqual(['PENDING']);
+      const { client } = await rewritingRecords(p, (r) => ({ ...r, ...change }));
+      p.sandbox.settle({ payoutId }, settled);
+      p.clock.advance(p.pollerOptions.maxIntervalMs);
+      await pollerOf(p, client).runPass(p.signal);
+      const row = await p.row('FX-2');
+      expect(row).toMatchObject({ state: settled, reasonCode: settled === 'PAID' ? null : 'CANCELLED', payoutId, serviceStatus: settled });
+      const shown = `${'payoutAmount' in change ? change.payoutAmount : '100.5'} ${'payoutCurrency' in change ? change.payoutCurrency : 'PHP'}`;
+      expect(row.reason).toContain(`the payout service's record of payout ${payoutId} shows ${shown} while this row asked 100.5 PHP`);
+      expect(row.reason).toContain(`check payout ${payoutId} with the payout service before booking it`);
+      expect(row.reason).toContain(`if the service shows it for 100.5 PHP, payoutd reads another field of its records: check ${setting}`);
+      expect(row.reason).not.toContain('pay the row under a new reference');
+      expect(await p.events('FX-2')).toEqual(['intent', 'created', 'polled', 'settled']);
+      expect(linesContaining(p.logLines, 'REFERENCE_TAKEN')).toEqual([]);
+      const logged = differsLines(p);
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toContain('"level":"error"');
+      expect(logged[0]).toContain('"merchantReferenceId":"FX-2"');
+      expect(logged[0]).toContain(`"service":"${shown}"`);
+      expect(logged[0]).toContain(setting);
+      // Settled: neither created again nor asked about again.
+      p.clock.advance(p.pollerOptions.maxIntervalMs);
+      await p.submit();
+      await pollerOf(p, client).runPass(p.signal);
+      expect(p.ledgerCount('FX-2')).toBe(1);
+      expect(await p.states(batchId)).toEqual([settled]);
+    });
+  }
+
+  it("once found the row's own, still PENDING with another amount: followed as PENDING, told once when it settles", async () => {
+    const p = await startPipeline();
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-5')]);
+    await p.submit();
+    const payoutId = (await p.row('FX-5')).payoutId as string;
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await p.poll();
+    const { client } = await rewritingRecords(p, (r) => ({ ...r, payoutAmount: '1005' }));
+    const poller = pollerOf(p, client);
+    for (let i = 0; i < 3; i++) {
+      p.clock.advance(p.pollerOptions.maxIntervalMs);
+      await poller.runPass(p.signal);
+    }
+    expect(await p.row('FX-5')).toMatchObject({ state: 'PENDING', payoutId, reasonCode: null, reason: null });
+    expect(differsLines(p)).toEqual([]);
+    p.sandbox.settle({ payoutId }, 'PAID');
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await poller.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID']);
+    expect((await p.row('FX-5')).reason).toContain(`payout ${payoutId} shows 1005 PHP while this row asked 100.5 PHP`);
+    expect(differsLines(p)).toHaveLength(1);
+    expect(p.ledgerCount('FX-5')).toBe(1);
+  });
+
+  it('adopted by the query of an unknown create, settled for another amount: PAID, the difference in its reason', async () => {
+    const p = await startPipeline({ submitter: { notFoundGraceMs: 5000 } });
+    const { submitter, batchId } = await unknownCreate(p, p.client, 'FX-6');
+    p.clock.advance(120_000);
+    await submitter.runOnce(p.signal);
+    const payoutId = (await p.row('FX-6')).payoutId as string;
+    expect(await p.states(batchId)).toEqual(['PENDING']);
+    const { client } = await rewritingRecords(p, (r) => ({ ...r, payoutAmount: '1005' }));
+    p.sandbox.settle({ payoutId }, 'PAID');
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await pollerOf(p, client).runPass(p.signal);
+    const row = await p.row('FX-6');
+    expect(row).toMatchObject({ state: 'PAID', payoutId });
+    expect(row.reason).toContain(`payout ${payoutId} shows 1005 PHP while this row asked 100.5 PHP`);
+    expect(p.ledgerCount('FX-6')).toBe(1);
+  });
+
+  it('its amount read from another field (recordFields.payoutAmount): the reason and the log name the setting', async () => {
+    const shape = payoutQueryShapeSchema.parse({ recordFields: { payoutAmount: 'grossAmount' } });
+    const p = await startPipeline({ client: { payoutQuery: shape } });
+    // The service's records carry the debit beside the payout amount; the setting names the debit's field.
+    const { client } = await rewritingRecords(p, (r) => ({ ...r, grossAmount: r.deductionAmount }));
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-3')]);
+    await p.submit();
+    const payoutId = (await p.row('FX-3')).payoutId as string;
+    p.sandbox.settle({ payoutId }, 'PAID');
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await pollerOf(p, client).runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    const row = await p.row('FX-3');
+    expect(row.reasonCode).toBe('REFERENCE_TAKEN');
+    expect(row.reason).toContain("not this row's 100.5 PHP");
+    expect(row.reason).toContain(
+      'if the service shows it for 100.5 PHP, payoutd reads another field of its records: check api.payoutQuery.recordFields.payoutAmount',
+    );
+    const logged = linesContaining(p.logLines, 'REFERENCE_TAKEN').join();
+    expect(logged).toContain('"asked":"100.5 PHP"');
+    expect(logged).toContain('"settings":["api.payoutQuery.recordFields.payoutAmount"]');
+  });
+
+  it('its currency read from another field, found by the query of an unknown create: REJECTED naming the setting, never created again', async () => {
+    const shape = payoutQueryShapeSchema.parse({ recordFields: { payoutCurrency: 'currency' } });
+    const p = await startPipeline({
+      sandbox: { duplicatePolicy: 'allow' },
+      client: { payoutQuery: shape },
+      submitter: { notFoundGraceMs: 5000 },
+    });
+    const { client } = await rewritingRecords(p, (r) => ({ ...r, currency: r.deductionCurrency }));
+    const { submitter, batchId } = await unknownCreate(p, client, 'FX-4');
+    p.clock.advance(120_000);
+    await submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    const row = await p.row('FX-4');
+    expect(row.reasonCode).toBe('REFERENCE_TAKEN');
+    expect(row.reason).toContain("for 100.5 USDT, not this row's 100.5 PHP");
+    expect(row.reason).toContain('check api.payoutQuery.recordFields.payoutCurrency');
+    expect(linesContaining(p.logLines, 'REFERENCE_TAKEN').join()).toContain('"settings":["api.payoutQuery.recordFields.payoutCurrency"]');
+    expect(p.ledgerCount('FX-4')).toBe(1);
   });
 });

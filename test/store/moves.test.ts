@@ -222,12 +222,16 @@ describe('store: row moves and claims (SQLite)', () => {
       merchantReferenceId: rows[0]?.merchantReferenceId,
       payoutId: rows[0]?.payoutId,
       serviceStatus: null,
+      payoutCheckedAt: null,
       pollCount: 0,
       nextPollAt: 5,
       // What the row asked for, to tell its own payout from another's.
       payoutCurrency: 'PHP',
       payoutAmount: '100.50',
     });
+    // Once proven its own, still listed with what it asked: a later record showing other figures is reported.
+    await db('payouts').where({ id: ids[0] }).update({ payout_checked_at: 3 });
+    expect((await listDueForPoll(db, 10, 1))[0]).toMatchObject({ payoutCheckedAt: 3, payoutCurrency: 'PHP', payoutAmount: '100.50' });
   });
 
   it('reads a batch back with only the fields the files show', async () => {

@@ -8,7 +8,7 @@
  * staleness counts from).
  */
 import { describe, expect, it } from 'vitest';
-import { isPayoutOf, type PayoutRecord } from '../../src/domain/payout.js';
+import { isPayoutOf, payoutDifferences, type PayoutRecord } from '../../src/domain/payout.js';
 import { adoptRecord, settledPatch } from '../../src/submit/outcome.js';
 
 const record = (over: Partial<PayoutRecord> = {}): PayoutRecord => ({
@@ -46,6 +46,15 @@ describe('patches from what the service says', () => {
     expect(isPayoutOf({ payoutCurrency: 'php', payoutAmount: '100.50' }, asked)).toBe(true);
     expect(isPayoutOf({ payoutCurrency: 'PHP', payoutAmount: '100.51' }, asked)).toBe(false);
     expect(isPayoutOf({ payoutCurrency: 'USD', payoutAmount: '100.5' }, asked)).toBe(false);
+    // Compared as decimals, never as floats: trailing zeros do not count, digits past a double's precision do.
+    expect(payoutDifferences({ payoutCurrency: 'PHP', payoutAmount: '0.3' }, { payoutCurrency: 'PHP', payoutAmount: '0.30' })).toEqual([]);
+    expect(
+      payoutDifferences(
+        { payoutCurrency: 'PHP', payoutAmount: '12345678901234567.1' },
+        { payoutCurrency: 'PHP', payoutAmount: '12345678901234567.2' },
+      ),
+    ).toEqual(['payoutAmount']);
+    expect(payoutDifferences({ payoutCurrency: 'USD', payoutAmount: '99' }, asked)).toEqual(['payoutCurrency', 'payoutAmount']);
   });
 
   it('adoption takes the payout id, the time payoutd learned of it and the first poll of a pending payout', () => {
@@ -58,7 +67,7 @@ describe('patches from what the service says', () => {
         completeTime: null,
         payoutId: 'P-1',
         createdAtMs: 1_000,
-        // Adopted for its currency and amount: the poller does not compare it again.
+        // Adopted for its currency and amount: proven the row's own, a later record is not rejected.
         payoutCheckedAt: 1_000,
         nextPollAt: 3_000,
       },
