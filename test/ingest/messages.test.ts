@@ -118,6 +118,72 @@ describe('messages', () => {
     ]);
   });
 
+  it('show a no-break or odd space in every refused identifier that its message quotes, and where it is', async () => {
+    // "DE89 3704…" or "0210 00021" with a no-break space read as plain gaps: finance could not see why they were refused.
+    const nb = '\u00a0';
+    const cases: { cells: Record<string, string>; column: string; code: string; message: string }[] = [
+      {
+        cells: {
+          payoutCurrency: 'EUR',
+          'beneficiary.accountNumber': `DE89${nb}3704 0044 0532 0130 00`,
+          'beneficiary.bankCode': 'COBADEFFXXX',
+        },
+        column: 'K "beneficiary.accountNumber"',
+        code: 'IBAN_INVALID',
+        // Masked as before (the IBAN compacted); the space is under the mask, where it is tells no digit.
+        message:
+          'beneficiary.accountNumber "********3000", an invisible character in it (U+00A0, a no-break space) at position 5, is not an IBAN (2 letters, 2 check digits, then letters and digits)',
+      },
+      {
+        cells: { payoutCurrency: 'EUR', 'beneficiary.accountNumber': 'DE89370400440532013000', 'beneficiary.bankCode': 'COBA\u2002DEFF' },
+        column: 'L "beneficiary.bankCode"',
+        code: 'BIC_INVALID',
+        message:
+          'beneficiary.bankCode "COBA\\u2002DEFF", an invisible character in it (U+2002) at position 5, is not a BIC (8 or 11 characters: bank, country, location, branch)',
+      },
+      {
+        cells: { payoutCurrency: 'USD', 'beneficiary.accountNumber': '123456789', 'beneficiary.bankCode': `0210${nb}00021` },
+        column: 'L "beneficiary.bankCode"',
+        code: 'ABA_INVALID',
+        message:
+          'beneficiary.bankCode "0210\\u00A000021", an invisible character in it (U+00A0, a no-break space) at position 5, is not an ABA routing number (9 digits)',
+      },
+      {
+        cells: { payoutCurrency: 'GBP', 'beneficiary.accountNumber': '12345678', 'beneficiary.bankCode': `20${nb}00${nb}00` },
+        column: 'L "beneficiary.bankCode"',
+        code: 'BANK_CODE_INVALID',
+        message:
+          'a GBP bank code must be 6 digits; it has other characters (spaces, dashes or letters?) ("20\\u00A000\\u00A000", invisible characters in it (U+00A0, a no-break space), the first at position 3)',
+      },
+      {
+        cells: { payoutCurrency: 'INR', 'beneficiary.accountNumber': '123456789012', 'beneficiary.bankCode': `HDFC${nb}0001234` },
+        column: 'L "beneficiary.bankCode"',
+        code: 'BANK_CODE_INVALID',
+        message:
+          'the bank code "HDFC\\u00A00001234", an invisible character in it (U+00A0, a no-break space) at position 5, does not have the format of a INR bank code (accountRules: [A-Z]{4}0[A-Z0-9]{6})',
+      },
+      {
+        cells: { merchantReferenceId: `INV${nb}7` },
+        column: 'A "merchantReferenceId"',
+        code: 'REFERENCE_INVALID',
+        message:
+          'the reference "INV\\u00A07", an invisible character in it (U+00A0, a no-break space) at position 4, may hold only letters, digits and . _ : -; it has "\\u00A0": remove or replace them',
+      },
+      {
+        cells: { 'sender.country': 'PH\u3000' },
+        column: 'G "sender.country"',
+        code: 'COUNTRY_INVALID',
+        message:
+          'sender.country "PH\\u3000", an invisible character in it (U+3000) at position 3, is not an ISO 3166-1 alpha-2 country code',
+      },
+    ];
+    const text = `${HEADER}\n${cases.map((c, i) => row(`NB-${i}`, c.cells)).join('\n')}\n`;
+    const { rows } = await parseCollect(await tempCsv(text));
+    expect(rows.map((r) => r.errors.map((e) => [errorPlace(e), e.code, e.message]))).toEqual(
+      cases.map((c, i) => [[`line ${i + 2}, column ${c.column}`, c.code, c.message]]),
+    );
+  });
+
   it('refuse a cell holding the replacement character, as a file damaged upstream writes it, naming the cell', async () => {
     // "Peña" exported once in the wrong encoding: its ñ is the bytes EF BF BD, valid UTF-8 for "�".
     const header = Object.keys(FRIENDLY_ALIASES).join(',');

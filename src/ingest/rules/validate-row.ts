@@ -153,13 +153,25 @@ function invisibleInWords(value: string, where: { first: number; found: readonly
 }
 
 /**
- * A refused account number as a message shows it: masked, and a no-break or odd space in it written out, with where
- * the first is (its position tells no digit, even under the mask): printed as it is, it reads as a plain space.
+ * `shown` (what a message may show of a refused `value`) with a no-break or odd space of `value` written out, and
+ * which and where the first is (its position tells nothing the mask hides): printed as it is, it reads as a plain
+ * space. Null when `value` has none. `aside`: the message goes on after it, so the words end in a comma.
  */
-function maskedAccount(value: string): string {
-  const masked = maskAccountNumber(value);
+function withInvisible(value: string, shown: string, aside: boolean): string | null {
   const invisible = invisibleIn(value);
-  return invisible === null ? masked : `${quoteVisibly(masked)}, ${invisibleInWords(value, invisible)}`;
+  if (invisible === null) return null;
+  return `${quoteVisibly(shown)}, ${invisibleInWords(value, invisible)}${aside ? ',' : ''}`;
+}
+
+/** A refused account number as a message shows it: masked (`shownAs` it, the IBAN compacted), its odd spaces written out. */
+function maskedAccount(value: string, aside = false, shownAs = value): string {
+  const masked = maskAccountNumber(shownAs);
+  return withInvisible(value, masked, aside) ?? masked;
+}
+
+/** A refused code or reference (not personal, shown whole) as a message quotes it, its odd spaces written out. */
+function quotedCell(value: string, aside = false): string {
+  return withInvisible(value, value, aside) ?? quoteValue(value);
 }
 
 /**
@@ -182,13 +194,13 @@ function referenceProblem(value: string, pattern: string): string {
   const one = /^(\[[^\]]+\])[+*]$/.exec(pattern);
   if (one) {
     const allowed = new RegExp(`^${one[1] as string}$`, 'u');
-    const bad = [...new Set([...value].filter((c) => !allowed.test(c)))].map((c) => (c === ' ' ? 'a space' : JSON.stringify(c)));
+    const bad = [...new Set([...value].filter((c) => !allowed.test(c)))].map((c) => (c === ' ' ? 'a space' : quoteVisibly(c)));
     if (bad.length > 0) {
       const words = pattern === DEFAULT_REFERENCE_PATTERN ? 'letters, digits and . _ : -' : `the characters ${one[1] as string}`;
-      return `the reference ${quoteValue(value)} may hold only ${words}; it has ${bad.join(', ')}: remove or replace them`;
+      return `the reference ${quotedCell(value, true)} may hold only ${words}; it has ${bad.join(', ')}: remove or replace them`;
     }
   }
-  return `the reference ${quoteValue(value)} does not have the allowed form (merchantReferenceId.pattern: ${pattern})`;
+  return `the reference ${quotedCell(value, true)} does not have the allowed form (merchantReferenceId.pattern: ${pattern})`;
 }
 
 function tooLong(field: FieldPath, value: string, max: number): Problem | null {
@@ -207,7 +219,7 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
       code: 'ACCOUNT_NUMBER_INVALID',
       message:
         words === null
-          ? `the account number ${maskedAccount(value)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
+          ? `the account number ${maskedAccount(value, true)} does not have the format of a ${currency} account number (batch.format accountRules: ${rule.accountPattern.text}); check it with the beneficiary`
           : `a ${currency} account number ${words} (${maskedAccount(value)}); check it with the beneficiary`,
     };
   }
@@ -215,12 +227,13 @@ function checkAccountNumber(value: string, currency: string | null, rules: Compi
   const iban = compactIban(value);
   const problem = ibanProblem(iban);
   if (problem === null) return iban;
-  const ibanMasked = maskAccountNumber(iban);
+  // The position of an odd space is counted in the cell as written, where finance looks for it.
+  const ibanMasked = maskedAccount(value, false, iban);
   switch (problem.kind) {
     case 'format':
       return {
         code: 'IBAN_INVALID',
-        message: `beneficiary.accountNumber ${ibanMasked} is not an IBAN (2 letters, 2 check digits, then letters and digits)`,
+        message: `beneficiary.accountNumber ${maskedAccount(value, true, iban)} is not an IBAN (2 letters, 2 check digits, then letters and digits)`,
       };
     case 'country':
       return { code: 'IBAN_INVALID', message: `beneficiary.accountNumber ${ibanMasked}: ${problem.country} is not an IBAN country` };
@@ -250,21 +263,22 @@ function bankCodeProblem(value: string, rule: CompiledAccountRule): Problem | nu
       code: 'BANK_CODE_INVALID',
       message:
         words === null
-          ? `the bank code ${quoteValue(value)} does not have the format of a ${rule.currency} bank code (accountRules: ${rule.bankPattern.text})`
-          : `a ${rule.currency} bank code ${words} (${quoteValue(value)})`,
+          ? `the bank code ${quotedCell(value, true)} does not have the format of a ${rule.currency} bank code (accountRules: ${rule.bankPattern.text})`
+          : `a ${rule.currency} bank code ${words} (${quotedCell(value)})`,
     };
   }
   const problem = rule.bankFormat === 'bic' ? bicProblem(value) : rule.bankFormat === 'aba' ? abaProblem(value) : null;
   // Quoted only when there is something to say (most codes are valid).
-  return problem === null ? null : bankFormatProblem(quoteValue(value), rule, problem);
+  return problem === null ? null : bankFormatProblem(value, rule, problem);
 }
 
-function bankFormatProblem(v: string, rule: CompiledAccountRule, problem: BicProblem | AbaProblem): Problem | null {
+function bankFormatProblem(value: string, rule: CompiledAccountRule, problem: BicProblem | AbaProblem): Problem | null {
+  const v = quotedCell(value);
   if (rule.bankFormat === 'bic') {
     if (problem.kind === 'format') {
       return {
         code: 'BIC_INVALID',
-        message: `beneficiary.bankCode ${v} is not a BIC (8 or 11 characters: bank, country, location, branch)`,
+        message: `beneficiary.bankCode ${quotedCell(value, true)} is not a BIC (8 or 11 characters: bank, country, location, branch)`,
       };
     }
     if (problem.kind === 'country') {
@@ -272,7 +286,7 @@ function bankFormatProblem(v: string, rule: CompiledAccountRule, problem: BicPro
     }
   } else if (rule.bankFormat === 'aba') {
     if (problem.kind === 'format') {
-      return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v} is not an ABA routing number (9 digits)` };
+      return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${quotedCell(value, true)} is not an ABA routing number (9 digits)` };
     }
     if (problem.kind === 'prefix') {
       return { code: 'ABA_INVALID', message: `beneficiary.bankCode ${v}: ${problem.prefix} is not a valid routing number prefix` };
@@ -305,17 +319,17 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
         ? value
         : {
             code: 'DEDUCTION_CURRENCY_UNSUPPORTED',
-            message: `deductionCurrency ${quoteValue(value)} is not supported; use one of ${[...rules.deductionCurrencies].join(', ')}`,
+            message: `deductionCurrency ${quotedCell(value, true)} is not supported; use one of ${[...rules.deductionCurrencies].join(', ')}`,
           };
     case 'payoutCurrency':
       if (rules.minorUnits(value) === undefined) {
-        return { code: 'CURRENCY_UNKNOWN', message: `payoutCurrency ${quoteValue(value)} is not an ISO 4217 currency code` };
+        return { code: 'CURRENCY_UNKNOWN', message: `payoutCurrency ${quotedCell(value, true)} is not an ISO 4217 currency code` };
       }
       return rules.payoutCurrencies.has(value)
         ? value
         : {
             code: 'CURRENCY_UNSUPPORTED',
-            message: `payoutCurrency ${quoteValue(value)} is not enabled; enabled: ${[...rules.payoutCurrencies].join(', ')}`,
+            message: `payoutCurrency ${quotedCell(value, true)} is not enabled; enabled: ${[...rules.payoutCurrencies].join(', ')}`,
           };
     case 'payoutAmount': {
       const format = amountFormatProblem(value);
@@ -329,11 +343,14 @@ function checkField(field: FieldPath, value: string, currency: string | null, ru
     case 'sender.country':
       return ISO_3166_ALPHA2.has(value)
         ? value
-        : { code: 'COUNTRY_INVALID', message: `sender.country ${quoteValue(value)} is not an ISO 3166-1 alpha-2 country code` };
+        : { code: 'COUNTRY_INVALID', message: `sender.country ${quotedCell(value, true)} is not an ISO 3166-1 alpha-2 country code` };
     case 'sender.idType':
       return rules.idTypes.has(value)
         ? value
-        : { code: 'ID_TYPE_UNSUPPORTED', message: `sender.idType ${quoteValue(value)} is not one of ${[...rules.idTypes].join(', ')}` };
+        : {
+            code: 'ID_TYPE_UNSUPPORTED',
+            message: `sender.idType ${quotedCell(value, true)} is not one of ${[...rules.idTypes].join(', ')}`,
+          };
     case 'sender.idValue':
       return tooLong(field, value, rules.idValueMaxLength) ?? value;
     case 'sender.firstName':
