@@ -200,6 +200,24 @@ describe('messages', () => {
     expect(rows[0]?.reason).toContain('TEXT_DAMAGED [column F "Last Name"]: the sender\'s last name shows');
   });
 
+  it('say a header holding the replacement character is damaged, and that a missing column may be it', async () => {
+    // No field fits "Benefici�": the missing column is said to be possibly this one, not only missing.
+    const header = HEADER.replace('beneficiary.accountName', 'Benefici\ufffd');
+    const { result } = await parseCollect(await tempCsv(`${header}\n${row('D-1')}\n`));
+    expect(result.fileErrors.map((e) => [errorPlace(e), e.code, e.message])).toEqual([
+      [
+        'line 1, column J "Benefici\ufffd"',
+        'HEADER_UNKNOWN',
+        'the header "Benefici\ufffd" shows the replacement character "\ufffd" at position 9, which stands for characters that could not be read: the header is damaged, not misspelt; correct the header and send the file again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)',
+      ],
+      [
+        'line 1',
+        'HEADER_MISSING',
+        'the required column beneficiary.accountName is missing from the header row; it may be column J, whose header "Benefici\ufffd" is damaged (see its error for what to do); else add it, or map your header for it in batch.format.columnAliases',
+      ],
+    ]);
+  });
+
   it('refuse references a spreadsheet turned into dates', async () => {
     const header =
       'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';

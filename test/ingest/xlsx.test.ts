@@ -390,6 +390,43 @@ describe('xlsx batches: text damaged in reading is not paid', () => {
     ]);
   });
 
+  it('says a header the reader cut in two is damaged, not unknown, naming its column and what to do', async () => {
+    // A header mapped by an alias: payoutd knows it, but the reader read "Beneficiário" as "Benefici��rio".
+    const header = HEADER.map((h) => (h === 'beneficiary.accountName' ? 'Beneficiário' : h));
+    const path = await workbook([header, dataRow('X-1')]);
+    await cutAtRead(path, 'xl/sharedStrings.xml', 'Beneficiário', 'workbook');
+    const { result, rows } = await parseXlsx(path, { columnAliases: { Beneficiário: 'beneficiary.accountName' } });
+    expect(rows).toEqual([]);
+    expect(result.fileErrors.map((e) => [errorPlace(e), e.code, e.message])).toEqual([
+      [
+        'line 1, column J "Benefici\ufffd\ufffdrio"',
+        'HEADER_UNKNOWN',
+        'the header "Benefici\ufffd\ufffdrio" shows the replacement character "\ufffd" 2 times, the first at position 9, which stands for characters that could not be read: the header is damaged, not misspelt; it is probably the header of beneficiary.accountName; correct the header and send the file again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)',
+      ],
+      [
+        'line 1',
+        'HEADER_MISSING',
+        'the required column beneficiary.accountName is missing from the header row: it is probably column J, whose header "Benefici\ufffd\ufffdrio" is damaged (see its error for what to do)',
+      ],
+    ]);
+  });
+
+  it('says a sheet name the reader cut in two is damaged when the sheet named is not found', async () => {
+    const path = join(await tempDir(), 'named.xlsx');
+    const wb = new ExcelJS.Workbook();
+    wb.addWorksheet('Pagos Año').addRow(HEADER);
+    await wb.xlsx.writeFile(path);
+    await cutAtRead(path, 'xl/workbook.xml', 'Pagos Año', 'workbook');
+    const { result } = await parseXlsx(path, { sheet: 'Pagos Año' });
+    expect(result.fileErrors.map((e) => [e.line, e.code, e.message])).toEqual([
+      [
+        null,
+        'XLSX_SHEETS',
+        'the workbook has no sheet named "Pagos Año" (batch.format.sheet); its sheets: "Pagos A\ufffd\ufffdo". The sheet name "Pagos A\ufffd\ufffdo" as read shows the replacement character "\ufffd" 2 times, the first at position 8, which stands for characters that could not be read: the name is damaged in reading, not misspelt, and may be the sheet named; save the sheet as CSV UTF-8 and send that, or save the workbook again and send it',
+      ],
+    ]);
+  });
+
   it('refuses a cell holding the replacement character as written', async () => {
     const path = await workbook([HEADER, dataRow('X-1', { 'sender.lastName': 'Pe\ufffda' })]);
     const { rows } = await parseXlsx(path);

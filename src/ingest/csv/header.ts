@@ -3,8 +3,16 @@
  * then the field paths. Unknown, duplicate and missing columns are all reported at once, as file errors.
  */
 import { FIELD_PATHS, isFieldPath, type FieldPath } from '../rules/fields.js';
-import { columnPlace, describeInvisible, invisibleCharacters, quoteVisibly, withoutInvisible, type RowError } from '../rules/row-error.js';
-import { trimSpaces } from '../rules/text.js';
+import {
+  columnLetter,
+  columnPlace,
+  describeInvisible,
+  invisibleCharacters,
+  quoteVisibly,
+  withoutInvisible,
+  type RowError,
+} from '../rules/row-error.js';
+import { RESEND_DAMAGED_WORKBOOK, damagedTextWords, trimSpaces } from '../rules/text.js';
 
 export interface ResolvedHeader {
   /** Number of columns in the header. */
@@ -127,6 +135,40 @@ function invisibleHeaderMessage(name: string, index: number, invisible: string[]
   return `${quoteVisibly(name)} has ${invisible.length === 1 ? 'an invisible character' : 'invisible characters'} in it (${which})${known ? `; without ${invisible.length === 1 ? 'it' : 'them'}, it is ${known}` : ''}: delete ${invisible.length === 1 ? 'it' : 'them'}, or type the header again`;
 }
 
+/**
+ * The one field not yet in the header that a header holding replacement characters can be, each run of them read as
+ * up to as many characters as it has (a character cut in two reads as two); null when none or several.
+ */
+function damagedHeaderField(name: string, lookup: ReadonlyMap<string, FieldPath>, present: ReadonlySet<FieldPath>): FieldPath | null {
+  const pattern = key(name)
+    .split(/(\ufffd+)/)
+    .map((part, i) => (i % 2 === 1 ? `[\\s\\S]{1,${part.length}}` : part.replace(/[\\^$.*+?|()[\]{}]/g, '\\$&')))
+    .join('');
+  const regex = new RegExp(`^${pattern}$`, 'u');
+  const fields = new Set([...lookup].filter(([k, field]) => !present.has(field) && regex.test(k)).map(([, field]) => field));
+  return fields.size === 1 ? ([...fields][0] as FieldPath) : null;
+}
+
+/** A required column not found, and the damaged header it probably is, or may be (damaged headers that fit no field). */
+function missingMessage(field: FieldPath, damaged: readonly { index: number; name: string; field: FieldPath | null }[]): string {
+  const missing = `the required column ${field} is missing from the header row`;
+  const probable = damaged.find((d) => d.field === field);
+  const damagedColumn = (d: { index: number; name: string }): string =>
+    `column ${columnLetter(d.index)}, whose header ${quoteVisibly(d.name)} is damaged (see its error for what to do)`;
+  if (probable !== undefined) return `${missing}: it is probably ${damagedColumn(probable)}`;
+  const possible = damaged.find((d) => d.field === null);
+  const add = 'add it, or map your header for it in batch.format.columnAliases';
+  return possible === undefined ? `${missing}; ${add}` : `${missing}; it may be ${damagedColumn(possible)}; else ${add}`;
+}
+
+/**
+ * A header holding "�": characters lost in reading (a character a workbook reader cut in two) or before, not a
+ * typo, which a clerk would hunt for in vain; the field it probably is, when only one fits.
+ */
+function damagedHeaderMessage(name: string, words: string, field: FieldPath | null): string {
+  return `the header ${quoteVisibly(name)} ${words}: the header is damaged, not misspelt${field ? `; it is probably the header of ${field}` : ''}; correct the header and send the file again (from a workbook: ${RESEND_DAMAGED_WORKBOOK})`;
+}
+
 export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { header: ResolvedHeader } | { errors: RowError[] } {
   const lookup = headerLookup(ctx.aliases);
   const errors: RowError[] = [];
@@ -162,6 +204,7 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
   // Blank columns after the last header (a sheet's padding) are no columns: only trailing empty headers are let go.
   const last = cells.length - 1 - [...cells].reverse().findIndex((c) => trimSpaces(c) !== '');
   const present = new Set(Object.keys(indexOf) as FieldPath[]);
+  const damagedHeaders: { index: number; name: string; field: FieldPath | null }[] = [];
   for (const { index, name } of unknown) {
     if (name === '') {
       fileError(
@@ -173,6 +216,13 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
           ? 'this column has no header but follows the last one; delete the empty columns after the last header'
           : 'this column has no header (merged header cells?); name every column, unmerging merged cells',
       );
+      continue;
+    }
+    const damaged = damagedTextWords(name);
+    if (damaged !== null) {
+      const field = damagedHeaderField(name, lookup, present);
+      damagedHeaders.push({ index, name, field });
+      fileError(index, name, null, 'HEADER_UNKNOWN', damagedHeaderMessage(name, damaged, field));
       continue;
     }
     const invisible = invisibleCharacters(name);
@@ -191,13 +241,7 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
   }
   for (const field of FIELD_PATHS) {
     if (indexOf[field] === undefined && ctx.required.has(field)) {
-      fileError(
-        null,
-        null,
-        field,
-        'HEADER_MISSING',
-        `the required column ${field} is missing from the header row; add it, or map your header for it in batch.format.columnAliases`,
-      );
+      fileError(null, null, field, 'HEADER_MISSING', missingMessage(field, damagedHeaders));
     }
   }
   return errors.length > 0 ? { errors } : { header: { width: cells.length, fields, indexOf, columns } };

@@ -99,6 +99,21 @@ export function replacementCharacters(value: string): { at: number; count: numbe
   return { at, count };
 }
 
+/**
+ * The replacement characters of `value` as every message about damaged text words them (`shows the replacement
+ * character "�" at position 3, which stands for characters that could not be read`); null when it has none.
+ */
+export function damagedTextWords(value: string): string | null {
+  const found = replacementCharacters(value);
+  if (found === null) return null;
+  const position = positionOf(value, found.at);
+  const where = found.count === 1 ? `at position ${position}` : `${found.count} times, the first at position ${position}`;
+  return `shows the replacement character "${REPLACEMENT_CHARACTER}" ${where}, which stands for characters that could not be read`;
+}
+
+/** What to do with text a workbook reader damaged: a CSV is read whole, and a workbook saved again mostly breaks elsewhere. */
+export const RESEND_DAMAGED_WORKBOOK = 'save the sheet as CSV UTF-8 and send that, or save the workbook again and send it';
+
 /** Length in code points, so an emoji or an accented letter counts once. */
 export function codePointLength(value: string): number {
   let n = 0;

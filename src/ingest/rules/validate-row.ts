@@ -24,13 +24,13 @@ import {
   type RowErrorCode,
 } from './row-error.js';
 import {
-  REPLACEMENT_CHARACTER,
+  RESEND_DAMAGED_WORKBOOK,
   codePointLength,
+  damagedTextWords,
   firstControlCharacter,
   formulaLikeLead,
   isBlank,
   positionOf,
-  replacementCharacters,
   trimSpaces,
   upperCased,
   zeroWidthIn,
@@ -179,13 +179,11 @@ function quotedCell(value: string, aside = false): string {
  * encoding, or a character a workbook reader cut in two), never what was written, so it is refused, not sent.
  */
 function damagedTextProblem(field: FieldPath, value: string): Problem | null {
-  const found = replacementCharacters(value);
-  if (found === null) return null;
-  const position = positionOf(value, found.at);
-  const where = found.count === 1 ? `at position ${position}` : `${found.count} times, the first at position ${position}`;
+  const words = damagedTextWords(value);
+  if (words === null) return null;
   return {
     code: 'TEXT_DAMAGED',
-    message: `the ${FIELD_WORDS[field]}${shown(field, value)} shows the replacement character "${REPLACEMENT_CHARACTER}" ${where}, which stands for characters that could not be read: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: save the sheet as CSV UTF-8 and send that, or save the workbook again and send it)`,
+    message: `the ${FIELD_WORDS[field]}${shown(field, value)} ${words}: the text is damaged, so the row is not paid; correct the text and send the row again (from a workbook: ${RESEND_DAMAGED_WORKBOOK})`,
   };
 }
 

@@ -8,6 +8,7 @@ import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
 import { scanProblem, scanWorkbook } from './scan.js';
+import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
 
 export interface SheetRow {
   /** The row number the spreadsheet shows (1-based). */
@@ -173,7 +174,21 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
       'XLSX_SHEETS',
       sheet === null
         ? 'the workbook has no sheet'
-        : `the workbook has no sheet named ${JSON.stringify(sheet)} (batch.format.sheet); its sheets: ${names.map((n) => JSON.stringify(n)).join(', ')}`,
+        : `the workbook has no sheet named ${JSON.stringify(sheet)} (batch.format.sheet); its sheets: ${names.map((n) => JSON.stringify(n)).join(', ')}${damagedSheetName(names)}`,
     );
   }
+}
+
+/**
+ * A sheet name the reader damaged (a character cut in two between two reads of the workbook) fails the lookup of
+ * the sheet named, which finance would take for a misspelt name: said, with what to do, for the first such name.
+ */
+function damagedSheetName(names: readonly string[]): string {
+  for (const name of names) {
+    const words = damagedTextWords(name);
+    if (words !== null) {
+      return `. The sheet name ${JSON.stringify(name)} as read ${words}: the name is damaged in reading, not misspelt, and may be the sheet named; ${RESEND_DAMAGED_WORKBOOK}`;
+    }
+  }
+  return '';
 }
