@@ -36,6 +36,7 @@ export function initSandboxDir(dirArg: string, port: number): void {
     '  inbox: var/inbox',
     '  outbox: var/outbox',
     '  stateDir: var/state',
+    '  create: true # the folders under var/ are made at the first start',
     '',
   ].join('\n');
   writeFileSync(join(dir, 'payoutd.yaml'), daemonConfig, { mode: 0o600 });
