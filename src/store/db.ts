@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import knexFactory, { type knex, type Knex } from 'knex';
 import { createRequire } from 'node:module';
 import { migrationSource } from './migrations.js';
-import { PayoutdError } from '../domain/errors.js';
+import { ConfigError, PayoutdError } from '../domain/errors.js';
 import { openSqlite, type SqliteConnection } from './sqlite-driver.js';
 
 export type Database = Knex;
@@ -234,6 +234,7 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
     const [, done] = (await db.migrate.latest()) as [number, string[]];
     return done;
   }
+  await assertSchemaSelected(db);
   // Instances started together on an empty database would race to create knex's own tables: an
   // advisory lock makes them take turns. The migration runs in the lock's transaction, on its connection,
   // so that it needs no second one (database.poolMax 1).
@@ -242,6 +243,30 @@ export async function migrateToLatest(db: Database): Promise<string[]> {
     const [, done] = (await trx.migrate.latest()) as [number, string[]];
     return done;
   });
+}
+
+/**
+ * PostgreSQL creates in the first schema of search_path that exists and the role may use; with none, the
+ * migration would fail on "no schema has been selected to create in" (3F000). Say which schema to make.
+ */
+async function assertSchemaSelected(db: Database): Promise<void> {
+  const result = (await db.raw(
+    `select current_schema() as "schema", current_setting('search_path') as "path", current_user as "role"`,
+  )) as {
+    rows: { schema: string | null; path: string; role: string }[];
+  };
+  const row = result.rows[0];
+  if (!row || row.schema !== null) return;
+  const named = row.path
+    .split(',')
+    .map((s) => s.trim().replace(/^"(.*)"$/, '$1'))
+    .filter((s) => s !== '' && s !== '$user');
+  const schema = named[0] ?? row.role;
+  throw new ConfigError(
+    'SCHEMA_MISSING',
+    `database.url: search_path names no schema that exists (${row.path}), or none that role ${row.role} may use: ` +
+      `create it once as the database's owner (CREATE SCHEMA ${schema} AUTHORIZATION ${row.role}), or correct search_path, then run payoutd migrate`,
+  );
 }
 
 /** Throws unless every migration this build knows has been applied, and no other (read-only check). */

@@ -11,7 +11,7 @@ import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { describe, expect, it } from 'vitest';
 import { startE2e } from '../e2e/harness.js';
 import { startInstances } from './instances.js';
-import { pgQuery, pgReachable, useTestSchema } from './pg.js';
+import { PG_URL, pgQuery, pgReachable, useTestSchema, withSearchPath } from './pg.js';
 
 interface ColumnShape {
   /** 'integer', 'text' or 'timestamp': the type family (money columns must be text on both). */
@@ -209,5 +209,23 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
       [schema.name],
     );
     expect(holder[0]?.indexdef).toMatch(/^CREATE UNIQUE INDEX .* WHERE/);
+  });
+
+  it('a search_path naming no schema that exists: migrate and run exit 78 naming it and the statement that makes it', async () => {
+    const e2e = await startE2e();
+    const instances = await startInstances(e2e, schema);
+    const absent = `${schema.name}_absent`;
+    await instances.configure('absent', { database: { url: withSearchPath(PG_URL, absent) } });
+    const expected = new RegExp(
+      `^payoutd: SCHEMA_MISSING: database\\.url: search_path names no schema that exists \\(${absent}\\).*CREATE SCHEMA ${absent} AUTHORIZATION postgres`,
+    );
+    const migrate = await instances.cli('absent', ['migrate']);
+    expect([migrate.code, migrate.stdout]).toEqual([78, '']);
+    expect(migrate.stderr.trim()).toMatch(expected);
+    expect(migrate.stderr.trim().split('\n')).toHaveLength(1);
+    const run = await instances.cli('absent', ['run']);
+    expect(run.code).toBe(78);
+    expect(run.stderr).toMatch(/SCHEMA_MISSING/);
+    expect(await pgQuery(PG_URL, 'select 1 from pg_namespace where nspname = $1', [absent])).toEqual([]);
   });
 });
