@@ -227,7 +227,8 @@ export class BatchOutbox {
     fileRejection: string | undefined,
   ): Promise<string> {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
-    const opts = { fileRejection, fileHold, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
+    const fileHoldCode = fileHold !== undefined ? (batch.holdCode ?? undefined) : undefined;
+    const opts = { fileRejection, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
     const identity = identityOf(batch);
     const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom });
     await this.twin(identity, 'ack', () =>

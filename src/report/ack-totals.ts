@@ -5,6 +5,7 @@
  * was taken and what it adds up to, before reading a row.
  */
 import { ExactTotal } from '../domain/exact-total.js';
+import type { HoldCode } from '../domain/holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import { isSummableAmount, totalsCurrency } from './summary.js';
 import type { AckRow, BatchIdentity } from './types.js';
@@ -35,6 +36,8 @@ export interface AckCurrencyTotal extends RowsAndAmount {
 export interface AckTotals {
   currencies: readonly AckCurrencyTotal[];
   verdict: BatchVerdict;
+  /** The hold of a HELD batch: its words say who lifts it. */
+  holdCode?: HoldCode;
 }
 
 /** One ack row's money, as the store reads it. */
@@ -101,6 +104,16 @@ const VERDICT_WORDS: Readonly<Record<BatchVerdict, string>> = {
   HELD: 'no row not yet sent is paid until an operator releases the batch',
 };
 
+/** HELD for the holds `payoutd release` does not lift: an approval is lifted by its approvers (docs/approval.md). */
+const HELD_WORDS: Partial<Readonly<Record<HoldCode, string>>> = {
+  AWAITING_APPROVAL:
+    'no row is paid until the batch is approved by its approvers, other than its uploader (an approval file or `payoutd approve`; see the HELD line)',
+};
+
+function verdictWords(verdict: BatchVerdict, holdCode: HoldCode | undefined): string {
+  return (verdict === 'HELD' && holdCode !== undefined ? HELD_WORDS[holdCode] : undefined) ?? VERDICT_WORDS[verdict];
+}
+
 /** An amount as the clerk reads it: exact, with at least the currency's decimals (`1500.5` PHP -> `1500.50`). */
 export function shownAmount(amount: string, currency: string, overrides?: Readonly<Record<string, number>>): string {
   const own = amount.includes('.') ? amount.length - amount.indexOf('.') - 1 : 0;
@@ -111,12 +124,17 @@ export function shownAmount(amount: string, currency: string, overrides?: Readon
 const rowsWord = (n: number): string => `${n} ${n === 1 ? 'row' : 'rows'}`;
 
 /** The words of one currency's totals line. */
-export function ackTotalText(t: AckCurrencyTotal, verdict: BatchVerdict, overrides?: Readonly<Record<string, number>>): string {
+export function ackTotalText(
+  t: AckCurrencyTotal,
+  verdict: BatchVerdict,
+  overrides?: Readonly<Record<string, number>>,
+  holdCode?: HoldCode,
+): string {
   const money = (p: RowsAndAmount): string => `${rowsWord(p.rows)}, ${shownAmount(p.amount, t.currency, overrides)}`;
   const notSummed = t.rowsNotSummed > 0 ? `; ${rowsWord(t.rowsNotSummed)} without a readable amount, not in the sums` : '';
   return (
     `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${notSummed}). ` +
-    `Batch ${verdict}: ${VERDICT_WORDS[verdict]}`
+    `Batch ${verdict}: ${verdictWords(verdict, holdCode)}`
   );
 }
 
@@ -127,6 +145,7 @@ export function ackTotalsRecords(
   overrides?: Readonly<Record<string, number>>,
 ): string[][] {
   const lead = (text: string): string[] => [identity.batchId, identity.fileName, '', '', TOTAL_VERDICT, text];
-  if (totals.currencies.length === 0) return [lead(`no rows read. Batch ${totals.verdict}: ${VERDICT_WORDS[totals.verdict]}`)];
-  return totals.currencies.map((t) => lead(ackTotalText(t, totals.verdict, overrides)));
+  const { verdict, holdCode } = totals;
+  if (totals.currencies.length === 0) return [lead(`no rows read. Batch ${verdict}: ${verdictWords(verdict, holdCode)}`)];
+  return totals.currencies.map((t) => lead(ackTotalText(t, verdict, overrides, holdCode)));
 }

@@ -1,4 +1,5 @@
 /** The shapes the outbox writers read. Amounts are decimal text throughout. */
+import type { HoldCode } from '../domain/holds.js';
 import type { AckCurrencyTotal } from './ack-totals.js';
 
 /** Final or current state of one CSV row, as the store reports it. */
@@ -107,6 +108,8 @@ export interface AckWriteOptions extends OutboxOptions {
   fileRejection?: string;
   /** The batch is held until an operator decides, for this reason: a first row with empty line, verdict HELD. */
   fileHold?: string;
+  /** The code of that hold: the verdict's words say who lifts it (approvers, or an operator). */
+  fileHoldCode?: HoldCode;
   /** Something finance should know of how the file was read (its encoding): a row with empty line, verdict NOTE. */
   fileNote?: string;
 }

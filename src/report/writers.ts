@@ -150,7 +150,8 @@ export function ackLead(
 ): string[][] {
   const currencies = ackCurrencyTotals(rows, opts);
   const verdict = currencies && batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
-  const totals = currencies && verdict ? ackTotalsRecords(identity, { currencies, verdict }, opts.minorUnits) : [];
+  const totals =
+    currencies && verdict ? ackTotalsRecords(identity, { currencies, verdict, holdCode: opts.fileHoldCode }, opts.minorUnits) : [];
   const file =
     opts.fileRejection !== undefined
       ? [fileRejectionRecord(identity, opts.fileRejection)]

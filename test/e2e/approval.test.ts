@@ -104,6 +104,10 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(b.approval?.figures.totals).toEqual({ PHP: '1500.75' });
     const ack = await e2e.waitForOutbox(b, 'ack');
     const held = ack.rows.find((r) => r.verdict === 'HELD');
+    // The totals line says who lets it go: approvers, not an operator's release (which refuses it).
+    const total = ack.totals[0];
+    expect(total?.reason).toContain('Batch HELD: no row is paid until the batch is approved by its approvers');
+    expect(total?.reason).not.toContain('releases');
     expect(held?.reason).toContain('AWAITING APPROVAL');
     expect(held?.reason).toContain('1500.75 PHP');
     expect(held?.reason).toContain(b.sha256);

@@ -99,6 +99,25 @@ describe('ack file', () => {
     expect(await listDir(dir)).toEqual(['payouts-2026-01-02.csv.ack.csv']);
   });
 
+  it('says per hold what lifts it: approvers for AWAITING_APPROVAL, an operator for FILE_CHANGED', async () => {
+    const dir = await tempDir();
+    const rows = [
+      { line: 2, merchantReferenceId: 'INV-2', verdict: 'ACCEPTED' as const, reason: null, payoutCurrency: 'PHP', payoutAmount: '1500.5' },
+    ];
+    const totalOf = async (fileHold: string, fileHoldCode: 'AWAITING_APPROVAL' | 'FILE_CHANGED'): Promise<string | undefined> => {
+      const path = await writeAckFile(dir, identity, rows, { bom: false, fileHold, fileHoldCode });
+      return (await readCsv(path))[1]?.[5];
+    };
+    const awaiting = await totalOf('AWAITING_APPROVAL: AWAITING APPROVAL above 1000 PHP', 'AWAITING_APPROVAL');
+    expect(awaiting).toBe(
+      'PHP: 1 row, 1500.50 (accepted 1 row, 1500.50; rejected 0 rows, 0.00). Batch HELD: no row is paid until the batch is approved ' +
+        'by its approvers, other than its uploader (an approval file or `payoutd approve`; see the HELD line)',
+    );
+    expect(awaiting).not.toContain('release');
+    const changed = await totalOf('FILE_CHANGED: size changed from 10 to 20 bytes after the claim', 'FILE_CHANGED');
+    expect(changed).toMatch(/Batch HELD: no row not yet sent is paid until an operator releases the batch$/);
+  });
+
   it('refuses rows out of line order and leaves no file', async () => {
     const dir = await tempDir();
     const rows = [
