@@ -42,6 +42,20 @@ describe('e2e: payoutd demo', () => {
     if (!root) throw new Error('the demo names no folder');
     // The status files finance reads say what the table says: the batch's end, not a moment before it.
     const outbox = join(root, 'outbox');
+    // The files it lists are every file of every batch, the last batch's too: none is written after the list.
+    const listed = stdout
+      .split('\n')
+      .filter((l) => l.startsWith(`  ${outbox}/`))
+      .map((l) => l.trim().slice(outbox.length + 1));
+    expect(listed).toEqual((await readdir(outbox)).sort());
+    for (const sample of table.keys()) {
+      for (const kind of ['ack', 'result', 'summary', 'status'])
+        for (const ext of ['csv', 'xlsx'])
+          expect(
+            listed.some((f) => f.endsWith(`_${sample}.${kind}.${ext}`)),
+            `${sample} ${kind}.${ext}`,
+          ).toBe(true);
+    }
     const status = (await readdir(outbox)).find((f) => f.endsWith('_payouts-valid.csv.status.csv'));
     const text = await readFile(join(outbox, status ?? 'missing'), 'utf8');
     expect(text).toMatch(/^state,,,COMPLETE$/m);

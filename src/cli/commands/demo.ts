@@ -12,7 +12,7 @@ import { PayoutdError } from '../../domain/errors.js';
 import { FINAL_BATCH_STATES } from '../../domain/lifecycle.js';
 import { startDaemon } from '../../daemon/runtime.js';
 import { outboxName } from '../../daemon/outbox.js';
-import { batchStateCounts, countEventsByDelivery, listRecentBatches } from '../../store/index.js';
+import { batchStateCounts, countEventsByDelivery, listBatchesMissingFiles, listRecentBatches, type Database } from '../../store/index.js';
 import { createLogger } from '../../log/index.js';
 import { print, table } from '../output.js';
 
@@ -28,6 +28,17 @@ const SAMPLES = [
 export function samplesDir(): string {
   // dist/cli/commands/demo.js -> <package>/samples
   return fileURLToPath(new URL('../../../samples/', import.meta.url));
+}
+
+/** Whether `files` dropped files are batches in a final state with every outbox file written, theirs and the status files. */
+export async function demoDone(db: Database, files: number): Promise<boolean> {
+  const batches = await listRecentBatches(db, 100);
+  const done = batches.filter((b) => FINAL_BATCH_STATES.includes(b.state));
+  // The status files too: they are written by the notification loop, from the batches' events.
+  const owed = (await countEventsByDelivery(db)).PENDING ?? 0;
+  if (batches.length < files || done.length !== batches.length || owed > 0) return false;
+  // A batch refused for its rows is REJECTED before its result files are written.
+  return (await listBatchesMissingFiles(db, Number.MAX_SAFE_INTEGER)).length === 0;
 }
 
 export async function demo(timeoutMs: number): Promise<void> {
@@ -53,11 +64,7 @@ export async function demo(timeoutMs: number): Promise<void> {
     }
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const batches = await listRecentBatches(running.db, 100);
-      const done = batches.filter((b) => FINAL_BATCH_STATES.includes(b.state));
-      // The status files too: they are written by the notification loop, from the batches' events.
-      const owed = (await countEventsByDelivery(running.db)).PENDING ?? 0;
-      if (batches.length >= SAMPLES.length && done.length === batches.length && owed === 0) break;
+      if (await demoDone(running.db, SAMPLES.length)) break;
       if (Date.now() > deadline)
         throw new PayoutdError('DEMO_TIMEOUT', `the demo did not finish within ${timeoutMs / 1000}s; see ${logFile}`);
       await new Promise((r) => setTimeout(r, 200));
