@@ -31,17 +31,39 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const MERCHANT = 'BENCH-HA-MERCHANT';
 const BALANCE = '1000000000000';
 
-const { values: args } = parseArgs({
-  options: {
-    root: { type: 'string', default: resolve(HERE, '..', '..') },
-    pg: { type: 'string' },
-    rows: { type: 'string', default: '3000' },
-    latency: { type: 'string', default: '50' },
-    concurrency: { type: 'string', default: '4' },
-    instances: { type: 'string', default: '1,2,3' },
-    json: { type: 'string' },
-  },
-});
+const USAGE = `usage: node bench/instances/run.mjs [--root DIR] [--pg URL] [--rows 3000] [--latency 50] [--concurrency 4]
+    [--instances 1,2,3] [--json FILE]
+  --root         the payoutd checkout whose dist/ runs (default: this one)
+  --pg           PostgreSQL URL (default: PAYOUTD_BENCH_PG_URL, else PAYOUTD_TEST_PG_URL, else the local test database)
+  --rows         rows of the one file each run pays
+  --latency      ms the sandbox adds to each answer
+  --concurrency  submit.concurrency of each instance
+  --instances    the instance counts to run, one run each
+  --json         also write the figures to this file
+(docs/performance.md)`;
+
+let args;
+try {
+  args = parseArgs({
+    options: {
+      help: { type: 'boolean' },
+      root: { type: 'string', default: resolve(HERE, '..', '..') },
+      pg: { type: 'string' },
+      rows: { type: 'string', default: '3000' },
+      latency: { type: 'string', default: '50' },
+      concurrency: { type: 'string', default: '4' },
+      instances: { type: 'string', default: '1,2,3' },
+      json: { type: 'string' },
+    },
+  }).values;
+} catch (err) {
+  console.error(`${err.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 const ROOT = resolve(args.root);
 const PG_URL = args.pg ?? process.env.PAYOUTD_BENCH_PG_URL ?? process.env.PAYOUTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROWS = Number.parseInt(args.rows, 10);
