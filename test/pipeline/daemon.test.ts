@@ -191,10 +191,15 @@ describe('pipeline: the daemon', () => {
     await writeFile(join(inbox, '.in.upload.csv'), csvFile([csvRow('DA-HIDDEN')]));
     await utimes(join(inbox, '.in.upload.csv'), new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
     await daemon.start();
-    await waitFor(async () => {
-      await daemon.tickInbox();
-      return (await listBatchesInStates(p.db, ['COMPLETE'])).length === 2;
-    }, 'the two files to be paid');
+    await waitFor(
+      async () => {
+        await daemon.tickInbox();
+        return (await listBatchesInStates(p.db, ['COMPLETE'])).length === 2;
+      },
+      'the two files to be paid',
+      // Generous: the real reader thread and sandbox share two cores with the rest of the suite.
+      30_000,
+    );
     await daemon.stop();
 
     const names = await readdir(outbox);

@@ -12,13 +12,14 @@ import { makeRows, toCsv } from '../e2e/batch-files.js';
 import { startShortLease } from './instances.js';
 import { pgReachable, useTestSchema } from './pg.js';
 
-const LEASE_MS = 5000;
+// Longer than a loaded machine takes to start an instance: the file must still be younger than this at start.
+const LEASE_MS = 10_000;
 const FOUND = 'found a claimed file with no batch record';
 
 describe.skipIf(!pgReachable)('postgres: a file claimed just before a crash, the instance restarted within a lease', () => {
   const schema = useTestSchema();
 
-  it('is received by the restarted instance once the claim is older than the lease', { timeout: 60_000 }, async () => {
+  it('is received by the restarted instance once the claim is older than the lease', { timeout: 120_000 }, async () => {
     const { e2e, instances } = await startShortLease(schema, 'a', LEASE_MS);
 
     // What a kill between the rename and the record leaves: the file in a's claimed/, no batch (whole-second
