@@ -1,13 +1,13 @@
 /**
  * State moves of payout rows and their history. Each move is guarded by the state it leaves (UPDATE … WHERE
- * state = from), checked against the domain's lifecycle, and written with its history row in the caller's
- * transaction; a row another actor moved meanwhile is skipped.
+ * state = from) and by what else it was decided from (`still`), checked against the domain's lifecycle, and
+ * written with its history row in the caller's transaction; a row another actor moved meanwhile is skipped.
  */
 import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import type { Database } from './db.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
-import { updateValueRows } from './multi-row-update.js';
+import { updateValueRows, type RowGuard } from './multi-row-update.js';
 import { COLUMNS, RowStateError, toColumns, type PayoutRow, type PayoutRowPatch } from './payouts.js';
 
 export interface HistoryEntry {
@@ -25,7 +25,15 @@ export interface RowMove {
   patch: PayoutRowPatch;
   /** null: no history row, allowed only where the state stays (a poll the row's own columns record). */
   history: HistoryEntry | null;
+  /**
+   * Values the move was decided from that the row must still hold, besides its state (null: still NULL); a row
+   * changed meanwhile by another actor is skipped, as one moved is.
+   */
+  still?: RowCondition;
 }
+
+/** Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's own. */
+export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt'>>;
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
@@ -49,6 +57,34 @@ function rowColumns(patch: PayoutRowPatch, from: RowState, to: RowState, now: nu
   return columns;
 }
 
+/** A move's guard: its `from` state and the columns of `still`, those still NULL apart from those holding a value (`held`). */
+interface MoveGuard {
+  guard: RowGuard;
+  held: Record<string, InsertedValue>;
+}
+
+function guardOf(from: RowState, still: RowCondition | undefined): MoveGuard {
+  const held: Record<string, InsertedValue> = {};
+  const nulls: string[] = [];
+  for (const [column, value] of Object.entries(toColumns(still ?? {}))) {
+    if (value === null) nulls.push(column);
+    else held[column] = value as InsertedValue;
+  }
+  return { guard: { column: COLUMNS.state, value: from, nulls, matched: Object.keys(held) }, held };
+}
+
+/** UPDATE … WHERE id = … AND the guard of one row: whether it was set. */
+async function updateOne(
+  trx: Knex.Transaction,
+  id: number,
+  { guard, held }: MoveGuard,
+  columns: Record<string, unknown>,
+): Promise<boolean> {
+  const q = trx('payouts').where({ id, [guard.column]: guard.value, ...held });
+  for (const column of guard.nulls ?? []) void q.whereNull(column);
+  return (await q.update(columns)) > 0;
+}
+
 /** UPDATE … WHERE id IN (…) AND state = from RETURNING id, in chunks: the rows really moved, even when another instance races for them. */
 async function updateGuarded(
   trx: Knex.Transaction,
@@ -58,7 +94,7 @@ async function updateGuarded(
 ): Promise<number[]> {
   if (ids.length === 1) {
     const [id] = ids as [number];
-    return (await trx('payouts').where({ id, state: from }).update(columns)) > 0 ? [id] : [];
+    return (await updateOne(trx, id, guardOf(from, undefined), columns)) ? [id] : [];
   }
   const moved: number[] = [];
   for (let i = 0; i < ids.length; i += 500) {
@@ -124,24 +160,33 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
     for (const m of moves) done += await applyMoves(trx, [m], now);
     return done;
   }
-  const groups = new Map<string, { from: RowState; names: string[]; rows: { id: number; columns: Record<string, unknown> }[] }>();
+  const groups = new Map<
+    string,
+    { guard: RowGuard; names: string[]; rows: { id: number; columns: Record<string, unknown>; g: MoveGuard }[] }
+  >();
   for (const m of moves) {
     const columns = rowColumns(m.patch, m.from, m.to, now);
     const names = Object.keys(columns).sort();
-    const key = `${m.from} ${names.join(' ')}`;
+    const g = guardOf(m.from, m.still);
+    // One statement sets only moves guarded alike: the same state left, the same columns held and still NULL.
+    const key = [m.from, names.join(' '), (g.guard.matched ?? []).join(' '), (g.guard.nulls ?? []).join(' ')].join(' | ');
     const group = groups.get(key);
-    if (group) group.rows.push({ id: m.row.id, columns });
-    else groups.set(key, { from: m.from, names, rows: [{ id: m.row.id, columns }] });
+    if (group) group.rows.push({ id: m.row.id, columns, g });
+    else groups.set(key, { guard: g.guard, names, rows: [{ id: m.row.id, columns, g }] });
   }
   const moved = new Set<number>();
-  for (const { from, names, rows } of groups.values()) {
+  for (const { guard, names, rows } of groups.values()) {
     if (rows.length === 1) {
       const [only] = rows as [(typeof rows)[number]];
-      for (const done of await updateGuarded(trx, [only.id], from, only.columns)) moved.add(done);
+      if (await updateOne(trx, only.id, only.g, only.columns)) moved.add(only.id);
       continue;
     }
-    const values = rows.map((r) => [r.id, ...names.map((name) => r.columns[name] as InsertedValue)]);
-    for (const done of await updateValueRows(trx, 'payouts', names, values, { column: COLUMNS.state, value: from })) moved.add(done);
+    const values = rows.map((r) => [
+      r.id,
+      ...names.map((name) => r.columns[name] as InsertedValue),
+      ...(guard.matched ?? []).map((name) => r.g.held[name] as InsertedValue),
+    ]);
+    for (const done of await updateValueRows(trx, 'payouts', names, values, guard)) moved.add(done);
   }
   const history: InsertedValue[][] = [];
   for (const m of moves) if (m.history !== null && moved.has(m.row.id)) history.push(historyRow(m.row.id, m.history, now, m.from, m.to));

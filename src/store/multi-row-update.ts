@@ -1,8 +1,9 @@
 /**
  * Multi-row guarded UPDATEs through knex.raw: rows picked by id, each with its own values of the same columns,
  * set by one statement (SQLite) or one per chunk (PostgreSQL) rather than one statement each. Like a single
- * guarded UPDATE, a row is set only while its guard column still holds the value expected, and the statement
- * returns the ids it set: a row another actor moved meanwhile is skipped, and the caller knows which.
+ * guarded UPDATE, a row is set only while its guard still holds (a column's expected value, and columns still
+ * NULL or still holding the row's own value), and the statement returns the ids it set: a row another actor
+ * moved meanwhile is skipped, and the caller knows which.
  *
  * SQLite takes the rows as one JSON parameter read by json_each, as inserts do (./multi-row-insert.ts): the
  * statement stays short, so preparing and binding it costs next to nothing. PostgreSQL takes
@@ -31,35 +32,60 @@ function kindOf(rows: readonly (readonly InsertedValue[])[], c: number): Kind {
 }
 
 /**
- * Sets `columns` of the rows of `table` that `rows` names, where `guard.column` still equals `guard.value`:
- * each of `rows` holds a row's id and then its values of `columns` in order (each id once). Returns the ids
- * of the rows set.
+ * What a row must still hold to be set: `column` equal to `value`, each of `nulls` NULL, and each of `matched`
+ * equal to the row's own value (not null), given in its row after its values of the columns set.
+ */
+export interface RowGuard {
+  column: string;
+  value: InsertedValue;
+  nulls?: readonly string[];
+  matched?: readonly string[];
+}
+
+/** The name a row's own value of a `matched` column goes by in the statement (the column may be set too). */
+const heldName = (column: string): string => `held_${column}`;
+
+/** The conditions of `guard` beyond the id, the one bound value (`guard.value`) first. */
+function guardSql(table: string, guard: RowGuard): string {
+  return [
+    `${table}.${guard.column} = ?`,
+    ...(guard.nulls ?? []).map((name) => `${table}.${name} IS NULL`),
+    ...(guard.matched ?? []).map((name) => `${table}.${name} = v.${heldName(name)}`),
+  ].join(' AND ');
+}
+
+/**
+ * Sets `columns` of the rows of `table` that `rows` names, where `guard` still holds: each of `rows` holds a
+ * row's id, then its values of `columns` in order, then those of `guard.matched` (each id once). Returns the
+ * ids of the rows set.
  */
 export async function updateValueRows(
   db: Database | Knex.Transaction,
   table: string,
   columns: readonly string[],
   rows: readonly (readonly InsertedValue[])[],
-  guard: { column: string; value: InsertedValue },
+  guard: RowGuard,
 ): Promise<number[]> {
   if (rows.length === 0) return [];
+  const matched = guard.matched ?? [];
+  const names = [...columns, ...matched.map(heldName)];
   if (!isPostgres(db)) {
-    const picks = ['id', ...columns].map((name, i) => `value->>${i} AS ${name}`).join(',');
+    const picks = ['id', ...names].map((name, i) => `value->>${i} AS ${name}`).join(',');
     const set = columns.map((name) => `${name} = v.${name}`).join(', ');
     const result = (await db.raw(
       `WITH v AS (SELECT ${picks} FROM json_each(?)) ` +
-        `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${table}.${guard.column} = ? RETURNING ${table}.id`,
+        `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${guardSql(table, guard)} RETURNING ${table}.id`,
       [JSON.stringify(rows), guard.value],
     )) as { id: number }[];
     return result.map((r) => Number(r.id));
   }
-  const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor((MAX_BOUND_VALUES - 1) / (columns.length + 1)));
+  const perStatement = Math.min(ROWS_PER_STATEMENT, Math.floor((MAX_BOUND_VALUES - 1) / (names.length + 1)));
   const moved: number[] = [];
   for (let i = 0; i < rows.length; i += perStatement) {
     const part = rows.slice(i, i + perStatement);
-    const kinds = columns.map((_, c) => kindOf(part, c));
-    // The columns given a value per row; the others are null in every row.
-    const listed = columns.flatMap((_, c) => (kinds[c] === 'null' ? [] : [c]));
+    const kinds = names.map((_, c) => kindOf(part, c));
+    // The columns given a value per row; the others are set to null in every row (a matched one is always given).
+    const listed = names.flatMap((_, c) => (kinds[c] === 'null' && c < columns.length ? [] : [c]));
     const bound: InsertedValue[] = [];
     for (const row of part) {
       bound.push(row[0] as InsertedValue);
@@ -68,11 +94,11 @@ export async function updateValueRows(
     bound.push(guard.value);
     const first = ['CAST(? AS bigint)', ...listed.map((c) => (kinds[c] === 'number' ? 'CAST(? AS bigint)' : '?'))].join(',');
     const other = `,(${new Array<string>(listed.length + 1).fill('?').join(',')})`;
-    const names = ['id', ...listed.map((c) => columns[c])].join(',');
+    const given = ['id', ...listed.map((c) => names[c])].join(',');
     const set = columns.map((name, c) => `${name} = ${kinds[c] === 'null' ? 'NULL' : `v.${name}`}`).join(', ');
     const result = (await db.raw(
-      `WITH v(${names}) AS (VALUES (${first})${other.repeat(part.length - 1)}) ` +
-        `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${table}.${guard.column} = ? RETURNING ${table}.id`,
+      `WITH v(${given}) AS (VALUES (${first})${other.repeat(part.length - 1)}) ` +
+        `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${guardSql(table, guard)} RETURNING ${table}.id`,
       bound,
     )) as { rows: { id: number }[] };
     for (const r of result.rows) moved.push(Number(r.id));

@@ -21,6 +21,7 @@ import { claimDueRows, markInterruptedCreatesUnknown } from '../../src/store/cla
 import { recordAnswers } from '../../src/store/answers.js';
 import type { RowMove } from '../../src/store/moves.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from '../store/moves.js';
+import { checkMovesStillHolding } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { checkConcurrentHolders, checkHeldReferencesSetAside } from '../store/held-references.js';
 import { pgReachable, useTestSchema } from './pg.js';
@@ -75,6 +76,10 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
 
   it('applies two moves of one row in the order given', async () => {
     await checkMovesOfOneRowInOrder(db);
+  });
+
+  it('a move guarded by the payout it was decided for, or by its payout being unproven, skips a row changed since', async () => {
+    await checkMovesStillHolding(db);
   });
 
   it('stores a READY row whose reference is held as VALIDATED (ON CONFLICT on the partial unique index)', async () => {

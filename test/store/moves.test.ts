@@ -14,7 +14,14 @@ import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../s
 import { applyRowMoves } from '../../src/store/answers.js';
 import { TAKE_WRITE_LOCK } from '../../src/store/db.js';
 import { useTestDatabase } from '../support/database.js';
-import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from './moves.js';
+import {
+  checkClaimOrder,
+  checkGroupedMoves,
+  checkMovesOfOneRowInOrder,
+  checkMovesOfTheirOwn,
+  checkMovesStillHolding,
+  seedBatch,
+} from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
@@ -54,6 +61,11 @@ describe('store: row moves and claims (SQLite)', () => {
   it('applies two moves of one row in the order given', async () => {
     const { db } = store;
     await checkMovesOfOneRowInOrder(db);
+  });
+
+  it('a move guarded by the payout it was decided for, or by its payout being unproven, skips a row changed since', async () => {
+    const { db } = store;
+    await checkMovesStillHolding(db);
   });
 
   it('a move the lifecycle forbids changes nothing, not even the moves before it', async () => {

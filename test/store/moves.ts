@@ -3,8 +3,8 @@
  * in test/store, PostgreSQL in test/postgres): grouped moves with mixed
  * patches and a skipped row, one history row per row moved, many moves
  * with values of their own in multi-row UPDATEs, moves of one row applied
- * in order, and claims oldest batch first in line order with
- * the hold rules.
+ * in order, moves guarded by more than the state, and claims oldest batch
+ * first in line order with the hold rules.
  */
 import { expect } from 'vitest';
 import { isPostgres, TAKE_WRITE_LOCK, type Database } from '../../src/store/db.js';
@@ -226,6 +226,56 @@ export async function checkMovesOfTheirOwn(db: Database): Promise<void> {
   expect(history).toHaveLength(n - taken.size);
   expect(history.filter((h) => taken.has(Number(h.payout_row_id)))).toEqual([]);
   expect(history.find((h) => Number(h.payout_row_id) === rows[1]?.id)).toMatchObject({ to_state: 'PAID', detail: '2026-11-23T00:01:00Z' });
+}
+
+/**
+ * Moves guarded by what they were decided from besides the state (`still`): rows polled for their payout,
+ * one of which holds another payout by then; rejections of a payout still unproven, one of which was proven
+ * meanwhile (the move clears the very column it is guarded by); rows proven at a given time. Each group goes
+ * by a multi-row UPDATE; the rows changed meanwhile are skipped, without a history row.
+ */
+export async function checkMovesStillHolding(db: Database): Promise<void> {
+  const rows = await seedBatch(db, 'SH', 7, 'PENDING');
+  const [a, b, c, d, e, f, g] = rows as [PayoutRow, PayoutRow, PayoutRow, PayoutRow, PayoutRow, PayoutRow, PayoutRow];
+  await db('payouts').where({ id: b.id }).update({ payout_id: 'P-OTHER' });
+  await db('payouts').where({ id: e.id }).update({ payout_checked_at: 900 });
+  await db('payouts').where({ id: f.id }).update({ payout_checked_at: 700 });
+  await db('payouts').where({ id: g.id }).update({ payout_checked_at: 800 });
+  const now = 5000;
+  const polled = (row: PayoutRow): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: 'PENDING',
+    patch: { pollCount: 1, lastPolledAt: now, payoutCheckedAt: now },
+    history: { event: 'polled', outcome: 'PENDING' },
+    still: { payoutId: row.payoutId },
+  });
+  const taken = (row: PayoutRow): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: 'REJECTED',
+    patch: { payoutId: null, payoutCheckedAt: null, reasonCode: 'REFERENCE_TAKEN', lastPolledAt: now },
+    history: { event: 'reference-taken', outcome: 'REFERENCE_TAKEN' },
+    still: { payoutId: row.payoutId, payoutCheckedAt: null },
+  });
+  const settled = (row: PayoutRow, checkedAt: number): RowMove => ({
+    row,
+    from: 'PENDING',
+    to: 'PAID',
+    patch: { serviceStatus: 'PAID', lastPolledAt: now },
+    history: { event: 'settled', outcome: 'PAID' },
+    still: { payoutId: row.payoutId, payoutCheckedAt: checkedAt },
+  });
+
+  expect(await applyRowMoves(db, [polled(a), taken(d), polled(b), settled(f, 700), taken(e), polled(c), settled(g, 800)], now)).toBe(5);
+
+  for (const r of [a, c]) expect(await getRow(db, r.id)).toMatchObject({ state: 'PENDING', pollCount: 1, payoutCheckedAt: now });
+  expect(await getRow(db, b.id)).toMatchObject({ state: 'PENDING', payoutId: 'P-OTHER', pollCount: 0, payoutCheckedAt: null });
+  expect(await getRow(db, d.id)).toMatchObject({ state: 'REJECTED', payoutId: null, reasonCode: 'REFERENCE_TAKEN' });
+  expect(await getRow(db, e.id)).toMatchObject({ state: 'PENDING', payoutId: e.payoutId, payoutCheckedAt: 900, reasonCode: null });
+  for (const r of [f, g]) expect(await getRow(db, r.id)).toMatchObject({ state: 'PAID', serviceStatus: 'PAID' });
+  for (const r of [b, e]) expect(await historyOf(db, r.id)).toEqual([]);
+  for (const r of [a, c, d, f, g]) expect((await historyOf(db, r.id)).length).toBe(1);
 }
 
 /** Two moves of one row in one list see each other, in order. */
