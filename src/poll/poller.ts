@@ -337,11 +337,14 @@ export class SettlementPoller {
     return due.map((row): RowMove => {
       const rec = byId.get(row.payoutId as string);
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
+      // Each move is for the payout asked about: a row holding another by the time the answer lands is left alone.
+      const still = { payoutId: row.payoutId };
       if (!rec) {
         const unread = unreadById.get(row.payoutId as string);
         if (unread) return this.unreadMove(row, unread, polled);
         // Not answered for certain: asked again as after a failed call.
-        if (nameless) return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null };
+        if (nameless)
+          return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still };
         logger.error(
           { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
           'the service does not know a payout it created; still following it',
@@ -352,6 +355,7 @@ export class SettlementPoller {
           to: 'PENDING',
           patch: { ...polled, nextPollAt: now + this.o.maxIntervalMs },
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
+          still,
         };
       }
       const requested =
@@ -360,10 +364,11 @@ export class SettlementPoller {
           : null;
       const differs = requested !== null && !isPayoutOf(rec, requested);
       if (differs && row.payoutCheckedAt === null) {
-        // The create was answered with a payout the service already held under this reference (another's).
+        // The create was answered with a payout the service already held under this reference (another's). Only
+        // while still unproven: another instance may have found the row's own record since this one claimed it.
         const taken = referenceTaken(rec, requested);
         logReferenceTaken(logger, row, rec, requested);
-        return { row, from: 'PENDING', ...taken, patch: { ...taken.patch, ...polled } };
+        return { row, from: 'PENDING', ...taken, patch: { ...taken.patch, ...polled }, still: { ...still, payoutCheckedAt: null } };
       }
       // Its first readable record is the row's own; a later one that differs is still the row's payout (the
       // service changed its figures, or a setting now reads another field): money moved, so it is followed
@@ -381,6 +386,7 @@ export class SettlementPoller {
             outcome: rec.status,
             detail: differs ? payoutDiffersReason(rec, requested) : (rec.completeTime ?? undefined),
           },
+          still,
         };
       }
       const wait = nextPollDelay(polled.pollCount, this.o);
@@ -399,6 +405,7 @@ export class SettlementPoller {
               detail: bound > wait ? `next poll in ${wait} ms, at most ${bound} ms` : `next poll in ${wait} ms`,
             }
           : null,
+        still,
       };
     });
   }
@@ -428,6 +435,7 @@ export class SettlementPoller {
       to: 'PENDING',
       patch: { ...polled, serviceStatus: status, nextPollAt: polled.lastPolledAt + nextPollDelay(polled.pollCount, this.o) },
       history: changed ? { event: 'polled', outcome: status ?? 'UNREADABLE', detail: `record cannot be read: ${unread.problem}` } : null,
+      still: { payoutId: row.payoutId },
     };
   }
 
