@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { errorPlace } from '../../src/ingest/rules/index.js';
 import { formatInWords } from '../../src/ingest/rules/format-words.js';
-import { FRIENDLY_ALIASES, HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
+import { FRIENDLY_ALIASES, HEADER, HEADER_FIELDS, codes, parseCollect, row, tempCsv } from './helpers.js';
 
 describe('messages', () => {
   it('say a simple pattern in words, and how the value differs', () => {
@@ -216,6 +216,26 @@ describe('messages', () => {
         'the required column beneficiary.accountName is missing from the header row; it may be column J, whose header "Benefici\ufffd" is damaged (see its error for what to do); else add it, or map your header for it in batch.format.columnAliases',
       ],
     ]);
+  });
+
+  it('say a long header of many "\ufffd" is damaged, guessing no field for it, and still guess one for a short one', async () => {
+    // The guess once ran a pattern built from the header, one term per run of "\ufffd": this one overflowed it.
+    const long = 'a\ufffd'.repeat(40_000);
+    const header = HEADER.replace('payoutAmount', long).replace('payoutCurrency', 'payout\ufffd\ufffdrrency');
+    const { result } = await parseCollect(await tempCsv(`${header}\n${row('D-2')}\n`), { format: { maxRecordBytes: 1024 * 1024 } });
+    const at = (field: string): number => HEADER_FIELDS.indexOf(field);
+    expect(result.fileErrors.map((e) => [e.code, e.columnIndex, e.field])).toEqual([
+      ['HEADER_UNKNOWN', at('payoutCurrency'), null],
+      ['HEADER_UNKNOWN', at('payoutAmount'), null],
+      ['HEADER_MISSING', null, 'payoutCurrency'],
+      ['HEADER_MISSING', null, 'payoutAmount'],
+    ]);
+    const [short, longError, currency, amount] = result.fileErrors.map((e) => e.message);
+    expect(short).toContain('the header is damaged, not misspelt; it is probably the header of payoutCurrency; correct the header');
+    expect(longError).toContain('40000 times, the first at position 2, which stands for characters that could not be read');
+    expect(longError).toContain('the header is damaged, not misspelt; correct the header and send the file again');
+    expect(currency).toMatch(/^the required column payoutCurrency is missing from the header row: it is probably column [A-Z]+, /);
+    expect(amount).toMatch(/^the required column payoutAmount is missing from the header row; it may be column [A-Z]+, /);
   });
 
   it('refuse references a spreadsheet turned into dates', async () => {

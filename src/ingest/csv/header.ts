@@ -136,16 +136,42 @@ function invisibleHeaderMessage(name: string, index: number, invisible: string[]
 }
 
 /**
+ * Whether `known` (a lookup key) can be the damaged header `pieces` (its text between runs of "\ufffd", and each run's
+ * length): the text matches in order, each run standing for 1 to as many characters as it has. Compared by code
+ * points, never by a pattern built from the header, whose size the file decides; the positions kept are at most
+ * those of `known`, so the cost is bounded by the known headers, however long the damaged one.
+ */
+function fitsDamaged(pieces: readonly (readonly string[] | number)[], known: string): boolean {
+  const chars = Array.from(known);
+  let at = new Set([0]);
+  for (const piece of pieces) {
+    const next = new Set<number>();
+    for (const p of at) {
+      if (typeof piece === 'number') {
+        for (let n = 1; n <= piece && p + n <= chars.length; n++) next.add(p + n);
+      } else if (piece.every((c, i) => chars[p + i] === c)) {
+        next.add(p + piece.length);
+      }
+    }
+    if (next.size === 0) return false;
+    at = next;
+  }
+  return at.has(chars.length);
+}
+
+/**
  * The one field not yet in the header that a header holding replacement characters can be, each run of them read as
  * up to as many characters as it has (a character cut in two reads as two); null when none or several.
  */
 function damagedHeaderField(name: string, lookup: ReadonlyMap<string, FieldPath>, present: ReadonlySet<FieldPath>): FieldPath | null {
-  const pattern = key(name)
+  const pieces = key(name)
     .split(/(\ufffd+)/)
-    .map((part, i) => (i % 2 === 1 ? `[\\s\\S]{1,${part.length}}` : part.replace(/[\\^$.*+?|()[\]{}]/g, '\\$&')))
-    .join('');
-  const regex = new RegExp(`^${pattern}$`, 'u');
-  const fields = new Set([...lookup].filter(([k, field]) => !present.has(field) && regex.test(k)).map(([, field]) => field));
+    .map((part, i) => (i % 2 === 1 ? part.length : Array.from(part)));
+  // Each character of text and each run reads as one character at least: a header that long fits no known one.
+  const shortest = pieces.reduce<number>((n, piece) => n + (typeof piece === 'number' ? 1 : piece.length), 0);
+  const longest = Math.max(...[...lookup.keys()].map((k) => Array.from(k).length));
+  if (shortest > longest) return null;
+  const fields = new Set([...lookup].filter(([k, field]) => !present.has(field) && fitsDamaged(pieces, k)).map(([, field]) => field));
   return fields.size === 1 ? ([...fields][0] as FieldPath) : null;
 }
 
