@@ -238,6 +238,20 @@ describe('messages', () => {
     expect(amount).toMatch(/^the required column payoutAmount is missing from the header row; it may be column [A-Z]+, /);
   });
 
+  it('say a long unknown header is not a column payoutd knows, without comparing it letter by letter', async () => {
+    // The hint compares an unknown header with every known one: for a header this long, only its length need be.
+    // A header row of one long cell: no field is present, so it is compared with every known header.
+    const path = await tempCsv(`${'amount'.repeat(400_000)}\n${row('D-3')}\n`);
+    const started = Date.now();
+    const { result } = await parseCollect(path, { format: { maxRecordBytes: 4 * 1024 * 1024 } });
+    // A test's timeout does not stop a read that never yields: the time is asserted.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result.fileErrors.map((e) => [e.code, e.columnIndex])[0]).toEqual(['HEADER_UNKNOWN', 0]);
+    expect(new Set(result.fileErrors.slice(1).map((e) => e.code))).toEqual(new Set(['HEADER_MISSING']));
+    expect(result.fileErrors.map((e) => e.field)).toContain('payoutAmount');
+    expect(result.fileErrors[0]?.message).toMatch(/is not a column payoutd knows: rename the header/);
+  });
+
   it('refuse references a spreadsheet turned into dates', async () => {
     const header =
       'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';

@@ -103,13 +103,15 @@ export function nearestField(name: string, exclude: ReadonlySet<FieldPath> = new
       [squash(f.split('.').pop() as string), f],
     ]),
   ];
+  const limit = Math.max(1, Math.floor(wanted.length / 3));
   let best: { field: FieldPath; distance: number } | null = null;
   for (const [candidate, field] of candidates) {
-    if (exclude.has(field)) continue;
+    // The distance is at least the difference in length; a header cell can be long, and this spares computing it.
+    if (exclude.has(field) || Math.abs(wanted.length - candidate.length) > limit) continue;
     const distance = editDistance(wanted, candidate);
     if (best === null || distance < best.distance) best = { field, distance };
   }
-  return best !== null && best.distance <= Math.max(1, Math.floor(wanted.length / 3)) ? best.field : null;
+  return best !== null && best.distance <= limit ? best.field : null;
 }
 
 /** Lookup table: normalized name -> field. Aliases win over canonical names. */
