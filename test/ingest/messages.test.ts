@@ -241,11 +241,12 @@ describe('messages', () => {
   it('say a long unknown header is not a column payoutd knows, without comparing it letter by letter', async () => {
     // The hint compares an unknown header with every known one: for a header this long, only its length need be.
     // A header row of one long cell: no field is present, so it is compared with every known header.
-    const path = await tempCsv(`${'amount'.repeat(400_000)}\n${row('D-3')}\n`);
+    const path = await tempCsv(`${'amount'.repeat(2_700_000)}\n${row('D-3')}\n`);
     const started = Date.now();
-    const { result } = await parseCollect(path, { format: { maxRecordBytes: 4 * 1024 * 1024 } });
-    // A test's timeout does not stop a read that never yields: the time is asserted.
-    expect(Date.now() - started).toBeLessThan(5_000);
+    const { result } = await parseCollect(path, { format: { maxRecordBytes: 16 * 1024 * 1024 } });
+    // A guard against a read held for the better part of a minute, not a speed figure: a test's timeout does not
+    // stop a read that never yields, so the bound is asserted, many times what the read takes on a loaded machine.
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(result.fileErrors.map((e) => [e.code, e.columnIndex])[0]).toEqual(['HEADER_UNKNOWN', 0]);
     expect(new Set(result.fileErrors.slice(1).map((e) => e.code))).toEqual(new Set(['HEADER_MISSING']));
     expect(result.fileErrors.map((e) => e.field)).toContain('payoutAmount');
