@@ -209,6 +209,11 @@ export const configSchema = z
             recheckMs: positive(60_000),
           })
           .prefault({}),
+        /**
+         * A batch whose reading failed this many times in a row the same unexpected way (not the store, the disk or
+         * a lost lease, which are tried without end) is refused as READ_FAILED.
+         */
+        readRetry: z.object({ maxAttempts: positive(3) }).prefault({}),
       })
       .prefault({}),
     submit: z

@@ -24,6 +24,8 @@ import {
   cancelReturnedRows,
   findBatchByStoredPath,
   takeReaderLease,
+  countReadFailure,
+  pingDatabase,
   type BatchRecord,
 } from '../store/index.js';
 import { BatchIntake, InboxWatcher, type ClaimedFile, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
@@ -46,7 +48,7 @@ import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
-import { ReadRetries } from './read-retries.js';
+import { isPassingReadFailure, readFailureKind, ReadRetries } from './read-retries.js';
 import type { FaultPoint } from './fault-points.js';
 
 export interface DaemonDeps {
@@ -496,6 +498,11 @@ export class PayoutDaemon {
       // Being read by this process now (a file being received): a second reading would clear the rows the first writes.
       if (this.intake.isReading(b.id) || !this.failedReadings.due(b.id)) continue;
       if (!(await this.takeReading(b.id))) continue;
+      // Its readings failed the same unexpected way often enough already (a refusal that failed, or before a restart).
+      if ((b.readFailures ?? 0) >= this.deps.config.batch.readRetry.maxAttempts) {
+        await this.refuseUnread(b.id, b.readFailures ?? 0);
+        continue;
+      }
       const why = atStart
         ? 'resuming the reading of a batch interrupted by a stop'
         : this.failedReadings.has(b.id)
@@ -508,7 +515,7 @@ export class PayoutDaemon {
       } catch (err) {
         // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
         if (this.stopWork.signal.aborted) return;
-        this.readingFailed(b.id, err);
+        await this.readingFailed(b.id, err);
         continue;
       }
       this.failedReadings.forget(b.id);
@@ -527,13 +534,67 @@ export class PayoutDaemon {
     return takeReaderLease(db, lease, clock.now());
   }
 
-  /** A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again. */
-  private readingFailed(batchId: string, err: unknown): void {
+  /**
+   * A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again;
+   * unless it failed batch.readRetry.maxAttempts times in a row the same unexpected way, which would never pass.
+   */
+  private async readingFailed(batchId: string, err: unknown): Promise<void> {
+    const { db, clock, config, logger } = this.deps;
+    if (!(await this.repeatsOnFile(err))) {
+      const retryInMs = this.failedReadings.failed(batchId);
+      logger.error(
+        { batchId, err: safeError(err), retryInMs },
+        'the reading of a batch failed: it stays VALIDATING, none of its rows can be sent, and it is read again from the start after a wait',
+      );
+      return;
+    }
+    // Only its name and code: the message of an error nobody foresaw may quote the file's cells.
+    const error = readFailureKind(err);
+    const attempts = await countReadFailure(db, batchId, error, clock.now()).catch(() => 0);
+    const { maxAttempts } = config.batch.readRetry;
+    if (attempts >= maxAttempts) {
+      logger.error(
+        { batchId, error, attempts },
+        'the reading of a batch failed the same unexpected way each time: it is refused (READ_FAILED)',
+      );
+      await this.refuseUnread(batchId, attempts);
+      return;
+    }
     const retryInMs = this.failedReadings.failed(batchId);
-    this.deps.logger.error(
-      { batchId, err: safeError(err), retryInMs },
-      'the reading of a batch failed: it stays VALIDATING, none of its rows can be sent, and it is read again from the start after a wait',
+    logger.error(
+      { batchId, error, attempts, maxAttempts, retryInMs },
+      'the reading of a batch failed on an unexpected error: it stays VALIDATING, none of its rows can be sent, and it is read again from the start after a wait',
     );
+  }
+
+  /**
+   * Whether a failure would repeat on the same file: not one that may pass, and the database answers (a lost
+   * PostgreSQL connection can fail a query with a plain Error, no code).
+   */
+  private async repeatsOnFile(err: unknown): Promise<boolean> {
+    if (isPassingReadFailure(err)) return false;
+    try {
+      await pingDatabase(this.deps.db);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Refuses a batch that cannot be read (READ_FAILED); one that cannot be refused now is refused on a later pass. */
+  private async refuseUnread(batchId: string, attempts: number): Promise<void> {
+    try {
+      await this.intake.refuseUnread(batchId, attempts);
+      this.failedReadings.forget(batchId);
+      this.deps.onBatchEvent?.('rejected');
+    } catch (err) {
+      if (this.stopWork.signal.aborted) return;
+      const retryInMs = this.failedReadings.failed(batchId);
+      this.deps.logger.error(
+        { batchId, err: safeError(err), retryInMs },
+        'a batch that cannot be read could not be refused now: it stays VALIDATING, none of its rows can be sent, and it is refused after a wait',
+      );
+    }
   }
 
   private async onCandidate(c: InboxCandidate): Promise<void> {
@@ -590,7 +651,7 @@ export class PayoutDaemon {
     // A lookup that fails too counts as not recorded: the retry looks again before it receives the file.
     const batch = await findBatchByStoredPath(this.deps.db, claimed.storedPath).catch(() => undefined);
     if (batch) {
-      this.readingFailed(batch.id, err);
+      await this.readingFailed(batch.id, err);
       return;
     }
     this.unrecordedClaims.set(claimed.storedPath, claimed);

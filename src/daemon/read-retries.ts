@@ -6,6 +6,8 @@
  */
 import type { Clock } from '../domain/clock.js';
 import { backoffStep, type BackoffPolicy } from '../domain/backoff.js';
+import { isDriverError } from '../domain/errors.js';
+import { BatchStateError, DatabaseBusyError, DatabaseUnavailableError } from '../store/index.js';
 
 /** The first wait after a failure, and the longest. */
 export const READ_RETRY: BackoffPolicy = { baseMs: 2_000, maxMs: 300_000 };
@@ -48,4 +50,25 @@ export class ReadRetries {
     const kept = new Set(keys);
     for (const key of [...this.failures.keys()]) if (!kept.has(key)) this.failures.delete(key);
   }
+}
+
+/**
+ * Whether a reading failed on something that may pass by itself: the store (a driver's error, busy, unreachable),
+ * the file system (an errno code such as EIO or ENOSPC) or a lease another instance took. Anything else (a bug, a
+ * library throwing on odd input) fails the same way on the same file, and is only tried a bounded number of times.
+ */
+export function isPassingReadFailure(err: unknown): boolean {
+  if (err instanceof BatchStateError || err instanceof DatabaseBusyError || err instanceof DatabaseUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  if (isDriverError(err) || err.name === 'KnexTimeoutError') return true;
+  const code = (err as { code?: unknown }).code;
+  // Node's own ERR_* codes are its refusals of a call (a bug), not the system's.
+  return typeof code === 'string' && /^E[A-Z0-9_]+$/.test(code) && !code.startsWith('ERR_');
+}
+
+/** The way a reading failed, as compared between readings: the error's name and code, never its message. */
+export function readFailureKind(err: unknown): string {
+  if (!(err instanceof Error)) return typeof err;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' ? `${err.name}:${code}` : err.name;
 }

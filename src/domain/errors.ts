@@ -27,3 +27,8 @@ export class UsageError extends PayoutdError {
 export class ServiceUnavailableError extends PayoutdError {
   override readonly name = 'ServiceUnavailableError';
 }
+
+/** An error of the SQLite or PostgreSQL driver, by its shape (who meets one need not know the store's drivers). */
+export function isDriverError(err: Error): boolean {
+  return err.name === 'SqliteError' || typeof (err as { severity?: unknown }).severity === 'string';
+}

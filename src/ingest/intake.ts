@@ -213,13 +213,32 @@ export class BatchIntake {
   /** Reads (or re-reads, after a restart or a failed reading) a batch that is RECEIVED or VALIDATING, and finishes its intake. */
   async process(batchId: string): Promise<BatchRecord> {
     return this.readingOnce(batchId, async () => {
-      // A reading starts by taking the lease (free, run out, or this instance's); every write after it is fenced by it.
-      const { instanceId, leaseMs } = this.o;
-      if (!(await claimBatchLease(this.deps.db, batchId, instanceId, leaseMs, this.deps.clock.now(), ['RECEIVED', 'VALIDATING']))) {
-        throw new BatchStateError('BATCH_LEASE_LOST', `batch ${batchId} is being read by another instance (or is no longer being read)`);
-      }
+      await this.claimReading(batchId);
       return this.readLeased(batchId);
     });
+  }
+
+  /**
+   * Refuses a batch whose reading failed `attempts` times the same unexpected way (READ_FAILED): its rows of those
+   * readings go, its file is moved aside and finance gets its ack. The error itself stays in the log.
+   */
+  async refuseUnread(batchId: string, attempts: number): Promise<BatchRecord> {
+    return this.readingOnce(batchId, async () => {
+      await this.claimReading(batchId);
+      const batch = (await getBatch(this.deps.db, batchId)) as BatchRecord;
+      const reason =
+        `payoutd could not read this file: its reading failed ${attempts} times in a row on an error inside payoutd; ` +
+        'nothing in it was paid. Send the file to the operator, or save it again and drop it again';
+      return this.rejectFile(batch, 'READ_FAILED', reason, [], true);
+    });
+  }
+
+  /** A reading starts by taking the lease (free, run out, or this instance's); every write after it is fenced by it. */
+  private async claimReading(batchId: string): Promise<void> {
+    const { instanceId, leaseMs } = this.o;
+    if (!(await claimBatchLease(this.deps.db, batchId, instanceId, leaseMs, this.deps.clock.now(), ['RECEIVED', 'VALIDATING']))) {
+      throw new BatchStateError('BATCH_LEASE_LOST', `batch ${batchId} is being read by another instance (or is no longer being read)`);
+    }
   }
 
   /** This instance's lease as the reader of the batch. */

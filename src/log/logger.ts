@@ -1,5 +1,5 @@
 /** pino JSON logs to a given stream; redaction removes secrets by key name wherever a caller put them. */
-import { PayoutdError } from '../domain/errors.js';
+import { isDriverError, PayoutdError } from '../domain/errors.js';
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 
 const SECRET_KEYS = [
@@ -26,11 +26,6 @@ export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`]
 
 /** Longest message logged: a message could be anything the error's maker put in it. */
 const MAX_MESSAGE = 300;
-
-/** An error of the SQLite or PostgreSQL driver (by shape: the store's drivers are not the logger's business). */
-function isDriverError(err: Error): boolean {
-  return err.name === 'SqliteError' || typeof (err as { severity?: unknown }).severity === 'string';
-}
 
 /**
  * An error as it may be logged: its name, its code if it has one, and its message cut short. A store error's

@@ -70,6 +70,9 @@ export interface BatchRecord {
   /** When an operator cancelled it, and why: no row of it is sent from then on. */
   cancelledAt?: number | null;
   cancelReason?: string | null;
+  /** Readings of the batch that failed in a row the same unexpected way (src/daemon/daemon.ts), and that way (`Name:CODE`). */
+  readFailures?: number;
+  readFailureKind?: string | null;
   /** The instance reading the batch or writing its results, while it does. */
   leaseOwner?: string | null;
   leaseExpiresAt?: number | null;
@@ -122,6 +125,8 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   releasedAt: 'released_at',
   cancelledAt: 'cancelled_at',
   cancelReason: 'cancel_reason',
+  readFailures: 'read_failures',
+  readFailureKind: 'read_failure_kind',
   leaseOwner: 'lease_owner',
   leaseExpiresAt: 'lease_expires_at',
 };
@@ -333,6 +338,21 @@ export async function updateBatch(
   if (reader !== undefined) q.where('lease_owner', reader).whereIn('state', BEING_READ);
   const n = await q.update(toRow({ ...patch, ...finalCounts, updatedAt: now }));
   if (reader !== undefined && n !== 1) throw readerLost(id, reader);
+}
+
+/**
+ * Counts a failed reading of a batch still being read, that failed the way `kind` says: one more when the last
+ * failure was the same, else the first. The readings that failed so far that way (0: no longer being read).
+ */
+export async function countReadFailure(db: Database, id: string, kind: string, now: number): Promise<number> {
+  return writeTransaction(db, async (trx) => {
+    const row = (await trx('batches').where({ id }).whereIn('state', BEING_READ).first('read_failures', 'read_failure_kind')) as
+      { read_failures: number; read_failure_kind: string | null } | undefined;
+    if (!row) return 0;
+    const failures = row.read_failure_kind === kind ? Number(row.read_failures) + 1 : 1;
+    await trx('batches').where({ id }).update({ read_failures: failures, read_failure_kind: kind, updated_at: now });
+    return failures;
+  });
 }
 
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {

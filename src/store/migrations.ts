@@ -746,6 +746,24 @@ const storedPathIndex: Migration = {
   },
 };
 
+// A batch whose reading fails the same unexpected way again and again is refused after batch.readRetry.maxAttempts
+// readings (src/daemon/daemon.ts): the count is kept with the batch, so a restart does not start it over.
+const readFailures: Migration = {
+  name: '0025_read_failures',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.integer('read_failures').notNullable().defaultTo(0);
+      t.text('read_failure_kind').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('read_failures');
+      t.dropColumn('read_failure_kind');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -771,6 +789,7 @@ export const MIGRATIONS: readonly Migration[] = [
   consoleUploadInode,
   unboundedText,
   storedPathIndex,
+  readFailures,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

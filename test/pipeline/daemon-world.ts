@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
-import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
 import { systemClock, type Clock } from '../../src/domain/clock.js';
 import type { Pipeline } from './harness.js';
 
@@ -24,16 +24,21 @@ export async function stopPipelineDaemons(): Promise<void> {
 
 /**
  * A daemon for `p` with the config `sections` (beside the paths it sets), on `clock` (the system clock unless
- * given; the pipeline's ManualClock moves only when the test moves it). Not started.
+ * given; the pipeline's ManualClock moves only when the test moves it), with the test's `hooks`. Not started.
  */
-export async function pipelineDaemon(p: Pipeline, sections: Record<string, unknown>, clock: Clock = systemClock): Promise<PipelineDaemon> {
+export async function pipelineDaemon(
+  p: Pipeline,
+  sections: Record<string, unknown>,
+  clock: Clock = systemClock,
+  hooks: Pick<DaemonDeps, 'faultPoint'> = {},
+): Promise<PipelineDaemon> {
   const inbox = join(p.dir, 'inbox');
   const outbox = join(p.dir, 'outbox');
   // What startDaemon (src/daemon/runtime.ts) does before it builds the daemon.
   for (const d of [inbox, outbox]) await mkdir(d, { recursive: true });
   const config = loadConfig({ env: {}, cwd: p.dir }, { paths: { inbox, outbox, stateDir: join(p.dir, 'state') }, ...sections });
   const daemon = new PayoutDaemon(
-    { config, db: p.db, service: p.client, clock, logger: p.logger },
+    { config, db: p.db, service: p.client, clock, logger: p.logger, ...hooks },
     { shutdownGraceMs: 2000, watch: false, instanceId: 'test' },
   );
   made.push(daemon);

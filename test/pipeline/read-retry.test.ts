@@ -7,10 +7,10 @@
  * process is still reading it. A claim that failed (the file left in the inbox) used to keep the file's
  * database claim, so the file was never offered to a claim again until a restart; now it is released.
  */
-import { readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PayoutDaemon } from '../../src/daemon/daemon.js';
+import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
 import { READ_RETRY } from '../../src/daemon/read-retries.js';
 import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 /** The daemon on the pipeline's ManualClock: the inbox and the retry waits move only when the test moves it. */
-async function daemonFor(p: Pipeline): Promise<PipelineDaemon> {
+async function daemonFor(p: Pipeline, hooks: Pick<DaemonDeps, 'faultPoint'> = {}): Promise<PipelineDaemon> {
   const made = await pipelineDaemon(
     p,
     {
@@ -31,6 +31,7 @@ async function daemonFor(p: Pipeline): Promise<PipelineDaemon> {
       submit: { notFoundGraceMs: 0, concurrency: 1 },
     },
     p.clock,
+    hooks,
   );
   await made.daemon.start();
   return made;
@@ -84,6 +85,46 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     expect(logsWith(p, 'the reading of a batch failed').map((l) => [l.batchId, l.retryInMs])).toEqual([[batchId, READ_RETRY.baseMs]]);
     expect(logsWith(p, 'resuming the reading of a batch whose reading failed here').map((l) => l.batchId)).toEqual([batchId]);
     expect(logsWith(p, 'batch accepted')).toHaveLength(1);
+  });
+
+  it('refuses a batch whose reading fails the same unexpected way each time as READ_FAILED, with an ack, across a restart', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    // The hook the chaos test kills the daemon at (a chunk of rows stored, the batch VALIDATING) throws as a bug
+    // would, on every reading: the same error each time, with the row in its message.
+    const bug = { faultPoint: () => void JSON.parse('{"accountNumber": 123456789012,') };
+    const first = await daemonFor(p, bug);
+    const { inbox, outbox } = first;
+    await writeFile(join(inbox, 'odd.csv'), csvFile(['RB-1', 'RB-2', 'RB-3'].map((r) => csvRow(r))));
+    await tickUntil(p, first.daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
+    const { id: batchId } = (await p.db('batches').first('id')) as { id: string };
+    const failures = (): Record<string, unknown>[] => logsWith(p, 'the reading of a batch failed on an unexpected error');
+    expect(failures().map((l) => [l.error, l.attempts])).toEqual([['SyntaxError', 1]]);
+    expect((await p.batch(batchId)).state).toBe('VALIDATING');
+    expect((await p.rows(batchId)).length).toBe(3);
+
+    // Read again after its wait, failing the same way: still VALIDATING, the count kept with the batch.
+    p.clock.advance(READ_RETRY.baseMs);
+    await waitFor(() => failures().length === 2, 'a second failed reading', 15_000);
+    expect(await p.db('batches').where({ id: batchId }).first('state', 'read_failures')).toEqual({ state: 'VALIDATING', read_failures: 2 });
+
+    // A restart does not start the count over: the third reading is the last.
+    await first.daemon.stop();
+    await daemonFor(p, bug);
+    await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch refused', 15_000);
+
+    const batch = await p.batch(batchId);
+    expect([batch.state, batch.rejectCode]).toEqual(['REJECTED', 'READ_FAILED']);
+    expect(logsWith(p, 'failed the same unexpected way each time').map((l) => [l.error, l.attempts])).toEqual([['SyntaxError', 3]]);
+    // The rows its readings stored are gone, nothing was sent, and finance has the answer in the outbox.
+    expect(await p.rows(batchId)).toEqual([]);
+    expect(p.createRequests()).toBe(0);
+    const ack = (await readdir(outbox)).find((f) => f.startsWith(batchId) && f.endsWith('.ack.csv'));
+    expect(ack).toBeDefined();
+    const text = await readFile(join(outbox, ack as string), 'utf8');
+    expect(text).toContain('payoutd could not read this file');
+    expect(text).toContain('nothing in it was paid');
+    // Neither the ack nor a log line quotes the error's message (a cell of the file may be in it).
+    for (const said of [text, ...p.logLines]) expect(said).not.toContain('123456789012');
   });
 
   it('receives again a taken file whose batch could not be recorded, after a wait, under its own name', async () => {

@@ -115,10 +115,11 @@ export function readBatchFileOnThread(path: string, displayName: string, opts: T
           settle(() => resolve(m.result));
           return;
         case 'failed':
+          // Its name and code kept: the daemon tells a passing failure (EIO) from one that repeats (a TypeError) by them.
           fail(
             m.error.name === 'BatchReadError'
               ? new BatchReadError(m.error.code ?? 'BATCH_READ_FAILED', m.error.message)
-              : new Error(m.error.message),
+              : Object.assign(new Error(m.error.message), { name: m.error.name }, m.error.code === undefined ? {} : { code: m.error.code }),
           );
       }
     });
