@@ -2,10 +2,38 @@
  * Messages a clerk understands: where (line, column letter, the header as
  * written), what is wrong in words rather than patterns, and what to do.
  */
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
+import type { BatchFormatOptionsInput } from '../../src/ingest/csv/index.js';
 import { errorPlace } from '../../src/ingest/rules/index.js';
 import { formatInWords } from '../../src/ingest/rules/format-words.js';
 import { FRIENDLY_ALIASES, HEADER, HEADER_FIELDS, codes, parseCollect, row, tempCsv } from './helpers.js';
+
+/**
+ * The codes of the file errors of `path` read on a thread whose heap holds at most `heapMb` MB, or the thread's error
+ * (ERR_WORKER_OUT_OF_MEMORY). A thread runs JavaScript only: it reads with the build's copy (npm test builds first), as the reading thread does.
+ */
+async function fileErrorsWithinHeap(path: string, format: BatchFormatOptionsInput, heapMb: number): Promise<string[] | string> {
+  const code = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    (async () => {
+      const { parseBatchFile, batchFormatSchema } = await import(new URL('ingest/csv/index.js', workerData.dist).href);
+      const { validationRulesSchema } = await import(new URL('ingest/rules/index.js', workerData.dist).href);
+      const options = { format: batchFormatSchema.parse(workerData.format), rules: validationRulesSchema.parse({}), onRows: async () => {} };
+      const result = await parseBatchFile(workerData.path, 'batch.csv', options);
+      parentPort.postMessage(result.fileErrors.map((e) => e.code));
+    })();`;
+  const dist = new URL('../../dist/', import.meta.url).href;
+  const reader = new Worker(code, { eval: true, workerData: { dist, path, format }, resourceLimits: { maxOldGenerationSizeMb: heapMb } });
+  try {
+    return await new Promise<string[] | string>((resolve) => {
+      reader.once('message', (codes: string[]) => resolve(codes));
+      reader.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    });
+  } finally {
+    await reader.terminate();
+  }
+}
 
 describe('messages', () => {
   it('say a simple pattern in words, and how the value differs', () => {
@@ -237,6 +265,24 @@ describe('messages', () => {
     expect(currency).toMatch(/^the required column payoutCurrency is missing from the header row: it is probably column [A-Z]+, /);
     expect(amount).toMatch(/^the required column payoutAmount is missing from the header row; it may be column [A-Z]+, /);
   });
+
+  it('say a header cell of millions of "\ufffd" runs is damaged, without taking it apart for the guess', async () => {
+    const long = 'a\ufffd'.repeat(4_000_000);
+    const path = await tempCsv(`${HEADER.replace('payoutAmount', long)}\n${row('D-3')}\n`);
+    const format = { maxRecordBytes: 16 * 1024 * 1024 };
+    const { result } = await parseCollect(path, { format });
+    expect(result.fileErrors.map((e) => [e.code, e.columnIndex, e.field])).toEqual([
+      ['HEADER_UNKNOWN', HEADER_FIELDS.indexOf('payoutAmount'), null],
+      ['HEADER_MISSING', null, 'payoutAmount'],
+    ]);
+    const [damaged, missing] = result.fileErrors.map((e) => e.message);
+    expect(damaged).toContain('4000000 times, the first at position 2, which stands for characters that could not be read');
+    expect(damaged).toContain('the header is damaged, not misspelt; correct the header and send the file again');
+    expect(missing).toMatch(/^the required column payoutAmount is missing from the header row; it may be column [A-Z]+, /);
+    // The guess split the header into its runs before finding it longer than any known header, holding many times
+    // the cell in memory: a heap the read fits in with room to spare, and that split does not.
+    expect(await fileErrorsWithinHeap(path, format, 320)).toEqual(['HEADER_UNKNOWN', 'HEADER_MISSING']);
+  }, 120_000);
 
   it('say a long unknown header is not a column payoutd knows, without comparing it letter by letter', async () => {
     // The hint compares an unknown header with every known one: for a header this long, only its length need be.

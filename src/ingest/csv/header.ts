@@ -162,17 +162,32 @@ function fitsDamaged(pieces: readonly (readonly string[] | number)[], known: str
 }
 
 /**
+ * The fewest characters a damaged header can stand for: one per code point outside the runs of "\ufffd", and one per
+ * run; counted in one pass that stops once past `limit`, as a header that long fits no known one.
+ */
+function shortestDamaged(text: string, limit: number): number {
+  let n = 0;
+  let inRun = false;
+  // By code point, as the pieces are (Array.from).
+  for (const c of text) {
+    const run = c === '\ufffd';
+    if (!run || !inRun) n++;
+    inRun = run;
+    if (n > limit) break;
+  }
+  return n;
+}
+
+/**
  * The one field not yet in the header that a header holding replacement characters can be, each run of them read as
  * up to as many characters as it has (a character cut in two reads as two); null when none or several.
  */
 function damagedHeaderField(name: string, lookup: ReadonlyMap<string, FieldPath>, present: ReadonlySet<FieldPath>): FieldPath | null {
-  const pieces = key(name)
-    .split(/(\ufffd+)/)
-    .map((part, i) => (i % 2 === 1 ? part.length : Array.from(part)));
-  // Each character of text and each run reads as one character at least: a header that long fits no known one.
-  const shortest = pieces.reduce<number>((n, piece) => n + (typeof piece === 'number' ? 1 : piece.length), 0);
+  const text = key(name);
   const longest = Math.max(...[...lookup.keys()].map((k) => Array.from(k).length));
-  if (shortest > longest) return null;
+  // Decided before the header is split: the pieces of a header as long as a cell may be take many times its memory.
+  if (shortestDamaged(text, longest) > longest) return null;
+  const pieces = text.split(/(\ufffd+)/).map((part, i) => (i % 2 === 1 ? part.length : Array.from(part)));
   const fields = new Set([...lookup].filter(([k, field]) => !present.has(field) && fitsDamaged(pieces, k)).map(([, field]) => field));
   return fields.size === 1 ? ([...fields][0] as FieldPath) : null;
 }
