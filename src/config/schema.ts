@@ -210,8 +210,8 @@ export const configSchema = z
           })
           .prefault({}),
         /**
-         * A batch whose reading failed this many times in a row the same unexpected way (not the store, the disk or
-         * a lost lease, which are tried without end) is refused as READ_FAILED.
+         * A batch whose file's reading failed this many times in a row the same way in the reader (not the disk, and
+         * never the store or a lost lease, which are tried without end) is refused as READ_FAILED.
          */
         readRetry: z.object({ maxAttempts: positive(3) }).prefault({}),
       })

@@ -25,10 +25,18 @@ import {
   findBatchByStoredPath,
   takeReaderLease,
   countReadFailure,
-  pingDatabase,
+  forgetReadFailures,
+  BatchStateError,
   type BatchRecord,
 } from '../store/index.js';
-import { BatchIntake, InboxWatcher, type ClaimedFile, type InboxCandidate, type RejectedEntry } from '../ingest/index.js';
+import {
+  BatchIntake,
+  InboxWatcher,
+  type FileReadFailure,
+  type ClaimedFile,
+  type InboxCandidate,
+  type RejectedEntry,
+} from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
 import { BalanceGate, BatchHolds } from '../holds/index.js';
 import {
@@ -536,11 +544,13 @@ export class PayoutDaemon {
 
   /**
    * A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again;
-   * unless it failed batch.readRetry.maxAttempts times in a row the same unexpected way, which would never pass.
+   * unless reading its file failed batch.readRetry.maxAttempts times in a row the same way, which would never pass.
    */
   private async readingFailed(batchId: string, err: unknown): Promise<void> {
     const { db, clock, config, logger } = this.deps;
-    if (!(await this.repeatsOnFile(err))) {
+    if (isPassingReadFailure(err)) {
+      // "In a row" ends here; best effort, as the database may be what failed. A lost lease is no failure of ours.
+      if (!(err instanceof BatchStateError)) await forgetReadFailures(db, batchId, clock.now()).catch(() => undefined);
       const retryInMs = this.failedReadings.failed(batchId);
       logger.error(
         { batchId, err: safeError(err), retryInMs },
@@ -549,7 +559,7 @@ export class PayoutDaemon {
       return;
     }
     // Only its name and code: the message of an error nobody foresaw may quote the file's cells.
-    const error = readFailureKind(err);
+    const error = readFailureKind(err as FileReadFailure);
     const attempts = await countReadFailure(db, batchId, error, clock.now()).catch(() => 0);
     const { maxAttempts } = config.batch.readRetry;
     if (attempts >= maxAttempts) {
@@ -565,20 +575,6 @@ export class PayoutDaemon {
       { batchId, error, attempts, maxAttempts, retryInMs },
       'the reading of a batch failed on an unexpected error: it stays VALIDATING, none of its rows can be sent, and it is read again from the start after a wait',
     );
-  }
-
-  /**
-   * Whether a failure would repeat on the same file: not one that may pass, and the database answers (a lost
-   * PostgreSQL connection can fail a query with a plain Error, no code).
-   */
-  private async repeatsOnFile(err: unknown): Promise<boolean> {
-    if (isPassingReadFailure(err)) return false;
-    try {
-      await pingDatabase(this.deps.db);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   /** Refuses a batch that cannot be read (READ_FAILED); one that cannot be refused now is refused on a later pass. */

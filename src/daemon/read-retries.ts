@@ -6,8 +6,7 @@
  */
 import type { Clock } from '../domain/clock.js';
 import { backoffStep, type BackoffPolicy } from '../domain/backoff.js';
-import { isDriverError } from '../domain/errors.js';
-import { BatchStateError, DatabaseBusyError, DatabaseUnavailableError } from '../store/index.js';
+import { FileReadFailure } from '../ingest/index.js';
 
 /** The first wait after a failure, and the longest. */
 export const READ_RETRY: BackoffPolicy = { baseMs: 2_000, maxMs: 300_000 };
@@ -53,22 +52,18 @@ export class ReadRetries {
 }
 
 /**
- * Whether a reading failed on something that may pass by itself: the store (a driver's error, busy, unreachable),
- * the file system (an errno code such as EIO or ENOSPC) or a lease another instance took. Anything else (a bug, a
- * library throwing on odd input) fails the same way on the same file, and is only tried a bounded number of times.
+ * Whether a failed reading may pass by itself: anything but the reading of the file failing (the store, a dropped
+ * connection, a lost lease), or the file system failing it (an errno code such as EIO or ENOSPC). The reader's
+ * own failure (a bug, a library throwing on odd input, its thread out of memory) repeats on the same file.
  */
 export function isPassingReadFailure(err: unknown): boolean {
-  if (err instanceof BatchStateError || err instanceof DatabaseBusyError || err instanceof DatabaseUnavailableError) return true;
-  if (!(err instanceof Error)) return false;
-  if (isDriverError(err) || err.name === 'KnexTimeoutError') return true;
-  const code = (err as { code?: unknown }).code;
+  if (!(err instanceof FileReadFailure)) return true;
+  const { code } = err;
   // Node's own ERR_* codes are its refusals of a call (a bug), not the system's.
-  return typeof code === 'string' && /^E[A-Z0-9_]+$/.test(code) && !code.startsWith('ERR_');
+  return code !== undefined && /^E[A-Z0-9_]+$/.test(code) && !code.startsWith('ERR_');
 }
 
-/** The way a reading failed, as compared between readings: the error's name and code, never its message. */
-export function readFailureKind(err: unknown): string {
-  if (!(err instanceof Error)) return typeof err;
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' ? `${err.name}:${code}` : err.name;
+/** The way a reading failed, as compared between readings: the reader's error's name and code, never its message. */
+export function readFailureKind(err: FileReadFailure): string {
+  return err.code === undefined ? err.errorName : `${err.errorName}:${err.code}`;
 }

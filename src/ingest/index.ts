@@ -6,5 +6,5 @@
  */
 export { BatchIntake, type AckDraft } from './intake.js';
 export { InboxWatcher, claimFile, moveAside, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
-export { parseBatchFile, batchFormatSchema } from './csv/index.js';
+export { parseBatchFile, batchFormatSchema, FileReadFailure } from './csv/index.js';
 export { validationRulesSchema } from './rules/index.js';

@@ -355,6 +355,15 @@ export async function countReadFailure(db: Database, id: string, kind: string, n
   });
 }
 
+/** Starts the count of failed readings of a batch still being read over: a reading failed another way between. */
+export async function forgetReadFailures(db: Database, id: string, now: number): Promise<void> {
+  await db('batches').where({ id }).whereIn('state', BEING_READ).where('read_failures', '>', 0).update({
+    read_failures: 0,
+    read_failure_kind: null,
+    updated_at: now,
+  });
+}
+
 export async function listBatchesInStates(db: Database, states: BatchState[]): Promise<BatchRecord[]> {
   const rows = (await db('batches').whereIn('state', states).orderBy('received_at', 'asc')) as Record<string, unknown>[];
   return rows.map(fromRow);

@@ -38,6 +38,7 @@ export {
   releaseBatchLease,
   listBatchPage,
   countReadFailure,
+  forgetReadFailures,
   BatchStateError,
   holdReaderLease,
   takeReaderLease,

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
 import { READ_RETRY } from '../../src/daemon/read-retries.js';
+import { FileReadFailure } from '../../src/ingest/index.js';
+import { DatabaseBusyError } from '../../src/store/index.js';
 import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
@@ -49,6 +51,43 @@ async function tickUntil(p: Pipeline, daemon: PayoutDaemon, done: () => boolean 
 
 const logsWith = (p: Pipeline, text: string): Record<string, unknown>[] =>
   p.logLines.filter((l) => l.includes(text)).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+/** The failed readings logged so far, oldest first. */
+/**
+ * The batch's state and count of failed readings after each of its first `n` readings that failed, each to be read
+ * again (the clock moved past its wait); fewer once it is no longer being read.
+ */
+async function afterFailedReadings(p: Pipeline, batchId: string, n: number): Promise<Record<string, unknown>[]> {
+  const retried = (): Record<string, unknown>[] => logsWith(p, 'the reading of a batch failed').filter((l) => l.retryInMs !== undefined);
+  const now = async (): Promise<Record<string, unknown>> =>
+    (await p.db('batches').where({ id: batchId }).first('state', 'read_failures')) as Record<string, unknown>;
+  const seen: Record<string, unknown>[] = [];
+  for (let failed = 1; failed <= n; failed++) {
+    await waitFor(async () => retried().length >= failed || (await now()).state !== 'VALIDATING', `failed reading ${failed}`, 15_000);
+    seen.push(await now());
+    if (retried().length < failed) break;
+    p.clock.advance(Number(retried()[failed - 1]?.retryInMs));
+  }
+  return seen;
+}
+
+/** What an error the reader met on its thread becomes on the daemon's (src/ingest/csv/read-thread.ts). */
+function fromReader(work: () => unknown): FileReadFailure {
+  try {
+    work();
+  } catch (err) {
+    return new FileReadFailure((err as Error).message, (err as Error).name);
+  }
+  throw new Error('did not throw');
+}
+
+/** A fault point that throws these errors, one a reading (a chunk stored), then nothing. */
+function throwing(errors: unknown[]): DaemonDeps['faultPoint'] {
+  const left = [...errors];
+  return () => {
+    if (left.length > 0) throw left.shift();
+  };
+}
 
 describe('pipeline: an intake that failed is tried again while the daemon runs', () => {
   it('reads a batch whose reading failed part way again from the start, after a wait, into exactly its rows', async () => {
@@ -89,9 +128,14 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
 
   it('refuses a batch whose reading fails the same unexpected way each time as READ_FAILED, with an ack, across a restart', async () => {
     const p = await startPipeline({ startMs: Date.now() });
-    // The hook the chaos test kills the daemon at (a chunk of rows stored, the batch VALIDATING) throws as a bug
-    // would, on every reading: the same error each time, with the row in its message.
-    const bug = { faultPoint: () => void JSON.parse('{"accountNumber": 123456789012,') };
+    // The hook the chaos test kills the daemon at (a chunk of rows stored, the batch VALIDATING) runs on the daemon's
+    // thread, as the store does: it throws what a reader's bug becomes on its way from the reading thread, on every
+    // reading, the same error each time, with the row in its message.
+    const bug = {
+      faultPoint: () => {
+        throw fromReader(() => JSON.parse('{"accountNumber": 123456789012,'));
+      },
+    };
     const first = await daemonFor(p, bug);
     const { inbox, outbox } = first;
     await writeFile(join(inbox, 'odd.csv'), csvFile(['RB-1', 'RB-2', 'RB-3'].map((r) => csvRow(r))));
@@ -125,6 +169,35 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     expect(text).toContain('nothing in it was paid');
     // Neither the ack nor a log line quotes the error's message (a cell of the file may be in it).
     for (const said of [text, ...p.logLines]) expect(said).not.toContain('123456789012');
+  });
+
+  it('reads again without end a batch whose rows fail to be stored with a plain error, and accepts it once that passes', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    // The store failing under the reading as pg does when the connection drops mid-query (no code, no severity),
+    // more times than batch.readRetry.maxAttempts, while the database answers between.
+    const dropped = Array.from({ length: 4 }, () => new Error('insert into "payouts" ... - Connection terminated unexpectedly'));
+    const { daemon, inbox } = await daemonFor(p, { faultPoint: throwing(dropped) });
+    await writeFile(join(inbox, 'good.csv'), csvFile(['PD-1', 'PD-2'].map((r) => csvRow(r))));
+    await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
+    const { id: batchId } = (await p.db('batches').first('id')) as { id: string };
+    expect(await afterFailedReadings(p, batchId, 4)).toEqual(dropped.map(() => ({ state: 'VALIDATING', read_failures: 0 })));
+    await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch read', 15_000);
+    expect((await p.batch(batchId)).state).toBe('ACTIVE');
+    expect([...logsWith(p, 'on an unexpected error'), ...logsWith(p, 'the same unexpected way')]).toEqual([]);
+  });
+
+  it('counts the failed readings of a file in a row: one that failed another way between starts the count over', async () => {
+    const p = await startPipeline({ startMs: Date.now() });
+    const bug = (): FileReadFailure => fromReader(() => JSON.parse('{"a": 1,'));
+    const busy = new DatabaseBusyError('DATABASE_BUSY', 'the state database stayed locked');
+    const { daemon, inbox } = await daemonFor(p, { faultPoint: throwing([bug(), bug(), busy, bug(), bug()]) });
+    await writeFile(join(inbox, 'odd.csv'), csvFile(['RW-1', 'RW-2'].map((r) => csvRow(r))));
+    await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
+    const { id: batchId } = (await p.db('batches').first('id')) as { id: string };
+    // Two in a row, none, two in a row: never the three that refuse it.
+    expect(await afterFailedReadings(p, batchId, 5)).toEqual([1, 2, 0, 1, 2].map((n) => ({ state: 'VALIDATING', read_failures: n })));
+    await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch read', 15_000);
+    expect((await p.batch(batchId)).state).toBe('ACTIVE');
   });
 
   it('receives again a taken file whose batch could not be recorded, after a wait, under its own name', async () => {

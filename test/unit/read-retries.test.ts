@@ -6,9 +6,14 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.js';
 import { readFile } from 'node:fs/promises';
 import { isPassingReadFailure, readFailureKind, ReadRetries } from '../../src/daemon/read-retries.js';
+import { FileReadFailure } from '../../src/ingest/index.js';
+import { DEFAULT_BATCH_FORMAT, readBatchFileOnThread } from '../../src/ingest/csv/index.js';
+import type { ThreadReadOptions } from '../../src/ingest/csv/read-thread.js';
+import { DEFAULT_VALIDATION_RULES as rules, type ValidationRules } from '../../src/ingest/rules/index.js';
 import { BatchStateError, DatabaseBusyError, openSqlite } from '../../src/store/index.js';
+import { HEADER, row, tempCsv } from '../ingest/helpers.js';
 
-/** What `work` threw (each a real error of its kind, not one made up to look like it). */
+/** What `work` threw (each a real error of its kind where one can be had, not one made up to look like it). */
 async function thrown(work: () => unknown): Promise<unknown> {
   try {
     await work();
@@ -49,23 +54,41 @@ describe('ReadRetries', () => {
     expect([retries.has('B1'), retries.has('B2'), retries.has('B3')]).toEqual([false, true, false]);
   });
 
-  it('tells a failure that may pass (the store, the disk, a lost lease) from one that repeats on the same file', async () => {
+  it('counts only the reading of the file failing (not on the file system) as a failure that repeats', async () => {
+    const path = await tempCsv(`${HEADER}\n${row('RF-1')}\n`);
+    const read = (o: Partial<ThreadReadOptions>): Promise<unknown> =>
+      thrown(() =>
+        readBatchFileOnThread(path, 'batch.csv', { format: DEFAULT_BATCH_FORMAT, rules, batchId: 'B1', onRows: async () => {}, ...o }),
+      );
+    // A reader that throws as a bug would (its rules not what it expects), its error as it comes from its thread.
+    const fromReader = await read({ rules: {} as ValidationRules });
+    // The store failing under the reading with a plain Error, as pg does for a connection dropped mid-query.
+    const fromStore = await read({
+      onRows: async () => {
+        throw new Error('insert into "payouts" ... - Connection terminated unexpectedly');
+      },
+    });
     const sqlite = openSqlite(':memory:');
     const passing = [
+      fromStore,
       await thrown(() => sqlite.prepare('select * from no_such_table').all()),
       await thrown(() => readFile('/nonexistent/payoutd/file.csv')),
       new DatabaseBusyError('DATABASE_BUSY', 'locked'),
       new BatchStateError('BATCH_LEASE_LOST', 'taken over'),
-    ];
-    sqlite.close();
-    const repeating = [
-      await thrown(() => JSON.parse('{"a": 1,')),
-      await thrown(() => (null as unknown as { x: number }).x),
-      await thrown(() => Buffer.alloc(-1)),
+      // What the reading thread's EIO becomes on this side.
+      new FileReadFailure('EIO: i/o error, read', 'Error', 'EIO'),
       'not an error',
     ];
-    expect(passing.map(isPassingReadFailure)).toEqual([true, true, true, true]);
-    expect(repeating.map(isPassingReadFailure)).toEqual([false, false, false, false]);
-    expect(repeating.map(readFailureKind)).toEqual(['SyntaxError', 'TypeError', 'RangeError:ERR_OUT_OF_RANGE', 'string']);
+    sqlite.close();
+    // What the reading thread's end for want of memory becomes (its limits are the reader's own).
+    const repeating = [
+      fromReader,
+      new FileReadFailure('Worker terminated due to reaching memory limit: JS heap out of memory', 'Error', 'ERR_WORKER_OUT_OF_MEMORY'),
+    ];
+    expect(fromStore).toBeInstanceOf(Error);
+    expect(fromStore).not.toBeInstanceOf(FileReadFailure);
+    expect(passing.map(isPassingReadFailure)).toEqual(passing.map(() => true));
+    expect(repeating.map(isPassingReadFailure)).toEqual([false, false]);
+    expect(repeating.map((err) => readFailureKind(err as FileReadFailure))).toEqual(['TypeError', 'Error:ERR_WORKER_OUT_OF_MEMORY']);
   });
 });

@@ -46,6 +46,23 @@ export type FromReader =
 export type ToReader =
   { kind: 'stored'; ok: boolean } | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
 
+/**
+ * A reading that failed in reading the file (on the reading thread, or the thread itself ending: out of memory), not
+ * in storing its rows here. `errorName` and `code` are those of the error the reader met; its message may quote the
+ * file's cells.
+ */
+export class FileReadFailure extends Error {
+  override readonly name = 'FileReadFailure';
+
+  constructor(
+    message: string,
+    readonly errorName: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Chunks handed over and not yet stored, at most: the rows waiting between the threads stay bounded. */
 export const CHUNKS_AHEAD = 2;
 
@@ -115,15 +132,17 @@ export function readBatchFileOnThread(path: string, displayName: string, opts: T
           settle(() => resolve(m.result));
           return;
         case 'failed':
-          // Its name and code kept: the daemon tells a passing failure (EIO) from one that repeats (a TypeError) by them.
+          // Marked as the file's reading failing: the daemon refuses a file whose reading fails the same way each time.
           fail(
             m.error.name === 'BatchReadError'
               ? new BatchReadError(m.error.code ?? 'BATCH_READ_FAILED', m.error.message)
-              : Object.assign(new Error(m.error.message), { name: m.error.name }, m.error.code === undefined ? {} : { code: m.error.code }),
+              : new FileReadFailure(m.error.message, m.error.name, m.error.code),
           );
       }
     });
-    reader.on('error', fail);
-    reader.on('exit', (code) => fail(new Error(`the reading thread stopped before the end of the file (exit code ${code})`)));
+    reader.on('error', (err) => fail(new FileReadFailure(err.message, err.name, (err as NodeJS.ErrnoException).code)));
+    reader.on('exit', (code) =>
+      fail(new FileReadFailure(`the reading thread stopped before the end of the file (exit code ${code})`, 'Error')),
+    );
   });
 }
