@@ -16,25 +16,20 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseFlags } from './lib/flags.mjs';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
-const { values } = parseArgs({
-  options: {
+const values = parseFlags(
+  {
     iterations: { type: 'string', default: '12' },
     seed: { type: 'string' },
     runs: { type: 'string', default: '1' },
     rows: { type: 'string', default: '300' },
     stop: { type: 'string', default: 'SIGKILL' },
     strict: { type: 'boolean', default: false },
-    help: { type: 'boolean', default: false },
   },
-});
-
-if (values.help) {
-  console.log('usage: npm run chaos -- [--iterations N] [--seed S] [--runs R] [--rows N] [--stop SIGKILL|SIGTERM] [--strict]');
-  process.exit(0);
-}
+  'usage: npm run chaos -- [--iterations N] [--seed S] [--runs R] [--rows N] [--stop SIGKILL|SIGTERM] [--strict]',
+);
 for (const name of ['iterations', 'runs', 'rows', ...(values.seed === undefined ? [] : ['seed'])]) {
   if (!/^\d+$/.test(values[name])) {
     console.error(`Expected \`--${name}\` to be a whole number, got ${JSON.stringify(values[name])}`);

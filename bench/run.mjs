@@ -10,8 +10,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { BENCH_DIR, ROOT, checkBuild, runScenario } from './lib/processes.mjs';
+import { parseFlags } from './lib/flags.mjs';
 import { figure, formatTable } from './lib/report.mjs';
 import { generateBatch } from './lib/setup.mjs';
 
@@ -22,19 +22,7 @@ const USAGE = `usage: npm run bench -- [--only ${SCENARIOS.join(',')}] [--quick]
   --keep   keep the work folder (each daemon's log and database)
 (docs/performance.md)`;
 
-let flags;
-try {
-  flags = parseArgs({
-    options: { help: { type: 'boolean' }, only: { type: 'string' }, quick: { type: 'boolean' }, keep: { type: 'boolean' } },
-  }).values;
-} catch (err) {
-  console.error(`${err.message}\n${USAGE}`);
-  process.exit(2);
-}
-if (flags.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const flags = parseFlags({ only: { type: 'string' }, quick: { type: 'boolean' }, keep: { type: 'boolean' } }, USAGE);
 const only = flags.only?.split(',').map((s) => s.trim()) ?? SCENARIOS;
 for (const s of only) {
   if (!SCENARIOS.includes(s)) {

@@ -23,9 +23,9 @@ import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
+import { parseFlags } from '../lib/flags.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const MERCHANT = 'BENCH-HA-MERCHANT';
@@ -42,28 +42,18 @@ const USAGE = `usage: node bench/instances/run.mjs [--root DIR] [--pg URL] [--ro
   --json         also write the figures to this file
 (docs/performance.md)`;
 
-let args;
-try {
-  args = parseArgs({
-    options: {
-      help: { type: 'boolean' },
-      root: { type: 'string', default: resolve(HERE, '..', '..') },
-      pg: { type: 'string' },
-      rows: { type: 'string', default: '3000' },
-      latency: { type: 'string', default: '50' },
-      concurrency: { type: 'string', default: '4' },
-      instances: { type: 'string', default: '1,2,3' },
-      json: { type: 'string' },
-    },
-  }).values;
-} catch (err) {
-  console.error(`${err.message}\n${USAGE}`);
-  process.exit(2);
-}
-if (args.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
+const args = parseFlags(
+  {
+    root: { type: 'string', default: resolve(HERE, '..', '..') },
+    pg: { type: 'string' },
+    rows: { type: 'string', default: '3000' },
+    latency: { type: 'string', default: '50' },
+    concurrency: { type: 'string', default: '4' },
+    instances: { type: 'string', default: '1,2,3' },
+    json: { type: 'string' },
+  },
+  USAGE,
+);
 const ROOT = resolve(args.root);
 const PG_URL = args.pg ?? process.env.PAYOUTD_BENCH_PG_URL ?? process.env.PAYOUTD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ROWS = Number.parseInt(args.rows, 10);
