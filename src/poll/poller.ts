@@ -244,10 +244,13 @@ export class SettlementPoller {
       pending: Math.max(0, pass.pending - pass.settled),
       callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
     };
-    const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.answer, a.at, load) }));
+    const reports = new Map<RowMove, () => void>();
+    const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.answer, a.at, load, reports) }));
     // One commit for all of them; each call's moves keep the time its answer came.
-    await recordAnswers(db, perCall);
-    const settled = perCall.reduce((n, c) => n + c.moves.filter((m) => m.to !== 'PENDING').length, 0);
+    const applied = await recordAnswers(db, perCall);
+    // Told only of what was recorded: a row another instance moved meanwhile was not decided from this answer.
+    for (const m of applied) reports.get(m)?.();
+    const settled = applied.filter((m) => m.to !== 'PENDING').length;
     pass.settled += settled;
     this.pending.n = Math.max(0, this.pending.n - settled);
     if (this.o.settlementSweep === true) await this.sweepSettlingBatches(perCall.map((c) => c.moves));
@@ -318,7 +321,14 @@ export class SettlementPoller {
     return pollBatchNow(this.deps.db, batchId, now);
   }
 
-  private movesOf(due: PollTarget[], answer: PayoutQueryAnswer, now: number, load: PollLoad): RowMove[] {
+  /** The moves an answer makes of its rows; what to log of a move, once it is recorded, goes into `reports`. */
+  private movesOf(
+    due: PollTarget[],
+    answer: PayoutQueryAnswer,
+    now: number,
+    load: PollLoad,
+    reports: Map<RowMove, () => void>,
+  ): RowMove[] {
     const { logger } = this.deps;
     const byId = new Map(answer.records.map((r) => [r.payoutId, r]));
     const unreadById = new Map<string, UnreadRecord>();
@@ -345,11 +355,7 @@ export class SettlementPoller {
         // Not answered for certain: asked again as after a failed call.
         if (nameless)
           return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still };
-        logger.error(
-          { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
-          'the service does not know a payout it created; still following it',
-        );
-        return {
+        const move: RowMove = {
           row,
           from: 'PENDING',
           to: 'PENDING',
@@ -357,6 +363,13 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
           still,
         };
+        reports.set(move, () =>
+          logger.error(
+            { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
+            'the service does not know a payout it created; still following it',
+          ),
+        );
+        return move;
       }
       const requested =
         row.payoutCurrency !== null && row.payoutAmount !== null
@@ -367,16 +380,22 @@ export class SettlementPoller {
         // The create was answered with a payout the service already held under this reference (another's). Only
         // while still unproven: another instance may have found the row's own record since this one claimed it.
         const taken = referenceTaken(rec, requested);
-        logReferenceTaken(logger, row, rec, requested);
-        return { row, from: 'PENDING', ...taken, patch: { ...taken.patch, ...polled }, still: { ...still, payoutCheckedAt: null } };
+        const move: RowMove = {
+          row,
+          from: 'PENDING',
+          ...taken,
+          patch: { ...taken.patch, ...polled },
+          still: { ...still, payoutCheckedAt: null },
+        };
+        reports.set(move, () => logReferenceTaken(logger, row, rec, requested));
+        return move;
       }
       // Its first readable record is the row's own; a later one that differs is still the row's payout (the
       // service changed its figures, or a setting now reads another field): money moved, so it is followed
       // as the service says and reported once, when it settles, never rejected.
       const checked = requested !== null && row.payoutCheckedAt === null ? { payoutCheckedAt: now } : {};
       if (rec.status !== 'PENDING') {
-        if (differs) logPayoutDiffers(logger, row, rec, requested);
-        return {
+        const move: RowMove = {
           row,
           from: 'PENDING',
           to: rec.status,
@@ -388,6 +407,8 @@ export class SettlementPoller {
           },
           still,
         };
+        if (differs) reports.set(move, () => logPayoutDiffers(logger, row, rec, requested));
+        return move;
       }
       const wait = nextPollDelay(polled.pollCount, this.o);
       const bound = pollIntervalBound(polled.pollCount, this.o, load);

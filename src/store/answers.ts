@@ -7,7 +7,7 @@ import { reproducibleTransaction } from './reproducible.js';
 /** Applies independent row moves in one transaction; a row no longer in its move's `from` is skipped. Returns how many happened. */
 export async function applyRowMoves(db: Database, moves: RowMove[], now: number): Promise<number> {
   if (moves.length === 0) return 0;
-  return writeTransaction(db, (trx) => applyMoves(trx, moves, now));
+  return writeTransaction(db, async (trx) => (await applyMoves(trx, moves, now)).length);
 }
 
 /**
@@ -34,11 +34,13 @@ export async function applyClaimedMoves(
       const mark = r.next_attempt_at === null ? null : Number(r.next_attempt_at);
       if (mark === claimedUntil.get(Number(r.id))) still.add(Number(r.id));
     }
-    return applyMoves(
-      trx,
-      moves.filter((m) => still.has(m.row.id)),
-      now,
-    );
+    return (
+      await applyMoves(
+        trx,
+        moves.filter((m) => still.has(m.row.id)),
+        now,
+      )
+    ).length;
   });
 }
 
@@ -48,16 +50,19 @@ export interface AnswerMoves {
   at: number;
 }
 
-/** Records service answers in one transaction whose commit need not reach the disk (./reproducible.ts). Returns rows moved. */
-export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<number> {
-  if (answers.every((a) => a.moves.length === 0)) return 0;
+/**
+ * Records service answers in one transaction whose commit need not reach the disk (./reproducible.ts). Returns the
+ * moves that happened: a row another instance moved first is left out.
+ */
+export async function recordAnswers(db: Database, answers: readonly AnswerMoves[]): Promise<RowMove[]> {
+  if (answers.every((a) => a.moves.length === 0)) return [];
   return reproducibleTransaction(db, async (trx) => {
     await lockInIdOrder(
       trx,
       answers.flatMap((a) => a.moves.map((m) => m.row.id)),
     );
-    let moved = 0;
-    for (const a of answers) if (a.moves.length > 0) moved += await applyMoves(trx, a.moves, a.at);
+    const moved: RowMove[] = [];
+    for (const a of answers) if (a.moves.length > 0) moved.push(...(await applyMoves(trx, a.moves, a.at)));
     return moved;
   });
 }

@@ -144,10 +144,10 @@ export async function recordMoved(
 
 /**
  * Applies many row moves, each with its own patch: moves with the same `from` and the same columns share one
- * guarded multi-row UPDATE a chunk (./multi-row-update.ts), and all history rows are one INSERT. Returns how
- * many moves happened.
+ * guarded multi-row UPDATE a chunk (./multi-row-update.ts), and all history rows are one INSERT. Returns the
+ * moves that happened; one whose guard no longer held is left out.
  */
-export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[], now: number): Promise<number> {
+export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[], now: number): Promise<RowMove[]> {
   for (const m of moves) {
     assertMove(m.from, m.to);
     // Every change of state is in the history; only a move that keeps the state may go without a row.
@@ -156,8 +156,8 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
   }
   if (new Set(moves.map((m) => m.row.id)).size !== moves.length) {
     // A row moved twice: each move must see the one before it, so one at a time, in order.
-    let done = 0;
-    for (const m of moves) done += await applyMoves(trx, [m], now);
+    const done: RowMove[] = [];
+    for (const m of moves) done.push(...(await applyMoves(trx, [m], now)));
     return done;
   }
   const groups = new Map<
@@ -191,7 +191,7 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
   const history: InsertedValue[][] = [];
   for (const m of moves) if (m.history !== null && moved.has(m.row.id)) history.push(historyRow(m.row.id, m.history, now, m.from, m.to));
   await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, history);
-  return moves.filter((m) => moved.has(m.row.id)).length;
+  return moves.filter((m) => moved.has(m.row.id));
 }
 
 export interface HistoryRecord {

@@ -153,7 +153,7 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     // This answer moves y first, then x. It must not hold y while it waits for x.
     const mine = recordAnswers(db, [{ moves: [paid(y, 5000), paid(x, 5000)], at: 5000 }]);
     const outcome = mine.then(
-      (n) => ({ n }),
+      (moved) => ({ n: moved.length }),
       (err: unknown) => ({ err }),
     );
     for (let i = 0; i < 500 && (await blockedBy(otherPid)) === 0; i++) await new Promise((r) => setTimeout(r, 10));

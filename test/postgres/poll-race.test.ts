@@ -2,7 +2,8 @@
  * Two pollers on one PostgreSQL database asking about the same payout. B claims the row while its payout is
  * not yet proven the row's own, and B's query is slow; a webhook makes the row due again, A claims it, finds
  * the record as the row asked and writes payout_checked_at. B's answer then shows other figures (the service
- * changed them): B decided from the row as it claimed it, and must not reject a row A proved as REFERENCE_TAKEN.
+ * changed them): B decided from the row as it claimed it, and must not reject a row A proved as REFERENCE_TAKEN,
+ * nor log that it did.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
@@ -75,5 +76,7 @@ describe.skipIf(!pgReachable)('two pollers answering for one row', () => {
     expect(row.reasonCode).toBeNull();
     expect(row.payoutCheckedAt).toBe(afterA.payoutCheckedAt);
     expect((await p.events('RACE-1')).filter((e) => e.includes('reference-taken'))).toEqual([]);
+    // Nor is the operator told of a REFERENCE_TAKEN that B's move, refused by its guard, never recorded.
+    expect(p.logLines.filter((l) => l.includes('REFERENCE_TAKEN'))).toEqual([]);
   });
 });
