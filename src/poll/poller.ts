@@ -25,7 +25,14 @@ import {
   recordAnswers,
   type RowMove,
 } from '../store/index.js';
-import { logPayoutDiffers, logReferenceTaken, referenceTaken, settledDifferingPatch, settledPatch } from '../submit/outcome.js';
+import {
+  logPayoutDiffers,
+  logReferenceTaken,
+  MoveReports,
+  referenceTaken,
+  settledDifferingPatch,
+  settledPatch,
+} from '../submit/outcome.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -244,12 +251,11 @@ export class SettlementPoller {
       pending: Math.max(0, pass.pending - pass.settled),
       callsPerSecond: this.rate.perSecond(pass.answered - 1, (pass.lastAnswerAt ?? 0) - (pass.firstAnswerAt ?? 0)),
     };
-    const reports = new Map<RowMove, () => void>();
+    const reports = new MoveReports();
     const perCall = answered.map((a) => ({ at: a.at, moves: this.movesOf(a.flight.due, a.answer, a.at, load, reports) }));
     // One commit for all of them; each call's moves keep the time its answer came.
     const applied = await recordAnswers(db, perCall);
-    // Told only of what was recorded: a row another instance moved meanwhile was not decided from this answer.
-    for (const m of applied) reports.get(m)?.();
+    reports.tell(applied);
     const settled = applied.filter((m) => m.to !== 'PENDING').length;
     pass.settled += settled;
     this.pending.n = Math.max(0, this.pending.n - settled);
@@ -322,13 +328,7 @@ export class SettlementPoller {
   }
 
   /** The moves an answer makes of its rows; what to log of a move, once it is recorded, goes into `reports`. */
-  private movesOf(
-    due: PollTarget[],
-    answer: PayoutQueryAnswer,
-    now: number,
-    load: PollLoad,
-    reports: Map<RowMove, () => void>,
-  ): RowMove[] {
+  private movesOf(due: PollTarget[], answer: PayoutQueryAnswer, now: number, load: PollLoad, reports: MoveReports): RowMove[] {
     const { logger } = this.deps;
     const byId = new Map(answer.records.map((r) => [r.payoutId, r]));
     const unreadById = new Map<string, UnreadRecord>();
@@ -351,7 +351,7 @@ export class SettlementPoller {
       const still = { payoutId: row.payoutId };
       if (!rec) {
         const unread = unreadById.get(row.payoutId as string);
-        if (unread) return this.unreadMove(row, unread, polled);
+        if (unread) return this.unreadMove(row, unread, polled, reports);
         // Not answered for certain: asked again as after a failed call.
         if (nameless)
           return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still };
@@ -363,13 +363,12 @@ export class SettlementPoller {
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
           still,
         };
-        reports.set(move, () =>
+        return reports.add(move, () =>
           logger.error(
             { batchId: row.batchId, line: row.line, payoutId: row.payoutId },
             'the service does not know a payout it created; still following it',
           ),
         );
-        return move;
       }
       const requested =
         row.payoutCurrency !== null && row.payoutAmount !== null
@@ -387,8 +386,7 @@ export class SettlementPoller {
           patch: { ...taken.patch, ...polled },
           still: { ...still, payoutCheckedAt: null },
         };
-        reports.set(move, () => logReferenceTaken(logger, row, rec, requested));
-        return move;
+        return reports.add(move, () => logReferenceTaken(logger, row, rec, requested));
       }
       // Its first readable record is the row's own; a later one that differs is still the row's payout (the
       // service changed its figures, or a setting now reads another field): money moved, so it is followed
@@ -407,8 +405,7 @@ export class SettlementPoller {
           },
           still,
         };
-        if (differs) reports.set(move, () => logPayoutDiffers(logger, row, rec, requested));
-        return move;
+        return differs ? reports.add(move, () => logPayoutDiffers(logger, row, rec, requested)) : move;
       }
       const wait = nextPollDelay(polled.pollCount, this.o);
       const bound = pollIntervalBound(polled.pollCount, this.o, load);
@@ -435,10 +432,24 @@ export class SettlementPoller {
    * A payout whose record cannot be read (a status payoutd does not know, a field missing): it exists and is not
    * taken as final, so it stays PENDING on its schedule. Its status is kept as sent; a change of it is written and warned.
    */
-  private unreadMove(row: PollTarget, unread: UnreadRecord, polled: { pollCount: number; lastPolledAt: number }): RowMove {
+  private unreadMove(
+    row: PollTarget,
+    unread: UnreadRecord,
+    polled: { pollCount: number; lastPolledAt: number },
+    reports: MoveReports,
+  ): RowMove {
     const status = unread.status;
     const changed = status !== row.serviceStatus;
-    if (changed)
+    const move: RowMove = {
+      row,
+      from: 'PENDING',
+      to: 'PENDING',
+      patch: { ...polled, serviceStatus: status, nextPollAt: polled.lastPolledAt + nextPollDelay(polled.pollCount, this.o) },
+      history: changed ? { event: 'polled', outcome: status ?? 'UNREADABLE', detail: `record cannot be read: ${unread.problem}` } : null,
+      still: { payoutId: row.payoutId },
+    };
+    if (!changed) return move;
+    return reports.add(move, () =>
       this.deps.logger.warn(
         {
           batchId: row.batchId,
@@ -449,15 +460,8 @@ export class SettlementPoller {
           problem: unread.problem,
         },
         'the service sent a record of this payout that payoutd cannot read; still following it as PENDING',
-      );
-    return {
-      row,
-      from: 'PENDING',
-      to: 'PENDING',
-      patch: { ...polled, serviceStatus: status, nextPollAt: polled.lastPolledAt + nextPollDelay(polled.pollCount, this.o) },
-      history: changed ? { event: 'polled', outcome: status ?? 'UNREADABLE', detail: `record cannot be read: ${unread.problem}` } : null,
-      still: { payoutId: row.payoutId },
-    };
+      ),
+    );
   }
 
   /** PENDING payouts, counted at most once per minimum interval; in between, less the ones settled since. */

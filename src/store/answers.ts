@@ -13,15 +13,15 @@ export async function applyRowMoves(db: Database, moves: RowMove[], now: number)
 /**
  * Applies the moves a round decided for rows it claimed by their due time (claimDueRows), only to those still so
  * claimed: a round that outlasted its claim must not apply what it decided from answers older than what another
- * round (another instance's, which may have created the row again since) made of the row. Returns moves applied.
+ * round (another instance's, which may have created the row again since) made of the row. Returns the moves applied.
  */
 export async function applyClaimedMoves(
   db: Database,
   moves: RowMove[],
   claimed: readonly { id: number; nextAttemptAt: number | null }[],
   now: number,
-): Promise<number> {
-  if (moves.length === 0) return 0;
+): Promise<RowMove[]> {
+  if (moves.length === 0) return [];
   const claimedUntil = new Map(claimed.map((r) => [r.id, r.nextAttemptAt]));
   return writeTransaction(db, async (trx) => {
     const current = trx('payouts')
@@ -34,13 +34,11 @@ export async function applyClaimedMoves(
       const mark = r.next_attempt_at === null ? null : Number(r.next_attempt_at);
       if (mark === claimedUntil.get(Number(r.id))) still.add(Number(r.id));
     }
-    return (
-      await applyMoves(
-        trx,
-        moves.filter((m) => still.has(m.row.id)),
-        now,
-      )
-    ).length;
+    return applyMoves(
+      trx,
+      moves.filter((m) => still.has(m.row.id)),
+      now,
+    );
   });
 }
 

@@ -258,3 +258,24 @@ export function settledDifferingPatch(
   patch.reason = patch.reason ? `${patch.reason}; ${differs}` : differs;
   return patch;
 }
+
+/**
+ * What to tell the operator of each decided move, told only for the moves that were recorded: a guarded move
+ * refused (another instance moved the row first, a claim ran out) was decided from an answer that no longer holds.
+ */
+export class MoveReports {
+  private readonly byMove = new Map<RowMove, (() => void)[]>();
+
+  /** Adds a line to tell once `move` is recorded; returns the move. */
+  add(move: RowMove, tell: () => void): RowMove {
+    const lines = this.byMove.get(move);
+    if (lines) lines.push(tell);
+    else this.byMove.set(move, [tell]);
+    return move;
+  }
+
+  /** Tells what was kept for the recorded moves (the same objects as were decided). */
+  tell(recorded: readonly RowMove[]): void {
+    for (const m of recorded) for (const line of this.byMove.get(m) ?? []) line();
+  }
+}

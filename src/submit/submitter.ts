@@ -26,7 +26,7 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, logReferenceTaken, referenceTaken } from './outcome.js';
+import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, logReferenceTaken, MoveReports, referenceTaken } from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -447,23 +447,26 @@ export class PayoutSubmitter {
       const seen = this.seenIn(answer);
       const moves: RowMove[] = [];
       const askAlone: typeof rows = [];
+      const reports = new MoveReports();
       const now = clock.now();
       for (const row of rows) {
-        const move = await this.reconcileRow(row, seen, now, rows.length === 1);
+        const move = await this.reconcileRow(row, seen, now, rows.length === 1, reports);
         if (move === null) askAlone.push(row);
         else moves.push(move);
       }
       // Only to rows still claimed by this round: one that outlasted its claim (a slow answer, a rate-limit pause)
       // may have decided from answers older than a create another instance sent since. What the batched answer
       // decided is applied first, each single-reference answer's as it comes: the claim is young for both.
-      let applied = await applyClaimedMoves(db, moves, rows, now);
+      const applied = await applyClaimedMoves(db, moves, rows, now);
       for (const row of askAlone) {
-        const move = await this.reconcileAlone(row, signal);
+        const move = await this.reconcileAlone(row, signal, reports);
         moves.push(move);
-        applied += await applyClaimedMoves(db, [move], [row], clock.now());
+        applied.push(...(await applyClaimedMoves(db, [move], [row], clock.now())));
       }
-      moved += moves.filter((m) => m.to !== 'UNKNOWN').length;
-      if (applied === 0 || moves.every((m) => m.to === 'UNKNOWN')) return moved;
+      // Told and counted only of what was recorded: a move refused for an outlasted claim was decided from old answers.
+      reports.tell(applied);
+      moved += applied.filter((m) => m.to !== 'UNKNOWN').length;
+      if (applied.length === 0 || moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
   }
 
@@ -497,44 +500,40 @@ export class PayoutSubmitter {
    * reference only; a row missing from any other is to be asked about alone (null) before its payout is taken
    * as absent.
    */
-  private async reconcileRow(row: UnknownRow, seen: Seen, now: number, alone: boolean): Promise<RowMove | null> {
+  private async reconcileRow(row: UnknownRow, seen: Seen, now: number, alone: boolean, reports: MoveReports): Promise<RowMove | null> {
     const { db, logger } = this.deps;
     const found = seen.byRef.get(row.merchantReferenceId) ?? [];
     const unread = seen.unreadByRef.get(row.merchantReferenceId) ?? [];
     const held = found.length + unread.length;
     const note = held > 1 ? `; WARNING: the service holds ${held} payouts for this reference` : '';
-    if (held > 1)
-      logger.error({ merchantReferenceId: row.merchantReferenceId, count: held }, 'the service holds several payouts for one reference');
+    const severalHeld = (move: RowMove): RowMove =>
+      held > 1
+        ? reports.add(move, () =>
+            logger.error(
+              { merchantReferenceId: row.merchantReferenceId, count: held },
+              'the service holds several payouts for one reference',
+            ),
+          )
+        : move;
     found.sort((a, b) => a.createTime.localeCompare(b.createTime));
     const requested = requestOf(row);
     const own = found.find((r) => isPayoutOf(r, requested));
     if (own) {
       const a = adoptRecord(own, now, this.o.firstPollDelayMs);
-      return {
+      return severalHeld({
         row,
         from: 'UNKNOWN',
         to: a.to,
         patch: a.patch,
         history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
-      };
+      });
     }
     const first = unread[0];
     if (first !== undefined) {
       // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
       // followed, never created again; the poller compares it with the row once it can be read.
       const a = adoptUnread(first, now, this.o.firstPollDelayMs);
-      logger.warn(
-        {
-          batchId: row.batchId,
-          line: row.line,
-          merchantReferenceId: row.merchantReferenceId,
-          payoutId: first.payoutId,
-          status: first.status,
-          problem: first.problem,
-        },
-        'the service holds a payout for this reference whose record payoutd cannot read; followed as PENDING',
-      );
-      return {
+      const move = severalHeld({
         row,
         from: 'UNKNOWN',
         to: a.to,
@@ -544,7 +543,20 @@ export class PayoutSubmitter {
           outcome: a.patch.serviceStatus ?? 'UNREADABLE',
           detail: `payoutId ${first.payoutId}; its record cannot be read (${first.problem}), followed as PENDING${note}`,
         },
-      };
+      });
+      return reports.add(move, () =>
+        logger.warn(
+          {
+            batchId: row.batchId,
+            line: row.line,
+            merchantReferenceId: row.merchantReferenceId,
+            payoutId: first.payoutId,
+            status: first.status,
+            problem: first.problem,
+          },
+          'the service holds a payout for this reference whose record payoutd cannot read; followed as PENDING',
+        ),
+      );
     }
     if (seen.nameless) {
       return this.queryFailed(row, 'BAD_RESPONSE', 'the answer held a record that cannot be read; not taken as absent, will retry');
@@ -553,7 +565,7 @@ export class PayoutSubmitter {
     const other = found[0];
     const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
     if (now - unknownSince < this.o.notFoundGraceMs) {
-      return {
+      return severalHeld({
         row,
         from: 'UNKNOWN',
         to: 'UNKNOWN',
@@ -565,7 +577,7 @@ export class PayoutSubmitter {
               detail: `payout ${other.payoutId} holds this reference for ${other.payoutAmount} ${other.payoutCurrency}; asking again after the grace period`,
             }
           : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
-      };
+      });
     }
     // A service may page or cap an answer about many references without saying so: its own payout is taken as
     // absent (created again, or the row not paid) only from an answer about this reference alone that is whole.
@@ -575,8 +587,8 @@ export class PayoutSubmitter {
     }
     if (other) {
       // Never created under a held reference: it would be a second payout.
-      logReferenceTaken(logger, row, other, requested);
-      return { row, from: 'UNKNOWN', ...referenceTaken(other, requested) };
+      const move = severalHeld({ row, from: 'UNKNOWN', ...referenceTaken(other, requested) });
+      return reports.add(move, () => logReferenceTaken(logger, row, other, requested));
     }
     return {
       row,
@@ -588,14 +600,14 @@ export class PayoutSubmitter {
   }
 
   /** A row its batched answer did not name: decided from a query of its reference alone. */
-  private async reconcileAlone(row: UnknownRow, signal: AbortSignal): Promise<RowMove> {
+  private async reconcileAlone(row: UnknownRow, signal: AbortSignal, reports: MoveReports): Promise<RowMove> {
     let answer: PayoutQueryAnswer;
     try {
       answer = await this.deps.service.queryByReferences([row.merchantReferenceId], signal);
     } catch (err) {
       return this.queryFailed(row, isApiError(err) ? err.code : 'ERROR', 'the query of this reference alone failed; will retry');
     }
-    return (await this.reconcileRow(row, this.seenIn(answer), this.deps.clock.now(), true)) as RowMove;
+    return (await this.reconcileRow(row, this.seenIn(answer), this.deps.clock.now(), true, reports)) as RowMove;
   }
 
   /** An UNKNOWN row whose reference query told nothing: asked again after a backoff. */

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
+import type { PayoutQueryAnswer, PayoutService } from '../../src/domain/payout.js';
 import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
@@ -162,6 +163,56 @@ describe('a reference the service holds for another payout', () => {
     expect(own).toBeDefined();
     expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', payoutId: own?.payoutId });
     expect(p.ledgerCount('FX-1')).toBe(2);
+  });
+
+  it('a reconcile round that outlasted its claim neither rejects nor reports REFERENCE_TAKEN for a row another adopted', async () => {
+    const p = await startPipeline({
+      sandbox: { duplicatePolicy: 'allow' },
+      submitter: { notFoundGraceMs: 60_000, reconcileLeaseMs: 120_000 },
+    });
+    const own = payoutRequest('FX-1');
+    const batchId = await p.insertReadyBatch([own]);
+    await p.client.createPayout(OTHERS);
+    // The row's create timed out: UNKNOWN, past its grace, so an answer showing only the other payout rejects it.
+    await p
+      .db('payouts')
+      .where({ batch_id: batchId })
+      .update({ state: 'UNKNOWN', unknown_since: p.clock.now() - 61_000, next_attempt_at: p.clock.now() });
+
+    // Instance A's reference query is answered, then held before A records it.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let held = false;
+    const slow: PayoutService = {
+      createPayout: (...a) => p.client.createPayout(...a),
+      queryByPayoutIds: (...a) => p.client.queryByPayoutIds(...a),
+      balances: (...a) => p.client.balances(...a),
+      exchangeRates: (...a) => p.client.exchangeRates(...a),
+      async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
+        const answer = await p.client.queryByReferences(refs, signal);
+        if (!held) {
+          held = true;
+          await gate;
+        }
+        return answer;
+      },
+    };
+    const a = new PayoutSubmitter(
+      { db: p.db, service: slow, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+      { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
+    );
+    const roundA = a.reconcileUnknown(p.signal);
+    await waitFor(() => held, 'the query of A answered');
+    // A's claim runs out; the row's own create lands late at the service; another round finds and adopts it.
+    p.clock.advance(121_000);
+    await p.client.createPayout(own);
+    await p.submitter.reconcileUnknown(p.signal);
+    expect((await p.row('FX-1')).state).toBe('PENDING');
+
+    release();
+    expect(await roundA).toBe(0);
+    expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', reasonCode: null });
+    expect(p.logLines.filter((l) => l.includes('REFERENCE_TAKEN'))).toEqual([]);
   });
 });
 
