@@ -29,7 +29,7 @@ import {
   type PayoutApiClientOptions,
 } from '../../src/api/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import type { PayoutRequest } from '../../src/domain/payout.js';
+import type { PayoutRequest, PayoutService } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 import { BatchIntake } from '../../src/ingest/index.js';
@@ -416,4 +416,16 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, what:
 /** The log lines that contain `text` (for leak checks). */
 export function linesContaining(lines: readonly string[], text: string): string[] {
   return lines.filter((l) => l.includes(text));
+}
+
+/** A service that is `client` but for the calls given: to hold or fail one call of a real client over HTTP. */
+export function serviceLike(client: PayoutService, calls: Partial<PayoutService>): PayoutService {
+  return {
+    createPayout: (...a) => client.createPayout(...a),
+    queryByReferences: (...a) => client.queryByReferences(...a),
+    queryByPayoutIds: (...a) => client.queryByPayoutIds(...a),
+    balances: (...a) => client.balances(...a),
+    exchangeRates: (...a) => client.exchangeRates(...a),
+    ...calls,
+  };
 }

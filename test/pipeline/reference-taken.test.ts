@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
-import type { PayoutQueryAnswer, PayoutService } from '../../src/domain/payout.js';
+import type { PayoutQueryAnswer } from '../../src/domain/payout.js';
 import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
@@ -17,6 +17,7 @@ import {
   closePipelines,
   linesContaining,
   payoutRequest,
+  serviceLike,
   startPipeline,
   waitFor,
   type Pipeline,
@@ -183,11 +184,7 @@ describe('a reference the service holds for another payout', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let held = false;
-    const slow: PayoutService = {
-      createPayout: (...a) => p.client.createPayout(...a),
-      queryByPayoutIds: (...a) => p.client.queryByPayoutIds(...a),
-      balances: (...a) => p.client.balances(...a),
-      exchangeRates: (...a) => p.client.exchangeRates(...a),
+    const slow = serviceLike(p.client, {
       async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
         const answer = await p.client.queryByReferences(refs, signal);
         if (!held) {
@@ -196,7 +193,7 @@ describe('a reference the service holds for another payout', () => {
         }
         return answer;
       },
-    };
+    });
     const a = new PayoutSubmitter(
       { db: p.db, service: slow, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
       { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },

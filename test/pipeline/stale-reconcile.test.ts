@@ -5,9 +5,9 @@
  * a repeated reference (duplicatePolicy allow), so a stale decision would show in its ledger.
  */
 import { afterEach, expect, it } from 'vitest';
-import type { PayoutQueryAnswer, PayoutService } from '../../src/domain/payout.js';
+import type { PayoutQueryAnswer } from '../../src/domain/payout.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
-import { CREATE_PATH, closePipelines, payoutRequest, startPipeline } from './harness.js';
+import { CREATE_PATH, closePipelines, payoutRequest, serviceLike, startPipeline } from './harness.js';
 
 afterEach(async () => {
   await closePipelines();
@@ -30,11 +30,7 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let blocked = false;
-  const slow: PayoutService = {
-    createPayout: (...a) => p.client.createPayout(...a),
-    queryByPayoutIds: (...a) => p.client.queryByPayoutIds(...a),
-    balances: (...a) => p.client.balances(...a),
-    exchangeRates: (...a) => p.client.exchangeRates(...a),
+  const slow = serviceLike(p.client, {
     async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
       const answer = await p.client.queryByReferences(refs, signal);
       if (refs.length === 1 && refs[0] === 'ST-2' && !blocked) {
@@ -43,7 +39,7 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
       }
       return answer;
     },
-  };
+  });
   const a = new PayoutSubmitter(
     { db: p.db, service: slow, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
     { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
@@ -58,19 +54,16 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
   p.clock.advance(121_000);
   // The service is flaky: the create answers are lost, and after them the reference queries fail.
   let created = false;
-  const flaky: PayoutService = {
+  const flaky = serviceLike(p.client, {
     createPayout: (...a) => {
       created = true;
       return p.client.createPayout(...a);
     },
-    queryByPayoutIds: (...a) => p.client.queryByPayoutIds(...a),
-    balances: (...a) => p.client.balances(...a),
-    exchangeRates: (...a) => p.client.exchangeRates(...a),
     async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
       if (created) throw new Error('service unavailable');
       return p.client.queryByReferences(refs, signal);
     },
-  };
+  });
   const b = new PayoutSubmitter(
     { db: p.db, service: flaky, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
     { ...p.submitterOptions, claimant: { instanceId: 'B', leaseMs: 120_000 } },
