@@ -276,8 +276,10 @@ export class BatchOutbox {
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
     const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval });
     await this.twin(identity, 'result', async () => {
-      const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
-      await writeSummaryXlsx(this.dir, identity, xlsx.summary, this.xlsxOptions());
+      // The twins carry the same approval column as their CSVs.
+      const opts = { ...this.xlsxOptions(), approval };
+      const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), opts);
+      await writeSummaryXlsx(this.dir, identity, xlsx.summary, opts);
     });
     return files;
   }

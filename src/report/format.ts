@@ -1,7 +1,7 @@
 /** Pure formatting of the outbox files: names, headers, and records of raw text cells (escaped in csv.ts). */
 import { ReportError } from './errors.js';
 import { isRowOutcomeStatus } from './types.js';
-import type { AckRow, BatchIdentity, RowOutcome, SummaryRow } from './types.js';
+import type { AckRow, BatchIdentity, BatchSummary, RowOutcome, SummaryRow } from './types.js';
 
 export const ACK_COLUMNS = ['batch_id', 'file', 'line', 'merchant_reference_id', 'verdict', 'reason'] as const;
 
@@ -24,6 +24,35 @@ export const RESULT_COLUMNS = [
 ] as const;
 
 export const SUMMARY_COLUMNS = ['status', 'measure', 'currency', 'row_count', 'amount', 'rows_not_summed'] as const;
+
+/** The last column of the result, summary and reconciliation files (CSV and .xlsx) when approval is in the picture. */
+export const APPROVAL_COLUMN = 'approval';
+
+/** The batch's approval audit in words (src/approval), or null when it went through none. */
+export interface ApprovalAudit {
+  /** Written in an `approval` column; null or absent leaves the file as it is without approval. */
+  approval?: string | null;
+}
+
+/** A file's columns, and `approval` last when the file carries the audit: the CSV and its .xlsx take them from here. */
+export function withApprovalColumn(columns: readonly string[], audited: boolean): readonly string[] {
+  return audited ? [...columns, APPROVAL_COLUMN] : columns;
+}
+
+/** The columns of `<file>.result.csv` and of the first sheet of its .xlsx. */
+export function resultColumns(approval: string | null = null): readonly string[] {
+  return withApprovalColumn(RESULT_COLUMNS, approval !== null);
+}
+
+/** The columns of `<file>.summary.csv` and of the `Summary` sheet of the result and summary .xlsx. */
+export function summaryColumns(approval: string | null = null): readonly string[] {
+  return withApprovalColumn(SUMMARY_COLUMNS, approval !== null);
+}
+
+/** The summary lines as records, each ending with the audit when there is one (as summaryColumns says). */
+export function summaryRecords(summary: BatchSummary, approval: string | null = null): string[][] {
+  return summary.rows.map((row) => (approval === null ? summaryRecord(row) : [...summaryRecord(row), approval]));
+}
 
 /** Refuses outbox names that could leave the outbox, hide (a leading `.`), pass for an option, or break a listing. */
 export function assertPlainFileName(fileName: string): void {

@@ -6,7 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks } from './csv.js';
-import { SUMMARY_COLUMNS, reasonText, summaryRecord } from './format.js';
+import { reasonText, summaryColumns, summaryRecords, withApprovalColumn } from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
@@ -218,9 +218,16 @@ async function* reconciliationRecords(
   }
 }
 
-export interface ReconciliationOptions extends OutboxOptions {
-  /** With approval in use: an `approval` column holding each row's batch's approval audit. */
+export interface ReconciliationAudits {
+  /** With approval in use: an `approval` column holding each row's batch's approval audit (CSV and .xlsx alike). */
   approvalOf?: ApprovalOfBatch;
+}
+
+export interface ReconciliationOptions extends OutboxOptions, ReconciliationAudits {}
+
+/** The columns of the report and of the first sheet of its .xlsx. */
+function reconciliationColumns(opts: ReconciliationAudits): readonly string[] {
+  return withApprovalColumn(RECONCILIATION_COLUMNS, opts.approvalOf !== undefined);
 }
 
 // ---------------------------------------------------------------------------
@@ -240,11 +247,11 @@ export async function writeReconciliationReport(
 ): Promise<ReconciliationFiles> {
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
-  const columns = opts.approvalOf ? [...RECONCILIATION_COLUMNS, 'approval'] : RECONCILIATION_COLUMNS;
-  await writeFileAtomic(path, csvChunks(columns, reconciliationRecords(rows, acc, opts.approvalOf), { bom }), opts);
+  await writeFileAtomic(path, csvChunks(reconciliationColumns(opts), reconciliationRecords(rows, acc, opts.approvalOf), { bom }), opts);
   const summary = acc.summary();
   const totalsPath = reconciliationTotalsPath(path);
-  await writeFileAtomic(totalsPath, csvChunks(SUMMARY_COLUMNS, summary.rows.map(summaryRecord), { bom }), opts);
+  // The totals span many batches, so they carry no audit.
+  await writeFileAtomic(totalsPath, csvChunks(summaryColumns(), summaryRecords(summary), { bom }), opts);
   return { path, totalsPath, summary };
 }
 
@@ -252,15 +259,13 @@ export async function writeReconciliationReport(
 export async function writeReconciliationXlsx(
   path: string,
   rows: Rows<ReconciliationRow>,
-  opts: XlsxOptions = {},
+  opts: XlsxOptions & ReconciliationAudits = {},
 ): Promise<{ path: string; summary: BatchSummary }> {
   const acc = new SummaryAccumulator();
+  const records = reconciliationRecords(rows, acc, opts.approvalOf);
   await writeXlsxFile(
     path,
-    [
-      { name: 'Reconciliation', columns: xlsxColumns(RECONCILIATION_COLUMNS), records: reconciliationRecords(rows, acc) },
-      summarySheet(() => acc.summary()),
-    ],
+    [{ name: 'Reconciliation', columns: xlsxColumns(reconciliationColumns(opts)), records }, summarySheet(() => acc.summary())],
     opts,
   );
   return { path, summary: acc.summary() };

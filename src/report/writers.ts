@@ -9,14 +9,15 @@ import { ReportError } from './errors.js';
 import {
   outboxFileName,
   ACK_COLUMNS,
-  RESULT_COLUMNS,
-  SUMMARY_COLUMNS,
   ackRecord,
   fileHoldRecord,
   fileNoteRecord,
   fileRejectionRecord,
+  resultColumns,
   resultRecord,
-  summaryRecord,
+  summaryColumns,
+  summaryRecords,
+  type ApprovalAudit,
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
@@ -52,14 +53,20 @@ export class LineOrder {
   }
 }
 
-interface ResultPass {
+export interface ResultPass {
   requireTerminal: boolean;
   summary: SummaryAccumulator;
+  /** The audit ending every record, as resultColumns(approval) says; null for none. */
+  approval: string | null;
 }
 
-/** The record of each outcome in turn, checked (line order, terminal if required) and summed on the way. */
-function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
+/**
+ * The record of each outcome in turn, checked (line order, terminal if required) and summed on the way:
+ * the result CSV and its .xlsx both take their rows from here.
+ */
+export function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
   const order = new LineOrder();
+  const audit = pass.approval;
   return (o) => {
     order.check(o.line);
     if (pass.requireTerminal && o.status === 'PENDING') {
@@ -67,7 +74,7 @@ function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
     }
     const record = resultRecord(o);
     pass.summary.add(o);
-    return record;
+    return audit === null ? record : [...record, audit];
   };
 }
 
@@ -183,27 +190,22 @@ export async function writeResultFiles(
   const summaryPath = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'summary'));
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
-  const records = resultRecords({ requireTerminal: true, summary: acc });
   // A batch that went through approval carries its audit in a last column of both files; others stay as they were.
   const audit = opts.approval ?? null;
-  const withAudit = <T extends readonly string[]>(columns: T): readonly string[] => (audit === null ? columns : [...columns, 'approval']);
-  const resultOf = audit === null ? records : (o: RowOutcome): string[] => [...records(o), audit];
-  await writeFileAtomic(resultPath, csvChunksOf(withAudit(RESULT_COLUMNS), outcomes, resultOf, { bom }), opts);
+  const records = resultRecords({ requireTerminal: true, summary: acc, approval: audit });
+  await writeFileAtomic(resultPath, csvChunksOf(resultColumns(audit), outcomes, records, { bom }), opts);
   const summary = acc.summary();
-  const summaryLines = summary.rows.map(summaryRecord).map((r) => (audit === null ? r : [...r, audit]));
-  await writeFileAtomic(summaryPath, csvChunks(withAudit(SUMMARY_COLUMNS), summaryLines, { bom }), opts);
+  await writeFileAtomic(summaryPath, csvChunks(summaryColumns(audit), summaryRecords(summary, audit), { bom }), opts);
   return { resultPath, summaryPath, summary };
 }
 
-export interface ResultWriteOptions extends OutboxOptions {
-  /** The batch's approval audit in words (src/approval): written in an `approval` column of the result and summary. */
-  approval?: string | null;
-}
+/** With `approval`: an `approval` column of the result and summary files holding the batch's audit. */
+export interface ResultWriteOptions extends OutboxOptions, ApprovalAudit {}
 
 /** The result format for a batch still in progress (PENDING rows allowed), at a path the caller chooses. */
 export async function writeInterimReport(path: string, outcomes: Rows<RowOutcome>, opts: OutboxOptions = {}): Promise<InterimReport> {
   const acc = new SummaryAccumulator();
-  const records = resultRecords({ requireTerminal: false, summary: acc });
-  await writeFileAtomic(path, csvChunksOf(RESULT_COLUMNS, outcomes, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  const records = resultRecords({ requireTerminal: false, summary: acc, approval: null });
+  await writeFileAtomic(path, csvChunksOf(resultColumns(), outcomes, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
   return { path, summary: acc.summary() };
 }

@@ -15,11 +15,10 @@ import { writeFileAtomic } from './atomic.js';
 import { currencyDecimals } from './decimals.js';
 export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
-import { ACK_COLUMNS, RESULT_COLUMNS, SUMMARY_COLUMNS, ackRecord, outboxFileName, resultRecord, summaryRecord } from './format.js';
-import { ReportError } from './errors.js';
+import { ACK_COLUMNS, ackRecord, outboxFileName, resultColumns, summaryColumns, summaryRecords, type ApprovalAudit } from './format.js';
 import { SummaryAccumulator, isSummableAmount } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { LineOrder, ackCurrencyTotals, ackLead, type RowPages } from './writers.js';
+import { LineOrder, ackCurrencyTotals, ackLead, resultRecords, type RowPages } from './writers.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -211,6 +210,7 @@ const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   create_time: { type: 'time', width: 20 },
   complete_time: { type: 'time', width: 20 },
   reason: { type: 'text', width: 48 },
+  approval: { type: 'text', width: 48 },
   measure: { type: 'text', width: 18 },
   currency: { type: 'text', width: 9 },
   row_count: { type: 'integer', width: 11 },
@@ -227,9 +227,9 @@ export function xlsxColumns(headers: readonly string[]): XlsxColumn[] {
   return headers.map((header) => ({ header, ...(COLUMN_TYPES[header] ?? { type: 'text', width: 20 }) }));
 }
 
-/** The sheet of summary lines, as in `<file>.summary.csv`. */
-export function summarySheet(summary: () => BatchSummary): XlsxSheet {
-  return { name: 'Summary', columns: xlsxColumns(SUMMARY_COLUMNS), records: () => summary().rows.map(summaryRecord) };
+/** The sheet of summary lines, as in `<file>.summary.csv` (with its `approval` column when the batch has an audit). */
+export function summarySheet(summary: () => BatchSummary, approval: string | null = null): XlsxSheet {
+  return { name: 'Summary', columns: xlsxColumns(summaryColumns(approval)), records: () => summaryRecords(summary(), approval) };
 }
 
 /** `report.csv` -> `report.xlsx`; a name without `.csv` gets `.xlsx` appended. */
@@ -419,17 +419,8 @@ export interface XlsxReport {
   summary: BatchSummary;
 }
 
-async function* outcomeRecords(outcomes: Rows<RowOutcome>, requireTerminal: boolean, acc: SummaryAccumulator): AsyncGenerator<string[]> {
-  const order = new LineOrder();
-  for await (const o of outcomes) {
-    order.check(o.line);
-    if (requireTerminal && o.status === 'PENDING') {
-      throw new ReportError('REPORT_NOT_TERMINAL', `line ${o.line} is still PENDING; a result file needs every row terminal`);
-    }
-    const record = resultRecord(o);
-    acc.add(o);
-    yield record;
-  }
+async function* outcomeRecords(outcomes: Rows<RowOutcome>, record: (o: RowOutcome) => string[]): AsyncGenerator<string[]> {
+  for await (const o of outcomes) yield record(o);
 }
 
 async function writeOutcomesXlsx(
@@ -437,24 +428,25 @@ async function writeOutcomesXlsx(
   sheetName: string,
   outcomes: Rows<RowOutcome>,
   requireTerminal: boolean,
-  opts: XlsxOptions,
+  opts: XlsxOptions & ApprovalAudit,
 ): Promise<XlsxReport> {
   const acc = new SummaryAccumulator();
+  const approval = opts.approval ?? null;
   const main: XlsxSheet = {
     name: sheetName,
-    columns: xlsxColumns(RESULT_COLUMNS),
-    records: outcomeRecords(outcomes, requireTerminal, acc),
+    columns: xlsxColumns(resultColumns(approval)),
+    records: outcomeRecords(outcomes, resultRecords({ requireTerminal, summary: acc, approval })),
   };
-  await writeXlsxFile(path, [main, summarySheet(() => acc.summary())], opts);
+  await writeXlsxFile(path, [main, summarySheet(() => acc.summary(), approval)], opts);
   return { path, summary: acc.summary() };
 }
 
-/** `<fileName>.result.xlsx`: sheets "Result" and "Summary"; every row must be terminal. */
+/** `<fileName>.result.xlsx`: sheets "Result" and "Summary", with the CSV's `approval` column when given; every row must be terminal. */
 export function writeResultXlsx(
   dir: string,
   identity: BatchIdentity,
   outcomes: Rows<RowOutcome>,
-  opts: XlsxOptions = {},
+  opts: XlsxOptions & ApprovalAudit = {},
 ): Promise<XlsxReport> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'result', 'xlsx'));
   return writeOutcomesXlsx(path, 'Result', outcomes, true, opts);
@@ -462,7 +454,7 @@ export function writeResultXlsx(
 
 /** The interim report as .xlsx (PENDING rows allowed), at a path the caller chooses (see `xlsxPathFor`). */
 export function writeInterimReportXlsx(path: string, outcomes: Rows<RowOutcome>, opts: XlsxOptions = {}): Promise<XlsxReport> {
-  return writeOutcomesXlsx(path, 'Report', outcomes, false, opts);
+  return writeOutcomesXlsx(path, 'Report', outcomes, false, { ...opts, approval: null });
 }
 
 /** The Summary sheet of an ack: per payout currency, the rows and amounts read, accepted and rejected, and the verdict. */
@@ -537,14 +529,14 @@ export async function writeAckXlsx(
   return path;
 }
 
-/** `<fileName>.summary.xlsx`: the summary file's lines, typed (one sheet, "Summary"). */
+/** `<fileName>.summary.xlsx`: the summary file's lines, typed (one sheet, "Summary"), with its `approval` column when given. */
 export async function writeSummaryXlsx(
   dir: string,
   identity: BatchIdentity,
   summary: BatchSummary,
-  opts: XlsxOptions = {},
+  opts: XlsxOptions & ApprovalAudit = {},
 ): Promise<string> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'summary', 'xlsx'));
-  await writeXlsxFile(path, [summarySheet(() => summary)], opts);
+  await writeXlsxFile(path, [summarySheet(() => summary, opts.approval ?? null)], opts);
   return path;
 }

@@ -55,9 +55,10 @@ export async function reconciliationReport(
   return withMigratedStore(config, async (db) => {
     // With approval in use, each row carries its batch's approval audit (who approved what, when, how).
     const audit = approvalInUse(config.approval, config.limits) ? await import('../../approval/index.js') : null;
+    const approvalOf = audit ? async (batchId: string) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined;
     const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
       bom: config.outbox.bom,
-      approvalOf: audit ? async (batchId) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined,
+      approvalOf,
     });
     let xlsxPath: string | null = null;
     if (args.xlsx ?? config.outbox.xlsx) {
@@ -66,6 +67,7 @@ export async function reconciliationReport(
       await writeReconciliationXlsx(xlsxPath, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
         minorUnits: config.batch.rules.minorUnits,
         timeZone: config.outbox.timeZone,
+        approvalOf,
       });
     }
     const range = `${new Date(period.sinceMs).toISOString()} to ${new Date(period.untilMs).toISOString()} (end excluded)`;
