@@ -7,7 +7,7 @@
 import { estimateEnd, progressOf as batchProgress, type BatchEvent } from '../domain/batch-events.js';
 import { ExactTotal } from '../domain/exact-total.js';
 import { isFinalRowState, type RowState } from '../domain/lifecycle.js';
-import { decimalText, isPlainDecimal } from '../domain/money.js';
+import { decimalText, isSummableAmount } from '../domain/money.js';
 import { batchStateCounts, resultRowPages, type BatchRecord, type Database, type StateCounts } from '../store/index.js';
 import type { ApprovalView } from './approvals.js';
 
@@ -98,7 +98,7 @@ export interface StatusTotal {
   amount: string;
 }
 
-/** Rows and exact payout amounts per row state and currency (amounts that are not plain decimals, as in an invalid row, are counted but not summed). */
+/** Rows and exact payout amounts per row state and currency (amounts the summary does not add, as in some invalid rows, are counted but not summed). */
 export async function statusTotals(db: Database, batchId: string): Promise<StatusTotal[]> {
   const groups = new Map<string, { state: RowState; currency: string; rows: number; sum: ExactTotal }>();
   for await (const page of resultRowPages(db, batchId)) {
@@ -108,7 +108,7 @@ export async function statusTotals(db: Database, batchId: string): Promise<Statu
       let g = groups.get(key);
       if (!g) groups.set(key, (g = { state: row.state, currency, rows: 0, sum: new ExactTotal() }));
       g.rows += 1;
-      if (row.payoutAmount !== null && isPlainDecimal(row.payoutAmount)) g.sum.add(row.payoutAmount);
+      if (row.payoutAmount !== null && isSummableAmount(row.payoutAmount)) g.sum.add(row.payoutAmount);
     }
   }
   return [...groups.values()]

@@ -12,6 +12,19 @@ export function isPlainDecimal(text: string): boolean {
   return PLAIN_DECIMAL.test(text);
 }
 
+/** What a total adds: a signed plain decimal. Decimal itself would also take `1e5` or `0x10`. */
+const SUMMABLE = /^-?\d+(\.\d+)?$/;
+/** Longer texts are not summed (Decimal has 80 significant digits; a rejected row's cell can hold anything). */
+const MAX_SUMMABLE_LENGTH = 60;
+
+/**
+ * Whether an amount as written is added to a total: one rule for the summary, the ack, the status file and the
+ * console, so they give the same sums for a batch (a rejected `-5` counts in each).
+ */
+export function isSummableAmount(text: string): boolean {
+  return text.length <= MAX_SUMMABLE_LENGTH && SUMMABLE.test(text);
+}
+
 /** Number of digits after the point, as written. */
 export function fractionDigits(text: string): number {
   const dot = text.indexOf('.');

@@ -7,7 +7,8 @@
 import { ExactTotal } from '../domain/exact-total.js';
 import type { HoldCode } from '../domain/holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
-import { isSummableAmount, totalsCurrency } from './summary.js';
+import { isSummableAmount } from '../domain/money.js';
+import { totalsCurrency } from './summary.js';
 import type { AckRow, BatchIdentity } from './types.js';
 import { currencyDecimals } from './decimals.js';
 

@@ -3,22 +3,13 @@
  * by currency, a total per status and a grand total, built in the pass that writes the result file.
  */
 import { ExactTotal } from '../domain/exact-total.js';
-import { decimalText } from '../domain/money.js';
+import { decimalText, isSummableAmount } from '../domain/money.js';
 import { ReportError } from './errors.js';
 import { ROW_OUTCOME_STATUSES, isRowOutcomeStatus } from './types.js';
 import type { BatchSummary, RowOutcome, RowOutcomeStatus, SummaryMeasure, SummaryRow } from './types.js';
 
 type AmountMeasure = Exclude<SummaryMeasure, 'rows'>;
 const AMOUNT_MEASURES: readonly AmountMeasure[] = ['payout_amount', 'deduction_amount', 'total_fee'];
-
-/** What may be added: a signed plain decimal. Decimal itself would also take `1e5` or `0x10`. */
-const SUMMABLE = /^-?\d+(\.\d+)?$/;
-/** Longer texts are not summed (Decimal has 80 significant digits; a rejected row's cell can hold anything). */
-const MAX_SUMMABLE_LENGTH = 60;
-
-export function isSummableAmount(text: string): boolean {
-  return text.length <= MAX_SUMMABLE_LENGTH && SUMMABLE.test(text);
-}
 
 /**
  * The currency a row's amounts are added under: upper-cased, as the intake sends it (a file may write `php`,

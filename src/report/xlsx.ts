@@ -10,13 +10,13 @@ import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
-import { Decimal, normalizeAmount } from '../domain/money.js';
+import { Decimal, isSummableAmount, normalizeAmount } from '../domain/money.js';
 import { writeFileAtomic } from './atomic.js';
 import { currencyDecimals } from './decimals.js';
 export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import { ACK_COLUMNS, ackRecord, outboxFileName, resultColumns, summaryColumns, summaryRecords, type ApprovalAudit } from './format.js';
-import { SummaryAccumulator, isSummableAmount } from './summary.js';
+import { SummaryAccumulator } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
 import { LineOrder, ackCurrencyTotals, ackLead, resultRecords, type RowPages } from './writers.js';
 

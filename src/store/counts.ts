@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { isFinalRowState, ROW_STATES, type RowState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { ExactTotal } from '../domain/exact-total.js';
-import { decimalText, isPlainDecimal } from '../domain/money.js';
+import { decimalText, isSummableAmount } from '../domain/money.js';
 import type { Database } from './db.js';
 import type { BatchRecord } from './batches.js';
 import { rowsInState, type IndexedState } from './payouts.js';
@@ -94,8 +94,8 @@ export async function amountsByState(db: Database, batchId: string): Promise<Par
   }[];
   const sums = new Map<RowState, Map<string, ExactTotal>>();
   for (const r of rows) {
-    // A rejected row's amount cell may hold anything; only plain decimals are money to add.
-    if (r.amount === null || !isPlainDecimal(r.amount)) continue;
+    // A rejected row's amount cell may hold anything; what is added is what the summary adds.
+    if (r.amount === null || !isSummableAmount(r.amount)) continue;
     const byCurrency = sums.get(r.state) ?? new Map<string, ExactTotal>();
     sums.set(r.state, byCurrency);
     // One currency in any letter case is one total (as in the result files' summary).

@@ -27,7 +27,52 @@ describe('spreadsheetSafeCell', () => {
       for (const rest of rests) {
         const cell = start + rest;
         const prefixed = !/^-?\d+(\.\d+)?$/.test(cell) && ['=', '+', '-', '@', '\t', '\r', "'"].includes(cell.charAt(0));
-        expect(spreadsheetSafeCell(cell), JSON.stringify(cell)).toBe(prefixed ? `'${cell}` : cell);
+        // After a tab, CR or LF (a place a spreadsheet may start a cell) a trigger gets its `'` too.
+        const inner = ['\t', '\r', '\n'].includes(start) && /^[=+\-@']/.test(rest) ? `${start}'${rest}` : cell;
+        expect(spreadsheetSafeCell(cell), JSON.stringify(cell)).toBe(prefixed ? `'${inner}` : inner);
       }
+  });
+
+  it('puts a quote before a trigger (or a quote) after a ";", tab, CR or LF and any spaces or quotes, and reads it back', () => {
+    const written: Record<string, string> = {
+      'Ana;=1+1;x': "Ana;'=1+1;x",
+      "x;=cmd|' /C calc'!A0": "x;'=cmd|' /C calc'!A0",
+      'a; =1': "a; '=1",
+      'a;  "@SUM(1)': `a;  "'@SUM(1)`,
+      'a\t+1': "a\t'+1",
+      'a\n-x': "a\n'-x",
+      'a\r\n=1': "a\r\n'=1",
+      'a;\t=1': "a;'\t'=1",
+      "a;'b": "a;''b",
+      'a;-5': "a;'-5",
+      '=a;@b': "'=a;'@b",
+    };
+    for (const [cell, text] of Object.entries(written)) {
+      expect(spreadsheetSafeCell(cell), JSON.stringify(cell)).toBe(text);
+      expect(unescapeSpreadsheetCell(text), JSON.stringify(text)).toBe(cell);
+    }
+  });
+
+  it.each(['a;b', 'a; b', 'a;5', 'Dela Cruz; Juan', 'a,=1', 'a=1;b', 'a;b=1', 'a;"b"'])(
+    'leaves %j, no trigger after a separator',
+    (cell) => {
+      expect(spreadsheetSafeCell(cell)).toBe(cell);
+    },
+  );
+
+  it('no separator is ever followed by an unescaped trigger, and reading back gives the original', () => {
+    const alphabet = ['a', ';', '\t', '\r', '\n', ' ', '"', "'", '=', '+', '-', '@', '5'];
+    const cells: string[] = [''];
+    for (let len = 1; len <= 4; len++)
+      for (let i = 0; i < alphabet.length ** len; i++) {
+        let cell = '';
+        for (let n = i, k = 0; k < len; k++, n = Math.floor(n / alphabet.length)) cell += alphabet[n % alphabet.length];
+        cells.push(cell);
+      }
+    for (const cell of cells) {
+      const written = spreadsheetSafeCell(cell);
+      expect(written, JSON.stringify(cell)).not.toMatch(/[;\t\r\n][ "]*[=+\-@\t\r]/);
+      expect(unescapeSpreadsheetCell(written), JSON.stringify(cell)).toBe(cell);
+    }
   });
 });
