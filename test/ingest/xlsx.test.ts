@@ -194,6 +194,119 @@ describe('xlsx batches', () => {
   });
 });
 
+describe('xlsx batches: a number cell whose format shows another value is refused, never paid as held', () => {
+  /** A "Payouts" sheet of `rows` (a header row first), each cell with the number format in `formats` under its "row,column". */
+  async function formatted(rows: CellInput[][], formats: Record<string, string>): Promise<string> {
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Payouts');
+    rows.forEach((cells, r) =>
+      cells.forEach((value, c) => {
+        if (value === null) return;
+        const cell = ws.getRow(r + 1).getCell(c + 1);
+        cell.value = value as ExcelJS.CellValue;
+        const fmt = formats[`${r},${c}`];
+        if (fmt) cell.numFmt = fmt;
+      }),
+    );
+    const path = join(await tempDir(), 'batch.xlsx');
+    await wb.xlsx.writeFile(path);
+    return path;
+  }
+
+  it('refuses an account number or bank code shown with characters the cell does not hold', async () => {
+    // Each account cell shows 000012345678 (with spaces for the first), and holds 12345678.
+    const usd = { payoutCurrency: 'USD', 'beneficiary.bankCode': '021000021' } as const;
+    const account = col('beneficiary.accountNumber');
+    const formats = ['0000 0000 0000', '"0000"00000000', '000000000000;@', '000000000000'];
+    const path = await formatted(
+      [
+        HEADER,
+        ...formats.map((_, i) => dataRow(`A-${i + 1}`, { ...usd, 'beneficiary.accountNumber': 12345678 })),
+        dataRow('A-5', { ...usd, 'beneficiary.bankCode': 21000021 }),
+      ],
+      { ...Object.fromEntries(formats.map((f, i) => [`${i + 1},${account}`, f])), [`5,${col('beneficiary.bankCode')}`]: '"0"00000000' },
+    );
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors)])).toEqual([
+      [2, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT']],
+      [3, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT']],
+      [4, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT']],
+      [5, 'READY', []],
+      [6, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT']],
+    ]);
+    // The all-zeros format pads, as shown.
+    expect(rows[3]?.request?.beneficiary.accountNumber).toBe('000012345678');
+    const first = rows[0]?.errors[0] as RowError;
+    expect([errorPlace(first), first.message]).toEqual([
+      'line 2, column K "beneficiary.accountNumber"',
+      'the account number cell holds a number shown with the number format "0000 0000 0000", which can show characters the cell does not hold (leading zeros, spaces, text): the sheet may show another account number than would be paid; format the column as Text and type the account number again',
+    ]);
+    // Never a digit of the account; a bank code is no secret, and is named.
+    for (const row of rows.slice(0, 3)) expect(row.errors[0]?.message).not.toMatch(/12345678/);
+    const bank = rows[4]?.errors[0] as RowError;
+    expect([errorPlace(bank), bank.message]).toEqual([
+      'line 6, column L "beneficiary.bankCode"',
+      'the bank code cell holds the number 21000021 shown with the number format "\\"0\\"00000000", which can show characters the cell does not hold (leading zeros, spaces, text): the sheet may show another bank code than would be paid; format the column as Text and type the bank code again',
+    ]);
+  });
+
+  it('refuses an amount its format rounds, scales or shows as a percentage; reads one shown whole', async () => {
+    const amount = col('payoutAmount');
+    const cases: [number, string][] = [
+      [1500.5, '#,##0'],
+      [1500000, '#,##0,"K"'],
+      [0.25, '0%'],
+      [1500.5, '#,##0.00'],
+      [1500, '#,##0'],
+      [1500.25, '0.00'],
+    ];
+    const path = await formatted(
+      [HEADER, ...cases.map(([value], i) => dataRow(`M-${i + 1}`, { payoutAmount: value }))],
+      Object.fromEntries(cases.map(([, f], i) => [`${i + 1},${amount}`, f])),
+    );
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors), r.request?.payoutAmount])).toEqual([
+      [2, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+      [3, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+      [4, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+      [5, 'READY', [], '1500.5'],
+      [6, 'READY', [], '1500'],
+      [7, 'READY', [], '1500.25'],
+    ]);
+    expect(rows.slice(0, 3).map((r) => [errorPlace(r.errors[0] as RowError), r.errors[0]?.message])).toEqual([
+      [
+        'line 2, column D "payoutAmount"',
+        'the amount cell holds 1500.5, but its number format "#,##0" shows no decimals, so it is rounded: the sheet shows another amount than would be paid; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again',
+      ],
+      [
+        'line 3, column D "payoutAmount"',
+        'the amount cell holds 1500000, but its number format "#,##0,\\"K\\"" shows it divided by a thousand: the sheet shows another amount than would be paid; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again',
+      ],
+      [
+        'line 4, column D "payoutAmount"',
+        'the amount cell holds 0.25, but its number format "0%" shows it as a percentage (a hundred times the value): the sheet shows another amount than would be paid; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again',
+      ],
+    ]);
+  });
+
+  it('refuses a control total its format rounds, naming the cell', async () => {
+    const path = await formatted(
+      [HEADER, dataRow('T-1', { payoutAmount: 1500.5 }), ['#CONTROL', 'rows', 1], ['#CONTROL', 'total', 'PHP', 1500.5]],
+      { '3,3': '#,##0' },
+    );
+    const { result } = await parseXlsx(path);
+    expect(result.fileErrors.map((e) => [e.line, e.code, e.message])).toEqual([
+      [
+        4,
+        'CONTROL_INVALID',
+        'the control line\'s cell D4 holds 1500.5, but its number format "#,##0" shows no decimals, so it is rounded: the sheet shows another value than the one checked; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again',
+      ],
+    ]);
+  });
+});
+
 describe('xlsx batches: what the clerk does not see is not paid', () => {
   /** A "Payouts" sheet of `rows` (a header row first), changed by `edit` before it is written. */
   async function sheetFile(rows: CellInput[][], edit: (ws: ExcelJS.Worksheet, wb: ExcelJS.Workbook) => void): Promise<string> {

@@ -16,7 +16,7 @@ import { decodeRequestValues, encodeRequestValues, REQUEST_VALUE_INDEX, requestO
 import { FIELD_PATHS } from '../rules/fields.js';
 import { compileRules, type CompiledRules } from '../rules/compiled.js';
 import type { ValidationRules } from '../rules/options.js';
-import { columnPlace, fileErrorOf, type RowError } from '../rules/row-error.js';
+import { columnLetter, columnPlace, fileErrorOf, type RowError } from '../rules/row-error.js';
 import { trimSpaces, upperCased } from '../rules/text.js';
 import { validateCells, type RowCells } from '../rules/validate-row.js';
 import { endsInsideRow, unterminatedFileProblem } from './complete.js';
@@ -28,7 +28,7 @@ import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
 import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
 import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
-import { cellText, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
+import { cellText, controlCellHides, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
 import type { FieldPath } from '../rules/fields.js';
 
 /** The batch file could not be read at all (missing, unreadable): not a problem of its content. */
@@ -234,8 +234,13 @@ class BatchReader {
     const header = this.header;
     const fields: string[] = [];
     let problems: Map<FieldPath, CellProblem> | null = null;
+    // A control row's cells are no values of their columns' fields; its numbers are totals, to be seen as read.
+    const first = row.cells[0];
+    const control = header !== null && first?.kind === 'text' && isControlRecord([first.text]);
     row.cells.forEach((cell, index) => {
-      const field = header?.fields[index] ?? null;
+      const field = control ? null : (header?.fields[index] ?? null);
+      const hidden = control ? controlCellHides(cell, `${columnLetter(index)}${row.line}`) : null;
+      if (hidden !== null) this.fileErrorAt(row.line, 'CONTROL_INVALID', hidden);
       const read = cellText(cell, field);
       if ('text' in read) fields.push(read.text);
       else {

@@ -63,6 +63,8 @@ export const ROW_ERROR_CODES = [
   'AMOUNT_NOT_EXACT',
   'LEADING_ZEROS_LOST',
   'SPREADSHEET_ERROR_VALUE',
+  'IDENTIFIER_NUMBER_FORMAT',
+  'AMOUNT_FORMAT_HIDES',
 ] as const;
 
 export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];

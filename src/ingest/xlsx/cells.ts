@@ -1,12 +1,13 @@
 /**
  * A workbook cell as the text a clerk sees: numbers as exact decimals (more than 15 significant digits are
  * refused, never rounded); dates, error cells, and long numbers in identifier columns, refused as what a
- * spreadsheet made of the value.
+ * spreadsheet made of the value; numbers whose format shows another value than they hold, refused.
  */
 import { Decimal } from '../../domain/money.js';
 import { spreadsheetErrorProblem } from '../rules/damage.js';
 import { FIELD_WORDS, type FieldPath } from '../rules/fields.js';
-import type { RowErrorCode } from '../rules/row-error.js';
+import { quoteValue, type RowErrorCode } from '../rules/row-error.js';
+import { amountFormatHides, identifierFormatShowsDigits } from './number-format.js';
 
 /** One cell of a sheet row, as read (src/ingest/xlsx/workbook.ts). */
 export type SheetCell =
@@ -32,6 +33,9 @@ const IDENTIFIERS: ReadonlySet<FieldPath> = new Set([
   'beneficiary.accountNumber',
   'beneficiary.bankCode',
 ]);
+
+/** Identifiers never shown in a message, not even their leading digits. */
+const NEVER_SHOWN: ReadonlySet<FieldPath> = new Set(['beneficiary.accountNumber', 'sender.idValue']);
 
 /** The exact decimal text of a number cell, or null when the double may not hold the digits typed. */
 export function exactNumberText(value: number): string | null {
@@ -73,11 +77,7 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
   const exact = exactNumberText(cell.value);
   if (field !== null && IDENTIFIERS.has(field)) {
     if (exact === null || !/^\d+$/.test(exact) || exact.length > EXACT_DIGITS) {
-      // Account numbers and id values are never shown, not even their leading digits.
-      const shown =
-        field === 'beneficiary.accountNumber' || field === 'sender.idValue'
-          ? ''
-          : ` (shown as ${cell.value.toExponential(5).toUpperCase()})`;
+      const shown = NEVER_SHOWN.has(field) ? '' : ` (shown as ${cell.value.toExponential(5).toUpperCase()})`;
       return {
         problem: {
           code: 'SCIENTIFIC_NOTATION',
@@ -85,6 +85,7 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
         },
       };
     }
+    if (!identifierFormatShowsDigits(cell.numFmt)) return identifierFormatProblem(field, exact, cell.numFmt as string);
     return { text: exact.padStart(zeroPadWidth(cell.numFmt), '0') };
   }
   if (exact === null) {
@@ -95,5 +96,59 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
       },
     };
   }
+  if (field === 'payoutAmount') {
+    const hides = amountFormatHides(cell.numFmt, exact, cell.value);
+    if (hides !== null) {
+      const problem = amountHiddenProblem(
+        `the ${FIELD_WORDS[field]} cell`,
+        exact,
+        cell.numFmt as string,
+        hides,
+        'another amount than would be paid',
+      );
+      return { problem };
+    }
+  }
   return { text: exact };
+}
+
+/** The identifier `field`, a number cell holding `exact`, whose number format may show other characters. */
+function identifierFormatProblem(field: FieldPath, exact: string, numFmt: string): { problem: CellProblem } {
+  const words = FIELD_WORDS[field];
+  // Nor a format holding digits, which may be some of theirs.
+  const secret = NEVER_SHOWN.has(field);
+  const holds = secret ? 'a number' : `the number ${exact}`;
+  const format = secret && /[1-9]/.test(numFmt) ? 'a number format' : `the number format ${quoteValue(numFmt)}`;
+  return {
+    problem: {
+      code: 'IDENTIFIER_NUMBER_FORMAT',
+      message: `the ${words} cell holds ${holds} shown with ${format}, which can show characters the cell does not hold (leading zeros, spaces, text): the sheet may show another ${words} than would be paid; format the column as Text and type the ${words} again`,
+    },
+  };
+}
+
+/** A money cell (`what`) holding `exact` whose format `numFmt` shows `shows`, as `hides` says. */
+function amountHiddenProblem(what: string, exact: string, numFmt: string, hides: string, shows: string): CellProblem {
+  return {
+    code: 'AMOUNT_FORMAT_HIDES',
+    message: `${what} holds ${exact}, but its number format ${quoteValue(numFmt)} ${hides}: the sheet shows ${shows}; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again`,
+  };
+}
+
+/**
+ * Why a number cell of a `#CONTROL` row (cell `address`) shows another value than the one its totals are
+ * checked with; null when it shows what it holds.
+ */
+export function controlCellHides(cell: SheetCell, address: string): string | null {
+  if (cell.kind !== 'number') return null;
+  const exact = exactNumberText(cell.value);
+  const hides = exact === null ? null : amountFormatHides(cell.numFmt, exact, cell.value);
+  if (exact === null || hides === null) return null;
+  return amountHiddenProblem(
+    `the control line's cell ${address}`,
+    exact,
+    cell.numFmt as string,
+    hides,
+    'another value than the one checked',
+  ).message;
 }

@@ -1,3 +1,3 @@
 /** .xlsx batches: a sheet's rows, each cell as the text a clerk sees or why it cannot be read. */
-export { cellText, exactNumberText, type CellProblem } from './cells.js';
+export { cellText, controlCellHides, exactNumberText, type CellProblem } from './cells.js';
 export { sheetRows, SheetRefusal, type SheetRow } from './workbook.js';
