@@ -8,7 +8,7 @@ import {
   parseBatchFile,
   unterminatedFileProblem,
 } from '../../src/ingest/csv/index.js';
-import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { DEFAULT_VALIDATION_RULES, FIELD_PATHS, errorPlace, type RowError } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
 import { FRIENDLY_ALIASES, HEADER, codes, parseCollect, row, tempCsv } from './helpers.js';
 
@@ -224,6 +224,17 @@ describe('record structure', () => {
     ]);
     expect(rows[1]?.errors[0]?.message).toContain('13 fields but the header has 12');
     expect(rows[2]?.errors[0]?.message).toContain('4 fields but the header has 12');
+    // Placed where a spreadsheet shows the row going wrong: the first column past the header, or the first one missing.
+    expect(rows.slice(1, 3).map((r) => errorPlace(r.errors[0] as RowError))).toEqual([
+      'line 3, column M',
+      'line 4, column E "sender.firstName"',
+    ]);
+    expect(rows[1]?.errors[0]?.message).toBe(
+      'row has 13 fields but the header has 12, so column M has no header (an unquoted delimiter inside a value?): put quotes around the value that holds the delimiter, or delete the extra value',
+    );
+    expect(rows[2]?.errors[0]?.message).toMatch(
+      /, so it ends before column E \(a missing delimiter.*\): give the row one value per header column$/,
+    );
     expect(result.unsummedRows).toBe(2);
   });
 

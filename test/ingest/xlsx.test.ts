@@ -178,6 +178,25 @@ describe('xlsx batches', () => {
     expect(name?.message).toContain('holds #REF!');
   });
 
+  it('refuses a row with a value past the header, naming its column, not a delimiter a sheet does not have', async () => {
+    // Column M after a 12-column header; on the next row, column N with M left empty.
+    const path = await workbook([HEADER, [...dataRow('S-1'), 'note: pay 1000'], [...dataRow('S-2'), null, 'x'], dataRow('S-3')]);
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors)])).toEqual([
+      [2, 'INVALID', ['COLUMN_COUNT_MISMATCH']],
+      [3, 'INVALID', ['COLUMN_COUNT_MISMATCH']],
+      [4, 'READY', []],
+    ]);
+    const [m, n] = rows.map((r) => r.errors[0] as RowError);
+    expect([m?.column, m?.columnIndex, n?.columnIndex]).toEqual([null, 12, 13]);
+    expect(errorPlace(m as RowError)).toBe('line 2, column M');
+    expect(m?.message).toBe(
+      'column M holds a value but has no header (the header ends at column L): delete the value, or move it into the column it belongs in',
+    );
+    expect(n?.message).toMatch(/^column N holds a value but has no header/);
+  });
+
   it('takes control totals from trailer rows', async () => {
     const path = await workbook([HEADER, dataRow('X-1'), dataRow('X-2'), ['#CONTROL', 'rows', '3'], ['#CONTROL', 'total', 'PHP', '201']]);
     const { result } = await parseXlsx(path);

@@ -213,6 +213,8 @@ class BatchReader {
     private readonly batchId: string,
     private readonly format: BatchFormatOptions,
     readonly rules: CompiledRules,
+    /** The rows come from a workbook's sheet: no delimiters, and a cell past the header is a value of its own. */
+    private readonly sheet = false,
   ) {
     this.trailer = new ControlBlock('trailer', file, rules);
     this.input = { file, line: 0, cells: FIELD_PATHS.map(() => ''), columns: {} };
@@ -363,14 +365,7 @@ class BatchReader {
     const reference = refIndex === undefined ? '' : trimSpaces(fields[refIndex] ?? '');
     if (fields.length !== header.width) {
       this.unsummedRows++;
-      const error: RowError = {
-        file: this.file,
-        line,
-        column: null,
-        field: null,
-        code: 'COLUMN_COUNT_MISMATCH',
-        message: `row has ${fields.length} fields but the header has ${header.width} (an unquoted delimiter inside a value, or a missing one?)`,
-      };
+      const error = this.fieldCountError(fields, line, header);
       return new ReadRow(this.batchId, line, this.rowCount, reference, null, [error], null);
     }
     const input = this.input;
@@ -403,6 +398,31 @@ class BatchReader {
     // The column of each error, for its letter (only rows with errors pay for this).
     for (const error of result.errors) error.columnIndex = error.field === null ? null : (header.indexOf[error.field as FieldPath] ?? null);
     return new ReadRow(this.batchId, line, this.rowCount, reference, null, result.errors, cells);
+  }
+
+  /**
+   * A row with more or fewer fields than the header, placed at the first column past the header (or the first
+   * one it lacks). A sheet has no delimiters: there, only a value in a column without a header does it.
+   */
+  private fieldCountError(fields: readonly string[], line: number, header: ResolvedHeader): RowError {
+    const width = header.width;
+    const extra = fields.length > width;
+    // A sheet's row ends at its last value (takeSheetRow): the first value past the header is there.
+    const firstValuePast = fields.findIndex((f, i) => i >= width && trimSpaces(f) !== '');
+    const index = !extra ? fields.length : this.sheet && firstValuePast >= 0 ? firstValuePast : width;
+    const field = extra ? undefined : header.fields[index];
+    const place = { file: this.file, line, column: field === undefined ? null : (header.columns[field] ?? null), columnIndex: index };
+    const letter = columnLetter(index);
+    let message: string;
+    if (this.sheet && extra) {
+      message = `column ${letter} holds a value but has no header (the header ends at column ${columnLetter(width - 1)}): delete the value, or move it into the column it belongs in`;
+    } else if (extra) {
+      const past = fields.length - width === 1 ? `column ${letter} has` : `columns ${letter}-${columnLetter(fields.length - 1)} have`;
+      message = `row has ${fields.length} fields but the header has ${width}, so ${past} no header (an unquoted delimiter inside a value?): put quotes around the value that holds the delimiter, or delete the extra value`;
+    } else {
+      message = `row has ${fields.length} fields but the header has ${width}, so it ends before column ${letter} (a missing delimiter, or a line break inside an unquoted value?): give the row one value per header column`;
+    }
+    return { ...place, field: null, code: 'COLUMN_COUNT_MISMATCH', message };
   }
 
   private addToTotal(currency: string, amount: string): void {
@@ -647,7 +667,7 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     }
     if (source !== null) delimiter = await batchDelimiter(source, displayName, format);
   }
-  const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules);
+  const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules, kind === 'xlsx');
   const utf8 = new Utf8Check();
   const lookup = opts.retryOriginals;
   const review =
