@@ -6,7 +6,7 @@
  * still waiting after `approval.expiresAfter` ends NOT_SUBMITTED.
  */
 import type { BatchHold } from '../domain/holds.js';
-import { compareAmounts, decimalText, sumAmounts } from '../domain/money.js';
+import { compareAmounts } from '../domain/money.js';
 import type { ReadyMoney } from '../domain/ready-money.js';
 import { holdForApproval } from '../holds/index.js';
 import {
@@ -28,10 +28,9 @@ export type GateVerdict = { kind: 'release' } | { kind: 'hold'; hold: BatchHold 
 
 /** The batch's figures from its READY rows' money: the request's own values, for what is sent is what counts (a cell written 1000.00 is sent as 1000). */
 function figuresOfMoney(money: ReadyMoney): BatchFigures {
-  const f = emptyFigures();
+  const f = { ...emptyFigures(), totals: money.payoutTotals() };
   for (const pair of money.entries()) {
     f.rows += pair.rows;
-    f.totals[pair.payoutCurrency] = sumAmounts([f.totals[pair.payoutCurrency] ?? '0', decimalText(pair.total)]);
     const largest = f.largest[pair.payoutCurrency];
     if (largest === undefined || compareAmounts(pair.largest, largest) > 0) f.largest[pair.payoutCurrency] = pair.largest;
   }

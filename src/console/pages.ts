@@ -15,7 +15,7 @@ import type { OutboxFile } from './files.js';
 import { duration, html, utc, type Html } from './html.js';
 import { may } from './roles.js';
 import type { ConsoleUser } from './users.js';
-import { totalsOf, type BatchListItem, type Progress, type StatusTotal, type TimelineEvent } from './views.js';
+import { acceptedTotalsOf, totalsOf, type BatchListItem, type Progress, type StatusTotal, type TimelineEvent } from './views.js';
 
 export interface PageContext {
   identity: Identity | null;
@@ -139,7 +139,7 @@ export function batchRows(ctx: PageContext, items: BatchListItem[]): Html {
         <td>${stateBadge(i.batch)}</td>
         <td class="reason">${i.reason ?? ''}</td>
         <td>${countsText(i.counts)}</td>
-        <td>${totalsOf(i.batch).map(([c, a]) => html`<div>${a} ${c}</div>`)}</td>
+        <td>${acceptedTotalsOf(i.batch).map(([c, a]) => html`<div>${a} ${c}</div>`)}</td>
         <td>${progressCell(i.progress, i.batch.state)}</td>
         <td title="${utc(i.batch.receivedAt)}">${duration(ctx.now - i.batch.receivedAt)}</td>
       </tr>`,
@@ -167,7 +167,7 @@ export function batchTable(ctx: PageContext, q: ListQuery, items: BatchListItem[
           <th scope="col">State</th>
           <th scope="col">Hold / approval / refusal</th>
           <th scope="col">Rows by status</th>
-          <th scope="col">Amounts</th>
+          <th scope="col">Amounts accepted</th>
           <th scope="col">Progress</th>
           <th scope="col">Age</th>
         </tr>
@@ -301,7 +301,9 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
         <dd><code>${b.sha256}</code></dd>
         <dt>Size</dt>
         <dd>${b.size} bytes</dd>
-        <dt>Amounts</dt>
+        <dt>Amounts of the accepted rows</dt>
+        <dd>${acceptedTotalsOf(b).map(([c, a]) => html`${a} ${c}<br />`)}</dd>
+        <dt>Amounts of all rows in the file, including refused ones</dt>
         <dd>${totalsOf(b).map(([c, a]) => html`${a} ${c}<br />`)}</dd>
       </dl>
       ${

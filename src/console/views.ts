@@ -47,11 +47,20 @@ export function reasonOf(batch: BatchRecord, approval: ApprovalView | null): str
   return null;
 }
 
-/** The payout amounts of every data row, per currency, as the batch record keeps them. */
+/** The payout amounts of every data row of the file, accepted or refused, per currency. */
 export function totalsOf(batch: Pick<BatchRecord, 'totalsJson'>): [string, string][] {
-  if (!batch.totalsJson) return [];
+  return sortedTotals(batch.totalsJson);
+}
+
+/** The payout amounts of the rows accepted (those sent or to be sent), per currency; none before acceptance. */
+export function acceptedTotalsOf(batch: Pick<BatchRecord, 'acceptedTotalsJson'>): [string, string][] {
+  return sortedTotals(batch.acceptedTotalsJson);
+}
+
+function sortedTotals(json: string | null | undefined): [string, string][] {
+  if (!json) return [];
   try {
-    const parsed = JSON.parse(batch.totalsJson) as Record<string, unknown>;
+    const parsed = JSON.parse(json) as Record<string, unknown>;
     return Object.entries(parsed)
       .filter((e): e is [string, string] => typeof e[1] === 'string')
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

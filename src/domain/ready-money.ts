@@ -4,7 +4,7 @@
  * in the pass that writes the batch's acknowledgement, or read from the store when that pass did not run.
  */
 import { ExactTotal } from './exact-total.js';
-import { compareAmounts, type Decimal } from './money.js';
+import { compareAmounts, decimalText, sumAmounts, type Decimal } from './money.js';
 
 export interface ReadyMoneyPair {
   deductionCurrency: string;
@@ -28,6 +28,14 @@ export class ReadyMoney {
     pair.sum.add(amount);
     pair.rows += 1;
     if (compareAmounts(amount, pair.largest) > 0) pair.largest = amount;
+  }
+
+  /** The total per payout currency, whatever the stablecoin: what the accepted rows pay, as a batch states it. */
+  payoutTotals(): Record<string, string> {
+    const totals: Record<string, string> = {};
+    for (const p of this.pairs.values())
+      totals[p.payoutCurrency] = sumAmounts([totals[p.payoutCurrency] ?? '0', decimalText(p.sum.toDecimal())]);
+    return totals;
   }
 
   /** Per stablecoin and payout currency, in the order first seen. */

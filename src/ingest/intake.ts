@@ -33,6 +33,7 @@ import {
   type ReferenceColumn,
   insertRowsWhileReading,
   requestValuesOfReferences,
+  readyMoneyOf,
 } from '../store/index.js';
 import {
   BatchReadError,
@@ -382,6 +383,8 @@ export class BatchIntake {
     // No ack from a reader that lost the batch: the reading that took over writes the batch's own.
     await holdReaderLease(this.deps.db, this.leaseOf(held.id), clock.now());
     const ackWritten = await this.writeOutbox(held.id, () => draft.write({ ...held, ...counts }));
+    // The batch's amounts are what its accepted rows send; the file's, refused rows included, stay apart.
+    const totals = (draft.ready ?? (await readyMoneyOf(this.deps.db, held.id))).payoutTotals();
     const acceptedAt = clock.now();
     const accepted = await this.move(
       held,
@@ -389,6 +392,7 @@ export class BatchIntake {
         ...counts,
         state: 'ACTIVE',
         acceptedAt,
+        acceptedTotalsJson: JSON.stringify(totals),
         leaseOwner: null,
         leaseExpiresAt: null,
         ...(ackWritten ? { ackWrittenAt: acceptedAt } : {}),
@@ -398,7 +402,8 @@ export class BatchIntake {
         data: {
           rows: parse.rowCount,
           ...counts,
-          totals: { ...parse.totals },
+          totals,
+          fileTotals: { ...parse.totals },
           hold: hold ? { code: hold.code, reason: hold.reason } : null,
         },
       },

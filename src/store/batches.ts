@@ -33,8 +33,10 @@ export interface BatchRecord {
   delimiter: string | null;
   /** The text encoding the file was read in when it was decided from its bytes (`encoding: auto`); else null. */
   encoding: string | null;
-  /** JSON {currency: decimal text} of the payout amounts of all data rows. */
+  /** JSON {currency: decimal text} of the payout amounts of all data rows, accepted or not (the file's). */
   totalsJson: string | null;
+  /** JSON {currency: decimal text} of the payout amounts of the rows accepted (those to be sent); null before acceptance, or for a batch not accepted. */
+  acceptedTotalsJson?: string | null;
   /** JSON {state: rows} once the batch ended with every row final (see counts.ts); null before, or if one was not. */
   finalCountsJson: string | null;
   receivedAt: number;
@@ -100,6 +102,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   delimiter: 'delimiter',
   encoding: 'encoding',
   totalsJson: 'totals_json',
+  acceptedTotalsJson: 'accepted_totals_json',
   finalCountsJson: 'final_counts_json',
   receivedAt: 'received_at',
   acceptedAt: 'accepted_at',

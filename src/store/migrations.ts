@@ -764,6 +764,42 @@ const readFailures: Migration = {
   },
 };
 
+// What a batch's accepted rows pay, per payout currency, beside totals_json (every data row of the file):
+// status and the batch.accepted event state the former. Batches accepted before it get what is known for sure.
+const acceptedTotals: Migration = {
+  name: '0026_accepted_totals',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.text('accepted_totals_json').nullable();
+    });
+    const accepted = (await knex('batches')
+      .whereNotNull('accepted_at')
+      .select('id', 'invalid_count', 'totals_json', 'approval_figures_json')) as {
+      id: string;
+      invalid_count: number;
+      totals_json: string | null;
+      approval_figures_json: string | null;
+    }[];
+    for (const b of accepted) {
+      // The approval gate's figures are the accepted rows' totals; with no row refused, so are the file's.
+      const totals = b.approval_figures_json
+        ? (JSON.parse(b.approval_figures_json) as { totals: Record<string, string> }).totals
+        : Number(b.invalid_count) === 0 && b.totals_json
+          ? (JSON.parse(b.totals_json) as Record<string, string>)
+          : null;
+      if (totals)
+        await knex('batches')
+          .where({ id: b.id })
+          .update({ accepted_totals_json: JSON.stringify(totals) });
+    }
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('accepted_totals_json');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -790,6 +826,7 @@ export const MIGRATIONS: readonly Migration[] = [
   unboundedText,
   storedPathIndex,
   readFailures,
+  acceptedTotals,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { approvePage, batchRows } from '../../src/console/pages.js';
-import { eventWords, progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
+import { acceptedTotalsOf, eventWords, progressOf, reasonOf, timelineOf, totalsOf } from '../../src/console/views.js';
 import type { BatchEvent } from '../../src/domain/batch-events.js';
 import { receivedBatch, type BatchRecord } from '../../src/store/index.js';
 
@@ -65,6 +65,17 @@ describe('console views', () => {
     ]);
     expect(totalsOf({ totalsJson: 'not json' })).toEqual([]);
     expect(totalsOf({ totalsJson: null })).toEqual([]);
+  });
+
+  it('the batch list shows what the accepted rows pay, as payoutd status does, not the amounts of refused rows', () => {
+    // 8 of 23 rows accepted; a refused row's amount mistyped 1000000000.001.
+    const totals = { totalsJson: '{"PHP":"1000012345.501"}', acceptedTotalsJson: '{"PHP":"12000.5"}' };
+    const partly = batch({ state: 'ACTIVE', validCount: 8, invalidCount: 15, ...totals });
+    const item = { batch: partly, uploader: null, counts: { READY: 8 }, progress: { done: 0, total: 23, etaMs: null }, reason: null };
+    const row = String(batchRows({ identity: null, refreshMs: 0, now: 2000 }, [{ ...item, awaitingApproval: false }]));
+    expect(row).toContain('12000.5 PHP');
+    expect(row).not.toContain('1000012345.501');
+    expect(acceptedTotalsOf({ acceptedTotalsJson: null })).toEqual([]);
   });
 
   it('the approval confirmation headlines what will be paid, not the amounts of refused rows', () => {

@@ -136,3 +136,22 @@ it('--batch names where each stored error is: its column letter, and the sidecar
   expect(out).toContain('  pay.csv.ctl, line 2: CONTROL_INVALID: control line must be …\n');
   expect(out).toContain('  file: CONTROL_MISSING: control totals are required\n');
 });
+
+it('AMOUNTS and --json totals are what the accepted rows pay; fileTotals what every row of the file adds up to', async () => {
+  const { db, dir } = await store();
+  await addBatch(db, 'BPART', 'typo.csv');
+  await addRows(db, [validRow('BPART', 2, request('INV-P1'))]);
+  // A mistyped amount on a refused row is in the file's totals, not in the batch's.
+  await updateBatch(
+    db,
+    'BPART',
+    { validCount: 1, invalidCount: 1, totalsJson: '{"PHP":"1000001500.501"}', acceptedTotalsJson: '{"PHP":"1500.5"}' },
+    T0,
+  );
+  await closeDatabase(db);
+  const out = await printed(() => status(configFor(dir), undefined, 20, false));
+  expect(lineOf(out, 'BPART')).toMatch(/ 1500\.5 PHP /);
+  expect(out).not.toContain('1000001500.501');
+  const [view] = JSON.parse(await printed(() => status(configFor(dir), 'BPART', 20, true))) as BatchView[];
+  expect(view).toMatchObject({ totals: { PHP: '1500.5' }, fileTotals: { PHP: '1000001500.501' } });
+});

@@ -67,10 +67,12 @@ function age(ms: number): string {
   return `${Math.round(s / 86400)}d`;
 }
 
+const totalsIn = (json: string | null | undefined): Record<string, string> | null =>
+  json ? (JSON.parse(json) as Record<string, string>) : null;
+
+/** AMOUNTS: what the batch's accepted rows pay (nothing before acceptance, nor for a batch refused). */
 function totals(b: BatchRecord): string {
-  if (!b.totalsJson) return '';
-  const t = JSON.parse(b.totalsJson) as Record<string, string>;
-  return Object.entries(t)
+  return Object.entries(totalsIn(b.acceptedTotalsJson) ?? {})
     .map(([cur, amount]) => `${amount} ${cur}`)
     .join(', ');
 }
@@ -122,7 +124,10 @@ export interface BatchView {
   cancelReason: string | null;
   hold: { code: string; reason: string | null; until: string | null; since: string | null } | null;
   counts: StateCounts;
+  /** Payout amount per currency of the rows accepted, those sent or to be sent; null before acceptance, or for a batch refused. */
   totals: Record<string, string> | null;
+  /** Payout amount per currency of every data row of the file, accepted or refused, whose amount could be read. */
+  fileTotals: Record<string, string> | null;
   progress: { rows: number; final: number; percent: number; rowsPerMinute: number | null; etaAt: string | null };
   receivedAt: string;
   acceptedAt: string | null;
@@ -159,7 +164,8 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     cancelReason: b.cancelReason ?? null,
     hold: b.holdCode === null ? null : { code: b.holdCode, reason: b.holdReason, until: iso(b.holdUntil), since: iso(holdSince) },
     counts,
-    totals: b.totalsJson ? (JSON.parse(b.totalsJson) as Record<string, string>) : null,
+    totals: totalsIn(b.acceptedTotalsJson),
+    fileTotals: totalsIn(b.totalsJson),
     progress: { rows, final, percent: p.percent, rowsPerMinute: end.perMinute, etaAt: iso(end.etaAt) },
     receivedAt: iso(b.receivedAt) as string,
     acceptedAt: iso(b.acceptedAt),
