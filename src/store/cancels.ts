@@ -14,9 +14,20 @@ const operatorCancel = (reason: string): { code: string; reason: string; event: 
   event: 'cancelled',
 });
 
+/** What a cancel did to a batch's rows. */
+export interface CancelOutcome {
+  /** READY rows made NOT_SUBMITTED. */
+  notSubmitted: number;
+  /**
+   * Rows claimed for a create (CREATING): one already on the wire is followed to its end; one not yet sent is
+   * put back READY by its create's fence and made NOT_SUBMITTED (cancelReturnedRows).
+   */
+  claimed: number;
+}
+
 /**
- * Cancels the batch for good; how many READY rows it made NOT_SUBMITTED. `by` is the operator's user name
- * for the approval audit: a batch waiting for approval is not decided on after its cancel.
+ * Cancels the batch for good. `by` is the operator's user name for the approval audit: a batch waiting for
+ * approval is not decided on after its cancel.
  */
 export async function cancelReadyRows(
   db: Database,
@@ -24,7 +35,7 @@ export async function cancelReadyRows(
   reason: string,
   now: number,
   by: string | null = null,
-): Promise<number> {
+): Promise<CancelOutcome> {
   return writeTransaction(db, async (trx) => {
     await trx('batches')
       .where({ id: batchId })
@@ -48,9 +59,12 @@ export async function cancelReadyRows(
       });
       await trx('batches').where({ id: batchId, approval_state: 'REQUIRED' }).update({ approval_state: 'CANCELLED' });
     }
-    const moved = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
+    const notSubmitted = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
     await releaseBatchHold(trx, batchId, now, 'operator-cancel');
-    return moved;
+    const r = (await trx('payouts').where({ batch_id: batchId, state: 'CREATING' }).count({ n: '*' }).first()) as
+      { n: number | string } | undefined;
+    const claimed = Number(r?.n ?? 0);
+    return { notSubmitted, claimed };
   });
 }
 

@@ -55,6 +55,23 @@ async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Prom
   return ids.length > 0 ? { ids } : null;
 }
 
+/**
+ * The batches (`b`) whose rows may be sent at `now`: the one definition both the claim and the fence of each
+ * create try apply, so a batch cancelled or held after its rows were claimed sends none of them.
+ */
+function sendableBatch(q: Knex.QueryBuilder, now: number): Knex.QueryBuilder {
+  return (
+    q
+      .where('b.state', 'ACTIVE')
+      // Only a balance hold ends by itself; any other hold waits for an operator.
+      .andWhere((w) => w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', BALANCE_HOLD).andWhere('b.hold_until', '<=', now)))
+      // Approval (src/approval): a batch that uses it is paid only once let go, whatever happened to its hold.
+      .andWhere((w) => w.whereNull('b.approval_state').orWhereIn('b.approval_state', RELEASED_APPROVAL_STATES))
+      // An operator's cancel is for good: a row back in READY since is made NOT_SUBMITTED, never sent.
+      .whereNull('b.cancelled_at')
+  );
+}
+
 /** A row claimed for a create: what sending it needs, and its intent's lease. */
 export type ClaimedRow = Pick<
   PayoutRow,
@@ -82,13 +99,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       (w: Knex.QueryBuilder): Knex.QueryBuilder =>
         w.whereNull(col).orWhere(col, '<=', now);
     const batchIds = (await trx('batches as b')
-      .where('b.state', 'ACTIVE')
-      // Only a balance hold ends by itself; any other hold waits for an operator.
-      .andWhere((w) => w.whereNull('b.hold_code').orWhere((h) => h.where('b.hold_code', BALANCE_HOLD).andWhere('b.hold_until', '<=', now)))
-      // Approval (src/approval): a batch that uses it is paid only once let go, whatever happened to its hold.
-      .andWhere((w) => w.whereNull('b.approval_state').orWhereIn('b.approval_state', RELEASED_APPROVAL_STATES))
-      // An operator's cancel is for good: a row back in READY since is made NOT_SUBMITTED, never sent.
-      .whereNull('b.cancelled_at')
+      .modify(sendableBatch, now)
       .whereExists((e) =>
         e
           .select(trx.raw('1'))
@@ -138,26 +149,49 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
   });
 }
 
+/** What the fence of a create try found: `sending` (it may go), `lost` (the claim), or `unsendable` (its batch). */
+export type CreateFence = 'sending' | 'lost' | 'unsendable';
+
 /**
- * The fence of one create try: renews the lease of a claimed row right before the try goes on the wire, only
- * while the row is still this claim's (CREATING, leased to this instance for the same attempt, the lease not
- * run out). False: the row may be another's by now (taken over as interrupted, perhaps created again), so
- * this try must not be sent. The lease then lasts longer than one try can take (docs/high-availability.md).
+ * The fence of one create try, right before it goes on the wire: the row is still this claim's (CREATING,
+ * leased to this instance for the same attempt, the lease not run out) and its batch still sendable (cancel,
+ * holds, approval: sendableBatch). `lost`: the row may be another's by now (taken over as interrupted, perhaps
+ * created again). `unsendable`: still ours, but an operator's cancel or a hold came after the claim. Either way
+ * the try must not be sent. With `renew` the lease is renewed in the same guarded statement, so it then lasts
+ * longer than one try can take (docs/high-availability.md); without, one indexed read.
  */
-export async function renewCreateLease(
+export async function fenceCreate(
   db: Database,
   row: Pick<ClaimedRow, 'id' | 'createAttempts'>,
   now: number,
   claimant: Claimant,
-): Promise<boolean> {
-  const renew = async (trx: Knex.Transaction): Promise<boolean> =>
-    (await trx('payouts')
-      .where({ id: row.id, state: 'CREATING', lease_owner: claimant.instanceId, create_attempts: row.createAttempts })
-      .andWhere('lease_expires_at', '>=', now)
-      .update({ lease_expires_at: now + claimant.leaseMs })) > 0;
+  renew: boolean,
+): Promise<CreateFence> {
+  const ours = (q: Knex.QueryBuilder): Knex.QueryBuilder =>
+    q
+      .where({ 'p.id': row.id, 'p.state': 'CREATING', 'p.lease_owner': claimant.instanceId, 'p.create_attempts': row.createAttempts })
+      .andWhere('p.lease_expires_at', '>=', now);
+  const sendable = (trx: Knex): Knex.QueryBuilder =>
+    trx('batches as b').select(trx.raw('1')).whereRaw('b.id = p.batch_id').modify(sendableBatch, now);
+  const look = async (trx: Knex): Promise<CreateFence> => {
+    const r = (await trx('payouts as p')
+      .modify(ours)
+      .first(trx.raw('case when exists ? then 1 else 0 end as sendable', [sendable(trx)]))) as { sendable: number | string } | undefined;
+    if (r === undefined) return 'lost';
+    return Number(r.sendable) === 1 ? 'sending' : 'unsendable';
+  };
+  if (!renew) return look(db);
+  const renewed = async (trx: Knex.Transaction): Promise<CreateFence> => {
+    const n = await trx('payouts as p')
+      .modify(ours)
+      .whereExists(sendable(trx))
+      .update({ lease_expires_at: now + claimant.leaseMs });
+    // Rarely reached: which of the two it was, for what the row's history says.
+    return n > 0 ? 'sending' : look(trx);
+  };
   // Shared, other instances judge the lease by what is committed, so it must survive a crash of the server.
   // Alone on SQLite, every start takes all CREATING rows as interrupted anyway: a lost renewal costs nothing.
-  return isPostgres(db) ? writeTransaction(db, renew) : reproducibleTransaction(db, renew);
+  return isPostgres(db) ? writeTransaction(db, renewed) : reproducibleTransaction(db, renewed);
 }
 
 /** The claimant of a single-instance daemon. */

@@ -49,14 +49,22 @@ export {
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
 export { holdBatch, releaseBatchHold, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
-export { cancelReadyRows, cancelReturnedRows } from './cancels.js';
+export { cancelReadyRows, cancelReturnedRows, type CancelOutcome } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
-export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, renewCreateLease, type Claimant, type ClaimedRow } from './claims.js';
+export {
+  claimDueRows,
+  claimReadyRows,
+  markInterruptedCreatesUnknown,
+  fenceCreate,
+  type Claimant,
+  type ClaimedRow,
+  type CreateFence,
+} from './claims.js';
 export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 

@@ -20,7 +20,7 @@ import {
   claimReadyRows,
   lastIntentAt,
   markInterruptedCreatesUnknown,
-  renewCreateLease,
+  fenceCreate,
   type Claimant,
   type ClaimedRow,
   type RowMove,
@@ -92,10 +92,19 @@ interface Beside {
   stop(): Promise<number>;
 }
 
+const SHUTDOWN_NOT_SENT = 'shutdown before the create was sent';
+
 /** A create try not sent: its row's claim ran out and the row may be another's now. */
 class ClaimLost extends Error {
   constructor() {
     super('the claim on this row ran out before its create was sent');
+  }
+}
+
+/** A create try not sent, its row still this claim's: a stop, or a cancel or hold of its batch after the claim. */
+class NotSending extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
   }
 }
 
@@ -209,8 +218,9 @@ export class PayoutSubmitter {
       w?.();
     };
     // Waiting rows go to the concurrency limit only while it has a free slot; a slot freed by an answer takes the next.
+    // After a stop none is sent: all are handed over at once, to be put back READY without waiting for a slot.
     const send = (): void => {
-      while (this.limit.activeCount + this.limit.pendingCount < concurrency() && this.waitingCount() > 0) {
+      while ((signal.aborted || this.limit.activeCount + this.limit.pendingCount < concurrency()) && this.waitingCount() > 0) {
         const row = this.takeWaiting();
         const settled = (): void => {
           unrecorded.delete(p);
@@ -220,7 +230,7 @@ export class PayoutSubmitter {
           send();
           nudge();
         };
-        const p: Promise<void> = this.createAndRecord(row, callSignal, answered).then(settled, (err: unknown) => {
+        const p: Promise<void> = this.createAndRecord(row, signal, callSignal, answered).then(settled, (err: unknown) => {
           // A failed record stops new claims; the rows claimed still go out, and the pass reports the failure.
           failure ??= { err };
           settled();
@@ -228,34 +238,46 @@ export class PayoutSubmitter {
         unrecorded.add(p);
       }
     };
-    while (!signal.aborted && failure === null && this.available()) {
-      // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once.
-      send();
-      const waiting = this.waitingCount();
-      const n = concurrency();
-      if (waiting > n / 2 || unrecorded.size + waiting > n * 6) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
+    // A stop ends a wait for a free slot at once: the rows waiting are put back then, not after the answers out.
+    signal.addEventListener('abort', nudge, { once: true });
+    try {
+      while (!signal.aborted && failure === null && this.available()) {
+        // Keep a claimed row waiting behind every slot, so a slot freed by an answer is refilled at once.
+        send();
+        const waiting = this.waitingCount();
+        const n = concurrency();
+        if (waiting > n / 2 || unrecorded.size + waiting > n * 6) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          continue;
+        }
+        const room = Math.min(500, n * 8 - unrecorded.size - waiting);
+        const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
+        if (rows.length === 0) break;
+        moved += rows.length;
+        for (const row of rows) this.waiting.push(row);
+        send();
       }
-      const room = Math.min(500, n * 8 - unrecorded.size - waiting);
-      const rows = await claimReadyRows(this.deps.db, room, this.deps.clock.now(), this.o.claimant);
-      if (rows.length === 0) break;
-      moved += rows.length;
-      for (const row of rows) this.waiting.push(row);
-      send();
+    } finally {
+      signal.removeEventListener('abort', nudge);
     }
-    // Rows still waiting are sent as slots free up (after a stop, or with the service down, each is put back READY unsent).
+    // Rows still waiting go to slots as they free up; with the service down each is put back READY unsent.
     send();
     while (unrecorded.size > 0) await Promise.all([...unrecorded]);
     if (failure !== null) throw (failure as { err: unknown }).err;
     return moved;
   }
 
-  /** One claimed row: its create under the limit, then its answer recorded outside the slot (`answered` in between). */
-  private async createAndRecord(row: ClaimedRow, signal: AbortSignal, answered: () => void): Promise<void> {
+  /**
+   * One claimed row: its create under the limit, then its answer recorded outside the slot (`answered` in between).
+   * `stop`: no create leaves after it; `signal`: abandons calls already out.
+   */
+  private async createAndRecord(row: ClaimedRow, stop: AbortSignal, signal: AbortSignal, answered: () => void): Promise<void> {
     let outcome: CreateOutcome;
     try {
-      outcome = await this.limit(() => this.sendCreate(row, signal));
+      // After a stop nothing is sent: no slot is waited for.
+      outcome = stop.aborted
+        ? { move: this.notSent(row, SHUTDOWN_NOT_SENT), row }
+        : await this.limit(() => this.sendCreate(row, stop, signal));
     } finally {
       // Even if the send failed unexpectedly: the freed slot takes the next waiting row.
       answered();
@@ -274,29 +296,16 @@ export class PayoutSubmitter {
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */
-  private async sendCreate(row: ClaimedRow, signal: AbortSignal): Promise<CreateOutcome> {
+  private async sendCreate(row: ClaimedRow, stop: AbortSignal, signal: AbortSignal): Promise<CreateOutcome> {
     const { clock, logger } = this.deps;
     // A child logger per create costs more than the create's own bookkeeping; made only when a line is written.
     const log = (): Logger => logger.child({ batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId });
     let move: RowMove;
     let holdUntil: number | undefined;
-    const down = !this.available();
-    if (signal.aborted || down) {
-      // Claimed but never sent: nothing to resolve, no attempt charged; the row is READY again.
-      const notSent: RowMove = {
-        row,
-        from: 'CREATING',
-        to: 'READY',
-        patch: { nextAttemptAt: clock.now(), createAttempts: Math.max(0, row.createAttempts - 1) },
-        history: {
-          event: 'not-sent',
-          detail: down ? 'the payout service is unreachable; sent once it answers again' : 'shutdown before the create was sent',
-        },
-      };
-      return { move: notSent, row };
-    }
+    if (!this.available()) return { move: this.notSent(row, 'the payout service is unreachable; sent once it answers again'), row };
+    if (stop.aborted || signal.aborted) return { move: this.notSent(row, SHUTDOWN_NOT_SENT), row };
     // Allocated per create: the fence of each try, and the tries refused for their credentials.
-    const trail: CreateTrail = { beforeSend: () => this.fence(row) };
+    const trail: CreateTrail = { beforeSend: () => this.fence(row, stop) };
     try {
       this.deps.faultPoint?.('after-intent');
       if (row.requestValues === null) throw new Error(`row ${row.id} has no stored request`);
@@ -317,6 +326,11 @@ export class PayoutSubmitter {
         // to whoever holds it now, or to the takeover of expired leases, which resolves it by query.
         log().warn({ instanceId: this.o.claimant.instanceId }, 'create not sent: the claim on its row ran out; left to its holder');
         return { row };
+      }
+      if (err instanceof NotSending) {
+        // Every earlier try, if any, was refused unprocessed (the client repeats only those): nothing was created.
+        log().debug({ detail: err.detail }, 'create not sent; the row is READY again');
+        return { move: this.notSent(row, err.detail), row, notes: this.refusalNotes(row, trail) };
       }
       const d = decideCreateFailure(err, {
         attempt: row.createAttempts,
@@ -343,16 +357,32 @@ export class PayoutSubmitter {
   }
 
   /**
-   * Before each try of a create: renews the row's lease, or throws ClaimLost when the row is no longer this
-   * claim's. No row is taken over before its lease runs out, so a try that leaves with half the lease still ahead
-   * (more than one try can take) needs no renewal: a create sent soon after its claim writes nothing here.
+   * Before each try of a create: after a stop, or once the row's batch is no longer sendable (an operator's
+   * cancel, a hold, approval withdrawn after the claim), throws NotSending; when the row is no longer this
+   * claim's, ClaimLost. Both are one guarded statement of the store, run even while the lease is fresh. The
+   * lease is renewed only when less than half of it is ahead: no row is taken over before its lease runs out,
+   * and a try leaving with half the lease ahead has more than one try can take.
    */
-  private async fence(row: ClaimedRow): Promise<void> {
+  private async fence(row: ClaimedRow, stop: AbortSignal): Promise<void> {
+    if (stop.aborted) throw new NotSending(SHUTDOWN_NOT_SENT);
     const now = this.deps.clock.now();
     const { leaseMs } = this.o.claimant;
-    if (row.leaseExpiresAt !== null && now + leaseMs / 2 <= row.leaseExpiresAt) return;
-    if (!(await renewCreateLease(this.deps.db, row, now, this.o.claimant))) throw new ClaimLost();
-    row.leaseExpiresAt = now + leaseMs;
+    const renew = row.leaseExpiresAt === null || now + leaseMs / 2 > row.leaseExpiresAt;
+    const fenced = await fenceCreate(this.deps.db, row, now, this.o.claimant, renew);
+    if (fenced === 'lost') throw new ClaimLost();
+    if (fenced === 'unsendable') throw new NotSending('its batch was cancelled or held before the create was sent');
+    if (renew) row.leaseExpiresAt = now + leaseMs;
+  }
+
+  /** A claimed row put back READY unsent: nothing to resolve, no attempt charged. */
+  private notSent(row: ClaimedRow, detail: string): RowMove {
+    return {
+      row,
+      from: 'CREATING',
+      to: 'READY',
+      patch: { nextAttemptAt: this.deps.clock.now(), createAttempts: Math.max(0, row.createAttempts - 1) },
+      history: { event: 'not-sent', detail },
+    };
   }
 
   /** A history entry per try of the create the service refused before processing (its credentials), if any. */

@@ -21,7 +21,7 @@ describe('operator decisions', () => {
     await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
     expect(await claimReadyRows(p.db, 10, p.clock.now())).toEqual([]);
 
-    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', p.clock.now())).toBe(2);
+    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', p.clock.now())).toEqual({ notSubmitted: 2, claimed: 0 });
     expect(await p.states(batch.id)).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
     expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
     await p.submit();
@@ -36,7 +36,10 @@ describe('operator decisions', () => {
       .db('payouts')
       .where({ batch_id: batch.id, line: 2 })
       .update({ state: 'UNKNOWN', unknown_since: p.clock.now(), next_attempt_at: p.clock.now() });
-    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: wrong file', p.clock.now())).toBe(1);
+    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: wrong file', p.clock.now())).toEqual({
+      notSubmitted: 1,
+      claimed: 0,
+    });
     expect(await p.states(batch.id)).toEqual(['UNKNOWN', 'NOT_SUBMITTED']);
 
     // The service has no payout for it: past the grace it goes back to READY, and is claimed no more.
@@ -81,7 +84,10 @@ describe('operator decisions', () => {
 
     await releaseBatchHold(p.db, released.id, p.clock.now());
     expect(await listFinishedActiveBatches(p.db)).toEqual([released.id]);
-    expect(await cancelReadyRows(p.db, cancelled.id, 'cancelled by an operator: test', p.clock.now())).toBe(0);
+    expect(await cancelReadyRows(p.db, cancelled.id, 'cancelled by an operator: test', p.clock.now())).toEqual({
+      notSubmitted: 0,
+      claimed: 0,
+    });
     expect((await p.batch(cancelled.id)).holdCode).toBeNull();
     expect((await listFinishedActiveBatches(p.db)).sort()).toEqual([released.id, cancelled.id].sort());
   });

@@ -9,6 +9,7 @@ import {
   getBatch,
   cancelReadyRows,
   releaseBatchHold,
+  type CancelOutcome,
   type Database,
 } from '../../store/index.js';
 import { print } from '../output.js';
@@ -64,6 +65,18 @@ export async function releaseBatch(config: ResolvedConfig, batchId: string): Pro
   });
 }
 
+/** What `payoutd cancel` tells the operator: what it made NOT_SUBMITTED, and what may still be on the wire. */
+export function cancelMessage(batchId: string, done: CancelOutcome): string {
+  const claimed =
+    done.claimed > 0
+      ? ` ${done.claimed} row(s) were claimed for sending and may already be on the wire: each is followed to its end and reported, and one not yet sent is stopped and made NOT_SUBMITTED.`
+      : '';
+  return (
+    `batch ${batchId}: ${done.notSubmitted} row(s) not yet sent are now NOT_SUBMITTED.${claimed}` +
+    ' Rows already sent are followed to their end; one the service proves never to have received is not sent again.'
+  );
+}
+
 export async function cancelBatch(config: ResolvedConfig, batchId: string, reason: string): Promise<void> {
   await withActiveBatch(config, batchId, async (db) => {
     // The approval audit names who cancelled; a user without a name on this system cancels all the same.
@@ -71,9 +84,7 @@ export async function cancelBatch(config: ResolvedConfig, batchId: string, reaso
       (u) => u.name,
       () => null,
     );
-    const n = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now(), by);
-    print(
-      `batch ${batchId}: ${n} row(s) not yet sent are now NOT_SUBMITTED; rows already sent are followed to their end, and one the service proves never to have received is not sent again`,
-    );
+    const done = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now(), by);
+    print(cancelMessage(batchId, done));
   });
 }
