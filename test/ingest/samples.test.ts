@@ -69,13 +69,14 @@ describe('sample files', () => {
     expect(result.fileErrors).toEqual([]);
     expect(result.validCount).toBe(0);
     const found = new Set(rows.flatMap((r) => r.errors.map((e) => e.code)));
-    // A minimum amount is not set by default, so AMOUNT_BELOW_MIN needs config; an inexact number or a number
-    // format needs a workbook cell, and lost leading zeros the original row in the database.
+    // A minimum amount is not set by default, so AMOUNT_BELOW_MIN needs config; an inexact number, a number
+    // format or a phonetic guide needs a workbook cell, and lost leading zeros the original row in the database.
     const notInCsv: string[] = [
       'AMOUNT_BELOW_MIN',
       'AMOUNT_NOT_EXACT',
       'AMOUNT_FORMAT_HIDES',
       'IDENTIFIER_NUMBER_FORMAT',
+      'PHONETIC_GUIDE',
       'LEADING_ZEROS_LOST',
     ];
     const expected = ROW_ERROR_CODES.filter((c) => !notInCsv.includes(c));

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
+import { CellSet } from '../../src/ingest/xlsx/scan.js';
 import { FIELD_PATHS, errorPlace, type FieldPath, type RowError } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
 import { reorderZip, writeZip, zipEntries } from '../support/zip.js';
@@ -566,5 +567,118 @@ describe('xlsx batches: text damaged in reading is not paid', () => {
     expect(rows[0]?.errors[0]?.message).toMatch(
       /^the sender's last name shows the replacement character "\ufffd" at position 3, which stands for/,
     );
+  });
+});
+
+describe('xlsx batches: shared text the reader would misread', () => {
+  /** Rewrites the shared strings of the workbook at `path`: each entry holding only `text` becomes `entry`. */
+  async function editSharedStrings(path: string, edits: Record<string, string>): Promise<void> {
+    const entries = await zipEntries(path);
+    let xml = entries.get('xl/sharedStrings.xml')?.toString('utf8') ?? '';
+    for (const [text, entry] of Object.entries(edits)) {
+      const plain = `<si><t>${text}</t></si>`;
+      expect(xml).toContain(plain);
+      xml = xml.replace(plain, entry);
+    }
+    entries.set('xl/sharedStrings.xml', Buffer.from(xml));
+    await writeZip(path, [...entries]);
+  }
+
+  /** An entry as Excel writes text typed through a Japanese input method: the text, then its reading. */
+  const guided = (text: string, reading: string): string =>
+    `<si><t>${text}</t><rPh sb="0" eb="${[...text].length}"><t>${reading}</t></rPh><phoneticPr fontId="1"/></si>`;
+
+  const phonetic = (what: string): string =>
+    `${what} carries a phonetic guide (a reading aid such as furigana, kept with text typed through a Japanese or Chinese input method), which payoutd cannot read safely: it would read the guide, not the text shown; save the sheet as CSV UTF-8 and send that, or paste the column back as plain text (through Notepad) and drop the workbook again`;
+
+  it.each([
+    ['after the sheet, as Excel stores them', false],
+    ['before the sheet', true],
+  ])(
+    'refuses a cell whose text carries a phonetic guide (read as the guide), naming line, column and header: strings %s',
+    async (_, first) => {
+      const path = await workbook([
+        HEADER,
+        dataRow('X-1', { 'beneficiary.accountName': '山田太郎' }),
+        dataRow('X-2'),
+        dataRow('X-3', { 'beneficiary.accountName': '佐藤花子', 'sender.lastName': '鈴木' }),
+      ]);
+      // An empty reading is read as an empty cell, no cell at all to exceljs.
+      await editSharedStrings(path, {
+        山田太郎: guided('山田太郎', 'ヤマダタロウ'),
+        佐藤花子: guided('佐藤花子', ''),
+        鈴木: guided('鈴木', 'スズキ'),
+      });
+      const before = [
+        '[Content_Types].xml',
+        '_rels/.rels',
+        'xl/workbook.xml',
+        'xl/_rels/workbook.xml.rels',
+        'xl/styles.xml',
+        'xl/sharedStrings.xml',
+      ];
+      if (first) await reorderZip(path, before);
+      const { result, rows } = await parseXlsx(path);
+      expect(result.fileErrors).toEqual([]);
+      expect(rows.map((r) => [r.line, r.state, r.errors.map((e) => [errorPlace(e), e.code, e.message])])).toEqual([
+        [2, 'INVALID', [['line 2, column J "beneficiary.accountName"', 'PHONETIC_GUIDE', phonetic('the account name cell')]]],
+        [3, 'READY', []],
+        [
+          4,
+          'INVALID',
+          [
+            ['line 4, column F "sender.lastName"', 'PHONETIC_GUIDE', phonetic("the sender's last name cell")],
+            ['line 4, column J "beneficiary.accountName"', 'PHONETIC_GUIDE', phonetic('the account name cell')],
+          ],
+        ],
+      ]);
+      expect(JSON.stringify(rows)).not.toMatch(/ヤマダ|スズキ/);
+    },
+  );
+
+  it('reads rich text runs whole, a guide after them too', async () => {
+    const path = await workbook([HEADER, dataRow('X-1', { 'beneficiary.accountName': 'Yamada Taro' })]);
+    await editSharedStrings(path, {
+      'Yamada Taro':
+        '<si><r><t xml:space="preserve">Yamada </t></r><r><rPr><b/></rPr><t>Taro</t></r><rPh sb="0" eb="1"><t>YAMA</t></rPh></si>',
+    });
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.state, r.request?.beneficiary.accountName])).toEqual([['READY', 'Yamada Taro']]);
+  });
+
+  it('refuses shared text stored in several pieces outside runs (read as its last), naming the cell', async () => {
+    const path = await workbook([HEADER, dataRow('X-1', { payoutAmount: '1500.50' })]);
+    await editSharedStrings(path, { '1500.50': '<si><t>1</t><t>500.50</t></si>' });
+    const { result, rows } = await parseXlsx(path);
+    expect(rows).toEqual([]);
+    expect(result.fileErrors.map((e) => [e.code, e.line])).toEqual([['XLSX_UNREADABLE', 2]]);
+    expect(result.fileErrors[0]?.message).toContain('cell D2 holds text stored in several differently formatted pieces');
+  });
+
+  it('refuses a header cell whose text carries a phonetic guide', async () => {
+    const header = HEADER.map((h) => (h === 'beneficiary.accountName' ? '受取人名' : h));
+    const path = await workbook([header, dataRow('X-1')]);
+    await editSharedStrings(path, { 受取人名: guided('受取人名', 'ウケトリニンメイ') });
+    const { result, rows } = await parseXlsx(path, { columnAliases: { 受取人名: 'beneficiary.accountName' } });
+    expect(rows).toEqual([]);
+    expect(result.fileErrors.map((e) => [errorPlace(e), e.code, e.message])).toEqual([
+      ['line 1, column J', 'XLSX_UNREADABLE', phonetic('the header cell')],
+    ]);
+  });
+
+  it('refuses the sheet whole when more cells carry a guide than are kept one by one', async () => {
+    const path = join(await tempDir(), 'many.xlsx');
+    const wb = new ExcelJS.Workbook();
+    const ws = wb.addWorksheet('Payouts');
+    ws.addRow(HEADER);
+    for (let i = 0; i <= CellSet.MAX_CELLS; i++) ws.addRow(dataRow(`X-${i}`, { 'beneficiary.accountName': '山田太郎' }));
+    await wb.xlsx.writeFile(path);
+    await editSharedStrings(path, { 山田太郎: guided('山田太郎', 'ヤマダタロウ') });
+    const { result, rows } = await parseXlsx(path);
+    expect(rows).toEqual([]);
+    expect(result.fileErrors.map((e) => [e.code, e.line, e.message])).toEqual([
+      ['XLSX_UNREADABLE', 2, phonetic('the text of cell J2 and of more cells in sheet "Payouts"')],
+    ]);
   });
 });

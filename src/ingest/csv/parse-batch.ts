@@ -13,7 +13,7 @@ import { ExactTotal } from '../../domain/exact-total.js';
 import { decimalText, isPlainDecimal } from '../../domain/money.js';
 import type { PayoutRequest } from '../../domain/payout.js';
 import { decodeRequestValues, encodeRequestValues, REQUEST_VALUE_INDEX, requestOfText } from '../../domain/request-values.js';
-import { FIELD_PATHS } from '../rules/fields.js';
+import { FIELD_PATHS, FIELD_WORDS, type FieldPath } from '../rules/fields.js';
 import { compileRules, type CompiledRules } from '../rules/compiled.js';
 import type { ValidationRules } from '../rules/options.js';
 import { columnLetter, columnPlace, fileErrorOf, type RowError } from '../rules/row-error.js';
@@ -28,8 +28,15 @@ import type { BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
 import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
 import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
-import { cellText, controlCellHides, SheetRefusal, sheetRows, type CellProblem, type SheetRow } from '../xlsx/index.js';
-import type { FieldPath } from '../rules/fields.js';
+import {
+  cellText,
+  controlCellHides,
+  phoneticGuideMessage,
+  SheetRefusal,
+  sheetRows,
+  type CellProblem,
+  type SheetRow,
+} from '../xlsx/index.js';
 
 /** The batch file could not be read at all (missing, unreadable): not a problem of its content. */
 export class BatchReadError extends PayoutdError {
@@ -234,6 +241,18 @@ class BatchReader {
   /** One sheet row: its cells as text for the header, or for each column's field, then taken as a record. */
   takeSheetRow(row: SheetRow): ReadRow | null {
     const header = this.header;
+    if (header === null && row.guided.length > 0) {
+      this.fileError({
+        file: this.file,
+        line: row.line,
+        column: null,
+        columnIndex: row.guided[0] as number,
+        field: null,
+        code: 'XLSX_UNREADABLE',
+        message: phoneticGuideMessage('the header cell'),
+      });
+      throw new StopParsing();
+    }
     const fields: string[] = [];
     let problems: Map<FieldPath, CellProblem> | null = null;
     // A control row's cells are no values of their columns' fields; its numbers are totals, to be seen as read.
@@ -243,7 +262,11 @@ class BatchReader {
       const field = control ? null : (header?.fields[index] ?? null);
       const hidden = control ? controlCellHides(cell, `${columnLetter(index)}${row.line}`) : null;
       if (hidden !== null) this.fileErrorAt(row.line, 'CONTROL_INVALID', hidden);
-      const read = cellText(cell, field);
+      // A column with no field is not read: its text, as read, is only counted.
+      const read =
+        field !== null && row.guided.includes(index)
+          ? { problem: { code: 'PHONETIC_GUIDE' as const, message: phoneticGuideMessage(`the ${FIELD_WORDS[field]} cell`) } }
+          : cellText(cell, field);
       if ('text' in read) fields.push(read.text);
       else {
         fields.push('');

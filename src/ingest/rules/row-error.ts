@@ -65,6 +65,7 @@ export const ROW_ERROR_CODES = [
   'SPREADSHEET_ERROR_VALUE',
   'IDENTIFIER_NUMBER_FORMAT',
   'AMOUNT_FORMAT_HIDES',
+  'PHONETIC_GUIDE',
 ] as const;
 
 export type FileErrorCode = (typeof FILE_ERROR_CODES)[number];

@@ -1,9 +1,10 @@
 /**
  * A plain reading of an .xlsx's parts, for what exceljs's streaming reader does not tell and reads wrong:
  * rows and columns the clerk hid or filtered out (it reads them like any other), a hidden sheet, text stored
- * inline in several runs (it keeps the last run only), and cell formats stored after the sheet (it reads the
- * sheet without them). The zip is streamed with unzipper and its XML with saxes, the libraries exceljs reads
- * them with, so both see the same parts in the same order; nothing but a few findings is kept.
+ * inline in several runs (it keeps the last run only), shared text it reads as other text (a phonetic guide
+ * instead of the name it is a guide to), and cell formats stored after the sheet (it reads the sheet without
+ * them). The zip is streamed with unzipper and its XML with saxes, the libraries exceljs reads them with, so
+ * both see the same parts in the same order; nothing but a few findings is kept.
  */
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -36,14 +37,44 @@ export class NumberRuns {
   }
 }
 
+/** Cells by row and column (1 = A): the first MAX_CELLS of them, and the first of all. */
+export class CellSet {
+  static readonly MAX_CELLS = 10_000;
+  private readonly byRow = new Map<number, number[]>();
+  private size = 0;
+  first: { ref: string; line: number } | null = null;
+  /** Not every cell is known by row: more than MAX_CELLS, or one whose row the reader may number otherwise. */
+  whole = false;
+
+  /** `placed`: the cell's row and column are written in the sheet, as the reader numbers them. */
+  add(row: number, col: number, ref: string, placed: boolean): void {
+    this.first ??= { ref, line: row };
+    if (!placed || this.size >= CellSet.MAX_CELLS) {
+      this.whole = true;
+      return;
+    }
+    this.size++;
+    const cols = this.byRow.get(row);
+    if (cols === undefined) this.byRow.set(row, [col]);
+    else cols.push(col);
+  }
+
+  /** The columns (1 = A) of the cells of that row. */
+  columnsOf(row: number): readonly number[] {
+    return this.byRow.get(row) ?? [];
+  }
+}
+
 /** What one worksheet part holds that the streaming reader does not see, or reads wrong. */
 export interface SheetFindings {
   /** Rows holding a value that the clerk does not see: hidden, filtered out, folded away, of zero height. */
   hiddenRows: NumberRuns;
   /** Columns (1 = A) holding a value that the clerk does not see. */
   hiddenColumns: NumberRuns;
-  /** The first cell whose inline text is stored in several runs. */
+  /** The first cell whose inline text is stored in several runs, or whose shared text is misread but not for a guide. */
   splitText: { ref: string; line: number } | null;
+  /** Cells whose shared text carries a phonetic guide that the reader reads instead of the text. */
+  phonetic: CellSet;
   /** Read before the workbook's cell formats, which come after it in the zip. */
   beforeStyles: boolean;
 }
@@ -58,6 +89,8 @@ export interface WorkbookScan {
 interface XmlHandler {
   open(name: string, attributes: Record<string, string>): void;
   close(name: string): void;
+  /** Character data; `cdata`: from a CDATA section, which the reader drops. */
+  text?(value: string, cdata: boolean): void;
 }
 
 /** An element's name without its namespace prefix (`x:row` is a row). */
@@ -82,10 +115,66 @@ const noFindings = (): SheetFindings => ({
   hiddenRows: new NumberRuns(),
   hiddenColumns: new NumberRuns(),
   splitText: null,
+  phonetic: new CellSet(),
   beforeStyles: false,
 });
 
-/** Looks through a worksheet's XML, element by element. */
+/** How the reader misreads a shared string: the guide read instead of the text, or some other way. */
+export type Misread = 'phonetic' | 'split';
+
+/**
+ * The shared strings (xl/sharedStrings.xml) the streaming reader reads as other text than the workbook holds, by
+ * index. It starts an entry's text again at every `<t>`, so a phonetic guide (`<rPh><t>`) after the text, or a
+ * second `<t>`, is read instead; rich text runs (`<r>`) it joins as it should. Its reading is followed here next
+ * to the text the entry holds (its `<t>`s, guides left out), one entry at a time.
+ */
+export class SharedStringsScan implements XmlHandler {
+  readonly misread = new Map<number, Misread>();
+  private index = 0;
+  private inPhonetic = false;
+  private inText = false;
+  private phonetic = false;
+  private held = '';
+  /** As the reader reads it: the text since the last `<t>`, and the runs read so far. */
+  private readerText = '';
+  private readerRuns: string | null = null;
+
+  open(name: string): void {
+    switch (name) {
+      case 'si':
+        this.held = this.readerText = '';
+        this.readerRuns = null;
+        this.phonetic = false;
+        break;
+      case 't':
+        this.inText = true;
+        this.readerText = '';
+        break;
+      case 'rPh':
+        this.inPhonetic = this.phonetic = true;
+        break;
+    }
+  }
+
+  text(value: string, cdata: boolean): void {
+    if (!cdata) this.readerText += value;
+    if (this.inText && !this.inPhonetic) this.held += value;
+  }
+
+  close(name: string): void {
+    if (name === 't') this.inText = false;
+    else if (name === 'rPh') this.inPhonetic = false;
+    else if (name === 'r') {
+      this.readerRuns = (this.readerRuns ?? '') + this.readerText;
+      this.readerText = '';
+    } else if (name === 'si') {
+      if ((this.readerRuns ?? this.readerText) !== this.held) this.misread.set(this.index, this.phonetic ? 'phonetic' : 'split');
+      this.index++;
+    }
+  }
+}
+
+/** Looks through a worksheet's XML, element by element; `strings`: the shared strings the reader misreads. */
 export class SheetScan implements XmlHandler {
   readonly findings: SheetFindings = noFindings();
   private hiddenByDefault = false;
@@ -100,6 +189,22 @@ export class SheetScan implements XmlHandler {
   private inCell = false;
   private inInline = false;
   private runs = 0;
+  private rowNumbered = false;
+  private cellPlaced = false;
+  private sharedText = false;
+  /** A shared-text cell's index as the reader reads it: the text from its `<v>` on. */
+  private index: string | null = null;
+
+  /** Character data, looked at only for the index of a shared string, and only when some are misread. */
+  readonly text?: (value: string) => void;
+
+  constructor(private readonly strings: ReadonlyMap<number, Misread> = new Map()) {
+    if (strings.size > 0) {
+      this.text = (value) => {
+        if (this.index !== null) this.index += value;
+      };
+    }
+  }
 
   open(name: string, a: Record<string, string>): void {
     switch (name) {
@@ -111,27 +216,38 @@ export class SheetScan implements XmlHandler {
         if (isTrue(a['hidden']) || isZero(a['width'])) this.hiddenCols.push([Number(a['min']), Number(a['max'])]);
         break;
       case 'row':
-        this.row = /^\s*\d+\s*$/.test(a['r'] ?? '') ? Number(a['r']) : this.row + 1;
+        this.rowNumbered = /^\s*\d+\s*$/.test(a['r'] ?? '');
+        this.row = this.rowNumbered ? Number(a['r']) : this.row + 1;
         this.rowHidden = isTrue(a['hidden']) || isZero(a['ht']) || (this.hiddenByDefault && a['ht'] === undefined);
         this.rowHasValue = false;
         this.col = 0;
         break;
       case 'c':
+        // The reader takes a column from capital letters only.
+        this.cellPlaced = this.rowNumbered && /^\s*[A-Z]{1,3}\d/.test(a['r'] ?? '');
         this.col = columnOfRef(a['r']) ?? this.col + 1;
         this.cellRef = `${columnLetter(this.col - 1)}${this.row}`;
         this.inCell = true;
         this.cellHasValue = false;
         this.runs = 0;
+        this.sharedText = a['t'] === 's' && this.strings.size > 0;
+        this.index = null;
         break;
       case 'v':
+        if (this.inCell) this.cellHasValue = true;
+        if (this.sharedText) this.index = '';
+        break;
       case 'f':
         if (this.inCell) this.cellHasValue = true;
+        this.index = null;
         break;
       case 'is':
         if (this.inCell) this.cellHasValue = this.inInline = true;
+        this.index = null;
         break;
       case 't':
         if (this.inInline) this.runs++;
+        this.index = null;
         break;
     }
   }
@@ -148,6 +264,7 @@ export class SheetScan implements XmlHandler {
         if (this.hiddenCols.some(([min, max]) => this.col >= min && this.col <= max)) this.colsWithValues.add(this.col);
         // Text in several runs (`<r><t>1</t></r><r><t>500.50</t></r>`, or a phonetic guide) is read as its last.
         if (this.runs > 1 && this.findings.splitText === null) this.findings.splitText = { ref: this.cellRef, line: this.row };
+        if (this.index !== null) this.sharedCell(parseInt(this.index, 10));
         break;
       case 'row':
         if (this.rowHidden && this.rowHasValue) this.findings.hiddenRows.add(this.row);
@@ -156,6 +273,12 @@ export class SheetScan implements XmlHandler {
         for (const c of [...this.colsWithValues].sort((x, y) => x - y)) this.findings.hiddenColumns.add(c);
         break;
     }
+  }
+
+  private sharedCell(index: number): void {
+    const misread = this.strings.get(index);
+    if (misread === 'phonetic') this.findings.phonetic.add(this.row, this.col, this.cellRef, this.cellPlaced);
+    else if (misread === 'split' && this.findings.splitText === null) this.findings.splitText = { ref: this.cellRef, line: this.row };
   }
 }
 
@@ -185,6 +308,11 @@ async function readXml<H extends XmlHandler>(bytes: AsyncIterable<Buffer>, handl
   const parser = new SaxesParser();
   parser.on('opentag', (tag) => handler.open(localName(tag.name), tag.attributes as Record<string, string>));
   parser.on('closetag', (tag) => handler.close(localName(tag.name)));
+  const text = handler.text?.bind(handler);
+  if (text !== undefined) {
+    parser.on('text', (value) => text(value, false));
+    parser.on('cdata', (value) => text(value, true));
+  }
   // A character may be split between chunks: decoded as a stream.
   const decoder = new TextDecoder('utf-8');
   for await (const chunk of bytes) parser.write(decoder.decode(chunk, { stream: true }));
@@ -202,13 +330,36 @@ const STYLES = 'xl/styles.xml';
 const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
 
 const troubled = (f: SheetFindings): boolean =>
-  f.hiddenRows.count > 0 || f.hiddenColumns.count > 0 || f.splitText !== null || f.beforeStyles;
+  f.hiddenRows.count > 0 || f.hiddenColumns.count > 0 || f.splitText !== null || f.phonetic.first !== null || f.beforeStyles;
 
-/** Of two findings where one is meant, the one with something wrong: no problem is missed by guessing wrong. */
-const worse = (a: SheetFindings | undefined, b: SheetFindings): SheetFindings => (a !== undefined && troubled(a) ? a : b);
+/**
+ * Of two findings where one is meant, the one with something wrong: no problem is missed by guessing wrong. Cells
+ * with a guide in either are then not known row by row.
+ */
+function worse(a: SheetFindings | undefined, b: SheetFindings): SheetFindings {
+  const chosen = a !== undefined && troubled(a) ? a : b;
+  if (a !== undefined && (a.phonetic.first !== null || b.phonetic.first !== null)) {
+    chosen.phonetic.first ??= a.phonetic.first ?? b.phonetic.first;
+    chosen.phonetic.whole = true;
+  }
+  return chosen;
+}
 
-/** Reads the whole zip once; rejects when it or a part read cannot be read. */
-export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
+/**
+ * Reads the whole zip; rejects when it or a part read cannot be read. Excel and exceljs store the shared strings
+ * after the sheets: when some are misread, the zip is read a second time, to find the cells that hold them.
+ */
+export async function scanWorkbook(open: () => Readable): Promise<WorkbookScan> {
+  const first = await scanZip(open(), null);
+  if (first.strings.size === 0 || !first.sheetBeforeStrings) return first.scan;
+  return (await scanZip(open(), first.strings)).scan;
+}
+
+/** One reading of the zip; `strings`: the misread shared strings when known, else read from the zip as it comes. */
+async function scanZip(
+  input: Readable,
+  known: ReadonlyMap<number, Misread> | null,
+): Promise<{ scan: WorkbookScan; strings: ReadonlyMap<number, Misread>; sheetBeforeStrings: boolean }> {
   const zip = unzipper.Parse({ forceStream: true });
   input.once('error', (err) => zip.destroy(err));
   input.pipe(zip);
@@ -216,13 +367,19 @@ export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
   const parts = new Map<string, SheetFindings>();
   let listing = new SheetListing();
   let rels = new Relationships();
+  const strings = new Map(known ?? []);
+  let sheetBeforeStrings = false;
   try {
     for await (const entry of zip) {
       const path = entry.path;
       if (path === WORKBOOK) listing = await readXml(entry, new SheetListing());
       else if (path === RELS) rels = await readXml(entry, new Relationships());
-      else if (WORKSHEET.test(path)) {
-        const { findings } = await readXml(entry, new SheetScan());
+      else if (path === SHARED_STRINGS && known === null) {
+        // A part twice in the zip: the reader reads both, a sheet with the strings read last before it.
+        for (const [index, misread] of (await readXml(entry, new SharedStringsScan())).misread) strings.set(index, misread);
+        sheetBeforeStrings ||= parts.size > 0;
+      } else if (WORKSHEET.test(path)) {
+        const { findings } = await readXml(entry, new SheetScan(strings));
         // The reader reads a sheet as it comes once the strings and relationships are read, else after the zip.
         findings.beforeStyles = seen.has(SHARED_STRINGS) && seen.has(RELS) && !seen.has(STYLES);
         // A path twice in the zip: the reader reads both.
@@ -235,20 +392,28 @@ export async function scanWorkbook(input: Readable): Promise<WorkbookScan> {
   }
   // Formats that never come are none to miss.
   if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
+  return { scan: { sheets: sheetsOf(listing, rels), parts }, strings, sheetBeforeStrings };
+}
+
+function sheetsOf(listing: SheetListing, rels: Relationships): WorkbookScan['sheets'] {
   const sheets = new Map<string, { hidden: boolean; part: string | null }>();
   for (const s of listing.sheets) {
     const part = s.rid === undefined ? null : (rels.parts.get(s.rid) ?? null);
     // A name listed twice is no way to tell which part is the sheet.
     sheets.set(s.name, { hidden: s.hidden || (sheets.get(s.name)?.hidden ?? false), part: sheets.has(s.name) ? null : part });
   }
-  return { sheets, parts };
+  return sheets;
 }
 
 /** The findings for the sheet of that name; when its part is not known, those of any part that has some. */
 export function findingsOf(scan: WorkbookScan, name: string): SheetFindings {
   const part = scan.sheets.get(name)?.part;
   const own = part === undefined || part === null ? undefined : scan.parts.get(part);
-  return own ?? [...scan.parts.values()].reduce<SheetFindings>((found, f) => worse(found, f), noFindings());
+  if (own !== undefined) return own;
+  const found = [...scan.parts.values()].reduce<SheetFindings>((found, f) => worse(found, f), noFindings());
+  // Cells of some part, which may not be the sheet's: not known row by row.
+  if (found.phonetic.first !== null) found.phonetic.whole = true;
+  return found;
 }
 
 export interface ScanProblem {
@@ -258,6 +423,11 @@ export interface ScanProblem {
 }
 
 const SAVE_AGAIN = 'open it in Excel or LibreOffice, save it again as an Excel Workbook (.xlsx), and drop it again';
+
+/** What is wrong with text that carries a phonetic guide, and what to do, after what holds it (`the account name cell`). */
+export function phoneticGuideMessage(what: string): string {
+  return `${what} carries a phonetic guide (a reading aid such as furigana, kept with text typed through a Japanese or Chinese input method), which payoutd cannot read safely: it would read the guide, not the text shown; save the sheet as CSV UTF-8 and send that, or paste the column back as plain text (through Notepad) and drop the workbook again`;
+}
 
 /** Why the sheet of that name cannot be read as the clerk sees it, or null. */
 export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | null {
@@ -293,6 +463,13 @@ export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | nul
       code: 'XLSX_UNREADABLE',
       message: `cell ${f.splitText.ref} holds text stored in several differently formatted pieces, which payoutd cannot read as one value; type the value again in one piece, or ${SAVE_AGAIN}`,
       line: f.splitText.line,
+    };
+  }
+  if (f.phonetic.whole && f.phonetic.first !== null) {
+    return {
+      code: 'XLSX_UNREADABLE',
+      message: phoneticGuideMessage(`the text of cell ${f.phonetic.first.ref} and of more cells in sheet ${sheet}`),
+      line: f.phonetic.first.line,
     };
   }
   if (f.beforeStyles) {

@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
-import { scanProblem, scanWorkbook } from './scan.js';
+import { findingsOf, scanProblem, scanWorkbook } from './scan.js';
 import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
 
 export interface SheetRow {
@@ -15,6 +15,8 @@ export interface SheetRow {
   line: number;
   /** Cells from column A on ('empty' where a cell is absent). */
   cells: SheetCell[];
+  /** The cells (0 = column A) whose text carries a phonetic guide, which the reader reads instead of the text. */
+  guided: readonly number[];
 }
 
 export type SheetRefusalCode = 'XLSX_UNREADABLE' | 'XLSX_SHEETS' | 'XLSX_FORMULA' | 'XLSX_HIDDEN';
@@ -122,7 +124,7 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
   let scan;
   try {
     // A streamed pass of its own before exceljs's: only its findings are kept.
-    scan = await scanWorkbook(workbookBytes(path, bytes));
+    scan = await scanWorkbook(() => workbookBytes(path, bytes));
   } catch (err) {
     throw unreadable(err);
   }
@@ -154,13 +156,17 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
       read = true;
       const problem = scanProblem(scan, name);
       if (problem !== null) throw new SheetRefusal(problem.code, problem.message, problem.line);
+      const { phonetic } = findingsOf(scan, name);
       for await (const row of worksheet as AsyncIterable<ExcelRow>) {
         const cells: SheetCell[] = [];
         row.eachCell({ includeEmpty: false }, (cell, col) => {
           while (cells.length < col - 1) cells.push({ kind: 'empty' });
           cells[col - 1] = sheetCell(cell.value, cell.numFmt ?? null, cell.address, row.number);
         });
-        yield { line: row.number, cells };
+        const guided = phonetic.columnsOf(row.number).map((col) => col - 1);
+        // A guide read as empty text leaves no cell, though the sheet shows one.
+        for (const index of guided) while (cells.length <= index) cells.push({ kind: 'empty' });
+        yield { line: row.number, cells, guided };
       }
     }
   } catch (err) {
