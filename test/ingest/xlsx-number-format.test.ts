@@ -29,6 +29,14 @@ describe('amountFormatHides', () => {
       ['#,##0.00;-#,##0.00;"-"', 1500.5],
       ['#,##0;@', 1500],
       ['0.00\\ ', 1500.5],
+      // Currency symbols as Excel writes them: a locale tag after the symbol, abbreviations with a point.
+      ['[$€-x-euro2] #,##0.00', 1500.5],
+      ['#,##0.00 [$€-x-euro1]', 1500.5],
+      ['#,##0.00"р.";[Red]\\-#,##0.00"р."', 1500.5],
+      ['#,##0.00 [$kr.-406]', 1500.5],
+      ['#,##0.00 [$Fr.-100C]', 1500.5],
+      ['[$Fr.-100C] #,##0.00', 1500.5],
+      ['_(* #,##0.00_);_(* (#,##0.00);_(* "-"??_);_(@_)', 1500.5],
     ];
     for (const [numFmt, value] of cases) expect([numFmt, value, hides(numFmt, value)]).toEqual([numFmt, value, null]);
   });
@@ -49,6 +57,9 @@ describe('amountFormatHides', () => {
     expect(hides('# ?/?', 1500.5)).toBe('shows it as a fraction');
     expect(hides('"1"0.00', 500)).toBe('shows digits the cell does not hold');
     expect(hides('0"."00', 150050)).toBe('shows a point or comma the cell does not hold');
+    expect(hides('"."00', 5)).toBe('shows a point or comma the cell does not hold');
+    expect(hides('\\.00', 5)).toBe('shows a point or comma the cell does not hold');
+    expect(hides('#","##0.00', 1500.5)).toBe('shows a point or comma the cell does not hold');
     expect(hides(';;;', 1500)).toBe('shows no number at all');
     expect(hides('"Paid"', 1500)).toBe('shows no number at all');
   });

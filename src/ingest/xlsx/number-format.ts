@@ -10,8 +10,8 @@ interface Section {
   code: string;
   /** Text shown as written: quoted, `\`-escaped, `*` fill characters, and `[$€-407]` currency symbols. */
   literals: string[];
-  /** A literal after the number began (after its first digit placeholder). */
-  literalsAfterDigits: string[];
+  /** A literal point or comma right beside a digit placeholder (`0"."00`): it reads as part of the number. */
+  pointBesideDigits: boolean;
   /** `[>100]`: the section applies by a condition, not by the sign of the value. */
   conditional: boolean;
   /** `[h]`, `[mm]`, `[ss]`: elapsed time. */
@@ -22,19 +22,24 @@ const PLACEHOLDER = /[0#?]/;
 
 function sections(numFmt: string): Section[] {
   const out: Section[] = [];
-  let s: Section = { code: '', literals: [], literalsAfterDigits: [], conditional: false, elapsed: false };
-  const literal = (text: string): void => {
+  const blank = (): Section => ({ code: '', literals: [], pointBesideDigits: false, conditional: false, elapsed: false });
+  let s = blank();
+  /** A literal shown as written; `next` is the format's character right after it. */
+  const literal = (text: string, next: string | undefined): void => {
     s.literals.push(text);
-    if (PLACEHOLDER.test(s.code)) s.literalsAfterDigits.push(text);
+    // `р.` after the digits or `Fr. ` before them is a currency's abbreviation; `.` touching a digit is not.
+    const after = /^[.,]/.test(text) && PLACEHOLDER.test(s.code.slice(-1));
+    const before = /[.,]$/.test(text) && next !== undefined && PLACEHOLDER.test(next);
+    if (after || before) s.pointBesideDigits = true;
   };
   for (let i = 0; i < numFmt.length; i++) {
     const c = numFmt[i] as string;
     if (c === '"') {
       const end = numFmt.indexOf('"', i + 1);
-      literal(numFmt.slice(i + 1, end < 0 ? numFmt.length : end));
+      literal(numFmt.slice(i + 1, end < 0 ? numFmt.length : end), end < 0 ? undefined : numFmt[end + 1]);
       i = end < 0 ? numFmt.length : end;
     } else if (c === '\\' || c === '*') {
-      literal(numFmt[i + 1] ?? '');
+      literal(numFmt[i + 1] ?? '', numFmt[i + 2]);
       i++;
     } else if (c === '_') {
       // Padding the width of the next character: a space, nothing shown.
@@ -44,11 +49,12 @@ function sections(numFmt: string): Section[] {
       const inner = numFmt.slice(i + 1, end < 0 ? numFmt.length : end);
       if (/^[<>=]/.test(inner)) s.conditional = true;
       else if (/^(h+|m+|s+)$/i.test(inner)) s.elapsed = true;
-      else if (inner.startsWith('$')) literal(inner.slice(1).replace(/-[0-9A-Fa-f]+$/, ''));
+      // `[$€-407]`, `[$€-x-euro2]`: the symbol shown, then after its first `-` a locale tag that is not.
+      else if (inner.startsWith('$')) literal(inner.slice(1).split('-')[0] as string, end < 0 ? undefined : numFmt[end + 1]);
       i = end < 0 ? numFmt.length : end;
     } else if (c === ';') {
       out.push(s);
-      s = { code: '', literals: [], literalsAfterDigits: [], conditional: false, elapsed: false };
+      s = blank();
     } else {
       s.code += c;
     }
@@ -70,7 +76,7 @@ function sectionsFor(all: Section[], value: number): Section[] {
 /** What `section` does to a number with `decimals` decimals so that another value shows; null: it shows it whole. */
 function sectionHides(section: Section, decimals: number): string | null {
   if (section.literals.some((t) => /\d/.test(t)) || /[1-9]/.test(section.code)) return 'shows digits the cell does not hold';
-  if (section.literalsAfterDigits.some((t) => /[.,]/.test(t))) return 'shows a point or comma the cell does not hold';
+  if (section.pointBesideDigits) return 'shows a point or comma the cell does not hold';
   const code = section.code.replace(/general/gi, '\u0000');
   const general = code.includes('\u0000');
   if (/[eE][+-]/.test(code)) return 'shows it in scientific notation';
