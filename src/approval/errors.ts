@@ -15,6 +15,7 @@ export type ApprovalErrorCode =
   | 'APPROVAL_UNKNOWN_USER' // the approver has no user name (a uid the system does not know)
   | 'APPROVAL_NOT_ALLOWED' // not an approver under approval.approvers
   | 'APPROVAL_AS_NOT_ALLOWED' // --as from a user who is not a configured service account
+  | 'APPROVAL_DECISION_MISMATCH' // an approval file whose stated decision is not its name's (renamed or linked)
   | 'APPROVAL_BAD_FILE'; // an approval file that cannot be read as one
 
 export class ApprovalError extends PayoutdError {

@@ -1,14 +1,16 @@
 /**
  * Approval files, the way finance approves over SFTP: `<batch id>.approve`
- * or `<batch id>.reject` dropped into `paths.approvals`, holding the batch id
- * and the SHA-256 from the ack (and a comment, or the reason of a
- * rejection). The approver is the file's owner, which the SFTP server sets
- * from the login. Each file is taken once (a rename into the state
+ * or `<batch id>.reject` dropped into `paths.approvals`, holding the
+ * decision, the batch id and the SHA-256 from the ack (and a comment, or the
+ * reason of a rejection). The approver is the file's owner, which the SFTP
+ * server sets from the login; a rename or a hard link keeps the owner, so
+ * the decision is read from the content and must agree with the name. Each
+ * file is taken once (a rename into the state
  * directory: with several instances only one gets it), decided by
  * decideApproval, and answered in the outbox with a reply file, whether it
  * was applied or refused and why.
  */
-import { lstat, readdir, readFile, rename, mkdir } from 'node:fs/promises';
+import { lstat, readdir, readFile, rename, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../report/index.js';
 import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
@@ -34,6 +36,8 @@ export interface ApprovalFileOptions {
 
 /** What one approval file said. */
 export interface ApprovalFileContent {
+  /** Every `decision:` line's value, lower-cased, in file order. */
+  decisions: string[];
   batchId: string | null;
   sha256: string | null;
   comment: string | null;
@@ -46,17 +50,18 @@ const SHA256 = /\b[0-9a-fA-F]{64}\b/;
 const NAME = /^([^.]+)(?:\..*)?\.(approve|reject)$/;
 
 /**
- * Reads `batch: …`, `sha256: …`, `comment: …`, `reason: …` lines; the batch id and the hash are also found
- * bare, anywhere (a copy and paste of the ack's cells). Pure.
+ * Reads `decision: …`, `batch: …`, `sha256: …`, `comment: …`, `reason: …` lines; the batch id and the hash are
+ * also found bare, anywhere (a copy and paste of the ack's cells). Pure.
  */
 export function parseApprovalFile(text: string): ApprovalFileContent {
-  const out: ApprovalFileContent = { batchId: null, sha256: null, comment: null, reason: null };
+  const out: ApprovalFileContent = { decisions: [], batchId: null, sha256: null, comment: null, reason: null };
   for (const raw of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
     const line = raw.trim();
     const kv = /^([A-Za-z0-9_-]+)\s*[:=]\s*(.*)$/.exec(line);
     const key = kv?.[1]?.toLowerCase();
     const value = kv?.[2]?.trim() ?? '';
-    if (key === 'comment') out.comment = value || null;
+    if (key === 'decision') out.decisions.push(value.toLowerCase());
+    else if (key === 'comment') out.comment = value || null;
     else if (key === 'reason') out.reason = value || null;
     else {
       out.batchId ??= BATCH_ID.exec(line)?.[0] ?? null;
@@ -64,6 +69,61 @@ export function parseApprovalFile(text: string): ApprovalFileContent {
     }
   }
   return out;
+}
+
+/**
+ * The decision written inside must be the one the name gives: the owner (the approver) wrote the content, while
+ * anyone with write access to the folder can rename or hard-link a file, which keeps its owner.
+ */
+function checkStatedDecision(name: string, kind: 'approve' | 'reject', content: ApprovalFileContent): void {
+  const stated = [...new Set(content.decisions)];
+  if (stated.length === 0) {
+    throw new ApprovalError(
+      'APPROVAL_BAD_FILE',
+      `${name} holds no "decision:" line: the decision must be stated inside, not only in the name; write "decision: approve" ` +
+        `in a <batch id>.approve, "decision: reject" and a reason in a <batch id>.reject, and drop it again`,
+    );
+  }
+  if (stated.length > 1) {
+    throw new ApprovalError(
+      'APPROVAL_BAD_FILE',
+      `${name} states more than one decision (${stated.join(', ')}); keep one line "decision: ${kind}" and drop it again`,
+    );
+  }
+  const [said] = stated as [string];
+  if (said !== 'approve' && said !== 'reject') {
+    throw new ApprovalError(
+      'APPROVAL_BAD_FILE',
+      `${name} says "decision: ${said}", which is neither approve nor reject; write "decision: ${kind}" and drop it again`,
+    );
+  }
+  if (said !== kind) {
+    throw new ApprovalError(
+      'APPROVAL_DECISION_MISMATCH',
+      `${name} is named .${kind} but says "decision: ${said}" inside: a file renamed or linked after it was written is ` +
+        `not applied; nothing was decided. Whoever wrote it drops it again as <batch id>.${said}, and tells the approvers if they did not rename it`,
+    );
+  }
+  if (kind === 'approve' && content.reason !== null) {
+    throw new ApprovalError(
+      'APPROVAL_BAD_FILE',
+      `${name} approves but holds a "reason:" line, which only a rejection has; to reject, drop <batch id>.reject ` +
+        `with "decision: reject"; to approve, remove the reason line (a "comment:" line is kept) and drop it again`,
+    );
+  }
+}
+
+/**
+ * What is wrong with an approvals folder of this mode, with the fix, or null. Write access for group or others
+ * without the sticky bit lets one user rename or delete another's approval file (an approver's rejection, say).
+ */
+export function approvalsFolderRisk(dir: string, mode: number): string | null {
+  if ((mode & 0o022) === 0 || (mode & 0o1000) !== 0) return null;
+  const octal = (mode & 0o7777).toString(8).padStart(4, '0');
+  return (
+    `paths.approvals: ${dir} (mode ${octal}) is writable by other users without the sticky bit, so one user can rename or ` +
+    `delete another's approval file; set the sticky bit: chmod +t ${dir} (mode 3770 with the setgid SFTP group, as systemd/payoutd.tmpfiles.conf makes it)`
+  );
 }
 
 /** Reply file contents: a few `key: value` lines finance reads in any editor. */
@@ -85,6 +145,8 @@ export class ApprovalFiles {
   private readonly seen = new Map<string, Seen>();
   /** Files left for a later scan because their batch was not waiting yet, and since when (logged once). */
   private readonly waiting = new Map<string, number>();
+  /** The folder's risk last logged (said once, not at every scan). */
+  private riskSaid: string | null = null;
 
   constructor(
     private readonly deps: ApprovalDeps,
@@ -100,6 +162,7 @@ export class ApprovalFiles {
       this.deps.logger?.error({ dir: this.o.dir, code: (err as NodeJS.ErrnoException).code }, 'cannot read the approvals folder');
       return 0;
     }
+    await this.checkFolderMode();
     const now = this.deps.clock.now();
     const present = new Set(names);
     for (const name of this.seen.keys()) if (!present.has(name)) this.seen.delete(name);
@@ -124,6 +187,18 @@ export class ApprovalFiles {
       if (await this.take(name)) n++;
     }
     return n;
+  }
+
+  /** Start-up refuses an unsafe folder; a chmod while running is logged (once) as an error. */
+  private async checkFolderMode(): Promise<void> {
+    let risk: string | null = null;
+    try {
+      risk = approvalsFolderRisk(this.o.dir, (await stat(this.o.dir)).mode);
+    } catch {
+      return; // readdir just read it: gone meanwhile, said at the next scan
+    }
+    if (risk !== null && risk !== this.riskSaid) this.deps.logger?.error({ dir: this.o.dir }, risk);
+    this.riskSaid = risk;
   }
 
   /**
@@ -225,6 +300,7 @@ export class ApprovalFiles {
     }
     if (content.sha256 === null)
       throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
+    checkStatedDecision(name, kind, content);
     const approver = await this.deps.users.nameOfUid(st.uid);
     if (approver === null) {
       throw new ApprovalError(

@@ -140,7 +140,8 @@ export function awaitingApprovalText(b: WaitingBatch): string {
     `AWAITING APPROVAL: nothing of this batch is paid until ${who} approves it, by ${new Date(b.expiresAt).toISOString()}; ` +
     `why: ${b.reasons.map((r) => r.text).join('; ')}. ` +
     `To pay: ${totalsText(b.figures.totals)} in ${b.figures.rows} row(s). File SHA-256: ${b.sha256}. ` +
-    `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "batch: ${b.id}" and "sha256: ${b.sha256}" ` +
-    `(or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with a line "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
+    `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "decision: approve", "batch: ${b.id}" ` +
+    `and "sha256: ${b.sha256}" (or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with "decision: reject", the same ` +
+    `two lines and "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
   );
 }

@@ -3,15 +3,19 @@
  * and a payout service that answers, accepts the credentials and keeps a clock within the skew window. Each
  * failure is one line naming the option and the fix: ConfigError (exit 78) or ServiceUnavailableError (exit 69).
  */
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { ApiError, type PayoutApiClient, type ServiceBreaker, type ServiceClockReading } from '../api/index.js';
 import { backoffDelay, sleep } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import { ConfigError, ServiceUnavailableError } from '../domain/errors.js';
 import { approvalInUse, FOLDER_OPTIONS, type ResolvedConfig } from '../config/index.js';
+import { approvalsFolderRisk } from '../approval/index.js';
 
-/** Each folder option exists (made when paths.create), is a folder this user may read and write, and the claims can be renames. */
+/**
+ * Each folder option exists (made when paths.create), is a folder this user may read and write, and the claims can
+ * be renames; the approvals folder lets no user rename or delete another's file (made with the sticky bit).
+ */
 export function checkFolders(config: ResolvedConfig): void {
   // The approvals folder only when batches can wait for approval: without it, today's folders alone.
   const options: readonly (typeof FOLDER_OPTIONS)[number][] | readonly string[] = approvalInUse(config.approval, config.limits)
@@ -24,6 +28,8 @@ export function checkFolders(config: ResolvedConfig): void {
       if (config.paths.create !== true)
         throw new ConfigError('FOLDER_MISSING', `${name}: ${dir} does not exist; create it or set paths.create: true`);
       mkdirSync(dir, { recursive: true });
+      // The sticky bit: with the SFTP users given write access, none can rename or delete another's approval file.
+      if (option === 'approvals') chmodSync(dir, (statSync(dir).mode & 0o7777) | 0o1000);
     }
     if (!statSync(dir).isDirectory()) throw new ConfigError('FOLDER_INVALID', `${name}: ${dir} is not a folder; point ${name} at a folder`);
     try {
@@ -34,6 +40,8 @@ export function checkFolders(config: ResolvedConfig): void {
         `${name}: ${dir} is not writable by this user (${(err as NodeJS.ErrnoException).code ?? 'error'}); give the service user read and write access to it`,
       );
     }
+    const risk = option === 'approvals' ? approvalsFolderRisk(dir, statSync(dir).mode) : null;
+    if (risk !== null) throw new ConfigError('FOLDER_UNSAFE', risk);
   }
   // A file is claimed by a rename from the inbox into the state directory (the outbox may live anywhere).
   const { inbox, stateDir, approvals } = config.paths;

@@ -70,9 +70,9 @@ export async function dropOwned(staging: string, dir: string, name: string, cont
   await rename(tmp, join(dir, name));
 }
 
-/** The approval file text finance writes: the batch id and the SHA-256 from the ack. */
-export function approvalText(batchId: string, sha256: string, extra = ''): string {
-  return `batch: ${batchId}\nsha256: ${sha256}\n${extra}`;
+/** The approval file text finance writes: the decision, and the batch id and the SHA-256 from the ack. */
+export function approvalText(batchId: string, sha256: string, extra = '', decision: 'approve' | 'reject' = 'approve'): string {
+  return `decision: ${decision}\nbatch: ${batchId}\nsha256: ${sha256}\n${extra}`;
 }
 
 export interface Reply {

@@ -9,7 +9,7 @@
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, chmod, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, link, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -241,7 +241,7 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await e2e.startDaemon();
     const a = ALICE as { name: string; uid: number };
     const r = await dropAwaiting(e2e, 'rej.csv', phpCsv('REJ', 2, '10.00'));
-    await approvalFile(e2e, `${r.id}.reject`, approvalText(r.id, r.sha256, 'reason: wrong amounts on line 3\n'), a.uid);
+    await approvalFile(e2e, `${r.id}.reject`, approvalText(r.id, r.sha256, 'reason: wrong amounts on line 3\n', 'reject'), a.uid);
     expect((await waitForReply(e2e.outbox, `${r.id}.reject`)).fields).toMatchObject({ result: 'APPLIED', outcome: 'rejected' });
     const rejected = await e2e.waitForOutbox(r, 'result', 20_000);
     expect(rejected.rows.map((x) => x.status)).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
@@ -324,7 +324,10 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
       [`${b.id}.approve`, good, o.uid, 'APPROVAL_NOT_ALLOWED'], // not an approver
       [`${b.id}.approve`, good, unknownUid(), 'APPROVAL_UNKNOWN_USER'],
       ['B20990101-000000-abcdef.approve', approvalText('B20990101-000000-abcdef', b.sha256), a.uid, 'APPROVAL_UNKNOWN_BATCH'],
-      [`${b.id}.reject`, good, a.uid, 'APPROVAL_REASON_REQUIRED'],
+      [`${b.id}.reject`, approvalText(b.id, b.sha256, '', 'reject'), a.uid, 'APPROVAL_REASON_REQUIRED'],
+      [`${b.id}.approve`, good.replace('decision: approve\n', ''), a.uid, 'APPROVAL_BAD_FILE'], // no decision line
+      // Alice's rejection renamed to .approve (a rename keeps the owner): refused, not applied as her approval.
+      [`${b.id}.approve`, approvalText(b.id, b.sha256, 'reason: wrong amounts\n', 'reject'), a.uid, 'APPROVAL_DECISION_MISMATCH'],
       ['notes.txt', good, a.uid, 'APPROVAL_BAD_FILE'],
     ];
     for (const [i, [name, content, uid, code]] of cases.entries()) {
@@ -337,6 +340,15 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await writeFile(target, good);
     await symlink(target, join(e2e.approvals, `${other.id}.approve`));
     expect((await waitForReply(e2e.outbox, `${other.id}.approve`)).fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_BAD_FILE' });
+    // A hard link to Alice's rejection kept elsewhere, named .approve: her file, her owner, still not her approval.
+    const hers = join(e2e.dir, 'alice.reject');
+    await writeFile(hers, approvalText(other.id, other.sha256, 'reason: wrong amounts\n', 'reject'));
+    await chown(hers, a.uid, a.uid);
+    await link(hers, join(e2e.approvals, `${other.id}.approve`));
+    expect((await waitForReply(e2e.outbox, `${other.id}.approve`, 1)).fields).toMatchObject({
+      result: 'REFUSED',
+      code: 'APPROVAL_DECISION_MISMATCH',
+    });
     expect(daemon.exited).toBeNull();
     expect(e2e.ledger()).toEqual([]);
     const now = (await e2e.batches()) as WithApproval[];
@@ -359,7 +371,9 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
       try {
         const e2e = await world({ required: 'always' });
         // Finance users write into the inbox and the approvals folder (as the SFTP group would).
-        for (const d of [e2e.dir, e2e.inbox, e2e.approvals]) await chmod(d, 0o777);
+        for (const d of [e2e.dir, e2e.inbox]) await chmod(d, 0o777);
+        // The sticky bit: no finance user may rename or delete another's approval file (payoutd refuses to start without).
+        await chmod(e2e.approvals, 0o1777);
         await e2e.startDaemon();
         const local = join(e2e.dir, 'local');
         await mkdir(local);

@@ -10,7 +10,7 @@
  * running daemon on the embedded sandbox uses the daemon's sandbox.
  */
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -114,6 +114,35 @@ describe('e2e: start-up checks', () => {
     await e2e.writeConfig({ paths: { inbox: misspelled, create: true } });
     const daemon = await e2e.startDaemon();
     expect(existsSync(misspelled)).toBe(true);
+    expect(await daemon.stop()).toBe(0);
+  });
+
+  it('an approvals folder others may write in without the sticky bit is refused (exit 78); one it makes has the bit', async () => {
+    const e2e = await startE2e();
+    const approval = { required: 'always', approvers: { users: ['root'] } };
+    const approvals = join(e2e.dir, 'approvals');
+    await mkdir(approvals);
+    // As an SFTP group's folder without the sticky bit: any member could rename an approver's rejection to .approve.
+    await chmod(approvals, 0o2770);
+    await e2e.writeConfig({ paths: { approvals }, approval });
+    const r = await runToExit(e2e);
+    expectOneLine(
+      r.daemon,
+      r.exit,
+      78,
+      `payoutd: FOLDER_UNSAFE: paths.approvals: ${approvals} (mode 2770) is writable by other users without the sticky bit, ` +
+        `so one user can rename or delete another's approval file; set the sticky bit: chmod +t ${approvals} ` +
+        '(mode 3770 with the setgid SFTP group, as systemd/payoutd.tmpfiles.conf makes it)',
+    );
+
+    await chmod(approvals, 0o3770);
+    let daemon = await e2e.startDaemon();
+    expect(await daemon.stop()).toBe(0);
+
+    const made = join(e2e.dir, 'made', 'approvals');
+    await e2e.writeConfig({ paths: { approvals: made, create: true }, approval });
+    daemon = await e2e.startDaemon();
+    expect((await stat(made)).mode & 0o1000).toBe(0o1000);
     expect(await daemon.stop()).toBe(0);
   });
 

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
+import { approvalsFolderRisk } from '../../src/approval/index.js';
 
 const UNIT = fileURLToPath(new URL('../../systemd/payoutd.service', import.meta.url));
 const available = spawnSync('systemd-analyze', ['--version']).status === 0;
@@ -80,5 +81,14 @@ describe('the folders the daemon writes, in the README layout', () => {
     expect(unit).toContain('StateDirectory=payoutd');
     expect(config.paths.stateDir).toBe('/var/lib/payoutd');
     expect(config.databaseFile.startsWith(`${config.paths.stateDir}/`)).toBe(true);
+  });
+
+  it('give the approvals folder a mode payoutd starts with: shared with the SFTP group, sticky', () => {
+    const line = read('payoutd.tmpfiles.conf')
+      .split('\n')
+      .find((l) => l.split(/\s+/)[1] === config.paths.approvals) as string;
+    const mode = parseInt(line.split(/\s+/)[2] as string, 8);
+    expect(mode & 0o070).toBe(0o070);
+    expect(approvalsFolderRisk(config.paths.approvals as string, mode)).toBeNull();
   });
 });

@@ -7,9 +7,10 @@
  * sudo.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import {
   ApprovalFiles,
@@ -26,6 +27,7 @@ import {
   type UserDirectory,
 } from '../../src/approval/index.js';
 import { invokingUser } from '../../src/cli/commands/approval.js';
+import { createLogger } from '../../src/log/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import {
@@ -216,7 +218,7 @@ describe('decideApproval', () => {
       { dir: inbox, takenDir: taken, replyDir: replies, stableForMs: 0, maxFileBytes: 4096, bom: false },
     );
     const name = `${early.id}.approve`;
-    await writeFile(join(inbox, name), `batch: ${early.id}\nsha256: ${early.sha256}\n`);
+    await writeFile(join(inbox, name), `decision: approve\nbatch: ${early.id}\nsha256: ${early.sha256}\n`);
     expect(await files.scan()).toBe(0);
     expect([await readdir(inbox), await readdir(replies)]).toEqual([[name], []]);
     await updateBatch(t.db, early.id, { state: 'ACTIVE' }, clock.now());
@@ -228,7 +230,7 @@ describe('decideApproval', () => {
 
     // A batch that never comes to wait: the file is answered after READY_WAIT_MS, not left without a reply.
     const stuck = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb4', { state: 'VALIDATING' });
-    await writeFile(join(inbox, `${stuck.id}.approve`), `batch: ${stuck.id}\nsha256: ${stuck.sha256}\n`);
+    await writeFile(join(inbox, `${stuck.id}.approve`), `decision: approve\nbatch: ${stuck.id}\nsha256: ${stuck.sha256}\n`);
     expect(await files.scan()).toBe(0);
     clock.advance(READY_WAIT_MS - 1);
     expect(await files.scan()).toBe(0);
@@ -236,6 +238,69 @@ describe('decideApproval', () => {
     expect(await files.scan()).toBe(1);
     const answered = (await readdir(replies)).find((f) => f.includes(stuck.id)) ?? '';
     expect(await readFile(join(replies, answered), 'utf8')).toMatch(/result: REFUSED\ncode: APPROVAL_NOT_READY\n/);
+  });
+
+  it('an approval file must state its decision inside: a renamed or hard-linked rejection approves nothing', async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb5');
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-files-'));
+    const [folder, taken, replies, home] = ['approvals', 'taken', 'outbox', 'home'].map((d) => join(dir, d)) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    await Promise.all([folder, taken, replies, home].map((d) => mkdir(d)));
+    // The test's own uid is the approver ana: a rename or a hard link keeps the owner, which is the point.
+    const me = process.getuid?.() ?? 0;
+    const asMe: UserDirectory = { ...users, nameOfUid: (uid) => Promise.resolve(uid === me ? 'ana' : (USERS[uid] ?? null)) };
+    const lines: string[] = [];
+    const logger = createLogger('info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(c.toString()), done()) }));
+    const files = new ApprovalFiles(
+      { ...deps(), users: asMe, logger },
+      { dir: folder, takenDir: taken, replyDir: replies, stableForMs: 0, maxFileBytes: 4096, bom: false },
+    );
+    const head = `batch: ${b.id}\nsha256: ${b.sha256}\n`;
+    const rejection = `decision: reject\n${head}reason: wrong amounts, do not pay\n`;
+    /** Scans once and returns the one reply, emptying the outbox. */
+    const reply = async (): Promise<string> => {
+      expect(await files.scan()).toBe(1);
+      const [name, ...more] = await readdir(replies);
+      expect(more).toEqual([]);
+      const text = await readFile(join(replies, name ?? ''), 'utf8');
+      await rm(join(replies, name ?? ''));
+      return text;
+    };
+
+    // ana's rejection, renamed to .approve by someone with write access to the folder before it was taken.
+    await writeFile(join(folder, `${b.id}.reject`), rejection);
+    await rename(join(folder, `${b.id}.reject`), join(folder, `${b.id}.approve`));
+    const text = await reply();
+    expect(text).toMatch(/result: REFUSED\ncode: APPROVAL_DECISION_MISMATCH\n/);
+    expect(text).toContain(`${b.id}.approve is named .approve but says "decision: reject" inside`);
+    // A hard link of ana's rejection (kept elsewhere) under an .approve name: the same owner, the same refusal.
+    await writeFile(join(home, 'mine.reject'), rejection);
+    await link(join(home, 'mine.reject'), join(folder, `${b.id}.approve`));
+    expect(await reply()).toContain('code: APPROVAL_DECISION_MISMATCH');
+    // No decision line (the name alone no longer decides), two decisions, a reason in an approval.
+    await writeFile(join(folder, `${b.id}.approve`), head);
+    expect(await reply()).toMatch(/code: APPROVAL_BAD_FILE\nmessage: .* holds no "decision:" line: the decision must be stated inside/);
+    await writeFile(join(folder, `${b.id}.approve`), `decision: approve\ndecision: reject\n${head}`);
+    expect(await reply()).toContain('states more than one decision (approve, reject)');
+    await writeFile(join(folder, `${b.id}.approve`), `decision: approve\n${head}reason: wrong amounts\n`);
+    expect(await reply()).toContain('approves but holds a "reason:" line, which only a rejection has');
+    expect([(await getBatch(t.db, b.id))?.approvalState, (await readApproval(t.db, b.id))?.decisions]).toEqual(['REQUIRED', []]);
+
+    // A folder others may write in without the sticky bit is said (once) while running.
+    await chmod(folder, 0o777);
+    await writeFile(join(folder, `${b.id}.reject`), rejection);
+    expect(await reply()).toMatch(/result: APPLIED\noutcome: rejected\n/);
+    expect(await files.scan()).toBe(0);
+    const said = lines.filter((l) => l.includes('writable by other users without the sticky bit'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain(`chmod +t ${folder}`);
+    expect((await readApproval(t.db, b.id))?.decisions).toMatchObject([
+      { decision: 'reject', approver: 'ana', comment: 'wrong amounts, do not pay' },
+    ]);
   });
 
   it('six eyes: the same approver twice counts once; the second approver releases', async () => {
@@ -359,7 +424,8 @@ describe('the policy', () => {
 describe('approval files', () => {
   it('reads key lines, or the batch id and hash bare', () => {
     const sha = 'AB'.repeat(32);
-    expect(parseApprovalFile(`\uFEFFbatch: B20261127-100000-abcdef\r\nsha256: ${sha}\r\ncomment: fine\r\n`)).toEqual({
+    expect(parseApprovalFile(`\uFEFFDecision: Approve\r\nbatch: B20261127-100000-abcdef\r\nsha256: ${sha}\r\ncomment: fine\r\n`)).toEqual({
+      decisions: ['approve'],
       batchId: 'B20261127-100000-abcdef',
       sha256: sha.toLowerCase(),
       comment: 'fine',
@@ -369,7 +435,7 @@ describe('approval files', () => {
       batchId: 'B20261127-100000-abcdef',
       reason: 'wrong amounts',
     });
-    expect(parseApprovalFile('hello')).toMatchObject({ batchId: null, sha256: null });
+    expect(parseApprovalFile('hello')).toMatchObject({ decisions: [], batchId: null, sha256: null });
   });
 });
 
