@@ -67,6 +67,16 @@ export function approvalViewOf(batch: BatchRecord, entries: ApprovalEntry[]): Ap
   };
 }
 
+/**
+ * Who uploaded a batch, as the daemon resolved it when it took the file: the console user of a console
+ * upload, else the file's owner on the server (a uid with no name as such); null when not known. Never
+ * looked up again by name and bytes: a later upload of the same file by someone else is not this one.
+ */
+export function uploaderOf(batch: Pick<BatchRecord, 'uploadedBy' | 'uploadedByUid'>): string | null {
+  if (batch.uploadedBy) return batch.uploadedBy;
+  return batch.uploadedByUid != null ? `uid ${batch.uploadedByUid}` : null;
+}
+
 /** A batch's approval state and audit, or null when approval was not in use for it. */
 export async function readApproval(db: Database, batchId: string): Promise<ApprovalView | null> {
   const batch = await getBatch(db, batchId);

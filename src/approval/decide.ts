@@ -4,7 +4,8 @@
  * against the batch and the policy, records the decision for the audit and
  * applies it, in one transaction holding the batch, so it is applied once
  * whichever instance takes it. The last approval a batch needs lets it go,
- * after the limits are looked at again; a rejection ends it unpaid.
+ * after the limits are looked at again; a rejection ends it unpaid; a
+ * decision after the deadline is refused and ends the wait as expired.
  */
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../domain/clock.js';
@@ -104,6 +105,39 @@ export function reasonsOf(batch: BatchRecord): ApprovalReason[] {
   return batch.approvalReasonsJson ? (JSON.parse(batch.approvalReasonsJson) as ApprovalReason[]) : [];
 }
 
+/** Whether a batch's wait for approval ran out by `now`: the decision and the daemon's pass both ask this. */
+export function waitRanOut(b: BatchRecord, now: number): boolean {
+  return b.state === 'ACTIVE' && b.approvalState === 'REQUIRED' && (b.approvalExpiresAt ?? Infinity) <= now;
+}
+
+function durationText(ms: number): string {
+  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} day(s)`;
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} hour(s)`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} minute(s)`;
+  return `${ms / 1000} s`;
+}
+
+/** Ends a wait that ran out (waitRanOut), in the caller's transaction: the audit entry, every row NOT_SUBMITTED, the notice. */
+export async function endExpiredWait(deps: ApprovalDeps, trx: DecisionTransaction, b: BatchRecord, now: number): Promise<void> {
+  const reason = `not approved within ${durationText(deps.policy.approval.expiresAfter)} (approval.expiresAfter); none of its rows was paid`;
+  await insertApprovalEntry(trx, {
+    batchId: b.id,
+    round: b.approvalRound ?? 0,
+    decision: 'expire',
+    approver: null,
+    approverUid: null,
+    agent: null,
+    via: 'daemon',
+    comment: reason,
+    sha256: b.sha256,
+    figuresJson: JSON.stringify(figuresOf(b)),
+    decidedAt: now,
+    instanceId: deps.instanceId ?? null,
+  });
+  await endUnpaid(trx, b.id, { approvalState: 'EXPIRED', code: 'APPROVAL_EXPIRED', reason }, now);
+  await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: null, expired: true, reason }, at: now });
+}
+
 function describeLast(entries: ApprovalEntry[]): string {
   const last = entries[entries.length - 1];
   if (!last) return '';
@@ -130,8 +164,15 @@ function checkRequest(r: ApprovalRequest): { sha256: string } {
   return { sha256 };
 }
 
-/** Refusals that need nothing but the batch as stored and the request; null when none applies. */
-function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: string, entries: ApprovalEntry[]): ApprovalError | null {
+/** Refusals that need nothing but the batch as stored, the request, the approver's uid and the time; null when none applies. */
+function refusal(
+  batch: BatchRecord | undefined,
+  r: ApprovalRequest,
+  sha256: string,
+  entries: ApprovalEntry[],
+  approverUid: number | null,
+  now: number,
+): ApprovalError | null {
   if (!batch) return new ApprovalError('APPROVAL_UNKNOWN_BATCH', `no batch ${r.batchId}: copy the batch id from its ack`);
   if (isBeingRead(batch.state)) {
     // Its ack (both files) is written before the batch waits for approval: a large one can be seen a moment early.
@@ -153,6 +194,13 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
       `batch ${batch.id} is decided already: ${batch.approvalState}${describeLast(entries)}; this ${r.decision === 'approve' ? 'approval' : 'rejection'} changes nothing`,
     );
   }
+  if (waitRanOut(batch, now)) {
+    // Refused whoever acts first, the daemon's pass or this decision: a deadline is the same on every path.
+    return new ApprovalError(
+      'APPROVAL_EXPIRED',
+      `batch ${batch.id} was not approved in time: its wait ran out at ${new Date(batch.approvalExpiresAt as number).toISOString()} (approval.expiresAfter), before this ${r.decision === 'approve' ? 'approval' : 'rejection'}; it ends NOT_SUBMITTED and none of its rows is paid. To pay them, send the rows again in a new file (the same file again is refused as a duplicate of this batch) and have it approved in time`,
+    );
+  }
   if (sha256 !== batch.sha256) {
     return new ApprovalError(
       'APPROVAL_HASH_MISMATCH',
@@ -165,11 +213,18 @@ function refusal(batch: BatchRecord | undefined, r: ApprovalRequest, sha256: str
       `no uploader is known for batch ${batch.id} (payoutd's own file with no console upload recorded for it), so no approver can be told apart from its uploader: reject it and upload the file again, in the console or as your own user`,
     );
   }
-  const sameUid = r.approverUid != null && batch.uploadedByUid != null && r.approverUid === batch.uploadedByUid;
+  const sameUid = approverUid != null && batch.uploadedByUid != null && approverUid === batch.uploadedByUid;
   if (r.decision === 'approve' && ((batch.uploadedBy && batch.uploadedBy === r.approver) || sameUid)) {
     return new ApprovalError(
       'APPROVAL_OWN_UPLOAD',
       `${r.approver} uploaded batch ${batch.id} and cannot approve it: another approver must`,
+    );
+  }
+  if (r.decision === 'approve' && batch.uploadedBy == null && approverUid == null) {
+    // The uploader is known by uid only and the approver by name only: nothing shows they are not the same person.
+    return new ApprovalError(
+      'APPROVAL_UNKNOWN_USER',
+      `batch ${batch.id}'s uploader is known only as uid ${batch.uploadedByUid} (no user name could be found for it when the file was taken) and no uid is known for ${r.approver} on this system, so ${r.approver} cannot be told apart from the uploader: try again once the system's user directory (/etc/passwd, LDAP) knows ${r.approver}, or have another approver with an account on this server approve it`,
     );
   }
   const round = batch.approvalRound ?? 0;
@@ -197,17 +252,23 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
       `${r.approver} may not approve or reject batches (approval.approvers names the users and groups who may)`,
     );
   }
-  // The file is hashed before the transaction: a large file must not hold the database while it is read.
+  // The console and `--as` name the approver only: the uid tells them from an uploader recorded by uid alone.
+  // Looked up before the transaction, as the file is hashed: neither may hold the database while it waits.
+  const approverUid = r.approverUid ?? (r.decision === 'approve' ? await users.uidOfName(r.approver) : null);
   const before = await getBatch(db, r.batchId);
   // Gone or unreadable (null): not the file approved.
   const fileSha = before && r.decision === 'approve' ? await sha256OfFile(before.storedPath).catch(() => null) : null;
 
   const applied = await withBatchForDecision(db, r.batchId, async (trx, batch) => {
     const entries = batch ? await listApprovalEntries(trx, batch.id) : [];
-    const refused = refusal(batch, r, sha256, entries);
-    if (refused) return { error: refused };
-    const b = batch as BatchRecord;
     const now = clock.now();
+    const refused = refusal(batch, r, sha256, entries, approverUid, now);
+    if (refused) {
+      // Ended here as the daemon's pass would end it, so its rows are NOT_SUBMITTED whoever came first.
+      if (refused.code === 'APPROVAL_EXPIRED') await endExpiredWait(deps, trx, batch as BatchRecord, now);
+      return { error: refused };
+    }
+    const b = batch as BatchRecord;
     const round = b.approvalRound ?? 0;
     const figures = figuresOf(b);
     const entry: ApprovalEntry = {
@@ -215,7 +276,7 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
       round,
       decision: r.decision,
       approver: r.approver,
-      approverUid: r.approverUid ?? null,
+      approverUid,
       agent: r.agent ?? null,
       via: r.via,
       comment: (r.decision === 'reject' ? r.reason : r.comment)?.trim() || null,

@@ -8,11 +8,12 @@ export type ApprovalErrorCode =
   | 'APPROVAL_NOT_READY' // the batch is still being read: its ack comes first
   | 'APPROVAL_NOT_REQUIRED' // the batch does not wait for approval
   | 'APPROVAL_ALREADY_DECIDED' // approved, rejected or expired already, or this approver already approved
+  | 'APPROVAL_EXPIRED' // decided after the batch's deadline (approval.expiresAfter): the decision ends it expired instead
   | 'APPROVAL_HASH_MISMATCH' // the SHA-256 given is not the batch's
   | 'APPROVAL_FILE_CHANGED' // the batch's file changed after it was taken: approvals are void
   | 'APPROVAL_OWN_UPLOAD' // the uploader cannot approve their own batch
   | 'APPROVAL_UPLOADER_UNKNOWN' // no uploader recorded for the batch: no approver can be told apart from it
-  | 'APPROVAL_UNKNOWN_USER' // the approver has no user name (a uid the system does not know)
+  | 'APPROVAL_UNKNOWN_USER' // the approver has no user name, or no uid when the uploader is known by uid only
   | 'APPROVAL_NOT_ALLOWED' // not an approver under approval.approvers
   | 'APPROVAL_AS_NOT_ALLOWED' // --as from a user who is not a configured service account
   | 'APPROVAL_DECISION_MISMATCH' // an approval file whose stated decision is not its name's (renamed or linked)

@@ -11,16 +11,14 @@ import type { ReadyMoney } from '../domain/ready-money.js';
 import { holdForApproval } from '../holds/index.js';
 import {
   endUnpaid,
-  insertApprovalEntry,
   listExpiredApprovals,
-  recordBatchEvent,
   readyMoneyOf,
   rollingTotals,
   updateBatch,
   withBatchForDecision,
   type BatchRecord,
 } from '../store/index.js';
-import { figuresOf, ROLLING_WINDOW_MS, type ApprovalDeps } from './decide.js';
+import { endExpiredWait, ROLLING_WINDOW_MS, waitRanOut, type ApprovalDeps } from './decide.js';
 import { assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
 
 /** What the gate made of a batch being accepted. */
@@ -78,37 +76,14 @@ export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecor
   });
 }
 
-function durationText(ms: number): string {
-  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} day(s)`;
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} hour(s)`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} minute(s)`;
-  return `${ms / 1000} s`;
-}
-
 /** Batches whose wait for approval ran out end NOT_SUBMITTED (once, whichever instance sees it first). */
 export async function expireDueApprovals(deps: ApprovalDeps): Promise<string[]> {
   const ended: string[] = [];
   for (const id of await listExpiredApprovals(deps.db, deps.clock.now())) {
     const done = await withBatchForDecision(deps.db, id, async (trx, b) => {
       const now = deps.clock.now();
-      if (!b || b.approvalState !== 'REQUIRED' || (b.approvalExpiresAt ?? Infinity) > now) return false;
-      const reason = `not approved within ${durationText(deps.policy.approval.expiresAfter)} (approval.expiresAfter); none of its rows was paid`;
-      await insertApprovalEntry(trx, {
-        batchId: id,
-        round: b.approvalRound ?? 0,
-        decision: 'expire',
-        approver: null,
-        approverUid: null,
-        agent: null,
-        via: 'daemon',
-        comment: reason,
-        sha256: b.sha256,
-        figuresJson: JSON.stringify(figuresOf(b)),
-        decidedAt: now,
-        instanceId: deps.instanceId ?? null,
-      });
-      await endUnpaid(trx, id, { approvalState: 'EXPIRED', code: 'APPROVAL_EXPIRED', reason }, now);
-      await recordBatchEvent(trx, { batchId: id, type: 'approval-rejected', data: { by: null, expired: true, reason }, at: now });
+      if (!b || !waitRanOut(b, now)) return false;
+      await endExpiredWait(deps, trx, b, now);
       return true;
     });
     if (done) {

@@ -4,6 +4,7 @@
  * totals per status and currency, and its timeline. The arithmetic is in
  * small pure functions; money is summed exactly (ExactTotal), never as a float.
  */
+import { uploaderOf } from '../approval/audit.js';
 import { estimateEnd, progressOf as batchProgress, type BatchEvent } from '../domain/batch-events.js';
 import { ExactTotal } from '../domain/exact-total.js';
 import { isFinalRowState, type RowState } from '../domain/lifecycle.js';
@@ -76,16 +77,6 @@ export interface BatchListItem {
   progress: Progress;
   reason: string | null;
   awaitingApproval: boolean;
-}
-
-/**
- * Who uploaded a batch, as the daemon resolved it when it took the file: the console user of a console
- * upload, else the file's owner on the server (a uid with no name as such); null when not known. Never
- * looked up again by name and bytes: a later upload of the same file by someone else is not this one.
- */
-export function uploaderOf(batch: Pick<BatchRecord, 'uploadedBy' | 'uploadedByUid'>): string | null {
-  if (batch.uploadedBy) return batch.uploadedBy;
-  return batch.uploadedByUid != null ? `uid ${batch.uploadedByUid}` : null;
 }
 
 export async function listItem(db: Database, batch: BatchRecord, approval: ApprovalView | null, now: number): Promise<BatchListItem> {

@@ -1,10 +1,11 @@
 /**
  * Who the console says uploaded a batch, over real HTTP on a real SQLite
  * file with the real approvals: the uploader the daemon recorded when it
- * took the file, never an earlier console upload of the same name and bytes.
+ * took the file, never an earlier console upload of the same name and bytes;
+ * an uploader recorded by uid only is still refused her own batch.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -14,7 +15,7 @@ import { ConsoleServer, addUser, approvalsThrough } from '../../src/console/inde
 import { configSchema } from '../../src/config/schema.js';
 import { outboxName } from '../../src/daemon/outbox.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { closeDatabase, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
+import { closeDatabase, getBatch, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
 import { openTestDatabase } from '../support/database.js';
 
 const PASSWORD = 'a long enough password';
@@ -131,5 +132,45 @@ describe('console: the uploader of a batch', () => {
     expect(text(await (await fetch(`${base}/batches/B-FIRST`, { headers: { cookie: bob.cookie } })).text())).toContain(
       'received (uploaded by bob in the console)',
     );
+  });
+
+  it('an uploader whose name could not be looked up cannot approve her own batch in the console', async () => {
+    // mallory's SFTP file was taken while her name could not be looked up: only her uid (1001) is recorded.
+    const csv = `${CSV}INV-2,50.00\n`;
+    const path = join(dir, 'state', 'nameless.csv');
+    await writeFile(path, csv);
+    const sha256 = createHash('sha256').update(csv).digest('hex');
+    await insertBatch(db, {
+      ...receivedBatch(
+        {
+          id: 'B-NAMELESS',
+          fileName: 'nameless.csv',
+          storedPath: path,
+          controlPath: null,
+          doneMarker: false,
+          sha256,
+          size: csv.length,
+          mtimeMs: Date.now(),
+          uploadedBy: null,
+          uploadedByUid: 1001,
+        },
+        Date.now(),
+      ),
+      state: 'ACTIVE',
+      holdCode: 'AWAITING_APPROVAL',
+      approvalState: 'REQUIRED',
+      approvalsNeeded: 1,
+      approvalExpiresAt: Date.now() + 3_600_000,
+    });
+    const mallory = await session('mallory');
+    const r = await fetch(`${base}/batches/B-NAMELESS/approve`, {
+      method: 'POST',
+      headers: { cookie: mallory.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf: mallory.csrf, decision: 'approve', sha256 }),
+      redirect: 'manual',
+    });
+    expect(r.status).toBe(400);
+    expect(text(await r.text())).toContain('mallory uploaded batch B-NAMELESS and cannot approve it');
+    expect(await getBatch(db, 'B-NAMELESS')).toMatchObject({ approvalState: 'REQUIRED', holdCode: 'AWAITING_APPROVAL' });
   });
 });

@@ -3,7 +3,7 @@
  * moved) or under a hold for an operator stayed out of sight once --limit newer batches had finished. The
  * finished ones fill the list up to --limit, and a line says how many older finished ones are not shown
  * (--json: each batch listed says it).
- * A cancelled batch reads CANCELLED, with its reason.
+ * A cancelled batch reads CANCELLED, with its reason; an uploader known by uid only is shown by it.
  */
 import { join } from 'node:path';
 import { expect, it, vi } from 'vitest';
@@ -111,6 +111,18 @@ it('shows a cancelled batch as CANCELLED with its reason, also with --batch', as
   expect(one).toContain('cancelled by an operator: wrong month (2026-01-10T12:00:01.000Z): unsent rows are NOT_SUBMITTED');
   const [view] = JSON.parse(await printed(() => status(configFor(dir), 'BCANCEL', 20, true))) as Record<string, unknown>[];
   expect(view).toMatchObject({ state: 'ACTIVE', shownState: 'CANCELLED', cancelReason: 'cancelled by an operator: wrong month' });
+});
+
+it('--batch names an uploader known by uid only by that uid, as the console does', async () => {
+  const { db, dir } = await store();
+  await addBatch(db, 'BNAMELESS', 'nameless.csv');
+  await addRows(db, [validRow('BNAMELESS', 2, request('INV-N1'))]);
+  // The file's owner had no user name when it was taken (an LDAP timeout): only the uid is recorded.
+  await updateBatch(db, 'BNAMELESS', { uploadedBy: null, uploadedByUid: 6, approvalState: 'REQUIRED', approvalsNeeded: 1 }, T0);
+  await closeDatabase(db);
+
+  const one = await printed(() => status(configFor(dir), 'BNAMELESS', 20, false));
+  expect(one).toContain('uploaded by: uid 6;');
 });
 
 it('--batch names where each stored error is: its column letter, and the sidecar file for a line of it', async () => {

@@ -146,6 +146,51 @@ describe('decideApproval', () => {
     expect((await ask('reject')).outcome).toBe('rejected');
   });
 
+  it("an uploader known by uid only is refused by name too: the approver's uid is looked up, and with none the approval is refused", async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-uid001');
+    // uma's file was taken while her name could not be looked up: only her uid is recorded.
+    await updateBatch(t.db, b.id, { uploadedBy: null, uploadedByUid: 1001 }, clock.now());
+    const ask = (approver: string, o: { users?: UserDirectory; decision?: 'approve' | 'reject' } = {}) =>
+      decideApproval(
+        { ...deps(), users: o.users ?? users },
+        { batchId: b.id, sha256: b.sha256, decision: o.decision ?? 'approve', approver, via: 'console', reason: 'not ours' },
+      );
+    await expect(ask('uma')).rejects.toMatchObject({ code: 'APPROVAL_OWN_UPLOAD' });
+    // The directory cannot say who ana is: four eyes fails closed.
+    const noUids: UserDirectory = { ...users, uidOfName: () => Promise.resolve(null) };
+    const blind = ask('ana', { users: noUids });
+    await expect(blind).rejects.toMatchObject({ code: 'APPROVAL_UNKNOWN_USER' });
+    await expect(blind).rejects.toThrow(/known only as uid 1001/);
+    expect((await getBatch(t.db, b.id))?.approvalState).toBe('REQUIRED');
+    expect((await readApproval(t.db, b.id))?.decisions).toEqual([]);
+    // Another approver whose uid is known approves it; the audit keeps the uid looked up.
+    expect((await ask('ana')).outcome).toBe('released');
+    expect((await t.db('batch_approvals').where({ batch_id: b.id }).pluck('approver_uid')) as number[]).toEqual([1002]);
+  });
+
+  it("a decision after the deadline is refused and ends the batch expired, before the daemon's pass", async () => {
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-late01');
+    const ask = (decision: 'approve' | 'reject', approver: string) =>
+      decideApproval(deps(), { batchId: b.id, sha256: b.sha256, decision, approver, via: 'cli', reason: 'too late' });
+    clock.advance(60_000);
+    const late = ask('approve', 'ana');
+    await expect(late).rejects.toMatchObject({ code: 'APPROVAL_EXPIRED' });
+    await expect(late).rejects.toThrow(/ran out at 2026-11-27T10:01:00\.000Z .*ends NOT_SUBMITTED.*send the rows again in a new file/);
+    expect(await getBatch(t.db, b.id)).toMatchObject({ approvalState: 'EXPIRED', rejectCode: 'APPROVAL_EXPIRED', holdCode: null });
+    expect((await readApproval(t.db, b.id))?.decisions.map((d) => [d.decision, d.via])).toEqual([['expire', 'daemon']]);
+    expect(await approvalEvents(t.db, b.id)).toEqual([['approval-rejected', null]]);
+    // Ended once: the daemon's pass finds nothing, a second decision sees it expired.
+    expect(await expireDueApprovals(deps())).toEqual([]);
+    await expect(ask('reject', 'ben')).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+    // A rejection after the deadline ends it expired the same way.
+    const r = await waitingBatch(t.db, clock, 'B20261127-100000-late02');
+    clock.advance(60_000);
+    await expect(
+      decideApproval(deps(), { batchId: r.id, sha256: r.sha256, decision: 'reject', approver: 'ben', via: 'sftp', reason: 'no' }),
+    ).rejects.toMatchObject({ code: 'APPROVAL_EXPIRED' });
+    expect((await getBatch(t.db, r.id))?.approvalState).toBe('EXPIRED');
+  });
+
   it('refuses a decision before the ack, a wrong hash, an unknown batch, and a rejection without a reason', async () => {
     const early = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbbb', { state: 'VALIDATING' });
     await expect(

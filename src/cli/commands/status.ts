@@ -275,7 +275,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         print(
           `\napproval: ${view.state}${view.state === 'REQUIRED' ? ` (${view.given.length} of ${view.needed}, expires ${view.expiresAt ?? '-'})` : ''}`,
         );
-        print(`  uploaded by: ${view.uploadedBy ?? 'unknown'}; file SHA-256: ${view.sha256}`);
+        print(`  uploaded by: ${audit.uploaderOf(b) ?? 'unknown'}; file SHA-256: ${view.sha256}`);
         print(`  to pay: ${audit.totalsText(view.figures.totals)} in ${view.figures.rows} row(s)`);
         for (const r of view.reasons) print(`  why: ${r.text}`);
         for (const d of view.decisions) print(`  ${audit.decisionText(d)}`);
