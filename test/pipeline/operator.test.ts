@@ -123,6 +123,10 @@ describe('operator decisions', () => {
       code: 'HOLD_CHANGED',
       message: expect.stringContaining('now FILE_CHANGED'),
     });
+    // The command it suggests is one the CLI takes: status names a batch with --batch.
+    await expect(liftHoldAsRead(p.db, batch.id, 'INSUFFICIENT_BALANCE', p.clock.now())).rejects.toMatchObject({
+      message: expect.stringContaining(`(payoutd status --batch ${batch.id})`),
+    });
     expect((await p.batch(batch.id)).holdCode).toBe('FILE_CHANGED');
     await p.submit();
     expect(p.createRequests()).toBe(0);

@@ -43,7 +43,7 @@ export async function liftHoldAsRead(db: Database, batchId: string, read: HoldCo
   const current = await getBatch(db, batchId);
   throw new PayoutdError(
     'HOLD_CHANGED',
-    `batch ${batchId}: its hold changed while this command ran (now ${current?.holdCode ?? 'none'}); nothing was released: look at it again (payoutd status ${batchId})`,
+    `batch ${batchId}: its hold changed while this command ran (now ${current?.holdCode ?? 'none'}); nothing was released: look at it again (payoutd status --batch ${batchId})`,
   );
 }
 
