@@ -160,6 +160,22 @@ function sharedWebhookName(webhooks: { url: string; name?: string | undefined }[
   return null;
 }
 
+/** A create found absent this soon after its outcome became unknown may still land: no grace is shorter. */
+const NOT_FOUND_GRACE_FLOOR_MS = 10_000;
+
+/**
+ * What is wrong with submit.notFoundGraceMs, if anything (submit.unsafeShortGrace aside). Only a create's last try
+ * can be taken in (earlier ones were refused unprocessed or never connected: src/api/client.ts) and the grace counts
+ * from its end, so one try (api.timeoutMs) is the bound: a service that kept that try past the timeout may keep it
+ * as long again.
+ */
+export function notFoundGraceProblem(c: PayoutdConfig): string | null {
+  const grace = c.submit.notFoundGraceMs;
+  const timeout = c.api.timeoutMs;
+  if (grace >= NOT_FOUND_GRACE_FLOOR_MS && grace > timeout) return null;
+  return `submit.notFoundGraceMs is ${grace} and api.timeoutMs ${timeout}: a create whose outcome is unknown is sent again when its reference is still absent this long after, and should the first create land later the row is paid twice; the grace must be at least ${NOT_FOUND_GRACE_FLOOR_MS} and more than api.timeoutMs: set submit.notFoundGraceMs to ${Math.max(60_000, 2 * timeout)} or more${grace >= NOT_FOUND_GRACE_FLOOR_MS ? ', or lower api.timeoutMs below it' : ''}`;
+}
+
 export function loadConfig(input: LoadConfigInput, overrides: Record<string, unknown> = {}): ResolvedConfig {
   let fromFile: unknown = {};
   let baseDir = input.cwd;
@@ -236,6 +252,17 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
       `${where}: approval.approvers: batches can wait for approval (approval.required or limits.onExceeded), so name at least one user or group who may approve`,
     );
   }
+  const t = c.approval.thresholds;
+  if (
+    c.approval.required === 'above-thresholds' &&
+    Object.keys(t.batchTotal).length + Object.keys(t.largestRow).length === 0 &&
+    t.rows === undefined
+  ) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${where}: approval.thresholds: approval.required is above-thresholds but no threshold is set, so no batch would ever wait for approval; set approval.thresholds.batchTotal, .largestRow or .rows (or approval.required: always)`,
+    );
+  }
   const unsigned = c.notify.webhooks.findIndex((w) => !w.secretFile && !w.secretCredential);
   if (unsigned >= 0) {
     throw new ConfigError(
@@ -255,6 +282,15 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     throw new ConfigError(
       'CONFIG_INVALID',
       `${where}: instance.leaseMs is ${c.instance.leaseMs} and api.timeoutMs ${c.api.timeoutMs}: the lease must be more than twice the timeout, or a create still waiting for its answer is taken for lost and queried before it lands; raise instance.leaseMs or lower api.timeoutMs`,
+    );
+  }
+  const grace = notFoundGraceProblem(c);
+  if (grace && !c.submit.unsafeShortGrace) throw new ConfigError('CONFIG_INVALID', `${where}: ${grace}`);
+  if (c.poll.minIntervalMs > c.poll.maxIntervalMs) {
+    // Checked here for SIGHUP too: a reload is this same load, refused whole when it fails.
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `${where}: poll.minIntervalMs is ${c.poll.minIntervalMs} and poll.maxIntervalMs ${c.poll.maxIntervalMs}: a payout's polls start minIntervalMs apart and double up to maxIntervalMs, so the minimum cannot be above the maximum; lower poll.minIntervalMs or raise poll.maxIntervalMs`,
     );
   }
   if (c.database.client === 'pg' && !c.database.url)

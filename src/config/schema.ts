@@ -223,9 +223,15 @@ export const configSchema = z
         insufficientBalanceHoldMs: positive(60_000),
         /**
          * An unknown create is sent again only if its reference is still absent this long after the outcome became
-         * unknown: a service may take a create in well after the client gave up on it.
+         * unknown: a service may take a create in well after the client gave up on it. At least 10 s and more than
+         * api.timeoutMs (src/config/load.ts), unless unsafeShortGrace.
          */
         notFoundGraceMs: ms(60_000),
+        /**
+         * Test sandboxes only: accept a notFoundGraceMs under that bound, so a test need not wait out a real grace.
+         * Against a service that takes a create in late, it pays the row twice.
+         */
+        unsafeShortGrace: z.boolean().default(false),
         reconcileBatchSize: positive(100),
       })
       .prefault({}),

@@ -272,8 +272,9 @@ export class E2e {
       paths: { inbox: this.inbox, outbox: this.outbox, stateDir: this.stateDir },
       inbox: { stableForMs: 300, rescanIntervalMs: 500 },
       poll: { tickMs: 100, firstPollDelayMs: 200, minIntervalMs: 200, maxIntervalMs: 1000 },
-      // Creates the sandbox never took in are sent again within the tests' waits (the default is a minute).
-      submit: { notFoundGraceMs: 5000 },
+      // Creates the sandbox never took in are sent again within the tests' waits (the default is a minute): a
+      // grace no production config may have (the sandbox takes a create in before it answers, or never).
+      submit: { notFoundGraceMs: 5000, unsafeShortGrace: true },
       batch: { balanceCheck: { enabled: true } },
       log: { level: 'info' },
     };

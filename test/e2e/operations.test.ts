@@ -28,7 +28,7 @@ function metric(text: string, line: RegExp): number {
 }
 
 describe('e2e: operations', () => {
-  it('logs no secret or full account number, serves metrics and health, applies a new log level on SIGHUP, stops with 0', async () => {
+  it('logs no secret or full account number, serves metrics and health, applies a new log level on SIGHUP and refuses a reload with a mistake, stops with 0', async () => {
     const e2e = await startE2e({
       sandbox: { accessTokenTtlSeconds: 3, settlement: { minDelayMs: 100, maxDelayMs: 400 }, faults: { latencyMs: 40 } },
     });
@@ -73,6 +73,16 @@ describe('e2e: operations', () => {
     const before = daemon.logs.length;
     process.kill(daemon.pid as number, 'SIGHUP');
     await daemon.waitForLog((l) => l.msg === 'SIGHUP: log.level changed "trace" -> "warn": applied', 5000);
+    // A reload whose poll.minIntervalMs is above poll.maxIntervalMs is refused whole, as at start: nothing applied.
+    const warnLevel = await readFile(e2e.configPath, 'utf8');
+    await writeFile(e2e.configPath, warnLevel.replace(/minIntervalMs: 200\n/, 'minIntervalMs: 900000\n'));
+    process.kill(daemon.pid as number, 'SIGHUP');
+    const refused = await daemon.waitForLog((l) => String(l.msg).startsWith('SIGHUP: configuration not reloaded'), 5000);
+    expect([refused.level, refused.msg]).toEqual([
+      'error',
+      expect.stringContaining('poll.minIntervalMs is 900000 and poll.maxIntervalMs 1000: '),
+    ]);
+    await writeFile(e2e.configPath, warnLevel);
     await e2e.drop('ops-2.csv', toCsv(makeRows('E2E-OPS2', 3)));
     await e2e.waitForBatch('ops-2.csv', ['COMPLETE'], 30_000);
     const after = daemon.logs.slice(before + 1);

@@ -33,7 +33,7 @@ function daemonFor(p: Pipeline, over: Record<string, unknown> = {}): Promise<Pip
   return pipelineDaemon(p, {
     inbox: { stableForMs: 20 },
     batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
-    submit: { notFoundGraceMs: 0 },
+    submit: { notFoundGraceMs: 0, unsafeShortGrace: true },
     poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
     ...over,
   });

@@ -30,7 +30,7 @@ async function daemonFor(p: Pipeline, hooks: Pick<DaemonDeps, 'faultPoint'> = {}
       inbox: { stableForMs: 100, rescanIntervalMs: 50 },
       // A reading that stored its rows twice would have them DUPLICATE_IN_FILE, and the file refused whole.
       batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
-      submit: { notFoundGraceMs: 0, concurrency: 1 },
+      submit: { notFoundGraceMs: 0, unsafeShortGrace: true, concurrency: 1 },
     },
     p.clock,
     hooks,

@@ -46,7 +46,7 @@ async function world(options: { balance?: string; balanceCheck?: boolean; encodi
       balanceCheck: { enabled: options.balanceCheck ?? false, recheckMs: 600_000 },
       ...(options.encoding ? { format: { encoding: options.encoding } } : {}),
     },
-    submit: { notFoundGraceMs: 0 },
+    submit: { notFoundGraceMs: 0, unsafeShortGrace: true },
     poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
   });
   await daemon.start();

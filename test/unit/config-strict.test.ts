@@ -94,6 +94,50 @@ describe('config: values out of range name their option and what they got', () =
     expect(load('instance:\n  leaseMs: 5000\napi:\n  timeoutMs: 2000\n').api.timeoutMs).toBe(2000);
   });
 
+  it('submit.notFoundGraceMs: at least 10 s and more than api.timeoutMs, or a create that lands late is paid twice', () => {
+    expect(problems('submit:\n  notFoundGraceMs: 0\n')).toEqual([
+      'submit.notFoundGraceMs is 0 and api.timeoutMs 15000: a create whose outcome is unknown is sent again when its reference is still absent this long after, and should the first create land later the row is paid twice; the grace must be at least 10000 and more than api.timeoutMs: set submit.notFoundGraceMs to 60000 or more',
+    ]);
+    // Not above the longest one try of a create waits for its answer, or under the floor however short that is.
+    expect(problems('submit:\n  notFoundGraceMs: 15000\n')[0]).toMatch(/^submit\.notFoundGraceMs is 15000 and api\.timeoutMs 15000: /);
+    expect(problems('submit:\n  notFoundGraceMs: 9999\napi:\n  timeoutMs: 1500\n')[0]).toMatch(/^submit\.notFoundGraceMs is 9999 /);
+    // The default grace with a long timeout: the advice fits the timeout.
+    expect(problems('api:\n  timeoutMs: 60000\ninstance:\n  leaseMs: 200000\n')[0]).toMatch(
+      /^submit\.notFoundGraceMs is 60000 and api\.timeoutMs 60000: .* set submit\.notFoundGraceMs to 120000 or more, or lower api\.timeoutMs below it$/,
+    );
+    expect(load('{}\n').submit.notFoundGraceMs).toBe(60_000);
+    expect(load('submit:\n  notFoundGraceMs: 15001\n').submit.notFoundGraceMs).toBe(15_001);
+    expect(load('submit:\n  notFoundGraceMs: 10000\napi:\n  timeoutMs: 1500\n').submit.notFoundGraceMs).toBe(10_000);
+    // From the command line too (a SIGHUP reload is this same load).
+    expect(() => load('{}\n', {}, { submit: { notFoundGraceMs: 500 } })).toThrow(/submit\.notFoundGraceMs is 500 /);
+    // Test sandboxes only, said so in the option's name.
+    expect(load('submit:\n  notFoundGraceMs: 0\n  unsafeShortGrace: true\n').submit.notFoundGraceMs).toBe(0);
+  });
+
+  it('approval.required: above-thresholds needs a threshold, or no batch would ever wait', () => {
+    const approvers = '  approvers: { users: [alice] }\n';
+    expect(problems(`approval:\n  required: above-thresholds\n${approvers}`)).toEqual([
+      'approval.thresholds: approval.required is above-thresholds but no threshold is set, so no batch would ever wait for approval; set approval.thresholds.batchTotal, .largestRow or .rows (or approval.required: always)',
+    ]);
+    expect(
+      problems(`approval:\n  required: above-thresholds\n  thresholds: { batchTotal: {}, largestRow: {} }\n${approvers}`),
+    ).toHaveLength(1);
+    for (const threshold of ['{ rows: 100 }', '{ batchTotal: { PHP: "500000" } }', '{ largestRow: { PHP: "100000" } }']) {
+      expect(load(`approval:\n  required: above-thresholds\n  thresholds: ${threshold}\n${approvers}`).approval.required).toBe(
+        'above-thresholds',
+      );
+    }
+  });
+
+  it('poll.minIntervalMs is not above poll.maxIntervalMs, from the file or the command line', () => {
+    expect(problems('poll:\n  minIntervalMs: 900000\n  maxIntervalMs: 1000\n')).toEqual([
+      "poll.minIntervalMs is 900000 and poll.maxIntervalMs 1000: a payout's polls start minIntervalMs apart and double up to maxIntervalMs, so the minimum cannot be above the maximum; lower poll.minIntervalMs or raise poll.maxIntervalMs",
+    ]);
+    expect(problems('poll:\n  minIntervalMs: 400000\n')[0]).toMatch(/^poll\.minIntervalMs is 400000 and poll\.maxIntervalMs 300000: /);
+    expect(() => load('{}\n', {}, { poll: { maxIntervalMs: 1000 } })).toThrow(/poll\.minIntervalMs is 2000 and poll\.maxIntervalMs 1000: /);
+    expect(load('poll:\n  minIntervalMs: 5000\n  maxIntervalMs: 5000\n').poll.maxIntervalMs).toBe(5000);
+  });
+
   it('the .xlsx time zone is an IANA name; retention days are whole days, unset by default', () => {
     expect(load('{}\n').outbox).toMatchObject({ xlsx: true, timeZone: 'UTC' });
     expect(load('outbox:\n  timeZone: Asia/Manila\n').outbox.timeZone).toBe('Asia/Manila');

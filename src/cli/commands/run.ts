@@ -3,7 +3,7 @@
  * SIGHUP re-reads the configuration, applies the live options and names those that need a restart.
  */
 import { systemClock } from '../../domain/clock.js';
-import { applyLiveOptions, type OptionChange, type ResolvedConfig } from '../../config/index.js';
+import { applyLiveOptions, notFoundGraceProblem, type OptionChange, type ResolvedConfig } from '../../config/index.js';
 import { startDaemon, type RunningDaemon } from '../../daemon/runtime.js';
 import { faultPointFromSpec } from '../../daemon/fault-points.js';
 import { safeError, type Logger } from '../../log/index.js';
@@ -12,6 +12,9 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
   const faultPoint = faultPointFromSpec(faultSpec) ?? undefined;
   if (faultPoint)
     logger.warn({ spec: faultSpec }, 'PAYOUTD_FAULT_KILL_AT is set: this process will kill itself at that point (chaos testing)');
+  const shortGrace = notFoundGraceProblem(config);
+  if (config.submit.unsafeShortGrace && shortGrace)
+    logger.warn({ setting: 'submit.unsafeShortGrace' }, `submit.unsafeShortGrace is set (test sandboxes only): ${shortGrace}`);
 
   // Handlers first: a stop that arrives during start-up recovery must still end in a clean exit 0.
   const startAbort = new AbortController();
