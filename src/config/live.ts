@@ -26,7 +26,7 @@ export const LIVE_OPTIONS: readonly string[] = [
 const UNSHOWN: readonly string[] = ['notify.webhooks', 'notify.email'];
 
 /** Derived from options, not options themselves: never reported. */
-const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir']);
+const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir', 'fromEnvironment']);
 
 export interface OptionChange {
   /** Dotted path of the option (`submit.concurrency`). */

@@ -26,6 +26,8 @@ export interface ResolvedConfig extends PayoutdConfig {
   databaseFile: string;
   /** systemd's $CREDENTIALS_DIRECTORY, when running under LoadCredential=. */
   credentialsDir: string | null;
+  /** The options an environment variable set (over the file and the defaults), named with the variable: said at start. */
+  fromEnvironment: { option: string; variable: string }[];
 }
 
 /** A config problem's line: where the value came from (the file, an environment variable, a flag), the option, what is wrong. */
@@ -296,7 +298,16 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   if (c.database.client === 'pg' && !c.database.url)
     throw new ConfigError('CONFIG_INVALID', 'database.url is required when database.client is pg');
   const databaseFile = c.database.filename ? abs(c.database.filename) : join(c.paths.stateDir, 'payoutd.sqlite');
-  return { ...c, source: input.file ? resolve(input.cwd, input.file) : null, databaseFile, credentialsDir: credentials ?? null };
+  const fromEnvironment = [...origins]
+    .filter(([, from]) => from.startsWith('PAYOUTD_'))
+    .map(([option, variable]) => ({ option, variable }));
+  return {
+    ...c,
+    source: input.file ? resolve(input.cwd, input.file) : null,
+    databaseFile,
+    credentialsDir: credentials ?? null,
+    fromEnvironment,
+  };
 }
 
 /** A secret given inline or as a file (never logged; errors name the option only). */

@@ -4,7 +4,6 @@
  * work, lets calls in flight finish within a grace period, and leaves the rest to be resolved by query.
  */
 import { lstat } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { PayoutService } from '../domain/payout.js';
@@ -56,6 +55,7 @@ import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
 import { WorkLoop } from './work-loop.js';
+import { stateFolders } from './state-folders.js';
 import { isPassingReadFailure, readFailureKind, ReadRetries } from './read-retries.js';
 import type { FaultPoint } from './fault-points.js';
 
@@ -169,7 +169,7 @@ export class PayoutDaemon {
       this.approval && approvalInUse(config.approval, config.limits)
         ? new ApprovalFiles(this.approval, {
             dir: config.paths.approvals as string,
-            takenDir: join(storageDir, 'approval-files'),
+            takenDir: stateFolders(storageDir).approvalFiles,
             replyDir: config.paths.outbox,
             stableForMs: config.inbox.stableForMs,
             maxFileBytes: config.approval.maxFileBytes,
@@ -214,7 +214,7 @@ export class PayoutDaemon {
         format: config.batch.format,
         rules: rulesWithRowLimits(config.batch.rules, config.limits),
         onInvalidRows: config.batch.onInvalidRows,
-        rejectedDir: join(storageDir, 'rejected'),
+        rejectedDir: stateFolders(storageDir).rejected,
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
         signal: this.stopWork.signal,

@@ -17,7 +17,7 @@ import { outboxName } from './outbox.js';
 import { approvalInUse, readWebhookSecret } from '../config/index.js';
 import { approvalDepsFrom } from '../approval/index.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
-import { checkFolders, checkPayoutService } from './startup-checks.js';
+import { checkFolders, checkPayoutService, sayEnvironmentOverrides } from './startup-checks.js';
 
 /** Kept here too for callers of the daemon's runtime (bench scripts of older builds import it from here). */
 export { openStore };
@@ -69,7 +69,8 @@ export async function startDaemon(
   /** A stop requested while starting: recovery ends early, the daemon starts no loops, and stop() follows. */
   startAbort?: AbortSignal,
 ): Promise<RunningDaemon> {
-  checkFolders(config);
+  sayEnvironmentOverrides(config, logger);
+  checkFolders(config, clock.now());
   const lock: InstanceLock | null =
     config.database.client === 'sqlite' ? acquireInstanceLocks(config.paths.stateDir, config.databaseFile) : null;
   const db = openStore(config);

@@ -8,6 +8,7 @@ import knexFactory, { type knex, type Knex } from 'knex';
 import { createRequire } from 'node:module';
 import { migrationSource } from './migrations.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
+import { shownUrl } from '../domain/url-path.js';
 import { openSqlite, type SqliteConnection } from './sqlite-driver.js';
 
 export type Database = Knex;
@@ -48,16 +49,6 @@ const ACQUIRE_TIMEOUT_MS = 60_000;
 /** What each database openDatabase opened is called in a message: its file, or its server without credentials. */
 const databaseNames = new WeakMap<Database, string>();
 
-/** A PostgreSQL URL as a message may show it: no user, password or options. */
-function serverOf(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    return '(database.url)';
-  }
-}
-
 // knex logs each failed connection with its stack before the query fails with the same error, which the
 // command then says in one line.
 const knexLog: Knex.Config['log'] = {
@@ -86,7 +77,7 @@ export function openDatabase(o: DatabaseOptions): Database {
       pool: { min: 0, max: o.poolMax },
       ...COMMON_CONFIG,
     });
-    databaseNames.set(pg, serverOf(o.url));
+    databaseNames.set(pg, shownUrl(o.url, 'database.url'));
     return pg;
   }
   if (!o.readOnly) mkdirSync(dirname(o.filename), { recursive: true });

@@ -9,17 +9,18 @@
  * the creates on the wire follow it. And a one-shot command next to a
  * running daemon on the embedded sandbox uses the daemon's sandbox.
  */
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { mergeDeep } from '../../src/config/load.js';
 import { API_PATHS } from '../../src/sandbox/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import { makeRows, toCsv } from './batch-files.js';
-import { startE2e, waitFor, type DaemonProcess, type E2e, type ExitInfo } from './harness.js';
+import { BIN, childEnv, DaemonProcess, startE2e, waitFor, type E2e, type ExitInfo } from './harness.js';
 
 const CREATE = API_PATHS.find((p) => p.endsWith('/fiat-payout/create')) as (typeof API_PATHS)[number];
 
@@ -178,11 +179,11 @@ describe('e2e: start-up checks', () => {
     );
   });
 
-  it('an unreachable payout service: retried (said once) for startup.waitForServiceMs, then exit 69', async () => {
+  it('an unreachable payout service: retried (said once) for startup.waitForServiceMs, then exit 69; its URL shown without credentials', async () => {
     const e2e = await startE2e();
     const port = await closedPort();
     await e2e.writeConfig({
-      api: { baseUrl: `http://127.0.0.1:${port}`, retry: { maxAttempts: 2, baseMs: 20, maxMs: 50 } },
+      api: { baseUrl: `http://gw:GatewayS3cret@127.0.0.1:${port}/gw?token=QueryS3cret`, retry: { maxAttempts: 2, baseMs: 20, maxMs: 50 } },
       startup: { waitForServiceMs: 1500 },
     });
     const r = await runToExit(e2e);
@@ -190,12 +191,40 @@ describe('e2e: start-up checks', () => {
       r.daemon,
       r.exit,
       69,
-      `payoutd: SERVICE_UNAVAILABLE: api.baseUrl: the payout service at http://127.0.0.1:${port} did not answer within ` +
+      `payoutd: SERVICE_UNAVAILABLE: api.baseUrl: the payout service at http://127.0.0.1:${port}/gw did not answer within ` +
         'startup.waitForServiceMs (1500 ms): ECONNREFUSED; check api.baseUrl and the network, or raise startup.waitForServiceMs',
     );
     const waiting = r.daemon.logs.filter((l) => String(l.msg).startsWith('payout service not answering at start'));
     expect(waiting).toHaveLength(1);
     expect(waiting[0]?.level).toBe('warn');
+    expect(waiting[0]?.url).toBe(`http://127.0.0.1:${port}/gw`);
+    // The user, password and query of a URL may be a gateway's credentials.
+    expect(r.daemon.transcript()).not.toMatch(/S3cret/);
+  });
+
+  it('an option an environment variable set is said at start by the variable, a secret without its value', async () => {
+    const e2e = await startE2e();
+    const stateDir = join(e2e.dir, 'state-from-env');
+    await mkdir(stateDir);
+    const apiKey = (parseYaml(await readFile(e2e.configPath, 'utf8')) as { api: { apiKey: string } }).api.apiKey;
+    const env = { ...childEnv(), PAYOUTD_STATE_DIR: stateDir, PAYOUTD_API_KEY: apiKey };
+    const child = spawn(process.execPath, [BIN, 'run', '--config', e2e.configPath], {
+      cwd: e2e.dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const daemon = new DaemonProcess('env-daemon', child);
+    onTestFinished(() => daemon.kill());
+    await daemon.running();
+    expect(await daemon.stop()).toBe(0);
+    const said = daemon.logs.filter((l) => typeof l.variable === 'string');
+    expect(said.map(({ level, option, variable, value }) => ({ level, option, variable, value }))).toEqual([
+      { level: 'info', option: 'api.apiKey', variable: 'PAYOUTD_API_KEY', value: undefined },
+      { level: 'info', option: 'paths.stateDir', variable: 'PAYOUTD_STATE_DIR', value: stateDir },
+    ]);
+    expect(said[1]?.msg).toBe('paths.stateDir is set by the environment variable PAYOUTD_STATE_DIR, over the config file');
+    expect(daemon.transcript()).not.toContain(apiKey);
+    expect(existsSync(join(stateDir, 'payoutd.sqlite'))).toBe(true);
   });
 
   it('a wrong API key: the service refused the credentials; exit 78', async () => {

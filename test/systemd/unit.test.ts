@@ -3,7 +3,10 @@
  * verify` accepts it and `systemd-analyze security --offline=true` scores
  * its exposure at 2.0 or lower. Skipped, with the reason, where the machine
  * has no systemd-analyze. Every folder the daemon writes in the README's
- * layout is writable under ProtectSystem=strict and made by tmpfiles.d.
+ * layout (the example config) is writable under ProtectSystem=strict and made
+ * by tmpfiles.d, and the folders files are renamed between sit under one
+ * ReadWritePaths= entry: each entry is a bind mount, and a rename between two
+ * fails (EXDEV). Nothing in the unit sets an option over the config file.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -38,7 +41,6 @@ describe.skipIf(!available)('systemd unit', () => {
       'CapabilityBoundingSet=',
       'ProtectSystem=strict',
       'PrivateTmp=yes',
-      'StateDirectory=payoutd',
       'LogsDirectory=payoutd',
       'LoadCredential=merchant-key:/etc/payoutd/merchant.pem',
       'SystemCallFilter=@system-service',
@@ -57,13 +59,10 @@ describe.skipIf(!available)('systemd unit', () => {
 const read = (file: string): string => readFileSync(fileURLToPath(new URL(`../../systemd/${file}`, import.meta.url)), 'utf8');
 
 describe('the folders the daemon writes, in the README layout', () => {
-  // The README's layout with approval on: paths.approvals defaults to `approvals` beside the inbox.
+  // The README's layout: its example config, with approval on (paths.approvals defaults to `approvals` beside the inbox).
   const config = loadConfig(
-    { env: { PAYOUTD_STATE_DIR: '/var/lib/payoutd' }, cwd: '/etc/payoutd' },
-    {
-      paths: { inbox: '/srv/payoutd/inbox', outbox: '/srv/payoutd/outbox' },
-      approval: { required: 'always', approvers: { users: ['maria'] } },
-    },
+    { file: fileURLToPath(new URL('../../config/payoutd.example.yaml', import.meta.url)), env: {}, cwd: '/etc/payoutd' },
+    { approval: { required: 'always', approvers: { users: ['maria'] } } },
   );
   const unit = read('payoutd.service').split('\n');
   const writable = unit.filter((l) => l.startsWith('ReadWritePaths=')).flatMap((l) => l.slice('ReadWritePaths='.length).split(/\s+/));
@@ -72,15 +71,31 @@ describe('the folders the daemon writes, in the README layout', () => {
     .filter((l) => l.startsWith('d '))
     .map((l) => l.split(/\s+/)[1]);
 
-  it('are writable under ProtectSystem=strict, and made by tmpfiles.d (the state directory by StateDirectory=)', () => {
-    for (const folder of [config.paths.inbox, config.paths.outbox, config.paths.approvals as string]) {
-      expect(writable, folder).toContain(folder);
+  /** The ReadWritePaths= entry a folder is under (each entry is a mount of its own), or undefined. */
+  const mountOf = (folder: string): string | undefined => writable.find((w) => folder === w || folder.startsWith(`${w}/`));
+
+  it('are writable under ProtectSystem=strict, and made by tmpfiles.d', () => {
+    const { inbox, outbox, approvals, stateDir } = config.paths;
+    for (const folder of [inbox, outbox, approvals as string, stateDir]) {
+      expect(mountOf(folder), folder).toBeDefined();
       expect(made, folder).toContain(folder);
     }
-    expect(config.paths.approvals).toBe('/srv/payoutd/approvals');
-    expect(unit).toContain('StateDirectory=payoutd');
-    expect(config.paths.stateDir).toBe('/var/lib/payoutd');
-    expect(config.databaseFile.startsWith(`${config.paths.stateDir}/`)).toBe(true);
+    expect(approvals).toBe('/srv/payoutd/approvals');
+    expect(stateDir).toBe('/srv/payoutd/state');
+    expect(config.databaseFile.startsWith(`${stateDir}/`)).toBe(true);
+  });
+
+  it('put the inbox, the approvals folder and the state directory under one mount: files are taken by renames between them', () => {
+    const { inbox, approvals, stateDir } = config.paths;
+    expect(mountOf(inbox)).toBe('/srv/payoutd');
+    expect(mountOf(approvals as string)).toBe(mountOf(inbox));
+    expect(mountOf(stateDir)).toBe(mountOf(inbox));
+    // A StateDirectory= would be a bind mount apart from the inbox's.
+    expect(unit.filter((l) => l.startsWith('StateDirectory='))).toEqual([]);
+  });
+
+  it('set no option over the config file: `payoutd status -c` reads the state the service uses', () => {
+    expect(unit.filter((l) => /^Environment=.*PAYOUTD_/.test(l))).toEqual([]);
   });
 
   it('give the approvals folder a mode payoutd starts with: shared with the SFTP group, sticky', () => {

@@ -1,5 +1,5 @@
 /** The inbox: finding complete uploads in the drop folder and claiming them into storage. */
-export { InboxWatcher, type InboxWatcherOptions } from './watcher.js';
+export { InboxWatcher, claimedDirOf, type InboxWatcherOptions } from './watcher.js';
 export { PAUSE_FACTOR, fingerprintKey, observe, stabilityVerdict, type Observation, type Patience } from './stability.js';
 export { claimFile, lstatOrNull, sha256OfFile, takenFileChange, verifyUnchanged } from './claim.js';
 export { moveAside } from './move-aside.js';

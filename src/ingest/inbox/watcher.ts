@@ -46,6 +46,11 @@ export const INBOX_DEFAULTS = {
   autoTick: true,
 } as const;
 
+/** Where a storage folder's claims go: `<storageDir>/claimed` (the daemon's start check renames a probe into it too). */
+export function claimedDirOf(storageDir: string): string {
+  return join(resolve(storageDir), 'claimed');
+}
+
 export interface InboxWatcherOptions {
   /** The drop folder; only its direct entries are considered. */
   inboxDir: string;
@@ -147,7 +152,7 @@ export class InboxWatcher {
 
   constructor(options: InboxWatcherOptions) {
     this.inboxDir = resolve(options.inboxDir);
-    this.claimedDir = join(resolve(options.storageDir), 'claimed');
+    this.claimedDir = claimedDirOf(options.storageDir);
     this.rejectedDir = resolve(options.rejectedDir ?? join(options.storageDir, 'rejected'));
     this.options = {
       stableForMs: wholeMs('stableForMs', options.stableForMs ?? INBOX_DEFAULTS.stableForMs, 1),
