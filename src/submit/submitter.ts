@@ -94,6 +94,13 @@ interface Beside {
 
 const SHUTDOWN_NOT_SENT = 'shutdown before the create was sent';
 
+/**
+ * How long a batch found sendable stays so for the fences of its creates while their leases are fresh: a look
+ * per create would cost more than the create's own bookkeeping, and a cancel or hold reaches every create that
+ * leaves this long after it (the cancel counts the rows claimed before it as possibly sent).
+ */
+export const SENDABLE_RECHECK_MS = 100;
+
 /** A create try not sent: its row's claim ran out and the row may be another's now. */
 class ClaimLost extends Error {
   constructor() {
@@ -147,6 +154,8 @@ export class PayoutSubmitter {
   private beside: Beside | null = null;
   /** A partial query answer was warned of (once per process: a service that pages does so every time). */
   private partialWarned = false;
+  /** When each batch was last found sendable by a create's fence (SENDABLE_RECHECK_MS). */
+  private readonly sendableSeen = new Map<string, number>();
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -359,19 +368,32 @@ export class PayoutSubmitter {
   /**
    * Before each try of a create: after a stop, or once the row's batch is no longer sendable (an operator's
    * cancel, a hold, approval withdrawn after the claim), throws NotSending; when the row is no longer this
-   * claim's, ClaimLost. Both are one guarded statement of the store, run even while the lease is fresh. The
-   * lease is renewed only when less than half of it is ahead: no row is taken over before its lease runs out,
-   * and a try leaving with half the lease ahead has more than one try can take.
+   * claim's, ClaimLost. Both are one guarded statement of the store, made when the lease needs renewing (less
+   * than half of it ahead: no row is taken over before its lease runs out, and a try leaving with half the lease
+   * ahead has more than one try can take) or the batch was not found sendable within SENDABLE_RECHECK_MS.
    */
   private async fence(row: ClaimedRow, stop: AbortSignal): Promise<void> {
     if (stop.aborted) throw new NotSending(SHUTDOWN_NOT_SENT);
     const now = this.deps.clock.now();
     const { leaseMs } = this.o.claimant;
     const renew = row.leaseExpiresAt === null || now + leaseMs / 2 > row.leaseExpiresAt;
+    const seen = this.sendableSeen.get(row.batchId);
+    if (!renew && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
     const fenced = await fenceCreate(this.deps.db, row, now, this.o.claimant, renew);
     if (fenced === 'lost') throw new ClaimLost();
-    if (fenced === 'unsendable') throw new NotSending('its batch was cancelled or held before the create was sent');
+    if (fenced === 'unsendable') {
+      this.sendableSeen.delete(row.batchId);
+      throw new NotSending('its batch was cancelled or held before the create was sent');
+    }
+    this.seenSendable(row.batchId, now);
     if (renew) row.leaseExpiresAt = now + leaseMs;
+  }
+
+  private seenSendable(batchId: string, now: number): void {
+    // Batches come and go over months: the ones not looked at lately are forgotten.
+    if (this.sendableSeen.size >= 64)
+      for (const [id, at] of this.sendableSeen) if (now - at >= SENDABLE_RECHECK_MS) this.sendableSeen.delete(id);
+    this.sendableSeen.set(batchId, now);
   }
 
   /** A claimed row put back READY unsent: nothing to resolve, no attempt charged. */

@@ -10,6 +10,7 @@ import { cancelReadyRows, cancelReturnedRows } from '../../src/store/cancels.js'
 import { claimReadyRows, fenceCreate } from '../../src/store/claims.js';
 import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { cancelMessage } from '../../src/cli/commands/operator.js';
+import { SENDABLE_RECHECK_MS } from '../../src/submit/submitter.js';
 import { csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
 const refs = Array.from({ length: 12 }, (_, i) => `CQ-${i + 1}`);
@@ -44,6 +45,8 @@ export async function checkCancelStopsQueuedCreates(database?: (dir: string) => 
 
   const done = await cancelReadyRows(p.db, batchId, 'cancelled by an operator: wrong file', p.clock.now());
   expect(done).toEqual({ notSubmitted: UNCLAIMED.length, claimed: 1 + QUEUED.length });
+  // The batch was last found sendable by CQ-1's fence: a cancel reaches the creates that leave this long after it.
+  p.clock.advance(SENDABLE_RECHECK_MS);
   const said = cancelMessage(batchId, done);
   expect(said).toContain('4 row(s) not yet sent are now NOT_SUBMITTED');
   expect(said).toContain('8 row(s) were claimed for sending and may already be on the wire');
