@@ -19,13 +19,13 @@ interface ValidateError {
   code: string;
 }
 
-/** Parses `payoutd validate` lines: `<file>, line <n>[, column <letter> "<header>"]: <CODE>: <message>`. */
+/** Parses `payoutd validate` lines: `<file>, line <n>[, column <letter>[ "<header>"]]: <CODE>: <message>` (a column past the header has no header). */
 async function validateErrors(e2e: E2e): Promise<ValidateError[]> {
   const r = await e2e.cli(['validate', SAMPLE]);
   expect(r.code).toBe(1);
   const errors: ValidateError[] = [];
   for (const text of r.stdout.split('\n')) {
-    const m = /^payouts-with-errors\.csv, line (\d+)(?:, (column [A-Z]+ "[^"]*"))?: ([A-Z][A-Z0-9_]+): /.exec(text);
+    const m = /^payouts-with-errors\.csv, line (\d+)(?:, (column [A-Z]+(?: "[^"]*")?))?: ([A-Z][A-Z0-9_]+): /.exec(text);
     if (m) errors.push({ line: m[1] as string, column: m[2] ?? null, code: m[3] as string });
   }
   return errors;
