@@ -221,7 +221,7 @@ async function runOnce(n, merchant) {
       const file = join(dir, `${name}.yaml`);
       const config = {
         api: { baseUrl: sandboxUrl, merchantCode: MERCHANT, apiKeyFile: join(dir, 'api-key'), privateKeyFile: join(dir, 'merchant.pem') },
-        paths: { inbox, outbox, stateDir: join(dir, `state-${name}`) },
+        paths: { inbox, outbox, stateDir: join(dir, `state-${name}`), create: true },
         database: { client: 'pg', url },
         instance: { id: name, leaseMs: 40_000 },
         inbox: { stableForMs: 200, rescanIntervalMs: 300 },
