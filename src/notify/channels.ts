@@ -77,7 +77,11 @@ class HttpWebhookChannel implements NotificationChannel {
 }
 
 /** The plain-text mail of an event: what happened, the batch's rows and totals by status, and its outbox files. */
-export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s: BatchSnapshot): { subject: string; text: string } {
+export function emailText(
+  d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>,
+  s: BatchSnapshot,
+  statusFiles: boolean,
+): { subject: string; text: string } {
   const { event, batch } = d;
   const detail = typeof event.data['reason'] === 'string' ? `: ${event.data['reason']}` : '';
   // A cancelled batch's final notice names it as status does, not as a plain completion.
@@ -95,9 +99,11 @@ export function emailText(d: Pick<Delivery, 'event' | 'batch' | 'outboxName'>, s
     const amounts = Object.entries(s.amounts[status as keyof typeof s.amounts] ?? {}).map(([c, a]) => `${a} ${c}`);
     lines.push(`  ${status}: ${n} row(s)${amounts.length > 0 ? `, ${amounts.join(', ')}` : ''}`);
   }
-  const files = [outboxFileName(d.outboxName, 'ack'), outboxFileName(d.outboxName, 'status')];
-  if (batch.state === 'COMPLETE' || batch.state === 'REJECTED')
-    files.push(outboxFileName(d.outboxName, 'result'), outboxFileName(d.outboxName, 'summary'));
+  // Only files the batch's record says were written: a file refused whole has an ack and no result, an ack may not be written yet.
+  const files: string[] = [];
+  if (batch.ackWrittenAt !== null) files.push(outboxFileName(d.outboxName, 'ack'));
+  if (statusFiles) files.push(outboxFileName(d.outboxName, 'status'));
+  if (batch.resultWrittenAt !== null) files.push(outboxFileName(d.outboxName, 'result'), outboxFileName(d.outboxName, 'summary'));
   lines.push('', 'Outbox files:', ...files.map((f) => `  ${f}`), '', `Event id: ${event.id}`);
   return { subject, text: `${lines.join('\n')}\n` };
 }
@@ -110,6 +116,7 @@ class EmailChannel implements NotificationChannel {
     private readonly settings: EmailSettings,
     credentialsDir: string | null,
     timeoutMs: number,
+    private readonly statusFiles: boolean,
   ) {
     const password =
       settings.passwordFile || settings.passwordCredential
@@ -135,7 +142,7 @@ class EmailChannel implements NotificationChannel {
   }
 
   async deliver(d: Delivery): Promise<void> {
-    const { subject, text } = emailText(d, await d.snapshot());
+    const { subject, text } = emailText(d, await d.snapshot(), this.statusFiles);
     try {
       // The Message-ID carries the event id: a mail delivered twice (a crash after the send) is one message to the reader's tools.
       await this.transport.sendMail({
@@ -188,7 +195,7 @@ export function buildChannels(config: ResolvedConfig, now: () => number, onProbl
   if (n.email) {
     const email = n.email;
     try {
-      out.push(new EmailChannel(email, config.credentialsDir, n.timeoutMs));
+      out.push(new EmailChannel(email, config.credentialsDir, n.timeoutMs, n.statusFiles));
     } catch (err) {
       // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
       onProblem(err);

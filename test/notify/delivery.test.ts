@@ -30,6 +30,7 @@ import {
   listBatchEvents,
   receivedBatch,
   releaseBatchHold,
+  updateBatch,
   type BatchRecord,
 } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
@@ -78,6 +79,12 @@ afterEach(async () => {
   await rm(world.dir, { recursive: true, force: true });
   world = null;
 });
+
+/** The names a mail lists under "Outbox files:". */
+function outboxFilesOf(raw: string): string[] {
+  const section = raw.split(/Outbox files:\r?\n/)[1] ?? '';
+  return [...section.matchAll(/^ {2}(\S+)\r?$/gm)].map((m) => m[1] as string);
+}
 
 async function newBatch(w: World, id: string, fileName = `${id}.csv`): Promise<BatchRecord> {
   const b = receivedBatch(
@@ -456,6 +463,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     };
     const w = await setUp({ email, statusFiles: false }, {}, { CREDENTIALS_DIRECTORY: credentials });
     const b = await newBatch(w, 'B5', 'payroll.csv');
+    await updateBatch(w.db, 'B5', { ackWrittenAt: w.clock.now() }, w.clock.now());
     await holdBatch(w.db, 'B5', SHORT, w.clock.now());
     await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B5', type: 'progress', data: {}, at: w.clock.now() }));
     expect(await w.dispatcher.pass()).toBe(3);
@@ -473,9 +481,52 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     expect(raw).toContain('PAID: 1 row(s), 1500.5 PHP');
     expect(raw).toContain('PENDING: 1 row(s), 99.95 PHP');
     expect(raw).toContain(`${outboxName(b)}.ack.csv`);
-    expect(raw).toContain(`${outboxName(b)}.status.csv`);
+    // statusFiles is off: no status file is written, so the mail names none (nor result files, not written yet).
+    expect(outboxFilesOf(raw)).toEqual([`${outboxName(b)}.ack.csv`]);
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 3 });
     expect(w.logLines.filter((l) => l.includes(login.password))).toEqual([]);
+  });
+
+  /** Email settings for the test server, the password in a file. */
+  async function passwordEmail(): Promise<Record<string, unknown>> {
+    const passwordFile = join(certDir, 'pw');
+    await writeFile(passwordFile, login.password);
+    const to = ['f@example.com'];
+    return {
+      host: '127.0.0.1',
+      port: mail.port,
+      caFile: join(certDir, 'cert.pem'),
+      user: login.user,
+      passwordFile,
+      from: 'p@example.com',
+      to,
+    };
+  }
+
+  it('a file refused whole names only its ack in the mail: no result, summary or status file is written for it', async () => {
+    const w = await setUp({ email: await passwordEmail(), statusFiles: false });
+    const b = receivedBatch(
+      {
+        id: 'B8',
+        fileName: 'invoice.pdf',
+        storedPath: '/claimed/B8',
+        controlPath: null,
+        sha256: 'B8'.padEnd(64, '0'),
+        size: 15,
+        mtimeMs: 1,
+        doneMarker: false,
+      },
+      w.clock.now(),
+    );
+    // As intake leaves a file refused whole: REJECTED with no rows, its ack written and nothing else.
+    await insertBatch(w.db, { ...b, state: 'REJECTED', rowCount: 0, ackWrittenAt: w.clock.now() });
+    await w.db.transaction((trx) =>
+      recordBatchEvent(trx, { batchId: 'B8', type: 'rejected', data: { reason: 'NOT_CSV' }, at: w.clock.now() }),
+    );
+    expect(await w.dispatcher.pass()).toBe(2);
+    const raws = mail.mails.map((m) => m.raw.replace(/=\r\n/g, ''));
+    expect(raws.some((r) => /Subject: payoutd: invoice.pdf rejected/.test(r))).toBe(true);
+    for (const raw of raws) expect(outboxFilesOf(raw)).toEqual([`${outboxName(b)}.ack.csv`]);
   });
 
   it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
@@ -483,20 +534,9 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     const receiver = new EventReceiver(secret);
     const secretFile = join(certDir, 'erp-secret');
     await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
-    const passwordFile = join(certDir, 'pw');
-    await writeFile(passwordFile, login.password);
     await receiver.start();
     try {
-      const email = {
-        host: '127.0.0.1',
-        port: mail.port,
-        caFile: join(certDir, 'cert.pem'),
-        user: login.user,
-        passwordFile,
-        from: 'p@example.com',
-        to: ['f@example.com'],
-      };
-      const w = await setUp({ email, webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
+      const w = await setUp({ email: await passwordEmail(), webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
       const b = await newBatch(w, 'B7', 'wrong-month.csv');
       await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B7-2' });
       await cancelReadyRows(w.db, 'B7', 'cancelled by an operator: wrong month', w.clock.now());
@@ -524,6 +564,10 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       const raw = (last?.raw ?? '').replace(/=\r\n/g, '').replace(/\r\n /g, ' ');
       expect(raw).toMatch(/Subject: payoutd: wrong-month.csv CANCELLED: cancelled by an operator: wrong month/);
       expect(raw).toContain('State: CANCELLED');
+      // Its result files are written and status files are on; its ack was never recorded written here.
+      expect(outboxFilesOf((last?.raw ?? '').replace(/=\r\n/g, ''))).toEqual(
+        ['status', 'result', 'summary'].map((k) => `${outboxName(b)}.${k}.csv`),
+      );
       expect(raw).not.toMatch(/COMPLETE|completed/);
       const status = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
       expect(status.split(/\r?\n/)[3]).toBe('state,,,CANCELLED');
