@@ -550,42 +550,52 @@ export class PayoutSubmitter {
   /**
    * One UNKNOWN row's move from an answer about its reference. `alone`: the answer was to a query of this
    * reference only; a row missing from any other is to be asked about alone (null) before its payout is taken
-   * as absent.
+   * as absent. Several payouts held for the reference are told of with whatever move is recorded.
    */
   private async reconcileRow(row: UnknownRow, seen: Seen, now: number, alone: boolean, reports: MoveReports): Promise<RowMove | null> {
-    const { db, logger } = this.deps;
     const found = seen.byRef.get(row.merchantReferenceId) ?? [];
     const unread = seen.unreadByRef.get(row.merchantReferenceId) ?? [];
     const held = found.length + unread.length;
+    const move = await this.reconcileMove(row, { ...seen, found, unread, held }, now, alone, reports);
+    if (move === null || held <= 1) return move;
+    return reports.add(move, () =>
+      this.deps.logger.error(
+        { merchantReferenceId: row.merchantReferenceId, count: held },
+        'the service holds several payouts for one reference',
+      ),
+    );
+  }
+
+  /** reconcileRow's decision, from the records held for the row's reference (`found`, `unread`: `held` in all). */
+  private async reconcileMove(
+    row: UnknownRow,
+    seen: Seen & { found: PayoutRecord[]; unread: NonNullable<ReturnType<Seen['unreadByRef']['get']>>; held: number },
+    now: number,
+    alone: boolean,
+    reports: MoveReports,
+  ): Promise<RowMove | null> {
+    const { db, logger } = this.deps;
+    const { found, unread, held } = seen;
     const note = held > 1 ? `; WARNING: the service holds ${held} payouts for this reference` : '';
-    const severalHeld = (move: RowMove): RowMove =>
-      held > 1
-        ? reports.add(move, () =>
-            logger.error(
-              { merchantReferenceId: row.merchantReferenceId, count: held },
-              'the service holds several payouts for one reference',
-            ),
-          )
-        : move;
     found.sort((a, b) => a.createTime.localeCompare(b.createTime));
     const requested = requestOf(row);
     const own = found.find((r) => isPayoutOf(r, requested));
     if (own) {
       const a = adoptRecord(own, now, this.o.firstPollDelayMs);
-      return severalHeld({
+      return {
         row,
         from: 'UNKNOWN',
         to: a.to,
         patch: a.patch,
         history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
-      });
+      };
     }
     const first = unread[0];
     if (first !== undefined) {
       // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
       // followed, never created again; the poller compares it with the row once it can be read.
       const a = adoptUnread(first, now, this.o.firstPollDelayMs);
-      const move = severalHeld({
+      const move: RowMove = {
         row,
         from: 'UNKNOWN',
         to: a.to,
@@ -595,7 +605,7 @@ export class PayoutSubmitter {
           outcome: a.patch.serviceStatus ?? 'UNREADABLE',
           detail: `payoutId ${first.payoutId}; its record cannot be read (${first.problem}), followed as PENDING${note}`,
         },
-      });
+      };
       return reports.add(move, () =>
         logger.warn(
           {
@@ -617,7 +627,7 @@ export class PayoutSubmitter {
     const other = found[0];
     const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
     if (now - unknownSince < this.o.notFoundGraceMs) {
-      return severalHeld({
+      return {
         row,
         from: 'UNKNOWN',
         to: 'UNKNOWN',
@@ -629,7 +639,7 @@ export class PayoutSubmitter {
               detail: `payout ${other.payoutId} holds this reference for ${other.payoutAmount} ${other.payoutCurrency}; asking again after the grace period`,
             }
           : { event: 'reconcile-wait', outcome: 'NOT_FOUND', detail: 'not visible yet; asking again after the grace period' },
-      });
+      };
     }
     // A service may page or cap an answer about many references without saying so: its own payout is taken as
     // absent (created again, or the row not paid) only from an answer about this reference alone that is whole.
@@ -639,7 +649,7 @@ export class PayoutSubmitter {
     }
     if (other) {
       // Never created under a held reference: it would be a second payout.
-      const move = severalHeld({ row, from: 'UNKNOWN', ...referenceTaken(other, requested) });
+      const move: RowMove = { row, from: 'UNKNOWN', ...referenceTaken(other, requested) };
       return reports.add(move, () => logReferenceTaken(logger, row, other, requested));
     }
     return {
