@@ -429,3 +429,34 @@ export function serviceLike(client: PayoutService, calls: Partial<PayoutService>
     ...calls,
   };
 }
+
+/** A second submitter on the pipeline's database ("instance A") whose first matching reference query is held. */
+export interface HeldReconciler {
+  submitter: PayoutSubmitter;
+  /** True once a matching query was answered and is held before A records it. */
+  held(): boolean;
+  /** Lets the held answer through. */
+  release(): void;
+}
+
+/** Instance A, its reference query of `refs` matching `holds` answered by the real service, then held until release. */
+export function heldReconciler(p: Pipeline, holds: (refs: string[]) => boolean = () => true): HeldReconciler {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let held = false;
+  const service = serviceLike(p.client, {
+    async queryByReferences(refs, signal) {
+      const answer = await p.client.queryByReferences(refs, signal);
+      if (!held && holds(refs)) {
+        held = true;
+        await gate;
+      }
+      return answer;
+    },
+  });
+  const submitter = new PayoutSubmitter(
+    { db: p.db, service, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
+  );
+  return { submitter, held: () => held, release };
+}

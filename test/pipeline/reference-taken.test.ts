@@ -5,7 +5,6 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
-import type { PayoutQueryAnswer } from '../../src/domain/payout.js';
 import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
@@ -17,7 +16,7 @@ import {
   closePipelines,
   linesContaining,
   payoutRequest,
-  serviceLike,
+  heldReconciler,
   startPipeline,
   waitFor,
   type Pipeline,
@@ -181,32 +180,16 @@ describe('a reference the service holds for another payout', () => {
       .update({ state: 'UNKNOWN', unknown_since: p.clock.now() - 61_000, next_attempt_at: p.clock.now() });
 
     // Instance A's reference query is answered, then held before A records it.
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let held = false;
-    const slow = serviceLike(p.client, {
-      async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
-        const answer = await p.client.queryByReferences(refs, signal);
-        if (!held) {
-          held = true;
-          await gate;
-        }
-        return answer;
-      },
-    });
-    const a = new PayoutSubmitter(
-      { db: p.db, service: slow, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
-      { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
-    );
-    const roundA = a.reconcileUnknown(p.signal);
-    await waitFor(() => held, 'the query of A answered');
+    const a = heldReconciler(p);
+    const roundA = a.submitter.reconcileUnknown(p.signal);
+    await waitFor(() => a.held(), 'the query of A answered');
     // A's claim runs out; the row's own create lands late at the service; another round finds and adopts it.
     p.clock.advance(121_000);
     await p.client.createPayout(own);
     await p.submitter.reconcileUnknown(p.signal);
     expect((await p.row('FX-1')).state).toBe('PENDING');
 
-    release();
+    a.release();
     expect(await roundA).toBe(0);
     expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', reasonCode: null });
     expect(p.logLines.filter((l) => l.includes('REFERENCE_TAKEN'))).toEqual([]);

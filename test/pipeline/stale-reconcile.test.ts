@@ -7,7 +7,7 @@
 import { afterEach, expect, it } from 'vitest';
 import type { PayoutQueryAnswer } from '../../src/domain/payout.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
-import { CREATE_PATH, closePipelines, payoutRequest, serviceLike, startPipeline } from './harness.js';
+import { CREATE_PATH, closePipelines, heldReconciler, payoutRequest, serviceLike, startPipeline } from './harness.js';
 
 afterEach(async () => {
   await closePipelines();
@@ -27,26 +27,10 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
   expect(p.ledgerCount('ST-1')).toBe(0);
 
   // Instance A: its answer about ST-2 alone comes back slowly (slow service / 429 Retry-After / a long list).
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let blocked = false;
-  const slow = serviceLike(p.client, {
-    async queryByReferences(refs, signal): Promise<PayoutQueryAnswer> {
-      const answer = await p.client.queryByReferences(refs, signal);
-      if (refs.length === 1 && refs[0] === 'ST-2' && !blocked) {
-        blocked = true;
-        await gate;
-      }
-      return answer;
-    },
-  });
-  const a = new PayoutSubmitter(
-    { db: p.db, service: slow, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
-    { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
-  );
+  const a = heldReconciler(p, (refs) => refs.length === 1 && refs[0] === 'ST-2');
   p.clock.advance(180_000);
-  const roundA = a.reconcileUnknown(p.signal);
-  while (!blocked) await new Promise((r) => setTimeout(r, 5));
+  const roundA = a.submitter.reconcileUnknown(p.signal);
+  while (!a.held()) await new Promise((r) => setTimeout(r, 5));
   // A has decided ST-1 "absent, safe to create" from an answer of now, and waits for ST-2's.
 
   // A's claim (lease 120 s) runs out; instance B reconciles the same rows, creates them, and the create
@@ -75,7 +59,7 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
   expect(p.ledgerCount('ST-1')).toBe(1);
 
   // A's answer about ST-2 arrives; A applies its round's moves.
-  release();
+  a.release();
   await roundA;
   // Its moves were decided before B's creates: the rows stay as B left them, to be resolved by query.
   expect(await p.states(batchId)).toEqual(['UNKNOWN', 'UNKNOWN']);
