@@ -81,7 +81,8 @@ export async function writeUploadContinued(
         delimiter,
         bom: ctx.bom && encoding === 'utf-8',
       });
-      if (written !== null) await twin('remainder', (opts) => writeRemainderXlsx(written.path, { delimiter, encoding }, opts));
+      if (written !== null)
+        await twin('remainder', (opts) => writeRemainderXlsx(written.path, written.rows, { delimiter, encoding }, opts));
       remainder = written;
     }
     rest = { fromByte: continuation.restFrom, wholeFile, file: remainder, fileName: remainderName, ...tally };
@@ -99,10 +100,10 @@ export async function writeUploadContinued(
     cutLine: continuation.cutLine,
     rest,
   };
-  const noticePath = await writeUploadContinuedFile(ctx.dir, identity, notice, { bom: ctx.bom });
-  await twin('upload-continued', (opts) => writeUploadContinuedXlsx(noticePath, opts));
+  const noticeFile = await writeUploadContinuedFile(ctx.dir, identity, notice, { bom: ctx.bom });
+  await twin('upload-continued', (opts) => writeUploadContinuedXlsx(noticeFile.path, noticeFile.rows, opts));
   return {
-    noticePath,
+    noticePath: noticeFile.path,
     remainderPath: remainder?.path ?? null,
     note: noteOf(notice, outboxFileName(outboxName(batch), 'upload-continued')),
   };

@@ -294,7 +294,14 @@ export class BatchOutbox {
             referenceMaxLength: this.extras.referenceMaxLength,
           })
         : null;
-    const retryXlsxPath = this.extras.xlsx && retry?.path ? await writeRetryXlsx(retry.path, this.xlsxOptions()) : null;
+    let retryXlsxPath: string | null = null;
+    // Like every twin, one not written is logged and leaves the retry CSV standing (and logged as written).
+    if (retry?.path) {
+      const csvPath = retry.path;
+      await this.twin(identity, 'retry', async () => {
+        retryXlsxPath = await writeRetryXlsx(csvPath, retry.rowCount, this.xlsxOptions());
+      });
+    }
     return { retry, retryXlsxPath };
   }
 

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { stringify } from 'csv-stringify/sync';
 import { escapeFormulaLike, formulaTrigger } from '../domain/formula-text.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvChunks, readCsvFile, UTF8_BOM } from './csv.js';
+import { csvChunks, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import type { BatchIdentity, OutboxOptions, RowOutcomeStatus } from './types.js';
-import { writeXlsxFile, xlsxColumns, xlsxPathFor, type XlsxOptions } from './xlsx.js';
+import { writeCsvTwin, xlsxColumns, type XlsxColumn, type XlsxOptions } from './xlsx.js';
 
 /** A line of the input as read: its bytes (line break included) and its values. */
 export interface InputLine {
@@ -269,24 +269,23 @@ export function uploadContinuedRecords(identity: Pick<BatchIdentity, 'batchId' |
   return out;
 }
 
-/** `<name>.upload-continued.csv` (spreadsheet-safe like every notice of the outbox). */
+/** `<name>.upload-continued.csv` (spreadsheet-safe like every notice of the outbox), and how many records it holds. */
 export async function writeUploadContinuedFile(
   dir: string,
   identity: Pick<BatchIdentity, 'batchId' | 'fileName' | 'outboxName'>,
   notice: UploadContinuedNotice,
   opts: OutboxOptions & { bom: boolean },
-): Promise<string> {
+): Promise<{ path: string; rows: number }> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'upload-continued'));
-  await writeFileAtomic(path, csvChunks(UPLOAD_CONTINUED_COLUMNS, uploadContinuedRecords(identity, notice), { bom: opts.bom }), opts);
-  return path;
+  const records = uploadContinuedRecords(identity, notice);
+  await writeFileAtomic(path, csvChunks(UPLOAD_CONTINUED_COLUMNS, records, { bom: opts.bom }), opts);
+  return { path, rows: records.length };
 }
 
 /** The .xlsx twin of an upload-continued notice (`x.upload-continued.csv` -> `.xlsx`), from the CSV as written. */
-export async function writeUploadContinuedXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
-  const path = xlsxPathFor(csvPath);
-  const { rows } = await readCsvFile(csvPath); // its header is UPLOAD_CONTINUED_COLUMNS
-  await writeXlsxFile(path, [{ name: 'Upload continued', columns: xlsxColumns(UPLOAD_CONTINUED_COLUMNS), records: rows }], opts);
-  return path;
+export function writeUploadContinuedXlsx(csvPath: string, rows: number, opts: XlsxOptions = {}): Promise<string> {
+  // Its header is UPLOAD_CONTINUED_COLUMNS.
+  return writeCsvTwin(csvPath, rows, { sheet: 'Upload continued', columns: () => xlsxColumns(UPLOAD_CONTINUED_COLUMNS) }, opts);
 }
 
 /**
@@ -294,14 +293,12 @@ export async function writeUploadContinuedXlsx(csvPath: string, opts: XlsxOption
  * file's own delimiter and encoding: the same header and rows, every cell text, so an account keeps its
  * leading zeros through a spreadsheet. Dropped back it is a batch like the CSV.
  */
-export async function writeRemainderXlsx(
+export function writeRemainderXlsx(
   csvPath: string,
+  rows: number,
   read: { delimiter: string; encoding: string },
   opts: XlsxOptions = {},
 ): Promise<string> {
-  const path = xlsxPathFor(csvPath);
-  const { header, rows } = await readCsvFile(csvPath, read);
-  const columns = (header ?? []).map((name) => ({ header: name, type: 'text' as const, width: 12 }));
-  await writeXlsxFile(path, [{ name: 'Remainder', columns, records: rows }], opts);
-  return path;
+  const columns = (header: readonly string[]): XlsxColumn[] => header.map((name) => ({ header: name, type: 'text', width: 12 }));
+  return writeCsvTwin(csvPath, rows, { sheet: 'Remainder', columns, read }, opts);
 }

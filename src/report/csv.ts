@@ -7,6 +7,7 @@ import { createReadStream } from 'node:fs';
 import { Transform, pipeline } from 'node:stream';
 import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
+import { RECORD_DELIMITERS } from '../ingest/csv/options.js';
 import { spreadsheetSafeCell } from './cells.js';
 
 export const RECORD_DELIMITER = '\r\n';
@@ -153,14 +154,16 @@ function utf8From(encoding: string): Transform {
 }
 
 /**
- * A CSV file as written, in its delimiter and encoding (default `,` and UTF-8): its header record (null for an
- * empty file) and the records after it. A failed read fails the iteration (the streams are one pipeline).
+ * A CSV file as written, in its delimiter and encoding (default `,` and UTF-8), its lines ended as the intake
+ * ends them: its header record (null for an empty file) and the records after it. A failed read fails the
+ * iteration (the streams are one pipeline).
  */
 export async function readCsvFile(
   path: string,
   read: { delimiter?: string; encoding?: string } = {},
 ): Promise<{ header: string[] | null; rows: AsyncIterable<string[]> }> {
-  const parser = parse({ delimiter: read.delimiter ?? ',', relax_column_count: true });
+  // A file that keeps the sender's line ends (a remainder) may mix them, as the intake allows.
+  const parser = parse({ delimiter: read.delimiter ?? ',', record_delimiter: RECORD_DELIMITERS, relax_column_count: true });
   const records = pipeline(createReadStream(path), utf8From(read.encoding ?? 'utf-8'), parser, () => undefined) as AsyncIterable<string[]>;
   const iterator = records[Symbol.asyncIterator]();
   const first = await iterator.next();

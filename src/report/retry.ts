@@ -13,12 +13,12 @@ import { escapeFormulaLike } from '../domain/formula-text.js';
 import { retryBase } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
-import { csvLines, readCsvFile, UTF8_BOM } from './csv.js';
+import { csvLines, UTF8_BOM } from './csv.js';
 import { outboxFileName } from './format.js';
 import { FinanceReportError } from './reconciliation.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchIdentity, OutboxOptions } from './types.js';
-import { writeXlsxFile, xlsxPathFor, type XlsxColumn, type XlsxOptions } from './xlsx.js';
+import { writeCsvTwin, type XlsxColumn, type XlsxOptions } from './xlsx.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
@@ -241,11 +241,9 @@ export async function writeRetryFileAt(path: string, source: RetrySource, opts: 
  * from the CSV as written, so both hold the same rows and references. One
  * sheet, no other: dropped back into the inbox it is a batch like the CSV.
  */
-export async function writeRetryXlsx(csvPath: string, opts: XlsxOptions = {}): Promise<string> {
-  const path = xlsxPathFor(csvPath);
-  const { rows } = await readCsvFile(csvPath); // its header is RETRY_COLUMNS
-  await writeXlsxFile(path, [{ name: 'Retry', columns: RETRY_XLSX_COLUMNS, records: rows }], opts);
-  return path;
+export function writeRetryXlsx(csvPath: string, rows: number, opts: XlsxOptions = {}): Promise<string> {
+  // Its header is RETRY_COLUMNS.
+  return writeCsvTwin(csvPath, rows, { sheet: 'Retry', columns: () => RETRY_XLSX_COLUMNS }, opts);
 }
 
 /** `<outboxName>.retry.csv` in the outbox, for a batch whose rows are final. */

@@ -7,12 +7,15 @@
  * writeFileAtomic; exceljs is loaded on the first .xlsx written.
  */
 import { once } from 'node:events';
+import { rm } from 'node:fs/promises';
 import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
 import { Decimal, isSummableAmount, normalizeAmount } from '../domain/money.js';
 import { writeFileAtomic } from './atomic.js';
+import { readCsvFile } from './csv.js';
 import { currencyDecimals } from './decimals.js';
+import { ReportError } from './errors.js';
 export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import { ACK_COLUMNS, ackRecord, outboxFileName, resultColumns, summaryColumns, summaryRecords, type ApprovalAudit } from './format.js';
@@ -239,6 +242,49 @@ export function xlsxPathFor(csvPath: string): string {
   return join(dirname(csvPath), `${stem}.xlsx`);
 }
 
+/** How the twin of an outbox CSV is made from it: its sheet, and how the CSV is read. */
+export interface CsvTwin {
+  sheet: string;
+  /** The sheet's columns, from the CSV's header record. */
+  columns: (header: readonly string[]) => readonly XlsxColumn[];
+  /** The CSV's delimiter and encoding (default `,` and UTF-8). */
+  read?: { delimiter?: string; encoding?: string };
+}
+
+/**
+ * The .xlsx twin of an outbox CSV (`x.csv` -> `x.xlsx`), one sheet of the CSV's records as written, read as
+ * the intake reads a file. `rows` is how many records the CSV was written with: a twin that would hold
+ * another count is refused and none is left at its name, so the CSV stands alone (the error says so).
+ */
+export async function writeCsvTwin(csvPath: string, rows: number, twin: CsvTwin, opts: XlsxOptions = {}): Promise<string> {
+  const path = xlsxPathFor(csvPath);
+  try {
+    const { header, rows: records } = await readCsvFile(csvPath, twin.read);
+    const sheet = { name: twin.sheet, columns: twin.columns(header ?? []), records: sameCount(records, rows, csvPath) };
+    await writeXlsxFile(path, [sheet], opts);
+  } catch (err) {
+    // A twin written before is of an earlier state of the CSV (a remainder is written again as an upload goes on).
+    if (opts.overwrite !== false) await rm(path, { force: true });
+    throw err;
+  }
+  return path;
+}
+
+/** The records, failing at the end (so the twin is not written) when they are not the `rows` the CSV was written with. */
+async function* sameCount(records: AsyncIterable<string[]>, rows: number, csvPath: string): AsyncGenerator<string[]> {
+  let n = 0;
+  for await (const record of records) {
+    n++;
+    yield record;
+  }
+  if (n !== rows) {
+    throw new ReportError(
+      'REPORT_TWIN_ROWS',
+      `${basename(csvPath)} was written with ${rows} row(s) but reads back as ${n}: no .xlsx twin is written; use the CSV, which holds every row`,
+    );
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Writing
 
@@ -307,12 +353,16 @@ async function writeSheet(
   const timeZone = opts.timeZone ?? DEFAULT_TIME_ZONE;
   const headers = columns.map((c) => xlsxHeader(c, timeZone));
   const currencyAt = currencyIndexes(columns);
-  const cellsOf = (record: readonly string[]): XlsxCellValue[] =>
-    columns.map((column, i) => {
+  const cellsOf = (record: readonly string[]): XlsxCellValue[] => {
+    const cells = columns.map((column, i) => {
       const ci = currencyAt[i];
       const currency = ci === null || ci === undefined ? '' : (record[ci] ?? '');
       return xlsxCellValue(record[i] ?? '', column.type, currency, opts.minorUnits, { timeZone, grouping: column.grouping });
     });
+    // Cells past the header are the record's too: as text, so the row shows whole (the intake refuses it).
+    for (let i = columns.length; i < record.length; i++) cells.push(xlsxCellValue(record[i] as string, 'text'));
+    return cells;
+  };
 
   // The first rows are typed before the sheet opens, so the columns fit what they show.
   const records = typeof sheet.records === 'function' ? sheet.records() : sheet.records;

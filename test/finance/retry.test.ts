@@ -136,7 +136,7 @@ describe('retry file', () => {
     await cancel(db, 'B1', 3, 'P-2');
     await cancel(db, 'B1', 4, 'P-3');
     const csv = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'));
-    const path = await writeRetryXlsx(csv.path as string);
+    const path = await writeRetryXlsx(csv.path as string, csv.rowCount);
     expect(path).toBe(join(dir, outboxFileName('B1_payouts.csv', 'retry', 'xlsx')));
 
     const wb = new ExcelJS.Workbook();

@@ -2,12 +2,15 @@
  * The outbox files of an upload that went on (src/report/continued.ts): a
  * remainder line keeps the sender's bytes unless a cell would run as a
  * formula, which is escaped with `'` and the line written again (delimiter
- * and line break kept); no remainder file without a line; the notice's
- * records.
+ * and line break kept); no remainder file without a line; the .xlsx twin of
+ * a remainder holds its rows as the intake reads them; the notice's records.
  */
-import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
-import { remainderLine, uploadContinuedRecords, writeRemainderFile, type InputLine } from '../../src/report/index.js';
+import { remainderLine, uploadContinuedRecords, writeRemainderFile, writeRemainderXlsx, type InputLine } from '../../src/report/index.js';
 import { useTempDirs } from './tmp.js';
 
 const tempDir = useTempDirs();
@@ -53,6 +56,66 @@ describe('writeRemainderFile', () => {
       bom: true,
     });
     expect(await readFile(own?.path ?? '', 'utf8')).toBe("\uFEFFid,name\n1,ann\n2,'=1+1\n");
+  });
+});
+
+/** The data rows of a workbook's first sheet, each cell's value as text. */
+async function sheetValues(path: string): Promise<string[][]> {
+  const wb = new ExcelJS.Workbook();
+  await wb.xlsx.readFile(path);
+  const rows: string[][] = [];
+  (wb.worksheets[0] as ExcelJS.Worksheet).eachRow((row, n) => {
+    if (n > 1) rows.push((row.values as unknown[]).slice(1).map((v) => String(v ?? '')));
+  });
+  return rows;
+}
+
+describe('writeRemainderXlsx', () => {
+  const header = 'id;bank';
+  const rows = [
+    ['R-1', '0012'],
+    ['R-2', 'x\ny'],
+    ['R-3', '0034'],
+  ];
+  const body = (ends: string[]): string =>
+    [header, 'R-1;0012', 'R-2;"x\ny"', 'R-3;0034'].map((text, i) => `${text}${ends[i % ends.length] as string}`).join('');
+
+  it('reads the rows as the intake does: LF, CRLF and a lone CR, mixed freely after any header line end', async () => {
+    const dir = await tempDir();
+    const cases = {
+      lf: ['\n'],
+      crlf: ['\r\n'],
+      cr: ['\r'],
+      crlfHeader: ['\r\n', '\n'],
+      lfHeader: ['\n', '\r\n'],
+      all: ['\n', '\r', '\r\n'],
+    };
+    for (const [name, ends] of Object.entries(cases)) {
+      const csv = join(dir, `${name}.remainder.csv`);
+      await writeFile(csv, body(ends));
+      const xlsx = await writeRemainderXlsx(csv, rows.length, { delimiter: ';', encoding: 'utf-8' });
+      expect(await sheetValues(xlsx), name).toEqual(rows);
+    }
+  });
+
+  it('writes a cell past the header as its own, so the row shows whole', async () => {
+    const dir = await tempDir();
+    const csv = join(dir, 'wide.remainder.csv');
+    await writeFile(csv, 'id;bank\nR-1;0012;extra\n');
+    expect(await sheetValues(await writeRemainderXlsx(csv, 1, { delimiter: ';', encoding: 'utf-8' }))).toEqual([['R-1', '0012', 'extra']]);
+  });
+
+  it('is refused, and an older twin removed, when it would not hold the rows the CSV was written with', async () => {
+    const dir = await tempDir();
+    const csv = join(dir, 'x.remainder.csv');
+    await writeFile(csv, body(['\n']));
+    const xlsx = await writeRemainderXlsx(csv, rows.length, { delimiter: ';', encoding: 'utf-8' });
+    await expect(writeRemainderXlsx(csv, rows.length + 1, { delimiter: ';', encoding: 'utf-8' })).rejects.toMatchObject({
+      code: 'REPORT_TWIN_ROWS',
+      message:
+        'x.remainder.csv was written with 4 row(s) but reads back as 3: no .xlsx twin is written; use the CSV, which holds every row',
+    });
+    expect(existsSync(xlsx)).toBe(false);
   });
 });
 

@@ -97,7 +97,10 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
     else {
       print(`retry file of batch ${batchId}: ${result.rowCount} row(s) written to ${result.path}`);
       if (config.outbox.xlsx) {
-        const xlsx = await writeRetryXlsx(result.path, { minorUnits: config.batch.rules.minorUnits, timeZone: config.outbox.timeZone });
+        const xlsx = await writeRetryXlsx(result.path, result.rowCount, {
+          minorUnits: config.batch.rules.minorUnits,
+          timeZone: config.outbox.timeZone,
+        });
         print(`  and to ${xlsx}`);
       }
     }

@@ -10,6 +10,7 @@ import { sha256OfFile } from '../inbox/claim.js';
 import { trimSpaces } from '../rules/text.js';
 import { isControlRecord } from './control.js';
 import { lineAtByte, RecordLines } from './lines.js';
+import { RECORD_DELIMITERS } from './options.js';
 
 /** One record of the file: its first line, its bytes as written (line break included) and its values. */
 export interface SourceRecord {
@@ -137,7 +138,7 @@ async function* recordsIn(
   const parser = parse({
     bom: false,
     delimiter: opts.delimiter,
-    record_delimiter: ['\r\n', '\n', '\r'],
+    record_delimiter: RECORD_DELIMITERS,
     relax_column_count: true,
     skip_empty_lines: false,
     max_record_size: opts.maxRecordBytes,

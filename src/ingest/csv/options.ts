@@ -3,6 +3,12 @@ import { z } from 'zod';
 import { FIELD_PATHS } from '../rules/fields.js';
 import { trimSpaces } from '../rules/text.js';
 
+/**
+ * The line ends a CSV is read with, as csv-parse's `record_delimiter`: LF, CRLF or a lone CR, mixed freely
+ * (docs/csv-format.md). Left unset, csv-parse takes the first line's end for every line.
+ */
+export const RECORD_DELIMITERS: string[] = ['\r\n', '\n', '\r'];
+
 export const batchFormatSchema = z
   .strictObject({
     /**

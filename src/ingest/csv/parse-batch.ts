@@ -24,7 +24,7 @@ import { compareControls, ControlBlock, isControlRecord, readSidecar, type Contr
 import { sniffDelimiter, type Delimiter } from './delimiter.js';
 import { resolveHeader, type ResolvedHeader } from './header.js';
 import { RecordLines } from './lines.js';
-import type { BatchFormatOptions } from './options.js';
+import { RECORD_DELIMITERS, type BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
 import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
 import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
@@ -629,7 +629,7 @@ async function readCsvRecords(
         parse({
           bom: true,
           delimiter,
-          record_delimiter: ['\r\n', '\n', '\r'],
+          record_delimiter: RECORD_DELIMITERS,
           relax_column_count: true,
           // Empty lines come as records (and are skipped as blank): every line is counted (./lines.ts).
           skip_empty_lines: false,
