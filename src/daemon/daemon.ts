@@ -5,7 +5,7 @@
  */
 import { lstat } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { Clock } from '../domain/clock.js';
+import { intervalPassed, type Clock } from '../domain/clock.js';
 import type { PayoutService } from '../domain/payout.js';
 import type { ResolvedConfig } from '../config/index.js';
 import {
@@ -310,6 +310,7 @@ export class PayoutDaemon {
     this.retention = new Retention(
       { db, stateDir: config.paths.stateDir, outboxDir: config.paths.outbox, watchTakenForMs: config.inbox.watchTakenForMs, logger },
       { days: config.retention.days, everyMs: config.retention.pruneEveryMs },
+      clock,
     );
     this.notifications = new NotificationDispatcher(
       { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
@@ -458,7 +459,7 @@ export class PayoutDaemon {
     if (cancelled > 0)
       this.deps.logger.info({ rows: cancelled }, 'rows of cancelled batches back in READY made NOT_SUBMITTED; none was sent');
     const finished = await this.finisher.pass();
-    await this.retention.pass(clock.now());
+    await this.retention.pass();
     return finished;
   }
 
@@ -489,7 +490,7 @@ export class PayoutDaemon {
    */
   private async receiveLateOrphans(): Promise<void> {
     const now = this.deps.clock.now();
-    if (now >= this.orphansSearchedAt && now - this.orphansSearchedAt < this.deps.config.inbox.rescanIntervalMs) return;
+    if (!intervalPassed(now, this.orphansSearchedAt, this.deps.config.inbox.rescanIntervalMs)) return;
     await this.receiveOrphans();
   }
 

@@ -14,6 +14,7 @@
 import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { intervalPassed, SteadyClock, type Clock } from '../domain/clock.js';
 import { safeError } from '../log/index.js';
 import {
   type BatchRecord,
@@ -150,23 +151,56 @@ export interface RetentionOptions {
   everyMs: number;
 }
 
-/** The finish loop's share of it: archive at each pass, prune on its schedule. */
+/**
+ * The finish loop's share of it: archive at each pass, prune on its schedule. Both go by a SteadyClock: a system
+ * clock that jumped ahead would make a batch finished seconds ago look old enough to delete.
+ */
 export class Retention {
-  private nextPruneAt = 0;
+  private readonly time: SteadyClock;
+  private lastPruneAt: number | undefined;
+  private warnedAhead = false;
 
+  /** `monotonic`: milliseconds of a clock that never jumps (performance.now), for tests to move. */
   constructor(
     private readonly deps: RetentionDeps,
     private readonly o: RetentionOptions,
-  ) {}
+    clock: Clock,
+    monotonic?: () => number,
+  ) {
+    this.time = new SteadyClock(clock, monotonic);
+  }
 
-  async pass(now: number): Promise<void> {
+  async pass(): Promise<void> {
+    const now = this.steadyNow();
     await archiveFinishedBatches(this.deps, now);
-    if (this.o.days === undefined || now < this.nextPruneAt) return;
-    this.nextPruneAt = now + this.o.everyMs;
+    if (this.o.days === undefined) return;
+    if (this.lastPruneAt !== undefined && !intervalPassed(now, this.lastPruneAt, this.o.everyMs)) return;
+    this.lastPruneAt = now;
     try {
       await prune(this.deps, await prunePlan(this.deps, this.o.days, now), now);
     } catch (err) {
       this.deps.logger.error({ err: safeError(err) }, 'retention: cannot prune now; will try again');
     }
+  }
+
+  /** The steady time; a jump of the system clock ahead of it is told once, and its end too. */
+  private steadyNow(): number {
+    const now = this.time.now();
+    const ahead = this.time.ahead;
+    if (ahead && !this.warnedAhead) {
+      this.deps.logger.warn(
+        { systemClock: new Date(ahead.wall).toISOString(), countedTime: new Date(ahead.counted).toISOString() },
+        'retention: the system clock jumped ahead of the time the daemon counts; archiving and pruning wait, ' +
+          'going by the counted time, so nothing is deleted by the jumped clock. If the system clock is right ' +
+          '(after a suspend or a restored VM), restart the daemon to go by it',
+      );
+    } else if (!ahead && this.warnedAhead) {
+      this.deps.logger.info(
+        { systemClock: new Date(now).toISOString() },
+        'retention: the system clock is back in line with the counted time',
+      );
+    }
+    this.warnedAhead = ahead !== undefined;
+    return now;
   }
 }

@@ -10,7 +10,8 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/index.js';
-import { archiveFinishedBatches, prune, prunePlan, Retention } from '../../src/daemon/retention.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { archiveFinishedBatches, prune, prunePlan, Retention, type RetentionDeps } from '../../src/daemon/retention.js';
 import { acceptBatchRows, getBatch, markArchived, updateBatch } from '../../src/store/index.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, validRow } from './helpers.js';
 
@@ -210,12 +211,120 @@ export async function checkSchedule(s: RetentionWorld): Promise<void> {
   await writeFile(join(outboxDir, 'B-OLD_payouts.csv.ack.csv'), 'x');
   const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
 
-  await new Retention(deps, { everyMs: 3_600_000 }).pass(T0 + 400 * DAY);
+  await new Retention(deps, { everyMs: 3_600_000 }, new ManualClock(T0 + 400 * DAY)).pass();
   expect((await getBatch(s.db, 'B-OLD'))?.archivedAt).toBe(T0 + 400 * DAY);
   expect(await listDir(outboxDir)).toEqual(['B-OLD_payouts.csv.ack.csv']);
 
-  const retention = new Retention(deps, { days: 30, everyMs: 3_600_000 });
-  await retention.pass(T0 + 400 * DAY);
+  const retention = new Retention(deps, { days: 30, everyMs: 3_600_000 }, new ManualClock(T0 + 400 * DAY));
+  await retention.pass();
   expect(await listDir(outboxDir)).toEqual([]);
   expect((await getBatch(s.db, 'B-OLD'))?.prunedAt).toBe(T0 + 400 * DAY);
 }
+
+/** A Retention on a ManualClock and a monotonic clock the test moves, its warnings and notes kept. */
+function retentionOnClocks(s: RetentionWorld, start: number, everyMs: number) {
+  const outboxDir = join(s.dir, 'outbox');
+  const clock = new ManualClock(start);
+  let tick = 0;
+  const said: { level: 'warn' | 'info'; fields: Record<string, unknown>; msg: string }[] = [];
+  const logger = {
+    ...quiet,
+    warn: (fields: Record<string, unknown>, msg: string) => void said.push({ level: 'warn', fields, msg }),
+    info: (fields: Record<string, unknown>, msg: string) => void said.push({ level: 'info', fields, msg }),
+  } as unknown as RetentionDeps['logger'];
+  const deps = { db: s.db, stateDir: join(s.dir, 'state'), outboxDir, watchTakenForMs: DAY, logger };
+  const retention = new Retention(deps, { days: 30, everyMs }, clock, () => tick);
+  /** Both clocks move `ms` (time passes); `jumpMs` more on the system clock alone (a jump). */
+  const pass = async (ms: number, jumpMs = 0): Promise<void> => {
+    tick += ms;
+    clock.advance(ms + jumpMs);
+    await retention.pass();
+  };
+  return { clock, said, pass, outboxDir };
+}
+
+/**
+ * A system clock that jumps a month ahead for a while, seconds after a batch finished, deletes nothing: retention
+ * goes by the time counted on the monotonic clock, says so once per jump, and prunes once the batch is old by it.
+ */
+export async function checkClockJump(s: RetentionWorld): Promise<void> {
+  const { said, pass, outboxDir } = retentionOnClocks(s, T0 + 2 * DAY, 1000);
+  await mkdir(outboxDir, { recursive: true });
+  await takenBatch(s, 'B-1', 'COMPLETE', T0 + 2 * DAY - 5000);
+  await addRows(s.db, [validRow('B-1', 2, request('INV-JUMP-1'))]);
+  await setRow(s.db, 'B-1', 2, { state: 'PAID', payoutId: 'P-1', payoutAmount: '1500.5' });
+  await writeFile(join(outboxDir, 'B-1_payouts.csv.ack.csv'), 'x');
+  const kept = async (): Promise<void> => {
+    expect((await getBatch(s.db, 'B-1'))?.prunedAt).toBeNull();
+    expect(await listDir(outboxDir)).toEqual(['B-1_payouts.csv.ack.csv']);
+    expect((await s.db('payouts').where({ batch_id: 'B-1' }).first())?.['payout_amount']).toBe('1500.5');
+  };
+
+  await pass(2000);
+  await pass(2000, 31 * DAY);
+  await kept();
+  const warnings = said.filter((x) => x.level === 'warn');
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]?.msg).toContain('the system clock jumped ahead of the time the daemon counts');
+  expect(warnings[0]?.msg).toContain('nothing is deleted by the jumped clock');
+  expect(warnings[0]?.fields).toEqual({
+    systemClock: new Date(T0 + 33 * DAY + 4000).toISOString(),
+    countedTime: new Date(T0 + 2 * DAY + 4000).toISOString(),
+  });
+  // Still ahead: pass after pass, nothing goes and nothing more is said.
+  for (let i = 0; i < 3; i++) await pass(2000);
+  await kept();
+  expect(said.filter((x) => x.level === 'warn')).toHaveLength(1);
+
+  // The clock is set right: said once; a second jump is told again.
+  await pass(2000, -31 * DAY);
+  await kept();
+  expect(said.map((x) => x.msg).at(-1)).toBe('retention: the system clock is back in line with the counted time');
+  await pass(2000, 40 * DAY);
+  await kept();
+  expect(said.filter((x) => x.level === 'warn')).toHaveLength(2);
+  await pass(2000, -40 * DAY);
+
+  // A month counted later, the batch is old enough: it goes, by the counted time.
+  await pass(31 * DAY);
+  expect((await getBatch(s.db, 'B-1'))?.prunedAt).toBe(T0 + 33 * DAY + 16_000);
+  expect(await listDir(outboxDir)).toEqual([]);
+}
+
+/**
+ * A system clock set back (after a pass that pruned) does not put the next pruning off by the jump: a clock
+ * earlier than the last pruning is due at once (and only keeps more), while the schedule holds otherwise.
+ */
+export async function checkClockBack(s: RetentionWorld): Promise<void> {
+  const start = T0 + 100 * DAY;
+  const { pass, outboxDir } = retentionOnClocks(s, start, 3_600_000);
+  await mkdir(outboxDir, { recursive: true });
+  const oldBatch = async (id: string): Promise<void> => {
+    // Finished 40 days before the clock as it is once set back a week.
+    await takenBatch(s, id, 'COMPLETE', start - 47 * DAY);
+    await writeFile(join(outboxDir, `${id}_payouts.csv.ack.csv`), 'x');
+  };
+  await pass(1000);
+  await oldBatch('B-A');
+
+  await pass(60_000, -7 * DAY);
+  expect((await getBatch(s.db, 'B-A'))?.prunedAt).toBe(start + 61_000 - 7 * DAY);
+  expect(await listDir(outboxDir)).toEqual([]);
+  // Pruned just now: the next pruning waits its hour, on the clock as it is now.
+  await oldBatch('B-B');
+  await pass(60_000);
+  expect(await listDir(outboxDir)).toEqual(['B-B_payouts.csv.ack.csv']);
+  await pass(3_600_000);
+  expect(await listDir(outboxDir)).toEqual([]);
+}
+
+/** Every check above with the name its test goes by, for the test file of each engine. */
+export const RETENTION_CHECKS: readonly [string, (s: RetentionWorld) => Promise<void>][] = [
+  ['archives the taken files of finished batches by day and batch id, once, and leaves unfinished ones', checkArchive],
+  ['archives only the batches of its own state folder; a lost race changes nothing', checkOwnStateDir],
+  ['finishes a move that stopped before the record was updated', checkResumedMove],
+  ['prunes what is older than retention.days: files and row details, keeping references and payout ids', checkPrune],
+  ['the daemon archives at each pass and prunes on its schedule only with retention.days set', checkSchedule],
+  ['deletes nothing by a system clock that jumped ahead: goes by the counted time and says so once per jump', checkClockJump],
+  ['prunes at once after the system clock was set back, not once it has caught up with the last pruning', checkClockBack],
+];

@@ -12,8 +12,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
 import { recordConsoleUpload } from '../../src/store/console-access.js';
 import { claimReadyRows } from '../../src/store/claims.js';
+import type { Clock } from '../../src/domain/clock.js';
 import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
-import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
+import { closePipelines, csvFile, csvRow, linesContaining, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import { inodeOf } from '../support/files.js';
 
@@ -29,14 +30,29 @@ async function fastPipeline(): Promise<Pipeline> {
   return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
 }
 
-function daemonFor(p: Pipeline, over: Record<string, unknown> = {}): Promise<PipelineDaemon> {
-  return pipelineDaemon(p, {
-    inbox: { stableForMs: 20 },
-    batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
-    submit: { notFoundGraceMs: 0, unsafeShortGrace: true },
-    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
-    ...over,
-  });
+function daemonFor(p: Pipeline, over: Record<string, unknown> = {}, clock?: Clock): Promise<PipelineDaemon> {
+  return pipelineDaemon(
+    p,
+    {
+      inbox: { stableForMs: 20 },
+      batch: { onInvalidRows: 'reject-file', balanceCheck: { enabled: false } },
+      submit: { notFoundGraceMs: 0, unsafeShortGrace: true },
+      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+      ...over,
+    },
+    clock,
+  );
+}
+
+/** The batch id of the one file dropped, once it is accepted (the daemon looking at its inbox meanwhile). */
+async function acceptedId(p: Pipeline, daemon: PipelineDaemon['daemon']): Promise<string> {
+  let id = '';
+  await waitFor(async () => {
+    await daemon.tickInbox();
+    id = (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']))[0]?.id ?? '';
+    return id !== '';
+  }, 'the dropped file to be accepted');
+  return id;
 }
 
 describe('pipeline: the daemon', () => {
@@ -160,12 +176,7 @@ describe('pipeline: the daemon', () => {
     const { daemon, inbox, outbox } = await daemonFor(p, { inbox: { stableForMs: 20, watchTakenForMs: 0 } });
     await writeFile(join(inbox, 'kept.csv'), csvFile([csvRow('DA-1'), csvRow('DA-2', { 'beneficiary.accountNumber': '0022220000' })]));
     await daemon.start();
-    await waitFor(async () => {
-      await daemon.tickInbox();
-      return (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE'])).length === 1;
-    }, 'the dropped file to be accepted');
-    const [accepted] = await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']);
-    const id = accepted?.id ?? '';
+    const id = await acceptedId(p, daemon);
     await waitFor(async () => (await p.batch(id)).archivedAt != null, 'the taken file to be archived', 15_000);
     const batch = await p.batch(id);
     const day = new Date(batch.receivedAt).toISOString().slice(0, 10).split('-');
@@ -177,6 +188,44 @@ describe('pipeline: the daemon', () => {
     const files = (await readdir(outbox)).filter((f) => f.startsWith(id)).sort();
     for (const kind of ['ack', 'result', 'summary', 'retry'])
       for (const ext of ['csv', 'xlsx']) expect(files, `${kind}.${ext}`).toContain(`${id}_kept.csv.${kind}.${ext}`);
+  });
+
+  it('deletes nothing of a batch that just finished while the system clock jumps a month ahead for a moment', async () => {
+    const p = await fastPipeline();
+    let jumpMs = 0;
+    const clock: Clock = { now: () => Date.now() + jumpMs };
+    const { daemon, inbox, outbox } = await daemonFor(
+      p,
+      { inbox: { stableForMs: 20, watchTakenForMs: 0 }, retention: { days: 30, pruneEveryMs: 50 } },
+      clock,
+    );
+    await writeFile(join(inbox, 'kept.csv'), csvFile([csvRow('DJ-1'), csvRow('DJ-2')]));
+    await daemon.start();
+    const id = await acceptedId(p, daemon);
+    await waitFor(async () => (await p.batch(id)).archivedAt != null, 'the finished batch to be archived', 15_000);
+    const files = async () => (await readdir(outbox)).filter((f) => f.startsWith(id)).sort();
+    const before = await files();
+    expect(before).toContain(`${id}_kept.csv.result.csv`);
+
+    // A restored VM or a wrong time source: the system clock a month ahead, for at least one finish pass.
+    jumpMs = 31 * 86_400_000;
+    const said = (text: string) => linesContaining(p.logLines, text).length > 0;
+    const pruned = async () => (await p.batch(id)).prunedAt != null;
+    await waitFor(async () => said('the system clock jumped ahead') || (await pruned()), 'a finish pass on the jumped clock', 15_000);
+    jumpMs = 0;
+    await waitFor(
+      async () => said('back in line with the counted time') || (await pruned()),
+      'a finish pass on the clock set right',
+      15_000,
+    );
+    await daemon.stop();
+
+    const batch = await p.batch(id);
+    expect(batch.prunedAt).toBeNull();
+    expect(await readFile(batch.storedPath, 'utf8')).toContain('DJ-2');
+    expect(await files()).toEqual(expect.arrayContaining(before));
+    const requests = (await p.db('payouts').where({ batch_id: id }).orderBy('line').pluck('request_values')) as unknown[];
+    expect(requests.map((r) => r !== null)).toEqual([true, true]);
   });
 
   it('answers every entry of the inbox in the outbox, under names that are safe to list and open', async () => {

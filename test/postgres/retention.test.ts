@@ -3,14 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'vitest';
-import {
-  checkArchive,
-  checkOwnStateDir,
-  checkPrune,
-  checkResumedMove,
-  checkSchedule,
-  type RetentionWorld,
-} from '../finance/retention-checks.js';
+import { RETENTION_CHECKS, type RetentionWorld } from '../finance/retention-checks.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: archive and retention', () => {
@@ -25,9 +18,5 @@ describe.skipIf(!pgReachable)('postgres: archive and retention', () => {
   });
   const world = (): RetentionWorld => ({ db: store.db, dir });
 
-  it('archives the taken files of finished batches by day and batch id, once, and leaves unfinished ones', () => checkArchive(world()));
-  it('archives only the batches of its own state folder; a lost race changes nothing', () => checkOwnStateDir(world()));
-  it('finishes a move that stopped before the record was updated', () => checkResumedMove(world()));
-  it('prunes what is older than retention.days: files and row details, keeping references and payout ids', () => checkPrune(world()));
-  it('the daemon archives at each pass and prunes on its schedule only with retention.days set', () => checkSchedule(world()));
+  for (const [name, check] of RETENTION_CHECKS) it(name, () => check(world()));
 });
