@@ -215,7 +215,7 @@ export class BatchFinisher {
   /** Writes every ack or result file that should exist and does not, except for batches the intake still owns. */
   async repairOutbox(minAgeMs: number): Promise<void> {
     const { db, clock, logger, outbox } = this.deps;
-    const missing = await listBatchesMissingFiles(db, clock.now() - minAgeMs);
+    const missing = await listBatchesMissingFiles(db, { now: clock.now(), minAgeMs });
     for (const id of missing) {
       const b = (await getBatch(db, id)) as BatchRecord;
       try {

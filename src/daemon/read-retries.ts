@@ -4,7 +4,7 @@
  * so an error that lasts (a full disk) does not have the finish loop read the same file over and over, while
  * one that passes (the write lock held by a command for a moment) costs little.
  */
-import type { Clock } from '../domain/clock.js';
+import { intervalPassed, type Clock } from '../domain/clock.js';
 import { backoffStep, type BackoffPolicy } from '../domain/backoff.js';
 import { FileReadFailure } from '../ingest/index.js';
 
@@ -12,7 +12,7 @@ import { FileReadFailure } from '../ingest/index.js';
 export const READ_RETRY: BackoffPolicy = { baseMs: 2_000, maxMs: 300_000 };
 
 export class ReadRetries {
-  private readonly failures = new Map<string, { count: number; dueAt: number }>();
+  private readonly failures = new Map<string, { count: number; at: number; waitMs: number }>();
 
   constructor(
     private readonly clock: Clock,
@@ -24,7 +24,7 @@ export class ReadRetries {
     const count = (this.failures.get(key)?.count ?? 0) + 1;
     // No jitter: one process retries its own work, there is no crowd to spread out.
     const waitMs = backoffStep(count, this.policy);
-    this.failures.set(key, { count, dueAt: this.clock.now() + waitMs });
+    this.failures.set(key, { count, at: this.clock.now(), waitMs });
     return waitMs;
   }
 
@@ -33,10 +33,10 @@ export class ReadRetries {
     return this.failures.has(key);
   }
 
-  /** Whether `key` may be tried now: it never failed, or its wait is over. */
+  /** Whether `key` may be tried now: it never failed, or its wait is over (or the clock went back since). */
   due(key: string): boolean {
     const f = this.failures.get(key);
-    return f === undefined || this.clock.now() >= f.dueAt;
+    return f === undefined || intervalPassed(this.clock.now(), f.at, f.waitMs);
   }
 
   /** `key` went through: a later failure starts from the first wait again. */

@@ -294,10 +294,18 @@ export async function recordedStoredPaths(db: Database, storedPaths: readonly st
   return recorded;
 }
 
-/** Batches last changed by `settledBy` lacking a file: an ack or refusal, or a partly read rejected batch's result file. */
-export async function listBatchesMissingFiles(db: Database, settledBy: number): Promise<string[]> {
-  return (await db('batches')
-    .where('updated_at', '<=', settledBy)
+/**
+ * Batches lacking a file: an ack or refusal, or a partly read rejected batch's result file. With `settled`, only
+ * those last changed at least `minAgeMs` from `now`, before it or after it: a clock that was ahead (and went
+ * back) left `updated_at` in the future, and such a batch must not wait for the clock to catch up.
+ */
+export async function listBatchesMissingFiles(db: Database, settled?: { now: number; minAgeMs: number }): Promise<string[]> {
+  const batches = db('batches');
+  if (settled) {
+    const { now, minAgeMs } = settled;
+    batches.where((w) => w.where('updated_at', '<=', now - minAgeMs).orWhere('updated_at', '>=', now + minAgeMs));
+  }
+  return (await batches
     .andWhere((q) =>
       q
         .where((w) => w.whereNull('ack_written_at').whereIn('state', ['ACTIVE', 'REJECTED', 'DUPLICATE', 'COMPLETE']))

@@ -46,6 +46,15 @@ describe('ReadRetries', () => {
     expect([retries.has('B1'), retries.due('B1'), retries.failed('B1')]).toEqual([false, true, 1000]);
   });
 
+  it('lets a key go at once when the clock went back since it failed, not once the clock has caught up', () => {
+    const clock = new ManualClock(Date.UTC(2026, 1, 1));
+    const retries = new ReadRetries(clock, { baseMs: 1000, maxMs: 5000 });
+    retries.failed('B1');
+    // The failure was recorded by a clock two days ahead, now corrected.
+    clock.advance(-2 * 86_400_000);
+    expect(retries.due('B1')).toBe(true);
+  });
+
   it('forgets the keys no longer listed', () => {
     const retries = new ReadRetries(new ManualClock(0));
     retries.failed('B1');
