@@ -37,6 +37,7 @@ import {
   writeSummaryXlsx,
   AckTotalsAccumulator,
   type AckCurrencyTotal,
+  type DetailsRemoved,
   xlsxPathFor,
   outboxFileName,
   type AckRow,
@@ -57,6 +58,12 @@ const INTERIM_REASON: Partial<Record<RowState, string>> = {
 /** Outbox files of a batch are named `<batchId>_<original name>`, the name made safe (outboxSafeName). */
 export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string {
   return `${batch.id}_${outboxSafeName(batch.fileName)}`;
+}
+
+/** When retention removed a batch's row details and outbox files, and which result file finance has its figures in; null if it did not. */
+export function detailsRemovedOf(batch: Pick<BatchRecord, 'id' | 'fileName' | 'prunedAt'>): DetailsRemoved | null {
+  if (batch.prunedAt == null) return null;
+  return { at: batch.prunedAt, resultFile: outboxFileName(outboxName(batch), 'result') };
 }
 
 /**

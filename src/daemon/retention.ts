@@ -11,7 +11,7 @@
  * and its row details (src/store/retention.ts keeps each reference and its
  * payout id). Nothing of an unfinished batch is ever chosen.
  */
-import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { intervalPassed, SteadyClock, type Clock } from '../domain/clock.js';
@@ -128,20 +128,77 @@ export async function prunePlan(deps: RetentionDeps, days: number, now: number):
   return items;
 }
 
+/** A batch retention could not prune now; the next prune chooses it again. */
+export interface PruneFailure {
+  item: PruneItem;
+  /** The file that could not be removed, or null when the row details could not be cleared. */
+  file: string | null;
+  /** How many of its files were removed before it stopped. */
+  filesRemoved: number;
+  /** The error's code (`EPERM`, `SQLITE_BUSY`, …), or its name when it has none. */
+  code: string;
+  /** The error in words, as it may be logged. */
+  message: string;
+}
+
+export interface PruneOutcome {
+  pruned: PruneItem[];
+  failed: PruneFailure[];
+}
+
+/** Removes a file that may be gone already. unlink, not rm: rm reports a file it may not remove (immutable) as ENOTDIR. */
+async function removeFile(path: string): Promise<void> {
+  try {
+    await unlink(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+}
+
+function failureOf(item: PruneItem, file: string | null, filesRemoved: number, err: unknown): PruneFailure {
+  const safe = safeError(err) as { name?: string; code?: unknown; message?: string };
+  const code = typeof safe.code === 'string' ? safe.code : (safe.name ?? 'Error');
+  return { item, file, filesRemoved, code, message: safe.message ?? String(err) };
+}
+
 /** Removes what the plan names: files first, then the row details (so a failed removal is tried again). */
-export async function prune(deps: RetentionDeps, items: readonly PruneItem[], now: number): Promise<number> {
+export async function prune(deps: RetentionDeps, items: readonly PruneItem[], now: number): Promise<PruneOutcome> {
   const { db, logger } = deps;
-  let n = 0;
+  const pruned: PruneItem[] = [];
+  const failed: PruneFailure[] = [];
   for (const item of items) {
+    let file: string | null = null;
+    let filesRemoved = 0;
     try {
-      for (const file of item.files) await rm(file, { force: true });
-      if (await pruneBatchDetails(db, item.batch.id, now)) n++;
+      for (file of item.files) {
+        await removeFile(file);
+        filesRemoved++;
+      }
+      file = null;
+      if (await pruneBatchDetails(db, item.batch.id, now)) pruned.push(item);
+      else failed.push({ item, file: null, filesRemoved, code: 'ROW_NOT_FINAL', message: 'a row of it is not final' });
     } catch (err) {
-      logger.error({ batchId: item.batch.id, err: safeError(err) }, 'cannot prune a finished batch yet; will try again');
+      failed.push(failureOf(item, file, filesRemoved, err));
     }
   }
-  if (n > 0) logger.info({ batches: n }, 'retention: files and row details of old finished batches removed');
-  return n;
+  for (const f of failed) {
+    logger.error(
+      {
+        batchId: f.item.batch.id,
+        file: f.item.batch.fileName,
+        path: f.file,
+        filesRemoved: f.filesRemoved,
+        err: { code: f.code, message: f.message },
+      },
+      'cannot prune a finished batch yet; will try again',
+    );
+  }
+  if (pruned.length > 0) {
+    // By name: an operator can tell which result files went, and which batches' details.
+    const batches = pruned.map((i) => ({ batchId: i.batch.id, file: i.batch.fileName }));
+    logger.info({ count: pruned.length, batches }, 'retention: files and row details of old finished batches removed');
+  }
+  return { pruned, failed };
 }
 
 export interface RetentionOptions {

@@ -51,7 +51,8 @@ export {
   writeReconciliationReport,
   writeReconciliationXlsx,
 } from './reconciliation.js';
-export type { ReconciliationRow } from './reconciliation.js';
+export type { ReconciliationRow, ReportedPrunedBatch } from './reconciliation.js';
+export { downloadedResultFile, removedByRetention, type DetailsRemoved } from './retention-notes.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';
 export {

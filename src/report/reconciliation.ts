@@ -7,6 +7,7 @@ import { PayoutdError } from '../domain/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks } from './csv.js';
 import { reasonText, summaryColumns, summaryRecords, withApprovalColumn } from './format.js';
+import { detailsRemovedReason, type DetailsRemoved } from './retention-notes.js';
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
@@ -122,6 +123,8 @@ export interface ReconciliationRow {
   completeTime: string | null;
   reasonCode: string | null;
   reason: string | null;
+  /** Set when retention removed the row details of its batch: its money cells are empty, not zero. */
+  detailsRemoved?: DetailsRemoved | null;
 }
 
 export const RECONCILIATION_COLUMNS = [
@@ -171,7 +174,7 @@ export function reconciliationRecord(row: ReconciliationRow): string[] {
     row.createdAtMs === null ? '' : new Date(row.createdAtMs).toISOString(),
     text(row.createTime),
     text(row.completeTime),
-    text(reasonText(row.reasonCode, row.reason)),
+    row.detailsRemoved ? detailsRemovedReason(row.detailsRemoved) : text(reasonText(row.reasonCode, row.reason)),
   ];
 }
 
@@ -199,16 +202,29 @@ function asOutcome(row: ReconciliationRow): RowOutcome {
 /** The approval audit of a batch in words, or null when it went through none (src/approval). */
 export type ApprovalOfBatch = (batchId: string) => Promise<string | null>;
 
+/** A batch of the period whose row details retention removed, with how many of its payouts the report lists. */
+export interface ReportedPrunedBatch extends DetailsRemoved {
+  batchId: string;
+  fileName: string;
+  payouts: number;
+}
+
 async function* reconciliationRecords(
   rows: Rows<ReconciliationRow>,
   acc: SummaryAccumulator,
   approvalOf?: ApprovalOfBatch,
+  pruned = new Map<string, ReportedPrunedBatch>(),
 ): AsyncGenerator<string[]> {
   // A period holds few batches and many rows: each batch's audit is read once.
   const audits = new Map<string, string>();
   for await (const row of rows) {
     const record = reconciliationRecord(row);
-    acc.add(asOutcome(row));
+    if (row.detailsRemoved) {
+      acc.addDetailsRemoved(reconciliationStatus(row.state), row.line);
+      const seen = pruned.get(row.batchId);
+      if (seen) seen.payouts += 1;
+      else pruned.set(row.batchId, { batchId: row.batchId, fileName: row.fileName, ...row.detailsRemoved, payouts: 1 });
+    } else acc.add(asOutcome(row));
     if (approvalOf) {
       let audit = audits.get(row.batchId);
       if (audit === undefined) audits.set(row.batchId, (audit = (await approvalOf(row.batchId)) ?? ''));
@@ -237,6 +253,8 @@ export interface ReconciliationFiles {
   path: string;
   totalsPath: string;
   summary: BatchSummary;
+  /** Batches whose payouts are listed without amounts (and left out of the sums): retention removed them. */
+  prunedBatches: ReportedPrunedBatch[];
 }
 
 /** The report at `path`, then its totals, in one pass; the totals file is committed second, so when it exists both are complete. */
@@ -247,12 +265,14 @@ export async function writeReconciliationReport(
 ): Promise<ReconciliationFiles> {
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   const acc = new SummaryAccumulator();
-  await writeFileAtomic(path, csvChunks(reconciliationColumns(opts), reconciliationRecords(rows, acc, opts.approvalOf), { bom }), opts);
+  const pruned = new Map<string, ReportedPrunedBatch>();
+  const records = reconciliationRecords(rows, acc, opts.approvalOf, pruned);
+  await writeFileAtomic(path, csvChunks(reconciliationColumns(opts), records, { bom }), opts);
   const summary = acc.summary();
   const totalsPath = reconciliationTotalsPath(path);
   // The totals span many batches, so they carry no audit.
   await writeFileAtomic(totalsPath, csvChunks(summaryColumns(), summaryRecords(summary), { bom }), opts);
-  return { path, totalsPath, summary };
+  return { path, totalsPath, summary, prunedBatches: [...pruned.values()] };
 }
 
 /** The report as .xlsx (sheets "Reconciliation" and "Summary"): a second pass over the rows, with a fresh cursor. */

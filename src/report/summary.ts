@@ -8,7 +8,7 @@ import { ReportError } from './errors.js';
 import { ROW_OUTCOME_STATUSES, isRowOutcomeStatus } from './types.js';
 import type { BatchSummary, RowOutcome, RowOutcomeStatus, SummaryMeasure, SummaryRow } from './types.js';
 
-type AmountMeasure = Exclude<SummaryMeasure, 'rows'>;
+type AmountMeasure = Exclude<SummaryMeasure, 'rows' | 'details_removed'>;
 const AMOUNT_MEASURES: readonly AmountMeasure[] = ['payout_amount', 'deduction_amount', 'total_fee'];
 
 /**
@@ -30,17 +30,30 @@ const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
 export class SummaryAccumulator {
   private readonly groups = new Map<RowOutcomeStatus, Map<AmountMeasure, Map<string, Group>>>();
   private readonly statusCounts = new Map<RowOutcomeStatus, number>();
+  /** Per status, rows whose amounts retention removed: counted, never summed (an empty cell is not a zero). */
+  private readonly detailsRemoved = new Map<RowOutcomeStatus, number>();
   private rowCount = 0;
 
   add(o: RowOutcome): void {
-    if (!isRowOutcomeStatus(o.status)) throw new ReportError('REPORT_BAD_ROW', `line ${o.line}: unknown status`);
-    this.rowCount += 1;
-    this.statusCounts.set(o.status, (this.statusCounts.get(o.status) ?? 0) + 1);
+    this.count(o.status, o.line);
     this.addAmount(o.status, 'payout_amount', o.payoutCurrency, o.payoutAmount);
     // Only rows the service debited carry a deduction and a fee.
     if (o.deductionAmount !== null) this.addAmount(o.status, 'deduction_amount', o.deductionCurrency, o.deductionAmount);
     // Grouped by fee currency, not deduction currency, so a sum never mixes currencies.
     if (o.totalFee !== null) this.addAmount(o.status, 'total_fee', o.feeCurrency ?? '', o.totalFee);
+  }
+
+  /** A row of a batch whose row details retention removed: in its status's `details_removed` and `rows` lines only. */
+  addDetailsRemoved(status: string, line: number): void {
+    const counted = this.count(status, line);
+    this.detailsRemoved.set(counted, (this.detailsRemoved.get(counted) ?? 0) + 1);
+  }
+
+  private count(status: string, line: number): RowOutcomeStatus {
+    if (!isRowOutcomeStatus(status)) throw new ReportError('REPORT_BAD_ROW', `line ${line}: unknown status`);
+    this.rowCount += 1;
+    this.statusCounts.set(status, (this.statusCounts.get(status) ?? 0) + 1);
+    return status;
   }
 
   /** The summary lines in file order: statuses in fixed order, measures, currencies by code point. */
@@ -50,6 +63,9 @@ export class SummaryAccumulator {
       const count = this.statusCounts.get(status);
       if (count === undefined) continue;
       out.push(...this.amountRows(status));
+      const removed = this.detailsRemoved.get(status);
+      if (removed !== undefined)
+        out.push({ status, measure: 'details_removed', currency: '', rowCount: removed, amount: null, rowsNotSummed: removed });
       out.push(totalRow(status, count));
     }
     out.push(totalRow('ALL', this.rowCount));

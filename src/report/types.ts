@@ -58,8 +58,11 @@ export interface BatchIdentity {
   receivedAt: string;
 }
 
-/** What a summary line adds up. `rows` is the per-status (and grand) total line. */
-export type SummaryMeasure = 'payout_amount' | 'deduction_amount' | 'total_fee' | 'rows';
+/**
+ * What a summary line adds up. `rows` is the per-status (and grand) total line; `details_removed` (reconciliation
+ * totals only) counts rows whose amounts retention removed, in no sum.
+ */
+export type SummaryMeasure = 'payout_amount' | 'deduction_amount' | 'total_fee' | 'details_removed' | 'rows';
 
 export interface SummaryRow {
   /** A row status, or `ALL` on the grand total line. */
@@ -68,9 +71,9 @@ export interface SummaryRow {
   /** Currency of the amounts summed; empty on `rows` lines. */
   currency: string;
   rowCount: number;
-  /** Exact sum in normal form; null on `rows` lines. */
+  /** Exact sum in normal form; null on `rows` and `details_removed` lines. */
   amount: string | null;
-  /** Rows of this group whose amount was not a plain decimal (left out of `amount`); null on `rows` lines. */
+  /** Rows of this group whose amount was not a plain decimal or is no longer kept (left out of `amount`); null on `rows` lines. */
   rowsNotSummed: number | null;
 }
 

@@ -107,7 +107,13 @@ export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from '.
 export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
 export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
-export { batchRetrySource, countCancelledRows, payoutsCreatedBetween, requestValuesOfReferences } from './reports.js';
+export {
+  batchRetrySource,
+  countCancelledRows,
+  payoutsCreatedBetween,
+  requestValuesOfReferences,
+  type ReportedPayoutRow,
+} from './reports.js';
 export {
   withBatchForDecision,
   insertApprovalEntry,

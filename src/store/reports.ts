@@ -9,6 +9,8 @@ import { WRITTEN_MONEY_FIELDS, writtenMoneyAs, type WrittenMoneyField } from './
 /** A payout row with the name of the file it came from, its money cells as written (never NULL where its request has them). */
 export interface ReportedPayoutRow extends PayoutRow {
   fileName: string;
+  /** When retention removed its batch's row details (its money cells are empty then), or null. */
+  batchPrunedAt: number | null;
 }
 
 /** The alias each money cell as written is selected under, beside the row's own columns. */
@@ -30,7 +32,7 @@ export async function* payoutsCreatedBetween(
   for (;;) {
     const q = db('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
-      .select('p.*', 'b.file_name as report_file_name')
+      .select('p.*', 'b.file_name as report_file_name', 'b.pruned_at as report_pruned_at')
       .select(WRITTEN_MONEY_FIELDS.map((f) => writtenMoneyAs(db, f, shownAs(f), 'p')))
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
@@ -39,7 +41,8 @@ export async function* payoutsCreatedBetween(
     if (after) q.andWhereRaw('(p.created_at_ms, p.id) > (?, ?)', [after.at, after.id]);
     const page = (await q.orderBy([{ column: 'p.created_at_ms' }, { column: 'p.id' }]).limit(pageSize)) as Record<string, unknown>[];
     for (const r of page) {
-      const row: ReportedPayoutRow = { ...fromColumns(r), fileName: r.report_file_name as string };
+      const prunedAt = r.report_pruned_at == null ? null : Number(r.report_pruned_at);
+      const row: ReportedPayoutRow = { ...fromColumns(r), fileName: r.report_file_name as string, batchPrunedAt: prunedAt };
       for (const f of WRITTEN_MONEY_FIELDS) row[f] = r[shownAs(f)] as string | null;
       yield row;
     }

@@ -6,10 +6,13 @@
  * unknown batch), which systemd and scripts read as "fix the configuration".
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeDatabase, updateBatch } from '../../src/store/index.js';
+import { addBatch } from '../finance/helpers.js';
+import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 import { BIN, childEnv } from './harness.js';
 
 let cwd = '';
@@ -72,6 +75,38 @@ describe('exit code 78: a configuration to fix', () => {
     await writeFile(config, 'paths: { stateDir: ./var, inboxx: ./in }\n');
     const r = await payoutd(['status', '--config', config]);
     expect(r.code).toBe(78);
+  });
+});
+
+describe('exit code 1: a prune that could not prune a batch', () => {
+  it('names the batch, the file and the error on stderr; the next prune, the cause gone, exits 0', async () => {
+    const dir = join(cwd, 'prune');
+    await mkdir(join(dir, 'outbox'), { recursive: true });
+    const config = join(dir, 'payoutd.yaml');
+    await writeFile(
+      config,
+      `paths: { stateDir: ./state, inbox: ./inbox, outbox: ./outbox }\ndatabase: { filename: ./${TEST_DATABASE_FILE} }\n`,
+    );
+    const finished = Date.UTC(2020, 0, 10);
+    const db = await openTestDatabase(dir);
+    await addBatch(db, 'B-OLD', 'jan.csv', finished);
+    await updateBatch(
+      db,
+      'B-OLD',
+      { state: 'COMPLETE', completedAt: finished, ackWrittenAt: finished, resultWrittenAt: finished },
+      finished,
+    );
+    await closeDatabase(db);
+    // A folder cannot be unlinked, as an immutable file cannot (chattr +i); permissions would not stop a test run as root.
+    const stuck = join(dir, 'outbox', 'B-OLD_jan.csv.result.csv');
+    await mkdir(stuck);
+    await writeFile(join(stuck, 'inside'), 'x');
+
+    const r = await payoutd(['prune', '--days', '30', '--config', config]);
+    expect(r.stderr).toContain(`PRUNE_INCOMPLETE: B-OLD jan.csv: cannot remove ${stuck} (EISDIR: illegal operation on a directory`);
+    expect(r.code).toBe(1);
+    await rm(stuck, { recursive: true });
+    expect(await payoutd(['prune', '--days', '30', '--config', config])).toEqual({ code: 0, stderr: '' });
   });
 });
 

@@ -1,14 +1,17 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it, vi } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
+import { reportBatch } from '../../src/cli/commands/inspect.js';
 import { pruneCommand } from '../../src/cli/commands/retention.js';
+import { status } from '../../src/cli/commands/status.js';
+import { exitCodeOf } from '../../src/cli/output.js';
 import { manageUsers } from '../../src/cli/commands/users.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { closeDatabase } from '../../src/store/db.js';
-import { updateBatch } from '../../src/store/index.js';
+import { updateBatch, type Database } from '../../src/store/index.js';
 import { writeLockHeldElsewhere } from '../support/database.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
@@ -25,13 +28,17 @@ function configFor(dir: string, xlsx = false): ResolvedConfig {
   );
 }
 
-/** A batch with one PAID and one CANCELLED payout created on 2026-01-10; the test's own handle is closed after (one knex per SQLite file). */
-async function seeded(): Promise<string> {
+/**
+ * A batch with one PAID and one CANCELLED payout created on 2026-01-10, and what `more` adds; the test's own handle
+ * is closed after (one knex per SQLite file).
+ */
+async function seeded(more: (db: Database) => Promise<void> = async () => undefined): Promise<string> {
   const { db, dir } = await store();
   await addBatch(db, 'B1', 'jan.csv');
   await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2'))]);
   await setRow(db, 'B1', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-1', createdAtMs: T0, deductionAmount: '26.78' });
   await setRow(db, 'B1', 3, { state: 'CANCELLED', serviceStatus: 'CANCELLED', payoutId: 'P-2', createdAtMs: T0 + 1 });
+  await more(db);
   await closeDatabase(db);
   return dir;
 }
@@ -134,6 +141,133 @@ describe('payoutd prune', () => {
     expect(await listDir(join(dir, 'outbox'))).toEqual([]);
     expect(await pruneCommand(config, { dryRun: true, days: 30 }, later)).toEqual([]);
     await expect(pruneCommand(config, { dryRun: true, days: 0 }, later)).rejects.toMatchObject({ code: 'BAD_ARGUMENT' });
+  });
+});
+
+/** A batch finished on T0, its outbox files written: retention may take it 30 days on. */
+const FINISHED = { state: 'COMPLETE', completedAt: T0, ackWrittenAt: T0, resultWrittenAt: T0 } as const;
+
+describe('a batch whose details retention removed', () => {
+  const prunedAt = T0 + 40 * DAY;
+  const removed = 'removed by retention (retention.days) on 2026-02-19 12:00 UTC';
+
+  /** B1 of seeded(), finished and pruned by `payoutd prune --days 30`; B2, unfinished, has a PAID payout of the same day. */
+  async function pruned(): Promise<{ dir: string; config: ResolvedConfig }> {
+    const dir = await seeded(async (db) => {
+      await updateBatch(db, 'B1', FINISHED, T0);
+      await addBatch(db, 'B2', 'feb.csv');
+      await addRows(db, [validRow('B2', 2, request('INV-3'))]);
+      await setRow(db, 'B2', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-3', createdAtMs: T0 + 2 });
+    });
+    const config = configFor(dir);
+    await mkdir(join(dir, 'outbox'));
+    await writeFile(join(dir, 'outbox', 'B1_jan.csv.result.csv'), 'x');
+    await pruneCommand(config, { dryRun: false, days: 30 }, new ManualClock(prunedAt));
+    return { dir, config };
+  }
+
+  it('report --since lists its payouts without amounts, says why in each row, keeps them out of the sums and names the batch', async () => {
+    const { dir, config } = await pruned();
+    const out = join(dir, 'jan.csv');
+    let r: Awaited<ReturnType<typeof reconciliationReport>> | undefined;
+    const said = await printed(async () => {
+      r = await reconciliationReport(config, { since: '2026-01-10', until: '2026-01-11', out });
+    });
+    const note = `details ${removed}: this row's amounts, fees and times are not in this report or its totals; they are in B1_jan.csv.result.csv, the result file downloaded from the outbox before`;
+    const rows = (await readFile(out, 'utf8')).split('\r\n').filter(Boolean).slice(1);
+    expect(rows.map((line) => line.split(',').slice(0, 6).join(','))).toEqual([
+      'B1,jan.csv,2,INV-1,P-1,PAID',
+      'B1,jan.csv,3,INV-2,P-2,CANCELLED',
+      'B2,feb.csv,2,INV-3,P-3,PAID',
+    ]);
+    expect(rows[0]).toContain(`,"${note}"`);
+    expect(rows[1]).toContain(`,"${note}"`);
+    expect(rows[2]).not.toContain('retention');
+    // An empty amount is not a zero: those rows are counted on their own line, in no sum.
+    expect(
+      (await readFile(join(dir, 'jan.totals.csv'), 'utf8'))
+        .replace(/^\uFEFF/, '')
+        .split('\r\n')
+        .filter(Boolean),
+    ).toEqual([
+      'status,measure,currency,row_count,amount,rows_not_summed',
+      'PAID,payout_amount,PHP,1,1500.5,0',
+      'PAID,details_removed,,1,,1',
+      'PAID,rows,,2,,',
+      'CANCELLED,details_removed,,1,,1',
+      'CANCELLED,rows,,1,,',
+      'ALL,rows,,3,,',
+    ]);
+    expect(r?.prunedBatches).toEqual([
+      { batchId: 'B1', fileName: 'jan.csv', at: prunedAt, resultFile: 'B1_jan.csv.result.csv', payouts: 2 },
+    ]);
+    expect(said.slice(-2)).toEqual([
+      "2 of these payouts, of 1 batch(es), are listed WITHOUT amounts: the batches' details were removed by retention, so their amounts, fees and times are not in the report or its totals (see their details_removed lines). Take them from each batch's result file, as downloaded from the outbox before:",
+      `  B1 jan.csv: 2 payout(s), details ${removed}; figures in B1_jan.csv.result.csv, the result file downloaded from the outbox before`,
+    ]);
+  });
+
+  it('report --batch refuses it and says where its figures are; no file is written', async () => {
+    const { dir, config } = await pruned();
+    const out = join(dir, 'b1.csv');
+    const err: unknown = await reportBatch(config, 'B1', out).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: 'BATCH_PRUNED',
+      message: `batch B1 (jan.csv): its row details were ${removed}, so a report of it would have no amounts: no report written. Its record is B1_jan.csv.result.csv, the result file downloaded from the outbox before; payoutd status --batch B1 shows its rows by state`,
+    });
+    expect(exitCodeOf(err)).toBe(2);
+    expect(await listDir(dir)).not.toContain('b1.csv');
+  });
+
+  it("retry-file says its CANCELLED rows must be sent again from finance's copy, under new references", async () => {
+    const { config } = await pruned();
+    await expect(retryFile(config, 'B1', undefined)).rejects.toMatchObject({
+      code: 'BATCH_PRUNED',
+      message: `batch B1 (jan.csv): its row details were ${removed}, so its 1 CANCELLED row(s) cannot be written to a retry file: send those not paid by an earlier retry again from finance's own copy (the retry or result file downloaded from the outbox before, or the file as sent), each under a new reference`,
+    });
+  });
+
+  it('status --batch says its outbox files were removed, and when', async () => {
+    const { dir, config } = await pruned();
+    const said = await printed(() => status(config, 'B1', 20, false));
+    expect(said).toContain(
+      `outbox files: ${join(dir, 'outbox')}/B1_jan.csv.{ack,result,summary}.csv: ${removed}, with the taken file and the row details`,
+    );
+    expect(said.join('\n')).not.toMatch(/outbox files: [^\n]*csv$/m);
+  });
+});
+
+describe('payoutd prune: a batch it cannot prune', () => {
+  it('names the batch, file and error, fails, and prunes it the next time', async () => {
+    const dir = await seeded(async (db) => {
+      await updateBatch(db, 'B1', FINISHED, T0);
+      await addBatch(db, 'B2', 'feb.csv');
+      await updateBatch(db, 'B2', FINISHED, T0);
+    });
+    await mkdir(join(dir, 'outbox'));
+    await writeFile(join(dir, 'outbox', 'B1_jan.csv.ack.csv'), 'x');
+    // A folder cannot be unlinked, as an immutable file cannot (chattr +i); permissions would not stop a test run as root.
+    const stuck = join(dir, 'outbox', 'B1_jan.csv.result.csv');
+    await mkdir(stuck);
+    await writeFile(join(stuck, 'inside'), 'x');
+    const config = configFor(dir);
+    const later = new ManualClock(T0 + 40 * DAY);
+
+    let err: unknown;
+    const said = await printed(async () => {
+      err = await pruneCommand(config, { dryRun: false, days: 30 }, later).catch((e: unknown) => e);
+    });
+    expect(said.at(-1)).toBe('removed: 1 batch(es); their references and payout ids are kept');
+    expect(err).toMatchObject({ code: 'PRUNE_INCOMPLETE' });
+    expect((err as Error).message.split('\n')).toEqual([
+      "1 of 2 batch(es) not pruned; the next prune (the daemon's, or payoutd prune) tries each again once the cause is fixed:",
+      `B1 jan.csv: cannot remove ${stuck} (EISDIR: illegal operation on a directory, unlink '${stuck}'); 1 of its 2 file(s) removed, its row details kept`,
+    ]);
+    expect(exitCodeOf(err)).toBe(1);
+
+    await rm(stuck, { recursive: true });
+    expect((await pruneCommand(config, { dryRun: false, days: 30 }, later)).map((i) => i.batch.id)).toEqual(['B1']);
+    expect(await listDir(join(dir, 'outbox'))).toEqual([]);
   });
 });
 

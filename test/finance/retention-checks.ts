@@ -7,12 +7,13 @@
  * removes nothing; nothing unfinished is ever chosen.
  */
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { archiveFinishedBatches, prune, prunePlan, Retention, type RetentionDeps } from '../../src/daemon/retention.js';
 import { acceptBatchRows, getBatch, markArchived, updateBatch } from '../../src/store/index.js';
+import { createLogger } from '../../src/log/index.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, validRow } from './helpers.js';
 
 /** A database and a folder of the test's own. */
@@ -166,7 +167,8 @@ export async function checkPrune(s: RetentionWorld): Promise<void> {
   // Listing removes nothing.
   expect((await listDir(outboxDir)).length).toBe(15);
 
-  expect(await prune(deps, plan, now)).toBe(1);
+  const outcome = await prune(deps, plan, now);
+  expect([outcome.pruned.map((i) => i.batch.id), outcome.failed]).toEqual([['B-OLD'], []]);
   expect((await listDir(outboxDir)).filter((n) => n.startsWith('B-OLD'))).toEqual([]);
   expect((await listDir(outboxDir)).length).toBe(10);
   expect((await listDir(day)).filter((n) => n.startsWith('B-OLD'))).toEqual([]);
@@ -219,6 +221,59 @@ export async function checkSchedule(s: RetentionWorld): Promise<void> {
   await retention.pass();
   expect(await listDir(outboxDir)).toEqual([]);
   expect((await getBatch(s.db, 'B-OLD'))?.prunedAt).toBe(T0 + 400 * DAY);
+}
+
+/**
+ * A file that cannot be removed: prune names the batch, the file and the error, the batch keeps its row details
+ * and is pruned by the next prune once the cause is gone; the log names each batch pruned, and each that was not.
+ */
+export async function checkPruneFailure(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const outboxDir = join(s.dir, 'outbox');
+  await mkdir(outboxDir, { recursive: true });
+  const now = T0 + 100 * DAY;
+  const stored = await takenBatch(s, 'B-1', 'COMPLETE', T0);
+  await takenBatch(s, 'B-2', 'COMPLETE', T0 + 1);
+  await addRows(s.db, [validRow('B-1', 2, request('INV-1')), validRow('B-2', 2, request('INV-2'))]);
+  await setRow(s.db, 'B-1', 2, { state: 'PAID', payoutId: 'P-1' });
+  await setRow(s.db, 'B-2', 2, { state: 'PAID', payoutId: 'P-2' });
+  await writeFile(join(outboxDir, 'B-2_payouts.csv.ack.csv'), 'x');
+  // A folder cannot be unlinked, as an immutable file cannot; permissions would not stop a test run as root.
+  const stuck = join(outboxDir, 'B-1_payouts.csv.result.csv');
+  await mkdir(stuck);
+  await writeFile(join(stuck, 'inside'), 'x');
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger('info', { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger };
+
+  const plan = await prunePlan(deps, 30, now);
+  expect(plan.map((p) => p.batch.id)).toEqual(['B-1', 'B-2']);
+  const outcome = await prune(deps, plan, now);
+  expect(outcome.pruned.map((i) => i.batch.id)).toEqual(['B-2']);
+  expect(outcome.failed.map((f) => [f.item.batch.id, f.file, f.filesRemoved, f.code])).toEqual([['B-1', stuck, 2, 'EISDIR']]);
+  expect(outcome.failed[0]?.message).toContain(stuck);
+  // Its files before the one that failed are gone; its row details are kept, and it is not marked pruned.
+  expect(await listDir(join(stateDir, 'claimed'))).not.toContain(basename(stored));
+  expect((await getBatch(s.db, 'B-1'))?.prunedAt ?? null).toBeNull();
+  expect((await s.db('payouts').where({ batch_id: 'B-1' }).first())?.['request_values']).not.toBeNull();
+  expect(lines.map((l) => [l['level'], l['msg'], l['batchId'], l['file'], l['path'], l['batches']])).toEqual([
+    ['error', 'cannot prune a finished batch yet; will try again', 'B-1', 'payouts.csv', stuck, undefined],
+    [
+      'info',
+      'retention: files and row details of old finished batches removed',
+      undefined,
+      undefined,
+      undefined,
+      [{ batchId: 'B-2', file: 'payouts.csv' }],
+    ],
+  ]);
+  expect(lines[0]?.['err']).toMatchObject({ code: 'EISDIR' });
+
+  // The cause gone, the next prune takes it.
+  await rm(stuck, { recursive: true });
+  const again = await prune(deps, await prunePlan(deps, 30, now + 1), now + 1);
+  expect([again.pruned.map((i) => i.batch.id), again.failed]).toEqual([['B-1'], []]);
+  expect((await getBatch(s.db, 'B-1'))?.prunedAt).toBe(now + 1);
 }
 
 /** A Retention on a ManualClock and a monotonic clock the test moves, its warnings and notes kept. */
@@ -324,6 +379,7 @@ export const RETENTION_CHECKS: readonly [string, (s: RetentionWorld) => Promise<
   ['archives only the batches of its own state folder; a lost race changes nothing', checkOwnStateDir],
   ['finishes a move that stopped before the record was updated', checkResumedMove],
   ['prunes what is older than retention.days: files and row details, keeping references and payout ids', checkPrune],
+  ['names a batch it cannot prune with the file and error, keeps its details and prunes it the next time', checkPruneFailure],
   ['the daemon archives at each pass and prunes on its schedule only with retention.days set', checkSchedule],
   ['deletes nothing by a system clock that jumped ahead: goes by the counted time and says so once per jump', checkClockJump],
   ['prunes at once after the system clock was set back, not once it has caught up with the last pruning', checkClockBack],

@@ -4,9 +4,17 @@ import { dirname, join, resolve } from 'node:path';
 import { approvalInUse, type ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { UsageError } from '../../domain/errors.js';
-import { getBatch, batchRetrySource, payoutsCreatedBetween } from '../../store/index.js';
-import { outboxName } from '../../daemon/outbox.js';
 import {
+  getBatch,
+  batchRetrySource,
+  countCancelledRows,
+  payoutsCreatedBetween,
+  type Database,
+  type ReportedPayoutRow,
+} from '../../store/index.js';
+import { detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
+import {
+  downloadedResultFile,
   outboxFileName,
   reconciliationFileName,
   reportPeriod,
@@ -15,7 +23,10 @@ import {
   writeRetryFileAt,
   xlsxPathFor,
   writeRetryXlsx,
+  removedByRetention,
   type BatchSummary,
+  type ReconciliationRow,
+  type ReportedPrunedBatch,
   type RetryFile,
 } from '../../report/index.js';
 import { print } from '../output.js';
@@ -37,11 +48,21 @@ export interface ReconciliationOutput {
   totalsPath: string;
   xlsxPath: string | null;
   summary: BatchSummary;
+  prunedBatches: ReportedPrunedBatch[];
 }
 
 function counts(summary: BatchSummary): string {
   const parts = Object.entries(summary.statusCounts).map(([status, n]) => `${status}=${n}`);
   return parts.length > 0 ? parts.join(' ') : 'none';
+}
+
+/** The payouts created in the period, each naming what retention removed of its batch. */
+async function* createdBetween(db: Database, sinceMs: number, untilMs: number): AsyncGenerator<ReconciliationRow> {
+  for await (const row of payoutsCreatedBetween(db, sinceMs, untilMs)) yield withDetailsRemoved(row);
+}
+
+function withDetailsRemoved(row: ReportedPayoutRow): ReconciliationRow {
+  return { ...row, detailsRemoved: detailsRemovedOf({ id: row.batchId, fileName: row.fileName, prunedAt: row.batchPrunedAt }) };
 }
 
 /** Writes the reconciliation report (and totals, and .xlsx when asked) and says where. */
@@ -56,7 +77,7 @@ export async function reconciliationReport(
     // With approval in use, each row carries its batch's approval audit (who approved what, when, how).
     const audit = approvalInUse(config.approval, config.limits) ? await import('../../approval/index.js') : null;
     const approvalOf = audit ? async (batchId: string) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined;
-    const files = await writeReconciliationReport(path, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
+    const files = await writeReconciliationReport(path, createdBetween(db, period.sinceMs, period.untilMs), {
       bom: config.outbox.bom,
       approvalOf,
     });
@@ -64,7 +85,7 @@ export async function reconciliationReport(
     if (args.xlsx ?? config.outbox.xlsx) {
       // A second read: rows that settle in between show their newer state here; the CSV is the record.
       xlsxPath = xlsxPathFor(path);
-      await writeReconciliationXlsx(xlsxPath, payoutsCreatedBetween(db, period.sinceMs, period.untilMs), {
+      await writeReconciliationXlsx(xlsxPath, createdBetween(db, period.sinceMs, period.untilMs), {
         minorUnits: config.batch.rules.minorUnits,
         timeZone: config.outbox.timeZone,
         approvalOf,
@@ -75,8 +96,24 @@ export async function reconciliationReport(
     print(`report: ${files.path}`);
     print(`totals: ${files.totalsPath}`);
     if (xlsxPath) print(`xlsx:   ${xlsxPath}`);
+    printPrunedBatches(files.prunedBatches);
     return { ...files, xlsxPath };
   });
+}
+
+/** The batches of the report whose amounts retention removed: finance must take them from the result files kept before. */
+function printPrunedBatches(pruned: readonly ReportedPrunedBatch[]): void {
+  if (pruned.length === 0) return;
+  const payouts = pruned.reduce((n, b) => n + b.payouts, 0);
+  print(
+    `\n${payouts} of these payouts, of ${pruned.length} batch(es), are listed WITHOUT amounts: the batches' details were removed by retention, ` +
+      'so their amounts, fees and times are not in the report or its totals (see their details_removed lines). ' +
+      "Take them from each batch's result file, as downloaded from the outbox before:",
+  );
+  for (const b of pruned)
+    print(
+      `  ${b.batchId} ${b.fileName}: ${b.payouts} payout(s), details ${removedByRetention(b.at)}; figures in ${downloadedResultFile(b)}`,
+    );
 }
 
 /** Writes the retry file of one batch (default: `<outboxName>.retry.csv` in the outbox) and lists rows left out. */
@@ -84,6 +121,17 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
   return withMigratedStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    const removed = detailsRemovedOf(batch);
+    const cancelled = removed ? await countCancelledRows(db, batchId) : 0;
+    if (removed && cancelled > 0) {
+      // The requests of its CANCELLED rows went with the details: nothing is left to write them from.
+      throw new UsageError(
+        'BATCH_PRUNED',
+        `batch ${batchId} (${batch.fileName}): its row details were ${removedByRetention(removed.at)}, so its ${cancelled} CANCELLED row(s) ` +
+          "cannot be written to a retry file: send those not paid by an earlier retry again from finance's own copy (the retry or result file downloaded from the outbox before, " +
+          'or the file as sent), each under a new reference',
+      );
+    }
     const path = resolve(out ?? join(config.paths.outbox, outboxFileName(outboxName(batch), 'retry')));
     // The daemon makes the outbox when it starts; this command may run before it ever did.
     if (out === undefined) await mkdir(dirname(path), { recursive: true });

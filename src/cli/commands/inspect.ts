@@ -2,7 +2,8 @@
 import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError, UsageError } from '../../domain/errors.js';
-import { BatchOutbox, outboxName } from '../../daemon/outbox.js';
+import { BatchOutbox, detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
+import { downloadedResultFile, removedByRetention } from '../../report/index.js';
 import { existsSync } from 'node:fs';
 import { getBatch, inFileDuplicateMessage, requestValuesOfReferences, type BatchErrorRecord } from '../../store/index.js';
 import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
@@ -15,6 +16,15 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
   await withReadOnlyStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
+    const removed = detailsRemovedOf(batch);
+    // Its rows would show as paid with empty amounts: a file finance could take for the record.
+    if (removed) {
+      throw new UsageError(
+        'BATCH_PRUNED',
+        `batch ${batchId} (${batch.fileName}): its row details were ${removedByRetention(removed.at)}, so a report of it would have no amounts: ` +
+          `no report written. Its record is ${downloadedResultFile(removed)}; payoutd status --batch ${batchId} shows its rows by state`,
+      );
+    }
     const outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, undefined, {
       xlsx: config.outbox.xlsx,
       retryFiles: false,

@@ -3,11 +3,13 @@
  * batches older than `retention.days` (archived inputs, outbox files, row
  * details; references and payout ids stay), listed, and removed unless
  * `--dry-run`. The daemon does the same on its schedule (src/daemon/retention.ts).
+ * A batch that could not be pruned is named with the file and error, and
+ * the command fails (exit 1): the next prune tries it again.
  */
 import type { ResolvedConfig } from '../../config/index.js';
-import { UsageError } from '../../domain/errors.js';
+import { PayoutdError, UsageError } from '../../domain/errors.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
-import { prune, prunePlan, type PruneItem } from '../../daemon/retention.js';
+import { prune, prunePlan, type PruneFailure, type PruneItem } from '../../daemon/retention.js';
 import { closeDatabase, migrateToLatest, openStore } from '../../store/index.js';
 import { print } from '../output.js';
 
@@ -50,12 +52,29 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
       print('dry run: nothing removed');
       return items;
     }
-    const done = await prune({ ...deps, logger: silent }, items, now);
-    print(`removed: ${done} batch(es); their references and payout ids are kept`);
+    const { pruned, failed } = await prune(deps, items, now);
+    print(`removed: ${pruned.length} batch(es); their references and payout ids are kept`);
+    if (failed.length > 0) {
+      // One line each on stderr (as the error's lines), so a script or cron mail sees which batch and why.
+      throw new PayoutdError(
+        'PRUNE_INCOMPLETE',
+        [
+          `${failed.length} of ${items.length} batch(es) not pruned; the next prune (the daemon's, or payoutd prune) tries each again once the cause is fixed:`,
+          ...failed.map(failureLine),
+        ].join('\n'),
+      );
+    }
     return items;
   } finally {
     await closeDatabase(db);
   }
+}
+
+function failureLine(f: PruneFailure): string {
+  const error = f.message.startsWith(f.code) ? f.message : `${f.code}: ${f.message}`;
+  const what = f.file === null ? 'cannot clear its row details' : `cannot remove ${f.file}`;
+  const left = `${f.filesRemoved} of its ${f.item.files.length} file(s) removed, its row details kept`;
+  return `${f.item.batch.id} ${f.item.batch.fileName}: ${what} (${error}); ${left}`;
 }
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };

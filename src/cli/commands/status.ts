@@ -22,6 +22,7 @@ import {
 import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
 import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
+import { removedByRetention } from '../../report/retention-notes.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */
@@ -286,16 +287,19 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         for (const e of errors.slice(0, 50)) print(`  ${filePlace(e, b.fileName) ?? 'file'}: ${e.code}: ${e.message}`);
         if (errors.length > 50) print(`  … ${errors.length - 50} more (payoutd status --batch ${b.id} --json)`);
       }
-      // The outbox module brings the report writers; only this one line of --batch needs it.
-      const { outboxName } = await import('../../daemon/outbox.js');
+      // The outbox module brings the report writers; only these lines of --batch need it.
+      const { detailsRemovedOf, outboxName } = await import('../../daemon/outbox.js');
       const more = b.uploadContinuedAt !== null ? ',upload-continued,remainder' : '';
       const xlsx = config.outbox.xlsx ? ' (and .xlsx)' : '';
-      print(`\noutbox files: ${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv${xlsx}`);
-      if (b.prunedAt != null) {
-        print(
-          `\npruned ${new Date(b.prunedAt).toISOString()} (retention.days): its files and row details are gone; references and payout ids are kept`,
-        );
-      } else print(`\ntaken file${b.archivedAt != null ? ' (archived)' : ''}: ${b.storedPath}`);
+      const files = `${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv${xlsx}`;
+      const removed = detailsRemovedOf(b);
+      if (removed) {
+        print(`\noutbox files: ${files}: ${removedByRetention(removed.at)}, with the taken file and the row details`);
+        print('  references, states and payout ids are kept; amounts are only in the result file downloaded from the outbox before');
+      } else {
+        print(`\noutbox files: ${files}`);
+        print(`\ntaken file${b.archivedAt != null ? ' (archived)' : ''}: ${b.storedPath}`);
+      }
     }
   });
 }
