@@ -7,12 +7,14 @@
  *   VALIDATED      read and valid, but its reference was held when it was read: the
  *                  batch's acceptance decides (DUPLICATE, INVALID, or READY if let go)
  *   INVALID        failed validation (final, not paid)
- *   DUPLICATE      reference already taken by an accepted row of an earlier batch (final, not paid)
+ *   DUPLICATE      reference already taken by an accepted row of an earlier batch, or a retry of a payout
+ *                  another row pays or may still pay (final, not paid)
  *   NOT_SUBMITTED  valid, but its file was rejected (final, not paid)
  *   READY          valid and holding its reference from the moment it is read; a create
  *                  may be sent once its batch is accepted (ACTIVE), not before. While the
  *                  batch is read, the acceptance may still make it INVALID (its reference
- *                  is on a later line too) or NOT_SUBMITTED (the file is rejected)
+ *                  is on a later line too), DUPLICATE (a retry of a payout another row pays
+ *                  or may pay) or NOT_SUBMITTED (the file is rejected)
  *   CREATING       intent recorded; a create is (or may be) on the wire
  *   UNKNOWN        the create's outcome is unknown; only a query may move it on
  *   PENDING        the service holds a payout for it
@@ -45,7 +47,7 @@ const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
   INVALID: [],
   DUPLICATE: [],
   NOT_SUBMITTED: [],
-  READY: ['CREATING', 'NOT_SUBMITTED', 'INVALID'],
+  READY: ['CREATING', 'NOT_SUBMITTED', 'INVALID', 'DUPLICATE'],
   // A create's answer, or a crash that leaves it unknown.
   CREATING: ['PENDING', 'PAID', 'CANCELLED', 'REJECTED', 'UNKNOWN', 'READY'],
   // Only a query decides: found (adopt its status) or provably absent (READY again).

@@ -1,6 +1,17 @@
-/** Retry references: `<base>-R<n>` is round n of the payout `<base>` (made by report/retry.ts, checked at intake). */
+/**
+ * Retry references: `<base>-R<n>` is round n of the payout `<base>` (made by report/retry.ts, checked at intake).
+ * A base too long for its round is spelled `<start of base>-H<10 hex of sha256(base)>`: every spelling of one
+ * base has the same hash, and the start kept is shorter the more digits the round has.
+ */
+import { createHash } from 'node:crypto';
 
 const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
+/** A base in its hashed spelling: the start kept, and the hash naming the whole base. */
+const HASHED_BASE = /^(.*)-H([0-9a-f]{10})$/;
+const HASH_HEX = 10;
+
+/** States of a row that was, or may still be, sent and not cancelled: a retry beside it may pay the same twice. */
+export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);
 
 /** The reference a retry derives from and the round this one already is (0 for an original). */
 export function retryBase(reference: string): { base: string; round: number } {
@@ -12,4 +23,46 @@ export function retryBase(reference: string): { base: string; round: number } {
 export function retriedReferences(reference: string): string[] {
   const { base, round } = retryBase(reference);
   return round === 0 ? [] : [base, ...Array.from({ length: round - 1 }, (_, i) => `${base}-R${i + 1}`)];
+}
+
+/** A base as its start and its hash: a hashed spelling keeps its own hash (hashing it again would name another base). */
+function spelling(base: string): { start: string; hash: string } {
+  const m = HASHED_BASE.exec(base);
+  if (m?.[2] !== undefined) return { start: m[1] ?? '', hash: m[2] };
+  return { start: base, hash: createHash('sha256').update(base, 'utf8').digest('hex').slice(0, HASH_HEX) };
+}
+
+/**
+ * Round `round` of `base` in at most `maxLength` code points (the validation rules count code points): plain
+ * when it fits, else hashed, the start cut to fit. Null when not even one character of the start fits.
+ */
+export function roundReference(base: string, round: number, maxLength: number): string | null {
+  const plain = `${base}-R${round}`;
+  if (Array.from(plain).length <= maxLength) return plain;
+  const { start, hash } = spelling(base);
+  const suffix = `-H${hash}-R${round}`;
+  const keep = maxLength - suffix.length;
+  return keep < 1 ? null : Array.from(start).slice(0, keep).join('') + suffix;
+}
+
+/** What a stored row keeps of a retry reference: its base as spelled, and the key every spelling of that base shares. */
+export interface RetryRound {
+  base: string;
+  key: string;
+}
+
+/** The base and key of a retry reference; null for an original. */
+export function retryRound(reference: string): RetryRound | null {
+  // Every row of a file passes here as it is stored; nearly all are originals.
+  if (!reference.includes('-R')) return null;
+  const { base, round } = retryBase(reference);
+  return round === 0 ? null : { base, key: spelling(base).hash };
+}
+
+/** Whether two bases (as retryRound gives them, their keys equal) are spellings of one: the shorter start begins the other. */
+export function sameRetryBase(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = spelling(a);
+  const y = spelling(b);
+  return x.hash === y.hash && (x.start.startsWith(y.start) || y.start.startsWith(x.start));
 }

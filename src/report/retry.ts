@@ -2,15 +2,16 @@
  * Retry files: for a batch with CANCELLED rows, `<name>.retry.csv` in the input format holding only those rows,
  * each with a fresh merchantReferenceId, so finance can fix an account and drop the file back in one step.
  * Fresh references are derived from the database, never random (`INV-7` -> `INV-7-R1`; too long:
- * `<truncated base>-H<10 hex of sha256(base)>-R<n>`), so two retry files of one cancellation carry the same
- * reference and at most one is paid. Cells are written as stored (the file is read back as input); only
- * formula-like text gets the `'`, and the intake refuses it. `<name>.retry.xlsx` holds the same rows in typed
- * cells (writeRetryXlsx): the file to edit in a spreadsheet, which keeps an account's leading zeros.
+ * `<truncated base>-H<10 hex of sha256(base)>-R<n>`, src/domain/retry-reference.ts), so two retry files of
+ * one cancellation carry the same reference and at most one is paid. Cells are written as stored (the file is
+ * read back as input); only formula-like text gets the `'`, and the intake refuses it. `<name>.retry.xlsx`
+ * holds the same rows in typed cells (writeRetryXlsx): the file to edit in a spreadsheet, which keeps an
+ * account's leading zeros.
  */
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { escapeFormulaLike } from '../domain/formula-text.js';
-import { retryBase } from '../domain/retry-reference.js';
+import { isFinalRowState, REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
+import { RETRY_BLOCKING_STATES, retryBase, roundReference } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
@@ -28,8 +29,8 @@ export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELD
 /** The default `merchantReferenceId.maxLength` of the validation rules. */
 export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
 
-/** States of a reference that was, or will be, sent and not cancelled: such a retry means the row is already retried or paid. */
-export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);
+/** States of a row that was never sent and never will be: a reference used only by such rows is handed out again. */
+const NEVER_SENT: ReadonlySet<string> = new Set(REFERENCE_FREE_STATES.filter(isFinalRowState));
 
 /** Rounds tried beyond the row's own before giving up (each one a used reference). */
 const MAX_EXTRA_ROUNDS = 50;
@@ -37,7 +38,6 @@ const MAX_EXTRA_ROUNDS = 50;
 const LOOKAHEAD = 4;
 /** Cancelled rows resolved per round of lookups. */
 const PAGE_ROWS = 500;
-const HASH_HEX = 10;
 
 /**
  * The columns of the retry .xlsx: the retry CSV's, each a text cell (an
@@ -55,15 +55,23 @@ export { retryBase };
 
 /** Round `round` of `base`, in at most `maxLength` code points (the validation rules count code points). */
 export function retryReference(base: string, round: number, maxLength = DEFAULT_REFERENCE_MAX_LENGTH): string {
-  const plain = `${base}-R${round}`;
-  const chars = Array.from(base);
-  if (chars.length + plain.length - base.length <= maxLength) return plain;
-  const suffix = `-H${createHash('sha256').update(base, 'utf8').digest('hex').slice(0, HASH_HEX)}-R${round}`;
-  const keep = maxLength - suffix.length;
-  if (keep < 1) {
+  const reference = roundReference(base, round, maxLength);
+  if (reference === null) {
     throw new FinanceReportError('RETRY_REFERENCE', `no retry reference fits in ${maxLength} characters (round ${round})`);
   }
-  return chars.slice(0, keep).join('') + suffix;
+  return reference;
+}
+
+/**
+ * What the states of the rows using a candidate reference make of it: `retrying` (one of them was or may be
+ * sent and not cancelled: the cancelled row is already being retried, or paid), `free` (unused, or used only
+ * by rows never sent and never to be: a retry file dropped and refused gives its reference out again, so two
+ * retry files of one cancellation still carry one reference), else `spent` (sent, and cancelled or refused).
+ */
+export function candidateUse(states: readonly string[] | undefined): { use: 'retrying'; state: string } | { use: 'free' | 'spent' } {
+  const blocking = states?.find((s) => RETRY_BLOCKING_STATES.has(s));
+  if (blocking !== undefined) return { use: 'retrying', state: blocking };
+  return (states ?? []).every((s) => NEVER_SENT.has(s)) ? { use: 'free' } : { use: 'spent' };
 }
 
 /** The values of the create request stored for a row, in RETRY_COLUMNS order (the request's own). */
@@ -167,11 +175,10 @@ function decide(c: Cursor, states: ReadonlyMap<string, readonly string[]>, maxLe
   for (let i = 0; i < LOOKAHEAD; i++, c.next++) {
     const candidate = retryReference(c.base, c.next, maxLength);
     if (candidate === c.row.merchantReferenceId) continue;
-    const used = states.get(candidate);
-    const blocking = used?.find((s) => RETRY_BLOCKING_STATES.has(s));
-    if (blocking)
-      return { skip: { line: c.row.line, merchantReferenceId: c.row.merchantReferenceId, retriedAs: candidate, state: blocking } };
-    if (used || taken.has(candidate)) continue;
+    const found = candidateUse(states.get(candidate));
+    if (found.use === 'retrying')
+      return { skip: { line: c.row.line, merchantReferenceId: c.row.merchantReferenceId, retriedAs: candidate, state: found.state } };
+    if (found.use === 'spent' || taken.has(candidate)) continue;
     taken.add(candidate);
     return { reference: candidate };
   }

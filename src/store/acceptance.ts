@@ -1,14 +1,16 @@
 /**
  * Accepting a batch once all its rows are read: the checks that need every row (a reference twice in the
- * file, a reference another batch holds) and the file policy, in one transaction. Valid rows went in READY
- * holding their reference; those whose reference was already held went in VALIDATED, so the clashes are
- * among the few VALIDATED rows and an accepted batch's READY rows need no second pass. The work that grows
+ * file, a reference another batch holds, a retry of a payout another row pays or may pay) and the file
+ * policy, in one transaction. Valid rows went in READY holding their reference; those whose reference was
+ * already held went in VALIDATED, so the clashes are among the few VALIDATED rows and an accepted batch's
+ * READY rows need no second pass (retry rows are found through an index of their own). The work that grows
  * with a large file (a file sent again has every row marked; a file refused lets every row go) is done a
  * range of lines per transaction around that one.
  */
 import type { Knex } from 'knex';
 import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
+import { RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 import { updateValueRows } from './multi-row-update.js';
@@ -168,6 +170,11 @@ function receivedText(ms: number | string): string {
   return `${new Date(Number(ms)).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/** A row of another batch as a message names it, its file by the name finance gave it: `line 2 of "pay.csv" (batch B…, received …)`. */
+function placeIn(file: string, line: number, batchId: string, receivedAt: number | string): string {
+  return `line ${line} of ${JSON.stringify(file)} (batch ${batchId}, received ${receivedText(receivedAt)})`;
+}
+
 /**
  * Marks the batch's VALIDATED rows whose reference a row of another batch holds, all of them or those of one
  * `range` of lines. A range leaves out a reference that is on another row of this file too: the acceptance
@@ -235,9 +242,8 @@ async function markEarlierReferences(
     const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
     const undecided = isBeingRead(c.other_batch_state);
-    // The earlier file by the name finance gave it (the batch id is for an operator).
     const file = JSON.stringify(c.other_file);
-    const earlier = `line ${c.other_line} of ${file} (batch ${c.other_batch}, received ${receivedText(c.other_received_at)})`;
+    const earlier = placeIn(c.other_file, c.other_line, c.other_batch, c.other_received_at);
     const reference = `the reference ${c.merchant_reference_id}`;
     const message = undecided
       ? `${reference} is held by ${earlier}, a file being read at the same time; this row is not paid by this file: if ${file} is rejected, neither file pays it, so send this row again then`
@@ -247,6 +253,121 @@ async function markEarlierReferences(
           ? `${reference} was already submitted by ${earlier} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`
           : `${reference} is already used by ${earlier} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by ${file}`;
     const mark = referenceMark({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message }, column);
+    errors.push(mark.error);
+    moves.push(mark.move);
+  }
+  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
+}
+
+/** A retry round of the batch and a row holding its base or another round of it, with that row's batch. */
+interface RoundClash {
+  id: number;
+  line: number;
+  state: string;
+  merchant_reference_id: string;
+  retry_base: string;
+  other_id: number;
+  other_reference: string;
+  /** Null when the other row is the base itself, an original. */
+  other_base: string | null;
+  other_batch: string;
+  other_line: number;
+  other_state: string;
+  other_batch_state: string;
+  other_file: string;
+  other_received_at: number | string;
+}
+
+/**
+ * The batch's valid retry rounds (READY or VALIDATED) and each row, of any batch, this one's among them, that
+ * holds their base or another round of it in a state that was or may be sent and not cancelled. Only round rows
+ * are read, through the partial indexes of migration 0027: for a file without any, each query is one empty probe.
+ * Rounds are matched by key, then checked to be spellings of one base (a key alone could be a base's own
+ * `-H…` text). The base is matched as spelled: the original behind a hashed spelling is not looked up, as
+ * retry files make such rounds only of a cancelled row, which holds its reference for good.
+ */
+async function roundClashes(trx: Database, batchId: string): Promise<RoundClash[]> {
+  const holders = (on: (join: Knex.JoinClause) => void): Knex.QueryBuilder =>
+    trx('payouts as p')
+      .join('payouts as h', function () {
+        on(this);
+        this.andOn('h.id', '<>', 'p.id');
+      })
+      .join('batches as hb', 'hb.id', 'h.batch_id')
+      .where('p.batch_id', batchId)
+      .whereNotNull('p.retry_key')
+      .whereIn('p.state', VALID)
+      .whereIn('h.state', [...RETRY_BLOCKING_STATES])
+      .select(
+        'p.id',
+        'p.line',
+        'p.state',
+        'p.merchant_reference_id',
+        'p.retry_base',
+        'h.id as other_id',
+        'h.merchant_reference_id as other_reference',
+        'h.retry_base as other_base',
+        'h.batch_id as other_batch',
+        'h.line as other_line',
+        'h.state as other_state',
+        'hb.state as other_batch_state',
+        'hb.file_name as other_file',
+        'hb.received_at as other_received_at',
+      );
+  const rounds = (await holders((j) => j.on('h.retry_key', '=', 'p.retry_key'))) as RoundClash[];
+  const bases = (await holders((j) => j.on('h.merchant_reference_id', '=', 'p.retry_base'))) as RoundClash[];
+  return [...rounds.filter((c) => c.other_base !== null && sameRetryBase(c.retry_base, c.other_base)), ...bases];
+}
+
+/** How a row holding the base stands, the most telling first: paid, being paid, in a file being read, in this file. */
+function clashRank(c: RoundClash, batchId: string): number {
+  if (c.other_batch === batchId) return 3;
+  if (c.other_state === 'PAID') return 0;
+  return isBeingRead(c.other_batch_state) ? 2 : 1;
+}
+
+/** Why a retry row is refused: the payout it retries, the row holding it, where and how it stands, and what to do. */
+function retryDuplicateMessage(c: RoundClash, batchId: string): string {
+  const retry = `the reference ${c.merchant_reference_id} retries ${c.retry_base}`;
+  const as = `${c.other_reference} (${c.other_state})`;
+  if (c.other_batch === batchId) {
+    return c.other_reference === c.retry_base
+      ? `${retry}, which line ${c.other_line} of this file pays itself; this row is not paid: remove it`
+      : `${retry}, as does ${c.other_reference} on line ${c.other_line} of this file; this row is not paid: keep one row for that payout and send it again`;
+  }
+  const other = placeIn(c.other_file, c.other_line, c.other_batch, c.other_received_at);
+  // Finance's own references may end in -R<n> (revisions): such a row is a payout of its own.
+  const own = `; if this row is another payout, not a retry, give it a reference not ending in ${c.merchant_reference_id.slice(c.retry_base.length)}`;
+  switch (clashRank(c, batchId)) {
+    case 0:
+      return `${retry}, which ${other} already paid as ${as}; this row is not paid: nothing to do, that payout was made${own}`;
+    case 1:
+      return `${retry}, which ${other} is already paying as ${as}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
+    default:
+      return `${retry}, which ${other}, a file being read at the same time, may pay as ${as}; this row is not paid: wait for that file's outcome, and if it does not pay ${c.retry_base}, send this row again then`;
+  }
+}
+
+/**
+ * Marks DUPLICATE the batch's retry rows whose base, or another round of it, a row holds in a state that was
+ * or may be sent and not cancelled, in this batch or another: a retry file dropped twice under different rounds
+ * (one refused and made again, say) must not pay one cancellation twice. In the acceptance's transaction, so of
+ * two retry files accepted at once the later sees the earlier's rows, and both rows of one file are refused.
+ */
+async function markRetryRounds(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
+  const named = new Map<number, RoundClash>();
+  for (const c of await roundClashes(trx, batchId)) {
+    const held = named.get(c.id);
+    const rank = clashRank(c, batchId);
+    const before =
+      !held || rank < clashRank(held, batchId) || (rank === clashRank(held, batchId) && Number(c.other_id) < Number(held.other_id));
+    if (before) named.set(c.id, c);
+  }
+  const errors: BatchErrorRecord[] = [];
+  const moves: RowMarking[] = [];
+  for (const c of [...named.values()].sort((a, b) => a.line - b.line)) {
+    const reason = retryDuplicateMessage(c, batchId);
+    const mark = referenceMark({ id: c.id, line: c.line, from: c.state, code: 'RETRY_DUPLICATE', reason }, column);
     errors.push(mark.error);
     moves.push(mark.move);
   }
@@ -302,8 +423,10 @@ export async function acceptBatchRows(
     await fence?.(trx);
     const inFile = await markInFileDuplicates(trx, batchId, now, column);
     const earlier = await markEarlierReferences(trx, batchId, now, column);
-    const rowsChanged = markedBefore + inFile.moved + earlier.moved;
-    await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors]);
+    // After those: a row they refused holds nothing, and a row of this file they left is read in its state now.
+    const rounds = await markRetryRounds(trx, batchId, now, column);
+    const rowsChanged = markedBefore + inFile.moved + earlier.moved + rounds.moved;
+    await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors, ...rounds.errors]);
     const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
       state: string;
       n: number | string;

@@ -1,6 +1,7 @@
 /** The intake's inserts: a batch's rows in multi-row statements, each chunk in one transaction with the reader's lease. */
 import type { Knex } from 'knex';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
+import { retryRound } from '../domain/retry-reference.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { holdReaderLease, type ReaderLease } from './batches.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
@@ -39,28 +40,41 @@ const INSERT_COLUMNS = [
   'updated_at',
 ] as const;
 
+/** Set only on a retry round's row (migration 0027): a chunk without any leaves them out, NULL by default. */
+const ROUND_COLUMNS = ['retry_base', 'retry_key'] as const;
+
 /** The predicate of the partial unique index `payouts_reference_holder`, which ON CONFLICT must name word for word. */
 const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '${s}'`).join(' AND ');
 
 /** A READY row whose reference another row holds is not inserted by the statement; insertRows stores it VALIDATED. */
 const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERENCE_HOLDER_PREDICATE} DO NOTHING`;
 
-/** Each row's values in INSERT_COLUMNS order; a READY row is due from its insert (its batch's acceptance lets it be claimed). */
-function insertValues(rows: readonly NewPayoutRow[], now: number): InsertedValue[][] {
-  return rows.map((r) => [
-    r.batchId,
-    r.line,
-    r.merchantReferenceId,
-    r.state,
-    r.requestValues,
-    r.payoutCurrency,
-    r.payoutAmount,
-    r.deductionCurrency,
-    r.reasonCode,
-    r.reason,
-    r.state === 'READY' ? now : null,
-    now,
-  ]);
+/**
+ * The columns and each row's values in their order; a READY row is due from its insert (its batch's acceptance
+ * lets it be claimed). A retry round keeps the base it retries, which the acceptance checks (./acceptance.ts).
+ */
+function insertValues(rows: readonly NewPayoutRow[], now: number): { columns: readonly string[]; values: InsertedValue[][] } {
+  const rounds = rows.map((r) => retryRound(r.merchantReferenceId));
+  const withRounds = rounds.some((r) => r !== null);
+  const values = rows.map((r, i): InsertedValue[] => {
+    const row: InsertedValue[] = [
+      r.batchId,
+      r.line,
+      r.merchantReferenceId,
+      r.state,
+      r.requestValues,
+      r.payoutCurrency,
+      r.payoutAmount,
+      r.deductionCurrency,
+      r.reasonCode,
+      r.reason,
+      r.state === 'READY' ? now : null,
+      now,
+    ];
+    if (withRounds) row.push(rounds[i]?.base ?? null, rounds[i]?.key ?? null);
+    return row;
+  });
+  return { columns: withRounds ? [...INSERT_COLUMNS, ...ROUND_COLUMNS] : INSERT_COLUMNS, values };
 }
 
 /**
@@ -70,7 +84,8 @@ function insertValues(rows: readonly NewPayoutRow[], now: number): InsertedValue
 export async function insertRows(db: Database | Knex.Transaction, given: NewPayoutRow[], now: number): Promise<void> {
   // PostgreSQL: inserts of shared references in different orders by two instances could deadlock; one order only waits.
   const rows = isPostgres(db) ? [...given].sort(byReference) : given;
-  const inserted = await insertValueRows(db, 'payouts', INSERT_COLUMNS, insertValues(rows, now), SKIP_HELD_REFERENCES);
+  const { columns, values } = insertValues(rows, now);
+  const inserted = await insertValueRows(db, 'payouts', columns, values, SKIP_HELD_REFERENCES);
   if (inserted < rows.length) await insertSetAside(db, rows, now);
 }
 
@@ -108,5 +123,6 @@ async function insertSetAside(db: Database | Knex.Transaction, rows: NewPayoutRo
   if (unexpected)
     throw new RowStateError('INSERT_INCOMPLETE', `row at line ${unexpected.line} of batch ${unexpected.batchId} was not stored`);
   const waiting = skipped.map((r): NewPayoutRow => ({ ...r, state: 'VALIDATED' }));
-  await insertValueRows(db, 'payouts', INSERT_COLUMNS, insertValues(waiting, now));
+  const { columns, values } = insertValues(waiting, now);
+  await insertValueRows(db, 'payouts', columns, values);
 }

@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_BATCH_FORMAT, parseBatchFile, type ReadRow } from '../../src/ingest/csv/index.js';
 import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
+import { retryRound, sameRetryBase } from '../../src/domain/retry-reference.js';
+import { candidateUse } from '../../src/report/retry.js';
 import {
   outboxFileName,
   RETRY_COLUMNS,
@@ -69,6 +71,80 @@ describe('fresh references (pure)', () => {
     expect(retryReference(LONG, 2)).not.toBe(hashed);
     expect(() => retryReference('INV-7', 1, 7)).toThrowError(expect.objectContaining({ code: 'RETRY_REFERENCE' }));
     expect(outboxFileName('B1_payouts.csv', 'retry')).toBe('B1_payouts.csv.retry.csv');
+  });
+});
+
+describe('retry rounds of a hashed base (pure)', () => {
+  // 65 characters: no round of it fits plainly in 64.
+  const BASE = `INV-${'X'.repeat(56)}-0001`;
+
+  it('gives round n the same reference whether derived from the original or from round n-1', () => {
+    let chained = BASE;
+    for (let n = 1; n <= 12; n++) {
+      chained = retryReference(retryBase(chained).base, n);
+      const fromOriginal = retryReference(BASE, n);
+      expect(chained, `round ${n}`).toBe(fromOriginal);
+      expect(Array.from(chained)).toHaveLength(64);
+      expect(retryBase(chained).round).toBe(n);
+    }
+    // Round 10 keeps the hash of the original and one character less of its start.
+    const hash = retryReference(BASE, 1).slice(-15, -3); // `-H` and its 10 hex digits
+    expect(retryReference(BASE, 10)).toBe(`${BASE.slice(0, 48)}${hash}-R10`);
+    expect(retryReference(BASE, 9)).toBe(`${BASE.slice(0, 49)}${hash}-R9`);
+  });
+
+  it('gives every spelling of one base one key, and tells another base with the same hash text apart', () => {
+    const r1 = retryRound(retryReference(BASE, 1));
+    const r10 = retryRound(retryReference(BASE, 10));
+    const middle = `M-${'Y'.repeat(58)}`; // rounds 1-99 plain, 100 on hashed
+    const plain = retryRound(`${middle}-R1`);
+    const hashed = retryRound(retryReference(middle, 100));
+    expect(r1?.base).not.toBe(r10?.base);
+    expect(r1?.key).toBe(r10?.key);
+    expect(sameRetryBase(r1?.base as string, r10?.base as string)).toBe(true);
+    expect(hashed?.base).toMatch(/-H[0-9a-f]{10}$/);
+    expect(plain?.key).toBe(hashed?.key);
+    expect(sameRetryBase(plain?.base as string, hashed?.base as string)).toBe(true);
+    expect(retryRound('AAA-H0123456789-R1')?.key).toBe('0123456789');
+    expect(sameRetryBase('AAA-H0123456789', 'BBB-H0123456789')).toBe(false);
+    expect(retryRound('INV-7')).toBeNull();
+  });
+});
+
+describe('decide: which round a cancelled row is retried under', () => {
+  it('reads a candidate used only by rows never sent as free, any sent-and-live row as retrying, others as spent', () => {
+    expect(candidateUse(undefined)).toEqual({ use: 'free' });
+    expect(candidateUse(['INVALID', 'DUPLICATE', 'NOT_SUBMITTED'])).toEqual({ use: 'free' });
+    for (const state of ['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID'])
+      expect(candidateUse(['INVALID', state]), state).toEqual({ use: 'retrying', state });
+    for (const states of [['CANCELLED'], ['REJECTED'], ['INVALID', 'CANCELLED']])
+      expect(candidateUse(states), states.join()).toEqual({ use: 'spent' });
+  });
+
+  it('hands out again a round whose every row was refused or never submitted, and leaves out one still being read', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'pay.csv');
+    await addRows(
+      db,
+      ['T-1', 'T-2', 'T-3', 'T-4', 'T-5'].map((ref, i) => validRow('B1', i + 2, request(ref))),
+    );
+    for (let line = 2; line <= 6; line++) await cancel(db, 'B1', line, `P-${line}`);
+    // The first retry file dropped and refused: T-1-R1 lost its zeros (INVALID), T-2-R1 let go with the file
+    // (NOT_SUBMITTED), T-3-R1 set aside (DUPLICATE); T-4-R1 in a file being read; T-5-R1 sent and cancelled.
+    await addBatch(db, 'B2', 'retry.csv');
+    await addRows(
+      db,
+      ['T-1-R1', 'T-2-R1', 'T-3-R1', 'T-4-R1', 'T-5-R1'].map((ref, i) => validRow('B2', i + 2, request(ref))),
+    );
+    await setRow(db, 'B2', 2, { state: 'INVALID', reasonCode: 'LEADING_ZEROS_LOST' });
+    await setRow(db, 'B2', 3, { state: 'NOT_SUBMITTED', reasonCode: 'FILE_REJECTED' });
+    await setRow(db, 'B2', 4, { state: 'DUPLICATE', reasonCode: 'DUPLICATE_REFERENCE' });
+    await cancel(db, 'B2', 6, 'P-26');
+
+    const r = await writeRetryFileAt(join(dir, 'fresh.csv'), batchRetrySource(db, 'B1'));
+    const refs = (await parseWithDefaults(join(dir, 'fresh.csv'))).rows.map((x) => x.merchantReferenceId);
+    expect(refs).toEqual(['T-1-R1', 'T-2-R1', 'T-3-R1', 'T-5-R2']);
+    expect(r.skipped).toEqual([{ line: 5, merchantReferenceId: 'T-4', retriedAs: 'T-4-R1', state: 'VALIDATED' }]);
   });
 });
 
@@ -282,15 +358,18 @@ describe('retry file', () => {
       Array.from({ length: n }, (_, i) => validRow('B1', i + 2, request(`BULK-${String(i).padStart(6, '0')}`))),
     );
     await db('payouts').update({ state: 'CANCELLED', payout_id: db.raw(`'P-' || line`) });
-    // A reference used by a row that was never sent (INVALID) is still not fresh.
-    await addRows(db, [validRow('B1', n + 10, request('BULK-000007-R1'))]);
-    await setRow(db, 'B1', n + 10, { state: 'INVALID' });
+    // A reference used by a row that was never sent (INVALID) is given out again; one sent and cancelled is not.
+    await addBatch(db, 'B0', 'earlier.csv');
+    await addRows(db, [validRow('B0', 2, request('BULK-000007-R1')), validRow('B0', 3, request('BULK-000008-R1'))]);
+    await setRow(db, 'B0', 2, { state: 'INVALID' });
+    await setRow(db, 'B0', 3, { state: 'CANCELLED' });
     const r = await writeRetryFileAt(join(dir, 'bulk.csv'), batchRetrySource(db, 'B1'));
     expect(r.rowCount).toBe(n);
     const parsed = await parseWithDefaults(join(dir, 'bulk.csv'));
     expect(parsed.rows.filter((x) => x.errors.length > 0)).toEqual([]);
     expect(parsed.rows[0]?.merchantReferenceId).toBe('BULK-000000-R1');
-    expect(parsed.rows[7]?.merchantReferenceId).toBe('BULK-000007-R2');
+    expect(parsed.rows[7]?.merchantReferenceId).toBe('BULK-000007-R1');
+    expect(parsed.rows[8]?.merchantReferenceId).toBe('BULK-000008-R2');
     expect(parsed.rows[n - 1]?.merchantReferenceId).toBe(`BULK-${String(n - 1).padStart(6, '0')}-R1`);
   });
 });

@@ -17,6 +17,12 @@ describe('pipeline: a retry row that lost its leading zeros', () => {
     const p = await startPipeline({ onInvalidRows: 'skip-rows' });
     const first = await p.receive('first.csv', `${[HEADER, csvRow('LZ-1', { 'beneficiary.accountNumber': ACCOUNT })].join('\n')}\n`);
     expect(first.state).toBe('ACTIVE');
+    // The original is paid out and cancelled: its retry rows are the only ones that may pay it now.
+    await p.submit();
+    p.sandbox.settle({ merchantReferenceId: 'LZ-1' }, 'CANCELLED');
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    await p.poll();
+    expect((await p.row('LZ-1')).state).toBe('CANCELLED');
 
     const retry = await p.receive(
       'retry.csv',
