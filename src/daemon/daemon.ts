@@ -58,6 +58,7 @@ import { WorkLoop } from './work-loop.js';
 import { stateFolders } from './state-folders.js';
 import { isPassingReadFailure, readFailureKind, ReadRetries } from './read-retries.js';
 import type { FaultPoint } from './fault-points.js';
+import { FileCounts, type BatchEvent } from './file-counts.js';
 
 export interface DaemonDeps {
   config: ResolvedConfig;
@@ -66,7 +67,7 @@ export interface DaemonDeps {
   clock: Clock;
   logger: Logger;
   onCreateOutcome?: (outcome: string) => void;
-  onBatchEvent?: (event: 'seen' | 'accepted' | 'rejected' | 'duplicate' | 'completed') => void;
+  onBatchEvent?: (event: BatchEvent) => void;
   onPolled?: (payouts: number, lagMs: number) => void;
   onNotification?: (channel: string, outcome: DeliveryOutcomeLabel) => void;
   /** Chaos testing only (PAYOUTD_FAULT_KILL_AT). */
@@ -112,6 +113,8 @@ export class PayoutDaemon {
   /** Claimed files without a record that could not be examined, looked at again after a wait. */
   private readonly leftOrphans: ReadRetries;
   private orphansSearchedAt = 0;
+  /** payoutd_files_total: each file this process takes on, once, then once by the outcome of its intake. */
+  private readonly fileCounts: FileCounts;
 
   /** Several instances share the database (PostgreSQL): work is claimed with leases. */
   private readonly shared: boolean;
@@ -125,6 +128,7 @@ export class PayoutDaemon {
     this.failedReadings = new ReadRetries(clock);
     this.failedClaims = new ReadRetries(clock);
     this.leftOrphans = new ReadRetries(clock);
+    this.fileCounts = new FileCounts(deps.onBatchEvent);
     const fault = deps.faultPoint;
     this.outbox = new BatchOutbox(db, config.paths.outbox, config.outbox.bom, fault ? () => fault('mid-result-file') : undefined, {
       xlsx: config.outbox.xlsx,
@@ -507,9 +511,11 @@ export class PayoutDaemon {
       // Being read by this process now (a file being received): a second reading would clear the rows the first writes.
       if (this.intake.isReading(b.id) || !this.failedReadings.due(b.id)) continue;
       if (!(await this.takeReading(b.id))) continue;
+      // Seen once by this process however many of its readings fail; a file claimed here was seen at its claim.
+      this.fileCounts.seen(b.storedPath);
       // Its readings failed the same unexpected way often enough already (a refusal that failed, or before a restart).
       if ((b.readFailures ?? 0) >= this.deps.config.batch.readRetry.maxAttempts) {
-        await this.refuseUnread(b.id, b.readFailures ?? 0);
+        await this.refuseUnread(b, b.readFailures ?? 0);
         continue;
       }
       const why = atStart
@@ -524,10 +530,11 @@ export class PayoutDaemon {
       } catch (err) {
         // Stopped mid-read: the batch stays VALIDATING and is read again from the start next time.
         if (this.stopWork.signal.aborted) return;
-        await this.readingFailed(b.id, err);
+        await this.readingFailed(b, err);
         continue;
       }
       this.failedReadings.forget(b.id);
+      this.fileCounts.ended(b.storedPath, batch.state);
       if (batch.state === 'ACTIVE') this.submitLoop?.wake();
     }
   }
@@ -547,8 +554,9 @@ export class PayoutDaemon {
    * A reading that failed: the batch stays VALIDATING, nothing of it can be sent, and a later pass reads it again;
    * unless reading its file failed batch.readRetry.maxAttempts times in a row the same way, which would never pass.
    */
-  private async readingFailed(batchId: string, err: unknown): Promise<void> {
+  private async readingFailed(batch: Pick<BatchRecord, 'id' | 'storedPath'>, err: unknown): Promise<void> {
     const { db, clock, config, logger } = this.deps;
+    const batchId = batch.id;
     if (isPassingReadFailure(err)) {
       // "In a row" ends here; best effort, as the database may be what failed. A lost lease is no failure of ours.
       if (!(err instanceof BatchStateError)) await forgetReadFailures(db, batchId, clock.now()).catch(() => undefined);
@@ -568,7 +576,7 @@ export class PayoutDaemon {
         { batchId, error, attempts },
         'the reading of a batch failed the same unexpected way each time: it is refused (READ_FAILED)',
       );
-      await this.refuseUnread(batchId, attempts);
+      await this.refuseUnread(batch, attempts);
       return;
     }
     const retryInMs = this.failedReadings.failed(batchId);
@@ -579,11 +587,12 @@ export class PayoutDaemon {
   }
 
   /** Refuses a batch that cannot be read (READ_FAILED); one that cannot be refused now is refused on a later pass. */
-  private async refuseUnread(batchId: string, attempts: number): Promise<void> {
+  private async refuseUnread(batch: Pick<BatchRecord, 'id' | 'storedPath'>, attempts: number): Promise<void> {
+    const batchId = batch.id;
     try {
       await this.intake.refuseUnread(batchId, attempts);
       this.failedReadings.forget(batchId);
-      this.deps.onBatchEvent?.('rejected');
+      this.fileCounts.ended(batch.storedPath, 'REJECTED');
     } catch (err) {
       if (this.stopWork.signal.aborted) return;
       const retryInMs = this.failedReadings.failed(batchId);
@@ -619,7 +628,6 @@ export class PayoutDaemon {
         await releaseFileClaim(this.deps.db, fileKey);
         return;
       }
-      this.deps.onBatchEvent?.('seen');
       await this.takeIn(claimed);
     } finally {
       if (renamed !== undefined) this.claiming.delete(renamed);
@@ -628,6 +636,8 @@ export class PayoutDaemon {
 
   /** The intake of a taken file. A failure is logged and left to a later finish pass, never to the next restart. */
   private async takeIn(claimed: ClaimedFile): Promise<void> {
+    // Once per file: taken again after its batch could not be recorded, it was seen already.
+    this.fileCounts.seen(claimed.storedPath);
     let batch: BatchRecord;
     try {
       batch = await this.intake.receive(claimed);
@@ -639,7 +649,7 @@ export class PayoutDaemon {
     }
     this.unrecordedClaims.delete(claimed.storedPath);
     this.failedClaims.forget(claimed.storedPath);
-    this.deps.onBatchEvent?.(batch.state === 'ACTIVE' ? 'accepted' : batch.state === 'DUPLICATE' ? 'duplicate' : 'rejected');
+    this.fileCounts.ended(claimed.storedPath, batch.state);
     if (batch.state === 'ACTIVE') this.submitLoop?.wake();
   }
 
@@ -648,7 +658,7 @@ export class PayoutDaemon {
     // A lookup that fails too counts as not recorded: the retry looks again before it receives the file.
     const batch = await findBatchByStoredPath(this.deps.db, claimed.storedPath).catch(() => undefined);
     if (batch) {
-      await this.readingFailed(batch.id, err);
+      await this.readingFailed(batch, err);
       return;
     }
     this.unrecordedClaims.set(claimed.storedPath, claimed);
@@ -692,6 +702,8 @@ export class PayoutDaemon {
       logger.warn({ name: entry.name, err: safeError(err) }, 'cannot tell whether an inbox entry was answered before; answering it');
     }
     logger.warn({ name: entry.name, kind: entry.kind, movedTo: entry.movedTo }, `inbox entry refused: ${reason}`);
+    // Refused whether or not its answer can be written; one answered before is no new file.
+    this.fileCounts.ended(entry.path, 'REJECTED');
     try {
       const ack = await this.outbox.writeEntryRefusal(entry, reason, clock.now());
       logger.info({ name: entry.name, ack }, 'refusal of an inbox entry written to the outbox');

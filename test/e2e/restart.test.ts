@@ -6,7 +6,7 @@
  * debited exactly once for what was paid. And killed while a file is being
  * read: the next start reads it again from the start, every row once, and
  * judges its end as the first read did (a `.done` marker taken with it is
- * in the batch record).
+ * in the batch record), and counts the file once in payoutd_files_total.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,6 +27,13 @@ function expectedBalances(e2e: E2e): Record<string, string> {
     out[p.deductionCurrency] = (out[p.deductionCurrency] ?? new Decimal(0)).minus(new Decimal(p.deductionAmount));
   }
   return Object.fromEntries(Object.entries(out).map(([c, d]) => [c, d.toFixed()]));
+}
+
+/** The samples of payoutd_files_total a daemon's /metrics shows, by outcome. */
+async function filesTotal(metricsUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  const samples = [...text.matchAll(/^payoutd_files_total\{outcome="(\w+)"\} (\S+)$/gm)];
+  return Object.fromEntries(samples.map(([, outcome, n]) => [outcome, Number(n)]));
 }
 
 function normalized(balances: Record<string, string>): Record<string, string> {
@@ -101,7 +108,7 @@ describe('e2e: a restart in the middle of a batch', () => {
 describe('e2e: killed while a file is read', () => {
   it('reads the file again from the start at the next start: every row once, in line order', async () => {
     const rows = 7_000;
-    const e2e = await startE2e({ config: { batch: { balanceCheck: { enabled: false } } } });
+    const e2e = await startE2e({ config: { batch: { balanceCheck: { enabled: false } }, metrics: { enabled: true, port: 0 } } });
     // Killed right after the first transaction of rows (5,000) is committed.
     const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
     await first.running();
@@ -109,9 +116,17 @@ describe('e2e: killed while a file is read', () => {
     expect((await first.exit).signal).toBe('SIGKILL');
     expect((await e2e.batches())[0]?.state).toBe('VALIDATING');
 
-    await e2e.startDaemon();
+    const second = await e2e.startDaemon();
+    const metricsUrl = String((await second.waitForLog((l) => l.msg === 'metrics, /healthz and /readyz listening'))['url']);
     const batch = await e2e.waitForBatch('big.csv', ['ACTIVE', 'COMPLETE', 'REJECTED'], 60_000);
     expect(batch.state).not.toBe('REJECTED');
+    // The process that resumed the reading counts the file as seen and its outcome, each once (counted a moment
+    // after the batch is stored ACTIVE).
+    const counted = await waitFor(async () => {
+      const files = await filesTotal(metricsUrl);
+      return files['accepted'] !== undefined ? files : null;
+    }, 'the resumed reading counted in payoutd_files_total');
+    expect(counted).toEqual({ seen: 1, accepted: 1 });
     await e2e.waitForOutbox(batch, 'ack');
     const ack = await readFile(join(e2e.outbox, outboxFileName(batch, 'ack')), 'utf8');
     const lines = ack.split('\r\n').filter((l) => l.includes(',ACCEPTED,'));

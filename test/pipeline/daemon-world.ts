@@ -22,6 +22,12 @@ export async function stopPipelineDaemons(): Promise<void> {
   await Promise.all(made.splice(0).map((d) => d.stop()));
 }
 
+/** What a daemon counts in payoutd_files_total, by outcome, through the hook the metrics use (src/daemon/runtime.ts). */
+export function fileCounter(): { onBatchEvent: NonNullable<DaemonDeps['onBatchEvent']>; counts: Record<string, number> } {
+  const counts: Record<string, number> = {};
+  return { counts, onBatchEvent: (event) => void (counts[event] = (counts[event] ?? 0) + 1) };
+}
+
 /**
  * A daemon for `p` with the config `sections` (beside the paths it sets), on `clock` (the system clock unless
  * given; the pipeline's ManualClock moves only when the test moves it), with the test's `hooks`. Not started.
@@ -30,7 +36,7 @@ export async function pipelineDaemon(
   p: Pipeline,
   sections: Record<string, unknown>,
   clock: Clock = systemClock,
-  hooks: Pick<DaemonDeps, 'faultPoint'> = {},
+  hooks: Pick<DaemonDeps, 'faultPoint' | 'onBatchEvent'> = {},
 ): Promise<PipelineDaemon> {
   const inbox = join(p.dir, 'inbox');
   const outbox = join(p.dir, 'outbox');

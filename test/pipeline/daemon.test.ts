@@ -9,11 +9,13 @@ import { createHash } from 'node:crypto';
 import { chown, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { DaemonDeps } from '../../src/daemon/daemon.js';
+import { systemClock } from '../../src/domain/clock.js';
 import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
 import { recordConsoleUpload } from '../../src/store/console-access.js';
 import { claimReadyRows } from '../../src/store/claims.js';
 import type { Clock } from '../../src/domain/clock.js';
-import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
+import { fileCounter, pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, linesContaining, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import { inodeOf } from '../support/files.js';
@@ -30,7 +32,12 @@ async function fastPipeline(): Promise<Pipeline> {
   return startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 }, duplicatePolicy: 'allow' } });
 }
 
-function daemonFor(p: Pipeline, over: Record<string, unknown> = {}, clock?: Clock): Promise<PipelineDaemon> {
+function daemonFor(
+  p: Pipeline,
+  over: Record<string, unknown> = {},
+  clock: Clock = systemClock,
+  hooks: Pick<DaemonDeps, 'onBatchEvent'> = {},
+): Promise<PipelineDaemon> {
   return pipelineDaemon(
     p,
     {
@@ -41,6 +48,7 @@ function daemonFor(p: Pipeline, over: Record<string, unknown> = {}, clock?: Cloc
       ...over,
     },
     clock,
+    hooks,
   );
 }
 
@@ -230,7 +238,8 @@ describe('pipeline: the daemon', () => {
 
   it('answers every entry of the inbox in the outbox, under names that are safe to list and open', async () => {
     const p = await fastPipeline();
-    const { daemon, inbox, outbox } = await daemonFor(p);
+    const files = fileCounter();
+    const { daemon, inbox, outbox } = await daemonFor(p, {}, systemClock, { onBatchEvent: files.onBatchEvent });
     await writeFile(join(p.dir, 'elsewhere.csv'), csvFile([csvRow('DA-LINK')]));
     await symlink(join(p.dir, 'elsewhere.csv'), join(inbox, 'linked.csv'));
     execFileSync('mkfifo', [join(inbox, 'pipe\n.csv')]);
@@ -274,5 +283,7 @@ describe('pipeline: the daemon', () => {
     const ignored = p.logLines.filter((l) => l.includes('inbox entry ignored'));
     expect(ignored).toHaveLength(1);
     expect(ignored[0]).toContain('.in.upload.csv');
+    // payoutd_files_total: the three entries refused count as files seen and rejected; the hidden one is no file yet.
+    expect(files.counts).toEqual({ seen: 5, accepted: 2, rejected: 3, completed: 2 });
   });
 });

@@ -14,7 +14,7 @@ import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
 import { READ_RETRY } from '../../src/daemon/read-retries.js';
 import { FileReadFailure } from '../../src/ingest/index.js';
 import { DatabaseBusyError } from '../../src/store/index.js';
-import { pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
+import { fileCounter, pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
 afterEach(async () => {
@@ -23,7 +23,7 @@ afterEach(async () => {
 });
 
 /** The daemon on the pipeline's ManualClock: the inbox and the retry waits move only when the test moves it. */
-async function daemonFor(p: Pipeline, hooks: Pick<DaemonDeps, 'faultPoint'> = {}): Promise<PipelineDaemon> {
+async function daemonFor(p: Pipeline, hooks: Pick<DaemonDeps, 'faultPoint' | 'onBatchEvent'> = {}): Promise<PipelineDaemon> {
   const made = await pipelineDaemon(
     p,
     {
@@ -92,7 +92,8 @@ function throwing(errors: unknown[]): DaemonDeps['faultPoint'] {
 describe('pipeline: an intake that failed is tried again while the daemon runs', () => {
   it('reads a batch whose reading failed part way again from the start, after a wait, into exactly its rows', async () => {
     const p = await startPipeline({ startMs: Date.now() });
-    const { daemon, inbox, outbox } = await daemonFor(p);
+    const files = fileCounter();
+    const { daemon, inbox, outbox } = await daemonFor(p, { onBatchEvent: files.onBatchEvent });
     // The second chunk fails (the intake stores 5,000 rows a transaction), after the first is committed.
     await p.db.raw(
       `CREATE TRIGGER full_disk BEFORE INSERT ON payouts WHEN NEW.merchant_reference_id = 'RR-5500' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
@@ -124,6 +125,9 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     expect(logsWith(p, 'the reading of a batch failed').map((l) => [l.batchId, l.retryInMs])).toEqual([[batchId, READ_RETRY.baseMs]]);
     expect(logsWith(p, 'resuming the reading of a batch whose reading failed here').map((l) => l.batchId)).toEqual([batchId]);
     expect(logsWith(p, 'batch accepted')).toHaveLength(1);
+    // payoutd_files_total: the file once, and its outcome once, the reading that succeeded being a resumed one.
+    await daemon.stop(); // its pass over, what it counts is all there
+    expect(files.counts).toEqual({ seen: 1, accepted: 1 });
   });
 
   it('refuses a batch whose reading fails the same unexpected way each time as READ_FAILED, with an ack, across a restart', async () => {
@@ -136,7 +140,8 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
         throw fromReader(() => JSON.parse('{"accountNumber": 123456789012,'));
       },
     };
-    const first = await daemonFor(p, bug);
+    const firstFiles = fileCounter();
+    const first = await daemonFor(p, { ...bug, onBatchEvent: firstFiles.onBatchEvent });
     const { inbox, outbox } = first;
     await writeFile(join(inbox, 'odd.csv'), csvFile(['RB-1', 'RB-2', 'RB-3'].map((r) => csvRow(r))));
     await tickUntil(p, first.daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
@@ -151,14 +156,21 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     await waitFor(() => failures().length === 2, 'a second failed reading', 15_000);
     expect(await p.db('batches').where({ id: batchId }).first('state', 'read_failures')).toEqual({ state: 'VALIDATING', read_failures: 2 });
 
+    // Seen once, though read twice.
+    expect(firstFiles.counts).toEqual({ seen: 1 });
+
     // A restart does not start the count over: the third reading is the last.
     await first.daemon.stop();
-    await daemonFor(p, bug);
+    const files = fileCounter();
+    await daemonFor(p, { ...bug, onBatchEvent: files.onBatchEvent });
     await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch refused', 15_000);
 
     const batch = await p.batch(batchId);
     expect([batch.state, batch.rejectCode]).toEqual(['REJECTED', 'READ_FAILED']);
     expect(logsWith(p, 'failed the same unexpected way each time').map((l) => [l.error, l.attempts])).toEqual([['SyntaxError', 3]]);
+    // The next process took the file on and counts its outcome.
+    await stopPipelineDaemons();
+    expect(files.counts).toEqual({ seen: 1, rejected: 1 });
     // The rows its readings stored are gone, nothing was sent, and finance has the answer in the outbox.
     expect(await p.rows(batchId)).toEqual([]);
     expect(p.createRequests()).toBe(0);
@@ -176,7 +188,8 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     // The store failing under the reading as pg does when the connection drops mid-query (no code, no severity),
     // more times than batch.readRetry.maxAttempts, while the database answers between.
     const dropped = Array.from({ length: 4 }, () => new Error('insert into "payouts" ... - Connection terminated unexpectedly'));
-    const { daemon, inbox } = await daemonFor(p, { faultPoint: throwing(dropped) });
+    const files = fileCounter();
+    const { daemon, inbox } = await daemonFor(p, { faultPoint: throwing(dropped), onBatchEvent: files.onBatchEvent });
     await writeFile(join(inbox, 'good.csv'), csvFile(['PD-1', 'PD-2'].map((r) => csvRow(r))));
     await tickUntil(p, daemon, async () => (await readdir(inbox)).length === 0, 'the file taken');
     const { id: batchId } = (await p.db('batches').first('id')) as { id: string };
@@ -184,6 +197,8 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     await waitFor(async () => (await p.batch(batchId)).state !== 'VALIDATING', 'the batch read', 15_000);
     expect((await p.batch(batchId)).state).toBe('ACTIVE');
     expect([...logsWith(p, 'on an unexpected error'), ...logsWith(p, 'the same unexpected way')]).toEqual([]);
+    await daemon.stop();
+    expect(files.counts).toEqual({ seen: 1, accepted: 1 });
   });
 
   it('counts the failed readings of a file in a row: one that failed another way between starts the count over', async () => {
@@ -202,7 +217,8 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
 
   it('receives again a taken file whose batch could not be recorded, after a wait, under its own name', async () => {
     const p = await startPipeline({ startMs: Date.now() });
-    const { daemon, inbox } = await daemonFor(p);
+    const files = fileCounter();
+    const { daemon, inbox } = await daemonFor(p, { onBatchEvent: files.onBatchEvent });
     await p.db.raw(`CREATE TRIGGER full_disk BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`);
     await writeFile(join(inbox, 'small.csv'), csvFile(['RC-1', 'RC-2', 'RC-3'].map((r) => csvRow(r))));
     const claimedDir = daemon.claimedDir;
@@ -231,6 +247,8 @@ describe('pipeline: an intake that failed is tried again while the daemon runs',
     ]);
     expect(logsWith(p, 'could not be recorded as a batch').map((l) => l.retryInMs)).toEqual([READ_RETRY.baseMs]);
     expect(logsWith(p, 'receiving again a taken file whose batch could not be recorded')).toHaveLength(1);
+    await daemon.stop();
+    expect(files.counts).toEqual({ seen: 1, accepted: 1 });
   });
 
   it('takes a file whose claim failed once on a later sighting, without a restart', async () => {
