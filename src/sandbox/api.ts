@@ -4,7 +4,7 @@
  */
 import type { Clock } from '../domain/clock.js';
 import { Decimal } from '../domain/money.js';
-import { maskAccountNumber } from '../domain/payout.js';
+import { maskAccountNumber, type PayoutRequest } from '../domain/payout.js';
 import type { RecordFields } from '../domain/wire-shapes.js';
 import { JsonNumber } from '../json/canonical.js';
 import type { MerchantState } from './auth.js';
@@ -30,6 +30,7 @@ import {
   parseQueryRequest,
   parseRateQuery,
   parseRefreshTokenRequest,
+  requireMinorUnits,
   requireObject,
 } from './validate.js';
 
@@ -139,6 +140,33 @@ function newPayoutId(state: ApiState): string {
   }
 }
 
+/**
+ * A create for a reference that has payouts: counted when its body differs from the first payout's or a payout of it
+ * is final, as no policy's answer shows the client either (tests assert both stay 0).
+ */
+function countRepeatedCreate(state: ApiState, req: PayoutRequest, existing: readonly StoredPayout[]): void {
+  const first = (existing[0] as StoredPayout).entry;
+  const changed = (
+    [
+      ['payoutAmount', first.payoutAmount, req.payoutAmount],
+      ['payoutCurrency', first.payoutCurrency, req.payoutCurrency],
+      ['deductionCurrency', first.deductionCurrency, req.deductionCurrency],
+      ['beneficiary.accountNumber', first.accountNumber, req.beneficiary.accountNumber],
+    ] as const
+  )
+    .filter(([, was, now]) => was !== now)
+    .map(([field]) => field);
+  const final = existing.find((p) => p.entry.status !== 'PENDING')?.entry.status;
+  if (changed.length > 0) state.stats.repeatedCreates.mismatched++;
+  if (final !== undefined) state.stats.repeatedCreates.afterFinal++;
+  if (changed.length > 0 || final !== undefined) {
+    state.logger.warn(
+      { merchantReferenceId: req.merchantReferenceId, payoutId: first.payoutId, changed, final: final ?? null },
+      'create for a reference already used, with another body or after its payout is final',
+    );
+  }
+}
+
 export function createPayout(state: ApiState, merchant: MerchantState, body: unknown): HandlerResult {
   const { config, ledger, stats } = state;
   const req = parseCreateRequest(body);
@@ -147,6 +175,7 @@ export function createPayout(state: ApiState, merchant: MerchantState, body: unk
   }
   const rate = rateOf(config, req.payoutCurrency);
   if (rate === undefined) throw unsupportedCurrency(`payoutCurrency ${shown(req.payoutCurrency)} is not supported`);
+  requireMinorUnits(req.payoutAmount, req.payoutCurrency);
   // Limits are in stablecoin terms, so one table fits currencies as far apart as IDR and EUR.
   const { min, max } = config.amountLimits;
   const worth = new Decimal(req.payoutAmount).div(rate);
@@ -158,6 +187,7 @@ export function createPayout(state: ApiState, merchant: MerchantState, body: unk
 
   const existing = ledger.findByReference(merchant.merchantCode, req.merchantReferenceId);
   const original = existing[0];
+  if (original) countRepeatedCreate(state, req, existing);
   if (original && config.duplicatePolicy === 'return-original') {
     stats.duplicateCreates++;
     return { data: createdData(original), committed: true };

@@ -140,7 +140,8 @@ export function authenticateBusinessCall(deps: AuthDeps, req: SignedRequest): Bu
     if (clientId !== undefined && clientId !== merchant.clientId) throw invalidAccess('X-Client-Id does not match the API key');
   }
 
-  const match = /^Bearer +(\S+)$/i.exec(parts.extra[0] ?? '');
+  // As spec 5.4 writes it, and no looser: a client whose header a real service might refuse must fail here too.
+  const match = /^Bearer (\S+)$/.exec(parts.extra[0] ?? '');
   if (!match?.[1]) throw invalidAccess(`${authHeader} must be "Bearer <accessToken>"`);
   const accessToken = match[1];
   const credentials = deps.credentials.byAccess(accessToken);

@@ -13,6 +13,12 @@ export interface SandboxStats {
   creates: number;
   /** Creates answered with the original payout (return-original). */
   duplicateCreates: number;
+  /**
+   * Creates for a reference already used, whatever the policy answered: with another payoutAmount, payoutCurrency,
+   * deductionCurrency or beneficiary accountNumber than its first payout (return-original hides the change), and
+   * while a payout of it is PAID or CANCELLED. A client that pays each row once sends neither.
+   */
+  repeatedCreates: { mismatched: number; afterFinal: number };
   pending: number;
   paid: number;
   cancelled: number;
@@ -47,6 +53,7 @@ export function emptyStats(): SandboxStats {
     businessErrors: {},
     creates: 0,
     duplicateCreates: 0,
+    repeatedCreates: { mismatched: 0, afterFinal: 0 },
     pending: 0,
     paid: 0,
     cancelled: 0,
@@ -73,6 +80,7 @@ export function copyStats(s: SandboxStats): SandboxStats {
     requests: { ...s.requests },
     authFailures: { ...s.authFailures },
     businessErrors: { ...s.businessErrors },
+    repeatedCreates: { ...s.repeatedCreates },
     faults: { ...s.faults },
     journal: { ...s.journal },
   };

@@ -1,5 +1,6 @@
 /** Shape checks of business request bodies; a failure is a 2002 INVALID_PARAMETER naming the field. */
-import { isPlainDecimal, normalizeAmount } from '../domain/money.js';
+import { ISO_4217_MINOR_UNITS } from '../domain/iso4217.js';
+import { fractionDigits, isPlainDecimal, normalizeAmount } from '../domain/money.js';
 import type { PayoutRequest } from '../domain/payout.js';
 import { JsonNumber } from '../json/canonical.js';
 import { invalidParameter } from './errors.js';
@@ -37,6 +38,18 @@ function requireAmount(obj: JsonObject, name: string): string {
   if (!isPlainDecimal(lexeme)) throw invalidParameter(`${name} must be a positive number in plain decimal form (no sign, no exponent)`);
   if (!/[1-9]/.test(lexeme)) throw invalidParameter(`${name} must be greater than zero`);
   return normalizeAmount(lexeme);
+}
+
+/**
+ * A payout amount (normal form) with no more decimals than its currency has minor units (ISO 4217), as a service
+ * that pays whole minor units refuses one; a currency the table does not know is not checked.
+ */
+export function requireMinorUnits(amount: string, currency: string): void {
+  const minorUnits = ISO_4217_MINOR_UNITS.get(currency);
+  const digits = fractionDigits(amount);
+  if (minorUnits !== undefined && digits > minorUnits) {
+    throw invalidParameter(`payoutAmount ${amount} has ${digits} decimals; ${currency} allows at most ${minorUnits}`);
+  }
 }
 
 /** The create body of spec 2.4; all fields required. */

@@ -10,7 +10,8 @@
  * at a named point inside the daemon (PAYOUTD_FAULT_KILL_AT, when the daemon
  * honours it). Then it lets a last daemon finish without faults and judges:
  * one payout per valid row, none for the others, balance moved once per
- * payout, one result file per batch with every row final, and a sound,
+ * payout, no create repeating a reference with another body or after its
+ * payout was final, one result file per batch with every row final, and a sound,
  * settled SQLite file.
  *
  * Everything random comes from the seed, so a failing seed can be replayed
@@ -24,6 +25,7 @@ import type { SandboxFaultsInput } from '../../src/sandbox/index.js';
 import {
   Rng,
   checkBalances,
+  checkRepeatedCreates,
   checkBatchesAndFiles,
   checkDatabase,
   checkLedger,
@@ -310,6 +312,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
   const expects = [...plan.files.map((f) => f.expect), plan.redrop.expect];
   failures.push(...checkLedger(expects, e2e.ledger()));
   failures.push(...checkBalances(e2e));
+  failures.push(...checkRepeatedCreates(e2e));
   failures.push(...(await checkBatchesAndFiles(e2e, expects, batches)));
   failures.push(...checkDatabase(`${e2e.stateDir}/payoutd.sqlite`));
   const temps = await leftoverTempFiles(e2e.outbox);

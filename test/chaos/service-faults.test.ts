@@ -11,7 +11,7 @@ import { API_PATHS, type DuplicatePolicy, type SandboxOptions } from '../../src/
 import { makeRows, toCsv, type BatchRow } from '../e2e/batch-files.js';
 import { startE2e, waitFor, type BatchStatus, type E2e } from '../e2e/harness.js';
 import { TcpProxy } from './proxy.js';
-import { checkBalances, checkBatchesAndFiles, checkLedger, type DroppedFile } from './world.js';
+import { checkBalances, checkBatchesAndFiles, checkLedger, checkRepeatedCreates, type DroppedFile } from './world.js';
 
 const CREATE = API_PATHS.find((p) => p.endsWith('/fiat-payout/create')) as (typeof API_PATHS)[number];
 
@@ -47,6 +47,7 @@ async function judge(e2e: E2e, expect: DroppedFile, timeoutMs = 40_000, balances
     ...(batch.state === 'COMPLETE' ? [] : [`batch ${batch.id} is ${batch.state}: ${batch.rejectReason ?? ''}`]),
     ...checkLedger([expect, ...earlier], e2e.ledger()),
     ...(balances ? checkBalances(e2e) : []),
+    ...checkRepeatedCreates(e2e),
     ...(await checkBatchesAndFiles(e2e, [expect], batches)),
   ];
 }

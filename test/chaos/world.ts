@@ -148,6 +148,18 @@ export function checkLedger(files: readonly DroppedFile[], ledger: readonly Ledg
   return failures;
 }
 
+/**
+ * No create repeated a reference with another body, or after its payout was final: the sandbox's duplicate policy
+ * may answer either as if nothing changed, so only its count shows the daemon sent one.
+ */
+export function checkRepeatedCreates(e2e: E2e): string[] {
+  const { mismatched, afterFinal } = e2e.sandbox.stats().repeatedCreates;
+  return [
+    ...(mismatched > 0 ? [`${mismatched} create(s) repeated a reference with another amount, currency or account`] : []),
+    ...(afterFinal > 0 ? [`${afterFinal} create(s) were sent for a reference whose payout was already final`] : []),
+  ];
+}
+
 /** The merchant balance moved exactly once per payout that holds its debit. */
 export function checkBalances(e2e: E2e): string[] {
   const want = expectedBalances(e2e.openingBalances, e2e.ledger());

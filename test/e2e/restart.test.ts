@@ -83,8 +83,9 @@ async function restartMidBatch(interrupt: (daemon: DaemonProcess) => Promise<voi
   }
   expect(result.rows.filter((r) => r['status'] === 'CANCELLED')).toHaveLength(rows.filter(isCancelRow).length);
 
-  // The balance moved exactly once per paid payout.
+  // The balance moved exactly once per paid payout, and no create the restart led to changed a row or came too late.
   expect(normalized(e2e.balances())).toEqual(expectedBalances(e2e));
+  expect(e2e.sandbox.stats().repeatedCreates).toEqual({ mismatched: 0, afterFinal: 0 });
   expect(second.exited).toBeNull();
 }
 

@@ -55,6 +55,8 @@ describe('e2e: a valid batch', () => {
     const perRef = ledgerByReference(ledger);
     expect(ledger).toHaveLength(rows.length);
     for (const r of rows) expect(perRef.get(r.merchantReferenceId)?.length, r.merchantReferenceId).toBe(1);
+    // return-original would answer a repeat with another body, or one after the payout was final, as if all were well.
+    expect(e2e.sandbox.stats().repeatedCreates).toEqual({ mismatched: 0, afterFinal: 0 });
 
     // One result row per CSV row, in line order, with the service's values as text.
     expect(result.bom).toBe(true);

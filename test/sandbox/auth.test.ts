@@ -51,6 +51,7 @@ describe('sandbox authentication', () => {
   it('refuses each header rule with HTTP 401 and code 1004', async () => {
     const { caller, sandbox } = await setup();
     await caller.accessToken();
+    const token = caller.creds?.accessToken as string;
     const cases: [string, Parameters<TestCaller['business']>[2], RegExp][] = [
       ['no content type', { headers: { 'Content-Type': 'text/plain' } }, /Content-Type/],
       ['missing nonce', { headers: { 'X-NONCE': undefined } }, /missing header X-NONCE/],
@@ -66,6 +67,9 @@ describe('sandbox authentication', () => {
       ['non-integer timestamp', { timestamp: '17e8' }, /timestamp/],
       ['unknown token', { headers: { SvcAuthorization: 'Bearer ATdoesnotexist' } }, /access token is not valid/],
       ['not a bearer', { headers: { SvcAuthorization: 'Basic abc' } }, /Bearer/],
+      // The live token, but not written as spec 5.4 shows it.
+      ['bearer in lower case', { headers: { SvcAuthorization: `bearer ${token}` } }, /must be "Bearer <accessToken>"/],
+      ['two spaces after Bearer', { headers: { SvcAuthorization: `Bearer  ${token}` } }, /must be "Bearer <accessToken>"/],
     ];
     for (const [name, tweaks, msg] of cases) {
       const reply = await caller.business(BALANCE, {}, tweaks);

@@ -113,7 +113,7 @@ describe('sandbox payouts', () => {
     expect(sandbox.stats().businessErrors['2001']).toBe(1);
   });
 
-  it('validates fields (2002), currencies (2003) and limits (2005)', async () => {
+  it('validates fields (2002), currencies (2003), decimals (2002) and limits (2005)', async () => {
     const { caller, sandbox } = await setup();
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ merchantReferenceId: '' }, '2002', /merchantReferenceId/],
@@ -126,7 +126,10 @@ describe('sandbox payouts', () => {
       [{ beneficiary: undefined }, '2002', /beneficiary/],
       [{ deductionCurrency: 'DAI' }, '2003', /deductionCurrency/],
       [{ payoutCurrency: 'JPY' }, '2003', /payoutCurrency/],
-      [{ payoutAmount: new JsonNumber('0.001') }, '2005', /allowed 0.01 to 1000000/],
+      // More decimals than PHP has minor units: no service pays a fraction of a centavo.
+      [{ payoutAmount: new JsonNumber('100.123456789') }, '2002', /^payoutAmount 100\.123456789 has 9 decimals; PHP allows at most 2$/],
+      [{ payoutAmount: new JsonNumber('0.001') }, '2002', /^payoutAmount 0\.001 has 3 decimals; PHP allows at most 2$/],
+      [{ payoutAmount: new JsonNumber('0.5') }, '2005', /allowed 0.01 to 1000000/],
       [{ payoutAmount: new JsonNumber('100000000') }, '2005', /worth 1777777.777778 USDT/],
     ];
     for (const [overrides, code, msg] of cases) {
@@ -143,6 +146,10 @@ describe('sandbox payouts', () => {
     ]);
     expect(sandbox.ledger()).toHaveLength(0);
     expect(sandbox.balances('M001')['USDT']).toBe('1000');
+    // Trailing zeros are no decimals: 100.120 is 100.12.
+    const zeros = await caller.business(CREATE, payoutBody({ payoutAmount: new JsonNumber('100.120') }));
+    expect(zeros.code).toBe('0000');
+    expect(sandbox.ledger().map((e) => [e.payoutAmount, e.payoutCurrency])).toEqual([['100.12', 'PHP']]);
   });
 
   it('duplicatePolicy return-original: same answer, one debit', async () => {
@@ -156,6 +163,33 @@ describe('sandbox payouts', () => {
     expect(sandbox.balances('M001')['USDT']).toBe('981.722222');
     expect(sandbox.stats()).toMatchObject({ creates: 1, duplicateCreates: 1 });
   });
+
+  it.each(['return-original', 'reject', 'allow'] as const)(
+    'duplicatePolicy %s: counts a create that repeats a reference with another body, or after its payout is final',
+    async (duplicatePolicy) => {
+      const { caller, sandbox } = await setup({ duplicatePolicy });
+      const body = payoutBody();
+      const first = await caller.business(CREATE, body);
+      // The same body again: what a retry of an unanswered create sends, counted by neither.
+      await caller.business(CREATE, body);
+      expect(sandbox.stats().repeatedCreates).toEqual({ mismatched: 0, afterFinal: 0 });
+      // Another amount, currency or account under the same reference: each counted, whatever the answer.
+      const changed = [
+        { payoutAmount: new JsonNumber('5000') },
+        { payoutCurrency: 'EUR', payoutAmount: new JsonNumber('100') },
+        { deductionCurrency: 'USDC' },
+        { beneficiary: { accountName: 'Ben Reyes', accountNumber: '999000111', bankCode: 'BPI' } },
+      ];
+      const answers = [];
+      for (const over of changed) answers.push(await caller.business(CREATE, { ...body, ...over }));
+      if (duplicatePolicy === 'return-original') for (const a of answers) expect(a.text).toBe(first.text);
+      expect(sandbox.stats().repeatedCreates).toEqual({ mismatched: 4, afterFinal: 0 });
+      // The payout final: the same body again is counted too.
+      sandbox.settle({ merchantReferenceId: body['merchantReferenceId'] as string }, 'PAID');
+      await caller.business(CREATE, body);
+      expect(sandbox.stats().repeatedCreates).toEqual({ mismatched: 4, afterFinal: 1 });
+    },
+  );
 
   it('duplicatePolicy reject: 2004, no debit', async () => {
     const { caller, sandbox } = await setup({ duplicatePolicy: 'reject' });
