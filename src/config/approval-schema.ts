@@ -7,12 +7,20 @@
 import { z } from 'zod';
 
 const DECIMAL = /^\d+(?:\.\d+)?$/;
-const amount = z
-  .union([z.string(), z.number().int().nonnegative()])
-  .transform((v) => String(v))
-  .refine((v) => DECIMAL.test(v), { message: 'expected a plain decimal such as 100000 or 2500.50 (quoted)' });
+/** An amount of money in config: decimal text (a whole YAML number is taken as its digits; a fraction must be quoted). */
+export const decimalAmount = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  if (typeof v === 'number' && !Number.isSafeInteger(v)) {
+    // YAML reads 0.1 as a float, which may not be the amount written: money is never taken from one.
+    ctx.addIssue({ code: 'custom', message: 'an amount with a fraction must be quoted, e.g. "2500.50" (money is never read as a float)' });
+    return z.NEVER;
+  }
+  const text = String(v);
+  if (DECIMAL.test(text)) return text;
+  ctx.addIssue({ code: 'custom', message: 'expected a plain decimal such as 100000 or 2500.50 (quoted)' });
+  return z.NEVER;
+});
 const currency = z.string().regex(/^[A-Z]{3}$/, { message: 'expected an upper-case 3-letter ISO 4217 code' });
-const perCurrency = z.record(currency, amount).default(() => ({}));
+const perCurrency = z.record(currency, decimalAmount).default(() => ({}));
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -68,7 +76,10 @@ export const limitsSchema = z
     onExceeded: z.enum(['require-approval', 'refuse']).default('refuse'),
     /** Per payout currency: largest row (a row above it is REJECTED), batch total, and total of 24 rolling hours. */
     perCurrency: z
-      .record(currency, z.strictObject({ maxRow: amount.optional(), maxBatch: amount.optional(), max24h: amount.optional() }))
+      .record(
+        currency,
+        z.strictObject({ maxRow: decimalAmount.optional(), maxBatch: decimalAmount.optional(), max24h: decimalAmount.optional() }),
+      )
       .default(() => ({})),
   })
   .prefault({});

@@ -8,7 +8,7 @@ import { isUrlPath } from '../domain/url-path.js';
 import { balanceShapeSchema, payoutQueryShapeSchema } from '../domain/wire-shapes.js';
 import { batchFormatSchema } from '../ingest/csv/options.js';
 import { validationRulesSchema } from '../ingest/rules/options.js';
-import { approvalSchema, limitsSchema } from './approval-schema.js';
+import { approvalSchema, decimalAmount, limitsSchema } from './approval-schema.js';
 import { BATCH_EVENT_TYPES } from '../domain/batch-events.js';
 import { webhookSchemeFields } from '../signing/webhook-scheme.js';
 
@@ -203,8 +203,17 @@ export const configSchema = z
           .object({
             /** Hold a batch whose estimated cost exceeds the stablecoin balance. */
             enabled: z.boolean().default(true),
-            /** Added to the estimate for fees and rate moves, percent. */
+            /** Added to the amounts' estimate at the indicative rates, for rate moves, percent. */
             bufferPercent: z.number().nonnegative().default(2),
+            /**
+             * The fee one payout costs, per stablecoin (decimal text, in that coin). The estimate counts the larger of
+             * it and the largest fee of recent payouts in that coin; the service publishes no fee schedule.
+             */
+            feePerPayout: z
+              .record(z.string().regex(/^[A-Z][A-Z0-9]{1,9}$/), decimalAmount, {
+                error: (issue) => (issue.code === 'invalid_key' ? 'a key must be an upper-case stablecoin code such as USDT' : undefined),
+              })
+              .default(() => ({})),
             /** How often a held batch is re-checked. */
             recheckMs: positive(60_000),
           })

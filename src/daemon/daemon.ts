@@ -145,7 +145,9 @@ export class PayoutDaemon {
         db,
         clock,
         logger,
-        balance: balanceCheck.enabled ? new BalanceGate(db, service, logger, { bufferPercent: balanceCheck.bufferPercent }) : undefined,
+        balance: balanceCheck.enabled
+          ? new BalanceGate(db, service, logger, { bufferPercent: balanceCheck.bufferPercent, feePerPayout: balanceCheck.feePerPayout })
+          : undefined,
         serviceAvailable: () => service.available?.() !== false,
         signal: this.abortCalls.signal,
       },

@@ -103,8 +103,9 @@ export class BatchHolds {
 
   /** The service refused a create of the batch for its balance: the batch waits until `until`. */
   async onInsufficientBalance(batchId: string, currency: string, until: number): Promise<void> {
-    await holdBatch(this.deps.db, batchId, balanceRefusedHold(currency, until), this.deps.clock.now());
-    this.deps.logger.error({ batchId, currency }, 'INSUFFICIENT_BALANCE: batch held until the balance is topped up');
+    // Creates in flight together meet the refusal together: only the one that put the hold on tells of it.
+    if (await holdBatch(this.deps.db, batchId, balanceRefusedHold(currency, until), this.deps.clock.now()))
+      this.deps.logger.error({ batchId, currency }, 'INSUFFICIENT_BALANCE: batch held until the balance is topped up');
   }
 
   /**

@@ -5,6 +5,6 @@
  * call BatchHolds; nothing else holds a batch.
  */
 export { BatchHolds, type BalanceCheck, type ContinuedUpload, type TakenFileNews } from './batch-holds.js';
-export { BalanceGate } from './balance-gate.js';
+export { BalanceGate, type BalanceGateOptions } from './balance-gate.js';
 export { balanceRefusedHold, balanceShortHold, fileChangedHold } from './decide.js';
 export { holdForApproval, releaseApproved } from './approval-hold.js';

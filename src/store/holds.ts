@@ -1,7 +1,7 @@
 /** Holds on a batch: a balance hold that ends by itself, an operator's hold and release. */
 import { BALANCE_CHECK_HOLD, BALANCE_HOLD, OPERATOR_HOLD_CODES, waitsForOperator, type BatchHold, type HoldCode } from '../domain/holds.js';
 import type { Knex } from 'knex';
-import { writeTransaction, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { moveRows } from './moves.js';
 import { recordBatchEvent } from './batch-events.js';
 
@@ -13,21 +13,31 @@ async function currentHold(db: Database, batchId: string): Promise<string | null
   return r?.hold_code ?? null;
 }
 
+/** The batch's hold with its end; on PostgreSQL the batch row is locked, so two holders at once read in turn. */
+async function heldNow(db: Database, batchId: string): Promise<{ code: string | null; until: number | null } | undefined> {
+  const q = db('batches').where({ id: batchId }).first('hold_code', 'hold_until');
+  const r = (await (isPostgres(db) ? q.forUpdate() : q)) as { hold_code: string | null; hold_until: number | string | null } | undefined;
+  return r && { code: r.hold_code, until: r.hold_until === null ? null : Number(r.hold_until) };
+}
+
 /**
  * Holds a batch (the decision is src/holds/'s). A hold that ends by itself never replaces one that waits for
  * an operator. An operator's hold is stated at the top of the ack, so the ack is written again.
  * A new kind of hold is stored with its `held` event (`awaiting-approval` for that hold).
+ * True when the hold is news: stored, and the batch was not held so (or that timed hold had run out), so
+ * several creates refused at once tell of it once.
  */
-export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<void> {
-  await writeTransaction(db, async (trx) => {
-    const before = await currentHold(trx, batchId);
+export async function holdBatch(db: Database, batchId: string, hold: BatchHold, now: number): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    const before = await heldNow(trx, batchId);
     const n = await holdQuery(trx, batchId, hold, now);
-    if (n > 0 && before !== hold.code) {
+    if (n > 0 && before?.code !== hold.code) {
       const until = hold.until === null ? null : new Date(hold.until).toISOString();
       // Waiting for an approval is a hold of its own kind to whoever is told: it is news of its own type.
       const type = hold.code === 'AWAITING_APPROVAL' ? 'awaiting-approval' : 'held';
       await recordBatchEvent(trx, { batchId, type, data: { code: hold.code, reason: hold.reason, until }, at: now });
     }
+    return n > 0 && (before?.code !== hold.code || (before.until !== null && before.until <= now));
   });
 }
 

@@ -52,7 +52,7 @@ export { holdBatch, releaseBatchHold, listBalanceHoldsDue, type ReleasedBy } fro
 export { cancelReadyRows, cancelReturnedRows, type CancelOutcome } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
-export { readyMoneyOf } from './request-fields.js';
+export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';

@@ -48,3 +48,34 @@ export async function readyMoneyOf(db: Database, batchId: string, pageSize = 10_
     for (const r of page) money.add(r.deductionCurrency, r.payoutCurrency, r.payoutAmount);
   return money;
 }
+
+/** The fee a created payout was charged, with the stablecoin its request deducts. */
+export interface ChargedFee {
+  deductionCurrency: string;
+  totalFee: string;
+  feeCurrency: string;
+}
+
+/** The fees of the last `count` payouts created (newest first, along the (created_at_ms, id) index). */
+export async function recentFees(db: Database, count: number): Promise<ChargedFee[]> {
+  const rows = (await db('payouts')
+    .whereNotNull('created_at_ms')
+    .whereNotNull('total_fee')
+    .whereNotNull('fee_currency')
+    .orderBy([
+      { column: 'created_at_ms', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(count)
+    .select(
+      db.raw('? as ??', [requestFieldAt(db, 'deductionCurrency'), 'deductionCurrency']),
+      'total_fee as totalFee',
+      'fee_currency as feeCurrency',
+    )) as {
+    deductionCurrency: string | null;
+    totalFee: string;
+    feeCurrency: string;
+  }[];
+  // A row whose request retention cleared says nothing of its coin.
+  return rows.filter((r): r is ChargedFee => r.deductionCurrency !== null);
+}

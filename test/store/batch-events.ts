@@ -47,9 +47,11 @@ export async function checkEventsWithTheirChanges(db: Database): Promise<void> {
   await newBatch(db, 'B1', 1000);
   await updateBatch(db, 'B1', { state: 'VALIDATING' }, 1100);
   const hold = { code: 'INSUFFICIENT_BALANCE' as const, reason: 'the USDT balance 5 does not cover 100', until: 9000 };
-  await holdBatch(db, 'B1', hold, 1200);
+  expect(await holdBatch(db, 'B1', hold, 1200)).toBe(true);
   // The same hold again (a balance still short at its recheck) is no news.
-  await holdBatch(db, 'B1', { ...hold, reason: 'still short' }, 1300);
+  expect(await holdBatch(db, 'B1', { ...hold, reason: 'still short' }, 1300)).toBe(false);
+  // Put on again once it ran out: news to log, though no event (a hold of the same kind).
+  expect(await holdBatch(db, 'B1', { ...hold, until: 20_000 }, 9000)).toBe(true);
   await updateBatch(db, 'B1', { state: 'ACTIVE' }, 1400, { type: 'accepted', data: { rows: 2 } });
   await releaseBatchHold(db, 'B1', 1500, 'balance-covered');
   // Nothing held: no `released`.

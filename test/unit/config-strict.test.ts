@@ -213,6 +213,24 @@ describe('config: values out of range name their option and what they got', () =
       expect(problems(`api:\n  ${yaml}\n`)).toEqual([said]);
   });
 
+  it('batch.balanceCheck.feePerPayout: decimal text per stablecoin, never a float', () => {
+    const fees = (yaml: string): string => `batch:\n  balanceCheck:\n    feePerPayout: ${yaml}\n`;
+    expect(load('{}\n').batch.balanceCheck.feePerPayout).toEqual({});
+    expect(load(fees('{ USDT: "0.5", USDC: 1 }')).batch.balanceCheck.feePerPayout).toEqual({ USDT: '0.5', USDC: '1' });
+    expect(problems(fees('{ USDT: 0.5 }'))).toEqual([
+      'batch.balanceCheck.feePerPayout.USDT: an amount with a fraction must be quoted, e.g. "2500.50" (money is never read as a float), got 0.5',
+    ]);
+    expect(problems(fees('{ USDT: -1 }'))).toEqual([
+      'batch.balanceCheck.feePerPayout.USDT: expected a plain decimal such as 100000 or 2500.50 (quoted), got -1',
+    ]);
+    expect(problems(fees('{ USDT: "1e3" }'))).toEqual([
+      'batch.balanceCheck.feePerPayout.USDT: expected a plain decimal such as 100000 or 2500.50 (quoted)',
+    ]);
+    expect(problems(fees('{ usdt: "1" }'))).toEqual([
+      'batch.balanceCheck.feePerPayout.usdt: a key must be an upper-case stablecoin code such as USDT',
+    ]);
+  });
+
   it('batch.rules.requiredFields keeps the reference, both currencies and the amount required', () => {
     const others = [
       'sender.firstName',
