@@ -314,14 +314,22 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
 function readSecret(value: string | undefined, file: string | undefined, option: string, missing: string): string {
   if (value) return value;
   if (file) {
+    let text: string;
     try {
-      return readFileSync(file, 'utf8').trim();
+      text = readFileSync(file, 'utf8').trim();
     } catch (err) {
       throw new ConfigError(
         'SECRET_UNREADABLE',
         `${option}File ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
+    // Said here, by the option that names the file: an empty secret would fail later under the inline option's name.
+    if (text === '')
+      throw new ConfigError(
+        'SECRET_EMPTY',
+        `${option}File ${file} is empty (or holds only white space): write the secret into that file, or point ${option}File at the file that holds it`,
+      );
+    return text;
   }
   throw new ConfigError('CONFIG_INVALID', missing);
 }

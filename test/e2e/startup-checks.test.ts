@@ -179,6 +179,20 @@ describe('e2e: start-up checks', () => {
     );
   });
 
+  it('webhook.secretFile naming an empty file: one line naming the option and the file, exit 78', async () => {
+    const e2e = await startE2e();
+    const secretFile = join(e2e.dir, 'webhook-secret');
+    await writeFile(secretFile, '\n', { mode: 0o600 });
+    await e2e.writeConfig({ webhook: { enabled: true, port: 0, secretFile } });
+    const r = await runToExit(e2e);
+    expectOneLine(
+      r.daemon,
+      r.exit,
+      78,
+      `payoutd: SECRET_EMPTY: webhook.secretFile ${secretFile} is empty (or holds only white space): write the secret into that file, or point webhook.secretFile at the file that holds it`,
+    );
+  });
+
   it('an unreachable payout service: retried (said once) for startup.waitForServiceMs, then exit 69; its URL shown without credentials', async () => {
     const e2e = await startE2e();
     const port = await closedPort();
