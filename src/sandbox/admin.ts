@@ -15,6 +15,7 @@ export interface AdminTarget {
   ledger(): LedgerEntry[];
   stats(): SandboxStats;
   settle(select: { payoutId?: string; merchantReferenceId?: string }, status: 'PAID' | 'CANCELLED'): number;
+  reverse(payoutId: string, status: 'PAID' | 'CANCELLED'): boolean;
   setBalance(merchantCode: string, currency: string, amount: string): void;
   balances(merchantCode: string): Record<string, string>;
   setFaults(faults: SandboxFaultsInput): void;
@@ -26,6 +27,7 @@ export const ADMIN_ROUTES = [
   'GET /__sandbox/ledger',
   'GET /__sandbox/stats',
   'POST /__sandbox/settle',
+  'POST /__sandbox/reverse',
   'POST /__sandbox/balance',
   'POST /__sandbox/faults',
 ] as const;
@@ -97,6 +99,13 @@ function run(target: AdminTarget, route: string, raw: string): AdminAnswer {
       if (status !== 'PAID' && status !== 'CANCELLED') throw new AdminRequestError('2002', 'status must be PAID or CANCELLED');
       const select = { ...(payoutId !== undefined && { payoutId }), ...(merchantReferenceId !== undefined && { merchantReferenceId }) };
       return ok({ moved: target.settle(select, status) });
+    }
+    case 'POST /__sandbox/reverse': {
+      const body = objectBody(raw, true);
+      const payoutId = requiredText(body, 'payoutId');
+      const status = body['status'];
+      if (status !== 'PAID' && status !== 'CANCELLED') throw new AdminRequestError('2002', 'status must be PAID or CANCELLED');
+      return ok({ moved: target.reverse(payoutId, status) ? 1 : 0 });
     }
     case 'POST /__sandbox/balance': {
       const body = objectBody(raw, true);

@@ -9,7 +9,7 @@ export interface LedgerEntry extends PayoutRecord {
   accountNumber: string;
 }
 
-/** A payout held by the ledger; `entry` changes only through `complete`. */
+/** A payout held by the ledger; `entry` changes only through `complete` (and is replaced whole by `reverse`). */
 export interface StoredPayout {
   readonly entry: LedgerEntry;
   /** The create response data (spec 2.5), kept to answer a duplicate with the original. */
@@ -22,6 +22,7 @@ export type NewPayout = Omit<LedgerEntry, 'status' | 'completeTime' | 'failureRe
 export type LedgerChange =
   | { kind: 'record'; payout: NewPayout }
   | { kind: 'complete'; payoutId: string; status: 'PAID' | 'CANCELLED'; completeTime: string; failureReason: string | null }
+  | { kind: 'reverse'; payoutId: string; status: 'PAID' | 'CANCELLED'; completeTime: string; failureReason: string | null }
   | { kind: 'balance'; merchantCode: string; currency: string; amount: string };
 
 /** Everything the ledger holds, as JSON-safe data (amounts as decimal text). */
@@ -142,6 +143,31 @@ export class Ledger {
     return true;
   }
 
+  /**
+   * A final payout moved to the other final status, as a service reversing its outcome would (tests only: spec 3
+   * shows no such move). The deduction is refunded, or debited again. The entry is replaced, not changed: a
+   * snapshot being written keeps final entries as they are. Returns the new payout; null when it was not final
+   * or already in `status`.
+   */
+  reverse(stored: StoredPayout, status: 'PAID' | 'CANCELLED', completeTime: string, failureReason: string | null): StoredPayout | null {
+    const old = stored.entry;
+    if (old.status === 'PENDING' || old.status === status) return null;
+    const entry: LedgerEntry = { ...old, status, completeTime, failureReason: status === 'CANCELLED' ? failureReason : null };
+    const book = this.book(entry.merchantCode);
+    const available = book.get(entry.deductionCurrency) ?? new Decimal(0);
+    book.set(
+      entry.deductionCurrency,
+      status === 'CANCELLED' ? available.plus(entry.deductionAmount) : available.minus(entry.deductionAmount),
+    );
+    const next: StoredPayout = { entry, created: stored.created };
+    this.all[this.all.indexOf(stored)] = next;
+    this.byPayoutId.set(entry.payoutId, next);
+    const same = this.byReference.get(refKey(entry.merchantCode, entry.merchantReferenceId)) ?? [];
+    same[same.indexOf(stored)] = next;
+    this.onChange?.({ kind: 'reverse', payoutId: entry.payoutId, status, completeTime, failureReason: entry.failureReason });
+    return next;
+  }
+
   get pendingCount(): number {
     return this.pending;
   }
@@ -163,6 +189,9 @@ export class Ledger {
     } else if (change.kind === 'complete') {
       const stored = this.byPayoutId.get(change.payoutId);
       if (stored) this.complete(stored, change.status, change.completeTime, change.failureReason);
+    } else if (change.kind === 'reverse') {
+      const stored = this.byPayoutId.get(change.payoutId);
+      if (stored) this.reverse(stored, change.status, change.completeTime, change.failureReason);
     } else if (this.balances.has(change.merchantCode)) {
       this.setBalance(change.merchantCode, change.currency, change.amount);
     }

@@ -47,21 +47,42 @@ export class PayoutLifecycle {
 
   /** Moves a PENDING payout to a terminal state; false when it was already terminal. */
   complete(stored: StoredPayout, status: 'PAID' | 'CANCELLED', failureReason: string | null): boolean {
-    const { ledger, clock, stats, logger, webhooks, webhookTargets } = this.deps;
+    const { ledger, clock, stats } = this.deps;
     const completeTime = new Date(clock.now()).toISOString();
     if (!ledger.complete(stored, status, completeTime, failureReason)) return false;
-    const e = stored.entry;
     if (status === 'PAID') stats.paid++;
     else stats.cancelled++;
+    this.announce(stored.entry, 'payout settled');
+    return true;
+  }
+
+  /**
+   * reverse() / POST /__sandbox/reverse: a PAID or CANCELLED payout moved to the other final status, with its
+   * payout.updated event, as a service reversing its outcome would (a test control: spec 3 shows no such move).
+   * False when the payout is unknown, PENDING or already in `status`.
+   */
+  reverse(payoutId: string, status: 'PAID' | 'CANCELLED'): boolean {
+    const { ledger, clock } = this.deps;
+    const stored = ledger.findById(payoutId);
+    if (!stored) return false;
+    const next = ledger.reverse(stored, status, new Date(clock.now()).toISOString(), status === 'CANCELLED' ? MANUAL_CANCEL_REASON : null);
+    if (!next) return false;
+    this.announce(next.entry, 'payout reversed');
+    return true;
+  }
+
+  /** The log line and the webhook of a payout that reached a final status. */
+  private announce(e: StoredPayout['entry'], what: string): void {
+    const { logger, webhooks, webhookTargets } = this.deps;
     logger.info(
       {
         payoutId: e.payoutId,
         merchantCode: e.merchantCode,
         merchantReferenceId: e.merchantReferenceId,
-        status,
+        status: e.status,
         account: maskAccountNumber(e.accountNumber),
       },
-      'payout settled',
+      what,
     );
     const target = webhookTargets.get(e.merchantCode);
     if (target) {
@@ -72,7 +93,6 @@ export class PayoutLifecycle {
         completeTime: e.completeTime,
       });
     }
-    return true;
   }
 
   /** settle() / POST /__sandbox/settle: moves every matching PENDING payout; returns how many moved. */

@@ -69,6 +69,8 @@ export interface SandboxServer {
   ledger(): LedgerEntry[];
   /** Moves matching PENDING payouts to `status`; returns how many moved. */
   settle(select: { payoutId?: string; merchantReferenceId?: string }, status: 'PAID' | 'CANCELLED'): number;
+  /** Moves a PAID or CANCELLED payout to the other final status and sends its webhook (tests only); false if it did not move. */
+  reverse(payoutId: string, status: 'PAID' | 'CANCELLED'): boolean;
   setBalance(merchantCode: string, currency: string, amount: string): void;
   balances(merchantCode: string): Record<string, string>;
   /** Changes fault injection at runtime; fields not given keep their value. */
@@ -340,6 +342,10 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
         throw new SandboxError('SANDBOX_BAD_SELECT', 'settle needs a payoutId or a merchantReferenceId');
       }
       return lifecycle.settle(select, status);
+    },
+    reverse(payoutId, status) {
+      if (status !== 'PAID' && status !== 'CANCELLED') throw new SandboxError('SANDBOX_BAD_STATUS', 'status must be PAID or CANCELLED');
+      return lifecycle.reverse(payoutId, status);
     },
     setBalance(merchantCode, currency, amount) {
       requireMerchant(merchantCode);

@@ -21,6 +21,7 @@ import { emptyStats } from '../../src/sandbox/stats.js';
 import { makeKeys, merchant, payoutBody, str, TestCaller, type TestKeys } from './harness.js';
 
 const CREATE = '/apis/v1/fiat-payout/create';
+const QUERY = '/apis/v1/fiat-payout/query';
 
 let keys: TestKeys;
 const servers: SandboxServer[] = [];
@@ -102,6 +103,33 @@ describe('sandbox stateFile', () => {
     expect(restarted.balances('M001')).toEqual(sandbox.balances('M001'));
     expect(restarted.balances('M001')['USDC']).toBe('750.25');
     expect(restarted.ledger().map((e) => e.status)).toEqual(['PAID', 'CANCELLED', 'PENDING']);
+  });
+
+  it('keeps a reversal (POST /__sandbox/reverse, a test control) across a restart, with its refund undone', async () => {
+    const stateFile = join(tempDir(), 'ledger.json');
+    const { sandbox, caller } = await start(stateFile);
+    const pending = await create(caller);
+    const cancelled = await create(caller);
+    expect(sandbox.settle({ payoutId: cancelled.payoutId }, 'CANCELLED')).toBe(1);
+    const refunded = sandbox.balances('M001')['USDT'];
+    const reverse = async (body: unknown): Promise<{ status: number; data: unknown }> => {
+      const res = await fetch(`${sandbox.url}/__sandbox/reverse`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: res.status, data: ((await res.json()) as { data: unknown }).data };
+    };
+    expect(await reverse({ payoutId: cancelled.payoutId, status: 'PAID' })).toEqual({ status: 200, data: { moved: 1 } });
+    // Only a final payout, and only to the other final status.
+    expect(await reverse({ payoutId: cancelled.payoutId, status: 'PAID' })).toEqual({ status: 200, data: { moved: 0 } });
+    expect(await reverse({ payoutId: pending.payoutId, status: 'CANCELLED' })).toEqual({ status: 200, data: { moved: 0 } });
+    expect((await reverse({ payoutId: cancelled.payoutId, status: 'LOST' })).status).toBe(400);
+    expect(sandbox.ledger().map((e) => e.status)).toEqual(['PENDING', 'PAID']);
+    expect(sandbox.balances('M001')['USDT']).not.toBe(refunded);
+    const atAnswer = copyState(stateFile);
+
+    const { sandbox: restarted, caller: again } = await start(atAnswer);
+    expect(restarted.ledger()).toEqual(sandbox.ledger());
+    expect(restarted.balances('M001')).toEqual(sandbox.balances('M001'));
+    const queried = await again.business(QUERY, { merchantReferenceIds: [cancelled.ref] });
+    expect((queried.data['payouts'] as { status: string }[]).map((r) => r.status)).toEqual(['PAID']);
   });
 
   it('makes the creates that wait together durable with one fsync', async () => {
