@@ -375,7 +375,7 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
                 <td class="num">${r.payoutAmount ?? ''}</td>
                 <td>${r.beneficiaryAccountNumber ? maskAccountNumber(r.beneficiaryAccountNumber) : ''}</td>
                 <td>${r.payoutId ?? ''}</td>
-                <td>${[r.reasonCode, r.reason].filter(Boolean).join(': ')}</td>
+                <td>${[[r.reasonCode, r.reason].filter(Boolean).join(': '), r.serviceNote].filter(Boolean).join('; ')}</td>
               </tr>`,
           )}
         </tbody>

@@ -6,7 +6,7 @@
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
 import { shownBatchState, type BatchEventData } from '../domain/batch-events.js';
-import type { ResultFiles } from '../report/index.js';
+import type { ResultFiles, RetryFile } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
 import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
@@ -14,6 +14,7 @@ import { safeError } from '../log/index.js';
 import {
   type BatchRecord,
   type Database,
+  batchesNotedSinceFiles,
   claimBatchLease,
   completeBatch,
   getBatch,
@@ -87,6 +88,7 @@ export class BatchFinisher {
   async pass(): Promise<number> {
     await this.repairOutbox(INTAKE_WRITES_FOR_MS);
     const finished = await this.finishBatches();
+    await this.writeNotedAgain();
     await this.progress.maybeLog();
     return finished;
   }
@@ -198,17 +200,62 @@ export class BatchFinisher {
 
   /** The optional .xlsx and retry files; they never hold a batch open (`payoutd retry-file` / `report --batch` redo them). */
   private async writeExtras(batch: BatchRecord): Promise<void> {
-    const { logger } = this.deps;
     try {
-      const extra = await this.deps.outbox.writeExtras(batch);
-      if (extra.retry?.path) {
-        logger.warn(
-          { batchId: batch.id, retryFile: extra.retry.path, rows: extra.retry.rowCount, leftOut: extra.retry.skippedCount },
-          'batch has CANCELLED rows: retry file written',
-        );
-      }
+      this.tellRetry(batch, (await this.deps.outbox.writeExtras(batch)).retry);
     } catch (err) {
-      logger.error({ batchId: batch.id, err: safeError(err) }, 'optional outbox file not written');
+      this.deps.logger.error({ batchId: batch.id, err: safeError(err) }, 'optional outbox file not written');
+    }
+  }
+
+  /** What became of a batch's retry file; its CANCELLED rows the payout service contradicts are named. */
+  private tellRetry(batch: BatchRecord, retry: RetryFile | null): void {
+    const { logger } = this.deps;
+    if (retry?.path) {
+      logger.warn(
+        {
+          batchId: batch.id,
+          retryFile: retry.path,
+          rows: retry.rowCount,
+          leftOut: retry.skippedCount,
+          ...(retry.withheldCount > 0 ? { leftOutForService: retry.withheldCount } : {}),
+        },
+        'batch has CANCELLED rows: retry file written',
+      );
+    }
+    for (const w of retry?.withheld ?? []) {
+      logger.error(
+        { batchId: batch.id, line: w.line, merchantReferenceId: w.merchantReferenceId, reason: w.note },
+        'a CANCELLED row is left out of the retry file: the payout service says otherwise of it',
+      );
+    }
+  }
+
+  /**
+   * COMPLETE batches a row's service note changed in since their result files were written (src/poll/checks.ts):
+   * their result files and retry file are written again. A failure is logged and tried again at the next pass.
+   */
+  private async writeNotedAgain(): Promise<void> {
+    const { db, clock, logger, outbox } = this.deps;
+    for (const id of await batchesNotedSinceFiles(db)) {
+      await this.whileLeased(id, async () => {
+        const batch = await getBatch(db, id);
+        if (batch?.state !== 'COMPLETE') return false;
+        // Taken before the rows are read: a note changed while they are written makes the files due again.
+        const at = clock.now();
+        try {
+          const files = await outbox.writeAgain(batch);
+          await updateBatch(db, id, { resultWrittenAt: at }, clock.now());
+          this.tellRetry(batch, files.extras.retry);
+          logger.warn(
+            { batchId: id, file: batch.fileName, resultFile: files.result.resultPath, removed: files.removed },
+            'result files of a finished batch written again: the payout service contradicts a row of it, or is being asked about one (payoutd status --batch)',
+          );
+        } catch (err) {
+          logger.error({ batchId: id, err: safeError(err) }, 'cannot write the result files of a finished batch again yet; will try again');
+        }
+        if (this.o.shared) await releaseBatchLease(db, id, this.o.instanceId, clock.now());
+        return true;
+      });
     }
   }
 

@@ -93,7 +93,9 @@ export function identityOf(batch: BatchRecord): BatchIdentity {
 }
 
 export function rowOutcome(row: BatchResultRow): RowOutcome {
-  const reason = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
+  const own = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
+  // What the payout service said against the row since (src/poll/checks.ts) comes after the row's own reason.
+  const reason = row.serviceNote ? (own ? `${own}; ${row.serviceNote}` : row.serviceNote) : own;
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
@@ -291,11 +293,14 @@ export class BatchOutbox {
     return files;
   }
 
-  /** `<name>.retry.csv` and its `.retry.xlsx` (when enabled), each its own atomic file, after the result files. */
-  async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
+  /**
+   * `<name>.retry.csv` and its `.retry.xlsx` (when enabled, or `retryAnyway`), each its own atomic file, after the
+   * result files.
+   */
+  async writeExtras(batch: BatchRecord, retryAnyway = false): Promise<ExtraFiles> {
     const identity = identityOf(batch);
     const retry =
-      this.extras.retryFiles && (await countCancelledRows(this.db, batch.id)) > 0
+      (this.extras.retryFiles || retryAnyway) && (await countCancelledRows(this.db, batch.id)) > 0
         ? await writeRetryFile(this.dir, identity, batchRetrySource(this.db, batch.id), {
             bom: this.bom,
             referenceMaxLength: this.extras.referenceMaxLength,
@@ -310,6 +315,28 @@ export class BatchOutbox {
       });
     }
     return { retry, retryXlsxPath };
+  }
+
+  /**
+   * A finished batch's result files written again, and its retry file when retry files are on or one is in the
+   * outbox (`payoutd retry-file` wrote it): a row the payout service has since contradicted, or is being asked
+   * about, is told in its reason and left out of the retry file. A retry file left with no row is removed, so none
+   * offers such a row to be paid again. Returns the files removed too.
+   */
+  async writeAgain(batch: BatchRecord): Promise<{ result: ResultFiles; extras: ExtraFiles; removed: string[] }> {
+    const result = await this.writeResult(batch);
+    const retryPath = join(this.dir, outboxFileName(identityOf(batch).outboxName ?? batch.fileName, 'retry'));
+    const had = (await lstatOrNull(retryPath)) !== null;
+    const extras = await this.writeExtras(batch, had);
+    const removed: string[] = [];
+    if (had && !extras.retry?.path) {
+      for (const path of [retryPath, xlsxPathFor(retryPath)]) {
+        if ((await lstatOrNull(path)) === null) continue;
+        await rm(path, { force: true });
+        removed.push(path);
+      }
+    }
+    return { result, extras, removed };
   }
 
   /** An .xlsx twin written with this outbox's options, when `outbox.xlsx` is on (see twin). */

@@ -2,7 +2,8 @@
  * SettlementPoller: follows PENDING payouts to PAID or CANCELLED by querying them in chunks, each payout on its
  * own backoff, up to `concurrency` calls on the wire, answers recorded together. While creates are sent, due
  * polls wait (within a bound); a mostly settled answer makes the rest of its batch due. The query is the source
- * of truth (spec 1.6); webhooks only make a payout due sooner. A payout pending too long is flagged, never dropped.
+ * of truth (spec 1.6); webhooks only make a payout due sooner, or a check of a row they contradicted owed (asked
+ * first in each pass: ./checks.ts). A payout pending too long is flagged, never dropped.
  */
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -16,6 +17,7 @@ import {
   listDueForPoll,
   listStalePending,
   nextPollDue,
+  nextServiceCheckDue,
   pollBatchNow,
   reschedulePolls,
   type PollCursor,
@@ -33,6 +35,7 @@ import {
   settledDifferingPatch,
   settledPatch,
 } from '../submit/outcome.js';
+import { ServiceChecks } from './checks.js';
 import { CallRate, nextPollDelay, pollIntervalBound, pollIsRecorded, type PollLoad } from './schedule.js';
 
 export interface PollerOptions {
@@ -114,11 +117,15 @@ export class SettlementPoller {
   /** Batches swept lately: when, and what was asked of them and came back settled since (see settlementSweep). */
   private readonly sweeping = new Map<string, { at: number; asked: number; settled: number }>();
   private pending = { n: 0, countedAt: -Infinity };
+  /** Queries webhooks made owed of rows they contradicted (./checks.ts), asked at the start of each pass. */
+  private readonly checks: ServiceChecks;
 
   constructor(
     private readonly deps: PollerDeps,
     private readonly o: PollerOptions,
-  ) {}
+  ) {
+    this.checks = new ServiceChecks(deps, o);
+  }
 
   /** One pass over due payouts; returns how many reached a final status. */
   async runOnce(signal: AbortSignal): Promise<number> {
@@ -132,6 +139,7 @@ export class SettlementPoller {
     const back: Flight[] = [];
     let claiming = true;
     this.cursor = null;
+    pass.calls += await this.checks.runDue(signal);
     if (this.o.settlementSweep === true) await this.followUpSweeps();
     try {
       for (;;) {
@@ -177,9 +185,10 @@ export class SettlementPoller {
     return { calls: pass.calls, settled: pass.settled };
   }
 
-  /** When the next PENDING payout falls due (null: none), so a caller can be there on time rather than at its next tick. */
-  nextDueAt(): Promise<number | null> {
-    return nextPollDue(this.deps.db);
+  /** When the next PENDING payout or owed check falls due (null: none), so a caller can be there on time rather than at its next tick. */
+  async nextDueAt(): Promise<number | null> {
+    const due = [await nextPollDue(this.deps.db), await nextServiceCheckDue(this.deps.db)].filter((at): at is number => at !== null);
+    return due.length === 0 ? null : Math.min(...due);
   }
 
   /** The next due payouts, taken in one statement so instances sharing the database never ask about the same payout in a round. */

@@ -54,7 +54,7 @@ export {
 export type { ReconciliationRow, ReportedPrunedBatch } from './reconciliation.js';
 export { downloadedResultFile, removedByRetention, type DetailsRemoved } from './retention-notes.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
-export type { RetrySource, RetryFile } from './retry.js';
+export type { RetrySource, RetryFile, RetryWithheld } from './retry.js';
 export {
   remainderLine,
   uploadContinuedRecords,

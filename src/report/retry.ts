@@ -6,7 +6,8 @@
  * one cancellation carry the same reference and at most one is paid. Cells are written as stored (the file is
  * read back as input); only formula-like text gets the `'`, and the intake refuses it. `<name>.retry.xlsx`
  * holds the same rows in typed cells (writeRetryXlsx): the file to edit in a spreadsheet, which keeps an
- * account's leading zeros.
+ * account's leading zeros. A row the payout service has since contradicted (or is being asked about:
+ * src/poll/checks.ts) is left out and listed.
  */
 import { join } from 'node:path';
 import { escapeFormulaLike } from '../domain/formula-text.js';
@@ -101,6 +102,8 @@ export interface RetrySourceRow {
   merchantReferenceId: string;
   /** The request's values as the row keeps them (PayoutRow.requestValues). */
   requestValues: string | null;
+  /** What the payout service said against the row, or that it is being asked (PayoutRow.serviceNote): the row is left out. */
+  serviceNote?: string | null;
 }
 
 export interface RetryOptions extends OutboxOptions {
@@ -116,6 +119,13 @@ export interface RetrySkip {
   state: string;
 }
 
+/** A cancelled row left out because the payout service contradicts it (it may be paid), or is being asked about it. */
+export interface RetryWithheld {
+  line: number;
+  merchantReferenceId: string;
+  note: string;
+}
+
 export interface RetryFile {
   /** Null when no row needed a retry (no file is written then). */
   path: string | null;
@@ -123,6 +133,9 @@ export interface RetryFile {
   skippedCount: number;
   /** The first skipped rows (at most MAX_REPORTED_SKIPS). */
   skipped: RetrySkip[];
+  withheldCount: number;
+  /** The first rows left out for what the payout service said (at most MAX_REPORTED_SKIPS). */
+  withheld: RetryWithheld[];
 }
 
 export const MAX_REPORTED_SKIPS = 1000;
@@ -185,17 +198,22 @@ function decide(c: Cursor, states: ReadonlyMap<string, readonly string[]>, maxLe
   return null;
 }
 
-class SkipLog {
+class SkipLog<T = RetrySkip> {
   count = 0;
-  readonly first: RetrySkip[] = [];
+  readonly first: T[] = [];
 
-  add(skip: RetrySkip): void {
+  add(skip: T): void {
     this.count += 1;
     if (this.first.length < MAX_REPORTED_SKIPS) this.first.push(skip);
   }
 }
 
-async function* plannedRows(source: RetrySource, maxLength: number, skips: SkipLog): AsyncGenerator<Planned> {
+async function* plannedRows(
+  source: RetrySource,
+  maxLength: number,
+  skips: SkipLog,
+  withheld: SkipLog<RetryWithheld>,
+): AsyncGenerator<Planned> {
   const taken = new Set<string>();
   let page: RetrySourceRow[] = [];
   const flush = async function* (): AsyncGenerator<Planned> {
@@ -208,6 +226,11 @@ async function* plannedRows(source: RetrySource, maxLength: number, skips: SkipL
     page = [];
   };
   for await (const row of source.cancelledRows()) {
+    // A payout the service may have paid after all: a retry could pay the row twice.
+    if (row.serviceNote) {
+      withheld.add({ line: row.line, merchantReferenceId: row.merchantReferenceId, note: row.serviceNote });
+      continue;
+    }
     page.push(row);
     if (page.length >= PAGE_ROWS) yield* flush();
   }
@@ -234,13 +257,20 @@ async function* retryChunks(first: string[], rest: AsyncIterator<Planned>, bom: 
 /** The retry file at `path`, rows streamed; nothing written when no cancelled row needs a retry (path null). */
 export async function writeRetryFileAt(path: string, source: RetrySource, opts: RetryOptions = {}): Promise<RetryFile> {
   const skips = new SkipLog();
-  const rows = plannedRows(source, opts.referenceMaxLength ?? DEFAULT_REFERENCE_MAX_LENGTH, skips);
+  const withheld = new SkipLog<RetryWithheld>();
+  const rows = plannedRows(source, opts.referenceMaxLength ?? DEFAULT_REFERENCE_MAX_LENGTH, skips, withheld);
+  const left = (): Pick<RetryFile, 'skippedCount' | 'skipped' | 'withheldCount' | 'withheld'> => ({
+    skippedCount: skips.count,
+    skipped: skips.first,
+    withheldCount: withheld.count,
+    withheld: withheld.first,
+  });
   const head = await rows.next();
-  if (head.done) return { path: null, rowCount: 0, skippedCount: skips.count, skipped: skips.first };
+  if (head.done) return { path: null, rowCount: 0, ...left() };
   const first = retryRecord(retryValues(head.value.row.requestValues, head.value.row.line), head.value.reference);
   const count = { rows: 0 };
   await writeFileAtomic(path, retryChunks(first, rows, opts.bom ?? DEFAULT_OUTBOX_BOM, count), opts);
-  return { path, rowCount: count.rows, skippedCount: skips.count, skipped: skips.first };
+  return { path, rowCount: count.rows, ...left() };
 }
 
 /**

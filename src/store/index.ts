@@ -102,6 +102,19 @@ export {
   type UndeliveredEvent,
 } from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
+export {
+  batchesNotedSinceFiles,
+  dueServiceChecks,
+  markServiceCheck,
+  nextServiceCheckDue,
+  rescheduleServiceChecks,
+  rowsHoldingOtherPayout,
+  serviceNoteCounts,
+  serviceNotesOfBatch,
+  type CheckTarget,
+  type RowHoldingPayout,
+  type ServiceNoted,
+} from './service-checks.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
 export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';

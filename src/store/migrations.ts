@@ -846,6 +846,33 @@ const retryRounds: Migration = {
   },
 };
 
+// A row recorded final that the payout service's query contradicts (a webhook said otherwise and the query
+// confirmed it), or whose check is still owed: kept out of retry files and told to finance (src/poll/checks.ts).
+const serviceChecks: Migration = {
+  name: '0028_service_checks',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.string('service_check', 16).nullable();
+      t.bigInteger('service_check_at').nullable();
+      t.text('service_note').nullable();
+      t.bigInteger('service_noted_at').nullable();
+    });
+    // Both are NULL on all but a few rows: the poller and the finisher look them up on every pass.
+    await knex.raw('CREATE INDEX payouts_service_check_due ON payouts (service_check_at) WHERE service_check IS NOT NULL');
+    await knex.raw('CREATE INDEX payouts_service_noted ON payouts (service_noted_at) WHERE service_noted_at IS NOT NULL');
+  },
+  async down(knex) {
+    await knex.raw('DROP INDEX payouts_service_check_due');
+    await knex.raw('DROP INDEX payouts_service_noted');
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('service_check');
+      t.dropColumn('service_check_at');
+      t.dropColumn('service_note');
+      t.dropColumn('service_noted_at');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -874,6 +901,7 @@ export const MIGRATIONS: readonly Migration[] = [
   readFailures,
   acceptedTotals,
   retryRounds,
+  serviceChecks,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

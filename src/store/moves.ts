@@ -32,8 +32,11 @@ export interface RowMove {
   still?: RowCondition;
 }
 
-/** Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's own. */
-export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt'>>;
+/**
+ * Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's
+ * own, the check of it against the service that was asked.
+ */
+export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck'>>;
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 

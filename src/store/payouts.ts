@@ -2,6 +2,7 @@
 import { setImmediate } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
+import type { ServiceCheckKind } from '../domain/service-check.js';
 import { PayoutdError } from '../domain/errors.js';
 import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
@@ -37,6 +38,16 @@ export interface PayoutRow {
   createdAtMs: number | null;
   /** When a readable record of its payout was found to be the row's own (currency and amount); null until then. */
   payoutCheckedAt: number | null;
+  /**
+   * A query owed to check this row against the service (a webhook contradicted it): of its payout (`PAYOUT`) or of
+   * its reference (`REFERENCE`, another payout was named under it), due at serviceCheckAt; null when none is owed.
+   */
+  serviceCheck: ServiceCheckKind | null;
+  serviceCheckAt: number | null;
+  /** What finance is told of the row while the service is being asked, or since it contradicted the row; null: nothing. */
+  serviceNote: string | null;
+  /** When serviceNote last changed (a finished batch's files are written again after it). */
+  serviceNotedAt: number | null;
   nextPollAt: number | null;
   pollCount: number;
   lastPolledAt: number | null;
@@ -72,6 +83,10 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   nextAttemptAt: 'next_attempt_at',
   createdAtMs: 'created_at_ms',
   payoutCheckedAt: 'payout_checked_at',
+  serviceCheck: 'service_check',
+  serviceCheckAt: 'service_check_at',
+  serviceNote: 'service_note',
+  serviceNotedAt: 'service_noted_at',
   nextPollAt: 'next_poll_at',
   pollCount: 'poll_count',
   lastPolledAt: 'last_polled_at',

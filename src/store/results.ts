@@ -22,6 +22,7 @@ export type BatchResultRow = Pick<
   | 'completeTime'
   | 'reasonCode'
   | 'reason'
+  | 'serviceNote'
 > & {
   /** Null when the row has no request (an invalid row). */
   beneficiaryAccountName: string | null;
@@ -36,9 +37,18 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
     'state',
     'rate',
     'reason',
-    ...(['merchantReferenceId', 'payoutId', 'deductionAmount', 'totalFee', 'feeCurrency', 'completeTime', 'reasonCode'] as const).map(
-      (field) => `${COLUMNS[field]} as ${field}`,
-    ),
+    ...(
+      [
+        'merchantReferenceId',
+        'payoutId',
+        'deductionAmount',
+        'totalFee',
+        'feeCurrency',
+        'completeTime',
+        'reasonCode',
+        'serviceNote',
+      ] as const
+    ).map((field) => `${COLUMNS[field]} as ${field}`),
     ...(['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const).map((field) => writtenMoneyAs(db, field, field)),
     as(requestFieldAt(db, 'beneficiary.accountName'), 'beneficiaryAccountName'),
     as(requestFieldAt(db, 'beneficiary.accountNumber'), 'beneficiaryAccountNumber'),

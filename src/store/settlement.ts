@@ -84,6 +84,16 @@ export interface PayoutNamed {
   eventId?: string;
 }
 
+/** The columns of a row holding a payout as a webhook's follow-up reads it (FinalRowNamed's fields). */
+export const NAMED_ROW_COLUMNS: readonly string[] = [
+  'id',
+  'batch_id as batchId',
+  'line',
+  'merchant_reference_id as merchantReferenceId',
+  'payout_id as payoutId',
+  'state',
+];
+
 /** A row already final that a webhook named by both its reference and its payoutId. */
 export interface FinalRowNamed {
   id: number;
@@ -125,16 +135,7 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
 export async function finalRowsNamed(db: Database, named: readonly PayoutNamed[]): Promise<FinalRowNamed[]> {
   const rows = rowsNamed(db, named);
   if (rows === null) return [];
-  const final = (await rows
-    .whereIn('state', FINAL_ROW_STATES)
-    .select([
-      'id',
-      'batch_id as batchId',
-      'line',
-      'merchant_reference_id as merchantReferenceId',
-      'payout_id as payoutId',
-      'state',
-    ])) as FinalRowNamed[];
+  const final = (await rows.whereIn('state', FINAL_ROW_STATES).select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
   // Each list is matched on its own above: keep only the pairs an event named.
   return final.filter((r) => named.some((n) => n.payoutId === r.payoutId && n.merchantReferenceId === r.merchantReferenceId));
 }

@@ -263,6 +263,11 @@ export function settledDifferingPatch(
  * What to tell the operator of each decided move, told only for the moves that were recorded: a guarded move
  * refused (another instance moved the row first, a claim ran out) was decided from an answer that no longer holds.
  */
+/** The line telling that the service holds several payouts for one reference (reconcile, and checks of webhooks). */
+export function logSeveralPayouts(logger: Logger, merchantReferenceId: string, count: number): void {
+  logger.error({ merchantReferenceId, count }, 'the service holds several payouts for one reference');
+}
+
 export class MoveReports {
   private readonly byMove = new Map<RowMove, (() => void)[]>();
 

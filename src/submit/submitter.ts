@@ -26,7 +26,16 @@ import {
   type RowMove,
   GroupCommit,
 } from '../store/index.js';
-import { adoptRecord, adoptUnread, decideCreated, decideCreateFailure, logReferenceTaken, MoveReports, referenceTaken } from './outcome.js';
+import {
+  adoptRecord,
+  adoptUnread,
+  decideCreated,
+  decideCreateFailure,
+  logReferenceTaken,
+  logSeveralPayouts,
+  MoveReports,
+  referenceTaken,
+} from './outcome.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -558,12 +567,7 @@ export class PayoutSubmitter {
     const held = found.length + unread.length;
     const move = await this.reconcileMove(row, { ...seen, found, unread, held }, now, alone, reports);
     if (move === null || held <= 1) return move;
-    return reports.add(move, () =>
-      this.deps.logger.error(
-        { merchantReferenceId: row.merchantReferenceId, count: held },
-        'the service holds several payouts for one reference',
-      ),
-    );
+    return reports.add(move, () => logSeveralPayouts(this.deps.logger, row.merchantReferenceId, held));
   }
 
   /** reconcileRow's decision, from the records held for the row's reference (`found`, `unread`: `held` in all). */

@@ -1,7 +1,8 @@
 /**
  * WebhookReceiver: the merchant end of spec 6. Verifies each delivery over the bytes received, remembers its
  * eventId, answers 2xx at once, then marks the payout due for a query. It never changes a payout's state; one
- * that contradicts a row already final is reported.
+ * that contradicts a row already final, or names another payout under one of our references, makes a query of
+ * the service owed, and the row is kept out of retry files until the service has answered.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
@@ -15,12 +16,15 @@ import {
   type Database,
   type FinalRowNamed,
   type PayoutNamed,
-  applyRowMoves,
+  type RowHoldingPayout,
   finalRowsNamed,
   forgetWebhookEventsBefore,
+  markServiceCheck,
   pollSoon,
   recordWebhookEvent,
+  rowsHoldingOtherPayout,
 } from '../store/index.js';
+import { CHECKED_FINAL_STATES, checkOwedNote } from '../domain/service-check.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
 import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
@@ -31,7 +35,8 @@ import { verifyDelivery } from './verify.js';
 /**
  * The default follow-up of a new event: make the payout's PENDING row due for a query now, then wake the poller.
  * A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event saying
- * otherwise is reported, for a person to check with the service.
+ * otherwise, or naming another payout under one of our references, makes a query of the service owed (the
+ * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered.
  */
 export function pollSoonAndWake(db: Database, clock: Clock, logger: Logger, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
   return async (named) => {
@@ -45,37 +50,70 @@ export function pollSoonAndWake(db: Database, clock: Clock, logger: Logger, wake
         wake?.();
         continue;
       }
+      let asked = false;
       const final = await finalRowsNamed(db, [n]);
-      if (final.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
-      for (const row of final) await finalRowNamed(db, logger, row, n, now);
+      for (const row of final) asked = (await finalRowNamed(db, logger, row, n, now)) || asked;
+      if (final.length === 0) {
+        const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
+        if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
+        for (const row of others) asked = (await otherPayoutNamed(db, logger, row, n, now)) || asked;
+      }
+      if (asked) wake?.();
     }
   };
 }
 
-/** A final row a new event named: nothing to do if the event agrees, else an ERROR and a note in its history. */
-async function finalRowNamed(db: Database, logger: Logger, row: FinalRowNamed, event: PayoutNamed, now: number): Promise<void> {
+/** The event's status as notes and logs write it. */
+function reportedOf(event: PayoutNamed): string {
+  return event.status ?? 'no status';
+}
+
+/**
+ * A final row a new event named: nothing to do if the event agrees; else an ERROR, and a query of the payout owed
+ * (the event's word never moves the row). True when a query was made owed.
+ */
+async function finalRowNamed(db: Database, logger: Logger, row: FinalRowNamed, event: PayoutNamed, now: number): Promise<boolean> {
   const reported = event.status ?? null;
   const fields = { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: row.payoutId };
-  if (reported === null || reported === row.state) {
+  if (reported === null || reported === row.state || !CHECKED_FINAL_STATES.includes(row.state)) {
+    // A REJECTED row's payout was never counted as its own (src/submit/outcome.ts): what it became changes nothing.
     logger.info(
       { ...fields, eventId: event.eventId, state: row.state, status: reported },
       'webhook accepted: the row is already final; nothing to do',
     );
-    return;
+    return false;
   }
   logger.error(
     { ...fields, eventId: event.eventId, recordedState: row.state, reportedStatus: reported },
-    `a payout.updated event reports ${reported} for a payout recorded ${row.state}; the row stays ${row.state}: ` +
-      'check this payout with the payout service and settle any difference by hand',
+    `a payout.updated event reports ${reported} for a payout recorded ${row.state}; the row stays ${row.state} and out of retry files ` +
+      'while payoutd asks the payout service for this payout',
   );
-  const detail =
-    `a payout.updated event${event.eventId === undefined ? '' : ` (${event.eventId})`} reported ${reported} for payout ` +
-    `${row.payoutId}, recorded ${row.state}; the row stays ${row.state}: check the payout with the payout service`;
-  await applyRowMoves(
-    db,
-    [{ row, from: row.state, to: row.state, patch: {}, history: { event: 'webhook-contradicted', outcome: reported, detail } }],
-    now,
+  const note = checkOwedNote('PAYOUT', row, { payoutId: row.payoutId, status: reported });
+  return markServiceCheck(db, row, 'PAYOUT', note, now);
+}
+
+/**
+ * A row holding the event's reference with another payout: the service may hold a second payout for one of our
+ * references. An ERROR naming both, and a query of the reference owed. True when it was made owed.
+ */
+async function otherPayoutNamed(db: Database, logger: Logger, row: RowHoldingPayout, event: PayoutNamed, now: number): Promise<boolean> {
+  logger.error(
+    {
+      batchId: row.batchId,
+      line: row.line,
+      merchantReferenceId: row.merchantReferenceId,
+      payoutId: event.payoutId,
+      rowPayoutId: row.payoutId,
+      state: row.state,
+      eventId: event.eventId,
+      status: event.status,
+    },
+    `a payout.updated event names payout ${event.payoutId} under reference ${row.merchantReferenceId}, whose row holds payout ` +
+      `${row.payoutId}: the service may hold a second payout for this reference; payoutd asks the payout service for the ` +
+      'payouts of this reference',
   );
+  const note = checkOwedNote('REFERENCE', row, { payoutId: event.payoutId, status: reportedOf(event) });
+  return markServiceCheck(db, row, 'REFERENCE', note, now);
 }
 
 const ACK = { received: true } as const;

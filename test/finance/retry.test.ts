@@ -334,7 +334,7 @@ describe('retry file', () => {
     await addRows(db, [validRow('B1', 2, request('INV-1'))]);
     await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'P-1' });
     const r = await writeRetryFile(dir, identity('B1'), batchRetrySource(db, 'B1'));
-    expect(r).toEqual({ path: null, rowCount: 0, skippedCount: 0, skipped: [] });
+    expect(r).toEqual({ path: null, rowCount: 0, skippedCount: 0, skipped: [], withheldCount: 0, withheld: [] });
     expect((await listDir(dir)).filter((n) => !n.startsWith('state.sqlite'))).toEqual([]);
   });
 

@@ -6,13 +6,14 @@
  * A cancelled batch reads CANCELLED, with its reason; an uploader known by uid only is shown by it.
  */
 import { join } from 'node:path';
-import { expect, it, vi } from 'vitest';
+import { expect, it } from 'vitest';
 import { status, type BatchView } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import { cancelReadyRows } from '../../src/store/cancels.js';
 import { holdBatch } from '../../src/store/holds.js';
 import { insertBatchErrors, updateBatch } from '../../src/store/index.js';
+import { printed } from '../support/output.js';
 import { DAY, T0, addBatch, addRows, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -22,20 +23,6 @@ function configFor(dir: string): ResolvedConfig {
     { env: {}, cwd: dir },
     { paths: { stateDir: dir, outbox: join(dir, 'outbox'), inbox: join(dir, 'inbox') }, database: { filename: join(dir, 'state.sqlite') } },
   );
-}
-
-async function printed(f: () => Promise<unknown>): Promise<string> {
-  let out = '';
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await f();
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
 }
 
 /** `n` batches of one PAID row each, received a day apart after T0, finished. */

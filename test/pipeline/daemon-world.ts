@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
 import { systemClock, type Clock } from '../../src/domain/clock.js';
-import type { Pipeline } from './harness.js';
+import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.js';
+import { waitFor, type Pipeline } from './harness.js';
 
 export interface PipelineDaemon {
   daemon: PayoutDaemon;
@@ -49,4 +50,15 @@ export async function pipelineDaemon(
   );
   made.push(daemon);
   return { daemon, inbox, outbox };
+}
+
+/** Drives the daemon's inbox until the one file dropped into it is an accepted batch (ACTIVE, or COMPLETE already); returns it. */
+export async function firstAcceptedBatch(p: Pipeline, daemon: PayoutDaemon): Promise<BatchRecord> {
+  let batch: BatchRecord | undefined;
+  await waitFor(async () => {
+    await daemon.tickInbox();
+    [batch] = await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']);
+    return batch !== undefined;
+  }, 'the dropped file to be accepted');
+  return batch as BatchRecord;
 }

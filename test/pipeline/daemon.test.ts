@@ -15,7 +15,7 @@ import { listBatchesInStates, type BatchRecord } from '../../src/store/batches.j
 import { recordConsoleUpload } from '../../src/store/console-access.js';
 import { claimReadyRows } from '../../src/store/claims.js';
 import type { Clock } from '../../src/domain/clock.js';
-import { fileCounter, pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
+import { fileCounter, firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons, type PipelineDaemon } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, linesContaining, startPipeline, waitFor, type Pipeline } from './harness.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import { inodeOf } from '../support/files.js';
@@ -50,17 +50,6 @@ function daemonFor(
     clock,
     hooks,
   );
-}
-
-/** The batch id of the one file dropped, once it is accepted (the daemon looking at its inbox meanwhile). */
-async function acceptedId(p: Pipeline, daemon: PipelineDaemon['daemon']): Promise<string> {
-  let id = '';
-  await waitFor(async () => {
-    await daemon.tickInbox();
-    id = (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']))[0]?.id ?? '';
-    return id !== '';
-  }, 'the dropped file to be accepted');
-  return id;
 }
 
 describe('pipeline: the daemon', () => {
@@ -102,17 +91,13 @@ describe('pipeline: the daemon', () => {
     const { daemon, inbox, outbox } = await daemonFor(p);
     await writeFile(join(inbox, 'drop.csv'), csvFile([csvRow('DD-1'), csvRow('DD-2', { 'beneficiary.accountNumber': '2222220000' })]));
     await daemon.start();
-    await waitFor(async () => {
-      await daemon.tickInbox();
-      return (await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE'])).length === 1;
-    }, 'the dropped file to be accepted');
-    const [batch] = await listBatchesInStates(p.db, ['ACTIVE', 'COMPLETE']);
-    await waitFor(async () => (await p.batch(batch?.id ?? '')).state === 'COMPLETE', 'the batch to complete', 15_000);
+    const batch = await firstAcceptedBatch(p, daemon);
+    await waitFor(async () => (await p.batch(batch.id)).state === 'COMPLETE', 'the batch to complete', 15_000);
     await daemon.stop();
-    expect(await p.states(batch?.id ?? '')).toEqual(['PAID', 'CANCELLED']);
+    expect(await p.states(batch.id)).toEqual(['PAID', 'CANCELLED']);
     expect(p.ledgerCount('DD-1')).toBe(1);
     expect(p.ledgerCount('DD-2')).toBe(1);
-    const files = (await readdir(outbox)).filter((f) => f.startsWith(batch?.id ?? '-'));
+    const files = (await readdir(outbox)).filter((f) => f.startsWith(batch.id));
     expect(files.some((f) => f.endsWith('.ack.csv'))).toBe(true);
     expect(files.some((f) => f.endsWith('.result.csv'))).toBe(true);
     // Logs never carry a full account number or the API key.
@@ -184,7 +169,8 @@ describe('pipeline: the daemon', () => {
     const { daemon, inbox, outbox } = await daemonFor(p, { inbox: { stableForMs: 20, watchTakenForMs: 0 } });
     await writeFile(join(inbox, 'kept.csv'), csvFile([csvRow('DA-1'), csvRow('DA-2', { 'beneficiary.accountNumber': '0022220000' })]));
     await daemon.start();
-    const id = await acceptedId(p, daemon);
+    const accepted = await firstAcceptedBatch(p, daemon);
+    const id = accepted.id;
     await waitFor(async () => (await p.batch(id)).archivedAt != null, 'the taken file to be archived', 15_000);
     const batch = await p.batch(id);
     const day = new Date(batch.receivedAt).toISOString().slice(0, 10).split('-');
@@ -209,7 +195,7 @@ describe('pipeline: the daemon', () => {
     );
     await writeFile(join(inbox, 'kept.csv'), csvFile([csvRow('DJ-1'), csvRow('DJ-2')]));
     await daemon.start();
-    const id = await acceptedId(p, daemon);
+    const id = (await firstAcceptedBatch(p, daemon)).id;
     await waitFor(async () => (await p.batch(id)).archivedAt != null, 'the finished batch to be archived', 15_000);
     const files = async () => (await readdir(outbox)).filter((f) => f.startsWith(id)).sort();
     const before = await files();

@@ -7,10 +7,16 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db.js';
-import { pgReachable, useTestSchema } from '../postgres/pg.js';
+import { batchesNotedSinceFiles, serviceNoteCounts, serviceNotesOfBatch, updateBatch } from '../../src/store/index.js';
+import { closePipelines } from '../pipeline/harness.js';
+import { openEmptySchema, pgReachable, useTestSchema } from '../postgres/pg.js';
+import { batchFiles, checkOwed, deliver, finalRows } from './final-rows-world.js';
 import { closeAll, eventBody, eventRows, onClose, send, signedHeaders, startReceiver } from './helpers.js';
 
-afterEach(closeAll);
+afterEach(async () => {
+  await closeAll();
+  await closePipelines();
+});
 
 describe.skipIf(!pgReachable)('webhook deduplication on PostgreSQL', () => {
   const schema = useTestSchema();
@@ -28,5 +34,42 @@ describe.skipIf(!pgReachable)('webhook deduplication on PostgreSQL', () => {
     expect(h.verdicts.filter((v) => v === 'duplicate')).toHaveLength(7);
     expect(await eventRows(db)).toMatchObject([{ event_id: 'EV-PG', payout_id: 'PO-PG', status: 'PAID' }]);
     await expect.poll(() => h.followUps, { timeout: 2000, interval: 5 }).toEqual([['PO-PG']]);
+  });
+
+  it('a CANCELLED row the service now reports PAID: its note and owed check kept in the new columns, left out of the retry file', async () => {
+    const { p, h, batchId, payoutIds } = await finalRows(
+      { 'PG-FR-1': 'CANCELLED', 'PG-FR-2': 'CANCELLED' },
+      {
+        database: async () => {
+          const db = await openEmptySchema(schema);
+          await migrateToLatest(db);
+          return db;
+        },
+      },
+    );
+    const payoutId = payoutIds.get('PG-FR-1') as string;
+    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+    await deliver(h, { payoutId, merchantReferenceId: 'PG-FR-1', status: 'PAID' });
+    await checkOwed(p, 'PG-FR-1');
+    expect((await p.row('PG-FR-1')).serviceCheck).toBe('PAYOUT');
+    await p.poll();
+    const row = await p.row('PG-FR-1');
+    expect(row).toMatchObject({ state: 'CANCELLED', serviceCheck: null, serviceCheckAt: null });
+    expect(row.serviceNote).toContain('the payout service now reports PAID');
+    expect(row.serviceNotedAt).toBe(p.clock.now());
+    const files = await batchFiles(p, batchId, 'outbox');
+    expect(files.retry).toContain('PG-FR-2-R1');
+    expect(files.retry).not.toContain('PG-FR-1');
+    expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['PG-FR-1']);
+    expect(await serviceNoteCounts(p.db, [batchId, 'B-NONE'])).toEqual(new Map([[batchId, 1]]));
+    expect((await serviceNotesOfBatch(p.db, batchId)).map((n) => n.line)).toEqual([2]);
+    // Finished before the note: its files are due to be written again.
+    await updateBatch(
+      p.db,
+      batchId,
+      { state: 'COMPLETE', resultWrittenAt: p.clock.now() - 1, completedAt: p.clock.now() - 1 },
+      p.clock.now(),
+    );
+    expect(await batchesNotedSinceFiles(p.db)).toEqual([batchId]);
   });
 });

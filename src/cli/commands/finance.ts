@@ -139,7 +139,7 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       bom: config.outbox.bom,
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
     });
-    if (!result.path && result.skippedCount > 0)
+    if (!result.path && result.skippedCount + result.withheldCount > 0)
       print(`batch ${batchId}: no retry file written: each CANCELLED row is left out, as follows`);
     else if (!result.path) print(`batch ${batchId}: no CANCELLED row needs a retry; no file written`);
     else {
@@ -159,6 +159,11 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       );
     }
     if (result.skippedCount > result.skipped.length) print(`  … ${result.skippedCount - result.skipped.length} more left out`);
+    for (const w of result.withheld) print(`  line ${w.line} ${w.merchantReferenceId}: left out: ${w.note}`);
+    if (result.withheldCount > result.withheld.length)
+      print(
+        `  … ${result.withheldCount - result.withheld.length} more left out for what the payout service says of them (payoutd status --batch ${batchId})`,
+      );
     return result;
   });
 }

@@ -17,6 +17,9 @@ import {
   batchStateCounts,
   latestEventTimes,
   latestServiceHealth,
+  serviceNoteCounts,
+  serviceNotesOfBatch,
+  type ServiceNoted,
   type StateCounts,
 } from '../../store/index.js';
 import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
@@ -78,9 +81,13 @@ function totals(b: BatchRecord): string {
     .join(', ');
 }
 
-/** What an operator should know about a batch at a glance. */
-function noteOf(b: BatchRecord): string {
-  return [stateNote(b), b.uploadContinuedAt !== null ? 'UPLOAD CONTINUED after it was taken: see --batch' : '']
+/** What an operator should know about a batch at a glance (`serviceNoted`: its rows the payout service contradicts). */
+function noteOf(b: BatchRecord, serviceNoted: number): string {
+  return [
+    serviceNoted > 0 ? `SERVICE CONTRADICTS ${serviceNoted} row(s): do not pay them again, see --batch` : '',
+    stateNote(b),
+    b.uploadContinuedAt !== null ? 'UPLOAD CONTINUED after it was taken: see --batch' : '',
+  ]
     .filter((n) => n !== '')
     .join('; ');
 }
@@ -139,6 +146,11 @@ export interface BatchView {
   fileChangedAt: string | null;
   uploadContinuedAt: string | null;
   uploadContinuedNote: string | null;
+  /**
+   * With --batch: its rows the payout service contradicts since they were recorded, or is being asked about (a
+   * webhook said otherwise), each with what finance is told.
+   */
+  serviceNotes?: ServiceNoted[];
 }
 
 export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number | null, now: number): BatchView {
@@ -212,10 +224,16 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       batches.filter((b) => b.holdCode !== null).map((b) => b.id),
       ['held', 'awaiting-approval'],
     );
+    const noted = await serviceNoteCounts(
+      db,
+      batches.map((b) => b.id),
+    );
+    const serviceNotes = batchId && batches.length > 0 ? await serviceNotesOfBatch(db, batchId) : [];
     const views = rows.map(({ b, counts }) => ({
       ...batchView(b, counts, holdsSince.get(b.id) ?? null, now),
       approval: approvals.get(b.id) ?? null,
       olderFinishedNotShown: olderFinished,
+      ...(batchId ? { serviceNotes } : {}),
     }));
     if (json) {
       print(JSON.stringify(views, null, 2));
@@ -249,7 +267,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
               .join(' '),
             totals(b),
             age(now - b.receivedAt),
-            noteOf(b),
+            noteOf(b, noted.get(b.id) ?? 0),
           ];
         }),
       ),
@@ -270,6 +288,11 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         print(`\n${b.cancelReason ?? 'cancelled'} (${at}): unsent rows are NOT_SUBMITTED, sent rows are followed to their end`);
       }
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
+      if (serviceNotes.length > 0) {
+        print(`\nrows the payout service contradicts, or is being asked about (${noted.get(b.id) ?? serviceNotes.length}):`);
+        for (const n of serviceNotes)
+          print(`  line ${n.line} ${n.merchantReferenceId} (${n.state}, payout ${n.payoutId ?? '-'}): ${n.note}`);
+      }
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const view = approvals.get(b.id);
       if (audit && view) {

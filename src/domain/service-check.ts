@@ -1,0 +1,103 @@
+/**
+ * A check of a row against the payout service, owed when a webhook contradicted it: what the query's answer
+ * means for the row, and what finance is told of it (result files, `payoutd status --batch`, retry files leave it
+ * out). Pure: no HTTP, no SQL. The query decides (spec 1.6, spec 6 rule 3); the event is only why it is asked.
+ */
+import type { RowState } from './lifecycle.js';
+import type { PayoutQueryAnswer } from './payout.js';
+
+/** What a check queries: the row's payout by its id, or the row's reference (the event named another payout under it). */
+export type ServiceCheckKind = 'PAYOUT' | 'REFERENCE';
+
+/** Final states whose payout a webhook can contradict: a row paid, or not paid, by its own payout. */
+export const CHECKED_FINAL_STATES: readonly RowState[] = ['PAID', 'CANCELLED'];
+
+export interface CheckedRow {
+  merchantReferenceId: string;
+  payoutId: string;
+  state: RowState;
+  serviceCheck: ServiceCheckKind;
+}
+
+/** A payout the service holds, as a check reports it: its id and its status as the service wrote it. */
+export interface HeldPayout {
+  payoutId: string;
+  status: string;
+}
+
+export type CheckVerdict =
+  /** The service shows the row as recorded: the event is not confirmed, and nothing of the row changes. */
+  | { kind: 'agrees'; detail: string; held: number }
+  /** The service contradicts the row: what it reports, and what finance is told. */
+  | { kind: 'contradicts'; status: string; payouts: HeldPayout[]; note: string; held: number }
+  /** The answer does not tell (payout unknown, answer partial, a record without its payout): asked again later. */
+  | { kind: 'unanswered'; reason: string };
+
+const DO_NOT_SEND = 'do not send this row again';
+
+/** What finance is told of a row while its check is owed (kept until the service has answered). */
+export function checkOwedNote(kind: ServiceCheckKind, row: { payoutId: string; state: RowState }, event: HeldPayout): string {
+  const asked =
+    kind === 'PAYOUT'
+      ? `a payout.updated event reported ${event.status} for payout ${row.payoutId}, recorded ${row.state} here`
+      : `a payout.updated event named payout ${event.payoutId} (${event.status}) under this row's reference, which holds payout ${row.payoutId} (${row.state})`;
+  return `${asked}; payoutd is asking the payout service: ${DO_NOT_SEND} and check it with the payout service before booking it`;
+}
+
+function contradictionNote(row: CheckedRow, payouts: readonly HeldPayout[]): string {
+  const own = payouts.find((p) => p.payoutId === row.payoutId);
+  const others = payouts.filter((p) => p.payoutId !== row.payoutId);
+  const said: string[] = [];
+  if (own) said.push(`the payout service now reports ${own.status} for payout ${own.payoutId}, recorded ${row.state} here`);
+  if (others.length > 0) {
+    const list = others.map((p) => `${p.payoutId} (${p.status})`).join(', ');
+    said.push(
+      `the payout service holds payout${others.length > 1 ? 's' : ''} ${list} under this row's reference besides payout ${row.payoutId} (recorded ${row.state})`,
+    );
+  }
+  return `${said.join('; ')}: ${DO_NOT_SEND}; check it with the payout service before booking it`;
+}
+
+/** What the answer to a row's check means for it. */
+export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVerdict {
+  if (row.serviceCheck === 'PAYOUT') {
+    const rec = answer.records.find((r) => r.payoutId === row.payoutId);
+    const unread = answer.unread.find((u) => u.payoutId === row.payoutId);
+    const status = rec?.status ?? unread?.status ?? (unread ? 'UNREADABLE' : null);
+    if (status === null) return { kind: 'unanswered', reason: `the payout service's answer holds no record of payout ${row.payoutId}` };
+    if (status === row.state) return { kind: 'agrees', detail: `the payout service reports ${status} for payout ${row.payoutId}`, held: 1 };
+    const payouts = [{ payoutId: row.payoutId, status }];
+    return { kind: 'contradicts', status, payouts, note: contradictionNote(row, payouts), held: 1 };
+  }
+  if (answer.partial === true) return { kind: 'unanswered', reason: 'the payout service said its answer was partial' };
+  if (answer.unread.some((u) => u.payoutId === null)) {
+    return { kind: 'unanswered', reason: "a record of the payout service's answer names no payout" };
+  }
+  const held = new Map<string, string>();
+  for (const r of answer.records) if (r.merchantReferenceId === row.merchantReferenceId) held.set(r.payoutId, r.status);
+  for (const u of answer.unread) {
+    if (u.payoutId !== null && u.merchantReferenceId === row.merchantReferenceId && !held.has(u.payoutId))
+      held.set(u.payoutId, u.status ?? 'UNREADABLE');
+  }
+  // Another payout counts unless it is CANCELLED; the row's own only where its final state is contradicted.
+  const differing = [...held]
+    .filter(([id, status]) =>
+      id === row.payoutId ? CHECKED_FINAL_STATES.includes(row.state) && status !== row.state : status !== 'CANCELLED',
+    )
+    .map(([payoutId, status]) => ({ payoutId, status }));
+  if (differing.length === 0) {
+    const others = [...held.keys()].filter((id) => id !== row.payoutId);
+    const detail =
+      others.length === 0
+        ? `the payout service holds no other payout under reference ${row.merchantReferenceId}`
+        : `the other payout${others.length > 1 ? 's' : ''} the payout service holds under reference ${row.merchantReferenceId} (${others.join(', ')}) ${others.length > 1 ? 'are' : 'is'} CANCELLED`;
+    return { kind: 'agrees', detail, held: held.size };
+  }
+  return {
+    kind: 'contradicts',
+    status: (differing[0] as HeldPayout).status,
+    payouts: differing,
+    note: contradictionNote(row, differing),
+    held: held.size,
+  };
+}

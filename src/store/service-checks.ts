@@ -1,0 +1,139 @@
+/**
+ * Checks of rows against the payout service that a webhook made owed (src/poll/checks.ts): which rows are due, and
+ * what finance is told of rows the service contradicts or is still being asked about (result files, status).
+ */
+import type { RowState } from '../domain/lifecycle.js';
+import type { Database } from './db.js';
+import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
+import type { ServiceCheckKind } from '../domain/service-check.js';
+
+/** A row a check is owed for, as the check needs it. */
+export interface CheckTarget extends FinalRowNamed {
+  serviceCheck: ServiceCheckKind;
+}
+
+/**
+ * Makes a check of a row owed now: its note (what finance is told meanwhile) is set unless it already holds one
+ * (what the service said before stays until the check has an answer). False when the row is no longer in `state`
+ * or holds another payout.
+ */
+export async function markServiceCheck(
+  db: Database,
+  row: { id: number; state: RowState; payoutId: string },
+  check: ServiceCheckKind,
+  note: string,
+  now: number,
+): Promise<boolean> {
+  const n = await db('payouts')
+    .where({ id: row.id, state: row.state, payout_id: row.payoutId })
+    .update({
+      service_check: check,
+      service_check_at: now,
+      service_note: db.raw('coalesce(service_note, ?)', [note]),
+      service_noted_at: now,
+      updated_at: now,
+    });
+  return n > 0;
+}
+
+/** A row holding a reference and a payout, as a webhook's follow-up finds it. */
+export type RowHoldingPayout = FinalRowNamed;
+
+/** Rows holding `merchantReferenceId` with a payout other than `payoutId` (a webhook named another payout under it). */
+export async function rowsHoldingOtherPayout(db: Database, merchantReferenceId: string, payoutId: string): Promise<RowHoldingPayout[]> {
+  return (await db('payouts')
+    .where('merchant_reference_id', merchantReferenceId)
+    .whereNotNull('payout_id')
+    .whereNot('payout_id', payoutId)
+    .orderBy('id')
+    .select([...NAMED_ROW_COLUMNS])) as RowHoldingPayout[];
+}
+
+/** Rows whose check is due, oldest first. */
+export async function dueServiceChecks(db: Database, now: number, limit: number): Promise<CheckTarget[]> {
+  return (await db('payouts')
+    .whereNotNull('service_check')
+    .andWhere('service_check_at', '<=', now)
+    .whereNotNull('payout_id')
+    .orderBy([{ column: 'service_check_at' }, { column: 'id' }])
+    .limit(limit)
+    .select([...NAMED_ROW_COLUMNS, 'service_check as serviceCheck'])) as CheckTarget[];
+}
+
+/** When the next owed check falls due (null: none is owed). */
+export async function nextServiceCheckDue(db: Database): Promise<number | null> {
+  const r = (await db('payouts').whereNotNull('service_check').min({ at: 'service_check_at' }).first()) as
+    { at: number | null } | undefined;
+  return r?.at ?? null;
+}
+
+/** Asks about these rows again at `at` (their check's query failed). */
+export async function rescheduleServiceChecks(db: Database, ids: readonly number[], at: number): Promise<void> {
+  if (ids.length > 0) await db('payouts').whereIn('id', ids).whereNotNull('service_check').update({ service_check_at: at });
+}
+
+/** A row finance is told something of by the service's answer, or while a check is owed. */
+export interface ServiceNoted {
+  line: number;
+  merchantReferenceId: string;
+  state: RowState;
+  payoutId: string | null;
+  note: string;
+}
+
+/** The rows of a batch with a service note, in line order (at most `limit`). */
+export async function serviceNotesOfBatch(db: Database, batchId: string, limit = 1000): Promise<ServiceNoted[]> {
+  return (await db('payouts')
+    .where({ batch_id: batchId })
+    .whereNotNull('service_noted_at')
+    .whereNotNull('service_note')
+    .orderBy('line')
+    .limit(limit)
+    .select([
+      'line',
+      'merchant_reference_id as merchantReferenceId',
+      'state',
+      'payout_id as payoutId',
+      'service_note as note',
+    ])) as ServiceNoted[];
+}
+
+/** The batches holding rows with a service note (and when the latest changed), read from the index of the few such rows. */
+async function notedBatches(db: Database, withNote: boolean): Promise<Map<string, { n: number; lastAt: number }>> {
+  const q = db('payouts').whereNotNull('service_noted_at');
+  if (withNote) void q.whereNotNull('service_note');
+  const rows = (await q.groupBy('batch_id').select('batch_id as batchId').count({ n: '*' }).max({ lastAt: 'service_noted_at' })) as {
+    batchId: string;
+    n: number | string;
+    lastAt: number | string;
+  }[];
+  return new Map(rows.map((r) => [r.batchId, { n: Number(r.n), lastAt: Number(r.lastAt) }]));
+}
+
+/** For each of these batches that has any, how many of its rows carry a service note. */
+export async function serviceNoteCounts(db: Database, batchIds: readonly string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (batchIds.length === 0) return out;
+  const noted = await notedBatches(db, true);
+  for (const id of batchIds) {
+    const n = noted.get(id)?.n;
+    if (n !== undefined) out.set(id, n);
+  }
+  return out;
+}
+
+/**
+ * COMPLETE batches a row's service note changed in after their result files were written: their result and retry
+ * files are written again, so neither shows what the service has since contradicted.
+ */
+export async function batchesNotedSinceFiles(db: Database): Promise<string[]> {
+  const noted = await notedBatches(db, false);
+  if (noted.size === 0) return [];
+  const batches = (await db('batches')
+    .whereIn('id', [...noted.keys()])
+    .where('state', 'COMPLETE')
+    .whereNull('pruned_at')
+    .whereNotNull('result_written_at')
+    .select('id', 'result_written_at as resultWrittenAt')) as { id: string; resultWrittenAt: number | string }[];
+  return batches.filter((b) => (noted.get(b.id)?.lastAt ?? 0) > Number(b.resultWrittenAt)).map((b) => b.id);
+}

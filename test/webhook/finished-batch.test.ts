@@ -1,0 +1,119 @@
+/**
+ * The daemon as `payoutd run` wires it (real work loops, real outbox) with the webhook receiver waking its
+ * poller: a batch finished with CANCELLED rows and its retry file written, then the payout service reverses one
+ * of them to PAID and says so in a signed payout.updated event. The query confirms it: the batch's result file is
+ * written again naming it, its retry file no longer offers it (and goes once it offers no row), `payoutd retry-file`
+ * leaves it out saying why, and `payoutd status --batch` shows it.
+ */
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { afterEach, expect, it } from 'vitest';
+import { retryFile } from '../../src/cli/commands/finance.js';
+import { status } from '../../src/cli/commands/status.js';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { ManualClock } from '../../src/domain/clock.js';
+import { TEST_DATABASE_FILE } from '../support/database.js';
+import { printed } from '../support/output.js';
+import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
+import { PATH, closeAll, startReceiver } from './helpers.js';
+import { deliver } from './final-rows-world.js';
+
+afterEach(async () => {
+  await closeAll();
+  await stopPipelineDaemons();
+  await closePipelines();
+});
+
+/** The config the CLI commands read: the pipeline's database and the daemon's outbox. */
+function cliConfig(p: Pipeline): ResolvedConfig {
+  return loadConfig(
+    { env: {}, cwd: p.dir },
+    {
+      paths: { stateDir: join(p.dir, 'state'), outbox: join(p.dir, 'outbox'), inbox: join(p.dir, 'inbox') },
+      database: { filename: join(p.dir, TEST_DATABASE_FILE) },
+    },
+  );
+}
+
+async function outboxFile(outbox: string, batchId: string, suffix: string): Promise<string | null> {
+  const name = (await readdir(outbox)).find((f) => f.startsWith(batchId) && f.endsWith(suffix));
+  return name ? readFile(join(outbox, name), 'utf8') : null;
+}
+
+it('a CANCELLED row of a finished batch the service now reports PAID: result file written again, left out of every retry file', async () => {
+  const p = await startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } } });
+  const { daemon, inbox, outbox } = await pipelineDaemon(p, {
+    inbox: { stableForMs: 20 },
+    batch: { balanceCheck: { enabled: false } },
+    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    outbox: { retryFiles: true },
+  });
+  // Accounts ending 0000 are cancelled by the sandbox.
+  await writeFile(
+    join(inbox, 'wh.csv'),
+    csvFile([
+      csvRow('WC-1'),
+      csvRow('WC-2', { 'beneficiary.accountNumber': '2222220000' }),
+      csvRow('WC-3', { 'beneficiary.accountNumber': '3333330000' }),
+    ]),
+  );
+  await daemon.start();
+  const batchId = (await firstAcceptedBatch(p, daemon)).id;
+  await waitFor(async () => (await p.batch(batchId)).state === 'COMPLETE', 'the batch to complete', 15_000);
+  expect(await p.states(batchId)).toEqual(['PAID', 'CANCELLED', 'CANCELLED']);
+  await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) !== null, 'the retry file');
+  expect(await outboxFile(outbox, batchId, '.retry.csv')).toContain('WC-2-R1');
+
+  // The service reverses WC-2 and says so.
+  const payoutId = (await p.row('WC-2')).payoutId as string;
+  expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+  const h = await startReceiver({
+    db: p.db,
+    clock: new ManualClock(Date.now()),
+    defaultFollowUp: true,
+    path: PATH,
+    wake: () => daemon.wakePoller(),
+  });
+  await deliver(h, { payoutId, merchantReferenceId: 'WC-2', status: 'PAID' });
+  await waitFor(async () => (await p.row('WC-2')).serviceNote?.includes('now reports PAID') === true, 'the service to be asked', 10_000);
+  await waitFor(
+    async () => !(await outboxFile(outbox, batchId, '.retry.csv'))?.includes('WC-2-R1'),
+    'the retry file to be written again',
+    10_000,
+  );
+  await waitFor(
+    async () => (await outboxFile(outbox, batchId, '.result.csv'))?.includes('now reports PAID') === true,
+    'the result file to be written again',
+    10_000,
+  );
+  expect(await outboxFile(outbox, batchId, '.retry.csv')).toContain('WC-3-R1');
+  await waitFor(() => p.logLines.some((l) => l.includes('result files of a finished batch written again')), 'the rewrite to be told');
+
+  // WC-3 too: no row is left to retry, and the retry file goes.
+  const third = (await p.row('WC-3')).payoutId as string;
+  expect(p.sandbox.reverse(third, 'PAID')).toBe(true);
+  await deliver(h, { payoutId: third, merchantReferenceId: 'WC-3', status: 'PAID' });
+  await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) === null, 'the retry file to be removed', 10_000);
+  await daemon.stop();
+
+  const result = parse((await outboxFile(outbox, batchId, '.result.csv')) as string, { columns: true }) as Record<string, string>[];
+  const wc2 = result.find((r) => r['merchant_reference_id'] === 'WC-2');
+  expect(wc2?.['status']).toBe('CANCELLED');
+  expect(wc2?.['reason']).toContain(`the payout service now reports PAID for payout ${payoutId}`);
+  expect(wc2?.['reason']).toContain('do not send this row again');
+  expect(wc2?.['reason']).toContain('before booking');
+
+  const config = cliConfig(p);
+  const cli = await printed(() => retryFile(config, batchId, join(p.dir, 'again.retry.csv')));
+  expect(cli).toContain(`batch ${batchId}: no retry file written: each CANCELLED row is left out, as follows`);
+  expect(cli).toMatch(
+    /line 3 WC-2: left out: the payout service now reports PAID for payout \S+, recorded CANCELLED here: do not send this row again/,
+  );
+  expect(cli).toMatch(/line 4 WC-3: left out: the payout service now reports PAID/);
+
+  const shown = await printed(() => status(config, batchId, 20, false));
+  expect(shown).toContain('SERVICE CONTRADICTS 2 row(s)');
+  expect(shown).toMatch(/line 3 WC-2 \(CANCELLED, payout \S+\): the payout service now reports PAID/);
+});
