@@ -60,10 +60,15 @@ export function outboxName(batch: Pick<BatchRecord, 'id' | 'fileName'>): string 
   return `${batch.id}_${outboxSafeName(batch.fileName)}`;
 }
 
-/** When retention removed a batch's row details and outbox files, and which result file finance has its figures in; null if it did not. */
-export function detailsRemovedOf(batch: Pick<BatchRecord, 'id' | 'fileName' | 'prunedAt'>): DetailsRemoved | null {
-  if (batch.prunedAt == null) return null;
-  return { at: batch.prunedAt, resultFile: outboxFileName(outboxName(batch), 'result') };
+/**
+ * When retention removed a batch's row details and outbox files, or began to (some may be gone), and which result
+ * file finance has its figures in; null if it never began.
+ */
+export function detailsRemovedOf(batch: Pick<BatchRecord, 'id' | 'fileName' | 'prunedAt' | 'pruneStartedAt'>): DetailsRemoved | null {
+  const resultFile = outboxFileName(outboxName(batch), 'result');
+  if (batch.prunedAt != null) return { at: batch.prunedAt, complete: true, resultFile };
+  if (batch.pruneStartedAt != null) return { at: batch.pruneStartedAt, complete: false, resultFile };
+  return null;
 }
 
 /**

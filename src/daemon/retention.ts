@@ -17,6 +17,7 @@ import type { Logger } from 'pino';
 import { intervalPassed, SteadyClock, type Clock } from '../domain/clock.js';
 import { safeError } from '../log/index.js';
 import {
+  beginPrune,
   type BatchRecord,
   type Database,
   countBatchRows,
@@ -135,6 +136,10 @@ export interface PruneFailure {
   file: string | null;
   /** How many of its files were removed before it stopped. */
   filesRemoved: number;
+  /** How many of its rows had their details cleared before it stopped (each range committed). */
+  rowsCleared: number;
+  /** Whether its pruning was recorded as begun: readers then note its details as being removed. */
+  begun: boolean;
   /** The error's code (`EPERM`, `SQLITE_BUSY`, …), or its name when it has none. */
   code: string;
   /** The error in words, as it may be logged. */
@@ -155,30 +160,35 @@ async function removeFile(path: string): Promise<void> {
   }
 }
 
-function failureOf(item: PruneItem, file: string | null, filesRemoved: number, err: unknown): PruneFailure {
-  const safe = safeError(err) as { name?: string; code?: unknown; message?: string };
-  const code = typeof safe.code === 'string' ? safe.code : (safe.name ?? 'Error');
-  return { item, file, filesRemoved, code, message: safe.message ?? String(err) };
-}
-
-/** Removes what the plan names: files first, then the row details (so a failed removal is tried again). */
+/**
+ * Removes what the plan names: files first, then the row details (so a failed removal is tried again), after
+ * recording that its pruning began.
+ */
 export async function prune(deps: RetentionDeps, items: readonly PruneItem[], now: number): Promise<PruneOutcome> {
   const { db, logger } = deps;
   const pruned: PruneItem[] = [];
   const failed: PruneFailure[] = [];
   for (const item of items) {
-    let file: string | null = null;
-    let filesRemoved = 0;
+    // What was done of it so far, for a failure to say truly.
+    const done = { file: null as string | null, filesRemoved: 0, rowsCleared: 0, begun: false };
+    const fail = (code: string, message: string): void => void failed.push({ item, ...done, code, message });
     try {
-      for (file of item.files) {
-        await removeFile(file);
-        filesRemoved++;
+      // Recorded before anything goes: a prune cut short leaves some gone, and readers must say so.
+      done.begun = await beginPrune(db, item.batch.id, now);
+      if (!done.begun) {
+        fail('ROW_NOT_FINAL', 'a row of it is not final');
+        continue;
       }
-      file = null;
-      if (await pruneBatchDetails(db, item.batch.id, now)) pruned.push(item);
-      else failed.push({ item, file: null, filesRemoved, code: 'ROW_NOT_FINAL', message: 'a row of it is not final' });
+      for (done.file of item.files) {
+        await removeFile(done.file);
+        done.filesRemoved++;
+      }
+      done.file = null;
+      if (await pruneBatchDetails(db, item.batch.id, now, (rows) => (done.rowsCleared += rows))) pruned.push(item);
+      else fail('ROW_NOT_FINAL', 'a row of it is not final');
     } catch (err) {
-      failed.push(failureOf(item, file, filesRemoved, err));
+      const safe = safeError(err) as { name?: string; code?: unknown; message?: string };
+      fail(typeof safe.code === 'string' ? safe.code : (safe.name ?? 'Error'), safe.message ?? String(err));
     }
   }
   for (const f of failed) {
@@ -188,6 +198,8 @@ export async function prune(deps: RetentionDeps, items: readonly PruneItem[], no
         file: f.item.batch.fileName,
         path: f.file,
         filesRemoved: f.filesRemoved,
+        rowsCleared: f.rowsCleared,
+        begun: f.begun,
         err: { code: f.code, message: f.message },
       },
       'cannot prune a finished batch yet; will try again',

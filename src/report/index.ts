@@ -52,7 +52,7 @@ export {
   writeReconciliationXlsx,
 } from './reconciliation.js';
 export type { ReconciliationRow, ReportedPrunedBatch } from './reconciliation.js';
-export { downloadedResultFile, removedByRetention, type DetailsRemoved } from './retention-notes.js';
+export { byRetention, downloadedResultFile, itsRowDetails, type DetailsRemoved } from './retention-notes.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile, RetryWithheld } from './retry.js';
 export {

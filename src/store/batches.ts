@@ -56,6 +56,8 @@ export interface BatchRecord {
   archivedAt?: number | null;
   /** When retention (`retention.days`) removed its files and row details: references and payout ids stay. */
   prunedAt?: number | null;
+  /** When retention began to remove them: set before the first goes, so a prune cut short is known (prunedAt still null). */
+  pruneStartedAt?: number | null;
   /** The owner of the dropped file (its uid mapped to a user name at the claim), when known (src/approval). */
   uploadedBy?: string | null;
   uploadedByUid?: number | null;
@@ -117,6 +119,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   uploadContinuedNote: 'upload_continued_note',
   archivedAt: 'archived_at',
   prunedAt: 'pruned_at',
+  pruneStartedAt: 'prune_started_at',
   uploadedBy: 'uploaded_by',
   uploadedByUid: 'uploaded_by_uid',
   approvalState: 'approval_state',

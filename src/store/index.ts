@@ -119,7 +119,15 @@ export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from '.
 
 export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
-export { countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
+export {
+  beginPrune,
+  countBatchRows,
+  listBatchesToArchive,
+  listBatchesToPrune,
+  markArchived,
+  PRUNED_DETAILS,
+  pruneBatchDetails,
+} from './retention.js';
 export {
   batchRetrySource,
   countCancelledRows,

@@ -873,6 +873,23 @@ const serviceChecks: Migration = {
   },
 };
 
+// When retention began to remove a finished batch's files and row details (src/daemon/retention.ts), set before
+// the first goes: a prune cut short leaves pruned_at unset with some of them gone, and every report must still
+// say so rather than list its rows as whole.
+const pruneStarted: Migration = {
+  name: '0029_prune_started',
+  async up(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.bigInteger('prune_started_at').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('prune_started_at');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -902,6 +919,7 @@ export const MIGRATIONS: readonly Migration[] = [
   acceptedTotals,
   retryRounds,
   serviceChecks,
+  pruneStarted,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -159,15 +159,17 @@ export interface LineRange {
  * Runs `work` on a batch's rows a range of lines at a time, each range in a write transaction of its own: one
  * statement over every row of a large batch would hold the write lock, and on SQLite the thread, for seconds.
  * `rows()` is the range's rows, for `work` to delete or update; `range` its lines, for a query of its own.
+ * `committed` is told of each range once its transaction committed: what a caller cut short did is what it was told.
  */
 export async function inLineRanges(
   db: Database,
   batchId: string,
   work: (trx: Knex.Transaction, rows: () => Knex.QueryBuilder, range: LineRange) => Promise<void>,
   rowsPerRange = ROWS_PER_RANGE,
+  committed?: (range: LineRange) => void,
 ): Promise<void> {
   for (let afterLine = -1, more = true; more;) {
-    more = await writeTransaction(db, async (trx) => {
+    const range = await writeTransaction(db, async (trx) => {
       const after = afterLine;
       const last = (await trx('payouts')
         .where({ batch_id: batchId })
@@ -184,9 +186,11 @@ export async function inLineRanges(
         },
         range,
       );
-      if (last) afterLine = last.line;
-      return last !== undefined;
+      return range;
     });
+    committed?.(range);
+    more = range.upTo !== null;
+    if (range.upTo !== null) afterLine = range.upTo;
     // SQLite's statements run on this thread and resolve at once: without a turn here no timer or socket is served.
     if (more) await setImmediate();
   }

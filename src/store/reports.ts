@@ -5,12 +5,20 @@
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, writtenMoneyAs, type WrittenMoneyField } from './request-fields.js';
+import { PRUNED_DETAILS } from './retention.js';
 
-/** A payout row with the name of the file it came from, its money cells as written (never NULL where its request has them). */
+const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
+
+/**
+ * A payout row with the name of the file it came from, its money cells as written (never NULL where its request
+ * has them); none of its details once retention began to remove its batch's.
+ */
 export interface ReportedPayoutRow extends PayoutRow {
   fileName: string;
   /** When retention removed its batch's row details (its money cells are empty then), or null. */
   batchPrunedAt: number | null;
+  /** When retention began to remove them, or null: some may be gone while batchPrunedAt is still null. */
+  batchPruneStartedAt: number | null;
 }
 
 /** The alias each money cell as written is selected under, beside the row's own columns. */
@@ -32,7 +40,7 @@ export async function* payoutsCreatedBetween(
   for (;;) {
     const q = db('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
-      .select('p.*', 'b.file_name as report_file_name', 'b.pruned_at as report_pruned_at')
+      .select('p.*', 'b.file_name as report_file_name', 'b.pruned_at as report_pruned_at', 'b.prune_started_at as report_prune_started_at')
       .select(WRITTEN_MONEY_FIELDS.map((f) => writtenMoneyAs(db, f, shownAs(f), 'p')))
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
@@ -41,9 +49,15 @@ export async function* payoutsCreatedBetween(
     if (after) q.andWhereRaw('(p.created_at_ms, p.id) > (?, ?)', [after.at, after.id]);
     const page = (await q.orderBy([{ column: 'p.created_at_ms' }, { column: 'p.id' }]).limit(pageSize)) as Record<string, unknown>[];
     for (const r of page) {
-      const prunedAt = r.report_pruned_at == null ? null : Number(r.report_pruned_at);
-      const row: ReportedPayoutRow = { ...fromColumns(r), fileName: r.report_file_name as string, batchPrunedAt: prunedAt };
+      const row: ReportedPayoutRow = {
+        ...fromColumns(r),
+        fileName: r.report_file_name as string,
+        batchPrunedAt: numberOrNull(r.report_pruned_at),
+        batchPruneStartedAt: numberOrNull(r.report_prune_started_at),
+      };
       for (const f of WRITTEN_MONEY_FIELDS) row[f] = r[shownAs(f)] as string | null;
+      // A batch whose pruning began may keep some rows' details: none is shown, as one rule holds for all its rows.
+      if (row.batchPruneStartedAt !== null || row.batchPrunedAt !== null) for (const f of PRUNED_DETAILS) row[f] = null;
       yield row;
     }
     const last = page[page.length - 1];

@@ -9,9 +9,10 @@
  */
 import { join, sep } from 'node:path';
 import { FINAL_BATCH_STATES, FINAL_ROW_STATES } from '../domain/lifecycle.js';
+import type { Knex } from 'knex';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
-import { inLineRanges } from './payouts.js';
+import { COLUMNS, inLineRanges, type PayoutRow } from './payouts.js';
 
 async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
   const out: BatchRecord[] = [];
@@ -83,31 +84,59 @@ export async function countBatchRows(db: Database, batchId: string): Promise<num
   return Number(r?.n ?? 0);
 }
 
+/** The row details retention clears; each row keeps its line, reference, state and payout id. */
+export const PRUNED_DETAILS = [
+  'requestValues',
+  'payoutCurrency',
+  'payoutAmount',
+  'deductionCurrency',
+  'rate',
+  'deductionAmount',
+  'totalFee',
+  'feeCurrency',
+  'createTime',
+  'completeTime',
+  'reason',
+] as const satisfies readonly (keyof PayoutRow)[];
+
+async function hasOpenRow(db: Database | Knex.Transaction, batchId: string): Promise<boolean> {
+  const open = (await db('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
+  return open !== undefined;
+}
+
+/**
+ * Records that retention begins to remove a finished batch's files and row details, before the first of them
+ * goes (the first time only): a prune cut short leaves pruned_at unset with some gone, and every reader must
+ * still know. Refuses (changes nothing) if a row can still move.
+ */
+export async function beginPrune(db: Database, batchId: string, now: number): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    if (await hasOpenRow(trx, batchId)) return false;
+    await trx('batches').where({ id: batchId }).whereNull('prune_started_at').update({ prune_started_at: now, updated_at: now });
+    return true;
+  });
+}
+
 /**
  * Clears the row details of a finished batch, keeping each row's line, reference, state and payout id; refuses
  * (changes nothing) if a row can still move. A range of rows at a time: a final row never moves again, and a
- * batch cut short is chosen again (it is marked pruned last).
+ * batch cut short is chosen again (it is marked pruned last, and begun first). `cleared` is told the rows of
+ * each range once cleared for good.
  */
-export async function pruneBatchDetails(db: Database, batchId: string, now: number): Promise<boolean> {
-  const open = (await db('payouts').where({ batch_id: batchId }).whereNotIn('state', FINAL_ROW_STATES).first('id')) as unknown;
-  if (open) return false;
-  await inLineRanges(db, batchId, async (trx, rows) => {
-    await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
-    await rows().update({
-      request_values: null,
-      payout_currency: null,
-      payout_amount: null,
-      deduction_currency: null,
-      rate: null,
-      deduction_amount: null,
-      total_fee: null,
-      fee_currency: null,
-      create_time: null,
-      complete_time: null,
-      reason: null,
-      updated_at: now,
-    });
-  });
+export async function pruneBatchDetails(db: Database, batchId: string, now: number, cleared?: (rows: number) => void): Promise<boolean> {
+  if (!(await beginPrune(db, batchId, now))) return false;
+  const details = Object.fromEntries(PRUNED_DETAILS.map((f) => [COLUMNS[f], null]));
+  let inRange = 0;
+  await inLineRanges(
+    db,
+    batchId,
+    async (trx, rows) => {
+      await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
+      inRange = await rows().update({ ...details, updated_at: now });
+    },
+    undefined,
+    () => cleared?.(inRange),
+  );
   await writeTransaction(db, async (trx) => {
     await trx('batch_errors').where({ batch_id: batchId }).delete();
     await trx('batches').where({ id: batchId }).update({ pruned_at: now, upload_continued_note: null, updated_at: now });

@@ -144,6 +144,14 @@ describe('payoutd prune', () => {
   });
 });
 
+/** The lines of a CSV file the outbox wrote, without its byte order mark. */
+async function csvLines(path: string): Promise<string[]> {
+  return (await readFile(path, 'utf8'))
+    .replace(/^\uFEFF/, '')
+    .split('\r\n')
+    .filter(Boolean);
+}
+
 /** A batch finished on T0, its outbox files written: retention may take it 30 days on. */
 const FINISHED = { state: 'COMPLETE', completedAt: T0, ackWrittenAt: T0, resultWrittenAt: T0 } as const;
 
@@ -184,12 +192,7 @@ describe('a batch whose details retention removed', () => {
     expect(rows[1]).toContain(`,"${note}"`);
     expect(rows[2]).not.toContain('retention');
     // An empty amount is not a zero: those rows are counted on their own line, in no sum.
-    expect(
-      (await readFile(join(dir, 'jan.totals.csv'), 'utf8'))
-        .replace(/^\uFEFF/, '')
-        .split('\r\n')
-        .filter(Boolean),
-    ).toEqual([
+    expect(await csvLines(join(dir, 'jan.totals.csv'))).toEqual([
       'status,measure,currency,row_count,amount,rows_not_summed',
       'PAID,payout_amount,PHP,1,1500.5,0',
       'PAID,details_removed,,1,,1',
@@ -199,7 +202,7 @@ describe('a batch whose details retention removed', () => {
       'ALL,rows,,3,,',
     ]);
     expect(r?.prunedBatches).toEqual([
-      { batchId: 'B1', fileName: 'jan.csv', at: prunedAt, resultFile: 'B1_jan.csv.result.csv', payouts: 2 },
+      { batchId: 'B1', fileName: 'jan.csv', at: prunedAt, complete: true, resultFile: 'B1_jan.csv.result.csv', payouts: 2 },
     ]);
     expect(said.slice(-2)).toEqual([
       "2 of these payouts, of 1 batch(es), are listed WITHOUT amounts: the batches' details were removed by retention, so their amounts, fees and times are not in the report or its totals (see their details_removed lines). Take them from each batch's result file, as downloaded from the outbox before:",
@@ -237,6 +240,80 @@ describe('a batch whose details retention removed', () => {
   });
 });
 
+describe('a batch whose pruning was cut short', () => {
+  const startedAt = T0 + 40 * DAY;
+  const beingRemoved =
+    'being removed by retention (retention.days) since 2026-02-19 12:00 UTC, not finished yet (the next prune finishes it)';
+
+  it('prune says what it removed, and every reader notes its details as being removed, its cleared rows or not', async () => {
+    const dir = await seeded(async (db) => {
+      await updateBatch(db, 'B1', FINISHED, T0);
+      // Lines 2 to 20003: the row details of lines 2 to 20001 are one range, the rest another.
+      const more = Array.from({ length: 20_000 }, (_, i) => validRow('B1', i + 4, request(`INV-M-${i}`)));
+      await addRows(db, more);
+      await db('payouts')
+        .where({ batch_id: 'B1' })
+        .andWhere('line', '>', 3)
+        .update({ state: 'PAID', service_status: 'PAID', payout_id: db.raw(`'P-' || line`), created_at_ms: T0 + 2 });
+      await addBatch(db, 'B2', 'feb.csv');
+      await addRows(db, [validRow('B2', 2, request('INV-3'))]);
+      await setRow(db, 'B2', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-3', createdAtMs: T0 + 3 });
+      // Stands for a full disk (or SQLITE_BUSY, or a kill) in the second range.
+      await db.raw(
+        `CREATE TRIGGER full_disk BEFORE UPDATE OF request_values ON payouts WHEN old.line = 20003 BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+      );
+    });
+    const config = configFor(dir);
+    await mkdir(join(dir, 'outbox'));
+    await writeFile(join(dir, 'outbox', 'B1_jan.csv.result.csv'), 'x');
+
+    const err: unknown = await pruneCommand(config, { dryRun: false, days: 30 }, new ManualClock(startedAt)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'PRUNE_INCOMPLETE' });
+    expect((err as Error).message.split('\n')[1]).toMatch(
+      /^B1 jan\.csv: cannot clear its row details \(SQLITE_\w+: database or disk is full\); 1 of its 1 file\(s\) removed, the details of 20000 of its 20002 row\(s\) cleared, the others kept; until a prune finishes it, reports note its row details as being removed$/,
+    );
+    expect(await listDir(join(dir, 'outbox'))).toEqual([]);
+
+    // report --since: no row of B1 shows amounts (line 2 was cleared, line 20003 was not); none is summed.
+    const out = join(dir, 'jan.csv');
+    const said = await printed(() => reconciliationReport(config, { since: '2026-01-10', until: '2026-01-11', out }));
+    const note = `details ${beingRemoved}: this row's amounts, fees and times are not in this report or its totals; they are in B1_jan.csv.result.csv, the result file downloaded from the outbox before`;
+    const rows = (await readFile(out, 'utf8')).split('\r\n').filter(Boolean).slice(1);
+    expect(rows).toHaveLength(20_003);
+    const b1 = rows.filter((r) => r.startsWith('B1,'));
+    expect(b1.filter((r) => !r.endsWith(`,"${note}"`))).toEqual([]);
+    // No money cell: payout_currency to fee_currency are empty.
+    expect(b1.filter((r) => r.split(',').slice(7, 14).join('') !== '')).toEqual([]);
+    expect(await csvLines(join(dir, 'jan.totals.csv'))).toEqual([
+      'status,measure,currency,row_count,amount,rows_not_summed',
+      'PAID,payout_amount,PHP,1,1500.5,0',
+      'PAID,details_removed,,20001,,20001',
+      'PAID,rows,,20002,,',
+      'CANCELLED,details_removed,,1,,1',
+      'CANCELLED,rows,,1,,',
+      'ALL,rows,,20003,,',
+    ]);
+    expect(said.slice(-2)).toEqual([
+      "20002 of these payouts, of 1 batch(es), are listed WITHOUT amounts: the batches' details were removed by retention (or are being removed), so their amounts, fees and times are not in the report or its totals (see their details_removed lines). Take them from each batch's result file, as downloaded from the outbox before:",
+      `  B1 jan.csv: 20002 payout(s), details ${beingRemoved}; figures in B1_jan.csv.result.csv, the result file downloaded from the outbox before`,
+    ]);
+
+    await expect(reportBatch(config, 'B1', join(dir, 'b1.csv'))).rejects.toMatchObject({
+      code: 'BATCH_PRUNED',
+      message: `batch B1 (jan.csv): its row details are ${beingRemoved}, so a report of it would lack amounts: no report written. Its record is B1_jan.csv.result.csv, the result file downloaded from the outbox before; payoutd status --batch B1 shows its rows by state`,
+    });
+    await expect(retryFile(config, 'B1', undefined)).rejects.toMatchObject({
+      code: 'BATCH_PRUNED',
+      message: expect.stringMatching(
+        `^batch B1 \\(jan.csv\\): its row details are ${beingRemoved.replace(/[()]/g, '\\$&')}, so its 1 CANCELLED row`,
+      ),
+    });
+    expect(await printed(() => status(config, 'B1', 20, false))).toContain(
+      `outbox files: ${join(dir, 'outbox')}/B1_jan.csv.{ack,result,summary}.csv: ${beingRemoved}, with the taken file and the row details`,
+    );
+  }, 60_000);
+});
+
 describe('payoutd prune: a batch it cannot prune', () => {
   it('names the batch, file and error, fails, and prunes it the next time', async () => {
     const dir = await seeded(async (db) => {
@@ -261,7 +338,8 @@ describe('payoutd prune: a batch it cannot prune', () => {
     expect(err).toMatchObject({ code: 'PRUNE_INCOMPLETE' });
     expect((err as Error).message.split('\n')).toEqual([
       "1 of 2 batch(es) not pruned; the next prune (the daemon's, or payoutd prune) tries each again once the cause is fixed:",
-      `B1 jan.csv: cannot remove ${stuck} (EISDIR: illegal operation on a directory, unlink '${stuck}'); 1 of its 2 file(s) removed, its row details kept`,
+      `B1 jan.csv: cannot remove ${stuck} (EISDIR: illegal operation on a directory, unlink '${stuck}'); 1 of its 2 file(s) removed, its row details kept; ` +
+        'until a prune finishes it, reports note its row details as being removed',
     ]);
     expect(exitCodeOf(err)).toBe(1);
 

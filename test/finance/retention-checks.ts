@@ -9,7 +9,9 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { expect } from 'vitest';
-import type { Database } from '../../src/store/index.js';
+import { isPostgres } from '../../src/store/db.js';
+import { payoutsCreatedBetween, type Database, type ReportedPayoutRow } from '../../src/store/index.js';
+import { detailsRemovedOf } from '../../src/daemon/outbox.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { archiveFinishedBatches, prune, prunePlan, Retention, type RetentionDeps } from '../../src/daemon/retention.js';
 import { acceptBatchRows, getBatch, markArchived, updateBatch } from '../../src/store/index.js';
@@ -276,6 +278,98 @@ export async function checkPruneFailure(s: RetentionWorld): Promise<void> {
   expect((await getBatch(s.db, 'B-1'))?.prunedAt).toBe(now + 1);
 }
 
+/** Makes the clearing of the details of rows on `line` fail as a full disk would (a trigger on either engine); returns its removal. */
+async function failClearingOf(db: Database, line: number): Promise<() => Promise<void>> {
+  if (isPostgres(db)) {
+    await db.raw(
+      `CREATE FUNCTION full_disk() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`,
+    );
+    await db.raw(
+      `CREATE TRIGGER full_disk BEFORE UPDATE OF request_values ON payouts FOR EACH ROW WHEN (OLD.line = ${line}) EXECUTE FUNCTION full_disk()`,
+    );
+    return async () => {
+      await db.raw('DROP TRIGGER full_disk ON payouts');
+      await db.raw('DROP FUNCTION full_disk()');
+    };
+  }
+  await db.raw(
+    `CREATE TRIGGER full_disk BEFORE UPDATE OF request_values ON payouts WHEN old.line = ${line} BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`,
+  );
+  return async () => void (await db.raw('DROP TRIGGER full_disk'));
+}
+
+/**
+ * A prune cut short in the second range of row details (a full disk), its files gone and pruned_at unset: its
+ * pruning was recorded as begun before the first file went, so its details are noted as being removed and none of
+ * its rows is reported with amounts, cleared or not; the failure says what went. Chosen again, it is finished.
+ */
+export async function checkPruneCutShort(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const outboxDir = join(s.dir, 'outbox');
+  await mkdir(outboxDir, { recursive: true });
+  const now = T0 + 100 * DAY;
+  await takenBatch(s, 'B-1', 'COMPLETE', T0);
+  await writeFile(join(outboxDir, 'B-1_payouts.csv.result.csv'), 'x');
+  // More rows than one range of row details holds.
+  const rows = 20_010;
+  await addRows(
+    s.db,
+    Array.from({ length: rows }, (_, i) => validRow('B-1', i + 2, request(`INV-${i}`))),
+  );
+  await s.db('payouts').update({ state: 'PAID', payout_id: s.db.raw(`'P-' || merchant_reference_id`), created_at_ms: T0 });
+  const removeFailure = await failClearingOf(s.db, 20_005);
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
+
+  const outcome = await prune(deps, await prunePlan(deps, 30, now), now);
+  expect(outcome.pruned).toEqual([]);
+  expect(outcome.failed.map((f) => [f.item.batch.id, f.file, f.filesRemoved, f.rowsCleared, f.begun])).toEqual([
+    ['B-1', null, 3, 20_000, true],
+  ]);
+  expect(await listDir(outboxDir)).toEqual([]);
+  const cut = await getBatch(s.db, 'B-1');
+  expect([cut?.prunedAt, cut?.pruneStartedAt]).toEqual([null, now]);
+  expect(cut && detailsRemovedOf(cut)).toEqual({ at: now, complete: false, resultFile: 'B-1_payouts.csv.result.csv' });
+  // The reconciliation report's rows: its pruning began, so none has amounts (line 2 was cleared, line 20005 was not).
+  const reported: ReportedPayoutRow[] = [];
+  for await (const r of payoutsCreatedBetween(s.db, T0, T0 + 1)) reported.push(r);
+  expect(reported).toHaveLength(rows);
+  expect(reported.filter((r) => r.requestValues !== null || r.payoutAmount !== null || r.payoutCurrency !== null)).toEqual([]);
+  expect(new Set(reported.map((r) => r.batchPruneStartedAt))).toEqual(new Set([now]));
+
+  // Chosen again until pruned_at is set; the cause gone, the next prune finishes it.
+  await removeFailure();
+  const again = await prunePlan(deps, 30, now + 1);
+  expect(again.map((i) => [i.batch.id, i.files])).toEqual([['B-1', []]]);
+  expect((await prune(deps, again, now + 1)).failed).toEqual([]);
+  const done = await getBatch(s.db, 'B-1');
+  expect([done?.prunedAt, done?.pruneStartedAt]).toEqual([now + 1, now]);
+  expect(done && detailsRemovedOf(done)).toMatchObject({ at: now + 1, complete: true });
+  expect(await s.db('payouts').where({ batch_id: 'B-1' }).whereNotNull('request_values').count({ n: '*' })).toEqual([{ n: 0 }]);
+}
+
+/** A batch with a row that can still move removes nothing, not even its files, and is not noted as being pruned. */
+export async function checkPruneRowNotFinal(s: RetentionWorld): Promise<void> {
+  const stateDir = join(s.dir, 'state');
+  const outboxDir = join(s.dir, 'outbox');
+  await mkdir(outboxDir, { recursive: true });
+  const now = T0 + 100 * DAY;
+  const stored = await takenBatch(s, 'B-1', 'COMPLETE', T0);
+  await addRows(s.db, [validRow('B-1', 2, request('INV-1'))]);
+  await setRow(s.db, 'B-1', 2, { state: 'PAID', payoutId: 'P-1' });
+  const deps = { db: s.db, stateDir, outboxDir, watchTakenForMs: DAY, logger: quiet };
+  const plan = await prunePlan(deps, 30, now);
+  // Between the plan and the prune, a row is found not final after all.
+  await setRow(s.db, 'B-1', 2, { state: 'PENDING' });
+
+  const outcome = await prune(deps, plan, now);
+  expect(outcome.failed.map((f) => [f.item.batch.id, f.code, f.filesRemoved, f.rowsCleared, f.begun])).toEqual([
+    ['B-1', 'ROW_NOT_FINAL', 0, 0, false],
+  ]);
+  expect(await listDir(join(stateDir, 'claimed'))).toEqual([basename(stored), `${basename(stored)}.ctl`]);
+  const batch = await getBatch(s.db, 'B-1');
+  expect([batch?.prunedAt, batch?.pruneStartedAt]).toEqual([null, null]);
+}
+
 /** A Retention on a ManualClock and a monotonic clock the test moves, its warnings and notes kept. */
 function retentionOnClocks(s: RetentionWorld, start: number, everyMs: number) {
   const outboxDir = join(s.dir, 'outbox');
@@ -380,6 +474,8 @@ export const RETENTION_CHECKS: readonly [string, (s: RetentionWorld) => Promise<
   ['finishes a move that stopped before the record was updated', checkResumedMove],
   ['prunes what is older than retention.days: files and row details, keeping references and payout ids', checkPrune],
   ['names a batch it cannot prune with the file and error, keeps its details and prunes it the next time', checkPruneFailure],
+  ['a prune cut short in its row details notes them as being removed until the next prune finishes it', checkPruneCutShort],
+  ['removes nothing of a batch with a row that can still move', checkPruneRowNotFinal],
   ['the daemon archives at each pass and prunes on its schedule only with retention.days set', checkSchedule],
   ['deletes nothing by a system clock that jumped ahead: goes by the counted time and says so once per jump', checkClockJump],
   ['prunes at once after the system clock was set back, not once it has caught up with the last pruning', checkClockBack],

@@ -23,7 +23,8 @@ import {
   writeRetryFileAt,
   xlsxPathFor,
   writeRetryXlsx,
-  removedByRetention,
+  byRetention,
+  itsRowDetails,
   type BatchSummary,
   type ReconciliationRow,
   type ReportedPrunedBatch,
@@ -62,7 +63,8 @@ async function* createdBetween(db: Database, sinceMs: number, untilMs: number): 
 }
 
 function withDetailsRemoved(row: ReportedPayoutRow): ReconciliationRow {
-  return { ...row, detailsRemoved: detailsRemovedOf({ id: row.batchId, fileName: row.fileName, prunedAt: row.batchPrunedAt }) };
+  const batch = { id: row.batchId, fileName: row.fileName, prunedAt: row.batchPrunedAt, pruneStartedAt: row.batchPruneStartedAt };
+  return { ...row, detailsRemoved: detailsRemovedOf(batch) };
 }
 
 /** Writes the reconciliation report (and totals, and .xlsx when asked) and says where. */
@@ -106,14 +108,13 @@ function printPrunedBatches(pruned: readonly ReportedPrunedBatch[]): void {
   if (pruned.length === 0) return;
   const payouts = pruned.reduce((n, b) => n + b.payouts, 0);
   print(
-    `\n${payouts} of these payouts, of ${pruned.length} batch(es), are listed WITHOUT amounts: the batches' details were removed by retention, ` +
+    `\n${payouts} of these payouts, of ${pruned.length} batch(es), are listed WITHOUT amounts: the batches' details were removed by retention` +
+      `${pruned.every((b) => b.complete) ? '' : ' (or are being removed)'}, ` +
       'so their amounts, fees and times are not in the report or its totals (see their details_removed lines). ' +
       "Take them from each batch's result file, as downloaded from the outbox before:",
   );
   for (const b of pruned)
-    print(
-      `  ${b.batchId} ${b.fileName}: ${b.payouts} payout(s), details ${removedByRetention(b.at)}; figures in ${downloadedResultFile(b)}`,
-    );
+    print(`  ${b.batchId} ${b.fileName}: ${b.payouts} payout(s), details ${byRetention(b)}; figures in ${downloadedResultFile(b)}`);
 }
 
 /** Writes the retry file of one batch (default: `<outboxName>.retry.csv` in the outbox) and lists rows left out. */
@@ -127,7 +128,7 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       // The requests of its CANCELLED rows went with the details: nothing is left to write them from.
       throw new UsageError(
         'BATCH_PRUNED',
-        `batch ${batchId} (${batch.fileName}): its row details were ${removedByRetention(removed.at)}, so its ${cancelled} CANCELLED row(s) ` +
+        `batch ${batchId} (${batch.fileName}): ${itsRowDetails(removed)}, so its ${cancelled} CANCELLED row(s) ` +
           "cannot be written to a retry file: send those not paid by an earlier retry again from finance's own copy (the retry or result file downloaded from the outbox before, " +
           'or the file as sent), each under a new reference',
       );

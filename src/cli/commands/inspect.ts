@@ -3,7 +3,7 @@ import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
-import { downloadedResultFile, removedByRetention } from '../../report/index.js';
+import { downloadedResultFile, itsRowDetails } from '../../report/index.js';
 import { existsSync } from 'node:fs';
 import { getBatch, inFileDuplicateMessage, requestValuesOfReferences, type BatchErrorRecord } from '../../store/index.js';
 import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
@@ -21,7 +21,7 @@ export async function reportBatch(config: ResolvedConfig, batchId: string, out: 
     if (removed) {
       throw new UsageError(
         'BATCH_PRUNED',
-        `batch ${batchId} (${batch.fileName}): its row details were ${removedByRetention(removed.at)}, so a report of it would have no amounts: ` +
+        `batch ${batchId} (${batch.fileName}): ${itsRowDetails(removed)}, so a report of it would ${removed.complete ? 'have no' : 'lack'} amounts: ` +
           `no report written. Its record is ${downloadedResultFile(removed)}; payoutd status --batch ${batchId} shows its rows by state`,
       );
     }

@@ -70,11 +70,17 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
   }
 }
 
+/** A batch not pruned, and what of it was removed all the same: its reports note that from the moment it began. */
 function failureLine(f: PruneFailure): string {
   const error = f.message.startsWith(f.code) ? f.message : `${f.code}: ${f.message}`;
   const what = f.file === null ? 'cannot clear its row details' : `cannot remove ${f.file}`;
-  const left = `${f.filesRemoved} of its ${f.item.files.length} file(s) removed, its row details kept`;
-  return `${f.item.batch.id} ${f.item.batch.fileName}: ${what} (${error}); ${left}`;
+  const files = `${f.filesRemoved} of its ${f.item.files.length} file(s) removed`;
+  const details =
+    f.rowsCleared > 0 ? `the details of ${f.rowsCleared} of its ${f.item.rows} row(s) cleared, the others kept` : 'its row details kept';
+  const before = f.item.batch.pruneStartedAt != null;
+  const earlier = before ? ' (by this prune: an earlier one, cut short, may have removed more)' : '';
+  const noted = f.begun || before ? '; until a prune finishes it, reports note its row details as being removed' : '';
+  return `${f.item.batch.id} ${f.item.batch.fileName}: ${what} (${error}); ${files}, ${details}${earlier}${noted}`;
 }
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -25,7 +25,7 @@ import {
 import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
 import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
-import { removedByRetention } from '../../report/retention-notes.js';
+import { byRetention } from '../../report/retention-notes.js';
 import { print, table } from '../output.js';
 
 /** Read-only access for status and reports: a running daemon is never disturbed. */
@@ -317,7 +317,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       const files = `${config.paths.outbox}/${outboxName(b)}.{ack,result,summary${more}}.csv${xlsx}`;
       const removed = detailsRemovedOf(b);
       if (removed) {
-        print(`\noutbox files: ${files}: ${removedByRetention(removed.at)}, with the taken file and the row details`);
+        print(`\noutbox files: ${files}: ${byRetention(removed)}, with the taken file and the row details`);
         print('  references, states and payout ids are kept; amounts are only in the result file downloaded from the outbox before');
       } else {
         print(`\noutbox files: ${files}`);
