@@ -8,7 +8,7 @@
  *                  batch's acceptance decides (DUPLICATE, INVALID, or READY if let go)
  *   INVALID        failed validation (final, not paid)
  *   DUPLICATE      reference already taken by an accepted row of an earlier batch, or a retry of a payout
- *                  another row pays or may still pay (final, not paid)
+ *                  another row pays or may still pay, or the original of such a retry (final, not paid)
  *   NOT_SUBMITTED  valid, but its file was rejected (final, not paid)
  *   READY          valid and holding its reference from the moment it is read; a create
  *                  may be sent once its batch is accepted (ACTIVE), not before. While the
@@ -96,9 +96,12 @@ export const BATCH_STATES = Object.keys(BATCH_MOVES) as readonly BatchState[];
 /** Batch states nothing moves on from. A batch reaches one with its rows final, or none of them sent. */
 export const FINAL_BATCH_STATES: readonly BatchState[] = ['REJECTED', 'DUPLICATE', 'COMPLETE'];
 
+/** The states of a batch still being read or acknowledged: nothing of it can be sent yet. */
+export const BEING_READ_BATCH_STATES: readonly BatchState[] = ['RECEIVED', 'VALIDATING'];
+
 /** A batch still being read or acknowledged (RECEIVED, VALIDATING): nothing of it can be sent yet. */
 export function isBeingRead(state: string): boolean {
-  return state === 'RECEIVED' || state === 'VALIDATING';
+  return (BEING_READ_BATCH_STATES as readonly string[]).includes(state);
 }
 
 export function canMoveBatch(from: BatchState, to: BatchState): boolean {

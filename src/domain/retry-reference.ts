@@ -9,6 +9,8 @@ const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
 /** A base in its hashed spelling: the start kept, and the hash naming the whole base. */
 const HASHED_BASE = /^(.*)-H([0-9a-f]{10})$/;
 const HASH_HEX = 10;
+/** The length of `-H<hash>`, which ends a base in its hashed spelling. */
+export const HASHED_SUFFIX_LENGTH = 2 + HASH_HEX;
 
 /** States of a row that was, or may still be, sent and not cancelled: a retry beside it may pay the same twice. */
 export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);

@@ -1,16 +1,16 @@
 /**
  * Accepting a batch once all its rows are read: the checks that need every row (a reference twice in the
- * file, a reference another batch holds, a retry of a payout another row pays or may pay) and the file
- * policy, in one transaction. Valid rows went in READY holding their reference; those whose reference was
- * already held went in VALIDATED, so the clashes are among the few VALIDATED rows and an accepted batch's
- * READY rows need no second pass (retry rows are found through an index of their own). The work that grows
- * with a large file (a file sent again has every row marked; a file refused lets every row go) is done a
- * range of lines per transaction around that one.
+ * file, a reference another batch holds, a retry of a payout another row pays or may pay, the original of such
+ * a retry) and the file policy, in one transaction. Valid rows went in READY holding their reference; those
+ * whose reference was already held went in VALIDATED, so the clashes are among the few VALIDATED rows and an
+ * accepted batch's READY rows need no second pass (retry rows are found through indexes of their own). The
+ * work that grows with a large file (a file sent again has every row marked; a file refused lets every row go)
+ * is done a range of lines per transaction around that one.
  */
 import type { Knex } from 'knex';
-import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
+import { BEING_READ_BATCH_STATES, REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
-import { RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
+import { HASHED_SUFFIX_LENGTH, RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 import { updateValueRows } from './multi-row-update.js';
@@ -259,86 +259,179 @@ async function markEarlierReferences(
   return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
 }
 
-/** A retry round of the batch and a row holding its base or another round of it, with that row's batch. */
-interface RoundClash {
+/** The states of a row holding the base of a retry round (src/domain/retry-reference.ts). */
+const BLOCKING = [...RETRY_BLOCKING_STATES];
+/** Of those, a row sent or to be sent and not paid yet. */
+const PAYING = BLOCKING.filter((s) => s !== 'PAID');
+const BEING_READ = [...BEING_READ_BATCH_STATES];
+
+/** A row the guard names (it holds a base, or makes it known), with its batch as a message places it. */
+interface NamedRow {
+  id: number | string;
+  batch_id: string;
+  line: number;
+  state: string;
+  merchant_reference_id: string;
+  batch_state: string;
+  file_name: string;
+  received_at: number | string;
+}
+
+/** A valid retry round of the batch being accepted. */
+interface RoundRow {
   id: number;
   line: number;
   state: string;
   merchant_reference_id: string;
+  retry_key: string;
   retry_base: string;
-  other_id: number;
-  other_reference: string;
-  /** Null when the other row is the base itself, an original. */
-  other_base: string | null;
-  other_batch: string;
-  other_line: number;
-  other_state: string;
-  other_batch_state: string;
-  other_file: string;
-  other_received_at: number | string;
 }
 
 /**
- * The batch's valid retry rounds (READY or VALIDATED) and each row, of any batch, this one's among them, that
- * holds their base or another round of it in a state that was or may be sent and not cancelled. Only round rows
- * are read, through the partial indexes of migration 0027: for a file without any, each query is one empty probe.
- * Rounds are matched by key, then checked to be spellings of one base (a key alone could be a base's own
- * `-H…` text). The base is matched as spelled: the original behind a hashed spelling is not looked up, as
- * retry files make such rounds only of a cancelled row, which holds its reference for good.
+ * A base of the batch's rounds as spelled, with the ids of a row making it known (null: not known), of the most
+ * telling row of another batch holding it, and of a valid row of this batch whose reference is the base itself.
  */
-async function roundClashes(trx: Database, batchId: string): Promise<RoundClash[]> {
-  const holders = (on: (join: Knex.JoinClause) => void): Knex.QueryBuilder =>
-    trx('payouts as p')
-      .join('payouts as h', function () {
-        on(this);
-        this.andOn('h.id', '<>', 'p.id');
-      })
-      .join('batches as hb', 'hb.id', 'h.batch_id')
-      .where('p.batch_id', batchId)
-      .whereNotNull('p.retry_key')
-      .whereIn('p.state', VALID)
-      .whereIn('h.state', [...RETRY_BLOCKING_STATES])
-      .select(
-        'p.id',
-        'p.line',
-        'p.state',
-        'p.merchant_reference_id',
-        'p.retry_base',
-        'h.id as other_id',
-        'h.merchant_reference_id as other_reference',
-        'h.retry_base as other_base',
-        'h.batch_id as other_batch',
-        'h.line as other_line',
-        'h.state as other_state',
-        'hb.state as other_batch_state',
-        'hb.file_name as other_file',
-        'hb.received_at as other_received_at',
-      );
-  const rounds = (await holders((j) => j.on('h.retry_key', '=', 'p.retry_key'))) as RoundClash[];
-  const bases = (await holders((j) => j.on('h.merchant_reference_id', '=', 'p.retry_base'))) as RoundClash[];
-  return [...rounds.filter((c) => c.other_base !== null && sameRetryBase(c.retry_base, c.other_base)), ...bases];
+interface RoundBase {
+  retry_key: string;
+  retry_base: string;
+  known_id: number | string | null;
+  holder_id: number | string | null;
+  own_base_id: number | string | null;
 }
 
-/** How a row holding the base stands, the most telling first: paid, being paid, in a file being read, in this file. */
-function clashRank(c: RoundClash, batchId: string): number {
-  if (c.other_batch === batchId) return 3;
-  if (c.other_state === 'PAID') return 0;
-  return isBeingRead(c.other_batch_state) ? 2 : 1;
+/** SQL: the start the base of round row `row` keeps in its hashed spelling (`<start>-H<its key>`), else the whole base. */
+function startSql(row: string): string {
+  const base = `${row}.retry_base`;
+  const hashed = `substr(${base}, length(${base}) - ${HASHED_SUFFIX_LENGTH - 1}) = '-H' || ${row}.retry_key`;
+  return `case when ${hashed} then substr(${base}, 1, length(${base}) - ${HASHED_SUFFIX_LENGTH}) else ${base} end`;
 }
+
+/**
+ * SQL: sameRetryBase of a round row `h` and a base `k` of the same key whose start is `k.start`, so that a probe
+ * stops at its first row of that base: the same text, or either start beginning the other.
+ */
+function sameBaseSql(h: string, k: string): string {
+  const start = startSql(h);
+  return `(${h}.retry_base = ${k}.retry_base or substr(${start}, 1, length(${k}.start)) = substr(${k}.start, 1, length(${start})))`;
+}
+
+/**
+ * The bases of the batch's valid retry rounds, one row each however many of its rounds the file has, so that a
+ * file of rounds of one base costs each probe once. A base is known as a payout of its own when a row has it as
+ * its reference (any state, any batch) or, for a hashed spelling whose original text is not known, a round of it
+ * is in another batch: rows merely sharing a prefix in one file (finance's `RUN-R1`, `RUN-R2`, …) are payouts
+ * of their own. Each probe is an index search that stops at its first row: several probes, most telling first
+ * (paid, being paid, in a file being read), name a holder without reading every row of the base.
+ */
+async function roundBases(trx: Database, batchId: string): Promise<RoundBase[]> {
+  const probe = (k: string, of: 'base' | 'round', where: (q: Knex.QueryBuilder) => unknown): Knex.QueryBuilder => {
+    const q = trx('payouts as h').select('h.id');
+    if (of === 'base') q.whereRaw(`h.merchant_reference_id = ${k}.retry_base`);
+    else q.whereRaw(`h.retry_key = ${k}.retry_key and ${sameBaseSql('h', k)}`);
+    where(q);
+    return q.limit(1);
+  };
+  const otherBatch = (q: Knex.QueryBuilder, states: readonly string[]): Knex.QueryBuilder =>
+    q
+      .join('batches as hb', 'hb.id', 'h.batch_id')
+      .whereNot('h.batch_id', batchId)
+      .whereIn('h.state', [...states]);
+  const ranks: ((q: Knex.QueryBuilder) => unknown)[] = [
+    (q) => q.where('h.state', 'PAID'),
+    (q) => otherBatch(q, PAYING).whereNotIn('hb.state', BEING_READ),
+    (q) => otherBatch(q, BLOCKING).whereIn('hb.state', BEING_READ),
+  ];
+  const holders = ranks.flatMap((rank) => [probe('k', 'base', rank), probe('k', 'round', rank)]);
+  // The batch concatenated: as an index column beside the reference, a planner may walk a large file's rows instead.
+  const ownBase = probe('k', 'base', (q) => q.whereRaw(`h.batch_id || '' = ?`, [batchId]).whereIn('h.state', VALID));
+  const bases = trx('payouts')
+    .distinct('retry_key', 'retry_base')
+    .where({ batch_id: batchId })
+    .whereNotNull('retry_key')
+    .whereIn('state', VALID);
+  const spelled = trx.from('bases as b').select('b.retry_key', 'b.retry_base', trx.raw(`${startSql('b')} as start`));
+  const known = trx
+    .from('spelled as s')
+    .select(
+      's.retry_key',
+      's.retry_base',
+      's.start',
+      trx.raw('coalesce(?, case when s.start <> s.retry_base then ? end) as known_id', [
+        probe('s', 'base', () => undefined),
+        probe('s', 'round', (q) => q.whereNot('h.batch_id', batchId)),
+      ]),
+    );
+  return (await trx
+    .withMaterialized('bases', bases)
+    .withMaterialized('spelled', spelled)
+    .withMaterialized('known', known)
+    .from('known as k')
+    .select(
+      'k.retry_key',
+      'k.retry_base',
+      'k.known_id',
+      trx.raw(`case when k.known_id is null then null else coalesce(${holders.map(() => '?').join(', ')}) end as holder_id`, holders),
+      trx.raw('case when k.known_id is null then null else ? end as own_base_id', [ownBase]),
+    )) as RoundBase[];
+}
+
+/** The rows of `ids` with their batches, by id. */
+async function namedRows(trx: Database, ids: readonly (number | string | null)[]): Promise<Map<number, NamedRow>> {
+  const wanted = [...new Set(ids.filter((id) => id !== null).map(Number))];
+  const byId = new Map<number, NamedRow>();
+  for (let i = 0; i < wanted.length; i += REFERENCES_PER_LOOKUP) {
+    const rows = (await trx('payouts as h')
+      .join('batches as hb', 'hb.id', 'h.batch_id')
+      .whereIn('h.id', wanted.slice(i, i + REFERENCES_PER_LOOKUP))
+      .select(
+        'h.id',
+        'h.batch_id',
+        'h.line',
+        'h.state',
+        'h.merchant_reference_id',
+        'hb.state as batch_state',
+        'hb.file_name',
+        'hb.received_at',
+      )) as NamedRow[];
+    for (const r of rows) byId.set(Number(r.id), r);
+  }
+  return byId;
+}
+
+/** How a row of another batch holding a base stands, the most telling first: paid, being paid, in a file being read. */
+function holderRank(row: NamedRow): number {
+  if (row.state === 'PAID') return 0;
+  return isBeingRead(row.batch_state) ? 2 : 1;
+}
+
+/** The row named in a message: `line 3 of this file`, or a row of another batch with its file. */
+function placeOf(row: NamedRow, batchId: string): string {
+  return row.batch_id === batchId ? `line ${row.line} of this file` : placeIn(row.file_name, row.line, row.batch_id, row.received_at);
+}
+
+/** What a refused round is held by: a row of another batch, its base in this file, or another round of it in this file. */
+type RoundHeld =
+  { by: 'holder'; row: NamedRow } | { by: 'own base'; row: NamedRow } | { by: 'round alongside'; row: RoundRow; known: NamedRow };
 
 /** Why a retry row is refused: the payout it retries, the row holding it, where and how it stands, and what to do. */
-function retryDuplicateMessage(c: RoundClash, batchId: string): string {
+function retryDuplicateMessage(c: RoundRow, held: RoundHeld, batchId: string): string {
   const retry = `the reference ${c.merchant_reference_id} retries ${c.retry_base}`;
-  const as = `${c.other_reference} (${c.other_state})`;
-  if (c.other_batch === batchId) {
-    return c.other_reference === c.retry_base
-      ? `${retry}, which line ${c.other_line} of this file pays itself; this row is not paid: remove it`
-      : `${retry}, as does ${c.other_reference} on line ${c.other_line} of this file; this row is not paid: keep one row for that payout and send it again`;
-  }
-  const other = placeIn(c.other_file, c.other_line, c.other_batch, c.other_received_at);
   // Finance's own references may end in -R<n> (revisions): such a row is a payout of its own.
   const own = `; if this row is another payout, not a retry, give it a reference not ending in ${c.merchant_reference_id.slice(c.retry_base.length)}`;
-  switch (clashRank(c, batchId)) {
+  if (held.by === 'own base')
+    return `${retry}, which line ${held.row.line} of this file pays itself; this row is not paid: remove it${own}`;
+  if (held.by === 'round alongside') {
+    const { known, row } = held;
+    const where = placeOf(known, batchId);
+    const payout =
+      known.merchant_reference_id === c.retry_base
+        ? `a payout of ${where}`
+        : `a payout retried as ${known.merchant_reference_id} by ${where}`;
+    return `${retry}, ${payout}, as does ${row.merchant_reference_id} on line ${row.line} of this file; this row is not paid: keep one row for that payout and send it again${own}`;
+  }
+  const other = placeOf(held.row, batchId);
+  const as = `${held.row.merchant_reference_id} (${held.row.state})`;
+  switch (holderRank(held.row)) {
     case 0:
       return `${retry}, which ${other} already paid as ${as}; this row is not paid: nothing to do, that payout was made${own}`;
     case 1:
@@ -348,26 +441,137 @@ function retryDuplicateMessage(c: RoundClash, batchId: string): string {
   }
 }
 
+/** The spellings of one base among `bases`: of one key, and each start beginning the other's (sameRetryBase). */
+function spellingsOfOneBase(bases: readonly RoundBase[]): RoundBase[][] {
+  const byKey = new Map<string, RoundBase[][]>();
+  for (const b of bases) {
+    const ofKey = byKey.get(b.retry_key) ?? [];
+    const same = ofKey.find((spellings) => spellings[0] !== undefined && sameRetryBase(spellings[0].retry_base, b.retry_base));
+    if (same) same.push(b);
+    else ofKey.push([b]);
+    byKey.set(b.retry_key, ofKey);
+  }
+  return [...byKey.values()].flat();
+}
+
 /**
- * Marks DUPLICATE the batch's retry rows whose base, or another round of it, a row holds in a state that was
- * or may be sent and not cancelled, in this batch or another: a retry file dropped twice under different rounds
- * (one refused and made again, say) must not pay one cancellation twice. In the acceptance's transaction, so of
- * two retry files accepted at once the later sees the earlier's rows, and both rows of one file are refused.
+ * Marks DUPLICATE the batch's retry rows whose base is known as a payout and held, or another round of it is, by a
+ * row in a state that was or may be sent and not cancelled, in this batch or another: a retry file dropped twice
+ * under different rounds (one refused and made again, say) must not pay one cancellation twice. In the
+ * acceptance's transaction, so of two retry files accepted at once the later sees the earlier's rows, and both
+ * rows of one file are refused.
  */
 async function markRetryRounds(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
-  const named = new Map<number, RoundClash>();
-  for (const c of await roundClashes(trx, batchId)) {
-    const held = named.get(c.id);
-    const rank = clashRank(c, batchId);
-    const before =
-      !held || rank < clashRank(held, batchId) || (rank === clashRank(held, batchId) && Number(c.other_id) < Number(held.other_id));
-    if (before) named.set(c.id, c);
+  const known = spellingsOfOneBase(await roundBases(trx, batchId)).filter((spellings) => spellings.some((b) => b.known_id !== null));
+  if (known.length === 0) return { errors: [], moved: 0 };
+  const named = await namedRows(
+    trx,
+    known.flat().flatMap((b) => [b.known_id, b.holder_id, b.own_base_id]),
+  );
+  const nameOf = (id: number | string | null): NamedRow | undefined => (id === null ? undefined : named.get(Number(id)));
+  const baseOf = new Map<string, RoundBase[]>();
+  for (const spellings of known) for (const b of spellings) baseOf.set(`${b.retry_key} ${b.retry_base}`, spellings);
+  const rounds = (await trx('payouts')
+    .where({ batch_id: batchId })
+    .whereNotNull('retry_key')
+    .whereIn('state', VALID)
+    .select('id', 'line', 'state', 'merchant_reference_id', 'retry_key', 'retry_base')) as RoundRow[];
+  const roundsOf = new Map<RoundBase[], RoundRow[]>();
+  // Sorted here: ordered by line, a planner may walk every row of the batch rather than its rounds.
+  for (const r of rounds.sort((a, b) => a.line - b.line)) {
+    const spellings = baseOf.get(`${r.retry_key} ${r.retry_base}`);
+    if (spellings === undefined) continue;
+    const ofBase = roundsOf.get(spellings);
+    if (ofBase) ofBase.push(r);
+    else roundsOf.set(spellings, [r]);
   }
   const errors: BatchErrorRecord[] = [];
   const moves: RowMarking[] = [];
-  for (const c of [...named.values()].sort((a, b) => a.line - b.line)) {
-    const reason = retryDuplicateMessage(c, batchId);
-    const mark = referenceMark({ id: c.id, line: c.line, from: c.state, code: 'RETRY_DUPLICATE', reason }, column);
+  for (const [spellings, ofBase] of roundsOf) {
+    const holder = spellings
+      .map((b) => nameOf(b.holder_id))
+      .filter((row) => row !== undefined)
+      .sort((a, b) => holderRank(a) - holderRank(b) || Number(a.id) - Number(b.id))[0];
+    const ownBase = spellings.map((b) => nameOf(b.own_base_id)).find((row) => row !== undefined);
+    const knownBy = spellings.map((b) => nameOf(b.known_id)).find((row) => row !== undefined);
+    for (const c of ofBase) {
+      const alongside = ofBase.find((r) => r.id !== c.id);
+      const held: RoundHeld | undefined = holder
+        ? { by: 'holder', row: holder }
+        : ownBase
+          ? { by: 'own base', row: ownBase }
+          : alongside && knownBy
+            ? { by: 'round alongside', row: alongside, known: knownBy }
+            : undefined;
+      if (!held) continue;
+      const reason = retryDuplicateMessage(c, held, batchId);
+      const mark = referenceMark({ id: c.id, line: c.line, from: c.state, code: 'RETRY_DUPLICATE', reason }, column);
+      errors.push(mark.error);
+      moves.push(mark.move);
+    }
+  }
+  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
+}
+
+/** Why an original is refused: a retry of it is paid or may be paid (the row, where and how it stands), and what to do. */
+function retriedOriginalMessage(reference: string, round: NamedRow): string {
+  const by = `its retry ${round.merchant_reference_id} (${round.state}) on ${placeIn(round.file_name, round.line, round.batch_id, round.received_at)}`;
+  const own = '; if this row is another payout, give it a reference of its own';
+  switch (holderRank(round)) {
+    case 0:
+      return `the reference ${reference} was already paid by ${by}; this row is not paid: nothing to do, that payout was made${own}`;
+    case 1:
+      return `the reference ${reference} is already being paid by ${by}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
+    default:
+      return `the reference ${reference} may be paid by ${by}, a file being read at the same time; this row is not paid: wait for that file's outcome, and if it does not pay ${round.merchant_reference_id}, send this row again then`;
+  }
+}
+
+/**
+ * Marks DUPLICATE the batch's valid rows whose reference is the base of a round of another batch in a state that
+ * was or may be sent and not cancelled: an original dropped again once a retry of it was paid. Read from the side
+ * of the round rows, each probing this batch for its base, so the cost grows with the database's rounds, not
+ * with the file (a file with no round anywhere costs one empty probe). After markRetryRounds: a round of this file whose
+ * base is in it too was refused there, and holds nothing. An original behind a hashed spelling is not matched.
+ */
+async function markRetriedOriginals(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
+  const original = trx('payouts as p')
+    .select('p.id')
+    .whereRaw('p.merchant_reference_id = r.retry_base')
+    // The batch concatenated, as in roundBases: the file's rows are found by reference alone.
+    .whereRaw(`p.batch_id || '' = ?`, [batchId])
+    .whereIn('p.state', VALID)
+    .limit(1);
+  const pairs = (await trx
+    .from(
+      trx('payouts as r')
+        .select('r.id as round_id', trx.raw('? as original_id', [original]))
+        .whereNotNull('r.retry_key')
+        .whereIn('r.state', BLOCKING)
+        .whereNot('r.batch_id', batchId)
+        .as('m'),
+    )
+    .whereNotNull('m.original_id')
+    .select('m.round_id', 'm.original_id')) as { round_id: number | string; original_id: number | string }[];
+  if (pairs.length === 0) return { errors: [], moved: 0 };
+  const named = await namedRows(trx, [...pairs.map((p) => p.round_id), ...pairs.map((p) => p.original_id)]);
+  const retriedBy = new Map<number, NamedRow>();
+  for (const p of pairs) {
+    const round = named.get(Number(p.round_id));
+    const held = retriedBy.get(Number(p.original_id));
+    if (
+      round &&
+      (!held || holderRank(round) < holderRank(held) || (holderRank(round) === holderRank(held) && Number(round.id) < Number(held.id)))
+    )
+      retriedBy.set(Number(p.original_id), round);
+  }
+  const errors: BatchErrorRecord[] = [];
+  const moves: RowMarking[] = [];
+  for (const [id, round] of retriedBy) {
+    const o = named.get(id);
+    if (!o) continue;
+    const reason = retriedOriginalMessage(o.merchant_reference_id, round);
+    const mark = referenceMark({ id, line: o.line, from: o.state, code: 'RETRY_DUPLICATE', reason }, column);
     errors.push(mark.error);
     moves.push(mark.move);
   }
@@ -425,8 +629,9 @@ export async function acceptBatchRows(
     const earlier = await markEarlierReferences(trx, batchId, now, column);
     // After those: a row they refused holds nothing, and a row of this file they left is read in its state now.
     const rounds = await markRetryRounds(trx, batchId, now, column);
-    const rowsChanged = markedBefore + inFile.moved + earlier.moved + rounds.moved;
-    await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors, ...rounds.errors]);
+    const originals = await markRetriedOriginals(trx, batchId, now, column);
+    const rowsChanged = markedBefore + inFile.moved + earlier.moved + rounds.moved + originals.moved;
+    await insertBatchErrors(trx, batchId, [...inFile.errors, ...earlier.errors, ...rounds.errors, ...originals.errors]);
     const counts = (await trx('payouts').where({ batch_id: batchId }).select('state').count({ n: '*' }).groupBy('state')) as {
       state: string;
       n: number | string;

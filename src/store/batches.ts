@@ -1,6 +1,6 @@
 /** Batch records: one per file taken from the inbox, its state and counts, and the lease of the instance working on it. */
 import type { Knex } from 'knex';
-import { canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
+import { BEING_READ_BATCH_STATES, canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
 import { writeTransaction, type Database } from './db.js';
@@ -163,7 +163,7 @@ export interface ReaderLease {
 export type ReaderFence = (trx: Knex.Transaction) => Promise<void>;
 
 /** The states of a batch being read: only its reader writes to it then. */
-const BEING_READ: BatchState[] = ['RECEIVED', 'VALIDATING'];
+const BEING_READ = [...BEING_READ_BATCH_STATES];
 
 function readerLost(batchId: string, instanceId: string): BatchStateError {
   return new BatchStateError(

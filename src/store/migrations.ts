@@ -890,6 +890,20 @@ const pruneStarted: Migration = {
   },
 };
 
+// The acceptance's guard on retry rounds stops at the first row of a base in a given state, not after every
+// round of that base. It holds only round rows, as 0027's indexes, and replaces 0027's index of retry_key alone.
+const retryKeyState: Migration = {
+  name: '0030_retry_key_state',
+  async up(knex) {
+    await knex.raw('CREATE INDEX payouts_retry_key_state ON payouts (retry_key, state) WHERE retry_key IS NOT NULL');
+    await knex.raw('DROP INDEX payouts_retry_key');
+  },
+  async down(knex) {
+    await knex.raw('CREATE INDEX payouts_retry_key ON payouts (retry_key) WHERE retry_key IS NOT NULL');
+    await knex.raw('DROP INDEX payouts_retry_key_state');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -920,6 +934,7 @@ export const MIGRATIONS: readonly Migration[] = [
   retryRounds,
   serviceChecks,
   pruneStarted,
+  retryKeyState,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

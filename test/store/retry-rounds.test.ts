@@ -1,26 +1,36 @@
 /**
  * The acceptance's guard on retry rounds on a real SQLite file (test/store/retry-rounds.ts), the plan of its
- * reads (a file without retry rows costs an empty probe of a partial index, not a walk of its rows), and the
- * rounds stored before migration 0027 found as those stored after.
+ * reads (a file without retry rows costs an empty probe of a partial index, not a walk of its rows; its
+ * originals are looked up from the database's rounds, not row by row), and the rounds stored before migration
+ * 0027 found as those stored after.
  */
 import type { Knex } from 'knex';
 import { describe, expect, it } from 'vitest';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { useTestDatabase } from '../support/database.js';
 import { addBatch, addRows, request, setRow, T0, validRow } from '../finance/helpers.js';
-import { checkHashedSpellings, checkHoldingStates, checkRetryOfPaidRound, checkRoundsReadTogether } from './retry-rounds.js';
+import { retryRoundChecks } from './retry-rounds.js';
 
 describe('store: a retry of a payout another row pays or may pay (SQLite)', () => {
   const store = useTestDatabase('payoutd-retry-rounds-');
 
-  it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
-  it('is refused while another round or the base itself may be paid, not once it is cancelled or never sent', () =>
-    checkHoldingStates(store.db));
-  it('is refused in the first of two files read together, and both rounds in one file', () => checkRoundsReadTogether(store.db));
-  it('treats the plain and hashed spellings of a long base as one base', () => checkHashedSpellings(store.db));
+  retryRoundChecks(store);
 
-  it('reads the rounds of a large file without retry rows through the partial index alone', async () => {
+  it('reads a large file without retry rows through the indexes of round rows alone, never row by row', async () => {
     const { db } = store;
+    // Rounds elsewhere, paid and cancelled: the plans are those of a database that holds some.
+    await addBatch(db, 'EARLIER', 'earlier.csv');
+    await addRows(
+      db,
+      ['T-1', 'T-1-R1', 'T-2', 'T-2-R1'].map((ref, i) => ({ ...validRow('EARLIER', i + 2, request(ref)), state: 'READY' as const })),
+    );
+    for (const [line, state] of [
+      [2, 'CANCELLED'],
+      [3, 'PAID'],
+      [4, 'CANCELLED'],
+      [5, 'CANCELLED'],
+    ] as const)
+      await setRow(db, 'EARLIER', line, { state });
     await addBatch(db, 'BIG', 'big.csv');
     await db('batches').where({ id: 'BIG' }).update({ state: 'VALIDATING' });
     await addRows(
@@ -32,13 +42,31 @@ describe('store: a retry of a payout another row pays or may pay (SQLite)', () =
     db.on('query', record);
     expect(await acceptBatchRows(db, 'BIG', 'reject-file', 5)).toMatchObject({ accepted: true, readyCount: 2000 });
     db.off('query', record);
-    const guard = seen.filter((q) => q.sql.includes('retry_key'));
+    // The bases of the file's rounds (none), and the originals in the file of the rounds holding a base.
+    const guard = seen.filter((q) => q.sql.includes('retry_'));
     expect(guard).toHaveLength(2);
+    const plans: string[][] = [];
     for (const q of guard) {
       const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
-      // The batch's rows are searched through the index holding only round rows.
-      expect(plan[0]?.detail, q.sql).toMatch(/^SEARCH p USING INDEX payouts_batch_retry_rounds \(batch_id=\? AND state=\?\)$/);
+      const details = plan.map((p) => p.detail);
+      plans.push(details);
+      // Every read of payouts is an index search, and the file's rows are searched only among its rounds.
+      expect(
+        details.filter((d) => /^SCAN (payouts|[hpr])\b/.test(d)),
+        q.sql,
+      ).toEqual([]);
+      expect(
+        details.filter((d) => d.includes('batch_id=?') && !d.includes('payouts_batch_retry_rounds')),
+        q.sql,
+      ).toEqual([]);
     }
+    expect(plans[0]).toContain('SEARCH payouts USING INDEX payouts_batch_retry_rounds (batch_id=? AND state=?)');
+    // Each probe of a base stops in the rows of one base in one state, not all its rounds.
+    expect(plans[0]).toContain('SEARCH h USING INDEX payouts_retry_key_state (retry_key=? AND state=?)');
+    // The originals: the database's round rows are the outer loop, read through an index holding only them, each
+    // looking up its base among the file's rows by reference.
+    expect(plans[1]?.[0]).toBe('SEARCH r USING INDEX payouts_retry_key_state (retry_key>?)');
+    expect(plans[1]).toContain('SEARCH p USING INDEX payouts_merchant_reference_id_index (merchant_reference_id=?)');
   });
 
   it('finds the rounds stored before migration 0027', async () => {

@@ -2,9 +2,10 @@
  * The acceptance's guard on retry rounds, checked on a real database of either engine (SQLite in test/store,
  * PostgreSQL in test/postgres): a retry row is refused (DUPLICATE, RETRY_DUPLICATE) when its base, or another
  * round of that base in either spelling, is held by a row that was or may be sent and not cancelled, in another
- * batch or in its own file; rows never sent, and cancelled or refused ones, do not hold it.
+ * batch or in its own file; rows never sent, and cancelled or refused ones, do not hold it. A row is a retry only
+ * when its base is known as a payout; an original is refused the same way while a round of it holds it.
  */
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
@@ -98,7 +99,9 @@ export async function checkHoldingStates(db: Database): Promise<void> {
   const holding: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID'];
   const free: RowState[] = ['INVALID', 'DUPLICATE', 'NOT_SUBMITTED', 'CANCELLED', 'REJECTED'];
   const states = [...holding, ...free];
-  // Round 1 of base S<i> in state states[i], and base B<i> itself (an original) in that state.
+  // Round 1 of base S<i> in state states[i], and base B<i> itself (an original) in that state; the originals S<i>,
+  // cancelled, make the S<i> known as payouts (without them, S<i>-R1 and S<i>-R2 are payouts of their own).
+  await batchOf(db, 'FIRST', 'first.csv', [...states.map((_, i): [string, RowState] => [`S${i}`, 'CANCELLED'])]);
   await batchOf(db, 'EARLIER', 'earlier.csv', [
     ...states.map((s, i): [string, RowState] => [`S${i}-R1`, s]),
     ...states.map((s, i): [string, RowState] => [`B${i}`, s]),
@@ -149,13 +152,16 @@ export async function checkRoundsReadTogether(db: Database): Promise<void> {
   expect((await listBatchErrors(db, 'BOTH')).map((e) => [e.line, e.message])).toEqual([
     [
       2,
-      'the reference U-1-R1 retries U-1, as does U-1-R2 on line 4 of this file; this row is not paid: keep one row for that payout and send it again',
+      `the reference U-1-R1 retries U-1, a payout of line 2 of "pay2.csv" (batch FIRST2, ${RECEIVED}), as does U-1-R2 on line 4 of this file; this row is not paid: keep one row for that payout and send it again; if this row is another payout, not a retry, give it a reference not ending in -R1`,
     ],
     [
       4,
-      'the reference U-1-R2 retries U-1, as does U-1-R1 on line 2 of this file; this row is not paid: keep one row for that payout and send it again',
+      `the reference U-1-R2 retries U-1, a payout of line 2 of "pay2.csv" (batch FIRST2, ${RECEIVED}), as does U-1-R1 on line 2 of this file; this row is not paid: keep one row for that payout and send it again; if this row is another payout, not a retry, give it a reference not ending in -R2`,
     ],
-    [5, 'the reference V-1-R1 retries V-1, which line 3 of this file pays itself; this row is not paid: remove it'],
+    [
+      5,
+      'the reference V-1-R1 retries V-1, which line 3 of this file pays itself; this row is not paid: remove it; if this row is another payout, not a retry, give it a reference not ending in -R1',
+    ],
   ]);
 }
 
@@ -191,4 +197,153 @@ export async function checkHashedSpellings(db: Database): Promise<void> {
   ]);
   expect(await reasonOf(db, 'RETRY', 2)).toContain(`is already paying as ${r9} (PENDING)`);
   expect(await reasonOf(db, 'RETRY', 3)).toContain(`already paid as ${middle}-R1 (PAID)`);
+}
+
+/**
+ * Counts the rows the guard's statements (those reading the retry columns) hand back to the acceptance from
+ * now on: a number of rows, not a time, so it tells a read per round from a read per pair of rounds.
+ */
+function countGuardRows(db: Database): () => number {
+  let rows = 0;
+  const count = (response: unknown, q: { sql: string }): void => {
+    if (q.sql.includes('retry_') && Array.isArray(response)) rows += response.length;
+  };
+  db.on('query-response', count);
+  return () => {
+    db.off('query-response', count);
+    return rows;
+  };
+}
+
+/**
+ * References ending in -R<n> whose base payoutd does not know (no row has it; a hashed one with no round in
+ * another batch) are payouts of their own, as earlier builds paid them: a file of them is paid whole, and the
+ * guard reads them once per base.
+ */
+export async function checkRoundsOfNoKnownBase(db: Database, rounds = 4000): Promise<void> {
+  // A round paid in another batch does not make its plain base known: only a row with the base itself does.
+  await batchOf(db, 'EARLIER', 'earlier.csv', [['LOT-R1', 'PAID']]);
+  const refs = Array.from({ length: rounds }, (_, i) => `RUN-R${i + 1}`);
+  await reading(db, 'RUNS', 'runs.csv', [...refs, 'LOT-R2', 'LONG-H0123456789-R1', 'LONG-H0123456789-R2']);
+
+  const rowsRead = countGuardRows(db);
+  const verdict = await acceptBatchRows(db, 'RUNS', 'reject-file', 9);
+
+  expect(verdict).toMatchObject({ accepted: true, readyCount: rounds + 3, invalidCount: 0, duplicateCount: 0 });
+  expect(await listBatchErrors(db, 'RUNS')).toEqual([]);
+  // One row per base (RUN, LOT, LONG-H…), none per round.
+  expect(rowsRead()).toBe(3);
+}
+
+/** Rounds of a base another batch paid are all refused, the file's rounds read once each (not once per pair). */
+export async function checkRoundsOfPaidBase(db: Database, rounds = 4000): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [['RUN', 'PAID']]);
+  await reading(
+    db,
+    'RUNS',
+    'runs.csv',
+    Array.from({ length: rounds }, (_, i) => `RUN-R${i + 1}`),
+  );
+
+  const rowsRead = countGuardRows(db);
+  const verdict = await acceptBatchRows(db, 'RUNS', 'skip-rows', 9);
+
+  expect(verdict).toMatchObject({ accepted: false, readyCount: 0, duplicateCount: rounds, rejectReason: 'no valid row to pay' });
+  const rows = await rowsOf(db, 'RUNS');
+  expect(rows.filter(([, state, code]) => state !== 'DUPLICATE' || code !== 'RETRY_DUPLICATE')).toEqual([]);
+  expect(await reasonOf(db, 'RUNS', rounds + 1)).toBe(
+    `RETRY_DUPLICATE ["merchantReferenceId"]: the reference RUN-R${rounds} retries RUN, which line 2 of "pay.csv" (batch FIRST, ${RECEIVED}) already paid as RUN (PAID); this row is not paid: nothing to do, that payout was made; if this row is another payout, not a retry, give it a reference not ending in -R${rounds}`,
+  );
+  // The base once and each round once: a read per pair of rounds would be rounds² rows.
+  expect(rowsRead()).toBeLessThanOrEqual(2 * rounds);
+}
+
+/**
+ * Two rounds in one file of a base known only through a round in another batch (a hashed spelling, whose
+ * original text is not known): both refused, saying where that round is and the way out for distinct payouts.
+ */
+export async function checkInFileRoundsOfHashedBase(db: Database): Promise<void> {
+  const long = `INV-${'Z'.repeat(56)}-0002`;
+  const [r1, r2, r3] = [1, 2, 3].map((n) => retryReference(long, n));
+  await batchOf(db, 'EARLIER', 'earlier.csv', [
+    [long, 'CANCELLED'],
+    [r1 ?? '', 'CANCELLED'],
+  ]);
+  await reading(db, 'RETRY', 'retry.csv', [r2 ?? '', r3 ?? '']);
+
+  expect(await acceptBatchRows(db, 'RETRY', 'skip-rows', 9)).toMatchObject({ accepted: false, duplicateCount: 2 });
+  const base = retryBase(r2 ?? '').base;
+  expect((await listBatchErrors(db, 'RETRY')).map((e) => [e.line, e.message])).toEqual([
+    [
+      2,
+      `the reference ${r2} retries ${base}, a payout retried as ${r1} by line 3 of "earlier.csv" (batch EARLIER, ${RECEIVED}), as does ${r3} on line 3 of this file; this row is not paid: keep one row for that payout and send it again; if this row is another payout, not a retry, give it a reference not ending in -R2`,
+    ],
+    [
+      3,
+      `the reference ${r3} retries ${base}, a payout retried as ${r1} by line 3 of "earlier.csv" (batch EARLIER, ${RECEIVED}), as does ${r2} on line 2 of this file; this row is not paid: keep one row for that payout and send it again; if this row is another payout, not a retry, give it a reference not ending in -R3`,
+    ],
+  ]);
+}
+
+/**
+ * An original dropped again (its first row never sent) while a round of it is paid, being paid, or in a file
+ * being read is refused; not once that round is cancelled or was never sent. Of the original and its round read
+ * together, the file accepted first is refused and the other pays.
+ */
+export async function checkRetriedOriginal(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [
+    ['Q-1', 'NOT_SUBMITTED'],
+    ['Q-2', 'INVALID'],
+    ['Q-3', 'NOT_SUBMITTED'],
+    ['Q-4', 'NOT_SUBMITTED'],
+  ]);
+  await batchOf(db, 'RETRY', 'retry.csv', [
+    ['Q-1-R1', 'PAID'],
+    ['Q-2-R1', 'PENDING'],
+    ['Q-3-R1', 'CANCELLED'],
+    ['Q-4-R1', 'DUPLICATE'],
+  ]);
+  await reading(db, 'LATER', 'later.csv', ['Q-5-R1']);
+  await reading(db, 'AGAIN', 'again.csv', ['Q-1', 'Q-2', 'Q-3', 'Q-4', 'Q-5', 'Q-6']);
+
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 9)).toMatchObject({ accepted: true, readyCount: 3, duplicateCount: 3 });
+  expect(await rowsOf(db, 'AGAIN')).toEqual([
+    ['Q-1', 'DUPLICATE', 'RETRY_DUPLICATE'],
+    ['Q-2', 'DUPLICATE', 'RETRY_DUPLICATE'],
+    ['Q-3', 'READY', null],
+    ['Q-4', 'READY', null],
+    ['Q-5', 'DUPLICATE', 'RETRY_DUPLICATE'],
+    ['Q-6', 'READY', null],
+  ]);
+  expect((await listBatchErrors(db, 'AGAIN')).map((e) => [e.line, e.message])).toEqual([
+    [
+      2,
+      `the reference Q-1 was already paid by its retry Q-1-R1 (PAID) on line 2 of "retry.csv" (batch RETRY, ${RECEIVED}); this row is not paid: nothing to do, that payout was made; if this row is another payout, give it a reference of its own`,
+    ],
+    [
+      3,
+      `the reference Q-2 is already being paid by its retry Q-2-R1 (PENDING) on line 3 of "retry.csv" (batch RETRY, ${RECEIVED}); this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch; if this row is another payout, give it a reference of its own`,
+    ],
+    [
+      6,
+      `the reference Q-5 may be paid by its retry Q-5-R1 (READY) on line 2 of "later.csv" (batch LATER, ${RECEIVED}), a file being read at the same time; this row is not paid: wait for that file's outcome, and if it does not pay Q-5-R1, send this row again then`,
+    ],
+  ]);
+  // The original refused, the round read with it pays.
+  expect(await acceptBatchRows(db, 'LATER', 'skip-rows', 10)).toMatchObject({ accepted: true, readyCount: 1 });
+}
+
+/** The checks above as the tests of the calling `describe`, on its database (call it there). */
+export function retryRoundChecks(store: { readonly db: Database }): void {
+  it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
+  it('is refused while another round or the base itself may be paid, not once it is cancelled or never sent', () =>
+    checkHoldingStates(store.db));
+  it('is refused in the first of two files read together, and both rounds in one file', () => checkRoundsReadTogether(store.db));
+  it('treats the plain and hashed spellings of a long base as one base', () => checkHashedSpellings(store.db));
+  it('pays a file of references ending in -R<n> whose base it does not know, reading it once per base', () =>
+    checkRoundsOfNoKnownBase(store.db));
+  it('refuses every round of a file whose base is paid, reading each round once', () => checkRoundsOfPaidBase(store.db));
+  it('says where a base of two rounds in one file is known, and the way out for distinct payouts', () =>
+    checkInFileRoundsOfHashedBase(store.db));
+  it('refuses an original dropped again while a round of it is paid or may be paid', () => checkRetriedOriginal(store.db));
 }
