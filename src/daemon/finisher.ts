@@ -14,18 +14,19 @@ import { safeError } from '../log/index.js';
 import {
   type BatchRecord,
   type Database,
-  batchesNotedSinceFiles,
+  batchesToCorrect,
   claimBatchLease,
   completeBatch,
   getBatch,
   holdBatchLease,
   listBatchesMissingFiles,
   listFinishedActiveBatches,
+  recordNotesShown,
   releaseBatchLease,
   updateBatch,
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
-import { identityOf, type BatchOutbox } from './outbox.js';
+import { identityOf, type BatchOutbox, type NoteCorrected } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
 export interface FinisherDeps {
@@ -71,6 +72,13 @@ export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 
   };
 }
 
+/** The rows a corrected result file changes, in words for the log (the first few; the log's `rows` has them all). */
+function changesText(changes: readonly NoteCorrected[]): string {
+  const words = { added: 'note added', changed: 'note changed', withdrawn: 'note withdrawn, the payout service shows it as recorded' };
+  const told = changes.slice(0, 5).map((c) => `line ${c.line} ${c.merchantReferenceId}: ${words[c.change]}`);
+  return changes.length > told.length ? `${told.join('; ')}; and ${changes.length - told.length} more` : told.join('; ');
+}
+
 /** How long the outbox repair leaves a batch to the intake writing its files itself. */
 const INTAKE_WRITES_FOR_MS = 5_000;
 
@@ -88,7 +96,7 @@ export class BatchFinisher {
   async pass(): Promise<number> {
     await this.repairOutbox(INTAKE_WRITES_FOR_MS);
     const finished = await this.finishBatches();
-    await this.writeNotedAgain();
+    await this.writeCorrections();
     await this.progress.maybeLog();
     return finished;
   }
@@ -231,27 +239,41 @@ export class BatchFinisher {
   }
 
   /**
-   * COMPLETE batches a row's service note changed in since their result files were written (src/poll/checks.ts):
-   * their result files and retry file are written again. A failure is logged and tried again at the next pass.
+   * COMPLETE batches whose last result file shows a row's service note otherwise than it now is
+   * (src/poll/checks.ts): a corrected result file, and their retry file written again. A failure is logged and
+   * tried again at the next pass.
    */
-  private async writeNotedAgain(): Promise<void> {
+  private async writeCorrections(): Promise<void> {
     const { db, clock, logger, outbox } = this.deps;
-    for (const id of await batchesNotedSinceFiles(db)) {
+    for (const id of await batchesToCorrect(db)) {
       await this.whileLeased(id, async () => {
         const batch = await getBatch(db, id);
         if (batch?.state !== 'COMPLETE') return false;
-        // Taken before the rows are read: a note changed while they are written makes the files due again.
-        const at = clock.now();
         try {
-          const files = await outbox.writeAgain(batch);
-          await updateBatch(db, id, { resultWrittenAt: at }, clock.now());
-          this.tellRetry(batch, files.extras.retry);
-          logger.warn(
-            { batchId: id, file: batch.fileName, resultFile: files.result.resultPath, removed: files.removed },
-            'result files of a finished batch written again: the payout service contradicts a row of it, or is being asked about one (payoutd status --batch)',
-          );
+          const files = await outbox.writeCorrection(batch);
+          if (files !== null) {
+            // Counted before the notes are recorded as shown: a stop in between gives the next correction a new name.
+            await updateBatch(db, id, { resultWrittenAt: clock.now(), resultCorrections: files.correction }, clock.now());
+            await recordNotesShown(db, files.shown);
+            this.tellRetry(batch, files.extras.retry);
+            logger.warn(
+              {
+                batchId: id,
+                file: batch.fileName,
+                resultFile: files.path,
+                supersedes: files.previous,
+                rows: files.changes.map((c) => ({ line: c.line, merchantReferenceId: c.merchantReferenceId, note: c.change })),
+                removed: files.removed,
+              },
+              `a finished batch's result file corrected: ${basename(files.path)} supersedes ${files.previous} (${changesText(files.changes)}); ` +
+                'its statuses and amounts are unchanged: book it as a correction of that file, not as a new result (payoutd status --batch)',
+            );
+          }
         } catch (err) {
-          logger.error({ batchId: id, err: safeError(err) }, 'cannot write the result files of a finished batch again yet; will try again');
+          logger.error(
+            { batchId: id, err: safeError(err) },
+            'cannot write the corrected result file of a finished batch yet; will try again',
+          );
         }
         if (this.o.shared) await releaseBatchLease(db, id, this.o.instanceId, clock.now());
         return true;

@@ -18,7 +18,10 @@ import {
   type BatchResultRow,
   batchRetrySource,
   countCancelledRows,
+  recordNotesShown,
+  type NoteShown,
 } from '../store/index.js';
+import { correctionText, noteChange, type NoteChange } from '../domain/service-check.js';
 import {
   writeAckFile,
   writeAckRowsAhead,
@@ -27,6 +30,9 @@ import {
   writeInterimReportXlsx,
   writeRejectionAckFile,
   writeResultFiles,
+  writeCorrectedResultFile,
+  writeCorrectedResultXlsx,
+  resultFileName,
   outcomeStatusOf,
   reasonText,
   isTempName,
@@ -177,6 +183,27 @@ export interface ExtraFiles {
   retryXlsxPath: string | null;
 }
 
+/** A row of a corrected result file whose note changed since the file it supersedes. */
+export interface NoteCorrected {
+  line: number;
+  merchantReferenceId: string;
+  change: NoteChange;
+}
+
+/** A corrected result file written (BatchOutbox.writeCorrection), and the notes it shows, to record once it counts. */
+export interface ResultCorrection {
+  /** n of `<name>.result.corrected-<n>.csv`. */
+  correction: number;
+  path: string;
+  /** The name of the file it supersedes: the result file, or the correction before. */
+  previous: string;
+  changes: NoteCorrected[];
+  shown: NoteShown[];
+  extras: ExtraFiles;
+  /** Retry files removed: no row was left in them. */
+  removed: string[];
+}
+
 export class BatchOutbox {
   constructor(
     private readonly db: Database,
@@ -281,9 +308,16 @@ export class BatchOutbox {
     return path;
   }
 
-  /** The result and summary files, then their .xlsx twins (a rejected batch's too). */
+  /**
+   * The result and summary files, then their .xlsx twins (a rejected batch's too). The notes they show are recorded:
+   * a note that changes after is told by a corrected result file (writeCorrection).
+   */
   async writeResult(batch: BatchRecord): Promise<ResultFiles> {
-    let rows = mapRows(this.db, batch.id, rowOutcome);
+    const shown: NoteShown[] = [];
+    let rows = mapRows(this.db, batch.id, (row) => {
+      if (noteChange(row.serviceNote, row.serviceNoteShown) !== null) shown.push({ id: row.id, note: row.serviceNote });
+      return rowOutcome(row);
+    });
     const hook = this.midResultFile;
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
     const identity = identityOf(batch);
@@ -295,6 +329,7 @@ export class BatchOutbox {
       const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), opts);
       await writeSummaryXlsx(this.dir, identity, xlsx.summary, opts);
     });
+    await recordNotesShown(this.db, shown);
     return files;
   }
 
@@ -323,14 +358,42 @@ export class BatchOutbox {
   }
 
   /**
-   * A finished batch's result files written again, and its retry file when retry files are on or one is in the
-   * outbox (`payoutd retry-file` wrote it): a row the payout service has since contradicted, or is being asked
-   * about, is told in its reason and left out of the retry file. A retry file left with no row is removed, so none
-   * offers such a row to be paid again. Returns the files removed too.
+   * A finished batch's result file corrected, as `<name>.result.corrected-<n>.csv` (n: the batch's corrections so
+   * far, plus one) and its .xlsx twin: never under the name of a file finance may have booked already. Each row
+   * whose note differs from what the last file showed says so in its `correction` cell, naming that file. Then its
+   * retry file, when retry files are on or one is in the outbox (`payoutd retry-file` wrote it): a row the payout
+   * service contradicts, or is being asked about, is left out, and a retry file left with no row is removed so
+   * none offers such a row to be paid again. Null when no note differs (any more): nothing is written.
    */
-  async writeAgain(batch: BatchRecord): Promise<{ result: ResultFiles; extras: ExtraFiles; removed: string[] }> {
-    const result = await this.writeResult(batch);
-    const retryPath = join(this.dir, outboxFileName(identityOf(batch).outboxName ?? batch.fileName, 'retry'));
+  async writeCorrection(batch: BatchRecord): Promise<ResultCorrection | null> {
+    const correction = (batch.resultCorrections ?? 0) + 1;
+    const identity = identityOf(batch);
+    const previous = resultFileName(outboxName(batch), correction - 1);
+    const corrected = (row: BatchResultRow): RowOutcome => ({
+      ...rowOutcome(row),
+      correction: correctionText({ state: row.state, note: row.serviceNote, shown: row.serviceNoteShown }, previous),
+    });
+    const changes: NoteCorrected[] = [];
+    const shown: NoteShown[] = [];
+    const rows = mapRows(this.db, batch.id, (row) => {
+      const change = noteChange(row.serviceNote, row.serviceNoteShown);
+      if (change !== null) {
+        changes.push({ line: row.line, merchantReferenceId: row.merchantReferenceId, change });
+        shown.push({ id: row.id, note: row.serviceNote });
+      }
+      return corrected(row);
+    });
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
+    const written = await writeCorrectedResultFile(this.dir, identity, correction, rows, { bom: this.bom, approval });
+    if (changes.length === 0) {
+      // The note went back to what the last file showed before the rows were read: there is nothing to correct.
+      await rm(written.path, { force: true });
+      return null;
+    }
+    await this.twin(identity, 'result', () =>
+      writeCorrectedResultXlsx(this.dir, identity, correction, mapRows(this.db, batch.id, corrected), { ...this.xlsxOptions(), approval }),
+    );
+    const retryPath = join(this.dir, outboxFileName(outboxName(batch), 'retry'));
     const had = (await lstatOrNull(retryPath)) !== null;
     const extras = await this.writeExtras(batch, had);
     const removed: string[] = [];
@@ -341,7 +404,7 @@ export class BatchOutbox {
         removed.push(path);
       }
     }
-    return { result, extras, removed };
+    return { correction, path: written.path, previous, changes, shown, extras, removed };
   }
 
   /** An .xlsx twin written with this outbox's options, when `outbox.xlsx` is on (see twin). */

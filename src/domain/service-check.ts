@@ -58,6 +58,31 @@ function contradictionNote(row: CheckedRow, payouts: readonly HeldPayout[]): str
   return `${said.join('; ')}: ${DO_NOT_SEND}; check it with the payout service before booking it`;
 }
 
+/** How a row's note changed since the result file a corrected one supersedes. */
+export type NoteChange = 'added' | 'changed' | 'withdrawn';
+
+/** A row's note now and as the last result file showed it: how it changed, null when it did not. */
+export function noteChange(note: string | null, shown: string | null): NoteChange | null {
+  if (note === shown) return null;
+  return shown === null ? 'added' : note === null ? 'withdrawn' : 'changed';
+}
+
+/**
+ * The `correction` cell of a row in a corrected result file: what changed in it since `previous`, the file it
+ * supersedes (null: the row is as that file showed it). Only a note changes: never a status or an amount.
+ */
+export function correctionText(row: { state: RowState; note: string | null; shown: string | null }, previous: string): string | null {
+  const change = noteChange(row.note, row.shown);
+  if (change === null) return null;
+  const what =
+    change === 'added'
+      ? "a note is added to this row's reason: what the payout service says of it, or that payoutd is asking it"
+      : change === 'changed'
+        ? `the note of this row's reason changed; it was: ${row.shown}`
+        : `the note of this row's reason is withdrawn, the payout service shows the row as recorded (${row.state}); it was: ${row.shown}`;
+  return `supersedes ${previous}: ${what}`;
+}
+
 /** What the answer to a row's check means for it. */
 export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVerdict {
   if (row.serviceCheck === 'PAYOUT') {

@@ -69,11 +69,7 @@ export class ServiceChecks {
         },
         'could not ask the payout service about rows a payout.updated event contradicted; they stay out of retry files; will ask again',
       );
-      await rescheduleServiceChecks(
-        db,
-        rows.map((r) => r.id),
-        clock.now() + this.o.minIntervalMs,
-      );
+      await rescheduleServiceChecks(db, rows, clock.now() + this.o.minIntervalMs);
       return;
     }
     for (const row of rows) await this.record(row, judgeCheck(row, answer));
@@ -89,7 +85,7 @@ export class ServiceChecks {
         { ...fields, state: row.state, check: row.serviceCheck, reason: verdict.reason },
         'the payout service did not tell what a payout.updated event said of this row; it stays out of retry files; will ask again',
       );
-      await rescheduleServiceChecks(db, [row.id], now + this.o.maxIntervalMs);
+      await rescheduleServiceChecks(db, [row], now + this.o.maxIntervalMs);
       return;
     }
     const several = verdict.held > 1;
@@ -114,15 +110,25 @@ export class ServiceChecks {
                 detail: `${verdict.detail}; the service holds ${verdict.held} payouts for this reference`,
               }
             : null,
-      still: { payoutId: row.payoutId, serviceCheck: row.serviceCheck },
+      still: { payoutId: row.payoutId, serviceCheck: row.serviceCheck, serviceCheckRound: row.serviceCheckRound },
     };
-    // Another check made owed meanwhile (a later event) is asked again rather than overwritten.
-    if ((await applyRowMoves(db, [move], now)) === 0) return;
+    // A check made owed again while this query was out (a later event, of any kind) may be about what the service
+    // did since: it stays owed, and is asked again, rather than closed by this older answer.
+    if ((await applyRowMoves(db, [move], now)) === 0) {
+      logger.info(
+        { ...fields, state: row.state, check: row.serviceCheck },
+        'the row changed while the payout service was being asked (another payout.updated event, or its poll): its check stays owed and is asked again',
+      );
+      return;
+    }
     if (several) logSeveralPayouts(logger, row.merchantReferenceId, verdict.held);
     if (verdict.kind === 'agrees') {
       logger.info(
         { ...fields, state: row.state, check: row.serviceCheck, answer: verdict.detail },
-        `the payout service shows this row as recorded (${row.state}): the payout.updated event is not confirmed; nothing changes`,
+        row.serviceNoteShown === null
+          ? `the payout service shows this row as recorded (${row.state}): the payout.updated event is not confirmed; nothing changes`
+          : `the payout service shows this row as recorded (${row.state}): the payout.updated event is not confirmed; ` +
+              "the note the batch's result file shows of it is withdrawn by a corrected result file",
       );
       return;
     }

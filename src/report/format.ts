@@ -39,9 +39,13 @@ export function withApprovalColumn(columns: readonly string[], audited: boolean)
   return audited ? [...columns, APPROVAL_COLUMN] : columns;
 }
 
-/** The columns of `<file>.result.csv` and of the first sheet of its .xlsx. */
-export function resultColumns(approval: string | null = null): readonly string[] {
-  return withApprovalColumn(RESULT_COLUMNS, approval !== null);
+/** The last column of a corrected result file (CSV and .xlsx): what changed in the row since the file it supersedes. */
+export const CORRECTION_COLUMN = 'correction';
+
+/** The columns of `<file>.result.csv` and of the first sheet of its .xlsx; a corrected one ends with `correction`. */
+export function resultColumns(approval: string | null = null, corrected = false): readonly string[] {
+  const columns = withApprovalColumn(RESULT_COLUMNS, approval !== null);
+  return corrected ? [...columns, CORRECTION_COLUMN] : columns;
 }
 
 /** The columns of `<file>.summary.csv` and of the `Summary` sheet of the result and summary .xlsx. */
@@ -67,6 +71,18 @@ export type OutboxFileKind = 'ack' | 'result' | 'summary' | 'retry' | 'status' |
 export function outboxFileName(fileName: string, kind: OutboxFileKind, ext: 'csv' | 'xlsx' = 'csv'): string {
   assertPlainFileName(fileName);
   return `${fileName}.${kind}.${ext}`;
+}
+
+/**
+ * A batch's result file: `<name>.result.csv` (correction 0), or its n-th correction `<name>.result.corrected-<n>.csv`,
+ * a name of its own so that nothing booking every `*.result.csv` books a batch twice.
+ */
+export function resultFileName(outboxName: string, correction: number, ext: 'csv' | 'xlsx' = 'csv'): string {
+  if (correction === 0) return outboxFileName(outboxName, 'result', ext);
+  if (!Number.isSafeInteger(correction) || correction < 0)
+    throw new ReportError('REPORT_BAD_FILE_NAME', `not a correction number: ${correction}`);
+  assertPlainFileName(outboxName);
+  return `${outboxName}.result.corrected-${correction}.${ext}`;
 }
 
 const text = (value: string | null): string => value ?? '';

@@ -7,6 +7,7 @@ export {
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
   outboxFileName,
+  resultFileName,
   type OutboxFileKind,
   fileRejectionRecord,
   resultRecord,
@@ -20,6 +21,7 @@ export {
   writeAckRowsAhead,
   writeRejectionAckFile,
   writeResultFiles,
+  writeCorrectedResultFile,
   writeInterimReport,
   ackCurrencyTotals,
 } from './writers.js';
@@ -35,6 +37,7 @@ export {
   xlsxPathFor,
   writeXlsxFile,
   writeResultXlsx,
+  writeCorrectedResultXlsx,
   writeInterimReportXlsx,
   wallClockDate,
   ACK_TOTALS_COLUMNS,

@@ -36,6 +36,8 @@ export interface RowOutcome {
   completeTime: string | null;
   /** Error code + message, business code + msg, failureReason, or "duplicate of batch X line N". */
   reason: string | null;
+  /** Only in a corrected result file: what changed in the row since the file it supersedes (null: nothing). */
+  correction?: string | null;
 }
 
 export interface AckRow {

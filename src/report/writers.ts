@@ -14,6 +14,7 @@ import {
   fileNoteRecord,
   fileRejectionRecord,
   resultColumns,
+  resultFileName,
   resultRecord,
   summaryColumns,
   summaryRecords,
@@ -58,6 +59,8 @@ export interface ResultPass {
   summary: SummaryAccumulator;
   /** The audit ending every record, as resultColumns(approval) says; null for none. */
   approval: string | null;
+  /** A corrected result file: each record ends with the row's correction, as resultColumns(approval, true) says. */
+  corrected?: boolean;
 }
 
 /**
@@ -74,7 +77,9 @@ export function resultRecords(pass: ResultPass): (o: RowOutcome) => string[] {
     }
     const record = resultRecord(o);
     pass.summary.add(o);
-    return audit === null ? record : [...record, audit];
+    if (audit !== null) record.push(audit);
+    if (pass.corrected === true) record.push(o.correction ?? '');
+    return record;
   };
 }
 
@@ -197,6 +202,25 @@ export async function writeResultFiles(
   const summary = acc.summary();
   await writeFileAtomic(summaryPath, csvChunks(summaryColumns(audit), summaryRecords(summary, audit), { bom }), opts);
   return { resultPath, summaryPath, summary };
+}
+
+/**
+ * `<fileName>.result.corrected-<n>.csv`: the result file of a finished batch written again because a row's note
+ * changed, each row ending with what changed in it (`correction`). No summary: a note changes no status or amount.
+ */
+export async function writeCorrectedResultFile(
+  dir: string,
+  identity: BatchIdentity,
+  correction: number,
+  outcomes: Rows<RowOutcome>,
+  opts: ResultWriteOptions = {},
+): Promise<InterimReport> {
+  const path = join(dir, resultFileName(identity.outboxName ?? identity.fileName, correction));
+  const acc = new SummaryAccumulator();
+  const audit = opts.approval ?? null;
+  const records = resultRecords({ requireTerminal: true, summary: acc, approval: audit, corrected: true });
+  await writeFileAtomic(path, csvChunksOf(resultColumns(audit, true), outcomes, records, { bom: opts.bom ?? DEFAULT_OUTBOX_BOM }), opts);
+  return { path, summary: acc.summary() };
 }
 
 /** With `approval`: an `approval` column of the result and summary files holding the batch's audit. */

@@ -18,7 +18,16 @@ import { currencyDecimals } from './decimals.js';
 import { ReportError } from './errors.js';
 export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
-import { ACK_COLUMNS, ackRecord, outboxFileName, resultColumns, summaryColumns, summaryRecords, type ApprovalAudit } from './format.js';
+import {
+  ACK_COLUMNS,
+  ackRecord,
+  outboxFileName,
+  resultColumns,
+  resultFileName,
+  summaryColumns,
+  summaryRecords,
+  type ApprovalAudit,
+} from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
 import { LineOrder, ackCurrencyTotals, ackLead, resultRecords, type RowPages } from './writers.js';
@@ -478,14 +487,15 @@ async function writeOutcomesXlsx(
   sheetName: string,
   outcomes: Rows<RowOutcome>,
   requireTerminal: boolean,
-  opts: XlsxOptions & ApprovalAudit,
+  opts: XlsxOptions & ApprovalAudit & { corrected?: boolean },
 ): Promise<XlsxReport> {
   const acc = new SummaryAccumulator();
   const approval = opts.approval ?? null;
+  const corrected = opts.corrected === true;
   const main: XlsxSheet = {
     name: sheetName,
-    columns: xlsxColumns(resultColumns(approval)),
-    records: outcomeRecords(outcomes, resultRecords({ requireTerminal, summary: acc, approval })),
+    columns: xlsxColumns(resultColumns(approval, corrected)),
+    records: outcomeRecords(outcomes, resultRecords({ requireTerminal, summary: acc, approval, corrected })),
   };
   await writeXlsxFile(path, [main, summarySheet(() => acc.summary(), approval)], opts);
   return { path, summary: acc.summary() };
@@ -500,6 +510,18 @@ export function writeResultXlsx(
 ): Promise<XlsxReport> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'result', 'xlsx'));
   return writeOutcomesXlsx(path, 'Result', outcomes, true, opts);
+}
+
+/** `<fileName>.result.corrected-<n>.xlsx`: the twin of the corrected result CSV, its `correction` column included. */
+export function writeCorrectedResultXlsx(
+  dir: string,
+  identity: BatchIdentity,
+  correction: number,
+  outcomes: Rows<RowOutcome>,
+  opts: XlsxOptions & ApprovalAudit = {},
+): Promise<XlsxReport> {
+  const path = join(dir, resultFileName(identity.outboxName ?? identity.fileName, correction, 'xlsx'));
+  return writeOutcomesXlsx(path, 'Result', outcomes, true, { ...opts, corrected: true });
 }
 
 /** The interim report as .xlsx (PENDING rows allowed), at a path the caller chooses (see `xlsxPathFor`). */

@@ -43,6 +43,8 @@ export interface BatchRecord {
   acceptedAt: number | null;
   ackWrittenAt: number | null;
   resultWrittenAt: number | null;
+  /** Corrected result files written since the first (`<name>.result.corrected-<n>.csv`, the latest n). */
+  resultCorrections?: number;
   completedAt: number | null;
   updatedAt: number;
   /** When the upload was first seen going on after the file was taken (the batch is held for it once). */
@@ -110,6 +112,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   acceptedAt: 'accepted_at',
   ackWrittenAt: 'ack_written_at',
   resultWrittenAt: 'result_written_at',
+  resultCorrections: 'result_corrections',
   completedAt: 'completed_at',
   updatedAt: 'updated_at',
   fileChangedAt: 'file_changed_at',

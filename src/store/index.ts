@@ -103,7 +103,9 @@ export {
 } from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export {
-  batchesNotedSinceFiles,
+  batchesToCorrect,
+  recordNotesShown,
+  type NoteShown,
   dueServiceChecks,
   markServiceCheck,
   nextServiceCheckDue,

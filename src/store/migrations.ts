@@ -904,6 +904,38 @@ const retryKeyState: Migration = {
   },
 };
 
+// A check made owed again while an answer to the earlier one was on its way must not be closed by that answer
+// (service_check_round, raised by each); and a finished batch's result file is corrected only when a note differs
+// from what its files last showed (service_note_shown), each correction under a name of its own
+// (`<name>.result.corrected-<n>.csv`, n = result_corrections).
+const serviceNoteShown: Migration = {
+  name: '0031_service_note_shown',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.integer('service_check_round').notNullable().defaultTo(0);
+      t.text('service_note_shown').nullable();
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.integer('result_corrections').notNullable().defaultTo(0);
+    });
+    // A note older than its batch's last result file is in that file.
+    await knex.raw(
+      `UPDATE payouts SET service_note_shown = service_note
+       WHERE service_noted_at IS NOT NULL AND service_note IS NOT NULL
+         AND service_noted_at <= (SELECT b.result_written_at FROM batches b WHERE b.id = payouts.batch_id)`,
+    );
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('service_check_round');
+      t.dropColumn('service_note_shown');
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('result_corrections');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -935,6 +967,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceChecks,
   pruneStarted,
   retryKeyState,
+  serviceNoteShown,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -34,9 +34,9 @@ export interface RowMove {
 
 /**
  * Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's
- * own, the check of it against the service that was asked.
+ * own, the check of it against the service that was asked (and its round).
  */
-export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck'>>;
+export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck' | 'serviceCheckRound'>>;
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 

@@ -44,10 +44,14 @@ export interface PayoutRow {
    */
   serviceCheck: ServiceCheckKind | null;
   serviceCheckAt: number | null;
+  /** Raised each time a check is made owed: an answer to an earlier round does not close a later one. */
+  serviceCheckRound: number;
   /** What finance is told of the row while the service is being asked, or since it contradicted the row; null: nothing. */
   serviceNote: string | null;
-  /** When serviceNote last changed (a finished batch's files are written again after it). */
+  /** When serviceNote last changed; null: the row never had one. */
   serviceNotedAt: number | null;
+  /** The note as the batch's last result file showed it (null: none); a finished batch whose note differs gets a corrected one. */
+  serviceNoteShown: string | null;
   nextPollAt: number | null;
   pollCount: number;
   lastPolledAt: number | null;
@@ -85,8 +89,10 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   payoutCheckedAt: 'payout_checked_at',
   serviceCheck: 'service_check',
   serviceCheckAt: 'service_check_at',
+  serviceCheckRound: 'service_check_round',
   serviceNote: 'service_note',
   serviceNotedAt: 'service_noted_at',
+  serviceNoteShown: 'service_note_shown',
   nextPollAt: 'next_poll_at',
   pollCount: 'poll_count',
   lastPolledAt: 'last_polled_at',

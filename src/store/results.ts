@@ -23,6 +23,7 @@ export type BatchResultRow = Pick<
   | 'reasonCode'
   | 'reason'
   | 'serviceNote'
+  | 'serviceNoteShown'
 > & {
   /** Null when the row has no request (an invalid row). */
   beneficiaryAccountName: string | null;
@@ -47,6 +48,7 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
         'completeTime',
         'reasonCode',
         'serviceNote',
+        'serviceNoteShown',
       ] as const
     ).map((field) => `${COLUMNS[field]} as ${field}`),
     ...(['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const).map((field) => writtenMoneyAs(db, field, field)),

@@ -10,12 +10,16 @@ import type { ServiceCheckKind } from '../domain/service-check.js';
 /** A row a check is owed for, as the check needs it. */
 export interface CheckTarget extends FinalRowNamed {
   serviceCheck: ServiceCheckKind;
+  /** The round of the check asked: a check made owed again meanwhile has a higher one. */
+  serviceCheckRound: number;
+  /** The note the batch's last result file showed (null: none, or no result file yet). */
+  serviceNoteShown: string | null;
 }
 
 /**
- * Makes a check of a row owed now: its note (what finance is told meanwhile) is set unless it already holds one
- * (what the service said before stays until the check has an answer). False when the row is no longer in `state`
- * or holds another payout.
+ * Makes a check of a row owed now, in a new round: an answer to a query sent before is not taken as this one's.
+ * Its note (what finance is told meanwhile) is set unless it already holds one (what the service said before stays
+ * until the check has an answer). False when the row is no longer in `state` or holds another payout.
  */
 export async function markServiceCheck(
   db: Database,
@@ -29,6 +33,7 @@ export async function markServiceCheck(
     .update({
       service_check: check,
       service_check_at: now,
+      service_check_round: db.raw('service_check_round + 1'),
       service_note: db.raw('coalesce(service_note, ?)', [note]),
       service_noted_at: now,
       updated_at: now,
@@ -57,7 +62,12 @@ export async function dueServiceChecks(db: Database, now: number, limit: number)
     .whereNotNull('payout_id')
     .orderBy([{ column: 'service_check_at' }, { column: 'id' }])
     .limit(limit)
-    .select([...NAMED_ROW_COLUMNS, 'service_check as serviceCheck'])) as CheckTarget[];
+    .select([
+      ...NAMED_ROW_COLUMNS,
+      'service_check as serviceCheck',
+      'service_check_round as serviceCheckRound',
+      'service_note_shown as serviceNoteShown',
+    ])) as CheckTarget[];
 }
 
 /** When the next owed check falls due (null: none is owed). */
@@ -67,9 +77,18 @@ export async function nextServiceCheckDue(db: Database): Promise<number | null> 
   return r?.at ?? null;
 }
 
-/** Asks about these rows again at `at` (their check's query failed). */
-export async function rescheduleServiceChecks(db: Database, ids: readonly number[], at: number): Promise<void> {
-  if (ids.length > 0) await db('payouts').whereIn('id', ids).whereNotNull('service_check').update({ service_check_at: at });
+/** Asks about these rows again at `at` (their check's query failed), unless a check was made owed again since. */
+export async function rescheduleServiceChecks(
+  db: Database,
+  rows: readonly Pick<CheckTarget, 'id' | 'serviceCheckRound'>[],
+  at: number,
+): Promise<void> {
+  for (const r of rows) {
+    await db('payouts')
+      .where({ id: r.id, service_check_round: r.serviceCheckRound })
+      .whereNotNull('service_check')
+      .update({ service_check_at: at });
+  }
 }
 
 /** A row finance is told something of by the service's answer, or while a check is owed. */
@@ -98,42 +117,58 @@ export async function serviceNotesOfBatch(db: Database, batchId: string, limit =
     ])) as ServiceNoted[];
 }
 
-/** The batches holding rows with a service note (and when the latest changed), read from the index of the few such rows. */
-async function notedBatches(db: Database, withNote: boolean): Promise<Map<string, { n: number; lastAt: number }>> {
-  const q = db('payouts').whereNotNull('service_noted_at');
-  if (withNote) void q.whereNotNull('service_note');
-  const rows = (await q.groupBy('batch_id').select('batch_id as batchId').count({ n: '*' }).max({ lastAt: 'service_noted_at' })) as {
-    batchId: string;
-    n: number | string;
-    lastAt: number | string;
-  }[];
-  return new Map(rows.map((r) => [r.batchId, { n: Number(r.n), lastAt: Number(r.lastAt) }]));
+/** The batches holding rows with a service note, and how many, read from the index of the few rows that ever had one. */
+async function notedBatches(db: Database): Promise<Map<string, number>> {
+  const rows = (await db('payouts')
+    .whereNotNull('service_noted_at')
+    .whereNotNull('service_note')
+    .groupBy('batch_id')
+    .select('batch_id as batchId')
+    .count({ n: '*' })) as { batchId: string; n: number | string }[];
+  return new Map(rows.map((r) => [r.batchId, Number(r.n)]));
 }
 
 /** For each of these batches that has any, how many of its rows carry a service note. */
 export async function serviceNoteCounts(db: Database, batchIds: readonly string[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (batchIds.length === 0) return out;
-  const noted = await notedBatches(db, true);
+  const noted = await notedBatches(db);
   for (const id of batchIds) {
-    const n = noted.get(id)?.n;
+    const n = noted.get(id);
     if (n !== undefined) out.set(id, n);
   }
   return out;
 }
 
 /**
- * COMPLETE batches a row's service note changed in after their result files were written: their result and retry
- * files are written again, so neither shows what the service has since contradicted.
+ * COMPLETE batches whose last result file shows a row's service note otherwise than it now is: they get a corrected
+ * result file. A note set and cleared before any result file showed it (the service agreed soon) is no change.
  */
-export async function batchesNotedSinceFiles(db: Database): Promise<string[]> {
-  const noted = await notedBatches(db, false);
-  if (noted.size === 0) return [];
+export async function batchesToCorrect(db: Database): Promise<string[]> {
+  // Notes are never empty text: '' stands for none on both sides.
+  const noted = (await db('payouts')
+    .whereNotNull('service_noted_at')
+    .whereRaw("coalesce(service_note, '') <> coalesce(service_note_shown, '')")
+    .distinct('batch_id as batchId')) as { batchId: string }[];
+  if (noted.length === 0) return [];
   const batches = (await db('batches')
-    .whereIn('id', [...noted.keys()])
+    .whereIn('id', [...new Set(noted.map((r) => r.batchId))])
     .where('state', 'COMPLETE')
     .whereNull('pruned_at')
+    .whereNull('prune_started_at')
     .whereNotNull('result_written_at')
-    .select('id', 'result_written_at as resultWrittenAt')) as { id: string; resultWrittenAt: number | string }[];
-  return batches.filter((b) => (noted.get(b.id)?.lastAt ?? 0) > Number(b.resultWrittenAt)).map((b) => b.id);
+    .orderBy('id')
+    .select('id')) as { id: string }[];
+  return batches.map((b) => b.id);
+}
+
+/** A row's note as a result file showed it. */
+export interface NoteShown {
+  id: number;
+  note: string | null;
+}
+
+/** Records the notes a result file just written shows (a note changed since is corrected by the next one). */
+export async function recordNotesShown(db: Database, shown: readonly NoteShown[]): Promise<void> {
+  for (const r of shown) await db('payouts').where({ id: r.id }).update({ service_note_shown: r.note });
 }

@@ -42,7 +42,14 @@ async function outboxFile(outbox: string, batchId: string, suffix: string): Prom
   return name ? readFile(join(outbox, name), 'utf8') : null;
 }
 
-it('a CANCELLED row of a finished batch the service now reports PAID: result file written again, left out of every retry file', async () => {
+/** The batch's latest corrected result file (`<name>.result.corrected-<n>.csv`, the highest n), null when none. */
+async function latestCorrection(outbox: string, batchId: string): Promise<string | null> {
+  const n = (name: string): number => Number(/\.result\.corrected-(\d+)\.csv$/.exec(name)?.[1] ?? 0);
+  const [latest] = (await readdir(outbox)).filter((f) => f.startsWith(batchId) && n(f) > 0).sort((a, b) => n(b) - n(a));
+  return latest ? readFile(join(outbox, latest), 'utf8') : null;
+}
+
+it('a CANCELLED row of a finished batch the service now reports PAID: a corrected result file, left out of every retry file', async () => {
   const p = await startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } } });
   const { daemon, inbox, outbox } = await pipelineDaemon(p, {
     inbox: { stableForMs: 20 },
@@ -65,6 +72,7 @@ it('a CANCELLED row of a finished batch the service now reports PAID: result fil
   expect(await p.states(batchId)).toEqual(['PAID', 'CANCELLED', 'CANCELLED']);
   await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) !== null, 'the retry file');
   expect(await outboxFile(outbox, batchId, '.retry.csv')).toContain('WC-2-R1');
+  const booked = await outboxFile(outbox, batchId, '.result.csv');
 
   // The service reverses WC-2 and says so.
   const payoutId = (await p.row('WC-2')).payoutId as string;
@@ -84,12 +92,12 @@ it('a CANCELLED row of a finished batch the service now reports PAID: result fil
     10_000,
   );
   await waitFor(
-    async () => (await outboxFile(outbox, batchId, '.result.csv'))?.includes('now reports PAID') === true,
-    'the result file to be written again',
+    async () => (await latestCorrection(outbox, batchId))?.includes('now reports PAID') === true,
+    'a corrected result file',
     10_000,
   );
   expect(await outboxFile(outbox, batchId, '.retry.csv')).toContain('WC-3-R1');
-  await waitFor(() => p.logLines.some((l) => l.includes('result files of a finished batch written again')), 'the rewrite to be told');
+  await waitFor(() => p.logLines.some((l) => l.includes("a finished batch's result file corrected")), 'the correction to be told');
 
   // WC-3 too: no row is left to retry, and the retry file goes.
   const third = (await p.row('WC-3')).payoutId as string;
@@ -98,12 +106,18 @@ it('a CANCELLED row of a finished batch the service now reports PAID: result fil
   await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) === null, 'the retry file to be removed', 10_000);
   await daemon.stop();
 
-  const result = parse((await outboxFile(outbox, batchId, '.result.csv')) as string, { columns: true }) as Record<string, string>[];
+  // The result file finance may have booked is never written again under its name.
+  expect(await outboxFile(outbox, batchId, '.result.csv')).toBe(booked);
+  const result = parse((await latestCorrection(outbox, batchId)) as string, { columns: true }) as Record<string, string>[];
   const wc2 = result.find((r) => r['merchant_reference_id'] === 'WC-2');
   expect(wc2?.['status']).toBe('CANCELLED');
   expect(wc2?.['reason']).toContain(`the payout service now reports PAID for payout ${payoutId}`);
   expect(wc2?.['reason']).toContain('do not send this row again');
   expect(wc2?.['reason']).toContain('before booking');
+  expect(result.find((r) => r['merchant_reference_id'] === 'WC-1')?.['correction']).toBe('');
+  expect(result.find((r) => r['merchant_reference_id'] === 'WC-3')?.['correction']).toMatch(
+    /^supersedes \S+\.result\.(corrected-\d+\.)?csv: /,
+  );
 
   const config = cliConfig(p);
   const cli = await printed(() => retryFile(config, batchId, join(p.dir, 'again.retry.csv')));
@@ -116,4 +130,5 @@ it('a CANCELLED row of a finished batch the service now reports PAID: result fil
   const shown = await printed(() => status(config, batchId, 20, false));
   expect(shown).toContain('SERVICE CONTRADICTS 2 row(s)');
   expect(shown).toMatch(/line 3 WC-2 \(CANCELLED, payout \S+\): the payout service now reports PAID/);
+  expect(shown).toMatch(/latest result: \S+\.result\.corrected-\d+\.csv, correction \d+ of the result file/);
 });

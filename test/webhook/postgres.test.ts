@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeDatabase, migrateToLatest, openDatabase } from '../../src/store/db.js';
-import { batchesNotedSinceFiles, serviceNoteCounts, serviceNotesOfBatch, updateBatch } from '../../src/store/index.js';
+import { batchesToCorrect, serviceNoteCounts, serviceNotesOfBatch, updateBatch } from '../../src/store/index.js';
 import { closePipelines } from '../pipeline/harness.js';
 import { openEmptySchema, pgReachable, useTestSchema } from '../postgres/pg.js';
 import { batchFiles, checkOwed, deliver, finalRows } from './final-rows-world.js';
@@ -57,19 +57,22 @@ describe.skipIf(!pgReachable)('webhook deduplication on PostgreSQL', () => {
     expect(row).toMatchObject({ state: 'CANCELLED', serviceCheck: null, serviceCheckAt: null });
     expect(row.serviceNote).toContain('the payout service now reports PAID');
     expect(row.serviceNotedAt).toBe(p.clock.now());
-    const files = await batchFiles(p, batchId, 'outbox');
-    expect(files.retry).toContain('PG-FR-2-R1');
-    expect(files.retry).not.toContain('PG-FR-1');
-    expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['PG-FR-1']);
-    expect(await serviceNoteCounts(p.db, [batchId, 'B-NONE'])).toEqual(new Map([[batchId, 1]]));
-    expect((await serviceNotesOfBatch(p.db, batchId)).map((n) => n.line)).toEqual([2]);
-    // Finished before the note: its files are due to be written again.
+    // Finished before the note: no result file shows it yet, so a corrected one is due.
     await updateBatch(
       p.db,
       batchId,
       { state: 'COMPLETE', resultWrittenAt: p.clock.now() - 1, completedAt: p.clock.now() - 1 },
       p.clock.now(),
     );
-    expect(await batchesNotedSinceFiles(p.db)).toEqual([batchId]);
+    expect(await batchesToCorrect(p.db)).toEqual([batchId]);
+    const files = await batchFiles(p, batchId, 'outbox');
+    expect(files.retry).toContain('PG-FR-2-R1');
+    expect(files.retry).not.toContain('PG-FR-1');
+    expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['PG-FR-1']);
+    expect(await serviceNoteCounts(p.db, [batchId, 'B-NONE'])).toEqual(new Map([[batchId, 1]]));
+    expect((await serviceNotesOfBatch(p.db, batchId)).map((n) => n.line)).toEqual([2]);
+    // The result file written shows the note: nothing is left to correct.
+    expect((await p.row('PG-FR-1')).serviceNoteShown).toBe(row.serviceNote);
+    expect(await batchesToCorrect(p.db)).toEqual([]);
   });
 });

@@ -25,6 +25,7 @@ import {
 import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
 import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
+import { resultFileName } from '../../report/format.js';
 import { byRetention } from '../../report/retention-notes.js';
 import { print, table } from '../output.js';
 
@@ -321,6 +322,13 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         print('  references, states and payout ids are kept; amounts are only in the result file downloaded from the outbox before');
       } else {
         print(`\noutbox files: ${files}`);
+        const corrections = b.resultCorrections ?? 0;
+        if (corrections > 0) {
+          print(
+            `  latest result: ${config.paths.outbox}/${resultFileName(outboxName(b), corrections)}, correction ${corrections} of the result ` +
+              "file: a row's note changed since (its correction column says which), no status or amount did",
+          );
+        }
         print(`\ntaken file${b.archivedAt != null ? ' (archived)' : ''}: ${b.storedPath}`);
       }
     }
