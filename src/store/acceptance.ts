@@ -263,7 +263,19 @@ async function markEarlierReferences(
 const BLOCKING = [...RETRY_BLOCKING_STATES];
 /** Of those, a row sent or to be sent and not paid yet. */
 const PAYING = BLOCKING.filter((s) => s !== 'PAID');
+/**
+ * States of a row that held a payout and holds a base only while the payout service contradicts it, or is being
+ * asked about it (src/poll/checks.ts): recorded CANCELLED, its payout may have been paid all the same.
+ */
+const CONTRADICTABLE = HOLDING.filter((s) => !RETRY_BLOCKING_STATES.has(s));
 const BEING_READ = [...BEING_READ_BATCH_STATES];
+
+/** Narrows a query of payouts `h` to rows of CONTRADICTABLE states whose check is owed or that the service contradicts. */
+function contradicted(q: Knex.QueryBuilder, h: string): Knex.QueryBuilder {
+  return q.whereIn(`${h}.state`, CONTRADICTABLE).andWhere((w) => {
+    void w.whereNotNull(`${h}.service_check`).orWhereNotNull(`${h}.service_note`);
+  });
+}
 
 /** A row the guard names (it holds a base, or makes it known), with its batch as a message places it. */
 interface NamedRow {
@@ -272,6 +284,11 @@ interface NamedRow {
   line: number;
   state: string;
   merchant_reference_id: string;
+  payout_id: string | null;
+  /** Set while payoutd asks the payout service about the row (src/store/service-checks.ts). */
+  service_check: string | null;
+  /** Set while that check is owed, or once the service contradicted the row. */
+  service_note: string | null;
   batch_state: string;
   file_name: string;
   received_at: number | string;
@@ -321,7 +338,8 @@ function sameBaseSql(h: string, k: string): string {
  * its reference (any state, any batch) or, for a hashed spelling whose original text is not known, a round of it
  * is in another batch: rows merely sharing a prefix in one file (finance's `RUN-R1`, `RUN-R2`, …) are payouts
  * of their own. Each probe is an index search that stops at its first row: several probes, most telling first
- * (paid, being paid, in a file being read), name a holder without reading every row of the base.
+ * (paid, being paid or contradicted by the payout service, in a file being read), name a holder without reading
+ * every row of the base.
  */
 async function roundBases(trx: Database, batchId: string): Promise<RoundBase[]> {
   const probe = (k: string, of: 'base' | 'round', where: (q: Knex.QueryBuilder) => unknown): Knex.QueryBuilder => {
@@ -339,6 +357,8 @@ async function roundBases(trx: Database, batchId: string): Promise<RoundBase[]> 
   const ranks: ((q: Knex.QueryBuilder) => unknown)[] = [
     (q) => q.where('h.state', 'PAID'),
     (q) => otherBatch(q, PAYING).whereNotIn('hb.state', BEING_READ),
+    // Ranked with the rows being paid: either may have paid the base, and neither outcome is known yet.
+    (q) => contradicted(q, 'h'),
     (q) => otherBatch(q, BLOCKING).whereIn('hb.state', BEING_READ),
   ];
   const holders = ranks.flatMap((rank) => [probe('k', 'base', rank), probe('k', 'round', rank)]);
@@ -389,6 +409,9 @@ async function namedRows(trx: Database, ids: readonly (number | string | null)[]
         'h.line',
         'h.state',
         'h.merchant_reference_id',
+        'h.payout_id',
+        'h.service_check',
+        'h.service_note',
         'hb.state as batch_state',
         'hb.file_name',
         'hb.received_at',
@@ -398,10 +421,38 @@ async function namedRows(trx: Database, ids: readonly (number | string | null)[]
   return byId;
 }
 
-/** How a row of another batch holding a base stands, the most telling first: paid, being paid, in a file being read. */
+/**
+ * How a row of another batch holding a base stands: paid, being paid, recorded CANCELLED (or REJECTED) but
+ * contradicted by the payout service or being asked about, in a file being read. Only the probes of roundBases
+ * and markRetriedOriginals name a row, so one in a state that does not block is one they found contradicted.
+ */
+type Standing = 'paid' | 'paying' | 'contradicted' | 'being read';
+
+function standingOf(row: NamedRow): Standing {
+  if (row.state === 'PAID') return 'paid';
+  if (isBeingRead(row.batch_state)) return 'being read';
+  return RETRY_BLOCKING_STATES.has(row.state) ? 'paying' : 'contradicted';
+}
+
+/** The most telling first; a contradicted row ranks with the rows being paid (either may have paid it). */
+const STANDING_RANK: Record<Standing, number> = { paid: 0, paying: 1, contradicted: 1, 'being read': 2 };
+
 function holderRank(row: NamedRow): number {
-  if (row.state === 'PAID') return 0;
-  return isBeingRead(row.batch_state) ? 2 : 1;
+  return STANDING_RANK[standingOf(row)];
+}
+
+/**
+ * Of a row recorded CANCELLED that the payout service contradicts or is being asked about: what it said, and what
+ * to do before sending again a payout it may have paid. `again`: what is sent again (`this retry`, `this row`).
+ */
+function contradictedText(row: NamedRow, again: string): { said: string; todo: string } {
+  const payout = row.payout_id === null ? 'its payout' : `payout ${row.payout_id}`;
+  const said =
+    row.service_check !== null
+      ? `a payout.updated event reported otherwise for ${payout} and payoutd is asking the payout service about it`
+      : `the payout service reports otherwise for ${payout}`;
+  const todo = `check ${payout} with the payout service; if it really was not paid, drop ${again} again once payoutd's check agrees it is ${row.state} (payoutd status --batch ${row.batch_id} no longer lists line ${row.line})`;
+  return { said, todo };
 }
 
 /** The row named in a message: `line 3 of this file`, or a row of another batch with its file. */
@@ -431,12 +482,16 @@ function retryDuplicateMessage(c: RoundRow, held: RoundHeld, batchId: string): s
   }
   const other = placeOf(held.row, batchId);
   const as = `${held.row.merchant_reference_id} (${held.row.state})`;
-  switch (holderRank(held.row)) {
-    case 0:
+  switch (standingOf(held.row)) {
+    case 'paid':
       return `${retry}, which ${other} already paid as ${as}; this row is not paid: nothing to do, that payout was made${own}`;
-    case 1:
+    case 'paying':
       return `${retry}, which ${other} is already paying as ${as}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
-    default:
+    case 'contradicted': {
+      const { said, todo } = contradictedText(held.row, 'this retry');
+      return `${retry}, which ${other} recorded ${held.row.state} as ${held.row.merchant_reference_id}, but ${said}; this row is not paid: ${todo}${own}`;
+    }
+    case 'being read':
       return `${retry}, which ${other}, a file being read at the same time, may pay as ${as}; this row is not paid: wait for that file's outcome, and if it does not pay ${c.retry_base}, send this row again then`;
   }
 }
@@ -456,10 +511,11 @@ function spellingsOfOneBase(bases: readonly RoundBase[]): RoundBase[][] {
 
 /**
  * Marks DUPLICATE the batch's retry rows whose base is known as a payout and held, or another round of it is, by a
- * row in a state that was or may be sent and not cancelled, in this batch or another: a retry file dropped twice
- * under different rounds (one refused and made again, say) must not pay one cancellation twice. In the
- * acceptance's transaction, so of two retry files accepted at once the later sees the earlier's rows, and both
- * rows of one file are refused.
+ * row in a state that was or may be sent and not cancelled, in this batch or another, or by a cancelled row the
+ * payout service contradicts or is being asked about: a retry file dropped twice under different rounds (one
+ * refused and made again, say), or taken before the service said the payout was paid after all, must not pay one
+ * cancellation twice. In the acceptance's transaction, so of two retry files accepted at once the later sees the
+ * earlier's rows, and both rows of one file are refused.
  */
 async function markRetryRounds(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
   const known = spellingsOfOneBase(await roundBases(trx, batchId)).filter((spellings) => spellings.some((b) => b.known_id !== null));
@@ -515,24 +571,30 @@ async function markRetryRounds(trx: Database, batchId: string, now: number, colu
 
 /** Why an original is refused: a retry of it is paid or may be paid (the row, where and how it stands), and what to do. */
 function retriedOriginalMessage(reference: string, round: NamedRow): string {
-  const by = `its retry ${round.merchant_reference_id} (${round.state}) on ${placeIn(round.file_name, round.line, round.batch_id, round.received_at)}`;
+  const place = placeIn(round.file_name, round.line, round.batch_id, round.received_at);
+  const by = `its retry ${round.merchant_reference_id} (${round.state}) on ${place}`;
   const own = '; if this row is another payout, give it a reference of its own';
-  switch (holderRank(round)) {
-    case 0:
+  switch (standingOf(round)) {
+    case 'paid':
       return `the reference ${reference} was already paid by ${by}; this row is not paid: nothing to do, that payout was made${own}`;
-    case 1:
+    case 'paying':
       return `the reference ${reference} is already being paid by ${by}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
-    default:
+    case 'contradicted': {
+      const { said, todo } = contradictedText(round, 'this row');
+      return `the reference ${reference} was retried by its retry ${round.merchant_reference_id} on ${place}, recorded ${round.state}, but ${said}; this row is not paid: ${todo}${own}`;
+    }
+    case 'being read':
       return `the reference ${reference} may be paid by ${by}, a file being read at the same time; this row is not paid: wait for that file's outcome, and if it does not pay ${round.merchant_reference_id}, send this row again then`;
   }
 }
 
 /**
  * Marks DUPLICATE the batch's valid rows whose reference is the base of a round of another batch in a state that
- * was or may be sent and not cancelled: an original dropped again once a retry of it was paid. Read from the side
- * of the round rows, each probing this batch for its base, so the cost grows with the database's rounds, not
- * with the file (a file with no round anywhere costs one empty probe). After markRetryRounds: a round of this file whose
- * base is in it too was refused there, and holds nothing. An original behind a hashed spelling is not matched.
+ * was or may be sent and not cancelled, or contradicted by the payout service: an original dropped again once a
+ * retry of it was paid. Read from the side of the round rows, each probing this batch for its base, so the cost
+ * grows with the database's rounds, not with the file (a file with no round anywhere costs one empty probe). After
+ * markRetryRounds: a round of this file whose base is in it too was refused there, and holds nothing. An original
+ * behind a hashed spelling is not matched.
  */
 async function markRetriedOriginals(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
   const original = trx('payouts as p')
@@ -547,7 +609,9 @@ async function markRetriedOriginals(trx: Database, batchId: string, now: number,
       trx('payouts as r')
         .select('r.id as round_id', trx.raw('? as original_id', [original]))
         .whereNotNull('r.retry_key')
-        .whereIn('r.state', BLOCKING)
+        .andWhere((w) => {
+          void w.whereIn('r.state', BLOCKING).orWhere((x) => void contradicted(x, 'r'));
+        })
         .whereNot('r.batch_id', batchId)
         .as('m'),
     )

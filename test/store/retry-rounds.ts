@@ -333,6 +333,82 @@ export async function checkRetriedOriginal(db: Database): Promise<void> {
   expect(await acceptBatchRows(db, 'LATER', 'skip-rows', 10)).toMatchObject({ accepted: true, readyCount: 1 });
 }
 
+/** What a row of `file.csv`'s batch `batch` recorded CANCELLED is told when the payout service contradicts it, or is asked. */
+function contradictedTail(payoutId: string, batch: string, line: number, asked: boolean): string {
+  const said = asked
+    ? `a payout.updated event reported otherwise for payout ${payoutId} and payoutd is asking the payout service about it`
+    : `the payout service reports otherwise for payout ${payoutId}`;
+  return `${said}; this row is not paid: check payout ${payoutId} with the payout service; if it really was not paid, drop this retry again once payoutd's check agrees it is CANCELLED (payoutd status --batch ${batch} no longer lists line ${line})`;
+}
+
+/**
+ * A CANCELLED row the payout service contradicts (a webhook said PAID and the query confirmed it), or is being
+ * asked about, holds its base as a row being paid does: a retry taken before is refused saying why and what to
+ * do, its original dropped again too; once the check agrees with CANCELLED (note and check cleared), a retry
+ * is paid. A paid round still names the base first.
+ */
+export async function checkContradictedHolder(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [
+    ['C-1', 'CANCELLED'],
+    ['C-2', 'CANCELLED'],
+    ['C-3', 'CANCELLED'],
+    ['C-4', 'CANCELLED'],
+    ['C-5', 'CANCELLED'],
+    ['Q-1', 'NOT_SUBMITTED'],
+  ]);
+  await batchOf(db, 'RETRY', 'retry.csv', [
+    ['C-4-R1', 'CANCELLED'],
+    ['C-5-R1', 'PAID'],
+    ['Q-1-R1', 'CANCELLED'],
+  ]);
+  const note = 'the payout service now reports PAID for payout PO-…, recorded CANCELLED here: do not send this row again';
+  // C-1 and C-5 contradicted, C-2 being asked, C-3 asked and shown as recorded, C-4 and Q-1 through their round.
+  for (const [batch, line, patch] of [
+    ['FIRST', 2, { payoutId: 'PO-C1', serviceNote: note, serviceNotedAt: 3 }],
+    ['FIRST', 3, { payoutId: 'PO-C2', serviceCheck: 'PAYOUT', serviceCheckAt: 3, serviceNote: note, serviceNotedAt: 3 }],
+    ['FIRST', 4, { payoutId: 'PO-C3', serviceNote: null, serviceNotedAt: 3 }],
+    ['FIRST', 6, { payoutId: 'PO-C5', serviceNote: note, serviceNotedAt: 3 }],
+    ['RETRY', 2, { payoutId: 'PO-C4R1', serviceNote: note, serviceNotedAt: 3 }],
+    ['RETRY', 4, { payoutId: 'PO-Q1R1', serviceCheck: 'REFERENCE', serviceCheckAt: 3, serviceNote: note, serviceNotedAt: 3 }],
+  ] as const)
+    await setRow(db, batch, line, patch);
+  await reading(db, 'TAKEN', 'taken.csv', ['C-1-R1', 'C-2-R1', 'C-3-R1', 'C-4-R2', 'C-5-R2', 'Q-1']);
+
+  expect(await acceptBatchRows(db, 'TAKEN', 'skip-rows', 9)).toMatchObject({ accepted: true, readyCount: 1, duplicateCount: 5 });
+  // C-3's check agreed: it holds nothing. Every other row is refused, each named below.
+  expect((await rowsOf(db, 'TAKEN')).filter(([, state, code]) => state !== 'DUPLICATE' || code !== 'RETRY_DUPLICATE')).toEqual([
+    ['C-3-R1', 'READY', null],
+  ]);
+  const own = (n: number): string => `; if this row is another payout, not a retry, give it a reference not ending in -R${n}`;
+  expect((await listBatchErrors(db, 'TAKEN')).map((e) => [e.line, e.message])).toEqual([
+    [
+      2,
+      `the reference C-1-R1 retries C-1, which line 2 of "pay.csv" (batch FIRST, ${RECEIVED}) recorded CANCELLED as C-1, but ${contradictedTail('PO-C1', 'FIRST', 2, false)}${own(1)}`,
+    ],
+    [
+      3,
+      `the reference C-2-R1 retries C-2, which line 3 of "pay.csv" (batch FIRST, ${RECEIVED}) recorded CANCELLED as C-2, but ${contradictedTail('PO-C2', 'FIRST', 3, true)}${own(1)}`,
+    ],
+    [
+      5,
+      `the reference C-4-R2 retries C-4, which line 2 of "retry.csv" (batch RETRY, ${RECEIVED}) recorded CANCELLED as C-4-R1, but ${contradictedTail('PO-C4R1', 'RETRY', 2, false)}${own(2)}`,
+    ],
+    [
+      6,
+      `the reference C-5-R2 retries C-5, which line 3 of "retry.csv" (batch RETRY, ${RECEIVED}) already paid as C-5-R1 (PAID); this row is not paid: nothing to do, that payout was made${own(2)}`,
+    ],
+    [
+      7,
+      `the reference Q-1 was retried by its retry Q-1-R1 on line 4 of "retry.csv" (batch RETRY, ${RECEIVED}), recorded CANCELLED, but ${contradictedTail('PO-Q1R1', 'RETRY', 4, true).replace('drop this retry', 'drop this row')}; if this row is another payout, give it a reference of its own`,
+    ],
+  ]);
+
+  // The check of C-1 asked again agrees with CANCELLED (src/poll/checks.ts clears its note): a retry pays it.
+  await setRow(db, 'FIRST', 2, { serviceCheck: null, serviceCheckAt: null, serviceNote: null, serviceNotedAt: 10 });
+  await reading(db, 'AGAIN', 'again.csv', ['C-1-R1']);
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 11)).toMatchObject({ accepted: true, readyCount: 1, duplicateCount: 0 });
+}
+
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
 export function retryRoundChecks(store: { readonly db: Database }): void {
   it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
@@ -346,4 +422,6 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
   it('says where a base of two rounds in one file is known, and the way out for distinct payouts', () =>
     checkInFileRoundsOfHashedBase(store.db));
   it('refuses an original dropped again while a round of it is paid or may be paid', () => checkRetriedOriginal(store.db));
+  it('is refused while the payout service contradicts a cancelled row of it, or is being asked, not once the check agrees', () =>
+    checkContradictedHolder(store.db));
 }

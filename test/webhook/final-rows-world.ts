@@ -7,7 +7,9 @@ import { mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { expect } from 'vitest';
+import type { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { ManualClock } from '../../src/domain/clock.js';
 import { payoutRequest, startPipeline, waitFor, type Pipeline, type PipelineOptions } from '../pipeline/harness.js';
 import { PATH, eventBody, parsedLines, send, signedHeaders, startReceiver, type Harness } from './helpers.js';
 
@@ -36,6 +38,17 @@ export async function finalRows(settle: Record<string, 'PAID' | 'CANCELLED'>, o:
   for (const ref of refs) payoutIds.set(ref, (await p.row(ref)).payoutId as string);
   const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
   return { p, h, batchId, payoutIds };
+}
+
+/** A receiver with the default follow-up on a running daemon's database, waking its poller as `payoutd run` wires them. */
+export function daemonReceiver(p: Pipeline, daemon: PayoutDaemon): Promise<Harness> {
+  return startReceiver({
+    db: p.db,
+    clock: new ManualClock(Date.now()),
+    defaultFollowUp: true,
+    path: PATH,
+    wake: () => daemon.wakePoller(),
+  });
 }
 
 /** A signed delivery of a payout.updated event, answered 200. */

@@ -12,13 +12,12 @@ import { afterEach, expect, it } from 'vitest';
 import { retryFile } from '../../src/cli/commands/finance.js';
 import { status } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
-import { ManualClock } from '../../src/domain/clock.js';
 import { TEST_DATABASE_FILE } from '../support/database.js';
 import { printed } from '../support/output.js';
 import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
-import { PATH, closeAll, startReceiver } from './helpers.js';
-import { deliver } from './final-rows-world.js';
+import { closeAll } from './helpers.js';
+import { daemonReceiver, deliver } from './final-rows-world.js';
 
 afterEach(async () => {
   await closeAll();
@@ -77,13 +76,7 @@ it('a CANCELLED row of a finished batch the service now reports PAID: a correcte
   // The service reverses WC-2 and says so.
   const payoutId = (await p.row('WC-2')).payoutId as string;
   expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
-  const h = await startReceiver({
-    db: p.db,
-    clock: new ManualClock(Date.now()),
-    defaultFollowUp: true,
-    path: PATH,
-    wake: () => daemon.wakePoller(),
-  });
+  const h = await daemonReceiver(p, daemon);
   await deliver(h, { payoutId, merchantReferenceId: 'WC-2', status: 'PAID' });
   await waitFor(async () => (await p.row('WC-2')).serviceNote?.includes('now reports PAID') === true, 'the service to be asked', 10_000);
   await waitFor(
