@@ -310,6 +310,7 @@ export class PayoutDaemon {
           encoding: config.batch.format.encoding,
         },
         onCompleted: () => deps.onBatchEvent?.('completed'),
+        faultPoint: deps.faultPoint,
       },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, shared: this.shared },
     );

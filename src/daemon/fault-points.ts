@@ -2,15 +2,27 @@
  * Named points where the chaos test may kill the daemon (PAYOUTD_FAULT_KILL_AT=<point>:<n>), to prove that a
  * crash exactly there loses and repeats nothing. Off unless set; code receives a plain callback.
  */
-export type FaultPointName = 'after-intent' | 'after-create-response' | 'after-record' | 'mid-result-file' | 'mid-read';
+export type FaultPointName =
+  | 'after-intent'
+  | 'after-create-response'
+  | 'after-record'
+  | 'mid-result-file'
+  | 'mid-read'
+  | 'after-correction-intent'
+  | 'after-correction-file';
 
-/** mid-read: a chunk of a batch's rows is committed and the batch is still being read (VALIDATING). */
+/**
+ * mid-read: a chunk of a batch's rows is committed and the batch is still being read (VALIDATING).
+ * after-correction-intent / after-correction-file: a corrected result file is recorded / its CSV is in the outbox.
+ */
 export const FAULT_POINTS: readonly FaultPointName[] = [
   'after-intent',
   'after-create-response',
   'after-record',
   'mid-result-file',
   'mid-read',
+  'after-correction-intent',
+  'after-correction-file',
 ];
 
 export type FaultPoint = (name: FaultPointName) => void;

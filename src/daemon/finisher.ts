@@ -21,12 +21,14 @@ import {
   holdBatchLease,
   listBatchesMissingFiles,
   listFinishedActiveBatches,
-  recordNotesShown,
+  recordCorrection,
+  recordCorrectionWritten,
   releaseBatchLease,
   updateBatch,
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
-import { identityOf, type BatchOutbox, type NoteCorrected } from './outbox.js';
+import type { FaultPoint } from './fault-points.js';
+import { identityOf, type BatchOutbox, type NoteCorrected, type RetryCorrection } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
 export interface FinisherDeps {
@@ -37,6 +39,8 @@ export interface FinisherDeps {
   /** Where and how the notices of uploads that went on are written. */
   continued: Omit<ContinuedUploadContext, 'db'>;
   onCompleted?: () => void;
+  /** Chaos testing: a stop after a correction is recorded, and after its file is written. */
+  faultPoint?: FaultPoint;
 }
 
 export interface FinisherOptions {
@@ -77,6 +81,21 @@ function changesText(changes: readonly NoteCorrected[]): string {
   const words = { added: 'note added', changed: 'note changed', withdrawn: 'note withdrawn, the payout service shows it as recorded' };
   const told = changes.slice(0, 5).map((c) => `line ${c.line} ${c.merchantReferenceId}: ${words[c.change]}`);
   return changes.length > told.length ? `${told.join('; ')}; and ${changes.length - told.length} more` : told.join('; ');
+}
+
+/** What a correction did to the batch's retry files, in words for the log. */
+function retryText(retry: RetryCorrection): string {
+  const rows = (cs: readonly NoteCorrected[]): string => cs.map((c) => `line ${c.line} ${c.merchantReferenceId}`).join(', ');
+  const moved = [
+    ...(retry.putBack.length > 0 ? [`puts back ${rows(retry.putBack)}`] : []),
+    ...(retry.leftOut.length > 0 ? [`leaves out ${rows(retry.leftOut)}`] : []),
+  ].join(' and ');
+  const path = retry.extras.retry?.path;
+  const before = retry.removed.filter((f) => f.endsWith('.csv')).map((f) => basename(f));
+  const gone = before.length > 0 ? `; ${before.join(', ')} removed from the outbox: do not use a copy taken before` : '';
+  return path
+    ? `a new retry file ${basename(path)} was written: it ${moved}${gone}`
+    : `no retry file is left: this correction ${moved}${gone}`;
 }
 
 /** How long the outbox repair leaves a batch to the intake writing its files itself. */
@@ -240,34 +259,27 @@ export class BatchFinisher {
 
   /**
    * COMPLETE batches whose last result file shows a row's service note otherwise than it now is
-   * (src/poll/checks.ts): a corrected result file, and their retry file written again. A failure is logged and
+   * (src/poll/checks.ts): a corrected result file, recorded before it is written (recordCorrection), so a stop
+   * between the two writes the same file again rather than other content under its name. A failure is logged and
    * tried again at the next pass.
    */
   private async writeCorrections(): Promise<void> {
-    const { db, clock, logger, outbox } = this.deps;
+    const { db, clock, logger } = this.deps;
     for (const id of await batchesToCorrect(db)) {
       await this.whileLeased(id, async () => {
-        const batch = await getBatch(db, id);
+        let batch = await getBatch(db, id);
         if (batch?.state !== 'COMPLETE') return false;
         try {
-          const files = await outbox.writeCorrection(batch);
-          if (files !== null) {
-            // Counted before the notes are recorded as shown: a stop in between gives the next correction a new name.
-            await updateBatch(db, id, { resultWrittenAt: clock.now(), resultCorrections: files.correction }, clock.now());
-            await recordNotesShown(db, files.shown);
-            this.tellRetry(batch, files.extras.retry);
-            logger.warn(
-              {
-                batchId: id,
-                file: batch.fileName,
-                resultFile: files.path,
-                supersedes: files.previous,
-                rows: files.changes.map((c) => ({ line: c.line, merchantReferenceId: c.merchantReferenceId, note: c.change })),
-                removed: files.removed,
-              },
-              `a finished batch's result file corrected: ${basename(files.path)} supersedes ${files.previous} (${changesText(files.changes)}); ` +
-                'its statuses and amounts are unchanged: book it as a correction of that file, not as a new result (payoutd status --batch)',
-            );
+          const recorded = batch.resultCorrections ?? 0;
+          // Recorded before a stop (or a failure) and not yet in the outbox: written from what was recorded.
+          if (recorded > (batch.resultCorrectionsWritten ?? 0)) {
+            await this.writeRecordedCorrection(batch, recorded);
+            batch = (await getBatch(db, id)) as BatchRecord;
+          }
+          const n = (batch.resultCorrections ?? 0) + 1;
+          if (await recordCorrection(db, id, n, clock.now())) {
+            this.deps.faultPoint?.('after-correction-intent');
+            await this.writeRecordedCorrection(batch, n);
           }
         } catch (err) {
           logger.error(
@@ -281,6 +293,45 @@ export class BatchFinisher {
     }
   }
 
+  /**
+   * Recorded correction `n`'s files: the corrected result file (a failure is thrown: it is written again at the next
+   * pass), then its .xlsx twin and retry file, which are logged when they fail and never hold the correction back.
+   */
+  private async writeRecordedCorrection(batch: BatchRecord, n: number): Promise<void> {
+    const { db, clock, logger, outbox } = this.deps;
+    const files = await outbox.writeCorrection(batch, n);
+    this.deps.faultPoint?.('after-correction-file');
+    try {
+      await outbox.writeCorrectionTwin(batch, n);
+    } catch (err) {
+      logger.error({ batchId: batch.id, err: safeError(err) }, 'the .xlsx beside a corrected result file was not written (the CSV was)');
+    }
+    let retry: RetryCorrection | null = null;
+    try {
+      retry = await outbox.writeCorrectionRetry(batch, n, files.changes);
+    } catch (err) {
+      logger.error(
+        { batchId: batch.id, err: safeError(err) },
+        'the retry file of a corrected result file was not written (the corrected result file was): ' +
+          'write one with payoutd retry-file before retrying its CANCELLED rows',
+      );
+    }
+    await recordCorrectionWritten(db, batch.id, n, clock.now());
+    if (retry !== null) this.tellRetry(batch, retry.extras.retry);
+    logger.warn(
+      {
+        batchId: batch.id,
+        file: batch.fileName,
+        resultFile: files.path,
+        supersedes: files.previous,
+        rows: files.changes.map((c) => ({ line: c.line, merchantReferenceId: c.merchantReferenceId, note: c.change })),
+        ...(retry !== null ? { retryFile: retry.extras.retry?.path ?? null, removed: retry.removed } : {}),
+      },
+      `a finished batch's result file corrected: ${basename(files.path)} supersedes ${files.previous} (${changesText(files.changes)}); ` +
+        'its statuses and amounts are unchanged: book it as a correction of that file, not as a new result (payoutd status --batch)' +
+        (retry !== null ? `; ${retryText(retry)}` : ''),
+    );
+  }
   /** Writes every ack or result file that should exist and does not, except for batches the intake still owns. */
   async repairOutbox(minAgeMs: number): Promise<void> {
     const { db, clock, logger, outbox } = this.deps;

@@ -37,8 +37,10 @@ import {
   reasonText,
   isTempName,
   writeResultXlsx,
-  writeRetryFile,
+  writeRetryFileAt,
   writeRetryXlsx,
+  retryFileName,
+  type RetrySource,
   writeAckXlsx,
   writeSummaryXlsx,
   AckTotalsAccumulator,
@@ -126,6 +128,21 @@ export function rowOutcome(row: BatchResultRow): RowOutcome {
   };
 }
 
+/**
+ * A row of corrected result file `n` from what correction `n` recorded: the note shown, and for a row it changed,
+ * what changed since `previous` (the file it supersedes). Never the note as it is now: a file written again after
+ * a stop holds the same content.
+ */
+function correctedOutcome(n: number, previous: string): (row: BatchResultRow) => RowOutcome {
+  return (row) => ({
+    ...rowOutcome({ ...row, serviceNote: row.serviceNoteShown }),
+    correction:
+      row.serviceNoteCorrected === n
+        ? correctionText({ state: row.state, note: row.serviceNoteShown, shown: row.serviceNoteSuperseded }, previous)
+        : null,
+  });
+}
+
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
 function verdictOf(state: RowState): AckRow['verdict'] {
@@ -187,10 +204,11 @@ export interface ExtraFiles {
 export interface NoteCorrected {
   line: number;
   merchantReferenceId: string;
+  state: RowState;
   change: NoteChange;
 }
 
-/** A corrected result file written (BatchOutbox.writeCorrection), and the notes it shows, to record once it counts. */
+/** A corrected result file written (BatchOutbox.writeCorrection) from what its correction recorded. */
 export interface ResultCorrection {
   /** n of `<name>.result.corrected-<n>.csv`. */
   correction: number;
@@ -198,9 +216,16 @@ export interface ResultCorrection {
   /** The name of the file it supersedes: the result file, or the correction before. */
   previous: string;
   changes: NoteCorrected[];
-  shown: NoteShown[];
+}
+
+/** The retry file written with a correction (its rows changed), and the versions before it taken out of the outbox. */
+export interface RetryCorrection {
   extras: ExtraFiles;
-  /** Retry files removed: no row was left in them. */
+  /** CANCELLED rows the correction puts back into retry files (the service shows them as recorded). */
+  putBack: NoteCorrected[];
+  /** CANCELLED rows the correction leaves out of retry files (the service contradicts them, or is being asked). */
+  leftOut: NoteCorrected[];
+  /** Earlier retry files removed from the outbox: the new one, or none when no row is left, supersedes them. */
   removed: string[];
 }
 
@@ -339,13 +364,14 @@ export class BatchOutbox {
    */
   async writeExtras(batch: BatchRecord, retryAnyway = false): Promise<ExtraFiles> {
     const identity = identityOf(batch);
-    const retry =
-      (this.extras.retryFiles || retryAnyway) && (await countCancelledRows(this.db, batch.id)) > 0
-        ? await writeRetryFile(this.dir, identity, batchRetrySource(this.db, batch.id), {
-            bom: this.bom,
-            referenceMaxLength: this.extras.referenceMaxLength,
-          })
-        : null;
+    if (!(this.extras.retryFiles || retryAnyway) || (await countCancelledRows(this.db, batch.id)) === 0)
+      return { retry: null, retryXlsxPath: null };
+    return this.writeRetryAt(identity, join(this.dir, retryFileName(outboxName(batch), 0)), batchRetrySource(this.db, batch.id));
+  }
+
+  /** A retry file at `path` and its .xlsx twin. */
+  private async writeRetryAt(identity: BatchIdentity, path: string, source: RetrySource): Promise<ExtraFiles> {
+    const retry = await writeRetryFileAt(path, source, { bom: this.bom, referenceMaxLength: this.extras.referenceMaxLength });
     let retryXlsxPath: string | null = null;
     // Like every twin, one not written is logged and leaves the retry CSV standing (and logged as written).
     if (retry?.path) {
@@ -358,53 +384,68 @@ export class BatchOutbox {
   }
 
   /**
-   * A finished batch's result file corrected, as `<name>.result.corrected-<n>.csv` (n: the batch's corrections so
-   * far, plus one) and its .xlsx twin: never under the name of a file finance may have booked already. Each row
-   * whose note differs from what the last file showed says so in its `correction` cell, naming that file. Then its
-   * retry file, when retry files are on or one is in the outbox (`payoutd retry-file` wrote it): a row the payout
-   * service contradicts, or is being asked about, is left out, and a retry file left with no row is removed so
-   * none offers such a row to be paid again. Null when no note differs (any more): nothing is written.
+   * Correction `n` of a finished batch's result file, `<name>.result.corrected-<n>.csv`, written from what the
+   * correction recorded (recordCorrection): each row shows the note recorded as shown, and a row the correction
+   * changed says so in its `correction` cell, naming the file it supersedes. Written again after a stop, the same
+   * name holds the same content. Never under the name of a file finance may have booked already.
    */
-  async writeCorrection(batch: BatchRecord): Promise<ResultCorrection | null> {
-    const correction = (batch.resultCorrections ?? 0) + 1;
-    const identity = identityOf(batch);
-    const previous = resultFileName(outboxName(batch), correction - 1);
-    const corrected = (row: BatchResultRow): RowOutcome => ({
-      ...rowOutcome(row),
-      correction: correctionText({ state: row.state, note: row.serviceNote, shown: row.serviceNoteShown }, previous),
-    });
+  async writeCorrection(batch: BatchRecord, n: number): Promise<ResultCorrection> {
+    const previous = resultFileName(outboxName(batch), n - 1);
     const changes: NoteCorrected[] = [];
-    const shown: NoteShown[] = [];
+    const corrected = correctedOutcome(n, previous);
     const rows = mapRows(this.db, batch.id, (row) => {
-      const change = noteChange(row.serviceNote, row.serviceNoteShown);
-      if (change !== null) {
-        changes.push({ line: row.line, merchantReferenceId: row.merchantReferenceId, change });
-        shown.push({ id: row.id, note: row.serviceNote });
-      }
+      const change = row.serviceNoteCorrected === n ? noteChange(row.serviceNoteShown, row.serviceNoteSuperseded) : null;
+      if (change !== null) changes.push({ line: row.line, merchantReferenceId: row.merchantReferenceId, state: row.state, change });
       return corrected(row);
     });
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
-    const written = await writeCorrectedResultFile(this.dir, identity, correction, rows, { bom: this.bom, approval });
-    if (changes.length === 0) {
-      // The note went back to what the last file showed before the rows were read: there is nothing to correct.
-      await rm(written.path, { force: true });
-      return null;
-    }
+    const written = await writeCorrectedResultFile(this.dir, identityOf(batch), n, rows, { bom: this.bom, approval });
+    return { correction: n, path: written.path, previous, changes };
+  }
+
+  /** The .xlsx twin of correction `n` (when `outbox.xlsx` is on), the same rows as its CSV. */
+  async writeCorrectionTwin(batch: BatchRecord, n: number): Promise<void> {
+    const identity = identityOf(batch);
+    const corrected = correctedOutcome(n, resultFileName(outboxName(batch), n - 1));
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
     await this.twin(identity, 'result', () =>
-      writeCorrectedResultXlsx(this.dir, identity, correction, mapRows(this.db, batch.id, corrected), { ...this.xlsxOptions(), approval }),
+      writeCorrectedResultXlsx(this.dir, identity, n, mapRows(this.db, batch.id, corrected), { ...this.xlsxOptions(), approval }),
     );
-    const retryPath = join(this.dir, outboxFileName(outboxName(batch), 'retry'));
-    const had = (await lstatOrNull(retryPath)) !== null;
-    const extras = await this.writeExtras(batch, had);
+  }
+
+  /**
+   * The retry file of correction `n`, `<name>.retry.corrected-<n>.csv` (and its .xlsx), when the correction puts a
+   * CANCELLED row back or leaves one out, and retry files are on or one is in the outbox. A row whose note is
+   * recorded as shown, or set since, is left out. The batch's earlier retry files are then removed from the outbox
+   * (also when no row is left to retry): none offers a row the payout service contradicts. Null: none written.
+   */
+  async writeCorrectionRetry(batch: BatchRecord, n: number, changes: readonly NoteCorrected[]): Promise<RetryCorrection | null> {
+    const moved = changes.filter((c) => c.state === 'CANCELLED' && c.change !== 'changed');
+    if (moved.length === 0) return null;
+    const name = outboxName(batch);
+    const path = join(this.dir, retryFileName(name, n));
+    const earlier = (await readdir(this.dir)).filter(
+      (f) => f.startsWith(`${name}.retry.`) && (f.endsWith('.csv') || f.endsWith('.xlsx')) && join(this.dir, f) !== path && !isTempName(f),
+    );
+    if (!this.extras.retryFiles && !earlier.some((f) => f.endsWith('.csv'))) return null;
+    const source = batchRetrySource(this.db, batch.id);
+    const extras = await this.writeRetryAt(identityOf(batch), path, {
+      ...source,
+      cancelledRows: async function* () {
+        for await (const row of source.cancelledRows()) yield { ...row, serviceNote: row.serviceNoteShown ?? row.serviceNote };
+      },
+    });
     const removed: string[] = [];
-    if (had && !extras.retry?.path) {
-      for (const path of [retryPath, xlsxPathFor(retryPath)]) {
-        if ((await lstatOrNull(path)) === null) continue;
-        await rm(path, { force: true });
-        removed.push(path);
-      }
+    for (const f of earlier) {
+      await rm(join(this.dir, f), { force: true });
+      removed.push(join(this.dir, f));
     }
-    return { correction, path: written.path, previous, changes, shown, extras, removed };
+    return {
+      extras,
+      putBack: moved.filter((c) => c.change === 'withdrawn'),
+      leftOut: moved.filter((c) => c.change === 'added'),
+      removed,
+    };
   }
 
   /** An .xlsx twin written with this outbox's options, when `outbox.xlsx` is on (see twin). */

@@ -80,7 +80,14 @@ export function correctionText(row: { state: RowState; note: string | null; show
       : change === 'changed'
         ? `the note of this row's reason changed; it was: ${row.shown}`
         : `the note of this row's reason is withdrawn, the payout service shows the row as recorded (${row.state}); it was: ${row.shown}`;
-  return `supersedes ${previous}: ${what}`;
+  // A CANCELLED row's note decides whether a retry file offers it: finance is told which way this one went.
+  const retry =
+    row.state !== 'CANCELLED' || change === 'changed'
+      ? ''
+      : change === 'added'
+        ? '; it is left out of retry files written from now on: do not retry it from an earlier retry file'
+        : '; retry files written from now on offer it again';
+  return `supersedes ${previous}: ${what}${retry}`;
 }
 
 /** What the answer to a row's check means for it. */

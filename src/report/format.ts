@@ -78,11 +78,23 @@ export function outboxFileName(fileName: string, kind: OutboxFileKind, ext: 'csv
  * a name of its own so that nothing booking every `*.result.csv` books a batch twice.
  */
 export function resultFileName(outboxName: string, correction: number, ext: 'csv' | 'xlsx' = 'csv'): string {
-  if (correction === 0) return outboxFileName(outboxName, 'result', ext);
+  return versionedFileName(outboxName, 'result', correction, ext);
+}
+
+/**
+ * A batch's retry file: `<name>.retry.csv` (the first), or the one written with its n-th corrected result file,
+ * `<name>.retry.corrected-<n>.csv`: each version under a name of its own, so finance can tell which one it took.
+ */
+export function retryFileName(outboxName: string, correction: number, ext: 'csv' | 'xlsx' = 'csv'): string {
+  return versionedFileName(outboxName, 'retry', correction, ext);
+}
+
+function versionedFileName(outboxName: string, kind: 'result' | 'retry', correction: number, ext: 'csv' | 'xlsx'): string {
+  if (correction === 0) return outboxFileName(outboxName, kind, ext);
   if (!Number.isSafeInteger(correction) || correction < 0)
     throw new ReportError('REPORT_BAD_FILE_NAME', `not a correction number: ${correction}`);
   assertPlainFileName(outboxName);
-  return `${outboxName}.result.corrected-${correction}.${ext}`;
+  return `${outboxName}.${kind}.corrected-${correction}.${ext}`;
 }
 
 const text = (value: string | null): string => value ?? '';

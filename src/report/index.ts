@@ -8,6 +8,7 @@ export {
   SUMMARY_COLUMNS,
   outboxFileName,
   resultFileName,
+  retryFileName,
   type OutboxFileKind,
   fileRejectionRecord,
   resultRecord,

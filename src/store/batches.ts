@@ -45,6 +45,8 @@ export interface BatchRecord {
   resultWrittenAt: number | null;
   /** Corrected result files written since the first (`<name>.result.corrected-<n>.csv`, the latest n). */
   resultCorrections?: number;
+  /** Corrections whose files are in the outbox; below resultCorrections: the latest is recorded, its file owed. */
+  resultCorrectionsWritten?: number;
   completedAt: number | null;
   updatedAt: number;
   /** When the upload was first seen going on after the file was taken (the batch is held for it once). */
@@ -113,6 +115,7 @@ const COLUMNS: Record<keyof BatchRecord, string> = {
   ackWrittenAt: 'ack_written_at',
   resultWrittenAt: 'result_written_at',
   resultCorrections: 'result_corrections',
+  resultCorrectionsWritten: 'result_corrections_written',
   completedAt: 'completed_at',
   updatedAt: 'updated_at',
   fileChangedAt: 'file_changed_at',

@@ -104,6 +104,8 @@ export {
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export {
   batchesToCorrect,
+  recordCorrection,
+  recordCorrectionWritten,
   recordNotesShown,
   type NoteShown,
   dueServiceChecks,

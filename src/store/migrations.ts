@@ -936,6 +936,33 @@ const serviceNoteShown: Migration = {
   },
 };
 
+// A correction is written down before its file goes into the outbox: its number (result_corrections), and for each
+// row it changes the note it shows and the note it supersedes; result_corrections_written says whose files are in.
+// A stop in between writes the same file again from what was recorded, never other content under the same name.
+const correctionIntent: Migration = {
+  name: '0032_correction_intent',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.text('service_note_superseded').nullable();
+      t.integer('service_note_corrected').nullable();
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.integer('result_corrections_written').notNullable().defaultTo(0);
+    });
+    // Corrections counted before were counted after their files were written.
+    await knex.raw('UPDATE batches SET result_corrections_written = result_corrections');
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('service_note_superseded');
+      t.dropColumn('service_note_corrected');
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('result_corrections_written');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -968,6 +995,7 @@ export const MIGRATIONS: readonly Migration[] = [
   pruneStarted,
   retryKeyState,
   serviceNoteShown,
+  correctionIntent,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

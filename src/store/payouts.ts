@@ -52,6 +52,10 @@ export interface PayoutRow {
   serviceNotedAt: number | null;
   /** The note as the batch's last result file showed it (null: none); a finished batch whose note differs gets a corrected one. */
   serviceNoteShown: string | null;
+  /** The note the file before correction serviceNoteCorrected showed (what that correction supersedes). */
+  serviceNoteSuperseded: string | null;
+  /** The latest corrected result file that changed this row's note (its n); null: none. */
+  serviceNoteCorrected: number | null;
   nextPollAt: number | null;
   pollCount: number;
   lastPolledAt: number | null;
@@ -93,6 +97,8 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   serviceNote: 'service_note',
   serviceNotedAt: 'service_noted_at',
   serviceNoteShown: 'service_note_shown',
+  serviceNoteSuperseded: 'service_note_superseded',
+  serviceNoteCorrected: 'service_note_corrected',
   nextPollAt: 'next_poll_at',
   pollCount: 'poll_count',
   lastPolledAt: 'last_polled_at',

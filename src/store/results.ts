@@ -24,6 +24,8 @@ export type BatchResultRow = Pick<
   | 'reason'
   | 'serviceNote'
   | 'serviceNoteShown'
+  | 'serviceNoteSuperseded'
+  | 'serviceNoteCorrected'
 > & {
   /** Null when the row has no request (an invalid row). */
   beneficiaryAccountName: string | null;
@@ -49,6 +51,8 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
         'reasonCode',
         'serviceNote',
         'serviceNoteShown',
+        'serviceNoteSuperseded',
+        'serviceNoteCorrected',
       ] as const
     ).map((field) => `${COLUMNS[field]} as ${field}`),
     ...(['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const).map((field) => writtenMoneyAs(db, field, field)),

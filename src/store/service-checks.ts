@@ -3,7 +3,7 @@
  * what finance is told of rows the service contradicts or is still being asked about (result files, status).
  */
 import type { RowState } from '../domain/lifecycle.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
 import type { ServiceCheckKind } from '../domain/service-check.js';
 
@@ -141,8 +141,9 @@ export async function serviceNoteCounts(db: Database, batchIds: readonly string[
 }
 
 /**
- * COMPLETE batches whose last result file shows a row's service note otherwise than it now is: they get a corrected
- * result file. A note set and cleared before any result file showed it (the service agreed soon) is no change.
+ * COMPLETE batches whose last result file shows a row's service note otherwise than it now is, or whose latest
+ * correction is recorded and its file not yet written: they get a corrected result file. A note set and cleared
+ * before any result file showed it (the service agreed soon) is no change.
  */
 export async function batchesToCorrect(db: Database): Promise<string[]> {
   // Notes are never empty text: '' stands for none on both sides.
@@ -150,9 +151,13 @@ export async function batchesToCorrect(db: Database): Promise<string[]> {
     .whereNotNull('service_noted_at')
     .whereRaw("coalesce(service_note, '') <> coalesce(service_note_shown, '')")
     .distinct('batch_id as batchId')) as { batchId: string }[];
-  if (noted.length === 0) return [];
+  const owed = (await db('batches').whereRaw('result_corrections > result_corrections_written').select('id as batchId')) as {
+    batchId: string;
+  }[];
+  const ids = [...new Set([...noted, ...owed].map((r) => r.batchId))];
+  if (ids.length === 0) return [];
   const batches = (await db('batches')
-    .whereIn('id', [...new Set(noted.map((r) => r.batchId))])
+    .whereIn('id', ids)
     .where('state', 'COMPLETE')
     .whereNull('pruned_at')
     .whereNull('prune_started_at')
@@ -160,6 +165,46 @@ export async function batchesToCorrect(db: Database): Promise<string[]> {
     .orderBy('id')
     .select('id')) as { id: string }[];
   return batches.map((b) => b.id);
+}
+
+/**
+ * Writes down correction `n` of a batch's result file before its file is written, in one transaction: each row whose
+ * note differs from what the last file showed now shows its note, keeps the one it supersedes, and is marked as
+ * changed by `n`. False (nothing recorded) when no note differs, or another writer recorded `n` first.
+ */
+export async function recordCorrection(db: Database, batchId: string, n: number, now: number): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    const counted = await trx('batches')
+      .where({ id: batchId, result_corrections: n - 1, result_corrections_written: n - 1 })
+      .update({ result_corrections: n, updated_at: now });
+    if (counted === 0) return false;
+    // The right-hand sides read the row as it was: the note shown so far becomes the superseded one.
+    const changed = await trx('payouts')
+      .where({ batch_id: batchId })
+      .whereNotNull('service_noted_at')
+      .whereRaw("coalesce(service_note, '') <> coalesce(service_note_shown, '')")
+      .update({
+        service_note_superseded: trx.raw('service_note_shown'),
+        service_note_shown: trx.raw('service_note'),
+        service_note_corrected: n,
+      });
+    if (changed === 0) throw new NothingToCorrect();
+    return true;
+  }).catch((err: unknown) => {
+    if (err instanceof NothingToCorrect) return false;
+    throw err;
+  });
+}
+
+/** Rolls back a correction counted while no note differed any more. */
+class NothingToCorrect extends Error {}
+
+/** Correction `n`'s files are in the outbox. */
+export async function recordCorrectionWritten(db: Database, batchId: string, n: number, now: number): Promise<void> {
+  await db('batches')
+    .where({ id: batchId, result_corrections: n })
+    .where('result_corrections_written', '<', n)
+    .update({ result_corrections_written: n, result_written_at: now, updated_at: now });
 }
 
 /** A row's note as a result file showed it. */

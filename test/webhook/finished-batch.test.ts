@@ -41,6 +41,11 @@ async function outboxFile(outbox: string, batchId: string, suffix: string): Prom
   return name ? readFile(join(outbox, name), 'utf8') : null;
 }
 
+/** The batch's retry files in the outbox (`<name>.retry.csv`, `<name>.retry.corrected-<n>.csv`), by name. */
+async function retryFiles(outbox: string, batchId: string): Promise<string[]> {
+  return (await readdir(outbox)).filter((f) => f.startsWith(batchId) && /\.retry\.(corrected-\d+\.)?csv$/.test(f)).sort();
+}
+
 /** The batch's latest corrected result file (`<name>.result.corrected-<n>.csv`, the highest n), null when none. */
 async function latestCorrection(outbox: string, batchId: string): Promise<string | null> {
   const n = (name: string): number => Number(/\.result\.corrected-(\d+)\.csv$/.exec(name)?.[1] ?? 0);
@@ -79,24 +84,24 @@ it('a CANCELLED row of a finished batch the service now reports PAID: a correcte
   const h = await daemonReceiver(p, daemon);
   await deliver(h, { payoutId, merchantReferenceId: 'WC-2', status: 'PAID' });
   await waitFor(async () => (await p.row('WC-2')).serviceNote?.includes('now reports PAID') === true, 'the service to be asked', 10_000);
-  await waitFor(
-    async () => !(await outboxFile(outbox, batchId, '.retry.csv'))?.includes('WC-2-R1'),
-    'the retry file to be written again',
-    10_000,
-  );
+  // Never written again under its name: a new version leaves WC-2 out, and the first goes from the outbox.
+  await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) === null, 'the first retry file to be removed', 10_000);
+  const [version] = await retryFiles(outbox, batchId);
+  expect(version).toMatch(/\.retry\.corrected-\d+\.csv$/);
+  expect(await readFile(join(outbox, version as string), 'utf8')).not.toContain('WC-2-R1');
   await waitFor(
     async () => (await latestCorrection(outbox, batchId))?.includes('now reports PAID') === true,
     'a corrected result file',
     10_000,
   );
-  expect(await outboxFile(outbox, batchId, '.retry.csv')).toContain('WC-3-R1');
+  expect(await readFile(join(outbox, version as string), 'utf8')).toContain('WC-3-R1');
   await waitFor(() => p.logLines.some((l) => l.includes("a finished batch's result file corrected")), 'the correction to be told');
 
   // WC-3 too: no row is left to retry, and the retry file goes.
   const third = (await p.row('WC-3')).payoutId as string;
   expect(p.sandbox.reverse(third, 'PAID')).toBe(true);
   await deliver(h, { payoutId: third, merchantReferenceId: 'WC-3', status: 'PAID' });
-  await waitFor(async () => (await outboxFile(outbox, batchId, '.retry.csv')) === null, 'the retry file to be removed', 10_000);
+  await waitFor(async () => (await retryFiles(outbox, batchId)).length === 0, 'every retry file to be removed', 10_000);
   await daemon.stop();
 
   // The result file finance may have booked is never written again under its name.

@@ -322,7 +322,8 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         print('  references, states and payout ids are kept; amounts are only in the result file downloaded from the outbox before');
       } else {
         print(`\noutbox files: ${files}`);
-        const corrections = b.resultCorrections ?? 0;
+        // A correction recorded and not yet written is not named: its file is not in the outbox yet.
+        const corrections = b.resultCorrectionsWritten ?? 0;
         if (corrections > 0) {
           print(
             `  latest result: ${config.paths.outbox}/${resultFileName(outboxName(b), corrections)}, correction ${corrections} of the result ` +
