@@ -424,15 +424,20 @@ export class BatchOutbox {
     if (moved.length === 0) return null;
     const name = outboxName(batch);
     const path = join(this.dir, retryFileName(name, n));
+    // This version's own files are not earlier ones: written again after a stop, its twin stays.
+    const own = new Set([path, join(this.dir, retryFileName(name, n, 'xlsx'))]);
     const earlier = (await readdir(this.dir)).filter(
-      (f) => f.startsWith(`${name}.retry.`) && (f.endsWith('.csv') || f.endsWith('.xlsx')) && join(this.dir, f) !== path && !isTempName(f),
+      (f) => f.startsWith(`${name}.retry.`) && (f.endsWith('.csv') || f.endsWith('.xlsx')) && !own.has(join(this.dir, f)) && !isTempName(f),
     );
     if (!this.extras.retryFiles && !earlier.some((f) => f.endsWith('.csv'))) return null;
     const source = batchRetrySource(this.db, batch.id);
     const extras = await this.writeRetryAt(identityOf(batch), path, {
       ...source,
+      // The rows its correction shows, by the notes recorded with it, not by notes come since: the version agrees
+      // with the corrected result file beside it, and holds the same rows if written again after a stop. A row
+      // noted since is in the next correction; a retry of it dropped meanwhile is refused (RETRY_DUPLICATE).
       cancelledRows: async function* () {
-        for await (const row of source.cancelledRows()) yield { ...row, serviceNote: row.serviceNoteShown ?? row.serviceNote };
+        for await (const row of source.cancelledRows()) yield { ...row, serviceNote: row.serviceNoteShown };
       },
     });
     const removed: string[] = [];

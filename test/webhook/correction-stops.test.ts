@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { FaultPointName } from '../../src/daemon/fault-points.js';
 import { BatchFinisher } from '../../src/daemon/finisher.js';
 import { BatchOutbox, type OutboxExtras } from '../../src/daemon/outbox.js';
+import { recordCorrection } from '../../src/store/index.js';
 import { closePipelines, type Pipeline } from '../pipeline/harness.js';
 import { checkOwed, deliver, finalRows } from './final-rows-world.js';
 import { closeAll } from './helpers.js';
@@ -185,5 +186,63 @@ describe('the retry file of a corrected batch', () => {
       'retry files written from now on offer it again',
     );
     expect(messages(p, `a new retry file ${name}.retry.corrected-2.csv was written: it puts back line 2 LC-1`)).toHaveLength(1);
+  });
+});
+
+describe('a retry version written again after a stop', () => {
+  /** An instance that recorded correction 1 and wrote its files, then stopped before counting them. */
+  async function stoppedAfterRetry(p: Pipeline, outbox: string, batchId: string, xlsx: boolean): Promise<void> {
+    expect(await recordCorrection(p.db, batchId, 1, p.clock.now())).toBe(true);
+    const dying = new BatchOutbox(p.db, outbox, false, undefined, { xlsx, retryFiles: true });
+    const batch = await p.batch(batchId);
+    const files = await dying.writeCorrection(batch, 1);
+    if (xlsx) await dying.writeCorrectionTwin(batch, 1);
+    await dying.writeCorrectionRetry(batch, 1, files.changes);
+  }
+
+  it('holds the rows its correction shows, the same again, though another row was noted meanwhile', async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED', 'LC-3': 'CANCELLED' });
+    const outbox = await outboxOf(p);
+    expect(await finisherOf(p, outbox).pass()).toBe(1);
+    p.clock.advance(60_000);
+    const paid = payoutIds.get('LC-1') as string;
+    expect(p.sandbox.reverse(paid, 'PAID')).toBe(true);
+    await deliver(h, { payoutId: paid, merchantReferenceId: 'LC-1', status: 'PAID' });
+    await checkOwed(p, 'LC-1');
+    // LC-2 is noted after correction 1 was recorded: correction 1 does not show it, nor does its retry version.
+    expect(await recordCorrection(p.db, batchId, 1, p.clock.now())).toBe(true);
+    await deliver(h, { payoutId: payoutIds.get('LC-2') as string, merchantReferenceId: 'LC-2', status: 'PENDING' });
+    await checkOwed(p, 'LC-2');
+    const dying = new BatchOutbox(p.db, outbox, false, undefined, { xlsx: false, retryFiles: true });
+    const batch = await p.batch(batchId);
+    await dying.writeCorrectionRetry(batch, 1, (await dying.writeCorrection(batch, 1)).changes);
+    const [version] = await retries(outbox);
+    expect(version).toMatch(/\.retry\.corrected-1\.csv$/);
+    const taken = await readFile(join(outbox, version as string), 'utf8');
+    expect(taken).toContain('LC-2-R1');
+    expect(taken).toContain('LC-3-R1');
+    expect(taken).not.toContain('LC-1-R1');
+
+    // The service answers (LC-1 PAID, LC-2 as recorded); the restarted finisher writes correction 1 again.
+    p.clock.advance(1000);
+    await p.poll();
+    const again = finisherOf(p, outbox);
+    await again.pass();
+    await again.pass();
+    expect(await readFile(join(outbox, version as string), 'utf8')).toBe(taken);
+  });
+
+  it('keeps its .xlsx twin', async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED' });
+    const outbox = await outboxOf(p);
+    expect(await finisherOf(p, outbox, undefined, { xlsx: true }).pass()).toBe(1);
+    p.clock.advance(60_000);
+    await deliver(h, { payoutId: payoutIds.get('LC-1') as string, merchantReferenceId: 'LC-1', status: 'PENDING' });
+    await checkOwed(p, 'LC-1');
+    await stoppedAfterRetry(p, outbox, batchId, true);
+    const written = await retries(outbox);
+    expect(written.map((f) => f.replace(/^.*\.retry\./, ''))).toEqual(['corrected-1.csv', 'corrected-1.xlsx']);
+    await finisherOf(p, outbox, undefined, { xlsx: true }).pass();
+    expect(await retries(outbox)).toEqual(written);
   });
 });
