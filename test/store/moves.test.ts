@@ -252,10 +252,10 @@ describe('store: row moves and claims (SQLite)', () => {
     const rows = [];
     for await (const page of resultRowPages(db, 'RD', 2)) rows.push(...page);
     expect(rows.map((r) => r.line)).toEqual([2, 3, 4]);
-    // 19 fields (src/store/results.ts BatchResultRow, with what the service said against the row and what the last
-    // result file showed of it); bookkeeping columns the files never show are not read, nor the stored request:
-    // the beneficiary is read out of it in SQL.
-    expect(Object.keys(rows[0] ?? {})).toHaveLength(19);
+    // 21 fields (src/store/results.ts BatchResultRow, with what the service said against the row, what the last
+    // result file showed of it and the correction that changed that); bookkeeping columns the files never show
+    // are not read, nor the stored request: the beneficiary is read out of it in SQL.
+    expect(Object.keys(rows[0] ?? {})).toHaveLength(21);
     for (const unread of ['leaseOwner', 'nextPollAt', 'pollCount', 'createAttempts', 'updatedAt', 'serviceStatus', 'requestValues'])
       expect(rows[0]).not.toHaveProperty(unread);
     expect(rows[0]).toMatchObject({ reasonCode: null, reason: null, completeTime: null, beneficiaryAccountName: 'C' });
