@@ -455,6 +455,11 @@ function contradictedText(row: NamedRow, again: string): { said: string; todo: s
   return { said, todo };
 }
 
+/** Two rows holding a base, the most telling first (holderRank), then the first stored: the one a message names. */
+function byStanding(a: NamedRow, b: NamedRow): number {
+  return holderRank(a) - holderRank(b) || Number(a.id) - Number(b.id);
+}
+
 /** The row named in a message: `line 3 of this file`, or a row of another batch with its file. */
 function placeOf(row: NamedRow, batchId: string): string {
   return row.batch_id === batchId ? `line ${row.line} of this file` : placeIn(row.file_name, row.line, row.batch_id, row.received_at);
@@ -547,7 +552,7 @@ async function markRetryRounds(trx: Database, batchId: string, now: number, colu
     const holder = spellings
       .map((b) => nameOf(b.holder_id))
       .filter((row) => row !== undefined)
-      .sort((a, b) => holderRank(a) - holderRank(b) || Number(a.id) - Number(b.id))[0];
+      .sort(byStanding)[0];
     const ownBase = spellings.map((b) => nameOf(b.own_base_id)).find((row) => row !== undefined);
     const knownBy = spellings.map((b) => nameOf(b.known_id)).find((row) => row !== undefined);
     for (const c of ofBase) {
@@ -623,11 +628,7 @@ async function markRetriedOriginals(trx: Database, batchId: string, now: number,
   for (const p of pairs) {
     const round = named.get(Number(p.round_id));
     const held = retriedBy.get(Number(p.original_id));
-    if (
-      round &&
-      (!held || holderRank(round) < holderRank(held) || (holderRank(round) === holderRank(held) && Number(round.id) < Number(held.id)))
-    )
-      retriedBy.set(Number(p.original_id), round);
+    if (round && (!held || byStanding(round, held) < 0)) retriedBy.set(Number(p.original_id), round);
   }
   const errors: BatchErrorRecord[] = [];
   const moves: RowMarking[] = [];
