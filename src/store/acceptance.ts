@@ -103,13 +103,30 @@ async function referencesOnTwoRows(trx: Database, batchId: string, references: s
   return new Set([...rowsOf].filter(([, n]) => n > 1).map(([reference]) => reference));
 }
 
-/** The error of a row whose reference a check refuses, and its move, the row's reason led by its place (`CODE [column A "Ref"]: …`). */
-function referenceMark(row: RowMarking & { line: number }, column: ReferenceColumn): { error: BatchErrorRecord; move: RowMarking } {
-  const { id, from, line, code, reason: message } = row;
-  return {
-    error: { line, column: column.column, columnIndex: column.columnIndex, field: 'merchantReferenceId', code, message },
-    move: { id, from, code, reason: `${code} [${column.place}]: ${message}` },
-  };
+/** A row whose reference a check refuses: the state it was read in, and why. */
+interface Refusal {
+  id: number;
+  line: number;
+  from: string;
+  code: string;
+  reason: string;
+}
+
+/**
+ * Records the refusals: an error for each, and for a row read valid a move to `to` with its reason led by its
+ * place (`CODE [column A "Ref"]: …`), a multi-row UPDATE per state left (a file sent again can mark every one of
+ * its rows). A row read INVALID keeps its state; a row no longer in the state it was read in is left as it is.
+ */
+async function markRefused(trx: Database, refusals: Refusal[], column: ReferenceColumn, to: string, now: number): Promise<Marked> {
+  const errors = refusals.map(({ line, code, reason: message }): BatchErrorRecord => {
+    return { line, column: column.column, columnIndex: column.columnIndex, field: 'merchantReferenceId', code, message };
+  });
+  let moved = 0;
+  for (const from of VALID) {
+    const values = refusals.filter((r) => r.from === from).map((r) => [r.id, to, r.code, `${r.code} [${column.place}]: ${r.reason}`, now]);
+    moved += (await updateValueRows(trx, 'payouts', MARKED_COLUMNS, values, { column: 'state', value: from })).length;
+  }
+  return { errors, moved };
 }
 
 /**
@@ -122,39 +139,15 @@ export function inFileDuplicateMessage(reference: string, line: number, lines: r
 }
 
 async function markInFileDuplicates(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
-  const errors: BatchErrorRecord[] = [];
-  const moves: RowMarking[] = [];
+  const refusals: Refusal[] = [];
   for (const [reference, rows] of await rowsSharingReference(trx, batchId)) {
     const lines = rows.map((r) => r.line);
     for (const r of rows) {
-      const message = inFileDuplicateMessage(reference, r.line, lines);
-      const mark = referenceMark({ id: r.id, line: r.line, from: r.state, code: 'DUPLICATE_IN_FILE', reason: message }, column);
-      errors.push(mark.error);
-      if (VALID.includes(r.state)) moves.push(mark.move);
+      const reason = inFileDuplicateMessage(reference, r.line, lines);
+      refusals.push({ id: r.id, line: r.line, from: r.state, code: 'DUPLICATE_IN_FILE', reason });
     }
   }
-  return { errors, moved: await markRows(trx, moves, 'INVALID', now) };
-}
-
-/** A row a check moves out of the valid states, from the state it was read in, and why. */
-interface RowMarking {
-  id: number;
-  from: string;
-  code: string;
-  reason: string;
-}
-
-/**
- * Moves the rows to `to` with their reasons, a multi-row UPDATE per state left (a file sent again can mark every
- * one of its rows); a row no longer in the state it was read in is left as it is. How many rows moved.
- */
-async function markRows(trx: Database, moves: RowMarking[], to: string, now: number): Promise<number> {
-  let moved = 0;
-  for (const from of new Set(moves.map((m) => m.from))) {
-    const values = moves.filter((m) => m.from === from).map((m) => [m.id, to, m.code, m.reason, now]);
-    moved += (await updateValueRows(trx, 'payouts', MARKED_COLUMNS, values, { column: 'state', value: from })).length;
-  }
-  return moved;
+  return markRefused(trx, refusals, column, 'INVALID', now);
 }
 
 /** Whether two stored requests ask for the same payout (compared by value: rows kept before 0008 were re-encoded in SQL). */
@@ -233,10 +226,8 @@ async function markEarlierReferences(
           batchId,
           found.map((c) => c.merchant_reference_id),
         );
-  const clashes = found.filter((c) => !alsoInFile.has(c.merchant_reference_id));
-  const errors: BatchErrorRecord[] = [];
-  const moves: RowMarking[] = [];
-  for (const c of clashes) {
+  const refusals: Refusal[] = [];
+  for (const c of found.filter((x) => !alsoInFile.has(x.merchant_reference_id))) {
     const pruned = c.other_request === null;
     const same = c.other_request !== null && sameRequest(c.request_values, c.other_request);
     const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
@@ -252,11 +243,9 @@ async function markEarlierReferences(
         : same
           ? `${reference} was already submitted by ${earlier} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`
           : `${reference} is already used by ${earlier} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by ${file}`;
-    const mark = referenceMark({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message }, column);
-    errors.push(mark.error);
-    moves.push(mark.move);
+    refusals.push({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message });
   }
-  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
+  return markRefused(trx, refusals, column, 'DUPLICATE', now);
 }
 
 /** The states of a row holding the base of a retry round (src/domain/retry-reference.ts). */
@@ -546,8 +535,7 @@ async function markRetryRounds(trx: Database, batchId: string, now: number, colu
     if (ofBase) ofBase.push(r);
     else roundsOf.set(spellings, [r]);
   }
-  const errors: BatchErrorRecord[] = [];
-  const moves: RowMarking[] = [];
+  const refusals: Refusal[] = [];
   for (const [spellings, ofBase] of roundsOf) {
     const holder = spellings
       .map((b) => nameOf(b.holder_id))
@@ -565,13 +553,10 @@ async function markRetryRounds(trx: Database, batchId: string, now: number, colu
             ? { by: 'round alongside', row: alongside, known: knownBy }
             : undefined;
       if (!held) continue;
-      const reason = retryDuplicateMessage(c, held, batchId);
-      const mark = referenceMark({ id: c.id, line: c.line, from: c.state, code: 'RETRY_DUPLICATE', reason }, column);
-      errors.push(mark.error);
-      moves.push(mark.move);
+      refusals.push({ id: c.id, line: c.line, from: c.state, code: 'RETRY_DUPLICATE', reason: retryDuplicateMessage(c, held, batchId) });
     }
   }
-  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
+  return markRefused(trx, refusals, column, 'DUPLICATE', now);
 }
 
 /** Why an original is refused: a retry of it is paid or may be paid (the row, where and how it stands), and what to do. */
@@ -630,17 +615,14 @@ async function markRetriedOriginals(trx: Database, batchId: string, now: number,
     const held = retriedBy.get(Number(p.original_id));
     if (round && (!held || byStanding(round, held) < 0)) retriedBy.set(Number(p.original_id), round);
   }
-  const errors: BatchErrorRecord[] = [];
-  const moves: RowMarking[] = [];
+  const refusals: Refusal[] = [];
   for (const [id, round] of retriedBy) {
     const o = named.get(id);
     if (!o) continue;
     const reason = retriedOriginalMessage(o.merchant_reference_id, round);
-    const mark = referenceMark({ id, line: o.line, from: o.state, code: 'RETRY_DUPLICATE', reason }, column);
-    errors.push(mark.error);
-    moves.push(mark.move);
+    refusals.push({ id, line: o.line, from: o.state, code: 'RETRY_DUPLICATE', reason });
   }
-  return { errors, moved: await markRows(trx, moves, 'DUPLICATE', now) };
+  return markRefused(trx, refusals, column, 'DUPLICATE', now);
 }
 
 /**
