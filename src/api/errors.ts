@@ -32,7 +32,6 @@ export const DEFAULT_CODE_TREATMENTS: Readonly<Record<string, CodeTreatment>> = 
 };
 
 export const ACCESS_TOKEN_EXPIRED = '1009';
-export const REFRESH_TOKEN_EXPIRED = '1010';
 export const INVALID_ACCESS = '1004';
 export const DUPLICATE_REFERENCE = '2004';
 export const RATE_LIMITED = '1429';

@@ -5,14 +5,5 @@
  * database and accepts or rejects it.
  */
 export { BatchIntake, type AckDraft } from './intake.js';
-export {
-  InboxWatcher,
-  claimedDirOf,
-  claimFile,
-  moveAside,
-  type ClaimedFile,
-  type InboxCandidate,
-  type RejectedEntry,
-} from './inbox/index.js';
-export { parseBatchFile, batchFormatSchema, FileReadFailure } from './csv/index.js';
-export { validationRulesSchema } from './rules/index.js';
+export { InboxWatcher, claimedDirOf, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
+export { parseBatchFile, FileReadFailure } from './csv/index.js';

@@ -3,7 +3,6 @@
  * least once to webhooks of the merchant's own systems, email and status files in the outbox. Not src/webhook,
  * which receives the payout service's callbacks.
  */
-export type { BatchEvent, BatchEventInput, BatchEventType } from '../domain/batch-events.js';
 /**
  * recordBatchEvent(trx, {batchId, type, data}): stores an event in the caller's transaction, the one making
  * the change it reports. listBatchTimeline(db, batchId): a batch's events in order.

@@ -1,3 +1,3 @@
 /** Following payouts to their final status. */
-export { SettlementPoller, type PollerOptions, type PollPass } from './poller.js';
+export { SettlementPoller, type PollerOptions } from './poller.js';
 export { CallRate, MIN_RATE_SAMPLE, ROUND_HEADROOM, nextPollDelay, roundMs, pollIntervalBound, pollIsRecorded } from './schedule.js';

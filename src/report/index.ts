@@ -9,7 +9,6 @@ export {
   outboxFileName,
   resultFileName,
   retryFileName,
-  type OutboxFileKind,
   fileRejectionRecord,
   resultRecord,
   reasonText,
@@ -29,8 +28,8 @@ export {
 export type { AckRowsAhead } from './writers.js';
 export type { ResultFiles } from './writers.js';
 export { AckTotalsAccumulator, type AckCurrencyTotal } from './ack-totals.js';
+export { currencyDecimals } from './decimals.js';
 export {
-  currencyDecimals,
   decimalsFormat,
   displayNumber,
   xlsxCellValue,
@@ -58,7 +57,7 @@ export {
 export type { ReconciliationRow, ReportedPrunedBatch } from './reconciliation.js';
 export { byRetention, downloadedResultFile, itsRowDetails, type DetailsRemoved } from './retention-notes.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
-export type { RetrySource, RetryFile, RetryWithheld } from './retry.js';
+export type { RetrySource, RetryFile } from './retry.js';
 export {
   remainderLine,
   uploadContinuedRecords,

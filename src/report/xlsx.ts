@@ -16,7 +16,6 @@ import { writeFileAtomic } from './atomic.js';
 import { readCsvFile } from './csv.js';
 import { currencyDecimals } from './decimals.js';
 import { ReportError } from './errors.js';
-export { STABLECOIN_DECIMALS, currencyDecimals } from './decimals.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import {
   ACK_COLUMNS,

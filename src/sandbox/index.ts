@@ -9,7 +9,6 @@ export {
   type SandboxOptions,
   type SandboxMerchant,
   type SandboxFaultsInput,
-  type AuthMode,
   type DuplicatePolicy,
 } from './options.js';
 export type { LedgerEntry } from './ledger.js';

@@ -4,18 +4,9 @@
  * row is guarded by the state it leaves and written with its history entry in the same transaction, and a
  * reference is held by one row at most (the partial unique index behind "paid at most once").
  */
-export {
-  assertSchemaCurrent,
-  closeDatabase,
-  isPostgres,
-  migrateToLatest,
-  pingDatabase,
-  DatabaseBusyError,
-  DatabaseUnavailableError,
-  type Database,
-} from './db.js';
+export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, DatabaseBusyError, type Database } from './db.js';
 export { openStore } from './open.js';
-export { acquireInstanceLock, acquireInstanceLocks, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
+export { acquireInstanceLocks, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 export { openSqlite } from './sqlite-driver.js';
 
 export {
@@ -48,23 +39,15 @@ export {
 } from './batches.js';
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
-export { holdBatch, releaseBatchHold, listBalanceHoldsDue, type ReleasedBy } from './holds.js';
+export { holdBatch, releaseBatchHold, listBalanceHoldsDue } from './holds.js';
 export { cancelReadyRows, cancelReturnedRows, type CancelOutcome } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
-export { insertRows, insertRowsWhileReading, type NewPayoutRow } from './insert-rows.js';
+export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
-export {
-  claimDueRows,
-  claimReadyRows,
-  markInterruptedCreatesUnknown,
-  fenceCreate,
-  type Claimant,
-  type ClaimedRow,
-  type CreateFence,
-} from './claims.js';
+export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, fenceCreate, type Claimant, type ClaimedRow } from './claims.js';
 export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 
@@ -99,7 +82,6 @@ export {
   countBatchesByState,
   oldestHoldSince,
   type ClaimedEvent,
-  type UndeliveredEvent,
 } from './batch-events.js';
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export {
@@ -121,17 +103,9 @@ export {
 } from './service-checks.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
 
-export { ackMoneyPages, ackRowPages, type AckMoneySourceRow, type AckSourceRow } from './acks.js';
+export { ackMoneyPages, ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
-export {
-  beginPrune,
-  countBatchRows,
-  listBatchesToArchive,
-  listBatchesToPrune,
-  markArchived,
-  PRUNED_DETAILS,
-  pruneBatchDetails,
-} from './retention.js';
+export { beginPrune, countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export {
   batchRetrySource,
   countCancelledRows,
