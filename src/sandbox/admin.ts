@@ -5,22 +5,14 @@
 import { PayoutdError } from '../domain/errors.js';
 import { isPlainDecimal } from '../domain/money.js';
 import { JsonNumber, parseLossless, plainNumberText } from '../json/canonical.js';
-import type { LedgerEntry } from './ledger.js';
-import type { SandboxFaults, SandboxFaultsInput } from './options.js';
-import type { SandboxStats } from './stats.js';
+import type { SandboxFaultsInput } from './options.js';
+import type { SandboxServer } from './server.js';
 
 /** What the admin endpoints act on: the SandboxServer's own methods. */
-export interface AdminTarget {
-  seed: number;
-  ledger(): LedgerEntry[];
-  stats(): SandboxStats;
-  settle(select: { payoutId?: string; merchantReferenceId?: string }, status: 'PAID' | 'CANCELLED'): number;
-  reverse(payoutId: string, status: 'PAID' | 'CANCELLED'): boolean;
-  setBalance(merchantCode: string, currency: string, amount: string): void;
-  balances(merchantCode: string): Record<string, string>;
-  setFaults(faults: SandboxFaultsInput): void;
-  faults(): SandboxFaults;
-}
+type AdminTarget = Pick<
+  SandboxServer,
+  'seed' | 'ledger' | 'stats' | 'settle' | 'reverse' | 'setBalance' | 'balances' | 'setFaults' | 'faults'
+>;
 
 export const ADMIN_ROUTES = [
   'GET /__sandbox/health',

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { systemClock } from '../domain/clock.js';
 import { canonicalStringify, type CanonicalOptions } from '../json/canonical.js';
 import { parsePublicKey } from '../signing/keys.js';
-import { handleAdmin, ADMIN_ROUTES, type AdminTarget } from './admin.js';
+import { handleAdmin, ADMIN_ROUTES } from './admin.js';
 import {
   createPayout,
   issueAccessToken,
@@ -319,7 +319,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
       throw new SandboxError('SANDBOX_UNKNOWN_MERCHANT', `no merchant ${merchantCode} in this sandbox`);
   }
 
-  const admin: AdminTarget & SandboxServer = {
+  const admin: SandboxServer = {
     url,
     port,
     seed,
