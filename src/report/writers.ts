@@ -24,7 +24,7 @@ import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { AckRow, AckWriteOptions, BatchIdentity, BatchSummary, OutboxOptions, RowOutcome } from './types.js';
 
-type Rows<T> = AsyncIterable<T> | Iterable<T>;
+export type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
 /** Rows as a reader pages them (the store reads thousands at a time): handed over without an await per row. */
 export interface RowPages<T> {
@@ -43,7 +43,7 @@ export interface InterimReport {
 }
 
 /** Rows must arrive ordered by line (a stream cannot be sorted without holding it), so disorder is an error. */
-export class LineOrder {
+class LineOrder {
   private last = 0;
 
   check(line: number): void {
@@ -52,6 +52,15 @@ export class LineOrder {
     }
     this.last = line;
   }
+}
+
+/** The ack's record of each row, its rows checked to come in line order. */
+export function ackRecordsInOrder(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>): (row: AckRow) => string[] {
+  const order = new LineOrder();
+  return (row) => {
+    order.check(row.line);
+    return ackRecord(identity, row);
+  };
 }
 
 export interface ResultPass {
@@ -94,11 +103,7 @@ export interface AckRowsAhead {
 }
 
 export async function writeAckRowsAhead(dir: string, identity: BatchIdentity, rows: RowPages<AckRow>): Promise<AckRowsAhead> {
-  const order = new LineOrder();
-  const record = (row: AckRow): string[] => {
-    order.check(row.line);
-    return ackRecord(identity, row);
-  };
+  const record = ackRecordsInOrder(identity);
   const path = await writeWorkFile(ackPath(dir, identity), csvRecordChunks(rows.pages, record));
   return { path, discard: () => rm(path, { force: true }) };
 }
@@ -125,11 +130,7 @@ export async function writeAckFile(
     await writeFileAtomic(path, chunksThen(head, createReadStream(rows.ahead.path)), opts);
     return path;
   }
-  const order = new LineOrder();
-  const record = (row: AckRow): string[] => {
-    order.check(row.line);
-    return ackRecord(identity, row);
-  };
+  const record = ackRecordsInOrder(identity);
   const csv: CsvChunkOptions = { bom, lead: ackLead(identity, rows, opts) };
   const chunks = 'pages' in rows ? csvChunksOfPages(ACK_COLUMNS, rows.pages, record, csv) : csvChunksOf(ACK_COLUMNS, rows, record, csv);
   await writeFileAtomic(path, chunks, opts);

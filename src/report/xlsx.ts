@@ -19,7 +19,6 @@ import { ReportError } from './errors.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import {
   ACK_COLUMNS,
-  ackRecord,
   outboxFileName,
   resultColumns,
   resultFileName,
@@ -29,9 +28,7 @@ import {
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { LineOrder, ackCurrencyTotals, ackLead, resultRecords, type RowPages } from './writers.js';
-
-type Rows<T> = AsyncIterable<T> | Iterable<T>;
+import { ackCurrencyTotals, ackLead, ackRecordsInOrder, resultRecords, type RowPages, type Rows } from './writers.js';
 
 /** How the text of a column becomes a cell. */
 export type XlsxCellType =
@@ -562,11 +559,7 @@ async function* ackSheetRecords(
   rows: Rows<AckRow> | RowPages<AckRow>,
 ): AsyncGenerator<string[]> {
   yield* lead;
-  const order = new LineOrder();
-  const one = (row: AckRow): string[] => {
-    order.check(row.line);
-    return ackRecord(identity, row);
-  };
+  const one = ackRecordsInOrder(identity);
   if ('pages' in rows) {
     for await (const page of rows.pages) for (const row of page) yield one(row);
   } else for await (const row of rows) yield one(row);
