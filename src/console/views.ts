@@ -5,9 +5,9 @@
  * small pure functions; money is summed exactly (ExactTotal), never as a float.
  */
 import { uploaderOf } from '../approval/audit.js';
-import { estimateEnd, progressOf as batchProgress, type BatchEvent } from '../domain/batch-events.js';
+import { estimateEnd, progressOf as batchProgress, progressOfCounts, type BatchEvent } from '../domain/batch-events.js';
 import { ExactTotal } from '../domain/exact-total.js';
-import { isFinalRowState, type RowState } from '../domain/lifecycle.js';
+import type { RowState } from '../domain/lifecycle.js';
 import { decimalText, isSummableAmount } from '../domain/money.js';
 import { batchStateCounts, resultRowPages, type BatchRecord, type Database, type StateCounts } from '../store/index.js';
 import type { ApprovalView } from './approvals.js';
@@ -22,13 +22,8 @@ export interface Progress {
 
 /** Progress of a batch: final rows of all rows, and the time left at the pace since it was accepted (the notifications' estimate). */
 export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acceptedAt'>, counts: StateCounts, now: number): Progress {
-  let done = 0;
-  let total = 0;
-  for (const [state, n] of Object.entries(counts) as [RowState, number][]) {
-    total += n;
-    if (isFinalRowState(state)) done += n;
-  }
-  total = Math.max(total, batch.rowCount);
+  const { rows, final: done } = progressOfCounts(counts);
+  const total = Math.max(rows, batch.rowCount);
   const started = batch.acceptedAt;
   let etaMs: number | null = null;
   if (batch.state === 'ACTIVE' && started !== null && done < total) {

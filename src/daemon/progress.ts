@@ -1,7 +1,7 @@
 /** The debug log's progress line: per ACTIVE batch, at most every PROGRESS_EVERY_MS, rows per state, rate, time left. */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
+import { progressOfCounts } from '../domain/batch-events.js';
 import { type Database, listBatchesInStates, stateCounts } from '../store/index.js';
 
 const PROGRESS_EVERY_MS = 10_000;
@@ -22,8 +22,7 @@ export class ProgressLog {
     this.lastAt = now;
     for (const b of await listBatchesInStates(this.db, ['ACTIVE'])) {
       const counts = await stateCounts(this.db, b.id);
-      const total = Object.values(counts).reduce((a, x) => a + (x ?? 0), 0);
-      const final = FINAL_ROW_STATES.reduce((a, s) => a + (counts[s] ?? 0), 0);
+      const { rows: total, final } = progressOfCounts(counts);
       const created = final + (counts.PENDING ?? 0);
       const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
       const rate = created / elapsedS;

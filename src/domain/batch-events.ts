@@ -4,6 +4,7 @@
  * the change it reports, then delivered to the configured channels; the
  * data of each type is plain JSON (money as decimal text, times ISO 8601).
  */
+import { isFinalRowState, type RowState } from './lifecycle.js';
 
 export const BATCH_EVENT_TYPES = [
   'received',
@@ -69,6 +70,17 @@ export interface BatchProgress {
 export function progressOf(rows: number, final: number): BatchProgress {
   const percent = rows === 0 ? 100 : Math.floor((final / rows) * 1000) / 10;
   return { rows, final, percent };
+}
+
+/** The progress of a batch from its rows counted per state: every row counts, and those in a final state are done. */
+export function progressOfCounts(counts: Partial<Record<RowState, number>>): BatchProgress {
+  let rows = 0;
+  let final = 0;
+  for (const [state, n = 0] of Object.entries(counts) as [RowState, number | undefined][]) {
+    rows += n;
+    if (isFinalRowState(state)) final += n;
+  }
+  return progressOf(rows, final);
 }
 
 /**

@@ -3,8 +3,8 @@
  * webhook body, in the Standard Webhooks shape `{type, timestamp, data}`),
  * and the batch as it stands (the status file and the email's totals).
  */
-import { eventTypeName, estimateEnd, progressOf, type BatchEvent } from '../domain/batch-events.js';
-import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
+import { eventTypeName, estimateEnd, progressOfCounts, type BatchEvent } from '../domain/batch-events.js';
+import type { RowState } from '../domain/lifecycle.js';
 import { sumAmounts } from '../domain/money.js';
 import { outcomeStatusOf, type RowOutcomeStatus } from '../report/index.js';
 import { amountsByState, batchStateCounts, type BatchRecord, type Database } from '../store/index.js';
@@ -45,13 +45,9 @@ export async function batchSnapshot(db: Database, batch: BatchRecord, now: numbe
   const byStateAmounts = await amountsByState(db, batch.id);
   const counts: Partial<Record<RowOutcomeStatus, number>> = {};
   const parts = new Map<RowOutcomeStatus, Map<string, string[]>>();
-  let rows = 0;
-  let final = 0;
   for (const [state, n] of Object.entries(byState) as [RowState, number][]) {
     const status = outcomeStatusOf(state);
     counts[status] = (counts[status] ?? 0) + n;
-    rows += n;
-    if (FINAL_ROW_STATES.includes(state)) final += n;
   }
   for (const [state, byCurrency] of Object.entries(byStateAmounts) as [RowState, Record<string, string>][]) {
     const status = outcomeStatusOf(state);
@@ -61,7 +57,8 @@ export async function batchSnapshot(db: Database, batch: BatchRecord, now: numbe
   }
   const amounts: BatchSnapshot['amounts'] = {};
   for (const [status, m] of parts) amounts[status] = Object.fromEntries([...m].map(([c, list]) => [c, sumAmounts(list)]));
-  const progress = progressOf(rows, final);
+  const progress = progressOfCounts(byState);
+  const { rows, final } = progress;
   const { perMinute, etaAt } =
     batch.state === 'ACTIVE' ? estimateEnd(progress, batch.acceptedAt ?? batch.receivedAt, now) : { perMinute: null, etaAt: null };
   return { batch, rows, final, percent: progress.percent, perMinute, etaAt, counts, amounts, at: now };

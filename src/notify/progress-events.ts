@@ -7,9 +7,8 @@
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
-import { estimateEnd, progressOf, shownStateOf, type BatchProgress } from '../domain/batch-events.js';
+import { estimateEnd, progressOf, progressOfCounts, shownStateOf, type BatchProgress } from '../domain/batch-events.js';
 import type { Clock } from '../domain/clock.js';
-import { FINAL_ROW_STATES } from '../domain/lifecycle.js';
 import { latestBatchEvent, listBatchesInStates, recordBatchEventIfLatest, stateCounts, type Database } from '../store/index.js';
 
 /** How often batches are looked at: progress is counted from the rows, so not on every pass of a loop. */
@@ -40,9 +39,8 @@ export class ProgressEvents {
     let n = 0;
     for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
       const counts = await stateCounts(db, b.id);
-      const rows = Object.values(counts).reduce((a, x) => a + (x ?? 0), 0);
-      const final = FINAL_ROW_STATES.reduce((a, s) => a + (counts[s] ?? 0), 0);
-      const p = progressOf(rows, final);
+      const p = progressOfCounts(counts);
+      const { rows, final } = p;
       const since = b.acceptedAt ?? b.receivedAt;
       const last = await latestBatchEvent(db, b.id, 'progress');
       const lastFinal = typeof last?.data['final'] === 'number' ? last.data['final'] : 0;

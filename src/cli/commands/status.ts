@@ -22,8 +22,8 @@ import {
   type ServiceNoted,
   type StateCounts,
 } from '../../store/index.js';
-import { estimateEnd, progressOf, shownStateOf } from '../../domain/batch-events.js';
-import { FINAL_ROW_STATES, isBeingRead } from '../../domain/lifecycle.js';
+import { estimateEnd, progressOfCounts, shownStateOf } from '../../domain/batch-events.js';
+import { isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
 import { resultFileName } from '../../report/format.js';
 import { byRetention } from '../../report/retention-notes.js';
@@ -155,9 +155,7 @@ export interface BatchView {
 }
 
 export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number | null, now: number): BatchView {
-  const rows = Object.values(counts).reduce((a, n) => a + (n ?? 0), 0);
-  const final = FINAL_ROW_STATES.reduce((a, st) => a + (counts[st] ?? 0), 0);
-  const p = progressOf(rows, final);
+  const p = progressOfCounts(counts);
   const end = b.state === 'ACTIVE' ? estimateEnd(p, b.acceptedAt ?? b.receivedAt, now) : { perMinute: null, etaAt: null };
   return {
     id: b.id,
@@ -180,7 +178,7 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     counts,
     totals: totalsIn(b.acceptedTotalsJson),
     fileTotals: totalsIn(b.totalsJson),
-    progress: { rows, final, percent: p.percent, rowsPerMinute: end.perMinute, etaAt: iso(end.etaAt) },
+    progress: { rows: p.rows, final: p.final, percent: p.percent, rowsPerMinute: end.perMinute, etaAt: iso(end.etaAt) },
     receivedAt: iso(b.receivedAt) as string,
     acceptedAt: iso(b.acceptedAt),
     ackWrittenAt: iso(b.ackWrittenAt),
