@@ -154,11 +154,12 @@ export type CreateFence = 'sending' | 'lost' | 'unsendable';
 
 /**
  * The fence of one create try, right before it goes on the wire: the row is still this claim's (CREATING,
- * leased to this instance for the same attempt, the lease not run out) and its batch still sendable (cancel,
- * holds, approval: sendableBatch). `lost`: the row may be another's by now (taken over as interrupted, perhaps
- * created again). `unsendable`: still ours, but an operator's cancel or a hold came after the claim. Either way
- * the try must not be sent. With `renew` the lease is renewed in the same guarded statement, so it then lasts
- * longer than one try can take (docs/high-availability.md); without, one indexed read.
+ * leased to this instance for the same attempt) and its batch still sendable (cancel, holds, approval:
+ * sendableBatch). `lost`: the row may be another's by now (taken over as interrupted, perhaps created again).
+ * `unsendable`: still ours, but an operator's cancel or a hold came after the claim. Either way the try must
+ * not be sent. With `renew` the lease is renewed in the same guarded statement, so it then lasts longer than
+ * one try can take (docs/high-availability.md); without, one indexed read, which also wants the lease not run
+ * out (nothing stops a takeover between the read and the send).
  */
 export async function fenceCreate(
   db: Database,
@@ -167,10 +168,13 @@ export async function fenceCreate(
   claimant: Claimant,
   renew: boolean,
 ): Promise<CreateFence> {
-  const ours = (q: Knex.QueryBuilder): Knex.QueryBuilder =>
-    q
-      .where({ 'p.id': row.id, 'p.state': 'CREATING', 'p.lease_owner': claimant.instanceId, 'p.create_attempts': row.createAttempts })
-      .andWhere('p.lease_expires_at', '>=', now);
+  // A takeover moves the row out of CREATING, and a new claim counts another attempt: a row still CREATING
+  // under this owner and attempt was taken by nobody, even once its lease ran out while it waited for a slot
+  // or a rate-limit pause. The renewal takes it back then in one statement: a takeover that commits first
+  // leaves it nothing to match, one that comes after sees a fresh lease.
+  const claimed = (q: Knex.QueryBuilder): Knex.QueryBuilder =>
+    q.where({ 'p.id': row.id, 'p.state': 'CREATING', 'p.lease_owner': claimant.instanceId, 'p.create_attempts': row.createAttempts });
+  const ours = (q: Knex.QueryBuilder): Knex.QueryBuilder => (renew ? claimed(q) : claimed(q).andWhere('p.lease_expires_at', '>=', now));
   const sendable = (trx: Knex): Knex.QueryBuilder =>
     trx('batches as b').select(trx.raw('1')).whereRaw('b.id = p.batch_id').modify(sendableBatch, now);
   const look = async (trx: Knex): Promise<CreateFence> => {
@@ -192,6 +196,36 @@ export async function fenceCreate(
   // Shared, other instances judge the lease by what is committed, so it must survive a crash of the server.
   // Alone on SQLite, every start takes all CREATING rows as interrupted anyway: a lost renewal costs nothing.
   return isPostgres(db) ? writeTransaction(db, renewed) : reproducibleTransaction(db, renewed);
+}
+
+/**
+ * Renews the leases of claimed rows whose creates are still waiting in this process (for a slot, say), on the
+ * fence's terms: each row still CREATING under this owner and attempt, its lease run out or not, so none is
+ * taken over as interrupted though it never left. Returns the ids renewed; a row taken over is left to its
+ * holder (its fence then finds it lost).
+ */
+export async function renewClaims(
+  db: Database,
+  rows: readonly Pick<ClaimedRow, 'id' | 'createAttempts'>[],
+  now: number,
+  claimant: Claimant,
+): Promise<number[]> {
+  const renew = async (trx: Knex.Transaction): Promise<number[]> => {
+    const renewed: number[] = [];
+    // Chunked: each pair is two bound values.
+    for (let i = 0; i < rows.length; i += 400) {
+      const pairs = rows.slice(i, i + 400).map((r) => [r.id, r.createAttempts]);
+      const ids = (await trx('payouts')
+        .whereIn(['id', 'create_attempts'], pairs)
+        .andWhere({ state: 'CREATING', lease_owner: claimant.instanceId })
+        .update({ lease_expires_at: now + claimant.leaseMs })
+        .returning('id')) as { id: number }[];
+      for (const r of ids) renewed.push(r.id);
+    }
+    return renewed;
+  };
+  // As the fence's renewal, and for the same reasons.
+  return isPostgres(db) ? writeTransaction(db, renew) : reproducibleTransaction(db, renew);
 }
 
 /** The claimant of a single-instance daemon. */

@@ -47,7 +47,16 @@ export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, type RowMove } from './moves.js';
-export { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown, fenceCreate, type Claimant, type ClaimedRow } from './claims.js';
+export {
+  claimDueRows,
+  claimReadyRows,
+  markInterruptedCreatesUnknown,
+  fenceCreate,
+  renewClaims,
+  type Claimant,
+  type ClaimedRow,
+  type CreateFence,
+} from './claims.js';
 export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
 

@@ -10,6 +10,7 @@ import { NOT_SENT, isApiError, neverSent } from '../api/errors.js';
 import type { BackoffPolicy } from '../domain/backoff.js';
 import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
+import { whileRenewing } from '../domain/lease.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
@@ -21,6 +22,7 @@ import {
   lastIntentAt,
   markInterruptedCreatesUnknown,
   fenceCreate,
+  renewClaims,
   type Claimant,
   type ClaimedRow,
   type RowMove,
@@ -204,13 +206,18 @@ export class PayoutSubmitter {
     if (!this.available() && !((await this.deps.service.probeIfDue?.(callSignal)) ?? false)) return 0;
     // Creates whose lease ran out: another instance died, or an answer of ours was never recorded (a failed
     // commit). None is in flight: every try renews its lease first and sends only while it holds (sendCreate).
+    // None is waiting in this process either: a pass ends once each row it claimed was answered or put back.
     const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
     if (taken > 0) this.deps.logger.warn({ rows: taken }, 'took over creates whose lease ran out; resolving them by query');
     let moved = await this.reconcileUnknown(signal);
     const beside = this.reconcileBeside(signal);
     this.beside = beside;
     try {
-      moved += await this.sendReady(signal, callSignal);
+      moved += await whileRenewing(
+        this.o.claimant.leaseMs,
+        () => this.renewWaiting(),
+        () => this.sendReady(signal, callSignal),
+      );
     } finally {
       this.beside = null;
       moved += await beside.stop();
@@ -283,6 +290,20 @@ export class PayoutSubmitter {
     while (unrecorded.size > 0) await Promise.all([...unrecorded]);
     if (failure !== null) throw (failure as { err: unknown }).err;
     return moved;
+  }
+
+  /**
+   * Renews the leases of claimed rows still waiting for a slot, once less than half is left (as a fence does):
+   * eight per slot, or any number behind a rate-limit pause, may wait longer than a lease, and other instances
+   * would take them over as interrupted though none was sent.
+   */
+  private async renewWaiting(): Promise<void> {
+    const now = this.deps.clock.now();
+    const { leaseMs } = this.o.claimant;
+    const due = this.waiting.slice(this.waitingFrom).filter((r) => r.leaseExpiresAt === null || now + leaseMs / 2 > r.leaseExpiresAt);
+    if (due.length === 0) return;
+    const renewed = new Set(await renewClaims(this.deps.db, due, now, this.o.claimant));
+    for (const r of due) if (renewed.has(r.id)) r.leaseExpiresAt = Math.max(r.leaseExpiresAt ?? 0, now + leaseMs);
   }
 
   /**

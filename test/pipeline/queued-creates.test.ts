@@ -13,5 +13,8 @@ describe('queued creates', () => {
   );
   it('FILE_CHANGED hold: no queued create goes out; they wait READY for the release', () => queued.checkHoldStopsQueuedCreates(), 30_000);
   it('stop: queued creates are not sent during the grace period but put back READY', () => queued.checkStopKeepsQueuedCreates(), 30_000);
+  it('queued rows whose lease ran out unrenewed are sent: nobody took them over', () => queued.checkQueuedPastLeaseAreSent(), 30_000);
+  it('queued rows have their leases renewed while they wait', () => queued.checkQueuedLeasesRenewed(), 30_000);
+  it('the fence past its lease: taken back unless taken over', () => queued.checkFenceAfterLease());
   it('the fence of a create try: batch held or cancelled, claim lost, balance hold run out', () => queued.checkFenceOfBatch());
 });

@@ -2,12 +2,13 @@
  * Rows claimed for a create (CREATING, intent recorded) but still queued behind the concurrency limit when an
  * operator cancels their batch, a hold falls on it, or the daemon is told to stop: none of them may go out
  * after that. Each goes back to READY, not sent, no attempt charged; a cancel then makes it NOT_SUBMITTED,
- * a hold keeps it until release. Shared by the SQLite and PostgreSQL test files.
+ * a hold keeps it until release. Rows queued longer than their lease are still sent, each once, and never
+ * taken for interrupted. Shared by the SQLite and PostgreSQL test files.
  */
 import { expect } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import { cancelReadyRows, cancelReturnedRows } from '../../src/store/cancels.js';
-import { claimReadyRows, fenceCreate } from '../../src/store/claims.js';
+import { claimReadyRows, fenceCreate, markInterruptedCreatesUnknown, renewClaims } from '../../src/store/claims.js';
 import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { cancelMessage } from '../../src/cli/commands/operator.js';
 import { SENDABLE_RECHECK_MS } from '../../src/submit/submitter.js';
@@ -129,4 +130,86 @@ export async function checkFenceOfBatch(database?: (dir: string) => Promise<Data
   expect(await leaseOf()).toBe(now + 1000 + claimant.leaseMs);
   await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', now);
   expect(await fenceCreate(p.db, row, now + 2000, claimant, true)).toBe('unsendable');
+}
+
+/** Every row created once, its history only its claim and its create; nothing left for a takeover. */
+async function expectAllSentOnce(p: Pipeline): Promise<void> {
+  expect(refs.map((r) => p.ledgerCount(r))).toEqual(refs.map(() => 1));
+  expect(p.createRequests()).toBe(refs.length);
+  for (const ref of refs) expect({ ref, events: await p.events(ref) }).toEqual({ ref, events: ['intent', 'created'] });
+  expect(p.logLines.filter((l) => l.includes('create not sent: the claim on its row ran out'))).toEqual([]);
+  expect(await markInterruptedCreatesUnknown(p.db, p.clock.now(), false)).toBe(0);
+}
+
+/**
+ * Queued rows whose lease ran out while they waited for the one slot (no renewal came in time: it ticks every
+ * third of the lease). Nobody took them over, so each fence takes its lease back and the create goes out.
+ * Before, each was left CREATING as "the claim on its row ran out", then taken over as interrupted by the next
+ * pass: UNKNOWN though never sent, and queried before anything else was sent.
+ */
+export async function checkQueuedPastLeaseAreSent(database?: (dir: string) => Promise<Database>): Promise<void> {
+  const { p } = await slowPipeline(database);
+  const { leaseMs } = p.submitterOptions.claimant;
+  const pass = p.submit();
+  await waitFor(() => p.createRequests() >= 1, 'the first create on the wire');
+  p.clock.advance(leaseMs + 1);
+  p.sandbox.setFaults({ latencyMs: 0 });
+  await pass;
+  await expectAllSentOnce(p);
+  for (const ref of QUEUED) expect((await p.row(ref)).leaseExpiresAt).toBeGreaterThan(p.clock.now());
+  await p.submit();
+  expect(p.createRequests()).toBe(refs.length);
+}
+
+/**
+ * While rows wait for a slot their leases are renewed in the database, so another instance's pass never takes
+ * them over as interrupted though none was sent. A short lease: the renewal ticks each second of real time.
+ */
+export async function checkQueuedLeasesRenewed(database?: (dir: string) => Promise<Database>): Promise<void> {
+  const leaseMs = 3000;
+  const p = await startPipeline({
+    sandbox: { faults: { latencyMs: 2500 } },
+    submitter: { concurrency: 1, claimant: { instanceId: 'test', leaseMs } },
+    database,
+  });
+  await p.receive('queued.csv', csvFile(refs.map((r) => csvRow(r))));
+  const pass = p.submit();
+  await waitFor(() => p.createRequests() >= 1, 'the first create on the wire');
+  p.clock.advance(leaseMs + 1);
+  const renewed = async (): Promise<boolean> =>
+    (await Promise.all(QUEUED.map(async (r) => (await p.row(r)).leaseExpiresAt ?? 0))).every((at) => at > p.clock.now());
+  await waitFor(renewed, 'the leases of the queued rows renewed', 2000);
+  p.sandbox.setFaults({ latencyMs: 0 });
+  await pass;
+  await expectAllSentOnce(p);
+}
+
+/**
+ * The fence past the end of its lease: a read refuses (a takeover could come between it and the send), a
+ * renewal takes the row back while it is still this claim's, and finds it lost once taken over, another's,
+ * or another attempt's. The renewal of waiting rows keeps the same terms.
+ */
+export async function checkFenceAfterLease(database?: (dir: string) => Promise<Database>): Promise<void> {
+  const p = await startPipeline({ database });
+  await p.receive('fenced.csv', csvFile([csvRow('CF-1'), csvRow('CF-2')]));
+  const claimant = p.submitterOptions.claimant;
+  const [one, two] = await claimReadyRows(p.db, 2, p.clock.now(), claimant);
+  if (one === undefined || two === undefined) throw new Error('not claimed');
+  const late = p.clock.now() + claimant.leaseMs + 1;
+  expect(await fenceCreate(p.db, one, late, claimant, false)).toBe('lost');
+  expect(await fenceCreate(p.db, one, late, claimant, true)).toBe('sending');
+  expect((await p.row('CF-1')).leaseExpiresAt).toBe(late + claimant.leaseMs);
+
+  // The takeover comes first for CF-2 only (CF-1 holds a fresh lease again): CF-2's renewal then finds it lost.
+  expect(await markInterruptedCreatesUnknown(p.db, late, false)).toBe(1);
+  expect(await fenceCreate(p.db, two, late, claimant, true)).toBe('lost');
+  expect((await p.row('CF-2')).state).toBe('UNKNOWN');
+
+  const later = late + 2 * claimant.leaseMs;
+  expect(await fenceCreate(p.db, one, later, { ...claimant, instanceId: 'other' }, true)).toBe('lost');
+  expect(await fenceCreate(p.db, { ...one, createAttempts: one.createAttempts + 1 }, later, claimant, true)).toBe('lost');
+  expect(await renewClaims(p.db, [one, two], later, claimant)).toEqual([one.id]);
+  expect(await renewClaims(p.db, [one], later, { ...claimant, instanceId: 'other' })).toEqual([]);
+  expect((await p.row('CF-1')).leaseExpiresAt).toBe(later + claimant.leaseMs);
+  expect(await markInterruptedCreatesUnknown(p.db, later, false)).toBe(0);
 }

@@ -17,5 +17,12 @@ describe.skipIf(!pgReachable)('postgres: queued creates', () => {
   it('cancel: no queued create goes out', () => queued.checkCancelStopsQueuedCreates(database), 30_000);
   it('FILE_CHANGED hold: no queued create goes out, renewing fences included', () => queued.checkHoldStopsQueuedCreates(database), 30_000);
   it('stop: queued creates are put back READY', () => queued.checkStopKeepsQueuedCreates(database), 30_000);
+  it(
+    'queued rows whose lease ran out unrenewed are sent: nobody took them over',
+    () => queued.checkQueuedPastLeaseAreSent(database),
+    30_000,
+  );
+  it('queued rows have their leases renewed while they wait', () => queued.checkQueuedLeasesRenewed(database), 30_000);
+  it('the fence past its lease: taken back unless taken over', () => queued.checkFenceAfterLease(database));
   it('the fence of a create try: batch held or cancelled, claim lost, balance hold run out', () => queued.checkFenceOfBatch(database));
 });
