@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { BALANCE_HOLD, RELEASED_APPROVAL_STATES } from '../domain/holds.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
-import { moveRows, recordMoved } from './moves.js';
+import { moveRows, recordMoved, type RowCondition } from './moves.js';
 import { reproducibleTransaction } from './reproducible.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
@@ -77,6 +77,15 @@ export type ClaimedRow = Pick<
   PayoutRow,
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
 >;
+
+/**
+ * What a move recording a claimed row's create (its answer, or that it was not sent) needs the row to still hold
+ * (RowMove.still): this claim's instance and attempt. Once the lease ran out another instance may have taken the
+ * row over and claimed it again, its own create on the wire; the state alone (CREATING) cannot tell the claims apart.
+ */
+export function claimOf(row: Pick<ClaimedRow, 'leaseOwner' | 'createAttempts'>): RowCondition {
+  return { leaseOwner: row.leaseOwner, createAttempts: row.createAttempts };
+}
 
 const RETURNED_OF_CLAIM = [
   'id',

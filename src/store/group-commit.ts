@@ -9,15 +9,16 @@ import type { RowMove } from './moves.js';
 
 interface PendingCommit {
   moves: RowMove[];
-  committed: Promise<void>;
-  resolve: () => void;
+  /** The moves that happened (a row another actor moved first, or whose guard no longer held, is left out). */
+  committed: Promise<ReadonlySet<RowMove>>;
+  resolve: (applied: ReadonlySet<RowMove>) => void;
   reject: (err: unknown) => void;
 }
 
 function pendingCommit(): PendingCommit {
-  let resolve!: () => void;
+  let resolve!: (applied: ReadonlySet<RowMove>) => void;
   let reject!: (err: unknown) => void;
-  const committed = new Promise<void>((res, rej) => {
+  const committed = new Promise<ReadonlySet<RowMove>>((res, rej) => {
     resolve = res;
     reject = rej;
   });
@@ -37,13 +38,16 @@ export class GroupCommit {
     private readonly maxBatch = 256,
   ) {}
 
-  /** Resolves once the move is committed (or rejects with the transaction's error); a commit's moves share one promise. */
-  add(move: RowMove): Promise<void> {
+  /**
+   * Resolves once the move's commit is done, with whether the move happened (false: its guard no longer held), or
+   * rejects with the transaction's error.
+   */
+  add(move: RowMove): Promise<boolean> {
     const pending = (this.pending ??= pendingCommit());
     pending.moves.push(move);
     if (pending.moves.length >= this.maxBatch) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.maxDelayMs);
-    return pending.committed;
+    return pending.committed.then((applied) => applied.has(move));
   }
 
   private async flush(): Promise<void> {
@@ -53,8 +57,7 @@ export class GroupCommit {
     this.pending = null;
     if (batch === null) return;
     try {
-      await recordAnswers(this.db, [{ moves: batch.moves, at: this.now() }]);
-      batch.resolve();
+      batch.resolve(new Set(await recordAnswers(this.db, [{ moves: batch.moves, at: this.now() }])));
     } catch (err) {
       batch.reject(err);
     }

@@ -46,10 +46,11 @@ export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
-export { lastIntentAt, type RowMove } from './moves.js';
+export { lastIntentAt, noteLateCreate, type RowMove } from './moves.js';
 export {
   claimDueRows,
   claimReadyRows,
+  claimOf,
   markInterruptedCreatesUnknown,
   fenceCreate,
   renewClaims,

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
-import type { Database } from './db.js';
+import { writeTransaction, type Database } from './db.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { updateValueRows, type RowGuard } from './multi-row-update.js';
 import { COLUMNS, RowStateError, toColumns, type PayoutRow, type PayoutRowPatch } from './payouts.js';
@@ -34,9 +34,12 @@ export interface RowMove {
 
 /**
  * Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's
- * own, the check of it against the service that was asked (and its round).
+ * own, the check of it against the service that was asked (and its round), the claim of a create it answers (its
+ * instance and attempt: claimOf).
  */
-export type RowCondition = Partial<Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck' | 'serviceCheckRound'>>;
+export type RowCondition = Partial<
+  Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck' | 'serviceCheckRound' | 'leaseOwner' | 'createAttempts'>
+>;
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
 
@@ -195,6 +198,22 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
   for (const m of moves) if (m.history !== null && moved.has(m.row.id)) history.push(historyRow(m.row.id, m.history, now, m.from, m.to));
   await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, history);
   return moves.filter((m) => moved.has(m.row.id));
+}
+
+/**
+ * Writes down in a row's history, moving nothing (no states), a payout that a create made after another instance
+ * took the row over: the row follows that instance's outcome, so the payout would otherwise be named nowhere.
+ * Nothing is written when the row already follows it (found by a query of its reference). Returns whether it was.
+ */
+export async function noteLateCreate(db: Database, rowId: number, payoutId: string, entry: HistoryEntry, now: number): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    const r = (await trx('payouts').where({ id: rowId }).first('payout_id')) as { payout_id: string | null } | undefined;
+    if (r === undefined || r.payout_id === payoutId) return false;
+    await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
+      [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null],
+    ]);
+    return true;
+  });
 }
 
 export interface HistoryRecord {

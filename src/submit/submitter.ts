@@ -18,8 +18,10 @@ import {
   type Database,
   applyClaimedMoves,
   claimDueRows,
+  claimOf,
   claimReadyRows,
   lastIntentAt,
+  noteLateCreate,
   markInterruptedCreatesUnknown,
   fenceCreate,
   renewClaims,
@@ -322,15 +324,44 @@ export class PayoutSubmitter {
       answered();
     }
     if (outcome.move === undefined) return;
+    // Recorded only while the row is still this claim's: a stop, a stall or an outage may come after the lease
+    // ran out and another instance claimed the row again, its own create on the wire; this outcome must not undo it.
+    const still = claimOf(row);
     // Notes go first: same row, in order.
-    const notes = outcome.notes?.map((note) => this.records.add(note));
-    await this.records.add(outcome.move);
-    if (notes !== undefined) await Promise.all(notes);
+    const notes = (outcome.notes ?? []).map((note) => this.records.add({ ...note, still }));
+    const [applied] = await Promise.all([this.records.add({ ...outcome.move, still }), ...notes]);
+    if (!applied) {
+      await this.takenOver(row, outcome.move);
+      return;
+    }
     if (outcome.move.to === 'UNKNOWN') this.beside?.nudge();
     if (outcome.move.history?.event === 'not-sent') return;
     this.deps.faultPoint?.('after-record');
     if (outcome.holdUntil !== undefined) {
       await this.deps.holds.onInsufficientBalance(outcome.row.batchId, requestOf(outcome.row).deductionCurrency, outcome.holdUntil);
+    }
+  }
+
+  /**
+   * A create's outcome refused because its row is no longer this claim's: the instance that took the row over
+   * decides it. A payout this create made is written down in the row's history and warned of, unless the row
+   * already follows it: the row follows the other instance's outcome, which may be a payout of its own.
+   */
+  private async takenOver(row: ClaimedRow, move: RowMove): Promise<void> {
+    const { logger, clock } = this.deps;
+    const instanceId = this.o.claimant.instanceId;
+    const fields = { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, instanceId };
+    const payoutId = move.patch.payoutId;
+    if (payoutId === undefined || payoutId === null) {
+      logger.info({ ...fields, outcome: move.history?.event }, 'claim taken over by another instance; its outcome is left to it');
+      return;
+    }
+    const detail = `payoutId ${payoutId}, made by a create of ${instanceId} after another instance took the row over; the row follows that instance's outcome`;
+    if (await noteLateCreate(this.deps.db, row.id, payoutId, { event: 'created-after-takeover', outcome: 'OK', detail }, clock.now())) {
+      logger.warn(
+        { ...fields, payoutId },
+        'payout created after another instance took its row over; the row follows that instance, this payout is in its history only',
+      );
     }
   }
 
