@@ -75,6 +75,7 @@ describe('sample files', () => {
       'AMOUNT_BELOW_MIN',
       'AMOUNT_NOT_EXACT',
       'AMOUNT_FORMAT_HIDES',
+      'CELL_FORMAT_HIDES',
       'IDENTIFIER_NUMBER_FORMAT',
       'PHONETIC_GUIDE',
       'LEADING_ZEROS_LOST',

@@ -3,7 +3,7 @@
  * than the one read would be paid as what the clerk never saw.
  */
 import { describe, expect, it } from 'vitest';
-import { amountFormatHides, identifierFormatShowsDigits } from '../../src/ingest/xlsx/number-format.js';
+import { amountFormatHides, formatShowsDate, identifierFormatShowsDigits, textFormatHides } from '../../src/ingest/xlsx/number-format.js';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
 
 const hides = (numFmt: string | null, value: number): string | null => amountFormatHides(numFmt, exactNumberText(value) as string, value);
@@ -79,5 +79,30 @@ describe('identifierFormatShowsDigits', () => {
       expect([numFmt, identifierFormatShowsDigits(numFmt)]).toEqual([numFmt, true]);
     for (const numFmt of ['0000 0000 0000', '"0000"00000000', '000000000000;@', '#,##0', '0.00', '0%', '"0"000000000'])
       expect([numFmt, identifierFormatShowsDigits(numFmt)]).toEqual([numFmt, false]);
+  });
+});
+
+describe('textFormatHides', () => {
+  it('accepts formats that show text as typed', () => {
+    for (const numFmt of [null, 'General', '@', '0.00', '#,##0.00;(#,##0.00)', '0;0;0;@', '[Red]@', '_(@_)', '0.00;0.00;0.00;General']) {
+      expect([numFmt, textFormatHides(numFmt)]).toEqual([numFmt, null]);
+    }
+  });
+
+  it('names what a text section shows instead', () => {
+    expect(textFormatHides(';;;')).toBe('shows none of it');
+    expect(textFormatHides('0;0;0;')).toBe('shows none of it');
+    expect(textFormatHides('0.00;0.00;0.00;"100.00"')).toBe('shows other text instead of it');
+    expect(textFormatHides('"Mr "@')).toBe('shows other characters beside it');
+    expect(textFormatHides('@@')).toBe('shows other characters beside it');
+  });
+});
+
+describe('formatShowsDate', () => {
+  it('tells date and time formats from number formats', () => {
+    for (const numFmt of ['m/d/yyyy', 'yyyy"年"m"月"d"日"', 'h:mm AM/PM', '[h]:mm:ss', 'mmss.0'])
+      expect([numFmt, formatShowsDate(numFmt)]).toEqual([numFmt, true]);
+    for (const numFmt of [null, 'General', '0.00E+00', '"$"#,##0.00', '#,##0.00 "days"', '@'])
+      expect([numFmt, formatShowsDate(numFmt)]).toEqual([numFmt, false]);
   });
 });

@@ -53,6 +53,24 @@ function parseXlsx(path: string, format: Record<string, unknown> = {}) {
   return parseCollect(path, { format, displayName: 'batch.xlsx' });
 }
 
+/** A "Payouts" sheet of `rows` (a header row first), each cell with the number format in `formats` under its "row,column". */
+async function formatted(rows: CellInput[][], formats: Record<string, string> = {}): Promise<string> {
+  const wb = new ExcelJS.Workbook();
+  const ws = wb.addWorksheet('Payouts');
+  rows.forEach((cells, r) =>
+    cells.forEach((value, c) => {
+      if (value === null) return;
+      const cell = ws.getRow(r + 1).getCell(c + 1);
+      cell.value = value as ExcelJS.CellValue;
+      const fmt = formats[`${r},${c}`];
+      if (fmt) cell.numFmt = fmt;
+    }),
+  );
+  const path = join(await tempDir(), 'batch.xlsx');
+  await wb.xlsx.writeFile(path);
+  return path;
+}
+
 describe('xlsx batches', () => {
   it('reads text cells as written and numbers exactly, with sheet row numbers as lines', async () => {
     const path = await workbook(
@@ -215,24 +233,6 @@ describe('xlsx batches', () => {
 });
 
 describe('xlsx batches: a number cell whose format shows another value is refused, never paid as held', () => {
-  /** A "Payouts" sheet of `rows` (a header row first), each cell with the number format in `formats` under its "row,column". */
-  async function formatted(rows: CellInput[][], formats: Record<string, string>): Promise<string> {
-    const wb = new ExcelJS.Workbook();
-    const ws = wb.addWorksheet('Payouts');
-    rows.forEach((cells, r) =>
-      cells.forEach((value, c) => {
-        if (value === null) return;
-        const cell = ws.getRow(r + 1).getCell(c + 1);
-        cell.value = value as ExcelJS.CellValue;
-        const fmt = formats[`${r},${c}`];
-        if (fmt) cell.numFmt = fmt;
-      }),
-    );
-    const path = join(await tempDir(), 'batch.xlsx');
-    await wb.xlsx.writeFile(path);
-    return path;
-  }
-
   it('refuses an account number or bank code shown with characters the cell does not hold', async () => {
     // Each account cell shows 000012345678 (with spaces for the first), and holds 12345678.
     const usd = { payoutCurrency: 'USD', 'beneficiary.bankCode': '021000021' } as const;
@@ -680,5 +680,155 @@ describe('xlsx batches: shared text the reader would misread', () => {
     expect(result.fileErrors.map((e) => [e.code, e.line, e.message])).toEqual([
       ['XLSX_UNREADABLE', 2, phonetic('the text of cell J2 and of more cells in sheet "Payouts"')],
     ]);
+  });
+});
+
+describe('xlsx batches: cells read with the format and kind the workbook stores, not as the reader gives them', () => {
+  /** Rewrites parts of the workbook's zip, each part's XML through its function. */
+  async function editParts(path: string, edits: Record<string, (xml: string) => string>): Promise<void> {
+    const entries = await zipEntries(path);
+    await writeZip(
+      path,
+      [...entries].map(([name, data]) => {
+        const edit = edits[name];
+        return [name, edit === undefined ? data : Buffer.from(edit(data.toString('utf8')), 'utf8')];
+      }),
+    );
+  }
+
+  /**
+   * The formats written in full as `code → id`, made built-in formats referenced by id alone, with no code in the
+   * workbook (as openpyxl and pandas write them).
+   */
+  const byIdOnly = (ids: Record<string, number>) => (styles: string) => {
+    const unescape = (code: string) => code.replace(/&quot;/g, '"').replace(/&amp;/g, '&');
+    const custom = new Map<string, number>();
+    for (const m of styles.matchAll(/<numFmt numFmtId="(\d+)" formatCode="([^"]*)"\/>/g)) {
+      const id = ids[unescape(m[2] as string)];
+      if (id !== undefined) custom.set(m[1] as string, id);
+    }
+    expect(custom.size).toBe(Object.keys(ids).length);
+    return styles
+      .replace(/<numFmts[^>]*>.*?<\/numFmts>/s, '')
+      .replace(/(<xf [^>]*numFmtId=")(\d+)"/g, (all, head: string, id: string) => (custom.has(id) ? `${head}${custom.get(id)}"` : all));
+  };
+
+  it('refuses an amount or account number shown with a built-in currency or accounting format stored by id alone', async () => {
+    const amount = col('payoutAmount');
+    const account = col('beneficiary.accountNumber');
+    // Placeholders, each turned into a built-in id: 42 and 5 show no decimals, 44 two, 59 is known to no one here.
+    const path = await formatted(
+      [
+        HEADER,
+        dataRow('B-1', { payoutAmount: 1500.5 }),
+        dataRow('B-2', { payoutAmount: 1500.5 }),
+        dataRow('B-3', { payoutAmount: 1500.5 }),
+        dataRow('B-4', { payoutAmount: '1500.50', 'beneficiary.accountNumber': 1234567890 }),
+        dataRow('B-5', { payoutAmount: 1500.5 }),
+      ],
+      { [`1,${amount}`]: '0.0', [`2,${amount}`]: '0.000', [`3,${amount}`]: '0.0000', [`4,${account}`]: '0.0', [`5,${amount}`]: '0.00000' },
+    );
+    await editParts(path, { 'xl/styles.xml': byIdOnly({ '0.0': 42, '0.000': 5, '0.0000': 44, '0.00000': 59 }) });
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors), r.request?.payoutAmount])).toEqual([
+      [2, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+      [3, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+      [4, 'READY', [], '1500.5'],
+      [5, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT'], undefined],
+      [6, 'INVALID', ['AMOUNT_FORMAT_HIDES'], undefined],
+    ]);
+    const messages = rows.map((r) => (r.errors[0] === undefined ? null : [errorPlace(r.errors[0]), r.errors[0].message]));
+    expect(messages[0]).toEqual([
+      'line 2, column D "payoutAmount"',
+      'the amount cell holds 1500.5, but its number format "_(\\"$\\"* #,##0_);_(\\"$\\"* \\\\(#,##0\\\\);_(\\"$\\"* \\"…" shows no decimals, so it is rounded: the sheet shows another amount than would be paid; format the column to show every decimal (Number, as many decimals as the amounts have), or as Text and type the amounts again',
+    ]);
+    expect(messages[3]?.[1]).not.toMatch(/1234567890/);
+    expect(messages[4]).toEqual([
+      'line 6, column D "payoutAmount"',
+      "the amount cell holds 1500.5 shown with number format id 59, which is neither the workbook's own nor one of Excel's built-in formats, so payoutd cannot tell what the sheet shows: it may show another amount than would be paid; format the column as Number with as many decimals as the amounts have (0.00), or as General, and drop the workbook again",
+    ]);
+  });
+
+  it('refuses a control total shown with a built-in accounting format stored by id alone, naming the cell', async () => {
+    const path = await formatted(
+      [HEADER, dataRow('T-1', { payoutAmount: 1500.5 }), ['#CONTROL', 'rows', 1], ['#CONTROL', 'total', 'PHP', 1500.5]],
+      { '3,3': '0.0' },
+    );
+    await editParts(path, { 'xl/styles.xml': byIdOnly({ '0.0': 41 }) });
+    const { result } = await parseXlsx(path);
+    expect(result.fileErrors.map((e) => [e.line, e.code, e.message.slice(0, 60)])).toEqual([
+      [4, 'CONTROL_INVALID', "the control line's cell D4 holds 1500.5, but its number form"],
+    ]);
+  });
+
+  it('refuses a cell stored as a date, and a number shown with an East-Asian built-in date format, as dates', async () => {
+    const ref = col('merchantReferenceId');
+    const path = await formatted([HEADER, dataRow('D-1', { payoutAmount: 1500.5 }), dataRow('D-2', { merchantReferenceId: 46029 })], {
+      [`2,${ref}`]: '0.0',
+    });
+    await editParts(path, {
+      'xl/styles.xml': byIdOnly({ '0.0': 57 }),
+      // An ISO date, as some writers store one: the reader reads it as the number 2026.
+      'xl/worksheets/sheet1.xml': (xml) =>
+        xml.replace(/<c r="D2"([^>]*)><v>[^<]*<\/v><\/c>/, '<c r="D2" t="d"><v>2026-01-07T00:00:00</v></c>'),
+    });
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, r.errors.map((e) => [errorPlace(e), e.code, e.message.slice(0, 45)])])).toEqual([
+      [2, 'INVALID', [['line 2, column D "payoutAmount"', 'DATE_CONVERTED', 'the amount is a date cell (2026-01-07): a spr']]],
+      [3, 'INVALID', [['line 3, column A "merchantReferenceId"', 'DATE_CONVERTED', 'the reference is a date cell (2026-01-07): a ']]],
+    ]);
+  });
+
+  it('refuses text whose format shows none of it or other text; reads text shown as typed', async () => {
+    const amount = col('payoutAmount');
+    const name = col('beneficiary.accountName');
+    const account = col('beneficiary.accountNumber');
+    const path = await formatted(
+      [
+        HEADER,
+        dataRow('T-1', { payoutAmount: '1500.50' }),
+        dataRow('T-2', { payoutAmount: '1500.50' }),
+        dataRow('T-3', { payoutAmount: 1500.5 }),
+        dataRow('T-4', { payoutAmount: '1500.50' }),
+        dataRow('T-5', { 'beneficiary.accountNumber': '0012345670000' }),
+        dataRow('T-6', { 'beneficiary.accountNumber': '0012345670000' }),
+      ],
+      {
+        [`1,${amount}`]: ';;;',
+        [`2,${amount}`]: '0.00;0.00;0.00;"100.00"',
+        // A number is shown by the first section: 1500.50, as held.
+        [`3,${amount}`]: '0.00;0.00;0.00;"100.00"',
+        [`4,${name}`]: '"Mr "@',
+        [`5,${account}`]: '@',
+        [`6,${account}`]: '0;0;0;"0012345670001"',
+      },
+    );
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, codes(r.errors)])).toEqual([
+      [2, 'INVALID', ['AMOUNT_FORMAT_HIDES']],
+      [3, 'INVALID', ['AMOUNT_FORMAT_HIDES']],
+      [4, 'READY', []],
+      [5, 'INVALID', ['CELL_FORMAT_HIDES']],
+      [6, 'READY', []],
+      [7, 'INVALID', ['IDENTIFIER_NUMBER_FORMAT']],
+    ]);
+    expect(rows.slice(0, 2).map((r) => [errorPlace(r.errors[0] as RowError), r.errors[0]?.message])).toEqual([
+      [
+        'line 2, column D "payoutAmount"',
+        'the amount cell holds text, but the number format ";;;" shows none of it: the sheet shows another amount than would be paid; format the column as Text and drop the workbook again',
+      ],
+      [
+        'line 3, column D "payoutAmount"',
+        'the amount cell holds text, but the number format "0.00;0.00;0.00;\\"100.00\\"" shows other text instead of it: the sheet shows another amount than would be paid; format the column as Text and drop the workbook again',
+      ],
+    ]);
+    expect(rows[3]?.errors[0]?.message).toBe(
+      'the account name cell holds text, but the number format "\\"Mr \\"@" shows other characters beside it: the sheet shows another account name than would be paid; format the column as Text and drop the workbook again',
+    );
+    // Never the digits of an account, not even those a format holds.
+    expect(rows[5]?.errors[0]?.message).not.toMatch(/001234567/);
   });
 });

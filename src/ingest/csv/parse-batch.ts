@@ -271,7 +271,7 @@ class BatchReader {
       else {
         fields.push('');
         if (field !== null) (problems ??= new Map()).set(field, read.problem);
-        else fields[index] = cell.kind === 'date' ? cell.value.toISOString().slice(0, 10) : String((cell as { value: unknown }).value);
+        else fields[index] = cell.kind === 'date' ? cell.date : String((cell as { value: unknown }).value);
       }
     });
     if (header !== null) {

@@ -1,19 +1,22 @@
 /**
  * A workbook cell as the text a clerk sees: numbers as exact decimals (more than 15 significant digits are
  * refused, never rounded); dates, error cells, and long numbers in identifier columns, refused as what a
- * spreadsheet made of the value; numbers whose format shows another value than they hold, refused.
+ * spreadsheet made of the value; numbers whose format shows another value than they hold, text whose format
+ * shows other text or none, and cells whose format is not known, refused.
  */
 import { Decimal } from '../../domain/money.js';
 import { spreadsheetErrorProblem } from '../rules/damage.js';
 import { FIELD_WORDS, type FieldPath } from '../rules/fields.js';
 import { quoteValue, type RowErrorCode } from '../rules/row-error.js';
-import { amountFormatHides, identifierFormatShowsDigits } from './number-format.js';
+import { amountFormatHides, identifierFormatShowsDigits, textFormatHides } from './number-format.js';
+import type { CellFormat } from './styles.js';
 
-/** One cell of a sheet row, as read (src/ingest/xlsx/workbook.ts). */
+/** One cell of a sheet row, as read (src/ingest/xlsx/workbook.ts); `format`: its number format, as the clerk sees it. */
 export type SheetCell =
-  | { kind: 'text'; text: string }
-  | { kind: 'number'; value: number; numFmt: string | null }
-  | { kind: 'date'; value: Date }
+  | { kind: 'text'; text: string; format: CellFormat }
+  | { kind: 'number'; value: number; format: CellFormat }
+  /** A date cell, its date as `2026-01-07` (or as stored, when it is no date). */
+  | { kind: 'date'; date: string }
   /** An error cell: what a formula that failed left (`#N/A`), whatever error it names. */
   | { kind: 'error'; error: string }
   | { kind: 'empty' };
@@ -50,19 +53,59 @@ function zeroPadWidth(numFmt: string | null): number {
   return numFmt !== null && /^0+$/.test(numFmt) ? numFmt.length : 0;
 }
 
+/** A format not known, in words: `built-in format 59`, or a style the workbook does not list. */
+function unknownFormatWords(format: { id: number | null }): string {
+  return format.id === null
+    ? 'a cell style the workbook does not list'
+    : `number format id ${format.id}, which is neither the workbook's own nor one of Excel's built-in formats`;
+}
+
+/** The code of the rows a problem with the format of a cell of `field` refuses. */
+function formatCode(field: FieldPath): RowErrorCode {
+  return field === 'payoutAmount' ? 'AMOUNT_FORMAT_HIDES' : IDENTIFIERS.has(field) ? 'IDENTIFIER_NUMBER_FORMAT' : 'CELL_FORMAT_HIDES';
+}
+
+/** The format, quoted, unless it may hold digits of a secret identifier. */
+function formatWords(field: FieldPath | null, numFmt: string): string {
+  return field !== null && NEVER_SHOWN.has(field) && /\d/.test(numFmt) ? 'a number format' : `the number format ${quoteValue(numFmt)}`;
+}
+
+/** A text cell of `field` read as shown, or why its format shows other text or none (or is not known). */
+function textCell(cell: { text: string; format: CellFormat }, field: FieldPath | null): { text: string } | { problem: CellProblem } {
+  if (field === null) return { text: cell.text };
+  const words = FIELD_WORDS[field];
+  const { format } = cell;
+  if (!format.known) {
+    return {
+      problem: {
+        code: formatCode(field),
+        message: `the ${words} cell holds text shown with ${unknownFormatWords(format)}, so payoutd cannot tell what the sheet shows: it may show another ${words} than would be paid; format the column as Text and drop the workbook again`,
+      },
+    };
+  }
+  const hides = textFormatHides(format.code);
+  if (hides === null) return { text: cell.text };
+  return {
+    problem: {
+      code: formatCode(field),
+      message: `the ${words} cell holds text, but ${formatWords(field, format.code as string)} ${hides}: the sheet shows another ${words} than would be paid; format the column as Text and drop the workbook again`,
+    },
+  };
+}
+
 /** The cell's text for `field` (null: a header cell or a column with no field), or why it cannot be read. */
 export function cellText(cell: SheetCell, field: FieldPath | null): { text: string } | { problem: CellProblem } {
   switch (cell.kind) {
     case 'empty':
       return { text: '' };
     case 'text':
-      return { text: cell.text };
+      return textCell(cell, field);
     case 'date': {
       const what = field === null ? 'this cell' : `the ${FIELD_WORDS[field]}`;
       return {
         problem: {
           code: 'DATE_CONVERTED',
-          message: `${what} is a date cell (${cell.value.toISOString().slice(0, 10)}): a spreadsheet probably turned the text into a date; format the column as Text and type the value again`,
+          message: `${what} is a date cell (${quoteValue(cell.date, 30).slice(1, -1)}): a spreadsheet probably turned the text into a date; format the column as Text and type the value again`,
         },
       };
     }
@@ -73,8 +116,20 @@ export function cellText(cell: SheetCell, field: FieldPath | null): { text: stri
   }
 }
 
-function numberText(cell: { value: number; numFmt: string | null }, field: FieldPath | null): { text: string } | { problem: CellProblem } {
+function numberText(cell: { value: number; format: CellFormat }, field: FieldPath | null): { text: string } | { problem: CellProblem } {
   const exact = exactNumberText(cell.value);
+  const { format } = cell;
+  if (!format.known && field !== null && (field === 'payoutAmount' || IDENTIFIERS.has(field))) {
+    const words = FIELD_WORDS[field];
+    const holds = NEVER_SHOWN.has(field) || exact === null ? 'a number' : exact;
+    return {
+      problem: {
+        code: formatCode(field),
+        message: `the ${words} cell holds ${holds} shown with ${unknownFormatWords(format)}, so payoutd cannot tell what the sheet shows: it may show another ${words} than would be paid; ${field === 'payoutAmount' ? 'format the column as Number with as many decimals as the amounts have (0.00), or as General' : `format the column as Text and type the ${words} again`}, and drop the workbook again`,
+      },
+    };
+  }
+  const numFmt = format.known ? format.code : null;
   if (field !== null && IDENTIFIERS.has(field)) {
     if (exact === null || !/^\d+$/.test(exact) || exact.length > EXACT_DIGITS) {
       const shown = NEVER_SHOWN.has(field) ? '' : ` (shown as ${cell.value.toExponential(5).toUpperCase()})`;
@@ -85,8 +140,8 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
         },
       };
     }
-    if (!identifierFormatShowsDigits(cell.numFmt)) return identifierFormatProblem(field, exact, cell.numFmt as string);
-    return { text: exact.padStart(zeroPadWidth(cell.numFmt), '0') };
+    if (!identifierFormatShowsDigits(numFmt)) return identifierFormatProblem(field, exact, numFmt as string);
+    return { text: exact.padStart(zeroPadWidth(numFmt), '0') };
   }
   if (exact === null) {
     return {
@@ -97,12 +152,12 @@ function numberText(cell: { value: number; numFmt: string | null }, field: Field
     };
   }
   if (field === 'payoutAmount') {
-    const hides = amountFormatHides(cell.numFmt, exact, cell.value);
+    const hides = amountFormatHides(numFmt, exact, cell.value);
     if (hides !== null) {
       const problem = amountHiddenProblem(
         `the ${FIELD_WORDS[field]} cell`,
         exact,
-        cell.numFmt as string,
+        numFmt as string,
         hides,
         'another amount than would be paid',
       );
@@ -140,14 +195,23 @@ function amountHiddenProblem(what: string, exact: string, numFmt: string, hides:
  * checked with; null when it shows what it holds.
  */
 export function controlCellHides(cell: SheetCell, address: string): string | null {
-  if (cell.kind !== 'number') return null;
+  if (cell.kind !== 'number' && cell.kind !== 'text') return null;
+  const { format } = cell;
+  if (!format.known) {
+    return `the control line's cell ${address} is shown with ${unknownFormatWords(format)}, so payoutd cannot tell what the sheet shows: it may show another value than the one checked; format the column as Number with as many decimals as the amounts have (0.00), or as General or Text, and drop the workbook again`;
+  }
+  if (cell.kind === 'text') {
+    const hides = textFormatHides(format.code);
+    if (hides === null) return null;
+    return `the control line's cell ${address} holds text, but its number format ${quoteValue(format.code as string)} ${hides}: the sheet shows another value than the one checked; format the column as Text and drop the workbook again`;
+  }
   const exact = exactNumberText(cell.value);
-  const hides = exact === null ? null : amountFormatHides(cell.numFmt, exact, cell.value);
+  const hides = exact === null ? null : amountFormatHides(format.code, exact, cell.value);
   if (exact === null || hides === null) return null;
   return amountHiddenProblem(
     `the control line's cell ${address}`,
     exact,
-    cell.numFmt as string,
+    format.code as string,
     hides,
     'another value than the one checked',
   ).message;

@@ -116,3 +116,30 @@ export function amountFormatHides(numFmt: string | null, exact: string, value: n
 export function identifierFormatShowsDigits(numFmt: string | null): boolean {
   return numFmt === null || /^(general|@|0+)$/i.test(numFmt);
 }
+
+/**
+ * How the number format `numFmt` (null: General) would show a text cell as other text, in words; null when it
+ * shows the text as it is. A format's fourth section is for text (`0.00;-0.00;0;@`), else a section holding `@`;
+ * with neither, text is shown as typed. That section shows the text when it is `@` alone (or General): empty
+ * (`;;;`) it shows nothing, and literals (`;;;"100.00"`, `"ACC "@`) show characters the cell does not hold.
+ */
+export function textFormatHides(numFmt: string | null): string | null {
+  if (numFmt === null || numFmt === '') return null;
+  const all = sections(numFmt);
+  const section = all.length >= 4 ? all[3] : all.find((s) => s.code.includes('@'));
+  if (section === undefined) return null;
+  const code = section.code.trim();
+  // Padding (`_(`) and a fill of spaces (`* `) show no character.
+  const shown = section.literals.filter((t) => t.trim() !== '');
+  if (/^(@|general)$/i.test(code) && shown.length === 0) return null;
+  if (code.includes('@') || /general/i.test(code)) return 'shows other characters beside it';
+  return shown.length === 0 ? 'shows none of it' : 'shows other text instead of it';
+}
+
+/** Whether a number shown with `numFmt` shows as a date or time (its first section does). */
+export function formatShowsDate(numFmt: string | null): boolean {
+  if (numFmt === null) return false;
+  const first = sections(numFmt)[0] as Section;
+  const code = first.code.replace(/general/gi, '').replace(/[eE][+-]/g, '');
+  return first.elapsed || /[ymdhs]/i.test(code);
+}

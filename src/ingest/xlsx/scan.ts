@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream';
 import { SaxesParser } from 'saxes';
 import unzipper from 'unzipper';
 import { columnLetter } from '../rules/row-error.js';
+import { CellStyles, StylesScan, type CellFormat } from './styles.js';
 
 /** Numbers (ascending) as runs `[from, to]`: the first MAX_RUNS runs, and how many numbers in all. */
 export class NumberRuns {
@@ -37,17 +38,17 @@ export class NumberRuns {
   }
 }
 
-/** Cells by row and column (1 = A): the first MAX_CELLS of them, and the first of all. */
-export class CellSet {
+/** Cells by row and column (1 = A), each with what is known of it: the first MAX_CELLS of them, and the first of all. */
+export class CellSet<V = true> {
   static readonly MAX_CELLS = 10_000;
-  private readonly byRow = new Map<number, number[]>();
+  private readonly byRow = new Map<number, Map<number, V>>();
   private size = 0;
   first: { ref: string; line: number } | null = null;
   /** Not every cell is known by row: more than MAX_CELLS, or one whose row the reader may number otherwise. */
   whole = false;
 
   /** `placed`: the cell's row and column are written in the sheet, as the reader numbers them. */
-  add(row: number, col: number, ref: string, placed: boolean): void {
+  add(row: number, col: number, ref: string, placed: boolean, value: V = true as V): void {
     this.first ??= { ref, line: row };
     if (!placed || this.size >= CellSet.MAX_CELLS) {
       this.whole = true;
@@ -55,13 +56,18 @@ export class CellSet {
     }
     this.size++;
     const cols = this.byRow.get(row);
-    if (cols === undefined) this.byRow.set(row, [col]);
-    else cols.push(col);
+    if (cols === undefined) this.byRow.set(row, new Map([[col, value]]));
+    else cols.set(col, value);
   }
 
   /** The columns (1 = A) of the cells of that row. */
   columnsOf(row: number): readonly number[] {
-    return this.byRow.get(row) ?? [];
+    return [...(this.byRow.get(row)?.keys() ?? [])];
+  }
+
+  /** What is known of the cell at that row and column (1 = A), or null when it is not in the set. */
+  at(row: number, col: number): V | null {
+    return this.byRow.get(row)?.get(col) ?? null;
   }
 }
 
@@ -77,6 +83,13 @@ export interface SheetFindings {
   phonetic: CellSet;
   /** Read before the workbook's cell formats, which come after it in the zip. */
   beforeStyles: boolean;
+  /** The style of each cell, which the reader does not follow to its format for some built-in formats. */
+  styles: CellStyles;
+  /**
+   * Cells stored as dates (`t="d"`, an ISO date as text), which the reader reads as a number (`2026-01-07` as
+   * 2026), with the date as stored.
+   */
+  dates: CellSet<string>;
 }
 
 export interface WorkbookScan {
@@ -84,6 +97,10 @@ export interface WorkbookScan {
   sheets: Map<string, { hidden: boolean; part: string | null }>;
   /** The findings of each worksheet part, by its path in the zip. */
   parts: Map<string, SheetFindings>;
+  /** The workbook's cell formats (none read: every cell General, any style but the first not known). */
+  styles: StylesScan;
+  /** Dates count from 1904, not 1900 (workbookPr date1904). */
+  date1904: boolean;
 }
 
 interface XmlHandler {
@@ -117,6 +134,8 @@ const noFindings = (): SheetFindings => ({
   splitText: null,
   phonetic: new CellSet(),
   beforeStyles: false,
+  styles: new CellStyles(null),
+  dates: new CellSet<string>(),
 });
 
 /** How the reader misreads a shared string: the guide read instead of the text, or some other way. */
@@ -194,16 +213,22 @@ export class SheetScan implements XmlHandler {
   private sharedText = false;
   /** A shared-text cell's index as the reader reads it: the text from its `<v>` on. */
   private index: string | null = null;
+  private dateCell = false;
+  /** A date cell's value, from its `<v>` on. */
+  private date: string | null = null;
 
-  /** Character data, looked at only for the index of a shared string, and only when some are misread. */
-  readonly text?: (value: string) => void;
+  /** `byFormat`: a style's format key, when the workbook's formats are read before the sheet (CellStyles). */
+  constructor(
+    private readonly strings: ReadonlyMap<number, Misread> = new Map(),
+    byFormat: ((xf: number) => number) | null = null,
+  ) {
+    this.findings.styles = new CellStyles(byFormat);
+  }
 
-  constructor(private readonly strings: ReadonlyMap<number, Misread> = new Map()) {
-    if (strings.size > 0) {
-      this.text = (value) => {
-        if (this.index !== null) this.index += value;
-      };
-    }
+  /** Character data: the index of a shared string (when some are misread), and a date cell's value. */
+  text(value: string): void {
+    if (this.index !== null) this.index += value;
+    if (this.date !== null) this.date += value;
   }
 
   open(name: string, a: Record<string, string>): void {
@@ -232,10 +257,20 @@ export class SheetScan implements XmlHandler {
         this.runs = 0;
         this.sharedText = a['t'] === 's' && this.strings.size > 0;
         this.index = null;
+        this.dateCell = a['t'] === 'd';
+        this.date = null;
+        // No style is the first (0); one that is no number is no style the workbook has.
+        this.findings.styles.add(
+          this.row,
+          this.col,
+          a['s'] === undefined ? 0 : /^\s*\d{1,9}\s*$/.test(a['s']) ? Number(a['s']) : -1,
+          this.cellPlaced,
+        );
         break;
       case 'v':
         if (this.inCell) this.cellHasValue = true;
         if (this.sharedText) this.index = '';
+        if (this.dateCell) this.date = '';
         break;
       case 'f':
         if (this.inCell) this.cellHasValue = true;
@@ -265,6 +300,8 @@ export class SheetScan implements XmlHandler {
         // Text in several runs (`<r><t>1</t></r><r><t>500.50</t></r>`, or a phonetic guide) is read as its last.
         if (this.runs > 1 && this.findings.splitText === null) this.findings.splitText = { ref: this.cellRef, line: this.row };
         if (this.index !== null) this.sharedCell(parseInt(this.index, 10));
+        if (this.date !== null) this.findings.dates.add(this.row, this.col, this.cellRef, this.cellPlaced, this.date.trim());
+        this.date = null;
         break;
       case 'row':
         if (this.rowHidden && this.rowHasValue) this.findings.hiddenRows.add(this.row);
@@ -285,7 +322,9 @@ export class SheetScan implements XmlHandler {
 /** The sheets workbook.xml lists: name, state and relationship id. */
 class SheetListing implements XmlHandler {
   readonly sheets: { name: string; hidden: boolean; rid: string | undefined }[] = [];
+  date1904 = false;
   open(name: string, a: Record<string, string>): void {
+    if (name === 'workbookPr') this.date1904 = isTrue(a['date1904']);
     if (name !== 'sheet' || a['name'] === undefined) return;
     const ridKey = Object.keys(a).find((k) => localName(k) === 'id' && k.includes(':'));
     this.sheets.push({ name: a['name'], hidden: a['state'] === 'hidden' || a['state'] === 'veryHidden', rid: ridKey && a[ridKey] });
@@ -330,7 +369,13 @@ const STYLES = 'xl/styles.xml';
 const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
 
 const troubled = (f: SheetFindings): boolean =>
-  f.hiddenRows.count > 0 || f.hiddenColumns.count > 0 || f.splitText !== null || f.phonetic.first !== null || f.beforeStyles;
+  f.hiddenRows.count > 0 ||
+  f.hiddenColumns.count > 0 ||
+  f.splitText !== null ||
+  f.phonetic.first !== null ||
+  f.beforeStyles ||
+  f.styles.whole ||
+  f.dates.first !== null;
 
 /**
  * Of two findings where one is meant, the one with something wrong: no problem is missed by guessing wrong. Cells
@@ -342,6 +387,14 @@ function worse(a: SheetFindings | undefined, b: SheetFindings): SheetFindings {
     chosen.phonetic.first ??= a.phonetic.first ?? b.phonetic.first;
     chosen.phonetic.whole = true;
   }
+  if (a !== undefined) {
+    // Which cells hold what format, or a date, is then not known either.
+    chosen.styles.whole = true;
+    if (a.dates.first !== null || b.dates.first !== null) {
+      chosen.dates.first ??= a.dates.first ?? b.dates.first;
+      chosen.dates.whole = true;
+    }
+  }
   return chosen;
 }
 
@@ -350,15 +403,22 @@ function worse(a: SheetFindings | undefined, b: SheetFindings): SheetFindings {
  * after the sheets: when some are misread, the zip is read a second time, to find the cells that hold them.
  */
 export async function scanWorkbook(open: () => Readable): Promise<WorkbookScan> {
-  const first = await scanZip(open(), null);
-  if (first.strings.size === 0 || !first.sheetBeforeStrings) return first.scan;
-  return (await scanZip(open(), first.strings)).scan;
+  const first = await scanZip(open(), null, null);
+  const strings = first.strings.size > 0 && first.sheetBeforeStrings;
+  // Cells kept by style, and too many runs of them: kept by format, fewer when styles alternate with one format.
+  const styles = [...first.scan.parts.values()].some((f) => f.styles.overflowed && f.styles.byFormat === null);
+  if (!strings && !styles) return first.scan;
+  return (await scanZip(open(), strings ? first.strings : null, first.scan.styles)).scan;
 }
 
-/** One reading of the zip; `strings`: the misread shared strings when known, else read from the zip as it comes. */
+/**
+ * One reading of the zip; `strings`: the misread shared strings when known, else read from the zip as it comes;
+ * `styles`: the cell formats, when known.
+ */
 async function scanZip(
   input: Readable,
   known: ReadonlyMap<number, Misread> | null,
+  knownStyles: StylesScan | null,
 ): Promise<{ scan: WorkbookScan; strings: ReadonlyMap<number, Misread>; sheetBeforeStrings: boolean }> {
   const zip = unzipper.Parse({ forceStream: true });
   input.once('error', (err) => zip.destroy(err));
@@ -369,6 +429,8 @@ async function scanZip(
   let rels = new Relationships();
   const strings = new Map(known ?? []);
   let sheetBeforeStrings = false;
+  let styles = knownStyles;
+  let stylesTwice = false;
   try {
     for await (const entry of zip) {
       const path = entry.path;
@@ -378,8 +440,13 @@ async function scanZip(
         // A part twice in the zip: the reader reads both, a sheet with the strings read last before it.
         for (const [index, misread] of (await readXml(entry, new SharedStringsScan())).misread) strings.set(index, misread);
         sheetBeforeStrings ||= parts.size > 0;
+      } else if (path === STYLES && knownStyles === null) {
+        // A part twice in the zip: which one a sheet's cells are shown with is not known.
+        stylesTwice ||= styles !== null;
+        styles = await readXml(entry, new StylesScan());
       } else if (WORKSHEET.test(path)) {
-        const { findings } = await readXml(entry, new SheetScan(strings));
+        const known = styles;
+        const { findings } = await readXml(entry, new SheetScan(strings, known === null ? null : (xf) => known.keyOf(xf)));
         // The reader reads a sheet as it comes once the strings and relationships are read, else after the zip.
         findings.beforeStyles = seen.has(SHARED_STRINGS) && seen.has(RELS) && !seen.has(STYLES);
         // A path twice in the zip: the reader reads both.
@@ -392,7 +459,9 @@ async function scanZip(
   }
   // Formats that never come are none to miss.
   if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
-  return { scan: { sheets: sheetsOf(listing, rels), parts }, strings, sheetBeforeStrings };
+  if (stylesTwice) for (const f of parts.values()) f.styles.whole = true;
+  const scan = { sheets: sheetsOf(listing, rels), parts, styles: styles ?? new StylesScan(), date1904: listing.date1904 };
+  return { scan, strings, sheetBeforeStrings };
 }
 
 function sheetsOf(listing: SheetListing, rels: Relationships): WorkbookScan['sheets'] {
@@ -410,10 +479,15 @@ export function findingsOf(scan: WorkbookScan, name: string): SheetFindings {
   const part = scan.sheets.get(name)?.part;
   const own = part === undefined || part === null ? undefined : scan.parts.get(part);
   if (own !== undefined) return own;
-  const found = [...scan.parts.values()].reduce<SheetFindings>((found, f) => worse(found, f), noFindings());
+  const found = [...scan.parts.values()].reduce<SheetFindings | undefined>((found, f) => worse(found, f), undefined) ?? noFindings();
   // Cells of some part, which may not be the sheet's: not known row by row.
   if (found.phonetic.first !== null) found.phonetic.whole = true;
   return found;
+}
+
+/** The number format of the cell at that row and column (1 = A) of the sheet whose findings are `f`. */
+export function formatAt(scan: WorkbookScan, f: SheetFindings, row: number, col: number): CellFormat {
+  return scan.styles.formatAt(f.styles, row, col);
 }
 
 export interface ScanProblem {
@@ -470,6 +544,20 @@ export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | nul
       code: 'XLSX_UNREADABLE',
       message: phoneticGuideMessage(`the text of cell ${f.phonetic.first.ref} and of more cells in sheet ${sheet}`),
       line: f.phonetic.first.line,
+    };
+  }
+  if (f.styles.whole) {
+    return {
+      code: 'XLSX_UNREADABLE',
+      message: `the cells of sheet ${sheet} cannot be matched to their number formats (cells stored out of order or without their places, a workbook with two lists of formats, or more differently formatted cells one after another than payoutd keeps track of), so amounts and identifiers cannot be read as shown; ${SAVE_AGAIN}`,
+      line: null,
+    };
+  }
+  if (f.dates.whole && f.dates.first !== null) {
+    return {
+      code: 'XLSX_UNREADABLE',
+      message: `cell ${f.dates.first.ref} and more cells of sheet ${sheet} are stored as dates (ISO date text), which payoutd cannot read safely; format the columns as Text and type the values again, or ${SAVE_AGAIN}`,
+      line: f.dates.first.line,
     };
   }
   if (f.beforeStyles) {

@@ -7,7 +7,9 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
-import { findingsOf, scanProblem, scanWorkbook } from './scan.js';
+import { formatShowsDate } from './number-format.js';
+import { findingsOf, formatAt, scanProblem, scanWorkbook } from './scan.js';
+import type { CellFormat } from './styles.js';
 import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
 
 export interface SheetRow {
@@ -71,13 +73,40 @@ function textOfRich(value: { richText: { text: string }[] }): string {
   return value.richText.map((r) => r.text).join('');
 }
 
-/** A cell's value as a SheetCell; formulas are refused. */
-function sheetCell(value: CellValue, numFmt: string | null, address: string, line: number): SheetCell {
+const GENERAL: CellFormat = { known: true, code: null };
+
+/** The date a date cell's number stands for, as `2026-01-07` (the workbook's dates count from 1900 or 1904). */
+function serialDate(serial: number, date1904: boolean): string {
+  // Days since 1970-01-01 are the serial less 25569 (from 1900, as Excel counts them past February 1900).
+  const date = new Date(Math.round((serial + (date1904 ? 1462 : 0) - 25569) * 86_400_000));
+  return Number.isNaN(date.getTime()) ? String(serial) : date.toISOString().slice(0, 10);
+}
+
+/**
+ * A cell's value as a SheetCell, with its number format as the clerk sees it (`format`, from the workbook's XML:
+ * the reader leaves some built-in formats out); `stored`: the date of a cell stored as a date, which the reader
+ * reads as a number. Formulas are refused.
+ */
+function sheetCell(
+  value: CellValue,
+  format: CellFormat,
+  stored: string | null,
+  date1904: boolean,
+  address: string,
+  line: number,
+): SheetCell {
   if (value === null || value === undefined) return { kind: 'empty' };
-  if (typeof value === 'string') return value === '' ? { kind: 'empty' } : { kind: 'text', text: value };
-  if (typeof value === 'number') return { kind: 'number', value, numFmt };
-  if (typeof value === 'boolean') return { kind: 'text', text: value ? 'TRUE' : 'FALSE' };
-  if (value instanceof Date) return { kind: 'date', value };
+  if (stored !== null && (typeof value === 'number' || value instanceof Date)) return { kind: 'date', date: stored.slice(0, 10) };
+  if (typeof value === 'string') return value === '' ? { kind: 'empty' } : { kind: 'text', text: value, format };
+  if (typeof value === 'number') {
+    // A number shown as a date whose format the reader has no code for: a date, as the clerk sees it.
+    if (format.known && formatShowsDate(format.code)) return { kind: 'date', date: serialDate(value, date1904) };
+    return { kind: 'number', value, format };
+  }
+  // Shown as TRUE or FALSE whatever the format.
+  if (typeof value === 'boolean') return { kind: 'text', text: value ? 'TRUE' : 'FALSE', format: GENERAL };
+  if (value instanceof Date)
+    return { kind: 'date', date: Number.isNaN(value.getTime()) ? String(value) : value.toISOString().slice(0, 10) };
   if (typeof value === 'object') {
     const v = value as Record<string, unknown>;
     if ('formula' in v || 'sharedFormula' in v) {
@@ -87,11 +116,11 @@ function sheetCell(value: CellValue, numFmt: string | null, address: string, lin
         line,
       );
     }
-    if (Array.isArray(v['richText'])) return { kind: 'text', text: textOfRich(v as { richText: { text: string }[] }) };
+    if (Array.isArray(v['richText'])) return { kind: 'text', text: textOfRich(v as { richText: { text: string }[] }), format };
     if (typeof v['error'] === 'string') return { kind: 'error', error: v['error'] };
-    if (typeof v['text'] === 'string') return { kind: 'text', text: v['text'] };
+    if (typeof v['text'] === 'string') return { kind: 'text', text: v['text'], format };
   }
-  return { kind: 'text', text: String(value) };
+  return { kind: 'text', text: String(value), format };
 }
 
 /** A failure to read the workbook as the refusal finance reads (a refusal already is one). */
@@ -105,7 +134,7 @@ function unreadable(err: unknown): SheetRefusal {
 
 interface ExcelRow {
   number: number;
-  eachCell(opts: { includeEmpty: boolean }, fn: (cell: { value: CellValue; numFmt?: string; address: string }, col: number) => void): void;
+  eachCell(opts: { includeEmpty: boolean }, fn: (cell: { value: CellValue; address: string }, col: number) => void): void;
 }
 
 /** The workbook's bytes; only those claimed, when given: what an upload wrote after the claim is not read. */
@@ -156,12 +185,15 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
       read = true;
       const problem = scanProblem(scan, name);
       if (problem !== null) throw new SheetRefusal(problem.code, problem.message, problem.line);
-      const { phonetic } = findingsOf(scan, name);
+      const findings = findingsOf(scan, name);
+      const { phonetic, dates } = findings;
       for await (const row of worksheet as AsyncIterable<ExcelRow>) {
         const cells: SheetCell[] = [];
         row.eachCell({ includeEmpty: false }, (cell, col) => {
           while (cells.length < col - 1) cells.push({ kind: 'empty' });
-          cells[col - 1] = sheetCell(cell.value, cell.numFmt ?? null, cell.address, row.number);
+          // The format and date kind as the workbook stores them, not as the reader gives them (./styles.ts).
+          const format = formatAt(scan, findings, row.number, col);
+          cells[col - 1] = sheetCell(cell.value, format, dates.at(row.number, col), scan.date1904, cell.address, row.number);
         });
         const guided = phonetic.columnsOf(row.number).map((col) => col - 1);
         // A guide read as empty text leaves no cell, though the sheet shows one.
