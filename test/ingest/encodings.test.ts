@@ -38,6 +38,32 @@ describe('encodings', () => {
     expect(result.fileErrors[0]?.message).toContain('save it as CSV UTF-8, or set batch.format.encoding to auto');
   });
 
+  it('refuses UTF-16 by default saying it looks like UTF-16, and which encoding to set', async () => {
+    const cases: [Buffer, string][] = [
+      [
+        utf16le(TEXT),
+        'invalid UTF-8 at byte offset 0 (line 1): the file looks like UTF-16, not UTF-8 (it starts with the UTF-16 byte order mark FF FE); set batch.format.encoding to auto or to utf-16le, or save it as CSV UTF-8',
+      ],
+      [
+        utf16be(TEXT),
+        'invalid UTF-8 at byte offset 0 (line 1): the file looks like UTF-16, not UTF-8 (it starts with the UTF-16 byte order mark FE FF); set batch.format.encoding to auto or to utf-16be, or save it as CSV UTF-8',
+      ],
+      // No byte order mark: its NULs are UTF-8 (and `auto` would read it as UTF-8 too), its `é` is not.
+      [
+        utf16le(TEXT).subarray(2),
+        'invalid UTF-8 at byte offset 548 (line 2): the file looks like UTF-16, not UTF-8 (every other byte of its start is a NUL, a zero byte); set batch.format.encoding to utf-16le, or save it as CSV UTF-8',
+      ],
+      [
+        utf16le(`${HEADER}\n${row('ENC-2')}\n`).subarray(2),
+        'the file looks like UTF-16, not UTF-8 (every other byte of its start is a NUL, a zero byte); set batch.format.encoding to utf-16le, or save it as CSV UTF-8',
+      ],
+    ];
+    for (const [i, [bytes, message]] of cases.entries()) {
+      const { result } = await parseCollect(await file('batch.csv', bytes));
+      expect(result.fileErrors.map((e) => [e.line, e.code, e.message])).toEqual([[i === 2 ? 2 : 1, 'INVALID_UTF8', message]]);
+    }
+  });
+
   it('reads Windows-1252, UTF-16 LE and BE, and UTF-8 with auto, saying which', async () => {
     const cases: [Buffer, string][] = [
       [Buffer.from(TEXT, 'latin1'), 'windows-1252'],

@@ -27,7 +27,7 @@ import { RecordLines } from './lines.js';
 import { RECORD_DELIMITERS, type BatchFormatOptions } from './options.js';
 import { InvalidUtf8Error, Utf8Check } from './utf8.js';
 import { checkRetryRows, type RetryOriginals } from './retry-rows.js';
-import { batchFileKind, sourceHead, TextDecodeError, textSource, type TextSource } from './text-source.js';
+import { batchFileKind, sourceHead, TextDecodeError, textSource, utf16Look, type TextSource } from './text-source.js';
 import {
   cellText,
   controlCellHides,
@@ -328,8 +328,25 @@ class BatchReader {
     return row;
   }
 
-  /** The file refused for a NUL character in column `index` of the record on `line`. */
+  /** A file read as UTF-8 that looks like UTF-16: its bytes are refused saying so, with the encoding to set. */
+  utf16: ReturnType<typeof utf16Look> = null;
+
+  /** What to do with a file that looks like UTF-16 (`utf16`), and why it does. */
+  utf16Advice(): string | null {
+    const look = this.utf16;
+    if (look === null) return null;
+    // `auto` tells UTF-16 by its byte order mark only.
+    const set = look.bom ? `auto or to ${look.encoding}` : look.encoding;
+    return `the file looks like UTF-16, not UTF-8 (${look.why}); set batch.format.encoding to ${set}, or save it as CSV UTF-8`;
+  }
+
+  /** The file refused for a NUL character in column `index` of the record on `line` (as UTF-16, when it looks like it). */
   private refuseNul(line: number, index: number): void {
+    const advice = this.utf16Advice();
+    if (advice !== null) {
+      this.fileErrorAt(line, 'INVALID_UTF8', advice);
+      return;
+    }
     const field = this.header?.fields[index];
     this.fileError({
       file: this.file,
@@ -567,9 +584,12 @@ async function noteFailure(reader: BatchReader, failure: unknown, source: TextSo
   }
   if (failure instanceof InvalidUtf8Error) {
     const line = source === null ? null : await source.lineAt(failure.offset);
+    const utf16 = reader.utf16Advice();
     const message = failure.truncated
       ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
-      : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
+      : utf16 !== null
+        ? `${failure.message} (line ${line}): ${utf16}`
+        : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
     reader.fileErrorAt(line, 'INVALID_UTF8', message);
     return;
   }
@@ -691,6 +711,11 @@ export async function parseBatchFile(path: string, displayName: string, opts: Pa
     if (source !== null) delimiter = await batchDelimiter(source, displayName, format);
   }
   const reader = new BatchReader(displayName, opts.batchId ?? '', format, rules, kind === 'xlsx');
+  // Read as UTF-8, UTF-16 fails on its first byte or NUL: said as what it is, from its first bytes.
+  if (source !== null && source.encoding === 'utf-8') {
+    // Bytes that cannot be read (a broken archive) are refused by the read itself.
+    reader.utf16 = await sourceHead(source, 64).then(utf16Look, () => null);
+  }
   const utf8 = new Utf8Check();
   const lookup = opts.retryOriginals;
   const review =

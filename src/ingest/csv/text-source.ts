@@ -147,6 +147,28 @@ export async function textSource(path: string, kind: 'text' | 'gzip', encodingOp
   };
 }
 
+/**
+ * Why a file read as UTF-8 looks like UTF-16 instead, and which one, from its first bytes: a UTF-16 byte order mark,
+ * or a NUL every other byte (text of Latin letters in UTF-16 without one); null when it does not.
+ */
+export function utf16Look(head: Uint8Array): { encoding: 'utf-16le' | 'utf-16be'; why: string; bom: boolean } | null {
+  if (head[0] === 0xff && head[1] === 0xfe)
+    return { encoding: 'utf-16le', why: 'it starts with the UTF-16 byte order mark FF FE', bom: true };
+  if (head[0] === 0xfe && head[1] === 0xff)
+    return { encoding: 'utf-16be', why: 'it starts with the UTF-16 byte order mark FE FF', bom: true };
+  const pairs = Math.floor(Math.min(head.length, 64) / 2);
+  if (pairs < 2) return null;
+  let le = true;
+  let be = true;
+  for (let i = 0; i < pairs; i++) {
+    const [a, b] = [head[2 * i] as number, head[2 * i + 1] as number];
+    le &&= a !== 0 && b === 0;
+    be &&= a === 0 && b !== 0;
+  }
+  if (!le && !be) return null;
+  return { encoding: le ? 'utf-16le' : 'utf-16be', why: 'every other byte of its start is a NUL, a zero byte', bom: false };
+}
+
 /** The first `max` UTF-8 bytes of the source (for the header line). */
 export function sourceHead(source: TextSource, max: number): Promise<Buffer> {
   return headOf(source.streams(), max);
