@@ -6,7 +6,8 @@
 import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { closePipelines, csvRow, HEADER, startPipeline } from './harness.js';
+import { listBatchEvents } from '../../src/store/batch-events.js';
+import { closePipelines, csvRow, HEADER, HEADER_FIELDS, linesContaining, startPipeline } from './harness.js';
 
 afterEach(closePipelines);
 
@@ -58,5 +59,30 @@ describe('pipeline: the reason a file is refused for', () => {
       expect.stringMatching(/^UNKNOWN \[line 1, column H\]: this column has no header/),
       expect.stringMatching(/^MISSING \[line 1\]: the required column merchantReferenceId is missing from the header row/),
     ]);
+  });
+
+  it("says a file without its header row has none, quoting none of its first line (a payee's data)", async () => {
+    const p = await startPipeline();
+    const batch = await p.receive('nohdr.csv', `${csvRow('N-1')}\n${csvRow('N-2')}\n`);
+    const reason = `HEADER_MISSING [line 1]: line 1 looks like data: the file has no header row; the first line must be the header: ${HEADER_FIELDS.join(', ')}`;
+    expect([batch.rejectCode, batch.rejectReason]).toEqual(['INVALID_FILE', reason]);
+    // The reason is what the log line, the webhook and the mail of the refusal say.
+    const rejected = (await listBatchEvents(p.db, batch.id)).find((e) => e.type === 'rejected');
+    expect(rejected?.data).toMatchObject({ code: 'INVALID_FILE', reason });
+    for (const secret of ['1234567890', 'P1234567A', 'Santos']) {
+      expect(linesContaining(p.logLines, secret)).toEqual([]);
+    }
+  });
+
+  it('masks an unknown header that holds many digits, as an account number is masked, and cuts a long one', async () => {
+    const p = await startPipeline();
+    const long = 'x'.repeat(500);
+    const header = HEADER.replace('beneficiary.accountNumber', '1234567890').replace('sender.idValue', long);
+    const batch = await p.receive('digits.csv', `${header}\n${csvRow('M-1')}\n`);
+    const reason = batch.rejectReason ?? '';
+    expect(reason).toContain('HEADER_UNKNOWN [line 1, column K "******7890"]: "******7890" is not a column payoutd knows');
+    expect(reason).toContain(`HEADER_UNKNOWN [line 1, column I "${'x'.repeat(40)}…"]`);
+    expect(reason).not.toContain('1234567890');
+    expect(reason).not.toContain('x'.repeat(41));
   });
 });

@@ -2,6 +2,8 @@
  * The header row: which column holds which field, matched trimmed and case-insensitively against the aliases,
  * then the field paths. Unknown, duplicate and missing columns are all reported at once, as file errors.
  */
+import { maskAccountNumber } from '../../domain/payout.js';
+import { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 import { FIELD_PATHS, isFieldPath, type FieldPath } from '../rules/fields.js';
 import {
   columnLetter,
@@ -114,6 +116,41 @@ export function nearestField(name: string, exclude: ReadonlySet<FieldPath> = new
   return best !== null && best.distance <= limit ? best.field : null;
 }
 
+/** The most of an unknown header a message shows; cut longer, as a cell can be as long as a record may be. */
+const SHOWN_HEADER_LENGTH = 40;
+
+/**
+ * An unknown header as messages show it, and so the log line, webhook and mail of the refusal: a header holding
+ * many digits is more likely a cell of data (an account or ID number) than a misspelt header, so it is masked as
+ * account numbers are; any other is cut to a length no cell can flood a log with.
+ */
+export function shownHeader(name: string): string {
+  let digits = 0;
+  for (let i = 0; i < name.length && digits < 4; i++) if (name.charCodeAt(i) >= 48 && name.charCodeAt(i) <= 57) digits++;
+  if (digits >= 4 || (digits > 0 && digits * 2 >= name.length)) return maskAccountNumber(name);
+  // Cut by code points, never splitting a surrogate pair; only the first ones are read, however long the cell.
+  const kept: string[] = [];
+  for (const c of name) {
+    if (kept.length === SHOWN_HEADER_LENGTH) return `${kept.join('')}…`;
+    kept.push(c);
+  }
+  return name;
+}
+
+/** A cell written as a value is: holding a digit (an amount, account, ID or reference), or a currency code. */
+function looksLikeValue(cell: string): boolean {
+  return /[0-9]/.test(cell) || ISO_4217_MINOR_UNITS.has(cell);
+}
+
+/**
+ * Whether a first line that is not a header is a row of data (a file saved without its header row): most of its
+ * cells unknown as headers, and some written as values are. Its cells are then not quoted: they are a payee's.
+ */
+function looksLikeData(names: readonly string[], known: number): boolean {
+  const written = names.filter((n) => n !== '');
+  return written.length >= 2 && known * 2 < written.length && written.filter(looksLikeValue).length >= 2;
+}
+
 /** Lookup table: normalized name -> field. Aliases win over canonical names. */
 export function headerLookup(aliases: Record<string, string>): Map<string, FieldPath> {
   const lookup = new Map<string, FieldPath>();
@@ -129,12 +166,13 @@ export function headerLookup(aliases: Record<string, string>): Map<string, Field
  * byte order mark before the first header is a second one (the file's own is read as one): saved twice as UTF-8.
  */
 function invisibleHeaderMessage(name: string, index: number, invisible: string[], lookup: ReadonlyMap<string, FieldPath>): string {
+  const shown = shownHeader(name);
   if (index === 0 && name.startsWith('\ufeff') && invisible.length === 1) {
-    return `${quoteVisibly(name)} starts with an invisible byte order mark (U+FEFF), a second one after the file's own (saved as UTF-8 twice?); save the file again as CSV UTF-8, or delete the invisible character before the first header`;
+    return `${quoteVisibly(shown)} starts with an invisible byte order mark (U+FEFF), a second one after the file's own (saved as UTF-8 twice?); save the file again as CSV UTF-8, or delete the invisible character before the first header`;
   }
   const which = describeInvisible(invisible);
   const known = lookup.get(key(withoutInvisible(name)));
-  return `${quoteVisibly(name)} has ${invisible.length === 1 ? 'an invisible character' : 'invisible characters'} in it (${which})${known ? `; without ${invisible.length === 1 ? 'it' : 'them'}, it is ${known}` : ''}: delete ${invisible.length === 1 ? 'it' : 'them'}, or type the header again`;
+  return `${quoteVisibly(shown)} has ${invisible.length === 1 ? 'an invisible character' : 'invisible characters'} in it (${which})${known ? `; without ${invisible.length === 1 ? 'it' : 'them'}, it is ${known}` : ''}: delete ${invisible.length === 1 ? 'it' : 'them'}, or type the header again`;
 }
 
 /**
@@ -244,11 +282,22 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
     indexOf[field] = index;
     columns[field] = name;
   });
+  if (looksLikeData(cells.map(trimSpaces), Object.keys(indexOf).length)) {
+    fileError(
+      null,
+      null,
+      null,
+      'HEADER_MISSING',
+      `line ${ctx.line} looks like data: the file has no header row; the first line must be the header: ${FIELD_PATHS.join(', ')}`,
+    );
+    return { errors };
+  }
   // Blank columns after the last header (a sheet's padding) are no columns: only trailing empty headers are let go.
   const last = cells.length - 1 - [...cells].reverse().findIndex((c) => trimSpaces(c) !== '');
   const present = new Set(Object.keys(indexOf) as FieldPath[]);
   const damagedHeaders: { index: number; name: string; field: FieldPath | null }[] = [];
-  for (const { index, name } of unknown) {
+  for (const { index, name: written } of unknown) {
+    const name = shownHeader(written);
     if (name === '') {
       fileError(
         index,
@@ -261,19 +310,20 @@ export function resolveHeader(cells: readonly string[], ctx: HeaderContext): { h
       );
       continue;
     }
-    const damaged = damagedTextWords(name);
+    // Judged by the header as written; only what a message shows of it is `name`.
+    const damaged = damagedTextWords(written);
     if (damaged !== null) {
-      const field = damagedHeaderField(name, lookup, present);
+      const field = damagedHeaderField(written, lookup, present);
       damagedHeaders.push({ index, name, field });
       fileError(index, name, null, 'HEADER_UNKNOWN', damagedHeaderMessage(name, damaged, field));
       continue;
     }
-    const invisible = invisibleCharacters(name);
+    const invisible = invisibleCharacters(written);
     if (invisible.length > 0) {
-      fileError(index, name, null, 'HEADER_UNKNOWN', invisibleHeaderMessage(name, index, invisible, lookup));
+      fileError(index, name, null, 'HEADER_UNKNOWN', invisibleHeaderMessage(written, index, invisible, lookup));
       continue;
     }
-    const near = nearestField(name, present);
+    const near = nearestField(written, present);
     fileError(
       index,
       name,
