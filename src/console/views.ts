@@ -125,6 +125,7 @@ const EVENT_WORDS: Record<BatchEvent['type'], string> = {
   'approval-rejected': 'rejected by an approver',
   held: 'held',
   released: 'hold lifted',
+  cancelled: 'cancelled',
   progress: 'progress',
   completed: 'complete: every row is final; result and summary written',
   stale: 'payouts pending for too long',
@@ -140,7 +141,7 @@ export function eventWords(e: Pick<BatchEvent, 'type' | 'data'>): string {
   let what = EVENT_WORDS[e.type];
   if (e.type === 'accepted' && typeof d.validCount === 'number')
     what += `: ${d.validCount} valid row(s), ${String(d.invalidCount ?? 0)} invalid`;
-  if (e.type === 'released' && text(d.by)) what += ` (${String(d.by)})`;
+  if ((e.type === 'released' || e.type === 'cancelled') && text(d.by)) what += ` (${String(d.by)})`;
   if (e.type === 'stale' && typeof d.payouts === 'number') what += `: ${d.payouts}`;
   const who = text(d.approver);
   if (who) what += ` by ${who}${text(d.via) ? ` (${String(d.via)})` : ''}`;

@@ -15,6 +15,7 @@ export const BATCH_EVENT_TYPES = [
   'approval-rejected',
   'held',
   'released',
+  'cancelled',
   'progress',
   'completed',
   'stale',

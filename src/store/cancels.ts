@@ -3,9 +3,11 @@
  * ends with it. The cancel stays on the batch (`cancelled_at`): no row of it is claimed again, and one that
  * comes back to READY later (a create the service proves it never got) follows the others.
  */
+import { UsageError } from '../domain/errors.js';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch } from './batches.js';
 import { insertApprovalEntry } from './approvals.js';
+import { recordBatchEvent } from './batch-events.js';
 import { readyRowsNotSubmitted, releaseBatchHold } from './holds.js';
 
 const operatorCancel = (reason: string): { code: string; reason: string; event: string } => ({
@@ -26,8 +28,30 @@ export interface CancelOutcome {
 }
 
 /**
- * Cancels the batch for good. `by` is the operator's user name for the approval audit: a batch waiting for
- * approval is not decided on after its cancel.
+ * A cancel of a batch an operator cancelled before: nothing changes, and its reason is not recorded, as the
+ * first cancel's stands (a batch is cancelled once). Exit 2, as for any batch a command does not apply to.
+ */
+export class BatchAlreadyCancelledError extends UsageError {
+  constructor(batchId: string, at: number, reason: string | null, by: string | null, ignoredReason: string) {
+    super(
+      'BATCH_ALREADY_CANCELLED',
+      `batch ${batchId} was already cancelled at ${new Date(at).toISOString()}${by ? ` by ${by}` : ''} (${reason ?? 'no reason recorded'}); nothing changed, and this cancel's reason (${ignoredReason}) is not recorded`,
+    );
+  }
+}
+
+/** Who cancelled a batch, as its `cancelled` event says (null: no one named, or a cancel from before these events). */
+async function cancelledBy(trx: Database, batchId: string): Promise<string | null> {
+  const r = (await trx('batch_events').where({ batch_id: batchId, type: 'cancelled' }).orderBy('seq', 'desc').first('data_json')) as
+    { data_json: string } | undefined;
+  const by = r === undefined ? null : (JSON.parse(r.data_json) as { by?: unknown }).by;
+  return typeof by === 'string' ? by : null;
+}
+
+/**
+ * Cancels the batch for good, and records its `cancelled` event with it: every channel learns of it, and the
+ * status file reads CANCELLED. `by` is the operator's user name for the approval audit and the event: a batch
+ * waiting for approval is not decided on after its cancel. A batch cancelled before: BatchAlreadyCancelledError.
  */
 export async function cancelReadyRows(
   db: Database,
@@ -37,11 +61,14 @@ export async function cancelReadyRows(
   by: string | null = null,
 ): Promise<CancelOutcome> {
   return writeTransaction(db, async (trx) => {
-    await trx('batches')
+    const marked = await trx('batches')
       .where({ id: batchId })
       .whereNull('cancelled_at')
       .update({ cancelled_at: now, cancel_reason: reason, updated_at: now });
     const batch = await getBatch(trx, batchId);
+    if (marked === 0 && batch?.cancelledAt != null) {
+      throw new BatchAlreadyCancelledError(batchId, batch.cancelledAt, batch.cancelReason ?? null, await cancelledBy(trx, batchId), reason);
+    }
     if (batch?.approvalState === 'REQUIRED') {
       await insertApprovalEntry(trx, {
         batchId,
@@ -64,6 +91,7 @@ export async function cancelReadyRows(
     const r = (await trx('payouts').where({ batch_id: batchId, state: 'CREATING' }).count({ n: '*' }).first()) as
       { n: number | string } | undefined;
     const claimed = Number(r?.n ?? 0);
+    if (batch) await recordBatchEvent(trx, { batchId, type: 'cancelled', data: { by, reason, notSubmitted, claimed }, at: now });
     return { notSubmitted, claimed };
   });
 }

@@ -10,7 +10,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDatabase, updateBatch } from '../../src/store/index.js';
+import { closeDatabase, getBatch, listBatchEvents, updateBatch } from '../../src/store/index.js';
 import { addBatch } from '../finance/helpers.js';
 import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 import { BIN, childEnv } from './harness.js';
@@ -75,6 +75,35 @@ describe('exit code 78: a configuration to fix', () => {
     await writeFile(config, 'paths: { stateDir: ./var, inboxx: ./in }\n');
     const r = await payoutd(['status', '--config', config]);
     expect(r.code).toBe(78);
+  });
+});
+
+describe('payoutd cancel of a batch cancelled before', () => {
+  it('says when, by whom and why it was cancelled, records nothing of the second, and exits 2', async () => {
+    const dir = join(cwd, 'cancel');
+    await mkdir(dir, { recursive: true });
+    const config = join(dir, 'payoutd.yaml');
+    await writeFile(
+      config,
+      `paths: { stateDir: ./state, inbox: ./inbox, outbox: ./outbox }\ndatabase: { filename: ./${TEST_DATABASE_FILE} }\n`,
+    );
+    const db = await openTestDatabase(dir);
+    await addBatch(db, 'B-TWICE', 'nov.csv');
+    await closeDatabase(db);
+    const first = await payoutd(['cancel', '--batch', 'B-TWICE', '--reason', 'wrong month', '--config', config]);
+    expect(first).toEqual({ code: 0, stderr: '' });
+    const second = await payoutd(['cancel', '--batch', 'B-TWICE', '--reason', 'dup run', '--config', config]);
+    expect(second.stderr).toMatch(
+      /BATCH_ALREADY_CANCELLED: batch B-TWICE was already cancelled at \d{4}-\d\d-\d\dT[\d:.]+Z( by \S+)? \(cancelled by an operator: wrong month\); nothing changed, and this cancel's reason \(cancelled by an operator: dup run\) is not recorded/,
+    );
+    expect(second.code).toBe(2);
+    const after = await openTestDatabase(dir);
+    try {
+      expect((await getBatch(after, 'B-TWICE'))?.cancelReason).toBe('cancelled by an operator: wrong month');
+      expect((await listBatchEvents(after, 'B-TWICE')).map((e) => e.type)).toEqual(['received', 'cancelled']);
+    } finally {
+      await closeDatabase(after);
+    }
   });
 });
 

@@ -424,12 +424,34 @@ describe('status files in the outbox', () => {
     const b = await newBatch(w, 'B6', 'wrong-month.csv');
     await w.db('payouts').where({ batch_id: 'B6', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B6-2' });
     await holdBatch(w.db, 'B6', SHORT, w.clock.now());
-    // The cancel ends the hold: its `released` event rewrites the status file.
+    // The cancel ends the hold (its `released` event) and records its own `cancelled` one: each rewrites the status file.
     await cancelReadyRows(w.db, 'B6', 'cancelled by an operator: wrong month', w.clock.now());
-    expect(await w.dispatcher.pass(), 'received, held, released').toBe(3);
+    expect(await w.dispatcher.pass(), 'received, held, released, cancelled').toBe(4);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/).slice(3, 6)).toEqual(['state,,,CANCELLED', 'hold,,,', 'hold reason,,,']);
     expect(text).toContain('rows by status,PENDING,,1');
+  });
+  it('a batch cancelled without a hold: its cancelled event says so, and the status file reads CANCELLED', async () => {
+    const w = await setUp({});
+    const b = await newBatch(w, 'B9', 'dup-run.csv');
+    await w.db('payouts').where({ batch_id: 'B9', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B9-2' });
+    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    const done = await cancelReadyRows(w.db, 'B9', 'cancelled by an operator: wrong month', w.clock.now(), 'ben');
+    expect(done).toEqual({ notSubmitted: 0, claimed: 0 });
+    const last = (await listBatchEvents(w.db, 'B9')).at(-1);
+    expect([last?.type, last?.data]).toEqual([
+      'cancelled',
+      { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 0, claimed: 0 },
+    ]);
+    expect(await w.dispatcher.pass(), 'cancelled').toBe(1);
+    const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/)[3]).toBe('state,,,CANCELLED');
+    // A second cancel changes nothing, and says when, by whom and why the batch was cancelled.
+    await expect(cancelReadyRows(w.db, 'B9', 'cancelled by an operator: dup run', w.clock.now() + 5000, 'ann')).rejects.toThrow(
+      `batch B9 was already cancelled at ${new Date(START).toISOString()} by ben (cancelled by an operator: wrong month); nothing changed`,
+    );
+    expect((await getBatch(w.db, 'B9'))?.cancelReason).toBe('cancelled by an operator: wrong month');
+    expect((await listBatchEvents(w.db, 'B9')).map((e) => e.type)).toEqual(['received', 'cancelled']);
   });
 });
 
