@@ -22,12 +22,12 @@ export interface Progress {
 
 /** Progress of a batch: final rows of all rows, and the time left at the pace since it was accepted (the notifications' estimate). */
 export function progressOf(batch: Pick<BatchRecord, 'state' | 'rowCount' | 'acceptedAt'>, counts: StateCounts, now: number): Progress {
-  const { rows, final: done } = progressOfCounts(counts);
+  const { rows, final: done } = progressOfCounts(counts, batch.state);
   const total = Math.max(rows, batch.rowCount);
   const started = batch.acceptedAt;
   let etaMs: number | null = null;
   if (batch.state === 'ACTIVE' && started !== null && done < total) {
-    const { etaAt } = estimateEnd(batchProgress(total, done), started, now);
+    const { etaAt } = estimateEnd(batchProgress(total, done, batch.state), started, now);
     etaMs = etaAt === null ? null : etaAt - now;
   }
   return { done, total, etaMs };

@@ -22,7 +22,7 @@ export class ProgressLog {
     this.lastAt = now;
     for (const b of await listBatchesInStates(this.db, ['ACTIVE'])) {
       const counts = await stateCounts(this.db, b.id);
-      const { rows: total, final } = progressOfCounts(counts);
+      const { rows: total, final } = progressOfCounts(counts, b.state);
       const created = final + (counts.PENDING ?? 0);
       const elapsedS = Math.max(1, (now - (b.acceptedAt ?? b.receivedAt)) / 1000);
       const rate = created / elapsedS;

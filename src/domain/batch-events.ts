@@ -6,6 +6,8 @@
  */
 import { isFinalRowState, type RowState } from './lifecycle.js';
 
+import { isBeingRead } from './lifecycle.js';
+
 export const BATCH_EVENT_TYPES = [
   'received',
   'accepted',
@@ -64,24 +66,28 @@ export interface BatchProgress {
   rows: number;
   /** Rows in a final state. */
   final: number;
-  /** 0-100, one decimal. */
-  percent: number;
+  /** 0-100, one decimal; null while the batch is being read, or has no rows: no share of its rows is known yet. */
+  percent: number | null;
 }
 
-export function progressOf(rows: number, final: number): BatchProgress {
-  const percent = rows === 0 ? 100 : Math.floor((final / rows) * 1000) / 10;
+/**
+ * The progress of a batch in `state` (its rows so far, and those final). A batch being read has only the rows
+ * read so far, and one without rows has none to be done: either would read "100.0" done before any is.
+ */
+export function progressOf(rows: number, final: number, state: string): BatchProgress {
+  const percent = rows === 0 || isBeingRead(state) ? null : Math.floor((final / rows) * 1000) / 10;
   return { rows, final, percent };
 }
 
 /** The progress of a batch from its rows counted per state: every row counts, and those in a final state are done. */
-export function progressOfCounts(counts: Partial<Record<RowState, number>>): BatchProgress {
+export function progressOfCounts(counts: Partial<Record<RowState, number>>, state: string): BatchProgress {
   let rows = 0;
   let final = 0;
   for (const [state, n = 0] of Object.entries(counts) as [RowState, number | undefined][]) {
     rows += n;
     if (isFinalRowState(state)) final += n;
   }
-  return progressOf(rows, final);
+  return progressOf(rows, final, state);
 }
 
 /**

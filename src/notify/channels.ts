@@ -91,7 +91,7 @@ export function emailText(
     `Batch file ${batch.fileName} (batch ${batch.id}): ${what}${detail}`,
     `When: ${new Date(event.createdAt).toISOString()}`,
     `State: ${shownStateOf(batch)}${batch.holdReason ? ` (${batch.holdReason})` : ''}`,
-    `Rows: ${s.rows}, final: ${s.final} (${s.percent.toFixed(1)}%)`,
+    `Rows: ${s.rows}, final: ${s.final}${s.percent === null ? '' : ` (${s.percent.toFixed(1)}%)`}`,
   ];
   if (s.etaAt !== null) lines.push(`Estimated end: ${new Date(s.etaAt).toISOString()}`);
   lines.push('', 'By status:');

@@ -29,7 +29,8 @@ export interface BatchSnapshot {
   batch: BatchRecord;
   rows: number;
   final: number;
-  percent: number;
+  /** Null while the batch is being read, or has no rows (src/domain/batch-events.ts: progressOf). */
+  percent: number | null;
   /** Rows made final per minute since the batch was accepted; null before any. */
   perMinute: number | null;
   etaAt: number | null;
@@ -57,7 +58,7 @@ export async function batchSnapshot(db: Database, batch: BatchRecord, now: numbe
   }
   const amounts: BatchSnapshot['amounts'] = {};
   for (const [status, m] of parts) amounts[status] = Object.fromEntries([...m].map(([c, list]) => [c, sumAmounts(list)]));
-  const progress = progressOfCounts(byState);
+  const progress = progressOfCounts(byState, batch.state);
   const { rows, final } = progress;
   const { perMinute, etaAt } =
     batch.state === 'ACTIVE' ? estimateEnd(progress, batch.acceptedAt ?? batch.receivedAt, now) : { perMinute: null, etaAt: null };

@@ -21,7 +21,8 @@ export function progressDue(
   at: number,
   every: { ms: number; percent: number },
 ): boolean {
-  if (now.final <= last.final || now.final >= now.rows) return false;
+  // No share known (a batch being read or without rows): nothing to report progress of.
+  if (now.percent === null || now.final <= last.final || now.final >= now.rows) return false;
   return now.percent - last.percent >= every.percent || at - last.at >= every.ms;
 }
 
@@ -39,12 +40,12 @@ export class ProgressEvents {
     let n = 0;
     for (const b of await listBatchesInStates(db, ['ACTIVE'])) {
       const counts = await stateCounts(db, b.id);
-      const p = progressOfCounts(counts);
+      const p = progressOfCounts(counts, b.state);
       const { rows, final } = p;
       const since = b.acceptedAt ?? b.receivedAt;
       const last = await latestBatchEvent(db, b.id, 'progress');
       const lastFinal = typeof last?.data['final'] === 'number' ? last.data['final'] : 0;
-      const before = { final: lastFinal, percent: progressOf(rows, lastFinal).percent, at: last?.createdAt ?? since };
+      const before = { final: lastFinal, percent: progressOf(rows, lastFinal, b.state).percent ?? 0, at: last?.createdAt ?? since };
       if (!progressDue(p, before, now, config.notify.progressEvery)) continue;
       const { perMinute, etaAt } = estimateEnd(p, since, now);
       const data = {

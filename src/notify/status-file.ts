@@ -26,7 +26,7 @@ export function statusRecords(s: BatchSnapshot): string[][] {
     ['hold reason', '', '', b.holdReason ?? ''],
     ['rows', '', '', String(s.rows)],
     ['rows final', '', '', String(s.final)],
-    ['percent done', '', '', s.percent.toFixed(1)],
+    ['percent done', '', '', s.percent === null ? '' : s.percent.toFixed(1)],
     ['rows per minute', '', '', s.perMinute === null ? '' : String(s.perMinute)],
     ['estimated end', '', '', iso(s.etaAt)],
     ['last update', '', '', iso(s.at)],

@@ -12,7 +12,7 @@ import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import { cancelReadyRows } from '../../src/store/cancels.js';
 import { holdBatch } from '../../src/store/holds.js';
-import { insertBatchErrors, updateBatch } from '../../src/store/index.js';
+import { insertBatch, insertBatchErrors, receivedBatch, updateBatch } from '../../src/store/index.js';
 import { printed } from '../support/output.js';
 import { DAY, T0, addBatch, addRows, request, setRow, useStore, validRow } from './helpers.js';
 
@@ -153,4 +153,35 @@ it('AMOUNTS and --json totals are what the accepted rows pay; fileTotals what ev
   expect(out).not.toContain('1000001500.501');
   const [view] = JSON.parse(await printed(() => status(configFor(dir), 'BPART', 20, true))) as BatchView[];
   expect(view).toMatchObject({ totals: { PHP: '1500.5' }, fileTotals: { PHP: '1000001500.501' } });
+});
+
+it('shows no percent done for a batch still being read, nor for one without rows: a dash, null in --json', async () => {
+  const { db, dir } = await store();
+  const reading = (id: string, fileName: string) =>
+    insertBatch(db, {
+      ...receivedBatch(
+        {
+          id,
+          fileName,
+          storedPath: `/claimed/${id}`,
+          controlPath: null,
+          doneMarker: false,
+          sha256: id.padEnd(64, '0'),
+          size: 1,
+          mtimeMs: T0,
+        },
+        T0,
+      ),
+      state: 'VALIDATING',
+    });
+  await reading('BREAD', 'big.csv');
+  // Rows are stored while the file is read: those so far are not all the batch has.
+  await addRows(db, [validRow('BREAD', 2, request('INV-R1'))]);
+  await reading('BNOROWS', 'none.csv');
+  await closeDatabase(db);
+  const out = await printed(() => status(configFor(dir), undefined, 20, false));
+  expect(lineOf(out, 'BREAD')).toMatch(/^BREAD +big\.csv +VALIDATING +0 +- /);
+  expect(lineOf(out, 'BNOROWS')).toMatch(/^BNOROWS +none\.csv +VALIDATING +0 +- /);
+  const views = JSON.parse(await printed(() => status(configFor(dir), 'BREAD', 20, true))) as BatchView[];
+  expect(views[0]?.progress).toMatchObject({ rows: 1, final: 0, percent: null });
 });

@@ -551,6 +551,37 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     for (const raw of raws) expect(outboxFilesOf(raw)).toEqual([`${outboxName(b)}.ack.csv`]);
   });
 
+  it('a batch still being read shows no percent done: the status file leaves it empty, the mail says none', async () => {
+    const w = await setUp({ email: await passwordEmail() });
+    const b = receivedBatch(
+      {
+        id: 'B10',
+        fileName: 'big.csv',
+        storedPath: '/claimed/B10',
+        controlPath: null,
+        sha256: 'B10'.padEnd(64, '0'),
+        size: 9,
+        mtimeMs: 1,
+        doneMarker: false,
+      },
+      w.clock.now(),
+    );
+    await insertBatch(w.db, { ...b, state: 'VALIDATING' });
+    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/).slice(3, 9)).toEqual([
+      'state,,,VALIDATING',
+      'hold,,,',
+      'hold reason,,,',
+      'rows,,,0',
+      'rows final,,,0',
+      'percent done,,,',
+    ]);
+    const raw = (mail.mails[0]?.raw ?? '').replace(/=\r\n/g, '');
+    expect(raw).toMatch(/^Rows: 0, final: 0\r?$/m);
+    expect(raw).not.toContain('100.0%');
+  });
+
   it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
     const secret = newSigningSecret();
     const receiver = new EventReceiver(secret);

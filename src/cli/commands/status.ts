@@ -137,7 +137,7 @@ export interface BatchView {
   totals: Record<string, string> | null;
   /** Payout amount per currency of every data row of the file, accepted or refused, whose amount could be read. */
   fileTotals: Record<string, string> | null;
-  progress: { rows: number; final: number; percent: number; rowsPerMinute: number | null; etaAt: string | null };
+  progress: { rows: number; final: number; percent: number | null; rowsPerMinute: number | null; etaAt: string | null };
   receivedAt: string;
   acceptedAt: string | null;
   ackWrittenAt: string | null;
@@ -155,7 +155,7 @@ export interface BatchView {
 }
 
 export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number | null, now: number): BatchView {
-  const p = progressOfCounts(counts);
+  const p = progressOfCounts(counts, b.state);
   const end = b.state === 'ACTIVE' ? estimateEnd(p, b.acceptedAt ?? b.receivedAt, now) : { perMinute: null, etaAt: null };
   return {
     id: b.id,
@@ -258,7 +258,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
             b.fileName.length > 40 ? `${b.fileName.slice(0, 37)}...` : b.fileName,
             v.shownState,
             String(b.rowCount),
-            `${v.progress.percent.toFixed(1)}%`,
+            v.progress.percent === null ? '-' : `${v.progress.percent.toFixed(1)}%`,
             active && v.progress.rowsPerMinute !== null ? `${v.progress.rowsPerMinute}/min` : '',
             active && v.progress.etaAt !== null ? `in ${age(Date.parse(v.progress.etaAt) - now)}` : '',
             COUNT_ORDER.filter((s) => counts[s])
