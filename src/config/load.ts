@@ -316,22 +316,30 @@ function readSecret(value: string | undefined, file: string | undefined, option:
   if (file) {
     let text: string;
     try {
-      text = readFileSync(file, 'utf8').trim();
+      text = readFileSync(file, 'utf8');
     } catch (err) {
       throw new ConfigError(
         'SECRET_UNREADABLE',
         `${option}File ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
-    // Said here, by the option that names the file: an empty secret would fail later under the inline option's name.
-    if (text === '')
-      throw new ConfigError(
-        'SECRET_EMPTY',
-        `${option}File ${file} is empty (or holds only white space): write the secret into that file, or point ${option}File at the file that holds it`,
-      );
-    return text;
+    return secretInFile(text, file, `${option}File`);
   }
   throw new ConfigError('CONFIG_INVALID', missing);
+}
+
+/**
+ * The secret a file holds (`text`, as read), trimmed; SECRET_EMPTY when it holds none, said by `named`, the option
+ * that names the file: an empty secret would fail later as a wrong one (a refused login, a bad signature).
+ */
+export function secretInFile(text: string, path: string, named: string): string {
+  const secret = text.trim();
+  if (secret === '')
+    throw new ConfigError(
+      'SECRET_EMPTY',
+      `${named} ${path} is empty (or holds only white space): write the secret into that file, or point ${named} at the file that holds it`,
+    );
+  return secret;
 }
 
 /** The API key (header SvcApiKey). */

@@ -53,7 +53,7 @@ class HttpWebhookChannel implements NotificationChannel {
   }
 
   async deliver(d: Delivery): Promise<void> {
-    const where = `notify.webhooks ${this.name}`;
+    const where = `notify.webhooks[${webhookName(this.target)}].secret`;
     const key = signingKey(readSecretFile(where, this.target.secretFile, this.target.secretCredential, this.credentialsDir), where);
     const body = JSON.stringify(eventPayload(d.event, d.batch));
     const headers = standardWebhookHeaders(key, d.event.id, Math.floor(this.now() / 1000), body);
@@ -120,7 +120,7 @@ class EmailChannel implements NotificationChannel {
   ) {
     const password =
       settings.passwordFile || settings.passwordCredential
-        ? readSecretFile('notify.email password', settings.passwordFile, settings.passwordCredential, credentialsDir)
+        ? readSecretFile('notify.email.password', settings.passwordFile, settings.passwordCredential, credentialsDir)
         : undefined;
     this.transport = createTransport({
       host: settings.host,

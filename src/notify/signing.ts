@@ -7,6 +7,7 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { secretInFile } from '../config/index.js';
 import { NotifyError } from './errors.js';
 
 const PREFIX = 'whsec_';
@@ -22,7 +23,11 @@ export function signingKey(secret: string, where: string): Buffer {
   return key;
 }
 
-/** A secret kept in a file, or in the systemd credential of that name (`$CREDENTIALS_DIRECTORY`); read at each use. */
+/**
+ * A secret kept in a file, or in the systemd credential of that name (`$CREDENTIALS_DIRECTORY`); read at each use.
+ * `where`: the option the secret is, `notify.email.password`: its file is `<where>File`, its credential `<where>Credential`.
+ * An empty one is SECRET_EMPTY, as for the other secrets (src/config): sent, it would fail as a wrong one.
+ */
 export function readSecretFile(
   where: string,
   file: string | undefined,
@@ -32,14 +37,16 @@ export function readSecretFile(
   const path = file ?? (credential !== undefined && credentialsDir !== null ? join(credentialsDir, credential) : null);
   if (path === null)
     throw new NotifyError('NOTIFY_SECRET_MISSING', `${where}: no secret file, and no credentials directory for ${credential}`);
+  let text: string;
   try {
-    return readFileSync(path, 'utf8').trim();
+    text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new NotifyError(
       'NOTIFY_SECRET_UNREADABLE',
       `${where}: ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
+  return secretInFile(text, path, file !== undefined ? `${where}File` : `${where}Credential`);
 }
 
 /** The three headers of a signed delivery. `timestampSeconds`: when it is sent (the receiver checks it is recent). */

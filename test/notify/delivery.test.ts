@@ -525,6 +525,24 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     };
   }
 
+  it('an empty password file is said to be empty (SECRET_EMPTY), not a refused login; the mail waits for it', async () => {
+    const email = await passwordEmail();
+    await writeFile(email.passwordFile as string, ' \n');
+    const w = await setUp({ email, statusFiles: false });
+    await newBatch(w, 'B11', 'payroll.csv');
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(mail.mails).toHaveLength(0);
+    const said = `SECRET_EMPTY: notify.email.passwordFile ${String(email.passwordFile)} is empty (or holds only white space)`;
+    expect(w.logLines.filter((l) => l.includes(said))).not.toEqual([]);
+    expect(w.logLines.filter((l) => l.includes('EAUTH'))).toEqual([]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
+    // Written, the secret is used at the next attempt.
+    await writeFile(email.passwordFile as string, login.password);
+    w.clock.advance(3_600_000);
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(mail.mails).toHaveLength(1);
+  });
+
   it('a file refused whole names only its ack in the mail: no result, summary or status file is written for it', async () => {
     const w = await setUp({ email: await passwordEmail(), statusFiles: false });
     const b = receivedBatch(
