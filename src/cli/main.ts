@@ -294,11 +294,16 @@ export async function runCli(argv: string[]): Promise<void> {
       .command(
         'migrate',
         'create or upgrade the state database schema',
-        (y) => withConfig(y),
+        (y) =>
+          withConfig(y).option('accept-service-change', {
+            type: 'boolean',
+            default: false,
+            describe: "record the configured payout service as this database's (after a start refused with SERVICE_CHANGED)",
+          }),
         async (a) => {
           const config = await configFrom(a);
           const { migrate } = await import('./commands/status.js');
-          await migrate(config);
+          await migrate(config, a['accept-service-change']);
         },
       )
       .demandCommand(1, 'name a command; `payoutd --help` lists them')

@@ -18,6 +18,7 @@ import { approvalInUse, readWebhookSecret } from '../config/index.js';
 import { approvalDepsFrom } from '../approval/index.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 import { checkFolders, checkPayoutService, sayEnvironmentOverrides } from './startup-checks.js';
+import { checkServiceIdentity, recordServiceOnce } from './service-identity.js';
 
 /** Kept here too for callers of the daemon's runtime (bench scripts of older builds import it from here). */
 export { openStore };
@@ -82,6 +83,8 @@ export async function startDaemon(
   try {
     const applied = await migrateToLatest(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'database migrated');
+    // Before any listener or the embedded sandbox: a start on another service than the database's is refused.
+    await checkServiceIdentity(db, config);
     let daemon: PayoutDaemon | null = null;
     const Metrics = config.metrics.enabled ? (await import('../metrics/index.js')).PayoutdMetrics : null;
     const m = Metrics
@@ -175,6 +178,7 @@ export async function startDaemon(
       clockSkewSeconds: config.api.clockSkewSeconds,
       signal: startAbort,
     });
+    if (!startAbort?.aborted) await recordServiceOnce(db, config, clock.now(), logger);
     const instanceId = config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     health = new ServiceHealthRecorder(db, api.breaker, clock, logger, {
       instanceId,

@@ -112,6 +112,14 @@ export {
   type ServiceNoted,
 } from './service-checks.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';
+export {
+  recordedServiceIdentity,
+  recordServiceIdentity,
+  replaceServiceIdentity,
+  serviceHistory,
+  type RecordedServiceIdentity,
+  type ServiceIdentity,
+} from './service-identity.js';
 
 export { ackMoneyPages, ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';

@@ -963,6 +963,25 @@ const correctionIntent: Migration = {
   },
 };
 
+// The payout service this database's payouts are made with, recorded at the first start (src/store/service-identity.ts):
+// a start configured for another one is refused, so payouts made on one service are never followed on another.
+const serviceIdentity: Migration = {
+  name: '0033_service_identity',
+  async up(knex) {
+    await knex.schema.createTable('service_identity', (t) => {
+      // One row, id 1: a database has one payout service at a time.
+      t.integer('id').primary();
+      // "embedded", or the base URL without credentials or query (shownUrl).
+      t.text('service').notNullable();
+      t.text('merchant_code').nullable();
+      t.bigInteger('recorded_at').notNullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('service_identity');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -996,6 +1015,7 @@ export const MIGRATIONS: readonly Migration[] = [
   retryKeyState,
   serviceNoteShown,
   correctionIntent,
+  serviceIdentity,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -179,6 +179,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
         'payoutd_migrations',
         'payoutd_migrations_lock',
         'service_health',
+        'service_identity',
         'webhook_events',
       ].sort(),
     );

@@ -54,11 +54,16 @@ export async function withMigratedStore<T>(config: ResolvedConfig, f: (db: Datab
   }
 }
 
-export async function migrate(config: ResolvedConfig): Promise<void> {
+export async function migrate(config: ResolvedConfig, acceptServiceChange = false): Promise<void> {
   const db = openStore(config);
   try {
     const applied = await migrateToLatest(db);
     print(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database schema is up to date');
+    if (acceptServiceChange) {
+      // Loaded only for this step: `migrate` alone imports nothing but the store.
+      const { acceptServiceChange: accept } = await import('../../daemon/service-identity.js');
+      print(await accept(db, config, Date.now()));
+    }
   } finally {
     await closeDatabase(db);
   }

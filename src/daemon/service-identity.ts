@@ -1,0 +1,99 @@
+/**
+ * Which payout service a start may follow this database's payouts on: the one recorded at its first start. A
+ * configuration that names another (an emptied config file falling back to the embedded sandbox, a stray
+ * PAYOUTD_API_BASE_URL) would ask that service about payouts it never made and pay new files where no money moves,
+ * so such a start is refused until the configuration is restored or the change is accepted on purpose
+ * (`payoutd migrate --accept-service-change`).
+ */
+import type { Logger } from 'pino';
+import type { ResolvedConfig } from '../config/index.js';
+import { ConfigError } from '../domain/errors.js';
+import { shownUrl } from '../domain/url-path.js';
+import {
+  recordedServiceIdentity,
+  recordServiceIdentity,
+  replaceServiceIdentity,
+  serviceHistory,
+  type Database,
+  type RecordedServiceIdentity,
+  type ServiceIdentity,
+} from '../store/index.js';
+
+/** The service the configuration names: "embedded", or the base URL (no credentials, query or trailing slash) and merchant. */
+export function configuredServiceIdentity(config: ResolvedConfig): ServiceIdentity {
+  if (config.api.baseUrl === 'embedded') return { service: 'embedded', merchantCode: null };
+  return { service: shownUrl(config.api.baseUrl, 'api.baseUrl').replace(/\/+$/, ''), merchantCode: config.api.merchantCode ?? null };
+}
+
+export function describeService(id: ServiceIdentity): string {
+  if (id.service === 'embedded') return 'the embedded sandbox (api.baseUrl: embedded, no real money)';
+  return id.merchantCode === null ? id.service : `${id.service} as merchant ${id.merchantCode}`;
+}
+
+function sameService(a: ServiceIdentity, b: ServiceIdentity): boolean {
+  return a.service === b.service && a.merchantCode === b.merchantCode;
+}
+
+/** The option that differs, and where its value came from when an environment variable set it. */
+function changedOption(config: ResolvedConfig, recorded: ServiceIdentity, configured: ServiceIdentity): string {
+  const option = recorded.service === configured.service ? 'api.merchantCode' : 'api.baseUrl';
+  const variable = config.fromEnvironment.find((e) => e.option === option)?.variable;
+  return variable === undefined ? option : `${option} (set by ${variable})`;
+}
+
+/**
+ * At start, after the migrations and before any listener or the embedded sandbox: refuses a configured service
+ * other than the one recorded, whatever the database holds: final payouts are still asked about (service checks,
+ * corrections), a reference paid on one service is no duplicate on another, and a file dropped for the recorded
+ * service would be paid on the other.
+ */
+export async function checkServiceIdentity(db: Database, config: ResolvedConfig): Promise<void> {
+  const configured = configuredServiceIdentity(config);
+  const recorded = await recordedServiceIdentity(db);
+  if (recorded !== null && !sameService(recorded, configured)) throw serviceChanged(config, recorded, configured, await serviceHistory(db));
+}
+
+/**
+ * Once the service has accepted the credentials: records it for a database that has none. Only then, so a first
+ * start that never reached its service (a mistyped URL) leaves nothing to undo. Another instance may have recorded
+ * another meanwhile (PostgreSQL): refused as at start.
+ */
+export async function recordServiceOnce(db: Database, config: ResolvedConfig, now: number, logger: Pick<Logger, 'info'>): Promise<void> {
+  const configured = configuredServiceIdentity(config);
+  const before = await recordedServiceIdentity(db);
+  const recorded = before ?? (await recordServiceIdentity(db, configured, now));
+  if (!sameService(recorded, configured)) throw serviceChanged(config, recorded, configured, await serviceHistory(db));
+  if (before === null)
+    logger.info({ service: configured.service, merchantCode: configured.merchantCode }, 'payout service recorded for this state database');
+}
+
+function serviceChanged(
+  config: ResolvedConfig,
+  recorded: RecordedServiceIdentity,
+  configured: ServiceIdentity,
+  history: { batches: number; openPayouts: number },
+): ConfigError {
+  const where = config.source ?? 'the built-in defaults (no config file)';
+  const open = history.openPayouts;
+  const followed = open > 0 ? `; its ${open} payouts not final yet are then followed on the new one` : '';
+  return new ConfigError(
+    'SERVICE_CHANGED',
+    `${changedOption(config, recorded, configured)}: this state database (${history.batches} batches) pays through ` +
+      `${describeService(recorded)} (recorded ${new Date(recorded.recordedAt).toISOString()}), but ${where} names ${describeService(configured)}; a payout is ` +
+      `never followed, nor a new file paid, on another service than the one its database records. If the configuration is ` +
+      `wrong (an emptied or cut-short config file, a stray PAYOUTD_API_BASE_URL or PAYOUTD_MERCHANT_CODE), restore it; if ` +
+      `the payout service really changed, run payoutd migrate --accept-service-change with this configuration${followed}`,
+  );
+}
+
+/** `payoutd migrate --accept-service-change`: records the configured service in place of the recorded one; says what changed. */
+export async function acceptServiceChange(db: Database, config: ResolvedConfig, now: number): Promise<string> {
+  const configured = configuredServiceIdentity(config);
+  const recorded = await recordedServiceIdentity(db);
+  if (recorded !== null && sameService(recorded, configured)) return `payout service unchanged: ${describeService(configured)}`;
+  const { openPayouts } = await serviceHistory(db);
+  await replaceServiceIdentity(db, configured, now);
+  if (recorded === null) return `payout service recorded: ${describeService(configured)}`;
+  const followed = openPayouts > 0 ? `; its ${openPayouts} payouts not final yet will be followed on it` : '';
+  return `payout service changed from ${describeService(recorded)} to ${describeService(configured)}${followed}`;
+}

@@ -1,0 +1,54 @@
+/**
+ * The payout service this database's payouts are made with (migration 0033): recorded at the first start,
+ * compared at every start (src/daemon/service-identity.ts), and replaced only while no batch is recorded or by
+ * `payoutd migrate --accept-service-change`. Never a secret: the base URL without credentials or query.
+ */
+import type { Database } from './db.js';
+
+export interface ServiceIdentity {
+  /** "embedded", or the base URL as shownUrl shows it. */
+  service: string;
+  merchantCode: string | null;
+}
+
+export interface RecordedServiceIdentity extends ServiceIdentity {
+  recordedAt: number;
+}
+
+/** The table's one row: a database has one payout service at a time. */
+const ROW_ID = 1;
+
+export async function recordedServiceIdentity(db: Database): Promise<RecordedServiceIdentity | null> {
+  const row = (await db('service_identity').where({ id: ROW_ID }).first()) as Record<string, unknown> | undefined;
+  if (row === undefined) return null;
+  return {
+    service: row.service as string,
+    merchantCode: (row.merchant_code as string | null) ?? null,
+    recordedAt: Number(row.recorded_at),
+  };
+}
+
+/** Records `identity` unless one is recorded already (another instance may have been first); returns the one recorded. */
+export async function recordServiceIdentity(db: Database, identity: ServiceIdentity, now: number): Promise<RecordedServiceIdentity> {
+  await db('service_identity')
+    .insert({ id: ROW_ID, service: identity.service, merchant_code: identity.merchantCode, recorded_at: now })
+    .onConflict('id')
+    .ignore();
+  return (await recordedServiceIdentity(db)) as RecordedServiceIdentity;
+}
+
+/** Puts `identity` in place of the recorded one. */
+export async function replaceServiceIdentity(db: Database, identity: ServiceIdentity, now: number): Promise<void> {
+  await db('service_identity')
+    .insert({ id: ROW_ID, service: identity.service, merchant_code: identity.merchantCode, recorded_at: now })
+    .onConflict('id')
+    .merge(['service', 'merchant_code', 'recorded_at']);
+}
+
+/** What the database holds that a service made: batches at all, and payouts created there and not yet final. */
+export async function serviceHistory(db: Database): Promise<{ batches: number; openPayouts: number }> {
+  const batches = (await db('batches').count({ n: '*' }).first()) as { n: number | string } | undefined;
+  const open = (await db('payouts').whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING']).count({ n: '*' }).first()) as
+    { n: number | string } | undefined;
+  return { batches: Number(batches?.n ?? 0), openPayouts: Number(open?.n ?? 0) };
+}
