@@ -189,9 +189,10 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     } catch (err) {
       throw new ConfigError('CONFIG_SYNTAX', `config file ${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
-    // An emptied or cut-short file would otherwise be every default: the embedded sandbox in place of the real
-    // service (results saying PAID for money that never moved) and no notification channels.
-    if (fromFile === null || fromFile === undefined || (isPlainObject(fromFile) && Object.keys(fromFile).length === 0)) {
+    // An emptied, cut-short or commented-out file would otherwise be every default: the embedded sandbox in place of
+    // the real service (results saying PAID for money that never moved) and no notification channels. An explicit
+    // `{}` asks for the defaults in so many words, which no accident writes.
+    if (fromFile === null || fromFile === undefined) {
       throw new ConfigError(
         'CONFIG_EMPTY',
         `config file ${file} sets no option (it is empty, or holds only comments): every option would take its default, among them api.baseUrl (the embedded sandbox: no real money moves) and notify (no channels); restore the file, or start without --config and PAYOUTD_CONFIG to run on the defaults`,

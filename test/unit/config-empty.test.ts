@@ -33,7 +33,6 @@ describe('config: a file that sets no option', () => {
     ['comments.yaml', '# payoutd configuration\n# api:\n#   baseUrl: https://payouts.example.com\n'],
     ['null.yaml', '~\n'],
     ['document-marker.yaml', '---\n'],
-    ['empty-mapping.yaml', '{}\n'],
   ])('%s is refused as CONFIG_EMPTY naming the file and what the defaults would mean', (name, text) => {
     const err = refusal(name, text);
     expect(err.code).toBe('CONFIG_EMPTY');
@@ -46,6 +45,12 @@ describe('config: a file that sets no option', () => {
     const err = refusal('cut.yaml', 'api:\n');
     expect(err.code).toBe('CONFIG_INVALID');
     expect(err.message).toBe(`${join(dir, 'cut.yaml')}: api: must be a mapping, got nothing`);
+  });
+
+  it('an explicit empty mapping asks for the defaults in so many words, and gets them', () => {
+    const file = join(dir, 'defaults.yaml');
+    writeFileSync(file, '{}\n');
+    expect(loadConfig({ file, env: {}, cwd: dir }).api.baseUrl).toBe('embedded');
   });
 
   it('a list or a scalar is still refused as not a mapping', () => {
