@@ -1,7 +1,8 @@
 /**
  * A batch file read on its own thread (src/ingest/csv/read-thread.ts, the build's worker module): the same
  * rows and result as a read on this thread, handed over in order; a failure to store them is the read's
- * failure; and once a read has ended (failed, stopped) no more rows are handed over.
+ * failure; and once a read has ended (failed, stopped) no more rows are handed over. The thread holds few rows:
+ * it hands them over a message at a time, and they are gathered here into the chunks the store takes.
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BATCH_FORMAT, readBatchFileOnThread, type ReadRowValues } from '../../src/ingest/csv/index.js';
@@ -99,6 +100,30 @@ describe('ingest: a batch file read on its own thread', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(callsAfterEnd).toBe(0);
     expect(calls).toBe(2);
+  });
+
+  it('hands rows over a message at a time, never a whole chunk, while the store still takes a chunk a call', async () => {
+    const lines = [HEADER];
+    for (let i = 1; i <= 1_200; i++) lines.push(row(`RT-${i}-R1`));
+    const path = await tempCsv(`${lines.join('\n')}\n`);
+    // The thread looks up the rows it is about to hand over: each lookup names the retries of one message.
+    const lookups: number[] = [];
+    const chunks: ReadRowValues[][] = [];
+    const result = await readBatchFileOnThread(path, 'batch.csv', {
+      ...options(async (rows) => {
+        chunks.push(rows);
+      }),
+      chunkSize: 1_000,
+      retryOriginals: async (references) => {
+        lookups.push(references.length);
+        return new Map();
+      },
+    });
+    expect(result.validCount).toBe(1_200);
+    expect(chunks.map((c) => c.length)).toEqual([1_000, 200]);
+    expect(chunks.flat().map((r) => r.line)).toEqual(Array.from({ length: 1_200 }, (_, i) => i + 2));
+    expect(lookups.reduce((a, b) => a + b, 0)).toBe(1_200);
+    expect(Math.max(...lookups)).toBeLessThan(1_000);
   });
 
   it('reports a file it cannot read as a BatchReadError', async () => {

@@ -3,6 +3,9 @@
  * reading and validating (csv-parse, the rules) and storing (the database, on the intake's thread) take
  * turns; here they overlap. The thread runs parseBatchFile as it is (./read-worker.ts): only its rows, its
  * lookups of retried rows and its result cross, and a read never runs more than two chunks ahead of the store.
+ * The rows cross a few hundred at a time and are gathered here into the chunks the store takes: a whole
+ * chunk waiting on the reading thread would outlive its young generation's collections, each copying it
+ * again, and the thread would spend much of its time collecting.
  */
 import { Worker } from 'node:worker_threads';
 import type { ValidationRules } from '../rules/options.js';
@@ -33,8 +36,11 @@ export interface ThreadReadOptions extends Omit<ParseBatchOptions, 'rules' | 'on
 export interface ReaderData {
   path: string;
   displayName: string;
+  /** As given, but `chunkSize`: the rows of one message (at most ROWS_PER_MESSAGE). */
   options: Omit<ThreadReadOptions, 'onRows' | 'retryOriginals' | 'signal'>;
   lookups: boolean;
+  /** Rows handed over and not yet stored, at most (then one message more): CHUNKS_AHEAD chunks. */
+  rowsAhead: number;
 }
 
 export type FromReader =
@@ -44,7 +50,8 @@ export type FromReader =
   | { kind: 'failed'; error: { name: string; code?: string; message: string } };
 
 export type ToReader =
-  { kind: 'stored'; ok: boolean } | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
+  | { kind: 'stored'; ok: boolean; rows: number }
+  | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
 
 /**
  * A reading that failed in reading the file (on the reading thread, or the thread itself ending: out of memory), not
@@ -66,6 +73,12 @@ export class FileReadFailure extends Error {
 /** Chunks handed over and not yet stored, at most: the rows waiting between the threads stay bounded. */
 export const CHUNKS_AHEAD = 2;
 
+/** Rows one message from the reading thread carries, at most: the rows it holds die young. */
+export const ROWS_PER_MESSAGE = 500;
+
+/** Rows per `onRows` call when the caller does not say (parseBatchFile's default). */
+const DEFAULT_CHUNK_ROWS = 500;
+
 /**
  * The reading thread's heap: its garbage dies young, and V8 would size a thread's young generation for the
  * machine; a small one keeps the daemon's memory within its budget while a large file is read.
@@ -77,22 +90,36 @@ const READER_MODULE = import.meta.url.endsWith('.ts')
   ? new URL('../../../dist/ingest/csv/read-worker.js', import.meta.url)
   : new URL('./read-worker.js', import.meta.url);
 
-/** parseBatchFile on a thread of its own; `onRows` and `retryOriginals` run on this one, in order. */
+/**
+ * parseBatchFile on a thread of its own; `onRows` and `retryOriginals` run on this one, in order. `onRows` is
+ * given `chunkSize` rows a call, as parseBatchFile gives them, whatever the rows of each message.
+ */
 export function readBatchFileOnThread(path: string, displayName: string, opts: ThreadReadOptions): Promise<BatchParseResult> {
   const { onRows, retryOriginals, signal, ...options } = opts;
+  const chunkRows = Math.max(1, options.chunkSize ?? DEFAULT_CHUNK_ROWS);
   return new Promise<BatchParseResult>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
       return;
     }
-    const data: ReaderData = { path, displayName, options, lookups: retryOriginals !== undefined };
+    const data: ReaderData = {
+      path,
+      displayName,
+      options: { ...options, chunkSize: Math.min(chunkRows, ROWS_PER_MESSAGE) },
+      lookups: retryOriginals !== undefined,
+      rowsAhead: CHUNKS_AHEAD * chunkRows,
+    };
     const reader = new Worker(READER_MODULE, { workerData: data, resourceLimits: READER_LIMITS });
     const tell = (m: ToReader): void => reader.postMessage(m);
     // The first failure of storing or looking up is the read's failure, whatever the reader makes of it.
     let failure: { error: unknown } | null = null;
     let storing = Promise.resolve();
+    /** The rows of the chunk being gathered, in order. */
+    let gathered: ReadRowValues[] = [];
     let settled = false;
-    // Settles once the chunk being stored is in (no chunk after it is): nothing is stored after the read ends.
+    // Once the read failed or was stopped, no chunk is stored after the one being stored.
+    let ended = false;
+    // Settles once the chunks handed to the store are in, or (ended) the one being stored is.
     const settle = (done: () => void): void => {
       if (settled) return;
       settled = true;
@@ -100,23 +127,37 @@ export function readBatchFileOnThread(path: string, displayName: string, opts: T
       void reader.terminate();
       void storing.then(done);
     };
-    const fail = (error: unknown): void => settle(() => reject(failure ? failure.error : error));
-    const onAbort = (): void => settle(() => reject(signal?.reason));
+    // A read that is done already (its thread then exits) is not ended by it: its last chunk is still stored.
+    const end = (done: () => void): void => {
+      if (settled) return;
+      ended = true;
+      settle(done);
+    };
+    const fail = (error: unknown): void => end(() => reject(failure ? failure.error : error));
+    const onAbort = (): void => end(() => reject(signal?.reason));
     signal?.addEventListener('abort', onAbort, { once: true });
+    const store = (rows: ReadRowValues[]): void => {
+      storing = storing.then(async () => {
+        if (failure || ended) return;
+        try {
+          await onRows(rows);
+          tell({ kind: 'stored', ok: true, rows: rows.length });
+        } catch (err) {
+          failure = { error: err };
+          tell({ kind: 'stored', ok: false, rows: rows.length });
+        }
+      });
+    };
 
     reader.on('message', (m: FromReader) => {
       switch (m.kind) {
         case 'rows':
-          storing = storing.then(async () => {
-            if (failure || settled) return;
-            try {
-              await onRows(m.rows);
-              tell({ kind: 'stored', ok: true });
-            } catch (err) {
-              failure = { error: err };
-              tell({ kind: 'stored', ok: false });
-            }
-          });
+          if (settled) return;
+          for (const row of m.rows) gathered.push(row);
+          while (gathered.length >= chunkRows) {
+            store(gathered.slice(0, chunkRows));
+            gathered = gathered.slice(chunkRows);
+          }
           return;
         case 'originals':
           (retryOriginals as RetryOriginals)(m.references).then(
@@ -128,8 +169,10 @@ export function readBatchFileOnThread(path: string, displayName: string, opts: T
           );
           return;
         case 'done':
-          // The reader is done only once every chunk it handed over was stored.
-          settle(() => resolve(m.result));
+          // The read is done once every row it handed over is stored: the last chunk gathered too.
+          if (gathered.length > 0) store(gathered);
+          gathered = [];
+          settle(() => (failure ? reject(failure.error) : resolve(m.result)));
           return;
         case 'failed':
           // Marked as the file's reading failing: the daemon refuses a file whose reading fails the same way each time.

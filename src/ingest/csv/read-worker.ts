@@ -1,11 +1,11 @@
 /**
  * The reading thread of ./read-thread.ts: reads one batch file with parseBatchFile and hands its rows over a
- * chunk at a time, never more than CHUNKS_AHEAD chunks ahead of their storing. It stores, logs and decides
- * nothing itself.
+ * message at a time, never more than `rowsAhead` rows (CHUNKS_AHEAD chunks) ahead of their storing. It stores,
+ * logs and decides nothing itself.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseBatchFile, type ReadRow } from './parse-batch.js';
-import { CHUNKS_AHEAD, type FromReader, type ReaderData, type ReadRowValues, type ToReader } from './read-thread.js';
+import type { FromReader, ReaderData, ReadRowValues, ToReader } from './read-thread.js';
 
 const port = parentPort;
 if (port === null) throw new Error('read-worker runs as a worker thread');
@@ -17,17 +17,23 @@ interface Waiting<T> {
   reject: (err: Error) => void;
 }
 
-/** Chunks handed over, oldest first, each settled once it is stored. */
-const unstored: Waiting<void>[] = [];
-const handedOver: Promise<void>[] = [];
+/** Rows handed over, and of them those stored; a failure to store them, once told. */
+let handedRows = 0;
+let storedRows = 0;
+let storeFailed = false;
+/** The hand-over waiting for rows to be stored. */
+let waiting: Waiting<void> | null = null;
 const lookups = new Map<number, Waiting<ReadonlyMap<string, readonly string[]>>>();
 let nextLookup = 0;
 
 port.on('message', (m: ToReader) => {
   if (m.kind === 'stored') {
-    const chunk = unstored.shift();
-    if (m.ok) chunk?.resolve();
-    else chunk?.reject(new Error('the rows read were not stored'));
+    if (m.ok) storedRows += m.rows;
+    else storeFailed = true;
+    const waiter = waiting;
+    waiting = null;
+    if (storeFailed) waiter?.reject(new Error('the rows read were not stored'));
+    else waiter?.resolve();
     return;
   }
   const lookup = lookups.get(m.id);
@@ -51,13 +57,14 @@ function valuesOf(r: ReadRow): ReadRowValues {
   };
 }
 
-/** Hands a chunk over; waits only when more than CHUNKS_AHEAD are still being stored. */
+/** Hands rows over; waits while more than `rowsAhead` handed over are not stored yet. */
 async function handOver(rows: ReadRow[]): Promise<void> {
-  const stored = new Promise<void>((resolve, reject) => unstored.push({ resolve, reject }));
-  stored.catch(() => undefined);
-  handedOver.push(stored);
+  if (storeFailed) throw new Error('the rows read were not stored');
   tell({ kind: 'rows', rows: rows.map(valuesOf) });
-  if (handedOver.length > CHUNKS_AHEAD) await handedOver.shift();
+  handedRows += rows.length;
+  while (handedRows - storedRows > data.rowsAhead) {
+    await new Promise<void>((resolve, reject) => (waiting = { resolve, reject }));
+  }
 }
 
 function lookUp(references: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
@@ -73,7 +80,7 @@ try {
     onRows: handOver,
     ...(data.lookups ? { retryOriginals: lookUp } : {}),
   });
-  await Promise.all(handedOver);
+  // The rows handed over are stored, and the last chunk gathered, by the other side before it takes the result.
   tell({ kind: 'done', result });
 } catch (err) {
   const e = err as Error & { code?: unknown };
