@@ -46,7 +46,7 @@ export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
-export { lastIntentAt, noteLateCreate, type RowMove } from './moves.js';
+export { lastIntentAt, noteLateCreate, type LateCreate, type RowMove } from './moves.js';
 export {
   claimDueRows,
   claimReadyRows,

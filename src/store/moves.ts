@@ -201,18 +201,45 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
 }
 
 /**
+ * Where a row stands towards a payout a late create made (see noteLateCreate):
+ * - `resolving`: UNKNOWN, its holder querying the reference, which sees the payout and adopts it (or tells of
+ *   several payouts held for the reference);
+ * - `sent-again`: READY or CREATING with no payout, the reference found absent before the payout was made: the
+ *   create sent again is answered with this payout or makes a second one, as the service does;
+ * - `extra`: the row follows another payout, or ended without one: this payout is named in its history only.
+ */
+export type LateCreate = 'resolving' | 'sent-again' | 'extra';
+
+/**
  * Writes down in a row's history, moving nothing (no states), a payout that a create made after another instance
  * took the row over: the row follows that instance's outcome, so the payout would otherwise be named nowhere.
- * Nothing is written when the row already follows it (found by a query of its reference). Returns whether it was.
+ * Nothing is written when the row already follows it (found by a query of its reference); else the entry for
+ * where the row stands, read in the same transaction. Returns where it stood, or null when nothing was written.
  */
-export async function noteLateCreate(db: Database, rowId: number, payoutId: string, entry: HistoryEntry, now: number): Promise<boolean> {
+export async function noteLateCreate(
+  db: Database,
+  rowId: number,
+  payoutId: string,
+  entryFor: (how: LateCreate) => HistoryEntry,
+  now: number,
+): Promise<LateCreate | null> {
   return writeTransaction(db, async (trx) => {
-    const r = (await trx('payouts').where({ id: rowId }).first('payout_id')) as { payout_id: string | null } | undefined;
-    if (r === undefined || r.payout_id === payoutId) return false;
+    const r = (await trx('payouts').where({ id: rowId }).first('state', 'payout_id')) as
+      { state: RowState; payout_id: string | null } | undefined;
+    if (r === undefined || r.payout_id === payoutId) return null;
+    const how: LateCreate =
+      r.payout_id !== null
+        ? 'extra'
+        : r.state === 'UNKNOWN'
+          ? 'resolving'
+          : r.state === 'READY' || r.state === 'CREATING'
+            ? 'sent-again'
+            : 'extra';
+    const entry = entryFor(how);
     await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
       [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null],
     ]);
-    return true;
+    return how;
   });
 }
 

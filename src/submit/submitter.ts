@@ -22,6 +22,7 @@ import {
   claimReadyRows,
   lastIntentAt,
   noteLateCreate,
+  type LateCreate,
   markInterruptedCreatesUnknown,
   fenceCreate,
   renewClaims,
@@ -344,8 +345,10 @@ export class PayoutSubmitter {
 
   /**
    * A create's outcome refused because its row is no longer this claim's: the instance that took the row over
-   * decides it. A payout this create made is written down in the row's history and warned of, unless the row
-   * already follows it: the row follows the other instance's outcome, which may be a payout of its own.
+   * decides it. A payout this create made is written down in the row's history unless the row already follows it,
+   * and told of as where the row stands then: a takeover still querying the reference will find and adopt it (one
+   * payout, nothing to warn of); a create sent again may make a second one; a row following another payout, or
+   * none, leaves this one in its history only.
    */
   private async takenOver(row: ClaimedRow, move: RowMove): Promise<void> {
     const { logger, clock } = this.deps;
@@ -356,13 +359,30 @@ export class PayoutSubmitter {
       logger.info({ ...fields, outcome: move.history?.event }, 'claim taken over by another instance; its outcome is left to it');
       return;
     }
-    const detail = `payoutId ${payoutId}, made by a create of ${instanceId} after another instance took the row over; the row follows that instance's outcome`;
-    if (await noteLateCreate(this.deps.db, row.id, payoutId, { event: 'created-after-takeover', outcome: 'OK', detail }, clock.now())) {
-      logger.warn(
-        { ...fields, payoutId },
-        'payout created after another instance took its row over; the row follows that instance, this payout is in its history only',
-      );
-    }
+    const made = `payoutId ${payoutId}, made by a create of ${instanceId} after another instance took the row over`;
+    const said: Record<LateCreate, { detail: string; log: string }> = {
+      resolving: {
+        detail: `${made}; that instance resolves the row by a query of its reference, which finds this payout`,
+        log: 'payout created after another instance took its row over; its query of the reference adopts it',
+      },
+      'sent-again': {
+        detail: `${made} and found the reference absent; its create sent again is answered with this payout or makes another`,
+        log: 'payout created after another instance took its row over and sent its own create; a second payout unless the service answers that create with this one',
+      },
+      extra: {
+        detail: `${made}; the row follows that instance's outcome`,
+        log: 'payout created after another instance took its row over; the row follows that instance, this payout is in its history only',
+      },
+    };
+    const how = await noteLateCreate(
+      this.deps.db,
+      row.id,
+      payoutId,
+      (h) => ({ event: 'created-after-takeover', outcome: 'OK', detail: said[h].detail }),
+      clock.now(),
+    );
+    if (how === 'resolving') logger.info({ ...fields, payoutId }, said[how].log);
+    else if (how !== null) logger.warn({ ...fields, payoutId }, said[how].log);
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */

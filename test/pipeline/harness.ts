@@ -418,6 +418,21 @@ export function linesContaining(lines: readonly string[], text: string): string[
   return lines.filter((l) => l.includes(text));
 }
 
+/** A gate a wrapped call waits at: `reached` once a call got there, `open` lets it through. */
+export function gate(): { reached: () => boolean; at: () => Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let reached = false;
+  return {
+    reached: () => reached,
+    at: async () => {
+      reached = true;
+      await opened;
+    },
+    open,
+  };
+}
+
 /** A service that is `client` but for the calls given: to hold or fail one call of a real client over HTTP. */
 export function serviceLike(client: PayoutService, calls: Partial<PayoutService>): PayoutService {
   return {

@@ -9,27 +9,12 @@
  */
 import { expect } from 'vitest';
 import { PayoutSubmitter } from '../../src/submit/index.js';
-import { payoutRequest, serviceLike, waitFor, type Pipeline } from './harness.js';
+import { gate, payoutRequest, serviceLike, waitFor, type Pipeline } from './harness.js';
 
 /** How A's create ends after B claimed its row again. */
 export type LateOutcome = 'stopped' | 'abandoned' | 'created';
 
 const LEASE_MS = 120_000;
-
-/** A gate a wrapped call waits at: `reached` once a call got there, `open` lets it through. */
-function gate(): { reached: () => boolean; at: () => Promise<void>; open: () => void } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  let reached = false;
-  return {
-    reached: () => reached,
-    at: async () => {
-      reached = true;
-      await opened;
-    },
-    open,
-  };
-}
 
 /** Runs the scenario for `how` on `p` (its sandbox creating a second payout for a repeated reference). */
 export async function lateOutcomeAfterTakeover(p: Pipeline, how: LateOutcome): Promise<void> {
@@ -95,14 +80,15 @@ export async function lateOutcomeAfterTakeover(p: Pipeline, how: LateOutcome): P
   expect(p.ledgerCount(ref)).toBe(how === 'created' ? 2 : 1);
   const events = await p.events(ref);
   if (how === 'created') {
-    // A's payout is not followed, but named in the row's history and warned of.
+    // A's payout is not followed, but named in the row's history and warned of: B's create, sent after B found
+    // the reference absent and still unanswered when A's answer came, may be answered with it or make another.
     const aPayout = p.sandbox.ledger().filter((e) => e.merchantReferenceId === ref)[1]?.payoutId;
     expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created-after-takeover', 'created']);
     const history = await p.db('payout_history').where({ payout_row_id: row.id, event: 'created-after-takeover' }).first('detail');
     expect(String((history as { detail: string }).detail)).toContain(`payoutId ${aPayout}`);
-    expect(
-      p.logLines.filter((l) => l.includes('payout created after another instance took its row over') && l.includes(String(aPayout))),
-    ).toHaveLength(1);
+    expect(p.logLines.filter((l) => l.includes('took its row over and sent its own create') && l.includes(String(aPayout)))).toHaveLength(
+      1,
+    );
   } else {
     expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created']);
     expect(p.logLines.filter((l) => l.includes('claim taken over by another instance; its outcome is left to it'))).toHaveLength(1);

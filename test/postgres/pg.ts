@@ -117,6 +117,15 @@ export async function openEmptySchema(schema: PgSchema): Promise<Database> {
   return db;
 }
 
+/** Opens the file's schema emptied (openEmptySchema) and taken to the latest migration: a pipeline's `database`. */
+export function latestSchema(schema: PgSchema): () => Promise<Database> {
+  return async () => {
+    const db = await openEmptySchema(schema);
+    await migrateToLatest(db);
+    return db;
+  };
+}
+
 /**
  * For each test of the calling `describe` (call it there): a connection to the file's schema emptied of
  * payoutd's tables (openEmptySchema), taken to the latest migration when `latest`, destroyed after the

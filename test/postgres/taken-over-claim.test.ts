@@ -3,10 +3,9 @@
  * claimed again is refused (test/pipeline/taken-over-claim.ts), in the multi-row guarded update as well.
  */
 import { afterEach, describe, it } from 'vitest';
-import { migrateToLatest } from '../../src/store/db.js';
 import { closePipelines, startPipeline } from '../pipeline/harness.js';
 import { lateOutcomeAfterTakeover, type LateOutcome } from '../pipeline/taken-over-claim.js';
-import { openEmptySchema, pgReachable, useTestSchema } from './pg.js';
+import { latestSchema, pgReachable, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: a create outcome after another instance claimed its row again', () => {
   const schema = useTestSchema();
@@ -15,11 +14,7 @@ describe.skipIf(!pgReachable)('postgres: a create outcome after another instance
   it.each<LateOutcome>(['stopped', 'abandoned', 'created'])('%s: left to the claim that holds the row', async (how) => {
     const p = await startPipeline({
       sandbox: { duplicatePolicy: 'allow' },
-      database: async () => {
-        const db = await openEmptySchema(schema);
-        await migrateToLatest(db);
-        return db;
-      },
+      database: latestSchema(schema),
     });
     await lateOutcomeAfterTakeover(p, how);
   });
