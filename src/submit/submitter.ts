@@ -107,6 +107,7 @@ interface Beside {
 }
 
 const SHUTDOWN_NOT_SENT = 'shutdown before the create was sent';
+const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent; sent by a later pass';
 
 /**
  * How long a batch found sendable stays so for the fences of its creates while their leases are fresh: a look
@@ -209,7 +210,8 @@ export class PayoutSubmitter {
     if (!this.available() && !((await this.deps.service.probeIfDue?.(callSignal)) ?? false)) return 0;
     // Creates whose lease ran out: another instance died, or an answer of ours was never recorded (a failed
     // commit). None is in flight: every try renews its lease first and sends only while it holds (sendCreate).
-    // None is waiting in this process either: a pass ends once each row it claimed was answered or put back.
+    // None is waiting in this process either: a pass ends, even on a failure, once each row it claimed was
+    // answered or put back (sendReady).
     const taken = await markInterruptedCreatesUnknown(this.deps.db, this.deps.clock.now(), false);
     if (taken > 0) this.deps.logger.warn({ rows: taken }, 'took over creates whose lease ran out; resolving them by query');
     let moved = await this.reconcileUnknown(signal);
@@ -239,6 +241,8 @@ export class PayoutSubmitter {
     };
     const unrecorded = this.unrecorded;
     let failure: { err: unknown } | null = null;
+    // Set once the claiming failed (a dropped connection): the rows still waiting are put back READY unsent, at once.
+    let putBack: string | null = null;
     let wake: (() => void) | null = null;
     const nudge = (): void => {
       const w = wake;
@@ -248,7 +252,10 @@ export class PayoutSubmitter {
     // Waiting rows go to the concurrency limit only while it has a free slot; a slot freed by an answer takes the next.
     // After a stop none is sent: all are handed over at once, to be put back READY without waiting for a slot.
     const send = (): void => {
-      while ((signal.aborted || this.limit.activeCount + this.limit.pendingCount < concurrency()) && this.waitingCount() > 0) {
+      while (
+        (putBack !== null || signal.aborted || this.limit.activeCount + this.limit.pendingCount < concurrency()) &&
+        this.waitingCount() > 0
+      ) {
         const row = this.takeWaiting();
         const settled = (): void => {
           unrecorded.delete(p);
@@ -258,7 +265,7 @@ export class PayoutSubmitter {
           send();
           nudge();
         };
-        const p: Promise<void> = this.createAndRecord(row, signal, callSignal, answered).then(settled, (err: unknown) => {
+        const p: Promise<void> = this.createAndRecord(row, signal, callSignal, answered, putBack).then(settled, (err: unknown) => {
           // A failed record stops new claims; the rows claimed still go out, and the pass reports the failure.
           failure ??= { err };
           settled();
@@ -285,6 +292,11 @@ export class PayoutSubmitter {
         for (const row of rows) this.waiting.push(row);
         send();
       }
+    } catch (err) {
+      // Rows claimed stay this process's until answered or put back: left waiting, without their leases renewed
+      // once the pass ends, the next pass's takeover would make them UNKNOWN though none was sent.
+      failure ??= { err };
+      putBack = PASS_FAILED_NOT_SENT;
     } finally {
       signal.removeEventListener('abort', nudge);
     }
@@ -311,15 +323,23 @@ export class PayoutSubmitter {
 
   /**
    * One claimed row: its create under the limit, then its answer recorded outside the slot (`answered` in between).
-   * `stop`: no create leaves after it; `signal`: abandons calls already out.
+   * `stop`: no create leaves after it; `signal`: abandons calls already out; `putBack`: the row is not sent, put
+   * back READY with this reason.
    */
-  private async createAndRecord(row: ClaimedRow, stop: AbortSignal, signal: AbortSignal, answered: () => void): Promise<void> {
+  private async createAndRecord(
+    row: ClaimedRow,
+    stop: AbortSignal,
+    signal: AbortSignal,
+    answered: () => void,
+    putBack: string | null,
+  ): Promise<void> {
     let outcome: CreateOutcome;
     try {
       // After a stop nothing is sent: no slot is waited for.
-      outcome = stop.aborted
-        ? { move: this.notSent(row, SHUTDOWN_NOT_SENT), row }
-        : await this.limit(() => this.sendCreate(row, stop, signal));
+      outcome =
+        putBack !== null || stop.aborted
+          ? { move: this.notSent(row, putBack ?? SHUTDOWN_NOT_SENT), row }
+          : await this.limit(() => this.sendCreate(row, stop, signal));
     } finally {
       // Even if the send failed unexpectedly: the freed slot takes the next waiting row.
       answered();
