@@ -583,13 +583,16 @@ async function noteFailure(reader: BatchReader, failure: unknown, source: TextSo
     return;
   }
   if (failure instanceof InvalidUtf8Error) {
-    const line = source === null ? null : await source.lineAt(failure.offset);
     const utf16 = reader.utf16Advice();
+    if (utf16 !== null && !failure.truncated) {
+      // Read as UTF-16 the whole file is wrong from its start: lines counted as UTF-8 are none the clerk sees.
+      reader.fileErrorAt(1, 'INVALID_UTF8', `${failure.message}: ${utf16}`);
+      return;
+    }
+    const line = source === null ? null : await source.lineAt(failure.offset);
     const message = failure.truncated
       ? `the upload looks incomplete: the file ends inside a UTF-8 character at byte offset ${failure.offset} (line ${line}); upload it again`
-      : utf16 !== null
-        ? `${failure.message} (line ${line}): ${utf16}`
-        : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
+      : `${failure.message} (line ${line}): the file is not UTF-8 (saved as "CSV" rather than "CSV UTF-8"?); save it as CSV UTF-8, or set batch.format.encoding to auto or to its encoding (windows-1252)`;
     reader.fileErrorAt(line, 'INVALID_UTF8', message);
     return;
   }
