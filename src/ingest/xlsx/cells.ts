@@ -15,8 +15,8 @@ import type { CellFormat } from './styles.js';
 export type SheetCell =
   | { kind: 'text'; text: string; format: CellFormat }
   | { kind: 'number'; value: number; format: CellFormat }
-  /** A date cell, its date as `2026-01-07` (or as stored, when it is no date). */
-  | { kind: 'date'; date: string }
+  /** A date cell, its date as `2026-01-07` (or as stored, when it is no date); `time`: shown as a time only. */
+  | { kind: 'date'; date: string; time?: boolean }
   /** An error cell: what a formula that failed left (`#N/A`), whatever error it names. */
   | { kind: 'error'; error: string }
   | { kind: 'empty' };
@@ -102,6 +102,15 @@ export function cellText(cell: SheetCell, field: FieldPath | null): { text: stri
       return textCell(cell, field);
     case 'date': {
       const what = field === null ? 'this cell' : `the ${FIELD_WORDS[field]}`;
+      // A time's date is none the clerk sees: quoting it would send them looking for a date in the sheet.
+      if (cell.time === true) {
+        return {
+          problem: {
+            code: 'DATE_CONVERTED',
+            message: `${field === null ? 'this cell' : `the ${FIELD_WORDS[field]} cell`} is shown as a time: a spreadsheet probably turned the value into a time; format the column as Text and type the value again`,
+          },
+        };
+      }
       return {
         problem: {
           code: 'DATE_CONVERTED',

@@ -143,3 +143,13 @@ export function formatShowsDate(numFmt: string | null): boolean {
   const code = first.code.replace(/general/gi, '').replace(/[eE][+-]/g, '');
   return first.elapsed || /[ymdhs]/i.test(code);
 }
+
+/**
+ * Whether a number shown with `numFmt` shows a time only, no date (`mm:ss`, `[h]:mm:ss`): no year, day or month
+ * name, and an hour or second beside any `m`, which is then minutes.
+ */
+export function formatShowsTimeOnly(numFmt: string | null): boolean {
+  if (!formatShowsDate(numFmt)) return false;
+  const code = (sections(numFmt as string)[0] as Section).code.replace(/general/gi, '').replace(/[eE][+-]/g, '');
+  return !/[yd]|m{3,}/i.test(code) && /[hs]/i.test(code);
+}

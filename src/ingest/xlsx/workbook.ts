@@ -7,7 +7,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
-import { formatShowsDate } from './number-format.js';
+import { formatShowsDate, formatShowsTimeOnly } from './number-format.js';
 import { findingsOf, formatAt, scanProblem, scanWorkbook } from './scan.js';
 import type { CellFormat } from './styles.js';
 import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
@@ -82,6 +82,9 @@ function serialDate(serial: number, date1904: boolean): string {
   return Number.isNaN(date.getTime()) ? String(serial) : date.toISOString().slice(0, 10);
 }
 
+/** Shown as a time only (`mm:ss`): the date its number stands for is one the clerk never sees. */
+const showsTime = (format: CellFormat): boolean => format.known && formatShowsTimeOnly(format.code);
+
 /**
  * A cell's value as a SheetCell, with its number format as the clerk sees it (`format`, from the workbook's XML:
  * the reader leaves some built-in formats out); `stored`: the date of a cell stored as a date, which the reader
@@ -100,13 +103,17 @@ function sheetCell(
   if (typeof value === 'string') return value === '' ? { kind: 'empty' } : { kind: 'text', text: value, format };
   if (typeof value === 'number') {
     // A number shown as a date whose format the reader has no code for: a date, as the clerk sees it.
-    if (format.known && formatShowsDate(format.code)) return { kind: 'date', date: serialDate(value, date1904) };
+    if (format.known && formatShowsDate(format.code)) return { kind: 'date', date: serialDate(value, date1904), time: showsTime(format) };
     return { kind: 'number', value, format };
   }
   // Shown as TRUE or FALSE whatever the format.
   if (typeof value === 'boolean') return { kind: 'text', text: value ? 'TRUE' : 'FALSE', format: GENERAL };
   if (value instanceof Date)
-    return { kind: 'date', date: Number.isNaN(value.getTime()) ? String(value) : value.toISOString().slice(0, 10) };
+    return {
+      kind: 'date',
+      date: Number.isNaN(value.getTime()) ? String(value) : value.toISOString().slice(0, 10),
+      time: showsTime(format),
+    };
   if (typeof value === 'object') {
     const v = value as Record<string, unknown>;
     if ('formula' in v || 'sharedFormula' in v) {
