@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
-import { CellSet } from '../../src/ingest/xlsx/scan.js';
+import { CellSet, SheetScan, scanProblem, scanWorkbook, type WorkbookScan } from '../../src/ingest/xlsx/scan.js';
+import { CellStyles, StylesScan } from '../../src/ingest/xlsx/styles.js';
 import { FIELD_PATHS, errorPlace, type FieldPath, type RowError } from '../../src/ingest/rules/index.js';
 import { VALID_ROW } from '../support/rows.js';
 import { reorderZip, writeZip, zipEntries } from '../support/zip.js';
@@ -830,5 +831,110 @@ describe('xlsx batches: cells read with the format and kind the workbook stores,
     );
     // Never the digits of an account, not even those a format holds.
     expect(rows[5]?.errors[0]?.message).not.toMatch(/001234567/);
+  });
+
+  it('says an amount shown as a time is shown as a time, quoting no date the clerk never sees', async () => {
+    const amount = col('payoutAmount');
+    // Placeholders, each turned into a built-in time format: 45 `mm:ss`, 46 `[h]:mm:ss`, 47 `mmss.0`.
+    const path = await formatted([HEADER, ...[1, 2, 3].map((i) => dataRow(`T-${i}`, { payoutAmount: 1500.5 }))], {
+      [`1,${amount}`]: '0.0',
+      [`2,${amount}`]: '0.000',
+      [`3,${amount}`]: '0.0000',
+    });
+    await editParts(path, { 'xl/styles.xml': byIdOnly({ '0.0': 45, '0.000': 46, '0.0000': 47 }) });
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    const timed =
+      'the amount cell is shown as a time: a spreadsheet probably turned the value into a time; format the column as Text and type the value again';
+    expect(rows.map((r) => [r.line, r.errors.map((e) => [errorPlace(e), e.code, e.message])])).toEqual(
+      [2, 3, 4].map((line) => [line, [[`line ${line}, column D "payoutAmount"`, 'DATE_CONVERTED', timed]]]),
+    );
+  });
+
+  it('reads cells whose places are written as absolute references ($D$2)', async () => {
+    const amount = col('payoutAmount');
+    const path = await formatted([HEADER, dataRow('A-1', { payoutAmount: 1500.5 }), dataRow('A-2', { payoutAmount: 250 })], {
+      [`1,${amount}`]: '0.00',
+      [`2,${amount}`]: '#,##0',
+    });
+    await editParts(path, { 'xl/worksheets/sheet1.xml': (xml) => xml.replace(/<c r="([A-Z]+)(\d+)"/g, '<c r="$$$1$$$2"') });
+    expect((await zipEntries(path)).get('xl/worksheets/sheet1.xml')?.toString()).toContain('<c r="$D$2"');
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state, r.request?.payoutAmount])).toEqual([
+      [2, 'READY', '1500.5'],
+      [3, 'READY', '250'],
+    ]);
+  });
+
+  it('names the first cell it cannot place, and the first stored out of order, when it refuses the sheet', async () => {
+    const amount = col('payoutAmount');
+    const rows = [HEADER, dataRow('P-1', { payoutAmount: 1500.5 }), dataRow('P-2', { payoutAmount: 1500.5 })];
+    const formats = { [`1,${amount}`]: '0.00', [`2,${amount}`]: '0.00' };
+    const unplaced = await formatted(rows, formats);
+    await editParts(unplaced, { 'xl/worksheets/sheet1.xml': (xml) => xml.replace(/<row r="3"/, '<row') });
+    const swapped = await formatted(rows, formats);
+    await editParts(swapped, {
+      'xl/worksheets/sheet1.xml': (xml) => xml.replace(/(<row r="2".*?<\/row>)(<row r="3".*?<\/row>)/, '$2$1'),
+    });
+    const refusals = [];
+    for (const path of [unplaced, swapped]) {
+      const { result } = await parseXlsx(path);
+      refusals.push(result.fileErrors.map((e) => [e.line, e.code, e.message.replace(/, so the cells .*/, '')]));
+    }
+    expect(refusals).toEqual([
+      [
+        [
+          3,
+          'XLSX_UNREADABLE',
+          'cell D3 (line 3, column D, counting the rows and cells before it) is stored without a place payoutd can read (its row and column)',
+        ],
+      ],
+      [[2, 'XLSX_UNREADABLE', 'cell A2 (line 2, column A) is stored after a row below it']],
+    ]);
+  });
+
+  it('reads a large sheet whose formats alternate row by row in several columns', async () => {
+    const path = await formatted([HEADER, dataRow('L-1', { payoutAmount: 1500.5 })], {
+      [`1,0`]: '@',
+      [`1,${col('payoutAmount')}`]: '0.00',
+    });
+    const styles = (await zipEntries(path)).get('xl/styles.xml')?.toString() ?? '';
+    const xfs = styles.match(/<cellXfs[^>]*>.*?<\/cellXfs>/s)?.[0].match(/<xf /g)?.length ?? 0;
+    expect(xfs).toBeGreaterThanOrEqual(3);
+    // More runs of alike cells, in three columns, than were once kept in all: formats changing every row.
+    const lines = 70_000;
+    const sheet = (xml: string) => {
+      const body: string[] = [];
+      for (let r = 2; r <= lines; r++)
+        body.push(`<row r="${r}">${['A', 'D', 'K'].map((c) => `<c r="${c}${r}" s="${r % 2 === 0 ? 1 : 2}"><v>1</v></c>`).join('')}</row>`);
+      return xml.replace(/<sheetData>.*<\/sheetData>/s, `<sheetData>${body.join('')}</sheetData>`);
+    };
+    await editParts(path, { 'xl/worksheets/sheet1.xml': sheet });
+    const scan = await scanWorkbook(() => createReadStream(path));
+    expect(scanProblem(scan, 'Payouts')).toBeNull();
+  });
+
+  it('names the columns whose formats change too often to keep, and says to give each column one format', () => {
+    const styles = new CellStyles(null, 6);
+    for (let row = 2; row < 10; row++) {
+      styles.add(row, 1, row % 2, true, `A${row}`);
+      styles.add(row, 2, 0, true, `B${row}`);
+      styles.add(row, 4, row % 2, true, `D${row}`);
+    }
+    const findings = new SheetScan().findings;
+    findings.styles = styles;
+    const scan: WorkbookScan = {
+      sheets: new Map([['Payouts', { hidden: false, part: 'xl/worksheets/sheet1.xml' }]]),
+      parts: new Map([['xl/worksheets/sheet1.xml', findings]]),
+      styles: new StylesScan(),
+      date1904: false,
+    };
+    expect(scanProblem(scan, 'Payouts')).toEqual({
+      code: 'XLSX_UNREADABLE',
+      message:
+        'in sheet "Payouts", the number formats of columns A and D change from row to row more often than payoutd keeps track of, so the cells cannot be matched to their formats, and amounts and identifiers cannot be read as shown; give each column one format (select the column, Format Cells, and pick one: Text for identifiers, Number with as many decimals as the amounts have for amounts), save, and drop the workbook again',
+      line: null,
+    });
   });
 });

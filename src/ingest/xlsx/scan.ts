@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { SaxesParser } from 'saxes';
 import unzipper from 'unzipper';
 import { columnLetter } from '../rules/row-error.js';
-import { CellStyles, StylesScan, type CellFormat } from './styles.js';
+import { CellStyles, StylesScan, type CellFormat, type StylesTrouble } from './styles.js';
 
 /** Numbers (ascending) as runs `[from, to]`: the first MAX_RUNS runs, and how many numbers in all. */
 export class NumberRuns {
@@ -119,9 +119,9 @@ const isTrue = (value: string | undefined): boolean => value !== undefined && /^
 /** A size attribute that is there and zero: a row or column shown zero wide is not seen. */
 const isZero = (value: string | undefined): boolean => value !== undefined && value.trim() !== '' && Number(value) === 0;
 
-/** The column number (1 = A) of a cell reference (`AB12`), or null without one. */
+/** The column number (1 = A) of a cell reference (`AB12`, or absolute as `$AB$12`), or null without one. */
 export function columnOfRef(ref: string | undefined): number | null {
-  const letters = /^\s*([A-Za-z]{1,3})\d/.exec(ref ?? '')?.[1];
+  const letters = /^\s*\$?([A-Za-z]{1,3})\$?\d/.exec(ref ?? '')?.[1];
   if (letters === undefined) return null;
   let n = 0;
   for (const ch of letters.toUpperCase()) n = n * 26 + ch.charCodeAt(0) - 64;
@@ -248,8 +248,8 @@ export class SheetScan implements XmlHandler {
         this.col = 0;
         break;
       case 'c':
-        // The reader takes a column from capital letters only.
-        this.cellPlaced = this.rowNumbered && /^\s*[A-Z]{1,3}\d/.test(a['r'] ?? '');
+        // The reader takes a column from capital letters only, and passes over the `$` of an absolute reference.
+        this.cellPlaced = this.rowNumbered && /^\s*\$?[A-Z]{1,3}\$?\d/.test(a['r'] ?? '');
         this.col = columnOfRef(a['r']) ?? this.col + 1;
         this.cellRef = `${columnLetter(this.col - 1)}${this.row}`;
         this.inCell = true;
@@ -265,6 +265,7 @@ export class SheetScan implements XmlHandler {
           this.col,
           a['s'] === undefined ? 0 : /^\s*\d{1,9}\s*$/.test(a['s']) ? Number(a['s']) : -1,
           this.cellPlaced,
+          this.cellRef,
         );
         break;
       case 'v':
@@ -389,7 +390,7 @@ function worse(a: SheetFindings | undefined, b: SheetFindings): SheetFindings {
   }
   if (a !== undefined) {
     // Which cells hold what format, or a date, is then not known either.
-    chosen.styles.whole = true;
+    chosen.styles.trouble ??= { kind: 'sheetTwice' };
     if (a.dates.first !== null || b.dates.first !== null) {
       chosen.dates.first ??= a.dates.first ?? b.dates.first;
       chosen.dates.whole = true;
@@ -459,7 +460,7 @@ async function scanZip(
   }
   // Formats that never come are none to miss.
   if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
-  if (stylesTwice) for (const f of parts.values()) f.styles.whole = true;
+  if (stylesTwice) for (const f of parts.values()) f.styles.trouble ??= { kind: 'formatsTwice' };
   const scan = { sheets: sheetsOf(listing, rels), parts, styles: styles ?? new StylesScan(), date1904: listing.date1904 };
   return { scan, strings, sheetBeforeStrings };
 }
@@ -546,13 +547,7 @@ export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | nul
       line: f.phonetic.first.line,
     };
   }
-  if (f.styles.whole) {
-    return {
-      code: 'XLSX_UNREADABLE',
-      message: `the cells of sheet ${sheet} cannot be matched to their number formats (cells stored out of order or without their places, a workbook with two lists of formats, or more differently formatted cells one after another than payoutd keeps track of), so amounts and identifiers cannot be read as shown; ${SAVE_AGAIN}`,
-      line: null,
-    };
-  }
+  if (f.styles.trouble !== null) return stylesProblem(f.styles.trouble, sheet);
   if (f.dates.whole && f.dates.first !== null) {
     return {
       code: 'XLSX_UNREADABLE',
@@ -568,4 +563,45 @@ export function scanProblem(scan: WorkbookScan, name: string): ScanProblem | nul
     };
   }
   return null;
+}
+
+/** Why the cells of a sheet (`sheet`, quoted) cannot be matched to their number formats, and where. */
+function stylesProblem(trouble: StylesTrouble, sheet: string): ScanProblem {
+  const unmatched = `so the cells of sheet ${sheet} cannot be matched to their number formats, and amounts and identifiers cannot be read as shown`;
+  switch (trouble.kind) {
+    case 'unplaced':
+      return {
+        code: 'XLSX_UNREADABLE',
+        message: `cell ${trouble.ref} (line ${trouble.line}, column ${trouble.ref.replace(/\d+$/, '')}, counting the rows and cells before it) is stored without a place payoutd can read (its row and column), ${unmatched}; ${SAVE_AGAIN}`,
+        line: trouble.line,
+      };
+    case 'order':
+      return {
+        code: 'XLSX_UNREADABLE',
+        message: `cell ${trouble.ref} (line ${trouble.line}, column ${trouble.ref.replace(/\d+$/, '')}) is stored after a row below it, ${unmatched}; ${SAVE_AGAIN}`,
+        line: trouble.line,
+      };
+    case 'runs': {
+      // Saving again keeps every cell's format: only one format per column makes the sheet readable.
+      const columns = trouble.columns.map((c) => columnLetter(c - 1));
+      const named = columns.length > 1 ? `columns ${columns.slice(0, -1).join(', ')} and ${columns.at(-1)}` : `column ${columns[0] ?? ''}`;
+      return {
+        code: 'XLSX_UNREADABLE',
+        message: `in sheet ${sheet}, the number formats of ${named} change from row to row more often than payoutd keeps track of, so the cells cannot be matched to their formats, and amounts and identifiers cannot be read as shown; give each column one format (select the column, Format Cells, and pick one: Text for identifiers, Number with as many decimals as the amounts have for amounts), save, and drop the workbook again`,
+        line: null,
+      };
+    }
+    case 'formatsTwice':
+      return {
+        code: 'XLSX_UNREADABLE',
+        message: `the workbook holds two lists of cell formats, ${unmatched}; ${SAVE_AGAIN}`,
+        line: null,
+      };
+    case 'sheetTwice':
+      return {
+        code: 'XLSX_UNREADABLE',
+        message: `the workbook holds the sheet ${sheet} twice, ${unmatched}; ${SAVE_AGAIN}`,
+        line: null,
+      };
+  }
 }

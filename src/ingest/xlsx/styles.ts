@@ -143,59 +143,104 @@ function formatId(value: string | undefined): number | null {
 }
 
 /**
+ * Why a sheet's cells cannot be matched to their formats: a cell stored without its place, or a row stored
+ * before one above it (`ref`, `line`: the first), too many runs of differently formatted cells (`columns`, 1 = A:
+ * where), or two lists of formats, or the sheet twice, in the workbook.
+ */
+export type StylesTrouble =
+  { kind: 'unplaced' | 'order'; ref: string; line: number } | { kind: 'runs'; columns: number[] } | { kind: 'formatsTwice' | 'sheetTwice' };
+
+/**
  * The style of each cell of a sheet, as runs of rows per column: cells formatted alike one above the other (a
  * column of amounts) take one run, so a large sheet is not kept cell by cell. Keyed by format when the
  * workbook's formats are read before the sheet, else by style (`s`), resolved once they are.
  */
 export class CellStyles {
-  /** Runs kept in all; past these the sheet's cells are not known one by one. */
-  static readonly MAX_RUNS = 200_000;
-  /** Per column (1 = A): runs as `from, to, key` triplets, rows ascending. */
-  private readonly columns = new Map<number, number[]>();
+  /**
+   * Runs kept in all; past these the sheet's cells are not known one by one. A run is three small numbers: a
+   * sheet of many rows whose formats alternate in a few columns stays well within the reader's memory.
+   */
+  static readonly MAX_RUNS = 2_000_000;
+  /**
+   * Per column (1 = A): runs as `from, to, key` triplets, rows ascending, in the first `n` places of `at` (32-bit:
+   * rows and style numbers fit, and a large sheet's runs take a quarter of what plain numbers would).
+   */
+  private readonly columns = new Map<number, { at: Int32Array; n: number }>();
   private runs = 0;
-  /** Not every cell's style is known by its place: too many runs, a cell not placed, or rows out of order. */
-  whole = false;
+  /** Why not every cell's style is known by its place (null: each is). */
+  trouble: StylesTrouble | null = null;
   /** Some cell's style was kept by style, not by format: more runs than by format. */
   overflowed = false;
 
-  /** `byFormat`: the key of a style once formats are known, null while they are not (the key is then the style). */
-  constructor(readonly byFormat: ((xf: number) => number) | null) {}
+  /**
+   * `byFormat`: the key of a style once formats are known, null while they are not (the key is then the style);
+   * `maxRuns`: the runs kept in all.
+   */
+  constructor(
+    readonly byFormat: ((xf: number) => number) | null,
+    private readonly maxRuns: number = CellStyles.MAX_RUNS,
+  ) {}
 
-  /** `placed`: the cell's row and column are written in the sheet, as the reader numbers them. */
-  add(row: number, col: number, xf: number, placed: boolean): void {
-    if (this.whole) return;
+  /** Not every cell's style is known by its place. */
+  get whole(): boolean {
+    return this.trouble !== null;
+  }
+
+  /** `placed`: the cell's row and column are written in the sheet, as the reader numbers them; `ref`: its place. */
+  add(row: number, col: number, xf: number, placed: boolean, ref = ''): void {
+    if (this.trouble !== null) return;
     if (!placed) {
       // A cell the reader may place elsewhere: only General cells are no trouble there.
-      if (xf !== 0) this.whole = true;
+      if (xf !== 0) this.trouble = { kind: 'unplaced', ref, line: row };
       return;
     }
     const key = this.byFormat === null ? xf : this.byFormat(xf);
     let runs = this.columns.get(col);
-    if (runs === undefined) this.columns.set(col, (runs = []));
-    const n = runs.length;
-    if (n > 0 && row <= (runs[n - 2] as number)) {
-      this.whole = true;
+    if (runs === undefined) this.columns.set(col, (runs = { at: new Int32Array(48), n: 0 }));
+    const { at, n } = runs;
+    if (n > 0 && row <= (at[n - 2] as number)) {
+      this.trouble = { kind: 'order', ref, line: row };
       return;
     }
-    if (n > 0 && runs[n - 1] === key) {
-      runs[n - 2] = row;
+    if (n > 0 && at[n - 1] === key) {
+      at[n - 2] = row;
       return;
     }
-    if (this.runs >= CellStyles.MAX_RUNS) {
-      this.whole = this.overflowed = true;
+    if (this.runs >= this.maxRuns) {
+      this.overflowed = true;
+      this.trouble = { kind: 'runs', columns: this.changingColumns() };
       return;
     }
     this.runs++;
-    runs.push(row, row, key);
+    if (n + 3 > at.length) {
+      runs.at = new Int32Array(at.length * 2);
+      runs.at.set(at);
+    }
+    runs.at.set([row, row, key], n);
+    runs.n = n + 3;
+  }
+
+  /** The columns (1 = A) holding most of the runs, in order: those whose formats keep changing. */
+  private changingColumns(): number[] {
+    const counts = [...this.columns].map(([col, runs]) => [col, runs.n / 3] as const);
+    const most = Math.max(...counts.map(([, n]) => n));
+    return (
+      counts
+        // One run is one format all the way down: no column to change.
+        .filter(([, n]) => n * 10 >= most && (n > 1 || most === 1))
+        .map(([col]) => col)
+        .sort((a, b) => a - b)
+    );
   }
 
   /** The key of the cell at that row and column (1 = A): its style, or its format (see byFormat); null when not kept. */
   keyAt(row: number, col: number): number | null {
-    const runs = this.columns.get(col);
-    if (runs === undefined) return null;
+    const column = this.columns.get(col);
+    if (column === undefined) return null;
+    const runs = column.at;
     // The last run starting at or before the row: a cell is always in its column's run.
     let lo = 0;
-    let hi = runs.length / 3 - 1;
+    let hi = column.n / 3 - 1;
     let found = -1;
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
