@@ -178,7 +178,7 @@ export async function startDaemon(
       clockSkewSeconds: config.api.clockSkewSeconds,
       signal: startAbort,
     });
-    if (!startAbort?.aborted) await recordServiceOnce(db, config, clock.now(), logger);
+    if (!startAbort?.aborted) await recordServiceOnce(db, config, api.client, clock.now(), logger, startAbort);
     const instanceId = config.instance.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     health = new ServiceHealthRecorder(db, api.breaker, clock, logger, {
       instanceId,

@@ -7,13 +7,15 @@
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
-import { ConfigError } from '../domain/errors.js';
+import { ConfigError, PayoutdError, ServiceUnavailableError } from '../domain/errors.js';
+import type { PayoutService } from '../domain/payout.js';
 import { shownUrl } from '../domain/url-path.js';
 import {
   recordedServiceIdentity,
   recordServiceIdentity,
   replaceServiceIdentity,
   serviceHistory,
+  payoutsToVerify,
   type Database,
   type RecordedServiceIdentity,
   type ServiceIdentity,
@@ -36,7 +38,10 @@ function sameService(a: ServiceIdentity, b: ServiceIdentity): boolean {
 
 /** The option that differs, and where its value came from when an environment variable set it. */
 function changedOption(config: ResolvedConfig, recorded: ServiceIdentity, configured: ServiceIdentity): string {
-  const option = recorded.service === configured.service ? 'api.merchantCode' : 'api.baseUrl';
+  return shownOption(config, recorded.service === configured.service ? 'api.merchantCode' : 'api.baseUrl');
+}
+
+function shownOption(config: ResolvedConfig, option: string): string {
   const variable = config.fromEnvironment.find((e) => e.option === option)?.variable;
   return variable === undefined ? option : `${option} (set by ${variable})`;
 }
@@ -53,18 +58,75 @@ export async function checkServiceIdentity(db: Database, config: ResolvedConfig)
   if (recorded !== null && !sameService(recorded, configured)) throw serviceChanged(config, recorded, configured, await serviceHistory(db));
 }
 
+/** How many of a database's payouts are asked about before its service is recorded: one found is enough. */
+const VERIFIED_SAMPLE = 3;
+
 /**
  * Once the service has accepted the credentials: records it for a database that has none. Only then, so a first
- * start that never reached its service (a mistyped URL) leaves nothing to undo. Another instance may have recorded
- * another meanwhile (PostgreSQL): refused as at start.
+ * start that never reached its service (a mistyped URL) leaves nothing to undo. A database already holding payouts
+ * a service made (one made before migration 0033) records the configured service only if that service knows some
+ * of them: its first start after the upgrade may name another (an emptied config file), which would otherwise be
+ * recorded and then guarded. Another instance may have recorded another meanwhile (PostgreSQL): refused as at start.
  */
-export async function recordServiceOnce(db: Database, config: ResolvedConfig, now: number, logger: Pick<Logger, 'info'>): Promise<void> {
+export async function recordServiceOnce(
+  db: Database,
+  config: ResolvedConfig,
+  service: Pick<PayoutService, 'queryByPayoutIds'>,
+  now: number,
+  logger: Pick<Logger, 'info'>,
+  signal?: AbortSignal,
+): Promise<void> {
   const configured = configuredServiceIdentity(config);
   const before = await recordedServiceIdentity(db);
+  let verified: number | null = null;
+  if (before === null) verified = await verifyPayoutsKnown(db, config, configured, service, signal);
   const recorded = before ?? (await recordServiceIdentity(db, configured, now));
   if (!sameService(recorded, configured)) throw serviceChanged(config, recorded, configured, await serviceHistory(db));
   if (before === null)
-    logger.info({ service: configured.service, merchantCode: configured.merchantCode }, 'payout service recorded for this state database');
+    logger.info(
+      { service: configured.service, merchantCode: configured.merchantCode, ...(verified === null ? {} : { payoutsFound: verified }) },
+      'payout service recorded for this state database',
+    );
+}
+
+/** How many of the payouts asked about the service found (null: the database holds none a service made); refuses none. */
+async function verifyPayoutsKnown(
+  db: Database,
+  config: ResolvedConfig,
+  configured: ServiceIdentity,
+  service: Pick<PayoutService, 'queryByPayoutIds'>,
+  signal?: AbortSignal,
+): Promise<number | null> {
+  const { made, sample } = await payoutsToVerify(db, VERIFIED_SAMPLE);
+  if (made === 0) return null;
+  const where = config.source ?? 'the built-in defaults (no config file)';
+  const held =
+    `${shownOption(config, 'api.baseUrl')}: this state database holds ${made} payouts made on a payout service it has not ` +
+    `recorded (made before migration 0033), and ${describeService(configured)}, which ${where} names`;
+  const remedy =
+    'Restore the configuration naming the service these payouts were made on; if the payout service really changed, ' +
+    'check, then run payoutd migrate --accept-service-change with this configuration';
+  let answer;
+  try {
+    answer = await service.queryByPayoutIds(sample, signal);
+  } catch (err) {
+    // Never recorded unverified: a later start asks again.
+    const why = err instanceof PayoutdError ? err.message : 'the query failed';
+    throw new ServiceUnavailableError(
+      'SERVICE_UNVERIFIED',
+      `${held}, could not be asked whether it knows ${sample.length} of them (${why}); nothing is recorded and nothing is paid or followed. ${remedy}`,
+    );
+  }
+  const asked = new Set(sample);
+  const found = new Set(
+    [...answer.records.map((r) => r.payoutId), ...answer.unread.map((r) => r.payoutId)].filter((id) => id !== null && asked.has(id)),
+  );
+  if (found.size === 0)
+    throw new ConfigError(
+      'SERVICE_UNVERIFIED',
+      `${held}, does not know the ${sample.length} asked about; nothing is recorded and nothing is paid or followed. ${remedy}`,
+    );
+  return found.size;
 }
 
 function serviceChanged(

@@ -117,6 +117,7 @@ export {
   recordServiceIdentity,
   replaceServiceIdentity,
   serviceHistory,
+  payoutsToVerify,
   type RecordedServiceIdentity,
   type ServiceIdentity,
 } from './service-identity.js';

@@ -1,7 +1,8 @@
 /**
  * The payout service this database's payouts are made with (migration 0033): recorded at the first start,
- * compared at every start (src/daemon/service-identity.ts), and replaced only while no batch is recorded or by
- * `payoutd migrate --accept-service-change`. Never a secret: the base URL without credentials or query.
+ * compared at every start (src/daemon/service-identity.ts), and replaced only by `payoutd migrate
+ * --accept-service-change`. A database without one whose payouts a service made (one made before 0033) records
+ * the configured service only once that service has found some of them. Never a secret: the base URL without credentials or query.
  */
 import type { Database } from './db.js';
 
@@ -51,4 +52,21 @@ export async function serviceHistory(db: Database): Promise<{ batches: number; o
   const open = (await db('payouts').whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING']).count({ n: '*' }).first()) as
     { n: number | string } | undefined;
   return { batches: Number(batches?.n ?? 0), openPayouts: Number(open?.n ?? 0) };
+}
+
+/**
+ * A database's payouts that a service made (those with a payout id), and a few of them to ask that service about:
+ * the newest not final yet, else the newest final ones (those are what a service most surely still knows).
+ */
+export async function payoutsToVerify(db: Database, limit: number): Promise<{ made: number; sample: string[] }> {
+  const made = (await db('payouts').whereNotNull('payout_id').count({ n: '*' }).first()) as { n: number | string } | undefined;
+  if (Number(made?.n ?? 0) === 0) return { made: 0, sample: [] };
+  const newest = (states: string[] | null): Promise<{ payout_id: string }[]> => {
+    const q = db('payouts').whereNotNull('payout_id');
+    if (states) q.whereIn('state', states);
+    return q.orderBy('id', 'desc').limit(limit).select('payout_id') as Promise<{ payout_id: string }[]>;
+  };
+  let rows = await newest(['CREATING', 'UNKNOWN', 'PENDING']);
+  if (rows.length === 0) rows = await newest(null);
+  return { made: Number(made?.n ?? 0), sample: rows.map((r) => r.payout_id) };
 }

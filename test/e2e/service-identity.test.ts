@@ -7,7 +7,11 @@
  * naming both, until `payoutd migrate --accept-service-change` records the new one.
  */
 import { writeFile } from 'node:fs/promises';
-import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { startSandbox } from '../../src/sandbox/index.js';
+import { loadPrivateKeyFile, publicKeyBase64 } from '../../src/signing/index.js';
+import { openSqlite } from '../../src/store/index.js';
 import { makeRows, toCsv } from './batch-files.js';
 import { MERCHANT_CODE, startE2e, waitFor, type DaemonProcess, type E2e, type ExitInfo } from './harness.js';
 
@@ -80,4 +84,58 @@ describe('e2e: the payout service of a state database', () => {
     const second = await e2e.startDaemon();
     expect(await second.stop()).toBe(0);
   });
+});
+
+/** What a database made before migration 0033 holds once it is migrated: payouts, and no recorded service. */
+function forgetRecordedService(e2e: E2e): void {
+  const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'), { fileMustExist: true });
+  try {
+    expect(db.prepare('DELETE FROM service_identity').run().changes).toBe(1);
+  } finally {
+    db.close();
+  }
+}
+
+describe('e2e: a database with payouts and no recorded service (made before migration 0033)', () => {
+  it('records the configured service only once that service knows its payouts', async () => {
+    // Settled slowly: the payouts are still PENDING when the first daemon stops.
+    const e2e = await startE2e({ sandbox: { settlement: { minDelayMs: 8000, maxDelayMs: 9000 } } });
+    const first = await e2e.startDaemon();
+    await e2e.drop('old.csv', toCsv(makeRows('SVC-OLD', 3)));
+    await e2e.waitForBatches((bs) => bs.find((b) => b.fileName === 'old.csv' && b.counts.PENDING === 3), 'three payouts PENDING', 30_000);
+    expect(await first.stop()).toBe(0);
+    forgetRecordedService(e2e);
+
+    // The same credentials accepted by another service (a second sandbox), and the embedded sandbox of an emptied file.
+    const key = publicKeyBase64(loadPrivateKeyFile(e2e.keyPath));
+    const other = await startSandbox({
+      merchants: [{ merchantCode: MERCHANT_CODE, apiKey: 'e2e-api-key-0123456789', publicKey: key, balances: { USDT: '1000000' } }],
+    });
+    onTestFinished(() => other.close());
+    for (const [api, named] of [
+      [{ baseUrl: other.url }, `${other.url} as merchant ${MERCHANT_CODE}`],
+      [{ baseUrl: 'embedded' }, 'the embedded sandbox (api.baseUrl: embedded, no real money)'],
+    ] as const) {
+      await e2e.writeConfig({ api });
+      const r = await runToExit(e2e);
+      expect(r.exit).toEqual({ code: 78, signal: null });
+      expect(r.daemon.stderr).toEqual([
+        `payoutd: SERVICE_UNVERIFIED: api.baseUrl: this state database holds 3 payouts made on a payout service it has not recorded (made before migration 0033), and ${named}, which ${e2e.configPath} names, does not know the 3 asked about; nothing is recorded and nothing is paid or followed. Restore the configuration naming the service these payouts were made on; if the payout service really changed, check, then run payoutd migrate --accept-service-change with this configuration`,
+      ]);
+      expect(r.daemon.logs.some((l) => l.msg === 'payout service recorded for this state database')).toBe(false);
+      expect(r.daemon.logs.some((l) => l.msg === 'payoutd running')).toBe(false);
+    }
+    expect(other.ledger()).toEqual([]);
+
+    // The service the payouts were made on: recorded, and they are followed to the end.
+    await e2e.writeConfig();
+    const second = await e2e.startDaemon();
+    expect(second.logs.find((l) => l.msg === 'payout service recorded for this state database')).toMatchObject({
+      service: e2e.sandbox.url,
+      merchantCode: MERCHANT_CODE,
+    });
+    expect((await e2e.waitForBatch('old.csv', ['COMPLETE'], 30_000)).counts).toEqual({ PAID: 3 });
+    expect(second.logs.some((l) => String(l.msg).startsWith('the service does not know'))).toBe(false);
+    expect(await second.stop()).toBe(0);
+  }, 120_000);
 });
