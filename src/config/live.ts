@@ -2,6 +2,7 @@
  * What a SIGHUP may change while payoutd runs: the options in LIVE_OPTIONS are written into the running
  * configuration, which their consumers read at each use; every other changed option is named as needing a restart.
  */
+import { ConfigError } from '../domain/errors.js';
 import type { ResolvedConfig } from './load.js';
 import { isPlainObject } from './strict.js';
 
@@ -26,7 +27,7 @@ export const LIVE_OPTIONS: readonly string[] = [
 const UNSHOWN: readonly string[] = ['notify.webhooks', 'notify.email'];
 
 /** Derived from options, not options themselves: never reported. */
-const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir', 'fromEnvironment']);
+const DERIVED: ReadonlySet<string> = new Set(['source', 'databaseFile', 'credentialsDir', 'fromEnvironment', 'fileSections']);
 
 export interface OptionChange {
   /** Dotted path of the option (`submit.concurrency`). */
@@ -90,4 +91,30 @@ export function applyLiveOptions(running: ResolvedConfig, next: ResolvedConfig):
   const changes = optionChanges(running, next);
   for (const c of changes) if (c.live) writeAt(running, c.path, valueAt(next, c.path));
   return changes;
+}
+
+function channelsOf(config: ResolvedConfig): string[] {
+  return [...(config.notify.webhooks.length > 0 ? ['notify.webhooks'] : []), ...(config.notify.email ? ['notify.email'] : [])];
+}
+
+/**
+ * Refuses, before anything of it is applied, a reloaded configuration that lost what the running one had: a
+ * top-level section of its file, or every notification channel. A file cut short (a copy or an editor that
+ * stopped early) reads as valid with the lost options at their defaults, and `notify` is live: its channels would
+ * be dropped at once, and the events of that time never sent to them. A deliberate removal is applied by a restart.
+ */
+export function checkReloadKeeps(running: ResolvedConfig, next: ResolvedConfig): void {
+  const lostSections = running.fileSections.filter((s) => !next.fileSections.includes(s));
+  const channels = channelsOf(running);
+  const lostChannels = channels.length > 0 && channelsOf(next).length === 0 ? channels : [];
+  if (lostSections.length + lostChannels.length === 0) return;
+  const file = next.source ?? 'the configuration';
+  const lost = [
+    ...(lostSections.length > 0 ? [`the sections ${lostSections.join(', ')} that the running configuration's file had`] : []),
+    ...(lostChannels.length > 0 ? [`any notification channel (${lostChannels.join(', ')} configured now)`] : []),
+  ];
+  throw new ConfigError(
+    'CONFIG_REMOVED',
+    `${file} no longer sets ${lost.join(', nor ')} (a file cut short?); a SIGHUP does not remove them: restore the file, or, if the removal is meant, restart payoutd to apply it`,
+  );
 }

@@ -28,6 +28,8 @@ export interface ResolvedConfig extends PayoutdConfig {
   credentialsDir: string | null;
   /** The options an environment variable set (over the file and the defaults), named with the variable: said at start. */
   fromEnvironment: { option: string; variable: string }[];
+  /** The top-level sections the config file sets (`api`, `notify`, …): a SIGHUP refuses a file that lost one. */
+  fileSections: string[];
 }
 
 /** A config problem's line: where the value came from (the file, an environment variable, a flag), the option, what is wrong. */
@@ -316,6 +318,7 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     databaseFile,
     credentialsDir: credentials ?? null,
     fromEnvironment,
+    fileSections: isPlainObject(fromFile) ? Object.keys(fromFile) : [],
   };
 }
 

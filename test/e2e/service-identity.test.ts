@@ -6,7 +6,7 @@
  * embedded over a database that paid through the real one), the start is refused (SERVICE_CHANGED, exit 78)
  * naming both, until `payoutd migrate --accept-service-change` records the new one.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startSandbox } from '../../src/sandbox/index.js';
@@ -47,6 +47,28 @@ describe('e2e: a config file emptied', () => {
     expect(r.exit).toEqual({ code: 78, signal: null });
     expect(r.daemon.stderr).toEqual([EMPTY(e2e.configPath)]);
     expect(r.daemon.logs.some((l) => String(l.msg).startsWith('embedded sandbox started'))).toBe(false);
+  });
+});
+
+describe('e2e: a config file cut short', () => {
+  it('is refused whole on SIGHUP when it lost sections the running file had; the running configuration stays', async () => {
+    const e2e = await startE2e();
+    const daemon = await e2e.startDaemon();
+    // The file's first lines only: its api and paths sections, the rest lost.
+    const full = await readFile(e2e.configPath, 'utf8');
+    const kept = full.slice(0, full.indexOf('\ninbox:') + 1);
+    expect(kept).toMatch(/^api:[\s\S]*\npaths:[\s\S]*$/);
+    await writeFile(e2e.configPath, kept);
+    process.kill(daemon.pid as number, 'SIGHUP');
+    const refused = await daemon.waitForLog((l) => String(l.msg).startsWith('SIGHUP: configuration not reloaded'), 5000);
+    expect(refused.level).toBe('error');
+    expect(refused.code).toBe('CONFIG_REMOVED');
+    expect(refused.msg).toBe(
+      `SIGHUP: configuration not reloaded, the running one stays: ${e2e.configPath} no longer sets the sections inbox, poll, submit, batch, log that the running configuration's file had (a file cut short?); a SIGHUP does not remove them: restore the file, or, if the removal is meant, restart payoutd to apply it`,
+    );
+    // Nothing of the short file was taken: no option is said to have changed, live or not.
+    expect(daemon.logs.filter((l) => String(l.msg).startsWith('SIGHUP: ')).map((l) => l.msg)).toEqual([refused.msg]);
+    expect(await daemon.stop()).toBe(0);
   });
 });
 
@@ -98,11 +120,12 @@ function forgetRecordedService(e2e: E2e): void {
 
 describe('e2e: a database with payouts and no recorded service (made before migration 0033)', () => {
   it('records the configured service only once that service knows its payouts', async () => {
-    // Settled slowly: the payouts are still PENDING when the first daemon stops.
+    // Settled slowly: the payouts are likely still PENDING when the first daemon stops (PAID ones are asked about too).
     const e2e = await startE2e({ sandbox: { settlement: { minDelayMs: 8000, maxDelayMs: 9000 } } });
     const first = await e2e.startDaemon();
     await e2e.drop('old.csv', toCsv(makeRows('SVC-OLD', 3)));
-    await e2e.waitForBatches((bs) => bs.find((b) => b.fileName === 'old.csv' && b.counts.PENDING === 3), 'three payouts PENDING', 30_000);
+    const sent = (b: { counts: Record<string, number | undefined> }): number => (b.counts.PENDING ?? 0) + (b.counts.PAID ?? 0);
+    await e2e.waitForBatches((bs) => bs.find((b) => b.fileName === 'old.csv' && sent(b) === 3), 'three payouts sent', 30_000);
     expect(await first.stop()).toBe(0);
     forgetRecordedService(e2e);
 

@@ -8,7 +8,7 @@
  * readings prove it, whatever the latency of the token call.
  */
 import { describe, expect, it } from 'vitest';
-import { applyLiveOptions, loadConfig, optionChanges, type ResolvedConfig } from '../../src/config/index.js';
+import { applyLiveOptions, checkReloadKeeps, loadConfig, optionChanges, type ResolvedConfig } from '../../src/config/index.js';
 import { clockSkewOf } from '../../src/daemon/startup-checks.js';
 
 function config(overrides: Record<string, unknown> = {}): ResolvedConfig {
@@ -44,6 +44,20 @@ describe('live options', () => {
 
   it('reports nothing for the same configuration', () => {
     expect(optionChanges(config(), config())).toEqual([]);
+  });
+
+  it('refuses a reload that drops every notification channel; a change of channel, or one of two dropped, is taken', () => {
+    const hook = { url: 'https://erp.example.com/hook', secretFile: '/etc/payoutd/whsec' };
+    const mail = { host: 'smtp.example.com', from: 'payoutd@example.com', to: ['finance@example.com'] };
+    const running = config({ notify: { webhooks: [hook], email: mail } });
+    expect(() => checkReloadKeeps(running, config({ notify: { statusFiles: true } }))).toThrow(
+      'the configuration no longer sets any notification channel (notify.webhooks, notify.email configured now) (a file cut short?); a SIGHUP does not remove them: restore the file, or, if the removal is meant, restart payoutd to apply it',
+    );
+    expect(() => checkReloadKeeps(running, config({ notify: { email: mail } }))).not.toThrow();
+    expect(() =>
+      checkReloadKeeps(running, config({ notify: { webhooks: [{ ...hook, url: 'https://erp.example.com/new' }] } })),
+    ).not.toThrow();
+    expect(() => checkReloadKeeps(config(), config())).not.toThrow();
   });
 });
 

@@ -1,9 +1,10 @@
 /**
  * `payoutd run`: the daemon in the foreground. SIGTERM or SIGINT stop it gracefully (a second forces the exit).
- * SIGHUP re-reads the configuration, applies the live options and names those that need a restart.
+ * SIGHUP re-reads the configuration, applies the live options and names those that need a restart; a file that
+ * lost a section or every notification channel is refused whole (a restart applies such a removal).
  */
 import { systemClock } from '../../domain/clock.js';
-import { applyLiveOptions, notFoundGraceProblem, type OptionChange, type ResolvedConfig } from '../../config/index.js';
+import { applyLiveOptions, checkReloadKeeps, notFoundGraceProblem, type OptionChange, type ResolvedConfig } from '../../config/index.js';
 import { startDaemon, type RunningDaemon } from '../../daemon/runtime.js';
 import { faultPointFromSpec } from '../../daemon/fault-points.js';
 import { safeError, type Logger } from '../../log/index.js';
@@ -46,6 +47,7 @@ export async function runDaemon(config: ResolvedConfig, logger: Logger, reload: 
     let next: ResolvedConfig;
     try {
       next = reload();
+      checkReloadKeeps(config, next);
     } catch (err) {
       const lines = (err as Error).message.split('\n');
       for (const line of lines)
