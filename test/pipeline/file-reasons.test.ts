@@ -85,4 +85,19 @@ describe('pipeline: the reason a file is refused for', () => {
     expect(reason).not.toContain('1234567890');
     expect(reason).not.toContain('x'.repeat(41));
   });
+
+  it("shows finance's own header text with a year or a month in it, and masks an IBAN or a spaced account number", async () => {
+    const p = await startPipeline();
+    const header = HEADER.replace('beneficiary.accountNumber', 'Invoice 2026-11')
+      .replace('sender.idValue', 'payoutAmount (2026)')
+      .replace('sender.idType', 'GB29NWBK60161331926819')
+      .replace('sender.lastName', '0917 555 1234');
+    const batch = await p.receive('own-headers.csv', `${header}\n${csvRow('M-2')}\n`);
+    const reason = batch.rejectReason ?? '';
+    expect(reason).toContain('HEADER_UNKNOWN [line 1, column K "Invoice 2026-11"]: "Invoice 2026-11" is not a column payoutd knows');
+    expect(reason).toContain('HEADER_UNKNOWN [line 1, column I "payoutAmount (2026)"]');
+    expect(reason).toContain('HEADER_UNKNOWN [line 1, column H "********6819"]');
+    expect(reason).toContain('HEADER_UNKNOWN [line 1, column F "********1234"]');
+    for (const secret of ['GB29NWBK', '0917 555']) expect(reason).not.toContain(secret);
+  });
 });

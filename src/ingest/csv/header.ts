@@ -119,15 +119,18 @@ export function nearestField(name: string, exclude: ReadonlySet<FieldPath> = new
 /** The most of an unknown header a message shows; cut longer, as a cell can be as long as a record may be. */
 const SHOWN_HEADER_LENGTH = 40;
 
+/** The fewest digits of a header cell read as a number of a payee's (an account or ID number) rather than a header. */
+const NUMBER_LIKE_DIGITS = 6;
+
 /**
- * An unknown header as messages show it, and so the log line, webhook and mail of the refusal: a header holding
- * many digits is more likely a cell of data (an account or ID number) than a misspelt header, so it is masked as
- * account numbers are; any other is cut to a length no cell can flood a log with.
+ * An unknown header as messages show it, and so the log line, webhook and mail of the refusal: a cell that is
+ * mostly a number (at least 6 digits, and digits two thirds or more of its letters and digits: an account, IBAN
+ * or ID number) is more likely a cell of data than a misspelt header, so it is masked as account numbers are;
+ * finance's own header text with a year or a month in it ("Invoice 2026-11") is shown as written. Any other
+ * is cut to a length no cell can flood a log with.
  */
 export function shownHeader(name: string): string {
-  let digits = 0;
-  for (let i = 0; i < name.length && digits < 4; i++) if (name.charCodeAt(i) >= 48 && name.charCodeAt(i) <= 57) digits++;
-  if (digits >= 4 || (digits > 0 && digits * 2 >= name.length)) return maskAccountNumber(name);
+  if (looksLikeNumber(name)) return maskAccountNumber(name);
   // Cut by code points, never splitting a surrogate pair; only the first ones are read, however long the cell.
   const kept: string[] = [];
   for (const c of name) {
@@ -135,6 +138,18 @@ export function shownHeader(name: string): string {
     kept.push(c);
   }
   return name;
+}
+
+/** Whether a header cell is mostly a number: enough digits, and digits two thirds or more of its letters and digits. */
+function looksLikeNumber(name: string): boolean {
+  let digits = 0;
+  let letters = 0;
+  // The first characters judge it: a cell can be as long as a record may be.
+  for (const c of name.slice(0, 4 * SHOWN_HEADER_LENGTH)) {
+    if (c >= '0' && c <= '9') digits++;
+    else if (/\p{L}/u.test(c)) letters++;
+  }
+  return digits >= NUMBER_LIKE_DIGITS && digits * 3 >= (digits + letters) * 2;
 }
 
 /** A cell written as a value is: holding a digit (an amount, account, ID or reference), or a currency code. */
