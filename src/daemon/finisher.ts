@@ -5,7 +5,7 @@
  */
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import { shownBatchState, type BatchEventData } from '../domain/batch-events.js';
+import { leftNotSubmitted, shownBatchState, type BatchEventData } from '../domain/batch-events.js';
 import type { ResultFiles, RetryFile } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
@@ -53,7 +53,7 @@ export interface FinisherOptions {
 
 /**
  * What a `completed` event says: how the batch ended as status shows it (CANCELLED, with the cancel's reason, for one
- * an operator cancelled), rows per status, payout and deduction totals per status and currency, the files written.
+ * an operator's cancel left rows NOT_SUBMITTED in), rows per status, payout and deduction totals per status and currency, the files written.
  */
 export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 'cancelledAt' | 'cancelReason'>): BatchEventData {
   const totals = (measure: 'payout_amount' | 'deduction_amount'): Record<string, Record<string, string>> => {
@@ -64,7 +64,8 @@ export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 
     }
     return out;
   };
-  const cancelled = batch.cancelledAt != null;
+  // As cancelShown: a cancel that left no row unsent (every row it could stop was paid) ends a plain COMPLETE.
+  const cancelled = batch.cancelledAt != null && leftNotSubmitted(files.summary.statusCounts);
   return {
     shownState: shownBatchState('COMPLETE', null, cancelled),
     ...(cancelled ? { reason: batch.cancelReason ?? 'cancelled by an operator' } : {}),

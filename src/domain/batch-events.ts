@@ -103,14 +103,43 @@ export function estimateEnd(p: BatchProgress, since: number, now: number): { per
 }
 
 /** The state an operator reads of a batch record (payoutd status, status files, emails, the console): one rule for all. */
-export function shownStateOf(batch: { state: string; holdCode: string | null; cancelledAt?: number | null }): string {
-  return shownBatchState(batch.state, batch.holdCode, batch.cancelledAt != null);
+export function shownStateOf(batch: {
+  state: string;
+  holdCode: string | null;
+  cancelledAt?: number | null;
+  finalCountsJson: string | null;
+}): string {
+  return shownBatchState(batch.state, batch.holdCode, cancelShown(batch));
+}
+
+/**
+ * Whether a batch reads CANCELLED: an operator cancelled it and the cancel left rows unsent. While it runs, rows
+ * its cancel may still stop are followed; once it ended, only NOT_SUBMITTED rows say the cancel stopped any: a
+ * batch whose every row was paid all the same is COMPLETE, not CANCELLED. Counts not kept (or
+ * unreadable): as cancelled.
+ */
+export function cancelShown(batch: { state: string; cancelledAt?: number | null; finalCountsJson: string | null }): boolean {
+  if (batch.cancelledAt == null) return false;
+  if (batch.state !== 'COMPLETE' || batch.finalCountsJson === null) return true;
+  let counts: unknown;
+  try {
+    counts = JSON.parse(batch.finalCountsJson);
+  } catch {
+    return true;
+  }
+  return counts === null || typeof counts !== 'object' || leftNotSubmitted(counts as Record<string, unknown>);
+}
+
+/** Counts per row state (or result status) of an ended batch: whether any row ended NOT_SUBMITTED. */
+export function leftNotSubmitted(counts: Readonly<Record<string, unknown>>): boolean {
+  const n = counts['NOT_SUBMITTED'];
+  return typeof n === 'number' && n > 0;
 }
 
 /**
  * A batch's state as an operator reads it: an ACTIVE batch under a hold is HELD, or AWAITING_APPROVAL; one an
- * operator cancelled (`cancelled`) is CANCELLED while its sent rows are followed and once they are final, so its
- * final notice does not read as a plain COMPLETE. The one place for this word: status, notifications and
+ * operator cancelled (`cancelled`: see cancelShown) is CANCELLED while its sent rows are followed and once they are
+ * final, so its final notice does not read as a plain COMPLETE. The one place for this word: status, notifications and
  * /metrics say the same. `cancelled` has no default, so no caller can leave it out.
  */
 export function shownBatchState(state: string, holdCode: string | null, cancelled: boolean): string {

@@ -211,11 +211,13 @@ export async function countEventsByDelivery(db: Database): Promise<Partial<Recor
 
 /**
  * Batches by state as an operator counts them: an ACTIVE batch waiting for an approval is AWAITING_APPROVAL,
- * one under any other hold is HELD, one an operator cancelled CANCELLED (finished or not), the rest of the ACTIVE ones ACTIVE.
+ * one under any other hold is HELD, one an operator cancelled CANCELLED (finished or not: see cancelShown), the rest of the ACTIVE ones ACTIVE.
  */
 export async function countBatchesByState(db: Database): Promise<Record<string, number>> {
-  // 0 or 1 on either engine (a bare IS NOT NULL is a boolean on PostgreSQL, a number on SQLite).
-  const cancelled = 'case when cancelled_at is null then 0 else 1 end';
+  // 0 or 1 on either engine (a bare IS NOT NULL is a boolean on PostgreSQL, a number on SQLite). As cancelShown: an
+  // ended batch reads CANCELLED only with rows left NOT_SUBMITTED (its kept counts name only states with rows).
+  const cancelled =
+    "case when cancelled_at is null then 0 when state = 'COMPLETE' and final_counts_json not like '%\"NOT_SUBMITTED\"%' then 0 else 1 end";
   const rows = (await db('batches')
     .select('state', 'hold_code', db.raw(`${cancelled} as cancelled`))
     .count({ n: '*' })

@@ -9,6 +9,9 @@ import { getBatch } from './batches.js';
 import { insertApprovalEntry } from './approvals.js';
 import { recordBatchEvent } from './batch-events.js';
 import { readyRowsNotSubmitted, releaseBatchHold } from './holds.js';
+import { stateCounts, type StateCounts } from './counts.js';
+import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
+import type { RowState } from '../domain/lifecycle.js';
 
 const operatorCancel = (reason: string): { code: string; reason: string; event: string } => ({
   code: 'CANCELLED_BY_OPERATOR',
@@ -40,6 +43,27 @@ export class BatchAlreadyCancelledError extends UsageError {
   }
 }
 
+/**
+ * A cancel that would change nothing: every row was already sent to the payout service (or is final), and no
+ * hold waits for an operator. Recording it would label the batch CANCELLED while its rows are paid all the same.
+ */
+export class BatchNothingToCancelError extends UsageError {
+  constructor(batchId: string, counts: StateCounts) {
+    const n = (s: RowState): number => counts[s] ?? 0;
+    const others = (Object.entries(counts) as [RowState, number][])
+      .filter(([s, k]) => k > 0 && s !== 'PENDING' && s !== 'PAID')
+      .map(([s, k]) => `, ${k} ${s}`)
+      .join('');
+    super(
+      'BATCH_NOTHING_TO_CANCEL',
+      `batch ${batchId} has no row left to cancel: every row was already sent to the payout service (${n('PENDING')} PENDING, ${n('PAID')} PAID${others}); nothing changed and no cancel is recorded`,
+    );
+  }
+}
+
+/** Rows a cancel still acts on: unsent (READY), or a create that may not have reached the service (CREATING, UNKNOWN). */
+const CANCELLABLE_STATES: readonly RowState[] = ['READY', 'CREATING', 'UNKNOWN'];
+
 /** Who cancelled a batch, as its `cancelled` event says (null: no one named, or a cancel from before these events). */
 async function cancelledBy(trx: Database, batchId: string): Promise<string | null> {
   const r = (await trx('batch_events').where({ batch_id: batchId, type: 'cancelled' }).orderBy('seq', 'desc').first('data_json')) as
@@ -51,7 +75,7 @@ async function cancelledBy(trx: Database, batchId: string): Promise<string | nul
 /**
  * Cancels the batch for good, and records its `cancelled` event with it: every channel learns of it, and the
  * status file reads CANCELLED. `by` is the operator's user name for the approval audit and the event: a batch
- * waiting for approval is not decided on after its cancel. A batch cancelled before: BatchAlreadyCancelledError.
+ * waiting for approval is not decided on after its cancel. A batch cancelled before: BatchAlreadyCancelledError; one with nothing left to cancel: BatchNothingToCancelError.
  */
 export async function cancelReadyRows(
   db: Database,
@@ -68,6 +92,13 @@ export async function cancelReadyRows(
     const batch = await getBatch(trx, batchId);
     if (marked === 0 && batch?.cancelledAt != null) {
       throw new BatchAlreadyCancelledError(batchId, batch.cancelledAt, batch.cancelReason ?? null, await cancelledBy(trx, batchId), reason);
+    }
+    // A hold only an operator lifts (a changed file, an approval) is something a cancel decides, rows or not.
+    const counts = await stateCounts(trx, batchId);
+    const operatorHold = batch?.holdCode != null && OPERATOR_HOLD_CODES.includes(batch.holdCode);
+    if (batch && !operatorHold && CANCELLABLE_STATES.every((s) => !counts[s])) {
+      // Thrown inside the transaction: the cancelled_at just set is rolled back with it.
+      throw new BatchNothingToCancelError(batchId, counts);
     }
     if (batch?.approvalState === 'REQUIRED') {
       await insertApprovalEntry(trx, {

@@ -40,7 +40,13 @@ export {
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
 export { holdBatch, releaseBatchHold, listBalanceHoldsDue } from './holds.js';
-export { BatchAlreadyCancelledError, cancelReadyRows, cancelReturnedRows, type CancelOutcome } from './cancels.js';
+export {
+  BatchAlreadyCancelledError,
+  BatchNothingToCancelError,
+  cancelReadyRows,
+  cancelReturnedRows,
+  type CancelOutcome,
+} from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';

@@ -10,12 +10,35 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeDatabase, getBatch, listBatchEvents, updateBatch } from '../../src/store/index.js';
+import { closeDatabase, getBatch, listBatchEvents, updateBatch, type Database } from '../../src/store/index.js';
 import { addBatch } from '../finance/helpers.js';
+import { insertRows } from '../../src/store/insert-rows.js';
+import type { RowState } from '../../src/domain/lifecycle.js';
 import { openTestDatabase, TEST_DATABASE_FILE } from '../support/database.js';
 import { BIN, childEnv } from './harness.js';
 
 let cwd = '';
+
+/** Rows of a batch in the states given (a test shortcut: their moves are the submitter's and the poller's business). */
+async function addRows(db: Database, batchId: string, states: RowState[]): Promise<void> {
+  const rows = states.map((_, i) => ({
+    batchId,
+    line: i + 2,
+    merchantReferenceId: `${batchId}-${i}`,
+    state: 'READY' as const,
+    requestValues: null,
+    payoutCurrency: 'PHP',
+    payoutAmount: '10',
+    deductionCurrency: 'USDT',
+    reasonCode: null,
+    reason: null,
+  }));
+  await insertRows(db, rows, Date.now());
+  for (const [i, state] of states.entries())
+    await db('payouts')
+      .where({ batch_id: batchId, line: i + 2 })
+      .update({ state });
+}
 
 function payoutd(args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
@@ -78,18 +101,25 @@ describe('exit code 78: a configuration to fix', () => {
   });
 });
 
+/** A folder of its own with a configuration and an ACTIVE batch `id` whose rows are in `states`. */
+async function batchToCancel(name: string, id: string, states: RowState[]): Promise<{ dir: string; config: string }> {
+  const dir = join(cwd, name);
+  await mkdir(dir, { recursive: true });
+  const config = join(dir, 'payoutd.yaml');
+  await writeFile(
+    config,
+    `paths: { stateDir: ./state, inbox: ./inbox, outbox: ./outbox }\ndatabase: { filename: ./${TEST_DATABASE_FILE} }\n`,
+  );
+  const db = await openTestDatabase(dir);
+  await addBatch(db, id, `${name}.csv`);
+  await addRows(db, id, states);
+  await closeDatabase(db);
+  return { dir, config };
+}
+
 describe('payoutd cancel of a batch cancelled before', () => {
   it('says when, by whom and why it was cancelled, records nothing of the second, and exits 2', async () => {
-    const dir = join(cwd, 'cancel');
-    await mkdir(dir, { recursive: true });
-    const config = join(dir, 'payoutd.yaml');
-    await writeFile(
-      config,
-      `paths: { stateDir: ./state, inbox: ./inbox, outbox: ./outbox }\ndatabase: { filename: ./${TEST_DATABASE_FILE} }\n`,
-    );
-    const db = await openTestDatabase(dir);
-    await addBatch(db, 'B-TWICE', 'nov.csv');
-    await closeDatabase(db);
+    const { dir, config } = await batchToCancel('cancel', 'B-TWICE', ['READY']);
     const first = await payoutd(['cancel', '--batch', 'B-TWICE', '--reason', 'wrong month', '--config', config]);
     expect(first).toEqual({ code: 0, stderr: '' });
     const second = await payoutd(['cancel', '--batch', 'B-TWICE', '--reason', 'dup run', '--config', config]);
@@ -101,6 +131,24 @@ describe('payoutd cancel of a batch cancelled before', () => {
     try {
       expect((await getBatch(after, 'B-TWICE'))?.cancelReason).toBe('cancelled by an operator: wrong month');
       expect((await listBatchEvents(after, 'B-TWICE')).map((e) => e.type)).toEqual(['received', 'cancelled']);
+    } finally {
+      await closeDatabase(after);
+    }
+  });
+});
+
+describe('payoutd cancel of a batch whose every row was already sent', () => {
+  it('says so and how many are pending and paid, records nothing, and exits 2', async () => {
+    const { dir, config } = await batchToCancel('cancel-sent', 'B-SENT', ['PENDING', 'PENDING', 'PAID']);
+    const r = await payoutd(['cancel', '--batch', 'B-SENT', '--reason', 'wrong month', '--config', config]);
+    expect(r.stderr).toContain(
+      'BATCH_NOTHING_TO_CANCEL: batch B-SENT has no row left to cancel: every row was already sent to the payout service (2 PENDING, 1 PAID); nothing changed and no cancel is recorded',
+    );
+    expect(r.code).toBe(2);
+    const after = await openTestDatabase(dir);
+    try {
+      expect((await getBatch(after, 'B-SENT'))?.cancelledAt).toBeNull();
+      expect((await listBatchEvents(after, 'B-SENT')).map((e) => e.type)).toEqual(['received']);
     } finally {
       await closeDatabase(after);
     }

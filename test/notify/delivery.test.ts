@@ -22,7 +22,9 @@ import { NotificationDispatcher, recordBatchEvent, type DeliveryOutcomeLabel } f
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import {
   cancelReadyRows,
+  cancelReturnedRows,
   claimDueEvents,
+  countBatchesByState,
   countEventsByDelivery,
   getBatch,
   holdBatch,
@@ -84,6 +86,20 @@ afterEach(async () => {
 function outboxFilesOf(raw: string): string[] {
   const section = raw.split(/Outbox files:\r?\n/)[1] ?? '';
   return [...section.matchAll(/^ {2}(\S+)\r?$/gm)].map((m) => m[1] as string);
+}
+
+/** The finisher of the world's batches: it writes their result files and records their final notices. */
+function finisherOf(w: World): BatchFinisher {
+  return new BatchFinisher(
+    {
+      db: w.db,
+      clock: w.clock,
+      logger: createLogger('silent'),
+      outbox: new BatchOutbox(w.db, w.config.paths.outbox, false),
+      continued: { dir: w.config.paths.outbox, bom: false, maxRecordBytes: 65536, encoding: 'utf-8' },
+    },
+    { instanceId: 'test', leaseMs: 60_000, shared: false },
+  );
 }
 
 async function newBatch(w: World, id: string, fileName = `${id}.csv`): Promise<BatchRecord> {
@@ -422,7 +438,8 @@ describe('status files in the outbox', () => {
   it('a batch cancelled while a payout is in flight: state CANCELLED, as payoutd status shows it', async () => {
     const w = await setUp({});
     const b = await newBatch(w, 'B6', 'wrong-month.csv');
-    await w.db('payouts').where({ batch_id: 'B6', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B6-2' });
+    // Claimed for a create, which may be on the wire: the cancel follows it to its end.
+    await w.db('payouts').where({ batch_id: 'B6', line: 3 }).update({ state: 'CREATING' });
     await holdBatch(w.db, 'B6', SHORT, w.clock.now());
     // The cancel ends the hold (its `released` event) and records its own `cancelled` one: each rewrites the status file.
     await cancelReadyRows(w.db, 'B6', 'cancelled by an operator: wrong month', w.clock.now());
@@ -434,14 +451,13 @@ describe('status files in the outbox', () => {
   it('a batch cancelled without a hold: its cancelled event says so, and the status file reads CANCELLED', async () => {
     const w = await setUp({});
     const b = await newBatch(w, 'B9', 'dup-run.csv');
-    await w.db('payouts').where({ batch_id: 'B9', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B9-2' });
     expect(await w.dispatcher.pass(), 'received').toBe(1);
     const done = await cancelReadyRows(w.db, 'B9', 'cancelled by an operator: wrong month', w.clock.now(), 'ben');
-    expect(done).toEqual({ notSubmitted: 0, claimed: 0 });
+    expect(done).toEqual({ notSubmitted: 1, claimed: 0 });
     const last = (await listBatchEvents(w.db, 'B9')).at(-1);
     expect([last?.type, last?.data]).toEqual([
       'cancelled',
-      { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 0, claimed: 0 },
+      { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 1, claimed: 0 },
     ]);
     expect(await w.dispatcher.pass(), 'cancelled').toBe(1);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
@@ -452,6 +468,50 @@ describe('status files in the outbox', () => {
     );
     expect((await getBatch(w.db, 'B9'))?.cancelReason).toBe('cancelled by an operator: wrong month');
     expect((await listBatchEvents(w.db, 'B9')).map((e) => e.type)).toEqual(['received', 'cancelled']);
+  });
+
+  it('a cancel of a batch whose every row was already sent is refused: nothing recorded, the status file unchanged', async () => {
+    const w = await setUp({});
+    const b = await newBatch(w, 'B10', 'all-sent.csv');
+    await w.db('payouts').where({ batch_id: 'B10', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B10-2' });
+    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    const refused = await cancelReadyRows(w.db, 'B10', 'cancelled by an operator: wrong month', w.clock.now(), 'ben').catch(
+      (err: unknown) => err as { code?: string; message?: string },
+    );
+    expect(refused).toMatchObject({
+      code: 'BATCH_NOTHING_TO_CANCEL',
+      message:
+        'batch B10 has no row left to cancel: every row was already sent to the payout service (1 PENDING, 1 PAID); nothing changed and no cancel is recorded',
+    });
+    const after = (await getBatch(w.db, 'B10')) as BatchRecord;
+    expect([after.cancelledAt, after.cancelReason]).toEqual([null, null]);
+    expect((await listBatchEvents(w.db, 'B10')).map((e) => e.type)).toEqual(['received']);
+    const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/)[3]).toBe('state,,,ACTIVE');
+  });
+
+  it('a batch cancelled with a create in flight that is then paid ends COMPLETE, not CANCELLED', async () => {
+    const w = await setUp({});
+    const b = await newBatch(w, 'B11', 'paid-anyway.csv');
+    await w.db('payouts').where({ batch_id: 'B11', line: 3 }).update({ state: 'CREATING' });
+    expect(await cancelReadyRows(w.db, 'B11', 'cancelled by an operator: wrong month', w.clock.now())).toEqual({
+      notSubmitted: 0,
+      claimed: 1,
+    });
+    // Still followed: the cancel may yet stop it.
+    expect(shownStateOf((await getBatch(w.db, 'B11')) as BatchRecord)).toBe('CANCELLED');
+    await w.db('payouts').where({ batch_id: 'B11', line: 3 }).update({ state: 'PAID', payout_id: 'P-B11-2' });
+    const finisher = finisherOf(w);
+    await finisher.pass();
+    const done = (await getBatch(w.db, 'B11')) as BatchRecord;
+    expect([done.state, shownStateOf(done)]).toEqual(['COMPLETE', 'COMPLETE']);
+    const completed = (await listBatchEvents(w.db, 'B11')).find((e) => e.type === 'completed');
+    expect(completed?.data['shownState']).toBe('COMPLETE');
+    expect(completed?.data['reason']).toBeUndefined();
+    expect(await countBatchesByState(w.db)).toEqual({ COMPLETE: 1 });
+    await w.dispatcher.pass();
+    const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
+    expect(text.split(/\r?\n/)[3]).toBe('state,,,COMPLETE');
   });
 });
 
@@ -609,20 +669,13 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     try {
       const w = await setUp({ email: await passwordEmail(), webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
       const b = await newBatch(w, 'B7', 'wrong-month.csv');
-      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B7-2' });
+      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'CREATING' });
       await cancelReadyRows(w.db, 'B7', 'cancelled by an operator: wrong month', w.clock.now());
-      // The payout in flight ends; the finisher writes the result files and records the final notice.
-      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'PAID' });
-      const finisher = new BatchFinisher(
-        {
-          db: w.db,
-          clock: w.clock,
-          logger: createLogger('silent'),
-          outbox: new BatchOutbox(w.db, w.config.paths.outbox, false),
-          continued: { dir: w.config.paths.outbox, bom: false, maxRecordBytes: 65536, encoding: 'utf-8' },
-        },
-        { instanceId: 'test', leaseMs: 60_000, shared: false },
-      );
+      // The create in flight never left (its fence put it back READY): the cancel stops it; the finisher
+      // writes the result files and records the final notice.
+      await w.db('payouts').where({ batch_id: 'B7', line: 3 }).update({ state: 'READY' });
+      expect(await cancelReturnedRows(w.db, w.clock.now())).toBe(1);
+      const finisher = finisherOf(w);
       await finisher.pass();
       expect((await getBatch(w.db, 'B7'))?.state).toBe('COMPLETE');
       await w.dispatcher.pass();

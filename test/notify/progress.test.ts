@@ -65,6 +65,9 @@ describe('progress events', () => {
     const config = loadConfig({ env: {}, cwd: '/tmp' }, { notify: { progressEvery: EVERY } });
     const progress = new ProgressEvents({ db: t.db, config, clock, logger: createLogger('silent') });
     for (const id of ['PLAIN', 'STOPPED']) await seedBatch(t.db, id, 10, 'PENDING', clock.now());
+    // Its last row not yet sent: the cancel has one to stop (a cancel of rows all sent is refused).
+    const last = (await t.db('payouts').where({ batch_id: 'STOPPED' }).orderBy('line', 'desc').first('id')) as { id: number };
+    await t.db('payouts').where({ id: last.id }).update({ state: 'READY' });
     await cancelReadyRows(t.db, 'STOPPED', 'cancelled by an operator: wrong month', clock.now());
     for (const id of ['PLAIN', 'STOPPED']) await payFirst(t.db, id, 5);
     clock.advance(60_000);

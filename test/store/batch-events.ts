@@ -160,18 +160,27 @@ export async function checkHoldMetrics(db: Database): Promise<void> {
   await seedBatch(db, 'H3', 1, 'READY');
   await holdBatch(db, 'H1', { code: 'INSUFFICIENT_BALANCE', reason: 'short', until: 10_000 }, 3000);
   await holdBatch(db, 'H2', { code: 'AWAITING_APPROVAL', reason: 'two approvals needed', until: null }, 2000);
-  // Cancelled by an operator with a payout still in flight: ACTIVE until it is final, CANCELLED as status shows it.
-  await seedBatch(db, 'H4', 1, 'PENDING');
+  // Cancelled by an operator with a payout still in flight and a row not yet sent: ACTIVE until it is final,
+  // CANCELLED as status shows it. H5's cancel found only a create in flight, which may still be stopped.
+  await seedBatch(db, 'H4', 2, 'PENDING');
+  const [unsent] = (await db('payouts').where({ batch_id: 'H4' }).orderBy('line', 'desc').limit(1).pluck('id')) as number[];
+  await db('payouts').where({ id: unsent }).update({ state: 'READY' });
   await cancelReadyRows(db, 'H4', 'cancelled by an operator: wrong month', 2500);
-  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1, CANCELLED: 1 });
+  await seedBatch(db, 'H5', 1, 'CREATING');
+  await cancelReadyRows(db, 'H5', 'cancelled by an operator: wrong month', 2500);
+  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 1, HELD: 1, AWAITING_APPROVAL: 1, CANCELLED: 2 });
   expect(await oldestHoldSince(db)).toBe(2000);
   expect((await listBatchEvents(db, 'H2')).map((e) => e.type)).toEqual(['awaiting-approval']);
   await releaseBatchHold(db, 'H2', 4000);
   expect(await oldestHoldSince(db)).toBe(3000);
-  // Once its payout is final and the batch COMPLETE, it still reads CANCELLED, as its final notice does.
-  await db('payouts').where({ batch_id: 'H4' }).update({ state: 'PAID' });
-  expect(await completeBatch(db, 'H4', { resultWrittenAt: 5000, completedAt: 5000 }, 5000, { type: 'completed' })).toBe(true);
-  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 2, HELD: 1, CANCELLED: 1 });
+  // Once its payout is final and the batch COMPLETE, it still reads CANCELLED, as its final notice does: the
+  // cancel left a row NOT_SUBMITTED. H5's create reached the service and was paid: a plain COMPLETE.
+  await db('payouts').where({ batch_id: 'H4', state: 'PENDING' }).update({ state: 'PAID' });
+  await db('payouts').where({ batch_id: 'H5' }).update({ state: 'PAID' });
+  for (const id of ['H4', 'H5']) {
+    expect(await completeBatch(db, id, { resultWrittenAt: 5000, completedAt: 5000 }, 5000, { type: 'completed' })).toBe(true);
+  }
+  expect(await countBatchesByState(db)).toEqual({ ACTIVE: 2, HELD: 1, CANCELLED: 1, COMPLETE: 1 });
 }
 
 export async function checkOneOfConcurrentPeriodicEvents(db: Database): Promise<void> {
