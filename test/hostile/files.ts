@@ -56,7 +56,8 @@ export function hostileFiles(): HostileFile[] {
     content: lines(...noHeader.map(rowLine)),
     state: 'REJECTED',
     code: 'INVALID_FILE',
-    reason: /H-NOHDR-0001/,
+    // Said without quoting the first line: it is a payee's data.
+    reason: /^HEADER_MISSING \[line 1\]: line 1 looks like data: the file has no header row/,
     paid: [],
   });
 

@@ -74,16 +74,15 @@ describe('pipeline: the reason a file is refused for', () => {
     }
   });
 
-  it('masks an unknown header that holds many digits, as an account number is masked, and cuts a long one', async () => {
+  it('masks an unknown header that holds many digits, as an account number is masked, and names a long one whole', async () => {
     const p = await startPipeline();
     const long = 'x'.repeat(500);
     const header = HEADER.replace('beneficiary.accountNumber', '1234567890').replace('sender.idValue', long);
     const batch = await p.receive('digits.csv', `${header}\n${csvRow('M-1')}\n`);
     const reason = batch.rejectReason ?? '';
     expect(reason).toContain('HEADER_UNKNOWN [line 1, column K "******7890"]: "******7890" is not a column payoutd knows');
-    expect(reason).toContain(`HEADER_UNKNOWN [line 1, column I "${'x'.repeat(40)}…"]`);
+    expect(reason).toContain(`HEADER_UNKNOWN [line 1, column I "${long}"]`);
     expect(reason).not.toContain('1234567890');
-    expect(reason).not.toContain('x'.repeat(41));
   });
 
   it("shows finance's own header text with a year or a month in it, and masks an IBAN or a spaced account number", async () => {

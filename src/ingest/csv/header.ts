@@ -116,9 +116,6 @@ export function nearestField(name: string, exclude: ReadonlySet<FieldPath> = new
   return best !== null && best.distance <= limit ? best.field : null;
 }
 
-/** The most of an unknown header a message shows; cut longer, as a cell can be as long as a record may be. */
-const SHOWN_HEADER_LENGTH = 40;
-
 /** The fewest digits of a header cell read as a number of a payee's (an account or ID number) rather than a header. */
 const NUMBER_LIKE_DIGITS = 6;
 
@@ -126,18 +123,10 @@ const NUMBER_LIKE_DIGITS = 6;
  * An unknown header as messages show it, and so the log line, webhook and mail of the refusal: a cell that is
  * mostly a number (at least 6 digits, and digits two thirds or more of its letters and digits: an account, IBAN
  * or ID number) is more likely a cell of data than a misspelt header, so it is masked as account numbers are;
- * finance's own header text with a year or a month in it ("Invoice 2026-11") is shown as written. Any other
- * is cut to a length no cell can flood a log with.
+ * finance's own header text with a year or a month in it ("Invoice 2026-11") is shown as written, whole.
  */
 export function shownHeader(name: string): string {
-  if (looksLikeNumber(name)) return maskAccountNumber(name);
-  // Cut by code points, never splitting a surrogate pair; only the first ones are read, however long the cell.
-  const kept: string[] = [];
-  for (const c of name) {
-    if (kept.length === SHOWN_HEADER_LENGTH) return `${kept.join('')}…`;
-    kept.push(c);
-  }
-  return name;
+  return looksLikeNumber(name) ? maskAccountNumber(name) : name;
 }
 
 /** Whether a header cell is mostly a number: enough digits, and digits two thirds or more of its letters and digits. */
@@ -145,7 +134,7 @@ function looksLikeNumber(name: string): boolean {
   let digits = 0;
   let letters = 0;
   // The first characters judge it: a cell can be as long as a record may be.
-  for (const c of name.slice(0, 4 * SHOWN_HEADER_LENGTH)) {
+  for (const c of name.slice(0, 160)) {
     if (c >= '0' && c <= '9') digits++;
     else if (/\p{L}/u.test(c)) letters++;
   }
