@@ -119,13 +119,13 @@ export async function serviceNotesOfBatch(db: Database, batchId: string, limit =
 
 /** The batches holding rows with a service note, and how many, read from the index of the few rows that ever had one. */
 async function notedBatches(db: Database): Promise<Map<string, number>> {
-  const rows = (await db('payouts')
-    .whereNotNull('service_noted_at')
-    .whereNotNull('service_note')
-    .groupBy('batch_id')
-    .select('batch_id as batchId')
-    .count({ n: '*' })) as { batchId: string; n: number | string }[];
-  return new Map(rows.map((r) => [r.batchId, Number(r.n)]));
+  // Rows, counted here: grouped in SQL, SQLite walks every row in batch order rather than the few noted ones.
+  const rows = (await db('payouts').whereNotNull('service_noted_at').whereNotNull('service_note').select('batch_id as batchId')) as {
+    batchId: string;
+  }[];
+  const out = new Map<string, number>();
+  for (const r of rows) out.set(r.batchId, (out.get(r.batchId) ?? 0) + 1);
+  return out;
 }
 
 /** For each of these batches that has any, how many of its rows carry a service note. */
@@ -150,7 +150,8 @@ export async function batchesToCorrect(db: Database): Promise<string[]> {
   const noted = (await db('payouts')
     .whereNotNull('service_noted_at')
     .whereRaw("coalesce(service_note, '') <> coalesce(service_note_shown, '')")
-    .distinct('batch_id as batchId')) as { batchId: string }[];
+    // Not DISTINCT, for the reason notedBatches gives: this runs at every finish pass.
+    .select('batch_id as batchId')) as { batchId: string }[];
   const owed = (await db('batches').whereRaw('result_corrections > result_corrections_written').select('id as batchId')) as {
     batchId: string;
   }[];
