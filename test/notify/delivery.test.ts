@@ -513,6 +513,26 @@ describe('status files in the outbox', () => {
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/)[3]).toBe('state,,,COMPLETE');
   });
+
+  it('/metrics counts a cancelled batch under the word status shows, whatever its kept counts hold', async () => {
+    const w = await setUp({});
+    for (const id of ['C1', 'C2', 'C3', 'C4', 'C5']) {
+      await newBatch(w, id, `${id}.csv`);
+      await cancelReadyRows(w.db, id, 'cancelled by an operator: wrong month', w.clock.now());
+    }
+    // Counts kept with a zero NOT_SUBMITTED, counts that cannot be read, counts with rows left unsent, none kept.
+    const kept: [string, string | null][] = [
+      ['C1', '{"NOT_SUBMITTED":0,"PAID":2}'],
+      ['C2', '{not json'],
+      ['C3', '{"NOT_SUBMITTED":1,"PAID":1}'],
+      ['C4', null],
+      ['C5', '{"PAID":1,"NOT_SUBMITTED":0}'],
+    ];
+    for (const [id, counts] of kept) await w.db('batches').where({ id }).update({ state: 'COMPLETE', final_counts_json: counts });
+    const shown = await Promise.all(kept.map(async ([id]) => shownStateOf((await getBatch(w.db, id)) as BatchRecord)));
+    expect(shown).toEqual(['COMPLETE', 'CANCELLED', 'CANCELLED', 'CANCELLED', 'COMPLETE']);
+    expect(await countBatchesByState(w.db)).toEqual({ COMPLETE: 2, CANCELLED: 3 });
+  });
 });
 
 describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, login)', () => {
