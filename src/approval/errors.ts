@@ -17,6 +17,7 @@ export type ApprovalErrorCode =
   | 'APPROVAL_NOT_ALLOWED' // not an approver under approval.approvers
   | 'APPROVAL_AS_NOT_ALLOWED' // --as from a user who is not a configured service account
   | 'APPROVAL_DECISION_MISMATCH' // an approval file whose stated decision is not its name's (renamed or linked)
+  | 'APPROVAL_FILE_SHARED' // an approval file with more than one hard link, or writable by group or others
   | 'APPROVAL_BAD_FILE'; // an approval file that cannot be read as one
 
 export class ApprovalError extends PayoutdError {

@@ -4,13 +4,15 @@
  * decision, the batch id and the SHA-256 from the ack (and a comment, or the
  * reason of a rejection). The approver is the file's owner, which the SFTP
  * server sets from the login; a rename or a hard link keeps the owner, so
- * the decision is read from the content and must agree with the name. Each
- * file is taken once (a rename into the state
- * directory: with several instances only one gets it), decided by
- * decideApproval, and answered in the outbox with a reply file, whether it
- * was applied or refused and why.
+ * the decision is read from the content and must agree with the name, and
+ * the file must be one only its owner can write (one hard link, not
+ * writable by group or others). Each file is taken once (a rename into the
+ * state directory: with several instances only one gets it), kept there as
+ * a copy of the bytes read, decided by decideApproval, and answered in the
+ * outbox with a reply file, whether it was applied or refused and why.
  */
-import { lstat, readdir, readFile, rename, mkdir, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, open, readdir, rename, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../report/index.js';
 import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
@@ -124,6 +126,19 @@ export function approvalsFolderRisk(dir: string, mode: number): string | null {
     `paths.approvals: ${dir} (mode ${octal}) is writable by other users without the sticky bit, so one user can rename or ` +
     `delete another's approval file; set the sticky bit: chmod +t ${dir} (mode 3770 with the setgid SFTP group, as systemd/payoutd.tmpfiles.conf makes it)`
   );
+}
+
+/**
+ * Why users other than a file's owner may write it, or null: a second hard link (a name someone else may hold, to
+ * write through it or link it in again; the sticky bit does not stop a link to a file one may read and write), or
+ * write access for group or others. Its owner is then no proof of who wrote it.
+ */
+export function othersMayWrite(st: { nlink: number | bigint; mode: number | bigint }): string | null {
+  if (Number(st.nlink) > 1) return `has ${st.nlink} hard links (other names for the same file)`;
+  const mode = Number(st.mode);
+  if ((mode & 0o022) === 0) return null;
+  const octal = (mode & 0o777).toString(8).padStart(4, '0');
+  return `is writable by ${mode & 0o020 ? 'its group' : 'other users'} (mode ${octal})`;
 }
 
 /** Reply file contents: a few `key: value` lines finance reads in any editor. */
@@ -258,6 +273,62 @@ export class ApprovalFiles {
     return true;
   }
 
+  /**
+   * Reads the taken file through one handle, checked on that handle (no swap between the check and the read), and
+   * keeps what was read in its place as payoutd's own file. The approver is the owner, so the owner's inode must be
+   * one nobody else can write: a second hard link is a handle someone may keep (a dotfile in the folder, where the
+   * sticky bit does not stop a link) to write another decision into it later and link it in again, still owned by
+   * the approver; a file group or others may write can be rewritten by any of them. Either is refused.
+   */
+  private async readTaken(name: string, path: string): Promise<{ bytes: Buffer; uid: number }> {
+    // The entry is payoutd's own now (renamed into the state directory); a device or a FIFO is never opened.
+    const entry = await lstat(path);
+    if (entry.isSymbolicLink())
+      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is a symbolic link; drop the approval as a plain file`);
+    if (!entry.isFile()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not a plain file; drop the approval as a plain file`);
+    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    let bytes: Buffer;
+    let st;
+    try {
+      st = await fh.stat();
+      if (!st.isFile()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not a plain file; drop the approval as a plain file`);
+      if (st.size === 0)
+        throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is empty: it must hold the batch id and the SHA-256 from the ack`);
+      if (st.size > this.o.maxFileBytes) {
+        throw new ApprovalError(
+          'APPROVAL_BAD_FILE',
+          `${name} is ${st.size} bytes, more than an approval file holds (${this.o.maxFileBytes}); it was not read`,
+        );
+      }
+      // One byte more than allowed: a file grown since the stat is refused, not read whole.
+      const buf = Buffer.alloc(this.o.maxFileBytes + 1);
+      let got = 0;
+      for (let n = -1; n !== 0 && got < buf.length; got += n) n = (await fh.read(buf, got, buf.length - got, got)).bytesRead;
+      if (got > this.o.maxFileBytes) {
+        throw new ApprovalError(
+          'APPROVAL_BAD_FILE',
+          `${name} grew past ${this.o.maxFileBytes} bytes while it was read; it was not applied`,
+        );
+      }
+      bytes = buf.subarray(0, got);
+    } finally {
+      await fh.close();
+    }
+    // The audit copy is the bytes read, in a file of payoutd's own: the owner's inode leaves the state directory,
+    // so nothing written into it later (through another link or a handle kept open) changes what the audit shows.
+    await writeFileAtomic(path, [bytes], { mode: 0o640 });
+    const why = othersMayWrite(st);
+    if (why !== null) {
+      throw new ApprovalError(
+        'APPROVAL_FILE_SHARED',
+        `${name} ${why}: whoever may write it could have written this decision in its owner's name, so it is not applied ` +
+          `and nothing was decided; make the file writable only by yourself (umask 022, or chmod 644 before you drop it) ` +
+          `and drop a new file, not a link to another one`,
+      );
+    }
+    return { bytes, uid: st.uid };
+  }
+
   private async decide(name: string, path: string): Promise<ApprovalResult> {
     const m = NAME.exec(name);
     if (!m) {
@@ -267,18 +338,7 @@ export class ApprovalFiles {
       );
     }
     const [, nameBatch, kind] = m as unknown as [string, string, 'approve' | 'reject'];
-    const st = await lstat(path);
-    if (st.isSymbolicLink()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is a symbolic link; drop the approval as a plain file`);
-    if (!st.isFile()) throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is not a plain file; drop the approval as a plain file`);
-    if (st.size === 0)
-      throw new ApprovalError('APPROVAL_BAD_FILE', `${name} is empty: it must hold the batch id and the SHA-256 from the ack`);
-    if (st.size > this.o.maxFileBytes) {
-      throw new ApprovalError(
-        'APPROVAL_BAD_FILE',
-        `${name} is ${st.size} bytes, more than an approval file holds (${this.o.maxFileBytes}); it was not read`,
-      );
-    }
-    const bytes = await readFile(path);
+    const { bytes, uid } = await this.readTaken(name, path);
     let text: string;
     try {
       if (bytes.includes(0)) throw new Error('NUL');
@@ -301,11 +361,11 @@ export class ApprovalFiles {
     if (content.sha256 === null)
       throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
     checkStatedDecision(name, kind, content);
-    const approver = await this.deps.users.nameOfUid(st.uid);
+    const approver = await this.deps.users.nameOfUid(uid);
     if (approver === null) {
       throw new ApprovalError(
         'APPROVAL_UNKNOWN_USER',
-        `${name} is owned by uid ${st.uid}, which has no user name on this system: drop it as your own user`,
+        `${name} is owned by uid ${uid}, which has no user name on this system: drop it as your own user`,
       );
     }
     return decideApproval(this.deps, {
@@ -313,7 +373,7 @@ export class ApprovalFiles {
       sha256: content.sha256,
       decision: kind,
       approver,
-      approverUid: st.uid,
+      approverUid: uid,
       via: 'sftp',
       comment: content.comment ?? undefined,
       reason: content.reason ?? content.comment ?? undefined,

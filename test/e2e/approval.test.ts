@@ -9,7 +9,7 @@
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
-import { appendFile, chmod, chown, link, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, chown, link, mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -340,14 +340,25 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await writeFile(target, good);
     await symlink(target, join(e2e.approvals, `${other.id}.approve`));
     expect((await waitForReply(e2e.outbox, `${other.id}.approve`)).fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_BAD_FILE' });
-    // A hard link to Alice's rejection kept elsewhere, named .approve: her file, her owner, still not her approval.
+    // A hard link to Alice's rejection kept elsewhere, named .approve: her file, her owner, still not her approval
+    // (a second link is a handle through which someone else may write into her file).
     const hers = join(e2e.dir, 'alice.reject');
     await writeFile(hers, approvalText(other.id, other.sha256, 'reason: wrong amounts\n', 'reject'));
     await chown(hers, a.uid, a.uid);
     await link(hers, join(e2e.approvals, `${other.id}.approve`));
     expect((await waitForReply(e2e.outbox, `${other.id}.approve`, 1)).fields).toMatchObject({
       result: 'REFUSED',
-      code: 'APPROVAL_DECISION_MISMATCH',
+      code: 'APPROVAL_FILE_SHARED',
+    });
+    // Her good approval, left writable by her group (umask 002): anyone of the group could have written it.
+    const groupWritable = join(e2e.dir, 'alice-group.approve');
+    await writeFile(groupWritable, approvalText(other.id, other.sha256));
+    await chown(groupWritable, a.uid, a.uid);
+    await chmod(groupWritable, 0o664);
+    await rename(groupWritable, join(e2e.approvals, `${other.id}.approve`));
+    expect((await waitForReply(e2e.outbox, `${other.id}.approve`, 2)).fields).toMatchObject({
+      result: 'REFUSED',
+      code: 'APPROVAL_FILE_SHARED',
     });
     expect(daemon.exited).toBeNull();
     expect(e2e.ledger()).toEqual([]);

@@ -7,7 +7,7 @@
  * sudo.
  */
 import { createHash } from 'node:crypto';
-import { chmod, link, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -114,6 +114,37 @@ describe('decideApproval', () => {
   const t = useTestDatabase('payoutd-approval-');
   const clock = new ManualClock(Date.UTC(2026, 10, 27, 10));
   const deps = (p = policy()): ApprovalDeps => ({ db: t.db, clock, users, policy: p });
+
+  /**
+   * An approvals folder, its taken and reply folders, and ApprovalFiles on them where the test's own uid is the
+   * approver ana (a rename or a hard link keeps the owner, which is the point); `reply` scans once and returns the one
+   * reply, emptying the outbox.
+   */
+  async function approvalFolder(logger?: ApprovalDeps['logger']) {
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-files-'));
+    const [folder, taken, replies, home] = ['approvals', 'taken', 'outbox', 'home'].map((d) => join(dir, d)) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    await Promise.all([folder, taken, replies, home].map((d) => mkdir(d)));
+    const me = process.getuid?.() ?? 0;
+    const asMe: UserDirectory = { ...users, nameOfUid: (uid) => Promise.resolve(uid === me ? 'ana' : (USERS[uid] ?? null)) };
+    const files = new ApprovalFiles(
+      { ...deps(), users: asMe, logger },
+      { dir: folder, takenDir: taken, replyDir: replies, stableForMs: 0, maxFileBytes: 4096, bom: false },
+    );
+    const reply = async (): Promise<string> => {
+      expect(await files.scan()).toBe(1);
+      const [name, ...more] = await readdir(replies);
+      expect(more).toEqual([]);
+      const text = await readFile(join(replies, name ?? ''), 'utf8');
+      await rm(join(replies, name ?? ''));
+      return text;
+    };
+    return { folder, taken, replies, home, files, reply };
+  }
 
   it('refuses the uploader, a user who is no approver, and lets a group member approve', async () => {
     const b = await waitingBatch(t.db, clock, 'B20261127-100000-aaaaaa');
@@ -287,34 +318,11 @@ describe('decideApproval', () => {
 
   it('an approval file must state its decision inside: a renamed or hard-linked rejection approves nothing', async () => {
     const b = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb5');
-    const dir = await mkdtemp(join(tmpdir(), 'payoutd-approval-files-'));
-    const [folder, taken, replies, home] = ['approvals', 'taken', 'outbox', 'home'].map((d) => join(dir, d)) as [
-      string,
-      string,
-      string,
-      string,
-    ];
-    await Promise.all([folder, taken, replies, home].map((d) => mkdir(d)));
-    // The test's own uid is the approver ana: a rename or a hard link keeps the owner, which is the point.
-    const me = process.getuid?.() ?? 0;
-    const asMe: UserDirectory = { ...users, nameOfUid: (uid) => Promise.resolve(uid === me ? 'ana' : (USERS[uid] ?? null)) };
     const lines: string[] = [];
     const logger = createLogger('info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(c.toString()), done()) }));
-    const files = new ApprovalFiles(
-      { ...deps(), users: asMe, logger },
-      { dir: folder, takenDir: taken, replyDir: replies, stableForMs: 0, maxFileBytes: 4096, bom: false },
-    );
+    const { folder, home, files, reply } = await approvalFolder(logger);
     const head = `batch: ${b.id}\nsha256: ${b.sha256}\n`;
     const rejection = `decision: reject\n${head}reason: wrong amounts, do not pay\n`;
-    /** Scans once and returns the one reply, emptying the outbox. */
-    const reply = async (): Promise<string> => {
-      expect(await files.scan()).toBe(1);
-      const [name, ...more] = await readdir(replies);
-      expect(more).toEqual([]);
-      const text = await readFile(join(replies, name ?? ''), 'utf8');
-      await rm(join(replies, name ?? ''));
-      return text;
-    };
 
     // ana's rejection, renamed to .approve by someone with write access to the folder before it was taken.
     await writeFile(join(folder, `${b.id}.reject`), rejection);
@@ -322,10 +330,11 @@ describe('decideApproval', () => {
     const text = await reply();
     expect(text).toMatch(/result: REFUSED\ncode: APPROVAL_DECISION_MISMATCH\n/);
     expect(text).toContain(`${b.id}.approve is named .approve but says "decision: reject" inside`);
-    // A hard link of ana's rejection (kept elsewhere) under an .approve name: the same owner, the same refusal.
+    // A hard link of ana's rejection (kept elsewhere) under an .approve name: a second link is refused before the
+    // content counts (a link is a handle to write through in her name).
     await writeFile(join(home, 'mine.reject'), rejection);
     await link(join(home, 'mine.reject'), join(folder, `${b.id}.approve`));
-    expect(await reply()).toContain('code: APPROVAL_DECISION_MISMATCH');
+    expect(await reply()).toContain('code: APPROVAL_FILE_SHARED');
     // No decision line (the name alone no longer decides), two decisions, a reason in an approval.
     await writeFile(join(folder, `${b.id}.approve`), head);
     expect(await reply()).toMatch(/code: APPROVAL_BAD_FILE\nmessage: .* holds no "decision:" line: the decision must be stated inside/);
@@ -346,6 +355,58 @@ describe('decideApproval', () => {
     expect((await readApproval(t.db, b.id))?.decisions).toMatchObject([
       { decision: 'reject', approver: 'ana', comment: 'wrong amounts, do not pay' },
     ]);
+  });
+
+  it('an approval file with a second hard link or writable by group or others is refused; the audit keeps a copy', async () => {
+    const mine = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb6');
+    const theirs = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb7');
+    const { folder, taken, reply } = await approvalFolder();
+    // The sticky, group-writable folder of an SFTP group (mode 3770 in production); the files below are ana's.
+    await chmod(folder, 0o1777);
+    const approve = (x: { id: string; sha256: string }): string => `decision: approve\nbatch: ${x.id}\nsha256: ${x.sha256}\n`;
+    const keep = join(folder, '.keep');
+
+    // ana approves her batch in a file left group-writable (umask 002); another user of the group links it away
+    // at once to a dotfile, which payoutd leaves alone: the file taken has two links and is refused.
+    await writeFile(join(folder, `${mine.id}.approve`), approve(mine), { mode: 0o644 });
+    await link(join(folder, `${mine.id}.approve`), keep);
+    const linked = await reply();
+    expect(linked).toMatch(/result: REFUSED\ncode: APPROVAL_FILE_SHARED\n/);
+    expect(linked).toContain(`${mine.id}.approve has 2 hard links`);
+    expect(linked).toContain('chmod 644');
+    // Later he writes an approval of his own batch into the inode ana owns and links it in: refused too.
+    await writeFile(keep, approve(theirs));
+    await link(keep, join(folder, `${theirs.id}.x.approve`));
+    expect(await reply()).toMatch(/result: REFUSED\ncode: APPROVAL_FILE_SHARED\n/);
+    await rm(keep);
+    // A file of one link that group or others may write is refused as well.
+    for (const mode of [0o664, 0o646]) {
+      await writeFile(join(folder, `${theirs.id}.approve`), approve(theirs));
+      await chmod(join(folder, `${theirs.id}.approve`), mode);
+      const text = await reply();
+      expect(text).toMatch(/result: REFUSED\ncode: APPROVAL_FILE_SHARED\n/);
+      expect(text).toContain(`(mode 0${mode.toString(8)})`);
+    }
+    expect((await readApproval(t.db, theirs.id))?.decisions).toEqual([]);
+    expect((await getBatch(t.db, theirs.id))?.approvalState).toBe('REQUIRED');
+
+    // Her approval made right (mode 0644, one link) is applied; a handle kept open on it before it was taken writes
+    // into her inode, not into the audit copy, which is payoutd's own file holding the bytes applied.
+    await writeFile(join(folder, `${mine.id}.approve`), approve(mine), { mode: 0o644 });
+    const kept = await open(join(folder, `${mine.id}.approve`), 'r+');
+    const before = await readdir(taken);
+    try {
+      expect(await reply()).toMatch(/result: APPLIED\noutcome: released\n/);
+      await kept.write(approve(theirs), 0);
+      const [copy, ...others] = (await readdir(taken)).filter((f) => !before.includes(f));
+      expect(others).toEqual([]);
+      const st = await stat(join(taken, copy ?? ''));
+      expect([st.nlink, st.ino === (await kept.stat()).ino, st.mode & 0o777]).toEqual([1, false, 0o640]);
+      expect(await readFile(join(taken, copy ?? ''), 'utf8')).toBe(approve(mine));
+    } finally {
+      await kept.close();
+    }
+    expect((await readApproval(t.db, mine.id))?.decisions).toMatchObject([{ decision: 'approve', approver: 'ana' }]);
   });
 
   it('six eyes: the same approver twice counts once; the second approver releases', async () => {
