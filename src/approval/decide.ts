@@ -210,7 +210,10 @@ function refusal(
   if (r.decision === 'approve' && batch.uploadedBy == null && batch.uploadedByUid == null) {
     return new ApprovalError(
       'APPROVAL_UPLOADER_UNKNOWN',
-      `no uploader is known for batch ${batch.id} (payoutd's own file with no console upload recorded for it), so no approver can be told apart from its uploader: reject it and upload the file again, in the console or as your own user`,
+      `no uploader is known for batch ${batch.id} (payoutd's own file with no console upload recorded for it, or a file others ` +
+        `could write when it was taken: a second hard link, or writable by group or others; the log says which), so no ` +
+        `approver can be told apart from whoever wrote it: reject it and upload the file again, in the console or as your ` +
+        `own user, as a file only you can write (umask 022, chmod 644), not as a link`,
     );
   }
   const sameUid = approverUid != null && batch.uploadedByUid != null && approverUid === batch.uploadedByUid;

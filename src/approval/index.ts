@@ -19,7 +19,7 @@ export {
 export { ApprovalError, isApprovalError, type ApprovalErrorCode } from './errors.js';
 export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
 export { readApproval, approvalAuditText, decisionText, uploaderOf, type ApprovalView } from './audit.js';
-export { ApprovalFiles, approvalsFolderRisk, parseApprovalFile } from './files.js';
+export { ApprovalFiles, approvalsFolderRisk, othersMayWrite, parseApprovalFile } from './files.js';
 export { assess, totalsText, type ApprovalPolicy } from './policy.js';
 export { SystemUsers, type UserDirectory } from './users.js';
 export { rulesWithRowLimits } from './row-limits.js';

@@ -42,6 +42,7 @@ import {
   ApprovalFiles,
   approvalAtAcceptance,
   expireDueApprovals,
+  othersMayWrite,
   rulesWithRowLimits,
   SystemUsers,
   type ApprovalDeps,
@@ -198,6 +199,20 @@ export class PayoutDaemon {
         approval: approval ? { atAcceptance: (b, ready) => approvalAtAcceptance(approval, b, ready) } : undefined,
         uploaderOf: async (claimed) => {
           const st = await lstat(claimed.storedPath, { bigint: true });
+          // A file others could write (a second hard link, group or others' write access) may hold bytes its
+          // owner never wrote. Recorded as the owner's, it would stop only the owner from approving, while another
+          // user who rewrote it could approve his own bytes; with no uploader every approval of it is refused.
+          // As the claim's handle saw it (a link taken away since leaves the bytes read then unproven), and as now.
+          const why = (claimed.seen && othersMayWrite(claimed.seen)) ?? othersMayWrite(st);
+          if (why !== null) {
+            logger.warn(
+              { file: claimed.originalName, uid: Number(st.uid) },
+              `${claimed.originalName} ${why} when it was taken, so its owner need not be who wrote it: no uploader is ` +
+                `recorded, and a batch of it that needs approval cannot be approved. To have it approved, reject it ` +
+                `and upload the file again as a file only you can write (umask 022, chmod 644), not as a link`,
+            );
+            return { uid: null, name: null };
+          }
           const uid = Number(st.uid);
           // A console upload's owner is payoutd itself: its uploader is the signed-in user recorded with this file's
           // inode, name and bytes. A file another user owns is theirs, whatever the console recorded.

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chown, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, chown, link, mkdir, readdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DaemonDeps } from '../../src/daemon/daemon.js';
@@ -161,6 +161,64 @@ describe('pipeline: the daemon', () => {
     };
     expect(uploaderOf('console.csv')).toEqual(['li', null]);
     expect(uploaderOf('unrecorded.csv')).toEqual([null, null]);
+  });
+
+  it('records no uploader for a file others could write when taken: a second hard link, or group or others may write', async () => {
+    const p = await fastPipeline();
+    const { daemon, inbox } = await daemonFor(p);
+    const root = process.getuid?.() === 0;
+    const keep = join(inbox, '..', 'kept-links');
+    await mkdir(keep, { recursive: true });
+    /** Drops `name` (owned by `uid` when root may chown) with `mode`, recorded as li's console upload, linked `links` times. */
+    const drop = async (name: string, mode: number, links: number, uid?: number): Promise<void> => {
+      const content = csvFile([csvRow(`DL-${name.replace(/\W/g, '')}`)]);
+      const path = join(inbox, name);
+      await writeFile(path, content);
+      await chmod(path, mode);
+      if (uid !== undefined) await chown(path, uid, uid);
+      for (let k = 1; k < links; k++) await link(path, join(keep, `${name}.${k}`));
+      const sha256 = createHash('sha256').update(content).digest('hex');
+      await recordConsoleUpload(p.db, {
+        fileName: name,
+        sha256,
+        size: content.length,
+        inode: await inodeOf(path),
+        uploader: 'li',
+        uploadedAt: Date.now() - 1000,
+      });
+    };
+    await drop('plain.csv', 0o644, 1);
+    await drop('linked.csv', 0o644, 2);
+    await drop('group.csv', 0o664, 1);
+    await drop('others.csv', 0o646, 1);
+    if (root) {
+      await drop('theirs.csv', 0o644, 1, OTHER_UID);
+      await drop('theirs-linked.csv', 0o644, 2, OTHER_UID);
+      await drop('theirs-group.csv', 0o664, 1, OTHER_UID);
+    }
+    await daemon.start();
+    let batches: BatchRecord[] = [];
+    await waitFor(async () => {
+      await daemon.tickInbox();
+      batches = await listBatchesInStates(p.db, ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE']);
+      return batches.length === (root ? 7 : 4);
+    }, 'every dropped file to be received');
+    const uploaderOf = (name: string) => {
+      const b = batches.find((x) => x.fileName === name);
+      return [b?.uploadedBy ?? null, b?.uploadedByUid ?? null];
+    };
+    // Neither the console user recorded for the inode nor the owner: no uploader, so no approval can be given.
+    expect(['plain.csv', 'linked.csv', 'group.csv', 'others.csv'].map(uploaderOf)).toEqual([
+      ['li', null],
+      [null, null],
+      [null, null],
+      [null, null],
+    ]);
+    if (root) {
+      expect(['theirs.csv', 'theirs-linked.csv', 'theirs-group.csv'].map((n) => uploaderOf(n)[1])).toEqual([OTHER_UID, null, null]);
+    }
+    expect(linesContaining(p.logLines, 'linked.csv has 2 hard links').length).toBeGreaterThan(0);
+    expect(linesContaining(p.logLines, 'group.csv is writable by its group (mode 0664) when it was taken').length).toBeGreaterThan(0);
   });
 
   it('writes the .xlsx of each outbox file and archives the taken file of the finished batch by day and batch id', async () => {

@@ -132,6 +132,7 @@ export async function settleClaim(
       mtimeMs: candidate.mtimeMs,
       sha256,
       doneMarker,
+      seen: { nlink: st.nlink, mode: st.mode },
     };
     if (controlPath !== undefined) claimed.controlPath = controlPath;
     return claimed;

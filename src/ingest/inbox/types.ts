@@ -32,6 +32,11 @@ export interface ClaimedFile {
   controlPath?: string;
   /** `<name>.done` was present at the claim and consumed; false for a file found in storage without its record. */
   doneMarker: boolean;
+  /**
+   * The hard links and mode of the inode as the claim's handle saw them (absent for a file found in storage without
+   * its record): who else could write the bytes read then, which decides whether its owner is its uploader.
+   */
+  seen?: { nlink: number; mode: number };
 }
 
 /** An inbox entry that is not a regular file (or cannot be named), reported once. */
