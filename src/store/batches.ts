@@ -1,6 +1,6 @@
 /** Batch records: one per file taken from the inbox, its state and counts, and the lease of the instance working on it. */
 import type { Knex } from 'knex';
-import { BEING_READ_BATCH_STATES, canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
+import { BATCH_STATES, BEING_READ_BATCH_STATES, canMoveBatch, FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import type { HoldCode } from '../domain/holds.js';
 import { writeTransaction, type Database } from './db.js';
@@ -318,7 +318,8 @@ export async function listBatchesMissingFiles(db: Database, settled?: { now: num
     .andWhere((q) =>
       q
         .where((w) => w.whereNull('ack_written_at').whereIn('state', ['ACTIVE', 'REJECTED', 'DUPLICATE', 'COMPLETE']))
-        .orWhere((w) => w.where('state', 'REJECTED').whereNull('result_written_at').where('row_count', '>', 0)),
+        // Each branch implies a partial index of migration 0034 (batches_ack_owed, batches_result_owed) by its text.
+        .orWhere((w) => w.where('state', 'REJECTED').whereNull('result_written_at').whereRaw('row_count > 0')),
     )
     .pluck('id')) as string[];
 }
@@ -409,20 +410,35 @@ export interface StatusBatches {
   olderFinished: number;
 }
 
+/** Newest received first, ties by id (the order status lists batches in). */
+function newestFirstOrder(a: BatchRecord, b: BatchRecord): number {
+  if (a.receivedAt !== b.receivedAt) return b.receivedAt - a.receivedAt;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
 /**
  * Every unfinished batch, however old (an UNKNOWN row or a hold must not drop out of sight), and the most
  * recent finished ones up to `limit` batches in all.
  */
 export async function listStatusBatches(db: Database, limit: number): Promise<StatusBatches> {
   const newestFirst = (q: Knex.QueryBuilder): Knex.QueryBuilder => q.orderBy('received_at', 'desc').orderBy('id', 'desc');
-  const unfinished = (await newestFirst(db('batches').whereNotIn('state', FINAL_BATCH_STATES))) as Record<string, unknown>[];
+  // One state at a time, each through the index of (state, received_at) from its newest: over several states at once
+  // the planner reads every finished batch ever taken and sorts them all for the few shown.
+  const inState = async (state: BatchState, n?: number): Promise<BatchRecord[]> => {
+    const q = newestFirst(db('batches').where('state', state));
+    return ((await (n === undefined ? q : q.limit(n))) as Record<string, unknown>[]).map(fromRow);
+  };
+  const unfinished: BatchRecord[] = [];
+  for (const state of BATCH_STATES.filter((s) => !FINAL_BATCH_STATES.includes(s))) unfinished.push(...(await inState(state)));
   const room = Math.max(0, limit - unfinished.length);
-  const finished =
-    room === 0 ? [] : ((await newestFirst(db('batches').whereIn('state', FINAL_BATCH_STATES)).limit(room)) as Record<string, unknown>[]);
+  const finished: BatchRecord[] = [];
+  if (room > 0) for (const state of FINAL_BATCH_STATES) finished.push(...(await inState(state, room)));
+  finished.sort(newestFirstOrder);
+  finished.length = Math.min(finished.length, room);
   const [all] = (await db('batches').whereIn('state', FINAL_BATCH_STATES).count({ n: '*' })) as { n: number | string }[];
-  // A batch that ended between the two reads is in both: shown once, as it ended.
+  // A batch that ended between the reads is in both: shown once, as it ended.
   const byId = new Map<string, BatchRecord>();
-  for (const b of [...unfinished, ...finished].map(fromRow)) byId.set(b.id, b);
+  for (const b of [...unfinished, ...finished]) byId.set(b.id, b);
   const batches = [...byId.values()].sort((a, b) => b.receivedAt - a.receivedAt);
   return { batches, olderFinished: Number(all?.n ?? 0) - finished.length };
 }

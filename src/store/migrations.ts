@@ -982,6 +982,36 @@ const serviceIdentity: Migration = {
   },
 };
 
+// The finish loop's reads of batches at every pass, each through an index of the few batches it can find, not a
+// walk of every batch ever taken: the watch of taken files (a state, received since), the outbox repair (an ack or
+// a refused batch's result file owed), the corrections owed, the archive and retention's choice of what is left to
+// do. (state, received_at) replaces 0001's index of the state alone, its prefix. The partial indexes lead with the
+// state too: SQLite plans without statistics, and an index constraining as many columns as another but smaller
+// is the one it takes. The old webhook event ids are forgotten by their time received.
+const BATCH_WORK_INDEXES_0034 = [
+  { name: 'batches_unarchived', columns: 'state, received_at', where: 'archived_at IS NULL' },
+  { name: 'batches_unpruned', columns: 'state, received_at', where: 'pruned_at IS NULL' },
+  { name: 'batches_ack_owed', columns: 'state', where: 'ack_written_at IS NULL' },
+  { name: 'batches_result_owed', columns: 'state', where: 'result_written_at IS NULL AND row_count > 0' },
+  { name: 'batches_correction_owed', columns: 'id', where: 'result_corrections > result_corrections_written' },
+] as const;
+
+const batchWorkIndexes: Migration = {
+  name: '0034_batch_work_indexes',
+  async up(knex) {
+    await knex.raw('CREATE INDEX batches_state_received ON batches (state, received_at)');
+    await knex.raw('DROP INDEX batches_state_index');
+    for (const i of BATCH_WORK_INDEXES_0034) await knex.raw(`CREATE INDEX ${i.name} ON batches (${i.columns}) WHERE ${i.where}`);
+    await knex.raw('CREATE INDEX webhook_events_received_at ON webhook_events (received_at)');
+  },
+  async down(knex) {
+    await knex.raw('DROP INDEX webhook_events_received_at');
+    for (const i of BATCH_WORK_INDEXES_0034) await knex.raw(`DROP INDEX ${i.name}`);
+    await knex.raw('CREATE INDEX batches_state_index ON batches (state)');
+    await knex.raw('DROP INDEX batches_state_received');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1016,6 +1046,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceNoteShown,
   correctionIntent,
   serviceIdentity,
+  batchWorkIndexes,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

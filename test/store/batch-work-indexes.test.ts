@@ -1,0 +1,87 @@
+/**
+ * The reads of batches made at every finish pass (and by payoutd status), and the forgetting of old webhook event
+ * ids, are planned through an index of the few batches or events each can find (migration 0034), never a walk of
+ * every batch ever taken. SQLite plans without statistics, so a small file shows the plan a large one gets.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Knex } from 'knex';
+import type { Database } from '../../src/store/db.js';
+import { listBatchesMissingFiles, listStatusBatches, listWatchedBatches } from '../../src/store/batches.js';
+import { batchesToCorrect } from '../../src/store/service-checks.js';
+import { listBatchesToArchive, listBatchesToPrune } from '../../src/store/retention.js';
+import { forgetWebhookEventsBefore } from '../../src/store/webhook-events.js';
+import { useTestDatabase } from '../support/database.js';
+import { seedBatch } from './moves.js';
+
+/** The plan of each statement `read` runs that names `table`, one line per statement. */
+async function plansOf(db: Database, table: string, read: () => Promise<unknown>): Promise<string[]> {
+  const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
+  const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+  db.on('query', record);
+  try {
+    await read();
+  } finally {
+    db.off('query', record);
+  }
+  const plans: string[] = [];
+  for (const q of seen.filter((s) => s.sql.includes(`from \`${table}\``))) {
+    const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
+    plans.push(plan.map((p) => p.detail).join(' | '));
+  }
+  return plans;
+}
+
+describe('store: the finish pass reads batches through indexes of the few it can find (SQLite)', () => {
+  const store = useTestDatabase('payoutd-batch-work-idx-');
+
+  it('the watch of taken files, the outbox repair, the archive and retention', async () => {
+    const { db } = store;
+    await seedBatch(db, 'BW1', 2, 'PAID');
+    const cases: [() => Promise<unknown>, RegExp[]][] = [
+      [
+        () => listWatchedBatches(db, 10),
+        [
+          /INDEX 1 \| SEARCH batches USING INDEX batches_state_received \(state=\?\) \| INDEX 2 \| SEARCH batches USING INDEX batches_state_received \(state=\? AND received_at>\?\)/,
+        ],
+      ],
+      [() => listBatchesMissingFiles(db, { now: 100, minAgeMs: 5 }), [/USING INDEX batches_ack_owed .*USING INDEX batches_result_owed/]],
+      [() => listBatchesToArchive(db, '/claimed', 100), [/^SEARCH batches USING INDEX batches_unarchived \(state=\? AND received_at<\?\)/]],
+      [() => listBatchesToPrune(db, 100), [/^SEARCH b USING INDEX batches_unpruned \(state=\?\)/]],
+    ];
+    for (const [read, expected] of cases) {
+      const plans = await plansOf(db, 'batches', read);
+      expect(plans.length, String(read)).toBeGreaterThanOrEqual(expected.length);
+      expected.forEach((re, i) => expect(plans[i], String(read)).toMatch(re));
+      for (const plan of plans) expect(plan).not.toMatch(/\bSCAN\b/);
+    }
+  });
+
+  it('the corrections owed: by their partial index, then the batches of noted rows by their key', async () => {
+    const { db } = store;
+    const rows = await seedBatch(db, 'BW2', 2, 'PAID');
+    await db('payouts').where({ id: rows[0]?.id }).update({ service_noted_at: 5, service_note: 'the payout service says REJECTED' });
+    const plans = await plansOf(db, 'batches', async () => expect(await batchesToCorrect(db)).toEqual([]));
+    expect(plans).toHaveLength(2);
+    expect(plans[0]).toMatch(/USING (COVERING )?INDEX batches_correction_owed\b/);
+    expect(plans[1]).toMatch(/^SEARCH batches USING (COVERING )?INDEX sqlite_autoindex_batches_1 \(id=\?\)$/);
+  });
+
+  it('payoutd status reads the finished batches it shows from the newest, one state at a time', async () => {
+    const { db } = store;
+    await seedBatch(db, 'BW3', 1, 'PAID');
+    const plans = await plansOf(db, 'batches', () => listStatusBatches(db, 20));
+    expect(plans.length).toBeGreaterThan(0);
+    for (const plan of plans) {
+      expect(plan).toMatch(/^SEARCH batches USING (COVERING )?INDEX batches_state_received \(state=\?\)/);
+      // At most the tie on id is sorted, within one received time: never every batch of the state.
+      expect(plan).not.toMatch(/USE TEMP B-TREE FOR ORDER BY/);
+    }
+  });
+
+  it('old webhook event ids are forgotten by their time received', async () => {
+    const { db } = store;
+    const plans = await plansOf(db, 'webhook_events', () => forgetWebhookEventsBefore(db, 100));
+    expect(plans).toHaveLength(1);
+    expect(plans[0]).toMatch(/^SEARCH webhook_events USING (COVERING )?INDEX webhook_events_received_at \(received_at<\?\)$/);
+  });
+});
