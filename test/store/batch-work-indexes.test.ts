@@ -46,7 +46,7 @@ describe('store: the finish pass reads batches through indexes of the few it can
       ],
       [() => listBatchesMissingFiles(db, { now: 100, minAgeMs: 5 }), [/USING INDEX batches_ack_owed .*USING INDEX batches_result_owed/]],
       [() => listBatchesToArchive(db, '/claimed', 100), [/^SEARCH batches USING INDEX batches_unarchived \(state=\? AND received_at<\?\)/]],
-      [() => listBatchesToPrune(db, 100), [/^SEARCH b USING INDEX batches_unpruned \(state=\?\)/]],
+      [() => listBatchesToPrune(db, 100), [/^SEARCH batches USING INDEX batches_unpruned \(state=\?\)/]],
     ];
     for (const [read, expected] of cases) {
       const plans = await plansOf(db, 'batches', read);
@@ -83,5 +83,36 @@ describe('store: the finish pass reads batches through indexes of the few it can
     const plans = await plansOf(db, 'webhook_events', () => forgetWebhookEventsBefore(db, 100));
     expect(plans).toHaveLength(1);
     expect(plans[0]).toMatch(/^SEARCH webhook_events USING (COVERING )?INDEX webhook_events_received_at \(received_at<\?\)$/);
+  });
+  it('retention looks for open rows one batch at a time, and still chooses only batches without one, oldest first', async () => {
+    const { db } = store;
+    for (const [i, id] of ['BP1', 'BP2', 'BP3', 'BP4'].entries()) {
+      await seedBatch(db, id, 2, 'PAID', 10 + i);
+      await db('batches').where({ id }).update({ state: 'COMPLETE', completed_at: 20, ack_written_at: 20, result_written_at: 20 });
+    }
+    // A finished batch with a row that can still move is never pruned.
+    await db('payouts').where({ batch_id: 'BP2', line: 3 }).update({ state: 'PENDING' });
+    const seen: { sql: string; bindings: Knex.RawBinding[] }[] = [];
+    const record = (q: { sql: string; bindings: Knex.RawBinding[] }): void => void seen.push(q);
+    db.on('query', record);
+    const chosen = async (limit: number): Promise<string[]> => (await listBatchesToPrune(db, 100, limit)).map((b) => b.id);
+    try {
+      expect(await chosen(1)).toEqual(['BP1']);
+      expect(await chosen(2)).toEqual(['BP1', 'BP3']);
+      expect(await chosen(1000)).toEqual(['BP1', 'BP3', 'BP4']);
+    } finally {
+      db.off('query', record);
+    }
+    // Never a NOT EXISTS beside the batches, which PostgreSQL answers by reading every payout row: the open rows of
+    // the batches chosen from, by (batch, state).
+    const payoutReads = seen.filter((q) => q.sql.includes('`payouts`'));
+    expect(payoutReads.length).toBeGreaterThan(0);
+    for (const q of payoutReads) {
+      expect(q.sql).toMatch(/^select `batch_id` from `payouts` where `batch_id` in \(.*\) and `state` in \(.*\)$/);
+      const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
+      expect(plan.map((p) => p.detail).join(' | ')).toMatch(
+        /^SEARCH payouts USING COVERING INDEX payouts_batch_state_line \(batch_id=\? AND state=\?\)$/,
+      );
+    }
   });
 });
