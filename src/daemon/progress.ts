@@ -17,6 +17,8 @@ export class ProgressLog {
 
   /** Logs the progress of every ACTIVE batch when the last lines are old enough. */
   async maybeLog(): Promise<void> {
+    // Counting a batch's rows reads every one of them: not for a line the log level drops.
+    if (!this.logger.isLevelEnabled('debug')) return;
     const now = this.clock.now();
     if (now - this.lastAt < PROGRESS_EVERY_MS) return;
     this.lastAt = now;
