@@ -32,7 +32,7 @@ import {
   type InvalidRowsPolicy,
   type ReferenceColumn,
   insertRowsWhileReading,
-  requestValuesOfReferences,
+  retryOriginalsOf,
   readyMoneyOf,
 } from '../store/index.js';
 import {
@@ -510,7 +510,7 @@ export class BatchIntake {
       bytes: batch.size,
       chunkSize: ROWS_PER_TRANSACTION,
       signal: this.o.signal,
-      retryOriginals: (references) => requestValuesOfReferences(db, references),
+      retryOriginals: (references) => retryOriginalsOf(db, references),
       onRows: async (rows) => {
         await insertRowsWhileReading(db, lease, rows, clock.now());
         await this.deps.afterChunkStored?.();

@@ -131,13 +131,7 @@ export {
 export { ackMoneyPages, ackRowPages, type AckSourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
 export { beginPrune, countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
-export {
-  batchRetrySource,
-  countCancelledRows,
-  payoutsCreatedBetween,
-  requestValuesOfReferences,
-  type ReportedPayoutRow,
-} from './reports.js';
+export { batchRetrySource, countCancelledRows, payoutsCreatedBetween, retryOriginalsOf, type ReportedPayoutRow } from './reports.js';
 export {
   withBatchForDecision,
   insertApprovalEntry,

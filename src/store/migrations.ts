@@ -1012,6 +1012,30 @@ const batchWorkIndexes: Migration = {
   },
 };
 
+// Retention keeps, of a CANCELLED row's request, the leading zeros of its identifiers (zero_padding: counts and a short
+// hash, no account number), so a retry row that lost them is still refused once its original's request is gone.
+// prune_keeps_zeros tells a batch whose pruning began so (its rows without zero_padding had none) from one pruned
+// before (nothing is known of its rows).
+const zeroPadding: Migration = {
+  name: '0035_zero_padding',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.text('zero_padding').nullable();
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.boolean('prune_keeps_zeros').notNullable().defaultTo(false);
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('zero_padding');
+    });
+    await knex.schema.alterTable('batches', (t) => {
+      t.dropColumn('prune_keeps_zeros');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1047,6 +1071,7 @@ export const MIGRATIONS: readonly Migration[] = [
   correctionIntent,
   serviceIdentity,
   batchWorkIndexes,
+  zeroPadding,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -2,6 +2,7 @@
  * Read-only queries behind the finance reports: payouts created in a period, the CANCELLED rows of a batch
  * and the states holding a merchantReferenceId (retry files). Queries of many rows page with a keyset.
  */
+import type { StoredOriginal } from '../domain/leading-zeros.js';
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, writtenMoneyAs, type WrittenMoneyField } from './request-fields.js';
@@ -81,36 +82,66 @@ export async function countCancelledRows(db: Database, batchId: string): Promise
 /** Lookups per statement: far below SQLite's variable limit. */
 const LOOKUP_CHUNK = 500;
 
-/** For each of `references` that any row uses, `column` of each such row (those where it is NULL left out). */
-async function columnByReference(
-  db: Database,
-  references: readonly string[],
-  column: 'state' | 'request_values',
-): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
+function chunksOf(references: readonly string[]): string[][] {
   const unique = [...new Set(references)];
-  for (let i = 0; i < unique.length; i += LOOKUP_CHUNK) {
-    const rows = (await db('payouts')
-      .whereIn('merchant_reference_id', unique.slice(i, i + LOOKUP_CHUNK))
-      .whereNotNull(column)
-      .select('merchant_reference_id', `${column} as value`)) as { merchant_reference_id: string; value: string }[];
-    for (const r of rows) {
-      const values = out.get(r.merchant_reference_id);
-      if (values) values.push(r.value);
-      else out.set(r.merchant_reference_id, [r.value]);
-    }
+  return Array.from({ length: Math.ceil(unique.length / LOOKUP_CHUNK) }, (_, i) => unique.slice(i * LOOKUP_CHUNK, (i + 1) * LOOKUP_CHUNK));
+}
+
+function pushTo<T>(map: Map<string, T[]>, key: string, value: T): void {
+  const values = map.get(key);
+  if (values) values.push(value);
+  else map.set(key, [value]);
+}
+
+/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
+export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const chunk of chunksOf(references)) {
+    const rows = (await db('payouts').whereIn('merchant_reference_id', chunk).select('merchant_reference_id', 'state')) as {
+      merchant_reference_id: string;
+      state: string;
+    }[];
+    for (const r of rows) pushTo(out, r.merchant_reference_id, r.state);
   }
   return out;
 }
 
-/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
-export function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
-  return columnByReference(db, references, 'state');
-}
-
-/** The stored request values of every row holding one of these references (a retry row's originals). */
-export function requestValuesOfReferences(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
-  return columnByReference(db, references, 'request_values');
+/**
+ * The rows holding each of `references` (a retry row's originals) as the leading-zeros check reads them: the stored
+ * request, or what retention kept of it. A row without a request is left out (an invalid row, or one retention
+ * found without zeros to keep), but a CANCELLED row a retry file names, whose request an older payoutd's retention
+ * removed keeping nothing, is listed as removed: it cannot be compared.
+ */
+export async function retryOriginalsOf(db: Database, references: readonly string[]): Promise<Map<string, StoredOriginal[]>> {
+  const out = new Map<string, StoredOriginal[]>();
+  for (const chunk of chunksOf(references)) {
+    const rows = (await db('payouts as p')
+      .join('batches as b', 'b.id', 'p.batch_id')
+      .whereIn('p.merchant_reference_id', chunk)
+      .select('p.merchant_reference_id', 'p.state', 'p.request_values', 'p.zero_padding', 'b.id as batch_id', 'b.file_name')
+      .select('b.prune_started_at', 'b.prune_keeps_zeros')) as {
+      merchant_reference_id: string;
+      state: string;
+      request_values: string | null;
+      zero_padding: string | null;
+      batch_id: string;
+      file_name: string;
+      prune_started_at: number | string | null;
+      prune_keeps_zeros: boolean | number;
+    }[];
+    for (const r of rows) {
+      const found: StoredOriginal | null =
+        r.request_values !== null
+          ? { values: r.request_values }
+          : r.zero_padding !== null
+            ? { kept: r.zero_padding }
+            : r.prune_started_at !== null && !r.prune_keeps_zeros && r.state === 'CANCELLED'
+              ? { removed: { batchId: r.batch_id, file: r.file_name } }
+              : null;
+      if (found) pushTo(out, r.merchant_reference_id, found);
+    }
+  }
+  return out;
 }
 
 /** What a retry file of one batch reads (the `RetrySource` of src/report/retry.ts). */

@@ -4,12 +4,15 @@
  * is older than `retention.days`, its row details go: the stored request,
  * money cells, times, reasons, history and errors. Each row keeps its line,
  * reference, state and payout id, so an old reference is still refused as a
- * duplicate and a payout can still be named. Only finished batches whose
- * every row is final are ever chosen.
+ * duplicate and a payout can still be named; a CANCELLED row keeps the leading
+ * zeros of its identifiers (not the identifiers), so a retry of it is still
+ * checked. Only finished batches whose every row is final are ever chosen.
  */
 import { join, sep } from 'node:path';
 import { FINAL_BATCH_STATES, FINAL_ROW_STATES, ROW_STATES } from '../domain/lifecycle.js';
 import type { Knex } from 'knex';
+import { keptZeroPadding } from '../domain/leading-zeros.js';
+import { decodeRequestValues } from '../domain/request-values.js';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 import { COLUMNS, inLineRanges, type PayoutRow } from './payouts.js';
@@ -135,9 +138,31 @@ async function hasOpenRow(db: Database | Knex.Transaction, batchId: string): Pro
 export async function beginPrune(db: Database, batchId: string, now: number): Promise<boolean> {
   return writeTransaction(db, async (trx) => {
     if (await hasOpenRow(trx, batchId)) return false;
-    await trx('batches').where({ id: batchId }).whereNull('prune_started_at').update({ prune_started_at: now, updated_at: now });
+    // Begun here, every row it clears keeps its leading zeros (keepZeroPadding); one begun by an older payoutd may not.
+    await trx('batches')
+      .where({ id: batchId })
+      .whereNull('prune_started_at')
+      .update({ prune_started_at: now, prune_keeps_zeros: true, updated_at: now });
     return true;
   });
+}
+
+/**
+ * Keeps, of each CANCELLED row about to lose its request, the leading zeros of its identifiers (counts and a short
+ * hash: no account number): its retry file may have been opened in a spreadsheet since, and a retry row that lost
+ * them would pay another account (src/ingest/rules/damage.ts). Other rows are never retried.
+ */
+async function keepZeroPadding(trx: Knex.Transaction, rows: () => Knex.QueryBuilder): Promise<void> {
+  // Only a request with a value starting with 0 can have any: most rows are not read at all.
+  const candidates = (await rows()
+    .where({ state: 'CANCELLED' })
+    .whereNotNull('request_values')
+    .andWhere('request_values', 'like', '%"0%')
+    .select('id', 'merchant_reference_id', 'request_values')) as { id: number; merchant_reference_id: string; request_values: string }[];
+  for (const r of candidates) {
+    const kept = keptZeroPadding(r.merchant_reference_id, decodeRequestValues(r.request_values));
+    if (kept !== null) await trx('payouts').where({ id: r.id }).update({ zero_padding: kept });
+  }
 }
 
 /**
@@ -154,6 +179,7 @@ export async function pruneBatchDetails(db: Database, batchId: string, now: numb
     db,
     batchId,
     async (trx, rows) => {
+      await keepZeroPadding(trx, rows);
       await trx('payout_history').whereIn('payout_row_id', rows().select('id')).delete();
       inRange = await rows().update({ ...details, updated_at: now });
     },

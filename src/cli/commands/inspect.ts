@@ -5,7 +5,7 @@ import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
 import { downloadedResultFile, itsRowDetails } from '../../report/index.js';
 import { existsSync } from 'node:fs';
-import { getBatch, inFileDuplicateMessage, requestValuesOfReferences, type BatchErrorRecord } from '../../store/index.js';
+import { getBatch, inFileDuplicateMessage, retryOriginalsOf, type BatchErrorRecord } from '../../store/index.js';
 import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
 import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { rulesWithRowLimits } from '../../approval/index.js';
@@ -69,7 +69,7 @@ function inFileDuplicateErrors(
 export async function validateFile(config: ResolvedConfig, file: string): Promise<number> {
   if (config.database.client === 'sqlite' && !existsSync(config.databaseFile)) return validateWith(config, file, undefined);
   try {
-    return await withReadOnlyStore(config, (db) => validateWith(config, file, (references) => requestValuesOfReferences(db, references)));
+    return await withReadOnlyStore(config, (db) => validateWith(config, file, (references) => retryOriginalsOf(db, references)));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return validateWith(config, file, undefined);

@@ -10,7 +10,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ValidationRules } from '../rules/options.js';
 import { BatchReadError, type BatchParseResult, type ParseBatchOptions, type ReadRow } from './parse-batch.js';
-import type { RetryOriginals } from './retry-rows.js';
+import type { OriginalsFound, RetryOriginals } from './retry-rows.js';
 
 /** A read row as the store takes it (what crosses from the reading thread). */
 export type ReadRowValues = Pick<
@@ -49,9 +49,7 @@ export type FromReader =
   | { kind: 'done'; result: BatchParseResult }
   | { kind: 'failed'; error: { name: string; code?: string; message: string } };
 
-export type ToReader =
-  | { kind: 'stored'; ok: boolean; rows: number }
-  | { kind: 'originals'; id: number; originals: ReadonlyMap<string, readonly string[]> | null };
+export type ToReader = { kind: 'stored'; ok: boolean; rows: number } | { kind: 'originals'; id: number; originals: OriginalsFound | null };
 
 /**
  * A reading that failed in reading the file (on the reading thread, or the thread itself ending: out of memory), not

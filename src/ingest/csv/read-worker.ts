@@ -6,6 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseBatchFile, type ReadRow } from './parse-batch.js';
 import type { FromReader, ReaderData, ReadRowValues, ToReader } from './read-thread.js';
+import type { OriginalsFound } from './retry-rows.js';
 
 const port = parentPort;
 if (port === null) throw new Error('read-worker runs as a worker thread');
@@ -23,7 +24,7 @@ let storedRows = 0;
 let storeFailed = false;
 /** The hand-over waiting for rows to be stored. */
 let waiting: Waiting<void> | null = null;
-const lookups = new Map<number, Waiting<ReadonlyMap<string, readonly string[]>>>();
+const lookups = new Map<number, Waiting<OriginalsFound>>();
 let nextLookup = 0;
 
 port.on('message', (m: ToReader) => {
@@ -67,9 +68,9 @@ async function handOver(rows: ReadRow[]): Promise<void> {
   }
 }
 
-function lookUp(references: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>> {
+function lookUp(references: readonly string[]): Promise<OriginalsFound> {
   const id = nextLookup++;
-  const answer = new Promise<ReadonlyMap<string, readonly string[]>>((resolve, reject) => lookups.set(id, { resolve, reject }));
+  const answer = new Promise<OriginalsFound>((resolve, reject) => lookups.set(id, { resolve, reject }));
   tell({ kind: 'originals', id, references: [...references] });
   return answer;
 }

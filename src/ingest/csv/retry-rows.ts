@@ -2,15 +2,19 @@
  * Retry rows checked against the rows they retry (read through the caller's database lookup): an account
  * that lost its original's leading zeros in a spreadsheet would pay another account, so the row is refused.
  */
+import { paddingsOf, type StoredOriginal } from '../../domain/leading-zeros.js';
 import { decodeRequestValues } from '../../domain/request-values.js';
 import { retriedReferences } from '../../domain/retry-reference.js';
 import { FIELD_PATHS, type FieldPath } from '../rules/fields.js';
-import { zerosLostProblem } from '../rules/damage.js';
+import { zerosLostProblem, type RetriedOriginal } from '../rules/damage.js';
 import type { RowError } from '../rules/row-error.js';
 import type { ReadRow } from './parse-batch.js';
 
-/** Stored request values of the rows holding each of these references (absent: none). */
-export type RetryOriginals = (references: readonly string[]) => Promise<ReadonlyMap<string, readonly string[]>>;
+/** The stored rows holding each reference looked up (absent: none). */
+export type OriginalsFound = ReadonlyMap<string, readonly StoredOriginal[]>;
+
+/** The stored rows holding each of these references. */
+export type RetryOriginals = (references: readonly string[]) => Promise<OriginalsFound>;
 
 const fieldIndex = (field: FieldPath): number => FIELD_PATHS.indexOf(field);
 
@@ -26,6 +30,11 @@ export interface RetryRowContext {
 function valuesOf(row: ReadRow): readonly string[] | null {
   if (row.requestValues !== null) return decodeRequestValues(row.requestValues);
   return row.invalidCells?.map((cell) => cell.trim()) ?? null;
+}
+
+function compared(reference: string, stored: StoredOriginal): RetriedOriginal {
+  if ('removed' in stored) return { reference, removed: stored.removed };
+  return { reference, paddings: paddingsOf('values' in stored ? { values: decodeRequestValues(stored.values) } : stored) };
 }
 
 /**
@@ -44,7 +53,7 @@ export async function checkRetryRows(
   if (originals.size === 0) return rows;
   return rows.map((row) => {
     const candidates = retriedReferences(row.merchantReferenceId).flatMap((reference) =>
-      (originals.get(reference) ?? []).map((text) => ({ reference, values: decodeRequestValues(text) })),
+      (originals.get(reference) ?? []).map((stored) => compared(reference, stored)),
     );
     if (candidates.length === 0) return row;
     const values = valuesOf(row);

@@ -4,6 +4,7 @@
  * row) lost leading zeros.
  */
 import { maskAccountNumber } from '../../domain/payout.js';
+import { lostZeros, mayHaveLostZeros, ZERO_PADDED_FIELDS, type ZeroPadding } from '../../domain/leading-zeros.js';
 import { FIELD_WORDS, type FieldPath } from './fields.js';
 import { quoteValue, type RowErrorCode } from './row-error.js';
 
@@ -92,35 +93,48 @@ export function damageProblem(field: FieldPath, value: string): DamageProblem | 
   return null;
 }
 
-/** Fields whose leading zeros a spreadsheet drops, in FIELD_PATHS order positions. */
-const ZERO_PADDED: readonly FieldPath[] = ['beneficiary.accountNumber', 'beneficiary.bankCode', 'sender.idValue'];
+/** An original row a retry row repeats: how its fields were padded with zeros, or that retention removed its request. */
+export type RetriedOriginal =
+  { reference: string; paddings: ReadonlyMap<FieldPath, ZeroPadding> } | { reference: string; removed: { batchId: string; file: string } };
 
 /**
  * A retry row's field that is the same field of a row it retries with the leading zeros gone (`0012345670000`
- * became `12345670000`): what a spreadsheet does to a retry file opened and saved as CSV. `values` and each of
- * `originals` are request values in FIELD_PATHS order.
+ * became `12345670000`): what a spreadsheet does to a retry file opened and saved as CSV. `values` are request
+ * values in FIELD_PATHS order. An original whose request retention removed, keeping nothing of its zeros, cannot
+ * tell: a field that may have lost them is refused rather than paid to what may be another account.
  */
 export function zerosLostProblem(
   values: readonly string[],
-  originals: readonly { reference: string; values: readonly string[] }[],
+  originals: readonly RetriedOriginal[],
   fieldIndex: (field: FieldPath) => number,
 ): { field: FieldPath; problem: DamageProblem } | null {
-  for (const field of ZERO_PADDED) {
-    const at = fieldIndex(field);
-    const value = values[at] ?? '';
+  for (const field of ZERO_PADDED_FIELDS) {
+    const value = values[fieldIndex(field)] ?? '';
     for (const original of originals) {
-      const was = original.values[at] ?? '';
-      if (value !== '' && was !== value && /^0+\d/.test(was) && was.replace(/^0+/, '') === value) {
+      const padding = 'paddings' in original ? original.paddings.get(field) : undefined;
+      if (padding && lostZeros(original.reference, field, padding, value)) {
         const words = FIELD_WORDS[field];
         return {
           field,
           problem: {
             code: 'LEADING_ZEROS_LOST',
-            message: `the ${words} has lost its leading zeros: it is the ${words} of ${original.reference}, which this retry row repeats, without its ${was.length - value.length} leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the ${words} again`,
+            message: `the ${words} has lost its leading zeros: it is the ${words} of ${original.reference}, which this retry row repeats, without its ${padding.zeros} leading zero(s); a spreadsheet probably dropped them when the file was opened and saved as CSV; open the .xlsx retry file instead, or format the column as Text and type the ${words} again`,
           },
         };
       }
     }
   }
-  return null;
+  const unknown = originals.find((o): o is Extract<RetriedOriginal, { removed: unknown }> => 'removed' in o);
+  if (unknown === undefined) return null;
+  const field = ZERO_PADDED_FIELDS.find((f) => mayHaveLostZeros(values[fieldIndex(f)] ?? ''));
+  if (field === undefined) return null;
+  const words = FIELD_WORDS[field];
+  const { batchId, file } = unknown.removed;
+  return {
+    field,
+    problem: {
+      code: 'LEADING_ZEROS_UNCHECKED',
+      message: `the ${words} cannot be checked for lost leading zeros: the details of ${unknown.reference}, which this retry row repeats, were removed by retention (batch ${batchId}, ${quoteValue(file)}) by a payoutd that kept nothing to compare with, and a spreadsheet drops leading zeros from a retry file saved as CSV, which would pay another account; compare the ${words} with the file as first sent: if it had leading zeros, type them back (the column formatted as Text) and drop the file again; if it had none, send the row under a reference of its own, not ending in -R<n>`,
+    },
+  };
 }
