@@ -141,11 +141,10 @@ export async function serviceNoteCounts(db: Database, batchIds: readonly string[
 }
 
 /**
- * COMPLETE batches whose last result file shows a row's service note otherwise than it now is, or whose latest
- * correction is recorded and its file not yet written: they get a corrected result file. A note set and cleared
- * before any result file showed it (the service agreed soon) is no change.
+ * Batches with a row whose service note differs from what their last result file shows, or whose latest correction is
+ * recorded and its file not yet written, whatever their state: read through the index of the few noted rows.
  */
-export async function batchesToCorrect(db: Database): Promise<string[]> {
+export async function batchesOwedCorrection(db: Database): Promise<string[]> {
   // Notes are never empty text: '' stands for none on both sides.
   const noted = (await db('payouts')
     .whereNotNull('service_noted_at')
@@ -156,7 +155,16 @@ export async function batchesToCorrect(db: Database): Promise<string[]> {
   const owed = (await db('batches').whereRaw('result_corrections > result_corrections_written').select('id as batchId')) as {
     batchId: string;
   }[];
-  const ids = [...new Set([...noted, ...owed].map((r) => r.batchId))];
+  return [...new Set([...noted, ...owed].map((r) => r.batchId))];
+}
+
+/**
+ * COMPLETE batches whose last result file shows a row's service note otherwise than it now is, or whose latest
+ * correction is recorded and its file not yet written: they get a corrected result file. A note set and cleared
+ * before any result file showed it (the service agreed soon) is no change. Retention waits for them (listBatchesToPrune).
+ */
+export async function batchesToCorrect(db: Database): Promise<string[]> {
+  const ids = await batchesOwedCorrection(db);
   if (ids.length === 0) return [];
   // Read by id and judged here: with the state in SQL, SQLite reads every COMPLETE batch through the index of the
   // state instead of these few by their key, and a note that never shows (its batch pruned) is found at every pass.

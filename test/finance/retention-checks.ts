@@ -370,6 +370,41 @@ export async function checkPruneRowNotFinal(s: RetentionWorld): Promise<void> {
   expect([batch?.prunedAt, batch?.pruneStartedAt]).toEqual([null, null]);
 }
 
+/**
+ * Leaves out of the plan a batch owed a corrected result file: a row whose service note its files do not show yet
+ * (a contradiction answered late), or a correction recorded whose file is not written (its write failing). Its
+ * pruning would stop the correction for good; once written, the batch is pruned as any other.
+ */
+export async function checkPruneWaitsForCorrection(s: RetentionWorld): Promise<void> {
+  const deps = { db: s.db, stateDir: join(s.dir, 'state'), outboxDir: join(s.dir, 'outbox'), watchTakenForMs: DAY, logger: quiet };
+  const now = T0 + 100 * DAY;
+  const note = 'the payout service now reports PAID';
+  for (const [id, line] of [
+    ['B-NOTED', 2],
+    ['B-OWED', 3],
+    ['B-SHOWN', 4],
+    ['B-PLAIN', 5],
+  ] as const) {
+    await takenBatch(s, id, 'COMPLETE', T0 + line);
+    await addRows(s.db, [validRow(id, 2, request(`INV-${id}`))]);
+    await setRow(s.db, id, 2, { state: 'CANCELLED', payoutId: `P-${id}` });
+  }
+  const noted = { service_note: note, service_noted_at: T0 + 50 * DAY };
+  await s.db('payouts').where({ batch_id: 'B-NOTED' }).update(noted);
+  await s
+    .db('payouts')
+    .where({ batch_id: 'B-SHOWN' })
+    .update({ ...noted, service_note_shown: note });
+  await s.db('batches').where({ id: 'B-OWED' }).update({ result_corrections: 1, result_corrections_written: 0 });
+  const planned = async (): Promise<string[]> => (await prunePlan(deps, 30, now)).map((i) => i.batch.id);
+  expect(await planned()).toEqual(['B-SHOWN', 'B-PLAIN']);
+
+  // The corrections written: nothing is owed any more.
+  await s.db('payouts').where({ batch_id: 'B-NOTED' }).update({ service_note_shown: note });
+  await s.db('batches').where({ id: 'B-OWED' }).update({ result_corrections_written: 1 });
+  expect(await planned()).toEqual(['B-NOTED', 'B-OWED', 'B-SHOWN', 'B-PLAIN']);
+}
+
 /** A Retention on a ManualClock and a monotonic clock the test moves, its warnings and notes kept. */
 function retentionOnClocks(s: RetentionWorld, start: number, everyMs: number) {
   const outboxDir = join(s.dir, 'outbox');
@@ -476,6 +511,7 @@ export const RETENTION_CHECKS: readonly [string, (s: RetentionWorld) => Promise<
   ['names a batch it cannot prune with the file and error, keeps its details and prunes it the next time', checkPruneFailure],
   ['a prune cut short in its row details notes them as being removed until the next prune finishes it', checkPruneCutShort],
   ['removes nothing of a batch with a row that can still move', checkPruneRowNotFinal],
+  ['waits for a corrected result file owed before pruning a batch', checkPruneWaitsForCorrection],
   ['the daemon archives at each pass and prunes on its schedule only with retention.days set', checkSchedule],
   ['deletes nothing by a system clock that jumped ahead: goes by the counted time and says so once per jump', checkClockJump],
   ['prunes at once after the system clock was set back, not once it has caught up with the last pruning', checkClockBack],
