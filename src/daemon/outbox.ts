@@ -35,6 +35,7 @@ import {
   resultFileName,
   outcomeStatusOf,
   reasonText,
+  withServiceNote,
   isTempName,
   writeResultXlsx,
   writeRetryFileAt,
@@ -106,9 +107,7 @@ export function identityOf(batch: BatchRecord): BatchIdentity {
 }
 
 export function rowOutcome(row: BatchResultRow): RowOutcome {
-  const own = reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null;
-  // What the payout service said against the row since (src/poll/checks.ts) comes after the row's own reason.
-  const reason = row.serviceNote ? (own ? `${own}; ${row.serviceNote}` : row.serviceNote) : own;
+  const reason = withServiceNote(reasonText(row.reasonCode, row.reason) ?? INTERIM_REASON[row.state] ?? null, row.serviceNote);
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,

@@ -105,6 +105,14 @@ export function reasonText(code: string | null, reason: string | null): string |
   return code && !reason.startsWith(code) ? `${code}: ${reason}` : reason;
 }
 
+/**
+ * A row's reason as finance reads it (result files, reconciliation report): its own, then what the payout service
+ * said against it since (its service note, src/poll/checks.ts), which may contradict the row's state.
+ */
+export function withServiceNote(own: string | null, serviceNote: string | null | undefined): string | null {
+  return serviceNote ? (own ? `${own}; ${serviceNote}` : serviceNote) : own;
+}
+
 export function ackRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, row: AckRow): string[] {
   if (row.verdict !== 'ACCEPTED' && row.verdict !== 'REJECTED') {
     throw new ReportError('REPORT_BAD_ROW', `line ${row.line}: verdict must be ACCEPTED or REJECTED`);

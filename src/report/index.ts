@@ -12,6 +12,7 @@ export {
   fileRejectionRecord,
   resultRecord,
   reasonText,
+  withServiceNote,
 } from './format.js';
 export { csvText, csvChunks } from './csv.js';
 export { SummaryAccumulator, summarize } from './summary.js';

@@ -6,7 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks } from './csv.js';
-import { reasonText, summaryColumns, summaryRecords, withApprovalColumn } from './format.js';
+import { reasonText, summaryColumns, summaryRecords, withApprovalColumn, withServiceNote } from './format.js';
 import { detailsRemovedReason, type DetailsRemoved } from './retention-notes.js';
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
@@ -123,6 +123,8 @@ export interface ReconciliationRow {
   completeTime: string | null;
   reasonCode: string | null;
   reason: string | null;
+  /** What the payout service said against the row since (a contradiction, a check under way), or null. */
+  serviceNote?: string | null;
   /** Set when retention removed the row details of its batch: its money cells are empty, not zero. */
   detailsRemoved?: DetailsRemoved | null;
 }
@@ -174,7 +176,12 @@ export function reconciliationRecord(row: ReconciliationRow): string[] {
     row.createdAtMs === null ? '' : new Date(row.createdAtMs).toISOString(),
     text(row.createTime),
     text(row.completeTime),
-    row.detailsRemoved ? detailsRemovedReason(row.detailsRemoved) : text(reasonText(row.reasonCode, row.reason)),
+    text(
+      withServiceNote(
+        row.detailsRemoved ? detailsRemovedReason(row.detailsRemoved) : reasonText(row.reasonCode, row.reason),
+        row.serviceNote,
+      ),
+    ),
   ];
 }
 

@@ -147,6 +147,39 @@ describe('reconciliation report', () => {
     expect(files.summary.statusCounts).toEqual({ PAID: 2, CANCELLED: 1, PENDING: 1 });
   });
 
+  it("appends what the payout service said since to a row's reason, as the corrected result file shows it", async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    const at = Date.UTC(2026, 0, 10);
+    await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2'))]);
+    const paidLater =
+      'the payout service now reports PAID for payout P-1, recorded CANCELLED here: do not send this row again; check it with the payout service before booking it';
+    const asking = 'a payout.updated event reported CANCELLED for payout P-2, recorded PAID here; payoutd is asking the payout service';
+    await setRow(db, 'B1', 2, {
+      payoutId: 'P-1',
+      state: 'CANCELLED',
+      serviceStatus: 'CANCELLED',
+      reasonCode: 'CANCELLED',
+      reason: 'beneficiary account closed',
+      createdAtMs: at,
+      serviceNote: paidLater,
+      serviceNotedAt: at + DAY,
+    });
+    await setRow(db, 'B1', 3, {
+      payoutId: 'P-2',
+      state: 'PAID',
+      serviceStatus: 'PAID',
+      createdAtMs: at + 1,
+      serviceNote: asking,
+      serviceNotedAt: at + DAY,
+    });
+
+    const files = await writeReconciliationReport(join(dir, 'rec.csv'), payoutsCreatedBetween(db, at, at + DAY));
+    const [, ...rows] = await readCsv(files.path);
+    const reason = RECONCILIATION_COLUMNS.indexOf('reason');
+    expect(rows.map((r) => r[reason])).toEqual([`CANCELLED: beneficiary account closed; ${paidLater}`, asking]);
+  });
+
   it('writes a header and an ALL,0 total for an empty period', async () => {
     const { db, dir } = await store();
     const files = await writeReconciliationReport(join(dir, 'empty.csv'), payoutsCreatedBetween(db, 0, DAY), { bom: false });
