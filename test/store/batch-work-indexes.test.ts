@@ -46,13 +46,19 @@ describe('store: the finish pass reads batches through indexes of the few it can
       ],
       [() => listBatchesMissingFiles(db, { now: 100, minAgeMs: 5 }), [/USING INDEX batches_ack_owed .*USING INDEX batches_result_owed/]],
       [() => listBatchesToArchive(db, '/claimed', 100), [/^SEARCH batches USING INDEX batches_unarchived \(state=\? AND received_at<\?\)/]],
-      [() => listBatchesToPrune(db, 100), [/^SEARCH batches USING INDEX batches_unpruned \(state=\?\)/]],
+      [
+        () => listBatchesToPrune(db, 100),
+        // First the batches owed a corrected result file (never pruned before it is written), by their partial index.
+        [/USING (COVERING )?INDEX batches_correction_owed\b/, /^SEARCH batches USING INDEX batches_unpruned \(state=\?\)/],
+      ],
     ];
     for (const [read, expected] of cases) {
       const plans = await plansOf(db, 'batches', read);
       expect(plans.length, String(read)).toBeGreaterThanOrEqual(expected.length);
       expected.forEach((re, i) => expect(plans[i], String(read)).toMatch(re));
-      for (const plan of plans) expect(plan).not.toMatch(/\bSCAN\b/);
+      // A walk of a partial index holds only the batches owed a correction.
+      for (const plan of plans)
+        expect(plan.replace(/SCAN batches USING (COVERING )?INDEX batches_correction_owed\b/, '')).not.toMatch(/\bSCAN\b/);
     }
   });
 
@@ -105,7 +111,13 @@ describe('store: the finish pass reads batches through indexes of the few it can
     }
     // Never a NOT EXISTS beside the batches, which PostgreSQL answers by reading every payout row: the open rows of
     // the batches chosen from, by (batch, state).
-    const payoutReads = seen.filter((q) => q.sql.includes('`payouts`'));
+    // Apart from the rows with a service note (the corrections owed), through their own partial index.
+    const isNoted = (q: { sql: string }): boolean => q.sql.includes('`service_noted_at` is not null');
+    for (const q of seen.filter(isNoted)) {
+      const plan = (await db.raw(`EXPLAIN QUERY PLAN ${q.sql}`, q.bindings)) as { detail: string }[];
+      expect(plan.map((p) => p.detail).join(' | ')).toMatch(/^SEARCH payouts USING INDEX payouts_service_noted \(service_noted_at>\?\)$/);
+    }
+    const payoutReads = seen.filter((q) => q.sql.includes('`payouts`') && !isNoted(q));
     expect(payoutReads.length).toBeGreaterThan(0);
     for (const q of payoutReads) {
       expect(q.sql).toMatch(/^select `batch_id` from `payouts` where `batch_id` in \(.*\) and `state` in \(.*\)$/);
