@@ -61,10 +61,11 @@ export interface PayoutRecord {
 /** The reason code of a row whose reference the service holds for another payout (src/submit, src/poll). */
 export const REFERENCE_TAKEN = 'REFERENCE_TAKEN';
 
-/** What a row asked to pay, as the service's records show it. */
+/** What a row asked to pay, and in which currency to be debited, as the service's records show it. */
 export interface RequestedMoney {
   payoutCurrency: string;
   payoutAmount: string;
+  deductionCurrency: string;
 }
 
 /** The fields of a record that say what a payout pays, each named by the setting that reads it from the service's records. */
@@ -80,12 +81,18 @@ export function payoutDifferences(record: RequestedMoney, requested: RequestedMo
   // Currency codes in any case: a service writing `php` names the row's own payout.
   if (record.payoutCurrency.toUpperCase() !== requested.payoutCurrency.toUpperCase()) differ.push('payoutCurrency');
   if (compareAmounts(record.payoutAmount, requested.payoutAmount) !== 0) differ.push('payoutAmount');
+  // The debit is in this currency: an amount of another one booked under the row's would be wrong money.
+  if (record.deductionCurrency.toUpperCase() !== requested.deductionCurrency.toUpperCase()) differ.push('deductionCurrency');
   return differ;
 }
 
-/** Whether a payout the service holds under a row's reference is that row's: the same currency and amount. */
+/**
+ * Whether a payout the service holds under a row's reference is that row's: the same payout currency and amount.
+ * The currency it was debited in is not evidence of another's payout (the service may debit another it holds, or
+ * payoutd read another field): a difference there is reported before booking, and the payout followed as the row's.
+ */
 export function isPayoutOf(record: RequestedMoney, requested: RequestedMoney): boolean {
-  return payoutDifferences(record, requested).length === 0;
+  return payoutDifferences(record, requested).every((f) => f === 'deductionCurrency');
 }
 
 /** The settings that read these fields from the service's records, as messages name them. */
@@ -93,9 +100,18 @@ export function moneySettings(fields: readonly MoneyField[]): string[] {
   return fields.map((f) => `api.payoutQuery.recordFields.${f}`);
 }
 
-/** The money a row asked or a record shows, as messages write it. */
-export function moneyText(money: RequestedMoney): string {
-  return `${money.payoutAmount} ${money.payoutCurrency}`;
+/**
+ * The money a row asked or a record shows, as messages write it; with the currency it is debited in when that
+ * is what differs (`withDeduction`), else the two texts would read alike.
+ */
+export function moneyText(money: RequestedMoney, withDeduction = false): string {
+  const text = `${money.payoutAmount} ${money.payoutCurrency}`;
+  return withDeduction ? `${text} debited in ${money.deductionCurrency}` : text;
+}
+
+/** Whether a record and a row differ in the currency the payout is debited in (messages then name it). */
+export function deductionDiffers(record: RequestedMoney, requested: RequestedMoney): boolean {
+  return payoutDifferences(record, requested).includes('deductionCurrency');
 }
 
 /**
@@ -104,14 +120,16 @@ export function moneyText(money: RequestedMoney): string {
  */
 function wrongFieldClause(record: PayoutRecord, requested: RequestedMoney): string {
   const settings = moneySettings(payoutDifferences(record, requested)).join(' and ');
-  return `if the service shows it for ${moneyText(requested)}, payoutd reads another field of its records: check ${settings}`;
+  const asked = moneyText(requested, deductionDiffers(record, requested));
+  return `if the service shows it for ${asked}, payoutd reads another field of its records: check ${settings}`;
 }
 
 /** Why such a row is not paid, in words finance can act on. */
 export function referenceTakenReason(record: PayoutRecord, requested: RequestedMoney): string {
+  const d = deductionDiffers(record, requested);
   return (
-    `the payout service holds payout ${record.payoutId} under this reference for ${moneyText(record)}, ` +
-    `not this row's ${moneyText(requested)}, so payoutd does not count it as this row's payment; ` +
+    `the payout service holds payout ${record.payoutId} under this reference for ${moneyText(record, d)}, ` +
+    `not this row's ${moneyText(requested, d)}, so payoutd does not count it as this row's payment; ` +
     `check payout ${record.payoutId} with the payout service before paying this row again, and if it is not this row's, pay the row under a new reference; ` +
     wrongFieldClause(record, requested)
   );
@@ -123,8 +141,9 @@ export function referenceTakenReason(record: PayoutRecord, requested: RequestedM
  * so the row is never offered to be paid again; it is to be checked before it is booked.
  */
 export function payoutDiffersReason(record: PayoutRecord, requested: RequestedMoney): string {
+  const d = deductionDiffers(record, requested);
   return (
-    `the payout service's record of payout ${record.payoutId} shows ${moneyText(record)} while this row asked ${moneyText(requested)}; ` +
+    `the payout service's record of payout ${record.payoutId} shows ${moneyText(record, d)} while this row asked ${moneyText(requested, d)}; ` +
     `check payout ${record.payoutId} with the payout service before booking it; ` +
     wrongFieldClause(record, requested)
   );

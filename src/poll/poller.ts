@@ -10,7 +10,14 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import { requestOfText } from '../domain/request-values.js';
-import { isPayoutOf, payoutDiffersReason, type PayoutQueryAnswer, type PayoutService, type UnreadRecord } from '../domain/payout.js';
+import {
+  isPayoutOf,
+  payoutDifferences,
+  payoutDiffersReason,
+  type PayoutQueryAnswer,
+  type PayoutService,
+  type UnreadRecord,
+} from '../domain/payout.js';
 import {
   type Database,
   flagStale,
@@ -102,9 +109,9 @@ interface Flight {
 
 /** A claimed row as polling needs it, with the currency and amount it asked for and whether its payout was proven its own (listDueForPoll). */
 function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): PollTarget {
-  if (row.requestValues === null) return { ...row, payoutCurrency: null, payoutAmount: null };
-  const { payoutCurrency, payoutAmount } = requestOfText(row.requestValues);
-  return { ...row, payoutCurrency, payoutAmount };
+  if (row.requestValues === null) return { ...row, payoutCurrency: null, payoutAmount: null, deductionCurrency: null };
+  const { payoutCurrency, payoutAmount, deductionCurrency } = requestOfText(row.requestValues);
+  return { ...row, payoutCurrency, payoutAmount, deductionCurrency };
 }
 
 export class SettlementPoller {
@@ -380,11 +387,11 @@ export class SettlementPoller {
         );
       }
       const requested =
-        row.payoutCurrency !== null && row.payoutAmount !== null
-          ? { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount }
+        row.payoutCurrency !== null && row.payoutAmount !== null && row.deductionCurrency !== null
+          ? { payoutCurrency: row.payoutCurrency, payoutAmount: row.payoutAmount, deductionCurrency: row.deductionCurrency }
           : null;
-      const differs = requested !== null && !isPayoutOf(rec, requested);
-      if (differs && row.payoutCheckedAt === null) {
+      const differs = requested !== null && payoutDifferences(rec, requested).length > 0;
+      if (requested !== null && !isPayoutOf(rec, requested) && row.payoutCheckedAt === null) {
         // The create was answered with a payout the service already held under this reference (another's). Only
         // while still unproven: another instance may have found the row's own record since this one claimed it.
         const taken = referenceTaken(rec, requested);
@@ -406,7 +413,7 @@ export class SettlementPoller {
           row,
           from: 'PENDING',
           to: rec.status,
-          patch: differs ? settledDifferingPatch(rec, requested, polled) : { ...settledPatch(rec, polled), ...checked },
+          patch: { ...(differs ? settledDifferingPatch(rec, requested, polled) : settledPatch(rec, polled)), ...checked },
           history: {
             event: 'settled',
             outcome: rec.status,

@@ -1036,6 +1036,23 @@ const zeroPadding: Migration = {
   },
 };
 
+// The currency the service's record names for a payout's deduction amount: a file pairs that amount with it, never
+// with the request's currency when the service debited another.
+const serviceDeductionCurrency: Migration = {
+  name: '0036_service_deduction_currency',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      // Text: the service's answer bounds it nowhere (see 0023).
+      t.text('service_deduction_currency').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('service_deduction_currency');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1072,6 +1089,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceIdentity,
   batchWorkIndexes,
   zeroPadding,
+  serviceDeductionCurrency,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

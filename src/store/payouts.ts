@@ -26,6 +26,11 @@ export interface PayoutRow {
   serviceStatus: string | null;
   rate: string | null;
   deductionAmount: string | null;
+  /**
+   * The currency the service's record of the payout names for deductionAmount (null: no record read yet, the
+   * create's answer names none and is in the request's). Files show it where it is not the request's.
+   */
+  serviceDeductionCurrency: string | null;
   totalFee: string | null;
   feeCurrency: string | null;
   createTime: string | null;
@@ -80,6 +85,7 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   serviceStatus: 'service_status',
   rate: 'rate',
   deductionAmount: 'deduction_amount',
+  serviceDeductionCurrency: 'service_deduction_currency',
   totalFee: 'total_fee',
   feeCurrency: 'fee_currency',
   createTime: 'create_time',

@@ -5,7 +5,7 @@
 import type { StoredOriginal } from '../domain/leading-zeros.js';
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
-import { WRITTEN_MONEY_FIELDS, writtenMoneyAs, type WrittenMoneyField } from './request-fields.js';
+import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
@@ -42,7 +42,7 @@ export async function* payoutsCreatedBetween(
     const q = db('payouts as p')
       .join('batches as b', 'b.id', 'p.batch_id')
       .select('p.*', 'b.file_name as report_file_name', 'b.pruned_at as report_pruned_at', 'b.prune_started_at as report_prune_started_at')
-      .select(WRITTEN_MONEY_FIELDS.map((f) => writtenMoneyAs(db, f, shownAs(f), 'p')))
+      .select(WRITTEN_MONEY_FIELDS.map((f) => shownMoneyAs(db, f, shownAs(f), 'p')))
       .whereNotNull('p.payout_id')
       .andWhere('p.created_at_ms', '>=', sinceMs)
       .andWhere('p.created_at_ms', '<', untilMs);

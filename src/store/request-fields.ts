@@ -30,6 +30,29 @@ export function writtenMoney(db: Database, field: WrittenMoneyField, table?: str
   return db.raw('coalesce(??, ?)', [qualified(COLUMNS[field], table), requestFieldAt(db, field, table)]);
 }
 
+/**
+ * A money cell as files show it: as written, except a deduction currency where the service's record of the payout
+ * names another (a different letter case is the same currency): the deduction amount a file shows is that record's,
+ * and is never shown under a currency the service did not report.
+ */
+export function shownMoney(db: Database, field: WrittenMoneyField, table?: string): Knex.Raw {
+  const written = writtenMoney(db, field, table);
+  if (field !== 'deductionCurrency') return written;
+  const service = qualified(COLUMNS.serviceDeductionCurrency, table);
+  return db.raw(`case when ?? is not null and upper(??) <> upper(coalesce(?, '')) then ?? else ? end`, [
+    service,
+    service,
+    requestFieldAt(db, field, table),
+    service,
+    written,
+  ]);
+}
+
+/** shownMoney selected under the name `as`. */
+export function shownMoneyAs(db: Database, field: WrittenMoneyField, as: string, table?: string): Knex.Raw {
+  return db.raw('? as ??', [shownMoney(db, field, table), as]);
+}
+
 /** writtenMoney selected under the name `as`. */
 export function writtenMoneyAs(db: Database, field: WrittenMoneyField, as: string, table?: string): Knex.Raw {
   return db.raw('? as ??', [writtenMoney(db, field, table), as]);

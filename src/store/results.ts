@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
 import { COLUMNS, pagesByLine, type PayoutRow } from './payouts.js';
-import { requestFieldAt, writtenMoneyAs } from './request-fields.js';
+import { requestFieldAt, shownMoneyAs } from './request-fields.js';
 
 /** A row as the result and interim files show it (src/daemon/outbox.ts). */
 export type BatchResultRow = Pick<
@@ -55,7 +55,7 @@ function resultSelection(db: Database): (string | Knex.Raw)[] {
         'serviceNoteCorrected',
       ] as const
     ).map((field) => `${COLUMNS[field]} as ${field}`),
-    ...(['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const).map((field) => writtenMoneyAs(db, field, field)),
+    ...(['payoutCurrency', 'payoutAmount', 'deductionCurrency'] as const).map((field) => shownMoneyAs(db, field, field)),
     as(requestFieldAt(db, 'beneficiary.accountName'), 'beneficiaryAccountName'),
     as(requestFieldAt(db, 'beneficiary.accountNumber'), 'beneficiaryAccountNumber'),
   ];

@@ -114,6 +114,7 @@ export const PRUNED_DETAILS = [
   'deductionCurrency',
   'rate',
   'deductionAmount',
+  'serviceDeductionCurrency',
   'totalFee',
   'feeCurrency',
   'createTime',

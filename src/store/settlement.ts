@@ -44,7 +44,13 @@ export interface PollCursor {
  */
 export async function listDueForPoll(db: Database, now: number, limit: number, cursor: PollCursor | null = null): Promise<PollTarget[]> {
   const requested = (field: keyof RequestedMoney): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, field), field]);
-  const targets = () => rowsInState(db, 'PENDING').select([...POLL_TARGET_COLUMNS, requested('payoutCurrency'), requested('payoutAmount')]);
+  const targets = () =>
+    rowsInState(db, 'PENDING').select([
+      ...POLL_TARGET_COLUMNS,
+      requested('payoutCurrency'),
+      requested('payoutAmount'),
+      requested('deductionCurrency'),
+    ]);
   const rows: PollTarget[] = [];
   if (cursor !== null && cursor.at <= now) {
     const same = await targets().andWhere('next_poll_at', cursor.at).andWhere('id', '>', cursor.id).orderBy('id').limit(limit);

@@ -4,6 +4,7 @@ import { ApiError, neverSent } from '../api/errors.js';
 import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import {
   REFERENCE_TAKEN,
+  deductionDiffers,
   moneySettings,
   moneyText,
   payoutDifferences,
@@ -135,7 +136,9 @@ function serviceFields(record: PayoutRecord): PayoutRowPatch {
   return {
     serviceStatus: record.status,
     rate: record.rate,
+    // The amount is in the currency the record names: kept with it, so no file shows it under another.
     deductionAmount: record.deductionAmount,
+    serviceDeductionCurrency: record.deductionCurrency,
     totalFee: record.totalFee,
     feeCurrency: record.feeCurrency,
     createTime: record.createTime,
@@ -194,6 +197,7 @@ export function referenceTaken(record: PayoutRecord, requested: RequestedMoney):
     serviceStatus: null,
     rate: null,
     deductionAmount: null,
+    serviceDeductionCurrency: null,
     totalFee: null,
     feeCurrency: null,
     createTime: null,
@@ -211,14 +215,15 @@ type LoggedRow = { batchId: string; line: number; merchantReferenceId: string };
 
 /** An error line naming a row, what its record shows against what it asked, and the settings that read them. */
 function logFigures(logger: Pick<Logger, 'error'>, row: LoggedRow, record: PayoutRecord, requested: RequestedMoney, message: string): void {
+  const d = deductionDiffers(record, requested);
   logger.error(
     {
       batchId: row.batchId,
       line: row.line,
       merchantReferenceId: row.merchantReferenceId,
       payoutId: record.payoutId,
-      asked: moneyText(requested),
-      service: moneyText(record),
+      asked: moneyText(requested, d),
+      service: moneyText(record, d),
       settings: moneySettings(payoutDifferences(record, requested)),
     },
     message,
@@ -253,10 +258,13 @@ export function settledDifferingPatch(
   requested: RequestedMoney,
   polled: { pollCount: number; lastPolledAt: number },
 ): PayoutRowPatch {
-  const patch = settledPatch(record, polled);
+  return withDifferingReason(settledPatch(record, polled), record, requested);
+}
+
+/** A settled row's patch with the reason telling finance to check its payout before booking it (after a CANCELLED one's). */
+export function withDifferingReason(patch: PayoutRowPatch, record: PayoutRecord, requested: RequestedMoney): PayoutRowPatch {
   const differs = payoutDiffersReason(record, requested);
-  patch.reason = patch.reason ? `${patch.reason}; ${differs}` : differs;
-  return patch;
+  return { ...patch, reason: patch.reason ? `${patch.reason}; ${differs}` : differs };
 }
 
 /**

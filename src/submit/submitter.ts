@@ -12,7 +12,7 @@ import { backoffDelay } from '../domain/backoff.js';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
-import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout } from '../domain/payout.js';
+import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout, payoutDifferences } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
 import {
   type Database,
@@ -33,6 +33,8 @@ import {
 } from '../store/index.js';
 import {
   adoptRecord,
+  logPayoutDiffers,
+  withDifferingReason,
   adoptUnread,
   decideCreated,
   decideCreateFailure,
@@ -678,13 +680,17 @@ export class PayoutSubmitter {
     const own = found.find((r) => isPayoutOf(r, requested));
     if (own) {
       const a = adoptRecord(own, now, this.o.firstPollDelayMs);
-      return {
+      // Its own payout settled debited in another currency than the row asked: booked only once checked, as the
+      // poller reports one (a PENDING one is reported when it settles).
+      const differs = own.status !== 'PENDING' && payoutDifferences(own, requested).length > 0;
+      const move: RowMove = {
         row,
         from: 'UNKNOWN',
         to: a.to,
-        patch: a.patch,
+        patch: differs ? withDifferingReason(a.patch, own, requested) : a.patch,
         history: { event: 'reconciled-found', outcome: own.status, detail: `payoutId ${own.payoutId}${note}` },
       };
+      return differs ? reports.add(move, () => logPayoutDiffers(logger, row, own, requested)) : move;
     }
     const first = unread[0];
     if (first !== undefined) {

@@ -5,6 +5,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
+import { rowOutcome } from '../../src/daemon/outbox.js';
+import type { RowOutcome } from '../../src/report/types.js';
+import { SummaryAccumulator } from '../../src/report/summary.js';
+import { payoutsCreatedBetween, resultRowPages } from '../../src/store/index.js';
 import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
@@ -270,6 +274,46 @@ describe("a record of the row's payout showing another amount or currency", () =
     expect(p.ledgerCount('FX-5')).toBe(1);
   });
 
+  it("once found the row's own, settled PAID debited in another currency: checked before booking, its amount never shown under the row's currency", async () => {
+    const p = await startPipeline();
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-7')]);
+    await p.submit();
+    const payoutId = (await p.row('FX-7')).payoutId as string;
+    // Every record of it shows another debit currency: not evidence of another's payout, so still followed as the row's.
+    const { client } = await rewritingRecords(p, (r) => ({ ...r, deductionCurrency: 'USDC' }));
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await pollerOf(p, client).runPass(p.signal);
+    expect(await p.row('FX-7')).toMatchObject({ state: 'PENDING', payoutId, reasonCode: null, reason: null });
+    expect((await p.row('FX-7')).payoutCheckedAt).not.toBeNull();
+    p.sandbox.settle({ payoutId }, 'PAID');
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await pollerOf(p, client).runPass(p.signal);
+    const row = await p.row('FX-7');
+    expect(row).toMatchObject({ state: 'PAID', payoutId, reasonCode: null });
+    expect(row.reason).toContain(
+      `the payout service's record of payout ${payoutId} shows 100.5 PHP debited in USDC while this row asked 100.5 PHP debited in USDT`,
+    );
+    expect(row.reason).toContain(`check payout ${payoutId} with the payout service before booking it`);
+    expect(row.reason).toContain('api.payoutQuery.recordFields.deductionCurrency');
+    const logged = differsLines(p);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('"level":"error"');
+    expect(logged[0]).toContain('"service":"100.5 PHP debited in USDC"');
+    // The result file, its summary and the reconciliation report pair the service's amount with the service's currency.
+    const shown: RowOutcome[] = [];
+    for await (const page of resultRowPages(p.db, batchId)) shown.push(...page.map(rowOutcome));
+    expect(shown).toHaveLength(1);
+    expect(shown[0]).toMatchObject({ deductionCurrency: 'USDC', deductionAmount: row.deductionAmount, status: 'PAID' });
+    const summary = new SummaryAccumulator();
+    summary.add(shown[0] as RowOutcome);
+    const booked = summary.rows().filter((r) => r.measure === 'deduction_amount');
+    expect(booked.map((r) => r.currency)).toEqual(['USDC']);
+    const reported = [];
+    for await (const r of payoutsCreatedBetween(p.db, 0, p.clock.now() + 1)) reported.push(r);
+    expect(reported.map((r) => r.deductionCurrency)).toEqual(['USDC']);
+    expect(p.ledgerCount('FX-7')).toBe(1);
+  });
+
   it('adopted by the query of an unknown create, settled for another amount: PAID, the difference in its reason', async () => {
     const p = await startPipeline({ submitter: { notFoundGraceMs: 5000 } });
     const { submitter, batchId } = await unknownCreate(p, p.client, 'FX-6');
@@ -285,6 +329,26 @@ describe("a record of the row's payout showing another amount or currency", () =
     expect(row).toMatchObject({ state: 'PAID', payoutId });
     expect(row.reason).toContain(`payout ${payoutId} shows 1005 PHP while this row asked 100.5 PHP`);
     expect(p.ledgerCount('FX-6')).toBe(1);
+  });
+
+  it('adopted settled by the query of an unknown create, debited in another currency: PAID, checked before booking', async () => {
+    const p = await startPipeline({ submitter: { notFoundGraceMs: 5000 } });
+    const { client, proxy } = await rewritingRecords(p, (r) => ({ ...r, deductionCurrency: 'USDC' }));
+    // Its first reference query cannot be read: the payout settles before a reconcile finds it.
+    const edit = proxy.rewriteAnswer;
+    proxy.rewriteAnswer = (path, text) => (path === QUERY_PATH ? 'not an answer' : text);
+    const { submitter, batchId } = await unknownCreate(p, client, 'FX-9');
+    expect(await p.states(batchId)).toEqual(['UNKNOWN']);
+    p.sandbox.settle({ merchantReferenceId: 'FX-9' }, 'PAID');
+    proxy.rewriteAnswer = edit;
+    p.clock.advance(120_000);
+    await submitter.runOnce(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID']);
+    const row = await p.row('FX-9');
+    expect(row.reason).toContain(`shows 100.5 PHP debited in USDC while this row asked 100.5 PHP debited in USDT`);
+    expect(row.reason).toContain('before booking it');
+    expect(differsLines(p)).toHaveLength(1);
+    expect(p.ledgerCount('FX-9')).toBe(1);
   });
 
   it('its amount read from another field (recordFields.payoutAmount): the reason and the log name the setting', async () => {

@@ -240,6 +240,7 @@ describe('store: row moves and claims (SQLite)', () => {
       // What the row asked for, to tell its own payout from another's.
       payoutCurrency: 'PHP',
       payoutAmount: '100.50',
+      deductionCurrency: 'USDT',
     });
     // Once proven its own, still listed with what it asked: a later record showing other figures is reported.
     await db('payouts').where({ id: ids[0] }).update({ payout_checked_at: 3 });

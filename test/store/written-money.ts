@@ -110,4 +110,15 @@ export async function checkMoneyAsWritten(db: Database): Promise<void> {
   expect(inReport.map(moneyOf)).toEqual(shown);
   // The rest of each reported row is still the row's own.
   expect(inReport.map((r) => [r.fileName, r.payoutId, r.state])).toEqual(CASES.map((_, i) => ['wm.csv', `P-${i + 2}`, 'PAID']));
+
+  // The service's record names the currency of its deduction amount: shown where it is another than the row's.
+  await db('payouts').where({ batch_id: BATCH, line: 2 }).update({ service_deduction_currency: 'USDC' });
+  await db('payouts').where({ batch_id: BATCH, line: 3 }).update({ service_deduction_currency: 'usdt' });
+  const deducted = ['USDC', 'USDT', 'USDT'];
+  const inFilesNow = [];
+  for await (const page of resultRowPages(db, BATCH)) inFilesNow.push(...page);
+  expect(inFilesNow.map((r) => r.deductionCurrency)).toEqual(deducted);
+  const inReportNow = [];
+  for await (const r of payoutsCreatedBetween(db, CREATED_AT, CREATED_AT + 1)) inReportNow.push(r);
+  expect(inReportNow.map((r) => r.deductionCurrency)).toEqual(deducted);
 }

@@ -32,6 +32,7 @@ const SERVICE_FIELDS = {
   serviceStatus: 'PAID',
   rate: '57.69',
   deductionAmount: '26.01',
+  serviceDeductionCurrency: 'USDT',
   totalFee: '0.25',
   feeCurrency: 'USDT',
   createTime: '2026-11-23T01:00:00Z',
@@ -41,20 +42,23 @@ const SERVICE_FIELDS = {
 };
 
 describe('patches from what the service says', () => {
-  it("a payout is the row's own by its currency, in any case, and its amount by value", () => {
-    const asked = { payoutCurrency: 'PHP', payoutAmount: '100.5' };
-    expect(isPayoutOf({ payoutCurrency: 'php', payoutAmount: '100.50' }, asked)).toBe(true);
-    expect(isPayoutOf({ payoutCurrency: 'PHP', payoutAmount: '100.51' }, asked)).toBe(false);
-    expect(isPayoutOf({ payoutCurrency: 'USD', payoutAmount: '100.5' }, asked)).toBe(false);
+  it("a payout is the row's own by its currencies, in any case, and its amount by value", () => {
+    const m = (payoutCurrency: string, payoutAmount: string, deductionCurrency = 'USDT') => ({
+      payoutCurrency,
+      payoutAmount,
+      deductionCurrency,
+    });
+    const asked = m('PHP', '100.5');
+    expect(isPayoutOf(m('php', '100.50', 'usdt'), asked)).toBe(true);
+    expect(isPayoutOf(m('PHP', '100.51'), asked)).toBe(false);
+    expect(isPayoutOf(m('USD', '100.5'), asked)).toBe(false);
+    // Debited in another currency: still the row's payout, but its deduction amount is not in the row's currency.
+    expect(payoutDifferences(m('PHP', '100.5', 'USDC'), asked)).toEqual(['deductionCurrency']);
+    expect(isPayoutOf(m('PHP', '100.5', 'USDC'), asked)).toBe(true);
     // Compared as decimals, never as floats: trailing zeros do not count, digits past a double's precision do.
-    expect(payoutDifferences({ payoutCurrency: 'PHP', payoutAmount: '0.3' }, { payoutCurrency: 'PHP', payoutAmount: '0.30' })).toEqual([]);
-    expect(
-      payoutDifferences(
-        { payoutCurrency: 'PHP', payoutAmount: '12345678901234567.1' },
-        { payoutCurrency: 'PHP', payoutAmount: '12345678901234567.2' },
-      ),
-    ).toEqual(['payoutAmount']);
-    expect(payoutDifferences({ payoutCurrency: 'USD', payoutAmount: '99' }, asked)).toEqual(['payoutCurrency', 'payoutAmount']);
+    expect(payoutDifferences(m('PHP', '0.3'), m('PHP', '0.30'))).toEqual([]);
+    expect(payoutDifferences(m('PHP', '12345678901234567.1'), m('PHP', '12345678901234567.2'))).toEqual(['payoutAmount']);
+    expect(payoutDifferences(m('USD', '99'), asked)).toEqual(['payoutCurrency', 'payoutAmount']);
   });
 
   it('adoption takes the payout id, the time payoutd learned of it and the first poll of a pending payout', () => {
