@@ -365,19 +365,22 @@ export class SettlementPoller {
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
       // Each move is for the payout asked about: a row holding another by the time the answer lands is left alone.
       const still = { payoutId: row.payoutId };
+      // A move that keeps it PENDING sets its next poll only if that is still the one claimed: a webhook that made
+      // it due while this query was out (after the service answered it, maybe) is followed by a query at once.
+      const stillDue = { ...still, nextPollAt: row.nextPollAt };
       if (!rec) {
         const unread = unreadById.get(row.payoutId as string);
-        if (unread) return this.unreadMove(row, unread, polled, reports);
+        if (unread) return this.unreadMove(row, unread, polled, reports, stillDue);
         // Not answered for certain: asked again as after a failed call.
         if (nameless)
-          return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still };
+          return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still: stillDue };
         const move: RowMove = {
           row,
           from: 'PENDING',
           to: 'PENDING',
           patch: { ...polled, nextPollAt: now + this.o.maxIntervalMs },
           history: { event: 'polled', outcome: 'NOT_FOUND', detail: 'payoutId not found by query' },
-          still,
+          still: stillDue,
         };
         return reports.add(move, () =>
           logger.error(
@@ -439,7 +442,7 @@ export class SettlementPoller {
               detail: bound > wait ? `next poll in ${wait} ms, at most ${bound} ms` : `next poll in ${wait} ms`,
             }
           : null,
-        still,
+        still: stillDue,
       };
     });
   }
@@ -453,6 +456,7 @@ export class SettlementPoller {
     unread: UnreadRecord,
     polled: { pollCount: number; lastPolledAt: number },
     reports: MoveReports,
+    still: RowMove['still'],
   ): RowMove {
     const status = unread.status;
     const changed = status !== row.serviceStatus;
@@ -462,7 +466,7 @@ export class SettlementPoller {
       to: 'PENDING',
       patch: { ...polled, serviceStatus: status, nextPollAt: polled.lastPolledAt + nextPollDelay(polled.pollCount, this.o) },
       history: changed ? { event: 'polled', outcome: status ?? 'UNREADABLE', detail: `record cannot be read: ${unread.problem}` } : null,
-      still: { payoutId: row.payoutId },
+      still,
     };
     if (!changed) return move;
     return reports.add(move, () =>
