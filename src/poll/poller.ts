@@ -114,6 +114,19 @@ function pollTargetOf(row: Awaited<ReturnType<typeof claimDueRows>>[number]): Po
   return { ...row, payoutCurrency, payoutAmount, deductionCurrency };
 }
 
+/** Keys seen lately, at most `max` of them (the oldest forgotten first): whether a key is new. */
+class SeenOnce {
+  private readonly seen = new Set<string>();
+  constructor(private readonly max: number) {}
+
+  first(key: string): boolean {
+    if (this.seen.has(key)) return false;
+    if (this.seen.size >= this.max) this.seen.delete(this.seen.values().next().value as string);
+    this.seen.add(key);
+    return true;
+  }
+}
+
 export class SettlementPoller {
   private readonly rate = new CallRate();
   /** Rows of the calls on the wire: a claim never sends one of them twice (a call that outlasted its lease). */
@@ -126,6 +139,8 @@ export class SettlementPoller {
   private pending = { n: 0, countedAt: -Infinity };
   /** Queries webhooks made owed of rows they contradicted (./checks.ts), asked at the start of each pass. */
   private readonly checks: ServiceChecks;
+  /** Unreadable records naming no payout already warned of (their reference, status and problem). */
+  private readonly namelessWarned = new SeenOnce(1000);
 
   constructor(
     private readonly deps: PollerDeps,
@@ -354,10 +369,12 @@ export class SettlementPoller {
       if (u.payoutId !== null) unreadById.set(u.payoutId, u);
       else {
         nameless = true;
-        logger.warn(
-          { merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
-          'a record of a payout query cannot be read; skipped',
-        );
+        // Such a record comes back at every poll of its payouts: told once, not at each.
+        if (this.namelessWarned.first(`${u.merchantReferenceId ?? ''}\n${u.status ?? ''}\n${u.problem}`))
+          logger.warn(
+            { merchantReferenceId: u.merchantReferenceId, status: u.status, problem: u.problem },
+            'a record of a payout query cannot be read; skipped, its payouts asked again on their backoff (told once)',
+          );
       }
     }
     return due.map((row): RowMove => {
@@ -371,9 +388,17 @@ export class SettlementPoller {
       if (!rec) {
         const unread = unreadById.get(row.payoutId as string);
         if (unread) return this.unreadMove(row, unread, polled, reports, stillDue);
-        // Not answered for certain: asked again as after a failed call.
+        // Not answered for certain: asked again on its backoff, as a payout the service did not find is (the
+        // record may stay unreadable for long, and is no reason to ask more often).
         if (nameless)
-          return { row, from: 'PENDING', to: 'PENDING', patch: { nextPollAt: now + this.o.minIntervalMs }, history: null, still: stillDue };
+          return {
+            row,
+            from: 'PENDING',
+            to: 'PENDING',
+            patch: { ...polled, nextPollAt: now + nextPollDelay(polled.pollCount, this.o) },
+            history: null,
+            still: stillDue,
+          };
         const move: RowMove = {
           row,
           from: 'PENDING',

@@ -200,6 +200,31 @@ describe('a query answer with one record payoutd cannot read', () => {
     expect((await p.row('UR-3')).completeTime).not.toBeNull();
   });
 
+  it('a record naming no payout: the payouts it may be are polled on their backoff, and it is warned of once', async () => {
+    const p = await startPipeline();
+    const { poller, mitm } = await pollerThroughProxy(p);
+    const batchId = await p.insertReadyBatch(['NP-1', 'NP-2'].map((r) => payoutRequest(r)));
+    await p.submitter.runOnce(p.signal);
+    p.sandbox.settle({ merchantReferenceId: 'NP-1' }, 'PAID');
+    rewriteRecords(mitm, (r) =>
+      r.merchantReferenceId === 'NP-2' ? withFields(r, { payoutId: undefined, merchantReferenceId: undefined }) : r,
+    );
+    p.clock.advance(p.submitterOptions.firstPollDelayMs);
+    const nextPolls: number[] = [];
+    for (let n = 1; n <= 4; n++) {
+      await poller.runPass(p.signal);
+      const row = await p.row('NP-2');
+      // Counted as polled, and asked again after the backoff its count gives, not at the minimum interval each time.
+      expect(row).toMatchObject({ state: 'PENDING', pollCount: n });
+      expect(row.nextPollAt).toBe(p.clock.now() + nextPollDelay(n, p.pollerOptions));
+      nextPolls.push((row.nextPollAt as number) - p.clock.now());
+      p.clock.advance((row.nextPollAt as number) - p.clock.now());
+    }
+    expect(nextPolls[3]).toBeGreaterThan(nextPolls[0] as number);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PENDING']);
+    expect(linesContaining(p.logLines, 'a record of a payout query cannot be read')).toHaveLength(1);
+  });
+
   it('reconciliation adopts a payout in a status it does not know; a nameless record lets no reference be taken as absent', async () => {
     const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: 0 } });
     const { submitter, mitm } = await throughProxy(p);
