@@ -44,6 +44,16 @@ export function checkOwedNote(kind: ServiceCheckKind, row: { payoutId: string; s
   return `${asked}; payoutd is asking the payout service: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
+/**
+ * What finance is told of a row whose reference check was owed when its own poll found the reference held for
+ * another payout (REFERENCE_TAKEN): the check, which needs the row's payout, is not asked any more, and the payout
+ * the event named under the reference may still be the row's own.
+ */
+export const REFERENCE_TAKEN_WHILE_CHECKED_NOTE =
+  "a payout.updated event named another payout under this row's reference, and the payout the row was answered with " +
+  `is not the row's (REFERENCE_TAKEN), so payoutd no longer asks about it: ${DO_NOT_SEND} until every payout the payout ` +
+  'service holds under this reference is checked with it';
+
 function contradictionNote(row: CheckedRow, payouts: readonly HeldPayout[]): string {
   const own = payouts.find((p) => p.payoutId === row.payoutId);
   const others = payouts.filter((p) => p.payoutId !== row.payoutId);

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../api/errors.js';
 import type { Clock } from '../domain/clock.js';
 import { requestOfText } from '../domain/request-values.js';
+import { REFERENCE_TAKEN_WHILE_CHECKED_NOTE } from '../domain/service-check.js';
 import {
   isPayoutOf,
   payoutDifferences,
@@ -27,6 +28,7 @@ import {
   nextServiceCheckDue,
   pollBatchNow,
   reschedulePolls,
+  type PayoutRowPatch,
   type PollCursor,
   type PollTarget,
   claimDueRows,
@@ -427,8 +429,9 @@ export class SettlementPoller {
           row,
           from: 'PENDING',
           ...taken,
-          patch: { ...taken.patch, ...polled },
-          still: { ...still, payoutCheckedAt: null },
+          patch: { ...taken.patch, ...polled, ...this.checkClosed(row, now) },
+          // Decided with the check as claimed: one made owed since is taken into account at the next poll.
+          still: { ...still, payoutCheckedAt: null, serviceCheck: row.serviceCheck, serviceCheckRound: row.serviceCheckRound },
         };
         return reports.add(move, () => logReferenceTaken(logger, row, rec, requested));
       }
@@ -470,6 +473,15 @@ export class SettlementPoller {
         still: stillDue,
       };
     });
+  }
+
+  /**
+   * A check a webhook made owed of a row found REFERENCE_TAKEN is closed (it asks by the row's payout, which the row
+   * no longer holds); its note, which says payoutd is asking, gives way to one saying it no longer does.
+   */
+  private checkClosed(row: PollTarget, now: number): PayoutRowPatch {
+    if (row.serviceCheck === null) return {};
+    return { serviceCheck: null, serviceCheckAt: null, serviceNote: REFERENCE_TAKEN_WHILE_CHECKED_NOTE, serviceNotedAt: now };
   }
 
   /**

@@ -16,7 +16,17 @@ import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
  */
 export type PollTarget = Pick<
   PayoutRow,
-  'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'payoutId' | 'serviceStatus' | 'payoutCheckedAt' | 'pollCount' | 'nextPollAt'
+  | 'id'
+  | 'batchId'
+  | 'line'
+  | 'merchantReferenceId'
+  | 'payoutId'
+  | 'serviceStatus'
+  | 'payoutCheckedAt'
+  | 'pollCount'
+  | 'nextPollAt'
+  | 'serviceCheck'
+  | 'serviceCheckRound'
 > & { [K in keyof RequestedMoney]: RequestedMoney[K] | null };
 
 const POLL_TARGET_COLUMNS = [
@@ -29,6 +39,8 @@ const POLL_TARGET_COLUMNS = [
   'payout_checked_at as payoutCheckedAt',
   'poll_count as pollCount',
   'next_poll_at as nextPollAt',
+  'service_check as serviceCheck',
+  'service_check_round as serviceCheckRound',
 ];
 
 /** Where a round of claims stands: the due time and id of the last row taken (rows are taken in that order). */

@@ -11,16 +11,21 @@ import { SummaryAccumulator } from '../../src/report/summary.js';
 import { payoutsCreatedBetween, resultRowPages } from '../../src/store/index.js';
 import { payoutQueryShapeSchema } from '../../src/domain/wire-shapes.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
+import { REFERENCE_TAKEN_WHILE_CHECKED_NOTE } from '../../src/domain/service-check.js';
+import type { PayoutService } from '../../src/domain/payout.js';
 import { SettlementPoller } from '../../src/poll/index.js';
+import { pollSoonAndWake } from '../../src/webhook/receiver.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import {
   CREATE_PATH,
   QUERY_PATH,
   closePipelines,
+  gate,
   linesContaining,
   payoutRequest,
   heldReconciler,
+  serviceLike,
   startPipeline,
   waitFor,
   type Pipeline,
@@ -49,7 +54,7 @@ async function rewritingRecords(p: Pipeline, edit: (r: Json) => Json | null): Pr
 }
 
 /** A poller of the pipeline's database asking through `client`. */
-function pollerOf(p: Pipeline, client: PayoutApiClient): SettlementPoller {
+function pollerOf(p: Pipeline, client: PayoutService): SettlementPoller {
   return new SettlementPoller({ db: p.db, service: client, clock: p.clock, logger: p.logger }, p.pollerOptions);
 }
 
@@ -197,6 +202,69 @@ describe('a reference the service holds for another payout', () => {
     expect(await roundA).toBe(0);
     expect(await p.row('FX-1')).toMatchObject({ state: 'PENDING', reasonCode: null });
     expect(p.logLines.filter((l) => l.includes('REFERENCE_TAKEN'))).toEqual([]);
+  });
+});
+
+describe('a reference check a webhook made owed of a PENDING row its poll finds REFERENCE_TAKEN', () => {
+  /** FX-8 answered with another's payout, and a webhook naming a second payout under FX-8: a check of the reference owed. */
+  async function checkOwed(p: Pipeline): Promise<string> {
+    await p.client.createPayout({ ...OTHERS, merchantReferenceId: 'FX-8' });
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-8')]);
+    await p.submit();
+    await pollSoonAndWake(p.db, p.clock, p.logger)([{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    expect(await p.row('FX-8')).toMatchObject({ state: 'PENDING', serviceCheck: 'REFERENCE' });
+    return batchId;
+  }
+
+  /** The row ends REJECTED with no check left owed, and a note that payoutd no longer asks, keeping it out of retry files. */
+  async function closed(p: Pipeline, poller: SettlementPoller, batchId: string): Promise<void> {
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    const row = await p.row('FX-8');
+    expect(row).toMatchObject({ reasonCode: 'REFERENCE_TAKEN', payoutId: null, serviceCheck: null, serviceCheckAt: null });
+    expect(row.serviceNote).toBe(REFERENCE_TAKEN_WHILE_CHECKED_NOTE);
+    expect(row.serviceNote).not.toContain('payoutd is asking');
+    expect(await poller.nextDueAt()).toBeNull();
+  }
+
+  it('its check not answered yet (the reference query failed): the check is closed, its note says payoutd no longer asks', async () => {
+    const p = await startPipeline();
+    const batchId = await checkOwed(p);
+    const service = serviceLike(p.client, {
+      queryByReferences: () => Promise.reject(new Error('reference query failed on purpose')),
+    });
+    const poller = pollerOf(p, service);
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await poller.runPass(p.signal);
+    await closed(p, poller, batchId);
+  });
+
+  it('made owed while the poll was on the wire: that answer does not leave the check owed forever', async () => {
+    const p = await startPipeline();
+    await p.client.createPayout({ ...OTHERS, merchantReferenceId: 'FX-8' });
+    const batchId = await p.insertReadyBatch([payoutRequest('FX-8')]);
+    await p.submit();
+    const held = gate();
+    const service = serviceLike(p.client, {
+      async queryByPayoutIds(ids, signal) {
+        const answer = await p.client.queryByPayoutIds(ids, signal);
+        await held.at();
+        return answer;
+      },
+    });
+    const poller = pollerOf(p, service);
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    const pass = poller.runPass(p.signal);
+    await waitFor(() => held.reached(), 'the poll on the wire');
+    await pollSoonAndWake(p.db, p.clock, p.logger)([{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    held.open();
+    await pass;
+    // The check made owed after the claim is asked, and the poll decides again once the claim has run out.
+    p.clock.advance(p.pollerOptions.leaseMs);
+    await pollerOf(p, p.client).runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['REJECTED']);
+    const row = await p.row('FX-8');
+    expect(row).toMatchObject({ reasonCode: 'REFERENCE_TAKEN', payoutId: null, serviceCheck: null });
+    expect(row.serviceNote ?? '').not.toContain('payoutd is asking');
   });
 });
 

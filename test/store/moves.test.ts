@@ -241,6 +241,8 @@ describe('store: row moves and claims (SQLite)', () => {
       payoutCurrency: 'PHP',
       payoutAmount: '100.50',
       deductionCurrency: 'USDT',
+      serviceCheck: null,
+      serviceCheckRound: 0,
     });
     // Once proven its own, still listed with what it asked: a later record showing other figures is reported.
     await db('payouts').where({ id: ids[0] }).update({ payout_checked_at: 3 });
