@@ -1,7 +1,9 @@
 /**
- * Many rows in one INSERT through knex.raw. On SQLite the rows go as one JSON parameter read by json_each:
+ * Many rows in one INSERT through knex.raw. On SQLite the rows go as one JSON parameter read by jsonb_each:
  * the statement's text stays short whatever the row count, so preparing and binding it costs next to
- * nothing. PostgreSQL takes them as multi-row VALUES, a statement per chunk under the bound-value limit.
+ * nothing. jsonb_each rather than json_each: each row comes out in SQLite's binary JSON, which `->>` reads
+ * as it is, where a row as JSON text is written out again and parsed again for every column taken from it.
+ * PostgreSQL takes them as multi-row VALUES, a statement per chunk under the bound-value limit.
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Database } from './db.js';
@@ -28,7 +30,7 @@ export async function insertValueRows(
   if (!isPostgres(db)) {
     // `WHERE true` keeps SQLite from reading an upsert's ON as a join's.
     const picks = columns.map((_, i) => `value->>${i}`).join(',');
-    return changesOf(await db.raw(`${into} SELECT ${picks} FROM json_each(?) WHERE true ${tail}`, [JSON.stringify(rows)]));
+    return changesOf(await db.raw(`${into} SELECT ${picks} FROM jsonb_each(?) WHERE true ${tail}`, [JSON.stringify(rows)]));
   }
   const perStatement = Math.floor(MAX_BOUND_VALUES / columns.length);
   const one = `(${columns.map(() => '?').join(',')})`;

@@ -5,7 +5,7 @@
  * NULL or still holding the row's own value), and the statement returns the ids it set: a row another actor
  * moved meanwhile is skipped, and the caller knows which.
  *
- * SQLite takes the rows as one JSON parameter read by json_each, as inserts do (./multi-row-insert.ts): the
+ * SQLite takes the rows as one JSON parameter read by jsonb_each, as inserts do (./multi-row-insert.ts): the
  * statement stays short, so preparing and binding it costs next to nothing. PostgreSQL takes
  * `WITH v(id, …) AS (VALUES …) UPDATE … FROM v`; it types VALUES parameters as text, which a bigint column
  * does not take: a column holding numbers is cast in the first row, which types the whole column (as in a
@@ -73,7 +73,7 @@ export async function updateValueRows(
     const picks = ['id', ...names].map((name, i) => `value->>${i} AS ${name}`).join(',');
     const set = columns.map((name) => `${name} = v.${name}`).join(', ');
     const result = (await db.raw(
-      `WITH v AS (SELECT ${picks} FROM json_each(?)) ` +
+      `WITH v AS (SELECT ${picks} FROM jsonb_each(?)) ` +
         `UPDATE ${table} SET ${set} FROM v WHERE ${table}.id = v.id AND ${guardSql(table, guard)} RETURNING ${table}.id`,
       [JSON.stringify(rows), guard.value],
     )) as { id: number }[];

@@ -13,8 +13,8 @@ import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
 
 /**
  * Rows as the reader hands them over: every seventh INVALID, the rest in `validState` (READY as read, VALIDATED
- * for a test of storing alone); text with quotes and characters outside ASCII, and no currency or amount on
- * every fifth, so that every column is seen to round-trip.
+ * for a test of storing alone); text with quotes, backslashes, line breaks and characters outside ASCII, and no
+ * currency or amount on every fifth, so that every column is seen to round-trip.
  */
 export function payoutRowsOf(batchId: string, count: number, validState: 'READY' | 'VALIDATED' = 'READY'): NewPayoutRow[] {
   return Array.from({ length: count }, (_, i): NewPayoutRow => {
@@ -31,7 +31,7 @@ export function payoutRowsOf(batchId: string, count: number, validState: 'READY'
             'PHP',
             `${i}.50`,
             'José',
-            '😀 "q"',
+            '😀 "q" \\ \r\n\t',
             'PH',
             'PASSPORT',
             'P1',
