@@ -26,7 +26,7 @@ import {
 } from '../store/index.js';
 import { holdForApproval, releaseApproved } from '../holds/index.js';
 import { sha256OfFile } from '../ingest/inbox/index.js';
-import { ApprovalError } from './errors.js';
+import { ApprovalError, PRIVATE_FILE_HOWTO } from './errors.js';
 import {
   awaitingApprovalText,
   limitBreaches,
@@ -103,6 +103,11 @@ export function figuresOf(batch: BatchRecord): BatchFigures {
 
 export function reasonsOf(batch: BatchRecord): ApprovalReason[] {
   return batch.approvalReasonsJson ? (JSON.parse(batch.approvalReasonsJson) as ApprovalReason[]) : [];
+}
+
+/** Whether an uploader was recorded for the batch: without one no approval of it can be applied (the ack says so). */
+export function uploaderKnown(b: Pick<BatchRecord, 'uploadedBy' | 'uploadedByUid'>): boolean {
+  return b.uploadedBy != null || b.uploadedByUid != null;
 }
 
 /** Whether a batch's wait for approval ran out by `now`: the decision and the daemon's pass both ask this. */
@@ -207,13 +212,13 @@ function refusal(
       `the SHA-256 given (${sha256.slice(0, 12)}…) is not that of batch ${batch.id}'s file (${batch.sha256.slice(0, 12)}…): copy it from this batch's ack`,
     );
   }
-  if (r.decision === 'approve' && batch.uploadedBy == null && batch.uploadedByUid == null) {
+  if (r.decision === 'approve' && !uploaderKnown(batch)) {
     return new ApprovalError(
       'APPROVAL_UPLOADER_UNKNOWN',
       `no uploader is known for batch ${batch.id} (payoutd's own file with no console upload recorded for it, or a file others ` +
         `could write when it was taken: a second hard link, or writable by group or others; the log says which), so no ` +
-        `approver can be told apart from whoever wrote it: reject it and upload the file again, in the console or as your ` +
-        `own user, as a file only you can write (umask 022, chmod 644), not as a link`,
+        `approver can be told apart from whoever wrote it: reject it and send the rows again in a new file (the same bytes again are a duplicate), ` +
+        `in the console or as your own user, ${PRIVATE_FILE_HOWTO}`,
     );
   }
   const sameUid = approverUid != null && batch.uploadedByUid != null && approverUid === batch.uploadedByUid;

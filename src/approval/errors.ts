@@ -24,10 +24,25 @@ export class ApprovalError extends PayoutdError {
   override readonly name = 'ApprovalError';
   declare readonly code: ApprovalErrorCode;
 
-  constructor(code: ApprovalErrorCode, message: string) {
+  /**
+   * Facts for the reply file and the log beside the message (the owner, mode and links of a refused file, say):
+   * never a secret.
+   */
+  readonly details: Readonly<Record<string, string>>;
+
+  constructor(code: ApprovalErrorCode, message: string, details: Record<string, string> = {}) {
     super(code, message);
+    this.details = details;
   }
 }
+
+/**
+ * How to make a file whose owner proves who wrote it. A chmod afterwards is no cure: whoever could write the file
+ * meanwhile may keep it open, or keep a link to it, and write through that later.
+ */
+export const PRIVATE_FILE_HOWTO =
+  'as a NEW file created private from the start (umask 022; over SFTP the server can set it: ForceCommand internal-sftp -u 0022), ' +
+  'not as a link, and not a group-writable file chmod-ed afterwards';
 
 export function isApprovalError(err: unknown): err is ApprovalError {
   return err instanceof ApprovalError;

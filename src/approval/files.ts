@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../report/index.js';
 import { isIgnoredName, newClaimId, outboxSafeName } from '../ingest/inbox/index.js';
 import { decideApproval, READY_WAIT_MS, type ApprovalDeps, type ApprovalResult } from './decide.js';
-import { ApprovalError, isApprovalError } from './errors.js';
+import { ApprovalError, isApprovalError, PRIVATE_FILE_HOWTO } from './errors.js';
 import { getBatch } from '../store/index.js';
 import { isBeingRead } from '../domain/lifecycle.js';
 import { safeError } from '../log/index.js';
@@ -141,6 +141,20 @@ export function othersMayWrite(st: { nlink: number | bigint; mode: number | bigi
   return `is writable by ${mode & 0o020 ? 'its group' : 'other users'} (mode ${octal})`;
 }
 
+/**
+ * The log's words for a refused shared file. It may be a forgery: a second link on an approver's file can mean
+ * someone else holds a name for it and wrote this decision through it; who owns it, its mode and links say whose.
+ */
+function sharedFileLog(e: ApprovalError): string {
+  const { owner, mode, links, inode } = e.details;
+  const linked =
+    Number(links) > 1
+      ? ` A second link on a file of ${owner} can mean someone else holds a link to it and wrote this decision through it: ` +
+        `find the other name (find <inbox> <approvals folder> -inum ${inode}) and ask ${owner} whether they wrote it.`
+      : ` Anyone who could write it may have written this decision: ask ${owner} whether they wrote it.`;
+  return `approval file refused: ${e.message} (owner ${owner}, mode ${mode}, ${links} link(s)).${linked}`;
+}
+
 /** Reply file contents: a few `key: value` lines finance reads in any editor. */
 function replyText(fields: Record<string, string>): string {
   return (
@@ -261,8 +275,10 @@ export class ApprovalFiles {
     } catch (err) {
       const e = isApprovalError(err) ? err : new ApprovalError('APPROVAL_BAD_FILE', 'the approval could not be applied now; drop it again');
       if (!isApprovalError(err)) logger?.error({ file: name, err: safeError(err) }, 'approval file failed');
-      reply = { file: name, result: 'REFUSED', code: e.code, message: e.message };
-      logger?.warn({ file: name, code: e.code }, `approval file refused: ${e.message}`);
+      const { inode: _inode, ...shown } = e.details; // the inode is for the administrator (the log), not finance
+      reply = { file: name, result: 'REFUSED', code: e.code, ...shown, message: e.message };
+      if (e.code === 'APPROVAL_FILE_SHARED') logger?.error({ file: name, code: e.code, ...e.details }, sharedFileLog(e));
+      else logger?.warn({ file: name, code: e.code }, `approval file refused: ${e.message}`);
     }
     try {
       const replyName = `${claimId}_${outboxSafeName(name)}.reply.txt`;
@@ -319,11 +335,18 @@ export class ApprovalFiles {
     await writeFileAtomic(path, [bytes], { mode: 0o640 });
     const why = othersMayWrite(st);
     if (why !== null) {
+      const owner = await this.deps.users.nameOfUid(st.uid).catch(() => null);
       throw new ApprovalError(
         'APPROVAL_FILE_SHARED',
         `${name} ${why}: whoever may write it could have written this decision in its owner's name, so it is not applied ` +
-          `and nothing was decided; make the file writable only by yourself (umask 022, or chmod 644 before you drop it) ` +
-          `and drop a new file, not a link to another one`,
+          `and nothing was decided. Drop the decision again ${PRIVATE_FILE_HOWTO}; never chmod this file or another ` +
+          `that was group-writable and drop it again: whoever could write it may still hold it open or hold a link to it`,
+        {
+          owner: owner === null ? `uid ${st.uid} (no user name)` : `${owner} (uid ${st.uid})`,
+          mode: (st.mode & 0o7777).toString(8).padStart(4, '0'),
+          links: String(st.nlink),
+          inode: String(st.ino),
+        },
       );
     }
     return { bytes, uid: st.uid };

@@ -43,6 +43,7 @@ import {
   approvalAtAcceptance,
   expireDueApprovals,
   othersMayWrite,
+  PRIVATE_FILE_HOWTO,
   rulesWithRowLimits,
   SystemUsers,
   type ApprovalDeps,
@@ -209,7 +210,7 @@ export class PayoutDaemon {
               { file: claimed.originalName, uid: Number(st.uid) },
               `${claimed.originalName} ${why} when it was taken, so its owner need not be who wrote it: no uploader is ` +
                 `recorded, and a batch of it that needs approval cannot be approved. To have it approved, reject it ` +
-                `and upload the file again as a file only you can write (umask 022, chmod 644), not as a link`,
+                `and send the rows again in a new file (the same bytes again are a duplicate) ${PRIVATE_FILE_HOWTO}`,
             );
             return { uid: null, name: null };
           }

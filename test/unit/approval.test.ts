@@ -360,7 +360,10 @@ describe('decideApproval', () => {
   it('an approval file with a second hard link or writable by group or others is refused; the audit keeps a copy', async () => {
     const mine = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb6');
     const theirs = await waitingBatch(t.db, clock, 'B20261127-100000-bbbbb7');
-    const { folder, taken, reply } = await approvalFolder();
+    const lines: string[] = [];
+    const logger = createLogger('info', new Writable({ write: (c: Buffer, _e, done) => (lines.push(c.toString()), done()) }));
+    const { folder, taken, reply } = await approvalFolder(logger);
+    const me = process.getuid?.() ?? 0;
     // The sticky, group-writable folder of an SFTP group (mode 3770 in production); the files below are ana's.
     await chmod(folder, 0o1777);
     const approve = (x: { id: string; sha256: string }): string => `decision: approve\nbatch: ${x.id}\nsha256: ${x.sha256}\n`;
@@ -373,7 +376,17 @@ describe('decideApproval', () => {
     const linked = await reply();
     expect(linked).toMatch(/result: REFUSED\ncode: APPROVAL_FILE_SHARED\n/);
     expect(linked).toContain(`${mine.id}.approve has 2 hard links`);
-    expect(linked).toContain('chmod 644');
+    // Whose file it was, its mode and links: the audit copy is payoutd's own now, so the reply and log keep who.
+    expect(linked).toContain(`\nowner: ana (uid ${me})\nmode: 0644\nlinks: 2\nmessage: `);
+    // What to do is a new file created private, never a chmod of this one (whoever could write it may hold it open).
+    expect(linked).toContain('as a NEW file created private from the start (umask 022');
+    expect(linked).toContain('never chmod this file');
+    expect(linked).not.toContain('chmod 644');
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['code'] === 'APPROVAL_FILE_SHARED');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 'error', file: `${mine.id}.approve`, owner: `ana (uid ${me})`, mode: '0644', links: '2' });
+    expect(logged[0]?.['msg']).toContain(`A second link on a file of ana (uid ${me}) can mean someone else holds a link to it`);
+    expect(logged[0]?.['msg']).toContain(`-inum ${logged[0]?.['inode'] as string}`);
     // Later he writes an approval of his own batch into the inode ana owns and links it in: refused too.
     await writeFile(keep, approve(theirs));
     await link(keep, join(folder, `${theirs.id}.x.approve`));
@@ -386,6 +399,7 @@ describe('decideApproval', () => {
       const text = await reply();
       expect(text).toMatch(/result: REFUSED\ncode: APPROVAL_FILE_SHARED\n/);
       expect(text).toContain(`(mode 0${mode.toString(8)})`);
+      expect(text).toContain(`\nowner: ana (uid ${me})\nmode: 0${mode.toString(8)}\nlinks: 1\n`);
     }
     expect((await readApproval(t.db, theirs.id))?.decisions).toEqual([]);
     expect((await getBatch(t.db, theirs.id))?.approvalState).toBe('REQUIRED');
