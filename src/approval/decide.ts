@@ -387,6 +387,7 @@ async function release(
       reasons,
       needed: b.approvalsNeeded ?? 1,
       expiresAt: b.approvalExpiresAt ?? now,
+      uploaderKnown: uploaderKnown(b),
     });
     await holdForApproval(trx, b.id, text, now);
     return result(

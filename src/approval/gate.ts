@@ -18,7 +18,7 @@ import {
   withBatchForDecision,
   type BatchRecord,
 } from '../store/index.js';
-import { endExpiredWait, ROLLING_WINDOW_MS, waitRanOut, type ApprovalDeps } from './decide.js';
+import { endExpiredWait, ROLLING_WINDOW_MS, uploaderKnown, waitRanOut, type ApprovalDeps } from './decide.js';
 import { assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
 
 /** What the gate made of a batch being accepted. */
@@ -58,7 +58,15 @@ export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecor
     }
     const needed = deps.policy.approval.approvals;
     const expiresAt = now + deps.policy.approval.expiresAfter;
-    const reason = awaitingApprovalText({ id: batch.id, sha256: batch.sha256, figures, reasons: a.reasons, needed, expiresAt });
+    const reason = awaitingApprovalText({
+      id: batch.id,
+      sha256: batch.sha256,
+      figures,
+      reasons: a.reasons,
+      needed,
+      expiresAt,
+      uploaderKnown: uploaderKnown(batch),
+    });
     await updateBatch(
       trx,
       batch.id,

@@ -6,6 +6,7 @@
  */
 import type { ApprovalConfig, LimitsConfig } from '../config/index.js';
 import { Decimal, decimalText } from '../domain/money.js';
+import { PRIVATE_FILE_HOWTO } from './errors.js';
 
 /** What the rows to pay of a batch add up to, per payout currency. */
 export interface BatchFigures {
@@ -131,17 +132,33 @@ export interface WaitingBatch {
   reasons: ApprovalReason[];
   needed: number;
   expiresAt: number;
+  /** False when no uploader was recorded for the batch's file: then no approval of it can be applied. */
+  uploaderKnown: boolean;
 }
 
 /** The hold's words: shown at the top of the ack and by `payoutd status`, so they say what to do. */
 export function awaitingApprovalText(b: WaitingBatch): string {
   const who = b.needed === 2 ? 'two approvers (not the uploader, not the same person twice)' : 'an approver other than the uploader';
+  const by = new Date(b.expiresAt).toISOString();
+  const head = b.uploaderKnown
+    ? `AWAITING APPROVAL: nothing of this batch is paid until ${who} approves it, by ${by}; `
+    : // Said at once, not at approval time: else approvers learn it only when refused, and the batch waits out its expiry.
+      `AWAITING APPROVAL, WHICH CANNOT BE GIVEN: no uploader is known for this file (others could write it when it was ` +
+      `taken: a second hard link, or writable by group or others; or payoutd's own file with no console upload recorded; ` +
+      `the log says which), so every approval of it is refused (APPROVAL_UPLOADER_UNKNOWN) and nothing of it is paid; ` +
+      `unless rejected or cancelled it ends NOT_SUBMITTED at ${by}. What to do: reject it (payoutd reject --batch ${b.id} ` +
+      `--reason ...) or cancel it (payoutd cancel --batch ${b.id}), and send the rows again in a new file (the same bytes ` +
+      `again are refused as a duplicate of this batch), dropped by its uploader, in the console or ${PRIVATE_FILE_HOWTO}; `;
+  const todo = b.uploaderKnown
+    ? `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "decision: approve", "batch: ${b.id}" ` +
+      `and "sha256: ${b.sha256}" (or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with "decision: reject", the same ` +
+      `two lines and "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
+    : `To reject by file, drop ${b.id}.reject into the approvals folder holding the lines "decision: reject", "batch: ${b.id}", ` +
+      `"sha256: ${b.sha256}" and "reason: ..."`;
   return (
-    `AWAITING APPROVAL: nothing of this batch is paid until ${who} approves it, by ${new Date(b.expiresAt).toISOString()}; ` +
+    head +
     `why: ${b.reasons.map((r) => r.text).join('; ')}. ` +
     `To pay: ${totalsText(b.figures.totals)} in ${b.figures.rows} row(s). File SHA-256: ${b.sha256}. ` +
-    `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "decision: approve", "batch: ${b.id}" ` +
-    `and "sha256: ${b.sha256}" (or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with "decision: reject", the same ` +
-    `two lines and "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
+    todo
   );
 }

@@ -236,6 +236,39 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(e2e.ledger()).toEqual([]);
   });
 
+  it('a batch with no known uploader says in its ack and status that no approval can be given, and what to do', async () => {
+    const e2e = await world({ required: 'always' });
+    await e2e.startDaemon();
+    const u = UPLOADER as { name: string; uid: number };
+    // The uploader's file, left writable by its group (umask 002): anyone of the group could have written it.
+    const staged = join(e2e.dir, 'staging-group.csv');
+    await writeFile(staged, phpCsv('GRP', 2, '10.00'));
+    await chown(staged, u.uid, u.uid);
+    await chmod(staged, 0o664);
+    await rename(staged, join(e2e.inbox, 'group.csv'));
+    const b = await batchOf(e2e, 'group.csv', awaiting, 'group.csv to wait for approval');
+    expect(b.approval?.uploadedBy).toBeNull();
+    const said = [
+      'AWAITING APPROVAL, WHICH CANNOT BE GIVEN: no uploader is known for this file',
+      'every approval of it is refused (APPROVAL_UPLOADER_UNKNOWN)',
+      `reject it (payoutd reject --batch ${b.id}`,
+      `cancel it (payoutd cancel --batch ${b.id})`,
+      'as a NEW file created private from the start (umask 022',
+    ];
+    // Said at once, where finance and approvers look first, not only when an approval is refused.
+    const held = (await e2e.waitForOutbox(b, 'ack')).rows.find((r) => r.verdict === 'HELD');
+    const status = await run(process.execPath, [BIN, 'status', '--batch', b.id, '--config', e2e.configPath], {
+      cwd: e2e.dir,
+      env: childEnv(),
+    });
+    for (const text of said) {
+      expect(held?.reason).toContain(text);
+      expect(status.stdout.replace(/\s+/g, ' ')).toContain(text);
+    }
+    expect(held?.reason).not.toContain(`drop a file named ${b.id}.approve`);
+    expect(e2e.ledger()).toEqual([]);
+  });
+
   it('a rejection ends a batch NOT_SUBMITTED with the reason; a file changed after its ack voids approval', async () => {
     const e2e = await world({ required: 'always' });
     await e2e.startDaemon();
