@@ -119,7 +119,7 @@ export async function retryOriginalsOf(db: Database, references: readonly string
       .join('batches as b', 'b.id', 'p.batch_id')
       .whereIn('p.merchant_reference_id', chunk)
       .select('p.merchant_reference_id', 'p.state', 'p.request_values', 'p.zero_padding', 'b.id as batch_id', 'b.file_name')
-      .select('b.prune_started_at', 'b.prune_keeps_zeros')) as {
+      .select('b.prune_started_at', 'b.pruned_at', 'b.prune_keeps_zeros')) as {
       merchant_reference_id: string;
       state: string;
       request_values: string | null;
@@ -127,6 +127,7 @@ export async function retryOriginalsOf(db: Database, references: readonly string
       batch_id: string;
       file_name: string;
       prune_started_at: number | string | null;
+      pruned_at: number | string | null;
       prune_keeps_zeros: boolean | number;
     }[];
     for (const r of rows) {
@@ -135,7 +136,8 @@ export async function retryOriginalsOf(db: Database, references: readonly string
           ? { values: r.request_values }
           : r.zero_padding !== null
             ? { kept: r.zero_padding }
-            : r.prune_started_at !== null && !r.prune_keeps_zeros && r.state === 'CANCELLED'
+            : // pruned_at alone: pruned before prune_started_at was recorded (0029), by a payoutd that kept nothing.
+              (r.prune_started_at !== null || r.pruned_at !== null) && !r.prune_keeps_zeros && r.state === 'CANCELLED'
               ? { removed: { batchId: r.batch_id, file: r.file_name } }
               : null;
       if (found) pushTo(out, r.merchant_reference_id, found);
