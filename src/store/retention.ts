@@ -15,7 +15,7 @@ import { keptZeroPadding } from '../domain/leading-zeros.js';
 import { decodeRequestValues } from '../domain/request-values.js';
 import { writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
-import { batchesOwedCorrection } from './service-checks.js';
+import { batchesToCorrect } from './service-checks.js';
 import { COLUMNS, inLineRanges, type PayoutRow } from './payouts.js';
 
 async function batchesOf(db: Database, ids: readonly { id: string }[]): Promise<BatchRecord[]> {
@@ -68,12 +68,13 @@ export async function markArchived(
  * no row in a state that can still move and no corrected result file owed: oldest first.
  */
 export async function listBatchesToPrune(db: Database, before: number, limit = 1000): Promise<BatchRecord[]> {
-  // Owed a corrected result file (batchesToCorrect): a batch whose pruning began is never corrected.
-  const owed = new Set(await batchesOwedCorrection(db));
+  // Owed a corrected result file: waits for it. A batch whose pruning began is never corrected (batchesToCorrect
+  // leaves it out), so its pruning goes on.
+  const owed = new Set(await batchesToCorrect(db));
   const ids: { id: string }[] = [];
   for (let after: { at: number; id: string } | null = null; ids.length < limit;) {
     const q = db('batches')
-      .select('id', 'received_at', 'state', 'result_written_at')
+      .select('id', 'received_at')
       .whereIn('state', FINAL_BATCH_STATES)
       .whereNull('pruned_at')
       .andWhereRaw('coalesce(completed_at, received_at) < ?', [before])
@@ -81,18 +82,12 @@ export async function listBatchesToPrune(db: Database, before: number, limit = 1
       .whereNotNull('ack_written_at')
       .andWhere((w) => w.whereNot('state', 'REJECTED').orWhere('row_count', 0).orWhereNotNull('result_written_at'));
     if (after) q.andWhereRaw('(received_at, id) > (?, ?)', [after.at, after.id]);
-    const page = (await q.orderBy([{ column: 'received_at' }, { column: 'id' }]).limit(limit)) as {
-      id: string;
-      received_at: number;
-      state: string;
-      result_written_at: number | null;
-    }[];
+    const page = (await q.orderBy([{ column: 'received_at' }, { column: 'id' }]).limit(limit)) as { id: string; received_at: number }[];
     const open = await batchesWithOpenRows(
       db,
       page.map((b) => b.id),
     );
-    const correctionOwed = (b: (typeof page)[number]): boolean => owed.has(b.id) && b.state === 'COMPLETE' && b.result_written_at !== null;
-    for (const b of page) if (ids.length < limit && !open.has(b.id) && !correctionOwed(b)) ids.push({ id: b.id });
+    for (const b of page) if (ids.length < limit && !open.has(b.id) && !owed.has(b.id)) ids.push({ id: b.id });
     const last = page.at(-1);
     if (page.length < limit || last === undefined) break;
     after = { at: Number(last.received_at), id: last.id };

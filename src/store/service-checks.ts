@@ -144,7 +144,7 @@ export async function serviceNoteCounts(db: Database, batchIds: readonly string[
  * Batches with a row whose service note differs from what their last result file shows, or whose latest correction is
  * recorded and its file not yet written, whatever their state: read through the index of the few noted rows.
  */
-export async function batchesOwedCorrection(db: Database): Promise<string[]> {
+async function batchesOwedCorrection(db: Database): Promise<string[]> {
   // Notes are never empty text: '' stands for none on both sides.
   const noted = (await db('payouts')
     .whereNotNull('service_noted_at')

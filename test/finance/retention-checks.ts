@@ -398,6 +398,10 @@ export async function checkPruneWaitsForCorrection(s: RetentionWorld): Promise<v
   await s.db('batches').where({ id: 'B-OWED' }).update({ result_corrections: 1, result_corrections_written: 0 });
   const planned = async (): Promise<string[]> => (await prunePlan(deps, 30, now)).map((i) => i.batch.id);
   expect(await planned()).toEqual(['B-SHOWN', 'B-PLAIN']);
+  // A batch whose pruning began is never corrected: its pruning goes on, owed or not.
+  await s.db('batches').where({ id: 'B-NOTED' }).update({ prune_started_at: now });
+  expect(await planned()).toEqual(['B-NOTED', 'B-SHOWN', 'B-PLAIN']);
+  await s.db('batches').where({ id: 'B-NOTED' }).update({ prune_started_at: null });
 
   // The corrections written: nothing is owed any more.
   await s.db('payouts').where({ batch_id: 'B-NOTED' }).update({ service_note_shown: note });
