@@ -57,7 +57,8 @@ export class SteadyClock implements Clock {
     this.jump = wall - counted > CLOCK_JUMP_MS ? { wall, counted } : undefined;
     this.last = this.jump ? counted : wall;
     this.lastTick = tick;
-    return this.last;
+    // Whole milliseconds, as the system clock gives: a monotonic reading has a fraction, which a bigint column refuses.
+    return Math.floor(this.last);
   }
 
   /** At the last reading, when the system clock was ahead of the counted time: both times. */
