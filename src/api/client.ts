@@ -45,6 +45,7 @@ import {
 } from './errors.js';
 import type { Admission, ServiceBreaker } from './breaker.js';
 import { createBodyText } from './create-body.js';
+import { cleanServiceText } from './service-text.js';
 import { TransportError, httpOrigin, sendHttp, type HttpOrigin, type HttpResponse } from './http.js';
 import { TokenManager, credentialTimes, type Credentials } from './tokens.js';
 
@@ -60,6 +61,12 @@ export const ENDPOINTS = {
 
 /** A Retry-After longer than this is not waited out inside one call; the caller's own schedule takes over. */
 const MAX_RETRY_AFTER_MS = 120_000;
+
+/** Longest msg of the service's kept (in errors, logs and a row's reason). */
+const MAX_SERVICE_MSG = 300;
+
+/** Credentials whose secrets are cleared from the service's texts: the current ones and those before them. */
+const REMEMBERED_CREDENTIALS = 2;
 
 export type AuthMode = 'standard' | 'client-id';
 
@@ -324,6 +331,11 @@ export class PayoutApiClient {
   private lastTokenAnswer: ServiceClockReading | null = null;
   /** Record fields already warned of as never sent: said once, not for every record. */
   private readonly warnedAbsent = new Set<'completeTime' | 'failureReason'>();
+  /**
+   * The latest credentials obtained, newest first: a call signed with the previous ones may still be answered
+   * after a renewal, echoing them.
+   */
+  private issued: Credentials[] = [];
 
   constructor(private readonly o: PayoutApiClientOptions) {
     this.clock = o.clock ?? systemClock;
@@ -455,10 +467,12 @@ export class PayoutApiClient {
         const read = readRecord(value, shape.recordFields);
         const kept = unasked(read, by, asked, shape.recordFields) ?? read;
         if (kept !== read) strays++;
-        if ('problem' in kept) answer.unread.push(kept);
-        else {
+        // Identifiers stay as sent (rows are matched by them); the texts are logged and reach a row's reason.
+        if ('problem' in kept) {
+          answer.unread.push({ ...kept, status: kept.status === null ? null : this.clean(kept.status), problem: this.clean(kept.problem) });
+        } else {
           this.warnIfAbsent(value as Json, kept);
-          answer.records.push(kept);
+          answer.records.push(kept.failureReason === null ? kept : { ...kept, failureReason: this.clean(kept.failureReason) });
         }
       }
     }
@@ -663,6 +677,12 @@ export class PayoutApiClient {
     return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body, signal));
   }
 
+  /** Text the service wrote, cleared of the secrets this client holds and of account numbers (./service-text.ts). */
+  private clean(text: string): string {
+    const secrets = [this.o.apiKey, ...this.issued.flatMap((c) => [c.accessToken, c.refreshToken, c.secretKey])];
+    return cleanServiceText(text, secrets);
+  }
+
   private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number; date: string | null }): Credentials {
     const { data, requestedAt } = answer;
     const standard = this.o.auth.mode === 'standard';
@@ -673,7 +693,7 @@ export class PayoutApiClient {
     const accessIn = secondsField(data[accessField], accessField, endpoint);
     const refreshIn =
       data.refreshTokenExpiresIn === undefined ? null : secondsField(data.refreshTokenExpiresIn, 'refreshTokenExpiresIn', endpoint);
-    return {
+    const creds: Credentials = {
       accessToken: stringField(data.accessToken, 'accessToken', endpoint),
       refreshToken: stringField(data.refreshToken, 'refreshToken', endpoint),
       secretKey: stringField(data.secretKey, 'secretKey', endpoint),
@@ -685,6 +705,8 @@ export class PayoutApiClient {
         issuedAtByService,
       }),
     };
+    this.issued = [creds, ...this.issued].slice(0, REMEMBERED_CREDENTIALS);
+    return creds;
   }
 
   private clientId(): string {
@@ -777,10 +799,18 @@ export class PayoutApiClient {
       // Not JSON (a proxy's HTML error page, say): judged by status below.
     }
     const code = envelope && typeof envelope.code === 'string' ? serviceText(envelope.code) : null;
-    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(envelope.msg.slice(0, 300)) : '';
+    // Cleaned whole, then cut: a cut first could leave part of a secret that would no longer be recognised.
+    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(this.clean(envelope.msg)).slice(0, MAX_SERVICE_MSG) : '';
     if (res.status === 429) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
-      throw new ApiError({ endpoint, code: code ?? 'HTTP_429', msg: msg || 'rate limited', status: 429, kind: 'retryable', retryAfterMs });
+      throw new ApiError({
+        endpoint,
+        code: code === null ? 'HTTP_429' : this.clean(code),
+        msg: msg || 'rate limited',
+        status: 429,
+        kind: 'retryable',
+        retryAfterMs,
+      });
     }
     if (res.status >= 500) {
       throw new ApiError({
@@ -812,6 +842,16 @@ export class PayoutApiClient {
     const retryAfterMs = code === RATE_LIMITED ? parseRetryAfter(res.headers.get('retry-after'), this.clock.now()) : null;
     // A refusal may be a clock out of the service's window: its Date header tells the service's time.
     const serviceTimeMs = res.status === 401 ? parseHttpDate(res.headers.get('date')) : null;
-    throw new ApiError({ endpoint, code, msg, status: res.status, kind, waitForBalance: t.waitForBalance, retryAfterMs, serviceTimeMs });
+    // Treatments are looked up by the code as sent; errors, logs and reasons show it cleaned.
+    throw new ApiError({
+      endpoint,
+      code: this.clean(code),
+      msg,
+      status: res.status,
+      kind,
+      waitForBalance: t.waitForBalance,
+      retryAfterMs,
+      serviceTimeMs,
+    });
   }
 }

@@ -1,1 +1,1 @@
-export { createLogger, safeError, type Logger } from './logger.js';
+export { SECRET_KEYS, createLogger, safeError, type Logger } from './logger.js';

@@ -2,7 +2,11 @@
 import { isDriverError, PayoutdError } from '../domain/errors.js';
 import { pino, type DestinationStream, type Logger, type LevelWithSilent } from 'pino';
 
-const SECRET_KEYS = [
+/**
+ * Names of fields whose values are secret or personal: redacted in log lines, and masked in the payout service's
+ * texts (src/api/service-text.ts).
+ */
+export const SECRET_KEYS: readonly string[] = [
   'apiKey',
   'secretKey',
   'accessToken',

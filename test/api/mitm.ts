@@ -49,6 +49,11 @@ export interface Mitm {
    * query string): a service answering in a shape or with values the spec leaves open. Answers are not signed.
    */
   rewriteAnswer: ((path: string, text: string) => string) | null;
+  /**
+   * While set, a request it gives an answer for is answered with that (a status and a JSON text) and never
+   * forwarded: a service, or a proxy in front of it, refusing the request in its own words.
+   */
+  answerInstead: ((f: Forwarded) => { status: number; text: string } | null) | null;
   /** While set, a request waits this long (ms, by its path) before it is forwarded: a service slow to take it in. */
   holdMs: ((path: string) => number) | null;
   /** Answer with `Connection: close`, so the client keeps no pooled socket to the proxy. */
@@ -171,6 +176,13 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
         const hold = mitm.holdMs?.(url.split('?')[0] ?? '') ?? 0;
         if (hold > 0) await new Promise((resolve) => setTimeout(resolve, hold));
         const f: Forwarded = { method: req.method ?? 'GET', url, headers, body, arrivedAt };
+        const own = mitm.answerInstead?.(f) ?? null;
+        if (own !== null) {
+          res
+            .writeHead(own.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(own.text)) })
+            .end(own.text);
+          return;
+        }
         mitm.forwarded.push(f);
         const create = url.split('?')[0]?.endsWith('/fiat-payout/create') === true;
         if (create) mitm.peakCreatesInFlight = Math.max(mitm.peakCreatesInFlight, ++createsInFlight);
@@ -218,6 +230,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     tamper: false,
     swapBearer: null,
     rewriteAnswer: null,
+    answerInstead: null,
     holdMs: null,
     connectionClose: false,
     resetReused: null,

@@ -1,0 +1,101 @@
+/**
+ * cleanServiceText: what the payout service writes (an error's msg, a failure reason) loses the client's secrets,
+ * secret or personal field values, bearer credentials and account numbers, and keeps its codes and words. And the
+ * client, the sandbox behind a proxy that echoes secrets into its answers, hands on only cleaned texts.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ENDPOINTS } from '../../src/api/index.js';
+import { REDACTED, cleanServiceText } from '../../src/api/service-text.js';
+import { API_KEY as CLIENT_API_KEY, apiErrorOf, closeAll, payoutRequest, startEnv } from './helpers.js';
+
+afterEach(closeAll);
+
+const API_KEY = 'ak-unit-Vb62Qs0Pz';
+const TOKEN = 'at-unit-4f8e1c2d';
+
+describe('cleanServiceText', () => {
+  it('replaces each secret the client holds, wherever it stands, a longer one before one it holds', () => {
+    expect(cleanServiceText(`SvcApiKey: ${API_KEY}; token${TOKEN}x; ${API_KEY}-2`, [API_KEY, TOKEN, `${API_KEY}-2`, ''])).toBe(
+      `SvcApiKey: ${REDACTED}; token${REDACTED}x; ${REDACTED}`,
+    );
+  });
+
+  it('masks account numbers as the logs do, replaces ID numbers and secrets, in JSON, escaped JSON and forms', () => {
+    const body = '{"beneficiary":{"accountName":"Juan Dela Cruz","accountNumber":"1234567890"},"sender":{"idValue":"P1234567A"}}';
+    const cleaned = `{"beneficiary":{"accountName":"Juan Dela Cruz","accountNumber":"******7890"},"sender":{"idValue":"${REDACTED}"}}`;
+    expect(cleanServiceText(`invalid request body=${body}`, [])).toBe(`invalid request body=${cleaned}`);
+    expect(cleanServiceText(String.raw`echo "{\"idValue\":\"AB 12 C\",\"accountNumber\":\"12345\"}"`, [])).toBe(
+      String.raw`echo "{\"idValue\":\"${REDACTED}\",\"accountNumber\":\"*2345\"}"`,
+    );
+    expect(cleanServiceText('?apiKey=k1&token=t2&secretKey=s3 headers={"svcapikey":"x","SvcAuthorization":"Bearer y"}', [])).toBe(
+      `?apiKey=${REDACTED}&token=${REDACTED}&secretKey=${REDACTED} headers={"svcapikey":"${REDACTED}","SvcAuthorization":"${REDACTED}"}`,
+    );
+    // A value cut short by the end of the text is masked all the same.
+    expect(cleanServiceText('{"idValue":"P12345', [])).toBe(`{"idValue":"${REDACTED}`);
+  });
+
+  it('replaces bearer credentials it does not know', () => {
+    expect(cleanServiceText('Authorization: Bearer old.token-value, then', [])).toBe(`Authorization: Bearer ${REDACTED}, then`);
+  });
+
+  it('masks what looks like an account number or an IBAN anywhere in the text', () => {
+    expect(cleanServiceText('account 1234567890 closed', [])).toBe('account ******7890 closed');
+    expect(cleanServiceText('account 1234 5678 90 closed', [])).toBe('account ******7890 closed');
+    expect(cleanServiceText('IBAN DE89 3704 0044 0532 0130 00 unknown', [])).toBe('IBAN ********3000 unknown');
+    expect(cleanServiceText('IBAN GB29NWBK60161331926819, id ID98765432', [])).toBe('IBAN ********6819, id ******5432');
+    expect(cleanServiceText('account 12345678 BDO', [])).toBe('account ****5678 BDO');
+  });
+
+  it('keeps codes, amounts (with a fraction, named, or in a currency), dates, references and words as written', () => {
+    const plain = [
+      'merchantReferenceId "INV-2026-0001" was already used',
+      'payoutAmount 100.50 has 3 decimals; PHP allows at most 2',
+      'payoutAmount 100000000 PHP is worth 1777777.777778 USDT; allowed 0.01 to 1000000',
+      'body={"payoutAmount":100000000,"deductionAmount":"25000000"} total 12345678.50 fee 123456789 USDT',
+      'timestamp 2026-01-05T09:00:00Z outside the accepted window',
+      'code 2002 HTTP_5XX: invalid token: expired; SvcAuthorization must be "Bearer <accessToken>"',
+      'the beneficiary accountNumber is invalid',
+    ];
+    for (const text of plain) expect(cleanServiceText(text, [API_KEY])).toBe(text);
+  });
+});
+
+describe('the client, the sandbox behind a proxy echoing secrets into its answers', () => {
+  it("cleans a refusal, a cancelled record's reason and an unreadable record's status, keeping the words", async () => {
+    const { client, proxy, sandbox, clientClock, sandboxClock } = await startEnv();
+    const cancelled = await client.createPayout(payoutRequest());
+    sandbox.settle({ payoutId: cancelled.payoutId }, 'CANCELLED');
+    const pending = await client.createPayout(payoutRequest({ merchantReferenceId: 'REF-2' }));
+    // Renewed: the first token is the previous one now, and may still be echoed.
+    for (const clock of [clientClock, sandboxClock]) clock.advance(7_200_000);
+    await client.balances();
+    expect(proxy.issued).toHaveLength(2);
+    const secrets = [CLIENT_API_KEY, ...proxy.issued.flatMap((c) => [c.accessToken, c.refreshToken, c.secretKey])];
+    const echo = `${secrets.join(' ')} account 1234567890`;
+    proxy.rewriteAnswer = (path, text) =>
+      path === ENDPOINTS.queryPayouts
+        ? text
+            .replace(/"failureReason":"[^"]*"/, `"failureReason":"ACCOUNT_CLOSED: ${echo}"`)
+            .replace('"status":"PENDING"', `"status":"${echo}"`)
+        : text;
+    const answer = await client.queryByPayoutIds([cancelled.payoutId, pending.payoutId]);
+    expect(answer.records.map((r) => r.failureReason)).toEqual([
+      `ACCOUNT_CLOSED: ${Array(secrets.length).fill(REDACTED).join(' ')} account ******7890`,
+    ]);
+    expect(answer.unread).toHaveLength(1);
+    const [unread] = answer.unread;
+    expect(unread?.payoutId).toBe(pending.payoutId);
+    for (const text of [unread?.status ?? '', unread?.problem ?? '']) {
+      expect(text).toContain('account ******7890');
+      for (const secret of secrets) expect(text).not.toContain(secret);
+    }
+
+    proxy.rewriteAnswer = null;
+    proxy.answerInstead = (f) =>
+      f.url.endsWith('/fiat-payout/create')
+        ? { status: 200, text: JSON.stringify({ code: '2002', msg: `invalid request: ${echo}`, data: null }) }
+        : null;
+    const refused = await apiErrorOf(client.createPayout(payoutRequest({ merchantReferenceId: 'REF-3' })));
+    expect(refused.msg).toBe(`invalid request: ${Array(secrets.length).fill(REDACTED).join(' ')} account ******7890`);
+  });
+});
