@@ -7,7 +7,7 @@
  */
 import { maskAccountNumber } from '../domain/payout.js';
 import { SECRET_KEYS } from '../log/index.js';
-import { currencyDecimals } from '../report/decimals.js';
+import { currencyDecimals } from '../domain/decimals.js';
 
 /** What a secret of the text is replaced with: the mark the logs use. */
 export const REDACTED = '[redacted]';

@@ -10,7 +10,7 @@ import { Decimal, decimalText } from '../domain/money.js';
 import { isSummableAmount } from '../domain/money.js';
 import { totalsCurrency } from './summary.js';
 import type { AckRow, BatchIdentity } from './types.js';
-import { currencyDecimals } from './decimals.js';
+import { currencyDecimals } from '../domain/decimals.js';
 
 /** What the whole batch comes to. */
 export type BatchVerdict = 'ACCEPTED' | 'PARTLY_ACCEPTED' | 'REJECTED' | 'HELD';

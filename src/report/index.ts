@@ -29,7 +29,7 @@ export {
 export type { AckRowsAhead } from './writers.js';
 export type { ResultFiles } from './writers.js';
 export { AckTotalsAccumulator, type AckCurrencyTotal } from './ack-totals.js';
-export { currencyDecimals } from './decimals.js';
+export { currencyDecimals } from '../domain/decimals.js';
 export {
   decimalsFormat,
   displayNumber,

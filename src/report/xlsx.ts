@@ -14,7 +14,7 @@ import type ExcelJS from 'exceljs';
 import { Decimal, isSummableAmount, normalizeAmount } from '../domain/money.js';
 import { writeFileAtomic } from './atomic.js';
 import { readCsvFile } from './csv.js';
-import { currencyDecimals } from './decimals.js';
+import { currencyDecimals } from '../domain/decimals.js';
 import { ReportError } from './errors.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import {

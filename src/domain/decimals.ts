@@ -1,5 +1,5 @@
 /** How many decimals a currency's amounts show: the rules' override, the stablecoins', ISO 4217's. */
-import { ISO_4217_MINOR_UNITS } from '../domain/iso4217.js';
+import { ISO_4217_MINOR_UNITS } from './iso4217.js';
 
 /** Decimals shown for the stablecoins funding payouts (both carry 6 on chain). */
 export const STABLECOIN_DECIMALS: ReadonlyMap<string, number> = new Map([
