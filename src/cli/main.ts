@@ -298,7 +298,9 @@ export async function runCli(argv: string[]): Promise<void> {
           withConfig(y).option('accept-service-change', {
             type: 'boolean',
             default: false,
-            describe: "record the configured payout service as this database's (after a start refused with SERVICE_CHANGED)",
+            describe:
+              "record the configured payout service as this database's (after a start refused with SERVICE_CHANGED); " +
+              'refused while a row is CREATING, UNKNOWN or PENDING on the old one',
           }),
         async (a) => {
           const config = await configFrom(a);

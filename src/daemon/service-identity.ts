@@ -9,12 +9,14 @@ import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
 import { ConfigError, PayoutdError, ServiceUnavailableError } from '../domain/errors.js';
 import type { PayoutService } from '../domain/payout.js';
+import { serviceChangeDecision } from '../domain/service-change.js';
 import { shownUrl } from '../domain/url-path.js';
 import {
   recordedServiceIdentity,
   recordServiceIdentity,
   replaceServiceIdentity,
   serviceHistory,
+  payoutsOnService,
   payoutsToVerify,
   type Database,
   type RecordedServiceIdentity,
@@ -137,25 +139,39 @@ function serviceChanged(
 ): ConfigError {
   const where = config.source ?? 'the built-in defaults (no config file)';
   const open = history.openPayouts;
-  const followed = open > 0 ? `; its ${open} payouts not final yet are then followed on the new one` : '';
+  // The change itself is refused while any is left (serviceChangeDecision): said here, before it is tried.
+  const first =
+    open > 0
+      ? `, once the ${open} payouts sent to ${describeService(recorded)} and not final yet (CREATING, UNKNOWN or PENDING) ` +
+        'are settled there by payoutd run with the configuration naming it: the change is refused until none is left'
+      : '';
   return new ConfigError(
     'SERVICE_CHANGED',
     `${changedOption(config, recorded, configured)}: this state database (${history.batches} batches) pays through ` +
       `${describeService(recorded)} (recorded ${new Date(recorded.recordedAt).toISOString()}), but ${where} names ${describeService(configured)}; a payout is ` +
       `never followed, nor a new file paid, on another service than the one its database records. If the configuration is ` +
       `wrong (an emptied or cut-short config file, a stray PAYOUTD_API_BASE_URL or PAYOUTD_MERCHANT_CODE), restore it; if ` +
-      `the payout service really changed, run payoutd migrate --accept-service-change with this configuration${followed}`,
+      `the payout service really changed, run payoutd migrate --accept-service-change with this configuration${first}`,
   );
 }
 
-/** `payoutd migrate --accept-service-change`: records the configured service in place of the recorded one; says what changed. */
+/** How many of the rows the recorded service still has to settle a refused change names (the rest are counted). */
+const LISTED_ROWS = 10;
+
+/**
+ * `payoutd migrate --accept-service-change`: records the configured service in place of the recorded one and
+ * says what changed; refused (PAYOUTS_ON_OLD_SERVICE) while a row awaits what the recorded service makes of it.
+ */
 export async function acceptServiceChange(db: Database, config: ResolvedConfig, now: number): Promise<string> {
   const configured = configuredServiceIdentity(config);
   const recorded = await recordedServiceIdentity(db);
   if (recorded !== null && sameService(recorded, configured)) return `payout service unchanged: ${describeService(configured)}`;
-  const { openPayouts } = await serviceHistory(db);
+  const decision = serviceChangeDecision({
+    recorded: recorded === null ? null : describeService(recorded),
+    configured: describeService(configured),
+    ...(await payoutsOnService(db, LISTED_ROWS)),
+  });
+  if (!decision.accepted) throw new ConfigError('PAYOUTS_ON_OLD_SERVICE', decision.message);
   await replaceServiceIdentity(db, configured, now);
-  if (recorded === null) return `payout service recorded: ${describeService(configured)}`;
-  const followed = openPayouts > 0 ? `; its ${openPayouts} payouts not final yet will be followed on it` : '';
-  return `payout service changed from ${describeService(recorded)} to ${describeService(configured)}${followed}`;
+  return decision.message;
 }

@@ -123,6 +123,7 @@ export {
   recordServiceIdentity,
   replaceServiceIdentity,
   serviceHistory,
+  payoutsOnService,
   payoutsToVerify,
   type RecordedServiceIdentity,
   type ServiceIdentity,

@@ -4,6 +4,7 @@
  * --accept-service-change`. A database without one whose payouts a service made (one made before 0033) records
  * the configured service only once that service has found some of them. Never a secret: the base URL without credentials or query.
  */
+import { ON_SERVICE_STATES, type OnServiceRow, type OnServiceState } from '../domain/service-change.js';
 import type { Database } from './db.js';
 
 export interface ServiceIdentity {
@@ -46,12 +47,44 @@ export async function replaceServiceIdentity(db: Database, identity: ServiceIden
     .merge(['service', 'merchant_code', 'recorded_at']);
 }
 
-/** What the database holds that a service made: batches at all, and payouts created there and not yet final. */
+/** What the database holds that a service made: batches at all, and payouts sent there and not yet final. */
 export async function serviceHistory(db: Database): Promise<{ batches: number; openPayouts: number }> {
   const batches = (await db('batches').count({ n: '*' }).first()) as { n: number | string } | undefined;
-  const open = (await db('payouts').whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING']).count({ n: '*' }).first()) as
-    { n: number | string } | undefined;
+  const open = (await db('payouts').whereIn('state', ON_SERVICE_STATES).count({ n: '*' }).first()) as { n: number | string } | undefined;
   return { batches: Number(batches?.n ?? 0), openPayouts: Number(open?.n ?? 0) };
+}
+
+/**
+ * The rows only the recorded service can settle (src/domain/service-change.ts): how many in each state, the
+ * first `limit` of them by batch and line, and how many rows are READY (sent to whichever service is recorded).
+ */
+export async function payoutsOnService(
+  db: Database,
+  limit: number,
+): Promise<{ counts: Record<OnServiceState, number>; listed: OnServiceRow[]; notSent: number }> {
+  const byState = (await db('payouts')
+    .whereIn('state', [...ON_SERVICE_STATES, 'READY'])
+    .groupBy('state')
+    .select('state')
+    .count({ n: '*' })) as { state: string; n: number | string }[];
+  const count = (state: string): number => Number(byState.find((r) => r.state === state)?.n ?? 0);
+  const counts = Object.fromEntries(ON_SERVICE_STATES.map((s) => [s, count(s)])) as Record<OnServiceState, number>;
+  const listed = (await db('payouts as p')
+    .join('batches as b', 'b.id', 'p.batch_id')
+    .whereIn('p.state', ON_SERVICE_STATES)
+    .orderBy([{ column: 'p.batch_id' }, { column: 'p.line' }])
+    .limit(limit)
+    .select('p.batch_id', 'b.file_name', 'p.line', 'p.state')) as {
+    batch_id: string;
+    file_name: string;
+    line: number;
+    state: OnServiceState;
+  }[];
+  return {
+    counts,
+    listed: listed.map((r) => ({ batchId: r.batch_id, fileName: r.file_name, line: Number(r.line), state: r.state })),
+    notSent: count('READY'),
+  };
 }
 
 /**

@@ -9,7 +9,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startSandbox } from '../../src/sandbox/index.js';
+import { CREATE_PATH, QUERY_PATH } from '../../src/sandbox/paths.js';
+import { startSandbox, type LedgerEntry } from '../../src/sandbox/index.js';
 import { loadPrivateKeyFile, publicKeyBase64 } from '../../src/signing/index.js';
 import { openSqlite } from '../../src/store/index.js';
 import { makeRows, toCsv } from './batch-files.js';
@@ -106,6 +107,96 @@ describe('e2e: the payout service of a state database', () => {
     const second = await e2e.startDaemon();
     expect(await second.stop()).toBe(0);
   });
+});
+
+const referencesIn = (ledger: LedgerEntry[]): string[] => ledger.map((l) => l.merchantReferenceId).sort();
+
+/** Rows the sandbox keeps PENDING until a test settles them (its hold suffix on the account number). */
+function heldRows(prefix: string, count: number): ReturnType<typeof makeRows> {
+  return makeRows(prefix, count).map((r) => ({ ...r, accountNumber: `${r.accountNumber.slice(0, -4)}9999` }));
+}
+
+describe('e2e: a service change while payouts sent to the old service are not final', () => {
+  it('is refused while a row is UNKNOWN or PENDING, nothing is sent to the new service; accepted once none is left', async () => {
+    // One try of a create, and of a query, waits a second: the sandbox's delay below makes both outcomes unknown.
+    const fast = { api: { timeoutMs: 1000 } };
+    const e2e = await startE2e({ config: fast });
+    const old = `${e2e.sandbox.url} as merchant ${MERCHANT_CODE}`;
+    const key = publicKeyBase64(loadPrivateKeyFile(e2e.keyPath));
+    const other = await startSandbox({
+      settlement: { minDelayMs: 100, maxDelayMs: 600 },
+      merchants: [
+        { merchantCode: MERCHANT_CODE, apiKey: 'e2e-api-key-0123456789', publicKey: key, balances: { USDT: '1000000', USDC: '1000000' } },
+      ],
+    });
+    onTestFinished(() => other.close());
+    const named = `${other.url} as merchant ${MERCHANT_CODE}`;
+    const useOld = (): Promise<void> => e2e.writeConfig(fast);
+    const useNew = (): Promise<void> => e2e.writeConfig({ api: { ...fast.api, baseUrl: other.url } });
+
+    // The creates reach the old service and are taken in, but their answers (and the queries after) come too late.
+    const first = await e2e.startDaemon();
+    e2e.sandbox.setFaults({ latencyMs: 30_000, endpoints: [CREATE_PATH, QUERY_PATH] });
+    const rows = heldRows('SVC-MOVE', 2);
+    await e2e.drop('move.csv', toCsv(rows));
+    const unknown = await e2e.waitForBatches(
+      (bs) => bs.find((b) => b.fileName === 'move.csv' && b.counts.UNKNOWN === 2),
+      'both rows UNKNOWN',
+      30_000,
+    );
+    expect(await first.stop()).toBe(0);
+    e2e.sandbox.setFaults({ latencyMs: 0 });
+    const refs = rows.map((r) => r.merchantReferenceId);
+    expect(referencesIn(e2e.ledger())).toEqual(refs);
+
+    const refusal = (state: string): string =>
+      `payoutd: PAYOUTS_ON_OLD_SERVICE: the payout service is not changed: 2 payouts were sent to ${old} and are not final there ` +
+      `(2 ${state}: batch ${unknown.id} (move.csv) line 2 ${state}, line 3 ${state}). Only that service can tell what became of ` +
+      `them: on ${named} a create whose outcome is unknown would be sent again (paid on both services) and a pending payout ` +
+      `would never be settled. Run payoutd with the configuration naming ${old} until payoutd status shows no row CREATING, ` +
+      'UNKNOWN or PENDING, stop it, then run payoutd migrate --accept-service-change with this configuration again';
+    /** Tries the change, then a start on the new service: both refused, and nothing reaches it. */
+    const refusedFor = async (state: string): Promise<void> => {
+      const tried = await e2e.cli(['migrate', '--accept-service-change']);
+      expect({ code: tried.code, stderr: tried.stderr.trim() }).toEqual({ code: 78, stderr: refusal(state) });
+      const r = await runToExit(e2e);
+      expect(r.exit).toEqual({ code: 78, signal: null });
+      expect(r.daemon.stderr).toHaveLength(1);
+      expect(r.daemon.stderr[0]).toMatch(/^payoutd: SERVICE_CHANGED: /);
+      expect(r.daemon.stderr[0]).toContain(
+        `run payoutd migrate --accept-service-change with this configuration, once the 2 payouts sent to ${old} and not final yet (CREATING, UNKNOWN or PENDING) are settled there by payoutd run with the configuration naming it: the change is refused until none is left`,
+      );
+      expect(other.ledger()).toEqual([]);
+    };
+
+    await useNew();
+    await refusedFor('UNKNOWN');
+
+    // Back on the old service: the references are found there, held PENDING by the sandbox; still refused.
+    await useOld();
+    const second = await e2e.startDaemon();
+    await e2e.waitForBatches((bs) => bs.find((b) => b.id === unknown.id && b.counts.PENDING === 2), 'both rows PENDING', 30_000);
+    expect(await second.stop()).toBe(0);
+    await useNew();
+    await refusedFor('PENDING');
+
+    // Settled on the old service and followed there to the end: the change goes through, new files go to the new one.
+    for (const ref of refs) expect(e2e.sandbox.settle({ merchantReferenceId: ref }, 'PAID')).toBe(1);
+    await useOld();
+    const third = await e2e.startDaemon();
+    expect((await e2e.waitForBatch('move.csv', ['COMPLETE'], 30_000)).counts).toEqual({ PAID: 2 });
+    expect(await third.stop()).toBe(0);
+    await useNew();
+    const accepted = await e2e.cli(['migrate', '--accept-service-change']);
+    expect(accepted.code).toBe(0);
+    expect(accepted.stdout.trim().split('\n').at(-1)).toBe(`payout service changed from ${old} to ${named}`);
+    const fourth = await e2e.startDaemon();
+    await e2e.drop('after.csv', toCsv(makeRows('SVC-AFTER', 1)));
+    expect((await e2e.waitForBatch('after.csv', ['COMPLETE'], 30_000)).counts).toEqual({ PAID: 1 });
+    expect(await fourth.stop()).toBe(0);
+    expect(referencesIn(other.ledger())).toEqual(['SVC-AFTER-0001']);
+    expect(referencesIn(e2e.ledger())).toEqual(refs);
+  }, 180_000);
 });
 
 /** What a database made before migration 0033 holds once it is migrated: payouts, and no recorded service. */
