@@ -140,6 +140,7 @@ export class PayoutDaemon {
       onXlsxError: (batchId, kind, err) =>
         logger.error({ batchId, file: kind, err: safeError(err) }, 'the .xlsx beside an outbox CSV was not written (the CSV was)'),
       referenceMaxLength: config.batch.rules.merchantReferenceId.maxLength,
+      signal: this.stopWork.signal,
     });
     const balanceCheck = config.batch.balanceCheck;
     this.holds = new BatchHolds(
@@ -460,7 +461,13 @@ export class PayoutDaemon {
       await removeStaleTempFiles(config.paths.outbox, logger);
     }
     // At start, alone, nothing else is writing: repair at once.
-    await this.finisher.repairOutbox(this.shared ? 10_000 : 0);
+    try {
+      await this.finisher.repairOutbox(this.shared ? 10_000 : 0);
+      if (!this.shared) await this.finisher.repairTwins();
+    } catch (err) {
+      // A stop abandoned a file being written: it is written at the next start.
+      if (!this.stopWork.signal.aborted) throw err;
+    }
   }
 
   /** One pass of the finish loop: taken files that changed, then the finisher's work. */

@@ -28,7 +28,7 @@ import {
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
 import type { FaultPoint } from './fault-points.js';
-import { identityOf, type BatchOutbox, type NoteCorrected, type RetryCorrection } from './outbox.js';
+import { identityOf, outboxName, type BatchOutbox, type NoteCorrected, type RetryCorrection } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
 export interface FinisherDeps {
@@ -131,6 +131,7 @@ export class BatchFinisher {
         await outbox.writeAck(batch);
         await updateBatch(db, batch.id, { ackWrittenAt: clock.now() }, clock.now());
       } catch (err) {
+        if (outbox.stopping()) throw err;
         logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the ack of a held batch yet; will try again');
       }
     }
@@ -165,6 +166,7 @@ export class BatchFinisher {
         `the upload of a taken file went on: ${files.note}`,
       );
     } catch (err) {
+      if (this.deps.outbox.stopping()) throw err;
       logger.error({ batchId: batch.id, err: safeError(err) }, 'cannot write the notice of an upload that went on yet; will try again');
     }
   }
@@ -173,6 +175,8 @@ export class BatchFinisher {
   private async finishBatches(): Promise<number> {
     let n = 0;
     for (const id of await listFinishedActiveBatches(this.deps.db)) {
+      // A stop takes no next batch; one being written was abandoned (thrown), so it stays ACTIVE and is written at the next start.
+      if (this.deps.outbox.stopping()) break;
       // One writer per result file, even with several instances.
       if (await this.whileLeased(id, () => this.finish(id))) n++;
     }
@@ -231,6 +235,8 @@ export class BatchFinisher {
     try {
       this.tellRetry(batch, (await this.deps.outbox.writeExtras(batch)).retry);
     } catch (err) {
+      // A stop is no failure of the file: the batch stays unfinished, and its files are written at the next start.
+      if (this.deps.outbox.stopping()) throw err;
       this.deps.logger.error({ batchId: batch.id, err: safeError(err) }, 'optional outbox file not written');
     }
   }
@@ -267,6 +273,8 @@ export class BatchFinisher {
   private async writeCorrections(): Promise<void> {
     const { db, clock, logger } = this.deps;
     for (const id of await batchesToCorrect(db)) {
+      // Recorded and not written: the next start writes it.
+      if (this.deps.outbox.stopping()) break;
       await this.whileLeased(id, async () => {
         let batch = await getBatch(db, id);
         if (batch?.state !== 'COMPLETE') return false;
@@ -283,6 +291,7 @@ export class BatchFinisher {
             await this.writeRecordedCorrection(batch, n);
           }
         } catch (err) {
+          if (this.deps.outbox.stopping()) throw err;
           logger.error(
             { batchId: id, err: safeError(err) },
             'cannot write the corrected result file of a finished batch yet; will try again',
@@ -305,12 +314,14 @@ export class BatchFinisher {
     try {
       await outbox.writeCorrectionTwin(batch, n);
     } catch (err) {
+      if (outbox.stopping()) throw err;
       logger.error({ batchId: batch.id, err: safeError(err) }, 'the .xlsx beside a corrected result file was not written (the CSV was)');
     }
     let retry: RetryCorrection | null = null;
     try {
       retry = await outbox.writeCorrectionRetry(batch, n, files.changes);
     } catch (err) {
+      if (outbox.stopping()) throw err;
       logger.error(
         { batchId: batch.id, err: safeError(err) },
         'the retry file of a corrected result file was not written (the corrected result file was): ' +
@@ -338,21 +349,55 @@ export class BatchFinisher {
     const { db, clock, logger, outbox } = this.deps;
     const missing = await listBatchesMissingFiles(db, { now: clock.now(), minAgeMs });
     for (const id of missing) {
+      if (outbox.stopping()) return;
       const b = (await getBatch(db, id)) as BatchRecord;
+      const files: string[] = [];
       try {
         if (b.ackWrittenAt === null) {
           if (b.state === 'DUPLICATE' || (b.state === 'REJECTED' && b.rowCount === 0))
-            await outbox.writeFileRejection(b, b.rejectReason ?? 'refused');
-          else await outbox.writeAck(b, b.state === 'REJECTED' ? (b.rejectReason ?? undefined) : undefined);
+            files.push(await outbox.writeFileRejection(b, b.rejectReason ?? 'refused'));
+          else files.push(await outbox.writeAck(b, b.state === 'REJECTED' ? (b.rejectReason ?? undefined) : undefined));
           await updateBatch(db, id, { ackWrittenAt: clock.now() }, clock.now());
         }
         if (b.state === 'REJECTED' && b.rowCount > 0 && b.resultWrittenAt === null) {
-          await outbox.writeResult(b);
+          const result = await outbox.writeResult(b);
+          files.push(result.resultPath, result.summaryPath);
           await updateBatch(db, id, { resultWrittenAt: clock.now() }, clock.now());
         }
-        logger.info({ batchId: id }, 'outbox file written late (the earlier attempt failed or was interrupted)');
+        logger.info(
+          { batchId: id, files: files.map((f) => basename(f)) },
+          `outbox file written late (the earlier attempt failed or was interrupted): ${files.map((f) => basename(f)).join(', ')}`,
+        );
       } catch (err) {
+        if (outbox.stopping()) throw err;
         logger.error({ batchId: id, err: safeError(err) }, 'cannot write an outbox file yet; will try again');
+      }
+    }
+  }
+
+  /**
+   * At start, alone: the .xlsx twin of an ack, result or summary CSV recorded as written and still in the outbox,
+   * when a stop or a failed write left it out (the CSV is the record: a twin never held its batch back). Batches
+   * whose files retention took, and CSVs of no batch, are left alone.
+   */
+  async repairTwins(): Promise<void> {
+    const { db, logger, outbox } = this.deps;
+    for (const [id, missing] of await outbox.twinsMissing()) {
+      if (outbox.stopping()) return;
+      const b = await getBatch(db, id);
+      if (!b || outboxName(b) !== missing.name || b.pruneStartedAt != null || b.prunedAt != null) continue;
+      const ack = missing.ack && b.ackWrittenAt !== null;
+      const result = missing.result && b.resultWrittenAt !== null && (b.state === 'COMPLETE' || b.state === 'REJECTED');
+      if (!ack && !result) continue;
+      try {
+        const files = (await outbox.writeMissingTwins(b, { ack, result })).map((f) => basename(f));
+        logger.info({ batchId: id, files }, `outbox .xlsx written late (the earlier write was interrupted or failed): ${files.join(', ')}`);
+      } catch (err) {
+        if (outbox.stopping()) throw err;
+        logger.error(
+          { batchId: id, err: safeError(err) },
+          'cannot write the .xlsx beside an outbox CSV yet; will try again at the next start',
+        );
       }
     }
   }

@@ -192,6 +192,11 @@ export interface OutboxExtras {
   onXlsxError?: (batchId: string, kind: string, err: unknown) => void;
   /** `batch.rules.merchantReferenceId.maxLength`: longest fresh reference in a retry file. */
   referenceMaxLength?: number;
+  /**
+   * The daemon's stop: a file being written is abandoned (its temp file removed, nothing under its final name) and
+   * the error thrown, never taken for a twin that failed, so the file is not recorded and is written at the next start.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ExtraFiles {
@@ -263,7 +268,7 @@ export class BatchOutbox {
         });
       }
     }
-    const ahead = await writeAckRowsAhead(this.dir, identityOf(batch), { pages: pages() });
+    const ahead = await writeAckRowsAhead(this.dir, identityOf(batch), { pages: pages() }, this.stopOption());
     return {
       ready,
       write: (b, fileRejection) => this.writeAckFiles(b, ahead, totals.currencies(), fileRejection),
@@ -291,15 +296,89 @@ export class BatchOutbox {
     totals: AckCurrencyTotal[],
     fileRejection: string | undefined,
   ): Promise<string> {
-    const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
-    const fileHoldCode = fileHold !== undefined ? (batch.holdCode ?? undefined) : undefined;
-    const opts = { fileRejection, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
+    const opts = this.ackOptions(batch, totals, fileRejection);
     const identity = identityOf(batch);
-    const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom });
+    const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom, ...this.stopOption() });
     await this.twin(identity, 'ack', () =>
       writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
     );
     return path;
+  }
+
+  private ackOptions(batch: BatchRecord, totals: AckCurrencyTotal[], fileRejection: string | undefined) {
+    const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
+    const fileHoldCode = fileHold !== undefined ? (batch.holdCode ?? undefined) : undefined;
+    return { fileRejection, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
+  }
+
+  /**
+   * The .xlsx twins a batch's CSVs stand without in the outbox (a stop or a failed write lost them), written from
+   * the database as its CSVs were; the CSVs are left as finance received them. The paths written.
+   */
+  async writeMissingTwins(batch: BatchRecord, missing: { ack: boolean; result: boolean }): Promise<string[]> {
+    const identity = identityOf(batch);
+    const written: string[] = [];
+    if (missing.ack) {
+      const refusedWhole = batch.state === 'DUPLICATE' || (batch.state === 'REJECTED' && batch.rowCount === 0);
+      if (refusedWhole) {
+        const reason = batch.rejectReason ?? 'refused';
+        written.push(await writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...readNote(batch), ...this.xlsxOptions() }));
+      } else {
+        // The totals lines come first: the rows are added up before the twin is written, as for its CSV.
+        const totals = new AckTotalsAccumulator();
+        for await (const page of ackMoneyPages(this.db, batch.id))
+          for (const r of page)
+            totals.add({
+              verdict: ackRow(r).verdict,
+              payoutCurrency: r.writtenPayoutCurrency ?? r.requestPayoutCurrency,
+              payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount,
+            });
+        const rejection = batch.state === 'REJECTED' ? (batch.rejectReason ?? undefined) : undefined;
+        const opts = { ...this.ackOptions(batch, totals.currencies(), rejection), ...this.xlsxOptions() };
+        written.push(await writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, opts));
+      }
+    }
+    if (missing.result) written.push(...(await this.resultTwins(batch)));
+    return written;
+  }
+
+  /**
+   * Batches (by the id their outbox names start with) with an ack, result or summary CSV in the outbox and no .xlsx
+   * twin beside it, when twins are on; temp files and other names are not looked at.
+   */
+  async twinsMissing(): Promise<Map<string, { name: string; ack: boolean; result: boolean }>> {
+    const missing = new Map<string, { name: string; ack: boolean; result: boolean }>();
+    if (!this.extras.xlsx) return missing;
+    let names: Set<string>;
+    try {
+      names = new Set(await readdir(this.dir));
+    } catch {
+      return missing; // no outbox yet
+    }
+    for (const file of names) {
+      if (isTempName(file)) continue;
+      for (const kind of ['ack', 'result', 'summary'] as const) {
+        const suffix = `.${kind}.csv`;
+        if (!file.endsWith(suffix)) continue;
+        const name = file.slice(0, -suffix.length);
+        if (names.has(`${name}.${kind}.xlsx`) || !name.includes('_')) continue;
+        const id = name.slice(0, name.indexOf('_'));
+        const entry = missing.get(id) ?? { name, ack: false, result: false };
+        if (kind === 'ack') entry.ack = true;
+        else entry.result = true;
+        missing.set(id, entry);
+      }
+    }
+    return missing;
+  }
+
+  /** The result's and summary's .xlsx twins, with the approval column their CSVs carry. */
+  private async resultTwins(batch: BatchRecord): Promise<string[]> {
+    const identity = identityOf(batch);
+    const approval = approvalAuditText(await readApproval(this.db, batch.id));
+    const opts = { ...this.xlsxOptions(), approval };
+    const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), opts);
+    return [xlsx.path, await writeSummaryXlsx(this.dir, identity, xlsx.summary, opts)];
   }
 
   /** A file refused whole (bad file, duplicate file); how it was read, when that was guessed, as in every ack. */
@@ -327,7 +406,12 @@ export class BatchOutbox {
   }
 
   private async writeRefusal(identity: BatchIdentity, reason: string, note: { fileNote?: string } = {}): Promise<string> {
-    const path = await writeRejectionAckFile(this.dir, identity, reason, { bom: this.bom, minorUnits: this.extras.minorUnits, ...note });
+    const path = await writeRejectionAckFile(this.dir, identity, reason, {
+      bom: this.bom,
+      minorUnits: this.extras.minorUnits,
+      ...note,
+      ...this.stopOption(),
+    });
     await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...note, ...this.xlsxOptions() }));
     return path;
   }
@@ -346,13 +430,8 @@ export class BatchOutbox {
     if (hook) rows = callHalfway(rows, Math.max(1, Math.floor(batch.rowCount / 2)), hook);
     const identity = identityOf(batch);
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
-    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval });
-    await this.twin(identity, 'result', async () => {
-      // The twins carry the same approval column as their CSVs.
-      const opts = { ...this.xlsxOptions(), approval };
-      const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), opts);
-      await writeSummaryXlsx(this.dir, identity, xlsx.summary, opts);
-    });
+    const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval, ...this.stopOption() });
+    await this.twin(identity, 'result', () => this.resultTwins(batch));
     await recordNotesShown(this.db, shown);
     return files;
   }
@@ -370,7 +449,11 @@ export class BatchOutbox {
 
   /** A retry file at `path` and its .xlsx twin. */
   private async writeRetryAt(identity: BatchIdentity, path: string, source: RetrySource): Promise<ExtraFiles> {
-    const retry = await writeRetryFileAt(path, source, { bom: this.bom, referenceMaxLength: this.extras.referenceMaxLength });
+    const retry = await writeRetryFileAt(path, source, {
+      bom: this.bom,
+      referenceMaxLength: this.extras.referenceMaxLength,
+      ...this.stopOption(),
+    });
     let retryXlsxPath: string | null = null;
     // Like every twin, one not written is logged and leaves the retry CSV standing (and logged as written).
     if (retry?.path) {
@@ -398,7 +481,7 @@ export class BatchOutbox {
       return corrected(row);
     });
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
-    const written = await writeCorrectedResultFile(this.dir, identityOf(batch), n, rows, { bom: this.bom, approval });
+    const written = await writeCorrectedResultFile(this.dir, identityOf(batch), n, rows, { bom: this.bom, approval, ...this.stopOption() });
     return { correction: n, path: written.path, previous, changes };
   }
 
@@ -466,19 +549,29 @@ export class BatchOutbox {
     try {
       await write();
     } catch (err) {
-      if (!this.extras.onXlsxError) throw err;
+      if (!this.extras.onXlsxError || this.stopping()) throw err;
       this.extras.onXlsxError(identity.batchId, kind, err);
     }
   }
 
   async writeInterim(batch: BatchRecord, path: string): Promise<string> {
-    const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom });
+    const r = await writeInterimReport(path, mapRows(this.db, batch.id, rowOutcome), { bom: this.bom, ...this.stopOption() });
     if (this.extras.xlsx) await writeInterimReportXlsx(xlsxPathFor(path), mapRows(this.db, batch.id, rowOutcome), this.xlsxOptions());
     return r.path;
   }
 
-  private xlsxOptions(): { minorUnits?: Readonly<Record<string, number>>; timeZone?: string } {
-    return { minorUnits: this.extras.minorUnits, timeZone: this.extras.timeZone };
+  private xlsxOptions(): { minorUnits?: Readonly<Record<string, number>>; timeZone?: string; signal?: AbortSignal } {
+    return { minorUnits: this.extras.minorUnits, timeZone: this.extras.timeZone, ...this.stopOption() };
+  }
+
+  /** The stop signal for a writer, when the outbox has one. */
+  private stopOption(): { signal?: AbortSignal } {
+    return this.extras.signal ? { signal: this.extras.signal } : {};
+  }
+
+  /** The daemon is stopping: a write that failed now was abandoned, not refused. */
+  stopping(): boolean {
+    return this.extras.signal?.aborted === true;
   }
 }
 

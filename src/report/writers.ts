@@ -102,9 +102,14 @@ export interface AckRowsAhead {
   discard(): Promise<void>;
 }
 
-export async function writeAckRowsAhead(dir: string, identity: BatchIdentity, rows: RowPages<AckRow>): Promise<AckRowsAhead> {
+export async function writeAckRowsAhead(
+  dir: string,
+  identity: BatchIdentity,
+  rows: RowPages<AckRow>,
+  opts: { signal?: AbortSignal } = {},
+): Promise<AckRowsAhead> {
   const record = ackRecordsInOrder(identity);
-  const path = await writeWorkFile(ackPath(dir, identity), csvRecordChunks(rows.pages, record));
+  const path = await writeWorkFile(ackPath(dir, identity), csvRecordChunks(rows.pages, record), { signal: opts.signal });
   return { path, discard: () => rm(path, { force: true }) };
 }
 
