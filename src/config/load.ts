@@ -4,12 +4,12 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
 import { configSchema, FOLDER_OPTIONS, webhookName, type PayoutdConfig } from './schema.js';
 import { approvalInUse } from './approval-schema.js';
 import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
+import { parseConfigYaml } from './yaml.js';
 
 export interface LoadConfigInput {
   /** Path of the YAML config file; none means defaults (embedded sandbox, ./var). */
@@ -186,11 +186,13 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
   if (input.file) {
     const file = resolve(input.cwd, input.file);
     if (!existsSync(file)) throw new ConfigError('CONFIG_MISSING', `config file ${file} does not exist`);
+    let text: string;
     try {
-      fromFile = parseYaml(readFileSync(file, 'utf8'));
+      text = readFileSync(file, 'utf8');
     } catch (err) {
-      throw new ConfigError('CONFIG_SYNTAX', `config file ${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+      throw new ConfigError('CONFIG_UNREADABLE', `config file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    fromFile = parseConfigYaml(text, file, schemaShape());
     // An emptied, cut-short or commented-out file would otherwise be every default: the embedded sandbox in place of
     // the real service (results saying PAID for money that never moved) and no notification channels. An explicit
     // `{}` asks for the defaults in so many words, which no accident writes.

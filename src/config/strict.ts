@@ -146,3 +146,22 @@ export function unknownOptions(input: unknown, schema: JsonSchemaNode): UnknownO
   walk(input, schema, [], out);
   return out;
 }
+
+/**
+ * The leading part of `path` (keys, and list positions as digits) that names options the schema knows: what may be
+ * shown of a path read from a broken file, where a key past the options can be a value YAML misread (the text of
+ * `apiKey: ab:cd: x` reads as a mapping with the key `ab:cd`). A mapping of free keys ends it too.
+ */
+export function knownPath(path: readonly string[], schema: JsonSchemaNode): string[] {
+  let nodes = [schema];
+  const known: string[] = [];
+  for (const segment of path) {
+    const next = nodes.flatMap((n) =>
+      /^\d+$/.test(segment) ? arrayItems(n) : objectShapes(n).flatMap((s) => (s.properties?.[segment] ? [s.properties[segment]] : [])),
+    );
+    if (next.length === 0) break;
+    known.push(segment);
+    nodes = next;
+  }
+  return known;
+}

@@ -1,0 +1,65 @@
+/**
+ * E2E: secrets in the configuration, met by the real CLI and daemon against the sandbox. Nothing of a secret reaches
+ * stdout or stderr (the journal under systemd): an inline api.apiKey YAML misreads (`*…` an alias, `!…` a tag) is
+ * one line naming the file, line, column and option, at start and on SIGHUP, and the YAML library prints nothing
+ * of its own. The loadConfig side: test/unit/config-secrets.test.ts.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { startE2e, type E2e } from './harness.js';
+
+const SECRET = 'Zq9SECRETkey123';
+
+/** What the refusal says of each misread first character. */
+const SAID: Record<string, string> = {
+  '*': 'a value starts with "*", which YAML takes for a reference to an anchor (&name) set before it, and none is; put the value in quotes',
+  '!': 'a value starts with "!", which YAML takes for a type tag it does not know; put the value in quotes (YAML TAG_RESOLVE_FAILED)',
+};
+
+/** Writes the world's config with its api.apiKey line replaced by `line`, as is (a YAML writer would quote it); its line number. */
+async function withApiKeyLine(e2e: E2e, line: string): Promise<number> {
+  const lines = (await readFile(e2e.configPath, 'utf8')).split('\n');
+  const at = lines.findIndex((l) => l.startsWith('  apiKey: '));
+  lines[at] = `  ${line}`;
+  await writeFile(e2e.configPath, lines.join('\n'), { mode: 0o600 });
+  return at + 1;
+}
+
+describe('e2e: secrets around the configuration', () => {
+  it.each(['*', '!'])('`payoutd balance` with `apiKey: %sZq9…`: one line by place, nothing of the secret; exit 78', async (first) => {
+    const e2e = await startE2e();
+    const line = await withApiKeyLine(e2e, `apiKey: ${first}${SECRET}`);
+    const r = await e2e.cli(['balance']);
+    expect(r).toEqual({
+      code: 78,
+      stdout: '',
+      stderr: `payoutd: CONFIG_SYNTAX: config file ${e2e.configPath} is not valid YAML at line ${line}, column 11 (api.apiKey): ${SAID[first]}\n`,
+    });
+  });
+
+  it('SIGHUP with an inline secret YAML misreads: refused by place, the daemon runs on, nothing of the line logged', async () => {
+    const e2e = await startE2e();
+    const daemon = await e2e.startDaemon();
+    const good = await readFile(e2e.configPath, 'utf8');
+    for (const first of ['!', '*']) {
+      const line = await withApiKeyLine(e2e, `apiKey: ${first}${SECRET}`);
+      const before = daemon.logs.length;
+      process.kill(daemon.pid as number, 'SIGHUP');
+      const refused = await daemon.waitForLog(
+        (l) => daemon.logs.indexOf(l) >= before && String(l.msg).startsWith('SIGHUP: configuration not reloaded'),
+        5000,
+      );
+      expect(refused.level).toBe('error');
+      expect(refused.msg).toBe(
+        `SIGHUP: configuration not reloaded, the running one stays: config file ${e2e.configPath} is not valid YAML at line ${line}, column 11 (api.apiKey): ${SAID[first]}`,
+      );
+      await writeFile(e2e.configPath, good);
+    }
+    expect(daemon.exited).toBeNull();
+    expect(await daemon.stop()).toBe(0);
+    // The last lines of its pipes arrive after the exit event.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(daemon.stderr).toEqual([]);
+    expect(daemon.transcript()).not.toContain(SECRET);
+  });
+});

@@ -1,0 +1,124 @@
+/**
+ * Secrets in the configuration never reach a message. A secret written inline that YAML misreads (`*…` an alias,
+ * `!…` a tag, `@…` reserved) is a CONFIG_SYNTAX said by line, column and option, with nothing of the line quoted and
+ * nothing printed by the YAML library itself (its warning went to stderr, the journal under systemd, and the key
+ * was read as empty). The CLI and SIGHUP side is test/e2e/config-secrets.test.ts.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { ConfigError } from '../../src/domain/errors.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'payoutd-config-secrets-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+const SECRET = 'Zq9SECRETkey123';
+
+/** A config for the real service with `apiLine` as the api.apiKey line (line 5, the value at column 11). */
+function serviceConfig(apiLine: string): string {
+  return [
+    'api:',
+    '  baseUrl: https://payouts.example.com',
+    '  merchantCode: M123',
+    '  privateKeyFile: merchant.pem',
+    `  ${apiLine}`,
+    `paths: { inbox: ${dir}, outbox: ${dir}, stateDir: ${dir} }`,
+    '',
+  ].join('\n');
+}
+
+function load(yaml: string, env: NodeJS.ProcessEnv = {}, overrides: Record<string, unknown> = {}): ResolvedConfig {
+  const file = join(dir, `c${++files}.yaml`);
+  writeFileSync(file, yaml);
+  return loadConfig({ file, env, cwd: dir }, overrides);
+}
+
+function refusal(act: () => unknown): ConfigError {
+  try {
+    act();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('no refusal');
+}
+
+/** Process warnings emitted meanwhile (the YAML library's default output goes through process.emitWarning). */
+const warnings: string[] = [];
+const onWarning = (w: Error): void => void warnings.push(`${w.name}: ${w.message}`);
+beforeEach(() => {
+  warnings.length = 0;
+  process.on('warning', onWarning);
+});
+afterEach(() => {
+  process.off('warning', onWarning);
+});
+
+/** Lets a process warning emitted during the test arrive (they are emitted on the next tick). */
+async function settled(): Promise<string[]> {
+  await new Promise((resolve) => setImmediate(resolve));
+  return warnings;
+}
+
+describe('config: an inline secret YAML misreads', () => {
+  it.each([
+    [
+      'an alias (*)',
+      `*${SECRET}`,
+      11,
+      'a value starts with "*", which YAML takes for a reference to an anchor (&name) set before it, and none is; put the value in quotes',
+    ],
+    [
+      'a tag (!)',
+      `!${SECRET}`,
+      11,
+      'a value starts with "!", which YAML takes for a type tag it does not know; put the value in quotes (YAML TAG_RESOLVE_FAILED)',
+    ],
+    [
+      'a reserved character (@)',
+      `@${SECRET}`,
+      11,
+      'a value starts with a character YAML reserves (@, ` or %); put the value in quotes (YAML BAD_SCALAR_START)',
+    ],
+    ['a block scalar header (|)', `|${SECRET}`, 12, expect.stringContaining('put the value in quotes (YAML UNEXPECTED_TOKEN)')],
+    ['a bad escape', `"${SECRET}\\q"`, 27, expect.stringContaining('(YAML BAD_DQ_ESCAPE)')],
+  ])('%s: CONFIG_SYNTAX by line, column and option; nothing of the line is said or printed', async (_what, value, column, words) => {
+    const file = join(dir, `c${files + 1}.yaml`);
+    const err = refusal(() => load(serviceConfig(`apiKey: ${value}`)));
+    expect(err.code).toBe('CONFIG_SYNTAX');
+    const place = `config file ${file} is not valid YAML at line 5, column ${column} (api.apiKey): `;
+    expect(err.message.slice(0, place.length)).toBe(place);
+    expect(err.message.slice(place.length)).toEqual(words);
+    expect(err.message).not.toContain(SECRET);
+    expect(await settled()).toEqual([]);
+  });
+
+  it('a key past the options is not named: it may be the secret, read as a mapping', async () => {
+    const err = refusal(() => load(serviceConfig(`apiKey: ${SECRET}:x: y`)));
+    expect(err.code).toBe('CONFIG_SYNTAX');
+    expect(err.message).toContain('at line 5, column 11 (api.apiKey): ');
+    expect(err.message).not.toContain(SECRET);
+    expect(await settled()).toEqual([]);
+  });
+
+  it('a list position is part of the option named', () => {
+    const yaml = `notify:\n  webhooks:\n    - url: https://erp.example.com/hook\n      secretFile: !${SECRET}\n`;
+    const err = refusal(() => load(yaml));
+    expect(err.message).toContain('at line 4, column 19 (notify.webhooks.0.secretFile): ');
+    expect(err.message).not.toContain(SECRET);
+  });
+
+  it('the same secret in quotes loads, as written', async () => {
+    expect(load(serviceConfig(`apiKey: "*${SECRET}"`)).api.apiKey).toBe(`*${SECRET}`);
+    expect(load(serviceConfig(`apiKey: '!${SECRET}'`)).api.apiKey).toBe(`!${SECRET}`);
+    expect(await settled()).toEqual([]);
+  });
+
+  it('an alias to an anchor set before it still works', () => {
+    const yaml = `paths: { inbox: &folder ${dir}, outbox: *folder, stateDir: *folder }\n`;
+    expect(load(yaml).paths.outbox).toBe(dir);
+  });
+});
