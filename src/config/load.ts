@@ -2,10 +2,11 @@
  * Reading the configuration: a YAML file, environment variables and command-line overrides (argv > env > file >
  * default), validated by the schema, paths made absolute, secrets read. Errors name the option, never a secret.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
+import { secretFileModeProblem } from '../signing/keys.js';
 import { configSchema, FOLDER_OPTIONS, webhookName, type PayoutdConfig } from './schema.js';
 import { approvalInUse } from './approval-schema.js';
 import { isPlainObject, unknownOptions, type JsonSchemaNode } from './strict.js';
@@ -325,33 +326,50 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
 }
 
 /** A secret given inline or as a file (never logged; errors name the option only). */
-function readSecret(value: string | undefined, file: string | undefined, option: string, missing: string): string {
+function readSecret(
+  value: string | undefined,
+  file: string | undefined,
+  option: string,
+  missing: string,
+  credentialsDir: string | null,
+): string {
   if (value) return value;
   if (file) {
-    let text: string;
+    let read: SecretFileRead;
     try {
-      text = readFileSync(file, 'utf8');
+      read = { path: file, mode: statSync(file).mode, text: readFileSync(file, 'utf8') };
     } catch (err) {
       throw new ConfigError(
         'SECRET_UNREADABLE',
         `${option}File ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
       );
     }
-    return secretInFile(text, file, `${option}File`);
+    return secretInFile(read, `${option}File`, credentialsDir);
   }
   throw new ConfigError('CONFIG_INVALID', missing);
 }
 
+/** A secret file as read: its path, its mode (statSync) and its text. */
+export interface SecretFileRead {
+  path: string;
+  mode: number;
+  text: string;
+}
+
 /**
- * The secret a file holds (`text`, as read), trimmed; SECRET_EMPTY when it holds none, said by `named`, the option
- * that names the file: an empty secret would fail later as a wrong one (a refused login, a bad signature).
+ * The secret a file holds, trimmed; `named` is the option that names the file. Every secret file but the private
+ * key comes here. SECRET_PERMISSIONS when group or others can read it (the private key's rule, src/signing/keys.ts):
+ * a secret others on the host can read is not one. SECRET_EMPTY when it holds none: an empty secret would fail
+ * later as a wrong one (a refused login, a bad signature).
  */
-export function secretInFile(text: string, path: string, named: string): string {
-  const secret = text.trim();
+export function secretInFile(read: SecretFileRead, named: string, credentialsDir: string | null): string {
+  const open = secretFileModeProblem(read.path, read.mode, credentialsDir);
+  if (open !== null) throw new ConfigError('SECRET_PERMISSIONS', `${named} ${read.path} ${open}`);
+  const secret = read.text.trim();
   if (secret === '')
     throw new ConfigError(
       'SECRET_EMPTY',
-      `${named} ${path} is empty (or holds only white space): write the secret into that file, or point ${named} at the file that holds it`,
+      `${named} ${read.path} is empty (or holds only white space): write the secret into that file, or point ${named} at the file that holds it`,
     );
   return secret;
 }
@@ -363,6 +381,7 @@ export function readApiKey(c: ResolvedConfig): string {
     c.api.apiKeyFile,
     'api.apiKey',
     'no API key configured (api.apiKey, api.apiKeyFile, PAYOUTD_API_KEY or credential api-key)',
+    c.credentialsDir,
   );
 }
 
@@ -373,5 +392,6 @@ export function readWebhookSecret(c: ResolvedConfig): string {
     c.webhook.secretFile,
     'webhook.secret',
     'no webhook secret configured (webhook.secret, webhook.secretFile or credential webhook-secret)',
+    c.credentialsDir,
   );
 }

@@ -5,9 +5,9 @@
  * the key being the bytes of the `whsec_<base64>` secret.
  */
 import { createHmac } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { secretInFile } from '../config/index.js';
+import { secretInFile, type SecretFileRead } from '../config/index.js';
 import { NotifyError } from './errors.js';
 
 const PREFIX = 'whsec_';
@@ -26,7 +26,7 @@ export function signingKey(secret: string, where: string): Buffer {
 /**
  * A secret kept in a file, or in the systemd credential of that name (`$CREDENTIALS_DIRECTORY`); read at each use.
  * `where`: the option the secret is, `notify.email.password`: its file is `<where>File`, its credential `<where>Credential`.
- * An empty one is SECRET_EMPTY, as for the other secrets (src/config): sent, it would fail as a wrong one.
+ * One group or others can read is SECRET_PERMISSIONS, an empty one SECRET_EMPTY, as for the other secrets (src/config).
  */
 export function readSecretFile(
   where: string,
@@ -37,16 +37,16 @@ export function readSecretFile(
   const path = file ?? (credential !== undefined && credentialsDir !== null ? join(credentialsDir, credential) : null);
   if (path === null)
     throw new NotifyError('NOTIFY_SECRET_MISSING', `${where}: no secret file, and no credentials directory for ${credential}`);
-  let text: string;
+  let read: SecretFileRead;
   try {
-    text = readFileSync(path, 'utf8');
+    read = { path, mode: statSync(path).mode, text: readFileSync(path, 'utf8') };
   } catch (err) {
     throw new NotifyError(
       'NOTIFY_SECRET_UNREADABLE',
       `${where}: ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
-  return secretInFile(text, path, file !== undefined ? `${where}File` : `${where}Credential`);
+  return secretInFile(read, file !== undefined ? `${where}File` : `${where}Credential`, credentialsDir);
 }
 
 /** The three headers of a signed delivery. `timestampSeconds`: when it is sent (the receiver checks it is recent). */

@@ -42,21 +42,27 @@ export function parsePkcs8RsaPrivateKey(pem: string, source: string): KeyObject 
   return key;
 }
 
+/**
+ * What is wrong with the mode of a file that holds a secret (the private key, an API key, a signing secret, a
+ * password), or null: group and others must have no access. A file in `credentialsDir` ($CREDENTIALS_DIRECTORY) is
+ * exempt: systemd keeps that directory to the service, whatever the files' modes. Said after the file's name.
+ */
+export function secretFileModeProblem(path: string, mode: number, credentialsDir: string | null | undefined): string | null {
+  const guarded = credentialsDir !== undefined && credentialsDir !== null && resolve(path).startsWith(`${resolve(credentialsDir)}${sep}`);
+  if (guarded || (mode & 0o077) === 0) return null;
+  return `has mode ${(mode & 0o777).toString(8).padStart(4, '0')}; it must not be readable by group or others (chmod 600 ${path})`;
+}
+
 /** Reads the merchant private key, refusing one readable by others outside `credentialsDir` ($CREDENTIALS_DIRECTORY). */
 export function loadPrivateKeyFile(path: string, options: { credentialsDir?: string } = {}): KeyObject {
-  const guarded = options.credentialsDir !== undefined && resolve(path).startsWith(`${resolve(options.credentialsDir)}${sep}`);
   let mode: number;
   try {
     mode = statSync(path).mode;
   } catch (err) {
     throw new KeyFileError('KEY_MISSING', `private key file ${path} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
-  if (!guarded && (mode & 0o077) !== 0) {
-    throw new KeyFileError(
-      'KEY_PERMISSIONS',
-      `private key file ${path} has mode ${(mode & 0o777).toString(8).padStart(4, '0')}; it must not be readable by group or others (chmod 600 ${path})`,
-    );
-  }
+  const problem = secretFileModeProblem(path, mode, options.credentialsDir);
+  if (problem !== null) throw new KeyFileError('KEY_PERMISSIONS', `private key file ${path} ${problem}`);
   return parsePkcs8RsaPrivateKey(readFileSync(path, 'utf8'), path);
 }
 

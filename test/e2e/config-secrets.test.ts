@@ -1,11 +1,14 @@
 /**
- * E2E: secrets in the configuration, met by the real CLI and daemon against the sandbox. Nothing of a secret reaches
- * stdout or stderr (the journal under systemd): an inline api.apiKey YAML misreads (`*…` an alias, `!…` a tag) is
- * one line naming the file, line, column and option, at start and on SIGHUP, and the YAML library prints nothing
- * of its own. The loadConfig side: test/unit/config-secrets.test.ts.
+ * E2E: secrets around the configuration, met by the real CLI and daemon against the sandbox. Nothing of a secret
+ * reaches stdout or stderr (the journal under systemd): an inline api.apiKey YAML misreads (`*…` an alias, `!…` a
+ * tag) is one line naming the file, line, column and option, at start and on SIGHUP, and the YAML library prints
+ * nothing of its own; an api.apiKeyFile group or others can read is refused as the private key is, naming the
+ * chmod. The loadConfig side of each: test/unit/config-secrets.test.ts.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { startE2e, type E2e } from './harness.js';
 
 const SECRET = 'Zq9SECRETkey123';
@@ -23,6 +26,10 @@ async function withApiKeyLine(e2e: E2e, line: string): Promise<number> {
   lines[at] = `  ${line}`;
   await writeFile(e2e.configPath, lines.join('\n'), { mode: 0o600 });
   return at + 1;
+}
+
+async function apiKeyOf(e2e: E2e): Promise<string> {
+  return (parseYaml(await readFile(e2e.configPath, 'utf8')) as { api: { apiKey: string } }).api.apiKey;
 }
 
 describe('e2e: secrets around the configuration', () => {
@@ -61,5 +68,27 @@ describe('e2e: secrets around the configuration', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(daemon.stderr).toEqual([]);
     expect(daemon.transcript()).not.toContain(SECRET);
+  });
+
+  it('an api.apiKeyFile group or others can read: `payoutd balance` refuses it naming the chmod; at 0600 it is read', async () => {
+    const e2e = await startE2e();
+    const apiKey = await apiKeyOf(e2e);
+    const keyFile = join(e2e.dir, 'api-key');
+    await writeFile(keyFile, `${apiKey}\n`);
+    await chmod(keyFile, 0o644);
+    await withApiKeyLine(e2e, `apiKeyFile: ${keyFile}`);
+    const refused = await e2e.cli(['balance', '--json']);
+    expect(refused).toEqual({
+      code: 78,
+      stdout: '',
+      stderr: `payoutd: SECRET_PERMISSIONS: api.apiKeyFile ${keyFile} has mode 0644; it must not be readable by group or others (chmod 600 ${keyFile})\n`,
+    });
+    await chmod(keyFile, 0o600);
+    const read = await e2e.cli(['balance', '--json']);
+    expect(read.stderr).toBe('');
+    expect(read.code).toBe(0);
+    const { balances } = JSON.parse(read.stdout) as { balances: { currency: string; available: string }[] };
+    expect(balances.map((b) => b.currency).sort()).toEqual(['USDC', 'USDT']);
+    expect(`${read.stdout}${refused.stderr}`).not.toContain(apiKey);
   });
 });

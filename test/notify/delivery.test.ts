@@ -225,7 +225,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const treasury = new EventReceiver(secret);
     await treasury.start();
     const treasurySecret = join(join(secretFile, '..'), 'treasury-secret');
-    await writeFile(treasurySecret, secret);
+    await writeFile(treasurySecret, secret, { mode: 0o600 });
     try {
       const w = await setUp({
         webhooks: [
@@ -397,7 +397,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
 
   it('a wrong signing secret is refused by the receiver, and the event stays owed', async () => {
     const other = join(join(secretFile, '..'), 'other');
-    await writeFile(other, newSigningSecret());
+    await writeFile(other, newSigningSecret(), { mode: 0o600 });
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile: other }], statusFiles: false });
     await newBatch(w, 'B3');
     await w.dispatcher.pass();
@@ -592,7 +592,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
   /** Email settings for the test server, the password in a file. */
   async function passwordEmail(): Promise<Record<string, unknown>> {
     const passwordFile = join(certDir, 'pw');
-    await writeFile(passwordFile, login.password);
+    await writeFile(passwordFile, login.password, { mode: 0o600 });
     const to = ['f@example.com'];
     return {
       host: '127.0.0.1',
@@ -724,7 +724,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
 
   it('a wrong password: the mail is not sent, and the event stays owed', async () => {
     const passwordFile = join(certDir, 'pw');
-    await writeFile(passwordFile, 'not-the-password');
+    await writeFile(passwordFile, 'not-the-password', { mode: 0o600 });
     const email = {
       host: '127.0.0.1',
       port: mail.port,

@@ -1,15 +1,18 @@
 /**
- * Secrets in the configuration never reach a message. A secret written inline that YAML misreads (`*…` an alias,
- * `!…` a tag, `@…` reserved) is a CONFIG_SYNTAX said by line, column and option, with nothing of the line quoted and
- * nothing printed by the YAML library itself (its warning went to stderr, the journal under systemd, and the key
- * was read as empty). The CLI and SIGHUP side is test/e2e/config-secrets.test.ts.
+ * Secrets in and around the configuration never reach a message, and secret files are private. A secret written
+ * inline that YAML misreads (`*…` an alias, `!…` a tag, `@…` reserved) is a CONFIG_SYNTAX said by line, column and
+ * option, with nothing of the line quoted and nothing printed by the YAML library itself (its warning went to
+ * stderr, the journal under systemd, and the key was read as empty). Every secret file (api.apiKeyFile,
+ * webhook.secretFile, the notify secret and password files) is refused, as the private key is, when group or others
+ * can read it, except in systemd's credentials directory. The CLI and SIGHUP side is test/e2e/config-secrets.test.ts.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { loadConfig, readApiKey, readWebhookSecret, type ResolvedConfig } from '../../src/config/index.js';
 import { ConfigError } from '../../src/domain/errors.js';
+import { readSecretFile } from '../../src/notify/signing.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'payoutd-config-secrets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -120,5 +123,89 @@ describe('config: an inline secret YAML misreads', () => {
   it('an alias to an anchor set before it still works', () => {
     const yaml = `paths: { inbox: &folder ${dir}, outbox: *folder, stateDir: *folder }\n`;
     expect(load(yaml).paths.outbox).toBe(dir);
+  });
+});
+
+describe('config: secret files group or others can read', () => {
+  /** The secret in the file `path` at `mode` (a write keeps the mode of a file already there). */
+  function secretFile(path: string, mode: number): string {
+    writeFileSync(path, `${SECRET}\n`);
+    chmodSync(path, mode);
+    return path;
+  }
+
+  const keyFile = join(dir, 'api-key');
+  const webhookSecret = join(dir, 'webhook-secret');
+
+  function withFiles(env: NodeJS.ProcessEnv = {}): ResolvedConfig {
+    return load(
+      [
+        'api:',
+        '  baseUrl: https://payouts.example.com',
+        '  merchantCode: M123',
+        '  privateKeyFile: merchant.pem',
+        `  apiKeyFile: ${keyFile}`,
+        `webhook: { enabled: true, secretFile: ${webhookSecret} }`,
+        `paths: { inbox: ${dir}, outbox: ${dir}, stateDir: ${dir} }`,
+        '',
+      ].join('\n'),
+      env,
+    );
+  }
+
+  it.each([
+    ['0644', 0o644],
+    ['0640', 0o640],
+    ['0604', 0o604],
+  ] as const)('mode %s: SECRET_PERMISSIONS naming the option, the file, its mode and the chmod; never the secret', (label, mode) => {
+    secretFile(keyFile, mode);
+    secretFile(webhookSecret, mode);
+    const c = withFiles();
+    const api = refusal(() => readApiKey(c));
+    expect(api.code).toBe('SECRET_PERMISSIONS');
+    expect(api.message).toBe(
+      `api.apiKeyFile ${keyFile} has mode ${label}; it must not be readable by group or others (chmod 600 ${keyFile})`,
+    );
+    const webhook = refusal(() => readWebhookSecret(c));
+    expect(webhook.code).toBe('SECRET_PERMISSIONS');
+    expect(webhook.message).toBe(
+      `webhook.secretFile ${webhookSecret} has mode ${label}; it must not be readable by group or others (chmod 600 ${webhookSecret})`,
+    );
+    expect(`${api.message}${webhook.message}`).not.toContain(SECRET);
+  });
+
+  it('mode 0600 and 0400 are read', () => {
+    secretFile(keyFile, 0o600);
+    secretFile(webhookSecret, 0o400);
+    const c = withFiles();
+    expect(readApiKey(c)).toBe(SECRET);
+    expect(readWebhookSecret(c)).toBe(SECRET);
+  });
+
+  it("systemd's credentials directory is exempt, as for the private key", () => {
+    const credentials = join(dir, 'credentials');
+    mkdirSync(credentials, { recursive: true });
+    secretFile(join(credentials, 'api-key'), 0o644);
+    const c = load(
+      `api: { baseUrl: https://payouts.example.com, merchantCode: M123, privateKeyFile: merchant.pem }\npaths: { inbox: ${dir}, outbox: ${dir}, stateDir: ${dir} }\n`,
+      { CREDENTIALS_DIRECTORY: credentials },
+    );
+    expect(c.api.apiKeyFile).toBe(join(credentials, 'api-key'));
+    expect(readApiKey(c)).toBe(SECRET);
+  });
+
+  it('a notify secret or password file: refused the same way; its credential is exempt', () => {
+    const file = secretFile(join(dir, 'smtp-password'), 0o640);
+    const err = refusal(() => readSecretFile('notify.email.password', file, undefined, null));
+    expect(err.code).toBe('SECRET_PERMISSIONS');
+    expect(err.message).toBe(
+      `notify.email.passwordFile ${file} has mode 0640; it must not be readable by group or others (chmod 600 ${file})`,
+    );
+    chmodSync(file, 0o600);
+    expect(readSecretFile('notify.email.password', file, undefined, null)).toBe(SECRET);
+    const credentials = join(dir, 'credentials');
+    mkdirSync(credentials, { recursive: true });
+    secretFile(join(credentials, 'smtp-password'), 0o644);
+    expect(readSecretFile('notify.email.password', undefined, 'smtp-password', credentials)).toBe(SECRET);
   });
 });
