@@ -6,6 +6,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../domain/errors.js';
+import { shownUrl } from '../domain/url-path.js';
 import { secretFileModeProblem } from '../signing/keys.js';
 import { configSchema, FOLDER_OPTIONS, webhookName, type PayoutdConfig } from './schema.js';
 import { approvalInUse } from './approval-schema.js';
@@ -165,6 +166,16 @@ function sharedWebhookName(webhooks: { url: string; name?: string | undefined }[
   return null;
 }
 
+/** http or https, what the API client speaks; any `word:rest` parses as some URL, a pasted key included. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const protocol = new URL(text).protocol;
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 /** A create found absent this soon after its outcome became unknown may still land: no grace is shorter. */
 const NOT_FOUND_GRACE_FLOOR_MS = 10_000;
 
@@ -242,18 +253,20 @@ export function loadConfig(input: LoadConfigInput, overrides: Record<string, unk
     }
   }
   if (c.api.baseUrl !== 'embedded') {
+    if (!isHttpUrl(c.api.baseUrl)) {
+      // Not a URL, it may be a key pasted one line off: named with where it came from, never quoted.
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `${originOf('api.baseUrl', origins, where)}: api.baseUrl: must be an http:// or https:// URL, or "embedded" (what it holds is not shown: it may be a secret written in the wrong place)`,
+      );
+    }
     const missing = (['merchantCode', 'privateKeyFile'] as const).filter((k) => !c.api[k]);
     if (!c.api.apiKey && !c.api.apiKeyFile) missing.push('apiKey' as never);
     if (missing.length > 0) {
       throw new ConfigError(
         'CONFIG_INVALID',
-        `api.baseUrl is ${c.api.baseUrl}, so api.${missing.join(', api.')} must be set (see config/payoutd.example.yaml)`,
+        `api.baseUrl is ${shownUrl(c.api.baseUrl, 'api.baseUrl')}, so api.${missing.join(', api.')} must be set (see config/payoutd.example.yaml)`,
       );
-    }
-    try {
-      new URL(c.api.baseUrl);
-    } catch {
-      throw new ConfigError('CONFIG_INVALID', `api.baseUrl must be a URL or "embedded", got ${JSON.stringify(c.api.baseUrl)}`);
     }
   }
   if (c.webhook.enabled && !c.webhook.secret && !c.webhook.secretFile) {

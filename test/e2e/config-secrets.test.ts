@@ -3,13 +3,18 @@
  * reaches stdout or stderr (the journal under systemd): an inline api.apiKey YAML misreads (`*…` an alias, `!…` a
  * tag) is one line naming the file, line, column and option, at start and on SIGHUP, and the YAML library prints
  * nothing of its own; an api.apiKeyFile group or others can read is refused as the private key is, naming the
- * chmod. The loadConfig side of each: test/unit/config-secrets.test.ts.
+ * chmod; an api.baseUrl from PAYOUTD_API_BASE_URL that is no URL names the variable, not the text.
+ * The loadConfig side of each: test/unit/config-secrets.test.ts.
  */
+import { execFile } from 'node:child_process';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { startE2e, type E2e } from './harness.js';
+import { BIN, childEnv, startE2e, type E2e } from './harness.js';
+
+const run = promisify(execFile);
 
 const SECRET = 'Zq9SECRETkey123';
 
@@ -30,6 +35,21 @@ async function withApiKeyLine(e2e: E2e, line: string): Promise<number> {
 
 async function apiKeyOf(e2e: E2e): Promise<string> {
   return (parseYaml(await readFile(e2e.configPath, 'utf8')) as { api: { apiKey: string } }).api.apiKey;
+}
+
+/** `payoutd <args> --config` with `env` over the child environment; never rejects on the exit code. */
+async function cli(e2e: E2e, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args, '--config', e2e.configPath], {
+      cwd: e2e.dir,
+      env: { ...childEnv(), ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== 'number') throw err;
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
 }
 
 describe('e2e: secrets around the configuration', () => {
@@ -90,5 +110,16 @@ describe('e2e: secrets around the configuration', () => {
     const { balances } = JSON.parse(read.stdout) as { balances: { currency: string; available: string }[] };
     expect(balances.map((b) => b.currency).sort()).toEqual(['USDC', 'USDT']);
     expect(`${read.stdout}${refused.stderr}`).not.toContain(apiKey);
+  });
+
+  it('PAYOUTD_API_BASE_URL that is no URL: named by the variable, its text not shown; exit 78', async () => {
+    const e2e = await startE2e();
+    const r = await cli(e2e, ['balance'], { PAYOUTD_API_BASE_URL: 'sk_live_NOTAURL' });
+    expect(r).toEqual({
+      code: 78,
+      stdout: '',
+      stderr:
+        'payoutd: CONFIG_INVALID: PAYOUTD_API_BASE_URL: api.baseUrl: must be an http:// or https:// URL, or "embedded" (what it holds is not shown: it may be a secret written in the wrong place)\n',
+    });
   });
 });

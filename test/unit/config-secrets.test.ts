@@ -4,7 +4,8 @@
  * option, with nothing of the line quoted and nothing printed by the YAML library itself (its warning went to
  * stderr, the journal under systemd, and the key was read as empty). Every secret file (api.apiKeyFile,
  * webhook.secretFile, the notify secret and password files) is refused, as the private key is, when group or others
- * can read it, except in systemd's credentials directory. The CLI and SIGHUP side is test/e2e/config-secrets.test.ts.
+ * can read it, except in systemd's credentials directory. An api.baseUrl that is no URL is named with where it came
+ * from, its text not shown. The CLI and SIGHUP side is test/e2e/config-secrets.test.ts.
  */
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -207,5 +208,34 @@ describe('config: secret files group or others can read', () => {
     mkdirSync(credentials, { recursive: true });
     secretFile(join(credentials, 'smtp-password'), 0o644);
     expect(readSecretFile('notify.email.password', undefined, 'smtp-password', credentials)).toBe(SECRET);
+  });
+});
+
+describe('config: an api.baseUrl that is not a URL', () => {
+  const rest = `api: { merchantCode: M123, privateKeyFile: merchant.pem, apiKey: k }\npaths: { inbox: ${dir}, outbox: ${dir}, stateDir: ${dir} }\n`;
+  const words =
+    'api.baseUrl: must be an http:// or https:// URL, or "embedded" (what it holds is not shown: it may be a secret written in the wrong place)';
+
+  it('set by PAYOUTD_API_BASE_URL: names the variable, not the value', () => {
+    const err = refusal(() => load(rest, { PAYOUTD_API_BASE_URL: 'sk_live_NOTAURL' }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toBe(`PAYOUTD_API_BASE_URL: ${words}`);
+  });
+
+  it('set in the file or on the command line: names that, not the value', () => {
+    const file = join(dir, `c${files + 1}.yaml`);
+    expect(refusal(() => load(rest.replace('api: {', 'api: { baseUrl: sk_live_NOTAURL,'))).message).toBe(`${file}: ${words}`);
+    expect(refusal(() => load(rest, {}, { api: { baseUrl: 'sk_live:NOTAURL' } })).message).toBe(`command line: ${words}`);
+  });
+
+  it('a URL is shown without its user, password or query when other api options are missing', () => {
+    const err = refusal(() =>
+      load(
+        `api: { baseUrl: "https://gw:S3cret@payouts.example.com/v?token=S3cret" }\npaths: { inbox: ${dir}, outbox: ${dir}, stateDir: ${dir} }\n`,
+      ),
+    );
+    expect(err.message).toBe(
+      'api.baseUrl is https://payouts.example.com/v, so api.merchantCode, api.privateKeyFile, api.apiKey must be set (see config/payoutd.example.yaml)',
+    );
   });
 });
