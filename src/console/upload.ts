@@ -3,10 +3,10 @@
  * sender's does: written under a temp name in `<stateDir>/console-upload/`
  * (the state directory is on the inbox's filesystem, as claims require),
  * recorded with its uploader, hash and inode, then linked into the inbox
- * under its name (a link never replaces a file of that name waiting there), its
- * `<name>.done` marker written (the upload is complete: `inbox.requireDoneMarker`
- * takes it, and a CSV without a final line break is not held as a cut upload)
- * and the temp name removed. The daemon then takes, validates, acknowledges
+ * under its name (a link never replaces a file of that name waiting there), the
+ * temp name removed, and its `<name>.done` marker written last (the upload is
+ * complete: `inbox.requireDoneMarker` takes it, and a CSV without a final line
+ * break is not held as a cut upload). The daemon then takes, validates, acknowledges
  * and deduplicates it like any other file. Names that would land elsewhere, be
  * ignored by the inbox or are not CSV/XLSX are refused, as are files over
  * the size limit or whose bytes are not of their kind.
@@ -127,6 +127,8 @@ export async function acceptUpload(target: UploadTarget, name: string, uploader:
       await forgetConsoleUpload(target.db, recorded);
       throw linkRefusal(name, err);
     }
+    // Before the marker: dropping a link changes the file's ctime, and a marker older than that vouches for nothing.
+    await unlink(temp).catch(() => undefined);
     await markDone(join(target.inbox, name), ino);
     return uploaded;
   } finally {
@@ -165,13 +167,26 @@ function linkRefusal(name: string, err: unknown): ConsoleError {
 /**
  * Writes `<path>.done` for the file just linked in as inode `ino`. After the link, never before: a marker
  * left by an upload refused at the link (or cut short by a crash) would vouch for someone else's file of
- * that name, perhaps still being sent. One already there vouches for this complete file as well.
+ * that name, perhaps still being sent. One already there is older than the link, so the inbox ignores it
+ * (a marker vouches only when it arrived after its file last changed): it is replaced.
  */
 async function markDone(path: string, ino: bigint): Promise<void> {
   const marker = path + DONE_SUFFIX;
+  const create = async (): Promise<void> => {
+    await (await open(marker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o640)).close();
+  };
   let mine = false;
   try {
-    await (await open(marker, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o640)).close();
+    try {
+      await create();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      await unlink(marker).catch((gone: NodeJS.ErrnoException) => {
+        if (gone.code !== 'ENOENT') throw gone;
+      });
+      // EEXIST again: written by someone else since the unlink, after the link, so it vouches for this file too.
+      await create();
+    }
     mine = true;
     // Taken already (its claim consumes only a marker it finds): left behind, ours would vouch for the next file.
     if ((await lstat(path, { bigint: true }).catch(() => null))?.ino !== ino) await unlink(marker).catch(() => undefined);

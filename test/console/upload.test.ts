@@ -12,7 +12,7 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acceptUpload, type UploadTarget } from '../../src/console/upload.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { InboxWatcher, claimFile, type InboxCandidate } from '../../src/ingest/inbox/index.js';
+import { InboxWatcher, claimFile, type ClaimedFile, type InboxCandidate } from '../../src/ingest/inbox/index.js';
 import { consoleUploaderOf, recordConsoleUpload } from '../../src/store/index.js';
 import { useTestDatabase } from '../support/database.js';
 import { inodeOf } from '../support/files.js';
@@ -95,24 +95,40 @@ describe('console upload', () => {
     return { w, clock, offered };
   }
 
-  it.each([
-    ['an inbox that requires .done markers takes it', true, CSV],
-    ['a CSV without a final line break (as Google Sheets exports it) is taken as complete', false, CSV.trimEnd()],
-  ])('a console upload comes with its .done marker: %s', async (_, requireDoneMarker, text) => {
-    await acceptUpload(target, 'march.csv', 'alice', body(text));
+  /** Watches the inbox past its window; the names offered, and the claim of the first. */
+  async function takeAfterWindow(requireDoneMarker: boolean): Promise<{ offered: string[]; claimed: ClaimedFile | null | undefined }> {
     const { w, clock, offered } = await watch(requireDoneMarker);
     try {
       await w.tick();
       clock.advance(1_001);
       await w.tick();
-      expect(offered.map((c) => c.name)).toEqual(['march.csv']);
-      const claimed = await claimFile(offered[0] as InboxCandidate, { claimedDir: join(dir, 'claimed'), clock, requireDoneMarker });
-      // The batch record keeps that a marker came with it: the reading then accepts a last line without a line break.
-      expect(claimed?.doneMarker).toBe(true);
-      expect(await readdir(target.inbox)).toEqual([]);
+      const first = offered[0];
+      const options = { claimedDir: join(dir, 'claimed'), clock, requireDoneMarker };
+      return { offered: offered.map((c) => c.name), claimed: first === undefined ? undefined : await claimFile(first, options) };
     } finally {
       await w.stop();
     }
+  }
+
+  it.each([
+    ['an inbox that requires .done markers takes it', true, CSV],
+    ['a CSV without a final line break (as Google Sheets exports it) is taken as complete', false, CSV.trimEnd()],
+  ])('a console upload comes with its .done marker: %s', async (_, requireDoneMarker, text) => {
+    await acceptUpload(target, 'march.csv', 'alice', body(text));
+    const { offered, claimed } = await takeAfterWindow(requireDoneMarker);
+    expect(offered).toEqual(['march.csv']);
+    // The batch record keeps that a marker came with it: the reading then accepts a last line without a line break.
+    expect(claimed?.doneMarker).toBe(true);
+    expect(await readdir(target.inbox)).toEqual([]);
+  });
+
+  it('a marker left in the inbox before the upload is replaced by its own: an inbox that requires markers takes it', async () => {
+    await writeFile(join(target.inbox, 'april.csv.done'), ''); // left alone by an earlier sender of that name
+    await new Promise((r) => setTimeout(r, 30)); // filesystem timestamps are coarse
+    await acceptUpload(target, 'april.csv', 'alice', body(CSV.trimEnd()));
+    const { offered, claimed } = await takeAfterWindow(true);
+    expect(offered).toEqual(['april.csv']);
+    expect(claimed?.doneMarker).toBe(true);
   });
 
   it('a refused upload leaves no marker, and none vouches for the file waiting under that name', async () => {
