@@ -174,7 +174,7 @@ export const configSchema = z
         stableForMs: ms(5000),
         /** The longest wait the pauses of an upload can impose (never below stableForMs): 10 minutes. */
         maxStableForMs: positive(600_000),
-        /** A file whose last byte is not a line break waits this long unless x.csv.done is present. */
+        /** A file whose last byte is not a line break waits this long unless x.csv.done, uploaded after it, is present. */
         unterminatedStableForMs: ms(600_000),
         /**
          * A taken file is watched this long (the sender's SFTP session can still write to it): a change holds a
@@ -183,7 +183,7 @@ export const configSchema = z
         watchTakenForMs: ms(86_400_000),
         /** Full rescan of the inbox; watcher events are only hints. */
         rescanIntervalMs: positive(30_000),
-        /** Take x.csv only once the sender wrote x.csv.done. */
+        /** Take x.csv only once the sender wrote x.csv.done after it (an older marker is ignored). */
         requireDoneMarker: z.boolean().default(false),
         /** Poll the folder (network shares such as NFS, where inotify sees nothing). */
         usePolling: z.boolean().default(false),

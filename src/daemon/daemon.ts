@@ -34,6 +34,7 @@ import {
   type FileReadFailure,
   type ClaimedFile,
   type InboxCandidate,
+  type MarkerNotice,
   type RejectedEntry,
 } from '../ingest/index.js';
 import { PayoutSubmitter } from '../submit/index.js';
@@ -260,6 +261,7 @@ export class PayoutDaemon {
       onRejected: (entry, reason) => this.onRejectedEntry(entry, reason),
       onIgnored: (entry, reason) =>
         logger.warn({ name: entry.name, kind: entry.kind, unchangedForMs: entry.unchangedForMs }, `inbox entry ignored: ${reason}`),
+      onMarkerNotice: (notice) => logMarkerNotice(logger, notice),
       onError: (err) => logger.error({ err: err.toLog() }, 'inbox watcher error'),
     });
     // Live options (src/config/live.ts) are read at each use, so a SIGHUP takes effect at the next pass.
@@ -740,4 +742,18 @@ export class PayoutDaemon {
       );
     }
   }
+}
+
+/** A `.done` marker the inbox ignored, in the log: the sender's client may be sending markers too early. */
+function logMarkerNotice(logger: Logger, notice: MarkerNotice): void {
+  const marker = `${notice.name}.done`;
+  logger.warn(
+    {
+      file: notice.name,
+      marker,
+      markerChangedAt: new Date(notice.markerChangedMs).toISOString(),
+      fileChangedAt: new Date(notice.fileChangedMs).toISOString(),
+    },
+    `inbox: ${marker} is older than the file it names, so it is ignored and the file waits as if it had none: the marker must be uploaded after the file is complete`,
+  );
 }

@@ -5,5 +5,5 @@
  * database and accepts or rejects it.
  */
 export { BatchIntake, type AckDraft } from './intake.js';
-export { InboxWatcher, claimedDirOf, type ClaimedFile, type InboxCandidate, type RejectedEntry } from './inbox/index.js';
+export { InboxWatcher, claimedDirOf, type ClaimedFile, type InboxCandidate, type MarkerNotice, type RejectedEntry } from './inbox/index.js';
 export { parseBatchFile, FileReadFailure } from './csv/index.js';

@@ -145,8 +145,9 @@ describe('e2e: killed while a file is read', () => {
     const rows = makeRows('DONE', 5_001);
     const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
     await first.running();
-    await e2e.drop('vouched.csv.done', '');
+    // The marker after its file, as a sender must send it: one older than the file vouches for nothing.
     await e2e.drop('vouched.csv', toCsv(rows).trimEnd());
+    await e2e.drop('vouched.csv.done', '');
     expect((await first.exit).signal).toBe('SIGKILL');
     expect((await e2e.batches())[0]?.state).toBe('VALIDATING');
 

@@ -73,6 +73,20 @@ function headerBytesAt(offset: number, min = 256): number {
   return min + ((offset - (min % LINE) + LINE) % LINE);
 }
 
+/** An upload's source in the test's folder: 200 rows `<prefix>-NNNN` after a header of headerBytesAt(`offset`). */
+async function writeSource(
+  e2e: E2e,
+  prefix: string,
+  offset: number,
+): Promise<{ rows: Row[]; headerBytes: number; text: string; source: string }> {
+  const rows = rowsOf(prefix, 200);
+  const headerBytes = headerBytesAt(offset);
+  const text = fixedFile(rows, headerBytes);
+  const source = join(e2e.dir, 'source.csv');
+  await writeFile(source, text);
+  return { rows, headerBytes, text, source };
+}
+
 /** Each reference of `rows` paid exactly once, for the amount written, and no other payout. */
 function expectPaidOnceAsWritten(e2e: E2e, rows: Row[]): void {
   const byRef = ledgerByReference(e2e.ledger());
@@ -116,12 +130,8 @@ describe('uploads are paid whole or not at all', () => {
       const e2e = await startE2e({
         config: { inbox: { stableForMs: 1000, unterminatedStableForMs: 3000, rescanIntervalMs: 500 } },
       });
-      const rows = rowsOf('CUT', 200);
       // Every multiple of REQUEST is 5 bytes before the end of a row: inside its amount (`1012.50` read as `101`).
-      const headerBytes = headerBytesAt(5);
-      const text = fixedFile(rows, headerBytes);
-      const source = join(e2e.dir, 'source.csv');
-      await writeFile(source, text);
+      const { headerBytes, text, source } = await writeSource(e2e, 'CUT', 5);
       const daemon = await e2e.startDaemon();
 
       await server!.upload({
@@ -165,12 +175,8 @@ describe('uploads are paid whole or not at all', () => {
     'a stall cut at a row boundary that resumes after the batch is COMPLETE: notice and remainder within seconds; the remainder pays exactly the missing rows',
     async () => {
       const e2e = await startE2e({ config: { inbox: { stableForMs: 1000, rescanIntervalMs: 500 } } });
-      const rows = rowsOf('ROW', 200);
       // Every multiple of REQUEST is a row's end.
-      const headerBytes = headerBytesAt(0);
-      const text = fixedFile(rows, headerBytes);
-      const source = join(e2e.dir, 'source.csv');
-      await writeFile(source, text);
+      const { rows, headerBytes, text, source } = await writeSource(e2e, 'ROW', 0);
       await e2e.startDaemon();
 
       // The upload stays stopped until the batch of what was taken is final: that is the premise, whatever the machine's speed.
@@ -227,6 +233,56 @@ describe('uploads are paid whole or not at all', () => {
       await e2e.drop('boundary-remainder.csv', remainder);
       const rest = await e2e.waitForBatch('boundary-remainder.csv', ['COMPLETE', 'REJECTED'], 20_000);
       expect([rest.state, rest.rowCount]).toEqual(['COMPLETE', rows.length - read]);
+      expectPaidOnceAsWritten(e2e, rows);
+    },
+    240_000,
+  );
+
+  it.skipIf(skip !== null)(
+    'a .done marker left from an earlier upload of that name vouches for nothing: the next upload, stalled inside its last value, is not taken; whole, it is paid as written',
+    async () => {
+      const e2e = await startE2e({ config: { inbox: { stableForMs: 1000, rescanIntervalMs: 500 } } });
+      // Every multiple of REQUEST is 5 bytes before the end of a row: inside its amount.
+      const { rows, headerBytes, text, source } = await writeSource(e2e, 'STALE', 5);
+      // The earlier upload's marker, landed after its file was taken (`put x.csv; put x.csv.done`).
+      await writeFile(join(e2e.inbox, 'stale.csv.done'), '');
+
+      // The daemon starts once the next upload of that name has stalled: it finds the file and the old marker side by side.
+      let resume!: () => void;
+      const resumed = new Promise<void>((resolve) => (resume = resolve));
+      const atBytes = Math.floor(text.length / 3);
+      const uploaded = server!.upload({
+        source,
+        targetDir: e2e.inbox,
+        remoteName: 'stale.csv',
+        rateKbit: 100,
+        bufferBytes: REQUEST,
+        stall: { atBytes, until: resumed },
+        timeoutMs: 120_000,
+      });
+      const sizeNow = (): number => statSync(join(e2e.inbox, 'stale.csv'), { throwIfNoEntry: false })?.size ?? 0;
+      await waitFor(() => sizeNow() >= atBytes, 'the stall', 60_000);
+      await new Promise((r) => setTimeout(r, 300)); // the client is stopped within the sftp harness's 10 ms check
+      const stalledAt = sizeNow();
+      expect((stalledAt - headerBytes) % LINE).toBe(LINE - 5);
+      try {
+        const daemon = await e2e.startDaemon();
+        await daemon.running();
+        // Many windows later the stalled file is still waiting, and nothing is paid.
+        await new Promise((r) => setTimeout(r, 6000));
+        expect(await e2e.batches()).toEqual([]);
+        expect(e2e.ledger()).toEqual([]);
+        expect((await readdir(e2e.inbox)).sort()).toEqual(['stale.csv', 'stale.csv.done']);
+        const warned = daemon.logs.filter((l) => l.level === 'warn' && l['marker'] === 'stale.csv.done');
+        expect(warned.map((l) => l.msg)).toEqual([expect.stringContaining('older than the file') as unknown]);
+        expect(Date.parse(String(warned[0]?.['markerChangedAt']))).toBeLessThan(Date.parse(String(warned[0]?.['fileChangedAt'])));
+        expect(sizeNow()).toBe(stalledAt);
+      } finally {
+        resume();
+      }
+      await uploaded;
+      const batch = await e2e.waitForBatch('stale.csv', ['COMPLETE', 'REJECTED'], 90_000);
+      expect([batch.state, (await watched(e2e, batch.id)).size]).toEqual(['COMPLETE', text.length]);
       expectPaidOnceAsWritten(e2e, rows);
     },
     240_000,

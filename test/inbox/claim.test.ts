@@ -1,11 +1,11 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/domain/clock.js';
 import { claimFile, settleClaim } from '../../src/ingest/inbox/claim.js';
 import { type InboxCandidate, moveAside, verifyUnchanged } from '../../src/ingest/inbox/index.js';
-import { type Folders, makeFolders, names, sha256 } from './helpers.js';
+import { type Folders, makeFolders, names, nextTimestamp, sha256 } from './helpers.js';
 
 let folders: Folders;
 let claimedDir: string;
@@ -97,6 +97,44 @@ describe('claimFile', () => {
     expect((await claimFile(await candidateFor('plain.csv'), options()))?.doneMarker).toBe(false);
     expect((await claimFile(await candidateFor('marked.csv'), options()))?.doneMarker).toBe(true);
     expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('refuses a candidate offered on the strength of a marker older than the file, leaving both in place', async () => {
+    writeFileSync(join(folders.inbox, 'cut.csv.done'), ''); // left from an earlier upload of that name
+    await nextTimestamp();
+    writeFileSync(join(folders.inbox, 'cut.csv'), 'id,account\n1,100000426834');
+    const candidate = { ...(await candidateFor('cut.csv')), doneMarkerPath: join(folders.inbox, 'cut.csv.done') };
+    const told: [number, number][] = [];
+    const onStaleMarker = (marker: { ctimeMs: number }, file: { ctimeMs: number }): void => void told.push([marker.ctimeMs, file.ctimeMs]);
+    expect(await claimFile(candidate, { ...options(), onStaleMarker })).toBeNull();
+    expect(await claimFile(candidate, { ...options(), requireDoneMarker: true })).toBeNull();
+    expect(await names(folders.inbox)).toEqual(['cut.csv', 'cut.csv.done']);
+    const [marker, file] = [await lstat(`${candidate.path}.done`), await lstat(candidate.path)];
+    expect(told).toEqual([[marker.ctimeMs, file.ctimeMs]]);
+  });
+
+  it('takes a terminated file with a marker older than it, consuming the marker but not recording it', async () => {
+    writeFileSync(join(folders.inbox, 'end.csv.done'), '');
+    await nextTimestamp();
+    writeFileSync(join(folders.inbox, 'end.csv'), 'id\n1\n');
+    expect((await claimFile(await candidateFor('end.csv'), options()))?.doneMarker).toBe(false);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('compares the marker with the file as claimed: a rewrite after the check (same size, mtime set back) is not vouched for', async () => {
+    const path = join(folders.inbox, 'rewritten.csv');
+    const setBack = new Date(Date.UTC(2026, 2, 1)); // as `put -p` sets it: the sender's time, whole seconds
+    writeFileSync(path, 'id,account\n1,10000042683410');
+    utimesSync(path, setBack, setBack);
+    await nextTimestamp();
+    writeFileSync(`${path}.done`, '');
+    const candidate = { ...(await candidateFor('rewritten.csv')), doneMarkerPath: `${path}.done` };
+    await nextTimestamp();
+    // The next upload of that name, cut inside its last value, into the same inode: size and mtime as judged.
+    writeFileSync(path, 'id,account\n1,10000042683419');
+    utimesSync(path, setBack, setBack);
+    expect(await claimFile(candidate, options())).toBeNull();
+    expect(await names(folders.inbox)).toEqual(['rewritten.csv', 'rewritten.csv.done']);
   });
 
   it('refuses a candidate offered on the strength of its marker when the marker is gone', async () => {

@@ -14,6 +14,7 @@ import {
   type InboxError,
   InboxWatcher,
   type InboxWatcherOptions,
+  type MarkerNotice,
   type RejectedEntry,
 } from '../../src/ingest/inbox/index.js';
 
@@ -49,6 +50,8 @@ export interface Harness {
   rejected: { entry: RejectedEntry; reason: string }[];
   ignored: { entry: IgnoredEntry; reason: string }[];
   errors: InboxError[];
+  /** What it said of `.done` markers: ignored as older than their file. */
+  markerNotices: MarkerNotice[];
   /** Advances the clock and runs one pass. */
   step: (ms: number) => Promise<void>;
   /** Advances the clock `ms` in passes a second apart, as the daemon's timer runs them. */
@@ -63,7 +66,7 @@ type HarnessOptions = Partial<Omit<InboxWatcherOptions, 'onCandidateReady'>> & {
 /** A watcher with autoTick off and a ManualClock; by default it claims everything offered. */
 export function harness(folders: Folders, options: HarnessOptions = {}): Harness {
   const clock = new ManualClock();
-  const h = { clock, offered: [], claimed: [], rejected: [], ignored: [], errors: [] } as unknown as Harness;
+  const h = { clock, offered: [], claimed: [], rejected: [], ignored: [], errors: [], markerNotices: [] } as unknown as Harness;
   const decide =
     options.onCandidateReady ??
     (async (candidate: InboxCandidate, hh: Harness) => {
@@ -89,6 +92,9 @@ export function harness(folders: Folders, options: HarnessOptions = {}): Harness
     onError: (error) => {
       h.errors.push(error);
     },
+    onMarkerNotice: (notice) => {
+      h.markerNotices.push(notice);
+    },
   });
   h.step = async (ms: number) => {
     clock.advance(ms);
@@ -98,6 +104,11 @@ export function harness(folders: Folders, options: HarnessOptions = {}): Harness
     for (let left = ms; left > 0; left -= 1000) await h.step(Math.min(1000, left));
   };
   return h;
+}
+
+/** Waits long enough that a file written next gets a later status-change time (filesystem timestamps are coarse). */
+export function nextTimestamp(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 30));
 }
 
 export function sha256(data: string | Uint8Array): string {

@@ -21,7 +21,7 @@ import { Buffer } from 'node:buffer';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/domain/errors.js';
 import { InboxWatcher, verifyUnchanged } from '../../src/ingest/inbox/index.js';
-import { type Folders, type Harness, harness, makeFolders, names, sha256, waitFor } from './helpers.js';
+import { type Folders, type Harness, harness, makeFolders, names, nextTimestamp, sha256, waitFor } from './helpers.js';
 
 let folders: Folders;
 const started: InboxWatcher[] = [];
@@ -136,6 +136,24 @@ describe('InboxWatcher', () => {
     await h.step(0);
 
     expect(h.claimed.map((c) => c.originalName)).toEqual(['batch.csv']);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('with requireDoneMarker, a marker older than the file is not the one it waits for; one sent after it is', async () => {
+    writeFileSync(inboxPath('batch.csv.done'), ''); // left from an earlier upload of that name
+    await nextTimestamp();
+    writeFileSync(inboxPath('batch.csv'), 'id\n1\n');
+    const h = await startHarness({ requireDoneMarker: true, watchEvents: false });
+    await h.step(0);
+    await h.run(10_000);
+    expect(h.offered).toEqual([]);
+    expect(h.watcher.pending()).toMatchObject([{ name: 'batch.csv', waitingFor: 'done-marker' }]);
+    expect(h.markerNotices.map((n) => [n.kind, n.name])).toEqual([['older-than-file', 'batch.csv']]);
+
+    await nextTimestamp();
+    writeFileSync(inboxPath('batch.csv.done'), ''); // the sender's marker for this upload, written into the same inode
+    await h.step(0);
+    expect(h.claimed.map((c) => [c.originalName, c.doneMarker])).toEqual([['batch.csv', true]]);
     expect(await names(folders.inbox)).toEqual([]);
   });
 
@@ -555,6 +573,55 @@ describe('InboxWatcher: a file that does not end with a line break', () => {
       ['plain.csv', false],
     ]);
     expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('a marker left from an earlier upload of that name does not vouch for the next one, stalled inside its last value', async () => {
+    writeFileSync(inboxPath('again.csv.done'), ''); // its file was taken before it landed
+    await nextTimestamp();
+    const path = inboxPath('again.csv');
+    writeFileSync(path, 'id,account\n1,10000042683410\n');
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.run(3000);
+    appendFileSync(path, '2,100000426834'); // the next burst, then the client stalls
+    const marker = await stat(inboxPath('again.csv.done'));
+    const file = await stat(path);
+    expect(marker.ctimeMs).toBeLessThan(file.ctimeMs);
+    await h.step(0);
+    await h.run(20_000);
+    expect(h.offered).toEqual([]);
+    expect(h.watcher.pending()).toMatchObject([{ name: 'again.csv', waitingFor: 'unterminated' }]);
+    // Told once, with both times, however many passes look at it.
+    expect(h.markerNotices).toEqual([
+      {
+        kind: 'older-than-file',
+        name: 'again.csv',
+        markerPath: inboxPath('again.csv.done'),
+        markerChangedMs: marker.ctimeMs,
+        fileChangedMs: file.ctimeMs,
+      },
+    ]);
+
+    // Left alone past the long wait, it is offered as unterminated (the intake refuses it); the old marker is not recorded.
+    await h.run(40_000);
+    expect(h.claimed.map((c) => [c.originalName, c.doneMarker])).toEqual([['again.csv', false]]);
+    expect(h.markerNotices).toHaveLength(1);
+    expect(await names(folders.inbox)).toEqual([]);
+  });
+
+  it('a marker sent after the complete file vouches for it, also when an older one was there first', async () => {
+    writeFileSync(inboxPath('resent.csv.done'), '');
+    await nextTimestamp();
+    writeFileSync(inboxPath('resent.csv'), unterminated);
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.run(5000);
+    expect(h.offered).toEqual([]);
+    await nextTimestamp();
+    writeFileSync(inboxPath('resent.csv.done'), '');
+    await h.step(0);
+    expect(h.claimed.map((c) => [c.originalName, c.doneMarker])).toEqual([['resent.csv', true]]);
+    expect(h.offered[0]!.doneMarkerPath).toBe(inboxPath('resent.csv.done'));
   });
 
   it('reads the end again when the file changes: a line break written later releases it at the window', async () => {

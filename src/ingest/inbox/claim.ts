@@ -17,8 +17,10 @@ export interface ClaimOptions {
   /** `<storageDir>/claimed`; must be on the inbox's filesystem. */
   claimedDir: string;
   clock: Clock;
-  /** Refuse the claim when `<name>.done` is missing. A marker present is consumed either way. */
+  /** Refuse the claim when no `<name>.done` vouches for the file (see markerVouches). A marker present is consumed either way. */
   requireDoneMarker: boolean;
+  /** Told of a `<name>.done` present at the claim but older than the file: ignored (and consumed if the file is taken). */
+  onStaleMarker?: (marker: Stats, file: Stats) => void;
   /** Told the stored path just before the rename, so that the caller knows the file in claimed/ as its own. */
   beforeRename?: (storedPath: string) => void;
 }
@@ -50,13 +52,17 @@ export async function claimFile(candidate: InboxCandidate, options: ClaimOptions
 async function claimOpened(candidate: InboxCandidate, handle: FileHandle, options: ClaimOptions): Promise<ClaimedFile | null> {
   let doneMarker: boolean;
   try {
-    if (!matches(await handle.stat(), candidate)) return null;
+    // The inode about to be renamed, before the rename (which changes its ctime) and after any change the watcher saw.
+    const file = await handle.stat();
+    if (!matches(file, candidate)) return null;
     const marker = candidate.path + DONE_SUFFIX;
     const markerStat = await lstatOrNull(marker);
-    doneMarker = markerStat !== null && !markerStat.isDirectory();
+    const present = markerStat !== null && !markerStat.isDirectory();
+    doneMarker = present && markerVouches(markerStat, file);
+    if (present && !doneMarker) options.onStaleMarker?.(markerStat, file);
     if (!doneMarker && (options.requireDoneMarker || candidate.doneMarkerPath !== undefined)) return null;
-    // Consumed before the rename: a marker that outlived its file would wave the next upload of that name through.
-    if (doneMarker) await unlinkIfPresent(marker);
+    // Consumed before the rename: a marker that outlived its file would stand beside the next upload of that name.
+    if (present) await unlinkIfPresent(marker);
     await mkdir(options.claimedDir, { recursive: true });
   } catch (error) {
     throw cannotClaim(candidate.name, error);
@@ -169,6 +175,17 @@ export function takenFileChange(claimed: Pick<ClaimedFile, 'size' | 'mtimeMs'>, 
     return { changed: true, reason: 'modified after the claim (mtime changed): the upload went on' };
   }
   return { changed: false };
+}
+
+/**
+ * Whether `<name>.done` vouches for the file beside it: it arrived after the file last changed. Status-change
+ * times, which no client can set (SFTP `put -p` sets the mtime, to the sender's possibly old time): an upload
+ * still being written, or stalled, has a later ctime than a marker left from an earlier upload of that name or
+ * sent ahead of the file. A tie counts as after: timestamps are coarse, and a marker written right after a
+ * small file often shares its tick.
+ */
+export function markerVouches(marker: Stats, file: Stats): boolean {
+  return marker.ctimeMs >= file.ctimeMs;
 }
 
 function matches(st: Stats, candidate: InboxCandidate): boolean {

@@ -6,4 +6,4 @@ export { moveAside } from './move-aside.js';
 export { isIgnoredName, outboxSafeName, parseStoredName, newClaimId, compileIgnore } from './names.js';
 export { InboxError } from './errors.js';
 export { refusalOutcome } from './kinds.js';
-export type { ClaimedFile, IgnoredEntry, InboxCandidate, RejectedEntry } from './types.js';
+export type { ClaimedFile, IgnoredEntry, InboxCandidate, MarkerNotice, RejectedEntry } from './types.js';

@@ -32,7 +32,7 @@ export interface Patience {
 export interface FileEnd {
   /** Its last byte is a line break (an empty file is not terminated). */
   terminated: boolean;
-  /** `<name>.done` is present. */
+  /** A `<name>.done` that arrived after the file last changed is present. */
   doneMarker: boolean;
 }
 

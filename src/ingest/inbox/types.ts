@@ -30,7 +30,10 @@ export interface ClaimedFile {
   sha256: string;
   /** The control sidecar moved along, `<storedPath>.ctl`. */
   controlPath?: string;
-  /** `<name>.done` was present at the claim and consumed; false for a file found in storage without its record. */
+  /**
+   * `<name>.done` was present at the claim, arrived after the file last changed, and was consumed; false for a
+   * file found in storage without its record.
+   */
   doneMarker: boolean;
   /**
    * The hard links and mode of the inode as the claim's handle saw them (absent for a file found in storage without
@@ -38,6 +41,12 @@ export interface ClaimedFile {
    */
   seen?: { nlink: number; mode: number };
 }
+
+/**
+ * A `<name>.done` marker older than the file beside it, ignored (the file waits as if it had none); told once
+ * per marker. `name` is the file's name, times are ctimes (ms since the epoch).
+ */
+export type MarkerNotice = { kind: 'older-than-file'; name: string; markerPath: string; markerChangedMs: number; fileChangedMs: number };
 
 /** An inbox entry that is not a regular file (or cannot be named), reported once. */
 export interface RejectedEntry {

@@ -11,7 +11,7 @@ import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { type Clock, systemClock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
-import { claimFile, lstatOrNull } from './claim.js';
+import { claimFile, lstatOrNull, markerVouches } from './claim.js';
 import { InboxError, describeError, errnoCode, isPermissionDenied } from './errors.js';
 import { endsWithLineBreak } from './ending.js';
 import { entryKind, processUser, rejectionReason, unreadableReason } from './kinds.js';
@@ -28,7 +28,7 @@ import {
   isUtf8Name,
 } from './names.js';
 import { type FileEnd, type Observation, type Patience, type WaitReason, fingerprintKey, observe, stabilityVerdict } from './stability.js';
-import type { ClaimedFile, IgnoredEntry, InboxCandidate, RejectedEntry } from './types.js';
+import type { ClaimedFile, IgnoredEntry, InboxCandidate, MarkerNotice, RejectedEntry } from './types.js';
 
 /** A dotfile unchanged this many stability windows is reported once through onIgnored. */
 export const HIDDEN_NOTICE_WINDOWS = 12;
@@ -62,13 +62,13 @@ export interface InboxWatcherOptions {
   stableForMs?: number;
   /** The longest wait the pauses of an upload can impose (ms); never below stableForMs. Default 600000. */
   maxStableForMs?: number;
-  /** The wait of a file whose last byte is not a line break, unless `<name>.done` is present (ms). Default 600000. */
+  /** The wait of a file whose last byte is not a line break, unless a `<name>.done` newer than the file is present (ms). Default 600000. */
   unterminatedStableForMs?: number;
   /** A full listing of the folder at least this often (ms), so a missed event delays a file but never loses it. Default 30000. */
   rescanIntervalMs?: number;
   /** How often the production timer runs a pass (ms); a file is claimed within stableForMs + checkIntervalMs of its last write. Default 1000. */
   checkIntervalMs?: number;
-  /** Require `<name>.done` before a file is offered; the marker is consumed by the claim. Default false. */
+  /** Require a `<name>.done` newer than the file before it is offered; the marker is consumed by the claim. Default false. */
   requireDoneMarker?: boolean;
   /** chokidar polling, for network shares where inotify sees nothing. CPU-heavy on large folders. Default false. */
   usePolling?: boolean;
@@ -89,6 +89,8 @@ export interface InboxWatcherOptions {
   onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
   /** A dotfile unchanged for HIDDEN_NOTICE_WINDOWS x stableForMs: never taken, reported once per name and inode. */
   onIgnored?: (entry: IgnoredEntry, reason: string) => void;
+  /** A `<name>.done` ignored as older than its file; told once per marker. */
+  onMarkerNotice?: (notice: MarkerNotice) => void;
   /** Errors of the watcher and of the callbacks; the watcher never throws out of its loop. */
   onError: (error: InboxError) => void;
 }
@@ -109,7 +111,7 @@ interface Tracked {
   observation?: Observation;
   /** Whether the file ends with a line break, read once its window passed, for that fingerprint. */
   end?: { key: string; terminated: boolean };
-  /** `<name>.done` was present when last looked for. */
+  /** A `<name>.done` that vouches for the file (arrived after it last changed) was present when last looked for. */
   doneMarker?: boolean;
   /** The fingerprint last offered and when: an unchanged file the caller left in place is offered again only after rescanIntervalMs. */
   offeredKey?: string;
@@ -134,13 +136,15 @@ export class InboxWatcher {
   readonly rejectedDir: string;
   private readonly inboxDir: string;
   private readonly options: Resolved;
-  private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError' | 'onIgnored'>;
+  private readonly callbacks: Pick<InboxWatcherOptions, 'onCandidateReady' | 'onRejected' | 'onError' | 'onIgnored' | 'onMarkerNotice'>;
   private root = '';
   private ownNames = new Set<string>();
   private readonly tracked = new Map<string, Tracked>();
   /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
   private readonly reported = new Map<string, string>();
   private readonly hiddenNoticed = new Map<string, number>();
+  /** Markers told of as older than their file, by file name, as `ino:ctime`: told once each. */
+  private readonly staleNoticed = new Map<string, string>();
   /** Who this process is, for the reason given for a file it may not read. */
   private readonly runAs = processUser();
   private chokidar: FSWatcher | undefined;
@@ -176,6 +180,7 @@ export class InboxWatcher {
       onRejected: options.onRejected,
       onError: options.onError,
       onIgnored: options.onIgnored,
+      onMarkerNotice: options.onMarkerNotice,
     };
   }
 
@@ -244,6 +249,7 @@ export class InboxWatcher {
         clock: this.options.clock,
         requireDoneMarker: this.options.requireDoneMarker,
         beforeRename,
+        onStaleMarker: (marker, file) => this.noticeStaleMarker(candidate.name, marker, file),
       });
     } catch (error) {
       if (!(error instanceof InboxError && error.code === 'INBOX_FILE_UNREADABLE')) throw error;
@@ -315,6 +321,7 @@ export class InboxWatcher {
       else this.track(name);
     }
     for (const name of this.reported.keys()) if (!seen.has(name)) this.reported.delete(name);
+    for (const name of this.staleNoticed.keys()) if (!seen.has(name + DONE_SUFFIX)) this.staleNoticed.delete(name);
     for (const name of this.hiddenNoticed.keys()) if (!seen.has(name)) this.hiddenNoticed.delete(name);
   }
 
@@ -357,7 +364,7 @@ export class InboxWatcher {
       if (st !== null && st.isFile()) {
         const control = await lstatOrNull(path + CONTROL_SUFFIX);
         sidecar = control !== null && control.isFile() ? control : null;
-        if (this.options.requireDoneMarker) entry.doneMarker = await this.hasDoneMarker(path);
+        if (this.options.requireDoneMarker) entry.doneMarker = await this.hasVouchingMarker(name, st);
       }
     } catch (error) {
       this.tracked.delete(name);
@@ -390,7 +397,7 @@ export class InboxWatcher {
         entry.end = { key: observation.key, terminated };
       }
       if (!entry.end.terminated) {
-        if (!this.options.requireDoneMarker) entry.doneMarker = await this.hasDoneMarker(path);
+        if (!this.options.requireDoneMarker) entry.doneMarker = await this.hasVouchingMarker(name, st);
         if (!stabilityVerdict(observation, now, this.options, this.knownEnd(entry)).stable) return;
         relyOnMarker = !stabilityVerdict(observation, now, this.options, { terminated: false, doneMarker: false }).stable;
       }
@@ -428,10 +435,35 @@ export class InboxWatcher {
     return { terminated: entry.end.terminated, doneMarker: entry.doneMarker === true };
   }
 
-  /** `<path>.done` exists (anything but a directory: the claim can remove it). */
-  private async hasDoneMarker(path: string): Promise<boolean> {
-    const marker = await lstatOrNull(path + DONE_SUFFIX);
-    return marker !== null && !marker.isDirectory();
+  /**
+   * `<name>.done` exists (anything but a directory: the claim can remove it) and vouches for the file as lstat saw
+   * it (`file`): it arrived after the file last changed. An older one is ignored, and told of once.
+   */
+  private async hasVouchingMarker(name: string, file: Stats): Promise<boolean> {
+    const marker = await lstatOrNull(join(this.root, name) + DONE_SUFFIX);
+    if (marker === null || marker.isDirectory()) return false;
+    if (markerVouches(marker, file)) return true;
+    this.noticeStaleMarker(name, marker, file);
+    return false;
+  }
+
+  /** Tells once per marker (inode and ctime) that `<name>.done` is older than its file and is ignored. */
+  private noticeStaleMarker(name: string, marker: Stats, file: Stats): void {
+    const identity = `${marker.ino}:${marker.ctimeMs}`;
+    if (this.staleNoticed.get(name) === identity) return;
+    this.staleNoticed.set(name, identity);
+    const markerPath = join(this.root, name) + DONE_SUFFIX;
+    this.notifyMarker({ kind: 'older-than-file', name, markerPath, markerChangedMs: marker.ctimeMs, fileChangedMs: file.ctimeMs });
+  }
+
+  private notifyMarker(notice: MarkerNotice): void {
+    try {
+      this.callbacks.onMarkerNotice?.(notice);
+    } catch (error) {
+      this.fail(
+        new InboxError('INBOX_CALLBACK_FAILED', `onMarkerNotice failed for ${notice.name}: ${describeError(error)}`, { cause: error }),
+      );
+    }
   }
 
   private async offer(candidate: InboxCandidate): Promise<void> {
