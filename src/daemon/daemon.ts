@@ -744,16 +744,23 @@ export class PayoutDaemon {
   }
 }
 
-/** A `.done` marker the inbox ignored, in the log: the sender's client may be sending markers too early. */
+/** What the inbox did about a `.done` marker, in the log: the sender's client may be sending markers too early. */
 function logMarkerNotice(logger: Logger, notice: MarkerNotice): void {
   const marker = `${notice.name}.done`;
-  logger.warn(
-    {
-      file: notice.name,
-      marker,
-      markerChangedAt: new Date(notice.markerChangedMs).toISOString(),
-      fileChangedAt: new Date(notice.fileChangedMs).toISOString(),
-    },
-    `inbox: ${marker} is older than the file it names, so it is ignored and the file waits as if it had none: the marker must be uploaded after the file is complete`,
+  if (notice.kind === 'older-than-file') {
+    logger.warn(
+      {
+        file: notice.name,
+        marker,
+        markerChangedAt: new Date(notice.markerChangedMs).toISOString(),
+        fileChangedAt: new Date(notice.fileChangedMs).toISOString(),
+      },
+      `inbox: ${marker} is older than the file it names, so it is ignored and the file waits as if it had none: the marker must be uploaded after the file is complete`,
+    );
+    return;
+  }
+  logger.info(
+    { file: notice.name, marker, aloneForMs: notice.aloneForMs },
+    `inbox: ${marker} removed: no file of that name beside it, so it can vouch for none`,
   );
 }

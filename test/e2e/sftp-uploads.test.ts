@@ -244,8 +244,9 @@ describe('uploads are paid whole or not at all', () => {
       const e2e = await startE2e({ config: { inbox: { stableForMs: 1000, rescanIntervalMs: 500 } } });
       // Every multiple of REQUEST is 5 bytes before the end of a row: inside its amount.
       const { rows, headerBytes, text, source } = await writeSource(e2e, 'STALE', 5);
-      // The earlier upload's marker, landed after its file was taken (`put x.csv; put x.csv.done`).
+      // The earlier upload's marker, landed after its file was taken (`put x.csv; put x.csv.done`), and a marker alone.
       await writeFile(join(e2e.inbox, 'stale.csv.done'), '');
+      await writeFile(join(e2e.inbox, 'alone.csv.done'), '');
 
       // The daemon starts once the next upload of that name has stalled: it finds the file and the old marker side by side.
       let resume!: () => void;
@@ -276,6 +277,7 @@ describe('uploads are paid whole or not at all', () => {
         const warned = daemon.logs.filter((l) => l.level === 'warn' && l['marker'] === 'stale.csv.done');
         expect(warned.map((l) => l.msg)).toEqual([expect.stringContaining('older than the file') as unknown]);
         expect(Date.parse(String(warned[0]?.['markerChangedAt']))).toBeLessThan(Date.parse(String(warned[0]?.['fileChangedAt'])));
+        expect(daemon.logs.filter((l) => l.level === 'info' && l['marker'] === 'alone.csv.done')).toHaveLength(1);
         expect(sizeNow()).toBe(stalledAt);
       } finally {
         resume();

@@ -50,7 +50,7 @@ export interface Harness {
   rejected: { entry: RejectedEntry; reason: string }[];
   ignored: { entry: IgnoredEntry; reason: string }[];
   errors: InboxError[];
-  /** What it said of `.done` markers: ignored as older than their file. */
+  /** What it said of `.done` markers: ignored as older than their file, removed as alone. */
   markerNotices: MarkerNotice[];
   /** Advances the clock and runs one pass. */
   step: (ms: number) => Promise<void>;

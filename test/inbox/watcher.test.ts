@@ -640,6 +640,42 @@ describe('InboxWatcher: a file that does not end with a line break', () => {
   });
 });
 
+describe('InboxWatcher: a .done marker with no file beside it', () => {
+  it('is removed once alone for longer than stableForMs, and told; a marker beside its file is left', async () => {
+    writeFileSync(inboxPath('gone.csv.done'), '');
+    writeFileSync(inboxPath('held.csv.done'), '');
+    await nextTimestamp();
+    writeFileSync(inboxPath('held.csv'), 'id\n1'); // unterminated: waits, its marker (older) beside it
+    const h = await startHarness({ watchEvents: false, unterminatedStableForMs: 60_000 });
+    await h.step(0);
+    await h.run(5000);
+    expect(await names(folders.inbox)).toEqual(['gone.csv.done', 'held.csv', 'held.csv.done']);
+    await h.step(1);
+    expect(await names(folders.inbox)).toEqual(['held.csv', 'held.csv.done']);
+    expect(h.markerNotices.filter((n) => n.kind === 'removed-alone')).toEqual([
+      { kind: 'removed-alone', name: 'gone.csv', markerPath: inboxPath('gone.csv.done'), aloneForMs: 5001 },
+    ]);
+    expect(h.offered).toEqual([]);
+  });
+
+  it('is removed once the file it stood beside is gone (withdrawn by its sender), without waiting for a listing', async () => {
+    writeFileSync(inboxPath('withdrawn.csv'), 'id\n1');
+    await nextTimestamp();
+    writeFileSync(inboxPath('withdrawn.csv.done'), '');
+    const h = await startHarness({ watchEvents: false, requireDoneMarker: true, rescanIntervalMs: 600_000 });
+    await h.step(0);
+    unlinkSync(inboxPath('withdrawn.csv'));
+    await h.step(1000);
+    await h.run(5000);
+    expect(await names(folders.inbox)).toEqual(['withdrawn.csv.done']);
+    await h.step(1);
+    expect(await names(folders.inbox)).toEqual([]);
+    expect(h.markerNotices).toEqual([
+      { kind: 'removed-alone', name: 'withdrawn.csv', markerPath: inboxPath('withdrawn.csv.done'), aloneForMs: 5001 },
+    ]);
+  });
+});
+
 describe('InboxWatcher: every entry gets an answer', () => {
   it('takes names beginning with ".." and names with control characters, like any other', async () => {
     for (const name of ['..two-dots.csv', 'line\nbreak.csv', 'bell\u0007.csv']) writeFileSync(inboxPath(name), 'id\n1\n');

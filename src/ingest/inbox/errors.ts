@@ -22,6 +22,8 @@ export type InboxErrorCode =
   | 'INBOX_MOVE_ASIDE_FAILED'
   /** The file to move aside is gone. */
   | 'INBOX_GONE'
+  /** A `<name>.done` marker left alone (no file of its name) could not be removed. */
+  | 'INBOX_MARKER_REMOVE_FAILED'
   /** A callback of the caller (onCandidateReady, onRejected) threw. */
   | 'INBOX_CALLBACK_FAILED';
 

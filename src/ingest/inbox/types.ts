@@ -43,10 +43,13 @@ export interface ClaimedFile {
 }
 
 /**
- * A `<name>.done` marker older than the file beside it, ignored (the file waits as if it had none); told once
- * per marker. `name` is the file's name, times are ctimes (ms since the epoch).
+ * What the watcher did about a `<name>.done` marker, told once each: one older than the file beside it is
+ * ignored (the file waits as if it had none); one with no file beside it for longer than stableForMs is removed.
+ * `name` is the file's name, times are ctimes (ms since the epoch).
  */
-export type MarkerNotice = { kind: 'older-than-file'; name: string; markerPath: string; markerChangedMs: number; fileChangedMs: number };
+export type MarkerNotice =
+  | { kind: 'older-than-file'; name: string; markerPath: string; markerChangedMs: number; fileChangedMs: number }
+  | { kind: 'removed-alone'; name: string; markerPath: string; aloneForMs: number };
 
 /** An inbox entry that is not a regular file (or cannot be named), reported once. */
 export interface RejectedEntry {

@@ -7,7 +7,7 @@
  */
 import { type FSWatcher, watch } from 'chokidar';
 import type { Stats } from 'node:fs';
-import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { type Clock, systemClock } from '../../domain/clock.js';
 import { ConfigError } from '../../domain/errors.js';
@@ -89,7 +89,7 @@ export interface InboxWatcherOptions {
   onRejected: (entry: RejectedEntry, reason: string) => void | Promise<void>;
   /** A dotfile unchanged for HIDDEN_NOTICE_WINDOWS x stableForMs: never taken, reported once per name and inode. */
   onIgnored?: (entry: IgnoredEntry, reason: string) => void;
-  /** A `<name>.done` ignored as older than its file; told once per marker. */
+  /** A `<name>.done` ignored as older than its file, or removed as alone; each told once. */
   onMarkerNotice?: (notice: MarkerNotice) => void;
   /** Errors of the watcher and of the callbacks; the watcher never throws out of its loop. */
   onError: (error: InboxError) => void;
@@ -143,6 +143,11 @@ export class InboxWatcher {
   /** Entries reported and left in place, by name, with the identity reported, so each is reported once. */
   private readonly reported = new Map<string, string>();
   private readonly hiddenNoticed = new Map<string, number>();
+  /**
+   * `<name>.done` names to look at for a file beside them (found by listings, or left when their file went): null
+   * until seen alone, then since when (clock ms) and as which marker. Removed once alone longer than stableForMs.
+   */
+  private readonly markers = new Map<string, LoneMarker | null>();
   /** Markers told of as older than their file, by file name, as `ino:ctime`: told once each. */
   private readonly staleNoticed = new Map<string, string>();
   /** Who this process is, for the reason given for a file it may not read. */
@@ -222,6 +227,7 @@ export class InboxWatcher {
     await closing;
     await this.pass;
     this.tracked.clear();
+    this.markers.clear();
   }
 
   /** One pass: a listing when rescanIntervalMs has passed, then an lstat of every known name. Passes never overlap. */
@@ -285,6 +291,10 @@ export class InboxWatcher {
         if (!this.running) break;
         await this.examine(name);
       }
+      for (const name of [...this.markers.keys()]) {
+        if (!this.running) break;
+        await this.examineMarker(name);
+      }
     } catch (error) {
       // examine and rescan report their own errors; this is the last guard so the loop never dies silently.
       this.fail(new InboxError('INBOX_WATCH_ERROR', `inbox pass failed: ${describeError(error)}`, { cause: error }));
@@ -318,6 +328,7 @@ export class InboxWatcher {
       const name = bytes.toString('utf8');
       seen.add(name);
       if (isHiddenName(name) && !this.ownNames.has(name)) await this.noticeHidden(name);
+      else if (isMarkerName(name)) this.watchMarker(name);
       else this.track(name);
     }
     for (const name of this.reported.keys()) if (!seen.has(name)) this.reported.delete(name);
@@ -375,6 +386,8 @@ export class InboxWatcher {
     }
     if (st === null) {
       this.tracked.delete(name);
+      // Withdrawn by its sender (or moved): a marker it leaves behind must not stand beside the next upload of the name.
+      this.watchMarker(name + DONE_SUFFIX);
       return;
     }
     if (!st.isFile()) {
@@ -454,6 +467,68 @@ export class InboxWatcher {
     this.staleNoticed.set(name, identity);
     const markerPath = join(this.root, name) + DONE_SUFFIX;
     this.notifyMarker({ kind: 'older-than-file', name, markerPath, markerChangedMs: marker.ctimeMs, fileChangedMs: file.ctimeMs });
+  }
+
+  /** A marker name to look at at the next passes (kept as it is when already known). */
+  private watchMarker(markerName: string): void {
+    if (!this.markers.has(markerName)) this.markers.set(markerName, null);
+  }
+
+  /**
+   * A marker with no file beside it: removed once alone (the same marker, by the clock) for longer than
+   * stableForMs. Left, it would stand beside the next upload of that name; the ctime comparison already keeps
+   * it from vouching for that upload, and its removal keeps the inbox free of markers that mean nothing.
+   */
+  private async examineMarker(markerName: string): Promise<void> {
+    const seen = this.markers.get(markerName);
+    if (seen === undefined) return;
+    const markerPath = join(this.root, markerName);
+    const name = markerName.slice(0, -DONE_SUFFIX.length);
+    let marker: Stats | null;
+    let file: Stats | null = null;
+    try {
+      marker = await lstatOrNull(markerPath);
+      if (marker !== null && !marker.isDirectory()) file = await lstatOrNull(join(this.root, name));
+    } catch (error) {
+      this.markers.delete(markerName);
+      this.fail(
+        new InboxError('INBOX_STAT_FAILED', `cannot examine ${markerName} in the inbox: ${errnoCode(error) ?? 'error'}`, { cause: error }),
+      );
+      return;
+    }
+    // Gone, not a marker, or beside its file (whose claim consumes it).
+    if (marker === null || marker.isDirectory() || file !== null) {
+      this.markers.delete(markerName);
+      return;
+    }
+    const identity = `${marker.ino}:${marker.ctimeMs}`;
+    const now = this.options.clock.now();
+    if (seen === null || seen.identity !== identity || now < seen.since) {
+      this.markers.set(markerName, { identity, since: now });
+      return;
+    }
+    const aloneForMs = now - seen.since;
+    if (seen.removeFailed === true || aloneForMs <= this.options.stableForMs) return;
+    try {
+      await unlink(markerPath);
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') {
+        this.markers.delete(markerName);
+        return;
+      }
+      // Tried once per marker: the next listing finds it again, and a changed marker is tried again.
+      seen.removeFailed = true;
+      this.fail(
+        new InboxError(
+          'INBOX_MARKER_REMOVE_FAILED',
+          `cannot remove ${markerName} from the inbox (no file ${name} beside it): ${errnoCode(error) ?? 'error'}`,
+          { cause: error },
+        ),
+      );
+      return;
+    }
+    this.markers.delete(markerName);
+    this.notifyMarker({ kind: 'removed-alone', name, markerPath, aloneForMs });
   }
 
   private notifyMarker(notice: MarkerNotice): void {
@@ -567,6 +642,18 @@ export class InboxWatcher {
       // The error sink itself failed; throwing here would kill the watch loop, which is worse than losing one report.
     }
   }
+}
+
+/** A `<name>.done` seen with no file beside it: since when (clock ms), as which marker (`ino:ctime`). */
+interface LoneMarker {
+  identity: string;
+  since: number;
+  removeFailed?: boolean;
+}
+
+/** `<name>.done` for some name: never a candidate, looked at for a file beside it. */
+function isMarkerName(name: string): boolean {
+  return name.endsWith(DONE_SUFFIX) && name.length > DONE_SUFFIX.length;
 }
 
 /** `markerRequired`: the claim must find `<name>.done` (markers are required, or the offer relied on one). */
