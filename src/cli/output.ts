@@ -8,8 +8,12 @@ export const EX_CONFIG = 78;
 /** sysexits.h: a service needed is unavailable (systemd restarts after RestartSec). */
 export const EX_UNAVAILABLE = 69;
 
-/** Errors that mean the configuration (or a file it names) must be fixed; named, so no module is loaded to know them. */
-const CONFIGURATION_ERRORS = new Set(['KeyFileError', 'WebhookConfigError', 'WebhookStartError', 'HmacKeyError']);
+/**
+ * Errors that mean the configuration (or a file it names) must be fixed; named, so no module is loaded to know
+ * them. A SchemaError too: a database of a newer build, or one not migrated, waits for an operator; a restart
+ * of the daemon would meet it again.
+ */
+const CONFIGURATION_ERRORS = new Set(['KeyFileError', 'WebhookConfigError', 'WebhookStartError', 'HmacKeyError', 'SchemaError']);
 /** Codes of other modules' errors that, met by a command, are a mistake in its options: the report's dates, an approval's batch. */
 const USAGE_CODES = new Set(['REPORT_BAD_DATE', 'REPORT_BAD_PERIOD', 'APPROVAL_UNKNOWN_BATCH']);
 

@@ -216,11 +216,12 @@ async function schemaGap(db: Database): Promise<{ missing: string[]; newer: stri
 /** Applies the pending migrations; returns their names (none: nothing was locked or written). */
 export async function migrateToLatest(db: Database): Promise<string[]> {
   // Read first: an up-to-date database, every command's usual case, takes no lock, so a command that only
-  // reads is not held up by a daemon in a long write. A schema with a migration this build does not know
-  // goes on to knex, which refuses it. (knex's own lock is the first statement of its transaction, an
-  // update, so on SQLite it waits busy_timeout for a writer.)
+  // reads is not held up by a daemon in a long write. (knex's own lock is the first statement of its
+  // transaction, an update, so on SQLite it waits busy_timeout for a writer.)
   const gap = await schemaGap(db);
-  if (gap.missing.length === 0 && gap.newer.length === 0) return [];
+  // Before knex, which would say "the migration directory is corrupt" and so invite a reinstall of this build.
+  if (gap.newer.length > 0) throw schemaNewer(gap.newer);
+  if (gap.missing.length === 0) return [];
   if (!isPostgres(db)) {
     const [, done] = (await db.migrate.latest()) as [number, string[]];
     return done;
@@ -263,19 +264,21 @@ async function assertSchemaSelected(db: Database): Promise<void> {
 /** Throws unless every migration this build knows has been applied, and no other (read-only check). */
 export async function assertSchemaCurrent(db: Database): Promise<void> {
   const { missing, newer } = await schemaGap(db);
-  if (newer.length > 0) {
-    // A newer build migrated it (a rollback of the package, say): this build's reads and writes may be wrong on it.
-    throw new SchemaError(
-      'SCHEMA_NEWER',
-      `the state database has migration(s) ${newer.join(', ')}, which this build of payoutd does not know: run the build that wrote it`,
-    );
-  }
+  if (newer.length > 0) throw schemaNewer(newer);
   if (missing.length > 0) {
     throw new SchemaError(
       'SCHEMA_NOT_CURRENT',
       `the state database lacks migration(s) ${missing.join(', ')}: start the daemon or run \`payoutd migrate\` first`,
     );
   }
+}
+
+/** A newer build migrated it (a rollback of the package, say): this build's reads and writes may be wrong on it. */
+function schemaNewer(newer: readonly string[]): SchemaError {
+  return new SchemaError(
+    'SCHEMA_NEWER',
+    `the state database has migration(s) ${newer.join(', ')}, which this build of payoutd does not know: run the build that wrote it`,
+  );
 }
 
 export class SchemaError extends PayoutdError {
