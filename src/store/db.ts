@@ -281,6 +281,17 @@ function schemaNewer(newer: readonly string[]): SchemaError {
   );
 }
 
+/**
+ * Whether payoutd's schema was ever made where this database looks (a migration applied), and on PostgreSQL
+ * which schema that is (null: search_path names none that exists). Reads only.
+ */
+export async function schemaFound(db: Database): Promise<{ found: boolean; schema?: string | null }> {
+  const found = (await appliedMigrations(db)).length > 0;
+  if (!isPostgres(db)) return { found };
+  const result = (await db.raw('select current_schema() as "schema"')) as { rows: { schema: string | null }[] };
+  return { found, schema: result.rows[0]?.schema ?? null };
+}
+
 export class SchemaError extends PayoutdError {
   override readonly name = 'SchemaError';
 }

@@ -4,7 +4,16 @@
  * row is guarded by the state it leaves and written with its history entry in the same transaction, and a
  * reference is held by one row at most (the partial unique index behind "paid at most once").
  */
-export { assertSchemaCurrent, closeDatabase, isPostgres, migrateToLatest, pingDatabase, DatabaseBusyError, type Database } from './db.js';
+export {
+  assertSchemaCurrent,
+  closeDatabase,
+  isPostgres,
+  migrateToLatest,
+  pingDatabase,
+  schemaFound,
+  DatabaseBusyError,
+  type Database,
+} from './db.js';
 export { openStore } from './open.js';
 export { acquireInstanceLocks, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 export { openSqlite } from './sqlite-driver.js';

@@ -42,9 +42,10 @@ afterAll(async () => {
 
 describe('payoutd user', () => {
   it('adds, lists, changes and removes users; refuses mistakes with a message', async () => {
+    // The first user before the daemon ever ran: the state database is made, and where is said.
     expect(await user(['add', 'maria', '--role', 'uploader'], 'first secret pw\n')).toMatchObject({
       code: 0,
-      stdout: 'user maria added as uploader\n',
+      stdout: `state database made at ${join(dir, 'state', 'payoutd.sqlite')}\nuser maria added as uploader\n`,
     });
     expect((await user(['add', 'li', '--role', 'approver', '--proxy-only'])).code).toBe(0);
     const short = await user(['add', 'bob', '--role', 'viewer'], 'short\n');

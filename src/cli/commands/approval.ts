@@ -16,9 +16,10 @@ import {
   type ApprovalRequest,
   type UserDirectory,
 } from '../../approval/index.js';
-import { openStore, closeDatabase, assertSchemaCurrent, getBatch } from '../../store/index.js';
+import { getBatch } from '../../store/index.js';
 import { sleep } from '../../domain/backoff.js';
 import { print } from '../output.js';
+import { withCurrentStore } from './state-database.js';
 
 export interface Invoker {
   name: string;
@@ -64,9 +65,7 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
     approver = a.as;
     agent = invoker.name;
   }
-  const db = openStore(config);
-  try {
-    await assertSchemaCurrent(db);
+  await withCurrentStore(config, async (db) => {
     // Without --sha256 the operator approves the file as acknowledged; the file on disk is checked against it.
     const sha256 = a.sha256 ?? (await getBatch(db, a.batch))?.sha256 ?? '0'.repeat(64);
     const request: ApprovalRequest = {
@@ -90,7 +89,5 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
         ),
     });
     print(result.message);
-  } finally {
-    await closeDatabase(db);
-  }
+  });
 }

@@ -31,7 +31,7 @@ import {
   type RetryFile,
 } from '../../report/index.js';
 import { print } from '../output.js';
-import { withMigratedStore } from './status.js';
+import { withMigratedStore } from './state-database.js';
 
 export interface ReconciliationArgs {
   /** YYYY-MM-DD (UTC) or ISO timestamp with a zone; inclusive. */

@@ -10,7 +10,7 @@ import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../.
 import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { rulesWithRowLimits } from '../../approval/index.js';
 import { print } from '../output.js';
-import { withReadOnlyStore } from './status.js';
+import { withReadOnlyStore } from './state-database.js';
 
 export async function reportBatch(config: ResolvedConfig, batchId: string, out: string | undefined): Promise<void> {
   await withReadOnlyStore(config, async (db) => {

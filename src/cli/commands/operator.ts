@@ -2,36 +2,20 @@
 import type { ResolvedConfig } from '../../config/index.js';
 import { PayoutdError, UsageError } from '../../domain/errors.js';
 import type { HoldCode } from '../../domain/holds.js';
-import {
-  openStore,
-  closeDatabase,
-  assertSchemaCurrent,
-  getBatch,
-  cancelReadyRows,
-  releaseBatchHold,
-  type CancelOutcome,
-  type Database,
-} from '../../store/index.js';
+import { getBatch, cancelReadyRows, releaseBatchHold, type CancelOutcome, type Database } from '../../store/index.js';
 import { print } from '../output.js';
 import { SystemUsers } from '../../approval/index.js';
 import { invokingUser } from './approval.js';
+import { withCurrentStore } from './state-database.js';
 
-async function withActiveBatch(
-  config: ResolvedConfig,
-  batchId: string,
-  f: (db: ReturnType<typeof openStore>) => Promise<void>,
-): Promise<void> {
-  const db = openStore(config);
-  try {
-    await assertSchemaCurrent(db);
+async function withActiveBatch(config: ResolvedConfig, batchId: string, f: (db: Database) => Promise<void>): Promise<void> {
+  await withCurrentStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
     if (batch.state !== 'ACTIVE')
       throw new UsageError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
     await f(db);
-  } finally {
-    await closeDatabase(db);
-  }
+  });
 }
 
 /**

@@ -10,8 +10,8 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { PayoutdError, UsageError } from '../../domain/errors.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { prune, prunePlan, type PruneFailure, type PruneItem } from '../../daemon/retention.js';
-import { closeDatabase, migrateToLatest, openStore } from '../../store/index.js';
 import { print } from '../output.js';
+import { withMigratedStore } from './state-database.js';
 
 export interface PruneArgs {
   dryRun: boolean;
@@ -27,9 +27,7 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
   }
   if (!Number.isInteger(days) || days < 1)
     throw new UsageError('BAD_ARGUMENT', `--days must be a whole number of days, 1 or more (got ${days})`);
-  const db = openStore(config);
-  try {
-    await migrateToLatest(db);
+  return withMigratedStore(config, async (db) => {
     const now = clock.now();
     const deps = {
       db,
@@ -65,9 +63,7 @@ export async function pruneCommand(config: ResolvedConfig, args: PruneArgs, cloc
       );
     }
     return items;
-  } finally {
-    await closeDatabase(db);
-  }
+  });
 }
 
 /** A batch not pruned, and what of it was removed all the same: its reports note that from the moment it began. */

@@ -1,15 +1,12 @@
 /** `payoutd status` and `payoutd migrate`: they import only the store, so status loads nothing of the daemon. */
-import { existsSync } from 'node:fs';
 import type { ApprovalView } from '../../approval/index.js';
 import type { ResolvedConfig } from '../../config/index.js';
-import { ConfigError, UsageError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
 import {
   openStore,
   closeDatabase,
-  assertSchemaCurrent,
   migrateToLatest,
-  type Database,
   getBatch,
   listBatchErrors,
   listStatusBatches,
@@ -28,31 +25,7 @@ import { filePlace } from '../../ingest/rules/row-error.js';
 import { resultFileName } from '../../report/format.js';
 import { byRetention } from '../../report/retention-notes.js';
 import { print, table } from '../output.js';
-
-/** Read-only access for status and reports: a running daemon is never disturbed. */
-export async function withReadOnlyStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
-  if (config.database.client === 'sqlite' && !existsSync(config.databaseFile)) {
-    throw new ConfigError('NO_DATABASE', `no state database at ${config.databaseFile} yet (the daemon creates it; or run payoutd migrate)`);
-  }
-  const db = openStore(config, true);
-  try {
-    await assertSchemaCurrent(db);
-    return await f(db);
-  } finally {
-    await closeDatabase(db);
-  }
-}
-
-/** The store brought up to date first (commands that write: a report's records, users added before the daemon ran). */
-export async function withMigratedStore<T>(config: ResolvedConfig, f: (db: Database) => Promise<T>): Promise<T> {
-  const db = openStore(config);
-  try {
-    await migrateToLatest(db);
-    return await f(db);
-  } finally {
-    await closeDatabase(db);
-  }
-}
+import { withReadOnlyStore } from './state-database.js';
 
 export async function migrate(config: ResolvedConfig, acceptServiceChange = false): Promise<void> {
   const db = openStore(config);

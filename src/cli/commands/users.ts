@@ -8,8 +8,8 @@ import type { ResolvedConfig } from '../../config/index.js';
 import { PayoutdError, UsageError } from '../../domain/errors.js';
 import { addUser, listUsers, removeUser, setPassword, setRole, unlockUser } from '../../console/index.js';
 import { print, table } from '../output.js';
-// Users may be added before the daemon first ran: the schema is made or brought up to date.
-import { withMigratedStore as withStore } from './status.js';
+// Users may be added before the daemon first ran: `user add` makes the database; the others need one there.
+import { withMigratedStore as withStore, withStoreMade } from './state-database.js';
 
 export interface UserArgs {
   action: string;
@@ -79,7 +79,11 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
       const name = nameOf(a);
       if (!a.role) throw new UsageError('NO_ROLE', 'payoutd user add needs --role viewer|uploader|approver|admin');
       const password = a.proxyOnly ? null : await readPassword();
-      await withStore(config, (db) => addUser(db, name, a.role as string, password, now));
+      await withStoreMade(
+        config,
+        (db) => addUser(db, name, a.role as string, password, now),
+        (where) => print(`state database made at ${where}`),
+      );
       print(`user ${name} added as ${a.role}${a.proxyOnly ? ' (signs in through the reverse proxy only)' : ''}`);
       return;
     }
