@@ -51,7 +51,9 @@ export async function writeWorkFile(
   o: { mode?: number; signal?: AbortSignal; sync?: boolean } = {},
 ): Promise<string> {
   const tmp = tempPathFor(path);
-  const fh = await open(tmp, 'wx', o.mode ?? DEFAULT_MODE);
+  const fh = await open(tmp, 'wx', o.mode ?? DEFAULT_MODE).catch((err: unknown) => {
+    throw namingFile(err, tmp, path);
+  });
   let closed = false;
   try {
     await writeChunks(fh, chunks, o.signal);
@@ -68,6 +70,16 @@ export async function writeWorkFile(
     throw err;
   }
   return tmp;
+}
+
+/**
+ * A failure to make the hidden temp file (no such folder, permission denied), said of the file the caller
+ * named: the temp file's name means nothing to whoever chose the path (`payoutd report --out`).
+ */
+function namingFile(err: unknown, tmp: string, path: string): unknown {
+  const e = err as NodeJS.ErrnoException;
+  if (e.path !== tmp) return err;
+  return Object.assign(new Error(e.message.replace(tmp, path), { cause: err }), { code: e.code, errno: e.errno, syscall: e.syscall, path });
 }
 
 async function writeChunks(fh: FileHandle, chunks: AsyncIterable<FileChunk> | Iterable<FileChunk>, signal?: AbortSignal): Promise<void> {

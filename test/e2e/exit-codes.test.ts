@@ -187,6 +187,15 @@ describe('exit code 1: a prune that could not prune a batch', () => {
   });
 });
 
+describe('exit code 1: a report to a folder that does not exist', () => {
+  it('names the path given, not the hidden temp file made beside it', async () => {
+    const out = join(cwd, 'no-such-folder', 'r.csv');
+    const r = await payoutd(['report', '--since', '2026-11-01', '--out', out]);
+    expect(r.stderr).toBe(`payoutd: ENOENT: no such file or directory, open '${out}'\n`);
+    expect(r.code).toBe(1);
+  });
+});
+
 describe('a reader that stops early', () => {
   it('validate piped into head stops quietly: no EPIPE stack trace on the terminal', async () => {
     // Every row lacks its sender's first name: one line each, far more than a pipe holds.
