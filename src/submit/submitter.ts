@@ -43,6 +43,7 @@ import {
   MoveReports,
   referenceTaken,
 } from './outcome.js';
+import { FirstLooks, notFoundGraceEnd } from './grace.js';
 
 export interface SubmitterOptions {
   concurrency: number;
@@ -80,6 +81,8 @@ export interface SubmitterDeps {
   db: Database;
   service: PayoutService;
   clock: Clock;
+  /** Milliseconds of a clock that never jumps (default performance.now), for tests to move apart from `clock`. */
+  monotonic?: () => number;
   logger: Logger;
   holds: SendingHolds;
   random?: () => number;
@@ -107,6 +110,9 @@ interface Beside {
   /** Ends it after its current round; resolves with the rows it moved (rejects with its failure). */
   stop(): Promise<number>;
 }
+
+/** How long a first look at an UNKNOWN row not asked about since is kept at least (FirstLooks). */
+const FORGET_LOOKS_AFTER_MS = 86_400_000;
 
 const SHUTDOWN_NOT_SENT = 'shutdown before the create was sent';
 const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent; sent by a later pass';
@@ -173,6 +179,9 @@ export class PayoutSubmitter {
   private partialWarned = false;
   /** When each batch was last found sendable by a create's fence (SENDABLE_RECHECK_MS). */
   private readonly sendableSeen = new Map<string, number>();
+  /** The steady clock, and when this process first looked at each UNKNOWN row on it: the grace counts on both (grace.ts). */
+  private readonly steady: () => number;
+  private readonly firstLooks: FirstLooks;
 
   constructor(
     private readonly deps: SubmitterDeps,
@@ -181,6 +190,10 @@ export class PayoutSubmitter {
     this.random = deps.random ?? Math.random;
     this.limit = pLimit(o.concurrency);
     this.records = new GroupCommit(deps.db, () => deps.clock.now());
+    this.steady = deps.monotonic ?? (() => performance.now());
+    // A row still with this process is asked about again within a grace (its wait) or a backoff (a failed query):
+    // it keeps its first look unless the service was out of reach for a day; rows settled elsewhere go after that.
+    this.firstLooks = new FirstLooks(this.steady, () => Math.max(FORGET_LOOKS_AFTER_MS, 2 * Math.max(o.notFoundGraceMs, o.retry.maxMs)));
   }
 
   /** Creates are out or waiting for their answer to be recorded (the poller lets them go first). */
@@ -574,11 +587,13 @@ export class PayoutSubmitter {
   async reconcileUnknown(signal: AbortSignal): Promise<number> {
     const { db, clock, logger } = this.deps;
     let moved = 0;
+    this.firstLooks.sweep();
     for (;;) {
       if (signal.aborted || !this.available()) return moved;
       const leaseMs = this.o.reconcileLeaseMs ?? this.o.claimant.leaseMs;
       const rows = await claimDueRows(db, 'UNKNOWN', 'next_attempt_at', clock.now(), this.o.reconcileBatchSize, leaseMs);
       if (rows.length === 0) return moved;
+      for (const row of rows) this.firstLooks.look(row);
       let answer: PayoutQueryAnswer;
       try {
         answer = await this.deps.service.queryByReferences(
@@ -618,11 +633,21 @@ export class PayoutSubmitter {
         moves.push(move);
         applied.push(...(await applyClaimedMoves(db, [move], [row], clock.now())));
       }
+      this.forgetSettled(moves, applied);
       // Told and counted only of what was recorded: a move refused for an outlasted claim was decided from old answers.
       reports.tell(applied);
       moved += applied.filter((m) => m.to !== 'UNKNOWN').length;
       if (applied.length === 0 || moves.every((m) => m.to === 'UNKNOWN')) return moved;
     }
+  }
+
+  /**
+   * Forgets the first looks at rows that left UNKNOWN here, and at rows whose move was not recorded (another
+   * process may have them now): asked about again, such a row only waits one more grace.
+   */
+  private forgetSettled(moves: RowMove[], applied: RowMove[]): void {
+    const kept = new Set(applied.filter((m) => m.to === 'UNKNOWN').map((m) => m.row.id));
+    for (const m of moves) if (!kept.has(m.row.id)) this.firstLooks.forget(m.row.id);
   }
 
   /** An answer to a reference query, by reference; its records that name no reference are warned of here. */
@@ -728,12 +753,19 @@ export class PayoutSubmitter {
     // Only another's payout holds the reference, or none does: this row's own create may still land within the grace.
     const other = found[0];
     const unknownSince = row.unknownSince ?? (await lastIntentAt(db, row.id)) ?? 0;
-    if (now - unknownSince < this.o.notFoundGraceMs) {
+    const graceEnd = notFoundGraceEnd({
+      graceMs: this.o.notFoundGraceMs,
+      now,
+      unknownSince,
+      steadyNow: this.steady(),
+      steadySince: this.firstLooks.look(row),
+    });
+    if (graceEnd !== null) {
       return {
         row,
         from: 'UNKNOWN',
         to: 'UNKNOWN',
-        patch: { nextAttemptAt: unknownSince + this.o.notFoundGraceMs },
+        patch: { nextAttemptAt: graceEnd },
         history: other
           ? {
               event: 'reconcile-wait',

@@ -27,6 +27,7 @@ describe('a claim failing in the middle of a pass', () => {
       {
         db: p.db,
         clock: p.clock,
+        monotonic: p.monotonic,
         logger: p.logger,
         holds: p.holds,
         random: () => 0.5,

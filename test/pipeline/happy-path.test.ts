@@ -145,7 +145,7 @@ describe('pipeline: happy path', () => {
       exchangeRates: (c, s) => p.client.exchangeRates(c, s),
     };
     const submitter = new PayoutSubmitter(
-      { db: p.db, service: observed, clock: p.clock, logger: p.logger, holds: p.holds },
+      { db: p.db, service: observed, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds },
       p.submitterOptions,
     );
     const batch = await p.receive('observed.csv', csvFile(['OB-1', 'OB-2', 'OB-3', 'OB-4', 'OB-5'].map((r) => csvRow(r))));

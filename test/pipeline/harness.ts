@@ -91,6 +91,8 @@ export interface EffectCall {
 export interface PipelineOptions {
   /** Start of the ManualClock (default START_MS); Date.now() when a test mixes in the system clock. */
   startMs?: number;
+  /** The submitter's steady clock (default: the ManualClock's reading, so moving it is time passing, not a jump). */
+  monotonic?: () => number;
   sandbox?: Partial<SandboxOptions>;
   /** USDT balance of the merchant (decimal text). */
   balance?: string;
@@ -122,6 +124,8 @@ export interface Pipeline {
   /** With `breaker`: the client's. */
   breaker: ServiceBreaker | null;
   clock: ManualClock;
+  /** The submitter's steady clock: a submitter a test builds on this pipeline's clock takes it as `monotonic`. */
+  monotonic: () => number;
   logger: Logger;
   /** Every log line written, as text. */
   logLines: string[];
@@ -240,7 +244,8 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       patience: { stableForMs: 5000, maxStableForMs: 600_000, unterminatedStableForMs: 600_000 },
     },
   );
-  const submitter = new PayoutSubmitter({ db, service: client, clock, logger, holds, random: () => 0.5 }, submitterOptions);
+  const monotonic = o.monotonic ?? (() => clock.now());
+  const submitter = new PayoutSubmitter({ db, service: client, clock, monotonic, logger, holds, random: () => 0.5 }, submitterOptions);
   const poller = new SettlementPoller({ db, service: client, clock, logger }, pollerOptions);
 
   const effects: EffectCall[] = [];
@@ -350,6 +355,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
     proxy,
     breaker,
     clock,
+    monotonic,
     logger,
     logLines,
     calls,
@@ -470,7 +476,7 @@ export function heldReconciler(p: Pipeline, holds: (refs: string[]) => boolean =
     },
   });
   const submitter = new PayoutSubmitter(
-    { db: p.db, service, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { db: p.db, service, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
     { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
   );
   return { submitter, held: () => held, release };

@@ -22,7 +22,7 @@ const ADOPTED = 'payout created after another instance took its row over; its qu
 /** Runs the scenario `how` on `p` (its sandbox creating a second payout for a repeated reference). */
 export async function lateCreatedNote(p: Pipeline, how: LateNote): Promise<void> {
   const ref = `REF-LATE-${how}`;
-  const deps = { db: p.db, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 };
+  const deps = { db: p.db, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 };
   // `queried`: A's create reaches the service, its answer held. `followed-other`: A's create passed its fence and
   // is held before it reaches the service (its trail, the fence, already behind it), so B finds the reference absent.
   const aGate = gate();

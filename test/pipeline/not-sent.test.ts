@@ -44,7 +44,15 @@ describe('a create stopped before it left', () => {
     await p.client.balances(); // takes the one token call the limit lets through
     // A client of its own, without credentials yet: its token call is refused with a Retry-After of a minute.
     const submitter = new PayoutSubmitter(
-      { db: p.db, service: new PayoutApiClient(p.clientOptions), clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+      {
+        db: p.db,
+        service: new PayoutApiClient(p.clientOptions),
+        clock: p.clock,
+        monotonic: p.monotonic,
+        logger: p.logger,
+        holds: p.holds,
+        random: () => 0.5,
+      },
       p.submitterOptions,
     );
     const batchId = await p.insertReadyBatch([payoutRequest('TW-1')]);

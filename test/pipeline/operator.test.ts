@@ -42,7 +42,10 @@ describe('operator decisions', () => {
     });
     expect(await p.states(batch.id)).toEqual(['UNKNOWN', 'NOT_SUBMITTED']);
 
-    // The service has no payout for it: past the grace it goes back to READY, and is claimed no more.
+    // The service has no payout for it: past the grace (counted from the first query) it goes back to READY, and
+    // is claimed no more.
+    await p.submit();
+    expect(await p.states(batch.id)).toEqual(['UNKNOWN', 'NOT_SUBMITTED']);
     p.clock.advance(61_000);
     await p.submit();
     await p.submit();

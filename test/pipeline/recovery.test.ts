@@ -13,6 +13,7 @@ import { CREATE_PATH, QUERY_PATH, closePipelines, csvFile, csvRow, startPipeline
 import { PayoutApiClient } from '../../src/api/index.js';
 import { configSchema } from '../../src/config/schema.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
+import { ManualClock } from '../../src/domain/clock.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 
@@ -126,19 +127,28 @@ describe('pipeline: a create the service takes in late', () => {
     mitm = null;
   });
 
+  /**
+   * `p`'s database and sandbox reached through `mitm` by a client whose creates time out at 300 ms, the first
+   * create held 1.5 s on its way in. `submitter` makes a process on the steady clock `monotonic`.
+   */
+  async function lateCreates(p: Pipeline): Promise<{ submitter: (monotonic?: () => number) => PayoutSubmitter; creates: () => number }> {
+    mitm = await startMitm(p.sandbox.url);
+    const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url, timeoutMs: 300 });
+    let creates = 0;
+    mitm.holdMs = (path) => (path === CREATE_PATH && ++creates === 1 ? 1500 : 0);
+    const deps = { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 };
+    return {
+      submitter: (monotonic = p.monotonic) => new PayoutSubmitter({ ...deps, monotonic }, p.submitterOptions),
+      creates: () => creates,
+    };
+  }
+
   // The client gives up at api.timeoutMs, but the service may still be taking the create in: with the
   // default grace a create it commits half a minute after the timeout is found, not sent a second time.
   it('the default notFoundGraceMs covers a commit half a minute after the timeout (duplicatePolicy allow)', async () => {
     const grace = configSchema.parse({}).submit.notFoundGraceMs;
     const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: grace } });
-    mitm = await startMitm(p.sandbox.url);
-    const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url, timeoutMs: 300 });
-    const submitter = new PayoutSubmitter(
-      { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
-      p.submitterOptions,
-    );
-    let creates = 0;
-    mitm.holdMs = (path) => (path === CREATE_PATH && ++creates === 1 ? 1500 : 0);
+    const submitter = (await lateCreates(p)).submitter();
     await p.receive('late.csv', csvFile([csvRow('LT-1')]));
     await submitter.runOnce(p.signal);
     expect((await p.row('LT-1')).state).toBe('UNKNOWN');
@@ -153,6 +163,40 @@ describe('pipeline: a create the service takes in late', () => {
     expect((await p.row('LT-1')).state).toBe('PENDING');
     expect(p.ledgerCount('LT-1')).toBe(1);
     expect(await p.events('LT-1')).not.toContain('reconciled-absent');
+  });
+
+  // An NTP step or a resumed VM moves the system clock past the grace at once, while the create is still on its
+  // way in: the grace is also counted on the process's steady clock, so the row waits rather than being sent again.
+  it.each([
+    ['while the process runs', false],
+    ['across a restart', true],
+  ])('a system clock jumping past the grace %s does not send the row again (duplicatePolicy allow)', async (_, restart) => {
+    const grace = configSchema.parse({}).submit.notFoundGraceMs;
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' }, submitter: { notFoundGraceMs: grace } });
+    // The system clock (p.clock) may jump while the steady one does not.
+    const steady = new ManualClock(0);
+    const late = await lateCreates(p);
+    let submitter = late.submitter(() => steady.now());
+    await p.receive('jump.csv', csvFile([csvRow('JP-1')]));
+    await submitter.runOnce(p.signal);
+    expect((await p.row('JP-1')).state).toBe('UNKNOWN');
+    expect(p.ledgerCount('JP-1'), 'still on its way in').toBe(0);
+
+    p.clock.advance(2 * grace);
+    if (restart) submitter = late.submitter(() => steady.now());
+    await submitter.runOnce(p.signal);
+    expect(late.creates(), 'not sent again').toBe(1);
+    expect((await p.row('JP-1')).state).toBe('UNKNOWN');
+    expect(await p.events('JP-1')).toEqual(['intent', 'create-unknown', 'reconcile-wait', 'reconcile-wait']);
+    await waitFor(() => p.ledgerCount('JP-1') === 1, 'the late commit', 5000);
+
+    // Once the grace has passed on both clocks, the late create is found and adopted.
+    p.clock.advance(grace);
+    steady.advance(grace);
+    await submitter.runOnce(p.signal);
+    expect((await p.row('JP-1')).state).toBe('PENDING');
+    expect(p.ledgerCount('JP-1')).toBe(1);
+    expect(late.creates()).toBe(1);
   });
 });
 

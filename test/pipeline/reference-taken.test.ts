@@ -61,7 +61,7 @@ function pollerOf(p: Pipeline, client: PayoutService): SettlementPoller {
 /** A batch of one row whose create the service took in but whose answer was lost, sent by a submitter asking through `client`. */
 async function unknownCreate(p: Pipeline, client: PayoutApiClient, ref: string): Promise<{ submitter: PayoutSubmitter; batchId: string }> {
   const submitter = new PayoutSubmitter(
-    { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { db: p.db, service: client, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
     p.submitterOptions,
   );
   p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });

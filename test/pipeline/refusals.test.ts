@@ -186,7 +186,7 @@ describe('pipeline: hold decisions at intake', () => {
       exchangeRates: (c, s) => p.client.exchangeRates(c, s),
     };
     const submitter = new PayoutSubmitter(
-      { db: p.db, service, clock: p.clock, logger: p.logger, holds: p.holds },
+      { db: p.db, service, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds },
       { ...p.submitterOptions, concurrency: 1 },
     );
     batchId = await p.insertReadyBatch([payoutRequest('FH-1'), payoutRequest('FH-2'), payoutRequest('FH-3')]);

@@ -24,7 +24,7 @@ async function throughProxy(p: Pipeline): Promise<{ submitter: PayoutSubmitter; 
   mitm = await startMitm(p.sandbox.url);
   const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url });
   const submitter = new PayoutSubmitter(
-    { db: p.db, service: client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { db: p.db, service: client, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
     p.submitterOptions,
   );
   return { submitter, mitm };

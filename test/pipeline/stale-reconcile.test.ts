@@ -28,15 +28,7 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
 
   // Instance A: its answer about ST-2 alone comes back slowly (slow service / 429 Retry-After / a long list).
   const a = heldReconciler(p, (refs) => refs.length === 1 && refs[0] === 'ST-2');
-  p.clock.advance(180_000);
-  const roundA = a.submitter.reconcileUnknown(p.signal);
-  while (!a.held()) await new Promise((r) => setTimeout(r, 5));
-  // A has decided ST-1 "absent, safe to create" from an answer of now, and waits for ST-2's.
-
-  // A's claim (lease 120 s) runs out; instance B reconciles the same rows, creates them, and the create
-  // answers are lost (committed at the service, answer dropped): UNKNOWN again.
-  p.clock.advance(121_000);
-  // The service is flaky: the create answers are lost, and after them the reference queries fail.
+  // The service is flaky for instance B: the create answers are lost, and after them the reference queries fail.
   let created = false;
   const flaky = serviceLike(p.client, {
     createPayout: (...a) => {
@@ -49,9 +41,25 @@ it('a round that outlasted its claim does not apply a stale "absent, create agai
     },
   });
   const b = new PayoutSubmitter(
-    { db: p.db, service: flaky, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { db: p.db, service: flaky, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
     { ...p.submitterOptions, claimant: { instanceId: 'B', leaseMs: 120_000 } },
   );
+  // Each instance also counts the grace from its own first look at a row: A and B have each asked about the rows
+  // once (and were told to wait) before the round below.
+  for (const instance of [a.submitter, b]) {
+    p.clock.advance(60_000);
+    await instance.reconcileUnknown(p.signal);
+    expect(await p.states(batchId)).toEqual(['UNKNOWN', 'UNKNOWN']);
+  }
+  expect(p.ledgerCount('ST-1')).toBe(0);
+  p.clock.advance(60_000);
+  const roundA = a.submitter.reconcileUnknown(p.signal);
+  while (!a.held()) await new Promise((r) => setTimeout(r, 5));
+  // A has decided ST-1 "absent, safe to create" from an answer of now, and waits for ST-2's.
+
+  // A's claim (lease 120 s) runs out; instance B reconciles the same rows, creates them, and the create
+  // answers are lost (committed at the service, answer dropped): UNKNOWN again.
+  p.clock.advance(121_000);
   p.sandbox.setFaults({ commitThenDropRate: 1, endpoints: [CREATE_PATH] });
   await b.runOnce(p.signal);
   p.sandbox.setFaults({ commitThenDropRate: 0 });

@@ -19,7 +19,7 @@ const LEASE_MS = 120_000;
 /** Runs the scenario for `how` on `p` (its sandbox creating a second payout for a repeated reference). */
 export async function lateOutcomeAfterTakeover(p: Pipeline, how: LateOutcome): Promise<void> {
   const ref = `REF-TAKEN-${how}`;
-  const deps = { db: p.db, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 };
+  const deps = { db: p.db, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 };
   // A's create waits before it goes out. `created`: it passed its fence before the takeover and reaches the
   // service only after B claimed the row again (its trail, the fence, already behind it).
   const aWait = gate();

@@ -33,7 +33,7 @@ it('a create answer left unrecorded by a busy database is resolved by query once
     return created;
   };
   const submitter = new PayoutSubmitter(
-    { db: p.db, service, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { db: p.db, service, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
     p.submitterOptions,
   );
   await p.insertReadyBatch([payoutRequest('REF-BUSY-1')]);

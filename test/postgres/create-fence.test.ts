@@ -33,7 +33,7 @@ describe.skipIf(!pgReachable)('postgres: a create held in its client past its le
       database,
     });
     const leaseMs = 120_000;
-    const deps = { db: p.db, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 };
+    const deps = { db: p.db, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 };
     // Each instance has its own client, as separate processes do (a rate-limit pause is per client).
     const a = new PayoutSubmitter({ ...deps, service: p.client }, { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs } });
     const b = new PayoutSubmitter(

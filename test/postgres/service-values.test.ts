@@ -39,9 +39,9 @@ async function rewritingPayout(
     return canonicalStringify({ ...env, data });
   };
   const service = new PayoutApiClient({ ...p.clientOptions, baseUrl: mitm.url });
-  const { db, clock, logger, holds } = p;
+  const { db, clock, monotonic, logger, holds } = p;
   return {
-    submitter: new PayoutSubmitter({ db, service, clock, logger, holds, random: () => 0.5 }, p.submitterOptions),
+    submitter: new PayoutSubmitter({ db, service, clock, monotonic, logger, holds, random: () => 0.5 }, p.submitterOptions),
     poller: new SettlementPoller({ db, service, clock, logger }, p.pollerOptions),
   };
 }
@@ -106,7 +106,7 @@ describe.skipIf(!pgReachable)('postgres: long values of the service and of the c
     const instanceId = 'payoutd-prod-worker-01.payments.internal.example-corp.com:1234567:a1b2c3';
     expect(instanceId).toHaveLength(72);
     const submitter = new PayoutSubmitter(
-      { db: p.db, service: p.client, clock: p.clock, logger: p.logger, holds: p.holds, random: () => 0.5 },
+      { db: p.db, service: p.client, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
       { ...p.submitterOptions, claimant: { instanceId, leaseMs: 120_000 } },
     );
     const batchId = await p.insertReadyBatch([payoutRequest('SI-1')]);
