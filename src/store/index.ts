@@ -15,7 +15,7 @@ export {
   type Database,
 } from './db.js';
 export { openStore } from './open.js';
-export { acquireInstanceLocks, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
+export { acquireInstanceLocks, InstanceLockError, tryExclusiveLock, type InstanceLock } from './instance-lock.js';
 export { openSqlite } from './sqlite-driver.js';
 
 export {

@@ -83,10 +83,15 @@ describe('e2e: the payout service of a state database', () => {
     });
     await e2e.drop('real.csv', toCsv(makeRows('SVC-REAL', 3)));
     expect((await e2e.waitForBatch('real.csv', ['COMPLETE'], 30_000)).counts).toEqual({ PAID: 3 });
-    expect(await first.stop()).toBe(0);
 
     // What an emptied file with the folders from the environment came to: the defaults' embedded sandbox.
     await e2e.writeConfig({ api: { baseUrl: 'embedded' } });
+    // Not while the daemon runs: it would go on creating on the old service after the change is recorded.
+    const whileRunning = await e2e.cli(['migrate', '--accept-service-change']);
+    expect(whileRunning.code).toBe(78);
+    expect(whileRunning.stderr).toMatch(/^payoutd: DAEMON_RUNNING: another payoutd is already running on state directory /);
+    expect(whileRunning.stderr).toContain('A service change is recorded only while payoutd is stopped');
+    expect(await first.stop()).toBe(0);
     const r = await runToExit(e2e);
     expect(r.exit).toEqual({ code: 78, signal: null });
     expect(r.daemon.stderr).toHaveLength(1);

@@ -1,7 +1,7 @@
 /** `payoutd status` and `payoutd migrate`: they import only the store, so status loads nothing of the daemon. */
 import type { ApprovalView } from '../../approval/index.js';
 import type { ResolvedConfig } from '../../config/index.js';
-import { UsageError } from '../../domain/errors.js';
+import { ConfigError, UsageError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
 import {
   openStore,
@@ -18,6 +18,9 @@ import {
   serviceNotesOfBatch,
   type ServiceNoted,
   type StateCounts,
+  acquireInstanceLocks,
+  InstanceLockError,
+  type InstanceLock,
 } from '../../store/index.js';
 import { estimateEnd, progressOfCounts, shownStateOf } from '../../domain/batch-events.js';
 import { isBeingRead } from '../../domain/lifecycle.js';
@@ -28,6 +31,9 @@ import { print, table } from '../output.js';
 import { withReadOnlyStore } from './state-database.js';
 
 export async function migrate(config: ResolvedConfig, acceptServiceChange = false): Promise<void> {
+  // A daemon still running would go on creating on the old service after the change is recorded: with SQLite,
+  // its locks tell; with PostgreSQL the operator stops every instance first (docs/high-availability.md).
+  const lock = acceptServiceChange && config.database.client === 'sqlite' ? lockedForServiceChange(config) : null;
   const db = openStore(config);
   try {
     const applied = await migrateToLatest(db);
@@ -39,6 +45,20 @@ export async function migrate(config: ResolvedConfig, acceptServiceChange = fals
     }
   } finally {
     await closeDatabase(db);
+    lock?.release();
+  }
+}
+
+/** The daemon's locks, held while a service change is recorded; refused while a daemon runs on the database. */
+function lockedForServiceChange(config: ResolvedConfig): InstanceLock {
+  try {
+    return acquireInstanceLocks(config.paths.stateDir, config.databaseFile);
+  } catch (err) {
+    if (!(err instanceof InstanceLockError)) throw err;
+    throw new ConfigError(
+      'DAEMON_RUNNING',
+      `${err.message}. A service change is recorded only while payoutd is stopped: a running daemon would go on creating payouts on the old service. Stop it (systemctl stop payoutd), then run this again`,
+    );
   }
 }
 
