@@ -8,6 +8,7 @@
 import { maskAccountNumber } from '../domain/payout.js';
 import { SECRET_KEYS } from '../log/index.js';
 import { currencyDecimals } from '../domain/decimals.js';
+import { IBAN_LENGTHS } from '../domain/iban.js';
 
 /** What a secret of the text is replaced with: the mark the logs use. */
 export const REDACTED = '[redacted]';
@@ -50,17 +51,28 @@ const NUMBER_RUN = new RegExp(
  */
 const ACCOUNT_DIGITS = 8;
 
-/** A run with enough digits, and at least as many digits as letters: an account number, an IBAN, an ID number. */
+/**
+ * A run with digits enough for an account number and at most two letters (an account or ID number: `ID98765432`),
+ * or one shaped as an IBAN (a country of the IBAN registry, two check digits, its length). A payout id or reference
+ * with more letters (`PO15209D51884C3C7439E904`) is kept, so finance can read a refusal naming it.
+ */
 function numberLike(compact: string): boolean {
   const digits = compact.replace(/\P{Nd}/gu, '').length;
-  return digits >= ACCOUNT_DIGITS && digits * 2 >= compact.length;
+  if (digits >= ACCOUNT_DIGITS && compact.length - digits <= 2) return true;
+  return IBAN_LENGTHS.get(compact.slice(0, 2).toUpperCase()) === compact.length && /^\p{Nd}{2}$/u.test(compact.slice(2, 4));
 }
 
-/** Before the run: the name of an amount (`payoutAmount 100000000`, `"payoutAmount":100000000`). */
-const AFTER_AMOUNT_NAME = /amount\\?["']?\s*[:=]?\s*\\?["']?$/i;
+/**
+ * Before the run: the name of an amount (`payoutAmount 100000000`, `"payoutAmount":100000000`), a currency code
+ * (`PHP 100000000`), or words that lead to a limit (`a maximum of 100000000`, `150000000 > 100000000`).
+ */
+const AFTER_AMOUNT_NAME =
+  /(?:amount\\?["']?\s*[:=]?(?:\s*of)?|\b(?:(?:limit|max(?:imum)?|min(?:imum)?)(?:\s+(?:of|is))?|than|exceeds?)|[<>]=?)\s*\\?["']?$/iu;
 /** After the run: a fraction (`100000000.50`), or a space and a currency code (`100000000 PHP`). */
 const BEFORE_FRACTION = /^\.\d/;
 const BEFORE_CODE = /^ ([A-Z]{3,4})(?![\p{L}\p{N}])/u;
+/** Before the run: a currency code and a space (`PHP 100000000`). */
+const AFTER_CODE = /(?<![\p{L}\p{N}])([A-Z]{3,4}) $/u;
 
 /**
  * Whether the run at text[start, end) is written as an amount: kept, as the refusal of an amount out of range
@@ -68,8 +80,11 @@ const BEFORE_CODE = /^ ([A-Z]{3,4})(?![\p{L}\p{N}])/u;
  */
 function writtenAsAmount(text: string, start: number, end: number): boolean {
   if (BEFORE_FRACTION.test(text.slice(end, end + 2)) || AFTER_AMOUNT_NAME.test(text.slice(Math.max(0, start - 40), start))) return true;
-  const code = BEFORE_CODE.exec(text.slice(end, end + 6))?.[1];
-  return code !== undefined && currencyDecimals(code) !== undefined;
+  const isCurrency = (code: string | undefined): boolean => code !== undefined && currencyDecimals(code) !== undefined;
+  return (
+    isCurrency(BEFORE_CODE.exec(text.slice(end, end + 6))?.[1]) ||
+    isCurrency(AFTER_CODE.exec(text.slice(Math.max(0, start - 6), start))?.[1])
+  );
 }
 
 /**

@@ -55,6 +55,8 @@ describe('cleanServiceText', () => {
       'timestamp 2026-01-05T09:00:00Z outside the accepted window',
       'code 2002 HTTP_5XX: invalid token: expired; SvcAuthorization must be "Bearer <accessToken>"',
       'the beneficiary accountNumber is invalid',
+      'exceeds the single payout limit of PHP 100000000; maximum of 100000000; amount of 123456789',
+      'merchantReferenceId already used by payout PO15209D51884C3C7439E904 (reference PAY20260105000001)',
     ];
     for (const text of plain) expect(cleanServiceText(text, [API_KEY])).toBe(text);
   });

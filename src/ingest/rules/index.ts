@@ -5,7 +5,7 @@ export { DEFAULT_VALIDATION_RULES, validationRulesSchema, type ValidationRules, 
 export { compileRules, type CompiledRules } from './compiled.js';
 export { validateRow, type RowValidation } from './validate-row.js';
 export { amountFormatProblem } from './amount.js';
-export { compactIban, ibanProblem } from './iban.js';
+export { compactIban, ibanProblem } from '../../domain/iban.js';
 export { abaProblem, bicProblem } from './bank-codes.js';
 export { ISO_4217_MINOR_UNITS } from '../../domain/iso4217.js';
 export { ISO_3166_ALPHA2 } from './iso3166.js';

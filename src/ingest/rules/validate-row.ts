@@ -11,7 +11,7 @@ import { DEFAULT_REFERENCE_PATTERN } from './options.js';
 import { abaProblem, bicProblem, type AbaProblem, type BicProblem } from './bank-codes.js';
 import { REQUEST_VALUE_INDEX } from '../../domain/request-values.js';
 import { FIELD_PATHS, FIELD_WORDS, type FieldPath, type RowValues } from './fields.js';
-import { compactIban, ibanProblem } from './iban.js';
+import { compactIban, ibanProblem } from '../../domain/iban.js';
 import { ISO_3166_ALPHA2 } from './iso3166.js';
 import type { CompiledAccountRule, CompiledRules } from './compiled.js';
 import {
