@@ -58,6 +58,7 @@ export {
 } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
+export { createdWhenWritten, fixPeriodEnd, type CreatedWhenWritten } from './created-at.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';

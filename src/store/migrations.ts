@@ -1053,6 +1053,22 @@ const serviceDeductionCurrency: Migration = {
   },
 };
 
+// The latest end a reconciliation report fixed for its period (src/store/created-at.ts): a payout creation recorded
+// after it is stamped no earlier, whatever the clock of the instance recording it says.
+const reportEnds: Migration = {
+  name: '0037_report_ends',
+  async up(knex) {
+    await knex.schema.createTable('report_ends', (t) => {
+      // One row, id 1: only the latest end matters.
+      t.integer('id').primary();
+      t.bigInteger('latest_end_ms').notNullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('report_ends');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1090,6 +1106,7 @@ export const MIGRATIONS: readonly Migration[] = [
   batchWorkIndexes,
   zeroPadding,
   serviceDeductionCurrency,
+  reportEnds,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

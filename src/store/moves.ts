@@ -2,9 +2,12 @@
  * State moves of payout rows and their history. Each move is guarded by the state it leaves (UPDATE … WHERE
  * state = from) and by what else it was decided from (`still`), checked against the domain's lifecycle, and
  * written with its history row in the caller's transaction; a row another actor moved meanwhile is skipped.
+ * A payout creation a move records is stamped in that transaction (./created-at.ts).
  */
 import type { Knex } from 'knex';
+import type { Clock } from '../domain/clock.js';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
+import { creationTimes, type CreatedWhenWritten } from './created-at.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { updateValueRows, type RowGuard } from './multi-row-update.js';
@@ -53,14 +56,29 @@ function assertMove(from: RowState, to: RowState): void {
 }
 
 /**
- * The columns a move writes. The state is written only when it changes: SQLite rewrites every index on a
- * column the UPDATE sets, even to the value it had.
+ * The columns a move writes, a creation's time as `created` read it (creationTimes). The state is written only
+ * when it changes: SQLite rewrites every index on a column the UPDATE sets, even to the value it had.
  */
-function rowColumns(patch: PayoutRowPatch, from: RowState, to: RowState, now: number): Record<string, unknown> {
-  const columns = toColumns(patch);
+function rowColumns(
+  patch: PayoutRowPatch,
+  from: RowState,
+  to: RowState,
+  now: number,
+  created: ReadonlyMap<Clock, number>,
+): Record<string, unknown> {
+  const { createdAtMs, ...values } = patch;
+  const columns = toColumns(values);
+  if (createdAtMs !== undefined) columns[COLUMNS.createdAtMs] = createdAtMs === null ? null : created.get(createdAtMs.createdWhenWritten);
   if (from !== to) columns[COLUMNS.state] = to;
   columns[COLUMNS.updatedAt] = now;
   return columns;
+}
+
+/** The times of the creations `patches` record, read now that the caller's transaction holds the lock for them. */
+function creationsOf(trx: Knex.Transaction, patches: readonly PayoutRowPatch[]): Promise<Map<Clock, number>> {
+  const stamps: CreatedWhenWritten[] = [];
+  for (const { createdAtMs } of patches) if (createdAtMs) stamps.push(createdAtMs);
+  return creationTimes(trx, stamps);
 }
 
 /** A move's guard: its `from` state and the columns of `still`, those still NULL apart from those holding a value (`held`). */
@@ -125,7 +143,7 @@ export async function moveRows(
   now: number,
 ): Promise<number[]> {
   assertMove(from, to);
-  const moved = await updateGuarded(trx, ids, from, rowColumns(patch, from, to, now));
+  const moved = await updateGuarded(trx, ids, from, rowColumns(patch, from, to, now, await creationsOf(trx, [patch])));
   await recordMoved(trx, moved, from, to, history, now);
   return moved;
 }
@@ -166,12 +184,16 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
     for (const m of moves) done.push(...(await applyMoves(trx, [m], now)));
     return done;
   }
+  const created = await creationsOf(
+    trx,
+    moves.map((m) => m.patch),
+  );
   const groups = new Map<
     string,
     { guard: RowGuard; names: string[]; rows: { id: number; columns: Record<string, unknown>; g: MoveGuard }[] }
   >();
   for (const m of moves) {
-    const columns = rowColumns(m.patch, m.from, m.to, now);
+    const columns = rowColumns(m.patch, m.from, m.to, now, created);
     const names = Object.keys(columns).sort();
     const g = guardOf(m.from, m.still);
     // One statement sets only moves guarded alike: the same state left, the same columns held and still NULL.

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
 import type { ServiceCheckKind } from '../domain/service-check.js';
 import { PayoutdError } from '../domain/errors.js';
+import type { CreatedWhenWritten } from './created-at.js';
 import { writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 
@@ -114,7 +115,13 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   updatedAt: 'updated_at',
 };
 
-export type PayoutRowPatch = Partial<Omit<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId'>>;
+/**
+ * What a move writes of a row. A creation's time is never a number decided beforehand: it is read when written
+ * (./created-at.ts), or cleared (null) with the payout.
+ */
+export type PayoutRowPatch = Partial<Omit<PayoutRow, 'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'createdAtMs'>> & {
+  createdAtMs?: CreatedWhenWritten | null;
+};
 
 export function toColumns(patch: Partial<PayoutRow>): Record<string, unknown> {
   return toColumnValues(COLUMNS, patch);

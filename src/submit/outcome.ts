@@ -16,7 +16,8 @@ import {
   type UnreadRecord,
 } from '../domain/payout.js';
 import type { RowState } from '../domain/lifecycle.js';
-import type { PayoutRowPatch, RowMove } from '../store/index.js';
+import type { Clock } from '../domain/clock.js';
+import { createdWhenWritten, type PayoutRowPatch, type RowMove } from '../store/index.js';
 
 export interface CreateDecision {
   to: RowState;
@@ -28,7 +29,9 @@ export interface CreateDecision {
   holdBatchUntil?: number;
 }
 
-export function decideCreated(created: CreatedPayout, now: number, firstPollDelayMs: number): CreateDecision {
+/** A create the service answered with a payout; its creation's time is read when the answer is written. */
+export function decideCreated(created: CreatedPayout, clock: Clock, firstPollDelayMs: number): CreateDecision {
+  const now = clock.now();
   return {
     to: 'PENDING',
     patch: {
@@ -38,7 +41,7 @@ export function decideCreated(created: CreatedPayout, now: number, firstPollDela
       deductionAmount: created.deductionAmount,
       totalFee: created.totalFee,
       feeCurrency: created.feeCurrency,
-      createdAtMs: now,
+      createdAtMs: createdWhenWritten(clock),
       nextPollAt: now + firstPollDelayMs,
       reasonCode: null,
       reason: null,
@@ -149,11 +152,12 @@ function serviceFields(record: PayoutRecord): PayoutRowPatch {
 }
 
 /** The patch that adopts what the service says of a payout. */
-export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs: number): { to: RowState; patch: PayoutRowPatch } {
+export function adoptRecord(record: PayoutRecord, clock: Clock, firstPollDelayMs: number): { to: RowState; patch: PayoutRowPatch } {
+  const now = clock.now();
   const patch = serviceFields(record);
   patch.payoutId = record.payoutId;
-  // When payoutd learned of it: a reconciliation report of a period already reported (by this clock) would miss it.
-  patch.createdAtMs = now;
+  // When payoutd recorded it, not the service's createTime: a report of a period already reported would miss it.
+  patch.createdAtMs = createdWhenWritten(clock);
   // Adopted for its currency and amount (the reconcile compares them): proven the row's own.
   patch.payoutCheckedAt = now;
   patch.nextPollAt = record.status === 'PENDING' ? now + firstPollDelayMs : null;
@@ -166,12 +170,17 @@ export function adoptRecord(record: PayoutRecord, now: number, firstPollDelayMs:
  */
 export function adoptUnread(
   record: UnreadRecord & { payoutId: string },
-  now: number,
+  clock: Clock,
   firstPollDelayMs: number,
 ): { to: 'PENDING'; patch: PayoutRowPatch } {
   return {
     to: 'PENDING',
-    patch: { payoutId: record.payoutId, serviceStatus: record.status, createdAtMs: now, nextPollAt: now + firstPollDelayMs },
+    patch: {
+      payoutId: record.payoutId,
+      serviceStatus: record.status,
+      createdAtMs: createdWhenWritten(clock),
+      nextPollAt: clock.now() + firstPollDelayMs,
+    },
   };
 }
 

@@ -440,7 +440,7 @@ export class PayoutSubmitter {
         trail,
       );
       this.deps.faultPoint?.('after-create-response');
-      const d = decideCreated(created, clock.now(), this.o.firstPollDelayMs);
+      const d = decideCreated(created, clock, this.o.firstPollDelayMs);
       move = { row, from: 'CREATING', to: d.to, patch: d.patch, history: { event: d.event, outcome: d.outcome, detail: d.detail } };
       this.deps.onCreateOutcome?.('OK');
       if (logger.isLevelEnabled('debug'))
@@ -704,7 +704,7 @@ export class PayoutSubmitter {
     const requested = requestOf(row);
     const own = found.find((r) => isPayoutOf(r, requested));
     if (own) {
-      const a = adoptRecord(own, now, this.o.firstPollDelayMs);
+      const a = adoptRecord(own, this.deps.clock, this.o.firstPollDelayMs);
       // Its own payout settled debited in another currency than the row asked: booked only once checked, as the
       // poller reports one (a PENDING one is reported when it settles).
       const differs = own.status !== 'PENDING' && payoutDifferences(own, requested).length > 0;
@@ -721,7 +721,7 @@ export class PayoutSubmitter {
     if (first !== undefined) {
       // Its record cannot be read, but it proves the payout exists (maybe this row's own, beside another's):
       // followed, never created again; the poller compares it with the row once it can be read.
-      const a = adoptUnread(first, now, this.o.firstPollDelayMs);
+      const a = adoptUnread(first, this.deps.clock, this.o.firstPollDelayMs);
       const move: RowMove = {
         row,
         from: 'UNKNOWN',

@@ -13,7 +13,7 @@ import { encodeRequest } from '../../src/domain/request-values.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { closeDatabase, type Database } from '../../src/store/db.js';
 import { insertRows, type NewPayoutRow } from '../../src/store/insert-rows.js';
-import { toColumns, type PayoutRowPatch } from '../../src/store/payouts.js';
+import { toColumns, type PayoutRow } from '../../src/store/payouts.js';
 import { openTestDatabase } from '../support/database.js';
 import { payoutRequest } from '../support/rows.js';
 
@@ -98,8 +98,11 @@ export async function addRows(db: Database, rows: NewPayoutRow[]): Promise<void>
   await db.transaction((trx) => insertRows(trx, rows, T0));
 }
 
-/** Sets what the submitter and poller would have written (state, payout id, amounts), bypassing the lifecycle. */
-export async function setRow(db: Database, batchId: string, line: number, patch: PayoutRowPatch): Promise<void> {
+/**
+ * Sets what the submitter and poller would have written (state, payout id, amounts, a creation's time as it was
+ * read when written), bypassing the lifecycle.
+ */
+export async function setRow(db: Database, batchId: string, line: number, patch: Partial<PayoutRow>): Promise<void> {
   const n = await db('payouts').where({ batch_id: batchId, line }).update(toColumns(patch));
   if (n !== 1) throw new Error(`no row ${batchId}:${line}`);
 }

@@ -178,6 +178,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
         'payouts',
         'payoutd_migrations',
         'payoutd_migrations_lock',
+        'report_ends',
         'service_health',
         'service_identity',
         'webhook_events',

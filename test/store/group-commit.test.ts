@@ -6,6 +6,7 @@
  * answer recorded) without stopping the commits after it.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createdWhenWritten } from '../../src/store/created-at.js';
 import { GroupCommit } from '../../src/store/group-commit.js';
 import { historyOf, type RowMove } from '../../src/store/moves.js';
 import { useTestDatabase } from '../support/database.js';
@@ -16,7 +17,7 @@ function created(row: RowMove['row'], payoutId: string): RowMove {
     row,
     from: 'CREATING',
     to: 'PENDING',
-    patch: { payoutId, serviceStatus: 'PENDING', createdAtMs: 5, nextPollAt: 7 },
+    patch: { payoutId, serviceStatus: 'PENDING', createdAtMs: createdWhenWritten({ now: () => 5 }), nextPollAt: 7 },
     history: { event: 'created', outcome: 'OK', detail: `payoutId ${payoutId}` },
   };
 }

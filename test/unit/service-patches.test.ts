@@ -8,7 +8,9 @@
  * staleness counts from).
  */
 import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/domain/clock.js';
 import { isPayoutOf, payoutDifferences, type PayoutRecord } from '../../src/domain/payout.js';
+import { createdWhenWritten } from '../../src/store/created-at.js';
 import { adoptRecord, settledPatch } from '../../src/submit/outcome.js';
 
 const record = (over: Partial<PayoutRecord> = {}): PayoutRecord => ({
@@ -63,20 +65,25 @@ describe('patches from what the service says', () => {
 
   it('adoption takes the payout id, the time payoutd learned of it and the first poll of a pending payout', () => {
     // created_at is payoutd's own clock (reconciliation periods), whatever the service's createTime says.
-    expect(adoptRecord(record({ status: 'PENDING', completeTime: null }), 1_000, 2_000)).toEqual({
+    const clock = new ManualClock(1_000);
+    expect(adoptRecord(record({ status: 'PENDING', completeTime: null }), clock, 2_000)).toEqual({
       to: 'PENDING',
       patch: {
         ...SERVICE_FIELDS,
         serviceStatus: 'PENDING',
         completeTime: null,
         payoutId: 'P-1',
-        createdAtMs: 1_000,
+        // Read from the clock by the write that records it (src/store/created-at.ts).
+        createdAtMs: createdWhenWritten(clock),
         // Adopted for its currency and amount: proven the row's own, a later record is not rejected.
         payoutCheckedAt: 1_000,
         nextPollAt: 3_000,
       },
     });
-    expect(adoptRecord(record({ createTime: 'soon' }), 1_000, 2_000).patch).toMatchObject({ createdAtMs: 1_000, nextPollAt: null });
+    expect(adoptRecord(record({ createTime: 'soon' }), clock, 2_000).patch).toMatchObject({
+      createdAtMs: createdWhenWritten(clock),
+      nextPollAt: null,
+    });
   });
 
   it('a settlement found by a poll sets the service fields and the poll, never the payout id or creation time', () => {
@@ -90,6 +97,6 @@ describe('patches from what the service says', () => {
     const cancelled = settledPatch(record({ status: 'CANCELLED', failureReason: 'account closed' }), { pollCount: 1, lastPolledAt: 1 });
     expect(cancelled).toMatchObject({ serviceStatus: 'CANCELLED', reasonCode: 'CANCELLED', reason: 'account closed' });
     expect(settledPatch(record({ status: 'CANCELLED' }), { pollCount: 1, lastPolledAt: 1 }).reason).toBe('cancelled by the payout service');
-    expect(adoptRecord(record({ status: 'CANCELLED' }), 1, 1).patch).toMatchObject({ reasonCode: 'CANCELLED' });
+    expect(adoptRecord(record({ status: 'CANCELLED' }), new ManualClock(1), 1).patch).toMatchObject({ reasonCode: 'CANCELLED' });
   });
 });
