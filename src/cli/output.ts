@@ -15,7 +15,7 @@ export const EX_UNAVAILABLE = 69;
  */
 const CONFIGURATION_ERRORS = new Set(['KeyFileError', 'WebhookConfigError', 'WebhookStartError', 'HmacKeyError', 'SchemaError']);
 /** Codes of other modules' errors that, met by a command, are a mistake in its options: the report's dates, an approval's batch. */
-const USAGE_CODES = new Set(['REPORT_BAD_DATE', 'REPORT_BAD_PERIOD', 'APPROVAL_UNKNOWN_BATCH']);
+const USAGE_CODES = new Set(['REPORT_BAD_DATE', 'REPORT_BAD_PERIOD', 'REPORT_PERIOD_NOT_OVER', 'APPROVAL_UNKNOWN_BATCH']);
 
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

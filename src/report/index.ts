@@ -50,12 +50,13 @@ export {
   RECONCILIATION_COLUMNS,
   parseReportInstant,
   reportPeriod,
+  requestedPeriod,
   reconciliationFileName,
   reconciliationTotalsPath,
   writeReconciliationReport,
   writeReconciliationXlsx,
 } from './reconciliation.js';
-export type { ReconciliationRow, ReportedPrunedBatch } from './reconciliation.js';
+export type { ReconciliationRow, ReportedPrunedBatch, ReportPeriod } from './reconciliation.js';
 export { byRetention, downloadedResultFile, itsRowDetails, type DetailsRemoved } from './retention-notes.js';
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';

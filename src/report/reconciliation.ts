@@ -19,6 +19,7 @@ type Rows<T> = AsyncIterable<T> | Iterable<T>;
 export type FinanceReportErrorCode =
   | 'REPORT_BAD_DATE' // --since / --until not a date or an ISO timestamp with a zone
   | 'REPORT_BAD_PERIOD' // since not before until
+  | 'REPORT_PERIOD_NOT_OVER' // until later than now: payouts still to be created in the period would be in no report
   | 'RETRY_BAD_REQUEST' // a CANCELLED row whose stored request cannot be read back
   | 'RETRY_REFERENCE'; // no fresh reference can be made within the length limit
 
@@ -70,20 +71,57 @@ export function parseReportInstant(text: string, option: string): number {
   return ms;
 }
 
-/** [since, until); `until` defaults to now. A date as `until` means midnight starting that day, excluded. */
-export function reportPeriod(since: string, until: string | undefined, nowMs: number): ReportPeriod {
+/** `--since` and `--until` as given, checked: `until` (null: not given) is later than `since`. */
+export interface RequestedPeriod {
+  sinceMs: number;
+  untilMs: number | null;
+}
+
+/** The period asked for, read before the store is opened: a date as `until` means midnight starting that day, excluded. */
+export function requestedPeriod(since: string, until: string | undefined): RequestedPeriod {
   const sinceMs = parseReportInstant(since, '--since');
-  const untilMs = until === undefined ? nowMs : parseReportInstant(until, '--until');
+  const untilMs = until === undefined ? null : parseReportInstant(until, '--until');
+  if (untilMs !== null) assertNotEmpty(sinceMs, untilMs);
+  return { sinceMs, untilMs };
+}
+
+function assertNotEmpty(sinceMs: number, untilMs: number): void {
   if (sinceMs >= untilMs) {
     throw new FinanceReportError(
       'REPORT_BAD_PERIOD',
       `the period is empty: --since ${new Date(sinceMs).toISOString()} is not before --until ${new Date(untilMs).toISOString()}`,
     );
   }
+}
+
+/**
+ * [since, until) of a report whose end was fixed at `endMs` (fixPeriodEnd): `until` defaults to it. A later
+ * `until` is refused rather than cut to `endMs`: the file would be named, and booked, for a period that is not
+ * over, missing the payouts still to be created in it, which the next period (from `until`) would not hold either.
+ */
+export function reportPeriod(requested: RequestedPeriod, endMs: number): ReportPeriod {
+  const { sinceMs } = requested;
+  // Now to the second, down: named to the second, the period is the file's name; an earlier end is as complete.
+  const untilMs = requested.untilMs ?? endMs - (endMs % 1000);
+  if (untilMs > endMs) {
+    const until = new Date(untilMs).toISOString();
+    throw new FinanceReportError(
+      'REPORT_PERIOD_NOT_OVER',
+      `--until ${until} is later than now (${new Date(endMs).toISOString()}): the period is not over, and the payouts still to be created in it ` +
+        `would be in no report. No report written: run it again once ${until} has passed, or leave --until out for a report up to now ` +
+        '(its end is in its file name and first line: start the next report --since that end)',
+    );
+  }
+  assertNotEmpty(sinceMs, untilMs);
   return { sinceMs, untilMs };
 }
 
-const compactIso = (ms: number): string => new Date(ms).toISOString().replace(/[-:]|\.\d+/g, '');
+/** `20260101T000000Z`; with its milliseconds where it has any (`20260101T000000.250Z`), so a name never rounds its period. */
+const compactIso = (ms: number): string =>
+  new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.000Z$/, 'Z');
 
 /** Default report name: `reconciliation-20260101T000000Z-20260201T000000Z.csv`. */
 export function reconciliationFileName(period: ReportPeriod): string {

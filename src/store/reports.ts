@@ -28,8 +28,10 @@ const shownAs = (field: WrittenMoneyField): string => `shown_${COLUMNS[field]}`;
 export const DEFAULT_REPORT_PAGE_SIZE = 5000;
 
 /**
- * Rows with a payoutId created in [sinceMs, untilMs) by payoutd's clock, ordered by (created_at_ms, id).
- * Each page starts after the last key read, so rows written meanwhile are neither skipped nor repeated.
+ * Rows with a payoutId created in [sinceMs, untilMs) by payoutd's clock, ordered by (created_at_ms, id), in pages
+ * that each start after the last key read, so no row is read twice. Only committed rows are read: the period is
+ * complete only when untilMs is no later than an end fixed by fixPeriodEnd (./created-at.ts), after which no
+ * creation stamped before that end can still be committed. A row's state is as the page that read it found it.
  */
 export async function* payoutsCreatedBetween(
   db: Database,

@@ -65,6 +65,10 @@ describe('exit code 2: a mistake on the command line', () => {
     [['report', '--until', '2026-02-01', '--batch', 'X'], '--until needs --since'],
     [['report', '--since', '10/01/2026'], 'REPORT_BAD_DATE: --since: expected YYYY-MM-DD'],
     [['report', '--since', '2026-02-01', '--until', '2026-01-01'], 'REPORT_BAD_PERIOD'],
+    [
+      ['report', '--since', '2026-02-01', '--until', '2999-01-01'],
+      'REPORT_PERIOD_NOT_OVER: --until 2999-01-01T00:00:00.000Z is later than now',
+    ],
     [['prune', '--days', '0'], 'BAD_ARGUMENT: --days must be a whole number'],
     [['user', 'add', 'ana', '--proxy-only'], 'NO_ROLE'],
     [['user', 'remove'], 'NO_USER_NAME'],

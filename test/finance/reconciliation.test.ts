@@ -9,6 +9,7 @@ import {
   reconciliationFileName,
   reconciliationTotalsPath,
   reportPeriod,
+  requestedPeriod,
   writeReconciliationReport,
 } from '../../src/report/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
@@ -33,14 +34,41 @@ describe('report period', () => {
   );
 
   it('is [since, until), until defaults to now, and must not be empty', () => {
-    expect(reportPeriod('2026-01-01', '2026-02-01', 0)).toEqual({ sinceMs: Date.UTC(2026, 0, 1), untilMs: Date.UTC(2026, 1, 1) });
-    expect(reportPeriod('2026-01-01', undefined, T0)).toEqual({ sinceMs: Date.UTC(2026, 0, 1), untilMs: T0 });
-    expect(() => reportPeriod('2026-01-02', '2026-01-02', 0)).toThrowError(expect.objectContaining({ code: 'REPORT_BAD_PERIOD' }));
+    const period = (since: string, until: string | undefined, endMs: number) => reportPeriod(requestedPeriod(since, until), endMs);
+    expect(period('2026-01-01', '2026-02-01', Date.UTC(2026, 1, 1))).toEqual({
+      sinceMs: Date.UTC(2026, 0, 1),
+      untilMs: Date.UTC(2026, 1, 1),
+    });
+    expect(period('2026-01-01', undefined, T0)).toEqual({ sinceMs: Date.UTC(2026, 0, 1), untilMs: T0 });
+    // Now to the second, as the file's name gives it.
+    expect(period('2026-01-01', undefined, T0 + 999)).toEqual({ sinceMs: Date.UTC(2026, 0, 1), untilMs: T0 });
+    // Refused before the store is opened.
+    expect(() => requestedPeriod('2026-01-02', '2026-01-02')).toThrowError(expect.objectContaining({ code: 'REPORT_BAD_PERIOD' }));
+    expect(() => period('2026-01-02', undefined, Date.UTC(2026, 0, 2))).toThrowError(
+      expect.objectContaining({ code: 'REPORT_BAD_PERIOD' }),
+    );
     expect(reconciliationFileName({ sinceMs: Date.UTC(2026, 0, 1), untilMs: Date.UTC(2026, 1, 1, 8, 5) })).toBe(
       'reconciliation-20260101T000000Z-20260201T080500Z.csv',
     );
+    // A --since or --until given to the millisecond is named so, not rounded.
+    expect(reconciliationFileName({ sinceMs: Date.UTC(2026, 0, 1, 0, 0, 0, 250), untilMs: Date.UTC(2026, 1, 1) })).toBe(
+      'reconciliation-20260101T000000.250Z-20260201T000000Z.csv',
+    );
     expect(reconciliationTotalsPath('/x/rec.csv')).toBe('/x/rec.totals.csv');
     expect(reconciliationTotalsPath('/x/rec')).toBe('/x/rec.totals.csv');
+  });
+
+  it('refuses an until later than its end: that period is not over', () => {
+    const end = Date.UTC(2026, 0, 31, 15, 30);
+    expect(() => reportPeriod(requestedPeriod('2026-01-01', '2026-02-01'), end)).toThrowError(
+      expect.objectContaining({
+        code: 'REPORT_PERIOD_NOT_OVER',
+        message:
+          '--until 2026-02-01T00:00:00.000Z is later than now (2026-01-31T15:30:00.000Z): the period is not over, and the payouts still to be ' +
+          'created in it would be in no report. No report written: run it again once 2026-02-01T00:00:00.000Z has passed, or leave --until ' +
+          'out for a report up to now (its end is in its file name and first line: start the next report --since that end)',
+      }),
+    );
   });
 });
 

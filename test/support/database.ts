@@ -60,17 +60,22 @@ const HOLDER = `
 const { openSqlite } = await import(process.argv[1]);
 const db = openSqlite(process.argv[2]);
 db.exec('BEGIN IMMEDIATE');
+for (const [sql, ...values] of JSON.parse(process.argv[4])) db.prepare(sql).run(...values);
 process.stdout.write('locked\\n');
 setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[3]));
 `;
 
+/** A statement and its values. */
+export type Written = [sql: string, ...values: (string | number | null)[]];
+
 /**
  * Another process (the daemon, say) in a write transaction on the SQLite file `file` for `ms`: resolves once
- * it holds the write lock, with a promise of its end.
+ * it holds the write lock, and has run `writes` in it (committed at its end), with a promise of that end.
  */
-export async function writeLockHeldElsewhere(file: string, ms: number): Promise<{ released: Promise<void> }> {
+export async function writeLockHeldElsewhere(file: string, ms: number, writes: Written[] = []): Promise<{ released: Promise<void> }> {
   if (!existsSync(DIST_DRIVER)) throw new Error(`${DIST_DRIVER} is missing: run \`npm run build\` first (\`npm test\` does)`);
-  const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, pathToFileURL(DIST_DRIVER).href, file, String(ms)], {
+  const args = [pathToFileURL(DIST_DRIVER).href, file, String(ms), JSON.stringify(writes)];
+  const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const released = new Promise<void>((resolve, reject) =>

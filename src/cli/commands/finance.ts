@@ -8,6 +8,7 @@ import {
   getBatch,
   batchRetrySource,
   countCancelledRows,
+  fixPeriodEnd,
   payoutsCreatedBetween,
   type Database,
   type ReportedPayoutRow,
@@ -18,6 +19,7 @@ import {
   outboxFileName,
   reconciliationFileName,
   reportPeriod,
+  requestedPeriod,
   writeReconciliationReport,
   writeReconciliationXlsx,
   writeRetryFileAt,
@@ -28,6 +30,7 @@ import {
   type BatchSummary,
   type ReconciliationRow,
   type ReportedPrunedBatch,
+  type ReportPeriod,
   type RetryFile,
 } from '../../report/index.js';
 import { print } from '../output.js';
@@ -36,7 +39,7 @@ import { withMigratedStore } from './state-database.js';
 export interface ReconciliationArgs {
   /** YYYY-MM-DD (UTC) or ISO timestamp with a zone; inclusive. */
   since: string;
-  /** Exclusive; default now. */
+  /** Exclusive; default now; refused when later than now. */
   until?: string;
   /** CSV path; default `reconciliation-<since>-<until>.csv` in the current directory. */
   out?: string;
@@ -45,6 +48,8 @@ export interface ReconciliationArgs {
 }
 
 export interface ReconciliationOutput {
+  /** The period reported: the next report of a chain starts at its end. */
+  period: ReportPeriod;
   path: string;
   totalsPath: string;
   xlsxPath: string | null;
@@ -67,15 +72,25 @@ function withDetailsRemoved(row: ReportedPayoutRow): ReconciliationRow {
   return { ...row, detailsRemoved: detailsRemovedOf(batch) };
 }
 
+/**
+ * How long a report waits at least for the writes in flight before it fixes its end (database.busyTimeoutMs if
+ * longer): a report run beside a daemon in a long write (a prune) is better late than refused.
+ */
+export const REPORT_END_WAIT_MS = 60_000;
+
 /** Writes the reconciliation report (and totals, and .xlsx when asked) and says where. */
 export async function reconciliationReport(
   config: ResolvedConfig,
   args: ReconciliationArgs,
   clock: Clock = systemClock,
 ): Promise<ReconciliationOutput> {
-  const period = reportPeriod(args.since, args.until, clock.now());
-  const path = resolve(args.out ?? reconciliationFileName(period));
+  const requested = requestedPeriod(args.since, args.until);
   return withMigratedStore(config, async (db) => {
+    // Its end, also when --until is given, is fixed once the creations in flight are written: one stamped before
+    // it is then in this report, one written after it is stamped at or after it (src/store/created-at.ts).
+    const endMs = await fixPeriodEnd(db, clock, Math.max(config.database.busyTimeoutMs, REPORT_END_WAIT_MS));
+    const period = reportPeriod(requested, endMs);
+    const path = resolve(args.out ?? reconciliationFileName(period));
     // With approval in use, each row carries its batch's approval audit (who approved what, when, how).
     const audit = approvalInUse(config.approval, config.limits) ? await import('../../approval/index.js') : null;
     const approvalOf = audit ? async (batchId: string) => audit.approvalAuditText(await audit.readApproval(db, batchId)) : undefined;
@@ -99,7 +114,7 @@ export async function reconciliationReport(
     print(`totals: ${files.totalsPath}`);
     if (xlsxPath) print(`xlsx:   ${xlsxPath}`);
     printPrunedBatches(files.prunedBatches);
-    return { ...files, xlsxPath };
+    return { ...files, period, xlsxPath };
   });
 }
 
