@@ -153,6 +153,18 @@ function readNote(batch: BatchRecord): { fileNote?: string } {
   return batch.encoding ? { fileNote: `the file was read as ${batch.encoding} text (batch.format.encoding: auto)` } : {};
 }
 
+/**
+ * The ack's line of an operator's cancel: why, and what it means for the rows. A batch cancelled before it was
+ * accepted (while its file was read) sent none of them.
+ */
+function cancelNote(batch: BatchRecord): string | undefined {
+  if (batch.cancelledAt == null) return undefined;
+  const reason = batch.cancelReason ?? 'cancelled by an operator';
+  if (batch.acceptedAt == null || batch.cancelledAt <= batch.acceptedAt)
+    return `${reason} (while the file was being read, before any row was sent): no row of this file is paid; to pay any of its rows, send them again in a new file`;
+  return `${reason} (while the batch was being paid): rows not sent by then are not paid (NOT_SUBMITTED); rows already sent are followed to their end (see the result file)`;
+}
+
 function ackRow(row: AckSourceRow): AckRow {
   const accepted = verdictOf(row.state) === 'ACCEPTED';
   return {
@@ -308,7 +320,8 @@ export class BatchOutbox {
   private ackOptions(batch: BatchRecord, totals: AckCurrencyTotal[], fileRejection: string | undefined) {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileHoldCode = fileHold !== undefined ? (batch.holdCode ?? undefined) : undefined;
-    return { fileRejection, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
+    const fileCancel = cancelNote(batch);
+    return { fileRejection, fileCancel, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
   }
 
   /**

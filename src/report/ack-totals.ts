@@ -13,7 +13,7 @@ import type { AckRow, BatchIdentity } from './types.js';
 import { currencyDecimals } from '../domain/decimals.js';
 
 /** What the whole batch comes to. */
-export type BatchVerdict = 'ACCEPTED' | 'PARTLY_ACCEPTED' | 'REJECTED' | 'HELD';
+export type BatchVerdict = 'ACCEPTED' | 'PARTLY_ACCEPTED' | 'REJECTED' | 'HELD' | 'CANCELLED';
 
 /** The `verdict` cell of a totals line. */
 export const TOTAL_VERDICT = 'TOTAL';
@@ -88,9 +88,13 @@ export class AckTotalsAccumulator {
   }
 }
 
-/** The verdict of a batch from its ack: a file-level refusal or hold wins; otherwise what its rows got. */
-export function batchVerdict(currencies: readonly AckCurrencyTotal[], file: { rejected?: boolean; held?: boolean }): BatchVerdict {
+/** The verdict of a batch from its ack: a file-level refusal, cancel or hold wins; otherwise what its rows got. */
+export function batchVerdict(
+  currencies: readonly AckCurrencyTotal[],
+  file: { rejected?: boolean; cancelled?: boolean; held?: boolean },
+): BatchVerdict {
   if (file.rejected) return 'REJECTED';
+  if (file.cancelled) return 'CANCELLED';
   if (file.held) return 'HELD';
   const accepted = currencies.reduce((n, c) => n + c.accepted.rows, 0);
   const rejected = currencies.reduce((n, c) => n + c.rejected.rows, 0);
@@ -103,6 +107,7 @@ const VERDICT_WORDS: Readonly<Record<BatchVerdict, string>> = {
   PARTLY_ACCEPTED: 'the accepted rows will be paid; the rejected rows are not paid (see each row)',
   REJECTED: 'nothing in this file is paid',
   HELD: 'no row not yet sent is paid until an operator releases the batch',
+  CANCELLED: 'an operator cancelled the batch: no row not yet sent is paid (see the CANCELLED line)',
 };
 
 /** HELD for the holds `payoutd release` does not lift: an approval is lifted by its approvers (docs/approval.md). */

@@ -130,6 +130,11 @@ export function fileHoldRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileNa
   return [identity.batchId, identity.fileName, '', '', 'HELD', reason];
 }
 
+/** The row that says an operator cancelled the batch, why and when: no line, no reference. */
+export function fileCancelRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, cancel: string): string[] {
+  return [identity.batchId, identity.fileName, '', '', 'CANCELLED', cancel];
+}
+
 /** The row that says how the file was read (its encoding, when decided from its bytes): no line, no reference. */
 export function fileNoteRecord(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, note: string): string[] {
   return [identity.batchId, identity.fileName, '', '', 'NOTE', note];

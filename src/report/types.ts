@@ -115,6 +115,8 @@ export interface AckWriteOptions extends OutboxOptions {
   fileHold?: string;
   /** The code of that hold: the verdict's words say who lifts it (approvers, or an operator). */
   fileHoldCode?: HoldCode;
+  /** An operator cancelled the batch, as this says (why, and when): a first row with empty line, verdict CANCELLED. */
+  fileCancel?: string;
   /** Something finance should know of how the file was read (its encoding): a row with empty line, verdict NOTE. */
   fileNote?: string;
 }

@@ -10,6 +10,7 @@ import {
   outboxFileName,
   ACK_COLUMNS,
   ackRecord,
+  fileCancelRecord,
   fileHoldRecord,
   fileNoteRecord,
   fileRejectionRecord,
@@ -157,6 +158,11 @@ export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: A
   return acc.currencies();
 }
 
+/** What the ack says of the whole file, for its verdict: refused, cancelled, held. */
+export function fileVerdicts(opts: AckWriteOptions): { rejected: boolean; cancelled: boolean; held: boolean } {
+  return { rejected: opts.fileRejection !== undefined, cancelled: opts.fileCancel !== undefined, held: opts.fileHold !== undefined };
+}
+
 /**
  * The records an ack has before its rows: the totals lines (one per currency, with the batch's verdict),
  * then the file-level refusal or hold, if any, and a note of how the file was read.
@@ -167,15 +173,17 @@ export function ackLead(
   opts: AckWriteOptions,
 ): string[][] {
   const currencies = ackCurrencyTotals(rows, opts);
-  const verdict = currencies && batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const verdict = currencies && batchVerdict(currencies, fileVerdicts(opts));
   const totals =
     currencies && verdict ? ackTotalsRecords(identity, { currencies, verdict, holdCode: opts.fileHoldCode }, opts.minorUnits) : [];
   const file =
     opts.fileRejection !== undefined
       ? [fileRejectionRecord(identity, opts.fileRejection)]
-      : opts.fileHold !== undefined
-        ? [fileHoldRecord(identity, opts.fileHold)]
-        : [];
+      : opts.fileCancel !== undefined
+        ? [fileCancelRecord(identity, opts.fileCancel)]
+        : opts.fileHold !== undefined
+          ? [fileHoldRecord(identity, opts.fileHold)]
+          : [];
   const note = opts.fileNote !== undefined ? [fileNoteRecord(identity, opts.fileNote)] : [];
   return [...totals, ...file, ...note];
 }

@@ -28,7 +28,7 @@ import {
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
 import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { ackCurrencyTotals, ackLead, ackRecordsInOrder, resultRecords, type RowPages, type Rows } from './writers.js';
+import { ackCurrencyTotals, ackLead, ackRecordsInOrder, fileVerdicts, resultRecords, type RowPages, type Rows } from './writers.js';
 
 /** How the text of a column becomes a cell. */
 export type XlsxCellType =
@@ -578,7 +578,7 @@ export async function writeAckXlsx(
 ): Promise<string> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack', 'xlsx'));
   const currencies = ackCurrencyTotals(rows, opts) ?? [];
-  const verdict = batchVerdict(currencies, { rejected: opts.fileRejection !== undefined, held: opts.fileHold !== undefined });
+  const verdict = batchVerdict(currencies, fileVerdicts(opts));
   const lead = ackLead(identity, rows, { ...opts, totals: currencies });
   const totals: XlsxSheet = {
     name: 'Summary',
