@@ -29,6 +29,7 @@ import {
   type ReaderFence,
   type ReaderLease,
   acceptBatchRows,
+  activateReadBatch,
   type InvalidRowsPolicy,
   type ReferenceColumn,
   insertRowsWhileReading,
@@ -367,7 +368,9 @@ export class BatchIntake {
     counts: { validCount: number; invalidCount: number },
     draft: AckDraft,
   ): Promise<BatchRecord> {
-    const { clock, logger } = this.deps;
+    // An operator cancelled it while it was read: its rows are NOT_SUBMITTED already, nothing is left to approve or hold.
+    const cancel = await this.cancelOf(read.id);
+    if (cancel) return this.activate(read, parse, counts, draft, null, cancel);
     // Approval and holds are decided while the batch is still VALIDATING (not claimable), so no create can
     // slip out before them; a crash before ACTIVE means the batch is read again from the start.
     const gate = this.deps.approval ? await this.deps.approval.atAcceptance(read, draft.ready) : null;
@@ -376,7 +379,30 @@ export class BatchIntake {
     const hold =
       (await this.deps.holds.atAcceptance(read, { balance: gate?.kind !== 'hold', ready: draft.ready })) ??
       (gate?.kind === 'hold' ? gate.hold : null);
-    const held = hold ? { ...read, holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : read;
+    // A cancel made while the gates decided is stated in the ack; its work is done with the move to ACTIVE.
+    return this.activate(read, parse, counts, draft, hold, await this.cancelOf(read.id));
+  }
+
+  /** The operator's cancel of a batch being read, if any (src/store/cancels.ts). */
+  private async cancelOf(batchId: string): Promise<Pick<BatchRecord, 'cancelledAt' | 'cancelReason'> | null> {
+    const batch = await getBatch(this.deps.db, batchId);
+    return batch?.cancelledAt == null ? null : { cancelledAt: batch.cancelledAt, cancelReason: batch.cancelReason ?? null };
+  }
+
+  /**
+   * The ack written while the batch is still VALIDATING, then the batch ACTIVE (held by `hold`, or cancelled by
+   * `cancel`: the cancel's work is done with the move, for a cancel made after the acceptance's too).
+   */
+  private async activate(
+    read: BatchRecord,
+    parse: BatchParseResult,
+    counts: { validCount: number; invalidCount: number },
+    draft: AckDraft,
+    hold: BatchHold | null,
+    cancel: Pick<BatchRecord, 'cancelledAt' | 'cancelReason'> | null,
+  ): Promise<BatchRecord> {
+    const { clock, logger } = this.deps;
+    const held = { ...read, ...(hold ? { holdCode: hold.code, holdReason: hold.reason, holdUntil: hold.until } : {}), ...cancel };
     // The ack is written while the batch is still ours and VALIDATING: finance's answer comes before the first
     // create, the spreadsheet copy's work never competes with the sending, and the outbox repair never takes an
     // ACTIVE batch whose ack is still being written for one without.
@@ -386,8 +412,9 @@ export class BatchIntake {
     // The batch's amounts are what its accepted rows send; the file's, refused rows included, stay apart.
     const totals = (draft.ready ?? (await readyMoneyOf(this.deps.db, held.id))).payoutTotals();
     const acceptedAt = clock.now();
-    const accepted = await this.move(
-      held,
+    const cancelledNow = await activateReadBatch(
+      this.deps.db,
+      held.id,
       {
         ...counts,
         state: 'ACTIVE',
@@ -397,6 +424,7 @@ export class BatchIntake {
         leaseExpiresAt: null,
         ...(ackWritten ? { ackWrittenAt: acceptedAt } : {}),
       },
+      acceptedAt,
       {
         type: 'accepted',
         data: {
@@ -407,9 +435,14 @@ export class BatchIntake {
           hold: hold ? { code: hold.code, reason: hold.reason } : null,
         },
       },
+      this.o.instanceId,
     );
-    const stored = await this.stored(accepted.id);
-    logger.info({ batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode }, 'batch accepted');
+    const stored = await this.stored(held.id);
+    const logged = { batchId: stored.id, file: stored.fileName, rows: parse.rowCount, ...counts, hold: stored.holdCode };
+    if (stored.cancelledAt != null) {
+      const cancelled = { ...logged, reason: stored.cancelReason, ackOwed: cancelledNow > 0 };
+      logger.info(cancelled, 'batch accepted after an operator cancelled it while it was read: none of its rows is sent');
+    } else logger.info(logged, 'batch accepted');
     return stored;
   }
 

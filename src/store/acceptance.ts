@@ -13,9 +13,12 @@ import { decodeRequestValues } from '../domain/request-values.js';
 import { HASHED_SUFFIX_LENGTH, RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
+import { cancelOnAcceptance } from './cancels.js';
 import { updateValueRows } from './multi-row-update.js';
 import { inLineRanges, type LineRange } from './payouts.js';
-import type { ReaderFence } from './batches.js';
+import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
+import { recordBatchEvent } from './batch-events.js';
+import type { BatchEventInput } from '../domain/batch-events.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
 
@@ -700,6 +703,8 @@ export async function acceptBatchRows(
     }
     // Rows set aside at their insert whose reference was let go since (the holder's file was rejected).
     await trx('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).update({ state: 'READY', next_attempt_at: now, updated_at: now });
+    // A batch an operator cancelled while it was read: its valid rows end as the cancel says, with their being made READY.
+    await cancelOnAcceptance(trx, batchId, now);
     return { accepted: true, rowsChanged, readyCount: validated, invalidCount, duplicateCount, rejectReason: null, letGo: null };
   });
   const { letGo, ...result } = verdict;
@@ -712,4 +717,27 @@ export async function acceptBatchRows(
     });
   }
   return result;
+}
+
+/**
+ * Makes a batch read whole ACTIVE (`patch`, with its `accepted` event), only while `reader` still reads it. A cancel
+ * made since the acceptance looked for one is done in the same transaction: no row of the batch is READY once it
+ * is ACTIVE. Rows that moved so were in the ack as accepted: it is owed again (the outbox repair writes it, now with
+ * the cancel). How many rows the cancel made NOT_SUBMITTED here.
+ */
+export async function activateReadBatch(
+  db: Database,
+  batchId: string,
+  patch: Partial<BatchRecord>,
+  now: number,
+  event: Omit<BatchEventInput, 'batchId'>,
+  reader: string,
+): Promise<number> {
+  return writeTransaction(db, async (trx) => {
+    await updateBatch(trx, batchId, patch, now, undefined, reader);
+    await recordBatchEvent(trx, { at: now, ...event, batchId });
+    const cancelled = await cancelOnAcceptance(trx, batchId, now);
+    if (cancelled > 0) await trx('batches').where({ id: batchId }).update({ ack_written_at: null });
+    return cancelled;
+  });
 }

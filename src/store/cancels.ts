@@ -1,11 +1,14 @@
 /**
  * An operator's cancel of a batch: its READY rows end NOT_SUBMITTED, its hold ends, and a wait for approval
  * ends with it. The cancel stays on the batch (`cancelled_at`): no row of it is claimed again, and one that
- * comes back to READY later (a create the service proves it never got) follows the others.
+ * comes back to READY later (a create the service proves it never got) follows the others. A batch still
+ * being read is cancelled too: its rows are the reader's until the acceptance, which does the cancel's work.
  */
 import { UsageError } from '../domain/errors.js';
+import type { Knex } from 'knex';
+import { FINAL_BATCH_STATES, isBeingRead, type BatchState } from '../domain/lifecycle.js';
 import { writeTransaction, type Database } from './db.js';
-import { getBatch } from './batches.js';
+import { getBatch, type BatchRecord } from './batches.js';
 import { insertApprovalEntry } from './approvals.js';
 import { recordBatchEvent } from './batch-events.js';
 import { readyRowsNotSubmitted, releaseBatchHold } from './holds.js';
@@ -28,6 +31,11 @@ export interface CancelOutcome {
    * put back READY by its create's fence and made NOT_SUBMITTED (cancelReturnedRows).
    */
   claimed: number;
+  /**
+   * The batch was still being read (its state then): none of its rows was sent, and its acceptance makes its
+   * valid rows NOT_SUBMITTED (cancelOnAcceptance).
+   */
+  beingRead?: BatchState;
 }
 
 /**
@@ -61,6 +69,21 @@ export class BatchNothingToCancelError extends UsageError {
   }
 }
 
+/**
+ * A cancel of a batch that has ended (COMPLETE, REJECTED, DUPLICATE): nothing of it is left to stop. Exit 2, as
+ * for any batch a command does not apply to.
+ */
+export class BatchEndedError extends UsageError {
+  constructor(batchId: string, state: BatchState) {
+    super(
+      'BATCH_ENDED',
+      state === 'COMPLETE'
+        ? `batch ${batchId} is COMPLETE: every row of it is final (its result file says how each ended); nothing is left to cancel`
+        : `batch ${batchId} is ${state}: none of its rows is paid (its ack says why); nothing is left to cancel`,
+    );
+  }
+}
+
 /** Rows a cancel still acts on: unsent (READY), or a create that may not have reached the service (CREATING, UNKNOWN). */
 const CANCELLABLE_STATES: readonly RowState[] = ['READY', 'CREATING', 'UNKNOWN'];
 
@@ -75,7 +98,9 @@ async function cancelledBy(trx: Database, batchId: string): Promise<string | nul
 /**
  * Cancels the batch for good, and records its `cancelled` event with it: every channel learns of it, and the
  * status file reads CANCELLED. `by` is the operator's user name for the approval audit and the event: a batch
- * waiting for approval is not decided on after its cancel. A batch cancelled before: BatchAlreadyCancelledError; one with nothing left to cancel: BatchNothingToCancelError.
+ * waiting for approval is not decided on after its cancel. A batch still being read is marked cancelled only
+ * (its acceptance does the rest). A batch cancelled before: BatchAlreadyCancelledError; one that has ended:
+ * BatchEndedError; one with nothing left to cancel: BatchNothingToCancelError.
  */
 export async function cancelReadyRows(
   db: Database,
@@ -93,38 +118,70 @@ export async function cancelReadyRows(
     if (marked === 0 && batch?.cancelledAt != null) {
       throw new BatchAlreadyCancelledError(batchId, batch.cancelledAt, batch.cancelReason ?? null, await cancelledBy(trx, batchId), reason);
     }
+    // Thrown inside the transaction: the cancelled_at just set is rolled back with it.
+    if (batch && FINAL_BATCH_STATES.includes(batch.state)) throw new BatchEndedError(batchId, batch.state);
+    if (batch && isBeingRead(batch.state)) {
+      // Told at once, as any cancel: nothing is sent from now on, and the acceptance counts the rows in batch.completed.
+      await recordBatchEvent(trx, {
+        batchId,
+        type: 'cancelled',
+        data: { by, reason, notSubmitted: 0, claimed: 0, beingRead: true },
+        at: now,
+      });
+      return { notSubmitted: 0, claimed: 0, beingRead: batch.state };
+    }
     // A hold only an operator lifts (a changed file, an approval) is something a cancel decides, rows or not.
     const counts = await stateCounts(trx, batchId);
     const operatorHold = batch?.holdCode != null && OPERATOR_HOLD_CODES.includes(batch.holdCode);
     if (batch && !operatorHold && CANCELLABLE_STATES.every((s) => !counts[s])) {
-      // Thrown inside the transaction: the cancelled_at just set is rolled back with it.
       throw new BatchNothingToCancelError(batchId, counts);
     }
-    if (batch?.approvalState === 'REQUIRED') {
-      await insertApprovalEntry(trx, {
-        batchId,
-        round: batch.approvalRound ?? 0,
-        decision: 'cancel',
-        approver: by,
-        approverUid: null,
-        agent: null,
-        via: 'cli',
-        comment: reason,
-        sha256: batch.sha256,
-        figuresJson: batch.approvalFiguresJson ?? JSON.stringify({ totals: {}, rows: 0, largest: {} }),
-        decidedAt: now,
-        instanceId: null,
-      });
-      await trx('batches').where({ id: batchId, approval_state: 'REQUIRED' }).update({ approval_state: 'CANCELLED' });
-    }
-    const notSubmitted = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
-    await releaseBatchHold(trx, batchId, now, 'operator-cancel');
+    const notSubmitted = batch ? await cancelWork(trx, batch, reason, now, by) : 0;
     const r = (await trx('payouts').where({ batch_id: batchId, state: 'CREATING' }).count({ n: '*' }).first()) as
       { n: number | string } | undefined;
     const claimed = Number(r?.n ?? 0);
     if (batch) await recordBatchEvent(trx, { batchId, type: 'cancelled', data: { by, reason, notSubmitted, claimed }, at: now });
     return { notSubmitted, claimed };
   });
+}
+
+/**
+ * What a cancel does to the batch, in the caller's transaction: its wait for approval ends (the audit names `by`),
+ * its READY rows become NOT_SUBMITTED for `reason`, and its hold ends. How many rows it made NOT_SUBMITTED.
+ */
+async function cancelWork(trx: Knex.Transaction, batch: BatchRecord, reason: string, now: number, by: string | null): Promise<number> {
+  const batchId = batch.id;
+  if (batch.approvalState === 'REQUIRED') {
+    await insertApprovalEntry(trx, {
+      batchId,
+      round: batch.approvalRound ?? 0,
+      decision: 'cancel',
+      approver: by,
+      approverUid: null,
+      agent: null,
+      via: 'cli',
+      comment: reason,
+      sha256: batch.sha256,
+      figuresJson: batch.approvalFiguresJson ?? JSON.stringify({ totals: {}, rows: 0, largest: {} }),
+      decidedAt: now,
+      instanceId: null,
+    });
+    await trx('batches').where({ id: batchId, approval_state: 'REQUIRED' }).update({ approval_state: 'CANCELLED' });
+  }
+  const notSubmitted = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
+  await releaseBatchHold(trx, batchId, now, 'operator-cancel');
+  return notSubmitted;
+}
+
+/**
+ * The acceptance of a batch an operator cancelled while it was being read: the cancel's work, in the caller's
+ * transaction (the one that makes its rows READY, the one that makes it ACTIVE), so no row of it is left READY
+ * once accepted and none is ever claimed. How many rows it made NOT_SUBMITTED (0 for a batch not cancelled).
+ */
+export async function cancelOnAcceptance(trx: Knex.Transaction, batchId: string, now: number): Promise<number> {
+  const batch = await getBatch(trx, batchId);
+  if (batch?.cancelledAt == null) return 0;
+  return cancelWork(trx, batch, batch.cancelReason ?? 'cancelled by an operator', now, await cancelledBy(trx, batchId));
 }
 
 /** Rows of cancelled batches back in READY since the cancel, made NOT_SUBMITTED for its reason; how many. */

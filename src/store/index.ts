@@ -51,6 +51,7 @@ export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseSta
 export { holdBatch, releaseBatchHold, listBalanceHoldsDue } from './holds.js';
 export {
   BatchAlreadyCancelledError,
+  BatchEndedError,
   BatchNothingToCancelError,
   cancelReadyRows,
   cancelReturnedRows,
@@ -61,7 +62,7 @@ export { type PayoutRowPatch } from './payouts.js';
 export { createdWhenWritten, fixPeriodEnd, type CreatedWhenWritten } from './created-at.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
-export { acceptBatchRows, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
+export { acceptBatchRows, activateReadBatch, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { lastIntentAt, noteLateCreate, type LateCreate, type RowMove } from './moves.js';
 export {
   claimDueRows,

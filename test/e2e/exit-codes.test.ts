@@ -121,6 +121,17 @@ async function batchToCancel(name: string, id: string, states: RowState[]): Prom
   return { dir, config };
 }
 
+/** The batch `id` in `dir` as a refused cancel leaves it: not cancelled, and no event of the cancel. */
+async function expectNotCancelled(dir: string, id: string): Promise<void> {
+  const after = await openTestDatabase(dir);
+  try {
+    expect((await getBatch(after, id))?.cancelledAt).toBeNull();
+    expect((await listBatchEvents(after, id)).map((e) => e.type)).toEqual(['received']);
+  } finally {
+    await closeDatabase(after);
+  }
+}
+
 describe('payoutd cancel of a batch cancelled before', () => {
   it('says when, by whom and why it was cancelled, records nothing of the second, and exits 2', async () => {
     const { dir, config } = await batchToCancel('cancel', 'B-TWICE', ['READY']);
@@ -149,13 +160,22 @@ describe('payoutd cancel of a batch whose every row was already sent', () => {
       'BATCH_NOTHING_TO_CANCEL: batch B-SENT has no row left to cancel: every row was already sent to the payout service (2 PENDING, 1 PAID); nothing changed and no cancel is recorded',
     );
     expect(r.code).toBe(2);
-    const after = await openTestDatabase(dir);
-    try {
-      expect((await getBatch(after, 'B-SENT'))?.cancelledAt).toBeNull();
-      expect((await listBatchEvents(after, 'B-SENT')).map((e) => e.type)).toEqual(['received']);
-    } finally {
-      await closeDatabase(after);
-    }
+    await expectNotCancelled(dir, 'B-SENT');
+  });
+});
+
+describe('payoutd cancel of a batch that has ended', () => {
+  it('says every row is final, records nothing, and exits 2', async () => {
+    const { dir, config } = await batchToCancel('cancel-ended', 'B-ENDED', ['PAID', 'NOT_SUBMITTED']);
+    const db = await openTestDatabase(dir);
+    await db('batches').where({ id: 'B-ENDED' }).update({ state: 'COMPLETE' });
+    await closeDatabase(db);
+    const r = await payoutd(['cancel', '--batch', 'B-ENDED', '--reason', 'wrong month', '--config', config]);
+    expect(r.stderr).toContain(
+      'BATCH_ENDED: batch B-ENDED is COMPLETE: every row of it is final (its result file says how each ended); nothing is left to cancel',
+    );
+    expect(r.code).toBe(2);
+    await expectNotCancelled(dir, 'B-ENDED');
   });
 });
 

@@ -1,19 +1,28 @@
-/** Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED. */
+/**
+ * Operator decisions on a batch: `payoutd release` lifts a hold, `payoutd cancel` makes unsent rows NOT_SUBMITTED
+ * (also of a batch still being read, so a file dropped by mistake can be stopped before its first row is sent).
+ */
 import type { ResolvedConfig } from '../../config/index.js';
 import { PayoutdError, UsageError } from '../../domain/errors.js';
 import type { HoldCode } from '../../domain/holds.js';
-import { getBatch, cancelReadyRows, releaseBatchHold, type CancelOutcome, type Database } from '../../store/index.js';
+import { getBatch, cancelReadyRows, releaseBatchHold, type BatchRecord, type CancelOutcome, type Database } from '../../store/index.js';
 import { print } from '../output.js';
 import { SystemUsers } from '../../approval/index.js';
 import { invokingUser } from './approval.js';
 import { withCurrentStore } from './state-database.js';
 
-async function withActiveBatch(config: ResolvedConfig, batchId: string, f: (db: Database) => Promise<void>): Promise<void> {
+/** Runs `f` on the store once the batch is found; `refused`: why the command does not apply to it as it is (null: it does). */
+async function withBatch(
+  config: ResolvedConfig,
+  batchId: string,
+  refused: (batch: BatchRecord) => UsageError | null,
+  f: (db: Database) => Promise<void>,
+): Promise<void> {
   await withCurrentStore(config, async (db) => {
     const batch = await getBatch(db, batchId);
     if (!batch) throw new UsageError('BATCH_NOT_FOUND', `no batch ${batchId}`);
-    if (batch.state !== 'ACTIVE')
-      throw new UsageError('BATCH_NOT_ACTIVE', `batch ${batchId} is ${batch.state}; only an ACTIVE batch can be released or cancelled`);
+    const refusal = refused(batch);
+    if (refusal) throw refusal;
     await f(db);
   });
 }
@@ -31,8 +40,12 @@ export async function liftHoldAsRead(db: Database, batchId: string, read: HoldCo
   );
 }
 
+/** Only an ACTIVE batch has a hold to release. */
+const notActive = (b: BatchRecord): UsageError | null =>
+  b.state === 'ACTIVE' ? null : new UsageError('BATCH_NOT_ACTIVE', `batch ${b.id} is ${b.state}; only an ACTIVE batch can be released`);
+
 export async function releaseBatch(config: ResolvedConfig, batchId: string): Promise<void> {
-  await withActiveBatch(config, batchId, async (db) => {
+  await withBatch(config, batchId, notActive, async (db) => {
     const batch = await getBatch(db, batchId);
     if (batch?.approvalState === 'REQUIRED') {
       throw new PayoutdError(
@@ -51,6 +64,12 @@ export async function releaseBatch(config: ResolvedConfig, batchId: string): Pro
 
 /** What `payoutd cancel` tells the operator: what it made NOT_SUBMITTED, and what may still be on the wire. */
 export function cancelMessage(batchId: string, done: CancelOutcome): string {
+  if (done.beingRead !== undefined) {
+    return (
+      `batch ${batchId} is being read (${done.beingRead}): cancelled before any row was sent. None of its rows will be sent:` +
+      ' once the file is read, its valid rows are made NOT_SUBMITTED, its ack says the batch was cancelled and why, and its result file follows.'
+    );
+  }
   const claimed =
     done.claimed > 0
       ? ` ${done.claimed} row(s) were claimed for sending and may already be on the wire: each is followed to its end and reported, and one not yet sent is stopped and made NOT_SUBMITTED.`
@@ -62,13 +81,19 @@ export function cancelMessage(batchId: string, done: CancelOutcome): string {
 }
 
 export async function cancelBatch(config: ResolvedConfig, batchId: string, reason: string): Promise<void> {
-  await withActiveBatch(config, batchId, async (db) => {
-    // The approval audit names who cancelled; a user without a name on this system cancels all the same.
-    const by = await invokingUser(process.env, process.getuid?.() ?? -1, new SystemUsers()).then(
-      (u) => u.name,
-      () => null,
-    );
-    const done = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now(), by);
-    print(cancelMessage(batchId, done));
-  });
+  // The store refuses a batch that has ended (BATCH_ENDED), in the cancel's own transaction.
+  await withBatch(
+    config,
+    batchId,
+    () => null,
+    async (db) => {
+      // The approval audit names who cancelled; a user without a name on this system cancels all the same.
+      const by = await invokingUser(process.env, process.getuid?.() ?? -1, new SystemUsers()).then(
+        (u) => u.name,
+        () => null,
+      );
+      const done = await cancelReadyRows(db, batchId, `cancelled by an operator: ${reason}`, Date.now(), by);
+      print(cancelMessage(batchId, done));
+    },
+  );
 }

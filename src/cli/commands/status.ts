@@ -282,7 +282,10 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       }
       if (b.cancelledAt != null) {
         const at = new Date(b.cancelledAt).toISOString();
-        print(`\n${b.cancelReason ?? 'cancelled'} (${at}): unsent rows are NOT_SUBMITTED, sent rows are followed to their end`);
+        const what = isBeingRead(b.state)
+          ? 'the file is still being read: none of its rows will be sent, its valid rows are made NOT_SUBMITTED once it is read'
+          : 'unsent rows are NOT_SUBMITTED, sent rows are followed to their end';
+        print(`\n${b.cancelReason ?? 'cancelled'} (${at}): ${what}`);
       }
       if (b.rejectReason) print(`\nnot paid: ${b.rejectReason}`);
       if (serviceNotes.length > 0) {
