@@ -20,11 +20,12 @@ export interface GraceReadings {
 
 /**
  * Null when a reference still absent may be taken as never created; otherwise the system-clock time to ask
- * again, when the grace will have run out on both clocks.
+ * again, when the grace will have run out on both clocks: whole milliseconds, as stored, never before the end
+ * (a steady clock reads fractions).
  */
 export function notFoundGraceEnd(r: GraceReadings): number | null {
   const left = Math.max(r.unknownSince + r.graceMs - r.now, r.steadySince + r.graceMs - r.steadyNow);
-  return left > 0 ? r.now + left : null;
+  return left > 0 ? Math.ceil(r.now + left) : null;
 }
 
 /** One row's outcome becoming unknown: a later create that becomes unknown too is another. */

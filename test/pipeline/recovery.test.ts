@@ -183,10 +183,12 @@ describe('pipeline: a create the service takes in late', () => {
     expect(p.ledgerCount('JP-1'), 'still on its way in').toBe(0);
 
     p.clock.advance(2 * grace);
+    steady.advance(0.5); // a steady clock reads fractions of a millisecond; a row's times are whole ones
     if (restart) submitter = late.submitter(() => steady.now());
     await submitter.runOnce(p.signal);
     expect(late.creates(), 'not sent again').toBe(1);
     expect((await p.row('JP-1')).state).toBe('UNKNOWN');
+    expect((await p.row('JP-1')).nextAttemptAt).toBe(p.clock.now() + grace);
     expect(await p.events('JP-1')).toEqual(['intent', 'create-unknown', 'reconcile-wait', 'reconcile-wait']);
     await waitFor(() => p.ledgerCount('JP-1') === 1, 'the late commit', 5000);
 

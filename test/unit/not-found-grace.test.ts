@@ -36,6 +36,12 @@ describe('notFoundGraceEnd', () => {
     expect(notFoundGraceEnd(r)).toBe(T + GRACE);
   });
 
+  it('asks again at a whole millisecond, not before the end, from the fractions a steady clock reads', () => {
+    const r = { graceMs: GRACE, now: T, unknownSince: T - GRACE, steadyNow: 1000.25, steadySince: 1000.5 };
+    expect(notFoundGraceEnd(r)).toBe(T + GRACE + 1);
+    expect(notFoundGraceEnd({ ...r, steadyNow: 1000.75 })).toBe(T + GRACE);
+  });
+
   it('a grace of 0 never waits', () => {
     expect(notFoundGraceEnd({ graceMs: 0, now: T, unknownSince: T, steadyNow: 3, steadySince: 3 })).toBeNull();
   });
