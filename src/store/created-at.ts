@@ -7,7 +7,7 @@
  *   only such writes take, so a report waits for none of the others);
  * - a report fixes its end holding that lock alone, which waits out every such write in flight, and records it;
  * - a creation is stamped no earlier than the latest end recorded: another instance's clock may be behind the
- *   report's, or this one set back.
+ *   report's, or this one set back (by minutes at most: an end further ahead came from a wrong clock).
  * A creation stamped before a report's end is then committed before the report reads, and one written after it
  * is stamped at or after that end: it is the next report's.
  */
@@ -45,8 +45,20 @@ export async function creationTimes(trx: Knex.Transaction, stamps: readonly Crea
   if (stamps.length === 0) return times;
   if (isPostgres(trx)) await trx.raw(`select pg_advisory_xact_lock_shared(${CREATIONS_LOCK})`, [CREATIONS_LOCK_NAME]);
   const floor = (await latestEnd(trx)) ?? Number.NEGATIVE_INFINITY;
-  for (const { createdWhenWritten: clock } of stamps) if (!times.has(clock)) times.set(clock, Math.max(clock.now(), floor));
+  for (const { createdWhenWritten: clock } of stamps) if (!times.has(clock)) times.set(clock, stampedAt(clock.now(), floor));
   return times;
+}
+
+/**
+ * How far a creation is stamped ahead of its own clock to fall after a report's end: clocks in step differ by
+ * seconds. An end further ahead came from a clock that was wrong (a report run while the host's clock had jumped
+ * ahead): following it would date every later creation by it, and take it out of the reports of its real period.
+ */
+const MAX_STAMP_LEAD_MS = 5 * 60_000;
+
+/** A creation's time: its clock's, or the latest report end when that is ahead of it by no more than MAX_STAMP_LEAD_MS. */
+function stampedAt(now: number, latestEnd: number): number {
+  return latestEnd > now && latestEnd - now <= MAX_STAMP_LEAD_MS ? latestEnd : now;
 }
 
 /** PostgreSQL's lock_not_available: lock_timeout passed. */

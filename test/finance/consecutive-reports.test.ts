@@ -13,7 +13,15 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { closeDatabase } from '../../src/store/db.js';
 import type { RowMove } from '../../src/store/moves.js';
 import { writeLockHeldElsewhere } from '../support/database.js';
-import { checkAnswerWrittenAfterTheEnd, checkClockBehindTheReport, referencesIn, reportFrom, sentRows } from './consecutive-reports.js';
+import { recordAnswers } from '../../src/store/answers.js';
+import {
+  answered,
+  checkAnswerWrittenAfterTheEnd,
+  checkClockBehindTheReport,
+  referencesIn,
+  reportFrom,
+  sentRows,
+} from './consecutive-reports.js';
 import { T0, useStore } from './helpers.js';
 
 const store = useStore();
@@ -62,6 +70,27 @@ describe('payoutd report --since: consecutive periods', () => {
     clock.set(T0 + 2000);
     const r2 = await reportFrom(config, dir, 'r2.csv', end, clock);
     expect({ r1: await referencesIn(r1.path), r2: await referencesIn(r2.path) }).toEqual({ r1: ['INV-1'], r2: [] });
+  });
+
+  it('a report run on a clock far ahead does not date later creations by it: they stay in the reports of their day', async () => {
+    const { db, dir } = await store();
+    const config = configFor(dir);
+    const [row] = (await sentRows(db)) as [RowMove['row']];
+    const year = 365 * 86_400_000;
+    await reconciliationReport(
+      config,
+      { since: new Date(T0 - 1000).toISOString(), out: join(dir, 'ahead.csv') },
+      new ManualClock(T0 + year),
+    );
+    const daemon = new ManualClock(T0 + 3_600_000);
+    await recordAnswers(db, [{ moves: [answered(row, 'P-1', daemon)], at: daemon.now() }]);
+    expect(Number((await db('payouts').where({ id: row.id }).first('created_at_ms'))?.['created_at_ms'])).toBe(daemon.now());
+    const day = await reconciliationReport(
+      config,
+      { since: new Date(T0 - 1000).toISOString(), out: join(dir, 'day.csv') },
+      new ManualClock(T0 + 86_400_000),
+    );
+    expect(await referencesIn(day.path)).toEqual(['INV-1']);
   });
 
   it('refuses an --until later than now, writing nothing: that period is not over', async () => {
