@@ -20,6 +20,7 @@ import {
   countCancelledRows,
   recordNotesShown,
   type NoteShown,
+  anyRowSent,
 } from '../store/index.js';
 import { correctionText, noteChange, type NoteChange } from '../domain/service-check.js';
 import {
@@ -157,10 +158,12 @@ function readNote(batch: BatchRecord): { fileNote?: string } {
  * The ack's line of an operator's cancel: why, and what it means for the rows. A batch cancelled before it was
  * accepted (while its file was read) sent none of them.
  */
-function cancelNote(batch: BatchRecord): string | undefined {
+function cancelNote(batch: BatchRecord, sentAny: boolean): string | undefined {
   if (batch.cancelledAt == null) return undefined;
   const reason = batch.cancelReason ?? 'cancelled by an operator';
-  if (batch.acceptedAt == null || batch.cancelledAt <= batch.acceptedAt)
+  // Decided by what was sent, not by comparing the CLI's clock with the daemon's: told "no row is paid", finance
+  // would send again rows already paid.
+  if (!sentAny)
     return `${reason} (while the file was being read, before any row was sent): no row of this file is paid; to pay any of its rows, send them again in a new file`;
   return `${reason} (while the batch was being paid): rows not sent by then are not paid (NOT_SUBMITTED); rows already sent are followed to their end (see the result file)`;
 }
@@ -308,7 +311,7 @@ export class BatchOutbox {
     totals: AckCurrencyTotal[],
     fileRejection: string | undefined,
   ): Promise<string> {
-    const opts = this.ackOptions(batch, totals, fileRejection);
+    const opts = await this.ackOptions(batch, totals, fileRejection);
     const identity = identityOf(batch);
     const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom, ...this.stopOption() });
     await this.twin(identity, 'ack', () =>
@@ -317,10 +320,10 @@ export class BatchOutbox {
     return path;
   }
 
-  private ackOptions(batch: BatchRecord, totals: AckCurrencyTotal[], fileRejection: string | undefined) {
+  private async ackOptions(batch: BatchRecord, totals: AckCurrencyTotal[], fileRejection: string | undefined) {
     const fileHold = waitsForOperator(batch.holdCode) ? (reasonText(batch.holdCode, batch.holdReason) ?? undefined) : undefined;
     const fileHoldCode = fileHold !== undefined ? (batch.holdCode ?? undefined) : undefined;
-    const fileCancel = cancelNote(batch);
+    const fileCancel = cancelNote(batch, batch.cancelledAt != null && (await anyRowSent(this.db, batch.id)));
     return { fileRejection, fileCancel, fileHold, fileHoldCode, totals, minorUnits: this.extras.minorUnits, ...readNote(batch) };
   }
 
@@ -347,7 +350,7 @@ export class BatchOutbox {
               payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount,
             });
         const rejection = batch.state === 'REJECTED' ? (batch.rejectReason ?? undefined) : undefined;
-        const opts = { ...this.ackOptions(batch, totals.currencies(), rejection), ...this.xlsxOptions() };
+        const opts = { ...(await this.ackOptions(batch, totals.currencies(), rejection)), ...this.xlsxOptions() };
         written.push(await writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, opts));
       }
     }

@@ -197,3 +197,12 @@ export async function cancelReturnedRows(db: Database, now: number): Promise<num
   }
   return moved;
 }
+
+/** Whether any row of the batch was ever sent: a create tried, or a payout of it known. */
+export async function anyRowSent(db: Database, batchId: string): Promise<boolean> {
+  const sent = await db('payouts')
+    .where({ batch_id: batchId })
+    .andWhere((q) => q.where('create_attempts', '>', 0).orWhereNotNull('payout_id'))
+    .first('id');
+  return sent !== undefined;
+}

@@ -50,6 +50,7 @@ export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './bat
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
 export { holdBatch, releaseBatchHold, listBalanceHoldsDue } from './holds.js';
 export {
+  anyRowSent,
   BatchAlreadyCancelledError,
   BatchEndedError,
   BatchNothingToCancelError,
