@@ -736,10 +736,13 @@ export class PayoutDaemon {
       const ack = await this.outbox.writeEntryRefusal(entry, reason, clock.now());
       logger.info({ name: entry.name, ack }, 'refusal of an inbox entry written to the outbox');
     } catch (err) {
-      logger.error(
-        { name: entry.name, movedTo: entry.movedTo, err: safeError(err) },
-        'cannot write the refusal of an inbox entry to the outbox',
-      );
+      // A stop abandons the write: the entry is answered at the next start (no answer of its version is found).
+      if (this.outbox.stopping()) logger.info({ name: entry.name }, 'stopping: the refusal of an inbox entry is written at the next start');
+      else
+        logger.error(
+          { name: entry.name, movedTo: entry.movedTo, err: safeError(err) },
+          'cannot write the refusal of an inbox entry to the outbox',
+        );
     }
   }
 }

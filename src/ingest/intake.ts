@@ -488,10 +488,13 @@ export class BatchIntake {
       if (written) await updateBatch(db, batchId, written, clock.now());
       return true;
     } catch (err) {
-      logger.error(
-        { batchId, err: { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message?.slice(0, 200) } },
-        'cannot write to the outbox now; the file will be written when it can',
-      );
+      // A stop abandons the write; the start's repair writes it.
+      if (this.o.signal?.aborted) logger.info({ batchId }, 'stopping: an outbox file being written is written at the next start');
+      else
+        logger.error(
+          { batchId, err: { code: (err as NodeJS.ErrnoException).code ?? 'ERROR', message: (err as Error).message?.slice(0, 200) } },
+          'cannot write to the outbox now; the file will be written when it can',
+        );
       return false;
     }
   }
