@@ -585,7 +585,10 @@ export class BatchOutbox {
     return this.extras.signal ? { signal: this.extras.signal } : {};
   }
 
-  /** The daemon is stopping: a write that failed now was abandoned, not refused. */
+  /**
+   * The daemon is stopping: a write that failed now was abandoned, not refused. The one question the finisher and
+   * the file reception ask of the daemon's stop.
+   */
   stopping(): boolean {
     return this.extras.signal?.aborted === true;
   }
