@@ -78,7 +78,7 @@ export interface BatchRecord {
   /** When an operator cancelled it, and why: no row of it is sent from then on. */
   cancelledAt?: number | null;
   cancelReason?: string | null;
-  /** Readings of the batch that failed in a row the same unexpected way (src/daemon/daemon.ts), and that way (`Name:CODE`). */
+  /** Readings of the batch that failed in a row the same unexpected way (src/daemon/file-reception.ts), and that way (`Name:CODE`). */
   readFailures?: number;
   readFailureKind?: string | null;
   /** The instance reading the batch or writing its results, while it does. */

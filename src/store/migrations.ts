@@ -748,7 +748,7 @@ const storedPathIndex: Migration = {
 };
 
 // A batch whose reading fails the same unexpected way again and again is refused after batch.readRetry.maxAttempts
-// readings (src/daemon/daemon.ts): the count is kept with the batch, so a restart does not start it over.
+// readings (src/daemon/file-reception.ts): the count is kept with the batch, so a restart does not start it over.
 const readFailures: Migration = {
   name: '0025_read_failures',
   async up(knex) {

@@ -95,7 +95,7 @@ describe('crash windows', () => {
     expect(second.logs.some((l) => typeof l.msg === 'string' && l.msg.startsWith('found a claimed file with no batch record'))).toBe(true);
   });
 
-  // BUG (reported): PayoutDaemon.onCandidate (src/daemon/daemon.ts) commits a file_claims row
+  // BUG (reported): FileReception.onCandidate (src/daemon/file-reception.ts) commits a file_claims row
   // (claimFileInDatabase, src/store/batches.ts) and only then renames the file into claimed/. A crash between
   // the two leaves the row behind with no expiry; at the next start the same file (same name, size, mtime,
   // inode) loses the claim to that dead row and stays in the inbox for ever, unpaid and unreported. The

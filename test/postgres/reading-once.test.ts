@@ -1,7 +1,7 @@
 /**
  * PostgreSQL: a batch is read once, by one reader. With a shared database
  * the finish loop resumes the readings of batches whose lease it is granted
- * (src/daemon/daemon.ts resumeReading), and that used to include a batch
+ * (src/daemon/file-reception.ts resumeReading), and that used to include a batch
  * this very process was reading, since an instance renews its own leases:
  * the second reader cleared the rows the first had written and read again
  * (duplicate-key inserts, a batch COMPLETE with an empty result while its
