@@ -17,32 +17,75 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-const KEY_NAMES = [...new Set(SECRET_KEYS.map((k) => k.toLowerCase()))].map(escapeRegExp).join('|');
+const SECRET_NAMES = [...new Set(SECRET_KEYS.map((k) => k.toLowerCase()))];
+const KEY_NAMES = SECRET_NAMES.map(escapeRegExp).join('|');
+
+/** An account number as the logs mask it; any other secret or personal value replaced. */
+function maskValue(key: string, value: string): string {
+  return key.toLowerCase() === 'accountnumber' ? maskAccountNumber(value) : REDACTED;
+}
+
+/**
+ * The secret key a header or element name ends in, if any: such names come prefixed and dashed (`X-Api-Key`,
+ * `ns:accountNumber`, `beneficiaryAccountNumber`).
+ */
+function secretKeyOf(name: string): string | undefined {
+  const flat = name.toLowerCase().replace(/[-_]/g, '');
+  return SECRET_NAMES.find((k) => flat.endsWith(k));
+}
 
 /**
  * A field of one of those names with its value, as JSON writes it (`"idValue":"…"`, also with its quotes
- * escaped once: JSON inside a JSON string) or as a form or query writes it (`idValue=…`). Groups: the key's
- * quote, the key (either form), the value's quote, a quoted value, a bare value. A quoted value runs to its
- * closing quote or the end of the text (one cut short has none).
+ * escaped once or more: JSON inside a JSON string) or as a form or query writes it (`idValue=…`, also under a
+ * bracket, as written or URL-encoded: `beneficiary%5BaccountNumber%5D=…`). Groups: the key's quote, the key
+ * (either form), the value's quote, a quoted value, a bare value. A quoted value runs to its closing quote or
+ * the end of the text (one cut short has none).
  */
 const FIELD = new RegExp(
-  String.raw`(?:(\\?["'])(${KEY_NAMES})\1\s*:|(?<![\p{L}\p{N}_])(${KEY_NAMES})=)\s*` +
-    String.raw`(?:(\\?["'])((?:(?!\4)[\s\S])*)|([^\s"',;&}\]\\]+))`,
+  String.raw`(?:(\\*["'])(${KEY_NAMES})\1\s*:|(?:(?<![\p{L}\p{N}_])|(?<=%5B))(${KEY_NAMES})(?:\]|%5D)?=)\s*` +
+    String.raw`(?:(\\*["'])((?:(?!\4)[\s\S])*)|([^\s"',;&}\]\\]+))`,
   'giu',
 );
+
+/**
+ * A header line of a secret name (`X-Api-Key: …`, `Authorization: Token …`) at the start of a line, written or
+ * escaped (`\n`). Groups: the name, the scheme, the value. Only at a line's start: mid-sentence, `token: expired`
+ * is words. See headerValue for the value.
+ */
+const HEADER_LINE = /(?:^|(?<=\\[rn]))[ \t]*([A-Za-z][\w-]*)[ \t]*:[ \t]*(?:(Bearer|Token|Basic|Digest)[ \t]+)?([^\s,;"'<>\\]+)/gimu;
+
+/**
+ * An XML element of a secret name (`<accountNumber>…</accountNumber>`, `<ns:apiKey>`), closed: a lone tag is a
+ * placeholder (`Bearer <accessToken>`). Groups: the name, the content.
+ */
+const ELEMENT = /<(?:[\w.-]+:)?([\w-]+)(?:\s[^<>]*)?>([^<]*)(?=<\/(?:[\w.-]+:)?\1\s*>)/gu;
+
+/**
+ * The value of a header line named `key`, masked. Without a scheme, a value of letters only is a word of a refusal
+ * (`apiKey: missing`, `accountNumber: must not be empty`), kept: a credential or number holds digits or signs.
+ */
+function headerValue(key: string, scheme: string | undefined, value: string): string {
+  if (scheme !== undefined) return REDACTED;
+  return /^\p{L}+$/u.test(value) ? value : maskValue(key, value);
+}
 
 /** An Authorization header's credentials, whoever's (a token older than the client remembers); not a `<placeholder>`. */
 const BEARER = /\b(Bearer)\s+[^\s"',;\\<>]+/giu;
 
 /**
- * A run that may be an account number: an IBAN written in groups of four, or letters and digits (in groups
- * parted by single spaces, each holding a digit). Judged by numberLike.
+ * A run that may be an account number: digits in groups parted by single dashes, an IBAN written in groups of
+ * four, or letters and digits (in groups parted by single spaces, each holding a digit). Judged by numberLike.
+ * A dashed run must not hang on to a word (`INV-2026-0001`) or a decimal.
  */
 const NUMBER_RUN = new RegExp(
-  String.raw`(?<![\p{L}\p{N}])(?:[A-Za-z]{2}\d{2}(?: [A-Za-z0-9]{4})+(?: [A-Za-z0-9]{1,3})?` +
+  String.raw`(?<![\p{L}\p{N}])(?:(?<![\p{L}\p{N}][-.])\p{Nd}+(?:-\p{Nd}+)+(?![-.]?[\p{L}\p{N}])` +
+    String.raw`|[A-Za-z]{2}\d{2}(?: [A-Za-z0-9]{4})+(?: [A-Za-z0-9]{1,3})?` +
     String.raw`|(?=[\p{L}\p{N}]*\p{Nd})[\p{L}\p{N}]+(?: (?=[\p{L}\p{N}]*\p{Nd})[\p{L}\p{N}]+)*)(?![\p{L}\p{N}])`,
   'gu',
 );
+
+/** A date written with dashes (`2026-01-05`, `05-01-2026`): not an account number. */
+const DASHED_DATE = /^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{4})$/;
 
 /**
  * Fewest digits of a run taken for an account number. Below it: codes ("2002"), amounts, dates and counts, which
@@ -63,23 +106,25 @@ function numberLike(compact: string): boolean {
 }
 
 /**
- * Before the run: the name of an amount (`payoutAmount 100000000`, `"payoutAmount":100000000`), a currency code
- * (`PHP 100000000`), or words that lead to a limit (`a maximum of 100000000`, `150000000 > 100000000`).
+ * Before the run: the name of an amount or a time (`payoutAmount 100000000`, `"X-TIMESTAMP":"1796064234196"`,
+ * `<payoutAmount>`), a currency code (`PHP 100000000`), or words that lead to a limit (`a maximum of 100000000`,
+ * `150000000 > 100000000`).
  */
 const AFTER_AMOUNT_NAME =
-  /(?:amount\\?["']?\s*[:=]?(?:\s*of)?|\b(?:(?:limit|max(?:imum)?|min(?:imum)?)(?:\s+(?:of|is))?|than|exceeds?)|[<>]=?)\s*\\?["']?$/iu;
-/** After the run: a fraction (`100000000.50`), or a space and a currency code (`100000000 PHP`). */
-const BEFORE_FRACTION = /^\.\d/;
+  /(?:(?:amount|time(?:stamp)?)\\*["']?\s*[:=>]?(?:\s*of)?|\b(?:(?:limit|max(?:imum)?|min(?:imum)?)(?:\s+(?:of|is))?|than|exceeds?)|(?<!\S)[<>]=?)\s*\\*["']?$/iu;
+/** After the run: a fraction (`100000000.50`), a comparison (`150000000 > 100000000`), or a space and a currency code. */
+const BEFORE_FRACTION_OR_BOUND = /^(?:\.\d|\s*[<>]=?\s*\d)/;
 const BEFORE_CODE = /^ ([A-Z]{3,4})(?![\p{L}\p{N}])/u;
 /** Before the run: a currency code and a space (`PHP 100000000`). */
 const AFTER_CODE = /(?<![\p{L}\p{N}])([A-Z]{3,4}) $/u;
 
 /**
- * Whether the run at text[start, end) is written as an amount: kept, as the refusal of an amount out of range
- * must show it. An account number is not written so.
+ * Whether the run at text[start, end) is written as an amount or a time: kept, as the refusal of an amount out
+ * of range must show it. An account number is not written so.
  */
 function writtenAsAmount(text: string, start: number, end: number): boolean {
-  if (BEFORE_FRACTION.test(text.slice(end, end + 2)) || AFTER_AMOUNT_NAME.test(text.slice(Math.max(0, start - 40), start))) return true;
+  const before = text.slice(Math.max(0, start - 40), start);
+  if (BEFORE_FRACTION_OR_BOUND.test(text.slice(end, end + 40)) || AFTER_AMOUNT_NAME.test(before)) return true;
   const isCurrency = (code: string | undefined): boolean => code !== undefined && currencyDecimals(code) !== undefined;
   return (
     isCurrency(BEFORE_CODE.exec(text.slice(end, end + 6))?.[1]) ||
@@ -89,10 +134,10 @@ function writtenAsAmount(text: string, start: number, end: number): boolean {
 
 /**
  * `text` with every secret of `secrets` (the API key, tokens, signing keys the client holds) replaced by
- * REDACTED, the values of fields named as secret or personal (SECRET_KEYS) masked (an account number as the logs
- * mask it, any other replaced), bearer credentials replaced, and anything else that looks like an account number
- * or IBAN, and is not written as an amount, masked as the logs mask account numbers. Pure; callers cut the result
- * to the length they keep.
+ * REDACTED, the values of fields, header lines and XML elements named as secret or personal (SECRET_KEYS) masked
+ * (an account number as the logs mask it, any other replaced), bearer credentials replaced, and anything else that
+ * looks like an account number or IBAN, and is not written as an amount or a time, masked as the logs mask
+ * account numbers. Pure; callers cut the result to the length they keep.
  */
 export function cleanServiceText(text: string, secrets: readonly string[]): string {
   let out = text;
@@ -104,13 +149,24 @@ export function cleanServiceText(text: string, secrets: readonly string[]): stri
     const [, key, formKey, , quoted, bare] = groups as (string | undefined)[];
     const value = quoted ?? bare ?? '';
     if (value === '') return whole;
-    const masked = (key ?? formKey)?.toLowerCase() === 'accountnumber' ? maskAccountNumber(value) : REDACTED;
     // The value ends the match: what comes before it (key, separator, opening quote) stays.
-    return `${whole.slice(0, whole.length - value.length)}${masked}`;
+    return `${whole.slice(0, whole.length - value.length)}${maskValue(key ?? formKey ?? '', value)}`;
+  });
+  out = out.replace(HEADER_LINE, (whole: string, name: string, scheme: string | undefined, value: string) => {
+    const key = secretKeyOf(name);
+    return key === undefined ? whole : `${whole.slice(0, whole.length - value.length)}${headerValue(key, scheme, value)}`;
+  });
+  out = out.replace(ELEMENT, (whole: string, name: string, content: string) => {
+    const key = secretKeyOf(name);
+    const value = content.trim();
+    if (key === undefined || value === '') return whole;
+    const at = whole.length - content.length + content.indexOf(value);
+    return `${whole.slice(0, at)}${maskValue(key, value)}${whole.slice(at + value.length)}`;
   });
   out = out.replace(BEARER, `$1 ${REDACTED}`);
   return out.replace(NUMBER_RUN, (run: string, start: number, all: string) => {
-    const compact = run.replaceAll(' ', '');
-    return numberLike(compact) && !writtenAsAmount(all, start, start + run.length) ? maskAccountNumber(compact) : run;
+    const compact = run.replace(/[ -]/g, '');
+    const account = numberLike(compact) && !DASHED_DATE.test(run) && !writtenAsAmount(all, start, start + run.length);
+    return account ? maskAccountNumber(compact) : run;
   });
 }

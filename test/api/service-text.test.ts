@@ -1,7 +1,8 @@
 /**
  * cleanServiceText: what the payout service writes (an error's msg, a failure reason) loses the client's secrets,
- * secret or personal field values, bearer credentials and account numbers, and keeps its codes and words. And the
- * client, the sandbox behind a proxy that echoes secrets into its answers, hands on only cleaned texts.
+ * secret or personal field, header and element values, bearer credentials and account numbers, and keeps its
+ * codes, amounts, times and words. And the client, the sandbox behind a proxy that echoes secrets into its
+ * answers, hands on only cleaned texts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
@@ -34,6 +35,27 @@ describe('cleanServiceText', () => {
     expect(cleanServiceText('{"idValue":"P12345', [])).toBe(`{"idValue":"${REDACTED}`);
   });
 
+  it('masks a secret or personal value in a header line, an XML element, twice-escaped JSON and a bracketed form key', () => {
+    const echo = 'POST /apis/v1/fiat-payout/create HTTP/1.1\r\nX-Api-Key: abc123\r\nAuthorization: Token xyz\r\nX-NONCE: 9f8e7d6c\r\n';
+    expect(cleanServiceText(echo, [])).toBe(
+      `POST /apis/v1/fiat-payout/create HTTP/1.1\r\nX-Api-Key: ${REDACTED}\r\nAuthorization: Token ${REDACTED}\r\nX-NONCE: 9f8e7d6c\r\n`,
+    );
+    // Header lines written escaped, inside a JSON string.
+    expect(cleanServiceText(String.raw`request: POST /x\r\nSvcApiKey: k-1\r\nContent-Type: application/json`, [])).toBe(
+      String.raw`request: POST /x\r\nSvcApiKey: ${REDACTED}\r\nContent-Type: application/json`,
+    );
+    expect(
+      cleanServiceText('<beneficiary><accountNumber>\n12345678901</accountNumber></beneficiary><ns:apiKey a="1">k</ns:apiKey>', []),
+    ).toBe(`<beneficiary><accountNumber>\n*******8901</accountNumber></beneficiary><ns:apiKey a="1">${REDACTED}</ns:apiKey>`);
+    // JSON in a JSON string, itself in a JSON string: each quote escaped twice.
+    expect(cleanServiceText(String.raw`body "{\\\"accountNumber\\\":\\\"1234567\\\",\\\"idValue\\\":\\\"P1\\\"}"`, [])).toBe(
+      String.raw`body "{\\\"accountNumber\\\":\\\"***4567\\\",\\\"idValue\\\":\\\"${REDACTED}\\\"}"`,
+    );
+    expect(cleanServiceText('beneficiary%5BaccountNumber%5D=1234567&sender[idValue]=P1&payoutAmount=100', [])).toBe(
+      `beneficiary%5BaccountNumber%5D=***4567&sender[idValue]=${REDACTED}&payoutAmount=100`,
+    );
+  });
+
   it('replaces bearer credentials it does not know', () => {
     expect(cleanServiceText('Authorization: Bearer old.token-value, then', [])).toBe(`Authorization: Bearer ${REDACTED}, then`);
   });
@@ -44,6 +66,8 @@ describe('cleanServiceText', () => {
     expect(cleanServiceText('IBAN DE89 3704 0044 0532 0130 00 unknown', [])).toBe('IBAN ********3000 unknown');
     expect(cleanServiceText('IBAN GB29NWBK60161331926819, id ID98765432', [])).toBe('IBAN ********6819, id ******5432');
     expect(cleanServiceText('account 12345678 BDO', [])).toBe('account ****5678 BDO');
+    expect(cleanServiceText('account 1234-5678-9012 closed', [])).toBe('account ********9012 closed');
+    expect(cleanServiceText('<acct>12345678901</acct>', [])).toBe('<acct>*******8901</acct>');
   });
 
   it('keeps codes, amounts (with a fraction, named, or in a currency), dates, references and words as written', () => {
@@ -57,6 +81,10 @@ describe('cleanServiceText', () => {
       'the beneficiary accountNumber is invalid',
       'exceeds the single payout limit of PHP 100000000; maximum of 100000000; amount of 123456789',
       'merchantReferenceId already used by payout PO15209D51884C3C7439E904 (reference PAY20260105000001)',
+      'payoutAmount 150000000 exceeds the limit: 150000000 > 100000000; <payoutAmount>100000000</payoutAmount>',
+      'X-TIMESTAMP: 1796064234196; headers={"x-timestamp":"1796064234196"}; timestamp 1796064234 outside the window',
+      'apiKey: missing\naccountNumber: must not be empty',
+      'sent 2026-01-05, due 05-01-2026; reference INV-2026-0001; allowed 0.01-1000000',
     ];
     for (const text of plain) expect(cleanServiceText(text, [API_KEY])).toBe(text);
   });
