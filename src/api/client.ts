@@ -45,7 +45,7 @@ import {
 } from './errors.js';
 import type { Admission, ServiceBreaker } from './breaker.js';
 import { createBodyText } from './create-body.js';
-import { cleanServiceText } from './service-text.js';
+import { cleanServiceText, sentValues, type SentValues } from './service-text.js';
 import { TransportError, httpOrigin, sendHttp, type HttpOrigin, type HttpResponse } from './http.js';
 import { TokenManager, credentialTimes, type Credentials } from './tokens.js';
 
@@ -677,10 +677,13 @@ export class PayoutApiClient {
     return this.toCredentials(ENDPOINTS.refreshToken, await this.tokenCall(ENDPOINTS.refreshToken, body, signal));
   }
 
-  /** Text the service wrote, cleared of the secrets this client holds and of account numbers (./service-text.ts). */
-  private clean(text: string): string {
+  /**
+   * Text the service wrote, cleared of the secrets this client holds, of the personal values of the request it
+   * answers (`sent`), and of account numbers (./service-text.ts).
+   */
+  private clean(text: string, sent?: SentValues): string {
     const secrets = [this.o.apiKey, ...this.issued.flatMap((c) => [c.accessToken, c.refreshToken, c.secretKey])];
-    return cleanServiceText(text, secrets);
+    return cleanServiceText(text, secrets, sent);
   }
 
   private toCredentials(endpoint: string, answer: { data: Json; requestedAt: number; date: string | null }): Credentials {
@@ -758,7 +761,7 @@ export class PayoutApiClient {
       }
       tell(res.status < 500 ? 'reached' : isCreate ? 'unclear' : 'unreachable', `HTTP_${res.status}`);
       if (seen) seen.date = res.headers.get('date');
-      return this.interpret(endpoint, res, isCreate);
+      return this.interpret(endpoint, res, isCreate, body);
     } catch (err) {
       outcome = err instanceof ApiError ? err.code : 'error';
       throw err;
@@ -790,7 +793,11 @@ export class PayoutApiClient {
     });
   }
 
-  private interpret(endpoint: string, res: HttpResponse, isCreate: boolean): Json {
+  /** The answer `res` to the request whose body was `body`; an error's texts are cleaned of that request's values. */
+  private interpret(endpoint: string, res: HttpResponse, isCreate: boolean, body: string): Json {
+    // The request knows exactly which account and ID numbers an echo of it would show, in whatever format.
+    let sent: SentValues | undefined;
+    const clean = (text: string): string => this.clean(text, (sent ??= sentValues(body)));
     let envelope: Json | null = null;
     try {
       const parsed = parseLossless(res.text);
@@ -800,12 +807,12 @@ export class PayoutApiClient {
     }
     const code = envelope && typeof envelope.code === 'string' ? serviceText(envelope.code) : null;
     // Cleaned whole, then cut: a cut first could leave part of a secret that would no longer be recognised.
-    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(this.clean(envelope.msg)).slice(0, MAX_SERVICE_MSG) : '';
+    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(clean(envelope.msg)).slice(0, MAX_SERVICE_MSG) : '';
     if (res.status === 429) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
       throw new ApiError({
         endpoint,
-        code: code === null ? 'HTTP_429' : this.clean(code),
+        code: code === null ? 'HTTP_429' : clean(code),
         msg: msg || 'rate limited',
         status: 429,
         kind: 'retryable',
@@ -845,7 +852,7 @@ export class PayoutApiClient {
     // Treatments are looked up by the code as sent; errors, logs and reasons show it cleaned.
     throw new ApiError({
       endpoint,
-      code: this.clean(code),
+      code: clean(code),
       msg,
       status: res.status,
       kind,

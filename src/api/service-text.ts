@@ -3,7 +3,9 @@
  * reasons, result files and the console. A service, or a proxy in front of it, may echo the request in its error
  * text: its headers carry the API key and the access token, its body the beneficiary's account number and the
  * sender's ID number. Log redaction goes by key names and never sees inside such a text, so it is cleaned here,
- * where the client first reads it. Codes and words are kept: finance must still read why the service refused.
+ * where the client first reads it: first of the values the client knows it sent, in whatever form an echo writes
+ * them, then of whatever looks secret or like an account number. Codes and words are kept: finance must still
+ * read why the service refused.
  */
 import { maskAccountNumber } from '../domain/payout.js';
 import { SECRET_KEYS } from '../log/index.js';
@@ -12,6 +14,16 @@ import { IBAN_LENGTHS } from '../domain/iban.js';
 
 /** What a secret of the text is replaced with: the mark the logs use. */
 export const REDACTED = '[redacted]';
+
+/** Personal values a request carried, found in its body by their field names. */
+export interface SentValues {
+  /** Masked as the logs mask an account number. */
+  accountNumbers: readonly string[];
+  /** Replaced by REDACTED: ID numbers, and any other value under a secret or personal name. */
+  others: readonly string[];
+}
+
+const NOTHING_SENT: SentValues = { accountNumbers: [], others: [] };
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -32,6 +44,52 @@ function maskValue(key: string, value: string): string {
 function secretKeyOf(name: string): string | undefined {
   const flat = name.toLowerCase().replace(/[-_]/g, '');
   return SECRET_NAMES.find((k) => flat.endsWith(k));
+}
+
+/** The personal values of a request body (JSON): those of fields named as secret or personal, at any depth. */
+export function sentValues(body: string): SentValues {
+  const sent = { accountNumbers: [] as string[], others: [] as string[] };
+  const walk = (value: unknown, key: string): void => {
+    const name = key.toLowerCase();
+    if (typeof value === 'string') {
+      if (SECRET_NAMES.includes(name)) (name === 'accountnumber' ? sent.accountNumbers : sent.others).push(value);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) walk(v, Array.isArray(value) ? key : k);
+    }
+  };
+  try {
+    walk(JSON.parse(body), '');
+  } catch {
+    // Not JSON: nothing known to look for. The answer it came with must still be read, cleaned by the patterns.
+  }
+  return sent;
+}
+
+/** The forms a value takes in an echo: as sent, inside a JSON string once or twice, URL-encoded (a space as %20 or +). */
+function writtenForms(value: string): string[] {
+  const json = JSON.stringify(value).slice(1, -1);
+  const url = encodeURIComponent(value);
+  return [value, json, JSON.stringify(json).slice(1, -1), url, url.replaceAll('%20', '+')];
+}
+
+/** What an echo may write between the characters of a number, or leave out: a space, dash, dot or slash. */
+const SEPARATOR = String.raw`(?:[\s./-]|%20|\+)?`;
+
+function withoutSeparators(value: string): string {
+  return value.replace(/[\s./-]/g, '');
+}
+
+/**
+ * Every occurrence of a personal value sent, written in any of its forms, with or without separators. One
+ * shorter than ACCOUNT_DIGITS counts only standing alone, so a short account number does not cut into an
+ * amount or a date.
+ */
+function sentValuePattern(value: string): RegExp {
+  const compact = withoutSeparators(value);
+  const forms = [...writtenForms(value), ...writtenForms(compact)].map(escapeRegExp);
+  if (/^[\p{L}\p{N}]+$/u.test(compact)) forms.unshift([...compact].map(escapeRegExp).join(SEPARATOR));
+  const alone = compact.length < ACCOUNT_DIGITS;
+  return new RegExp(`${alone ? '(?<![\\p{L}\\p{N}])' : ''}(?:${forms.join('|')})${alone ? '(?![\\p{L}\\p{N}])' : ''}`, 'giu');
 }
 
 /**
@@ -90,7 +148,7 @@ const DASHED_DATE = /^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}-\d{1,2}-\d{4})$/;
 /**
  * Fewest digits of a run taken for an account number. Below it: codes ("2002"), amounts, dates and counts, which
  * a refusal needs to stay readable. Every IBAN and most account numbers have more; a shorter one is masked only
- * as the value of a field named accountNumber.
+ * as the value of a field named accountNumber, or as the one the request carried.
  */
 const ACCOUNT_DIGITS = 8;
 
@@ -133,17 +191,26 @@ function writtenAsAmount(text: string, start: number, end: number): boolean {
 }
 
 /**
- * `text` with every secret of `secrets` (the API key, tokens, signing keys the client holds) replaced by
- * REDACTED, the values of fields, header lines and XML elements named as secret or personal (SECRET_KEYS) masked
- * (an account number as the logs mask it, any other replaced), bearer credentials replaced, and anything else that
- * looks like an account number or IBAN, and is not written as an amount or a time, masked as the logs mask
- * account numbers. Pure; callers cut the result to the length they keep.
+ * `text` with every secret of `secrets` (the API key, tokens, signing keys the client holds) replaced by REDACTED
+ * and every value of `sent` (the request's own account numbers and ID numbers) masked, in each form an echo may
+ * write them; then the values of fields, header lines and XML elements named as secret or personal (SECRET_KEYS)
+ * masked (an account number as the logs mask it, any other replaced), bearer credentials replaced, and anything
+ * else that looks like an account number or IBAN, and is not written as an amount or a time, masked as the logs
+ * mask account numbers. Pure; callers cut the result to the length they keep.
  */
-export function cleanServiceText(text: string, secrets: readonly string[]): string {
+export function cleanServiceText(text: string, secrets: readonly string[], sent: SentValues = NOTHING_SENT): string {
   let out = text;
   // Longest first: a secret holding another must not be left in part.
-  for (const secret of [...new Set(secrets)].filter((s) => s !== '').sort((a, b) => b.length - a.length)) {
-    out = out.replaceAll(secret, REDACTED);
+  const byLength = (a: string, b: string): number => b.length - a.length;
+  for (const form of [...new Set(secrets.filter((s) => s !== '').flatMap(writtenForms))].sort(byLength)) {
+    out = out.replaceAll(form, REDACTED);
+  }
+  const values = [
+    ...sent.accountNumbers.map((v) => ({ v, masked: maskAccountNumber(withoutSeparators(v)) })),
+    ...sent.others.map((v) => ({ v, masked: REDACTED })),
+  ];
+  for (const { v, masked } of values.filter(({ v }) => withoutSeparators(v) !== '').sort((a, b) => byLength(a.v, b.v))) {
+    out = out.replace(sentValuePattern(v), masked);
   }
   out = out.replace(FIELD, (whole: string, ...groups: unknown[]) => {
     const [, key, formKey, , quoted, bare] = groups as (string | undefined)[];

@@ -1,12 +1,14 @@
 /**
  * cleanServiceText: what the payout service writes (an error's msg, a failure reason) loses the client's secrets,
- * secret or personal field, header and element values, bearer credentials and account numbers, and keeps its
- * codes, amounts, times and words. And the client, the sandbox behind a proxy that echoes secrets into its
- * answers, hands on only cleaned texts.
+ * the request's own account and ID numbers in any form, secret or personal field, header and element values,
+ * bearer credentials and account numbers, and keeps its codes, amounts, times and words. And the client, the
+ * sandbox behind a proxy that echoes secrets and the request into its answers, hands on only cleaned texts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
-import { REDACTED, cleanServiceText } from '../../src/api/service-text.js';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+import { createBodyText } from '../../src/api/create-body.js';
+import { REDACTED, cleanServiceText, sentValues } from '../../src/api/service-text.js';
 import { API_KEY as CLIENT_API_KEY, apiErrorOf, closeAll, payoutRequest, startEnv } from './helpers.js';
 
 afterEach(closeAll);
@@ -54,6 +56,32 @@ describe('cleanServiceText', () => {
     expect(cleanServiceText('beneficiary%5BaccountNumber%5D=1234567&sender[idValue]=P1&payoutAmount=100', [])).toBe(
       `beneficiary%5BaccountNumber%5D=***4567&sender[idValue]=${REDACTED}&payoutAmount=100`,
     );
+  });
+
+  it("masks the request's own account and ID numbers however the echo writes them", () => {
+    const sent = sentValues(
+      createBodyText(
+        payoutRequest({
+          sender: { ...payoutRequest().sender, idValue: 'AB 123 456' },
+          beneficiary: { ...payoutRequest().beneficiary, accountNumber: '7654321' },
+        }),
+        { sortKeys: true },
+      ),
+    );
+    expect(sent).toEqual({ accountNumbers: ['7654321'], others: ['AB 123 456'] });
+    const echoes: [string, string][] = [
+      ['rejected value [AB 123 456]', `rejected value [${REDACTED}]`],
+      ['rejected value [AB123456] for account 7654321', `rejected value [${REDACTED}] for account ***4321`],
+      ['id=AB%20123%20456&id=AB+123+456 acct 765-4321', `id=${REDACTED}&id=${REDACTED} acct ***4321`],
+      // Alone only: a short account number does not cut into a longer number, an amount or a date.
+      ['payoutAmount 76543210.50, ref X7654321', 'payoutAmount 76543210.50, ref X7654321'],
+    ];
+    for (const [echo, cleaned] of echoes) expect(cleanServiceText(echo, [API_KEY], sent)).toBe(cleaned);
+    // A value of separators alone is no value to look for.
+    expect(cleanServiceText('a - b', [], { accountNumbers: ['-'], others: [' '] })).toBe('a - b');
+    // A secret the client holds, as JSON escapes it and as a URL encodes it.
+    const key = 'k/"x+y=';
+    expect(cleanServiceText(`a ${JSON.stringify(key)} b ${encodeURIComponent(key)}`, [key])).toBe(`a "${REDACTED}" b ${REDACTED}`);
   });
 
   it('replaces bearer credentials it does not know', () => {
@@ -127,5 +155,35 @@ describe('the client, the sandbox behind a proxy echoing secrets into its answer
         : null;
     const refused = await apiErrorOf(client.createPayout(payoutRequest({ merchantReferenceId: 'REF-3' })));
     expect(refused.msg).toBe(`invalid request: ${Array(secrets.length).fill(REDACTED).join(' ')} account ******7890`);
+  });
+
+  it("masks the request's own account and ID numbers in an echo of it, keeping its amount and timestamp", async () => {
+    const { client, proxy } = await startEnv();
+    const req = payoutRequest({ beneficiary: { ...payoutRequest().beneficiary, accountNumber: '7654321' } });
+    let timestamp = '';
+    proxy.answerInstead = (f) => {
+      if (!f.url.endsWith('/fiat-payout/create')) return null;
+      const header = (name: string): string => f.headers.find(([k]) => k.toLowerCase() === name.toLowerCase())?.[1] ?? '';
+      timestamp = header('X-TIMESTAMP');
+      const body = JSON.parse(f.body.toString('utf8')) as PayoutRequest;
+      // The field it refused, headers as lines, the body as a form: values as the request carried them.
+      const msg = [
+        `sender.idValue: rejected value [${body.sender.idValue}]; no account ${body.beneficiary.accountNumber.replace(/^(\d{3})/, '$1-')}`,
+        `SvcApiKey: ${header('SvcApiKey')}`,
+        `X-TIMESTAMP: ${timestamp}`,
+        `beneficiary%5BaccountNumber%5D=${body.beneficiary.accountNumber}&payoutAmount=${String(body.payoutAmount)}`,
+      ].join('\r\n');
+      return { status: 200, text: JSON.stringify({ code: '2002', msg, data: null }) };
+    };
+    const refused = await apiErrorOf(client.createPayout(req));
+    expect(refused.code).toBe('2002');
+    expect(refused.msg).toBe(
+      [
+        `sender.idValue: rejected value [${REDACTED}]; no account ***4321`,
+        `SvcApiKey: ${REDACTED}`,
+        `X-TIMESTAMP: ${timestamp}`,
+        'beneficiary%5BaccountNumber%5D=***4321&payoutAmount=1000',
+      ].join('\r\n'),
+    );
   });
 });
