@@ -8,18 +8,16 @@
  * only, pages show account numbers masked, and a 1,000-batch history pages.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConsoleServer, addUser, noApprovals, type Role } from '../../src/console/index.js';
+import { ConsoleServer, addUser, type Role } from '../../src/console/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import { outboxName } from '../../src/daemon/outbox.js';
-import { closeDatabase, consoleUploaderOf, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
+import { consoleUploaderOf, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
-import { openTestDatabase } from '../support/database.js';
+import { startTestConsole, type TestConsole } from '../support/console.js';
 import { inodeOf } from '../support/files.js';
 
 const PASSWORD = 'a long enough password';
@@ -27,9 +25,9 @@ const ROLES: Role[] = ['viewer', 'uploader', 'approver', 'admin'];
 const ACCOUNT = '001234567890';
 const MAX_UPLOAD = 4096;
 
+let t: TestConsole;
 let dir = '';
 let db: Database;
-let server: ConsoleServer;
 /** The same console, believing the user header from 127.0.0.1 (a reverse proxy on this machine). */
 let proxied: ConsoleServer;
 let proxiedBase = '';
@@ -119,44 +117,18 @@ function toColumns(b: ReturnType<typeof receivedBatch>): Record<string, unknown>
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'payoutd-console-http-'));
-  for (const d of ['inbox', 'outbox', 'state']) await mkdir(join(dir, d));
-  db = await openTestDatabase(join(dir, 'state'));
+  t = await startTestConsole('payoutd-console-http-', () => ({ inboxIgnore: ['*.skip.csv'], maxUploadBytes: MAX_UPLOAD }));
+  ({ dir, db, base } = t);
   for (const role of ROLES) await addUser(db, role, role, PASSWORD, Date.now());
   await seed();
-  const options = {
-    host: '127.0.0.1',
-    port: 0,
-    db,
-    logger: pino({ level: 'silent' }),
-    now: () => Date.now(),
-    inbox: inbox(),
-    outbox: outbox(),
-    stateDir: join(dir, 'state'),
-    inboxIgnore: ['*.skip.csv'],
-    outboxNameOf: outboxName,
-    approvals: noApprovals,
-    trustedProxies: [],
-    userHeader: 'Remote-User',
-    sessionMs: 3_600_000,
-    secureCookie: false,
-    lockout: { maxFailures: 5, lockMs: 60_000 },
-    maxUploadBytes: MAX_UPLOAD,
-    refreshMs: 3000,
-    pageSize: 50,
-  };
-  server = new ConsoleServer(options);
-  base = await server.listen();
   await addUser(db, 'sso-approver', 'approver', null, Date.now());
-  proxied = new ConsoleServer({ ...options, trustedProxies: ['127.0.0.1'] });
+  proxied = new ConsoleServer({ ...t.options, trustedProxies: ['127.0.0.1'] });
   proxiedBase = await proxied.listen();
 }, 60_000);
 
 afterAll(async () => {
-  await server?.close();
   await proxied?.close();
-  if (db) await closeDatabase(db);
-  await rm(dir, { recursive: true, force: true });
+  await t?.close();
 });
 
 interface Session {

@@ -5,24 +5,21 @@
  * an uploader recorded by uid only is still refused her own batch.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UserDirectory } from '../../src/approval/index.js';
-import { ConsoleServer, addUser, approvalsThrough } from '../../src/console/index.js';
+import { addUser, approvalsThrough } from '../../src/console/index.js';
 import { configSchema } from '../../src/config/schema.js';
-import { outboxName } from '../../src/daemon/outbox.js';
 import { ManualClock } from '../../src/domain/clock.js';
-import { closeDatabase, getBatch, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
-import { openTestDatabase } from '../support/database.js';
+import { getBatch, insertBatch, receivedBatch, type Database } from '../../src/store/index.js';
+import { startTestConsole, type TestConsole } from '../support/console.js';
 
 const PASSWORD = 'a long enough password';
 const CSV = 'merchantReferenceId,payoutAmount\nINV-1,100.00\n';
+let t: TestConsole;
 let dir = '';
 let db: Database;
-let server: ConsoleServer;
 let base = '';
 
 const users: UserDirectory = {
@@ -32,40 +29,15 @@ const users: UserDirectory = {
 };
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'payoutd-console-uploader-'));
-  for (const d of ['inbox', 'outbox', 'state']) await mkdir(join(dir, d));
-  db = await openTestDatabase(join(dir, 'state'));
-  for (const name of ['bob', 'mallory']) await addUser(db, name, 'admin', PASSWORD, Date.now());
   const c = configSchema.parse({ approval: { required: 'always', approvers: { users: ['bob', 'mallory'] } } });
-  server = new ConsoleServer({
-    host: '127.0.0.1',
-    port: 0,
-    db,
-    logger: pino({ level: 'silent' }),
-    now: () => Date.now(),
-    inbox: join(dir, 'inbox'),
-    outbox: join(dir, 'outbox'),
-    stateDir: join(dir, 'state'),
-    inboxIgnore: [],
-    outboxNameOf: outboxName,
+  t = await startTestConsole('payoutd-console-uploader-', (db) => ({
     approvals: approvalsThrough({ db, clock: new ManualClock(Date.now()), users, policy: { approval: c.approval, limits: c.limits } }),
-    trustedProxies: [],
-    userHeader: 'Remote-User',
-    sessionMs: 3_600_000,
-    secureCookie: false,
-    lockout: { maxFailures: 5, lockMs: 60_000 },
-    maxUploadBytes: 1 << 20,
-    refreshMs: 3000,
-    pageSize: 50,
-  });
-  base = await server.listen();
+  }));
+  ({ dir, db, base } = t);
+  for (const name of ['bob', 'mallory']) await addUser(db, name, 'admin', PASSWORD, Date.now());
 }, 60_000);
 
-afterAll(async () => {
-  await server?.close();
-  if (db) await closeDatabase(db);
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(() => t?.close());
 
 async function session(name: string): Promise<{ cookie: string; csrf: string }> {
   const form = await fetch(`${base}/sign-in`, { redirect: 'manual' });
