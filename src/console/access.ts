@@ -43,7 +43,11 @@ export interface AccessOptions {
   lockout: { maxFailures: number; lockMs: number };
 }
 
-export type SignInResult = { ok: true; cookieValue: string } | { ok: false; why: 'bad-credentials' | 'locked' };
+/**
+ * A refusal says why for the log: `unknown-user` when no user has the name given (which may be a password typed
+ * into the wrong box, so it is never logged); the page shows it as a wrong name or password, like `bad-credentials`.
+ */
+export type SignInResult = { ok: true; cookieValue: string } | { ok: false; why: 'unknown-user' | 'bad-credentials' | 'locked' };
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -105,7 +109,8 @@ export class ConsoleAccess {
     const user = name === '' ? undefined : await getConsoleUser(o.db, name);
     // The hash is checked even for an unknown name, so timing does not tell which names exist.
     const matches = await verifyPassword(password, user?.passwordHash ?? DECOY_HASH);
-    if (!user || user.passwordHash === null) return { ok: false, why: 'bad-credentials' };
+    if (!user) return { ok: false, why: 'unknown-user' };
+    if (user.passwordHash === null) return { ok: false, why: 'bad-credentials' };
     if (user.lockedUntil !== null && user.lockedUntil > now) return { ok: false, why: 'locked' };
     if (!matches) {
       await recordFailedSignIn(o.db, user.name, o.lockout.maxFailures, o.lockout.lockMs, now);

@@ -301,7 +301,11 @@ export class ConsoleServer {
     const name = (form.get('name') ?? '').trim();
     const result = await this.access.signIn(name.slice(0, 128), (form.get('password') ?? '').slice(0, 1024));
     if (!result.ok) {
-      this.o.logger.warn({ user: name.slice(0, 128), why: result.why }, 'console: sign-in refused');
+      // The text of an unknown name is not logged: it may be a password typed into the name box.
+      this.o.logger.warn(
+        result.why === 'unknown-user' ? { why: result.why } : { user: name.slice(0, 128), why: result.why },
+        'console: sign-in refused',
+      );
       const message =
         result.why === 'locked'
           ? 'This user is locked out after repeated failed sign-ins: wait, or ask an administrator (payoutd user unlock).'

@@ -92,7 +92,7 @@ describe('console access', () => {
   it('an unknown name and a proxy-only user cannot sign in with a password', async () => {
     await addUser(t.db, 'dave', 'viewer', null, now);
     const a = access();
-    expect(await a.signIn('nobody', 'correct horse battery')).toEqual({ ok: false, why: 'bad-credentials' });
+    expect(await a.signIn('nobody', 'correct horse battery')).toEqual({ ok: false, why: 'unknown-user' });
     expect(await a.signIn('dave', '')).toEqual({ ok: false, why: 'bad-credentials' });
   });
 

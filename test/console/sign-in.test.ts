@@ -1,0 +1,70 @@
+/**
+ * Console sign-in over real HTTP on a real SQLite file, with the log caught:
+ * a refused sign-in logs the name only of a user that exists (an unknown
+ * name may be a password typed into the wrong box).
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { addUser } from '../../src/console/index.js';
+import type { Database } from '../../src/store/index.js';
+import { startTestConsole, type TestConsole } from '../support/console.js';
+
+const PASSWORD = 'a long enough password';
+const MAX_FAILURES = 5;
+
+let t: TestConsole;
+let db: Database;
+let base = '';
+let lines: string[] = [];
+
+beforeAll(async () => {
+  const sink = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(chunk.toString('utf8')), done()) });
+  t = await startTestConsole('payoutd-console-sign-in-', () => ({
+    logger: pino({ level: 'info' }, sink),
+    lockout: { maxFailures: MAX_FAILURES, lockMs: 3_600_000 },
+  }));
+  ({ db, base } = t);
+}, 60_000);
+
+afterAll(() => t?.close());
+
+beforeEach(() => {
+  lines = [];
+});
+
+/** The sign-in form's double-submitted token: its cookie and its form value. */
+async function signInForm(): Promise<{ cookie: string; csrf: string }> {
+  const form = await fetch(`${base}/sign-in`, { redirect: 'manual' });
+  const cookie = (form.headers.get('set-cookie') ?? '').split(';')[0] as string;
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  return { cookie, csrf };
+}
+
+async function signIn(name: string, password: string, form?: { cookie: string; csrf: string }): Promise<Response> {
+  const f = form ?? (await signInForm());
+  return fetch(`${base}/sign-in`, {
+    method: 'POST',
+    headers: { cookie: f.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf: f.csrf, name, password, next: '/batches' }),
+    redirect: 'manual',
+  });
+}
+
+const logged = (): Record<string, unknown>[] => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('console sign-in: the log', () => {
+  it('never logs a name no user has (it may be a password), and names a user that exists', async () => {
+    await addUser(db, 'li', 'viewer', PASSWORD, Date.now());
+    const typed = await signIn('S3cret-Passw0rd!', '');
+    expect(typed.status).toBe(401);
+    expect(await typed.text()).toContain('Wrong user name or password');
+    expect(lines.join('')).not.toContain('S3cret');
+    expect(logged()).toMatchObject([{ msg: 'console: sign-in refused', why: 'unknown-user' }]);
+    expect(logged()[0]).not.toHaveProperty('user');
+
+    lines = [];
+    expect((await signIn('li', 'not the password')).status).toBe(401);
+    expect(logged()).toMatchObject([{ msg: 'console: sign-in refused', user: 'li', why: 'bad-credentials' }]);
+  });
+});
