@@ -1,23 +1,14 @@
 /**
  * Who is asking: a session cookie from a console sign-in, or the user header
  * of a trusted reverse proxy (only when the connection comes from one of
- * `console.trustedProxies`). Sign-in with a password counts failures and
- * locks a user out after `lockout.maxFailures` in a row. Every state-changing
- * request must carry the CSRF token of its identity: a session's own random
+ * `console.trustedProxies`). Sign-in with a password counts each attempt
+ * before its check and locks a user out after `lockout.maxFailures` in a
+ * row without a success. Every state-changing request must carry the CSRF token of its identity: a session's own random
  * token, or for a proxy user an HMAC of the name under a per-process key.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import {
-  deleteConsoleSession,
-  deleteConsoleSessions,
-  getConsoleSession,
-  getConsoleUser,
-  insertConsoleSession,
-  recordFailedSignIn,
-  recordSignIn,
-  type Database,
-} from '../store/index.js';
+import { beginSignIn, deleteConsoleSession, endSignIn, getConsoleSession, getConsoleUser, type Database } from '../store/index.js';
 import { DECOY_HASH, verifyPassword } from './passwords.js';
 import { isRole, type Role } from './roles.js';
 
@@ -102,30 +93,31 @@ export class ConsoleAccess {
     return createHmac('sha256', this.proxyKey).update(`csrf:${user}`).digest('hex');
   }
 
-  /** Checks a password; on success starts a session and returns its cookie value (shown to no one else). */
+  /**
+   * Checks a password; on success starts a session and returns its cookie value (shown to no one else).
+   * The attempt is counted before the check (src/store/console-access.ts: beginSignIn), so no more than
+   * `lockout.maxFailures` passwords are checked before a lock, however many arrive at once.
+   */
   async signIn(name: string, password: string): Promise<SignInResult> {
     const o = this.options;
-    const now = o.now();
-    const user = name === '' ? undefined : await getConsoleUser(o.db, name);
-    // The hash is checked even for an unknown name, so timing does not tell which names exist.
-    const matches = await verifyPassword(password, user?.passwordHash ?? DECOY_HASH);
-    if (!user) return { ok: false, why: 'unknown-user' };
-    if (user.passwordHash === null) return { ok: false, why: 'bad-credentials' };
-    if (user.lockedUntil !== null && user.lockedUntil > now) return { ok: false, why: 'locked' };
-    if (!matches) {
-      await recordFailedSignIn(o.db, user.name, o.lockout.maxFailures, o.lockout.lockMs, now);
-      return { ok: false, why: 'bad-credentials' };
+    const start = name === '' ? ({ kind: 'unknown-user' } as const) : await beginSignIn(o.db, name, o.lockout, o.now());
+    if (start.kind === 'locked') return { ok: false, why: 'locked' };
+    if (start.kind !== 'counted') {
+      // The hash is checked even for an unknown name, so timing does not tell which names exist.
+      await verifyPassword(password, DECOY_HASH);
+      return { ok: false, why: start.kind === 'unknown-user' ? 'unknown-user' : 'bad-credentials' };
     }
-    await recordSignIn(o.db, user.name, now);
-    await deleteConsoleSessions(o.db, { expiredAt: now });
+    if (!(await verifyPassword(password, start.passwordHash))) return { ok: false, why: 'bad-credentials' };
+    const now = o.now();
     const cookieValue = randomBytes(32).toString('base64url');
-    await insertConsoleSession(o.db, {
+    const ended = await endSignIn(o.db, start, {
       idHash: sha256(cookieValue),
-      userName: user.name,
+      userName: name,
       csrfToken: randomBytes(32).toString('hex'),
       createdAt: now,
       expiresAt: now + o.sessionMs,
     });
+    if (ended !== 'ok') return { ok: false, why: ended === 'locked' ? 'locked' : 'bad-credentials' };
     return { ok: true, cookieValue };
   }
 

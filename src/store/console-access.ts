@@ -1,10 +1,11 @@
 /**
  * The finance console's users and sessions. A user has a role and, unless
  * the reverse proxy signs them in, a password hash (made by src/console);
- * failed sign-ins count towards a lock-out. A session is stored as the
- * SHA-256 of its cookie value, so the database never holds a usable cookie.
+ * sign-in attempts count towards a lock-out before their password is
+ * checked. A session is stored as the SHA-256 of its cookie value, so the
+ * database never holds a usable cookie.
  */
-import { writeTransaction, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 
 export interface ConsoleUserRecord {
@@ -79,22 +80,72 @@ export async function deleteConsoleUser(db: Database, name: string): Promise<boo
   });
 }
 
-/**
- * Counts a failed sign-in in one statement (two at once both count) and locks the user for `lockMs` once
- * `maxFailures` are reached; the count starts again after the lock.
- */
-export async function recordFailedSignIn(db: Database, name: string, maxFailures: number, lockMs: number, now: number): Promise<void> {
-  await db('console_users')
-    .where({ name })
-    .update({ failed_attempts: db.raw('failed_attempts + 1'), updated_at: now });
-  await db('console_users')
-    .where({ name })
-    .andWhere('failed_attempts', '>=', maxFailures)
-    .update({ failed_attempts: 0, locked_until: now + lockMs, updated_at: now });
+interface LockoutRow {
+  password_hash: string | null;
+  failed_attempts: number;
+  locked_until: number | null;
 }
 
-export async function recordSignIn(db: Database, name: string, now: number): Promise<void> {
-  await db('console_users').where({ name }).update({ failed_attempts: 0, locked_until: null, updated_at: now });
+/** A user's lock-out columns, read to change them in the same transaction (locked against others on PostgreSQL). */
+async function lockoutRow(trx: Database, name: string): Promise<LockoutRow | undefined> {
+  const q = trx('console_users').where({ name });
+  return (await (isPostgres(trx) ? q.forUpdate() : q).first('password_hash', 'failed_attempts', 'locked_until')) as LockoutRow | undefined;
+}
+
+/** A sign-in's start: the password may be checked only when it was `counted`. */
+export type SignInStart =
+  | { kind: 'unknown-user' }
+  | { kind: 'no-password' }
+  | { kind: 'locked' }
+  /** `ownLock`: the lock this attempt set by reaching the limit, which its own success may lift. */
+  | { kind: 'counted'; passwordHash: string; ownLock: number | null };
+
+/**
+ * Counts a sign-in attempt as failed before its password is checked, in one transaction with the lock check,
+ * so parallel attempts cannot all pass a check made before any failure is counted: while a lock is in force
+ * none is counted or checked, and the attempt that reaches `maxFailures` sets the lock itself (the count
+ * starts again after it). An attempt that never ends (a crash in its check) stays counted.
+ */
+export async function beginSignIn(
+  db: Database,
+  name: string,
+  lockout: { maxFailures: number; lockMs: number },
+  now: number,
+): Promise<SignInStart> {
+  return writeTransaction(db, async (trx) => {
+    const row = await lockoutRow(trx, name);
+    if (!row) return { kind: 'unknown-user' };
+    if (row.password_hash === null) return { kind: 'no-password' };
+    if (row.locked_until !== null && row.locked_until > now) return { kind: 'locked' };
+    const attempts = (row.locked_until === null ? row.failed_attempts : 0) + 1;
+    const ownLock = attempts >= lockout.maxFailures ? now + lockout.lockMs : null;
+    await trx('console_users')
+      .where({ name })
+      .update({ failed_attempts: ownLock === null ? attempts : 0, locked_until: ownLock, updated_at: now });
+    return { kind: 'counted', passwordHash: row.password_hash, ownLock };
+  });
+}
+
+/**
+ * Ends a sign-in whose password matched: clears the count and starts `session`, in one transaction, unless a
+ * lock set by another attempt since this one began is in force (`locked`), or the password was changed or the
+ * user removed meanwhile (`changed`). Expired sessions are removed on the way.
+ */
+export async function endSignIn(
+  db: Database,
+  start: { passwordHash: string; ownLock: number | null },
+  session: ConsoleSessionRecord,
+): Promise<'ok' | 'locked' | 'changed'> {
+  const now = session.createdAt;
+  return writeTransaction(db, async (trx) => {
+    const row = await lockoutRow(trx, session.userName);
+    if (!row || row.password_hash !== start.passwordHash) return 'changed';
+    if (row.locked_until !== null && row.locked_until > now && row.locked_until !== start.ownLock) return 'locked';
+    await trx('console_users').where({ name: session.userName }).update({ failed_attempts: 0, locked_until: null, updated_at: now });
+    await deleteConsoleSessions(trx, { expiredAt: now });
+    await insertConsoleSession(trx, session);
+    return 'ok';
+  });
 }
 
 export async function insertConsoleSession(db: Database, session: ConsoleSessionRecord): Promise<void> {

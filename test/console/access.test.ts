@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ConsoleAccess, SESSION_COOKIE } from '../../src/console/access.js';
 import { addUser, hashPassword, listUsers, removeUser, setPassword, setRole, unlockUser, verifyPassword } from '../../src/console/index.js';
 import { getConsoleUser } from '../../src/store/index.js';
+import { checkSignInLockout } from '../store/sign-in-lockout.js';
 import { useTestDatabase } from '../support/database.js';
 
 /** A request as node:http would hand it over, from `address`, with these headers. */
@@ -88,6 +89,9 @@ describe('console access', () => {
     await a.signIn('carol', 'wrong password!');
     expect((await a.signIn('carol', 'correct horse battery')).ok).toBe(true);
   });
+
+  it('counts attempts before their check: no more than the limit are checked at once (test/store/sign-in-lockout.ts)', () =>
+    checkSignInLockout(t.db));
 
   it('an unknown name and a proxy-only user cannot sign in with a password', async () => {
     await addUser(t.db, 'dave', 'viewer', null, now);

@@ -1,13 +1,14 @@
 /**
  * Console sign-in over real HTTP on a real SQLite file, with the log caught:
  * a refused sign-in logs the name only of a user that exists (an unknown
- * name may be a password typed into the wrong box).
+ * name may be a password typed into the wrong box), and wrong passwords
+ * sent all at once are checked no more often than the lock-out allows.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { addUser } from '../../src/console/index.js';
-import type { Database } from '../../src/store/index.js';
+import { getConsoleUser, type Database } from '../../src/store/index.js';
 import { startTestConsole, type TestConsole } from '../support/console.js';
 
 const PASSWORD = 'a long enough password';
@@ -66,5 +67,45 @@ describe('console sign-in: the log', () => {
     lines = [];
     expect((await signIn('li', 'not the password')).status).toBe(401);
     expect(logged()).toMatchObject([{ msg: 'console: sign-in refused', user: 'li', why: 'bad-credentials' }]);
+  });
+});
+
+const hasSession = (r: Response): boolean =>
+  r.headers.getSetCookie().some((c) => c.startsWith('payoutd_session=') && !c.includes('Max-Age=0'));
+
+/** What a refused sign-in's page says: a wrong password, or a lock-out. */
+async function answerOf(r: Response): Promise<string> {
+  const page = await r.text();
+  if (hasSession(r)) return 'signed in';
+  if (page.includes('locked out')) return 'locked';
+  if (page.includes('Wrong user name or password')) return 'wrong';
+  return `${r.status}`;
+}
+
+describe('console sign-in: guesses sent all at once', () => {
+  it(`checks no more than ${MAX_FAILURES} of them, and the right password afterwards is locked out`, async () => {
+    await addUser(db, 'maria', 'approver', PASSWORD, Date.now());
+    const forms = await Promise.all(Array.from({ length: 40 }, () => signInForm()));
+    const answers = await Promise.all(forms.map(async (f, i) => answerOf(await signIn('maria', `wrong guess ${i}`, f))));
+    expect(answers.filter((a) => a === 'wrong')).toHaveLength(MAX_FAILURES);
+    expect(answers.filter((a) => a === 'locked')).toHaveLength(40 - MAX_FAILURES);
+
+    const right = await signIn('maria', PASSWORD);
+    expect(await answerOf(right)).toBe('locked');
+    expect((await getConsoleUser(db, 'maria'))?.lockedUntil).toBeGreaterThan(Date.now());
+  });
+
+  it('a burst with the right password in it ends locked unless the right one was among the passwords checked', async () => {
+    await addUser(db, 'jose', 'approver', PASSWORD, Date.now());
+    const forms = await Promise.all(Array.from({ length: 31 }, () => signInForm()));
+    const answers = await Promise.all(
+      forms.map(async (f, i) => answerOf(await signIn('jose', i === 30 ? PASSWORD : `wrong guess ${i}`, f))),
+    );
+    const wrong = answers.filter((a) => a === 'wrong').length;
+    const signedIn = answers[30] === 'signed in';
+    // The right one checked counts among the attempts the lock-out allows.
+    expect(wrong + (signedIn ? 1 : 0)).toBeLessThanOrEqual(MAX_FAILURES);
+    expect(answers.filter((a) => a === 'locked')).toHaveLength(31 - wrong - (signedIn ? 1 : 0));
+    if (!signedIn) expect((await getConsoleUser(db, 'jose'))?.lockedUntil).toBeGreaterThan(Date.now());
   });
 });

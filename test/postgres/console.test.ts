@@ -1,6 +1,7 @@
 /**
  * PostgreSQL: the console's tables (migration 0017) and reads work there as
- * on SQLite: users with their lock-out counted in SQL, sessions that expire,
+ * on SQLite: users with their lock-out counted in SQL (attempts at once
+ * on several connections counted before their check), sessions that expire,
  * uploads found by name and bytes, a page of batches newest first with its
  * filters, and rows found by a reference in which LIKE's wildcards are text
  * and ASCII letters match in either case, as on SQLite.
@@ -21,6 +22,7 @@ import {
 import { insertRows } from '../../src/store/insert-rows.js';
 import { payoutRequest } from '../support/rows.js';
 import { checkReferenceSearch } from '../store/reference-search.js';
+import { checkSignInLockout } from '../store/sign-in-lockout.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
@@ -47,6 +49,9 @@ describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
     const ok = await access.signIn('ana', 'a long enough password');
     expect(ok.ok).toBe(true);
   });
+
+  it('counts sign-in attempts before their check, with several connections at once (test/store/sign-in-lockout.ts)', () =>
+    checkSignInLockout(store.db));
 
   it('finds uploads by file, name and bytes, pages batches and finds rows by a literal reference', async () => {
     const file = { fileName: 'p.csv', storedPath: '/x', controlPath: null, doneMarker: false, size: 1, mtimeMs: 1 };

@@ -1,0 +1,66 @@
+/**
+ * The console's sign-in lock-out, checked on a real database of either engine (SQLite in test/console,
+ * PostgreSQL in test/postgres): attempts sent at once are counted before their check, so no more than
+ * the limit are checked; a right password whose check overlapped a lock set by other attempts is refused
+ * and leaves the lock; one that set the lock itself by reaching the limit lifts it.
+ */
+import { expect } from 'vitest';
+import { ConsoleAccess } from '../../src/console/access.js';
+import { addUser, setPassword } from '../../src/console/index.js';
+import type { Database } from '../../src/store/db.js';
+import { beginSignIn, endSignIn, getConsoleUser } from '../../src/store/console-access.js';
+
+const PASSWORD = 'a long enough password';
+const LOCKOUT = { maxFailures: 3, lockMs: 60_000 };
+
+export async function checkSignInLockout(db: Database): Promise<void> {
+  const now = 1_000_000;
+  const access = new ConsoleAccess({
+    db,
+    now: () => now,
+    sessionMs: 1000,
+    trustedProxies: [],
+    userHeader: 'Remote-User',
+    lockout: LOCKOUT,
+  });
+  const session = (userName: string) => ({
+    idHash: `${userName}-session`,
+    userName,
+    csrfToken: 'c',
+    createdAt: now,
+    expiresAt: now + 1000,
+  });
+  const counted = async (name: string) => {
+    const start = await beginSignIn(db, name, LOCKOUT, now);
+    if (start.kind !== 'counted') throw new Error(`${name}: not counted but ${start.kind}`);
+    return start;
+  };
+  for (const name of ['ana', 'bo', 'cy', 'di']) await addUser(db, name, 'viewer', PASSWORD, now);
+
+  // Wrong guesses all at once: the limit's worth are checked, the rest refused unchecked.
+  const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => access.signIn('ana', `wrong guess ${i}`)));
+  expect(answers.filter((a) => !a.ok && a.why === 'bad-credentials')).toHaveLength(LOCKOUT.maxFailures);
+  expect(answers.filter((a) => !a.ok && a.why === 'locked')).toHaveLength(12 - LOCKOUT.maxFailures);
+  expect(await getConsoleUser(db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: now + LOCKOUT.lockMs });
+  expect(await access.signIn('ana', PASSWORD)).toEqual({ ok: false, why: 'locked' });
+
+  // The right password is being checked while other attempts reach the limit: refused, and the lock stays.
+  const right = await counted('bo');
+  for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('bo');
+  expect(await endSignIn(db, right, session('bo'))).toBe('locked');
+  expect(await getConsoleUser(db, 'bo')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
+  expect(await db('console_sessions').where({ user_name: 'bo' })).toEqual([]);
+
+  // The right password as the attempt that reaches the limit: it set the lock, and its success lifts it.
+  for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('cy');
+  const last = await counted('cy');
+  expect(last.ownLock).toBe(now + LOCKOUT.lockMs);
+  expect(await endSignIn(db, last, session('cy'))).toBe('ok');
+  expect(await getConsoleUser(db, 'cy')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+
+  // A password changed while the old one was being checked: no session.
+  const old = await counted('di');
+  await setPassword(db, 'di', 'another good password', now);
+  expect(await endSignIn(db, old, session('di'))).toBe('changed');
+  expect(await db('console_sessions').where({ user_name: 'di' })).toEqual([]);
+}
