@@ -15,7 +15,15 @@ import type { OutboxFile } from './files.js';
 import { duration, html, utc, type Html } from './html.js';
 import { may } from './roles.js';
 import type { ConsoleUser } from './users.js';
-import { acceptedTotalsOf, totalsOf, type BatchListItem, type Progress, type StatusTotal, type TimelineEvent } from './views.js';
+import {
+  acceptedTotalsOf,
+  isOwnUpload,
+  totalsOf,
+  type BatchListItem,
+  type Progress,
+  type StatusTotal,
+  type TimelineEvent,
+} from './views.js';
 
 export interface PageContext {
   identity: Identity | null;
@@ -224,7 +232,7 @@ export interface BatchPageData {
   rowPage: number;
   reference: string;
   pageSize: number;
-  /** The signed-in user uploaded this batch (they may not approve it). */
+  /** The signed-in user uploaded this batch (they may reject it, not approve it). */
   ownUpload: boolean;
 }
 
@@ -313,7 +321,7 @@ export function batchPage(ctx: PageContext, d: BatchPageData): Html {
               ${
                 canApprove
                   ? d.ownUpload
-                    ? 'You uploaded it, so someone else must approve it.'
+                    ? html`You uploaded it, so someone else must approve it. <a href="/batches/${b.id}/approve">Reject it</a>`
                     : html`<a href="/batches/${b.id}/approve">Approve or reject it</a>`
                   : 'Your role cannot approve batches.'
               }
@@ -389,12 +397,15 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
   // What an approval lets go and records (the rows that will be sent), not every row of the file.
   const figures = figuresOf(b);
   const toPay = `${totalsText(figures.totals)} in ${figures.rows} row${figures.rows === 1 ? '' : 's'}`;
+  // The uploader is offered the rejection only: they may stop their own batch, not let it go.
+  const own = isOwnUpload(item, id.user);
   return layout(
     ctx,
-    `Approve ${b.fileName}`,
+    `${own ? 'Reject' : 'Approve'} ${b.fileName}`,
     html`<p><a href="/batches/${b.id}">← Back to the batch</a></p>
-      <h1>Approve or reject ${b.fileName}</h1>
+      <h1>${own ? 'Reject' : 'Approve or reject'} ${b.fileName}</h1>
       ${message ? html`<p class="error" role="alert">${message}</p>` : ''}
+      ${own ? html`<p class="notice">You uploaded this batch, so someone else must approve it; you may reject it.</p>` : ''}
       <dl class="facts">
         <dt>Batch</dt>
         <dd><code>${b.id}</code></dd>
@@ -417,7 +428,7 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
           <label>Comment (required to reject) <textarea name="comment" rows="3" cols="60" maxlength="500"></textarea></label>
         </p>
         <p>
-          <button type="submit" name="decision" value="approve">Approve: pay ${toPay}</button>
+          ${own ? '' : html`<button type="submit" name="decision" value="approve">Approve: pay ${toPay}</button>`}
           <button type="submit" name="decision" value="reject">Reject: pay nothing</button>
         </p>
       </form>`,

@@ -34,7 +34,7 @@ import { listBatchTimeline } from '../notify/index.js';
 import { may, type Permission } from './roles.js';
 import { acceptUpload } from './upload.js';
 import { listUsers } from './users.js';
-import { listItem, statusTotals, timelineOf, type BatchListItem } from './views.js';
+import { isOwnUpload, listItem, statusTotals, timelineOf, type BatchListItem } from './views.js';
 
 export interface ConsoleOptions {
   host: string;
@@ -404,7 +404,7 @@ export class ConsoleServer {
         rowPage,
         reference,
         pageSize: this.o.pageSize,
-        ownUpload: item.uploader === identity.user,
+        ownUpload: isOwnUpload(item, identity.user),
       }),
     );
   }
@@ -507,19 +507,16 @@ export class ConsoleServer {
 
   // ------------------------------------------------------------ approvals
 
-  private async awaiting(req: IncomingMessage, batch: BatchRecord): Promise<BatchListItem> {
+  private async awaiting(batch: BatchRecord): Promise<BatchListItem> {
     const { item: found } = await this.itemOf(batch);
     if (!this.o.approvals.available) throw new Answer(409, 'This payoutd has no batch approvals.');
     if (!found.awaitingApproval) throw new Answer(409, `Batch ${batch.id} does not wait for an approval.`);
-    if (found.uploader !== null && found.uploader === this.who(req).user) {
-      throw new Answer(403, 'You uploaded this batch: someone else must approve or reject it.');
-    }
     return found;
   }
 
   private async approveForm(req: IncomingMessage, res: ServerResponse, id: string, message: string | null): Promise<void> {
     const batch = await this.batchOr404(id);
-    const item = await this.awaiting(req, batch);
+    const item = await this.awaiting(batch);
     this.page(res, approvePage(this.ctx(this.who(req)), item, await statusTotals(this.o.db, id), message), message ? 400 : 200);
   }
 
@@ -527,10 +524,14 @@ export class ConsoleServer {
     const form = await this.form(req);
     this.checkCsrf(req, form.get('csrf'));
     const batch = await this.batchOr404(id);
-    await this.awaiting(req, batch);
+    const item = await this.awaiting(batch);
     const decision = form.get('decision');
     const comment = (form.get('comment') ?? '').trim().slice(0, 500);
     if (decision !== 'approve' && decision !== 'reject') return this.approveForm(req, res, id, 'Choose Approve or Reject.');
+    // The uploader may stop their own batch, never let it go.
+    if (decision === 'approve' && isOwnUpload(item, this.who(req).user)) {
+      throw new Answer(403, 'You uploaded this batch, so someone else must approve it; you may reject it.');
+    }
     if (decision === 'reject' && comment === '') return this.approveForm(req, res, id, 'Say why the batch is rejected.');
     if (form.get('sha256') !== batch.sha256) {
       return this.approveForm(req, res, id, 'The file is not the one shown when this page was opened: check it again.');

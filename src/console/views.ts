@@ -86,6 +86,11 @@ export async function listItem(db: Database, batch: BatchRecord, approval: Appro
   };
 }
 
+/** The user uploaded this batch: as an approver they may reject it, never approve it (docs/approval.md). */
+export function isOwnUpload(item: BatchListItem, user: string): boolean {
+  return item.uploader !== null && item.uploader === user;
+}
+
 export interface StatusTotal {
   state: RowState;
   currency: string;

@@ -2,7 +2,8 @@
  * Who the console says uploaded a batch, over real HTTP on a real SQLite
  * file with the real approvals: the uploader the daemon recorded when it
  * took the file, never an earlier console upload of the same name and bytes;
- * an uploader recorded by uid only is still refused her own batch.
+ * an uploader recorded by uid only is still refused her own batch; an
+ * uploader who is an approver may reject her own batch, never approve it.
  */
 import { createHash } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
@@ -59,6 +60,37 @@ async function session(name: string): Promise<{ cookie: string; csrf: string }> 
 
 const text = (page: string): string => page.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
 
+/** A batch of `csv` (stored in the state folder) waiting for one approval, uploaded by whom `uploader` says; its SHA-256. */
+async function awaitingBatch(
+  id: string,
+  csv: string,
+  uploader: { uploadedBy: string | null; uploadedByUid: number | null },
+): Promise<string> {
+  const path = join(dir, 'state', `${id}.csv`);
+  await writeFile(path, csv);
+  const sha256 = createHash('sha256').update(csv).digest('hex');
+  const file = { fileName: `${id}.csv`, storedPath: path, controlPath: null, doneMarker: false, size: csv.length, mtimeMs: Date.now() };
+  await insertBatch(db, {
+    ...receivedBatch({ ...file, id, sha256, ...uploader }, Date.now()),
+    state: 'ACTIVE',
+    holdCode: 'AWAITING_APPROVAL',
+    approvalState: 'REQUIRED',
+    approvalsNeeded: 1,
+    approvalExpiresAt: Date.now() + 3_600_000,
+  });
+  return sha256;
+}
+
+/** A decision posted from the batch's confirmation. */
+function decide(s: { cookie: string; csrf: string }, id: string, fields: Record<string, string>): Promise<Response> {
+  return fetch(`${base}/batches/${id}/approve`, {
+    method: 'POST',
+    headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ csrf: s.csrf, ...fields }),
+    redirect: 'manual',
+  });
+}
+
 describe('console: the uploader of a batch', () => {
   it('an SFTP resend of a file once uploaded in the console is its sender’s, not the console user’s', async () => {
     const bob = await session('bob');
@@ -96,10 +128,14 @@ describe('console: the uploader of a batch', () => {
     expect(page).toContain('received (uploaded by mallory)');
     const list = await (await fetch(`${base}/batches`, { headers: { cookie: bob.cookie } })).text();
     expect(text(/data-batch="B-RESEND"[\s\S]*?<\/tr>/.exec(list)?.[0] ?? '')).toContain('mallory');
-    // Bob may approve mallory's batch; mallory may not.
-    expect((await fetch(`${base}/batches/B-RESEND/approve`, { headers: { cookie: bob.cookie } })).status).toBe(200);
+    // Bob may approve mallory's batch; mallory may only reject it.
+    expect(await (await fetch(`${base}/batches/B-RESEND/approve`, { headers: { cookie: bob.cookie } })).text()).toContain(
+      'value="approve"',
+    );
     const mallory = await session('mallory');
-    expect((await fetch(`${base}/batches/B-RESEND/approve`, { headers: { cookie: mallory.cookie } })).status).toBe(403);
+    const hers = await (await fetch(`${base}/batches/B-RESEND/approve`, { headers: { cookie: mallory.cookie } })).text();
+    expect(hers).toContain('value="reject"');
+    expect(hers).not.toContain('value="approve"');
     // Bob's own console upload stays his.
     expect(text(await (await fetch(`${base}/batches/B-FIRST`, { headers: { cookie: bob.cookie } })).text())).toContain(
       'received (uploaded by bob in the console)',
@@ -108,41 +144,35 @@ describe('console: the uploader of a batch', () => {
 
   it('an uploader whose name could not be looked up cannot approve her own batch in the console', async () => {
     // mallory's SFTP file was taken while her name could not be looked up: only her uid (1001) is recorded.
-    const csv = `${CSV}INV-2,50.00\n`;
-    const path = join(dir, 'state', 'nameless.csv');
-    await writeFile(path, csv);
-    const sha256 = createHash('sha256').update(csv).digest('hex');
-    await insertBatch(db, {
-      ...receivedBatch(
-        {
-          id: 'B-NAMELESS',
-          fileName: 'nameless.csv',
-          storedPath: path,
-          controlPath: null,
-          doneMarker: false,
-          sha256,
-          size: csv.length,
-          mtimeMs: Date.now(),
-          uploadedBy: null,
-          uploadedByUid: 1001,
-        },
-        Date.now(),
-      ),
-      state: 'ACTIVE',
-      holdCode: 'AWAITING_APPROVAL',
-      approvalState: 'REQUIRED',
-      approvalsNeeded: 1,
-      approvalExpiresAt: Date.now() + 3_600_000,
-    });
-    const mallory = await session('mallory');
-    const r = await fetch(`${base}/batches/B-NAMELESS/approve`, {
-      method: 'POST',
-      headers: { cookie: mallory.cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf: mallory.csrf, decision: 'approve', sha256 }),
-      redirect: 'manual',
-    });
+    const sha256 = await awaitingBatch('B-NAMELESS', `${CSV}INV-2,50.00\n`, { uploadedBy: null, uploadedByUid: 1001 });
+    const r = await decide(await session('mallory'), 'B-NAMELESS', { decision: 'approve', sha256 });
     expect(r.status).toBe(400);
     expect(text(await r.text())).toContain('mallory uploaded batch B-NAMELESS and cannot approve it');
     expect(await getBatch(db, 'B-NAMELESS')).toMatchObject({ approvalState: 'REQUIRED', holdCode: 'AWAITING_APPROVAL' });
+  });
+});
+
+describe('console: an uploader who is an approver', () => {
+  it('may reject her own batch in the console, and never approve it', async () => {
+    const sha256 = await awaitingBatch('B-OWN', `${CSV}INV-3,75.00\n`, { uploadedBy: 'bob', uploadedByUid: null });
+    const bob = await session('bob');
+    const page = await (await fetch(`${base}/batches/B-OWN`, { headers: { cookie: bob.cookie } })).text();
+    expect(text(page)).toContain('You uploaded it, so someone else must approve it. Reject it');
+    expect(page).toContain('href="/batches/B-OWN/approve"');
+    const form = await fetch(`${base}/batches/B-OWN/approve`, { headers: { cookie: bob.cookie } });
+    expect(form.status).toBe(200);
+    const formPage = await form.text();
+    expect(text(formPage)).toContain('You uploaded this batch, so someone else must approve it; you may reject it.');
+    expect(formPage).not.toContain('value="approve"');
+
+    const approve = await decide(bob, 'B-OWN', { decision: 'approve', sha256, comment: 'mine' });
+    expect(approve.status).toBe(403);
+    expect(text(await approve.text())).toContain('You uploaded this batch, so someone else must approve it; you may reject it.');
+    expect(await getBatch(db, 'B-OWN')).toMatchObject({ approvalState: 'REQUIRED', holdCode: 'AWAITING_APPROVAL' });
+
+    const reject = await decide(bob, 'B-OWN', { decision: 'reject', sha256, comment: 'wrong file uploaded' });
+    expect(reject.status).toBe(303);
+    expect(reject.headers.get('location')).toBe('/batches/B-OWN');
+    expect(await getBatch(db, 'B-OWN')).toMatchObject({ approvalState: 'REJECTED' });
   });
 });

@@ -3,7 +3,7 @@
  * playwright-core against the real `payoutd run` (compiled CLI, real
  * folders, the sandbox over HTTP, approval required for every batch). An
  * uploader signs in with the keyboard, drops a CSV on the batch list, sees
- * its batch wait for approval and is refused approving her own upload; a
+ * its batch wait for approval and is offered only its rejection; a
  * second user approves it on the confirmation that shows its hash and
  * totals; she watches it finish without reloading, opens it and downloads the result .xlsx, whose cells
  * are checked with exceljs; a file of the wrong kind is refused with a
@@ -110,13 +110,14 @@ describe.skipIf(!present)('console in Chromium against payoutd run', () => {
     expect(await row.textContent()).toContain('uma');
     await expect.poll(async () => (await row.textContent()) ?? '', { timeout: 30_000, interval: 200 }).toContain('awaiting approval');
 
-    // The uploader may not approve her own upload, even as an admin listed among the approvers.
+    // The uploader may not approve her own upload, even as an admin listed among the approvers: she may only reject it.
     await row.getByRole('link', { name: 'web-payouts.csv' }).click();
     await page.waitForURL(/\/batches\/[^/]+$/);
     const batchUrl = page.url();
     expect(await page.textContent('main')).toContain('You uploaded it, so someone else must approve it.');
-    expect((await page.goto(`${batchUrl}/approve`))?.status()).toBe(403);
-    expect(await page.textContent('main')).toContain('You uploaded this batch');
+    expect((await page.goto(`${batchUrl}/approve`))?.status()).toBe(200);
+    expect(await page.textContent('main')).toContain('You uploaded this batch, so someone else must approve it; you may reject it.');
+    expect(await page.getByRole('button', { name: /^Approve/ }).count()).toBe(0);
 
     // A second user approves it: the confirmation shows the hash and the totals.
     const approverContext = await browser.newContext();
