@@ -29,10 +29,12 @@ import { sha256OfFile } from '../ingest/inbox/index.js';
 import { ApprovalError, PRIVATE_FILE_HOWTO } from './errors.js';
 import {
   awaitingApprovalText,
+  isLimitReason,
   limitBreaches,
   mayApprove,
   totalsText,
-  uncovered,
+  worseText,
+  worseThanApproved,
   type ApprovalPolicy,
   type ApprovalReason,
   type BatchFigures,
@@ -76,7 +78,7 @@ export type ApprovalOutcome =
   | 'recorded'
   /** Rejected: the batch ends NOT_SUBMITTED. */
   | 'rejected'
-  /** Approved, but at release a limit the approval did not cover was found: it needs approval again for it. */
+  /** Approved, but at release a limit was found beyond what the approvers were shown (a new one, or a grown 24-hour total): it needs approval again. */
   | 'reopened'
   /** Approved, but at release a limit was found and limits.onExceeded is refuse: not paid. */
   | 'refused-limit';
@@ -335,7 +337,9 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
     return { result: await release(deps, trx, b, r, entry, figures, approvers.size, now) };
   });
   if ('error' in applied) throw applied.error;
-  deps.logger?.info(
+  // Approved yet not let go: an operator may be waiting for money that now needs another decision.
+  const level = applied.result.outcome === 'reopened' || applied.result.outcome === 'refused-limit' ? 'warn' : 'info';
+  deps.logger?.[level](
     { batchId: r.batchId, approver: r.approver, via: r.via, decision: r.decision, outcome: applied.result.outcome },
     applied.result.message,
   );
@@ -353,7 +357,11 @@ function result(
   return { outcome, batchId: b.id, approver: r.approver, approvals, needed: b.approvalsNeeded ?? 1, figures, message };
 }
 
-/** The approvals are complete: the limits are looked at again now, then the batch is let go (or not). */
+/**
+ * The approvals are complete: the limits are looked at again now, then the batch is let go (or not). A limit
+ * breached beyond what the approvers were shown (one they were not told of, or a 24-hour total grown since)
+ * is not theirs to have approved: the batch is refused, or waits for a new round shown the figures of now.
+ */
 async function release(
   deps: ApprovalDeps,
   trx: DecisionTransaction,
@@ -366,19 +374,22 @@ async function release(
 ): Promise<ApprovalResult> {
   const { policy } = deps;
   const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, b.id);
-  const fresh = uncovered(limitBreaches(figures, policy.limits, rolling), reasonsOf(b));
+  const breaches = limitBreaches(figures, policy.limits, rolling);
+  const worse = worseThanApproved(breaches, reasonsOf(b));
+  const why = worse.map(worseText).join('; ');
   const daemonEntry: ApprovalEntry = { ...entry, approver: null, approverUid: null, agent: null, via: 'daemon' };
-  if (fresh.length > 0 && policy.limits.onExceeded === 'refuse') {
-    const reason = `approved, but at release ${fresh.map((f) => f.text).join('; ')}: not paid`;
+  if (worse.length > 0 && policy.limits.onExceeded === 'refuse') {
+    const reason = `approved, but at release ${why}: not paid`;
     await insertApprovalEntry(trx, { ...daemonEntry, decision: 'refuse-limit', comment: reason });
     await recordBatchEvent(trx, { batchId: b.id, type: 'approval-rejected', data: { by: null, code: 'LIMIT_EXCEEDED', reason }, at: now });
     await endUnpaid(trx, b.id, { approvalState: 'REFUSED', code: 'LIMIT_EXCEEDED', reason }, now);
     return result('refused-limit', b, r, figures, approvals, `batch ${b.id}: ${reason}`);
   }
-  if (fresh.length > 0) {
-    const reasons = [...reasonsOf(b), ...fresh];
+  if (worse.length > 0) {
+    // The thresholds stand as they were; the limits are all shown as they are now, the next approvers' figures.
+    const reasons = [...reasonsOf(b).filter((x) => !isLimitReason(x)), ...breaches];
     const round = (b.approvalRound ?? 0) + 1;
-    await insertApprovalEntry(trx, { ...daemonEntry, decision: 'reopen', comment: fresh.map((f) => f.text).join('; ') });
+    await insertApprovalEntry(trx, { ...daemonEntry, decision: 'reopen', comment: why });
     await updateBatch(trx, b.id, { approvalRound: round, approvalReasonsJson: JSON.stringify(reasons) }, now);
     const text = awaitingApprovalText({
       id: b.id,
@@ -389,14 +400,21 @@ async function release(
       expiresAt: b.approvalExpiresAt ?? now,
       uploaderKnown: uploaderKnown(b),
     });
-    await holdForApproval(trx, b.id, text, now);
+    const hold = await holdForApproval(trx, b.id, text, now);
+    // Still held as before, so the hold itself tells no one: the new round is news of its own.
+    await recordBatchEvent(trx, {
+      batchId: b.id,
+      type: 'awaiting-approval',
+      data: { code: hold.code, reason: hold.reason, until: null, reopened: true, round, why },
+      at: now,
+    });
     return result(
       'reopened',
       b,
       r,
       figures,
       approvals,
-      `batch ${b.id} approved, but at release ${fresh.map((f) => f.text).join('; ')}: it needs approval again for that`,
+      `batch ${b.id} approved, but at release ${why}: not paid; it needs approval again, shown the figures of now`,
     );
   }
   await releaseApproved(trx, b.id, now);

@@ -20,6 +20,12 @@ export interface ApprovalReason {
   /** ALWAYS, THRESHOLD_TOTAL:PHP, THRESHOLD_ROWS, THRESHOLD_ROW:PHP, LIMIT_BATCH:PHP, LIMIT_24H:PHP, LIMIT_ROW:PHP. */
   code: string;
   text: string;
+  /**
+   * For a limit: the figure found over it (the row, the batch total, or the 24-hour total with this batch) and the
+   * limit, as the approver was shown them, so a release can tell whether it grew since. Absent in older records.
+   */
+  amount?: string;
+  limit?: string;
 }
 
 export interface ApprovalPolicy {
@@ -56,12 +62,16 @@ export function limitBreaches(f: BatchFigures, limits: LimitsConfig, rolling: Re
       out.push({
         code: `LIMIT_ROW:${currency}`,
         text: `a row of ${f.largest[currency]} ${currency} is above the row limit of ${l.maxRow} ${currency}`,
+        amount: f.largest[currency],
+        limit: l.maxRow,
       });
     }
     if (over(total, l.maxBatch)) {
       out.push({
         code: `LIMIT_BATCH:${currency}`,
         text: `the batch total of ${total} ${currency} is above the batch limit of ${l.maxBatch} ${currency}`,
+        amount: total,
+        limit: l.maxBatch,
       });
     }
     if (l.max24h !== undefined) {
@@ -71,6 +81,8 @@ export function limitBreaches(f: BatchFigures, limits: LimitsConfig, rolling: Re
         out.push({
           code: `LIMIT_24H:${currency}`,
           text: `${total} ${currency} on top of ${earlier} ${currency} paid or being paid in the last 24 hours is ${with24h} ${currency}, above the 24-hour limit of ${l.max24h} ${currency}`,
+          amount: with24h,
+          limit: l.max24h,
         });
       }
     }
@@ -114,11 +126,34 @@ export function assess(f: BatchFigures, policy: ApprovalPolicy, rolling: Record<
   return reasons.length > 0 ? { kind: 'wait', reasons } : { kind: 'release' };
 }
 
-/** The breaches found at release that the approval asked for did not name (each needs its own approval, or refuses). */
-export function uncovered(breaches: ApprovalReason[], asked: ApprovalReason[]): ApprovalReason[] {
-  const codes = new Set(asked.map((r) => r.code));
-  return breaches.filter((b) => !codes.has(b.code));
+/** A limit found at release beyond what the approvals were given for, and the reason they were shown for it, if any. */
+export interface WorseBreach {
+  now: ApprovalReason;
+  approved: ApprovalReason | undefined;
 }
+
+/**
+ * The breaches found at release that are worse than what the approvers were shown: a limit not named then, or
+ * one whose figure grew since (the 24-hour total, as other batches were let go meanwhile). A reason recorded
+ * without its figure counts as worse: what its approvers saw cannot be compared.
+ */
+export function worseThanApproved(breaches: ApprovalReason[], approved: ApprovalReason[]): WorseBreach[] {
+  const byCode = new Map(approved.map((r) => [r.code, r]));
+  return breaches
+    .map((now) => ({ now, approved: byCode.get(now.code) }))
+    .filter((w) => !w.approved || w.approved.amount === undefined || w.now.amount === undefined || over(w.now.amount, w.approved.amount));
+}
+
+/** A worse breach in words: what it is now, and what was approved when it grew. */
+export function worseText(w: WorseBreach): string {
+  if (!w.approved) return w.now.text;
+  const currency = w.now.code.split(':')[1] ?? '';
+  const was = w.approved.amount === undefined ? 'a figure not recorded' : `${w.approved.amount} ${currency}`;
+  return `${w.now.text} (approved at ${was})`;
+}
+
+/** Whether a reason is a limit's (checked again at release), not a threshold's. */
+export const isLimitReason = (r: ApprovalReason): boolean => r.code.startsWith('LIMIT_');
 
 /** Whether a user may approve under the policy: named, or in a named group. */
 export function mayApprove(approval: ApprovalConfig, user: string, groups: readonly string[]): boolean {

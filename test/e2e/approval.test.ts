@@ -5,7 +5,8 @@
  * is set with chown) releases it; six eyes needs two distinct approvers;
  * a rejection and an expiry end it NOT_SUBMITTED; a changed file voids
  * approval; an approved batch has its balance checked before its first
- * payout; the rolling 24-hour limit holds across two batches; and bad
+ * payout; the rolling 24-hour limit holds across two batches, and an
+ * approval given on a 24-hour total that grew since asks again; and bad
  * approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
@@ -338,6 +339,35 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await approvalFile(e2e, `${two.id}.approve`, approvalText(two.id, two.sha256), a.uid);
     expect((await waitForReply(e2e.outbox, `${two.id}.approve`, 1)).fields).toMatchObject({ outcome: 'released' });
     await batchOf(e2e, 'two.csv', (b) => b.state === 'COMPLETE', 'two.csv paid');
+  });
+
+  it('an approval given on a 24-hour total that grew since does not let the batch go: it waits again, shown the total of now', async () => {
+    const e2e = await world({}, { limits: { onExceeded: 'require-approval', perCurrency: { PHP: { max24h: '1000' } } } });
+    await e2e.startDaemon();
+    const a = ALICE as { uid: number };
+    const b = BOB as { uid: number };
+    await dropOwned(join(e2e.dir, 'staging'), e2e.inbox, 'ba.csv', phpCsv('BA', 1, '900.00'), (UPLOADER as { uid: number }).uid);
+    await batchOf(e2e, 'ba.csv', (x) => x.state === 'COMPLETE', 'ba.csv paid');
+    const bb = await dropAwaiting(e2e, 'bb.csv', phpCsv('BB', 1, '200.00'));
+    expect(bb.holdReason).toContain('200 PHP on top of 900 PHP paid or being paid in the last 24 hours is 1100 PHP');
+    const bc = await dropAwaiting(e2e, 'bc.csv', phpCsv('BC', 1, '5000.00'));
+    await approvalFile(e2e, `${bc.id}.approve`, approvalText(bc.id, bc.sha256), a.uid);
+    expect((await waitForReply(e2e.outbox, `${bc.id}.approve`)).fields).toMatchObject({ outcome: 'released' });
+    // Approved on the 1100 its approver was shown; the 24 hours now hold 6100: not paid, a new round.
+    await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256), b.uid);
+    const reply = await waitForReply(e2e.outbox, `${bb.id}.approve`);
+    expect(reply.fields).toMatchObject({ outcome: 'reopened' });
+    expect(reply.fields.message).toContain('is 6100 PHP, above the 24-hour limit of 1000 PHP (approved at 1100 PHP)');
+    const again = await batchOf(e2e, 'bb.csv', (x) => x.approval?.decisions.length === 2, 'bb.csv to wait again');
+    expect(again.holdCode).toBe('AWAITING_APPROVAL');
+    expect(again.holdReason).toContain('200 PHP on top of 5900 PHP paid or being paid in the last 24 hours is 6100 PHP');
+    expect(again.approval?.decisions.map((d) => d.decision)).toEqual(['approve', 'reopen']);
+    await waitFor(() => e2e.ledger().length === 2, 'ba and bc paid');
+    expect(paidReferences(e2e)).toEqual(['BA-0001', 'BC-0001']);
+    // Approved on the figures of now: it goes.
+    await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256), b.uid);
+    expect((await waitForReply(e2e.outbox, `${bb.id}.approve`, 1)).fields).toMatchObject({ outcome: 'released' });
+    await batchOf(e2e, 'bb.csv', (x) => x.state === 'COMPLETE', 'bb.csv paid');
   });
 
   it('bad approval files are refused with a reply, nothing is released, and the daemon keeps running', async () => {

@@ -2,7 +2,8 @@
  * The approval decisions on a real SQLite database with a hand-moved clock:
  * who may approve (users, groups, never the uploader), a decision before the
  * ack (refused, or waited for by a command and an approval file), six eyes,
- * a rejection and an expiry ending the batch unpaid; the policy's thresholds
+ * a rejection and an expiry ending the batch unpaid, a release asking again
+ * when the 24-hour total grew past what was approved; the policy's thresholds
  * and limits; approval files as text; and who runs `payoutd approve` under
  * sudo.
  */
@@ -432,6 +433,61 @@ describe('decideApproval', () => {
     expect((await getBatch(t.db, b.id))?.holdCode).toBe('AWAITING_APPROVAL');
     expect((await ask('ben')).outcome).toBe('released');
     await expect(ask('gus')).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+  });
+
+  it('a 24-hour total grown since the approvers were shown it is not let go: a new round is shown the figures of now', async () => {
+    const p = policy({ required: 'never' }, { onExceeded: 'require-approval', perCurrency: { PHP: { max24h: '1000' } } });
+    /** A batch let go now, paying `total` PHP: it counts in the rolling 24 hours. */
+    const letGo = async (id: string, total: string) => {
+      const l = await waitingBatch(t.db, clock, id);
+      const figuresJson = JSON.stringify({ totals: { PHP: total }, rows: 1, largest: { PHP: total } });
+      await updateBatch(
+        t.db,
+        l.id,
+        { approvalState: 'NONE', approvalFiguresJson: figuresJson, releasedAt: clock.now(), holdCode: null },
+        clock.now(),
+      );
+    };
+    // 200 PHP waits as the gate leaves it: on top of 900 let go, 1100 is over the 24-hour limit of 1000.
+    await letGo('B20261127-100000-a00900', '900');
+    const figures = { totals: { PHP: '200' }, rows: 1, largest: { PHP: '200' } };
+    const gate = assess(figures, p, { PHP: '900' });
+    expect(gate).toMatchObject({ kind: 'wait', reasons: [{ code: 'LIMIT_24H:PHP', amount: '1100', limit: '1000' }] });
+    const b = await waitingBatch(t.db, clock, 'B20261127-100000-b00200');
+    const reasons = gate.kind === 'wait' ? gate.reasons : [];
+    await updateBatch(
+      t.db,
+      b.id,
+      { approvalFiguresJson: JSON.stringify(figures), approvalReasonsJson: JSON.stringify(reasons) },
+      clock.now(),
+    );
+    // Meanwhile 5000 PHP more is let go: the approver's page still says 1100, the 24 hours now hold 6100.
+    await letGo('B20261127-100000-c05000', '5000');
+    const ask = () => decideApproval(deps(p), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ana', via: 'console' });
+    const first = await ask();
+    expect(first.outcome).toBe('reopened');
+    expect(first.message).toContain('is 6100 PHP, above the 24-hour limit of 1000 PHP (approved at 1100 PHP)');
+    const after = await getBatch(t.db, b.id);
+    expect([after?.approvalState, after?.approvalRound, after?.holdCode, after?.releasedAt]).toEqual([
+      'REQUIRED',
+      1,
+      'AWAITING_APPROVAL',
+      null,
+    ]);
+    expect(after?.holdReason).toContain('200 PHP on top of 5900 PHP paid or being paid in the last 24 hours is 6100 PHP');
+    const view = await readApproval(t.db, b.id);
+    expect(view?.reasons).toMatchObject([{ code: 'LIMIT_24H:PHP', amount: '6100' }]);
+    expect(view?.given).toEqual([]);
+    expect(view?.decisions.map((d) => [d.decision, d.approver])).toEqual([
+      ['approve', 'ana'],
+      ['reopen', null],
+    ]);
+    const reopened = (await listBatchEvents(t.db, b.id)).filter((e) => e.type === 'awaiting-approval');
+    expect(reopened.map((e) => [e.data.reopened, e.data.round])).toEqual([[true, 1]]);
+    expect(String(reopened[0]?.data.reason)).toContain('6100 PHP');
+    // Approved again on the figures of now, with nothing let go since: it goes.
+    expect((await ask()).outcome).toBe('released');
+    expect((await getBatch(t.db, b.id))?.approvalState).toBe('APPROVED');
   });
 
   it('a changed file voids approval', async () => {
