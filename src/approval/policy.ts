@@ -17,7 +17,7 @@ export interface BatchFigures {
 
 /** Why a batch waits (or is refused): a code per rule and currency, and the words. */
 export interface ApprovalReason {
-  /** ALWAYS, THRESHOLD_TOTAL:PHP, THRESHOLD_ROWS, THRESHOLD_ROW:PHP, LIMIT_BATCH:PHP, LIMIT_24H:PHP, LIMIT_ROW:PHP. */
+  /** ALWAYS, THRESHOLD_TOTAL:PHP, THRESHOLD_ROWS, THRESHOLD_ROW:PHP, OTHER_CURRENCY:EUR, LIMIT_BATCH:PHP, LIMIT_24H:PHP, LIMIT_ROW:PHP. */
   code: string;
   text: string;
   /**
@@ -116,13 +116,37 @@ export function thresholdReasons(f: BatchFigures, approval: ApprovalConfig): App
   return out;
 }
 
+/** The payout currencies the policy names an amount for: the thresholds' (when they apply) and the limits'. */
+export function namedCurrencies(approval: ApprovalConfig, limits: LimitsConfig): string[] {
+  const t =
+    approval.required === 'above-thresholds'
+      ? [...Object.keys(approval.thresholds.batchTotal), ...Object.keys(approval.thresholds.largestRow)]
+      : [];
+  return [...new Set([...t, ...Object.keys(limits.perCurrency)])].sort();
+}
+
+/** With approval.otherCurrencies: require-approval, the currencies of a batch that nothing in the policy names. */
+export function otherCurrencyReasons(f: BatchFigures, policy: ApprovalPolicy): ApprovalReason[] {
+  const { approval, limits } = policy;
+  // Under always every batch waits already.
+  if (approval.otherCurrencies !== 'require-approval' || approval.required === 'always') return [];
+  const named = new Set(namedCurrencies(approval, limits));
+  return Object.keys(f.totals)
+    .sort()
+    .filter((c) => !named.has(c))
+    .map((c) => ({
+      code: `OTHER_CURRENCY:${c}`,
+      text: `it pays ${f.totals[c]} ${c}, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)`,
+    }));
+}
+
 /** What the policy makes of a batch: let go, wait for `reasons`, or refused for `reasons`. */
 export type Assessment = { kind: 'release' } | { kind: 'wait'; reasons: ApprovalReason[] } | { kind: 'refuse'; reasons: ApprovalReason[] };
 
 export function assess(f: BatchFigures, policy: ApprovalPolicy, rolling: Record<string, string>): Assessment {
   const breaches = limitBreaches(f, policy.limits, rolling);
   if (breaches.length > 0 && policy.limits.onExceeded === 'refuse') return { kind: 'refuse', reasons: breaches };
-  const reasons = [...thresholdReasons(f, policy.approval), ...breaches];
+  const reasons = [...thresholdReasons(f, policy.approval), ...otherCurrencyReasons(f, policy), ...breaches];
   return reasons.length > 0 ? { kind: 'wait', reasons } : { kind: 'release' };
 }
 

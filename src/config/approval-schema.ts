@@ -52,6 +52,11 @@ export const approvalSchema = z
         largestRow: perCurrency,
       })
       .prefault({}),
+    /**
+     * A batch paying in a currency that no amount threshold (with above-thresholds) and no limit names:
+     * pay (it is paid as read, as before) or require-approval (it waits, as over a threshold).
+     */
+    otherCurrencies: z.enum(['pay', 'require-approval']).default('pay'),
     /** Distinct approvers a batch needs: 1 (four eyes, with the uploader) or 2 (six eyes). */
     approvals: z.union([z.literal(1), z.literal(2)]).default(1),
     /** Who may approve or reject: user names, and members of Unix groups. The uploader never approves their own batch. */
@@ -89,5 +94,9 @@ export type LimitsConfig = z.output<typeof limitsSchema>;
 
 /** Whether batches may ever wait for an approver under these options. */
 export function approvalInUse(approval: ApprovalConfig, limits: LimitsConfig): boolean {
-  return approval.required !== 'never' || (limits.onExceeded === 'require-approval' && Object.keys(limits.perCurrency).length > 0);
+  return (
+    approval.required !== 'never' ||
+    approval.otherCurrencies === 'require-approval' ||
+    (limits.onExceeded === 'require-approval' && Object.keys(limits.perCurrency).length > 0)
+  );
 }

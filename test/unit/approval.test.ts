@@ -30,6 +30,7 @@ import {
 import { invokingUser } from '../../src/cli/commands/approval.js';
 import { createLogger } from '../../src/log/index.js';
 import { configSchema } from '../../src/config/schema.js';
+import { loadConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import {
   cancelReadyRows,
@@ -594,6 +595,38 @@ describe('the policy', () => {
     expect(assess(figures, policy({ required: 'never' }, { ...limits, onExceeded: 'require-approval' }), { PHP: '2000' })).toMatchObject({
       kind: 'wait',
     });
+  });
+});
+
+describe('a currency the policy does not name', () => {
+  // 270000 EUR beside PHP, with thresholds and limits for PHP only.
+  const figures = { totals: { PHP: '100', EUR: '270000' }, rows: 4, largest: { PHP: '100', EUR: '90000' } };
+  const phpOnly = { required: 'above-thresholds', thresholds: { batchTotal: { PHP: '300' } } };
+  const limits = { perCurrency: { PHP: { max24h: '200000' } } };
+
+  it('is paid as read by default, and waits with approval.otherCurrencies: require-approval', () => {
+    expect(assess(figures, policy(phpOnly, limits), {})).toEqual({ kind: 'release' });
+    const held = assess(figures, policy({ ...phpOnly, otherCurrencies: 'require-approval' }, limits), {});
+    expect(held).toMatchObject({ kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] });
+    expect(held.kind === 'wait' && held.reasons[0]?.text).toBe(
+      'it pays 270000 EUR, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)',
+    );
+    // Named by a limit (or a threshold), EUR has its own rules: not held as another currency.
+    const eurLimited = { perCurrency: { ...limits.perCurrency, EUR: { maxBatch: '500000' } } };
+    expect(assess(figures, policy({ ...phpOnly, otherCurrencies: 'require-approval' }, eurLimited), {})).toEqual({ kind: 'release' });
+    // Thresholds count only under above-thresholds: with required never, only the limits name currencies.
+    const never = policy({ required: 'never', thresholds: { batchTotal: { EUR: '1' } }, otherCurrencies: 'require-approval' }, limits);
+    expect(assess(figures, never, {})).toMatchObject({ kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] });
+  });
+
+  it('with require-approval, needs an approver named, as any approval does', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'payoutd-other-currencies-'));
+    const file = join(dir, 'payoutd.yaml');
+    await writeFile(file, 'approval:\n  otherCurrencies: require-approval\nlimits:\n  perCurrency: { PHP: { max24h: "1000" } }\n');
+    expect(() => loadConfig({ file, env: {}, cwd: dir })).toThrow(/approval\.approvers: batches can wait for approval/);
+    await writeFile(file, 'limits:\n  perCurrency: { PHP: { max24h: "1000" } }\n');
+    expect(loadConfig({ file, env: {}, cwd: dir }).approval.otherCurrencies).toBe('pay');
+    await rm(dir, { recursive: true });
   });
 });
 
