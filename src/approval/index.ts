@@ -20,6 +20,6 @@ export { ApprovalError, isApprovalError, PRIVATE_FILE_HOWTO, type ApprovalErrorC
 export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
 export { readApproval, approvalAuditText, decisionText, uploaderOf, type ApprovalView } from './audit.js';
 export { ApprovalFiles, approvalsFolderRisk, othersMayWrite, parseApprovalFile } from './files.js';
-export { assess, totalsText, type ApprovalPolicy } from './policy.js';
+export { assess, otherCurrenciesWarning, totalsText, type ApprovalPolicy } from './policy.js';
 export { SystemUsers, type UserDirectory } from './users.js';
 export { rulesWithRowLimits } from './row-limits.js';

@@ -140,6 +140,26 @@ export function otherCurrencyReasons(f: BatchFigures, policy: ApprovalPolicy): A
     }));
 }
 
+/**
+ * Said at start when the policy sets amounts for some payout currencies only: a batch in any other is held by
+ * no threshold or limit. Null when none escapes so: nothing is named, every batch waits, or otherCurrencies holds it.
+ */
+export function otherCurrenciesWarning(approval: ApprovalConfig, limits: LimitsConfig): string | null {
+  if (approval.required === 'always' || approval.otherCurrencies === 'require-approval') return null;
+  const named = namedCurrencies(approval, limits);
+  if (named.length === 0) return null;
+  const rows =
+    approval.required === 'above-thresholds' && approval.thresholds.rows !== undefined
+      ? ' (approval.thresholds.rows still counts its rows)'
+      : '';
+  return (
+    `approval thresholds and limits set amounts only for ${named.join(', ')}: a batch paying in any other currency is ` +
+    `not held for approval nor limited by its amounts, and is paid as read${rows}; name every payout currency you use ` +
+    `in approval.thresholds or limits.perCurrency, or set approval.otherCurrencies: require-approval to have such a ` +
+    `batch wait for an approver (docs/approval.md)`
+  );
+}
+
 /** What the policy makes of a batch: let go, wait for `reasons`, or refused for `reasons`. */
 export type Assessment = { kind: 'release' } | { kind: 'wait'; reasons: ApprovalReason[] } | { kind: 'refuse'; reasons: ApprovalReason[] };
 

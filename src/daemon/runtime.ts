@@ -15,7 +15,7 @@ import type { WebhookReceiver, WebhookReceiverOptions } from '../webhook/index.j
 import type { ConsoleServer } from '../console/index.js';
 import { outboxName } from './outbox.js';
 import { approvalInUse, readWebhookSecret } from '../config/index.js';
-import { approvalDepsFrom } from '../approval/index.js';
+import { approvalDepsFrom, otherCurrenciesWarning } from '../approval/index.js';
 import { ConfigError, PayoutdError } from '../domain/errors.js';
 import { checkFolders, checkPayoutService, sayEnvironmentOverrides } from './startup-checks.js';
 import { checkServiceIdentity, recordServiceOnce } from './service-identity.js';
@@ -71,6 +71,8 @@ export async function startDaemon(
   startAbort?: AbortSignal,
 ): Promise<RunningDaemon> {
   sayEnvironmentOverrides(config, logger);
+  const unnamed = otherCurrenciesWarning(config.approval, config.limits);
+  if (unnamed) logger.warn({ option: 'approval.otherCurrencies' }, unnamed);
   checkFolders(config, clock.now());
   const lock: InstanceLock | null =
     config.database.client === 'sqlite' ? acquireInstanceLocks(config.paths.stateDir, config.databaseFile) : null;

@@ -6,8 +6,9 @@
  * a rejection and an expiry end it NOT_SUBMITTED; a changed file voids
  * approval; an approved batch has its balance checked before its first
  * payout; the rolling 24-hour limit holds across two batches, and an
- * approval given on a 24-hour total that grew since asks again; and bad
- * approval files are refused with a reply while the daemon keeps running.
+ * approval given on a 24-hour total that grew since asks again; a currency
+ * no threshold or limit names is warned of at start, and held with
+ * approval.otherCurrencies; and bad approval files are refused with a reply while the daemon keeps running.
  */
 import { execFile } from 'node:child_process';
 import { appendFile, chmod, chown, link, mkdir, readdir, rename, symlink, writeFile } from 'node:fs/promises';
@@ -16,6 +17,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { BIN, MERCHANT_CODE, childEnv, startE2e, waitFor, type BatchStatus, type E2e } from './harness.js';
 import { SftpServer, sftpSkipReason } from '../support/sftp.js';
+import { makeRows, toCsv } from './batch-files.js';
 import { IS_ROOT, WHY_SKIPPED, approvalText, dropOwned, machineUsers, phpCsv, unknownUid, waitForReply } from './approval-world.js';
 
 const run = promisify(execFile);
@@ -368,6 +370,43 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256), b.uid);
     expect((await waitForReply(e2e.outbox, `${bb.id}.approve`, 1)).fields).toMatchObject({ outcome: 'released' });
     await batchOf(e2e, 'bb.csv', (x) => x.state === 'COMPLETE', 'bb.csv paid');
+  });
+
+  it('a currency no threshold or limit names: the start warns it is paid as read; approval.otherCurrencies holds it', async () => {
+    const approval = { required: 'above-thresholds', thresholds: { batchTotal: { PHP: '300' } } };
+    const limits = { perCurrency: { PHP: { max24h: '200000' } } };
+    const e2e = await world(approval, { limits });
+    const eurCsv = (prefix: string): string =>
+      toCsv(
+        makeRows(prefix, 3)
+          .filter((r) => r.payoutCurrency === 'EUR')
+          .map((r) => ({ ...r, payoutAmount: '90000.00' })),
+      );
+    const warned = (l: { level?: string; msg?: string }): boolean =>
+      l.level === 'warn' && (l.msg ?? '').includes('approval thresholds and limits set amounts only for PHP');
+    const first = await e2e.startDaemon();
+    expect(first.logs.find(warned)?.msg).toContain(
+      'a batch paying in any other currency is not held for approval nor limited by its amounts, and is paid as read',
+    );
+    await dropOwned(join(e2e.dir, 'staging'), e2e.inbox, 'eur1.csv', eurCsv('EUA'), (UPLOADER as { uid: number }).uid);
+    await batchOf(e2e, 'eur1.csv', (b) => b.state === 'COMPLETE', 'eur1.csv paid as read');
+    await first.stop();
+    // Held as a currency no rule names: no warning, and the batch waits for an approver.
+    await e2e.writeConfig({
+      paths: { approvals: e2e.approvals },
+      approval: { approvers: { users: [UPLOADER?.name, ALICE?.name, BOB?.name] }, ...approval, otherCurrencies: 'require-approval' },
+      limits,
+    });
+    const second = await e2e.startDaemon();
+    const eur = await dropAwaiting(e2e, 'eur2.csv', eurCsv('EUB'));
+    expect(eur.holdReason).toContain(
+      'it pays 90000 EUR, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)',
+    );
+    expect(second.logs.filter(warned)).toEqual([]);
+    await approvalFile(e2e, `${eur.id}.approve`, approvalText(eur.id, eur.sha256), (ALICE as { uid: number }).uid);
+    expect((await waitForReply(e2e.outbox, `${eur.id}.approve`)).fields).toMatchObject({ outcome: 'released' });
+    await batchOf(e2e, 'eur2.csv', (b) => b.state === 'COMPLETE', 'eur2.csv paid once approved');
+    expect(paidReferences(e2e)).toEqual(['EUA-0003', 'EUB-0003']);
   });
 
   it('bad approval files are refused with a reply, nothing is released, and the daemon keeps running', async () => {

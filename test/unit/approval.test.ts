@@ -20,6 +20,7 @@ import {
   decideApproval,
   decideWhenReady,
   expireDueApprovals,
+  otherCurrenciesWarning,
   READY_WAIT_MS,
   parseApprovalFile,
   readApproval,
@@ -617,6 +618,21 @@ describe('a currency the policy does not name', () => {
     // Thresholds count only under above-thresholds: with required never, only the limits name currencies.
     const never = policy({ required: 'never', thresholds: { batchTotal: { EUR: '1' } }, otherCurrencies: 'require-approval' }, limits);
     expect(assess(figures, never, {})).toMatchObject({ kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] });
+  });
+
+  it('is warned of at start when some currencies are named, unless every batch waits or otherCurrencies holds the rest', () => {
+    const warning = (approval: Record<string, unknown>, l: Record<string, unknown> = limits) => {
+      const p = policy(approval, l);
+      return otherCurrenciesWarning(p.approval, p.limits);
+    };
+    expect(warning(phpOnly)).toMatch(/^approval thresholds and limits set amounts only for PHP: a batch paying in any other currency/);
+    expect(warning({ ...phpOnly, thresholds: { batchTotal: { EUR: '9' }, rows: 10 } }, {})).toContain(
+      'only for EUR: a batch paying in any other currency is not held for approval nor limited by its amounts, and is paid as read (approval.thresholds.rows still counts its rows)',
+    );
+    expect(warning({ required: 'never' })).toMatch(/only for PHP:/);
+    expect(warning({ ...phpOnly, otherCurrencies: 'require-approval' })).toBeNull();
+    expect(warning({ required: 'always' })).toBeNull();
+    expect(warning({ required: 'above-thresholds', thresholds: { rows: 10 } }, {})).toBeNull();
   });
 
   it('with require-approval, needs an approver named, as any approval does', async () => {
