@@ -33,7 +33,6 @@ export const DEFAULT_CODE_TREATMENTS: Readonly<Record<string, CodeTreatment>> = 
 
 export const ACCESS_TOKEN_EXPIRED = '1009';
 export const INVALID_ACCESS = '1004';
-export const DUPLICATE_REFERENCE = '2004';
 export const RATE_LIMITED = '1429';
 /** The connection was never made: not one byte of the request left (src/api/http.ts, phase `connect`). */
 export const TRANSPORT_CONNECT = 'TRANSPORT_CONNECT';

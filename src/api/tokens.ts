@@ -82,7 +82,6 @@ export interface TokenManagerOptions {
   /** Refresh this long before accessToken expiry, ms. */
   refreshBeforeMs: number;
   onRenewed?: (how: 'acquire' | 'refresh') => void;
-  onRefreshFailed?: (err: unknown) => void;
   /** The service refused the credentials in use (1009 expired, 1004 invalid): once per renewal this starts, not per call. */
   onRefused?: (code: string) => void;
 }
@@ -139,8 +138,7 @@ export class TokenManager {
         } catch (err) {
           // Abandoned: no new credentials are asked for either.
           if (signal?.aborted) throw err;
-          // 1010, a superseded token or any refresh failure: spec 5.5 step 4.
-          this.options.onRefreshFailed?.(err);
+          // 1010, a superseded token or any refresh failure: acquire anew (spec 5.5 step 4).
         }
       }
       const next = await this.source.acquire(signal);
