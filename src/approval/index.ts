@@ -13,10 +13,8 @@ export {
   approvalDepsFrom,
   type ApprovalDeps,
   type ApprovalRequest,
-  type ApprovalResult,
-  type ReadyWait,
 } from './decide.js';
-export { ApprovalError, isApprovalError, PRIVATE_FILE_HOWTO, type ApprovalErrorCode } from './errors.js';
+export { ApprovalError, isApprovalError, PRIVATE_FILE_HOWTO } from './errors.js';
 export { approvalAtAcceptance, expireDueApprovals } from './gate.js';
 export { readApproval, approvalAuditText, decisionText, uploaderOf, type ApprovalView } from './audit.js';
 export { ApprovalFiles, approvalsFolderRisk, othersMayWrite, parseApprovalFile } from './files.js';

@@ -89,29 +89,14 @@ async function getent(args: string[]): Promise<string | null> {
   }
 }
 
-export interface SystemUserOptions {
-  passwdFile?: string;
-  groupFile?: string;
-  /** Ask getent for names the files lack (default true). */
-  useGetent?: boolean;
-}
-
-/** The system's users: /etc/passwd and /etc/group, then getent. */
+/** The system's users: /etc/passwd and /etc/group, then getent for names the files lack. */
 export class SystemUsers implements UserDirectory {
-  private readonly passwd: CachedFile<PasswdEntry[]>;
-  private readonly group: CachedFile<GroupEntry[]>;
-  private readonly useGetent: boolean;
-
-  constructor(o: SystemUserOptions = {}) {
-    this.passwd = new CachedFile(o.passwdFile ?? '/etc/passwd', parsePasswd, []);
-    this.group = new CachedFile(o.groupFile ?? '/etc/group', parseGroup, []);
-    this.useGetent = o.useGetent ?? true;
-  }
+  private readonly passwd = new CachedFile('/etc/passwd', parsePasswd, []);
+  private readonly group = new CachedFile('/etc/group', parseGroup, []);
 
   private async entryOf(match: (e: PasswdEntry) => boolean, key: string): Promise<PasswdEntry | null> {
     const local = (await this.passwd.get()).find(match);
     if (local) return local;
-    if (!this.useGetent) return null;
     const out = await getent(['passwd', key]);
     return out === null ? null : (parsePasswd(out)[0] ?? null);
   }
@@ -128,7 +113,7 @@ export class SystemUsers implements UserDirectory {
     const user = await this.entryOf((e) => e.name === name, name);
     const groups = await this.group.get();
     const names = new Set(groups.filter((g) => g.members.includes(name) || (user !== null && g.gid === user.gid)).map((g) => g.name));
-    if (this.useGetent && user !== null && !groups.some((g) => g.gid === user.gid)) {
+    if (user !== null && !groups.some((g) => g.gid === user.gid)) {
       const out = await getent(['group', String(user.gid)]);
       const primary = out === null ? undefined : parseGroup(out)[0];
       if (primary) names.add(primary.name);
