@@ -1,7 +1,7 @@
 /**
  * HTML made safe by construction: `html` escapes every value put into a
- * template unless it is already Html (another template, or `raw` text this
- * code wrote). Plus the small formats the pages share.
+ * template unless it is already Html (another template). Plus the small
+ * formats the pages share.
  */
 export class Html {
   constructor(readonly text: string) {}
@@ -27,11 +27,6 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
   let out = strings[0] as string;
   for (let i = 0; i < values.length; i++) out += part(values[i]) + (strings[i + 1] as string);
   return new Html(out);
-}
-
-/** Markup written by this code, taken as is. */
-export function raw(text: string): Html {
-  return new Html(text);
 }
 
 /** A duration for people: 45s, 12m, 3h, 2d. */
