@@ -5,6 +5,7 @@
  * value is escaped by `html`. Account numbers arrive masked.
  */
 import { figuresOf, totalsText } from '../approval/index.js';
+import { duration } from '../domain/clock.js';
 import { BATCH_STATES } from '../domain/lifecycle.js';
 import { shownStateOf } from '../domain/batch-events.js';
 import { maskAccountNumber } from '../domain/payout.js';
@@ -12,7 +13,7 @@ import type { BatchRecord, BatchResultRow } from '../store/index.js';
 import type { Identity } from './access.js';
 import type { ApprovalView } from './approvals.js';
 import type { OutboxFile } from './files.js';
-import { duration, html, utc, type Html } from './html.js';
+import { html, utc, type Html } from './html.js';
 import { may } from './roles.js';
 import type { ConsoleUser } from './users.js';
 import {

@@ -28,6 +28,15 @@ export function intervalPassed(now: number, since: number, everyMs: number): boo
   return now < since || now - since >= everyMs;
 }
 
+/** A duration for people (console pages, `payoutd status`): 45s, 12m, 3h, 2d. */
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  if (s < 172_800) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
 /** How far the system clock may run ahead of the counted time between two readings before it is taken for a jump. */
 const CLOCK_JUMP_MS = 60_000;
 

@@ -1,6 +1,7 @@
 /** `payoutd status` and `payoutd migrate`: they import only the store, so status loads nothing of the daemon. */
 import type { ApprovalView } from '../../approval/index.js';
 import type { ResolvedConfig } from '../../config/index.js';
+import { duration } from '../../domain/clock.js';
 import { ConfigError, UsageError } from '../../domain/errors.js';
 import { serviceHealthLine } from '../../domain/service-health.js';
 import {
@@ -60,14 +61,6 @@ function lockedForServiceChange(config: ResolvedConfig): InstanceLock {
       `${err.message}. A service change is recorded only while payoutd is stopped: a running daemon would go on creating payouts on the old service. Stop it (systemctl stop payoutd), then run this again`,
     );
   }
-}
-
-function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.round(s / 60)}m`;
-  if (s < 172800) return `${Math.round(s / 3600)}h`;
-  return `${Math.round(s / 86400)}d`;
 }
 
 const totalsIn = (json: string | null | undefined): Record<string, string> | null =>
@@ -258,12 +251,12 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
             String(b.rowCount),
             v.progress.percent === null ? '-' : `${v.progress.percent.toFixed(1)}%`,
             active && v.progress.rowsPerMinute !== null ? `${v.progress.rowsPerMinute}/min` : '',
-            active && v.progress.etaAt !== null ? `in ${age(Date.parse(v.progress.etaAt) - now)}` : '',
+            active && v.progress.etaAt !== null ? `in ${duration(Date.parse(v.progress.etaAt) - now)}` : '',
             COUNT_ORDER.filter((s) => counts[s])
               .map((s) => `${s}=${counts[s]}`)
               .join(' '),
             totals(b),
-            age(now - b.receivedAt),
+            duration(now - b.receivedAt),
             noteOf(b, noted.get(b.id) ?? 0),
           ];
         }),
