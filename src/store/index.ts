@@ -49,18 +49,10 @@ export {
 export { insertBatchErrors, listBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 export { claimFileInDatabase, releaseFileClaim, releaseAllFileClaims, releaseStaleFileClaims } from './file-claims.js';
 export { holdBatch, releaseBatchHold, listBalanceHoldsDue } from './holds.js';
-export {
-  anyRowSent,
-  BatchAlreadyCancelledError,
-  BatchEndedError,
-  BatchNothingToCancelError,
-  cancelReadyRows,
-  cancelReturnedRows,
-  type CancelOutcome,
-} from './cancels.js';
+export { anyRowSent, cancelReadyRows, cancelReturnedRows, type CancelOutcome } from './cancels.js';
 
 export { type PayoutRowPatch } from './payouts.js';
-export { createdWhenWritten, fixPeriodEnd, type CreatedWhenWritten } from './created-at.js';
+export { createdWhenWritten, fixPeriodEnd } from './created-at.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, activateReadBatch, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
@@ -74,7 +66,6 @@ export {
   renewClaims,
   type Claimant,
   type ClaimedRow,
-  type CreateFence,
 } from './claims.js';
 export { applyClaimedMoves, applyRowMoves, recordAnswers } from './answers.js';
 export { GroupCommit } from './group-commit.js';
