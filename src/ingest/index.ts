@@ -6,4 +6,4 @@
  */
 export { BatchIntake, type AckDraft } from './intake.js';
 export { InboxWatcher, claimedDirOf, type ClaimedFile, type InboxCandidate, type MarkerNotice, type RejectedEntry } from './inbox/index.js';
-export { parseBatchFile, FileReadFailure } from './csv/index.js';
+export { FileReadFailure } from './csv/index.js';
