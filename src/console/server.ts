@@ -64,12 +64,11 @@ const BATCH_ID = '[A-Za-z0-9_-]{1,40}';
 const MAX_FORM_BYTES = 16_384;
 const DAY_MS = 86_400_000;
 
-/** An answer already decided (a refusal, a redirect): thrown by checks, written by the router. */
+/** An answer already decided (a refusal): thrown by checks, written by the router. */
 class Answer extends Error {
   constructor(
     readonly status: number,
     readonly text: string,
-    readonly location?: string,
   ) {
     super(text);
   }
@@ -196,10 +195,8 @@ export class ConsoleServer {
       }
       await route.handler(req, res, match, url);
     } catch (err) {
-      if (err instanceof Answer) {
-        if (err.location) return this.redirect(res, err.location);
+      if (err instanceof Answer)
         return this.send(res, err.status, err.status === 403 ? 'Not allowed' : 'Not done', err.text, this.identities.get(req) ?? null);
-      }
       throw err;
     }
   }
