@@ -452,14 +452,10 @@ export class BatchOutbox {
     return files;
   }
 
-  /**
-   * `<name>.retry.csv` and its `.retry.xlsx` (when enabled, or `retryAnyway`), each its own atomic file, after the
-   * result files.
-   */
-  async writeExtras(batch: BatchRecord, retryAnyway = false): Promise<ExtraFiles> {
+  /** `<name>.retry.csv` and its `.retry.xlsx` (when enabled), each its own atomic file, after the result files. */
+  async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
-    if (!(this.extras.retryFiles || retryAnyway) || (await countCancelledRows(this.db, batch.id)) === 0)
-      return { retry: null, retryXlsxPath: null };
+    if (!this.extras.retryFiles || (await countCancelledRows(this.db, batch.id)) === 0) return { retry: null, retryXlsxPath: null };
     return this.writeRetryAt(identity, join(this.dir, retryFileName(outboxName(batch), 0)), batchRetrySource(this.db, batch.id));
   }
 
@@ -472,7 +468,7 @@ export class BatchOutbox {
     });
     let retryXlsxPath: string | null = null;
     // Like every twin, one not written is logged and leaves the retry CSV standing (and logged as written).
-    if (retry?.path) {
+    if (retry.path) {
       const csvPath = retry.path;
       await this.twin(identity, 'retry', async () => {
         retryXlsxPath = await writeRetryXlsx(csvPath, retry.rowCount, this.xlsxOptions());
