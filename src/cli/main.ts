@@ -32,9 +32,9 @@ async function configFrom(argv: GlobalArgs): Promise<ResolvedConfig> {
 }
 
 /** Logs for commands that print results go to stderr, so stdout stays clean. */
-async function stderrLogger(config: ResolvedConfig, quietDefault = 'warn'): Promise<Logger> {
+async function stderrLogger(config: ResolvedConfig): Promise<Logger> {
   const { createLogger } = await import('../log/index.js');
-  const level = config.log.level === 'info' ? quietDefault : config.log.level;
+  const level = config.log.level === 'info' ? 'warn' : config.log.level;
   return createLogger(level as never, process.stderr);
 }
 
