@@ -18,17 +18,14 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
 
-  constructor(
-    readonly limit: RateLimitFault,
-    private readonly now: () => number = () => performance.now(),
-  ) {
+  constructor(readonly limit: RateLimitFault) {
     this.tokens = limit.burst;
-    this.last = now();
+    this.last = performance.now();
   }
 
   /** Takes one token; false when the bucket is empty (the request is over the limit). */
   take(): boolean {
-    const t = this.now();
+    const t = performance.now();
     this.tokens = Math.min(this.limit.burst, this.tokens + ((t - this.last) / 1000) * this.limit.requestsPerSecond);
     this.last = t;
     if (this.tokens < 1) return false;

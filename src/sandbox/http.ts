@@ -8,10 +8,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** The parsed body of a request whose text is not JSON. */
 export const NOT_JSON: unique symbol = Symbol('not JSON');
 
-/** Reads the whole body as UTF-8; null when it exceeds `limit` bytes. */
-export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<string | null> {
+/** Reads the whole body as UTF-8; null when it exceeds MAX_BODY_BYTES. */
+export function readBody(req: IncomingMessage): Promise<string | null> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit) return Promise.resolve(null);
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > MAX_BODY_BYTES) return Promise.resolve(null);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -24,7 +24,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<
     req.on('data', (chunk: Buffer) => {
       if (done) return;
       size += chunk.length;
-      if (size > limit) finish(null);
+      if (size > MAX_BODY_BYTES) finish(null);
       else chunks.push(chunk);
     });
     req.on('end', () =>

@@ -76,10 +76,6 @@ export class Ledger {
     return out;
   }
 
-  hasMerchant(merchantCode: string): boolean {
-    return this.balances.has(merchantCode);
-  }
-
   findById(payoutId: string): StoredPayout | undefined {
     return this.byPayoutId.get(payoutId);
   }

@@ -246,9 +246,9 @@ export function resolveSandboxConfig(input: SandboxConfigInput, source = 'sandbo
 }
 
 /** Validates a faults patch (setFaults, POST /__sandbox/faults). */
-export function parseFaultsPatch(input: unknown, source = 'faults'): z.output<typeof sandboxFaultsPatchSchema> {
+export function parseFaultsPatch(input: unknown): z.output<typeof sandboxFaultsPatchSchema> {
   const result = sandboxFaultsPatchSchema.safeParse(input);
-  if (!result.success) throw new ConfigError('SANDBOX_FAULTS_INVALID', `${source}: ${describeIssues(result.error)}`);
+  if (!result.success) throw new ConfigError('SANDBOX_FAULTS_INVALID', `faults: ${describeIssues(result.error)}`);
   return result.data;
 }
 
