@@ -51,20 +51,20 @@ export const MAX_SAFE_NAME_BYTES = 120;
 
 /**
  * A base name safe to store and to hand to any tool: letters, marks and digits of any script plus `._+=@,-`,
- * every other run becomes `_`; no leading dot, dash or underscore; at most `maxBytes` UTF-8 bytes.
+ * every other run becomes `_`; no leading dot, dash or underscore; at most MAX_SAFE_NAME_BYTES UTF-8 bytes.
  */
-export function safeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
+export function safeName(original: string): string {
   const replaced = original.normalize('NFC').replace(/[^\p{L}\p{M}\p{N}._+=@,-]+/gu, '_');
   const trimmed = replaced.replace(/^[._-]+/, '');
-  const capped = capBytes(trimmed, maxBytes);
+  const capped = capBytes(trimmed);
   return capped === '' ? 'file' : capped;
 }
 
-function capBytes(name: string, maxBytes: number): string {
-  if (Buffer.byteLength(name) <= maxBytes) return name;
+function capBytes(name: string): string {
+  if (Buffer.byteLength(name) <= MAX_SAFE_NAME_BYTES) return name;
   const dot = name.lastIndexOf('.');
   const ext = dot > 0 && name.length - dot <= 12 ? name.slice(dot) : '';
-  let budget = maxBytes - Buffer.byteLength(ext);
+  let budget = MAX_SAFE_NAME_BYTES - Buffer.byteLength(ext);
   let stem = '';
   for (const ch of name.slice(0, name.length - ext.length)) {
     budget -= Buffer.byteLength(ch);
@@ -105,11 +105,11 @@ export function parseStoredName(name: string): ParsedStoredName | null {
 
 /**
  * The sender's name as it may appear in an outbox file name: kept as far as possible, but control, format and
- * separator characters become `_`, no leading dot or dash, at most `maxBytes` UTF-8 bytes.
+ * separator characters become `_`, no leading dot or dash, at most MAX_SAFE_NAME_BYTES UTF-8 bytes.
  */
-export function outboxSafeName(original: string, maxBytes = MAX_SAFE_NAME_BYTES): string {
+export function outboxSafeName(original: string): string {
   const replaced = original.replace(/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}/\\]/gu, '_');
-  const capped = capBytes(replaced.replace(/^[.-]+/, ''), maxBytes);
+  const capped = capBytes(replaced.replace(/^[.-]+/, ''));
   return capped === '' ? 'batch' : capped;
 }
 
