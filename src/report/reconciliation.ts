@@ -2,7 +2,6 @@
  * The reconciliation report finance matches against the statement: every payout created in a period with its
  * state as last confirmed, and a totals file per status and currency. Also parsing `--since` / `--until`.
  */
-import { basename, dirname, join } from 'node:path';
 import { PayoutdError } from '../domain/errors.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvChunks } from './csv.js';
@@ -11,7 +10,7 @@ import { detailsRemovedReason, type DetailsRemoved } from './retention-notes.js'
 import { SummaryAccumulator } from './summary.js';
 import { DEFAULT_OUTBOX_BOM } from './types.js';
 import type { BatchSummary, OutboxOptions, RowOutcome, RowOutcomeStatus } from './types.js';
-import { summarySheet, writeXlsxFile, xlsxColumns, type XlsxOptions } from './xlsx.js';
+import { besideCsv, summarySheet, writeXlsxFile, xlsxColumns, type XlsxOptions } from './xlsx.js';
 import { outcomeStatusOf } from './types.js';
 
 type Rows<T> = AsyncIterable<T> | Iterable<T>;
@@ -128,12 +127,8 @@ export function reconciliationFileName(period: ReportPeriod): string {
   return `reconciliation-${compactIso(period.sinceMs)}-${compactIso(period.untilMs)}.csv`;
 }
 
-/** `rec.csv` -> `rec.totals.csv` (a name without `.csv` gets `.totals.csv` appended). */
-export function reconciliationTotalsPath(path: string): string {
-  const name = basename(path);
-  const stem = name.toLowerCase().endsWith('.csv') ? name.slice(0, -4) : name;
-  return join(dirname(path), `${stem}.totals.csv`);
-}
+/** `rec.csv` -> `rec.totals.csv`. */
+export const reconciliationTotalsPath = (path: string): string => besideCsv(path, '.totals.csv');
 
 // ---------------------------------------------------------------------------
 // Rows

@@ -240,12 +240,15 @@ export function summarySheet(summary: () => BatchSummary, approval: string | nul
   return { name: 'Summary', columns: xlsxColumns(summaryColumns(approval)), records: () => summaryRecords(summary(), approval) };
 }
 
-/** `report.csv` -> `report.xlsx`; a name without `.csv` gets `.xlsx` appended. */
-export function xlsxPathFor(csvPath: string): string {
+/** `report.csv` -> `report<ending>` beside it; a name without `.csv` gets `ending` appended. */
+export function besideCsv(csvPath: string, ending: string): string {
   const name = basename(csvPath);
   const stem = name.toLowerCase().endsWith('.csv') ? name.slice(0, -4) : name;
-  return join(dirname(csvPath), `${stem}.xlsx`);
+  return join(dirname(csvPath), `${stem}${ending}`);
 }
+
+/** `report.csv` -> `report.xlsx`. */
+export const xlsxPathFor = (csvPath: string): string => besideCsv(csvPath, '.xlsx');
 
 /** How the twin of an outbox CSV is made from it: its sheet, and how the CSV is read. */
 export interface CsvTwin {
