@@ -3,10 +3,9 @@
  * renamed over the final name, and the directory fsynced. A reader sees no file or the whole file.
  */
 import { randomBytes } from 'node:crypto';
-import { link, open, rename, rm, unlink } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { ReportError } from './errors.js';
 import type { AtomicWriteOptions } from './types.js';
 
 export type FileChunk = string | Uint8Array;
@@ -33,7 +32,7 @@ export async function writeFileAtomic(
 ): Promise<void> {
   const tmp = await writeWorkFile(path, chunks, { mode: opts.mode, signal: opts.signal, sync: true });
   try {
-    await commit(tmp, path, opts.overwrite ?? true);
+    await rename(tmp, path);
   } catch (err) {
     await rm(tmp, { force: true });
     throw err;
@@ -108,23 +107,6 @@ async function writeFully(fh: FileHandle, buf: Uint8Array): Promise<void> {
     const { bytesWritten } = await fh.write(buf, offset, buf.length - offset);
     offset += bytesWritten;
   }
-}
-
-/** rename() replaces atomically; without overwrite, link() is the atomic "create if absent" (EEXIST). */
-async function commit(tmp: string, path: string, overwrite: boolean): Promise<void> {
-  if (overwrite) {
-    await rename(tmp, path);
-    return;
-  }
-  try {
-    await link(tmp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new ReportError('REPORT_EXISTS', `outbox file already exists: ${basename(path)}`, { cause: err });
-    }
-    throw err;
-  }
-  await unlink(tmp);
 }
 
 /** Makes the rename itself durable: the new directory entry reaches the disk. */

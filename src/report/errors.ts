@@ -7,7 +7,6 @@ export type ReportErrorCode =
   | 'REPORT_NOT_TERMINAL' // a PENDING row reached a final result file
   | 'REPORT_BAD_ROW' // a status or verdict outside the known set
   | 'REPORT_ACK_TOTALS' // an ack whose rows were written ahead, given without their totals
-  | 'REPORT_EXISTS' // target exists and overwrite is off
   | 'REPORT_TWIN_ROWS'; // an .xlsx twin would not hold the rows its CSV was written with
 
 export class ReportError extends PayoutdError {

@@ -88,8 +88,6 @@ export interface BatchSummary {
 
 /** Where and how a file is committed (see atomic.ts). */
 export interface AtomicWriteOptions {
-  /** Replace an existing file of the same name (default true). When false an existing file fails with REPORT_EXISTS. */
-  overwrite?: boolean;
   /** Permission bits of the new file (default 0o640: finance files carry account numbers). */
   mode?: number;
   /** Aborts the write between chunks; nothing is left under the final name. */

@@ -272,7 +272,7 @@ export async function writeCsvTwin(csvPath: string, rows: number, twin: CsvTwin,
     await writeXlsxFile(path, [sheet], opts);
   } catch (err) {
     // A twin written before is of an earlier state of the CSV (a remainder is written again as an upload goes on).
-    if (opts.overwrite !== false) await rm(path, { force: true });
+    await rm(path, { force: true });
     throw err;
   }
   return path;
