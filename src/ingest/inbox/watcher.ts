@@ -72,7 +72,6 @@ export interface InboxWatcherOptions {
   requireDoneMarker?: boolean;
   /** chokidar polling, for network shares where inotify sees nothing. CPU-heavy on large folders. Default false. */
   usePolling?: boolean;
-  pollIntervalMs?: number;
   /** Extra names never claimed: globs on the base name (`*`, `?`) or RegExps. */
   ignore?: readonly IgnorePattern[];
   /** Use chokidar hints. Off: only listings find files (every rescanIntervalMs). Default true. */
@@ -100,7 +99,6 @@ interface Resolved extends Patience {
   checkIntervalMs: number;
   requireDoneMarker: boolean;
   usePolling: boolean;
-  pollIntervalMs: number;
   watchEvents: boolean;
   autoTick: boolean;
   clock: Clock;
@@ -172,7 +170,6 @@ export class InboxWatcher {
       ),
       rescanIntervalMs: wholeMs('rescanIntervalMs', options.rescanIntervalMs ?? INBOX_DEFAULTS.rescanIntervalMs, 1),
       checkIntervalMs: wholeMs('checkIntervalMs', options.checkIntervalMs ?? INBOX_DEFAULTS.checkIntervalMs, 1),
-      pollIntervalMs: wholeMs('pollIntervalMs', options.pollIntervalMs ?? INBOX_DEFAULTS.pollIntervalMs, 1),
       requireDoneMarker: options.requireDoneMarker ?? INBOX_DEFAULTS.requireDoneMarker,
       usePolling: options.usePolling ?? INBOX_DEFAULTS.usePolling,
       watchEvents: options.watchEvents ?? INBOX_DEFAULTS.watchEvents,
@@ -608,8 +605,8 @@ export class InboxWatcher {
       // A file chokidar may not watch (EACCES) is not an error of the watch: our own open finds it and answers it once.
       ignorePermissionErrors: true,
       usePolling: this.options.usePolling,
-      interval: this.options.pollIntervalMs,
-      binaryInterval: this.options.pollIntervalMs,
+      interval: INBOX_DEFAULTS.pollIntervalMs,
+      binaryInterval: INBOX_DEFAULTS.pollIntervalMs,
       // Fewer watches on temp files and markers; our own listing and lstat decide anyway.
       ignored: (path: string) => path !== root && dirname(path) === root && isIgnoredName(basename(path), this.options.ignore),
     });
