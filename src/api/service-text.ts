@@ -23,6 +23,12 @@ export interface SentValues {
   others: readonly string[];
 }
 
+/**
+ * Most characters of a text cleaned and kept: far more than any caller keeps or finance reads, and the patterns
+ * below cost more on a longer one than an answer is worth.
+ */
+export const CLEANED_CHARS = 4096;
+
 const NOTHING_SENT: SentValues = { accountNumbers: [], others: [] };
 
 function escapeRegExp(text: string): string {
@@ -100,8 +106,8 @@ function sentValuePattern(value: string): RegExp {
  * the end of the text (one cut short has none).
  */
 const FIELD = new RegExp(
-  String.raw`(?:(\\*["'])(${KEY_NAMES})\1\s*:|(?:(?<![\p{L}\p{N}_])|(?<=%5B))(${KEY_NAMES})(?:\]|%5D)?=)\s*` +
-    String.raw`(?:(\\*["'])((?:(?!\4)[\s\S])*)|([^\s"',;&}\]\\]+))`,
+  String.raw`(?:(?<!\\)(\\*["'])(${KEY_NAMES})\1\s*:|(?:(?<![\p{L}\p{N}_])|(?<=%5B))(${KEY_NAMES})(?:\]|%5D)?=)\s*` +
+    String.raw`(?:(?<!\\)(\\*["'])((?:(?!\4)[\s\S])*)|([^\s"',;&}\]\\]+))`,
   'giu',
 );
 
@@ -196,7 +202,8 @@ function writtenAsAmount(text: string, start: number, end: number): boolean {
  * write them; then the values of fields, header lines and XML elements named as secret or personal (SECRET_KEYS)
  * masked (an account number as the logs mask it, any other replaced), bearer credentials replaced, and anything
  * else that looks like an account number or IBAN, and is not written as an amount or a time, masked as the logs
- * mask account numbers. Pure; callers cut the result to the length they keep.
+ * mask account numbers. Only the first CLEANED_CHARS of the text are kept. Pure; callers cut the result to the
+ * length they keep.
  */
 export function cleanServiceText(text: string, secrets: readonly string[], sent: SentValues = NOTHING_SENT): string {
   let out = text;
@@ -205,6 +212,8 @@ export function cleanServiceText(text: string, secrets: readonly string[], sent:
   for (const form of [...new Set(secrets.filter((s) => s !== '').flatMap(writtenForms))].sort(byLength)) {
     out = out.replaceAll(form, REDACTED);
   }
+  // Cut after the secrets, so none is left in part at the cut; the patterns below then see a bounded text.
+  out = out.slice(0, CLEANED_CHARS);
   const values = [
     ...sent.accountNumbers.map((v) => ({ v, masked: maskAccountNumber(withoutSeparators(v)) })),
     ...sent.others.map((v) => ({ v, masked: REDACTED })),

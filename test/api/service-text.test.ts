@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ENDPOINTS } from '../../src/api/index.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { createBodyText } from '../../src/api/create-body.js';
-import { REDACTED, cleanServiceText, sentValues } from '../../src/api/service-text.js';
+import { CLEANED_CHARS, REDACTED, cleanServiceText, sentValues, type SentValues } from '../../src/api/service-text.js';
 import { API_KEY as CLIENT_API_KEY, apiErrorOf, closeAll, payoutRequest, startEnv } from './helpers.js';
 
 afterEach(closeAll);
@@ -115,6 +115,26 @@ describe('cleanServiceText', () => {
       'sent 2026-01-05, due 05-01-2026; reference INV-2026-0001; allowed 0.01-1000000',
     ];
     for (const text of plain) expect(cleanServiceText(text, [API_KEY])).toBe(text);
+  });
+});
+
+describe('cleanServiceText on what it must not mask, or must not choke on', () => {
+  const sentOf = (over: Partial<PayoutRequest>): SentValues => sentValues(createBodyText(payoutRequest(over), { sortKeys: true }));
+  const account = (accountNumber: string): SentValues => sentOf({ beneficiary: { ...payoutRequest().beneficiary, accountNumber } });
+
+  it('cleans and keeps only a bounded start of a long text, whatever it holds', () => {
+    const shapes = ['\\', '1', ' ', '"', "'", '<a>', '%5B', '-', '\\"', '"apiKey":"', '1 ', '\\n x'];
+    const sent = account('1234-5678-90');
+    for (const shape of shapes) {
+      const text = shape.repeat(Math.ceil(65_536 / shape.length));
+      const cleaned = cleanServiceText(text, ['secretABC'], sent);
+      expect(cleaned.length).toBeLessThanOrEqual(CLEANED_CHARS);
+      expect(cleaned).toBe(cleanServiceText(text.slice(0, CLEANED_CHARS), ['secretABC'], sent));
+    }
+    // A secret across the cut is replaced before the cut, so no part of it is kept.
+    const secret = 'sk-0123456789';
+    const text = `${'x'.repeat(CLEANED_CHARS - 5)}${secret} tail`;
+    expect(cleanServiceText(text, [secret])).toBe(`${'x'.repeat(CLEANED_CHARS - 5)}${REDACTED}`.slice(0, CLEANED_CHARS));
   });
 });
 
