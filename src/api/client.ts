@@ -796,6 +796,7 @@ export class PayoutApiClient {
   /** The answer `res` to the request whose body was `body`; an error's texts are cleaned of that request's values. */
   private interpret(endpoint: string, res: HttpResponse, isCreate: boolean, body: string): Json {
     // The request knows exactly which account and ID numbers an echo of it would show, in whatever format.
+    // Not its code: codes are the service's own words (1009 is an expired token, whatever account was sent).
     let sent: SentValues | undefined;
     const clean = (text: string): string => this.clean(text, (sent ??= sentValues(body)));
     let envelope: Json | null = null;
@@ -812,7 +813,7 @@ export class PayoutApiClient {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
       throw new ApiError({
         endpoint,
-        code: code === null ? 'HTTP_429' : clean(code),
+        code: code === null ? 'HTTP_429' : this.clean(code),
         msg: msg || 'rate limited',
         status: 429,
         kind: 'retryable',
@@ -852,7 +853,7 @@ export class PayoutApiClient {
     // Treatments are looked up by the code as sent; errors, logs and reasons show it cleaned.
     throw new ApiError({
       endpoint,
-      code: clean(code),
+      code: this.clean(code),
       msg,
       status: res.status,
       kind,

@@ -206,4 +206,20 @@ describe('the client, the sandbox behind a proxy echoing secrets into its answer
       ].join('\r\n'),
     );
   });
+  it("reads the service's code as it wrote it, whatever account numbers the request carried", async () => {
+    const { client, proxy } = await startEnv();
+    const withAccount = (accountNumber: string): PayoutRequest =>
+      payoutRequest({ beneficiary: { ...payoutRequest().beneficiary, accountNumber } });
+    let creates = 0;
+    // 1009 is an expired token: refreshed and sent again, though the account number is 1009 too.
+    proxy.answerInstead = (f) =>
+      f.url.endsWith('/fiat-payout/create') && creates++ === 0
+        ? { status: 401, text: JSON.stringify({ code: '1009', msg: 'ACCESS_TOKEN_EXPIRED: accessToken has expired', data: null }) }
+        : null;
+    expect((await client.createPayout(withAccount('1009'))).payoutId).not.toBe('');
+    expect(creates).toBe(2);
+    proxy.answerInstead = (f) =>
+      f.url.endsWith('/fiat-payout/create') ? { status: 200, text: JSON.stringify({ code: '20050', msg: 'refused', data: null }) } : null;
+    expect((await apiErrorOf(client.createPayout(withAccount('20050')))).code).toBe('20050');
+  });
 });
