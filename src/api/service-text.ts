@@ -21,6 +21,8 @@ export interface SentValues {
   accountNumbers: readonly string[];
   /** Replaced by REDACTED: ID numbers, and any other value under a secret or personal name. */
   others: readonly string[];
+  /** The request's merchantReferenceId: never masked, finance finds the row by it. */
+  references: readonly string[];
 }
 
 /**
@@ -29,7 +31,7 @@ export interface SentValues {
  */
 export const CLEANED_CHARS = 4096;
 
-const NOTHING_SENT: SentValues = { accountNumbers: [], others: [] };
+const NOTHING_SENT: SentValues = { accountNumbers: [], others: [], references: [] };
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -54,11 +56,12 @@ function secretKeyOf(name: string): string | undefined {
 
 /** The personal values of a request body (JSON): those of fields named as secret or personal, at any depth. */
 export function sentValues(body: string): SentValues {
-  const sent = { accountNumbers: [] as string[], others: [] as string[] };
+  const sent = { accountNumbers: [] as string[], others: [] as string[], references: [] as string[] };
   const walk = (value: unknown, key: string): void => {
     const name = key.toLowerCase();
     if (typeof value === 'string') {
       if (SECRET_NAMES.includes(name)) (name === 'accountnumber' ? sent.accountNumbers : sent.others).push(value);
+      if (name === 'merchantreferenceid') sent.references.push(value);
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) walk(v, Array.isArray(value) ? key : k);
     }
@@ -78,24 +81,37 @@ function writtenForms(value: string): string[] {
   return [value, json, JSON.stringify(json).slice(1, -1), url, url.replaceAll('%20', '+')];
 }
 
-/** What an echo may write between the characters of a number, or leave out: a space, dash, dot or slash. */
-const SEPARATOR = String.raw`(?:[\s./-]|%20|\+)?`;
-
 function withoutSeparators(value: string): string {
   return value.replace(/[\s./-]/g, '');
 }
 
+/** Fewest characters of a sent value looked for in free text: a shorter one is a count, a code or part of a date. */
+const MIN_SENT_CHARS = 5;
+
 /**
- * Every occurrence of a personal value sent, written in any of its forms, with or without separators. One
- * shorter than ACCOUNT_DIGITS counts only standing alone, so a short account number does not cut into an
- * amount or a date.
+ * Every occurrence of a personal value sent, standing alone (not joined to a letter or digit, also not through a
+ * `.`, `,`, `-` or `:`): in any of its written forms, or its characters re-grouped with single spaces or dashes
+ * (a match is then judged by isSentValue).
  */
 function sentValuePattern(value: string): RegExp {
   const compact = withoutSeparators(value);
-  const forms = [...writtenForms(value), ...writtenForms(compact)].map(escapeRegExp);
-  if (/^[\p{L}\p{N}]+$/u.test(compact)) forms.unshift([...compact].map(escapeRegExp).join(SEPARATOR));
-  const alone = compact.length < ACCOUNT_DIGITS;
-  return new RegExp(`${alone ? '(?<![\\p{L}\\p{N}])' : ''}(?:${forms.join('|')})${alone ? '(?![\\p{L}\\p{N}])' : ''}`, 'giu');
+  const forms = [...new Set([...writtenForms(value), ...writtenForms(compact)])].sort((a, b) => b.length - a.length);
+  const escaped = forms.map(escapeRegExp);
+  if (/^[\p{L}\p{N}]+$/u.test(compact)) escaped.push([...compact].map(escapeRegExp).join('[ -]?'));
+  const [before, after] = [String.raw`(?<![\p{L}\p{N}][.,:-]?)`, String.raw`(?![.,:-]?[\p{L}\p{N}])`];
+  return new RegExp(`${before}(?:${escaped.join('|')})${after}`, 'giu');
+}
+
+/**
+ * Whether `match`, found by sentValuePattern for `value`, is the value: a written form of it, or its characters
+ * in groups of three or four parted by single spaces or dashes (`765-4321`), as an account number is written. Not
+ * a date (`2026-11-30` for 20261130).
+ */
+function isSentValue(match: string, value: string): boolean {
+  const forms = [...writtenForms(value), ...writtenForms(withoutSeparators(value))].map((f) => f.toLowerCase());
+  if (forms.includes(match.toLowerCase())) return true;
+  const groups = match.split(/[ -]/);
+  return groups.slice(0, -1).every((g) => g.length === 3 || g.length === 4);
 }
 
 /**
@@ -202,8 +218,8 @@ function writtenAsAmount(text: string, start: number, end: number): boolean {
  * write them; then the values of fields, header lines and XML elements named as secret or personal (SECRET_KEYS)
  * masked (an account number as the logs mask it, any other replaced), bearer credentials replaced, and anything
  * else that looks like an account number or IBAN, and is not written as an amount or a time, masked as the logs
- * mask account numbers. Only the first CLEANED_CHARS of the text are kept. Pure; callers cut the result to the
- * length they keep.
+ * mask account numbers. The request's own merchantReferenceId is kept. Only the first CLEANED_CHARS of the
+ * text are kept. Pure; callers cut the result to the length they keep.
  */
 export function cleanServiceText(text: string, secrets: readonly string[], sent: SentValues = NOTHING_SENT): string {
   let out = text;
@@ -214,12 +230,18 @@ export function cleanServiceText(text: string, secrets: readonly string[], sent:
   }
   // Cut after the secrets, so none is left in part at the cut; the patterns below then see a bounded text.
   out = out.slice(0, CLEANED_CHARS);
+  const isReference = (run: string): boolean => sent.references.some((r) => r.toLowerCase() === run.toLowerCase());
   const values = [
     ...sent.accountNumbers.map((v) => ({ v, masked: maskAccountNumber(withoutSeparators(v)) })),
     ...sent.others.map((v) => ({ v, masked: REDACTED })),
   ];
-  for (const { v, masked } of values.filter(({ v }) => withoutSeparators(v) !== '').sort((a, b) => byLength(a.v, b.v))) {
-    out = out.replace(sentValuePattern(v), masked);
+  for (const { v, masked } of values.filter(({ v }) => withoutSeparators(v).length >= MIN_SENT_CHARS).sort((a, b) => byLength(a.v, b.v))) {
+    const short = withoutSeparators(v).length < ACCOUNT_DIGITS;
+    out = out.replace(sentValuePattern(v), (match: string, start: number, all: string) => {
+      // A short value may also be an amount or a limit the refusal names.
+      const kept = !isSentValue(match, v) || isReference(match) || (short && writtenAsAmount(all, start, start + match.length));
+      return kept ? match : masked;
+    });
   }
   out = out.replace(FIELD, (whole: string, ...groups: unknown[]) => {
     const [, key, formKey, , quoted, bare] = groups as (string | undefined)[];
@@ -242,7 +264,7 @@ export function cleanServiceText(text: string, secrets: readonly string[], sent:
   out = out.replace(BEARER, `$1 ${REDACTED}`);
   return out.replace(NUMBER_RUN, (run: string, start: number, all: string) => {
     const compact = run.replace(/[ -]/g, '');
-    const account = numberLike(compact) && !DASHED_DATE.test(run) && !writtenAsAmount(all, start, start + run.length);
+    const account = numberLike(compact) && !DASHED_DATE.test(run) && !isReference(run) && !writtenAsAmount(all, start, start + run.length);
     return account ? maskAccountNumber(compact) : run;
   });
 }

@@ -62,13 +62,14 @@ describe('cleanServiceText', () => {
     const sent = sentValues(
       createBodyText(
         payoutRequest({
+          merchantReferenceId: 'REF-7654321',
           sender: { ...payoutRequest().sender, idValue: 'AB 123 456' },
           beneficiary: { ...payoutRequest().beneficiary, accountNumber: '7654321' },
         }),
         { sortKeys: true },
       ),
     );
-    expect(sent).toEqual({ accountNumbers: ['7654321'], others: ['AB 123 456'] });
+    expect(sent).toEqual({ accountNumbers: ['7654321'], others: ['AB 123 456'], references: ['REF-7654321'] });
     const echoes: [string, string][] = [
       ['rejected value [AB 123 456]', `rejected value [${REDACTED}]`],
       ['rejected value [AB123456] for account 7654321', `rejected value [${REDACTED}] for account ***4321`],
@@ -78,7 +79,7 @@ describe('cleanServiceText', () => {
     ];
     for (const [echo, cleaned] of echoes) expect(cleanServiceText(echo, [API_KEY], sent)).toBe(cleaned);
     // A value of separators alone is no value to look for.
-    expect(cleanServiceText('a - b', [], { accountNumbers: ['-'], others: [' '] })).toBe('a - b');
+    expect(cleanServiceText('a - b', [], { accountNumbers: ['-'], others: [' '], references: [] })).toBe('a - b');
     // A secret the client holds, as JSON escapes it and as a URL encodes it.
     const key = 'k/"x+y=';
     expect(cleanServiceText(`a ${JSON.stringify(key)} b ${encodeURIComponent(key)}`, [key])).toBe(`a "${REDACTED}" b ${REDACTED}`);
@@ -121,6 +122,7 @@ describe('cleanServiceText', () => {
 describe('cleanServiceText on what it must not mask, or must not choke on', () => {
   const sentOf = (over: Partial<PayoutRequest>): SentValues => sentValues(createBodyText(payoutRequest(over), { sortKeys: true }));
   const account = (accountNumber: string): SentValues => sentOf({ beneficiary: { ...payoutRequest().beneficiary, accountNumber } });
+  const idValue = (value: string): SentValues => sentOf({ sender: { ...payoutRequest().sender, idValue: value } });
 
   it('cleans and keeps only a bounded start of a long text, whatever it holds', () => {
     const shapes = ['\\', '1', ' ', '"', "'", '<a>', '%5B', '-', '\\"', '"apiKey":"', '1 ', '\\n x'];
@@ -135,6 +137,26 @@ describe('cleanServiceText on what it must not mask, or must not choke on', () =
     const secret = 'sk-0123456789';
     const text = `${'x'.repeat(CLEANED_CHARS - 5)}${secret} tail`;
     expect(cleanServiceText(text, [secret])).toBe(`${'x'.repeat(CLEANED_CHARS - 5)}${REDACTED}`.slice(0, CLEANED_CHARS));
+  });
+
+  it("keeps the amounts, dates and limits a short sent value's digits stand in, and the request's reference", () => {
+    const kept: [string, SentValues][] = [
+      ['allowed 0.01 to 1000', account('1000')],
+      ['payoutAmount 1500.00 exceeds limit 1000.00 PHP', account('1500')],
+      ['amount 1,234.56 over the maximum; limit 23456 per day', account('23456')],
+      ['settled on 2026-11-30', account('1130')],
+      ['settled on 2026-11-30', account('20261130')],
+      ['payoutAmount must have at most 2 decimals', idValue('2')],
+      ['limit 500 per day, used 500', account('500')],
+      ['at 12:34:56, ref 123456-7', account('123456')],
+      ['merchantReferenceId 20261130001 already exists', sentOf({ merchantReferenceId: '20261130001' })],
+    ];
+    for (const [text, sent] of kept) expect(cleanServiceText(text, [], sent)).toBe(text);
+    // Standing alone, or written in groups of three or four, it is still masked.
+    expect(cleanServiceText('no account 23456; no account 765-4321.', [], { ...account('23456') })).toBe(
+      'no account *3456; no account 765-4321.',
+    );
+    expect(cleanServiceText('no account 765-4321.', [], account('7654321'))).toBe('no account ***4321.');
   });
 });
 
