@@ -74,11 +74,20 @@ export function sentValues(body: string): SentValues {
   return sent;
 }
 
-/** The forms a value takes in an echo: as sent, inside a JSON string once or twice, URL-encoded (a space as %20 or +). */
+/**
+ * The forms a value takes in an echo: as sent, inside a JSON string once or twice, URL-encoded (a space as %20 or +).
+ * A value URL encoding refuses (a lone surrogate) has no URL form: cleaning must never throw.
+ */
 function writtenForms(value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1);
-  const url = encodeURIComponent(value);
-  return [value, json, JSON.stringify(json).slice(1, -1), url, url.replaceAll('%20', '+')];
+  const forms = [value, json, JSON.stringify(json).slice(1, -1)];
+  try {
+    const url = encodeURIComponent(value);
+    forms.push(url, url.replaceAll('%20', '+'));
+  } catch {
+    // URIError: the JSON forms are all an echo could have written.
+  }
+  return forms;
 }
 
 function withoutSeparators(value: string): string {

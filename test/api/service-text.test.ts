@@ -139,6 +139,15 @@ describe('cleanServiceText on what it must not mask, or must not choke on', () =
     expect(cleanServiceText(text, [secret])).toBe(`${'x'.repeat(CLEANED_CHARS - 5)}${REDACTED}`.slice(0, CLEANED_CHARS));
   });
 
+  it('never throws on a secret or a sent value URL encoding refuses (a lone surrogate)', () => {
+    const secret = 'RT\ud800x';
+    const sent: SentValues = { accountNumbers: ['12345\ud800678'], others: ['P\udc001234567'], references: [] };
+    expect(cleanServiceText(`refused ${JSON.stringify(secret)} and ${secret}`, [secret], sent)).toBe(
+      `refused "${REDACTED}" and ${REDACTED}`,
+    );
+    expect(cleanServiceText('account 12345\ud800678, id P\udc001234567', [], sent)).toBe(`account *****\ud800678, id ${REDACTED}`);
+  });
+
   it("keeps the amounts, dates and limits a short sent value's digits stand in, and the request's reference", () => {
     const kept: [string, SentValues][] = [
       ['allowed 0.01 to 1000', account('1000')],
@@ -243,5 +252,15 @@ describe('the client, the sandbox behind a proxy echoing secrets into its answer
     proxy.answerInstead = (f) =>
       f.url.endsWith('/fiat-payout/create') ? { status: 200, text: JSON.stringify({ code: '20050', msg: 'refused', data: null }) } : null;
     expect((await apiErrorOf(client.createPayout(withAccount('20050')))).code).toBe('20050');
+  });
+  it('reads a refusal when a credential it holds is one URL encoding refuses', async () => {
+    const { client, proxy } = await startEnv();
+    // A refresh token holding a lone surrogate, as JSON can carry one.
+    proxy.rewriteAnswer = (path, text) =>
+      path === ENDPOINTS.accessToken ? text.replace('"refreshToken":"', '"refreshToken":"\\ud800') : text;
+    proxy.answerInstead = (f) =>
+      f.url.endsWith('/fiat-payout/create') ? { status: 200, text: JSON.stringify({ code: '2002', msg: 'refused', data: null }) } : null;
+    const refused = await apiErrorOf(client.createPayout(payoutRequest()));
+    expect([refused.code, refused.kind, refused.msg]).toEqual(['2002', 'rejected', 'refused']);
   });
 });
