@@ -200,9 +200,12 @@ function numberLike(compact: string): boolean {
  * `150000000 > 100000000`).
  */
 const AFTER_AMOUNT_NAME =
-  /(?:(?:amount|time(?:stamp)?)\\*["']?\s*[:=>]?(?:\s*of)?|\b(?:(?:limit|max(?:imum)?|min(?:imum)?)(?:\s+(?:of|is))?|than|exceeds?)|(?<!\S)[<>]=?)\s*\\*["']?$/iu;
-/** After the run: a fraction (`100000000.50`), a comparison (`150000000 > 100000000`), or a space and a currency code. */
-const BEFORE_FRACTION_OR_BOUND = /^(?:\.\d|\s*[<>]=?\s*\d)/;
+  /(?:(?:amount|\b(?:timestamp|time)\b)\\*["']?\s*[:=>]?(?:\s*of)?|\b(?:(?:limit|max(?:imum)?|min(?:imum)?)(?:\s+(?:of|is))?|than|exceeds?)|(?<!\S)[<>]=?)\s*\\*["']?$/iu;
+/**
+ * After the run: a fraction (`100000000.50`), a comparison with another amount (`150000000 > 100000000`, not
+ * `< 2 days`), or a space and a currency code.
+ */
+const BEFORE_FRACTION_OR_BOUND = /^(?:\.\d|\s*[<>]=?\s*(?:\d{8}|\d+\.\d))/;
 const BEFORE_CODE = /^ ([A-Z]{3,4})(?![\p{L}\p{N}])/u;
 /** Before the run: a currency code and a space (`PHP 100000000`). */
 const AFTER_CODE = /(?<![\p{L}\p{N}])([A-Z]{3,4}) $/u;

@@ -167,6 +167,11 @@ describe('cleanServiceText on what it must not mask, or must not choke on', () =
     );
     expect(cleanServiceText('no account 765-4321.', [], account('7654321'))).toBe('no account ***4321.');
   });
+
+  it('masks a number named by a word holding "time", or compared with a count', () => {
+    expect(cleanServiceText('account 987654321098 < 2 days old', [])).toBe('account ********1098 < 2 days old');
+    expect(cleanServiceText('runtime 987654321098; lifetime 123456789012', [])).toBe('runtime ********1098; lifetime ********9012');
+  });
 });
 
 describe('the client, the sandbox behind a proxy echoing secrets into its answers', () => {
