@@ -240,8 +240,9 @@ export function cleanServiceText(text: string, secrets: readonly string[], sent:
   for (const form of [...new Set(secrets.filter((s) => s !== '').flatMap(writtenForms))].sort(byLength)) {
     out = out.replaceAll(form, REDACTED);
   }
-  // Cut after the secrets, so none is left in part at the cut; the patterns below then see a bounded text.
-  out = out.slice(0, CLEANED_CHARS);
+  // Cut after the secrets, so none is left in part at the cut; the patterns below then see a bounded text. A word
+  // or number the cut goes through goes too: the digits left of an account number could be too few to be seen as one.
+  if (out.length > CLEANED_CHARS) out = out.slice(0, CLEANED_CHARS).replace(/[\p{L}\p{N}]+$/u, '');
   const isReference = (run: string): boolean => sent.references.some((r) => r.toLowerCase() === run.toLowerCase());
   const values = [
     ...sent.accountNumbers.map((v) => ({ v, masked: maskAccountNumber(withoutSeparators(v)) })),
