@@ -100,11 +100,21 @@ export type SignInStart =
   /** `ownLock`: the lock this attempt set by reaching the limit, which its own success may lift. */
   | { kind: 'counted'; passwordHash: string; ownLock: number | null };
 
+/** Why an attempt on this row is not counted, or undefined when it may be. */
+function refusal(row: LockoutRow | undefined, now: number): Exclude<SignInStart, { kind: 'counted' }> | undefined {
+  if (!row) return { kind: 'unknown-user' };
+  if (row.password_hash === null) return { kind: 'no-password' };
+  if (row.locked_until !== null && row.locked_until > now) return { kind: 'locked' };
+  return undefined;
+}
+
 /**
  * Counts a sign-in attempt as failed before its password is checked, in one transaction with the lock check,
  * so parallel attempts cannot all pass a check made before any failure is counted: while a lock is in force
  * none is counted or checked, and the attempt that reaches `maxFailures` sets the lock itself (the count
- * starts again after it). An attempt that never ends (a crash in its check) stays counted.
+ * starts again after it). An unknown name, a user without a password or one locked out is answered from a
+ * plain read, so such a request never waits for the write lock. An attempt that never ends (a crash in its
+ * check) stays counted.
  */
 export async function beginSignIn(
   db: Database,
@@ -112,11 +122,15 @@ export async function beginSignIn(
   lockout: { maxFailures: number; lockMs: number },
   now: number,
 ): Promise<SignInStart> {
+  const seen = refusal(
+    (await db('console_users').where({ name }).first('password_hash', 'failed_attempts', 'locked_until')) as LockoutRow | undefined,
+    now,
+  );
+  if (seen) return seen;
   return writeTransaction(db, async (trx) => {
     const row = await lockoutRow(trx, name);
-    if (!row) return { kind: 'unknown-user' };
-    if (row.password_hash === null) return { kind: 'no-password' };
-    if (row.locked_until !== null && row.locked_until > now) return { kind: 'locked' };
+    const refused = refusal(row, now);
+    if (refused || !row || row.password_hash === null) return refused ?? { kind: 'unknown-user' };
     const attempts = (row.locked_until === null ? row.failed_attempts : 0) + 1;
     const ownLock = attempts >= lockout.maxFailures ? now + lockout.lockMs : null;
     await trx('console_users')

@@ -2,16 +2,21 @@
  * Console users and sign-in on a real SQLite file: scrypt hashes that verify
  * only their password, the lock-out after repeated failures (and its end),
  * sessions that expire and end when the password or role changes, and the
- * proxy's user header believed only from a configured address.
+ * proxy's user header believed only from a configured address; sign-in
+ * beside another process that holds the write lock.
  */
-import { Socket } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { IncomingMessage } from 'node:http';
-import { describe, expect, it } from 'vitest';
+import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ConsoleAccess, SESSION_COOKIE } from '../../src/console/access.js';
 import { addUser, hashPassword, listUsers, removeUser, setPassword, setRole, unlockUser, verifyPassword } from '../../src/console/index.js';
-import { getConsoleUser } from '../../src/store/index.js';
+import { closeDatabase, getConsoleUser, updateConsoleUser, type Database } from '../../src/store/index.js';
+import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { checkSignInLockout } from '../store/sign-in-lockout.js';
-import { useTestDatabase } from '../support/database.js';
+import { openTestDatabase, TEST_DATABASE_FILE, useTestDatabase } from '../support/database.js';
 
 /** A request as node:http would hand it over, from `address`, with these headers. */
 function request(address: string, headers: Record<string, string>): IncomingMessage {
@@ -137,5 +142,42 @@ describe('console access', () => {
     await expect(addUser(t.db, 'gina', 'root', null, now)).rejects.toMatchObject({ code: 'BAD_ROLE' });
     await addUser(t.db, 'gina', 'viewer', null, now);
     await expect(addUser(t.db, 'gina', 'viewer', null, now)).rejects.toMatchObject({ code: 'USER_EXISTS' });
+  });
+});
+
+describe('console sign-in while another process holds the write lock', () => {
+  const PASSWORD = 'correct horse battery';
+  const LOCKOUT = { maxFailures: 3, lockMs: 60_000 };
+  let dir = '';
+  let db: Database | null = null;
+  const open = async (busyTimeoutMs: number): Promise<{ db: Database; file: string }> => {
+    dir = await mkdtemp(join(tmpdir(), 'payoutd-console-busy-'));
+    db = await openTestDatabase(dir, busyTimeoutMs);
+    return { db, file: join(dir, TEST_DATABASE_FILE) };
+  };
+  afterEach(async () => {
+    if (db !== null) await closeDatabase(db);
+    db = null;
+    await rm(dir, { recursive: true, force: true });
+  });
+  const accessTo = (d: Database): ConsoleAccess =>
+    new ConsoleAccess({ db: d, now: () => Date.now(), sessionMs: 60_000, trustedProxies: [], userHeader: 'Remote-User', lockout: LOCKOUT });
+
+  it('answers an unknown name, a locked user and a proxy-only user without waiting for the lock', async () => {
+    const { db: d, file } = await open(50);
+    await addUser(d, 'hal', 'viewer', PASSWORD, Date.now());
+    await addUser(d, 'ivy', 'viewer', null, Date.now());
+    await updateConsoleUser(d, 'hal', { lockedUntil: Date.now() + LOCKOUT.lockMs }, Date.now());
+    const other = openSqlite(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const a = accessTo(d);
+      expect(await a.signIn('nobody', PASSWORD)).toEqual({ ok: false, why: 'unknown-user' });
+      expect(await a.signIn('hal', PASSWORD)).toEqual({ ok: false, why: 'locked' });
+      expect(await a.signIn('ivy', PASSWORD)).toEqual({ ok: false, why: 'bad-credentials' });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
   });
 });
