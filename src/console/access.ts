@@ -96,7 +96,8 @@ export class ConsoleAccess {
   /**
    * Checks a password; on success starts a session and returns its cookie value (shown to no one else).
    * The attempt is counted before the check (src/store/console-access.ts: beginSignIn), so no more than
-   * `lockout.maxFailures` passwords are checked before a lock, however many arrive at once.
+   * `lockout.maxFailures` passwords are checked before a lock, however many arrive at once; a counted attempt
+   * whose password matches signs in, whatever lock the others set meanwhile.
    */
   async signIn(name: string, password: string): Promise<SignInResult> {
     const o = this.options;
@@ -117,7 +118,7 @@ export class ConsoleAccess {
       createdAt: now,
       expiresAt: now + o.sessionMs,
     });
-    if (ended !== 'ok') return { ok: false, why: ended === 'locked' ? 'locked' : 'bad-credentials' };
+    if (ended !== 'ok') return { ok: false, why: 'bad-credentials' };
     return { ok: true, cookieValue };
   }
 

@@ -97,7 +97,7 @@ export type SignInStart =
   | { kind: 'unknown-user' }
   | { kind: 'no-password' }
   | { kind: 'locked' }
-  /** `ownLock`: the lock this attempt set by reaching the limit, which its own success may lift. */
+  /** `ownLock`: the lock this attempt set by reaching the limit. */
   | { kind: 'counted'; passwordHash: string; ownLock: number | null };
 
 /** Why an attempt on this row is not counted, or undefined when it may be. */
@@ -141,20 +141,17 @@ export async function beginSignIn(
 }
 
 /**
- * Ends a sign-in whose password matched: clears the count and starts `session`, in one transaction, unless a
- * lock set by another attempt since this one began is in force (`locked`), or the password was changed or the
- * user removed meanwhile (`changed`). Expired sessions are removed on the way.
+ * Ends a sign-in that was counted and whose password matched: clears the count and any lock and starts
+ * `session`, in one transaction, unless the password was changed or the user removed meanwhile (`changed`).
+ * A lock set by other attempts since does not refuse it: this attempt was one of the checks the lock-out
+ * allows, and refusing it would lock out right passwords sent together and tell by its answer which
+ * guess of a burst was right. Expired sessions are removed on the way.
  */
-export async function endSignIn(
-  db: Database,
-  start: { passwordHash: string; ownLock: number | null },
-  session: ConsoleSessionRecord,
-): Promise<'ok' | 'locked' | 'changed'> {
+export async function endSignIn(db: Database, start: { passwordHash: string }, session: ConsoleSessionRecord): Promise<'ok' | 'changed'> {
   const now = session.createdAt;
   return writeTransaction(db, async (trx) => {
     const row = await lockoutRow(trx, session.userName);
     if (!row || row.password_hash !== start.passwordHash) return 'changed';
-    if (row.locked_until !== null && row.locked_until > now && row.locked_until !== start.ownLock) return 'locked';
     await trx('console_users').where({ name: session.userName }).update({ failed_attempts: 0, locked_until: null, updated_at: now });
     await deleteConsoleSessions(trx, { expiredAt: now });
     await insertConsoleSession(trx, session);

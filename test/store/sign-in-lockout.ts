@@ -1,8 +1,8 @@
 /**
  * The console's sign-in lock-out, checked on a real database of either engine (SQLite in test/console,
  * PostgreSQL in test/postgres): attempts sent at once are counted before their check, so no more than
- * the limit are checked; a right password whose check overlapped a lock set by other attempts is refused
- * and leaves the lock; one that set the lock itself by reaching the limit lifts it.
+ * the limit are checked; a right password among the attempts checked signs in and lifts any lock, however
+ * the others ended.
  */
 import { expect } from 'vitest';
 import { ConsoleAccess } from '../../src/console/access.js';
@@ -44,12 +44,14 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   expect(await getConsoleUser(db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: now + LOCKOUT.lockMs });
   expect(await access.signIn('ana', PASSWORD)).toEqual({ ok: false, why: 'locked' });
 
-  // The right password is being checked while other attempts reach the limit: refused, and the lock stays.
+  // The right password is being checked while other attempts reach the limit: it was one of the checks
+  // allowed, so it signs in and lifts the lock.
   const right = await counted('bo');
   for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('bo');
-  expect(await endSignIn(db, right, session('bo'))).toBe('locked');
-  expect(await getConsoleUser(db, 'bo')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
-  expect(await db('console_sessions').where({ user_name: 'bo' })).toEqual([]);
+  expect(await beginSignIn(db, 'bo', LOCKOUT, now)).toEqual({ kind: 'locked' });
+  expect(await endSignIn(db, right, session('bo'))).toBe('ok');
+  expect(await getConsoleUser(db, 'bo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+  expect(await db('console_sessions').where({ user_name: 'bo' })).toHaveLength(1);
 
   // The right password as the attempt that reaches the limit: it set the lock, and its success lifts it.
   for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('cy');
@@ -57,6 +59,21 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   expect(last.ownLock).toBe(now + LOCKOUT.lockMs);
   expect(await endSignIn(db, last, session('cy'))).toBe('ok');
   expect(await getConsoleUser(db, 'cy')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+
+  // As many right passwords at once as the limit allows: every one signs in.
+  await addUser(db, 'ed', 'viewer', PASSWORD, now);
+  const rights = await Promise.all(Array.from({ length: LOCKOUT.maxFailures }, () => access.signIn('ed', PASSWORD)));
+  expect(rights.map((r) => r.ok)).toEqual(Array.from({ length: LOCKOUT.maxFailures }, () => true));
+  expect(await getConsoleUser(db, 'ed')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+
+  // Wrong guesses and the right password at once, within the limit: the right one signs in.
+  await addUser(db, 'flo', 'viewer', PASSWORD, now);
+  const mixed = await Promise.all(
+    Array.from({ length: LOCKOUT.maxFailures }, (_, i) => access.signIn('flo', i === 0 ? PASSWORD : `wrong guess ${i}`)),
+  );
+  expect(mixed[0]?.ok).toBe(true);
+  expect(mixed.slice(1)).toEqual(Array.from({ length: LOCKOUT.maxFailures - 1 }, () => ({ ok: false, why: 'bad-credentials' })));
+  expect(await getConsoleUser(db, 'flo')).toMatchObject({ lockedUntil: null });
 
   // A password changed while the old one was being checked: no session.
   const old = await counted('di');
