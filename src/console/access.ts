@@ -8,7 +8,15 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { beginSignIn, deleteConsoleSession, endSignIn, getConsoleSession, getConsoleUser, type Database } from '../store/index.js';
+import {
+  beginSignIn,
+  deleteConsoleSession,
+  endSignIn,
+  getConsoleSession,
+  getConsoleUser,
+  uncountSignIn,
+  type Database,
+} from '../store/index.js';
 import { DECOY_HASH, verifyPassword } from './passwords.js';
 import { isRole, type Role } from './roles.js';
 
@@ -111,13 +119,21 @@ export class ConsoleAccess {
     if (!(await verifyPassword(password, start.passwordHash))) return { ok: false, why: 'bad-credentials' };
     const now = o.now();
     const cookieValue = randomBytes(32).toString('base64url');
-    const ended = await endSignIn(o.db, start, {
-      idHash: sha256(cookieValue),
-      userName: name,
-      csrfToken: randomBytes(32).toString('hex'),
-      createdAt: now,
-      expiresAt: now + o.sessionMs,
-    });
+    let ended: 'ok' | 'changed';
+    try {
+      ended = await endSignIn(o.db, start, {
+        idHash: sha256(cookieValue),
+        userName: name,
+        csrfToken: randomBytes(32).toString('hex'),
+        createdAt: now,
+        expiresAt: now + o.sessionMs,
+      });
+    } catch (err) {
+      // The right password must not count towards a lock-out because the database was busy; the original
+      // error is still the answer, and a failure to take the count back is no worse than not trying.
+      await uncountSignIn(o.db, name, start, o.lockout, now).catch(() => undefined);
+      throw err;
+    }
     if (ended !== 'ok') return { ok: false, why: 'bad-credentials' };
     return { ok: true, cookieValue };
   }

@@ -97,7 +97,7 @@ export type SignInStart =
   | { kind: 'unknown-user' }
   | { kind: 'no-password' }
   | { kind: 'locked' }
-  /** `ownLock`: the lock this attempt set by reaching the limit. */
+  /** `ownLock`: the lock this attempt set by reaching the limit, which taking it back lifts. */
   | { kind: 'counted'; passwordHash: string; ownLock: number | null };
 
 /** Why an attempt on this row is not counted, or undefined when it may be. */
@@ -156,6 +156,33 @@ export async function endSignIn(db: Database, start: { passwordHash: string }, s
     await deleteConsoleSessions(trx, { expiredAt: now });
     await insertConsoleSession(trx, session);
     return 'ok';
+  });
+}
+
+/**
+ * Takes back the count of an attempt whose password matched but whose `endSignIn` failed (the database busy,
+ * say), so retrying the right password cannot lock its user out: one failure less, or, when the lock this
+ * attempt set is still the user's, that lock lifted. Nothing when the password was changed meanwhile.
+ */
+export async function uncountSignIn(
+  db: Database,
+  name: string,
+  start: { passwordHash: string; ownLock: number | null },
+  lockout: { maxFailures: number },
+  now: number,
+): Promise<void> {
+  await writeTransaction(db, async (trx) => {
+    const row = await lockoutRow(trx, name);
+    if (!row || row.password_hash !== start.passwordHash) return;
+    if (start.ownLock !== null && row.locked_until === start.ownLock) {
+      await trx('console_users')
+        .where({ name })
+        .update({ failed_attempts: Math.max(lockout.maxFailures - 1, 0), locked_until: null, updated_at: now });
+    } else if (row.locked_until === null && row.failed_attempts > 0) {
+      await trx('console_users')
+        .where({ name })
+        .update({ failed_attempts: row.failed_attempts - 1, updated_at: now });
+    }
   });
 }
 

@@ -155,6 +155,7 @@ export {
   deleteConsoleUser,
   beginSignIn,
   endSignIn,
+  uncountSignIn,
   insertConsoleSession,
   getConsoleSession,
   deleteConsoleSession,

@@ -16,7 +16,7 @@ import { addUser, hashPassword, listUsers, removeUser, setPassword, setRole, unl
 import { closeDatabase, getConsoleUser, updateConsoleUser, type Database } from '../../src/store/index.js';
 import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { checkSignInLockout } from '../store/sign-in-lockout.js';
-import { openTestDatabase, TEST_DATABASE_FILE, useTestDatabase } from '../support/database.js';
+import { openTestDatabase, TEST_DATABASE_FILE, useTestDatabase, writeLockHeldElsewhere } from '../support/database.js';
 
 /** A request as node:http would hand it over, from `address`, with these headers. */
 function request(address: string, headers: Record<string, string>): IncomingMessage {
@@ -180,4 +180,50 @@ describe('console sign-in while another process holds the write lock', () => {
       other.close();
     }
   });
+
+  it('takes a right password whose session could not be written back off the count, so retries cannot lock out', async () => {
+    const { db: d, file } = await open(1000);
+    await addUser(d, 'jo', 'viewer', PASSWORD, Date.now());
+    const probe = openSqlite(file, { timeout: 0 });
+    let lockExpected = false;
+    let readings = 0;
+    // The clock's second reading of a sign-in comes after the password check, before the session is written:
+    // there it waits until the other process holds the write lock, however long the check took.
+    const now = (): number => {
+      if (lockExpected && ++readings % 2 === 0) {
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          try {
+            probe.exec('BEGIN IMMEDIATE');
+            probe.exec('ROLLBACK');
+          } catch {
+            break;
+          }
+          if (Date.now() > deadline) throw new Error('no other process took the write lock');
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+        }
+      }
+      return Date.now();
+    };
+    const a = new ConsoleAccess({ db: d, now, sessionMs: 60_000, trustedProxies: [], userHeader: 'Remote-User', lockout: LOCKOUT });
+    try {
+      lockExpected = true;
+      for (let i = 0; i < LOCKOUT.maxFailures; i++) {
+        // Taken once this attempt is counted; held past the session's wait, not past the take-back's.
+        const holder = await writeLockHeldElsewhere(
+          file,
+          1500,
+          [],
+          ['select 1 from console_users where name = ? and failed_attempts > 0', 'jo'],
+        );
+        await expect(a.signIn('jo', PASSWORD)).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
+        await holder.released;
+        expect(await getConsoleUser(d, 'jo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+      }
+      lockExpected = false;
+      expect((await a.signIn('jo', PASSWORD)).ok).toBe(true);
+    } finally {
+      probe.close();
+    }
+  }, 60_000);
 });

@@ -2,13 +2,13 @@
  * The console's sign-in lock-out, checked on a real database of either engine (SQLite in test/console,
  * PostgreSQL in test/postgres): attempts sent at once are counted before their check, so no more than
  * the limit are checked; a right password among the attempts checked signs in and lifts any lock, however
- * the others ended.
+ * the others ended; a right password whose session could not be written is taken back off the count.
  */
 import { expect } from 'vitest';
 import { ConsoleAccess } from '../../src/console/access.js';
 import { addUser, setPassword } from '../../src/console/index.js';
 import type { Database } from '../../src/store/db.js';
-import { beginSignIn, endSignIn, getConsoleUser } from '../../src/store/console-access.js';
+import { beginSignIn, endSignIn, getConsoleUser, uncountSignIn } from '../../src/store/console-access.js';
 
 const PASSWORD = 'a long enough password';
 const LOCKOUT = { maxFailures: 3, lockMs: 60_000 };
@@ -74,6 +74,19 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   expect(mixed[0]?.ok).toBe(true);
   expect(mixed.slice(1)).toEqual(Array.from({ length: LOCKOUT.maxFailures - 1 }, () => ({ ok: false, why: 'bad-credentials' })));
   expect(await getConsoleUser(db, 'flo')).toMatchObject({ lockedUntil: null });
+
+  // A right password whose session was not written is taken back off the count: one failure less, or the
+  // lock it set by reaching the limit lifted.
+  await addUser(db, 'gil', 'viewer', PASSWORD, now);
+  await counted('gil');
+  const notEnded = await counted('gil');
+  await uncountSignIn(db, 'gil', notEnded, LOCKOUT, now);
+  expect(await getConsoleUser(db, 'gil')).toMatchObject({ failedAttempts: 1, lockedUntil: null });
+  await counted('gil');
+  const locking = await counted('gil');
+  expect(await getConsoleUser(db, 'gil')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
+  await uncountSignIn(db, 'gil', locking, LOCKOUT, now);
+  expect(await getConsoleUser(db, 'gil')).toMatchObject({ failedAttempts: LOCKOUT.maxFailures - 1, lockedUntil: null });
 
   // A password changed while the old one was being checked: no session.
   const old = await counted('di');

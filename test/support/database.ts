@@ -55,14 +55,26 @@ export function useTestDatabase(prefix: string): { readonly db: Database } {
 const DIST_DRIVER = fileURLToPath(new URL('../../dist/store/sqlite-driver.js', import.meta.url));
 
 // The other process: a busy wait of better-sqlite3 blocks its own process, so a writer in this one would
-// never get to end its transaction while a test's query waits for it.
+// never get to end its transaction while a test's query waits for it. With a query to wait for, it polls
+// that query and takes the lock once it returns a row.
 const HOLDER = `
 const { openSqlite } = await import(process.argv[1]);
 const db = openSqlite(process.argv[2]);
-db.exec('BEGIN IMMEDIATE');
-for (const [sql, ...values] of JSON.parse(process.argv[4])) db.prepare(sql).run(...values);
-process.stdout.write('locked\\n');
-setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[3]));
+const when = JSON.parse(process.argv[5]);
+const hold = () => {
+  db.exec('BEGIN IMMEDIATE');
+  for (const [sql, ...values] of JSON.parse(process.argv[4])) db.prepare(sql).run(...values);
+  process.stdout.write('locked\\n');
+  setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[3]));
+};
+if (when === null) hold();
+else {
+  const [sql, ...values] = when;
+  const query = db.prepare(sql);
+  const poll = () => (query.get(...values) === undefined ? setTimeout(poll, 1) : hold());
+  process.stdout.write('watching\\n');
+  poll();
+}
 `;
 
 /** A statement and its values. */
@@ -71,19 +83,34 @@ export type Written = [sql: string, ...values: (string | number | null)[]];
 /**
  * Another process (the daemon, say) in a write transaction on the SQLite file `file` for `ms`: resolves once
  * it holds the write lock, and has run `writes` in it (committed at its end), with a promise of that end.
+ * With `when`, it takes the lock only once that query returns a row, and resolves once it is watching for it.
  */
-export async function writeLockHeldElsewhere(file: string, ms: number, writes: Written[] = []): Promise<{ released: Promise<void> }> {
+export async function writeLockHeldElsewhere(
+  file: string,
+  ms: number,
+  writes: Written[] = [],
+  when: Written | null = null,
+): Promise<{ locked: Promise<void>; released: Promise<void> }> {
   if (!existsSync(DIST_DRIVER)) throw new Error(`${DIST_DRIVER} is missing: run \`npm run build\` first (\`npm test\` does)`);
-  const args = [pathToFileURL(DIST_DRIVER).href, file, String(ms), JSON.stringify(writes)];
+  const args = [pathToFileURL(DIST_DRIVER).href, file, String(ms), JSON.stringify(writes), JSON.stringify(when)];
   const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER, ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const released = new Promise<void>((resolve, reject) =>
     child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the lock holder exited ${code}`)))),
   );
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.once('data', () => resolve());
-    released.catch(reject);
-  });
-  return { released };
+  const said = (word: string) =>
+    new Promise<void>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString('utf8');
+        if (out.split('\n').includes(word)) resolve();
+      });
+      released.then(() => reject(new Error(`the lock holder ended before it said ${word}`)), reject);
+    });
+  const locked = said('locked');
+  await (when === null ? locked : said('watching'));
+  // Awaited by the caller or not at all: a holder that ends without locking fails the wait above or `released`.
+  locked.catch(() => undefined);
+  return { locked, released };
 }
