@@ -116,13 +116,17 @@ export function thresholdReasons(f: BatchFigures, approval: ApprovalConfig): App
   return out;
 }
 
-/** The payout currencies the policy names an amount for: the thresholds' (when they apply) and the limits'. */
+/**
+ * The payout currencies whose batch total the policy bounds: a total threshold (when thresholds apply), or a
+ * batch or 24-hour limit. A row limit or row threshold alone lets any total through, so it covers nothing.
+ */
 export function namedCurrencies(approval: ApprovalConfig, limits: LimitsConfig): string[] {
-  const t =
-    approval.required === 'above-thresholds'
-      ? [...Object.keys(approval.thresholds.batchTotal), ...Object.keys(approval.thresholds.largestRow)]
-      : [];
-  return [...new Set([...t, ...Object.keys(limits.perCurrency)])].sort();
+  const t = approval.required === 'above-thresholds' ? Object.keys(approval.thresholds.batchTotal) : [];
+  const l = Object.keys(limits.perCurrency).filter((c) => {
+    const entry = limits.perCurrency[c];
+    return entry?.maxBatch !== undefined || entry?.max24h !== undefined;
+  });
+  return [...new Set([...t, ...l])].sort();
 }
 
 /** With approval.otherCurrencies: require-approval, the currencies of a batch that nothing in the policy names. */
@@ -136,7 +140,7 @@ export function otherCurrencyReasons(f: BatchFigures, policy: ApprovalPolicy): A
     .filter((c) => !named.has(c))
     .map((c) => ({
       code: `OTHER_CURRENCY:${c}`,
-      text: `it pays ${f.totals[c]} ${c}, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)`,
+      text: `it pays ${f.totals[c]} ${c}, a currency whose batch total no threshold or limit bounds (approval.otherCurrencies: require-approval)`,
     }));
 }
 

@@ -610,7 +610,7 @@ describe('a currency the policy does not name', () => {
     const held = assess(figures, policy({ ...phpOnly, otherCurrencies: 'require-approval' }, limits), {});
     expect(held).toMatchObject({ kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] });
     expect(held.kind === 'wait' && held.reasons[0]?.text).toBe(
-      'it pays 270000 EUR, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)',
+      'it pays 270000 EUR, a currency whose batch total no threshold or limit bounds (approval.otherCurrencies: require-approval)',
     );
     // Named by a limit (or a threshold), EUR has its own rules: not held as another currency.
     const eurLimited = { perCurrency: { ...limits.perCurrency, EUR: { maxBatch: '500000' } } };
@@ -618,6 +618,25 @@ describe('a currency the policy does not name', () => {
     // Thresholds count only under above-thresholds: with required never, only the limits name currencies.
     const never = policy({ required: 'never', thresholds: { batchTotal: { EUR: '1' } }, otherCurrencies: 'require-approval' }, limits);
     expect(assess(figures, never, {})).toMatchObject({ kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] });
+  });
+
+  it('counts a currency as covered only when something bounds its total', () => {
+    const eur = { totals: { EUR: '270000' }, rows: 3, largest: { EUR: '90000' } };
+    const held = (approval: Record<string, unknown>, l: Record<string, unknown>) =>
+      assess(
+        eur,
+        policy({ required: 'never', otherCurrencies: 'require-approval', ...approval }, { onExceeded: 'require-approval', ...l }),
+        {},
+      );
+    const other = { kind: 'wait', reasons: [{ code: 'OTHER_CURRENCY:EUR' }] };
+    // A row threshold, a row limit or an empty entry lets 270000 EUR through: EUR is still another currency.
+    expect(held({ ...phpOnly, thresholds: { batchTotal: { PHP: '500000' }, largestRow: { EUR: '100000' } } }, limits)).toMatchObject(other);
+    expect(held({}, { perCurrency: { EUR: {} } })).toMatchObject(other);
+    expect(held({}, { perCurrency: { EUR: { maxRow: '100000' } } })).toMatchObject(other);
+    // A total threshold, a batch limit or a 24-hour limit bounds it.
+    expect(held({ ...phpOnly, thresholds: { batchTotal: { PHP: '500000', EUR: '500000' } } }, limits)).toEqual({ kind: 'release' });
+    expect(held({}, { perCurrency: { EUR: { maxBatch: '500000' } } })).toEqual({ kind: 'release' });
+    expect(held({}, { perCurrency: { EUR: { max24h: '500000' } } })).toEqual({ kind: 'release' });
   });
 
   it('is warned of at start when some currencies are named, unless every batch waits or otherCurrencies holds the rest', () => {
