@@ -145,22 +145,34 @@ export function otherCurrencyReasons(f: BatchFigures, policy: ApprovalPolicy): A
 }
 
 /**
- * Said at start when the policy sets amounts for some payout currencies only: a batch in any other is held by
- * no threshold or limit. Null when none escapes so: nothing is named, every batch waits, or otherCurrencies holds it.
+ * Said at start when the policy bounds totals in some currencies but not every enabled payout currency
+ * (`enabled`, batch.rules.payoutCurrencies; null when any currency may be paid): a batch in one of the
+ * others is held by no total. Null when none escapes so: the policy sets no amounts at all, every batch waits,
+ * otherCurrencies holds the rest, or every enabled currency is covered.
  */
-export function otherCurrenciesWarning(approval: ApprovalConfig, limits: LimitsConfig): string | null {
+export function otherCurrenciesWarning(approval: ApprovalConfig, limits: LimitsConfig, enabled: readonly string[] | null): string | null {
   if (approval.required === 'always' || approval.otherCurrencies === 'require-approval') return null;
-  const named = namedCurrencies(approval, limits);
-  if (named.length === 0) return null;
+  const thresholds = approval.required === 'above-thresholds' ? approval.thresholds : { batchTotal: {}, largestRow: {} };
+  const mentioned = [...Object.keys(thresholds.batchTotal), ...Object.keys(thresholds.largestRow), ...Object.keys(limits.perCurrency)];
+  // With no amount set anywhere the operator has chosen no amount rules: nothing to warn of.
+  if (mentioned.length === 0) return null;
+  const covered = namedCurrencies(approval, limits);
+  const uncovered = enabled === null ? null : [...new Set(enabled)].filter((c) => !covered.includes(c)).sort();
+  if (uncovered !== null && uncovered.length === 0) return null;
   const rows =
     approval.required === 'above-thresholds' && approval.thresholds.rows !== undefined
       ? ' (approval.thresholds.rows still counts its rows)'
       : '';
+  const which =
+    uncovered === null
+      ? `any payout currency but ${covered.length > 0 ? covered.join(', ') : 'none'}`
+      : `${uncovered.join(', ')} (enabled in batch.rules.payoutCurrencies)`;
+  const set = covered.length > 0 ? `, set now only for ${covered.join(', ')}` : ', set now for no currency';
   return (
-    `approval thresholds and limits set amounts only for ${named.join(', ')}: a batch paying in any other currency is ` +
-    `not held for approval nor limited by its amounts, and is paid as read${rows}; name every payout currency you use ` +
-    `in approval.thresholds or limits.perCurrency, or set approval.otherCurrencies: require-approval to have such a ` +
-    `batch wait for an approver (docs/approval.md)`
+    `no approval threshold or limit bounds the total of a batch paying ${which}: such a batch is not held for ` +
+    `approval nor limited by its total, and is paid as read${rows}; bound each of these currencies with ` +
+    `approval.thresholds.batchTotal or a maxBatch or max24h under limits.perCurrency${set}, or set ` +
+    `approval.otherCurrencies: require-approval to have such a batch wait for an approver (docs/approval.md)`
   );
 }
 

@@ -71,7 +71,7 @@ export async function startDaemon(
   startAbort?: AbortSignal,
 ): Promise<RunningDaemon> {
   sayEnvironmentOverrides(config, logger);
-  const unnamed = otherCurrenciesWarning(config.approval, config.limits);
+  const unnamed = otherCurrenciesWarning(config.approval, config.limits, config.batch.rules.payoutCurrencies);
   if (unnamed) logger.warn({ option: 'approval.otherCurrencies' }, unnamed);
   checkFolders(config, clock.now());
   const lock: InstanceLock | null =

@@ -372,10 +372,12 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     await batchOf(e2e, 'bb.csv', (x) => x.state === 'COMPLETE', 'bb.csv paid');
   });
 
-  it('a currency no threshold or limit names: the start warns it is paid as read; approval.otherCurrencies holds it', async () => {
+  it('a currency whose total nothing bounds: the start names it as paid as read; approval.otherCurrencies holds it', async () => {
     const approval = { required: 'above-thresholds', thresholds: { batchTotal: { PHP: '300' } } };
-    const limits = { perCurrency: { PHP: { max24h: '200000' } } };
-    const e2e = await world(approval, { limits });
+    // EUR has a row limit only: that bounds no total, so EUR is still another currency.
+    const limits = { perCurrency: { PHP: { max24h: '200000' }, EUR: { maxRow: '100000' } } };
+    const rules = { payoutCurrencies: ['PHP', 'EUR', 'USD'] };
+    const e2e = await world(approval, { limits, batch: { rules } });
     const eurCsv = (prefix: string): string =>
       toCsv(
         makeRows(prefix, 3)
@@ -383,30 +385,34 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
           .map((r) => ({ ...r, payoutAmount: '90000.00' })),
       );
     const warned = (l: { level?: string; msg?: string }): boolean =>
-      l.level === 'warn' && (l.msg ?? '').includes('approval thresholds and limits set amounts only for PHP');
+      l.level === 'warn' && (l.msg ?? '').includes('no approval threshold or limit bounds the total');
     const first = await e2e.startDaemon();
     expect(first.logs.find(warned)?.msg).toContain(
-      'a batch paying in any other currency is not held for approval nor limited by its amounts, and is paid as read',
+      'bounds the total of a batch paying EUR, USD (enabled in batch.rules.payoutCurrencies): such a batch is not held ' +
+        'for approval nor limited by its total, and is paid as read',
     );
     await dropOwned(join(e2e.dir, 'staging'), e2e.inbox, 'eur1.csv', eurCsv('EUA'), (UPLOADER as { uid: number }).uid);
     await batchOf(e2e, 'eur1.csv', (b) => b.state === 'COMPLETE', 'eur1.csv paid as read');
     await first.stop();
-    // Held as a currency no rule names: no warning, and the batch waits for an approver.
-    await e2e.writeConfig({
-      paths: { approvals: e2e.approvals },
-      approval: { approvers: { users: [UPLOADER?.name, ALICE?.name, BOB?.name] }, ...approval, otherCurrencies: 'require-approval' },
-      limits,
-    });
+    // Held as a currency whose total nothing bounds: no warning, and the batch waits for an approver.
+    const config = { paths: { approvals: e2e.approvals }, limits, batch: { rules } };
+    const approvers = { users: [UPLOADER?.name, ALICE?.name, BOB?.name] };
+    await e2e.writeConfig({ ...config, approval: { approvers, ...approval, otherCurrencies: 'require-approval' } });
     const second = await e2e.startDaemon();
     const eur = await dropAwaiting(e2e, 'eur2.csv', eurCsv('EUB'));
     expect(eur.holdReason).toContain(
-      'it pays 90000 EUR, a currency no amount threshold or limit is set for (approval.otherCurrencies: require-approval)',
+      'it pays 90000 EUR, a currency whose batch total no threshold or limit bounds (approval.otherCurrencies: require-approval)',
     );
     expect(second.logs.filter(warned)).toEqual([]);
     await approvalFile(e2e, `${eur.id}.approve`, approvalText(eur.id, eur.sha256), (ALICE as { uid: number }).uid);
     expect((await waitForReply(e2e.outbox, `${eur.id}.approve`)).fields).toMatchObject({ outcome: 'released' });
     await batchOf(e2e, 'eur2.csv', (b) => b.state === 'COMPLETE', 'eur2.csv paid once approved');
     expect(paidReferences(e2e)).toEqual(['EUA-0003', 'EUB-0003']);
+    await second.stop();
+    // Only PHP enabled, and its total bounded: nothing can escape, so nothing is said.
+    await e2e.writeConfig({ ...config, approval: { approvers, ...approval }, batch: { rules: { payoutCurrencies: ['PHP'] } } });
+    const third = await e2e.startDaemon();
+    expect(third.logs.filter(warned)).toEqual([]);
   });
 
   it('bad approval files are refused with a reply, nothing is released, and the daemon keeps running', async () => {

@@ -639,16 +639,31 @@ describe('a currency the policy does not name', () => {
     expect(held({}, { perCurrency: { EUR: { max24h: '500000' } } })).toEqual({ kind: 'release' });
   });
 
-  it('is warned of at start when some currencies are named, unless every batch waits or otherCurrencies holds the rest', () => {
-    const warning = (approval: Record<string, unknown>, l: Record<string, unknown> = limits) => {
+  it('is warned of at start for the enabled payout currencies nothing covers, named', () => {
+    const warning = (
+      approval: Record<string, unknown>,
+      l: Record<string, unknown> = limits,
+      enabled: string[] | null = ['PHP', 'EUR', 'USD'],
+    ) => {
       const p = policy(approval, l);
-      return otherCurrenciesWarning(p.approval, p.limits);
+      return otherCurrenciesWarning(p.approval, p.limits, enabled);
     };
-    expect(warning(phpOnly)).toMatch(/^approval thresholds and limits set amounts only for PHP: a batch paying in any other currency/);
-    expect(warning({ ...phpOnly, thresholds: { batchTotal: { EUR: '9' }, rows: 10 } }, {})).toContain(
-      'only for EUR: a batch paying in any other currency is not held for approval nor limited by its amounts, and is paid as read (approval.thresholds.rows still counts its rows)',
+    expect(warning(phpOnly)).toBe(
+      'no approval threshold or limit bounds the total of a batch paying EUR, USD (enabled in batch.rules.payoutCurrencies): ' +
+        'such a batch is not held for approval nor limited by its total, and is paid as read; bound each of these currencies ' +
+        'with approval.thresholds.batchTotal or a maxBatch or max24h under limits.perCurrency, set now only for PHP, or set ' +
+        'approval.otherCurrencies: require-approval to have such a batch wait for an approver (docs/approval.md)',
     );
-    expect(warning({ required: 'never' })).toMatch(/only for PHP:/);
+    expect(warning({ ...phpOnly, thresholds: { batchTotal: { EUR: '9' }, rows: 10 } }, {})).toMatch(
+      /paying PHP, USD \(enabled in batch\.rules\.payoutCurrencies\): .*paid as read \(approval\.thresholds\.rows still counts its rows\);.*set now only for EUR,/,
+    );
+    // A row bound alone covers nothing: EUR is named as escaping.
+    expect(warning({ required: 'never' }, { perCurrency: { PHP: { max24h: '9' }, EUR: { maxRow: '9' } } })).toMatch(/paying EUR, USD \(/);
+    // Only the enabled currencies count: with PHP alone enabled and bounded, nothing escapes.
+    expect(warning(phpOnly, limits, ['PHP'])).toBeNull();
+    expect(warning({ required: 'never' }, limits, ['PHP'])).toBeNull();
+    // An open list: any currency but those covered.
+    expect(warning(phpOnly, limits, null)).toMatch(/paying any payout currency but PHP: /);
     expect(warning({ ...phpOnly, otherCurrencies: 'require-approval' })).toBeNull();
     expect(warning({ required: 'always' })).toBeNull();
     expect(warning({ required: 'above-thresholds', thresholds: { rows: 10 } }, {})).toBeNull();
