@@ -69,6 +69,11 @@ export interface ApprovalRequest {
   comment?: string;
   /** Required to reject: it goes into the result file. */
   reason?: string;
+  /**
+   * The approval round the approver was shown, counted from 1 as the ack and status print it: an approval of an
+   * earlier round is refused once the batch was reopened. Absent: taken as the first round.
+   */
+  round?: number | null;
 }
 
 export type ApprovalOutcome =
@@ -168,6 +173,12 @@ function checkRequest(r: ApprovalRequest): { sha256: string } {
   }
   if (r.decision !== 'approve' && r.decision !== 'reject')
     throw new ApprovalError('APPROVAL_BAD_REQUEST', 'decision must be approve or reject');
+  if (r.round != null && !(Number.isInteger(r.round) && r.round >= 1)) {
+    throw new ApprovalError(
+      'APPROVAL_BAD_REQUEST',
+      `the round given for batch ${r.batchId} is not a whole number from 1 (as its ack shows it)`,
+    );
+  }
   return { sha256 };
 }
 
@@ -214,6 +225,8 @@ function refusal(
       `the SHA-256 given (${sha256.slice(0, 12)}…) is not that of batch ${batch.id}'s file (${batch.sha256.slice(0, 12)}…): copy it from this batch's ack`,
     );
   }
+  const stale = r.decision === 'approve' && batch.fileChangedAt === null ? staleRound(batch, r, entries) : null;
+  if (stale) return stale;
   if (r.decision === 'approve' && !uploaderKnown(batch)) {
     return new ApprovalError(
       'APPROVAL_UPLOADER_UNKNOWN',
@@ -246,6 +259,36 @@ function refusal(
     );
   }
   return null;
+}
+
+/** The round of a batch as approvers are told it: the first is 1. */
+export const shownRound = (b: Pick<BatchRecord, 'approvalRound'>): number => (b.approvalRound ?? 0) + 1;
+
+/**
+ * An approval given for another round than the batch's current one: it was shown figures that no longer stand
+ * (a reopen), so it cannot let the batch go. A rejection is always safe and is not asked for its round.
+ */
+function staleRound(batch: BatchRecord, r: ApprovalRequest, entries: ApprovalEntry[]): ApprovalError | null {
+  const current = shownRound(batch);
+  const seen = r.round ?? 1;
+  if (seen === current) return null;
+  if (seen > current) {
+    return new ApprovalError(
+      'APPROVAL_BAD_REQUEST',
+      `batch ${batch.id} is in approval round ${current}; round ${seen} does not exist: copy the round from its ack or payoutd status --batch ${batch.id}`,
+    );
+  }
+  const reopen = entries.filter((e) => e.decision === 'reopen').pop();
+  const when = reopen
+    ? `was reopened at ${new Date(reopen.decidedAt).toISOString()} because ${reopen.comment ?? 'a limit grew'}`
+    : 'was reopened';
+  const given = r.round == null ? 'this approval names no round (taken as round 1)' : `this approval is for round ${seen}`;
+  return new ApprovalError(
+    'APPROVAL_STALE',
+    `batch ${batch.id} ${when}; ${given}, and the figures it approved no longer stand, so it lets nothing go: read the ` +
+      `figures of now (payoutd status --batch ${batch.id}, or its page in the console) and approve again for round ${current} ` +
+      `(the line "round: ${current}" in the approval file, or --round ${current})`,
+  );
 }
 
 /**
@@ -399,6 +442,7 @@ async function release(
       needed: b.approvalsNeeded ?? 1,
       expiresAt: b.approvalExpiresAt ?? now,
       uploaderKnown: uploaderKnown(b),
+      round: round + 1,
     });
     const hold = await holdForApproval(trx, b.id, text, now);
     // Still held as before, so the hold itself tells no one: the new round is news of its own.
@@ -414,7 +458,7 @@ async function release(
       r,
       figures,
       approvals,
-      `batch ${b.id} approved, but at release ${why}: not paid; it needs approval again, shown the figures of now`,
+      `batch ${b.id} approved, but at release ${why}: not paid; it needs approval again for round ${round + 1}, shown the figures of now`,
     );
   }
   await releaseApproved(trx, b.id, now);

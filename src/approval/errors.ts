@@ -11,6 +11,7 @@ export type ApprovalErrorCode =
   | 'APPROVAL_EXPIRED' // decided after the batch's deadline (approval.expiresAfter): the decision ends it expired instead
   | 'APPROVAL_HASH_MISMATCH' // the SHA-256 given is not the batch's
   | 'APPROVAL_FILE_CHANGED' // the batch's file changed after it was taken: approvals are void
+  | 'APPROVAL_STALE' // an approval for an earlier round than the batch's: it was reopened since, shown other figures
   | 'APPROVAL_OWN_UPLOAD' // the uploader cannot approve their own batch
   | 'APPROVAL_UPLOADER_UNKNOWN' // no uploader recorded for the batch: no approver can be told apart from it
   | 'APPROVAL_UNKNOWN_USER' // the approver has no user name, or no uid when the uploader is known by uid only

@@ -44,6 +44,8 @@ export interface ApprovalFileContent {
   sha256: string | null;
   comment: string | null;
   reason: string | null;
+  /** The `round:` line: the approval round the approver was shown (from 1); NaN when not a whole number from 1. */
+  round: number | null;
 }
 
 const BATCH_ID = /\bB\d{8}-\d{6}-[0-9a-f]{6}\b/;
@@ -52,11 +54,11 @@ const SHA256 = /\b[0-9a-fA-F]{64}\b/;
 const NAME = /^([^.]+)(?:\..*)?\.(approve|reject)$/;
 
 /**
- * Reads `decision: …`, `batch: …`, `sha256: …`, `comment: …`, `reason: …` lines; the batch id and the hash are
+ * Reads `decision: …`, `batch: …`, `sha256: …`, `round: …`, `comment: …`, `reason: …` lines; the batch id and the hash are
  * also found bare, anywhere (a copy and paste of the ack's cells). Pure.
  */
 export function parseApprovalFile(text: string): ApprovalFileContent {
-  const out: ApprovalFileContent = { decisions: [], batchId: null, sha256: null, comment: null, reason: null };
+  const out: ApprovalFileContent = { decisions: [], batchId: null, sha256: null, comment: null, reason: null, round: null };
   for (const raw of text.replace(/^\uFEFF/, '').split(/\r?\n/)) {
     const line = raw.trim();
     const kv = /^([A-Za-z0-9_-]+)\s*[:=]\s*(.*)$/.exec(line);
@@ -65,6 +67,7 @@ export function parseApprovalFile(text: string): ApprovalFileContent {
     if (key === 'decision') out.decisions.push(value.toLowerCase());
     else if (key === 'comment') out.comment = value || null;
     else if (key === 'reason') out.reason = value || null;
+    else if (key === 'round') out.round = /^[1-9]\d{0,8}$/.test(value) ? Number(value) : NaN;
     else {
       out.batchId ??= BATCH_ID.exec(line)?.[0] ?? null;
       out.sha256 ??= SHA256.exec(line)?.[0]?.toLowerCase() ?? null;
@@ -384,6 +387,12 @@ export class ApprovalFiles {
     if (content.sha256 === null)
       throw new ApprovalError('APPROVAL_BAD_FILE', `${name} holds no SHA-256; copy it from the ack of batch ${nameBatch}`);
     checkStatedDecision(name, kind, content);
+    if (Number.isNaN(content.round)) {
+      throw new ApprovalError(
+        'APPROVAL_BAD_FILE',
+        `${name} has a "round:" line that is not a whole number from 1; copy the line "round: N" from the ack or payoutd status --batch ${nameBatch} and drop it again`,
+      );
+    }
     const approver = await this.deps.users.nameOfUid(uid);
     if (approver === null) {
       throw new ApprovalError(
@@ -400,6 +409,7 @@ export class ApprovalFiles {
       via: 'sftp',
       comment: content.comment ?? undefined,
       reason: content.reason ?? content.comment ?? undefined,
+      round: content.round,
     });
   }
 }

@@ -18,7 +18,7 @@ import {
   withBatchForDecision,
   type BatchRecord,
 } from '../store/index.js';
-import { endExpiredWait, ROLLING_WINDOW_MS, uploaderKnown, waitRanOut, type ApprovalDeps } from './decide.js';
+import { endExpiredWait, ROLLING_WINDOW_MS, shownRound, uploaderKnown, waitRanOut, type ApprovalDeps } from './decide.js';
 import { assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
 
 /** What the gate made of a batch being accepted. */
@@ -66,6 +66,7 @@ export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecor
       needed,
       expiresAt,
       uploaderKnown: uploaderKnown(batch),
+      round: shownRound(batch),
     });
     await updateBatch(
       trx,

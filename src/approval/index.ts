@@ -9,6 +9,8 @@ export {
   decideApproval,
   decideWhenReady,
   figuresOf,
+  reasonsOf,
+  shownRound,
   READY_WAIT_MS,
   approvalDepsFrom,
   type ApprovalDeps,

@@ -229,6 +229,8 @@ export interface WaitingBatch {
   expiresAt: number;
   /** False when no uploader was recorded for the batch's file: then no approval of it can be applied. */
   uploaderKnown: boolean;
+  /** The approval round, from 1: an approval names it, and one of an earlier round is refused. */
+  round: number;
 }
 
 /** The hold's words: shown at the top of the ack and by `payoutd status`, so they say what to do. */
@@ -245,8 +247,8 @@ export function awaitingApprovalText(b: WaitingBatch): string {
       `--reason ...) or cancel it (payoutd cancel --batch ${b.id}), and send the rows again in a new file (the same bytes ` +
       `again are refused as a duplicate of this batch), dropped by its uploader, in the console or ${PRIVATE_FILE_HOWTO}; `;
   const todo = b.uploaderKnown
-    ? `To approve, drop a file named ${b.id}.approve into the approvals folder holding the lines "decision: approve", "batch: ${b.id}" ` +
-      `and "sha256: ${b.sha256}" (or run: payoutd approve --batch ${b.id}); to reject, ${b.id}.reject with "decision: reject", the same ` +
+    ? `To approve (approval round ${b.round}), drop a file named ${b.id}.approve into the approvals folder holding the lines "decision: approve", "batch: ${b.id}"` +
+      `, "sha256: ${b.sha256}" and "round: ${b.round}" (or run: payoutd approve --batch ${b.id} --round ${b.round}); to reject, ${b.id}.reject with "decision: reject", the same ` +
       `two lines and "reason: ..." (or payoutd reject --batch ${b.id} --reason ...)`
     : `To reject by file, drop ${b.id}.reject into the approvals folder holding the lines "decision: reject", "batch: ${b.id}", ` +
       `"sha256: ${b.sha256}" and "reason: ..."`;

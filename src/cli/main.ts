@@ -254,11 +254,15 @@ export async function runCli(argv: string[]): Promise<void> {
       .command(
         'approve',
         'approve a batch waiting for approval (you are the approver: the Unix user running this, or the sudo caller)',
-        (y) => decisionOptions(y).option('comment', { type: 'string' }),
+        (y) =>
+          decisionOptions(y).option('comment', { type: 'string' }).option('round', {
+            type: 'number',
+            describe: 'the approval round approved, as the ack or payoutd status shows it (default: 1)',
+          }),
         async (a) => {
           const config = await configFrom(a);
           const { decideFromCli } = await import('./commands/approval.js');
-          await decideFromCli(config, 'approve', { batch: a.batch, sha256: a.sha256, as: a.as, comment: a.comment });
+          await decideFromCli(config, 'approve', { batch: a.batch, sha256: a.sha256, as: a.as, comment: a.comment, round: a.round });
         },
       )
       .command(

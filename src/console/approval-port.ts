@@ -32,6 +32,7 @@ export function approvalsThrough(deps: ApprovalDeps): Approvals {
           decision: d.decision,
           approver: d.approver,
           via: 'console',
+          round: d.round,
           comment: d.decision === 'approve' ? d.comment : undefined,
           reason: d.decision === 'reject' ? d.comment : undefined,
         });

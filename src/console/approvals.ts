@@ -32,6 +32,8 @@ export interface ApprovalDecision {
   approver: string;
   via: 'console';
   comment?: string;
+  /** The approval round the approver's page showed (from 1): an approval of an earlier one is refused. */
+  round: number | null;
 }
 
 export interface Approvals {

@@ -4,7 +4,7 @@
  * users and sign-in. Pure functions of what the server gathered; every
  * value is escaped by `html`. Account numbers arrive masked.
  */
-import { figuresOf, totalsText } from '../approval/index.js';
+import { figuresOf, reasonsOf, shownRound, totalsText } from '../approval/index.js';
 import { duration } from '../domain/clock.js';
 import { BATCH_STATES } from '../domain/lifecycle.js';
 import { shownStateOf } from '../domain/batch-events.js';
@@ -400,6 +400,9 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
   const toPay = `${totalsText(figures.totals)} in ${figures.rows} row${figures.rows === 1 ? '' : 's'}`;
   // The uploader is offered the rejection only: they may stop their own batch, not let it go.
   const own = isOwnUpload(item, id.user);
+  // The round and the limit figures shown here go back with the decision: a batch reopened since is approved again.
+  const round = shownRound(b);
+  const why = reasonsOf(b).map((r) => r.text);
   return layout(
     ctx,
     `${own ? 'Reject' : 'Approve'} ${b.fileName}`,
@@ -416,6 +419,10 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
         <dd><code>${b.sha256}</code></dd>
         <dt>Will be paid</dt>
         <dd><strong>${toPay}</strong></dd>
+        <dt>Approval round</dt>
+        <dd>${round}</dd>
+        <dt>Why it waits (what you approve)</dt>
+        <dd>${why.length > 0 ? why.map((t) => html`${t}<br />`) : '(not recorded)'}</dd>
         <dt>Rows</dt>
         <dd>${b.validCount} valid, ${b.invalidCount} invalid</dd>
         <dt>Amounts of all rows in the file, including refused ones</dt>
@@ -425,6 +432,7 @@ export function approvePage(ctx: PageContext, item: BatchListItem, statusTotals:
       <form method="post" action="/batches/${b.id}/approve">
         <input type="hidden" name="csrf" value="${id.csrfToken}" />
         <input type="hidden" name="sha256" value="${b.sha256}" />
+        <input type="hidden" name="round" value="${String(round)}" />
         <p>
           <label>Comment (required to reject) <textarea name="comment" rows="3" cols="60" maxlength="500"></textarea></label>
         </p>

@@ -533,6 +533,10 @@ export class ConsoleServer {
     if (form.get('sha256') !== batch.sha256) {
       return this.approveForm(req, res, id, 'The file is not the one shown when this page was opened: check it again.');
     }
+    // The round the page showed: an approval opened before a reopen is refused as stale, not applied to new figures.
+    // None (a page from before rounds): the first, as for an approval file.
+    const roundText = form.get('round') ?? '';
+    const round = roundText === '' ? null : /^[1-9]\d{0,8}$/.test(roundText) ? Number(roundText) : NaN;
     const approver = this.who(req).user;
     let message: string;
     try {
@@ -542,6 +546,7 @@ export class ConsoleServer {
         decision,
         approver,
         via: 'console',
+        round,
         ...(comment ? { comment } : {}),
       });
     } catch (err) {

@@ -337,8 +337,8 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(again.holdReason).toContain('24-hour limit');
     await waitFor(() => e2e.ledger().length === 2, 'the first batch paid');
     expect(e2e.ledger().every((l) => l.merchantReferenceId.startsWith('ONE-'))).toBe(true);
-    // Approved again, with the limit named: now it goes.
-    await approvalFile(e2e, `${two.id}.approve`, approvalText(two.id, two.sha256), a.uid);
+    // Approved again for round 2, with the limit named: now it goes.
+    await approvalFile(e2e, `${two.id}.approve`, approvalText(two.id, two.sha256, 'round: 2\n'), a.uid);
     expect((await waitForReply(e2e.outbox, `${two.id}.approve`, 1)).fields).toMatchObject({ outcome: 'released' });
     await batchOf(e2e, 'two.csv', (b) => b.state === 'COMPLETE', 'two.csv paid');
   });
@@ -366,9 +366,89 @@ describe.skipIf(!IS_ROOT)(`approval end to end${IS_ROOT ? '' : ` (skipped: ${WHY
     expect(again.approval?.decisions.map((d) => d.decision)).toEqual(['approve', 'reopen']);
     await waitFor(() => e2e.ledger().length === 2, 'ba and bc paid');
     expect(paidReferences(e2e)).toEqual(['BA-0001', 'BC-0001']);
-    // Approved on the figures of now: it goes.
-    await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256), b.uid);
+    // The status finance reads names the round to approve.
+    expect(again.holdReason).toContain(`"round: 2" (or run: payoutd approve --batch ${bb.id} --round 2)`);
+    // An approval written on the 1100 (no round: the first) arrives after the reopen: refused, and its writer told why.
+    await approvalFile(e2e, `${bb.id}.alice.approve`, approvalText(bb.id, bb.sha256), a.uid);
+    const stale = await waitForReply(e2e.outbox, `${bb.id}.alice.approve`);
+    expect(stale.fields).toMatchObject({ result: 'REFUSED', code: 'APPROVAL_STALE' });
+    expect(stale.fields.message).toContain(`batch ${bb.id} was reopened at `);
+    expect(stale.fields.message).toContain('is 6100 PHP, above the 24-hour limit of 1000 PHP (approved at 1100 PHP)');
+    expect(stale.fields.message).toContain('approve again for round 2');
+    expect((await batchOf(e2e, 'bb.csv', () => true, 'bb.csv')).approval?.state).toBe('REQUIRED');
+    // Approved for round 2, on the figures of now: it goes.
+    await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256, 'round: 2\n'), b.uid);
     expect((await waitForReply(e2e.outbox, `${bb.id}.approve`, 1)).fields).toMatchObject({ outcome: 'released' });
+    await batchOf(e2e, 'bb.csv', (x) => x.state === 'COMPLETE', 'bb.csv paid');
+    expect(paidReferences(e2e)).toEqual(['BA-0001', 'BB-0001', 'BC-0001']);
+  });
+
+  it('a console approve page opened before a reopen is refused as stale; the page of now names round 2 and its figures', async () => {
+    const port = 18_000 + Math.floor(Math.random() * 2000);
+    const limits = { onExceeded: 'require-approval', perCurrency: { PHP: { max24h: '1000' } } };
+    const e2e = await world({}, { limits, console: { enabled: true, port } });
+    const bob = BOB as { name: string; uid: number };
+    const password = 'correct-horse-battery-staple-42';
+    const { execFileSync } = await import('node:child_process');
+    execFileSync(process.execPath, [BIN, 'user', 'add', bob.name, '--role', 'approver', '--config', e2e.configPath], {
+      input: `${password}\n`,
+      env: childEnv(),
+      cwd: e2e.dir,
+    });
+    await e2e.startDaemon();
+    const base = `http://127.0.0.1:${port}`;
+    const jar = new Map<string, string>();
+    const send = async (path: string, form?: Record<string, string>): Promise<Response> => {
+      const cookie = [...jar].map(([k, v]) => `${k}=${v}`).join('; ');
+      const r = await fetch(base + path, {
+        method: form ? 'POST' : 'GET',
+        headers: form ? { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: base } : { cookie },
+        body: form ? new URLSearchParams(form).toString() : undefined,
+        redirect: 'manual',
+      });
+      for (const c of r.headers.getSetCookie()) {
+        const kv = c.split(';')[0] ?? '';
+        jar.set(kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1));
+      }
+      return r;
+    };
+    const hidden = (page: string, name: string): string => new RegExp(`name="${name}" value="([^"]*)"`).exec(page)?.[1] ?? '';
+    const signIn = await (await send('/sign-in')).text();
+    await send('/sign-in', { csrf: hidden(signIn, 'csrf'), next: '/', name: bob.name, password });
+    await dropOwned(join(e2e.dir, 'staging'), e2e.inbox, 'ba.csv', phpCsv('BA', 1, '900.00'), (UPLOADER as { uid: number }).uid);
+    await batchOf(e2e, 'ba.csv', (x) => x.state === 'COMPLETE', 'ba.csv paid');
+    const bb = await dropAwaiting(e2e, 'bb.csv', phpCsv('BB', 1, '200.00'));
+    const bc = await dropAwaiting(e2e, 'bc.csv', phpCsv('BC', 1, '5000.00'));
+    // Bob opens the approve page on the 1100.
+    const before = await (await send(`/batches/${bb.id}/approve`)).text();
+    expect(before).toContain('is 1100 PHP, above the 24-hour limit of 1000 PHP');
+    expect(hidden(before, 'round')).toBe('1');
+    // Meanwhile bc is let go and alice's approval of bb reopens it at 6100.
+    const a = ALICE as { uid: number };
+    await approvalFile(e2e, `${bc.id}.approve`, approvalText(bc.id, bc.sha256), a.uid);
+    expect((await waitForReply(e2e.outbox, `${bc.id}.approve`)).fields).toMatchObject({ outcome: 'released' });
+    await approvalFile(e2e, `${bb.id}.approve`, approvalText(bb.id, bb.sha256), a.uid);
+    expect((await waitForReply(e2e.outbox, `${bb.id}.approve`)).fields).toMatchObject({ outcome: 'reopened' });
+    // Bob presses Approve on the page he opened before: refused, and told why.
+    const form = (page: string): Record<string, string> => ({
+      csrf: hidden(page, 'csrf'),
+      sha256: hidden(page, 'sha256'),
+      round: hidden(page, 'round'),
+      decision: 'approve',
+      comment: '',
+    });
+    const stale = await send(`/batches/${bb.id}/approve`, form(before));
+    expect(stale.status).toBe(400);
+    const said = await stale.text();
+    expect(said).toContain(`batch ${bb.id} was reopened at `);
+    expect(said).toContain('approve again for round 2');
+    expect((await batchOf(e2e, 'bb.csv', () => true, 'bb.csv')).approval?.state).toBe('REQUIRED');
+    // The page of now shows round 2 and the 6100 it approves.
+    const now = await (await send(`/batches/${bb.id}/approve`)).text();
+    expect(hidden(now, 'round')).toBe('2');
+    expect(now).toContain('is 6100 PHP, above the 24-hour limit of 1000 PHP');
+    const done = await send(`/batches/${bb.id}/approve`, form(now));
+    expect(done.status).toBe(303);
     await batchOf(e2e, 'bb.csv', (x) => x.state === 'COMPLETE', 'bb.csv paid');
   });
 

@@ -487,8 +487,26 @@ describe('decideApproval', () => {
     const reopened = (await listBatchEvents(t.db, b.id)).filter((e) => e.type === 'awaiting-approval');
     expect(reopened.map((e) => [e.data.reopened, e.data.round])).toEqual([[true, 1]]);
     expect(String(reopened[0]?.data.reason)).toContain('6100 PHP');
-    // Approved again on the figures of now, with nothing let go since: it goes.
-    expect((await ask()).outcome).toBe('released');
+    expect(after?.holdReason).toContain('To approve (approval round 2)');
+    expect(after?.holdReason).toContain('"round: 2" (or run: payoutd approve --batch B20261127-100000-b00200 --round 2)');
+    // An approval written before the reopen (no round, or round 1) was shown 1100: it lets nothing go.
+    const again = (round?: number) =>
+      decideApproval(deps(p), { batchId: b.id, sha256: b.sha256, decision: 'approve', approver: 'ben', via: 'sftp', round });
+    await expect(again()).rejects.toMatchObject({
+      code: 'APPROVAL_STALE',
+      message: expect.stringContaining(
+        `batch ${b.id} was reopened at ${new Date(clock.now()).toISOString()} because ${first.message.split('at release ')[1]?.split(': not paid')[0]}; ` +
+          'this approval names no round (taken as round 1), and the figures it approved no longer stand',
+      ),
+    });
+    await expect(again(1)).rejects.toMatchObject({ code: 'APPROVAL_STALE', message: expect.stringContaining('approve again for round 2') });
+    await expect(again(3)).rejects.toMatchObject({
+      code: 'APPROVAL_BAD_REQUEST',
+      message: expect.stringContaining('round 3 does not exist'),
+    });
+    expect((await getBatch(t.db, b.id))?.approvalState).toBe('REQUIRED');
+    // Approved again for round 2, on the figures of now, with nothing let go since: it goes.
+    expect((await again(2)).outcome).toBe('released');
     expect((await getBatch(t.db, b.id))?.approvalState).toBe('APPROVED');
   });
 
@@ -689,7 +707,10 @@ describe('approval files', () => {
       sha256: sha.toLowerCase(),
       comment: 'fine',
       reason: null,
+      round: null,
     });
+    expect(parseApprovalFile(`decision: approve\nround: 2\n`).round).toBe(2);
+    expect(parseApprovalFile(`decision: approve\nround: two\n`).round).toBeNaN();
     expect(parseApprovalFile(`B20261127-100000-abcdef,${sha}\nreason: wrong amounts`)).toMatchObject({
       batchId: 'B20261127-100000-abcdef',
       reason: 'wrong amounts',

@@ -48,6 +48,8 @@ export interface DecisionArgs {
   as?: string;
   comment?: string;
   reason?: string;
+  /** The approval round approved, from the ack or status (absent: the first). */
+  round?: number;
 }
 
 export async function decideFromCli(config: ResolvedConfig, decision: 'approve' | 'reject', a: DecisionArgs): Promise<void> {
@@ -78,6 +80,7 @@ export async function decideFromCli(config: ResolvedConfig, decision: 'approve' 
       via: 'cli',
       comment: a.comment,
       reason: a.reason,
+      round: a.round ?? null,
     };
     const result = await decideWhenReady(approvalDepsFrom(config, db, { users, instanceId: `cli:${invoker.name}` }), request, {
       sleep,
