@@ -449,7 +449,7 @@ async function release(
     await recordBatchEvent(trx, {
       batchId: b.id,
       type: 'awaiting-approval',
-      data: { code: hold.code, reason: hold.reason, until: null, reopened: true, round, why },
+      data: { code: hold.code, reason: hold.reason, until: null, reopened: true, round: round + 1, why },
       at: now,
     });
     return result(

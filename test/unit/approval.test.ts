@@ -485,7 +485,7 @@ describe('decideApproval', () => {
       ['reopen', null],
     ]);
     const reopened = (await listBatchEvents(t.db, b.id)).filter((e) => e.type === 'awaiting-approval');
-    expect(reopened.map((e) => [e.data.reopened, e.data.round])).toEqual([[true, 1]]);
+    expect(reopened.map((e) => [e.data.reopened, e.data.round])).toEqual([[true, 2]]);
     expect(String(reopened[0]?.data.reason)).toContain('6100 PHP');
     expect(after?.holdReason).toContain('To approve (approval round 2)');
     expect(after?.holdReason).toContain('"round: 2" (or run: payoutd approve --batch B20261127-100000-b00200 --round 2)');
