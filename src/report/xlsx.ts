@@ -2,9 +2,9 @@
  * The .xlsx twin of an outbox CSV: the same rows in typed cells (identifiers as TEXT, amounts as NUMBER with
  * the currency's minor units, times as DATE in `outbox.timeZone`, named in the header), a frozen filterable
  * header, columns as wide as their header and first rows, and a "Summary" sheet. The CSV stays the exact
- * record: a number is parsed from the decimal text, never computed, and an amount whose number would not read
- * back as the same decimal is a text cell. Written with exceljs's streaming WorkbookWriter through
- * writeFileAtomic; exceljs is loaded on the first .xlsx written.
+ * record: a number is parsed from the decimal text, never computed, and an amount whose number the intake would
+ * not read back as the same decimal (more than 15 significant digits, say) is a text cell. Written with exceljs's
+ * streaming WorkbookWriter through writeFileAtomic; exceljs is loaded on the first .xlsx written.
  */
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
@@ -12,6 +12,7 @@ import { PassThrough } from 'node:stream';
 import { basename, dirname, join } from 'node:path';
 import type ExcelJS from 'exceljs';
 import { Decimal, isSummableAmount, normalizeAmount } from '../domain/money.js';
+import { exactNumberText } from '../ingest/xlsx/cells.js';
 import { writeFileAtomic } from './atomic.js';
 import { readCsvFile } from './csv.js';
 import { currencyDecimals } from '../domain/decimals.js';
@@ -131,12 +132,17 @@ function writtenDecimals(text: string): number {
   return FRACTION.exec(text)?.[1]?.length ?? 0;
 }
 
-/** The double shown for a decimal amount, or null when it would not read back as the same decimal. Display only. */
+/**
+ * The double shown for a decimal amount, or null when the intake would not read it back as the same decimal.
+ * A spreadsheet keeps and shows at most 15 significant digits: a longer decimal a double happens to hold would
+ * still show, and be saved back, altered. Display only.
+ */
 export function displayNumber(text: string): number | null {
   if (!isSummableAmount(text)) return null;
   const exact = new Decimal(normalizeAmount(text));
   const shown = exact.toNumber();
-  return Number.isFinite(shown) && new Decimal(String(shown)).eq(exact) ? shown : null;
+  const read = exactNumberText(shown);
+  return read !== null && new Decimal(read).eq(exact) ? shown : null;
 }
 
 export interface XlsxCellValue {

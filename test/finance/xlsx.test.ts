@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +28,7 @@ import {
 import { BatchOutbox } from '../../src/daemon/outbox.js';
 import { getBatch, type BatchRecord } from '../../src/store/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
+import { SOFFICE, convertWithLibreOffice } from '../e2e/libreoffice.js';
 import { T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -99,6 +101,16 @@ describe('typed cells (pure)', () => {
     expect(displayNumber('12345678901234567890.5')).toBeNull();
     expect(displayNumber('1e3')).toBeNull();
     expect(displayNumber('abc')).toBeNull();
+  });
+
+  it('writes a decimal of more than 15 significant digits as text, though a double holds it', () => {
+    // Each reads back from its double, but a spreadsheet keeps and shows 15 digits: the intake refuses such a cell.
+    for (const text of ['56.123456789012344', '1234567891.123456', '1234567890123456', '0.1234567890123456']) {
+      expect(displayNumber(text), text).toBeNull();
+      expect(xlsxCellValue(text, 'amount', 'USDT'), text).toEqual({ value: text, numFmt: '@' });
+    }
+    expect(displayNumber('123456789012.345')).toBe(123456789012.345);
+    expect(displayNumber('1234567890.12345000')).toBe(1234567890.12345);
   });
 
   it('keeps text exact, and never shows fewer decimals than written', () => {
@@ -205,6 +217,39 @@ describe('result .xlsx', () => {
     expect(cellAt(summary, paidFee + 2, 'amount').numFmt).toBe('#,##0.000000');
     const all = summary.getRow(lines.length + 1);
     expect([all.getCell(1).value, all.getCell(2).value, all.getCell(4).value]).toEqual(['ALL', 'rows', 4]);
+  });
+
+  it('holds a rate or amount of more than 15 significant digits as exact text, also once LibreOffice saves it', async () => {
+    const { dir } = await store();
+    const long = {
+      payoutAmount: '1234567890123456',
+      rate: '56.123456789012344',
+      deductionAmount: '1234567891.123456',
+    };
+    const r = await writeResultXlsx(dir, identity, [outcome(2, long), outcome(3, { payoutAmount: '123456789012.345' })]);
+    const check = (ws: ExcelJS.Worksheet): void => {
+      for (const [header, text] of [
+        ['payout_amount', long.payoutAmount],
+        ['rate', long.rate],
+        ['deduction_amount', long.deductionAmount],
+      ]) {
+        const cell = cellAt(ws, 2, header as string);
+        expect([cell.type, cell.value], header).toEqual([ExcelJS.ValueType.String, text]);
+      }
+      expect(cellAt(ws, 3, 'payout_amount').value).toBe(123456789012.345);
+    };
+    const ws = sheet(await readBook(r.path), 'Result');
+    check(ws);
+    expect(cellAt(ws, 2, 'rate').numFmt).toBe('@');
+    if (!SOFFICE) return;
+    // Opened and saved again as a clerk would: the text stays the decimal written.
+    const out = await mkdtemp(join(tmpdir(), 'payoutd-lo-'));
+    try {
+      await convertWithLibreOffice([r.path], 'xlsx', join(out, 'saved'), join(out, 'profile'));
+      check(sheet(await readBook(join(out, 'saved', 'B-7_payouts.csv.result.xlsx')), 'Result'));
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
   });
 
   it('refuses a PENDING row in a result file and leaves nothing behind; an interim report allows it', async () => {
