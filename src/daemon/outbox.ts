@@ -388,12 +388,17 @@ export class BatchOutbox {
     return missing;
   }
 
-  /** The result's and summary's .xlsx twins, with the approval column their CSVs carry. */
+  /**
+   * The result's and summary's .xlsx twins, with the approval column their CSVs carry, written once the notes the
+   * CSV shows are recorded: each row shows the note recorded as shown, not one come since, so the twin holds the
+   * CSV's rows (written late after a stop, too).
+   */
   private async resultTwins(batch: BatchRecord): Promise<string[]> {
     const identity = identityOf(batch);
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
     const opts = { ...this.xlsxOptions(), approval };
-    const xlsx = await writeResultXlsx(this.dir, identity, mapRows(this.db, batch.id, rowOutcome), opts);
+    const rows = mapRows(this.db, batch.id, (row) => rowOutcome({ ...row, serviceNote: row.serviceNoteShown }));
+    const xlsx = await writeResultXlsx(this.dir, identity, rows, opts);
     return [xlsx.path, await writeSummaryXlsx(this.dir, identity, xlsx.summary, opts)];
   }
 
@@ -447,8 +452,9 @@ export class BatchOutbox {
     const identity = identityOf(batch);
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
     const files = await writeResultFiles(this.dir, identity, rows, { bom: this.bom, approval, ...this.stopOption() });
-    await this.twin(identity, 'result', () => this.resultTwins(batch));
+    // Before the twins, which show the notes recorded: a note set since the CSV was written waits for a correction.
     await recordNotesShown(this.db, shown);
+    await this.twin(identity, 'result', () => this.resultTwins(batch));
     return files;
   }
 

@@ -26,6 +26,7 @@ import {
   type RowOutcome,
 } from '../../src/report/index.js';
 import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { readCsvFile } from '../../src/report/csv.js';
 import { getBatch, type BatchRecord } from '../../src/store/index.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
 import { SOFFICE, convertWithLibreOffice } from '../e2e/libreoffice.js';
@@ -450,5 +451,50 @@ describe('the daemon outbox and its .xlsx twins', () => {
     // Without a reporter, the error is the caller's.
     const strict = new BatchOutbox(db, dir, true, undefined, { xlsx: true, retryFiles: false });
     await expect(strict.writeResult(batch)).rejects.toThrow();
+  });
+
+  it("writes the result's twin with the notes its CSV shows, also when it is written late after a note came", async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'jan.csv');
+    await addRows(db, [validRow('B1', 2, request('INV-2')), validRow('B1', 3, request('INV-3'))]);
+    const paid = { state: 'PAID' as const, payoutId: 'P-2' };
+    await setRow(db, 'B1', 2, paid);
+    await setRow(db, 'B1', 3, { ...paid, payoutId: 'P-3', serviceNote: 'the payout service reports CANCELLED', serviceNotedAt: T0 });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const outbox = new BatchOutbox(db, dir, true, undefined, { xlsx: true, retryFiles: false });
+
+    /** Line, reference, status and reason of each row, as the result CSV and its twin hold them. */
+    const csvRows = async (): Promise<string[][]> => {
+      const { header, rows } = await readCsvFile(join(dir, 'B1_jan.csv.result.csv'));
+      const cols = (header ?? []).map((h) => h.replace(/^\uFEFF/, ''));
+      const at = ['line', 'merchant_reference_id', 'status', 'reason'].map((h) => cols.indexOf(h));
+      const out: string[][] = [];
+      for await (const record of rows) out.push(at.map((i) => record[i] ?? ''));
+      return out;
+    };
+    const twinRows = async (): Promise<string[][]> => {
+      const ws = sheet(await readBook(join(dir, 'B1_jan.csv.result.xlsx')), 'Result');
+      const out: string[][] = [];
+      for (let r = 2; r <= ws.rowCount; r++)
+        out.push(['line', 'merchant_reference_id', 'status', 'reason'].map((h) => String(cellAt(ws, r, h).value ?? '')));
+      return out;
+    };
+
+    await outbox.writeResult(batch);
+    const csv = await csvRows();
+    expect(csv.map((r) => r[3])).toEqual(['', expect.stringContaining('the payout service reports CANCELLED')]);
+    expect(await twinRows()).toEqual(csv);
+
+    // A note comes after the CSV, and the twin is written late (a stop lost it): it shows what the CSV shows.
+    await setRow(db, 'B1', 2, { serviceNote: 'payoutd is asking the payout service', serviceNotedAt: T0 + 1 });
+    await setRow(db, 'B1', 3, { serviceNote: 'the payout service reports PAID', serviceNotedAt: T0 + 1 });
+    await rm(join(dir, 'B1_jan.csv.result.xlsx'));
+    await rm(join(dir, 'B1_jan.csv.summary.xlsx'));
+    expect((await outbox.writeMissingTwins(batch, { ack: false, result: true })).map((f) => f.slice(dir.length + 1))).toEqual([
+      'B1_jan.csv.result.xlsx',
+      'B1_jan.csv.summary.xlsx',
+    ]);
+    expect(await csvRows()).toEqual(csv);
+    expect(await twinRows()).toEqual(csv);
   });
 });
