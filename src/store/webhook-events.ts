@@ -12,8 +12,16 @@ export interface WebhookEventRecord {
   status: string | null;
 }
 
-/** True when this is the first delivery of the event (now recorded), false for a duplicate. */
-export async function recordWebhookEvent(db: Database, e: WebhookEventRecord, receivedAt: number): Promise<boolean> {
+/**
+ * Records the first delivery of an event and runs `followUp` on it in the same transaction: a follow-up that throws
+ * leaves the event unrecorded, so a redelivery is not taken as a duplicate. Null for a duplicate (nothing run).
+ */
+export async function recordWebhookEvent<T>(
+  db: Database,
+  e: WebhookEventRecord,
+  receivedAt: number,
+  followUp: (trx: Database) => Promise<T>,
+): Promise<{ followedUp: T } | null> {
   return writeTransaction(db, async (trx) => {
     const rows = (await trx('webhook_events')
       .insert({
@@ -26,7 +34,7 @@ export async function recordWebhookEvent(db: Database, e: WebhookEventRecord, re
       .onConflict('event_id')
       .ignore()
       .returning('event_id')) as unknown[];
-    return rows.length > 0;
+    return rows.length > 0 ? { followedUp: await followUp(trx) } : null;
   });
 }
 

@@ -51,12 +51,6 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 
   });
 }
 
-/** Resolves once the response is over: sent, or its connection gone (already or later). */
-export function responseClosed(res: ServerResponse): Promise<void> {
-  if (res.destroyed || res.socket?.destroyed === true) return Promise.resolve();
-  return new Promise((resolve) => res.once('close', () => resolve()));
-}
-
 /** Writes a small JSON answer unless one was written or the socket is gone. */
 export function answer(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;

@@ -66,9 +66,12 @@ export interface WebhookReceiverOptions {
   clock: Clock;
   logger: Logger;
   db: Database;
-  /** Called after the answer went out for each new event. Default: pollSoon(db, named, now), then wake(). */
-  onPayoutUpdated?: (named: PayoutNamed[]) => Promise<void> | void;
-  /** Wakes the settlement poller (used by the default onPayoutUpdated). */
+  /**
+   * Called for each new event before it is answered, inside the transaction recording it (`trx`); a throw answers
+   * 500 and leaves the event unrecorded. True wakes the poller once committed. Default: followUpNamed.
+   */
+  onPayoutUpdated?: (named: PayoutNamed[], trx: Database) => Promise<boolean | void> | boolean | void;
+  /** Wakes the settlement poller when the follow-up of an event asks for it. */
   wake?: () => void;
   /** Metrics hook: one call per delivery that reached verification or later. */
   onVerdict?: (verdict: WebhookVerdict) => void;

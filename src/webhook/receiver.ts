@@ -1,6 +1,6 @@
 /**
  * WebhookReceiver: the merchant end of spec 6. Verifies each delivery over the bytes received, remembers its
- * eventId, answers 2xx at once, then marks the payout due for a query. It never changes a payout's state; one
+ * eventId and marks the payout due for a query in one transaction, then answers 2xx. It never changes a payout's state; one
  * that contradicts a row already final, or names another payout under one of our references, makes a query of
  * the service owed, and the row is kept out of retry files until the service has answered.
  */
@@ -27,39 +27,45 @@ import {
 import { CHECKED_FINAL_STATES, checkOwedNote } from '../domain/service-check.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
 import { parseWebhookEvent, type PayoutUpdatedEvent } from './event.js';
-import { answer, readBody, requestPath, responseClosed, TOO_LARGE } from './http.js';
+import { answer, readBody, requestPath, TOO_LARGE } from './http.js';
 import { NonceWindow } from '../signing/nonces.js';
 import { resolveReceiverOptions, type ResolvedReceiverOptions, type WebhookReceiverOptions, type WebhookVerdict } from './options.js';
 import { verifyDelivery } from './verify.js';
 
 /**
- * The default follow-up of a new event: make the payout's PENDING row due for a query now, then wake the poller.
- * A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event saying
- * otherwise, or naming another payout under one of our references, makes a query of the service owed (the
- * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered.
+ * The default follow-up of new events, on `db` (the transaction recording them): make the payout's PENDING row due
+ * for a query now. A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event
+ * saying otherwise, or naming another payout under one of our references, makes a query of the service owed (the
+ * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered. True when
+ * the poller has something to do now (woken once the transaction is committed, so it sees what was written).
  */
+export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed[]): Promise<boolean> {
+  let wake = false;
+  for (const n of named) {
+    // Without a reference the receiver has said the payout waits for its regular poll.
+    if (n.merchantReferenceId === null) continue;
+    const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
+    const now = clock.now();
+    if ((await pollSoon(db, [n], now)) > 0) {
+      logger.info(fields, 'webhook accepted: payout due for a query');
+      wake = true;
+      continue;
+    }
+    const final = await finalRowsNamed(db, [n]);
+    for (const row of final) wake = (await finalRowNamed(db, logger, row, n, now)) || wake;
+    if (final.length === 0) {
+      const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
+      if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
+      for (const row of others) wake = (await otherPayoutNamed(db, logger, row, n, now)) || wake;
+    }
+  }
+  return wake;
+}
+
+/** The default follow-up on its own (outside a delivery): followUpNamed, then wake the poller if it has work. */
 export function pollSoonAndWake(db: Database, clock: Clock, logger: Logger, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
   return async (named) => {
-    for (const n of named) {
-      // Without a reference the receiver has said the payout waits for its regular poll.
-      if (n.merchantReferenceId === null) continue;
-      const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
-      const now = clock.now();
-      if ((await pollSoon(db, [n], now)) > 0) {
-        logger.info(fields, 'webhook accepted: payout due for a query');
-        wake?.();
-        continue;
-      }
-      let asked = false;
-      const final = await finalRowsNamed(db, [n]);
-      for (const row of final) asked = (await finalRowNamed(db, logger, row, n, now)) || asked;
-      if (final.length === 0) {
-        const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
-        if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
-        for (const row of others) asked = (await otherPayoutNamed(db, logger, row, n, now)) || asked;
-      }
-      if (asked) wake?.();
-    }
+    if (await followUpNamed(db, clock, logger, named)) wake?.();
   };
 }
 
@@ -124,7 +130,8 @@ export class WebhookReceiver {
   private readonly o: ResolvedReceiverOptions;
   private readonly key: Buffer;
   private readonly nonces: NonceWindow;
-  private readonly followUp: (named: PayoutNamed[]) => Promise<void> | void;
+  /** Runs inside the transaction recording the event; true when the poller should be woken after it commits. */
+  private readonly followUp: (named: PayoutNamed[], trx: Database) => Promise<boolean | void> | boolean | void;
   private readonly inFlight = new Set<Promise<void>>();
   private server: Server | null = null;
   private stopping = false;
@@ -140,7 +147,7 @@ export class WebhookReceiver {
       throw new WebhookConfigError('WEBHOOK_CONFIG_INVALID', `\`webhook.secret\` is not valid ${this.o.keyEncoding} text`);
     }
     this.nonces = new NonceWindow(this.o.nonceWindowSeconds * 1000, this.o.nonceCapacity);
-    this.followUp = deps.onPayoutUpdated ?? pollSoonAndWake(deps.db, deps.clock, deps.logger, deps.wake);
+    this.followUp = deps.onPayoutUpdated ?? ((named, trx) => followUpNamed(trx, deps.clock, deps.logger, named));
   }
 
   /** The bound port (after start). */
@@ -278,35 +285,55 @@ export class WebhookReceiver {
       answer(res, 200, ACK);
       return;
     }
-    let first: boolean;
+    let recorded: { first: boolean; wake: boolean };
     try {
-      first = await recordWebhookEvent(this.deps.db, event, now);
+      recorded = await this.recordAndFollowUp(event, now);
     } catch (err) {
-      // Not acknowledged, so the sender delivers it again later.
+      // Neither recorded nor followed up: not acknowledged, so the sender delivers it again later.
       this.verdict('error');
-      logger.error({ err: safeError(err), eventId: event.eventId }, 'webhook event could not be recorded; answered 500');
+      logger.error(
+        { err: safeError(err), eventId: event.eventId, payoutId: event.payoutId },
+        'webhook event could not be recorded and followed up; answered 500',
+      );
       answer(res, 500, { error: 'internal error' });
       return;
     }
-    if (!first) {
+    if (!recorded.first) {
       this.verdict('duplicate');
       logger.info({ eventId: event.eventId, payoutId: event.payoutId }, 'webhook duplicate: already recorded; acknowledged');
       answer(res, 200, ACK);
       return;
     }
     this.verdict('accepted');
-    const said = { eventId: event.eventId, payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status };
-    // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query. With one,
-    // the follow-up says what it did.
-    if (event.merchantReferenceId === null)
-      logger.info(said, 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll');
-    else logger.debug(said, 'webhook accepted');
-    // Answer first (spec 6 rule 2), then the follow-up that leads to the query (rule 3).
-    const answered = responseClosed(res);
     answer(res, 200, ACK);
-    await answered;
-    await this.followUpOn(event);
+    if (recorded.wake) this.deps.wake?.();
     await this.forgetOldEvents(now);
+  }
+
+  /**
+   * Records a new event and runs its follow-up in one transaction, before the answer: an event answered 200 is
+   * followed up, and one whose follow-up failed is not recorded, so the sender's retry is not taken as a duplicate.
+   */
+  private async recordAndFollowUp(event: PayoutUpdatedEvent, now: number): Promise<{ first: boolean; wake: boolean }> {
+    const { db, logger } = this.deps;
+    const named = [
+      { payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status, eventId: event.eventId },
+    ];
+    const recorded = await recordWebhookEvent(db, event, now, async (trx) => {
+      // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query. With one,
+      // the follow-up says what it did.
+      const said = {
+        eventId: event.eventId,
+        payoutId: event.payoutId,
+        merchantReferenceId: event.merchantReferenceId,
+        status: event.status,
+      };
+      if (event.merchantReferenceId === null)
+        logger.info(said, 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll');
+      else logger.debug(said, 'webhook accepted');
+      return (await this.followUp(named, trx)) === true;
+    });
+    return recorded === null ? { first: false, wake: false } : { first: true, wake: recorded.followedUp };
   }
 
   /** At most hourly, and only when events arrive: the retention is days, so the timing is loose. */
@@ -318,20 +345,6 @@ export class WebhookReceiver {
       if (n > 0) this.deps.logger.info({ forgotten: n, retentionDays: this.o.eventRetentionDays }, 'old webhook event ids forgotten');
     } catch (err) {
       this.deps.logger.warn({ err: safeError(err) }, 'could not forget old webhook event ids; will try again later');
-    }
-  }
-
-  private async followUpOn(event: PayoutUpdatedEvent): Promise<void> {
-    try {
-      await this.followUp([
-        { payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status, eventId: event.eventId },
-      ]);
-    } catch (err) {
-      // The event is recorded and acknowledged; the poller's own schedule still reaches the payout.
-      this.deps.logger.error(
-        { err: safeError(err), eventId: event.eventId, payoutId: event.payoutId },
-        'webhook follow-up failed; the payout is still polled on its schedule',
-      );
     }
   }
 

@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { closePipelines, payoutRequest, startPipeline } from '../pipeline/harness.js';
-import { PATH, closeAll, startReceiver } from './helpers.js';
+import { PATH, closeAll, eventBody, send, signedHeaders, startReceiver } from './helpers.js';
 import { batchFiles, checkOwed, deliver, finalRows, pipelineLines, receiverLines } from './final-rows-world.js';
 
 afterEach(async () => {
@@ -177,6 +177,29 @@ describe('an event naming another payout under one of our references', () => {
     expect(files.retry).toBeNull();
     expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['FR-10']);
     expect(files.result.get('FR-10')?.reason).toContain(`holds payout ${second} (PAID)`);
+  });
+
+  it('a follow-up that fails is answered 500 and leaves the event unrecorded: the redelivery makes the check owed', async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-11': 'CANCELLED' });
+    const payoutId = payoutIds.get('FR-11') as string;
+    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+    // The database refuses the follow-up's write (making the check owed) and nothing else.
+    await p.db.raw("CREATE TRIGGER refuse_check BEFORE UPDATE OF service_check ON payouts BEGIN SELECT RAISE(ABORT, 'check refused'); END");
+    const body = eventBody({ payoutId, merchantReferenceId: 'FR-11', status: 'PAID', eventId: 'EV-FR-11' });
+    expect((await send(h.url, { body, headers: signedHeaders(body, h.clock) })).status).toBe(500);
+    expect(await p.db('webhook_events').where('event_id', 'EV-FR-11').count({ n: '*' })).toEqual([{ n: 0 }]);
+    expect((await p.row('FR-11')).serviceCheck).toBeNull();
+
+    // The sender retries the same event: it is new here, and its follow-up now runs.
+    await p.db.raw('DROP TRIGGER refuse_check');
+    expect((await send(h.url, { body, headers: signedHeaders(body, h.clock) })).status).toBe(200);
+    expect(h.verdicts).toEqual(['error', 'accepted']);
+    expect((await p.row('FR-11')).serviceCheck).toBe('PAYOUT');
+    await p.poll();
+    expect((await p.row('FR-11')).serviceNote).toContain('the payout service now reports PAID');
+    const files = await batchFiles(p, batchId, 'outbox');
+    expect(files.retry).toBeNull();
+    expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['FR-11']);
   });
 
   it('no row of the reference here: only told, nothing asked', async () => {

@@ -268,19 +268,24 @@ describe('bodies, events, routes', () => {
     expect(h.followUps).toHaveLength(1);
   });
 
-  it('logs a failed follow-up and still acknowledges', async () => {
+  it('answers 500 when the follow-up fails, leaving the event unrecorded, so the retry is followed up', async () => {
+    const failures = [new Error('database refused')];
+    const followed: string[] = [];
     const h = await receiver({
-      onPayoutUpdated: () => {
-        throw new Error('poller unavailable');
+      onPayoutUpdated: (named) => {
+        const failure = failures.shift();
+        if (failure) throw failure;
+        followed.push(...named.map((n) => n.eventId ?? ''));
       },
     });
-    expect((await deliver(h, eventBody())).status).toBe(200);
-    await expect
-      .poll(() => parsedLines(h.logs).some((l) => l['msg'] === 'webhook follow-up failed; the payout is still polled on its schedule'), {
-        timeout: 2000,
-        interval: 5,
-      })
-      .toBe(true);
+    const body = eventBody({ eventId: 'EV-FOLLOW' });
+    expect((await deliver(h, body)).status).toBe(500);
+    expect(await h.db('webhook_events').where('event_id', 'EV-FOLLOW').count({ n: '*' })).toEqual([{ n: 0 }]);
+    expect((await deliver(h, body)).status).toBe(200);
+    expect(followed).toEqual(['EV-FOLLOW']);
+    expect(h.verdicts).toEqual(['error', 'accepted']);
+    const failed = parsedLines(h.logs).filter((l) => l['msg'] === 'webhook event could not be recorded and followed up; answered 500');
+    expect(failed).toMatchObject([{ eventId: 'EV-FOLLOW', level: 'error' }]);
   });
 });
 
