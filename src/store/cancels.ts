@@ -32,6 +32,11 @@ export interface CancelOutcome {
    */
   claimed: number;
   /**
+   * Rows whose create's outcome is being resolved by a query of their reference (UNKNOWN): each may still end
+   * PAID, or is proven never received and made NOT_SUBMITTED.
+   */
+  unknown: number;
+  /**
    * The batch was still being read (its state then): none of its rows was sent, and its acceptance makes its
    * valid rows NOT_SUBMITTED (cancelOnAcceptance).
    */
@@ -125,10 +130,10 @@ export async function cancelReadyRows(
       await recordBatchEvent(trx, {
         batchId,
         type: 'cancelled',
-        data: { by, reason, notSubmitted: 0, claimed: 0, beingRead: true },
+        data: { by, reason, notSubmitted: 0, claimed: 0, unknown: 0, beingRead: true },
         at: now,
       });
-      return { notSubmitted: 0, claimed: 0, beingRead: batch.state };
+      return { notSubmitted: 0, claimed: 0, unknown: 0, beingRead: batch.state };
     }
     // A hold only an operator lifts (a changed file, an approval) is something a cancel decides, rows or not.
     const counts = await stateCounts(trx, batchId);
@@ -137,11 +142,12 @@ export async function cancelReadyRows(
       throw new BatchNothingToCancelError(batchId, counts);
     }
     const notSubmitted = batch ? await cancelWork(trx, batch, reason, now, by) : 0;
-    const r = (await trx('payouts').where({ batch_id: batchId, state: 'CREATING' }).count({ n: '*' }).first()) as
-      { n: number | string } | undefined;
-    const claimed = Number(r?.n ?? 0);
-    if (batch) await recordBatchEvent(trx, { batchId, type: 'cancelled', data: { by, reason, notSubmitted, claimed }, at: now });
-    return { notSubmitted, claimed };
+    // Counted after the cancel's work, as the cancel leaves them: both may still end PAID.
+    const left = await stateCounts(trx, batchId);
+    const claimed = left.CREATING ?? 0;
+    const unknown = left.UNKNOWN ?? 0;
+    if (batch) await recordBatchEvent(trx, { batchId, type: 'cancelled', data: { by, reason, notSubmitted, claimed, unknown }, at: now });
+    return { notSubmitted, claimed, unknown };
   });
 }
 

@@ -453,11 +453,11 @@ describe('status files in the outbox', () => {
     const b = await newBatch(w, 'B9', 'dup-run.csv');
     expect(await w.dispatcher.pass(), 'received').toBe(1);
     const done = await cancelReadyRows(w.db, 'B9', 'cancelled by an operator: wrong month', w.clock.now(), 'ben');
-    expect(done).toEqual({ notSubmitted: 1, claimed: 0 });
+    expect(done).toEqual({ notSubmitted: 1, claimed: 0, unknown: 0 });
     const last = (await listBatchEvents(w.db, 'B9')).at(-1);
     expect([last?.type, last?.data]).toEqual([
       'cancelled',
-      { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 1, claimed: 0 },
+      { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 1, claimed: 0, unknown: 0 },
     ]);
     expect(await w.dispatcher.pass(), 'cancelled').toBe(1);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
@@ -497,6 +497,7 @@ describe('status files in the outbox', () => {
     expect(await cancelReadyRows(w.db, 'B11', 'cancelled by an operator: wrong month', w.clock.now())).toEqual({
       notSubmitted: 0,
       claimed: 1,
+      unknown: 0,
     });
     // Still followed: the cancel may yet stop it.
     expect(shownStateOf((await getBatch(w.db, 'B11')) as BatchRecord)).toBe('CANCELLED');

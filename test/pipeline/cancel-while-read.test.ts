@@ -156,6 +156,7 @@ describe('payoutd cancel of a batch being read', () => {
     expect(await cancelReadyRows(p.db, 'B-QUEUED', 'cancelled by an operator: queued by mistake', p.clock.now(), 'ops')).toEqual({
       notSubmitted: 0,
       claimed: 0,
+      unknown: 0,
       beingRead: 'RECEIVED',
     });
     const batch = await p.intake.process('B-QUEUED');
@@ -194,6 +195,7 @@ describe('payoutd cancel of a batch being read', () => {
             expect(await cancelReadyRows(p.db, b.id, 'cancelled by an operator: late', p.clock.now(), 'ops')).toEqual({
               notSubmitted: 0,
               claimed: 0,
+              unknown: 0,
               beingRead: 'VALIDATING',
             });
             return { kind: 'release' };

@@ -9,7 +9,8 @@ import { claimReadyRows } from '../../src/store/claims.js';
 import { cancelReadyRows, cancelReturnedRows } from '../../src/store/cancels.js';
 import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { listFinishedActiveBatches } from '../../src/store/settlement.js';
-import { liftHoldAsRead } from '../../src/cli/commands/operator.js';
+import { cancelMessage, liftHoldAsRead } from '../../src/cli/commands/operator.js';
+import { listBatchEvents } from '../../src/store/batch-events.js';
 import { closePipelines, csvFile, csvRow, startPipeline } from './harness.js';
 
 afterEach(closePipelines);
@@ -21,7 +22,11 @@ describe('operator decisions', () => {
     await holdBatch(p.db, batch.id, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
     expect(await claimReadyRows(p.db, 10, p.clock.now())).toEqual([]);
 
-    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', p.clock.now())).toEqual({ notSubmitted: 2, claimed: 0 });
+    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: test', p.clock.now())).toEqual({
+      notSubmitted: 2,
+      claimed: 0,
+      unknown: 0,
+    });
     expect(await p.states(batch.id)).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
     expect(await listFinishedActiveBatches(p.db)).toEqual([batch.id]);
     await p.submit();
@@ -36,10 +41,17 @@ describe('operator decisions', () => {
       .db('payouts')
       .where({ batch_id: batch.id, line: 2 })
       .update({ state: 'UNKNOWN', unknown_since: p.clock.now(), next_attempt_at: p.clock.now() });
-    expect(await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: wrong file', p.clock.now())).toEqual({
-      notSubmitted: 1,
-      claimed: 0,
+    // Its create may still have reached the service: the cancel counts it apart, as one that may yet be paid.
+    const done = await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: wrong file', p.clock.now());
+    expect(done).toEqual({ notSubmitted: 1, claimed: 0, unknown: 1 });
+    expect((await listBatchEvents(p.db, batch.id)).at(-1)).toMatchObject({
+      type: 'cancelled',
+      data: { notSubmitted: 1, claimed: 0, unknown: 1 },
     });
+    const said = cancelMessage(batch.id, done);
+    expect(said).toContain('1 row(s) not yet sent are now NOT_SUBMITTED');
+    expect(said).toContain("1 row(s) whose create's outcome is unknown are being resolved by a query of their reference");
+    expect(said).not.toContain('claimed for sending');
     expect(await p.states(batch.id)).toEqual(['UNKNOWN', 'NOT_SUBMITTED']);
 
     // The service has no payout for it: past the grace (counted from the first query) it goes back to READY, and
@@ -90,6 +102,7 @@ describe('operator decisions', () => {
     expect(await cancelReadyRows(p.db, cancelled.id, 'cancelled by an operator: test', p.clock.now())).toEqual({
       notSubmitted: 0,
       claimed: 0,
+      unknown: 0,
     });
     expect((await p.batch(cancelled.id)).holdCode).toBeNull();
     expect((await listFinishedActiveBatches(p.db)).sort()).toEqual([released.id, cancelled.id].sort());

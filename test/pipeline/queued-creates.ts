@@ -45,7 +45,7 @@ export async function checkCancelStopsQueuedCreates(database?: (dir: string) => 
   await waitFor(() => p.createRequests() >= 1, 'the first create on the wire');
 
   const done = await cancelReadyRows(p.db, batchId, 'cancelled by an operator: wrong file', p.clock.now());
-  expect(done).toEqual({ notSubmitted: UNCLAIMED.length, claimed: 1 + QUEUED.length });
+  expect(done).toEqual({ notSubmitted: UNCLAIMED.length, claimed: 1 + QUEUED.length, unknown: 0 });
   // The batch was last found sendable by CQ-1's fence: a cancel reaches the creates that leave this long after it.
   p.clock.advance(SENDABLE_RECHECK_MS);
   const said = cancelMessage(batchId, done);

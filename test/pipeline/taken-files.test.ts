@@ -233,7 +233,11 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect((await notice(await outboxFile(w, batch, 'upload-continued.csv')))[0]?.['note']).toContain('is held (FILE_CHANGED');
 
     // The operator cancels (payoutd cancel): the rows not sent are final, the batch finishes.
-    expect(await cancelReadyRows(w.p.db, batch.id, 'cancelled by an operator: test', Date.now())).toEqual({ notSubmitted: 2, claimed: 0 });
+    expect(await cancelReadyRows(w.p.db, batch.id, 'cancelled by an operator: test', Date.now())).toEqual({
+      notSubmitted: 2,
+      claimed: 0,
+      unknown: 0,
+    });
     const result = await readFile(await outboxFile(w, batch, 'result.csv'), 'utf8');
     expect(result).toMatch(/TH-1,NOT_SUBMITTED/);
     expect(result).toMatch(/TH-2,NOT_SUBMITTED/);

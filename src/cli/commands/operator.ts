@@ -74,8 +74,12 @@ export function cancelMessage(batchId: string, done: CancelOutcome): string {
     done.claimed > 0
       ? ` ${done.claimed} row(s) were claimed for sending and may already be on the wire: each is followed to its end and reported, and one not yet sent is stopped and made NOT_SUBMITTED.`
       : '';
+  const unknown =
+    done.unknown > 0
+      ? ` ${done.unknown} row(s) whose create's outcome is unknown are being resolved by a query of their reference: each may still end PAID, or is made NOT_SUBMITTED once the service proves it never got it.`
+      : '';
   return (
-    `batch ${batchId}: ${done.notSubmitted} row(s) not yet sent are now NOT_SUBMITTED.${claimed}` +
+    `batch ${batchId}: ${done.notSubmitted} row(s) not yet sent are now NOT_SUBMITTED.${claimed}${unknown}` +
     ' Rows already sent are followed to their end; one the service proves never to have received is not sent again.'
   );
 }
