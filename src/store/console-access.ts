@@ -86,10 +86,14 @@ interface LockoutRow {
   locked_until: number | null;
 }
 
-/** A user's lock-out columns, read to change them in the same transaction (locked against others on PostgreSQL). */
-async function lockoutRow(trx: Database, name: string): Promise<LockoutRow | undefined> {
-  const q = trx('console_users').where({ name });
-  return (await (isPostgres(trx) ? q.forUpdate() : q).first('password_hash', 'failed_attempts', 'locked_until')) as LockoutRow | undefined;
+/**
+ * A user's lock-out columns. `forUpdate`: read to change them in the same transaction (locked against others
+ * on PostgreSQL); without it, a plain read that takes no lock.
+ */
+async function lockoutRow(db: Database, name: string, forUpdate = true): Promise<LockoutRow | undefined> {
+  const q = db('console_users').where({ name });
+  return (await (forUpdate && isPostgres(db) ? q.forUpdate() : q).first('password_hash', 'failed_attempts', 'locked_until')) as
+    LockoutRow | undefined;
 }
 
 /** A sign-in's start: the password may be checked only when it was `counted`. */
@@ -100,12 +104,15 @@ export type SignInStart =
   /** `ownLock`: the lock this attempt set by reaching the limit, which taking it back lifts. */
   | { kind: 'counted'; passwordHash: string; ownLock: number | null };
 
-/** Why an attempt on this row is not counted, or undefined when it may be. */
-function refusal(row: LockoutRow | undefined, now: number): Exclude<SignInStart, { kind: 'counted' }> | undefined {
+/** Why an attempt on this row is not counted, or the row when it may be. */
+function admit(
+  row: LockoutRow | undefined,
+  now: number,
+): Exclude<SignInStart, { kind: 'counted' }> | (LockoutRow & { password_hash: string }) {
   if (!row) return { kind: 'unknown-user' };
   if (row.password_hash === null) return { kind: 'no-password' };
   if (row.locked_until !== null && row.locked_until > now) return { kind: 'locked' };
-  return undefined;
+  return { ...row, password_hash: row.password_hash };
 }
 
 /**
@@ -122,15 +129,11 @@ export async function beginSignIn(
   lockout: { maxFailures: number; lockMs: number },
   now: number,
 ): Promise<SignInStart> {
-  const seen = refusal(
-    (await db('console_users').where({ name }).first('password_hash', 'failed_attempts', 'locked_until')) as LockoutRow | undefined,
-    now,
-  );
-  if (seen) return seen;
+  const seen = admit(await lockoutRow(db, name, false), now);
+  if ('kind' in seen) return seen;
   return writeTransaction(db, async (trx) => {
-    const row = await lockoutRow(trx, name);
-    const refused = refusal(row, now);
-    if (refused || !row || row.password_hash === null) return refused ?? { kind: 'unknown-user' };
+    const row = admit(await lockoutRow(trx, name), now);
+    if ('kind' in row) return row;
     const attempts = (row.locked_until === null ? row.failed_attempts : 0) + 1;
     const ownLock = attempts >= lockout.maxFailures ? now + lockout.lockMs : null;
     await trx('console_users')
