@@ -289,10 +289,29 @@ export class SettlementPoller {
     // One commit for all of them; each call's moves keep the time its answer came.
     const applied = await recordAnswers(db, perCall);
     reports.tell(applied);
+    this.tellUnrecorded(answered, perCall, applied);
     const settled = applied.filter((m) => m.to !== 'PENDING').length;
     pass.settled += settled;
     this.pending.n = Math.max(0, this.pending.n - settled);
     if (this.o.settlementSweep === true) await this.sweepSettlingBatches(perCall.map((c) => c.moves));
+  }
+
+  /**
+   * Final answers whose moves were not recorded: the row changed while the query was out. What the service said
+   * then is not what the row now says, so it is told; a row still PENDING is asked again.
+   */
+  private tellUnrecorded(answered: readonly { flight: Flight }[], decided: readonly { moves: RowMove[] }[], applied: RowMove[]): void {
+    const recorded = new Set(applied);
+    const targets = new Map(answered.flatMap((a) => a.flight.due.map((r) => [r.id, r])));
+    for (const m of decided.flatMap((c) => c.moves)) {
+      const row = targets.get(m.row.id);
+      if (m.to === 'PENDING' || recorded.has(m) || row === undefined) continue;
+      this.deps.logger.info(
+        { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: row.payoutId, status: m.to },
+        'a final answer to a query of this payout was not recorded: the row changed while the query was out (a payout.updated ' +
+          'event made it due, or another instance recorded an answer first); a row still PENDING is asked again',
+      );
+    }
   }
 
   /**
@@ -383,9 +402,11 @@ export class SettlementPoller {
       const rec = byId.get(row.payoutId as string);
       const polled = { pollCount: row.pollCount + 1, lastPolledAt: now };
       // Each move is for the payout asked about: a row holding another by the time the answer lands is left alone.
-      const still = { payoutId: row.payoutId };
-      // A move that keeps it PENDING sets its next poll only if that is still the one claimed: a webhook that made
-      // it due while this query was out (after the service answered it, maybe) is followed by a query at once.
+      // Nor is one a webhook made due since the query was claimed: this answer may be older than what the event
+      // told (the service reversed a payout), so the query that follows it decides, whatever this one said.
+      const still = { payoutId: row.payoutId, pollRound: row.pollRound };
+      // A move that keeps it PENDING sets its next poll only if that is still the one claimed: a sweep that made it
+      // due while this query was out (its batch settling) is followed by a query at once.
       const stillDue = { ...still, nextPollAt: row.nextPollAt };
       if (!rec) {
         const unread = unreadById.get(row.payoutId as string);

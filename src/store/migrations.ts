@@ -1069,6 +1069,23 @@ const reportEnds: Migration = {
   },
 };
 
+// A poll's answer read before a payout.updated event made its row due must not settle the row over what the event
+// says: poll_round, raised by each such event, is read with the row when its query is claimed, and each move the
+// answer makes needs the row still in that round (src/poll/poller.ts).
+const pollRound: Migration = {
+  name: '0038_poll_round',
+  async up(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.integer('poll_round').notNullable().defaultTo(0);
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payouts', (t) => {
+      t.dropColumn('poll_round');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1107,6 +1124,7 @@ export const MIGRATIONS: readonly Migration[] = [
   zeroPadding,
   serviceDeductionCurrency,
   reportEnds,
+  pollRound,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

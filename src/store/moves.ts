@@ -38,10 +38,14 @@ export interface RowMove {
 /**
  * Columns a row must still hold for a move to apply: the payout it was decided for, whether that was proven the row's
  * own, the check of it against the service that was asked (and its round), the claim of a create it answers (its
- * instance and attempt: claimOf), the next poll its query was claimed at (a webhook may have made it due since).
+ * instance and attempt: claimOf), the next poll its query was claimed at and the poll round it was claimed in (a
+ * webhook may have made it due since).
  */
 export type RowCondition = Partial<
-  Pick<PayoutRow, 'payoutId' | 'payoutCheckedAt' | 'serviceCheck' | 'serviceCheckRound' | 'leaseOwner' | 'createAttempts' | 'nextPollAt'>
+  Pick<
+    PayoutRow,
+    'payoutId' | 'payoutCheckedAt' | 'serviceCheck' | 'serviceCheckRound' | 'leaseOwner' | 'createAttempts' | 'nextPollAt' | 'pollRound'
+  >
 >;
 
 const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;

@@ -63,6 +63,8 @@ export interface PayoutRow {
   /** The latest corrected result file that changed this row's note (its n); null: none. */
   serviceNoteCorrected: number | null;
   nextPollAt: number | null;
+  /** Raised each time a webhook makes the row due: an answer to a query sent before does not apply. */
+  pollRound: number;
   pollCount: number;
   lastPolledAt: number | null;
   staleFlaggedAt: number | null;
@@ -107,6 +109,7 @@ export const COLUMNS: Record<keyof PayoutRow, string> = {
   serviceNoteSuperseded: 'service_note_superseded',
   serviceNoteCorrected: 'service_note_corrected',
   nextPollAt: 'next_poll_at',
+  pollRound: 'poll_round',
   pollCount: 'poll_count',
   lastPolledAt: 'last_polled_at',
   staleFlaggedAt: 'stale_flagged_at',

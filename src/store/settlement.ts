@@ -25,6 +25,7 @@ export type PollTarget = Pick<
   | 'payoutCheckedAt'
   | 'pollCount'
   | 'nextPollAt'
+  | 'pollRound'
   | 'serviceCheck'
   | 'serviceCheckRound'
 > & { [K in keyof RequestedMoney]: RequestedMoney[K] | null };
@@ -39,6 +40,7 @@ const POLL_TARGET_COLUMNS = [
   'payout_checked_at as payoutCheckedAt',
   'poll_count as pollCount',
   'next_poll_at as nextPollAt',
+  'poll_round as pollRound',
   'service_check as serviceCheck',
   'service_check_round as serviceCheckRound',
 ];
@@ -93,6 +95,20 @@ async function makeDueNow(db: Database, pending: Knex.QueryBuilder, now: number)
   return db('payouts').whereIn('id', free).andWhere('state', 'PENDING').update({ next_poll_at: now });
 }
 
+/**
+ * Makes the rows of `pending` due now in a new poll round: a query already on the wire may have been answered
+ * before what made them due, so its answer no longer applies (the poller's moves need the round they claimed). On PostgreSQL
+ * a row whose answer is being recorded is waited for, never skipped: once that commits, a row it settled is no
+ * longer PENDING and the caller finds it final. Rows are locked in id order, as answers lock theirs.
+ */
+async function newPollRound(db: Database, pending: Knex.QueryBuilder, now: number): Promise<number> {
+  const due = { next_poll_at: now, poll_round: db.raw('poll_round + 1') };
+  if (!isPostgres(db)) return pending.update(due);
+  const ids = (await pending.clone().select('id').orderBy('id').forUpdate().pluck('id')) as number[];
+  if (ids.length === 0) return 0;
+  return db('payouts').whereIn('id', ids).andWhere('state', 'PENDING').update(due);
+}
+
 /** A payout a webhook named: its payoutId and the merchant reference the event echoed (null when it gave none). */
 export interface PayoutNamed {
   payoutId: string;
@@ -141,12 +157,13 @@ function rowsNamed(db: Database, named: readonly PayoutNamed[]): Knex.QueryBuild
 }
 
 /**
- * Ask about these payouts at the next poll (a webhook said something changed). A payout named without a
- * reference is left to its regular poll: an event only hastens a query.
+ * Ask about these payouts at the next poll (a webhook said something changed), in a new poll round: an answer to
+ * a query sent before is not recorded. A payout named without a reference is left to its regular poll: an event
+ * only hastens a query.
  */
 export async function pollSoon(db: Database, named: readonly PayoutNamed[], now: number): Promise<number> {
   const rows = rowsNamed(db, named);
-  return rows === null ? 0 : makeDueNow(db, rows.andWhere('state', 'PENDING'), now);
+  return rows === null ? 0 : newPollRound(db, rows.andWhere('state', 'PENDING'), now);
 }
 
 /** The rows of these payouts that are already final (found as pollSoon finds them). */

@@ -56,6 +56,11 @@ export interface Mitm {
   answerInstead: ((f: Forwarded) => { status: number; text: string } | null) | null;
   /** While set, a request waits this long (ms, by its path) before it is forwarded: a service slow to take it in. */
   holdMs: ((path: string) => number) | null;
+  /**
+   * While set, an answer the sandbox gave waits for the promise this returns for it (by its path and text; null: none)
+   * before it goes back to the client: an answer still on its way while the service moves on.
+   */
+  holdAnswer: ((path: string, text: string) => Promise<void> | null) | null;
   /** Answer with `Connection: close`, so the client keeps no pooled socket to the proxy. */
   connectionClose: boolean;
   /**
@@ -197,6 +202,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
           const creds = learnCredentials(answer.body.toString('utf8'));
           if (creds) mitm.issued.push(creds);
         }
+        await mitm.holdAnswer?.(url.split('?')[0] ?? '', answer.body.toString('utf8'));
         const rewrite = mitm.rewriteAnswer;
         if (rewrite && answer.status === 200)
           answer.body = Buffer.from(rewrite(url.split('?')[0] ?? '', answer.body.toString('utf8')), 'utf8');
@@ -232,6 +238,7 @@ export async function startMitm(upstreamUrl: string): Promise<Mitm> {
     rewriteAnswer: null,
     answerInstead: null,
     holdMs: null,
+    holdAnswer: null,
     connectionClose: false,
     resetReused: null,
     get connections() {

@@ -237,6 +237,7 @@ describe('store: row moves and claims (SQLite)', () => {
       payoutCheckedAt: null,
       pollCount: 0,
       nextPollAt: 5,
+      pollRound: 0,
       // What the row asked for, to tell its own payout from another's.
       payoutCurrency: 'PHP',
       payoutAmount: '100.50',

@@ -1,0 +1,18 @@
+/** PostgreSQL: a final answer read before a webhook followed up while it was on its way settles nothing (test/pipeline/final-answer-before-webhook.ts). */
+import { afterEach, describe, it } from 'vitest';
+import { closePipelines, startPipeline } from '../pipeline/harness.js';
+import { finalAnswerBeforeWebhook } from '../pipeline/final-answer-before-webhook.js';
+import { closeAll } from '../webhook/helpers.js';
+import { latestSchema, pgReachable, useTestSchema } from './pg.js';
+
+describe.skipIf(!pgReachable)('postgres: a final answer on its way back while a webhook about its payout is followed up', () => {
+  const schema = useTestSchema();
+  afterEach(async () => {
+    await closeAll();
+    await closePipelines();
+  });
+
+  it('does not settle the row: the next query does (instances share claims)', async () => {
+    await finalAnswerBeforeWebhook(await startPipeline({ database: latestSchema(schema) }), { exclusive: false });
+  });
+});
