@@ -111,6 +111,7 @@ export {
   type NoteShown,
   dueServiceChecks,
   markServiceCheck,
+  renewServiceCheck,
   nextServiceCheckDue,
   rescheduleServiceChecks,
   rowsHoldingOtherPayout,

@@ -41,6 +41,23 @@ export async function markServiceCheck(
   return n > 0;
 }
 
+/**
+ * Makes a check already owed of a row due now in a new round (an event naming the row came while it was owed, saying
+ * what the row records): an answer to a query sent before may be older than the event, and does not close it. False
+ * when no check of the row is owed.
+ */
+export async function renewServiceCheck(
+  db: Database,
+  row: { id: number; state: RowState; payoutId: string },
+  now: number,
+): Promise<boolean> {
+  const n = await db('payouts')
+    .where({ id: row.id, state: row.state, payout_id: row.payoutId })
+    .whereNotNull('service_check')
+    .update({ service_check_at: now, service_check_round: db.raw('service_check_round + 1'), updated_at: now });
+  return n > 0;
+}
+
 /** A row holding a reference and a payout, as a webhook's follow-up finds it. */
 export type RowHoldingPayout = FinalRowNamed;
 

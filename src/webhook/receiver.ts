@@ -22,6 +22,7 @@ import {
   markServiceCheck,
   pollSoon,
   recordWebhookEvent,
+  renewServiceCheck,
   rowsHoldingOtherPayout,
 } from '../store/index.js';
 import { CHECKED_FINAL_STATES, checkOwedNote } from '../domain/service-check.js';
@@ -82,6 +83,14 @@ async function finalRowNamed(db: Database, logger: Logger, row: FinalRowNamed, e
   const reported = event.status ?? null;
   const fields = { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: row.payoutId };
   if (reported === null || reported === row.state || !CHECKED_FINAL_STATES.includes(row.state)) {
+    // A check owed of the row may have an answer on its way that is older than this event: asked again instead.
+    if (await renewServiceCheck(db, row, now)) {
+      logger.info(
+        { ...fields, eventId: event.eventId, state: row.state, status: reported },
+        'webhook accepted: a check of this row is owed; it is asked again, as an answer already on its way may be older than this event',
+      );
+      return true;
+    }
     // A REJECTED row's payout was never counted as its own (src/submit/outcome.ts): what it became changes nothing.
     logger.info(
       { ...fields, eventId: event.eventId, state: row.state, status: reported },

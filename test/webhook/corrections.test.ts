@@ -16,7 +16,7 @@ import type { PayoutQueryAnswer, PayoutService } from '../../src/domain/payout.j
 import { ServiceChecks } from '../../src/poll/checks.js';
 import { closePipelines, type Pipeline } from '../pipeline/harness.js';
 import { batchFiles, checkOwed, deliver, finalRows, pipelineLines } from './final-rows-world.js';
-import { PATH, closeAll, startReceiver } from './helpers.js';
+import { PATH, closeAll, startReceiver, type Harness } from './helpers.js';
 
 afterEach(async () => {
   await closeAll();
@@ -194,30 +194,58 @@ class HeldAnswers implements PayoutService {
   }
 }
 
+/** A receiver with the default follow-up on the pipeline's database, and the checks asked through the real client, answers held. */
+interface HeldChecks {
+  h: Harness;
+  held: HeldAnswers;
+  checks: ServiceChecks;
+  stop: AbortController;
+}
+
+async function heldChecks(p: Pipeline, wake?: () => void): Promise<HeldChecks> {
+  const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH, wake });
+  const held = new HeldAnswers(p.client);
+  const checks = new ServiceChecks(
+    { db: p.db, service: held, clock: p.clock, logger: p.logger },
+    { queryMaxIds: 100, minIntervalMs: 1000, maxIntervalMs: 5000 },
+  );
+  return { h, held, checks, stop: new AbortController() };
+}
+
+/**
+ * Asks the owed checks; while the service's answer is held, the service reverses the payout to `status` and says so
+ * in an event, followed up (then `delivered` runs), before the answer is let through.
+ */
+async function reversedWhileAsked(
+  p: Pipeline,
+  w: HeldChecks,
+  event: { payoutId: string; merchantReferenceId: string; status: 'PAID' | 'CANCELLED' },
+  delivered: () => Promise<void> = () => Promise.resolve(),
+): Promise<void> {
+  const asking = w.checks.runDue(w.stop.signal);
+  await w.held.asked;
+  expect(p.sandbox.reverse(event.payoutId, event.status)).toBe(true);
+  await deliver(w.h, event);
+  await delivered();
+  w.held.letThrough();
+  await asking;
+}
+
 describe('a second event while the service is being asked about the first', () => {
   it('a CANCELLED row reversed to PAID while the answer to an earlier check is on its way: the older answer does not close the check', async () => {
     const { p, batchId, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED' });
     let wakes = 0;
-    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH, wake: () => wakes++ });
-    const held = new HeldAnswers(p.client);
-    const checks = new ServiceChecks(
-      { db: p.db, service: held, clock: p.clock, logger: p.logger },
-      { queryMaxIds: 100, minIntervalMs: 1000, maxIntervalMs: 5000 },
-    );
-    const stop = new AbortController();
+    const w = await heldChecks(p, () => wakes++);
+    const { checks, stop } = w;
     const payoutId = payoutIds.get('LC-1') as string;
 
     // A stale event: a check is owed, and the service answers it (CANCELLED, as recorded).
-    await deliver(h, { payoutId, merchantReferenceId: 'LC-1', status: 'PENDING' });
+    await deliver(w.h, { payoutId, merchantReferenceId: 'LC-1', status: 'PENDING' });
     await checkOwed(p, 'LC-1');
-    const asking = checks.runDue(stop.signal);
-    await held.asked;
     // Before that answer arrives the service pays the payout after all, and says so (same receiver clock).
-    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
-    await deliver(h, { payoutId, merchantReferenceId: 'LC-1', status: 'PAID' });
-    await expect.poll(() => wakes, { timeout: 5000, interval: 5 }).toBe(2);
-    held.letThrough();
-    await asking;
+    await reversedWhileAsked(p, w, { payoutId, merchantReferenceId: 'LC-1', status: 'PAID' }, async () => {
+      await expect.poll(() => wakes, { timeout: 5000, interval: 5 }).toBe(2);
+    });
 
     const row = await p.row('LC-1');
     expect(row).toMatchObject({ state: 'CANCELLED', serviceCheck: 'PAYOUT' });
@@ -237,5 +265,32 @@ describe('a second event while the service is being asked about the first', () =
     expect(files.retry).not.toContain('LC-1');
     expect(files.result.get('LC-1')?.reason).toContain('now reports PAID');
     expect(pipelineLines(p, 'LC-1').some((l) => String(l['msg']).startsWith('THE PAYOUT SERVICE CONTRADICTS'))).toBe(true);
+  });
+
+  it('a CANCELLED row reported PAID, reversed back while the answer to its check is on its way: that older answer notes nothing', async () => {
+    const { p, batchId, payoutIds } = await finalRows({ 'LC-3': 'CANCELLED' });
+    const w = await heldChecks(p);
+    const payoutId = payoutIds.get('LC-3') as string;
+
+    // The service pays the payout after all and says so: a check is owed, and the service answers it (PAID).
+    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+    await deliver(w.h, { payoutId, merchantReferenceId: 'LC-3', status: 'PAID' });
+    await checkOwed(p, 'LC-3');
+    // Before that answer arrives the service cancels it again; its event agrees with the row, and is followed up.
+    await reversedWhileAsked(p, w, { payoutId, merchantReferenceId: 'LC-3', status: 'CANCELLED' });
+
+    // The older answer (PAID) closes nothing and notes nothing: the check stays owed.
+    const row = await p.row('LC-3');
+    expect(row).toMatchObject({ state: 'CANCELLED', serviceCheck: 'PAYOUT' });
+    expect(row.serviceNote).toContain('payoutd is asking the payout service');
+    expect(messages(p, 'THE PAYOUT SERVICE CONTRADICTS')).toEqual([]);
+    expect(messages(p, 'its check stays owed and is asked again')).toHaveLength(1);
+
+    // Asked again: the service shows the row as recorded, and no file says otherwise.
+    await w.checks.runDue(w.stop.signal);
+    expect(await p.row('LC-3')).toMatchObject({ state: 'CANCELLED', serviceCheck: null, serviceNote: null });
+    const files = await batchFiles(p, batchId, 'outbox-answered');
+    expect(files.result.get('LC-3')?.reason).not.toContain('now reports PAID');
+    expect(files.retry).toContain('LC-3-R1');
   });
 });
