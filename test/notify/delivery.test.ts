@@ -37,9 +37,9 @@ import {
 } from '../../src/store/index.js';
 import { insertRows } from '../../src/store/insert-rows.js';
 import { openTestDatabase } from '../support/database.js';
-import { hasOpenssl, selfSignedCert } from '../support/tls.js';
+import { hasOpenssl } from '../support/tls.js';
 import { waitFor } from '../inbox/helpers.js';
-import { EventReceiver, MailReceiver, newSigningSecret } from './receivers.js';
+import { EventReceiver, newSigningSecret, useMailReceiver } from './receivers.js';
 
 const START = Date.UTC(2026, 10, 27, 9, 0, 0);
 /** The lease of the tests of several instances. */
@@ -537,28 +537,17 @@ describe('status files in the outbox', () => {
 });
 
 describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, login)', () => {
-  let mail: MailReceiver;
-  let certDir: string;
   const login = { user: 'payoutd', password: 'smtp-pw-Hq73Vd' };
-
-  beforeEach(async () => {
-    certDir = await mkdtemp(join(tmpdir(), 'payoutd-smtp-'));
-    mail = new MailReceiver(selfSignedCert(certDir), login);
-    await mail.start();
-  });
-  afterEach(async () => {
-    await mail.stop();
-    await rm(certDir, { recursive: true, force: true });
-  });
+  const smtp = useMailReceiver(login);
 
   it('mails each event but progress, in plain text with the totals and the outbox files; the password from a systemd credential', async () => {
-    const credentials = join(certDir, 'credentials');
+    const credentials = join(smtp.certDir, 'credentials');
     await mkdir(credentials);
     await writeFile(join(credentials, 'smtp-password'), `${login.password}\n`);
     const email = {
       host: '127.0.0.1',
-      port: mail.port,
-      caFile: join(certDir, 'cert.pem'),
+      port: smtp.mail.port,
+      caFile: join(smtp.certDir, 'cert.pem'),
       user: login.user,
       passwordCredential: 'smtp-password',
       from: 'payoutd@example.com',
@@ -570,8 +559,8 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     await holdBatch(w.db, 'B5', SHORT, w.clock.now());
     await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B5', type: 'progress', data: {}, at: w.clock.now() }));
     expect(await w.dispatcher.pass()).toBe(3);
-    expect(mail.mails).toHaveLength(2);
-    const held = mail.mails[1];
+    expect(smtp.mail.mails).toHaveLength(2);
+    const held = smtp.mail.mails[1];
     expect(held?.secure, 'upgraded by STARTTLS before the mail').toBe(true);
     expect(held?.user).toBe('payoutd');
     expect(held?.to).toEqual(['finance@example.com', 'ops@example.com']);
@@ -592,13 +581,13 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
 
   /** Email settings for the test server, the password in a file. */
   async function passwordEmail(): Promise<Record<string, unknown>> {
-    const passwordFile = join(certDir, 'pw');
+    const passwordFile = join(smtp.certDir, 'pw');
     await writeFile(passwordFile, login.password, { mode: 0o600 });
     const to = ['f@example.com'];
     return {
       host: '127.0.0.1',
-      port: mail.port,
-      caFile: join(certDir, 'cert.pem'),
+      port: smtp.mail.port,
+      caFile: join(smtp.certDir, 'cert.pem'),
       user: login.user,
       passwordFile,
       from: 'p@example.com',
@@ -612,7 +601,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     const w = await setUp({ email, statusFiles: false });
     await newBatch(w, 'B11', 'payroll.csv');
     expect(await w.dispatcher.pass()).toBe(1);
-    expect(mail.mails).toHaveLength(0);
+    expect(smtp.mail.mails).toHaveLength(0);
     const said = `SECRET_EMPTY: notify.email.passwordFile ${String(email.passwordFile)} is empty (or holds only white space)`;
     expect(w.logLines.filter((l) => l.includes(said))).not.toEqual([]);
     expect(w.logLines.filter((l) => l.includes('EAUTH'))).toEqual([]);
@@ -621,7 +610,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     await writeFile(email.passwordFile as string, login.password);
     w.clock.advance(3_600_000);
     expect(await w.dispatcher.pass()).toBe(1);
-    expect(mail.mails).toHaveLength(1);
+    expect(smtp.mail.mails).toHaveLength(1);
   });
 
   it('a file refused whole names only its ack in the mail: no result, summary or status file is written for it', async () => {
@@ -645,7 +634,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       recordBatchEvent(trx, { batchId: 'B8', type: 'rejected', data: { reason: 'NOT_CSV' }, at: w.clock.now() }),
     );
     expect(await w.dispatcher.pass()).toBe(2);
-    const raws = mail.mails.map((m) => m.raw.replace(/=\r\n/g, ''));
+    const raws = smtp.mail.mails.map((m) => m.raw.replace(/=\r\n/g, ''));
     expect(raws.some((r) => /Subject: payoutd: invoice.pdf rejected/.test(r))).toBe(true);
     for (const raw of raws) expect(outboxFilesOf(raw)).toEqual([`${outboxName(b)}.ack.csv`]);
   });
@@ -676,7 +665,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       'rows final,,,0',
       'percent done,,,',
     ]);
-    const raw = (mail.mails[0]?.raw ?? '').replace(/=\r\n/g, '');
+    const raw = (smtp.mail.mails[0]?.raw ?? '').replace(/=\r\n/g, '');
     expect(raw).toMatch(/^Rows: 0, final: 0\r?$/m);
     expect(raw).not.toContain('100.0%');
   });
@@ -684,7 +673,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
   it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
     const secret = newSigningSecret();
     const receiver = new EventReceiver(secret);
-    const secretFile = join(certDir, 'erp-secret');
+    const secretFile = join(smtp.certDir, 'erp-secret');
     await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
     await receiver.start();
     try {
@@ -704,7 +693,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       // Receivers keep the event type they know; the data says how the batch ended.
       const completed = receiver.events.find((e) => e.type === 'batch.completed');
       expect(completed?.data).toMatchObject({ shownState: 'CANCELLED', reason: 'cancelled by an operator: wrong month' });
-      const last = mail.mails.at(-1);
+      const last = smtp.mail.mails.at(-1);
       // Unfolded: the subject is folded onto a second line.
       const raw = (last?.raw ?? '').replace(/=\r\n/g, '').replace(/\r\n /g, ' ');
       expect(raw).toMatch(/Subject: payoutd: wrong-month.csv CANCELLED: cancelled by an operator: wrong month/);
@@ -724,12 +713,12 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
   });
 
   it('a wrong password: the mail is not sent, and the event stays owed', async () => {
-    const passwordFile = join(certDir, 'pw');
+    const passwordFile = join(smtp.certDir, 'pw');
     await writeFile(passwordFile, 'not-the-password', { mode: 0o600 });
     const email = {
       host: '127.0.0.1',
-      port: mail.port,
-      caFile: join(certDir, 'cert.pem'),
+      port: smtp.mail.port,
+      caFile: join(smtp.certDir, 'cert.pem'),
       user: 'payoutd',
       passwordFile,
       from: 'p@example.com',
@@ -738,7 +727,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     const w = await setUp({ email, statusFiles: false });
     await newBatch(w, 'B6');
     await w.dispatcher.pass();
-    expect(mail.mails).toEqual([]);
+    expect(smtp.mail.mails).toEqual([]);
     expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
     expect(w.outcomes).toEqual([['email', 'failed']]);
   });

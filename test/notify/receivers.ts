@@ -6,10 +6,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeEach } from 'vitest';
+import { selfSignedCert } from '../support/tls.js';
 
 /** A fresh signing secret in the form the configuration takes. */
 export function newSigningSecret(): string {
@@ -168,4 +173,31 @@ export class MailReceiver {
     this.server = null;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/**
+ * For each test of the calling `describe` (call it there): a MailReceiver taking `login`, with a throwaway
+ * certificate in a folder of its own (`certDir`: its `cert.pem` is the CA the mail settings name), stopped and
+ * removed after the test. Read `.mail` and `.certDir` inside the tests.
+ */
+export function useMailReceiver(login: { user: string; password: string }): { readonly mail: MailReceiver; readonly certDir: string } {
+  let mail: MailReceiver | null = null;
+  let certDir = '';
+  beforeEach(async () => {
+    certDir = await mkdtemp(join(tmpdir(), 'payoutd-smtp-'));
+    mail = new MailReceiver(selfSignedCert(certDir), login);
+    await mail.start();
+  });
+  afterEach(async () => {
+    await mail?.stop();
+    await rm(certDir, { recursive: true, force: true });
+  });
+  return {
+    get mail(): MailReceiver {
+      return mail as MailReceiver;
+    },
+    get certDir(): string {
+      return certDir;
+    },
+  };
 }

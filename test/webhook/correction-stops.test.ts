@@ -8,38 +8,16 @@
 import { copyFile, mkdir, readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FaultPointName } from '../../src/daemon/fault-points.js';
-import { BatchFinisher } from '../../src/daemon/finisher.js';
-import { BatchOutbox, type OutboxExtras } from '../../src/daemon/outbox.js';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
 import { recordCorrection } from '../../src/store/index.js';
 import { closePipelines, type Pipeline } from '../pipeline/harness.js';
-import { checkOwed, deliver, finalRows } from './final-rows-world.js';
+import { checkOwed, deliver, finalRows, stoppingFinisher } from './final-rows-world.js';
 import { closeAll } from './helpers.js';
 
 afterEach(async () => {
   await closeAll();
   await closePipelines();
 });
-
-/** A finisher (an instance of the daemon) on the pipeline's database, stopping once at `stopAt` when given. */
-function finisherOf(p: Pipeline, outbox: string, stopAt?: FaultPointName, extras: Partial<OutboxExtras> = {}): BatchFinisher {
-  let stopped = false;
-  return new BatchFinisher(
-    {
-      db: p.db,
-      clock: p.clock,
-      logger: p.logger,
-      outbox: new BatchOutbox(p.db, outbox, false, undefined, { xlsx: false, retryFiles: true, ...extras }),
-      continued: { dir: outbox, bom: false, maxRecordBytes: 65536, encoding: 'utf-8' },
-      faultPoint: (name) => {
-        if (name !== stopAt || stopped) return;
-        stopped = true;
-        throw new Error(`stopped at ${name}`);
-      },
-    },
-    { instanceId: 'a', leaseMs: 30_000, shared: false },
-  );
-}
 
 async function outboxOf(p: Pipeline): Promise<string> {
   const outbox = join(p.dir, 'outbox');
@@ -60,7 +38,7 @@ async function reversedToPaid(): Promise<Awaited<ReturnType<typeof finalRows>> &
   const world = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED' });
   const { p, h, payoutIds } = world;
   const outbox = await outboxOf(p);
-  expect(await finisherOf(p, outbox).pass()).toBe(1);
+  expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
   const name = ((await readdir(outbox)).find((f) => f.endsWith('.result.csv')) as string).slice(0, -'.result.csv'.length);
   p.clock.advance(60_000);
   const payoutId = payoutIds.get('LC-1') as string;
@@ -73,14 +51,14 @@ async function reversedToPaid(): Promise<Awaited<ReturnType<typeof finalRows>> &
 describe('a stop while a finished batch is corrected', () => {
   it('after the correction is recorded, before its file: the file written later is what was recorded, the change after it the next', async () => {
     const { p, batchId, outbox, name } = await reversedToPaid();
-    await finisherOf(p, outbox, 'after-correction-intent').pass();
+    await stoppingFinisher(p, outbox, 'after-correction-intent').pass();
     // Recorded, nothing in the outbox yet.
     expect(await corrected(outbox)).toEqual([]);
     expect(await p.batch(batchId)).toMatchObject({ resultCorrections: 1, resultCorrectionsWritten: 0 });
 
     p.clock.advance(1000);
     await p.poll(); // the service answers: PAID
-    await finisherOf(p, outbox).pass(); // restarted
+    await stoppingFinisher(p, outbox).pass(); // restarted
     expect(await corrected(outbox)).toEqual([`${name}.result.corrected-1.csv`, `${name}.result.corrected-2.csv`]);
     const first = await readFile(join(outbox, `${name}.result.corrected-1.csv`), 'utf8');
     expect(first).toContain('payoutd is asking the payout service');
@@ -93,7 +71,7 @@ describe('a stop while a finished batch is corrected', () => {
 
   it('after the file, before it counts: finance booked it; the same name keeps the same content, the change gets the next name', async () => {
     const { p, batchId, outbox, name } = await reversedToPaid();
-    await finisherOf(p, outbox, 'after-correction-file').pass();
+    await stoppingFinisher(p, outbox, 'after-correction-file').pass();
     const file = `${name}.result.corrected-1.csv`;
     expect(await corrected(outbox)).toEqual([file]);
     expect(await p.batch(batchId)).toMatchObject({ resultCorrections: 1, resultCorrectionsWritten: 0 });
@@ -103,7 +81,7 @@ describe('a stop while a finished batch is corrected', () => {
 
     p.clock.advance(1000);
     await p.poll();
-    const restarted = finisherOf(p, outbox);
+    const restarted = stoppingFinisher(p, outbox);
     await restarted.pass();
     await restarted.pass();
     expect(await readFile(join(outbox, file), 'utf8')).toBe(await readFile(join(booked, file), 'utf8'));
@@ -116,14 +94,14 @@ describe('a stop while a finished batch is corrected', () => {
   it('after the file, then the service agrees: the file is counted and a further correction withdraws its note', async () => {
     const { p, h, batchId, payoutIds } = await finalRows({ 'RC-1': 'PAID', 'RC-2': 'PAID' });
     const outbox = await outboxOf(p);
-    expect(await finisherOf(p, outbox).pass()).toBe(1);
+    expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
     p.clock.advance(60_000);
     await deliver(h, { payoutId: payoutIds.get('RC-1') as string, merchantReferenceId: 'RC-1', status: 'PENDING' });
     await checkOwed(p, 'RC-1');
-    await finisherOf(p, outbox, 'after-correction-file').pass();
+    await stoppingFinisher(p, outbox, 'after-correction-file').pass();
     p.clock.advance(1000);
     await p.poll();
-    await finisherOf(p, outbox).pass();
+    await stoppingFinisher(p, outbox).pass();
     const files = await corrected(outbox);
     expect(files).toHaveLength(2);
     expect(await readFile(join(outbox, files[1] as string), 'utf8')).toContain("the note of this row's reason is withdrawn");
@@ -135,7 +113,7 @@ describe('the retry file of a corrected batch', () => {
   it('cannot be written (no retry reference fits): the correction is written once and counted, the retry failure logged', async () => {
     const { p, h, batchId, payoutIds } = await finalRows({ 'LC-100001': 'CANCELLED', 'LC-100002': 'CANCELLED' });
     const outbox = await outboxOf(p);
-    const finisher = finisherOf(p, outbox, undefined, { referenceMaxLength: 10 });
+    const finisher = stoppingFinisher(p, outbox, undefined, { referenceMaxLength: 10 });
     expect(await finisher.pass()).toBe(1);
     p.clock.advance(60_000);
     await deliver(h, { payoutId: payoutIds.get('LC-100001') as string, merchantReferenceId: 'LC-100001', status: 'PENDING' });
@@ -153,7 +131,7 @@ describe('the retry file of a corrected batch', () => {
   it('is a new version when a correction leaves a row out or puts it back, and the correction says which', async () => {
     const { p, h, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED' });
     const outbox = await outboxOf(p);
-    const finisher = finisherOf(p, outbox);
+    const finisher = stoppingFinisher(p, outbox);
     expect(await finisher.pass()).toBe(1);
     const name = ((await readdir(outbox)).find((f) => f.endsWith('.result.csv')) as string).slice(0, -'.result.csv'.length);
     expect(await retries(outbox)).toEqual([`${name}.retry.csv`]);
@@ -203,7 +181,7 @@ describe('a retry version written again after a stop', () => {
   it('holds the rows its correction shows, the same again, though another row was noted meanwhile', async () => {
     const { p, h, batchId, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED', 'LC-3': 'CANCELLED' });
     const outbox = await outboxOf(p);
-    expect(await finisherOf(p, outbox).pass()).toBe(1);
+    expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
     p.clock.advance(60_000);
     const paid = payoutIds.get('LC-1') as string;
     expect(p.sandbox.reverse(paid, 'PAID')).toBe(true);
@@ -226,7 +204,7 @@ describe('a retry version written again after a stop', () => {
     // The service answers (LC-1 PAID, LC-2 as recorded); the restarted finisher writes correction 1 again.
     p.clock.advance(1000);
     await p.poll();
-    const again = finisherOf(p, outbox);
+    const again = stoppingFinisher(p, outbox);
     await again.pass();
     await again.pass();
     expect(await readFile(join(outbox, version as string), 'utf8')).toBe(taken);
@@ -235,14 +213,14 @@ describe('a retry version written again after a stop', () => {
   it('keeps its .xlsx twin', async () => {
     const { p, h, batchId, payoutIds } = await finalRows({ 'LC-1': 'CANCELLED', 'LC-2': 'CANCELLED' });
     const outbox = await outboxOf(p);
-    expect(await finisherOf(p, outbox, undefined, { xlsx: true }).pass()).toBe(1);
+    expect(await stoppingFinisher(p, outbox, undefined, { xlsx: true }).pass()).toBe(1);
     p.clock.advance(60_000);
     await deliver(h, { payoutId: payoutIds.get('LC-1') as string, merchantReferenceId: 'LC-1', status: 'PENDING' });
     await checkOwed(p, 'LC-1');
     await stoppedAfterRetry(p, outbox, batchId, true);
     const written = await retries(outbox);
     expect(written.map((f) => f.replace(/^.*\.retry\./, ''))).toEqual(['corrected-1.csv', 'corrected-1.xlsx']);
-    await finisherOf(p, outbox, undefined, { xlsx: true }).pass();
+    await stoppingFinisher(p, outbox, undefined, { xlsx: true }).pass();
     expect(await retries(outbox)).toEqual(written);
   });
 });

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { expect } from 'vitest';
 import type { PayoutDaemon } from '../../src/daemon/daemon.js';
-import { BatchOutbox } from '../../src/daemon/outbox.js';
+import type { FaultPointName } from '../../src/daemon/fault-points.js';
+import { BatchFinisher } from '../../src/daemon/finisher.js';
+import { BatchOutbox, type OutboxExtras } from '../../src/daemon/outbox.js';
 import { ManualClock } from '../../src/domain/clock.js';
 import { payoutRequest, startPipeline, waitFor, type Pipeline, type PipelineOptions } from '../pipeline/harness.js';
 import { PATH, eventBody, parsedLines, send, signedHeaders, startReceiver, type Harness } from './helpers.js';
@@ -103,4 +105,27 @@ export async function batchFiles(p: Pipeline, batchId: string, name: string): Pr
     retry: retryName ? await readFile(join(dir, retryName), 'utf8') : null,
     withheld: extras.retry?.withheld ?? [],
   };
+}
+
+/**
+ * A finisher (an instance of the daemon) on the pipeline's database writing into `outbox` (retry files on),
+ * stopping once at `stopAt` when given: the fault point throws, ending its pass there as a stop would.
+ */
+export function stoppingFinisher(p: Pipeline, outbox: string, stopAt?: FaultPointName, extras: Partial<OutboxExtras> = {}): BatchFinisher {
+  let stopped = false;
+  return new BatchFinisher(
+    {
+      db: p.db,
+      clock: p.clock,
+      logger: p.logger,
+      outbox: new BatchOutbox(p.db, outbox, false, undefined, { xlsx: false, retryFiles: true, ...extras }),
+      continued: { dir: outbox, bom: false, maxRecordBytes: 65536, encoding: 'utf-8' },
+      faultPoint: (name) => {
+        if (name !== stopAt || stopped) return;
+        stopped = true;
+        throw new Error(`stopped at ${name}`);
+      },
+    },
+    { instanceId: 'a', leaseMs: 30_000, shared: false },
+  );
 }
