@@ -133,6 +133,7 @@ const EVENT_WORDS: Record<BatchEvent['type'], string> = {
   cancelled: 'cancelled',
   progress: 'progress',
   completed: 'complete: every row is final; result and summary written',
+  corrected: 'result file corrected after the batch finished',
   stale: 'payouts pending for too long',
 };
 
@@ -148,6 +149,8 @@ export function eventWords(e: Pick<BatchEvent, 'type' | 'data'>): string {
     what += `: ${d.validCount} valid row(s), ${String(d.invalidCount ?? 0)} invalid`;
   if ((e.type === 'released' || e.type === 'cancelled') && text(d.by)) what += ` (${String(d.by)})`;
   if (e.type === 'stale' && typeof d.payouts === 'number') what += `: ${d.payouts}`;
+  if (e.type === 'corrected' && text(d.correctionFile))
+    what += `: ${String(d.correctionFile)} supersedes ${String(d.supersedes)}, ${String(d.rowsChanged)} row(s) changed`;
   const who = text(d.approver);
   if (who) what += ` by ${who}${text(d.via) ? ` (${String(d.via)})` : ''}`;
   const code = text(d.code);

@@ -6,7 +6,9 @@
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
 import { leftNotSubmitted, shownBatchState, type BatchEventData } from '../domain/batch-events.js';
-import type { ResultFiles, RetryFile } from '../report/index.js';
+import { shownOutcome, type Contradiction } from '../domain/service-check.js';
+import { columnLetter } from '../ingest/rules/row-error.js';
+import { CORRECTION_COLUMN, outcomeStatusOf, type ResultFiles, type RetryFile } from '../report/index.js';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
 import type { ContinuedUpload, TakenFileNews } from '../holds/index.js';
@@ -17,6 +19,7 @@ import {
   batchesToCorrect,
   claimBatchLease,
   completeBatch,
+  contradictionsOf,
   getBatch,
   holdBatchLease,
   listBatchesMissingFiles,
@@ -28,7 +31,7 @@ import {
 } from '../store/index.js';
 import { writeUploadContinued, type ContinuedUploadContext } from './continued-upload.js';
 import type { FaultPoint } from './fault-points.js';
-import { identityOf, outboxName, type BatchOutbox, type NoteCorrected, type RetryCorrection } from './outbox.js';
+import { identityOf, outboxName, type BatchOutbox, type NoteCorrected, type ResultCorrection, type RetryCorrection } from './outbox.js';
 import { ProgressLog } from './progress.js';
 
 export interface FinisherDeps {
@@ -74,6 +77,51 @@ export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 
     payoutTotals: totals('payout_amount'),
     deductionTotals: totals('deduction_amount'),
     files: [basename(files.resultPath), basename(files.summaryPath)],
+  };
+}
+
+/** Rows a `corrected` event lists (in line order): a mass reversal stays a notice; its file lists every row. */
+export const CORRECTED_ROWS_TOLD = 100;
+
+/**
+ * What a `corrected` event says: the correction's number and file, the file it supersedes, and each row it changed
+ * (the first CORRECTED_ROWS_TOLD) with its status in the result files, its outcome as the superseded file and as
+ * the corrected one tell it (shownOutcome, from `contradictions`: the rows' recorded ones), its amounts and note;
+ * the letters of its reason and correction columns; the retry file it wrote, when it changed what retry files offer.
+ */
+export function correctedEventData(
+  files: ResultCorrection,
+  retry: RetryCorrection | null,
+  contradictions: ReadonlyMap<number, readonly Contradiction[]>,
+): BatchEventData {
+  const rows = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => {
+    const status = outcomeStatusOf(c.state);
+    const known = contradictions.get(c.id) ?? [];
+    return {
+      line: c.line,
+      merchantReferenceId: c.merchantReferenceId,
+      payoutId: c.payoutId,
+      status,
+      oldOutcome: shownOutcome(status, c.superseded, known),
+      newOutcome: shownOutcome(status, c.note, known),
+      change: c.change,
+      payoutAmount: c.payoutAmount,
+      payoutCurrency: c.payoutCurrency,
+      deductionAmount: c.deductionAmount,
+      deductionCurrency: c.deductionCurrency,
+      note: c.note,
+    };
+  });
+  const retryPath = retry?.extras.retry?.path;
+  const letter = (header: string): string => columnLetter(files.columns.indexOf(header));
+  return {
+    correction: files.correction,
+    correctionFile: basename(files.path),
+    supersedes: files.previous,
+    columns: { reason: letter('reason'), correction: letter(CORRECTION_COLUMN) },
+    rowsChanged: files.changes.length,
+    rows,
+    ...(retry !== null ? { retryFile: retryPath ? basename(retryPath) : null } : {}),
   };
 }
 
@@ -328,7 +376,10 @@ export class BatchFinisher {
           'write one with payoutd retry-file before retrying its CANCELLED rows',
       );
     }
-    await recordCorrectionWritten(db, batch.id, n, clock.now());
+    const told = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => c.id);
+    const data = correctedEventData(files, retry, await contradictionsOf(db, told));
+    // Counted once with its event: written again after a stop, or seen by a later pass, it is not announced again.
+    await recordCorrectionWritten(db, batch.id, n, clock.now(), data);
     if (retry !== null) this.tellRetry(batch, retry.extras.retry);
     logger.warn(
       {

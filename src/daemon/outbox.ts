@@ -50,6 +50,7 @@ import {
   type DetailsRemoved,
   xlsxPathFor,
   outboxFileName,
+  resultColumns,
   type AckRow,
   type BatchIdentity,
   type ResultFiles,
@@ -143,6 +144,25 @@ function correctedOutcome(n: number, previous: string): (row: BatchResultRow) =>
   });
 }
 
+/** A row a correction changed, with the amounts its file shows of it. */
+function noteCorrected(row: BatchResultRow, shown: RowOutcome, change: NoteChange): NoteCorrected {
+  const orNull = (text: string | null): string | null => (text === null || text === '' ? null : text);
+  return {
+    id: row.id,
+    line: row.line,
+    merchantReferenceId: row.merchantReferenceId,
+    state: row.state,
+    change,
+    payoutId: row.payoutId,
+    note: row.serviceNoteShown,
+    superseded: row.serviceNoteSuperseded,
+    payoutAmount: orNull(shown.payoutAmount),
+    payoutCurrency: orNull(shown.payoutCurrency),
+    deductionAmount: orNull(shown.deductionAmount),
+    deductionCurrency: orNull(shown.deductionCurrency),
+  };
+}
+
 const ACCEPTED_STATES: RowState[] = ['READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'];
 
 function verdictOf(state: RowState): AckRow['verdict'] {
@@ -221,10 +241,21 @@ export interface ExtraFiles {
 
 /** A row of a corrected result file whose note changed since the file it supersedes. */
 export interface NoteCorrected {
+  /** The row's id (payouts.id). */
+  id: number;
   line: number;
   merchantReferenceId: string;
   state: RowState;
   change: NoteChange;
+  payoutId: string | null;
+  /** The note the corrected file shows, and the one the file it supersedes showed (null: none). */
+  note: string | null;
+  superseded: string | null;
+  /** As the file shows them: decimal text, null when the row has none. */
+  payoutAmount: string | null;
+  payoutCurrency: string | null;
+  deductionAmount: string | null;
+  deductionCurrency: string | null;
 }
 
 /** A corrected result file written (BatchOutbox.writeCorrection) from what its correction recorded. */
@@ -235,6 +266,8 @@ export interface ResultCorrection {
   /** The name of the file it supersedes: the result file, or the correction before. */
   previous: string;
   changes: NoteCorrected[];
+  /** Its header, in order: finance is told where the reason and correction cells are. */
+  columns: readonly string[];
 }
 
 /** The retry file written with a correction (its rows changed), and the versions before it taken out of the outbox. */
@@ -495,12 +528,13 @@ export class BatchOutbox {
     const corrected = correctedOutcome(n, previous);
     const rows = mapRows(this.db, batch.id, (row) => {
       const change = row.serviceNoteCorrected === n ? noteChange(row.serviceNoteShown, row.serviceNoteSuperseded) : null;
-      if (change !== null) changes.push({ line: row.line, merchantReferenceId: row.merchantReferenceId, state: row.state, change });
-      return corrected(row);
+      const outcome = corrected(row);
+      if (change !== null) changes.push(noteCorrected(row, outcome, change));
+      return outcome;
     });
     const approval = approvalAuditText(await readApproval(this.db, batch.id));
     const written = await writeCorrectedResultFile(this.dir, identityOf(batch), n, rows, { bom: this.bom, approval, ...this.stopOption() });
-    return { correction: n, path: written.path, previous, changes };
+    return { correction: n, path: written.path, previous, changes, columns: resultColumns(approval, true) };
   }
 
   /** The .xlsx twin of correction `n` (when `outbox.xlsx` is on), the same rows as its CSV. */

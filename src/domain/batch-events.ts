@@ -20,6 +20,7 @@ export const BATCH_EVENT_TYPES = [
   'cancelled',
   'progress',
   'completed',
+  'corrected',
   'stale',
 ] as const;
 

@@ -100,6 +100,25 @@ export function correctionText(row: { state: RowState; note: string | null; show
   return `supersedes ${previous}: ${what}${retry}`;
 }
 
+/** A row's outcome while the payout service's word on it is not known: payoutd is asking it, or can no longer ask. */
+export const UNCONFIRMED_OUTCOME = 'UNCONFIRMED';
+
+/** A contradiction the service's answer recorded of a row: the note finance was told and the status it reported. */
+export interface Contradiction {
+  note: string;
+  status: string;
+}
+
+/**
+ * The outcome finance reads of a row shown with `note` beside its `status` in the result file: that status when no
+ * note, the status the service reported when the note is one of its contradictions (the latest of that text),
+ * else UNCONFIRMED (the note says payoutd is asking, or no longer can).
+ */
+export function shownOutcome(status: string, note: string | null, contradictions: readonly Contradiction[]): string {
+  if (note === null) return status;
+  return contradictions.findLast((c) => c.note === note)?.status ?? UNCONFIRMED_OUTCOME;
+}
+
 /** What the answer to a row's check means for it. */
 export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVerdict {
   if (row.serviceCheck === 'PAYOUT') {

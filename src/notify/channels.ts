@@ -8,7 +8,14 @@ import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
 import { shownStateOf, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
 import { webhookName, type ResolvedConfig } from '../config/index.js';
-import { outboxFileName } from '../report/index.js';
+import {
+  correctionAdvice,
+  correctedRowText,
+  correctionNoticeOf,
+  correctionRetryText,
+  type CorrectionNotice,
+} from '../domain/correction-notice.js';
+import { outboxFileName, resultFileName } from '../report/index.js';
 import type { BatchRecord } from '../store/index.js';
 import { NotifyError } from './errors.js';
 import { eventPayload, type BatchSnapshot } from './payload.js';
@@ -83,7 +90,13 @@ export function emailText(
   statusFiles: boolean,
 ): { subject: string; text: string } {
   const { event, batch } = d;
-  const detail = typeof event.data['reason'] === 'string' ? `: ${event.data['reason']}` : '';
+  const notice = event.type === 'corrected' ? correctionNoticeOf(event.data) : null;
+  const detail =
+    notice !== null
+      ? `: ${notice.correctionFile} supersedes ${notice.supersedes}`
+      : typeof event.data['reason'] === 'string'
+        ? `: ${event.data['reason']}`
+        : '';
   // A cancelled batch's final notice names it as status does, not as a plain completion.
   const what = event.type === 'completed' && event.data['shownState'] === 'CANCELLED' ? 'CANCELLED' : event.type;
   const subject = `payoutd: ${batch.fileName} ${what}${detail}`.slice(0, 200);
@@ -99,13 +112,32 @@ export function emailText(
     const amounts = Object.entries(s.amounts[status as keyof typeof s.amounts] ?? {}).map(([c, a]) => `${a} ${c}`);
     lines.push(`  ${status}: ${n} row(s)${amounts.length > 0 ? `, ${amounts.join(', ')}` : ''}`);
   }
+  if (notice !== null) lines.push('', ...correctionLines(notice));
   // Only files the batch's record says were written: a file refused whole has an ack and no result, an ack may not be written yet.
   const files: string[] = [];
   if (batch.ackWrittenAt !== null) files.push(outboxFileName(d.outboxName, 'ack'));
   if (statusFiles) files.push(outboxFileName(d.outboxName, 'status'));
   if (batch.resultWrittenAt !== null) files.push(outboxFileName(d.outboxName, 'result'), outboxFileName(d.outboxName, 'summary'));
+  // The latest correction counted as written: its file is in the outbox.
+  const corrections = batch.resultCorrectionsWritten ?? 0;
+  if (corrections > 0) files.push(resultFileName(d.outboxName, corrections));
   lines.push('', 'Outbox files:', ...files.map((f) => `  ${f}`), '', `Event id: ${event.id}`);
   return { subject, text: `${lines.join('\n')}\n` };
+}
+
+/** A correction's part of its mail: what to do, each row it changed, and its retry files. */
+function correctionLines(n: CorrectionNotice): string[] {
+  const more = n.rowsChanged - n.rows.length;
+  const retry = correctionRetryText(n);
+  return [
+    `Correction ${n.correction}: ${n.correctionFile} supersedes ${n.supersedes}.`,
+    correctionAdvice(n),
+    '',
+    `Rows changed (${n.rowsChanged}):`,
+    ...n.rows.map((r) => `  ${correctedRowText(r)}`),
+    ...(more > 0 ? [`  and ${more} more: see ${n.correctionFile}`] : []),
+    ...(retry === null ? [] : ['', `Retry files: ${retry}`]),
+  ];
 }
 
 class EmailChannel implements NotificationChannel {

@@ -7,6 +7,8 @@ export {
   RESULT_COLUMNS,
   SUMMARY_COLUMNS,
   outboxFileName,
+  CORRECTION_COLUMN,
+  resultColumns,
   resultFileName,
   retryFileName,
   fileRejectionRecord,

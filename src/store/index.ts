@@ -105,6 +105,7 @@ export {
 export { recordWebhookEvent, forgetWebhookEventsBefore } from './webhook-events.js';
 export {
   batchesToCorrect,
+  contradictionsOf,
   recordCorrection,
   recordCorrectionWritten,
   recordNotesShown,

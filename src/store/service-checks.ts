@@ -5,7 +5,9 @@
 import type { RowState } from '../domain/lifecycle.js';
 import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
-import type { ServiceCheckKind } from '../domain/service-check.js';
+import type { BatchEventData } from '../domain/batch-events.js';
+import type { Contradiction, ServiceCheckKind } from '../domain/service-check.js';
+import { recordBatchEvent } from './batch-events.js';
 
 /** A row a check is owed for, as the check needs it. */
 export interface CheckTarget extends FinalRowNamed {
@@ -230,12 +232,49 @@ export async function recordCorrection(db: Database, batchId: string, n: number,
 /** Rolls back a correction counted while no note differed any more. */
 class NothingToCorrect extends Error {}
 
-/** Correction `n`'s files are in the outbox. */
-export async function recordCorrectionWritten(db: Database, batchId: string, n: number, now: number): Promise<void> {
-  await db('batches')
-    .where({ id: batchId, result_corrections: n })
-    .where('result_corrections_written', '<', n)
-    .update({ result_corrections_written: n, result_written_at: now, updated_at: now });
+/**
+ * Correction `n`'s files are in the outbox, and its `corrected` event (`data`) is stored with that record: counted
+ * once, so a correction written again after a stop, or seen again by a later pass, is never announced twice.
+ * False when it was counted already.
+ */
+export async function recordCorrectionWritten(
+  db: Database,
+  batchId: string,
+  n: number,
+  now: number,
+  data: BatchEventData,
+): Promise<boolean> {
+  return writeTransaction(db, async (trx) => {
+    const counted = await trx('batches')
+      .where({ id: batchId, result_corrections: n })
+      .where('result_corrections_written', '<', n)
+      .update({ result_corrections_written: n, result_written_at: now, updated_at: now });
+    if (counted === 0) return false;
+    await recordBatchEvent(trx, { batchId, type: 'corrected', data, at: now });
+    return true;
+  });
+}
+
+/** Row ids per query of contradictionsOf: well under the bound variables either engine takes. */
+const IDS_PER_QUERY = 500;
+
+/**
+ * The contradictions the service's answers recorded of these rows (their history's `service-contradicts`
+ * entries: the note told and the status reported), oldest first per row.
+ */
+export async function contradictionsOf(db: Database, rowIds: readonly number[]): Promise<Map<number, Contradiction[]>> {
+  const out = new Map<number, Contradiction[]>();
+  for (let i = 0; i < rowIds.length; i += IDS_PER_QUERY) {
+    const rows = (await db('payout_history')
+      .whereIn('payout_row_id', rowIds.slice(i, i + IDS_PER_QUERY))
+      .andWhere({ event: 'service-contradicts' })
+      .whereNotNull('detail')
+      .whereNotNull('outcome')
+      .orderBy('id')
+      .select('payout_row_id as rowId', 'detail as note', 'outcome as status')) as { rowId: number; note: string; status: string }[];
+    for (const r of rows) out.set(Number(r.rowId), [...(out.get(Number(r.rowId)) ?? []), { note: r.note, status: r.status }]);
+  }
+  return out;
 }
 
 /** A row's note as a result file showed it. */

@@ -10,7 +10,9 @@ import {
   migrateToLatest,
   getBatch,
   listBatchErrors,
+  listBatchEvents,
   listStatusBatches,
+  type Database,
   type BatchRecord,
   batchStateCounts,
   latestEventTimes,
@@ -24,6 +26,13 @@ import {
   type InstanceLock,
 } from '../../store/index.js';
 import { estimateEnd, progressOfCounts, shownStateOf } from '../../domain/batch-events.js';
+import {
+  correctionAdvice,
+  correctedRowText,
+  correctionNoticeOf,
+  correctionRetryText,
+  type CorrectionNotice,
+} from '../../domain/correction-notice.js';
 import { isBeingRead } from '../../domain/lifecycle.js';
 import { filePlace } from '../../ingest/rules/row-error.js';
 import { resultFileName } from '../../report/format.js';
@@ -75,8 +84,10 @@ function totals(b: BatchRecord): string {
 
 /** What an operator should know about a batch at a glance (`serviceNoted`: its rows the payout service contradicts). */
 function noteOf(b: BatchRecord, serviceNoted: number): string {
+  const corrected = b.resultCorrectionsWritten ?? 0;
   return [
     serviceNoted > 0 ? `SERVICE CONTRADICTS ${serviceNoted} row(s): do not pay them again, see --batch` : '',
+    corrected > 0 ? `RESULT CORRECTED ${corrected} time(s) since it finished: book the corrections, see --batch` : '',
     stateNote(b),
     b.uploadContinuedAt !== null ? 'UPLOAD CONTINUED after it was taken: see --batch' : '',
   ]
@@ -143,6 +154,10 @@ export interface BatchView {
    * webhook said otherwise), each with what finance is told.
    */
   serviceNotes?: ServiceNoted[];
+  /** Corrected result files written since the batch finished (`<name>.result.corrected-<n>.csv`, the latest n). */
+  resultCorrections: number;
+  /** With --batch: each correction as its `corrected` event told it, oldest first, with when. */
+  corrections?: (CorrectionNotice & { at: string })[];
 }
 
 export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number | null, now: number): BatchView {
@@ -179,7 +194,30 @@ export function batchView(b: BatchRecord, counts: StateCounts, holdSince: number
     fileChangedAt: iso(b.fileChangedAt),
     uploadContinuedAt: iso(b.uploadContinuedAt),
     uploadContinuedNote: b.uploadContinuedNote,
+    resultCorrections: b.resultCorrectionsWritten ?? 0,
   };
+}
+
+/** A batch's corrections as their `corrected` events told them, oldest first. */
+async function correctionsOf(db: Database, batchId: string): Promise<(CorrectionNotice & { at: string })[]> {
+  return (await listBatchEvents(db, batchId))
+    .filter((e) => e.type === 'corrected')
+    .map((e) => ({ ...correctionNoticeOf(e.data), at: new Date(e.createdAt).toISOString() }));
+}
+
+/** --batch: each correction of the result file, the rows it changed, and what finance does with the latest. */
+function printCorrections(corrections: readonly (CorrectionNotice & { at: string })[]): void {
+  const latest = corrections.at(-1);
+  if (latest === undefined) return;
+  print(`\nresult file corrected since the batch finished (${corrections.length}):`);
+  for (const c of corrections) {
+    print(`  correction ${c.correction} (${c.correctionFile}, supersedes ${c.supersedes}), ${c.at}: ${c.rowsChanged} row(s) changed`);
+    for (const r of c.rows) print(`    ${correctedRowText(r)}`);
+    if (c.rowsChanged > c.rows.length) print(`    and ${c.rowsChanged - c.rows.length} more: see ${c.correctionFile}`);
+    const retry = correctionRetryText(c);
+    if (retry !== null) print(`    ${retry}`);
+  }
+  print(`  ${correctionAdvice(latest)}`);
 }
 
 const COUNT_ORDER = [
@@ -219,11 +257,12 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       batches.map((b) => b.id),
     );
     const serviceNotes = batchId && batches.length > 0 ? await serviceNotesOfBatch(db, batchId) : [];
+    const corrections = batchId && batches.length > 0 ? await correctionsOf(db, batchId) : [];
     const views = rows.map(({ b, counts }) => ({
       ...batchView(b, counts, holdsSince.get(b.id) ?? null, now),
       approval: approvals.get(b.id) ?? null,
       olderFinishedNotShown: olderFinished,
-      ...(batchId ? { serviceNotes } : {}),
+      ...(batchId ? { serviceNotes, corrections } : {}),
     }));
     if (json) {
       print(JSON.stringify(views, null, 2));
@@ -286,6 +325,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         for (const n of serviceNotes)
           print(`  line ${n.line} ${n.merchantReferenceId} (${n.state}, payout ${n.payoutId ?? '-'}): ${n.note}`);
       }
+      printCorrections(corrections);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const view = approvals.get(b.id);
       if (audit && view) {

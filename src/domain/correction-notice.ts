@@ -1,0 +1,107 @@
+/**
+ * A `corrected` batch event in words for finance: the rows a corrected result file changed, as its event data
+ * carries them (src/daemon/finisher.ts: correctedEventData), read back from stored JSON and told the same way by
+ * the mail, `payoutd status --batch` and the console. Pure: no I/O.
+ */
+import type { BatchEventData } from './batch-events.js';
+import { UNCONFIRMED_OUTCOME } from './service-check.js';
+
+/** One row a correction changed, as its event lists it. */
+export interface CorrectedRow {
+  line: number;
+  merchantReferenceId: string;
+  payoutId: string | null;
+  /** Its status in the result file and every correction of it: a correction never changes it. */
+  status: string;
+  /** The outcome the superseded file told, and the one the corrected file tells (shownOutcome). */
+  oldOutcome: string;
+  newOutcome: string;
+  payoutAmount: string | null;
+  payoutCurrency: string | null;
+  deductionAmount: string | null;
+  deductionCurrency: string | null;
+}
+
+/** A correction as its event tells it. */
+export interface CorrectionNotice {
+  correction: number;
+  correctionFile: string;
+  supersedes: string;
+  /** The letters of the corrected file's `reason` and `correction` columns. */
+  columns: { reason: string; correction: string };
+  rowsChanged: number;
+  rows: CorrectedRow[];
+  /** Present when the correction changed which rows retry files offer: the version written, null when none is left. */
+  retryFile?: string | null;
+}
+
+const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+function columnsOf(v: unknown): CorrectionNotice['columns'] {
+  const o = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  return { reason: textOrNull(o['reason']) ?? '', correction: textOrNull(o['correction']) ?? '' };
+}
+
+/** The rows of a stored `corrected` event's data; a field it lacks reads as empty. */
+export function correctionNoticeOf(data: BatchEventData): CorrectionNotice {
+  const rows = Array.isArray(data['rows']) ? data['rows'] : [];
+  return {
+    correction: typeof data['correction'] === 'number' ? data['correction'] : 0,
+    correctionFile: textOrNull(data['correctionFile']) ?? '',
+    supersedes: textOrNull(data['supersedes']) ?? '',
+    columns: columnsOf(data['columns']),
+    rowsChanged: typeof data['rowsChanged'] === 'number' ? data['rowsChanged'] : rows.length,
+    rows: rows.flatMap((r) => {
+      if (r === null || typeof r !== 'object' || Array.isArray(r)) return [];
+      return [
+        {
+          line: typeof r['line'] === 'number' ? r['line'] : 0,
+          merchantReferenceId: textOrNull(r['merchantReferenceId']) ?? '',
+          payoutId: textOrNull(r['payoutId']),
+          status: textOrNull(r['status']) ?? '',
+          oldOutcome: textOrNull(r['oldOutcome']) ?? '',
+          newOutcome: textOrNull(r['newOutcome']) ?? '',
+          payoutAmount: textOrNull(r['payoutAmount']),
+          payoutCurrency: textOrNull(r['payoutCurrency']),
+          deductionAmount: textOrNull(r['deductionAmount']),
+          deductionCurrency: textOrNull(r['deductionCurrency']),
+        },
+      ];
+    }),
+    ...('retryFile' in data ? { retryFile: textOrNull(data['retryFile']) } : {}),
+  };
+}
+
+/** `line 3 INV-1003 (payout PO…): CANCELLED in the result file; now PAID (told before: CANCELLED); 2500.75 PHP`. */
+export function correctedRowText(r: CorrectedRow): string {
+  const money = (amount: string | null, currency: string | null): string | null =>
+    amount === null ? null : currency === null ? amount : `${amount} ${currency}`;
+  const paid = money(r.payoutAmount, r.payoutCurrency);
+  const deducted = money(r.deductionAmount, r.deductionCurrency);
+  const amounts = [paid, deducted === null ? null : `deduction ${deducted}`].filter((a) => a !== null).join(', ');
+  return (
+    `line ${r.line} ${r.merchantReferenceId} (payout ${r.payoutId ?? '-'}): ${r.status} in the result file; ` +
+    `now ${r.newOutcome} (told before: ${r.oldOutcome})${amounts === '' ? '' : `; ${amounts}`}`
+  );
+}
+
+/** What finance does with a correction, in one paragraph (mail, status). */
+export function correctionAdvice(n: CorrectionNotice): string {
+  const unconfirmed = n.rows.some((r) => r.newOutcome === UNCONFIRMED_OUTCOME)
+    ? ` ${UNCONFIRMED_OUTCOME}: payoutd is asking the payout service about the row, or can no longer ask it.`
+    : '';
+  const { reason, correction } = n.columns;
+  return (
+    `Book ${n.correctionFile} as a correction of ${n.supersedes}, not as a new result: each row's status and ` +
+    `amounts stay as the result file has them; its column ${reason} "reason" says what the payout service says now ` +
+    `and column ${correction} "correction" what changed. A row whose outcome now differs from its status: do not ` +
+    `send it again, and check it with the payout service before booking it.${unconfirmed}`
+  );
+}
+
+/** What the correction did to the batch's retry files, when it changed them. */
+export function correctionRetryText(n: CorrectionNotice): string | null {
+  if (n.retryFile === undefined) return null;
+  const before = 'earlier retry files of this batch were removed from the outbox: do not use a copy taken before';
+  return n.retryFile === null ? `no retry file is left; ${before}` : `retry file now: ${n.retryFile}; ${before}`;
+}

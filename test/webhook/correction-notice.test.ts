@@ -1,0 +1,231 @@
+/**
+ * Finance is told of a corrected result file as of every other outcome of a batch: a `batch.corrected` event,
+ * stored with the correction's record of its file, delivered to the configured channels (a Standard Webhooks
+ * receiver and an SMTP server, both real), shown by `payoutd status --batch` and in the batch's status file.
+ * The payout service is made to contradict a finished batch as the other correction tests do it: the real sandbox
+ * reverses a payout, and a signed payout.updated event says so. A stop, a restart or a second pass never tells the
+ * same correction twice.
+ */
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { status } from '../../src/cli/commands/status.js';
+import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { outboxName } from '../../src/daemon/outbox.js';
+import { NotificationDispatcher } from '../../src/notify/index.js';
+import { listBatchEvents } from '../../src/store/index.js';
+import { TEST_DATABASE_FILE } from '../support/database.js';
+import { printed } from '../support/output.js';
+import { hasOpenssl } from '../support/tls.js';
+import { EventReceiver, newSigningSecret, useMailReceiver, type ReceivedEvent } from '../notify/receivers.js';
+import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline, type PipelineOptions } from '../pipeline/harness.js';
+import { latestSchema, pgReachable, useTestSchema } from '../postgres/pg.js';
+import { checkOwed, daemonReceiver, deliver, finalRows, stoppingFinisher } from './final-rows-world.js';
+import { closeAll, onClose } from './helpers.js';
+
+afterEach(async () => {
+  await closeAll();
+  await stopPipelineDaemons();
+  await closePipelines();
+});
+
+/** A webhook receiver verifying each delivery with `standardwebhooks`, its secret in a file as the daemon reads it. */
+async function webhookReceiver(dir: string): Promise<{ receiver: EventReceiver; secretFile: string }> {
+  const secret = newSigningSecret();
+  const receiver = new EventReceiver(secret);
+  await receiver.start();
+  onClose(() => receiver.stop());
+  const secretFile = join(dir, 'notify-secret');
+  await writeFile(secretFile, secret, { mode: 0o600 });
+  return { receiver, secretFile };
+}
+
+/** The config the CLI commands read: the pipeline's database and the daemon's outbox. */
+function cliConfig(p: Pipeline): ResolvedConfig {
+  return loadConfig(
+    { env: {}, cwd: p.dir },
+    {
+      paths: { stateDir: join(p.dir, 'state'), outbox: join(p.dir, 'outbox'), inbox: join(p.dir, 'inbox') },
+      database: { filename: join(p.dir, TEST_DATABASE_FILE) },
+    },
+  );
+}
+
+const correctedEvents = (r: EventReceiver): ReceivedEvent[] => r.events.filter((e) => e.type === 'batch.corrected');
+
+/** A mail's text with quoted-printable soft line breaks undone. */
+const mailText = (raw: string): string => raw.replace(/=\r\n/g, '').replace(/=3D/g, '=');
+
+describe.skipIf(!hasOpenssl())('the daemon tells finance of a corrected result file', () => {
+  const login = { user: 'payoutd', password: 'smtp-pw-Kc41Rb' };
+  const smtp = useMailReceiver(login);
+
+  it('a CANCELLED row the service now reports PAID: batch.corrected by webhook and mail, in status and the status file, once', async () => {
+    const p = await startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } } });
+    const { receiver, secretFile } = await webhookReceiver(p.dir);
+    const passwordFile = join(smtp.certDir, 'pw');
+    await writeFile(passwordFile, login.password, { mode: 0o600 });
+    const sections = {
+      inbox: { stableForMs: 20 },
+      batch: { balanceCheck: { enabled: false } },
+      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+      outbox: { retryFiles: true },
+      notify: {
+        retry: { baseMs: 200, maxMs: 1000 },
+        webhooks: [{ url: receiver.url, name: 'erp', secretFile }],
+        email: {
+          host: '127.0.0.1',
+          port: smtp.mail.port,
+          caFile: join(smtp.certDir, 'cert.pem'),
+          user: login.user,
+          passwordFile,
+          from: 'payoutd@example.com',
+          to: ['finance@example.com'],
+        },
+      },
+    };
+    const { daemon, inbox, outbox } = await pipelineDaemon(p, sections);
+    // Accounts ending 0000 are cancelled by the sandbox.
+    await writeFile(
+      join(inbox, 'corr.csv'),
+      csvFile([csvRow('CN-1'), csvRow('CN-2', { 'beneficiary.accountNumber': '2222220000', payoutAmount: '2500.75' })]),
+    );
+    await daemon.start();
+    const batchId = (await firstAcceptedBatch(p, daemon)).id;
+    await waitFor(() => receiver.types().includes('batch.completed'), 'the batch to complete and be told', 15_000);
+    expect(await p.states(batchId)).toEqual(['PAID', 'CANCELLED']);
+    const name = outboxName(await p.batch(batchId));
+
+    // The service reverses CN-2 to PAID and says so.
+    const payoutId = (await p.row('CN-2')).payoutId as string;
+    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+    const h = await daemonReceiver(p, daemon);
+    await deliver(h, { payoutId, merchantReferenceId: 'CN-2', status: 'PAID' });
+    await waitFor(
+      () => correctedEvents(receiver).some((e) => JSON.stringify(e.data['rows']).includes('"newOutcome":"PAID"')),
+      'a batch.corrected event saying the service reports PAID',
+      15_000,
+    );
+    expect(receiver.forged).toBe(0);
+    const told = correctedEvents(receiver);
+    const last = told.at(-1) as ReceivedEvent;
+    const n = (await p.batch(batchId)).resultCorrectionsWritten as number;
+    expect(last.data).toMatchObject({
+      batchId,
+      file: 'corr.csv',
+      correction: n,
+      correctionFile: `${name}.result.corrected-${n}.csv`,
+      supersedes: n === 1 ? `${name}.result.csv` : `${name}.result.corrected-${n - 1}.csv`,
+      columns: { reason: 'O', correction: 'P' },
+      rowsChanged: 1,
+    });
+    expect(last.data['rows']).toEqual([
+      expect.objectContaining({
+        line: 3,
+        merchantReferenceId: 'CN-2',
+        payoutId,
+        status: 'CANCELLED',
+        newOutcome: 'PAID',
+        payoutAmount: '2500.75',
+        payoutCurrency: 'PHP',
+      }),
+    ]);
+    // Told first as the result file showed it: whether payoutd told "asking" in between depends on timing.
+    expect((told[0]?.data['rows'] as Record<string, unknown>[])[0]).toMatchObject({ oldOutcome: 'CANCELLED' });
+    expect(await readdir(outbox)).toContain(`${name}.result.corrected-${n}.csv`);
+
+    // The mail says the same, in words for finance.
+    await waitFor(() => smtp.mail.mails.some((m) => mailText(m.raw).includes(`${name}.result.corrected-${n}.csv supersedes`)), 'the mail');
+    const text = mailText((smtp.mail.mails.find((m) => mailText(m.raw).includes(`corrected-${n}.csv supersedes`)) as { raw: string }).raw);
+    expect(text).toMatch(/Subject: payoutd: corr\.csv corrected/);
+    expect(text).toContain(`line 3 CN-2 (payout ${payoutId}): CANCELLED in the result file; now PAID`);
+    expect(text).toContain('2500.75 PHP');
+    expect(text).toContain('column O "reason" says what the payout service says now');
+
+    // The status file and `payoutd status --batch` show it.
+    const statusFile = await readFile(join(outbox, `${name}.status.csv`), 'utf8');
+    expect(statusFile).toContain(`latest result,,,${name}.result.corrected-${n}.csv`);
+    const shown = await printed(() => status(cliConfig(p), batchId, 20, false));
+    expect(shown).toContain(`RESULT CORRECTED`);
+    expect(shown).toContain(`correction ${n} (${name}.result.corrected-${n}.csv, supersedes`);
+    expect(shown).toMatch(/line 3 CN-2 \(payout \S+\): CANCELLED in the result file; now PAID \(told before: [A-Z]+\); 2500\.75 PHP/);
+    const json = JSON.parse(await printed(() => status(cliConfig(p), batchId, 20, true))) as Record<string, unknown>[];
+    expect(json[0]?.['corrections']).toHaveLength(n);
+
+    // A restart tells nothing again.
+    await daemon.stop();
+    const again = await pipelineDaemon(p, sections);
+    await again.daemon.start();
+    await new Promise((r) => setTimeout(r, 1500));
+    await again.daemon.stop();
+    const stored = (await listBatchEvents(p.db, batchId)).filter((e) => e.type === 'corrected');
+    expect(stored.map((e) => e.data['correction'])).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    expect(correctedEvents(receiver)).toHaveLength(n);
+  });
+});
+
+/**
+ * A PAID row the service now reports CANCELLED, step by step: correction 1 (payoutd is asking) stops after its file,
+ * before it counts; after the answer, a restarted finisher counts it and writes correction 2, and later passes add
+ * nothing. Each correction is one event, each delivered once.
+ */
+async function paidThenCancelled(o: PipelineOptions): Promise<void> {
+  const { p, h, batchId, payoutIds } = await finalRows({ 'CP-1': 'PAID', 'CP-2': 'PAID' }, o);
+  const outbox = join(p.dir, 'outbox');
+  await mkdir(outbox, { recursive: true });
+  const { receiver, secretFile } = await webhookReceiver(p.dir);
+  const config = loadConfig(
+    { env: {}, cwd: p.dir },
+    { paths: { inbox: p.dir, outbox, stateDir: p.dir }, notify: { statusFiles: true, webhooks: [{ url: receiver.url, secretFile }] } },
+  );
+  const dispatcher = new NotificationDispatcher(
+    { db: p.db, config, clock: p.clock, logger: p.logger, outboxName },
+    { instanceId: 'a', leaseMs: 60_000, alone: true },
+  );
+  expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
+  const name = outboxName(await p.batch(batchId));
+  p.clock.advance(60_000);
+
+  const payoutId = payoutIds.get('CP-2') as string;
+  expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
+  await deliver(h, { payoutId, merchantReferenceId: 'CP-2', status: 'CANCELLED' });
+  await checkOwed(p, 'CP-2');
+  // Correction 1 (payoutd is asking) stops after its file, before it counts: no event yet.
+  await stoppingFinisher(p, outbox, 'after-correction-file').pass();
+  expect((await listBatchEvents(p.db, batchId)).map((e) => e.type)).not.toContain('corrected');
+
+  p.clock.advance(1000);
+  await p.poll(); // the service answers: CANCELLED
+  const restarted = stoppingFinisher(p, outbox);
+  await restarted.pass();
+  await restarted.pass();
+  await stoppingFinisher(p, outbox).pass();
+  const stored = (await listBatchEvents(p.db, batchId)).filter((e) => e.type === 'corrected');
+  expect(stored.map((e) => e.data['correctionFile'])).toEqual([`${name}.result.corrected-1.csv`, `${name}.result.corrected-2.csv`]);
+  expect(stored[0]?.data['rows']).toEqual([
+    expect.objectContaining({ line: 3, merchantReferenceId: 'CP-2', status: 'PAID', oldOutcome: 'PAID', newOutcome: 'UNCONFIRMED' }),
+  ]);
+  expect(stored[1]?.data).toMatchObject({ supersedes: `${name}.result.corrected-1.csv`, rowsChanged: 1 });
+  expect(stored[1]?.data['rows']).toEqual([
+    expect.objectContaining({ line: 3, status: 'PAID', oldOutcome: 'UNCONFIRMED', newOutcome: 'CANCELLED', payoutAmount: '101.5' }),
+  ]);
+
+  await dispatcher.pass();
+  p.clock.advance(10_000);
+  await dispatcher.pass();
+  expect(correctedEvents(receiver).map((e) => e.data['correction'])).toEqual([1, 2]);
+  expect(receiver.forged).toBe(0);
+}
+
+describe('a PAID row the service now reports CANCELLED, step by step', () => {
+  it('each correction is one event, named by its file, after a stop before it counted and a second pass alike', () =>
+    paidThenCancelled({}));
+});
+
+describe.skipIf(!pgReachable)('the same on PostgreSQL', () => {
+  const schema = useTestSchema();
+
+  it('each correction is one event, after a stop before it counted and a second pass alike', () =>
+    paidThenCancelled({ database: latestSchema(schema) }));
+});
