@@ -36,6 +36,7 @@ import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
 import { PollPass } from './poll-pass.js';
+import { NotifyLanes } from './notify-lanes.js';
 import { WorkLoop } from './work-loop.js';
 import { stateFolders } from './state-folders.js';
 import type { FaultPoint } from './fault-points.js';
@@ -81,6 +82,8 @@ export class PayoutDaemon {
   private readonly approval: ApprovalDeps | null;
   private readonly approvalFiles: ApprovalFiles | null;
   private readonly notifications: NotificationDispatcher;
+  /** A work loop per notification channel, each delivering on its own. */
+  private readonly notifyLanes: NotifyLanes;
   private readonly progressEvents: ProgressEvents;
   private readonly stopWork = new AbortController();
   private readonly abortCalls = new AbortController();
@@ -281,6 +284,7 @@ export class PayoutDaemon {
       { db, config, clock, logger, outboxName, onDelivery: deps.onNotification },
       { instanceId: o.instanceId, leaseMs: config.instance.leaseMs, alone: !this.shared },
     );
+    this.notifyLanes = new NotifyLanes(this.notifications, logger, 1000);
     this.progressEvents = new ProgressEvents({ db, config, clock, logger });
   }
 
@@ -334,12 +338,16 @@ export class PayoutDaemon {
       },
       pass: (s) => pollPass.run(s),
     });
-    // Notifications in a loop of their own: a receiver that is slow or down never holds up a payout.
+    // Notifications in loops of their own, one per channel: a receiver that is slow or down never holds up a payout,
+    // nor another channel. This one records progress events, ends the events no channel owes and follows SIGHUP.
     const notifyLoop = new WorkLoop({
       name: 'notify',
       logger,
       idleMs: 1000,
-      pass: async (s) => (await this.progressEvents.pass()) + (await this.notifications.pass(s)),
+      pass: async (s) => {
+        this.notifyLanes.sync(s);
+        return (await this.progressEvents.pass()) + (await this.notifications.finishPass());
+      },
     });
     this.loops.push(this.submitLoop, this.pollLoop, finishLoop, notifyLoop);
     // The watcher first: if it cannot start (inbox missing, storage on another filesystem) no loop is left running.
@@ -379,6 +387,7 @@ export class PayoutDaemon {
     try {
       await this.watcher.stop();
       await Promise.all(this.loops.map((l) => l.stopped()));
+      await this.notifyLanes.stopped();
     } finally {
       clearTimeout(grace);
     }

@@ -1,12 +1,13 @@
 /**
- * The notification channels, built from the live configuration at each
+ * The notification channels, named by the live configuration at each
  * delivery pass: signed HTTP webhooks to the merchant's systems, email
  * through SMTP, and the status files in the outbox. A channel either takes
- * an event (resolves) or throws; the dispatcher retries what it refused.
+ * an event (resolves) or throws; the dispatcher retries what it refused,
+ * each channel on its own.
  */
 import { readFileSync } from 'node:fs';
 import { createTransport, type Transporter } from 'nodemailer';
-import { shownStateOf, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
+import { BATCH_EVENT_TYPES, shownStateOf, type BatchEvent, type BatchEventType } from '../domain/batch-events.js';
 import { webhookName, type ResolvedConfig } from '../config/index.js';
 import {
   correctionAdvice,
@@ -56,7 +57,7 @@ class HttpWebhookChannel implements NotificationChannel {
   }
 
   accepts(type: BatchEventType): boolean {
-    return this.target.events?.includes(type) ?? true;
+    return webhookTakes(this.target, type);
   }
 
   async deliver(d: Delivery): Promise<void> {
@@ -170,7 +171,7 @@ class EmailChannel implements NotificationChannel {
   }
 
   accepts(type: BatchEventType): boolean {
-    return this.settings.events?.includes(type) ?? type !== 'progress';
+    return emailTakes(this.settings, type);
   }
 
   async deliver(d: Delivery): Promise<void> {
@@ -218,26 +219,63 @@ class StatusFileChannel implements NotificationChannel {
   }
 }
 
-/** The channels the configuration names now; a channel whose settings cannot be used is reported, not built. */
-export function buildChannels(config: ResolvedConfig, now: () => number, onProblem: (err: unknown) => void): NotificationChannel[] {
+function webhookTakes(target: WebhookTarget, type: BatchEventType): boolean {
+  return target.events?.includes(type) ?? true;
+}
+
+function emailTakes(settings: EmailSettings, type: BatchEventType): boolean {
+  return settings.events?.includes(type) ?? type !== 'progress';
+}
+
+/** A channel the configuration names, before it is opened: no secret is read to know its name and events. */
+export interface ChannelSpec {
+  readonly name: string;
+  /** The event types it takes. */
+  readonly types: readonly BatchEventType[];
+  /** The channel, ready to deliver; one whose settings cannot be used is reported, and refuses every event. */
+  open(now: () => number, onProblem: (err: unknown) => void): NotificationChannel;
+}
+
+function typesTaken(takes: (type: BatchEventType) => boolean): BatchEventType[] {
+  return BATCH_EVENT_TYPES.filter(takes);
+}
+
+/** The channels the configuration names now, in a stable order. */
+export function configuredChannels(config: ResolvedConfig): ChannelSpec[] {
   const n = config.notify;
-  const out: NotificationChannel[] = [];
-  if (n.statusFiles) out.push(new StatusFileChannel(config.paths.outbox, { bom: config.outbox.bom, xlsx: config.outbox.xlsx }));
-  for (const w of n.webhooks) out.push(new HttpWebhookChannel(w, config.credentialsDir, now));
-  if (n.email) {
-    const email = n.email;
-    try {
-      out.push(new EmailChannel(email, config.credentialsDir, n.timeoutMs, n.statusFiles));
-    } catch (err) {
-      // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
-      onProblem(err);
-      out.push({ name: 'email', accepts: (t) => email.events?.includes(t) ?? t !== 'progress', deliver: () => Promise.reject(err) });
-    }
+  const out: ChannelSpec[] = [];
+  if (n.statusFiles) {
+    const o = { bom: config.outbox.bom, xlsx: config.outbox.xlsx };
+    out.push({ name: 'status-file', types: BATCH_EVENT_TYPES, open: () => new StatusFileChannel(config.paths.outbox, o) });
+  }
+  for (const w of n.webhooks) {
+    out.push({
+      name: `webhook:${webhookName(w)}`,
+      types: typesTaken((t) => webhookTakes(w, t)),
+      open: (now) => new HttpWebhookChannel(w, config.credentialsDir, now),
+    });
+  }
+  const email = n.email;
+  if (email) {
+    const types = typesTaken((t) => emailTakes(email, t));
+    out.push({
+      name: 'email',
+      types,
+      open: (_now, onProblem) => {
+        try {
+          return new EmailChannel(email, config.credentialsDir, n.timeoutMs, n.statusFiles);
+        } catch (err) {
+          // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
+          onProblem(err);
+          return { name: 'email', accepts: (t) => types.includes(t), deliver: () => Promise.reject(err) };
+        }
+      },
+    });
   }
   return out;
 }
 
-/** Lets go of what channels hold open (SMTP connections). */
-export function closeChannels(channels: readonly NotificationChannel[]): void {
-  for (const c of channels) if (c instanceof EmailChannel) c.close();
+/** Lets go of what a channel holds open (an SMTP connection). */
+export function closeChannel(channel: NotificationChannel): void {
+  if (channel instanceof EmailChannel) channel.close();
 }

@@ -1,30 +1,35 @@
 /**
  * NotificationDispatcher: delivers stored batch events to the channels the
  * configuration names now (read at each pass: a SIGHUP's change applies at
- * the next). At least once: an event is marked taken by a channel only after
- * the channel took it, so a crash in between delivers it again (receivers
- * deduplicate by its id). A channel that fails is retried with backoff for
- * `notify.retryFor`, then the event is given up, logged at error and
- * counted. Each channel gets a batch's events in order: a later event waits
- * behind an earlier one still owed to that channel. It runs in its own work
- * loop: nothing it waits for holds up a payout.
+ * the next). Each channel is a lane of its own: its own claims, attempts and
+ * backoff, so a receiver that is slow or down delays no other channel. At
+ * least once: an event is marked taken by a channel only after the channel
+ * took it, so a crash in between delivers it again to that channel alone
+ * (receivers deduplicate by its id). A channel that fails is retried with
+ * backoff for `notify.retryFor`, then the event is given up for it, logged at
+ * error and counted. Each channel gets a batch's events in order: a later
+ * event waits behind an earlier one still owed to that channel. It runs in
+ * loops of its own: nothing it waits for holds up a payout.
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/index.js';
-import { backoffDelay } from '../domain/backoff.js';
+import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import { whileRenewing } from '../domain/lease.js';
 import type { Clock } from '../domain/clock.js';
 import {
-  claimDueEvents,
+  claimChannelEvents,
+  eventsOwedBefore,
+  finishOwedByNone,
   getBatch,
-  holdEventClaims,
-  settleEventDelivery,
-  undeliveredEventsBefore,
+  holdChannelClaims,
+  settleChannelDelivery,
   type BatchRecord,
+  type ChannelOutcome,
+  type ChannelScope,
   type ClaimedEvent,
   type Database,
 } from '../store/index.js';
-import { buildChannels, closeChannels, type NotificationChannel } from './channels.js';
+import { closeChannel, configuredChannels, type ChannelSpec, type NotificationChannel } from './channels.js';
 import { deliveryErrorText } from './errors.js';
 import { batchSnapshot, type BatchSnapshot } from './payload.js';
 
@@ -49,115 +54,177 @@ export interface DispatcherOptions {
   alone: boolean;
 }
 
-/** A channel that did not take an event, and why. */
-interface Failure {
-  channel: string;
-  error: string;
-}
-
-/** A channel an event is not offered to yet: an earlier event of its batch is still owed to it. */
-interface Wait {
-  channel: string;
-  /** The earlier event it waits behind (the oldest). */
-  behind: string;
-  /** When the last of those earlier events is tried again. */
-  until: number;
-}
-
-/** Events claimed per pass. */
+/** Events a channel claims per pass. */
 const EVENTS_PER_PASS = 50;
+/** Events ended per pass once no channel owes them. */
+const FINISHED_PER_PASS = 500;
+
+/**
+ * After a failed attempt: tried again after a backoff, or given up once the event is `retryFor` old (an age, not a
+ * number of tries: docs/notifications.md).
+ */
+export function afterFailure(
+  attempt: { attempts: number; createdAt: number; error: string },
+  now: number,
+  notify: { retry: BackoffPolicy; retryFor: number },
+): ChannelOutcome & { lastError: string } {
+  const attempts = attempt.attempts + 1;
+  if (now - attempt.createdAt >= notify.retryFor) return { state: 'GAVE_UP', attempts, nextAttemptAt: now, lastError: attempt.error };
+  return { state: 'PENDING', attempts, nextAttemptAt: now + backoffDelay(attempts, notify.retry), lastError: attempt.error };
+}
+
+/**
+ * When a channel waiting behind earlier events of a batch looks again: once the last of them is tried again. One due
+ * now is being delivered (by another instance) and is looked at after a backoff step.
+ */
+export function waitUntil(ahead: readonly { nextAttemptAt: number }[], now: number, baseMs: number): number {
+  return Math.max(...ahead.map((e) => (e.nextAttemptAt > now ? e.nextAttemptAt : now + baseMs)));
+}
+
+function scopeOf(spec: ChannelSpec): ChannelScope {
+  return { name: spec.name, types: spec.types };
+}
 
 export class NotificationDispatcher {
+  /** The lanes delivering now, by channel: a channel runs one pass at a time in this process. */
+  private readonly busy = new Set<string>();
+
   constructor(
     private readonly deps: DispatcherDeps,
     private readonly o: DispatcherOptions,
   ) {}
 
-  /** Delivers the events due now; returns how many were handled (the work loop's measure of work). */
+  /** The names of the channels configured now, one lane each. */
+  channelNames(): string[] {
+    return configuredChannels(this.deps.config).map((c) => c.name);
+  }
+
+  /**
+   * A whole pass: the events no channel owes are ended, then every channel delivers its due events, all channels at
+   * once and each on its own; a channel still busy with an earlier pass is left to it. Returns how many events were
+   * handled.
+   */
   async pass(signal?: AbortSignal): Promise<number> {
+    const ended = await this.endOwedByNone();
+    const lanes = await Promise.all(this.channelNames().map((name) => this.runLane(name, signal)));
+    return new Set([...ended, ...lanes.flat()]).size;
+  }
+
+  /** Ends the delivery of events no configured channel owes (none takes their type, or a SIGHUP removed it). */
+  async finishPass(): Promise<number> {
+    return (await this.endOwedByNone()).length;
+  }
+
+  /**
+   * One pass of one channel's lane: its due events, oldest first. Returns how many it handled; 0 when the channel is
+   * no longer configured or its lane is busy.
+   */
+  async lanePass(name: string, signal?: AbortSignal): Promise<number> {
+    return (await this.runLane(name, signal)).length;
+  }
+
+  private endOwedByNone(): Promise<number[]> {
+    const channels = configuredChannels(this.deps.config).map(scopeOf);
+    return finishOwedByNone(this.deps.db, channels, { limit: FINISHED_PER_PASS });
+  }
+
+  /** The events one pass of a channel's lane handled. */
+  private async runLane(name: string, signal?: AbortSignal): Promise<number[]> {
+    const channels = configuredChannels(this.deps.config);
+    const spec = channels.find((c) => c.name === name);
+    if (!spec || this.busy.has(name)) return [];
+    this.busy.add(name);
+    try {
+      return await this.deliverDue(spec, channels.map(scopeOf), signal);
+    } finally {
+      this.busy.delete(name);
+    }
+  }
+
+  private async deliverDue(spec: ChannelSpec, all: ChannelScope[], signal?: AbortSignal): Promise<number[]> {
     const { db, clock, logger } = this.deps;
-    const events = await claimDueEvents(db, {
-      instanceId: this.o.instanceId,
-      leaseMs: this.o.leaseMs,
+    const { instanceId, leaseMs } = this.o;
+    const scope = scopeOf(spec);
+    const events = await claimChannelEvents(db, {
+      channel: scope,
+      instanceId,
+      leaseMs,
       now: clock.now(),
       limit: EVENTS_PER_PASS,
       alone: this.o.alone,
     });
-    if (events.length === 0) return 0;
+    if (events.length === 0) return [];
     // Signatures carry the wall clock: receivers compare webhook-timestamp with theirs.
-    const channels = buildChannels(
-      this.deps.config,
+    const channel = spec.open(
       () => Date.now(),
       (err) => logger.error({ err: deliveryErrorText(err) }, 'a notification channel cannot be used as configured; its events wait'),
     );
     // A channel that failed in this pass is not tried again for the later events of the pass: they keep their order,
     // and a receiver that is down is not called once per event.
-    const failed = new Map<string, string>();
+    let failed: string | null = null;
     // Deliveries one after another may outlast the lease of the events claimed together: it is renewed all along.
     const seqs = events.map((e) => e.seq);
-    const renew = (): Promise<number> => holdEventClaims(db, seqs, this.o.instanceId, this.o.leaseMs, clock.now());
+    const renew = (): Promise<number> => holdChannelClaims(db, spec.name, seqs, instanceId, leaseMs, clock.now());
     try {
-      await whileRenewing(this.o.leaseMs, renew, async () => {
+      await whileRenewing(leaseMs, renew, async () => {
         for (const event of events) {
           if (signal?.aborted) {
             // Stopping: let go of the claim as it was, for the next start (or another instance).
-            await settleEventDelivery(this.deps.db, event.seq, this.o.instanceId, {
-              state: 'PENDING',
-              deliveredTo: event.deliveredTo,
-              attempts: event.attempts,
-              nextAttemptAt: clock.now(),
-              lastError: null,
-            });
+            const left = { state: 'PENDING' as const, attempts: event.attempts, nextAttemptAt: clock.now(), lastError: null };
+            await settleChannelDelivery(db, event.seq, spec.name, instanceId, left);
             continue;
           }
           // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
-          if ((await holdEventClaims(db, [event.seq], this.o.instanceId, this.o.leaseMs, clock.now())) === 0) continue;
-          await this.deliver(event, channels, failed, signal);
+          if ((await holdChannelClaims(db, spec.name, [event.seq], instanceId, leaseMs, clock.now())) === 0) continue;
+          failed = await this.deliverOne(event, channel, scope, all, failed, signal);
         }
       });
     } finally {
-      closeChannels(channels);
+      closeChannel(channel);
     }
-    return events.length;
+    return seqs;
   }
 
-  private async deliver(
+  /** Offers one event to the channel and records what came of it; returns the channel's failure in this pass, if any. */
+  private async deliverOne(
     event: ClaimedEvent,
-    channels: NotificationChannel[],
-    failed: Map<string, string>,
+    channel: NotificationChannel,
+    scope: ChannelScope,
+    all: ChannelScope[],
+    failedBefore: string | null,
     signal?: AbortSignal,
-  ): Promise<void> {
+  ): Promise<string | null> {
     const { db, clock, config, logger } = this.deps;
+    const settle = async (o: ChannelOutcome): Promise<void> => {
+      const ours = await settleChannelDelivery(db, event.seq, scope.name, this.o.instanceId, o);
+      if (ours && o.state !== 'PENDING') await finishOwedByNone(db, all, { seqs: [event.seq], limit: 1 });
+    };
+    const log = { batchId: event.batchId, event: event.type, eventId: event.id, channel: scope.name };
     const batch = await getBatch(db, event.batchId);
     if (!batch) {
-      await this.settle(event, event.deliveredTo, [], []);
-      return;
+      // Its batch is gone: nothing is left to tell.
+      await settle({ state: 'DELIVERED', attempts: event.attempts, nextAttemptAt: clock.now(), lastError: null });
+      return failedBefore;
     }
     // In order per batch and channel: an event is not offered to a channel an earlier event of its batch is still
-    // owed to (waiting for a retry, or failed just now in this pass); it waits behind it.
-    const earlier = await undeliveredEventsBefore(db, event.batchId, event.seq);
-    let snapshot: Promise<BatchSnapshot> | null = null;
-    const delivered = [...event.deliveredTo];
-    const failures: Failure[] = [];
-    const waits: Wait[] = [];
-    for (const channel of channels) {
-      if (!channel.accepts(event.type) || delivered.includes(channel.name)) continue;
-      const ahead = earlier.filter((e) => channel.accepts(e.type) && !e.deliveredTo.includes(channel.name));
-      if (ahead.length > 0) {
-        waits.push({ channel: channel.name, behind: ahead[0]!.id, until: Math.max(...ahead.map((e) => e.nextAttemptAt)) });
-        logger.debug(
-          { batchId: batch.id, event: event.type, eventId: event.id, channel: channel.name, behind: ahead[0]!.id },
-          'notification waits behind an earlier event of its batch',
-        );
-        continue;
-      }
-      const failedBefore = failed.get(channel.name);
-      if (failedBefore !== undefined) {
-        failures.push({ channel: channel.name, error: failedBefore });
-        continue;
-      }
+    // owed to (waiting for a retry, or failed just now in this pass); it waits behind it. Waiting is no attempt.
+    const ahead = await eventsOwedBefore(db, scope, event.batchId, event.seq);
+    if (ahead.length > 0) {
+      const behind = ahead[0]!.id;
+      logger.debug({ ...log, behind }, 'notification waits behind an earlier event of its batch');
+      await settle({
+        state: 'PENDING',
+        attempts: event.attempts,
+        nextAttemptAt: waitUntil(ahead, clock.now(), config.notify.retry.baseMs),
+        lastError: `waits behind ${behind}, an earlier event of the batch`,
+      });
+      return failedBefore;
+    }
+    let error = failedBefore;
+    if (error === null) {
       const timeout = AbortSignal.timeout(config.notify.timeoutMs);
       try {
+        let snapshot: Promise<BatchSnapshot> | null = null;
         await channel.deliver({
           event,
           batch,
@@ -165,65 +232,26 @@ export class NotificationDispatcher {
           snapshot: () => (snapshot ??= batchSnapshot(db, batch, clock.now())),
           signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
         });
-        delivered.push(channel.name);
-        this.deps.onDelivery?.(channel.name, 'delivered');
-        logger.debug({ batchId: batch.id, event: event.type, eventId: event.id, channel: channel.name }, 'notification delivered');
+        await settle({ state: 'DELIVERED', attempts: event.attempts, nextAttemptAt: clock.now(), lastError: null });
+        this.deps.onDelivery?.(scope.name, 'delivered');
+        logger.debug(log, 'notification delivered');
+        return null;
       } catch (err) {
-        const text = deliveryErrorText(err);
-        failed.set(channel.name, text);
-        failures.push({ channel: channel.name, error: text });
-        this.deps.onDelivery?.(channel.name, 'failed');
-        logger.warn(
-          { batchId: batch.id, event: event.type, eventId: event.id, channel: channel.name, err: text },
-          'notification not delivered yet; will retry',
-        );
+        error = deliveryErrorText(err);
+        this.deps.onDelivery?.(scope.name, 'failed');
+        logger.warn({ ...log, err: error }, 'notification not delivered yet; will retry');
       }
     }
-    await this.settle(event, delivered, failures, waits);
-  }
-
-  private async settle(event: ClaimedEvent, deliveredTo: string[], failures: Failure[], waits: Wait[]): Promise<void> {
-    const { db, clock, config, logger } = this.deps;
     const now = clock.now();
-    const attempts = failures.length === 0 ? event.attempts : event.attempts + 1;
-    const error = failures.length === 0 ? null : failures.map((f) => `${f.channel}: ${f.error}`).join('; ');
-    if (error === null && waits.length === 0) {
-      await settleEventDelivery(db, event.seq, this.o.instanceId, {
-        state: 'DELIVERED',
-        deliveredTo,
-        attempts,
-        nextAttemptAt: now,
-        lastError: null,
-      });
-      return;
-    }
-    // retryFor is an age: an event older than it is given up at its first failure (docs/notifications.md). One that
-    // still waits behind an earlier event is not: the channels it waits for have not refused it.
-    if (error !== null && waits.length === 0 && now - event.createdAt >= config.notify.retryFor) {
-      await settleEventDelivery(db, event.seq, this.o.instanceId, {
-        state: 'GAVE_UP',
-        deliveredTo,
-        attempts,
-        nextAttemptAt: now,
-        lastError: error,
-      });
-      for (const f of failures) this.deps.onDelivery?.(f.channel, 'gave_up');
+    const next = afterFailure({ attempts: event.attempts, createdAt: event.createdAt, error }, now, config.notify);
+    await settle(next);
+    if (next.state === 'GAVE_UP') {
+      this.deps.onDelivery?.(scope.name, 'gave_up');
       logger.error(
-        { batchId: event.batchId, event: event.type, eventId: event.id, attempts, retriedForMs: now - event.createdAt, err: error },
+        { ...log, attempts: next.attempts, retriedForMs: now - event.createdAt, err: `${scope.name}: ${error}` },
         'NOTIFICATION UNDELIVERABLE: given up after notify.retryFor',
       );
-      return;
     }
-    const retryAt = error === null ? now : now + backoffDelay(attempts, config.notify.retry);
-    // Tried again once the events it waits behind were; one being delivered elsewhere now is looked at after a backoff step.
-    const waitUntil = waits.map((w) => (w.until > now ? w.until : now + config.notify.retry.baseMs));
-    const waiting = waits.map((w) => `${w.channel}: waits behind ${w.behind}, an earlier event of the batch`);
-    await settleEventDelivery(db, event.seq, this.o.instanceId, {
-      state: 'PENDING',
-      deliveredTo,
-      attempts,
-      nextAttemptAt: Math.max(retryAt, ...waitUntil),
-      lastError: [...(error === null ? [] : [error]), ...waiting].join('; '),
-    });
+    return error;
   }
 }

@@ -1,9 +1,11 @@
 /**
  * Batch events, stored in the transaction of the change each reports (the
  * outbox pattern): a crash after the change cannot lose its event, and a
- * rolled-back change leaves none. The event's row is also its delivery's
- * claim: one instance at a time delivers it (a lease, as for rows), and
- * records which channels took it. Delivery itself is src/notify's.
+ * rolled-back change leaves none. Each channel's delivery of an event has a
+ * row of its own (batch_event_deliveries): its attempts, its backoff and its
+ * claim (one instance at a time delivers an event to a channel, a lease as
+ * for rows). The event stays PENDING until no channel owes it. Delivery
+ * itself is src/notify's.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -21,20 +23,9 @@ import { writeTransaction, type Database } from './db.js';
 /** Where an event's delivery stands. */
 export type DeliveryState = 'PENDING' | 'DELIVERED' | 'GAVE_UP';
 
-/** An event claimed for delivery, with what its earlier attempts achieved. */
+/** An event claimed for delivery to a channel, with the channel's failed attempts at it so far. */
 export interface ClaimedEvent extends BatchEvent {
-  deliveredTo: string[];
   attempts: number;
-}
-
-/** What one delivery pass did with an event. */
-export interface DeliveryOutcome {
-  state: DeliveryState;
-  deliveredTo: string[];
-  attempts: number;
-  nextAttemptAt: number;
-  /** Why the last attempt failed (no secret, no payload). */
-  lastError: string | null;
 }
 
 function newEventId(): string {
@@ -51,7 +42,6 @@ function fromRow(r: Record<string, unknown>): ClaimedEvent {
     type,
     data: JSON.parse(String(r['data_json'])) as BatchEvent['data'],
     createdAt: Number(r['created_at']),
-    deliveredTo: JSON.parse(String(r['delivered_to'] ?? '[]')) as string[],
     attempts: Number(r['attempts'] ?? 0),
   };
 }
@@ -98,7 +88,7 @@ export async function recordBatchEventIfLatest(db: Database, input: BatchEventIn
 export async function listBatchEvents(db: Database, batchId: string): Promise<BatchEvent[]> {
   const rows = (await db('batch_events').where({ batch_id: batchId }).orderBy('seq', 'asc')) as Record<string, unknown>[];
   return rows.map((r) => {
-    const { deliveredTo: _d, attempts: _a, ...event } = fromRow(r);
+    const { attempts: _a, ...event } = fromRow(r);
     return event;
   });
 }
@@ -108,7 +98,7 @@ export async function latestBatchEvent(db: Database, batchId: string, type: Batc
   const r = (await db('batch_events').where({ batch_id: batchId, type }).orderBy('seq', 'desc').first()) as
     Record<string, unknown> | undefined;
   if (!r) return undefined;
-  const { deliveredTo: _d, attempts: _a, ...event } = fromRow(r);
+  const { attempts: _a, ...event } = fromRow(r);
   return event;
 }
 
@@ -124,87 +114,175 @@ export async function latestEventTimes(db: Database, batchIds: string[], types: 
   return new Map(rows.map((r) => [r.batch_id, Number(r.at)]));
 }
 
+/** A notification channel as the store knows it: its name and the event types it takes. */
+export interface ChannelScope {
+  name: string;
+  types: readonly BatchEventType[];
+}
+
+const DELIVERIES = 'batch_event_deliveries';
+const FINAL: DeliveryState[] = ['DELIVERED', 'GAVE_UP'];
+
+/** Joins each event's delivery row of `channel` (as `d`), if it has one yet. */
+function withDelivery(db: Database, channel: string): Knex.QueryBuilder {
+  return db('batch_events as e').leftJoin(`${DELIVERIES} as d`, (j) => {
+    j.on('d.event_seq', '=', 'e.seq').andOn('d.channel', '=', db.raw('?', [channel]));
+  });
+}
+
 /**
- * Takes up to `limit` events due for delivery, oldest first, each under a lease for this instance: one
- * instance delivers an event at a time; an instance that dies leaves it to the others when the lease ends.
- * `alone` (SQLite, one process): every lease is a dead process's, and is not waited for.
+ * Takes up to `limit` events due for delivery to one channel, oldest first, each under a lease of this instance
+ * for that channel only: one instance delivers an event to a channel at a time, and the other channels take it on
+ * their own. An instance that dies leaves its claims to the others when the lease ends. `alone` (SQLite, one
+ * process): every lease is a dead process's, and is not waited for.
  */
-export async function claimDueEvents(
+export async function claimChannelEvents(
   db: Database,
-  claim: { instanceId: string; leaseMs: number; now: number; limit: number; alone?: boolean },
+  claim: { channel: ChannelScope; instanceId: string; leaseMs: number; now: number; limit: number; alone?: boolean },
 ): Promise<ClaimedEvent[]> {
-  const { instanceId, leaseMs, now, limit } = claim;
-  const free = (q: Knex.QueryBuilder) =>
-    claim.alone ? q : q.where((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId));
-  const candidates = (await free(db('batch_events').where({ delivery_state: 'PENDING' }).andWhere('next_attempt_at', '<=', now))
-    .orderBy('seq', 'asc')
+  const { channel, instanceId, leaseMs, now, limit } = claim;
+  if (channel.types.length === 0) return [];
+  const free = (q: Knex.QueryBuilder, prefix: string) =>
+    claim.alone
+      ? q
+      : q.where((w) =>
+          w.whereNull(`${prefix}lease_owner`).orWhere(`${prefix}lease_expires_at`, '<', now).orWhere(`${prefix}lease_owner`, instanceId),
+        );
+  const candidates = (await withDelivery(db, channel.name)
+    .where('e.delivery_state', 'PENDING')
+    .whereIn('e.type', channel.types)
+    .where((w) =>
+      w
+        // Not tried by this channel yet: due as the event is (its time, or the backoff 0016 recorded).
+        .where((n) => n.whereNull('d.state').andWhere('e.next_attempt_at', '<=', now))
+        .orWhere((p) => free(p.where('d.state', 'PENDING').andWhere('d.next_attempt_at', '<=', now), 'd.')),
+    )
+    .orderBy('e.seq', 'asc')
     .limit(limit)
-    .pluck('seq')) as number[];
+    .select('e.seq', 'e.attempts', 'e.next_attempt_at')) as Record<string, unknown>[];
   const claimed: number[] = [];
-  for (const seq of candidates) {
-    // Taken only if still free when the update runs: of two instances, one wins each event.
-    const n = await free(db('batch_events').where({ seq, delivery_state: 'PENDING' })).update({
+  for (const c of candidates) {
+    const seq = Number(c['seq']);
+    await db(DELIVERIES)
+      .insert({ event_seq: seq, channel: channel.name, state: 'PENDING', attempts: c['attempts'], next_attempt_at: c['next_attempt_at'] })
+      .onConflict(['event_seq', 'channel'])
+      .ignore();
+    // Taken only if still free when the update runs: of two instances, one wins each event of the channel.
+    const n = await free(
+      db(DELIVERIES).where({ event_seq: seq, channel: channel.name, state: 'PENDING' }).andWhere('next_attempt_at', '<=', now),
+      '',
+    ).update({
       lease_owner: instanceId,
       lease_expires_at: now + leaseMs,
     });
     if (n === 1) claimed.push(seq);
   }
   if (claimed.length === 0) return [];
-  const rows = (await db('batch_events').whereIn('seq', claimed).orderBy('seq', 'asc')) as Record<string, unknown>[];
-  return rows.map(fromRow);
+  const rows = (await withDelivery(db, channel.name)
+    .whereIn('e.seq', claimed)
+    .orderBy('e.seq', 'asc')
+    .select('e.*', 'd.attempts as channel_attempts')) as Record<string, unknown>[];
+  return rows.map((r) => ({ ...fromRow(r), attempts: Number(r['channel_attempts']) }));
 }
 
 /**
- * Renews this instance's claims on those of `seqs` it has not settled yet, and says how many are still its own:
- * a delivery pass that outlasts a lease keeps its events, and one taken over meanwhile is not delivered again.
+ * Renews this instance's claims for `channel` on those of `seqs` it has not settled yet, and says how many are still
+ * its own: a delivery pass that outlasts a lease keeps its events, and one taken over meanwhile is not delivered again.
  */
-export async function holdEventClaims(
+export async function holdChannelClaims(
   db: Database,
+  channel: string,
   seqs: readonly number[],
   instanceId: string,
   leaseMs: number,
   now: number,
 ): Promise<number> {
   if (seqs.length === 0) return 0;
-  return db('batch_events')
-    .whereIn('seq', seqs)
-    .andWhere({ lease_owner: instanceId, delivery_state: 'PENDING' })
+  return db(DELIVERIES)
+    .whereIn('event_seq', seqs)
+    .andWhere({ channel, lease_owner: instanceId, state: 'PENDING' })
     .update({ lease_expires_at: now + leaseMs });
 }
 
-/** An earlier event of a batch that some channel has not taken yet. */
-export interface UndeliveredEvent {
+/** An earlier event of a batch that a channel has not taken yet. */
+export interface OwedEvent {
   id: string;
-  type: BatchEventType;
-  deliveredTo: string[];
+  /** When the channel tries it next. */
   nextAttemptAt: number;
 }
 
-/** The batch's events before `seq` still owed to a channel, oldest first: a later event waits behind them. */
-export async function undeliveredEventsBefore(db: Database, batchId: string, seq: number): Promise<UndeliveredEvent[]> {
-  const rows = (await db('batch_events')
-    .where({ batch_id: batchId, delivery_state: 'PENDING' })
-    .andWhere('seq', '<', seq)
-    .orderBy('seq', 'asc')) as Record<string, unknown>[];
-  return rows.map((r) => {
-    const { id, type, deliveredTo } = fromRow(r);
-    return { id, type, deliveredTo, nextAttemptAt: Number(r['next_attempt_at']) };
-  });
+/** The batch's events before `seq` still owed to `channel`, oldest first: a later event waits behind them. */
+export async function eventsOwedBefore(db: Database, channel: ChannelScope, batchId: string, seq: number): Promise<OwedEvent[]> {
+  if (channel.types.length === 0) return [];
+  const rows = (await withDelivery(db, channel.name)
+    .where({ 'e.batch_id': batchId, 'e.delivery_state': 'PENDING' })
+    .andWhere('e.seq', '<', seq)
+    .whereIn('e.type', channel.types)
+    .where((w) => w.whereNull('d.state').orWhere('d.state', 'PENDING'))
+    .orderBy('e.seq', 'asc')
+    .select('e.id', 'e.next_attempt_at', 'd.next_attempt_at as channel_next')) as Record<string, unknown>[];
+  return rows.map((r) => ({ id: String(r['id']), nextAttemptAt: Number(r['channel_next'] ?? r['next_attempt_at']) }));
 }
 
-/** Records what a delivery pass did with an event and lets go of its claim. */
-export async function settleEventDelivery(db: Database, seq: number, instanceId: string, o: DeliveryOutcome): Promise<void> {
-  await db('batch_events')
-    .where({ seq, lease_owner: instanceId })
-    .update({
-      delivery_state: o.state,
-      delivered_to: JSON.stringify(o.deliveredTo),
-      attempts: o.attempts,
-      next_attempt_at: o.nextAttemptAt,
-      last_error: o.lastError,
-      lease_owner: null,
-      lease_expires_at: null,
+/** What a channel's attempt (or its wait behind an earlier event) did with an event. */
+export interface ChannelOutcome {
+  state: DeliveryState;
+  attempts: number;
+  nextAttemptAt: number;
+  /** Why the last attempt failed, or what the event waits behind (no secret, no payload). */
+  lastError: string | null;
+}
+
+/** Records what a channel did with an event and lets go of its claim; false when the claim was no longer ours. */
+export async function settleChannelDelivery(
+  db: Database,
+  seq: number,
+  channel: string,
+  instanceId: string,
+  o: ChannelOutcome,
+): Promise<boolean> {
+  const n = await db(DELIVERIES).where({ event_seq: seq, channel, lease_owner: instanceId }).update({
+    state: o.state,
+    attempts: o.attempts,
+    next_attempt_at: o.nextAttemptAt,
+    last_error: o.lastError,
+    lease_owner: null,
+    lease_expires_at: null,
+  });
+  return n === 1;
+}
+
+/**
+ * Ends the delivery of pending events no channel of `channels` owes any more (each took it or gave it up, or none
+ * takes its type): GAVE_UP if a channel gave it up, else DELIVERED. `seqs` limits it to those events; returns the
+ * events it ended, at most `limit`.
+ */
+export async function finishOwedByNone(
+  db: Database,
+  channels: readonly ChannelScope[],
+  o: { seqs?: readonly number[]; limit: number },
+): Promise<number[]> {
+  const taking = channels.filter((c) => c.types.length > 0);
+  const settled = (name: string) =>
+    db(`${DELIVERIES} as d`).select(db.raw('1')).whereRaw('d.event_seq = e.seq').andWhere('d.channel', name).whereIn('d.state', FINAL);
+  let q = db('batch_events as e').where('e.delivery_state', 'PENDING');
+  if (o.seqs) q = q.whereIn('e.seq', o.seqs);
+  if (taking.length > 0) {
+    q = q.whereNot((owed) => {
+      for (const c of taking) owed.orWhere((w) => w.whereIn('e.type', c.types).whereNotExists(settled(c.name)));
     });
+  }
+  const seqs = ((await q.orderBy('e.seq', 'asc').limit(o.limit).pluck('e.seq')) as (number | string)[]).map(Number);
+  if (seqs.length === 0) return [];
+  const gaveUp = (
+    (await db(DELIVERIES).whereIn('event_seq', seqs).andWhere({ state: 'GAVE_UP' }).distinct().pluck('event_seq')) as (number | string)[]
+  ).map(Number);
+  const delivered = seqs.filter((s) => !gaveUp.includes(s));
+  if (gaveUp.length > 0)
+    await db('batch_events').whereIn('seq', gaveUp).andWhere({ delivery_state: 'PENDING' }).update({ delivery_state: 'GAVE_UP' });
+  if (delivered.length > 0)
+    await db('batch_events').whereIn('seq', delivered).andWhere({ delivery_state: 'PENDING' }).update({ delivery_state: 'DELIVERED' });
+  return seqs;
 }
 
 /** Events per delivery state (metrics). */

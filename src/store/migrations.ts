@@ -1086,6 +1086,49 @@ const pollRound: Migration = {
   },
 };
 
+// Each channel's delivery of a batch event (src/notify), with its own attempts, backoff and claim: a channel that is
+// slow or down holds back no other. A channel's row is made when it first claims the event; until then the event's
+// own delivery columns (0016's record, kept for all channels together) are where it starts. The channels 0016
+// recorded as having taken an event still owed to another are copied here, so none of them gets it again.
+const eventDeliveries: Migration = {
+  name: '0039_event_deliveries',
+  async up(knex) {
+    await knex.schema.createTable('batch_event_deliveries', (t) => {
+      t.bigInteger('event_seq').notNullable().references('batch_events.seq').onDelete('CASCADE');
+      // The channel as logs and metrics name it: `webhook:<name>`, `email`, `status-file`.
+      t.text('channel').notNullable();
+      // PENDING until the channel took it (DELIVERED) or notify.retryFor ran out (GAVE_UP).
+      t.string('state', 16).notNullable();
+      t.integer('attempts').notNullable();
+      t.bigInteger('next_attempt_at').notNullable();
+      t.text('last_error').nullable();
+      t.text('lease_owner').nullable();
+      t.bigInteger('lease_expires_at').nullable();
+      t.primary(['event_seq', 'channel']);
+    });
+    const owed = (await knex('batch_events')
+      .where({ delivery_state: 'PENDING' })
+      .whereNot({ delivered_to: '[]' })
+      .select('seq', 'delivered_to', 'attempts', 'next_attempt_at')) as Record<string, unknown>[];
+    for (const r of owed) {
+      const channels = JSON.parse(String(r['delivered_to'])) as string[];
+      if (channels.length === 0) continue;
+      await knex('batch_event_deliveries').insert(
+        channels.map((channel) => ({
+          event_seq: r['seq'],
+          channel,
+          state: 'DELIVERED',
+          attempts: r['attempts'],
+          next_attempt_at: r['next_attempt_at'],
+        })),
+      );
+    }
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('batch_event_deliveries');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1125,6 +1168,7 @@ export const MIGRATIONS: readonly Migration[] = [
   serviceDeductionCurrency,
   reportEnds,
   pollRound,
+  eventDeliveries,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

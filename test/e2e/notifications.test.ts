@@ -5,14 +5,16 @@
  * file in the outbox says HELD and why, and /metrics counts it; topped up,
  * it is released and completes. And a SIGKILL while events are stored but
  * not yet delivered (the receiver down) loses none: the next process
- * delivers every one, each id once.
+ * delivers every one, each id once. A mail relay that holds a mail holds
+ * back no webhook.
  */
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite } from '../../src/store/index.js';
-import { EventReceiver, newSigningSecret } from '../notify/receivers.js';
+import { hasOpenssl, selfSignedCert } from '../support/tls.js';
+import { EventReceiver, MailReceiver, newSigningSecret } from '../notify/receivers.js';
 import { makeRows, toCsv } from './batch-files.js';
 import { readOutboxCsv, startE2e, waitFor, type E2e } from './harness.js';
 
@@ -105,6 +107,62 @@ describe('e2e: notifications', () => {
       await receiver.stop();
     }
   });
+
+  it.skipIf(!hasOpenssl())(
+    'a mail relay that holds a mail holds back no webhook; a stop with the mail held is clean, the mail sent at the next start',
+    async () => {
+      const e2e = await startE2e();
+      const { receiver, secretFile } = await receiverFor(e2e);
+      const certDir = join(e2e.dir, 'smtp-cert');
+      await mkdir(certDir);
+      const login = { user: 'payoutd', password: 'smtp-pw-e2e-Zr81' };
+      const mail = new MailReceiver(selfSignedCert(certDir), login);
+      await mail.start();
+      const passwordFile = join(e2e.dir, 'smtp-password');
+      await writeFile(passwordFile, login.password, { mode: 0o600 });
+      const release = mail.holdNextMail();
+      try {
+        await e2e.writeConfig({
+          notify: {
+            webhooks: [{ url: receiver.url, name: 'chat', secretFile }],
+            email: {
+              host: '127.0.0.1',
+              port: mail.port,
+              caFile: join(certDir, 'cert.pem'),
+              user: login.user,
+              passwordFile,
+              from: 'payoutd@example.com',
+              to: ['finance@example.com'],
+            },
+            // Longer than the test: the held mail ends with the stop, not with its timeout.
+            timeoutMs: 120_000,
+          },
+        });
+        const first = await e2e.startDaemon();
+        await e2e.drop('relay.csv', toCsv(makeRows('E2E-RELAY', 3)));
+        await waitFor(() => mail.held === 1, 'the first mail held at the relay', 15_000);
+        // Every later event reaches the webhook while the relay still holds the first mail.
+        await waitFor(() => receiver.events.some((e) => e.type === 'batch.completed'), 'batch.completed at the webhook', 30_000);
+        expect(mail.mails).toEqual([]);
+        expect(receiver.types().filter((t) => t !== 'batch.progress')).toEqual(['batch.received', 'batch.accepted', 'batch.completed']);
+        expect(await first.stop()).toBe(0);
+        release();
+
+        // The mails owed were kept: the next process sends each (the held one again: it was never recorded taken).
+        const stored = storedEventIds(e2e).filter((e) => e.type !== 'progress');
+        const second = await e2e.startDaemon();
+        const idsOf = (): string[] => [...new Set(mail.mails.map((m) => /Message-ID: <(evt_\w+)@payoutd>/.exec(m.raw)?.[1] ?? ''))];
+        await waitFor(() => idsOf().length >= stored.length, `${stored.length} mails at the relay`, 15_000);
+        expect(idsOf().sort()).toEqual(stored.map((e) => e.id).sort());
+        expect(receiver.deliveries, 'each event once to the webhook').toBe(receiver.events.length);
+        expect(await second.stop()).toBe(0);
+      } finally {
+        release();
+        await receiver.stop();
+        await mail.stop();
+      }
+    },
+  );
 
   it('a SIGKILL while events wait for a receiver that is down loses none: the next process delivers each once', async () => {
     const e2e = await startE2e();

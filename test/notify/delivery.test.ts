@@ -23,7 +23,7 @@ import { closeDatabase, type Database } from '../../src/store/db.js';
 import {
   cancelReadyRows,
   cancelReturnedRows,
-  claimDueEvents,
+  claimChannelEvents,
   countBatchesByState,
   countEventsByDelivery,
   getBatch,
@@ -220,12 +220,18 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 4 });
   });
 
-  it('order is kept per channel: a channel that is down holds back no other channel', async () => {
+  /** A second receiver, `treasury`, with its secret in a file beside erp's. */
+  async function treasuryReceiver(): Promise<{ treasury: EventReceiver; treasurySecret: string }> {
     const secret = newSigningSecret();
     const treasury = new EventReceiver(secret);
     await treasury.start();
     const treasurySecret = join(join(secretFile, '..'), 'treasury-secret');
     await writeFile(treasurySecret, secret, { mode: 0o600 });
+    return { treasury, treasurySecret };
+  }
+
+  it('order is kept per channel: a channel that is down holds back no other channel', async () => {
+    const { treasury, treasurySecret } = await treasuryReceiver();
     try {
       const w = await setUp({
         webhooks: [
@@ -252,6 +258,56 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     } finally {
       await treasury.stop();
     }
+  });
+
+  it('each channel keeps its own backoff: a receiver down for long does not lengthen the retries of another', async () => {
+    const { treasury, treasurySecret } = await treasuryReceiver();
+    try {
+      const erp = { url: receiver.url, name: 'erp', secretFile };
+      const notify = { statusFiles: false, retry: { baseMs: 1000, maxMs: 600_000 } };
+      const w = await setUp({ ...notify, webhooks: [erp] });
+      await newBatch(w, 'B13');
+      await receiver.stop();
+      for (let i = 0; i < 6; i++) {
+        await w.dispatcher.pass();
+        w.clock.advance(600_000);
+      }
+      // A second webhook, added by a SIGHUP, refuses its first attempt: erp fails its seventh at the same pass.
+      treasury.answer = 503;
+      const webhooks = [erp, { url: treasury.url, name: 'treasury', secretFile: treasurySecret }];
+      applyLiveOptions(w.config, loadConfig({ env: {}, cwd: w.dir }, { paths: w.config.paths, notify: { ...notify, webhooks } }));
+      await w.dispatcher.pass();
+      // Treasury is tried again after its own first backoff step, not after erp's seventh.
+      treasury.answer = 204;
+      w.clock.advance(1_000);
+      await w.dispatcher.pass();
+      expect(treasury.takenTypes()).toEqual(['batch.received']);
+      expect(w.outcomes.filter(([c]) => c === 'webhook:erp').map(([, o]) => o)).toEqual(Array(7).fill('failed'));
+      expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
+    } finally {
+      await treasury.stop();
+    }
+  });
+
+  it('a database of an older build: a channel it recorded as having taken a pending event does not get it again', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
+    const applied = async (): Promise<string[]> => (await w.db('payoutd_migrations').orderBy('id').pluck('name')) as string[];
+    while ((await applied()).at(-1) !== '0037_report_ends') await w.db.migrate.down();
+    await newBatch(w, 'B14');
+    // As the older build left it: the status file written, the webhook refused three times, tried again in 30 s.
+    await w.db('batch_events').update({ delivered_to: '["status-file"]', attempts: 3, next_attempt_at: START + 30_000 });
+    await w.db.migrate.latest();
+    expect(await w.dispatcher.pass(), 'nothing due before the backoff the older build set').toBe(0);
+    w.clock.advance(30_000);
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(receiver.types()).toEqual(['batch.received']);
+    expect(w.outcomes).toEqual([['webhook:erp', 'delivered']]);
+    const rows = (await w.db('batch_event_deliveries').orderBy('channel').select('channel', 'state', 'attempts')) as unknown[];
+    expect(rows).toEqual([
+      { channel: 'status-file', state: 'DELIVERED', attempts: 3 },
+      { channel: 'webhook:erp', state: 'DELIVERED', attempts: 3 },
+    ]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 1 });
   });
 
   it('gives up after notify.retryFor, logs it at error and counts it', async () => {
@@ -316,7 +372,9 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
     await newBatch(w, 'B9');
     // The process killed mid-delivery: its claim stays, for an hour.
-    expect(await claimDueEvents(w.db, { instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 })).toHaveLength(1);
+    const erp = { name: 'webhook:erp', types: ['received' as const] };
+    const claim = { channel: erp, instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 };
+    expect(await claimChannelEvents(w.db, claim)).toHaveLength(1);
     expect(await w.dispatcher.pass()).toBe(1);
     expect(receiver.types()).toEqual(['batch.received']);
   });
@@ -348,7 +406,8 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // a's lease runs out meanwhile.
     w.clock.advance(SHARED_LEASE_MS + 1);
     await waitFor(
-      async () => Number((await w.db('batch_events').where('lease_expires_at', '>', w.clock.now()).count({ n: '*' }))[0]?.n) === 2,
+      async () =>
+        Number((await w.db('batch_event_deliveries').where('lease_expires_at', '>', w.clock.now()).count({ n: '*' }))[0]?.n) === 2,
       'the claims renewed past the moved clock',
     );
     expect(await b.pass(), 'nothing for another instance to take').toBe(0);
@@ -363,7 +422,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const { w, release, aPass, b } = await aHeldAtFirstOf('B23', 'B24');
     // b took the second event over (as after a renewal that could not be written) and delivered it.
     const second = (await listBatchEvents(w.db, 'B24'))[0];
-    await w.db('batch_events').where({ id: second?.id }).update({ lease_owner: 'b' });
+    await w.db('batch_event_deliveries').where({ event_seq: second?.seq, channel: 'webhook:erp' }).update({ lease_owner: 'b' });
     expect(await b.pass()).toBe(1);
     release();
     await aPass;
@@ -377,7 +436,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const url = `http://127.0.0.1:${port}/services/T0PAYOUT/B0NOTIFY/${token}?sig=QueryS3cret`;
     const w = await setUp({ webhooks: [{ url, secretFile }], statusFiles: false });
     await newBatch(w, 'B10');
-    // Refused (HTTP 500), then unreachable: both errors are logged and kept as the event's last error.
+    // Refused (HTTP 500), then unreachable: both errors are logged and kept as the channel's last error.
     receiver.answer = 500;
     await w.dispatcher.pass();
     await receiver.stop();
@@ -388,8 +447,9 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       [channel, 'failed'],
       [channel, 'failed'],
     ]);
-    const [row] = (await w.db('batch_events').select('last_error', 'delivered_to')) as { last_error: string }[];
-    expect(row?.last_error).toMatch(new RegExp(`^${channel}: NOTIFY_HTTP_UNREACHABLE`));
+    const [row] = (await w.db('batch_event_deliveries').select('channel', 'last_error')) as { channel: string; last_error: string }[];
+    expect(row?.channel).toBe(channel);
+    expect(row?.last_error).toMatch(new RegExp(`^NOTIFY_HTTP_UNREACHABLE: ${channel} not reached`));
     const said = [...w.logLines, row?.last_error].join('\n');
     expect(said).toContain(`${channel} answered HTTP 500`);
     for (const part of [token, 'services', 'QueryS3cret', 'sig=']) expect(said).not.toContain(part);
@@ -670,12 +730,18 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     expect(raw).not.toContain('100.0%');
   });
 
-  it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
+  /** A webhook receiver started, its secret in `<name>-secret` beside the certificate. */
+  async function webhookReceiver(name: string): Promise<{ receiver: EventReceiver; secretFile: string }> {
     const secret = newSigningSecret();
     const receiver = new EventReceiver(secret);
-    const secretFile = join(smtp.certDir, 'erp-secret');
+    const secretFile = join(smtp.certDir, `${name}-secret`);
     await writeFile(secretFile, `${secret}\n`, { mode: 0o600 });
     await receiver.start();
+    return { receiver, secretFile };
+  }
+
+  it('a batch cancelled while a payout was in flight ends CANCELLED: its final mail, webhook and status file say so', async () => {
+    const { receiver, secretFile } = await webhookReceiver('erp');
     try {
       const w = await setUp({ email: await passwordEmail(), webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
       const b = await newBatch(w, 'B7', 'wrong-month.csv');
@@ -709,6 +775,40 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       expect(shownStateOf((await getBatch(w.db, 'B7')) as BatchRecord)).toBe('CANCELLED');
     } finally {
       await receiver.stop();
+    }
+  });
+
+  it('a webhook held by a slow receiver holds back no mail, of the same event or a later one', async () => {
+    const { receiver: chat, secretFile } = await webhookReceiver('chat');
+    try {
+      const w = await setUp({
+        email: await passwordEmail(),
+        webhooks: [{ url: chat.url, name: 'chat', secretFile }],
+        statusFiles: false,
+        timeoutMs: 60_000,
+      });
+      await newBatch(w, 'B15', 'payroll.csv');
+      const release = chat.holdNextDelivery();
+      const first = w.dispatcher.pass();
+      await waitFor(() => chat.held === 1, 'the webhook delivery held at the receiver');
+      await waitFor(() => smtp.mail.mails.length === 1, 'the mail of the same event, sent while the webhook is held');
+      // A later event goes out by mail too, the webhook still held (passes meanwhile leave the busy webhook to itself).
+      await holdBatch(w.db, 'B15', SHORT, w.clock.now());
+      await waitFor(async () => {
+        await w.dispatcher.pass();
+        return smtp.mail.mails.length === 2;
+      }, 'the mail of the later event, sent while the webhook is held');
+      expect(chat.events).toEqual([]);
+      release();
+      await first;
+      await w.dispatcher.pass();
+      expect(chat.types()).toEqual(['batch.received', 'batch.held']);
+      const ids = (await listBatchEvents(w.db, 'B15')).map((e) => e.id);
+      expect(smtp.mail.mails.map((m) => /Message-ID: <(evt_\w+)@payoutd>/.exec(m.raw)?.[1])).toEqual(ids);
+      expect(chat.deliveries, 'each event once to each channel').toBe(2);
+      expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
+    } finally {
+      await chat.stop();
     }
   });
 

@@ -21,6 +21,29 @@ export function newSigningSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
+/** Holds a receiver's next delivery unanswered until the test lets it go: a slow receiver. */
+class NextHold {
+  /** Deliveries that arrived while held. */
+  held = 0;
+  private hold: Promise<void> | null = null;
+
+  /** The next delivery waits until the returned function is called. */
+  arm(): () => void {
+    let release = (): void => undefined;
+    this.hold = new Promise((r) => (release = r));
+    return release;
+  }
+
+  /** Waits, if the hold is armed, until it is let go. */
+  async wait(): Promise<void> {
+    const hold = this.hold;
+    this.hold = null;
+    if (!hold) return;
+    this.held++;
+    await hold;
+  }
+}
+
 export interface ReceivedEvent {
   id: string;
   type: string;
@@ -39,17 +62,18 @@ export class EventReceiver {
   forged = 0;
   /** Answer with this status (after taking the event) instead of 204: a receiver that took it but said otherwise. */
   answer = 204;
-  /** Deliveries that arrived while held (holdNextDelivery). */
-  held = 0;
-  private hold: Promise<void> | null = null;
+  private readonly hold = new NextHold();
   private server: Server | null = null;
   private readonly verifier: Webhook;
 
+  /** Deliveries that arrived while held (holdNextDelivery). */
+  get held(): number {
+    return this.hold.held;
+  }
+
   /** The next delivery waits, unanswered, until the returned function is called: a slow receiver. */
   holdNextDelivery(): () => void {
-    let release = (): void => undefined;
-    this.hold = new Promise((r) => (release = r));
-    return release;
+    return this.hold.arm();
   }
 
   constructor(
@@ -68,12 +92,7 @@ export class EventReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', async () => {
-        const hold = this.hold;
-        this.hold = null;
-        if (hold) {
-          this.held++;
-          await hold;
-        }
+        await this.hold.wait();
         const body = Buffer.concat(chunks).toString('utf8');
         const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
         let payload: Omit<ReceivedEvent, 'id'>;
@@ -126,8 +145,19 @@ export interface ReceivedMail {
 
 export class MailReceiver {
   readonly mails: ReceivedMail[] = [];
+  private readonly hold = new NextHold();
   private server: SMTPServer | null = null;
   port = 0;
+
+  /** Mails that arrived while held (holdNextMail). */
+  get held(): number {
+    return this.hold.held;
+  }
+
+  /** The next mail is read but not answered until the returned function is called: a slow relay. */
+  holdNextMail(): () => void {
+    return this.hold.arm();
+  }
 
   constructor(
     private readonly tls: { certFile: string; keyFile: string },
@@ -148,7 +178,8 @@ export class MailReceiver {
       onData: (stream, session, cb) => {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => {
+        stream.on('end', async () => {
+          await this.hold.wait();
           this.mails.push({
             from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
             to: session.envelope.rcptTo.map((r) => r.address),

@@ -168,6 +168,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
       [
         'batch_approvals',
         'batch_errors',
+        'batch_event_deliveries',
         'batch_events',
         'batches',
         'console_sessions',

@@ -7,7 +7,9 @@ import { expect } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import {
   cancelReadyRows,
-  claimDueEvents,
+  claimChannelEvents,
+  countEventsByDelivery,
+  finishOwedByNone,
   completeBatch,
   countBatchesByState,
   flagStale,
@@ -18,7 +20,7 @@ import {
   receivedBatch,
   recordBatchEventIfLatest,
   releaseBatchHold,
-  settleEventDelivery,
+  settleChannelDelivery,
   updateBatch,
 } from '../../src/store/index.js';
 import { recordBatchEvent } from '../../src/notify/index.js';
@@ -120,38 +122,37 @@ export async function checkOneClaimPerEvent(db: Database): Promise<void> {
   await newBatch(db, 'C1', 1000);
   await newBatch(db, 'C2', 1001);
   const now = 2000;
-  const [x, y] = await Promise.all([
-    claimDueEvents(db, { instanceId: 'x', leaseMs: 60_000, now, limit: 10 }),
-    claimDueEvents(db, { instanceId: 'y', leaseMs: 60_000, now, limit: 10 }),
-  ]);
+  const mail = { name: 'email', types: ['received' as const] };
+  const claim = (instanceId: string, at = now, channel = mail) =>
+    claimChannelEvents(db, { channel, instanceId, leaseMs: 60_000, now: at, limit: 10 });
+  const [x, y] = await Promise.all([claim('x'), claim('y')]);
   const claimedBy = [...x.map((e) => e.seq), ...y.map((e) => e.seq)].sort();
-  // Every event claimed once, by one of the two.
+  // Every event claimed once for the channel, by one of the two.
   expect(claimedBy).toEqual([...new Set(claimedBy)]);
   expect(claimedBy).toHaveLength(2);
+  // Another channel claims the same events on its own, whatever the mail's claims.
+  const hook = { name: 'webhook:erp', types: ['received' as const] };
+  expect((await claim('z', now, hook)).map((e) => e.seq)).toEqual([...claimedBy].sort((p, q) => p - q));
   const first = [...x, ...y].sort((p, q) => p.seq - q.seq)[0];
   if (!first) throw new Error('no event claimed');
   const owner = x.includes(first) ? 'x' : 'y';
   // Another instance's settle does nothing; the owner's lets it go, due again later.
-  await settleEventDelivery(db, first.seq, owner === 'x' ? 'y' : 'x', {
-    state: 'DELIVERED',
-    deliveredTo: ['a'],
-    attempts: 1,
-    nextAttemptAt: now,
-    lastError: null,
-  });
-  await settleEventDelivery(db, first.seq, owner, {
-    state: 'PENDING',
-    deliveredTo: ['a'],
-    attempts: 1,
-    nextAttemptAt: now + 500,
-    lastError: 'refused',
-  });
-  expect(await claimDueEvents(db, { instanceId: 'z', leaseMs: 60_000, now: now + 100, limit: 10 })).toEqual([]);
-  const again = await claimDueEvents(db, { instanceId: 'z', leaseMs: 60_000, now: now + 60_001, limit: 10 });
-  expect(again.map((e) => [e.seq, e.deliveredTo, e.attempts])).toEqual([
-    [first.seq, ['a'], 1],
-    ...[...x, ...y].filter((e) => e.seq !== first.seq).map((e) => [e.seq, [], 0]),
+  const refused = { state: 'PENDING' as const, attempts: 1, nextAttemptAt: now + 500, lastError: 'refused' };
+  expect(await settleChannelDelivery(db, first.seq, 'email', owner === 'x' ? 'y' : 'x', { ...refused, state: 'DELIVERED' })).toBe(false);
+  expect(await settleChannelDelivery(db, first.seq, 'email', owner, refused)).toBe(true);
+  expect(await claim('z', now + 100)).toEqual([]);
+  const again = await claim('z', now + 60_001);
+  expect(again.map((e) => [e.seq, e.attempts])).toEqual([
+    [first.seq, 1],
+    ...[...x, ...y].filter((e) => e.seq !== first.seq).map((e) => [e.seq, 0]),
   ]);
+  // Taken by every channel that takes it, the event is delivered; one given up by a channel is GAVE_UP.
+  for (const e of again) await settleChannelDelivery(db, e.seq, 'email', 'z', { ...refused, state: 'DELIVERED' });
+  const [last, gaveUp] = [again[0]!.seq, again[1]!.seq];
+  await settleChannelDelivery(db, last, 'webhook:erp', 'z', { ...refused, state: 'DELIVERED' });
+  await settleChannelDelivery(db, gaveUp, 'webhook:erp', 'z', { ...refused, state: 'GAVE_UP' });
+  expect(await finishOwedByNone(db, [mail, hook, { name: 'status-file', types: ['stale'] }], { limit: 10 })).toEqual([last, gaveUp]);
+  expect(await countEventsByDelivery(db)).toEqual({ DELIVERED: 1, GAVE_UP: 1 });
 }
 
 export async function checkHoldMetrics(db: Database): Promise<void> {
@@ -199,7 +200,7 @@ export const BATCH_EVENT_CHECKS: readonly [string, (db: Database) => Promise<voi
   ['each change stores its event in its transaction; an illegal move stores none', checkEventsWithTheirChanges],
   ["recordBatchEvent joins the caller's transaction and rolls back with it", checkRecordInCallersTransaction],
   ['stale payouts make one event per batch, once: rows flagged before count no more', checkStaleEventsPerBatch],
-  ['one claim per event, taken again when its lease ends', checkOneClaimPerEvent],
+  ['one claim per event and channel, taken again when its lease ends; each channel claims on its own', checkOneClaimPerEvent],
   ['of instances deciding the same progress event at once, one records it', checkOneOfConcurrentPeriodicEvents],
   ['batches by state count held, awaiting approval and cancelled apart; the oldest hold is known', checkHoldMetrics],
 ];
