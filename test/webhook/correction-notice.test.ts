@@ -143,9 +143,9 @@ describe.skipIf(!hasOpenssl())('the daemon tells finance of a corrected result f
     expect(text).toContain('2500.75 PHP');
     expect(text).toContain('column O "reason" says what the payout service says now');
 
-    // The status file and `payoutd status --batch` show it.
-    const statusFile = await readFile(join(outbox, `${name}.status.csv`), 'utf8');
-    expect(statusFile).toContain(`latest result,,,${name}.result.corrected-${n}.csv`);
+    // The status file (its own channel, delivered on its own) and `payoutd status --batch` show it.
+    const latest = `latest result,,,${name}.result.corrected-${n}.csv`;
+    await waitFor(async () => (await readFile(join(outbox, `${name}.status.csv`), 'utf8')).includes(latest), 'the status file');
     const shown = await printed(() => status(cliConfig(p), batchId, 20, false));
     expect(shown).toContain(`RESULT CORRECTED`);
     expect(shown).toContain(`correction ${n} (${name}.result.corrected-${n}.csv, supersedes`);
