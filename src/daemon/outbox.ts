@@ -14,6 +14,7 @@ import {
   ackRowPages,
   ackMoneyPages,
   type AckSourceRow,
+  type AckMoneySourceRow,
   resultRowPages,
   type BatchResultRow,
   batchRetrySource,
@@ -46,7 +47,10 @@ import {
   writeAckXlsx,
   writeSummaryXlsx,
   AckTotalsAccumulator,
+  endedRowText,
   type AckCurrencyTotal,
+  type AckMoneyRow,
+  type EndedStatus,
   type DetailsRemoved,
   xlsxPathFor,
   outboxFileName,
@@ -188,13 +192,30 @@ function cancelNote(batch: BatchRecord, sentAny: boolean): string | undefined {
   return `${reason} (while the batch was being paid): rows not sent by then are not paid (NOT_SUBMITTED); rows already sent are followed to their end (see the result file)`;
 }
 
+/** An accepted row already final: only an ack written late (after a failed write, a hold or a cancel) meets one. */
+function endedOf(state: RowState): EndedStatus | undefined {
+  return state === 'PAID' || state === 'CANCELLED' || state === 'REJECTED' ? state : undefined;
+}
+
 function ackRow(row: AckSourceRow): AckRow {
   const accepted = verdictOf(row.state) === 'ACCEPTED';
+  const ended = accepted ? endedOf(row.state) : undefined;
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
     verdict: accepted ? 'ACCEPTED' : 'REJECTED',
-    reason: accepted ? null : reasonText(row.reasonCode, row.reason),
+    reason: accepted ? (ended === undefined ? null : endedRowText(ended)) : reasonText(row.reasonCode, row.reason),
+    ...(ended === undefined ? {} : { ended }),
+  };
+}
+
+/** A row's money for the ack's totals: its cells as written, else its request's. */
+function ackMoney(r: AckMoneySourceRow, row: AckRow): AckMoneyRow {
+  return {
+    verdict: row.verdict,
+    payoutCurrency: r.writtenPayoutCurrency ?? r.requestPayoutCurrency,
+    payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount,
+    ended: row.ended,
   };
 }
 
@@ -303,8 +324,7 @@ export class BatchOutbox {
       for await (const page of ackMoneyPages(db, batch.id)) {
         yield page.map((r) => {
           const row = ackRow(r);
-          const payoutCurrency = r.writtenPayoutCurrency ?? r.requestPayoutCurrency;
-          totals.add({ verdict: row.verdict, payoutCurrency, payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount });
+          totals.add(ackMoney(r, row));
           if (
             r.state === 'READY' &&
             r.requestDeductionCurrency !== null &&
@@ -375,13 +395,7 @@ export class BatchOutbox {
       } else {
         // The totals lines come first: the rows are added up before the twin is written, as for its CSV.
         const totals = new AckTotalsAccumulator();
-        for await (const page of ackMoneyPages(this.db, batch.id))
-          for (const r of page)
-            totals.add({
-              verdict: ackRow(r).verdict,
-              payoutCurrency: r.writtenPayoutCurrency ?? r.requestPayoutCurrency,
-              payoutAmount: r.writtenPayoutAmount ?? r.requestPayoutAmount,
-            });
+        for await (const page of ackMoneyPages(this.db, batch.id)) for (const r of page) totals.add(ackMoney(r, ackRow(r)));
         const rejection = batch.state === 'REJECTED' ? (batch.rejectReason ?? undefined) : undefined;
         const opts = { ...(await this.ackOptions(batch, totals.currencies(), rejection)), ...this.xlsxOptions() };
         written.push(await writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, opts));

@@ -9,7 +9,7 @@ import type { HoldCode } from '../domain/holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
 import { isSummableAmount } from '../domain/money.js';
 import { totalsCurrency } from './summary.js';
-import type { AckRow, BatchIdentity } from './types.js';
+import type { AckRow, BatchIdentity, EndedStatus } from './types.js';
 import { currencyDecimals } from '../domain/decimals.js';
 
 /** What the whole batch comes to. */
@@ -32,6 +32,8 @@ export interface AckCurrencyTotal extends RowsAndAmount {
   rejected: RowsAndAmount;
   /** Rows whose amount was not a plain decimal (left out of the amounts). */
   rowsNotSummed: number;
+  /** Accepted rows already final when the ack was written (one written late), per status; absent when none. */
+  ended?: Partial<Record<EndedStatus, RowsAndAmount>>;
 }
 
 export interface AckTotals {
@@ -46,6 +48,8 @@ export interface AckMoneyRow {
   verdict: AckRow['verdict'];
   payoutCurrency: string | null;
   payoutAmount: string | null;
+  /** An accepted row already final when the ack is written. */
+  ended?: EndedStatus;
 }
 
 interface Part {
@@ -58,20 +62,28 @@ const done = (p: Part): RowsAndAmount => ({ rows: p.rows, amount: decimalText(p.
 
 /** Adds up ack rows per currency, in one pass (pages of a million-row batch). */
 export class AckTotalsAccumulator {
-  private readonly byCurrency = new Map<string, { all: Part; accepted: Part; rejected: Part; notSummed: number }>();
+  private readonly byCurrency = new Map<
+    string,
+    { all: Part; accepted: Part; rejected: Part; ended: Map<EndedStatus, Part>; notSummed: number }
+  >();
 
   add(row: AckMoneyRow): void {
     const currency = totalsCurrency(row.payoutCurrency ?? '');
     let c = this.byCurrency.get(currency);
-    if (!c) this.byCurrency.set(currency, (c = { all: part(), accepted: part(), rejected: part(), notSummed: 0 }));
-    const side = row.verdict === 'ACCEPTED' ? c.accepted : c.rejected;
-    c.all.rows += 1;
-    side.rows += 1;
+    if (!c) this.byCurrency.set(currency, (c = { all: part(), accepted: part(), rejected: part(), ended: new Map(), notSummed: 0 }));
+    const parts = [c.all, row.verdict === 'ACCEPTED' ? c.accepted : c.rejected];
+    if (row.verdict === 'ACCEPTED' && row.ended !== undefined) {
+      const ended = c.ended.get(row.ended) ?? part();
+      c.ended.set(row.ended, ended);
+      parts.push(ended);
+    }
     const amount = row.payoutAmount ?? '';
-    if (isSummableAmount(amount)) {
-      c.all.sum.add(amount);
-      side.sum.add(amount);
-    } else c.notSummed += 1;
+    const summable = isSummableAmount(amount);
+    for (const p of parts) {
+      p.rows += 1;
+      if (summable) p.sum.add(amount);
+    }
+    if (!summable) c.notSummed += 1;
   }
 
   /** Currencies by code point; a row without a currency last. */
@@ -84,9 +96,18 @@ export class AckTotalsAccumulator {
         accepted: done(c.accepted),
         rejected: done(c.rejected),
         rowsNotSummed: c.notSummed,
+        ...(c.ended.size > 0 ? { ended: Object.fromEntries(ENDED_STATUSES.flatMap((s) => endedPart(c.ended, s))) } : {}),
       }));
   }
 }
+
+/** The statuses an accepted row may already have ended in when a late ack is written, in the order the ack names them. */
+const ENDED_STATUSES: readonly EndedStatus[] = ['PAID', 'CANCELLED', 'REJECTED'];
+
+const endedPart = (parts: ReadonlyMap<EndedStatus, Part>, s: EndedStatus): [EndedStatus, RowsAndAmount][] => {
+  const p = parts.get(s);
+  return p === undefined ? [] : [[s, done(p)]];
+};
 
 /** The verdict of a batch from its ack: a file-level refusal, cancel or hold wins; otherwise what its rows got. */
 export function batchVerdict(
@@ -116,7 +137,55 @@ const HELD_WORDS: Partial<Readonly<Record<HoldCode, string>>> = {
     'no row is paid until the batch is approved by its approvers, other than its uploader (an approval file or `payoutd approve`; see the HELD line)',
 };
 
-function verdictWords(verdict: BatchVerdict, holdCode: HoldCode | undefined): string {
+/** What an accepted row already ended as means for its payment, in the ack's totals lines and in its own reason. */
+const ENDED_WORDS: Readonly<Record<EndedStatus, { counted: string; meaning: string }>> = {
+  PAID: { counted: 'already paid', meaning: 'rows already paid are paid' },
+  CANCELLED: { counted: 'already cancelled by the payout service', meaning: 'rows already cancelled by the payout service are not paid' },
+  REJECTED: { counted: 'already refused by the payout service', meaning: 'rows already refused by the payout service are not paid' },
+};
+
+/** The reason cell of an accepted row already final when the ack was written: the ack must not promise it a payment. */
+export function endedRowText(status: EndedStatus): string {
+  const when = 'when this acknowledgement was written';
+  return status === 'PAID'
+    ? `already PAID ${when} (see the result file)`
+    : `${status === 'CANCELLED' ? 'already CANCELLED' : 'already REFUSED'} by the payout service ${when}: not paid (the result file says why)`;
+}
+
+/** Accepted rows over the batch: those already ended, per status, and those not. */
+function acceptedRowsByEnd(currencies: readonly AckCurrencyTotal[]): { ended: Set<EndedStatus>; open: number } {
+  const ended = new Set<EndedStatus>();
+  let open = 0;
+  for (const c of currencies) {
+    open += c.accepted.rows;
+    for (const s of ENDED_STATUSES) {
+      const n = c.ended?.[s]?.rows ?? 0;
+      if (n > 0) ended.add(s);
+      open -= n;
+    }
+  }
+  return { ended, open };
+}
+
+/**
+ * An ack written late (the outbox could not take it at intake) meets rows already final: the words of an
+ * accepted batch say what each kind of row comes to, never that a row already cancelled will be paid.
+ */
+function lateWords(verdict: 'ACCEPTED' | 'PARTLY_ACCEPTED', byEnd: { ended: Set<EndedStatus>; open: number }): string {
+  const clauses = [
+    ...ENDED_STATUSES.filter((s) => byEnd.ended.has(s)).map((s) => ENDED_WORDS[s].meaning),
+    ...(byEnd.open > 0 ? ['the other accepted rows will be paid'] : []),
+  ].join('; ');
+  return verdict === 'ACCEPTED'
+    ? `every row is accepted, but this acknowledgement was written late, after some rows had ended: ${clauses} (see each row)`
+    : `this acknowledgement was written late, after some rows had ended: ${clauses}; the rejected rows are not paid (see each row)`;
+}
+
+function verdictWords(verdict: BatchVerdict, holdCode: HoldCode | undefined, currencies: readonly AckCurrencyTotal[] = []): string {
+  if (verdict === 'ACCEPTED' || verdict === 'PARTLY_ACCEPTED') {
+    const byEnd = acceptedRowsByEnd(currencies);
+    if (byEnd.ended.size > 0) return lateWords(verdict, byEnd);
+  }
   return (verdict === 'HELD' && holdCode !== undefined ? HELD_WORDS[holdCode] : undefined) ?? VERDICT_WORDS[verdict];
 }
 
@@ -129,18 +198,27 @@ export function shownAmount(amount: string, currency: string, overrides?: Readon
 
 const rowsWord = (n: number): string => `${n} ${n === 1 ? 'row' : 'rows'}`;
 
-/** The words of one currency's totals line. */
+/**
+ * The words of one currency's totals line. `all`: every currency's totals, as the verdict's words speak of the
+ * whole batch (rows already ended in any currency).
+ */
 export function ackTotalText(
   t: AckCurrencyTotal,
   verdict: BatchVerdict,
   overrides?: Readonly<Record<string, number>>,
   holdCode?: HoldCode,
+  all: readonly AckCurrencyTotal[] = [t],
 ): string {
   const money = (p: RowsAndAmount): string => `${rowsWord(p.rows)}, ${shownAmount(p.amount, t.currency, overrides)}`;
+  const endedParts = ENDED_STATUSES.flatMap((s) => {
+    const p = t.ended?.[s];
+    return p === undefined ? [] : [`${ENDED_WORDS[s].counted} ${money(p)}`];
+  });
+  const ended = endedParts.length > 0 ? `; of the accepted: ${endedParts.join('; ')}` : '';
   const notSummed = t.rowsNotSummed > 0 ? `; ${rowsWord(t.rowsNotSummed)} without a readable amount, not in the sums` : '';
   return (
-    `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${notSummed}). ` +
-    `Batch ${verdict}: ${verdictWords(verdict, holdCode)}`
+    `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${ended}${notSummed}). ` +
+    `Batch ${verdict}: ${verdictWords(verdict, holdCode, all)}`
   );
 }
 
@@ -153,5 +231,5 @@ export function ackTotalsRecords(
   const lead = (text: string): string[] => [identity.batchId, identity.fileName, '', '', TOTAL_VERDICT, text];
   const { verdict, holdCode } = totals;
   if (totals.currencies.length === 0) return [lead(`no rows read. Batch ${verdict}: ${verdictWords(verdict, holdCode)}`)];
-  return totals.currencies.map((t) => lead(ackTotalText(t, verdict, overrides, holdCode)));
+  return totals.currencies.map((t) => lead(ackTotalText(t, verdict, overrides, holdCode, totals.currencies)));
 }

@@ -40,11 +40,16 @@ export interface RowOutcome {
   correction?: string | null;
 }
 
+/** A final status an accepted row may have reached before its ack was written (an ack written late). */
+export type EndedStatus = 'PAID' | 'CANCELLED' | 'REJECTED';
+
 export interface AckRow {
   line: number;
   merchantReferenceId: string;
   verdict: 'ACCEPTED' | 'REJECTED';
   reason: string | null;
+  /** An accepted row already final when the ack was written: counted apart in the totals lines. */
+  ended?: EndedStatus;
   /** The row's money as written, for the totals lines (given rows without precomputed totals). */
   payoutCurrency?: string | null;
   payoutAmount?: string | null;

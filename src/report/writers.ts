@@ -154,7 +154,7 @@ export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: A
   if (!Array.isArray(rows)) return null;
   const acc = new AckTotalsAccumulator();
   for (const row of rows as readonly AckRow[])
-    acc.add({ verdict: row.verdict, payoutCurrency: row.payoutCurrency ?? null, payoutAmount: row.payoutAmount ?? null });
+    acc.add({ verdict: row.verdict, payoutCurrency: row.payoutCurrency ?? null, payoutAmount: row.payoutAmount ?? null, ended: row.ended });
   return acc.currencies();
 }
 

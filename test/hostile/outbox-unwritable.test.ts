@@ -76,6 +76,40 @@ describe('the outbox not writable for a while', () => {
     expect(daemon.exited).toBeNull();
   });
 
+  it('an ack written late, once rows were paid or cancelled, says so: it promises no payment of a cancelled row', async () => {
+    const e2e = await startE2e();
+    const daemon = await e2e.startDaemon();
+    const restore = await breakOutbox(e2e);
+    // Rows 2 and 4 pay accounts the sandbox cancels, both PHP: every row ends before the ack can be written.
+    const rows = makeRows('OB-LATE', 4, { cancelEvery: 2 });
+    try {
+      await e2e.drop('late.csv', toCsv(rows));
+      await e2e.waitForBatches(
+        (bs) => bs.find((b) => b.fileName === 'late.csv' && (b.counts['PAID'] ?? 0) + (b.counts['CANCELLED'] ?? 0) === rows.length),
+        'every row of late.csv final',
+        30_000,
+      );
+      expect(daemon.exited).toBeNull();
+    } finally {
+      await restore();
+    }
+    const batch = (await e2e.batches()).find((b) => b.fileName === 'late.csv') as { id: string; fileName: string };
+    const ack = await e2e.waitForOutbox(batch, 'ack', 20_000);
+    const totals = ack.totals.map((t) => t['reason'] ?? '');
+    expect(totals.some((t) => t.includes('will be paid') && !t.includes('the other accepted rows will be paid'))).toBe(false);
+    const php = totals.find((t) => t.startsWith('PHP: ')) ?? '';
+    expect(php).toContain('of the accepted: already paid 1 row, 1001.50; already cancelled by the payout service 2 rows, 406.00');
+    expect(php).toContain('Batch ACCEPTED: every row is accepted, but this acknowledgement was written late, after some rows had ended:');
+    expect(php).toContain('rows already cancelled by the payout service are not paid');
+    // Each row says what it had come to: paid, or cancelled and not paid.
+    expect(ack.rows.map((r) => [r['line'], r['verdict'], r['reason']?.split(' when ')[0]])).toEqual([
+      ['2', 'ACCEPTED', 'already PAID'],
+      ['3', 'ACCEPTED', 'already CANCELLED by the payout service'],
+      ['4', 'ACCEPTED', 'already PAID'],
+      ['5', 'ACCEPTED', 'already CANCELLED by the payout service'],
+    ]);
+  });
+
   // BUG (reported): when the ack cannot be written, BatchIntake.process (src/ingest/intake.ts) throws after
   // the batch is ACTIVE (writeAck) or REJECTED (rejectFile -> writeFileRejection); the watcher logs the
   // error and nothing retries the ack. PayoutDaemon.start (src/daemon/daemon.ts) writes missing acks only

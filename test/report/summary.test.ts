@@ -125,4 +125,31 @@ describe('ack totals', () => {
     const [line] = ackTotalsRecords({ batchId: 'B', fileName: 'f.csv' }, { currencies, verdict: 'PARTLY_ACCEPTED' });
     expect(line?.[5]).toMatch(/^PHP: 3 rows, 600\.00 \(accepted 2 rows, 300\.00; rejected 1 row, 300\.00\)/);
   });
+
+  it('of an ack written late count the accepted rows already ended, and never say a cancelled row will be paid', () => {
+    const acc = new AckTotalsAccumulator();
+    acc.add({ verdict: 'ACCEPTED', payoutCurrency: 'PHP', payoutAmount: '100', ended: 'PAID' });
+    acc.add({ verdict: 'ACCEPTED', payoutCurrency: 'PHP', payoutAmount: '200', ended: 'CANCELLED' });
+    acc.add({ verdict: 'ACCEPTED', payoutCurrency: 'EUR', payoutAmount: '5', ended: 'REJECTED' });
+    acc.add({ verdict: 'REJECTED', payoutCurrency: 'PHP', payoutAmount: '300' });
+    const currencies = acc.currencies();
+    const text = (verdict: 'PARTLY_ACCEPTED' | 'HELD'): string[] =>
+      ackTotalsRecords({ batchId: 'B', fileName: 'f.csv' }, { currencies, verdict }).map((l) => l[5] ?? '');
+    const [eur, php] = text('PARTLY_ACCEPTED');
+    expect(php).toBe(
+      'PHP: 3 rows, 600.00 (accepted 2 rows, 300.00; rejected 1 row, 300.00; of the accepted: already paid 1 row, 100.00; ' +
+        'already cancelled by the payout service 1 row, 200.00). Batch PARTLY_ACCEPTED: this acknowledgement was written late, ' +
+        'after some rows had ended: rows already paid are paid; rows already cancelled by the payout service are not paid; ' +
+        'rows already refused by the payout service are not paid; the rejected rows are not paid (see each row)',
+    );
+    expect(eur).toMatch(
+      /^EUR: 1 row, 5\.00 \(accepted 1 row, 5\.00; rejected 0 rows, 0\.00; of the accepted: already refused by the payout service 1 row, 5\.00\)/,
+    );
+    // No accepted row is left to send: nothing is said to be paid later.
+    expect(php).not.toContain('will be paid');
+    // A hold's words stand (they speak of rows not yet sent); the counts are there all the same.
+    expect(text('HELD')[1]).toMatch(
+      /already paid 1 row, 100\.00.*Batch HELD: no row not yet sent is paid until an operator releases the batch$/,
+    );
+  });
 });
