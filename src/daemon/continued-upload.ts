@@ -16,6 +16,9 @@ import {
   writeUploadContinuedFile,
   writeUploadContinuedXlsx,
   xlsxPathFor,
+  notSentStatus,
+  type NotSentStatus,
+  type RowOutcomeStatus,
   type XlsxOptions,
   type ReadOutcome,
   type RemainderFile,
@@ -95,7 +98,7 @@ export async function writeUploadContinued(
     takenAt: new Date(batch.receivedAt).toISOString(),
     batchState: batch.state,
     batchNote: batchNote(batch),
-    read: await readPart(ctx.db, batch.id),
+    read: await readPart(ctx.db, batch),
     rewritten: continuation.rewritten,
     cutLine: continuation.cutLine,
     rest,
@@ -125,25 +128,37 @@ function batchNote(b: BatchRecord): string {
   }
 }
 
-/** The rows stored from the part read: their lines, and per status and currency their count and payout total. */
-async function readPart(db: Database, batchId: string): Promise<UploadContinuedNotice['read']> {
+/** A summary's payout lines as the notice's READ lines, `status` given for all of them when they are rows not sent. */
+function readOutcomes(summary: SummaryAccumulator, status?: NotSentStatus): ReadOutcome[] {
+  return summary
+    .rows()
+    .filter((r) => r.measure === 'payout_amount' && r.status !== 'ALL')
+    .map((r) => ({ status: status ?? (r.status as RowOutcomeStatus), currency: r.currency, rows: r.rowCount, amount: r.amount }));
+}
+
+/**
+ * The rows stored from the part read: their lines, and per status and currency their count and payout total. Rows
+ * never sent (READY) are counted apart, as held or not sent: PENDING would say the service holds their payouts.
+ */
+async function readPart(db: Database, batch: BatchRecord): Promise<UploadContinuedNotice['read']> {
   const summary = new SummaryAccumulator();
+  const notSent = new SummaryAccumulator();
   let firstLine = Infinity;
   let lastLine = 0;
   let rows = 0;
-  for await (const page of resultRowPages(db, batchId)) {
+  for await (const page of resultRowPages(db, batch.id)) {
     for (const row of page) {
-      summary.add(rowOutcome(row));
+      (row.state === 'READY' ? notSent : summary).add(rowOutcome(row));
       firstLine = Math.min(firstLine, row.line);
       lastLine = Math.max(lastLine, row.line);
       rows++;
     }
   }
   if (rows === 0) return null;
-  const outcomes: ReadOutcome[] = summary
-    .rows()
-    .filter((r) => r.measure === 'payout_amount' && r.status !== 'ALL')
-    .map((r) => ({ status: r.status as ReadOutcome['status'], currency: r.currency, rows: r.rowCount, amount: r.amount }));
+  const sent = readOutcomes(summary);
+  // After the rows sent and still open (PENDING), before those not paid.
+  const at = sent.filter((o) => o.status === 'PAID' || o.status === 'CANCELLED' || o.status === 'PENDING').length;
+  const outcomes = [...sent.slice(0, at), ...readOutcomes(notSent, notSentStatus(batch.holdCode != null)), ...sent.slice(at)];
   return { firstLine, lastLine, rows, outcomes };
 }
 

@@ -91,9 +91,26 @@ export async function writeRemainderFile(
   return file;
 }
 
+/**
+ * What the notice calls rows never sent (READY): HELD with their batch, or NOT_SENT yet while it is paid. Never
+ * PENDING, which says the payout service holds a payout for the row.
+ */
+export type NotSentStatus = 'HELD' | 'NOT_SENT';
+
+/** The words of a READ line of rows never sent. */
+const NOT_SENT_NOTES: Readonly<Record<NotSentStatus, string>> = {
+  HELD: 'not sent: held with the batch (see TAKEN); not paid unless its hold is lifted, none if it is cancelled',
+  NOT_SENT: 'not sent yet: waiting their turn to be sent',
+};
+
+/** The status of a READY row in the notice: its batch's hold keeps it back, else it waits its turn. */
+export function notSentStatus(batchHeld: boolean): NotSentStatus {
+  return batchHeld ? 'HELD' : 'NOT_SENT';
+}
+
 /** The outcome of the rows read, per status and payout currency. */
 export interface ReadOutcome {
-  status: RowOutcomeStatus;
+  status: RowOutcomeStatus | NotSentStatus;
   currency: string;
   rows: number;
   /** Exact sum of their payout amounts (null when none could be summed). */
@@ -185,7 +202,10 @@ export function uploadContinuedRecords(identity: Pick<BatchIdentity, 'batchId' |
       `the file was taken at ${n.takenAt} with ${n.takenBytes} bytes and nothing after byte ${n.takenBytes} was read; it is now ${n.sizeNow} bytes. ${n.batchNote}`,
     ),
   );
-  for (const o of read?.outcomes ?? []) out.push(record('READ', [null, null], o.rows, [null, null], o.status, o.currency, o.amount, ''));
+  for (const o of read?.outcomes ?? []) {
+    const note = o.status === 'HELD' || o.status === 'NOT_SENT' ? NOT_SENT_NOTES[o.status] : '';
+    out.push(record('READ', [null, null], o.rows, [null, null], o.status, o.currency, o.amount, note));
+  }
   if (n.cutLine !== null && !n.rewritten) {
     out.push(
       record(

@@ -63,6 +63,7 @@ export { byRetention, downloadedResultFile, itsRowDetails, type DetailsRemoved }
 export { RETRY_COLUMNS, retryBase, retryReference, writeRetryFile, writeRetryFileAt, writeRetryXlsx } from './retry.js';
 export type { RetrySource, RetryFile } from './retry.js';
 export {
+  notSentStatus,
   remainderLine,
   uploadContinuedRecords,
   writeRemainderFile,
@@ -70,4 +71,4 @@ export {
   writeUploadContinuedFile,
   writeUploadContinuedXlsx,
 } from './continued.js';
-export type { InputLine, ReadOutcome, RemainderFile, UploadContinuedNotice } from './continued.js';
+export type { InputLine, NotSentStatus, ReadOutcome, RemainderFile, UploadContinuedNotice } from './continued.js';

@@ -230,7 +230,12 @@ describe('pipeline: a taken file whose upload goes on', () => {
     expect(ack[0]?.['reason']).toMatch(/^FILE_CHANGED: size changed from \d+ to \d+ bytes after the claim/);
     expect(ack.slice(1).map((r) => r['verdict'])).toEqual(['ACCEPTED', 'ACCEPTED']);
     const held = await untilNoticeFor(w, batch.id, (await readFile(batch.storedPath)).length);
-    expect((await notice(await outboxFile(w, batch, 'upload-continued.csv')))[0]?.['note']).toContain('is held (FILE_CHANGED');
+    const heldNotice = await notice(await outboxFile(w, batch, 'upload-continued.csv'));
+    expect(heldNotice[0]?.['note']).toContain('is held (FILE_CHANGED');
+    // Its rows wait READY, never sent: held with the batch, not PENDING (a payout the service holds).
+    expect(heldNotice.filter((r) => r['part'] === 'READ').map((r) => [r['status'], r['rows'], r['currency'], r['note']])).toEqual([
+      ['HELD', '2', 'PHP', expect.stringMatching(/^not sent: held with the batch/)],
+    ]);
 
     // The operator cancels (payoutd cancel): the rows not sent are final, the batch finishes.
     expect(await cancelReadyRows(w.p.db, batch.id, 'cancelled by an operator: test', Date.now())).toEqual({
