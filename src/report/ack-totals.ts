@@ -198,6 +198,18 @@ export function shownAmount(amount: string, currency: string, overrides?: Readon
 
 const rowsWord = (n: number): string => `${n} ${n === 1 ? 'row' : 'rows'}`;
 
+/** One currency's rows and amounts as a totals line gives them, before the batch's verdict (`payoutd validate` too). */
+export function ackMoneyText(t: AckCurrencyTotal, overrides?: Readonly<Record<string, number>>): string {
+  const money = (p: RowsAndAmount): string => `${rowsWord(p.rows)}, ${shownAmount(p.amount, t.currency, overrides)}`;
+  const endedParts = ENDED_STATUSES.flatMap((s) => {
+    const p = t.ended?.[s];
+    return p === undefined ? [] : [`${ENDED_WORDS[s].counted} ${money(p)}`];
+  });
+  const ended = endedParts.length > 0 ? `; of the accepted: ${endedParts.join('; ')}` : '';
+  const notSummed = t.rowsNotSummed > 0 ? `; ${rowsWord(t.rowsNotSummed)} without a readable amount, not in the sums` : '';
+  return `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${ended}${notSummed})`;
+}
+
 /**
  * The words of one currency's totals line. `all`: every currency's totals, as the verdict's words speak of the
  * whole batch (rows already ended in any currency).
@@ -209,17 +221,7 @@ export function ackTotalText(
   holdCode?: HoldCode,
   all: readonly AckCurrencyTotal[] = [t],
 ): string {
-  const money = (p: RowsAndAmount): string => `${rowsWord(p.rows)}, ${shownAmount(p.amount, t.currency, overrides)}`;
-  const endedParts = ENDED_STATUSES.flatMap((s) => {
-    const p = t.ended?.[s];
-    return p === undefined ? [] : [`${ENDED_WORDS[s].counted} ${money(p)}`];
-  });
-  const ended = endedParts.length > 0 ? `; of the accepted: ${endedParts.join('; ')}` : '';
-  const notSummed = t.rowsNotSummed > 0 ? `; ${rowsWord(t.rowsNotSummed)} without a readable amount, not in the sums` : '';
-  return (
-    `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${ended}${notSummed}). ` +
-    `Batch ${verdict}: ${verdictWords(verdict, holdCode, all)}`
-  );
+  return `${ackMoneyText(t, overrides)}. Batch ${verdict}: ${verdictWords(verdict, holdCode, all)}`;
 }
 
 /** The totals lines an ack starts with: one per currency, or one saying no row was read. */

@@ -30,7 +30,7 @@ export {
 } from './writers.js';
 export type { AckRowsAhead } from './writers.js';
 export type { ResultFiles } from './writers.js';
-export { AckTotalsAccumulator, endedRowText, type AckCurrencyTotal, type AckMoneyRow } from './ack-totals.js';
+export { AckTotalsAccumulator, ackMoneyText, endedRowText, type AckCurrencyTotal, type AckMoneyRow } from './ack-totals.js';
 export { currencyDecimals } from '../domain/decimals.js';
 export {
   decimalsFormat,

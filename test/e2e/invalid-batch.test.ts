@@ -70,6 +70,15 @@ describe('e2e: a file with errors', () => {
       expect(r['verdict'], `line ${r['line']}`).toBe('REJECTED');
       expect(r['reason'], `line ${r['line']}`).toContain(first.column ? `${first.code} [${first.column}]: ` : `${first.code}: `);
     }
+    // What validate totals is what the ack's totals lines give, refused amounts as rejected money.
+    const validated = (await e2e.cli(['validate', SAMPLE])).stdout.split('\n');
+    const totalsAt = validated.findIndex((l) => l.startsWith('totals as the ack would give them'));
+    expect(
+      validated
+        .slice(totalsAt + 1)
+        .filter((l) => l.startsWith('  '))
+        .map((l) => l.trim()),
+    ).toEqual(ack.totals.map((t) => (t['reason'] ?? '').slice(0, (t['reason'] ?? '').indexOf('. Batch REJECTED'))));
     // The result file: every row REJECTED, no payout id.
     expect(result.rows).toHaveLength(27);
     expect(result.rows.every((r) => r['status'] === 'REJECTED' && r['payout_id'] === '')).toBe(true);

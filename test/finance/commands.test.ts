@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it, vi } from 'vitest';
 import { reconciliationReport, retryFile } from '../../src/cli/commands/finance.js';
-import { reportBatch } from '../../src/cli/commands/inspect.js';
+import { reportBatch, validateFile } from '../../src/cli/commands/inspect.js';
 import { pruneCommand } from '../../src/cli/commands/retention.js';
 import { status } from '../../src/cli/commands/status.js';
 import { exitCodeOf } from '../../src/cli/output.js';
@@ -13,6 +13,8 @@ import { ManualClock } from '../../src/domain/clock.js';
 import { closeDatabase } from '../../src/store/db.js';
 import { updateBatch, type Database } from '../../src/store/index.js';
 import { writeLockHeldElsewhere } from '../support/database.js';
+import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
+import { validCsvRow } from '../support/rows.js';
 import { DAY, T0, addBatch, addRows, listDir, request, setRow, useStore, validRow } from './helpers.js';
 
 const store = useStore();
@@ -62,6 +64,33 @@ describe('payoutd report --since', () => {
     expect(r.summary.rowCount).toBe(0);
     expect(r.xlsxPath).toBeNull();
     await expect(reconciliationReport(configFor(dir), { since: '10/01/2026' })).rejects.toMatchObject({ code: 'REPORT_BAD_DATE' });
+  });
+});
+
+describe('payoutd validate', () => {
+  /** A file of two good rows and one refused for its amount, validated under `onInvalidRows`; what it prints. */
+  async function validated(onInvalidRows: 'skip-rows' | 'reject-file'): Promise<string> {
+    const { dir } = await store();
+    const file = join(dir, 'mixed.csv');
+    const rows = [validCsvRow('VT-1'), validCsvRow('VT-2', { payoutAmount: '250' }), validCsvRow('VT-3', { payoutAmount: '100.505' })];
+    await writeFile(file, `${[FIELD_PATHS.join(','), ...rows].join('\n')}\n`);
+    const config = loadConfig(
+      { env: {}, cwd: dir },
+      { paths: { stateDir: dir, outbox: join(dir, 'outbox'), inbox: join(dir, 'inbox') }, batch: { onInvalidRows } },
+    );
+    return (await printed(() => validateFile(config, file))).join('\n');
+  }
+
+  it('totals the rows as the ack would: a row refused for its amount is no accepted money', async () => {
+    const out = await validated('skip-rows');
+    expect(out).toMatch(/^mixed\.csv, line 4, column D "payoutAmount": AMOUNT_LOCALE_FORMAT: /m);
+    expect(out).not.toContain('451.005 PHP');
+    expect(out).toContain('PHP: 3 rows, 451.005 (accepted 2 rows, 350.50; rejected 1 row, 100.505)');
+  });
+
+  it('under reject-file, accepts no row of a file with a refused row, as its ack would say', async () => {
+    const out = await validated('reject-file');
+    expect(out).toContain('PHP: 3 rows, 451.005 (accepted 0 rows, 0.00; rejected 3 rows, 451.005)');
   });
 });
 

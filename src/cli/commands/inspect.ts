@@ -3,7 +3,7 @@ import { basename, resolve } from 'node:path';
 import type { ResolvedConfig } from '../../config/index.js';
 import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
-import { downloadedResultFile, itsRowDetails } from '../../report/index.js';
+import { AckTotalsAccumulator, ackMoneyText, downloadedResultFile, itsRowDetails, type AckCurrencyTotal } from '../../report/index.js';
 import { existsSync } from 'node:fs';
 import { getBatch, inFileDuplicateMessage, retryOriginalsOf, type BatchErrorRecord } from '../../store/index.js';
 import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
@@ -76,11 +76,38 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   }
 }
 
+/** A valid row's reference and money, kept until the file is read: a reference repeated later refuses it. */
+interface ValidMoney {
+  reference: string;
+  payoutCurrency: string | null;
+  payoutAmount: string | null;
+}
+
+/**
+ * The file's totals per currency as its ack would give them: a row refused (its amount, a repeated reference, any
+ * problem) is rejected money, and under reject-file a file with a problem accepts none. References used by earlier
+ * batches are not known here.
+ */
+function validateTotals(
+  refused: AckTotalsAccumulator,
+  valid: readonly ValidMoney[],
+  repeated: ReadonlySet<string>,
+  refusedWhole: boolean,
+): AckCurrencyTotal[] {
+  for (const v of valid) {
+    const verdict = refusedWhole || repeated.has(v.reference) ? 'REJECTED' : 'ACCEPTED';
+    refused.add({ verdict, payoutCurrency: v.payoutCurrency, payoutAmount: v.payoutAmount });
+  }
+  return refused.currencies();
+}
+
 async function validateWith(config: ResolvedConfig, file: string, retryOriginals: RetryOriginals | undefined): Promise<number> {
   const path = resolve(file);
   const name = basename(path);
   const seen = new Map<string, number[]>();
   const rowErrors: RowError[] = [];
+  const totals = new AckTotalsAccumulator();
+  const valid: ValidMoney[] = [];
   const result = await parseBatchFile(path, name, {
     format: config.batch.format,
     rules: rulesWithRowLimits(config.batch.rules, config.limits),
@@ -89,6 +116,14 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
       for (const r of rows) {
         rowErrors.push(...r.errors);
         if (r.merchantReferenceId) seen.set(r.merchantReferenceId, [...(seen.get(r.merchantReferenceId) ?? []), r.line]);
+        // The row's money as its ack counts it: as written, else as its request sends it.
+        const request = r.request;
+        const money = {
+          payoutCurrency: r.payoutCurrency ?? request?.payoutCurrency ?? null,
+          payoutAmount: r.payoutAmount ?? request?.payoutAmount ?? null,
+        };
+        if (r.state === 'READY') valid.push({ reference: r.merchantReferenceId, ...money });
+        else totals.add({ verdict: 'REJECTED', ...money });
       }
     },
   });
@@ -100,12 +135,17 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
     for (const e of [...rowErrors, ...dupeErrors].sort((a, b) => (a.line ?? 0) - (b.line ?? 0))) print(formatError(e));
   }
   const problems = result.fileErrors.length + rowErrors.length + dupeErrors.length;
-  const sums = Object.entries(result.totals)
-    .map(([c, a]) => `${a} ${c}`)
-    .join(', ');
+  const policy = config.batch.onInvalidRows;
   print(
-    `\n${name}: ${result.rowCount} rows, ${result.validCount} valid, ${result.invalidCount} invalid, ${dupes.length} repeated reference(s)${sums ? `; totals ${sums}` : ''}`,
+    `\n${name}: ${result.rowCount} rows, ${result.validCount} valid, ${result.invalidCount} invalid, ${dupes.length} repeated reference(s)`,
   );
+  // A file refused whole has no rows in its ack, so no totals here either.
+  if (result.fileErrors.length === 0 && result.rowCount > 0) {
+    const refusedWhole = problems > 0 && policy === 'reject-file';
+    print(`totals as the ack would give them (batch.onInvalidRows: ${policy}; only accepted rows are paid):`);
+    for (const t of validateTotals(totals, valid, new Set(dupes.map(([r]) => r)), refusedWhole))
+      print(`  ${ackMoneyText(t, config.batch.rules.minorUnits)}`);
+  }
   print(
     problems === 0
       ? 'OK: no errors (references used by earlier batches are checked when the file is dropped)'
