@@ -13,7 +13,7 @@ import { decodeRequestValues } from '../domain/request-values.js';
 import { HASHED_SUFFIX_LENGTH, RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
-import { cancelOnAcceptance } from './cancels.js';
+import { cancelOnAcceptance, rowsCancelledOnAcceptance } from './cancels.js';
 import { updateValueRows } from './multi-row-update.js';
 import { inLineRanges, type LineRange } from './payouts.js';
 import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
@@ -720,10 +720,26 @@ export async function acceptBatchRows(
 }
 
 /**
+ * The acceptance of a batch its operator cancelled while it was read: none of its rows is sent, so its accepted
+ * money is none (not what its READY rows would have cost), and its event counts the rows the cancel stopped.
+ */
+export function cancelledAcceptance(
+  patch: Partial<BatchRecord>,
+  event: Omit<BatchEventInput, 'batchId'>,
+  cancelledRows: number,
+): { patch: Partial<BatchRecord>; event: Omit<BatchEventInput, 'batchId'> } {
+  return {
+    patch: { ...patch, acceptedTotalsJson: JSON.stringify({}) },
+    event: { ...event, data: { ...event.data, totals: {}, cancelledRows } },
+  };
+}
+
+/**
  * Makes a batch read whole ACTIVE (`patch`, with its `accepted` event), only while `reader` still reads it. A cancel
  * made since the acceptance looked for one is done in the same transaction: no row of the batch is READY once it
  * is ACTIVE. Rows that moved so were in the ack as accepted: it is owed again (the outbox repair writes it, now with
- * the cancel). How many rows the cancel made NOT_SUBMITTED here.
+ * the cancel). A cancelled batch is accepted with no money (cancelledAcceptance). How many rows the cancel made
+ * NOT_SUBMITTED here.
  */
 export async function activateReadBatch(
   db: Database,
@@ -734,8 +750,10 @@ export async function activateReadBatch(
   reader: string,
 ): Promise<number> {
   return writeTransaction(db, async (trx) => {
-    await updateBatch(trx, batchId, patch, now, undefined, reader);
-    await recordBatchEvent(trx, { at: now, ...event, batchId });
+    const cancelledRows = await rowsCancelledOnAcceptance(trx, batchId);
+    const accepted = cancelledRows === null ? { patch, event } : cancelledAcceptance(patch, event, cancelledRows);
+    await updateBatch(trx, batchId, accepted.patch, now, undefined, reader);
+    await recordBatchEvent(trx, { at: now, ...accepted.event, batchId });
     const cancelled = await cancelOnAcceptance(trx, batchId, now);
     if (cancelled > 0) await trx('batches').where({ id: batchId }).update({ ack_written_at: null });
     return cancelled;

@@ -126,11 +126,13 @@ export async function cancelReadyRows(
     // Thrown inside the transaction: the cancelled_at just set is rolled back with it.
     if (batch && FINAL_BATCH_STATES.includes(batch.state)) throw new BatchEndedError(batchId, batch.state);
     if (batch && isBeingRead(batch.state)) {
-      // Told at once, as any cancel: nothing is sent from now on, and the acceptance counts the rows in batch.completed.
+      // Told at once, as any cancel: nothing is sent from now on. The reading goes on, so how many rows the cancel
+      // stops is not known yet (null, not 0): the acceptance counts them (batch.accepted `cancelledRows`).
+      const rowsRead = await batchRowCount(trx, batchId);
       await recordBatchEvent(trx, {
         batchId,
         type: 'cancelled',
-        data: { by, reason, notSubmitted: 0, claimed: 0, unknown: 0, beingRead: true },
+        data: { by, reason, notSubmitted: null, claimed: 0, unknown: 0, beingRead: true, rowsRead },
         at: now,
       });
       return { notSubmitted: 0, claimed: 0, unknown: 0, beingRead: batch.state };
@@ -177,6 +179,26 @@ async function cancelWork(trx: Knex.Transaction, batch: BatchRecord, reason: str
   const notSubmitted = await readyRowsNotSubmitted(trx, batchId, operatorCancel(reason), now);
   await releaseBatchHold(trx, batchId, now, 'operator-cancel');
   return notSubmitted;
+}
+
+/** Rows of the batch stored so far. */
+async function batchRowCount(trx: Database, batchId: string): Promise<number> {
+  const [r] = (await trx('payouts').where({ batch_id: batchId }).count({ n: '*' })) as { n: number | string }[];
+  return Number(r?.n ?? 0);
+}
+
+/**
+ * The rows an operator's cancel of a batch being read stops, counted as the batch is made ACTIVE (before the move's
+ * cancelOnAcceptance): those made NOT_SUBMITTED for it already, and those READY it makes so. Null: not cancelled.
+ */
+export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, batchId: string): Promise<number | null> {
+  const batch = await getBatch(trx, batchId);
+  if (batch?.cancelledAt == null) return null;
+  const [r] = (await trx('payouts')
+    .where({ batch_id: batchId })
+    .andWhere((w) => w.where({ state: 'READY' }).orWhere({ state: 'NOT_SUBMITTED', reason_code: operatorCancel('').code }))
+    .count({ n: '*' })) as { n: number | string }[];
+  return Number(r?.n ?? 0);
 }
 
 /**

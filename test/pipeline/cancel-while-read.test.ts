@@ -92,6 +92,7 @@ describe('payoutd cancel of a batch being read', () => {
     const { id } = (await p.db('batches').first('id')) as { id: string };
     expect((await p.batch(id)).state).toBe('VALIDATING');
 
+    const readSoFar = (await p.db('payouts').where({ batch_id: id }).count({ n: '*' }))[0] as { n: number | string };
     const cancel = await payoutd(p, ['cancel', '--batch', id, '--reason', 'dropped by mistake']);
     expect(cancel.stderr).toBe('');
     expect(cancel.code).toBe(0);
@@ -137,7 +138,14 @@ describe('payoutd cancel of a batch being read', () => {
 
     const events = await listBatchEvents(p.db, id);
     expect(events.map((e) => e.type)).toEqual(['received', 'cancelled', 'accepted', 'completed']);
-    expect(events[1]?.data).toMatchObject({ reason: 'cancelled by an operator: dropped by mistake', beingRead: true, notSubmitted: 0 });
+    // Told at once: the rows read so far, and no count of rows stopped yet (the reading goes on); the acceptance counts them.
+    expect(events[1]?.data).toMatchObject({
+      reason: 'cancelled by an operator: dropped by mistake',
+      beingRead: true,
+      notSubmitted: null,
+      rowsRead: Number(readSoFar.n),
+    });
+    expect(events[2]?.data).toMatchObject({ validCount: 3, cancelledRows: 3, totals: {} });
     expect(events[3]?.data).toMatchObject({ shownState: 'CANCELLED', reason: 'cancelled by an operator: dropped by mistake' });
 
     // Cancelled once: a second cancel is refused, and says when and why the first was made.
@@ -161,6 +169,9 @@ describe('payoutd cancel of a batch being read', () => {
     });
     const batch = await p.intake.process('B-QUEUED');
     expect([batch.state, batch.validCount, batch.holdCode]).toEqual(['ACTIVE', 2, null]);
+    const [cancelled, accepted] = (await listBatchEvents(p.db, 'B-QUEUED')).filter((e) => e.type !== 'received');
+    expect(cancelled?.data).toMatchObject({ beingRead: true, notSubmitted: null, rowsRead: 0 });
+    expect(accepted?.data).toMatchObject({ cancelledRows: 2, totals: {} });
     expect(await p.states('B-QUEUED')).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
     await p.submit();
     expect(p.createRequests()).toBe(0);
@@ -215,6 +226,12 @@ describe('payoutd cancel of a batch being read', () => {
     expect(batch.state).toBe('ACTIVE');
     expect(await p.states(batch.id)).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
     expect(await claimReadyRows(p.db, 10, p.clock.now())).toEqual([]);
+    // The batch's accepted money leaves out the rows its cancel stopped, and its acceptance counts them.
+    expect(JSON.parse(batch.acceptedTotalsJson ?? 'null')).toEqual({});
+    const events = await listBatchEvents(p.db, batch.id);
+    expect(events.map((e) => e.type)).toEqual(['received', 'cancelled', 'accepted']);
+    expect(events[1]?.data).toMatchObject({ beingRead: true, notSubmitted: null, rowsRead: 2 });
+    expect(events[2]?.data).toMatchObject({ validCount: 2, cancelledRows: 2, totals: {} });
     // The ack written before the cancel called its rows accepted: it is owed again, now with the cancel.
     expect(acks).toHaveLength(1);
     expect(batch.ackWrittenAt).toBeNull();
