@@ -83,3 +83,20 @@ export function mayHaveLostZeros(value: string): boolean {
  * retention kept of its leading zeros (keptZeroPadding), or that retention removed its request keeping nothing.
  */
 export type StoredOriginal = { values: string } | { kept: string } | { removed: { batchId: string; file: string } };
+
+/**
+ * The digits of an all-digit reference without its leading zeros (`000123` and `123`: `123`; `000`: `0`), else
+ * null. Stored with each row (migration 0040), so the acceptance finds a reference a spreadsheet stripped.
+ */
+export function referenceDigits(reference: string): string | null {
+  return /^\d+$/.test(reference) ? reference.replace(/^0+(?=\d)/, '') : null;
+}
+
+/**
+ * Whether two references are one as a spreadsheet saves them: other text, the same digits, and one of them with
+ * no leading zero (`000123` and `123`). `000123` and `0123` both keep zeros: neither is the other saved again.
+ */
+export function sameButLeadingZeros(a: string, b: string): boolean {
+  const digits = referenceDigits(a);
+  return a !== b && digits !== null && digits === referenceDigits(b) && (a === digits || b === digits);
+}

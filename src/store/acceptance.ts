@@ -1,11 +1,12 @@
 /**
  * Accepting a batch once all its rows are read: the checks that need every row (a reference twice in the
  * file, a reference another batch holds, a retry of a payout another row pays or may pay, the original of such
- * a retry) and the file policy, in one transaction. Valid rows went in READY holding their reference; those
- * whose reference was already held went in VALIDATED, so the clashes are among the few VALIDATED rows and an
- * accepted batch's READY rows need no second pass (retry rows are found through indexes of their own). The
- * work that grows with a large file (a file sent again has every row marked; a file refused lets every row go)
- * is done a range of lines per transaction around that one.
+ * a retry) and the file policy, in one transaction. A reference that is another's but for leading zeros is
+ * refused before it, a range of lines at a time (./reference-zeros.ts). Valid rows went in READY holding their
+ * reference; those whose reference was already held went in VALIDATED, so the clashes are among the few
+ * VALIDATED rows and an accepted batch's READY rows need no second pass (retry rows are found through indexes of
+ * their own). The work that grows with a large file (a file sent again has every row marked; a file refused
+ * lets every row go) is done a range of lines per transaction around that one.
  */
 import type { Knex } from 'knex';
 import { BEING_READ_BATCH_STATES, REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
@@ -18,6 +19,8 @@ import { updateValueRows } from './multi-row-update.js';
 import { inLineRanges, type LineRange } from './payouts.js';
 import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
+import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
+import { placeIn } from './row-place.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
@@ -159,16 +162,6 @@ function sameRequest(a: string, b: string): boolean {
   const x = decodeRequestValues(a);
   const y = decodeRequestValues(b);
   return x.every((v, i) => v === y[i]);
-}
-
-/** When a batch was received, as a message says it: `2026-01-05 09:00 UTC`. */
-function receivedText(ms: number | string): string {
-  return `${new Date(Number(ms)).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
-
-/** A row of another batch as a message names it, its file by the name finance gave it: `line 2 of "pay.csv" (batch B…, received …)`. */
-function placeIn(file: string, line: number, batchId: string, receivedAt: number | string): string {
-  return `line ${line} of ${JSON.stringify(file)} (batch ${batchId}, received ${receivedText(receivedAt)})`;
 }
 
 /**
@@ -628,34 +621,53 @@ async function markRetriedOriginals(trx: Database, batchId: string, now: number,
   return markRefused(trx, refusals, column, 'DUPLICATE', now);
 }
 
-/**
- * Marks, a range of lines per transaction, the rows whose reference another batch holds: a large file sent again
- * marks every row, which in the acceptance's one transaction would hold the write lock (and on SQLite the thread)
- * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
- * way reads it again from the start. The acceptance checks again what is left. How many rows moved.
- */
-async function markEarlierReferencesByRange(
+/** Runs `mark` on the batch a range of lines per transaction, each first fenced, recording its errors. How many rows moved. */
+async function markInRanges(
   db: Database,
   batchId: string,
-  now: number,
-  column: ReferenceColumn,
-  fence?: ReaderFence,
+  fence: ReaderFence | undefined,
+  mark: (trx: Database, range: LineRange) => Promise<Marked>,
 ): Promise<number> {
-  const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
-  // A usual file has a few such rows at most: the acceptance's own transaction marks them.
-  if (Number(set?.n) <= MARKS_PER_RANGE) return 0;
   let moved = 0;
   await inLineRanges(
     db,
     batchId,
     async (trx, _rows, range) => {
       await fence?.(trx);
-      const marked = await markEarlierReferences(trx, batchId, now, column, range);
+      const marked = await mark(trx, range);
       await insertBatchErrors(trx, batchId, marked.errors);
       moved += marked.moved;
     },
     MARKS_PER_RANGE,
   );
+  return moved;
+}
+
+/** Marks the batch's valid rows on `range`'s lines whose reference is another's but for leading zeros (./reference-zeros.ts). */
+async function markLostZeros(trx: Database, batchId: string, now: number, column: ReferenceColumn, range: LineRange): Promise<Marked> {
+  const refusals = await zerosRefusals(trx, batchId, range);
+  const to = (state: ZerosRefusal['to']): ZerosRefusal[] => refusals.filter((r) => r.to === state);
+  const duplicate = await markRefused(trx, to('DUPLICATE'), column, 'DUPLICATE', now);
+  const invalid = await markRefused(trx, to('INVALID'), column, 'INVALID', now);
+  return { errors: [...duplicate.errors, ...invalid.errors], moved: duplicate.moved + invalid.moved };
+}
+
+/**
+ * Marks, a range of lines per transaction, the rows whose reference another batch holds: a large file sent again
+ * marks every row, which in the acceptance's one transaction would hold the write lock (and on SQLite the thread)
+ * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
+ * way reads it again from the start. The acceptance checks again what is left. Likewise, always, the rows whose
+ * reference is another's but for leading zeros (a file of numeric references saved again by a spreadsheet): every
+ * row of such a reference is probed, and a batch without any costs one probe. How many rows moved.
+ */
+async function markByRange(db: Database, batchId: string, now: number, column: ReferenceColumn, fence?: ReaderFence): Promise<number> {
+  let moved = 0;
+  const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
+  // A usual file has a few such rows at most: the acceptance's own transaction marks them.
+  if (Number(set?.n) > MARKS_PER_RANGE)
+    moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, range));
+  if (await hasDigitReferences(db, batchId))
+    moved += await markInRanges(db, batchId, fence, (trx, range) => markLostZeros(trx, batchId, now, column, range));
   return moved;
 }
 
@@ -672,7 +684,7 @@ export async function acceptBatchRows(
   fence?: ReaderFence,
   column: ReferenceColumn = REFERENCE_FIELD,
 ): Promise<AcceptanceResult> {
-  const markedBefore = await markEarlierReferencesByRange(db, batchId, now, column, fence);
+  const markedBefore = await markByRange(db, batchId, now, column, fence);
   const verdict = await writeTransaction(db, async (trx) => {
     await fence?.(trx);
     const inFile = await markInFileDuplicates(trx, batchId, now, column);

@@ -56,6 +56,7 @@ export { createdWhenWritten, fixPeriodEnd } from './created-at.js';
 export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, activateReadBatch, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
+export { inFileZerosMessage } from './reference-zeros.js';
 export { lastIntentAt, noteLateCreate, type LateCreate, type RowMove } from './moves.js';
 export {
   claimDueRows,

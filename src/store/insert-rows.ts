@@ -1,5 +1,6 @@
 /** The intake's inserts: a batch's rows in multi-row statements, each chunk in one transaction with the reader's lease. */
 import type { Knex } from 'knex';
+import { referenceDigits } from '../domain/leading-zeros.js';
 import { REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
 import { retryRound } from '../domain/retry-reference.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
@@ -42,6 +43,8 @@ const INSERT_COLUMNS = [
 
 /** Set only on a retry round's row (migration 0027): a chunk without any leaves them out, NULL by default. */
 const ROUND_COLUMNS = ['retry_base', 'retry_key'] as const;
+/** Set only on a row of an all-digit reference (migration 0040): likewise left out of a chunk without any. */
+const DIGITS_COLUMNS = ['reference_digits'] as const;
 
 /** The predicate of the partial unique index `payouts_reference_holder`, which ON CONFLICT must name word for word. */
 const REFERENCE_HOLDER_PREDICATE = REFERENCE_FREE_STATES.map((s) => `state <> '${s}'`).join(' AND ');
@@ -51,11 +54,14 @@ const SKIP_HELD_REFERENCES = `ON CONFLICT (merchant_reference_id) WHERE ${REFERE
 
 /**
  * The columns and each row's values in their order; a READY row is due from its insert (its batch's acceptance
- * lets it be claimed). A retry round keeps the base it retries, which the acceptance checks (./acceptance.ts).
+ * lets it be claimed). A retry round keeps the base it retries, and an all-digit reference its digits without
+ * leading zeros, which the acceptance checks (./acceptance.ts).
  */
 function insertValues(rows: readonly NewPayoutRow[], now: number): { columns: readonly string[]; values: InsertedValue[][] } {
   const rounds = rows.map((r) => retryRound(r.merchantReferenceId));
   const withRounds = rounds.some((r) => r !== null);
+  const digits = rows.map((r) => referenceDigits(r.merchantReferenceId));
+  const withDigits = digits.some((d) => d !== null);
   const values = rows.map((r, i): InsertedValue[] => {
     const row: InsertedValue[] = [
       r.batchId,
@@ -72,9 +78,11 @@ function insertValues(rows: readonly NewPayoutRow[], now: number): { columns: re
       now,
     ];
     if (withRounds) row.push(rounds[i]?.base ?? null, rounds[i]?.key ?? null);
+    if (withDigits) row.push(digits[i] ?? null);
     return row;
   });
-  return { columns: withRounds ? [...INSERT_COLUMNS, ...ROUND_COLUMNS] : INSERT_COLUMNS, values };
+  const columns = [...INSERT_COLUMNS, ...(withRounds ? ROUND_COLUMNS : []), ...(withDigits ? DIGITS_COLUMNS : [])];
+  return { columns, values };
 }
 
 /**

@@ -2,7 +2,7 @@
  * docs/csv-format.md has a row for every error code the intake can give
  * (its table "Every error code"), so the table finance reads stays true: the
  * codes are those of the error lists and every code literal in the intake's
- * source (src/ingest, and the acceptance of rows in src/store).
+ * source (src/ingest, and the acceptance of rows in src/store, with its check of leading zeros).
  */
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -30,7 +30,11 @@ const CODE_LITERALS = [
 ];
 
 async function codesInSource(): Promise<Set<string>> {
-  const files = [...(await sourceFiles(join(ROOT, 'src/ingest'))), join(ROOT, 'src/store/acceptance.ts')];
+  const files = [
+    ...(await sourceFiles(join(ROOT, 'src/ingest'))),
+    join(ROOT, 'src/store/acceptance.ts'),
+    join(ROOT, 'src/store/reference-zeros.ts'),
+  ];
   const codes = new Set<string>([...FILE_ERROR_CODES, ...ROW_ERROR_CODES]);
   for (const file of files) {
     const text = await readFile(file, 'utf8');

@@ -14,7 +14,7 @@ import { retryBase, retryReference } from '../../src/report/index.js';
 import { addBatch, addRows, request, setRow, validRow } from '../finance/helpers.js';
 
 /** A batch `id` of file `file` holding `rows` (reference and state each; lines 2, 3, …), in batch state `state`. */
-async function batchOf(db: Database, id: string, file: string, rows: [string, RowState][], state = 'ACTIVE'): Promise<void> {
+export async function batchOf(db: Database, id: string, file: string, rows: [string, RowState][], state = 'ACTIVE'): Promise<void> {
   await addBatch(db, id, file);
   if (state !== 'ACTIVE') await db('batches').where({ id }).update({ state });
   // Inserted READY (holding), then set as the test needs it: the lifecycle is not what is checked here.
@@ -26,7 +26,7 @@ async function batchOf(db: Database, id: string, file: string, rows: [string, Ro
 }
 
 /** The batch being accepted: read, its rows READY. */
-const reading = (db: Database, id: string, file: string, refs: string[]): Promise<void> =>
+export const reading = (db: Database, id: string, file: string, refs: string[]): Promise<void> =>
   batchOf(
     db,
     id,
@@ -35,7 +35,7 @@ const reading = (db: Database, id: string, file: string, refs: string[]): Promis
     'VALIDATING',
   );
 
-async function rowsOf(db: Database, batchId: string): Promise<[string, string, string | null][]> {
+export async function rowsOf(db: Database, batchId: string): Promise<[string, string, string | null][]> {
   const rows = (await db('payouts')
     .where({ batch_id: batchId })
     .orderBy('line')
@@ -47,12 +47,12 @@ async function rowsOf(db: Database, batchId: string): Promise<[string, string, s
   return rows.map((r) => [r.merchant_reference_id, r.state, r.reason_code]);
 }
 
-async function reasonOf(db: Database, batchId: string, line: number): Promise<string> {
+export async function reasonOf(db: Database, batchId: string, line: number): Promise<string> {
   const r = (await db('payouts').where({ batch_id: batchId, line }).first('reason')) as { reason: string };
   return r.reason;
 }
 
-const RECEIVED = 'received 2026-01-10 12:00 UTC';
+export const RECEIVED = 'received 2026-01-10 12:00 UTC';
 
 /** A retry of a round another batch paid is refused with where that round is and that nothing is to be done; others pass. */
 export async function checkRetryOfPaidRound(db: Database): Promise<void> {

@@ -5,7 +5,8 @@ import { ConfigError, UsageError } from '../../domain/errors.js';
 import { BatchOutbox, detailsRemovedOf, outboxName } from '../../daemon/outbox.js';
 import { AckTotalsAccumulator, ackMoneyText, downloadedResultFile, itsRowDetails, type AckCurrencyTotal } from '../../report/index.js';
 import { existsSync } from 'node:fs';
-import { getBatch, inFileDuplicateMessage, retryOriginalsOf, type BatchErrorRecord } from '../../store/index.js';
+import { getBatch, inFileDuplicateMessage, inFileZerosMessage, retryOriginalsOf, type BatchErrorRecord } from '../../store/index.js';
+import { referenceDigits, sameButLeadingZeros } from '../../domain/leading-zeros.js';
 import { parseBatchFile, type BatchParseResult, type RetryOriginals } from '../../ingest/csv/index.js';
 import { errorPlace, type RowError } from '../../ingest/rules/index.js';
 import { rulesWithRowLimits } from '../../approval/index.js';
@@ -59,6 +60,34 @@ function inFileDuplicateErrors(
       code: 'DUPLICATE_IN_FILE',
       message: inFileDuplicateMessage(reference, line, lines),
     })),
+  );
+}
+
+/**
+ * The error of each row whose reference other rows of the file hold but for leading zeros (`000123` and `123`), as
+ * the acceptance gives it: in the reference's column.
+ */
+function inFileZerosErrors(
+  file: string,
+  seen: ReadonlyMap<string, number[]>,
+  column: BatchParseResult['referenceColumn'],
+): (BatchErrorRecord & { file: string })[] {
+  const byDigits = new Map<string, { reference: string; line: number }[]>();
+  for (const [reference, lines] of seen) {
+    const digits = referenceDigits(reference);
+    if (digits === null) continue;
+    const group = byDigits.get(digits) ?? [];
+    group.push(...lines.map((line) => ({ reference, line })));
+    byDigits.set(digits, group);
+  }
+  return [...byDigits.values()].flatMap((group) =>
+    group.flatMap(({ reference, line }) => {
+      const others = group.filter((o) => sameButLeadingZeros(reference, o.reference));
+      if (others.length === 0) return [];
+      const message = inFileZerosMessage(reference, others);
+      const place = { line, column: column?.column ?? null, columnIndex: column?.columnIndex ?? null };
+      return [{ file, ...place, field: 'merchantReferenceId', code: 'LEADING_ZEROS_LOST', message }];
+    }),
   );
 }
 
@@ -128,7 +157,10 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
     },
   });
   const dupes = [...seen.entries()].filter(([, lines]) => lines.length > 1);
-  const dupeErrors = inFileDuplicateErrors(name, dupes, result.referenceColumn);
+  const dupeErrors = [
+    ...inFileDuplicateErrors(name, dupes, result.referenceColumn),
+    ...inFileZerosErrors(name, seen, result.referenceColumn),
+  ];
   for (const e of result.fileErrors) print(formatError(e));
   if (result.fileErrors.length === 0) {
     // By line, as the ack lists them; a repeated reference after the row's other problems.

@@ -1,0 +1,161 @@
+/**
+ * The acceptance's check of references a spreadsheet stripped of their leading zeros, on a real database of
+ * either engine (SQLite in test/store, PostgreSQL in test/postgres): a valid row whose reference is the digits of
+ * another batch's held reference but for leading zeros, one of the two with none (`123` after `000123`, `000777`
+ * after `777`), is refused before anything is sent (DUPLICATE, LEADING_ZEROS_LOST), naming that row; two such
+ * rows of one file are both refused (INVALID). References that both keep zeros, or are not all digits, pass. Rows
+ * stored before migration 0040 are found as those stored after.
+ */
+import { expect, it } from 'vitest';
+import type { Database } from '../../src/store/db.js';
+import { acceptBatchRows } from '../../src/store/acceptance.js';
+import { listBatchErrors } from '../../src/store/batch-errors.js';
+import { addBatch, addRows, request, validRow } from '../finance/helpers.js';
+import { batchOf, reading, reasonOf, RECEIVED, rowsOf } from './retry-rounds.js';
+
+const COLUMN = { column: 'Reference', columnIndex: 0, place: 'column A "Reference"' };
+
+/** A file saved again by a spreadsheet: each way, against each state of the earlier row, and within the file. */
+export async function checkZerosLost(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [
+    ['000123', 'PAID'],
+    ['000124', 'PENDING'],
+    ['777', 'CANCELLED'],
+    ['0042', 'PAID'],
+    ['000888', 'DUPLICATE'],
+    ['0043', 'PAID'],
+  ]);
+  await reading(db, 'AGAIN', 'pay-excel.csv', ['123', '124', '000777', '042', '43', '000555', '555', 'ABC-1', '98765', '888']);
+  const verdict = await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6, undefined, COLUMN);
+
+  expect(verdict).toMatchObject({ accepted: true, readyCount: 4, invalidCount: 2, duplicateCount: 4 });
+  expect(await rowsOf(db, 'AGAIN')).toEqual([
+    ['123', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    ['124', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    ['000777', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    // Both keep zeros: neither is the other saved again.
+    ['042', 'READY', null],
+    ['43', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    ['000555', 'INVALID', 'LEADING_ZEROS_LOST'],
+    ['555', 'INVALID', 'LEADING_ZEROS_LOST'],
+    ['ABC-1', 'READY', null],
+    ['98765', 'READY', null],
+    // 000888 was never sent: it holds nothing.
+    ['888', 'READY', null],
+  ]);
+  const place = (line: number): string => `line ${line} of "pay.csv" (batch FIRST, ${RECEIVED})`;
+  const spreadsheet = 'a spreadsheet drops the leading zeros of a number when a file is opened and saved, so';
+  expect(await reasonOf(db, 'AGAIN', 2)).toBe(
+    `LEADING_ZEROS_LOST [column A "Reference"]: the reference 123 is 000123 without its leading zeros, the reference of ${place(2)}, which is PAID; ${spreadsheet} this row is taken for that payout and not paid: if it is that payout, nothing to do, it was paid; if it is another payout, give it a reference that is not the same digits`,
+  );
+  expect(await reasonOf(db, 'AGAIN', 3)).toContain(`the reference of ${place(3)}, which is PENDING; `);
+  expect(await reasonOf(db, 'AGAIN', 3)).toContain('if it is that payout, nothing to do, it is being paid;');
+  expect(await reasonOf(db, 'AGAIN', 4)).toContain(
+    `the reference 000777 is 777 with leading zeros added, the reference of ${place(4)}, which is CANCELLED;`,
+  );
+  expect(await reasonOf(db, 'AGAIN', 4)).toContain('retry a CANCELLED payout from its retry file (payoutd retry-file --batch FIRST)');
+  expect(await reasonOf(db, 'AGAIN', 7)).toBe(
+    `LEADING_ZEROS_LOST [column A "Reference"]: the reference 000555 is 555 on line 8 of this file with leading zeros added; ${spreadsheet} these rows are taken for one payout and none of them is paid: if they are one payout, delete the rows that repeat it; if they are different payouts, give them references that are not the same digits`,
+  );
+  expect(await reasonOf(db, 'AGAIN', 8)).toContain('the reference 555 is 000555 on line 7 of this file without its leading zeros;');
+
+  const errors = (await listBatchErrors(db, 'AGAIN')).sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+  expect(errors.map((e) => [e.line, e.code])).toEqual([
+    [2, 'LEADING_ZEROS_LOST'],
+    [3, 'LEADING_ZEROS_LOST'],
+    [4, 'LEADING_ZEROS_LOST'],
+    [6, 'LEADING_ZEROS_LOST'],
+    [7, 'LEADING_ZEROS_LOST'],
+    [8, 'LEADING_ZEROS_LOST'],
+  ]);
+  expect(errors[0]).toMatchObject({ column: 'Reference', columnIndex: 0, field: 'merchantReferenceId' });
+  // The earlier rows are left as they were.
+  expect((await rowsOf(db, 'FIRST')).map(([, state]) => state)).toEqual(['PAID', 'PENDING', 'CANCELLED', 'PAID', 'DUPLICATE', 'PAID']);
+}
+
+/** A row whose digits a file being read at the same time holds is refused by the file checked later, saying so. */
+export async function checkHeldByFileBeingRead(db: Database): Promise<void> {
+  await reading(db, 'OTHER', 'other.csv', ['000321']);
+  await reading(db, 'AGAIN', 'again.csv', ['321']);
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6)).toMatchObject({ accepted: false, duplicateCount: 1 });
+  expect(await reasonOf(db, 'AGAIN', 2)).toContain(
+    `the reference 321 is 000321 without its leading zeros, the reference of line 2 of "other.csv" (batch OTHER, ${RECEIVED}), a file being read at the same time;`,
+  );
+  expect(await reasonOf(db, 'AGAIN', 2)).toContain('if "other.csv" is rejected, neither file pays it, so send this row again then');
+  // The other file, checked now, finds nothing held: the refused row holds nothing.
+  expect(await acceptBatchRows(db, 'OTHER', 'skip-rows', 7)).toMatchObject({ accepted: true, readyCount: 1 });
+}
+
+/** Rows of a large file of numeric references: more than two ranges of the check. */
+export const LARGE_DIGITS = 12_000;
+
+/** A large file of numeric references, checked a range of lines at a time: a pair in two ranges, an earlier row's digits at the end. */
+export async function checkLargeFileOfDigits(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'first.csv', [['0007', 'PAID']]);
+  const refs = Array.from({ length: LARGE_DIGITS }, (_, i) => String(100_000 + i));
+  refs[1] = '0000042';
+  refs[LARGE_DIGITS - 2] = '42';
+  refs[LARGE_DIGITS - 1] = '7';
+  await reading(db, 'BIG', 'big.csv', refs);
+  const verdict = await acceptBatchRows(db, 'BIG', 'skip-rows', 6);
+
+  expect(verdict).toMatchObject({ accepted: true, readyCount: LARGE_DIGITS - 3, invalidCount: 2, duplicateCount: 1 });
+  const refused = (await db('payouts').where({ batch_id: 'BIG' }).whereNot({ state: 'READY' }).orderBy('line').select('line', 'state')) as {
+    line: number;
+    state: string;
+  }[];
+  expect(refused).toEqual([
+    { line: 3, state: 'INVALID' },
+    { line: LARGE_DIGITS, state: 'INVALID' },
+    { line: LARGE_DIGITS + 1, state: 'DUPLICATE' },
+  ]);
+  expect(await reasonOf(db, 'BIG', 3)).toContain(
+    `the reference 0000042 is 42 on line ${LARGE_DIGITS} of this file with leading zeros added`,
+  );
+  expect(await reasonOf(db, 'BIG', LARGE_DIGITS + 1)).toContain(
+    'the reference 7 is 0007 without its leading zeros, the reference of line 2 of "first.csv"',
+  );
+}
+
+/** Of two files read together, one `000123` and the other `123`, accepted at the same moment: at most one pays it. */
+export async function checkAcceptedTogether(db: Database): Promise<void> {
+  await reading(db, 'X', 'x.csv', ['000123']);
+  await reading(db, 'Y', 'y.csv', ['123']);
+  const verdicts = await Promise.all([acceptBatchRows(db, 'X', 'skip-rows', 5), acceptBatchRows(db, 'Y', 'skip-rows', 5)]);
+  expect(verdicts.filter((v) => v.accepted).length).toBeLessThanOrEqual(1);
+  const ready = (await db('payouts').whereIn('batch_id', ['X', 'Y']).where({ state: 'READY' }).count({ n: '*' })) as {
+    n: number | string;
+  }[];
+  expect(Number(ready[0]?.n)).toBeLessThanOrEqual(1);
+}
+
+/** The rows stored before migration 0040 are given their digits by it, and found as those stored after. */
+export async function checkStoredBefore0040(db: Database): Promise<void> {
+  await addBatch(db, 'OLD', 'old.csv');
+  await addRows(
+    db,
+    ['000123', '777', '000', 'A-1', '12a', '0x1'].map((ref, i) => ({ ...validRow('OLD', i + 2, request(ref)), state: 'READY' as const })),
+  );
+  // As a build before 0040 stored them: no such column; 0040 fills it in again.
+  while ((await db('payoutd_migrations').max({ name: 'name' }).first())?.name !== '0039_event_deliveries') await db.migrate.down();
+  await db.migrate.latest();
+  expect(await db('payouts').where({ batch_id: 'OLD' }).orderBy('line').pluck('reference_digits')).toEqual([
+    '123',
+    '777',
+    '0',
+    null,
+    null,
+    null,
+  ]);
+  await reading(db, 'NEW', 'new.csv', ['123', '000777', '0']);
+  expect(await acceptBatchRows(db, 'NEW', 'skip-rows', 5)).toMatchObject({ accepted: false, duplicateCount: 3 });
+}
+
+/** The checks above as the tests of the calling `describe`, on its database (call it there). */
+export function referenceZerosChecks(store: { readonly db: Database }): void {
+  it('refuses a reference that is an earlier one but for leading zeros, either way, and both in one file', () => checkZerosLost(store.db));
+  it('refuses one held by a file being read at the same time, saying so', () => checkHeldByFileBeingRead(store.db));
+  it('checks a large file of numeric references a range at a time, a pair in two ranges found', () => checkLargeFileOfDigits(store.db));
+  it('lets at most one of two files accepted together pay the same digits', () => checkAcceptedTogether(store.db));
+  it('finds the references stored before migration 0040', () => checkStoredBefore0040(store.db));
+}

@@ -1,0 +1,31 @@
+/** Which references a spreadsheet makes of one another by dropping leading zeros (src/domain/leading-zeros.ts). */
+import { describe, expect, it } from 'vitest';
+import { referenceDigits, sameButLeadingZeros } from '../../src/domain/leading-zeros.js';
+
+describe('references but for leading zeros', () => {
+  it('keeps the digits of an all-digit reference without its leading zeros, of any other none', () => {
+    expect(['000123', '123', '0', '000', '0010', '12a', 'A-1', '', '１２３', '1.0'].map(referenceDigits)).toEqual([
+      '123',
+      '123',
+      '0',
+      '0',
+      '10',
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
+  });
+
+  it('pairs two spellings of the same digits when one has no leading zero, either way', () => {
+    expect(sameButLeadingZeros('123', '000123')).toBe(true);
+    expect(sameButLeadingZeros('000123', '123')).toBe(true);
+    expect(sameButLeadingZeros('0', '000')).toBe(true);
+    // Both keep zeros: neither is the other saved again by a spreadsheet.
+    expect(sameButLeadingZeros('0123', '000123')).toBe(false);
+    expect(sameButLeadingZeros('123', '123')).toBe(false);
+    expect(sameButLeadingZeros('123', '1230')).toBe(false);
+    expect(sameButLeadingZeros('A123', '0123')).toBe(false);
+  });
+});
