@@ -86,8 +86,9 @@ export const CORRECTED_ROWS_TOLD = 100;
 /**
  * What a `corrected` event says: the correction's number and file, the file it supersedes, and each row it changed
  * (the first CORRECTED_ROWS_TOLD) with its status in the result files, its outcome as the superseded file and as
- * the corrected one tell it (shownOutcome, from `contradictions`: the rows' recorded ones), its amounts and note;
- * the letters of its reason and correction columns; the retry file it wrote, when it changed what retry files offer.
+ * the corrected one tell it (shownOutcome, from `contradictions`: the rows' recorded ones), the other payouts the
+ * service holds under its reference, its amounts and note; the letters of its reason and correction columns; the
+ * retry file it wrote, when it changed what retry files offer.
  */
 export function correctedEventData(
   files: ResultCorrection,
@@ -97,13 +98,15 @@ export function correctedEventData(
   const rows = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => {
     const status = outcomeStatusOf(c.state);
     const known = contradictions.get(c.id) ?? [];
+    const now = shownOutcome(status, c.note, known);
     return {
       line: c.line,
       merchantReferenceId: c.merchantReferenceId,
       payoutId: c.payoutId,
       status,
-      oldOutcome: shownOutcome(status, c.superseded, known),
-      newOutcome: shownOutcome(status, c.note, known),
+      oldOutcome: shownOutcome(status, c.superseded, known).outcome,
+      newOutcome: now.outcome,
+      otherPayouts: now.otherPayouts.map((o) => ({ ...o })),
       change: c.change,
       payoutAmount: c.payoutAmount,
       payoutCurrency: c.payoutCurrency,

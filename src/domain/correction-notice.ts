@@ -4,7 +4,7 @@
  * the mail, `payoutd status --batch` and the console. Pure: no I/O.
  */
 import type { BatchEventData } from './batch-events.js';
-import { UNCONFIRMED_OUTCOME } from './service-check.js';
+import { OTHER_PAYOUTS_OUTCOME, UNCONFIRMED_OUTCOME, otherPayoutsOf, type OtherPayout } from './service-check.js';
 
 /** One row a correction changed, as its event lists it. */
 export interface CorrectedRow {
@@ -16,6 +16,8 @@ export interface CorrectedRow {
   /** The outcome the superseded file told, and the one the corrected file tells (shownOutcome). */
   oldOutcome: string;
   newOutcome: string;
+  /** Payouts the service holds under the row's reference besides the row's own, as the corrected file tells them. */
+  otherPayouts: OtherPayout[];
   payoutAmount: string | null;
   payoutCurrency: string | null;
   deductionAmount: string | null;
@@ -61,6 +63,7 @@ export function correctionNoticeOf(data: BatchEventData): CorrectionNotice {
           status: textOrNull(r['status']) ?? '',
           oldOutcome: textOrNull(r['oldOutcome']) ?? '',
           newOutcome: textOrNull(r['newOutcome']) ?? '',
+          otherPayouts: otherPayoutsOf(r['otherPayouts']),
           payoutAmount: textOrNull(r['payoutAmount']),
           payoutCurrency: textOrNull(r['payoutCurrency']),
           deductionAmount: textOrNull(r['deductionAmount']),
@@ -72,16 +75,40 @@ export function correctionNoticeOf(data: BatchEventData): CorrectionNotice {
   };
 }
 
-/** `line 3 INV-1003 (payout PO…): CANCELLED in the result file; now PAID (told before: CANCELLED); 2500.75 PHP`. */
+const money = (amount: string | null, currency: string | null): string | null =>
+  amount === null ? null : currency === null ? amount : `${amount} ${currency}`;
+
+/**
+ * The other payouts under a row's reference, and what finance does with them, in the words of the row's note in
+ * the result file (do not send it again; check with the payout service before booking). Null when none.
+ */
+function otherPayoutsText(r: Pick<CorrectedRow, 'status' | 'newOutcome' | 'otherPayouts'>): string | null {
+  const others = r.otherPayouts;
+  if (others.length === 0) return null;
+  const one = others.length === 1;
+  const listed = others.map((o) => [`${o.payoutId} ${o.status}`, money(o.amount, o.currency)].filter((t) => t !== null).join(', '));
+  // The row's own payout is paid when the service reports it PAID, or does not contradict a row recorded PAID.
+  const ownPaid = r.newOutcome === 'PAID' || (r.newOutcome === OTHER_PAYOUTS_OUTCOME && r.status === 'PAID');
+  const twice = ownPaid && others.some((o) => o.status === 'PAID') ? '; the reference is paid twice' : '';
+  const it = one ? 'it' : 'them';
+  return (
+    `${one ? 'a second payout' : `${others.length} other payouts`} under this reference: ${listed.join('; ')}${twice}: ` +
+    `do not book ${it} as this row's payment, and do not send this row again; check ${it} with the payout service before booking the row`
+  );
+}
+
+/**
+ * `line 3 INV-1003 (payout PO…): CANCELLED in the result file; now PAID (told before: CANCELLED); 2500.75 PHP`,
+ * then the other payouts under its reference, when the service holds any.
+ */
 export function correctedRowText(r: CorrectedRow): string {
-  const money = (amount: string | null, currency: string | null): string | null =>
-    amount === null ? null : currency === null ? amount : `${amount} ${currency}`;
   const paid = money(r.payoutAmount, r.payoutCurrency);
   const deducted = money(r.deductionAmount, r.deductionCurrency);
   const amounts = [paid, deducted === null ? null : `deduction ${deducted}`].filter((a) => a !== null).join(', ');
+  const others = otherPayoutsText(r);
   return (
     `line ${r.line} ${r.merchantReferenceId} (payout ${r.payoutId ?? '-'}): ${r.status} in the result file; ` +
-    `now ${r.newOutcome} (told before: ${r.oldOutcome})${amounts === '' ? '' : `; ${amounts}`}`
+    `now ${r.newOutcome} (told before: ${r.oldOutcome})${amounts === '' ? '' : `; ${amounts}`}${others === null ? '' : `; ${others}`}`
   );
 }
 
@@ -90,12 +117,16 @@ export function correctionAdvice(n: CorrectionNotice): string {
   const unconfirmed = n.rows.some((r) => r.newOutcome === UNCONFIRMED_OUTCOME)
     ? ` ${UNCONFIRMED_OUTCOME}: payoutd is asking the payout service about the row, or can no longer ask it.`
     : '';
+  const others = n.rows.some((r) => r.newOutcome === OTHER_PAYOUTS_OUTCOME)
+    ? ` ${OTHER_PAYOUTS_OUTCOME}: the payout service does not contradict the row's own payout, but holds another ` +
+      "payout under the row's reference (named with the row): the reference may be paid twice, or by another payout than the row's."
+    : '';
   const { reason, correction } = n.columns;
   return (
     `Book ${n.correctionFile} as a correction of ${n.supersedes}, not as a new result: each row's status and ` +
     `amounts stay as the result file has them; its column ${reason} "reason" says what the payout service says now ` +
     `and column ${correction} "correction" what changed. A row whose outcome now differs from its status: do not ` +
-    `send it again, and check it with the payout service before booking it.${unconfirmed}`
+    `send it again, and check it with the payout service before booking it.${unconfirmed}${others}`
   );
 }
 

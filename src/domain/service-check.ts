@@ -25,11 +25,30 @@ export interface HeldPayout {
   status: string;
 }
 
+/** Another payout the service holds under a row's reference, as a check's answer reported it. */
+export interface OtherPayout {
+  payoutId: string;
+  status: string;
+  /** As the service's record has them (decimal text); null when its record could not be read. */
+  amount: string | null;
+  currency: string | null;
+}
+
+/**
+ * What a check's answer reported of a row, kept beside the note it told (the history entry's data): the status
+ * the service reports for the row's own payout where it contradicts the row (null: it does not), and the other
+ * payouts, not CANCELLED, it holds under the row's reference.
+ */
+export interface ServiceReport {
+  own: string | null;
+  others: OtherPayout[];
+}
+
 export type CheckVerdict =
   /** The service shows the row as recorded: the event is not confirmed, and nothing of the row changes. */
   | { kind: 'agrees'; detail: string; held: number }
   /** The service contradicts the row: what it reports, and what finance is told. */
-  | { kind: 'contradicts'; status: string; payouts: HeldPayout[]; note: string; held: number }
+  | { kind: 'contradicts'; status: string; payouts: HeldPayout[]; report: ServiceReport; note: string; held: number }
   /** The answer does not tell (payout unknown, answer partial, a record without its payout): asked again later. */
   | { kind: 'unanswered'; reason: string };
 
@@ -103,20 +122,78 @@ export function correctionText(row: { state: RowState; note: string | null; show
 /** A row's outcome while the payout service's word on it is not known: payoutd is asking it, or can no longer ask. */
 export const UNCONFIRMED_OUTCOME = 'UNCONFIRMED';
 
-/** A contradiction the service's answer recorded of a row: the note finance was told and the status it reported. */
+/**
+ * A row's outcome when the service does not contradict its own payout but holds other payouts under its reference
+ * besides it: the reference may be paid twice, or by another payout than the row's.
+ */
+export const OTHER_PAYOUTS_OUTCOME = 'OTHER_PAYOUTS';
+
+/** A contradiction the service's answer recorded of a row: the note finance was told and what the answer reported. */
 export interface Contradiction {
   note: string;
-  status: string;
+  report: ServiceReport;
+}
+
+/** A row's outcome as finance reads it beside its status, with the other payouts under its reference. */
+export interface ShownOutcome {
+  outcome: string;
+  otherPayouts: OtherPayout[];
 }
 
 /**
  * The outcome finance reads of a row shown with `note` beside its `status` in the result file: that status when no
- * note, the status the service reported when the note is one of its contradictions (the latest of that text),
- * else UNCONFIRMED (the note says payoutd is asking, or no longer can).
+ * note; when the note is one of its contradictions (the latest of that text), the status the service reported for
+ * the row's own payout, or OTHER_PAYOUTS when it reported only other payouts under the row's reference; else
+ * UNCONFIRMED (the note says payoutd is asking, or no longer can).
  */
-export function shownOutcome(status: string, note: string | null, contradictions: readonly Contradiction[]): string {
-  if (note === null) return status;
-  return contradictions.findLast((c) => c.note === note)?.status ?? UNCONFIRMED_OUTCOME;
+export function shownOutcome(status: string, note: string | null, contradictions: readonly Contradiction[]): ShownOutcome {
+  if (note === null) return { outcome: status, otherPayouts: [] };
+  const report = contradictions.findLast((c) => c.note === note)?.report;
+  if (report === undefined) return { outcome: UNCONFIRMED_OUTCOME, otherPayouts: [] };
+  const outcome = report.own ?? (report.others.length > 0 ? OTHER_PAYOUTS_OUTCOME : status);
+  return { outcome, otherPayouts: report.others };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
+/** Other payouts as stored (a report, an event's row); an entry without its payout and status is left out. */
+export function otherPayoutsOf(v: unknown): OtherPayout[] {
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((o) => {
+    if (!isRecord(o) || typeof o['payoutId'] !== 'string' || typeof o['status'] !== 'string') return [];
+    return [{ payoutId: o['payoutId'], status: o['status'], amount: textOrNull(o['amount']), currency: textOrNull(o['currency']) }];
+  });
+}
+
+/** A report as its history entry stores it (JSON text); null when absent or not a report. */
+export function serviceReportOf(json: string | null): ServiceReport | null {
+  if (json === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(json);
+  } catch {
+    // Not written by payoutd: the entry is read as one from before reports were kept.
+    return null;
+  }
+  if (!isRecord(v) || !Array.isArray(v['others'])) return null;
+  return { own: textOrNull(v['own']), others: otherPayoutsOf(v['others']) };
+}
+
+/**
+ * The report of a contradiction recorded before reports were kept beside notes, read back from its note
+ * (contradictionNote's words; no amounts), else the status recorded with it taken for the row's own payout's.
+ */
+export function reportOfNote(note: string, status: string): ServiceReport {
+  const own = /now reports (\S+) for payout /.exec(note)?.[1] ?? null;
+  const list = /holds payouts? (.+) under this row's reference besides /.exec(note)?.[1] ?? '';
+  const others = [...list.matchAll(/(\S+) \(([^)]+)\)/g)].map((m) => ({
+    payoutId: m[1] as string,
+    status: m[2] as string,
+    amount: null,
+    currency: null,
+  }));
+  return own === null && others.length === 0 ? { own: status, others } : { own, others };
 }
 
 /** What the answer to a row's check means for it. */
@@ -128,24 +205,26 @@ export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVer
     if (status === null) return { kind: 'unanswered', reason: `the payout service's answer holds no record of payout ${row.payoutId}` };
     if (status === row.state) return { kind: 'agrees', detail: `the payout service reports ${status} for payout ${row.payoutId}`, held: 1 };
     const payouts = [{ payoutId: row.payoutId, status }];
-    return { kind: 'contradicts', status, payouts, note: contradictionNote(row, payouts), held: 1 };
+    return { kind: 'contradicts', status, payouts, report: { own: status, others: [] }, note: contradictionNote(row, payouts), held: 1 };
   }
   if (answer.partial === true) return { kind: 'unanswered', reason: 'the payout service said its answer was partial' };
   if (answer.unread.some((u) => u.payoutId === null)) {
     return { kind: 'unanswered', reason: "a record of the payout service's answer names no payout" };
   }
-  const held = new Map<string, string>();
-  for (const r of answer.records) if (r.merchantReferenceId === row.merchantReferenceId) held.set(r.payoutId, r.status);
+  const held = new Map<string, Omit<OtherPayout, 'payoutId'>>();
+  for (const r of answer.records)
+    if (r.merchantReferenceId === row.merchantReferenceId)
+      held.set(r.payoutId, { status: r.status, amount: r.payoutAmount, currency: r.payoutCurrency });
   for (const u of answer.unread) {
     if (u.payoutId !== null && u.merchantReferenceId === row.merchantReferenceId && !held.has(u.payoutId))
-      held.set(u.payoutId, u.status ?? 'UNREADABLE');
+      held.set(u.payoutId, { status: u.status ?? 'UNREADABLE', amount: null, currency: null });
   }
   // Another payout counts unless it is CANCELLED; the row's own only where its final state is contradicted.
   const differing = [...held]
-    .filter(([id, status]) =>
+    .filter(([id, { status }]) =>
       id === row.payoutId ? CHECKED_FINAL_STATES.includes(row.state) && status !== row.state : status !== 'CANCELLED',
     )
-    .map(([payoutId, status]) => ({ payoutId, status }));
+    .map(([payoutId, p]) => ({ payoutId, ...p }));
   if (differing.length === 0) {
     const others = [...held.keys()].filter((id) => id !== row.payoutId);
     const detail =
@@ -154,11 +233,17 @@ export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVer
         : `the other payout${others.length > 1 ? 's' : ''} the payout service holds under reference ${row.merchantReferenceId} (${others.join(', ')}) ${others.length > 1 ? 'are' : 'is'} CANCELLED`;
     return { kind: 'agrees', detail, held: held.size };
   }
+  const payouts = differing.map(({ payoutId, status }) => ({ payoutId, status }));
   return {
     kind: 'contradicts',
     status: (differing[0] as HeldPayout).status,
-    payouts: differing,
-    note: contradictionNote(row, differing),
+    payouts,
+    // The row's own payout and the others apart: an outcome told of the row is its own payout's (shownOutcome).
+    report: {
+      own: differing.find((p) => p.payoutId === row.payoutId)?.status ?? null,
+      others: differing.filter((p) => p.payoutId !== row.payoutId),
+    },
+    note: contradictionNote(row, payouts),
     held: held.size,
   };
 }

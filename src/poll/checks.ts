@@ -102,7 +102,7 @@ export class ServiceChecks {
       // What only the log would say is kept off the history: the row is as it was.
       history:
         verdict.kind === 'contradicts'
-          ? { event: 'service-contradicts', outcome: verdict.status, detail: verdict.note }
+          ? { event: 'service-contradicts', outcome: verdict.status, detail: verdict.note, data: JSON.stringify(verdict.report) }
           : several
             ? {
                 event: 'service-checked',

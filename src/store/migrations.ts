@@ -1164,6 +1164,23 @@ const referenceDigitsColumn: Migration = {
   },
 };
 
+// What a history entry records beyond its words, as JSON text: a check's report of the row's own payout and the
+// other payouts under its reference (src/domain/service-check.ts), so a notice tells them apart without reading
+// them back from the note. Entries written before have none.
+const historyData: Migration = {
+  name: '0041_history_data',
+  async up(knex) {
+    await knex.schema.alterTable('payout_history', (t) => {
+      t.text('data').nullable();
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('payout_history', (t) => {
+      t.dropColumn('data');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1205,6 +1222,7 @@ export const MIGRATIONS: readonly Migration[] = [
   pollRound,
   eventDeliveries,
   referenceDigitsColumn,
+  historyData,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

@@ -17,6 +17,8 @@ export interface HistoryEntry {
   event: string;
   outcome?: string | null;
   detail?: string | null;
+  /** What the entry records beyond its words, as JSON text (a check's report: src/domain/service-check.ts). */
+  data?: string | null;
 }
 
 /** One row's move with its own patch and history entry. */
@@ -48,11 +50,11 @@ export type RowCondition = Partial<
   >
 >;
 
-const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail'] as const;
+const HISTORY_COLUMNS = ['payout_row_id', 'at', 'event', 'from_state', 'to_state', 'outcome', 'detail', 'data'] as const;
 
 /** A history row's values in HISTORY_COLUMNS order. */
 function historyRow(id: number, entry: HistoryEntry, now: number, from: RowState, to: RowState): InsertedValue[] {
-  return [id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null];
+  return [id, now, entry.event, from, to, entry.outcome ?? null, entry.detail ?? null, entry.data ?? null];
 }
 
 function assertMove(from: RowState, to: RowState): void {
@@ -263,7 +265,7 @@ export async function noteLateCreate(
             : 'extra';
     const entry = entryFor(how);
     await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
-      [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null],
+      [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null, entry.data ?? null],
     ]);
     return how;
   });

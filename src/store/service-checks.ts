@@ -6,7 +6,7 @@ import type { RowState } from '../domain/lifecycle.js';
 import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
 import type { BatchEventData } from '../domain/batch-events.js';
-import type { Contradiction, ServiceCheckKind } from '../domain/service-check.js';
+import { reportOfNote, serviceReportOf, type Contradiction, type ServiceCheckKind } from '../domain/service-check.js';
 import { recordBatchEvent } from './batch-events.js';
 
 /** A row a check is owed for, as the check needs it. */
@@ -260,7 +260,8 @@ const IDS_PER_QUERY = 500;
 
 /**
  * The contradictions the service's answers recorded of these rows (their history's `service-contradicts`
- * entries: the note told and the status reported), oldest first per row.
+ * entries: the note told and the answer's report, read from the note for an entry recorded without one), oldest
+ * first per row.
  */
 export async function contradictionsOf(db: Database, rowIds: readonly number[]): Promise<Map<number, Contradiction[]>> {
   const out = new Map<number, Contradiction[]>();
@@ -271,8 +272,16 @@ export async function contradictionsOf(db: Database, rowIds: readonly number[]):
       .whereNotNull('detail')
       .whereNotNull('outcome')
       .orderBy('id')
-      .select('payout_row_id as rowId', 'detail as note', 'outcome as status')) as { rowId: number; note: string; status: string }[];
-    for (const r of rows) out.set(Number(r.rowId), [...(out.get(Number(r.rowId)) ?? []), { note: r.note, status: r.status }]);
+      .select('payout_row_id as rowId', 'detail as note', 'outcome as status', 'data')) as {
+      rowId: number;
+      note: string;
+      status: string;
+      data: string | null;
+    }[];
+    for (const r of rows) {
+      const report = serviceReportOf(r.data) ?? reportOfNote(r.note, r.status);
+      out.set(Number(r.rowId), [...(out.get(Number(r.rowId)) ?? []), { note: r.note, report }]);
+    }
   }
   return out;
 }

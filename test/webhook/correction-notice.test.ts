@@ -12,14 +12,25 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { status } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { outboxName } from '../../src/daemon/outbox.js';
+import { correctedRowText, correctionNoticeOf, type CorrectedRow } from '../../src/domain/correction-notice.js';
 import { NotificationDispatcher } from '../../src/notify/index.js';
+import type { EventJson } from '../../src/domain/batch-events.js';
 import { listBatchEvents } from '../../src/store/index.js';
 import { TEST_DATABASE_FILE } from '../support/database.js';
 import { printed } from '../support/output.js';
 import { hasOpenssl } from '../support/tls.js';
 import { EventReceiver, newSigningSecret, useMailReceiver, type ReceivedEvent } from '../notify/receivers.js';
 import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
-import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline, type PipelineOptions } from '../pipeline/harness.js';
+import {
+  closePipelines,
+  csvFile,
+  csvRow,
+  payoutRequest,
+  startPipeline,
+  waitFor,
+  type Pipeline,
+  type PipelineOptions,
+} from '../pipeline/harness.js';
 import { latestSchema, pgReachable, useTestSchema } from '../postgres/pg.js';
 import { checkOwed, daemonReceiver, deliver, finalRows, stoppingFinisher } from './final-rows-world.js';
 import { closeAll, onClose } from './helpers.js';
@@ -57,6 +68,36 @@ const correctedEvents = (r: EventReceiver): ReceivedEvent[] => r.events.filter((
 /** A mail's text with quoted-printable soft line breaks undone. */
 const mailText = (raw: string): string => raw.replace(/=\r\n/g, '').replace(/=3D/g, '=');
 
+/** The daemon's config sections: a quick poll, the webhook receiver and the SMTP receiver as channels. */
+async function notifySections(
+  smtp: { mail: { port: number }; certDir: string },
+  login: { user: string; password: string },
+  secretFile: string,
+  receiver: EventReceiver,
+): Promise<Record<string, unknown>> {
+  const passwordFile = join(smtp.certDir, 'pw');
+  await writeFile(passwordFile, login.password, { mode: 0o600 });
+  return {
+    inbox: { stableForMs: 20 },
+    batch: { balanceCheck: { enabled: false } },
+    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    outbox: { retryFiles: true },
+    notify: {
+      retry: { baseMs: 200, maxMs: 1000 },
+      webhooks: [{ url: receiver.url, name: 'erp', secretFile }],
+      email: {
+        host: '127.0.0.1',
+        port: smtp.mail.port,
+        caFile: join(smtp.certDir, 'cert.pem'),
+        user: login.user,
+        passwordFile,
+        from: 'payoutd@example.com',
+        to: ['finance@example.com'],
+      },
+    },
+  };
+}
+
 describe.skipIf(!hasOpenssl())('the daemon tells finance of a corrected result file', () => {
   const login = { user: 'payoutd', password: 'smtp-pw-Kc41Rb' };
   const smtp = useMailReceiver(login);
@@ -64,27 +105,7 @@ describe.skipIf(!hasOpenssl())('the daemon tells finance of a corrected result f
   it('a CANCELLED row the service now reports PAID: batch.corrected by webhook and mail, in status and the status file, once', async () => {
     const p = await startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } } });
     const { receiver, secretFile } = await webhookReceiver(p.dir);
-    const passwordFile = join(smtp.certDir, 'pw');
-    await writeFile(passwordFile, login.password, { mode: 0o600 });
-    const sections = {
-      inbox: { stableForMs: 20 },
-      batch: { balanceCheck: { enabled: false } },
-      poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
-      outbox: { retryFiles: true },
-      notify: {
-        retry: { baseMs: 200, maxMs: 1000 },
-        webhooks: [{ url: receiver.url, name: 'erp', secretFile }],
-        email: {
-          host: '127.0.0.1',
-          port: smtp.mail.port,
-          caFile: join(smtp.certDir, 'cert.pem'),
-          user: login.user,
-          passwordFile,
-          from: 'payoutd@example.com',
-          to: ['finance@example.com'],
-        },
-      },
-    };
+    const sections = await notifySections(smtp, login, secretFile, receiver);
     const { daemon, inbox, outbox } = await pipelineDaemon(p, sections);
     // Accounts ending 0000 are cancelled by the sandbox.
     await writeFile(
@@ -163,6 +184,67 @@ describe.skipIf(!hasOpenssl())('the daemon tells finance of a corrected result f
     expect(stored.map((e) => e.data['correction'])).toEqual(Array.from({ length: n }, (_, i) => i + 1));
     expect(correctedEvents(receiver)).toHaveLength(n);
   });
+  it("a PAID row whose reference the service paid a second time: the second payout, its amount and what to do, never 'now PAID'", async () => {
+    // The sandbox lets a second create of a reference through, as a service without duplicate checks would.
+    const p = await startPipeline({
+      startMs: Date.now(),
+      sandbox: { duplicatePolicy: 'allow', settlement: { minDelayMs: 0, maxDelayMs: 5 } },
+    });
+    const { receiver, secretFile } = await webhookReceiver(p.dir);
+    const { daemon, inbox } = await pipelineDaemon(p, await notifySections(smtp, login, secretFile, receiver));
+    await writeFile(join(inbox, 'dbl.csv'), csvFile([csvRow('DB-1'), csvRow('DB-2', { payoutAmount: '2500.75' })]));
+    await daemon.start();
+    const batchId = (await firstAcceptedBatch(p, daemon)).id;
+    await waitFor(() => receiver.types().includes('batch.completed'), 'the batch to complete and be told', 15_000);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PAID']);
+
+    const own = (await p.row('DB-2')).payoutId as string;
+    const second = (await p.client.createPayout(payoutRequest('DB-2', { payoutAmount: '2500.75' }))).payoutId;
+    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
+    const h = await daemonReceiver(p, daemon);
+    await deliver(h, { payoutId: second, merchantReferenceId: 'DB-2', status: 'PAID' });
+    // The service's answer, as the result file's reason column tells it.
+    const answered = `${second} (PAID) under this row's reference besides payout ${own}`;
+    await waitFor(
+      () => correctedEvents(receiver).some((e) => JSON.stringify(e.data['rows']).includes(answered)),
+      'a batch.corrected event with the answer',
+      15_000,
+    );
+    const last = correctedEvents(receiver).at(-1) as ReceivedEvent;
+    expect(last.data['rows']).toEqual([
+      expect.objectContaining({
+        line: 3,
+        merchantReferenceId: 'DB-2',
+        payoutId: own,
+        status: 'PAID',
+        newOutcome: 'OTHER_PAYOUTS',
+        otherPayouts: [{ payoutId: second, status: 'PAID', amount: '2500.75', currency: 'PHP' }],
+        payoutAmount: '2500.75',
+        payoutCurrency: 'PHP',
+      }),
+    ]);
+
+    const row = `line 3 DB-2 (payout ${own}): PAID in the result file; now OTHER_PAYOUTS (told before: `;
+    const others =
+      `a second payout under this reference: ${second} PAID, 2500.75 PHP; the reference is paid twice: ` +
+      "do not book it as this row's payment, and do not send this row again; check it with the payout service before booking the row";
+    const file = last.data['correctionFile'] as string;
+    await waitFor(
+      () => smtp.mail.mails.some((m) => mailText(m.raw).includes(`Correction ${String(last.data['correction'])}: ${file}`)),
+      'the mail',
+    );
+    const text = mailText(
+      (smtp.mail.mails.find((m) => mailText(m.raw).includes(`Correction ${String(last.data['correction'])}: ${file}`)) as { raw: string })
+        .raw,
+    );
+    expect(text).toContain(row);
+    expect(text).toContain(others);
+    expect(text).toContain("OTHER_PAYOUTS: the payout service does not contradict the row's own payout");
+
+    const shown = await printed(() => status(cliConfig(p), batchId, 20, false));
+    expect(shown).toContain(row);
+    expect(shown).toContain(others);
+  });
 });
 
 /**
@@ -228,4 +310,99 @@ describe.skipIf(!pgReachable)('the same on PostgreSQL', () => {
 
   it('each correction is one event, after a stop before it counted and a second pass alike', () =>
     paidThenCancelled({ database: latestSchema(schema) }));
+});
+
+/**
+ * A finished batch's row (`state`) whose reference the service now holds a second payout under, of `amount`
+ * (`second`, as it reports it): a signed payout.updated event names that payout, the check of the reference is
+ * answered, and a finisher writes the correction. `ownNow`: the service reverses the row's own payout first.
+ */
+async function secondPayout(
+  o: PipelineOptions,
+  state: 'PAID' | 'CANCELLED',
+  second: { status: 'PAID' | 'PENDING'; amount: string },
+  ownNow?: 'PAID',
+): Promise<{ p: Pipeline; batchId: string; own: string; other: string; rows: EventJson[] }> {
+  const { p, h, batchId, payoutIds } = await finalRows({ 'SP-1': state }, { ...o, sandbox: { duplicatePolicy: 'allow' } });
+  const outbox = join(p.dir, 'outbox');
+  await mkdir(outbox, { recursive: true });
+  expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
+  p.clock.advance(60_000);
+  const own = payoutIds.get('SP-1') as string;
+  if (ownNow) expect(p.sandbox.reverse(own, ownNow)).toBe(true);
+  const other = (await p.client.createPayout(payoutRequest('SP-1', { payoutAmount: second.amount }))).payoutId;
+  if (second.status === 'PAID') expect(p.sandbox.settle({ payoutId: other }, 'PAID')).toBe(1);
+  await deliver(h, { payoutId: other, merchantReferenceId: 'SP-1', status: second.status });
+  await checkOwed(p, 'SP-1');
+  p.clock.advance(1000);
+  await p.poll();
+  await stoppingFinisher(p, outbox).pass();
+  const told = (await listBatchEvents(p.db, batchId)).filter((e) => e.type === 'corrected');
+  expect(told).toHaveLength(1);
+  return { p, batchId, own, other, rows: told[0]?.data['rows'] as EventJson[] };
+}
+
+describe("a row's reference the service holds another payout under: the row's own outcome, and the other payout apart", () => {
+  it('a PAID row, a second payout PENDING: OTHER_PAYOUTS with it, not "now PENDING"', async () => {
+    const { p, batchId, own, other, rows } = await secondPayout({}, 'PAID', { status: 'PENDING', amount: '101.5' });
+    expect(rows).toEqual([
+      expect.objectContaining({
+        status: 'PAID',
+        oldOutcome: 'PAID',
+        newOutcome: 'OTHER_PAYOUTS',
+        otherPayouts: [{ payoutId: other, status: 'PENDING', amount: '101.5', currency: 'PHP' }],
+      }),
+    ]);
+    const shown = await printed(() => status(cliConfig(p), batchId, 20, false));
+    expect(shown).toContain(
+      `line 2 SP-1 (payout ${own}): PAID in the result file; now OTHER_PAYOUTS (told before: PAID); 100.5 PHP, deduction `,
+    );
+    expect(shown).toContain(`; a second payout under this reference: ${other} PENDING, 101.5 PHP: do not book it as this row's payment`);
+    expect(shown).not.toContain('the reference is paid twice');
+  });
+
+  it("a CANCELLED row whose reference another payout of another amount paid: that payout and its amount, the row's own outcome CANCELLED", async () => {
+    const { p, batchId, own, other, rows } = await secondPayout({}, 'CANCELLED', { status: 'PAID', amount: '7.25' });
+    expect(rows).toEqual([
+      expect.objectContaining({
+        payoutId: own,
+        status: 'CANCELLED',
+        oldOutcome: 'CANCELLED',
+        newOutcome: 'OTHER_PAYOUTS',
+        otherPayouts: [{ payoutId: other, status: 'PAID', amount: '7.25', currency: 'PHP' }],
+        payoutAmount: '100.5',
+      }),
+    ]);
+    const shown = await printed(() => status(cliConfig(p), batchId, 20, false));
+    expect(shown).toContain(`now OTHER_PAYOUTS (told before: CANCELLED); 100.5 PHP`);
+    expect(shown).toContain(`a second payout under this reference: ${other} PAID, 7.25 PHP: do not book it as this row's payment`);
+  });
+
+  it("a CANCELLED row the service now reports PAID, and another payout PAID beside it: the row's own PAID, and paid twice", async () => {
+    const { other, rows } = await secondPayout({}, 'CANCELLED', { status: 'PAID', amount: '7.25' }, 'PAID');
+    expect(rows).toEqual([
+      expect.objectContaining({
+        status: 'CANCELLED',
+        newOutcome: 'PAID',
+        otherPayouts: [{ payoutId: other, status: 'PAID', amount: '7.25', currency: 'PHP' }],
+      }),
+    ]);
+    expect(correctedRowText(correctionNoticeOf({ rows }).rows[0] as CorrectedRow)).toContain(
+      `a second payout under this reference: ${other} PAID, 7.25 PHP; the reference is paid twice`,
+    );
+  });
+});
+
+describe.skipIf(!pgReachable)('another payout under the reference, on PostgreSQL', () => {
+  const schema = useTestSchema();
+
+  it('the other payout and its amount are kept beside the note and told', async () => {
+    const { other, rows } = await secondPayout({ database: latestSchema(schema) }, 'CANCELLED', { status: 'PAID', amount: '7.25' });
+    expect(rows).toEqual([
+      expect.objectContaining({
+        newOutcome: 'OTHER_PAYOUTS',
+        otherPayouts: [{ payoutId: other, status: 'PAID', amount: '7.25', currency: 'PHP' }],
+      }),
+    ]);
+  });
 });
