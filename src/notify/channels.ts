@@ -92,14 +92,21 @@ export function emailText(
 ): { subject: string; text: string } {
   const { event, batch } = d;
   const notice = event.type === 'corrected' ? correctionNoticeOf(event.data) : null;
+  // A correction's subject names the input file once, and that its result file, not the file, was corrected: the
+  // correction's file names (the input's name twice more) are in the text, and would push the count past the cut.
   const detail =
     notice !== null
-      ? `: ${notice.correctionFile} supersedes ${notice.supersedes}`
+      ? `: ${notice.rowsChanged} row(s) changed`
       : typeof event.data['reason'] === 'string'
         ? `: ${event.data['reason']}`
         : '';
   // A cancelled batch's final notice names it as status does, not as a plain completion.
-  const what = event.type === 'completed' && event.data['shownState'] === 'CANCELLED' ? 'CANCELLED' : event.type;
+  const what =
+    notice !== null
+      ? `result corrected (${notice.correction})`
+      : event.type === 'completed' && event.data['shownState'] === 'CANCELLED'
+        ? 'CANCELLED'
+        : event.type;
   const subject = `payoutd: ${batch.fileName} ${what}${detail}`.slice(0, 200);
   const lines = [
     `Batch file ${batch.fileName} (batch ${batch.id}): ${what}${detail}`,
