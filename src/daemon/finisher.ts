@@ -83,16 +83,19 @@ export function completedEventData(files: ResultFiles, batch: Pick<BatchRecord, 
 /** Rows a `corrected` event lists (in line order): a mass reversal stays a notice; its file lists every row. */
 export const CORRECTED_ROWS_TOLD = 100;
 
+/** A correction's retry file that could not be written (the corrected result file was): its event says so. */
+export const RETRY_FILE_NOT_WRITTEN = 'RETRY_FILE_NOT_WRITTEN';
+
 /**
  * What a `corrected` event says: the correction's number and file, the file it supersedes, and each row it changed
  * (the first CORRECTED_ROWS_TOLD) with its status in the result files, its outcome as the superseded file and as
  * the corrected one tell it (shownOutcome, from `contradictions`: the rows' recorded ones), the other payouts the
  * service holds under its reference, its amounts and note; the letters of its reason and correction columns; the
- * retry file it wrote, when it changed what retry files offer.
+ * retry file it wrote, when it changed what retry files offer, or RETRY_FILE_NOT_WRITTEN when its write failed.
  */
 export function correctedEventData(
   files: ResultCorrection,
-  retry: RetryCorrection | null,
+  retry: RetryCorrection | typeof RETRY_FILE_NOT_WRITTEN | null,
   contradictions: ReadonlyMap<number, readonly Contradiction[]>,
 ): BatchEventData {
   const rows = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => {
@@ -115,8 +118,14 @@ export function correctedEventData(
       note: c.note,
     };
   });
-  const retryPath = retry?.extras.retry?.path;
   const letter = (header: string): string => columnLetter(files.columns.indexOf(header));
+  // Earlier retry files stay in the outbox when this one failed: finance is told, not left to find one stale.
+  const retryData =
+    retry === RETRY_FILE_NOT_WRITTEN
+      ? { retryFile: null, retryFileError: RETRY_FILE_NOT_WRITTEN }
+      : retry !== null
+        ? { retryFile: retry.extras.retry?.path ? basename(retry.extras.retry.path) : null }
+        : {};
   return {
     correction: files.correction,
     correctionFile: basename(files.path),
@@ -124,7 +133,7 @@ export function correctedEventData(
     columns: { reason: letter('reason'), correction: letter(CORRECTION_COLUMN) },
     rowsChanged: files.changes.length,
     rows,
-    ...(retry !== null ? { retryFile: retryPath ? basename(retryPath) : null } : {}),
+    ...retryData,
   };
 }
 
@@ -369,10 +378,12 @@ export class BatchFinisher {
       logger.error({ batchId: batch.id, err: safeError(err) }, 'the .xlsx beside a corrected result file was not written (the CSV was)');
     }
     let retry: RetryCorrection | null = null;
+    let retryFailed = false;
     try {
       retry = await outbox.writeCorrectionRetry(batch, n, files.changes);
     } catch (err) {
       if (outbox.stopping()) throw err;
+      retryFailed = true;
       logger.error(
         { batchId: batch.id, err: safeError(err) },
         'the retry file of a corrected result file was not written (the corrected result file was): ' +
@@ -380,7 +391,7 @@ export class BatchFinisher {
       );
     }
     const told = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => c.id);
-    const data = correctedEventData(files, retry, await contradictionsOf(db, told));
+    const data = correctedEventData(files, retryFailed ? RETRY_FILE_NOT_WRITTEN : retry, await contradictionsOf(db, told));
     // Counted once with its event: written again after a stop, or seen by a later pass, it is not announced again.
     await recordCorrectionWritten(db, batch.id, n, clock.now(), data);
     if (retry !== null) this.tellRetry(batch, retry.extras.retry);

@@ -35,6 +35,8 @@ export interface CorrectionNotice {
   rows: CorrectedRow[];
   /** Present when the correction changed which rows retry files offer: the version written, null when none is left. */
   retryFile?: string | null;
+  /** RETRY_FILE_NOT_WRITTEN (retryFile null): the correction's retry file could not be written. */
+  retryFileError?: string;
 }
 
 const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -72,6 +74,7 @@ export function correctionNoticeOf(data: BatchEventData): CorrectionNotice {
       ];
     }),
     ...('retryFile' in data ? { retryFile: textOrNull(data['retryFile']) } : {}),
+    ...(typeof data['retryFileError'] === 'string' ? { retryFileError: data['retryFileError'] } : {}),
   };
 }
 
@@ -130,8 +133,15 @@ export function correctionAdvice(n: CorrectionNotice): string {
   );
 }
 
-/** What the correction did to the batch's retry files, when it changed them. */
-export function correctionRetryText(n: CorrectionNotice): string | null {
+/** What the correction did to the batch's retry files (of batch `batchId`), when it changed them or failed to. */
+export function correctionRetryText(n: CorrectionNotice, batchId: string): string | null {
+  if (n.retryFileError !== undefined) {
+    return (
+      `the retry file of this correction could not be written (payoutd's log says why; ${n.retryFileError}): retry ` +
+      'files of this batch in the outbox, and copies taken before, may still offer a row this correction changed: do ' +
+      `not retry from them; write one with payoutd retry-file --batch ${batchId} before retrying its CANCELLED rows`
+    );
+  }
   if (n.retryFile === undefined) return null;
   const before = 'earlier retry files of this batch were removed from the outbox: do not use a copy taken before';
   return n.retryFile === null ? `no retry file is left; ${before}` : `retry file now: ${n.retryFile}; ${before}`;

@@ -120,7 +120,7 @@ export function emailText(
     const amounts = Object.entries(s.amounts[status as keyof typeof s.amounts] ?? {}).map(([c, a]) => `${a} ${c}`);
     lines.push(`  ${status}: ${n} row(s)${amounts.length > 0 ? `, ${amounts.join(', ')}` : ''}`);
   }
-  if (notice !== null) lines.push('', ...correctionLines(notice));
+  if (notice !== null) lines.push('', ...correctionLines(notice, batch.id));
   // Only files the batch's record says were written: a file refused whole has an ack and no result, an ack may not be written yet.
   const files: string[] = [];
   if (batch.ackWrittenAt !== null) files.push(outboxFileName(d.outboxName, 'ack'));
@@ -134,9 +134,9 @@ export function emailText(
 }
 
 /** A correction's part of its mail: what to do, each row it changed, and its retry files. */
-function correctionLines(n: CorrectionNotice): string[] {
+function correctionLines(n: CorrectionNotice, batchId: string): string[] {
   const more = n.rowsChanged - n.rows.length;
-  const retry = correctionRetryText(n);
+  const retry = correctionRetryText(n, batchId);
   return [
     `Correction ${n.correction}: ${n.correctionFile} supersedes ${n.supersedes}.`,
     correctionAdvice(n),

@@ -120,7 +120,7 @@ describe('a stored corrected event in words', () => {
     );
     expect(correctionAdvice(notice)).toContain('column O "reason"');
     expect(correctionAdvice(notice)).toContain('column Q "correction"');
-    expect(correctionRetryText(notice)).toMatch(/^no retry file is left; earlier retry files/);
+    expect(correctionRetryText(notice, 'B1')).toMatch(/^no retry file is left; earlier retry files/);
   });
 
   it('a row paid twice names the second payout, its status and amount, and what to do', () => {
@@ -147,7 +147,11 @@ describe('a stored corrected event in words', () => {
 
   it('a correction that left the retry files alone says nothing of them; damaged fields read as empty', () => {
     const { retryFile: _r, ...rest } = data;
-    expect(correctionRetryText(correctionNoticeOf(rest))).toBeNull();
+    expect(correctionRetryText(correctionNoticeOf(rest), 'B1')).toBeNull();
+    // A retry file that could not be written is said, with the command that writes one.
+    const failed = correctionNoticeOf({ ...data, retryFileError: 'RETRY_FILE_NOT_WRITTEN' });
+    expect(correctionRetryText(failed, 'B1')).toMatch(/^the retry file of this correction could not be written/);
+    expect(correctionRetryText(failed, 'B1')).toContain('payoutd retry-file --batch B1');
     expect(correctionNoticeOf({ rows: [null, 'x', { line: 'two' }] }).rows).toHaveLength(1);
   });
 });

@@ -412,3 +412,56 @@ describe.skipIf(!pgReachable)('another payout under the reference, on PostgreSQL
     ]);
   });
 });
+
+describe.skipIf(!hasOpenssl())('a correction whose retry file cannot be written', () => {
+  const login = { user: 'payoutd', password: 'smtp-pw-Kc41Rb' };
+  const smtp = useMailReceiver(login);
+
+  it('says so in its event and mail: the earlier retry file still offers the row the service now reports PAID', async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'RW-1': 'CANCELLED', 'RW-2': 'CANCELLED' });
+    const outbox = join(p.dir, 'outbox');
+    await mkdir(outbox, { recursive: true });
+    expect(await stoppingFinisher(p, outbox).pass()).toBe(1);
+    const name = outboxName(await p.batch(batchId));
+    expect(await readdir(outbox)).toContain(`${name}.retry.csv`);
+    p.clock.advance(60_000);
+
+    const payoutId = payoutIds.get('RW-2') as string;
+    expect(p.sandbox.reverse(payoutId, 'PAID')).toBe(true);
+    await deliver(h, { payoutId, merchantReferenceId: 'RW-2', status: 'PAID' });
+    await checkOwed(p, 'RW-2');
+    p.clock.advance(1000);
+    await p.poll();
+    // A folder where the correction's retry file goes: its write fails, as on a full disk, after the result file's.
+    await mkdir(join(outbox, `${name}.retry.corrected-1.csv`));
+    await stoppingFinisher(p, outbox).pass();
+    const told = (await listBatchEvents(p.db, batchId)).filter((e) => e.type === 'corrected');
+    expect(told.map((e) => e.data)).toEqual([
+      expect.objectContaining({ correction: 1, retryFile: null, retryFileError: 'RETRY_FILE_NOT_WRITTEN' }),
+    ]);
+    // What finance is warned of: the retry file before still offers the row.
+    expect(await readFile(join(outbox, `${name}.retry.csv`), 'utf8')).toContain('RW-2');
+
+    const { receiver, secretFile } = await webhookReceiver(p.dir);
+    const config = loadConfig(
+      { env: {}, cwd: p.dir },
+      { paths: { inbox: p.dir, outbox, stateDir: p.dir }, ...(await notifySections(smtp, login, secretFile, receiver)) },
+    );
+    const dispatcher = new NotificationDispatcher(
+      { db: p.db, config, clock: p.clock, logger: p.logger, outboxName },
+      { instanceId: 'a', leaseMs: 60_000, alone: true },
+    );
+    const mail = (): string | undefined =>
+      smtp.mail.mails.map((m) => mailText(m.raw)).find((t) => t.includes(`Correction 1: ${name}.result.corrected-1.csv`));
+    await waitFor(async () => {
+      await dispatcher.pass();
+      return mail() !== undefined && correctedEvents(receiver).length > 0;
+    }, 'the mail and the webhook');
+    expect(correctedEvents(receiver)[0]?.data).toMatchObject({ retryFile: null, retryFileError: 'RETRY_FILE_NOT_WRITTEN' });
+    expect(mail()).toContain(
+      "Retry files: the retry file of this correction could not be written (payoutd's log says why; RETRY_FILE_NOT_WRITTEN): " +
+        'retry files of this batch in the outbox, and copies taken before, may still offer a row this correction changed: ' +
+        `do not retry from them; write one with payoutd retry-file --batch ${batchId} before retrying its CANCELLED rows`,
+    );
+  });
+});

@@ -206,7 +206,7 @@ async function correctionsOf(db: Database, batchId: string): Promise<(Correction
 }
 
 /** --batch: each correction of the result file, the rows it changed, and what finance does with the latest. */
-function printCorrections(corrections: readonly (CorrectionNotice & { at: string })[]): void {
+function printCorrections(batchId: string, corrections: readonly (CorrectionNotice & { at: string })[]): void {
   const latest = corrections.at(-1);
   if (latest === undefined) return;
   print(`\nresult file corrected since the batch finished (${corrections.length}):`);
@@ -214,7 +214,7 @@ function printCorrections(corrections: readonly (CorrectionNotice & { at: string
     print(`  correction ${c.correction} (${c.correctionFile}, supersedes ${c.supersedes}), ${c.at}: ${c.rowsChanged} row(s) changed`);
     for (const r of c.rows) print(`    ${correctedRowText(r)}`);
     if (c.rowsChanged > c.rows.length) print(`    and ${c.rowsChanged - c.rows.length} more: see ${c.correctionFile}`);
-    const retry = correctionRetryText(c);
+    const retry = correctionRetryText(c, batchId);
     if (retry !== null) print(`    ${retry}`);
   }
   print(`  ${correctionAdvice(latest)}`);
@@ -325,7 +325,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
         for (const n of serviceNotes)
           print(`  line ${n.line} ${n.merchantReferenceId} (${n.state}, payout ${n.payoutId ?? '-'}): ${n.note}`);
       }
-      printCorrections(corrections);
+      printCorrections(b.id, corrections);
       if (b.uploadContinuedNote) print(`\nupload continued after the file was taken: ${b.uploadContinuedNote}`);
       const view = approvals.get(b.id);
       if (audit && view) {
