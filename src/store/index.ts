@@ -81,6 +81,7 @@ export {
   oldestPendingCreatedAt,
   pollBatchNow,
   pollSoon,
+  reaskUnknownOfReference,
   reschedulePolls,
   type FinalRowNamed,
   type PayoutNamed,

@@ -166,6 +166,23 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
   return rows === null ? 0 : newPollRound(db, rows.andWhere('state', 'PENDING'), now);
 }
 
+/**
+ * Ask about the reference of a row still waiting on an unknown create outcome at the next reconcile (a webhook named
+ * a payout under it). Its due time is set to one no claim set: a reconcile whose query is out applies its answer
+ * only while the row keeps the due time its claim set (applyClaimedMoves), so an answer older than the event is
+ * dropped. Returns how many rows were made due.
+ */
+export async function reaskUnknownOfReference(db: Database, merchantReferenceId: string, now: number): Promise<number> {
+  return (
+    (await rowsInState(db, 'UNKNOWN')
+      .andWhere('merchant_reference_id', merchantReferenceId)
+      // `now` itself only when a claim's lease ends exactly now: then one before it, so the due time still changes.
+      .update({
+        next_attempt_at: db.raw('CASE WHEN next_attempt_at = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END', [now, now - 1, now]),
+      })) as number
+  );
+}
+
 /** The rows of these payouts that are already final (found as pollSoon finds them). */
 export async function finalRowsNamed(db: Database, named: readonly PayoutNamed[]): Promise<FinalRowNamed[]> {
   const rows = rowsNamed(db, named);

@@ -21,6 +21,7 @@ import {
   forgetWebhookEventsBefore,
   markServiceCheck,
   pollSoon,
+  reaskUnknownOfReference,
   recordWebhookEvent,
   renewServiceCheck,
   rowsHoldingOtherPayout,
@@ -37,8 +38,10 @@ import { verifyDelivery } from './verify.js';
  * The default follow-up of new events, on `db` (the transaction recording them): make the payout's PENDING row due
  * for a query now. A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event
  * saying otherwise, or naming another payout under one of our references, makes a query of the service owed (the
- * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered. True when
- * the poller has something to do now (woken once the transaction is committed, so it sees what was written).
+ * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered. A row of
+ * the event's reference still waiting on an unknown create outcome has its reference asked again at the next submit
+ * pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
+ * written).
  */
 export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed[]): Promise<boolean> {
   let wake = false;
@@ -47,6 +50,16 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
     if (n.merchantReferenceId === null) continue;
     const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
     const now = clock.now();
+    // First: on PostgreSQL a reconcile recording its answer holds the row until it commits, and what it made of the
+    // row (final, say) is then found below; asked after those, such a row would be missed by every step.
+    if ((await reaskUnknownOfReference(db, n.merchantReferenceId, now)) > 0) {
+      logger.info(
+        fields,
+        'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next ' +
+          'submit pass, as an answer already on its way may be older than this event',
+      );
+      continue;
+    }
     if ((await pollSoon(db, [n], now)) > 0) {
       logger.info(fields, 'webhook accepted: payout due for a query');
       wake = true;

@@ -1,7 +1,7 @@
-/** SQLite: a final answer read before a webhook that was followed up while it was on its way settles nothing (./final-answer-before-webhook.ts). */
+/** SQLite: an answer read before a webhook that was followed up while it was on its way settles nothing (./final-answer-before-webhook.ts). */
 import { afterEach, describe, it } from 'vitest';
 import { closeAll } from '../webhook/helpers.js';
-import { finalAnswerBeforeWebhook } from './final-answer-before-webhook.js';
+import { finalAnswerBeforeWebhook, unknownAnswerBeforeWebhook } from './final-answer-before-webhook.js';
 import { closePipelines, startPipeline } from './harness.js';
 
 afterEach(async () => {
@@ -9,8 +9,12 @@ afterEach(async () => {
   await closePipelines();
 });
 
-describe('a final answer on its way back while a webhook about its payout is followed up', () => {
+describe('an answer on its way back while a webhook about its payout is followed up', () => {
   it.each([true, false])('does not settle the row: the next query does (exclusive: %s)', async (exclusive) => {
     await finalAnswerBeforeWebhook(await startPipeline(), { exclusive });
+  });
+
+  it('does not settle a row waiting on an unknown create outcome: the next query of its reference does', async () => {
+    await unknownAnswerBeforeWebhook(await startPipeline());
   });
 });

@@ -1,29 +1,37 @@
 /**
- * A final answer older than a webhook: the poll's query is answered PAID by the real sandbox, and while that answer
- * is still on its way back (held by a proxy) the service reverses the payout to CANCELLED and says so in a signed
- * payout.updated event, which the real receiver follows up (the row made due) and commits before answering 200.
- * The answer was read before the event: it must not settle the row. The row stays PENDING and due, and the next
- * pass records what the service says now. Run on SQLite and PostgreSQL.
+ * A final answer older than a webhook: a query is answered PAID by the real sandbox, and while that answer is still
+ * on its way back (held by a proxy) the service reverses the payout to CANCELLED and says so in a signed
+ * payout.updated event, which the real receiver follows up and commits before answering 200. The answer was read
+ * before the event: it must not settle the row. Shown for the poller's query of a PENDING row (the row made due),
+ * and for the submitter's query of the reference of a row waiting on an unknown create outcome, no payout id yet
+ * (its reference asked again). The row stays as it was and due, and the next pass records what the service says
+ * now. Run on SQLite and PostgreSQL.
  */
 import { expect } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
+import { requestOfText } from '../../src/domain/request-values.js';
 import { SettlementPoller, type PollerOptions } from '../../src/poll/index.js';
-import { startMitm } from '../api/mitm.js';
-import { deliver } from '../webhook/final-rows-world.js';
-import { PATH, startReceiver } from '../webhook/helpers.js';
-import { QUERY_PATH, payoutRequest, type Pipeline } from './harness.js';
+import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
+import { startMitm, type Mitm } from '../api/mitm.js';
+import { deliver, receiverLines } from '../webhook/final-rows-world.js';
+import { PATH, startReceiver, type Harness } from '../webhook/helpers.js';
+import { QUERY_PATH, payoutRequest, submitterVia, type Pipeline } from './harness.js';
 
-export async function finalAnswerBeforeWebhook(p: Pipeline, poller: Partial<PollerOptions>): Promise<void> {
-  const batchId = await p.insertReadyBatch([payoutRequest('FA-1')]);
-  await p.submit();
-  const payoutId = (await p.row('FA-1')).payoutId as string;
-  expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+/** The receiver, and a client reaching the sandbox through a proxy that holds the first query's answer on its way back. */
+interface HeldQuery {
+  h: Harness;
+  proxy: Mitm;
+  client: PayoutApiClient;
+  /** The held answer's text, once the sandbox has answered. */
+  answer: Promise<string>;
+  release(): void;
+}
+
+async function heldQuery(p: Pipeline): Promise<HeldQuery> {
   const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
-
-  // The poller's client reaches the sandbox through a proxy that holds the first query's answer on its way back.
   const proxy = await startMitm(p.sandbox.url);
   let answered!: (text: string) => void;
-  const heldAnswer = new Promise<string>((r) => (answered = r));
+  const answer = new Promise<string>((r) => (answered = r));
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   proxy.holdAnswer = (path, text) => {
@@ -32,20 +40,31 @@ export async function finalAnswerBeforeWebhook(p: Pipeline, poller: Partial<Poll
     answered(text);
     return released;
   };
+  return { h, proxy, client: new PayoutApiClient({ ...p.clientOptions, baseUrl: proxy.url }), answer, release };
+}
+
+/** Once the held answer says PAID: the service reverses the payout and its event is followed up, then the answer lands. */
+async function reversedWhileHeld(p: Pipeline, held: HeldQuery, pass: Promise<unknown>, payoutId: string, ref: string): Promise<void> {
+  expect(await held.answer).toContain('"status":"PAID"');
+  expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
+  await deliver(held.h, { payoutId, merchantReferenceId: ref, status: 'CANCELLED' });
+  held.release();
+  await pass;
+}
+
+export async function finalAnswerBeforeWebhook(p: Pipeline, poller: Partial<PollerOptions>): Promise<void> {
+  const batchId = await p.insertReadyBatch([payoutRequest('FA-1')]);
+  await p.submit();
+  const payoutId = (await p.row('FA-1')).payoutId as string;
+  expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+  const held = await heldQuery(p);
   try {
     const polling = new SettlementPoller(
-      { db: p.db, service: new PayoutApiClient({ ...p.clientOptions, baseUrl: proxy.url }), clock: p.clock, logger: p.logger },
+      { db: p.db, service: held.client, clock: p.clock, logger: p.logger },
       { ...p.pollerOptions, ...poller },
     );
     p.clock.advance(p.pollerOptions.maxIntervalMs);
-    const pass = polling.runPass(p.signal);
-    expect(await heldAnswer).toContain('"status":"PAID"');
-
-    // Meanwhile the service reverses the payout, and its event is recorded and followed up before the answer lands.
-    expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
-    await deliver(h, { payoutId, merchantReferenceId: 'FA-1', status: 'CANCELLED' });
-    release();
-    await pass;
+    await reversedWhileHeld(p, held, polling.runPass(p.signal), payoutId, 'FA-1');
 
     // Read before the event, the answer settles nothing: the row stays PENDING, due for a query now.
     const row = await p.row('FA-1');
@@ -58,7 +77,39 @@ export async function finalAnswerBeforeWebhook(p: Pipeline, poller: Partial<Poll
     expect(await p.states(batchId)).toEqual(['CANCELLED']);
     expect(p.logLines.filter((l) => l.includes('was not recorded: the row changed while the query was out'))).toHaveLength(1);
   } finally {
-    release();
-    await proxy.close();
+    held.release();
+    await held.proxy.close();
+  }
+}
+
+export async function unknownAnswerBeforeWebhook(p: Pipeline): Promise<void> {
+  const batchId = await p.insertReadyBatch([payoutRequest('UA-1')]);
+  // The create reaches the service, but its answer is never recorded: at the next start the row is UNKNOWN.
+  const [claimed] = await claimReadyRows(p.db, 10, p.clock.now());
+  const { payoutId } = await p.client.createPayout(requestOfText(claimed!.requestValues ?? ''));
+  expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+  expect(await markInterruptedCreatesUnknown(p.db, p.clock.now())).toBe(1);
+  const held = await heldQuery(p);
+  try {
+    await reversedWhileHeld(p, held, submitterVia(p, held.client).runOnce(p.signal), payoutId, 'UA-1');
+
+    // Read before the event, the answer settles nothing: the row stays UNKNOWN, due for a query of its reference now.
+    const row = await p.row('UA-1');
+    expect(row.state).toBe('UNKNOWN');
+    expect(row.payoutId).toBeNull();
+    expect(row.nextAttemptAt).toBeLessThanOrEqual(p.clock.now());
+    expect(await p.events('UA-1')).not.toContain('reconciled-found');
+    expect((await receiverLines(held.h, 'UA-1')).map((l) => l['msg'])).toContain(
+      'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next submit ' +
+        'pass, as an answer already on its way may be older than this event',
+    );
+
+    // The next pass asks again and adopts the service's latest word.
+    await p.submit();
+    expect(await p.states(batchId)).toEqual(['CANCELLED']);
+    expect((await p.row('UA-1')).payoutId).toBe(payoutId);
+  } finally {
+    held.release();
+    await held.proxy.close();
   }
 }

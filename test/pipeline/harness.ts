@@ -451,6 +451,14 @@ export function serviceLike(client: PayoutService, calls: Partial<PayoutService>
   };
 }
 
+/** A submitter of the pipeline's database, clock, logger and holds that reaches the payout service through `service`. */
+export function submitterVia(p: Pipeline, service: PayoutService, o: Partial<SubmitterOptions> = {}): PayoutSubmitter {
+  return new PayoutSubmitter(
+    { db: p.db, service, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
+    { ...p.submitterOptions, ...o },
+  );
+}
+
 /** A second submitter on the pipeline's database ("instance A") whose first matching reference query is held. */
 export interface HeldReconciler {
   submitter: PayoutSubmitter;
@@ -475,9 +483,6 @@ export function heldReconciler(p: Pipeline, holds: (refs: string[]) => boolean =
       return answer;
     },
   });
-  const submitter = new PayoutSubmitter(
-    { db: p.db, service, clock: p.clock, monotonic: p.monotonic, logger: p.logger, holds: p.holds, random: () => 0.5 },
-    { ...p.submitterOptions, claimant: { instanceId: 'A', leaseMs: 120_000 } },
-  );
+  const submitter = submitterVia(p, service, { claimant: { instanceId: 'A', leaseMs: 120_000 } });
   return { submitter, held: () => held, release };
 }

@@ -4,13 +4,16 @@
  * the row and is held (another session locks payout_history, so its history insert waits) when the service
  * reverses the payout and its CANCELLED event reaches the real receiver. The follow-up must wait for that
  * transaction rather than skip the row: it then finds the row recorded PAID and the event saying otherwise, so a
- * query of the payout is owed, and the service's answer to it is noted on the row.
+ * query of the payout is owed, and the service's answer to it is noted on the row. The same holds for a row waiting
+ * on an unknown create outcome whose reference query's answer is being recorded (the submitter's reconcile).
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closePipelines, payoutRequest, startPipeline, waitFor } from '../pipeline/harness.js';
+import { requestOfText } from '../../src/domain/request-values.js';
+import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
+import { closePipelines, payoutRequest, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
 import { deliver } from '../webhook/final-rows-world.js';
-import { PATH, closeAll, parsedLines, startReceiver } from '../webhook/helpers.js';
+import { PATH, closeAll, parsedLines, startReceiver, type Harness } from '../webhook/helpers.js';
 import { latestSchema, pgReachable, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its payout is being recorded', () => {
@@ -42,15 +45,17 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     return r.rows[0]?.n ?? 0;
   }
 
-  it('waits for the answer, then finds the row contradicted and makes a query of it owed', async () => {
-    const p = await startPipeline({ database: latestSchema(schema) });
-    const batchId = await p.insertReadyBatch([payoutRequest('WA-1')]);
-    await p.submit();
-    const payoutId = (await p.row('WA-1')).payoutId as string;
-    expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
-    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
-
-    // Holds the poller's transaction once it has moved the row: its history insert waits for this lock.
+  /**
+   * Runs `pass` while another session holds its answer's transaction once the row has moved (its history insert
+   * waits for that lock), and meanwhile the service reverses the payout and its CANCELLED event reaches the receiver.
+   */
+  async function reversedWhileRecorded(
+    p: Pipeline,
+    h: Harness,
+    pass: () => Promise<unknown>,
+    payoutId: string,
+    ref: string,
+  ): Promise<void> {
     const holder = await session();
     const watch = await session();
     const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid ?? -1;
@@ -58,27 +63,37 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     await holder.query('lock table payout_history in share mode');
     let held = true;
     try {
-      p.clock.advance(p.pollerOptions.maxIntervalMs);
-      const pass = p.poller.runPass(p.signal);
-      await waitFor(async () => (await blockedBy(watch, holderPid)) === 1, "the poller's answer to be recorded and held");
+      const passing = pass();
+      await waitFor(async () => (await blockedBy(watch, holderPid)) === 1, 'the answer to be recorded and held');
 
       // The service reverses the payout and says so; the follow-up meets the row while the answer holds it.
       expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
       let delivered = false;
-      const delivery = deliver(h, { payoutId, merchantReferenceId: 'WA-1', status: 'CANCELLED' }).finally(() => (delivered = true));
+      const delivery = deliver(h, { payoutId, merchantReferenceId: ref, status: 'CANCELLED' }).finally(() => (delivered = true));
       await waitFor(async () => delivered || (await blockedBy(watch, holderPid)) === 2, 'the follow-up to meet the held row');
       await holder.query('commit');
       held = false;
-      await pass;
+      await passing;
       await delivery;
     } finally {
       if (held) await holder.query('rollback');
     }
-
-    expect(await p.states(batchId)).toEqual(['PAID']);
-    const follow = parsedLines(h.logs).filter((l) => l['merchantReferenceId'] === 'WA-1' && l['level'] !== 'debug');
+    // The follow-up found the row recorded PAID and the event saying otherwise.
+    expect((await p.row(ref)).state).toBe('PAID');
+    const follow = parsedLines(h.logs).filter((l) => l['merchantReferenceId'] === ref && l['level'] !== 'debug');
     expect(follow.map((l) => l['msg'])).not.toContain('webhook accepted: no PENDING row of this payout here; nothing made due');
-    expect((await p.row('WA-1')).serviceCheck).toBe('PAYOUT');
+    expect((await p.row(ref)).serviceCheck).toBe('PAYOUT');
+  }
+
+  it('waits for the answer, then finds the row contradicted and makes a query of it owed', async () => {
+    const p = await startPipeline({ database: latestSchema(schema) });
+    await p.insertReadyBatch([payoutRequest('WA-1')]);
+    await p.submit();
+    const payoutId = (await p.row('WA-1')).payoutId as string;
+    expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    await reversedWhileRecorded(p, h, () => p.poller.runPass(p.signal), payoutId, 'WA-1');
 
     // The poller asks, and the service's answer (CANCELLED) is noted on the row recorded PAID.
     await p.poller.runPass(p.signal);
@@ -86,5 +101,17 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     expect(row.state).toBe('PAID');
     expect(row.serviceCheck).toBeNull();
     expect(row.serviceNote).toContain('CANCELLED');
+  });
+
+  it('a reconcile adopting the payout of a row waiting on an unknown create outcome: the same', async () => {
+    const p = await startPipeline({ database: latestSchema(schema) });
+    await p.insertReadyBatch([payoutRequest('WU-1')]);
+    // The create reaches the service, but its answer is never recorded: at the next start the row is UNKNOWN.
+    const [claimed] = await claimReadyRows(p.db, 10, p.clock.now());
+    const { payoutId } = await p.client.createPayout(requestOfText(claimed!.requestValues ?? ''));
+    expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+    expect(await markInterruptedCreatesUnknown(p.db, p.clock.now())).toBe(1);
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    await reversedWhileRecorded(p, h, () => p.submit(), payoutId, 'WU-1');
   });
 });
