@@ -227,8 +227,8 @@ export class SettlementPoller {
     if (this.deps.sending?.() === true && oldestDue > now - this.o.deferWhileSendingMs) return null;
     const claimed = this.o.exclusive
       ? await listDueForPoll(db, now, this.o.queryMaxIds, this.cursor)
-      : (await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs)).map(pollTargetOf);
-    // Only rows already on the wire left: nothing new is due until their answers come back.
+      : (await claimDueRows(db, 'PENDING', 'next_poll_at', now, this.o.queryMaxIds, this.o.leaseMs, this.asking)).map(pollTargetOf);
+    // Only rows already on the wire left (exclusive claims list them too): nothing new is due until their answers come back.
     const due = claimed.filter((r) => !this.asking.has(r.id)).slice(0, this.o.queryMaxIds);
     if (due.length === 0) return null;
     for (const r of due) this.asking.add(r.id);
@@ -298,7 +298,8 @@ export class SettlementPoller {
 
   /**
    * Final answers whose moves were not recorded: the row changed while the query was out. What the service said
-   * then is not what the row now says, so it is told; a row still PENDING is asked again.
+   * then is not what the row now says, so it is told; a row still PENDING was made due by the event (no claim of
+   * this instance leases a row it is asking about), unless another instance has claimed it since.
    */
   private tellUnrecorded(answered: readonly { flight: Flight }[], decided: readonly { moves: RowMove[] }[], applied: RowMove[]): void {
     const recorded = new Set(applied);
@@ -309,7 +310,8 @@ export class SettlementPoller {
       this.deps.logger.info(
         { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, payoutId: row.payoutId, status: m.to },
         'a final answer to a query of this payout was not recorded: the row changed while the query was out (a payout.updated ' +
-          'event made it due, or another instance recorded an answer first); a row still PENDING is asked again',
+          'event made it due, or another instance recorded an answer first); a row still PENDING is due for a query now, ' +
+          'unless another instance is asking about it',
       );
     }
   }

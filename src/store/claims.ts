@@ -56,6 +56,17 @@ async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Prom
 }
 
 /**
+ * `id NOT IN (ids)` with the list bound as one value, so a long one never nears the bound-value limit: a JSON
+ * array read by json_each on SQLite, an array literal on PostgreSQL.
+ */
+function idNotIn(db: Knex.Transaction, ids: ReadonlySet<number>): Knex.Raw {
+  const list = [...ids];
+  return isPostgres(db)
+    ? db.raw('id <> ALL(CAST(? AS bigint[]))', [`{${list.join(',')}}`])
+    : db.raw('id NOT IN (SELECT value FROM json_each(?))', [JSON.stringify(list)]);
+}
+
+/**
  * The batches (`b`) whose rows may be sent at `now`: the one definition both the claim and the fence of each
  * create try apply, so a batch cancelled or held after its rows were claimed sends none of them.
  */
@@ -240,7 +251,11 @@ export async function renewClaims(
 /** The claimant of a single-instance daemon. */
 export const LOCAL: Claimant = { instanceId: 'local', leaseMs: 10 * 60_000 };
 
-/** Leases due rows to this instance by pushing their due time `leaseMs` ahead; if it dies they come due again. */
+/**
+ * Leases due rows to this instance by pushing their due time `leaseMs` ahead; if it dies they come due again. Rows
+ * in `asking` (this instance's queries of them are out) are left as they are: leased again, a row made due meanwhile
+ * (a webhook) would wait the lease although no query of this claim asks about it.
+ */
 export async function claimDueRows(
   db: Database,
   state: 'UNKNOWN' | 'PENDING',
@@ -248,6 +263,7 @@ export async function claimDueRows(
   now: number,
   limit: number,
   leaseMs: number,
+  asking: ReadonlySet<number> = new Set(),
 ): Promise<PayoutRow[]> {
   return writeTransaction(db, async (trx) => {
     const due = rowsInState(trx, state)
@@ -255,6 +271,7 @@ export async function claimDueRows(
       .andWhere((w) =>
         dueColumn === 'next_attempt_at' ? w.whereNull(dueColumn).orWhere(dueColumn, '<=', now) : w.where(dueColumn, '<=', now),
       )
+      .modify((q) => (asking.size > 0 ? q.andWhere(idNotIn(trx, asking)) : q))
       // Ties by id: the order of the state's partial index (migration 0007), and the same rows first on every engine.
       .orderBy([{ column: dueColumn }, { column: 'id' }])
       .limit(limit);

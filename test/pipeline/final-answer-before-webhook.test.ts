@@ -1,7 +1,7 @@
 /** SQLite: an answer read before a webhook that was followed up while it was on its way settles nothing (./final-answer-before-webhook.ts). */
 import { afterEach, describe, it } from 'vitest';
 import { closeAll } from '../webhook/helpers.js';
-import { finalAnswerBeforeWebhook, unknownAnswerBeforeWebhook } from './final-answer-before-webhook.js';
+import { droppedAnswerDueAtOnce, finalAnswerBeforeWebhook, unknownAnswerBeforeWebhook } from './final-answer-before-webhook.js';
 import { closePipelines, startPipeline } from './harness.js';
 
 afterEach(async () => {
@@ -16,5 +16,9 @@ describe('an answer on its way back while a webhook about its payout is followed
 
   it('does not settle a row waiting on an unknown create outcome: the next query of its reference does', async () => {
     await unknownAnswerBeforeWebhook(await startPipeline());
+  });
+
+  it('leased claims: a row whose final answer was not recorded is due at once, not after a lease', async () => {
+    await droppedAnswerDueAtOnce(await startPipeline());
   });
 });

@@ -5,7 +5,8 @@
  * before the event: it must not settle the row. Shown for the poller's query of a PENDING row (the row made due),
  * and for the submitter's query of the reference of a row waiting on an unknown create outcome, no payout id yet
  * (its reference asked again). The row stays as it was and due, and the next pass records what the service says
- * now. Run on SQLite and PostgreSQL.
+ * now; with leased claims, it is due at once although the pass claimed again while its query was out. Run on SQLite
+ * and PostgreSQL.
  */
 import { expect } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
@@ -15,7 +16,7 @@ import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/i
 import { startMitm, type Mitm } from '../api/mitm.js';
 import { deliver, receiverLines } from '../webhook/final-rows-world.js';
 import { PATH, startReceiver, type Harness } from '../webhook/helpers.js';
-import { QUERY_PATH, payoutRequest, submitterVia, type Pipeline } from './harness.js';
+import { QUERY_PATH, linesContaining, payoutRequest, serviceLike, submitterVia, type Pipeline } from './harness.js';
 
 /** The receiver, and a client reaching the sandbox through a proxy that holds the first query's answer on its way back. */
 interface HeldQuery {
@@ -111,5 +112,72 @@ export async function unknownAnswerBeforeWebhook(p: Pipeline): Promise<void> {
   } finally {
     held.release();
     await held.proxy.close();
+  }
+}
+
+/**
+ * Leased claims (instances share the database): two queries out, one row each. A webhook makes the first row due
+ * in a new round while its query is out; the second's answer lands and the pass claims again. That claim must leave
+ * the row already being asked alone: the row's own answer, older than the event, is not recorded, and the row must
+ * then be due at once, not after a lease taken by a claim that never asked about it.
+ */
+export async function droppedAnswerDueAtOnce(p: Pipeline): Promise<void> {
+  const batchId = await p.insertReadyBatch([payoutRequest('DA-1'), payoutRequest('DA-2')]);
+  await p.submit();
+  const payoutId = (await p.row('DA-1')).payoutId as string;
+  expect(p.sandbox.settle({ payoutId }, 'PAID')).toBe(1);
+  const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+  const proxy = await startMitm(p.sandbox.url);
+  const held = new Map<string, () => void>();
+  let bothHeld!: () => void;
+  const holding = new Promise<void>((r) => (bothHeld = r));
+  proxy.holdAnswer = (path, text) => {
+    if (path !== QUERY_PATH) return null;
+    return new Promise<void>((go) => {
+      held.set(text.includes('"DA-1"') ? 'DA-1' : 'DA-2', go);
+      if (held.size === 2) bothHeld();
+    });
+  };
+  // Each claim first asks whether the service is available: the claim after DA-2's answer is told by that.
+  let claimed: (() => void) | null = null;
+  const client = new PayoutApiClient({ ...p.clientOptions, baseUrl: proxy.url });
+  const service = {
+    ...serviceLike(client, {}),
+    available: () => {
+      claimed?.();
+      return true;
+    },
+  };
+  try {
+    const polling = new SettlementPoller(
+      { db: p.db, service, clock: p.clock, logger: p.logger },
+      { ...p.pollerOptions, exclusive: false, queryMaxIds: 1, concurrency: 2 },
+    );
+    p.clock.advance(p.pollerOptions.maxIntervalMs);
+    const pass = polling.runPass(p.signal);
+    await holding;
+
+    // The event agrees with the answer on its way (PAID), but the row is now in a new round.
+    await deliver(h, { payoutId, merchantReferenceId: 'DA-1', status: 'PAID' });
+    const claimedAgain = new Promise<void>((r) => (claimed = r));
+    held.get('DA-2')?.();
+    // The pass records DA-2's answer and claims again before it records anything else (one loop).
+    await claimedAgain;
+    proxy.holdAnswer = null;
+    held.get('DA-1')?.();
+    await pass;
+
+    const row = await p.row('DA-1');
+    expect(row.state).toBe('PENDING');
+    expect(row.nextPollAt).toBeLessThanOrEqual(p.clock.now());
+    expect(linesContaining(p.logLines, 'a final answer to a query of this payout was not recorded')).toHaveLength(1);
+
+    // The next pass, at the same time, asks again and records PAID.
+    await polling.runPass(p.signal);
+    expect(await p.states(batchId)).toEqual(['PAID', 'PENDING']);
+  } finally {
+    proxy.holdAnswer = null;
+    for (const go of held.values()) go();
+    await proxy.close();
   }
 }

@@ -1,7 +1,7 @@
 /** PostgreSQL: an answer read before a webhook followed up while it was on its way settles nothing (test/pipeline/final-answer-before-webhook.ts). */
 import { afterEach, describe, it } from 'vitest';
 import { closePipelines, startPipeline } from '../pipeline/harness.js';
-import { finalAnswerBeforeWebhook, unknownAnswerBeforeWebhook } from '../pipeline/final-answer-before-webhook.js';
+import { droppedAnswerDueAtOnce, finalAnswerBeforeWebhook, unknownAnswerBeforeWebhook } from '../pipeline/final-answer-before-webhook.js';
 import { closeAll } from '../webhook/helpers.js';
 import { latestSchema, pgReachable, useTestSchema } from './pg.js';
 
@@ -18,5 +18,9 @@ describe.skipIf(!pgReachable)('postgres: an answer on its way back while a webho
 
   it('does not settle a row waiting on an unknown create outcome: the next query of its reference does', async () => {
     await unknownAnswerBeforeWebhook(await startPipeline({ database: latestSchema(schema) }));
+  });
+
+  it('leased claims: a row whose final answer was not recorded is due at once, not after a lease', async () => {
+    await droppedAnswerDueAtOnce(await startPipeline({ database: latestSchema(schema) }));
   });
 });

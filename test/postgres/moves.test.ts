@@ -21,7 +21,7 @@ import { claimDueRows, markInterruptedCreatesUnknown } from '../../src/store/cla
 import { recordAnswers } from '../../src/store/answers.js';
 import type { RowMove } from '../../src/store/moves.js';
 import { checkClaimOrder, checkGroupedMoves, checkMovesOfOneRowInOrder, checkMovesOfTheirOwn, seedBatch } from '../store/moves.js';
-import { checkMovesStillHolding } from '../store/moves.js';
+import { checkMovesStillHolding, checkQueryClaimLeavesOutAsked } from '../store/moves.js';
 import { checkBeneficiaryFromRequest } from '../store/result-rows.js';
 import { checkConcurrentHolders, checkHeldReferencesSetAside } from '../store/held-references.js';
 import { pgReachable, useTestSchema } from './pg.js';
@@ -109,6 +109,10 @@ describe.skipIf(!pgReachable)('postgres: row moves and claims', () => {
     // Only those were leased: the rest stay due for the other instances.
     const leased = (await db('payouts').where('next_poll_at', '>', 10).count({ n: '*' }).first()) as { n: number | string };
     expect(Number(leased.n)).toBe(4);
+  });
+
+  it('a query claim leaves out the rows already being asked about, however many', async () => {
+    await checkQueryClaimLeavesOutAsked(db);
   });
 
   it('reads the beneficiary and empty columns out of the stored request as JSON.parse does', async () => {

@@ -20,6 +20,7 @@ import {
   checkMovesOfOneRowInOrder,
   checkMovesOfTheirOwn,
   checkMovesStillHolding,
+  checkQueryClaimLeavesOutAsked,
   seedBatch,
 } from './moves.js';
 import { checkBeneficiaryFromRequest } from './result-rows.js';
@@ -153,6 +154,11 @@ describe('store: row moves and claims (SQLite)', () => {
   it('claims the older batch first, in line order, by the hold rules', async () => {
     const { db } = store;
     await checkClaimOrder(db);
+  });
+
+  it('a query claim leaves out the rows already being asked about, however many', async () => {
+    const { db } = store;
+    await checkQueryClaimLeavesOutAsked(db);
   });
 
   it('a claim reads its rows by the (batch_id, state, line) index, without sorting', async () => {

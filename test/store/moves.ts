@@ -3,8 +3,9 @@
  * in test/store, PostgreSQL in test/postgres): grouped moves with mixed
  * patches and a skipped row, one history row per row moved, many moves
  * with values of their own in multi-row UPDATEs, moves of one row applied
- * in order, moves guarded by more than the state, and claims oldest batch
- * first in line order with the hold rules.
+ * in order, moves guarded by more than the state, claims oldest batch
+ * first in line order with the hold rules, and query claims that leave out
+ * the rows already being asked about.
  */
 import { expect } from 'vitest';
 import { isPostgres, TAKE_WRITE_LOCK, type Database } from '../../src/store/db.js';
@@ -12,7 +13,7 @@ import { fromColumns, getRow, type PayoutRow, type PayoutRowPatch } from '../../
 import { insertRows } from '../../src/store/insert-rows.js';
 import { historyOf, type RowMove } from '../../src/store/moves.js';
 import { applyRowMoves } from '../../src/store/answers.js';
-import { claimReadyRows } from '../../src/store/claims.js';
+import { claimDueRows, claimReadyRows } from '../../src/store/claims.js';
 import { holdBatch } from '../../src/store/holds.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 import { encodeRequestValues } from '../../src/domain/request-values.js';
@@ -339,4 +340,19 @@ export async function checkClaimOrder(db: Database): Promise<void> {
   ]);
   expect(await claimReadyRows(db, 10, now + 500)).toEqual([]);
   expect(newer).toHaveLength(3);
+}
+
+/**
+ * A query claim leaves the rows its instance is already asking about as they are (not leased, not returned), however
+ * many it names: more than one statement may bind on SQLite.
+ */
+export async function checkQueryClaimLeavesOutAsked(db: Database): Promise<void> {
+  const rows = (await seedBatch(db, 'QA', 6, 'PENDING')).map((r) => r.id).sort((x, y) => x - y);
+  await db('payouts').update({ next_poll_at: 5 });
+  const asking = new Set([rows[0]!, rows[2]!, ...Array.from({ length: 40_000 }, (_, i) => 10_000_000 + i)]);
+  const claimed = await claimDueRows(db, 'PENDING', 'next_poll_at', 10, 3, 60_000, asking);
+  expect(claimed.map((r) => r.id)).toEqual([rows[1], rows[3], rows[4]]);
+  // The rows being asked about keep the due time they had.
+  const asked = (await db('payouts').whereIn('id', [rows[0]!, rows[2]!]).pluck('next_poll_at')) as (number | string)[];
+  expect(asked.map(Number)).toEqual([5, 5]);
 }
