@@ -32,6 +32,7 @@ import { approvalInUse } from '../config/index.js';
 import { safeError } from '../log/index.js';
 import { SettlementPoller } from '../poll/index.js';
 import { NotificationDispatcher, ProgressEvents, type DeliveryOutcomeLabel } from '../notify/index.js';
+import { retryFileName } from '../report/index.js';
 import { BatchOutbox, outboxName, removeStaleTempFiles } from './outbox.js';
 import { BatchFinisher } from './finisher.js';
 import { Retention } from './retention.js';
@@ -180,6 +181,7 @@ export class PayoutDaemon {
         instanceId: o.instanceId,
         leaseMs: config.instance.leaseMs,
         signal: this.stopWork.signal,
+        retryFileOf: config.outbox.retryFiles ? (b) => retryFileName(outboxName(b), 0) : undefined,
       },
     );
     this.watcher = new InboxWatcher({

@@ -4,6 +4,7 @@
  * base has the same hash, and the start kept is shorter the more digits the round has.
  */
 import { createHash } from 'node:crypto';
+import { isFinalRowState, REFERENCE_FREE_STATES } from './lifecycle.js';
 
 const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
 /** A base in its hashed spelling: the start kept, and the hash naming the whole base. */
@@ -14,6 +15,12 @@ export const HASHED_SUFFIX_LENGTH = 2 + HASH_HEX;
 
 /** States of a row that was, or may still be, sent and not cancelled: a retry beside it may pay the same twice. */
 export const RETRY_BLOCKING_STATES: ReadonlySet<string> = new Set(['VALIDATED', 'READY', 'CREATING', 'UNKNOWN', 'PENDING', 'PAID']);
+
+/** The default `merchantReferenceId.maxLength` of the validation rules. */
+export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
+
+/** States of a row that was never sent and never will be: a reference used only by such rows is handed out again. */
+const NEVER_SENT: ReadonlySet<string> = new Set(REFERENCE_FREE_STATES.filter(isFinalRowState));
 
 /** The reference a retry derives from and the round this one already is (0 for an original). */
 export function retryBase(reference: string): { base: string; round: number } {
@@ -67,4 +74,16 @@ export function sameRetryBase(a: string, b: string): boolean {
   const x = spelling(a);
   const y = spelling(b);
   return x.hash === y.hash && (x.start.startsWith(y.start) || y.start.startsWith(x.start));
+}
+
+/**
+ * What the states of the rows using a candidate reference make of it: `retrying` (one of them was or may be
+ * sent and not cancelled: the cancelled row is already being retried, or paid), `free` (unused, or used only
+ * by rows never sent and never to be: a retry file dropped and refused gives its reference out again, so two
+ * retry files of one cancellation still carry one reference), else `spent` (sent, and cancelled or refused).
+ */
+export function candidateUse(states: readonly string[] | undefined): { use: 'retrying'; state: string } | { use: 'free' | 'spent' } {
+  const blocking = states?.find((s) => RETRY_BLOCKING_STATES.has(s));
+  if (blocking !== undefined) return { use: 'retrying', state: blocking };
+  return (states ?? []).every((s) => NEVER_SENT.has(s)) ? { use: 'free' } : { use: 'spent' };
 }

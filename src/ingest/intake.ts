@@ -32,6 +32,7 @@ import {
   activateReadBatch,
   type InvalidRowsPolicy,
   type ReferenceColumn,
+  type RetryFiles,
   insertRowsWhileReading,
   retryOriginalsOf,
   readyMoneyOf,
@@ -63,6 +64,8 @@ export interface IntakeOptions {
   leaseMs: number;
   /** Stops a read in progress (shutdown); the batch stays VALIDATING and is read again next time. */
   signal?: AbortSignal;
+  /** The outbox name of a batch's retry file, named in the advice on payouts not paid; absent when retry files are off. */
+  retryFileOf?: (batch: { id: string; fileName: string }) => string;
 }
 
 /** An ack being written: its rows read once from the store and written ahead, with what they add up to. */
@@ -253,6 +256,11 @@ export class BatchIntake {
     return (trx) => holdReaderLease(trx, this.leaseOf(batchId), this.deps.clock.now());
   }
 
+  /** The retry files the acceptance's advice names, and how their references are spelled. */
+  private retryFiles(): RetryFiles {
+    return { nameOf: this.o.retryFileOf ?? null, referenceMaxLength: this.o.rules.merchantReferenceId.maxLength };
+  }
+
   /** Runs `reading` as this process's only reading of the batch; refused while another is going on. */
   private async readingOnce(batchId: string, reading: () => Promise<BatchRecord>): Promise<BatchRecord> {
     if (this.readingNow.has(batchId)) {
@@ -349,7 +357,15 @@ export class BatchIntake {
       totalsJson: JSON.stringify(parse.totals),
     });
 
-    const verdict = await acceptBatchRows(db, read.id, this.o.onInvalidRows, clock.now(), this.fenceOf(read.id), referenceColumn(parse));
+    const verdict = await acceptBatchRows(
+      db,
+      read.id,
+      this.o.onInvalidRows,
+      clock.now(),
+      this.fenceOf(read.id),
+      referenceColumn(parse),
+      this.retryFiles(),
+    );
     const counts = { validCount: verdict.readyCount, invalidCount: verdict.invalidCount + verdict.duplicateCount };
     if (!verdict.accepted) return this.rejectRead(read, counts, 'INVALID_ROWS', verdict.rejectReason ?? 'not accepted');
     // One read of the accepted rows writes the ack's rows ahead and adds up what the gates decide on.

@@ -11,8 +11,7 @@
  */
 import { join } from 'node:path';
 import { escapeFormulaLike } from '../domain/formula-text.js';
-import { isFinalRowState, REFERENCE_FREE_STATES } from '../domain/lifecycle.js';
-import { RETRY_BLOCKING_STATES, retryBase, roundReference } from '../domain/retry-reference.js';
+import { candidateUse, DEFAULT_REFERENCE_MAX_LENGTH, retryBase, roundReference } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
@@ -26,12 +25,6 @@ type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
 /** The header of a retry file: the input format's default column names (the request's fields, in its order). */
 export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELDS;
-
-/** The default `merchantReferenceId.maxLength` of the validation rules. */
-export const DEFAULT_REFERENCE_MAX_LENGTH = 64;
-
-/** States of a row that was never sent and never will be: a reference used only by such rows is handed out again. */
-const NEVER_SENT: ReadonlySet<string> = new Set(REFERENCE_FREE_STATES.filter(isFinalRowState));
 
 /** Rounds tried beyond the row's own before giving up (each one a used reference). */
 const MAX_EXTRA_ROUNDS = 50;
@@ -52,7 +45,7 @@ export const RETRY_XLSX_COLUMNS: readonly XlsxColumn[] = RETRY_COLUMNS.map((head
     : { header, type: 'text', width: 10 },
 );
 
-export { retryBase };
+export { candidateUse, DEFAULT_REFERENCE_MAX_LENGTH, retryBase };
 
 /** Round `round` of `base`, in at most `maxLength` code points (the validation rules count code points). */
 export function retryReference(base: string, round: number, maxLength = DEFAULT_REFERENCE_MAX_LENGTH): string {
@@ -61,18 +54,6 @@ export function retryReference(base: string, round: number, maxLength = DEFAULT_
     throw new FinanceReportError('RETRY_REFERENCE', `no retry reference fits in ${maxLength} characters (round ${round})`);
   }
   return reference;
-}
-
-/**
- * What the states of the rows using a candidate reference make of it: `retrying` (one of them was or may be
- * sent and not cancelled: the cancelled row is already being retried, or paid), `free` (unused, or used only
- * by rows never sent and never to be: a retry file dropped and refused gives its reference out again, so two
- * retry files of one cancellation still carry one reference), else `spent` (sent, and cancelled or refused).
- */
-export function candidateUse(states: readonly string[] | undefined): { use: 'retrying'; state: string } | { use: 'free' | 'spent' } {
-  const blocking = states?.find((s) => RETRY_BLOCKING_STATES.has(s));
-  if (blocking !== undefined) return { use: 'retrying', state: blocking };
-  return (states ?? []).every((s) => NEVER_SENT.has(s)) ? { use: 'free' } : { use: 'spent' };
 }
 
 /** The values of the create request stored for a row, in RETRY_COLUMNS order (the request's own). */

@@ -21,6 +21,7 @@ import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
 import { placeIn } from './row-place.js';
+import { NO_RETRY_FILES, retryPlans, sameContentMessage, type HoldingRow, type RetryFiles } from './reference-advice.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
@@ -174,6 +175,7 @@ async function markEarlierReferences(
   batchId: string,
   now: number,
   column: ReferenceColumn,
+  files: RetryFiles,
   range?: LineRange,
 ): Promise<Marked> {
   const inRange = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
@@ -197,11 +199,17 @@ async function markEarlierReferences(
       'h.batch_id as other_batch',
       'h.line as other_line',
       'h.request_values as other_request',
+      'h.state as other_state',
+      'h.payout_id as other_payout',
+      'h.service_check as other_check',
+      'h.service_note as other_note',
       'hb.state as other_batch_state',
       'hb.file_name as other_file',
       'hb.received_at as other_received_at',
+      'hb.hold_code as other_hold',
+      'hb.approval_state as other_approval',
     )
-    .modify(inRange)) as {
+    .modify(inRange)) as ({
     id: number;
     line: number;
     merchant_reference_id: string;
@@ -210,10 +218,8 @@ async function markEarlierReferences(
     other_line: number;
     /** Null once retention cleared the earlier row's details (its reference stays). */
     other_request: string | null;
-    other_batch_state: string;
-    other_file: string;
     other_received_at: number | string;
-  }[];
+  } & HoldingRow)[];
   const alsoInFile =
     range === undefined
       ? new Set<string>()
@@ -222,6 +228,7 @@ async function markEarlierReferences(
           batchId,
           found.map((c) => c.merchant_reference_id),
         );
+  const plans = await retryPlans(trx, found, files);
   const refusals: Refusal[] = [];
   for (const c of found.filter((x) => !alsoInFile.has(x.merchant_reference_id))) {
     const pruned = c.other_request === null;
@@ -237,7 +244,7 @@ async function markEarlierReferences(
       : pruned
         ? `${reference} was already used by ${earlier}, finished long ago (its details are no longer kept); this row is not paid: give it its own reference if it is a new payout`
         : same
-          ? `${reference} was already submitted by ${earlier} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`
+          ? sameContentMessage(earlier, c, plans.get(c.merchant_reference_id), files)
           : `${reference} is already used by ${earlier} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by ${file}`;
     refusals.push({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message });
   }
@@ -660,12 +667,19 @@ async function markLostZeros(trx: Database, batchId: string, now: number, column
  * reference is another's but for leading zeros (a file of numeric references saved again by a spreadsheet): every
  * row of such a reference is probed, and a batch without any costs one probe. How many rows moved.
  */
-async function markByRange(db: Database, batchId: string, now: number, column: ReferenceColumn, fence?: ReaderFence): Promise<number> {
+async function markByRange(
+  db: Database,
+  batchId: string,
+  now: number,
+  column: ReferenceColumn,
+  files: RetryFiles,
+  fence?: ReaderFence,
+): Promise<number> {
   let moved = 0;
   const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
   // A usual file has a few such rows at most: the acceptance's own transaction marks them.
   if (Number(set?.n) > MARKS_PER_RANGE)
-    moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, range));
+    moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, files, range));
   if (await hasDigitReferences(db, batchId))
     moved += await markInRanges(db, batchId, fence, (trx, range) => markLostZeros(trx, batchId, now, column, range));
   return moved;
@@ -674,7 +688,8 @@ async function markByRange(db: Database, batchId: string, now: number, column: R
 /**
  * The acceptance of a batch read whole. With `fence`, each of its transactions first checks that the batch is
  * still the caller's to read: a reader that lost it (another instance reads it again) must not decide on rows
- * that are no longer its own. `column`: the reference's column as the file has it, for the rows' reasons.
+ * that are no longer its own. `column`: the reference's column as the file has it, for the rows' reasons; `files`:
+ * the retry files the advice to a row whose payout was cancelled names.
  */
 export async function acceptBatchRows(
   db: Database,
@@ -683,12 +698,13 @@ export async function acceptBatchRows(
   now: number,
   fence?: ReaderFence,
   column: ReferenceColumn = REFERENCE_FIELD,
+  files: RetryFiles = NO_RETRY_FILES,
 ): Promise<AcceptanceResult> {
-  const markedBefore = await markByRange(db, batchId, now, column, fence);
+  const markedBefore = await markByRange(db, batchId, now, column, files, fence);
   const verdict = await writeTransaction(db, async (trx) => {
     await fence?.(trx);
     const inFile = await markInFileDuplicates(trx, batchId, now, column);
-    const earlier = await markEarlierReferences(trx, batchId, now, column);
+    const earlier = await markEarlierReferences(trx, batchId, now, column, files);
     // After those: a row they refused holds nothing, and a row of this file they left is read in its state now.
     const rounds = await markRetryRounds(trx, batchId, now, column);
     const originals = await markRetriedOriginals(trx, batchId, now, column);

@@ -57,6 +57,7 @@ export { readyMoneyOf, recentFees, type ChargedFee } from './request-fields.js';
 export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, activateReadBatch, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { inFileZerosMessage } from './reference-zeros.js';
+export type { RetryFiles } from './reference-advice.js';
 export { lastIntentAt, noteLateCreate, type LateCreate, type RowMove } from './moves.js';
 export {
   claimDueRows,

@@ -48,7 +48,7 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     const second = await p.receive('payouts-0106.csv', file([csvRow('Y-1'), csvRow('Y-2', { payoutAmount: '9' }), csvRow('Y-3')]));
     const earlier = (line: number): string => `line ${line} of "payouts-0105.csv" (batch ${first.id}, received 2026-01-05 09:00 UTC)`;
     expect(await reasons(p, second.id)).toEqual([
-      `DUPLICATE_REFERENCE [column L "MerchantReferenceID"]: the reference Y-1 was already submitted by ${earlier(2)} with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
+      `DUPLICATE_REFERENCE [column L "MerchantReferenceID"]: the reference Y-1 was already submitted by ${earlier(2)} with the same content, and that row is not sent yet (READY): waiting to be sent; this row is not paid: wait for that row's outcome (payoutd status --batch ${first.id}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED`,
       `REFERENCE_CONFLICT [column L "MerchantReferenceID"]: the reference Y-2 is already used by ${earlier(3)} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by "payouts-0105.csv"`,
       null,
     ]);
@@ -56,6 +56,57 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
       [2, 'DUPLICATE_REFERENCE', 'MerchantReferenceID', 11],
       [3, 'REFERENCE_CONFLICT', 'MerchantReferenceID', 11],
     ]);
+  });
+
+  it('the same payout again: says whether that row waits for approval, is held, has an unknown outcome or was refused', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
+    const idr = { payoutAmount: '0.10', payoutCurrency: 'IDR', 'beneficiary.bankCode': '014' };
+    const refused = await p.receive('refused.csv', csvFile([csvRow('ST-REF', idr)]));
+    await p.submit();
+    expect(await p.states(refused.id)).toEqual(['REJECTED']); // below the service's minimum
+    const approval = await p.receive('approval.csv', csvFile([csvRow('ST-APP')]));
+    await p.db('batches').where({ id: approval.id }).update({ approval_state: 'REQUIRED', hold_code: 'AWAITING_APPROVAL' });
+    const balance = await p.receive('balance.csv', csvFile([csvRow('ST-BAL')]));
+    await p.db('batches').where({ id: balance.id }).update({ hold_code: 'INSUFFICIENT_BALANCE' });
+    const unknown = await p.receive('unknown.csv', csvFile([csvRow('ST-UNK')]));
+    await p.db('payouts').where({ batch_id: unknown.id }).update({ state: 'UNKNOWN' });
+
+    const again = await p.receive('again.csv', csvFile([csvRow('ST-REF', idr), csvRow('ST-APP'), csvRow('ST-BAL'), csvRow('ST-UNK')]));
+    const [ref, app, bal, unk] = await reasons(p, again.id);
+    const wait = (id: string): string =>
+      `this row is not paid: wait for that row's outcome (payoutd status --batch ${id}), and send this row again only if that row ends unpaid: ` +
+      'under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED';
+    expect(ref).toContain(
+      `and that row is refused by the payout service (REJECTED): not paid; this row is not paid: give it a new reference, with what the payout service refused put right (its reason is in the result file of batch ${refused.id})`,
+    );
+    expect(app).toContain(`and that row is not sent yet (READY): its batch awaits approval; ${wait(approval.id)}`);
+    expect(bal).toContain(`and that row is not sent yet (READY): its batch is held until the balance covers it; ${wait(balance.id)}`);
+    expect(unk).toContain(`and that row is sent, its outcome not known yet (UNKNOWN): it may be paid; ${wait(unknown.id)}`);
+  });
+
+  it('a cancelled payout: the round its retry file offers, the batch whose retry file has it, or the round already retrying it', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
+    const first = await p.receive('first.csv', csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3')]));
+    await p.db('payouts').where({ batch_id: first.id }).update({ state: 'CANCELLED' });
+    await p.db('batches').where({ id: first.id }).update({ state: 'COMPLETE' });
+    // RP-1's first retry was cancelled too; RP-2's is paid; RP-3's retry is not dropped yet.
+    const retry = await p.receive('first.retry.csv', csvFile([csvRow('RP-1-R1'), csvRow('RP-2-R1')]));
+    expect(await p.states(retry.id)).toEqual(['READY', 'READY']);
+    await p.db('payouts').where({ merchant_reference_id: 'RP-1-R1' }).update({ state: 'CANCELLED' });
+    await p.db('payouts').where({ merchant_reference_id: 'RP-2-R1' }).update({ state: 'PAID' });
+    await p.db('batches').where({ id: retry.id }).update({ state: 'COMPLETE' });
+
+    p.clock.advance(60_000);
+    const again = await p.receive('again.csv', csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-4')]));
+    const [one, two, three] = await reasons(p, again.id);
+    const twice = 'and not under any other reference as well, or it is paid twice';
+    expect(one).toContain(
+      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as RP-1-R2 from the retry file ${retry.id}.retry.csv in the outbox, with what got it cancelled put right there, ${twice}`,
+    );
+    expect(two).toContain(
+      `that row is cancelled (CANCELLED): not paid; this row is not paid: nothing to do: it was retried as RP-2-R1 by line 3 of "first.retry.csv" (batch ${retry.id}), which is PAID`,
+    );
+    expect(three).toContain(`send it again as RP-3-R1 from the retry file ${first.id}.retry.csv in the outbox`);
   });
 });
 

@@ -110,6 +110,8 @@ export interface PipelineOptions {
   breaker?: Pick<BreakerOptions, 'failureThreshold' | 'probe'>;
   /** Opens the migrated state database (default: a SQLite file in the pipeline's folder); closed with the pipeline. */
   database?: (dir: string) => Promise<Database>;
+  /** The outbox name of a batch's retry file, as the daemon gives the intake (none: retry files off). */
+  retryFileOf?: (batch: { id: string; fileName: string }) => string;
 }
 
 export interface Pipeline {
@@ -280,6 +282,7 @@ export async function startPipeline(o: PipelineOptions = {}): Promise<Pipeline> 
       rejectedDir: join(dir, 'rejected'),
       instanceId: 'test',
       leaseMs: 120_000,
+      retryFileOf: o.retryFileOf,
     },
   );
 

@@ -13,6 +13,11 @@ import { countStatements } from './moves.js';
 
 const ROWS = 600;
 
+/** What a row is told of a reference that a READY row of FIRST, not sent yet, holds. */
+const WAITING =
+  "and that row is not sent yet (READY): waiting to be sent; this row is not paid: wait for that row's outcome (payoutd status --batch FIRST), " +
+  'and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED';
+
 export async function checkFileSentAgain(db: Database): Promise<void> {
   const references = Array.from({ length: ROWS }, (_, i) => `SENT-${i + 1}`);
   await addBatch(db, 'FIRST', 'first.csv');
@@ -47,7 +52,7 @@ export async function checkFileSentAgain(db: Database): Promise<void> {
     rows.slice(0, ROWS).every((r) => r.state === 'DUPLICATE' && r.reason_code === 'DUPLICATE_REFERENCE' && Number(r.updated_at) === 6),
   ).toBe(true);
   expect(rows[ROWS - 1]?.reason).toBe(
-    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference SENT-${ROWS} was already submitted by line ${ROWS + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
+    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference SENT-${ROWS} was already submitted by line ${ROWS + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content, ${WAITING}`,
   );
   expect(rows.slice(ROWS)).toMatchObject([
     { line: twice, state: 'INVALID', reason_code: 'DUPLICATE_IN_FILE', reason: expect.stringContaining(`also on line ${twice + 1}`) },
@@ -62,8 +67,7 @@ export async function checkFileSentAgain(db: Database): Promise<void> {
     columnIndex: null,
     field: 'merchantReferenceId',
     code: 'DUPLICATE_REFERENCE',
-    message:
-      'the reference SENT-1 was already submitted by line 2 of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more',
+    message: `the reference SENT-1 was already submitted by line 2 of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content, ${WAITING}`,
   });
   // The first file keeps its references.
   const [first] = (await db('payouts').where({ batch_id: 'FIRST', state: 'READY' }).count({ n: '*' })) as { n: number | string }[];
@@ -130,7 +134,7 @@ export async function checkLargeFileSentAgain(db: Database): Promise<void> {
     },
   ]);
   expect(rows.at(-1)?.reason).toBe(
-    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference BIG-${LARGE_AGAIN} was already submitted by line ${LARGE_AGAIN + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content; this row is not paid again: remove it, or give it its own reference to pay the same once more`,
+    `DUPLICATE_REFERENCE ["merchantReferenceId"]: the reference BIG-${LARGE_AGAIN} was already submitted by line ${LARGE_AGAIN + 1} of "first.csv" (batch FIRST, received 2026-01-10 12:00 UTC) with the same content, ${WAITING}`,
   );
   const errors = await listBatchErrors(db, 'AGAIN');
   expect(errors).toHaveLength(LARGE_AGAIN);

@@ -1,0 +1,221 @@
+/**
+ * What a row refused because a row of another batch holds its reference is told (src/store/acceptance.ts): how
+ * that row stands now (paid, being paid, waiting in a held batch, not paid) and what to do. A payout that was
+ * cancelled is sent again under its retry reference, as its batch's retry file has it, never under a new one
+ * beside that file: both would be paid.
+ */
+import { candidateUse, retryBase, roundReference, DEFAULT_REFERENCE_MAX_LENGTH } from '../domain/retry-reference.js';
+import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
+import type { Database } from './db.js';
+
+/** The retry files the advice names (src/daemon/outbox.ts writes them). */
+export interface RetryFiles {
+  /** The outbox name of a batch's retry file (`<name>.retry.csv`); null when `outbox.retryFiles` is off. */
+  nameOf: ((batch: { id: string; fileName: string }) => string) | null;
+  /** `merchantReferenceId.maxLength`: how a retry reference is spelled (src/domain/retry-reference.ts). */
+  referenceMaxLength: number;
+}
+
+export const NO_RETRY_FILES: RetryFiles = { nameOf: null, referenceMaxLength: DEFAULT_REFERENCE_MAX_LENGTH };
+
+/** The row of another batch holding the reference, with its batch, as the acceptance reads it. */
+export interface HoldingRow {
+  merchant_reference_id: string;
+  other_batch: string;
+  other_line: number;
+  other_state: string;
+  other_payout: string | null;
+  /** Set while payoutd asks the payout service about the row, or once the service contradicted it (src/poll/checks.ts). */
+  other_check: string | null;
+  other_note: string | null;
+  other_batch_state: string;
+  other_file: string;
+  other_hold: string | null;
+  other_approval: string | null;
+}
+
+/** A row using a retry reference of the holder, with its batch. */
+interface RoundRow {
+  merchant_reference_id: string;
+  state: string;
+  line: number;
+  batch_id: string;
+  file_name: string;
+  batch_state: string;
+}
+
+/** The row whose batch's retry file offers a retry reference. */
+interface Offering {
+  state: string;
+  batch_id: string;
+  file_name: string;
+  batch_state: string;
+}
+
+/**
+ * Where a payout recorded CANCELLED goes on: the retry reference free for it and the row whose batch's retry file
+ * offers it (the holder, or the last round of it sent since and not paid), or the round already retrying it.
+ */
+export type RetryPlan = { kind: 'offered'; reference: string; by: Offering } | { kind: 'retrying'; row: RoundRow };
+
+/** Rounds looked at beyond the holder's own, as the retry file looks ahead (src/report/retry.ts). */
+const ROUNDS_AHEAD = 4;
+/** References one lookup names (SQLite binds at most 32,766 values a statement). */
+const REFERENCES_PER_LOOKUP = 5_000;
+
+/** A holder recorded CANCELLED that the payout service does not contradict: its payout was not made. */
+function plainlyCancelled(h: HoldingRow): boolean {
+  return h.other_state === 'CANCELLED' && h.other_check === null && h.other_note === null;
+}
+
+/**
+ * The retry plan of each plainly cancelled holder, by its reference: its next rounds looked up as the retry file
+ * picks them (candidateUse), so the reference named is the one its retry file carries. None when no round within
+ * ROUNDS_AHEAD is free.
+ */
+export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
+  const cancelled = holders.filter(plainlyCancelled);
+  const rounds = new Map<string, string[]>();
+  for (const h of cancelled) {
+    const { base, round } = retryBase(h.merchant_reference_id);
+    const next = Array.from({ length: ROUNDS_AHEAD }, (_, i) => roundReference(base, round + 1 + i, files.referenceMaxLength));
+    rounds.set(
+      h.merchant_reference_id,
+      next.filter((r): r is string => r !== null),
+    );
+  }
+  const wanted = [...new Set([...rounds.values()].flat())];
+  const rows: RoundRow[] = [];
+  for (let i = 0; i < wanted.length; i += REFERENCES_PER_LOOKUP) {
+    rows.push(
+      ...((await trx('payouts as r')
+        .join('batches as rb', 'rb.id', 'r.batch_id')
+        .whereIn('r.merchant_reference_id', wanted.slice(i, i + REFERENCES_PER_LOOKUP))
+        .select('r.merchant_reference_id', 'r.state', 'r.line', 'r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as RoundRow[]),
+    );
+  }
+  const byReference = new Map<string, RoundRow[]>();
+  for (const r of rows) byReference.set(r.merchant_reference_id, [...(byReference.get(r.merchant_reference_id) ?? []), r]);
+  const plans = new Map<string, RetryPlan>();
+  for (const h of cancelled) {
+    let by: Offering = {
+      state: h.other_state,
+      batch_id: h.other_batch,
+      file_name: h.other_file,
+      batch_state: h.other_batch_state,
+    };
+    for (const reference of rounds.get(h.merchant_reference_id) ?? []) {
+      const using = byReference.get(reference) ?? [];
+      const use = candidateUse(using.map((r) => r.state));
+      if (use.use === 'retrying') {
+        const row = using.find((r) => r.state === use.state) as RoundRow;
+        plans.set(h.merchant_reference_id, { kind: 'retrying', row });
+        break;
+      }
+      if (use.use === 'free') {
+        plans.set(h.merchant_reference_id, { kind: 'offered', reference, by });
+        break;
+      }
+      // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
+      const spent = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
+      if (spent) by = spent;
+    }
+  }
+  return plans;
+}
+
+/** How the holder's batch keeps a row not sent yet from being sent. */
+function waitingText(h: HoldingRow): string {
+  if (h.other_approval === 'REQUIRED' || h.other_hold === 'AWAITING_APPROVAL') return 'not sent yet (READY): its batch awaits approval';
+  if (h.other_hold === 'FILE_CHANGED')
+    return 'not sent yet (READY): its batch is held, its upload went on after it was taken, until an operator decides';
+  if (h.other_hold === 'INSUFFICIENT_BALANCE') return 'not sent yet (READY): its batch is held until the balance covers it';
+  if (h.other_hold === 'BALANCE_CHECK') return 'not sent yet (READY): its batch waits for its balance check';
+  return 'not sent yet (READY): waiting to be sent';
+}
+
+/** How the holding row stands, in words, and which advice fits it. */
+export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'contradicted' | 'not paid'; text: string } {
+  switch (h.other_state) {
+    case 'PAID':
+      return { kind: 'paid', text: 'PAID' };
+    case 'PENDING':
+      return { kind: 'paying', text: 'being paid (PENDING)' };
+    case 'CREATING':
+      return { kind: 'paying', text: 'being sent (CREATING)' };
+    case 'UNKNOWN':
+      return { kind: 'paying', text: 'sent, its outcome not known yet (UNKNOWN): it may be paid' };
+    case 'READY':
+      return { kind: 'paying', text: waitingText(h) };
+    case 'REJECTED':
+      return { kind: 'not paid', text: 'refused by the payout service (REJECTED): not paid' };
+  }
+  if (!plainlyCancelled(h)) {
+    const payout = h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
+    const said =
+      h.other_check !== null ? 'payoutd is asking the payout service about it' : `the payout service reports otherwise for ${payout}`;
+    return { kind: 'contradicted', text: `recorded ${h.other_state}, but ${said}: it may have been paid` };
+  }
+  return { kind: 'not paid', text: 'cancelled (CANCELLED): not paid' };
+}
+
+/** The retry file a row of `by`'s batch is in, as the advice names it. */
+function retryFileText(by: Offering, files: RetryFiles): string | null {
+  if (files.nameOf === null) return null;
+  const name = files.nameOf({ id: by.batch_id, fileName: by.file_name });
+  return by.batch_state === 'COMPLETE'
+    ? `the retry file ${name} in the outbox`
+    : `the retry file ${name}, written to the outbox once batch ${by.batch_id} is finished`;
+}
+
+/** The columns of the retry file (its header is the request's fields, in order) whose values differ between the two requests. */
+export function changedColumns(request: string, other: string): string[] {
+  const a = decodeRequestValues(request);
+  const b = decodeRequestValues(other);
+  return PAYOUT_REQUEST_FIELDS.flatMap((field, i) =>
+    field !== 'merchantReferenceId' && a[i] !== b[i] ? [`column ${String.fromCharCode(65 + i)} "${field}"`] : [],
+  );
+}
+
+/**
+ * What to do with a payout the holder did not pay and will not pay: its retry reference (and the retry file with it),
+ * or a new reference. `fix`: what to change in the retry file.
+ */
+function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryFiles, fix: string): string {
+  if (h.other_state === 'REJECTED')
+    return `give it a new reference, with what the payout service refused put right (its reason is in the result file of batch ${h.other_batch})`;
+  if (plan === undefined) return `give it a new reference, ${fix}`;
+  if (plan.kind === 'retrying') {
+    const { row } = plan;
+    const where = `line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id})`;
+    return row.state === 'PAID'
+      ? `nothing to do: it was retried as ${row.merchant_reference_id} by ${where}, which is PAID`
+      : `it is being retried as ${row.merchant_reference_id} by ${where} (${row.state}): wait for that row's outcome`;
+  }
+  const file = plan.by.state === 'CANCELLED' ? retryFileText(plan.by, files) : null;
+  const twice = 'and not under any other reference as well, or it is paid twice';
+  return file === null
+    ? `send it again as ${plan.reference} in a new file, ${fix}, ${twice}`
+    : `send it again as ${plan.reference} from ${file}, ${fix} there, ${twice}`;
+}
+
+/**
+ * Why a row whose reference a row of another batch holds is not paid, with the same content, and what to do, by
+ * how that row stands: paid (nothing to do), being paid or waiting (wait; send again only if it ends unpaid),
+ * not paid (its retry reference, or a new one).
+ */
+export function sameContentMessage(earlier: string, h: HoldingRow, plan: RetryPlan | undefined, files: RetryFiles): string {
+  const reference = `the reference ${h.merchant_reference_id}`;
+  const standing = holderStanding(h);
+  const head = `${reference} was already submitted by ${earlier} with the same content, and that row is ${standing.text}; this row is not paid`;
+  switch (standing.kind) {
+    case 'paid':
+      return `${head}: nothing to do, it is paid; remove the row (a second payment of the same, if one is owed, needs a reference of its own)`;
+    case 'paying':
+      return `${head}: wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED`;
+    case 'contradicted':
+      return `${head}: check ${h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`} with the payout service, and send this row again only if it really was not paid, from the retry file of that batch once payoutd's check agrees (payoutd status --batch ${h.other_batch} no longer lists line ${h.other_line})`;
+    case 'not paid':
+      return `${head}: ${sendAgainText(h, plan, files, 'with what got it cancelled put right')}`;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * E2E: a row whose reference a row of an earlier batch holds is told how that row stands (paid, being paid,
+ * cancelled) and what to do about it: nothing for a paid payout, wait for one being paid, and for a cancelled
+ * one its retry reference and the retry file carrying it, never a new reference beside that file (both would
+ * be paid).
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { toCsv, type BatchRow } from './batch-files.js';
+import { ledgerByReference, startE2e, type BatchStatus, type E2e } from './harness.js';
+
+/** A PHP row; the sandbox cancels an account ending in 0000 and holds one ending in 9999 PENDING. */
+const row = (ref: string, amount: string, account: string): BatchRow => ({
+  merchantReferenceId: ref,
+  deductionCurrency: 'USDT',
+  payoutCurrency: 'PHP',
+  payoutAmount: amount,
+  firstName: 'Maria',
+  lastName: 'Santos',
+  country: 'PH',
+  idType: 'PASSPORT',
+  idValue: 'P1234567A',
+  accountName: 'Juan Dela Cruz',
+  accountNumber: account,
+  bankCode: 'BOPIPHMM',
+});
+
+/** The ack's reason of each row of the batch, by reference. */
+async function ackReasons(e2e: E2e, batch: BatchStatus): Promise<Map<string, string>> {
+  const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
+  return new Map(ack.rows.map((r) => [r['merchant_reference_id'] ?? '', r['reason'] ?? '']));
+}
+
+/** Waits until payoutd has recorded the batch's rows in these counts (the poller follows the sandbox). */
+function waitForCounts(e2e: E2e, fileName: string, counts: Record<string, number>): Promise<BatchStatus> {
+  return e2e.waitForBatches(
+    (bs) =>
+      bs.find((b) => b.fileName === fileName && Object.entries(counts).every(([s, n]) => (b.counts as Record<string, number>)[s] === n)),
+    `${fileName} with ${JSON.stringify(counts)}`,
+    30_000,
+  );
+}
+
+describe('e2e: a reference an earlier batch holds, with the same content', () => {
+  it('says how that row stands: paid (nothing to do), being paid (wait), cancelled (its retry reference)', async () => {
+    const e2e = await startE2e({ config: { batch: { onInvalidRows: 'skip-rows' } } });
+    await e2e.startDaemon();
+    const rows = [row('B-PAID', '10.00', '1234567890'), row('B-CANC', '11.00', '1234560000'), row('B-PEND', '12.00', '1234569999')];
+    await e2e.drop('b1.csv', toCsv(rows));
+    const b1 = await waitForCounts(e2e, 'b1.csv', { PAID: 1, CANCELLED: 1, PENDING: 1 });
+
+    await e2e.drop('b2.csv', toCsv([...rows, row('B-NEW', '13.00', '1234567893')]));
+    const b2 = await e2e.waitForBatch('b2.csv', ['ACTIVE', 'COMPLETE'], 30_000);
+    const reasons = await ackReasons(e2e, b2);
+    const place = (line: number): string => `line ${line} of "b1.csv" (batch ${b1.id}, received `;
+
+    const paid = reasons.get('B-PAID') ?? '';
+    expect(paid).toMatch(/^DUPLICATE_REFERENCE \[column A "merchantReferenceId"\]: the reference B-PAID was already submitted by /);
+    expect(paid).toContain(place(2));
+    expect(paid).toContain('with the same content, and that row is PAID; this row is not paid: nothing to do, it is paid');
+
+    const pending = reasons.get('B-PEND') ?? '';
+    expect(pending).toContain(place(4));
+    expect(pending).toContain(
+      `that row is being paid (PENDING); this row is not paid: wait for that row's outcome (payoutd status --batch ${b1.id}), and send this row again only if that row ends unpaid`,
+    );
+
+    // b1 is not finished (B-PEND is held PENDING): its retry file comes once it is.
+    const cancelled = reasons.get('B-CANC') ?? '';
+    expect(cancelled).toContain(place(3));
+    expect(cancelled).toContain(
+      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as B-CANC-R1 from the retry file ${b1.id}_b1.csv.retry.csv, written to the outbox once batch ${b1.id} is finished`,
+    );
+    expect(cancelled).toContain('not under any other reference as well, or it is paid twice');
+    expect(reasons.get('B-NEW')).toBe('');
+
+    await e2e.waitForBatches((bs) => bs.find((b) => b.id === b2.id && b.counts.PAID === 1), 'B-NEW paid', 30_000);
+    expect([...ledgerByReference(e2e.ledger())].map(([ref, entries]) => [ref, entries.length])).toEqual([
+      ['B-PAID', 1],
+      ['B-CANC', 1],
+      ['B-PEND', 1],
+      ['B-NEW', 1],
+    ]);
+  });
+
+  it('a cancelled payout of a finished batch: its retry reference and file are named, and following them pays it once', async () => {
+    const e2e = await startE2e({ config: { batch: { onInvalidRows: 'skip-rows' } } });
+    await e2e.startDaemon();
+    await e2e.drop('d1.csv', toCsv([row('D-1', '10.00', '1234567890'), row('D-2', '11.00', '1234560000')]));
+    const d1 = await e2e.waitForBatch('d1.csv', ['COMPLETE'], 30_000);
+    const retryName = `${d1.id}_d1.csv.retry.csv`;
+
+    await e2e.drop('d2.csv', toCsv([row('D-2', '11.00', '1234560000')]));
+    const d2 = await e2e.waitForBatch('d2.csv', ['REJECTED', 'ACTIVE', 'COMPLETE'], 30_000);
+    expect((await ackReasons(e2e, d2)).get('D-2')).toBe(
+      `DUPLICATE_REFERENCE [column A "merchantReferenceId"]: the reference D-2 was already submitted by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) with the same content, and that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as D-2-R1 from the retry file ${retryName} in the outbox, with what got it cancelled put right there, and not under any other reference as well, or it is paid twice`,
+    );
+
+    // As told: the retry file, its account put right.
+    const retry = await readFile(`${e2e.outbox}/${retryName}`, 'utf8');
+    expect(retry).toContain('D-2-R1,');
+    await writeFile(`${e2e.dir}/fixed.csv`, retry.replace('1234560000', '1234561111'));
+    await e2e.drop(retryName, await readFile(`${e2e.dir}/fixed.csv`));
+    await e2e.waitForBatch(retryName, ['COMPLETE'], 30_000);
+    const paid = e2e.ledger().filter((l) => l.status === 'PAID');
+    expect(paid.map((l) => l.merchantReferenceId).sort()).toEqual(['D-1', 'D-2-R1']);
+  });
+});
+
+/** A batch's receipt as a message gives it: `2026-01-05 09:00 UTC`. */
+function receivedText(b: BatchStatus): string {
+  return `${new Date(b.receivedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
