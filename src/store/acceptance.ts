@@ -21,7 +21,15 @@ import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
 import { placeIn } from './row-place.js';
-import { NO_RETRY_FILES, retryPlans, sameContentMessage, type HoldingRow, type RetryFiles } from './reference-advice.js';
+import {
+  changedFields,
+  conflictMessage,
+  NO_RETRY_FILES,
+  retryPlans,
+  sameContentMessage,
+  type HoldingRow,
+  type RetryFiles,
+} from './reference-advice.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
 
 export type InvalidRowsPolicy = 'reject-file' | 'skip-rows';
@@ -245,7 +253,7 @@ async function markEarlierReferences(
         ? `${reference} was already used by ${earlier}, finished long ago (its details are no longer kept); this row is not paid: give it its own reference if it is a new payout`
         : same
           ? sameContentMessage(earlier, c, plans.get(c.merchant_reference_id), files)
-          : `${reference} is already used by ${earlier} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by ${file}`;
+          : conflictMessage(earlier, c, changedFields(c.request_values, c.other_request), plans.get(c.merchant_reference_id), files);
     refusals.push({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message });
   }
   return markRefused(trx, refusals, column, 'DUPLICATE', now);

@@ -168,13 +168,22 @@ function retryFileText(by: Offering, files: RetryFiles): string | null {
     : `the retry file ${name}, written to the outbox once batch ${by.batch_id} is finished`;
 }
 
-/** The columns of the retry file (its header is the request's fields, in order) whose values differ between the two requests. */
-export function changedColumns(request: string, other: string): string[] {
+/** The fields whose values differ between two stored requests (the reference aside), in the request's order; none once retention cleared `other`. */
+export function changedFields(request: string, other: string | null): string[] {
+  if (other === null) return [];
   const a = decodeRequestValues(request);
   const b = decodeRequestValues(other);
-  return PAYOUT_REQUEST_FIELDS.flatMap((field, i) =>
-    field !== 'merchantReferenceId' && a[i] !== b[i] ? [`column ${String.fromCharCode(65 + i)} "${field}"`] : [],
-  );
+  return PAYOUT_REQUEST_FIELDS.filter((field, i) => field !== 'merchantReferenceId' && a[i] !== b[i]);
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listText(items: readonly string[]): string {
+  return items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1) as string}`;
+}
+
+/** Where a retry file (its header is the request's fields, in order) holds these fields: `column K "beneficiary.accountNumber"`. */
+function retryColumnsText(fields: readonly string[]): string {
+  return listText(fields.map((f) => `column ${String.fromCharCode(65 + (PAYOUT_REQUEST_FIELDS as readonly string[]).indexOf(f))} "${f}"`));
 }
 
 /**
@@ -217,5 +226,37 @@ export function sameContentMessage(earlier: string, h: HoldingRow, plan: RetryPl
       return `${head}: check ${h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`} with the payout service, and send this row again only if it really was not paid, from the retry file of that batch once payoutd's check agrees (payoutd status --batch ${h.other_batch} no longer lists line ${h.other_line})`;
     case 'not paid':
       return `${head}: ${sendAgainText(h, plan, files, 'with what got it cancelled put right')}`;
+  }
+}
+
+/**
+ * Why a row whose reference a row of another batch holds for a different payout is not paid, and what to do: as
+ * sameContentMessage, for the case that this row corrects that payout (its changes named, to be made in the retry
+ * file), or else that it is another payout (its own reference).
+ */
+export function conflictMessage(
+  earlier: string,
+  h: HoldingRow,
+  fields: readonly string[],
+  plan: RetryPlan | undefined,
+  files: RetryFiles,
+): string {
+  const reference = `the reference ${h.merchant_reference_id}`;
+  const standing = holderStanding(h);
+  const differs = fields.length === 0 ? '' : ` (its ${listText(fields)} ${fields.length > 1 ? 'differ' : 'differs'})`;
+  const head = `${reference} is already used by ${earlier} for a different payout${differs}, and that row is ${standing.text}; this row is not paid`;
+  const own = 'if it is another payout, give it its own reference';
+  const values = fields.length === 0 ? "this row's values" : `this row's ${listText(fields)}`;
+  switch (standing.kind) {
+    case 'paid':
+      return `${head}: if this row corrects that payout, it was paid already as that row has it, so do not send it again; ${own}`;
+    case 'paying':
+      return `${head}: if this row corrects that payout, wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch with ${values} put in if it ends CANCELLED; ${own}`;
+    case 'contradicted':
+      return `${head}: if this row corrects that payout, check ${h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`} with the payout service, and send this row again only if it really was not paid, from the retry file of that batch once payoutd's check agrees (payoutd status --batch ${h.other_batch} no longer lists line ${h.other_line}); ${own}`;
+    case 'not paid':
+      if (h.other_state === 'REJECTED')
+        return `${head}: give it a new reference (the payout service's reason for refusing that row is in the result file of batch ${h.other_batch})`;
+      return `${head}: if this row corrects that payout, ${sendAgainText(h, plan, files, `with ${values} put in ${fields.length === 0 ? 'its row' : retryColumnsText(fields)}`)}; ${own}`;
   }
 }

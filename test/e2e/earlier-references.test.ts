@@ -4,7 +4,8 @@
  * one its retry reference and the retry file carrying it, never a new reference beside that file (both would
  * be paid).
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { toCsv, type BatchRow } from './batch-files.js';
 import { ledgerByReference, startE2e, type BatchStatus, type E2e } from './harness.js';
@@ -84,28 +85,48 @@ describe('e2e: a reference an earlier batch holds, with the same content', () =>
   });
 
   it('a cancelled payout of a finished batch: its retry reference and file are named, and following them pays it once', async () => {
-    const e2e = await startE2e({ config: { batch: { onInvalidRows: 'skip-rows' } } });
-    await e2e.startDaemon();
-    await e2e.drop('d1.csv', toCsv([row('D-1', '10.00', '1234567890'), row('D-2', '11.00', '1234560000')]));
-    const d1 = await e2e.waitForBatch('d1.csv', ['COMPLETE'], 30_000);
-    const retryName = `${d1.id}_d1.csv.retry.csv`;
-
-    await e2e.drop('d2.csv', toCsv([row('D-2', '11.00', '1234560000')]));
-    const d2 = await e2e.waitForBatch('d2.csv', ['REJECTED', 'ACTIVE', 'COMPLETE'], 30_000);
-    expect((await ackReasons(e2e, d2)).get('D-2')).toBe(
+    const { d1, retryName, reason } = await cancelledThenAgain(row('D-2', '11.00', '1234560000'));
+    expect(reason).toBe(
       `DUPLICATE_REFERENCE [column A "merchantReferenceId"]: the reference D-2 was already submitted by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) with the same content, and that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as D-2-R1 from the retry file ${retryName} in the outbox, with what got it cancelled put right there, and not under any other reference as well, or it is paid twice`,
     );
-
-    // As told: the retry file, its account put right.
-    const retry = await readFile(`${e2e.outbox}/${retryName}`, 'utf8');
-    expect(retry).toContain('D-2-R1,');
-    await writeFile(`${e2e.dir}/fixed.csv`, retry.replace('1234560000', '1234561111'));
-    await e2e.drop(retryName, await readFile(`${e2e.dir}/fixed.csv`));
-    await e2e.waitForBatch(retryName, ['COMPLETE'], 30_000);
-    const paid = e2e.ledger().filter((l) => l.status === 'PAID');
-    expect(paid.map((l) => l.merchantReferenceId).sort()).toEqual(['D-1', 'D-2-R1']);
   });
 });
+
+describe('e2e: a reference an earlier batch holds, for a different payout', () => {
+  it('a corrected row of a cancelled payout is sent from its retry file, its changes named, never under a new reference too', async () => {
+    // The clerk corrects the account and drops the row again under its reference.
+    const { d1, retryName, reason } = await cancelledThenAgain(row('D-2', '11.00', '1234561111'));
+    expect(reason).toBe(
+      `REFERENCE_CONFLICT [column A "merchantReferenceId"]: the reference D-2 is already used by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) for a different payout (its beneficiary.accountNumber differs), and that row is cancelled (CANCELLED): not paid; this row is not paid: if this row corrects that payout, send it again as D-2-R1 from the retry file ${retryName} in the outbox, with this row's beneficiary.accountNumber put in column K "beneficiary.accountNumber" there, and not under any other reference as well, or it is paid twice; if it is another payout, give it its own reference`,
+    );
+  });
+});
+
+/**
+ * d1.csv pays D-1 and has D-2 cancelled; once it is finished, d2.csv holds `again` under D-2. Then, as the reason
+ * tells, the retry file of d1.csv is dropped with D-2's account put right: D-2 is paid once, as D-2-R1.
+ */
+async function cancelledThenAgain(again: BatchRow): Promise<{ d1: BatchStatus; retryName: string; reason: string }> {
+  const e2e = await startE2e();
+  await e2e.startDaemon();
+  await e2e.drop('d1.csv', toCsv([row('D-1', '10.00', '1234567890'), row('D-2', '11.00', '1234560000')]));
+  const d1 = await e2e.waitForBatch('d1.csv', ['COMPLETE'], 30_000);
+  const retryName = `${d1.id}_d1.csv.retry.csv`;
+  await e2e.drop('d2.csv', toCsv([again]));
+  const d2 = await e2e.waitForBatch('d2.csv', ['REJECTED', 'ACTIVE', 'COMPLETE'], 30_000);
+  const reason = (await ackReasons(e2e, d2)).get('D-2') ?? '';
+
+  const retry = await readFile(join(e2e.outbox, retryName), 'utf8');
+  expect(retry).toContain('D-2-R1,');
+  await e2e.drop(retryName, retry.replace('1234560000', '1234561111'));
+  await e2e.waitForBatch(retryName, ['COMPLETE'], 30_000);
+  const paid = e2e.ledger().filter((l) => l.status === 'PAID');
+  expect(paid.map((l) => [l.merchantReferenceId, l.accountNumber]).sort()).toEqual([
+    ['D-1', '1234567890'],
+    ['D-2-R1', '1234561111'],
+  ]);
+  return { d1, retryName, reason };
+}
 
 /** A batch's receipt as a message gives it: `2026-01-05 09:00 UTC`. */
 function receivedText(b: BatchStatus): string {

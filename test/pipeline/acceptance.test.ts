@@ -49,7 +49,7 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     const earlier = (line: number): string => `line ${line} of "payouts-0105.csv" (batch ${first.id}, received 2026-01-05 09:00 UTC)`;
     expect(await reasons(p, second.id)).toEqual([
       `DUPLICATE_REFERENCE [column L "MerchantReferenceID"]: the reference Y-1 was already submitted by ${earlier(2)} with the same content, and that row is not sent yet (READY): waiting to be sent; this row is not paid: wait for that row's outcome (payoutd status --batch ${first.id}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED`,
-      `REFERENCE_CONFLICT [column L "MerchantReferenceID"]: the reference Y-2 is already used by ${earlier(3)} for a different payout; this row is not paid: give it its own reference, or remove it if it was already paid by "payouts-0105.csv"`,
+      `REFERENCE_CONFLICT [column L "MerchantReferenceID"]: the reference Y-2 is already used by ${earlier(3)} for a different payout (its payoutAmount differs), and that row is not sent yet (READY): waiting to be sent; this row is not paid: if this row corrects that payout, wait for that row's outcome (payoutd status --batch ${first.id}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch with this row's payoutAmount put in if it ends CANCELLED; if it is another payout, give it its own reference`,
       null,
     ]);
     expect((await listBatchErrors(p.db, second.id)).map((e) => [e.line, e.code, e.column, e.columnIndex])).toEqual([
@@ -82,6 +82,26 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     expect(app).toContain(`and that row is not sent yet (READY): its batch awaits approval; ${wait(approval.id)}`);
     expect(bal).toContain(`and that row is not sent yet (READY): its batch is held until the balance covers it; ${wait(balance.id)}`);
     expect(unk).toContain(`and that row is sent, its outcome not known yet (UNKNOWN): it may be paid; ${wait(unknown.id)}`);
+  });
+
+  it('a different payout under the reference of a paid or refused row: a correction is not sent again, or needs a new reference', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
+    const first = await p.receive('first.csv', csvFile([csvRow('CP-1'), csvRow('CP-2')]));
+    await p.db('payouts').where({ merchant_reference_id: 'CP-1' }).update({ state: 'PAID' });
+    await p.db('payouts').where({ merchant_reference_id: 'CP-2' }).update({ state: 'REJECTED' });
+    await p.db('batches').where({ id: first.id }).update({ state: 'COMPLETE' });
+
+    const fixed = { 'beneficiary.accountNumber': '1234561111', 'beneficiary.accountName': 'Ana Reyes' };
+    const again = await p.receive('again.csv', csvFile([csvRow('CP-1', fixed), csvRow('CP-2', fixed)]));
+    const [paid, refused] = await reasons(p, again.id);
+    const head = (ref: string, line: number): string =>
+      `REFERENCE_CONFLICT [column A "merchantReferenceId"]: the reference ${ref} is already used by line ${line} of "first.csv" (batch ${first.id}, received 2026-01-05 09:00 UTC) for a different payout (its beneficiary.accountName and beneficiary.accountNumber differ), and that row is `;
+    expect(paid).toBe(
+      `${head('CP-1', 2)}PAID; this row is not paid: if this row corrects that payout, it was paid already as that row has it, so do not send it again; if it is another payout, give it its own reference`,
+    );
+    expect(refused).toBe(
+      `${head('CP-2', 3)}refused by the payout service (REJECTED): not paid; this row is not paid: give it a new reference (the payout service's reason for refusing that row is in the result file of batch ${first.id})`,
+    );
   });
 
   it('a cancelled payout: the round its retry file offers, the batch whose retry file has it, or the round already retrying it', async () => {
