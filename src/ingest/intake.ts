@@ -17,8 +17,10 @@ import {
   claimBatchLease,
   holdReaderLease,
   clearBatchContents,
+  batchStateCounts,
   findFirstBySha,
   getBatch,
+  reasonsInState,
   insertBatch,
   BatchStateError,
   insertBatchErrors,
@@ -49,6 +51,7 @@ import type { RowError, ValidationRules } from './rules/index.js';
 import { columnPlace, filePlace } from './rules/row-error.js';
 import { moveAside, type ClaimedFile } from './inbox/index.js';
 import { findOrphanClaims, type OrphanSearch } from './orphans.js';
+import { duplicateFileMessage } from './duplicate-file.js';
 
 /** The event a move of the batch makes, stored with it (src/domain/batch-events.ts). */
 type BatchEventChange = Omit<BatchEventInput, 'batchId'>;
@@ -326,7 +329,11 @@ export class BatchIntake {
 
   private async markDuplicate(received: BatchRecord, earlier: BatchRecord): Promise<BatchRecord> {
     const { clock, logger } = this.deps;
-    const reason = `duplicate file: the same content (sha256 ${received.sha256.slice(0, 12)}…) was received as batch ${earlier.id} ("${earlier.fileName}", ${new Date(earlier.receivedAt).toISOString()}); nothing in this file is paid again`;
+    const outcome = {
+      counts: await batchStateCounts(this.deps.db, earlier),
+      notSubmitted: await reasonsInState(this.deps.db, earlier.id, 'NOT_SUBMITTED'),
+    };
+    const reason = duplicateFileMessage(received.sha256, earlier, outcome, this.o.retryFileOf?.(earlier) ?? null);
     const batch = await this.move(
       received,
       { state: 'DUPLICATE', duplicateOf: earlier.id, rejectCode: 'DUPLICATE_FILE', rejectReason: reason },

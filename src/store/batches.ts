@@ -264,9 +264,11 @@ export async function getBatch(db: Database, id: string): Promise<BatchRecord | 
 }
 
 /**
- * The first batch received before `batch` (by time, then id) with the same bytes that was (or is being) paid; a
- * rejected one paid nothing, so its bytes may come again. Only earlier ones count: two copies taken at once (by
- * two instances) are each still RECEIVED when they look, and the later one alone is the duplicate.
+ * The first batch received before `batch` (by time, then id) with the same bytes that was accepted or is still
+ * being read; a rejected one paid nothing, so its bytes may come again. An accepted one counts even if it ended
+ * paying nothing (cancelled before any row left): its duplicate's ack says what it did, and its rows go again in a
+ * new file. Only earlier ones count: two copies taken at once (by two instances) are each still RECEIVED when they
+ * look, and the later one alone is the duplicate.
  */
 export async function findFirstBySha(
   db: Database,

@@ -112,3 +112,23 @@ export async function amountsByState(db: Database, batchId: string): Promise<Par
   }
   return out;
 }
+
+/** Why a batch's rows in one state are in it: each reason code with as many rows, and one row's reason as an example. */
+export interface StateReason {
+  code: string | null;
+  reason: string | null;
+  rows: number;
+}
+
+/** The reasons of a batch's rows in `state`, the most rows first (at most `most`); read by the batch's (batch_id, state) index. */
+export async function reasonsInState(db: Database, batchId: string, state: RowState, most = 3): Promise<StateReason[]> {
+  const rows = (await db('payouts')
+    .where({ batch_id: batchId, state })
+    .select('reason_code as code')
+    .min({ reason: 'reason' })
+    .count({ rows: '*' })
+    .groupBy('reason_code')
+    .orderBy([{ column: 'rows', order: 'desc' }, { column: 'code' }])
+    .limit(most)) as { code: string | null; reason: string | null; rows: number | string }[];
+  return rows.map((r) => ({ code: r.code, reason: r.reason, rows: Number(r.rows) }));
+}

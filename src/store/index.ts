@@ -89,7 +89,16 @@ export {
   type PollCursor,
   type PollTarget,
 } from './settlement.js';
-export { amountsByState, batchStateCounts, countRowsInState, stateCounts, stateCountsOfAllBatches, type StateCounts } from './counts.js';
+export {
+  amountsByState,
+  batchStateCounts,
+  countRowsInState,
+  reasonsInState,
+  stateCounts,
+  stateCountsOfAllBatches,
+  type StateCounts,
+  type StateReason,
+} from './counts.js';
 export {
   recordBatchEvent,
   recordBatchEventIfLatest,

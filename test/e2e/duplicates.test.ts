@@ -99,3 +99,37 @@ describe('e2e: a reference twice in one file', () => {
     expect(acked).toEqual(said);
   });
 });
+
+describe('e2e: the same bytes again after a batch that paid nothing', () => {
+  it('says what that batch did (cancelled before anything was sent) and that its rows may be sent again under their references', async () => {
+    // A balance too small: the batch is held, and an operator cancels it before any row is sent.
+    const e2e = await startE2e({ balances: { USDT: '1', USDC: '1' } });
+    await e2e.startDaemon();
+    const rows = makeRows('E2E-NONE', 2);
+    const csv = toCsv(rows);
+    await e2e.drop('c.csv', csv);
+    const held = await e2e.waitForBatches((bs) => bs.find((b) => b.fileName === 'c.csv' && b.holdCode === 'INSUFFICIENT_BALANCE'), 'held');
+    expect((await e2e.cli(['cancel', '--batch', held.id, '--reason', 'wrong bank file, resend'])).code).toBe(0);
+    const first = await e2e.waitForBatch('c.csv', ['COMPLETE'], 30_000);
+
+    await e2e.drop('c.csv', csv);
+    const again = await e2e.waitForBatch('c.csv', ['DUPLICATE', 'REJECTED', 'ACTIVE', 'COMPLETE'], 15_000, [first.id]);
+    expect(again.state).toBe('DUPLICATE');
+    const ack = await e2e.waitForOutbox(again, 'ack', 10_000);
+    expect(ack.rows[0]?.['reason']).toBe(
+      `duplicate file: the same content (sha256 ${first.sha256.slice(0, 12)}…) was received as batch ${first.id} ("c.csv", ${first.receivedAt}), finished: ` +
+        'of its 2 rows, 2 not sent (NOT_SUBMITTED: CANCELLED_BY_OPERATOR: cancelled by an operator: wrong bank file, resend); ' +
+        'this copy is not read and pays nothing. What to do: the 2 rows never sent (NOT_SUBMITTED) can be sent again under the same ' +
+        'references, in a new file holding them, put right as their reasons say (a file with exactly these bytes is refused again)',
+    );
+
+    // As told: the rows put right, under the same references, in a new file; each is paid once.
+    e2e.sandbox.setBalance('E2E-MERCHANT', 'USDT', '1000000');
+    e2e.sandbox.setBalance('E2E-MERCHANT', 'USDC', '1000000');
+    await e2e.drop('c-fixed.csv', toCsv(rows.map((r) => ({ ...r, accountName: `${r.accountName} Jr` }))));
+    const fixed = await e2e.waitForBatch('c-fixed.csv', ['COMPLETE', 'REJECTED'], 30_000);
+    expect(fixed.counts).toEqual({ PAID: 2 });
+    const perRef = ledgerByReference(e2e.ledger());
+    for (const r of rows) expect(perRef.get(r.merchantReferenceId)?.length, r.merchantReferenceId).toBe(1);
+  });
+});

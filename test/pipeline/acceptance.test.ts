@@ -411,6 +411,37 @@ describe('pipeline: duplicate files', () => {
     expect(p.sandbox.stats().creates).toBe(2);
   });
 
+  it('the same bytes again: what the first batch did with each of its rows, and what to do about each', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
+    const refs = ['MX-PAID', 'MX-PEND', 'MX-WAIT', 'MX-CANC', 'MX-REJ', 'MX-DUP', 'MX-BAD'];
+    await p.receive('taken.csv', csvFile([csvRow('MX-DUP')]));
+    const content = csvFile(refs.map((r) => (r === 'MX-BAD' ? csvRow(r, { payoutAmount: '-1' }) : csvRow(r))));
+    const first = await p.receive('mixed.csv', content);
+    const state = (ref: string, s: string) =>
+      p.db('payouts').where({ batch_id: first.id, merchant_reference_id: ref }).update({ state: s });
+    await state('MX-PAID', 'PAID');
+    await state('MX-PEND', 'PENDING');
+    await state('MX-CANC', 'CANCELLED');
+    await state('MX-REJ', 'REJECTED');
+    await p.db('batches').where({ id: first.id }).update({ hold_code: 'INSUFFICIENT_BALANCE' });
+    expect(await p.states(first.id)).toEqual(['PAID', 'PENDING', 'READY', 'CANCELLED', 'REJECTED', 'DUPLICATE', 'INVALID']);
+
+    p.clock.advance(60_000);
+    const again = await p.receive('mixed.csv', content);
+    expect(again.state).toBe('DUPLICATE');
+    expect(again.rejectReason).toBe(
+      `duplicate file: the same content (sha256 ${first.sha256.slice(0, 12)}…) was received as batch ${first.id} ("mixed.csv", 2026-01-05T09:00:00.000Z), not finished yet: ` +
+        'of its 7 rows, 1 paid, 2 being paid or to be paid (1 not sent yet, its batch held until the balance covers it), 1 invalid (INVALID, see its ack), ' +
+        '1 refused for a reference another row holds (DUPLICATE), 1 cancelled by the payout service (CANCELLED), 1 refused by the payout service (REJECTED); ' +
+        'this copy is not read and pays nothing. What to do: the 1 row paid must never be sent again, under its reference or a new one: it would be paid twice; ' +
+        `wait for the outcome of the 2 rows being paid (payoutd status --batch ${first.id}): one that ends CANCELLED is sent again from that batch's retry file, one that ends NOT_SUBMITTED in a new file under its reference; ` +
+        'the 1 row never sent (INVALID) can be sent again under the same reference, in a new file holding it, put right as its reason says (a file with exactly these bytes is refused again); ' +
+        `for the 1 row DUPLICATE, do as the ack of batch ${first.id} says of each; ` +
+        `the 1 row CANCELLED is sent again from the retry file ${first.id}.retry.csv, written once that batch is finished, under the reference it gives it, and under no new reference of your own as well: both would be paid; ` +
+        `the 1 row REJECTED needs a new reference, with what the service refused put right (the result file of batch ${first.id} says why)`,
+    );
+  });
+
   it('two copies taken at once (as by two instances): the later one alone is the duplicate, and the file is paid once', async () => {
     const p = await startPipeline();
     const content = csvFile([csvRow('DT-1'), csvRow('DT-2')]);
