@@ -1,7 +1,8 @@
 /**
  * What finance is told of a file whose bytes an earlier batch already has (DUPLICATE_FILE): what that batch did
- * with its rows (paid, being paid, not paid and why) and what to do about each. "Nothing is paid again" alone
- * reads as "all was paid" for a batch that paid nothing.
+ * with its rows (paid, being paid, not paid and why) and what to do about each, or, while that file is still
+ * being read (it may yet be refused whole), that it is and what to do if it is refused. "Nothing is paid again"
+ * alone reads as "all was paid" for a batch that paid nothing.
  */
 import type { RowState } from '../domain/lifecycle.js';
 import type { BatchRecord, StateCounts, StateReason } from '../store/index.js';
@@ -100,12 +101,21 @@ function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | n
 }
 
 /**
- * The DUPLICATE_FILE reason: the earlier batch by id, file and time, what it did with its rows, and what to do.
- * `retryFile`: the earlier batch's retry file.
+ * The DUPLICATE_FILE reason: the earlier batch by id, file and time; while it is being read (`outcome` null), that
+ * it is and what to do if it is refused; else what it did with its rows, and what to do. `retryFile`: the earlier
+ * batch's retry file.
  */
-export function duplicateFileMessage(sha256: string, earlier: Earlier, outcome: EarlierOutcome, retryFile: string | null): string {
+export function duplicateFileMessage(sha256: string, earlier: Earlier, outcome: EarlierOutcome | null, retryFile: string | null): string {
   const when = new Date(earlier.receivedAt).toISOString();
   const content = `(sha256 ${sha256.slice(0, 12)}…)`;
+  if (outcome === null) {
+    // A refused file paid nothing and no longer counts as a first copy (findFirstBySha): its bytes are read anew.
+    return (
+      `duplicate file: a file with the same content ${content} is being read now, as batch ${earlier.id} ("${earlier.fileName}", received ${when}); ` +
+      'this copy is not read and pays nothing: that file pays its rows if it is accepted, as its ack will say. ' +
+      'If that file is refused (its ack says REJECTED), neither pays anything: put right what its ack names and drop the file again'
+    );
+  }
   const total = Object.values(outcome.counts).reduce((sum, n) => sum + (n ?? 0), 0);
   const { did, todo } = outcomeParts(earlier, outcome, retryFile);
   const state = earlier.state === 'COMPLETE' ? 'finished' : 'not finished yet';

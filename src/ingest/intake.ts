@@ -9,6 +9,7 @@ import { basename, extname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { whileRenewing } from '../domain/lease.js';
+import { isBeingRead } from '../domain/lifecycle.js';
 import type { BatchHold } from '../domain/holds.js';
 import type { ReadyMoney } from '../domain/ready-money.js';
 import type { BatchEventInput } from '../domain/batch-events.js';
@@ -329,10 +330,13 @@ export class BatchIntake {
 
   private async markDuplicate(received: BatchRecord, earlier: BatchRecord): Promise<BatchRecord> {
     const { clock, logger } = this.deps;
-    const outcome = {
-      counts: await batchStateCounts(this.deps.db, earlier),
-      notSubmitted: await reasonsInState(this.deps.db, earlier.id, 'NOT_SUBMITTED'),
-    };
+    // A file still being read has no outcome yet: it may be refused whole.
+    const outcome = isBeingRead(earlier.state)
+      ? null
+      : {
+          counts: await batchStateCounts(this.deps.db, earlier),
+          notSubmitted: await reasonsInState(this.deps.db, earlier.id, 'NOT_SUBMITTED'),
+        };
     const reason = duplicateFileMessage(received.sha256, earlier, outcome, this.o.retryFileOf?.(earlier) ?? null);
     const batch = await this.move(
       received,

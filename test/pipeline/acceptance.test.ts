@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
+import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { reasonText } from '../../src/report/format.js';
 import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline, type Pipeline } from './harness.js';
@@ -440,6 +441,32 @@ describe('pipeline: duplicate files', () => {
         `the 1 row CANCELLED is sent again from the retry file ${first.id}.retry.csv, written once that batch is finished, under the reference it gives it, and under no new reference of your own as well: both would be paid; ` +
         `the 1 row REJECTED needs a new reference, with what the service refused put right (the result file of batch ${first.id} says why)`,
     );
+  });
+
+  it('the same bytes as a file still being read: says it is being read, and that the file may come again if that one is refused', async () => {
+    const p = await startPipeline();
+    const content = csvFile([csvRow('BR-1'), csvRow('BR-2')]);
+    // The first copy, taken by another instance, is still being read (it may yet be refused whole).
+    const { storedPath, sha256, size, mtimeMs } = await p.claim('reading.csv', content);
+    const file = { id: 'B-READING', fileName: 'reading.csv', storedPath, controlPath: null, sha256, size, mtimeMs, doneMarker: false };
+    await insertBatch(p.db, { ...receivedBatch(file, p.clock.now()), state: 'VALIDATING' });
+
+    p.clock.advance(60_000);
+    const copy = await p.receive('reading-copy.csv', content);
+    expect(copy.state).toBe('DUPLICATE');
+    expect(copy.duplicateOf).toBe('B-READING');
+    expect(copy.rejectReason).toBe(
+      `duplicate file: a file with the same content (sha256 ${sha256.slice(0, 12)}…) is being read now, as batch B-READING ("reading.csv", received 2026-01-05T09:00:00.000Z); ` +
+        'this copy is not read and pays nothing: that file pays its rows if it is accepted, as its ack will say. ' +
+        'If that file is refused (its ack says REJECTED), neither pays anything: put right what its ack names and drop the file again',
+    );
+
+    // As told: that file refused, the same bytes dropped again are read anew and paid once.
+    await p.db('batches').where({ id: 'B-READING' }).update({ state: 'REJECTED' });
+    const again = await p.receive('reading.csv', content);
+    expect(again.state).toBe('ACTIVE');
+    await p.submit();
+    expect([p.ledgerCount('BR-1'), p.ledgerCount('BR-2')]).toEqual([1, 1]);
   });
 
   it('two copies taken at once (as by two instances): the later one alone is the duplicate, and the file is paid once', async () => {
