@@ -131,6 +131,24 @@ export function makeRows(prefix: string, count: number, options: RowsOptions = {
   });
 }
 
+/** One PHP row to `account`: the sandbox cancels an account ending in 0000 and holds one ending in 9999 PENDING. */
+export function phpRow(ref: string, amount: string, account: string): BatchRow {
+  return {
+    merchantReferenceId: ref,
+    deductionCurrency: 'USDT',
+    payoutCurrency: 'PHP',
+    payoutAmount: amount,
+    firstName: 'Maria',
+    lastName: 'Santos',
+    country: 'PH',
+    idType: 'PASSPORT',
+    idValue: 'P1234567A',
+    accountName: 'Juan Dela Cruz',
+    accountNumber: account,
+    bankCode: 'BOPIPHMM',
+  };
+}
+
 /** True for rows the sandbox will cancel (its default cancel suffix). */
 export function isCancelRow(row: BatchRow): boolean {
   return row.accountNumber.endsWith('0000');

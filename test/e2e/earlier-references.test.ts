@@ -7,24 +7,10 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { toCsv, type BatchRow } from './batch-files.js';
+import { phpRow, toCsv, type BatchRow } from './batch-files.js';
 import { ledgerByReference, startE2e, type BatchStatus, type E2e } from './harness.js';
 
-/** A PHP row; the sandbox cancels an account ending in 0000 and holds one ending in 9999 PENDING. */
-const row = (ref: string, amount: string, account: string): BatchRow => ({
-  merchantReferenceId: ref,
-  deductionCurrency: 'USDT',
-  payoutCurrency: 'PHP',
-  payoutAmount: amount,
-  firstName: 'Maria',
-  lastName: 'Santos',
-  country: 'PH',
-  idType: 'PASSPORT',
-  idValue: 'P1234567A',
-  accountName: 'Juan Dela Cruz',
-  accountNumber: account,
-  bankCode: 'BOPIPHMM',
-});
+const row = phpRow;
 
 /** The ack's reason of each row of the batch, by reference. */
 async function ackReasons(e2e: E2e, batch: BatchStatus): Promise<Map<string, string>> {

@@ -9,23 +9,10 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
-import { CSV_HEADER, rowCells, toCsv, type BatchRow } from './batch-files.js';
+import { CSV_HEADER, phpRow, rowCells, toCsv, type BatchRow } from './batch-files.js';
 import { startE2e, type E2e } from './harness.js';
 
-const row = (ref: string, amount: string, account: string): BatchRow => ({
-  merchantReferenceId: ref,
-  deductionCurrency: 'USDT',
-  payoutCurrency: 'PHP',
-  payoutAmount: amount,
-  firstName: 'Maria',
-  lastName: 'Santos',
-  country: 'PH',
-  idType: 'PASSPORT',
-  idValue: 'P1234567A',
-  accountName: 'Juan Dela Cruz',
-  accountNumber: account,
-  bankCode: 'BOPIPHMM',
-});
+const row = phpRow;
 
 /** The verdict and reason of each row of the batch's ack, by reference. */
 async function ackOf(e2e: E2e, fileName: string): Promise<{ state: string; rows: Map<string, { verdict: string; reason: string }> }> {
