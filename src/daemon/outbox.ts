@@ -47,6 +47,7 @@ import {
   writeAckXlsx,
   writeSummaryXlsx,
   AckTotalsAccumulator,
+  disputedRowText,
   endedRowText,
   type AckCurrencyTotal,
   type AckMoneyRow,
@@ -193,18 +194,30 @@ function cancelNote(batch: BatchRecord, sentAny: boolean): string | undefined {
 }
 
 /** An accepted row already final: only an ack written late (after a failed write, a hold or a cancel) meets one. */
-function endedOf(state: RowState): EndedStatus | undefined {
+function finalOf(state: RowState): Exclude<EndedStatus, 'DISPUTED'> | undefined {
   return state === 'PAID' || state === 'CANCELLED' || state === 'REJECTED' ? state : undefined;
+}
+
+/**
+ * The ended status and reason of an accepted row: a final row the payout service has since contradicted, or is
+ * being asked about, is DISPUTED, its outcome not stated (the result file tells it not to be sent again).
+ */
+function endedRow(row: AckSourceRow): { ended?: EndedStatus; reason: string | null } {
+  const recorded = finalOf(row.state);
+  if (recorded === undefined) return { reason: null };
+  if (row.serviceNote !== null || row.serviceCheck !== null)
+    return { ended: 'DISPUTED', reason: disputedRowText(recorded, row.serviceNote !== null) };
+  return { ended: recorded, reason: endedRowText(recorded) };
 }
 
 function ackRow(row: AckSourceRow): AckRow {
   const accepted = verdictOf(row.state) === 'ACCEPTED';
-  const ended = accepted ? endedOf(row.state) : undefined;
+  const { ended, reason } = accepted ? endedRow(row) : { ended: undefined, reason: reasonText(row.reasonCode, row.reason) };
   return {
     line: row.line,
     merchantReferenceId: row.merchantReferenceId,
     verdict: accepted ? 'ACCEPTED' : 'REJECTED',
-    reason: accepted ? (ended === undefined ? null : endedRowText(ended)) : reasonText(row.reasonCode, row.reason),
+    reason,
     ...(ended === undefined ? {} : { ended }),
   };
 }

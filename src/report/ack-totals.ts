@@ -102,7 +102,7 @@ export class AckTotalsAccumulator {
 }
 
 /** The statuses an accepted row may already have ended in when a late ack is written, in the order the ack names them. */
-const ENDED_STATUSES: readonly EndedStatus[] = ['PAID', 'CANCELLED', 'REJECTED'];
+const ENDED_STATUSES: readonly EndedStatus[] = ['PAID', 'CANCELLED', 'REJECTED', 'DISPUTED'];
 
 const endedPart = (parts: ReadonlyMap<EndedStatus, Part>, s: EndedStatus): [EndedStatus, RowsAndAmount][] => {
   const p = parts.get(s);
@@ -142,14 +142,27 @@ const ENDED_WORDS: Readonly<Record<EndedStatus, { counted: string; meaning: stri
   PAID: { counted: 'already paid', meaning: 'rows already paid are paid' },
   CANCELLED: { counted: 'already cancelled by the payout service', meaning: 'rows already cancelled by the payout service are not paid' },
   REJECTED: { counted: 'already refused by the payout service', meaning: 'rows already refused by the payout service are not paid' },
+  DISPUTED: {
+    counted: 'recorded final but contradicted by the payout service',
+    meaning: 'rows the payout service contradicts are being settled with it: do not send them again',
+  },
 };
 
 /** The reason cell of an accepted row already final when the ack was written: the ack must not promise it a payment. */
-export function endedRowText(status: EndedStatus): string {
+export function endedRowText(status: Exclude<EndedStatus, 'DISPUTED'>): string {
   const when = 'when this acknowledgement was written';
   return status === 'PAID'
     ? `already PAID ${when} (see the result file)`
     : `${status === 'CANCELLED' ? 'already CANCELLED' : 'already REFUSED'} by the payout service ${when}: not paid (the result file says why)`;
+}
+
+/**
+ * The reason cell of an accepted row recorded final that the payout service has since contradicted (`note`), or is
+ * being asked about: its outcome is not stated, as the result file does not state it either.
+ */
+export function disputedRowText(recorded: Exclude<EndedStatus, 'DISPUTED'>, contradicted: boolean): string {
+  const service = contradicted ? 'the payout service contradicts it' : 'the payout service is being asked about it';
+  return `recorded ${recorded} when this acknowledgement was written; ${service}: do not send it again (see the result file)`;
 }
 
 /** Accepted rows over the batch: those already ended, per status, and those not. */

@@ -30,7 +30,14 @@ export {
 } from './writers.js';
 export type { AckRowsAhead } from './writers.js';
 export type { ResultFiles } from './writers.js';
-export { AckTotalsAccumulator, ackMoneyText, endedRowText, type AckCurrencyTotal, type AckMoneyRow } from './ack-totals.js';
+export {
+  AckTotalsAccumulator,
+  ackMoneyText,
+  disputedRowText,
+  endedRowText,
+  type AckCurrencyTotal,
+  type AckMoneyRow,
+} from './ack-totals.js';
 export { currencyDecimals } from '../domain/decimals.js';
 export {
   decimalsFormat,

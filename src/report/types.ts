@@ -40,8 +40,11 @@ export interface RowOutcome {
   correction?: string | null;
 }
 
-/** A final status an accepted row may have reached before its ack was written (an ack written late). */
-export type EndedStatus = 'PAID' | 'CANCELLED' | 'REJECTED';
+/**
+ * A final status an accepted row may have reached before its ack was written (an ack written late). DISPUTED: recorded
+ * final, but the payout service has since contradicted it, or is being asked about it: the ack states no outcome.
+ */
+export type EndedStatus = 'PAID' | 'CANCELLED' | 'REJECTED' | 'DISPUTED';
 
 export interface AckRow {
   line: number;

@@ -11,13 +11,27 @@ export interface AckSourceRow {
   state: RowState;
   reasonCode: string | null;
   reason: string | null;
+  /** What the payout service said against the row since (it may contradict its state), and a check of it under way. */
+  serviceNote: string | null;
+  serviceCheck: string | null;
 }
+
+/** The columns of an AckSourceRow. */
+const ACK_COLUMNS = [
+  'line',
+  'merchant_reference_id as merchantReferenceId',
+  'state',
+  'reason_code as reasonCode',
+  'reason',
+  'service_note as serviceNote',
+  'service_check as serviceCheck',
+] as const;
 
 /** Every row of a batch in line order, a page at a time. */
 export function ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
   const rows = () =>
     db('payouts')
-      .select('line', 'merchant_reference_id as merchantReferenceId', 'state', 'reason_code as reasonCode', 'reason')
+      .select(...ACK_COLUMNS)
       .where({ batch_id: batchId });
   return pagesByLine<AckSourceRow>(rows, pageSize);
 }
@@ -45,11 +59,7 @@ export function ackMoneyPages(db: Database, batchId: string, pageSize = 1_000): 
   const rows = () =>
     db('payouts')
       .select(
-        'line',
-        'merchant_reference_id as merchantReferenceId',
-        'state',
-        'reason_code as reasonCode',
-        'reason',
+        ...ACK_COLUMNS,
         'payout_currency as writtenPayoutCurrency',
         'payout_amount as writtenPayoutAmount',
         request('deductionCurrency', 'requestDeductionCurrency'),

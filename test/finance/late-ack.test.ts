@@ -1,0 +1,36 @@
+/**
+ * An ack written late meets rows already final. A row recorded final that the payout service has since contradicted
+ * (or is being asked about) must not be told paid or not paid: its result file tells finance not to send it again.
+ */
+import { readFile } from 'node:fs/promises';
+import { describe, expect, it } from 'vitest';
+import { BatchOutbox } from '../../src/daemon/outbox.js';
+import { getBatch, type BatchRecord } from '../../src/store/index.js';
+import { addBatch, addRows, request, setRow, useStore, validRow } from './helpers.js';
+
+const store = useStore();
+
+describe('a late ack', () => {
+  it('states no outcome of a row the payout service contradicts, and counts it apart', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'late.csv');
+    await addRows(db, [validRow('B1', 2, request('L-1')), validRow('B1', 3, request('L-2')), validRow('B1', 4, request('L-3'))]);
+    await setRow(db, 'B1', 2, { state: 'CANCELLED', payoutId: 'p1', serviceNote: 'the payout service shows this payout PAID' });
+    await setRow(db, 'B1', 3, { state: 'PAID', payoutId: 'p2', serviceCheck: 'PAYOUT', serviceCheckAt: 0 });
+    await setRow(db, 'B1', 4, { state: 'CANCELLED', payoutId: 'p3' });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const ack = await readFile(await new BatchOutbox(db, dir, false).writeAck(batch), 'utf8');
+    const lines = ack.split(/\r?\n/);
+    const row = (line: number): string => lines.find((l) => l.startsWith(`B1,late.csv,${line},`)) ?? '';
+    expect(row(2)).not.toContain('already CANCELLED');
+    expect(row(2)).not.toContain('not paid');
+    expect(row(2)).toContain('recorded CANCELLED when this acknowledgement was written; the payout service contradicts it');
+    expect(row(3)).not.toContain('already PAID');
+    expect(row(3)).toContain('recorded PAID when this acknowledgement was written; the payout service is being asked about it');
+    expect(row(4)).toContain('already CANCELLED by the payout service');
+    const totals = lines.find((l) => l.includes(',TOTAL,')) ?? '';
+    expect(totals).toContain('already cancelled by the payout service 1 row');
+    expect(totals).toContain('recorded final but contradicted by the payout service 2 rows');
+    expect(totals).not.toContain('already paid');
+  });
+});
