@@ -11,7 +11,6 @@ import { lstatOrNull, newClaimId, outboxSafeName, parseStoredName, refusalOutcom
 import {
   type Database,
   type BatchRecord,
-  ackRowPages,
   ackMoneyPages,
   type AckSourceRow,
   type AckMoneySourceRow,
@@ -236,11 +235,6 @@ async function* mapRows<T>(db: Database, batchId: string, f: (r: BatchResultRow)
   for await (const page of resultRowPages(db, batchId)) for (const row of page) yield f(row);
 }
 
-/** The ack reads only the columns it shows (a narrow reader: the full rows cost most of a large ack), a page at a time. */
-async function* ackPages(db: Database, batchId: string): AsyncGenerator<AckRow[]> {
-  for await (const page of ackRowPages(db, batchId)) yield page.map(ackRow);
-}
-
 async function* callHalfway<T>(rows: AsyncGenerator<T>, at: number, hook: () => void): AsyncGenerator<T> {
   let n = 0;
   for await (const row of rows) {
@@ -330,6 +324,16 @@ export class BatchOutbox {
    * file), and what they add up to is kept: the ack's totals, and the READY rows' money the gates decide on.
    */
   async draftAck(batch: BatchRecord): Promise<AckDraft> {
+    const { ahead, totals, ready } = await this.draftRows(batch);
+    return {
+      ready,
+      write: (b, fileRejection) => this.writeAckFiles(b, ahead, totals.currencies(), fileRejection),
+      discard: () => ahead.discard(),
+    };
+  }
+
+  /** The batch's ack rows written ahead, and what they add up to, from one read. */
+  private async draftRows(batch: BatchRecord): Promise<{ ahead: AckRowsAhead; totals: AckTotalsAccumulator; ready: ReadyMoney }> {
     const totals = new AckTotalsAccumulator();
     const ready = new ReadyMoney();
     const db = this.db;
@@ -350,11 +354,7 @@ export class BatchOutbox {
       }
     }
     const ahead = await writeAckRowsAhead(this.dir, identityOf(batch), { pages: pages() }, this.stopOption());
-    return {
-      ready,
-      write: (b, fileRejection) => this.writeAckFiles(b, ahead, totals.currencies(), fileRejection),
-      discard: () => ahead.discard(),
-    };
+    return { ahead, totals, ready };
   }
 
   /** The ack of the batch as it is now: its rows read and the ack written (a hold only an operator lifts is stated at its top). */
@@ -380,9 +380,8 @@ export class BatchOutbox {
     const opts = await this.ackOptions(batch, totals, fileRejection);
     const identity = identityOf(batch);
     const path = await writeAckFile(this.dir, identity, { ahead }, { ...opts, bom: this.bom, ...this.stopOption() });
-    await this.twin(identity, 'ack', () =>
-      writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, { ...opts, ...this.xlsxOptions() }),
-    );
+    // From the rows its totals were added up from: rows read again later may have moved on (PENDING to PAID).
+    await this.twin(identity, 'ack', () => writeAckXlsx(this.dir, identity, { ahead }, { ...opts, ...this.xlsxOptions() }));
     return path;
   }
 
@@ -406,12 +405,15 @@ export class BatchOutbox {
         const reason = batch.rejectReason ?? 'refused';
         written.push(await writeAckXlsx(this.dir, identity, [], { fileRejection: reason, ...readNote(batch), ...this.xlsxOptions() }));
       } else {
-        // The totals lines come first: the rows are added up before the twin is written, as for its CSV.
-        const totals = new AckTotalsAccumulator();
-        for await (const page of ackMoneyPages(this.db, batch.id)) for (const r of page) totals.add(ackMoney(r, ackRow(r)));
-        const rejection = batch.state === 'REJECTED' ? (batch.rejectReason ?? undefined) : undefined;
-        const opts = { ...(await this.ackOptions(batch, totals.currencies(), rejection)), ...this.xlsxOptions() };
-        written.push(await writeAckXlsx(this.dir, identity, { pages: ackPages(this.db, batch.id) }, opts));
+        // The totals lines come first: the rows are written ahead in the one read that adds them up, as for its CSV.
+        const draft = await this.draftRows(batch);
+        try {
+          const rejection = batch.state === 'REJECTED' ? (batch.rejectReason ?? undefined) : undefined;
+          const opts = { ...(await this.ackOptions(batch, draft.totals.currencies(), rejection)), ...this.xlsxOptions() };
+          written.push(await writeAckXlsx(this.dir, identity, { ahead: draft.ahead }, opts));
+        } finally {
+          await draft.ahead.discard();
+        }
       }
     }
     if (missing.result) written.push(...(await this.resultTwins(batch)));

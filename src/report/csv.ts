@@ -8,7 +8,7 @@ import { Transform, pipeline } from 'node:stream';
 import { parse } from 'csv-parse';
 import { stringify } from 'csv-stringify/sync';
 import { RECORD_DELIMITERS } from '../ingest/csv/options.js';
-import { spreadsheetSafeCell } from './cells.js';
+import { spreadsheetSafeCell, unescapeSpreadsheetCell } from './cells.js';
 
 export const RECORD_DELIMITER = '\r\n';
 export const UTF8_BOM = '\uFEFF';
@@ -168,4 +168,12 @@ export async function readCsvFile(
   const iterator = records[Symbol.asyncIterator]();
   const first = await iterator.next();
   return { header: first.done === true ? null : first.value, rows: { [Symbol.asyncIterator]: () => iterator } };
+}
+
+/** Every record of a CSV file without a header (rows written ahead), cells as they were before `spreadsheetSafeCell`. */
+export async function* readCsvRecords(path: string): AsyncGenerator<string[]> {
+  const { header, rows } = await readCsvFile(path);
+  if (header === null) return;
+  yield header.map(unescapeSpreadsheetCell);
+  for await (const record of rows) yield record.map(unescapeSpreadsheetCell);
 }

@@ -103,6 +103,9 @@ export interface AckRowsAhead {
   discard(): Promise<void>;
 }
 
+/** An ack's rows: given, or their records written ahead (their totals then come in the options). */
+export type AckRowSource = Rows<AckRow> | RowPages<AckRow> | { ahead: AckRowsAhead };
+
 export async function writeAckRowsAhead(
   dir: string,
   identity: BatchIdentity,
@@ -122,12 +125,7 @@ function ackPath(dir: string, identity: BatchIdentity): string {
  * `<fileName>.ack.csv`: one verdict per row; with `fileRejection`, a first row saying why the whole file was
  * refused, with `fileHold`, one saying why the batch is held. Rows written ahead need their totals in `opts`.
  */
-export async function writeAckFile(
-  dir: string,
-  identity: BatchIdentity,
-  rows: Rows<AckRow> | RowPages<AckRow> | { ahead: AckRowsAhead },
-  opts: AckWriteOptions = {},
-): Promise<string> {
+export async function writeAckFile(dir: string, identity: BatchIdentity, rows: AckRowSource, opts: AckWriteOptions = {}): Promise<string> {
   const path = ackPath(dir, identity);
   const bom = opts.bom ?? DEFAULT_OUTBOX_BOM;
   if ('ahead' in rows) {
@@ -149,7 +147,7 @@ async function* chunksThen(first: string, rest: AsyncIterable<Buffer>): AsyncGen
 }
 
 /** The totals of an ack: given, or added up from rows given as a list (null for a stream without them). */
-export function ackCurrencyTotals(rows: Rows<AckRow> | RowPages<AckRow>, opts: AckWriteOptions): readonly AckCurrencyTotal[] | null {
+export function ackCurrencyTotals(rows: AckRowSource, opts: AckWriteOptions): readonly AckCurrencyTotal[] | null {
   if (opts.totals) return opts.totals;
   if (!Array.isArray(rows)) return null;
   const acc = new AckTotalsAccumulator();
@@ -167,11 +165,7 @@ export function fileVerdicts(opts: AckWriteOptions): { rejected: boolean; cancel
  * The records an ack has before its rows: the totals lines (one per currency, with the batch's verdict),
  * then the file-level refusal or hold, if any, and a note of how the file was read.
  */
-export function ackLead(
-  identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
-  rows: Rows<AckRow> | RowPages<AckRow>,
-  opts: AckWriteOptions,
-): string[][] {
+export function ackLead(identity: Pick<BatchIdentity, 'batchId' | 'fileName'>, rows: AckRowSource, opts: AckWriteOptions): string[][] {
   const currencies = ackCurrencyTotals(rows, opts);
   const verdict = currencies && batchVerdict(currencies, fileVerdicts(opts));
   const totals =

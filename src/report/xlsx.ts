@@ -14,7 +14,7 @@ import type ExcelJS from 'exceljs';
 import { Decimal, isSummableAmount, normalizeAmount } from '../domain/money.js';
 import { exactNumberText } from '../ingest/xlsx/cells.js';
 import { writeFileAtomic } from './atomic.js';
-import { readCsvFile } from './csv.js';
+import { readCsvFile, readCsvRecords } from './csv.js';
 import { currencyDecimals } from '../domain/decimals.js';
 import { ReportError } from './errors.js';
 import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
@@ -28,8 +28,8 @@ import {
   type ApprovalAudit,
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
-import type { AckRow, AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
-import { ackCurrencyTotals, ackLead, ackRecordsInOrder, fileVerdicts, resultRecords, type RowPages, type Rows } from './writers.js';
+import type { AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
+import { ackCurrencyTotals, ackLead, ackRecordsInOrder, fileVerdicts, resultRecords, type AckRowSource, type Rows } from './writers.js';
 
 /** How the text of a column becomes a cell. */
 export type XlsxCellType =
@@ -565,9 +565,14 @@ function ackTotalsRecord(t: AckCurrencyTotal, verdict: string): string[] {
 async function* ackSheetRecords(
   identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
   lead: readonly string[][],
-  rows: Rows<AckRow> | RowPages<AckRow>,
+  rows: AckRowSource,
 ): AsyncGenerator<string[]> {
   yield* lead;
+  // Rows written ahead for the CSV: the twin shows the very records its CSV holds, not rows read again later.
+  if ('ahead' in rows) {
+    yield* readCsvRecords(rows.ahead.path);
+    return;
+  }
   const one = ackRecordsInOrder(identity);
   if ('pages' in rows) {
     for await (const page of rows.pages) for (const row of page) yield one(row);
@@ -576,16 +581,18 @@ async function* ackSheetRecords(
 
 /**
  * `<fileName>.ack.xlsx`: the ack's records as in the CSV (totals lines, the file-level line, a verdict per
- * row; sheet "Ack"), and sheet "Summary" with the totals per currency as numbers. Rows as pages need
- * `opts.totals`, as for the CSV.
+ * row; sheet "Ack"), and sheet "Summary" with the totals per currency as numbers. Rows as pages, or written
+ * ahead (the CSV's), need `opts.totals`, as for the CSV.
  */
 export async function writeAckXlsx(
   dir: string,
   identity: BatchIdentity,
-  rows: Rows<AckRow> | RowPages<AckRow>,
+  rows: AckRowSource,
   opts: AckWriteOptions & XlsxOptions = {},
 ): Promise<string> {
   const path = join(dir, outboxFileName(identity.outboxName ?? identity.fileName, 'ack', 'xlsx'));
+  if ('ahead' in rows && !opts.totals)
+    throw new ReportError('REPORT_ACK_TOTALS', 'an ack whose rows were written ahead needs their totals');
   const currencies = ackCurrencyTotals(rows, opts) ?? [];
   const verdict = batchVerdict(currencies, fileVerdicts(opts));
   const lead = ackLead(identity, rows, { ...opts, totals: currencies });

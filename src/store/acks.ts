@@ -27,15 +27,6 @@ const ACK_COLUMNS = [
   'service_check as serviceCheck',
 ] as const;
 
-/** Every row of a batch in line order, a page at a time. */
-export function ackRowPages(db: Database, batchId: string, pageSize = 5_000): AsyncGenerator<AckSourceRow[]> {
-  const rows = () =>
-    db('payouts')
-      .select(...ACK_COLUMNS)
-      .where({ batch_id: batchId });
-  return pagesByLine<AckSourceRow>(rows, pageSize);
-}
-
 /**
  * A row as the pass that writes an ack reads it: its verdict's columns, its money cells as written (the
  * totals lines), and its request's money (what a READY row will cost; null for a row without a request).

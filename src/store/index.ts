@@ -149,7 +149,7 @@ export {
   type ServiceIdentity,
 } from './service-identity.js';
 
-export { ackMoneyPages, ackRowPages, type AckSourceRow, type AckMoneySourceRow } from './acks.js';
+export { ackMoneyPages, type AckSourceRow, type AckMoneySourceRow } from './acks.js';
 export { resultRowPages, resultRowsPage, type BatchResultRow } from './results.js';
 export { beginPrune, countBatchRows, listBatchesToArchive, listBatchesToPrune, markArchived, pruneBatchDetails } from './retention.js';
 export { batchRetrySource, countCancelledRows, payoutsCreatedBetween, retryOriginalsOf, type ReportedPayoutRow } from './reports.js';

@@ -3,6 +3,8 @@
  * (or is being asked about) must not be told paid or not paid: its result file tells finance not to send it again.
  */
 import { readFile } from 'node:fs/promises';
+import ExcelJS from 'exceljs';
+import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import { BatchOutbox } from '../../src/daemon/outbox.js';
 import { getBatch, type BatchRecord } from '../../src/store/index.js';
@@ -32,5 +34,29 @@ describe('a late ack', () => {
     expect(totals).toContain('already cancelled by the payout service 1 row');
     expect(totals).toContain('recorded final but contradicted by the payout service 2 rows');
     expect(totals).not.toContain('already paid');
+  });
+
+  it('has an .xlsx twin of the same rows as its CSV, though rows end while it is written', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'late.csv');
+    await addRows(db, [validRow('B1', 2, request('L-1')), validRow('B1', 3, request('L-2'))]);
+    await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'p1' });
+    await setRow(db, 'B1', 3, { state: 'PENDING', payoutId: 'p2' });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const draft = await new BatchOutbox(db, dir, false, undefined, { xlsx: true, retryFiles: false }).draftAck(batch);
+    // The poller settles line 3 between the read of the rows and the writing of the files.
+    await setRow(db, 'B1', 3, { state: 'PAID' });
+    const path = await draft.write(batch);
+    await draft.discard();
+    const csv = (parse(await readFile(path, 'utf8'), { relax_column_count: true }) as string[][]).slice(1);
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(path.replace(/\.csv$/, '.xlsx'));
+    const xlsx: string[][] = [];
+    wb.getWorksheet('Ack')?.eachRow((r, n) => {
+      const values = r.values as unknown[];
+      if (n > 1) xlsx.push(Array.from({ length: 6 }, (_, i) => (values[i + 1] == null ? '' : String(values[i + 1]))));
+    });
+    expect(csv.find((r) => r[2] === '3')?.[5]).toBe('');
+    expect(xlsx).toEqual(csv);
   });
 });
