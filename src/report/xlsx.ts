@@ -28,7 +28,7 @@ import {
   type ApprovalAudit,
 } from './format.js';
 import { SummaryAccumulator } from './summary.js';
-import type { AckWriteOptions, AtomicWriteOptions, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
+import type { AckWriteOptions, AtomicWriteOptions, EndedStatus, BatchIdentity, BatchSummary, RowOutcome } from './types.js';
 import { ackCurrencyTotals, ackLead, ackRecordsInOrder, fileVerdicts, resultRecords, type AckRowSource, type Rows } from './writers.js';
 
 /** How the text of a column becomes a cell. */
@@ -201,6 +201,27 @@ export function shownWidth(cell: XlsxCellValue): number {
   return n;
 }
 
+/**
+ * The Summary columns of an ack's accepted rows already ended when it was written (an ack written late), per status,
+ * in the order its totals lines name them.
+ */
+const ENDED_COLUMNS: readonly [EndedStatus, string][] = [
+  ['PAID', 'already_paid'],
+  ['CANCELLED', 'already_cancelled'],
+  ['REJECTED', 'already_refused'],
+  ['DISPUTED', 'contradicted'],
+];
+
+function endedColumnTypes(): Record<string, Omit<XlsxColumn, 'header'>> {
+  return Object.fromEntries(
+    ENDED_COLUMNS.flatMap(([, name]) => [
+      // As wide as their headers: the names are long.
+      [`${name}_rows`, { type: 'integer', width: name.length + 7 }],
+      [`${name}_amount`, { type: 'amount', width: name.length + 9, currencyColumn: 'currency' }],
+    ]),
+  );
+}
+
 /** Type and width of every column name the outbox files use; unknown names are text. */
 const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   batch_id: { type: 'text', width: 28 },
@@ -234,6 +255,7 @@ const COLUMN_TYPES: Readonly<Record<string, Omit<XlsxColumn, 'header'>>> = {
   accepted_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
   rejected_rows: { type: 'integer', width: 8 },
   rejected_amount: { type: 'amount', width: 14, currencyColumn: 'currency' },
+  ...endedColumnTypes(),
 };
 
 /** Typed columns for CSV headers, by column name. */
@@ -545,10 +567,16 @@ export const ACK_TOTALS_COLUMNS = [
   'rejected_amount',
   'rows_not_summed',
   'verdict',
-] as const;
+  // After the verdict: a program that reads the columns by position finds the earlier ones where they were.
+  ...ENDED_COLUMNS.flatMap(([, name]) => [`${name}_rows`, `${name}_amount`]),
+];
 
 function ackTotalsRecord(t: AckCurrencyTotal, verdict: string): string[] {
   const n = String;
+  const ended = ENDED_COLUMNS.flatMap(([status]) => {
+    const p = t.ended?.[status];
+    return [n(p?.rows ?? 0), p?.amount ?? '0'];
+  });
   return [
     t.currency,
     n(t.rows),
@@ -559,6 +587,7 @@ function ackTotalsRecord(t: AckCurrencyTotal, verdict: string): string[] {
     t.rejected.amount,
     n(t.rowsNotSummed),
     verdict,
+    ...ended,
   ];
 }
 
@@ -599,7 +628,10 @@ export async function writeAckXlsx(
   const totals: XlsxSheet = {
     name: 'Summary',
     columns: xlsxColumns(ACK_TOTALS_COLUMNS),
-    records: currencies.length > 0 ? currencies.map((t) => ackTotalsRecord(t, verdict)) : [['', '0', '', '0', '', '0', '', '0', verdict]],
+    records:
+      currencies.length > 0
+        ? currencies.map((t) => ackTotalsRecord(t, verdict))
+        : [['', '0', '', '0', '', '0', '', '0', verdict, ...ENDED_COLUMNS.flatMap(() => ['0', ''])]],
   };
   await writeXlsxFile(
     path,

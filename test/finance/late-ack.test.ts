@@ -59,4 +59,32 @@ describe('a late ack', () => {
     expect(csv.find((r) => r[2] === '3')?.[5]).toBe('');
     expect(xlsx).toEqual(csv);
   });
+
+  it('counts in its .xlsx Summary the rows already paid, cancelled, refused or contradicted, with exact amounts', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'late.csv');
+    const lines = [2, 3, 4, 5, 6, 7];
+    await addRows(
+      db,
+      lines.map((l) => validRow('B1', l, request(`L-${l}`, { payoutAmount: `100.0${l}` }))),
+    );
+    await setRow(db, 'B1', 2, { state: 'PAID', payoutId: 'p2' });
+    await setRow(db, 'B1', 3, { state: 'PAID', payoutId: 'p3' });
+    await setRow(db, 'B1', 4, { state: 'CANCELLED', payoutId: 'p4' });
+    await setRow(db, 'B1', 5, { state: 'REJECTED', payoutId: 'p5' });
+    await setRow(db, 'B1', 6, { state: 'CANCELLED', payoutId: 'p6', serviceNote: 'the payout service shows this payout PAID' });
+    await setRow(db, 'B1', 7, { state: 'PENDING', payoutId: 'p7' });
+    const batch = (await getBatch(db, 'B1')) as BatchRecord;
+    const path = await new BatchOutbox(db, dir, false, undefined, { xlsx: true, retryFiles: false }).writeAck(batch);
+    const wb = new ExcelJS.Workbook();
+    await wb.xlsx.readFile(path.replace(/\.csv$/, '.xlsx'));
+    const summary = wb.getWorksheet('Summary');
+    const header = (summary?.getRow(1).values as unknown[]).slice(1);
+    const cell = (name: string): unknown => summary?.getRow(2).getCell(header.indexOf(name) + 1).value;
+    expect([cell('already_paid_rows'), cell('already_paid_amount')]).toEqual([2, 200.05]);
+    expect([cell('already_cancelled_rows'), cell('already_cancelled_amount')]).toEqual([1, 100.04]);
+    expect([cell('already_refused_rows'), cell('already_refused_amount')]).toEqual([1, 100.05]);
+    expect([cell('contradicted_rows'), cell('contradicted_amount')]).toEqual([1, 100.06]);
+    expect([cell('accepted_rows'), cell('verdict')]).toEqual([6, 'ACCEPTED']);
+  });
 });
