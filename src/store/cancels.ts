@@ -7,7 +7,7 @@
 import { UsageError } from '../domain/errors.js';
 import type { Knex } from 'knex';
 import { FINAL_BATCH_STATES, isBeingRead, type BatchState } from '../domain/lifecycle.js';
-import { writeTransaction, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 import { insertApprovalEntry } from './approvals.js';
 import { recordBatchEvent } from './batch-events.js';
@@ -192,6 +192,9 @@ async function batchRowCount(trx: Database, batchId: string): Promise<number> {
  * cancelOnAcceptance): those made NOT_SUBMITTED for it already, and those READY it makes so. Null: not cancelled.
  */
 export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, batchId: string): Promise<number | null> {
+  // PostgreSQL: the batch row is locked before its cancel is looked for, so a cancel committing now is waited for
+  // and seen, not missed by a plain read and then overwritten by the acceptance. SQLite has one writer.
+  if (isPostgres(trx)) await trx('batches').where({ id: batchId }).forUpdate().select('id');
   const batch = await getBatch(trx, batchId);
   if (batch?.cancelledAt == null) return null;
   const [r] = (await trx('payouts')
