@@ -98,23 +98,35 @@ export async function listApprovalEntries(db: Database | Knex.Transaction, batch
   return rows.map(fromRow);
 }
 
+/** A row of the batch (`batches` of the outer query) was sent: a create tried, or a payout of it known (anyRowSent). */
+function rowSent(db: Knex.Transaction | Database): Knex.QueryBuilder {
+  return db('payouts')
+    .select(db.raw('1'))
+    .whereRaw('payouts.batch_id = batches.id')
+    .andWhere((q) => q.where('payouts.create_attempts', '>', 0).orWhereNotNull('payouts.payout_id'));
+}
+
 /**
  * What the batches let go in the last 24 hours (from `since`), and those still being paid, add up to per
  * payout currency, the batch `excludeId` aside: the totals each counted when it was let go (conservative: a
- * row cancelled since still counts). Batches from before approval was in use count their file's totals.
+ * row cancelled since still counts). Batches from before approval was in use count their file's totals. A batch
+ * an operator cancelled before any of its rows was sent let nothing go and is left out.
  */
 export async function rollingTotals(trx: Knex.Transaction | Database, since: number, excludeId: string): Promise<Record<string, string>> {
   const rows = (await trx('batches')
     .whereNot({ id: excludeId })
-    .andWhere((w) =>
-      w.whereIn('approval_state', ['NONE', 'APPROVED']).andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
+    .andWhere((counted) =>
+      counted
+        .where((w) =>
+          w.whereIn('approval_state', ['NONE', 'APPROVED']).andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
+        )
+        .orWhere((w) =>
+          w
+            .whereNull('approval_state')
+            .andWhere((x) => x.where('state', 'ACTIVE').orWhere((y) => y.where('state', 'COMPLETE').andWhere('accepted_at', '>=', since))),
+        ),
     )
-    .orWhere((w) =>
-      w
-        .whereNull('approval_state')
-        .whereNot({ id: excludeId })
-        .andWhere((x) => x.where('state', 'ACTIVE').orWhere((y) => y.where('state', 'COMPLETE').andWhere('accepted_at', '>=', since))),
-    )
+    .andWhere((w) => w.whereNull('cancelled_at').orWhereExists(rowSent(trx)))
     .select('approval_figures_json', 'totals_json')) as { approval_figures_json: string | null; totals_json: string | null }[];
   const sums = new Map<string, Decimal>();
   for (const r of rows) {
