@@ -139,16 +139,20 @@ function readOutcomes(summary: SummaryAccumulator, status?: NotSentStatus): Read
 /**
  * The rows stored from the part read: their lines, and per status and currency their count and payout total. Rows
  * never sent (READY) are counted apart, as held or not sent: PENDING would say the service holds their payouts.
+ * Those of a cancelled batch are never sent: counted NOT_SUBMITTED with the rows its cancel already stopped.
  */
 async function readPart(db: Database, batch: BatchRecord): Promise<UploadContinuedNotice['read']> {
   const summary = new SummaryAccumulator();
   const notSent = new SummaryAccumulator();
+  const ready = notSentStatus({ held: batch.holdCode != null, cancelled: batch.cancelledAt != null });
   let firstLine = Infinity;
   let lastLine = 0;
   let rows = 0;
   for await (const page of resultRowPages(db, batch.id)) {
     for (const row of page) {
-      (row.state === 'READY' ? notSent : summary).add(rowOutcome(row));
+      if (row.state !== 'READY') summary.add(rowOutcome(row));
+      else if (ready === 'NOT_SUBMITTED') summary.add({ ...rowOutcome(row), status: 'NOT_SUBMITTED' });
+      else notSent.add(rowOutcome(row));
       firstLine = Math.min(firstLine, row.line);
       lastLine = Math.max(lastLine, row.line);
       rows++;
@@ -158,7 +162,7 @@ async function readPart(db: Database, batch: BatchRecord): Promise<UploadContinu
   const sent = readOutcomes(summary);
   // After the rows sent and still open (PENDING), before those not paid.
   const at = sent.filter((o) => o.status === 'PAID' || o.status === 'CANCELLED' || o.status === 'PENDING').length;
-  const outcomes = [...sent.slice(0, at), ...readOutcomes(notSent, notSentStatus(batch.holdCode != null)), ...sent.slice(at)];
+  const outcomes = [...sent.slice(0, at), ...(ready === 'NOT_SUBMITTED' ? [] : readOutcomes(notSent, ready)), ...sent.slice(at)];
   return { firstLine, lastLine, rows, outcomes };
 }
 

@@ -103,9 +103,13 @@ const NOT_SENT_NOTES: Readonly<Record<NotSentStatus, string>> = {
   NOT_SENT: 'not sent yet: waiting their turn to be sent',
 };
 
-/** The status of a READY row in the notice: its batch's hold keeps it back, else it waits its turn. */
-export function notSentStatus(batchHeld: boolean): NotSentStatus {
-  return batchHeld ? 'HELD' : 'NOT_SENT';
+/**
+ * The status of a READY row in the notice: of a batch an operator cancelled it is never sent (NOT_SUBMITTED, as
+ * its result file will say), whether a hold was on it or not; else its batch's hold keeps it back, or it waits its turn.
+ */
+export function notSentStatus(batch: { held: boolean; cancelled: boolean }): NotSentStatus | 'NOT_SUBMITTED' {
+  if (batch.cancelled) return 'NOT_SUBMITTED';
+  return batch.held ? 'HELD' : 'NOT_SENT';
 }
 
 /** The outcome of the rows read, per status and payout currency. */
