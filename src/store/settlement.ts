@@ -176,9 +176,9 @@ export async function reaskUnknownOfReference(db: Database, merchantReferenceId:
   return (
     (await rowsInState(db, 'UNKNOWN')
       .andWhere('merchant_reference_id', merchantReferenceId)
-      // `now` itself only when a claim's lease ends exactly now: then one before it, so the due time still changes.
+      // Already due: one before it, so each event moves it on and two in one millisecond cannot bring a claim's back.
       .update({
-        next_attempt_at: db.raw('CASE WHEN next_attempt_at = ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END', [now, now - 1, now]),
+        next_attempt_at: db.raw('CASE WHEN next_attempt_at <= ? THEN next_attempt_at - 1 ELSE CAST(? AS BIGINT) END', [now, now]),
       })) as number
   );
 }

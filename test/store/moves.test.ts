@@ -10,7 +10,7 @@ import { RowStateError, getRow, type PayoutRowPatch } from '../../src/store/payo
 import { historyOf } from '../../src/store/moves.js';
 import { resultRowPages } from '../../src/store/results.js';
 import { payoutsCreatedBetween } from '../../src/store/reports.js';
-import { listDueForPoll, pollBatchNow, pollSoon, type PollCursor } from '../../src/store/settlement.js';
+import { listDueForPoll, pollBatchNow, pollSoon, reaskUnknownOfReference, type PollCursor } from '../../src/store/settlement.js';
 import { applyRowMoves } from '../../src/store/answers.js';
 import { TAKE_WRITE_LOCK } from '../../src/store/db.js';
 import { useTestDatabase } from '../support/database.js';
@@ -27,6 +27,25 @@ import { checkBeneficiaryFromRequest } from './result-rows.js';
 
 describe('store: row moves and claims (SQLite)', () => {
   const store = useTestDatabase('payoutd-store-');
+
+  it("an event naming an UNKNOWN row moves its due time away from the claim's each time, two in one millisecond too", async () => {
+    const { db } = store;
+    const [row] = await seedBatch(db, 'RQ', 1, 'UNKNOWN');
+    // A reconcile claimed it with no lease at 1000: its answer is applied only while the row keeps 1000.
+    await db('payouts').where({ id: row?.id }).update({ next_attempt_at: 1000 });
+    const dueAt = async (): Promise<number> =>
+      Number((await db('payouts').where({ id: row?.id }).first('next_attempt_at'))?.next_attempt_at);
+    const seen: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      expect(await reaskUnknownOfReference(db, 'RQ-1', 1000)).toBe(1);
+      seen.push(await dueAt());
+    }
+    expect(seen).toEqual([999, 998, 997]);
+    // Leased into the future: due now.
+    await db('payouts').where({ id: row?.id }).update({ next_attempt_at: 5000 });
+    await reaskUnknownOfReference(db, 'RQ-1', 1000);
+    expect(await dueAt()).toBe(1000);
+  });
 
   it('groups moves alike by value, keeps per-row patches, skips a moved row, one history row per row moved', async () => {
     const { db } = store;
