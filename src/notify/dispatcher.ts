@@ -135,13 +135,13 @@ export class NotificationDispatcher {
     if (!spec || this.busy.has(name)) return [];
     this.busy.add(name);
     try {
-      return await this.deliverDue(spec, channels.map(scopeOf), signal);
+      return await this.deliverDue(spec, signal);
     } finally {
       this.busy.delete(name);
     }
   }
 
-  private async deliverDue(spec: ChannelSpec, all: ChannelScope[], signal?: AbortSignal): Promise<number[]> {
+  private async deliverDue(spec: ChannelSpec, signal?: AbortSignal): Promise<number[]> {
     const { db, clock, logger } = this.deps;
     const { instanceId, leaseMs } = this.o;
     const scope = scopeOf(spec);
@@ -176,7 +176,7 @@ export class NotificationDispatcher {
           }
           // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
           if ((await holdChannelClaims(db, spec.name, [event.seq], instanceId, leaseMs, clock.now())) === 0) continue;
-          failed = await this.deliverOne(event, channel, scope, all, failed, signal);
+          failed = await this.deliverOne(event, channel, scope, failed, signal);
         }
       });
     } finally {
@@ -190,14 +190,15 @@ export class NotificationDispatcher {
     event: ClaimedEvent,
     channel: NotificationChannel,
     scope: ChannelScope,
-    all: ChannelScope[],
     failedBefore: string | null,
     signal?: AbortSignal,
   ): Promise<string | null> {
     const { db, clock, config, logger } = this.deps;
     const settle = async (o: ChannelOutcome): Promise<void> => {
       const ours = await settleChannelDelivery(db, event.seq, scope.name, this.o.instanceId, o);
-      if (ours && o.state !== 'PENDING') await finishOwedByNone(db, all, { seqs: [event.seq], limit: 1 });
+      // The channels configured now, not when the pass began: one a SIGHUP added meanwhile still owes the event.
+      const owing = configuredChannels(config).map(scopeOf);
+      if (ours && o.state !== 'PENDING') await finishOwedByNone(db, owing, { seqs: [event.seq], limit: 1 });
     };
     const log = { batchId: event.batchId, event: event.type, eventId: event.id, channel: scope.name };
     const batch = await getBatch(db, event.batchId);

@@ -27,21 +27,31 @@ function metric(text: string, line: RegExp): number {
   return m ? Number(m.trim().split(/\s+/).pop()) : Number.NaN;
 }
 
-/** A receiver with its secret written where the daemon reads it. */
-async function receiverFor(e2e: E2e): Promise<{ receiver: EventReceiver; secretFile: string }> {
+/** A receiver with its secret written where the daemon reads it (`<name>-secret`). */
+async function receiverFor(e2e: E2e, name = 'notify'): Promise<{ receiver: EventReceiver; secretFile: string }> {
   const secret = newSigningSecret();
   const receiver = new EventReceiver(secret);
   await receiver.start();
-  const secretFile = join(e2e.dir, 'notify-secret');
+  const secretFile = join(e2e.dir, `${name}-secret`);
   await writeFile(secretFile, secret, { mode: 0o600 });
   return { receiver, secretFile };
 }
 
 /** The ids of the events stored for a batch, in order (read-only, beside the daemon). */
 function storedEventIds(e2e: E2e): { id: string; type: string }[] {
+  return storedEvents(e2e).map(({ id, type }) => ({ id, type }));
+}
+
+/** The events stored, in order, with where their delivery stands (read-only, beside the daemon). */
+function storedEvents(e2e: E2e): { id: string; type: string; batchId: string; delivery: string }[] {
   const db = openSqlite(join(e2e.stateDir, 'payoutd.sqlite'), { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('select id, type from batch_events order by seq').all() as { id: string; type: string }[];
+    return db.prepare('select id, type, batch_id as batchId, delivery_state as delivery from batch_events order by seq').all() as {
+      id: string;
+      type: string;
+      batchId: string;
+      delivery: string;
+    }[];
   } finally {
     db.close();
   }
@@ -163,6 +173,59 @@ describe('e2e: notifications', () => {
       }
     },
   );
+
+  it('a webhook a SIGHUP adds gets every event still owed to another; one a SIGHUP removes stops, its events done', async () => {
+    const e2e = await startE2e();
+    const { receiver: erp, secretFile: erpSecret } = await receiverFor(e2e, 'erp');
+    const { receiver: late, secretFile: lateSecret } = await receiverFor(e2e, 'late');
+    const erpHook = { url: erp.url, name: 'erp', secretFile: erpSecret };
+    const lateHook = { url: late.url, name: 'late', secretFile: lateSecret };
+    // Longer than the test: a held delivery ends when it is let go or cut short, not by its timeout.
+    const notify = (webhooks: unknown[]) => ({ notify: { webhooks, retry: { baseMs: 200, maxMs: 400 }, timeoutMs: 120_000 } });
+    let releaseErp = (): void => undefined;
+    let releaseLate = (): void => undefined;
+    try {
+      await e2e.writeConfig(notify([erpHook]));
+      releaseErp = erp.holdNextDelivery();
+      const daemon = await e2e.startDaemon();
+      const sighup = async (webhooks: unknown[]): Promise<void> => {
+        const applied = daemon.logs.length;
+        await e2e.writeConfig(notify(webhooks));
+        process.kill(daemon.pid as number, 'SIGHUP');
+        await waitFor(
+          () => daemon.logs.slice(applied).some((l) => String(l.msg).startsWith('SIGHUP: notify.webhooks')),
+          'the SIGHUP applied',
+        );
+      };
+      await e2e.drop('added.csv', toCsv(makeRows('E2E-ADDED', 2)));
+      // erp's lane holds batch.received (its pass began before the SIGHUP) while late is added and refuses it for now.
+      await waitFor(() => erp.held === 1, 'batch.received held at erp', 15_000);
+      late.answer = 503;
+      await sighup([erpHook, lateHook]);
+      await waitFor(() => late.deliveries >= 1, 'a first attempt at late', 15_000);
+      releaseErp();
+      await waitFor(() => erp.taken.some((e) => e.type === 'batch.completed'), 'batch.completed at erp', 30_000);
+      late.answer = 204;
+      // late gets every event, batch.received first: it was still owed to erp when late was added.
+      await waitFor(() => late.taken.length === erp.taken.length, `the ${erp.taken.length} events of erp at late`, 15_000);
+      expect(late.taken.map((e) => e.id)).toEqual(erp.taken.map((e) => e.id));
+      expect(late.takenTypes()[0]).toBe('batch.received');
+
+      // late held on the next batch's first event, then removed: its lane stops, and what only it owed is done.
+      releaseLate = late.holdNextDelivery();
+      await e2e.drop('removed.csv', toCsv(makeRows('E2E-REMOVED', 2)));
+      await waitFor(() => late.held === 1, 'the next batch.received held at late', 15_000);
+      await sighup([erpHook]);
+      await waitFor(() => erp.taken.filter((e) => e.type === 'batch.completed').length === 2, 'the second batch.completed at erp', 30_000);
+      await waitFor(() => storedEvents(e2e).every((e) => e.delivery === 'DELIVERED'), 'every event delivered', 15_000);
+      expect(await daemon.stop()).toBe(0);
+    } finally {
+      releaseErp();
+      releaseLate();
+      await erp.stop();
+      await late.stop();
+    }
+  });
 
   it('a SIGKILL while events wait for a receiver that is down loses none: the next process delivers each once', async () => {
     const e2e = await startE2e();
