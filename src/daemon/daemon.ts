@@ -341,14 +341,18 @@ export class PayoutDaemon {
       pass: (s) => pollPass.run(s),
     });
     // Notifications in loops of their own, one per channel: a receiver that is slow or down never holds up a payout,
-    // nor another channel. This one records progress events, ends the events no channel owes and follows SIGHUP.
+    // nor another channel. This one records progress events, follows SIGHUP and makes each channel's delivery records
+    // of the events stored since its last pass; the lanes of the channels are woken when there are new ones.
     const notifyLoop = new WorkLoop({
       name: 'notify',
       logger,
       idleMs: 1000,
       pass: async (s) => {
+        const progress = await this.progressEvents.pass();
+        const { recorded } = await this.notifications.prepare();
         this.notifyLanes.sync(s);
-        return (await this.progressEvents.pass()) + (await this.notifications.finishPass());
+        if (recorded > 0) this.notifyLanes.wake();
+        return progress + recorded;
       },
     });
     this.loops.push(this.submitLoop, this.pollLoop, finishLoop, notifyLoop);

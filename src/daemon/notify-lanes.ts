@@ -1,7 +1,7 @@
 /**
  * One work loop per notification channel, so each delivers on its own: a receiver that is slow or down holds back
- * no other channel. The set follows the configuration: `sync` at each pass of the notify loop starts a loop for a
- * channel a SIGHUP added and stops the loop of one it removed.
+ * no other channel. The set follows the dispatcher's channels: `sync` at each pass of the notify loop starts a loop
+ * for a channel a SIGHUP added and stops the loop of one it removed.
  */
 import type { Logger } from 'pino';
 import type { NotificationDispatcher } from '../notify/index.js';
@@ -50,6 +50,11 @@ export class NotifyLanes {
       this.lanes.set(name, { loop, stop });
       loop.start(AbortSignal.any([signal, stop.signal]));
     }
+  }
+
+  /** Runs each lane's next pass now: events were stored for them. */
+  wake(): void {
+    for (const lane of this.lanes.values()) lane.loop.wake();
   }
 
   /** Resolves when every lane has stopped (after the signal given to sync aborted). */

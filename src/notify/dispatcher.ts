@@ -1,7 +1,9 @@
 /**
  * NotificationDispatcher: delivers stored batch events to the channels the
- * configuration names now (read at each pass: a SIGHUP's change applies at
- * the next). Each channel is a lane of its own: its own claims, attempts and
+ * configuration names now (followed at each pass: a SIGHUP's change applies
+ * at the next). Each channel is a lane of its own: its own delivery record of
+ * each event it takes (made just after the event is stored, or for every
+ * pending event when the channel is added), its own claims, attempts and
  * backoff, so a receiver that is slow or down delays no other channel. At
  * least once: an event is marked taken by a channel only after the channel
  * took it, so a crash in between delivers it again to that channel alone
@@ -17,11 +19,14 @@ import { backoffDelay, type BackoffPolicy } from '../domain/backoff.js';
 import { whileRenewing } from '../domain/lease.js';
 import type { Clock } from '../domain/clock.js';
 import {
+  channelsOwing,
   claimChannelEvents,
+  dropChannelRecords,
   eventsOwedBefore,
-  finishOwedByNone,
   getBatch,
   holdChannelClaims,
+  makeDeliveryRecords,
+  owePendingEvents,
   settleChannelDelivery,
   type BatchRecord,
   type ChannelOutcome,
@@ -56,8 +61,8 @@ export interface DispatcherOptions {
 
 /** Events a channel claims per pass. */
 const EVENTS_PER_PASS = 50;
-/** Events ended per pass once no channel owes them. */
-const FINISHED_PER_PASS = 500;
+/** Events whose delivery records are made per pass. */
+const RECORDED_PER_PASS = 500;
 
 /**
  * After a failed attempt: tried again after a backoff, or given up once the event is `retryFor` old (an age, not a
@@ -85,54 +90,96 @@ function scopeOf(spec: ChannelSpec): ChannelScope {
   return { name: spec.name, types: spec.types };
 }
 
+function sameTypes(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((t) => b.includes(t));
+}
+
+/** What following the configuration changes: the channels whose records to drop, and those to owe every pending event. */
+export function channelChanges(
+  configured: readonly ChannelScope[],
+  known: ReadonlyMap<string, ChannelScope>,
+  leftOwing: readonly string[],
+): { drop: string[]; owe: ChannelScope[] } {
+  const names = new Set(configured.map((c) => c.name));
+  const drop = [...new Set([...known.keys(), ...leftOwing])].filter((n) => !names.has(n));
+  const owe = configured.filter((c) => {
+    const before = known.get(c.name);
+    return !before || !sameTypes(before.types, c.types);
+  });
+  return { drop, owe };
+}
+
 export class NotificationDispatcher {
   /** The lanes delivering now, by channel: a channel runs one pass at a time in this process. */
   private readonly busy = new Set<string>();
+  /** The channels whose records this process made owed (followed from the configuration by `prepare`). */
+  private readonly known = new Map<string, ChannelScope>();
+  /** Whether channels a previous configuration left owing were looked for (once, at the first `prepare`). */
+  private followed = false;
 
   constructor(
     private readonly deps: DispatcherDeps,
     private readonly o: DispatcherOptions,
   ) {}
 
-  /** The names of the channels configured now, one lane each. */
+  /** The names of the channels followed now, one lane each. */
   channelNames(): string[] {
-    return configuredChannels(this.deps.config).map((c) => c.name);
+    return [...this.known.keys()];
   }
 
   /**
-   * A whole pass: the events no channel owes are ended, then every channel delivers its due events, all channels at
-   * once and each on its own; a channel still busy with an earlier pass is left to it. Returns how many events were
-   * handled.
+   * What the daemon's notify loop does before the lanes: follows the configuration (a channel added owes every
+   * pending event, one removed owes none), then makes each channel's records of the events stored since. Returns how
+   * many events it recorded, and those it finished (none takes their type, or a channel removed was the last to owe).
    */
-  async pass(signal?: AbortSignal): Promise<number> {
-    const ended = await this.endOwedByNone();
-    const lanes = await Promise.all(this.channelNames().map((name) => this.runLane(name, signal)));
-    return new Set([...ended, ...lanes.flat()]).size;
+  async prepare(): Promise<{ recorded: number; finished: number[] }> {
+    const { db, clock } = this.deps;
+    const finished = await this.followChannels();
+    const made = await makeDeliveryRecords(db, [...this.known.values()], clock.now(), RECORDED_PER_PASS);
+    return { recorded: made.made.length, finished: [...finished, ...made.finished] };
   }
 
-  /** Ends the delivery of events no configured channel owes (none takes their type, or a SIGHUP removed it). */
-  async finishPass(): Promise<number> {
-    return (await this.endOwedByNone()).length;
+  /**
+   * A whole pass, as the daemon's loops make it (tests): `prepare`, then every channel's lane pass, all at once and
+   * each on its own; a channel still busy with an earlier pass is left to it. Returns how many events were handled.
+   */
+  async pass(signal?: AbortSignal): Promise<number> {
+    const { finished } = await this.prepare();
+    const lanes = await Promise.all(this.channelNames().map((name) => this.runLane(name, signal)));
+    return new Set([...finished, ...lanes.flat()]).size;
   }
 
   /**
    * One pass of one channel's lane: its due events, oldest first. Returns how many it handled; 0 when the channel is
-   * no longer configured or its lane is busy.
+   * no longer followed or its lane is busy.
    */
   async lanePass(name: string, signal?: AbortSignal): Promise<number> {
     return (await this.runLane(name, signal)).length;
   }
 
-  private endOwedByNone(): Promise<number[]> {
-    const channels = configuredChannels(this.deps.config).map(scopeOf);
-    return finishOwedByNone(this.deps.db, channels, { limit: FINISHED_PER_PASS });
+  private async followChannels(): Promise<number[]> {
+    const { db, config } = this.deps;
+    const configured = configuredChannels(config).map(scopeOf);
+    // At the first pass, the channels a configuration before this one left owing, which may be configured no more.
+    const left = this.followed ? [] : await channelsOwing(db);
+    this.followed = true;
+    const { drop, owe } = channelChanges(configured, this.known, left);
+    const finished: number[] = [];
+    for (const name of drop) {
+      finished.push(...(await dropChannelRecords(db, name)));
+      this.known.delete(name);
+    }
+    for (const channel of owe) {
+      finished.push(...(await owePendingEvents(db, channel)));
+      this.known.set(channel.name, channel);
+    }
+    return finished;
   }
 
   /** The events one pass of a channel's lane handled. */
   private async runLane(name: string, signal?: AbortSignal): Promise<number[]> {
-    const channels = configuredChannels(this.deps.config);
-    const spec = channels.find((c) => c.name === name);
-    if (!spec || this.busy.has(name)) return [];
+    const spec = configuredChannels(this.deps.config).find((c) => c.name === name);
+    if (!spec || !this.known.has(name) || this.busy.has(name)) return [];
     this.busy.add(name);
     try {
       return await this.deliverDue(spec, signal);
@@ -146,7 +193,7 @@ export class NotificationDispatcher {
     const { instanceId, leaseMs } = this.o;
     const scope = scopeOf(spec);
     const events = await claimChannelEvents(db, {
-      channel: scope,
+      channel: scope.name,
       instanceId,
       leaseMs,
       now: clock.now(),
@@ -194,11 +241,9 @@ export class NotificationDispatcher {
     signal?: AbortSignal,
   ): Promise<string | null> {
     const { db, clock, config, logger } = this.deps;
+    // The event is done once no channel's record of it is owed: a channel a SIGHUP added meanwhile has one.
     const settle = async (o: ChannelOutcome): Promise<void> => {
-      const ours = await settleChannelDelivery(db, event.seq, scope.name, this.o.instanceId, o);
-      // The channels configured now, not when the pass began: one a SIGHUP added meanwhile still owes the event.
-      const owing = configuredChannels(config).map(scopeOf);
-      if (ours && o.state !== 'PENDING') await finishOwedByNone(db, owing, { seqs: [event.seq], limit: 1 });
+      await settleChannelDelivery(db, event.seq, scope.name, this.o.instanceId, o);
     };
     const log = { batchId: event.batchId, event: event.type, eventId: event.id, channel: scope.name };
     const batch = await getBatch(db, event.batchId);
@@ -209,7 +254,7 @@ export class NotificationDispatcher {
     }
     // In order per batch and channel: an event is not offered to a channel an earlier event of its batch is still
     // owed to (waiting for a retry, or failed just now in this pass); it waits behind it. Waiting is no attempt.
-    const ahead = await eventsOwedBefore(db, scope, event.batchId, event.seq);
+    const ahead = await eventsOwedBefore(db, scope.name, event.batchId, event.seq);
     if (ahead.length > 0) {
       const behind = ahead[0]!.id;
       logger.debug({ ...log, behind }, 'notification waits behind an earlier event of its batch');

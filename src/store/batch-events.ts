@@ -4,8 +4,9 @@
  * rolled-back change leaves none. Each channel's delivery of an event has a
  * row of its own (batch_event_deliveries): its attempts, its backoff and its
  * claim (one instance at a time delivers an event to a channel, a lease as
- * for rows). The event stays PENDING until no channel owes it. Delivery
- * itself is src/notify's.
+ * for rows), made once for each channel that takes the event's type just
+ * after it is stored. The event stays PENDING until no channel owes it; it is
+ * ended when its last record is. Delivery itself is src/notify's.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -121,64 +122,155 @@ export interface ChannelScope {
 }
 
 const DELIVERIES = 'batch_event_deliveries';
-const FINAL: DeliveryState[] = ['DELIVERED', 'GAVE_UP'];
+/** Rows per statement when records are made or dropped (well under SQLite's limit of bound values). */
+const CHUNK = 200;
 
-/** Joins each event's delivery row of `channel` (as `d`), if it has one yet. */
-function withDelivery(db: Database, channel: string): Knex.QueryBuilder {
-  return db('batch_events as e').leftJoin(`${DELIVERIES} as d`, (j) => {
-    j.on('d.event_seq', '=', 'e.seq').andOn('d.channel', '=', db.raw('?', [channel]));
+function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+function seqsOf(values: readonly unknown[]): number[] {
+  return values.map(Number);
+}
+
+/** Each channel's record of an event, owed from where the event's own columns start it (0016: a new event's time). */
+function owedRecords(channels: readonly ChannelScope[], e: Record<string, unknown>): Record<string, unknown>[] {
+  const type = String(e['type']) as BatchEventType;
+  return channels
+    .filter((c) => c.types.includes(type))
+    .map((c) => ({
+      event_seq: e['seq'],
+      channel: c.name,
+      state: 'PENDING',
+      attempts: e['attempts'],
+      next_attempt_at: e['next_attempt_at'],
+    }));
+}
+
+async function insertOwed(db: Database, rows: readonly Record<string, unknown>[]): Promise<void> {
+  for (const part of chunks(rows)) await db(DELIVERIES).insert(part).onConflict(['event_seq', 'channel']).ignore();
+}
+
+/**
+ * Makes the delivery records of up to `limit` events stored since the last call, oldest first: one per channel of
+ * `channels` that takes the event's type. An event no channel takes is done at once. Returns the events whose records
+ * it made and those of them it finished.
+ */
+export async function makeDeliveryRecords(
+  db: Database,
+  channels: readonly ChannelScope[],
+  now: number,
+  limit: number,
+): Promise<{ made: number[]; finished: number[] }> {
+  return writeTransaction(db, async (trx) => {
+    const events = (await trx('batch_events')
+      .whereNull('deliveries_made_at')
+      .orderBy('seq', 'asc')
+      .limit(limit)
+      .select('seq', 'type', 'delivery_state', 'attempts', 'next_attempt_at')) as Record<string, unknown>[];
+    if (events.length === 0) return { made: [], finished: [] };
+    await insertOwed(
+      trx,
+      events.filter((e) => e['delivery_state'] === 'PENDING').flatMap((e) => owedRecords(channels, e)),
+    );
+    const made = seqsOf(events.map((e) => e['seq']));
+    for (const part of chunks(made)) await trx('batch_events').whereIn('seq', part).update({ deliveries_made_at: now });
+    return { made, finished: await finishIn(trx, made) };
   });
 }
 
 /**
- * Takes up to `limit` events due for delivery to one channel, oldest first, each under a lease of this instance
- * for that channel only: one instance delivers an event to a channel at a time, and the other channels take it on
- * their own. An instance that dies leaves its claims to the others when the lease ends. `alone` (SQLite, one
- * process): every lease is a dead process's, and is not waited for.
+ * Makes a channel that is newly configured (or takes other types now) owe every pending event of the types it takes,
+ * and owe none of the others: records of a type it no longer takes are dropped. Returns the events that left done.
+ */
+export async function owePendingEvents(db: Database, channel: ChannelScope): Promise<number[]> {
+  if (channel.types.length === 0) return dropChannelRecords(db, channel.name);
+  const finished: number[] = [];
+  for (;;) {
+    const untaken = seqsOf(
+      (await db(`${DELIVERIES} as d`)
+        .join('batch_events as e', 'e.seq', 'd.event_seq')
+        .where({ 'd.channel': channel.name, 'd.state': 'PENDING' })
+        .whereNotIn('e.type', channel.types)
+        .limit(CHUNK)
+        .pluck('d.event_seq')) as unknown[],
+    );
+    if (untaken.length === 0) break;
+    finished.push(...(await dropOwed(db, channel.name, untaken)));
+  }
+  const pending = seqsOf(
+    (await db('batch_events').where({ delivery_state: 'PENDING' }).whereIn('type', channel.types).pluck('seq')) as unknown[],
+  );
+  for (const part of chunks(pending)) {
+    const events = (await db('batch_events').whereIn('seq', part).select('seq', 'type', 'attempts', 'next_attempt_at')) as Record<
+      string,
+      unknown
+    >[];
+    await insertOwed(
+      db,
+      events.flatMap((e) => owedRecords([channel], e)),
+    );
+  }
+  return finished;
+}
+
+/** The channels that still owe an event (at a start: some may be configured no more). */
+export async function channelsOwing(db: Database): Promise<string[]> {
+  return (await db(DELIVERIES).where({ state: 'PENDING' }).distinct().pluck('channel')) as string[];
+}
+
+/** Drops what a channel no longer configured owes; returns the events that left done. */
+export async function dropChannelRecords(db: Database, channel: string): Promise<number[]> {
+  const finished: number[] = [];
+  for (;;) {
+    const owed = seqsOf((await db(DELIVERIES).where({ channel, state: 'PENDING' }).limit(CHUNK).pluck('event_seq')) as unknown[]);
+    if (owed.length === 0) return finished;
+    finished.push(...(await dropOwed(db, channel, owed)));
+  }
+}
+
+function dropOwed(db: Database, channel: string, seqs: number[]): Promise<number[]> {
+  return writeTransaction(db, async (trx) => {
+    await trx(DELIVERIES).where({ channel, state: 'PENDING' }).whereIn('event_seq', seqs).delete();
+    return finishIn(trx, seqs);
+  });
+}
+
+/**
+ * Takes up to `limit` of a channel's deliveries due now, those due longest first, each under a lease of this
+ * instance for that channel only: one instance delivers an event to a channel at a time, and the other channels take
+ * it on their own. An instance that dies leaves its claims to the others when the lease ends. `alone` (SQLite, one
+ * process): every lease is a dead process's, and is not waited for. The events come back oldest first.
  */
 export async function claimChannelEvents(
   db: Database,
-  claim: { channel: ChannelScope; instanceId: string; leaseMs: number; now: number; limit: number; alone?: boolean },
+  claim: { channel: string; instanceId: string; leaseMs: number; now: number; limit: number; alone?: boolean },
 ): Promise<ClaimedEvent[]> {
   const { channel, instanceId, leaseMs, now, limit } = claim;
-  if (channel.types.length === 0) return [];
-  const free = (q: Knex.QueryBuilder, prefix: string) =>
-    claim.alone
-      ? q
-      : q.where((w) =>
-          w.whereNull(`${prefix}lease_owner`).orWhere(`${prefix}lease_expires_at`, '<', now).orWhere(`${prefix}lease_owner`, instanceId),
-        );
-  const candidates = (await withDelivery(db, channel.name)
-    .where('e.delivery_state', 'PENDING')
-    .whereIn('e.type', channel.types)
-    .where((w) =>
-      w
-        // Not tried by this channel yet: due as the event is (its time, or the backoff 0016 recorded).
-        .where((n) => n.whereNull('d.state').andWhere('e.next_attempt_at', '<=', now))
-        .orWhere((p) => free(p.where('d.state', 'PENDING').andWhere('d.next_attempt_at', '<=', now), 'd.')),
-    )
-    .orderBy('e.seq', 'asc')
-    .limit(limit)
-    .select('e.seq', 'e.attempts', 'e.next_attempt_at')) as Record<string, unknown>[];
+  const free = (q: Knex.QueryBuilder) =>
+    claim.alone ? q : q.where((w) => w.whereNull('lease_owner').orWhere('lease_expires_at', '<', now).orWhere('lease_owner', instanceId));
+  const due = () => db(DELIVERIES).where({ channel, state: 'PENDING' }).andWhere('next_attempt_at', '<=', now);
+  const candidates = seqsOf(
+    (await free(due())
+      .orderBy([
+        { column: 'next_attempt_at', order: 'asc' },
+        { column: 'event_seq', order: 'asc' },
+      ])
+      .limit(limit)
+      .pluck('event_seq')) as unknown[],
+  );
   const claimed: number[] = [];
-  for (const c of candidates) {
-    const seq = Number(c['seq']);
-    await db(DELIVERIES)
-      .insert({ event_seq: seq, channel: channel.name, state: 'PENDING', attempts: c['attempts'], next_attempt_at: c['next_attempt_at'] })
-      .onConflict(['event_seq', 'channel'])
-      .ignore();
+  for (const seq of candidates) {
     // Taken only if still free when the update runs: of two instances, one wins each event of the channel.
-    const n = await free(
-      db(DELIVERIES).where({ event_seq: seq, channel: channel.name, state: 'PENDING' }).andWhere('next_attempt_at', '<=', now),
-      '',
-    ).update({
-      lease_owner: instanceId,
-      lease_expires_at: now + leaseMs,
-    });
+    const n = await free(due().andWhere({ event_seq: seq })).update({ lease_owner: instanceId, lease_expires_at: now + leaseMs });
     if (n === 1) claimed.push(seq);
   }
   if (claimed.length === 0) return [];
-  const rows = (await withDelivery(db, channel.name)
+  const rows = (await db('batch_events as e')
+    .join(`${DELIVERIES} as d`, 'd.event_seq', 'e.seq')
+    .where('d.channel', channel)
     .whereIn('e.seq', claimed)
     .orderBy('e.seq', 'asc')
     .select('e.*', 'd.attempts as channel_attempts')) as Record<string, unknown>[];
@@ -212,16 +304,14 @@ export interface OwedEvent {
 }
 
 /** The batch's events before `seq` still owed to `channel`, oldest first: a later event waits behind them. */
-export async function eventsOwedBefore(db: Database, channel: ChannelScope, batchId: string, seq: number): Promise<OwedEvent[]> {
-  if (channel.types.length === 0) return [];
-  const rows = (await withDelivery(db, channel.name)
-    .where({ 'e.batch_id': batchId, 'e.delivery_state': 'PENDING' })
+export async function eventsOwedBefore(db: Database, channel: string, batchId: string, seq: number): Promise<OwedEvent[]> {
+  const rows = (await db('batch_events as e')
+    .join(`${DELIVERIES} as d`, 'd.event_seq', 'e.seq')
+    .where({ 'e.batch_id': batchId, 'd.channel': channel, 'd.state': 'PENDING' })
     .andWhere('e.seq', '<', seq)
-    .whereIn('e.type', channel.types)
-    .where((w) => w.whereNull('d.state').orWhere('d.state', 'PENDING'))
     .orderBy('e.seq', 'asc')
-    .select('e.id', 'e.next_attempt_at', 'd.next_attempt_at as channel_next')) as Record<string, unknown>[];
-  return rows.map((r) => ({ id: String(r['id']), nextAttemptAt: Number(r['channel_next'] ?? r['next_attempt_at']) }));
+    .select('e.id', 'd.next_attempt_at')) as Record<string, unknown>[];
+  return rows.map((r) => ({ id: String(r['id']), nextAttemptAt: Number(r['next_attempt_at']) }));
 }
 
 /** What a channel's attempt (or its wait behind an earlier event) did with an event. */
@@ -233,7 +323,10 @@ export interface ChannelOutcome {
   lastError: string | null;
 }
 
-/** Records what a channel did with an event and lets go of its claim; false when the claim was no longer ours. */
+/**
+ * Records what a channel did with an event and lets go of its claim; false when the claim was no longer ours. The
+ * event is done, in the same transaction, once this was the last channel that owed it.
+ */
 export async function settleChannelDelivery(
   db: Database,
   seq: number,
@@ -241,48 +334,56 @@ export async function settleChannelDelivery(
   instanceId: string,
   o: ChannelOutcome,
 ): Promise<boolean> {
-  const n = await db(DELIVERIES).where({ event_seq: seq, channel, lease_owner: instanceId }).update({
-    state: o.state,
-    attempts: o.attempts,
-    next_attempt_at: o.nextAttemptAt,
-    last_error: o.lastError,
-    lease_owner: null,
-    lease_expires_at: null,
+  const settle = (q: Database): Promise<number> =>
+    q(DELIVERIES).where({ event_seq: seq, channel, lease_owner: instanceId }).update({
+      state: o.state,
+      attempts: o.attempts,
+      next_attempt_at: o.nextAttemptAt,
+      last_error: o.lastError,
+      lease_owner: null,
+      lease_expires_at: null,
+    });
+  if (o.state === 'PENDING') return (await settle(db)) === 1;
+  return writeTransaction(db, async (trx) => {
+    if ((await settle(trx)) !== 1) return false;
+    await finishIn(trx, [seq]);
+    return true;
   });
-  return n === 1;
 }
 
 /**
- * Ends the delivery of pending events no channel of `channels` owes any more (each took it or gave it up, or none
- * takes its type): GAVE_UP if a channel gave it up, else DELIVERED. `seqs` limits it to those events; returns the
- * events it ended, at most `limit`.
+ * Ends the delivery of those of `seqs` whose records are made and that no channel owes any more (each took it or gave
+ * it up, or none takes its type): GAVE_UP if a channel gave it up, else DELIVERED. Returns the events it ended.
  */
-export async function finishOwedByNone(
-  db: Database,
-  channels: readonly ChannelScope[],
-  o: { seqs?: readonly number[]; limit: number },
-): Promise<number[]> {
-  const taking = channels.filter((c) => c.types.length > 0);
-  const settled = (name: string) =>
-    db(`${DELIVERIES} as d`).select(db.raw('1')).whereRaw('d.event_seq = e.seq').andWhere('d.channel', name).whereIn('d.state', FINAL);
-  let q = db('batch_events as e').where('e.delivery_state', 'PENDING');
-  if (o.seqs) q = q.whereIn('e.seq', o.seqs);
-  if (taking.length > 0) {
-    q = q.whereNot((owed) => {
-      for (const c of taking) owed.orWhere((w) => w.whereIn('e.type', c.types).whereNotExists(settled(c.name)));
-    });
+async function finishIn(trx: Database, seqs: readonly number[]): Promise<number[]> {
+  const ended: number[] = [];
+  for (const part of chunks(seqs)) {
+    // Locked first (PostgreSQL): of two channels settling an event's last records at once, the later sees the other's.
+    const open = seqsOf(
+      (await trx('batch_events')
+        .whereIn('seq', part)
+        .andWhere({ delivery_state: 'PENDING' })
+        .whereNotNull('deliveries_made_at')
+        .orderBy('seq', 'asc')
+        .forUpdate()
+        .pluck('seq')) as unknown[],
+    );
+    if (open.length === 0) continue;
+    const owed = new Set(
+      seqsOf((await trx(DELIVERIES).whereIn('event_seq', open).andWhere({ state: 'PENDING' }).pluck('event_seq')) as unknown[]),
+    );
+    const done = open.filter((s) => !owed.has(s));
+    if (done.length === 0) continue;
+    const gaveUp = new Set(
+      seqsOf((await trx(DELIVERIES).whereIn('event_seq', done).andWhere({ state: 'GAVE_UP' }).pluck('event_seq')) as unknown[]),
+    );
+    const given = done.filter((s) => gaveUp.has(s));
+    const delivered = done.filter((s) => !gaveUp.has(s));
+    if (given.length > 0) await trx('batch_events').whereIn('seq', given).update({ delivery_state: 'GAVE_UP' });
+    if (delivered.length > 0) await trx('batch_events').whereIn('seq', delivered).update({ delivery_state: 'DELIVERED' });
+    ended.push(...done);
   }
-  const seqs = ((await q.orderBy('e.seq', 'asc').limit(o.limit).pluck('e.seq')) as (number | string)[]).map(Number);
-  if (seqs.length === 0) return [];
-  const gaveUp = (
-    (await db(DELIVERIES).whereIn('event_seq', seqs).andWhere({ state: 'GAVE_UP' }).distinct().pluck('event_seq')) as (number | string)[]
-  ).map(Number);
-  const delivered = seqs.filter((s) => !gaveUp.includes(s));
-  if (gaveUp.length > 0)
-    await db('batch_events').whereIn('seq', gaveUp).andWhere({ delivery_state: 'PENDING' }).update({ delivery_state: 'GAVE_UP' });
-  if (delivered.length > 0)
-    await db('batch_events').whereIn('seq', delivered).andWhere({ delivery_state: 'PENDING' }).update({ delivery_state: 'DELIVERED' });
-  return seqs;
+  return ended;
 }
 
 /** Events per delivery state (metrics). */

@@ -1181,6 +1181,36 @@ const historyData: Migration = {
   },
 };
 
+// Each channel's delivery record of an event is made once, just after the event is stored (src/notify), and a channel
+// finds its work in its own records: due ones by (channel, state, next_attempt_at), and an event is done when its
+// last record ends, not by a look over every pending event. deliveries_made_at says the records of an event are made;
+// those of an event still pending when this runs are made at the next start, from 0016's attempts and next attempt.
+const eventDeliveryRecords: Migration = {
+  name: '0042_event_delivery_records',
+  async up(knex) {
+    await knex.schema.alterTable('batch_events', (t) => {
+      t.bigInteger('deliveries_made_at').nullable();
+      t.index(['deliveries_made_at', 'seq']);
+    });
+    await knex('batch_events')
+      .whereNot({ delivery_state: 'PENDING' })
+      .update({ deliveries_made_at: knex.ref('created_at') });
+    await knex.schema.alterTable('batch_event_deliveries', (t) => {
+      // Named: knex's own name is longer than PostgreSQL keeps.
+      t.index(['channel', 'state', 'next_attempt_at', 'event_seq'], 'batch_event_deliveries_due');
+    });
+  },
+  async down(knex) {
+    await knex.schema.alterTable('batch_event_deliveries', (t) => {
+      t.dropIndex(['channel', 'state', 'next_attempt_at', 'event_seq'], 'batch_event_deliveries_due');
+    });
+    await knex.schema.alterTable('batch_events', (t) => {
+      t.dropIndex(['deliveries_made_at', 'seq']);
+      t.dropColumn('deliveries_made_at');
+    });
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1223,6 +1253,7 @@ export const MIGRATIONS: readonly Migration[] = [
   eventDeliveries,
   referenceDigitsColumn,
   historyData,
+  eventDeliveryRecords,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

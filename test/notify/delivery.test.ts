@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Knex } from 'knex';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { applyLiveOptions, loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { ManualClock } from '../../src/domain/clock.js';
@@ -289,6 +290,39 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     }
   });
 
+  it('started again without a channel, or with fewer events for one, owes them none of the events left: those are done', async () => {
+    const { treasury, treasurySecret } = await treasuryReceiver();
+    try {
+      const erp = { url: receiver.url, name: 'erp', secretFile };
+      const w = await setUp({ statusFiles: false, webhooks: [erp, { url: treasury.url, name: 'treasury', secretFile: treasurySecret }] });
+      await receiver.stop();
+      treasury.answer = 503;
+      await newBatch(w, 'B41');
+      await holdBatch(w.db, 'B41', SHORT, w.clock.now());
+      expect(await w.dispatcher.pass()).toBe(2);
+      expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 2 });
+      // The next process: treasury is gone, erp takes only `held`.
+      const config = loadConfig(
+        { env: {}, cwd: w.dir },
+        { paths: w.config.paths, notify: { statusFiles: false, webhooks: [{ ...erp, events: ['held'] }] } },
+      );
+      const next = new NotificationDispatcher(
+        { db: w.db, config, clock: w.clock, logger: createLogger('silent'), outboxName },
+        { instanceId: 'next', leaseMs: 60_000, alone: true },
+      );
+      expect(await next.pass(), 'received, owed to none now').toBe(1);
+      expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 1, PENDING: 1 });
+      await receiver.start();
+      w.clock.advance(600_000);
+      await next.pass();
+      expect(receiver.types()).toEqual(['batch.held']);
+      expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
+      expect(treasury.takenTypes()).toEqual([]);
+    } finally {
+      await treasury.stop();
+    }
+  });
+
   it('a database of an older build: a channel it recorded as having taken a pending event does not get it again', async () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }] });
     const applied = async (): Promise<string[]> => (await w.db('payoutd_migrations').orderBy('id').pluck('name')) as string[];
@@ -329,6 +363,41 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // No secret and no payload in the logs.
     const secret = (await readFile(secretFile, 'utf8')).trim();
     expect(w.logLines.filter((l) => l.includes(secret.slice(6, 20)))).toEqual([]);
+  });
+
+  it('with many events owed to a receiver that is down, an idle pass reads only due records and new events', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retry: { baseMs: 60_000, maxMs: 600_000 } });
+    await receiver.stop();
+    for (const id of ['B31', 'B32', 'B33', 'B34']) {
+      await newBatch(w, id);
+      for (let i = 0; i < 30; i++) {
+        await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: id, type: 'progress', data: {}, at: w.clock.now() }));
+      }
+    }
+    // The status files take every event; erp's wait for its retry, or behind an earlier event of their batch.
+    let handled = 1;
+    while (handled > 0) handled = await w.dispatcher.pass();
+    expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 124 });
+    // Nothing is due: what a pass reads is each of its statements' plan on the one SQLite connection.
+    const statements: { sql: string; bindings: unknown[] }[] = [];
+    const seen = (q: { sql: string; bindings: unknown[] }): void => void statements.push(q);
+    w.db.on('query', seen);
+    expect(await w.dispatcher.pass()).toBe(0);
+    w.db.removeListener('query', seen);
+    const reads: string[] = [];
+    for (const q of statements.filter((st) => /^\s*select/i.test(st.sql))) {
+      const plan = (await w.db.raw(`explain query plan ${q.sql}`, q.bindings as Knex.RawBinding[])) as { detail: string }[];
+      // Each step as the table and the index range it reads (a SCAN, or a range over every pending event, reads more).
+      reads.push(
+        ...plan.map((p) => /^SEARCH (\w+) USING (?:COVERING )?INDEX \w+ (\(.*\))$/.exec(p.detail)?.slice(1).join(' ') ?? p.detail),
+      );
+    }
+    // The events stored since the last pass, then each channel's due records; not the events or records owed.
+    expect(reads).toEqual([
+      'batch_events (deliveries_made_at=?)',
+      'batch_event_deliveries (channel=? AND state=? AND next_attempt_at<?)',
+      'batch_event_deliveries (channel=? AND state=? AND next_attempt_at<?)',
+    ]);
   });
 
   it('a SIGHUP that adds a webhook applies at the next pass (notify options are live)', async () => {
@@ -372,8 +441,8 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false });
     await newBatch(w, 'B9');
     // The process killed mid-delivery: its claim stays, for an hour.
-    const erp = { name: 'webhook:erp', types: ['received' as const] };
-    const claim = { channel: erp, instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 };
+    await w.dispatcher.prepare();
+    const claim = { channel: 'webhook:erp', instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 };
     expect(await claimChannelEvents(w.db, claim)).toHaveLength(1);
     expect(await w.dispatcher.pass()).toBe(1);
     expect(receiver.types()).toEqual(['batch.received']);
