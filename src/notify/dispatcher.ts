@@ -27,6 +27,7 @@ import {
   holdChannelClaims,
   makeDeliveryRecords,
   owePendingEvents,
+  releaseChannelClaim,
   settleChannelDelivery,
   type BatchRecord,
   type ChannelOutcome,
@@ -84,6 +85,12 @@ export function afterFailure(
  */
 export function waitUntil(ahead: readonly { nextAttemptAt: number }[], now: number, baseMs: number): number {
   return Math.max(...ahead.map((e) => (e.nextAttemptAt > now ? e.nextAttemptAt : now + baseMs)));
+}
+
+/** Why a lane's signal aborted: payoutd stopping, or its channel removed. */
+function abortReason(signal: AbortSignal): string {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error ? reason.message : String(reason);
 }
 
 function scopeOf(spec: ChannelSpec): ChannelScope {
@@ -217,8 +224,7 @@ export class NotificationDispatcher {
         for (const event of events) {
           if (signal?.aborted) {
             // Stopping: let go of the claim as it was, for the next start (or another instance).
-            const left = { state: 'PENDING' as const, attempts: event.attempts, nextAttemptAt: clock.now(), lastError: null };
-            await settleChannelDelivery(db, event.seq, spec.name, instanceId, left);
+            await releaseChannelClaim(db, event.seq, spec.name, instanceId);
             continue;
           }
           // One another instance took over (this pass stalled past its lease) is theirs to deliver now.
@@ -283,6 +289,12 @@ export class NotificationDispatcher {
         logger.debug(log, 'notification delivered');
         return null;
       } catch (err) {
+        if (signal?.aborted) {
+          // Cut short by a stop or the channel's removal, not refused: no failed attempt, the event owed as it was.
+          await releaseChannelClaim(db, event.seq, scope.name, this.o.instanceId);
+          logger.info({ ...log, why: abortReason(signal) }, 'notification attempt cut short; not counted as failed');
+          return failedBefore;
+        }
         error = deliveryErrorText(err);
         this.deps.onDelivery?.(scope.name, 'failed');
         logger.warn({ ...log, err: error }, 'notification not delivered yet; will retry');

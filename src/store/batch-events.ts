@@ -323,6 +323,11 @@ export interface ChannelOutcome {
   lastError: string | null;
 }
 
+/** Lets go of this instance's claim on a channel's delivery of an event, leaving the record as it was. */
+export async function releaseChannelClaim(db: Database, seq: number, channel: string, instanceId: string): Promise<void> {
+  await db(DELIVERIES).where({ event_seq: seq, channel, lease_owner: instanceId }).update({ lease_owner: null, lease_expires_at: null });
+}
+
 /**
  * Records what a channel did with an event and lets go of its claim; false when the claim was no longer ours. The
  * event is done, in the same transaction, once this was the last channel that owed it.

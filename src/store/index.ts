@@ -113,6 +113,7 @@ export {
   holdChannelClaims,
   eventsOwedBefore,
   settleChannelDelivery,
+  releaseChannelClaim,
   countEventsByDelivery,
   countBatchesByState,
   oldestHoldSince,

@@ -218,6 +218,12 @@ describe('e2e: notifications', () => {
       await sighup([erpHook]);
       await waitFor(() => erp.taken.filter((e) => e.type === 'batch.completed').length === 2, 'the second batch.completed at erp', 30_000);
       await waitFor(() => storedEvents(e2e).every((e) => e.delivery === 'DELIVERED'), 'every event delivered', 15_000);
+      // The attempt the removal cut short is no failed attempt of late's.
+      const removed = erp.taken.find((e) => e.data['file'] === 'removed.csv')?.data['batchId'];
+      const said = daemon.logs.filter((l) => l.channel === 'webhook:late' && l.batchId === removed && l.level !== 'debug');
+      expect(said.map((l) => [l.level, l.msg, l['why']])).toEqual([
+        ['info', 'notification attempt cut short; not counted as failed', 'channel removed'],
+      ]);
       expect(await daemon.stop()).toBe(0);
     } finally {
       releaseErp();

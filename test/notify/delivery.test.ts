@@ -400,6 +400,29 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     ]);
   });
 
+  it('a stop during an attempt leaves the event owed as it was: no failed attempt, no backoff, not given up however old', async () => {
+    const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], statusFiles: false, retryFor: 3_600_000 });
+    await newBatch(w, 'B51');
+    w.clock.advance(3_600_001);
+    const release = receiver.holdNextDelivery();
+    const stop = new AbortController();
+    const pass = w.dispatcher.pass(stop.signal);
+    await waitFor(() => receiver.held === 1, 'the delivery held at the receiver');
+    stop.abort(new Error('stopping'));
+    await pass;
+    release();
+    const rows = (await w
+      .db('batch_event_deliveries')
+      .select('state', 'attempts', 'next_attempt_at', 'last_error', 'lease_owner')) as unknown[];
+    expect(rows).toEqual([{ state: 'PENDING', attempts: 0, next_attempt_at: START, last_error: null, lease_owner: null }]);
+    expect(w.outcomes).toEqual([]);
+    expect(w.logLines.filter((l) => /will retry|UNDELIVERABLE/.test(l))).toEqual([]);
+    // The next start delivers it.
+    expect(await w.dispatcher.pass()).toBe(1);
+    expect(w.outcomes).toEqual([['webhook:erp', 'delivered']]);
+    expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 1 });
+  });
+
   it('a SIGHUP that adds a webhook applies at the next pass (notify options are live)', async () => {
     const w = await setUp({ statusFiles: false });
     await newBatch(w, 'B7');
