@@ -37,7 +37,6 @@ export interface Delivery {
 export interface NotificationChannel {
   /** In logs, metrics and the event's record of who took it: `webhook:<name>`, `email`, `status-file`. */
   readonly name: string;
-  accepts(type: BatchEventType): boolean;
   deliver(d: Delivery): Promise<void>;
 }
 
@@ -54,10 +53,6 @@ class HttpWebhookChannel implements NotificationChannel {
     private readonly now: () => number,
   ) {
     this.name = `webhook:${webhookName(target)}`;
-  }
-
-  accepts(type: BatchEventType): boolean {
-    return webhookTakes(this.target, type);
   }
 
   async deliver(d: Delivery): Promise<void> {
@@ -177,10 +172,6 @@ class EmailChannel implements NotificationChannel {
     });
   }
 
-  accepts(type: BatchEventType): boolean {
-    return emailTakes(this.settings, type);
-  }
-
   async deliver(d: Delivery): Promise<void> {
     const { subject, text } = emailText(d, await d.snapshot(), this.statusFiles);
     try {
@@ -216,10 +207,6 @@ class StatusFileChannel implements NotificationChannel {
     private readonly dir: string,
     private readonly o: { bom: boolean; xlsx: boolean },
   ) {}
-
-  accepts(): boolean {
-    return true;
-  }
 
   async deliver(d: Delivery): Promise<void> {
     await writeStatusFiles(this.dir, d.outboxName, await d.snapshot(), this.o);
@@ -274,7 +261,7 @@ export function configuredChannels(config: ResolvedConfig): ChannelSpec[] {
         } catch (err) {
           // Unusable settings (an unreadable password file): the mail is owed all the same, so its events wait and retry.
           onProblem(err);
-          return { name: 'email', accepts: (t) => types.includes(t), deliver: () => Promise.reject(err) };
+          return { name: 'email', deliver: () => Promise.reject(err) };
         }
       },
     });

@@ -33,7 +33,7 @@ function newEventId(): string {
   return `evt_${randomUUID().replaceAll('-', '')}`;
 }
 
-function fromRow(r: Record<string, unknown>): ClaimedEvent {
+function fromRow(r: Record<string, unknown>): BatchEvent {
   const type = String(r['type']);
   if (!isBatchEventType(type)) throw new PayoutdError('BATCH_EVENT_DAMAGED', `batch event ${String(r['id'])} has an unknown type`);
   return {
@@ -43,13 +43,14 @@ function fromRow(r: Record<string, unknown>): ClaimedEvent {
     type,
     data: JSON.parse(String(r['data_json'])) as BatchEvent['data'],
     createdAt: Number(r['created_at']),
-    attempts: Number(r['attempts'] ?? 0),
   };
 }
 
 /**
  * Stores a batch event. Pass the transaction that makes the change the event reports, so both are
- * committed together or neither is.
+ * committed together or neither is. Of the event's own delivery columns (0016's, for every channel together)
+ * only delivery_state is kept up to date now; attempts and next_attempt_at are where each channel's record
+ * starts (a new event is due when it happens), and delivered_to, last_error and the lease are no longer written.
  */
 export async function recordBatchEvent(trx: Database, input: BatchEventInput): Promise<BatchEvent> {
   const createdAt = input.at ?? Date.now();
@@ -88,19 +89,14 @@ export async function recordBatchEventIfLatest(db: Database, input: BatchEventIn
 /** A batch's events in the order they happened (its timeline). */
 export async function listBatchEvents(db: Database, batchId: string): Promise<BatchEvent[]> {
   const rows = (await db('batch_events').where({ batch_id: batchId }).orderBy('seq', 'asc')) as Record<string, unknown>[];
-  return rows.map((r) => {
-    const { attempts: _a, ...event } = fromRow(r);
-    return event;
-  });
+  return rows.map(fromRow);
 }
 
 /** A batch's latest event of `type`, if any. */
 export async function latestBatchEvent(db: Database, batchId: string, type: BatchEventType): Promise<BatchEvent | undefined> {
   const r = (await db('batch_events').where({ batch_id: batchId, type }).orderBy('seq', 'desc').first()) as
     Record<string, unknown> | undefined;
-  if (!r) return undefined;
-  const { attempts: _a, ...event } = fromRow(r);
-  return event;
+  return r ? fromRow(r) : undefined;
 }
 
 /** When each batch's latest event of one of `types` happened, for the batches given. */

@@ -1184,7 +1184,8 @@ const historyData: Migration = {
 // Each channel's delivery record of an event is made once, just after the event is stored (src/notify), and a channel
 // finds its work in its own records: due ones by (channel, state, next_attempt_at), and an event is done when its
 // last record ends, not by a look over every pending event. deliveries_made_at says the records of an event are made;
-// those of an event still pending when this runs are made at the next start, from 0016's attempts and next attempt.
+// those of an event still pending when this runs are made at the next start, from 0016's attempts and next attempt,
+// which only start a channel's record now. 0016's delivered_to, last_error and lease columns are no longer written.
 const eventDeliveryRecords: Migration = {
   name: '0042_event_delivery_records',
   async up(knex) {
