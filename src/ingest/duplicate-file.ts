@@ -11,6 +11,8 @@ import type { BatchRecord, StateCounts, StateReason } from '../store/index.js';
 export interface EarlierOutcome {
   counts: StateCounts;
   notSubmitted: readonly StateReason[];
+  /** Rows, per state, whose recorded outcome the payout service contradicts or may (contradictedCounts): counted apart. */
+  contradicted: StateCounts;
 }
 
 /** The earlier batch as the message names it. */
@@ -44,9 +46,19 @@ function waitText(earlier: Earlier): string {
 
 /** The parts of the message on the rows in each state, and what to do about them. */
 function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | null): { did: string[]; todo: string[] } {
-  const n = (states: readonly RowState[]): number => states.reduce((sum, s) => sum + (o.counts[s] ?? 0), 0);
+  // A row the service contradicts is counted apart: its state may say "not paid" of a payout that was paid.
+  const plain = (s: RowState): number => Math.max(0, (o.counts[s] ?? 0) - (o.contradicted[s] ?? 0));
+  const n = (states: readonly RowState[]): number => states.reduce((sum, s) => sum + plain(s), 0);
   const did: string[] = [];
   const todo: string[] = [];
+  const since = `unless sent again since (see payoutd status --batch ${earlier.id} and the later batches' result files)`;
+  const doubted = Object.values(o.contradicted).reduce((sum, k) => sum + (k ?? 0), 0);
+  if (doubted > 0) {
+    did.push(`${doubted} the payout service contradicts (recorded one way, reported or held otherwise: may be paid)`);
+    todo.push(
+      `for the ${rows(doubted)} the payout service contradicts, check ${agree(doubted, 'its payout', 'their payouts')} with the payout service (payoutd status --batch ${earlier.id} names ${agree(doubted, 'it', 'them')}) before sending ${agree(doubted, 'it', 'them')} again under any reference`,
+    );
+  }
   const paid = n(['PAID']);
   if (paid > 0) {
     did.push(`${paid} paid`);
@@ -72,7 +84,7 @@ function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | n
   // Rows never sent hold no reference (REFERENCE_FREE_STATES): their references may be used again as they are.
   if (notSubmitted + invalid > 0) {
     todo.push(
-      `the ${rows(notSubmitted + invalid)} never sent (${[notSubmitted > 0 ? 'NOT_SUBMITTED' : '', invalid > 0 ? 'INVALID' : ''].filter(Boolean).join(', ')}) can be sent again under the same ${agree(notSubmitted + invalid, 'reference, in a new file holding it, put right as its reason says', 'references, in a new file holding them, put right as their reasons say')} (a file with exactly these bytes is refused again)`,
+      `the ${rows(notSubmitted + invalid)} never sent (${[notSubmitted > 0 ? 'NOT_SUBMITTED' : '', invalid > 0 ? 'INVALID' : ''].filter(Boolean).join(', ')}) can be sent again under the same ${agree(notSubmitted + invalid, 'reference, in a new file holding it, put right as its reason says', 'references, in a new file holding them, put right as their reasons say')} (a file with exactly these bytes is refused again), ${since}`,
     );
   }
   const duplicate = n(['DUPLICATE']);
@@ -85,16 +97,18 @@ function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | n
     did.push(`${cancelled} cancelled by the payout service (CANCELLED)`);
     const later = earlier.state === 'COMPLETE' ? '' : ', written once that batch is finished';
     const from =
-      retryFile === null ? `that batch's retry file (payoutd retry-file --batch ${earlier.id})` : `the retry file ${retryFile}${later}`;
+      retryFile === null
+        ? `that batch's retry file (payoutd retry-file --batch ${earlier.id})`
+        : `that batch's retry file (${retryFile}${later}, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${earlier.id})`;
     todo.push(
-      `the ${rows(cancelled)} CANCELLED ${agree(cancelled, 'is sent again from ' + from + ', under the reference it gives it, and under no new reference', 'are sent again from ' + from + ', under the references it gives them, and under no new references')} of your own as well: both would be paid`,
+      `the ${rows(cancelled)} CANCELLED ${agree(cancelled, 'is sent again from ' + from + ', under the reference it gives it, and under no new reference', 'are sent again from ' + from + ', under the references it gives them, and under no new references')} of your own as well (both would be paid), ${since}`,
     );
   }
   const rejected = n(['REJECTED']);
   if (rejected > 0) {
     did.push(`${rejected} refused by the payout service (REJECTED)`);
     todo.push(
-      `the ${rows(rejected)} REJECTED ${agree(rejected, 'needs a new reference', 'need new references')}, with what the service refused put right (the result file of batch ${earlier.id} says why)`,
+      `the ${rows(rejected)} REJECTED ${agree(rejected, 'needs a new reference', 'need new references')}, with what the service refused put right (the result file of batch ${earlier.id} says why), ${since}`,
     );
   }
   return { did, todo };

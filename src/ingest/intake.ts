@@ -22,6 +22,7 @@ import {
   findFirstBySha,
   getBatch,
   reasonsInState,
+  contradictedCounts,
   insertBatch,
   BatchStateError,
   insertBatchErrors,
@@ -336,6 +337,7 @@ export class BatchIntake {
       : {
           counts: await batchStateCounts(this.deps.db, earlier),
           notSubmitted: await reasonsInState(this.deps.db, earlier.id, 'NOT_SUBMITTED'),
+          contradicted: await contradictedCounts(this.deps.db, earlier.id),
         };
     const reason = duplicateFileMessage(received.sha256, earlier, outcome, this.o.retryFileOf?.(earlier) ?? null);
     const batch = await this.move(

@@ -211,6 +211,7 @@ async function markEarlierReferences(
       'h.payout_id as other_payout',
       'h.service_check as other_check',
       'h.service_note as other_note',
+      'h.reason_code as other_code',
       'hb.state as other_batch_state',
       'hb.file_name as other_file',
       'hb.received_at as other_received_at',

@@ -113,6 +113,20 @@ export async function amountsByState(db: Database, batchId: string): Promise<Par
   return out;
 }
 
+/**
+ * A batch's rows whose recorded outcome the payout service contradicts or may (a check owed, a note kept, or
+ * REFERENCE_TAKEN), per state: whatever their state says, they may have been paid (src/store/reference-advice.ts).
+ */
+export async function contradictedCounts(db: Database, batchId: string): Promise<StateCounts> {
+  const rows = (await db('payouts')
+    .where({ batch_id: batchId })
+    .andWhere((q) => q.whereNotNull('service_check').orWhereNotNull('service_note').orWhere('reason_code', 'REFERENCE_TAKEN'))
+    .select('state')
+    .count({ n: '*' })
+    .groupBy('state')) as { state: RowState; n: number | string }[];
+  return Object.fromEntries(rows.map((r) => [r.state, Number(r.n)])) as StateCounts;
+}
+
 /** Why a batch's rows in one state are in it: each reason code with as many rows, and one row's reason as an example. */
 export interface StateReason {
   code: string | null;

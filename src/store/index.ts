@@ -94,6 +94,7 @@ export {
   batchStateCounts,
   countRowsInState,
   reasonsInState,
+  contradictedCounts,
   stateCounts,
   stateCountsOfAllBatches,
   type StateCounts,

@@ -28,6 +28,8 @@ export interface HoldingRow {
   /** Set while payoutd asks the payout service about the row, or once the service contradicted it (src/poll/checks.ts). */
   other_check: string | null;
   other_note: string | null;
+  /** The row's reason code: REFERENCE_TAKEN says the service holds a payout of its own under the reference. */
+  other_code: string | null;
   other_batch_state: string;
   other_file: string;
   other_hold: string | null;
@@ -38,6 +40,10 @@ export interface HoldingRow {
 interface RoundRow {
   merchant_reference_id: string;
   state: string;
+  payout_id: string | null;
+  service_check: string | null;
+  service_note: string | null;
+  reason_code: string | null;
   line: number;
   batch_id: string;
   file_name: string;
@@ -56,16 +62,29 @@ interface Offering {
  * Where a payout recorded CANCELLED goes on: the retry reference free for it and the row whose batch's retry file
  * offers it (the holder, or the last round of it sent since and not paid), or the round already retrying it.
  */
-export type RetryPlan = { kind: 'offered'; reference: string; by: Offering } | { kind: 'retrying'; row: RoundRow };
+export type RetryPlan =
+  { kind: 'offered'; reference: string; by: Offering } | { kind: 'retrying'; row: RoundRow } | { kind: 'contradicted'; row: RoundRow };
 
 /** Rounds looked at beyond the holder's own, as the retry file looks ahead (src/report/retry.ts). */
 const ROUNDS_AHEAD = 4;
 /** References one lookup names (SQLite binds at most 32,766 values a statement). */
 const REFERENCES_PER_LOOKUP = 5_000;
 
+/**
+ * A row whose recorded outcome the payout service contradicts or may: a check owed, a note kept, or REFERENCE_TAKEN
+ * (the service holds a payout under its reference). Whatever its state, it may have been paid.
+ */
+export function serviceContradicts(r: { check: string | null; note: string | null; code: string | null }): boolean {
+  return r.check !== null || r.note !== null || r.code === 'REFERENCE_TAKEN';
+}
+
+function holderContradicted(h: HoldingRow): boolean {
+  return serviceContradicts({ check: h.other_check, note: h.other_note, code: h.other_code });
+}
+
 /** A holder recorded CANCELLED that the payout service does not contradict: its payout was not made. */
 function plainlyCancelled(h: HoldingRow): boolean {
-  return h.other_state === 'CANCELLED' && h.other_check === null && h.other_note === null;
+  return h.other_state === 'CANCELLED' && !holderContradicted(h);
 }
 
 /**
@@ -91,7 +110,18 @@ export async function retryPlans(trx: Database, holders: readonly HoldingRow[], 
       ...((await trx('payouts as r')
         .join('batches as rb', 'rb.id', 'r.batch_id')
         .whereIn('r.merchant_reference_id', wanted.slice(i, i + REFERENCES_PER_LOOKUP))
-        .select('r.merchant_reference_id', 'r.state', 'r.line', 'r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as RoundRow[]),
+        .select(
+          'r.merchant_reference_id',
+          'r.state',
+          'r.payout_id',
+          'r.service_check',
+          'r.service_note',
+          'r.reason_code',
+          'r.line',
+          'r.batch_id',
+          'rb.file_name',
+          'rb.state as batch_state',
+        )) as RoundRow[]),
     );
   }
   const byReference = new Map<string, RoundRow[]>();
@@ -106,6 +136,12 @@ export async function retryPlans(trx: Database, holders: readonly HoldingRow[], 
     };
     for (const reference of rounds.get(h.merchant_reference_id) ?? []) {
       const using = byReference.get(reference) ?? [];
+      // A round the service contradicts may have been paid: no later round is offered until it is checked.
+      const doubted = using.find((r) => serviceContradicts({ check: r.service_check, note: r.service_note, code: r.reason_code }));
+      if (doubted !== undefined) {
+        plans.set(h.merchant_reference_id, { kind: 'contradicted', row: doubted });
+        break;
+      }
       const use = candidateUse(using.map((r) => r.state));
       if (use.use === 'retrying') {
         const row = using.find((r) => r.state === use.state) as RoundRow;
@@ -136,6 +172,8 @@ function waitingText(h: HoldingRow): string {
 
 /** How the holding row stands, in words, and which advice fits it. */
 export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'contradicted' | 'not paid'; text: string } {
+  // Before the state: a row recorded PAID or REJECTED that the service contradicts may be unpaid or paid.
+  if (holderContradicted(h)) return { kind: 'contradicted', text: contradictedText(h) };
   switch (h.other_state) {
     case 'PAID':
       return { kind: 'paid', text: 'PAID' };
@@ -150,22 +188,40 @@ export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'cont
     case 'REJECTED':
       return { kind: 'not paid', text: 'refused by the payout service (REJECTED): not paid' };
   }
-  if (!plainlyCancelled(h)) {
-    const payout = h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
-    const said =
-      h.other_check !== null ? 'payoutd is asking the payout service about it' : `the payout service reports otherwise for ${payout}`;
-    return { kind: 'contradicted', text: `recorded ${h.other_state}, but ${said}: it may have been paid` };
-  }
   return { kind: 'not paid', text: 'cancelled (CANCELLED): not paid' };
+}
+
+/** How a holder the service contradicts stands, in words. */
+function contradictedText(h: HoldingRow): string {
+  const payout = h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
+  if (h.other_code === 'REFERENCE_TAKEN')
+    return `recorded ${h.other_state} (REFERENCE_TAKEN), but the payout service holds a payout under this reference (that row's reason, in the result file of batch ${h.other_batch}, names it): it may have been paid`;
+  const said =
+    h.other_check !== null
+      ? 'payoutd is asking the payout service about it'
+      : `the payout service contradicts the recorded outcome of ${payout}`;
+  return `recorded ${h.other_state}, but ${said}: it may have been paid`;
+}
+
+/** What to do about a row the service contradicts (the holder, or a retry round of it): check first, never a new reference. */
+function checkFirstText(what: string, batchId: string, line: number): string {
+  return `check ${what} with the payout service before sending this row again under any reference (payoutd status --batch ${batchId}, line ${line}, says what payoutd knows of it)`;
+}
+
+/** What the holder's payout is, as the check-first advice names it. */
+function holderPayoutText(h: HoldingRow): string {
+  if (h.other_code === 'REFERENCE_TAKEN') return 'the payout the payout service holds under this reference';
+  return h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
 }
 
 /** The retry file a row of `by`'s batch is in, as the advice names it. */
 function retryFileText(by: Offering, files: RetryFiles): string | null {
   if (files.nameOf === null) return null;
   const name = files.nameOf({ id: by.batch_id, fileName: by.file_name });
+  // The file named may be missing or replaced by a later .retry.corrected-<n>.csv: the command writes the current one.
   return by.batch_state === 'COMPLETE'
-    ? `the retry file ${name} in the outbox`
-    : `the retry file ${name}, written to the outbox once batch ${by.batch_id} is finished`;
+    ? `the retry file of batch ${by.batch_id} (${name} in the outbox, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${by.batch_id})`
+    : `the retry file of batch ${by.batch_id} (${name}, written to the outbox once that batch is finished, or payoutd retry-file --batch ${by.batch_id} then)`;
 }
 
 /** The fields whose values differ between two stored requests (the reference aside), in the request's order; none once retention cleared `other`. */
@@ -194,6 +250,11 @@ function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryF
   if (h.other_state === 'REJECTED')
     return `give it a new reference, with what the payout service refused put right (its reason is in the result file of batch ${h.other_batch})`;
   if (plan === undefined) return `give it a new reference, ${fix}`;
+  if (plan.kind === 'contradicted') {
+    const { row } = plan;
+    const payout = row.payout_id === null ? 'its payout' : `payout ${row.payout_id}`;
+    return `it was retried as ${row.merchant_reference_id} by line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id}), recorded ${row.state}, but the payout service contradicts that outcome and it may have been paid: ${checkFirstText(payout, row.batch_id, row.line)}`;
+  }
   if (plan.kind === 'retrying') {
     const { row } = plan;
     const where = `line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id})`;
@@ -223,7 +284,7 @@ export function sameContentMessage(earlier: string, h: HoldingRow, plan: RetryPl
     case 'paying':
       return `${head}: wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED`;
     case 'contradicted':
-      return `${head}: check ${h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`} with the payout service, and send this row again only if it really was not paid, from the retry file of that batch once payoutd's check agrees (payoutd status --batch ${h.other_batch} no longer lists line ${h.other_line})`;
+      return `${head}: ${checkFirstText(holderPayoutText(h), h.other_batch, h.other_line)}`;
     case 'not paid':
       return `${head}: ${sendAgainText(h, plan, files, 'with what got it cancelled put right')}`;
   }
@@ -253,7 +314,7 @@ export function conflictMessage(
     case 'paying':
       return `${head}: if this row corrects that payout, wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch with ${values} put in if it ends CANCELLED; ${own}`;
     case 'contradicted':
-      return `${head}: if this row corrects that payout, check ${h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`} with the payout service, and send this row again only if it really was not paid, from the retry file of that batch once payoutd's check agrees (payoutd status --batch ${h.other_batch} no longer lists line ${h.other_line}); ${own}`;
+      return `${head}: if this row corrects that payout, ${checkFirstText(holderPayoutText(h), h.other_batch, h.other_line)}; ${own}`;
     case 'not paid':
       if (h.other_state === 'REJECTED')
         return `${head}: give it a new reference (the payout service's reason for refusing that row is in the result file of batch ${h.other_batch})`;

@@ -120,7 +120,8 @@ describe('e2e: the same bytes again after a batch that paid nothing', () => {
       `duplicate file: the same content (sha256 ${first.sha256.slice(0, 12)}…) was received as batch ${first.id} ("c.csv", ${first.receivedAt}), finished: ` +
         'of its 2 rows, 2 not sent (NOT_SUBMITTED: CANCELLED_BY_OPERATOR: cancelled by an operator: wrong bank file, resend); ' +
         'this copy is not read and pays nothing. What to do: the 2 rows never sent (NOT_SUBMITTED) can be sent again under the same ' +
-        'references, in a new file holding them, put right as their reasons say (a file with exactly these bytes is refused again)',
+        'references, in a new file holding them, put right as their reasons say (a file with exactly these bytes is refused again), ' +
+        `unless sent again since (see payoutd status --batch ${first.id} and the later batches' result files)`,
     );
 
     // As told: the rows put right, under the same references, in a new file; each is paid once.

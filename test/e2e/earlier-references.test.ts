@@ -56,7 +56,7 @@ describe('e2e: a reference an earlier batch holds, with the same content', () =>
     const cancelled = reasons.get('B-CANC') ?? '';
     expect(cancelled).toContain(place(3));
     expect(cancelled).toContain(
-      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as B-CANC-R1 from the retry file ${b1.id}_b1.csv.retry.csv, written to the outbox once batch ${b1.id} is finished`,
+      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as B-CANC-R1 from the retry file of batch ${b1.id} (${b1.id}_b1.csv.retry.csv, written to the outbox once that batch is finished, or payoutd retry-file --batch ${b1.id} then)`,
     );
     expect(cancelled).toContain('not under any other reference as well, or it is paid twice');
     expect(reasons.get('B-NEW')).toBe('');
@@ -73,7 +73,7 @@ describe('e2e: a reference an earlier batch holds, with the same content', () =>
   it('a cancelled payout of a finished batch: its retry reference and file are named, and following them pays it once', async () => {
     const { d1, retryName, reason } = await cancelledThenAgain(row('D-2', '11.00', '1234560000'));
     expect(reason).toBe(
-      `DUPLICATE_REFERENCE [column A "merchantReferenceId"]: the reference D-2 was already submitted by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) with the same content, and that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as D-2-R1 from the retry file ${retryName} in the outbox, with what got it cancelled put right there, and not under any other reference as well, or it is paid twice`,
+      `DUPLICATE_REFERENCE [column A "merchantReferenceId"]: the reference D-2 was already submitted by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) with the same content, and that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as D-2-R1 from the retry file of batch ${d1.id} (${retryName} in the outbox, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${d1.id}), with what got it cancelled put right there, and not under any other reference as well, or it is paid twice`,
     );
   });
 });
@@ -83,7 +83,7 @@ describe('e2e: a reference an earlier batch holds, for a different payout', () =
     // The clerk corrects the account and drops the row again under its reference.
     const { d1, retryName, reason } = await cancelledThenAgain(row('D-2', '11.00', '1234561111'));
     expect(reason).toBe(
-      `REFERENCE_CONFLICT [column A "merchantReferenceId"]: the reference D-2 is already used by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) for a different payout (its beneficiary.accountNumber differs), and that row is cancelled (CANCELLED): not paid; this row is not paid: if this row corrects that payout, send it again as D-2-R1 from the retry file ${retryName} in the outbox, with this row's beneficiary.accountNumber put in column K "beneficiary.accountNumber" there, and not under any other reference as well, or it is paid twice; if it is another payout, give it its own reference`,
+      `REFERENCE_CONFLICT [column A "merchantReferenceId"]: the reference D-2 is already used by line 3 of "d1.csv" (batch ${d1.id}, received ${receivedText(d1)}) for a different payout (its beneficiary.accountNumber differs), and that row is cancelled (CANCELLED): not paid; this row is not paid: if this row corrects that payout, send it again as D-2-R1 from the retry file of batch ${d1.id} (${retryName} in the outbox, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${d1.id}), with this row's beneficiary.accountNumber put in column K "beneficiary.accountNumber" there, and not under any other reference as well, or it is paid twice; if it is another payout, give it its own reference`,
     );
   });
 });

@@ -122,12 +122,12 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     const [one, two, three] = await reasons(p, again.id);
     const twice = 'and not under any other reference as well, or it is paid twice';
     expect(one).toContain(
-      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as RP-1-R2 from the retry file ${retry.id}.retry.csv in the outbox, with what got it cancelled put right there, ${twice}`,
+      `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as RP-1-R2 from the retry file of batch ${retry.id} (${retry.id}.retry.csv in the outbox, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${retry.id}), with what got it cancelled put right there, ${twice}`,
     );
     expect(two).toContain(
       `that row is cancelled (CANCELLED): not paid; this row is not paid: nothing to do: it was retried as RP-2-R1 by line 3 of "first.retry.csv" (batch ${retry.id}), which is PAID`,
     );
-    expect(three).toContain(`send it again as RP-3-R1 from the retry file ${first.id}.retry.csv in the outbox`);
+    expect(three).toContain(`send it again as RP-3-R1 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
   });
 });
 
@@ -436,10 +436,13 @@ describe('pipeline: duplicate files', () => {
         '1 refused for a reference another row holds (DUPLICATE), 1 cancelled by the payout service (CANCELLED), 1 refused by the payout service (REJECTED); ' +
         'this copy is not read and pays nothing. What to do: the 1 row paid must never be sent again, under its reference or a new one: it would be paid twice; ' +
         `wait for the outcome of the 2 rows being paid (payoutd status --batch ${first.id}): one that ends CANCELLED is sent again from that batch's retry file, one that ends NOT_SUBMITTED in a new file under its reference; ` +
-        'the 1 row never sent (INVALID) can be sent again under the same reference, in a new file holding it, put right as its reason says (a file with exactly these bytes is refused again); ' +
+        'the 1 row never sent (INVALID) can be sent again under the same reference, in a new file holding it, put right as its reason says (a file with exactly these bytes is refused again), ' +
+        `unless sent again since (see payoutd status --batch ${first.id} and the later batches' result files); ` +
         `for the 1 row DUPLICATE, do as the ack of batch ${first.id} says of each; ` +
-        `the 1 row CANCELLED is sent again from the retry file ${first.id}.retry.csv, written once that batch is finished, under the reference it gives it, and under no new reference of your own as well: both would be paid; ` +
-        `the 1 row REJECTED needs a new reference, with what the service refused put right (the result file of batch ${first.id} says why)`,
+        `the 1 row CANCELLED is sent again from that batch's retry file (${first.id}.retry.csv, written once that batch is finished, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${first.id}), under the reference it gives it, and under no new reference of your own as well (both would be paid), ` +
+        `unless sent again since (see payoutd status --batch ${first.id} and the later batches' result files); ` +
+        `the 1 row REJECTED needs a new reference, with what the service refused put right (the result file of batch ${first.id} says why), ` +
+        `unless sent again since (see payoutd status --batch ${first.id} and the later batches' result files)`,
     );
   });
 
