@@ -249,7 +249,10 @@ function retryColumnsText(fields: readonly string[]): string {
 function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryFiles, fix: string): string {
   if (h.other_state === 'REJECTED')
     return `give it a new reference, with what the payout service refused put right (its reason is in the result file of batch ${h.other_batch})`;
-  if (plan === undefined) return `give it a new reference, ${fix}`;
+  // No free round within those looked at (or none fits the reference's length): the retry file decides, and a new
+  // reference of finance's own would pass every check while a later round may be paid.
+  if (plan === undefined)
+    return `send it again only from the retry file of batch ${h.other_batch} (write it with payoutd retry-file --batch ${h.other_batch}), ${fix} there: it gives the row its next free retry reference or says why it holds it back; not under a new reference of your own, or it may be paid twice`;
   if (plan.kind === 'contradicted') {
     const { row } = plan;
     const payout = row.payout_id === null ? 'its payout' : `payout ${row.payout_id}`;

@@ -62,4 +62,21 @@ describe('rows whose reference an earlier row holds that the payout service cont
     expect(said).toContain('the 1 row CANCELLED is sent again');
     expect(said).toContain('unless sent again since');
   });
+
+  it('a cancelled holder whose next retry rounds are all spent is sent to its retry file, never to a new reference', async () => {
+    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
+    const rounds = ['M-CAN', 'M-CAN-R1', 'M-CAN-R2', 'M-CAN-R3', 'M-CAN-R4'];
+    const first = await p.receive('first.csv', csvFile(rounds.map((ref) => csvRow(ref))));
+    for (const [i, ref] of rounds.entries())
+      await p
+        .db('payouts')
+        .where({ merchant_reference_id: ref })
+        .update({ state: 'CANCELLED', payout_id: `PC${i}` });
+    await p.db('batches').where({ id: first.id }).update({ state: 'COMPLETE' });
+    p.clock.advance(60_000);
+    const again = await p.receive('again.csv', csvFile([csvRow('M-CAN')]));
+    const text = (await reasons(p, again.id)).get('M-CAN') ?? '';
+    expect(text).toContain(`payoutd retry-file --batch ${first.id}`);
+    expect(text).not.toContain('give it a new reference');
+  });
 });
