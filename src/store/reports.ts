@@ -7,6 +7,8 @@ import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
+import { serviceContradicts } from './reference-advice.js';
+import { CONTRADICTED_ROUND } from '../domain/retry-reference.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
@@ -95,15 +97,26 @@ function pushTo<T>(map: Map<string, T[]>, key: string, value: T): void {
   else map.set(key, [value]);
 }
 
-/** For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID). */
+/**
+ * For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID); a row
+ * whose outcome the payout service contradicts counts as CONTRADICTED_ROUND, as it may have been paid.
+ */
 export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const chunk of chunksOf(references)) {
-    const rows = (await db('payouts').whereIn('merchant_reference_id', chunk).select('merchant_reference_id', 'state')) as {
+    const rows = (await db('payouts')
+      .whereIn('merchant_reference_id', chunk)
+      .select('merchant_reference_id', 'state', 'service_check', 'service_note', 'reason_code')) as {
       merchant_reference_id: string;
       state: string;
+      service_check: string | null;
+      service_note: string | null;
+      reason_code: string | null;
     }[];
-    for (const r of rows) pushTo(out, r.merchant_reference_id, r.state);
+    for (const r of rows) {
+      const contradicted = serviceContradicts({ check: r.service_check, note: r.service_note, code: r.reason_code });
+      pushTo(out, r.merchant_reference_id, contradicted ? CONTRADICTED_ROUND : r.state);
+    }
   }
   return out;
 }

@@ -8,6 +8,7 @@ import { DEFAULT_VALIDATION_RULES, FIELD_PATHS } from '../../src/ingest/rules/in
 import type { PayoutRequest } from '../../src/domain/payout.js';
 import { retryRound, sameRetryBase } from '../../src/domain/retry-reference.js';
 import { candidateUse } from '../../src/report/retry.js';
+import { CONTRADICTED_ROUND } from '../../src/domain/retry-reference.js';
 import {
   outboxFileName,
   RETRY_COLUMNS,
@@ -145,6 +146,21 @@ describe('decide: which round a cancelled row is retried under', () => {
     const refs = (await parseWithDefaults(join(dir, 'fresh.csv'))).rows.map((x) => x.merchantReferenceId);
     expect(refs).toEqual(['T-1-R1', 'T-2-R1', 'T-3-R1', 'T-5-R2']);
     expect(r.skipped).toEqual([{ line: 5, merchantReferenceId: 'T-4', retriedAs: 'T-4-R1', state: 'VALIDATED' }]);
+  });
+
+  it('leaves out a row whose retry round the payout service contradicts, never offering the round after it', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'pay.csv');
+    await addRows(db, [validRow('B1', 2, request('C-1'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    // Its first retry, recorded CANCELLED, which the payout service now reports PAID: it may have been paid.
+    await addBatch(db, 'B2', 'retry.csv');
+    await addRows(db, [validRow('B2', 2, request('C-1-R1'))]);
+    await cancel(db, 'B2', 2, 'P-2');
+    await setRow(db, 'B2', 2, { serviceNote: 'the payout service now reports PAID for payout P-2, recorded CANCELLED here' });
+
+    const r = await writeRetryFileAt(join(dir, 'contradicted.csv'), batchRetrySource(db, 'B1'));
+    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'C-1', retriedAs: 'C-1-R1', state: CONTRADICTED_ROUND }]);
   });
 });
 
