@@ -3,7 +3,8 @@
  * `123` (a General number cell of an .xlsx reads so too), and dropped again it would pay each row once more under
  * a reference payoutd has never seen. At the acceptance, a valid row whose reference is another's but for leading
  * zeros, one of the two with none (src/domain/leading-zeros.ts, sameButLeadingZeros), is refused: against a row
- * holding its reference in another batch, or any row of its own file. Both ways: `000123` after `123` too.
+ * holding its reference in another batch or waiting in a file being read (VALIDATED), or any row of its own
+ * file. Both ways: `000123` after `123` too.
  *
  * Each row of an all-digit reference keeps those digits (reference_digits, migration 0040), so this is a probe
  * of an index per such row, never a read of other references. It needs no transaction of the acceptance's: of
@@ -16,7 +17,11 @@ import type { Database } from './db.js';
 import type { LineRange } from './payouts.js';
 import { placeIn } from './row-place.js';
 
-const HOLDING = REFERENCE_HOLDING_STATES as string[];
+/**
+ * Rows of other batches a row is checked against: those holding their reference, and those of a file being read
+ * that wait for its holder (VALIDATED), which that file's acceptance turns READY after its own check may have run.
+ */
+const HOLDING_OR_WAITING = [...(REFERENCE_HOLDING_STATES as string[]), 'VALIDATED'];
 /** Valid rows of a batch being accepted (./acceptance.ts). */
 const VALID = ['READY', 'VALIDATED'];
 
@@ -69,7 +74,7 @@ async function pairsOf(trx: Database, batchId: string, range: LineRange): Promis
     .whereIn('p.state', VALID)
     .andWhere('p.line', '>', range.after)
     .whereRaw('(p.merchant_reference_id = p.reference_digits or o.merchant_reference_id = o.reference_digits)')
-    .andWhere((w) => void w.where('o.batch_id', batchId).orWhereIn('o.state', HOLDING))
+    .andWhere((w) => void w.where('o.batch_id', batchId).orWhereIn('o.state', HOLDING_OR_WAITING))
     .select(
       'p.id',
       'p.line',

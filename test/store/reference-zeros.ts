@@ -86,6 +86,24 @@ export async function checkHeldByFileBeingRead(db: Database): Promise<void> {
   expect(await acceptBatchRows(db, 'OTHER', 'skip-rows', 7)).toMatchObject({ accepted: true, readyCount: 1 });
 }
 
+/**
+ * A row of a file being read that waits for its reference's holder (VALIDATED) turns READY at that file's
+ * acceptance, whose check of zeros may have run already: a file checked meanwhile counts it as holding.
+ */
+export async function checkHeldByWaitingRow(db: Database): Promise<void> {
+  // C held 123 and was rejected; B's 123, set aside while C held it, waits for B's acceptance.
+  await batchOf(db, 'C', 'c.csv', [['123', 'NOT_SUBMITTED']], 'REJECTED');
+  await batchOf(db, 'B', 'b.csv', [['123', 'VALIDATED']], 'VALIDATING');
+  await reading(db, 'A', 'a.csv', ['000123']);
+  expect(await acceptBatchRows(db, 'A', 'skip-rows', 6)).toMatchObject({ accepted: false, duplicateCount: 1 });
+  expect(await rowsOf(db, 'A')).toEqual([['000123', 'DUPLICATE', 'LEADING_ZEROS_LOST']]);
+  expect(await reasonOf(db, 'A', 2)).toContain(
+    `the reference of line 2 of "b.csv" (batch B, ${RECEIVED}), a file being read at the same time;`,
+  );
+  // B, checked now, finds nothing held: at most one of the two is paid.
+  expect(await acceptBatchRows(db, 'B', 'skip-rows', 7)).toMatchObject({ accepted: true, readyCount: 1 });
+}
+
 /** Rows of a large file of numeric references: more than two ranges of the check. */
 export const LARGE_DIGITS = 12_000;
 
@@ -155,6 +173,7 @@ export async function checkStoredBefore0040(db: Database): Promise<void> {
 export function referenceZerosChecks(store: { readonly db: Database }): void {
   it('refuses a reference that is an earlier one but for leading zeros, either way, and both in one file', () => checkZerosLost(store.db));
   it('refuses one held by a file being read at the same time, saying so', () => checkHeldByFileBeingRead(store.db));
+  it('counts a row waiting in a file being read as holding its digits', () => checkHeldByWaitingRow(store.db));
   it('checks a large file of numeric references a range at a time, a pair in two ranges found', () => checkLargeFileOfDigits(store.db));
   it('lets at most one of two files accepted together pay the same digits', () => checkAcceptedTogether(store.db));
   it('finds the references stored before migration 0040', () => checkStoredBefore0040(store.db));
