@@ -128,8 +128,9 @@ function earlierZerosMessage(reference: string, held: ZerosPair): string {
       return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, nothing to do, it is being paid; ${ANOTHER}`;
     case 'ended':
       return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, see how it ended in that batch's result file, and retry a CANCELLED payout from its retry file (payoutd retry-file --batch ${held.other_batch}); ${ANOTHER}`;
+    // Both rows may be refused, each checked while the other held its digits: the message says so.
     case 'being read':
-      return `${same}, a file being read at the same time; ${SPREADSHEET} this row is taken for that row and not paid by this file: if ${JSON.stringify(held.other_file)} is rejected, neither file pays it, so send this row again then; ${ANOTHER}`;
+      return `${same}, a file being read at the same time; ${SPREADSHEET} this row is taken for that row and not paid by this file: if that row is not paid by ${JSON.stringify(held.other_file)} (its file rejected, or the row refused too: see its ack), send this row again; ${ANOTHER}`;
   }
 }
 
