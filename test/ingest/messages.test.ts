@@ -299,6 +299,30 @@ describe('messages', () => {
     expect(result.fileErrors[0]?.message).toMatch(/is not a column payoutd knows: rename the header/);
   });
 
+  it('refuse long references a spreadsheet rounded to 15 significant digits, not account or id numbers', async () => {
+    const header =
+      'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';
+    const line = (ref: string, id = 'P1', account = '1234567890'): string =>
+      `${ref},USDT,PHP,100.50,Maria,Santos,PH,PASSPORT,${id},Juan,${account},BOPIPHMM`;
+    // `0012345678901234567` saved from a Number column is `12345678901234600`; the unrounded one passes.
+    const lines = [
+      line('12345678901234600'),
+      line('0012345678901234567'),
+      line('1000000000000000000'),
+      line('123456789012345'),
+      line('000000123456789012345'),
+      // An account or id number may really end so, and cannot be changed as a reference can.
+      line('R-1', '98765432101234500000'),
+      line('R-2', 'P2', '1234567890123450'),
+    ];
+    const path = await tempCsv(`${header}\n${lines.join('\n')}\n`);
+    const { rows } = await parseCollect(path);
+    expect(rows.map((r) => codes(r.errors))).toEqual([['NUMBER_ROUNDED'], [], ['NUMBER_ROUNDED'], [], [], [], []]);
+    expect(rows[0]?.errors[0]?.message).toBe(
+      'the reference "12345678901234600" has more than 15 digits, all 0 after the 15th: a spreadsheet keeps 15 digits of a number and rounds the rest to 0, so it is probably a longer reference rounded; format the column as Text (or use the .xlsx file) and type the reference again; if the reference really is that, it cannot be told from a rounded one: give the row a reference that is not such a number',
+    );
+  });
+
   it('refuse references a spreadsheet turned into dates', async () => {
     const header =
       'merchantReferenceId,deductionCurrency,payoutCurrency,payoutAmount,sender.firstName,sender.lastName,sender.country,sender.idType,sender.idValue,beneficiary.accountName,beneficiary.accountNumber,beneficiary.bankCode';

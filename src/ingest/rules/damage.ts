@@ -68,17 +68,40 @@ export function damageChecked(field: FieldPath): boolean {
   return NUMBERISH.has(field);
 }
 
+/**
+ * The significant digits a spreadsheet keeps of a number; it writes the rest as zeros. A rounded reference is one
+ * payoutd has never seen, and would pay again. Account and id numbers are not checked: a 16-digit account ending
+ * in 0 is as common as any other, and unlike a reference cannot be changed.
+ */
+const KEPT_DIGITS = 15;
+
+/**
+ * Whether a value is digits only with more than 15 significant digits, all 0 after the 15th: what a spreadsheet
+ * writes for a longer number (`0012345678901234567` saved from a Number column as `12345678901234600`).
+ */
+export function looksRounded(value: string): boolean {
+  if (!/^\d+$/.test(value)) return false;
+  const significant = value.replace(/^0+/, '');
+  return significant.length > KEPT_DIGITS && /^0+$/.test(significant.slice(KEPT_DIGITS));
+}
+
+/** ` "value"` as a message shows `field`'s value: account numbers masked, id values never shown. */
+function shownValue(field: FieldPath, value: string): string {
+  if (field === 'beneficiary.accountNumber') return ` ${quoteValue(maskAccountNumber(value))}`;
+  return field === 'sender.idValue' ? '' : ` ${quoteValue(value)}`;
+}
+
 /** The mangling a trimmed, non-empty value of `field` shows, or null. */
 export function damageProblem(field: FieldPath, value: string): DamageProblem | null {
   const words = FIELD_WORDS[field];
+  if (field === 'merchantReferenceId' && looksRounded(value)) {
+    return {
+      code: 'NUMBER_ROUNDED',
+      message: `the ${words} ${quoteValue(value)} has more than ${KEPT_DIGITS} digits, all 0 after the ${KEPT_DIGITS}th: a spreadsheet keeps ${KEPT_DIGITS} digits of a number and rounds the rest to 0, so it is probably a longer ${words} rounded; format the column as Text (or use the .xlsx file) and type the ${words} again; if the ${words} really is that, it cannot be told from a rounded one: give the row a reference that is not such a number`,
+    };
+  }
   if (NUMBERISH.has(field) && SCIENTIFIC.test(value)) {
-    // Account numbers masked and id values never shown, as in every message.
-    const shown =
-      field === 'beneficiary.accountNumber'
-        ? ` ${quoteValue(maskAccountNumber(value))}`
-        : field === 'sender.idValue'
-          ? ''
-          : ` ${quoteValue(value)}`;
+    const shown = shownValue(field, value);
     return {
       code: 'SCIENTIFIC_NOTATION',
       message: `the ${words}${shown} is in scientific notation: a spreadsheet took it for a number and dropped its last digits; open the file with the column formatted as Text (or use the .xlsx file) and type the ${words} again`,
