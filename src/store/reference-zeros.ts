@@ -127,7 +127,10 @@ function earlierZerosMessage(reference: string, held: ZerosPair): string {
     case 'paying':
       return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, nothing to do, it is being paid; ${ANOTHER}`;
     case 'ended':
-      return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, see how it ended in that batch's result file, and retry a CANCELLED payout from its retry file (payoutd retry-file --batch ${held.other_batch}); ${ANOTHER}`;
+      // Only a CANCELLED payout is in its batch's retry file; a REJECTED one is sent again under a new reference.
+      if (held.other_state === 'REJECTED')
+        return `${same}, which is REJECTED; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, see why it was rejected in that batch's result file, and send it again under a new reference that is not the same digits (a REJECTED payout is not in a retry file); ${ANOTHER}`;
+      return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, see how it ended in that batch's result file, and retry it from its retry file (payoutd retry-file --batch ${held.other_batch}); ${ANOTHER}`;
     // Both rows may be refused, each checked while the other held its digits: the message says so.
     case 'being read':
       return `${same}, a file being read at the same time; ${SPREADSHEET} this row is taken for that row and not paid by this file: if that row is not paid by ${JSON.stringify(held.other_file)} (its file rejected, or the row refused too: see its ack), send this row again; ${ANOTHER}`;

@@ -53,7 +53,7 @@ export async function checkZerosLost(db: Database): Promise<void> {
   expect(await reasonOf(db, 'AGAIN', 4)).toContain(
     `the reference 000777 is 777 with leading zeros added, the reference of ${place(4)}, which is CANCELLED;`,
   );
-  expect(await reasonOf(db, 'AGAIN', 4)).toContain('retry a CANCELLED payout from its retry file (payoutd retry-file --batch FIRST)');
+  expect(await reasonOf(db, 'AGAIN', 4)).toContain('retry it from its retry file (payoutd retry-file --batch FIRST)');
   expect(await reasonOf(db, 'AGAIN', 7)).toBe(
     `LEADING_ZEROS_LOST [column A "Reference"]: the reference 000555 is 555 on line 8 of this file with leading zeros added; ${spreadsheet} these rows are taken for one payout and none of them is paid: if they are one payout, delete the rows that repeat it; if they are different payouts, give them references that are not the same digits`,
   );
@@ -76,6 +76,19 @@ export async function checkZerosLost(db: Database): Promise<void> {
 /** What a row refused for a row of `file`, being read at the same time, says to do. */
 const BEING_READ = (file: string): string =>
   `this row is taken for that row and not paid by this file: if that row is not paid by "${file}" (its file rejected, or the row refused too: see its ack), send this row again;`;
+
+/** After a REJECTED row, never in a retry file, the reason says to send it again under a new reference. */
+export async function checkAfterRejected(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [['000456', 'REJECTED']]);
+  await reading(db, 'AGAIN', 'pay-excel.csv', ['456']);
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6)).toMatchObject({ accepted: false, duplicateCount: 1 });
+  const reason = await reasonOf(db, 'AGAIN', 2);
+  expect(reason).toContain(`the reference of line 2 of "pay.csv" (batch FIRST, ${RECEIVED}), which is REJECTED;`);
+  expect(reason).toContain(
+    "if it is that payout, see why it was rejected in that batch's result file, and send it again under a new reference that is not the same digits (a REJECTED payout is not in a retry file);",
+  );
+  expect(reason).not.toContain('retry-file');
+}
 
 /** A row whose digits a file being read at the same time holds is refused by the file checked later, saying so. */
 export async function checkHeldByFileBeingRead(db: Database): Promise<void> {
@@ -189,6 +202,7 @@ export async function checkStoredBefore0040(db: Database): Promise<void> {
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
 export function referenceZerosChecks(store: { readonly db: Database }): void {
   it('refuses a reference that is an earlier one but for leading zeros, either way, and both in one file', () => checkZerosLost(store.db));
+  it('says to use a new reference after a REJECTED row', () => checkAfterRejected(store.db));
   it('refuses one held by a file being read at the same time, saying so', () => checkHeldByFileBeingRead(store.db));
   it('counts a row waiting in a file being read as holding its digits', () => checkHeldByWaitingRow(store.db));
   it('checks a large file of numeric references a range at a time, a pair in two ranges found', () => checkLargeFileOfDigits(store.db));
