@@ -9,11 +9,12 @@
  * Each row of an all-digit reference keeps those digits (reference_digits, migration 0040), so this is a probe
  * of an index per such row, never a read of other references. It needs no transaction of the acceptance's: of
  * two files holding such references, the one checked later has the other's rows stored, and refuses its own row
- * while the other's holds its reference; at worst both are refused, never both paid.
+ * while the other's holds its reference; never both paid. Two checks at once take turns (pairsInTurn), so
+ * one of the two is paid.
  */
 import { isBeingRead, REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { referenceDigits } from '../domain/leading-zeros.js';
-import type { Database } from './db.js';
+import { isPostgres, type Database } from './db.js';
 import type { LineRange } from './payouts.js';
 import { placeIn } from './row-place.js';
 
@@ -93,6 +94,19 @@ async function pairsOf(trx: Database, batchId: string, range: LineRange): Promis
   return (await q) as ZerosPair[];
 }
 
+/**
+ * The pairs, read again under a lock when a row of a file being read is among them. On PostgreSQL two files
+ * checked at once could each find the other's row holding the digits and both refuse, so neither pays: the
+ * second waits for the first's refusal to commit and, reading again, finds it. One lock, taken only then, so no
+ * order of locks to keep. SQLite's write lock already has the checks take turns.
+ */
+async function pairsInTurn(trx: Database, batchId: string, range: LineRange): Promise<ZerosPair[]> {
+  const pairs = await pairsOf(trx, batchId, range);
+  if (!isPostgres(trx) || !pairs.some((p) => p.other_batch !== batchId && isBeingRead(p.other_batch_state))) return pairs;
+  await trx.raw('select pg_advisory_xact_lock(hashtext(current_schema() || ?))', ['.payoutd_reference_zeros']);
+  return pairsOf(trx, batchId, range);
+}
+
 /** How an earlier row stands, for what a message says to do. */
 type Standing = 'paid' | 'paying' | 'ended' | 'being read';
 
@@ -153,7 +167,7 @@ export function inFileZerosMessage(reference: string, others: readonly { referen
  */
 export async function zerosRefusals(trx: Database, batchId: string, range: LineRange): Promise<ZerosRefusal[]> {
   const byRow = new Map<number, ZerosPair[]>();
-  for (const p of await pairsOf(trx, batchId, range)) byRow.set(Number(p.id), [...(byRow.get(Number(p.id)) ?? []), p]);
+  for (const p of await pairsInTurn(trx, batchId, range)) byRow.set(Number(p.id), [...(byRow.get(Number(p.id)) ?? []), p]);
   const refusals: ZerosRefusal[] = [];
   for (const [id, pairs] of byRow) {
     const [first] = pairs;
