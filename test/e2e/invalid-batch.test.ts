@@ -46,10 +46,10 @@ describe('e2e: a file with errors', () => {
   it('is rejected as a whole: every faulty row is named in the ack, and nothing is paid', async () => {
     const e2e = await startE2e();
     const expected = await validateErrors(e2e);
-    // The fixture's documented error list (docs/csv-format.md): 27 rows, 35 errors.
-    expect(expected).toHaveLength(35);
+    // The fixture's documented error list (docs/csv-format.md): 28 rows, 36 errors.
+    expect(expected).toHaveLength(36);
     const faultyLines = [...new Set(expected.map((e) => e.line))];
-    expect(faultyLines).toHaveLength(27);
+    expect(faultyLines).toHaveLength(28);
 
     const { ack, result, batchId } = await dropAndWaitRejected(e2e);
     expect(ack.bom).toBe(true);
@@ -62,7 +62,7 @@ describe('e2e: a file with errors', () => {
       merchant_reference_id: '',
       verdict: 'REJECTED',
     });
-    expect(fileRow?.['reason']).toMatch(/27 invalid row/);
+    expect(fileRow?.['reason']).toMatch(/28 invalid row/);
     // Then one REJECTED verdict per faulty line, each naming (at least) the first error's code and field.
     expect(rowVerdicts.map((r) => r['line'])).toEqual(faultyLines);
     for (const r of rowVerdicts) {
@@ -80,7 +80,7 @@ describe('e2e: a file with errors', () => {
         .map((l) => l.trim()),
     ).toEqual(ack.totals.map((t) => (t['reason'] ?? '').slice(0, (t['reason'] ?? '').indexOf('. Batch REJECTED'))));
     // The result file: every row REJECTED, no payout id.
-    expect(result.rows).toHaveLength(27);
+    expect(result.rows).toHaveLength(28);
     expect(result.rows.every((r) => r['status'] === 'REJECTED' && r['payout_id'] === '')).toBe(true);
     // Nothing reached the service.
     expect(e2e.ledger()).toEqual([]);
