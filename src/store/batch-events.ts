@@ -196,19 +196,14 @@ export async function owePendingEvents(db: Database, channel: ChannelScope): Pro
     if (untaken.length === 0) break;
     finished.push(...(await dropOwed(db, channel.name, untaken)));
   }
-  const pending = seqsOf(
-    (await db('batch_events').where({ delivery_state: 'PENDING' }).whereIn('type', channel.types).pluck('seq')) as unknown[],
+  const pending = (await db('batch_events')
+    .where({ delivery_state: 'PENDING' })
+    .whereIn('type', channel.types)
+    .select('seq', 'type', 'attempts', 'next_attempt_at')) as Record<string, unknown>[];
+  await insertOwed(
+    db,
+    pending.flatMap((e) => owedRecords([channel], e)),
   );
-  for (const part of chunks(pending)) {
-    const events = (await db('batch_events').whereIn('seq', part).select('seq', 'type', 'attempts', 'next_attempt_at')) as Record<
-      string,
-      unknown
-    >[];
-    await insertOwed(
-      db,
-      events.flatMap((e) => owedRecords([channel], e)),
-    );
-  }
   return finished;
 }
 
@@ -370,14 +365,15 @@ async function finishIn(trx: Database, seqs: readonly number[]): Promise<number[
         .pluck('seq')) as unknown[],
     );
     if (open.length === 0) continue;
-    const owed = new Set(
-      seqsOf((await trx(DELIVERIES).whereIn('event_seq', open).andWhere({ state: 'PENDING' }).pluck('event_seq')) as unknown[]),
-    );
+    const records = (await trx(DELIVERIES)
+      .whereIn('event_seq', open)
+      .whereIn('state', ['PENDING', 'GAVE_UP'])
+      .select('event_seq', 'state')) as { event_seq: unknown; state: string }[];
+    const inState = (state: string): Set<number> => new Set(seqsOf(records.filter((r) => r.state === state).map((r) => r.event_seq)));
+    const owed = inState('PENDING');
     const done = open.filter((s) => !owed.has(s));
     if (done.length === 0) continue;
-    const gaveUp = new Set(
-      seqsOf((await trx(DELIVERIES).whereIn('event_seq', done).andWhere({ state: 'GAVE_UP' }).pluck('event_seq')) as unknown[]),
-    );
+    const gaveUp = inState('GAVE_UP');
     const given = done.filter((s) => gaveUp.has(s));
     const delivered = done.filter((s) => !gaveUp.has(s));
     if (given.length > 0) await trx('batch_events').whereIn('seq', given).update({ delivery_state: 'GAVE_UP' });
