@@ -4,7 +4,7 @@
  * the mail, `payoutd status --batch` and the console. Pure: no I/O.
  */
 import type { BatchEventData } from './batch-events.js';
-import { OTHER_PAYOUTS_OUTCOME, UNCONFIRMED_OUTCOME, otherPayoutsOf, type OtherPayout } from './service-check.js';
+import { OTHER_PAYOUTS_OUTCOME, UNCONFIRMED_OUTCOME, isRecord, otherPayoutsOf, textOrNull, type OtherPayout } from './service-check.js';
 
 /** One row a correction changed, as its event lists it. */
 export interface CorrectedRow {
@@ -39,10 +39,8 @@ export interface CorrectionNotice {
   retryFileError?: string;
 }
 
-const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-
 function columnsOf(v: unknown): CorrectionNotice['columns'] {
-  const o = v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  const o = isRecord(v) ? v : {};
   return { reason: textOrNull(o['reason']) ?? '', correction: textOrNull(o['correction']) ?? '' };
 }
 
@@ -56,7 +54,7 @@ export function correctionNoticeOf(data: BatchEventData): CorrectionNotice {
     columns: columnsOf(data['columns']),
     rowsChanged: typeof data['rowsChanged'] === 'number' ? data['rowsChanged'] : rows.length,
     rows: rows.flatMap((r) => {
-      if (r === null || typeof r !== 'object' || Array.isArray(r)) return [];
+      if (!isRecord(r)) return [];
       return [
         {
           line: typeof r['line'] === 'number' ? r['line'] : 0,

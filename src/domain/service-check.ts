@@ -154,8 +154,10 @@ export function shownOutcome(status: string, note: string | null, contradictions
   return { outcome, otherPayouts: report.others };
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+/** A JSON object (not an array), as stored data is read back. */
+export const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+/** A stored text field, or null when it is not one. */
+export const textOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /** Other payouts as stored (a report, an event's row); an entry without its payout and status is left out. */
 export function otherPayoutsOf(v: unknown): OtherPayout[] {
