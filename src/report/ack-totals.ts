@@ -102,7 +102,7 @@ export class AckTotalsAccumulator {
 }
 
 /** The statuses an accepted row may already have ended in when a late ack is written, in the order the ack names them. */
-const ENDED_STATUSES: readonly EndedStatus[] = ['PAID', 'CANCELLED', 'REJECTED', 'DISPUTED'];
+export const ENDED_STATUSES: readonly EndedStatus[] = ['PAID', 'CANCELLED', 'REJECTED', 'DISPUTED'];
 
 const endedPart = (parts: ReadonlyMap<EndedStatus, Part>, s: EndedStatus): [EndedStatus, RowsAndAmount][] => {
   const p = parts.get(s);

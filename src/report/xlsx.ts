@@ -17,7 +17,7 @@ import { writeFileAtomic } from './atomic.js';
 import { readCsvFile, readCsvRecords } from './csv.js';
 import { currencyDecimals } from '../domain/decimals.js';
 import { ReportError } from './errors.js';
-import { batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
+import { ENDED_STATUSES, batchVerdict, type AckCurrencyTotal } from './ack-totals.js';
 import {
   ACK_COLUMNS,
   outboxFileName,
@@ -201,16 +201,16 @@ export function shownWidth(cell: XlsxCellValue): number {
   return n;
 }
 
-/**
- * The Summary columns of an ack's accepted rows already ended when it was written (an ack written late), per status,
- * in the order its totals lines name them.
- */
-const ENDED_COLUMNS: readonly [EndedStatus, string][] = [
-  ['PAID', 'already_paid'],
-  ['CANCELLED', 'already_cancelled'],
-  ['REJECTED', 'already_refused'],
-  ['DISPUTED', 'contradicted'],
-];
+/** The Summary column name of an ack's accepted rows already ended in each status when it was written (late). */
+const ENDED_COLUMN_NAMES: Record<EndedStatus, string> = {
+  PAID: 'already_paid',
+  CANCELLED: 'already_cancelled',
+  REJECTED: 'already_refused',
+  DISPUTED: 'contradicted',
+};
+
+/** Those columns, in the order the ack's totals lines name the statuses. */
+const ENDED_COLUMNS: readonly [EndedStatus, string][] = ENDED_STATUSES.map((s) => [s, ENDED_COLUMN_NAMES[s]]);
 
 function endedColumnTypes(): Record<string, Omit<XlsxColumn, 'header'>> {
   return Object.fromEntries(
