@@ -77,17 +77,17 @@ export function sameRetryBase(a: string, b: string): boolean {
 }
 
 /**
- * What the states of the rows using a candidate reference make of it: `retrying` (one of them was or may be
- * sent and not cancelled: the cancelled row is already being retried, or paid), `free` (unused, or used only
- * by rows never sent and never to be: a retry file dropped and refused gives its reference out again, so two
- * retry files of one cancellation still carry one reference), else `spent` (sent, and cancelled or refused).
- */
-/**
  * Stands for a row's state in a retry round's states when the payout service contradicts the row's recorded outcome
  * (a check owed, a note kept, REFERENCE_TAKEN): it may have been paid, so the round blocks a retry as one under way.
  */
 export const CONTRADICTED_ROUND = 'CONTRADICTED';
 
+/**
+ * What the states of the rows using a candidate reference make of it: `retrying` (one of them was or may be
+ * sent and not cancelled: the cancelled row is already being retried, or paid), `free` (unused, or used only
+ * by rows never sent and never to be: a retry file dropped and refused gives its reference out again, so two
+ * retry files of one cancellation still carry one reference), else `spent` (sent, and cancelled or refused).
+ */
 export function candidateUse(states: readonly string[] | undefined): { use: 'retrying'; state: string } | { use: 'free' | 'spent' } {
   const blocking = states?.find((s) => RETRY_BLOCKING_STATES.has(s) || s === CONTRADICTED_ROUND);
   if (blocking !== undefined) return { use: 'retrying', state: blocking };

@@ -25,6 +25,7 @@ import {
   changedFields,
   conflictMessage,
   NO_RETRY_FILES,
+  REFERENCES_PER_LOOKUP,
   retryPlans,
   sameContentMessage,
   type HoldingRow,
@@ -49,8 +50,6 @@ const VALID = ['READY', 'VALIDATED'];
 
 /** Rows marked per transaction before the acceptance's own: each takes a reason and an error row. */
 const MARKS_PER_RANGE = 5_000;
-/** References one lookup names (SQLite binds at most 32,766 values a statement). */
-const REFERENCES_PER_LOOKUP = 5_000;
 
 /** The columns a check sets on a row it moves (src/store/multi-row-update.ts), after its id. */
 const MARKED_COLUMNS = ['state', 'reason_code', 'reason', 'updated_at'];

@@ -65,10 +65,10 @@ interface Offering {
 export type RetryPlan =
   { kind: 'offered'; reference: string; by: Offering } | { kind: 'retrying'; row: RoundRow } | { kind: 'contradicted'; row: RoundRow };
 
-/** Rounds looked at beyond the holder's own, as the retry file looks ahead (src/report/retry.ts). */
+/** Rounds looked at beyond the holder's own; past them the advice names the retry file, which looks further (src/report/retry.ts). */
 const ROUNDS_AHEAD = 4;
 /** References one lookup names (SQLite binds at most 32,766 values a statement). */
-const REFERENCES_PER_LOOKUP = 5_000;
+export const REFERENCES_PER_LOOKUP = 5_000;
 
 /**
  * A row whose recorded outcome the payout service contradicts or may: a check owed, a note kept, or REFERENCE_TAKEN
