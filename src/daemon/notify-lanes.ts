@@ -13,7 +13,7 @@ interface Lane {
 }
 
 /** The channels to start a loop for and those whose loop ends, from the names configured and those running. */
-export function laneChanges(configured: readonly string[], running: readonly string[]): { start: string[]; end: string[] } {
+function laneChanges(configured: readonly string[], running: readonly string[]): { start: string[]; end: string[] } {
   return { start: configured.filter((n) => !running.includes(n)), end: running.filter((n) => !configured.includes(n)) };
 }
 
