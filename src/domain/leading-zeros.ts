@@ -93,10 +93,10 @@ export function referenceDigits(reference: string): string | null {
 }
 
 /**
- * Whether two references are one as a spreadsheet saves them: other text, the same digits, and one of them with
- * no leading zero (`000123` and `123`). `000123` and `0123` both keep zeros: neither is the other saved again.
+ * Whether two references may be one as a spreadsheet saves them: other text, the same digits (`000123`, `0123`,
+ * `123`). A column of the format `0000` shows `000123`, saved as `123`, as `0123`: zeros lost, yet some kept.
  */
 export function sameButLeadingZeros(a: string, b: string): boolean {
   const digits = referenceDigits(a);
-  return a !== b && digits !== null && digits === referenceDigits(b) && (a === digits || b === digits);
+  return a !== b && digits !== null && digits === referenceDigits(b);
 }

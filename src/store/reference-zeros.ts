@@ -1,10 +1,10 @@
 /**
  * References a spreadsheet made of others: a file of numeric references opened and saved again has `000123` as
  * `123` (a General number cell of an .xlsx reads so too), and dropped again it would pay each row once more under
- * a reference payoutd has never seen. At the acceptance, a valid row whose reference is another's but for leading
- * zeros, one of the two with none (src/domain/leading-zeros.ts, sameButLeadingZeros), is refused: against a row
- * holding its reference in another batch or waiting in a file being read (VALIDATED), or any row of its own
- * file. Both ways: `000123` after `123` too.
+ * a reference payoutd has never seen (and a column of the format `0000` reads `0123`). At the acceptance, a valid
+ * row whose reference is another's but for leading zeros (src/domain/leading-zeros.ts, sameButLeadingZeros) is
+ * refused: against a row holding its reference in another batch or waiting in a file being read (VALIDATED), or
+ * any row of its own file. Every way: `000123` after `123`, or after `0123`, too.
  *
  * Each row of an all-digit reference keeps those digits (reference_digits, migration 0040), so this is a probe
  * of an index per such row, never a read of other references. It needs no transaction of the acceptance's: of
@@ -59,7 +59,7 @@ export async function hasDigitReferences(db: Database, batchId: string): Promise
 
 /**
  * The pairs of the batch's valid rows on `range`'s lines: each with a row of another batch holding its reference,
- * or with any other row of the batch, whose reference is the same digits, one of the two without leading zeros.
+ * or with any other row of the batch, whose reference is the same digits but for leading zeros.
  */
 async function pairsOf(trx: Database, batchId: string, range: LineRange): Promise<ZerosPair[]> {
   const q = trx('payouts as p')
@@ -74,7 +74,6 @@ async function pairsOf(trx: Database, batchId: string, range: LineRange): Promis
     .whereNotNull('o.reference_digits')
     .whereIn('p.state', VALID)
     .andWhere('p.line', '>', range.after)
-    .whereRaw('(p.merchant_reference_id = p.reference_digits or o.merchant_reference_id = o.reference_digits)')
     .andWhere((w) => void w.where('o.batch_id', batchId).orWhereIn('o.state', HOLDING_OR_WAITING))
     .select(
       'p.id',
@@ -123,9 +122,10 @@ function byStanding(a: ZerosPair, b: ZerosPair): number {
   return RANK[standingOf(a)] - RANK[standingOf(b)] || Number(a.other_id) - Number(b.other_id);
 }
 
-/** `is 000123 without its leading zeros` (the reference has none), or `is 123 with leading zeros added`. */
-function butForZeros(reference: string, other: string): string {
-  return `is ${other} ${referenceDigits(reference) === reference ? 'without its leading zeros' : 'with leading zeros added'}`;
+/** How `reference` differs from `other`, of the same digits: it lost all, or some, of its leading zeros, or gained some. */
+function zerosChange(reference: string, other: string): string {
+  if (reference.length > other.length) return 'with leading zeros added';
+  return referenceDigits(reference) === reference ? 'without its leading zeros' : 'with fewer leading zeros';
 }
 
 const SPREADSHEET = 'a spreadsheet drops the leading zeros of a number when a file is opened and saved, so';
@@ -134,7 +134,7 @@ const ANOTHER = 'if it is another payout, give it a reference that is not the sa
 /** Why a row is refused for a reference of another batch that is the same digits but for leading zeros, and what to do. */
 function earlierZerosMessage(reference: string, held: ZerosPair): string {
   const place = placeIn(held.other_file, held.other_line, held.other_batch, held.other_received_at);
-  const same = `the reference ${reference} ${butForZeros(reference, held.other_reference)}, the reference of ${place}`;
+  const same = `the reference ${reference} is ${held.other_reference} ${zerosChange(reference, held.other_reference)}, the reference of ${place}`;
   switch (standingOf(held)) {
     case 'paid':
       return `${same}, which is PAID; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, nothing to do, it was paid; ${ANOTHER}`;
@@ -157,8 +157,8 @@ function earlierZerosMessage(reference: string, held: ZerosPair): string {
  */
 export function inFileZerosMessage(reference: string, others: readonly { reference: string; line: number }[]): string {
   const sorted = [...others].sort((a, b) => a.line - b.line);
-  const named = `${sorted.map((o) => `${o.reference} on line ${o.line}`).join(', ')} of this file`;
-  return `the reference ${reference} ${butForZeros(reference, named)}; ${SPREADSHEET} these rows are taken for one payout and none of them is paid: if they are one payout, delete the rows that repeat it; if they are different payouts, give them references that are not the same digits`;
+  const named = sorted.map((o) => `${o.reference} on line ${o.line} of this file ${zerosChange(reference, o.reference)}`);
+  return `the reference ${reference} is ${named.join(', and ')}; ${SPREADSHEET} these rows are taken for one payout and none of them is paid: if they are one payout, delete the rows that repeat it; if they are different payouts, give them references that are not the same digits`;
 }
 
 /**

@@ -1,10 +1,10 @@
 /**
  * The acceptance's check of references a spreadsheet stripped of their leading zeros, on a real database of
  * either engine (SQLite in test/store, PostgreSQL in test/postgres): a valid row whose reference is the digits of
- * another batch's held reference but for leading zeros, one of the two with none (`123` after `000123`, `000777`
- * after `777`), is refused before anything is sent (DUPLICATE, LEADING_ZEROS_LOST), naming that row; two such
- * rows of one file are both refused (INVALID). References that both keep zeros, or are not all digits, pass. Rows
- * stored before migration 0040 are found as those stored after.
+ * another batch's held reference but for leading zeros (`123` after `000123`, `000777` after `777`, `042` after
+ * `0042`), is refused before anything is sent (DUPLICATE, LEADING_ZEROS_LOST), naming that row; two such rows of
+ * one file are both refused (INVALID). References that are not all digits pass. Rows stored before migration 0040
+ * are found as those stored after.
  */
 import { expect, it } from 'vitest';
 import type { Database } from '../../src/store/db.js';
@@ -28,13 +28,12 @@ export async function checkZerosLost(db: Database): Promise<void> {
   await reading(db, 'AGAIN', 'pay-excel.csv', ['123', '124', '000777', '042', '43', '000555', '555', 'ABC-1', '98765', '888']);
   const verdict = await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6, undefined, COLUMN);
 
-  expect(verdict).toMatchObject({ accepted: true, readyCount: 4, invalidCount: 2, duplicateCount: 4 });
+  expect(verdict).toMatchObject({ accepted: true, readyCount: 3, invalidCount: 2, duplicateCount: 5 });
   expect(await rowsOf(db, 'AGAIN')).toEqual([
     ['123', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
     ['124', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
     ['000777', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
-    // Both keep zeros: neither is the other saved again.
-    ['042', 'READY', null],
+    ['042', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
     ['43', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
     ['000555', 'INVALID', 'LEADING_ZEROS_LOST'],
     ['555', 'INVALID', 'LEADING_ZEROS_LOST'],
@@ -64,6 +63,7 @@ export async function checkZerosLost(db: Database): Promise<void> {
     [2, 'LEADING_ZEROS_LOST'],
     [3, 'LEADING_ZEROS_LOST'],
     [4, 'LEADING_ZEROS_LOST'],
+    [5, 'LEADING_ZEROS_LOST'],
     [6, 'LEADING_ZEROS_LOST'],
     [7, 'LEADING_ZEROS_LOST'],
     [8, 'LEADING_ZEROS_LOST'],
@@ -71,6 +71,35 @@ export async function checkZerosLost(db: Database): Promise<void> {
   expect(errors[0]).toMatchObject({ column: 'Reference', columnIndex: 0, field: 'merchantReferenceId' });
   // The earlier rows are left as they were.
   expect((await rowsOf(db, 'FIRST')).map(([, state]) => state)).toEqual(['PAID', 'PENDING', 'CANCELLED', 'PAID', 'DUPLICATE', 'PAID']);
+}
+
+/**
+ * References that both keep zeros, some of them lost or added (a column of the format `0000` shows `000123`, saved
+ * as `123`, as `0123`): the same digits, so refused as one without any, each way and within the file.
+ */
+export async function checkZerosChanged(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [
+    ['000123', 'PAID'],
+    ['0456', 'PAID'],
+  ]);
+  await reading(db, 'AGAIN', 'pay-0000.csv', ['0123', '000456', '0077', '00077', '077']);
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6)).toMatchObject({ accepted: false, duplicateCount: 2, invalidCount: 3 });
+  expect(await rowsOf(db, 'AGAIN')).toEqual([
+    ['0123', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    ['000456', 'DUPLICATE', 'LEADING_ZEROS_LOST'],
+    ['0077', 'INVALID', 'LEADING_ZEROS_LOST'],
+    ['00077', 'INVALID', 'LEADING_ZEROS_LOST'],
+    ['077', 'INVALID', 'LEADING_ZEROS_LOST'],
+  ]);
+  const place = (line: number): string => `the reference of line ${line} of "pay.csv" (batch FIRST, ${RECEIVED}), which is PAID;`;
+  expect(await reasonOf(db, 'AGAIN', 2)).toContain(`the reference 0123 is 000123 with fewer leading zeros, ${place(2)}`);
+  expect(await reasonOf(db, 'AGAIN', 3)).toContain(`the reference 000456 is 0456 with leading zeros added, ${place(3)}`);
+  expect(await reasonOf(db, 'AGAIN', 4)).toContain(
+    'the reference 0077 is 00077 on line 5 of this file with fewer leading zeros, and 077 on line 6 of this file with leading zeros added;',
+  );
+  expect(await reasonOf(db, 'AGAIN', 6)).toContain(
+    'the reference 077 is 0077 on line 4 of this file with fewer leading zeros, and 00077 on line 5 of this file with fewer leading zeros;',
+  );
 }
 
 /** What a row refused for a row of `file`, being read at the same time, says to do. */
@@ -205,6 +234,8 @@ export async function checkStoredBefore0040(db: Database): Promise<void> {
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
 export function referenceZerosChecks(store: { readonly db: Database }): void {
   it('refuses a reference that is an earlier one but for leading zeros, either way, and both in one file', () => checkZerosLost(store.db));
+  it('refuses a reference that is another with some leading zeros lost or added, either way, and in one file', () =>
+    checkZerosChanged(store.db));
   it('says to use a new reference after a REJECTED row', () => checkAfterRejected(store.db));
   it('refuses one held by a file being read at the same time, saying so', () => checkHeldByFileBeingRead(store.db));
   it('counts a row waiting in a file being read as holding its digits', () => checkHeldByWaitingRow(store.db));

@@ -18,12 +18,13 @@ describe('references but for leading zeros', () => {
     ]);
   });
 
-  it('pairs two spellings of the same digits when one has no leading zero, either way', () => {
+  it('pairs two spellings of the same digits, either way, some zeros kept or none', () => {
     expect(sameButLeadingZeros('123', '000123')).toBe(true);
     expect(sameButLeadingZeros('000123', '123')).toBe(true);
     expect(sameButLeadingZeros('0', '000')).toBe(true);
-    // Both keep zeros: neither is the other saved again by a spreadsheet.
-    expect(sameButLeadingZeros('0123', '000123')).toBe(false);
+    // A column of the format `0000` shows `000123`, saved as `123`, as `0123`.
+    expect(sameButLeadingZeros('0123', '000123')).toBe(true);
+    expect(sameButLeadingZeros('000123', '0123')).toBe(true);
     expect(sameButLeadingZeros('123', '123')).toBe(false);
     expect(sameButLeadingZeros('123', '1230')).toBe(false);
     expect(sameButLeadingZeros('A123', '0123')).toBe(false);
