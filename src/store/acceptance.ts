@@ -20,7 +20,7 @@ import { inLineRanges, type LineRange } from './payouts.js';
 import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
-import { placeIn } from './row-place.js';
+import { ifNotPaidBy, placeIn } from './row-place.js';
 import {
   changedFields,
   conflictMessage,
@@ -244,11 +244,10 @@ async function markEarlierReferences(
     const code = same || pruned ? 'DUPLICATE_REFERENCE' : 'REFERENCE_CONFLICT';
     // Another file being read at the same time holds it from its insert; whether that file is accepted is not known yet.
     const undecided = isBeingRead(c.other_batch_state);
-    const file = JSON.stringify(c.other_file);
     const earlier = placeIn(c.other_file, c.other_line, c.other_batch, c.other_received_at);
     const reference = `the reference ${c.merchant_reference_id}`;
     const message = undecided
-      ? `${reference} is held by ${earlier}, a file being read at the same time; this row is not paid by this file: if ${file} is rejected, neither file pays it, so send this row again then`
+      ? `${reference} is held by ${earlier}, a file being read at the same time; this row is not paid by this file: ${ifNotPaidBy(c.other_file)}`
       : pruned
         ? `${reference} was already used by ${earlier}, finished long ago (its details are no longer kept); this row is not paid: give it its own reference if it is a new payout`
         : same

@@ -16,7 +16,7 @@ import { isBeingRead, REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { referenceDigits } from '../domain/leading-zeros.js';
 import { isPostgres, type Database } from './db.js';
 import type { LineRange } from './payouts.js';
-import { placeIn } from './row-place.js';
+import { ifNotPaidBy, placeIn } from './row-place.js';
 
 /**
  * Rows of other batches a row is checked against: those holding their reference, and those of a file being read
@@ -147,7 +147,7 @@ function earlierZerosMessage(reference: string, held: ZerosPair): string {
       return `${same}, which is ${held.other_state}; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, see how it ended in that batch's result file, and retry it from its retry file (payoutd retry-file --batch ${held.other_batch}); ${ANOTHER}`;
     // Both rows may be refused, each checked while the other held its digits: the message says so.
     case 'being read':
-      return `${same}, a file being read at the same time; ${SPREADSHEET} this row is taken for that row and not paid by this file: if that row is not paid by ${JSON.stringify(held.other_file)} (its file rejected, or the row refused too: see its ack), send this row again; ${ANOTHER}`;
+      return `${same}, a file being read at the same time; ${SPREADSHEET} this row is taken for that row and not paid by this file: ${ifNotPaidBy(held.other_file)}; ${ANOTHER}`;
   }
 }
 

@@ -9,3 +9,11 @@ function receivedText(ms: number | string): string {
 export function placeIn(file: string, line: number, batchId: string, receivedAt: number | string): string {
   return `line ${line} of ${JSON.stringify(file)} (batch ${batchId}, received ${receivedText(receivedAt)})`;
 }
+
+/**
+ * What a row refused for a row of `file`, a file being read at the same time, says to do. That row may be refused
+ * while its file is accepted, so a rejected file is not the only way neither pays it.
+ */
+export function ifNotPaidBy(file: string): string {
+  return `if that row is not paid by ${JSON.stringify(file)} (its file rejected, or the row refused too: see its ack), send this row again`;
+}

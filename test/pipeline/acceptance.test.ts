@@ -303,7 +303,11 @@ describe('pipeline: references held from the read', () => {
     expect(clash?.reason).toContain(
       `held by line 2 of "${reading}.csv" (batch ${reading}, received 2026-01-05 09:00 UTC), a file being read at the same time`,
     );
-    expect(clash?.reason).toContain('neither file pays it');
+    // That row may be refused while its file is accepted: the reason does not say only a rejected file leaves it unpaid.
+    expect(clash?.reason).toContain(
+      `this row is not paid by this file: if that row is not paid by "${reading}.csv" (its file rejected, or the row refused too: see its ack), send this row again`,
+    );
+    expect(clash?.reason).not.toContain('neither file pays it');
 
     const verdict = await acceptBatchRows(p.db, reading, 'skip-rows', p.clock.now());
     expect(verdict).toMatchObject({ accepted: true, readyCount: 2 });
