@@ -8,6 +8,8 @@ import type { Knex } from 'knex';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { getBatch, type BatchRecord } from './batches.js';
 import { readyRowsNotSubmitted } from './holds.js';
+import { moneyOf } from './request-fields.js';
+import type { RowState } from '../domain/lifecycle.js';
 import type { BatchHold } from '../domain/holds.js';
 import { Decimal, decimalText } from '../domain/money.js';
 
@@ -98,19 +100,33 @@ export async function listApprovalEntries(db: Database | Knex.Transaction, batch
   return rows.map(fromRow);
 }
 
-/** A row of the batch (`batches` of the outer query) was sent: a create tried, or a payout of it known (anyRowSent). */
-function rowSent(db: Knex.Transaction | Database): Knex.QueryBuilder {
-  return db('payouts')
-    .select(db.raw('1'))
-    .whereRaw('payouts.batch_id = batches.id')
-    .andWhere((q) => q.where('payouts.create_attempts', '>', 0).orWhereNotNull('payouts.payout_id'));
+/**
+ * The rows of a cancelled batch that were or may have been sent: a create tried (or a payout known) and not since
+ * proven never received. CREATING and UNKNOWN may still be paid; PENDING, PAID, CANCELLED and REJECTED reached
+ * the service (REJECTED at intake, over a row limit, never did: no create). READY and NOT_SUBMITTED are never sent.
+ */
+function mayHaveBeenSent(q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q
+    .whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[])
+    .andWhere((w) => w.where('create_attempts', '>', 0).orWhereNotNull('payout_id'));
+}
+
+type CountedBatch = { id: string; cancelled_at: number | string | null; approval_figures_json: string | null; totals_json: string | null };
+
+/**
+ * What a batch counts in the 24-hour total per payout currency: the totals it was let go with, or once an
+ * operator cancelled it only its rows that were or may have been sent (the others will never be paid).
+ */
+async function countedTotals(trx: Knex.Transaction | Database, b: CountedBatch): Promise<Record<string, string>> {
+  if (b.cancelled_at !== null) return (await moneyOf(trx, b.id, mayHaveBeenSent)).payoutTotals();
+  if (b.approval_figures_json) return (JSON.parse(b.approval_figures_json) as { totals: Record<string, string> }).totals;
+  return b.totals_json ? (JSON.parse(b.totals_json) as Record<string, string>) : {};
 }
 
 /**
  * What the batches let go in the last 24 hours (from `since`), and those still being paid, add up to per
- * payout currency, the batch `excludeId` aside: the totals each counted when it was let go (conservative: a
- * row cancelled since still counts). Batches from before approval was in use count their file's totals. A batch
- * an operator cancelled before any of its rows was sent let nothing go and is left out.
+ * payout currency, the batch `excludeId` aside (countedTotals). Batches from before approval was in use count
+ * their file's totals.
  */
 export async function rollingTotals(trx: Knex.Transaction | Database, since: number, excludeId: string): Promise<Record<string, string>> {
   const rows = (await trx('batches')
@@ -126,16 +142,12 @@ export async function rollingTotals(trx: Knex.Transaction | Database, since: num
             .andWhere((x) => x.where('state', 'ACTIVE').orWhere((y) => y.where('state', 'COMPLETE').andWhere('accepted_at', '>=', since))),
         ),
     )
-    .andWhere((w) => w.whereNull('cancelled_at').orWhereExists(rowSent(trx)))
-    .select('approval_figures_json', 'totals_json')) as { approval_figures_json: string | null; totals_json: string | null }[];
+    .select('id', 'cancelled_at', 'approval_figures_json', 'totals_json')) as CountedBatch[];
   const sums = new Map<string, Decimal>();
   for (const r of rows) {
-    const totals = r.approval_figures_json
-      ? (JSON.parse(r.approval_figures_json) as { totals: Record<string, string> }).totals
-      : r.totals_json
-        ? (JSON.parse(r.totals_json) as Record<string, string>)
-        : {};
-    for (const [currency, amount] of Object.entries(totals)) sums.set(currency, (sums.get(currency) ?? new Decimal(0)).plus(amount));
+    for (const [currency, amount] of Object.entries(await countedTotals(trx, r))) {
+      sums.set(currency, (sums.get(currency) ?? new Decimal(0)).plus(amount));
+    }
   }
   return Object.fromEntries([...sums].map(([c, d]) => [c, decimalText(d)]));
 }

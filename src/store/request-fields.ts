@@ -58,18 +58,29 @@ export function writtenMoneyAs(db: Database, field: WrittenMoneyField, as: strin
   return db.raw('? as ??', [writtenMoney(db, field, table), as]);
 }
 
-/** The request's currencies and amount of a batch's READY rows, added up (three fields read in SQL, not the whole request). */
-export async function readyMoneyOf(db: Database, batchId: string, pageSize = 10_000): Promise<ReadyMoney> {
+/** The request's currencies and amount of the batch's rows `which` keeps, added up (three fields read in SQL, not the whole request). */
+export async function moneyOf(
+  db: Database,
+  batchId: string,
+  which: (q: Knex.QueryBuilder) => Knex.QueryBuilder,
+  pageSize = 10_000,
+): Promise<ReadyMoney> {
   const field = (f: 'deductionCurrency' | 'payoutCurrency' | 'payoutAmount'): Knex.Raw => db.raw('? as ??', [requestFieldAt(db, f), f]);
-  const ready = () =>
+  const rows = () =>
     db('payouts')
-      .where({ batch_id: batchId, state: 'READY' })
+      .where({ batch_id: batchId })
+      .modify(which)
       .select('line', field('deductionCurrency'), field('payoutCurrency'), field('payoutAmount'));
   const money = new ReadyMoney();
   type Row = { line: number; deductionCurrency: string; payoutCurrency: string; payoutAmount: string };
-  for await (const page of pagesByLine<Row>(ready, pageSize))
+  for await (const page of pagesByLine<Row>(rows, pageSize))
     for (const r of page) money.add(r.deductionCurrency, r.payoutCurrency, r.payoutAmount);
   return money;
+}
+
+/** The money of a batch's READY rows (moneyOf). */
+export function readyMoneyOf(db: Database, batchId: string, pageSize?: number): Promise<ReadyMoney> {
+  return moneyOf(db, batchId, (q) => q.where('state', 'READY'), pageSize);
 }
 
 /** The fee a created payout was charged, with the stablecoin its request deducts. */
