@@ -27,8 +27,9 @@ export async function applyClaimedMoves(
     const current = trx('payouts')
       .whereIn('id', [...claimedUntil.keys()])
       .select('id', 'next_attempt_at');
-    // Locked to the end of the transaction on PostgreSQL; SQLite's write lock is already held.
-    if (isPostgres(db)) void current.forUpdate();
+    // Locked to the end of the transaction on PostgreSQL, in id order as everywhere (lockInIdOrder); SQLite's
+    // write lock is already held.
+    if (isPostgres(db)) void current.orderBy('id').forUpdate();
     const still = new Set<number>();
     for (const r of (await current) as { id: number | string; next_attempt_at: number | string | null }[]) {
       const mark = r.next_attempt_at === null ? null : Number(r.next_attempt_at);
@@ -66,10 +67,10 @@ export async function recordAnswers(db: Database, answers: readonly AnswerMoves[
 }
 
 /**
- * On PostgreSQL, locks the rows about to move in id order first: two instances answering for the same rows
- * in different orders could deadlock; in one order the later waits, then finds the rows moved and skips them.
+ * On PostgreSQL, locks these rows in id order, as every transaction that locks several does first: two locking
+ * the same rows in different orders could deadlock; in one order the later waits, then finds the rows moved.
  */
-async function lockInIdOrder(trx: Knex.Transaction, ids: number[]): Promise<void> {
+export async function lockInIdOrder(trx: Knex.Transaction | Database, ids: readonly number[]): Promise<void> {
   if (!isPostgres(trx) || ids.length < 2) return;
   const sorted = [...new Set(ids)].sort((a, b) => a - b);
   for (let i = 0; i < sorted.length; i += 5000)

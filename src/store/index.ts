@@ -78,6 +78,7 @@ export {
   listDueForPoll,
   listFinishedActiveBatches,
   listStalePending,
+  lockRowsOfReferences,
   nextPollDue,
   oldestPendingCreatedAt,
   pollBatchNow,

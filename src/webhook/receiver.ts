@@ -19,6 +19,7 @@ import {
   type RowHoldingPayout,
   finalRowsNamed,
   forgetWebhookEventsBefore,
+  lockRowsOfReferences,
   markServiceCheck,
   pollSoon,
   reaskUnknownOfReference,
@@ -45,6 +46,12 @@ import { verifyDelivery } from './verify.js';
  */
 export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed[]): Promise<boolean> {
   let wake = false;
+  // Several payouts' rows are locked in id order first: in the event's order, an answer recorded for the same rows
+  // (locked in id order) could hold one this waits for, and PostgreSQL would abort one of the two.
+  await lockRowsOfReferences(
+    db,
+    named.flatMap((n) => n.merchantReferenceId ?? []),
+  );
   for (const n of named) {
     // Without a reference the receiver has said the payout waits for its regular poll.
     if (n.merchantReferenceId === null) continue;
