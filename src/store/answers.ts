@@ -13,27 +13,30 @@ export async function applyRowMoves(db: Database, moves: RowMove[], now: number)
 /**
  * Applies the moves a round decided for rows it claimed by their due time (claimDueRows), only to those still so
  * claimed: a round that outlasted its claim must not apply what it decided from answers older than what another
- * round (another instance's, which may have created the row again since) made of the row. Returns the moves applied.
+ * round (another instance's, which may have created the row again since) made of the row. Nor to a row a webhook
+ * named since (a new poll round): a claim in the event's millisecond sets the same due time again. Returns the
+ * moves applied.
  */
 export async function applyClaimedMoves(
   db: Database,
   moves: RowMove[],
-  claimed: readonly { id: number; nextAttemptAt: number | null }[],
+  claimed: readonly { id: number; nextAttemptAt: number | null; pollRound: number }[],
   now: number,
 ): Promise<RowMove[]> {
   if (moves.length === 0) return [];
-  const claimedUntil = new Map(claimed.map((r) => [r.id, r.nextAttemptAt]));
+  const claims = new Map(claimed.map((r) => [r.id, r]));
   return writeTransaction(db, async (trx) => {
     const current = trx('payouts')
-      .whereIn('id', [...claimedUntil.keys()])
-      .select('id', 'next_attempt_at');
+      .whereIn('id', [...claims.keys()])
+      .select('id', 'next_attempt_at', 'poll_round');
     // Locked to the end of the transaction on PostgreSQL, in id order as everywhere (lockInIdOrder); SQLite's
     // write lock is already held.
     if (isPostgres(db)) void current.orderBy('id').forUpdate();
     const still = new Set<number>();
-    for (const r of (await current) as { id: number | string; next_attempt_at: number | string | null }[]) {
+    for (const r of (await current) as { id: number | string; next_attempt_at: number | string | null; poll_round: number | string }[]) {
       const mark = r.next_attempt_at === null ? null : Number(r.next_attempt_at);
-      if (mark === claimedUntil.get(Number(r.id))) still.add(Number(r.id));
+      const claim = claims.get(Number(r.id));
+      if (mark === claim?.nextAttemptAt && Number(r.poll_round) === claim.pollRound) still.add(Number(r.id));
     }
     return applyMoves(
       trx,

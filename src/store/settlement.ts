@@ -169,9 +169,9 @@ export async function pollSoon(db: Database, named: readonly PayoutNamed[], now:
 
 /**
  * Ask about the reference of a row still waiting on an unknown create outcome at the next reconcile (a webhook named
- * a payout under it). Its due time is set to one no claim set: a reconcile whose query is out applies its answer
- * only while the row keeps the due time its claim set (applyClaimedMoves), so an answer older than the event is
- * dropped. Returns how many rows were made due.
+ * a payout under it), in a new poll round and at a due time no claim set: a reconcile whose query is out applies its
+ * answer only while the row keeps the round and due time its claim saw (applyClaimedMoves), so an answer older than
+ * the event is dropped. Returns how many rows were made due.
  */
 export async function reaskUnknownOfReference(db: Database, merchantReferenceId: string, now: number): Promise<number> {
   return (
@@ -180,6 +180,7 @@ export async function reaskUnknownOfReference(db: Database, merchantReferenceId:
       // Already due: one before it, so each event moves it on and two in one millisecond cannot bring a claim's back.
       .update({
         next_attempt_at: db.raw('CASE WHEN next_attempt_at <= ? THEN next_attempt_at - 1 ELSE CAST(? AS BIGINT) END', [now, now]),
+        poll_round: db.raw('poll_round + 1'),
       })) as number
   );
 }

@@ -18,6 +18,10 @@ describe('an answer on its way back while a webhook about its payout is followed
     await unknownAnswerBeforeWebhook(await startPipeline());
   });
 
+  it('nor when another instance claims the row in the same millisecond as the claim and the event', async () => {
+    await unknownAnswerBeforeWebhook(await startPipeline(), true);
+  });
+
   it('leased claims: a row whose final answer was not recorded is due at once, not after a lease', async () => {
     await droppedAnswerDueAtOnce(await startPipeline());
   });

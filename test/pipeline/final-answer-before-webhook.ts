@@ -12,7 +12,7 @@ import { expect } from 'vitest';
 import { PayoutApiClient } from '../../src/api/index.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import { SettlementPoller, type PollerOptions } from '../../src/poll/index.js';
-import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
+import { claimDueRows, claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import { deliver, receiverLines } from '../webhook/final-rows-world.js';
 import { PATH, startReceiver, type Harness } from '../webhook/helpers.js';
@@ -44,11 +44,22 @@ async function heldQuery(p: Pipeline): Promise<HeldQuery> {
   return { h, proxy, client: new PayoutApiClient({ ...p.clientOptions, baseUrl: proxy.url }), answer, release };
 }
 
-/** Once the held answer says PAID: the service reverses the payout and its event is followed up, then the answer lands. */
-async function reversedWhileHeld(p: Pipeline, held: HeldQuery, pass: Promise<unknown>, payoutId: string, ref: string): Promise<void> {
+/**
+ * Once the held answer says PAID: the service reverses the payout and its event is followed up (then `meanwhile`
+ * runs), then the answer lands.
+ */
+async function reversedWhileHeld(
+  p: Pipeline,
+  held: HeldQuery,
+  pass: Promise<unknown>,
+  payoutId: string,
+  ref: string,
+  meanwhile?: () => Promise<unknown>,
+): Promise<void> {
   expect(await held.answer).toContain('"status":"PAID"');
   expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
   await deliver(held.h, { payoutId, merchantReferenceId: ref, status: 'CANCELLED' });
+  await meanwhile?.();
   held.release();
   await pass;
 }
@@ -83,7 +94,11 @@ export async function finalAnswerBeforeWebhook(p: Pipeline, poller: Partial<Poll
   }
 }
 
-export async function unknownAnswerBeforeWebhook(p: Pipeline): Promise<void> {
+/**
+ * With `claimedAgain`, another instance claims the row in the same millisecond as the claim and the event, so the
+ * row's due time is again the one the first claim set: only the event's round tells the answer is older.
+ */
+export async function unknownAnswerBeforeWebhook(p: Pipeline, claimedAgain = false): Promise<void> {
   const batchId = await p.insertReadyBatch([payoutRequest('UA-1')]);
   // The create reaches the service, but its answer is never recorded: at the next start the row is UNKNOWN.
   const [claimed] = await claimReadyRows(p.db, 10, p.clock.now());
@@ -92,12 +107,19 @@ export async function unknownAnswerBeforeWebhook(p: Pipeline): Promise<void> {
   expect(await markInterruptedCreatesUnknown(p.db, p.clock.now())).toBe(1);
   const held = await heldQuery(p);
   try {
-    await reversedWhileHeld(p, held, submitterVia(p, held.client).runOnce(p.signal), payoutId, 'UA-1');
+    const leaseMs = p.submitterOptions.reconcileLeaseMs ?? p.submitterOptions.claimant.leaseMs;
+    const claimAgain = async (): Promise<void> => {
+      expect(await claimDueRows(p.db, 'UNKNOWN', 'next_attempt_at', p.clock.now(), 10, leaseMs)).toHaveLength(1);
+    };
+    const pass = submitterVia(p, held.client).runOnce(p.signal);
+    await reversedWhileHeld(p, held, pass, payoutId, 'UA-1', claimedAgain ? claimAgain : undefined);
 
-    // Read before the event, the answer settles nothing: the row stays UNKNOWN, due for a query of its reference now.
+    // Read before the event, the answer settles nothing: the row stays UNKNOWN, due for a query of its reference now
+    // (or once the other instance's claim runs out).
     const row = await p.row('UA-1');
     expect(row.state).toBe('UNKNOWN');
     expect(row.payoutId).toBeNull();
+    if (claimedAgain) p.clock.advance(leaseMs);
     expect(row.nextAttemptAt).toBeLessThanOrEqual(p.clock.now());
     expect(await p.events('UA-1')).not.toContain('reconciled-found');
     expect((await receiverLines(held.h, 'UA-1')).map((l) => l['msg'])).toContain(

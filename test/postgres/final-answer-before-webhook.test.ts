@@ -20,6 +20,10 @@ describe.skipIf(!pgReachable)('postgres: an answer on its way back while a webho
     await unknownAnswerBeforeWebhook(await startPipeline({ database: latestSchema(schema) }));
   });
 
+  it('nor when another instance claims the row in the same millisecond as the claim and the event', async () => {
+    await unknownAnswerBeforeWebhook(await startPipeline({ database: latestSchema(schema) }), true);
+  });
+
   it('leased claims: a row whose final answer was not recorded is due at once, not after a lease', async () => {
     await droppedAnswerDueAtOnce(await startPipeline({ database: latestSchema(schema) }));
   });
