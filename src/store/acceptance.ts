@@ -785,11 +785,12 @@ export async function activateReadBatch(
   reader: string,
 ): Promise<number> {
   return writeTransaction(db, async (trx) => {
-    const cancelledRows = await rowsCancelledOnAcceptance(trx, batchId);
-    const accepted = cancelledRows === null ? { patch, event } : cancelledAcceptance(patch, event, cancelledRows);
+    const cancel = await rowsCancelledOnAcceptance(trx, batchId);
+    const accepted = cancel === null ? { patch, event } : cancelledAcceptance(patch, event, cancel.rows);
     await updateBatch(trx, batchId, accepted.patch, now, undefined, reader);
     await recordBatchEvent(trx, { at: now, ...accepted.event, batchId });
-    const cancelled = await cancelOnAcceptance(trx, batchId, now);
+    // The batch as read serves the cancel's work: the acceptance's patch changes nothing that work reads.
+    const cancelled = cancel === null ? 0 : await cancelOnAcceptance(trx, cancel.batch, now);
     if (cancelled > 0) await trx('batches').where({ id: batchId }).update({ ack_written_at: null });
     return cancelled;
   });

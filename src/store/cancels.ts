@@ -189,19 +189,20 @@ async function batchRowCount(trx: Database, batchId: string): Promise<number> {
 
 /**
  * The rows an operator's cancel of a batch being read stops, counted as the batch is made ACTIVE (before the move's
- * cancelOnAcceptance): those made NOT_SUBMITTED for it already, and those READY it makes so. Null: not cancelled.
+ * cancelOnAcceptance, given the batch read here): those made NOT_SUBMITTED for it already, and those READY it makes
+ * so. Null: not cancelled.
  */
-export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, batchId: string): Promise<number | null> {
+export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, id: string): Promise<{ rows: number; batch: BatchRecord } | null> {
   // PostgreSQL: the batch row is locked before its cancel is looked for, so a cancel committing now is waited for
   // and seen, not missed by a plain read and then overwritten by the acceptance. SQLite has one writer.
-  if (isPostgres(trx)) await trx('batches').where({ id: batchId }).forUpdate().select('id');
-  const batch = await getBatch(trx, batchId);
+  if (isPostgres(trx)) await trx('batches').where({ id }).forUpdate().select('id');
+  const batch = await getBatch(trx, id);
   if (batch?.cancelledAt == null) return null;
   const [r] = (await trx('payouts')
-    .where({ batch_id: batchId })
+    .where({ batch_id: id })
     .andWhere((w) => w.where({ state: 'READY' }).orWhere({ state: 'NOT_SUBMITTED', reason_code: operatorCancel('').code }))
     .count({ n: '*' })) as { n: number | string }[];
-  return Number(r?.n ?? 0);
+  return { rows: Number(r?.n ?? 0), batch };
 }
 
 /**
@@ -209,10 +210,10 @@ export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, batchId: 
  * transaction (the one that makes its rows READY, the one that makes it ACTIVE), so no row of it is left READY
  * once accepted and none is ever claimed. How many rows it made NOT_SUBMITTED (0 for a batch not cancelled).
  */
-export async function cancelOnAcceptance(trx: Knex.Transaction, batchId: string, now: number): Promise<number> {
-  const batch = await getBatch(trx, batchId);
+export async function cancelOnAcceptance(trx: Knex.Transaction, of: string | BatchRecord, now: number): Promise<number> {
+  const batch = typeof of === 'string' ? await getBatch(trx, of) : of;
   if (batch?.cancelledAt == null) return 0;
-  return cancelWork(trx, batch, batch.cancelReason ?? 'cancelled by an operator', now, await cancelledBy(trx, batchId));
+  return cancelWork(trx, batch, batch.cancelReason ?? 'cancelled by an operator', now, await cancelledBy(trx, batch.id));
 }
 
 /** Rows of cancelled batches back in READY since the cancel, made NOT_SUBMITTED for its reason; how many. */
