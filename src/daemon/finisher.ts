@@ -377,24 +377,21 @@ export class BatchFinisher {
       if (outbox.stopping()) throw err;
       logger.error({ batchId: batch.id, err: safeError(err) }, 'the .xlsx beside a corrected result file was not written (the CSV was)');
     }
-    let retry: RetryCorrection | null = null;
-    let retryFailed = false;
-    try {
-      retry = await outbox.writeCorrectionRetry(batch, n, files.changes);
-    } catch (err) {
+    const retry = await outbox.writeCorrectionRetry(batch, n, files.changes).catch((err: unknown): typeof RETRY_FILE_NOT_WRITTEN => {
       if (outbox.stopping()) throw err;
-      retryFailed = true;
       logger.error(
         { batchId: batch.id, err: safeError(err) },
         'the retry file of a corrected result file was not written (the corrected result file was): ' +
           'write one with payoutd retry-file before retrying its CANCELLED rows',
       );
-    }
+      return RETRY_FILE_NOT_WRITTEN;
+    });
     const told = files.changes.slice(0, CORRECTED_ROWS_TOLD).map((c) => c.id);
-    const data = correctedEventData(files, retryFailed ? RETRY_FILE_NOT_WRITTEN : retry, await contradictionsOf(db, told));
+    const data = correctedEventData(files, retry, await contradictionsOf(db, told));
     // Counted once with its event: written again after a stop, or seen by a later pass, it is not announced again.
     await recordCorrectionWritten(db, batch.id, n, clock.now(), data);
-    if (retry !== null) this.tellRetry(batch, retry.extras.retry);
+    const written = retry === RETRY_FILE_NOT_WRITTEN ? null : retry;
+    if (written !== null) this.tellRetry(batch, written.extras.retry);
     logger.warn(
       {
         batchId: batch.id,
@@ -402,11 +399,11 @@ export class BatchFinisher {
         resultFile: files.path,
         supersedes: files.previous,
         rows: files.changes.map((c) => ({ line: c.line, merchantReferenceId: c.merchantReferenceId, note: c.change })),
-        ...(retry !== null ? { retryFile: retry.extras.retry?.path ?? null, removed: retry.removed } : {}),
+        ...(written !== null ? { retryFile: written.extras.retry?.path ?? null, removed: written.removed } : {}),
       },
       `a finished batch's result file corrected: ${basename(files.path)} supersedes ${files.previous} (${changesText(files.changes)}); ` +
         'its statuses and amounts are unchanged: book it as a correction of that file, not as a new result (payoutd status --batch)' +
-        (retry !== null ? `; ${retryText(retry)}` : ''),
+        (written !== null ? `; ${retryText(written)}` : ''),
     );
   }
   /** Writes every ack or result file that should exist and does not, except for batches the intake still owns. */
