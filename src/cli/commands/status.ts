@@ -83,8 +83,7 @@ function totals(b: BatchRecord): string {
 }
 
 /** What an operator should know about a batch at a glance (`serviceNoted`: its rows the payout service contradicts). */
-function noteOf(b: BatchRecord, serviceNoted: number): string {
-  const corrected = b.resultCorrectionsWritten ?? 0;
+function noteOf(b: BatchRecord, serviceNoted: number, corrected: number): string {
   return [
     serviceNoted > 0 ? `SERVICE CONTRADICTS ${serviceNoted} row(s): do not pay them again, see --batch` : '',
     corrected > 0 ? `RESULT CORRECTED ${corrected} time(s) since it finished: book the corrections, see --batch` : '',
@@ -296,7 +295,7 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
               .join(' '),
             totals(b),
             duration(now - b.receivedAt),
-            noteOf(b, noted.get(b.id) ?? 0),
+            noteOf(b, noted.get(b.id) ?? 0, v.resultCorrections),
           ];
         }),
       ),
@@ -308,8 +307,9 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
     }
     if (batchId && rows[0]) {
       const b = rows[0].b;
+      const v = views[0] as BatchView;
       if (b.holdReason) {
-        const since = views[0]?.hold?.since;
+        const since = v.hold?.since;
         print(`\nheld${since ? ` since ${since}` : ''}: ${b.holdReason}`);
       }
       if (b.cancelledAt != null) {
@@ -355,10 +355,9 @@ export async function status(config: ResolvedConfig, batchId: string | undefined
       } else {
         print(`\noutbox files: ${files}`);
         // A correction recorded and not yet written is not named: its file is not in the outbox yet.
-        const corrections = b.resultCorrectionsWritten ?? 0;
-        if (corrections > 0) {
+        if (v.resultCorrections > 0) {
           print(
-            `  latest result: ${config.paths.outbox}/${resultFileName(outboxName(b), corrections)}, correction ${corrections} of the result ` +
+            `  latest result: ${config.paths.outbox}/${resultFileName(outboxName(b), v.resultCorrections)}, correction ${v.resultCorrections} of the result ` +
               "file: a row's note changed since (its correction column says which), no status or amount did",
           );
         }
