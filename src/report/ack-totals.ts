@@ -194,7 +194,7 @@ function lateWords(verdict: 'ACCEPTED' | 'PARTLY_ACCEPTED', byEnd: { ended: Set<
     : `this acknowledgement was written late, after some rows had ended: ${clauses}; the rejected rows are not paid (see each row)`;
 }
 
-function verdictWords(verdict: BatchVerdict, holdCode: HoldCode | undefined, currencies: readonly AckCurrencyTotal[] = []): string {
+function verdictWords(verdict: BatchVerdict, holdCode: HoldCode | undefined, currencies: readonly AckCurrencyTotal[]): string {
   if (verdict === 'ACCEPTED' || verdict === 'PARTLY_ACCEPTED') {
     const byEnd = acceptedRowsByEnd(currencies);
     if (byEnd.ended.size > 0) return lateWords(verdict, byEnd);
@@ -223,20 +223,6 @@ export function ackMoneyText(t: AckCurrencyTotal, overrides?: Readonly<Record<st
   return `${t.currency || 'no currency'}: ${money(t)} (accepted ${money(t.accepted)}; rejected ${money(t.rejected)}${ended}${notSummed})`;
 }
 
-/**
- * The words of one currency's totals line. `all`: every currency's totals, as the verdict's words speak of the
- * whole batch (rows already ended in any currency).
- */
-export function ackTotalText(
-  t: AckCurrencyTotal,
-  verdict: BatchVerdict,
-  overrides?: Readonly<Record<string, number>>,
-  holdCode?: HoldCode,
-  all: readonly AckCurrencyTotal[] = [t],
-): string {
-  return `${ackMoneyText(t, overrides)}. Batch ${verdict}: ${verdictWords(verdict, holdCode, all)}`;
-}
-
 /** The totals lines an ack starts with: one per currency, or one saying no row was read. */
 export function ackTotalsRecords(
   identity: Pick<BatchIdentity, 'batchId' | 'fileName'>,
@@ -244,7 +230,9 @@ export function ackTotalsRecords(
   overrides?: Readonly<Record<string, number>>,
 ): string[][] {
   const lead = (text: string): string[] => [identity.batchId, identity.fileName, '', '', TOTAL_VERDICT, text];
-  const { verdict, holdCode } = totals;
-  if (totals.currencies.length === 0) return [lead(`no rows read. Batch ${verdict}: ${verdictWords(verdict, holdCode)}`)];
-  return totals.currencies.map((t) => lead(ackTotalText(t, verdict, overrides, holdCode, totals.currencies)));
+  const { verdict, holdCode, currencies } = totals;
+  // The verdict's words speak of the whole batch (rows already ended in any currency): the same on every line.
+  const words = `Batch ${verdict}: ${verdictWords(verdict, holdCode, currencies)}`;
+  if (currencies.length === 0) return [lead(`no rows read. ${words}`)];
+  return currencies.map((t) => lead(`${ackMoneyText(t, overrides)}. ${words}`));
 }
