@@ -83,13 +83,6 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
   return wake;
 }
 
-/** The default follow-up on its own (outside a delivery): followUpNamed, then wake the poller if it has work. */
-export function pollSoonAndWake(db: Database, clock: Clock, logger: Logger, wake?: () => void): (named: PayoutNamed[]) => Promise<void> {
-  return async (named) => {
-    if (await followUpNamed(db, clock, logger, named)) wake?.();
-  };
-}
-
 /** The event's status as notes and logs write it. */
 function reportedOf(event: PayoutNamed): string {
   return event.status ?? 'no status';

@@ -14,7 +14,7 @@ import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { REFERENCE_TAKEN_WHILE_CHECKED_NOTE } from '../../src/domain/service-check.js';
 import type { PayoutService } from '../../src/domain/payout.js';
 import { SettlementPoller } from '../../src/poll/index.js';
-import { pollSoonAndWake } from '../../src/webhook/receiver.js';
+import { followUpNamed } from '../../src/webhook/receiver.js';
 import { PayoutSubmitter } from '../../src/submit/index.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import {
@@ -211,7 +211,7 @@ describe('a reference check a webhook made owed of a PENDING row its poll finds 
     await p.client.createPayout({ ...OTHERS, merchantReferenceId: 'FX-8' });
     const batchId = await p.insertReadyBatch([payoutRequest('FX-8')]);
     await p.submit();
-    await pollSoonAndWake(p.db, p.clock, p.logger)([{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
     expect(await p.row('FX-8')).toMatchObject({ state: 'PENDING', serviceCheck: 'REFERENCE' });
     return batchId;
   }
@@ -255,7 +255,7 @@ describe('a reference check a webhook made owed of a PENDING row its poll finds 
     p.clock.advance(p.pollerOptions.maxIntervalMs);
     const pass = poller.runPass(p.signal);
     await waitFor(() => held.reached(), 'the poll on the wire');
-    await pollSoonAndWake(p.db, p.clock, p.logger)([{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
     held.open();
     await pass;
     // The check made owed after the claim is asked, and the poll decides again once the claim has run out.

@@ -10,7 +10,7 @@ import { PayoutApiClient } from '../../src/api/index.js';
 import { canonicalStringify, parseLossless } from '../../src/json/index.js';
 import { SettlementPoller } from '../../src/poll/index.js';
 import { migrateToLatest } from '../../src/store/db.js';
-import { pollSoonAndWake } from '../../src/webhook/receiver.js';
+import { followUpNamed } from '../../src/webhook/receiver.js';
 import { startMitm, type Mitm } from '../api/mitm.js';
 import { QUERY_PATH, closePipelines, payoutRequest, startPipeline } from '../pipeline/harness.js';
 import { openEmptySchema, pgReachable, useTestSchema } from './pg.js';
@@ -63,7 +63,7 @@ describe.skipIf(!pgReachable)('two pollers answering for one row', () => {
     await bAsked; // B has claimed the row (payout_checked_at NULL then) and its query is on the wire
 
     // A webhook names the payout: the row is due now (the receiver's own follow-up), and A asks about it.
-    await pollSoonAndWake(p.db, p.clock, p.logger)([{ payoutId, merchantReferenceId: 'RACE-1' }]);
+    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId, merchantReferenceId: 'RACE-1' }]);
     await a.runPass(p.signal);
     const afterA = await p.row('RACE-1');
     expect(afterA.state).toBe('PENDING');
