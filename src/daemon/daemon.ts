@@ -349,7 +349,7 @@ export class PayoutDaemon {
       idleMs: 1000,
       pass: async (s) => {
         const progress = await this.progressEvents.pass();
-        const { recorded } = await this.notifications.prepare();
+        const recorded = await this.notifications.prepare();
         this.notifyLanes.sync(s);
         if (recorded > 0) this.notifyLanes.wake();
         return progress + recorded;

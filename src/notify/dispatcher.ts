@@ -137,23 +137,11 @@ export class NotificationDispatcher {
   /**
    * What the daemon's notify loop does before the lanes: follows the configuration (a channel added owes every
    * pending event, one removed owes none), then makes each channel's records of the events stored since. Returns how
-   * many events it recorded, and those it finished (none takes their type, or a channel removed was the last to owe).
+   * many events it recorded.
    */
-  async prepare(): Promise<{ recorded: number; finished: number[] }> {
-    const { db, clock } = this.deps;
-    const finished = await this.followChannels();
-    const made = await makeDeliveryRecords(db, [...this.known.values()], clock.now(), RECORDED_PER_PASS);
-    return { recorded: made.made.length, finished: [...finished, ...made.finished] };
-  }
-
-  /**
-   * A whole pass, as the daemon's loops make it (tests): `prepare`, then every channel's lane pass, all at once and
-   * each on its own; a channel still busy with an earlier pass is left to it. Returns how many events were handled.
-   */
-  async pass(signal?: AbortSignal): Promise<number> {
-    const { finished } = await this.prepare();
-    const lanes = await Promise.all(this.channelNames().map((name) => this.runLane(name, signal)));
-    return new Set([...finished, ...lanes.flat()]).size;
+  async prepare(): Promise<number> {
+    await this.followChannels();
+    return makeDeliveryRecords(this.deps.db, [...this.known.values()], this.deps.clock.now(), RECORDED_PER_PASS);
   }
 
   /**
@@ -161,32 +149,8 @@ export class NotificationDispatcher {
    * no longer followed or its lane is busy.
    */
   async lanePass(name: string, signal?: AbortSignal): Promise<number> {
-    return (await this.runLane(name, signal)).length;
-  }
-
-  private async followChannels(): Promise<number[]> {
-    const { db, config } = this.deps;
-    const configured = configuredChannels(config).map(scopeOf);
-    // At the first pass, the channels a configuration before this one left owing, which may be configured no more.
-    const left = this.followed ? [] : await channelsOwing(db);
-    this.followed = true;
-    const { drop, owe } = channelChanges(configured, this.known, left);
-    const finished: number[] = [];
-    for (const name of drop) {
-      finished.push(...(await dropChannelRecords(db, name)));
-      this.known.delete(name);
-    }
-    for (const channel of owe) {
-      finished.push(...(await owePendingEvents(db, channel)));
-      this.known.set(channel.name, channel);
-    }
-    return finished;
-  }
-
-  /** The events one pass of a channel's lane handled. */
-  private async runLane(name: string, signal?: AbortSignal): Promise<number[]> {
     const spec = configuredChannels(this.deps.config).find((c) => c.name === name);
-    if (!spec || !this.known.has(name) || this.busy.has(name)) return [];
+    if (!spec || !this.known.has(name) || this.busy.has(name)) return 0;
     this.busy.add(name);
     try {
       return await this.deliverDue(spec, signal);
@@ -195,7 +159,24 @@ export class NotificationDispatcher {
     }
   }
 
-  private async deliverDue(spec: ChannelSpec, signal?: AbortSignal): Promise<number[]> {
+  private async followChannels(): Promise<void> {
+    const { db, config } = this.deps;
+    const configured = configuredChannels(config).map(scopeOf);
+    // At the first pass, the channels a configuration before this one left owing, which may be configured no more.
+    const left = this.followed ? [] : await channelsOwing(db);
+    this.followed = true;
+    const { drop, owe } = channelChanges(configured, this.known, left);
+    for (const name of drop) {
+      await dropChannelRecords(db, name);
+      this.known.delete(name);
+    }
+    for (const channel of owe) {
+      await owePendingEvents(db, channel);
+      this.known.set(channel.name, channel);
+    }
+  }
+
+  private async deliverDue(spec: ChannelSpec, signal?: AbortSignal): Promise<number> {
     const { db, clock, logger } = this.deps;
     const { instanceId, leaseMs } = this.o;
     const scope = scopeOf(spec);
@@ -207,7 +188,7 @@ export class NotificationDispatcher {
       limit: EVENTS_PER_PASS,
       alone: this.o.alone,
     });
-    if (events.length === 0) return [];
+    if (events.length === 0) return 0;
     // Signatures carry the wall clock: receivers compare webhook-timestamp with theirs.
     const channel = spec.open(
       () => Date.now(),
@@ -235,7 +216,7 @@ export class NotificationDispatcher {
     } finally {
       closeChannel(channel);
     }
-    return seqs;
+    return seqs.length;
   }
 
   /** Offers one event to the channel and records what came of it; returns the channel's failure in this pass, if any. */

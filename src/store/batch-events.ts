@@ -151,39 +151,34 @@ async function insertOwed(db: Database, rows: readonly Record<string, unknown>[]
 
 /**
  * Makes the delivery records of up to `limit` events stored since the last call, oldest first: one per channel of
- * `channels` that takes the event's type. An event no channel takes is done at once. Returns the events whose records
- * it made and those of them it finished.
+ * `channels` that takes the event's type. An event no channel takes is done at once. Returns how many events' records
+ * it made.
  */
-export async function makeDeliveryRecords(
-  db: Database,
-  channels: readonly ChannelScope[],
-  now: number,
-  limit: number,
-): Promise<{ made: number[]; finished: number[] }> {
+export async function makeDeliveryRecords(db: Database, channels: readonly ChannelScope[], now: number, limit: number): Promise<number> {
   return writeTransaction(db, async (trx) => {
     const events = (await trx('batch_events')
       .whereNull('deliveries_made_at')
       .orderBy('seq', 'asc')
       .limit(limit)
       .select('seq', 'type', 'delivery_state', 'attempts', 'next_attempt_at')) as Record<string, unknown>[];
-    if (events.length === 0) return { made: [], finished: [] };
+    if (events.length === 0) return 0;
     await insertOwed(
       trx,
       events.filter((e) => e['delivery_state'] === 'PENDING').flatMap((e) => owedRecords(channels, e)),
     );
     const made = seqsOf(events.map((e) => e['seq']));
     for (const part of chunks(made)) await trx('batch_events').whereIn('seq', part).update({ deliveries_made_at: now });
-    return { made, finished: await finishIn(trx, made) };
+    await finishIn(trx, made);
+    return made.length;
   });
 }
 
 /**
  * Makes a channel that is newly configured (or takes other types now) owe every pending event of the types it takes,
- * and owe none of the others: records of a type it no longer takes are dropped. Returns the events that left done.
+ * and owe none of the others: records of a type it no longer takes are dropped.
  */
-export async function owePendingEvents(db: Database, channel: ChannelScope): Promise<number[]> {
+export async function owePendingEvents(db: Database, channel: ChannelScope): Promise<void> {
   if (channel.types.length === 0) return dropChannelRecords(db, channel.name);
-  const finished: number[] = [];
   for (;;) {
     const untaken = seqsOf(
       (await db(`${DELIVERIES} as d`)
@@ -194,7 +189,7 @@ export async function owePendingEvents(db: Database, channel: ChannelScope): Pro
         .pluck('d.event_seq')) as unknown[],
     );
     if (untaken.length === 0) break;
-    finished.push(...(await dropOwed(db, channel.name, untaken)));
+    await dropOwed(db, channel.name, untaken);
   }
   const pending = (await db('batch_events')
     .where({ delivery_state: 'PENDING' })
@@ -204,7 +199,6 @@ export async function owePendingEvents(db: Database, channel: ChannelScope): Pro
     db,
     pending.flatMap((e) => owedRecords([channel], e)),
   );
-  return finished;
 }
 
 /** The channels that still owe an event (at a start: some may be configured no more). */
@@ -212,17 +206,16 @@ export async function channelsOwing(db: Database): Promise<string[]> {
   return (await db(DELIVERIES).where({ state: 'PENDING' }).distinct().pluck('channel')) as string[];
 }
 
-/** Drops what a channel no longer configured owes; returns the events that left done. */
-export async function dropChannelRecords(db: Database, channel: string): Promise<number[]> {
-  const finished: number[] = [];
+/** Drops what a channel no longer configured owes. */
+export async function dropChannelRecords(db: Database, channel: string): Promise<void> {
   for (;;) {
     const owed = seqsOf((await db(DELIVERIES).where({ channel, state: 'PENDING' }).limit(CHUNK).pluck('event_seq')) as unknown[]);
-    if (owed.length === 0) return finished;
-    finished.push(...(await dropOwed(db, channel, owed)));
+    if (owed.length === 0) return;
+    await dropOwed(db, channel, owed);
   }
 }
 
-function dropOwed(db: Database, channel: string, seqs: number[]): Promise<number[]> {
+function dropOwed(db: Database, channel: string, seqs: number[]): Promise<void> {
   return writeTransaction(db, async (trx) => {
     await trx(DELIVERIES).where({ channel, state: 'PENDING' }).whereIn('event_seq', seqs).delete();
     return finishIn(trx, seqs);
@@ -349,10 +342,9 @@ export async function settleChannelDelivery(
 
 /**
  * Ends the delivery of those of `seqs` whose records are made and that no channel owes any more (each took it or gave
- * it up, or none takes its type): GAVE_UP if a channel gave it up, else DELIVERED. Returns the events it ended.
+ * it up, or none takes its type): GAVE_UP if a channel gave it up, else DELIVERED.
  */
-async function finishIn(trx: Database, seqs: readonly number[]): Promise<number[]> {
-  const ended: number[] = [];
+async function finishIn(trx: Database, seqs: readonly number[]): Promise<void> {
   for (const part of chunks(seqs)) {
     // Locked first (PostgreSQL): of two channels settling an event's last records at once, the later sees the other's.
     const open = seqsOf(
@@ -378,9 +370,7 @@ async function finishIn(trx: Database, seqs: readonly number[]): Promise<number[
     const delivered = done.filter((s) => !gaveUp.has(s));
     if (given.length > 0) await trx('batch_events').whereIn('seq', given).update({ delivery_state: 'GAVE_UP' });
     if (delivered.length > 0) await trx('batch_events').whereIn('seq', delivered).update({ delivery_state: 'DELIVERED' });
-    ended.push(...done);
   }
-  return ended;
 }
 
 /** Events per delivery state (metrics). */

@@ -40,7 +40,7 @@ import { insertRows } from '../../src/store/insert-rows.js';
 import { openTestDatabase } from '../support/database.js';
 import { hasOpenssl } from '../support/tls.js';
 import { waitFor } from '../inbox/helpers.js';
-import { EventReceiver, newSigningSecret, useMailReceiver } from './receivers.js';
+import { deliveryPass, EventReceiver, newSigningSecret, useMailReceiver } from './receivers.js';
 
 const START = Date.UTC(2026, 10, 27, 9, 0, 0);
 /** The lease of the tests of several instances. */
@@ -153,7 +153,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retry: { baseMs: 1000, maxMs: 60_000 } });
     await newBatch(w, 'B1', 'payroll nov.csv');
     await holdBatch(w.db, 'B1', SHORT, w.clock.now());
-    expect(await w.dispatcher.pass()).toBe(2);
+    await deliveryPass(w.dispatcher);
     expect(receiver.forged).toBe(0);
     expect(receiver.types()).toEqual(['batch.received', 'batch.held']);
     const held = receiver.events[1];
@@ -167,11 +167,11 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     w.clock.advance(5_000);
     await releaseBatchHold(w.db, 'B1', w.clock.now(), 'balance-covered');
     await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B1', type: 'progress', data: { percent: 50 }, at: w.clock.now() }));
-    expect(await w.dispatcher.pass()).toBe(2);
-    expect(await w.dispatcher.pass(), 'nothing due before the backoff').toBe(0);
+    await deliveryPass(w.dispatcher);
+    expect(await deliveryPass(w.dispatcher), 'nothing due before the backoff').toBe(0);
     for (let i = 0; i < 5; i++) {
       w.clock.advance(60_000);
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
     }
     expect(receiver.events).toHaveLength(2);
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2, PENDING: 2 });
@@ -182,17 +182,17 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // Back on the same port: every missed event arrives, in order.
     await receiver.start();
     w.clock.advance(60_000);
-    expect(await w.dispatcher.pass()).toBe(2);
+    expect(await deliveryPass(w.dispatcher)).toBe(2);
     expect(receiver.types()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.progress']);
     expect(receiver.events[2]?.data).toMatchObject({ code: 'INSUFFICIENT_BALANCE', by: 'balance-covered' });
 
     // A receiver that took an event but answered 500 gets it again; its id lets it keep one.
     receiver.answer = 500;
     await holdBatch(w.db, 'B1', SHORT, w.clock.now());
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     receiver.answer = 204;
     w.clock.advance(60_000);
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     expect(receiver.deliveries).toBe(receiver.events.length + 1);
     expect(receiver.types()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.progress', 'batch.held']);
     const ids = (await listBatchEvents(w.db, 'B1')).map((e) => e.id);
@@ -205,18 +205,18 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await newBatch(w, 'B11');
     await holdBatch(w.db, 'B11', SHORT, w.clock.now());
     receiver.answer = 503;
-    expect(await w.dispatcher.pass()).toBe(2);
+    expect(await deliveryPass(w.dispatcher)).toBe(2);
     // Back a second later, before the backoff (notify.retry.baseMs 5 s) of the first two ends; two more events happen.
     receiver.answer = 204;
     w.clock.advance(1_000);
     await releaseBatchHold(w.db, 'B11', w.clock.now(), 'balance-covered');
     await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B11', type: 'completed', data: {}, at: w.clock.now() }));
-    expect(await w.dispatcher.pass()).toBe(2);
-    expect(await w.dispatcher.pass(), 'the waiting ones are not due again before the events they wait behind').toBe(0);
+    expect(await deliveryPass(w.dispatcher)).toBe(2);
+    expect(await deliveryPass(w.dispatcher), 'the waiting ones are not due again before the events they wait behind').toBe(0);
     // Waiting is no failed attempt.
     expect(w.outcomes).toEqual([['webhook:erp', 'failed']]);
     w.clock.advance(5_000);
-    expect(await w.dispatcher.pass()).toBe(4);
+    expect(await deliveryPass(w.dispatcher)).toBe(4);
     expect(receiver.takenTypes()).toEqual(['batch.received', 'batch.held', 'batch.released', 'batch.completed']);
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 4 });
   });
@@ -243,16 +243,16 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       });
       await newBatch(w, 'B12');
       receiver.answer = 503;
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       receiver.answer = 204;
       w.clock.advance(1_000);
       await holdBatch(w.db, 'B12', SHORT, w.clock.now());
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       // Treasury took both at once; erp's held waits behind its received.
       expect(treasury.types()).toEqual(['batch.received', 'batch.held']);
       expect(receiver.takenTypes()).toEqual([]);
       w.clock.advance(5_000);
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       expect(receiver.takenTypes()).toEqual(['batch.received', 'batch.held']);
       expect(treasury.deliveries, 'each event once to the channel that took it').toBe(2);
       expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
@@ -270,18 +270,18 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       await newBatch(w, 'B13');
       await receiver.stop();
       for (let i = 0; i < 6; i++) {
-        await w.dispatcher.pass();
+        await deliveryPass(w.dispatcher);
         w.clock.advance(600_000);
       }
       // A second webhook, added by a SIGHUP, refuses its first attempt: erp fails its seventh at the same pass.
       treasury.answer = 503;
       const webhooks = [erp, { url: treasury.url, name: 'treasury', secretFile: treasurySecret }];
       applyLiveOptions(w.config, loadConfig({ env: {}, cwd: w.dir }, { paths: w.config.paths, notify: { ...notify, webhooks } }));
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       // Treasury is tried again after its own first backoff step, not after erp's seventh.
       treasury.answer = 204;
       w.clock.advance(1_000);
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       expect(treasury.takenTypes()).toEqual(['batch.received']);
       expect(w.outcomes.filter(([c]) => c === 'webhook:erp').map(([, o]) => o)).toEqual(Array(7).fill('failed'));
       expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
@@ -299,7 +299,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       treasury.answer = 503;
       await newBatch(w, 'B41');
       await holdBatch(w.db, 'B41', SHORT, w.clock.now());
-      expect(await w.dispatcher.pass()).toBe(2);
+      await deliveryPass(w.dispatcher);
       expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 2 });
       // The next process: treasury is gone, erp takes only `held`.
       const config = loadConfig(
@@ -310,11 +310,11 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
         { db: w.db, config, clock: w.clock, logger: createLogger('silent'), outboxName },
         { instanceId: 'next', leaseMs: 60_000, alone: true },
       );
-      expect(await next.pass(), 'received, owed to none now').toBe(1);
-      expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 1, PENDING: 1 });
+      await deliveryPass(next);
+      expect(await countEventsByDelivery(w.db), 'received, owed to none now').toEqual({ DELIVERED: 1, PENDING: 1 });
       await receiver.start();
       w.clock.advance(600_000);
-      await next.pass();
+      await deliveryPass(next);
       expect(receiver.types()).toEqual(['batch.held']);
       expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 2 });
       expect(treasury.takenTypes()).toEqual([]);
@@ -331,9 +331,9 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // As the older build left it: the status file written, the webhook refused three times, tried again in 30 s.
     await w.db('batch_events').update({ delivered_to: '["status-file"]', attempts: 3, next_attempt_at: START + 30_000 });
     await w.db.migrate.latest();
-    expect(await w.dispatcher.pass(), 'nothing due before the backoff the older build set').toBe(0);
+    expect(await deliveryPass(w.dispatcher), 'nothing due before the backoff the older build set').toBe(0);
     w.clock.advance(30_000);
-    expect(await w.dispatcher.pass()).toBe(1);
+    expect(await deliveryPass(w.dispatcher)).toBe(1);
     expect(receiver.types()).toEqual(['batch.received']);
     expect(w.outcomes).toEqual([['webhook:erp', 'delivered']]);
     const rows = (await w.db('batch_event_deliveries').orderBy('channel').select('channel', 'state', 'attempts')) as unknown[];
@@ -348,10 +348,10 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile }], retryFor: 3_600_000, statusFiles: false });
     await receiver.stop();
     await newBatch(w, 'B2');
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     for (let i = 0; i < 8; i++) {
       w.clock.advance(600_000);
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
     }
     expect(await countEventsByDelivery(w.db)).toEqual({ GAVE_UP: 1 });
     expect(w.outcomes.filter(([, o]) => o === 'gave_up')).toEqual([['webhook:erp', 'gave_up']]);
@@ -376,13 +376,13 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     }
     // The status files take every event; erp's wait for its retry, or behind an earlier event of their batch.
     let handled = 1;
-    while (handled > 0) handled = await w.dispatcher.pass();
+    while (handled > 0) handled = await deliveryPass(w.dispatcher);
     expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 124 });
     // Nothing is due: what a pass reads is each of its statements' plan on the one SQLite connection.
     const statements: { sql: string; bindings: unknown[] }[] = [];
     const seen = (q: { sql: string; bindings: unknown[] }): void => void statements.push(q);
     w.db.on('query', seen);
-    expect(await w.dispatcher.pass()).toBe(0);
+    expect(await deliveryPass(w.dispatcher)).toBe(0);
     w.db.removeListener('query', seen);
     const reads: string[] = [];
     for (const q of statements.filter((st) => /^\s*select/i.test(st.sql))) {
@@ -406,7 +406,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     w.clock.advance(3_600_001);
     const release = receiver.holdNextDelivery();
     const stop = new AbortController();
-    const pass = w.dispatcher.pass(stop.signal);
+    const pass = deliveryPass(w.dispatcher, stop.signal);
     await waitFor(() => receiver.held === 1, 'the delivery held at the receiver');
     stop.abort(new Error('stopping'));
     await pass;
@@ -418,7 +418,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     expect(w.outcomes).toEqual([]);
     expect(w.logLines.filter((l) => /will retry|UNDELIVERABLE/.test(l))).toEqual([]);
     // The next start delivers it.
-    expect(await w.dispatcher.pass()).toBe(1);
+    expect(await deliveryPass(w.dispatcher)).toBe(1);
     expect(w.outcomes).toEqual([['webhook:erp', 'delivered']]);
     expect(await countEventsByDelivery(w.db)).toEqual({ DELIVERED: 1 });
   });
@@ -426,7 +426,8 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
   it('a SIGHUP that adds a webhook applies at the next pass (notify options are live)', async () => {
     const w = await setUp({ statusFiles: false });
     await newBatch(w, 'B7');
-    expect(await w.dispatcher.pass()).toBe(1);
+    await deliveryPass(w.dispatcher);
+    expect(await countEventsByDelivery(w.db), 'taken by no channel: done').toEqual({ DELIVERED: 1 });
     const next = loadConfig(
       { env: {}, cwd: w.dir },
       { paths: w.config.paths, notify: { statusFiles: false, webhooks: [{ url: receiver.url, name: 'erp', secretFile }] } },
@@ -435,7 +436,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // Applied, and reported without its value (a URL may carry a token).
     expect(changes).toEqual([{ path: 'notify.webhooks', live: true, hidden: true }]);
     await holdBatch(w.db, 'B7', SHORT, w.clock.now());
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     expect(receiver.types()).toEqual(['batch.held']);
   });
 
@@ -450,7 +451,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
       await newBatch(w, 'B8');
       await holdBatch(w.db, 'B8', SHORT, w.clock.now());
       const started = Date.now();
-      expect(await w.dispatcher.pass()).toBe(2);
+      expect(await deliveryPass(w.dispatcher)).toBe(2);
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(w.outcomes).toEqual([['webhook:silent', 'failed']]);
       expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 2 });
@@ -467,7 +468,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await w.dispatcher.prepare();
     const claim = { channel: 'webhook:erp', instanceId: 'killed', leaseMs: 3_600_000, now: w.clock.now(), limit: 10 };
     expect(await claimChannelEvents(w.db, claim)).toHaveLength(1);
-    expect(await w.dispatcher.pass()).toBe(1);
+    expect(await deliveryPass(w.dispatcher)).toBe(1);
     expect(receiver.types()).toEqual(['batch.received']);
   });
 
@@ -488,7 +489,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await newBatch(w, first);
     await newBatch(w, second);
     const release = receiver.holdNextDelivery();
-    const aPass = instance('a').pass();
+    const aPass = deliveryPass(instance('a'));
     await waitFor(() => receiver.held === 1, 'the first delivery held');
     return { w, release, aPass, b: instance('b') };
   }
@@ -502,7 +503,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
         Number((await w.db('batch_event_deliveries').where('lease_expires_at', '>', w.clock.now()).count({ n: '*' }))[0]?.n) === 2,
       'the claims renewed past the moved clock',
     );
-    expect(await b.pass(), 'nothing for another instance to take').toBe(0);
+    expect(await deliveryPass(b), 'nothing for another instance to take').toBe(0);
     release();
     expect(await aPass).toBe(2);
     expect(receiver.deliveries).toBe(2);
@@ -515,7 +516,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     // b took the second event over (as after a renewal that could not be written) and delivered it.
     const second = (await listBatchEvents(w.db, 'B24'))[0];
     await w.db('batch_event_deliveries').where({ event_seq: second?.seq, channel: 'webhook:erp' }).update({ lease_owner: 'b' });
-    expect(await b.pass()).toBe(1);
+    expect(await deliveryPass(b)).toBe(1);
     release();
     await aPass;
     expect(receiver.deliveries).toBe(2);
@@ -530,10 +531,10 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await newBatch(w, 'B10');
     // Refused (HTTP 500), then unreachable: both errors are logged and kept as the channel's last error.
     receiver.answer = 500;
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     await receiver.stop();
     w.clock.advance(60_000);
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     const channel = `webhook:127.0.0.1:${port}`;
     expect(w.outcomes).toEqual([
       [channel, 'failed'],
@@ -552,7 +553,7 @@ describe('webhooks to a real receiver (standardwebhooks verifies)', () => {
     await writeFile(other, newSigningSecret(), { mode: 0o600 });
     const w = await setUp({ webhooks: [{ url: receiver.url, name: 'erp', secretFile: other }], statusFiles: false });
     await newBatch(w, 'B3');
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     expect(receiver.forged).toBe(1);
     expect(receiver.events).toEqual([]);
     expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
@@ -564,7 +565,7 @@ describe('status files in the outbox', () => {
     const w = await setUp({}, { outbox: { xlsx: true } });
     const b = await newBatch(w, 'B4', 'big.csv');
     await holdBatch(w.db, 'B4', SHORT, w.clock.now());
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     const path = join(w.config.paths.outbox, `${outboxName(b)}.status.csv`);
     const text = (await readFile(path, 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/).slice(0, 12)).toEqual([
@@ -595,7 +596,7 @@ describe('status files in the outbox', () => {
     await holdBatch(w.db, 'B6', SHORT, w.clock.now());
     // The cancel ends the hold (its `released` event) and records its own `cancelled` one: each rewrites the status file.
     await cancelReadyRows(w.db, 'B6', 'cancelled by an operator: wrong month', w.clock.now());
-    expect(await w.dispatcher.pass(), 'received, held, released, cancelled').toBe(4);
+    expect(await deliveryPass(w.dispatcher), 'received, held, released, cancelled').toBe(4);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/).slice(3, 6)).toEqual(['state,,,CANCELLED', 'hold,,,', 'hold reason,,,']);
     expect(text).toContain('rows by status,PENDING,,1');
@@ -603,7 +604,7 @@ describe('status files in the outbox', () => {
   it('a batch cancelled without a hold: its cancelled event says so, and the status file reads CANCELLED', async () => {
     const w = await setUp({});
     const b = await newBatch(w, 'B9', 'dup-run.csv');
-    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    expect(await deliveryPass(w.dispatcher), 'received').toBe(1);
     const done = await cancelReadyRows(w.db, 'B9', 'cancelled by an operator: wrong month', w.clock.now(), 'ben');
     expect(done).toEqual({ notSubmitted: 1, claimed: 0, unknown: 0 });
     const last = (await listBatchEvents(w.db, 'B9')).at(-1);
@@ -611,7 +612,7 @@ describe('status files in the outbox', () => {
       'cancelled',
       { by: 'ben', reason: 'cancelled by an operator: wrong month', notSubmitted: 1, claimed: 0, unknown: 0 },
     ]);
-    expect(await w.dispatcher.pass(), 'cancelled').toBe(1);
+    expect(await deliveryPass(w.dispatcher), 'cancelled').toBe(1);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/)[3]).toBe('state,,,CANCELLED');
     // A second cancel changes nothing, and says when, by whom and why the batch was cancelled.
@@ -626,7 +627,7 @@ describe('status files in the outbox', () => {
     const w = await setUp({});
     const b = await newBatch(w, 'B10', 'all-sent.csv');
     await w.db('payouts').where({ batch_id: 'B10', line: 3 }).update({ state: 'PENDING', payout_id: 'P-B10-2' });
-    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    expect(await deliveryPass(w.dispatcher), 'received').toBe(1);
     const refused = await cancelReadyRows(w.db, 'B10', 'cancelled by an operator: wrong month', w.clock.now(), 'ben').catch(
       (err: unknown) => err as { code?: string; message?: string },
     );
@@ -662,7 +663,7 @@ describe('status files in the outbox', () => {
     expect(completed?.data['shownState']).toBe('COMPLETE');
     expect(completed?.data['reason']).toBeUndefined();
     expect(await countBatchesByState(w.db)).toEqual({ COMPLETE: 1 });
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/)[3]).toBe('state,,,COMPLETE');
   });
@@ -710,7 +711,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     await updateBatch(w.db, 'B5', { ackWrittenAt: w.clock.now() }, w.clock.now());
     await holdBatch(w.db, 'B5', SHORT, w.clock.now());
     await w.db.transaction((trx) => recordBatchEvent(trx, { batchId: 'B5', type: 'progress', data: {}, at: w.clock.now() }));
-    expect(await w.dispatcher.pass()).toBe(3);
+    await deliveryPass(w.dispatcher);
     expect(smtp.mail.mails).toHaveLength(2);
     const held = smtp.mail.mails[1];
     expect(held?.secure, 'upgraded by STARTTLS before the mail').toBe(true);
@@ -752,7 +753,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     await writeFile(email.passwordFile as string, ' \n');
     const w = await setUp({ email, statusFiles: false });
     await newBatch(w, 'B11', 'payroll.csv');
-    expect(await w.dispatcher.pass()).toBe(1);
+    expect(await deliveryPass(w.dispatcher)).toBe(1);
     expect(smtp.mail.mails).toHaveLength(0);
     const said = `SECRET_EMPTY: notify.email.passwordFile ${String(email.passwordFile)} is empty (or holds only white space)`;
     expect(w.logLines.filter((l) => l.includes(said))).not.toEqual([]);
@@ -761,7 +762,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     // Written, the secret is used at the next attempt.
     await writeFile(email.passwordFile as string, login.password);
     w.clock.advance(3_600_000);
-    expect(await w.dispatcher.pass()).toBe(1);
+    expect(await deliveryPass(w.dispatcher)).toBe(1);
     expect(smtp.mail.mails).toHaveLength(1);
   });
 
@@ -785,7 +786,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     await w.db.transaction((trx) =>
       recordBatchEvent(trx, { batchId: 'B8', type: 'rejected', data: { reason: 'NOT_CSV' }, at: w.clock.now() }),
     );
-    expect(await w.dispatcher.pass()).toBe(2);
+    expect(await deliveryPass(w.dispatcher)).toBe(2);
     const raws = smtp.mail.mails.map((m) => m.raw.replace(/=\r\n/g, ''));
     expect(raws.some((r) => /Subject: payoutd: invoice.pdf rejected/.test(r))).toBe(true);
     for (const raw of raws) expect(outboxFilesOf(raw)).toEqual([`${outboxName(b)}.ack.csv`]);
@@ -807,7 +808,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       w.clock.now(),
     );
     await insertBatch(w.db, { ...b, state: 'VALIDATING' });
-    expect(await w.dispatcher.pass(), 'received').toBe(1);
+    await deliveryPass(w.dispatcher);
     const text = (await readFile(join(w.config.paths.outbox, `${outboxName(b)}.status.csv`), 'utf8')).replace(/^\uFEFF/, '');
     expect(text.split(/\r?\n/).slice(3, 9)).toEqual([
       'state,,,VALIDATING',
@@ -846,7 +847,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       const finisher = finisherOf(w);
       await finisher.pass();
       expect((await getBatch(w.db, 'B7'))?.state).toBe('COMPLETE');
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
 
       // Receivers keep the event type they know; the data says how the batch ended.
       const completed = receiver.events.find((e) => e.type === 'batch.completed');
@@ -881,19 +882,19 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
       });
       await newBatch(w, 'B15', 'payroll.csv');
       const release = chat.holdNextDelivery();
-      const first = w.dispatcher.pass();
+      const first = deliveryPass(w.dispatcher);
       await waitFor(() => chat.held === 1, 'the webhook delivery held at the receiver');
       await waitFor(() => smtp.mail.mails.length === 1, 'the mail of the same event, sent while the webhook is held');
       // A later event goes out by mail too, the webhook still held (passes meanwhile leave the busy webhook to itself).
       await holdBatch(w.db, 'B15', SHORT, w.clock.now());
       await waitFor(async () => {
-        await w.dispatcher.pass();
+        await deliveryPass(w.dispatcher);
         return smtp.mail.mails.length === 2;
       }, 'the mail of the later event, sent while the webhook is held');
       expect(chat.events).toEqual([]);
       release();
       await first;
-      await w.dispatcher.pass();
+      await deliveryPass(w.dispatcher);
       expect(chat.types()).toEqual(['batch.received', 'batch.held']);
       const ids = (await listBatchEvents(w.db, 'B15')).map((e) => e.id);
       expect(smtp.mail.mails.map((m) => /Message-ID: <(evt_\w+)@payoutd>/.exec(m.raw)?.[1])).toEqual(ids);
@@ -918,7 +919,7 @@ describe.skipIf(!hasOpenssl())('email through a real SMTP server (STARTTLS, logi
     };
     const w = await setUp({ email, statusFiles: false });
     await newBatch(w, 'B6');
-    await w.dispatcher.pass();
+    await deliveryPass(w.dispatcher);
     expect(smtp.mail.mails).toEqual([]);
     expect(await countEventsByDelivery(w.db)).toEqual({ PENDING: 1 });
     expect(w.outcomes).toEqual([['email', 'failed']]);
@@ -953,7 +954,7 @@ describe('email to an SMTP server that stalls after EHLO', () => {
 
   /** The pass, or 'still running' when it has not ended within `ms` (it is awaited after the server lets go). */
   async function passWithin(w: World, ms: number, signal?: AbortSignal): Promise<number | 'still running'> {
-    const pass = w.dispatcher.pass(signal);
+    const pass = deliveryPass(w.dispatcher, signal);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), ms)));
     const first = await Promise.race([pass, late]);

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach } from 'vitest';
+import type { NotificationDispatcher } from '../../src/notify/index.js';
 import { selfSignedCert } from '../support/tls.js';
 
 /** A fresh signing secret in the form the configuration takes. */
@@ -231,4 +232,14 @@ export function useMailReceiver(login: { user: string; password: string }): { re
       return certDir;
     },
   };
+}
+
+/**
+ * One pass as the daemon's notify loops make it: the delivery records of the events stored, then every channel's lane
+ * at once. How many deliveries the lanes handled (an event counts once per channel that took it).
+ */
+export async function deliveryPass(dispatcher: NotificationDispatcher, signal?: AbortSignal): Promise<number> {
+  await dispatcher.prepare();
+  const handled = await Promise.all(dispatcher.channelNames().map((name) => dispatcher.lanePass(name, signal)));
+  return handled.reduce((a, n) => a + n, 0);
 }

@@ -19,7 +19,7 @@ import { listBatchEvents } from '../../src/store/index.js';
 import { TEST_DATABASE_FILE } from '../support/database.js';
 import { printed } from '../support/output.js';
 import { hasOpenssl } from '../support/tls.js';
-import { EventReceiver, newSigningSecret, useMailReceiver, type ReceivedEvent } from '../notify/receivers.js';
+import { deliveryPass, EventReceiver, newSigningSecret, useMailReceiver, type ReceivedEvent } from '../notify/receivers.js';
 import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
 import {
   closePipelines,
@@ -301,9 +301,9 @@ async function paidThenCancelled(o: PipelineOptions): Promise<void> {
     expect.objectContaining({ line: 3, status: 'PAID', oldOutcome: 'UNCONFIRMED', newOutcome: 'CANCELLED', payoutAmount: '101.5' }),
   ]);
 
-  await dispatcher.pass();
+  await deliveryPass(dispatcher);
   p.clock.advance(10_000);
-  await dispatcher.pass();
+  await deliveryPass(dispatcher);
   expect(correctedEvents(receiver).map((e) => e.data['correction'])).toEqual([1, 2]);
   expect(receiver.forged).toBe(0);
 }
@@ -456,7 +456,7 @@ describe.skipIf(!hasOpenssl())('a correction whose retry file cannot be written'
     const mail = (): string | undefined =>
       smtp.mail.mails.map((m) => mailText(m.raw)).find((t) => t.includes(`Correction 1: ${name}.result.corrected-1.csv`));
     await waitFor(async () => {
-      await dispatcher.pass();
+      await deliveryPass(dispatcher);
       return mail() !== undefined && correctedEvents(receiver).length > 0;
     }, 'the mail and the webhook');
     expect(correctedEvents(receiver)[0]?.data).toMatchObject({ retryFile: null, retryFileError: 'RETRY_FILE_NOT_WRITTEN' });
