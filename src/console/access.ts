@@ -2,9 +2,11 @@
  * Who is asking: a session cookie from a console sign-in, or the user header
  * of a trusted reverse proxy (only when the connection comes from one of
  * `console.trustedProxies`). Sign-in with a password counts each attempt
- * before its check and locks a user out after `lockout.maxFailures` in a
- * row without a success. Every state-changing request must carry the CSRF token of its identity: a session's own random
- * token, or for a proxy user an HMAC of the name under a per-process key.
+ * before its check and locks a name out from a client address after
+ * `lockout.maxFailures` in a row from there without a success. Every
+ * state-changing request must carry the CSRF token of its identity: a
+ * session's own random token, or for a proxy user an HMAC of the name under
+ * a per-process key.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -43,19 +45,34 @@ export interface AccessOptions {
 }
 
 /**
- * A refusal says why for the log: `unknown-user` when no user has the name given (which may be a password typed
- * into the wrong box, so it is never logged); the page shows it as a wrong name or password, like `bad-credentials`.
+ * A refusal says why for the log: `unknown-user` when no user has the name given. `known` false: no such
+ * user, so the name may be a password typed into the wrong box and is never logged. The page shows
+ * `unknown-user` as a wrong name or password, like `bad-credentials`, and `locked` alike for either.
  */
-export type SignInResult = { ok: true; cookieValue: string } | { ok: false; why: 'unknown-user' | 'bad-credentials' | 'locked' };
+export type SignInResult =
+  { ok: true; cookieValue: string } | { ok: false; why: 'unknown-user' | 'bad-credentials' | 'locked'; known: boolean };
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+const unwrapped = (a: string): string => (a.startsWith('::ffff:') ? a.slice(7) : a);
+
 /** A connection's peer as written in trustedProxies: IPv4 addresses without their IPv6 wrapping. */
 export function peerAddress(req: IncomingMessage): string {
-  const a = req.socket.remoteAddress ?? '';
-  return a.startsWith('::ffff:') ? a.slice(7) : a;
+  return unwrapped(req.socket.remoteAddress ?? '');
+}
+
+/**
+ * The client a sign-in's failures are counted for: the connection's peer, or behind one of `trustedProxies`
+ * the address that proxy appended last to X-Forwarded-For (the ones before it are the client's own say).
+ */
+export function clientAddress(req: IncomingMessage, trustedProxies: readonly string[]): string {
+  const peer = peerAddress(req);
+  const forwarded = req.headers['x-forwarded-for'];
+  if (typeof forwarded !== 'string' || !trustedProxies.includes(peer)) return peer;
+  const last = forwarded.split(',').pop()?.trim() ?? '';
+  return last === '' ? peer : unwrapped(last).slice(0, 64);
 }
 
 export function cookiesOf(req: IncomingMessage): Map<string, string> {
@@ -102,26 +119,26 @@ export class ConsoleAccess {
   }
 
   /**
-   * Checks a password; on success starts a session and returns its cookie value (shown to no one else).
-   * The attempt is counted before the check (src/store/console-access.ts: beginSignIn), so no more than
-   * `lockout.maxFailures` passwords are checked before a lock, however many arrive at once; a counted attempt
-   * whose password matches signs in, whatever lock the others set meanwhile.
+   * Checks a password from a client address; on success starts a session and returns its cookie value (shown
+   * to no one else). The attempt is counted for the name from that address before the check
+   * (src/store/console-access.ts: beginSignIn), so no more than `lockout.maxFailures` passwords are checked
+   * before a lock, however many arrive at once; a counted attempt whose password matches signs in, whatever
+   * lock the others set meanwhile. An unknown name is counted, locked and checked (against a decoy hash) as
+   * a known one, so neither the answer nor its timing tells which names exist.
    */
-  async signIn(name: string, password: string): Promise<SignInResult> {
+  async signIn(name: string, password: string, address: string): Promise<SignInResult> {
     const o = this.options;
-    const start = name === '' ? ({ kind: 'unknown-user' } as const) : await beginSignIn(o.db, name, o.lockout, o.now());
-    if (start.kind === 'locked') return { ok: false, why: 'locked' };
-    if (start.kind !== 'counted') {
-      // The hash is checked even for an unknown name, so timing does not tell which names exist.
-      await verifyPassword(password, DECOY_HASH);
-      return { ok: false, why: start.kind === 'unknown-user' ? 'unknown-user' : 'bad-credentials' };
-    }
-    if (!(await verifyPassword(password, start.passwordHash))) return { ok: false, why: 'bad-credentials' };
+    const at = { name, address };
+    const start = await beginSignIn(o.db, at, o.lockout, o.now());
+    if (start.kind === 'locked') return { ok: false, why: 'locked', known: start.known };
+    const matched = await verifyPassword(password, start.passwordHash ?? DECOY_HASH);
+    const refused = { ok: false, why: start.known ? 'bad-credentials' : 'unknown-user', known: start.known } as const;
+    if (!matched || start.passwordHash === null) return refused;
     const now = o.now();
     const cookieValue = randomBytes(32).toString('base64url');
     let ended: 'ok' | 'changed';
     try {
-      ended = await endSignIn(o.db, start, {
+      ended = await endSignIn(o.db, { ...start, passwordHash: start.passwordHash }, address, {
         idHash: sha256(cookieValue),
         userName: name,
         csrfToken: randomBytes(32).toString('hex'),
@@ -131,10 +148,10 @@ export class ConsoleAccess {
     } catch (err) {
       // The right password must not count towards a lock-out because the database was busy; the original
       // error is still the answer, and a failure to take the count back is no worse than not trying.
-      await uncountSignIn(o.db, name, start, o.lockout, now).catch(() => undefined);
+      await uncountSignIn(o.db, at, start, o.lockout, now).catch(() => undefined);
       throw err;
     }
-    if (ended !== 'ok') return { ok: false, why: 'bad-credentials' };
+    if (ended !== 'ok') return refused;
     return { ok: true, cookieValue };
   }
 

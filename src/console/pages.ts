@@ -468,7 +468,7 @@ export function usersPage(ctx: PageContext, users: ConsoleUser[]): Html {
                 <td>${u.name}</td>
                 <td>${u.role}</td>
                 <td>${u.hasPassword ? 'password' : 'reverse proxy only'}</td>
-                <td>${u.lockedUntil !== null && u.lockedUntil > ctx.now ? utc(u.lockedUntil) : ''}</td>
+                <td>${u.lockedUntil !== null && u.lockedUntil > ctx.now ? `${utc(u.lockedUntil)} from ${u.lockedFrom.join(', ')}` : ''}</td>
               </tr>`,
           )}
         </tbody>

@@ -12,7 +12,7 @@ import { FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { safeError } from '../log/index.js';
 import { getBatch, listBatchPage, resultRowsPage, type BatchRecord, type Database } from '../store/index.js';
-import { ConsoleAccess, cookiesOf, PRE_SESSION_COOKIE, sameToken, SESSION_COOKIE, type Identity } from './access.js';
+import { clientAddress, ConsoleAccess, cookiesOf, PRE_SESSION_COOKIE, sameToken, SESSION_COOKIE, type Identity } from './access.js';
 import type { ApprovalView, Approvals } from './approvals.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
 import { ConsoleError } from './errors.js';
@@ -295,17 +295,16 @@ export class ConsoleServer {
     if (!pre || !given || !sameToken(pre, given)) {
       return this.signInForm(req, res, 'The sign-in form expired: sign in again.', form.get('next'));
     }
-    const name = (form.get('name') ?? '').trim();
-    const result = await this.access.signIn(name.slice(0, 128), (form.get('password') ?? '').slice(0, 1024));
+    const name = (form.get('name') ?? '').trim().slice(0, 128);
+    const address = clientAddress(req, this.o.trustedProxies);
+    const result = await this.access.signIn(name, (form.get('password') ?? '').slice(0, 1024), address);
     if (!result.ok) {
-      // The text of an unknown name is not logged: it may be a password typed into the name box.
-      this.o.logger.warn(
-        result.why === 'unknown-user' ? { why: result.why } : { user: name.slice(0, 128), why: result.why },
-        'console: sign-in refused',
-      );
+      // An unknown name is not logged: it may be a password typed into the name box.
+      this.o.logger.warn({ ...(result.known ? { user: name } : {}), address, why: result.why }, 'console: sign-in refused');
+      // The same words for a name that exists and one that does not.
       const message =
         result.why === 'locked'
-          ? 'This user is locked out after repeated failed sign-ins: wait, or ask an administrator (payoutd user unlock).'
+          ? 'This name is locked out from here after repeated failed sign-ins: wait, or ask an administrator (payoutd user unlock).'
           : 'Wrong user name or password.';
       return this.signInForm(req, res, message, form.get('next'));
     }
@@ -562,6 +561,6 @@ export class ConsoleServer {
   // ------------------------------------------------------------ users
 
   private async users(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    this.page(res, usersPage(this.ctx(this.who(req)), await listUsers(this.o.db)));
+    this.page(res, usersPage(this.ctx(this.who(req)), await listUsers(this.o.db, this.o.now())));
   }
 }

@@ -4,11 +4,13 @@
  * user header. Changing a password or a role ends the user's sessions.
  */
 import {
+  clearSignInFailures,
   deleteConsoleSessions,
   deleteConsoleUser,
   getConsoleUser,
   insertConsoleUser,
   listConsoleUsers,
+  signInLocks,
   updateConsoleUser,
   type Database,
 } from '../store/index.js';
@@ -36,7 +38,10 @@ export interface ConsoleUser {
   name: string;
   role: Role;
   hasPassword: boolean;
+  /** The end of the latest lock-out in force, from any address; null when there is none. */
   lockedUntil: number | null;
+  /** The client addresses the user is locked out from. */
+  lockedFrom: string[];
 }
 
 export async function addUser(db: Database, name: string, role: string, password: string | null, now: number): Promise<void> {
@@ -44,7 +49,7 @@ export async function addUser(db: Database, name: string, role: string, password
   const r = checkRole(role);
   if (await getConsoleUser(db, name)) throw new ConsoleError('USER_EXISTS', `user ${name} exists already`);
   const passwordHash = password === null ? null : await hashPassword(password);
-  await insertConsoleUser(db, { name, role: r, passwordHash, failedAttempts: 0, lockedUntil: null, createdAt: now, updatedAt: now });
+  await insertConsoleUser(db, { name, role: r, passwordHash, createdAt: now, updatedAt: now });
 }
 
 async function mustExist(db: Database, name: string): Promise<void> {
@@ -54,7 +59,8 @@ async function mustExist(db: Database, name: string): Promise<void> {
 export async function setPassword(db: Database, name: string, password: string | null, now: number): Promise<void> {
   await mustExist(db, name);
   const passwordHash = password === null ? null : await hashPassword(password);
-  await updateConsoleUser(db, name, { passwordHash, failedAttempts: 0, lockedUntil: null }, now);
+  await updateConsoleUser(db, name, { passwordHash }, now);
+  await clearSignInFailures(db, name);
   await deleteConsoleSessions(db, { userName: name });
 }
 
@@ -64,20 +70,28 @@ export async function setRole(db: Database, name: string, role: string, now: num
   await deleteConsoleSessions(db, { userName: name });
 }
 
-export async function unlockUser(db: Database, name: string, now: number): Promise<void> {
+/** Lifts the user's lock-outs from every address. */
+export async function unlockUser(db: Database, name: string): Promise<void> {
   await mustExist(db, name);
-  await updateConsoleUser(db, name, { failedAttempts: 0, lockedUntil: null }, now);
+  await clearSignInFailures(db, name);
 }
 
 export async function removeUser(db: Database, name: string): Promise<void> {
+  await clearSignInFailures(db, name);
   if (!(await deleteConsoleUser(db, name))) throw new ConsoleError('NO_SUCH_USER', `no user ${name} (payoutd user list shows them)`);
 }
 
-export async function listUsers(db: Database): Promise<ConsoleUser[]> {
-  return (await listConsoleUsers(db)).map((u) => ({
-    name: u.name,
-    role: checkRole(u.role),
-    hasPassword: u.passwordHash !== null,
-    lockedUntil: u.lockedUntil,
-  }));
+export async function listUsers(db: Database, now: number): Promise<ConsoleUser[]> {
+  const out: ConsoleUser[] = [];
+  for (const u of await listConsoleUsers(db)) {
+    const locks = await signInLocks(db, u.name, now);
+    out.push({
+      name: u.name,
+      role: checkRole(u.role),
+      hasPassword: u.passwordHash !== null,
+      lockedUntil: locks.length === 0 ? null : Math.max(...locks.map((l) => l.lockedUntil)),
+      lockedFrom: locks.map((l) => l.address),
+    });
+  }
+  return out;
 }

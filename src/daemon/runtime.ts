@@ -156,7 +156,7 @@ export async function startDaemon(
       });
       logger.info({ url }, 'finance console listening');
       const { listUsers } = await import('../console/index.js');
-      if ((await listUsers(db)).length === 0)
+      if ((await listUsers(db, Date.now())).length === 0)
         logger.warn('the finance console has no users yet: add one with payoutd user add NAME --role ROLE');
     }
     api = await connectApi(

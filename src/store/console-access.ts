@@ -1,10 +1,11 @@
 /**
  * The finance console's users and sessions. A user has a role and, unless
  * the reverse proxy signs them in, a password hash (made by src/console);
- * sign-in attempts count towards a lock-out before their password is
- * checked. A session is stored as the SHA-256 of its cookie value, so the
+ * sign-in attempts count towards a lock-out of a name from one client
+ * address before their password is checked. A session is stored as the SHA-256 of its cookie value, so the
  * database never holds a usable cookie.
  */
+import { createHash } from 'node:crypto';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumnValues, toColumnValues } from './columns.js';
 
@@ -13,8 +14,6 @@ export interface ConsoleUserRecord {
   role: string;
   /** Null: the user signs in only through the reverse proxy's user header. */
   passwordHash: string | null;
-  failedAttempts: number;
-  lockedUntil: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -23,8 +22,6 @@ const USER_COLUMNS: Record<keyof ConsoleUserRecord, string> = {
   name: 'name',
   role: 'role',
   passwordHash: 'password_hash',
-  failedAttempts: 'failed_attempts',
-  lockedUntil: 'locked_until',
   createdAt: 'created_at',
   updatedAt: 'updated_at',
 };
@@ -80,82 +77,103 @@ export async function deleteConsoleUser(db: Database, name: string): Promise<boo
   });
 }
 
-interface LockoutRow {
-  password_hash: string | null;
+const FAILURES = 'console_sign_in_failures';
+
+/** The key of a name's failures: its SHA-256, as a password typed into the name box must not be stored. */
+function nameHash(name: string): string {
+  return createHash('sha256').update(name).digest('hex');
+}
+
+interface FailureRow {
   failed_attempts: number;
   locked_until: number | null;
 }
 
+/** Whose failures: a name (known or not) from one client address. */
+export interface SignInPlace {
+  name: string;
+  address: string;
+}
+
+/** A pair's failures. `forUpdate`: read to change them in the same transaction (locked on PostgreSQL). */
+async function failureRow(db: Database, at: SignInPlace, forUpdate = true): Promise<FailureRow | undefined> {
+  const q = db(FAILURES).where({ name_hash: nameHash(at.name), address: at.address });
+  return (await (forUpdate && isPostgres(db) ? q.forUpdate() : q).first('failed_attempts', 'locked_until')) as FailureRow | undefined;
+}
+
+const lockedAt = (row: FailureRow | undefined, now: number): boolean => row?.locked_until != null && row.locked_until > now;
+
 /**
- * A user's lock-out columns. `forUpdate`: read to change them in the same transaction (locked against others
- * on PostgreSQL); without it, a plain read that takes no lock.
+ * A sign-in's start: `locked`, or `counted` with the user's password hash to check (null: no such user or
+ * one without a password, checked against a decoy all the same). `ownLock`: the lock this attempt set by
+ * reaching the limit, which taking it back or its success lifts.
  */
-async function lockoutRow(db: Database, name: string, forUpdate = true): Promise<LockoutRow | undefined> {
-  const q = db('console_users').where({ name });
-  return (await (forUpdate && isPostgres(db) ? q.forUpdate() : q).first('password_hash', 'failed_attempts', 'locked_until')) as
-    LockoutRow | undefined;
-}
-
-/** A sign-in's start: the password may be checked only when it was `counted`. */
 export type SignInStart =
-  | { kind: 'unknown-user' }
-  | { kind: 'no-password' }
-  | { kind: 'locked' }
-  /** `ownLock`: the lock this attempt set by reaching the limit, which taking it back lifts. */
-  | { kind: 'counted'; passwordHash: string; ownLock: number | null };
-
-/** Why an attempt on this row is not counted, or the row when it may be. */
-function admit(
-  row: LockoutRow | undefined,
-  now: number,
-): Exclude<SignInStart, { kind: 'counted' }> | (LockoutRow & { password_hash: string }) {
-  if (!row) return { kind: 'unknown-user' };
-  if (row.password_hash === null) return { kind: 'no-password' };
-  if (row.locked_until !== null && row.locked_until > now) return { kind: 'locked' };
-  return { ...row, password_hash: row.password_hash };
-}
+  { kind: 'locked'; known: boolean } | { kind: 'counted'; known: boolean; passwordHash: string | null; ownLock: number | null };
 
 /**
- * Counts a sign-in attempt as failed before its password is checked, in one transaction with the lock check,
- * so parallel attempts cannot all pass a check made before any failure is counted: while a lock is in force
- * none is counted or checked, and the attempt that reaches `maxFailures` sets the lock itself (the count
- * starts again after it). An unknown name, a user without a password or one locked out is answered from a
- * plain read, so such a request never waits for the write lock. An attempt that never ends (a crash in its
- * check) stays counted.
+ * Counts a sign-in attempt of a name from an address as failed before its password is checked, in one
+ * transaction with the lock check, so parallel attempts cannot all pass a check made before any failure is
+ * counted: while the pair's lock is in force none is counted or checked, and the attempt that reaches
+ * `maxFailures` sets the lock itself (the count starts again after it). A known name and an unknown one take
+ * the same path. A locked pair is answered from a plain read, without waiting for the write lock. Pairs quiet
+ * for `lockMs` are forgotten on the way, so guesses at many names cannot grow the table without end.
  */
 export async function beginSignIn(
   db: Database,
-  name: string,
+  at: SignInPlace,
   lockout: { maxFailures: number; lockMs: number },
   now: number,
 ): Promise<SignInStart> {
-  const seen = admit(await lockoutRow(db, name, false), now);
-  if ('kind' in seen) return seen;
+  const user = (await db('console_users').where({ name: at.name }).first('password_hash')) as { password_hash: string | null } | undefined;
+  const known = user !== undefined;
+  if (lockedAt(await failureRow(db, at, false), now)) return { kind: 'locked', known };
   return writeTransaction(db, async (trx) => {
-    const row = admit(await lockoutRow(trx, name), now);
-    if ('kind' in row) return row;
+    await trx(FAILURES)
+      .where('updated_at', '<=', now - lockout.lockMs)
+      .andWhere((q) => q.whereNull('locked_until').orWhere('locked_until', '<=', now))
+      .delete();
+    const key = { name_hash: nameHash(at.name), address: at.address };
+    await trx(FAILURES)
+      .insert({ ...key, failed_attempts: 0, locked_until: null, updated_at: now })
+      .onConflict(['name_hash', 'address'])
+      .ignore();
+    const row = (await failureRow(trx, at)) as FailureRow;
+    if (lockedAt(row, now)) return { kind: 'locked', known };
     const attempts = (row.locked_until === null ? row.failed_attempts : 0) + 1;
     const ownLock = attempts >= lockout.maxFailures ? now + lockout.lockMs : null;
-    await trx('console_users')
-      .where({ name })
+    await trx(FAILURES)
+      .where(key)
       .update({ failed_attempts: ownLock === null ? attempts : 0, locked_until: ownLock, updated_at: now });
-    return { kind: 'counted', passwordHash: row.password_hash, ownLock };
+    return { kind: 'counted', known, passwordHash: user?.password_hash ?? null, ownLock };
   });
 }
 
 /**
- * Ends a sign-in that was counted and whose password matched: clears the count and any lock and starts
- * `session`, in one transaction, unless the password was changed or the user removed meanwhile (`changed`).
- * A lock set by other attempts since does not refuse it: this attempt was one of the checks the lock-out
- * allows, and refusing it would lock out right passwords sent together and tell by its answer which
- * guess of a burst was right. Expired sessions are removed on the way.
+ * Ends a sign-in that was counted and whose password matched: clears the pair's count and its own lock and
+ * starts `session`, in one transaction, unless the password was changed or the user removed meanwhile
+ * (`changed`). A lock set by other attempts since stays (they may be a guesser's from the same address), but
+ * does not refuse this one: it was one of the checks the lock-out allows, and refusing it would tell by its
+ * answer which guess of a burst was right. Expired sessions are removed on the way.
  */
-export async function endSignIn(db: Database, start: { passwordHash: string }, session: ConsoleSessionRecord): Promise<'ok' | 'changed'> {
+export async function endSignIn(
+  db: Database,
+  start: { passwordHash: string; ownLock: number | null },
+  address: string,
+  session: ConsoleSessionRecord,
+): Promise<'ok' | 'changed'> {
   const now = session.createdAt;
+  const at = { name: session.userName, address };
   return writeTransaction(db, async (trx) => {
-    const row = await lockoutRow(trx, session.userName);
-    if (!row || row.password_hash !== start.passwordHash) return 'changed';
-    await trx('console_users').where({ name: session.userName }).update({ failed_attempts: 0, locked_until: null, updated_at: now });
+    const user = (await trx('console_users').where({ name: at.name }).first('password_hash')) as
+      { password_hash: string | null } | undefined;
+    if (user?.password_hash !== start.passwordHash) return 'changed';
+    const row = await failureRow(trx, at);
+    if (row && (!lockedAt(row, now) || row.locked_until === start.ownLock)) {
+      await trx(FAILURES)
+        .where({ name_hash: nameHash(at.name), address })
+        .delete();
+    }
     await deleteConsoleSessions(trx, { expiredAt: now });
     await insertConsoleSession(trx, session);
     return 'ok';
@@ -165,28 +183,45 @@ export async function endSignIn(db: Database, start: { passwordHash: string }, s
 /**
  * Takes back the count of an attempt whose password matched but whose `endSignIn` failed (the database busy,
  * say), so retrying the right password cannot lock its user out: one failure less, or, when the lock this
- * attempt set is still the user's, that lock lifted. Nothing when the password was changed meanwhile.
+ * attempt set is still the pair's, that lock lifted.
  */
 export async function uncountSignIn(
   db: Database,
-  name: string,
-  start: { passwordHash: string; ownLock: number | null },
+  at: SignInPlace,
+  start: { ownLock: number | null },
   lockout: { maxFailures: number },
   now: number,
 ): Promise<void> {
   await writeTransaction(db, async (trx) => {
-    const row = await lockoutRow(trx, name);
-    if (!row || row.password_hash !== start.passwordHash) return;
-    if (start.ownLock !== null && row.locked_until === start.ownLock) {
-      await trx('console_users')
-        .where({ name })
+    const row = await failureRow(trx, at);
+    const key = { name_hash: nameHash(at.name), address: at.address };
+    if (start.ownLock !== null && row?.locked_until === start.ownLock) {
+      await trx(FAILURES)
+        .where(key)
         .update({ failed_attempts: Math.max(lockout.maxFailures - 1, 0), locked_until: null, updated_at: now });
-    } else if (row.locked_until === null && row.failed_attempts > 0) {
-      await trx('console_users')
-        .where({ name })
+    } else if (row && row.locked_until === null && row.failed_attempts > 0) {
+      await trx(FAILURES)
+        .where(key)
         .update({ failed_attempts: row.failed_attempts - 1, updated_at: now });
     }
   });
+}
+
+/** The addresses a name is locked out from now, and until when. */
+export async function signInLocks(db: Database, name: string, now: number): Promise<{ address: string; lockedUntil: number }[]> {
+  const rows = (await db(FAILURES)
+    .where({ name_hash: nameHash(name) })
+    .andWhere('locked_until', '>', now)
+    .orderBy('address')
+    .select('address', 'locked_until')) as { address: string; locked_until: number }[];
+  return rows.map((r) => ({ address: r.address, lockedUntil: Number(r.locked_until) }));
+}
+
+/** Forgets a name's failures and locks from every address (`payoutd user unlock`, a new password). */
+export async function clearSignInFailures(db: Database, name: string): Promise<void> {
+  await db(FAILURES)
+    .where({ name_hash: nameHash(name) })
+    .delete();
 }
 
 export async function insertConsoleSession(db: Database, session: ConsoleSessionRecord): Promise<void> {

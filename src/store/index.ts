@@ -179,6 +179,8 @@ export {
   beginSignIn,
   endSignIn,
   uncountSignIn,
+  signInLocks,
+  clearSignInFailures,
   insertConsoleSession,
   getConsoleSession,
   deleteConsoleSession,

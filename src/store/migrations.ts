@@ -1212,6 +1212,26 @@ const eventDeliveryRecords: Migration = {
   },
 };
 
+// Sign-in failures are counted per (name, client address), so a guesser locks a name out only from their own
+// address; per name's SHA-256, so a password typed into the name box is never stored. console_users'
+// failed_attempts and locked_until are no longer written.
+const signInFailures: Migration = {
+  name: '0043_sign_in_failures',
+  async up(knex) {
+    await knex.schema.createTable('console_sign_in_failures', (t) => {
+      t.string('name_hash', 64).notNullable();
+      t.string('address', 64).notNullable();
+      t.integer('failed_attempts').notNullable();
+      t.bigInteger('locked_until').nullable();
+      t.bigInteger('updated_at').notNullable();
+      t.primary(['name_hash', 'address']);
+    });
+  },
+  async down(knex) {
+    await knex.schema.dropTableIfExists('console_sign_in_failures');
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1255,6 +1275,7 @@ export const MIGRATIONS: readonly Migration[] = [
   referenceDigitsColumn,
   historyData,
   eventDeliveryRecords,
+  signInFailures,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {

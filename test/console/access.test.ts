@@ -11,11 +11,11 @@ import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConsoleAccess, SESSION_COOKIE } from '../../src/console/access.js';
+import { clientAddress, ConsoleAccess, SESSION_COOKIE } from '../../src/console/access.js';
 import { addUser, hashPassword, listUsers, removeUser, setPassword, setRole, unlockUser, verifyPassword } from '../../src/console/index.js';
-import { closeDatabase, getConsoleUser, updateConsoleUser, type Database } from '../../src/store/index.js';
+import { closeDatabase, type Database } from '../../src/store/index.js';
 import { openSqlite } from '../../src/store/sqlite-driver.js';
-import { checkSignInLockout } from '../store/sign-in-lockout.js';
+import { checkSignInLockout, HERE, pairOf } from '../store/sign-in-lockout.js';
 import { openTestDatabase, TEST_DATABASE_FILE, useTestDatabase, writeLockHeldElsewhere } from '../support/database.js';
 
 /** A request as node:http would hand it over, from `address`, with these headers. */
@@ -59,7 +59,7 @@ describe('console access', () => {
   it('signs in with the right password, and the cookie identifies the user until the session expires', async () => {
     await addUser(t.db, 'alice', 'uploader', 'correct horse battery', now);
     const a = access();
-    const result = await a.signIn('alice', 'correct horse battery');
+    const result = await a.signIn('alice', 'correct horse battery', HERE);
     expect(result.ok).toBe(true);
     const cookie = result.ok ? result.cookieValue : '';
     const who = await a.identify(request('127.0.0.1', { cookie: `${SESSION_COOKIE}=${cookie}` }));
@@ -73,26 +73,27 @@ describe('console access', () => {
   it('locks a user out after repeated failures, even for the right password, until the lock ends or an admin unlocks', async () => {
     await addUser(t.db, 'bob', 'approver', 'correct horse battery', now);
     const a = access();
-    for (let i = 0; i < 3; i++) expect(await a.signIn('bob', 'wrong password!')).toEqual({ ok: false, why: 'bad-credentials' });
-    expect(await a.signIn('bob', 'correct horse battery')).toEqual({ ok: false, why: 'locked' });
-    expect((await getConsoleUser(t.db, 'bob'))?.lockedUntil).toBe(now + 10_000);
+    for (let i = 0; i < 3; i++)
+      expect(await a.signIn('bob', 'wrong password!', HERE)).toEqual({ ok: false, why: 'bad-credentials', known: true });
+    expect(await a.signIn('bob', 'correct horse battery', HERE)).toEqual({ ok: false, why: 'locked', known: true });
+    expect((await pairOf(t.db, 'bob')).lockedUntil).toBe(now + 10_000);
     now += 10_001;
-    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(true);
-    for (let i = 0; i < 3; i++) await a.signIn('bob', 'wrong password!');
-    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(false);
-    await unlockUser(t.db, 'bob', now);
-    expect((await a.signIn('bob', 'correct horse battery')).ok).toBe(true);
+    expect((await a.signIn('bob', 'correct horse battery', HERE)).ok).toBe(true);
+    for (let i = 0; i < 3; i++) await a.signIn('bob', 'wrong password!', HERE);
+    expect((await a.signIn('bob', 'correct horse battery', HERE)).ok).toBe(false);
+    await unlockUser(t.db, 'bob');
+    expect((await a.signIn('bob', 'correct horse battery', HERE)).ok).toBe(true);
   });
 
   it('a success in between starts the count again', async () => {
     await addUser(t.db, 'carol', 'viewer', 'correct horse battery', now);
     const a = access();
-    await a.signIn('carol', 'wrong password!');
-    await a.signIn('carol', 'wrong password!');
-    expect((await a.signIn('carol', 'correct horse battery')).ok).toBe(true);
-    await a.signIn('carol', 'wrong password!');
-    await a.signIn('carol', 'wrong password!');
-    expect((await a.signIn('carol', 'correct horse battery')).ok).toBe(true);
+    await a.signIn('carol', 'wrong password!', HERE);
+    await a.signIn('carol', 'wrong password!', HERE);
+    expect((await a.signIn('carol', 'correct horse battery', HERE)).ok).toBe(true);
+    await a.signIn('carol', 'wrong password!', HERE);
+    await a.signIn('carol', 'wrong password!', HERE);
+    expect((await a.signIn('carol', 'correct horse battery', HERE)).ok).toBe(true);
   });
 
   it('counts attempts before their check: no more than the limit are checked at once (test/store/sign-in-lockout.ts)', () =>
@@ -101,15 +102,15 @@ describe('console access', () => {
   it('an unknown name and a proxy-only user cannot sign in with a password', async () => {
     await addUser(t.db, 'dave', 'viewer', null, now);
     const a = access();
-    expect(await a.signIn('nobody', 'correct horse battery')).toEqual({ ok: false, why: 'unknown-user' });
-    expect(await a.signIn('dave', '')).toEqual({ ok: false, why: 'bad-credentials' });
+    expect(await a.signIn('nobody', 'correct horse battery', HERE)).toEqual({ ok: false, why: 'unknown-user', known: false });
+    expect(await a.signIn('dave', '', HERE)).toEqual({ ok: false, why: 'bad-credentials', known: true });
   });
 
   it('changing the password or the role, or removing the user, ends their sessions', async () => {
     await addUser(t.db, 'erin', 'admin', 'correct horse battery', now);
     const a = access();
     const cookieOf = async (): Promise<string> => {
-      const r = await a.signIn('erin', 'correct horse battery');
+      const r = await a.signIn('erin', 'correct horse battery', HERE);
       return `${SESSION_COOKIE}=${r.ok ? r.cookieValue : ''}`;
     };
     let cookie = await cookieOf();
@@ -119,12 +120,19 @@ describe('console access', () => {
     expect((await a.identify(request('127.0.0.1', { cookie })))?.role).toBe('viewer');
     await setPassword(t.db, 'erin', 'another good password', now);
     expect(await a.identify(request('127.0.0.1', { cookie }))).toBeNull();
-    expect((await a.signIn('erin', 'correct horse battery')).ok).toBe(false);
-    const r = await a.signIn('erin', 'another good password');
+    expect((await a.signIn('erin', 'correct horse battery', HERE)).ok).toBe(false);
+    const r = await a.signIn('erin', 'another good password', HERE);
     cookie = `${SESSION_COOKIE}=${r.ok ? r.cookieValue : ''}`;
     await removeUser(t.db, 'erin');
     expect(await a.identify(request('127.0.0.1', { cookie }))).toBeNull();
-    expect(await listUsers(t.db)).toEqual([]);
+    expect(await listUsers(t.db, now)).toEqual([]);
+  });
+
+  it('counts sign-ins for the connection, or behind a trusted proxy for the address it forwarded last', () => {
+    const forwarded = { 'X-Forwarded-For': '203.0.113.7, 198.51.100.2' };
+    expect(clientAddress(request('::ffff:10.0.0.5', forwarded), [])).toBe('10.0.0.5');
+    expect(clientAddress(request('127.0.0.1', forwarded), ['127.0.0.1'])).toBe('198.51.100.2');
+    expect(clientAddress(request('127.0.0.1', {}), ['127.0.0.1'])).toBe('127.0.0.1');
   });
 
   it('believes the user header only from a trusted proxy, and only for a known user', async () => {
@@ -163,18 +171,16 @@ describe('console sign-in while another process holds the write lock', () => {
   const accessTo = (d: Database): ConsoleAccess =>
     new ConsoleAccess({ db: d, now: () => Date.now(), sessionMs: 60_000, trustedProxies: [], userHeader: 'Remote-User', lockout: LOCKOUT });
 
-  it('answers an unknown name, a locked user and a proxy-only user without waiting for the lock', async () => {
+  it('answers a name locked out from an address without waiting for the lock, known or not', async () => {
     const { db: d, file } = await open(50);
     await addUser(d, 'hal', 'viewer', PASSWORD, Date.now());
-    await addUser(d, 'ivy', 'viewer', null, Date.now());
-    await updateConsoleUser(d, 'hal', { lockedUntil: Date.now() + LOCKOUT.lockMs }, Date.now());
+    const a = accessTo(d);
+    for (const name of ['hal', 'nobody']) for (let i = 0; i < LOCKOUT.maxFailures; i++) await a.signIn(name, 'wrong password!', HERE);
     const other = openSqlite(file);
     other.exec('BEGIN IMMEDIATE');
     try {
-      const a = accessTo(d);
-      expect(await a.signIn('nobody', PASSWORD)).toEqual({ ok: false, why: 'unknown-user' });
-      expect(await a.signIn('hal', PASSWORD)).toEqual({ ok: false, why: 'locked' });
-      expect(await a.signIn('ivy', PASSWORD)).toEqual({ ok: false, why: 'bad-credentials' });
+      expect(await a.signIn('nobody', PASSWORD, HERE)).toEqual({ ok: false, why: 'locked', known: false });
+      expect(await a.signIn('hal', PASSWORD, HERE)).toEqual({ ok: false, why: 'locked', known: true });
     } finally {
       other.exec('ROLLBACK');
       other.close();
@@ -210,18 +216,13 @@ describe('console sign-in while another process holds the write lock', () => {
       lockExpected = true;
       for (let i = 0; i < LOCKOUT.maxFailures; i++) {
         // Taken once this attempt is counted; held past the session's wait, not past the take-back's.
-        const holder = await writeLockHeldElsewhere(
-          file,
-          1500,
-          [],
-          ['select 1 from console_users where name = ? and failed_attempts > 0', 'jo'],
-        );
-        await expect(a.signIn('jo', PASSWORD)).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
+        const holder = await writeLockHeldElsewhere(file, 1500, [], ['select 1 from console_sign_in_failures where failed_attempts > 0']);
+        await expect(a.signIn('jo', PASSWORD, HERE)).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
         await holder.released;
-        expect(await getConsoleUser(d, 'jo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+        expect(await pairOf(d, 'jo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
       }
       lockExpected = false;
-      expect((await a.signIn('jo', PASSWORD)).ok).toBe(true);
+      expect((await a.signIn('jo', PASSWORD, HERE)).ok).toBe(true);
     } finally {
       probe.close();
     }

@@ -64,8 +64,8 @@ describe('payoutd user', () => {
     expect((await user(['unlock', 'maria'])).code).toBe(0);
     const list = JSON.parse((await user(['list', '--json'])).stdout) as unknown[];
     expect(list).toEqual([
-      { name: 'li', role: 'approver', hasPassword: false, lockedUntil: null },
-      { name: 'maria', role: 'admin', hasPassword: true, lockedUntil: null },
+      { name: 'li', role: 'approver', hasPassword: false, lockedUntil: null, lockedFrom: [] },
+      { name: 'maria', role: 'admin', hasPassword: true, lockedUntil: null, lockedFrom: [] },
     ]);
     const table = (await user(['list'])).stdout;
     expect(table).toMatch(/li\s+approver\s+proxy only/);

@@ -12,7 +12,6 @@ import { addUser } from '../../src/console/index.js';
 import { encodeRequest } from '../../src/domain/request-values.js';
 import {
   consoleUploaderOf,
-  getConsoleUser,
   insertBatch,
   listBatchPage,
   receivedBatch,
@@ -22,7 +21,7 @@ import {
 import { insertRows } from '../../src/store/insert-rows.js';
 import { payoutRequest } from '../support/rows.js';
 import { checkReferenceSearch } from '../store/reference-search.js';
-import { checkSignInLockout } from '../store/sign-in-lockout.js';
+import { checkSignInLockout, HERE, pairOf } from '../store/sign-in-lockout.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
@@ -40,13 +39,13 @@ describe.skipIf(!pgReachable)('console store on PostgreSQL', () => {
       userHeader: 'Remote-User',
       lockout: { maxFailures: 2, lockMs: 500 },
     });
-    await access.signIn('ana', 'wrong password 1');
-    expect((await getConsoleUser(store.db, 'ana'))?.failedAttempts).toBe(1);
-    await access.signIn('ana', 'wrong password 2');
-    expect(await getConsoleUser(store.db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: 5_500 });
-    expect(await access.signIn('ana', 'a long enough password')).toEqual({ ok: false, why: 'locked' });
+    await access.signIn('ana', 'wrong password 1', HERE);
+    expect((await pairOf(store.db, 'ana')).failedAttempts).toBe(1);
+    await access.signIn('ana', 'wrong password 2', HERE);
+    expect(await pairOf(store.db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: 5_500 });
+    expect(await access.signIn('ana', 'a long enough password', HERE)).toEqual({ ok: false, why: 'locked', known: true });
     now = 6_000;
-    const ok = await access.signIn('ana', 'a long enough password');
+    const ok = await access.signIn('ana', 'a long enough password', HERE);
     expect(ok.ok).toBe(true);
   });
 

@@ -172,6 +172,7 @@ describe.skipIf(!pgReachable)('postgres: migrations', () => {
         'batch_events',
         'batches',
         'console_sessions',
+        'console_sign_in_failures',
         'console_uploads',
         'console_users',
         'file_claims',

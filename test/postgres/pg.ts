@@ -112,7 +112,7 @@ export function useTestSchema(): PgSchema {
 export async function openEmptySchema(schema: PgSchema): Promise<Database> {
   const db = openDatabase({ client: 'pg', filename: '', url: schema.url, poolMax: 2, busyTimeoutMs: 5000, synchronous: 'FULL' });
   await db.raw(
-    'drop table if exists batch_event_deliveries, report_ends, service_identity, console_sessions, console_uploads, console_users, batch_approvals, batch_events, service_health, webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
+    'drop table if exists batch_event_deliveries, report_ends, service_identity, console_sessions, console_sign_in_failures, console_uploads, console_users, batch_approvals, batch_events, service_health, webhook_events, payout_history, payouts, batch_errors, file_claims, batches, payoutd_migrations, payoutd_migrations_lock cascade',
   );
   return db;
 }

@@ -1,17 +1,28 @@
 /**
  * The console's sign-in lock-out, checked on a real database of either engine (SQLite in test/console,
  * PostgreSQL in test/postgres): attempts sent at once are counted before their check, so no more than
- * the limit are checked; a right password among the attempts checked signs in and lifts any lock, however
- * the others ended; a right password whose session could not be written is taken back off the count.
+ * the limit are checked; a right password among the attempts checked signs in and lifts its own lock, not
+ * one the others set; a right password whose session could not be written is taken back off the count.
  */
+import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
 import { ConsoleAccess } from '../../src/console/access.js';
 import { addUser, setPassword } from '../../src/console/index.js';
 import type { Database } from '../../src/store/db.js';
-import { beginSignIn, endSignIn, getConsoleUser, uncountSignIn } from '../../src/store/console-access.js';
+import { beginSignIn, endSignIn, uncountSignIn } from '../../src/store/console-access.js';
 
 const PASSWORD = 'a long enough password';
 const LOCKOUT = { maxFailures: 3, lockMs: 60_000 };
+/** The client address of these tests' sign-ins. */
+export const HERE = '192.0.2.1';
+
+/** A name's count and lock from `address`, as stored. */
+export async function pairOf(db: Database, name: string, address = HERE): Promise<{ failedAttempts: number; lockedUntil: number | null }> {
+  const row = (await db('console_sign_in_failures')
+    .where({ name_hash: createHash('sha256').update(name).digest('hex'), address })
+    .first('failed_attempts', 'locked_until')) as { failed_attempts: number; locked_until: number | null } | undefined;
+  return { failedAttempts: row?.failed_attempts ?? 0, lockedUntil: row?.locked_until == null ? null : Number(row.locked_until) };
+}
 
 export async function checkSignInLockout(db: Database): Promise<void> {
   const now = 1_000_000;
@@ -31,66 +42,69 @@ export async function checkSignInLockout(db: Database): Promise<void> {
     expiresAt: now + 1000,
   });
   const counted = async (name: string) => {
-    const start = await beginSignIn(db, name, LOCKOUT, now);
+    const start = await beginSignIn(db, { name: name, address: HERE }, LOCKOUT, now);
     if (start.kind !== 'counted') throw new Error(`${name}: not counted but ${start.kind}`);
-    return start;
+    return { ...start, passwordHash: start.passwordHash ?? '' };
   };
   for (const name of ['ana', 'bo', 'cy', 'di']) await addUser(db, name, 'viewer', PASSWORD, now);
 
   // Wrong guesses all at once: the limit's worth are checked, the rest refused unchecked.
-  const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => access.signIn('ana', `wrong guess ${i}`)));
+  const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => access.signIn('ana', `wrong guess ${i}`, HERE)));
   expect(answers.filter((a) => !a.ok && a.why === 'bad-credentials')).toHaveLength(LOCKOUT.maxFailures);
   expect(answers.filter((a) => !a.ok && a.why === 'locked')).toHaveLength(12 - LOCKOUT.maxFailures);
-  expect(await getConsoleUser(db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: now + LOCKOUT.lockMs });
-  expect(await access.signIn('ana', PASSWORD)).toEqual({ ok: false, why: 'locked' });
+  expect(await pairOf(db, 'ana')).toMatchObject({ failedAttempts: 0, lockedUntil: now + LOCKOUT.lockMs });
+  expect(await access.signIn('ana', PASSWORD, HERE)).toEqual({ ok: false, why: 'locked', known: true });
 
   // The right password is being checked while other attempts reach the limit: it was one of the checks
-  // allowed, so it signs in and lifts the lock.
+  // allowed, so it signs in, but the lock the others set stays.
   const right = await counted('bo');
   for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('bo');
-  expect(await beginSignIn(db, 'bo', LOCKOUT, now)).toEqual({ kind: 'locked' });
-  expect(await endSignIn(db, right, session('bo'))).toBe('ok');
-  expect(await getConsoleUser(db, 'bo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+  expect(await beginSignIn(db, { name: 'bo', address: HERE }, LOCKOUT, now)).toEqual({ kind: 'locked', known: true });
+  expect(await endSignIn(db, right, HERE, session('bo'))).toBe('ok');
+  expect(await pairOf(db, 'bo')).toMatchObject({ failedAttempts: 0, lockedUntil: now + LOCKOUT.lockMs });
   expect(await db('console_sessions').where({ user_name: 'bo' })).toHaveLength(1);
 
   // The right password as the attempt that reaches the limit: it set the lock, and its success lifts it.
   for (let i = 1; i < LOCKOUT.maxFailures; i++) await counted('cy');
   const last = await counted('cy');
   expect(last.ownLock).toBe(now + LOCKOUT.lockMs);
-  expect(await endSignIn(db, last, session('cy'))).toBe('ok');
-  expect(await getConsoleUser(db, 'cy')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+  expect(await endSignIn(db, last, HERE, session('cy'))).toBe('ok');
+  expect(await pairOf(db, 'cy')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
 
   // As many right passwords at once as the limit allows: every one signs in.
   await addUser(db, 'ed', 'viewer', PASSWORD, now);
-  const rights = await Promise.all(Array.from({ length: LOCKOUT.maxFailures }, () => access.signIn('ed', PASSWORD)));
+  const rights = await Promise.all(Array.from({ length: LOCKOUT.maxFailures }, () => access.signIn('ed', PASSWORD, HERE)));
   expect(rights.map((r) => r.ok)).toEqual(Array.from({ length: LOCKOUT.maxFailures }, () => true));
-  expect(await getConsoleUser(db, 'ed')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
+  expect(await pairOf(db, 'ed')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
 
-  // Wrong guesses and the right password at once, within the limit: the right one signs in.
+  // Wrong guesses and the right password at once, within the limit: the right one signs in; the lock the
+  // last guess set stays, as it may be a guesser's from the same address.
   await addUser(db, 'flo', 'viewer', PASSWORD, now);
   const mixed = await Promise.all(
-    Array.from({ length: LOCKOUT.maxFailures }, (_, i) => access.signIn('flo', i === 0 ? PASSWORD : `wrong guess ${i}`)),
+    Array.from({ length: LOCKOUT.maxFailures }, (_, i) => access.signIn('flo', i === 0 ? PASSWORD : `wrong guess ${i}`, HERE)),
   );
   expect(mixed[0]?.ok).toBe(true);
-  expect(mixed.slice(1)).toEqual(Array.from({ length: LOCKOUT.maxFailures - 1 }, () => ({ ok: false, why: 'bad-credentials' })));
-  expect(await getConsoleUser(db, 'flo')).toMatchObject({ lockedUntil: null });
+  expect(mixed.slice(1)).toEqual(
+    Array.from({ length: LOCKOUT.maxFailures - 1 }, () => ({ ok: false, why: 'bad-credentials', known: true })),
+  );
+  expect(await pairOf(db, 'flo')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
 
   // A right password whose session was not written is taken back off the count: one failure less, or the
   // lock it set by reaching the limit lifted.
   await addUser(db, 'gil', 'viewer', PASSWORD, now);
   await counted('gil');
   const notEnded = await counted('gil');
-  await uncountSignIn(db, 'gil', notEnded, LOCKOUT, now);
-  expect(await getConsoleUser(db, 'gil')).toMatchObject({ failedAttempts: 1, lockedUntil: null });
+  await uncountSignIn(db, { name: 'gil', address: HERE }, notEnded, LOCKOUT, now);
+  expect(await pairOf(db, 'gil')).toMatchObject({ failedAttempts: 1, lockedUntil: null });
   await counted('gil');
   const locking = await counted('gil');
-  expect(await getConsoleUser(db, 'gil')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
-  await uncountSignIn(db, 'gil', locking, LOCKOUT, now);
-  expect(await getConsoleUser(db, 'gil')).toMatchObject({ failedAttempts: LOCKOUT.maxFailures - 1, lockedUntil: null });
+  expect(await pairOf(db, 'gil')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
+  await uncountSignIn(db, { name: 'gil', address: HERE }, locking, LOCKOUT, now);
+  expect(await pairOf(db, 'gil')).toMatchObject({ failedAttempts: LOCKOUT.maxFailures - 1, lockedUntil: null });
 
   // A password changed while the old one was being checked: no session.
   const old = await counted('di');
   await setPassword(db, 'di', 'another good password', now);
-  expect(await endSignIn(db, old, session('di'))).toBe('changed');
+  expect(await endSignIn(db, old, HERE, session('di'))).toBe('changed');
   expect(await db('console_sessions').where({ user_name: 'di' })).toEqual([]);
 }

@@ -103,8 +103,8 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
     }
     case 'unlock': {
       const name = nameOf(a);
-      await withStore(config, (db) => unlockUser(db, name, now));
-      print(`user ${name} unlocked`);
+      await withStore(config, (db) => unlockUser(db, name));
+      print(`user ${name} unlocked from every address`);
       return;
     }
     case 'remove': {
@@ -114,7 +114,7 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
       return;
     }
     case 'list': {
-      const users = await withStore(config, (db) => listUsers(db));
+      const users = await withStore(config, (db) => listUsers(db, now));
       if (a.json) {
         print(JSON.stringify(users, null, 2));
         return;
@@ -126,7 +126,7 @@ export async function manageUsers(config: ResolvedConfig, a: UserArgs): Promise<
             u.name,
             u.role,
             u.hasPassword ? 'password' : 'proxy only',
-            u.lockedUntil !== null && u.lockedUntil > now ? new Date(u.lockedUntil).toISOString() : '',
+            u.lockedUntil === null ? '' : `${new Date(u.lockedUntil).toISOString()} from ${u.lockedFrom.join(', ')}`,
           ]),
         ),
       );
