@@ -340,8 +340,9 @@ export const configSchema = z
         host: z.string().default('127.0.0.1'),
         port: port(8480),
         /**
-         * Addresses (as the console sees the connection's peer) of reverse proxies whose user header is believed.
-         * Empty: the header is never read, and everyone signs in with a console password.
+         * Addresses (as the console sees the connection's peer) of reverse proxies whose user header is believed,
+         * and whose last X-Forwarded-For entry is the client a sign-in's failures are counted for. Empty: neither
+         * header is read, and everyone signs in with a console password.
          */
         trustedProxies: z.array(z.string()).default([]),
         /** The header a trusted proxy names the signed-in user in; the user must exist (`payoutd user add`). */
@@ -350,7 +351,7 @@ export const configSchema = z
         sessionMs: positive(12 * 3600 * 1000),
         /** Mark the session cookie Secure (the browser sends it over HTTPS only): on behind a TLS proxy. */
         secureCookie: z.boolean().default(false),
-        /** Failed sign-ins in a row that lock a user out, and for how long. 15 minutes. */
+        /** Failed sign-ins in a row that lock a name out from one client address, and for how long. 15 minutes. */
         lockout: z.object({ maxFailures: positive(5), lockMs: positive(900_000) }).prefault({}),
         /** The largest file an upload may be. 50 MiB. */
         maxUploadBytes: positive(50 * 1024 * 1024),
