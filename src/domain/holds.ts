@@ -27,6 +27,14 @@ export interface BatchHold {
   until: number | null;
 }
 
+/** Why a batch's READY rows are not sent yet, in words (`its batch awaits approval`); null when it waits for nothing. */
+export function waitText(hold?: string | null, approval?: string | null): string | null {
+  if (approval === 'REQUIRED' || hold === 'AWAITING_APPROVAL') return 'its batch awaits approval';
+  if (hold === 'FILE_CHANGED') return 'its batch is held, its upload went on after it was taken, until an operator decides';
+  if (hold === 'INSUFFICIENT_BALANCE') return 'its batch is held until the balance covers it';
+  return hold === 'BALANCE_CHECK' ? 'its batch waits for its balance check' : null;
+}
+
 export function waitsForOperator(code: HoldCode | null): boolean {
   return code !== null && OPERATOR_HOLD_CODES.includes(code);
 }

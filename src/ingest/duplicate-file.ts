@@ -4,6 +4,7 @@
  * being read (it may yet be refused whole), that it is and what to do if it is refused. "Nothing is paid again"
  * alone reads as "all was paid" for a batch that paid nothing.
  */
+import { waitText } from '../domain/holds.js';
 import type { RowState } from '../domain/lifecycle.js';
 import type { BatchRecord, StateCounts, StateReason } from '../store/index.js';
 
@@ -36,14 +37,6 @@ function reasonWords(r: StateReason): string {
   return r.code !== null && !r.reason.startsWith(r.code) ? `${r.code}: ${r.reason}` : r.reason;
 }
 
-/** Why the batch's READY rows are not sent yet, when its batch waits for something. */
-function waitText(earlier: Earlier): string {
-  if (earlier.approvalState === 'REQUIRED' || earlier.holdCode === 'AWAITING_APPROVAL') return ', its batch awaiting approval';
-  if (earlier.holdCode === 'FILE_CHANGED') return ', its batch held until an operator decides';
-  if (earlier.holdCode === 'INSUFFICIENT_BALANCE') return ', its batch held until the balance covers it';
-  return '';
-}
-
 /** The parts of the message on the rows in each state, and what to do about them. */
 function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | null): { did: string[]; todo: string[] } {
   // A row the service contradicts is counted apart: its state may say "not paid" of a payout that was paid.
@@ -69,7 +62,8 @@ function outcomeParts(earlier: Earlier, o: EarlierOutcome, retryFile: string | n
   const paying = n(BEING_PAID);
   if (paying > 0) {
     const waiting = o.counts.READY ?? 0;
-    did.push(`${paying} being paid or to be paid${waiting > 0 ? ` (${waiting} not sent yet${waitText(earlier)})` : ''}`);
+    const why = waitText(earlier.holdCode, earlier.approvalState);
+    did.push(`${paying} being paid or to be paid${waiting > 0 ? ` (${waiting} not sent yet${why === null ? '' : `, ${why}`})` : ''}`);
     todo.push(
       `wait for the outcome of the ${rows(paying)} being paid (payoutd status --batch ${earlier.id}): one that ends CANCELLED is sent again from that batch's retry file, one that ends NOT_SUBMITTED in a new file under its reference`,
     );

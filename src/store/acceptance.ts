@@ -20,7 +20,7 @@ import { inLineRanges, type LineRange } from './payouts.js';
 import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
-import { ifNotPaidBy, placeIn } from './row-place.js';
+import { ifNotPaidBy, placeIn, standingOf, standingOrder } from './row-place.js';
 import {
   changedFields,
   conflictMessage,
@@ -421,26 +421,6 @@ async function namedRows(trx: Database, ids: readonly (number | string | null)[]
 }
 
 /**
- * How a row of another batch holding a base stands: paid, being paid, recorded CANCELLED (or REJECTED) but
- * contradicted by the payout service or being asked about, in a file being read. Only the probes of roundBases
- * and markRetriedOriginals name a row, so one in a state that does not block is one they found contradicted.
- */
-type Standing = 'paid' | 'paying' | 'contradicted' | 'being read';
-
-function standingOf(row: NamedRow): Standing {
-  if (row.state === 'PAID') return 'paid';
-  if (isBeingRead(row.batch_state)) return 'being read';
-  return RETRY_BLOCKING_STATES.has(row.state) ? 'paying' : 'contradicted';
-}
-
-/** The most telling first; a contradicted row ranks with the rows being paid (either may have paid it). */
-const STANDING_RANK: Record<Standing, number> = { paid: 0, paying: 1, contradicted: 1, 'being read': 2 };
-
-function holderRank(row: NamedRow): number {
-  return STANDING_RANK[standingOf(row)];
-}
-
-/**
  * Of a row recorded CANCELLED that the payout service contradicts or is being asked about: what it said, and what
  * to do before sending again a payout it may have paid. `again`: what is sent again (`this retry`, `this row`).
  */
@@ -454,10 +434,12 @@ function contradictedText(row: NamedRow, again: string): { said: string; todo: s
   return { said, todo };
 }
 
-/** Two rows holding a base, the most telling first (holderRank), then the first stored: the one a message names. */
-function byStanding(a: NamedRow, b: NamedRow): number {
-  return holderRank(a) - holderRank(b) || Number(a.id) - Number(b.id);
-}
+/**
+ * Two rows holding a base, the most telling first, then the first stored: the one a message names. Only the probes
+ * of roundBases and markRetriedOriginals name a row, so one that ended (CANCELLED, REJECTED) is one they found
+ * contradicted by the payout service.
+ */
+const byStanding = standingOrder((r: NamedRow) => [r.state, r.batch_state, r.id]);
 
 /** The row named in a message: `line 3 of this file`, or a row of another batch with its file. */
 function placeOf(row: NamedRow, batchId: string): string {
@@ -486,12 +468,12 @@ function retryDuplicateMessage(c: RoundRow, held: RoundHeld, batchId: string): s
   }
   const other = placeOf(held.row, batchId);
   const as = `${held.row.merchant_reference_id} (${held.row.state})`;
-  switch (standingOf(held.row)) {
+  switch (standingOf(held.row.state, held.row.batch_state)) {
     case 'paid':
       return `${retry}, which ${other} already paid as ${as}; this row is not paid: nothing to do, that payout was made${own}`;
     case 'paying':
       return `${retry}, which ${other} is already paying as ${as}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
-    case 'contradicted': {
+    case 'ended': {
       const { said, todo } = contradictedText(held.row, 'this retry');
       return `${retry}, which ${other} recorded ${held.row.state} as ${held.row.merchant_reference_id}, but ${said}; this row is not paid: ${todo}${own}`;
     }
@@ -574,12 +556,12 @@ function retriedOriginalMessage(reference: string, round: NamedRow): string {
   const place = placeIn(round.file_name, round.line, round.batch_id, round.received_at);
   const by = `its retry ${round.merchant_reference_id} (${round.state}) on ${place}`;
   const own = '; if this row is another payout, give it a reference of its own';
-  switch (standingOf(round)) {
+  switch (standingOf(round.state, round.batch_state)) {
     case 'paid':
       return `the reference ${reference} was already paid by ${by}; this row is not paid: nothing to do, that payout was made${own}`;
     case 'paying':
       return `the reference ${reference} is already being paid by ${by}; this row is not paid: nothing to do but wait for that payout's outcome, and if it is cancelled, retry it from the retry file of that batch${own}`;
-    case 'contradicted': {
+    case 'ended': {
       const { said, todo } = contradictedText(round, 'this row');
       return `the reference ${reference} was retried by its retry ${round.merchant_reference_id} on ${place}, recorded ${round.state}, but ${said}; this row is not paid: ${todo}${own}`;
     }

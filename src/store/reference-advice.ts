@@ -5,6 +5,7 @@
  * beside that file: both would be paid.
  */
 import { candidateUse, retryBase, roundReference, DEFAULT_REFERENCE_MAX_LENGTH } from '../domain/retry-reference.js';
+import { waitText } from '../domain/holds.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
 
@@ -160,16 +161,6 @@ export async function retryPlans(trx: Database, holders: readonly HoldingRow[], 
   return plans;
 }
 
-/** How the holder's batch keeps a row not sent yet from being sent. */
-function waitingText(h: HoldingRow): string {
-  if (h.other_approval === 'REQUIRED' || h.other_hold === 'AWAITING_APPROVAL') return 'not sent yet (READY): its batch awaits approval';
-  if (h.other_hold === 'FILE_CHANGED')
-    return 'not sent yet (READY): its batch is held, its upload went on after it was taken, until an operator decides';
-  if (h.other_hold === 'INSUFFICIENT_BALANCE') return 'not sent yet (READY): its batch is held until the balance covers it';
-  if (h.other_hold === 'BALANCE_CHECK') return 'not sent yet (READY): its batch waits for its balance check';
-  return 'not sent yet (READY): waiting to be sent';
-}
-
 /** How the holding row stands, in words, and which advice fits it. */
 export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'contradicted' | 'not paid'; text: string } {
   // Before the state: a row recorded PAID or REJECTED that the service contradicts may be unpaid or paid.
@@ -184,7 +175,7 @@ export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'cont
     case 'UNKNOWN':
       return { kind: 'paying', text: 'sent, its outcome not known yet (UNKNOWN): it may be paid' };
     case 'READY':
-      return { kind: 'paying', text: waitingText(h) };
+      return { kind: 'paying', text: `not sent yet (READY): ${waitText(h.other_hold, h.other_approval) ?? 'waiting to be sent'}` };
     case 'REJECTED':
       return { kind: 'not paid', text: 'refused by the payout service (REJECTED): not paid' };
   }

@@ -16,7 +16,7 @@ import { isBeingRead, REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
 import { referenceDigits } from '../domain/leading-zeros.js';
 import { isPostgres, type Database } from './db.js';
 import type { LineRange } from './payouts.js';
-import { ifNotPaidBy, placeIn } from './row-place.js';
+import { ifNotPaidBy, placeIn, standingOf, standingOrder } from './row-place.js';
 
 /**
  * Rows of other batches a row is checked against: those holding their reference, and those of a file being read
@@ -106,21 +106,8 @@ async function pairsInTurn(trx: Database, batchId: string, range: LineRange): Pr
   return pairsOf(trx, batchId, range);
 }
 
-/** How an earlier row stands, for what a message says to do. */
-type Standing = 'paid' | 'paying' | 'ended' | 'being read';
-
-function standingOf(p: ZerosPair): Standing {
-  if (p.other_state === 'PAID') return 'paid';
-  if (isBeingRead(p.other_batch_state)) return 'being read';
-  return p.other_state === 'CANCELLED' || p.other_state === 'REJECTED' ? 'ended' : 'paying';
-}
-
-const RANK: Record<Standing, number> = { paid: 0, paying: 1, ended: 2, 'being read': 3 };
-
 /** The earlier row a message names: the most telling, then the first stored. */
-function byStanding(a: ZerosPair, b: ZerosPair): number {
-  return RANK[standingOf(a)] - RANK[standingOf(b)] || Number(a.other_id) - Number(b.other_id);
-}
+const byStanding = standingOrder((p: ZerosPair) => [p.other_state, p.other_batch_state, p.other_id]);
 
 /** How `reference` differs from `other`, of the same digits: it lost all, or some, of its leading zeros, or gained some. */
 function zerosChange(reference: string, other: string): string {
@@ -135,7 +122,7 @@ const ANOTHER = 'if it is another payout, give it a reference that is not the sa
 function earlierZerosMessage(reference: string, held: ZerosPair): string {
   const place = placeIn(held.other_file, held.other_line, held.other_batch, held.other_received_at);
   const same = `the reference ${reference} is ${held.other_reference} ${zerosChange(reference, held.other_reference)}, the reference of ${place}`;
-  switch (standingOf(held)) {
+  switch (standingOf(held.other_state, held.other_batch_state)) {
     case 'paid':
       return `${same}, which is PAID; ${SPREADSHEET} this row is taken for that payout and not paid: if it is that payout, nothing to do, it was paid; ${ANOTHER}`;
     case 'paying':

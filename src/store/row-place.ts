@@ -1,4 +1,6 @@
-/** How a message of the acceptance names a row of another batch. */
+/** How a message of the acceptance names a row of another batch, and how that row stands. */
+import { isBeingRead } from '../domain/lifecycle.js';
+import { RETRY_BLOCKING_STATES } from '../domain/retry-reference.js';
 
 /** When a batch was received, as a message says it: `2026-01-05 09:00 UTC`. */
 function receivedText(ms: number | string): string {
@@ -16,4 +18,24 @@ export function placeIn(file: string, line: number, batchId: string, receivedAt:
  */
 export function ifNotPaidBy(file: string): string {
   return `if that row is not paid by ${JSON.stringify(file)} (its file rejected, or the row refused too: see its ack), send this row again`;
+}
+
+/** How a row of another batch stands, for what a message says to do: `ended` is CANCELLED or REJECTED. */
+export type Standing = 'paid' | 'paying' | 'ended' | 'being read';
+
+export function standingOf(state: string, batchState: string): Standing {
+  if (state === 'PAID') return 'paid';
+  if (isBeingRead(batchState)) return 'being read';
+  return RETRY_BLOCKING_STATES.has(state) ? 'paying' : 'ended';
+}
+
+const RANK: Record<Standing, number> = { paid: 0, paying: 1, ended: 2, 'being read': 3 };
+
+/** Orders rows the most telling first, then the first stored; `of` reads a row's state, its batch's state and its id. */
+export function standingOrder<T>(of: (row: T) => [string, string, number | string]): (a: T, b: T) => number {
+  const rank = (row: T): number => {
+    const [state, batchState] = of(row);
+    return RANK[standingOf(state, batchState)];
+  };
+  return (a, b) => rank(a) - rank(b) || Number(of(a)[2]) - Number(of(b)[2]);
 }

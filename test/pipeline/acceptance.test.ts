@@ -436,7 +436,7 @@ describe('pipeline: duplicate files', () => {
     expect(again.state).toBe('DUPLICATE');
     expect(again.rejectReason).toBe(
       `duplicate file: the same content (sha256 ${first.sha256.slice(0, 12)}…) was received as batch ${first.id} ("mixed.csv", 2026-01-05T09:00:00.000Z), not finished yet: ` +
-        'of its 7 rows, 1 paid, 2 being paid or to be paid (1 not sent yet, its batch held until the balance covers it), 1 invalid (INVALID, see its ack), ' +
+        'of its 7 rows, 1 paid, 2 being paid or to be paid (1 not sent yet, its batch is held until the balance covers it), 1 invalid (INVALID, see its ack), ' +
         '1 refused for a reference another row holds (DUPLICATE), 1 cancelled by the payout service (CANCELLED), 1 refused by the payout service (REJECTED); ' +
         'this copy is not read and pays nothing. What to do: the 1 row paid must never be sent again, under its reference or a new one: it would be paid twice; ' +
         `wait for the outcome of the 2 rows being paid (payoutd status --batch ${first.id}): one that ends CANCELLED is sent again from that batch's retry file, one that ends NOT_SUBMITTED in a new file under its reference; ` +
