@@ -21,9 +21,11 @@ import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
 import { ifNotPaidBy, placeIn, standingOf, standingOrder } from './row-place.js';
+import { whereServiceContradicts } from './service-checks.js';
 import {
   changedFields,
   conflictMessage,
+  contradictedText,
   NO_RETRY_FILES,
   REFERENCES_PER_LOOKUP,
   retryPlans,
@@ -263,17 +265,16 @@ const BLOCKING = [...RETRY_BLOCKING_STATES];
 /** Of those, a row sent or to be sent and not paid yet. */
 const PAYING = BLOCKING.filter((s) => s !== 'PAID');
 /**
- * States of a row that held a payout and holds a base only while the payout service contradicts it, or is being
- * asked about it (src/poll/checks.ts): recorded CANCELLED, its payout may have been paid all the same.
+ * States of a row that held a payout and holds a base only while the payout service contradicts it, is being asked
+ * about it (src/poll/checks.ts) or holds a payout under its reference (REFERENCE_TAKEN, recorded REJECTED): its
+ * payout may have been paid all the same.
  */
 const CONTRADICTABLE = HOLDING.filter((s) => !RETRY_BLOCKING_STATES.has(s));
 const BEING_READ = [...BEING_READ_BATCH_STATES];
 
-/** Narrows a query of payouts `h` to rows of CONTRADICTABLE states whose check is owed or that the service contradicts. */
+/** Narrows a query of payouts `h` to rows of CONTRADICTABLE states that the service contradicts (serviceContradicts). */
 function contradicted(q: Knex.QueryBuilder, h: string): Knex.QueryBuilder {
-  return q.whereIn(`${h}.state`, CONTRADICTABLE).andWhere((w) => {
-    void w.whereNotNull(`${h}.service_check`).orWhereNotNull(`${h}.service_note`);
-  });
+  return whereServiceContradicts(q.whereIn(`${h}.state`, CONTRADICTABLE), h);
 }
 
 /** A row the guard names (it holds a base, or makes it known), with its batch as a message places it. */
@@ -288,6 +289,8 @@ interface NamedRow {
   service_check: string | null;
   /** Set while that check is owed, or once the service contradicted the row. */
   service_note: string | null;
+  /** REFERENCE_TAKEN: the service holds a payout under the row's reference. */
+  reason_code: string | null;
   batch_state: string;
   file_name: string;
   received_at: number | string;
@@ -411,6 +414,7 @@ async function namedRows(trx: Database, ids: readonly (number | string | null)[]
         'h.payout_id',
         'h.service_check',
         'h.service_note',
+        'h.reason_code',
         'hb.state as batch_state',
         'hb.file_name',
         'hb.received_at',
@@ -418,20 +422,6 @@ async function namedRows(trx: Database, ids: readonly (number | string | null)[]
     for (const r of rows) byId.set(Number(r.id), r);
   }
   return byId;
-}
-
-/**
- * Of a row recorded CANCELLED that the payout service contradicts or is being asked about: what it said, and what
- * to do before sending again a payout it may have paid. `again`: what is sent again (`this retry`, `this row`).
- */
-function contradictedText(row: NamedRow, again: string): { said: string; todo: string } {
-  const payout = row.payout_id === null ? 'its payout' : `payout ${row.payout_id}`;
-  const said =
-    row.service_check !== null
-      ? `a payout.updated event reported otherwise for ${payout} and payoutd is asking the payout service about it`
-      : `the payout service reports otherwise for ${payout}`;
-  const todo = `check ${payout} with the payout service; if it really was not paid, drop ${again} again once payoutd's check agrees it is ${row.state} (payoutd status --batch ${row.batch_id} no longer lists line ${row.line})`;
-  return { said, todo };
 }
 
 /**

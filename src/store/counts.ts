@@ -12,6 +12,7 @@ import type { Database } from './db.js';
 import type { BatchRecord } from './batches.js';
 import { rowsInState, type IndexedState } from './payouts.js';
 import { writtenMoneyAs } from './request-fields.js';
+import { whereServiceContradicts } from './service-checks.js';
 
 export type StateCounts = Partial<Record<RowState, number>>;
 
@@ -113,14 +114,9 @@ export async function amountsByState(db: Database, batchId: string): Promise<Par
   return out;
 }
 
-/**
- * A batch's rows whose recorded outcome the payout service contradicts or may (a check owed, a note kept, or
- * REFERENCE_TAKEN), per state: whatever their state says, they may have been paid (src/store/reference-advice.ts).
- */
+/** A batch's rows, per state, whose recorded outcome the payout service contradicts or may (serviceContradicts). */
 export async function contradictedCounts(db: Database, batchId: string): Promise<StateCounts> {
-  const rows = (await db('payouts')
-    .where({ batch_id: batchId })
-    .andWhere((q) => q.whereNotNull('service_check').orWhereNotNull('service_note').orWhere('reason_code', 'REFERENCE_TAKEN'))
+  const rows = (await whereServiceContradicts(db('payouts').where({ batch_id: batchId }), 'payouts')
     .select('state')
     .count({ n: '*' })
     .groupBy('state')) as { state: RowState; n: number | string }[];

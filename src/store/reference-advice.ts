@@ -6,8 +6,10 @@
  */
 import { candidateUse, retryBase, roundReference, DEFAULT_REFERENCE_MAX_LENGTH } from '../domain/retry-reference.js';
 import { waitText } from '../domain/holds.js';
+import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
+import { serviceContradicts } from './service-checks.js';
 
 /** The retry files the advice names (src/daemon/outbox.ts writes them). */
 export interface RetryFiles {
@@ -71,21 +73,30 @@ const ROUNDS_AHEAD = 4;
 /** References one lookup names (SQLite binds at most 32,766 values a statement). */
 export const REFERENCES_PER_LOOKUP = 5_000;
 
-/**
- * A row whose recorded outcome the payout service contradicts or may: a check owed, a note kept, or REFERENCE_TAKEN
- * (the service holds a payout under its reference). Whatever its state, it may have been paid.
- */
-export function serviceContradicts(r: { check: string | null; note: string | null; code: string | null }): boolean {
-  return r.check !== null || r.note !== null || r.code === 'REFERENCE_TAKEN';
-}
+/** A row the payout service contradicts, as contradictedText names it. */
+type ContradictedRow = Pick<
+  RoundRow,
+  'merchant_reference_id' | 'state' | 'payout_id' | 'batch_id' | 'line' | 'service_check' | 'service_note' | 'reason_code'
+>;
 
-function holderContradicted(h: HoldingRow): boolean {
-  return serviceContradicts({ check: h.other_check, note: h.other_note, code: h.other_code });
+/** The holder's own columns. */
+function holderRow(h: HoldingRow): ContradictedRow {
+  const { merchant_reference_id, other_state: state, other_payout: payout_id, other_batch: batch_id, other_line: line } = h;
+  return {
+    merchant_reference_id,
+    state,
+    payout_id,
+    batch_id,
+    line,
+    service_check: h.other_check,
+    service_note: h.other_note,
+    reason_code: h.other_code,
+  };
 }
 
 /** A holder recorded CANCELLED that the payout service does not contradict: its payout was not made. */
 function plainlyCancelled(h: HoldingRow): boolean {
-  return h.other_state === 'CANCELLED' && !holderContradicted(h);
+  return h.other_state === 'CANCELLED' && !serviceContradicts(holderRow(h));
 }
 
 /**
@@ -138,7 +149,7 @@ export async function retryPlans(trx: Database, holders: readonly HoldingRow[], 
     for (const reference of rounds.get(h.merchant_reference_id) ?? []) {
       const using = byReference.get(reference) ?? [];
       // A round the service contradicts may have been paid: no later round is offered until it is checked.
-      const doubted = using.find((r) => serviceContradicts({ check: r.service_check, note: r.service_note, code: r.reason_code }));
+      const doubted = using.find(serviceContradicts);
       if (doubted !== undefined) {
         plans.set(h.merchant_reference_id, { kind: 'contradicted', row: doubted });
         break;
@@ -161,10 +172,30 @@ export async function retryPlans(trx: Database, holders: readonly HoldingRow[], 
   return plans;
 }
 
+/**
+ * Of a row the payout service contradicts or is asked about (it may have been paid, or not): what the service
+ * said, and what to do before `again` (`this row`, `this retry`) is sent again.
+ */
+export function contradictedText(r: ContradictedRow, again: string): { said: string; todo: string } {
+  const taken = r.reason_code === REFERENCE_TAKEN;
+  const payout = taken ? `the payout held under ${r.merchant_reference_id}` : r.payout_id === null ? 'its payout' : `payout ${r.payout_id}`;
+  const said = taken
+    ? `the payout service holds a payout under ${r.merchant_reference_id} (REFERENCE_TAKEN: that row's reason, in the result file of batch ${r.batch_id}, names it)`
+    : r.service_check !== null
+      ? `a payout.updated event reported otherwise for ${payout} and payoutd is asking the payout service about it`
+      : `the payout service reports otherwise for ${payout}`;
+  const todo = `check ${payout} with the payout service before sending ${again} again under any reference (payoutd status --batch ${r.batch_id}, line ${r.line}, says what payoutd knows of it)`;
+  return { said, todo };
+}
+
 /** How the holding row stands, in words, and which advice fits it. */
 export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'contradicted' | 'not paid'; text: string } {
   // Before the state: a row recorded PAID or REJECTED that the service contradicts may be unpaid or paid.
-  if (holderContradicted(h)) return { kind: 'contradicted', text: contradictedText(h) };
+  if (serviceContradicts(holderRow(h)))
+    return {
+      kind: 'contradicted',
+      text: `recorded ${h.other_state}, but ${contradictedText(holderRow(h), '').said}: it may have been paid`,
+    };
   switch (h.other_state) {
     case 'PAID':
       return { kind: 'paid', text: 'PAID' };
@@ -180,29 +211,6 @@ export function holderStanding(h: HoldingRow): { kind: 'paid' | 'paying' | 'cont
       return { kind: 'not paid', text: 'refused by the payout service (REJECTED): not paid' };
   }
   return { kind: 'not paid', text: 'cancelled (CANCELLED): not paid' };
-}
-
-/** How a holder the service contradicts stands, in words. */
-function contradictedText(h: HoldingRow): string {
-  const payout = h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
-  if (h.other_code === 'REFERENCE_TAKEN')
-    return `recorded ${h.other_state} (REFERENCE_TAKEN), but the payout service holds a payout under this reference (that row's reason, in the result file of batch ${h.other_batch}, names it): it may have been paid`;
-  const said =
-    h.other_check !== null
-      ? 'payoutd is asking the payout service about it'
-      : `the payout service contradicts the recorded outcome of ${payout}`;
-  return `recorded ${h.other_state}, but ${said}: it may have been paid`;
-}
-
-/** What to do about a row the service contradicts (the holder, or a retry round of it): check first, never a new reference. */
-function checkFirstText(what: string, batchId: string, line: number): string {
-  return `check ${what} with the payout service before sending this row again under any reference (payoutd status --batch ${batchId}, line ${line}, says what payoutd knows of it)`;
-}
-
-/** What the holder's payout is, as the check-first advice names it. */
-function holderPayoutText(h: HoldingRow): string {
-  if (h.other_code === 'REFERENCE_TAKEN') return 'the payout the payout service holds under this reference';
-  return h.other_payout === null ? 'its payout' : `payout ${h.other_payout}`;
 }
 
 /** The retry file a row of `by`'s batch is in, as the advice names it. */
@@ -246,8 +254,8 @@ function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryF
     return `send it again only from the retry file of batch ${h.other_batch} (write it with payoutd retry-file --batch ${h.other_batch}), ${fix} there: it gives the row its next free retry reference or says why it holds it back; not under a new reference of your own, or it may be paid twice`;
   if (plan.kind === 'contradicted') {
     const { row } = plan;
-    const payout = row.payout_id === null ? 'its payout' : `payout ${row.payout_id}`;
-    return `it was retried as ${row.merchant_reference_id} by line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id}), recorded ${row.state}, but the payout service contradicts that outcome and it may have been paid: ${checkFirstText(payout, row.batch_id, row.line)}`;
+    const { said, todo } = contradictedText(row, 'this row');
+    return `it was retried as ${row.merchant_reference_id} by line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id}), recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
   }
   if (plan.kind === 'retrying') {
     const { row } = plan;
@@ -278,7 +286,7 @@ export function sameContentMessage(earlier: string, h: HoldingRow, plan: RetryPl
     case 'paying':
       return `${head}: wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch if it ends CANCELLED`;
     case 'contradicted':
-      return `${head}: ${checkFirstText(holderPayoutText(h), h.other_batch, h.other_line)}`;
+      return `${head}: ${contradictedText(holderRow(h), 'this row').todo}`;
     case 'not paid':
       return `${head}: ${sendAgainText(h, plan, files, 'with what got it cancelled put right')}`;
   }
@@ -308,7 +316,7 @@ export function conflictMessage(
     case 'paying':
       return `${head}: if this row corrects that payout, wait for that row's outcome (payoutd status --batch ${h.other_batch}), and send this row again only if that row ends unpaid: under this reference if it ends NOT_SUBMITTED, from the retry file of that batch with ${values} put in if it ends CANCELLED; ${own}`;
     case 'contradicted':
-      return `${head}: if this row corrects that payout, ${checkFirstText(holderPayoutText(h), h.other_batch, h.other_line)}; ${own}`;
+      return `${head}: if this row corrects that payout, ${contradictedText(holderRow(h), 'this row').todo}; ${own}`;
     case 'not paid':
       if (h.other_state === 'REJECTED')
         return `${head}: give it a new reference (the payout service's reason for refusing that row is in the result file of batch ${h.other_batch})`;

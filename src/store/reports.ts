@@ -7,7 +7,7 @@ import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
-import { serviceContradicts } from './reference-advice.js';
+import { serviceContradicts } from './service-checks.js';
 import { CONTRADICTED_ROUND } from '../domain/retry-reference.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
@@ -114,7 +114,7 @@ export async function referenceStates(db: Database, references: readonly string[
       reason_code: string | null;
     }[];
     for (const r of rows) {
-      const contradicted = serviceContradicts({ check: r.service_check, note: r.service_note, code: r.reason_code });
+      const contradicted = serviceContradicts(r);
       pushTo(out, r.merchant_reference_id, contradicted ? CONTRADICTED_ROUND : r.state);
     }
   }

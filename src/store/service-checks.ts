@@ -2,12 +2,36 @@
  * Checks of rows against the payout service that a webhook made owed (src/poll/checks.ts): which rows are due, and
  * what finance is told of rows the service contradicts or is still being asked about (result files, status).
  */
+import type { Knex } from 'knex';
 import type { RowState } from '../domain/lifecycle.js';
+import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
 import type { BatchEventData } from '../domain/batch-events.js';
 import { reportOfNote, serviceReportOf, type Contradiction, type ServiceCheckKind } from '../domain/service-check.js';
 import { recordBatchEvent } from './batch-events.js';
+
+/** A row's columns that say whether the payout service contradicts its recorded outcome. */
+export interface ServiceSaid {
+  service_check: string | null;
+  service_note: string | null;
+  reason_code: string | null;
+}
+
+/**
+ * A row whose recorded outcome the payout service contradicts or may: a check owed, a note kept, or REFERENCE_TAKEN
+ * (the service holds a payout under its reference). Whatever its state, it may have been paid.
+ */
+export function serviceContradicts(r: ServiceSaid): boolean {
+  return r.service_check !== null || r.service_note !== null || r.reason_code === REFERENCE_TAKEN;
+}
+
+/** serviceContradicts in SQL: narrows a query to the rows `p` (a table or its alias) it holds for. */
+export function whereServiceContradicts(q: Knex.QueryBuilder, p: string): Knex.QueryBuilder {
+  return q.andWhere(
+    (w) => void w.whereNotNull(`${p}.service_check`).orWhereNotNull(`${p}.service_note`).orWhere(`${p}.reason_code`, REFERENCE_TAKEN),
+  );
+}
 
 /** A row a check is owed for, as the check needs it. */
 export interface CheckTarget extends FinalRowNamed {

@@ -45,7 +45,7 @@ describe('rows whose reference an earlier row holds that the payout service cont
       expect(text, ref).toContain('before sending this row again under any reference');
       expect(text, ref).not.toMatch(/new reference|nothing to do|send it again as/);
     }
-    expect(r.get('N-TAKEN')).toContain('the payout service holds a payout under this reference');
+    expect(r.get('N-TAKEN')).toContain('the payout service holds a payout under N-TAKEN (REFERENCE_TAKEN');
     expect(r.get('N-CAN')).toContain('N-CAN-R1');
     expect(r.get('N-OK')).toContain('give it a new reference');
 

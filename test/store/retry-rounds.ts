@@ -338,7 +338,7 @@ function contradictedTail(payoutId: string, batch: string, line: number, asked: 
   const said = asked
     ? `a payout.updated event reported otherwise for payout ${payoutId} and payoutd is asking the payout service about it`
     : `the payout service reports otherwise for payout ${payoutId}`;
-  return `${said}; this row is not paid: check payout ${payoutId} with the payout service; if it really was not paid, drop this retry again once payoutd's check agrees it is CANCELLED (payoutd status --batch ${batch} no longer lists line ${line})`;
+  return `${said}; this row is not paid: check payout ${payoutId} with the payout service before sending this retry again under any reference (payoutd status --batch ${batch}, line ${line}, says what payoutd knows of it)`;
 }
 
 /**
@@ -399,7 +399,7 @@ export async function checkContradictedHolder(db: Database): Promise<void> {
     ],
     [
       7,
-      `the reference Q-1 was retried by its retry Q-1-R1 on line 4 of "retry.csv" (batch RETRY, ${RECEIVED}), recorded CANCELLED, but ${contradictedTail('PO-Q1R1', 'RETRY', 4, true).replace('drop this retry', 'drop this row')}; if this row is another payout, give it a reference of its own`,
+      `the reference Q-1 was retried by its retry Q-1-R1 on line 4 of "retry.csv" (batch RETRY, ${RECEIVED}), recorded CANCELLED, but ${contradictedTail('PO-Q1R1', 'RETRY', 4, true).replace('sending this retry', 'sending this row')}; if this row is another payout, give it a reference of its own`,
     ],
   ]);
 
@@ -407,6 +407,32 @@ export async function checkContradictedHolder(db: Database): Promise<void> {
   await setRow(db, 'FIRST', 2, { serviceCheck: null, serviceCheckAt: null, serviceNote: null, serviceNotedAt: 10 });
   await reading(db, 'AGAIN', 'again.csv', ['C-1-R1']);
   expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 11)).toMatchObject({ accepted: true, readyCount: 1, duplicateCount: 0 });
+}
+
+/**
+ * A round found REFERENCE_TAKEN (REJECTED, the payout service holding a payout under its reference) may have
+ * been paid as the retry file and the advice take it: a later round, or its original dropped again, is refused.
+ */
+export async function checkReferenceTakenRound(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [
+    ['T-1', 'CANCELLED'],
+    ['T-2', 'NOT_SUBMITTED'],
+  ]);
+  await batchOf(db, 'RETRY', 'retry.csv', [
+    ['T-1-R1', 'REJECTED'],
+    ['T-2-R1', 'REJECTED'],
+  ]);
+  for (const line of [2, 3]) await setRow(db, 'RETRY', line, { reasonCode: 'REFERENCE_TAKEN' });
+  await reading(db, 'TAKEN', 'taken.csv', ['T-1-R2', 'T-2']);
+  expect(await acceptBatchRows(db, 'TAKEN', 'skip-rows', 9)).toMatchObject({ accepted: false, duplicateCount: 2 });
+  expect(await rowsOf(db, 'TAKEN')).toEqual([
+    ['T-1-R2', 'DUPLICATE', 'RETRY_DUPLICATE'],
+    ['T-2', 'DUPLICATE', 'RETRY_DUPLICATE'],
+  ]);
+  expect((await listBatchErrors(db, 'TAKEN')).map((e) => e.message)).toEqual([
+    expect.stringContaining('the payout service holds a payout under T-1-R1 (REFERENCE_TAKEN'),
+    expect.stringContaining('the payout service holds a payout under T-2-R1 (REFERENCE_TAKEN'),
+  ]);
 }
 
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
@@ -424,4 +450,6 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
   it('refuses an original dropped again while a round of it is paid or may be paid', () => checkRetriedOriginal(store.db));
   it('is refused while the payout service contradicts a cancelled row of it, or is being asked, not once the check agrees', () =>
     checkContradictedHolder(store.db));
+  it('is refused while a round of it is REFERENCE_TAKEN, as the payout service holds a payout under it', () =>
+    checkReferenceTakenRound(store.db));
 }

@@ -89,8 +89,8 @@ it('a retry file taken before the service reported its cancelled row PAID is ref
     `the reference WC-2-R1 retries WC-2, which line 3 of "wh.csv" (batch ${batchId}, received ` +
     `${new Date((await p.batch(batchId)).receivedAt).toISOString().slice(0, 16).replace('T', ' ')} UTC) recorded CANCELLED as WC-2, ` +
     `but the payout service reports otherwise for payout ${payoutId}; this row is not paid: check payout ${payoutId} with the ` +
-    `payout service; if it really was not paid, drop this retry again once payoutd's check agrees it is CANCELLED ` +
-    `(payoutd status --batch ${batchId} no longer lists line 3); if this row is another payout, not a retry, give it a reference not ending in -R1`;
+    `payout service before sending this retry again under any reference (payoutd status --batch ${batchId}, line 3, says what ` +
+    `payoutd knows of it); if this row is another payout, not a retry, give it a reference not ending in -R1`;
   expect((await listBatchErrors(p.db, refused)).map((e) => [e.line, e.code, e.message])).toEqual([[2, 'RETRY_DUPLICATE', message]]);
   await waitFor(async () => (await outboxFile(outbox, refused, '.ack.csv')) !== null, 'the ack');
   expect(await outboxFile(outbox, refused, '.ack.csv')).toContain(
