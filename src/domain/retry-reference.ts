@@ -93,3 +93,71 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
   if (blocking !== undefined) return { use: 'retrying', state: blocking };
   return (states ?? []).every((s) => NEVER_SENT.has(s)) ? { use: 'free' } : { use: 'spent' };
 }
+
+/** A row using a candidate reference, as the retry planner reads it. */
+export interface RoundUse {
+  state: string;
+  /** The payout service contradicts its recorded outcome (a check owed, a note kept, REFERENCE_TAKEN): it may be paid. */
+  contradicted: boolean;
+}
+
+/** Rounds tried beyond a row's own before giving up (each one a used reference). */
+const MAX_EXTRA_ROUNDS = 50;
+/** Candidates looked up per row per lookup. */
+const LOOKAHEAD = 4;
+
+/**
+ * Where a cancelled payout goes on: its next free round, with `by` the last round sent since and not paid (whose
+ * batch's retry file offers it; none: the row's own), or the round already retrying it (or contradicted, so maybe
+ * paid), or no round at all (`why`).
+ */
+export type RoundPlan<T> =
+  { kind: 'free'; reference: string; by: T | undefined } | { kind: 'retrying'; reference: string; row: T } | { kind: 'none'; why: string };
+
+/**
+ * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
+ * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
+ * using each); `taken` holds references given out already (a retry file's earlier rows).
+ */
+export async function planRetries<T extends RoundUse>(
+  references: readonly string[],
+  lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
+  maxLength: number,
+  taken = new Set<string>(),
+): Promise<RoundPlan<T>[]> {
+  const plans: RoundPlan<T>[] = [];
+  let open = references.map((reference, at) => {
+    // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
+    const { base, round } = retryBase(reference);
+    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
+  });
+  while (open.length > 0) {
+    const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
+    const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
+    const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
+      for (const reference of candidates[i] ?? []) {
+        const round = c.next++;
+        if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
+        const using = uses.get(reference) ?? [];
+        const use = candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
+        if (use.use === 'retrying') {
+          const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
+          return { kind: 'retrying', reference, row };
+        }
+        if (use.use === 'free' && !taken.has(reference)) {
+          taken.add(reference);
+          return { kind: 'free', reference, by: c.by };
+        }
+        // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
+        if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
+      }
+      return c.next > c.last ? { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` } : null;
+    };
+    open = open.filter((c, i) => {
+      const plan = decide(c, i);
+      if (plan !== null) plans[c.at] = plan;
+      return plan === null;
+    });
+  }
+  return plans;
+}

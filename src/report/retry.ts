@@ -11,7 +11,16 @@
  */
 import { join } from 'node:path';
 import { escapeFormulaLike } from '../domain/formula-text.js';
-import { candidateUse, DEFAULT_REFERENCE_MAX_LENGTH, retryBase, roundReference } from '../domain/retry-reference.js';
+import {
+  candidateUse,
+  CONTRADICTED_ROUND,
+  DEFAULT_REFERENCE_MAX_LENGTH,
+  planRetries,
+  retryBase,
+  roundReference,
+  type RoundPlan,
+  type RoundUse,
+} from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
 import { writeFileAtomic } from './atomic.js';
 import { csvLines, UTF8_BOM } from './csv.js';
@@ -26,10 +35,6 @@ type Rows<T> = AsyncIterable<T> | Iterable<T>;
 /** The header of a retry file: the input format's default column names (the request's fields, in its order). */
 export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELDS;
 
-/** Rounds tried beyond the row's own before giving up (each one a used reference). */
-const MAX_EXTRA_ROUNDS = 50;
-/** Candidates looked up per row per database round trip. */
-const LOOKAHEAD = 4;
 /** Cancelled rows resolved per round of lookups. */
 const PAGE_ROWS = 500;
 
@@ -74,8 +79,8 @@ export function retryRecord(values: readonly string[], reference: string): strin
 /** What the retry file needs from the store (store/reports.ts provides both). */
 export interface RetrySource {
   cancelledRows(): Rows<RetrySourceRow>;
-  /** States of the rows using each of these references; unused references are absent. */
-  referenceStates(references: readonly string[]): Promise<ReadonlyMap<string, readonly string[]>>;
+  /** The rows using each of these references; unused references are absent. */
+  roundsUsing(references: readonly string[]): Promise<ReadonlyMap<string, readonly RoundUse[]>>;
 }
 
 export interface RetrySourceRow {
@@ -126,59 +131,6 @@ interface Planned {
   reference: string;
 }
 
-type Resolution = { reference: string } | { skip: RetrySkip };
-
-interface Cursor {
-  row: RetrySourceRow;
-  base: string;
-  /** The row's own round (0 for an original): fresh references start above it. */
-  own: number;
-  next: number;
-}
-
-/** Picks the fresh reference of each row of a page; `taken` holds those given out earlier in this file. */
-async function resolvePage(
-  page: RetrySourceRow[],
-  source: RetrySource,
-  maxLength: number,
-  taken: Set<string>,
-): Promise<Map<RetrySourceRow, Resolution>> {
-  const out = new Map<RetrySourceRow, Resolution>();
-  let open: Cursor[] = page.map((row) => {
-    const { base, round } = retryBase(row.merchantReferenceId);
-    // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
-    return { row, base, own: round, next: round + 1 };
-  });
-  while (open.length > 0) {
-    const wanted = open.flatMap((c) => Array.from({ length: LOOKAHEAD }, (_, i) => retryReference(c.base, c.next + i, maxLength)));
-    const states = await source.referenceStates(wanted);
-    const still: Cursor[] = [];
-    for (const c of open) {
-      const decided = decide(c, states, maxLength, taken);
-      if (decided) out.set(c.row, decided);
-      else if (c.next > c.own + MAX_EXTRA_ROUNDS) {
-        throw new FinanceReportError('RETRY_REFERENCE', `line ${c.row.line}: no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds`);
-      } else still.push(c);
-    }
-    open = still;
-  }
-  return out;
-}
-
-function decide(c: Cursor, states: ReadonlyMap<string, readonly string[]>, maxLength: number, taken: Set<string>): Resolution | null {
-  for (let i = 0; i < LOOKAHEAD; i++, c.next++) {
-    const candidate = retryReference(c.base, c.next, maxLength);
-    if (candidate === c.row.merchantReferenceId) continue;
-    const found = candidateUse(states.get(candidate));
-    if (found.use === 'retrying')
-      return { skip: { line: c.row.line, merchantReferenceId: c.row.merchantReferenceId, retriedAs: candidate, state: found.state } };
-    if (found.use === 'spent' || taken.has(candidate)) continue;
-    taken.add(candidate);
-    return { reference: candidate };
-  }
-  return null;
-}
-
 class SkipLog<T = RetrySkip> {
   count = 0;
   readonly first: T[] = [];
@@ -198,11 +150,19 @@ async function* plannedRows(
   const taken = new Set<string>();
   let page: RetrySourceRow[] = [];
   const flush = async function* (): AsyncGenerator<Planned> {
-    const resolved = await resolvePage(page, source, maxLength, taken);
-    for (const row of page) {
-      const r = resolved.get(row);
-      if (r && 'reference' in r) yield { row, reference: r.reference };
-      else if (r) skips.add(r.skip);
+    const plans = await planRetries(
+      page.map((row) => row.merchantReferenceId),
+      (references) => source.roundsUsing(references),
+      maxLength,
+      taken,
+    );
+    for (const [i, row] of page.entries()) {
+      const plan = plans[i] as RoundPlan<RoundUse>;
+      if (plan.kind === 'free') yield { row, reference: plan.reference };
+      else if (plan.kind === 'retrying') {
+        const state = plan.row.contradicted ? CONTRADICTED_ROUND : plan.row.state;
+        skips.add({ line: row.line, merchantReferenceId: row.merchantReferenceId, retriedAs: plan.reference, state });
+      } else throw new FinanceReportError('RETRY_REFERENCE', `line ${row.line}: ${plan.why}`);
     }
     page = [];
   };

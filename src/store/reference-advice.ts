@@ -4,11 +4,12 @@
  * cancelled is sent again under its retry reference, as its batch's retry file has it, never under a new one
  * beside that file: both would be paid.
  */
-import { candidateUse, retryBase, roundReference, DEFAULT_REFERENCE_MAX_LENGTH } from '../domain/retry-reference.js';
 import { waitText } from '../domain/holds.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
+import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
+import { roundsUsing, type RoundRow } from './reports.js';
 import { serviceContradicts } from './service-checks.js';
 
 /** The retry files the advice names (src/daemon/outbox.ts writes them). */
@@ -39,37 +40,12 @@ export interface HoldingRow {
   other_approval: string | null;
 }
 
-/** A row using a retry reference of the holder, with its batch. */
-interface RoundRow {
-  merchant_reference_id: string;
-  state: string;
-  payout_id: string | null;
-  service_check: string | null;
-  service_note: string | null;
-  reason_code: string | null;
-  line: number;
-  batch_id: string;
-  file_name: string;
-  batch_state: string;
-}
-
 /** The row whose batch's retry file offers a retry reference. */
-interface Offering {
-  state: string;
-  batch_id: string;
-  file_name: string;
-  batch_state: string;
-}
+type Offering = Pick<RoundRow, 'state' | 'batch_id' | 'file_name' | 'batch_state'>;
 
-/**
- * Where a payout recorded CANCELLED goes on: the retry reference free for it and the row whose batch's retry file
- * offers it (the holder, or the last round of it sent since and not paid), or the round already retrying it.
- */
-export type RetryPlan =
-  { kind: 'offered'; reference: string; by: Offering } | { kind: 'retrying'; row: RoundRow } | { kind: 'contradicted'; row: RoundRow };
+/** Where a payout recorded CANCELLED goes on, as its batch's retry file plans it. */
+export type RetryPlan = RoundPlan<RoundRow>;
 
-/** Rounds looked at beyond the holder's own; past them the advice names the retry file, which looks further (src/report/retry.ts). */
-const ROUNDS_AHEAD = 4;
 /** References one lookup names (SQLite binds at most 32,766 values a statement). */
 export const REFERENCES_PER_LOOKUP = 5_000;
 
@@ -99,77 +75,12 @@ function plainlyCancelled(h: HoldingRow): boolean {
   return h.other_state === 'CANCELLED' && !serviceContradicts(holderRow(h));
 }
 
-/**
- * The retry plan of each plainly cancelled holder, by its reference: its next rounds looked up as the retry file
- * picks them (candidateUse), so the reference named is the one its retry file carries. None when no round within
- * ROUNDS_AHEAD is free.
- */
+/** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
 export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
   const cancelled = holders.filter(plainlyCancelled);
-  const rounds = new Map<string, string[]>();
-  for (const h of cancelled) {
-    const { base, round } = retryBase(h.merchant_reference_id);
-    const next = Array.from({ length: ROUNDS_AHEAD }, (_, i) => roundReference(base, round + 1 + i, files.referenceMaxLength));
-    rounds.set(
-      h.merchant_reference_id,
-      next.filter((r): r is string => r !== null),
-    );
-  }
-  const wanted = [...new Set([...rounds.values()].flat())];
-  const rows: RoundRow[] = [];
-  for (let i = 0; i < wanted.length; i += REFERENCES_PER_LOOKUP) {
-    rows.push(
-      ...((await trx('payouts as r')
-        .join('batches as rb', 'rb.id', 'r.batch_id')
-        .whereIn('r.merchant_reference_id', wanted.slice(i, i + REFERENCES_PER_LOOKUP))
-        .select(
-          'r.merchant_reference_id',
-          'r.state',
-          'r.payout_id',
-          'r.service_check',
-          'r.service_note',
-          'r.reason_code',
-          'r.line',
-          'r.batch_id',
-          'rb.file_name',
-          'rb.state as batch_state',
-        )) as RoundRow[]),
-    );
-  }
-  const byReference = new Map<string, RoundRow[]>();
-  for (const r of rows) byReference.set(r.merchant_reference_id, [...(byReference.get(r.merchant_reference_id) ?? []), r]);
-  const plans = new Map<string, RetryPlan>();
-  for (const h of cancelled) {
-    let by: Offering = {
-      state: h.other_state,
-      batch_id: h.other_batch,
-      file_name: h.other_file,
-      batch_state: h.other_batch_state,
-    };
-    for (const reference of rounds.get(h.merchant_reference_id) ?? []) {
-      const using = byReference.get(reference) ?? [];
-      // A round the service contradicts may have been paid: no later round is offered until it is checked.
-      const doubted = using.find(serviceContradicts);
-      if (doubted !== undefined) {
-        plans.set(h.merchant_reference_id, { kind: 'contradicted', row: doubted });
-        break;
-      }
-      const use = candidateUse(using.map((r) => r.state));
-      if (use.use === 'retrying') {
-        const row = using.find((r) => r.state === use.state) as RoundRow;
-        plans.set(h.merchant_reference_id, { kind: 'retrying', row });
-        break;
-      }
-      if (use.use === 'free') {
-        plans.set(h.merchant_reference_id, { kind: 'offered', reference, by });
-        break;
-      }
-      // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
-      const spent = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
-      if (spent) by = spent;
-    }
-  }
-  return plans;
+  const references = cancelled.map((h) => h.merchant_reference_id);
+  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
+  return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 
 /**
@@ -248,23 +159,28 @@ function retryColumnsText(fields: readonly string[]): string {
 function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryFiles, fix: string): string {
   if (h.other_state === 'REJECTED')
     return `give it a new reference, with what the payout service refused put right (its reason is in the result file of batch ${h.other_batch})`;
-  // No free round within those looked at (or none fits the reference's length): the retry file decides, and a new
-  // reference of finance's own would pass every check while a later round may be paid.
-  if (plan === undefined)
+  // No free round (or none fits the reference's length): the retry file says why, and a new reference of
+  // finance's own would pass every check while a later round may be paid.
+  if (plan === undefined || plan.kind === 'none')
     return `send it again only from the retry file of batch ${h.other_batch} (write it with payoutd retry-file --batch ${h.other_batch}), ${fix} there: it gives the row its next free retry reference or says why it holds it back; not under a new reference of your own, or it may be paid twice`;
-  if (plan.kind === 'contradicted') {
-    const { row } = plan;
-    const { said, todo } = contradictedText(row, 'this row');
-    return `it was retried as ${row.merchant_reference_id} by line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id}), recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
-  }
   if (plan.kind === 'retrying') {
     const { row } = plan;
     const where = `line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id})`;
+    if (row.contradicted) {
+      const { said, todo } = contradictedText(row, 'this row');
+      return `it was retried as ${row.merchant_reference_id} by ${where}, recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
+    }
     return row.state === 'PAID'
       ? `nothing to do: it was retried as ${row.merchant_reference_id} by ${where}, which is PAID`
       : `it is being retried as ${row.merchant_reference_id} by ${where} (${row.state}): wait for that row's outcome`;
   }
-  const file = plan.by.state === 'CANCELLED' ? retryFileText(plan.by, files) : null;
+  const by: Offering = plan.by ?? {
+    state: h.other_state,
+    batch_id: h.other_batch,
+    file_name: h.other_file,
+    batch_state: h.other_batch_state,
+  };
+  const file = by.state === 'CANCELLED' ? retryFileText(by, files) : null;
   const twice = 'and not under any other reference as well, or it is paid twice';
   return file === null
     ? `send it again as ${plan.reference} in a new file, ${fix}, ${twice}`

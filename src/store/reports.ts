@@ -1,14 +1,14 @@
 /**
  * Read-only queries behind the finance reports: payouts created in a period, the CANCELLED rows of a batch
- * and the states holding a merchantReferenceId (retry files). Queries of many rows page with a keyset.
+ * and the rows holding a merchantReferenceId (retry files). Queries of many rows page with a keyset.
  */
 import type { StoredOriginal } from '../domain/leading-zeros.js';
 import type { Database } from './db.js';
 import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js';
 import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
-import { serviceContradicts } from './service-checks.js';
-import { CONTRADICTED_ROUND } from '../domain/retry-reference.js';
+import { serviceContradicts, type ServiceSaid } from './service-checks.js';
+import type { RoundUse } from '../domain/retry-reference.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
@@ -97,26 +97,26 @@ function pushTo<T>(map: Map<string, T[]>, key: string, value: T): void {
   else map.set(key, [value]);
 }
 
-/**
- * For each of `references` that any row uses, the states of those rows (one sent, others DUPLICATE or INVALID); a row
- * whose outcome the payout service contradicts counts as CONTRADICTED_ROUND, as it may have been paid.
- */
-export async function referenceStates(db: Database, references: readonly string[]): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
+/** A row using a retry round, with its batch: what the retry planner reads (src/domain/retry-reference.ts) and the advice names. */
+export interface RoundRow extends RoundUse, ServiceSaid {
+  merchant_reference_id: string;
+  payout_id: string | null;
+  line: number;
+  batch_id: string;
+  file_name: string;
+  batch_state: string;
+}
+
+/** For each of `references` that any row uses, those rows (one sent, others DUPLICATE or INVALID). */
+export async function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
+  const out = new Map<string, RoundRow[]>();
   for (const chunk of chunksOf(references)) {
-    const rows = (await db('payouts')
-      .whereIn('merchant_reference_id', chunk)
-      .select('merchant_reference_id', 'state', 'service_check', 'service_note', 'reason_code')) as {
-      merchant_reference_id: string;
-      state: string;
-      service_check: string | null;
-      service_note: string | null;
-      reason_code: string | null;
-    }[];
-    for (const r of rows) {
-      const contradicted = serviceContradicts(r);
-      pushTo(out, r.merchant_reference_id, contradicted ? CONTRADICTED_ROUND : r.state);
-    }
+    const rows = (await db('payouts as r')
+      .join('batches as rb', 'rb.id', 'r.batch_id')
+      .whereIn('r.merchant_reference_id', chunk)
+      .select('r.merchant_reference_id', 'r.state', 'r.payout_id', 'r.service_check', 'r.service_note', 'r.reason_code', 'r.line')
+      .select('r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as Omit<RoundRow, 'contradicted'>[];
+    for (const r of rows) pushTo(out, r.merchant_reference_id, { ...r, contradicted: serviceContradicts(r) });
   }
   return out;
 }
@@ -167,10 +167,10 @@ export function batchRetrySource(
   batchId: string,
 ): {
   cancelledRows: () => AsyncGenerator<PayoutRow>;
-  referenceStates: (references: readonly string[]) => Promise<Map<string, string[]>>;
+  roundsUsing: (references: readonly string[]) => Promise<Map<string, RoundRow[]>>;
 } {
   return {
     cancelledRows: () => cancelledRowsOfBatch(db, batchId),
-    referenceStates: (references) => referenceStates(db, references),
+    roundsUsing: (references) => roundsUsing(db, references),
   };
 }
