@@ -644,7 +644,9 @@ async function markLostZeros(trx: Database, batchId: string, now: number, column
  * for tens of seconds. The batch is still being read, so nothing else moves its rows meanwhile, and a crash part
  * way reads it again from the start. The acceptance checks again what is left. Likewise, always, the rows whose
  * reference is another's but for leading zeros (a file of numeric references saved again by a spreadsheet): every
- * row of such a reference is probed, and a batch without any costs one probe. How many rows moved.
+ * row of such a reference is probed, and a batch without any costs one probe. Its held references are marked
+ * first, whatever the file's size: a row whose own reference is held gets the advice for that row, not for
+ * another spelling's. How many rows moved.
  */
 async function markByRange(
   db: Database,
@@ -655,12 +657,12 @@ async function markByRange(
   fence?: ReaderFence,
 ): Promise<number> {
   let moved = 0;
+  const digits = await hasDigitReferences(db, batchId);
   const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
-  // A usual file has a few such rows at most: the acceptance's own transaction marks them.
-  if (Number(set?.n) > MARKS_PER_RANGE)
+  // A usual file has a few such rows at most: the acceptance's own transaction marks them, unless the zeros are checked.
+  if (digits || Number(set?.n) > MARKS_PER_RANGE)
     moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, files, range));
-  if (await hasDigitReferences(db, batchId))
-    moved += await markInRanges(db, batchId, fence, (trx, range) => markLostZeros(trx, batchId, now, column, range));
+  if (digits) moved += await markInRanges(db, batchId, fence, (trx, range) => markLostZeros(trx, batchId, now, column, range));
   return moved;
 }
 

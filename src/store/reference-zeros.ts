@@ -4,7 +4,8 @@
  * a reference payoutd has never seen (and a column of the format `0000` reads `0123`). At the acceptance, a valid
  * row whose reference is another's but for leading zeros (src/domain/leading-zeros.ts, sameButLeadingZeros) is
  * refused: against a row holding its reference in another batch or waiting in a file being read (VALIDATED), or
- * any row of its own file. Every way: `000123` after `123`, or after `0123`, too.
+ * any row of its own file. Every way: `000123` after `123`, or after `0123`, too. A row whose own reference is
+ * held was refused for that first (./acceptance.ts, markByRange), with the advice for its own payout.
  *
  * Each row of an all-digit reference keeps those digits (reference_digits, migration 0040), so this is a probe
  * of an index per such row, never a read of other references. It needs no transaction of the acceptance's: of

@@ -102,6 +102,35 @@ export async function checkZerosChanged(db: Database): Promise<void> {
   );
 }
 
+/**
+ * A row whose own reference is held is refused for that (DUPLICATE_REFERENCE, with the advice for its own
+ * payout), not for another spelling of its digits: two such spellings accepted by an older build, one CANCELLED
+ * and one PAID, each sent again. Told the other spelling was PAID, finance would leave a cancelled payout unpaid.
+ */
+export async function checkOwnReferenceFirst(db: Database): Promise<void> {
+  await batchOf(db, 'OLD', 'old.csv', [
+    ['0123', 'CANCELLED'],
+    ['000123', 'PAID'],
+    ['0456', 'PAID'],
+    ['000456', 'CANCELLED'],
+  ]);
+  await reading(db, 'AGAIN', 'again.csv', ['0123', '000456']);
+  expect(await acceptBatchRows(db, 'AGAIN', 'skip-rows', 6)).toMatchObject({ accepted: false, duplicateCount: 2 });
+  expect(await rowsOf(db, 'AGAIN')).toEqual([
+    ['0123', 'DUPLICATE', 'DUPLICATE_REFERENCE'],
+    ['000456', 'DUPLICATE', 'DUPLICATE_REFERENCE'],
+  ]);
+  for (const [line, reference, held] of [
+    [2, '0123', 2],
+    [3, '000456', 5],
+  ] as const) {
+    const reason = await reasonOf(db, 'AGAIN', line);
+    expect(reason).toContain(`the reference ${reference} was already submitted by line ${held} of "old.csv"`);
+    expect(reason).toContain(`send it again as ${reference}-R1 in a new file`);
+    expect(reason).not.toContain('PAID');
+  }
+}
+
 /** What a row refused for a row of `file`, being read at the same time, says to do. */
 const BEING_READ = (file: string): string =>
   `this row is taken for that row and not paid by this file: if that row is not paid by "${file}" (its file rejected, or the row refused too: see its ack), send this row again;`;
@@ -237,6 +266,7 @@ export function referenceZerosChecks(store: { readonly db: Database }): void {
   it('refuses a reference that is another with some leading zeros lost or added, either way, and in one file', () =>
     checkZerosChanged(store.db));
   it('says to use a new reference after a REJECTED row', () => checkAfterRejected(store.db));
+  it('refuses a row whose own reference is held for that, not for another spelling of its digits', () => checkOwnReferenceFirst(store.db));
   it('refuses one held by a file being read at the same time, saying so', () => checkHeldByFileBeingRead(store.db));
   it('counts a row waiting in a file being read as holding its digits', () => checkHeldByWaitingRow(store.db));
   it('checks a large file of numeric references a range at a time, a pair in two ranges found', () => checkLargeFileOfDigits(store.db));
