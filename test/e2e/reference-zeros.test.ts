@@ -101,6 +101,30 @@ describe('e2e: numeric references that lost their leading zeros', () => {
     ).toEqual(['000123', '000124', '777']);
   }, 120_000);
 
+  it('payoutd validate counts the rows refused for their zeros within the file as the ack does (skip-rows)', async () => {
+    const e2e = await startE2e({ config: { batch: { onInvalidRows: 'skip-rows' } } });
+    const csv = toCsv([
+      row('0077', '10.00', '1234567890'),
+      row('00077', '20.00', '1234567891'),
+      row('077', '30.00', '1234567892'),
+      row('X-1', '5.00', '1234567893'),
+    ]);
+    const path = join(e2e.dir, 'zeros.csv');
+    await writeFile(path, csv);
+    const validated = (await e2e.cli(['validate', path])).stdout.split('\n');
+    const totals = validated.slice(validated.findIndex((l) => l.startsWith('totals as the ack would give them')) + 1);
+    const said = totals.filter((l) => l.startsWith('  ')).map((l) => l.trim());
+    expect(said).toEqual([expect.stringContaining('(accepted 1 row, ')]);
+
+    await e2e.startDaemon();
+    await e2e.drop('zeros.csv', csv);
+    const batch = await e2e.waitForBatch('zeros.csv', ['ACTIVE', 'COMPLETE', 'REJECTED'], 30_000);
+    const ack = await e2e.waitForOutbox(batch, 'ack', 10_000);
+    expect(said).toEqual(ack.totals.map((t) => (t['reason'] ?? '').slice(0, (t['reason'] ?? '').indexOf('. Batch '))));
+    await e2e.waitForBatch('zeros.csv', ['COMPLETE'], 30_000);
+    expect(e2e.ledger().map((p) => p.merchantReferenceId)).toEqual(['X-1']);
+  }, 90_000);
+
   it('a reference read from a General number cell of an .xlsx is refused the same way', async () => {
     const e2e = await startE2e();
     await e2e.startDaemon();

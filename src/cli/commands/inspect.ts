@@ -105,26 +105,26 @@ export async function validateFile(config: ResolvedConfig, file: string): Promis
   }
 }
 
-/** A valid row's reference and money, kept until the file is read: a reference repeated later refuses it. */
+/** A valid row's line and money, kept until the file is read: a reference repeated later refuses it. */
 interface ValidMoney {
-  reference: string;
+  line: number;
   payoutCurrency: string | null;
   payoutAmount: string | null;
 }
 
 /**
- * The file's totals per currency as its ack would give them: a row refused (its amount, a repeated reference, any
- * problem) is rejected money, and under reject-file a file with a problem accepts none. References used by earlier
- * batches are not known here.
+ * The file's totals per currency as its ack would give them: a row refused (its amount, a reference repeated within
+ * the file as it is or but for leading zeros, any problem) is rejected money, and under reject-file a file with a
+ * problem accepts none. References used by earlier batches are not known here.
  */
 function validateTotals(
   refused: AckTotalsAccumulator,
   valid: readonly ValidMoney[],
-  repeated: ReadonlySet<string>,
+  repeatedOn: ReadonlySet<number | null>,
   refusedWhole: boolean,
 ): AckCurrencyTotal[] {
   for (const v of valid) {
-    const verdict = refusedWhole || repeated.has(v.reference) ? 'REJECTED' : 'ACCEPTED';
+    const verdict = refusedWhole || repeatedOn.has(v.line) ? 'REJECTED' : 'ACCEPTED';
     refused.add({ verdict, payoutCurrency: v.payoutCurrency, payoutAmount: v.payoutAmount });
   }
   return refused.currencies();
@@ -151,7 +151,7 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
           payoutCurrency: r.payoutCurrency ?? request?.payoutCurrency ?? null,
           payoutAmount: r.payoutAmount ?? request?.payoutAmount ?? null,
         };
-        if (r.state === 'READY') valid.push({ reference: r.merchantReferenceId, ...money });
+        if (r.state === 'READY') valid.push({ line: r.line, ...money });
         else totals.add({ verdict: 'REJECTED', ...money });
       }
     },
@@ -175,7 +175,7 @@ async function validateWith(config: ResolvedConfig, file: string, retryOriginals
   if (result.fileErrors.length === 0 && result.rowCount > 0) {
     const refusedWhole = problems > 0 && policy === 'reject-file';
     print(`totals as the ack would give them (batch.onInvalidRows: ${policy}; only accepted rows are paid):`);
-    for (const t of validateTotals(totals, valid, new Set(dupes.map(([r]) => r)), refusedWhole))
+    for (const t of validateTotals(totals, valid, new Set(dupeErrors.map((e) => e.line)), refusedWhole))
       print(`  ${ackMoneyText(t, config.batch.rules.minorUnits)}`);
   }
   print(
