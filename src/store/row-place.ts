@@ -14,10 +14,12 @@ export function placeIn(file: string, line: number, batchId: string, receivedAt:
 
 /**
  * What a row refused for a row of `file`, a file being read at the same time, says to do. That row may be refused
- * while its file is accepted, so a rejected file is not the only way neither pays it.
+ * while its file is accepted, or end unpaid later (its result file says so), so a rejected file is not the only
+ * way neither pays it.
  */
 export function ifNotPaidBy(file: string): string {
-  return `if that row is not paid by ${JSON.stringify(file)} (its file rejected, or the row refused too: see its ack), send this row again`;
+  const ends = 'its file rejected or cancelled, or the row refused, cancelled or rejected: see its ack or result file';
+  return `if that row is not paid by ${JSON.stringify(file)} (${ends}), send this row again`;
 }
 
 /** How a row of another batch stands, for what a message says to do: `ended` is CANCELLED or REJECTED. */

@@ -305,7 +305,7 @@ describe('pipeline: references held from the read', () => {
     );
     // That row may be refused while its file is accepted: the reason does not say only a rejected file leaves it unpaid.
     expect(clash?.reason).toContain(
-      `this row is not paid by this file: if that row is not paid by "${reading}.csv" (its file rejected, or the row refused too: see its ack), send this row again`,
+      `this row is not paid by this file: if that row is not paid by "${reading}.csv" (its file rejected or cancelled, or the row refused, cancelled or rejected: see its ack or result file), send this row again`,
     );
     expect(clash?.reason).not.toContain('neither file pays it');
 

@@ -133,7 +133,7 @@ export async function checkOwnReferenceFirst(db: Database): Promise<void> {
 
 /** What a row refused for a row of `file`, being read at the same time, says to do. */
 const BEING_READ = (file: string): string =>
-  `this row is taken for that row and not paid by this file: if that row is not paid by "${file}" (its file rejected, or the row refused too: see its ack), send this row again;`;
+  `this row is taken for that row and not paid by this file: if that row is not paid by "${file}" (its file rejected or cancelled, or the row refused, cancelled or rejected: see its ack or result file), send this row again;`;
 
 /** After a REJECTED row, never in a retry file, the reason says to send it again under a new reference. */
 export async function checkAfterRejected(db: Database): Promise<void> {
