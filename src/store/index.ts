@@ -78,7 +78,6 @@ export {
   listDueForPoll,
   listFinishedActiveBatches,
   listStalePending,
-  lockRowsOfReferences,
   nextPollDue,
   oldestPendingCreatedAt,
   pollBatchNow,

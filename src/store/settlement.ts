@@ -4,7 +4,6 @@ import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
-import { lockInIdOrder } from './answers.js';
 import { requestFieldAt } from './request-fields.js';
 import type { RequestedMoney } from '../domain/payout.js';
 import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
@@ -183,15 +182,6 @@ export async function reaskUnknownOfReference(db: Database, merchantReferenceId:
         poll_round: db.raw('poll_round + 1'),
       })) as number
   );
-}
-
-/**
- * Locks the rows holding these references in id order (lockInIdOrder), for a transaction that goes on to lock
- * them one reference at a time: in its own order it could deadlock with an answer recorded for the same rows.
- */
-export async function lockRowsOfReferences(db: Database, references: readonly string[]): Promise<void> {
-  if (!isPostgres(db) || references.length < 2) return;
-  await lockInIdOrder(db, (await db('payouts').whereIn('merchant_reference_id', references).pluck('id')) as number[]);
 }
 
 /** The rows of these payouts that are already final (found as pollSoon finds them). */

@@ -70,7 +70,7 @@ export interface WebhookReceiverOptions {
    * Called for each new event before it is answered, inside the transaction recording it (`trx`); a throw answers
    * 500 and leaves the event unrecorded. True wakes the poller once committed. Default: followUpNamed.
    */
-  onPayoutUpdated?: (named: PayoutNamed[], trx: Database) => Promise<boolean | void> | boolean | void;
+  onPayoutUpdated?: (named: PayoutNamed, trx: Database) => Promise<boolean | void> | boolean | void;
   /** Wakes the settlement poller when the follow-up of an event asks for it. */
   wake?: () => void;
   /** Metrics hook: one call per delivery that reached verification or later. */

@@ -19,7 +19,6 @@ import {
   type RowHoldingPayout,
   finalRowsNamed,
   forgetWebhookEventsBefore,
-  lockRowsOfReferences,
   markServiceCheck,
   pollSoon,
   reaskUnknownOfReference,
@@ -44,15 +43,9 @@ import { verifyDelivery } from './verify.js';
  * pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
  * written).
  */
-export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed[]): Promise<boolean> {
+export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed): Promise<boolean> {
   let wake = false;
-  // Several payouts' rows are locked in id order first: in the event's order, an answer recorded for the same rows
-  // (locked in id order) could hold one this waits for, and PostgreSQL would abort one of the two.
-  await lockRowsOfReferences(
-    db,
-    named.flatMap((n) => n.merchantReferenceId ?? []),
-  );
-  for (const n of named) {
+  for (const n of [named]) {
     // Without a reference the receiver has said the payout waits for its regular poll.
     if (n.merchantReferenceId === null) continue;
     const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
@@ -153,7 +146,7 @@ export class WebhookReceiver {
   private readonly key: Buffer;
   private readonly nonces: NonceWindow;
   /** Runs inside the transaction recording the event; true when the poller should be woken after it commits. */
-  private readonly followUp: (named: PayoutNamed[], trx: Database) => Promise<boolean | void> | boolean | void;
+  private readonly followUp: (named: PayoutNamed, trx: Database) => Promise<boolean | void> | boolean | void;
   private readonly inFlight = new Set<Promise<void>>();
   private server: Server | null = null;
   private stopping = false;
@@ -338,21 +331,18 @@ export class WebhookReceiver {
    */
   private async recordAndFollowUp(event: PayoutUpdatedEvent, now: number): Promise<{ first: boolean; wake: boolean }> {
     const { db, logger } = this.deps;
-    const named = [
-      { payoutId: event.payoutId, merchantReferenceId: event.merchantReferenceId, status: event.status, eventId: event.eventId },
-    ];
+    const named = {
+      payoutId: event.payoutId,
+      merchantReferenceId: event.merchantReferenceId,
+      status: event.status,
+      eventId: event.eventId,
+    };
     const recorded = await recordWebhookEvent(db, event, now, async (trx) => {
       // A payout is found by its reference (see pollSoon): without one, the event cannot hasten its query. With one,
       // the follow-up says what it did.
-      const said = {
-        eventId: event.eventId,
-        payoutId: event.payoutId,
-        merchantReferenceId: event.merchantReferenceId,
-        status: event.status,
-      };
       if (event.merchantReferenceId === null)
-        logger.info(said, 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll');
-      else logger.debug(said, 'webhook accepted');
+        logger.info(named, 'webhook accepted: it names no merchantReferenceId, so the payout waits for its regular poll');
+      else logger.debug(named, 'webhook accepted');
       return (await this.followUp(named, trx)) === true;
     });
     return recorded === null ? { first: false, wake: false } : { first: true, wake: recorded.followedUp };

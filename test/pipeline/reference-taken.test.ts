@@ -211,7 +211,7 @@ describe('a reference check a webhook made owed of a PENDING row its poll finds 
     await p.client.createPayout({ ...OTHERS, merchantReferenceId: 'FX-8' });
     const batchId = await p.insertReadyBatch([payoutRequest('FX-8')]);
     await p.submit();
-    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    await followUpNamed(p.db, p.clock, p.logger, { payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' });
     expect(await p.row('FX-8')).toMatchObject({ state: 'PENDING', serviceCheck: 'REFERENCE' });
     return batchId;
   }
@@ -255,7 +255,7 @@ describe('a reference check a webhook made owed of a PENDING row its poll finds 
     p.clock.advance(p.pollerOptions.maxIntervalMs);
     const pass = poller.runPass(p.signal);
     await waitFor(() => held.reached(), 'the poll on the wire');
-    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' }]);
+    await followUpNamed(p.db, p.clock, p.logger, { payoutId: 'PO-NAMED-2', merchantReferenceId: 'FX-8', status: 'PAID' });
     held.open();
     await pass;
     // The check made owed after the claim is asked, and the poll decides again once the claim has run out.

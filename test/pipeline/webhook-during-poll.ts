@@ -31,7 +31,7 @@ export async function webhookDuringPoll(p: Pipeline): Promise<void> {
   // Meanwhile the payout is paid and the webhook says so: the row is made due now.
   p.sandbox.settle({ payoutId }, 'PAID');
   p.clock.advance(1000);
-  await followUpNamed(p.db, p.clock, p.logger, [{ payoutId, merchantReferenceId: 'WD-1', status: 'PAID' }]);
+  await followUpNamed(p.db, p.clock, p.logger, { payoutId, merchantReferenceId: 'WD-1', status: 'PAID' });
   const dueAt = p.clock.now();
   held.open();
   await pass;

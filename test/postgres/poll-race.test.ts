@@ -63,7 +63,7 @@ describe.skipIf(!pgReachable)('two pollers answering for one row', () => {
     await bAsked; // B has claimed the row (payout_checked_at NULL then) and its query is on the wire
 
     // A webhook names the payout: the row is due now (the receiver's own follow-up), and A asks about it.
-    await followUpNamed(p.db, p.clock, p.logger, [{ payoutId, merchantReferenceId: 'RACE-1' }]);
+    await followUpNamed(p.db, p.clock, p.logger, { payoutId, merchantReferenceId: 'RACE-1' });
     await a.runPass(p.signal);
     const afterA = await p.row('RACE-1');
     expect(afterA.state).toBe('PENDING');

@@ -275,7 +275,7 @@ describe('bodies, events, routes', () => {
       onPayoutUpdated: (named) => {
         const failure = failures.shift();
         if (failure) throw failure;
-        followed.push(...named.map((n) => n.eventId ?? ''));
+        followed.push(named.eventId ?? '');
       },
     });
     const body = eventBody({ eventId: 'EV-FOLLOW' });

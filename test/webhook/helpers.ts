@@ -98,7 +98,7 @@ export async function startReceiver(o: HarnessOptions = {}): Promise<Harness> {
     db,
     logger: createLogger('debug', logs.stream),
     onVerdict: (v) => verdicts.push(v),
-    ...(defaultFollowUp ? {} : { onPayoutUpdated: (named: PayoutNamed[]) => void followUps.push(named.map((n) => n.payoutId)) }),
+    ...(defaultFollowUp ? {} : { onPayoutUpdated: (named: PayoutNamed) => void followUps.push([named.payoutId]) }),
     ...rest,
   });
   const { url } = await receiver.start();
