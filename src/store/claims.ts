@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { BALANCE_HOLD, RELEASED_APPROVAL_STATES } from '../domain/holds.js';
+import { lockInIdOrder } from './answers.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved, type RowCondition } from './moves.js';
@@ -232,6 +233,11 @@ export async function renewClaims(
 ): Promise<number[]> {
   const renew = async (trx: Knex.Transaction): Promise<number[]> => {
     const renewed: number[] = [];
+    // The update would lock them in the order it reads them (by lease), not in id order as an answer does.
+    await lockInIdOrder(
+      trx,
+      rows.map((r) => r.id),
+    );
     // Chunked: each pair is two bound values.
     for (let i = 0; i < rows.length; i += 400) {
       const pairs = rows.slice(i, i + 400).map((r) => [r.id, r.createAttempts]);
