@@ -43,35 +43,32 @@ import { verifyDelivery } from './verify.js';
  * pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
  * written).
  */
-export async function followUpNamed(db: Database, clock: Clock, logger: Logger, named: PayoutNamed): Promise<boolean> {
+export async function followUpNamed(db: Database, clock: Clock, logger: Logger, n: PayoutNamed): Promise<boolean> {
+  // Without a reference the receiver has said the payout waits for its regular poll.
+  if (n.merchantReferenceId === null) return false;
+  const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
+  const now = clock.now();
+  // First: on PostgreSQL a reconcile recording its answer holds the row until it commits, and what it made of the
+  // row (final, say) is then found below; asked after those, such a row would be missed by every step.
+  if ((await reaskUnknownOfReference(db, n.merchantReferenceId, now)) > 0) {
+    logger.info(
+      fields,
+      'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next ' +
+        'submit pass, as an answer already on its way may be older than this event',
+    );
+    return false;
+  }
+  if ((await pollSoon(db, [n], now)) > 0) {
+    logger.info(fields, 'webhook accepted: payout due for a query');
+    return true;
+  }
   let wake = false;
-  for (const n of [named]) {
-    // Without a reference the receiver has said the payout waits for its regular poll.
-    if (n.merchantReferenceId === null) continue;
-    const fields = { eventId: n.eventId, payoutId: n.payoutId, merchantReferenceId: n.merchantReferenceId, status: n.status };
-    const now = clock.now();
-    // First: on PostgreSQL a reconcile recording its answer holds the row until it commits, and what it made of the
-    // row (final, say) is then found below; asked after those, such a row would be missed by every step.
-    if ((await reaskUnknownOfReference(db, n.merchantReferenceId, now)) > 0) {
-      logger.info(
-        fields,
-        'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next ' +
-          'submit pass, as an answer already on its way may be older than this event',
-      );
-      continue;
-    }
-    if ((await pollSoon(db, [n], now)) > 0) {
-      logger.info(fields, 'webhook accepted: payout due for a query');
-      wake = true;
-      continue;
-    }
-    const final = await finalRowsNamed(db, [n]);
-    for (const row of final) wake = (await finalRowNamed(db, logger, row, n, now)) || wake;
-    if (final.length === 0) {
-      const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
-      if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
-      for (const row of others) wake = (await otherPayoutNamed(db, logger, row, n, now)) || wake;
-    }
+  const final = await finalRowsNamed(db, [n]);
+  for (const row of final) wake = (await finalRowNamed(db, logger, row, n, now)) || wake;
+  if (final.length === 0) {
+    const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
+    if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
+    for (const row of others) wake = (await otherPayoutNamed(db, logger, row, n, now)) || wake;
   }
   return wake;
 }
