@@ -101,14 +101,11 @@ export async function listApprovalEntries(db: Database | Knex.Transaction, batch
 }
 
 /**
- * The rows of a cancelled batch that were or may have been sent: a create tried (or a payout known) and not since
- * proven never received. CREATING and UNKNOWN may still be paid; PENDING, PAID, CANCELLED and REJECTED reached
- * the service (REJECTED at intake, over a row limit, never did: no create). READY and NOT_SUBMITTED are never sent.
+ * The rows of a cancelled batch that were or may have been sent: CREATING and UNKNOWN may still be paid; PENDING,
+ * PAID, CANCELLED and REJECTED reached the service. READY and NOT_SUBMITTED are never sent after a cancel.
  */
 function mayHaveBeenSent(q: Knex.QueryBuilder): Knex.QueryBuilder {
-  return q
-    .whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[])
-    .andWhere((w) => w.where('create_attempts', '>', 0).orWhereNotNull('payout_id'));
+  return q.whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[]);
 }
 
 type CountedBatch = { id: string; cancelled_at: number | string | null; approval_figures_json: string | null; totals_json: string | null };

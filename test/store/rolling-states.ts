@@ -16,7 +16,6 @@ const ROWS: [RowState, number, boolean][] = [
   ['PAID', 1, true],
   ['CANCELLED', 1, true],
   ['REJECTED', 1, true], // refused by the service
-  ['REJECTED', 0, false], // over a row limit at intake: never sent
   ['NOT_SUBMITTED', 1, false], // its create proven never received, then cancelled
   ['NOT_SUBMITTED', 0, false],
   ['READY', 1, false], // back from a fenced create, about to be made NOT_SUBMITTED: never sent after a cancel
