@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../domain/clock.js';
 import { FINAL_BATCH_STATES, isBeingRead, type BatchState } from '../domain/lifecycle.js';
 import {
+  cancelledCounts,
   endUnpaid,
   getBatch,
   recordBatchEvent,
@@ -43,6 +44,19 @@ import { SystemUsers, type UserDirectory } from './users.js';
 
 /** The rolling window of the 24-hour limits. */
 export const ROLLING_WINDOW_MS = 24 * 3_600_000;
+
+/** What the other batches add up to in the 24-hour window of `now`, batch `id` aside (rollingTotals). */
+export type RollingTotal = (trx: DecisionTransaction, id: string, now: number) => Promise<Record<string, string>>;
+
+/**
+ * Reads, before a decision takes its lock, what the batches an operator cancelled count (cancelledCounts), so
+ * the lock is held while the batches are added up, not while their rows are. Without a 24-hour limit nothing is read.
+ */
+export async function rollingTotalReader(deps: ApprovalDeps): Promise<RollingTotal> {
+  if (!Object.values(deps.policy.limits.perCurrency).some((l) => l?.max24h !== undefined)) return () => Promise.resolve({});
+  const cancelled = await cancelledCounts(deps.db, deps.clock.now() - ROLLING_WINDOW_MS);
+  return (trx, id, now) => rollingTotals(trx, now - ROLLING_WINDOW_MS, id, cancelled);
+}
 
 export interface ApprovalDeps {
   db: Database;
@@ -311,6 +325,7 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
   const before = await getBatch(db, r.batchId);
   // Gone or unreadable (null): not the file approved.
   const fileSha = before && r.decision === 'approve' ? await sha256OfFile(before.storedPath).catch(() => null) : null;
+  const rolling24h = await rollingTotalReader(deps);
 
   const applied = await withBatchForDecision(db, r.batchId, async (trx, batch) => {
     const entries = batch ? await listApprovalEntries(trx, batch.id) : [];
@@ -377,7 +392,7 @@ export async function decideApproval(deps: ApprovalDeps, r: ApprovalRequest): Pr
         ),
       };
     }
-    return { result: await release(deps, trx, b, r, entry, figures, approvers.size, now) };
+    return { result: await release(deps, trx, b, r, entry, figures, approvers.size, now, await rolling24h(trx, b.id, now)) };
   });
   if ('error' in applied) throw applied.error;
   // Approved yet not let go: an operator may be waiting for money that now needs another decision.
@@ -414,9 +429,9 @@ async function release(
   figures: BatchFigures,
   approvals: number,
   now: number,
+  rolling: Record<string, string>,
 ): Promise<ApprovalResult> {
   const { policy } = deps;
-  const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, b.id);
   const breaches = limitBreaches(figures, policy.limits, rolling);
   const worse = worseThanApproved(breaches, reasonsOf(b));
   const why = worse.map(worseText).join('; ');

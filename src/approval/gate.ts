@@ -9,16 +9,8 @@ import type { BatchHold } from '../domain/holds.js';
 import { compareAmounts } from '../domain/money.js';
 import type { ReadyMoney } from '../domain/ready-money.js';
 import { holdForApproval } from '../holds/index.js';
-import {
-  endUnpaid,
-  listExpiredApprovals,
-  readyMoneyOf,
-  rollingTotals,
-  updateBatch,
-  withBatchForDecision,
-  type BatchRecord,
-} from '../store/index.js';
-import { endExpiredWait, ROLLING_WINDOW_MS, shownRound, uploaderKnown, waitRanOut, type ApprovalDeps } from './decide.js';
+import { endUnpaid, listExpiredApprovals, readyMoneyOf, updateBatch, withBatchForDecision, type BatchRecord } from '../store/index.js';
+import { endExpiredWait, rollingTotalReader, shownRound, uploaderKnown, waitRanOut, type ApprovalDeps } from './decide.js';
 import { assess, awaitingApprovalText, emptyFigures, type BatchFigures } from './policy.js';
 
 /** What the gate made of a batch being accepted. */
@@ -41,9 +33,10 @@ function figuresOfMoney(money: ReadyMoney): BatchFigures {
  */
 export async function approvalAtAcceptance(deps: ApprovalDeps, batch: BatchRecord, ready?: ReadyMoney | null): Promise<GateVerdict> {
   const figures = figuresOfMoney(ready ?? (await readyMoneyOf(deps.db, batch.id)));
+  const rolling24h = await rollingTotalReader(deps);
   return withBatchForDecision(deps.db, batch.id, async (trx) => {
     const now = deps.clock.now();
-    const rolling = await rollingTotals(trx, now - ROLLING_WINDOW_MS, batch.id);
+    const rolling = await rolling24h(trx, batch.id, now);
     const a = assess(figures, deps.policy, rolling);
     const figuresJson = JSON.stringify(figures);
     if (a.kind === 'release') {

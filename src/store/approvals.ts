@@ -108,43 +108,63 @@ function mayHaveBeenSent(q: Knex.QueryBuilder): Knex.QueryBuilder {
   return q.whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[]);
 }
 
-type CountedBatch = { id: string; cancelled_at: number | string | null; approval_figures_json: string | null; totals_json: string | null };
+/** The batches the 24-hour total counts: let go since `since`, or still being paid. */
+function countedBatches(db: Knex.Transaction | Database, since: number): Knex.QueryBuilder {
+  return db('batches').where((counted) =>
+    counted
+      .where((w) =>
+        w.whereIn('approval_state', ['NONE', 'APPROVED']).andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
+      )
+      .orWhere((w) =>
+        w
+          .whereNull('approval_state')
+          .andWhere((x) => x.where('state', 'ACTIVE').orWhere((y) => y.where('state', 'COMPLETE').andWhere('accepted_at', '>=', since))),
+      ),
+  );
+}
+
+/** Per batch id, what a batch an operator cancelled counts per payout currency: its rows that were or may have been sent. */
+export type CancelledCounts = Map<string, Record<string, string>>;
 
 /**
- * What a batch counts in the 24-hour total per payout currency: the totals it was let go with, or once an
- * operator cancelled it only its rows that were or may have been sent (the others will never be paid).
+ * The counts of the batches counted from `since` that an operator has cancelled, read before a decision takes its
+ * lock: no row of a cancelled batch is claimed again, so its count only goes down and a figure read early is never
+ * below the truth.
  */
-async function countedTotals(trx: Knex.Transaction | Database, b: CountedBatch): Promise<Record<string, string>> {
-  if (b.cancelled_at !== null) return (await moneyOf(trx, b.id, mayHaveBeenSent)).payoutTotals();
-  if (b.approval_figures_json) return (JSON.parse(b.approval_figures_json) as { totals: Record<string, string> }).totals;
-  return b.totals_json ? (JSON.parse(b.totals_json) as Record<string, string>) : {};
+export async function cancelledCounts(db: Database, since: number): Promise<CancelledCounts> {
+  const ids = (await countedBatches(db, since).whereNotNull('cancelled_at').pluck('id')) as string[];
+  const counts: CancelledCounts = new Map();
+  for (const id of ids) counts.set(id, (await moneyOf(db, id, mayHaveBeenSent)).payoutTotals());
+  return counts;
 }
 
 /**
  * What the batches let go in the last 24 hours (from `since`), and those still being paid, add up to per
- * payout currency, the batch `excludeId` aside (countedTotals). Batches from before approval was in use count
- * their file's totals.
+ * payout currency, the batch `excludeId` aside: the totals each was let go with (batches from before approval
+ * was in use, their file's), or its count in `cancelled` (cancelledCounts). A batch cancelled since that was
+ * read counts whole: the rows are not read here, under the decision's lock.
  */
-export async function rollingTotals(trx: Knex.Transaction | Database, since: number, excludeId: string): Promise<Record<string, string>> {
-  const rows = (await trx('batches')
-    .whereNot({ id: excludeId })
-    .andWhere((counted) =>
-      counted
-        .where((w) =>
-          w.whereIn('approval_state', ['NONE', 'APPROVED']).andWhere((x) => x.where('released_at', '>=', since).orWhere('state', 'ACTIVE')),
-        )
-        .orWhere((w) =>
-          w
-            .whereNull('approval_state')
-            .andWhere((x) => x.where('state', 'ACTIVE').orWhere((y) => y.where('state', 'COMPLETE').andWhere('accepted_at', '>=', since))),
-        ),
-    )
-    .select('id', 'cancelled_at', 'approval_figures_json', 'totals_json')) as CountedBatch[];
+export async function rollingTotals(
+  trx: Knex.Transaction | Database,
+  since: number,
+  excludeId: string,
+  cancelled: CancelledCounts,
+): Promise<Record<string, string>> {
+  const rows = (await countedBatches(trx, since).whereNot({ id: excludeId }).select('id', 'approval_figures_json', 'totals_json')) as {
+    id: string;
+    approval_figures_json: string | null;
+    totals_json: string | null;
+  }[];
   const sums = new Map<string, Decimal>();
   for (const r of rows) {
-    for (const [currency, amount] of Object.entries(await countedTotals(trx, r))) {
-      sums.set(currency, (sums.get(currency) ?? new Decimal(0)).plus(amount));
-    }
+    const totals =
+      cancelled.get(r.id) ??
+      (r.approval_figures_json
+        ? (JSON.parse(r.approval_figures_json) as { totals: Record<string, string> }).totals
+        : r.totals_json
+          ? (JSON.parse(r.totals_json) as Record<string, string>)
+          : {});
+    for (const [currency, amount] of Object.entries(totals)) sums.set(currency, (sums.get(currency) ?? new Decimal(0)).plus(amount));
   }
   return Object.fromEntries([...sums].map(([c, d]) => [c, decimalText(d)]));
 }

@@ -163,6 +163,7 @@ export {
   insertApprovalEntry,
   listApprovalEntries,
   rollingTotals,
+  cancelledCounts,
   endUnpaid,
   markApproved,
   listExpiredApprovals,

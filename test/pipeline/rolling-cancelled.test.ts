@@ -6,12 +6,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rollingTotals } from '../../src/store/approvals.js';
 import { cancelReadyRows } from '../../src/store/cancels.js';
 import { claimReadyRows } from '../../src/store/claims.js';
 import { getBatch, insertBatch, receivedBatch } from '../../src/store/index.js';
 import { useStore } from '../finance/helpers.js';
-import { checkCancelledBatchCountsWhatMayHaveBeenSent } from '../store/rolling-states.js';
+import { checkCancelledBatchCountsWhatMayHaveBeenSent, checkDecisionReadsNoRowsUnderLock, totalsFrom } from '../store/rolling-states.js';
 import { pipelineDaemon, stopPipelineDaemons } from './daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
@@ -40,22 +39,26 @@ describe('the 24-hour total of the approval limits', () => {
     await cancelledWhileQueued(p, 'B-QUEUED', 'queued.csv', ['CQ-1', 'CQ-2']);
     expect((await getBatch(p.db, 'B-QUEUED'))?.cancelledAt).not.toBeNull();
     expect(await p.states('B-QUEUED')).toEqual(['NOT_SUBMITTED', 'NOT_SUBMITTED']);
-    expect(await rollingTotals(p.db, p.clock.now() - DAY_MS, 'NEXT')).toEqual({});
+    expect(await totalsFrom(p.db, p.clock.now() - DAY_MS)).toEqual({});
   });
 
   it('counts of a cancelled batch the row claimed for its create, not the row left unsent', async () => {
     const p = await startPipeline();
     const batch = await p.intake.receive(await p.claim('sent.csv', csvFile([csvRow('CS-1'), csvRow('CS-2', { payoutAmount: '7' })])));
-    expect(await rollingTotals(p.db, p.clock.now() - DAY_MS, 'NEXT')).toEqual({ PHP: '107.5' });
+    expect(await totalsFrom(p.db, p.clock.now() - DAY_MS)).toEqual({ PHP: '107.5' });
     // One row is claimed for its create (it may reach the payout service) before the operator's cancel.
     expect(await claimReadyRows(p.db, 1, p.clock.now())).toHaveLength(1);
     expect((await cancelReadyRows(p.db, batch.id, 'cancelled by an operator: too late', p.clock.now(), 'ops')).claimed).toBe(1);
     expect(await p.states(batch.id)).toEqual(['CREATING', 'NOT_SUBMITTED']);
-    expect(await rollingTotals(p.db, p.clock.now() - DAY_MS, 'NEXT')).toEqual({ PHP: '100.5' });
+    expect(await totalsFrom(p.db, p.clock.now() - DAY_MS)).toEqual({ PHP: '100.5' });
   });
 
   it('counts the rows of a cancelled batch that were or may have been sent, by state', async () => {
     await checkCancelledBatchCountsWhatMayHaveBeenSent((await store()).db);
+  });
+
+  it('reads the rows of a cancelled batch before the decision takes its lock, and only with a 24-hour limit', async () => {
+    await checkDecisionReadsNoRowsUnderLock((await store()).db);
   });
 
   it('lets the next batch go when it fits beside what a batch cancelled midway sent', async () => {

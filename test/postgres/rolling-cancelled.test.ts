@@ -1,6 +1,6 @@
 /** PostgreSQL: the 24-hour total of a batch an operator cancelled counts what was or may have been sent (../store/rolling-states.ts). */
 import { describe, it } from 'vitest';
-import { checkCancelledBatchCountsWhatMayHaveBeenSent } from '../store/rolling-states.js';
+import { checkCancelledBatchCountsWhatMayHaveBeenSent, checkDecisionReadsNoRowsUnderLock } from '../store/rolling-states.js';
 import { pgReachable, useEmptySchema, useTestSchema } from './pg.js';
 
 describe.skipIf(!pgReachable)('postgres: the 24-hour total of a cancelled batch', () => {
@@ -8,4 +8,6 @@ describe.skipIf(!pgReachable)('postgres: the 24-hour total of a cancelled batch'
   const store = useEmptySchema(schema, { latest: true });
 
   it('counts the rows that were or may have been sent, by state', () => checkCancelledBatchCountsWhatMayHaveBeenSent(store.db));
+
+  it('reads the rows of a cancelled batch before the decision takes its lock', () => checkDecisionReadsNoRowsUnderLock(store.db));
 });
