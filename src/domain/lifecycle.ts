@@ -47,7 +47,8 @@ const ROW_MOVES: Readonly<Record<RowState, readonly RowState[]>> = {
   INVALID: [],
   DUPLICATE: [],
   NOT_SUBMITTED: [],
-  READY: ['CREATING', 'NOT_SUBMITTED', 'INVALID', 'DUPLICATE'],
+  // UNKNOWN: a webhook named a payout under its reference after a create of it was tried.
+  READY: ['CREATING', 'NOT_SUBMITTED', 'INVALID', 'DUPLICATE', 'UNKNOWN'],
   // A create's answer, or a crash that leaves it unknown.
   CREATING: ['PENDING', 'PAID', 'CANCELLED', 'REJECTED', 'UNKNOWN', 'READY'],
   // Only a query decides: found (adopt its status) or provably absent (READY again).

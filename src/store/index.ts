@@ -83,6 +83,7 @@ export {
   pollBatchNow,
   pollSoon,
   reaskUnknownOfReference,
+  unknownAgainOfReference,
   reschedulePolls,
   type FinalRowNamed,
   type PayoutNamed,

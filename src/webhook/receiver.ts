@@ -25,6 +25,7 @@ import {
   recordWebhookEvent,
   renewServiceCheck,
   rowsHoldingOtherPayout,
+  unknownAgainOfReference,
 } from '../store/index.js';
 import { CHECKED_FINAL_STATES, checkOwedNote } from '../domain/service-check.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
@@ -39,8 +40,8 @@ import { verifyDelivery } from './verify.js';
  * for a query now. A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event
  * saying otherwise, or naming another payout under one of our references, makes a query of the service owed (the
  * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered. A row of
- * the event's reference still waiting on an unknown create outcome has its reference asked again at the next submit
- * pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
+ * the event's reference still waiting on an unknown create outcome, or without a payout after a create of it was
+ * tried (READY, CREATING), has its reference asked at the next submit pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
  * written).
  */
 export async function followUpNamed(db: Database, clock: Clock, logger: Logger, n: PayoutNamed): Promise<boolean> {
@@ -55,6 +56,15 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
       fields,
       'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next ' +
         'submit pass, as an answer already on its way may be older than this event',
+    );
+    return false;
+  }
+  // Before pollSoon: a create's answer being recorded holds the row, and what it made of it is found below.
+  if ((await unknownAgainOfReference(db, n.merchantReferenceId, n.payoutId, now)) > 0) {
+    logger.info(
+      fields,
+      'webhook accepted: a row of this reference without a payout had a create tried; it is not created again before ' +
+        'its reference is asked at the next submit pass',
     );
     return false;
   }

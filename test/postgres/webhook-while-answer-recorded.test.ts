@@ -5,7 +5,9 @@
  * reverses the payout and its CANCELLED event reaches the real receiver. The follow-up must wait for that
  * transaction rather than skip the row: it then finds the row recorded PAID and the event saying otherwise, so a
  * query of the payout is owed, and the service's answer to it is noted on the row. The same holds for a row waiting
- * on an unknown create outcome whose reference query's answer is being recorded (the submitter's reconcile).
+ * on an unknown create outcome whose reference query's answer is being recorded (the submitter's reconcile). An
+ * event naming a payout under a row whose reconcile is recording its reference absent finds the row READY once that
+ * commits: it is asked again rather than created a second time.
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +15,7 @@ import { requestOfText } from '../../src/domain/request-values.js';
 import { claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
 import { closePipelines, payoutRequest, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
 import { deliver } from '../webhook/final-rows-world.js';
+import { adoptedNotCreatedAgain, interruptedCreate, lateCreateLands } from '../pipeline/event-while-ready.js';
 import { PATH, closeAll, parsedLines, startReceiver, type Harness } from '../webhook/helpers.js';
 import { latestSchema, pgReachable, useTestSchema } from './pg.js';
 
@@ -47,15 +50,9 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
 
   /**
    * Runs `pass` while another session holds its answer's transaction once the row has moved (its history insert
-   * waits for that lock), and meanwhile the service reverses the payout and its CANCELLED event reaches the receiver.
+   * waits for that lock), and meanwhile `arrives` delivers an event whose follow-up meets the row held.
    */
-  async function reversedWhileRecorded(
-    p: Pipeline,
-    h: Harness,
-    pass: () => Promise<unknown>,
-    payoutId: string,
-    ref: string,
-  ): Promise<void> {
+  async function whileRecorded(pass: () => Promise<unknown>, arrives: () => Promise<void>): Promise<void> {
     const holder = await session();
     const watch = await session();
     const holderPid = (await holder.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]?.pid ?? -1;
@@ -65,11 +62,8 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     try {
       const passing = pass();
       await waitFor(async () => (await blockedBy(watch, holderPid)) === 1, 'the answer to be recorded and held');
-
-      // The service reverses the payout and says so; the follow-up meets the row while the answer holds it.
-      expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
       let delivered = false;
-      const delivery = deliver(h, { payoutId, merchantReferenceId: ref, status: 'CANCELLED' }).finally(() => (delivered = true));
+      const delivery = arrives().finally(() => (delivered = true));
       await waitFor(async () => delivered || (await blockedBy(watch, holderPid)) === 2, 'the follow-up to meet the held row');
       await holder.query('commit');
       held = false;
@@ -78,6 +72,20 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     } finally {
       if (held) await holder.query('rollback');
     }
+  }
+
+  /** whileRecorded, the service reversing the payout and saying so meanwhile: a query of the payout is owed. */
+  async function reversedWhileRecorded(
+    p: Pipeline,
+    h: Harness,
+    pass: () => Promise<unknown>,
+    payoutId: string,
+    ref: string,
+  ): Promise<void> {
+    await whileRecorded(pass, () => {
+      expect(p.sandbox.reverse(payoutId, 'CANCELLED')).toBe(true);
+      return deliver(h, { payoutId, merchantReferenceId: ref, status: 'CANCELLED' });
+    });
     // The follow-up found the row recorded PAID and the event saying otherwise.
     expect((await p.row(ref)).state).toBe('PAID');
     const follow = parsedLines(h.logs).filter((l) => l['merchantReferenceId'] === ref && l['level'] !== 'debug');
@@ -113,5 +121,19 @@ describe.skipIf(!pgReachable)('postgres: a webhook while an older answer of its 
     expect(await markInterruptedCreatesUnknown(p.db, p.clock.now())).toBe(1);
     const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
     await reversedWhileRecorded(p, h, () => p.submit(), payoutId, 'WU-1');
+  });
+
+  it('an event while a reconcile records the reference absent: the row is asked again, not created again', async () => {
+    const p = await startPipeline({ database: latestSchema(schema), sandbox: { duplicatePolicy: 'allow' } });
+    const request = await interruptedCreate(p, 'WR-1');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    let payoutId = '';
+    await whileRecorded(
+      () => p.submitter.reconcileUnknown(p.signal),
+      async () => {
+        payoutId = await lateCreateLands(p, h, 'WR-1', request);
+      },
+    );
+    await adoptedNotCreatedAgain(p, 'WR-1', payoutId);
   });
 });
