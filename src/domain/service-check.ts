@@ -63,6 +63,11 @@ export function checkOwedNote(kind: ServiceCheckKind, row: { payoutId: string; s
   return `${asked}; payoutd is asking the payout service: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
+/** What finance is told of a row adopting one of several payouts its reference query found, until its check is answered. */
+export function severalPayoutsNote(held: number): string {
+  return `the payout service holds ${held} payouts under this row's reference; payoutd is asking the payout service about them: ${DO_NOT_SEND} and check it with the payout service before booking it`;
+}
+
 /**
  * What finance is told of a row whose reference check was owed when its own poll found the reference held for
  * another payout (REFERENCE_TAKEN): the check, which needs the row's payout, is not asked any more, and the payout

@@ -14,6 +14,7 @@ import { whileRenewing } from '../domain/lease.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout, payoutDifferences } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
+import { severalPayoutsNote } from '../domain/service-check.js';
 import {
   type Database,
   applyClaimedMoves,
@@ -678,7 +679,8 @@ export class PayoutSubmitter {
   /**
    * One UNKNOWN row's move from an answer about its reference. `alone`: the answer was to a query of this
    * reference only; a row missing from any other is to be asked about alone (null) before its payout is taken
-   * as absent. Several payouts held for the reference are told of with whatever move is recorded.
+   * as absent. Several payouts held for the reference are told of with whatever move is recorded; a row adopting
+   * one of them has a query of its reference owed, so finance is told of the others (src/poll/checks.ts).
    */
   private async reconcileRow(row: UnknownRow, seen: Seen, now: number, alone: boolean, reports: MoveReports): Promise<RowMove | null> {
     const found = seen.byRef.get(row.merchantReferenceId) ?? [];
@@ -686,6 +688,10 @@ export class PayoutSubmitter {
     const held = found.length + unread.length;
     const move = await this.reconcileMove(row, { ...seen, found, unread, held }, now, alone, reports);
     if (move === null || held <= 1) return move;
+    if (typeof move.patch.payoutId === 'string') {
+      const note = severalPayoutsNote(held);
+      move.patch = { ...move.patch, serviceCheck: 'REFERENCE', serviceCheckAt: now, serviceNote: note, serviceNotedAt: now };
+    }
     return reports.add(move, () => logSeveralPayouts(this.deps.logger, row.merchantReferenceId, held));
   }
 
