@@ -50,6 +50,8 @@ export async function addUser(db: Database, name: string, role: string, password
   if (await getConsoleUser(db, name)) throw new ConsoleError('USER_EXISTS', `user ${name} exists already`);
   const passwordHash = password === null ? null : await hashPassword(password);
   await insertConsoleUser(db, { name, role: r, passwordHash, createdAt: now, updatedAt: now });
+  // Failures at the name while it was unknown are not the new user's.
+  await clearSignInFailures(db, name);
 }
 
 async function mustExist(db: Database, name: string): Promise<void> {

@@ -79,9 +79,12 @@ export async function deleteConsoleUser(db: Database, name: string): Promise<boo
 
 const FAILURES = 'console_sign_in_failures';
 
-/** The key of a name's failures: its SHA-256, as a password typed into the name box must not be stored. */
-function nameHash(name: string): string {
-  return createHash('sha256').update(name).digest('hex');
+/**
+ * The key of a name's failures: the first 3 hex digits of its SHA-256. A password typed into the name box is
+ * stored, so a whole hash would give it to a dictionary; names sharing a key from one address share a count.
+ */
+export function nameHash(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 3);
 }
 
 interface FailureRow {
@@ -217,7 +220,7 @@ export async function signInLocks(db: Database, name: string, now: number): Prom
   return rows.map((r) => ({ address: r.address, lockedUntil: Number(r.locked_until) }));
 }
 
-/** Forgets a name's failures and locks from every address (`payoutd user unlock`, a new password). */
+/** Forgets a name's failures and locks from every address (`payoutd user add` or `unlock`, a new password). */
 export async function clearSignInFailures(db: Database, name: string): Promise<void> {
   await db(FAILURES)
     .where({ name_hash: nameHash(name) })

@@ -1213,8 +1213,8 @@ const eventDeliveryRecords: Migration = {
 };
 
 // Sign-in failures are counted per (name, client address), so a guesser locks a name out only from their own
-// address; per name's SHA-256, so a password typed into the name box is never stored. console_users'
-// failed_attempts and locked_until are no longer written.
+// address; per 3 hex digits of the name's SHA-256, so a password typed into the name box cannot be told from
+// it. console_users' failed_attempts and locked_until are no longer read: lock-outs in force are not carried over.
 const signInFailures: Migration = {
   name: '0043_sign_in_failures',
   async up(knex) {
@@ -1225,6 +1225,8 @@ const signInFailures: Migration = {
       t.bigInteger('locked_until').nullable();
       t.bigInteger('updated_at').notNullable();
       t.primary(['name_hash', 'address']);
+      // Quiet pairs are forgotten by their updated_at on each counted sign-in.
+      t.index(['updated_at']);
     });
   },
   async down(knex) {

@@ -3,6 +3,7 @@
  * failures are counted per name and address, so a guesser cannot lock a user out of their own address nor
  * reset their own count by the user's sign-ins, and an unknown name is answered as a known one.
  */
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser, listUsers, unlockUser } from '../../src/console/index.js';
@@ -89,5 +90,21 @@ describe('console lock-out per name and client address', () => {
       expect(await signIn(USER, 'cy', PASSWORD)).toBe('signed in');
     }
     expect(checked.filter((a) => a === 'wrong')).toHaveLength(MAX_FAILURES);
+  });
+
+  it('a name is stored as too short a part of its hash to tell which it was (a password typed there)', async () => {
+    const typed = 'a password typed as the name';
+    expect(await signIn(GUESSER, typed, typed)).toBe('wrong');
+    const sha256 = createHash('sha256').update(typed).digest('hex');
+    const keys = ((await t.db('console_sign_in_failures').select('name_hash')) as { name_hash: string }[]).map((r) => r.name_hash);
+    expect(keys).not.toContain(sha256);
+    expect(keys.every((k) => k.length <= 3)).toBe(true);
+  });
+
+  it('a user added under a name locked out before starts with no failures', async () => {
+    expect(await guesses(GUESSER, 'dee', MAX_FAILURES)).toEqual(Array(MAX_FAILURES).fill('wrong'));
+    expect(await signIn(GUESSER, 'dee', PASSWORD)).toBe('locked');
+    await addUser(t.db, 'dee', 'approver', PASSWORD, Date.now());
+    expect(await signIn(GUESSER, 'dee', PASSWORD)).toBe('signed in');
   });
 });

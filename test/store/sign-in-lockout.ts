@@ -4,12 +4,11 @@
  * the limit are checked; a right password among the attempts checked signs in and lifts its own lock, not
  * one the others set; a right password whose session could not be written is taken back off the count.
  */
-import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
 import { ConsoleAccess } from '../../src/console/access.js';
 import { addUser, setPassword } from '../../src/console/index.js';
 import type { Database } from '../../src/store/db.js';
-import { beginSignIn, endSignIn, uncountSignIn } from '../../src/store/console-access.js';
+import { beginSignIn, endSignIn, nameHash, uncountSignIn } from '../../src/store/console-access.js';
 
 const PASSWORD = 'a long enough password';
 const LOCKOUT = { maxFailures: 3, lockMs: 60_000 };
@@ -19,7 +18,7 @@ export const HERE = '192.0.2.1';
 /** A name's count and lock from `address`, as stored. */
 export async function pairOf(db: Database, name: string, address = HERE): Promise<{ failedAttempts: number; lockedUntil: number | null }> {
   const row = (await db('console_sign_in_failures')
-    .where({ name_hash: createHash('sha256').update(name).digest('hex'), address })
+    .where({ name_hash: nameHash(name), address })
     .first('failed_attempts', 'locked_until')) as { failed_attempts: number; locked_until: number | null } | undefined;
   return { failedAttempts: row?.failed_attempts ?? 0, lockedUntil: row?.locked_until == null ? null : Number(row.locked_until) };
 }
