@@ -341,8 +341,8 @@ export const configSchema = z
         port: port(8480),
         /**
          * Addresses (as the console sees the connection's peer) of reverse proxies whose user header is believed,
-         * and whose last X-Forwarded-For entry is the client a sign-in's failures are counted for. Empty: neither
-         * header is read, and everyone signs in with a console password.
+         * and whose last X-Forwarded-For entry is the client a sign-in's failures are counted for: each must set both
+         * headers itself, never pass on the browser's (docs/console.md). Empty: neither header is read.
          */
         trustedProxies: z.array(z.string()).default([]),
         /** The header a trusted proxy names the signed-in user in; the user must exist (`payoutd user add`). */
