@@ -194,7 +194,8 @@ async function batchRowCount(trx: Database, batchId: string): Promise<number> {
  */
 export async function rowsCancelledOnAcceptance(trx: Knex.Transaction, id: string): Promise<{ rows: number; batch: BatchRecord } | null> {
   // PostgreSQL: the batch row is locked before its cancel is looked for, so a cancel committing now is waited for
-  // and seen, not missed by a plain read and then overwritten by the acceptance. SQLite has one writer.
+  // and seen, not missed by a plain read and then overwritten by the acceptance. SQLite has one writer. The batch
+  // read here is the one activateReadBatch cancels with: this lock is what keeps it current.
   if (isPostgres(trx)) await trx('batches').where({ id }).forUpdate().select('id');
   const batch = await getBatch(trx, id);
   if (batch?.cancelledAt == null) return null;
