@@ -123,8 +123,9 @@ type RoundLookup<T> = (candidates: string[]) => Promise<ReadonlyMap<string, read
 
 /**
  * The plan of each of `references` (of rows recorded CANCELLED), in order. Rounds above the row's own are looked
- * up LOOKAHEAD at a time (`lookup`: the rows using each); `taken` holds references given out already (earlier
- * pages). Rows of one base are decided in order, so a row's plan depends only on the rows of its base before it.
+ * up LOOKAHEAD at a time (`lookup`: the rows using each), and past the first free one every round in range, as the
+ * acceptance's probe does; `taken` holds references given out already (earlier pages). Rows of one base are
+ * decided in order, so a row's plan depends only on the rows of its base before it.
  */
 async function planRetries<T extends RoundUse>(
   references: readonly string[],
@@ -136,29 +137,35 @@ async function planRetries<T extends RoundUse>(
   let open = references.map((reference, at) => {
     // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    return { at, base, key: retryKey(base), next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
+    const offer = undefined as (RoundPlan<T> & { kind: 'free' }) | undefined;
+    return { at, base, key: retryKey(base), next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined, offer };
   });
   while (open.length > 0) {
-    const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
+    // Once a free round is found, every later round in range is looked at in one lookup.
+    const ahead = (c: (typeof open)[number]): number => (c.offer === undefined ? LOOKAHEAD : Math.max(0, c.last - c.next + 1));
+    const candidates = open.map((c) => Array.from({ length: ahead(c) }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
     const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
+    const offered = (offer: RoundPlan<T> & { kind: 'free' }): RoundPlan<T> => (taken.add(offer.reference), offer);
     const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
       for (const reference of candidates[i] ?? []) {
         const round = c.next++;
-        if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
+        if (reference === null) {
+          return c.offer ? offered(c.offer) : { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
+        }
         const using = uses.get(reference) ?? [];
         const use = candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
+        // Also past the free round: a later round paid or being paid is this payout's retry, so none is offered.
         if (use.use === 'retrying') {
           const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
           return { kind: 'retrying', reference, row };
         }
-        if (use.use === 'free' && !taken.has(reference)) {
-          taken.add(reference);
-          return { kind: 'free', reference, by: c.by };
-        }
+        if (c.offer !== undefined) continue;
+        if (use.use === 'free' && !taken.has(reference)) c.offer = { kind: 'free', reference, by: c.by };
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
-        if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
+        else if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
       }
-      return c.next > c.last ? { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` } : null;
+      if (c.next <= c.last) return null;
+      return c.offer ? offered(c.offer) : { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` };
     };
     // A base with an undecided row waits: a later row of it would take a round the earlier one may be given.
     const waiting = new Set<string>();

@@ -471,6 +471,21 @@ export async function checkAdviceReplaysRetryFile(db: Database): Promise<void> {
   expect(await retryFileReferences(db, 'B')).toEqual(['Z-R3', 'Z-R4']);
 }
 
+/** A round never sent below a paid one: the retry file and the advice say the payout was retried as the paid one. */
+export async function checkPaidRoundPastFreeOne(db: Database): Promise<void> {
+  await batchOf(db, 'FIRST', 'pay.csv', [['X', 'CANCELLED']]);
+  await batchOf(db, 'R1', 'r1.csv', [['X-R1', 'NOT_SUBMITTED']]);
+  await batchOf(db, 'R2', 'r2.csv', [['X-R2', 'PAID']]);
+  const path = join(await mkdtemp(join(tmpdir(), 'payoutd-retry-file-')), 'retry.csv');
+  expect(await writeRetryFileAt(path, batchRetrySource(db, 'FIRST'))).toMatchObject({
+    path: null,
+    skipped: [{ line: 2, merchantReferenceId: 'X', retriedAs: 'X-R2', state: 'PAID' }],
+  });
+  await reading(db, 'AGAIN', 'again.csv', ['X']);
+  await acceptBatchRows(db, 'AGAIN', 'skip-rows', 9);
+  expect(await reasonOf(db, 'AGAIN', 2)).toContain('nothing to do: it was retried as X-R2 by line 2 of "r2.csv" (batch R2), which is PAID');
+}
+
 export function retryRoundChecks(store: { readonly db: Database }): void {
   it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
   it('is refused while another round or the base itself may be paid, not once it is cancelled or never sent', () =>
@@ -487,5 +502,6 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
     checkContradictedHolder(store.db));
   it('is refused while a round of it is REFERENCE_TAKEN, as the payout service holds a payout under it', () =>
     checkReferenceTakenRound(store.db));
+  it('offers no round never sent below a paid one', () => checkPaidRoundPastFreeOne(store.db));
   it("advises for a cancelled row the round its batch's retry file gives it", () => checkAdviceReplaysRetryFile(store.db));
 }
