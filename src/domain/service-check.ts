@@ -14,7 +14,8 @@ export const CHECKED_FINAL_STATES: readonly RowState[] = ['PAID', 'CANCELLED'];
 
 export interface CheckedRow {
   merchantReferenceId: string;
-  payoutId: string;
+  /** null: a row ended without a payout, asked by its reference. */
+  payoutId: string | null;
   state: RowState;
   serviceCheck: ServiceCheckKind;
 }
@@ -55,11 +56,12 @@ export type CheckVerdict =
 const DO_NOT_SEND = 'do not send this row again';
 
 /** What finance is told of a row while its check is owed (kept until the service has answered). */
-export function checkOwedNote(kind: ServiceCheckKind, row: { payoutId: string; state: RowState }, event: HeldPayout): string {
+export function checkOwedNote(kind: ServiceCheckKind, row: { payoutId: string | null; state: RowState }, event: HeldPayout): string {
+  const holds = row.payoutId === null ? 'no payout' : `payout ${row.payoutId}`;
   const asked =
     kind === 'PAYOUT'
       ? `a payout.updated event reported ${event.status} for payout ${row.payoutId}, recorded ${row.state} here`
-      : `a payout.updated event named payout ${event.payoutId} (${event.status}) under this row's reference, which holds payout ${row.payoutId} (${row.state})`;
+      : `a payout.updated event named payout ${event.payoutId} (${event.status}) under this row's reference, which holds ${holds} (${row.state})`;
   return `${asked}; payoutd is asking the payout service: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
@@ -85,9 +87,9 @@ function contradictionNote(row: CheckedRow, payouts: readonly HeldPayout[]): str
   if (own) said.push(`the payout service now reports ${own.status} for payout ${own.payoutId}, recorded ${row.state} here`);
   if (others.length > 0) {
     const list = others.map((p) => `${p.payoutId} (${p.status})`).join(', ');
-    said.push(
-      `the payout service holds payout${others.length > 1 ? 's' : ''} ${list} under this row's reference besides payout ${row.payoutId} (recorded ${row.state})`,
-    );
+    const besides =
+      row.payoutId === null ? `, recorded ${row.state} here without a payout` : ` besides payout ${row.payoutId} (recorded ${row.state})`;
+    said.push(`the payout service holds payout${others.length > 1 ? 's' : ''} ${list} under this row's reference${besides}`);
   }
   return `${said.join('; ')}: ${DO_NOT_SEND}; check it with the payout service before booking it`;
 }
@@ -205,7 +207,7 @@ export function reportOfNote(note: string, status: string): ServiceReport {
 
 /** What the answer to a row's check means for it. */
 export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVerdict {
-  if (row.serviceCheck === 'PAYOUT') {
+  if (row.serviceCheck === 'PAYOUT' && row.payoutId !== null) {
     const rec = answer.records.find((r) => r.payoutId === row.payoutId);
     const unread = answer.unread.find((u) => u.payoutId === row.payoutId);
     const status = rec?.status ?? unread?.status ?? (unread ? 'UNREADABLE' : null);

@@ -47,7 +47,7 @@ export class ServiceChecks {
     const byReference = due.filter((r) => r.serviceCheck === 'REFERENCE');
     if (byPayout.length > 0) {
       calls++;
-      await this.ask(byPayout, () => service.queryByPayoutIds([...new Set(byPayout.map((r) => r.payoutId))], signal));
+      await this.ask(byPayout, () => service.queryByPayoutIds([...new Set(byPayout.flatMap((r) => r.payoutId ?? []))], signal));
     }
     if (byReference.length > 0) {
       calls++;

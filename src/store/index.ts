@@ -83,7 +83,6 @@ export {
   pollBatchNow,
   pollSoon,
   reaskUnknownOfReference,
-  unknownAgainOfReference,
   reschedulePolls,
   type FinalRowNamed,
   type PayoutNamed,
@@ -137,10 +136,12 @@ export {
   nextServiceCheckDue,
   rescheduleServiceChecks,
   rowsHoldingOtherPayout,
+  triedRowsNamed,
   serviceNoteCounts,
   serviceNotesOfBatch,
   type CheckTarget,
   type RowHoldingPayout,
+  type TriedRowsNamed,
   type ServiceNoted,
 } from './service-checks.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';

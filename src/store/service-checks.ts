@@ -3,12 +3,20 @@
  * what finance is told of rows the service contradicts or is still being asked about (result files, status).
  */
 import type { Knex } from 'knex';
-import type { RowState } from '../domain/lifecycle.js';
+import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
 import type { BatchEventData } from '../domain/batch-events.js';
-import { reportOfNote, serviceReportOf, type Contradiction, type ServiceCheckKind } from '../domain/service-check.js';
+import {
+  checkOwedNote,
+  reportOfNote,
+  serviceReportOf,
+  type Contradiction,
+  type HeldPayout,
+  type ServiceCheckKind,
+} from '../domain/service-check.js';
+import { moveRows } from './moves.js';
 import { recordBatchEvent } from './batch-events.js';
 
 /** A row's columns that say whether the payout service contradicts its recorded outcome. */
@@ -33,8 +41,9 @@ export function whereServiceContradicts(q: Knex.QueryBuilder, p: string): Knex.Q
   );
 }
 
-/** A row a check is owed for, as the check needs it. */
-export interface CheckTarget extends FinalRowNamed {
+/** A row a check is owed for, as the check needs it: without a payout only a row ended without one (asked by reference). */
+export interface CheckTarget extends Omit<FinalRowNamed, 'payoutId'> {
+  payoutId: string | null;
   serviceCheck: ServiceCheckKind;
   /** The round of the check asked: a check made owed again meanwhile has a higher one. */
   serviceCheckRound: number;
@@ -49,7 +58,7 @@ export interface CheckTarget extends FinalRowNamed {
  */
 export async function markServiceCheck(
   db: Database,
-  row: { id: number; state: RowState; payoutId: string },
+  row: { id: number; state: RowState; payoutId: string | null },
   check: ServiceCheckKind,
   note: string,
   now: number,
@@ -97,20 +106,67 @@ export async function rowsHoldingOtherPayout(db: Database, merchantReferenceId: 
     .select([...NAMED_ROW_COLUMNS])) as RowHoldingPayout[];
 }
 
+/** What the follow-up of an event did to the rows of its reference a create was tried for that hold no payout. */
+export interface TriedRowsNamed {
+  /** READY rows made UNKNOWN: their reference is asked before any create. */
+  unknown: number;
+  /** CREATING rows with a query of their reference owed, asked once their create's answer is recorded. */
+  awaited: number;
+  /** NOT_SUBMITTED rows (their batch cancelled) with a query of their reference owed now. */
+  ended: Pick<FinalRowNamed, 'batchId' | 'line' | 'merchantReferenceId'>[];
+}
+
+/**
+ * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
+ * (read in one query, so a row moving between states is not missed). Such a row may be that payout's, so it is not
+ * created again blindly: READY (a reconcile found the reference absent, or the create was not sent) is made
+ * UNKNOWN, its reference asked at the next reconcile. CREATING is left to its create's answer, a query of its
+ * reference owed, so a second payout is told to finance; NOT_SUBMITTED may have been paid, a query owed now.
+ */
+export async function triedRowsNamed(
+  db: Database,
+  event: HeldPayout & { merchantReferenceId: string },
+  now: number,
+): Promise<TriedRowsNamed> {
+  return writeTransaction(db, async (trx) => {
+    const rows = (await trx('payouts')
+      .where({ merchant_reference_id: event.merchantReferenceId })
+      .whereIn('state', ['READY', 'CREATING', 'NOT_SUBMITTED'])
+      .andWhere('create_attempts', '>', 0)
+      .whereNull('payout_id')
+      .select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
+    const ready = rows.filter((r) => r.state === 'READY').map((r) => r.id);
+    const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
+    const patch = { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null };
+    const out: TriedRowsNamed = { unknown: 0, awaited: 0, ended: [] };
+    if (ready.length > 0)
+      out.unknown = (await moveRows(trx, ready, 'READY', 'UNKNOWN', patch, { event: 'webhook-named', detail }, now)).length;
+    for (const r of rows.filter((x) => x.state !== 'READY')) {
+      if (!(await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now))) continue;
+      if (r.state === 'CREATING') out.awaited++;
+      else out.ended.push(r);
+    }
+    return out;
+  });
+}
+
 /** Rows whose check is due, oldest first. */
 export async function dueServiceChecks(db: Database, now: number, limit: number): Promise<CheckTarget[]> {
-  return (await db('payouts')
-    .whereNotNull('service_check')
-    .andWhere('service_check_at', '<=', now)
-    .whereNotNull('payout_id')
-    .orderBy([{ column: 'service_check_at' }, { column: 'id' }])
-    .limit(limit)
-    .select([
-      ...NAMED_ROW_COLUMNS,
-      'service_check as serviceCheck',
-      'service_check_round as serviceCheckRound',
-      'service_note_shown as serviceNoteShown',
-    ])) as CheckTarget[];
+  return (
+    (await db('payouts')
+      .whereNotNull('service_check')
+      .andWhere('service_check_at', '<=', now)
+      // A row still waiting on its create's answer is asked once it holds the payout it was answered with.
+      .andWhere((w) => void w.whereNotNull('payout_id').orWhereIn('state', FINAL_ROW_STATES))
+      .orderBy([{ column: 'service_check_at' }, { column: 'id' }])
+      .limit(limit)
+      .select([
+        ...NAMED_ROW_COLUMNS,
+        'service_check as serviceCheck',
+        'service_check_round as serviceCheckRound',
+        'service_note_shown as serviceNoteShown',
+      ])) as CheckTarget[]
+  );
 }
 
 /** When the next owed check falls due (null: none is owed). */

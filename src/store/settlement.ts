@@ -5,7 +5,6 @@ import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { recordBatchEvent } from './batch-events.js';
 import { requestFieldAt } from './request-fields.js';
-import { moveRows } from './moves.js';
 import type { RequestedMoney } from '../domain/payout.js';
 import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
 
@@ -183,30 +182,6 @@ export async function reaskUnknownOfReference(db: Database, merchantReferenceId:
         poll_round: db.raw('poll_round + 1'),
       })) as number
   );
-}
-
-/**
- * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried:
- * READY again (a reconcile found the reference absent, or the create was not sent) or CREATING. Such a row may be
- * that payout's, so it is not created again blindly: UNKNOWN, its reference asked at the next reconcile. Returns
- * how many rows were moved.
- */
-export async function unknownAgainOfReference(db: Database, merchantReferenceId: string, payoutId: string, now: number): Promise<number> {
-  return writeTransaction(db, async (trx) => {
-    let moved = 0;
-    for (const from of ['READY', 'CREATING'] as const) {
-      const ids = (await trx('payouts')
-        .where({ merchant_reference_id: merchantReferenceId, state: from })
-        .andWhere('create_attempts', '>', 0)
-        .whereNull('payout_id')
-        .pluck('id')) as number[];
-      if (ids.length === 0) continue;
-      const detail = `a payout.updated event named payout ${payoutId} under this reference; its reference is asked before any create`;
-      const patch = { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null };
-      moved += (await moveRows(trx, ids, from, 'UNKNOWN', patch, { event: 'webhook-named', detail }, now)).length;
-    }
-    return moved;
-  });
 }
 
 /** The rows of these payouts that are already final (found as pollSoon finds them). */

@@ -25,7 +25,7 @@ import {
   recordWebhookEvent,
   renewServiceCheck,
   rowsHoldingOtherPayout,
-  unknownAgainOfReference,
+  triedRowsNamed,
 } from '../store/index.js';
 import { CHECKED_FINAL_STATES, checkOwedNote } from '../domain/service-check.js';
 import { WebhookConfigError, WebhookStartError } from './errors.js';
@@ -60,14 +60,25 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
     return false;
   }
   // Before pollSoon: a create's answer being recorded holds the row, and what it made of it is found below.
-  if ((await unknownAgainOfReference(db, n.merchantReferenceId, n.payoutId, now)) > 0) {
+  const tried = await triedRowsNamed(db, { ...n, merchantReferenceId: n.merchantReferenceId, status: reportedOf(n) }, now);
+  if (tried.unknown > 0) {
     logger.info(
       fields,
       'webhook accepted: a row of this reference without a payout had a create tried; it is not created again before ' +
         'its reference is asked at the next submit pass',
     );
-    return false;
   }
+  if (tried.awaited > 0) {
+    logger.info(fields, 'webhook accepted: a create of this reference awaits its answer; its reference is asked once it is recorded');
+  }
+  for (const row of tried.ended) {
+    logger.error(
+      { ...fields, batchId: row.batchId, line: row.line },
+      'a payout.updated event named a payout under the reference of a row recorded NOT_SUBMITTED after a create of it was ' +
+        'tried; the payout service may have paid it: payoutd asks it by reference, and the row stays out of retry files',
+    );
+  }
+  if (tried.unknown + tried.awaited + tried.ended.length > 0) return tried.ended.length > 0;
   if ((await pollSoon(db, [n], now)) > 0) {
     logger.info(fields, 'webhook accepted: payout due for a query');
     return true;

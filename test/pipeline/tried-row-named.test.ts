@@ -1,0 +1,98 @@
+/**
+ * A second payout under a row's reference, made by a create that left after the row was taken over or while an
+ * event named the reference, is told to finance by a query of the reference owed (src/poll/checks.ts); the
+ * service allows duplicate references here, so nothing else stops it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { deliver } from '../webhook/final-rows-world.js';
+import { PATH, closeAll, startReceiver } from '../webhook/helpers.js';
+import { closePipelines, payoutRequest, serviceLike, startPipeline, submitterVia, type Pipeline } from './harness.js';
+import { interruptedCreate } from './event-while-ready.js';
+import { cancelReadyRows, cancelReturnedRows, claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
+import { historyOf } from '../../src/store/moves.js';
+import { requestOfText } from '../../src/domain/request-values.js';
+import type { PayoutRequest } from '../../src/domain/payout.js';
+
+/** A batch whose row `ref` had a create tried that has not landed yet, READY again after reconciles found it absent. */
+async function triedAndReadyAgain(p: Pipeline, ref: string): Promise<PayoutRequest> {
+  await p.insertReadyBatch([payoutRequest('T-1'), payoutRequest(ref)]);
+  const claimed = await claimReadyRows(p.db, 10, p.clock.now());
+  expect(await markInterruptedCreatesUnknown(p.db, p.clock.now())).toBe(2);
+  await p.submitter.reconcileUnknown(p.signal);
+  await p.submitter.reconcileUnknown(p.signal);
+  expect((await p.row(ref)).state).toBe('READY');
+  return requestOfText(claimed.find((c) => c.merchantReferenceId === ref)?.requestValues ?? '');
+}
+
+/** The row's check, once asked, tells finance of both payouts under its reference. */
+async function bothToldAfterPoll(p: Pipeline, ref: string, payouts: string[]): Promise<void> {
+  await p.poll();
+  const row = await p.row(ref);
+  expect(row.serviceNote).toContain(`under this row's reference`);
+  for (const id of payouts) expect(row.serviceNote).toContain(id);
+  expect((await historyOf(p.db, row.id)).some((h) => h.event === 'service-contradicts')).toBe(true);
+}
+
+describe('a create out while its row is taken over or named by an event', () => {
+  afterEach(async () => {
+    await closeAll();
+    await closePipelines();
+  });
+
+  it('an event naming the reference of a CREATING row leaves it to its answer and owes a query of the reference', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    const request = await triedAndReadyAgain(p, 'TE-2');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    let first = '';
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        if (a[0].merchantReferenceId === 'TE-2') {
+          first = (await p.client.createPayout(request)).payoutId;
+          await deliver(h, { payoutId: first, merchantReferenceId: 'TE-2', status: 'PENDING' });
+          expect((await p.row('TE-2')).state).toBe('CREATING');
+        }
+        return p.client.createPayout(...a);
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    const row = await p.row('TE-2');
+    expect([row.state, row.serviceCheck]).toEqual(['PENDING', 'REFERENCE']);
+    await bothToldAfterPoll(p, 'TE-2', [first, row.payoutId ?? 'none']);
+  });
+
+  it("the row's own payout named before its answer is recorded: not moved, and the query agrees", async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.insertReadyBatch([payoutRequest('TB-1')]);
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        const answer = await p.client.createPayout(...a);
+        await deliver(h, { payoutId: answer.payoutId, merchantReferenceId: 'TB-1', status: 'PAID' });
+        return answer;
+      },
+    });
+    await submitterVia(p, svc).runOnce(p.signal);
+    const row = await p.row('TB-1');
+    expect([row.state, row.serviceCheck]).toEqual(['PENDING', 'REFERENCE']);
+    const history = await historyOf(p.db, row.id);
+    expect(history.map((x) => x.event)).not.toContain('created-after-takeover');
+    await p.poll();
+    const after = await p.row('TB-1');
+    expect([after.serviceCheck, after.serviceNote, p.ledgerCount('TB-1')]).toEqual([null, null, 1]);
+  });
+
+  it('a cancelled row paid by a create that landed late is asked about, not shown as not paid', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    const request = await interruptedCreate(p, 'TC-1');
+    await cancelReadyRows(p.db, (await p.row('TC-1')).batchId, 'operator cancel', p.clock.now(), 'op');
+    await p.submitter.reconcileUnknown(p.signal);
+    await cancelReturnedRows(p.db, p.clock.now());
+    expect((await p.row('TC-1')).state).toBe('NOT_SUBMITTED');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const { payoutId } = await p.client.createPayout(request);
+    await deliver(h, { payoutId, merchantReferenceId: 'TC-1', status: 'PAID' });
+    expect(h.logs.lines.filter((l) => l.includes('NOT_SUBMITTED after a create'))[0]).toContain('"level":"error"');
+    expect((await p.row('TC-1')).serviceCheck).toBe('REFERENCE');
+    await bothToldAfterPoll(p, 'TC-1', [payoutId]);
+  });
+});
