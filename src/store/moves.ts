@@ -242,7 +242,8 @@ export type LateCreate = 'resolving' | 'sent-again' | 'extra';
  * Writes down in a row's history, moving nothing (no states), a payout that a create made after another instance
  * took the row over: the row follows that instance's outcome, so the payout would otherwise be named nowhere.
  * Nothing is written when the row already follows it (found by a query of its reference); else the entry for
- * where the row stands, read in the same transaction. Returns where it stood, or null when nothing was written.
+ * where the row stands, read in the same transaction. Returns where it stood (and its state and payout then), or null
+ * when nothing was written.
  */
 export async function noteLateCreate(
   db: Database,
@@ -250,7 +251,7 @@ export async function noteLateCreate(
   payoutId: string,
   entryFor: (how: LateCreate) => HistoryEntry,
   now: number,
-): Promise<LateCreate | null> {
+): Promise<{ how: LateCreate; state: RowState; follows: string | null } | null> {
   return writeTransaction(db, async (trx) => {
     const r = (await trx('payouts').where({ id: rowId }).first('state', 'payout_id')) as
       { state: RowState; payout_id: string | null } | undefined;
@@ -267,7 +268,7 @@ export async function noteLateCreate(
     await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
       [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null, entry.data ?? null],
     ]);
-    return how;
+    return { how, state: r.state, follows: r.payout_id };
   });
 }
 

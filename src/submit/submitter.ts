@@ -14,7 +14,7 @@ import { whileRenewing } from '../domain/lease.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout, payoutDifferences } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
-import { severalPayoutsNote } from '../domain/service-check.js';
+import { lateCreateNote, severalPayoutsNote } from '../domain/service-check.js';
 import {
   type Database,
   applyClaimedMoves,
@@ -22,6 +22,7 @@ import {
   claimOf,
   claimReadyRows,
   lastIntentAt,
+  markServiceCheck,
   noteLateCreate,
   type LateCreate,
   markInterruptedCreatesUnknown,
@@ -383,8 +384,8 @@ export class PayoutSubmitter {
    * A create's outcome refused because its row is no longer this claim's: the instance that took the row over
    * decides it. A payout this create made is written down in the row's history unless the row already follows it,
    * and told of as where the row stands then: a takeover still querying the reference will find and adopt it (one
-   * payout, nothing to warn of); a create sent again may make a second one; a row following another payout, or
-   * none, leaves this one in its history only.
+   * payout, nothing to warn of); otherwise (a create sent again, a row following another payout or ended without
+   * one) a query of the reference is owed, so finance is told of a second payout (src/poll/checks.ts).
    */
   private async takenOver(row: ClaimedRow, move: RowMove): Promise<void> {
     const { logger, clock } = this.deps;
@@ -406,19 +407,28 @@ export class PayoutSubmitter {
         log: 'payout created after another instance took its row over and sent its own create; a second payout unless the service answers that create with this one',
       },
       extra: {
-        detail: `${made}; the row follows that instance's outcome`,
-        log: 'payout created after another instance took its row over; the row follows that instance, this payout is in its history only',
+        detail: `${made}; the row follows that instance's outcome, and its reference is asked`,
+        log: "payout created after another instance took its row over; the row follows that instance, its reference is asked, as the service may hold this payout besides the row's",
       },
     };
-    const how = await noteLateCreate(
+    const now = clock.now();
+    const noted = await noteLateCreate(
       this.deps.db,
       row.id,
       payoutId,
       (h) => ({ event: 'created-after-takeover', outcome: 'OK', detail: said[h].detail }),
-      clock.now(),
+      now,
     );
-    if (how === 'resolving') logger.info({ ...fields, payoutId }, said[how].log);
-    else if (how !== null) logger.warn({ ...fields, payoutId }, said[how].log);
+    if (noted === null) return;
+    const { how, state, follows } = noted;
+    if (how === 'resolving') {
+      logger.info({ ...fields, payoutId }, said[how].log);
+      return;
+    }
+    logger.warn({ ...fields, payoutId }, said[how].log);
+    // The reference may hold this payout besides the row's: a query of it owed tells finance (src/poll/checks.ts).
+    const note = follows === null ? lateCreateNote(payoutId) : severalPayoutsNote(2);
+    await markServiceCheck(this.deps.db, { id: row.id, state, payoutId: follows }, 'REFERENCE', note, now);
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */

@@ -16,7 +16,7 @@ import { gate, payoutRequest, serviceLike, waitFor, type Pipeline } from './harn
 export type LateNote = 'queried' | 'followed-other';
 
 const LEASE_MS = 120_000;
-const HISTORY_ONLY = 'this payout is in its history only';
+const HISTORY_ONLY = 'as the service may hold this payout besides';
 const ADOPTED = 'payout created after another instance took its row over; its query of the reference adopts it';
 
 /** Runs the scenario `how` on `p` (its sandbox creating a second payout for a repeated reference). */
@@ -95,7 +95,7 @@ export async function lateCreatedNote(p: Pipeline, how: LateNote): Promise<void>
     // B's payout came first; A's, made after, is the second.
     const [y, x] = ledger;
     expect(ledger).toHaveLength(2);
-    expect(row).toMatchObject({ state: 'PENDING', payoutId: y, leaseOwner: 'B' });
+    expect(row).toMatchObject({ state: 'PENDING', payoutId: y, leaseOwner: 'B', serviceCheck: 'REFERENCE' });
     expect(await p.events(ref)).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created', 'created-after-takeover']);
     expect(notes).toHaveLength(1);
     expect(notes[0]?.detail).toContain(`payoutId ${x}`);

@@ -39,6 +39,31 @@ describe('a create out while its row is taken over or named by an event', () => 
     await closePipelines();
   });
 
+  it('a create answered after a takeover adopted another payout owes a query of the reference', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    const request = await triedAndReadyAgain(p, 'TA-2');
+    let first = '';
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        if (a[0].merchantReferenceId === 'TA-2') {
+          // Waiting for its slot, past its fence (checked earlier for the batch): the earlier create lands, another
+          // instance takes the row over and its reconcile adopts that payout.
+          first = (await p.client.createPayout(request)).payoutId;
+          await markInterruptedCreatesUnknown(p.db, p.clock.now());
+          await submitterVia(p, p.client).reconcileUnknown(p.signal);
+          expect((await p.row('TA-2')).payoutId).toBe(first);
+        }
+        return p.client.createPayout(...a);
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    const row = await p.row('TA-2');
+    expect([row.state, row.payoutId, row.serviceCheck]).toEqual(['PENDING', first, 'REFERENCE']);
+    expect(p.ledgerCount('TA-2')).toBe(2);
+    const second = (await historyOf(p.db, row.id)).find((h) => h.event === 'created-after-takeover')?.detail ?? '';
+    await bothToldAfterPoll(p, 'TA-2', [first, /payoutId (\S+),/.exec(second)?.[1] ?? 'none']);
+  });
+
   it('an event naming the reference of a CREATING row leaves it to its answer and owes a query of the reference', async () => {
     const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
     const request = await triedAndReadyAgain(p, 'TE-2');
