@@ -141,7 +141,8 @@ describe('e2e: killed while a file is read', () => {
       config: { batch: { balanceCheck: { enabled: false } } },
       balances: { USDT: '1000000000', USDC: '1000000000' },
     });
-    // One row more than a transaction of the reader: the kill comes after the first commit.
+    // One row more than a transaction of the reader: the kill comes after the first commit. Every row is
+    // paid through the sandbox, which can outlast the default limit on a busy machine.
     const rows = makeRows('DONE', 5_001);
     const first = spawnPayoutd(e2e, 'killed', { PAYOUTD_FAULT_KILL_AT: 'mid-read:1' });
     await first.running();
@@ -165,5 +166,5 @@ describe('e2e: killed while a file is read', () => {
       500,
     );
     expect([...byReference.values()].filter((entries) => entries.length !== 1)).toEqual([]);
-  });
+  }, 180_000);
 });
