@@ -108,10 +108,8 @@ export async function rowsHoldingOtherPayout(db: Database, merchantReferenceId: 
 
 /** What the follow-up of an event did to the rows of its reference a create was tried for that hold no payout. */
 export interface TriedRowsNamed {
-  /** READY rows made UNKNOWN: their reference is asked before any create. */
+  /** READY or CREATING rows made UNKNOWN: their reference is asked before any create. */
   unknown: number;
-  /** CREATING rows with a query of their reference owed, asked once their create's answer is recorded. */
-  awaited: number;
   /** NOT_SUBMITTED rows (their batch cancelled) with a query of their reference owed now. */
   ended: Pick<FinalRowNamed, 'batchId' | 'line' | 'merchantReferenceId'>[];
 }
@@ -119,9 +117,10 @@ export interface TriedRowsNamed {
 /**
  * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
  * (read in one query, so a row moving between states is not missed). Such a row may be that payout's, so it is not
- * created again blindly: READY (a reconcile found the reference absent, or the create was not sent) is made
- * UNKNOWN, its reference asked at the next reconcile. CREATING is left to its create's answer, a query of its
- * reference owed, so a second payout is told to finance; NOT_SUBMITTED may have been paid, a query owed now.
+ * created again blindly: READY (a reconcile found the reference absent, or the create was not sent) and CREATING
+ * (its create's answer, whatever it says, is then refused as the claim's no longer) are made UNKNOWN, their
+ * reference asked at the next reconcile. Left CREATING, a "try later" answer would make the row READY and send it
+ * again. NOT_SUBMITTED may have been paid: a query of its reference owed now.
  */
 export async function triedRowsNamed(
   db: Database,
@@ -135,16 +134,15 @@ export async function triedRowsNamed(
       .andWhere('create_attempts', '>', 0)
       .whereNull('payout_id')
       .select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
-    const ready = rows.filter((r) => r.state === 'READY').map((r) => r.id);
     const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
     const patch = { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null };
-    const out: TriedRowsNamed = { unknown: 0, awaited: 0, ended: [] };
-    if (ready.length > 0)
-      out.unknown = (await moveRows(trx, ready, 'READY', 'UNKNOWN', patch, { event: 'webhook-named', detail }, now)).length;
-    for (const r of rows.filter((x) => x.state !== 'READY')) {
-      if (!(await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now))) continue;
-      if (r.state === 'CREATING') out.awaited++;
-      else out.ended.push(r);
+    const out: TriedRowsNamed = { unknown: 0, ended: [] };
+    for (const from of ['READY', 'CREATING'] as const) {
+      const ids = rows.filter((r) => r.state === from).map((r) => r.id);
+      if (ids.length > 0) out.unknown += (await moveRows(trx, ids, from, 'UNKNOWN', patch, { event: 'webhook-named', detail }, now)).length;
+    }
+    for (const r of rows.filter((x) => x.state === 'NOT_SUBMITTED')) {
+      if (await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now)) out.ended.push(r);
     }
     return out;
   });

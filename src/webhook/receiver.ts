@@ -68,9 +68,6 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
         'its reference is asked at the next submit pass',
     );
   }
-  if (tried.awaited > 0) {
-    logger.info(fields, 'webhook accepted: a create of this reference awaits its answer; its reference is asked once it is recorded');
-  }
   for (const row of tried.ended) {
     logger.error(
       { ...fields, batchId: row.batchId, line: row.line },
@@ -78,7 +75,7 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
         'tried; the payout service may have paid it: payoutd asks it by reference, and the row stays out of retry files',
     );
   }
-  if (tried.unknown + tried.awaited + tried.ended.length > 0) return tried.ended.length > 0;
+  if (tried.unknown + tried.ended.length > 0) return tried.ended.length > 0;
   if ((await pollSoon(db, [n], now)) > 0) {
     logger.info(fields, 'webhook accepted: payout due for a query');
     return true;
