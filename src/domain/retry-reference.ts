@@ -60,17 +60,12 @@ export interface RetryRound {
   key: string;
 }
 
-/** The key every spelling of `base` shares (the retry_key of its rounds' rows). */
-export function retryKey(base: string): string {
-  return spelling(base).hash;
-}
-
 /** The base and key of a retry reference; null for an original. */
 export function retryRound(reference: string): RetryRound | null {
   // Every row of a file passes here as it is stored; nearly all are originals.
   if (!reference.includes('-R')) return null;
   const { base, round } = retryBase(reference);
-  return round === 0 ? null : { base, key: retryKey(base) };
+  return round === 0 ? null : { base, key: spelling(base).hash };
 }
 
 /** Whether two bases (as retryRound gives them, their keys equal) are spellings of one: the shorter start begins the other. */
@@ -119,89 +114,50 @@ const LOOKAHEAD = 4;
 export type RoundPlan<T> =
   { kind: 'free'; reference: string; by: T | undefined } | { kind: 'retrying'; reference: string; row: T } | { kind: 'none'; why: string };
 
-type RoundLookup<T> = (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>;
-
 /**
- * The plan of each of `references` (of rows recorded CANCELLED), in order. Rounds above the row's own are looked
- * up LOOKAHEAD at a time (`lookup`: the rows using each), and past the first free one every round in range, as the
- * acceptance's probe does; `taken` holds references given out already (earlier pages). Rows of one base are
- * decided in order, so a row's plan depends only on the rows of its base before it.
+ * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
+ * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
+ * using each); `taken` holds references given out already (a retry file's earlier rows).
  */
-async function planRetries<T extends RoundUse>(
+export async function planRetries<T extends RoundUse>(
   references: readonly string[],
-  lookup: RoundLookup<T>,
+  lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
   maxLength: number,
-  taken: Set<string>,
+  taken = new Set<string>(),
 ): Promise<RoundPlan<T>[]> {
   const plans: RoundPlan<T>[] = [];
   let open = references.map((reference, at) => {
     // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    const offer = undefined as (RoundPlan<T> & { kind: 'free' }) | undefined;
-    return { at, base, key: retryKey(base), next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined, offer };
+    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
   });
   while (open.length > 0) {
-    // Once a free round is found, every later round in range is looked at in one lookup.
-    const ahead = (c: (typeof open)[number]): number => (c.offer === undefined ? LOOKAHEAD : Math.max(0, c.last - c.next + 1));
-    const candidates = open.map((c) => Array.from({ length: ahead(c) }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
+    const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
     const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
-    const offered = (offer: RoundPlan<T> & { kind: 'free' }): RoundPlan<T> => (taken.add(offer.reference), offer);
     const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
       for (const reference of candidates[i] ?? []) {
         const round = c.next++;
-        if (reference === null) {
-          return c.offer ? offered(c.offer) : { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
-        }
+        if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
         const using = uses.get(reference) ?? [];
         const use = candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
-        // Also past the free round: a later round paid or being paid is this payout's retry, so none is offered.
         if (use.use === 'retrying') {
           const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
           return { kind: 'retrying', reference, row };
         }
-        if (c.offer !== undefined) continue;
-        if (use.use === 'free' && !taken.has(reference)) c.offer = { kind: 'free', reference, by: c.by };
+        if (use.use === 'free' && !taken.has(reference)) {
+          taken.add(reference);
+          return { kind: 'free', reference, by: c.by };
+        }
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
-        else if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
+        if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
       }
-      if (c.next <= c.last) return null;
-      return c.offer ? offered(c.offer) : { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` };
+      return c.next > c.last ? { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` } : null;
     };
-    // A base with an undecided row waits: a later row of it would take a round the earlier one may be given.
-    const waiting = new Set<string>();
     open = open.filter((c, i) => {
-      const plan = waiting.has(c.key) ? null : decide(c, i);
+      const plan = decide(c, i);
       if (plan !== null) plans[c.at] = plan;
-      else waiting.add(c.key);
       return plan === null;
     });
   }
   return plans;
-}
-
-/** Rows planned per round of lookups. */
-const PAGE_ROWS = 500;
-
-/**
- * The plans of a batch's cancelled rows, given in line order, page by page, no reference given twice: the one
- * planner of its retry file and of the advice naming that file, which replays the rows of one base up to its own.
- */
-export async function* planBatchRetries<R, T extends RoundUse>(
-  rows: AsyncIterable<R> | Iterable<R>,
-  referenceOf: (row: R) => string,
-  lookup: RoundLookup<T>,
-  maxLength: number,
-): AsyncGenerator<{ row: R; plan: RoundPlan<T> }> {
-  const taken = new Set<string>();
-  let page: R[] = [];
-  const flush = async function* (): AsyncGenerator<{ row: R; plan: RoundPlan<T> }> {
-    const [rows, plans] = [page, await planRetries(page.map(referenceOf), lookup, maxLength, taken)];
-    page = [];
-    for (const [i, row] of rows.entries()) yield { row, plan: plans[i] as RoundPlan<T> };
-  };
-  for await (const row of rows) {
-    page.push(row);
-    if (page.length >= PAGE_ROWS) yield* flush();
-  }
-  if (page.length > 0) yield* flush();
 }

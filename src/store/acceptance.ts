@@ -238,7 +238,7 @@ async function markEarlierReferences(
           batchId,
           found.map((c) => c.merchant_reference_id),
         );
-  const plans = await retryPlans(trx, batchId, found, files);
+  const plans = await retryPlans(trx, found, files);
   const refusals: Refusal[] = [];
   for (const c of found.filter((x) => !alsoInFile.has(x.merchant_reference_id))) {
     const pruned = c.other_request === null;

@@ -6,14 +6,7 @@
  */
 import { waitText } from '../domain/holds.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
-import {
-  DEFAULT_REFERENCE_MAX_LENGTH,
-  planBatchRetries,
-  retryBase,
-  retryKey,
-  sameRetryBase,
-  type RoundPlan,
-} from '../domain/retry-reference.js';
+import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
 import { roundsUsing, type RoundRow } from './reports.js';
@@ -82,57 +75,12 @@ function plainlyCancelled(h: HoldingRow): boolean {
   return h.other_state === 'CANCELLED' && !serviceContradicts(holderRow(h));
 }
 
-/**
- * The plan its batch's retry file carries for a plainly cancelled holder: that file's plan replayed over the rows
- * it holds of the holder's base up to the holder (an earlier one may take the round the holder would be given).
- */
-async function retryPlan(
-  trx: Database,
-  h: HoldingRow,
-  lookup: (references: readonly string[]) => Promise<Map<string, RoundRow[]>>,
-  maxLength: number,
-): Promise<RetryPlan | undefined> {
-  const { base } = retryBase(h.merchant_reference_id);
-  const rows = (await trx('payouts')
-    .where({ batch_id: h.other_batch, state: 'CANCELLED' })
-    .whereNull('service_note')
-    .where('line', '<=', h.other_line)
-    .where((q) => void q.where('retry_key', retryKey(base)).orWhere('merchant_reference_id', base))
-    .orderBy('line')
-    .select('line', 'merchant_reference_id')) as { line: number; merchant_reference_id: string }[];
-  const ofBase = rows.filter((r) => sameRetryBase(retryBase(r.merchant_reference_id).base, base));
-  let plan: RetryPlan | undefined;
-  for await (const p of planBatchRetries(ofBase, (r) => r.merchant_reference_id, lookup, maxLength))
-    if (p.row.line === h.other_line) plan = p.plan;
-  return plan;
-}
-
-/**
- * The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. The
- * rows of batch `batchId` refused for holding those references hold no round: they are never sent.
- */
-export async function retryPlans(
-  trx: Database,
-  batchId: string,
-  holders: readonly HoldingRow[],
-  files: RetryFiles,
-): Promise<Map<string, RetryPlan>> {
-  const refused = new Set(holders.map((h) => h.merchant_reference_id));
-  const lookup = async (references: readonly string[]): Promise<Map<string, RoundRow[]>> => {
-    const uses = await roundsUsing(trx, references);
-    for (const [reference, rows] of uses)
-      uses.set(
-        reference,
-        rows.filter((r) => r.batch_id !== batchId || !refused.has(reference)),
-      );
-    return uses;
-  };
-  const plans = new Map<string, RetryPlan>();
-  for (const h of holders.filter(plainlyCancelled)) {
-    const plan = await retryPlan(trx, h, lookup, files.referenceMaxLength);
-    if (plan !== undefined) plans.set(h.merchant_reference_id, plan);
-  }
-  return plans;
+/** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
+export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
+  const cancelled = holders.filter(plainlyCancelled);
+  const references = cancelled.map((h) => h.merchant_reference_id);
+  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
+  return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 
 /**

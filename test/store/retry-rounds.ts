@@ -12,11 +12,6 @@ import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
 import { retryBase, retryReference } from '../../src/report/index.js';
 import { addBatch, addRows, request, setRow, validRow } from '../finance/helpers.js';
-import { batchRetrySource } from '../../src/store/reports.js';
-import { writeRetryFileAt } from '../../src/report/retry.js';
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 /** A batch `id` of file `file` holding `rows` (reference and state each; lines 2, 3, …), in batch state `state`. */
 export async function batchOf(db: Database, id: string, file: string, rows: [string, RowState][], state = 'ACTIVE'): Promise<void> {
@@ -441,51 +436,6 @@ export async function checkReferenceTakenRound(db: Database): Promise<void> {
 }
 
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
-/** The references of the retry file of batch `batchId`, in line order. */
-export async function retryFileReferences(db: Database, batchId: string): Promise<string[]> {
-  const path = join(await mkdtemp(join(tmpdir(), 'payoutd-retry-file-')), 'retry.csv');
-  const file = await writeRetryFileAt(path, batchRetrySource(db, batchId));
-  if (file.path === null) return [];
-  return (await readFile(path, 'utf8'))
-    .trim()
-    .split('\n')
-    .slice(1)
-    .map((l) => l.split(',')[0] as string);
-}
-
-/** Rounds of a base payoutd never saw, cancelled in one batch: the advice names the round its retry file gives each. */
-export async function checkAdviceReplaysRetryFile(db: Database): Promise<void> {
-  await batchOf(db, 'B', 'b.csv', [
-    ['Z-R1', 'CANCELLED'],
-    ['Z-R2', 'CANCELLED'],
-  ]);
-  expect(await retryFileReferences(db, 'B')).toEqual(['Z-R3', 'Z-R4']);
-  for (const [id, ref, round] of [
-    ['AGAIN-2', 'Z-R2', 'Z-R4'],
-    ['AGAIN-1', 'Z-R1', 'Z-R3'],
-  ] as const) {
-    await reading(db, id, `${id}.csv`, [ref]);
-    await acceptBatchRows(db, id, 'skip-rows', 9);
-    expect(await reasonOf(db, id, 2)).toContain(`send it again as ${round} `);
-  }
-  expect(await retryFileReferences(db, 'B')).toEqual(['Z-R3', 'Z-R4']);
-}
-
-/** A round never sent below a paid one: the retry file and the advice say the payout was retried as the paid one. */
-export async function checkPaidRoundPastFreeOne(db: Database): Promise<void> {
-  await batchOf(db, 'FIRST', 'pay.csv', [['X', 'CANCELLED']]);
-  await batchOf(db, 'R1', 'r1.csv', [['X-R1', 'NOT_SUBMITTED']]);
-  await batchOf(db, 'R2', 'r2.csv', [['X-R2', 'PAID']]);
-  const path = join(await mkdtemp(join(tmpdir(), 'payoutd-retry-file-')), 'retry.csv');
-  expect(await writeRetryFileAt(path, batchRetrySource(db, 'FIRST'))).toMatchObject({
-    path: null,
-    skipped: [{ line: 2, merchantReferenceId: 'X', retriedAs: 'X-R2', state: 'PAID' }],
-  });
-  await reading(db, 'AGAIN', 'again.csv', ['X']);
-  await acceptBatchRows(db, 'AGAIN', 'skip-rows', 9);
-  expect(await reasonOf(db, 'AGAIN', 2)).toContain('nothing to do: it was retried as X-R2 by line 2 of "r2.csv" (batch R2), which is PAID');
-}
-
 export function retryRoundChecks(store: { readonly db: Database }): void {
   it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
   it('is refused while another round or the base itself may be paid, not once it is cancelled or never sent', () =>
@@ -502,6 +452,4 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
     checkContradictedHolder(store.db));
   it('is refused while a round of it is REFERENCE_TAKEN, as the payout service holds a payout under it', () =>
     checkReferenceTakenRound(store.db));
-  it('offers no round never sent below a paid one', () => checkPaidRoundPastFreeOne(store.db));
-  it("advises for a cancelled row the round its batch's retry file gives it", () => checkAdviceReplaysRetryFile(store.db));
 }
