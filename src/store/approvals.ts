@@ -102,10 +102,17 @@ export async function listApprovalEntries(db: Database | Knex.Transaction, batch
 
 /**
  * The rows of a cancelled batch that were or may have been sent: CREATING and UNKNOWN may still be paid; PENDING,
- * PAID, CANCELLED and REJECTED reached the service. READY and NOT_SUBMITTED are never sent after a cancel.
+ * PAID, CANCELLED and REJECTED reached the service; and any row a create was tried for or that holds a payout,
+ * whatever its state (a late create may have paid a row made NOT_SUBMITTED). Only a claim raises create_attempts,
+ * and none follows a cancel, so the count never rises after it.
  */
 function mayHaveBeenSent(q: Knex.QueryBuilder): Knex.QueryBuilder {
-  return q.whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[]);
+  return q.where((w) =>
+    w
+      .whereIn('state', ['CREATING', 'UNKNOWN', 'PENDING', 'PAID', 'CANCELLED', 'REJECTED'] satisfies RowState[])
+      .orWhere('create_attempts', '>', 0)
+      .orWhereNotNull('payout_id'),
+  );
 }
 
 /** The batches the 24-hour total counts: let go since `since`, or still being paid. */
