@@ -70,9 +70,9 @@ export function severalPayoutsNote(held: number): string {
   return `the payout service holds ${held} payouts under this row's reference; payoutd is asking the payout service about them: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
-/** What finance is told of a row without a payout whose create was answered with one after the row was taken over. */
+/** What finance is told of a row ended without a payout whose create was answered with one after its claim ended. */
 export function lateCreateNote(payoutId: string): string {
-  return `a create of this row was answered with payout ${payoutId} after another instance took the row over; payoutd is asking the payout service about this row's reference: ${DO_NOT_SEND} and check it with the payout service before booking it`;
+  return `a create of this row was answered with payout ${payoutId} after its claim on the row ended; payoutd is asking the payout service about this row's reference: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
 /**

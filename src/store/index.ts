@@ -58,7 +58,8 @@ export { insertRowsWhileReading } from './insert-rows.js';
 export { acceptBatchRows, activateReadBatch, inFileDuplicateMessage, type InvalidRowsPolicy, type ReferenceColumn } from './acceptance.js';
 export { inFileZerosMessage } from './reference-zeros.js';
 export type { RetryFiles } from './reference-advice.js';
-export { lastIntentAt, noteLateCreate, type LateCreate, type RowMove } from './moves.js';
+export { lastIntentAt, type RowMove } from './moves.js';
+export { noteLateCreate, triedRowsNamed, type LateCreate, type TriedRowsNamed } from './unfollowed-payouts.js';
 export {
   claimDueRows,
   claimReadyRows,
@@ -136,12 +137,10 @@ export {
   nextServiceCheckDue,
   rescheduleServiceChecks,
   rowsHoldingOtherPayout,
-  triedRowsNamed,
   serviceNoteCounts,
   serviceNotesOfBatch,
   type CheckTarget,
   type RowHoldingPayout,
-  type TriedRowsNamed,
   type ServiceNoted,
 } from './service-checks.js';
 export { recordServiceHealth, latestServiceHealth, forgetServiceHealth } from './service-health.js';

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../domain/clock.js';
 import { canMoveRow, type RowState } from '../domain/lifecycle.js';
 import { creationTimes, type CreatedWhenWritten } from './created-at.js';
-import { writeTransaction, type Database } from './db.js';
+import type { Database } from './db.js';
 import { insertValueRows, type InsertedValue } from './multi-row-insert.js';
 import { updateValueRows, type RowGuard } from './multi-row-update.js';
 import { COLUMNS, RowStateError, toColumns, type PayoutRow, type PayoutRowPatch } from './payouts.js';
@@ -228,48 +228,11 @@ export async function applyMoves(trx: Knex.Transaction, moves: readonly RowMove[
   return moves.filter((m) => moved.has(m.row.id));
 }
 
-/**
- * Where a row stands towards a payout a late create made (see noteLateCreate):
- * - `resolving`: UNKNOWN, its holder querying the reference, which sees the payout and adopts it (or tells of
- *   several payouts held for the reference);
- * - `sent-again`: READY or CREATING with no payout, the reference found absent before the payout was made: the
- *   create sent again is answered with this payout or makes a second one, as the service does;
- * - `extra`: the row follows another payout, or ended without one: this payout is named in its history only.
- */
-export type LateCreate = 'resolving' | 'sent-again' | 'extra';
-
-/**
- * Writes down in a row's history, moving nothing (no states), a payout that a create made after another instance
- * took the row over: the row follows that instance's outcome, so the payout would otherwise be named nowhere.
- * Nothing is written when the row already follows it (found by a query of its reference); else the entry for
- * where the row stands, read in the same transaction. Returns where it stood (and its state and payout then), or null
- * when nothing was written.
- */
-export async function noteLateCreate(
-  db: Database,
-  rowId: number,
-  payoutId: string,
-  entryFor: (how: LateCreate) => HistoryEntry,
-  now: number,
-): Promise<{ how: LateCreate; state: RowState; follows: string | null } | null> {
-  return writeTransaction(db, async (trx) => {
-    const r = (await trx('payouts').where({ id: rowId }).first('state', 'payout_id')) as
-      { state: RowState; payout_id: string | null } | undefined;
-    if (r === undefined || r.payout_id === payoutId) return null;
-    const how: LateCreate =
-      r.payout_id !== null
-        ? 'extra'
-        : r.state === 'UNKNOWN'
-          ? 'resolving'
-          : r.state === 'READY' || r.state === 'CREATING'
-            ? 'sent-again'
-            : 'extra';
-    const entry = entryFor(how);
-    await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
-      [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null, entry.data ?? null],
-    ]);
-    return { how, state: r.state, follows: r.payout_id };
-  });
+/** Writes a history entry of a row that moves nothing (no states): something the row does not follow, named. */
+export async function recordNote(trx: Knex.Transaction, rowId: number, entry: HistoryEntry, now: number): Promise<void> {
+  await insertValueRows(trx, 'payout_history', HISTORY_COLUMNS, [
+    [rowId, now, entry.event, null, null, entry.outcome ?? null, entry.detail ?? null, entry.data ?? null],
+  ]);
 }
 
 export interface HistoryRecord {

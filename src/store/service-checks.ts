@@ -8,15 +8,7 @@ import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { writeTransaction, type Database } from './db.js';
 import { NAMED_ROW_COLUMNS, type FinalRowNamed } from './settlement.js';
 import type { BatchEventData } from '../domain/batch-events.js';
-import {
-  checkOwedNote,
-  reportOfNote,
-  serviceReportOf,
-  type Contradiction,
-  type HeldPayout,
-  type ServiceCheckKind,
-} from '../domain/service-check.js';
-import { moveRows } from './moves.js';
+import { reportOfNote, serviceReportOf, type Contradiction, type ServiceCheckKind } from '../domain/service-check.js';
 import { recordBatchEvent } from './batch-events.js';
 
 /** A row's columns that say whether the payout service contradicts its recorded outcome. */
@@ -106,55 +98,14 @@ export async function rowsHoldingOtherPayout(db: Database, merchantReferenceId: 
     .select([...NAMED_ROW_COLUMNS])) as RowHoldingPayout[];
 }
 
-/** What the follow-up of an event did to the rows of its reference a create was tried for that hold no payout. */
-export interface TriedRowsNamed {
-  /** READY or CREATING rows made UNKNOWN: their reference is asked before any create. */
-  unknown: number;
-  /** NOT_SUBMITTED rows (their batch cancelled) with a query of their reference owed now. */
-  ended: Pick<FinalRowNamed, 'batchId' | 'line' | 'merchantReferenceId'>[];
-}
-
-/**
- * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
- * (read in one query, so a row moving between states is not missed). Such a row may be that payout's, so it is not
- * created again blindly: READY (a reconcile found the reference absent, or the create was not sent) and CREATING
- * (its create's answer, whatever it says, is then refused as the claim's no longer) are made UNKNOWN, their
- * reference asked at the next reconcile. Left CREATING, a "try later" answer would make the row READY and send it
- * again. NOT_SUBMITTED may have been paid: a query of its reference owed now.
- */
-export async function triedRowsNamed(
-  db: Database,
-  event: HeldPayout & { merchantReferenceId: string },
-  now: number,
-): Promise<TriedRowsNamed> {
-  return writeTransaction(db, async (trx) => {
-    const rows = (await trx('payouts')
-      .where({ merchant_reference_id: event.merchantReferenceId })
-      .whereIn('state', ['READY', 'CREATING', 'NOT_SUBMITTED'])
-      .andWhere('create_attempts', '>', 0)
-      .whereNull('payout_id')
-      .select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
-    const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
-    const patch = { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null };
-    const out: TriedRowsNamed = { unknown: 0, ended: [] };
-    for (const from of ['READY', 'CREATING'] as const) {
-      const ids = rows.filter((r) => r.state === from).map((r) => r.id);
-      if (ids.length > 0) out.unknown += (await moveRows(trx, ids, from, 'UNKNOWN', patch, { event: 'webhook-named', detail }, now)).length;
-    }
-    for (const r of rows.filter((x) => x.state === 'NOT_SUBMITTED')) {
-      if (await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now)) out.ended.push(r);
-    }
-    return out;
-  });
-}
-
 /** Rows whose check is due, oldest first. */
 export async function dueServiceChecks(db: Database, now: number, limit: number): Promise<CheckTarget[]> {
   return (
     (await db('payouts')
       .whereNotNull('service_check')
       .andWhere('service_check_at', '<=', now)
-      // A row still waiting on its create's answer is asked once it holds the payout it was answered with.
+      // Without a payout only a row that ended is asked (by reference): one a create may still be sent for is made
+      // UNKNOWN instead (src/store/unfollowed-payouts.ts); an older build's such check waits for its payout.
       .andWhere((w) => void w.whereNotNull('payout_id').orWhereIn('state', FINAL_ROW_STATES))
       .orderBy([{ column: 'service_check_at' }, { column: 'id' }])
       .limit(limit)

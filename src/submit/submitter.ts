@@ -14,7 +14,7 @@ import { whileRenewing } from '../domain/lease.js';
 import type { CreateTrail, PayoutQueryAnswer, PayoutRecord, PayoutRequest, PayoutService, UnreadRecord } from '../domain/payout.js';
 import { REFERENCE_TAKEN, isPayoutOf, maskAccountNumber, namesItsPayout, payoutDifferences } from '../domain/payout.js';
 import { requestOfText } from '../domain/request-values.js';
-import { lateCreateNote, severalPayoutsNote } from '../domain/service-check.js';
+import { severalPayoutsNote } from '../domain/service-check.js';
 import {
   type Database,
   applyClaimedMoves,
@@ -22,7 +22,6 @@ import {
   claimOf,
   claimReadyRows,
   lastIntentAt,
-  markServiceCheck,
   noteLateCreate,
   type LateCreate,
   markInterruptedCreatesUnknown,
@@ -381,11 +380,11 @@ export class PayoutSubmitter {
   }
 
   /**
-   * A create's outcome refused because its row is no longer this claim's: the instance that took the row over
-   * decides it. A payout this create made is written down in the row's history unless the row already follows it,
-   * and told of as where the row stands then: a takeover still querying the reference will find and adopt it (one
-   * payout, nothing to warn of); otherwise (a create sent again, a row following another payout or ended without
-   * one) a query of the reference is owed, so finance is told of a second payout (src/poll/checks.ts).
+   * A create's outcome refused because its row is no longer this claim's (another instance took it over, or an
+   * event made it UNKNOWN): whoever holds the row decides it. A payout this create made is written down in the
+   * row's history unless the row already follows it: a row without one has its reference asked before anything is
+   * sent for it, which finds and adopts the payout; a row following another payout, or ended without one, owes a
+   * query of its reference, so finance is told of a second payout (src/poll/checks.ts).
    */
   private async takenOver(row: ClaimedRow, move: RowMove): Promise<void> {
     const { logger, clock } = this.deps;
@@ -396,39 +395,26 @@ export class PayoutSubmitter {
       logger.info({ ...fields, outcome: move.history?.event }, 'claim taken over by another instance; its outcome is left to it');
       return;
     }
-    const made = `payoutId ${payoutId}, made by a create of ${instanceId} after another instance took the row over`;
+    const made = `payoutId ${payoutId}, made by a create of ${instanceId} answered after its claim on the row ended`;
     const said: Record<LateCreate, { detail: string; log: string }> = {
       resolving: {
-        detail: `${made}; that instance resolves the row by a query of its reference, which finds this payout`,
-        log: 'payout created after another instance took its row over; its query of the reference adopts it',
-      },
-      'sent-again': {
-        detail: `${made} and found the reference absent; its create sent again is answered with this payout or makes another`,
-        log: 'payout created after another instance took its row over and sent its own create; a second payout unless the service answers that create with this one',
+        detail: `${made}; the row's reference is asked before anything is sent for it, which finds this payout`,
+        log: 'payout created after its claim on the row ended; a query of the reference adopts it',
       },
       extra: {
-        detail: `${made}; the row follows that instance's outcome, and its reference is asked`,
-        log: "payout created after another instance took its row over; the row follows that instance, its reference is asked, as the service may hold this payout besides the row's",
+        detail: `${made}; the row follows another outcome, and its reference is asked`,
+        log: "payout created after its claim on the row ended; the row follows another outcome, its reference is asked, as the service may hold this payout besides the row's",
       },
     };
-    const now = clock.now();
-    const noted = await noteLateCreate(
+    const how = await noteLateCreate(
       this.deps.db,
       row.id,
       payoutId,
       (h) => ({ event: 'created-after-takeover', outcome: 'OK', detail: said[h].detail }),
-      now,
+      clock.now(),
     );
-    if (noted === null) return;
-    const { how, state, follows } = noted;
-    if (how === 'resolving') {
-      logger.info({ ...fields, payoutId }, said[how].log);
-      return;
-    }
-    logger.warn({ ...fields, payoutId }, said[how].log);
-    // The reference may hold this payout besides the row's: a query of it owed tells finance (src/poll/checks.ts).
-    const note = follows === null ? lateCreateNote(payoutId) : severalPayoutsNote(2);
-    await markServiceCheck(this.deps.db, { id: row.id, state, payoutId: follows }, 'REFERENCE', note, now);
+    if (how === 'resolving') logger.info({ ...fields, payoutId }, said[how].log);
+    else if (how === 'extra') logger.warn({ ...fields, payoutId }, said[how].log);
   }
 
   /** Sends one claimed row's create (its intent is already recorded) and decides what its answer means. */

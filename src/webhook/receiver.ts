@@ -40,9 +40,9 @@ import { verifyDelivery } from './verify.js';
  * for a query now. A row already final stays as recorded (spec 3 shows no move out of PAID or CANCELLED); an event
  * saying otherwise, or naming another payout under one of our references, makes a query of the service owed (the
  * poller asks it, src/poll/checks.ts): the row stays out of retry files until the service has answered. A row of
- * the event's reference still waiting on an unknown create outcome, or without a payout after a create of it was
- * tried (READY, CREATING), has its reference asked at the next submit pass. True when the poller has something to do now (woken once the transaction is committed, so it sees what was
- * written).
+ * the event's reference without a payout after a create of it was tried may be that payout's: it is asked about by
+ * reference before anything is sent for it (src/store/unfollowed-payouts.ts). True when the poller has something to
+ * do now (woken once the transaction is committed, so it sees what was written).
  */
 export async function followUpNamed(db: Database, clock: Clock, logger: Logger, n: PayoutNamed): Promise<boolean> {
   // Without a reference the receiver has said the payout waits for its regular poll.
@@ -59,7 +59,8 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
     );
     return false;
   }
-  // Before pollSoon: a create's answer being recorded holds the row, and what it made of it is found below.
+  // Before pollSoon, which finds only PENDING rows: these rows hold no payout, and a create's answer being recorded
+  // holds the row until it commits (what it made of the row is then found below).
   const tried = await triedRowsNamed(db, { ...n, merchantReferenceId: n.merchantReferenceId, status: reportedOf(n) }, now);
   if (tried.unknown > 0) {
     logger.info(
@@ -71,8 +72,9 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
   for (const row of tried.ended) {
     logger.error(
       { ...fields, batchId: row.batchId, line: row.line },
-      'a payout.updated event named a payout under the reference of a row recorded NOT_SUBMITTED after a create of it was ' +
-        'tried; the payout service may have paid it: payoutd asks it by reference, and the row stays out of retry files',
+      `a payout.updated event named a payout under the reference of a row recorded ${row.state} without a payout after a ` +
+        'create of it was tried; the payout service may have paid it: payoutd asks it by reference, and the row stays ' +
+        'out of retry files',
     );
   }
   if (tried.unknown + tried.ended.length > 0) return tried.ended.length > 0;

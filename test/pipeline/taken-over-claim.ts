@@ -4,7 +4,8 @@
  * on the wire. Only then does A's outcome come: a stop, a call abandoned, or the answer of a create that passed
  * its fence before the takeover. The state alone (CREATING) cannot tell B's claim from A's: A's outcome must be
  * refused, or it would undo B's claim and B's answer would be lost (a stop or an abandoned call put the row
- * back READY, and it was created again: two payouts, one of them named nowhere in the database).
+ * back READY, and it was created again: two payouts, one of them named nowhere in the database). A payout A's
+ * create made is not B's to ignore either: the row is asked about by reference before anything else is sent.
  * Shared by the SQLite and PostgreSQL test files.
  */
 import { expect } from 'vitest';
@@ -71,25 +72,37 @@ export async function lateOutcomeAfterTakeover(p: Pipeline, how: LateOutcome): P
   await aPass;
   bAnswer.open();
   await bPass;
-  // Another pass of B finds nothing to send: the row follows B's create.
+  // Another pass of B: nothing to send, or (`created`) the reconcile of the row A's payout made UNKNOWN.
   await b.runOnce(p.signal);
 
   const row = await p.row(ref);
-  const bPayout = p.sandbox.ledger().find((e) => e.merchantReferenceId === ref)?.payoutId;
-  expect(row).toMatchObject({ state: 'PENDING', payoutId: bPayout, leaseOwner: 'B' });
-  expect(p.ledgerCount(ref)).toBe(how === 'created' ? 2 : 1);
+  const payouts = p.sandbox
+    .ledger()
+    .filter((e) => e.merchantReferenceId === ref)
+    .map((e) => e.payoutId);
   const events = await p.events(ref);
   if (how === 'created') {
-    // A's payout is not followed, but named in the row's history and warned of: B's create, sent after B found
-    // the reference absent and still unanswered when A's answer came, may be answered with it or make another.
-    const aPayout = p.sandbox.ledger().filter((e) => e.merchantReferenceId === ref)[1]?.payoutId;
-    expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created-after-takeover', 'created']);
-    const history = await p.db('payout_history').where({ payout_row_id: row.id, event: 'created-after-takeover' }).first('detail');
-    expect(String((history as { detail: string }).detail)).toContain(`payoutId ${aPayout}`);
-    expect(p.logLines.filter((l) => l.includes('took its row over and sent its own create') && l.includes(String(aPayout)))).toHaveLength(
-      1,
-    );
+    // A's payout came while B's create was on the wire: the row was made UNKNOWN (B's answer refused in turn), and
+    // the reference's query found both payouts: one adopted, a query of the reference owed to tell finance.
+    expect(payouts).toHaveLength(2);
+    expect(row).toMatchObject({ state: 'PENDING', serviceCheck: 'REFERENCE' });
+    expect(payouts).toContain(row.payoutId);
+    expect(events).toEqual([
+      'intent',
+      'interrupted',
+      'reconciled-absent',
+      'intent',
+      'created-after-takeover',
+      'created-after-takeover',
+      'reconciled-found',
+    ]);
+    const history = (await p.db('payout_history').where({ payout_row_id: row.id, event: 'created-after-takeover' }).select('detail')) as {
+      detail: string;
+    }[];
+    expect(history.map((h) => /payoutId (\S+),/.exec(h.detail)?.[1])).toEqual(payouts.slice().reverse());
   } else {
+    expect(row).toMatchObject({ state: 'PENDING', payoutId: payouts[0], leaseOwner: 'B' });
+    expect(payouts).toHaveLength(1);
     expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created']);
     expect(p.logLines.filter((l) => l.includes('claim taken over by another instance; its outcome is left to it'))).toHaveLength(1);
   }

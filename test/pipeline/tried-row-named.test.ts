@@ -12,6 +12,7 @@ import { cancelReadyRows, cancelReturnedRows, claimReadyRows, markInterruptedCre
 import { historyOf } from '../../src/store/moves.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
+import { ApiError } from '../../src/api/errors.js';
 
 /** A batch whose row `ref` had a create tried that has not landed yet, READY again after reconciles found it absent. */
 async function triedAndReadyAgain(p: Pipeline, ref: string): Promise<PayoutRequest> {
@@ -125,8 +126,50 @@ describe('a create out while its row is taken over or named by an event', () => 
     const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
     const { payoutId } = await p.client.createPayout(request);
     await deliver(h, { payoutId, merchantReferenceId: 'TC-1', status: 'PAID' });
-    expect(h.logs.lines.filter((l) => l.includes('NOT_SUBMITTED after a create'))[0]).toContain('"level":"error"');
+    expect(h.logs.lines.filter((l) => l.includes('NOT_SUBMITTED without a payout after a create'))[0]).toContain('"level":"error"');
     expect((await p.row('TC-1')).serviceCheck).toBe('REFERENCE');
     await bothToldAfterPoll(p, 'TC-1', [payoutId]);
+  });
+
+  it('a create answered after its row was found absent and made READY again: that payout adopted, not sent again', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.insertReadyBatch([payoutRequest('TR-1')]);
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        // Past its fence, before it reaches the service: another instance takes the row over and finds it absent.
+        await markInterruptedCreatesUnknown(p.db, p.clock.now());
+        await submitterVia(p, p.client).reconcileUnknown(p.signal);
+        await submitterVia(p, p.client).reconcileUnknown(p.signal);
+        expect((await p.row('TR-1')).state).toBe('READY');
+        // Its fence already behind it (the trail left out): it reaches the service.
+        return p.client.createPayout(a[0], a[1], {});
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    expect((await p.row('TR-1')).state).toBe('UNKNOWN');
+    await p.submitter.runOnce(p.signal);
+    const row = await p.row('TR-1');
+    const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === 'TR-1');
+    expect([row.state, row.payoutId, row.serviceCheck, made.length]).toEqual(['PENDING', made[0]?.payoutId, null, 1]);
+  });
+
+  it('a REJECTED row an event names a payout under is asked about, not shown as not paid', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.insertReadyBatch([payoutRequest('TJ-1')]);
+    let request: PayoutRequest | undefined;
+    const svc = serviceLike(p.client, {
+      createPayout: async (req) => {
+        request = 'requestValues' in req ? requestOfText(req.requestValues) : req;
+        throw new ApiError({ endpoint: 'createPayout', code: '4001', msg: 'refused', status: 200, kind: 'rejected' });
+      },
+    });
+    await submitterVia(p, svc).runOnce(p.signal);
+    expect((await p.row('TJ-1')).state).toBe('REJECTED');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const { payoutId } = await p.client.createPayout(request as PayoutRequest);
+    await deliver(h, { payoutId, merchantReferenceId: 'TJ-1', status: 'PAID' });
+    expect(h.logs.lines.filter((l) => l.includes('REJECTED without a payout after a create'))[0]).toContain('"level":"error"');
+    expect((await p.row('TJ-1')).serviceCheck).toBe('REFERENCE');
+    await bothToldAfterPoll(p, 'TJ-1', [payoutId]);
   });
 });

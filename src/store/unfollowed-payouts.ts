@@ -1,0 +1,114 @@
+/**
+ * Payouts the service made under a reference whose row does not follow them: a create answered after its claim on
+ * the row ended, or a webhook naming a payout under a row a create was tried for. Such a payout may be the row's
+ * own, so the row is never created again blindly: a row waiting to be sent has its reference asked first, and a
+ * row already settled otherwise has a query of its reference owed, so finance is told (src/poll/checks.ts).
+ */
+import type { Knex } from 'knex';
+import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
+import { checkOwedNote, lateCreateNote, severalPayoutsNote, type HeldPayout } from '../domain/service-check.js';
+import { writeTransaction, type Database } from './db.js';
+import { moveRows, recordNote, type HistoryEntry } from './moves.js';
+import { markServiceCheck } from './service-checks.js';
+import { NAMED_ROW_COLUMNS, reaskUnknownOfReference, type FinalRowNamed } from './settlement.js';
+
+/** States of a row without a payout that a create may still be sent for. */
+const SENDABLE_AGAIN: readonly RowState[] = ['READY', 'CREATING'];
+
+/**
+ * Makes rows without a payout that a create may be sent for (READY, CREATING) UNKNOWN, in `trx`: their reference is
+ * asked at the next reconcile, which adopts a payout held under it. A CREATING row's claim ends with it, so its
+ * create's answer is refused as the claim's no longer; left CREATING, a "try later" answer would send it again.
+ */
+async function askBeforeSending(
+  trx: Knex.Transaction,
+  rows: readonly { id: number; state: RowState }[],
+  history: HistoryEntry,
+  now: number,
+): Promise<number> {
+  const patch = { nextAttemptAt: now, unknownSince: now, leaseOwner: null, leaseExpiresAt: null };
+  let moved = 0;
+  for (const from of SENDABLE_AGAIN) {
+    const ids = rows.filter((r) => r.state === from).map((r) => r.id);
+    if (ids.length > 0) moved += (await moveRows(trx, ids, from, 'UNKNOWN', patch, history, now)).length;
+  }
+  return moved;
+}
+
+/**
+ * Where a row stood towards a payout a late create made (see noteLateCreate):
+ * - `resolving`: without a payout and not final: UNKNOWN now if it was not, its reference asked, which finds the
+ *   payout and adopts it (or tells of several payouts held for the reference);
+ * - `extra`: the row follows another payout, or ended without one: a query of its reference is owed.
+ */
+export type LateCreate = 'resolving' | 'extra';
+
+/**
+ * Writes down a payout that a create made after its claim on the row ended (another instance took the row over,
+ * or an event made it UNKNOWN), in one transaction with what it makes of the row: the row follows another outcome,
+ * so the payout would otherwise be named nowhere. Nothing is written when the row already follows it. Returns
+ * where the row stood, or null when nothing was written.
+ */
+export async function noteLateCreate(
+  db: Database,
+  rowId: number,
+  payoutId: string,
+  entryFor: (how: LateCreate) => HistoryEntry,
+  now: number,
+): Promise<LateCreate | null> {
+  return writeTransaction(db, async (trx) => {
+    const r = (await trx('payouts').where({ id: rowId }).first('state', 'payout_id', 'merchant_reference_id')) as
+      { state: RowState; payout_id: string | null; merchant_reference_id: string } | undefined;
+    if (r === undefined || r.payout_id === payoutId) return null;
+    if (r.payout_id === null && r.state === 'UNKNOWN') {
+      // A query of the reference already out may have been answered before this payout was made: asked again.
+      await recordNote(trx, rowId, entryFor('resolving'), now);
+      await reaskUnknownOfReference(trx, r.merchant_reference_id, now);
+      return 'resolving';
+    }
+    if (r.payout_id === null && SENDABLE_AGAIN.includes(r.state)) {
+      // Found absent, or sent again, before this payout was made: sending it now could pay it twice.
+      await askBeforeSending(trx, [{ id: rowId, state: r.state }], entryFor('resolving'), now);
+      return 'resolving';
+    }
+    await recordNote(trx, rowId, entryFor('extra'), now);
+    const note = r.payout_id === null ? lateCreateNote(payoutId) : severalPayoutsNote(2);
+    await markServiceCheck(trx, { id: rowId, state: r.state, payoutId: r.payout_id }, 'REFERENCE', note, now);
+    return 'extra';
+  });
+}
+
+/** What the follow-up of an event did to the rows of its reference a create was tried for that hold no payout. */
+export interface TriedRowsNamed {
+  /** READY or CREATING rows made UNKNOWN: their reference is asked before any create. */
+  unknown: number;
+  /** Rows ended without a payout (NOT_SUBMITTED, CANCELLED, REJECTED) with a query of their reference owed now. */
+  ended: Pick<FinalRowNamed, 'batchId' | 'line' | 'merchantReferenceId' | 'state'>[];
+}
+
+/**
+ * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
+ * (read in one query, so a row moving between states is not missed). Such a row may be that payout's: one that may
+ * still be sent is asked about first (askBeforeSending), and one that ended without a payout may have been paid
+ * after all: a query of its reference is owed now.
+ */
+export async function triedRowsNamed(
+  db: Database,
+  event: HeldPayout & { merchantReferenceId: string },
+  now: number,
+): Promise<TriedRowsNamed> {
+  return writeTransaction(db, async (trx) => {
+    const rows = (await trx('payouts')
+      .where({ merchant_reference_id: event.merchantReferenceId })
+      .whereIn('state', [...SENDABLE_AGAIN, ...FINAL_ROW_STATES])
+      .andWhere('create_attempts', '>', 0)
+      .whereNull('payout_id')
+      .select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
+    const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
+    const out: TriedRowsNamed = { unknown: await askBeforeSending(trx, rows, { event: 'webhook-named', detail }, now), ended: [] };
+    for (const r of rows.filter((x) => !SENDABLE_AGAIN.includes(x.state))) {
+      if (await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now)) out.ended.push(r);
+    }
+    return out;
+  });
+}
