@@ -161,3 +161,46 @@ export async function planRetries<T extends RoundUse>(
   }
   return plans;
 }
+
+/** A cancelled row as a batch's retry plan reads it. */
+export interface CancelledRow {
+  merchantReferenceId: string;
+  /** What the payout service said against the row, or that it is being asked: the row is withheld and takes no round. */
+  serviceNote?: string | null;
+}
+
+/** Cancelled rows planned per round of lookups. */
+const PLAN_PAGE_ROWS = 500;
+
+/**
+ * The plan of each cancelled row of one batch (`rows`, in line order), as its retry file has it; null: withheld.
+ * The rows share the rounds given out, an earlier row taking one first: a round named for one row (the advice of
+ * src/store/reference-advice.ts) is that row's only as part of its whole batch's plan.
+ */
+export async function* planBatchRetries<R extends CancelledRow, T extends RoundUse>(
+  rows: AsyncIterable<R> | Iterable<R>,
+  lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
+  maxLength: number,
+): AsyncGenerator<{ row: R; plan: RoundPlan<T> | null }> {
+  const taken = new Set<string>();
+  let page: R[] = [];
+  const flush = async function* (): AsyncGenerator<{ row: R; plan: RoundPlan<T> }> {
+    const plans = await planRetries(
+      page.map((row) => row.merchantReferenceId),
+      lookup,
+      maxLength,
+      taken,
+    );
+    for (const [i, row] of page.entries()) yield { row, plan: plans[i] as RoundPlan<T> };
+    page = [];
+  };
+  for await (const row of rows) {
+    // A payout the service may have paid after all: a retry could pay the row twice.
+    if (row.serviceNote) yield { row, plan: null };
+    else {
+      page.push(row);
+      if (page.length >= PLAN_PAGE_ROWS) yield* flush();
+    }
+  }
+  if (page.length > 0) yield* flush();
+}
