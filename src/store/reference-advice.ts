@@ -153,12 +153,15 @@ export function retryPlanOf(h: HoldingRow, plans: HolderPlans): RetryPlan | unde
  */
 export function contradictedText(r: ContradictedRow, again: string): { said: string; todo: string } {
   const taken = r.reason_code === REFERENCE_TAKEN;
-  const payout = taken ? `the payout held under ${r.merchant_reference_id}` : r.payout_id === null ? 'its payout' : `payout ${r.payout_id}`;
+  const payout = taken || r.payout_id === null ? `the payouts held under ${r.merchant_reference_id}` : `payout ${r.payout_id}`;
+  // Without a payout of its own, the row was ended although a create of it was tried and may have been paid.
   const said = taken
     ? `the payout service holds a payout under ${r.merchant_reference_id} (REFERENCE_TAKEN: that row's reason, in the result file of batch ${r.batch_id}, names it)`
-    : r.service_check !== null
-      ? `a payout.updated event reported otherwise for ${payout} and payoutd is asking the payout service about it`
-      : `the payout service reports otherwise for ${payout}`;
+    : r.payout_id === null
+      ? `a create of that row was tried and the payout service may hold a payout under ${r.merchant_reference_id}${r.service_check !== null ? '; payoutd is asking it' : ''}`
+      : r.service_check !== null
+        ? `a payout.updated event reported otherwise for ${payout} and payoutd is asking the payout service about it`
+        : `the payout service reports otherwise for ${payout}`;
   const todo = `check ${payout} with the payout service before sending ${again} again under any reference (payoutd status --batch ${r.batch_id}, line ${r.line}, says what payoutd knows of it)`;
   return { said, todo };
 }
