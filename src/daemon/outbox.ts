@@ -197,20 +197,27 @@ function finalOf(state: RowState): Exclude<EndedStatus, 'DISPUTED'> | undefined 
   return state === 'PAID' || state === 'CANCELLED' || state === 'REJECTED' ? state : undefined;
 }
 
+/** A row the payout service contradicts or is being asked about: it may have been paid, whatever is recorded. */
+function disputed(row: AckSourceRow): boolean {
+  return row.serviceNote !== null || row.serviceCheck !== null;
+}
+
 /**
  * The ended status and reason of an accepted row: a final row the payout service has since contradicted, or is
- * being asked about, is DISPUTED, its outcome not stated (the result file tells it not to be sent again).
+ * being asked about, is DISPUTED, its outcome not stated (the result file tells it not to be sent again). So is a
+ * row NOT_SUBMITTED after a create of it was tried, once a payout under its reference is being asked about.
  */
 function endedRow(row: AckSourceRow): { ended?: EndedStatus; reason: string | null } {
   const recorded = finalOf(row.state);
+  if (disputed(row) && (recorded !== undefined || row.state === 'NOT_SUBMITTED'))
+    return { ended: 'DISPUTED', reason: disputedRowText(row.state, row.serviceNote !== null) };
   if (recorded === undefined) return { reason: null };
-  if (row.serviceNote !== null || row.serviceCheck !== null)
-    return { ended: 'DISPUTED', reason: disputedRowText(recorded, row.serviceNote !== null) };
   return { ended: recorded, reason: endedRowText(recorded) };
 }
 
 function ackRow(row: AckSourceRow): AckRow {
-  const accepted = verdictOf(row.state) === 'ACCEPTED';
+  // A row not sent is not paid, unless the service may hold a payout of a create of it tried before.
+  const accepted = verdictOf(row.state) === 'ACCEPTED' || (row.state === 'NOT_SUBMITTED' && disputed(row));
   const { ended, reason } = accepted ? endedRow(row) : { ended: undefined, reason: reasonText(row.reasonCode, row.reason) };
   return {
     line: row.line,

@@ -160,7 +160,7 @@ export function endedRowText(status: Exclude<EndedStatus, 'DISPUTED'>): string {
  * The reason cell of an accepted row recorded final that the payout service has since contradicted (`note`), or is
  * being asked about: its outcome is not stated, as the result file does not state it either.
  */
-export function disputedRowText(recorded: Exclude<EndedStatus, 'DISPUTED'>, contradicted: boolean): string {
+export function disputedRowText(recorded: string, contradicted: boolean): string {
   const service = contradicted ? 'the payout service contradicts it' : 'the payout service is being asked about it';
   return `recorded ${recorded} when this acknowledgement was written; ${service}: do not send it again (see the result file)`;
 }

@@ -16,10 +16,17 @@ describe('a late ack', () => {
   it('states no outcome of a row the payout service contradicts, and counts it apart', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'late.csv');
-    await addRows(db, [validRow('B1', 2, request('L-1')), validRow('B1', 3, request('L-2')), validRow('B1', 4, request('L-3'))]);
+    await addRows(db, [
+      validRow('B1', 2, request('L-1')),
+      validRow('B1', 3, request('L-2')),
+      validRow('B1', 4, request('L-3')),
+      validRow('B1', 5, request('L-4')),
+    ]);
     await setRow(db, 'B1', 2, { state: 'CANCELLED', payoutId: 'p1', serviceNote: 'the payout service shows this payout PAID' });
     await setRow(db, 'B1', 3, { state: 'PAID', payoutId: 'p2', serviceCheck: 'PAYOUT', serviceCheckAt: 0 });
     await setRow(db, 'B1', 4, { state: 'CANCELLED', payoutId: 'p3' });
+    // Its batch cancelled after a create of it was tried: a payout named under its reference may be its own.
+    await setRow(db, 'B1', 5, { state: 'NOT_SUBMITTED', serviceCheck: 'REFERENCE', serviceCheckAt: 0 });
     const batch = (await getBatch(db, 'B1')) as BatchRecord;
     const ack = await readFile(await new BatchOutbox(db, dir, false).writeAck(batch), 'utf8');
     const lines = ack.split(/\r?\n/);
@@ -30,9 +37,10 @@ describe('a late ack', () => {
     expect(row(3)).not.toContain('already PAID');
     expect(row(3)).toContain('recorded PAID when this acknowledgement was written; the payout service is being asked about it');
     expect(row(4)).toContain('already CANCELLED by the payout service');
+    expect(row(5)).toContain('recorded NOT_SUBMITTED when this acknowledgement was written; the payout service is being asked about it');
     const totals = lines.find((l) => l.includes(',TOTAL,')) ?? '';
     expect(totals).toContain('already cancelled by the payout service 1 row');
-    expect(totals).toContain('recorded final but contradicted by the payout service 2 rows');
+    expect(totals).toContain('recorded final but contradicted by the payout service 3 rows');
     expect(totals).not.toContain('already paid');
   });
 
