@@ -15,10 +15,10 @@ import {
   candidateUse,
   CONTRADICTED_ROUND,
   DEFAULT_REFERENCE_MAX_LENGTH,
-  planBatchRetries,
+  planRetries,
   retryBase,
   roundReference,
-  type CancelledRow,
+  type RoundPlan,
   type RoundUse,
 } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
@@ -34,6 +34,9 @@ type Rows<T> = AsyncIterable<T> | Iterable<T>;
 
 /** The header of a retry file: the input format's default column names (the request's fields, in its order). */
 export const RETRY_COLUMNS: readonly PayoutRequestField[] = PAYOUT_REQUEST_FIELDS;
+
+/** Cancelled rows resolved per round of lookups. */
+const PAGE_ROWS = 500;
 
 /**
  * The columns of the retry .xlsx: the retry CSV's, each a text cell (an
@@ -80,7 +83,7 @@ export interface RetrySource {
   roundsUsing(references: readonly string[]): Promise<ReadonlyMap<string, readonly RoundUse[]>>;
 }
 
-export interface RetrySourceRow extends CancelledRow {
+export interface RetrySourceRow {
   line: number;
   merchantReferenceId: string;
   /** The request's values as the row keeps them (PayoutRow.requestValues). */
@@ -144,16 +147,35 @@ async function* plannedRows(
   skips: SkipLog,
   withheld: SkipLog<RetryWithheld>,
 ): AsyncGenerator<Planned> {
-  const lookup = (references: string[]): Promise<ReadonlyMap<string, readonly RoundUse[]>> => source.roundsUsing(references);
-  for await (const { row, plan } of planBatchRetries(source.cancelledRows(), lookup, maxLength)) {
-    const { line, merchantReferenceId } = row;
-    if (plan === null) withheld.add({ line, merchantReferenceId, note: row.serviceNote ?? '' });
-    else if (plan.kind === 'free') yield { row, reference: plan.reference };
-    else if (plan.kind === 'retrying') {
-      const state = plan.row.contradicted ? CONTRADICTED_ROUND : plan.row.state;
-      skips.add({ line, merchantReferenceId, retriedAs: plan.reference, state });
-    } else throw new FinanceReportError('RETRY_REFERENCE', `line ${line}: ${plan.why}`);
+  const taken = new Set<string>();
+  let page: RetrySourceRow[] = [];
+  const flush = async function* (): AsyncGenerator<Planned> {
+    const plans = await planRetries(
+      page.map((row) => row.merchantReferenceId),
+      (references) => source.roundsUsing(references),
+      maxLength,
+      taken,
+    );
+    for (const [i, row] of page.entries()) {
+      const plan = plans[i] as RoundPlan<RoundUse>;
+      if (plan.kind === 'free') yield { row, reference: plan.reference };
+      else if (plan.kind === 'retrying') {
+        const state = plan.row.contradicted ? CONTRADICTED_ROUND : plan.row.state;
+        skips.add({ line: row.line, merchantReferenceId: row.merchantReferenceId, retriedAs: plan.reference, state });
+      } else throw new FinanceReportError('RETRY_REFERENCE', `line ${row.line}: ${plan.why}`);
+    }
+    page = [];
+  };
+  for await (const row of source.cancelledRows()) {
+    // A payout the service may have paid after all: a retry could pay the row twice.
+    if (row.serviceNote) {
+      withheld.add({ line: row.line, merchantReferenceId: row.merchantReferenceId, note: row.serviceNote });
+      continue;
+    }
+    page.push(row);
+    if (page.length >= PAGE_ROWS) yield* flush();
   }
+  if (page.length > 0) yield* flush();
 }
 
 const RECORDS_PER_CHUNK = 1000;

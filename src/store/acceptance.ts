@@ -27,11 +27,9 @@ import {
   conflictMessage,
   contradictedText,
   NO_RETRY_FILES,
-  holderRetryPlans,
   REFERENCES_PER_LOOKUP,
-  retryPlanOf,
+  retryPlans,
   sameContentMessage,
-  type HolderPlans,
   type HoldingRow,
   type RetryFiles,
 } from './reference-advice.js';
@@ -187,7 +185,6 @@ async function markEarlierReferences(
   now: number,
   column: ReferenceColumn,
   files: RetryFiles,
-  plans: HolderPlans,
   range?: LineRange,
 ): Promise<Marked> {
   const inRange = (q: Knex.QueryBuilder): Knex.QueryBuilder => {
@@ -241,6 +238,7 @@ async function markEarlierReferences(
           batchId,
           found.map((c) => c.merchant_reference_id),
         );
+  const plans = await retryPlans(trx, found, files);
   const refusals: Refusal[] = [];
   for (const c of found.filter((x) => !alsoInFile.has(x.merchant_reference_id))) {
     const pruned = c.other_request === null;
@@ -255,8 +253,8 @@ async function markEarlierReferences(
       : pruned
         ? `${reference} was already used by ${earlier}, finished long ago (its details are no longer kept); this row is not paid: give it its own reference if it is a new payout`
         : same
-          ? sameContentMessage(earlier, c, retryPlanOf(c, plans), files)
-          : conflictMessage(earlier, c, changedFields(c.request_values, c.other_request), retryPlanOf(c, plans), files);
+          ? sameContentMessage(earlier, c, plans.get(c.merchant_reference_id), files)
+          : conflictMessage(earlier, c, changedFields(c.request_values, c.other_request), plans.get(c.merchant_reference_id), files);
     refusals.push({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message });
   }
   return markRefused(trx, refusals, column, 'DUPLICATE', now);
@@ -656,7 +654,6 @@ async function markByRange(
   now: number,
   column: ReferenceColumn,
   files: RetryFiles,
-  plans: HolderPlans,
   fence?: ReaderFence,
 ): Promise<number> {
   let moved = 0;
@@ -664,7 +661,7 @@ async function markByRange(
   const [set] = (await db('payouts').where({ batch_id: batchId, state: 'VALIDATED' }).count({ n: '*' })) as { n: number | string }[];
   // A usual file has a few such rows at most: the acceptance's own transaction marks them, unless the zeros are checked.
   if (digits || Number(set?.n) > MARKS_PER_RANGE)
-    moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, files, plans, range));
+    moved += await markInRanges(db, batchId, fence, (trx, range) => markEarlierReferences(trx, batchId, now, column, files, range));
   if (digits) moved += await markInRanges(db, batchId, fence, (trx, range) => markLostZeros(trx, batchId, now, column, range));
   return moved;
 }
@@ -684,13 +681,11 @@ export async function acceptBatchRows(
   column: ReferenceColumn = REFERENCE_FIELD,
   files: RetryFiles = NO_RETRY_FILES,
 ): Promise<AcceptanceResult> {
-  // Outside the write lock, before any row is marked: each holder batch is planned whole, once.
-  const plans = await holderRetryPlans(db, batchId, files);
-  const markedBefore = await markByRange(db, batchId, now, column, files, plans, fence);
+  const markedBefore = await markByRange(db, batchId, now, column, files, fence);
   const verdict = await writeTransaction(db, async (trx) => {
     await fence?.(trx);
     const inFile = await markInFileDuplicates(trx, batchId, now, column);
-    const earlier = await markEarlierReferences(trx, batchId, now, column, files, plans);
+    const earlier = await markEarlierReferences(trx, batchId, now, column, files);
     // After those: a row they refused holds nothing, and a row of this file they left is read in its state now.
     const rounds = await markRetryRounds(trx, batchId, now, column);
     const originals = await markRetriedOriginals(trx, batchId, now, column);

@@ -6,12 +6,11 @@
  */
 import { waitText } from '../domain/holds.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
-import { REFERENCE_HOLDING_STATES } from '../domain/lifecycle.js';
-import { planBatchRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
+import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
-import { cancelledRowsOfBatch, roundsUsing, type RoundRow } from './reports.js';
-import { serviceContradicts, type ServiceSaid } from './service-checks.js';
+import { roundsUsing, type RoundRow } from './reports.js';
+import { serviceContradicts } from './service-checks.js';
 
 /** The retry files the advice names (src/daemon/outbox.ts writes them). */
 export interface RetryFiles {
@@ -47,9 +46,6 @@ type Offering = Pick<RoundRow, 'state' | 'batch_id' | 'file_name' | 'batch_state
 /** Where a payout recorded CANCELLED goes on, as its batch's retry file plans it. */
 export type RetryPlan = RoundPlan<RoundRow>;
 
-/** States of a row holding its reference. */
-const HOLDING: ReadonlySet<string> = new Set(REFERENCE_HOLDING_STATES);
-
 /** References one lookup names (SQLite binds at most 32,766 values a statement). */
 export const REFERENCES_PER_LOOKUP = 5_000;
 
@@ -79,72 +75,12 @@ function plainlyCancelled(h: HoldingRow): boolean {
   return h.other_state === 'CANCELLED' && !serviceContradicts(holderRow(h));
 }
 
-/** Of each batch holding references of refused rows on cancelled rows, those references' plans. */
-export type HolderPlans = ReadonlyMap<string, ReadonlyMap<string, RetryPlan>>;
-
-/** The batches holding, on rows plainly cancelled, references of the batch's VALIDATED rows; with those references. */
-async function cancelledHolders(db: Database, batchId: string): Promise<Map<string, Set<string>>> {
-  const rows = (await db('payouts as p')
-    .join('payouts as h', function () {
-      this.on('h.merchant_reference_id', '=', 'p.merchant_reference_id').andOn('h.batch_id', '<>', 'p.batch_id');
-    })
-    .where('p.batch_id', batchId)
-    .andWhere('p.state', 'VALIDATED')
-    .andWhere('h.state', 'CANCELLED')
-    .select('h.batch_id', 'h.merchant_reference_id', 'h.service_check', 'h.service_note', 'h.reason_code')) as (ServiceSaid & {
-    batch_id: string;
-    merchant_reference_id: string;
-  })[];
-  const out = new Map<string, Set<string>>();
-  for (const r of rows.filter((x) => !serviceContradicts(x))) {
-    const references = out.get(r.batch_id) ?? new Set<string>();
-    out.set(r.batch_id, references.add(r.merchant_reference_id));
-  }
-  return out;
-}
-
-/**
- * The rows using each round, but a row of the batch being accepted that it refuses for a reference another batch
- * holds: it is never sent, as the retry file written after the acceptance reads it.
- */
-function withoutRefused(uses: ReadonlyMap<string, readonly RoundRow[]>, batchId: string): Map<string, RoundRow[]> {
-  const held = (rows: readonly RoundRow[]): boolean => rows.some((r) => r.batch_id !== batchId && HOLDING.has(r.state));
-  const refused = (r: RoundRow, rows: readonly RoundRow[]): boolean => r.batch_id === batchId && r.state === 'VALIDATED' && held(rows);
-  return new Map([...uses].map(([reference, rows]) => [reference, rows.filter((r) => !refused(r, rows))]));
-}
-
-/** The plans of `wanted` of the holder batch's cancelled rows, the batch planned whole as its retry file plans it. */
-async function holderBatchPlans(
-  db: Database,
-  holder: string,
-  wanted: ReadonlySet<string>,
-  batchId: string,
-  maxLength: number,
-): Promise<Map<string, RetryPlan>> {
-  const lookup = async (references: string[]): Promise<Map<string, RoundRow[]>> =>
-    withoutRefused(await roundsUsing(db, references), batchId);
-  const plans = new Map<string, RetryPlan>();
-  for await (const { row, plan } of planBatchRetries(cancelledRowsOfBatch(db, holder), lookup, maxLength))
-    if (plan !== null && wanted.has(row.merchantReferenceId)) plans.set(row.merchantReferenceId, plan);
-  return plans;
-}
-
-/**
- * The retry plans the advice to the batch's refused rows names: each batch holding their references on cancelled
- * rows planned once, whole, before the acceptance's write transaction (a large holder batch costs its retry
- * file's reads, never a read per refused row). A holder cancelled only since has no plan: the advice then names
- * its retry file alone.
- */
-export async function holderRetryPlans(db: Database, batchId: string, files: RetryFiles): Promise<HolderPlans> {
-  const plans = new Map<string, Map<string, RetryPlan>>();
-  for (const [holder, wanted] of await cancelledHolders(db, batchId))
-    plans.set(holder, await holderBatchPlans(db, holder, wanted, batchId, files.referenceMaxLength));
-  return plans;
-}
-
-/** The retry plan of a holder plainly cancelled: the one its batch's retry file carries. */
-export function retryPlanOf(h: HoldingRow, plans: HolderPlans): RetryPlan | undefined {
-  return plainlyCancelled(h) ? plans.get(h.other_batch)?.get(h.merchant_reference_id) : undefined;
+/** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
+export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
+  const cancelled = holders.filter(plainlyCancelled);
+  const references = cancelled.map((h) => h.merchant_reference_id);
+  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
+  return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 
 /**

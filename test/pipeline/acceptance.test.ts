@@ -5,7 +5,7 @@
  * held from the read (before the acceptance), the database's partial unique
  * index as the last line of defence, and duplicate files.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
@@ -13,8 +13,6 @@ import { listBatchErrors } from '../../src/store/batch-errors.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { reasonText } from '../../src/report/format.js';
-import { writeRetryFileAt } from '../../src/report/retry.js';
-import { batchRetrySource } from '../../src/store/reports.js';
 import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline, type Pipeline } from './harness.js';
 
 afterEach(closePipelines);
@@ -131,58 +129,7 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     );
     expect(three).toContain(`send it again as RP-3-R1 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
   });
-
-  it("a cancelled payout: the round its batch's retry file gives it, that file planning all its cancelled rows", async () => {
-    // References that merely end in -R<n>, their base never sent: Z-R1 takes Z-R3 in the retry file, Z-R2 Z-R4.
-    const p = await startPipeline({ onInvalidRows: 'skip-rows' });
-    const first = await cancelledBatch(p, ['Z-R1', 'Z-R2']);
-    expect(await retryFileReferences(p, first.id)).toEqual(['Z-R3', 'Z-R4']);
-
-    p.clock.advance(60_000);
-    const again = await p.receive('again.csv', csvFile([csvRow('Z-R2')]));
-    const [two] = await reasons(p, again.id);
-    expect(two).toContain('this row is not paid: send it again as Z-R4 in a new file, with what got it cancelled put right, ');
-  });
-
-  it('many cancelled payouts of one batch dropped again: each is told the round its retry file gives it', async () => {
-    // More rows than the retry file plans per page, rounds spent among them; the rows dropped again do not hold a round.
-    const refs = Array.from({ length: 620 }, (_, i) => (i % 3 === 0 ? `M-${i}-R1` : `M-${i}`));
-    refs.push('M-0-R2', 'M-3-R2', 'M-6-R3');
-    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
-    const first = await cancelledBatch(p, refs);
-    const planned = await retryFileReferences(p, first.id);
-    expect(planned.slice(0, 2)).toEqual(['M-0-R3', 'M-1-R1']);
-    expect(planned.slice(-3)).toEqual(['M-0-R4', 'M-3-R4', 'M-6-R4']);
-
-    p.clock.advance(60_000);
-    const queries: string[] = [];
-    const record = (q: { sql: string }): void => void queries.push(q.sql);
-    p.db.on('query', record);
-    const again = await p.receive('again.csv', csvFile([...refs, 'M-NEW'].map((r) => csvRow(r))));
-    p.db.off('query', record);
-    // The holder batch is planned once for the file, not a lookup per row dropped again.
-    expect(queries.length).toBeLessThan(refs.length / 4);
-    const told = (await reasons(p, again.id))
-      .slice(0, -1)
-      .map((r) => /send it again as (\S+) from the retry file of batch (\S+) /.exec(r ?? '')?.slice(1));
-    expect(told).toEqual(planned.map((r) => [r, first.id]));
-  });
 });
-
-/** A finished batch of `refs`, every row of it cancelled. */
-async function cancelledBatch(p: Pipeline, refs: string[]): Promise<{ id: string }> {
-  const batch = await p.receive('first.csv', csvFile(refs.map((r) => csvRow(r))));
-  await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'CANCELLED' });
-  await p.db('batches').where({ id: batch.id }).update({ state: 'COMPLETE' });
-  return batch;
-}
-
-/** The references of the batch's retry file, in its order. */
-async function retryFileReferences(p: Pipeline, batchId: string): Promise<string[]> {
-  const written = await writeRetryFileAt(join(p.dir, `${batchId}.retry.csv`), batchRetrySource(p.db, batchId));
-  const lines = (await readFile(written.path ?? '', 'utf8')).split(/\r?\n/).filter(Boolean);
-  return lines.slice(1).map((line) => line.split(',')[0] ?? '');
-}
 
 describe('pipeline: acceptance of references', () => {
   it('the ack is written while the batch is still VALIDATING, and recorded in the move that lets it go', async () => {
