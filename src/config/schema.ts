@@ -351,8 +351,11 @@ export const configSchema = z
         sessionMs: positive(12 * 3600 * 1000),
         /** Mark the session cookie Secure (the browser sends it over HTTPS only): on behind a TLS proxy. */
         secureCookie: z.boolean().default(false),
-        /** Failed sign-ins in a row that lock a name out from one client address, and for how long. 15 minutes. */
-        lockout: z.object({ maxFailures: positive(5), lockMs: positive(900_000) }).prefault({}),
+        /**
+         * Failed sign-ins in a row that lock a name out from one client address, and for how long (15 minutes);
+         * failures from one address across every name within that time that lock the address out.
+         */
+        lockout: z.object({ maxFailures: positive(5), lockMs: positive(900_000), maxFailuresPerAddress: positive(20) }).prefault({}),
         /** The largest file an upload may be. 50 MiB. */
         maxUploadBytes: positive(50 * 1024 * 1024),
         /** How often an open batch list or batch page refreshes itself. */

@@ -18,6 +18,7 @@ import {
   getConsoleUser,
   uncountSignIn,
   type Database,
+  type SignInLockout,
 } from '../store/index.js';
 import { DECOY_HASH, verifyPassword } from './passwords.js';
 import { isRole, type Role } from './roles.js';
@@ -41,7 +42,7 @@ export interface AccessOptions {
   sessionMs: number;
   trustedProxies: readonly string[];
   userHeader: string;
-  lockout: { maxFailures: number; lockMs: number };
+  lockout: SignInLockout;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { FINAL_BATCH_STATES, type BatchState } from '../domain/lifecycle.js';
 import { PayoutdError } from '../domain/errors.js';
 import { safeError } from '../log/index.js';
-import { getBatch, listBatchPage, resultRowsPage, type BatchRecord, type Database } from '../store/index.js';
+import { getBatch, listBatchPage, resultRowsPage, type BatchRecord, type Database, type SignInLockout } from '../store/index.js';
 import { clientAddress, ConsoleAccess, cookiesOf, PRE_SESSION_COOKIE, sameToken, SESSION_COOKIE, type Identity } from './access.js';
 import type { ApprovalView, Approvals } from './approvals.js';
 import { CONSOLE_CSS, CONSOLE_JS } from './assets.js';
@@ -54,7 +54,7 @@ export interface ConsoleOptions {
   userHeader: string;
   sessionMs: number;
   secureCookie: boolean;
-  lockout: { maxFailures: number; lockMs: number };
+  lockout: SignInLockout;
   maxUploadBytes: number;
   refreshMs: number;
   pageSize: number;

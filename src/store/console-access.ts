@@ -106,6 +106,28 @@ async function failureRow(db: Database, at: SignInPlace, forUpdate = true): Prom
 
 const lockedAt = (row: FailureRow | undefined, now: number): boolean => row?.locked_until != null && row.locked_until > now;
 
+/** The console's lock-out settings (`console.lockout`). */
+export interface SignInLockout {
+  maxFailures: number;
+  lockMs: number;
+  /** Failures from one address across every name that lock the address out (absent: no such limit). */
+  maxFailuresPerAddress?: number;
+}
+
+/**
+ * Whether an address has used up its failures across every name in the last `lockMs`: each name's count from
+ * there, and a lock set from there as the `maxFailures` failures that set it. A success clears its own name's.
+ */
+async function addressSpent(db: Database, address: string, lockout: SignInLockout, now: number): Promise<boolean> {
+  const cap = lockout.maxFailuresPerAddress;
+  if (cap === undefined) return false;
+  const rows = (await db(FAILURES)
+    .where({ address })
+    .andWhere('updated_at', '>', now - lockout.lockMs)
+    .select('failed_attempts', 'locked_until')) as FailureRow[];
+  return rows.reduce((n, r) => n + r.failed_attempts + (lockedAt(r, now) ? lockout.maxFailures : 0), 0) >= cap;
+}
+
 /**
  * A sign-in's start: `locked`, or `counted` with the user's password hash to check (null: no such user or
  * one without a password, checked against a decoy all the same). `ownLock`: the lock this attempt set by
@@ -118,19 +140,16 @@ export type SignInStart =
  * Counts a sign-in attempt of a name from an address as failed before its password is checked, in one
  * transaction with the lock check, so parallel attempts cannot all pass a check made before any failure is
  * counted: while the pair's lock is in force none is counted or checked, and the attempt that reaches
- * `maxFailures` sets the lock itself (the count starts again after it). A known name and an unknown one take
- * the same path. A locked pair is answered from a plain read, without waiting for the write lock. Pairs quiet
+ * `maxFailures` sets the lock itself (the count starts again after it). An address that has used up
+ * `maxFailuresPerAddress` across names is refused for every name. A known name and an unknown one take the same
+ * path. A locked pair is answered from a plain read, without waiting for the write lock. Pairs quiet
  * for `lockMs` are forgotten on the way, so guesses at many names cannot grow the table without end.
  */
-export async function beginSignIn(
-  db: Database,
-  at: SignInPlace,
-  lockout: { maxFailures: number; lockMs: number },
-  now: number,
-): Promise<SignInStart> {
+export async function beginSignIn(db: Database, at: SignInPlace, lockout: SignInLockout, now: number): Promise<SignInStart> {
   const user = (await db('console_users').where({ name: at.name }).first('password_hash')) as { password_hash: string | null } | undefined;
   const known = user !== undefined;
-  if (lockedAt(await failureRow(db, at, false), now)) return { kind: 'locked', known };
+  if (lockedAt(await failureRow(db, at, false), now) || (await addressSpent(db, at.address, lockout, now)))
+    return { kind: 'locked', known };
   return writeTransaction(db, async (trx) => {
     await trx(FAILURES)
       .where('updated_at', '<=', now - lockout.lockMs)
@@ -142,7 +161,7 @@ export async function beginSignIn(
       .onConflict(['name_hash', 'address'])
       .ignore();
     const row = (await failureRow(trx, at)) as FailureRow;
-    if (lockedAt(row, now)) return { kind: 'locked', known };
+    if (lockedAt(row, now) || (await addressSpent(trx, at.address, lockout, now))) return { kind: 'locked', known };
     const attempts = (row.locked_until === null ? row.failed_attempts : 0) + 1;
     const ownLock = attempts >= lockout.maxFailures ? now + lockout.lockMs : null;
     await trx(FAILURES)

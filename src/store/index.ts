@@ -189,4 +189,5 @@ export {
   recordConsoleUpload,
   forgetConsoleUpload,
   consoleUploaderOf,
+  type SignInLockout,
 } from './console-access.js';

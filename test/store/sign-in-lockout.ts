@@ -106,4 +106,24 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   await setPassword(db, 'di', 'another good password', now);
   expect(await endSignIn(db, old, HERE, session('di'))).toBe('changed');
   expect(await db('console_sessions').where({ user_name: 'di' })).toEqual([]);
+
+  // Guesses at many names from one address: once the address has used up its failures across names, every name
+  // is refused from there, known or not, right password or not, while other addresses are not; until lockMs has
+  // passed since.
+  const capped = { ...LOCKOUT, maxFailuresPerAddress: 7 };
+  const THERE = '198.51.100.7';
+  const from = (name: string, at = THERE, when = now) => beginSignIn(db, { name, address: at }, capped, when);
+  // Names whose kept hashes differ (names sharing them share a count).
+  for (const name of ['guess-a', 'guess-b', 'guess-c']) for (let i = 0; i < 2; i++) expect((await from(name)).kind).toBe('counted');
+  expect((await from('guess-d')).kind).toBe('counted');
+  expect(await from('guess-e')).toEqual({ kind: 'locked', known: false });
+  expect(await from('ana')).toEqual({ kind: 'locked', known: true });
+  expect((await from('ana', '198.51.100.8')).kind).toBe('counted');
+  expect((await from('guess-e', THERE, now + LOCKOUT.lockMs + 1)).kind).toBe('counted');
+  // A lock set from the address counts as the failures that set it.
+  const OTHER = '198.51.100.9';
+  for (let i = 0; i < LOCKOUT.maxFailures; i++) expect((await from('y1', OTHER)).kind).toBe('counted');
+  for (let i = 0; i < capped.maxFailuresPerAddress - LOCKOUT.maxFailures; i++)
+    expect((await from(`y${i + 2}`, OTHER)).kind).toBe('counted');
+  expect(await from('y9', OTHER)).toEqual({ kind: 'locked', known: false });
 }
