@@ -70,9 +70,14 @@ export function severalPayoutsNote(held: number): string {
   return `the payout service holds ${held} payouts under this row's reference; payoutd is asking the payout service about them: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
-/** What finance is told of a row ended without a payout whose create was answered with one after its claim ended. */
-export function lateCreateNote(payoutId: string): string {
-  return `a create of this row was answered with payout ${payoutId} after its claim on the row ended; payoutd is asking the payout service about this row's reference: ${DO_NOT_SEND} and check it with the payout service before booking it`;
+/**
+ * What finance is told of a row ended without a payout whose create was answered with one after its claim ended
+ * (null: its answer was lost, so it may have made one).
+ */
+export function lateCreateNote(payoutId: string | null): string {
+  const create =
+    payoutId === null ? 'a create of this row whose answer was lost ended' : `a create of this row was answered with payout ${payoutId}`;
+  return `${create} after its claim on the row ended; payoutd is asking the payout service about this row's reference: ${DO_NOT_SEND} and check it with the payout service before booking it`;
 }
 
 /**

@@ -6,8 +6,9 @@
  */
 import type { Knex } from 'knex';
 import { FINAL_ROW_STATES, type RowState } from '../domain/lifecycle.js';
+import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { checkOwedNote, lateCreateNote, severalPayoutsNote, type HeldPayout } from '../domain/service-check.js';
-import { writeTransaction, type Database } from './db.js';
+import { isPostgres, writeTransaction, type Database } from './db.js';
 import { moveRows, recordNote, type HistoryEntry } from './moves.js';
 import { markServiceCheck } from './service-checks.js';
 import { NAMED_ROW_COLUMNS, reaskUnknownOfReference, type FinalRowNamed } from './settlement.js';
@@ -45,21 +46,25 @@ export type LateCreate = 'resolving' | 'extra';
 
 /**
  * Writes down a payout that a create made after its claim on the row ended (another instance took the row over,
- * or an event made it UNKNOWN), in one transaction with what it makes of the row: the row follows another outcome,
- * so the payout would otherwise be named nowhere. Nothing is written when the row already follows it. Returns
- * where the row stood, or null when nothing was written.
+ * or an event made it UNKNOWN), or such a create's lost answer (`payoutId` null: it may have made one), in one
+ * transaction with what it makes of the row: the row follows another outcome, so the payout would otherwise be
+ * named nowhere. Nothing is written when the row already follows it. Returns where the row stood, or null when
+ * nothing was written.
  */
 export async function noteLateCreate(
   db: Database,
   rowId: number,
-  payoutId: string,
+  payoutId: string | null,
   entryFor: (how: LateCreate) => HistoryEntry,
   now: number,
 ): Promise<LateCreate | null> {
   return writeTransaction(db, async (trx) => {
-    const r = (await trx('payouts').where({ id: rowId }).first('state', 'payout_id', 'merchant_reference_id')) as
+    // Locked: a reconcile, a claim or an answer moving the row meanwhile would leave the moves below matching nothing.
+    const read = trx('payouts').where({ id: rowId });
+    if (isPostgres(trx)) void read.forUpdate();
+    const r = (await read.first('state', 'payout_id', 'merchant_reference_id')) as
       { state: RowState; payout_id: string | null; merchant_reference_id: string } | undefined;
-    if (r === undefined || r.payout_id === payoutId) return null;
+    if (r === undefined || (payoutId !== null && r.payout_id === payoutId)) return null;
     if (r.payout_id === null && r.state === 'UNKNOWN') {
       // A query of the reference already out may have been answered before this payout was made: asked again.
       await recordNote(trx, rowId, entryFor('resolving'), now);
@@ -88,7 +93,7 @@ export interface TriedRowsNamed {
 
 /**
  * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
- * (read in one query, so a row moving between states is not missed). Such a row may be that payout's: one that may
+ * (read and locked in one query, so a row moving between states is not missed). Such a row may be that payout's: one that may
  * still be sent is asked about first (askBeforeSending), and one that ended without a payout may have been paid
  * after all: a query of its reference is owed now.
  */
@@ -98,12 +103,16 @@ export async function triedRowsNamed(
   now: number,
 ): Promise<TriedRowsNamed> {
   return writeTransaction(db, async (trx) => {
-    const rows = (await trx('payouts')
+    const read = trx('payouts')
       .where({ merchant_reference_id: event.merchantReferenceId })
       .whereIn('state', [...SENDABLE_AGAIN, ...FINAL_ROW_STATES])
       .andWhere('create_attempts', '>', 0)
       .whereNull('payout_id')
-      .select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
+      // Refused because the service holds a payout under the reference: that payout is not the row's.
+      .andWhere((q) => void q.whereNull('reason_code').orWhereNot('reason_code', REFERENCE_TAKEN));
+    // Locked in id order, as answers lock them: a claim or a reconcile moving a row meanwhile would leave it unmoved.
+    if (isPostgres(trx)) void read.orderBy('id').forUpdate();
+    const rows = (await read.select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
     const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
     const out: TriedRowsNamed = { unknown: await askBeforeSending(trx, rows, { event: 'webhook-named', detail }, now), ended: [] };
     for (const r of rows.filter((x) => !SENDABLE_AGAIN.includes(x.state))) {

@@ -381,36 +381,48 @@ export class PayoutSubmitter {
 
   /**
    * A create's outcome refused because its row is no longer this claim's (another instance took it over, or an
-   * event made it UNKNOWN): whoever holds the row decides it. A payout this create made is written down in the
-   * row's history unless the row already follows it: a row without one has its reference asked before anything is
-   * sent for it, which finds and adopts the payout; a row following another payout, or ended without one, owes a
-   * query of its reference, so finance is told of a second payout (src/poll/checks.ts).
+   * event made it UNKNOWN): whoever holds the row decides it. A payout this create made, or may have made (its
+   * answer lost), is written down in the row's history unless the row already follows it: a row without one has
+   * its reference asked before anything is sent for it, which finds and adopts the payout; a row following
+   * another payout, or ended without one, owes a query of its reference, so finance is told of a second payout
+   * (src/poll/checks.ts).
    */
   private async takenOver(row: ClaimedRow, move: RowMove): Promise<void> {
     const { logger, clock } = this.deps;
     const instanceId = this.o.claimant.instanceId;
     const fields = { batchId: row.batchId, line: row.line, merchantReferenceId: row.merchantReferenceId, instanceId };
-    const payoutId = move.patch.payoutId;
-    if (payoutId === undefined || payoutId === null) {
-      logger.info({ ...fields, outcome: move.history?.event }, 'claim taken over by another instance; its outcome is left to it');
+    const payoutId = move.patch.payoutId ?? null;
+    if (payoutId === null && move.to !== 'UNKNOWN') {
+      logger.info(
+        { ...fields, outcome: move.history?.event },
+        'the claim on this row ended before its outcome; the outcome is left to its holder',
+      );
       return;
     }
-    const made = `payoutId ${payoutId}, made by a create of ${instanceId} answered after its claim on the row ended`;
+    const made =
+      payoutId === null
+        ? `a create of ${instanceId} whose answer was lost (${move.history?.detail ?? 'outcome unknown'}) ended after its claim on the row ended: it may have made a payout`
+        : `payoutId ${payoutId}, made by a create of ${instanceId} answered after its claim on the row ended`;
+    const what = payoutId === null ? 'create whose answer was lost ended' : 'payout created';
     const said: Record<LateCreate, { detail: string; log: string }> = {
       resolving: {
-        detail: `${made}; the row's reference is asked before anything is sent for it, which finds this payout`,
-        log: 'payout created after its claim on the row ended; a query of the reference adopts it',
+        detail: `${made}; the row's reference is asked before anything is sent for it`,
+        log: `${what} after its claim on the row ended; a query of the reference adopts what it made`,
       },
       extra: {
         detail: `${made}; the row follows another outcome, and its reference is asked`,
-        log: "payout created after its claim on the row ended; the row follows another outcome, its reference is asked, as the service may hold this payout besides the row's",
+        log: `${what} after its claim on the row ended; the row follows another outcome, its reference is asked, as the service may hold a payout of it besides the row's`,
       },
     };
     const how = await noteLateCreate(
       this.deps.db,
       row.id,
       payoutId,
-      (h) => ({ event: 'created-after-takeover', outcome: 'OK', detail: said[h].detail }),
+      (h) => ({
+        event: payoutId === null ? 'lost-after-takeover' : 'created-after-takeover',
+        outcome: payoutId === null ? 'UNKNOWN' : 'OK',
+        detail: said[h].detail,
+      }),
       clock.now(),
     );
     if (how === 'resolving') logger.info({ ...fields, payoutId }, said[how].log);

@@ -16,8 +16,8 @@ import { gate, payoutRequest, serviceLike, waitFor, type Pipeline } from './harn
 export type LateNote = 'queried' | 'followed-other';
 
 const LEASE_MS = 120_000;
-const HISTORY_ONLY = 'as the service may hold this payout besides';
-const ADOPTED = 'payout created after its claim on the row ended; a query of the reference adopts it';
+const HISTORY_ONLY = 'as the service may hold a payout of it besides';
+const ADOPTED = 'payout created after its claim on the row ended; a query of the reference adopts what it made';
 
 /** Runs the scenario `how` on `p` (its sandbox creating a second payout for a repeated reference). */
 export async function lateCreatedNote(p: Pipeline, how: LateNote): Promise<void> {

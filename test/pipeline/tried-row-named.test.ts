@@ -172,4 +172,41 @@ describe('a create out while its row is taken over or named by an event', () => 
     expect((await p.row('TJ-1')).serviceCheck).toBe('REFERENCE');
     await bothToldAfterPoll(p, 'TJ-1', [payoutId]);
   });
+
+  it('a create whose answer was lost after its row was found absent: the row asked about, not sent again', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.insertReadyBatch([payoutRequest('TL-1')]);
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        await markInterruptedCreatesUnknown(p.db, p.clock.now());
+        await submitterVia(p, p.client).reconcileUnknown(p.signal);
+        await submitterVia(p, p.client).reconcileUnknown(p.signal);
+        expect((await p.row('TL-1')).state).toBe('READY');
+        // It reaches the service and makes a payout; its answer never comes back.
+        await p.client.createPayout(a[0], a[1], {});
+        throw new Error('socket hang up');
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    expect((await p.row('TL-1')).state).toBe('UNKNOWN');
+    expect((await historyOf(p.db, (await p.row('TL-1')).id)).map((h) => h.event)).toContain('lost-after-takeover');
+    await p.submitter.runOnce(p.signal);
+    const row = await p.row('TL-1');
+    const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === 'TL-1');
+    expect([row.state, row.payoutId, made.length]).toEqual(['PENDING', made[0]?.payoutId, 1]);
+  });
+
+  it('a row refused REFERENCE_TAKEN is not asked about for events of the payout holding its reference', async () => {
+    const p = await startPipeline();
+    const x = (await p.client.createPayout(payoutRequest('TT-1', { payoutAmount: '999' }))).payoutId;
+    await p.insertReadyBatch([payoutRequest('TT-1')]);
+    await p.submitter.runOnce(p.signal);
+    p.clock.advance(3_600_000);
+    await p.poll();
+    expect(await p.row('TT-1')).toMatchObject({ state: 'REJECTED', reasonCode: 'REFERENCE_TAKEN' });
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    await deliver(h, { payoutId: x, merchantReferenceId: 'TT-1', status: 'PAID' });
+    expect((await p.row('TT-1')).serviceCheck).toBeNull();
+    expect(h.logs.lines.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
 });
