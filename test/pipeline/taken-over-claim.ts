@@ -104,6 +104,8 @@ export async function lateOutcomeAfterTakeover(p: Pipeline, how: LateOutcome): P
     expect(row).toMatchObject({ state: 'PENDING', payoutId: payouts[0], leaseOwner: 'B' });
     expect(payouts).toHaveLength(1);
     expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created']);
-    expect(p.logLines.filter((l) => l.includes('the claim on this row ended before its outcome; the outcome is left to its holder'))).toHaveLength(1);
+    expect(
+      p.logLines.filter((l) => l.includes('the claim on this row ended before its outcome; the outcome is left to its holder')),
+    ).toHaveLength(1);
   }
 }

@@ -34,6 +34,35 @@ async function bothToldAfterPoll(p: Pipeline, ref: string, payouts: string[]): P
   expect((await historyOf(p.db, row.id)).some((h) => h.event === 'service-contradicts')).toBe(true);
 }
 
+/**
+ * Sends `ref`'s create through a submitter whose claim ends before the create reaches the service (past its fence):
+ * another instance takes the row over and finds the reference absent, READY again. The create then makes a payout
+ * and its answer comes back (`answered`) or is lost. Afterwards the row is asked about, and adopts that payout.
+ */
+async function lateCreateOfReadyRow(p: Pipeline, ref: string, answered: boolean): Promise<void> {
+  await p.insertReadyBatch([payoutRequest(ref)]);
+  const svc = serviceLike(p.client, {
+    createPayout: async (...a) => {
+      await markInterruptedCreatesUnknown(p.db, p.clock.now());
+      await submitterVia(p, p.client).reconcileUnknown(p.signal);
+      await submitterVia(p, p.client).reconcileUnknown(p.signal);
+      expect((await p.row(ref)).state).toBe('READY');
+      // Its fence already behind it (the trail left out): it reaches the service.
+      const created = await p.client.createPayout(a[0], a[1], {});
+      if (!answered) throw new Error('socket hang up');
+      return created;
+    },
+  });
+  await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+  const row = await p.row(ref);
+  expect(row.state).toBe('UNKNOWN');
+  expect((await historyOf(p.db, row.id)).map((h) => h.event)).toContain(answered ? 'created-after-takeover' : 'lost-after-takeover');
+  await p.submitter.runOnce(p.signal);
+  const after = await p.row(ref);
+  const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === ref);
+  expect([after.state, after.payoutId, after.serviceCheck, made.length]).toEqual(['PENDING', made[0]?.payoutId, null, 1]);
+}
+
 describe('a create out while its row is taken over or named by an event', () => {
   afterEach(async () => {
     await closeAll();
@@ -132,25 +161,7 @@ describe('a create out while its row is taken over or named by an event', () => 
   });
 
   it('a create answered after its row was found absent and made READY again: that payout adopted, not sent again', async () => {
-    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
-    await p.insertReadyBatch([payoutRequest('TR-1')]);
-    const svc = serviceLike(p.client, {
-      createPayout: async (...a) => {
-        // Past its fence, before it reaches the service: another instance takes the row over and finds it absent.
-        await markInterruptedCreatesUnknown(p.db, p.clock.now());
-        await submitterVia(p, p.client).reconcileUnknown(p.signal);
-        await submitterVia(p, p.client).reconcileUnknown(p.signal);
-        expect((await p.row('TR-1')).state).toBe('READY');
-        // Its fence already behind it (the trail left out): it reaches the service.
-        return p.client.createPayout(a[0], a[1], {});
-      },
-    });
-    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
-    expect((await p.row('TR-1')).state).toBe('UNKNOWN');
-    await p.submitter.runOnce(p.signal);
-    const row = await p.row('TR-1');
-    const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === 'TR-1');
-    expect([row.state, row.payoutId, row.serviceCheck, made.length]).toEqual(['PENDING', made[0]?.payoutId, null, 1]);
+    await lateCreateOfReadyRow(await startPipeline({ sandbox: { duplicatePolicy: 'allow' } }), 'TR-1', true);
   });
 
   it('a REJECTED row an event names a payout under is asked about, not shown as not paid', async () => {
@@ -174,26 +185,7 @@ describe('a create out while its row is taken over or named by an event', () => 
   });
 
   it('a create whose answer was lost after its row was found absent: the row asked about, not sent again', async () => {
-    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
-    await p.insertReadyBatch([payoutRequest('TL-1')]);
-    const svc = serviceLike(p.client, {
-      createPayout: async (...a) => {
-        await markInterruptedCreatesUnknown(p.db, p.clock.now());
-        await submitterVia(p, p.client).reconcileUnknown(p.signal);
-        await submitterVia(p, p.client).reconcileUnknown(p.signal);
-        expect((await p.row('TL-1')).state).toBe('READY');
-        // It reaches the service and makes a payout; its answer never comes back.
-        await p.client.createPayout(a[0], a[1], {});
-        throw new Error('socket hang up');
-      },
-    });
-    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
-    expect((await p.row('TL-1')).state).toBe('UNKNOWN');
-    expect((await historyOf(p.db, (await p.row('TL-1')).id)).map((h) => h.event)).toContain('lost-after-takeover');
-    await p.submitter.runOnce(p.signal);
-    const row = await p.row('TL-1');
-    const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === 'TL-1');
-    expect([row.state, row.payoutId, made.length]).toEqual(['PENDING', made[0]?.payoutId, 1]);
+    await lateCreateOfReadyRow(await startPipeline({ sandbox: { duplicatePolicy: 'allow' } }), 'TL-1', false);
   });
 
   it('a row refused REFERENCE_TAKEN is not asked about for events of the payout holding its reference', async () => {

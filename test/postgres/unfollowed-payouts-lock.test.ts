@@ -46,6 +46,11 @@ describe.skipIf(!pgReachable)('postgres: a row without its payout, moved by anot
     return { p, id, x, now };
   };
   const note = (h: string) => ({ event: 'created-after-takeover', outcome: 'OK', detail: h });
+  // Another instance's claim of the row, as claimReadyRows makes it.
+  const claimedByB = (id: number, now: number) => (trx: Knex.Transaction) =>
+    trx('payouts')
+      .where({ id })
+      .update({ state: 'CREATING', lease_owner: 'B', lease_expires_at: now + 120_000, create_attempts: 2 });
 
   it('a late create: a reconcile finding the reference absent meanwhile leaves the row UNKNOWN', async () => {
     const { p, id, x, now } = await start('UF-1', 'UNKNOWN');
@@ -60,15 +65,7 @@ describe.skipIf(!pgReachable)('postgres: a row without its payout, moved by anot
 
   it('a late create: a claim meanwhile ends, the row UNKNOWN', async () => {
     const { p, id, x, now } = await start('UF-2', 'READY');
-    const how = await whileHeld(
-      p,
-      id,
-      (trx) =>
-        trx('payouts')
-          .where({ id })
-          .update({ state: 'CREATING', lease_owner: 'B', lease_expires_at: now + 120_000, create_attempts: 2 }),
-      () => noteLateCreate(p.db, id, x, note, now),
-    );
+    const how = await whileHeld(p, id, claimedByB(id, now), () => noteLateCreate(p.db, id, x, note, now));
     expect([how, (await p.row('UF-2')).state, (await p.row('UF-2')).leaseOwner]).toEqual(['resolving', 'UNKNOWN', null]);
   });
 
@@ -87,14 +84,8 @@ describe.skipIf(!pgReachable)('postgres: a row without its payout, moved by anot
 
   it('a webhook: a READY row claimed meanwhile is made UNKNOWN', async () => {
     const { p, id, x, now } = await start('UF-4', 'READY');
-    const out = await whileHeld(
-      p,
-      id,
-      (trx) =>
-        trx('payouts')
-          .where({ id })
-          .update({ state: 'CREATING', lease_owner: 'B', lease_expires_at: now + 120_000, create_attempts: 2 }),
-      () => triedRowsNamed(p.db, { payoutId: x, status: 'PENDING', merchantReferenceId: 'UF-4' }, now),
+    const out = await whileHeld(p, id, claimedByB(id, now), () =>
+      triedRowsNamed(p.db, { payoutId: x, status: 'PENDING', merchantReferenceId: 'UF-4' }, now),
     );
     expect([out.unknown, (await p.row('UF-4')).state]).toEqual([1, 'UNKNOWN']);
   });
