@@ -1234,6 +1234,39 @@ const signInFailures: Migration = {
   },
 };
 
+// Builds before this one left a row READY or CREATING without a payout, with a query of its reference owed, once a
+// create of it answered with a payout after its claim ended: it was sent again before being asked, and may be paid
+// already. Such a row is made UNKNOWN, as this build makes it (src/store/unfollowed-payouts.ts): its reference is
+// asked before anything is sent for it. Every instance is stopped while migrations run, so no create of it is out.
+const askBeforeSendingAgain: Migration = {
+  name: '0044_ask_before_sending_again',
+  async up(knex) {
+    const now = Date.now();
+    const rows = (await knex('payouts')
+      .whereIn('state', ['READY', 'CREATING'])
+      .whereNull('payout_id')
+      .whereNotNull('service_check')
+      .andWhere('create_attempts', '>', 0)
+      .select('id', 'state')) as { id: number; state: string }[];
+    for (const r of rows) {
+      await knex('payouts')
+        .where({ id: r.id, state: r.state })
+        .update({ state: 'UNKNOWN', next_attempt_at: now, unknown_since: now, lease_owner: null, lease_expires_at: null, updated_at: now });
+      await knex('payout_history').insert({
+        payout_row_id: r.id,
+        at: now,
+        event: 'asked-before-sending',
+        from_state: r.state,
+        to_state: 'UNKNOWN',
+        detail: 'a payout made by a late create of this row may exist: its reference is asked before anything is sent for it',
+      });
+    }
+  },
+  async down() {
+    // The rows stay UNKNOWN: their query decides them, as it would have before.
+  },
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   initial,
   instances,
@@ -1278,6 +1311,7 @@ export const MIGRATIONS: readonly Migration[] = [
   historyData,
   eventDeliveryRecords,
   signInFailures,
+  askBeforeSendingAgain,
 ];
 
 export const migrationSource: Knex.MigrationSource<Migration> = {
