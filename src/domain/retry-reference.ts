@@ -114,58 +114,26 @@ const LOOKAHEAD = 4;
 export type RoundPlan<T> =
   { kind: 'free'; reference: string; by: T | undefined } | { kind: 'retrying'; reference: string; row: T } | { kind: 'none'; why: string };
 
-/** A base in the holders lookup of the retry planner: its key and its spelling. */
-export function baseKey(round: RetryRound): string {
-  return `${round.key} ${round.base}`;
-}
-
-/** What the retry planner reads of the rows stored. */
-export interface RoundLookups<T> {
-  /** The rows using each of `candidates`; unused ones are absent. */
-  using(candidates: string[]): Promise<ReadonlyMap<string, readonly T[]>>;
-  /**
-   * Of `bases`, those the acceptance refuses any round of (known as a payout, and held by a row that was or may be
-   * sent and not cancelled, or contradicted), by baseKey: the reference of the row holding it, and that row.
-   */
-  holders(bases: RetryRound[]): Promise<ReadonlyMap<string, { reference: string; row: T }>>;
-}
-
-/** The base of a row's first round as that round spells it (plain or hashed); null when none fits. */
-function firstRoundBase(reference: string, maxLength: number): RetryRound | null {
-  const { base, round } = retryBase(reference);
-  const first = roundReference(base, round + 1, maxLength);
-  return first === null ? null : retryRound(first);
-}
-
 /**
  * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
- * of the advice naming them. A row whose base the acceptance holds (a later round of it paid, say) is retrying
- * under the row holding it, whatever round is free. Rounds above the row's own are looked up LOOKAHEAD at a time
- * (the rows using each); `taken` holds references given out already (a retry file's earlier rows).
+ * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
+ * using each); `taken` holds references given out already (a retry file's earlier rows).
  */
 export async function planRetries<T extends RoundUse>(
   references: readonly string[],
-  lookups: RoundLookups<T>,
+  lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
   maxLength: number,
   taken = new Set<string>(),
 ): Promise<RoundPlan<T>[]> {
   const plans: RoundPlan<T>[] = [];
-  const spelled = references.map((reference) => firstRoundBase(reference, maxLength));
-  const held = await lookups.holders(spelled.filter((b): b is RetryRound => b !== null));
-  let open = references.flatMap((reference, at) => {
-    const first = spelled[at];
-    const holder = first ? held.get(baseKey(first)) : undefined;
-    if (holder !== undefined) {
-      plans[at] = { kind: 'retrying', ...holder };
-      return [];
-    }
-    // The walk reads later rounds only: an earlier round is what this row retried, not a retry of it.
+  let open = references.map((reference, at) => {
+    // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    return [{ at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined }];
+    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
   });
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
-    const uses = await lookups.using(candidates.flat().filter((r): r is string => r !== null));
+    const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
     const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
       for (const reference of candidates[i] ?? []) {
         const round = c.next++;

@@ -18,8 +18,6 @@ import {
   planRetries,
   retryBase,
   roundReference,
-  type RetryRound,
-  type RoundLookups,
   type RoundPlan,
   type RoundUse,
 } from '../domain/retry-reference.js';
@@ -83,8 +81,6 @@ export interface RetrySource {
   cancelledRows(): Rows<RetrySourceRow>;
   /** The rows using each of these references; unused references are absent. */
   roundsUsing(references: readonly string[]): Promise<ReadonlyMap<string, readonly RoundUse[]>>;
-  /** Of these bases, those the acceptance refuses any round of, with the row holding each (RoundLookups.holders). */
-  roundHolders(bases: readonly RetryRound[]): Promise<ReadonlyMap<string, { reference: string; row: RoundUse }>>;
 }
 
 export interface RetrySourceRow {
@@ -151,16 +147,12 @@ async function* plannedRows(
   skips: SkipLog,
   withheld: SkipLog<RetryWithheld>,
 ): AsyncGenerator<Planned> {
-  const lookups: RoundLookups<RoundUse> = {
-    using: (references) => source.roundsUsing(references),
-    holders: (bases) => source.roundHolders(bases),
-  };
   const taken = new Set<string>();
   let page: RetrySourceRow[] = [];
   const flush = async function* (): AsyncGenerator<Planned> {
     const plans = await planRetries(
       page.map((row) => row.merchantReferenceId),
-      lookups,
+      (references) => source.roundsUsing(references),
       maxLength,
       taken,
     );

@@ -9,9 +9,9 @@
  * lets every row go) is done a range of lines per transaction around that one.
  */
 import type { Knex } from 'knex';
-import { REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
+import { BEING_READ_BATCH_STATES, REFERENCE_HOLDING_STATES, isBeingRead } from '../domain/lifecycle.js';
 import { decodeRequestValues } from '../domain/request-values.js';
-import { sameRetryBase } from '../domain/retry-reference.js';
+import { HASHED_SUFFIX_LENGTH, RETRY_BLOCKING_STATES, sameRetryBase } from '../domain/retry-reference.js';
 import { writeTransaction, type Database } from './db.js';
 import { insertBatchErrors, type BatchErrorRecord } from './batch-errors.js';
 import { cancelOnAcceptance, rowsCancelledOnAcceptance } from './cancels.js';
@@ -21,7 +21,7 @@ import { updateBatch, type BatchRecord, type ReaderFence } from './batches.js';
 import { recordBatchEvent } from './batch-events.js';
 import { hasDigitReferences, zerosRefusals, type ZerosRefusal } from './reference-zeros.js';
 import { ifNotPaidBy, placeIn, standingOf, standingOrder } from './row-place.js';
-import { BLOCKING, batchRoundBases, contradicted, roundBases, VALID, type RoundBase } from './round-holders.js';
+import { whereServiceContradicts } from './service-checks.js';
 import {
   changedFields,
   conflictMessage,
@@ -47,6 +47,8 @@ export interface AcceptanceResult {
 }
 
 const HOLDING = REFERENCE_HOLDING_STATES as string[];
+/** Valid rows of a batch being accepted: holding their reference (READY) or waiting for the decision (VALIDATED). */
+const VALID = ['READY', 'VALIDATED'];
 
 /** Rows marked per transaction before the acceptance's own: each takes a reason and an error row. */
 const MARKS_PER_RANGE = 5_000;
@@ -236,7 +238,7 @@ async function markEarlierReferences(
           batchId,
           found.map((c) => c.merchant_reference_id),
         );
-  const plans = await retryPlans(trx, batchId, found, files);
+  const plans = await retryPlans(trx, found, files);
   const refusals: Refusal[] = [];
   for (const c of found.filter((x) => !alsoInFile.has(x.merchant_reference_id))) {
     const pruned = c.other_request === null;
@@ -256,6 +258,23 @@ async function markEarlierReferences(
     refusals.push({ id: c.id, line: c.line, from: 'VALIDATED', code, reason: message });
   }
   return markRefused(trx, refusals, column, 'DUPLICATE', now);
+}
+
+/** The states of a row holding the base of a retry round (src/domain/retry-reference.ts). */
+const BLOCKING = [...RETRY_BLOCKING_STATES];
+/** Of those, a row sent or to be sent and not paid yet. */
+const PAYING = BLOCKING.filter((s) => s !== 'PAID');
+/**
+ * States of a row that held a payout and holds a base only while the payout service contradicts it, is being asked
+ * about it (src/poll/checks.ts) or holds a payout under its reference (REFERENCE_TAKEN, recorded REJECTED): its
+ * payout may have been paid all the same.
+ */
+const CONTRADICTABLE = HOLDING.filter((s) => !RETRY_BLOCKING_STATES.has(s));
+const BEING_READ = [...BEING_READ_BATCH_STATES];
+
+/** Narrows a query of payouts `h` to rows of CONTRADICTABLE states that the service contradicts (serviceContradicts). */
+function contradicted(q: Knex.QueryBuilder, h: string): Knex.QueryBuilder {
+  return whereServiceContradicts(q.whereIn(`${h}.state`, CONTRADICTABLE), h);
 }
 
 /** A row the guard names (it holds a base, or makes it known), with its batch as a message places it. */
@@ -285,6 +304,97 @@ interface RoundRow {
   merchant_reference_id: string;
   retry_key: string;
   retry_base: string;
+}
+
+/**
+ * A base of the batch's rounds as spelled, with the ids of a row making it known (null: not known), of the most
+ * telling row of another batch holding it, and of a valid row of this batch whose reference is the base itself.
+ */
+interface RoundBase {
+  retry_key: string;
+  retry_base: string;
+  known_id: number | string | null;
+  holder_id: number | string | null;
+  own_base_id: number | string | null;
+}
+
+/** SQL: the start the base of round row `row` keeps in its hashed spelling (`<start>-H<its key>`), else the whole base. */
+function startSql(row: string): string {
+  const base = `${row}.retry_base`;
+  const hashed = `substr(${base}, length(${base}) - ${HASHED_SUFFIX_LENGTH - 1}) = '-H' || ${row}.retry_key`;
+  return `case when ${hashed} then substr(${base}, 1, length(${base}) - ${HASHED_SUFFIX_LENGTH}) else ${base} end`;
+}
+
+/**
+ * SQL: sameRetryBase of a round row `h` and a base `k` of the same key whose start is `k.start`, so that a probe
+ * stops at its first row of that base: the same text, or either start beginning the other.
+ */
+function sameBaseSql(h: string, k: string): string {
+  const start = startSql(h);
+  return `(${h}.retry_base = ${k}.retry_base or substr(${start}, 1, length(${k}.start)) = substr(${k}.start, 1, length(${start})))`;
+}
+
+/**
+ * The bases of the batch's valid retry rounds, one row each however many of its rounds the file has, so that a
+ * file of rounds of one base costs each probe once. A base is known as a payout of its own when a row has it as
+ * its reference (any state, any batch) or, for a hashed spelling whose original text is not known, a round of it
+ * is in another batch: rows merely sharing a prefix in one file (finance's `RUN-R1`, `RUN-R2`, …) are payouts
+ * of their own. Each probe is an index search that stops at its first row: several probes, most telling first
+ * (paid, being paid or contradicted by the payout service, in a file being read), name a holder without reading
+ * every row of the base.
+ */
+async function roundBases(trx: Database, batchId: string): Promise<RoundBase[]> {
+  const probe = (k: string, of: 'base' | 'round', where: (q: Knex.QueryBuilder) => unknown): Knex.QueryBuilder => {
+    const q = trx('payouts as h').select('h.id');
+    if (of === 'base') q.whereRaw(`h.merchant_reference_id = ${k}.retry_base`);
+    else q.whereRaw(`h.retry_key = ${k}.retry_key and ${sameBaseSql('h', k)}`);
+    where(q);
+    return q.limit(1);
+  };
+  const otherBatch = (q: Knex.QueryBuilder, states: readonly string[]): Knex.QueryBuilder =>
+    q
+      .join('batches as hb', 'hb.id', 'h.batch_id')
+      .whereNot('h.batch_id', batchId)
+      .whereIn('h.state', [...states]);
+  const ranks: ((q: Knex.QueryBuilder) => unknown)[] = [
+    (q) => q.where('h.state', 'PAID'),
+    (q) => otherBatch(q, PAYING).whereNotIn('hb.state', BEING_READ),
+    // Ranked with the rows being paid: either may have paid the base, and neither outcome is known yet.
+    (q) => contradicted(q, 'h'),
+    (q) => otherBatch(q, BLOCKING).whereIn('hb.state', BEING_READ),
+  ];
+  const holders = ranks.flatMap((rank) => [probe('k', 'base', rank), probe('k', 'round', rank)]);
+  // The batch concatenated: as an index column beside the reference, a planner may walk a large file's rows instead.
+  const ownBase = probe('k', 'base', (q) => q.whereRaw(`h.batch_id || '' = ?`, [batchId]).whereIn('h.state', VALID));
+  const bases = trx('payouts')
+    .distinct('retry_key', 'retry_base')
+    .where({ batch_id: batchId })
+    .whereNotNull('retry_key')
+    .whereIn('state', VALID);
+  const spelled = trx.from('bases as b').select('b.retry_key', 'b.retry_base', trx.raw(`${startSql('b')} as start`));
+  const known = trx
+    .from('spelled as s')
+    .select(
+      's.retry_key',
+      's.retry_base',
+      's.start',
+      trx.raw('coalesce(?, case when s.start <> s.retry_base then ? end) as known_id', [
+        probe('s', 'base', () => undefined),
+        probe('s', 'round', (q) => q.whereNot('h.batch_id', batchId)),
+      ]),
+    );
+  return (await trx
+    .withMaterialized('bases', bases)
+    .withMaterialized('spelled', spelled)
+    .withMaterialized('known', known)
+    .from('known as k')
+    .select(
+      'k.retry_key',
+      'k.retry_base',
+      'k.known_id',
+      trx.raw(`case when k.known_id is null then null else coalesce(${holders.map(() => '?').join(', ')}) end as holder_id`, holders),
+      trx.raw('case when k.known_id is null then null else ? end as own_base_id', [ownBase]),
+    )) as RoundBase[];
 }
 
 /** The rows of `ids` with their batches, by id. */
@@ -384,9 +494,7 @@ function spellingsOfOneBase(bases: readonly RoundBase[]): RoundBase[][] {
  * earlier's rows, and both rows of one file are refused.
  */
 async function markRetryRounds(trx: Database, batchId: string, now: number, column: ReferenceColumn): Promise<Marked> {
-  const known = spellingsOfOneBase(await roundBases(trx, batchRoundBases(trx, batchId), batchId)).filter((spellings) =>
-    spellings.some((b) => b.known_id !== null),
-  );
+  const known = spellingsOfOneBase(await roundBases(trx, batchId)).filter((spellings) => spellings.some((b) => b.known_id !== null));
   if (known.length === 0) return { errors: [], moved: 0 };
   const named = await namedRows(
     trx,

@@ -6,10 +6,10 @@
  */
 import { waitText } from '../domain/holds.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
-import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundLookups, type RoundPlan } from '../domain/retry-reference.js';
+import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
-import { roundHolders, roundsUsing, type RoundRow } from './reports.js';
+import { roundsUsing, type RoundRow } from './reports.js';
 import { serviceContradicts } from './service-checks.js';
 
 /** The retry files the advice names (src/daemon/outbox.ts writes them). */
@@ -75,20 +75,11 @@ function plainlyCancelled(h: HoldingRow): boolean {
   return h.other_state === 'CANCELLED' && !serviceContradicts(holderRow(h));
 }
 
-/**
- * The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. The
- * batch being accepted (`batchId`) holds no base here: its row dropped again would hold the very base it is advised on.
- */
-export async function retryPlans(
-  trx: Database,
-  batchId: string,
-  holders: readonly HoldingRow[],
-  files: RetryFiles,
-): Promise<Map<string, RetryPlan>> {
+/** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
+export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
   const cancelled = holders.filter(plainlyCancelled);
   const references = cancelled.map((h) => h.merchant_reference_id);
-  const lookups: RoundLookups<RoundRow> = { using: (r) => roundsUsing(trx, r), holders: (bases) => roundHolders(trx, bases, batchId) };
-  const plans = await planRetries(references, lookups, files.referenceMaxLength);
+  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
   return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 

@@ -8,9 +8,7 @@ import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js'
 import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
 import { serviceContradicts, type ServiceSaid } from './service-checks.js';
-import type { Knex } from 'knex';
-import { baseKey, type RetryRound, type RoundUse } from '../domain/retry-reference.js';
-import { roundBases, roundsAsBases } from './round-holders.js';
+import type { RoundUse } from '../domain/retry-reference.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
@@ -109,45 +107,16 @@ export interface RoundRow extends RoundUse, ServiceSaid {
   batch_state: string;
 }
 
-/** The rows `r` narrowed by `where`, as RoundRow has them. */
-async function roundRows(db: Database, where: (q: Knex.QueryBuilder) => unknown): Promise<(RoundRow & { id: number | string })[]> {
-  const q = db('payouts as r')
-    .join('batches as rb', 'rb.id', 'r.batch_id')
-    .select('r.id', 'r.merchant_reference_id', 'r.state', 'r.payout_id', 'r.service_check', 'r.service_note', 'r.reason_code', 'r.line')
-    .select('r.batch_id', 'rb.file_name', 'rb.state as batch_state');
-  where(q);
-  const rows = (await q) as (Omit<RoundRow, 'contradicted'> & { id: number | string })[];
-  return rows.map((r) => ({ ...r, contradicted: serviceContradicts(r) }));
-}
-
 /** For each of `references` that any row uses, those rows (one sent, others DUPLICATE or INVALID). */
 export async function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
   const out = new Map<string, RoundRow[]>();
   for (const chunk of chunksOf(references)) {
-    for (const r of await roundRows(db, (q) => q.whereIn('r.merchant_reference_id', chunk))) pushTo(out, r.merchant_reference_id, r);
-  }
-  return out;
-}
-
-/**
- * Of `bases`, those the acceptance of a new file refuses any round of, with the row holding each, by baseKey: the
- * acceptance's own judgement (./round-holders.ts), rows of batch `exclude` (one being accepted) left out.
- */
-export async function roundHolders(
-  db: Database,
-  bases: readonly RetryRound[],
-  exclude: string | null = null,
-): Promise<Map<string, { reference: string; row: RoundRow }>> {
-  const source = roundsAsBases(db, bases);
-  if (source === null) return new Map();
-  const judged = (await roundBases(db, source, exclude)).filter((b) => b.holder_id !== null);
-  if (judged.length === 0) return new Map();
-  const rows = await roundRows(db, (q) => q.whereIn('r.id', [...new Set(judged.map((b) => Number(b.holder_id)))]));
-  const byId = new Map(rows.map(({ id, ...row }) => [Number(id), row]));
-  const out = new Map<string, { reference: string; row: RoundRow }>();
-  for (const b of judged) {
-    const row = byId.get(Number(b.holder_id));
-    if (row) out.set(baseKey({ key: b.retry_key, base: b.retry_base }), { reference: row.merchant_reference_id, row });
+    const rows = (await db('payouts as r')
+      .join('batches as rb', 'rb.id', 'r.batch_id')
+      .whereIn('r.merchant_reference_id', chunk)
+      .select('r.merchant_reference_id', 'r.state', 'r.payout_id', 'r.service_check', 'r.service_note', 'r.reason_code', 'r.line')
+      .select('r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as Omit<RoundRow, 'contradicted'>[];
+    for (const r of rows) pushTo(out, r.merchant_reference_id, { ...r, contradicted: serviceContradicts(r) });
   }
   return out;
 }
@@ -199,11 +168,9 @@ export function batchRetrySource(
 ): {
   cancelledRows: () => AsyncGenerator<PayoutRow>;
   roundsUsing: (references: readonly string[]) => Promise<Map<string, RoundRow[]>>;
-  roundHolders: (bases: readonly RetryRound[]) => Promise<Map<string, { reference: string; row: RoundRow }>>;
 } {
   return {
     cancelledRows: () => cancelledRowsOfBatch(db, batchId),
     roundsUsing: (references) => roundsUsing(db, references),
-    roundHolders: (bases) => roundHolders(db, bases),
   };
 }

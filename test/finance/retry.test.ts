@@ -164,41 +164,6 @@ describe('decide: which round a cancelled row is retried under', () => {
   });
 });
 
-describe('a later round of the base already sent', () => {
-  /** B1 holds `reference` cancelled; B2 `later` in `state`, sent directly. The retry file of B1. */
-  async function laterRound(reference: string, later: string, state: 'PAID' | 'PENDING') {
-    const { db, dir } = await store();
-    await addBatch(db, 'B1', 'pay.csv');
-    await addRows(db, [validRow('B1', 2, request(reference))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await addBatch(db, 'B2', 'other.csv');
-    await addRows(db, [validRow('B2', 2, request(later))]);
-    await setRow(db, 'B2', 2, { state, payoutId: 'P-2' });
-    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
-    const refs = r.path === null ? [] : (await parseWithDefaults(r.path)).rows.map((x) => x.merchantReferenceId);
-    return { r, refs };
-  }
-
-  it('leaves out a payout whose base was paid under a later round: acceptance refuses every round before it', async () => {
-    const { r, refs } = await laterRound('X', 'X-R2', 'PAID');
-    expect(refs).toEqual([]);
-    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'X', retriedAs: 'X-R2', state: 'PAID' }]);
-  });
-
-  it('leaves out a payout whose hashed base is being paid under a later round', async () => {
-    const later = retryReference(LONG, 2);
-    const { r, refs } = await laterRound(LONG, later, 'PENDING');
-    expect(refs).toEqual([]);
-    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: LONG, retriedAs: later, state: 'PENDING' }]);
-  });
-
-  it('offers the next round when the base was never sent: a later round is then a payout of its own', async () => {
-    const { r, refs } = await laterRound('RUN-R1', 'RUN-R3', 'PAID');
-    expect(refs).toEqual(['RUN-R2']);
-    expect(r.skipped).toEqual([]);
-  });
-});
-
 describe('retry file', () => {
   it('holds only the cancelled rows, in the input format, with fresh references that pass the default rules', async () => {
     const { db, dir } = await store();

@@ -13,8 +13,6 @@ import { listBatchErrors } from '../../src/store/batch-errors.js';
 import { insertBatch, receivedBatch } from '../../src/store/batches.js';
 import { FIELD_PATHS } from '../../src/ingest/rules/index.js';
 import { reasonText } from '../../src/report/format.js';
-import { writeRetryFileAt } from '../../src/report/retry.js';
-import { batchRetrySource } from '../../src/store/reports.js';
 import { closePipelines, csvFile, csvRow, payoutRequest, startPipeline, type Pipeline } from './harness.js';
 
 afterEach(closePipelines);
@@ -130,30 +128,6 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
       `that row is cancelled (CANCELLED): not paid; this row is not paid: nothing to do: it was retried as RP-2-R1 by line 3 of "first.retry.csv" (batch ${retry.id}), which is PAID`,
     );
     expect(three).toContain(`send it again as RP-3-R1 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
-  });
-
-  it('a cancelled payout paid since under a later round sent directly: told so, as the acceptance judges it', async () => {
-    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
-    const first = await cancelledBatch(p, ['LR-1']);
-    const other = await p.receive('other.csv', csvFile([csvRow('LR-1-R2')]));
-    await p.db('payouts').where({ batch_id: other.id }).update({ state: 'PAID' });
-    await p.db('batches').where({ id: other.id }).update({ state: 'COMPLETE' });
-    // The round before it is refused, so neither the retry file nor the advice may offer it.
-    p.clock.advance(60_000);
-    const r1 = await p.receive('r1.csv', csvFile([csvRow('LR-1-R1')]));
-    expect((await p.rows(r1.id)).map((r) => r.reasonCode)).toEqual(['RETRY_DUPLICATE']);
-    const written = await writeRetryFileAt(join(p.dir, `${first.id}.retry.csv`), batchRetrySource(p.db, first.id));
-    expect([written.path, written.skipped]).toEqual([
-      null,
-      [{ line: 2, merchantReferenceId: 'LR-1', retriedAs: 'LR-1-R2', state: 'PAID' }],
-    ]);
-
-    // Another row beside it: the same bytes as the first file would be a duplicate file.
-    const again = await p.receive('again.csv', csvFile([csvRow('LR-1'), csvRow('LR-2')]));
-    const [told] = await reasons(p, again.id);
-    expect(told).toContain(
-      `this row is not paid: nothing to do: it was retried as LR-1-R2 by line 2 of "other.csv" (batch ${other.id}), which is PAID`,
-    );
   });
 });
 
@@ -527,11 +501,3 @@ describe('pipeline: duplicate files', () => {
     expect(renamed.state).toBe('ACTIVE');
   });
 });
-
-/** A finished batch of `refs`, every row of it cancelled. */
-async function cancelledBatch(p: Pipeline, refs: string[]): Promise<{ id: string }> {
-  const batch = await p.receive('first.csv', csvFile(refs.map((r) => csvRow(r))));
-  await p.db('payouts').where({ batch_id: batch.id }).update({ state: 'CANCELLED' });
-  await p.db('batches').where({ id: batch.id }).update({ state: 'COMPLETE' });
-  return batch;
-}

@@ -5,16 +5,12 @@
  * batch or in its own file; rows never sent, and cancelled or refused ones, do not hold it. A row is a retry only
  * when its base is known as a payout; an original is refused the same way while a round of it holds it.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import type { Database } from '../../src/store/db.js';
 import type { RowState } from '../../src/domain/lifecycle.js';
 import { acceptBatchRows } from '../../src/store/acceptance.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { retryBase, retryReference, writeRetryFileAt } from '../../src/report/index.js';
-import { batchRetrySource } from '../../src/store/reports.js';
+import { retryBase, retryReference } from '../../src/report/index.js';
 import { addBatch, addRows, request, setRow, validRow } from '../finance/helpers.js';
 
 /** A batch `id` of file `file` holding `rows` (reference and state each; lines 2, 3, …), in batch state `state`. */
@@ -439,43 +435,6 @@ export async function checkReferenceTakenRound(db: Database): Promise<void> {
   ]);
 }
 
-/**
- * The retry file plans no round the acceptance refuses: a cancelled payout whose known base a later round paid
- * (plain or hashed) is left out as retried by it, and the rounds it would have offered are refused; a base never
- * a payout of ours is not held by a later round, and its next round is offered and paid.
- */
-export async function checkPlannerAgrees(db: Database): Promise<void> {
-  const long = `L${'x'.repeat(63)}`; // 64 characters: its rounds are hashed
-  await batchOf(db, 'FIRST', 'pay.csv', [
-    ['X', 'CANCELLED'],
-    [long, 'CANCELLED'],
-    ['RUN-R1', 'CANCELLED'],
-  ]);
-  await batchOf(db, 'OTHER', 'other.csv', [
-    ['X-R2', 'PAID'],
-    [retryReference(long, 2), 'PAID'],
-    ['RUN-R3', 'PAID'],
-  ]);
-  const dir = await mkdtemp(join(tmpdir(), 'payoutd-retry-'));
-  try {
-    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'FIRST'));
-    expect(r.rowCount).toBe(1);
-    expect(r.skipped.map((x) => [x.merchantReferenceId, x.retriedAs, x.state])).toEqual([
-      ['X', 'X-R2', 'PAID'],
-      [long, retryReference(long, 2), 'PAID'],
-    ]);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-  await reading(db, 'RETRY', 'retry.csv', ['X-R1', retryReference(long, 1), 'RUN-R2']);
-  await acceptBatchRows(db, 'RETRY', 'skip-rows', 9);
-  expect(await rowsOf(db, 'RETRY')).toEqual([
-    ['X-R1', 'DUPLICATE', 'RETRY_DUPLICATE'],
-    [retryReference(long, 1), 'DUPLICATE', 'RETRY_DUPLICATE'],
-    ['RUN-R2', 'READY', null],
-  ]);
-}
-
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
 export function retryRoundChecks(store: { readonly db: Database }): void {
   it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
@@ -493,5 +452,4 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
     checkContradictedHolder(store.db));
   it('is refused while a round of it is REFERENCE_TAKEN, as the payout service holds a payout under it', () =>
     checkReferenceTakenRound(store.db));
-  it('has the retry file plan no round it refuses, a later round of the base paid', () => checkPlannerAgrees(store.db));
 }
