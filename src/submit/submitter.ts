@@ -125,10 +125,10 @@ const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent;
  */
 export const SENDABLE_RECHECK_MS = 100;
 
-/** A create try not sent: its row's claim ran out and the row may be another's now. */
+/** A create try not sent: its row is no longer this claim's (the lease ran out, or an event made it UNKNOWN). */
 class ClaimLost extends Error {
   constructor() {
-    super('the claim on this row ran out before its create was sent');
+    super('the claim on this row ended before its create was sent');
   }
 }
 
@@ -458,7 +458,10 @@ export class PayoutSubmitter {
       if (err instanceof ClaimLost) {
         // Nothing of this claim was processed (a try is repeated only when it provably was not): the row is left
         // to whoever holds it now, or to the takeover of expired leases, which resolves it by query.
-        log().warn({ instanceId: this.o.claimant.instanceId }, 'create not sent: the claim on its row ran out; left to its holder');
+        log().warn(
+          { instanceId: this.o.claimant.instanceId },
+          'create not sent: the claim on its row ended (it ran out, or an event made the row UNKNOWN); left to its holder',
+        );
         return { row };
       }
       if (err instanceof NotSending) {

@@ -137,7 +137,7 @@ async function expectAllSentOnce(p: Pipeline): Promise<void> {
   expect(refs.map((r) => p.ledgerCount(r))).toEqual(refs.map(() => 1));
   expect(p.createRequests()).toBe(refs.length);
   for (const ref of refs) expect({ ref, events: await p.events(ref) }).toEqual({ ref, events: ['intent', 'created'] });
-  expect(p.logLines.filter((l) => l.includes('create not sent: the claim on its row ran out'))).toEqual([]);
+  expect(p.logLines.filter((l) => l.includes('create not sent: the claim on its row ended'))).toEqual([]);
   expect(await markInterruptedCreatesUnknown(p.db, p.clock.now(), false)).toBe(0);
 }
 

@@ -62,7 +62,7 @@ describe.skipIf(!pgReachable)('postgres: a create held in its client past its le
     const row = await p.row('REF-FENCE-1');
     expect(p.ledgerCount('REF-FENCE-1')).toBe(1);
     expect(row).toMatchObject({ state: 'PENDING', payoutId: afterB.payoutId });
-    expect(p.logLines.filter((l) => l.includes('create not sent: the claim on its row ran out'))).toHaveLength(1);
+    expect(p.logLines.filter((l) => l.includes('create not sent: the claim on its row ended'))).toHaveLength(1);
     const events = (await historyOf(p.db, row.id)).map((h) => h.event);
     expect(events).toEqual(['intent', 'interrupted', 'reconciled-absent', 'intent', 'created']);
   });
