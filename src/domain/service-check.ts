@@ -71,8 +71,8 @@ export function severalPayoutsNote(held: number): string {
 }
 
 /**
- * What finance is told of a row ended without a payout whose create was answered with one after its claim ended
- * (null: its answer was lost, so it may have made one).
+ * What finance is told of a row ended without a payout whose create was answered with one after its claim ended,
+ * or of any row such a create's answer was lost for (null: it may have made one).
  */
 export function lateCreateNote(payoutId: string | null): string {
   const create =

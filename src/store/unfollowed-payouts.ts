@@ -77,7 +77,8 @@ export async function noteLateCreate(
       return 'resolving';
     }
     await recordNote(trx, rowId, entryFor('extra'), now);
-    const note = r.payout_id === null ? lateCreateNote(payoutId) : severalPayoutsNote(2);
+    // A lost answer may have made the very payout the row follows: only a payout seen besides it makes two.
+    const note = r.payout_id === null || payoutId === null ? lateCreateNote(payoutId) : severalPayoutsNote(2);
     await markServiceCheck(trx, { id: rowId, state: r.state, payoutId: r.payout_id }, 'REFERENCE', note, now);
     return 'extra';
   });

@@ -8,7 +8,13 @@ import { deliver } from '../webhook/final-rows-world.js';
 import { PATH, closeAll, startReceiver } from '../webhook/helpers.js';
 import { closePipelines, payoutRequest, serviceLike, startPipeline, submitterVia, type Pipeline } from './harness.js';
 import { interruptedCreate } from './event-while-ready.js';
-import { cancelReadyRows, cancelReturnedRows, claimReadyRows, markInterruptedCreatesUnknown } from '../../src/store/index.js';
+import {
+  cancelReadyRows,
+  cancelReturnedRows,
+  claimReadyRows,
+  markInterruptedCreatesUnknown,
+  noteLateCreate,
+} from '../../src/store/index.js';
 import { historyOf } from '../../src/store/moves.js';
 import { requestOfText } from '../../src/domain/request-values.js';
 import type { PayoutRequest } from '../../src/domain/payout.js';
@@ -200,5 +206,18 @@ describe('a create out while its row is taken over or named by an event', () => 
     await deliver(h, { payoutId: x, merchantReferenceId: 'TT-1', status: 'PAID' });
     expect((await p.row('TT-1')).serviceCheck).toBeNull();
     expect(h.logs.lines.filter((l) => l.includes('"level":"error"'))).toEqual([]);
+  });
+
+  it('a lost answer after the row followed another payout owes a query, not a note of two payouts', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    await p.insertReadyBatch([payoutRequest('TP-1')]);
+    const { id } = await p.row('TP-1');
+    const { payoutId } = await p.client.createPayout(payoutRequest('TP-1'));
+    await p.db('payouts').where({ id }).update({ state: 'PENDING', payout_id: payoutId, create_attempts: 1, next_poll_at: p.clock.now() });
+    const entry = { event: 'lost-after-takeover', outcome: 'UNKNOWN', detail: 'lost' };
+    expect(await noteLateCreate(p.db, id, null, () => entry, p.clock.now())).toBe('extra');
+    const row = await p.row('TP-1');
+    expect([row.state, row.payoutId, row.serviceCheck]).toEqual(['PENDING', payoutId, 'REFERENCE']);
+    expect(row.serviceNote).toContain('a create of this row whose answer was lost ended after its claim on the row ended');
   });
 });
