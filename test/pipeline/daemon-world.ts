@@ -3,7 +3,7 @@
  * (./harness.ts), with its inbox and outbox in the pipeline's folder. Each test file stops the daemons it made
  * (stopPipelineDaemons, after each test).
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
@@ -61,4 +61,19 @@ export async function firstAcceptedBatch(p: Pipeline, daemon: PayoutDaemon): Pro
     return batch !== undefined;
   }, 'the dropped file to be accepted');
   return batch as BatchRecord;
+}
+
+/**
+ * The text of the batch's outbox file whose name ends in `suffix`, null when there is none. A file the daemon
+ * removes between the listing and the read counts as none: tests wait for files to go as well as to come.
+ */
+export async function outboxFile(outbox: string, batchId: string, suffix: string): Promise<string | null> {
+  const name = (await readdir(outbox)).find((f) => f.startsWith(batchId) && f.endsWith(suffix));
+  if (name === undefined) return null;
+  try {
+    return await readFile(join(outbox, name), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
 }

@@ -14,7 +14,7 @@ import { status } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { TEST_DATABASE_FILE } from '../support/database.js';
 import { printed } from '../support/output.js';
-import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
+import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
 import { closeAll } from './helpers.js';
 import { daemonReceiver, deliver } from './final-rows-world.js';
@@ -34,11 +34,6 @@ function cliConfig(p: Pipeline): ResolvedConfig {
       database: { filename: join(p.dir, TEST_DATABASE_FILE) },
     },
   );
-}
-
-async function outboxFile(outbox: string, batchId: string, suffix: string): Promise<string | null> {
-  const name = (await readdir(outbox)).find((f) => f.startsWith(batchId) && f.endsWith(suffix));
-  return name ? readFile(join(outbox, name), 'utf8') : null;
 }
 
 /** The batch's retry files in the outbox (`<name>.retry.csv`, `<name>.retry.corrected-<n>.csv`), by name. */

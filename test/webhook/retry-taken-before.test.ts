@@ -6,12 +6,12 @@
  * have been paid), saying why and what to do; once a later check finds the payout CANCELLED after all, the same
  * file pays the retry.
  */
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import type { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
+import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
 import { closeAll } from './helpers.js';
 import { daemonReceiver, deliver } from './final-rows-world.js';
@@ -21,11 +21,6 @@ afterEach(async () => {
   await stopPipelineDaemons();
   await closePipelines();
 });
-
-async function outboxFile(outbox: string, batchId: string, suffix: string): Promise<string | null> {
-  const name = (await readdir(outbox)).find((f) => f.startsWith(batchId) && f.endsWith(suffix));
-  return name ? readFile(join(outbox, name), 'utf8') : null;
-}
 
 /** Drops `text` into the inbox as `name` and drives the inbox until its batch is decided (not being read); returns its id. */
 async function dropDecided(p: Pipeline, daemon: PayoutDaemon, inbox: string, name: string, text: string): Promise<string> {
