@@ -97,6 +97,7 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
 /** A row using a candidate reference, as the retry planner reads it. */
 export interface RoundUse {
   state: string;
+  batch_id: string;
   /** The payout service contradicts its recorded outcome (a check owed, a note kept, REFERENCE_TAKEN): it may be paid. */
   contradicted: boolean;
 }
@@ -115,34 +116,79 @@ export type RoundPlan<T> =
   { kind: 'free'; reference: string; by: T | undefined } | { kind: 'retrying'; reference: string; row: T } | { kind: 'none'; why: string };
 
 /**
- * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
+ * How a cancelled row's reference is read: `round` (an original, or a round of a base known as a payout: its
+ * rounds follow), `shared` (retry-shaped, its base not known yet or not a payout: it may be finance's own original
+ * sharing a prefix with others, `INV-R1` and `INV-R2`), `own` (such an original: its rounds are `<reference>-R<n>`).
+ */
+type Reading = 'round' | 'shared' | 'own';
+
+/**
+ * The plan of each of `rows` (recorded CANCELLED: their references and batches), in order: the one planner of the retry files and
  * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
  * using each); `taken` holds references given out already (a retry file's earlier rows).
+ *
+ * A retry-shaped reference whose base no row has as its reference is an original, as acceptance judges it
+ * (src/store/acceptance.ts): two such rows of one file never take or block each other's rounds. Its base's later
+ * rounds of other batches are still looked at first, up to the first one unused: a round there paid or being paid
+ * may be this row's retry, given by a build that read every such reference as a round, so the row is not offered
+ * again. A row of its own batch is another original, never its retry.
  */
 export async function planRetries<T extends RoundUse>(
-  references: readonly string[],
+  rows: readonly { reference: string; batchId: string }[],
   lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
   maxLength: number,
   taken = new Set<string>(),
 ): Promise<RoundPlan<T>[]> {
   const plans: RoundPlan<T>[] = [];
-  let open = references.map((reference, at) => {
+  let open = rows.map(({ reference, batchId }, at) => {
     // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
+    // A hashed spelling is payoutd's own: a round of a base too long to spell whole.
+    const reading: Reading = round === 0 || HASHED_BASE.test(base) ? 'round' : 'shared';
+    return {
+      at,
+      reference,
+      batchId,
+      base,
+      reading,
+      asked: false,
+      next: round + 1,
+      last: round + MAX_EXTRA_ROUNDS,
+      by: undefined as T | undefined,
+    };
   });
+  type Open = (typeof open)[number];
+  const ownRounds = (c: Open): null => {
+    Object.assign(c, { reading: 'own', base: c.reference, next: 1, last: MAX_EXTRA_ROUNDS, by: undefined });
+    return null;
+  };
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
-    const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
-    const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
+    const bases = open.filter((c) => c.reading === 'shared' && !c.asked).map((c) => c.base);
+    const uses = await lookup([...candidates.flat().filter((r): r is string => r !== null), ...bases]);
+    const decide = (c: Open, i: number): RoundPlan<T> | null => {
+      if (c.reading === 'shared' && !c.asked) {
+        c.asked = true;
+        if ((uses.get(c.base)?.length ?? 0) > 0) c.reading = 'round';
+      }
       for (const reference of candidates[i] ?? []) {
         const round = c.next++;
-        if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
-        const using = uses.get(reference) ?? [];
+        if (reference === null) {
+          if (c.reading === 'shared') return ownRounds(c);
+          return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
+        }
+        const used = uses.get(reference) ?? [];
+        const using = c.reading === 'shared' ? used.filter((r) => r.batch_id !== c.batchId) : used;
+        // Another original of the row's own file: passed over, as a build reading it as a round passed it.
+        if (using.length < used.length && using.length === 0) continue;
         const use = candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
         if (use.use === 'retrying') {
           const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
           return { kind: 'retrying', reference, row };
+        }
+        if (c.reading === 'shared') {
+          if (use.use === 'free') return ownRounds(c);
+          continue;
         }
         if (use.use === 'free' && !taken.has(reference)) {
           taken.add(reference);
@@ -151,7 +197,8 @@ export async function planRetries<T extends RoundUse>(
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
         if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
       }
-      return c.next > c.last ? { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` } : null;
+      if (c.next <= c.last) return null;
+      return c.reading === 'shared' ? ownRounds(c) : { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` };
     };
     open = open.filter((c, i) => {
       const plan = decide(c, i);

@@ -84,6 +84,7 @@ export interface RetrySource {
 }
 
 export interface RetrySourceRow {
+  batchId: string;
   line: number;
   merchantReferenceId: string;
   /** The request's values as the row keeps them (PayoutRow.requestValues). */
@@ -151,7 +152,7 @@ async function* plannedRows(
   let page: RetrySourceRow[] = [];
   const flush = async function* (): AsyncGenerator<Planned> {
     const plans = await planRetries(
-      page.map((row) => row.merchantReferenceId),
+      page.map((row) => ({ reference: row.merchantReferenceId, batchId: row.batchId })),
       (references) => source.roundsUsing(references),
       maxLength,
       taken,

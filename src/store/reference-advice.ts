@@ -78,8 +78,8 @@ function plainlyCancelled(h: HoldingRow): boolean {
 /** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
 export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
   const cancelled = holders.filter(plainlyCancelled);
-  const references = cancelled.map((h) => h.merchant_reference_id);
-  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
+  const rows = cancelled.map((h) => ({ reference: h.merchant_reference_id, batchId: h.other_batch }));
+  const plans = await planRetries(rows, (r) => roundsUsing(trx, r), files.referenceMaxLength);
   return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 

@@ -3,7 +3,7 @@
  * (./harness.ts), with its inbox and outbox in the pipeline's folder. Each test file stops the daemons it made
  * (stopPipelineDaemons, after each test).
  */
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { PayoutDaemon, type DaemonDeps } from '../../src/daemon/daemon.js';
@@ -76,4 +76,37 @@ export async function outboxFile(outbox: string, batchId: string, suffix: string
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
+}
+
+/** Drops `text` into the inbox as `name` and drives the inbox until its batch is decided (not being read); returns its id. */
+export async function dropDecided(p: Pipeline, daemon: PayoutDaemon, inbox: string, name: string, text: string): Promise<string> {
+  const before = new Set(((await p.db('batches').select('id')) as { id: string }[]).map((b) => b.id));
+  await writeFile(join(inbox, name), text);
+  let id: string | undefined;
+  await waitFor(
+    async () => {
+      await daemon.tickInbox();
+      const rows = (await p.db('batches').where({ file_name: name }).whereNotIn('state', ['RECEIVED', 'VALIDATING']).select('id')) as {
+        id: string;
+      }[];
+      id = rows.find((b) => !before.has(b.id))?.id;
+      return id !== undefined;
+    },
+    `${name} to be decided`,
+    10_000,
+  );
+  return id as string;
+}
+
+/**
+ * A daemon for `p` on the system clock that polls often, writes retry files, and finds files dropped while it runs
+ * by a listing (the tests run no file watcher). Not started.
+ */
+export function retryFileDaemon(p: Pipeline): Promise<PipelineDaemon> {
+  return pipelineDaemon(p, {
+    inbox: { stableForMs: 20, rescanIntervalMs: 100 },
+    batch: { balanceCheck: { enabled: false } },
+    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
+    outbox: { retryFiles: true },
+  });
 }

@@ -9,10 +9,9 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import type { PayoutDaemon } from '../../src/daemon/daemon.js';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
-import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
+import { dropDecided, firstAcceptedBatch, retryFileDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
+import { closePipelines, csvFile, csvRow, startPipeline, waitFor } from '../pipeline/harness.js';
 import { closeAll } from './helpers.js';
 import { daemonReceiver, deliver } from './final-rows-world.js';
 
@@ -22,35 +21,9 @@ afterEach(async () => {
   await closePipelines();
 });
 
-/** Drops `text` into the inbox as `name` and drives the inbox until its batch is decided (not being read); returns its id. */
-async function dropDecided(p: Pipeline, daemon: PayoutDaemon, inbox: string, name: string, text: string): Promise<string> {
-  const before = new Set(((await p.db('batches').select('id')) as { id: string }[]).map((b) => b.id));
-  await writeFile(join(inbox, name), text);
-  let id: string | undefined;
-  await waitFor(
-    async () => {
-      await daemon.tickInbox();
-      const rows = (await p.db('batches').where({ file_name: name }).whereNotIn('state', ['RECEIVED', 'VALIDATING']).select('id')) as {
-        id: string;
-      }[];
-      id = rows.find((b) => !before.has(b.id))?.id;
-      return id !== undefined;
-    },
-    `${name} to be decided`,
-    10_000,
-  );
-  return id as string;
-}
-
 it('a retry file taken before the service reported its cancelled row PAID is refused, and pays once the service agrees again', async () => {
   const p = await startPipeline({ startMs: Date.now(), sandbox: { settlement: { minDelayMs: 0, maxDelayMs: 5 } } });
-  const { daemon, inbox, outbox } = await pipelineDaemon(p, {
-    // Files dropped while the daemon runs are found by a listing (the test runs no file watcher).
-    inbox: { stableForMs: 20, rescanIntervalMs: 100 },
-    batch: { balanceCheck: { enabled: false } },
-    poll: { tickMs: 20, firstPollDelayMs: 0, minIntervalMs: 20, maxIntervalMs: 100 },
-    outbox: { retryFiles: true },
-  });
+  const { daemon, inbox, outbox } = await retryFileDaemon(p);
   // Accounts ending 0000 are cancelled by the sandbox.
   await writeFile(join(inbox, 'wh.csv'), csvFile([csvRow('WC-1'), csvRow('WC-2', { 'beneficiary.accountNumber': '2222220000' })]));
   await daemon.start();
