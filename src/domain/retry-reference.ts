@@ -131,7 +131,8 @@ type Reading = 'round' | 'shared' | 'own';
  * (src/store/acceptance.ts): two such rows of one file never take or block each other's rounds. Its base's later
  * rounds of other batches are still looked at first, up to the first one unused: a round there paid or being paid
  * may be this row's retry, given by a build that read every such reference as a round, so the row is not offered
- * again. A row of its own batch is another original, never its retry.
+ * again. A row of its own batch is another original, never its retry. A row once retried under its own rounds
+ * keeps to them, even once a row with its base's reference arrives.
  */
 export async function planRetries<T extends RoundUse>(
   rows: readonly { reference: string; batchId: string }[],
@@ -164,11 +165,16 @@ export async function planRetries<T extends RoundUse>(
   };
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
-    const bases = open.filter((c) => c.reading === 'shared' && !c.asked).map((c) => c.base);
-    const uses = await lookup([...candidates.flat().filter((r): r is string => r !== null), ...bases]);
+    // Of a retry-shaped row not yet placed: its base, and the first round of its own.
+    const placing = open.filter((c) => c.reading === 'shared' && !c.asked);
+    const asked = placing.flatMap((c) => [c.base, roundReference(c.reference, 1, maxLength)]).filter((r): r is string => r !== null);
+    const uses = await lookup([...candidates.flat().filter((r): r is string => r !== null), ...asked]);
     const decide = (c: Open, i: number): RoundPlan<T> | null => {
       if (c.reading === 'shared' && !c.asked) {
         c.asked = true;
+        // Retried under its own rounds already (its base was not known then): those rounds go on, whatever is known now.
+        const own = roundReference(c.reference, 1, maxLength);
+        if (own !== null && candidateUse(uses.get(own)?.map((r) => r.state)).use !== 'free') return ownRounds(c);
         if ((uses.get(c.base)?.length ?? 0) > 0) c.reading = 'round';
       }
       for (const reference of candidates[i] ?? []) {

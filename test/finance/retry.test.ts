@@ -385,6 +385,23 @@ describe('retry file', () => {
     expect((await parseWithDefaults(join(dir, 'again.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['INV-R2-R1']);
   });
 
+  it('keeps a row retried under its own rounds to them once a payout with its prefix as reference arrives', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('SO-R1'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await addBatch(db, 'B2', 'r.csv');
+    await addRows(db, [validRow('B2', 2, request('SO-R1-R1'))]);
+    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-11' });
+    // Another supplier's payout under SO, cancelled: SO-R1 is not a round of it, and SO-R2 would pay SO-R1 twice.
+    await addBatch(db, 'B3', 'later.csv');
+    await addRows(db, [validRow('B3', 2, request('SO'))]);
+    await cancel(db, 'B3', 2, 'P-21');
+    const r = await writeRetryFileAt(join(dir, 'again.csv'), batchRetrySource(db, 'B1'));
+    expect(r.path).toBeNull();
+    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'SO-R1', retriedAs: 'SO-R1-R1', state: 'PAID' }]);
+  });
+
   it('does not offer such an original again while a later round of its prefix in another file is paid or being paid', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'payouts.csv');
