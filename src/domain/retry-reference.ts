@@ -123,9 +123,9 @@ export type RoundPlan<T> =
 type Reading = 'round' | 'shared' | 'own';
 
 /**
- * The plan of each of `rows` (recorded CANCELLED: their references and batches), in order: the one planner of the retry files and
- * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
- * using each); `taken` holds references given out already (a retry file's earlier rows).
+ * The plan of each of `rows` (recorded CANCELLED: their references and batches), in order: the one planner of the
+ * retry files and of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`:
+ * the rows using each); `taken` holds references given out already (a retry file's earlier rows).
  *
  * A retry-shaped reference whose base no row has as its reference is an original, as acceptance judges it
  * (src/store/acceptance.ts): two such rows of one file never take or block each other's rounds. Its base's later
