@@ -4,7 +4,7 @@
  * base has the same hash, and the start kept is shorter the more digits the round has.
  */
 import { createHash } from 'node:crypto';
-import { isFinalRowState, REFERENCE_FREE_STATES } from './lifecycle.js';
+import { BEING_READ_BATCH_STATES, isFinalRowState, REFERENCE_FREE_STATES } from './lifecycle.js';
 
 const ROUND_SUFFIX = /^(.+)-R([1-9]\d{0,5})$/;
 /** A base in its hashed spelling: the start kept, and the hash naming the whole base. */
@@ -98,6 +98,7 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
 export interface RoundUse {
   state: string;
   batch_id: string;
+  batch_state: string;
   /** The payout service contradicts its recorded outcome (a check owed, a note kept, REFERENCE_TAKEN): it may be paid. */
   contradicted: boolean;
 }
@@ -113,7 +114,31 @@ const LOOKAHEAD = 4;
  * paid), or no round at all (`why`).
  */
 export type RoundPlan<T> =
-  { kind: 'free'; reference: string; by: T | undefined } | { kind: 'retrying'; reference: string; row: T } | { kind: 'none'; why: string };
+  | { kind: 'free'; reference: string; by: T | undefined }
+  | { kind: 'retrying'; reference: string; row: T; /** A round above the one its retry would take. */ later?: true }
+  | { kind: 'none'; why: string };
+
+/** How the rows using a round stand, contradicted ones counted as maybe paid. */
+function roundUse<T extends RoundUse>(using: readonly T[]): ReturnType<typeof candidateUse> {
+  return candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
+}
+
+/**
+ * The first of `rounds` (the later ones looked up with a free round) that is paid, being paid or contradicted,
+ * rows of files still being read aside (refused, they free it): acceptance refuses the free round while it stands.
+ */
+function laterRound<T extends RoundUse>(
+  rounds: readonly (string | null)[],
+  uses: ReadonlyMap<string, readonly T[]>,
+): { reference: string; row: T } | null {
+  for (const reference of rounds) {
+    const using = (uses.get(reference ?? '') ?? []).filter((r) => !(BEING_READ_BATCH_STATES as readonly string[]).includes(r.batch_state));
+    const use = roundUse(using);
+    if (reference !== null && use.use === 'retrying')
+      return { reference, row: using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T) };
+  }
+  return null;
+}
 
 /**
  * How a cancelled row's reference is read: `round` (an original, or a round of a base known as a payout: its
@@ -177,7 +202,8 @@ export async function planRetries<T extends RoundUse>(
         if (own !== null && candidateUse(uses.get(own)?.map((r) => r.state)).use !== 'free') return ownRounds(c);
         if ((uses.get(c.base)?.length ?? 0) > 0) c.reading = 'round';
       }
-      for (const reference of candidates[i] ?? []) {
+      const window = candidates[i] ?? [];
+      for (const [j, reference] of window.entries()) {
         const round = c.next++;
         if (reference === null) {
           if (c.reading === 'shared') return ownRounds(c);
@@ -187,7 +213,7 @@ export async function planRetries<T extends RoundUse>(
         const using = c.reading === 'shared' ? used.filter((r) => r.batch_id !== c.batchId) : used;
         // Another original of the row's own file: passed over, as a build reading it as a round passed it.
         if (using.length < used.length && using.length === 0) continue;
-        const use = candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
+        const use = roundUse(using);
         if (use.use === 'retrying') {
           const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
           return { kind: 'retrying', reference, row };
@@ -197,6 +223,9 @@ export async function planRetries<T extends RoundUse>(
           continue;
         }
         if (use.use === 'free' && !taken.has(reference)) {
+          // A later round sent directly (X-R2 paid, X-R1 never used): the row was retried under it.
+          const later = laterRound(window.slice(j + 1), uses);
+          if (later !== null) return { kind: 'retrying', ...later, later: true };
           taken.add(reference);
           return { kind: 'free', reference, by: c.by };
         }

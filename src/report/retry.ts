@@ -104,6 +104,8 @@ export interface RetrySkip {
   merchantReferenceId: string;
   retriedAs: string;
   state: string;
+  /** `retriedAs` is a round above the one its retry would take (sent directly, not from a retry file). */
+  later?: true;
 }
 
 /** A cancelled row left out because the payout service contradicts it (it may be paid), or is being asked about it. */
@@ -162,7 +164,13 @@ async function* plannedRows(
       if (plan.kind === 'free') yield { row, reference: plan.reference };
       else if (plan.kind === 'retrying') {
         const state = plan.row.contradicted ? CONTRADICTED_ROUND : plan.row.state;
-        skips.add({ line: row.line, merchantReferenceId: row.merchantReferenceId, retriedAs: plan.reference, state });
+        skips.add({
+          line: row.line,
+          merchantReferenceId: row.merchantReferenceId,
+          retriedAs: plan.reference,
+          state,
+          ...(plan.later && { later: true }),
+        });
       } else throw new FinanceReportError('RETRY_REFERENCE', `line ${row.line}: ${plan.why}`);
     }
     page = [];

@@ -132,6 +132,21 @@ describe('payoutd retry-file: a row left out', () => {
     ]);
   });
 
+  it('says a later round sent directly is one, not the reference its retry would take', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'orders.csv');
+    await addRows(db, [validRow('B1', 2, request('SO-5'))]);
+    await setRow(db, 'B1', 2, { state: 'CANCELLED', serviceStatus: 'CANCELLED', payoutId: 'P-1', createdAtMs: T0 });
+    await addBatch(db, 'B2', 'by-hand.csv');
+    await addRows(db, [validRow('B2', 2, request('SO-5-R2'))]);
+    await setRow(db, 'B2', 2, { state: 'PAID', serviceStatus: 'PAID', payoutId: 'P-2', createdAtMs: T0 });
+    await closeDatabase(db);
+    expect(await printed(() => retryFile(configFor(dir), 'B1', undefined))).toEqual([
+      'batch B1: no retry file written: each CANCELLED row is left out, as follows',
+      '  line 2 SO-5: left out: SO-5-R2, a later round of it sent directly, is PAID. If SO-5-R2 is no retry of it, pay it again in a file of your own with a new reference',
+    ]);
+  });
+
   it('retries a row whose reference only looks like a round (no PO-77 anywhere) under its own round, whatever its file paid', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'revisions.csv');

@@ -420,6 +420,24 @@ describe('retry file', () => {
     ]);
   });
 
+  it('leaves out a row whose later round was sent directly and paid, not offering the round below it', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('X-1')), validRow('B1', 3, request('X-2'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    // X-1-R2 sent by finance in a file of their own and paid; X-2-R2 is in a file still being read (it may be refused).
+    await addBatch(db, 'B2', 'by-hand.csv');
+    await addRows(db, [validRow('B2', 2, request('X-1-R2'))]);
+    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-12' });
+    await addBatch(db, 'B3', 'reading.csv');
+    await addRows(db, [validRow('B3', 2, request('X-2-R2'))]);
+    await db('batches').where({ id: 'B3' }).update({ state: 'VALIDATING' });
+    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
+    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'X-1', retriedAs: 'X-1-R2', state: 'PAID', later: true }]);
+    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1']);
+  });
+
   it('pages through many cancelled rows in line order', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'payouts.csv');

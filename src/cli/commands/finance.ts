@@ -171,10 +171,11 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
     }
     for (const s of result.skipped) {
       // Only the reference is known: finance may have used one shaped like a retry round for another payout.
+      const round = s.later ? 'a later round of it sent directly' : 'the reference its retry would take';
       print(
         s.state === CONTRADICTED_ROUND
-          ? `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, the reference its retry would take, is recorded final but the payout service contradicts it and it may have been paid (payoutd status shows it): check it with the payout service before paying this row again under any reference`
-          : `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, the reference its retry would take, is ${s.state}. If ${s.retriedAs} is no retry of it, pay it again in a file of your own with a new reference`,
+          ? `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, ${round}, is recorded final but the payout service contradicts it and it may have been paid (payoutd status shows it): check it with the payout service before paying this row again under any reference`
+          : `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, ${round}, is ${s.state}. If ${s.retriedAs} is no retry of it, pay it again in a file of your own with a new reference`,
       );
     }
     if (result.skippedCount > result.skipped.length) print(`  … ${result.skippedCount - result.skipped.length} more left out`);
