@@ -97,7 +97,6 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
 /** A row using a candidate reference, as the retry planner reads it. */
 export interface RoundUse {
   state: string;
-  batch_id: string;
   batch_state: string;
   /** The payout service contradicts its recorded outcome (a check owed, a note kept, REFERENCE_TAKEN): it may be paid. */
   contradicted: boolean;
@@ -125,7 +124,8 @@ function roundUse<T extends RoundUse>(using: readonly T[]): ReturnType<typeof ca
 
 /**
  * The first of `rounds` (the later ones looked up with a free round) that is paid, being paid or contradicted,
- * rows of files still being read aside (refused, they free it): acceptance refuses the free round while it stands.
+ * rows of files still being read aside (a refusal of such a file frees the round): acceptance refuses the free round
+ * while it stands.
  */
 function laterRound<T extends RoundUse>(
   rounds: readonly (string | null)[],
@@ -141,86 +141,35 @@ function laterRound<T extends RoundUse>(
 }
 
 /**
- * How a cancelled row's reference is read: `round` (an original, or a round of a base known as a payout: its
- * rounds follow), `shared` (retry-shaped, its base not known yet or not a payout: it may be finance's own original
- * sharing a prefix with others, `INV-R1` and `INV-R2`), `own` (such an original: its rounds are `<reference>-R<n>`).
- */
-type Reading = 'round' | 'shared' | 'own';
-
-/**
- * The plan of each of `rows` (recorded CANCELLED: their references and batches), in order: the one planner of the
- * retry files and of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`:
- * the rows using each); `taken` holds references given out already (a retry file's earlier rows).
- *
- * A retry-shaped reference whose base no row has as its reference is an original, as acceptance judges it
- * (src/store/acceptance.ts): two such rows of one file never take or block each other's rounds. Its base's later
- * rounds of other batches are still looked at first, up to the first one unused: a round there paid or being paid
- * may be this row's retry, given by a build that read every such reference as a round, so the row is not offered
- * again. A row of its own batch is another original, never its retry. A row once retried under its own rounds
- * keeps to them, even once a row with its base's reference arrives.
+ * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
+ * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
+ * using each); `taken` holds references given out already (a retry file's earlier rows).
  */
 export async function planRetries<T extends RoundUse>(
-  rows: readonly { reference: string; batchId: string }[],
+  references: readonly string[],
   lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
   maxLength: number,
   taken = new Set<string>(),
 ): Promise<RoundPlan<T>[]> {
   const plans: RoundPlan<T>[] = [];
-  let open = rows.map(({ reference, batchId }, at) => {
+  let open = references.map((reference, at) => {
     // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    // A hashed spelling is payoutd's own: a round of a base too long to spell whole.
-    const reading: Reading = round === 0 || HASHED_BASE.test(base) ? 'round' : 'shared';
-    return {
-      at,
-      reference,
-      batchId,
-      base,
-      reading,
-      asked: false,
-      next: round + 1,
-      last: round + MAX_EXTRA_ROUNDS,
-      by: undefined as T | undefined,
-    };
+    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
   });
-  type Open = (typeof open)[number];
-  const ownRounds = (c: Open): null => {
-    Object.assign(c, { reading: 'own', base: c.reference, next: 1, last: MAX_EXTRA_ROUNDS, by: undefined });
-    return null;
-  };
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
-    // Of a retry-shaped row not yet placed: its base, and the first round of its own.
-    const placing = open.filter((c) => c.reading === 'shared' && !c.asked);
-    const asked = placing.flatMap((c) => [c.base, roundReference(c.reference, 1, maxLength)]).filter((r): r is string => r !== null);
-    const uses = await lookup([...candidates.flat().filter((r): r is string => r !== null), ...asked]);
-    const decide = (c: Open, i: number): RoundPlan<T> | null => {
-      if (c.reading === 'shared' && !c.asked) {
-        c.asked = true;
-        // Retried under its own rounds already (its base was not known then): those rounds go on, whatever is known now.
-        const own = roundReference(c.reference, 1, maxLength);
-        if (own !== null && candidateUse(uses.get(own)?.map((r) => r.state)).use !== 'free') return ownRounds(c);
-        if ((uses.get(c.base)?.length ?? 0) > 0) c.reading = 'round';
-      }
+    const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
+    const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
       const window = candidates[i] ?? [];
       for (const [j, reference] of window.entries()) {
         const round = c.next++;
-        if (reference === null) {
-          if (c.reading === 'shared') return ownRounds(c);
-          return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
-        }
-        const used = uses.get(reference) ?? [];
-        const using = c.reading === 'shared' ? used.filter((r) => r.batch_id !== c.batchId) : used;
-        // Another original of the row's own file: passed over, as a build reading it as a round passed it.
-        if (using.length < used.length && using.length === 0) continue;
+        if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
+        const using = uses.get(reference) ?? [];
         const use = roundUse(using);
         if (use.use === 'retrying') {
           const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
           return { kind: 'retrying', reference, row };
-        }
-        if (c.reading === 'shared') {
-          if (use.use === 'free') return ownRounds(c);
-          continue;
         }
         if (use.use === 'free' && !taken.has(reference)) {
           // A later round sent directly (X-R2 paid, X-R1 never used): the row was retried under it.
@@ -232,8 +181,7 @@ export async function planRetries<T extends RoundUse>(
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
         if (use.use === 'spent') c.by = using.find((r) => r.state === 'CANCELLED' || r.state === 'REJECTED') ?? using[0];
       }
-      if (c.next <= c.last) return null;
-      return c.reading === 'shared' ? ownRounds(c) : { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` };
+      return c.next > c.last ? { kind: 'none', why: `no unused retry reference within ${MAX_EXTRA_ROUNDS} rounds` } : null;
     };
     open = open.filter((c, i) => {
       const plan = decide(c, i);

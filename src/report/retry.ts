@@ -84,7 +84,6 @@ export interface RetrySource {
 }
 
 export interface RetrySourceRow {
-  batchId: string;
   line: number;
   merchantReferenceId: string;
   /** The request's values as the row keeps them (PayoutRow.requestValues). */
@@ -154,7 +153,7 @@ async function* plannedRows(
   let page: RetrySourceRow[] = [];
   const flush = async function* (): AsyncGenerator<Planned> {
     const plans = await planRetries(
-      page.map((row) => ({ reference: row.merchantReferenceId, batchId: row.batchId })),
+      page.map((row) => row.merchantReferenceId),
       (references) => source.roundsUsing(references),
       maxLength,
       taken,

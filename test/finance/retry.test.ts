@@ -365,61 +365,6 @@ describe('retry file', () => {
     expect(refs).toEqual(['INV-9-R2', 'INV-9-R3']);
   });
 
-  it('retries originals that merely share a retry-shaped prefix (INV-R1, INV-R2, no INV) under their own rounds', async () => {
-    const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('INV-R1')), validRow('B1', 3, request('INV-R2')), validRow('B1', 4, request('INV-R3'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
-    // Paid in the same file: another supplier's payout, not a retry of INV-R1 or INV-R2.
-    await setRow(db, 'B1', 4, { state: 'PAID', payoutId: 'P-3' });
-    await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
-    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['INV-R1-R1', 'INV-R2-R1']);
-
-    // The first supplier's retry is paid: the second is still offered its own round, not shown as retried.
-    await addBatch(db, 'B2', 'r.csv');
-    await addRows(db, [validRow('B2', 2, request('INV-R1-R1'))]);
-    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-11' });
-    const again = await writeRetryFileAt(join(dir, 'again.csv'), batchRetrySource(db, 'B1'));
-    expect(again.skipped).toEqual([{ line: 2, merchantReferenceId: 'INV-R1', retriedAs: 'INV-R1-R1', state: 'PAID' }]);
-    expect((await parseWithDefaults(join(dir, 'again.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['INV-R2-R1']);
-  });
-
-  it('keeps a row retried under its own rounds to them once a payout with its prefix as reference arrives', async () => {
-    const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('SO-R1'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await addBatch(db, 'B2', 'r.csv');
-    await addRows(db, [validRow('B2', 2, request('SO-R1-R1'))]);
-    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-11' });
-    // Another supplier's payout under SO, cancelled: SO-R1 is not a round of it, and SO-R2 would pay SO-R1 twice.
-    await addBatch(db, 'B3', 'later.csv');
-    await addRows(db, [validRow('B3', 2, request('SO'))]);
-    await cancel(db, 'B3', 2, 'P-21');
-    const r = await writeRetryFileAt(join(dir, 'again.csv'), batchRetrySource(db, 'B1'));
-    expect(r.path).toBeNull();
-    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'SO-R1', retriedAs: 'SO-R1-R1', state: 'PAID' }]);
-  });
-
-  it('does not offer such an original again while a later round of its prefix in another file is paid or being paid', async () => {
-    const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('PO-R1')), validRow('B1', 3, request('PO-R2'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
-    // A retry file of a build that read both as rounds of PO gave them PO-R3 and PO-R4: either may be their retry.
-    await addBatch(db, 'B2', 'old-retry.csv');
-    await addRows(db, [validRow('B2', 2, request('PO-R3'))]);
-    await setRow(db, 'B2', 2, { state: 'PENDING', payoutId: 'P-13' });
-    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
-    expect(r.path).toBeNull();
-    expect(r.skipped).toEqual([
-      { line: 2, merchantReferenceId: 'PO-R1', retriedAs: 'PO-R3', state: 'PENDING' },
-      { line: 3, merchantReferenceId: 'PO-R2', retriedAs: 'PO-R3', state: 'PENDING' },
-    ]);
-  });
-
   it('leaves out a row whose later round was sent directly and paid, not offering the round below it', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'payouts.csv');

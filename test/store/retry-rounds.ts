@@ -435,29 +435,6 @@ export async function checkReferenceTakenRound(db: Database): Promise<void> {
   ]);
 }
 
-/**
- * Rounds of finance's originals that merely share a prefix (INV-R1, INV-R2; no INV), as the retry file spells them
- * (INV-R1-R1): each is a retry of its own original, refused while another round of that original is being paid,
- * never held by the other original's rounds.
- */
-export async function checkRoundsOfRetryShapedOriginal(db: Database): Promise<void> {
-  await batchOf(db, 'FIRST', 'pay.csv', [
-    ['INV-R1', 'CANCELLED'],
-    ['INV-R2', 'CANCELLED'],
-  ]);
-  await batchOf(db, 'RETRY1', 'pay.csv.retry.csv', [['INV-R1-R1', 'PENDING']]);
-  await reading(db, 'AGAIN', 'again.csv', ['INV-R1-R2', 'INV-R2-R1']);
-
-  const verdict = await acceptBatchRows(db, 'AGAIN', 'skip-rows', 7);
-
-  expect(verdict).toMatchObject({ accepted: true, readyCount: 1, duplicateCount: 1 });
-  expect(await rowsOf(db, 'AGAIN')).toEqual([
-    ['INV-R1-R2', 'DUPLICATE', 'RETRY_DUPLICATE'],
-    ['INV-R2-R1', 'READY', null],
-  ]);
-  expect(await reasonOf(db, 'AGAIN', 2)).toContain('INV-R1-R1');
-}
-
 /** The checks above as the tests of the calling `describe`, on its database (call it there). */
 export function retryRoundChecks(store: { readonly db: Database }): void {
   it('is refused when another batch paid another round of it, with where and what to do', () => checkRetryOfPaidRound(store.db));
@@ -475,6 +452,4 @@ export function retryRoundChecks(store: { readonly db: Database }): void {
     checkContradictedHolder(store.db));
   it('is refused while a round of it is REFERENCE_TAKEN, as the payout service holds a payout under it', () =>
     checkReferenceTakenRound(store.db));
-  it("takes a round of a retry-shaped original for its retry, refused while another is being paid, not the other's", () =>
-    checkRoundsOfRetryShapedOriginal(store.db));
 }
