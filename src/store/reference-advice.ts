@@ -78,8 +78,8 @@ function plainlyCancelled(h: HoldingRow): boolean {
 /** The retry plan of each plainly cancelled holder, by its reference: the one its batch's retry file carries. */
 export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
   const cancelled = holders.filter(plainlyCancelled);
-  const rows = cancelled.map((h) => ({ reference: h.merchant_reference_id, batchId: h.other_batch }));
-  const plans = await planRetries(rows, (r) => roundsUsing(trx, r), files.referenceMaxLength);
+  const references = cancelled.map((h) => h.merchant_reference_id);
+  const plans = await planRetries(references, (r) => roundsUsing(trx, r), files.referenceMaxLength);
   return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 
@@ -172,6 +172,11 @@ function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryF
     if (row.contradicted) {
       const { said, todo } = contradictedText(row, 'this row');
       return `it was retried as ${row.merchant_reference_id} by ${where}, recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
+    }
+    if (plan.later) {
+      // Sent directly, not from a retry file: only its reference ties it to this payout.
+      const then = row.state === 'PAID' ? 'nothing to do' : "wait for that row's outcome";
+      return `${row.merchant_reference_id}, a later round of it sent directly by ${where}, is ${row.state}: if that is this payout, ${then}; if it is no retry of it, pay it again in a file of your own with a new reference`;
     }
     return row.state === 'PAID'
       ? `nothing to do: it was retried as ${row.merchant_reference_id} by ${where}, which is PAID`
