@@ -122,6 +122,11 @@ function roundUse<T extends RoundUse>(using: readonly T[]): ReturnType<typeof ca
   return candidateUse(using.map((r) => (r.contradicted ? CONTRADICTED_ROUND : r.state)));
 }
 
+/** The row that makes a round retrying in `state`: a contradicted one first, since it may have been paid. */
+function retryingRow<T extends RoundUse>(using: readonly T[], state: string): T {
+  return using.find((r) => r.contradicted) ?? (using.find((r) => r.state === state) as T);
+}
+
 /**
  * The first of `rounds` (the later ones looked up with a free round) that is paid, being paid or contradicted,
  * rows of files still being read aside (a refusal of such a file frees the round): acceptance refuses the free round
@@ -132,10 +137,10 @@ function laterRound<T extends RoundUse>(
   uses: ReadonlyMap<string, readonly T[]>,
 ): { reference: string; row: T } | null {
   for (const reference of rounds) {
-    const using = (uses.get(reference ?? '') ?? []).filter((r) => !(BEING_READ_BATCH_STATES as readonly string[]).includes(r.batch_state));
+    if (reference === null) continue;
+    const using = (uses.get(reference) ?? []).filter((r) => !(BEING_READ_BATCH_STATES as readonly string[]).includes(r.batch_state));
     const use = roundUse(using);
-    if (reference !== null && use.use === 'retrying')
-      return { reference, row: using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T) };
+    if (use.use === 'retrying') return { reference, row: retryingRow(using, use.state) };
   }
   return null;
 }
@@ -167,10 +172,7 @@ export async function planRetries<T extends RoundUse>(
         if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
         const using = uses.get(reference) ?? [];
         const use = roundUse(using);
-        if (use.use === 'retrying') {
-          const row = using.find((r) => r.contradicted) ?? (using.find((r) => r.state === use.state) as T);
-          return { kind: 'retrying', reference, row };
-        }
+        if (use.use === 'retrying') return { kind: 'retrying', reference, row: retryingRow(using, use.state) };
         if (use.use === 'free' && !taken.has(reference)) {
           // A later round sent directly (X-R2 paid, X-R1 never used): the row was retried under it.
           const later = laterRound(window.slice(j + 1), uses);

@@ -14,7 +14,7 @@ import { status } from '../../src/cli/commands/status.js';
 import { loadConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { TEST_DATABASE_FILE } from '../support/database.js';
 import { printed } from '../support/output.js';
-import { firstAcceptedBatch, pipelineDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
+import { firstAcceptedBatch, outboxFile, pipelineDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor, type Pipeline } from '../pipeline/harness.js';
 import { closeAll } from './helpers.js';
 import { daemonReceiver, deliver } from './final-rows-world.js';

@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { listBatchErrors } from '../../src/store/batch-errors.js';
-import { dropDecided, firstAcceptedBatch, retryFileDaemon, stopPipelineDaemons, outboxFile } from '../pipeline/daemon-world.js';
+import { dropDecided, firstAcceptedBatch, outboxFile, retryFileDaemon, stopPipelineDaemons } from '../pipeline/daemon-world.js';
 import { closePipelines, csvFile, csvRow, startPipeline, waitFor } from '../pipeline/harness.js';
 import { closeAll } from './helpers.js';
 import { daemonReceiver, deliver } from './final-rows-world.js';
