@@ -96,10 +96,24 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
 
 /** A row using a candidate reference, as the retry planner reads it. */
 export interface RoundUse {
+  merchant_reference_id: string;
   state: string;
   batch_state: string;
   /** The payout service contradicts its recorded outcome (a check owed, a note kept, REFERENCE_TAKEN): it may be paid. */
   contradicted: boolean;
+}
+
+/** What the retry planner reads of the stored rows. */
+export interface RoundLookup<T extends RoundUse> {
+  /** The rows using each of `references`; unused ones are absent. */
+  roundsUsing(references: readonly string[]): Promise<ReadonlyMap<string, readonly T[]>>;
+  /** The rows of every round of the bases of each of `keys` (baseKey), by key; keys without any are absent. */
+  roundsOfKeys(keys: readonly string[]): Promise<ReadonlyMap<string, readonly T[]>>;
+}
+
+/** The key every spelling of `base` shares: the retry_key its rounds' rows keep (retryRound). */
+export function baseKey(base: string): string {
+  return spelling(base).hash;
 }
 
 /** Rounds tried beyond a row's own before giving up (each one a used reference). */
@@ -128,17 +142,22 @@ function retryingRow<T extends RoundUse>(using: readonly T[], state: string): T 
 }
 
 /**
- * The first of `rounds` (the later ones looked up with a free round) that is paid, being paid or contradicted,
- * rows of files still being read aside (a refusal of such a file frees the round): acceptance refuses the free round
- * while it stands.
+ * The lowest round of `base` above `round` that is paid, being paid or contradicted, of any number, rows of files
+ * still being read aside (a refusal of such a file frees the round): acceptance refuses every other round of a base
+ * while one stands, so the free round below it would be refused.
  */
-function laterRound<T extends RoundUse>(
-  rounds: readonly (string | null)[],
-  uses: ReadonlyMap<string, readonly T[]>,
-): { reference: string; row: T } | null {
-  for (const reference of rounds) {
-    if (reference === null) continue;
-    const using = (uses.get(reference) ?? []).filter((r) => !(BEING_READ_BATCH_STATES as readonly string[]).includes(r.batch_state));
+function laterRound<T extends RoundUse>(base: string, round: number, rows: readonly T[]): { reference: string; row: T } | null {
+  const byRound = new Map<number, { reference: string; using: T[] }>();
+  for (const r of rows) {
+    if ((BEING_READ_BATCH_STATES as readonly string[]).includes(r.batch_state)) continue;
+    const of = retryBase(r.merchant_reference_id);
+    if (of.round <= round || !sameRetryBase(of.base, base)) continue;
+    const at = byRound.get(of.round);
+    if (at) at.using.push(r);
+    else byRound.set(of.round, { reference: r.merchant_reference_id, using: [r] });
+  }
+  for (const n of [...byRound.keys()].sort((a, b) => a - b)) {
+    const { reference, using } = byRound.get(n) as { reference: string; using: T[] };
     const use = roundUse(using);
     if (use.use === 'retrying') return { reference, row: retryingRow(using, use.state) };
   }
@@ -147,12 +166,13 @@ function laterRound<T extends RoundUse>(
 
 /**
  * The plan of each of `references` (of rows recorded CANCELLED), in order: the one planner of the retry files and
- * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time (`lookup`: the rows
- * using each); `taken` holds references given out already (a retry file's earlier rows).
+ * of the advice naming them. Rounds above the row's own are looked up LOOKAHEAD at a time; a free one is given
+ * only when no later round of the base stands (a round sent directly: X-R5 paid, X-R1 never used). `taken` holds
+ * references given out already (a retry file's earlier rows).
  */
 export async function planRetries<T extends RoundUse>(
   references: readonly string[],
-  lookup: (candidates: string[]) => Promise<ReadonlyMap<string, readonly T[]>>,
+  lookup: RoundLookup<T>,
   maxLength: number,
   taken = new Set<string>(),
 ): Promise<RoundPlan<T>[]> {
@@ -160,24 +180,22 @@ export async function planRetries<T extends RoundUse>(
   let open = references.map((reference, at) => {
     // Only later rounds matter: an earlier round is what this row retried, not a retry of it.
     const { base, round } = retryBase(reference);
-    return { at, base, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
+    return { at, base, round, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
   });
+  const free: (typeof open)[number][] = [];
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
-    const uses = await lookup(candidates.flat().filter((r): r is string => r !== null));
+    const uses = await lookup.roundsUsing(candidates.flat().filter((r): r is string => r !== null));
     const decide = (c: (typeof open)[number], i: number): RoundPlan<T> | null => {
-      const window = candidates[i] ?? [];
-      for (const [j, reference] of window.entries()) {
+      for (const reference of candidates[i] ?? []) {
         const round = c.next++;
         if (reference === null) return { kind: 'none', why: `no retry reference fits in ${maxLength} characters (round ${round})` };
         const using = uses.get(reference) ?? [];
         const use = roundUse(using);
         if (use.use === 'retrying') return { kind: 'retrying', reference, row: retryingRow(using, use.state) };
         if (use.use === 'free' && !taken.has(reference)) {
-          // A later round sent directly (X-R2 paid, X-R1 never used): the row was retried under it.
-          const later = laterRound(window.slice(j + 1), uses);
-          if (later !== null) return { kind: 'retrying', ...later, later: true };
           taken.add(reference);
+          free.push(c);
           return { kind: 'free', reference, by: c.by };
         }
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
@@ -190,6 +208,15 @@ export async function planRetries<T extends RoundUse>(
       if (plan !== null) plans[c.at] = plan;
       return plan === null;
     });
+  }
+  if (free.length === 0) return plans;
+  // The rounds between a row's own and its free one are spent or given out: any standing round is a later one.
+  const rounds = await lookup.roundsOfKeys([...new Set(free.map((c) => baseKey(c.base)))]);
+  for (const c of free) {
+    const later = laterRound(c.base, c.round, rounds.get(baseKey(c.base)) ?? []);
+    if (later === null) continue;
+    taken.delete((plans[c.at] as { reference: string }).reference);
+    plans[c.at] = { kind: 'retrying', ...later, later: true };
   }
   return plans;
 }

@@ -19,6 +19,7 @@ import {
   retryBase,
   roundReference,
   type RoundPlan,
+  type RoundLookup,
   type RoundUse,
 } from '../domain/retry-reference.js';
 import { PAYOUT_REQUEST_FIELDS, decodeRequestValues, type PayoutRequestField } from '../domain/request-values.js';
@@ -76,11 +77,9 @@ export function retryRecord(values: readonly string[], reference: string): strin
   return RETRY_COLUMNS.map((field, i) => escapeFormulaLike(field === 'merchantReferenceId' ? reference : (values[i] as string)));
 }
 
-/** What the retry file needs from the store (store/reports.ts provides both). */
-export interface RetrySource {
+/** What the retry file needs from the store (store/reports.ts provides it): its rows, and the rounds the planner reads. */
+export interface RetrySource extends RoundLookup<RoundUse> {
   cancelledRows(): Rows<RetrySourceRow>;
-  /** The rows using each of these references; unused references are absent. */
-  roundsUsing(references: readonly string[]): Promise<ReadonlyMap<string, readonly RoundUse[]>>;
 }
 
 export interface RetrySourceRow {
@@ -154,7 +153,7 @@ async function* plannedRows(
   const flush = async function* (): AsyncGenerator<Planned> {
     const plans = await planRetries(
       page.map((row) => row.merchantReferenceId),
-      (references) => source.roundsUsing(references),
+      source,
       maxLength,
       taken,
     );

@@ -108,15 +108,30 @@ export interface RoundRow extends RoundUse, ServiceSaid {
 }
 
 /** For each of `references` that any row uses, those rows (one sent, others DUPLICATE or INVALID). */
-export async function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
+export function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
+  return roundRowsBy(db, 'merchant_reference_id', references);
+}
+
+/** For each of `keys` (a base's retry_key), the rows of every round of the bases sharing it. */
+export function roundsOfKeys(db: Database, keys: readonly string[]): Promise<Map<string, RoundRow[]>> {
+  return roundRowsBy(db, 'retry_key', keys);
+}
+
+async function roundRowsBy(
+  db: Database,
+  column: 'merchant_reference_id' | 'retry_key',
+  values: readonly string[],
+): Promise<Map<string, RoundRow[]>> {
   const out = new Map<string, RoundRow[]>();
-  for (const chunk of chunksOf(references)) {
+  for (const chunk of chunksOf(values)) {
     const rows = (await db('payouts as r')
       .join('batches as rb', 'rb.id', 'r.batch_id')
-      .whereIn('r.merchant_reference_id', chunk)
+      .whereIn(`r.${column}`, chunk)
       .select('r.merchant_reference_id', 'r.state', 'r.payout_id', 'r.service_check', 'r.service_note', 'r.reason_code', 'r.line')
-      .select('r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as Omit<RoundRow, 'contradicted'>[];
-    for (const r of rows) pushTo(out, r.merchant_reference_id, { ...r, contradicted: serviceContradicts(r) });
+      .select(`r.${column} as by_value`, 'r.batch_id', 'rb.file_name', 'rb.state as batch_state')) as (Omit<RoundRow, 'contradicted'> & {
+      by_value: string;
+    })[];
+    for (const { by_value, ...r } of rows) pushTo(out, by_value, { ...r, contradicted: serviceContradicts(r) });
   }
   return out;
 }
@@ -168,9 +183,11 @@ export function batchRetrySource(
 ): {
   cancelledRows: () => AsyncGenerator<PayoutRow>;
   roundsUsing: (references: readonly string[]) => Promise<Map<string, RoundRow[]>>;
+  roundsOfKeys: (keys: readonly string[]) => Promise<Map<string, RoundRow[]>>;
 } {
   return {
     cancelledRows: () => cancelledRowsOfBatch(db, batchId),
     roundsUsing: (references) => roundsUsing(db, references),
+    roundsOfKeys: (keys) => roundsOfKeys(db, keys),
   };
 }

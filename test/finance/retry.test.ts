@@ -383,6 +383,26 @@ describe('retry file', () => {
     expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1']);
   });
 
+  it('leaves out a row whose round far above the next ones was sent directly, as acceptance would refuse the next', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('X-1')), validRow('B1', 3, request('X-2')), validRow('B1', 4, request('X-3'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    await cancel(db, 'B1', 4, 'P-3');
+    // X-1-R9 paid, X-2-R7 sent and cancelled (no stand), X-3-R1..R4 unused and X-3-R12 still being read.
+    await addBatch(db, 'B2', 'by-hand.csv');
+    await addRows(db, [validRow('B2', 2, request('X-1-R9')), validRow('B2', 3, request('X-2-R7'))]);
+    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-19' });
+    await setRow(db, 'B2', 3, { state: 'CANCELLED', payoutId: 'P-27' });
+    await addBatch(db, 'B3', 'reading.csv');
+    await addRows(db, [validRow('B3', 2, request('X-3-R12'))]);
+    await db('batches').where({ id: 'B3' }).update({ state: 'VALIDATING' });
+    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
+    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'X-1', retriedAs: 'X-1-R9', state: 'PAID', later: true }]);
+    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1', 'X-3-R1']);
+  });
+
   it('pages through many cancelled rows in line order', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'payouts.csv');

@@ -107,19 +107,26 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
 
   it('a cancelled payout: the round its retry file offers, the batch whose retry file has it, or the round already retrying it', async () => {
     const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
-    const first = await p.receive('first.csv', csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-5')]));
+    const first = await p.receive('first.csv', csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-5'), csvRow('RP-6')]));
     await p.db('payouts').where({ batch_id: first.id }).update({ state: 'CANCELLED' });
     await p.db('batches').where({ id: first.id }).update({ state: 'COMPLETE' });
     // RP-1's first retry was cancelled too; RP-2's is paid; RP-3's retry is not dropped yet; RP-5 was sent again
-    // directly as RP-5-R2 and paid.
-    const retry = await p.receive('first.retry.csv', csvFile([csvRow('RP-1-R1'), csvRow('RP-2-R1'), csvRow('RP-5-R2')]));
-    expect(await p.states(retry.id)).toEqual(['READY', 'READY', 'READY']);
+    // directly as RP-5-R6 and paid; RP-6 as RP-6-R8, recorded cancelled, but the payout service reports otherwise.
+    const retry = await p.receive('first.retry.csv', csvFile([csvRow('RP-1-R1'), csvRow('RP-2-R1'), csvRow('RP-5-R6'), csvRow('RP-6-R8')]));
+    expect(await p.states(retry.id)).toEqual(['READY', 'READY', 'READY', 'READY']);
+    await p
+      .db('payouts')
+      .where({ merchant_reference_id: 'RP-6-R8' })
+      .update({ state: 'CANCELLED', payout_id: 'P-68', service_note: 'PAID' });
     await p.db('payouts').where({ merchant_reference_id: 'RP-1-R1' }).update({ state: 'CANCELLED' });
-    await p.db('payouts').whereIn('merchant_reference_id', ['RP-2-R1', 'RP-5-R2']).update({ state: 'PAID' });
+    await p.db('payouts').whereIn('merchant_reference_id', ['RP-2-R1', 'RP-5-R6']).update({ state: 'PAID' });
     await p.db('batches').where({ id: retry.id }).update({ state: 'COMPLETE' });
 
     p.clock.advance(60_000);
-    const again = await p.receive('again.csv', csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-4'), csvRow('RP-5')]));
+    const again = await p.receive(
+      'again.csv',
+      csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-4'), csvRow('RP-5'), csvRow('RP-6')]),
+    );
     const [one, two, three, , five] = await reasons(p, again.id);
     const twice = 'and not under any other reference as well, or it is paid twice';
     expect(one).toContain(
@@ -130,8 +137,11 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     );
     expect(three).toContain(`send it again as RP-3-R1 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
     expect(five).toContain(
-      `this row is not paid: RP-5-R2, a later round of it sent directly by line 4 of "first.retry.csv" (batch ${retry.id}), is PAID: if that is this payout, nothing to do; if it is no retry of it, pay it again in a file of your own with a new reference`,
+      `this row is not paid: RP-5-R6, a later round of it sent directly by line 4 of "first.retry.csv" (batch ${retry.id}), is PAID: if that is this payout, nothing to do; if it is no retry of it, pay it again in a file of your own with a new reference`,
     );
+    // The round below it, which the advice does not offer, is refused.
+    const below = await p.receive('below.csv', csvFile([csvRow('RP-5-R1')]));
+    expect(await p.states(below.id)).toEqual(['DUPLICATE']);
   });
 });
 
