@@ -94,6 +94,9 @@ export function candidateUse(states: readonly string[] | undefined): { use: 'ret
   return (states ?? []).every((s) => NEVER_SENT.has(s)) ? { use: 'free' } : { use: 'spent' };
 }
 
+/** What to do with a cancelled row whose round stands for a payout that may be another one (its reference merely looks like a round). */
+export const PAY_AS_OWN = 'pay it again in a file of your own with a new reference';
+
 /** A row using a candidate reference, as the retry planner reads it. */
 export interface RoundUse {
   merchant_reference_id: string;

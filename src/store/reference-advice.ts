@@ -6,7 +6,7 @@
  */
 import { waitText } from '../domain/holds.js';
 import { REFERENCE_TAKEN } from '../domain/payout.js';
-import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, type RoundPlan } from '../domain/retry-reference.js';
+import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, PAY_AS_OWN, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
 import { roundsOfKeys, roundsUsing, type RoundRow } from './reports.js';
@@ -173,14 +173,16 @@ function sendAgainText(h: HoldingRow, plan: RetryPlan | undefined, files: RetryF
   if (plan.kind === 'retrying') {
     const { row } = plan;
     const where = `line ${row.line} of ${JSON.stringify(row.file_name)} (batch ${row.batch_id})`;
+    // A later round was sent directly, not from a retry file: only its reference ties it to this payout.
+    const round = plan.later ? `${row.merchant_reference_id}, a later round of it sent directly by ${where},` : null;
     if (row.contradicted) {
       const { said, todo } = contradictedText(row, 'this row');
-      return `it was retried as ${row.merchant_reference_id} by ${where}, recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
+      const retried = round === null ? `it was retried as ${row.merchant_reference_id} by ${where},` : `${round} is`;
+      return `${retried} recorded ${row.state}, but ${said}: it may have been paid; ${todo}`;
     }
-    if (plan.later) {
-      // Sent directly, not from a retry file: only its reference ties it to this payout.
+    if (round !== null) {
       const then = row.state === 'PAID' ? 'nothing to do' : "wait for that row's outcome";
-      return `${row.merchant_reference_id}, a later round of it sent directly by ${where}, is ${row.state}: if that is this payout, ${then}; if it is no retry of it, pay it again in a file of your own with a new reference`;
+      return `${round} is ${row.state}: if that is this payout, ${then}; if it is no retry of it, ${PAY_AS_OWN}`;
     }
     return row.state === 'PAID'
       ? `nothing to do: it was retried as ${row.merchant_reference_id} by ${where}, which is PAID`

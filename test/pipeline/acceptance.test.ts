@@ -127,7 +127,7 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
       'again.csv',
       csvFile([csvRow('RP-1'), csvRow('RP-2'), csvRow('RP-3'), csvRow('RP-4'), csvRow('RP-5'), csvRow('RP-6')]),
     );
-    const [one, two, three, , five] = await reasons(p, again.id);
+    const [one, two, three, , five, six] = await reasons(p, again.id);
     const twice = 'and not under any other reference as well, or it is paid twice';
     expect(one).toContain(
       `that row is cancelled (CANCELLED): not paid; this row is not paid: send it again as RP-1-R2 from the retry file of batch ${retry.id} (${retry.id}.retry.csv in the outbox, or its latest .retry.corrected-<n>.csv, or write it again with payoutd retry-file --batch ${retry.id}), with what got it cancelled put right there, ${twice}`,
@@ -138,6 +138,9 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     expect(three).toContain(`send it again as RP-3-R1 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
     expect(five).toContain(
       `this row is not paid: RP-5-R6, a later round of it sent directly by line 4 of "first.retry.csv" (batch ${retry.id}), is PAID: if that is this payout, nothing to do; if it is no retry of it, pay it again in a file of your own with a new reference`,
+    );
+    expect(six).toContain(
+      `this row is not paid: RP-6-R8, a later round of it sent directly by line 5 of "first.retry.csv" (batch ${retry.id}), is recorded CANCELLED, but the payout service reports otherwise for payout P-68: it may have been paid; check payout P-68 with the payout service before sending this row again under any reference`,
     );
     // The round below it, which the advice does not offer, is refused.
     const below = await p.receive('below.csv', csvFile([csvRow('RP-5-R1')]));

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { approvalInUse, type ResolvedConfig } from '../../config/index.js';
 import { systemClock, type Clock } from '../../domain/clock.js';
 import { UsageError } from '../../domain/errors.js';
-import { CONTRADICTED_ROUND } from '../../domain/retry-reference.js';
+import { CONTRADICTED_ROUND, PAY_AS_OWN } from '../../domain/retry-reference.js';
 import {
   getBatch,
   batchRetrySource,
@@ -175,7 +175,7 @@ export async function retryFile(config: ResolvedConfig, batchId: string, out: st
       print(
         s.state === CONTRADICTED_ROUND
           ? `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, ${round}, is recorded final but the payout service contradicts it and it may have been paid (payoutd status shows it): check it with the payout service before paying this row again under any reference`
-          : `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, ${round}, is ${s.state}. If ${s.retriedAs} is no retry of it, pay it again in a file of your own with a new reference`,
+          : `  line ${s.line} ${s.merchantReferenceId}: left out: ${s.retriedAs}, ${round}, is ${s.state}. If ${s.retriedAs} is no retry of it, ${PAY_AS_OWN}`,
       );
     }
     if (result.skippedCount > result.skipped.length) print(`  … ${result.skippedCount - result.skipped.length} more left out`);
