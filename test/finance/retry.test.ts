@@ -403,6 +403,25 @@ describe('retry file', () => {
     expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1', 'X-3-R1']);
   });
 
+  it('offers a round below a standing one when no payout of their base is known, as acceptance then compares none', async () => {
+    const { db, dir } = await store();
+    await addBatch(db, 'B0', 'earlier.csv');
+    await addRows(db, [validRow('B0', 2, request('X'))]);
+    await cancel(db, 'B0', 2, 'P-0');
+    await addBatch(db, 'B1', 'payouts.csv');
+    await addRows(db, [validRow('B1', 2, request('RUN-R2')), validRow('B1', 3, request('X-R1'))]);
+    await cancel(db, 'B1', 2, 'P-1');
+    await cancel(db, 'B1', 3, 'P-2');
+    // RUN-R9 and X-R9 paid: X is a payout payoutd knows, RUN is not.
+    await addBatch(db, 'B2', 'by-hand.csv');
+    await addRows(db, [validRow('B2', 2, request('RUN-R9')), validRow('B2', 3, request('X-R9'))]);
+    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-29' });
+    await setRow(db, 'B2', 3, { state: 'PAID', payoutId: 'P-39' });
+    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
+    expect(r.skipped).toEqual([{ line: 3, merchantReferenceId: 'X-R1', retriedAs: 'X-R9', state: 'PAID', later: true }]);
+    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['RUN-R3']);
+  });
+
   it('pages through many cancelled rows in line order', async () => {
     const { db, dir } = await store();
     await addBatch(db, 'B1', 'payouts.csv');
