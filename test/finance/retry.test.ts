@@ -55,6 +55,16 @@ async function cancel(db: Database, batchId: string, line: number, payoutId: str
   });
 }
 
+/** Batch B1 of payouts.csv with one CANCELLED row (payout P-1, P-2, …) for each reference, from line 2. */
+async function cancelledBatch(db: Database, references: readonly string[]): Promise<void> {
+  await addBatch(db, 'B1', 'payouts.csv');
+  await addRows(
+    db,
+    references.map((r, i) => validRow('B1', i + 2, request(r))),
+  );
+  for (const i of references.keys()) await cancel(db, 'B1', i + 2, `P-${i + 1}`);
+}
+
 const LONG = `L${'x'.repeat(62)}9`; // 64 characters: the limit
 
 describe('fresh references (pure)', () => {
@@ -269,11 +279,7 @@ describe('retry file', () => {
 
   it('gives the same references when made again, and leaves out rows already being retried', async () => {
     const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('INV-1')), validRow('B1', 3, request('INV-2')), validRow('B1', 4, request('INV-3-R1'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
-    await cancel(db, 'B1', 4, 'P-3');
+    await cancelledBatch(db, ['INV-1', 'INV-2', 'INV-3-R1']);
 
     const first = await writeRetryFileAt(join(dir, 'a.csv'), batchRetrySource(db, 'B1'));
     const again = await writeRetryFileAt(join(dir, 'b.csv'), batchRetrySource(db, 'B1'));
@@ -356,51 +362,31 @@ describe('retry file', () => {
 
   it('gives two cancelled rows of one file that map to the same base different references', async () => {
     const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('INV-9')), validRow('B1', 3, request('INV-9-R1'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
+    await cancelledBatch(db, ['INV-9', 'INV-9-R1']);
     await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
     const refs = (await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId);
     expect(refs).toEqual(['INV-9-R2', 'INV-9-R3']);
   });
 
-  it('leaves out a row whose later round was sent directly and paid, not offering the round below it', async () => {
+  it('leaves out a row whose later round, near or far, was sent directly and paid, not offering the round below it', async () => {
     const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('X-1')), validRow('B1', 3, request('X-2'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
-    // X-1-R2 sent by finance in a file of their own and paid; X-2-R2 is in a file still being read (it may be refused).
+    await cancelledBatch(db, ['X-1', 'X-2', 'X-3', 'X-4']);
+    // Sent by finance in a file of their own: X-1-R2 and X-3-R9 paid, X-4-R7 cancelled (no stand); X-2-R2 is in a
+    // file still being read (it may be refused).
     await addBatch(db, 'B2', 'by-hand.csv');
-    await addRows(db, [validRow('B2', 2, request('X-1-R2'))]);
+    await addRows(db, [validRow('B2', 2, request('X-1-R2')), validRow('B2', 3, request('X-3-R9')), validRow('B2', 4, request('X-4-R7'))]);
     await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-12' });
+    await setRow(db, 'B2', 3, { state: 'PAID', payoutId: 'P-39' });
+    await setRow(db, 'B2', 4, { state: 'CANCELLED', payoutId: 'P-47' });
     await addBatch(db, 'B3', 'reading.csv');
     await addRows(db, [validRow('B3', 2, request('X-2-R2'))]);
     await db('batches').where({ id: 'B3' }).update({ state: 'VALIDATING' });
     const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
-    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'X-1', retriedAs: 'X-1-R2', state: 'PAID', later: true }]);
-    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1']);
-  });
-
-  it('leaves out a row whose round far above the next ones was sent directly, as acceptance would refuse the next', async () => {
-    const { db, dir } = await store();
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('X-1')), validRow('B1', 3, request('X-2')), validRow('B1', 4, request('X-3'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
-    await cancel(db, 'B1', 4, 'P-3');
-    // X-1-R9 paid, X-2-R7 sent and cancelled (no stand), X-3-R1..R4 unused and X-3-R12 still being read.
-    await addBatch(db, 'B2', 'by-hand.csv');
-    await addRows(db, [validRow('B2', 2, request('X-1-R9')), validRow('B2', 3, request('X-2-R7'))]);
-    await setRow(db, 'B2', 2, { state: 'PAID', payoutId: 'P-19' });
-    await setRow(db, 'B2', 3, { state: 'CANCELLED', payoutId: 'P-27' });
-    await addBatch(db, 'B3', 'reading.csv');
-    await addRows(db, [validRow('B3', 2, request('X-3-R12'))]);
-    await db('batches').where({ id: 'B3' }).update({ state: 'VALIDATING' });
-    const r = await writeRetryFileAt(join(dir, 'r.csv'), batchRetrySource(db, 'B1'));
-    expect(r.skipped).toEqual([{ line: 2, merchantReferenceId: 'X-1', retriedAs: 'X-1-R9', state: 'PAID', later: true }]);
-    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1', 'X-3-R1']);
+    expect(r.skipped).toEqual([
+      { line: 2, merchantReferenceId: 'X-1', retriedAs: 'X-1-R2', state: 'PAID', later: true },
+      { line: 4, merchantReferenceId: 'X-3', retriedAs: 'X-3-R9', state: 'PAID', later: true },
+    ]);
+    expect((await parseWithDefaults(join(dir, 'r.csv'))).rows.map((x) => x.merchantReferenceId)).toEqual(['X-2-R1', 'X-4-R1']);
   });
 
   it('offers a round below a standing one when no payout of their base is known, as acceptance then compares none', async () => {
@@ -408,10 +394,7 @@ describe('retry file', () => {
     await addBatch(db, 'B0', 'earlier.csv');
     await addRows(db, [validRow('B0', 2, request('X'))]);
     await cancel(db, 'B0', 2, 'P-0');
-    await addBatch(db, 'B1', 'payouts.csv');
-    await addRows(db, [validRow('B1', 2, request('RUN-R2')), validRow('B1', 3, request('X-R1'))]);
-    await cancel(db, 'B1', 2, 'P-1');
-    await cancel(db, 'B1', 3, 'P-2');
+    await cancelledBatch(db, ['RUN-R2', 'X-R1']);
     // RUN-R9 and X-R9 paid: X is a payout payoutd knows, RUN is not.
     await addBatch(db, 'B2', 'by-hand.csv');
     await addRows(db, [validRow('B2', 2, request('RUN-R9')), validRow('B2', 3, request('X-R9'))]);
