@@ -217,12 +217,6 @@ export async function planRetries<T extends RoundUse>(
   const ofRounds = free.filter((c) => c.round > 0 && !HASHED_BASE.test(c.base));
   const bases = ofRounds.length === 0 ? new Map() : await lookup.roundsUsing([...new Set(ofRounds.map((c) => c.base))]);
   const checked = free.filter((c) => !ofRounds.includes(c) || bases.has(c.base));
-  for (const c of ofRounds.filter((r) => !bases.has(r.base))) {
-    // A round spent since may be another payout's sharing the start (RUN-R2 beside RUN-R1): its retry file carries
-    // that payout. The row's own batch's retry file offers this one.
-    const plan = plans[c.at] as { kind: 'free'; reference: string; by: T | undefined };
-    plans[c.at] = { ...plan, by: undefined };
-  }
   if (checked.length === 0) return plans;
   // The rounds between a row's own and its free one are spent or given out: any standing round is a later one.
   const rounds = await lookup.roundsOfKeys([...new Set(checked.map((c) => baseKey(c.base)))]);

@@ -146,20 +146,6 @@ describe('pipeline: what a row whose reference is used twice is told', () => {
     const below = await p.receive('below.csv', csvFile([csvRow('RP-5-R1')]));
     expect(await p.states(below.id)).toEqual(['DUPLICATE']);
   });
-
-  it('a cancelled reference that merely looks like a round: the retry file of its own batch, not of another payout', async () => {
-    const p = await startPipeline({ onInvalidRows: 'skip-rows', retryFileOf: (b) => `${b.id}.retry.csv` });
-    // RUN-R1 and RUN-R2 are two payouts of finance's own (no RUN), both cancelled.
-    const first = await p.receive('first.csv', csvFile([csvRow('RUN-R1')]));
-    p.clock.advance(60_000);
-    const second = await p.receive('second.csv', csvFile([csvRow('RUN-R2')]));
-    await p.db('payouts').whereIn('batch_id', [first.id, second.id]).update({ state: 'CANCELLED' });
-    await p.db('batches').whereIn('id', [first.id, second.id]).update({ state: 'COMPLETE' });
-    p.clock.advance(60_000);
-    const again = await p.receive('again.csv', csvFile([csvRow('RUN-R1'), csvRow('RUN-9')]));
-    const [one] = await reasons(p, again.id);
-    expect(one).toContain(`send it again as RUN-R3 from the retry file of batch ${first.id} (${first.id}.retry.csv in the outbox`);
-  });
 });
 
 describe('pipeline: acceptance of references', () => {
