@@ -212,15 +212,10 @@ export async function planRetries<T extends RoundUse>(
       return plan === null;
     });
   }
-  // Acceptance compares a round with the other rounds of its base only when a payout of that base is known: the
-  // row itself (an original), a row with the base as its reference, or, for a hashed spelling, the row's own round.
-  const ofRounds = free.filter((c) => c.round > 0 && !HASHED_BASE.test(c.base));
-  const bases = ofRounds.length === 0 ? new Map() : await lookup.roundsUsing([...new Set(ofRounds.map((c) => c.base))]);
-  const checked = free.filter((c) => !ofRounds.includes(c) || bases.has(c.base));
-  if (checked.length === 0) return plans;
+  if (free.length === 0) return plans;
   // The rounds between a row's own and its free one are spent or given out: any standing round is a later one.
-  const rounds = await lookup.roundsOfKeys([...new Set(checked.map((c) => baseKey(c.base)))]);
-  for (const c of checked) {
+  const rounds = await lookup.roundsOfKeys([...new Set(free.map((c) => baseKey(c.base)))]);
+  for (const c of free) {
     const later = laterRound(c.base, c.round, rounds.get(baseKey(c.base)) ?? []);
     if (later === null) continue;
     taken.delete((plans[c.at] as { reference: string }).reference);
