@@ -9,7 +9,7 @@ import { REFERENCE_TAKEN } from '../domain/payout.js';
 import { planRetries, DEFAULT_REFERENCE_MAX_LENGTH, PAY_AS_OWN, type RoundPlan } from '../domain/retry-reference.js';
 import { decodeRequestValues, PAYOUT_REQUEST_FIELDS } from '../domain/request-values.js';
 import type { Database } from './db.js';
-import { roundsOfKeys, roundsUsing, type RoundRow } from './reports.js';
+import { roundLookup, type RoundRow } from './reports.js';
 import { serviceContradicts } from './service-checks.js';
 
 /** The retry files the advice names (src/daemon/outbox.ts writes them). */
@@ -79,11 +79,7 @@ function plainlyCancelled(h: HoldingRow): boolean {
 export async function retryPlans(trx: Database, holders: readonly HoldingRow[], files: RetryFiles): Promise<Map<string, RetryPlan>> {
   const cancelled = holders.filter(plainlyCancelled);
   const references = cancelled.map((h) => h.merchant_reference_id);
-  const lookup = {
-    roundsUsing: (r: readonly string[]) => roundsUsing(trx, r),
-    roundsOfKeys: (k: readonly string[]) => roundsOfKeys(trx, k),
-  };
-  const plans = await planRetries(references, lookup, files.referenceMaxLength);
+  const plans = await planRetries(references, roundLookup(trx), files.referenceMaxLength);
   return new Map(cancelled.map((h, i) => [h.merchant_reference_id, plans[i] as RetryPlan]));
 }
 

@@ -8,7 +8,7 @@ import { COLUMNS, fromColumns, pagesByLine, type PayoutRow } from './payouts.js'
 import { WRITTEN_MONEY_FIELDS, shownMoneyAs, type WrittenMoneyField } from './request-fields.js';
 import { PRUNED_DETAILS } from './retention.js';
 import { serviceContradicts, type ServiceSaid } from './service-checks.js';
-import type { RoundUse } from '../domain/retry-reference.js';
+import type { RoundLookup, RoundUse } from '../domain/retry-reference.js';
 
 const numberOrNull = (v: unknown): number | null => (v == null ? null : Number(v));
 
@@ -108,12 +108,12 @@ export interface RoundRow extends RoundUse, ServiceSaid {
 }
 
 /** For each of `references` that any row uses, those rows (one sent, others DUPLICATE or INVALID). */
-export function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
+function roundsUsing(db: Database, references: readonly string[]): Promise<Map<string, RoundRow[]>> {
   return roundRowsBy(db, 'merchant_reference_id', references);
 }
 
 /** For each of `keys` (a base's retry_key), the rows of every round of the bases sharing it. */
-export function roundsOfKeys(db: Database, keys: readonly string[]): Promise<Map<string, RoundRow[]>> {
+function roundsOfKeys(db: Database, keys: readonly string[]): Promise<Map<string, RoundRow[]>> {
   return roundRowsBy(db, 'retry_key', keys);
 }
 
@@ -182,12 +182,11 @@ export function batchRetrySource(
   batchId: string,
 ): {
   cancelledRows: () => AsyncGenerator<PayoutRow>;
-  roundsUsing: (references: readonly string[]) => Promise<Map<string, RoundRow[]>>;
-  roundsOfKeys: (keys: readonly string[]) => Promise<Map<string, RoundRow[]>>;
-} {
-  return {
-    cancelledRows: () => cancelledRowsOfBatch(db, batchId),
-    roundsUsing: (references) => roundsUsing(db, references),
-    roundsOfKeys: (keys) => roundsOfKeys(db, keys),
-  };
+} & RoundLookup<RoundRow> {
+  return { cancelledRows: () => cancelledRowsOfBatch(db, batchId), ...roundLookup(db) };
+}
+
+/** What the retry planner reads (src/domain/retry-reference.ts), from `db` or a transaction. */
+export function roundLookup(db: Database): RoundLookup<RoundRow> {
+  return { roundsUsing: (references) => roundsUsing(db, references), roundsOfKeys: (keys) => roundsOfKeys(db, keys) };
 }
