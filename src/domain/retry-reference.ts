@@ -185,7 +185,8 @@ export async function planRetries<T extends RoundUse>(
     const { base, round } = retryBase(reference);
     return { at, base, round, next: round + 1, last: round + MAX_EXTRA_ROUNDS, by: undefined as T | undefined };
   });
-  const free: (typeof open)[number][] = [];
+  // Rows given a free round, with it: it stands only if no later round of their base does (below).
+  const free: { c: (typeof open)[number]; reference: string }[] = [];
   while (open.length > 0) {
     const candidates = open.map((c) => Array.from({ length: LOOKAHEAD }, (_, i) => roundReference(c.base, c.next + i, maxLength)));
     const uses = await lookup.roundsUsing(candidates.flat().filter((r): r is string => r !== null));
@@ -198,7 +199,7 @@ export async function planRetries<T extends RoundUse>(
         if (use.use === 'retrying') return { kind: 'retrying', reference, row: retryingRow(using, use.state) };
         if (use.use === 'free' && !taken.has(reference)) {
           taken.add(reference);
-          free.push(c);
+          free.push({ c, reference });
           return { kind: 'free', reference, by: c.by };
         }
         // Spent: sent under it and not paid; a retry file of that round's batch offers the next one.
@@ -214,11 +215,12 @@ export async function planRetries<T extends RoundUse>(
   }
   if (free.length === 0) return plans;
   // The rounds between a row's own and its free one are spent or given out: any standing round is a later one.
-  const rounds = await lookup.roundsOfKeys([...new Set(free.map((c) => baseKey(c.base)))]);
-  for (const c of free) {
-    const later = laterRound(c.base, c.round, rounds.get(baseKey(c.base)) ?? []);
+  const keys = free.map(({ c }) => baseKey(c.base));
+  const rounds = await lookup.roundsOfKeys([...new Set(keys)]);
+  for (const [i, { c, reference }] of free.entries()) {
+    const later = laterRound(c.base, c.round, rounds.get(keys[i] as string) ?? []);
     if (later === null) continue;
-    taken.delete((plans[c.at] as { reference: string }).reference);
+    taken.delete(reference);
     plans[c.at] = { kind: 'retrying', ...later, later: true };
   }
   return plans;
