@@ -198,11 +198,15 @@ describe('pipeline: the daemon', () => {
     }
     await daemon.start();
     let batches: BatchRecord[] = [];
-    await waitFor(async () => {
-      await daemon.tickInbox();
-      batches = await listBatchesInStates(p.db, ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE']);
-      return batches.length === (root ? 7 : 4);
-    }, 'every dropped file to be received');
+    await waitFor(
+      async () => {
+        await daemon.tickInbox();
+        batches = await listBatchesInStates(p.db, ['RECEIVED', 'VALIDATING', 'ACTIVE', 'COMPLETE']);
+        return batches.length === (root ? 7 : 4);
+      },
+      'every dropped file to be received',
+      15_000,
+    );
     const uploaderOf = (name: string) => {
       const b = batches.find((x) => x.fileName === name);
       return [b?.uploadedBy ?? null, b?.uploadedByUid ?? null];
