@@ -76,8 +76,9 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   expect(rights.map((r) => r.ok)).toEqual(Array.from({ length: LOCKOUT.maxFailures }, () => true));
   expect(await pairOf(db, 'ed')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
 
-  // Wrong guesses and the right password at once, within the limit: the right one signs in; the lock the
-  // last guess set stays, as it may be a guesser's from the same address.
+  // Wrong guesses and the right password at once, within the limit: every one is checked and the right one
+  // signs in. Whether a lock stays depends on which attempt a connection counted last: 'bo' and 'cy' above
+  // pin both outcomes.
   await addUser(db, 'flo', 'viewer', PASSWORD, now);
   const mixed = await Promise.all(
     Array.from({ length: LOCKOUT.maxFailures }, (_, i) => access.signIn('flo', i === 0 ? PASSWORD : `wrong guess ${i}`, HERE)),
@@ -86,7 +87,6 @@ export async function checkSignInLockout(db: Database): Promise<void> {
   expect(mixed.slice(1)).toEqual(
     Array.from({ length: LOCKOUT.maxFailures - 1 }, () => ({ ok: false, why: 'bad-credentials', known: true })),
   );
-  expect(await pairOf(db, 'flo')).toMatchObject({ lockedUntil: now + LOCKOUT.lockMs });
 
   // A right password whose session was not written is taken back off the count: one failure less, or the
   // lock it set by reaching the limit lifted.
