@@ -101,6 +101,11 @@ export interface WorkbookScan {
   styles: StylesScan;
   /** Dates count from 1904, not 1900 (workbookPr date1904). */
   date1904: boolean;
+  /**
+   * The `entry` events the streaming reader gives while it reads through the zip: its fixed parts, and the sheets
+   * it reads as they come (the others it reads after the zip, from copies).
+   */
+  readerEntries: ReadonlySet<string>;
 }
 
 interface XmlHandler {
@@ -368,6 +373,25 @@ const SHARED_STRINGS = 'xl/sharedStrings.xml';
 const STYLES = 'xl/styles.xml';
 // Any name the reader takes for a sheet (it looks for `xl/worksheets/sheet<n>.xml` anywhere in the path).
 const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
+const READER_SHEET = /xl\/worksheets\/sheet(\d+)[.]xml/;
+
+/** The reader's `entry` events met while it reads through parts in the order `paths` come in the zip. */
+function readerEntriesOf(paths: Iterable<string>): Set<string> {
+  const entries = new Set<string>();
+  let rels = false;
+  for (const path of paths) {
+    if (path === RELS) rels = true;
+    else if (path === WORKBOOK) entries.add('workbook');
+    else if (path === SHARED_STRINGS) entries.add('shared-strings');
+    else if (path === STYLES) entries.add('styles');
+    else {
+      // A sheet is read as it comes once the strings and the relationships are read.
+      const sheet = READER_SHEET.exec(path);
+      if (sheet !== null && rels && entries.has('shared-strings')) entries.add(`worksheet ${sheet[1]}`);
+    }
+  }
+  return entries;
+}
 
 const troubled = (f: SheetFindings): boolean =>
   f.hiddenRows.count > 0 ||
@@ -461,7 +485,13 @@ async function scanZip(
   // Formats that never come are none to miss.
   if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
   if (stylesTwice) for (const f of parts.values()) f.styles.trouble ??= { kind: 'formatsTwice' };
-  const scan = { sheets: sheetsOf(listing, rels), parts, styles: styles ?? new StylesScan(), date1904: listing.date1904 };
+  const scan = {
+    sheets: sheetsOf(listing, rels),
+    parts,
+    styles: styles ?? new StylesScan(),
+    date1904: listing.date1904,
+    readerEntries: readerEntriesOf(seen),
+  };
   return { scan, strings, sheetBeforeStrings };
 }
 

@@ -5,6 +5,8 @@
  */
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { EventEmitter } from 'node:events';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
 import { formatShowsDate, formatShowsTimeOnly } from './number-format.js';
@@ -148,6 +150,62 @@ interface ExcelRow {
 const workbookBytes = (path: string, bytes: number | undefined) =>
   createReadStream(path, bytes === undefined ? {} : { start: 0, end: Math.max(bytes, 1) - 1 });
 
+const END_RECORD = 0x06054b50;
+const END_RECORD_BYTES = 22;
+
+/** Where the zip's central directory starts, from its end record; null when there is none to find. */
+async function directoryStart(path: string, bytes: number | undefined): Promise<number | null> {
+  const handle = await open(path, 'r');
+  try {
+    const size = bytes ?? (await handle.stat()).size;
+    // The end record, then a comment of at most 65,535 bytes.
+    const length = Math.min(size, END_RECORD_BYTES + 0xffff);
+    const tail = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(tail, 0, length, size - length);
+    for (let at = bytesRead - END_RECORD_BYTES; at >= 0; at--) {
+      if (tail.readUInt32LE(at) !== END_RECORD) continue;
+      const start = tail.readUInt32LE(at + 16);
+      // Past the record itself (or 0xffffffff, a zip64 workbook): nothing is held back.
+      return start < size - length + at ? start : null;
+    }
+    return null;
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The workbook's bytes for the streaming reader, its zip directory held back until the reader has taken the parts
+ * in `awaited` (its `entry` events, ./scan.ts readerEntries). The unzipper it uses says the zip has ended once the
+ * directory is read, and the reader then takes no more parts: those it had not yet taken, xl/workbook.xml often
+ * among them, would be lost (exceljs issue 3064; an uncompressed workbook nearly always).
+ */
+async function readerInput(
+  path: string,
+  bytes: number | undefined,
+  awaited: ReadonlySet<string>,
+): Promise<{ input: Readable; taken(entry: { type: string; id?: string }): void; close(): void }> {
+  const directory = await directoryStart(path, bytes);
+  const left = new Set(awaited);
+  let release: (go: boolean) => void = () => {};
+  const released = new Promise<boolean>((resolve) => (release = resolve));
+  if (left.size === 0) release(true);
+  const end = bytes === undefined ? {} : { end: Math.max(bytes, 1) - 1 };
+  async function* held(from: number): AsyncGenerator<Buffer> {
+    yield* createReadStream(path, { start: 0, end: from - 1 });
+    if (await released) yield* createReadStream(path, { start: from, ...end });
+  }
+  return {
+    input: directory === null || directory === 0 ? workbookBytes(path, bytes) : Readable.from(held(directory), { objectMode: false }),
+    taken(entry) {
+      left.delete(entry.id === undefined ? entry.type : `${entry.type} ${entry.id}`);
+      if (left.size === 0) release(true);
+    },
+    // Refused or left early: what is held back is never read.
+    close: () => release(false),
+  };
+}
+
 /**
  * The rows of the batch's sheet: `sheet` by name, or the only one. Rows
  * the file does not hold (blank rows) are not yielded; lines come from the
@@ -164,14 +222,16 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
   } catch (err) {
     throw unreadable(err);
   }
-  const input = workbookBytes(path, bytes);
+  const { input, taken, close } = await readerInput(path, bytes, scan.readerEntries);
   const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, {
     worksheets: 'emit',
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
     styles: 'cache',
-    entries: 'ignore',
+    entries: 'emit',
   });
+  // A documented event the typings leave out.
+  (reader as unknown as EventEmitter).on('entry', taken);
   const names: string[] = [];
   let read = false;
   try {
@@ -212,6 +272,7 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
     throw unreadable(err);
   } finally {
     // Refused or left early, the file is not left open.
+    close();
     input.destroy();
   }
   if (!read) {
