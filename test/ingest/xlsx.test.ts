@@ -6,11 +6,12 @@
  * rows and columns hidden from the clerk, which would be paid unseen.
  */
 import { createReadStream } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { exactNumberText } from '../../src/ingest/xlsx/index.js';
+import { directoryStart, readerInput } from '../../src/ingest/xlsx/reader-input.js';
 import { CellSet, SheetScan, scanProblem, scanWorkbook, type WorkbookScan } from '../../src/ingest/xlsx/scan.js';
 import { CellStyles, StylesScan } from '../../src/ingest/xlsx/styles.js';
 import { FIELD_PATHS, errorPlace, type FieldPath, type RowError } from '../../src/ingest/rules/index.js';
@@ -148,6 +149,50 @@ describe('xlsx batches', () => {
       ]);
     }
     expect(codes((await parseXlsx(stored)).result.fileErrors)).toEqual(['XLSX_SHEETS']);
+
+    // Uncompressed in the order Excel writes (the workbook first, the strings after the sheets)...
+    const entries = await zipEntries(stored);
+    const order = ['[Content_Types].xml', '_rels/.rels', 'xl/workbook.xml', 'xl/_rels/workbook.xml.rels'];
+    const excel = join(await tempDir(), 'excel.xlsx');
+    const parts = [...order, ...[...entries.keys()].filter((name) => !order.includes(name))].map((name): [string, Buffer] => [
+      name,
+      entries.get(name)!,
+    ]);
+    await writeZip(excel, parts, [...entries.keys()]);
+    // ... and with a comment that holds bytes of an end record.
+    const commented = join(await tempDir(), 'commented.xlsx');
+    const zip = await readFile(stored);
+    const fake = Buffer.alloc(22);
+    fake.writeUInt32LE(0x06054b50, 0);
+    fake.writeUInt32LE(10, 16);
+    zip.writeUInt16LE(fake.length, zip.length - 2);
+    await writeFile(commented, Buffer.concat([zip, fake]));
+    for (const path of [excel, commented]) {
+      for (let i = 0; i < 10; i++) {
+        const { result, rows } = await parseXlsx(path, { sheet: 'Payouts' });
+        expect(result.fileErrors).toEqual([]);
+        expect(rows).toHaveLength(2);
+      }
+    }
+  });
+
+  it('lets the held-back zip directory go once exceljs has given nothing for a while: never a wait for ever', async () => {
+    const path = await workbook([HEADER, dataRow('X-1')]);
+    const handle = await open(path, 'r');
+    try {
+      const size = (await handle.stat()).size;
+      const directory = await directoryStart(handle, size);
+      expect(directory).toBeGreaterThan(0);
+      // An entry the reader never reports.
+      const reading = readerInput(handle, size, directory, new Set(['worksheet 99']), 50);
+      const reader = new ExcelJS.stream.xlsx.WorkbookReader(reading.input, { entries: 'emit' });
+      let rows = 0;
+      for await (const sheet of reader) for await (const _ of sheet) rows++;
+      reading.close();
+      expect(rows).toBe(2);
+    } finally {
+      await handle.close();
+    }
   });
 
   it('refuses an encrypted workbook and a file that is no workbook', async () => {

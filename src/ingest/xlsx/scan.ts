@@ -375,7 +375,13 @@ const STYLES = 'xl/styles.xml';
 const WORKSHEET = /xl\/worksheets\/[^/]+\.xml/;
 const READER_SHEET = /xl\/worksheets\/sheet(\d+)[.]xml/;
 
-/** The reader's `entry` events met while it reads through parts in the order `paths` come in the zip. */
+/** An `entry` event of the reader (`workbook`, `worksheet` with its number...) as readerEntries holds it. */
+export const readerEntry = (type: string, id?: string): string => (id === undefined ? type : `${type} ${id}`);
+
+/**
+ * The reader's `entry` events met while it reads through parts in the order `paths` come in the zip (a path twice:
+ * where it first comes).
+ */
 function readerEntriesOf(paths: Iterable<string>): Set<string> {
   const entries = new Set<string>();
   let rels = false;
@@ -387,7 +393,7 @@ function readerEntriesOf(paths: Iterable<string>): Set<string> {
     else {
       // A sheet is read as it comes once the strings and the relationships are read.
       const sheet = READER_SHEET.exec(path);
-      if (sheet !== null && rels && entries.has('shared-strings')) entries.add(`worksheet ${sheet[1]}`);
+      if (sheet !== null && rels && entries.has('shared-strings')) entries.add(readerEntry('worksheet', sheet[1]));
     }
   }
   return entries;

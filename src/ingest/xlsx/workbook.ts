@@ -3,14 +3,13 @@
  * number formats are known), after a scan of the workbook's parts for what that reader does not see
  * (./scan.ts). A workbook that cannot be a batch is refused with a reason (SheetRefusal).
  */
-import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import type { EventEmitter } from 'node:events';
+import { open, type FileHandle } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
 import { formatShowsDate, formatShowsTimeOnly } from './number-format.js';
-import { findingsOf, formatAt, scanProblem, scanWorkbook } from './scan.js';
+import { directoryStart, fileRange, readerInput } from './reader-input.js';
+import { findingsOf, formatAt, readerEntry, scanProblem, scanWorkbook } from './scan.js';
 import type { CellFormat } from './styles.js';
 import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
 
@@ -39,22 +38,17 @@ export class SheetRefusal extends PayoutdError {
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
 const CFB_MAGIC = [0xd0, 0xcf, 0x11, 0xe0];
 
-async function magicOf(path: string): Promise<number[]> {
-  const handle = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(4);
-    const { bytesRead } = await handle.read(buf, 0, 4, 0);
-    return [...buf.subarray(0, bytesRead)];
-  } finally {
-    await handle.close();
-  }
+async function magicOf(handle: FileHandle): Promise<number[]> {
+  const buf = Buffer.alloc(4);
+  const { bytesRead } = await handle.read(buf, 0, 4, 0);
+  return [...buf.subarray(0, bytesRead)];
 }
 
 const same = (a: number[], b: number[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Refuses what is no .xlsx workbook at all, before exceljs is loaded. */
-async function checkContainer(path: string): Promise<void> {
-  const magic = await magicOf(path);
+async function checkContainer(handle: FileHandle): Promise<void> {
+  const magic = await magicOf(handle);
   if (same(magic, CFB_MAGIC)) {
     throw new SheetRefusal(
       'XLSX_UNREADABLE',
@@ -146,65 +140,14 @@ interface ExcelRow {
   eachCell(opts: { includeEmpty: boolean }, fn: (cell: { value: CellValue; address: string }, col: number) => void): void;
 }
 
-/** The workbook's bytes; only those claimed, when given: what an upload wrote after the claim is not read. */
-const workbookBytes = (path: string, bytes: number | undefined) =>
-  createReadStream(path, bytes === undefined ? {} : { start: 0, end: Math.max(bytes, 1) - 1 });
+/** How long exceljs may give nothing before the part of the zip held back for it goes anyway (./reader-input.ts). */
+const READER_GIVE_UP_MS = 30_000;
 
-const END_RECORD = 0x06054b50;
-const END_RECORD_BYTES = 22;
-
-/** Where the zip's central directory starts, from its end record; null when there is none to find. */
-async function directoryStart(path: string, bytes: number | undefined): Promise<number | null> {
-  const handle = await open(path, 'r');
-  try {
-    const size = bytes ?? (await handle.stat()).size;
-    // The end record, then a comment of at most 65,535 bytes.
-    const length = Math.min(size, END_RECORD_BYTES + 0xffff);
-    const tail = Buffer.alloc(length);
-    const { bytesRead } = await handle.read(tail, 0, length, size - length);
-    for (let at = bytesRead - END_RECORD_BYTES; at >= 0; at--) {
-      if (tail.readUInt32LE(at) !== END_RECORD) continue;
-      const start = tail.readUInt32LE(at + 16);
-      // Past the record itself (or 0xffffffff, a zip64 workbook): nothing is held back.
-      return start < size - length + at ? start : null;
-    }
-    return null;
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * The workbook's bytes for the streaming reader, its zip directory held back until the reader has taken the parts
- * in `awaited` (its `entry` events, ./scan.ts readerEntries). The unzipper it uses says the zip has ended once the
- * directory is read, and the reader then takes no more parts: those it had not yet taken, xl/workbook.xml often
- * among them, would be lost (exceljs issue 3064; an uncompressed workbook nearly always).
- */
-async function readerInput(
-  path: string,
-  bytes: number | undefined,
-  awaited: ReadonlySet<string>,
-): Promise<{ input: Readable; taken(entry: { type: string; id?: string }): void; close(): void }> {
-  const directory = await directoryStart(path, bytes);
-  const left = new Set(awaited);
-  let release: (go: boolean) => void = () => {};
-  const released = new Promise<boolean>((resolve) => (release = resolve));
-  if (left.size === 0) release(true);
-  const end = bytes === undefined ? {} : { end: Math.max(bytes, 1) - 1 };
-  async function* held(from: number): AsyncGenerator<Buffer> {
-    yield* createReadStream(path, { start: 0, end: from - 1 });
-    if (await released) yield* createReadStream(path, { start: from, ...end });
-  }
-  return {
-    input: directory === null || directory === 0 ? workbookBytes(path, bytes) : Readable.from(held(directory), { objectMode: false }),
-    taken(entry) {
-      left.delete(entry.id === undefined ? entry.type : `${entry.type} ${entry.id}`);
-      if (left.size === 0) release(true);
-    },
-    // Refused or left early: what is held back is never read.
-    close: () => release(false),
-  };
-}
+const severalSheets = (names: readonly string[]) =>
+  new SheetRefusal(
+    'XLSX_SHEETS',
+    `the workbook has several sheets (${names.map((n) => JSON.stringify(n)).join(', ')}); keep only the payouts sheet, or name it in batch.format.sheet`,
+  );
 
 /**
  * The rows of the batch's sheet: `sheet` by name, or the only one. Rows
@@ -212,18 +155,37 @@ async function readerInput(
  * rows' own numbers. A sheet with rows or columns the clerk does not see is
  * refused before any of its rows is read.
  */
-export async function* sheetRows(path: string, sheet: string | null, bytes?: number): AsyncGenerator<SheetRow> {
-  await checkContainer(path);
+export async function* sheetRows(
+  path: string,
+  sheet: string | null,
+  bytes?: number,
+  giveUpMs = READER_GIVE_UP_MS,
+): AsyncGenerator<SheetRow> {
+  // One open file for every reading: what the scan found holds for the bytes exceljs reads. Only the bytes
+  // claimed, when given: what an upload wrote after the claim is not read.
+  const handle = await open(path, 'r');
+  try {
+    yield* rowsOf(handle, bytes ?? (await handle.stat()).size, sheet, giveUpMs);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function* rowsOf(handle: FileHandle, size: number, sheet: string | null, giveUpMs: number): AsyncGenerator<SheetRow> {
+  await checkContainer(handle);
   const { default: ExcelJS } = await import('exceljs');
   let scan;
+  let directory;
   try {
     // A streamed pass of its own before exceljs's: only its findings are kept.
-    scan = await scanWorkbook(() => workbookBytes(path, bytes));
+    scan = await scanWorkbook(() => fileRange(handle, 0, size));
+    directory = await directoryStart(handle, size);
   } catch (err) {
     throw unreadable(err);
   }
-  const { input, taken, close } = await readerInput(path, bytes, scan.readerEntries);
-  const reader = new ExcelJS.stream.xlsx.WorkbookReader(input, {
+  if (sheet === null && scan.sheets.size > 1) throw severalSheets([...scan.sheets.keys()]);
+  const reading = readerInput(handle, size, directory, scan.readerEntries, giveUpMs);
+  const reader = new ExcelJS.stream.xlsx.WorkbookReader(reading.input, {
     worksheets: 'emit',
     sharedStrings: 'cache',
     hyperlinks: 'ignore',
@@ -231,22 +193,17 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
     entries: 'emit',
   });
   // A documented event the typings leave out.
-  (reader as unknown as EventEmitter).on('entry', taken);
+  (reader as unknown as EventEmitter).on('entry', (e: { type: string; id?: string }) => reading.taken(readerEntry(e.type, e.id)));
   const names: string[] = [];
   let read = false;
   try {
     for await (const worksheet of reader) {
       const name = (worksheet as unknown as { name: string }).name;
       names.push(name);
-      if (sheet === null && names.length > 1) {
-        throw new SheetRefusal(
-          'XLSX_SHEETS',
-          `the workbook has several sheets (${names.map((n) => JSON.stringify(n)).join(', ')}); keep only the payouts sheet, or name it in batch.format.sheet`,
-        );
-      }
+      if (sheet === null && names.length > 1) throw severalSheets(names);
       if (read || (sheet !== null && name !== sheet)) {
         // Read through, not left: exceljs goes on to the next sheet only once this one is consumed.
-        for await (const row of worksheet as AsyncIterable<ExcelRow>) void row;
+        for await (const _ of worksheet as AsyncIterable<ExcelRow>) reading.progress();
         continue;
       }
       read = true;
@@ -255,6 +212,7 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
       const findings = findingsOf(scan, name);
       const { phonetic, dates } = findings;
       for await (const row of worksheet as AsyncIterable<ExcelRow>) {
+        reading.progress();
         const cells: SheetCell[] = [];
         row.eachCell({ includeEmpty: false }, (cell, col) => {
           while (cells.length < col - 1) cells.push({ kind: 'empty' });
@@ -272,8 +230,14 @@ export async function* sheetRows(path: string, sheet: string | null, bytes?: num
     throw unreadable(err);
   } finally {
     // Refused or left early, the file is not left open.
-    close();
-    input.destroy();
+    reading.close();
+    reading.input.destroy();
+  }
+  if (!read && sheet !== null && scan.sheets.has(sheet) && damagedSheetName(names) === '') {
+    throw new SheetRefusal(
+      'XLSX_UNREADABLE',
+      `the sheet ${JSON.stringify(sheet)} is in the workbook but could not be read; ${RESEND_DAMAGED_WORKBOOK}`,
+    );
   }
   if (!read) {
     throw new SheetRefusal(

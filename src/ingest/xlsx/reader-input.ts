@@ -1,0 +1,113 @@
+/**
+ * The bytes exceljs's streaming reader reads a workbook from. That reader stops taking the zip's parts once the
+ * unzipper it uses says the zip has ended, which it says on reading the central directory even while parts it
+ * has parsed are still waiting to be taken (exceljs issue 3064): those parts are lost, xl/workbook.xml often among
+ * them, now and then under load and nearly always in an uncompressed workbook. So the directory is held back
+ * until the reader has reported (its `entry` events) every part it takes while reading through the zip.
+ */
+import type { FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+
+const END_RECORD = 0x06054b50;
+const DIRECTORY_HEADER = 0x02014b50;
+const END_RECORD_BYTES = 22;
+
+/**
+ * Where the zip's central directory starts, from an end record that agrees with the bytes around it (its comment
+ * runs to the end; its directory ends where it starts and opens with a directory header); null when there is none.
+ */
+export async function directoryStart(handle: FileHandle, size: number): Promise<number | null> {
+  // The end record, then a comment of at most 65,535 bytes.
+  const length = Math.min(size, END_RECORD_BYTES + 0xffff);
+  const tail = Buffer.alloc(length);
+  const { bytesRead } = await handle.read(tail, 0, length, size - length);
+  const header = Buffer.alloc(4);
+  for (let at = bytesRead - END_RECORD_BYTES; at >= 0; at--) {
+    if (tail.readUInt32LE(at) !== END_RECORD || tail.readUInt16LE(at + 20) !== bytesRead - at - END_RECORD_BYTES) continue;
+    const [directoryBytes, start] = [tail.readUInt32LE(at + 12), tail.readUInt32LE(at + 16)];
+    // Bytes of a comment that look like a record, or a zip64 workbook's 0xffffffff: not this one.
+    if (start === 0 || start + directoryBytes !== size - length + at) continue;
+    await handle.read(header, 0, 4, start);
+    if (header.readUInt32LE(0) === DIRECTORY_HEADER) return start;
+  }
+  return null;
+}
+
+const CHUNK_BYTES = 65_536;
+
+/**
+ * Bytes `start` to `end` (excluded) of an open file. Read by position, so several readings share the one handle,
+ * and none closes it (a file stream closes its descriptor when destroyed).
+ */
+export function fileRange(handle: FileHandle, start: number, end: number): Readable {
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for (let at = start; at < end;) {
+      const { bytesRead, buffer } = await handle.read(
+        Buffer.alloc(Math.min(CHUNK_BYTES, end - at)),
+        0,
+        Math.min(CHUNK_BYTES, end - at),
+        at,
+      );
+      if (bytesRead === 0) return;
+      at += bytesRead;
+      yield buffer.subarray(0, bytesRead);
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}
+
+/** The reader's input, and what it is told of the reader. */
+export interface ReaderInput {
+  input: Readable;
+  /** An `entry` event of the reader, by its key (readerEntry). */
+  taken(key: string): void;
+  /** A row the reader gave: it is at work. */
+  progress(): void;
+  /** Reading is over (read, refused or left): what is held back is never read. */
+  close(): void;
+}
+
+/**
+ * The first `size` bytes of the workbook, its directory held back until every entry in `awaited` is taken. Should
+ * one never come (a part read otherwise than the scan foresaw), the directory goes once the reader has given
+ * nothing for `giveUpMs`: a part lost is a refusal, a wait for ever would stop the daemon's reading of files.
+ */
+export function readerInput(
+  handle: FileHandle,
+  size: number,
+  directory: number | null,
+  awaited: ReadonlySet<string>,
+  giveUpMs: number,
+): ReaderInput {
+  const bytes = (start: number, end: number) => fileRange(handle, start, end);
+  const left = new Set(awaited);
+  if (directory === null || left.size === 0) return { input: bytes(0, size), taken: () => {}, progress: () => {}, close: () => {} };
+  let release: (go: boolean) => void = () => {};
+  const released = new Promise<boolean>((resolve) => (release = resolve));
+  let steps = 0;
+  let watch: NodeJS.Timeout | undefined;
+  const settle = (go: boolean) => {
+    clearInterval(watch);
+    release(go);
+  };
+  async function* held(): AsyncGenerator<Buffer> {
+    yield* bytes(0, directory!);
+    let seen = steps;
+    watch = setInterval(() => {
+      if (steps === seen) settle(true);
+      seen = steps;
+    }, giveUpMs).unref();
+    if (await released) yield* bytes(directory!, size);
+  }
+  return {
+    input: Readable.from(held(), { objectMode: false }),
+    taken(key) {
+      steps++;
+      left.delete(key);
+      if (left.size === 0) settle(true);
+    },
+    progress: () => void steps++,
+    // Before the input is destroyed: a generator waiting on `released` cannot be stopped from outside.
+    close: () => settle(false),
+  };
+}
