@@ -10,7 +10,7 @@ import { open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
-import { exactNumberText } from '../../src/ingest/xlsx/index.js';
+import { exactNumberText, sheetRows } from '../../src/ingest/xlsx/index.js';
 import { directoryStart, readerInput } from '../../src/ingest/xlsx/reader-input.js';
 import { CellSet, SheetScan, scanProblem, scanWorkbook, type WorkbookScan } from '../../src/ingest/xlsx/scan.js';
 import { CellStyles, StylesScan } from '../../src/ingest/xlsx/styles.js';
@@ -174,6 +174,41 @@ describe('xlsx batches', () => {
         expect(rows).toHaveLength(2);
       }
     }
+  });
+
+  it('refuses a workbook cut off or damaged as unreadable, never waiting for the rest', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) => dataRow(`X-${i}`));
+    for (const stored of [false, true]) {
+      const path = await workbook([HEADER, ...rows], { extraSheets: ['Notes'], stored });
+      const whole = await readFile(path);
+      const damaged = join(await tempDir(), 'damaged.xlsx');
+      // Compressed bytes of xl/styles.xml flipped.
+      const at = whole.indexOf('xl/styles.xml') + 'xl/styles.xml'.length + 40;
+      await writeFile(
+        damaged,
+        Buffer.concat([whole.subarray(0, at), Buffer.from(whole.subarray(at, at + 200).map((b) => b ^ 0xff)), whole.subarray(at + 200)]),
+      );
+      const cases: [string, number | undefined][] = [0.1, 0.3, 0.5, 0.9].map((share) => [path, Math.floor(whole.length * share)]);
+      if (!stored) cases.push([damaged, undefined]);
+      for (const [file, bytes] of cases) {
+        const read = (async () => {
+          for await (const row of sheetRows(file, 'Payouts', bytes)) void row;
+        })();
+        await expect(read).rejects.toMatchObject({ code: 'XLSX_UNREADABLE' });
+      }
+    }
+  });
+
+  it("ends the reader's input short when the file cannot be read, telling why", async () => {
+    const path = await workbook([HEADER, dataRow('X-1')]);
+    const handle = await open(path, 'r');
+    const size = (await handle.stat()).size;
+    await handle.close();
+    const reading = readerInput(handle, size, null, new Set(), 50);
+    const chunks: Buffer[] = [];
+    for await (const chunk of reading.input) chunks.push(chunk as Buffer);
+    expect(chunks).toEqual([]);
+    expect(reading.failure()).toBeInstanceOf(Error);
   });
 
   it('lets the held-back zip directory go once exceljs has given nothing for a while: never a wait for ever', async () => {

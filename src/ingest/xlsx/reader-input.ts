@@ -65,6 +65,8 @@ export interface ReaderInput {
   progress(): void;
   /** Reading is over (read, refused or left): what is held back is never read. */
   close(): void;
+  /** Why the file could not be read to its end, if it could not (the input then ends short). */
+  failure(): Error | null;
 }
 
 /**
@@ -79,28 +81,34 @@ export function readerInput(
   awaited: ReadonlySet<string>,
   giveUpMs: number,
 ): ReaderInput {
-  const bytes = (start: number, end: number) => fileRange(handle, start, end);
   const left = new Set(awaited);
-  if (directory === null || left.size === 0) return { input: bytes(0, size), taken: () => {}, progress: () => {}, close: () => {} };
+  const held = directory === null || left.size === 0 ? size : directory;
   let release: (go: boolean) => void = () => {};
   const released = new Promise<boolean>((resolve) => (release = resolve));
   let steps = 0;
   let watch: NodeJS.Timeout | undefined;
+  let failure: Error | null = null;
   const settle = (go: boolean) => {
     clearInterval(watch);
     release(go);
   };
-  async function* held(): AsyncGenerator<Buffer> {
-    yield* bytes(0, directory!);
-    let seen = steps;
-    watch = setInterval(() => {
-      if (steps === seen) settle(true);
-      seen = steps;
-    }, giveUpMs).unref();
-    if (await released) yield* bytes(directory!, size);
+  async function* chunks(): AsyncGenerator<Buffer> {
+    try {
+      yield* fileRange(handle, 0, held);
+      if (held === size) return;
+      let seen = steps;
+      watch = setInterval(() => {
+        if (steps === seen) settle(true);
+        seen = steps;
+      }, giveUpMs).unref();
+      if (await released) yield* fileRange(handle, held, size);
+    } catch (err) {
+      // Ended short instead: exceljs's pipe would pass no error on, and wait for the rest for ever.
+      failure = err as Error;
+    }
   }
   return {
-    input: Readable.from(held(), { objectMode: false }),
+    input: Readable.from(chunks(), { objectMode: false }),
     taken(key) {
       steps++;
       left.delete(key);
@@ -109,5 +117,6 @@ export function readerInput(
     progress: () => void steps++,
     // Before the input is destroyed: a generator waiting on `released` cannot be stopped from outside.
     close: () => settle(false),
+    failure: () => failure,
   };
 }

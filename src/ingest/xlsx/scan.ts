@@ -454,6 +454,14 @@ async function scanZip(
   const zip = unzipper.Parse({ forceStream: true });
   input.once('error', (err) => zip.destroy(err));
   input.pipe(zip);
+  // unzipper tells of a zip cut off or damaged on itself, not on the part being read, which would wait for ever
+  // (and on parts it has yet to hand over, which wait too).
+  let part: { destroy(err: Error): void } | null = null;
+  let failed: Error | null = null;
+  zip.on('error', (err: Error) => {
+    failed = err;
+    part?.destroy(err);
+  });
   const seen = new Set<string>();
   const parts = new Map<string, SheetFindings>();
   let listing = new SheetListing();
@@ -464,6 +472,8 @@ async function scanZip(
   let stylesTwice = false;
   try {
     for await (const entry of zip) {
+      if (failed !== null) throw failed;
+      part = entry;
       const path = entry.path;
       if (path === WORKBOOK) listing = await readXml(entry, new SheetListing());
       else if (path === RELS) rels = await readXml(entry, new Relationships());

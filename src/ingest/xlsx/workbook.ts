@@ -227,12 +227,14 @@ async function* rowsOf(handle: FileHandle, size: number, sheet: string | null, g
       }
     }
   } catch (err) {
-    throw unreadable(err);
+    throw unreadable(reading.failure() ?? err);
   } finally {
     // Refused or left early, the file is not left open.
     reading.close();
     reading.input.destroy();
   }
+  const failure = reading.failure();
+  if (failure !== null) throw unreadable(failure);
   if (!read && sheet !== null && scan.sheets.has(sheet) && damagedSheetName(names) === '') {
     throw new SheetRefusal(
       'XLSX_UNREADABLE',
