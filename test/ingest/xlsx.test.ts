@@ -181,15 +181,18 @@ describe('xlsx batches', () => {
     for (const stored of [false, true]) {
       const path = await workbook([HEADER, ...rows], { extraSheets: ['Notes'], stored });
       const whole = await readFile(path);
-      const damaged = join(await tempDir(), 'damaged.xlsx');
-      // Compressed bytes of xl/styles.xml flipped.
-      const at = whole.indexOf('xl/styles.xml') + 'xl/styles.xml'.length + 40;
-      await writeFile(
-        damaged,
-        Buffer.concat([whole.subarray(0, at), Buffer.from(whole.subarray(at, at + 200).map((b) => b ^ 0xff)), whole.subarray(at + 200)]),
-      );
-      const cases: [string, number | undefined][] = [0.1, 0.3, 0.5, 0.9].map((share) => [path, Math.floor(whole.length * share)]);
-      if (!stored) cases.push([damaged, undefined]);
+      const cases: [string, number | undefined][] = [0.05, 0.1, 0.3, 0.5, 0.9].map((share) => [path, Math.floor(whole.length * share)]);
+      // Compressed bytes flipped: of a part read, and of one only passed over.
+      for (const [part, from, to] of [
+        ['xl/styles.xml', 40, 240],
+        ['[Content_Types].xml', 4, 14],
+      ] as const) {
+        const at = whole.indexOf(part) + part.length;
+        const damaged = join(await tempDir(), 'damaged.xlsx');
+        const flipped = Buffer.from(whole.subarray(at + from, at + to).map((b) => b ^ 0xff));
+        await writeFile(damaged, Buffer.concat([whole.subarray(0, at + from), flipped, whole.subarray(at + to)]));
+        if (!stored) cases.push([damaged, undefined]);
+      }
       for (const [file, bytes] of cases) {
         const read = (async () => {
           for await (const row of sheetRows(file, 'Payouts', bytes)) void row;

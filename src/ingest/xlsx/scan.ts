@@ -455,13 +455,21 @@ async function scanZip(
   input.once('error', (err) => zip.destroy(err));
   input.pipe(zip);
   // unzipper tells of a zip cut off or damaged on itself, not on the part being read, which would wait for ever
-  // (and on parts it has yet to hand over, which wait too).
-  let part: { destroy(err: Error): void } | null = null;
+  // (and on parts it has yet to hand over, which wait too): the part read is failed, and the zip after it.
+  let part: Readable | null = null;
   let failed: Error | null = null;
   zip.on('error', (err: Error) => {
     failed = err;
     part?.destroy(err);
   });
+  const read = async <H extends XmlHandler>(entry: Readable, handler: H): Promise<H> => {
+    part = entry;
+    try {
+      return await readXml(entry, handler);
+    } finally {
+      part = null;
+    }
+  };
   const seen = new Set<string>();
   const parts = new Map<string, SheetFindings>();
   let listing = new SheetListing();
@@ -473,21 +481,20 @@ async function scanZip(
   try {
     for await (const entry of zip) {
       if (failed !== null) throw failed;
-      part = entry;
       const path = entry.path;
-      if (path === WORKBOOK) listing = await readXml(entry, new SheetListing());
-      else if (path === RELS) rels = await readXml(entry, new Relationships());
+      if (path === WORKBOOK) listing = await read(entry, new SheetListing());
+      else if (path === RELS) rels = await read(entry, new Relationships());
       else if (path === SHARED_STRINGS && known === null) {
         // A part twice in the zip: the reader reads both, a sheet with the strings read last before it.
-        for (const [index, misread] of (await readXml(entry, new SharedStringsScan())).misread) strings.set(index, misread);
+        for (const [index, misread] of (await read(entry, new SharedStringsScan())).misread) strings.set(index, misread);
         sheetBeforeStrings ||= parts.size > 0;
       } else if (path === STYLES && knownStyles === null) {
         // A part twice in the zip: which one a sheet's cells are shown with is not known.
         stylesTwice ||= styles !== null;
-        styles = await readXml(entry, new StylesScan());
+        styles = await read(entry, new StylesScan());
       } else if (WORKSHEET.test(path)) {
         const known = styles;
-        const { findings } = await readXml(entry, new SheetScan(strings, known === null ? null : (xf) => known.keyOf(xf)));
+        const { findings } = await read(entry, new SheetScan(strings, known === null ? null : (xf) => known.keyOf(xf)));
         // The reader reads a sheet as it comes once the strings and relationships are read, else after the zip.
         findings.beforeStyles = seen.has(SHARED_STRINGS) && seen.has(RELS) && !seen.has(STYLES);
         // A path twice in the zip: the reader reads both.
@@ -498,6 +505,7 @@ async function scanZip(
   } finally {
     input.destroy();
   }
+  if (failed !== null) throw failed;
   // Formats that never come are none to miss.
   if (!seen.has(STYLES)) for (const f of parts.values()) f.beforeStyles = false;
   if (stylesTwice) for (const f of parts.values()) f.styles.trouble ??= { kind: 'formatsTwice' };
