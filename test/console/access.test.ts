@@ -188,7 +188,9 @@ describe('console sign-in while another process holds the write lock', () => {
   });
 
   it('takes a right password whose session could not be written back off the count, so retries cannot lock out', async () => {
-    const { db: d, file } = await open(1000);
+    // Each wait for the write lock (the session's, then the take-back's) is 2.5 s; the other process holds it 4.5 s
+    // from the count: the session's wait ends before it lets go when the check takes under 2 s, the take-back's after.
+    const { db: d, file } = await open(2500);
     await addUser(d, 'jo', 'viewer', PASSWORD, Date.now());
     const probe = openSqlite(file, { timeout: 0 });
     let lockExpected = false;
@@ -216,7 +218,7 @@ describe('console sign-in while another process holds the write lock', () => {
       lockExpected = true;
       for (let i = 0; i < LOCKOUT.maxFailures; i++) {
         // Taken once this attempt is counted; held past the session's wait, not past the take-back's.
-        const holder = await writeLockHeldElsewhere(file, 1500, [], ['select 1 from console_sign_in_failures where failed_attempts > 0']);
+        const holder = await writeLockHeldElsewhere(file, 4500, [], ['select 1 from console_sign_in_failures where failed_attempts > 0']);
         await expect(a.signIn('jo', PASSWORD, HERE)).rejects.toMatchObject({ code: 'DATABASE_BUSY' });
         await holder.released;
         expect(await pairOf(d, 'jo')).toMatchObject({ failedAttempts: 0, lockedUntil: null });
