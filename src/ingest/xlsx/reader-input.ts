@@ -42,12 +42,8 @@ const CHUNK_BYTES = 65_536;
 export function fileRange(handle: FileHandle, start: number, end: number): Readable {
   async function* chunks(): AsyncGenerator<Buffer> {
     for (let at = start; at < end;) {
-      const { bytesRead, buffer } = await handle.read(
-        Buffer.alloc(Math.min(CHUNK_BYTES, end - at)),
-        0,
-        Math.min(CHUNK_BYTES, end - at),
-        at,
-      );
+      const length = Math.min(CHUNK_BYTES, end - at);
+      const { bytesRead, buffer } = await handle.read(Buffer.alloc(length), 0, length, at);
       if (bytesRead === 0) return;
       at += bytesRead;
       yield buffer.subarray(0, bytesRead);

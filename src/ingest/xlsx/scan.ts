@@ -378,25 +378,16 @@ const READER_SHEET = /xl\/worksheets\/sheet(\d+)[.]xml/;
 /** An `entry` event of the reader (`workbook`, `worksheet` with its number...) as readerEntries holds it. */
 export const readerEntry = (type: string, id?: string): string => (id === undefined ? type : `${type} ${id}`);
 
-/**
- * The reader's `entry` events met while it reads through parts in the order `paths` come in the zip (a path twice:
- * where it first comes).
- */
-function readerEntriesOf(paths: Iterable<string>): Set<string> {
-  const entries = new Set<string>();
-  let rels = false;
-  for (const path of paths) {
-    if (path === RELS) rels = true;
-    else if (path === WORKBOOK) entries.add('workbook');
-    else if (path === SHARED_STRINGS) entries.add('shared-strings');
-    else if (path === STYLES) entries.add('styles');
-    else {
-      // A sheet is read as it comes once the strings and the relationships are read.
-      const sheet = READER_SHEET.exec(path);
-      if (sheet !== null && rels && entries.has('shared-strings')) entries.add(readerEntry('worksheet', sheet[1]));
-    }
-  }
-  return entries;
+/** The reader reads a sheet as it comes once the strings and the relationships are read (`seen`), else after the zip. */
+const readAsItComes = (seen: ReadonlySet<string>): boolean => seen.has(SHARED_STRINGS) && seen.has(RELS);
+
+/** The reader's `entry` event for a part it takes while reading through the zip, after the parts `seen`; else null. */
+function readerEntryOf(path: string, seen: ReadonlySet<string>): string | null {
+  if (path === WORKBOOK) return 'workbook';
+  if (path === SHARED_STRINGS) return 'shared-strings';
+  if (path === STYLES) return 'styles';
+  const sheet = READER_SHEET.exec(path);
+  return sheet !== null && readAsItComes(seen) ? readerEntry('worksheet', sheet[1]) : null;
 }
 
 const troubled = (f: SheetFindings): boolean =>
@@ -471,6 +462,7 @@ async function scanZip(
     }
   };
   const seen = new Set<string>();
+  const readerEntries = new Set<string>();
   const parts = new Map<string, SheetFindings>();
   let listing = new SheetListing();
   let rels = new Relationships();
@@ -482,6 +474,8 @@ async function scanZip(
     for await (const entry of zip) {
       if (failed !== null) throw failed;
       const path = entry.path;
+      const event = readerEntryOf(path, seen);
+      if (event !== null) readerEntries.add(event);
       if (path === WORKBOOK) listing = await read(entry, new SheetListing());
       else if (path === RELS) rels = await read(entry, new Relationships());
       else if (path === SHARED_STRINGS && known === null) {
@@ -495,8 +489,7 @@ async function scanZip(
       } else if (WORKSHEET.test(path)) {
         const known = styles;
         const { findings } = await read(entry, new SheetScan(strings, known === null ? null : (xf) => known.keyOf(xf)));
-        // The reader reads a sheet as it comes once the strings and relationships are read, else after the zip.
-        findings.beforeStyles = seen.has(SHARED_STRINGS) && seen.has(RELS) && !seen.has(STYLES);
+        findings.beforeStyles = readAsItComes(seen) && !seen.has(STYLES);
         // A path twice in the zip: the reader reads both.
         parts.set(path, worse(parts.get(path), findings));
       } else entry.autodrain();
@@ -514,7 +507,7 @@ async function scanZip(
     parts,
     styles: styles ?? new StylesScan(),
     date1904: listing.date1904,
-    readerEntries: readerEntriesOf(seen),
+    readerEntries,
   };
   return { scan, strings, sheetBeforeStrings };
 }
