@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import ExcelJS from 'exceljs';
 import { describe, expect, it } from 'vitest';
 import { exactNumberText, sheetRows } from '../../src/ingest/xlsx/index.js';
-import { directoryStart, readerInput } from '../../src/ingest/xlsx/reader-input.js';
+import { readerInput } from '../../src/ingest/xlsx/reader-input.js';
+import { directoryStart } from '../../src/ingest/xlsx/zip-directory.js';
 import { CellSet, SheetScan, scanProblem, scanWorkbook, type WorkbookScan } from '../../src/ingest/xlsx/scan.js';
 import { CellStyles, StylesScan } from '../../src/ingest/xlsx/styles.js';
 import { FIELD_PATHS, errorPlace, type FieldPath, type RowError } from '../../src/ingest/rules/index.js';
@@ -200,6 +201,62 @@ describe('xlsx batches', () => {
         await expect(read).rejects.toMatchObject({ code: 'XLSX_UNREADABLE' });
       }
     }
+  });
+
+  it('refuses a workbook whose part does not match its checksum, which would read as other text', async () => {
+    const refusals = async (path: string) =>
+      (await parseXlsx(path, { sheet: 'Payouts' })).result.fileErrors.map((e) => [e.code, e.message]);
+    // One digit of the amount changed, in a part stored uncompressed: read whole, it would pay 900.50.
+    const damage = async (path: string, from = '100.50', to = '900.50') => {
+      const bytes = await readFile(path);
+      const at = bytes.indexOf(from);
+      expect(at).toBeGreaterThan(0);
+      bytes.write(to, at);
+      await writeFile(path, bytes);
+    };
+    const unreadable = (part: string, why: string) => [
+      [
+        'XLSX_UNREADABLE',
+        `the workbook cannot be read (part ${part} ${why}): it may be damaged or its upload incomplete; save it again as an Excel Workbook (.xlsx) and drop it again`,
+      ],
+    ];
+    const damaged = 'is damaged (its checksum does not match)';
+    const entries = await zipEntries(await workbook([HEADER, dataRow('X-1')], { extraSheets: ['Notes'], stored: true }));
+    const zipOf = async (descriptors: boolean) => {
+      const path = join(await tempDir(), 'batch.xlsx');
+      await writeZip(path, [...entries], [...entries.keys()], { descriptors });
+      return path;
+    };
+    // Checksums in the parts' own headers and in the directory, or only in the directory and after each part's data.
+    for (const descriptors of [false, true]) {
+      const path = await zipOf(descriptors);
+      expect(await refusals(path)).toEqual([]);
+      await damage(path);
+      expect(await refusals(path)).toEqual(unreadable('xl/sharedStrings.xml', damaged));
+    }
+
+    // With no directory to be found, the scan checks a part against its own header's checksum, and refuses a part
+    // whose checksum only the directory would tell.
+    const noDirectory = async (descriptors: boolean) => {
+      const path = await zipOf(descriptors);
+      const zip = await readFile(path);
+      await writeFile(path, Buffer.concat([zip, Buffer.from('\n')]));
+      return path;
+    };
+    const headed = await noDirectory(false);
+    expect((await scanWorkbook(() => createReadStream(headed))).sheets.size).toBe(2);
+    await damage(headed);
+    await expect(scanWorkbook(() => createReadStream(headed))).rejects.toThrow(`part xl/sharedStrings.xml ${damaged}`);
+    expect(await refusals(await noDirectory(true))).toEqual(
+      unreadable('xl/_rels/workbook.xml.rels', "cannot be checked: the zip's directory is not found"),
+    );
+
+    // A part read that the directory does not list: the name in the directory damaged.
+    const unlisted = await zipOf(false);
+    const listed = await readFile(unlisted);
+    listed.write('xl/styleZ.xml', listed.lastIndexOf('xl/styles.xml'));
+    await writeFile(unlisted, listed);
+    expect(await refusals(unlisted)).toEqual(unreadable('xl/styles.xml', "is not in the zip's directory"));
   });
 
   it("ends the reader's input short when the file cannot be read, telling why", async () => {

@@ -8,31 +8,6 @@
 import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 
-const END_RECORD = 0x06054b50;
-const DIRECTORY_HEADER = 0x02014b50;
-const END_RECORD_BYTES = 22;
-
-/**
- * Where the zip's central directory starts, from an end record that agrees with the bytes around it (its comment
- * runs to the end; its directory ends where it starts and opens with a directory header); null when there is none.
- */
-export async function directoryStart(handle: FileHandle, size: number): Promise<number | null> {
-  // The end record, then a comment of at most 65,535 bytes.
-  const length = Math.min(size, END_RECORD_BYTES + 0xffff);
-  const tail = Buffer.alloc(length);
-  const { bytesRead } = await handle.read(tail, 0, length, size - length);
-  const header = Buffer.alloc(4);
-  for (let at = bytesRead - END_RECORD_BYTES; at >= 0; at--) {
-    if (tail.readUInt32LE(at) !== END_RECORD || tail.readUInt16LE(at + 20) !== bytesRead - at - END_RECORD_BYTES) continue;
-    const [directoryBytes, start] = [tail.readUInt32LE(at + 12), tail.readUInt32LE(at + 16)];
-    // Bytes of a comment that look like a record, or a zip64 workbook's 0xffffffff: not this one.
-    if (start === 0 || start + directoryBytes !== size - length + at) continue;
-    await handle.read(header, 0, 4, start);
-    if (header.readUInt32LE(0) === DIRECTORY_HEADER) return start;
-  }
-  return null;
-}
-
 const CHUNK_BYTES = 65_536;
 
 /**

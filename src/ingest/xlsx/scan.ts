@@ -8,10 +8,12 @@
  */
 import { posix } from 'node:path';
 import type { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
 import { SaxesParser } from 'saxes';
-import unzipper from 'unzipper';
+import unzipper, { type Entry } from 'unzipper';
 import { columnLetter } from '../rules/row-error.js';
 import { CellStyles, StylesScan, type CellFormat, type StylesTrouble } from './styles.js';
+import type { PartChecksums } from './zip-directory.js';
 
 /** Numbers (ascending) as runs `[from, to]`: the first MAX_RUNS runs, and how many numbers in all. */
 export class NumberRuns {
@@ -421,16 +423,41 @@ function worse(a: SheetFindings | undefined, b: SheetFindings): SheetFindings {
 }
 
 /**
- * Reads the whole zip; rejects when it or a part read cannot be read. Excel and exceljs store the shared strings
- * after the sheets: when some are misread, the zip is read a second time, to find the cells that hold them.
+ * Reads the whole zip; rejects when it or a part read cannot be read, or a part read does not match its CRC-32
+ * (`checksums`: the directory's, when it was found; else the part's own header's, refused when it has none). Excel and
+ * exceljs store the shared strings after the sheets: when some are misread, the zip is read a second time, to
+ * find the cells that hold them.
  */
-export async function scanWorkbook(open: () => Readable): Promise<WorkbookScan> {
-  const first = await scanZip(open(), null, null);
+export async function scanWorkbook(open: () => Readable, checksums: PartChecksums | null = null): Promise<WorkbookScan> {
+  const first = await scanZip(open(), checksums, null, null);
   const strings = first.strings.size > 0 && first.sheetBeforeStrings;
   // Cells kept by style, and too many runs of them: kept by format, fewer when styles alternate with one format.
   const styles = [...first.scan.parts.values()].some((f) => f.styles.overflowed && f.styles.byFormat === null);
   if (!strings && !styles) return first.scan;
-  return (await scanZip(open(), strings ? first.strings : null, first.scan.styles)).scan;
+  return (await scanZip(open(), checksums, strings ? first.strings : null, first.scan.styles)).scan;
+}
+
+/** The CRC-32 a part should have: the directory's for its `copy`-th copy (0 = first), else its own header's. */
+function expectedChecksum(entry: Entry, copy: number, checksums: PartChecksums | null): number {
+  if (checksums !== null) {
+    const crc = checksums.get(entry.path)?.[copy];
+    // A part the directory does not list is no part of the workbook its writer saved.
+    if (crc === undefined) throw new Error(`part ${entry.path} is not in the zip's directory`);
+    return crc;
+  }
+  // Flag 0x08: the checksum comes after the data, where unzipper does not tell it; unchecked, a damaged byte is read.
+  if (entry.vars.flags & 0x08) throw new Error(`part ${entry.path} cannot be checked: the zip's directory is not found`);
+  return entry.vars.crc32;
+}
+
+/** The part's bytes as they are read, failing at its end when they do not match their checksum. */
+async function* checked(entry: Entry, expected: number): AsyncGenerator<Buffer> {
+  let crc = 0;
+  for await (const chunk of entry) {
+    crc = crc32(chunk as Buffer, crc);
+    yield chunk as Buffer;
+  }
+  if (crc !== expected) throw new Error(`part ${entry.path} is damaged (its checksum does not match)`);
 }
 
 /**
@@ -439,6 +466,7 @@ export async function scanWorkbook(open: () => Readable): Promise<WorkbookScan> 
  */
 async function scanZip(
   input: Readable,
+  checksums: PartChecksums | null,
   known: ReadonlyMap<number, Misread> | null,
   knownStyles: StylesScan | null,
 ): Promise<{ scan: WorkbookScan; strings: ReadonlyMap<number, Misread>; sheetBeforeStrings: boolean }> {
@@ -453,10 +481,11 @@ async function scanZip(
     failed = err;
     part?.destroy(err);
   });
-  const read = async <H extends XmlHandler>(entry: Readable, handler: H): Promise<H> => {
+  const copies = new Map<string, number>();
+  const read = async <H extends XmlHandler>(entry: Entry, handler: H): Promise<H> => {
     part = entry;
     try {
-      return await readXml(entry, handler);
+      return await readXml(checked(entry, expectedChecksum(entry, copies.get(entry.path) ?? 0, checksums)), handler);
     } finally {
       part = null;
     }
@@ -494,6 +523,7 @@ async function scanZip(
         parts.set(path, worse(parts.get(path), findings));
       } else entry.autodrain();
       seen.add(path);
+      copies.set(path, (copies.get(path) ?? 0) + 1);
     }
   } finally {
     input.destroy();

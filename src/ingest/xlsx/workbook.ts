@@ -8,9 +8,10 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { PayoutdError } from '../../domain/errors.js';
 import type { SheetCell } from './cells.js';
 import { formatShowsDate, formatShowsTimeOnly } from './number-format.js';
-import { directoryStart, fileRange, readerInput } from './reader-input.js';
+import { fileRange, readerInput } from './reader-input.js';
 import { findingsOf, formatAt, readerEntry, scanProblem, scanWorkbook } from './scan.js';
 import type { CellFormat } from './styles.js';
+import { directoryStart, partChecksums } from './zip-directory.js';
 import { RESEND_DAMAGED_WORKBOOK, damagedTextWords } from '../rules/text.js';
 
 export interface SheetRow {
@@ -177,9 +178,10 @@ async function* rowsOf(handle: FileHandle, size: number, sheet: string | null, g
   let scan;
   let directory;
   try {
-    // A streamed pass of its own before exceljs's: only its findings are kept.
-    scan = await scanWorkbook(() => fileRange(handle, 0, size));
     directory = await directoryStart(handle, size);
+    const checksums = directory === null ? null : await partChecksums(handle, directory, size);
+    // A streamed pass of its own before exceljs's: only its findings are kept.
+    scan = await scanWorkbook(() => fileRange(handle, 0, size), checksums);
   } catch (err) {
     throw unreadable(err);
   }
