@@ -807,14 +807,16 @@ export class PayoutApiClient {
       // Not JSON (a proxy's HTML error page, say): judged by status below.
     }
     const code = envelope && typeof envelope.code === 'string' ? serviceText(envelope.code) : null;
-    // Cleaned whole, then cut: a cut first could leave part of a secret that would no longer be recognised.
-    const msg = envelope && typeof envelope.msg === 'string' ? serviceText(clean(envelope.msg)).slice(0, MAX_SERVICE_MSG) : '';
+    // Cleaned whole, then cut: a cut first could leave part of a secret that would no longer be recognised. Only
+    // for an error: cleaning builds patterns of the request's values, which would cost more than a create's own work.
+    const msgOf = (): string =>
+      envelope && typeof envelope.msg === 'string' ? serviceText(clean(envelope.msg)).slice(0, MAX_SERVICE_MSG) : '';
     if (res.status === 429) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), this.clock.now());
       throw new ApiError({
         endpoint,
         code: code === null ? 'HTTP_429' : this.clean(code),
-        msg: msg || 'rate limited',
+        msg: msgOf() || 'rate limited',
         status: 429,
         kind: 'retryable',
         retryAfterMs,
@@ -824,7 +826,7 @@ export class PayoutApiClient {
       throw new ApiError({
         endpoint,
         code: 'HTTP_5XX',
-        msg: msg || 'server error',
+        msg: msgOf() || 'server error',
         status: res.status,
         kind: isCreate ? 'ambiguous' : 'retryable',
       });
@@ -854,7 +856,7 @@ export class PayoutApiClient {
     throw new ApiError({
       endpoint,
       code: this.clean(code),
-      msg,
+      msg: msgOf(),
       status: res.status,
       kind,
       waitForBalance: t.waitForBalance,
