@@ -237,14 +237,24 @@ describe('the client, the sandbox behind a proxy echoing secrets into its answer
     };
     const refused = await apiErrorOf(client.createPayout(req));
     expect(refused.code).toBe('2002');
-    expect(refused.msg).toBe(
-      [
-        `sender.idValue: rejected value [${REDACTED}]; no account ***4321`,
-        `SvcApiKey: ${REDACTED}`,
-        `X-TIMESTAMP: ${timestamp}`,
-        'beneficiary%5BaccountNumber%5D=***4321&payoutAmount=1000',
-      ].join('\r\n'),
-    );
+    const cleaned = [
+      `sender.idValue: rejected value [${REDACTED}]; no account ***4321`,
+      `SvcApiKey: ${REDACTED}`,
+      `X-TIMESTAMP: ${timestamp}`,
+      'beneficiary%5BaccountNumber%5D=***4321&payoutAmount=1000',
+    ].join('\r\n');
+    expect(refused.msg).toBe(cleaned);
+
+    // The same echo in a rate limit's answer and a server error's: cleaned on every path an error keeps its msg.
+    const refusal = proxy.answerInstead;
+    for (const status of [429, 503]) {
+      proxy.answerInstead = (f) => {
+        const answer = refusal(f);
+        return answer === null ? null : { ...answer, status };
+      };
+      const failed = await apiErrorOf(client.createPayout(req));
+      expect([failed.status, failed.msg]).toEqual([status, cleaned]);
+    }
   });
   it("reads the service's code as it wrote it, whatever account numbers the request carried", async () => {
     const { client, proxy } = await startEnv();
