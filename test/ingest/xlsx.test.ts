@@ -207,11 +207,11 @@ describe('xlsx batches', () => {
     const refusals = async (path: string) =>
       (await parseXlsx(path, { sheet: 'Payouts' })).result.fileErrors.map((e) => [e.code, e.message]);
     // One digit of the amount changed, in a part stored uncompressed: read whole, it would pay 900.50.
-    const damage = async (path: string, from = '100.50', to = '900.50') => {
+    const damage = async (path: string) => {
       const bytes = await readFile(path);
-      const at = bytes.indexOf(from);
+      const at = bytes.indexOf('100.50');
       expect(at).toBeGreaterThan(0);
-      bytes.write(to, at);
+      bytes.write('900.50', at);
       await writeFile(path, bytes);
     };
     const unreadable = (part: string, why: string) => [
