@@ -121,7 +121,8 @@ const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent;
 /**
  * How long a batch found sendable stays so for the fences of its creates while their leases are fresh: a look
  * per create would cost more than the create's own bookkeeping, and a cancel or hold reaches every create that
- * leaves this long after it (the cancel counts the rows claimed before it as possibly sent).
+ * leaves this long after it (the cancel counts the rows claimed before it as possibly sent). A row sent before
+ * is always looked at: an event naming its earlier payout may have made it UNKNOWN since the claim.
  */
 export const SENDABLE_RECHECK_MS = 100;
 
@@ -498,7 +499,9 @@ export class PayoutSubmitter {
    * cancel, a hold, approval withdrawn after the claim), throws NotSending; when the row is no longer this
    * claim's, ClaimLost. Both are one guarded statement of the store, made when the lease needs renewing (less
    * than half of it ahead: no row is taken over before its lease runs out, and a try leaving with half the lease
-   * ahead has more than one try can take) or the batch was not found sendable within SENDABLE_RECHECK_MS.
+   * ahead has more than one try can take), the batch was not found sendable within SENDABLE_RECHECK_MS, or an
+   * earlier claim of the row may have sent a create: a webhook naming that payout makes the row UNKNOWN at any
+   * moment (src/store/unfollowed-payouts.ts), and sending it then could pay it twice.
    */
   private async fence(row: ClaimedRow, stop: AbortSignal): Promise<void> {
     if (stop.aborted) throw new NotSending(SHUTDOWN_NOT_SENT);
@@ -506,7 +509,8 @@ export class PayoutSubmitter {
     const { leaseMs } = this.o.claimant;
     const renew = row.leaseExpiresAt === null || now + leaseMs / 2 > row.leaseExpiresAt;
     const seen = this.sendableSeen.get(row.batchId);
-    if (!renew && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
+    const sentBefore = row.createAttempts > 1;
+    if (!renew && !sentBefore && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
     const fenced = await fenceCreate(this.deps.db, row, now, this.o.claimant, renew);
     if (fenced === 'lost') throw new ClaimLost();
     if (fenced === 'unsendable') {

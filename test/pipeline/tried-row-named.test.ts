@@ -82,12 +82,14 @@ describe('a create out while its row is taken over or named by an event', () => 
     const svc = serviceLike(p.client, {
       createPayout: async (...a) => {
         if (a[0].merchantReferenceId === 'TA-2') {
-          // Waiting for its slot, past its fence (checked earlier for the batch): the earlier create lands, another
-          // instance takes the row over and its reconcile adopts that payout.
+          // Past its fence (run here, then left out of the send): the earlier create lands, another instance takes
+          // the row over and its reconcile adopts that payout.
+          await a[2]?.beforeSend?.();
           first = (await p.client.createPayout(request)).payoutId;
           await markInterruptedCreatesUnknown(p.db, p.clock.now());
           await submitterVia(p, p.client).reconcileUnknown(p.signal);
           expect((await p.row('TA-2')).payoutId).toBe(first);
+          return p.client.createPayout(a[0], a[1], {});
         }
         return p.client.createPayout(...a);
       },
@@ -108,9 +110,12 @@ describe('a create out while its row is taken over or named by an event', () => 
     const svc = serviceLike(p.client, {
       createPayout: async (...a) => {
         if (a[0].merchantReferenceId === 'TE-2') {
+          // Its fence behind it (run here, then left out of the send): the create is on its way when the event comes.
+          await a[2]?.beforeSend?.();
           first = (await p.client.createPayout(request)).payoutId;
           await deliver(h, { payoutId: first, merchantReferenceId: 'TE-2', status: 'PENDING' });
           expect((await p.row('TE-2')).state).toBe('UNKNOWN');
+          return p.client.createPayout(a[0], a[1], {});
         }
         return p.client.createPayout(...a);
       },
@@ -130,6 +135,30 @@ describe('a create out while its row is taken over or named by an event', () => 
         .filter((e) => e.merchantReferenceId === 'TE-2')
         .map((e) => e.payoutId),
     );
+  });
+
+  it('an event naming the reference of a CREATING row still waiting to be sent: not sent, that payout adopted', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    const request = await triedAndReadyAgain(p, 'TQ-2');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    let first = '';
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        if (a[0].merchantReferenceId === 'TQ-2') {
+          // Waiting for its slot, its batch found sendable by T-1's fence a moment ago: the earlier create lands and
+          // its event makes the row UNKNOWN before this create's fence.
+          first = (await p.client.createPayout(request)).payoutId;
+          await deliver(h, { payoutId: first, merchantReferenceId: 'TQ-2', status: 'PENDING' });
+          expect((await p.row('TQ-2')).state).toBe('UNKNOWN');
+        }
+        return p.client.createPayout(...a);
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    expect(p.ledgerCount('TQ-2')).toBe(1);
+    await p.submitter.reconcileUnknown(p.signal);
+    const row = await p.row('TQ-2');
+    expect([row.state, row.payoutId, row.serviceCheck, p.ledgerCount('TQ-2')]).toEqual(['PENDING', first, null, 1]);
   });
 
   it("the row's own payout named before its answer is recorded: UNKNOWN, then that payout adopted, no second", async () => {
