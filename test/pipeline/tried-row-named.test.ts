@@ -69,6 +69,30 @@ async function lateCreateOfReadyRow(p: Pipeline, ref: string, answered: boolean)
   expect([after.state, after.payoutId, after.serviceCheck, made.length]).toEqual(['PENDING', made[0]?.payoutId, null, 1]);
 }
 
+/**
+ * `ref`, tried before and READY again, is claimed again behind T-1 (one slot). When its create comes up, the earlier
+ * create lands and that payout's event makes the row UNKNOWN: after its fence (`pastFence`: the create is on its
+ * way, sent without it) or before it. Returns the earlier payout.
+ */
+async function eventWhileCreating(ref: string, pastFence: boolean): Promise<{ p: Pipeline; first: string }> {
+  const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+  const request = await triedAndReadyAgain(p, ref);
+  const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+  let first = '';
+  const svc = serviceLike(p.client, {
+    createPayout: async (...a) => {
+      if (a[0].merchantReferenceId !== ref) return p.client.createPayout(...a);
+      if (pastFence) await a[2]?.beforeSend?.();
+      first = (await p.client.createPayout(request)).payoutId;
+      await deliver(h, { payoutId: first, merchantReferenceId: ref, status: 'PENDING' });
+      expect((await p.row(ref)).state).toBe('UNKNOWN');
+      return pastFence ? p.client.createPayout(a[0], a[1], {}) : p.client.createPayout(...a);
+    },
+  });
+  await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+  return { p, first };
+}
+
 describe('a create out while its row is taken over or named by an event', () => {
   afterEach(async () => {
     await closeAll();
@@ -103,58 +127,25 @@ describe('a create out while its row is taken over or named by an event', () => 
   });
 
   it('an event naming the reference of a CREATING row makes it UNKNOWN: its answer refused, the reference asked', async () => {
-    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
-    const request = await triedAndReadyAgain(p, 'TE-2');
-    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
-    let first = '';
-    const svc = serviceLike(p.client, {
-      createPayout: async (...a) => {
-        if (a[0].merchantReferenceId === 'TE-2') {
-          // Its fence behind it (run here, then left out of the send): the create is on its way when the event comes.
-          await a[2]?.beforeSend?.();
-          first = (await p.client.createPayout(request)).payoutId;
-          await deliver(h, { payoutId: first, merchantReferenceId: 'TE-2', status: 'PENDING' });
-          expect((await p.row('TE-2')).state).toBe('UNKNOWN');
-          return p.client.createPayout(a[0], a[1], {});
-        }
-        return p.client.createPayout(...a);
-      },
-    });
-    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    const { p, first } = await eventWhileCreating('TE-2', true);
     // The create already on the wire made a second payout; its answer is not the row's, and the reference's query
     // finds both.
     expect((await p.row('TE-2')).state).toBe('UNKNOWN');
     await p.submitter.reconcileUnknown(p.signal);
     const row = await p.row('TE-2');
     expect([row.state, row.serviceCheck, p.ledgerCount('TE-2')]).toEqual(['PENDING', 'REFERENCE', 2]);
+    const made = p.sandbox.ledger().filter((e) => e.merchantReferenceId === 'TE-2');
+    expect(made.map((e) => e.payoutId)).toContain(first);
     await bothToldAfterPoll(
       p,
       'TE-2',
-      p.sandbox
-        .ledger()
-        .filter((e) => e.merchantReferenceId === 'TE-2')
-        .map((e) => e.payoutId),
+      made.map((e) => e.payoutId),
     );
   });
 
   it('an event naming the reference of a CREATING row still waiting to be sent: not sent, that payout adopted', async () => {
-    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
-    const request = await triedAndReadyAgain(p, 'TQ-2');
-    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
-    let first = '';
-    const svc = serviceLike(p.client, {
-      createPayout: async (...a) => {
-        if (a[0].merchantReferenceId === 'TQ-2') {
-          // Waiting for its slot, its batch found sendable by T-1's fence a moment ago: the earlier create lands and
-          // its event makes the row UNKNOWN before this create's fence.
-          first = (await p.client.createPayout(request)).payoutId;
-          await deliver(h, { payoutId: first, merchantReferenceId: 'TQ-2', status: 'PENDING' });
-          expect((await p.row('TQ-2')).state).toBe('UNKNOWN');
-        }
-        return p.client.createPayout(...a);
-      },
-    });
-    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    // Waiting for its slot, its batch found sendable by T-1's fence a moment ago: the event comes before its fence.
+    const { p, first } = await eventWhileCreating('TQ-2', false);
     expect(p.ledgerCount('TQ-2')).toBe(1);
     await p.submitter.reconcileUnknown(p.signal);
     const row = await p.row('TQ-2');
