@@ -88,7 +88,14 @@ function sendableBatch(q: Knex.QueryBuilder, now: number): Knex.QueryBuilder {
 export type ClaimedRow = Pick<
   PayoutRow,
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
->;
+> & {
+  /**
+   * A create under its reference may have left before this claim: an earlier claim of the row, or of a row that held
+   * the reference before it (found absent, then sent again in a new file). An event naming that payout makes the row
+   * UNKNOWN at any moment, so the fence of its create always looks.
+   */
+  triedBefore: boolean;
+};
 
 /**
  * What a move recording a claimed row's create (its answer, or that it was not sent) needs the row to still hold
@@ -153,10 +160,17 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
           lease_expires_at: leaseExpiresAt,
           updated_at: now,
         })
-        .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt'>[];
+        .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt' | 'triedBefore'>[];
       // RETURNING comes in no promised order; creates go out in line order.
       taken.sort((a, b) => a.line - b.line);
-      for (const r of taken) claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt });
+      const tried = await referencesTriedElsewhere(
+        trx,
+        taken.filter((r) => r.createAttempts <= 1).map((r) => r.merchantReferenceId),
+      );
+      for (const r of taken) {
+        const triedBefore = r.createAttempts > 1 || tried.has(r.merchantReferenceId);
+        claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt, triedBefore });
+      }
     }
     await recordMoved(
       trx,
@@ -168,6 +182,21 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
     );
     return claimed;
   });
+}
+
+/** Of these references of rows just claimed, those another row had a create tried under (the claimed row counts one). */
+async function referencesTriedElsewhere(trx: Knex.Transaction, references: readonly string[]): Promise<Set<string>> {
+  const tried = new Set<string>();
+  for (let i = 0; i < references.length; i += 500) {
+    const found = (await trx('payouts')
+      .whereIn('merchant_reference_id', references.slice(i, i + 500))
+      .andWhere('create_attempts', '>', 0)
+      .groupBy('merchant_reference_id')
+      .havingRaw('count(*) > 1')
+      .pluck('merchant_reference_id')) as string[];
+    for (const r of found) tried.add(r);
+  }
+  return tried;
 }
 
 /** What the fence of a create try found: `sending` (it may go), `lost` (the claim), or `unsendable` (its batch). */

@@ -93,10 +93,11 @@ export interface TriedRowsNamed {
 }
 
 /**
- * Rows of a reference a webhook named a payout under that follow no payout although a create of theirs was tried
- * (read and locked in one query, so a row moving between states is not missed). Such a row may be that payout's: one that may
- * still be sent is asked about first (askBeforeSending), and one that ended without a payout may have been paid
- * after all: a query of its reference is owed now.
+ * Rows of a reference a webhook named a payout under that follow no payout although a create under the reference
+ * was tried (read and locked in one query, so a row moving between states is not missed). Such a row may be that
+ * payout's: one that may still be sent is asked about first (askBeforeSending), and one that ended without a payout
+ * may have been paid after all: a query of its reference is owed now. A row never tried itself is asked about too
+ * when another row tried the reference: sent again in a new file after that one was found absent, it repeats it.
  */
 export async function triedRowsNamed(
   db: Database,
@@ -107,16 +108,19 @@ export async function triedRowsNamed(
     const read = trx('payouts')
       .where({ merchant_reference_id: event.merchantReferenceId })
       .whereIn('state', [...SENDABLE_AGAIN, ...FINAL_ROW_STATES])
-      .andWhere('create_attempts', '>', 0)
       .whereNull('payout_id')
       // Refused because the service holds a payout under the reference: that payout is not the row's.
       .andWhere((q) => void q.whereNull('reason_code').orWhereNot('reason_code', REFERENCE_TAKEN));
     // Locked in id order, as answers lock them: a claim or a reconcile moving a row meanwhile would leave it unmoved.
     if (isPostgres(trx)) void read.orderBy('id').forUpdate();
-    const rows = (await read.select([...NAMED_ROW_COLUMNS])) as FinalRowNamed[];
+    const found = (await read.select([...NAMED_ROW_COLUMNS, 'create_attempts as createAttempts'])) as (FinalRowNamed & {
+      createAttempts: number;
+    })[];
+    const rows = found.some((r) => r.createAttempts > 0) ? found : [];
+    const sendable = rows.filter((r) => SENDABLE_AGAIN.includes(r.state));
     const detail = `a payout.updated event named payout ${event.payoutId} under this reference; its reference is asked before any create`;
-    const out: TriedRowsNamed = { unknown: await askBeforeSending(trx, rows, { event: 'webhook-named', detail }, now), ended: [] };
-    for (const r of rows.filter((x) => !SENDABLE_AGAIN.includes(x.state))) {
+    const out: TriedRowsNamed = { unknown: await askBeforeSending(trx, sendable, { event: 'webhook-named', detail }, now), ended: [] };
+    for (const r of rows.filter((x) => !SENDABLE_AGAIN.includes(x.state) && x.createAttempts > 0)) {
       if (await markServiceCheck(trx, r, 'REFERENCE', checkOwedNote('REFERENCE', r, event), now)) out.ended.push(r);
     }
     return out;

@@ -121,8 +121,8 @@ const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent;
 /**
  * How long a batch found sendable stays so for the fences of its creates while their leases are fresh: a look
  * per create would cost more than the create's own bookkeeping, and a cancel or hold reaches every create that
- * leaves this long after it (the cancel counts the rows claimed before it as possibly sent). A row sent before
- * is always looked at: an event naming its earlier payout may have made it UNKNOWN since the claim.
+ * leaves this long after it (the cancel counts the rows claimed before it as possibly sent). A row whose
+ * reference was tried before is always looked at: an event naming that payout may have made it UNKNOWN since.
  */
 export const SENDABLE_RECHECK_MS = 100;
 
@@ -141,7 +141,7 @@ class NotSending extends Error {
 }
 
 /** An UNKNOWN row as the reconcile claims it. */
-type UnknownRow = ClaimedRow & { unknownSince: number | null };
+type UnknownRow = Omit<ClaimedRow, 'triedBefore'> & { unknownSince: number | null };
 
 /** What an answer to a reference query says, by reference. */
 interface Seen {
@@ -161,7 +161,7 @@ function groupByReference<R extends { merchantReferenceId: string }>(records: R[
 }
 
 /** The request of a claimed row, parsed only for what a log line or a hold says (the create sends its stored text). */
-function requestOf(row: ClaimedRow): PayoutRequest {
+function requestOf(row: Pick<ClaimedRow, 'requestValues'>): PayoutRequest {
   return requestOfText(row.requestValues ?? '');
 }
 
@@ -499,9 +499,9 @@ export class PayoutSubmitter {
    * cancel, a hold, approval withdrawn after the claim), throws NotSending; when the row is no longer this
    * claim's, ClaimLost. Both are one guarded statement of the store, made when the lease needs renewing (less
    * than half of it ahead: no row is taken over before its lease runs out, and a try leaving with half the lease
-   * ahead has more than one try can take), the batch was not found sendable within SENDABLE_RECHECK_MS, or an
-   * earlier claim of the row may have sent a create: a webhook naming that payout makes the row UNKNOWN at any
-   * moment (src/store/unfollowed-payouts.ts), and sending it then could pay it twice.
+   * ahead has more than one try can take), the batch was not found sendable within SENDABLE_RECHECK_MS, or a
+   * create under the row's reference may have left before (ClaimedRow.triedBefore): a webhook naming that payout
+   * makes the row UNKNOWN at any moment (src/store/unfollowed-payouts.ts), and sending it then could pay it twice.
    */
   private async fence(row: ClaimedRow, stop: AbortSignal): Promise<void> {
     if (stop.aborted) throw new NotSending(SHUTDOWN_NOT_SENT);
@@ -509,8 +509,7 @@ export class PayoutSubmitter {
     const { leaseMs } = this.o.claimant;
     const renew = row.leaseExpiresAt === null || now + leaseMs / 2 > row.leaseExpiresAt;
     const seen = this.sendableSeen.get(row.batchId);
-    const sentBefore = row.createAttempts > 1;
-    if (!renew && !sentBefore && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
+    if (!renew && !row.triedBefore && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
     const fenced = await fenceCreate(this.deps.db, row, now, this.o.claimant, renew);
     if (fenced === 'lost') throw new ClaimLost();
     if (fenced === 'unsendable') {

@@ -70,6 +70,33 @@ async function lateCreateOfReadyRow(p: Pipeline, ref: string, answered: boolean)
 }
 
 /**
+ * `ref`'s create was tried and its row found absent once its batch was cancelled (NOT_SUBMITTED, the reference free
+ * again); finance sends it again in a new batch of `requests`. Returns that earlier create's request, to land late.
+ */
+async function foundAbsentAndSentAgain(ref: string, requests: PayoutRequest[]): Promise<{ p: Pipeline; request: PayoutRequest }> {
+  const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+  const request = await interruptedCreate(p, ref);
+  await cancelReadyRows(p.db, (await p.row(ref)).batchId, 'operator cancel', p.clock.now(), 'op');
+  await p.submitter.reconcileUnknown(p.signal);
+  await cancelReturnedRows(p.db, p.clock.now());
+  expect((await p.row(ref)).state).toBe('NOT_SUBMITTED');
+  await p.insertReadyBatch(requests);
+  return { p, request };
+}
+
+/** The row sent again was not created again: asked about, it adopts the earlier row's late payout, the only one. */
+async function againAdoptsTheLatePayout(p: Pipeline, ref: string): Promise<void> {
+  expect(p.ledgerCount(ref)).toBe(1);
+  await p.submitter.reconcileUnknown(p.signal);
+  const again = (await p.db('payouts').where({ merchant_reference_id: ref }).orderBy('id').select('state', 'payout_id')) as {
+    state: string;
+    payout_id: string | null;
+  }[];
+  const late = p.sandbox.ledger().find((e) => e.merchantReferenceId === ref)?.payoutId;
+  expect([again[1], p.ledgerCount(ref)]).toEqual([{ state: 'PENDING', payout_id: late }, 1]);
+}
+
+/**
  * `ref`, tried before and READY again, is claimed again behind T-1 (one slot). When its create comes up, the earlier
  * create lands and that payout's event makes the row UNKNOWN: after its fence (`pastFence`: the create is on its
  * way, sent without it) or before it. Returns the earlier payout.
@@ -150,6 +177,33 @@ describe('a create out while its row is taken over or named by an event', () => 
     await p.submitter.reconcileUnknown(p.signal);
     const row = await p.row('TQ-2');
     expect([row.state, row.payoutId, row.serviceCheck, p.ledgerCount('TQ-2')]).toEqual(['PENDING', first, null, 1]);
+  });
+
+  it('a row sent again in a new file, named by the late payout of the row it repeats while waiting: not sent', async () => {
+    const { p, request } = await foundAbsentAndSentAgain('TF-1', [payoutRequest('TF-0'), payoutRequest('TF-1')]);
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const svc = serviceLike(p.client, {
+      createPayout: async (...a) => {
+        if (a[0].merchantReferenceId === 'TF-1') {
+          // Waiting for its slot, its batch found sendable by TF-0's fence a moment ago: the earlier row's create
+          // lands and its event comes before this create's fence.
+          const late = (await p.client.createPayout(request)).payoutId;
+          await deliver(h, { payoutId: late, merchantReferenceId: 'TF-1', status: 'PENDING' });
+        }
+        return p.client.createPayout(...a);
+      },
+    });
+    await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
+    await againAdoptsTheLatePayout(p, 'TF-1');
+  });
+
+  it('a row sent again in a new file, named by the late payout of the row it repeats before its claim: not sent', async () => {
+    const { p, request } = await foundAbsentAndSentAgain('TG-1', [payoutRequest('TG-1')]);
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const late = (await p.client.createPayout(request)).payoutId;
+    await deliver(h, { payoutId: late, merchantReferenceId: 'TG-1', status: 'PENDING' });
+    await p.submitter.runOnce(p.signal);
+    await againAdoptsTheLatePayout(p, 'TG-1');
   });
 
   it("the row's own payout named before its answer is recorded: UNKNOWN, then that payout adopted, no second", async () => {
