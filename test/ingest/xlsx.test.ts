@@ -355,6 +355,29 @@ describe('xlsx batches', () => {
     expect(name?.message).toContain('holds #REF!');
   });
 
+  it('names a row whose only values are refused cells, never dropping it as blank', async () => {
+    const amount = col('payoutAmount');
+    const onlyError = FIELD_PATHS.map(() => ({ error: '#N/A' }));
+    const onlyAmount: CellInput[] = FIELD_PATHS.map((_, c) => (c === amount ? 2500.75 : null));
+    const path = await formatted([HEADER, dataRow('B-1'), onlyError, onlyAmount, dataRow('B-4'), dataRow('B-5')], {
+      [`3,${amount}`]: '#,##0',
+      ...Object.fromEntries(FIELD_PATHS.map((_, c) => [`4,${c}`, ';;;'])),
+    });
+    const { result, rows } = await parseXlsx(path);
+    expect(result.fileErrors).toEqual([]);
+    expect(rows.map((r) => [r.line, r.state])).toEqual([
+      [2, 'READY'],
+      [3, 'INVALID'],
+      [4, 'INVALID'],
+      [5, 'INVALID'],
+      [6, 'READY'],
+    ]);
+    expect(codes(rows[1]?.errors ?? [])).toEqual(FIELD_PATHS.map(() => 'SPREADSHEET_ERROR_VALUE'));
+    // A stray amount is an incomplete row: every other field is said to be missing.
+    expect(codes(rows[2]?.errors ?? []).filter((c) => c !== 'REQUIRED')).toEqual(['AMOUNT_FORMAT_HIDES']);
+    expect(codes(rows[3]?.errors ?? [])).toContain('CELL_FORMAT_HIDES');
+  });
+
   it('refuses a row with a value past the header, naming its column, not a delimiter a sheet does not have', async () => {
     // Column M after a 12-column header; on the next row, column N with M left empty.
     const path = await workbook([HEADER, [...dataRow('S-1'), 'note: pay 1000'], [...dataRow('S-2'), null, 'x'], dataRow('S-3')]);

@@ -301,7 +301,9 @@ class BatchReader {
       this.takeHeader(fields, line);
       return null;
     }
-    if (isBlankRecord(fields)) return null;
+    // A sheet row whose only values are cells refused (an error value, a date as amount, a format hiding text) is
+    // no blank row: it is named with those cells, never dropped.
+    if (isBlankRecord(fields) && this.cellProblems === null) return null;
     this.shortLastRow = null;
     if (isControlRecord(fields)) {
       const error = this.trailer.add(fields, line);
