@@ -359,9 +359,16 @@ describe('xlsx batches', () => {
     const amount = col('payoutAmount');
     const onlyError = FIELD_PATHS.map(() => ({ error: '#N/A' }));
     const onlyAmount: CellInput[] = FIELD_PATHS.map((_, c) => (c === amount ? 2500.75 : null));
-    const path = await formatted([HEADER, dataRow('B-1'), onlyError, onlyAmount, dataRow('B-4'), dataRow('B-5')], {
+    // Spaces hidden by a format show nothing either way: a blank row, skipped.
+    const spaces = FIELD_PATHS.map(() => ' ');
+    const path = await formatted([HEADER, dataRow('B-1'), onlyError, onlyAmount, dataRow('B-4'), spaces, dataRow('B-5')], {
       [`3,${amount}`]: '#,##0',
-      ...Object.fromEntries(FIELD_PATHS.map((_, c) => [`4,${c}`, ';;;'])),
+      ...Object.fromEntries(
+        FIELD_PATHS.flatMap((_, c) => [
+          [`4,${c}`, ';;;'],
+          [`5,${c}`, ';;;'],
+        ]),
+      ),
     });
     const { result, rows } = await parseXlsx(path);
     expect(result.fileErrors).toEqual([]);
@@ -370,7 +377,7 @@ describe('xlsx batches', () => {
       [3, 'INVALID'],
       [4, 'INVALID'],
       [5, 'INVALID'],
-      [6, 'READY'],
+      [7, 'READY'],
     ]);
     expect(codes(rows[1]?.errors ?? [])).toEqual(FIELD_PATHS.map(() => 'SPREADSHEET_ERROR_VALUE'));
     // A stray amount is an incomplete row: every other field is said to be missing.

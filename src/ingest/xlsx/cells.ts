@@ -8,6 +8,7 @@ import { Decimal } from '../../domain/money.js';
 import { spreadsheetErrorProblem } from '../rules/damage.js';
 import { FIELD_WORDS, type FieldPath } from '../rules/fields.js';
 import { quoteValue, type RowErrorCode } from '../rules/row-error.js';
+import { trimSpaces } from '../rules/text.js';
 import { amountFormatHides, identifierFormatShowsDigits, textFormatHides } from './number-format.js';
 import type { CellFormat } from './styles.js';
 
@@ -72,7 +73,8 @@ function formatWords(field: FieldPath | null, numFmt: string): string {
 
 /** A text cell of `field` read as shown, or why its format shows other text or none (or is not known). */
 function textCell(cell: { text: string; format: CellFormat }, field: FieldPath | null): { text: string } | { problem: CellProblem } {
-  if (field === null) return { text: cell.text };
+  // Blank text shows nothing whatever its format: an empty cell, not one refused.
+  if (field === null || trimSpaces(cell.text) === '') return { text: cell.text };
   const words = FIELD_WORDS[field];
   const { format } = cell;
   if (!format.known) {
