@@ -150,6 +150,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
         .limit(limit - claimed.length);
       const take = await rowsToTake(trx, first);
       if (take === null) continue;
+      await askFirstWhenRepeated(trx, take.ids, now);
       const taken = (await trx('payouts')
         .whereIn('id', take.ids)
         .andWhere('state', 'READY')
@@ -182,6 +183,41 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
     );
     return claimed;
   });
+}
+
+/**
+ * Of these READY rows, makes UNKNOWN those never tried nor asked about whose reference another row tried a create
+ * under and holds no payout of (found absent and NOT_SUBMITTED, then sent again in a new file): that create may land
+ * yet, so the reference is asked before anything is sent for the row. Found absent, the row is READY again with its
+ * `unknown_since` kept, and sent.
+ */
+async function askFirstWhenRepeated(trx: Knex.Transaction, ids: Knex.QueryBuilder | number[], now: number): Promise<void> {
+  const repeated = (await trx('payouts as p')
+    .whereIn('p.id', ids)
+    .andWhere({ 'p.state': 'READY', 'p.create_attempts': 0 })
+    .whereNull('p.unknown_since')
+    .whereExists((q) =>
+      q
+        .select(trx.raw('1'))
+        .from('payouts as o')
+        .whereRaw('o.merchant_reference_id = p.merchant_reference_id')
+        .andWhereRaw('o.id <> p.id')
+        .andWhere('o.create_attempts', '>', 0)
+        .whereNull('o.payout_id'),
+    )
+    .pluck('p.id')) as number[];
+  if (repeated.length === 0) return;
+  const detail =
+    'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
+  await moveRows(
+    trx,
+    repeated,
+    'READY',
+    'UNKNOWN',
+    { nextAttemptAt: now, unknownSince: now },
+    { event: 'asked-before-sending', detail },
+    now,
+  );
 }
 
 /** Of these references of rows just claimed, those another row had a create tried under (the claimed row counts one). */

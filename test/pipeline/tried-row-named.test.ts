@@ -71,16 +71,26 @@ async function lateCreateOfReadyRow(p: Pipeline, ref: string, answered: boolean)
 
 /**
  * `ref`'s create was tried and its row found absent once its batch was cancelled (NOT_SUBMITTED, the reference free
- * again); finance sends it again in a new batch of `requests`. Returns that earlier create's request, to land late.
+ * again). Returns the pipeline and that earlier create's request, to land late.
  */
-async function foundAbsentAndSentAgain(ref: string, requests: PayoutRequest[]): Promise<{ p: Pipeline; request: PayoutRequest }> {
+async function foundAbsent(ref: string): Promise<{ p: Pipeline; request: PayoutRequest }> {
   const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
   const request = await interruptedCreate(p, ref);
   await cancelReadyRows(p.db, (await p.row(ref)).batchId, 'operator cancel', p.clock.now(), 'op');
   await p.submitter.reconcileUnknown(p.signal);
   await cancelReturnedRows(p.db, p.clock.now());
   expect((await p.row(ref)).state).toBe('NOT_SUBMITTED');
+  return { p, request };
+}
+
+/**
+ * As foundAbsent, then finance sends `ref` again in a new batch of `requests`, whose row of `ref` was asked about at
+ * its first claim and found absent: READY again, its `unknown_since` kept.
+ */
+async function foundAbsentAndSentAgain(ref: string, requests: PayoutRequest[]): Promise<{ p: Pipeline; request: PayoutRequest }> {
+  const { p, request } = await foundAbsent(ref);
   await p.insertReadyBatch(requests);
+  await p.db('payouts').where({ merchant_reference_id: ref, state: 'READY' }).update({ unknown_since: p.clock.now() });
   return { p, request };
 }
 
@@ -195,6 +205,16 @@ describe('a create out while its row is taken over or named by an event', () => 
     });
     await submitterVia(p, svc, { concurrency: 1 }).runOnce(p.signal);
     await againAdoptsTheLatePayout(p, 'TF-1');
+  });
+
+  it('a row sent again in a new file after the late payout of the row it repeats was named: asked, not sent', async () => {
+    const { p, request } = await foundAbsent('TX-1');
+    const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
+    const late = (await p.client.createPayout(request)).payoutId;
+    await deliver(h, { payoutId: late, merchantReferenceId: 'TX-1', status: 'PENDING' });
+    await p.insertReadyBatch([payoutRequest('TX-1')]);
+    await p.submitter.runOnce(p.signal);
+    await againAdoptsTheLatePayout(p, 'TX-1');
   });
 
   it('a row sent again in a new file, named by the late payout of the row it repeats before its claim: not sent', async () => {
