@@ -46,14 +46,13 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
 }
 
 /**
- * The ids an UPDATE … WHERE id IN (…) takes, given `first` (a SELECT id with a LIMIT); null: none. On
- * PostgreSQL they are picked and locked by a statement of their own: as a subquery PostgreSQL may run it
- * again per row checked and take past the limit. (Wrapped: a query builder is thenable.)
+ * The ids an UPDATE … WHERE id IN (…) takes, given `first` (a SELECT id with a LIMIT); empty: none. Read once, by a
+ * statement of their own: as a subquery the database may run it again (PostgreSQL per row checked, and a claim that
+ * moves some of the rows first would get others), taking rows nothing looked at. Locked on PostgreSQL, skipping rows
+ * another instance is taking.
  */
-async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<{ ids: Knex.QueryBuilder | number[] } | null> {
-  if (!isPostgres(trx)) return { ids: first };
-  const ids = (await first.forUpdate().skipLocked().pluck('id')) as number[];
-  return ids.length > 0 ? { ids } : null;
+async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<number[]> {
+  return (await (isPostgres(trx) ? first.forUpdate().skipLocked() : first).pluck('id')) as number[];
 }
 
 /**
@@ -148,11 +147,11 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
         .andWhere(due('next_attempt_at'))
         .orderBy('line')
         .limit(limit - claimed.length);
-      const take = await rowsToTake(trx, first);
-      if (take === null) continue;
-      await askFirstWhenRepeated(trx, take.ids, now);
+      const ids = await rowsToTake(trx, first);
+      if (ids.length === 0) continue;
+      await askFirstWhenRepeated(trx, ids, now);
       const taken = (await trx('payouts')
-        .whereIn('id', take.ids)
+        .whereIn('id', ids)
         .andWhere('state', 'READY')
         .update({
           state: 'CREATING',
@@ -191,7 +190,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
  * yet, so the reference is asked before anything is sent for the row. Found absent, the row is READY again with its
  * `unknown_since` kept, and sent.
  */
-async function askFirstWhenRepeated(trx: Knex.Transaction, ids: Knex.QueryBuilder | number[], now: number): Promise<void> {
+async function askFirstWhenRepeated(trx: Knex.Transaction, ids: readonly number[], now: number): Promise<void> {
   const repeated = (await trx('payouts as p')
     .whereIn('p.id', ids)
     .andWhere({ 'p.state': 'READY', 'p.create_attempts': 0 })
@@ -346,10 +345,10 @@ export async function claimDueRows(
       // Ties by id: the order of the state's partial index (migration 0007), and the same rows first on every engine.
       .orderBy([{ column: dueColumn }, { column: 'id' }])
       .limit(limit);
-    const take = await rowsToTake(trx, due);
-    if (take === null) return [];
+    const ids = await rowsToTake(trx, due);
+    if (ids.length === 0) return [];
     const rows = (await trx('payouts')
-      .whereIn('id', take.ids)
+      .whereIn('id', ids)
       .andWhere('state', state)
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];

@@ -217,6 +217,24 @@ describe('a create out while its row is taken over or named by an event', () => 
     await againAdoptsTheLatePayout(p, 'TX-1');
   });
 
+  it('rows sent again in one file: each is asked before its claim, none claimed past the rows looked at', async () => {
+    const p = await startPipeline({ sandbox: { duplicatePolicy: 'allow' } });
+    for (const ref of ['TY-1', 'TY-2']) {
+      await interruptedCreate(p, ref);
+      await cancelReadyRows(p.db, (await p.row(ref)).batchId, 'operator cancel', p.clock.now(), 'op');
+    }
+    await p.submitter.reconcileUnknown(p.signal);
+    await cancelReturnedRows(p.db, p.clock.now());
+    await p.insertReadyBatch([payoutRequest('TY-1'), payoutRequest('TY-2')]);
+    // A claim of one row asks TY-1 first; TY-2, not looked at, waits READY for the next claim, which asks it too.
+    const states = async (): Promise<string[]> =>
+      (await p.db('payouts').whereIn('state', ['READY', 'UNKNOWN', 'CREATING']).orderBy('line').pluck('state')) as string[];
+    expect(await claimReadyRows(p.db, 1, p.clock.now())).toEqual([]);
+    expect(await states()).toEqual(['UNKNOWN', 'READY']);
+    expect(await claimReadyRows(p.db, 1, p.clock.now())).toEqual([]);
+    expect(await states()).toEqual(['UNKNOWN', 'UNKNOWN']);
+  });
+
   it('a row sent again in a new file, named by the late payout of the row it repeats before its claim: not sent', async () => {
     const { p, request } = await foundAbsentAndSentAgain('TG-1', [payoutRequest('TG-1')]);
     const h = await startReceiver({ db: p.db, clock: p.clock, defaultFollowUp: true, path: PATH });
