@@ -46,13 +46,14 @@ export async function markInterruptedCreatesUnknown(db: Database, now: number, a
 }
 
 /**
- * The ids an UPDATE … WHERE id IN (…) takes, given `first` (a SELECT id with a LIMIT); empty: none. Read once, by a
- * statement of their own: as a subquery the database may run it again (PostgreSQL per row checked, and a claim that
- * moves some of the rows first would get others), taking rows nothing looked at. Locked on PostgreSQL, skipping rows
- * another instance is taking.
+ * The ids an UPDATE … WHERE id IN (…) takes, given `first` (a SELECT id with a LIMIT); null: none. On
+ * PostgreSQL they are picked and locked by a statement of their own: as a subquery PostgreSQL may run it
+ * again per row checked and take past the limit. (Wrapped: a query builder is thenable.)
  */
-async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<number[]> {
-  return (await (isPostgres(trx) ? first.forUpdate().skipLocked() : first).pluck('id')) as number[];
+async function rowsToTake(trx: Knex.Transaction, first: Knex.QueryBuilder): Promise<{ ids: Knex.QueryBuilder | number[] } | null> {
+  if (!isPostgres(trx)) return { ids: first };
+  const ids = (await first.forUpdate().skipLocked().pluck('id')) as number[];
+  return ids.length > 0 ? { ids } : null;
 }
 
 /**
@@ -141,15 +142,21 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
     const claimed: ClaimedRow[] = [];
     for (const batchId of batchIds) {
       if (claimed.length >= limit) break;
-      const first = trx('payouts')
-        .select('id')
-        .where({ batch_id: batchId, state: 'READY' })
-        .andWhere(due('next_attempt_at'))
-        .orderBy('line')
+      const first = trx('payouts as p')
+        .select('p.id', 'p.create_attempts as createAttempts', 'p.unknown_since as unknownSince')
+        .select(trx.raw('case when exists ? then 1 else 0 end as "triedElsewhere"', [triedElsewhere(trx)]))
+        .where({ 'p.batch_id': batchId, 'p.state': 'READY' })
+        .andWhere(due('p.next_attempt_at'))
+        .orderBy('p.line')
         .limit(limit - claimed.length);
-      const ids = await rowsToTake(trx, first);
+      // Read once, by a statement of their own: as a subquery of the claim's UPDATE it would run again after the ask
+      // below moved rows, and reach past them to rows it never looked at. Locked on PostgreSQL, as rowsToTake does.
+      const looked = (await (isPostgres(trx) ? first.forUpdate().skipLocked() : first)) as ClaimCandidate[];
+      const elsewhere = new Set(looked.filter((c) => Number(c.triedElsewhere) === 1).map((c) => c.id));
+      const ask = looked.filter((c) => elsewhere.has(c.id) && c.createAttempts === 0 && c.unknownSince === null).map((c) => c.id);
+      if (ask.length > 0) await askBeforeFirstSend(trx, ask, now);
+      const ids = looked.map((c) => c.id).filter((id) => !ask.includes(id));
       if (ids.length === 0) continue;
-      await askFirstWhenRepeated(trx, ids, now);
       const taken = (await trx('payouts')
         .whereIn('id', ids)
         .andWhere('state', 'READY')
@@ -163,12 +170,8 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
         .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt' | 'triedBefore'>[];
       // RETURNING comes in no promised order; creates go out in line order.
       taken.sort((a, b) => a.line - b.line);
-      const tried = await referencesTriedElsewhere(
-        trx,
-        taken.filter((r) => r.createAttempts <= 1).map((r) => r.merchantReferenceId),
-      );
       for (const r of taken) {
-        const triedBefore = r.createAttempts > 1 || tried.has(r.merchantReferenceId);
+        const triedBefore = r.createAttempts > 1 || elsewhere.has(r.id);
         claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt, triedBefore });
       }
     }
@@ -184,54 +187,36 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
   });
 }
 
-/**
- * Of these READY rows, makes UNKNOWN those never tried nor asked about whose reference another row tried a create
- * under and holds no payout of (found absent and NOT_SUBMITTED, then sent again in a new file): that create may land
- * yet, so the reference is asked before anything is sent for the row. Found absent, the row is READY again with its
- * `unknown_since` kept, and sent.
- */
-async function askFirstWhenRepeated(trx: Knex.Transaction, ids: readonly number[], now: number): Promise<void> {
-  const repeated = (await trx('payouts as p')
-    .whereIn('p.id', ids)
-    .andWhere({ 'p.state': 'READY', 'p.create_attempts': 0 })
-    .whereNull('p.unknown_since')
-    .whereExists((q) =>
-      q
-        .select(trx.raw('1'))
-        .from('payouts as o')
-        .whereRaw('o.merchant_reference_id = p.merchant_reference_id')
-        .andWhereRaw('o.id <> p.id')
-        .andWhere('o.create_attempts', '>', 0)
-        .whereNull('o.payout_id'),
-    )
-    .pluck('p.id')) as number[];
-  if (repeated.length === 0) return;
-  const detail =
-    'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
-  await moveRows(
-    trx,
-    repeated,
-    'READY',
-    'UNKNOWN',
-    { nextAttemptAt: now, unknownSince: now },
-    { event: 'asked-before-sending', detail },
-    now,
-  );
+/** A READY row a create claim looked at: tried or asked about before, and whether another row tried its reference. */
+interface ClaimCandidate {
+  id: number;
+  createAttempts: number;
+  unknownSince: number | null;
+  triedElsewhere: number | string;
 }
 
-/** Of these references of rows just claimed, those another row had a create tried under (the claimed row counts one). */
-async function referencesTriedElsewhere(trx: Knex.Transaction, references: readonly string[]): Promise<Set<string>> {
-  const tried = new Set<string>();
-  for (let i = 0; i < references.length; i += 500) {
-    const found = (await trx('payouts')
-      .whereIn('merchant_reference_id', references.slice(i, i + 500))
-      .andWhere('create_attempts', '>', 0)
-      .groupBy('merchant_reference_id')
-      .havingRaw('count(*) > 1')
-      .pluck('merchant_reference_id')) as string[];
-    for (const r of found) tried.add(r);
-  }
-  return tried;
+/**
+ * Another row (not `p`) tried a create under `p`'s reference and holds no payout of it: found absent and made
+ * NOT_SUBMITTED, `p` sending it again in a new file. That create may land yet.
+ */
+function triedElsewhere(trx: Knex.Transaction): Knex.QueryBuilder {
+  return trx('payouts as o')
+    .select(trx.raw('1'))
+    .whereRaw('o.merchant_reference_id = p.merchant_reference_id')
+    .andWhereRaw('o.id <> p.id')
+    .andWhere('o.create_attempts', '>', 0)
+    .whereNull('o.payout_id');
+}
+
+/**
+ * Makes UNKNOWN these READY rows, never tried nor asked about, whose reference another row tried (triedElsewhere):
+ * the reference is asked before anything is sent. Found absent, a row is READY again with `unknown_since` kept, and
+ * sent; the fence of its create always looks (ClaimedRow.triedBefore).
+ */
+async function askBeforeFirstSend(trx: Knex.Transaction, ids: number[], now: number): Promise<void> {
+  const detail =
+    'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
+  await moveRows(trx, ids, 'READY', 'UNKNOWN', { nextAttemptAt: now, unknownSince: now }, { event: 'asked-before-sending', detail }, now);
 }
 
 /** What the fence of a create try found: `sending` (it may go), `lost` (the claim), or `unsendable` (its batch). */
@@ -345,10 +330,10 @@ export async function claimDueRows(
       // Ties by id: the order of the state's partial index (migration 0007), and the same rows first on every engine.
       .orderBy([{ column: dueColumn }, { column: 'id' }])
       .limit(limit);
-    const ids = await rowsToTake(trx, due);
-    if (ids.length === 0) return [];
+    const take = await rowsToTake(trx, due);
+    if (take === null) return [];
     const rows = (await trx('payouts')
-      .whereIn('id', ids)
+      .whereIn('id', take.ids)
       .andWhere('state', state)
       .update({ [dueColumn]: now + leaseMs })
       .returning('*')) as Record<string, unknown>[];
