@@ -10,6 +10,7 @@ import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
 import { moveRows, recordMoved, type RowCondition } from './moves.js';
 import { reproducibleTransaction } from './reproducible.js';
+import { askBeforeSending } from './unfollowed-payouts.js';
 
 /** Who claims work, and for how long (several instances on PostgreSQL). */
 export interface Claimant {
@@ -154,7 +155,18 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       const looked = (await (isPostgres(trx) ? first.forUpdate().skipLocked() : first)) as ClaimCandidate[];
       const elsewhere = new Set(looked.filter((c) => Number(c.triedElsewhere) === 1).map((c) => c.id));
       const ask = looked.filter((c) => elsewhere.has(c.id) && c.createAttempts === 0 && c.unknownSince === null).map((c) => c.id);
-      if (ask.length > 0) await askBeforeFirstSend(trx, ask, now);
+      // Never tried nor asked about: its reference is asked first. Found absent, it is READY again with unknown_since
+      // kept, and sent; the fence of its create always looks (triedBefore).
+      if (ask.length > 0) {
+        const detail =
+          'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
+        await askBeforeSending(
+          trx,
+          ask.map((id) => ({ id, state: 'READY' as const })),
+          { event: 'asked-before-sending', detail },
+          now,
+        );
+      }
       const ids = looked.map((c) => c.id).filter((id) => !ask.includes(id));
       if (ids.length === 0) continue;
       const taken = (await trx('payouts')
@@ -206,17 +218,6 @@ function triedElsewhere(trx: Knex.Transaction): Knex.QueryBuilder {
     .andWhereRaw('o.id <> p.id')
     .andWhere('o.create_attempts', '>', 0)
     .whereNull('o.payout_id');
-}
-
-/**
- * Makes UNKNOWN these READY rows, never tried nor asked about, whose reference another row tried (triedElsewhere):
- * the reference is asked before anything is sent. Found absent, a row is READY again with `unknown_since` kept, and
- * sent; the fence of its create always looks (ClaimedRow.triedBefore).
- */
-async function askBeforeFirstSend(trx: Knex.Transaction, ids: number[], now: number): Promise<void> {
-  const detail =
-    'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
-  await moveRows(trx, ids, 'READY', 'UNKNOWN', { nextAttemptAt: now, unknownSince: now }, { event: 'asked-before-sending', detail }, now);
 }
 
 /** What the fence of a create try found: `sending` (it may go), `lost` (the claim), or `unsendable` (its batch). */

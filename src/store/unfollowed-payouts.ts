@@ -20,8 +20,9 @@ const SENDABLE_AGAIN: readonly RowState[] = ['READY', 'CREATING'];
  * Makes rows without a payout that a create may be sent for (READY, CREATING) UNKNOWN, in `trx`: their reference is
  * asked at the next reconcile, which adopts a payout held under it. A CREATING row's claim ends with it, so its
  * create's answer is refused as the claim's no longer; left CREATING, a "try later" answer would send it again.
+ * Also the claim's ask before a row sent again under a reference tried before is first sent (./claims.ts).
  */
-async function askBeforeSending(
+export async function askBeforeSending(
   trx: Knex.Transaction,
   rows: readonly { id: number; state: RowState }[],
   history: HistoryEntry,
