@@ -89,14 +89,7 @@ function sendableBatch(q: Knex.QueryBuilder, now: number): Knex.QueryBuilder {
 export type ClaimedRow = Pick<
   PayoutRow,
   'id' | 'batchId' | 'line' | 'merchantReferenceId' | 'requestValues' | 'state' | 'createAttempts' | 'leaseOwner' | 'leaseExpiresAt'
-> & {
-  /**
-   * A create under its reference may have left before this claim: an earlier claim of the row, or of a row that held
-   * the reference before it (found absent, then sent again in a new file). An event naming that payout makes the row
-   * UNKNOWN at any moment, so the fence of its create always looks.
-   */
-  triedBefore: boolean;
-};
+>;
 
 /**
  * What a move recording a claimed row's create (its answer, or that it was not sent) needs the row to still hold
@@ -156,7 +149,7 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
       const elsewhere = new Set(looked.filter((c) => Number(c.triedElsewhere) === 1).map((c) => c.id));
       const ask = looked.filter((c) => elsewhere.has(c.id) && c.createAttempts === 0 && c.unknownSince === null).map((c) => c.id);
       // Never tried nor asked about: its reference is asked first. Found absent, it is READY again with unknown_since
-      // kept, and sent; the fence of its create always looks (triedBefore).
+      // kept, and sent.
       if (ask.length > 0) {
         const detail =
           'a create under this reference was tried for an earlier row that holds no payout; its reference is asked before any create';
@@ -179,13 +172,10 @@ export async function claimReadyRows(db: Database, limit: number, now: number, c
           lease_expires_at: leaseExpiresAt,
           updated_at: now,
         })
-        .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt' | 'triedBefore'>[];
+        .returning(RETURNED_OF_CLAIM)) as Omit<ClaimedRow, 'batchId' | 'state' | 'leaseOwner' | 'leaseExpiresAt'>[];
       // RETURNING comes in no promised order; creates go out in line order.
       taken.sort((a, b) => a.line - b.line);
-      for (const r of taken) {
-        const triedBefore = r.createAttempts > 1 || elsewhere.has(r.id);
-        claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt, triedBefore });
-      }
+      for (const r of taken) claimed.push({ ...r, batchId, state: 'CREATING', leaseOwner: claimant.instanceId, leaseExpiresAt });
     }
     await recordMoved(
       trx,

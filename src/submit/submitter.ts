@@ -118,14 +118,6 @@ const FORGET_LOOKS_AFTER_MS = 86_400_000;
 const SHUTDOWN_NOT_SENT = 'shutdown before the create was sent';
 const PASS_FAILED_NOT_SENT = 'the submit pass failed before the create was sent; sent by a later pass';
 
-/**
- * How long a batch found sendable stays so for the fences of its creates while their leases are fresh: a look
- * per create would cost more than the create's own bookkeeping, and a cancel or hold reaches every create that
- * leaves this long after it (the cancel counts the rows claimed before it as possibly sent). A row whose
- * reference was tried before is always looked at: an event naming that payout may have made it UNKNOWN since.
- */
-export const SENDABLE_RECHECK_MS = 100;
-
 /** A create try not sent: its row is no longer this claim's (the lease ran out, or an event made it UNKNOWN). */
 class ClaimLost extends Error {
   constructor() {
@@ -141,7 +133,7 @@ class NotSending extends Error {
 }
 
 /** An UNKNOWN row as the reconcile claims it. */
-type UnknownRow = Omit<ClaimedRow, 'triedBefore'> & { unknownSince: number | null };
+type UnknownRow = ClaimedRow & { unknownSince: number | null };
 
 /** What an answer to a reference query says, by reference. */
 interface Seen {
@@ -179,8 +171,6 @@ export class PayoutSubmitter {
   private beside: Beside | null = null;
   /** A partial query answer was warned of (once per process: a service that pages does so every time). */
   private partialWarned = false;
-  /** When each batch was last found sendable by a create's fence (SENDABLE_RECHECK_MS). */
-  private readonly sendableSeen = new Map<string, number>();
   /** The steady clock, and when this process first looked at each UNKNOWN row on it: the grace counts on both (grace.ts). */
   private readonly steady: () => number;
   private readonly firstLooks: FirstLooks;
@@ -497,34 +487,20 @@ export class PayoutSubmitter {
   /**
    * Before each try of a create: after a stop, or once the row's batch is no longer sendable (an operator's
    * cancel, a hold, approval withdrawn after the claim), throws NotSending; when the row is no longer this
-   * claim's, ClaimLost. Both are one guarded statement of the store, made when the lease needs renewing (less
-   * than half of it ahead: no row is taken over before its lease runs out, and a try leaving with half the lease
-   * ahead has more than one try can take), the batch was not found sendable within SENDABLE_RECHECK_MS, or a
-   * create under the row's reference may have left before (ClaimedRow.triedBefore): a webhook naming that payout
-   * makes the row UNKNOWN at any moment (src/store/unfollowed-payouts.ts), and sending it then could pay it twice.
+   * claim's (taken over, or made UNKNOWN by an event naming an earlier payout of its reference), ClaimLost. One
+   * guarded statement of the store for every try: a look any older would let a cancel or a hold through. It also
+   * renews the lease when less than half of it is ahead (no row is taken over before its lease runs out, and a try
+   * leaving with half the lease ahead has more than one try can take).
    */
   private async fence(row: ClaimedRow, stop: AbortSignal): Promise<void> {
     if (stop.aborted) throw new NotSending(SHUTDOWN_NOT_SENT);
     const now = this.deps.clock.now();
     const { leaseMs } = this.o.claimant;
     const renew = row.leaseExpiresAt === null || now + leaseMs / 2 > row.leaseExpiresAt;
-    const seen = this.sendableSeen.get(row.batchId);
-    if (!renew && !row.triedBefore && seen !== undefined && now >= seen && now - seen < SENDABLE_RECHECK_MS) return;
     const fenced = await fenceCreate(this.deps.db, row, now, this.o.claimant, renew);
     if (fenced === 'lost') throw new ClaimLost();
-    if (fenced === 'unsendable') {
-      this.sendableSeen.delete(row.batchId);
-      throw new NotSending('its batch was cancelled or held before the create was sent');
-    }
-    this.seenSendable(row.batchId, now);
+    if (fenced === 'unsendable') throw new NotSending('its batch was cancelled or held before the create was sent');
     if (renew) row.leaseExpiresAt = now + leaseMs;
-  }
-
-  private seenSendable(batchId: string, now: number): void {
-    // Batches come and go over months: the ones not looked at lately are forgotten.
-    if (this.sendableSeen.size >= 64)
-      for (const [id, at] of this.sendableSeen) if (now - at >= SENDABLE_RECHECK_MS) this.sendableSeen.delete(id);
-    this.sendableSeen.set(batchId, now);
   }
 
   /** A claimed row put back READY unsent: nothing to resolve, no attempt charged. */

@@ -12,6 +12,11 @@ describe('queued creates', () => {
     30_000,
   );
   it('FILE_CHANGED hold: no queued create goes out; they wait READY for the release', () => queued.checkHoldStopsQueuedCreates(), 30_000);
+  it(
+    'FILE_CHANGED hold: the queued rows whose fences renew their leases find it too',
+    () => queued.checkHoldStopsQueuedCreates(undefined, true),
+    30_000,
+  );
   it('stop: queued creates are not sent during the grace period but put back READY', () => queued.checkStopKeepsQueuedCreates(), 30_000);
   it('queued rows whose lease ran out unrenewed are sent: nobody took them over', () => queued.checkQueuedPastLeaseAreSent(), 30_000);
   it('queued rows have their leases renewed while they wait', () => queued.checkQueuedLeasesRenewed(), 30_000);

@@ -11,7 +11,6 @@ import { cancelReadyRows, cancelReturnedRows } from '../../src/store/cancels.js'
 import { claimReadyRows, fenceCreate, markInterruptedCreatesUnknown, renewClaims } from '../../src/store/claims.js';
 import { holdBatch, releaseBatchHold } from '../../src/store/holds.js';
 import { cancelMessage } from '../../src/cli/commands/operator.js';
-import { SENDABLE_RECHECK_MS } from '../../src/submit/submitter.js';
 import { csvFile, csvRow, startPipeline, waitFor, type Pipeline } from './harness.js';
 
 const refs = Array.from({ length: 12 }, (_, i) => `CQ-${i + 1}`);
@@ -46,8 +45,7 @@ export async function checkCancelStopsQueuedCreates(database?: (dir: string) => 
 
   const done = await cancelReadyRows(p.db, batchId, 'cancelled by an operator: wrong file', p.clock.now());
   expect(done).toEqual({ notSubmitted: UNCLAIMED.length, claimed: 1 + QUEUED.length, unknown: 0 });
-  // The batch was last found sendable by CQ-1's fence: a cancel reaches the creates that leave this long after it.
-  p.clock.advance(SENDABLE_RECHECK_MS);
+  // The clock stands still: CQ-1's fence found the batch sendable this very instant, and that look is not trusted.
   const said = cancelMessage(batchId, done);
   expect(said).toContain('4 row(s) not yet sent are now NOT_SUBMITTED');
   expect(said).toContain('8 row(s) were claimed for sending and may already be on the wire');
@@ -62,12 +60,15 @@ export async function checkCancelStopsQueuedCreates(database?: (dir: string) => 
   expect(p.createRequests()).toBe(1);
 }
 
-/** The hold falls while the queued rows' leases are past half: their fences renew, and find the batch held. */
-export async function checkHoldStopsQueuedCreates(database?: (dir: string) => Promise<Database>): Promise<void> {
+/**
+ * The hold falls while the first create is on the wire, the clock standing still (the queued rows' fences read),
+ * or with the queued rows' leases past half (their fences renew): either way they find the batch held.
+ */
+export async function checkHoldStopsQueuedCreates(database?: (dir: string) => Promise<Database>, leasePastHalf = false): Promise<void> {
   const { p, batchId } = await slowPipeline(database);
   const pass = p.submit();
   await waitFor(() => p.createRequests() >= 1, 'the first create on the wire');
-  p.clock.advance(p.submitterOptions.claimant.leaseMs / 2 + 1);
+  if (leasePastHalf) p.clock.advance(p.submitterOptions.claimant.leaseMs / 2 + 1);
 
   await holdBatch(p.db, batchId, { code: 'FILE_CHANGED', reason: 'changed after the claim', until: null }, p.clock.now());
   await pass;

@@ -15,7 +15,12 @@ describe.skipIf(!pgReachable)('postgres: queued creates', () => {
   };
 
   it('cancel: no queued create goes out', () => queued.checkCancelStopsQueuedCreates(database), 30_000);
-  it('FILE_CHANGED hold: no queued create goes out, renewing fences included', () => queued.checkHoldStopsQueuedCreates(database), 30_000);
+  it('FILE_CHANGED hold: no queued create goes out', () => queued.checkHoldStopsQueuedCreates(database), 30_000);
+  it(
+    'FILE_CHANGED hold: no queued create goes out, renewing fences included',
+    () => queued.checkHoldStopsQueuedCreates(database, true),
+    30_000,
+  );
   it('stop: queued creates are put back READY', () => queued.checkStopKeepsQueuedCreates(database), 30_000);
   it(
     'queued rows whose lease ran out unrenewed are sent: nobody took them over',
