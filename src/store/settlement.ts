@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { OPERATOR_HOLD_CODES } from '../domain/holds.js';
 import { isPostgres, writeTransaction, type Database } from './db.js';
 import { fromColumns, rowsInState, type PayoutRow } from './payouts.js';
+import { lockInIdOrder } from './answers.js';
 import { recordBatchEvent } from './batch-events.js';
 import { requestFieldAt } from './request-fields.js';
 import type { RequestedMoney } from '../domain/payout.js';
@@ -205,7 +206,11 @@ export async function pollBatchNow(db: Database, batchId: string, now: number): 
 
 /** Ask about these PENDING payouts again at `at` (their query failed). */
 export async function reschedulePolls(db: Database, ids: number[], at: number): Promise<void> {
-  if (ids.length > 0) await db('payouts').whereIn('id', ids).andWhere('state', 'PENDING').update({ next_poll_at: at });
+  if (ids.length === 0) return;
+  await writeTransaction(db, async (trx) => {
+    await lockInIdOrder(trx, ids);
+    await trx('payouts').whereIn('id', ids).andWhere('state', 'PENDING').update({ next_poll_at: at });
+  });
 }
 
 /** PENDING rows created before `createdBefore` and not flagged yet, in the PENDING index's order. */
@@ -226,6 +231,7 @@ export async function listStalePending(db: Database, createdBefore: number, limi
 export async function flagStale(db: Database, ids: number[], now: number): Promise<number[]> {
   if (ids.length === 0) return [];
   return writeTransaction(db, async (trx) => {
+    await lockInIdOrder(trx, ids);
     const flagged = (await trx('payouts')
       .whereIn('id', ids)
       .andWhere('state', 'PENDING')
