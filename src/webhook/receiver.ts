@@ -51,13 +51,13 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
   const now = clock.now();
   // First: on PostgreSQL a reconcile recording its answer holds the row until it commits, and what it made of the
   // row (final, say) is then found below; asked after those, such a row would be missed by every step.
-  if ((await reaskUnknownOfReference(db, n.merchantReferenceId, now)) > 0) {
+  const reasked = await reaskUnknownOfReference(db, n.merchantReferenceId, now);
+  if (reasked > 0) {
     logger.info(
       fields,
       'webhook accepted: a create under this reference awaits its outcome; its reference is asked again at the next ' +
         'submit pass, as an answer already on its way may be older than this event',
     );
-    return false;
   }
   // Before pollSoon, which finds only PENDING rows: these rows hold no payout, and a create's answer being recorded
   // holds the row until it commits (what it made of the row is then found below).
@@ -77,15 +77,17 @@ export async function followUpNamed(db: Database, clock: Clock, logger: Logger, 
         'out of retry files',
     );
   }
-  if (tried.unknown + tried.ended.length > 0) return tried.ended.length > 0;
+  // The rows following the payout are still looked at: another row of the reference asked about must not hide
+  // that the payout's own row was recorded otherwise.
+  let wake = tried.ended.length > 0;
   if ((await pollSoon(db, [n], now)) > 0) {
     logger.info(fields, 'webhook accepted: payout due for a query');
     return true;
   }
-  let wake = false;
   const final = await finalRowsNamed(db, [n]);
   for (const row of final) wake = (await finalRowNamed(db, logger, row, n, now)) || wake;
-  if (final.length === 0) {
+  // A row asked about above may be the payout's own: rows holding another payout are not told of it as a second one.
+  if (final.length === 0 && reasked + tried.unknown + tried.ended.length === 0) {
     const others = await rowsHoldingOtherPayout(db, n.merchantReferenceId, n.payoutId);
     if (others.length === 0) logger.info(fields, 'webhook accepted: no PENDING row of this payout here; nothing made due');
     for (const row of others) wake = (await otherPayoutNamed(db, logger, row, n, now)) || wake;
