@@ -531,7 +531,13 @@ export class BatchOutbox {
   async writeExtras(batch: BatchRecord): Promise<ExtraFiles> {
     const identity = identityOf(batch);
     if (!this.extras.retryFiles || (await countCancelledRows(this.db, batch.id)) === 0) return { retry: null, retryXlsxPath: null };
-    return this.writeRetryAt(identity, join(this.dir, retryFileName(outboxName(batch), 0)), batchRetrySource(this.db, batch.id));
+    const name = outboxName(batch);
+    const extras = await this.writeRetryAt(identity, join(this.dir, retryFileName(name, 0)), batchRetrySource(this.db, batch.id));
+    // A finish cut short after its retry file is done again; with no row left to retry now (the service contradicted
+    // one since), the file it wrote must not go on offering it.
+    if (extras.retry?.path === null)
+      for (const ext of ['csv', 'xlsx'] as const) await rm(join(this.dir, retryFileName(name, 0, ext)), { force: true });
+    return extras;
   }
 
   /** A retry file at `path` and its .xlsx twin. */
