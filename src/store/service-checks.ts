@@ -46,7 +46,9 @@ export interface CheckTarget extends Omit<FinalRowNamed, 'payoutId'> {
 /**
  * Makes a check of a row owed now, in a new round: an answer to a query sent before is not taken as this one's.
  * Its note (what finance is told meanwhile) is set unless it already holds one (what the service said before stays
- * until the check has an answer). False when the row is no longer in `state` or holds another payout.
+ * until the check has an answer). A row owing a check of its reference, or holding what an answered check said
+ * (which may tell of another payout under it), is asked by reference whatever `check` says: an answer about its own
+ * payout alone would close what was said of the others. False when the row is no longer in `state` or holds another payout.
  */
 export async function markServiceCheck(
   db: Database,
@@ -58,7 +60,10 @@ export async function markServiceCheck(
   const n = await db('payouts')
     .where({ id: row.id, state: row.state, payout_id: row.payoutId })
     .update({
-      service_check: check,
+      service_check: db.raw(
+        "case when service_check = 'REFERENCE' or (service_check is null and service_note is not null) then 'REFERENCE' else ? end",
+        [check],
+      ),
       service_check_at: now,
       service_check_round: db.raw('service_check_round + 1'),
       service_note: db.raw('coalesce(service_note, ?)', [note]),

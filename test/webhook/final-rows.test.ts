@@ -7,7 +7,7 @@
  * the service cannot be asked.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { closePipelines, payoutRequest, startPipeline } from '../pipeline/harness.js';
+import { closePipelines, payoutRequest, startPipeline, waitFor } from '../pipeline/harness.js';
 import { PATH, closeAll, eventBody, send, signedHeaders, startReceiver } from './helpers.js';
 import { batchFiles, checkOwed, deliver, finalRows, pipelineLines, receiverLines } from './final-rows-world.js';
 
@@ -177,6 +177,44 @@ describe('an event naming another payout under one of our references', () => {
     expect(files.retry).toBeNull();
     expect(files.withheld.map((w) => w.merchantReferenceId)).toEqual(['FR-10']);
     expect(files.result.get('FR-10')?.reason).toContain(`holds payout ${second} (PAID)`);
+  });
+
+  it("a later event about the row's own payout: asked by reference, so what the service said of the second stays", async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-11': 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
+    const own = payoutIds.get('FR-11') as string;
+    const second = (await p.client.createPayout(payoutRequest('FR-11', { payoutAmount: '100.5' }))).payoutId;
+    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
+    await deliver(h, { payoutId: second, merchantReferenceId: 'FR-11', status: 'PAID', eventId: 'EV-FR-11a' });
+    await checkOwed(p, 'FR-11');
+    await p.poll();
+    expect((await p.row('FR-11')).serviceNote).toContain(`holds payout ${second} (PAID)`);
+    // An event saying PAID of the row's own payout, which the service has CANCELLED (out of order, or wrong).
+    await deliver(h, { payoutId: own, merchantReferenceId: 'FR-11', status: 'PAID', eventId: 'EV-FR-11b' });
+    await checkOwed(p, 'FR-11');
+    expect((await p.row('FR-11')).serviceCheck).toBe('REFERENCE');
+    await p.poll();
+    const row = await p.row('FR-11');
+    expect([row.state, row.serviceCheck]).toEqual(['CANCELLED', null]);
+    expect(row.serviceNote).toContain(`holds payout ${second} (PAID)`);
+    const files = await batchFiles(p, batchId, 'outbox');
+    expect(files.retry).toBeNull();
+    expect(files.result.get('FR-11')?.reason).toContain(`holds payout ${second} (PAID)`);
+  });
+
+  it("an event about the row's own payout while its reference is being asked: the check stays one of the reference", async () => {
+    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-12': 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
+    const own = payoutIds.get('FR-12') as string;
+    const second = (await p.client.createPayout(payoutRequest('FR-12', { payoutAmount: '100.5' }))).payoutId;
+    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
+    await deliver(h, { payoutId: second, merchantReferenceId: 'FR-12', status: 'PAID', eventId: 'EV-FR-12a' });
+    await checkOwed(p, 'FR-12');
+    await deliver(h, { payoutId: own, merchantReferenceId: 'FR-12', status: 'PAID', eventId: 'EV-FR-12b' });
+    await waitFor(async () => (await p.row('FR-12')).serviceCheckRound >= 2, "the second event's follow-up");
+    expect((await p.row('FR-12')).serviceCheck).toBe('REFERENCE');
+    await p.poll();
+    const row = await p.row('FR-12');
+    expect(row.serviceNote).toContain(`holds payout ${second} (PAID)`);
+    expect((await batchFiles(p, batchId, 'outbox')).retry).toBeNull();
   });
 
   it('a follow-up that fails is answered 500 and leaves the event unrecorded: the redelivery makes the check owed', async () => {
