@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run chaos -- --iterations N --seed S [--runs R] [--rows N] [--stop SIGKILL|SIGTERM] [--strict]`
+ * `npm run chaos -- --iterations N --seed S [--runs R] [--rows N] [--stop SIGKILL|SIGTERM]`
  *
  * The long chaos run: R seeded runs (seeds S, S+1, …) of test/chaos/runner.ts,
  * each stopping the daemon N times. The runner is TypeScript and needs the
@@ -8,8 +8,7 @@
  * (test/chaos/long.test.ts, driven by CHAOS_* variables); this script only
  * turns options into those variables and prints one line per seed at the
  * end: "seed S: PASS …" or "seed S: FAIL …" with what broke. Exit code 1 if
- * any seed failed. Known, reported bugs are listed as warnings unless
- * --strict makes them failures too. `npm run chaos` builds first (the daemon runs from dist/).
+ * any seed failed. `npm run chaos` builds first (the daemon runs from dist/).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -26,9 +25,8 @@ const values = parseFlags(
     runs: { type: 'string', default: '1' },
     rows: { type: 'string', default: '300' },
     stop: { type: 'string', default: 'SIGKILL' },
-    strict: { type: 'boolean', default: false },
   },
-  'usage: npm run chaos -- [--iterations N] [--seed S] [--runs R] [--rows N] [--stop SIGKILL|SIGTERM] [--strict]',
+  'usage: npm run chaos -- [--iterations N] [--seed S] [--runs R] [--rows N] [--stop SIGKILL|SIGTERM]',
 );
 for (const name of ['iterations', 'runs', 'rows', ...(values.seed === undefined ? [] : ['seed'])]) {
   if (!/^\d+$/.test(values[name])) {
@@ -58,7 +56,6 @@ const run = spawnSync(process.execPath, [join(root, 'node_modules', 'vitest', 'v
     CHAOS_ROWS: values.rows,
     CHAOS_STOP: values.stop,
     CHAOS_REPORT: report,
-    CHAOS_STRICT: values.strict ? '1' : '0',
   },
 });
 let lines = [];

@@ -36,7 +36,7 @@ import {
 } from './world.js';
 
 /** The named kill points of src/daemon/fault-points.ts (PAYOUTD_FAULT_KILL_AT=<point>:<n>). */
-export const KILL_POINTS = ['after-intent', 'after-create-response', 'after-record', 'mid-result-file'] as const;
+export const KILL_POINTS = ['after-intent', 'after-create-response', 'after-record', 'mid-result-file', 'mid-read'] as const;
 export type KillPoint = (typeof KILL_POINTS)[number];
 
 export type StopPhase = 'startup' | 'ingest' | 'submit' | 'later' | KillPoint;
@@ -55,8 +55,6 @@ export interface ChaosOptions {
   stopTimeoutMs?: number;
   /** How long the last daemon may take to finish everything. Default 90 s. */
   finishTimeoutMs?: number;
-  /** Count the known, reported bugs (see KNOWN below) as failures too. Default false: they are listed as warnings. */
-  strict?: boolean;
   /** Progress lines (the seed first). */
   log?: (line: string) => void;
 }
@@ -132,6 +130,7 @@ function paidFile(name: string, rows: BatchRow[]): DroppedFile {
     cancelled: rows.filter((r) => r.accountNumber.endsWith('0000')).map((r) => r.merchantReferenceId),
     unpaid: [],
     finalState: 'COMPLETE',
+    rows,
   };
 }
 
@@ -216,7 +215,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
     const isPoint = (KILL_POINTS as readonly string[]).includes(phase);
     if (isPoint) killPointsUsed = true;
     const env: Record<string, string> = isPoint
-      ? { PAYOUTD_FAULT_KILL_AT: `${phase}:${phase === 'mid-result-file' ? 1 : rng.int(1, 12)}` }
+      ? { PAYOUTD_FAULT_KILL_AT: `${phase}:${phase === 'mid-result-file' || phase === 'mid-read' ? 1 : rng.int(1, 12)}` }
       : {};
     // Work keeps arriving: about every other stop, the next file is there before the daemon starts.
     if (phase !== 'ingest' && rng.chance(0.5)) await dropNext();

@@ -36,6 +36,7 @@ function expectation(name: string, rows: BatchRow[]): DroppedFile {
     cancelled: rows.filter((r) => r.accountNumber.endsWith('0000')).map((r) => r.merchantReferenceId),
     unpaid: [],
     finalState: 'COMPLETE',
+    rows,
   };
 }
 

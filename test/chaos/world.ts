@@ -18,6 +18,7 @@ import { openSqlite } from '../../src/store/sqlite-driver.js';
 import { onTestFinished } from 'vitest';
 import { Decimal } from '../../src/domain/money.js';
 import type { LedgerEntry } from '../../src/sandbox/index.js';
+import type { BatchRow } from '../e2e/batch-files.js';
 import { BIN, DaemonProcess, ledgerByReference, readOutboxCsv, type BatchStatus, type E2e } from '../e2e/harness.js';
 
 // ---------------------------------------------------------------- seeded randomness
@@ -110,6 +111,8 @@ export interface DroppedFile {
   unpaid: string[];
   /** The batch state the file must end in. */
   finalState: BatchStatus['state'];
+  /** The rows of a file to be paid, as written: each payout must carry their money and account. */
+  rows?: readonly BatchRow[];
 }
 
 /** Opening balance minus what PAID and PENDING payouts deducted (CANCELLED ones were refunded). */
@@ -127,7 +130,10 @@ export function normalizedBalances(balances: Record<string, string>): Record<str
   return Object.fromEntries(Object.entries(balances).map(([c, a]) => [c, new Decimal(a).toFixed()]));
 }
 
-/** Every reference of `files` that should be paid has exactly one payout; every other reference none. */
+/**
+ * Every reference of `files` that should be paid has exactly one payout, for the amount, currencies and account its
+ * row asked; every other reference none.
+ */
 export function checkLedger(files: readonly DroppedFile[], ledger: readonly LedgerEntry[]): string[] {
   const failures: string[] = [];
   const perRef = ledgerByReference(ledger);
@@ -136,6 +142,18 @@ export function checkLedger(files: readonly DroppedFile[], ledger: readonly Ledg
     for (const ref of f.paid) {
       const n = perRef.get(ref)?.length ?? 0;
       if (n !== 1) failures.push(`${f.name}: ${ref} has ${n} payouts in the ledger (expected 1)`);
+    }
+    for (const row of f.rows ?? []) {
+      const p = perRef.get(row.merchantReferenceId)?.[0];
+      if (p === undefined) continue;
+      const asked = `${row.payoutAmount} ${row.payoutCurrency} from ${row.deductionCurrency} to ${row.accountNumber}`;
+      const made = `${p.payoutAmount} ${p.payoutCurrency} from ${p.deductionCurrency} to ${p.accountNumber}`;
+      const same =
+        new Decimal(p.payoutAmount).eq(row.payoutAmount) &&
+        p.payoutCurrency === row.payoutCurrency &&
+        p.deductionCurrency === row.deductionCurrency &&
+        p.accountNumber === row.accountNumber;
+      if (!same) failures.push(`${f.name}: ${row.merchantReferenceId} asked ${asked}; the service paid ${made}`);
     }
     for (const ref of f.cancelled) {
       const p = perRef.get(ref)?.[0];
@@ -201,9 +219,13 @@ export async function checkBatchesAndFiles(e2e: E2e, files: readonly DroppedFile
       continue;
     }
     const result = await readOutboxCsv(join(e2e.outbox, results[0] as string));
-    const expectedRows = f.paid.length + f.unpaid.length;
-    if (result.rows.length !== expectedRows)
-      failures.push(`${f.name}: result file has ${result.rows.length} rows, expected ${expectedRows}`);
+    // Each row of the file once, and no other.
+    const lines = new Map<string, number>();
+    for (const row of result.rows) lines.set(row['merchant_reference_id'] ?? '', (lines.get(row['merchant_reference_id'] ?? '') ?? 0) + 1);
+    for (const ref of [...f.paid, ...f.unpaid])
+      if (lines.get(ref) !== 1) failures.push(`${f.name}: ${ref} is in the result file ${lines.get(ref) ?? 0} times (expected once)`);
+    const ours = new Set([...f.paid, ...f.unpaid]);
+    for (const ref of lines.keys()) if (!ours.has(ref)) failures.push(`${f.name}: the result file holds ${ref}, which is not in the file`);
     for (const row of result.rows) {
       const ref = row['merchant_reference_id'] ?? '';
       const status = row['status'] ?? '';
