@@ -8,8 +8,8 @@ export function faultsTarget(faults: SandboxFaults, path: ApiPath): boolean {
   return (faults.endpoints ?? BUSINESS_PATHS).includes(path);
 }
 
-export function latencyFor(faults: SandboxFaults, random: Random): number {
-  const l = faults.latencyMs;
+/** The ms drawn from a `latencyMs` or `commitDelayMs` setting: a number, or [min, max] per request. */
+export function latencyFor(l: SandboxFaults['latencyMs'], random: Random): number {
   if (typeof l === 'number') return l;
   return l[0] === l[1] ? l[0] : random.int(l[0], l[1]);
 }

@@ -28,6 +28,7 @@ export const DEFAULT_RATES: Readonly<Record<string, string>> = {
 
 export const DEFAULT_FAULTS: Readonly<SandboxFaults> = {
   latencyMs: 0,
+  commitDelayMs: 0,
   errorRate: 0,
   commitThenErrorRate: 0,
   commitThenDropRate: 0,
@@ -89,6 +90,8 @@ const latencySchema = z.union([
 export const sandboxFaultsPatchSchema = z.strictObject({
   // Delay after the work is committed: a number or [min, max] drawn per request.
   latencyMs: latencySchema.optional(),
+  // Delay before a create's work: it lands that much after it arrived, perhaps after its caller gave up and asked.
+  commitDelayMs: latencySchema.optional(),
   // HTTP 500 before any work (nothing committed).
   errorRate: probability.optional(),
   // A committed create answers HTTP 500, or gets its socket destroyed without an answer.

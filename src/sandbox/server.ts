@@ -236,6 +236,11 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
       answer = failure(429, API_CODES.RATE_LIMITED, 'RATE_LIMITED: too many requests', { 'Retry-After': retryAfter });
     } else {
       const { body, minified } = parseBody(raw, canonical);
+      const lag = targeted && route.path === CREATE_PATH ? latencyFor(f.commitDelayMs, random) : 0;
+      if (lag > 0) {
+        stats.faults.commitDelayed++;
+        await timers.delay(lag);
+      }
       answer = answerApi(route, { method, path, headers: req.headers, minifiedBody: minified, body });
     }
     // Nothing is answered (not even a query that found a payout just created) before the ledger is on disk.
@@ -252,7 +257,7 @@ export async function startSandbox(options: SandboxOptions): Promise<SandboxServ
       }
     }
     if (targeted) {
-      const ms = latencyFor(f, random);
+      const ms = latencyFor(f.latencyMs, random);
       if (ms > 0) {
         stats.faults.delayed++;
         await timers.delay(ms);

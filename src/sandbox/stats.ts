@@ -23,7 +23,15 @@ export interface SandboxStats {
   paid: number;
   cancelled: number;
   /** Injected request faults. */
-  faults: { dropped: number; errors: number; rateLimited: number; commitThenError: number; commitThenDrop: number; delayed: number };
+  faults: {
+    dropped: number;
+    errors: number;
+    rateLimited: number;
+    commitThenError: number;
+    commitThenDrop: number;
+    delayed: number;
+    commitDelayed: number;
+  };
   /** Delivery attempts made. */
   webhooksSent: number;
   /** Deliveries acknowledged with 2xx (a duplicated event counts twice). */
@@ -57,7 +65,7 @@ export function emptyStats(): SandboxStats {
     pending: 0,
     paid: 0,
     cancelled: 0,
-    faults: { dropped: 0, errors: 0, rateLimited: 0, commitThenError: 0, commitThenDrop: 0, delayed: 0 },
+    faults: { dropped: 0, errors: 0, rateLimited: 0, commitThenError: 0, commitThenDrop: 0, delayed: 0, commitDelayed: 0 },
     webhooksSent: 0,
     webhooksDelivered: 0,
     webhooksFailed: 0,

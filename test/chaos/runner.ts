@@ -144,11 +144,15 @@ function faultsFor(rng: Rng): SandboxFaultsInput {
     commitThenErrorRate: rng.pick([0, 0.1, 0.2]),
     commitThenDropRate: rng.pick([0, 0.1, 0.25]),
     dropRate: rng.pick([0, 0, 0.05]),
+    // Now and then a create lands up to 1.5 s after it arrived: after its call timed out, or after the daemon that
+    // sent it was stopped, so the reference may be asked about before it exists (submit.notFoundGraceMs covers it).
+    commitDelayMs: rng.chance(0.3) ? [0, 1500] : 0,
   };
 }
 
 const NO_FAULTS: SandboxFaultsInput = {
   latencyMs: 0,
+  commitDelayMs: 0,
   errorRate: 0,
   commitThenErrorRate: 0,
   commitThenDropRate: 0,
@@ -188,7 +192,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosVerdict> {
     config: {
       api: { timeoutMs: 1000, retry: { maxAttempts: 3, baseMs: 50, maxMs: 500 } },
       inbox: { stableForMs: 200, rescanIntervalMs: 300 },
-      submit: { concurrency: 4, notFoundGraceMs: 300, retry: { baseMs: 100, maxMs: 1500 }, insufficientBalanceHoldMs: 1000 },
+      submit: { concurrency: 4, notFoundGraceMs: 2000, retry: { baseMs: 100, maxMs: 1500 }, insufficientBalanceHoldMs: 1000 },
       poll: { tickMs: 100, firstPollDelayMs: 100, minIntervalMs: 150, maxIntervalMs: 800 },
       shutdownGraceMs: 3000,
     },

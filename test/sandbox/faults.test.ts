@@ -68,6 +68,17 @@ describe('sandbox faults', () => {
     expect(sandbox.stats().faults.commitThenDrop).toBe(1);
   });
 
+  it('commit delay: the create lands that long after it arrived; a call answered meanwhile finds nothing made', async () => {
+    const { sandbox, caller } = await setup({ faults: { commitDelayMs: 1000 } });
+    const creating = caller.business(CREATE, payoutBody());
+    // Only creates wait: the balance is answered while the create has not been done.
+    expect((await caller.business(BALANCE, {})).code).toBe('0000');
+    expect(sandbox.ledger()).toHaveLength(0);
+    expect((await creating).code).toBe('0000');
+    expect(sandbox.ledger()).toHaveLength(1);
+    expect(sandbox.stats().faults.commitDelayed).toBe(1);
+  });
+
   it('commit-then-error: HTTP 500, the payout exists', async () => {
     const { sandbox, caller } = await setup({ faults: { commitThenErrorRate: 1 } });
     const reply = await caller.business(CREATE, payoutBody());
