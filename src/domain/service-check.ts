@@ -238,6 +238,10 @@ export function judgeCheck(row: CheckedRow, answer: PayoutQueryAnswer): CheckVer
     if (u.payoutId !== null && u.merchantReferenceId === row.merchantReferenceId && !held.has(u.payoutId))
       held.set(u.payoutId, { status: u.status ?? 'UNREADABLE', amount: null, currency: null });
   }
+  // An answer without the row's own payout does not tell what the service says of it: asked again, as a payout check
+  // would be, rather than taken as agreeing and a note it holds withdrawn.
+  if (row.payoutId !== null && !held.has(row.payoutId))
+    return { kind: 'unanswered', reason: `the payout service's answer holds no record of payout ${row.payoutId} under its reference` };
   // Another payout counts unless it is CANCELLED; the row's own only where its final state is contradicted.
   const differing = [...held]
     .filter(([id, { status }]) =>
