@@ -137,6 +137,19 @@ describe('a payout.updated event for a row already final', () => {
   });
 });
 
+/**
+ * A CANCELLED row of `ref` whose reference the service also holds a second, PAID payout under (another system paid
+ * under our reference), and the event about that second payout delivered.
+ */
+async function secondPayoutPaid(ref: string, eventId?: string) {
+  const world = await finalRows({ [ref]: 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
+  const { p, h, payoutIds } = world;
+  const second = (await p.client.createPayout(payoutRequest(ref, { payoutAmount: '100.5' }))).payoutId;
+  expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
+  await deliver(h, { payoutId: second, merchantReferenceId: ref, status: 'PAID', ...(eventId !== undefined ? { eventId } : {}) });
+  return { ...world, own: payoutIds.get(ref) as string, second };
+}
+
 describe('an event naming another payout under one of our references', () => {
   it("another row's payout: an ERROR naming the reference and both payouts, the reference queried; it holds no other: nothing changes", async () => {
     const { p, h, batchId, payoutIds } = await finalRows({ 'FR-8': 'PAID', 'FR-9': 'CANCELLED' });
@@ -159,12 +172,7 @@ describe('an event naming another payout under one of our references', () => {
   });
 
   it('a second payout the service holds for a CANCELLED row, PAID: several payouts told, the row left out of the retry file', async () => {
-    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-10': 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
-    const own = payoutIds.get('FR-10') as string;
-    // Another system pays under our reference: the service holds a second payout for it.
-    const second = (await p.client.createPayout(payoutRequest('FR-10', { payoutAmount: '100.5' }))).payoutId;
-    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
-    await deliver(h, { payoutId: second, merchantReferenceId: 'FR-10', status: 'PAID' });
+    const { p, h, batchId, own, second } = await secondPayoutPaid('FR-10');
     const errors = (await receiverLines(h, 'FR-10')).filter((l) => l['level'] === 'error');
     expect(errors).toMatchObject([{ merchantReferenceId: 'FR-10', payoutId: second, rowPayoutId: own }]);
     await checkOwed(p, 'FR-10');
@@ -180,11 +188,7 @@ describe('an event naming another payout under one of our references', () => {
   });
 
   it("a later event about the row's own payout: asked by reference, so what the service said of the second stays", async () => {
-    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-11': 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
-    const own = payoutIds.get('FR-11') as string;
-    const second = (await p.client.createPayout(payoutRequest('FR-11', { payoutAmount: '100.5' }))).payoutId;
-    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
-    await deliver(h, { payoutId: second, merchantReferenceId: 'FR-11', status: 'PAID', eventId: 'EV-FR-11a' });
+    const { p, h, batchId, own, second } = await secondPayoutPaid('FR-11', 'EV-FR-11a');
     await checkOwed(p, 'FR-11');
     await p.poll();
     expect((await p.row('FR-11')).serviceNote).toContain(`holds payout ${second} (PAID)`);
@@ -202,11 +206,7 @@ describe('an event naming another payout under one of our references', () => {
   });
 
   it("an event about the row's own payout while its reference is being asked: the check stays one of the reference", async () => {
-    const { p, h, batchId, payoutIds } = await finalRows({ 'FR-12': 'CANCELLED' }, { sandbox: { duplicatePolicy: 'allow' } });
-    const own = payoutIds.get('FR-12') as string;
-    const second = (await p.client.createPayout(payoutRequest('FR-12', { payoutAmount: '100.5' }))).payoutId;
-    expect(p.sandbox.settle({ payoutId: second }, 'PAID')).toBe(1);
-    await deliver(h, { payoutId: second, merchantReferenceId: 'FR-12', status: 'PAID', eventId: 'EV-FR-12a' });
+    const { p, h, batchId, own, second } = await secondPayoutPaid('FR-12', 'EV-FR-12a');
     await checkOwed(p, 'FR-12');
     await deliver(h, { payoutId: own, merchantReferenceId: 'FR-12', status: 'PAID', eventId: 'EV-FR-12b' });
     await waitFor(async () => (await p.row('FR-12')).serviceCheckRound >= 2, "the second event's follow-up");
